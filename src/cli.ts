@@ -1,0 +1,65 @@
+/**
+ * Command-line entry (DESIGN.md "Command line"). One file per command under `src/commands/`, each
+ * exporting `register(program, cli)`. Exit codes: 0 ok, 1 run failed, 2 usage or config error.
+ */
+import { Command, CommanderError } from 'commander';
+import { readFileSync } from 'node:fs';
+import { ConfigError } from './errors.ts';
+import { commands } from './commands/index.ts';
+
+/** What every command gets: where to write, and a way to set the process's exit code. */
+export interface Cli {
+  /** Writes a line of command output to stdout. */
+  out(line: string): void;
+  /** Writes a line of human-facing error output to stderr. */
+  err(line: string): void;
+  /** Sets the exit code main() returns (0 ok, 1 run failed, 2 usage or config error). */
+  exit(code: number): void;
+}
+
+/** The package version, from package.json. */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** Config path option shared by commands: `--config PATH` (default `$REPORT_ETL_CONFIG` or `./jobs.yaml`). */
+export function defaultConfigPath(): string {
+  return process.env.REPORT_ETL_CONFIG ?? 'jobs.yaml';
+}
+
+/**
+ * Runs the command line.
+ * @param argv process.argv shape: [node, script, ...args]
+ * @returns the exit code
+ */
+export async function main(argv: string[]): Promise<number> {
+  let exitCode = 0;
+  const cli: Cli = {
+    out: (line) => process.stdout.write(`${line}\n`),
+    err: (line) => process.stderr.write(`${line}\n`),
+    exit: (code) => {
+      exitCode = code;
+    },
+  };
+  const program = new Command('report-etl')
+    .description('Scheduled report-to-warehouse ETL: ERP Report Export Service -> PostgreSQL')
+    .version(packageVersion(), '-V, --version')
+    .showHelpAfterError()
+    .exitOverride();
+  for (const register of commands) register(program, cli);
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version end here with exit code 0; usage errors with 1, which we report as 2.
+      return err.exitCode === 0 ? 0 : 2;
+    }
+    if (err instanceof ConfigError) {
+      cli.err(`report-etl: config error: ${err.message}`);
+      return 2;
+    }
+    throw err;
+  }
+  return exitCode;
+}

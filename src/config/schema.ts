@@ -1,0 +1,154 @@
+/**
+ * The jobs.yaml schema (DESIGN.md "Contracts: jobs.yaml"), one zod schema with a description and a
+ * default on every option (CONVENTIONS.md "Config"). The README's configuration reference is checked
+ * against this file.
+ */
+import { z } from 'zod';
+
+/** Report file name rule (spec "Report naming rules"): A-Z a-z 0-9 underscore space, per path segment. */
+export const REPORT_NAME_SEGMENT = /^[A-Za-z0-9_ ]+$/;
+
+/** A Postgres identifier as written in config (schema or table): letters, digits, underscore. */
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const outputTypes = ['json', 'json_compact', 'txt', 'xml_query'] as const;
+/** Output types report-etl loads (spec "Output types": the generic ones). */
+export type OutputType = (typeof outputTypes)[number];
+
+export const writeModes = ['replace', 'append', 'merge'] as const;
+/** How a run's rows reach the target table. */
+export type WriteMode = (typeof writeModes)[number];
+
+export const connectionSchema = z
+  .object({
+    baseUrl: z.url().describe('Base URL of the server, e.g. https://erp.example.com (the spec\'s {base_url}).'),
+    clientId: z.string().min(1).describe('Client-ID of the service user (spec "What the service does" 5).'),
+    clientSecret: z
+      .string()
+      .min(1)
+      .describe('Client-Secret of the service user; give it as ${VAR} so that it comes from the environment.'),
+    credentials: z
+      .enum(['header', 'body'])
+      .default('header')
+      .describe('How the token request carries the credentials: header (Basic, recommended) or body.'),
+    pathEncoding: z
+      .enum(['slash', 'backslash'])
+      .default('slash')
+      .describe('Sub folder separator in report names: slash (%2F) or backslash (%5C, for sanitizing servers).'),
+    timezone: z
+      .string()
+      .default('UTC')
+      .describe('IANA time zone of txt timestamps (they carry no offset) and of the default schedule zone.'),
+    requestTimeoutMs: z.number().int().positive().default(60_000).describe('Timeout of one HTTP request in ms.'),
+    pollIntervalMs: z.number().int().positive().default(250).describe('First job status poll interval in ms (spec "Limits": 250).'),
+    pollMaxIntervalMs: z.number().int().positive().default(5_000).describe('Cap of the growing poll interval in ms.'),
+    pollTimeoutMs: z.number().int().positive().default(3_600_000).describe('How long a job may stay Running before the run fails, in ms.'),
+  })
+  .strict();
+
+/** One connection to a Report Export Service, as validated from jobs.yaml. */
+export type ConnectionConfig = z.infer<typeof connectionSchema>;
+
+export const reportSchema = z
+  .object({
+    mandant: z
+      .union([z.number().int().nonnegative(), z.string().regex(/^[0-9]+$/)])
+      .transform((v) => String(v))
+      .describe('Client number (mandant) the report runs in.'),
+    name: z
+      .string()
+      .min(1)
+      .describe('Report name, sub folders separated by "/"; ".avw" is appended when no extension is given.'),
+    outputType: z.enum(outputTypes).default('json').describe('Output type: json | json_compact | txt | xml_query.'),
+    paging: z
+      .number()
+      .int()
+      .min(10, { message: 'paging must be at least 10: below 10 the server silently uses 10000 rows per page' })
+      .default(10_000)
+      .describe('Rows per page (spec "Limits": at least 10).'),
+    parameters: z
+      .record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform((v) => String(v)))
+      .default({})
+      .describe('Values of the report\'s own input parameters, name to value.'),
+  })
+  .strict();
+
+export type ReportConfig = z.infer<typeof reportSchema>;
+
+export const targetSchema = z
+  .object({
+    table: z
+      .string()
+      .regex(new RegExp(`^(${IDENT.source.slice(1, -1)}\\.)?${IDENT.source.slice(1, -1)}$`), {
+        message: 'table must be schema.table (letters, digits, underscore)',
+      })
+      .describe('Target table, schema-qualified (schema "public" when not given).'),
+    mode: z.enum(writeModes).default('replace').describe('Write mode: replace | append | merge.'),
+    key: z.array(z.string().min(1)).default([]).describe('Key columns for merge (normalised names).'),
+    columns: z
+      .record(z.string(), z.string().regex(/^[A-Za-z][A-Za-z0-9_ ,()\[\]]*$/, { message: 'not a type name' }))
+      .default({})
+      .describe('Declared Postgres types by normalised column name; a declared type wins over inference.'),
+  })
+  .strict()
+  .superRefine((t, ctx) => {
+    if (t.mode === 'merge' && t.key.length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['key'], message: 'merge needs key: the columns that identify a row' });
+    }
+    if (t.mode !== 'merge' && t.key.length > 0) {
+      ctx.addIssue({ code: 'custom', path: ['key'], message: `key is used by mode merge only (mode is ${t.mode})` });
+    }
+  });
+
+export type TargetConfig = z.infer<typeof targetSchema>;
+
+export const retrySchema = z
+  .object({
+    attempts: z.number().int().min(1).default(3).describe('Attempts per run before it is failed for good.'),
+    backoffMs: z.number().int().min(0).default(30_000).describe('First retry delay in ms; doubles each attempt.'),
+  })
+  .strict();
+
+export const jobSchema = z
+  .object({
+    connection: z.string().min(1).describe('Name of an entry under connections.'),
+    schedule: z.string().optional().describe('Cron expression (5 or 6 fields); no schedule means manual runs only.'),
+    timezone: z.string().optional().describe('Time zone of the schedule; defaults to the connection\'s.'),
+    catchup: z
+      .union([z.enum(['none', 'latest']), z.object({ all: z.string().describe('Window, e.g. 2d or 12h') }).strict()])
+      .default('none')
+      .describe('Missed ticks on scheduler start: none | latest | { all: <window> }.'),
+    overlap: z.enum(['skip', 'wait']).default('wait').describe('When the previous run is still going: skip or wait.'),
+    retry: retrySchema.optional().describe('Attempts and backoff; defaults from the top-level defaults.'),
+    report: reportSchema,
+    target: targetSchema,
+  })
+  .strict();
+
+export type JobConfig = z.infer<typeof jobSchema>;
+
+export const configSchema = z
+  .object({
+    connections: z.record(z.string(), connectionSchema).describe('Report Export Service connections by name.'),
+    defaults: z
+      .object({ retry: retrySchema.default({ attempts: 3, backoffMs: 30_000 }) })
+      .strict()
+      .default({ retry: { attempts: 3, backoffMs: 30_000 } })
+      .describe('Defaults for every job.'),
+    jobs: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/, { message: 'job names use letters, digits, _ . -' }), jobSchema),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    for (const [name, job] of Object.entries(c.jobs)) {
+      if (!(job.connection in c.connections)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['jobs', name, 'connection'],
+          message: `unknown connection "${job.connection}" (known: ${Object.keys(c.connections).join(', ') || 'none'})`,
+        });
+      }
+    }
+  });
+
+/** The whole validated jobs.yaml. */
+export type EtlConfig = z.infer<typeof configSchema>;

@@ -1,0 +1,146 @@
+/**
+ * Typed errors with stable codes (CONVENTIONS.md "Errors").
+ *
+ * Every error report-etl throws on purpose is an {@link EtlError}: it has a stable `code`, says whether
+ * a retry can help (`retryable`), and carries what on-call staff need to act on it: the stage of the run,
+ * the HTTP status and the server's own words, unchanged (spec "Errors"). Secrets never go into these
+ * fields: build messages from names and ids, never from credentials or headers.
+ */
+
+/** Stable error codes. They are written to `etl.run_errors.error_kind`; never rename one. */
+export type ErrorCode =
+  | 'CONFIG_INVALID'
+  | 'REPORT_NAME_INVALID'
+  | 'TOKEN_FAILED'
+  | 'UNAUTHORIZED'
+  | 'RIGHTS_FAILURE'
+  | 'ACCESS_FORBIDDEN'
+  | 'REPORT_FAILED'
+  | 'POLL_TIMEOUT'
+  | 'HTTP_TRANSIENT'
+  | 'HTTP_UNEXPECTED'
+  | 'PAGE_BROKEN'
+  | 'PAGE_FORMAT'
+  | 'ROW_COUNT_MISMATCH'
+  | 'VALUE_DOES_NOT_FIT'
+  | 'TARGET_INVALID'
+  | 'DATABASE'
+  | 'ABORTED'
+  | 'INTERNAL';
+
+/** The part of a run an error happened in; written to `etl.run_errors.stage`. */
+export type RunStage = 'config' | 'token' | 'start' | 'poll' | 'fetch' | 'parse' | 'load' | 'commit' | 'delete';
+
+/** Problem details of an `application/problem+json` answer (spec "Error problem body"). */
+export interface ProblemDetails {
+  status?: number;
+  title?: string;
+  type?: string;
+  instance?: string;
+  detail?: string;
+  [key: string]: unknown;
+}
+
+/** Context an {@link EtlError} may carry. */
+export interface EtlErrorOptions {
+  cause?: unknown;
+  /** Whether trying the same thing again may succeed. Defaults per code, see {@link RETRYABLE_CODES}. */
+  retryable?: boolean;
+  stage?: RunStage;
+  /** HTTP status of the answer that caused the error, if any. */
+  httpStatus?: number;
+  /** The server's own text (job `message`, `SvcServletExceptionMessage` header), verbatim. */
+  serverMessage?: string;
+  /** Parsed problem+json body, verbatim. */
+  problem?: ProblemDetails;
+  /** Extra structured context (job name, page, column ...); must never hold secrets. */
+  details?: Record<string, unknown>;
+}
+
+/**
+ * The codes a retry can cure (graphile-worker's RETRYABLE_ERROR_CODES): network resets, 5xx, timeouts,
+ * a broken page, serialization failures and deadlocks. Everything else (bad config, bad report name,
+ * rights failure, 403, a failed report, a value that does not fit) fails the same way every time.
+ */
+export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'HTTP_TRANSIENT',
+  'PAGE_BROKEN',
+  'POLL_TIMEOUT',
+  'TOKEN_FAILED',
+  'UNAUTHORIZED',
+]);
+
+/** Postgres SQLSTATEs worth a retry: serialization failure, deadlock, admin shutdown, connection loss. */
+export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01', '57P01', '57P02', '57P03', '08000', '08003', '08006']);
+
+/** Base class of every deliberate report-etl error. */
+export class EtlError extends Error {
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+  stage: RunStage | undefined;
+  readonly httpStatus: number | undefined;
+  readonly serverMessage: string | undefined;
+  readonly problem: ProblemDetails | undefined;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: EtlErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options.retryable ?? RETRYABLE_CODES.has(code);
+    this.stage = options.stage;
+    this.httpStatus = options.httpStatus;
+    this.serverMessage = options.serverMessage;
+    this.problem = options.problem;
+    this.details = options.details;
+  }
+}
+
+/** jobs.yaml or the environment is wrong; `problems` lists every one, each naming file, job and key. */
+export class ConfigError extends EtlError {
+  readonly problems: string[];
+  constructor(problems: string[], options: EtlErrorOptions = {}) {
+    super('CONFIG_INVALID', problems.length === 1 ? problems[0]! : `${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`, {
+      stage: 'config',
+      ...options,
+      retryable: false,
+    });
+    this.problems = problems;
+  }
+}
+
+/** Turns anything thrown into an Error (graphile-worker `coerceError`). */
+export function coerceError(err: unknown): Error {
+  if (err instanceof Error) return err;
+  if (typeof err === 'string') return new Error(err);
+  try {
+    return new Error(`Non-error thrown: ${JSON.stringify(err)}`);
+  } catch {
+    return new Error(`Non-error thrown: ${String(err)}`);
+  }
+}
+
+/** Whether a retry may succeed: our own flag, a retryable Postgres SQLSTATE, or a network error code. */
+export function isRetryable(err: unknown): boolean {
+  if (err instanceof EtlError) return err.retryable;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') {
+    if (RETRYABLE_SQLSTATES.has(code)) return true;
+    if (/^(ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EAI_AGAIN|UND_ERR_.*)$/.test(code)) return true;
+  }
+  return false;
+}
+
+/** The error an aborted run throws (Ctrl-C, shutdown, a caller's AbortSignal). */
+export class AbortedError extends EtlError {
+  constructor(reason?: unknown) {
+    super('ABORTED', `run aborted${reason instanceof Error ? `: ${reason.message}` : typeof reason === 'string' ? `: ${reason}` : ''}`, {
+      retryable: true,
+    });
+  }
+}
+
+/** Throws {@link AbortedError} when `signal` is aborted. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new AbortedError(signal.reason);
+}
