@@ -1,0 +1,21 @@
+/** `report-etl migrate`: applies migrations/ to DATABASE_URL. */
+import type { RegisterCommand } from './index.ts';
+import { makePool } from '../connections.ts';
+import { makeLogger } from '../logger.ts';
+import { migrate } from '../warehouse/migrate.ts';
+
+export const registerMigrate: RegisterCommand = (program, cli) => {
+  program
+    .command('migrate')
+    .description('apply the run-history migrations (migrations/*.sql) to DATABASE_URL; safe to run concurrently')
+    .action(async () => {
+      const logger = makeLogger();
+      const pool = makePool(logger);
+      try {
+        const applied = await migrate(pool, logger);
+        cli.out(applied.length ? `applied migrations ${applied.join(', ')}` : 'database is up to date');
+      } finally {
+        await pool.end();
+      }
+    });
+};

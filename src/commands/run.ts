@@ -1,0 +1,81 @@
+/**
+ * `report-etl run <job>`: one run now, in the foreground. Exit 0 ok, 1 run failed, 2 usage or config error.
+ * Ctrl-C aborts the run: the transaction rolls back, the report job is deleted, the run is recorded interrupted;
+ * a second Ctrl-C exits at once.
+ */
+import { Option } from 'commander';
+import type { RegisterCommand } from './index.ts';
+import { defaultConfigPath } from '../cli.ts';
+import { loadConfig } from '../config/load.ts';
+import { makePool, makeRedis, Releasers } from '../connections.ts';
+import { makeLogger } from '../logger.ts';
+import { runJob, RunFailedError } from '../pipeline/run-job.ts';
+import { migrate } from '../warehouse/migrate.ts';
+
+/** Parses repeated `--param NAME=VALUE` options. */
+function collectParam(value: string, previous: Record<string, string>): Record<string, string> {
+  const eq = value.indexOf('=');
+  if (eq <= 0) throw new Error(`--param wants NAME=VALUE, got "${value}"`);
+  return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
+}
+
+export const registerRun: RegisterCommand = (program, cli) => {
+  program
+    .command('run')
+    .description('run one job of jobs.yaml now, in the foreground')
+    .argument('<job>', 'job name in jobs.yaml')
+    .option('-c, --config <path>', 'jobs.yaml to read', defaultConfigPath())
+    .option('-p, --param <NAME=VALUE>', 'report parameter for this run (repeatable; overrides jobs.yaml)', collectParam, {})
+    .addOption(new Option('--run-key <key>', 'logical run id; append loads are exactly-once per key'))
+    .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string }) => {
+      const loaded = await loadConfig(opts.config);
+      const logger = makeLogger();
+      const releasers = new Releasers();
+      const controller = new AbortController();
+      let signals = 0;
+      const onSignal = (sig: NodeJS.Signals) => {
+        signals += 1;
+        if (signals === 1) {
+          logger.warn({ signal: sig }, 'aborting the run: rolling back and deleting the report job (again to force)');
+          controller.abort(new Error(`received ${sig}`));
+        } else {
+          process.exit(130);
+        }
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      releasers.add(() => {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      });
+      try {
+        const pool = makePool(logger);
+        releasers.add(() => pool.end());
+        await migrate(pool, logger);
+        const redis = makeRedis(logger);
+        releasers.add(() => redis.quit());
+        const result = await runJob({
+          config: loaded.config,
+          job: jobName,
+          pool,
+          redis,
+          logger,
+          signal: controller.signal,
+          parameters: opts.param,
+          ...(opts.runKey ? { runKey: opts.runKey } : {}),
+        });
+        const secs = result.durationMs / 1000;
+        cli.out(
+          `${jobName}: ${result.status}, ${result.rows} rows, ${result.pages} pages, ${(result.bytes / 1e6).toFixed(1)} MB in ` +
+            `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} rows/s), run ${result.runId}`,
+        );
+      } catch (err) {
+        if (!(err instanceof RunFailedError)) throw err;
+        cli.err(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), run ${err.runId}: ${err.message}`);
+        cli.exit(1);
+      } finally {
+        await releasers.releaseAll().catch(() => undefined);
+        logger.flush();
+      }
+    });
+};

@@ -1,0 +1,52 @@
+/**
+ * The process's PostgreSQL pool and Redis connection, from DATABASE_URL and REDIS_URL (defaults: the local
+ * servers, DESIGN.md "Command line"), with error listeners so an idle connection's error is logged instead of
+ * killing the process (CONVENTIONS.md "Lifecycle", graphile-worker `installErrorHandlers`).
+ */
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import type { Logger } from './logger.ts';
+
+/** Default PostgreSQL URL when DATABASE_URL is not set. */
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+/** Default Redis URL when REDIS_URL is not set. */
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/** A pg pool for DATABASE_URL; idle-client errors are logged. */
+export function makePool(logger: Logger, url = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, max = 10): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, application_name: 'report-etl' });
+  pool.on('error', (err) => logger.error({ err: err.message }, 'idle PostgreSQL client error'));
+  pool.on('connect', (client) => client.on('error', (err) => logger.error({ err: err.message }, 'PostgreSQL client error')));
+  return pool;
+}
+
+/**
+ * An ioredis connection for REDIS_URL. `maxRetriesPerRequest: null` as BullMQ requires for its blocking
+ * connections; errors are logged (ioredis reconnects by itself).
+ */
+export function makeRedis(logger: Logger, url = process.env.REDIS_URL ?? DEFAULT_REDIS_URL): Redis {
+  const redis = new Redis(url, { maxRetriesPerRequest: null, lazyConnect: false });
+  redis.on('error', (err: Error) => logger.error({ err: err.message }, 'Redis connection error'));
+  return redis;
+}
+
+/** A last-in-first-out stack of things to release (graphile-worker `withReleasers`). */
+export class Releasers {
+  private readonly stack: Array<() => Promise<unknown> | unknown> = [];
+  /** Adds a release step; it runs before every step added earlier. */
+  add(release: () => Promise<unknown> | unknown): void {
+    this.stack.push(release);
+  }
+  /** Runs every step, last added first; errors are collected, not thrown midway. */
+  async releaseAll(): Promise<void> {
+    const errors: unknown[] = [];
+    while (this.stack.length) {
+      try {
+        await this.stack.pop()!();
+      } catch (err) {
+        errors.push(err);
+      }
+    }
+    if (errors.length) throw new AggregateError(errors, 'errors while releasing resources');
+  }
+}

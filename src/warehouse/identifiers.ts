@@ -1,0 +1,80 @@
+/**
+ * Postgres identifiers: report column names normalised to snake_case (DESIGN.md "Loaded tables") and quoting
+ * that no report column or config value can break out of.
+ */
+import { createHash } from 'node:crypto';
+import { EtlError } from '../errors.ts';
+
+/** PostgreSQL truncates identifiers longer than NAMEDATALEN - 1 = 63 bytes. */
+const MAX_IDENT_BYTES = 63;
+
+const UMLAUTS: Record<string, string> = { ä: 'ae', ö: 'oe', ü: 'ue', ß: 'ss' };
+
+/**
+ * Normalises one report column name: lower case, German umlauts transliterated (ä→ae, ö→oe, ü→ue, ß→ss),
+ * every run of characters other than a-z and 0-9 becomes `_`, trimmed of `_`, a leading digit gets `_`.
+ * `Menge Stk` → `menge_stk`, `Größe (cm)` → `groesse_cm`, `1. Quartal` → `_1_quartal`.
+ * Names longer than 63 bytes are cut and given a short hash so two long names stay distinct.
+ * @returns the normalised name, or `''` when nothing is left (the caller names such columns by position)
+ */
+export function normaliseColumnName(raw: string): string {
+  let name = raw
+    .toLowerCase()
+    .replace(/[äöüß]/g, (c) => UMLAUTS[c]!)
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '');
+  if (/^[0-9]/.test(name)) name = `_${name}`;
+  if (name.length > MAX_IDENT_BYTES) {
+    const hash = createHash('sha256').update(raw).digest('hex').slice(0, 8);
+    name = `${name.slice(0, MAX_IDENT_BYTES - 9)}_${hash}`;
+  }
+  return name;
+}
+
+/**
+ * Normalises every column name of a report, keeping them distinct: an empty result becomes `column_<n>`
+ * (1-based position), and a name already taken gets `_2`, `_3`, ...
+ * @returns names in the same order as `raw`
+ */
+export function normaliseColumnNames(raw: readonly string[]): string[] {
+  const taken = new Set<string>();
+  return raw.map((r, i) => {
+    const base = normaliseColumnName(r) || `column_${i + 1}`;
+    let name = base;
+    for (let n = 2; taken.has(name); n++) name = `${base.slice(0, MAX_IDENT_BYTES - String(n).length - 1)}_${n}`;
+    taken.add(name);
+    return name;
+  });
+}
+
+/** Quotes an identifier for SQL: `"` + name with `"` doubled + `"`. Safe for any string without NUL. */
+export function quoteIdent(name: string): string {
+  if (name.includes('\0')) throw new EtlError('TARGET_INVALID', 'identifier contains a NUL character');
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** A schema-qualified table name. */
+export interface TableName {
+  schema: string;
+  table: string;
+}
+
+/**
+ * Splits `schema.table` (schema `public` when absent). Both parts must be plain identifiers (letters, digits,
+ * underscore; not starting with a digit) — the config schema checks the same.
+ * @throws EtlError TARGET_INVALID naming the value
+ */
+export function parseTableName(qualified: string): TableName {
+  const m = /^(?:([A-Za-z_][A-Za-z0-9_]*)\.)?([A-Za-z_][A-Za-z0-9_]*)$/.exec(qualified);
+  if (!m) {
+    throw new EtlError('TARGET_INVALID', `target table "${qualified}" is not schema.table (letters, digits, underscore)`, {
+      retryable: false,
+    });
+  }
+  return { schema: m[1] ?? 'public', table: m[2]! };
+}
+
+/** `"schema"."table"` for SQL. */
+export function quoteTable(t: TableName): string {
+  return `${quoteIdent(t.schema)}.${quoteIdent(t.table)}`;
+}

@@ -1,0 +1,90 @@
+/**
+ * Errors of the load stage, and the mapping of PostgreSQL's errors to ones that name column, page and value.
+ */
+import { EtlError, RETRYABLE_SQLSTATES, type EtlErrorOptions } from '../errors.ts';
+
+/** The loaded row count differs from the server's `rows=` (spec "Job": message on FinishedSuccess). */
+export class RowCountMismatchError extends EtlError {
+  constructor(expected: number, loaded: number, options: EtlErrorOptions = {}) {
+    super('ROW_COUNT_MISMATCH', `row count mismatch: the server reported rows=${expected}, ${loaded} rows were read; nothing was committed`, {
+      stage: 'load',
+      retryable: true,
+      details: { expected, loaded },
+      ...options,
+    });
+  }
+}
+
+/** A value of the report does not fit the target column's type. */
+export class ValueDoesNotFitError extends EtlError {
+  constructor(message: string, details: Record<string, unknown>, cause?: unknown) {
+    super('VALUE_DOES_NOT_FIT', message, { stage: 'load', retryable: false, details, cause });
+  }
+}
+
+/** SQLSTATE classes of "this value does not fit this type": data exceptions (22xxx) and not-null (23502). */
+function isValueError(code: string | undefined): boolean {
+  return !!code && (code.startsWith('22') || code === '23502');
+}
+
+/** What COPY's error context says: `COPY t, line 12, column betrag: "12.5"`. */
+export interface CopyErrorPosition {
+  line: number;
+  column?: string | undefined;
+  value?: string | undefined;
+}
+
+/** Reads the line, column and value from a COPY error's `where` context, if present. */
+export function parseCopyContext(where: string | undefined): CopyErrorPosition | undefined {
+  if (!where) return undefined;
+  const m = /COPY [^,]+, line (\d+)(?:, column ([^:]+): "([\s\S]*)")?/.exec(where);
+  if (!m) return undefined;
+  return { line: Number(m[1]), column: m[2], value: m[3] };
+}
+
+/** Context to name the place of a bad value. */
+export interface LoadPlace {
+  table: string;
+  /** 1-based row of the whole run → 1-based page. */
+  pageOfRow(row: number): number;
+  /** Normalised column name → the report's own column name. */
+  reportColumn(column: string): string | undefined;
+  /** Normalised column name → target type. */
+  columnType(column: string): string | undefined;
+}
+
+/**
+ * Turns a PostgreSQL error from COPY into an error a person can act on: a value that does not fit becomes
+ * {@link ValueDoesNotFitError} naming column, page, row and value; serialization failures and lost
+ * connections stay retryable; anything else becomes a DATABASE error with the server's text.
+ */
+export function mapCopyError(err: unknown, place: LoadPlace): Error {
+  if (err instanceof EtlError) return err;
+  const pgErr = err as { code?: string; message?: string; where?: string };
+  const pos = parseCopyContext(pgErr.where);
+  if (isValueError(pgErr.code) && pos) {
+    const page = place.pageOfRow(pos.line);
+    const col = pos.column;
+    const reportCol = col ? place.reportColumn(col) : undefined;
+    return new ValueDoesNotFitError(
+      `value ${pos.value === undefined ? '' : `"${pos.value}" `}does not fit column ${col ?? '?'}` +
+        `${reportCol && reportCol !== col ? ` (report column "${reportCol}")` : ''}` +
+        `${col && place.columnType(col) ? ` of type ${place.columnType(col)}` : ''} in ${place.table}, page ${page}, row ${pos.line} of the run: ${pgErr.message}`,
+      { column: col, reportColumn: reportCol, page, row: pos.line, value: pos.value, sqlstate: pgErr.code },
+      err,
+    );
+  }
+  return databaseError(err, 'load');
+}
+
+/** Wraps a pg error as EtlError DATABASE, retryable for the SQLSTATEs in RETRYABLE_SQLSTATES. */
+export function databaseError(err: unknown, stage: 'load' | 'commit'): Error {
+  if (err instanceof EtlError) return err;
+  const pgErr = err as { code?: string; message?: string };
+  return new EtlError('DATABASE', `database error${pgErr.code ? ` ${pgErr.code}` : ''}: ${pgErr.message ?? String(err)}`, {
+    stage,
+    retryable: !!pgErr.code && RETRYABLE_SQLSTATES.has(pgErr.code),
+    cause: err,
+    details: pgErr.code ? { sqlstate: pgErr.code } : undefined,
+  });
+}

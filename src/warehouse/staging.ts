@@ -1,0 +1,124 @@
+/**
+ * The staging table of a run and the write modes applied from it (replace, append, merge). Only used when the
+ * rows need a second step: merge, the first run into a new target (types inferred over the whole report), or a
+ * report with new columns. Plain replace/append loads into an existing target COPY straight into it inside the
+ * run's transaction (see copy-load.ts), which MVCC keeps invisible until the commit just as a staging table would.
+ */
+import type pg from 'pg';
+import type { WriteMode } from '../config/schema.ts';
+import { EtlError } from '../errors.ts';
+import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
+import { ValueDoesNotFitError, type LoadPlace } from './load-errors.ts';
+
+/** Name of the per-transaction staging table (a temporary table dropped at commit or rollback). */
+export const STAGING = 'report_etl_staging';
+/** Column that keeps COPY order, so "last row wins" in merge and errors can name the row. */
+export const SEQ = '_report_etl_seq';
+
+/**
+ * Creates the staging table: `columns` with the given types (text for inference), plus the order column.
+ */
+export async function createStaging(db: pg.PoolClient, columns: readonly { name: string; type: string }[]): Promise<void> {
+  const defs = columns.map((c) => `${quoteIdent(c.name)} ${c.type}`);
+  await db.query(
+    `CREATE TEMP TABLE ${STAGING} (${SEQ} bigint GENERATED ALWAYS AS IDENTITY, ${defs.join(', ')}) ON COMMIT DROP`,
+  );
+}
+
+/** Options of {@link applyFromStaging}. */
+export interface ApplyOptions {
+  target: TableName;
+  mode: WriteMode;
+  key: readonly string[];
+  /** Columns of the run: name and the target type each staging value is cast to. */
+  columns: readonly { name: string; type: string }[];
+  /** Whether the staging columns are text that must be cast (inference path) or already typed. */
+  cast: boolean;
+  place: LoadPlace;
+}
+
+/**
+ * Moves the staged rows into the target in the job's write mode. Replace deletes the old rows first (readers keep
+ * seeing them until commit); merge keeps, per key, the last staged row and upserts it (`ON CONFLICT`).
+ * @throws ValueDoesNotFitError naming column, page, row and value when a cast fails
+ * @throws EtlError TARGET_INVALID when merge finds NULL keys or the target lacks a unique key on `key`
+ */
+export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Promise<number> {
+  const target = quoteTable(o.target);
+  const cols = o.columns.map((c) => quoteIdent(c.name));
+  const exprs = o.columns.map((c) => (o.cast ? `${quoteIdent(c.name)}::${c.type}` : quoteIdent(c.name)));
+  if (o.mode === 'merge') await checkKeys(db, o);
+  await db.query('SAVEPOINT report_etl_apply');
+  try {
+    if (o.mode === 'replace') await db.query(`DELETE FROM ${target}`);
+    let sql: string;
+    if (o.mode === 'merge') {
+      const keys = o.key.map(quoteIdent);
+      const updates = o.columns.filter((c) => !o.key.includes(c.name)).map((c) => `${quoteIdent(c.name)} = EXCLUDED.${quoteIdent(c.name)}`);
+      sql =
+        `INSERT INTO ${target} (${cols.join(', ')}) ` +
+        `SELECT ${cols.join(', ')} FROM (SELECT DISTINCT ON (${keys.join(', ')}) ${cols.join(', ')} FROM ` +
+        `(SELECT ${exprs.map((e, i) => `${e} AS ${cols[i]}`).join(', ')}, ${SEQ} FROM ${STAGING}) s ` +
+        `ORDER BY ${keys.join(', ')}, ${SEQ} DESC) d ` +
+        `ON CONFLICT (${keys.join(', ')}) DO ${updates.length ? `UPDATE SET ${updates.join(', ')}` : 'NOTHING'}`;
+    } else {
+      sql = `INSERT INTO ${target} (${cols.join(', ')}) SELECT ${exprs.join(', ')} FROM ${STAGING} ORDER BY ${SEQ}`;
+    }
+    const res = await db.query(sql);
+    await db.query('RELEASE SAVEPOINT report_etl_apply');
+    return res.rowCount ?? 0;
+  } catch (err) {
+    await db.query('ROLLBACK TO SAVEPOINT report_etl_apply');
+    const code = (err as { code?: string }).code;
+    if (code === '42P10') {
+      throw new EtlError(
+        'TARGET_INVALID',
+        `merge into ${o.target.schema}.${o.target.table} needs a primary key or unique index on (${o.key.join(', ')}); ` +
+          `add one: CREATE UNIQUE INDEX ON ${o.target.schema}.${o.target.table} (${o.key.join(', ')})`,
+        { stage: 'load', retryable: false, cause: err },
+      );
+    }
+    if (o.cast && code && (code.startsWith('22') || code === '23502')) throw await findBadValue(db, o, err);
+    throw err;
+  }
+}
+
+/** Merge keys must be present in every row. */
+async function checkKeys(db: pg.PoolClient, o: ApplyOptions): Promise<void> {
+  for (const k of o.key) {
+    const { rows } = await db.query<{ seq: string }>(`SELECT ${SEQ} AS seq FROM ${STAGING} WHERE ${quoteIdent(k)} IS NULL ORDER BY ${SEQ} LIMIT 1`);
+    if (rows[0]) {
+      const row = Number(rows[0].seq);
+      throw new EtlError('TARGET_INVALID', `merge key column ${k} is empty in page ${o.place.pageOfRow(row)}, row ${row} of the run: every row needs a key`, {
+        stage: 'load',
+        retryable: false,
+        details: { column: k, page: o.place.pageOfRow(row), row },
+      });
+    }
+  }
+}
+
+/** After a failed cast, finds the first staged value that does not fit its column (error path only). */
+async function findBadValue(db: pg.PoolClient, o: ApplyOptions, cause: unknown): Promise<Error> {
+  for (const c of o.columns) {
+    if (c.type === 'text') continue;
+    const { rows } = await db.query<{ seq: string; value: string | null }>(
+      `SELECT ${SEQ} AS seq, ${quoteIdent(c.name)} AS value FROM ${STAGING}
+        WHERE NOT etl.fits_type(${quoteIdent(c.name)}, $1) ORDER BY ${SEQ} LIMIT 1`,
+      [c.type],
+    );
+    const bad = rows[0];
+    if (bad) {
+      const row = Number(bad.seq);
+      const page = o.place.pageOfRow(row);
+      const reportCol = o.place.reportColumn(c.name);
+      return new ValueDoesNotFitError(
+        `value "${bad.value}" does not fit column ${c.name}${reportCol && reportCol !== c.name ? ` (report column "${reportCol}")` : ''} ` +
+          `of type ${c.type} in ${o.place.table}, page ${page}, row ${row} of the run: ${(cause as Error).message}`,
+        { column: c.name, reportColumn: reportCol, page, row, value: bad.value, type: c.type },
+        cause,
+      );
+    }
+  }
+  return cause as Error;
+}

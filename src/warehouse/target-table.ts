@@ -1,0 +1,80 @@
+/**
+ * The target table: reading what exists, creating it, adding new report columns. Existing types are never
+ * changed (dashboards and views depend on them); declared types are checked by PostgreSQL itself.
+ */
+import { EtlError } from '../errors.ts';
+import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
+import type { Queryable } from './run-history.ts';
+
+/** A column of the target: normalised name and PostgreSQL type as `format_type` spells it. */
+export interface TargetColumn {
+  name: string;
+  type: string;
+}
+
+/**
+ * The target's columns in order, or undefined when the table does not exist.
+ * @throws EtlError TARGET_INVALID when the name is taken by a view or other non-table relation
+ */
+export async function describeTable(db: Queryable, t: TableName): Promise<TargetColumn[] | undefined> {
+  const rel = await db.query<{ relkind: string }>(
+    `SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`,
+    [t.schema, t.table],
+  );
+  if (rel.rows.length === 0) return undefined;
+  if (rel.rows[0]!.relkind !== 'r' && rel.rows[0]!.relkind !== 'p') {
+    throw new EtlError('TARGET_INVALID', `target ${t.schema}.${t.table} exists but is not a table (relkind ${rel.rows[0]!.relkind})`, {
+      retryable: false,
+      stage: 'load',
+    });
+  }
+  const { rows } = await db.query<TargetColumn>(
+    `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type
+       FROM pg_attribute a
+      WHERE a.attrelid = (quote_ident($1) || '.' || quote_ident($2))::regclass AND a.attnum > 0 AND NOT a.attisdropped
+      ORDER BY a.attnum`,
+    [t.schema, t.table],
+  );
+  return rows;
+}
+
+/**
+ * Resolves declared type names with PostgreSQL (`to_regtype`), so a typo fails before any request.
+ * @param declared normalised column name → type as written in jobs.yaml
+ * @returns column → canonical type name
+ * @throws EtlError CONFIG_INVALID naming the job, column and type
+ */
+export async function resolveDeclaredTypes(db: Queryable, job: string, declared: Record<string, string>): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const [column, type] of Object.entries(declared)) {
+    const { rows } = await db.query<{ t: string | null }>('SELECT to_regtype($1)::text AS t', [type]).catch(() => ({ rows: [{ t: null }] }));
+    const t = rows[0]?.t;
+    if (!t) {
+      throw new EtlError('CONFIG_INVALID', `job ${job}: target.columns.${column}: "${type}" is not a PostgreSQL type (try bigint, numeric, text, timestamptz, date)`, {
+        retryable: false,
+        stage: 'config',
+      });
+    }
+    out.set(column, t);
+  }
+  return out;
+}
+
+/** Creates the schema if needed and the table with the given columns; merge targets get their key as primary key. */
+export async function createTable(db: Queryable, t: TableName, columns: readonly TargetColumn[], key: readonly string[]): Promise<void> {
+  await db.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(t.schema)}`);
+  const defs = columns.map((c) => `${quoteIdent(c.name)} ${c.type}`);
+  if (key.length > 0) defs.push(`PRIMARY KEY (${key.map(quoteIdent).join(', ')})`);
+  await db.query(`CREATE TABLE ${quoteTable(t)} (${defs.join(', ')})`);
+}
+
+/** Adds report columns the target does not have yet (nullable, so existing rows stay valid). */
+export async function addColumns(db: Queryable, t: TableName, columns: readonly TargetColumn[]): Promise<void> {
+  if (columns.length === 0) return;
+  await db.query(`ALTER TABLE ${quoteTable(t)} ${columns.map((c) => `ADD COLUMN ${quoteIdent(c.name)} ${c.type}`).join(', ')}`);
+}
+
+/** Serialises loads into one target across processes until the transaction ends. */
+export async function lockTarget(db: Queryable, t: TableName): Promise<void> {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtext('report-etl:target:' || $1))`, [`${t.schema}.${t.table}`]);
+}

@@ -1,0 +1,127 @@
+/**
+ * Failed runs: each is recorded with the server's own words, leaves the target exactly as it was, and deletes
+ * the report job (spec "Errors"; DESIGN.md "Run history").
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { silentLogger } from '../src/logger.ts';
+import { runJob, RunFailedError } from '../src/pipeline/run-job.ts';
+import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
+import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+
+let h: Harness;
+let table: string;
+beforeAll(async () => {
+  h = await startHarness();
+  table = `${h.schema}.orders`;
+  await h.pool.query(`CREATE TABLE ${table} (auftrag_nr bigint, kunde text, menge_stk bigint, betrag numeric, rabatt numeric, erfasst_am timestamptz, bemerkung text, beleg_id bigint)`);
+  await h.pool.query(`INSERT INTO ${table} (auftrag_nr, kunde) VALUES (1, 'old row'), (2, 'old row')`);
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+/** A fingerprint of the target's full content. */
+async function snapshot(): Promise<string> {
+  const { rows } = await h.pool.query(`SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS m, count(*)::int AS n FROM ${table} t`);
+  return `${rows[0].n}:${rows[0].m}`;
+}
+
+/** Runs a job expected to fail; returns the error and the recorded run and run_errors rows. */
+async function failingRun(report: Record<string, unknown>, connection: Record<string, unknown> = {}, targetExtra: Record<string, unknown> = {}) {
+  const before = await snapshot();
+  const config = h.config({ j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '450' }, ...report }, { table, ...targetExtra }) }, connection);
+  const err = await runJob({ config, job: 'j', pool: h.pool, redis: h.redis, logger: silentLogger }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(RunFailedError);
+  const failed = err as RunFailedError;
+  const run = (await h.pool.query('SELECT * FROM etl.runs WHERE run_id = $1', [failed.runId])).rows[0];
+  const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE run_id = $1', [failed.runId])).rows;
+  expect(await snapshot()).toBe(before);
+  expect(h.sim.counters().openJobs).toEqual([]);
+  expect(errors).toHaveLength(1);
+  return { err: failed, run, error: errors[0] };
+}
+
+it('a report that ends FinishedError is recorded with the server text verbatim', async () => {
+  const { err, run, error } = await failingRun({ name: 'Failing' });
+  expect(err.code).toBe('REPORT_FAILED');
+  expect(err.retryable).toBe(false);
+  expect(run.status).toBe('failed');
+  expect(run.report_job_id).toMatch(/^[0-9a-f-]{36}$/);
+  expect(error).toMatchObject({ stage: 'poll', error_kind: 'REPORT_FAILED', server_message: FAILING_MESSAGE, retryable: false });
+  expect(run.error).toContain(FAILING_MESSAGE);
+});
+
+it('a rights failure (HTTP 200 FinishedError, result []) is recorded with the server text', async () => {
+  const { err, error } = await failingRun({}, { clientId: 'no-rights-client', clientSecret: 'no-rights-secret' });
+  expect(err.code).toBe('RIGHTS_FAILURE');
+  expect(error.stage).toBe('start');
+  expect(error.server_message).toMatch(/\S/);
+  expect(error.server_message).toBe((err.error as { serverMessage?: string }).serverMessage);
+});
+
+it('a 403 is recorded with the SvcServletExceptionMessage text and the problem details', async () => {
+  const { err, error } = await failingRun({}, { clientId: 'no-access-client', clientSecret: 'no-access-secret' });
+  expect(err.code).toBe('ACCESS_FORBIDDEN');
+  expect(error).toMatchObject({ http_status: 403, error_kind: 'ACCESS_FORBIDDEN', retryable: false });
+  expect(error.server_message).toMatch(/\S/);
+  expect(error.problem).toMatchObject({ status: 403, type: expect.stringContaining('user-service-access-forbidden') });
+});
+
+it('a row-count mismatch fails the run and commits nothing', async () => {
+  h.sim.setFaults({ misreportRows: 1 });
+  try {
+    const { err, error } = await failingRun({});
+    expect(err.code).toBe('ROW_COUNT_MISMATCH');
+    expect(error.details).toMatchObject({ expected: 451, loaded: 450 });
+  } finally {
+    h.sim.setFaults({});
+  }
+});
+
+it('a value that does not fit the existing column type names column, page and value', async () => {
+  await h.pool.query(`ALTER TABLE ${table} ALTER COLUMN betrag TYPE bigint`);
+  try {
+    const { err, error } = await failingRun({ outputType: 'txt' });
+    expect(err.code).toBe('VALUE_DOES_NOT_FIT');
+    expect(error.details.column).toBe('betrag');
+    expect(error.details.page).toBeGreaterThanOrEqual(1);
+    expect(err.message).toMatch(/betrag/);
+    expect(err.message).toMatch(/page \d+/);
+    expect(err.message).toContain(`"${error.details.value}"`);
+  } finally {
+    await h.pool.query(`ALTER TABLE ${table} ALTER COLUMN betrag TYPE numeric`);
+  }
+});
+
+it('a declared type that the values do not fit fails the first run with column, page and value', async () => {
+  const fresh = `${h.schema}.declared_bad`;
+  const config = h.config({ d: jobEntry({ name: 'Drift', outputType: 'json', paging: 50, parameters: { ROWS: '200' } }, { table: fresh, columns: { wert: 'bigint' } }) });
+  const err = (await runJob({ config, job: 'd', pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e)) as RunFailedError;
+  expect(err.code).toBe('VALUE_DOES_NOT_FIT');
+  expect(err.message).toMatch(/column wert .*page 3/);
+  const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [fresh]);
+  expect(exists.rows[0].t).toBeNull();
+});
+
+it('an aborted run rolls back, deletes its report job and is recorded interrupted', async () => {
+  const before = await snapshot();
+  h.sim.setFaults({ latencyMs: 100 });
+  const controller = new AbortController();
+  const config = h.config({ j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '2000' } }, { table }) });
+  const logger = silentLogger;
+  const pending = runJob({ config, job: 'j', pool: h.pool, redis: h.redis, logger, signal: controller.signal });
+  // Abort once a few pages are in the COPY stream.
+  const started = Date.now();
+  while (h.sim.counters().requests.output < 3 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 20));
+  controller.abort(new Error('test abort'));
+  const err = (await pending.catch((e: unknown) => e)) as RunFailedError;
+  h.sim.setFaults({});
+  expect(err.code).toBe('ABORTED');
+  const run = (await h.pool.query('SELECT status FROM etl.runs WHERE run_id = $1', [err.runId])).rows[0];
+  expect(run.status).toBe('interrupted');
+  expect(await snapshot()).toBe(before);
+  expect(h.sim.counters().openJobs).toEqual([]);
+});

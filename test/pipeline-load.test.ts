@@ -1,0 +1,143 @@
+/**
+ * One run end to end (simulator over HTTP → runJob → real PostgreSQL): every output type loads the served rows
+ * value for value with the right types; type drift after the first page; the write modes' contracts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reportData } from '../src/simulator/catalogue.ts';
+import { silentLogger } from '../src/logger.ts';
+import { runJob } from '../src/pipeline/run-job.ts';
+import { getRun } from '../src/warehouse/run-history.ts';
+import { columnTypes, jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const run = (config: ReturnType<Harness['config']>, job: string, extra: Partial<Parameters<typeof runJob>[0]> = {}) =>
+  runJob({ config, job, pool: h.pool, redis: h.redis, logger: silentLogger, ...extra });
+
+describe.each(['json', 'json_compact', 'txt', 'xml_query'] as const)('output type %s', (outputType) => {
+  it('loads the served rows value for value, with inferred types, first into a new table and then again', async () => {
+    const table = `${h.schema}.orders_${outputType}`;
+    const params = { ROWS: '2345' };
+    const config = h.config({ orders: jobEntry({ name: 'Sales/Orders', outputType, paging: 500, parameters: params }, { table, mode: 'replace' }) });
+    const first = await run(config, 'orders');
+    expect(first).toMatchObject({ status: 'succeeded', plan: 'inference-staging', rows: 2345, pages: 5 });
+    const expected = servedRows('Sales/Orders.avw', params, 1, outputType === 'xml_query');
+    expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(expected);
+    const types = await columnTypes(h.pool, table);
+    expect(types).toMatchObject({ auftrag_nr: 'bigint', menge_stk: 'bigint', betrag: 'numeric', rabatt: 'numeric', erfasst_am: 'timestamp with time zone', beleg_id: 'bigint' });
+    expect(types.kunde).toBe('text');
+    expect(Object.keys(types)).toEqual(['auftrag_nr', 'kunde', 'menge_stk', 'betrag', 'rabatt', 'erfasst_am', 'bemerkung', 'beleg_id']);
+    // "0042" in Bemerkung stays text with its leading zeros.
+    const { rows: z } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table} WHERE bemerkung = '0042'`);
+    expect(z[0].n).toBeGreaterThan(0);
+
+    const second = await run(config, 'orders');
+    expect(second).toMatchObject({ status: 'succeeded', plan: 'direct', rows: 2345 });
+    expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(expected);
+    const recorded = await getRun(h.pool, second.runId);
+    expect(recorded).toMatchObject({ status: 'succeeded', rows: '2345', pages: 5, job: 'orders', write_mode: 'replace', target_table: table });
+    expect(Number(recorded!.bytes)).toBe(second.bytes);
+    expect(second.bytes).toBeGreaterThan(2345 * 50);
+  });
+});
+
+it('infers numeric for a column with integers on the first page and decimals on later pages, on the first run', async () => {
+  const table = `${h.schema}.drift`;
+  const config = h.config({ drift: jobEntry({ name: 'Drift', outputType: 'json', paging: 50, parameters: { ROWS: '200' } }, { table }) });
+  await run(config, 'drift');
+  expect(await columnTypes(h.pool, table)).toEqual({ nr: 'bigint', wert: 'numeric' });
+  expect(await loadedRows(h.pool, table, 'Drift.avw', { ROWS: '200' })).toEqual(servedRows('Drift.avw', { ROWS: '200' }, 1));
+});
+
+it('declared column types win over inference', async () => {
+  const table = `${h.schema}.declared`;
+  const config = h.config({
+    d: jobEntry({ name: 'Stock/Levels', outputType: 'txt' }, { table, columns: { bestand: 'integer', stand: 'timestamp', artikel: 'varchar(80)' } }),
+  });
+  await run(config, 'd');
+  expect(await columnTypes(h.pool, table)).toEqual({ artikel: 'character varying(80)', lager: 'text', bestand: 'integer', stand: 'timestamp without time zone' });
+});
+
+describe('write modes', () => {
+  it('append adds each logical run once, however often it is retried or replayed', async () => {
+    const table = `${h.schema}.ledger_append`;
+    const params = { ROWS: '120' };
+    const config = h.config({ l: jobEntry({ name: 'Finance/Ledger.avx', outputType: 'xml_query', paging: 50, parameters: params }, { table, mode: 'append' }) });
+    const a = await run(config, 'l', { runKey: 'tick-1' });
+    expect(a).toMatchObject({ status: 'succeeded', rows: 120 });
+    const again = await run(config, 'l', { runKey: 'tick-1', attempt: 2, trigger: 'replay' });
+    expect(again).toMatchObject({ status: 'already-loaded', rows: 0 });
+    await run(config, 'l', { runKey: 'tick-2' });
+    const { rows } = await h.pool.query(`SELECT count(*)::int AS n, count(DISTINCT buchung_nr)::int AS d FROM ${table}`);
+    expect(rows[0]).toEqual({ n: 240, d: 120 });
+    // Konto is digit-only text with leading zeros ("0100"): it must stay text in xml_query too.
+    expect((await columnTypes(h.pool, table)).konto).toBe('text');
+    const { rows: z } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table} WHERE konto = '0100'`);
+    expect(z[0].n).toBeGreaterThan(0);
+  });
+
+  it('merge upserts by key, and within one run the last row for a key wins', async () => {
+    const table = `${h.schema}.ledger_merge`;
+    const params = { ROWS: '300' };
+    const config = h.config({ m: jobEntry({ name: 'Finance/Ledger.avx', outputType: 'json', paging: 100, parameters: params }, { table, mode: 'merge', key: ['konto'] }) });
+    await run(config, 'm');
+    const data = reportData('Finance/Ledger.avx', params, 1)!;
+    const last = new Map<string, string>();
+    for (let i = 0; i < data.rowCount; i++) last.set(data.row(i)[1]!, data.row(i)[0]!);
+    const read = async () =>
+      Object.fromEntries((await h.pool.query<{ konto: string; nr: string }>(`SELECT konto, buchung_nr::text AS nr FROM ${table}`)).rows.map((r) => [r.konto, r.nr]));
+    expect(await read()).toEqual(Object.fromEntries(last));
+    // A second run with other rows: keys seen again are updated, none duplicated.
+    await h.pool.query(`UPDATE ${table} SET text = 'stale'`);
+    await run(h.config({ m: jobEntry({ name: 'Finance/Ledger.avx', outputType: 'json', paging: 100, parameters: { ROWS: '60' } }, { table, mode: 'merge', key: ['konto'] }) }), 'm');
+    const { rows } = await h.pool.query(`SELECT count(*)::int AS n, count(*) FILTER (WHERE text = 'stale')::int AS stale FROM ${table}`);
+    expect(rows[0]).toEqual({ n: last.size, stale: 0 });
+  });
+
+  it('replace keeps views, grants and indexes, and a concurrent reader sees only complete old or complete new rows', async () => {
+    const table = `${h.schema}.orders_replace`;
+    const cfg = (rows: string) => h.config({ r: jobEntry({ name: 'Sales/Orders', outputType: 'txt', paging: 500, parameters: { ROWS: rows } }, { table }) });
+    await run(cfg('3000'), 'r');
+    await h.pool.query(`CREATE VIEW ${h.schema}.orders_view AS SELECT auftrag_nr, betrag FROM ${table}`);
+    await h.pool.query(`CREATE INDEX orders_replace_kunde_idx ON ${table} (kunde)`);
+    await h.pool.query(`GRANT SELECT ON ${table} TO PUBLIC`);
+    h.sim.setFaults({ latencyMs: 40 });
+    const counts = new Set<number>();
+    let loading = true;
+    const reader = (async () => {
+      while (loading) {
+        const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.orders_view`);
+        counts.add(rows[0].n);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    try {
+      await run(cfg('2000'), 'r');
+    } finally {
+      loading = false;
+      h.sim.setFaults({});
+    }
+    await reader;
+    const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.orders_view`);
+    expect(rows[0].n).toBe(2000);
+    expect([...counts].every((n) => n === 3000 || n === 2000)).toBe(true);
+    expect(counts.has(3000)).toBe(true);
+    const idx = await h.pool.query(`SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 'orders_replace_kunde_idx'`, [h.schema]);
+    expect(idx.rowCount).toBe(1);
+    const grant = await h.pool.query(`SELECT has_table_privilege('public', $1, 'SELECT') AS ok`, [table]);
+    expect(grant.rows[0].ok).toBe(true);
+  });
+});
+
+it('deletes every report job it created', () => {
+  const c = h.sim.counters();
+  expect(c.jobsCreated).toBeGreaterThan(0);
+  expect(c.openJobs).toEqual([]);
+  expect(c.jobsDeleted).toBe(c.jobsCreated);
+});
