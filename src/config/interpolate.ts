@@ -1,0 +1,139 @@
+/**
+ * `${VAR}` interpolation of jobs.yaml values (DESIGN.md "Contracts: jobs.yaml": "${VAR} or ${VAR:-default};
+ * a missing VAR is a config error").
+ *
+ * Only string scalars are interpolated, never map keys. Values of keys named like a secret (secret, token,
+ * password) are never written into a problem text, and neither is any resolved value: problems name the
+ * file, the YAML path and the variable only.
+ */
+
+/** A YAML path as zod and the yaml package spell it: map keys and sequence indexes. */
+export type ConfigPath = readonly (string | number)[];
+
+/** Optional extras {@link interpolate} uses when the caller has the parsed document at hand. */
+export interface InterpolateHooks {
+  /** Returns `line:col` (1-based) of the node at `path`, or undefined when unknown. */
+  locate?(path: ConfigPath): string | undefined;
+  /** Called for every string value that contained at least one `${...}` reference. */
+  onInterpolated?(path: ConfigPath): void;
+  /** Called once per problem pushed, in the same order, with the path of the value it is about. */
+  onProblem?(path: ConfigPath): void;
+}
+
+/** Key names whose values are secrets: never echoed in a problem or a log line. */
+export const SECRET_KEY = /secret|token|password|passwd/i;
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The whole value is one `${VAR}` or `${VAR:-default}` reference (how a secret must be written). */
+export const WHOLE_REFERENCE = /^\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}$/;
+
+/**
+ * Renders a path for humans: `jobs.sales_orders.report.paging`, `target.key[0]`; keys that are not plain
+ * words are quoted (`jobs["a b"]`).
+ */
+export function formatPath(path: ConfigPath): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else if (/^[A-Za-z0-9_-]+$/.test(part)) out += out === '' ? part : `.${part}`;
+    else out += `[${JSON.stringify(part)}]`;
+  }
+  return out === '' ? '(top level)' : out;
+}
+
+/**
+ * Replaces `${VAR}` and `${VAR:-default}` in every string scalar of `value` (recursively through arrays and
+ * plain objects); `$${` writes a literal `${`. As in the shell, the default applies when VAR is unset or empty.
+ *
+ * @param value the parsed YAML value (plain JS: objects, arrays, scalars); not modified
+ * @param env the environment to read variables from
+ * @param path YAML path of `value` (`[]` for the document root)
+ * @param problems receives one line per problem: `file[:line:col]: yaml.path: what is wrong (how to fix)`;
+ *   a missing VAR without default, or a malformed reference
+ * @param file the file name to put in problems
+ * @param hooks optional node locator and interpolation callback
+ * @returns a copy of `value` with every reference resolved (a missing VAR resolves to the empty string)
+ */
+export function interpolate(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  path: (string | number)[],
+  problems: string[],
+  file: string,
+  hooks: InterpolateHooks = {},
+): unknown {
+  if (typeof value === 'string') {
+    if (!value.includes('${')) return value;
+    hooks.onInterpolated?.(path);
+    return interpolateString(value, env, path, problems, file, hooks);
+  }
+  if (Array.isArray(value)) return value.map((v, i) => interpolate(v, env, [...path, i], problems, file, hooks));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = interpolate(v, env, [...path, k], problems, file, hooks);
+    return out;
+  }
+  return value;
+}
+
+function interpolateString(
+  s: string,
+  env: NodeJS.ProcessEnv,
+  path: ConfigPath,
+  problems: string[],
+  file: string,
+  hooks: InterpolateHooks,
+): string {
+  const where = () => {
+    const pos = hooks.locate?.(path);
+    return `${file}${pos ? `:${pos}` : ''}: ${formatPath(path)}`;
+  };
+  const secret = path.some((p) => typeof p === 'string' && SECRET_KEY.test(p));
+  let out = '';
+  let i = 0;
+  while (i < s.length) {
+    const at = s.indexOf('$', i);
+    if (at < 0) {
+      out += s.slice(i);
+      break;
+    }
+    out += s.slice(i, at);
+    if (s.startsWith('$${', at)) {
+      out += '${';
+      i = at + 3;
+      continue;
+    }
+    if (!s.startsWith('${', at)) {
+      out += '$';
+      i = at + 1;
+      continue;
+    }
+    const close = s.indexOf('}', at + 2);
+    const body = close < 0 ? '' : s.slice(at + 2, close);
+    const sep = body.indexOf(':-');
+    const name = sep < 0 ? body : body.slice(0, sep);
+    if (close < 0 || !NAME.test(name)) {
+      // The reference text is not echoed for secrets: it may be the secret itself, mistyped.
+      const shown = secret ? '' : ` near ${JSON.stringify(s.slice(at, close < 0 ? at + 20 : close + 1))}`;
+      hooks.onProblem?.(path);
+      problems.push(`${where()}: malformed variable reference${shown}: write \${VAR} or \${VAR:-default} (VAR: letters, digits, _), or $\${ for a literal "\${"`);
+      out += s.slice(at, close < 0 ? s.length : close + 1);
+      i = close < 0 ? s.length : close + 1;
+      continue;
+    }
+    const set = env[name];
+    if (set !== undefined && (set !== '' || sep < 0)) out += set;
+    else if (sep >= 0) out += body.slice(sep + 2);
+    else {
+      hooks.onProblem?.(path);
+      problems.push(
+        secret
+          ? `${where()}: environment variable ${name} is not set: export ${name} before starting report-etl`
+          : `${where()}: environment variable ${name} is not set: export ${name}, or write \${${name}:-default} in the file`,
+      );
+    }
+    i = close + 1;
+  }
+  return out;
+}

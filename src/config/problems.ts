@@ -1,0 +1,163 @@
+/**
+ * Problem texts for jobs.yaml: positions (file:line:col) from the parsed YAML document, zod issues turned
+ * into "what is wrong and how to fix it", YAML syntax errors without quoting the file, "did you mean" hints.
+ * No problem text ever contains the value of a secret-named key.
+ */
+import type { Document, LineCounter, Node, YAMLError } from 'yaml';
+import { isMap, isScalar } from 'yaml';
+import type { z } from 'zod';
+import { formatPath, SECRET_KEY, type ConfigPath } from './interpolate.ts';
+import { optionsAt, schemaAt, typeText } from './reference.ts';
+
+/** A problem text with the position it sorts by. */
+export interface Located {
+  line: number;
+  col: number;
+  text: string;
+}
+
+/** Edit distance counting a swap of neighbours as one edit (optimal string alignment), case-insensitive. */
+function distance(a: string, b: string): number {
+  const x = a.toLowerCase();
+  const y = b.toLowerCase();
+  let prev2: number[] = [];
+  let prev = Array.from({ length: y.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= x.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= y.length; j++) {
+      const cost = x[i - 1] === y[j - 1] ? 0 : 1;
+      let d = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + cost);
+      if (i > 1 && j > 1 && x[i - 1] === y[j - 2] && x[i - 2] === y[j - 1]) d = Math.min(d, prev2[j - 2]! + 1);
+      row.push(d);
+    }
+    [prev2, prev] = [prev, row];
+  }
+  return prev[y.length]!;
+}
+
+/** The closest candidate to `word` when it is close enough to be a typo (distance ≤ max(1, len/3)). */
+export function closestMatch(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestD = Math.max(1, Math.floor(word.length / 3)) + 1;
+  for (const c of candidates) {
+    const d = distance(word, c);
+    if (d < bestD) [best, bestD] = [c, d];
+  }
+  return best;
+}
+
+/** The value at `path` in plain data, or undefined. */
+export function get(data: unknown, path: ConfigPath): unknown {
+  let v = data;
+  for (const key of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string | number, unknown>)[key];
+  }
+  return v;
+}
+
+/** Finds line:col (1-based) of the node at `path`, falling back to the nearest parent that exists. */
+export function makeLocator(doc: Document, lines: LineCounter) {
+  const at = (offset: number) => lines.linePos(offset);
+  const nodeAt = (path: ConfigPath): Node | undefined => {
+    for (let n = path.length; n >= 0; n--) {
+      const node = doc.getIn(path.slice(0, n), true) as Node | undefined;
+      if (node?.range) return node;
+    }
+    return undefined;
+  };
+  return {
+    node: (path: ConfigPath) => {
+      const node = nodeAt(path);
+      return node?.range ? at(node.range[0]) : { line: 1, col: 1 };
+    },
+    /** Position of a map key (for unknown or badly named keys). */
+    key: (path: ConfigPath, key: string) => {
+      const map = doc.getIn(path, true);
+      if (isMap(map)) {
+        const pair = map.items.find((p) => isScalar(p.key) && String(p.key.value) === key);
+        if (pair && isScalar(pair.key) && pair.key.range) return at(pair.key.range[0]);
+      }
+      const node = nodeAt(path);
+      return node?.range ? at(node.range[0]) : { line: 1, col: 1 };
+    },
+  };
+}
+
+/** Positions of nodes and map keys in one parsed document. */
+export type Locator = ReturnType<typeof makeLocator>;
+
+/** Turns one zod issue into problems positioned on the YAML node (or its parent). */
+export function issueProblems(issue: z.core.$ZodIssue, base: ConfigPath, data: unknown, loc: Locator, file: string): Located[] {
+  const path = [...base, ...(issue.path as (string | number)[])];
+  const here = (p: ConfigPath, text: string, pos = loc.node(p)): Located => ({ ...pos, text: `${file}:${pos.line}:${pos.col}: ${formatPath(p)}: ${text}` });
+  const key = path[path.length - 1];
+  const secret = path.some((p) => typeof p === 'string' && SECRET_KEY.test(p));
+  const node = schemaAt(path);
+  const about = node?.description ? ` (${node.description.replace(/\.$/, '')})` : '';
+  if ((issue.code === 'invalid_type' || issue.code === 'invalid_union') && get(data, path) === undefined) {
+    return [here(path, `missing required key "${String(key)}"${about}`)];
+  }
+  switch (issue.code) {
+    case 'unrecognized_keys':
+      return issue.keys.map((k) => {
+        const allowed = optionsAt(path);
+        const near = closestMatch(k, allowed);
+        const hint = near ? `did you mean "${near}"?` : `allowed: ${allowed.join(', ')}`;
+        return here([...path, k], `unknown key "${k}" (${hint})`, loc.key(path, k));
+      });
+    case 'invalid_key':
+      return [here(path, `bad name "${String(key)}": ${issue.issues.map((i) => i.message).join('; ')}`, loc.key(path.slice(0, -1), String(key)))];
+    case 'invalid_type': {
+      const got = get(data, path);
+      const gotText = got === null ? 'null' : Array.isArray(got) ? 'a list' : typeof got === 'object' ? 'a map' : `a ${typeof got}`;
+      return [here(path, `expected ${node ? typeText(node) : issue.expected}, got ${gotText}${about}`)];
+    }
+    case 'invalid_value': {
+      const shown = secret ? '' : `${JSON.stringify(get(data, path))} `;
+      return [here(path, `${shown}is not allowed: write one of ${issue.values.map((v) => String(v)).join(' | ')}`)];
+    }
+    case 'invalid_union':
+      return [here(path, `invalid value: expected ${node ? typeText(node) : 'another value'}${about}`)];
+    case 'too_small':
+    case 'too_big': {
+      // zod's own wording ("Too small: expected ...") is replaced; a schema's custom message is kept.
+      if (!/^Too (small|big)/.test(issue.message)) return [here(path, issue.message)];
+      const limit = issue.code === 'too_small' ? issue.minimum : issue.maximum;
+      if (issue.origin === 'string' && issue.code === 'too_small' && Number(limit) === 1) return [here(path, 'must not be empty')];
+      const unit = issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' entries' : '';
+      return [here(path, `must be ${issue.code === 'too_small' ? 'at least' : 'at most'} ${String(limit)}${unit}${about}`)];
+    }
+    case 'invalid_format':
+      if (issue.format === 'url') return [here(path, 'not a valid URL: write it with its scheme, e.g. https://erp.example.com')];
+      return [here(path, issue.message)];
+    default:
+      return [here(path, issue.message)];
+  }
+}
+
+
+const MAX_SYNTAX_PROBLEMS = 10;
+
+/**
+ * YAML syntax errors as problems. Only the first line of yaml's message, with quoted source removed: the
+ * rest quotes the file, which may hold a secret. One error cascades into many, so only the first ten are kept.
+ */
+export function syntaxProblems(errors: readonly YAMLError[], text: string, lines: LineCounter, file: string): string[] {
+  const out = errors.slice(0, MAX_SYNTAX_PROBLEMS).map((e) => {
+    const pos = e.linePos?.[0] ?? lines.linePos(e.pos[0]);
+    const what = e.message
+      .split('\n')[0]!
+      .replace(/ at line \d+, column \d+:?$/, '')
+      .replace(/:?\s*"(?:[^"\\]|\\.)*"/g, '');
+    const start = lines.lineStarts[pos.line - 1] ?? 0;
+    const line = text.slice(start, text.indexOf('\n', start) >>> 0);
+    const hint = /\$\{/.test(line) && /[{[]/.test(line.replace(/\$\{[^}]*\}/g, ''))
+      ? ' (inside { } or [ ], write values that use ${VAR} in quotes: "${VAR}")'
+      : '';
+    return `${file}:${pos.line}:${pos.col}: YAML syntax error: ${what}${hint}`;
+  });
+  if (errors.length > MAX_SYNTAX_PROBLEMS) out.push(`${file}: ${errors.length - MAX_SYNTAX_PROBLEMS} more YAML syntax errors follow from the ones above; fix those first`);
+  return out;
+}
+

@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const ROOT = join(import.meta.dirname, '..');
+
+/** Runs `npx report-etl ...` in the repository root; npm's own warnings are dropped from stderr. */
+function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const base = { ...process.env };
+  for (const k of Object.keys(base)) if (/^REPORT_/.test(k)) delete base[k];
+  return new Promise((resolve) => {
+    execFile('npx', ['report-etl', ...args], { cwd: ROOT, env: { ...base, ...env }, timeout: 20_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+      resolve({ code, stdout, stderr: stderr.split('\n').filter((l) => !l.startsWith('npm warn')).join('\n') });
+    });
+  });
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'report-etl-validate-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('report-etl validate', () => {
+  it('accepts the sample jobs.yaml: exit 0 and a summary', async () => {
+    const r = await cli(['validate', '--config', 'jobs.yaml']);
+    expect(r.stderr.trim()).toBe('');
+    expect(r.stdout).toBe('jobs.yaml: ok, 5 jobs (sales_orders, stock_levels, ledger, orders_compact, broken_report) on 1 connection\n');
+    expect(r.code).toBe(0);
+  });
+
+  it('uses $REPORT_ETL_CONFIG as the default path, and lists every problem with exit 2', async () => {
+    const path = join(dir, 'bad.yaml');
+    await writeFile(
+      path,
+      [
+        'connections:',
+        '  erp:',
+        '    baseUrl: https://erp.example.com',
+        '    clientId: ${CLI_TEST_ID}',
+        '    clientSecret: plain-Secret-4711',
+        'jobs:',
+        '  a:',
+        '    connection: erp',
+        '    schedule: "every day"',
+        '    report: { mandant: 1, name: x, paging: 1 }',
+        '    target: { table: erp.a }',
+      ].join('\n'),
+    );
+    const r = await cli(['validate'], { REPORT_ETL_CONFIG: path });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toEqual([
+      `${path}:4:15: connections.erp.clientId: environment variable CLI_TEST_ID is not set: export CLI_TEST_ID, or write \${CLI_TEST_ID:-default} in the file`,
+      `${path}:5:19: connections.erp.clientSecret: clientSecret must come from the environment: write \${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself`,
+      expect.stringMatching(new RegExp(`^${path.replaceAll('.', '\\.')}:9:15: jobs\\.a\\.schedule: invalid cron expression "every day": expected 5 or 6 fields but got 2`)),
+      `${path}:10:44: jobs.a.report.paging: paging must be at least 10: below 10 the server silently uses 10000 rows per page`,
+      `${path}: 4 problems`,
+    ]);
+    expect(r.stderr).not.toContain('plain-Secret-4711');
+  });
+
+  it('exits 2 when the file is missing', async () => {
+    const r = await cli(['validate', '--config', join(dir, 'missing.yaml')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`${join(dir, 'missing.yaml')}: file not found: pass --config PATH or set REPORT_ETL_CONFIG`);
+  });
+});

@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ConfigError } from '../src/errors.ts';
+import { loadConfig, watchConfig, type LoadedConfig } from '../src/config/index.ts';
+
+const ENV = { WATCH_SECRET: 'w-secret' };
+
+function file(paging: number | string): string {
+  return [
+    'connections:',
+    '  erp:',
+    '    baseUrl: https://erp.example.com',
+    '    clientId: etl',
+    '    clientSecret: ${WATCH_SECRET}',
+    'jobs:',
+    '  j1:',
+    '    connection: erp',
+    '    report:',
+    '      mandant: 1',
+    '      name: Sales/Orders',
+    `      paging: ${paging}`,
+    '    target:',
+    '      table: erp.orders',
+    '',
+  ].join('\n');
+}
+
+/** Collects watcher events and lets a test wait for the next one. */
+function recorder() {
+  const events: ({ kind: 'change'; c: LoadedConfig } | { kind: 'error'; e: ConfigError })[] = [];
+  let wake: (() => void) | undefined;
+  const push = (ev: (typeof events)[number]) => {
+    events.push(ev);
+    wake?.();
+  };
+  return {
+    events,
+    handlers: { onChange: (c: LoadedConfig) => push({ kind: 'change', c }), onError: (e: ConfigError) => push({ kind: 'error', e }) },
+    async next(count: number, timeoutMs = 5_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (events.length < count) {
+        if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for event ${count}, have ${events.length}`);
+        await Promise.race([new Promise<void>((r) => (wake = r)), sleep(50)]);
+      }
+      return events[count - 1]!;
+    },
+  };
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'report-etl-watch-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('watchConfig', () => {
+  it('delivers valid changes (also by rename), reports invalid ones, and keeps quiet on identical saves', async () => {
+    const path = join(dir, 'jobs.yaml');
+    await writeFile(path, file(100));
+    let running = await loadConfig(path, ENV);
+    const rec = recorder();
+    const watcher = watchConfig(path, {
+      onChange: (c) => {
+        running = c;
+        rec.handlers.onChange(c);
+      },
+      onError: rec.handlers.onError,
+    }, ENV, { debounceMs: 100 });
+    try {
+      // An editor-style save: write a temporary file, rename it over the original.
+      await writeFile(join(dir, '.jobs.yaml.tmp'), file(200));
+      await rename(join(dir, '.jobs.yaml.tmp'), path);
+      const first = await rec.next(1);
+      expect(first.kind).toBe('change');
+      expect(running.config.jobs.j1!.report.paging).toBe(200);
+      expect(running.path).toBe(path);
+
+      // An invalid in-place change: reported, the running config stays.
+      await writeFile(path, file(5));
+      const second = await rec.next(2);
+      expect(second.kind).toBe('error');
+      if (second.kind !== 'error') throw new Error('unreachable');
+      expect(second.e).toBeInstanceOf(ConfigError);
+      expect(second.e.problems).toEqual([
+        `${path}:12:15: jobs.j1.report.paging: paging must be at least 10: below 10 the server silently uses 10000 rows per page`,
+      ]);
+      expect(running.config.jobs.j1!.report.paging).toBe(200);
+
+      // Saving the same invalid text again is not reported twice.
+      await writeFile(path, file(5));
+      await sleep(400);
+      expect(rec.events).toHaveLength(2);
+
+      // Several quick saves are debounced into one delivery of the last text.
+      for (const p of [300, 400, 500]) await writeFile(path, file(p));
+      const third = await rec.next(3);
+      expect(third.kind).toBe('change');
+      expect(running.config.jobs.j1!.report.paging).toBe(500);
+      await sleep(400);
+      expect(rec.events).toHaveLength(3);
+    } finally {
+      await watcher.close();
+    }
+    // After close, nothing more arrives; a second close waits for the first.
+    await writeFile(path, file(600));
+    await sleep(400);
+    expect(rec.events).toHaveLength(3);
+    await watcher.close();
+  });
+
+  it('reports a removed file once and recovers when it comes back', async () => {
+    const path = join(dir, 'gone.yaml');
+    await writeFile(path, file(100));
+    const rec = recorder();
+    const watcher = watchConfig(path, rec.handlers, ENV, { debounceMs: 100 });
+    try {
+      await rm(path);
+      const first = await rec.next(1);
+      expect(first.kind).toBe('error');
+      if (first.kind === 'error') expect(first.e.problems[0]).toBe(`${path}: cannot read the changed file (ENOENT); keeping the running config`);
+      await writeFile(path, file(150));
+      const second = await rec.next(2);
+      expect(second.kind === 'change' && second.c.config.jobs.j1!.report.paging).toBe(150);
+    } finally {
+      await watcher.close();
+    }
+  });
+});
