@@ -1,0 +1,84 @@
+/**
+ * `report-etl simulate`: serves the built-in Report Export Service simulator (DESIGN.md "Real parts")
+ * until SIGINT or SIGTERM, then closes it.
+ */
+import { InvalidArgumentError, type Command } from 'commander';
+import type { Cli } from '../cli.ts';
+import { makeLogger } from '../logger.ts';
+import { DEFAULT_CLIENTS, startSimulator, type SimulatorOptions } from '../simulator/index.ts';
+
+function int(name: string, min: number): (value: string) => number {
+  return (value) => {
+    if (!/^\d+$/.test(value) || Number(value) < min) throw new InvalidArgumentError(`${name} must be an integer >= ${min}`);
+    return Number(value);
+  };
+}
+
+function rate(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('must be a number from 0 to 1');
+  return n;
+}
+
+/** Options of the simulate command, as commander parses them. */
+interface SimulateFlags {
+  port: number;
+  host: string;
+  tokenLifetime: number;
+  jobDuration: number;
+  seed: number;
+  timezone: string;
+  errorRate: number;
+  resetRate: number;
+  latency: number;
+}
+
+/** Registers `simulate` on `program`. */
+export function registerSimulate(program: Command, cli: Cli): void {
+  program
+    .command('simulate')
+    .description('Serve the built-in Report Export Service simulator (for the demo and dry runs)')
+    .option('--port <n>', 'TCP port', int('--port', 0), 8080)
+    .option('--host <host>', 'interface to bind', '127.0.0.1')
+    .option('--token-lifetime <s>', 'expires_in of issued tokens, in seconds', int('--token-lifetime', 1), 600)
+    .option('--job-duration <ms>', 'how long a job stays Running, in ms', int('--job-duration', 0), 300)
+    .option('--seed <n>', 'data seed', int('--seed', 0), 1)
+    .option('--timezone <zone>', 'IANA zone of txt timestamps', 'Europe/Zurich')
+    .option('--error-rate <p>', 'probability of a 502/503/504 answer per report request (0..1)', rate, 0)
+    .option('--reset-rate <p>', 'probability that an output page is cut off midway (0..1)', rate, 0)
+    .option('--latency <ms>', 'latency added to every response, in ms', int('--latency', 0), 0)
+    .action(async (flags: SimulateFlags) => {
+      const logger = makeLogger();
+      const options: SimulatorOptions = {
+        port: flags.port,
+        host: flags.host,
+        tokenLifetimeSeconds: flags.tokenLifetime,
+        jobDurationMs: flags.jobDuration,
+        seed: flags.seed,
+        timezone: flags.timezone,
+        faults: { errorRate: flags.errorRate, resetRate: flags.resetRate, latencyMs: flags.latency },
+        logger,
+      };
+      const sim = await startSimulator(options);
+      cli.out(`Report Export Service simulator listening on ${sim.url}`);
+      cli.out(`  discovery: ${sim.url}/.well-known/openid-configuration`);
+      for (const c of DEFAULT_CLIENTS) {
+        const note = c.interfaceAccess === false ? ' (no interface access: 403)' : c.reportRights === false ? ' (no report rights)' : '';
+        // Demo credentials of the simulator only; printing them is the point of this command.
+        cli.out(`  client: ${c.clientId} / ${c.clientSecret}${note}`);
+      }
+      cli.out('Press Ctrl-C to stop.');
+      await new Promise<void>((resolve) => {
+        const stop = (): void => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          resolve();
+        };
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
+      });
+      await sim.close();
+      logger.info('simulator: closed');
+      logger.flush();
+    });
+}

@@ -1,0 +1,221 @@
+/**
+ * The simulator's report catalogue: which reports exist (spec "Report naming rules": sub folders,
+ * extensions avw/avx) and the rows each one returns, deterministic by seed. Tests use
+ * {@link reportData} to compare what was loaded with what was served.
+ */
+import { isoUtc } from './time-format.ts';
+import {
+  DEFAULT_RANGE,
+  driftRows,
+  ledgerRows,
+  salesRows,
+  simpleRows,
+  stockRows,
+  type Cell,
+  type DayRange,
+  type RowGenerator,
+} from './data.ts';
+
+/** Column types the generic output types can carry (booleans are not generated). */
+export type ColumnKind = 'text' | 'integer' | 'decimal' | 'timestamp' | 'boolean';
+
+/** One report column: its name as the server writes it, and its kind. */
+export interface ReportColumn {
+  name: string;
+  kind: ColumnKind;
+}
+
+/**
+ * Canonical values: text as-is, integer/decimal as the exact digit string ("-12.50", "9007199254740993"),
+ * timestamp as ISO UTC with ms ("2024-03-01T11:34:56.789Z"), boolean 'true'/'false', null for NULL.
+ */
+export type CanonicalValue = string | null;
+
+/** The rows of one report run. */
+export interface ReportData {
+  columns: ReportColumn[];
+  /** Number of data rows. */
+  rowCount: number;
+  /** Canonical values of row `index` (0-based, < rowCount). */
+  row(index: number): CanonicalValue[];
+  /** The renderers' fast form of row `index`: like {@link row} but timestamps as epoch ms. */
+  cells(index: number): Cell[];
+  /** When set, the job ends FinishedError with this text (spec "Job": message may contain line breaks). */
+  failure?: string;
+}
+
+/** One catalogue entry: path as folders/name.ext, what it is, default row count (parameter ROWS overrides). */
+export interface CatalogueEntry {
+  path: string;
+  description: string;
+  defaultRows: number;
+}
+
+/** Message of the report 'Failing.avw'. */
+export const FAILING_MESSAGE = "Report execution failed:\nDivision by zero in formula 'Marge'\nline 42";
+
+const SALES_COLUMNS: ReportColumn[] = [
+  { name: 'Auftrag Nr', kind: 'integer' },
+  { name: 'Kunde', kind: 'text' },
+  { name: 'Menge Stk', kind: 'integer' },
+  { name: 'Betrag', kind: 'decimal' },
+  { name: 'Rabatt %', kind: 'decimal' },
+  { name: 'Erfasst Am', kind: 'timestamp' },
+  { name: 'Bemerkung', kind: 'text' },
+  { name: 'Beleg ID', kind: 'integer' },
+];
+const SIMPLE_COLUMNS: ReportColumn[] = [
+  { name: 'Nr', kind: 'integer' },
+  { name: 'Name', kind: 'text' },
+  { name: 'Wert', kind: 'decimal' },
+];
+
+interface Definition extends CatalogueEntry {
+  columns: ReportColumn[];
+  rows(seed: number, rowCount: number, range: DayRange): RowGenerator;
+  failure?: string;
+}
+
+const none: RowGenerator = () => [];
+
+const DEFINITIONS: Definition[] = [
+  {
+    path: 'Sales/Orders.avw',
+    description: 'Sales orders: text with umlauts, quotes, commas and line breaks; exact decimals; integers beyond 2^53; FROM/TO (yyyy-mm-dd) filter "Erfasst Am"',
+    defaultRows: 2_500,
+    columns: SALES_COLUMNS,
+    rows: (seed, _n, range) => salesRows(seed, range),
+  },
+  {
+    path: 'Stock/Levels.avw',
+    description: 'Stock levels: a small simple report',
+    defaultRows: 40,
+    columns: [
+      { name: 'Artikel', kind: 'text' },
+      { name: 'Lager', kind: 'text' },
+      { name: 'Bestand', kind: 'integer' },
+      { name: 'Stand', kind: 'timestamp' },
+    ],
+    rows: (seed) => stockRows(seed),
+  },
+  {
+    path: 'Finance/Ledger.avx',
+    description: 'Ledger (an avx report: the extension must be given); digits-only text "Konto"; FROM/TO filter "Valuta"',
+    defaultRows: 5_000,
+    columns: [
+      { name: 'Buchung Nr', kind: 'integer' },
+      { name: 'Konto', kind: 'text' },
+      { name: 'Soll', kind: 'decimal' },
+      { name: 'Haben', kind: 'decimal' },
+      { name: 'Valuta', kind: 'timestamp' },
+      { name: 'Text', kind: 'text' },
+    ],
+    rows: (seed, _n, range) => ledgerRows(seed, range),
+  },
+  {
+    path: 'Drift.avw',
+    description: 'Type drift: "Wert" holds integers in the first half of the rows, decimals in the second',
+    defaultRows: 200,
+    columns: [
+      { name: 'Nr', kind: 'integer' },
+      { name: 'Wert', kind: 'decimal' },
+    ],
+    rows: (seed, n) => driftRows(seed, n),
+  },
+  { path: 'Empty.avw', description: 'No rows at all', defaultRows: 0, columns: SIMPLE_COLUMNS, rows: () => none },
+  {
+    path: 'Failing.avw',
+    description: 'Runs, then ends FinishedError with a multi-line message',
+    defaultRows: 0,
+    columns: SIMPLE_COLUMNS,
+    rows: () => none,
+    failure: FAILING_MESSAGE,
+  },
+  {
+    path: 'Big.avw',
+    description: 'One million sales order rows (the Sales/Orders columns)',
+    defaultRows: 1_000_000,
+    columns: SALES_COLUMNS,
+    rows: (seed, _n, range) => salesRows(seed, range),
+  },
+  {
+    path: 'Sub/Deep/Nested Report.avw',
+    description: 'A name with a space, two sub folders deep',
+    defaultRows: 25,
+    columns: SIMPLE_COLUMNS,
+    rows: (seed) => simpleRows(seed),
+  },
+];
+
+/** Every report the simulator knows (spec "What the service does" 1: reports are pre-configured). */
+export const CATALOGUE: ReadonlyArray<CatalogueEntry> = DEFINITIONS.map(({ path, description, defaultRows }) => ({
+  path,
+  description,
+  defaultRows,
+}));
+
+const BY_PATH = new Map(DEFINITIONS.map((d) => [d.path, d]));
+
+/** Most rows a ROWS parameter may ask for. */
+export const MAX_ROWS = 50_000_000;
+
+const DAY_MS = 86_400_000;
+
+function parseDay(name: string, value: string): number | string {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  const ms = m ? Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) : NaN;
+  if (!m || Number.isNaN(ms) || isoUtc(ms).slice(0, 10) !== value) {
+    return `Invalid value for parameter ${name}: '${value}' (expected yyyy-mm-dd)`;
+  }
+  return ms / DAY_MS;
+}
+
+function failed(columns: ReportColumn[], failure: string): ReportData {
+  return { columns, rowCount: 0, row: () => [], cells: () => [], failure };
+}
+
+/**
+ * The rows a report returns.
+ * @param path folders/name.ext with '/' separators, e.g. 'Sales/Orders.avw' (case-sensitive)
+ * @param parameters the report's input parameters: ROWS (row count, any report), FROM and TO
+ *   (yyyy-mm-dd, UTC days, [FROM, TO)) for the reports with a date column; others are ignored
+ * @param seed data seed (SimulatorOptions.seed)
+ * @returns the data, with `failure` set when a parameter is invalid or the report fails;
+ *   undefined when no such report exists
+ */
+export function reportData(path: string, parameters: Record<string, string>, seed: number): ReportData | undefined {
+  const def = BY_PATH.get(path);
+  if (!def) return undefined;
+  if (def.failure) return failed(def.columns, def.failure);
+  let rowCount = def.defaultRows;
+  if (parameters.ROWS !== undefined) {
+    if (!/^\d{1,9}$/.test(parameters.ROWS) || Number(parameters.ROWS) > MAX_ROWS) {
+      return failed(def.columns, `Invalid value for parameter ROWS: '${parameters.ROWS}' (expected 0..${MAX_ROWS})`);
+    }
+    rowCount = Number(parameters.ROWS);
+  }
+  let range = DEFAULT_RANGE;
+  if (parameters.FROM !== undefined || parameters.TO !== undefined) {
+    const from = parameters.FROM === undefined ? DEFAULT_RANGE.fromDay : parseDay('FROM', parameters.FROM);
+    if (typeof from === 'string') return failed(def.columns, from);
+    const to = parameters.TO === undefined ? from + DEFAULT_RANGE.days : parseDay('TO', parameters.TO);
+    if (typeof to === 'string') return failed(def.columns, to);
+    if (to <= from) return failed(def.columns, `Invalid parameters: FROM (${parameters.FROM}) must be before TO (${parameters.TO})`);
+    range = { fromDay: from, days: to - from };
+  }
+  const gen = def.rows(seed >>> 0, rowCount, range);
+  const timestampAt = def.columns.flatMap((c, i) => (c.kind === 'timestamp' ? [i] : []));
+  return {
+    columns: def.columns,
+    rowCount,
+    cells: gen,
+    row(index) {
+      const cells = gen(index);
+      for (const i of timestampAt) {
+        const v = cells[i];
+        if (typeof v === 'number') cells[i] = isoUtc(v);
+      }
+      return cells as CanonicalValue[];
+    },
+  };
+}

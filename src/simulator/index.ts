@@ -1,0 +1,93 @@
+/**
+ * A spec-faithful Report Export Service simulator over real HTTP (spec: whole document), for tests, the
+ * demo and users' dry runs. {@link startSimulator} serves discovery, the client credentials token
+ * endpoint and {report_api} (start, status, output pages in json, json_compact, txt and xml_query,
+ * delete), with faults on demand. See the handler modules for the choices made where the spec shows nothing.
+ */
+import type { AddressInfo } from 'node:net';
+import { silentLogger } from '../logger.ts';
+import { zeroCounters, type SimContext } from './context.ts';
+import { FaultInjector } from './faults.ts';
+import type { SimJob } from './jobs.ts';
+import { makeServer, type SimControl } from './server.ts';
+import { makeZonedFormatter } from './time-format.ts';
+import { TokenStore } from './tokens.ts';
+import type { Simulator, SimulatorClient, SimulatorCounters, SimulatorOptions } from './types.ts';
+
+export type { Simulator, SimulatorClient, SimulatorCounters, SimulatorEndpoint, SimulatorFaults, SimulatorOptions } from './types.ts';
+export { CATALOGUE, FAILING_MESSAGE, reportData } from './catalogue.ts';
+export type { CanonicalValue, CatalogueEntry, ColumnKind, ReportColumn, ReportData } from './catalogue.ts';
+export { txtBom } from './render-txt.ts';
+export { REPORT_API } from './server.ts';
+export { TOKEN_PATH, discoveryDocument } from './auth-handlers.ts';
+export { DEFAULT_PAGING, DOCS_URL, RIGHTS_MESSAGE } from './report-handlers.ts';
+
+/** The demo service users: one with every right, one without interface access (403), one without report rights. */
+export const DEFAULT_CLIENTS: SimulatorClient[] = [
+  { clientId: 'demo-client', clientSecret: 'demo-secret' },
+  { clientId: 'no-access-client', clientSecret: 'no-access-secret', interfaceAccess: false },
+  { clientId: 'no-rights-client', clientSecret: 'no-rights-secret', reportRights: false },
+];
+
+/**
+ * Starts a simulator and resolves once it listens.
+ * @param opts see {@link SimulatorOptions}; all optional
+ * @returns the running simulator; call close() when done
+ * @throws RangeError for an unknown timezone; the listen error (e.g. EADDRINUSE) when the port is taken
+ */
+export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
+  const host = opts.host ?? '127.0.0.1';
+  const jobs = new Map<string, SimJob>();
+  const tokens = new TokenStore();
+  const faults = new FaultInjector(opts.faults ?? {}, opts.faultSeed ?? 1);
+  let listenUrl = '';
+  const ctx: SimContext = {
+    baseUrl: (req) => (req.headers.host ? `http://${req.headers.host}` : listenUrl),
+    clients: new Map((opts.clients ?? DEFAULT_CLIENTS).map((c) => [c.clientId, c])),
+    tokens,
+    jobs,
+    faults,
+    counters: zeroCounters(),
+    zone: makeZonedFormatter(opts.timezone ?? 'Europe/Zurich'),
+    logger: opts.logger ?? silentLogger,
+    tokenLifetimeSeconds: opts.tokenLifetimeSeconds ?? 600,
+    jobDurationMs: opts.jobDurationMs ?? 300,
+    seed: opts.seed ?? 1,
+    nameRules: { acceptBackslash: opts.acceptBackslash ?? true, acceptEncodedSlash: opts.acceptEncodedSlash ?? true },
+  };
+  const control: SimControl = {
+    counters: (): SimulatorCounters => ({ ...structuredClone(ctx.counters), openJobs: [...jobs.keys()] }),
+    resetCounters: () => {
+      ctx.counters = zeroCounters();
+    },
+    setFaults: (f) => {
+      faults.faults = { ...f };
+    },
+    expireTokens: () => tokens.expireAll(),
+  };
+  const server = makeServer(ctx, control);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  listenUrl = `http://${urlHost}:${port}`;
+  ctx.logger.info({ url: listenUrl }, 'simulator: listening');
+  let closing: Promise<void> | undefined;
+  return {
+    url: listenUrl,
+    port,
+    ...control,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/** Public option, fault and counter types of the Report Export Service simulator. */
+import type { Logger } from '../logger.ts';
+
+/** A service user the simulator knows (spec "What the service does" 4-5, "Rights for report access"). */
+export interface SimulatorClient {
+  clientId: string;
+  clientSecret: string;
+  /** Report interface access option; false => every {report_api} call answers 403 problem+json. Default true. */
+  interfaceAccess?: boolean;
+  /** Report application right and licence; false => starting a report ends FinishedError at once. Default true. */
+  reportRights?: boolean;
+}
+
+/** Faults to inject; every probability is drawn from a PRNG seeded with SimulatorOptions.faultSeed. */
+export interface SimulatorFaults {
+  /** Added to every response, in ms. */
+  latencyMs?: number;
+  /** 0..1 probability that a {report_api} request answers 502/503/504 with a plain text body. */
+  errorRate?: number;
+  /** 0..1 probability that an output page response is cut off midway (connection closed after some bytes). */
+  resetRate?: number;
+  /** Tokens really die after expires_in * factor seconds although expires_in says otherwise (e.g. 0.1). */
+  tokenLifetimeFactor?: number;
+  /** FinishedSuccess messages claim this many rows more than are served (rows= and pages= from the claim). */
+  misreportRows?: number;
+}
+
+/** Options of {@link startSimulator}. */
+export interface SimulatorOptions {
+  /** TCP port; default 0 (ephemeral). */
+  port?: number;
+  /** Interface to bind; default 127.0.0.1. */
+  host?: string;
+  /** Service users; default DEFAULT_CLIENTS. */
+  clients?: SimulatorClient[];
+  /** expires_in of issued tokens, in s; default 600 (spec "Limits"). */
+  tokenLifetimeSeconds?: number;
+  /** How long a job stays Running before it finishes, in ms; default 300. */
+  jobDurationMs?: number;
+  /** Data seed; default 1. */
+  seed?: number;
+  /** IANA zone of txt timestamps and of the offsets in ISO timestamps; default 'Europe/Zurich'. */
+  timezone?: string;
+  /** Whether %5C works as sub folder separator; default true. */
+  acceptBackslash?: boolean;
+  /** Whether %2F works as sub folder separator; default true (false simulates a sanitizing server: 400). */
+  acceptEncodedSlash?: boolean;
+  faults?: SimulatorFaults;
+  /** Seed of the fault PRNG, so tests are reproducible; default 1. */
+  faultSeed?: number;
+  logger?: Logger;
+}
+
+/** Endpoint names of {@link SimulatorCounters.requests}. */
+export type SimulatorEndpoint = 'discovery' | 'token' | 'start' | 'status' | 'output' | 'delete';
+
+/** What the simulator saw since start or the last resetCounters(). */
+export interface SimulatorCounters {
+  tokenRequests: number;
+  discoveryRequests: number;
+  jobsCreated: number;
+  jobsDeleted: number;
+  /** Ids of jobs created and not deleted (live state: resetCounters() does not clear it). */
+  openJobs: string[];
+  /** Requests per endpoint (every key always present). */
+  requests: Record<SimulatorEndpoint, number>;
+  /** {report_api} requests refused with 401 (missing, unknown or expired token). */
+  unauthorized: number;
+  /** Output pages served completely, and their body bytes. */
+  pagesServed: number;
+  bytesServed: number;
+  faultsInjected: { errors: number; resets: number };
+}
+
+/** A running simulator. */
+export interface Simulator {
+  /** Base URL, e.g. http://127.0.0.1:45678 (the spec's {base_url}). */
+  url: string;
+  port: number;
+  counters(): SimulatorCounters;
+  resetCounters(): void;
+  /** Replaces the active faults. */
+  setFaults(f: SimulatorFaults): void;
+  /** Every issued token is refused (401) from now on. */
+  expireTokens(): void;
+  /** Stops listening and drops open connections; a second call waits for the first. */
+  close(): Promise<void>;
+}
