@@ -1,0 +1,56 @@
+/**
+ * Joins a page's chunks for a parser that works on whole units (a row, a record) and leaves an incomplete
+ * last unit for the next chunk. The incomplete tail is carried and prepended to the next chunk. A unit
+ * bigger than a chunk (a huge text value) is not re-scanned for every chunk: once the tail is large, chunks
+ * are gathered until the data at least doubles, so the work stays linear in the page size.
+ */
+
+/** Tails smaller than this (bytes) are joined with every next chunk; larger ones wait for 2x the data. */
+const SMALL_TAIL = 64 * 1024;
+
+/** Carries an incomplete tail between chunks; see the file comment. */
+export class ChunkCarry {
+  private parts: Buffer[] = [];
+  private bytes = 0;
+  private want = 0;
+
+  /**
+   * Adds a chunk; returns the bytes to parse now (tail + gathered chunks), or undefined to wait for more.
+   * The returned Buffer may be a view of `chunk` itself (no copy) when nothing is carried.
+   */
+  push(chunk: Uint8Array): Buffer | undefined {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (this.bytes === 0) return b;
+    this.parts.push(b);
+    this.bytes += b.length;
+    if (this.bytes < this.want) return undefined;
+    return this.drain();
+  }
+
+  /** Keeps `tail` (the unparsed end of the last returned buffer) for the next chunk. Copies small tails. */
+  keep(tail: Buffer): void {
+    if (tail.length === 0) {
+      this.parts = [];
+      this.bytes = 0;
+      this.want = 0;
+      return;
+    }
+    this.parts = [tail.length < SMALL_TAIL ? Buffer.from(tail) : tail];
+    this.bytes = tail.length;
+    this.want = tail.length < SMALL_TAIL ? 0 : tail.length * 2;
+  }
+
+  /** At the end of the page: whatever is still held (undefined when nothing). */
+  finish(): Buffer | undefined {
+    if (this.bytes === 0) return undefined;
+    return this.drain();
+  }
+
+  private drain(): Buffer {
+    const out = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.bytes);
+    this.parts = [];
+    this.bytes = 0;
+    this.want = 0;
+    return out;
+  }
+}

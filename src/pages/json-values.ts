@@ -1,0 +1,299 @@
+/**
+ * Byte-level JSON value scanner for the json/json_compact page decoder (spec "Output page shapes", json):
+ * reads one JSON value from a buffer and writes it as a COPY text-format field, without making strings.
+ * Numbers are copied digit for digit (never through a JS number), strings are unescaped from JSON and
+ * escaped for COPY in one pass, true/false -> t/f, null -> \N, objects/arrays -> their JSON text, escaped.
+ * Every method returns the index after the value, or {@link NEED} when the buffer ends inside it.
+ */
+import { CR, LF, TAB, BACKSLASH, LETTER_N } from './copy-text.ts';
+import { PageFormatError } from './errors.ts';
+import { KIND, digitsFitInt64, isIsoTimestampWithOffset } from './kinds.ts';
+
+/** Returned instead of an index when the value continues beyond the buffer. */
+export const NEED = -1;
+
+const QUOTE = 0x22;
+const MAX_DEPTH = 512;
+
+/** Index of the first non-whitespace byte at or after i (n if none). */
+export function skipWs(b: Uint8Array, i: number, n: number): number {
+  while (i < n) {
+    const c = b[i]!;
+    if (c !== 0x20 && c !== LF && c !== CR && c !== TAB) return i;
+    i++;
+  }
+  return n;
+}
+
+function hex4(b: Uint8Array, i: number): number {
+  let v = 0;
+  for (let k = 0; k < 4; k++) {
+    const c = b[i + k]!;
+    const d = c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1;
+    if (d < 0) return -1;
+    v = (v << 4) | d;
+  }
+  return v;
+}
+
+/**
+ * Scans JSON values of one page. Callers set `out`/`op` (the output buffer with room for twice the input,
+ * see CopyOutput.reserve), `base` (page offset of b[0]), `page` and `row` (for errors) and `inspect`.
+ * After a value, `kind` holds its KIND bit (0 for null, and not computed for strings when !inspect).
+ */
+export class JsonValueScanner {
+  out: Uint8Array = new Uint8Array(0);
+  op = 0;
+  kind = 0;
+  inspect = true;
+  page = 0;
+  row: number | undefined = undefined;
+  base = 0;
+
+  /** Throws a PageFormatError for a syntax problem at b[i]. */
+  fail(what: string, i: number): never {
+    throw new PageFormatError(`JSON: ${what}`, { page: this.page, row: this.row, offset: this.base + i });
+  }
+
+  /** Writes the value starting at b[i] (not whitespace) as a COPY field. */
+  value(b: Uint8Array, i: number, n: number): number {
+    const c = b[i]!;
+    if (c === QUOTE) return this.string(b, i + 1, n);
+    if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.number(b, i, n);
+    if (c === 0x6e) return this.literal(b, i, n, 'null');
+    if (c === 0x74) return this.literal(b, i, n, 'true');
+    if (c === 0x66) return this.literal(b, i, n, 'false');
+    if (c === 0x7b || c === 0x5b) {
+      const e = this.skip(b, i, n, 0);
+      if (e === NEED) return NEED;
+      let op = this.op;
+      const out = this.out;
+      for (let k = i; k < e; k++) {
+        const x = b[k]!;
+        if (x === BACKSLASH || x === LF || x === CR || x === TAB) {
+          out[op++] = BACKSLASH;
+          out[op++] = x === LF ? 0x6e : x === CR ? 0x72 : x === TAB ? 0x74 : BACKSLASH;
+        } else {
+          if (x === 0) this.fail('NUL byte in a value', k);
+          out[op++] = x;
+        }
+      }
+      this.op = op;
+      this.kind = KIND.json;
+      return e;
+    }
+    this.fail(`unexpected byte 0x${c.toString(16)} where a value should start`, i);
+  }
+
+  /** null / true / false at b[i]: writes \N, t or f. */
+  private literal(b: Uint8Array, i: number, n: number, word: 'null' | 'true' | 'false'): number {
+    const len = word.length;
+    if (i + len > n) {
+      for (let k = 1; i + k < n; k++) if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
+      return NEED;
+    }
+    for (let k = 1; k < len; k++) if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
+    const out = this.out;
+    if (len === 4 && word === 'null') {
+      out[this.op++] = BACKSLASH;
+      out[this.op++] = LETTER_N;
+      this.kind = 0;
+    } else {
+      out[this.op++] = len === 4 ? 0x74 : 0x66;
+      this.kind = KIND.boolean;
+    }
+    return i + len;
+  }
+
+  /** Index after the number at b[i] (JSON grammar checked), or NEED. Sets `kind`. */
+  numberEnd(b: Uint8Array, i: number, n: number): number {
+    const negative = b[i] === 0x2d;
+    if (negative) i++;
+    if (i >= n) return NEED;
+    const ds = i;
+    let c = b[i]!;
+    if (c === 0x30) i++;
+    else if (c >= 0x31 && c <= 0x39) {
+      i++;
+      while (i < n && (c = b[i]!) >= 0x30 && c <= 0x39) i++;
+    } else this.fail('bad number', i);
+    const de = i;
+    if (i >= n) return NEED;
+    let numeric = false;
+    c = b[i]!;
+    if (c === 0x2e) {
+      numeric = true;
+      const f = ++i;
+      while (i < n && (c = b[i]!) >= 0x30 && c <= 0x39) i++;
+      if (i >= n) return NEED;
+      if (i === f) this.fail('bad number: no digit after the decimal point', i);
+      c = b[i]!;
+    }
+    if (c === 0x65 || c === 0x45) {
+      numeric = true;
+      if (++i >= n) return NEED;
+      c = b[i]!;
+      if (c === 0x2b || c === 0x2d) i++;
+      const x = i;
+      while (i < n && (c = b[i]!) >= 0x30 && c <= 0x39) i++;
+      if (i >= n) return NEED;
+      if (i === x) this.fail('bad number: no digit in the exponent', i);
+    }
+    this.kind = numeric || !digitsFitInt64(b, ds, de - ds, negative) ? KIND.numeric : KIND.integer;
+    return i;
+  }
+
+  /** Copies the number at b[i] verbatim. */
+  private number(b: Uint8Array, i: number, n: number): number {
+    const e = this.numberEnd(b, i, n);
+    if (e === NEED) return NEED;
+    const out = this.out;
+    let op = this.op;
+    for (let k = i; k < e; k++) out[op++] = b[k]!;
+    this.op = op;
+    return e;
+  }
+
+  /**
+   * Writes the string whose content starts at b[i] (after the opening quote), JSON escapes decoded and
+   * COPY escapes applied; returns the index after the closing quote. Raw tab/LF/CR (invalid in strict JSON)
+   * are accepted and escaped, other raw control bytes pass through; NUL (raw or \u0000) is an error.
+   */
+  string(b: Uint8Array, i: number, n: number): number {
+    const out = this.out;
+    let op = this.op;
+    const s = i;
+    let plain = true;
+    for (;;) {
+      if (i >= n) return NEED;
+      const c = b[i]!;
+      if (c === QUOTE) break;
+      if (c > BACKSLASH || (c >= 0x20 && c !== BACKSLASH)) {
+        out[op++] = c;
+        i++;
+        continue;
+      }
+      plain = false;
+      if (c === BACKSLASH) {
+        if (i + 1 >= n) return NEED;
+        const e = b[i + 1]!;
+        if (e === 0x75) {
+          if (i + 6 > n) return NEED;
+          let cp = hex4(b, i + 2);
+          if (cp < 0) this.fail('bad \\u escape', i);
+          let len = 6;
+          if (cp >= 0xd800 && cp <= 0xdbff) {
+            if (i + 12 > n) return NEED;
+            const lo = b[i + 6] === BACKSLASH && b[i + 7] === 0x75 ? hex4(b, i + 8) : -1;
+            if (lo < 0xdc00 || lo > 0xdfff) this.fail('lone UTF-16 surrogate in \\u escape', i);
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+            len = 12;
+          } else if (cp >= 0xdc00 && cp <= 0xdfff) {
+            this.fail('lone UTF-16 surrogate in \\u escape', i);
+          }
+          if (cp === 0) this.fail('\\u0000 in a string: PostgreSQL text cannot hold NUL', i);
+          if (cp < 0x80) {
+            if (cp === BACKSLASH || cp === LF || cp === CR || cp === TAB) {
+              out[op++] = BACKSLASH;
+              out[op++] = cp === LF ? 0x6e : cp === CR ? 0x72 : cp === TAB ? 0x74 : BACKSLASH;
+            } else out[op++] = cp;
+          } else if (cp < 0x800) {
+            out[op++] = 0xc0 | (cp >> 6);
+            out[op++] = 0x80 | (cp & 0x3f);
+          } else if (cp < 0x10000) {
+            out[op++] = 0xe0 | (cp >> 12);
+            out[op++] = 0x80 | ((cp >> 6) & 0x3f);
+            out[op++] = 0x80 | (cp & 0x3f);
+          } else {
+            out[op++] = 0xf0 | (cp >> 18);
+            out[op++] = 0x80 | ((cp >> 12) & 0x3f);
+            out[op++] = 0x80 | ((cp >> 6) & 0x3f);
+            out[op++] = 0x80 | (cp & 0x3f);
+          }
+          i += len;
+          continue;
+        }
+        if (e === QUOTE || e === 0x2f) out[op++] = e;
+        else if (e === BACKSLASH || e === 0x6e || e === 0x72 || e === 0x74 || e === 0x62 || e === 0x66) {
+          // \\ \n \r \t \b \f mean the same in COPY text format.
+          out[op++] = BACKSLASH;
+          out[op++] = e;
+        } else this.fail(`bad escape \\${String.fromCharCode(e)}`, i);
+        i += 2;
+        continue;
+      }
+      if (c === 0) this.fail('NUL byte in a string', i);
+      if (c === LF || c === CR || c === TAB) {
+        out[op++] = BACKSLASH;
+        out[op++] = c === LF ? 0x6e : c === CR ? 0x72 : 0x74;
+      } else out[op++] = c;
+      i++;
+    }
+    this.op = op;
+    if (this.inspect) this.kind = plain && isIsoTimestampWithOffset(b, s, i) ? KIND.timestamp : KIND.text;
+    return i + 1;
+  }
+
+  /** Index after the string whose content starts at b[i], escapes checked, nothing written; or NEED. */
+  stringEnd(b: Uint8Array, i: number, n: number): number {
+    for (;;) {
+      if (i >= n) return NEED;
+      const c = b[i]!;
+      if (c === QUOTE) return i + 1;
+      if (c !== BACKSLASH) {
+        i++;
+        continue;
+      }
+      if (i + 1 >= n) return NEED;
+      const e = b[i + 1]!;
+      if (e === 0x75) {
+        if (i + 6 > n) return NEED;
+        if (hex4(b, i + 2) < 0) this.fail('bad \\u escape', i);
+        i += 6;
+      } else if (e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+        i += 2;
+      } else this.fail(`bad escape \\${String.fromCharCode(e)}`, i);
+    }
+  }
+
+  /** Index after the value at b[i] (any JSON value, grammar checked, depth limited), nothing written; or NEED. */
+  skip(b: Uint8Array, i: number, n: number, depth: number): number {
+    if (depth > MAX_DEPTH) this.fail('nesting too deep', i);
+    const c = b[i]!;
+    if (c === QUOTE) return this.stringEnd(b, i + 1, n);
+    if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.numberEnd(b, i, n);
+    if (c === 0x6e || c === 0x74 || c === 0x66) {
+      const word = c === 0x6e ? 'null' : c === 0x74 ? 'true' : 'false';
+      if (i + word.length > n) return NEED;
+      for (let k = 1; k < word.length; k++) if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
+      return i + word.length;
+    }
+    const isObject = c === 0x7b;
+    if (!isObject && c !== 0x5b) this.fail(`unexpected byte 0x${c.toString(16)} where a value should start`, i);
+    const close = isObject ? 0x7d : 0x5d;
+    i = skipWs(b, i + 1, n);
+    if (i >= n) return NEED;
+    if (b[i] === close) return i + 1;
+    for (;;) {
+      if (isObject) {
+        if (b[i] !== QUOTE) this.fail('expected a member name', i);
+        i = this.stringEnd(b, i + 1, n);
+        if (i === NEED) return NEED;
+        i = skipWs(b, i, n);
+        if (i >= n) return NEED;
+        if (b[i] !== 0x3a) this.fail("expected ':'", i);
+        i = skipWs(b, i + 1, n);
+        if (i >= n) return NEED;
+      }
+      i = this.skip(b, i, n, depth + 1);
+      if (i === NEED) return NEED;
+      i = skipWs(b, i, n);
+      if (i >= n) return NEED;
+      const d = b[i]!;
+      if (d === close) return i + 1;
+      if (d !== 0x2c) this.fail(`expected ',' or '${String.fromCharCode(close)}'`, i);
+      i = skipWs(b, i + 1, n);
+      if (i >= n) return NEED;
+    }
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * Kinds of values seen in a column (type inference input for the warehouse), and the byte-level tests that
+ * classify a value without making a string of it (spec "Output page shapes": numbers bare or JSON numbers,
+ * timestamps dd.mm.yyyy hh:mm:ss.mmm in txt and ISO 8601 with offset in json/xml_query).
+ */
+
+/**
+ * Bit flags of the kinds of value seen in a column; a column's kind is the OR over its non-null values.
+ * - integer: an integer that fits int64
+ * - numeric: a decimal, or an integer beyond int64
+ * - timestamp: txt bare `dd.mm.yyyy hh:mm:ss.mmm`, or a JSON/XML string in ISO 8601 with a UTC offset
+ * - boolean: JSON true/false
+ * - text: any other string (in txt: any quoted field, whatever it contains)
+ * - json: a JSON object/array value
+ */
+export const KIND = { integer: 1, numeric: 2, timestamp: 4, boolean: 8, text: 16, json: 32 } as const;
+
+/** One of the {@link KIND} bits. */
+export type KindBit = (typeof KIND)[keyof typeof KIND];
+
+const INT64_MAX = [57, 50, 50, 51, 51, 55, 50, 48, 51, 54, 56, 53, 52, 55, 55, 53, 56, 48, 55]; // "9223372036854775807"
+
+/**
+ * Whether the `count` ASCII digits at b[start..] (no leading zeros) fit int64; `negative` allows ...808.
+ * More than 18 digits is compared digit by digit with 9223372036854775807.
+ */
+export function digitsFitInt64(b: Uint8Array, start: number, count: number, negative: boolean): boolean {
+  if (count < 19) return true;
+  if (count > 19) return false;
+  for (let k = 0; k < 19; k++) {
+    const d = b[start + k]!;
+    const m = INT64_MAX[k]! + (negative && k === 18 ? 1 : 0);
+    if (d !== m) return d < m;
+  }
+  return true;
+}
+
+/**
+ * Classifies a bare number at b[s..e): `-?digits(.digits)?([eE][+-]?digits)?` (also `.5`, `+1`) as
+ * KIND.integer or KIND.numeric; returns 0 when the bytes are not a number.
+ */
+export function classifyNumber(b: Uint8Array, s: number, e: number): number {
+  let i = s;
+  let negative = false;
+  if (i < e && (b[i] === 0x2d || b[i] === 0x2b)) {
+    negative = b[i] === 0x2d;
+    i++;
+  }
+  while (i < e - 1 && b[i] === 0x30 && b[i + 1]! >= 0x30 && b[i + 1]! <= 0x39) i++; // leading zeros
+  const intStart = i;
+  while (i < e && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
+  const intDigits = i - intStart;
+  if (i === e) {
+    if (intDigits === 0) return 0;
+    return digitsFitInt64(b, intStart, intDigits, negative) ? KIND.integer : KIND.numeric;
+  }
+  let fracDigits = 0;
+  if (b[i] === 0x2e) {
+    i++;
+    const f = i;
+    while (i < e && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
+    fracDigits = i - f;
+  }
+  if (intDigits + fracDigits === 0) return 0;
+  if (i < e && (b[i] === 0x65 || b[i] === 0x45)) {
+    i++;
+    if (i < e && (b[i] === 0x2b || b[i] === 0x2d)) i++;
+    const x = i;
+    while (i < e && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
+    if (i === x) return 0;
+  }
+  return i === e ? KIND.numeric : 0;
+}
+
+function isDigit(c: number | undefined): boolean {
+  return c !== undefined && c >= 0x30 && c <= 0x39;
+}
+
+function digitsAt(b: Uint8Array, i: number, count: number): boolean {
+  for (let k = 0; k < count; k++) if (!isDigit(b[i + k])) return false;
+  return true;
+}
+
+/**
+ * Whether b[s..e) is a txt timestamp `dd.mm.yyyy hh:mm:ss` optionally followed by `.` and 1 to 9 digits
+ * (the spec's form is dd.mm.yyyy hh:mm:ss.mmm).
+ */
+export function isTxtTimestamp(b: Uint8Array, s: number, e: number): boolean {
+  const len = e - s;
+  if (len < 19 || len > 29 || b[s + 2] !== 0x2e || b[s + 5] !== 0x2e || b[s + 10] !== 0x20 || b[s + 13] !== 0x3a || b[s + 16] !== 0x3a) return false;
+  if (!digitsAt(b, s, 2) || !digitsAt(b, s + 3, 2) || !digitsAt(b, s + 6, 4) || !digitsAt(b, s + 11, 2) || !digitsAt(b, s + 14, 2) || !digitsAt(b, s + 17, 2)) {
+    return false;
+  }
+  if (len === 19) return true;
+  return len >= 21 && b[s + 19] === 0x2e && digitsAt(b, s + 20, len - 20);
+}
+
+/**
+ * Whether b[s..e) is an ISO 8601 timestamp with a UTC offset: `yyyy-mm-ddThh:mm[:ss[.f+]]` followed by `Z`
+ * or `+hh:mm` / `-hh:mm` / `+hhmm` / `+hh` (`T` may also be a space). Cheap length and separator checks
+ * come first, so ordinary text is rejected after a few byte reads.
+ */
+export function isIsoTimestampWithOffset(b: Uint8Array, s: number, e: number): boolean {
+  const len = e - s;
+  if (len < 17 || len > 40 || b[s + 4] !== 0x2d || b[s + 7] !== 0x2d || b[s + 13] !== 0x3a) return false;
+  const t = b[s + 10];
+  if (t !== 0x54 && t !== 0x20 && t !== 0x74) return false;
+  if (!digitsAt(b, s, 4) || !digitsAt(b, s + 5, 2) || !digitsAt(b, s + 8, 2) || !digitsAt(b, s + 11, 2) || !digitsAt(b, s + 14, 2)) return false;
+  let i = s + 16;
+  if (b[i] === 0x3a) {
+    if (!digitsAt(b, i + 1, 2)) return false;
+    i += 3;
+    if (b[i] === 0x2e || b[i] === 0x2c) {
+      i++;
+      const f = i;
+      while (i < e && isDigit(b[i])) i++;
+      if (i === f) return false;
+    }
+  }
+  const rest = e - i;
+  const c = b[i];
+  if (rest === 1) return c === 0x5a || c === 0x7a;
+  if (c !== 0x2b && c !== 0x2d) return false;
+  if (rest === 3) return digitsAt(b, i + 1, 2);
+  if (rest === 5) return digitsAt(b, i + 1, 4);
+  return rest === 6 && digitsAt(b, i + 1, 2) && b[i + 3] === 0x3a && digitsAt(b, i + 4, 2);
+}

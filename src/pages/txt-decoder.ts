@@ -1,0 +1,305 @@
+/**
+ * txt pages -> PostgreSQL CSV (spec "Output page shapes", txt): a BOM, a header line of column names that
+ * every page repeats, then one row per line; text in double quotes with inner quotes doubled, numbers and
+ * timestamps (dd.mm.yyyy hh:mm:ss.mmm) bare, NULL an empty bare field, empty string "".
+ * COPY ... (FORMAT csv) reads exactly these semantics, so rows pass through unchanged: the decoder only
+ * finds record ends (a line break inside quotes is data), checks the field count, classifies fields while
+ * `inspect` is on, and normalises record ends to \n (PostgreSQL wants one line-end style for a whole COPY).
+ * LF-terminated records leave as zero-copy views of the input; CRLF ones are copied without the CR.
+ */
+import type { PageDecoder } from './decoder.ts';
+import { BOM_MAX_BYTES, bomLength } from './bom.ts';
+import { ChunkCarry } from './carry.ts';
+import { CopyOutput, CR, LF } from './copy-text.ts';
+import { PageFormatError } from './errors.ts';
+import { KIND, classifyNumber, isTxtTimestamp } from './kinds.ts';
+
+const QUOTE = 0x22;
+const COMMA = 0x2c;
+const LF_BUFFER = Buffer.from([LF]);
+
+/** Progress through one page. */
+interface TxtPageState {
+  page: number;
+  /** Data rows completed in this page. */
+  row: number;
+  /** Page offset of the first byte of the buffer being scanned. */
+  offset: number;
+  bomDone: boolean;
+  headerDone: boolean;
+}
+
+/** A header line: the names and where the line ends. */
+interface HeaderLine {
+  names: string[];
+  /** Header bytes without the line end. */
+  raw: Buffer;
+  /** Index after the line end. */
+  end: number;
+}
+
+/** Kind of a bare (unquoted, non-empty) txt field: integer, numeric, timestamp, else text. */
+function classifyBare(b: Uint8Array, s: number, e: number): number {
+  const c = b[s]!;
+  if (e - s >= 19 && b[s + 2] === 0x2e && isTxtTimestamp(b, s, e)) return KIND.timestamp;
+  if ((c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e) {
+    const k = classifyNumber(b, s, e);
+    if (k !== 0) return k;
+  }
+  return KIND.text;
+}
+
+/**
+ * Parses a CSV line starting at b[i]: names unquoted ("" -> "). Returns undefined when the line end is not
+ * in `b` yet; throws on a stray quote.
+ */
+function parseHeaderLine(b: Buffer, i: number, st: TxtPageState): HeaderLine | undefined {
+  const start = i;
+  const n = b.length;
+  const names: string[] = [];
+  for (;;) {
+    if (i >= n) return undefined;
+    let name: string;
+    if (b[i] === QUOTE) {
+      let j = i + 1;
+      for (;;) {
+        const q = b.indexOf(QUOTE, j);
+        if (q < 0 || q + 1 >= n) return undefined;
+        if (b[q + 1] === QUOTE) {
+          j = q + 2;
+          continue;
+        }
+        name = b.toString('utf8', i + 1, q).replaceAll('""', '"');
+        i = q + 1;
+        break;
+      }
+    } else {
+      const s = i;
+      while (i < n && b[i] !== COMMA && b[i] !== LF && b[i] !== CR) {
+        if (b[i] === QUOTE) throw new PageFormatError('header: quote inside an unquoted column name', { page: st.page, offset: st.offset + i });
+        i++;
+      }
+      if (i >= n) return undefined;
+      name = b.toString('utf8', s, i);
+    }
+    names.push(name);
+    const c = b[i];
+    if (c === COMMA) {
+      i++;
+      continue;
+    }
+    const contentEnd = i;
+    if (c === CR) {
+      if (i + 1 >= n) return undefined;
+      if (b[i + 1] !== LF) throw new PageFormatError('header: carriage return without line feed', { page: st.page, offset: st.offset + i });
+      i += 2;
+    } else if (c === LF) {
+      i += 1;
+    } else {
+      throw new PageFormatError('header: unexpected byte after a closing quote', { page: st.page, offset: st.offset + i });
+    }
+    return { names, raw: Buffer.from(b.subarray(start, contentEnd)), end: i };
+  }
+}
+
+/** The txt decoder; see the file comment. Made by makePageDecoder('txt'). */
+export class TxtPageDecoder implements PageDecoder {
+  readonly outputType = 'txt' as const;
+  readonly copyFormat = 'csv' as const;
+  columns: string[] | undefined = undefined;
+  kinds: number[] = [];
+  inspect = true;
+  rows = 0;
+  private headerRaw: Buffer | undefined;
+  private readonly out = new CopyOutput();
+  /** Zero-copy rows of the last scan, when nothing had to be copied. */
+  private view: Buffer | undefined;
+
+  async *decodePage(body: AsyncIterable<Uint8Array>, page: number): AsyncGenerator<Buffer> {
+    const st: TxtPageState = { page, row: 0, offset: 0, bomDone: false, headerDone: false };
+    const carry = new ChunkCarry();
+    for await (const chunk of body) {
+      const buf = carry.push(chunk);
+      if (buf === undefined) continue;
+      if (!st.bomDone && buf.length < BOM_MAX_BYTES) {
+        carry.keep(buf);
+        continue;
+      }
+      const consumed = this.consume(buf, st);
+      st.offset += consumed;
+      carry.keep(buf.subarray(consumed));
+      const rows = this.takeRows();
+      if (rows !== undefined) yield rows;
+    }
+    let rest = carry.finish();
+    if (rest !== undefined && !st.headerDone) {
+      // A page of fewer bytes than a BOM, or a BOM and nothing else: no header, no rows.
+      if (!st.bomDone) {
+        const bom = bomLength(rest);
+        st.bomDone = true;
+        st.offset += bom;
+        rest = rest.subarray(bom);
+      }
+      if (rest.length === 0) return;
+    }
+    if (rest !== undefined) {
+      // The last line may lack its line end: give it one, then everything must be consumed.
+      const buf = Buffer.concat([rest, LF_BUFFER]);
+      const consumed = this.consume(buf, st);
+      if (consumed < buf.length) {
+        throw new PageFormatError('page ends inside a quoted field', { page, row: st.row + 1, offset: st.offset + consumed });
+      }
+      const rows = this.takeRows();
+      if (rows !== undefined) yield rows;
+    }
+  }
+
+  private takeRows(): Buffer | undefined {
+    const v = this.view;
+    this.view = undefined;
+    return v ?? this.out.take();
+  }
+
+  /** Strips the BOM and the header when due, scans records; returns the index after the last whole record. */
+  private consume(buf: Buffer, st: TxtPageState): number {
+    let i = 0;
+    if (!st.bomDone) {
+      i = bomLength(buf);
+      st.bomDone = true;
+    }
+    if (!st.headerDone) {
+      const header = parseHeaderLine(buf, i, st);
+      if (header === undefined) return i;
+      this.acceptHeader(header, st, i);
+      st.headerDone = true;
+      i = header.end;
+    }
+    return this.scan(buf, i, st);
+  }
+
+  private acceptHeader(header: HeaderLine, st: TxtPageState, at: number): void {
+    if (this.columns === undefined) {
+      this.columns = header.names;
+      this.kinds = header.names.map(() => 0);
+      this.headerRaw = header.raw;
+      return;
+    }
+    if (this.headerRaw !== undefined && header.raw.equals(this.headerRaw)) return;
+    const same = header.names.length === this.columns.length && header.names.every((n, k) => n === this.columns![k]);
+    if (!same) {
+      throw new PageFormatError(
+        `header ${JSON.stringify(header.names)} differs from page 1's ${JSON.stringify(this.columns)}`,
+        { page: st.page, offset: st.offset + at },
+      );
+    }
+  }
+
+  /**
+   * Scans whole records from b[i]; passes them to the output (see the file comment). Returns the index
+   * after the last whole record; the rest is an incomplete record for the next chunk.
+   */
+  private scan(b: Buffer, i: number, st: TxtPageState): number {
+    const n = b.length;
+    const ncols = this.columns!.length;
+    const inspect = this.inspect;
+    const kinds = this.kinds;
+    const out = this.out;
+    let spanStart = i;
+    let consumed = i;
+    let row = st.row;
+    records: while (i < n) {
+      const recStart = i;
+      let field = 0;
+      for (;;) {
+        if (i >= n) break records;
+        let c = b[i]!;
+        if (c === QUOTE) {
+          let j = i + 1;
+          for (;;) {
+            // Short texts are the rule: a plain loop beats indexOf's call cost up to a few dozen bytes.
+            let q = j;
+            const stop = Math.min(n, j + 48);
+            while (q < stop && b[q] !== QUOTE) q++;
+            if (q === stop) q = stop < n ? b.indexOf(QUOTE, stop) : -1;
+            if (q < 0 || q + 1 >= n) break records;
+            if (b[q + 1] === QUOTE) {
+              j = q + 2;
+              continue;
+            }
+            i = q + 1;
+            break;
+          }
+          c = b[i]!;
+          if (inspect && field < ncols) kinds[field]! |= KIND.text;
+        } else {
+          const s = i;
+          while (c !== COMMA && c !== LF && c !== CR) {
+            if (c === QUOTE) {
+              throw new PageFormatError(`field ${field + 1}: quote inside an unquoted field`, { page: st.page, row: row + 1, offset: st.offset + i });
+            }
+            if (++i >= n) break records;
+            c = b[i]!;
+          }
+          if (inspect && i > s && field < ncols) kinds[field]! |= classifyBare(b, s, i);
+        }
+        field++;
+        if (c === COMMA) {
+          i++;
+          continue;
+        }
+        const contentEnd = i;
+        let crlf = false;
+        if (c === LF) {
+          i++;
+        } else if (c === CR) {
+          if (i + 1 >= n) break records;
+          if (b[i + 1] !== LF) throw new PageFormatError('carriage return without line feed outside quotes', { page: st.page, row: row + 1, offset: st.offset + i });
+          i += 2;
+          crlf = true;
+        } else {
+          throw new PageFormatError(`field ${field}: unexpected byte 0x${c.toString(16)} after a closing quote`, { page: st.page, row: row + 1, offset: st.offset + i });
+        }
+        if (field !== ncols) {
+          if (field === 1 && contentEnd === recStart && ncols > 1) {
+            // An empty line cannot be a row of several columns: skip it.
+            this.emitCopy(b, spanStart, recStart, false);
+            spanStart = i;
+            break;
+          }
+          throw new PageFormatError(`${field} fields, the header has ${ncols}`, { page: st.page, row: row + 1, offset: st.offset + recStart });
+        }
+        row++;
+        if (crlf) {
+          this.emitCopy(b, spanStart, contentEnd, true);
+          spanStart = i;
+        }
+        break;
+      }
+      consumed = i;
+    }
+    this.rows += row - st.row;
+    st.row = row;
+    if (consumed > spanStart) {
+      if (out.pos !== out.start) this.emitCopy(b, spanStart, consumed, false);
+      else this.view = b.subarray(spanStart, consumed);
+    }
+    return consumed;
+  }
+
+  /** Copies b[s..e) to the output, plus a \n when `lf`. */
+  private emitCopy(b: Buffer, s: number, e: number, lf: boolean): void {
+    const out = this.out;
+    const len = e - s;
+    out.reserve(len + 1);
+    let p = out.pos;
+    if (len > 64) {
+      b.copy(out.buf, p, s, e);
+      p += len;
+    } else {
+      const ob = out.buf;
+      for (let k = s; k < e; k++) ob[p++] = b[k]!;
+    }
+    if (lf) out.buf[p++] = LF;
+    out.pos = p;
+  }
+}
