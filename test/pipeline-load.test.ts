@@ -7,6 +7,7 @@ import { reportData } from '../src/simulator/catalogue.ts';
 import { silentLogger } from '../src/logger.ts';
 import { runJob } from '../src/pipeline/run-job.ts';
 import { getRun } from '../src/warehouse/run-history.ts';
+import { uniqueName } from './support/env.ts';
 import { columnTypes, jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
 
 let h: Harness;
@@ -69,11 +70,12 @@ describe('write modes', () => {
     const table = `${h.schema}.ledger_append`;
     const params = { ROWS: '120' };
     const config = h.config({ l: jobEntry({ name: 'Finance/Ledger.avx', outputType: 'xml_query', paging: 50, parameters: params }, { table, mode: 'append' }) });
-    const a = await run(config, 'l', { runKey: 'tick-1' });
+    const [tick1, tick2] = [uniqueName('tick'), uniqueName('tick')];
+    const a = await run(config, 'l', { runKey: tick1 });
     expect(a).toMatchObject({ status: 'succeeded', rows: 120 });
-    const again = await run(config, 'l', { runKey: 'tick-1', attempt: 2, trigger: 'replay' });
+    const again = await run(config, 'l', { runKey: tick1, attempt: 2, trigger: 'replay' });
     expect(again).toMatchObject({ status: 'already-loaded', rows: 0 });
-    await run(config, 'l', { runKey: 'tick-2' });
+    await run(config, 'l', { runKey: tick2 });
     const { rows } = await h.pool.query(`SELECT count(*)::int AS n, count(DISTINCT buchung_nr)::int AS d FROM ${table}`);
     expect(rows[0]).toEqual({ n: 240, d: 120 });
     // Konto is digit-only text with leading zeros ("0100"): it must stay text in xml_query too.

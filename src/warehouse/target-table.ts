@@ -2,6 +2,7 @@
  * The target table: reading what exists, creating it, adding new report columns. Existing types are never
  * changed (dashboards and views depend on them); declared types are checked by PostgreSQL itself.
  */
+import type pg from 'pg';
 import { EtlError } from '../errors.ts';
 import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
 import type { Queryable } from './run-history.ts';
@@ -39,23 +40,44 @@ export async function describeTable(db: Queryable, t: TableName): Promise<Target
 }
 
 /**
- * Resolves declared type names with PostgreSQL (`to_regtype`), so a typo fails before any request.
+ * Resolves declared type names with PostgreSQL itself, so a typo fails before any request and modifiers such as
+ * `varchar(80)` or `numeric(12,2)` are kept: the type is tried on a throw-away temporary table, rolled back.
  * @param declared normalised column name → type as written in jobs.yaml
- * @returns column → canonical type name
+ * @returns column → canonical type name as `format_type` spells it (e.g. `character varying(80)`)
  * @throws EtlError CONFIG_INVALID naming the job, column and type
  */
-export async function resolveDeclaredTypes(db: Queryable, job: string, declared: Record<string, string>): Promise<Map<string, string>> {
+export async function resolveDeclaredTypes(pool: pg.Pool, job: string, declared: Record<string, string>): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  for (const [column, type] of Object.entries(declared)) {
-    const { rows } = await db.query<{ t: string | null }>('SELECT to_regtype($1)::text AS t', [type]).catch(() => ({ rows: [{ t: null }] }));
-    const t = rows[0]?.t;
-    if (!t) {
-      throw new EtlError('CONFIG_INVALID', `job ${job}: target.columns.${column}: "${type}" is not a PostgreSQL type (try bigint, numeric, text, timestamptz, date)`, {
-        retryable: false,
-        stage: 'config',
-      });
+  const entries = Object.entries(declared);
+  if (entries.length === 0) return out;
+  const db = await pool.connect();
+  try {
+    for (const [column, type] of entries) {
+      let canonical: string | undefined;
+      await db.query('BEGIN');
+      try {
+        // The config schema allows only letters, digits, spaces, commas and brackets in a type, and exactly one
+        // column must come out, so a declared type cannot smuggle in anything else.
+        await db.query(`CREATE TEMP TABLE report_etl_type_probe (x ${type})`);
+        const { rows } = await db.query<{ t: string }>(
+          `SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'report_etl_type_probe'::regclass AND attnum > 0`,
+        );
+        if (rows.length === 1) canonical = rows[0]!.t;
+      } catch {
+        canonical = undefined;
+      } finally {
+        await db.query('ROLLBACK');
+      }
+      if (!canonical) {
+        throw new EtlError('CONFIG_INVALID', `job ${job}: target.columns.${column}: "${type}" is not a PostgreSQL type (try bigint, numeric(12,2), text, timestamptz, date)`, {
+          retryable: false,
+          stage: 'config',
+        });
+      }
+      out.set(column, canonical);
     }
-    out.set(column, t);
+  } finally {
+    db.release();
   }
   return out;
 }

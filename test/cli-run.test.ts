@@ -1,0 +1,122 @@
+/**
+ * `report-etl run` as a user runs it: a child process with a jobs.yaml file, its exit codes (0 ok, 1 run failed,
+ * 2 usage or config error), its one-line summary, and Ctrl-C mid-load leaving the target exactly as it was.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startHarness, type Harness } from './support/harness.ts';
+import { DATABASE_URL, REDIS_URL } from './support/env.ts';
+
+const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
+
+let h: Harness;
+let configPath: string;
+beforeAll(async () => {
+  h = await startHarness();
+  const dir = await mkdtemp(join(tmpdir(), 'report-etl-cli-'));
+  configPath = join(dir, 'jobs.yaml');
+  await writeFile(
+    configPath,
+    `connections:
+  sim:
+    baseUrl: \${SIM_URL}
+    clientId: demo-client
+    clientSecret: \${SIM_SECRET}
+    timezone: Europe/Zurich
+    pollIntervalMs: 20
+jobs:
+  orders:
+    connection: sim
+    report: { mandant: 7777, name: Sales/Orders, outputType: txt, paging: 200, parameters: { ROWS: "1500" } }
+    target: { table: ${h.schema}.orders, mode: replace }
+  broken:
+    connection: sim
+    report: { mandant: 7777, name: Failing }
+    target: { table: ${h.schema}.broken }
+`,
+  );
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI; `onStderr` may act on the child while it runs (e.g. send SIGINT). */
+function cli(args: string[], onStderr?: (text: string, child: ReturnType<typeof spawn>) => void): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', DATABASE_URL, REDIS_URL, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      onStderr?.(stderr, child);
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function tableState(): Promise<string> {
+  const { rows } = await h.pool.query(`SELECT count(*)::int AS n, md5(string_agg(t::text, '|' ORDER BY t::text)) AS m FROM ${h.schema}.orders t`);
+  return `${rows[0].n}:${rows[0].m}`;
+}
+
+it('runs a job, prints a one-line summary and exits 0', async () => {
+  const r = await cli(['run', 'orders', '--config', configPath]);
+  expect(r.stderr).not.toContain('demo-secret');
+  expect(r.code).toBe(0);
+  expect(r.stdout).toMatch(/^orders: succeeded, 1500 rows, 8 pages, [\d.]+ MB in [\d.]+ s \(\d+ rows\/s\), run [0-9a-f-]{36}\n$/);
+  expect(r.stderr).toContain('"msg":"page loaded"');
+  const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.orders`);
+  expect(rows[0].n).toBe(1500);
+});
+
+it('exits 1 on a failed run, with the server text', async () => {
+  const r = await cli(['run', 'broken', '--config', configPath]);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain('broken: failed (REPORT_FAILED)');
+  expect(r.stderr).toContain('Division by zero');
+});
+
+it('exits 2 on an unknown job and on a config error', async () => {
+  const unknown = await cli(['run', 'nope', '--config', configPath]);
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toMatch(/unknown job "nope"/);
+  const missing = await cli(['run', 'orders', '--config', join(tmpdir(), 'does-not-exist.yaml')]);
+  expect(missing.code).toBe(2);
+  const usage = await cli(['run']);
+  expect(usage.code).toBe(2);
+});
+
+it('Ctrl-C mid-load rolls back, deletes the report job and records the run interrupted', async () => {
+  const before = await tableState();
+  h.sim.setFaults({ latencyMs: 150 });
+  let sent = false;
+  const r = await cli(['run', 'orders', '--config', configPath], (text, child) => {
+    if (!sent && (text.match(/"msg":"page loaded"/g) ?? []).length >= 2) {
+      sent = true;
+      child.kill('SIGINT');
+    }
+  });
+  h.sim.setFaults({});
+  expect(sent).toBe(true);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toMatch(/orders: failed \(ABORTED/);
+  expect(await tableState()).toBe(before);
+  expect(h.sim.counters().openJobs).toEqual([]);
+  const { rows } = await h.pool.query(`SELECT status FROM etl.runs WHERE job = 'orders' AND target_table = $1 ORDER BY started_at DESC LIMIT 1`, [`${h.schema}.orders`]);
+  expect(rows[0].status).toBe('interrupted');
+});
