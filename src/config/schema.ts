@@ -120,8 +120,8 @@ export const jobSchema = z
       .describe('Missed ticks on scheduler start: none | latest | { all: <window> }.'),
     overlap: z.enum(['skip', 'wait']).default('wait').describe('When the previous run is still going: skip or wait.'),
     retry: retrySchema.optional().describe('Attempts and backoff; defaults from the top-level defaults.'),
-    report: reportSchema,
-    target: targetSchema,
+    report: reportSchema.describe('Which report to run and how (spec "Start-report request body").'),
+    target: targetSchema.describe('Where the rows go and how (write mode, key, declared types).'),
   })
   .strict();
 
@@ -131,11 +131,13 @@ export const configSchema = z
   .object({
     connections: z.record(z.string(), connectionSchema).describe('Report Export Service connections by name.'),
     defaults: z
-      .object({ retry: retrySchema.default({ attempts: 3, backoffMs: 30_000 }) })
+      .object({ retry: retrySchema.default({ attempts: 3, backoffMs: 30_000 }).describe('Attempts and backoff of every job that sets none.') })
       .strict()
       .default({ retry: { attempts: 3, backoffMs: 30_000 } })
       .describe('Defaults for every job.'),
-    jobs: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/, { message: 'job names use letters, digits, _ . -' }), jobSchema),
+    jobs: z
+      .record(z.string().regex(/^[A-Za-z0-9_.-]+$/, { message: 'job names use letters, digits, _ . -' }), jobSchema)
+      .describe('Scheduled extracts by name (letters, digits, _ . -); the name is used in the queue and the run history.'),
   })
   .strict()
   .superRefine((c, ctx) => {
