@@ -82,7 +82,7 @@ export async function failRun(pool: pg.Pool, runId: string, f: RunFailure): Prom
       `UPDATE etl.runs SET status = $2, error = $3, rows = $4, pages = $5, bytes = $6, finished_at = now(),
               duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint
         WHERE run_id = $1`,
-      [runId, f.status, f.serverMessage ? `${f.message}\n${f.serverMessage}` : f.message, f.figures?.rows ?? null, f.figures?.pages ?? null, f.figures?.bytes ?? null],
+      [runId, f.status, f.serverMessage && !f.message.includes(f.serverMessage) ? `${f.message}\n${f.serverMessage}` : f.message, f.figures?.rows ?? null, f.figures?.pages ?? null, f.figures?.bytes ?? null],
     );
     await client.query(
       `INSERT INTO etl.run_errors (run_id, stage, error_kind, retryable, http_status, message, server_message, problem, details)

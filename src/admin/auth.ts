@@ -1,0 +1,132 @@
+/**
+ * Access control of the admin HTTP server (issue 4 "Admin HTTP server": the admin pages are protected by a
+ * configured token or basic auth).
+ *
+ * - Token: `Authorization: Bearer <token>`, or the session cookie that `GET /admin/login?token=<token>` sets for
+ *   browsers. The cookie holds an HMAC of the token, not the token itself, and is HttpOnly, SameSite=Strict and
+ *   scoped to `/admin`.
+ * - Basic: `Authorization: Basic base64(user:password)`; a 401 asks the browser for it (`WWW-Authenticate`).
+ * - Neither configured: a loud warning at start, and only requests from the loopback interface (127.0.0.1, ::1)
+ *   are let in, so an unconfigured server is usable on the machine itself and by nobody else.
+ *
+ * Every secret comparison is constant-time over SHA-256 digests (equal lengths, no early exit on length).
+ */
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/** Configured credentials; both may be set, and either then admits. */
+export interface AdminAuth {
+  /** Bearer token (env ADMIN_TOKEN). */
+  token?: string | undefined;
+  /** Basic-auth user and password (env ADMIN_USER, ADMIN_PASSWORD). */
+  basic?: { user: string; password: string } | undefined;
+}
+
+/** Name of the browser session cookie set by `/admin/login`. */
+export const SESSION_COOKIE = 'report_etl_admin';
+
+/** Realm announced in `WWW-Authenticate` when basic auth is configured. */
+const REALM = 'report-etl admin';
+
+/**
+ * Reads {@link AdminAuth} from ADMIN_TOKEN / ADMIN_USER + ADMIN_PASSWORD; empty values count as unset.
+ * @returns undefined when nothing is configured
+ */
+export function adminAuthFromEnv(env: NodeJS.ProcessEnv = process.env): AdminAuth | undefined {
+  const token = env.ADMIN_TOKEN || undefined;
+  const basic = env.ADMIN_USER && env.ADMIN_PASSWORD ? { user: env.ADMIN_USER, password: env.ADMIN_PASSWORD } : undefined;
+  return token || basic ? { token, basic } : undefined;
+}
+
+/** Whether `auth` holds at least one credential. */
+export function isAuthConfigured(auth: AdminAuth | undefined): boolean {
+  return Boolean(auth?.token || (auth?.basic?.user && auth.basic.password));
+}
+
+/** Constant-time string equality (compares SHA-256 digests, so lengths leak nothing either). */
+export function safeEqual(a: string, b: string): boolean {
+  const da = createHash('sha256').update(a, 'utf8').digest();
+  const db = createHash('sha256').update(b, 'utf8').digest();
+  return timingSafeEqual(da, db);
+}
+
+/** The session cookie value for `token`: hex HMAC-SHA256, so the cookie never carries the token itself. */
+export function sessionValue(token: string): string {
+  return createHmac('sha256', token).update('report-etl admin session v1').digest('hex');
+}
+
+/** Whether a request comes over the loopback interface. */
+export function isLoopback(address: string | undefined): boolean {
+  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
+}
+
+function cookieOf(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/**
+ * Whether the request carries valid credentials for `auth` (bearer header, session cookie, or basic auth).
+ * Without configured credentials: whether it comes from loopback.
+ */
+export function isAuthorized(req: FastifyRequest, auth: AdminAuth | undefined): boolean {
+  if (!isAuthConfigured(auth)) return isLoopback(req.socket.remoteAddress);
+  const header = req.headers.authorization ?? '';
+  const space = header.indexOf(' ');
+  const scheme = space > 0 ? header.slice(0, space).toLowerCase() : '';
+  const credential = space > 0 ? header.slice(space + 1).trim() : '';
+  let ok = false;
+  if (auth!.token) {
+    if (scheme === 'bearer') ok = safeEqual(credential, auth!.token) || ok;
+    const cookie = cookieOf(req.headers.cookie, SESSION_COOKIE);
+    if (cookie !== undefined) ok = safeEqual(cookie, sessionValue(auth!.token)) || ok;
+  }
+  if (auth!.basic && scheme === 'basic') {
+    const decoded = Buffer.from(credential, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon >= 0) {
+      // Both halves are always compared, so timing does not tell which one was wrong.
+      const userOk = safeEqual(decoded.slice(0, colon), auth!.basic.user);
+      const passwordOk = safeEqual(decoded.slice(colon + 1), auth!.basic.password);
+      ok = (userOk && passwordOk) || ok;
+    }
+  }
+  return ok;
+}
+
+/** Answers 401 (or 403 for a non-loopback caller of an unconfigured server), asking for basic auth when configured. */
+export function rejectUnauthorized(reply: FastifyReply, auth: AdminAuth | undefined): FastifyReply {
+  if (!isAuthConfigured(auth)) {
+    return reply.code(403).type('text/plain; charset=utf-8').send('admin access is limited to 127.0.0.1: set ADMIN_TOKEN or ADMIN_USER and ADMIN_PASSWORD\n');
+  }
+  if (auth!.basic) reply.header('www-authenticate', `Basic realm="${REALM}", charset="UTF-8"`);
+  const hint = auth!.token ? 'send Authorization: Bearer <token>, or open /admin/login?token=<token> once' : 'use basic auth';
+  return reply.code(401).type('text/plain; charset=utf-8').send(`unauthorized: ${hint}\n`);
+}
+
+/**
+ * The `Set-Cookie` header for a browser session after `/admin/login?token=...` (HttpOnly, SameSite=Strict,
+ * Path=/admin, 12 h).
+ * @param secure add `Secure` (when the request came over https)
+ */
+export function sessionCookie(token: string, secure: boolean): string {
+  return `${SESSION_COOKIE}=${sessionValue(token)}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=43200${secure ? '; Secure' : ''}`;
+}
+
+/**
+ * Whether a state-changing request (POST) comes from our own pages: when the browser sends `Origin`, its host
+ * must be the request's `Host`. Stops cross-site form posts riding on basic auth or the cookie.
+ */
+export function isSameOrigin(req: FastifyRequest): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
+  try {
+    return new URL(origin).host === req.headers.host;
+  } catch {
+    return false;
+  }
+}

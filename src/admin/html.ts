@@ -1,0 +1,73 @@
+/**
+ * Server-rendered HTML for the admin pages: escaping, and the page frame with its small inline stylesheet.
+ * No build step, no scripts: every value that reaches a page goes through {@link escapeHtml} (the server's
+ * error text included, which on-call staff must see verbatim but never as markup).
+ */
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** Escapes `& < > " '` so any text is safe in element content and in quoted attribute values. */
+export function escapeHtml(value: unknown): string {
+  const text = value === null || value === undefined ? '' : String(value);
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+/**
+ * A tagged template that escapes every interpolated value except {@link SafeHtml} (already escaped markup) and
+ * arrays of them (joined without separator).
+ */
+export function html(strings: TemplateStringsArray, ...values: unknown[]): SafeHtml {
+  let out = strings[0]!;
+  for (let i = 0; i < values.length; i++) {
+    out += toHtml(values[i]) + strings[i + 1]!;
+  }
+  return new SafeHtml(out);
+}
+
+/** Markup that is already escaped; {@link html} inserts it unchanged. */
+export class SafeHtml {
+  readonly value: string;
+  constructor(value: string) {
+    this.value = value;
+  }
+  toString(): string {
+    return this.value;
+  }
+}
+
+function toHtml(v: unknown): string {
+  if (v instanceof SafeHtml) return v.value;
+  if (Array.isArray(v)) return v.map(toHtml).join('');
+  return escapeHtml(v);
+}
+
+const STYLE = `
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#1b1f24;background:#fafafa}
+h1{font-size:1.3rem;margin:0 0 .8rem}h2{font-size:1.1rem;margin:1.2rem 0 .4rem}
+nav a{margin-right:1rem}table{border-collapse:collapse;width:100%;background:#fff;margin-bottom:1rem}
+th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}th{background:#f0f3f6}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+pre{background:#fff;border:1px solid #d0d7de;padding:.6rem;white-space:pre-wrap;word-break:break-word;margin:.3rem 0}
+.s-succeeded{color:#116329}.s-failed{color:#cf222e;font-weight:600}.s-interrupted{color:#9a6700}.s-running{color:#0969da}
+.notice{padding:.5rem .8rem;border:1px solid #2da44e;background:#dafbe1;margin-bottom:1rem}
+.problem{padding:.5rem .8rem;border:1px solid #cf222e;background:#ffebe9;margin-bottom:1rem}
+form.inline{display:inline}button{font:inherit;padding:.3rem .9rem;cursor:pointer}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0}
+`;
+
+/** A full HTML page around `body`, with navigation and the inline stylesheet. */
+export function page(title: string, body: SafeHtml): string {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${title} · report-etl</title><style>${new SafeHtml(STYLE)}</style></head>
+<body><nav><a href="/admin/runs">Runs</a><a href="/admin/queues">Queue</a><a href="/metrics">Metrics</a></nav>
+<h1>${title}</h1>
+${body}
+</body></html>`.value;
+}
+
+/**
+ * Content-Security-Policy of the run pages: no scripts at all, inline styles only, forms post to this origin.
+ * (bull-board serves its own scripts and is not covered.)
+ */
+export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";

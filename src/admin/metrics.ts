@@ -1,0 +1,150 @@
+/**
+ * The Prometheus metrics of `/metrics` (issue 4 "Admin HTTP server"), on a registry of their own.
+ *
+ * Every value is read at scrape time from shared state, so any admin process reports the same figures for all
+ * workers, whichever process ran the runs, and nothing is lost on a restart:
+ * - `report_etl_runs_total{job,status}`, `report_etl_rows_loaded_total{job}`, `report_etl_bytes_loaded_total{job}`
+ *   and the `report_etl_run_duration_seconds{job}` histogram are SQL aggregates over the finished attempts in
+ *   etl.runs (status succeeded | failed | interrupted; rows and bytes of succeeded attempts only). Attempts still
+ *   running are not counted yet, so the counters only grow; pruning etl.runs makes them drop, which Prometheus
+ *   treats as a counter reset.
+ * - `report_etl_token_requests_total`: the Redis counter {@link tokenRequestsKey}, incremented once per request to
+ *   the token endpoint by whichever process asks (see the report).
+ * - `report_etl_queue_jobs{state}`: BullMQ `getJobCounts()` of the queue.
+ */
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { Counter, Gauge, Registry, type Histogram } from 'prom-client';
+import { runAggregates, type DurationHistogram, type RunAggregates } from './run-queries.ts';
+import type { Queryable } from '../warehouse/run-history.ts';
+
+/** Upper bounds of the run duration histogram, in seconds (1 s .. 2 h). */
+export const DURATION_BUCKETS_SECONDS: readonly number[] = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200];
+
+/** BullMQ job states reported by `report_etl_queue_jobs{state}`. */
+export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
+
+/** The Redis key counting token endpoint requests across processes: `${prefix}metrics:token_requests`. */
+export function tokenRequestsKey(prefix = 'report-etl:'): string {
+  return `${prefix}metrics:token_requests`;
+}
+
+/** What the metrics read from. */
+export interface MetricsSources {
+  pool: Queryable;
+  redis: Pick<Redis, 'get'>;
+  queue: Pick<Queue, 'getJobCounts'>;
+  /** Redis key prefix of the token counter (default 'report-etl:'). */
+  keyPrefix?: string;
+}
+
+/** The admin server's metrics. */
+export interface AdminMetrics {
+  registry: Registry;
+  /** The exposition text (Prometheus text format 0.0.4); reads Postgres, Redis and the queue. */
+  render(): Promise<string>;
+  contentType: string;
+}
+
+/**
+ * A histogram whose buckets come from SQL rather than from observe() calls: prom-client's Histogram only
+ * counts observations one at a time, so this yields the same exposition shape (`_bucket{le}`, `_sum`, `_count`).
+ */
+class DerivedHistogram {
+  readonly name: string;
+  readonly help: string;
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly read: () => Promise<DurationHistogram[]>;
+  constructor(name: string, help: string, read: () => Promise<DurationHistogram[]>) {
+    this.name = name;
+    this.help = help;
+    this.read = read;
+  }
+  async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> }> {
+    const values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> = [];
+    for (const h of await this.read()) {
+      DURATION_BUCKETS_SECONDS.forEach((le, i) => values.push({ labels: { le, job: h.job }, value: h.buckets[i]!, metricName: `${this.name}_bucket` }));
+      values.push({ labels: { le: '+Inf', job: h.job }, value: h.count, metricName: `${this.name}_bucket` });
+      values.push({ labels: { job: h.job }, value: h.sumSeconds, metricName: `${this.name}_sum` });
+      values.push({ labels: { job: h.job }, value: h.count, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+}
+
+/**
+ * Builds the metrics on a fresh registry (several servers in one process do not clash).
+ * Errors of a source (Postgres or Redis down) reject `render()`; the route answers 500 then.
+ */
+export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
+  const registry = new Registry();
+  // One read of etl.runs per scrape, however many metrics derive from it; concurrent scrapes share it too.
+  let pending: Promise<RunAggregates> | undefined;
+  const snapshot = (): Promise<RunAggregates> =>
+    (pending ??= runAggregates(src.pool, DURATION_BUCKETS_SECONDS).finally(() => {
+        pending = undefined;
+      }));
+
+  new Counter({
+    name: 'report_etl_runs_total',
+    help: 'Finished run attempts by job and status (succeeded, failed, interrupted), from etl.runs.',
+    labelNames: ['job', 'status'] as const,
+    registers: [registry],
+    async collect() {
+      const { totals } = await snapshot();
+      this.reset();
+      for (const t of totals) this.inc({ job: t.job, status: t.status }, t.runs);
+    },
+  });
+  new Counter({
+    name: 'report_etl_rows_loaded_total',
+    help: 'Rows loaded by succeeded runs, by job, from etl.runs.',
+    labelNames: ['job'] as const,
+    registers: [registry],
+    async collect() {
+      const { totals } = await snapshot();
+      this.reset();
+      for (const t of totals) if (t.status === 'succeeded') this.inc({ job: t.job }, t.rows);
+    },
+  });
+  new Counter({
+    name: 'report_etl_bytes_loaded_total',
+    help: 'Page bytes loaded by succeeded runs, by job, from etl.runs.',
+    labelNames: ['job'] as const,
+    registers: [registry],
+    async collect() {
+      const { totals } = await snapshot();
+      this.reset();
+      for (const t of totals) if (t.status === 'succeeded') this.inc({ job: t.job }, t.bytes);
+    },
+  });
+  const histogram = new DerivedHistogram(
+    'report_etl_run_duration_seconds',
+    'Duration of finished run attempts in seconds, by job, from etl.runs.',
+    async () => (await snapshot()).durations,
+  );
+  registry.registerMetric(histogram as unknown as Histogram);
+  new Counter({
+    name: 'report_etl_token_requests_total',
+    help: 'Requests to the token endpoint by all report-etl processes (Redis counter).',
+    registers: [registry],
+    async collect() {
+      const raw = await src.redis.get(tokenRequestsKey(src.keyPrefix));
+      this.reset();
+      this.inc(raw === null ? 0 : Number(raw));
+    },
+  });
+  new Gauge({
+    name: 'report_etl_queue_jobs',
+    help: 'Jobs in the BullMQ queue by state, read at scrape time.',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      const counts = await src.queue.getJobCounts(...QUEUE_STATES);
+      for (const state of QUEUE_STATES) this.set({ state }, counts[state] ?? 0);
+    },
+  });
+
+  return { registry, render: () => registry.metrics(), contentType: registry.contentType };
+}

@@ -1,0 +1,165 @@
+/**
+ * The admin HTTP server for on-call staff (issue 4 "Admin HTTP server"; DESIGN.md "on-call staff"), fastify 5:
+ *
+ * | path | what | access |
+ * |---|---|---|
+ * | `/healthz` | 200 while the process serves HTTP | open |
+ * | `/readyz` | 200 when PostgreSQL and Redis answer, else 503 naming the failed one | open |
+ * | `/metrics` | Prometheus metrics (metrics.ts) | open, or admin auth when `metricsPublic: false` |
+ * | `/admin/runs`, `/admin/runs/:runId`, POST `/admin/runs/:runId/replay` | run history pages (run-routes.ts) | admin auth |
+ * | `/admin/queues` | bull-board with retry buttons (bull-board.ts) | admin auth |
+ * | `/admin/login?token=...` | sets the browser session cookie, redirects to `/admin/runs` | the token itself |
+ *
+ * Admin auth (auth.ts): bearer token or its session cookie, or basic auth; with neither configured a loud
+ * warning is logged and only loopback callers (127.0.0.1, ::1) get in. `trustProxy` is off, so behind a reverse
+ * proxy on the same machine every caller looks local: configure a token there. Requests that change state (any
+ * method but GET/HEAD under /admin) must come from our own origin when the browser sends `Origin`.
+ *
+ * Query strings are never logged (the login URL carries the token).
+ */
+import type { Queue } from 'bullmq';
+import type { RunRequest } from '../queue/queue.ts';
+import { fastify, LogController, type FastifyBaseLogger, type FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
+import type pg from 'pg';
+import type { EtlConfig } from '../config/schema.ts';
+import type { Logger } from '../logger.ts';
+import { adminAuthFromEnv, isAuthConfigured, isAuthorized, isLoopback, isSameOrigin, rejectUnauthorized, safeEqual, sessionCookie, type AdminAuth } from './auth.ts';
+import { registerBullBoard } from './bull-board.ts';
+import { checkReadiness } from './health.ts';
+import { makeAdminMetrics } from './metrics.ts';
+import { registerRunRoutes } from './run-routes.ts';
+
+/** Dependencies and options of {@link startAdminServer}. */
+export interface AdminServerOptions {
+  /** PostgreSQL pool with the run history (etl.runs). Not closed by the server. */
+  pool: pg.Pool;
+  /** Redis connection (readiness, token request counter). Not closed by the server. */
+  redis: Redis;
+  /** The BullMQ queue `report-etl` (bull-board, queue gauge, replays). Not closed by the server. */
+  queue: Queue<RunRequest>;
+  logger: Logger;
+  /** TCP port; default 3000; 0 picks a free one (see the returned `url`). */
+  port?: number;
+  /** Interface to listen on; default 127.0.0.1. */
+  host?: string;
+  /** Admin credentials; default from env ADMIN_TOKEN / ADMIN_USER + ADMIN_PASSWORD. `{}` means none. */
+  auth?: AdminAuth;
+  /** Whether /metrics is open to all (default true); false puts it behind the admin auth. */
+  metricsPublic?: boolean;
+  /** Redis key prefix of the token request counter (default 'report-etl:'). */
+  keyPrefix?: string;
+  /** jobs.yaml, so that replays get the job's attempts and backoff (without it: one attempt). */
+  config?: EtlConfig;
+}
+
+/** A running admin server. */
+export interface AdminServer {
+  /** Base URL, e.g. `http://127.0.0.1:3000`. */
+  url: string;
+  /** Stops listening and waits for open requests; the pool, Redis and queue stay open. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Route patterns (as fastify matched them) that need admin auth. */
+function needsAuth(route: string, metricsPublic: boolean): boolean {
+  if (route === '/admin/login') return false;
+  if (route === '/admin' || route.startsWith('/admin/')) return true;
+  return route === '/metrics' && !metricsPublic;
+}
+
+function pathOf(req: FastifyRequest): string {
+  const q = req.url.indexOf('?');
+  return q < 0 ? req.url : req.url.slice(0, q);
+}
+
+/**
+ * Starts the admin server and resolves once it listens.
+ * @throws the listen error (e.g. EADDRINUSE), after releasing what was set up
+ */
+export async function startAdminServer(deps: AdminServerOptions): Promise<AdminServer> {
+  const auth = deps.auth ?? adminAuthFromEnv();
+  const metricsPublic = deps.metricsPublic ?? true;
+  const host = deps.host ?? '127.0.0.1';
+  const log = deps.logger.child(
+    { component: 'admin' },
+    { serializers: { req: (req: { method?: string; url?: string }) => ({ method: req.method, path: (req.url ?? '').split('?')[0] }) } },
+  );
+  const app = fastify({ loggerInstance: log as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), trustProxy: false, bodyLimit: 1024 * 1024 });
+
+  if (!isAuthConfigured(auth)) {
+    log.warn(
+      { host },
+      '!!! ADMIN ACCESS IS NOT PROTECTED: neither ADMIN_TOKEN nor ADMIN_USER/ADMIN_PASSWORD is set; the admin pages answer only requests from 127.0.0.1 / ::1 !!!',
+    );
+  }
+
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    const route = req.routeOptions.url ?? pathOf(req);
+    if (!needsAuth(route, metricsPublic)) return;
+    if (!isAuthorized(req, auth)) {
+      log.info({ method: req.method, path: pathOf(req), remote: req.socket.remoteAddress }, 'admin request refused');
+      return rejectUnauthorized(reply, auth);
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD' && !isSameOrigin(req)) {
+      return reply.code(403).type('text/plain; charset=utf-8').send('cross-origin request refused\n');
+    }
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    log.debug({ method: req.method, path: pathOf(req), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'admin request');
+  });
+
+  app.get('/healthz', async (_req, reply) => reply.type('text/plain; charset=utf-8').send('ok\n'));
+  app.get('/readyz', async (_req, reply) => {
+    const readiness = await checkReadiness(deps);
+    if (!readiness.ready) log.warn({ checks: readiness.checks }, 'not ready');
+    return reply.code(readiness.ready ? 200 : 503).send(readiness);
+  });
+
+  const metrics = makeAdminMetrics({ pool: deps.pool, redis: deps.redis, queue: deps.queue, keyPrefix: deps.keyPrefix });
+  app.get('/metrics', async (_req, reply) => {
+    const text = await metrics.render();
+    return reply.type(metrics.contentType).send(text);
+  });
+
+  app.get<{ Querystring: { token?: string } }>('/admin/login', async (req, reply) => {
+    const token = auth?.token;
+    const given = req.query.token ?? '';
+    // Compare even when no token is configured, so timing says nothing about the configuration.
+    const ok = safeEqual(given, token ?? '') && Boolean(token);
+    if (!ok) {
+      log.info({ remote: req.socket.remoteAddress }, 'admin login refused');
+      return reply.code(401).type('text/plain; charset=utf-8').send(token ? 'wrong token\n' : 'token login is not configured (ADMIN_TOKEN)\n');
+    }
+    const secure = req.protocol === 'https';
+    return reply.header('set-cookie', sessionCookie(token!, secure)).header('cache-control', 'no-store').redirect('/admin/runs', 303);
+  });
+  app.get('/', async (_req, reply) => reply.redirect('/admin/runs', 302));
+  app.get('/admin', async (_req, reply) => reply.redirect('/admin/runs', 302));
+
+  registerRunRoutes(app, { pool: deps.pool, queue: deps.queue, logger: log, config: deps.config });
+  await registerBullBoard(app, deps.queue);
+
+  try {
+    await app.listen({ port: deps.port ?? 3000, host });
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    throw err;
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : (deps.port ?? 3000);
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  if (!isAuthConfigured(auth) && !isLoopback(host) && host !== 'localhost') {
+    log.warn({ url }, 'admin server listens beyond loopback without credentials: remote callers get 403 on /admin');
+  }
+  log.info({ url, auth: auth?.token ? 'token' : auth?.basic ? 'basic' : 'loopback-only', metricsPublic }, 'admin server listening');
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    close: () => (closing ??= app.close()),
+  };
+}

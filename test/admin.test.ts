@@ -1,0 +1,333 @@
+/**
+ * The admin HTTP server over real HTTP: health and readiness, metrics from etl.runs / Redis / the queue, access
+ * control, the run history pages with the server's text escaped, and replay through the queue.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isAuthorized } from '../src/admin/auth.ts';
+import { checkReadiness } from '../src/admin/health.ts';
+import { escapeHtml } from '../src/admin/html.ts';
+import { DURATION_BUCKETS_SECONDS, tokenRequestsKey } from '../src/admin/metrics.ts';
+import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
+import { makePool } from '../src/connections.ts';
+import { silentLogger } from '../src/logger.ts';
+import { runJob, RunFailedError, type RunResult } from '../src/pipeline/run-job.ts';
+import { makeQueue } from '../src/queue/queue.ts';
+import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
+import { failRun, insertRun } from '../src/warehouse/run-history.ts';
+import { uniqueName } from './support/env.ts';
+import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+
+const token = `tok-${randomBytes(12).toString('hex')}`;
+const basic = { user: 'oncall', password: `pw-${randomBytes(8).toString('hex')}` };
+const keyPrefix = `${uniqueName('adm')}:`;
+// etl.runs is shared by every test file: our job names are unique, and assertions only look at them.
+const failJob = uniqueName('adm_fail');
+const okJob = uniqueName('adm_ok');
+const markupJob = uniqueName('adm_markup');
+const edgeJob = uniqueName('adm_edge');
+
+let h: Harness;
+let queue: Queue;
+let server: AdminServer;
+let failedRunId: string;
+let okResult: RunResult;
+let markupRunId: string;
+
+beforeAll(async () => {
+  h = await startHarness();
+  queue = makeQueue(h.redis, uniqueName('admq'));
+  const config = h.config({
+    [failJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
+    [okJob]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } }, { table: `${h.schema}.orders` }),
+  });
+  const err = await runJob({ config, job: failJob, pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(RunFailedError);
+  failedRunId = (err as RunFailedError).runId;
+  okResult = await runJob({ config, job: okJob, pool: h.pool, redis: h.redis, logger: silentLogger });
+
+  // A failure whose texts are markup, with an HTTP status and problem details, recorded as runJob would.
+  markupRunId = crypto.randomUUID();
+  await insertRun(h.pool, { runId: markupRunId, job: markupJob, runKey: markupRunId, trigger: 'manual', attempt: 1, targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
+  await failRun(h.pool, markupRunId, {
+    status: 'failed',
+    stage: 'start',
+    errorKind: 'ACCESS_FORBIDDEN',
+    retryable: false,
+    message: 'refused <b>bold</b> & "quoted"',
+    httpStatus: 403,
+    serverMessage: "<script>alert('x')</script>\nsecond line",
+    problem: { status: 403, title: 'Forbidden <i>', type: 'https://docs.example/erp/authorization/user-service-access-forbidden' },
+  });
+
+  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token, basic }, keyPrefix });
+}, 60_000);
+
+afterAll(async () => {
+  await server?.close();
+  await queue?.obliterate({ force: true }).catch(() => undefined);
+  await queue?.close();
+  await h?.redis.del(tokenRequestsKey(keyPrefix));
+  await h?.pool.query('DELETE FROM etl.runs WHERE job = ANY($1)', [[failJob, okJob, markupJob, edgeJob]]);
+  await h?.close();
+});
+
+const bearer = { authorization: `Bearer ${token}` };
+const get = (path: string, headers: Record<string, string> = {}) => fetch(`${server.url}${path}`, { headers, redirect: 'manual' });
+
+describe('health and readiness', () => {
+  it('/healthz answers 200 without credentials', async () => {
+    const res = await get('/healthz');
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('ok\n');
+  });
+
+  it('/readyz answers 200 when PostgreSQL and Redis answer', async () => {
+    const res = await get('/readyz');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { ready: boolean; checks: Record<string, { ok: boolean }> };
+    expect(body).toMatchObject({ ready: true, checks: { postgres: { ok: true }, redis: { ok: true } } });
+  });
+
+  it('/readyz answers 503 naming PostgreSQL when the pool cannot connect', async () => {
+    const badPool = makePool(silentLogger, 'postgres://postgres@127.0.0.1:1/postgres', 1);
+    const bad = await startAdminServer({ pool: badPool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token } });
+    try {
+      const res = await fetch(`${bad.url}/readyz`);
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as { ready: boolean; checks: { postgres: { ok: boolean; error?: string }; redis: { ok: boolean } } };
+      expect(body.ready).toBe(false);
+      expect(body.checks.postgres.ok).toBe(false);
+      expect(body.checks.postgres.error).toMatch(/ECONNREFUSED|connect/);
+      expect(body.checks.redis.ok).toBe(true);
+      expect((await fetch(`${bad.url}/healthz`)).status).toBe(200);
+    } finally {
+      await bad.close();
+      await badPool.end();
+    }
+  });
+
+  it('a Redis that does not answer is named within the time limit', async () => {
+    const badRedis = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: null, retryStrategy: () => null });
+    badRedis.on('error', () => undefined);
+    try {
+      const started = performance.now();
+      const r = await checkReadiness({ pool: h.pool, redis: badRedis }, 300);
+      expect(performance.now() - started).toBeLessThan(2_000);
+      expect(r.ready).toBe(false);
+      expect(r.checks.postgres.ok).toBe(true);
+      expect(r.checks.redis.ok).toBe(false);
+      expect(r.checks.redis.error).toBeTruthy();
+    } finally {
+      badRedis.disconnect();
+    }
+  });
+});
+
+/** The value of one sample line `name{labels} value` of an exposition text, or undefined. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describe('metrics', () => {
+  it('derives runs, rows, bytes and durations from etl.runs, token requests from Redis, queue depth from BullMQ', async () => {
+    await h.redis.set(tokenRequestsKey(keyPrefix), '41');
+    await h.redis.incr(tokenRequestsKey(keyPrefix));
+    await queue.add(okJob, { job: okJob, trigger: 'manual', runKey: 'm1' }, { jobId: `${okJob}__m1` });
+    await queue.add(okJob, { job: okJob, trigger: 'manual', runKey: 'm2' }, { jobId: `${okJob}__m2`, delay: 60_000 });
+    const res = await get('/metrics');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/plain');
+    const text = await res.text();
+    expect(text).toContain('# TYPE report_etl_runs_total counter');
+    expect(text).toContain('# TYPE report_etl_run_duration_seconds histogram');
+    expect(sample(text, `report_etl_runs_total{job="${failJob}",status="failed"}`)).toBe(1);
+    expect(sample(text, `report_etl_runs_total{job="${okJob}",status="succeeded"}`)).toBe(1);
+    expect(sample(text, `report_etl_runs_total{job="${okJob}",status="failed"}`)).toBeUndefined();
+    expect(okResult.rows).toBe(120);
+    expect(sample(text, `report_etl_rows_loaded_total{job="${okJob}"}`)).toBe(okResult.rows);
+    expect(sample(text, `report_etl_bytes_loaded_total{job="${okJob}"}`)).toBe(okResult.bytes);
+    expect(okResult.bytes).toBeGreaterThan(0);
+    expect(sample(text, `report_etl_rows_loaded_total{job="${failJob}"}`)).toBeUndefined();
+
+    const { rows } = await h.pool.query<{ duration_ms: string }>('SELECT duration_ms FROM etl.runs WHERE job = $1', [okJob]);
+    const seconds = Number(rows[0]!.duration_ms) / 1000;
+    expect(sample(text, `report_etl_run_duration_seconds_count{job="${okJob}"}`)).toBe(1);
+    expect(sample(text, `report_etl_run_duration_seconds_sum{job="${okJob}"}`)).toBeCloseTo(seconds, 6);
+    expect(sample(text, `report_etl_run_duration_seconds_bucket{le="+Inf",job="${okJob}"}`)).toBe(1);
+    for (const le of DURATION_BUCKETS_SECONDS) {
+      expect(sample(text, `report_etl_run_duration_seconds_bucket{le="${le}",job="${okJob}"}`)).toBe(seconds <= le ? 1 : 0);
+    }
+
+    expect(sample(text, 'report_etl_token_requests_total')).toBe(42);
+    expect(sample(text, 'report_etl_queue_jobs{state="waiting"}')).toBe(1);
+    expect(sample(text, 'report_etl_queue_jobs{state="delayed"}')).toBe(1);
+    expect(sample(text, 'report_etl_queue_jobs{state="failed"}')).toBe(0);
+    await queue.remove(`${okJob}__m1`);
+    await queue.remove(`${okJob}__m2`);
+    const after = await (await get('/metrics')).text();
+    expect(sample(after, 'report_etl_queue_jobs{state="waiting"}')).toBe(0);
+  });
+
+  it('a duration exactly on a bucket bound counts in that bucket (le is inclusive); running attempts are not counted', async () => {
+    for (const [ms, status] of [[1000, 'succeeded'], [1001, 'failed'], [5000, 'succeeded'], [null, 'running']] as const) {
+      const runId = crypto.randomUUID();
+      await insertRun(h.pool, { runId, job: edgeJob, runKey: runId, trigger: 'manual', attempt: 1, targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
+      await h.pool.query('UPDATE etl.runs SET status = $2, duration_ms = $3, rows = 7, bytes = 70 WHERE run_id = $1', [runId, status, ms]);
+    }
+    const text = await (await get('/metrics')).text();
+    const bucket = (le: string) => sample(text, `report_etl_run_duration_seconds_bucket{le="${le}",job="${edgeJob}"}`);
+    expect([bucket('1'), bucket('5'), bucket('15'), bucket('+Inf')]).toEqual([1, 3, 3, 3]);
+    expect(sample(text, `report_etl_run_duration_seconds_sum{job="${edgeJob}"}`)).toBeCloseTo(7.001, 9);
+    expect(sample(text, `report_etl_runs_total{job="${edgeJob}",status="succeeded"}`)).toBe(2);
+    expect(sample(text, `report_etl_runs_total{job="${edgeJob}",status="failed"}`)).toBe(1);
+    expect(sample(text, `report_etl_runs_total{job="${edgeJob}",status="running"}`)).toBeUndefined();
+    expect(sample(text, `report_etl_rows_loaded_total{job="${edgeJob}"}`)).toBe(14);
+    expect(sample(text, `report_etl_bytes_loaded_total{job="${edgeJob}"}`)).toBe(140);
+  });
+
+  it('metricsPublic: false puts /metrics behind the admin auth, /healthz stays open', async () => {
+    const closed = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, metricsPublic: false, keyPrefix });
+    try {
+      expect((await fetch(`${closed.url}/metrics`)).status).toBe(401);
+      const ok = await fetch(`${closed.url}/metrics`, { headers: bearer });
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toContain('report_etl_runs_total');
+      expect((await fetch(`${closed.url}/healthz`)).status).toBe(200);
+    } finally {
+      await closed.close();
+    }
+  });
+});
+
+describe('access control', () => {
+  it.each(['/admin/runs', `/admin/runs/${'0'.repeat(8)}-0000-0000-0000-000000000000`, '/admin/queues', '/admin/queues/api/queues', '/admin'])(
+    '%s answers 401 without credentials',
+    async (path) => {
+      const res = await get(path);
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Basic realm=/);
+    },
+  );
+
+  it('admits a bearer token, basic auth and the login cookie; refuses wrong ones', async () => {
+    expect((await get('/admin/runs', bearer)).status).toBe(200);
+    expect((await get('/admin/runs', { authorization: `Bearer ${token}x` })).status).toBe(401);
+    const b64 = (s: string) => Buffer.from(s).toString('base64');
+    expect((await get('/admin/runs', { authorization: `Basic ${b64(`${basic.user}:${basic.password}`)}` })).status).toBe(200);
+    expect((await get('/admin/runs', { authorization: `Basic ${b64(`${basic.user}:wrong`)}` })).status).toBe(401);
+    expect((await get('/admin/runs', { authorization: `Basic ${b64(`intruder:${basic.password}`)}` })).status).toBe(401);
+
+    expect((await get('/admin/login?token=nope')).status).toBe(401);
+    const login = await get(`/admin/login?token=${encodeURIComponent(token)}`);
+    expect(login.status).toBe(303);
+    expect(login.headers.get('location')).toBe('/admin/runs');
+    const setCookie = login.headers.get('set-cookie') ?? '';
+    expect(setCookie).toMatch(/HttpOnly/);
+    expect(setCookie).toMatch(/SameSite=Strict/);
+    expect(setCookie).not.toContain(token);
+    const cookie = setCookie.split(';')[0]!;
+    expect((await get('/admin/runs', { cookie })).status).toBe(200);
+    expect((await get('/admin/runs', { cookie: `${cookie}0` })).status).toBe(401);
+  });
+
+  it('bull-board is served with our queue', async () => {
+    const ui = await get('/admin/queues', bearer);
+    expect(ui.status).toBe(200);
+    expect(await ui.text()).toContain('<div id="root"');
+    const api = await get('/admin/queues/api/queues', bearer);
+    expect(api.status).toBe(200);
+    const body = (await api.json()) as { queues: Array<{ name: string; allowRetries: boolean; readOnlyMode: boolean }> };
+    expect(body.queues.map((q) => q.name)).toEqual(['report-etl']);
+    expect(body.queues[0]).toMatchObject({ allowRetries: true, readOnlyMode: false });
+  });
+
+  it('without configured credentials only loopback callers get in', async () => {
+    const open = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: {} });
+    try {
+      expect((await fetch(`${open.url}/admin/runs`)).status).toBe(200);
+    } finally {
+      await open.close();
+    }
+    const fakeReq = (remoteAddress: string) => ({ socket: { remoteAddress }, headers: {} }) as unknown as Parameters<typeof isAuthorized>[0];
+    expect(isAuthorized(fakeReq('10.1.2.3'), {})).toBe(false);
+    expect(isAuthorized(fakeReq('::1'), {})).toBe(true);
+    expect(isAuthorized(fakeReq('127.0.0.1'), undefined)).toBe(true);
+  });
+
+  it('refuses a cross-origin POST even with valid credentials', async () => {
+    const res = await fetch(`${server.url}/admin/runs/${failedRunId}/replay`, { method: 'POST', headers: { ...bearer, origin: 'http://evil.example' }, redirect: 'manual' });
+    expect(res.status).toBe(403);
+    expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 0 });
+  });
+});
+
+describe('run history pages', () => {
+  it('the run list shows the failed run with the first line of its error', async () => {
+    const res = await get(`/admin/runs?job=${encodeURIComponent(failJob)}`, bearer);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const body = await res.text();
+    expect(body).toContain(`/admin/runs/${failedRunId}`);
+    expect(body).toContain('<span class="s-failed">failed</span>');
+    const { rows } = await h.pool.query<{ error: string }>('SELECT error FROM etl.runs WHERE run_id = $1', [failedRunId]);
+    expect(body).toContain(`<td>${escapeHtml(rows[0]!.error.split('\n')[0])}</td>`);
+    expect(body).toContain(`<h2><a href="/admin/runs?job=${failJob}">`);
+    expect(body).not.toContain(`<h2><a href="/admin/runs?job=${okJob}">`);
+  });
+
+  it('filters by status across jobs', async () => {
+    const body = await (await get('/admin/runs?status=succeeded&limit=200', bearer)).text();
+    expect(body).toContain(`<h2><a href="/admin/runs?job=${okJob}">`);
+    expect(body).not.toContain(`<h2><a href="/admin/runs?job=${failJob}">`);
+    expect(body).not.toContain(`/admin/runs/${failedRunId}`);
+  });
+
+  it("the run page shows the server's multi-line text verbatim and a Replay button", async () => {
+    const res = await get(`/admin/runs/${failedRunId}`, bearer);
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    expect(body).toContain(`<pre class="server-message">${escapeHtml(FAILING_MESSAGE)}</pre>`);
+    expect(FAILING_MESSAGE).toContain('\n');
+    expect(body).toContain(`action="/admin/runs/${failedRunId}/replay"`);
+  });
+
+  it('escapes markup in messages and shows HTTP status and problem details', async () => {
+    const body = await (await get(`/admin/runs/${markupRunId}`, bearer)).text();
+    expect(body).not.toContain('<script>');
+    expect(body).not.toContain('<b>bold');
+    expect(body).toContain('<pre class="server-message">&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;\nsecond line</pre>');
+    expect(body).toContain('refused &lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;');
+    expect(body).toContain('<dd class="http-status">403</dd>');
+    expect(body).toContain('&quot;title&quot;: &quot;Forbidden &lt;i&gt;&quot;');
+    expect(body).toContain('user-service-access-forbidden');
+  });
+
+  it('answers 404 for an unknown or malformed run id', async () => {
+    expect((await get(`/admin/runs/${crypto.randomUUID()}`, bearer)).status).toBe(404);
+    expect((await get('/admin/runs/not-a-uuid', bearer)).status).toBe(404);
+  });
+
+  it('POST replay re-queues the failed run with the same run key and redirects back with a notice', async () => {
+    const res = await fetch(`${server.url}/admin/runs/${failedRunId}/replay`, {
+      method: 'POST',
+      headers: { ...bearer, 'content-type': 'application/x-www-form-urlencoded', origin: server.url },
+      body: '',
+      redirect: 'manual',
+    });
+    expect(res.status).toBe(303);
+    const location = new URL(res.headers.get('location')!, server.url);
+    expect(location.pathname).toBe(`/admin/runs/${failedRunId}`);
+    const jobId = location.searchParams.get('replayed');
+    expect(jobId).toBeTruthy();
+    const job = await queue.getJob(jobId!);
+    expect(job).toBeDefined();
+    const { rows } = await h.pool.query<{ run_key: string }>('SELECT run_key FROM etl.runs WHERE run_id = $1', [failedRunId]);
+    expect(job!.data).toMatchObject({ job: failJob, runKey: rows[0]!.run_key });
+    const page = await (await get(`${location.pathname}${location.search}`, bearer)).text();
+    expect(page).toContain(`Replay queued as job <a href="/admin/queues/queue/report-etl/${encodeURIComponent(jobId!)}"><code>${escapeHtml(jobId)}</code></a>`);
+  });
+});
