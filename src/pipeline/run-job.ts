@@ -116,7 +116,7 @@ export async function runJob(o: RunJobOptions): Promise<RunResult> {
     stage = 'token';
     client ??= await makeReportClient({ connection, connectionName, redis: o.redis, logger: o.logger });
     stage = 'start';
-    const reportJob = await client.startReport({ ...job.report, parameters: { ...job.report.parameters, ...o.parameters } }, o.signal);
+    const reportJob = await client.startReport({ ...job.report, job: o.job, parameters: { ...job.report.parameters, ...o.parameters } }, o.signal);
     reportJobId = reportJob.id;
     const runLog = log.child({ reportJobId });
     await setRunReportJob(o.pool, runId, reportJob.id);

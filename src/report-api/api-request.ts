@@ -1,0 +1,103 @@
+/**
+ * Authorized calls of {report_api} (spec "Endpoints", common headers): Bearer token from the shared
+ * cache, Accept: application/json, Content-Type: application/json on POST; one retry with a new token
+ * after a 401; retries of transient failures; 403 turned into AccessForbiddenError (spec "Errors").
+ */
+import type { Dispatcher } from 'undici';
+import type { ProblemDetails } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { AccessForbiddenError, UnauthorizedError, type ReportApiStage } from './errors.ts';
+import { joinUrl } from './discovery.ts';
+import { retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
+import type { TokenCache } from './token-cache.ts';
+
+/** Path prefix of the report interface (spec: {report_api}). */
+export const REPORT_API_PREFIX = '/api/svcreport/v1';
+
+/** One call of {report_api}. */
+export interface ApiCall {
+  method: 'GET' | 'POST' | 'DELETE';
+  /** Path below {report_api}, already encoded, e.g. `/jobs/<id>`. */
+  path: string;
+  stage: ReportApiStage;
+  /** JSON request body (POST). */
+  json?: unknown;
+  /** Aborts backoff sleeps and token waits, and the request itself unless `abortInFlight` is false. */
+  signal?: AbortSignal;
+  /** Whether `signal` also cuts a request already sent (default true). */
+  abortInFlight?: boolean;
+}
+
+/** What an {@link ApiCaller} needs. */
+export interface ApiCallerOptions {
+  baseUrl: string;
+  http: HttpTransport;
+  tokens: TokenCache;
+  retry: RetryPolicy;
+  logger: Logger;
+}
+
+async function forbidden(res: Dispatcher.ResponseData, call: ApiCall): Promise<AccessForbiddenError> {
+  const header = res.headers['svcservletexceptionmessage'] ?? res.headers['servletexceptionmessage'];
+  const serverMessage = Array.isArray(header) ? header.join('\n') : header;
+  let problem: ProblemDetails | undefined;
+  try {
+    const text = await res.body.text();
+    if (text.trim().length > 0) {
+      const parsed: unknown = JSON.parse(text);
+      if (parsed !== null && typeof parsed === 'object') problem = parsed as ProblemDetails;
+    }
+  } catch {
+    problem = undefined;
+  }
+  return new AccessForbiddenError(call.method, `${REPORT_API_PREFIX}${call.path}`, call.stage, serverMessage || undefined, problem);
+}
+
+/** Sends authorized {report_api} calls; see the module doc. */
+export class ApiCaller {
+  private readonly opts: ApiCallerOptions;
+
+  constructor(opts: ApiCallerOptions) {
+    this.opts = opts;
+  }
+
+  /** Absolute URL of a {report_api} path. */
+  url(path: string): string {
+    return joinUrl(this.opts.baseUrl, REPORT_API_PREFIX + path);
+  }
+
+  /**
+   * Sends the call. Returns every answer except 401, 403 and transient ones; the caller owns the body.
+   * @throws AccessForbiddenError (403), UnauthorizedError (401 twice), TokenError, TransientHttpError
+   *   (attempts exhausted), AbortedError
+   */
+  async send(call: ApiCall): Promise<Dispatcher.ResponseData> {
+    const { http, tokens, retry, logger } = this.opts;
+    const url = this.url(call.path);
+    const body = call.json === undefined ? undefined : JSON.stringify(call.json);
+    const requestSignal = call.abortInFlight === false ? undefined : call.signal;
+    const attempt = (token: string): Promise<Dispatcher.ResponseData> => {
+      const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
+      if (call.method === 'POST') headers['content-type'] = 'application/json';
+      return http.send({ method: call.method, url, headers, body, signal: requestSignal, stage: call.stage });
+    };
+    const res = await retryTransient(
+      async () => {
+        const token = await tokens.get(call.signal);
+        const first = await attempt(token);
+        if (first.statusCode !== 401) return first;
+        await first.body.dump();
+        await tokens.invalidate(token);
+        const second = await attempt(await tokens.get(call.signal));
+        if (second.statusCode !== 401) return second;
+        await second.body.dump();
+        throw new UnauthorizedError(call.method, `${REPORT_API_PREFIX}${call.path}`, call.stage);
+      },
+      retry,
+      call.signal,
+      (err, n, delayMs) => logger.debug({ method: call.method, stage: call.stage, attempt: n, delayMs, err: (err as Error).message }, 'retrying'),
+    );
+    if (res.statusCode === 403) throw await forbidden(res, call);
+    return res;
+  }
+}

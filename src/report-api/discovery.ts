@@ -1,0 +1,53 @@
+/**
+ * The discovery document (spec "Endpoints" #5, "Obtaining the token endpoint"): read on every start,
+ * because the token endpoint may change.
+ */
+import { TokenError } from './errors.ts';
+import { readSnippet, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
+
+/** Path of the discovery document below {base_url} (spec "Endpoints" #5). */
+export const DISCOVERY_PATH = '/.well-known/openid-configuration';
+
+/** Joins {base_url} (with or without a trailing slash, may carry a path) and an absolute path. */
+export function joinUrl(baseUrl: string, path: string): string {
+  return baseUrl.replace(/\/+$/, '') + path;
+}
+
+/**
+ * Reads the discovery document and returns its token_endpoint as an absolute URL (a relative value is
+ * resolved against {base_url}). Transient failures are retried per `retry`.
+ * @throws TokenError (stage 'token') when the document cannot be read or has no token_endpoint
+ */
+export async function discoverTokenEndpoint(
+  baseUrl: string,
+  http: HttpTransport,
+  retry: RetryPolicy,
+  signal?: AbortSignal,
+): Promise<string> {
+  const url = joinUrl(baseUrl, DISCOVERY_PATH);
+  let doc: unknown;
+  try {
+    doc = await retryTransient(
+      async () => {
+        const res = await http.send({ method: 'GET', url, headers: { accept: 'application/json' }, signal, stage: 'token' });
+        if (res.statusCode !== 200) {
+          const snippet = await readSnippet(res.body);
+          throw new TokenError(`discovery document ${DISCOVERY_PATH} answered ${res.statusCode}${snippet ? `: ${snippet}` : ''}`, {
+            httpStatus: res.statusCode,
+          });
+        }
+        return res.body.json();
+      },
+      retry,
+      signal,
+    );
+  } catch (err) {
+    if (err instanceof TokenError || (err as { code?: string }).code === 'ABORTED') throw err;
+    throw new TokenError(`discovery document ${url} could not be read: ${(err as Error).message}`, { cause: err });
+  }
+  const tokenEndpoint = (doc as { token_endpoint?: unknown } | null)?.token_endpoint;
+  if (typeof tokenEndpoint !== 'string' || tokenEndpoint.length === 0) {
+    throw new TokenError(`discovery document ${url} has no token_endpoint`);
+  }
+  return new URL(tokenEndpoint, joinUrl(baseUrl, '/')).toString();
+}

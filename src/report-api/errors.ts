@@ -1,0 +1,139 @@
+/**
+ * Errors of the Report Export Service client (spec "Errors"; CONVENTIONS.md "Errors").
+ *
+ * Each class has a stable code from src/errors.ts and the context on-call staff need: the stage of
+ * the run, the HTTP status and the server's own words verbatim. Messages are built from names, ids and
+ * statuses only: never from credentials, tokens or request headers.
+ */
+import { EtlError, type ProblemDetails, type RunStage } from '../errors.ts';
+
+/** The stages of a run the report client works in. */
+export type ReportApiStage = Extract<RunStage, 'config' | 'token' | 'start' | 'poll' | 'fetch' | 'delete'>;
+
+/** A report name breaks spec "Report naming rules"; thrown before any request is sent. Not retryable. */
+export class ReportNameError extends EtlError {
+  constructor(message: string, details: Record<string, unknown>) {
+    super('REPORT_NAME_INVALID', message, { retryable: false, stage: 'config', details });
+  }
+}
+
+/**
+ * The token endpoint (or the discovery document that names it) failed (spec "Authentication").
+ * `oauthError` is the OAuth `error` field of the answer when there was one. Retryable unless the
+ * endpoint answered with a 4xx (wrong credentials do not heal by themselves).
+ */
+export class TokenError extends EtlError {
+  readonly oauthError: string | undefined;
+  constructor(message: string, options: { httpStatus?: number; oauthError?: string; cause?: unknown } = {}) {
+    super('TOKEN_FAILED', message, {
+      stage: 'token',
+      httpStatus: options.httpStatus,
+      cause: options.cause,
+      retryable: options.httpStatus === undefined || options.httpStatus >= 500,
+      details: options.oauthError === undefined ? undefined : { oauthError: options.oauthError },
+    });
+    this.oauthError = options.oauthError;
+  }
+}
+
+/** A report_api call was answered 401 twice: once with the cached token, once with a fresh one. */
+export class UnauthorizedError extends EtlError {
+  constructor(method: string, path: string, stage: ReportApiStage) {
+    super('UNAUTHORIZED', `${method} ${path} was refused with 401 even with a freshly obtained access token`, {
+      stage,
+      httpStatus: 401,
+    });
+  }
+}
+
+/**
+ * Starting the report was answered 200 with state FinishedError (spec "States and transitions": the
+ * service user lacks the report application right or the report licence). `jobId` is the id of that
+ * job when the server gave one, so it can still be deleted. Not retryable.
+ */
+export class RightsFailureError extends EtlError {
+  readonly jobId: string | undefined;
+  constructor(reportName: string, serverMessage: string, jobId: string | undefined) {
+    super(
+      'RIGHTS_FAILURE',
+      `report "${reportName}" was refused at start (missing report application right or report licence?): ${serverMessage}`,
+      { retryable: false, stage: 'start', httpStatus: 200, serverMessage, details: { reportJobId: jobId } },
+    );
+    this.jobId = jobId;
+  }
+}
+
+/**
+ * HTTP 403 (spec "Errors": the service user lacks the interface access option). `serverMessage` is the
+ * SvcServletExceptionMessage (or ServletExceptionMessage) header, `problem` the problem+json body.
+ * A 403 with neither may mean the data-science licence option is missing; the message says so.
+ */
+export class AccessForbiddenError extends EtlError {
+  constructor(method: string, path: string, stage: ReportApiStage, serverMessage: string | undefined, problem: ProblemDetails | undefined) {
+    const said = serverMessage ?? problem?.detail ?? problem?.title;
+    super(
+      'ACCESS_FORBIDDEN',
+      said !== undefined
+        ? `${method} ${path} was refused with 403: ${said}`
+        : `${method} ${path} was refused with 403 without any message: the service user may lack the data-science licence option (spec "Errors")`,
+      { retryable: false, stage, httpStatus: 403, serverMessage, problem },
+    );
+  }
+}
+
+/** The report job ended in FinishedError; `serverMessage` is the job's message verbatim. Not retryable. */
+export class ReportFailedError extends EtlError {
+  readonly jobId: string;
+  constructor(jobId: string, serverMessage: string) {
+    super('REPORT_FAILED', `report job ${jobId} failed: ${serverMessage}`, {
+      retryable: false,
+      stage: 'poll',
+      serverMessage,
+      details: { reportJobId: jobId },
+    });
+    this.jobId = jobId;
+  }
+}
+
+/** The job stayed Running longer than the connection's pollTimeoutMs. */
+export class PollTimeoutError extends EtlError {
+  readonly jobId: string;
+  constructor(jobId: string, waitedMs: number) {
+    super('POLL_TIMEOUT', `report job ${jobId} was still Running after ${waitedMs} ms (pollTimeoutMs)`, {
+      stage: 'poll',
+      details: { reportJobId: jobId, waitedMs },
+    });
+    this.jobId = jobId;
+  }
+}
+
+/** A failure a retry may cure (connection reset, timeout, 500/502/503/504), after the attempts ran out or per attempt. */
+export class TransientHttpError extends EtlError {
+  constructor(message: string, options: { stage: ReportApiStage; httpStatus?: number; cause?: unknown }) {
+    super('HTTP_TRANSIENT', message, { stage: options.stage, httpStatus: options.httpStatus, cause: options.cause, retryable: true });
+  }
+}
+
+/** An answer with a status (or body) the spec does not lead us to expect; carries a snippet of the body. */
+export class HttpError extends EtlError {
+  constructor(message: string, options: { stage: ReportApiStage; httpStatus?: number; bodySnippet?: string; cause?: unknown }) {
+    super('HTTP_UNEXPECTED', options.bodySnippet ? `${message}: ${options.bodySnippet}` : message, {
+      stage: options.stage,
+      httpStatus: options.httpStatus,
+      cause: options.cause,
+      retryable: false,
+      details: options.bodySnippet === undefined ? undefined : { bodySnippet: options.bodySnippet },
+    });
+  }
+}
+
+/** A page broke off and could not be resumed consistently (re-fetched bytes differ, too many resumes, page gone). */
+export class PageBrokenError extends EtlError {
+  constructor(jobId: string, page: number, reason: string, cause?: unknown) {
+    super('PAGE_BROKEN', `page ${page} of report job ${jobId} broke off and could not be resumed: ${reason}`, {
+      stage: 'fetch',
+      cause,
+      details: { reportJobId: jobId, page },
+    });
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * HTTP for the report client: one undici Agent per client (keep-alive), per-request timeouts, the table
+ * of transient failures, and exponential backoff with full jitter whose sleeps honour an AbortSignal.
+ */
+import { Agent, request, type Dispatcher } from 'undici';
+import { AbortedError, EtlError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { TransientHttpError, type ReportApiStage } from './errors.ts';
+
+/** Bounded retries of transient failures; delays in ms. */
+export interface RetryPolicy {
+  /** Attempts in all (first try included), >= 1. */
+  attempts: number;
+  /** Cap of the first retry's delay in ms; doubles per retry (full jitter picks 0..cap). */
+  baseDelayMs: number;
+  /** Upper bound of any one delay in ms. */
+  maxDelayMs: number;
+}
+
+/** Defaults of {@link RetryPolicy}: 5 attempts, 200 ms base, 10 s cap. */
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 200, maxDelayMs: 10_000 };
+
+/** HTTP statuses worth another attempt (CONVENTIONS.md "Errors": 5xx; 429 for good measure). */
+export const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
+
+/** Network-level error codes worth another attempt: resets, socket closes, timeouts. */
+const TRANSIENT_CODES = /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|UND_ERR_(SOCKET|CONNECT_TIMEOUT|HEADERS_TIMEOUT|BODY_TIMEOUT|CLOSED|RES_CONTENT_LENGTH_MISMATCH|REQ_CONTENT_LENGTH_MISMATCH))$/;
+
+/** Whether `err` is a failure a retry may cure: a {@link TransientHttpError} or a network error code. */
+export function isTransientError(err: unknown): boolean {
+  if (err instanceof EtlError) return err.code === 'HTTP_TRANSIENT';
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && TRANSIENT_CODES.test(code);
+}
+
+/**
+ * Delay before retry number `retry` (1-based): full jitter, uniform in [0, min(maxDelayMs, baseDelayMs * 2^(retry-1))] ms.
+ */
+export function backoffDelayMs(retry: number, policy: RetryPolicy): number {
+  const cap = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, retry - 1));
+  return Math.floor(Math.random() * (cap + 1));
+}
+
+/**
+ * Sleeps `ms` milliseconds.
+ * @throws AbortedError as soon as `signal` aborts (also when it already has)
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(new AbortedError(signal.reason));
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new AbortedError(signal?.reason));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Runs `fn` until it succeeds, retrying transient failures ({@link isTransientError}) up to
+ * `policy.attempts` attempts in all, sleeping {@link backoffDelayMs} between them.
+ * @param fn gets the 1-based attempt number
+ * @throws the last error when it is not transient or the attempts ran out; AbortedError on abort
+ */
+export async function retryTransient<T>(
+  fn: (attempt: number) => Promise<T>,
+  policy: RetryPolicy,
+  signal: AbortSignal | undefined,
+  onRetry?: (err: unknown, attempt: number, delayMs: number) => void,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn(attempt);
+    } catch (err) {
+      if (signal?.aborted) throw err instanceof AbortedError ? err : new AbortedError(signal.reason);
+      if (!isTransientError(err) || attempt >= policy.attempts) throw err;
+      const delay = backoffDelayMs(attempt, policy);
+      onRetry?.(err, attempt, delay);
+      await sleep(delay, signal);
+    }
+  }
+}
+
+/**
+ * Reads at most `maxChars` characters of a body as text (for error messages), then discards the rest.
+ * Never throws; an unreadable body gives ''.
+ */
+export async function readSnippet(body: Dispatcher.ResponseData['body'], maxChars = 300): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= maxChars * 4) break;
+    }
+  } catch {
+    // a snippet is best effort
+  } finally {
+    body.destroy();
+  }
+  const text = Buffer.concat(chunks).toString('utf8').replace(/\s+/g, ' ').trim();
+  return text.length > maxChars ? `${text.slice(0, maxChars)}...` : text;
+}
+
+/** One HTTP request as the transport sends it. */
+export interface SendRequest {
+  method: 'GET' | 'POST' | 'DELETE';
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal;
+  stage: ReportApiStage;
+}
+
+/** Options of {@link HttpTransport}. */
+export interface HttpTransportOptions {
+  /** Headers and body idle timeout of one request in ms (connection.requestTimeoutMs). */
+  timeoutMs: number;
+  logger: Logger;
+  /** Max sockets per origin; default 32. */
+  connections?: number;
+}
+
+/**
+ * A keep-alive undici Agent plus one-attempt requests that classify failures:
+ * network errors, timeouts and {@link TRANSIENT_STATUSES} become {@link TransientHttpError}, an abort
+ * becomes AbortedError; every other status is returned for the caller to judge.
+ */
+export class HttpTransport {
+  readonly agent: Agent;
+  private readonly timeoutMs: number;
+  private readonly logger: Logger;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: HttpTransportOptions) {
+    this.timeoutMs = options.timeoutMs;
+    this.logger = options.logger;
+    this.agent = new Agent({
+      connections: options.connections ?? 32,
+      keepAliveTimeout: 10_000,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+    });
+  }
+
+  /**
+   * Sends one request (no retry). The caller owns the returned body and must consume or destroy it.
+   * @throws TransientHttpError (network error, timeout, 429/5xx), AbortedError (signal aborted)
+   */
+  async send(req: SendRequest): Promise<Dispatcher.ResponseData> {
+    const path = new URL(req.url).pathname;
+    const started = performance.now();
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(req.url, {
+        dispatcher: this.agent,
+        method: req.method,
+        headers: req.headers,
+        body: req.body,
+        signal: req.signal,
+        headersTimeout: this.timeoutMs,
+        bodyTimeout: this.timeoutMs,
+      });
+    } catch (err) {
+      const ms = Math.round(performance.now() - started);
+      if (req.signal?.aborted) throw new AbortedError(req.signal.reason);
+      const code = (err as { code?: string }).code ?? (err as Error).name;
+      this.logger.debug({ method: req.method, path, error: code, ms }, 'report-api request failed');
+      if (isTransientError(err)) {
+        throw new TransientHttpError(`${req.method} ${path} failed: ${code}`, { stage: req.stage, cause: err });
+      }
+      throw err;
+    }
+    const ms = Math.round(performance.now() - started);
+    this.logger.debug({ method: req.method, path, status: res.statusCode, ms }, 'report-api request');
+    if (TRANSIENT_STATUSES.has(res.statusCode)) {
+      const snippet = await readSnippet(res.body);
+      throw new TransientHttpError(`${req.method} ${path} answered ${res.statusCode}${snippet ? `: ${snippet}` : ''}`, {
+        stage: req.stage,
+        httpStatus: res.statusCode,
+      });
+    }
+    return res;
+  }
+
+  /**
+   * Closes the agent after in-flight requests, destroying it when they take longer than
+   * min(timeoutMs, 5 s) (e.g. a page body nobody reads any more). A second call waits for the first.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      let timer: NodeJS.Timeout | undefined;
+      // agent.close() never settles once destroy() ran, so race the two rather than await close().
+      const forced = new Promise<void>((resolve) => {
+        timer = setTimeout(() => void this.agent.destroy().then(resolve, () => resolve()), Math.min(this.timeoutMs, 5_000));
+      });
+      await Promise.race([this.agent.close().catch(() => {}), forced]);
+      clearTimeout(timer);
+    })();
+    return this.closing;
+  }
+}

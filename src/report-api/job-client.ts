@@ -1,0 +1,223 @@
+/**
+ * The report client (spec "What the service does" 3: start, poll, read pages, delete) on top of the
+ * discovery document, the shared token cache and authorized {report_api} calls.
+ */
+import type { Dispatcher } from 'undici';
+import { AbortedError, ConfigError } from '../errors.ts';
+import { silentLogger } from '../logger.ts';
+import { ApiCaller } from './api-request.ts';
+import { discoverTokenEndpoint } from './discovery.ts';
+import { HttpError, PollTimeoutError, ReportFailedError, RightsFailureError, type ReportApiStage } from './errors.ts';
+import { DEFAULT_RETRY, HttpTransport, readSnippet, sleep, type RetryPolicy } from './http.ts';
+import { resumablePageStream } from './page-stream.ts';
+import { encodeReportName } from './report-name.ts';
+import { TokenCache, tokenCacheKey } from './token-cache.ts';
+import { requestClientCredentialsToken } from './token-request.ts';
+import type { FinishedReport, PageStream, ReportClient, ReportClientOptions, ReportJob, StartReportRequest } from './types.ts';
+
+/** Growth factor of the poll interval (spec "Limits": start at 250 ms, increase for long-running reports). */
+export const POLL_GROWTH = 1.5;
+
+/** Minimum rows per page (spec "Limits"). */
+export const MIN_PAGING = 10;
+
+const JOB_STATES = new Set(['Running', 'FinishedSuccess', 'FinishedError']);
+
+/**
+ * Parses a Job body (spec "Resources and their fields": Job).
+ * @throws HttpError when id, state or message is missing or of the wrong type
+ */
+export function parseJob(body: unknown, stage: ReportApiStage): ReportJob {
+  const b = body as Partial<Record<keyof ReportJob, unknown>> | null;
+  if (b === null || typeof b !== 'object' || typeof b.id !== 'string' || typeof b.state !== 'string' || !JOB_STATES.has(b.state)) {
+    throw new HttpError('the server answered with something that is not a job', {
+      stage,
+      httpStatus: 200,
+      bodySnippet: JSON.stringify(body)?.slice(0, 300),
+    });
+  }
+  const job: ReportJob = { id: b.id, state: b.state as ReportJob['state'], message: typeof b.message === 'string' ? b.message : '' };
+  if (typeof b.submittedAt === 'string') job.submittedAt = b.submittedAt;
+  if (typeof b.startedAt === 'string') job.startedAt = b.startedAt;
+  if (typeof b.finishedAt === 'string') job.finishedAt = b.finishedAt;
+  if (Array.isArray(b.result)) job.result = b.result;
+  return job;
+}
+
+/**
+ * Reads `rows=<n>;pages=<n>` from a FinishedSuccess message (spec "Job": message).
+ * @throws HttpError when the message has another form
+ */
+export function parseRowsAndPages(message: string, stage: ReportApiStage = 'poll'): { rows: number; pages: number } {
+  const m = /^\s*rows=(\d+)\s*;\s*pages=(\d+)\s*$/.exec(message);
+  if (m === null) throw new HttpError('FinishedSuccess message is not rows=<n>;pages=<n>', { stage, bodySnippet: message.slice(0, 300) });
+  return { rows: Number(m[1]), pages: Number(m[2]) };
+}
+
+class JobClient implements ReportClient {
+  readonly tokenEndpoint: string;
+  private readonly opts: ReportClientOptions;
+  private readonly http: HttpTransport;
+  private readonly api: ApiCaller;
+  private readonly retry: RetryPolicy;
+  private readonly logger: NonNullable<ReportClientOptions['logger']>;
+
+  constructor(opts: ReportClientOptions, http: HttpTransport, api: ApiCaller, tokenEndpoint: string, retry: RetryPolicy) {
+    this.opts = opts;
+    this.http = http;
+    this.api = api;
+    this.tokenEndpoint = tokenEndpoint;
+    this.retry = retry;
+    this.logger = (opts.logger ?? silentLogger).child({ component: 'report-api', connection: opts.connectionName });
+  }
+
+  async startReport(req: StartReportRequest, signal?: AbortSignal): Promise<ReportJob> {
+    const name = encodeReportName(req.name, this.opts.connection.pathEncoding, { job: req.job });
+    if (!Number.isInteger(req.paging) || req.paging < MIN_PAGING) {
+      throw new ConfigError([
+        `${req.job === undefined ? '' : `job "${req.job}": `}report.paging is ${req.paging}; it must be an integer >= ${MIN_PAGING} (below 10 the server silently uses 10000 rows per page)`,
+      ]);
+    }
+    if (!/^[0-9]+$/.test(req.mandant)) throw new ConfigError([`report.mandant "${req.mandant}" must be digits`]);
+    if (signal?.aborted) throw new AbortedError(signal.reason);
+    const path = `/report/${req.mandant}/${name}`;
+    // The POST is not cut by the signal: a job the server created must come back to us so it can be deleted.
+    const res = await this.api.send({
+      method: 'POST',
+      path,
+      stage: 'start',
+      json: { outputType: req.outputType, paging: req.paging, parameters: req.parameters },
+      signal,
+      abortInFlight: false,
+    });
+    if (res.statusCode !== 200) throw await this.unexpected(res, 'POST', path, 'start');
+    const job = parseJob(await res.body.json(), 'start');
+    this.logger.debug({ reportJobId: job.id, state: job.state }, 'report started');
+    if (job.state === 'FinishedError') {
+      await this.deleteQuietly(job.id);
+      // spec "States and transitions": a rights failure is FinishedError at once with result: [].
+      if (Array.isArray(job.result)) throw new RightsFailureError(req.name, job.message, job.id);
+      const failed = new ReportFailedError(job.id, job.message);
+      failed.stage = 'start';
+      throw failed;
+    }
+    if (signal?.aborted) {
+      await this.deleteQuietly(job.id);
+      throw new AbortedError(signal.reason);
+    }
+    return job;
+  }
+
+  async waitForJob(jobId: string, signal?: AbortSignal): Promise<FinishedReport> {
+    const { pollIntervalMs, pollMaxIntervalMs, pollTimeoutMs } = this.opts.connection;
+    const started = Date.now();
+    const path = `/jobs/${encodeURIComponent(jobId)}`;
+    let interval = pollIntervalMs;
+    for (;;) {
+      const remaining = pollTimeoutMs - (Date.now() - started);
+      await sleep(Math.max(0, Math.min(interval, remaining)), signal);
+      const res = await this.api.send({ method: 'GET', path, stage: 'poll', signal });
+      if (res.statusCode !== 200) throw await this.unexpected(res, 'GET', path, 'poll');
+      const job = parseJob(await res.body.json(), 'poll');
+      if (job.state === 'FinishedSuccess') {
+        const { rows, pages } = parseRowsAndPages(job.message);
+        return { jobId, rows, pages, job };
+      }
+      if (job.state === 'FinishedError') throw new ReportFailedError(jobId, job.message);
+      const waited = Date.now() - started;
+      if (waited >= pollTimeoutMs) throw new PollTimeoutError(jobId, waited);
+      interval = Math.min(pollMaxIntervalMs, Math.ceil(interval * POLL_GROWTH));
+    }
+  }
+
+  async openPage(jobId: string, page: number, signal?: AbortSignal): Promise<PageStream | null> {
+    if (!Number.isInteger(page) || page < 1) throw new RangeError(`page must be an integer >= 1, got ${page}`);
+    const path = `/jobs/${encodeURIComponent(jobId)}/output/${page}`;
+    const fetchPage = async () => {
+      const res = await this.api.send({ method: 'GET', path, stage: 'fetch', signal });
+      if (res.statusCode === 404) {
+        // spec "Errors": past the last page is 404 with an empty body; a 404 with a body (e.g. problem+json
+        // for an unknown job) must not pass for "no more pages".
+        const snippet = await readSnippet(res.body);
+        if (snippet === '') return null;
+        throw new HttpError(`GET ${path} answered 404 with a body (job gone?)`, { stage: 'fetch', httpStatus: 404, bodySnippet: snippet });
+      }
+      if (res.statusCode !== 200) throw await this.unexpected(res, 'GET', path, 'fetch');
+      return res;
+    };
+    const first = await fetchPage();
+    if (first === null) return null;
+    return resumablePageStream({ jobId, page, first, refetch: fetchPage, retry: this.retry, signal, logger: this.logger });
+  }
+
+  async deleteJob(jobId: string): Promise<void> {
+    const path = `/jobs/${encodeURIComponent(jobId)}`;
+    // Deliberately no signal: an aborted run must still close its job.
+    const res = await this.api.send({ method: 'DELETE', path, stage: 'delete' });
+    if (res.statusCode === 200 || res.statusCode === 204 || res.statusCode === 404) {
+      await res.body.dump();
+      this.logger.debug({ reportJobId: jobId, status: res.statusCode }, 'report job deleted');
+      return;
+    }
+    throw await this.unexpected(res, 'DELETE', path, 'delete');
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+
+  private async deleteQuietly(jobId: string): Promise<void> {
+    try {
+      await this.deleteJob(jobId);
+    } catch (err) {
+      this.logger.warn({ err, reportJobId: jobId }, 'could not delete the report job');
+    }
+  }
+
+  private async unexpected(res: Dispatcher.ResponseData, method: string, path: string, stage: ReportApiStage): Promise<HttpError> {
+    const snippet = await readSnippet(res.body);
+    return new HttpError(`${method} ${path} answered ${res.statusCode}`, {
+      stage,
+      httpStatus: res.statusCode,
+      bodySnippet: snippet || undefined,
+    });
+  }
+}
+
+/**
+ * Makes a report client: reads the discovery document (spec "Obtaining the token endpoint": on every
+ * start), sets up a keep-alive undici agent and the Redis-shared token cache. No token is requested yet.
+ * @throws TokenError when the discovery document cannot be read or names no token_endpoint
+ */
+export async function makeReportClient(opts: ReportClientOptions): Promise<ReportClient> {
+  const { connection } = opts;
+  const logger = (opts.logger ?? silentLogger).child({ component: 'report-api', connection: opts.connectionName });
+  const retry: RetryPolicy = {
+    attempts: Math.max(1, opts.retry?.attempts ?? DEFAULT_RETRY.attempts),
+    baseDelayMs: opts.retry?.baseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
+    maxDelayMs: opts.retry?.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
+  };
+  const http = new HttpTransport({ timeoutMs: connection.requestTimeoutMs, logger });
+  let tokenEndpoint: string;
+  try {
+    tokenEndpoint = await discoverTokenEndpoint(connection.baseUrl, http, retry);
+  } catch (err) {
+    await http.close();
+    throw err;
+  }
+  const tokens = new TokenCache({
+    redis: opts.redis,
+    key: tokenCacheKey(opts.keyPrefix ?? 'report-etl:', connection.baseUrl, connection.clientId),
+    renewBeforeMs: (opts.tokenRenewBeforeSeconds ?? 30) * 1000,
+    fetchToken: async () => {
+      // Counted in Redis so that /metrics reports token requests of every process (src/admin/metrics.ts).
+      await opts.redis.incr(`${opts.keyPrefix ?? 'report-etl:'}metrics:token_requests`).catch(() => undefined);
+      return requestClientCredentialsToken(http, tokenEndpoint, connection, retry);
+    },
+    lockTtlMs: Math.min(connection.requestTimeoutMs, 30_000) + 5_000,
+    waitTimeoutMs: retry.attempts * (connection.requestTimeoutMs + retry.maxDelayMs),
+    logger,
+  });
+  const api = new ApiCaller({ baseUrl: connection.baseUrl, http, tokens, retry, logger });
+  return new JobClient(opts, http, api, tokenEndpoint, retry);
+}

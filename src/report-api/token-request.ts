@@ -1,0 +1,95 @@
+/**
+ * The client credentials grant (spec "Authentication": "Client credentials grant (service user)",
+ * "Endpoints" #7, "Token response"). The secret goes only into the request; errors carry the HTTP status
+ * and the OAuth `error` field, never the secret or the token.
+ */
+import { AbortedError } from '../errors.ts';
+import { TokenError } from './errors.ts';
+import { retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
+
+/** What a token request needs of the connection. */
+export interface ClientCredentials {
+  clientId: string;
+  clientSecret: string;
+  /** header: Authorization Basic base64(id:secret) (spec: recommended); body: client_id/client_secret fields. */
+  credentials: 'header' | 'body';
+}
+
+/** A freshly issued access token. */
+export interface IssuedToken {
+  accessToken: string;
+  /** Lifetime in seconds, the token response's expires_in. */
+  expiresInSeconds: number;
+}
+
+function scrub(text: string, secret: string): string {
+  return secret.length > 0 ? text.split(secret).join('[redacted]') : text;
+}
+
+/**
+ * POSTs grant_type=client_credentials to the token endpoint (Content-Type application/x-www-form-urlencoded)
+ * with the credentials in the Authorization header or in the body. Transient failures are retried per `retry`.
+ * @returns the access token and its lifetime in seconds
+ * @throws TokenError with httpStatus and oauthError (non-200 answer, unusable body, attempts exhausted); AbortedError
+ */
+export async function requestClientCredentialsToken(
+  http: HttpTransport,
+  tokenEndpoint: string,
+  creds: ClientCredentials,
+  retry: RetryPolicy,
+  signal?: AbortSignal,
+): Promise<IssuedToken> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/x-www-form-urlencoded',
+    accept: 'application/json',
+  };
+  const form = new URLSearchParams({ grant_type: 'client_credentials' });
+  if (creds.credentials === 'body') {
+    form.set('client_id', creds.clientId);
+    form.set('client_secret', creds.clientSecret);
+  } else {
+    headers.authorization = `Basic ${Buffer.from(`${creds.clientId}:${creds.clientSecret}`, 'utf8').toString('base64')}`;
+  }
+  const body = form.toString();
+  const path = new URL(tokenEndpoint).pathname;
+
+  try {
+    return await retryTransient(
+      async () => {
+        const res = await http.send({ method: 'POST', url: tokenEndpoint, headers, body, signal, stage: 'token' });
+        const text = await res.body.text();
+        let json: Record<string, unknown> | undefined;
+        try {
+          const parsed: unknown = JSON.parse(text);
+          if (parsed !== null && typeof parsed === 'object') json = parsed as Record<string, unknown>;
+        } catch {
+          json = undefined;
+        }
+        if (res.statusCode !== 200) {
+          const oauthError = typeof json?.error === 'string' ? json.error : undefined;
+          const description = typeof json?.error_description === 'string' ? scrub(json.error_description, creds.clientSecret) : undefined;
+          throw new TokenError(
+            `token endpoint ${path} answered ${res.statusCode} for client "${creds.clientId}"` +
+              (oauthError ? `: ${oauthError}` : '') +
+              (description ? ` (${description})` : ''),
+            { httpStatus: res.statusCode, oauthError },
+          );
+        }
+        const accessToken = json?.access_token;
+        const expiresIn = json?.expires_in;
+        if (typeof accessToken !== 'string' || accessToken.length === 0 || typeof expiresIn !== 'number' || !(expiresIn > 0)) {
+          // The body may hold a token: name the problem, never echo the body.
+          throw new TokenError(`token endpoint ${path} answered 200 without a usable access_token and expires_in`, {
+            httpStatus: 200,
+          });
+        }
+        return { accessToken, expiresInSeconds: expiresIn };
+      },
+      retry,
+      signal,
+    );
+  } catch (err) {
+    if (err instanceof TokenError || err instanceof AbortedError) throw err;
+    throw new TokenError(`token endpoint ${path} could not be reached: ${(err as Error).message}`, { cause: err });
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The shapes the report client exchanges with its callers (spec "Resources and their fields").
+ */
+import type { Readable } from 'node:stream';
+import type { Redis } from 'ioredis';
+import type { ConnectionConfig, OutputType } from '../config/schema.ts';
+import type { Logger } from '../logger.ts';
+
+/** Options of makeReportClient. */
+export interface ReportClientOptions {
+  /** The validated jobs.yaml connection (baseUrl, credentials, pathEncoding, timeouts and poll intervals in ms). */
+  connection: ConnectionConfig;
+  /** Name of the connection in jobs.yaml, for logs and errors. */
+  connectionName: string;
+  /** ioredis instance holding the token cache shared by every process. */
+  redis: Redis;
+  /** Redis key prefix; default 'report-etl:'. */
+  keyPrefix?: string;
+  logger?: Logger;
+  /** Retries of transient failures: attempts in all (default 5), first delay cap (default 200 ms), delay cap (default 10 000 ms). */
+  retry?: { attempts?: number; baseDelayMs?: number; maxDelayMs?: number };
+  /** Renew the access token this many seconds before it expires; default 30 (at most half its lifetime). */
+  tokenRenewBeforeSeconds?: number;
+}
+
+/** A report to start (spec "Endpoints" #1, "Start-report request body"). */
+export interface StartReportRequest {
+  /** Client number, digits. */
+  mandant: string;
+  /** Report name, sub folders separated by "/", see encodeReportName. */
+  name: string;
+  outputType: OutputType;
+  /** Rows per page, >= 10 (spec "Limits"). */
+  paging: number;
+  /** The report's own input parameters, name to value. */
+  parameters: Record<string, string>;
+  /** jobs.yaml job name, only for error messages. */
+  job?: string;
+}
+
+/** Job states (spec "States and transitions"). */
+export type ReportJobState = 'Running' | 'FinishedSuccess' | 'FinishedError';
+
+/** A job as the server returns it (spec "Resources and their fields": Job). Timestamps are ISO 8601 strings. */
+export interface ReportJob {
+  id: string;
+  state: ReportJobState;
+  /** '' while Running; rows=<n>;pages=<n> on success; the error text (verbatim) on FinishedError. */
+  message: string;
+  submittedAt?: string;
+  startedAt?: string;
+  finishedAt?: string;
+  /** Present (empty) in the rights-failure answer. */
+  result?: unknown[];
+}
+
+/** A job that ended FinishedSuccess, with the counts its message announced. */
+export interface FinishedReport {
+  jobId: string;
+  /** Data rows of the whole result. */
+  rows: number;
+  /** Output pages (rows / paging, rounded up). */
+  pages: number;
+  job: ReportJob;
+}
+
+/**
+ * One output page as a byte stream (spec "Endpoints" #3, "Output page shapes"). Breaks of the connection
+ * are resumed transparently: `body` yields every byte of the page exactly once.
+ */
+export interface PageStream {
+  page: number;
+  /** Content-Type header of the page, e.g. application/json, text/plain, text/xml. */
+  contentType: string;
+  /** Content-Length header in bytes when the server sent one (txt), else undefined (chunked). */
+  contentLength?: number;
+  /** The page bytes; backpressure flows to the HTTP connection. Errors: PageBrokenError, AbortedError. */
+  body: Readable;
+  /** How many times the page had to be re-requested so far. */
+  resumes(): number;
+}
+
+/** The Report Export Service client; see makeReportClient. */
+export interface ReportClient {
+  /** Token endpoint from the discovery document, read once per client (spec "Obtaining the token endpoint"). */
+  readonly tokenEndpoint: string;
+  /**
+   * Starts a report (spec "Endpoints" #1). The POST itself is not cut by `signal` (so that a created job is
+   * never lost); when `signal` aborted meanwhile, the job is deleted and AbortedError thrown.
+   * @throws ReportNameError, ConfigError (paging < 10), RightsFailureError (FinishedError with result: [] at
+   *   start; job already deleted), ReportFailedError (other FinishedError at start, e.g. unknown report; deleted),
+   *   AccessForbiddenError, UnauthorizedError, TokenError, TransientHttpError, HttpError, AbortedError
+   */
+  startReport(req: StartReportRequest, signal?: AbortSignal): Promise<ReportJob>;
+  /**
+   * Polls the job (spec "Endpoints" #2) every pollIntervalMs, growing x1.5 up to pollMaxIntervalMs.
+   * @throws ReportFailedError (server message verbatim), PollTimeoutError (after pollTimeoutMs), HttpError,
+   *   AccessForbiddenError, UnauthorizedError, TokenError, TransientHttpError, AbortedError
+   */
+  waitForJob(jobId: string, signal?: AbortSignal): Promise<FinishedReport>;
+  /**
+   * Opens one output page (spec "Endpoints" #3), 1-based.
+   * @returns the page stream, or null when the server answers 404 with an empty body (spec "Errors": the
+   *   previous page was the last)
+   * @throws HttpError (404 with a body, e.g. unknown job; other statuses), AccessForbiddenError, UnauthorizedError,
+   *   TokenError, TransientHttpError, AbortedError
+   */
+  openPage(jobId: string, page: number, signal?: AbortSignal): Promise<PageStream | null>;
+  /**
+   * Closes the job (spec "Endpoints" #4). 404 counts as done. Transient failures are retried; never
+   * cancelled by a run's abort. @throws HttpError, UnauthorizedError, TokenError, TransientHttpError
+   */
+  deleteJob(jobId: string): Promise<void>;
+  /** Closes the HTTP agent (after in-flight requests). The Redis connection is the caller's. Idempotent. */
+  close(): Promise<void>;
+}
