@@ -143,3 +143,42 @@ it('deletes every report job it created', () => {
   expect(c.openJobs).toEqual([]);
   expect(c.jobsDeleted).toBe(c.jobsCreated);
 });
+
+it('adds new report columns to an existing target and keeps the types it has', async () => {
+  const table = `${h.schema}.stock_evolving`;
+  await h.pool.query(`CREATE TABLE ${table} (artikel text PRIMARY KEY, bestand integer, extra text DEFAULT 'kept')`);
+  await h.pool.query(`INSERT INTO ${table} VALUES ('old', 1, 'x')`);
+  const config = h.config({ s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table }) });
+  const result = await run(config, 's');
+  expect(result.plan).toBe('inference-staging');
+  expect(await columnTypes(h.pool, table)).toEqual({ artikel: 'text', bestand: 'integer', extra: 'text', lager: 'text', stand: 'timestamp with time zone' });
+  const { rows } = await h.pool.query(`SELECT count(*)::int AS n, count(*) FILTER (WHERE artikel = 'old')::int AS old FROM ${table}`);
+  expect(rows[0]).toEqual({ n: 40, old: 0 });
+  // The next run finds every column and copies straight into the target.
+  expect((await run(config, 's')).plan).toBe('direct');
+});
+
+it('survives connection resets mid-page and gateway errors: every row arrives exactly once', async () => {
+  const table = `${h.schema}.orders_faults`;
+  const params = { ROWS: '3000' };
+  h.sim.setFaults({ resetRate: 0.4, errorRate: 0.15 });
+  try {
+    const config = h.config({ f: jobEntry({ name: 'Sales/Orders', outputType: 'json_compact', paging: 300, parameters: params }, { table }) });
+    await run(config, 'f');
+  } finally {
+    h.sim.setFaults({});
+  }
+  expect(h.sim.counters().faultsInjected.resets).toBeGreaterThan(0);
+  expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(servedRows('Sales/Orders.avw', params, 1));
+});
+
+it('refuses a declared type that is not a type, or that tries to be more than one column', async () => {
+  for (const type of ['bigintt', 'text, evil text']) {
+    const config = h.config({ d: jobEntry({ name: 'Stock/Levels', outputType: 'txt' }, { table: `${h.schema}.bad_decl`, columns: { bestand: type } }) });
+    const err = await run(config, 'd').catch((e: unknown) => e as { code: string; message: string });
+    expect(err).toMatchObject({ code: 'CONFIG_INVALID' });
+    expect((err as Error).message).toContain(`target.columns.bestand: "${type}" is not a PostgreSQL type`);
+  }
+  const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [`${h.schema}.bad_decl`]);
+  expect(exists.rows[0].t).toBeNull();
+});
