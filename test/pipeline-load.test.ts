@@ -177,7 +177,7 @@ it('refuses a declared type that is not a type, or that tries to be more than on
     const config = h.config({ d: jobEntry({ name: 'Stock/Levels', outputType: 'txt' }, { table: `${h.schema}.bad_decl`, columns: { bestand: type } }) });
     const err = await run(config, 'd').catch((e: unknown) => e as { code: string; message: string });
     expect(err).toMatchObject({ code: 'CONFIG_INVALID' });
-    expect((err as Error).message).toContain(`target.columns.bestand: "${type}" is not a PostgreSQL type`);
+    expect((err as { message: string }).message).toContain(`target.columns.bestand: "${type}" is not a PostgreSQL type`);
   }
   const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [`${h.schema}.bad_decl`]);
   expect(exists.rows[0].t).toBeNull();

@@ -1,0 +1,51 @@
+/** `report-etl runs [--job J] [--status S] [--since 2d] [--limit N]`: the run history as a table, newest first. */
+import type { RegisterCommand } from './index.ts';
+import { listRuns, type RunListRow } from '../queue/run-queries.ts';
+import { parseSince, queueOptions, withQueueSession } from './queue-session.ts';
+import { positiveInt } from './service-command.ts';
+
+const HEADERS = ['run id', 'job', 'status', 'attempt', 'trigger', 'started', 'duration', 'rows', 'error'] as const;
+
+/** Duration in ms as `850ms`, `12.3s`, `4m05s`. */
+export function formatDuration(ms: number | null): string {
+  if (ms === null) return '-';
+  if (ms < 1000) return `${ms}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  const s = Math.round(ms / 1000);
+  return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+}
+
+/** The rows as an aligned text table with a header line; errors cut to 80 characters. */
+export function formatRunTable(rows: RunListRow[]): string[] {
+  const cells = rows.map((r) => [
+    r.run_id,
+    r.job,
+    r.status,
+    String(r.attempt),
+    r.trigger,
+    r.started_at.toISOString().replace('T', ' ').slice(0, 19),
+    formatDuration(r.duration_ms === null ? (r.status === 'running' ? Date.now() - r.started_at.getTime() : null) : Number(r.duration_ms)),
+    r.rows ?? '-',
+    (r.error_first_line ?? '').slice(0, 80),
+  ]);
+  const widths = HEADERS.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (c: readonly string[]) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(HEADERS), ...cells.map(line)];
+}
+
+export const registerRuns: RegisterCommand = (program, cli) => {
+  queueOptions(program.command('runs').description('show the run history (etl.runs), newest first'), false)
+    .option('--job <job>', 'only this job')
+    .option('--status <status>', 'only runs with this status: running | succeeded | failed | interrupted')
+    .option('--since <when>', 'only runs started since: a window (30m, 12h, 2d) or a date')
+    .option('--limit <n>', 'most rows', '50')
+    .action(async (opts: { queuePrefix: string; job?: string; status?: string; since?: string; limit: string }) => {
+      const since = parseSince(opts.since);
+      const rows = await withQueueSession(opts.queuePrefix, ({ pool }) => listRuns(pool, { job: opts.job, status: opts.status, since, limit: positiveInt('--limit', opts.limit, 50) }));
+      if (rows.length === 0) {
+        cli.out('no runs');
+        return;
+      }
+      for (const line of formatRunTable(rows)) cli.out(line);
+    });
+};

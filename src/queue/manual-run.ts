@@ -1,0 +1,32 @@
+/**
+ * A manual run through the queue (`report-etl enqueue <job>`, issue 4): its own logical run (a new run key),
+ * logical time "now" (the interval since the schedule's previous tick, when the job has a schedule), and explicit
+ * parameters that override jobs.yaml's.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Queue } from 'bullmq';
+import type { EtlConfig } from '../config/schema.ts';
+import { getJob } from '../config/load.ts';
+import { cronTicks } from './cron-ticks.ts';
+import { manualJobId } from './names.ts';
+import { enqueueRun, retryOf, type RunRequest } from './queue.ts';
+
+/**
+ * Queues a manual run of `job`.
+ * @param parameters explicit report parameters (name to value)
+ * @param now the clock (default now)
+ * @returns the BullMQ job id and the run key
+ * @throws ConfigError for an unknown job
+ */
+export async function enqueueManual(queue: Queue<RunRequest>, config: EtlConfig, job: string, parameters: Record<string, string> = {}, now = new Date()): Promise<{ jobId: string; runKey: string }> {
+  const r = getJob(config, job);
+  const runKey = randomUUID();
+  const req: RunRequest = { job, trigger: 'manual', runKey, logicalEnd: now.toISOString() };
+  if (r.job.schedule) {
+    const previous = cronTicks(r.job.schedule, r.job.timezone ?? r.connection.timezone).previous(now);
+    if (previous) req.logicalStart = previous.toISOString();
+  }
+  if (Object.keys(parameters).length) req.parameters = parameters;
+  const { jobId } = await enqueueRun(queue, req, { jobId: manualJobId(job, runKey), ...retryOf(config, job) });
+  return { jobId, runKey };
+}

@@ -1,0 +1,55 @@
+/**
+ * Names in Redis: the BullMQ queue, the key prefix, and the deterministic job id of a logical run
+ * (DESIGN.md "Flow of one run": `jobId = <job>__<tick ISO>`, deduplicated).
+ */
+
+/** The one BullMQ queue every scheduler, worker and CLI command shares. */
+export const QUEUE_NAME = 'report-etl';
+
+/** Default BullMQ key prefix (BullMQ `prefix` option); tests pass a unique one so files can run in parallel. */
+export const DEFAULT_QUEUE_PREFIX = 'report-etl';
+
+/** The queue prefix of this process: `$REPORT_ETL_QUEUE_PREFIX` or {@link DEFAULT_QUEUE_PREFIX}. */
+export function queuePrefixFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  return env.REPORT_ETL_QUEUE_PREFIX || DEFAULT_QUEUE_PREFIX;
+}
+
+/**
+ * A tick as compact UTC ISO 8601 without ':' or '-': `20260122T021500Z`, with `.123` before the Z when the tick
+ * has milliseconds. Sorts like the time it stands for.
+ */
+export function compactIso(tick: Date): string {
+  const iso = tick.toISOString(); // 2026-01-22T02:15:00.000Z
+  const ms = iso.slice(20, 23);
+  return `${iso.slice(0, 19).replace(/[-:]/g, '')}${ms === '000' ? '' : `.${ms}`}Z`;
+}
+
+/**
+ * BullMQ job id of the logical run of `job` at `tick`: `<job>__<compact UTC ISO>`, e.g.
+ * `sales_orders__20260122T021500Z`. Every scheduler computes the same id for the same tick, so BullMQ's custom
+ * id deduplication makes N schedulers enqueue exactly one run per tick. BullMQ rejects custom ids that contain
+ * ':' (unless they have the legacy 3-part repeat form) or that are integers (Job.validateOptions); job names are
+ * `[A-Za-z0-9_.-]+` (jobs.yaml schema) and the tick has no ':', so the id is always valid.
+ * The same id is the run key (etl.runs.run_key) of the logical run.
+ */
+export function runJobId(job: string, tick: Date): string {
+  return `${job}__${compactIso(tick)}`;
+}
+
+/** BullMQ job id of a manual run (`enqueue`): `<job>__manual_<runKey>`; each manual request is its own run. */
+export function manualJobId(job: string, runKey: string): string {
+  return `${job}__manual_${runKey}`;
+}
+
+/**
+ * BullMQ job id of a replay of one failed attempt: `<original id>__replay_<runId>`. Replaying the same failed
+ * attempt twice is deduplicated; a replay that fails again can itself be replayed (its attempt has a new run id).
+ */
+export function replayJobId(queueJobId: string, failedRunId: string): string {
+  return `${queueJobId.replace(/__replay_[0-9a-f-]{36}$/, '')}__replay_${failedRunId}`;
+}
+
+/** Redis key of the overlap lock of `job` (one run of a job at a time, across all workers). */
+export function overlapLockKey(prefix: string, job: string): string {
+  return `${prefix}:${QUEUE_NAME}:overlap:${job}`;
+}

@@ -1,0 +1,81 @@
+/**
+ * The BullMQ queue of runs (DESIGN.md "Flow of one run"): what a queued run carries, and adding one with a
+ * deterministic id so that the same logical run is queued once however many processes ask.
+ */
+import { randomUUID } from 'node:crypto';
+import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import type { EtlConfig } from '../config/schema.ts';
+import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
+
+/** How long finished jobs stay in Redis, in s. A kept id blocks a second enqueue of the same tick (7 days). */
+export const KEEP_COMPLETED_S = 7 * 86_400;
+/** How long failed jobs stay in Redis, in s (30 days), for bull-board's retry button and `replay`. */
+export const KEEP_FAILED_S = 30 * 86_400;
+
+/** One queued run (the BullMQ job data). Times are ISO 8601 strings (job data is JSON). */
+export interface RunRequest {
+  /** Job name in jobs.yaml. */
+  job: string;
+  trigger: 'schedule' | 'catchup' | 'backfill' | 'manual' | 'replay';
+  /** The tick this run stands for (scheduled, caught-up, backfilled runs and their replays). */
+  scheduledFor?: string;
+  /** Start of the interval the run covers: the previous tick (`%{logicalStart}` in parameters). */
+  logicalStart?: string;
+  /** End of the interval: the tick, or the enqueue time of a manual run (`%{logicalEnd}`). */
+  logicalEnd?: string;
+  /** Explicit report parameters; they override jobs.yaml's (after templates are rendered). */
+  parameters?: Record<string, string>;
+  /** The logical run (etl.runs.run_key); every attempt and replay shares it, so append loads stay exactly-once. */
+  runKey: string;
+  /** Random id of this enqueue call, to tell whether the add created the job or found it. */
+  enqueueId?: string;
+}
+
+/**
+ * A Queue of {@link RunRequest}s named {@link QUEUE_NAME}.
+ * @param connection an ioredis instance (shared, not closed by the queue) or ioredis options
+ * @param prefix BullMQ key prefix (default 'report-etl')
+ */
+export function makeQueue(connection: ConnectionOptions, prefix: string = DEFAULT_QUEUE_PREFIX): Queue<RunRequest> {
+  return new Queue<RunRequest>(QUEUE_NAME, { connection, prefix });
+}
+
+/** Options of {@link enqueueRun}. */
+export interface EnqueueOptions {
+  /** BullMQ job id; default the run key (deterministic ids make the add idempotent). */
+  jobId?: string;
+  /** Attempts in all (default 1). */
+  attempts?: number;
+  /** First retry delay in ms; doubles each attempt (BullMQ exponential backoff). */
+  backoffMs?: number;
+  /** Delay before the run may start, in ms. */
+  delayMs?: number;
+}
+
+/** Attempts and backoff of a job from jobs.yaml (job.retry, else defaults.retry). */
+export function retryOf(config: EtlConfig, job: string): { attempts: number; backoffMs: number } {
+  const retry = config.jobs[job]?.retry ?? config.defaults.retry;
+  return { attempts: retry.attempts, backoffMs: retry.backoffMs };
+}
+
+/**
+ * Adds a run unless a job with the same id exists (BullMQ keeps custom ids unique: an add with a taken id returns
+ * the existing job and changes nothing). Finished jobs are kept {@link KEEP_COMPLETED_S} / {@link KEEP_FAILED_S}
+ * so that the id stays taken.
+ * @returns the job id, and whether this call created it (false: it was queued, running or finished already)
+ */
+export async function enqueueRun(queue: Queue<RunRequest>, req: RunRequest, opts: EnqueueOptions = {}): Promise<{ jobId: string; added: boolean }> {
+  const jobId = opts.jobId ?? req.runKey;
+  const enqueueId = randomUUID();
+  const jobOpts: JobsOptions = {
+    jobId,
+    attempts: opts.attempts ?? 1,
+    removeOnComplete: { age: KEEP_COMPLETED_S },
+    removeOnFail: { age: KEEP_FAILED_S },
+  };
+  if (opts.backoffMs !== undefined && opts.backoffMs > 0) jobOpts.backoff = { type: 'exponential', delay: opts.backoffMs };
+  if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
+  await queue.add(req.job, { ...req, enqueueId }, jobOpts);
+  const stored = await queue.getJob(jobId);
+  return { jobId, added: stored?.data.enqueueId === enqueueId };
+}

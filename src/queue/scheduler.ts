@@ -1,0 +1,161 @@
+/**
+ * The scheduler (issue 4 "Scheduler"): one node-cron task per scheduled job, in the job's (or its connection's)
+ * time zone. Each tick enqueues one run with the id `<job>__<tick>` ({@link runJobId}), so any number of
+ * schedulers side by side queue exactly one run per tick. (BullMQ's own Job Schedulers are not used: their races,
+ * taskforcesh/bullmq #2876, #2988, #3085.) On start it catches up on ticks missed while no scheduler ran
+ * (`catchup: none | latest | { all: window }`, from etl.runs); config changes add, remove and reschedule tasks.
+ */
+import type pg from 'pg';
+import type { Queue } from 'bullmq';
+import { createTask, type ScheduledTask } from 'node-cron';
+import type { EtlConfig, JobConfig } from '../config/schema.ts';
+import { parseWindow } from '../config/load.ts';
+import { coerceError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { cronTicks } from './cron-ticks.ts';
+import type { LiveConfig } from './live-config.ts';
+import { runJobId } from './names.ts';
+import { enqueueRun, retryOf, type RunRequest } from './queue.ts';
+import { lastScheduledTick } from './run-queries.ts';
+
+/** What {@link makeScheduler} needs. */
+export interface SchedulerDeps {
+  config: LiveConfig;
+  queue: Queue<RunRequest>;
+  pool: pg.Pool;
+  logger: Logger;
+  /** The clock (tests); default `() => new Date()`. */
+  now?: () => Date;
+}
+
+/** A scheduler. */
+export interface Scheduler {
+  /** Catches up on missed ticks, then starts one cron task per scheduled job and follows config changes. */
+  start(): Promise<void>;
+  /** Stops every task and waits for enqueues in flight. Idempotent. */
+  close(): Promise<void>;
+  /** Names of the jobs with a running task and their `schedule@zone`. */
+  scheduled(): Record<string, string>;
+}
+
+/** The zone a job's schedule is read in. */
+function zoneOf(config: EtlConfig, job: JobConfig): string {
+  return job.timezone ?? config.connections[job.connection]?.timezone ?? 'UTC';
+}
+
+/**
+ * Enqueues the run of `job` for `tick` (deduplicated by id across schedulers).
+ * @returns whether this call queued it
+ */
+export async function enqueueTick(queue: Queue<RunRequest>, config: EtlConfig, job: string, tick: Date, trigger: 'schedule' | 'catchup' | 'backfill', previous?: Date): Promise<{ jobId: string; added: boolean }> {
+  const id = runJobId(job, tick);
+  const req: RunRequest = { job, trigger, scheduledFor: tick.toISOString(), logicalEnd: tick.toISOString(), runKey: id };
+  if (previous) req.logicalStart = previous.toISOString();
+  return enqueueRun(queue, req, { jobId: id, ...retryOf(config, job) });
+}
+
+/** Makes a scheduler; nothing runs before start(). */
+export function makeScheduler(deps: SchedulerDeps): Scheduler {
+  const log = deps.logger.child({ component: 'scheduler' });
+  const now = deps.now ?? (() => new Date());
+  const tasks = new Map<string, { key: string; task: ScheduledTask }>();
+  const inFlight = new Set<Promise<unknown>>();
+  let unsubscribe: (() => void) | undefined;
+  let closing: Promise<void> | undefined;
+
+  const track = (p: Promise<unknown>) => {
+    inFlight.add(p);
+    void p.finally(() => inFlight.delete(p));
+  };
+
+  const onTick = async (name: string, at: Date) => {
+    const config = deps.config.current();
+    const job = config.jobs[name];
+    if (!job?.schedule) return;
+    const tick = new Date(Math.floor(at.getTime() / 1000) * 1000);
+    const previous = cronTicks(job.schedule, zoneOf(config, job)).previous(tick);
+    const { jobId, added } = await enqueueTick(deps.queue, config, name, tick, 'schedule', previous);
+    log.info({ job: name, tick: tick.toISOString(), queueJobId: jobId, added }, added ? 'tick: run queued' : 'tick: run was queued by another scheduler');
+  };
+
+  const apply = (config: EtlConfig) => {
+    const wanted = new Map<string, string>();
+    for (const [name, job] of Object.entries(config.jobs)) {
+      if (job.schedule) wanted.set(name, `${job.schedule}@${zoneOf(config, job)}`);
+    }
+    const removed: string[] = [];
+    const added: string[] = [];
+    for (const [name, t] of tasks) {
+      if (wanted.get(name) !== t.key) {
+        void t.task.destroy();
+        tasks.delete(name);
+        removed.push(name);
+      }
+    }
+    for (const [name, key] of wanted) {
+      if (tasks.has(name)) continue;
+      const job = config.jobs[name]!;
+      const task = createTask(job.schedule!, (ctx) => {
+        const p = onTick(name, ctx.date).catch((err: unknown) => log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'));
+        track(p);
+        return p;
+      }, { timezone: zoneOf(config, job), name: `report-etl:${name}` });
+      void task.start();
+      tasks.set(name, { key, task });
+      added.push(name);
+    }
+    const rescheduled = added.filter((n) => removed.includes(n));
+    if (added.length || removed.length) {
+      log.info({ added: added.filter((n) => !rescheduled.includes(n)), removed: removed.filter((n) => !rescheduled.includes(n)), rescheduled }, 'schedules in force');
+    }
+  };
+
+  const catchUp = async (config: EtlConfig, name: string, job: JobConfig) => {
+    if (!job.schedule || job.catchup === 'none') return;
+    const last = await lastScheduledTick(deps.pool, name);
+    if (!last) {
+      log.info({ job: name }, 'catch-up: no scheduled run recorded yet, nothing missed');
+      return;
+    }
+    const ticks = cronTicks(job.schedule, zoneOf(config, job));
+    const until = now();
+    let from = last;
+    if (typeof job.catchup === 'object') {
+      const windowMs = parseWindow(job.catchup.all) ?? 0;
+      from = new Date(Math.max(last.getTime(), until.getTime() - windowMs));
+    }
+    const found = ticks.between(from, until, job.catchup === 'latest' ? 1 : undefined);
+    let queued = 0;
+    for (const tick of found.ticks) {
+      if ((await enqueueTick(deps.queue, config, name, tick, 'catchup', ticks.previous(tick))).added) queued += 1;
+    }
+    if (found.ticks.length) {
+      log.info({ job: name, missed: found.ticks.length, queued, since: last.toISOString(), truncated: found.truncated }, 'catch-up: missed ticks queued');
+    }
+  };
+
+  return {
+    async start() {
+      const config = deps.config.current();
+      for (const [name, job] of Object.entries(config.jobs)) {
+        await catchUp(config, name, job).catch((err: unknown) => log.error({ job: name, err: coerceError(err).message }, 'catch-up failed'));
+      }
+      if (closing) return;
+      apply(config);
+      unsubscribe = deps.config.onChange((c) => {
+        if (!closing) apply(c);
+      });
+    },
+    scheduled: () => Object.fromEntries([...tasks].map(([name, t]) => [name, t.key])),
+    close() {
+      closing ??= (async () => {
+        unsubscribe?.();
+        await Promise.all([...tasks.values()].map((t) => t.task.destroy()));
+        tasks.clear();
+        await Promise.allSettled([...inFlight]);
+        log.info('scheduler stopped');
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * The long-running process (issue 4 "Worker": `scheduler`, `worker`, `start`): opens Postgres and Redis, migrates,
+ * watches jobs.yaml and runs the chosen parts. Stops in the order CONVENTIONS.md "Lifecycle" gives: scheduler,
+ * worker (graceful, see makeRunWorker), HTTP server, then the pg pool and Redis.
+ */
+import type { Queue } from 'bullmq';
+import { makePool, makeRedis, Releasers } from '../connections.ts';
+import type { Logger } from '../logger.ts';
+import { migrate } from '../warehouse/migrate.ts';
+import { watchLiveConfig, type LiveConfig } from './live-config.ts';
+import { DEFAULT_QUEUE_PREFIX } from './names.ts';
+import { makeQueue, type RunRequest } from './queue.ts';
+import { makeScheduler, type Scheduler } from './scheduler.ts';
+import { makeRunWorker, type RunWorker, type RunWorkerDeps } from './worker.ts';
+
+/** Options of {@link startService}. */
+export interface ServiceOptions {
+  configPath: string;
+  logger: Logger;
+  scheduler?: boolean;
+  worker?: boolean;
+  /** Start the admin HTTP server (src/admin/server.ts). */
+  admin?: boolean;
+  /** Admin server port (default 3000) and host (default 127.0.0.1). */
+  adminPort?: number;
+  adminHost?: string;
+  /** BullMQ prefix (default 'report-etl'). */
+  prefix?: string;
+  /** Worker tuning: concurrency, lock and stall settings (see RunWorkerDeps). */
+  workerOptions?: Pick<RunWorkerDeps, 'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'maxStalledCount' | 'overlapRetryMs' | 'overlapLockTtlMs'>;
+  /** How long running runs may finish on shutdown, in ms (default 60 000). */
+  graceMs?: number;
+}
+
+/** A running service. */
+export interface Service {
+  config: LiveConfig;
+  queue: Queue<RunRequest>;
+  scheduler?: Scheduler;
+  worker?: RunWorker;
+  /** Admin server URL when started. */
+  adminUrl?: string;
+  /** Graceful stop (see ServiceOptions.graceMs); a second call waits for the first. */
+  stop(): Promise<void>;
+  /** Aborts running runs at once (second signal); stop() still finishes the shutdown. */
+  abortRuns(): void;
+}
+
+/**
+ * Starts the chosen parts.
+ * @throws ConfigError for an invalid jobs.yaml at start; connection and migration errors (after releasing what was opened)
+ */
+export async function startService(o: ServiceOptions): Promise<Service> {
+  const releasers = new Releasers();
+  const prefix = o.prefix ?? DEFAULT_QUEUE_PREFIX;
+  try {
+    const config = await watchLiveConfig(o.configPath, o.logger);
+    releasers.add(() => config.close());
+    const redis = makeRedis(o.logger);
+    releasers.add(() => redis.quit());
+    const pool = makePool(o.logger, undefined, Math.max(10, (o.workerOptions?.concurrency ?? 1) * 2 + 2));
+    releasers.add(() => pool.end());
+    await migrate(pool, o.logger);
+    const queue = makeQueue(redis, prefix);
+    releasers.add(() => queue.close());
+    let stopped: Promise<void> | undefined;
+    const service: Service = {
+      config,
+      queue,
+      stop: () => (stopped ??= releasers.releaseAll()),
+      abortRuns: () => service.worker?.abortAll('second signal: aborting now'),
+    };
+    if (o.admin) {
+      const { startAdminServer } = await import('../admin/server.ts');
+      const admin = await startAdminServer({ pool, redis, queue, logger: o.logger, port: o.adminPort ?? 3000, ...(o.adminHost ? { host: o.adminHost } : {}) });
+      releasers.add(() => admin.close());
+      service.adminUrl = admin.url;
+    }
+    if (o.worker) {
+      const worker = makeRunWorker({ config: config.current, pool, redis, logger: o.logger, prefix, ...o.workerOptions });
+      releasers.add(() => worker.close(o.graceMs ?? 60_000));
+      service.worker = worker;
+    }
+    if (o.scheduler) {
+      const scheduler = makeScheduler({ config, queue, pool, logger: o.logger });
+      releasers.add(() => scheduler.close());
+      await scheduler.start();
+      service.scheduler = scheduler;
+    }
+    return service;
+  } catch (err) {
+    await releasers.releaseAll().catch(() => undefined);
+    throw err;
+  }
+}

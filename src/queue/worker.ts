@@ -1,0 +1,133 @@
+/**
+ * The run worker (issue 4 "Worker"): a BullMQ Worker on the run queue calling the pipeline's runJob through
+ * {@link processRun}, with graceful shutdown: stop taking work, let running runs finish for a grace period, then
+ * abort them (rolled back, report job deleted, recorded interrupted, queued again).
+ */
+import type pg from 'pg';
+import type { Redis } from 'ioredis';
+import { Worker } from 'bullmq';
+import type { EtlConfig } from '../config/schema.ts';
+import { coerceError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
+import { OVERLAP_LOCK_TTL_MS } from './overlap-lock.ts';
+import type { RunRequest } from './queue.ts';
+import { makeReportClients } from './report-clients.ts';
+import { defaultWorkerName, processRun, type RunOutcome } from './run-processor.ts';
+
+/** What {@link makeRunWorker} needs. */
+export interface RunWorkerDeps {
+  /** The current jobs.yaml (read at the start of every run, so a watched config applies to the next run). */
+  config: () => EtlConfig;
+  pool: pg.Pool;
+  /** Token cache, overlap locks, and BullMQ's connection (BullMQ duplicates it for its blocking reads). */
+  redis: Redis;
+  logger: Logger;
+  /** Runs at the same time in this process (default 1). */
+  concurrency?: number;
+  /** BullMQ key prefix (default 'report-etl'). */
+  prefix?: string;
+  /** BullMQ job lock in ms, renewed every half (default 30 000); a dead worker's run is stalled after it. */
+  lockDurationMs?: number;
+  /** How often stalled runs are looked for, in ms (default 30 000). */
+  stalledIntervalMs?: number;
+  /** Stalls a run may have before it fails for good (default 2). */
+  maxStalledCount?: number;
+  /** Recheck interval of a run waiting for the previous run of its job (overlap: wait), in ms (default 5 000). */
+  overlapRetryMs?: number;
+  /** TTL of the overlap lock in ms (default 30 000), renewed every third. */
+  overlapLockTtlMs?: number;
+  /** Name in etl.runs.worker (default host:pid). */
+  workerName?: string;
+}
+
+/** A running worker. */
+export interface RunWorker {
+  worker: Worker<RunRequest, RunOutcome>;
+  /**
+   * Graceful shutdown: stop taking runs, wait up to `graceMs` for running ones, then abort them (each is rolled
+   * back, its report job deleted, recorded interrupted and queued again). Closes the report clients; the pool and
+   * the Redis connection are the caller's. A second call waits for the first.
+   * @param graceMs how long running runs may go on, in ms (0: abort at once)
+   */
+  close(graceMs: number): Promise<void>;
+  /** Aborts every running run now (a second signal); close() still completes the shutdown. */
+  abortAll(reason?: string): void;
+  /** Runs in progress in this process. */
+  running(): number;
+}
+
+/**
+ * Starts a worker on the run queue.
+ * @returns the worker; it is already taking runs
+ */
+export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
+  const prefix = deps.prefix ?? DEFAULT_QUEUE_PREFIX;
+  const logger = deps.logger.child({ component: 'worker' });
+  const clients = makeReportClients(deps.redis, deps.logger);
+  const active = new Set<AbortController>();
+  let shuttingDown = false;
+  const processDeps = {
+    config: deps.config,
+    pool: deps.pool,
+    redis: deps.redis,
+    logger: deps.logger,
+    clients,
+    prefix,
+    overlapRetryMs: deps.overlapRetryMs ?? 5_000,
+    overlapLockTtlMs: deps.overlapLockTtlMs ?? OVERLAP_LOCK_TTL_MS,
+    workerName: deps.workerName ?? defaultWorkerName(),
+    shuttingDown: () => shuttingDown,
+    track: (c: AbortController) => {
+      active.add(c);
+      return () => active.delete(c);
+    },
+  };
+  const worker = new Worker<RunRequest, RunOutcome>(
+    QUEUE_NAME,
+    // Three parameters: BullMQ passes an abort signal only to processors that declare it.
+    (job, token, signal) => processRun(processDeps, job, token, signal),
+    {
+      connection: deps.redis,
+      prefix,
+      concurrency: deps.concurrency ?? 1,
+      lockDuration: deps.lockDurationMs ?? 30_000,
+      stalledInterval: deps.stalledIntervalMs ?? 30_000,
+      maxStalledCount: deps.maxStalledCount ?? 2,
+    },
+  );
+  worker.on('error', (err) => logger.error({ err: coerceError(err).message }, 'worker error'));
+  worker.on('failed', (job, err) => {
+    logger.warn({ queueJobId: job?.id, job: job?.data.job, attemptsMade: job?.attemptsMade, err: err.message }, 'queued run attempt failed');
+  });
+  worker.on('stalled', (jobId) => logger.warn({ queueJobId: jobId }, 'run stalled (its worker died or lost the lock): queued again'));
+  const abortAll = (reason = 'shutdown') => {
+    for (const c of active) c.abort(new Error(reason));
+  };
+  let closing: Promise<void> | undefined;
+  return {
+    worker,
+    abortAll,
+    running: () => active.size,
+    close(graceMs) {
+      closing ??= (async () => {
+        shuttingDown = true;
+        logger.info({ running: active.size, graceMs }, 'worker stopping: no new runs');
+        const closed = worker.close();
+        let timer: NodeJS.Timeout | undefined;
+        const graceOver = new Promise<'grace-over'>((resolve) => {
+          timer = setTimeout(() => resolve('grace-over'), graceMs);
+        });
+        if ((await Promise.race([closed.then(() => 'closed' as const), graceOver])) === 'grace-over' && active.size > 0) {
+          logger.warn({ running: active.size }, 'grace period over: aborting running runs');
+          abortAll('shutdown: grace period over');
+        }
+        clearTimeout(timer);
+        await closed;
+        await clients.close();
+        logger.info('worker stopped');
+      })();
+      return closing;
+    },
+  };
+}

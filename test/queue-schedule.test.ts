@@ -1,0 +1,177 @@
+/**
+ * Scheduler and workers end to end (issue 4 "Done when"): real Redis, Postgres and the simulator. Two schedulers
+ * and two workers give exactly one successful run per tick; catch-up after downtime; backfill with logical time;
+ * duplicate enqueues of a tick are deduplicated.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { silentLogger } from '../src/logger.ts';
+import { backfill } from '../src/queue/backfill.ts';
+import { settableConfig, staticConfig } from '../src/queue/live-config.ts';
+import { runJobId } from '../src/queue/names.ts';
+import { makeQueue, type RunRequest } from '../src/queue/queue.ts';
+import { enqueueTick, makeScheduler } from '../src/queue/scheduler.ts';
+import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import { uniqueName } from './support/env.ts';
+import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
+import { deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import type { Queue } from 'bullmq';
+
+let h: Harness;
+let prefix: string;
+let jp: string;
+let queue: Queue<RunRequest>;
+const workers: RunWorker[] = [];
+
+beforeAll(async () => {
+  h = await startHarness({ jobDurationMs: 30 });
+  prefix = uniqueName('qs');
+  jp = uniqueName('js');
+  queue = makeQueue(h.redis, prefix);
+});
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.close(0)));
+  await queue?.close();
+  await deleteKeys(h.redis, prefix);
+  await deleteRuns(h.pool, jp);
+  await h?.close();
+});
+
+function startWorker(config: () => ReturnType<Harness['config']>, concurrency = 1): RunWorker {
+  const w = makeRunWorker({ config, pool: h.pool, redis: h.redis, logger: silentLogger, prefix, concurrency, overlapRetryMs: 200 });
+  workers.push(w);
+  return w;
+}
+
+it('two schedulers and two workers: exactly one successful run per tick', async () => {
+  const job = `${jp}_tick`;
+  const table = `${h.schema}.stock_ticks`;
+  const config = h.config({ [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table }), schedule: '*/2 * * * * *', timezone: 'UTC' } });
+  const live = staticConfig(config);
+  const s1 = makeScheduler({ config: live, queue, pool: h.pool, logger: silentLogger });
+  const s2 = makeScheduler({ config: live, queue, pool: h.pool, logger: silentLogger });
+  startWorker(() => config);
+  startWorker(() => config);
+  const started = Date.now();
+  await Promise.all([s1.start(), s2.start()]);
+  expect(s1.scheduled()).toEqual({ [job]: '*/2 * * * * *@UTC' });
+  await waitFor('4 ticks', async () => (await runsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length >= 4, 20_000);
+  await Promise.all([s1.close(), s2.close()]);
+  await waitFor('queue drained', async () => {
+    const c = await queue.getJobCounts('waiting', 'active', 'delayed');
+    return (c.waiting ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) === 0;
+  });
+  const runs = await runsOf(h.pool, job);
+  const ticks = runs.map((r) => r.scheduled_for!.getTime());
+  // One row per tick (no duplicate attempt), each succeeded, ticks 2 s apart without a gap.
+  expect(new Set(ticks).size).toBe(runs.length);
+  expect(runs.every((r) => r.status === 'succeeded' && r.trigger === 'schedule' && r.attempt === 1)).toBe(true);
+  const sorted = [...ticks].sort((a, b) => a - b);
+  for (let i = 1; i < sorted.length; i++) expect(sorted[i]! - sorted[i - 1]!).toBe(2000);
+  expect(sorted[0]! % 2000).toBe(0);
+  expect(sorted[0]!).toBeGreaterThanOrEqual(started - 2000);
+  for (const r of runs) expect(r.run_key).toBe(runJobId(job, r.scheduled_for!));
+  // Each BullMQ job completed once, under its deterministic id.
+  const done = await queue.getJobs(['completed'], 0, 100);
+  const ids = done.filter((j) => j.data.job === job).map((j) => j.id).sort();
+  expect(ids).toEqual(runs.map((r) => r.run_key).sort());
+  expect(await loadedRows(h.pool, table, 'Stock/Levels.avw')).toEqual(servedRows('Stock/Levels.avw', {}, 1));
+  expect(h.sim.counters().openJobs).toEqual([]);
+  await Promise.all(workers.splice(0).map((w) => w.close(0)));
+});
+
+it('a tick enqueued twice is queued once', async () => {
+  const job = `${jp}_dup`;
+  const config = h.config({ [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.dup` }), schedule: '0 6 * * *' } });
+  const tick = new Date('2026-01-05T05:00:00Z');
+  const results = await Promise.all(Array.from({ length: 5 }, () => enqueueTick(queue, config, job, tick, 'schedule')));
+  expect(results.filter((r) => r.added)).toHaveLength(1);
+  expect(new Set(results.map((r) => r.jobId))).toEqual(new Set([runJobId(job, tick)]));
+  const queued = await queue.getJob(runJobId(job, tick));
+  expect(queued?.opts.attempts).toBe(3);
+  expect(queued?.opts.backoff).toEqual({ type: 'exponential', delay: 30_000 });
+  await queued?.remove();
+});
+
+it('catch-up after downtime: all missed ticks within the window, or only the latest', async () => {
+  const all = `${jp}_cu_all`;
+  const latest = `${jp}_cu_latest`;
+  const none = `${jp}_cu_none`;
+  const base = { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.cu` }), schedule: '*/2 * * * * *', timezone: 'UTC' };
+  const config = h.config({ [all]: { ...base, catchup: { all: '1h' } }, [latest]: { ...base, catchup: 'latest' }, [none]: base });
+  // The run history says each job last ran 10 s before "now": 5 ticks were missed while no scheduler ran.
+  const now = new Date(Math.floor(Date.now() / 2000) * 2000 + 500);
+  const last = new Date(now.getTime() - 500 - 10_000);
+  for (const job of [all, latest, none]) {
+    await h.pool.query(
+      `INSERT INTO etl.runs (run_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode)
+       VALUES (gen_random_uuid(), $1, $2, $3, 'schedule', 1, 'succeeded', 'x.y', 'replace')`,
+      [job, runJobId(job, last), last],
+    );
+  }
+  const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger: silentLogger, now: () => now });
+  await scheduler.start();
+  await scheduler.close();
+  const queued = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'], 0, 1000)).filter((j) => j.data.trigger === 'catchup');
+  const of = (job: string) => queued.filter((j) => j.data.job === job).map((j) => j.data.scheduledFor).sort();
+  const expected = [8, 6, 4, 2, 0].map((s) => new Date(now.getTime() - 500 - s * 1000).toISOString());
+  expect(of(all)).toEqual(expected);
+  expect(of(latest)).toEqual([expected.at(-1)]);
+  expect(of(none)).toEqual([]);
+  const first = queued.find((j) => j.data.job === all && j.data.scheduledFor === expected[0]);
+  expect(first?.id).toBe(runJobId(all, new Date(expected[0]!)));
+  expect(first?.data.logicalStart).toBe(last.toISOString());
+  for (const j of queued) await j.remove();
+});
+
+it('backfill: one run per interval with its own logical time, deduplicated on a second call', async () => {
+  const job = `${jp}_bf`;
+  const table = `${h.schema}.orders_bf`;
+  const config = h.config({
+    [job]: {
+      ...jobEntry({ name: 'Sales/Orders', paging: 500, parameters: { FROM: '%{logicalStart:yyyy-MM-dd}', TO: '%{logicalEnd:yyyy-MM-dd}' } }, { table, mode: 'append' }),
+      schedule: '0 6 * * *',
+      timezone: 'Europe/Zurich',
+    },
+  });
+  const from = new Date('2024-03-01T05:00:00Z'); // 06:00 Zurich: exclusive
+  const to = new Date('2024-03-04T05:00:00Z');
+  const first = await backfill({ queue, config }, job, from, to);
+  expect(first.runs.map((r) => [r.tick.toISOString(), r.added])).toEqual([
+    ['2024-03-02T05:00:00.000Z', true],
+    ['2024-03-03T05:00:00.000Z', true],
+    ['2024-03-04T05:00:00.000Z', true],
+  ]);
+  const again = await backfill({ queue, config }, job, from, to);
+  expect(again.runs.every((r) => !r.added)).toBe(true);
+  startWorker(() => config, 2);
+  await waitFor('3 backfilled runs', async () => (await runsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 3);
+  const runs = await runsOf(h.pool, job);
+  expect(runs.map((r) => r.trigger)).toEqual(['backfill', 'backfill', 'backfill']);
+  // Each run loaded exactly its day: FROM = previous tick's date, TO = the tick's date.
+  const expected = ['2024-03-01', '2024-03-02', '2024-03-03', '2024-03-04'];
+  const want = expected.slice(0, 3).flatMap((day, i) => servedRows('Sales/Orders.avw', { FROM: day, TO: expected[i + 1]! }, 1)).sort();
+  expect(want.length).toBeGreaterThan(0);
+  expect(await loadedRows(h.pool, table, 'Sales/Orders.avw')).toEqual(want);
+  const requests = (await h.pool.query('SELECT logical_start, logical_end FROM etl.run_requests WHERE job = $1 ORDER BY logical_end', [job])).rows;
+  expect(requests.map((r) => [r.logical_start.toISOString(), r.logical_end.toISOString()])).toEqual([
+    ['2024-03-01T05:00:00.000Z', '2024-03-02T05:00:00.000Z'],
+    ['2024-03-02T05:00:00.000Z', '2024-03-03T05:00:00.000Z'],
+    ['2024-03-03T05:00:00.000Z', '2024-03-04T05:00:00.000Z'],
+  ]);
+});
+
+it('a config change reschedules live', async () => {
+  const a = `${jp}_live_a`;
+  const b = `${jp}_live_b`;
+  const entry = (schedule: string) => ({ ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.live` }), schedule, timezone: 'UTC' });
+  const live = settableConfig(h.config({ [a]: entry('0 6 * * *') }));
+  const scheduler = makeScheduler({ config: live, queue, pool: h.pool, logger: silentLogger });
+  await scheduler.start();
+  expect(scheduler.scheduled()).toEqual({ [a]: '0 6 * * *@UTC' });
+  live.set(h.config({ [a]: entry('0 7 * * *'), [b]: entry('0 8 * * *') }));
+  expect(scheduler.scheduled()).toEqual({ [a]: '0 7 * * *@UTC', [b]: '0 8 * * *@UTC' });
+  live.set(h.config({ [b]: entry('0 8 * * *') }));
+  expect(scheduler.scheduled()).toEqual({ [b]: '0 8 * * *@UTC' });
+  await scheduler.close();
+  expect(scheduler.scheduled()).toEqual({});
+});

@@ -1,0 +1,154 @@
+/**
+ * The long-running service and the queue commands as users start them (issue 4): jobs.yaml changed and broken
+ * while the scheduler and worker run; `enqueue`, `runs`, `replay`, `backfill` through the CLI; `worker` as a
+ * process stopped by SIGTERM.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { main } from '../src/cli.ts';
+import { startService } from '../src/queue/service.ts';
+import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
+import { startHarness, type Harness } from './support/harness.ts';
+import { captureLogger, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+
+let h: Harness;
+let prefix: string;
+let jp: string;
+let dir: string;
+let path: string;
+
+beforeAll(async () => {
+  h = await startHarness({ jobDurationMs: 30 });
+  prefix = uniqueName('qv');
+  jp = uniqueName('jv');
+  dir = mkdtempSync(join(tmpdir(), 'report-etl-queue-'));
+  path = join(dir, 'jobs.yaml');
+  process.env.QV_SIM_URL = h.sim.url;
+  process.env.QV_SECRET = 'demo-secret';
+});
+afterAll(async () => {
+  await deleteKeys(h.redis, prefix);
+  await deleteRuns(h.pool, jp);
+  rmSync(dir, { recursive: true, force: true });
+  await h?.close();
+});
+
+/** A jobs.yaml with the given jobs (name -> extra YAML lines under the job). */
+function writeJobs(jobs: Record<string, string>, extraTop = ''): void {
+  const lines = [
+    'connections:',
+    '  sim:',
+    '    baseUrl: ${QV_SIM_URL}',
+    '    clientId: demo-client',
+    '    clientSecret: ${QV_SECRET}',
+    '    timezone: UTC',
+    '    pollIntervalMs: 20',
+    '    pollMaxIntervalMs: 50',
+    extraTop,
+    'jobs:',
+  ];
+  for (const [name, extra] of Object.entries(jobs)) {
+    lines.push(`  ${name}:`, '    connection: sim', '    report: { mandant: 7777, name: Stock/Levels, paging: 100 }', `    target: { table: ${h.schema}.${name.replace(/[^a-z0-9_]/g, '_')} }`, ...extra.split('\n').filter(Boolean).map((l) => `    ${l}`));
+  }
+  writeFileSync(path, `${lines.join('\n')}\n`);
+}
+
+/** Runs the CLI in this process; returns exit code and output lines. */
+async function cli(...args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const o = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(...String(chunk).split('\n').filter(Boolean)), true));
+  const e = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (err.push(...String(chunk).split('\n').filter(Boolean)), true));
+  try {
+    const code = await main(['node', 'report-etl', ...args]);
+    return { code, out, err: err.filter((l) => !l.startsWith('{')) };
+  } finally {
+    o.mockRestore();
+    e.mockRestore();
+  }
+}
+
+it('jobs.yaml changed and broken while scheduler and worker run', async () => {
+  const a = `${jp}_a`;
+  const b = `${jp}_b`;
+  writeJobs({ [a]: 'schedule: "*/2 * * * * *"' });
+  const { logger, lines } = captureLogger();
+  const service = await startService({ configPath: path, logger, scheduler: true, worker: true, prefix, graceMs: 5_000 });
+  try {
+    await waitFor('a ran', async () => (await runsOf(h.pool, a)).some((r) => r.status === 'succeeded'));
+    // A valid change: a removed, b added.
+    writeJobs({ [b]: 'schedule: "*/2 * * * * *"' });
+    await waitFor('b scheduled', () => service.scheduler!.scheduled()[b] !== undefined, 5_000);
+    expect(Object.keys(service.scheduler!.scheduled())).toEqual([b]);
+    await waitFor('b ran', async () => (await runsOf(h.pool, b)).some((r) => r.status === 'succeeded'));
+    const aRuns = (await runsOf(h.pool, a)).length;
+    // A broken change: every problem logged, the running config kept.
+    writeJobs({ [b]: 'schedule: "61 * * * *"\nretries: 3' });
+    const logged = await waitFor('problems logged', () => lines.find((l) => Array.isArray(l.problems)), 5_000);
+    const problems = logged.problems as string[];
+    expect(problems.some((p) => p.includes(`jobs.${b}.schedule`) && p.includes('invalid cron expression'))).toBe(true);
+    expect(problems.some((p) => p.includes('unknown key "retries"'))).toBe(true);
+    expect(String(logged.msg)).toContain('keeping the running config');
+    expect(service.scheduler!.scheduled()).toEqual({ [b]: '*/2 * * * * *@UTC' });
+    const bRuns = (await runsOf(h.pool, b)).length;
+    await waitFor('b still runs on the kept config', async () => (await runsOf(h.pool, b)).filter((r) => r.status === 'succeeded').length > bRuns, 6_000);
+    expect((await runsOf(h.pool, a)).length).toBe(aRuns);
+  } finally {
+    await service.stop();
+  }
+  expect(lines.some((l) => l.msg === 'worker stopped')).toBe(true);
+});
+
+it('enqueue, runs, replay and backfill from the command line', async () => {
+  const job = `${jp}_cli`;
+  writeJobs({ [job]: 'schedule: "0 6 * * *"\ncatchup: none' });
+  const enq = await cli('enqueue', job, '--config', path, '--queue-prefix', prefix, '--param', 'ROWS=7');
+  expect(enq.code).toBe(0);
+  const jobId = /queued as (\S+)/.exec(enq.out.join('\n'))![1]!;
+  expect(jobId.startsWith(`${job}__manual_`)).toBe(true);
+  const { logger } = captureLogger();
+  const service = await startService({ configPath: path, logger, worker: true, prefix });
+  try {
+    await waitFor('manual run done', async () => (await runsOf(h.pool, job)).some((r) => r.status === 'succeeded'));
+    const runs = await runsOf(h.pool, job);
+    expect(Number(runs[0]!.rows)).toBe(7);
+    const table = await cli('runs', '--job', job, '--since', '1h');
+    expect(table.code).toBe(0);
+    expect(table.out[0]).toMatch(/^run id\s+job\s+status\s+attempt\s+trigger\s+started\s+duration\s+rows\s+error$/);
+    expect(table.out[1]).toContain(runs[0]!.run_id);
+    expect(table.out[1]).toMatch(/succeeded\s+1\s+manual/);
+    expect((await cli('runs', '--job', job, '--status', 'failed')).out).toEqual(['no runs']);
+    const bad = await cli('replay', '00000000-0000-4000-8000-000000000000', '--config', path, '--queue-prefix', prefix);
+    expect(bad.code).toBe(2);
+    expect(bad.err.join('\n')).toContain('no run 00000000-0000-4000-8000-000000000000');
+    expect((await cli('replay', '--failed', '--job', job, '--config', path, '--queue-prefix', prefix)).out).toEqual(['0 failed runs queued again']);
+    const bf = await cli('backfill', job, '--from', '2026-01-01', '--to', '2026-01-03', '--config', path, '--queue-prefix', prefix);
+    expect(bf.code).toBe(0);
+    expect(bf.out).toEqual([
+      `2026-01-01T06:00:00.000Z  ${job}__20260101T060000Z  queued`,
+      `2026-01-02T06:00:00.000Z  ${job}__20260102T060000Z  queued`,
+      `${job}: 2 of 2 runs queued`,
+    ]);
+    await waitFor('backfilled runs done', async () => (await runsOf(h.pool, job)).filter((r) => r.trigger === 'backfill' && r.status === 'succeeded').length === 2);
+  } finally {
+    await service.stop();
+  }
+});
+
+it('`report-etl worker` stops on SIGTERM with exit code 0', async () => {
+  writeJobs({ [`${jp}_proc`]: '' });
+  const child = spawn(process.execPath, ['bin/report-etl.js', 'worker', '--config', path, '--queue-prefix', prefix, '--grace', '1'], {
+    env: { ...process.env, DATABASE_URL, REDIS_URL, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await waitFor('worker running', () => out.includes('running'), 15_000);
+  child.kill('SIGTERM');
+  expect(await exit).toBe(0);
+  expect(out).toContain('report-etl stopped');
+});

@@ -1,0 +1,184 @@
+/**
+ * The worker's failure handling (issue 4 "Worker", "Replay"): kill -9 mid-run recovered by a new attempt that
+ * deletes the dead attempt's report job; graceful shutdown; non-retryable failures fail at once; a failed run
+ * replayed after the fault is gone; overlap prevention across workers.
+ */
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Queue } from 'bullmq';
+import { silentLogger } from '../src/logger.ts';
+import { enqueueManual } from '../src/queue/manual-run.ts';
+import { makeQueue, type RunRequest } from '../src/queue/queue.ts';
+import { replayFailed, replayRun } from '../src/queue/replay.ts';
+import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../src/queue/worker.ts';
+import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
+import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
+import { deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+
+let h: Harness;
+let prefix: string;
+let jp: string;
+let queue: Queue<RunRequest>;
+const workers: RunWorker[] = [];
+
+beforeAll(async () => {
+  // Report jobs stay Running 1.5 s: long enough to kill or stop a worker mid-run.
+  h = await startHarness({ jobDurationMs: 1_500 });
+  prefix = uniqueName('qw');
+  jp = uniqueName('jw');
+  queue = makeQueue(h.redis, prefix);
+});
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.close(0)));
+  await queue?.close();
+  await deleteKeys(h.redis, prefix);
+  await deleteRuns(h.pool, jp);
+  await h?.close();
+});
+
+function startWorker(config: () => ReturnType<Harness['config']>, extra: Partial<RunWorkerDeps> = {}): RunWorker {
+  const w = makeRunWorker({ config, pool: h.pool, redis: h.redis, logger: silentLogger, prefix, overlapRetryMs: 100, lockDurationMs: 1_000, stalledIntervalMs: 500, ...extra });
+  workers.push(w);
+  return w;
+}
+
+async function stop(w: RunWorker, graceMs = 0): Promise<void> {
+  await w.close(graceMs);
+  workers.splice(workers.indexOf(w), 1);
+}
+
+/** Full content fingerprint of a table. */
+async function snapshot(table: string): Promise<string> {
+  const { rows } = await h.pool.query(`SELECT count(*)::int AS n, md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS m FROM ${table} t`);
+  return `${rows[0].n}:${rows[0].m}`;
+}
+
+it('kill -9 mid-run: the run is picked up as stalled, the dead report job deleted, the target intact', async () => {
+  const job = `${jp}_kill`;
+  const table = `${h.schema}.orders_kill`;
+  const config = h.config({ [job]: jobEntry({ name: 'Sales/Orders', paging: 500, parameters: { ROWS: '1200' } }, { table }) });
+  await h.pool.query(`CREATE TABLE ${table} (auftrag_nr bigint, kunde text)`);
+  await h.pool.query(`INSERT INTO ${table} VALUES (1, 'before')`);
+  const before = await snapshot(table);
+  const child = spawn(process.execPath, ['test/fixtures/queue-worker-child.ts'], {
+    env: { ...process.env, CHILD_CONFIG: JSON.stringify(config), CHILD_PREFIX: prefix, DATABASE_URL, REDIS_URL },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  await waitFor('child ready', () => new Promise<boolean>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString().includes('ready')))));
+  const { jobId, runKey } = await enqueueManual(queue, config, job, { ROWS: '900' });
+  const dead = await waitFor('the child started the report job', async () => (await runsOf(h.pool, job)).find((r) => r.report_job_id !== null));
+  expect(h.sim.counters().openJobs).toContain(dead.report_job_id);
+  child.kill('SIGKILL');
+  await exited;
+  expect(await snapshot(table)).toBe(before);
+  startWorker(() => config);
+  const done = await waitFor('a new attempt succeeded', async () => (await runsOf(h.pool, job)).find((r) => r.status === 'succeeded'), 30_000);
+  const runs = await runsOf(h.pool, job);
+  expect(runs).toHaveLength(2);
+  const old = runs.find((r) => r.run_id === dead.run_id)!;
+  expect(old.status).toBe('interrupted');
+  expect(old.error).toContain(`report job ${dead.report_job_id} was deleted`);
+  expect(done.run_key).toBe(runKey);
+  expect(done.trigger).toBe('manual');
+  expect(Number(done.rows)).toBe(900);
+  expect(h.sim.counters().openJobs).toEqual([]);
+  expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', { ROWS: '900' })).toEqual(servedRows('Sales/Orders.avw', { ROWS: '900' }, 1));
+  expect(await (await queue.getJob(jobId))?.getState()).toBe('completed');
+  await stop(workers[0]!);
+});
+
+it('graceful shutdown: a run that ends within the grace period finishes; one that does not is aborted and queued again', async () => {
+  const job = `${jp}_grace`;
+  const table = `${h.schema}.stock_grace`;
+  const config = h.config({ [job]: jobEntry({ name: 'Stock/Levels' }, { table }) });
+  // 1) Finishes within the grace period.
+  let w = startWorker(() => config);
+  await enqueueManual(queue, config, job);
+  await waitFor('run started', async () => (await runsOf(h.pool, job)).some((r) => r.report_job_id));
+  await stop(w, 10_000);
+  let runs = await runsOf(h.pool, job);
+  expect(runs.map((r) => r.status)).toEqual(['succeeded']);
+  // 2) Grace period over: aborted, rolled back, report job deleted, recorded interrupted, queued again without using an attempt.
+  w = startWorker(() => config);
+  const { jobId } = await enqueueManual(queue, config, job);
+  await waitFor('second run started', async () => (await runsOf(h.pool, job)).filter((r) => r.report_job_id).length === 2);
+  const t0 = Date.now();
+  await stop(w, 200);
+  expect(Date.now() - t0).toBeLessThan(1_400);
+  runs = await runsOf(h.pool, job);
+  expect(runs[1]!.status).toBe('interrupted');
+  expect(h.sim.counters().openJobs).toEqual([]);
+  const queued = await queue.getJob(jobId);
+  expect(['delayed', 'waiting']).toContain(await queued!.getState());
+  expect(queued!.attemptsMade).toBe(0);
+  // Another worker takes it.
+  startWorker(() => config);
+  await waitFor('requeued run succeeded', async () => (await runsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 2);
+  await stop(workers[0]!);
+});
+
+it('a non-retryable failure fails at once; a retryable one uses its attempts; replay after the fault is gone', async () => {
+  const job = `${jp}_fail`;
+  const table = `${h.schema}.stock_fail`;
+  const config = h.config({
+    [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table, mode: 'append' }), retry: { attempts: 2, backoffMs: 50 } },
+    [`${job}_forbidden`]: { ...jobEntry({ name: 'Failing' }, { table: `${h.schema}.never` }), retry: { attempts: 3, backoffMs: 50 } },
+  });
+  startWorker(() => config);
+  // FinishedError of the report: not retryable, one attempt only although 3 are allowed.
+  const bad = await enqueueManual(queue, config, `${job}_forbidden`);
+  await waitFor('failed for good', async () => (await (await queue.getJob(bad.jobId))?.getState()) === 'failed');
+  expect((await runsOf(h.pool, `${job}_forbidden`)).map((r) => [r.status, r.attempt])).toEqual([['failed', 1]]);
+  expect((await queue.getJob(bad.jobId))?.failedReason).toMatch(/^REPORT_FAILED: /);
+  // Every report API call answers 503: both attempts fail.
+  h.sim.setFaults({ errorRate: 1 });
+  const { jobId, runKey } = await enqueueManual(queue, config, job);
+  await waitFor('failed after 2 attempts', async () => (await (await queue.getJob(jobId))?.getState()) === 'failed', 40_000);
+  h.sim.setFaults({});
+  let runs = await runsOf(h.pool, job);
+  expect(runs.map((r) => [r.status, r.attempt])).toEqual([['failed', 1], ['failed', 2]]);
+  const replay = await replayRun({ queue, pool: h.pool, config }, runs[1]!.run_id);
+  expect(replay.jobId).toBe(`${jobId}__replay_${runs[1]!.run_id}`);
+  // Replaying the same failed attempt again is deduplicated; --failed finds nothing pending once it succeeded.
+  expect((await replayRun({ queue, pool: h.pool, config }, runs[1]!.run_id)).jobId).toBe(replay.jobId);
+  await waitFor('replay succeeded', async () => (await runsOf(h.pool, job)).some((r) => r.status === 'succeeded'));
+  runs = await runsOf(h.pool, job);
+  expect(runs.map((r) => [r.status, r.trigger])).toEqual([['failed', 'manual'], ['failed', 'manual'], ['succeeded', 'replay']]);
+  expect(new Set(runs.map((r) => r.run_key))).toEqual(new Set([runKey]));
+  expect(await loadedRows(h.pool, table, 'Stock/Levels.avw')).toEqual(servedRows('Stock/Levels.avw', {}, 1));
+  // The append run is exactly-once: a second replay of the logical run adds nothing.
+  await replayRun({ queue, pool: h.pool, config }, runs[0]!.run_id);
+  await waitFor('second replay done', async () => (await runsOf(h.pool, job)).length === 4 && (await runsOf(h.pool, job))[3]!.status !== 'running');
+  expect(await loadedRows(h.pool, table, 'Stock/Levels.avw')).toEqual(servedRows('Stock/Levels.avw', {}, 1));
+  expect(await replayFailed({ queue, pool: h.pool, config }, { job })).toEqual([]);
+  // The report failure is still failed and is what --failed replays.
+  expect(await replayFailed({ queue, pool: h.pool, config }, { job: `${job}_forbidden` })).toHaveLength(1);
+  await expect(replayRun({ queue, pool: h.pool }, runs[2]!.run_id)).rejects.toThrow(/succeeded: nothing to replay/);
+  await expect(replayRun({ queue, pool: h.pool }, '00000000-0000-4000-8000-000000000000')).rejects.toThrow(/no run/);
+  expect(h.sim.counters().openJobs).toEqual([]);
+  await stop(workers[0]!);
+});
+
+it('overlap: two workers never run one job at the same time (wait), or the second run is skipped (skip)', async () => {
+  const wait = `${jp}_ov_wait`;
+  const skip = `${jp}_ov_skip`;
+  const config = h.config({
+    [wait]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.ov_wait` }), overlap: 'wait' },
+    [skip]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.ov_skip` }), overlap: 'skip' },
+  });
+  startWorker(() => config, { concurrency: 2 });
+  startWorker(() => config, { concurrency: 2 });
+  const waits = await Promise.all([enqueueManual(queue, config, wait), enqueueManual(queue, config, wait), enqueueManual(queue, config, wait)]);
+  await waitFor('3 waiting runs done', async () => (await runsOf(h.pool, wait)).filter((r) => r.status === 'succeeded').length === 3, 30_000);
+  const runs = await runsOf(h.pool, wait);
+  for (let i = 1; i < runs.length; i++) expect(runs[i]!.started_at.getTime()).toBeGreaterThanOrEqual(runs[i - 1]!.finished_at!.getTime());
+  expect(new Set(runs.map((r) => r.run_key))).toEqual(new Set(waits.map((x) => x.runKey)));
+  const skips = await Promise.all([enqueueManual(queue, config, skip), enqueueManual(queue, config, skip)]);
+  const results = await waitFor('both skip jobs finished', async () => {
+    const js = await Promise.all(skips.map((s) => queue.getJob(s.jobId)));
+    return js.every((j) => j?.finishedOn) ? js.map((j) => j!.returnvalue.status).sort() : undefined;
+  });
+  expect(results).toEqual(['skipped-overlap', 'succeeded']);
+  expect((await runsOf(h.pool, skip)).map((r) => r.status)).toEqual(['succeeded']);
+});

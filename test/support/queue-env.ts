@@ -1,0 +1,69 @@
+/**
+ * Helpers of the queue tests: a unique BullMQ prefix and job-name prefix per file, cleanup of both, polling,
+ * and a pino logger whose lines the test can read.
+ */
+import { Writable } from 'node:stream';
+import { pino, type Logger } from 'pino';
+import type pg from 'pg';
+import type { Redis } from 'ioredis';
+
+/** Deletes every Redis key under `prefix:` (BullMQ keys and overlap locks of one test file). */
+export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+/** Deletes the run history of the jobs whose name starts with `jobPrefix`. */
+export async function deleteRuns(pool: pg.Pool, jobPrefix: string): Promise<void> {
+  await pool.query(`DELETE FROM etl.runs WHERE job LIKE $1`, [`${jobPrefix}%`]);
+  await pool.query(`DELETE FROM etl.run_requests WHERE job LIKE $1`, [`${jobPrefix}%`]);
+  await pool.query(`DELETE FROM etl.appended_runs WHERE job LIKE $1`, [`${jobPrefix}%`]);
+}
+
+/** Polls `check` every `intervalMs` until it returns a truthy value; throws with `what` after `timeoutMs`. */
+export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 20_000, intervalMs = 50): Promise<Exclude<T, undefined | null | false | 0 | ''>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v as Exclude<T, undefined | null | false | 0 | ''>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** A logger that keeps its lines (parsed JSON) in `lines`. */
+export function captureLogger(level = 'info'): { logger: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level }, sink), lines };
+}
+
+/** One etl.runs row as the queue tests read it. */
+export interface RunRec {
+  run_id: string;
+  job: string;
+  run_key: string;
+  trigger: string;
+  attempt: number;
+  status: string;
+  scheduled_for: Date | null;
+  report_job_id: string | null;
+  rows: string | null;
+  started_at: Date;
+  finished_at: Date | null;
+  error: string | null;
+}
+
+/** The runs of one job, oldest first. */
+export async function runsOf(pool: pg.Pool, job: string): Promise<RunRec[]> {
+  return (await pool.query<RunRec>('SELECT * FROM etl.runs WHERE job = $1 ORDER BY started_at, attempt', [job])).rows;
+}
