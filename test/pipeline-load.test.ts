@@ -182,3 +182,18 @@ it('refuses a declared type that is not a type, or that tries to be more than on
   const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [`${h.schema}.bad_decl`]);
   expect(exists.rows[0].t).toBeNull();
 });
+
+it('runs of different jobs can create their tables in the same new schema at the same time', async () => {
+  const schema = `${h.schema}_new`;
+  try {
+    const config = h.config({
+      a: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: `${schema}.a` }),
+      b: jobEntry({ name: 'Stock/Levels', outputType: 'txt' }, { table: `${schema}.b` }),
+      c: jobEntry({ name: 'Stock/Levels', outputType: 'xml_query' }, { table: `${schema}.c` }),
+    });
+    const results = await Promise.all(['a', 'b', 'c'].map((j) => run(config, j)));
+    expect(results.map((r) => r.rows)).toEqual([40, 40, 40]);
+  } finally {
+    await h.pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  }
+});

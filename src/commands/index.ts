@@ -12,9 +12,10 @@ import { registerEnqueue } from './enqueue.ts';
 import { registerRuns } from './runs.ts';
 import { registerReplay } from './replay.ts';
 import { registerBackfill } from './backfill.ts';
+import { registerAdmin } from './admin.ts';
 
 /** Adds one command to `program`. */
 export type RegisterCommand = (program: Command, cli: Cli) => void;
 
 export const commands: RegisterCommand[] = [registerRun, registerValidate, registerMigrate, registerSimulate,
-  registerScheduler, registerWorker, registerStart, registerEnqueue, registerRuns, registerReplay, registerBackfill];
+  registerScheduler, registerWorker, registerStart, registerEnqueue, registerRuns, registerReplay, registerBackfill, registerAdmin];

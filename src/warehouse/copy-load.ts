@@ -24,7 +24,7 @@ import { inferColumnType } from './column-types.ts';
 import { normaliseColumnNames, quoteIdent, quoteTable, type TableName } from './identifiers.ts';
 import { databaseError, mapCopyError, RowCountMismatchError, type LoadPlace } from './load-errors.ts';
 import { applyFromStaging, createStaging, STAGING } from './staging.ts';
-import { addColumns, createTable, describeTable, lockTarget, type TargetColumn } from './target-table.ts';
+import { addColumns, createTable, describeTable, ensureSchema, lockTarget, type TargetColumn } from './target-table.ts';
 
 /** How the rows reached the target. */
 export type LoadPlan = 'direct' | 'typed-staging' | 'inference-staging' | 'empty';
@@ -74,6 +74,7 @@ export interface LoadResult {
 export async function loadReport(o: LoadOptions): Promise<LoadResult> {
   const { db } = o;
   const iterator = o.chunks[Symbol.asyncIterator]();
+  await ensureSchema(db, o.target.schema);
   await db.query('BEGIN');
   try {
     await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [o.timezone]);

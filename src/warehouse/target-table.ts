@@ -82,9 +82,24 @@ export async function resolveDeclaredTypes(pool: pg.Pool, job: string, declared:
   return out;
 }
 
-/** Creates the schema if needed and the table with the given columns; merge targets get their key as primary key. */
+/**
+ * Creates the target's schema when it is missing. Run outside the load transaction (autocommit): two runs
+ * creating the same schema at once race inside `CREATE SCHEMA IF NOT EXISTS` (SQLSTATE 23505 / 42P06), and the
+ * loser must not have its whole load rolled back for it. An empty schema left by a failed run is harmless.
+ */
+export async function ensureSchema(db: Queryable, schema: string): Promise<void> {
+  const { rowCount } = await db.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+  if (rowCount) return;
+  try {
+    await db.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== '23505' && code !== '42P06') throw err;
+  }
+}
+
+/** Creates the table with the given columns (its schema exists, see ensureSchema); merge targets get their key as primary key. */
 export async function createTable(db: Queryable, t: TableName, columns: readonly TargetColumn[], key: readonly string[]): Promise<void> {
-  await db.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(t.schema)}`);
   const defs = columns.map((c) => `${quoteIdent(c.name)} ${c.type}`);
   if (key.length > 0) defs.push(`PRIMARY KEY (${key.map(quoteIdent).join(', ')})`);
   await db.query(`CREATE TABLE ${quoteTable(t)} (${defs.join(', ')})`);
