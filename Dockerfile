@@ -1,0 +1,28 @@
+# report-etl: one image for every part (scheduler, worker, admin, start, simulate, run ...).
+# Node 24 runs the TypeScript sources directly: no build step, so the image holds the sources and the
+# production dependencies only.
+
+FROM node:24-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+FROM node:24-slim
+ENV NODE_ENV=production \
+    REPORT_ETL_CONFIG=/app/jobs.yaml \
+    ADMIN_PORT=3000
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY bin ./bin
+COPY src ./src
+COPY migrations ./migrations
+COPY jobs.yaml ./jobs.yaml
+# The image's unprivileged user (uid 1000).
+USER node
+EXPOSE 3000 8080
+# /healthz answers on the admin server (start, admin); scheduler and worker containers set their own check.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ADMIN_PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["node", "bin/report-etl.js"]
+CMD ["start", "--host", "0.0.0.0"]

@@ -1,0 +1,121 @@
+/**
+ * Dockerfile and docker-compose.yml, checked by reading them (no Docker engine here): the YAML parses, every
+ * service's command exists in the CLI with the options it passes, the environment names are the ones the code
+ * reads, ports agree, and the production image (`npm ci --omit=dev`) has every package the sources import.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Command } from 'commander';
+import { parse } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { commands } from '../src/commands/index.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const read = (p: string) => readFileSync(join(ROOT, p), 'utf8');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir)).flatMap((f) => {
+    const p = join(dir, f);
+    return statSync(join(ROOT, p)).isDirectory() ? sourceFiles(p) : p.endsWith('.ts') || p.endsWith('.js') ? [p] : [];
+  });
+}
+
+function cliProgram(): Command {
+  const program = new Command('report-etl');
+  const cli = { out: () => undefined, err: () => undefined, exit: () => undefined };
+  for (const register of commands) register(program, cli);
+  return program;
+}
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  environment?: Record<string, string>;
+  depends_on?: Record<string, { condition: string }>;
+  ports?: string[];
+  healthcheck?: { test?: string[]; disable?: boolean };
+}
+
+const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service> };
+const dockerfile = read('Dockerfile');
+
+describe('docker-compose.yml', () => {
+  const ours = Object.entries(compose.services).filter(([, s]) => s.image === 'report-etl:local');
+
+  it('has postgres, redis, the simulator, the scheduler, two workers and the admin server', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['admin', 'postgres', 'redis', 'scheduler', 'simulator', 'worker']);
+    expect((compose.services.worker as { deploy?: { replicas?: number } }).deploy?.replicas).toBe(2);
+    for (const name of ['postgres', 'redis', 'simulator']) expect(compose.services[name]!.healthcheck?.test, name).toBeDefined();
+  });
+
+  it('runs only commands and options the CLI has', () => {
+    const program = cliProgram();
+    for (const [name, service] of ours) {
+      const [command, ...args] = service.command ?? [];
+      const cmd = program.commands.find((c) => c.name() === command);
+      expect(cmd, `${name}: report-etl ${command}`).toBeDefined();
+      const flags = new Set(cmd!.options.flatMap((o) => [o.long, o.short].filter(Boolean)));
+      for (const a of args.filter((x) => x.startsWith('-'))) expect(flags.has(a), `${name}: ${command} ${a}`).toBe(true);
+    }
+  });
+
+  it('starts the parts only when what they need is healthy', () => {
+    for (const name of ['scheduler', 'worker']) {
+      expect(compose.services[name]!.depends_on).toEqual({
+        postgres: { condition: 'service_healthy' },
+        redis: { condition: 'service_healthy' },
+        simulator: { condition: 'service_healthy' },
+      });
+    }
+    expect(compose.services.admin!.depends_on?.postgres?.condition).toBe('service_healthy');
+  });
+
+  it('sets only environment variables the code or jobs.yaml reads', () => {
+    const code = sourceFiles('src').map(read).join('\n') + read('jobs.yaml');
+    for (const [name, service] of ours) {
+      for (const key of Object.keys(service.environment ?? {})) {
+        const used = code.includes(`env.${key}`) || code.includes(`\${${key}`) || code.includes(`'${key}'`);
+        expect(used, `${name}: ${key} is read nowhere`).toBe(true);
+      }
+    }
+  });
+
+  it('points the connection at the simulator service and publishes the admin port it serves on', () => {
+    const env = compose.services.scheduler!.environment!;
+    expect(env.REPORT_BASE_URL).toContain('http://simulator:8080');
+    expect(compose.services.simulator!.command).toEqual(expect.arrayContaining(['--port', '8080', '--host', '0.0.0.0']));
+    const admin = compose.services.admin!;
+    const port = admin.command![admin.command!.indexOf('--port') + 1];
+    expect(admin.ports).toEqual([`127.0.0.1:${port}:${port}`]);
+    expect(admin.environment!.ADMIN_PORT).toBe(port);
+  });
+});
+
+describe('Dockerfile', () => {
+  it('is multi-stage on node:24-slim, production dependencies only, non-root, report-etl as entrypoint, with a /healthz check', () => {
+    expect(dockerfile.match(/^FROM node:24-slim/gm)).toHaveLength(2);
+    expect(dockerfile).toMatch(/npm ci --omit=dev/);
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "bin\/report-etl.js"\]$/m);
+    expect(dockerfile).toMatch(/HEALTHCHECK[\s\S]*\/healthz/);
+    for (const dir of ['bin', 'src', 'migrations', 'package.json', 'jobs.yaml']) expect(dockerfile).toMatch(new RegExp(`^COPY ${dir}\\b`, 'm'));
+  });
+
+  it('the production install has every package the runtime sources import', () => {
+    const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
+    const builtins = new Set(builtinModules);
+    const missing = new Set<string>();
+    for (const file of [...sourceFiles('src'), ...sourceFiles('bin')]) {
+      for (const m of read(file).matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+        const spec = m[1] ?? m[2]!;
+        if (spec.startsWith('.') || spec.startsWith('node:') || builtins.has(spec)) continue;
+        const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+        if (!(name in pkg.dependencies)) missing.add(`${name} (${file})`);
+      }
+    }
+    expect([...missing]).toEqual([]);
+  });
+});
