@@ -1,6 +1,8 @@
 /** The README's configuration reference is the schema's: generated from it, and checked here so it cannot drift. */
 import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
 import { expect, it } from 'vitest';
+import { commands } from '../src/commands/index.ts';
 import { renderConfigReference } from '../src/config/reference.ts';
 import { withReference } from '../scripts/update-readme-reference.ts';
 
@@ -10,7 +12,16 @@ it('README.md carries the configuration reference generated from the schema (run
   expect(readme).toContain('| `paging` | integer (≥ 10) | `10000` |');
 });
 
-it('README.md gives the test command and the commands it documents exist', () => {
+it('README.md gives the two commands, and every command it documents exists in the CLI', () => {
   const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-  expect(readme).toContain('npm test');
+  expect(readme).toContain('npm ci && npm run demo');
+  expect(readme).toContain('npm ci && npm test');
+  const program = new Command('report-etl');
+  for (const register of commands) register(program, { out: () => undefined, err: () => undefined, exit: () => undefined });
+  const names = new Set(program.commands.map((c) => c.name()));
+  const section = readme.slice(readme.indexOf('## Commands'), readme.indexOf('\n## ', readme.indexOf('## Commands') + 1));
+  const documented = [...section.matchAll(/^\| `([a-z]+)[ `]/gm)].map((m) => m[1]!);
+  expect(documented.length).toBeGreaterThan(10);
+  for (const name of documented) expect(names.has(name), `README documents "${name}"`).toBe(true);
+  for (const name of names) expect(documented, `README lacks "${name}"`).toContain(name);
 });
