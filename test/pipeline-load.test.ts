@@ -119,13 +119,18 @@ describe('write modes', () => {
         await new Promise((r) => setTimeout(r, 5));
       }
     })();
+    let result: Awaited<ReturnType<typeof run>>;
     try {
-      await run(cfg('2000'), 'r');
+      result = await run(cfg('2000'), 'r');
     } finally {
       loading = false;
       h.sim.setFaults({});
     }
     await reader;
+    // The recorded duration covers the whole run, the slow page downloads included (not only until the load began).
+    const recorded = await getRun(h.pool, result.runId);
+    expect(Number(recorded!.duration_ms)).toBeGreaterThanOrEqual(result.durationMs * 0.8);
+    expect(recorded!.finished_at!.getTime() - recorded!.started_at.getTime()).toBeGreaterThanOrEqual(result.durationMs * 0.8);
     const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.orders_view`);
     expect(rows[0].n).toBe(2000);
     expect([...counts].every((n) => n === 3000 || n === 2000)).toBe(true);

@@ -52,8 +52,8 @@ export interface RunFigures {
 /** Marks an attempt succeeded; called inside the loading transaction so it commits with the rows. */
 export async function completeRun(db: Queryable, runId: string, f: RunFigures): Promise<void> {
   await db.query(
-    `UPDATE etl.runs SET status = 'succeeded', rows = $2, pages = $3, bytes = $4, finished_at = now(),
-            duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint, error = NULL
+    `UPDATE etl.runs SET status = 'succeeded', rows = $2, pages = $3, bytes = $4, finished_at = clock_timestamp(),
+            duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint, error = NULL
       WHERE run_id = $1`,
     [runId, f.rows, f.pages, f.bytes],
   );
@@ -79,8 +79,8 @@ export async function failRun(pool: pg.Pool, runId: string, f: RunFailure): Prom
   try {
     await client.query('BEGIN');
     await client.query(
-      `UPDATE etl.runs SET status = $2, error = $3, rows = $4, pages = $5, bytes = $6, finished_at = now(),
-              duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint
+      `UPDATE etl.runs SET status = $2, error = $3, rows = $4, pages = $5, bytes = $6, finished_at = clock_timestamp(),
+              duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint
         WHERE run_id = $1`,
       [runId, f.status, f.serverMessage && !f.message.includes(f.serverMessage) ? `${f.message}\n${f.serverMessage}` : f.message, f.figures?.rows ?? null, f.figures?.pages ?? null, f.figures?.bytes ?? null],
     );
