@@ -125,3 +125,13 @@ it('an aborted run rolls back, deletes its report job and is recorded interrupte
   expect(await snapshot()).toBe(before);
   expect(h.sim.counters().openJobs).toEqual([]);
 });
+
+it('a declared varchar too short for the values fails the first load instead of cutting them short', async () => {
+  const fresh = `${h.schema}.short_text`;
+  const config = h.config({ s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: fresh, columns: { artikel: 'varchar(3)' } }) });
+  const err = (await runJob({ config, job: 's', pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e)) as RunFailedError;
+  expect(err.code).toBe('VALUE_DOES_NOT_FIT');
+  expect(err.message).toMatch(/column artikel .*type character varying\(3\).*page 1, row 1 /);
+  const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [fresh]);
+  expect(exists.rows[0].t).toBeNull();
+});

@@ -176,6 +176,8 @@ async function loadRows(
   } catch (err) {
     throw databaseError(err, 'load');
   }
-  await applyFromStaging(o.db, { target: o.target, mode: o.mode, key: o.key, columns, cast: plan === 'inference-staging', place });
+  await applyFromStaging(o.db, { target: o.target, mode: o.mode, key: o.key, columns, cast: plan === 'inference-staging', place }).catch((err: unknown) => {
+    throw databaseError(err, 'load');
+  });
   return { plan, rows, columns, committed: true };
 }

@@ -46,7 +46,10 @@ export interface ApplyOptions {
 export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Promise<number> {
   const target = quoteTable(o.target);
   const cols = o.columns.map((c) => quoteIdent(c.name));
-  const exprs = o.columns.map((c) => (o.cast ? `${quoteIdent(c.name)}::${c.type}` : quoteIdent(c.name)));
+  // Cast the staged text to the base type only (varchar, numeric): an explicit cast to varchar(3) would cut a
+  // longer value short without a word, while the assignment into the target column refuses it.
+  const base = o.cast ? await baseTypes(db, o.columns.map((c) => c.type)) : [];
+  const exprs = o.columns.map((c, i) => (o.cast ? `${quoteIdent(c.name)}::${base[i]}` : quoteIdent(c.name)));
   if (o.mode === 'merge') await checkKeys(db, o);
   await db.query('SAVEPOINT report_etl_apply');
   try {
@@ -81,6 +84,12 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
     if (o.cast && code && (code.startsWith('22') || code === '23502')) throw await findBadValue(db, o, err);
     throw err;
   }
+}
+
+/** The types without their modifiers: `character varying(3)` → `character varying`, `numeric(6,2)` → `numeric`. */
+async function baseTypes(db: pg.PoolClient, types: readonly string[]): Promise<string[]> {
+  const { rows } = await db.query<{ base: string }>('SELECT to_regtype(t)::text AS base FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n', [types]);
+  return rows.map((r) => r.base);
 }
 
 /** Merge keys must be present in every row. */
