@@ -17,6 +17,18 @@ let client: ReportClient;
 /** Runs Sales/Orders (2,500 rows, 250 per page) and returns the sha256 of each page plus the resumes needed. */
 async function pageHashes(outputType: 'json' | 'txt' | 'xml_query'): Promise<{ hashes: string[]; resumes: number; rows: number }> {
   const req = { mandant: '7777', name: 'Sales/Orders', outputType, paging: 250, parameters: {} };
+  // Starting a report is not retried after a 5xx (the server may have created the job): like a queued run's next
+  // attempt, start again. The simulator answers its injected 5xx before creating anything.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await readPages(req);
+    } catch (err) {
+      if (attempt >= 10 || (err as { code?: string; stage?: string }).stage !== 'start') throw err;
+    }
+  }
+}
+
+async function readPages(req: Parameters<ReportClient['startReport']>[0]): Promise<{ hashes: string[]; resumes: number; rows: number }> {
   return withReportJob(client, req, undefined, async (f) => {
     const hashes: string[] = [];
     let resumes = 0;

@@ -168,28 +168,37 @@ describe('report_api calls', () => {
     let fails = 2;
     const { server, client } = await setup((req, res) => {
       if (req.method === 'DELETE') return json(res, 418, { detail: 'teapot here' });
-      if (fails-- > 0) {
+      if (req.method === 'GET' && fails-- > 0) {
         res.writeHead(503, { 'content-type': 'text/plain' });
         return res.end('busy');
       }
-      json(res, 200, JOB);
+      json(res, 200, req.method === 'GET' ? { ...JOB, state: 'FinishedSuccess', message: 'rows=3;pages=1' } : JOB);
     });
-    await client.startReport(start);
-    expect(server.seen.filter((r) => r.method === 'POST' && r.url.startsWith('/api/')).length).toBe(3);
+    await expect(client.waitForJob(JOB.id)).resolves.toMatchObject({ rows: 3, pages: 1 });
+    expect(server.seen.filter((r) => r.method === 'GET' && r.url.startsWith('/api/')).length).toBe(3);
     fails = 10;
-    await expect(client.startReport(start)).rejects.toMatchObject({ code: 'HTTP_TRANSIENT', httpStatus: 503, retryable: true });
+    await expect(client.waitForJob(JOB.id)).rejects.toMatchObject({ code: 'HTTP_TRANSIENT', httpStatus: 503, retryable: true });
     const err = await client.deleteJob(JOB.id).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'HTTP_UNEXPECTED', httpStatus: 418, stage: 'delete' });
     expect((err as Error).message).toContain('teapot here');
   });
+
+  it('does not send the start of a report twice after a 5xx: the server may have created the job already', async () => {
+    const { server, client } = await setup((_req, res) => {
+      res.writeHead(504, { 'content-type': 'text/plain' });
+      res.end('gateway timeout');
+    });
+    await expect(client.startReport(start)).rejects.toMatchObject({ code: 'HTTP_TRANSIENT', httpStatus: 504, retryable: true, stage: 'start' });
+    expect(server.seen.filter((r) => r.method === 'POST' && r.url.startsWith('/api/')).length).toBe(1);
+  });
 });
 
 describe('timeouts', () => {
-  it('treats a request that exceeds requestTimeoutMs as transient: retried, then HTTP_TRANSIENT', async () => {
+  it('treats a request that exceeds requestTimeoutMs as transient: retried, then HTTP_TRANSIENT; a start is sent once', async () => {
     let hang = 1;
-    const { server } = await setup((_req, res) => {
+    const { server } = await setup((req, res) => {
       if (hang-- > 0) return; // no answer at all
-      json(res, 200, JOB);
+      json(res, 200, req.method === 'GET' ? { ...JOB, state: 'FinishedSuccess', message: 'rows=3;pages=1' } : JOB);
     });
     const client = await makeReportClient({
       connection: testConnection(server.url, { requestTimeoutMs: 150 }),
@@ -199,15 +208,20 @@ describe('timeouts', () => {
       retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
     });
     open.push({ client, server: { ...server, close: async () => {} } });
-    const posts = () => server.seen.filter((r) => r.method === 'POST' && r.url.startsWith('/api/')).length;
+    const count = (method: string) => server.seen.filter((r) => r.method === method && r.url.startsWith('/api/')).length;
+    hang = 1;
     const t0 = Date.now();
-    expect((await client.startReport(start)).id).toBe(JOB.id);
+    expect((await client.waitForJob(JOB.id)).rows).toBe(3);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(140);
-    expect(posts()).toBe(2);
+    expect(count('GET')).toBe(2);
     hang = 2;
-    const err = await client.startReport(start).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'HTTP_TRANSIENT', stage: 'start', cause: { code: 'UND_ERR_HEADERS_TIMEOUT' } });
-    expect(posts()).toBe(4);
+    const err = await client.waitForJob(JOB.id).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'HTTP_TRANSIENT', stage: 'poll', cause: { code: 'UND_ERR_HEADERS_TIMEOUT' } });
+    expect(count('GET')).toBe(4);
+    hang = 1;
+    const startErr = await client.startReport(start).catch((e: unknown) => e);
+    expect(startErr).toMatchObject({ code: 'HTTP_TRANSIENT', stage: 'start', cause: { code: 'UND_ERR_HEADERS_TIMEOUT' } });
+    expect(count('POST')).toBe(1);
   });
 });
 

@@ -114,7 +114,7 @@ export async function runJob(o: RunJobOptions): Promise<RunResult> {
     }
     const declaredTypes = await resolveDeclaredTypes(o.pool, o.job, job.target.columns);
     stage = 'token';
-    client ??= await makeReportClient({ connection, connectionName, redis: o.redis, logger: o.logger });
+    client ??= await makeReportClient({ connection, connectionName, redis: o.redis, logger: o.logger, ...(o.signal ? { signal: o.signal } : {}) });
     stage = 'start';
     const reportJob = await client.startReport({ ...job.report, job: o.job, parameters: { ...job.report.parameters, ...o.parameters } }, o.signal);
     reportJobId = reportJob.id;

@@ -8,7 +8,7 @@ import type { ProblemDetails } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { AccessForbiddenError, UnauthorizedError, type ReportApiStage } from './errors.ts';
 import { joinUrl } from './discovery.ts';
-import { retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
+import { isNotSentError, isTransientError, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
 import type { TokenCache } from './token-cache.ts';
 
 /** Path prefix of the report interface (spec: {report_api}). */
@@ -26,6 +26,11 @@ export interface ApiCall {
   signal?: AbortSignal;
   /** Whether `signal` also cuts a request already sent (default true). */
   abortInFlight?: boolean;
+  /**
+   * False for a call the server must not see twice (starting a report creates a job whose id only its answer
+   * tells): then only failures that prove the request was never delivered are retried (default true).
+   */
+  idempotent?: boolean;
 }
 
 /** What an {@link ApiCaller} needs. */
@@ -96,6 +101,7 @@ export class ApiCaller {
       retry,
       call.signal,
       (err, n, delayMs) => logger.debug({ method: call.method, stage: call.stage, attempt: n, delayMs, err: (err as Error).message }, 'retrying'),
+      call.idempotent === false ? isNotSentError : isTransientError,
     );
     if (res.statusCode === 403) throw await forbidden(res, call);
     return res;

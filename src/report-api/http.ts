@@ -33,6 +33,22 @@ export function isTransientError(err: unknown): boolean {
   return typeof code === 'string' && TRANSIENT_CODES.test(code);
 }
 
+/** Network failures that prove a request never reached the server: nothing can have been created by it. */
+const NOT_SENT_CODES = /^(ECONNREFUSED|EAI_AGAIN|ENOTFOUND|UND_ERR_CONNECT_TIMEOUT)$/;
+
+/**
+ * Whether `err` shows the request was never delivered (connection refused, name lookup failed, connect timeout),
+ * looking through `cause`. Only such failures may be retried for a call that is not idempotent: after a reset,
+ * a timeout or a gateway's 502/504 the server may already have acted on it.
+ */
+export function isNotSentError(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && NOT_SENT_CODES.test(code)) return true;
+  }
+  return false;
+}
+
 /**
  * Delay before retry number `retry` (1-based): full jitter, uniform in [0, min(maxDelayMs, baseDelayMs * 2^(retry-1))] ms.
  */
@@ -64,6 +80,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * Runs `fn` until it succeeds, retrying transient failures ({@link isTransientError}) up to
  * `policy.attempts` attempts in all, sleeping {@link backoffDelayMs} between them.
  * @param fn gets the 1-based attempt number
+ * @param retryable which failures to retry (default {@link isTransientError})
  * @throws the last error when it is not transient or the attempts ran out; AbortedError on abort
  */
 export async function retryTransient<T>(
@@ -71,13 +88,14 @@ export async function retryTransient<T>(
   policy: RetryPolicy,
   signal: AbortSignal | undefined,
   onRetry?: (err: unknown, attempt: number, delayMs: number) => void,
+  retryable: (err: unknown) => boolean = isTransientError,
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn(attempt);
     } catch (err) {
       if (signal?.aborted) throw err instanceof AbortedError ? err : new AbortedError(signal.reason);
-      if (!isTransientError(err) || attempt >= policy.attempts) throw err;
+      if (!retryable(err) || attempt >= policy.attempts) throw err;
       const delay = backoffDelayMs(attempt, policy);
       onRetry?.(err, attempt, delay);
       await sleep(delay, signal);

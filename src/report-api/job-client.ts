@@ -3,12 +3,12 @@
  * discovery document, the shared token cache and authorized {report_api} calls.
  */
 import type { Dispatcher } from 'undici';
-import { AbortedError, ConfigError } from '../errors.ts';
+import { AbortedError, ConfigError, EtlError } from '../errors.ts';
 import { silentLogger } from '../logger.ts';
 import { ApiCaller } from './api-request.ts';
 import { discoverTokenEndpoint } from './discovery.ts';
 import { HttpError, PollTimeoutError, ReportFailedError, RightsFailureError, type ReportApiStage } from './errors.ts';
-import { DEFAULT_RETRY, HttpTransport, readSnippet, sleep, type RetryPolicy } from './http.ts';
+import { DEFAULT_RETRY, HttpTransport, isNotSentError, readSnippet, sleep, type RetryPolicy } from './http.ts';
 import { resumablePageStream } from './page-stream.ts';
 import { encodeReportName } from './report-name.ts';
 import { TokenCache, tokenCacheKey } from './token-cache.ts';
@@ -82,14 +82,23 @@ class JobClient implements ReportClient {
     if (signal?.aborted) throw new AbortedError(signal.reason);
     const path = `/report/${req.mandant}/${name}`;
     // The POST is not cut by the signal: a job the server created must come back to us so it can be deleted.
-    const res = await this.api.send({
-      method: 'POST',
-      path,
-      stage: 'start',
-      json: { outputType: req.outputType, paging: req.paging, parameters: req.parameters },
-      signal,
-      abortInFlight: false,
-    });
+    const res = await this.api
+      .send({
+        method: 'POST',
+        path,
+        stage: 'start',
+        json: { outputType: req.outputType, paging: req.paging, parameters: req.parameters },
+        signal,
+        abortInFlight: false,
+        idempotent: false,
+      })
+      .catch((err: unknown) => {
+        if (!isNotSentError(err) && !(err instanceof EtlError && (err.code === 'ACCESS_FORBIDDEN' || err.code === 'UNAUTHORIZED' || err.code === 'ABORTED'))) {
+          // The spec offers no way to list jobs: a job created before the answer was lost cannot be deleted.
+          this.logger.warn({ path, err: (err as Error).message }, 'starting the report failed after the request was sent: the server may hold a report job whose id never came back');
+        }
+        throw err;
+      });
     if (res.statusCode !== 200) throw await this.unexpected(res, 'POST', path, 'start');
     const job = parseJob(await res.body.json(), 'start');
     this.logger.debug({ reportJobId: job.id, state: job.state }, 'report started');
@@ -200,7 +209,7 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
   const http = new HttpTransport({ timeoutMs: connection.requestTimeoutMs, logger });
   let tokenEndpoint: string;
   try {
-    tokenEndpoint = await discoverTokenEndpoint(connection.baseUrl, http, retry);
+    tokenEndpoint = await discoverTokenEndpoint(connection.baseUrl, http, retry, opts.signal);
   } catch (err) {
     await http.close();
     throw err;

@@ -33,6 +33,11 @@ local ok, t = pcall(cjson.decode, v)
 if ok and type(t) == 'table' and t.accessToken == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
+/** Extends the lock KEYS[1] to ARGV[2] ms only while we still own it (ARGV[1]). */
+const EXTEND_LOCK = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+
 /** Releases the lock KEYS[1] only while we still own it (ARGV[1]). */
 const RELEASE_LOCK = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -125,12 +130,18 @@ export class TokenCache {
       if (cached !== undefined && cached.renewAt > Date.now()) return cached.accessToken;
       const owner = randomUUID();
       if ((await redis.set(this.lockKey, owner, 'PX', lockTtlMs, 'NX')) === 'OK') {
+        // A slow token endpoint (timeouts, retries) may take longer than the lock lives: keep it while we fetch,
+        // or the others would take it over and ask for tokens of their own.
+        const keep = setInterval(() => {
+          redis.eval(EXTEND_LOCK, 1, this.lockKey, owner, lockTtlMs).catch(() => undefined);
+        }, Math.max(50, Math.floor(lockTtlMs / 3)));
         try {
           // Another process may have stored a token between our read and our lock.
           const again = await this.read();
           if (again !== undefined && again.renewAt > Date.now()) return again.accessToken;
           return await this.fetchAndStore();
         } finally {
+          clearInterval(keep);
           await redis.eval(RELEASE_LOCK, 1, this.lockKey, owner).catch((err: unknown) => {
             this.opts.logger.warn({ err }, 'could not release the token lock; it expires by itself');
           });

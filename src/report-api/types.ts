@@ -16,6 +16,8 @@ export interface ReportClientOptions {
   redis: Redis;
   /** Redis key prefix; default 'report-etl:'. */
   keyPrefix?: string;
+  /** Aborts reading the discovery document (the only request made while the client is created). */
+  signal?: AbortSignal;
   logger?: Logger;
   /** Retries of transient failures: attempts in all (default 5), first delay cap (default 200 ms), delay cap (default 10 000 ms). */
   retry?: { attempts?: number; baseDelayMs?: number; maxDelayMs?: number };
