@@ -79,6 +79,8 @@ it('kill -9 mid-run: the run is picked up as stalled, the dead report job delete
   const old = runs.find((r) => r.run_id === dead.run_id)!;
   expect(old.status).toBe('interrupted');
   expect(old.error).toContain(`report job ${dead.report_job_id} was deleted`);
+  // The new attempt counts on from the dead one (BullMQ's attemptsMade does not count a stall).
+  expect([old.attempt, done.attempt]).toEqual([1, 2]);
   expect(done.run_key).toBe(runKey);
   expect(done.trigger).toBe('manual');
   expect(Number(done.rows)).toBe(900);

@@ -12,7 +12,7 @@ import { getJob } from '../config/load.ts';
 import { AbortedError, coerceError, EtlError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { makePageDecoder } from '../pages/decoder.ts';
-import { makeReportClient, type ReportClient } from '../report-api/index.ts';
+import { encodeReportName, makeReportClient, type ReportClient } from '../report-api/index.ts';
 import { loadReport, type LoadPlan } from '../warehouse/copy-load.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { claimAppend, completeRun, failRun, failureOf, insertRun, isAppended, setRunReportJob, type RunTrigger } from '../warehouse/run-history.ts';
@@ -39,8 +39,13 @@ export interface RunJobOptions {
   scheduledFor?: Date;
   /** Report parameters that override the job's (e.g. FROM/TO of a logical run). */
   parameters?: Record<string, string>;
-  /** A client to reuse (workers keep one per connection); default: one made and closed for this run. */
-  client?: ReportClient;
+  /**
+   * The client to use, or a function that gives it (called inside the run, so a failing discovery is recorded as
+   * this attempt's failure); the caller closes it. Default: one made for this run and closed at its end.
+   */
+  client?: ReportClient | (() => Promise<ReportClient>);
+  /** Runs once the client is there and before the report starts (e.g. deleting a dead attempt's report job). */
+  beforeStart?: (client: ReportClient) => Promise<void>;
   /** Name of the worker in the run history (default host:pid). */
   worker?: string;
 }
@@ -103,7 +108,7 @@ export async function runJob(o: RunJobOptions): Promise<RunResult> {
   const progress = makeProgress();
   let rows = 0;
   let stage: 'config' | 'token' | 'start' | 'load' = 'config';
-  let client = o.client;
+  let client: ReportClient | undefined;
   let reportJobId: string | undefined;
   let deleteError: unknown;
   try {
@@ -113,9 +118,15 @@ export async function runJob(o: RunJobOptions): Promise<RunResult> {
       return { runId, job: o.job, status: 'already-loaded', plan: 'none', rows: 0, pages: 0, bytes: 0, durationMs: performance.now() - started };
     }
     const declaredTypes = await resolveDeclaredTypes(o.pool, o.job, job.target.columns);
+    // Spec "Report naming rules": a bad name fails before any request.
+    encodeReportName(job.report.name, connection.pathEncoding, { job: o.job });
     stage = 'token';
-    client ??= await makeReportClient({ connection, connectionName, redis: o.redis, logger: o.logger, ...(o.signal ? { signal: o.signal } : {}) });
+    client =
+      typeof o.client === 'function'
+        ? await o.client()
+        : (o.client ?? (await makeReportClient({ connection, connectionName, redis: o.redis, logger: o.logger, ...(o.signal ? { signal: o.signal } : {}) })));
     stage = 'start';
+    await o.beforeStart?.(client);
     const reportJob = await client.startReport({ ...job.report, job: o.job, parameters: { ...job.report.parameters, ...o.parameters } }, o.signal);
     reportJobId = reportJob.id;
     const runLog = log.child({ reportJobId });
@@ -187,6 +198,6 @@ export async function runJob(o: RunJobOptions): Promise<RunResult> {
     log.error({ code: failure.errorKind, stage: failure.stage, retryable: failure.retryable, reportJobId, deleteError: deleteError ? String(deleteError) : undefined }, `run ${failure.status}: ${err.message}`);
     throw new RunFailedError(runId, err);
   } finally {
-    if (client && !o.client) await client.close().catch(() => undefined);
+    if (client && o.client === undefined) await client.close().catch(() => undefined);
   }
 }

@@ -8,37 +8,82 @@ import type { ConnectionConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
 import { makeReportClient, type ReportClient } from '../report-api/index.ts';
 
+/** A client on loan to one run: give it back with release() when the run is over. */
+export interface ClientLease {
+  client: ReportClient;
+  release(): void;
+}
+
 /** The clients of a worker. */
 export interface ReportClients {
-  /** The client of `name` for these settings; made on first use. @throws what makeReportClient throws (discovery) */
-  get(name: string, connection: ConnectionConfig): Promise<ReportClient>;
-  /** Closes every client. */
+  /**
+   * The client of `name` for these settings, made on first use, on loan until release(). A client whose
+   * connection settings changed is closed only when the last run using it gives it back.
+   * @throws what makeReportClient throws (discovery)
+   */
+  acquire(name: string, connection: ConnectionConfig, signal?: AbortSignal): Promise<ClientLease>;
+  /** Closes every client (after the runs using them are over: call it once the worker stopped). */
   close(): Promise<void>;
+}
+
+interface Entry {
+  settings: string;
+  client: Promise<ReportClient>;
+  users: number;
+  retired: boolean;
 }
 
 /** Makes the per-connection client cache of a worker. */
 export function makeReportClients(redis: Redis, logger: Logger): ReportClients {
-  const clients = new Map<string, { settings: string; client: Promise<ReportClient> }>();
-  const retired: Promise<unknown>[] = [];
-  const closeQuietly = (c: Promise<ReportClient>) => c.then((client) => client.close()).catch(() => undefined);
+  const clients = new Map<string, Entry>();
+  const closing: Promise<unknown>[] = [];
+  const closeQuietly = (e: Entry) => closing.push(e.client.then((client) => client.close()).catch(() => undefined));
   return {
-    get(name, connection) {
+    async acquire(name, connection, signal) {
       const settings = JSON.stringify(connection);
-      const known = clients.get(name);
-      if (known && known.settings === settings) return known.client;
-      if (known) retired.push(closeQuietly(known.client));
-      const client = makeReportClient({ connection, connectionName: name, redis, logger });
-      clients.set(name, { settings, client });
-      // A failed discovery is not cached: the next run tries again.
-      client.catch(() => {
-        if (clients.get(name)?.client === client) clients.delete(name);
-      });
-      return client;
+      let entry = clients.get(name);
+      if (entry && entry.settings !== settings) {
+        entry.retired = true;
+        if (entry.users === 0) closeQuietly(entry);
+        entry = undefined;
+      }
+      if (!entry) {
+        const fresh: Entry = {
+          settings,
+          client: makeReportClient({ connection, connectionName: name, redis, logger, ...(signal ? { signal } : {}) }),
+          users: 0,
+          retired: false,
+        };
+        clients.set(name, fresh);
+        // A failed discovery is not cached: the next run tries again.
+        fresh.client.catch(() => {
+          if (clients.get(name) === fresh) clients.delete(name);
+        });
+        entry = fresh;
+      }
+      const e = entry;
+      e.users += 1;
+      try {
+        const client = await e.client;
+        let released = false;
+        return {
+          client,
+          release() {
+            if (released) return;
+            released = true;
+            e.users -= 1;
+            if (e.retired && e.users === 0) closeQuietly(e);
+          },
+        };
+      } catch (err) {
+        e.users -= 1;
+        throw err;
+      }
     },
     async close() {
-      const all = [...clients.values()].map((c) => closeQuietly(c.client));
+      for (const e of clients.values()) closeQuietly(e);
       clients.clear();
-      await Promise.all([...all, ...retired]);
+      await Promise.all(closing);
     },
   };
 }

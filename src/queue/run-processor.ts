@@ -21,8 +21,9 @@ import { renderParameters } from './logical-time.ts';
 import { overlapLockKey } from './names.ts';
 import { tryOverlapLock } from './overlap-lock.ts';
 import type { RunRequest } from './queue.ts';
-import type { ReportClients } from './report-clients.ts';
-import { hasSucceeded, recordRunRequest, runningAttempts } from './run-queries.ts';
+import type { ClientLease, ReportClients } from './report-clients.ts';
+import type { ReportClient } from '../report-api/index.ts';
+import { hasSucceeded, nextAttempt, recordRunRequest, runningAttempts } from './run-queries.ts';
 
 /** What a finished queued run returns (the BullMQ job's return value). */
 export interface RunOutcome {
@@ -74,12 +75,11 @@ export function runParameters(r: ResolvedJob, req: RunRequest, now: Date): Recor
  * etl.runs.report_job_id), and records those attempts interrupted. Called while holding the overlap lock.
  * @returns how many dead attempts were cleaned up
  */
-export async function recoverDeadAttempts(deps: Pick<ProcessDeps, 'pool' | 'logger' | 'clients'>, r: ResolvedJob, runKey: string, attempt: number): Promise<number> {
-  const dead = await runningAttempts(deps.pool, r.name, runKey);
+export async function recoverDeadAttempts(deps: Pick<ProcessDeps, 'pool' | 'logger'>, client: ReportClient, r: ResolvedJob, runKey: string, attempt: number, ownRunId: string): Promise<number> {
+  const dead = (await runningAttempts(deps.pool, r.name, runKey)).filter((d) => d.run_id !== ownRunId);
   for (const d of dead) {
     let deleted = 'no report job was started';
     if (d.report_job_id) {
-      const client = await deps.clients.get(r.connectionName, r.connection);
       await client.deleteJob(d.report_job_id);
       deleted = `its report job ${d.report_job_id} was deleted`;
     }
@@ -127,8 +127,10 @@ export async function processRun(deps: ProcessDeps, bjob: Job<RunRequest>, token
   const untrack = deps.track(controller);
   const onBullAbort = () => controller.abort(signal?.reason ?? new Error('cancelled'));
   signal?.addEventListener('abort', onBullAbort, { once: true });
-  const attempt = bjob.attemptsMade + 1;
+  let lease: ClientLease | undefined;
   try {
+    const attempt = await nextAttempt(deps.pool, req.job, req.runKey);
+    const runId = randomUUID();
     await recordRunRequest(deps.pool, {
       job: req.job,
       runKey: req.runKey,
@@ -139,14 +141,12 @@ export async function processRun(deps: ProcessDeps, bjob: Job<RunRequest>, token
       logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
       parameters: req.parameters,
     });
-    await recoverDeadAttempts({ ...deps, logger: log }, resolved, req.runKey, attempt);
     let parameters: Record<string, string>;
     try {
       parameters = runParameters(resolved, req, new Date());
     } catch (err) {
       throw new UnrecoverableError(coerceError(err).message);
     }
-    const client = await deps.clients.get(resolved.connectionName, resolved.connection);
     const result = await runJob({
       config,
       job: req.job,
@@ -154,13 +154,18 @@ export async function processRun(deps: ProcessDeps, bjob: Job<RunRequest>, token
       redis: deps.redis,
       logger: deps.logger,
       signal: controller.signal,
-      runId: randomUUID(),
+      runId,
       runKey: req.runKey,
       trigger: req.trigger,
       attempt,
       ...(req.scheduledFor ? { scheduledFor: new Date(req.scheduledFor) } : {}),
       parameters,
-      client,
+      // Both inside runJob, so that a failing discovery or clean-up is recorded as this attempt's failure.
+      client: async () => {
+        lease = await deps.clients.acquire(resolved.connectionName, resolved.connection, controller.signal);
+        return lease.client;
+      },
+      beforeStart: (client) => recoverDeadAttempts({ ...deps, logger: log }, client, resolved, req.runKey, attempt, runId).then(() => undefined),
       worker: deps.workerName,
     });
     return { status: result.status, runId: result.runId, rows: result.rows, pages: result.pages, bytes: result.bytes, durationMs: Math.round(result.durationMs) };
@@ -178,6 +183,7 @@ export async function processRun(deps: ProcessDeps, bjob: Job<RunRequest>, token
     if (err instanceof ConfigError) throw new UnrecoverableError(err.message);
     throw err;
   } finally {
+    lease?.release();
     signal?.removeEventListener('abort', onBullAbort);
     untrack();
     await lock.release().catch((e: unknown) => log.warn({ err: coerceError(e).message }, 'could not release the overlap lock'));

@@ -76,6 +76,15 @@ export async function runningAttempts(db: Queryable, job: string, runKey: string
   return rows;
 }
 
+/**
+ * The number of the next attempt of a logical run: one more than the attempts etl.runs holds for it, so that
+ * attempts after a stall, a shutdown or a replay keep counting (BullMQ's own counters skip stalls and restarts).
+ */
+export async function nextAttempt(db: Queryable, job: string, runKey: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`SELECT coalesce(max(attempt), 0)::int + 1 AS n FROM etl.runs WHERE job = $1 AND run_key = $2`, [job, runKey]);
+  return rows[0]!.n;
+}
+
 /** Whether some attempt of the logical run succeeded. */
 export async function hasSucceeded(db: Queryable, job: string, runKey: string): Promise<boolean> {
   const { rowCount } = await db.query(`SELECT 1 FROM etl.runs WHERE job = $1 AND run_key = $2 AND status = 'succeeded' LIMIT 1`, [job, runKey]);
