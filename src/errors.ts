@@ -120,17 +120,6 @@ export function coerceError(err: unknown): Error {
   }
 }
 
-/** Whether a retry may succeed: our own flag, a retryable Postgres SQLSTATE, or a network error code. */
-export function isRetryable(err: unknown): boolean {
-  if (err instanceof EtlError) return err.retryable;
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string') {
-    if (RETRYABLE_SQLSTATES.has(code)) return true;
-    if (/^(ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EAI_AGAIN|UND_ERR_.*)$/.test(code)) return true;
-  }
-  return false;
-}
-
 /** The error an aborted run throws (Ctrl-C, shutdown, a caller's AbortSignal). */
 export class AbortedError extends EtlError {
   constructor(reason?: unknown) {

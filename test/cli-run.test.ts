@@ -33,6 +33,10 @@ jobs:
     connection: sim
     report: { mandant: 7777, name: Sales/Orders, outputType: txt, paging: 200, parameters: { ROWS: "1500" } }
     target: { table: ${h.schema}.orders, mode: replace }
+  bad_type:
+    connection: sim
+    report: { mandant: 7777, name: Stock/Levels }
+    target: { table: ${h.schema}.bad_type, columns: { bestand: bigintt } }
   broken:
     connection: sim
     report: { mandant: 7777, name: Failing }
@@ -99,6 +103,10 @@ it('exits 2 on an unknown job and on a config error', async () => {
   expect(missing.code).toBe(2);
   const usage = await cli(['run']);
   expect(usage.code).toBe(2);
+  // A declared type PostgreSQL does not know is a config error too, though only the database can tell.
+  const badType = await cli(['run', 'bad_type', '--config', configPath]);
+  expect(badType.code).toBe(2);
+  expect(badType.stderr).toContain('target.columns.bestand: "bigintt" is not a PostgreSQL type');
 });
 
 it('Ctrl-C mid-load rolls back, deletes the report job and records the run interrupted', async () => {

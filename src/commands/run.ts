@@ -72,7 +72,8 @@ export const registerRun: RegisterCommand = (program, cli) => {
       } catch (err) {
         if (!(err instanceof RunFailedError)) throw err;
         cli.err(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), run ${err.runId}: ${err.message}`);
-        cli.exit(1);
+        // A config problem found only at run time (a declared type PostgreSQL does not know, a bad report name).
+        cli.exit(err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
       } finally {
         await releasers.releaseAll().catch(() => undefined);
         logger.flush();

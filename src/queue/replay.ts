@@ -10,7 +10,7 @@ import { EtlError } from '../errors.ts';
 import { getRun } from '../warehouse/run-history.ts';
 import { replayJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunRequest } from './queue.ts';
-import { failedRunsToReplay, getRunRequest } from './run-queries.ts';
+import { failedRunsToReplay, getRunRequest, hasSucceeded } from './run-queries.ts';
 
 /** What replays need. */
 export interface ReplayDeps {
@@ -27,13 +27,16 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /**
  * Queues a replay of the failed (or interrupted) attempt `runId`. Replaying the same attempt twice queues it once.
  * @returns the BullMQ job id of the replay
- * @throws EtlError (code INTERNAL, not retryable) when there is no such run, or it succeeded
+ * @throws EtlError (code INTERNAL, not retryable) when there is no such run, or it or a later attempt of its run succeeded
  */
 export async function replayRun(deps: ReplayDeps, runId: string): Promise<{ jobId: string }> {
   const run = UUID.test(runId) ? await getRun(deps.pool, runId) : undefined;
   if (!run) throw new EtlError('INTERNAL', `no run ${runId} in etl.runs`, { retryable: false });
   if (run.status === 'succeeded') throw new EtlError('INTERNAL', `run ${runId} succeeded: nothing to replay`, { retryable: false });
   if (run.status === 'running') throw new EtlError('INTERNAL', `run ${runId} is still running`, { retryable: false });
+  if (await hasSucceeded(deps.pool, run.job, run.run_key)) {
+    throw new EtlError('INTERNAL', `run ${runId} failed, but a later attempt of the same run (${run.run_key}) succeeded: nothing to replay`, { retryable: false });
+  }
   const request = await getRunRequest(deps.pool, run.job, run.run_key);
   const req: RunRequest = { job: run.job, trigger: 'replay', runKey: run.run_key };
   const scheduledFor = request?.scheduledFor ?? run.scheduled_for ?? undefined;

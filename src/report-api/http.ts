@@ -197,7 +197,8 @@ export class HttpTransport {
     const ms = Math.round(performance.now() - started);
     this.logger.debug({ method: req.method, path, status: res.statusCode, ms }, 'report-api request');
     if (TRANSIENT_STATUSES.has(res.statusCode)) {
-      const snippet = await readSnippet(res.body);
+      // A token endpoint's error page may echo the form it got (client_secret and all): never quote it.
+      const snippet = req.stage === 'token' ? await res.body.dump().then(() => '') : await readSnippet(res.body);
       throw new TransientHttpError(`${req.method} ${path} answered ${res.statusCode}${snippet ? `: ${snippet}` : ''}`, {
         stage: req.stage,
         httpStatus: res.statusCode,
