@@ -2,7 +2,7 @@
  * One run end to end (simulator over HTTP → runJob → real PostgreSQL): every output type loads the served rows
  * value for value with the right types; type drift after the first page; the write modes' contracts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { silentLogger } from '../src/logger.ts';
 import { runJob } from '../src/pipeline/run-job.ts';
@@ -16,6 +16,12 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await h?.close();
+});
+// Spec "What the service does" 3.4: every report job a run created is deleted, whatever happened.
+afterEach(() => {
+  const c = h.sim.counters();
+  expect(c.openJobs).toEqual([]);
+  expect(c.jobsDeleted).toBe(c.jobsCreated);
 });
 
 const run = (config: ReturnType<Harness['config']>, job: string, extra: Partial<Parameters<typeof runJob>[0]> = {}) =>
@@ -84,6 +90,21 @@ describe('write modes', () => {
     expect(z[0].n).toBeGreaterThan(0);
   });
 
+  it('append stays exactly-once when two attempts of one run load at the same time: the second adds nothing', async () => {
+    const table = `${h.schema}.ledger_race`;
+    const params = { ROWS: '400' };
+    const config = h.config({ l: jobEntry({ name: 'Finance/Ledger.avx', outputType: 'json', paging: 100, parameters: params }, { table, mode: 'append' }) });
+    await run(config, 'l', { runKey: uniqueName('seed') });
+    const runKey = uniqueName('race');
+    // Both pass the early "already appended?" check; the target lock lets one commit, the other finds the claim.
+    const results = await Promise.all([run(config, 'l', { runKey }), run(config, 'l', { runKey, attempt: 2 })]);
+    expect(results.map((r) => r.status).sort()).toEqual(['already-loaded', 'succeeded']);
+    const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`);
+    expect(rows[0].n).toBe(800);
+    const ledger = await h.pool.query(`SELECT rows::int FROM etl.appended_runs WHERE job = 'l' AND run_key = $1`, [runKey]);
+    expect(ledger.rows).toEqual([{ rows: 400 }]);
+  });
+
   it('merge upserts by key, and within one run the last row for a key wins', async () => {
     const table = `${h.schema}.ledger_merge`;
     const params = { ROWS: '300' };
@@ -142,12 +163,6 @@ describe('write modes', () => {
   });
 });
 
-it('deletes every report job it created', () => {
-  const c = h.sim.counters();
-  expect(c.jobsCreated).toBeGreaterThan(0);
-  expect(c.openJobs).toEqual([]);
-  expect(c.jobsDeleted).toBe(c.jobsCreated);
-});
 
 it('adds new report columns to an existing target and keeps the types it has', async () => {
   const table = `${h.schema}.stock_evolving`;

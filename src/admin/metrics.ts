@@ -9,25 +9,24 @@
  *   running are not counted yet, so the counters only grow; pruning etl.runs makes them drop, which Prometheus
  *   treats as a counter reset.
  * - `report_etl_token_requests_total`: the Redis counter {@link tokenRequestsKey}, incremented once per request to
- *   the token endpoint by whichever process asks (see the report).
+ *   the token endpoint by whichever process asks (src/report-api/job-client.ts).
  * - `report_etl_queue_jobs{state}`: BullMQ `getJobCounts()` of the queue.
  */
+import { tokenRequestsKey } from '../report-api/token-cache.ts';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, Registry, type Histogram } from 'prom-client';
 import { runAggregates, type DurationHistogram, type RunAggregates } from './run-queries.ts';
 import type { Queryable } from '../warehouse/run-history.ts';
 
+/** Re-exported for tests and tools that read or reset the counter. */
+export { tokenRequestsKey };
+
 /** Upper bounds of the run duration histogram, in seconds (1 s .. 2 h). */
 export const DURATION_BUCKETS_SECONDS: readonly number[] = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200];
 
 /** BullMQ job states reported by `report_etl_queue_jobs{state}`. */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
-
-/** The Redis key counting token endpoint requests across processes: `${prefix}metrics:token_requests`. */
-export function tokenRequestsKey(prefix = 'report-etl:'): string {
-  return `${prefix}metrics:token_requests`;
-}
 
 /** What the metrics read from. */
 export interface MetricsSources {

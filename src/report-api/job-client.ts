@@ -11,7 +11,7 @@ import { HttpError, PollTimeoutError, ReportFailedError, RightsFailureError, typ
 import { DEFAULT_RETRY, HttpTransport, isNotSentError, readSnippet, sleep, type RetryPolicy } from './http.ts';
 import { resumablePageStream } from './page-stream.ts';
 import { encodeReportName } from './report-name.ts';
-import { TokenCache, tokenCacheKey } from './token-cache.ts';
+import { TokenCache, tokenCacheKey, tokenRequestsKey } from './token-cache.ts';
 import { requestClientCredentialsToken } from './token-request.ts';
 import type { FinishedReport, PageStream, ReportClient, ReportClientOptions, ReportJob, StartReportRequest } from './types.ts';
 
@@ -219,8 +219,8 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
     key: tokenCacheKey(opts.keyPrefix ?? 'report-etl:', connection.baseUrl, connection.clientId),
     renewBeforeMs: (opts.tokenRenewBeforeSeconds ?? 30) * 1000,
     fetchToken: async () => {
-      // Counted in Redis so that /metrics reports token requests of every process (src/admin/metrics.ts).
-      await opts.redis.incr(`${opts.keyPrefix ?? 'report-etl:'}metrics:token_requests`).catch(() => undefined);
+      // Counted in Redis so that /metrics reports token requests of every process.
+      await opts.redis.incr(tokenRequestsKey(opts.keyPrefix)).catch(() => undefined);
       return requestClientCredentialsToken(http, tokenEndpoint, connection, retry);
     },
     lockTtlMs: Math.min(connection.requestTimeoutMs, 30_000) + 5_000,

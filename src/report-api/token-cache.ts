@@ -43,6 +43,11 @@ const RELEASE_LOCK = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
+/** The Redis counter of token requests of every process (read by /metrics): `${prefix}metrics:token_requests`. */
+export function tokenRequestsKey(prefix = 'report-etl:'): string {
+  return `${prefix}metrics:token_requests`;
+}
+
 /** The Redis key of a connection's token: `${prefix}token:` + first 16 hex of sha256(baseUrl + '\n' + clientId). */
 export function tokenCacheKey(prefix: string, baseUrl: string, clientId: string): string {
   return `${prefix}token:${createHash('sha256').update(`${baseUrl}\n${clientId}`).digest('hex').slice(0, 16)}`;
