@@ -175,3 +175,27 @@ it('a config change reschedules live', async () => {
   await scheduler.close();
   expect(scheduler.scheduled()).toEqual({});
 });
+
+it('a tick fired late (a blocked event loop) is still queued, once', async () => {
+  const job = `${jp}_late`;
+  const config = h.config({ [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.late` }), schedule: '* * * * * *', timezone: 'UTC' } });
+  const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger: silentLogger });
+  await scheduler.start();
+  let blockedFrom = 0;
+  try {
+    // Start right after a tick, then hold the event loop for 3.5 s: node-cron reports the ticks in between as missed.
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 50));
+    blockedFrom = Date.now();
+    while (Date.now() < blockedFrom + 3500);
+    await new Promise((r) => setTimeout(r, 300));
+  } finally {
+    await scheduler.close();
+  }
+  const missed = [1, 2, 3].map((s) => new Date(Math.floor(blockedFrom / 1000) * 1000 + s * 1000));
+  for (const tick of missed) {
+    expect(await queue.getJob(runJobId(job, tick)), `tick ${tick.toISOString()}`).toBeDefined();
+  }
+  const jobs = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.job === job);
+  expect(new Set(jobs.map((j) => j.id)).size).toBe(jobs.length);
+  await Promise.all(jobs.map((j) => j.remove()));
+});

@@ -100,6 +100,14 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
         track(p);
         return p;
       }, { timezone: zoneOf(config, job), name: `report-etl:${name}` });
+      // node-cron drops a tick it fires more than a second late (a busy event loop): queue it all the same, late
+      // is better than never, and the tick's job id keeps it to one run.
+      task.on('execution:missed', (ctx) => {
+        log.warn({ job: name, tick: ctx.date.toISOString() }, 'tick fired late: queueing it anyway');
+        const p = onTick(name, ctx.date).catch((err: unknown) => log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'));
+        track(p);
+        return p;
+      });
       void task.start();
       tasks.set(name, { key, task });
       added.push(name);
