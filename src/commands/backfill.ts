@@ -13,7 +13,7 @@ export const registerBackfill: RegisterCommand = (program, cli) => {
     .action(async (job: string, opts: { config: string; queuePrefix: string; from: string; to: string }) => {
       const { config } = await loadConfig(opts.config);
       const r = getJob(config, job);
-      const zone = r.job.timezone ?? r.connection.timezone;
+      const zone = r.zone;
       const from = parseZonedDate(opts.from, zone);
       const to = parseZonedDate(opts.to, zone);
       const { runs } = await withQueueSession(opts.queuePrefix, ({ queue }) => backfill({ queue, config }, job, from, to));

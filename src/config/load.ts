@@ -29,6 +29,13 @@ export interface ResolvedJob {
   job: JobConfig;
   connection: ConnectionConfig;
   connectionName: string;
+  /** IANA zone of the job's schedule and logical time: its own `timezone`, else its connection's. */
+  zone: string;
+}
+
+/** The zone of a job's schedule: its own `timezone`, else its connection's, else UTC. */
+export function scheduleZone(cfg: EtlConfig, job: JobConfig): string {
+  return job.timezone ?? cfg.connections[job.connection]?.timezone ?? 'UTC';
 }
 
 const WINDOW = /^([1-9][0-9]*)(s|m|h|d|w)$/;
@@ -229,5 +236,5 @@ export function getJob(cfg: EtlConfig, name: string, file = 'jobs.yaml'): Resolv
   }
   const connection = cfg.connections[job.connection];
   if (!connection) throw new ConfigError([`${file}: jobs.${name}.connection: unknown connection "${job.connection}"`]);
-  return { name, job, connection, connectionName: job.connection };
+  return { name, job, connection, connectionName: job.connection, zone: job.timezone ?? connection.timezone };
 }

@@ -26,7 +26,7 @@ export async function backfill(deps: { queue: Queue<RunRequest>; config: EtlConf
   const r = getJob(deps.config, job);
   if (!r.job.schedule) throw new ConfigError([`jobs.${job} has no schedule: backfill needs one to know the intervals (use enqueue for a manual run)`]);
   if (!(to.getTime() > from.getTime())) throw new ConfigError([`backfill range is empty: --to (${to.toISOString()}) must be after --from (${from.toISOString()})`]);
-  const ticks = cronTicks(r.job.schedule, r.job.timezone ?? r.connection.timezone);
+  const ticks = cronTicks(r.job.schedule, r.zone);
   const found = ticks.between(from, to, MAX_TICKS);
   if (found.truncated) throw new ConfigError([`backfill range has more than ${MAX_TICKS} ticks of "${r.job.schedule}": split it`]);
   const runs: BackfillResult['runs'] = [];

@@ -23,7 +23,7 @@ export async function enqueueManual(queue: Queue<RunRequest>, config: EtlConfig,
   const runKey = randomUUID();
   const req: RunRequest = { job, trigger: 'manual', runKey, logicalEnd: now.toISOString() };
   if (r.job.schedule) {
-    const previous = cronTicks(r.job.schedule, r.job.timezone ?? r.connection.timezone).previous(now);
+    const previous = cronTicks(r.job.schedule, r.zone).previous(now);
     if (previous) req.logicalStart = previous.toISOString();
   }
   if (Object.keys(parameters).length) req.parameters = parameters;

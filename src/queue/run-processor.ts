@@ -54,14 +54,9 @@ export interface ProcessDeps {
   track: (controller: AbortController) => () => void;
 }
 
-/** The schedule zone of a job: its own, else its connection's. */
-export function scheduleZone(r: ResolvedJob): string {
-  return r.job.timezone ?? r.connection.timezone;
-}
-
 /** The report parameters of a run: jobs.yaml's with `%{...}` rendered, then the request's explicit ones. */
 export function runParameters(r: ResolvedJob, req: RunRequest, now: Date): Record<string, string> {
-  const zone = scheduleZone(r);
+  const zone = r.zone;
   const logicalEnd = new Date(req.logicalEnd ?? req.scheduledFor ?? now.toISOString());
   let logicalStart = req.logicalStart ? new Date(req.logicalStart) : undefined;
   if (!logicalStart && r.job.schedule) logicalStart = cronTicks(r.job.schedule, zone).previous(logicalEnd);

@@ -9,7 +9,7 @@ import type pg from 'pg';
 import type { Queue } from 'bullmq';
 import { createTask, type ScheduledTask } from 'node-cron';
 import type { EtlConfig, JobConfig } from '../config/schema.ts';
-import { parseWindow } from '../config/load.ts';
+import { parseWindow, scheduleZone } from '../config/load.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { cronTicks } from './cron-ticks.ts';
@@ -36,11 +36,6 @@ export interface Scheduler {
   close(): Promise<void>;
   /** Names of the jobs with a running task and their `schedule@zone`. */
   scheduled(): Record<string, string>;
-}
-
-/** The zone a job's schedule is read in. */
-function zoneOf(config: EtlConfig, job: JobConfig): string {
-  return job.timezone ?? config.connections[job.connection]?.timezone ?? 'UTC';
 }
 
 /**
@@ -73,7 +68,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     const job = config.jobs[name];
     if (!job?.schedule) return;
     const tick = new Date(Math.floor(at.getTime() / 1000) * 1000);
-    const previous = cronTicks(job.schedule, zoneOf(config, job)).previous(tick);
+    const previous = cronTicks(job.schedule, scheduleZone(config, job)).previous(tick);
     const { jobId, added } = await enqueueTick(deps.queue, config, name, tick, 'schedule', previous);
     log.info({ job: name, tick: tick.toISOString(), queueJobId: jobId, added }, added ? 'tick: run queued' : 'tick: run was queued by another scheduler');
   };
@@ -81,7 +76,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
   const apply = (config: EtlConfig) => {
     const wanted = new Map<string, string>();
     for (const [name, job] of Object.entries(config.jobs)) {
-      if (job.schedule) wanted.set(name, `${job.schedule}@${zoneOf(config, job)}`);
+      if (job.schedule) wanted.set(name, `${job.schedule}@${scheduleZone(config, job)}`);
     }
     const removed: string[] = [];
     const added: string[] = [];
@@ -99,7 +94,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
         const p = onTick(name, ctx.date).catch((err: unknown) => log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'));
         track(p);
         return p;
-      }, { timezone: zoneOf(config, job), name: `report-etl:${name}` });
+      }, { timezone: scheduleZone(config, job), name: `report-etl:${name}` });
       // node-cron drops a tick it fires more than a second late (a busy event loop): queue it all the same, late
       // is better than never, and the tick's job id keeps it to one run.
       task.on('execution:missed', (ctx) => {
@@ -125,7 +120,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
       log.info({ job: name }, 'catch-up: no scheduled run recorded yet, nothing missed');
       return;
     }
-    const ticks = cronTicks(job.schedule, zoneOf(config, job));
+    const ticks = cronTicks(job.schedule, scheduleZone(config, job));
     const until = now();
     let from = last;
     if (typeof job.catchup === 'object') {
