@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from '../logger.ts';
 import type { FaultInjector } from './faults.ts';
 import type { SimJob } from './jobs.ts';
+import type { PageCache } from './page-cache.ts';
 import type { ReportNameRules } from './report-name.ts';
 import type { ZonedFormatter } from './time-format.ts';
 import type { TokenStore } from './tokens.ts';
@@ -44,4 +45,6 @@ export interface SimContext {
   jobDurationMs: number;
   seed: number;
   nameRules: ReportNameRules;
+  /** Set when SimulatorOptions.pageCache is on: pages are rendered once and served from memory. */
+  pageCache?: PageCache;
 }

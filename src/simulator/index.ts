@@ -7,14 +7,17 @@
 import type { AddressInfo } from 'node:net';
 import { silentLogger } from '../logger.ts';
 import { zeroCounters, type SimContext } from './context.ts';
+import { reportData } from './catalogue.ts';
 import { FaultInjector } from './faults.ts';
+import { pageCount } from './jobs.ts';
+import { dataKey, PageCache } from './page-cache.ts';
 import type { SimJob } from './jobs.ts';
 import { makeServer, type SimControl } from './server.ts';
 import { makeZonedFormatter } from './time-format.ts';
 import { TokenStore } from './tokens.ts';
-import type { Simulator, SimulatorClient, SimulatorCounters, SimulatorOptions } from './types.ts';
+import type { PrerenderResult, Simulator, SimulatorClient, SimulatorCounters, SimulatorOptions } from './types.ts';
 
-export type { Simulator, SimulatorClient, SimulatorCounters, SimulatorEndpoint, SimulatorFaults, SimulatorOptions } from './types.ts';
+export type { PrerenderResult, Simulator, SimulatorClient, SimulatorCounters, SimulatorEndpoint, SimulatorFaults, SimulatorOptions } from './types.ts';
 export { CATALOGUE, FAILING_MESSAGE, reportData } from './catalogue.ts';
 export type { CanonicalValue, CatalogueEntry, ColumnKind, ReportColumn, ReportData } from './catalogue.ts';
 export { txtBom } from './render-txt.ts';
@@ -54,6 +57,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     jobDurationMs: opts.jobDurationMs ?? 300,
     seed: opts.seed ?? 1,
     nameRules: { acceptBackslash: opts.acceptBackslash ?? true, acceptEncodedSlash: opts.acceptEncodedSlash ?? true },
+    pageCache: opts.pageCache ? new PageCache() : undefined,
   };
   const control: SimControl = {
     counters: (): SimulatorCounters => ({ ...structuredClone(ctx.counters), openJobs: [...jobs.keys()] }),
@@ -82,6 +86,20 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     url: listenUrl,
     port,
     ...control,
+    prerender(reportPath, parameters, outputType, paging): PrerenderResult {
+      const cache = ctx.pageCache;
+      if (!cache) throw new Error('prerender needs SimulatorOptions.pageCache');
+      const data = reportData(reportPath, parameters, ctx.seed);
+      if (!data || data.failure) throw new Error(`cannot prerender ${reportPath}: ${data?.failure ?? 'no such report'}`);
+      const key = dataKey(reportPath, parameters, ctx.seed);
+      const pages = pageCount(data.rowCount, paging);
+      let bytes = 0;
+      for (let p = 1; p <= pages; p++) bytes += cache.page(key, data, outputType, paging, p, ctx.zone).length;
+      return { rows: data.rowCount, pages, bytes };
+    },
+    clearPageCache() {
+      ctx.pageCache?.clear();
+    },
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -33,6 +33,8 @@ export interface SimJob {
   withResult: boolean;
   /** Content-Length of txt pages already measured, by page. */
   pageLengths: Map<number, number>;
+  /** Report, parameters and seed as one string (page-cache.ts dataKey), for the page cache. */
+  dataKey: string;
 }
 
 /** The Job JSON body (spec "Job (report session)"). */
@@ -63,6 +65,8 @@ export interface NewJob {
   error?: { message: string; immediate: boolean; withResult: boolean };
   durationMs: number;
   now: number;
+  /** page-cache.ts dataKey of the rows; default ''. */
+  dataKey?: string;
 }
 
 /** Makes a job. */
@@ -82,6 +86,7 @@ export function makeJob(n: NewJob): SimJob {
     error: n.error?.message ?? n.data?.failure,
     withResult: n.error?.withResult ?? false,
     pageLengths: new Map(),
+    dataKey: n.dataKey ?? '',
   };
 }
 

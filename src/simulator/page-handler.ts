@@ -38,6 +38,22 @@ export function pageLength(job: SimJob, page: number, from: number, to: number, 
   return len;
 }
 
+/**
+ * Serves a page from the page cache: one write of the rendered bytes (txt with Content-Length, the others
+ * chunked, as the streaming path sends them).
+ */
+async function sendCached(ctx: SimContext, job: SimJob, page: number, data: NonNullable<SimJob['data']>, res: ServerResponse): Promise<void> {
+  const buf = ctx.pageCache!.page(job.dataKey, data, job.outputType, job.paging, page, ctx.zone);
+  const headers: Record<string, string> = { ...REPORT_API_HEADERS, 'Content-Type': PAGE_CONTENT_TYPES[job.outputType] };
+  if (job.outputType === 'txt') headers['Content-Length'] = String(buf.length);
+  res.writeHead(200, headers);
+  if (!res.write(buf)) await drainOrClose(res);
+  if (res.destroyed) return;
+  res.end();
+  ctx.counters.pagesServed++;
+  ctx.counters.bytesServed += buf.length;
+}
+
 /** Serves one output page. */
 export async function handleOutput(ctx: SimContext, id: string, pageRaw: string | undefined, res: ServerResponse): Promise<void> {
   const job = ctx.jobs.get(id);
@@ -53,6 +69,7 @@ export async function handleOutput(ctx: SimContext, id: string, pageRaw: string 
   const to = Math.min(from + job.paging, data.rowCount);
 
   const cutFraction = ctx.faults.drawReset();
+  if (ctx.pageCache && cutFraction === 0) return sendCached(ctx, job, page, data, res);
   const isTxt = job.outputType === 'txt';
   const length = isTxt || cutFraction > 0 ? pageLength(job, page, from, to, ctx) : -1;
   const headers: Record<string, string> = { ...REPORT_API_HEADERS, 'Content-Type': PAGE_CONTENT_TYPES[job.outputType] };

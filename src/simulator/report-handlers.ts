@@ -13,6 +13,7 @@ import { reportData } from './catalogue.ts';
 import type { SimContext } from './context.ts';
 import { REPORT_API_HEADERS, readBody, send, sendJson, sendProblem } from './http-util.ts';
 import { jobBody, makeJob, type SimJob } from './jobs.ts';
+import { dataKey } from './page-cache.ts';
 import { parseReportName } from './report-name.ts';
 import { SIMULATED_OUTPUT_TYPES, type SimulatedOutputType } from './render.ts';
 import type { SimulatorClient } from './types.ts';
@@ -101,7 +102,7 @@ export async function handleStart(
     for (const [k, v] of Object.entries(body.parameters)) parameters[k] = String(v);
   }
   const now = Date.now();
-  const common = { clientId: client.clientId, mandant, reportPath: name.path, outputType: outputType as SimulatedOutputType, paging, durationMs: ctx.jobDurationMs, now };
+  const common = { clientId: client.clientId, mandant, reportPath: name.path, outputType: outputType as SimulatedOutputType, paging, durationMs: ctx.jobDurationMs, now, dataKey: dataKey(name.path, parameters, ctx.seed) };
   let job: SimJob;
   if (client.reportRights === false) {
     job = makeJob({ ...common, data: undefined, error: { message: RIGHTS_MESSAGE, immediate: true, withResult: true } });

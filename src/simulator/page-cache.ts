@@ -1,0 +1,56 @@
+/**
+ * Rendered output pages kept in memory (SimulatorOptions.pageCache), so that serving a page costs next to
+ * nothing: the benchmark (bench/run.ts) measures the worker, not the renderers. A page is keyed by report,
+ * parameters, seed, output type, paging and page number, and holds exactly the bytes the streaming renderer
+ * would send (spec "Output page shapes"). Memory is the sum of the cached pages: {@link PageCache.clear}
+ * between report shapes.
+ */
+import type { ReportData } from './catalogue.ts';
+import { pageRenderer, type SimulatedOutputType } from './render.ts';
+import type { ZonedFormatter } from './time-format.ts';
+
+/** Identifies one report run's rows: report path, parameters and seed (what reportData() takes). */
+export function dataKey(reportPath: string, parameters: Record<string, string>, seed: number): string {
+  const sorted = Object.keys(parameters)
+    .sort()
+    .map((k) => [k, parameters[k]]);
+  return `${reportPath}|${JSON.stringify(sorted)}|${seed}`;
+}
+
+/** The rendered pages of the simulator; see the file comment. */
+export class PageCache {
+  private readonly pages = new Map<string, Buffer>();
+  /** Bytes of all cached pages. */
+  bytes = 0;
+
+  private static key(data: string, outputType: SimulatedOutputType, paging: number, page: number): string {
+    return `${data}|${outputType}|${paging}|${page}`;
+  }
+
+  /**
+   * The bytes of page `page` (1-based) holding rows [from, to) of `data`, rendered on first use.
+   * @param data the report's rows; `key` is its {@link dataKey}
+   */
+  page(key: string, data: ReportData, outputType: SimulatedOutputType, paging: number, page: number, zone: ZonedFormatter): Buffer {
+    const k = PageCache.key(key, outputType, paging, page);
+    let buf = this.pages.get(k);
+    if (buf === undefined) {
+      const from = (page - 1) * paging;
+      const to = Math.min(from + paging, data.rowCount);
+      const parts: Buffer[] = [];
+      for (const chunk of pageRenderer(outputType)(data, from, to, { zone, page })) {
+        parts.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
+      }
+      buf = Buffer.concat(parts);
+      this.pages.set(k, buf);
+      this.bytes += buf.length;
+    }
+    return buf;
+  }
+
+  /** Drops every cached page. */
+  clear(): void {
+    this.pages.clear();
+    this.bytes = 0;
+  }
+}
