@@ -125,3 +125,29 @@ export function isIsoTimestampWithOffset(b: Uint8Array, s: number, e: number): b
   if (rest === 5) return digitsAt(b, i + 1, 4);
   return rest === 6 && digitsAt(b, i + 1, 2) && b[i + 3] === 0x3a && digitsAt(b, i + 4, 2);
 }
+
+/**
+ * Whether b[s..e) is a number as a server writes one: `-?(0|[1-9][0-9]*)(.[0-9]+)?`. XML carries every value as
+ * text, so a code like "0100" or "+41" must stay text: a numeric type would lose its leading zero or sign.
+ */
+function isCanonicalNumber(b: Uint8Array, s: number, e: number): boolean {
+  let i = s;
+  if (b[i] === 0x2d) i++;
+  if (i >= e || b[i] === 0x2e) return false;
+  if (b[i] === 0x30 && i + 1 < e && b[i + 1] !== 0x2e) return false;
+  return true;
+}
+
+/**
+ * Kind of a non-empty xml_query value already written as COPY text bytes at b[s..e): integer, numeric (both
+ * only in canonical form, see isCanonicalNumber), ISO timestamp with offset, else text.
+ */
+export function classifyXmlValue(b: Uint8Array, s: number, e: number): number {
+  const c = b[s]!;
+  if ((c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e) {
+    const k = isCanonicalNumber(b, s, e) ? classifyNumber(b, s, e) : 0;
+    if (k !== 0) return k;
+    if (isIsoTimestampWithOffset(b, s, e)) return KIND.timestamp;
+  }
+  return KIND.text;
+}

@@ -1,8 +1,9 @@
 /**
  * xml_query pages -> COPY text format (spec "Output page shapes", xml_query): an XML declaration (UTF-8),
  * root element `result`, one `row` element per row, inside it one `field` element per column with the
- * attribute `name` and the value as text content. Parsed with saxes as the chunks arrive; entities and
- * CDATA are decoded by saxes. Column order is the field order of the first row; a missing field is NULL,
+ * attribute `name` and the value as text content. The byte scanner of xml-fast.ts takes the shape servers
+ * write; from the first thing it does not know to the end of the page, saxes parses instead (entities and
+ * CDATA decoded by saxes), with the same rules and errors. Column order is the field order of the first row; a missing field is NULL,
  * a field name the first row did not have is a PageFormatError.
  *
  * Empty text is loaded as NULL (\N): the spec gives empty text for "empty values" and no way to tell an
@@ -14,32 +15,24 @@ import type { PageDecoder } from './decoder.ts';
 import { CopyOutput, LF, TAB } from './copy-text.ts';
 import { writeEscapedString } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
-import { KIND, classifyNumber, isIsoTimestampWithOffset } from './kinds.ts';
+import { classifyXmlValue } from './kinds.ts';
+import { ChunkCarry } from './carry.ts';
+import { XmlFastScanner, type XmlPhase } from './xml-fast.ts';
 
 /** Where the parser is between tags. */
 type Place = 'document' | 'result' | 'row' | 'field' | 'after';
 
-/**
- * Whether b[s..e) is a number as a server writes one: `-?(0|[1-9][0-9]*)(.[0-9]+)?`. XML carries every value as
- * text, so a code like "0100" or "+41" must stay text: a numeric type would lose its leading zero or sign.
- */
-function isCanonicalNumber(b: Uint8Array, s: number, e: number): boolean {
-  let i = s;
-  if (b[i] === 0x2d) i++;
-  if (i >= e || b[i] === 0x2e) return false;
-  if (b[i] === 0x30 && i + 1 < e && b[i + 1] !== 0x2e) return false;
-  return true;
-}
+/** What saxes is fed before the rest of a page, so that it is in the fast scanner's place. */
+const SAXES_PREFIX: Record<XmlPhase, Buffer | undefined> = {
+  prolog: undefined,
+  rows: Buffer.from('<result>'),
+  after: Buffer.from('<result></result>'),
+};
 
-/** Kind of a non-empty value already written as COPY bytes at b[s..e): integer, numeric, timestamp, text. */
-function classifyWritten(b: Uint8Array, s: number, e: number): number {
-  const c = b[s]!;
-  if ((c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e) {
-    const k = isCanonicalNumber(b, s, e) ? classifyNumber(b, s, e) : 0;
-    if (k !== 0) return k;
-    if (isIsoTimestampWithOffset(b, s, e)) return KIND.timestamp;
-  }
-  return KIND.text;
+async function* resume(prefix: Buffer | undefined, head: Buffer, rest: AsyncIterator<Uint8Array>): AsyncGenerator<Uint8Array> {
+  if (prefix) yield prefix;
+  if (head.length > 0) yield head;
+  for (let r = await rest.next(); !r.done; r = await rest.next()) yield r.value;
 }
 
 /** The xml_query decoder; see the file comment. Made by makePageDecoder('xml_query'). */
@@ -52,11 +45,53 @@ export class XmlQueryPageDecoder implements PageDecoder {
   rows = 0;
   private index = new Map<string, number>();
   private readonly out = new CopyOutput();
+  private readonly fast = new XmlFastScanner(this.out, this);
+  /** Pages (or page ends) saxes parsed since the decoder was made: for tests and diagnostics. */
+  saxesPages = 0;
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number): AsyncGenerator<Buffer> {
+    const fast = this.fast;
+    fast.startPage();
+    const carry = new ChunkCarry();
+    const chunks = body[Symbol.asyncIterator]();
+    let row = 0;
+    let rest: Buffer | undefined;
+    try {
+      for (;;) {
+        const next = await chunks.next();
+        const buf = next.done ? carry.finish() : carry.push(next.value);
+        if (buf === undefined) {
+          if (next.done) break;
+          continue;
+        }
+        const r = fast.scan(buf);
+        row += r.rows;
+        this.rows += r.rows;
+        const taken = this.out.take();
+        if (taken !== undefined) yield taken;
+        if (r.fallback || (next.done && (r.consumed < buf.length || fast.phase !== 'after'))) {
+          rest = buf.subarray(r.consumed);
+          break;
+        }
+        if (next.done) break;
+        carry.keep(buf.subarray(r.consumed));
+      }
+      if (rest === undefined && fast.phase === 'after') return;
+      // Not the fast shape (or a broken page): saxes from the last row boundary on, behind the open elements.
+      this.index = new Map((this.columns ?? []).map((n, k) => [n, k]));
+      this.saxesPages++;
+      yield* this.saxesPage(resume(SAXES_PREFIX[fast.phase], rest ?? Buffer.alloc(0), chunks), page, row);
+    } finally {
+      // Stopped early (an error downstream): let the body release its connection.
+      await chunks.return?.();
+    }
+  }
+
+  /** Parses (the rest of) a page with saxes; `row` = rows of the page already done. */
+  private async *saxesPage(body: AsyncIterable<Uint8Array>, page: number, startRow: number): AsyncGenerator<Buffer> {
     const out = this.out;
     let place: Place = 'document';
-    let row = 0;
+    let row = startRow;
     let column = -1;
     let text = '';
     let values: (string | undefined)[] = [];
@@ -160,7 +195,7 @@ export class XmlQueryPageDecoder implements PageDecoder {
       }
       const s = out.pos;
       writeEscapedString(out, v);
-      if (inspect) this.kinds[col]! |= classifyWritten(out.buf, out.pos - (out.pos - s), out.pos);
+      if (inspect) this.kinds[col]! |= classifyXmlValue(out.buf, out.pos - (out.pos - s), out.pos);
     }
     out.reserve(1);
     out.buf[out.pos++] = LF;
