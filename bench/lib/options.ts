@@ -1,0 +1,72 @@
+/**
+ * Options of `npm run bench` (bench/run.ts), from argv (`--rows 1000000`, `--rows=1000000`) or the
+ * environment (BENCH_ROWS=1000000); argv wins.
+ */
+import { cpus } from 'node:os';
+
+/** Output types the benchmark can measure. */
+export const BENCH_TYPES = ['txt', 'json', 'json_compact', 'xml_query'] as const;
+export type BenchType = (typeof BENCH_TYPES)[number];
+
+/** Resolved options. */
+export interface BenchOptions {
+  /** Rows of the main measurement (all pagings), default 1,000,000. */
+  rows: number;
+  types: BenchType[];
+  /** Rows per page; 'all' = one page holding every row. Default [100000, 'all']. */
+  paging: (number | 'all')[];
+  /** Measurements per case; the median is reported. Default 3. */
+  repeats: number;
+  /** Row counts of the growth check (first paging only) besides `rows`; default 100000, plus 5000000 with BENCH_FULL=1. */
+  sizes: number[];
+  /** Extra node flags of the measured worker, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (BENCH_WORKER_ARGS). */
+  workerArgs: string[];
+  databaseUrl: string;
+  redisUrl: string;
+}
+
+function arg(argv: string[], name: string): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === `--${name}`) return argv[i + 1];
+    if (a.startsWith(`--${name}=`)) return a.slice(name.length + 3);
+  }
+  return process.env[`BENCH_${name.toUpperCase().replaceAll('-', '_')}`];
+}
+
+function count(s: string, what: string): number {
+  const n = Number(s.replaceAll('_', '').replace(/k$/i, '000').replace(/m$/i, '000000'));
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${what}: expected a positive integer (or 100k, 5m), got '${s}'`);
+  return n;
+}
+
+/**
+ * Reads the options.
+ * @throws Error naming the bad option
+ */
+export function readOptions(argv: string[] = process.argv.slice(2)): BenchOptions {
+  const rows = count(arg(argv, 'rows') ?? '1000000', 'rows');
+  const types = (arg(argv, 'types') ?? BENCH_TYPES.join(',')).split(',').map((t) => t.trim());
+  for (const t of types) if (!(BENCH_TYPES as readonly string[]).includes(t)) throw new Error(`types: unknown output type '${t}' (one of ${BENCH_TYPES.join(', ')})`);
+  const paging = (arg(argv, 'paging') ?? '100000,all').split(',').map((p) => (p.trim() === 'all' ? ('all' as const) : count(p.trim(), 'paging')));
+  const repeats = count(arg(argv, 'repeats') ?? '3', 'repeats');
+  const full = arg(argv, 'full') === '1' || argv.includes('--full');
+  const sizesRaw = arg(argv, 'sizes');
+  const sizes = sizesRaw !== undefined ? sizesRaw.split(',').filter((s) => s.trim() !== '').map((s) => count(s.trim(), 'sizes')) : full ? [100_000, 5_000_000] : [100_000];
+  return {
+    rows,
+    types: types as BenchType[],
+    paging,
+    repeats,
+    sizes: [...new Set([...sizes, rows])].sort((a, b) => a - b),
+    workerArgs: (arg(argv, 'worker-args') ?? '').split(' ').filter(Boolean),
+    databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  };
+}
+
+/** A short description of the machine for the results file. */
+export function machine(): { cpus: number; cpu: string; node: string } {
+  const c = cpus();
+  return { cpus: c.length, cpu: c[0]?.model ?? 'unknown', node: process.version };
+}

@@ -1,0 +1,95 @@
+/**
+ * Figures and printing of `npm run bench`: medians, the stdout table, the summary line.
+ */
+
+/** One case (size, output type, paging) with the medians of its repeats. */
+export interface CaseResult {
+  rows: number;
+  outputType: string;
+  /** Rows per page as asked; 'all' = one page. */
+  paging: number | 'all';
+  pages: number;
+  /** Page bytes per run. */
+  bytes: number;
+  /** CSV bytes of the same rows (the limit's input). */
+  csvBytes: number;
+  /** Medians in ms. */
+  e2eMs: number;
+  limitMs: number;
+  emptyCopyMs: number;
+  firstRowMs: number;
+  /** End-to-end rows/s and page MB/s (median run). */
+  rowsPerSec: number;
+  mbPerSec: number;
+  /** e2e / limit as throughputs: limitMs / e2eMs (1 = as fast as PostgreSQL alone). */
+  ratio: number;
+  ratioEmpty: number;
+  /** Worker peak RSS, MB (1e6 bytes): median and max over the repeats. */
+  rssMB: number;
+  rssMaxMB: number;
+  /** Worker CPU time (user + system) during runJob, ms, median. */
+  cpuMs: number;
+  /** Worker RSS before runJob (modules loaded: the runtime's floor), MB, median. */
+  baseRssMB: number;
+  /** Every repeat, for the record; peaks of process.memoryUsage() in bytes. */
+  runs: {
+    e2eMs: number;
+    limitMs: number;
+    emptyCopyMs: number;
+    firstRowMs: number;
+    rssMB: number;
+    baseRssMB: number;
+    cpuMs: number;
+    peaks: { heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
+  }[];
+}
+
+/** Median of numbers (mean of the middle two for an even count). */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Short row count: 100k, 1M, 5M. */
+export function short(n: number): string {
+  if (n >= 1e6 && n % 1e6 === 0) return `${n / 1e6}M`;
+  if (n >= 1e3 && n % 1e3 === 0) return `${n / 1e3}k`;
+  return String(n);
+}
+
+const HEAD = ['rows', 'type', 'paging', 'pages', 'MB', 'e2e s', 'rows/s', 'MB/s', 'limit s', 'ratio', 'empty s', 'ratio0', '1st row ms', 'cpu s', 'RSS MB', 'RSS max', 'RSS base'];
+
+/** The results as an aligned text table. */
+export function table(results: CaseResult[]): string {
+  const lines = results.map((r) => [
+    short(r.rows),
+    r.outputType,
+    r.paging === 'all' ? 'all' : short(r.paging),
+    String(r.pages),
+    (r.bytes / 1e6).toFixed(1),
+    (r.e2eMs / 1000).toFixed(2),
+    String(Math.round(r.rowsPerSec)),
+    r.mbPerSec.toFixed(1),
+    (r.limitMs / 1000).toFixed(2),
+    r.ratio.toFixed(2),
+    (r.emptyCopyMs / 1000).toFixed(2),
+    r.ratioEmpty.toFixed(2),
+    String(Math.round(r.firstRowMs)),
+    (r.cpuMs / 1000).toFixed(2),
+    r.rssMB.toFixed(0),
+    r.rssMaxMB.toFixed(0),
+    r.baseRssMB.toFixed(0),
+  ]);
+  const all = [HEAD, ...lines];
+  const widths = HEAD.map((_, i) => Math.max(...all.map((l) => l[i]!.length)));
+  return all.map((l) => l.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')).join('\n');
+}
+
+/** The one-line summary: ratios of the main size at its first paging, and the largest worker RSS of all cases. */
+export function summary(results: CaseResult[], rows: number, paging: number | 'all'): string {
+  const main = results.filter((r) => r.rows === rows && r.paging === paging);
+  const ratios = main.map((r) => `${r.outputType} ${r.ratio.toFixed(2)}`).join(', ');
+  const rss = Math.max(...results.map((r) => r.rssMaxMB));
+  return `bench ${short(rows)} rows paging ${paging === 'all' ? 'all' : short(paging)}: ${ratios} of COPY; peak RSS max ${rss.toFixed(0)} MB`;
+}

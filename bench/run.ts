@@ -1,0 +1,126 @@
+/**
+ * `npm run bench` (issue 6): end-to-end throughput and memory of report-etl against the physical limit,
+ * PostgreSQL's own COPY of the same rows, measured in the same run so that a noisy machine affects both.
+ *
+ * For each size, output type and paging: the simulator (own process, pages rendered once into memory) serves
+ * Big.avw with ROWS=<size>; a warm-up run creates the target; then `repeats` times, interleaved (1 and 2 swap
+ * places every other repeat):
+ *   1. e2e — a fresh worker process runs runJob (mode replace, plan direct: DELETE + COPY into the target in
+ *      one transaction); duration from the first request to the commit, time to the first row, peak RSS;
+ *   2. limit — the same rows as a CSV file, COPYed by pg-copy-streams into an identical table after deleting
+ *      its equally many rows in the same transaction (what replace does, without the report-etl part);
+ *   3. empty — the same COPY into an empty table.
+ * Prints a table, writes bench/results/<date>-<rows>.json, and ends with one summary line.
+ *
+ * Options (argv or env): --rows/BENCH_ROWS (1000000), --types/BENCH_TYPES (txt,json,json_compact,xml_query),
+ * --paging/BENCH_PAGING (100000,all), --repeats/BENCH_REPEATS (3), --sizes/BENCH_SIZES (growth check,
+ * 100000; BENCH_FULL=1 adds 5000000), --worker-args/BENCH_WORKER_ARGS (node flags of the worker, e.g.
+ * "--cpu-prof --cpu-prof-dir=/tmp/prof").
+ */
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { makePool } from '../src/connections.ts';
+import { silentLogger } from '../src/logger.ts';
+import { migrate } from '../src/warehouse/migrate.ts';
+import { measureWorker, startPageServer } from './lib/children.ts';
+import { copyEmpty, copyReplace, dumpCsv } from './lib/limit.ts';
+import { machine, readOptions } from './lib/options.ts';
+import { median, short, summary, table, type CaseResult } from './lib/report.ts';
+import type { WorkerInput } from './lib/worker.ts';
+
+const REPORT = 'Big.avw';
+const opts = readOptions();
+const log = (s: string): void => void process.stderr.write(`${s}\n`);
+
+const pool = makePool(silentLogger, opts.databaseUrl, 2);
+await migrate(pool);
+await pool.end();
+const db = new pg.Client({ connectionString: opts.databaseUrl });
+await db.connect();
+const schema = `bench_${randomUUID().slice(0, 8)}`;
+await db.query(`CREATE SCHEMA ${schema}`);
+const csvDir = join(tmpdir(), schema);
+await mkdir(csvDir, { recursive: true });
+const server = await startPageServer();
+const results: CaseResult[] = [];
+const started = Date.now();
+
+try {
+  for (const size of opts.sizes) {
+    const pagings = size === opts.rows ? opts.paging : [opts.paging[0]!];
+    for (const outputType of opts.types) {
+      const table = `${schema}.${outputType}_${size}`;
+      const csv = join(csvDir, `${outputType}_${size}.csv`);
+      let csvBytes = 0;
+      for (const [pi, pagingOpt] of pagings.entries()) {
+        const paging = pagingOpt === 'all' ? size : pagingOpt;
+        const pre = await server.prerender({ report: REPORT, parameters: { ROWS: String(size) }, outputType, paging });
+        log(`${short(size)} ${outputType} paging ${pagingOpt}: ${pre.pages} pages, ${(pre.bytes / 1e6).toFixed(1)} MB rendered in ${(pre.ms / 1000).toFixed(1)} s`);
+        const input: WorkerInput = { simUrl: server.url, databaseUrl: opts.databaseUrl, redisUrl: opts.redisUrl, report: REPORT, rows: size, outputType, paging, target: table };
+        if (pi === 0) {
+          const warm = await measureWorker(input);
+          if (!warm.ok) throw new Error(`warm-up run failed: ${warm.error}`);
+          csvBytes = await dumpCsv(db, table, csv);
+        }
+        const runs: CaseResult['runs'] = [];
+        let bytes = 0;
+        for (let r = 0; r < opts.repeats; r++) {
+          // Alternate the order, so that a slow spell of the machine does not always hit the same side.
+          const limitFirst = r % 2 === 1;
+          const limFirst = limitFirst ? await copyReplace(db, table, csv) : undefined;
+          const e2e = await measureWorker(input, opts.workerArgs);
+          if (!e2e.ok) throw new Error(`run failed: ${e2e.error}`);
+          if (e2e.rows !== size || e2e.plan !== 'direct') throw new Error(`run loaded ${e2e.rows} rows with plan ${e2e.plan}; expected ${size}, direct`);
+          bytes = e2e.bytes;
+          const lim = limFirst ?? (await copyReplace(db, table, csv));
+          const emp = await copyEmpty(db, table, csv);
+          if (lim.rows !== size || emp.rows !== size) throw new Error(`limit COPY took ${lim.rows}/${emp.rows} rows, expected ${size}`);
+          const run = { e2eMs: e2e.durationMs, limitMs: lim.durationMs, emptyCopyMs: emp.durationMs, firstRowMs: e2e.firstRowMs, rssMB: (e2e.maxRssKiB * 1024) / 1e6, baseRssMB: (e2e.baseRssKiB * 1024) / 1e6, peaks: e2e.peaks, cpuMs: e2e.cpuMs };
+          runs.push(run);
+          log(`  run ${r + 1}: e2e ${(run.e2eMs / 1000).toFixed(2)} s, limit ${(run.limitMs / 1000).toFixed(2)} s, empty ${(run.emptyCopyMs / 1000).toFixed(2)} s, first row ${Math.round(run.firstRowMs)} ms, worker CPU ${(run.cpuMs / 1000).toFixed(2)} s, RSS ${run.rssMB.toFixed(0)} MB (${run.baseRssMB.toFixed(0)} MB before the run; peak heap ${(run.peaks.heapTotal / 1e6).toFixed(0)} MB, external ${(run.peaks.external / 1e6).toFixed(0)} MB)`);
+        }
+        const e2eMs = median(runs.map((x) => x.e2eMs));
+        const limitMs = median(runs.map((x) => x.limitMs));
+        const emptyCopyMs = median(runs.map((x) => x.emptyCopyMs));
+        results.push({
+          rows: size,
+          outputType,
+          paging: pagingOpt,
+          pages: pre.pages,
+          bytes,
+          csvBytes,
+          e2eMs,
+          limitMs,
+          emptyCopyMs,
+          firstRowMs: median(runs.map((x) => x.firstRowMs)),
+          rowsPerSec: (size / e2eMs) * 1000,
+          mbPerSec: bytes / 1e6 / (e2eMs / 1000),
+          ratio: limitMs / e2eMs,
+          ratioEmpty: emptyCopyMs / e2eMs,
+          rssMB: median(runs.map((x) => x.rssMB)),
+          rssMaxMB: Math.max(...runs.map((x) => x.rssMB)),
+          baseRssMB: median(runs.map((x) => x.baseRssMB)),
+          cpuMs: median(runs.map((x) => x.cpuMs)),
+          runs,
+        });
+      }
+      await db.query(`DROP TABLE IF EXISTS ${table}, ${table}_lim, ${table}_empty`);
+      await rm(csv, { force: true });
+    }
+  }
+} finally {
+  await server.close();
+  await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+  await db.end();
+  await rm(csvDir, { recursive: true, force: true });
+}
+
+const line = summary(results, opts.rows, opts.paging[0]!);
+const date = new Date().toISOString().replaceAll(':', '-').slice(0, 16);
+const file = join(import.meta.dirname, 'results', `${date}-${short(opts.rows)}.json`);
+await mkdir(join(import.meta.dirname, 'results'), { recursive: true });
+await writeFile(file, `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), options: { ...opts, databaseUrl: undefined, redisUrl: undefined }, seconds: Math.round((Date.now() - started) / 1000), summary: line, results }, null, 2)}\n`);
+process.stdout.write(`${table(results)}\n\nresults: ${file}\n${line}\n`);
