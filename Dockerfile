@@ -24,5 +24,6 @@ EXPOSE 3000 8080
 # /healthz answers on the admin server (start, admin); scheduler and worker containers set their own check.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ADMIN_PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["node", "bin/report-etl.js"]
+# Node flags: see src/runtime-flags.ts.
+ENTRYPOINT ["node", "--max-semi-space-size=1", "bin/report-etl.js"]
 CMD ["start", "--host", "0.0.0.0"]

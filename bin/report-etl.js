@@ -1,4 +1,5 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=1
+// Flags: see src/runtime-flags.ts.
 // Node >= 22.18 runs the TypeScript sources directly (type stripping): no build step.
 import { main } from '../src/cli.ts';
 

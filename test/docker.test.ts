@@ -11,6 +11,7 @@ import { Command } from 'commander';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { commands } from '../src/commands/index.ts';
+import { NODE_FLAGS } from '../src/runtime-flags.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const read = (p: string) => readFileSync(join(ROOT, p), 'utf8');
@@ -99,9 +100,15 @@ describe('Dockerfile', () => {
     expect(dockerfile.match(/^FROM node:24-slim/gm)).toHaveLength(2);
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
     expect(dockerfile).toMatch(/^USER node$/m);
-    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "bin\/report-etl.js"\]$/m);
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", .*"bin\/report-etl.js"\]$/m);
     expect(dockerfile).toMatch(/HEALTHCHECK[\s\S]*\/healthz/);
     for (const dir of ['bin', 'src', 'migrations', 'package.json', 'jobs.yaml']) expect(dockerfile).toMatch(new RegExp(`^COPY ${dir}\\b`, 'm'));
+  });
+
+  it('runs Node with the flags of src/runtime-flags.ts, as bin/report-etl.js does', () => {
+    const entry = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)![1]!;
+    expect(JSON.parse(entry)).toEqual(['node', ...NODE_FLAGS, 'bin/report-etl.js']);
+    expect(read('bin/report-etl.js').split('\n')[0]).toBe(`#!/usr/bin/env -S node ${NODE_FLAGS.join(' ')}`);
   });
 
   it('the production install has every package the runtime sources import', () => {

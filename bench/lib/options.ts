@@ -2,6 +2,7 @@
  * Options of `npm run bench` (bench/run.ts), from argv (`--rows 1000000`, `--rows=1000000`) or the
  * environment (BENCH_ROWS=1000000); argv wins.
  */
+import { NODE_FLAGS } from '../../src/runtime-flags.ts';
 import { cpus } from 'node:os';
 
 /** Output types the benchmark can measure. */
@@ -59,7 +60,8 @@ export function readOptions(argv: string[] = process.argv.slice(2)): BenchOption
     paging,
     repeats,
     sizes: [...new Set([...sizes, rows])].sort((a, b) => a - b),
-    workerArgs: (arg(argv, 'worker-args') ?? '').split(' ').filter(Boolean),
+    // Default: the flags the product runs with, so the measured worker is the real one.
+    workerArgs: (arg(argv, 'worker-args') ?? NODE_FLAGS.join(' ')).split(' ').filter(Boolean),
     databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
   };
