@@ -5,6 +5,7 @@
  */
 import { createTask, parse } from 'node-cron';
 import { ConfigError } from '../errors.ts';
+import { makeZoneOffset } from '../zone-offset.ts';
 
 /** Most ticks {@link CronTicks.between} returns (a guard against `* * * * * *` over a year). */
 export const MAX_TICKS = 10_000;
@@ -66,7 +67,7 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
   const minute = new Set(fields.minute);
   const hour = new Set(fields.hour);
   const month = new Set(fields.month);
-  const offsetAt = zoneOffsets(timezone);
+  const offsetAt = makeZoneOffset(timezone);
   // A cheap necessary condition (second, minute, hour, month in local time) before node-cron's own match, which
   // formats the date with Intl and costs ~13 µs: a year of minutes is scanned in well under a second.
   const match = (t: number) => {
@@ -111,33 +112,3 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
   };
 }
 
-/** Quarter hours: every real zone changes its offset on a quarter-hour boundary. */
-const BUCKET_MS = 900_000;
-
-/** Offset of `zone` from UTC in ms at an instant, cached per quarter hour. */
-function zoneOffsets(zone: string): (t: number) => number {
-  const format = new Intl.DateTimeFormat('en-US', {
-    timeZone: zone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: 'numeric',
-    day: 'numeric',
-    hour: 'numeric',
-    minute: 'numeric',
-    second: 'numeric',
-  });
-  const cache = new Map<number, number>();
-  return (t) => {
-    const bucket = Math.floor(t / BUCKET_MS);
-    let offset = cache.get(bucket);
-    if (offset === undefined) {
-      const at = bucket * BUCKET_MS;
-      const p: Record<string, number> = {};
-      for (const part of format.formatToParts(at)) if (part.type !== 'literal') p[part.type] = Number(part.value);
-      offset = Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) - at;
-      if (cache.size > 100_000) cache.clear();
-      cache.set(bucket, offset);
-    }
-    return offset;
-  };
-}

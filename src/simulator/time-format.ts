@@ -5,9 +5,9 @@
  * rendering a million rows costs a few thousand Intl calls at most (every real zone changes its offset
  * on a quarter hour).
  */
+import { makeZoneOffset } from '../zone-offset.ts';
 
 const MS_PER_DAY = 86_400_000;
-const BUCKET_MS = 900_000;
 
 /** '00'..'99' */
 const PAD2: string[] = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
@@ -86,35 +86,11 @@ export interface ZonedFormatter {
  * @throws RangeError when the zone is unknown to Intl
  */
 export function makeZonedFormatter(timeZone: string): ZonedFormatter {
-  const dtf = new Intl.DateTimeFormat('en-US', {
-    timeZone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: 'numeric',
-    day: 'numeric',
-    hour: 'numeric',
-    minute: 'numeric',
-    second: 'numeric',
-  });
-  const cache = new Map<number, number>();
+  const offsetMs = makeZoneOffset(timeZone);
   const suffixes = new Map<number, string>();
 
-  function lookup(bucketStart: number): number {
-    const parts: Record<string, number> = {};
-    for (const p of dtf.formatToParts(new Date(bucketStart))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
-    const asUtc = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
-    return Math.round((asUtc - bucketStart) / 60_000);
-  }
-
   function offsetMinutes(ms: number): number {
-    const bucket = Math.floor(ms / BUCKET_MS);
-    let off = cache.get(bucket);
-    if (off === undefined) {
-      off = lookup(bucket * BUCKET_MS);
-      if (cache.size > 200_000) cache.clear();
-      cache.set(bucket, off);
-    }
-    return off;
+    return Math.round(offsetMs(ms) / 60_000);
   }
 
   function suffix(off: number): string {
