@@ -59,7 +59,7 @@ try {
         const paging = pagingOpt === 'all' ? size : pagingOpt;
         const pre = await server.prerender({ report: REPORT, parameters: { ROWS: String(size) }, outputType, paging });
         log(`${short(size)} ${outputType} paging ${pagingOpt}: ${pre.pages} pages, ${(pre.bytes / 1e6).toFixed(1)} MB rendered in ${(pre.ms / 1000).toFixed(1)} s`);
-        const input: WorkerInput = { simUrl: server.url, databaseUrl: opts.databaseUrl, redisUrl: opts.redisUrl, report: REPORT, rows: size, outputType, paging, target: table };
+        const input: WorkerInput = { simUrl: server.url, databaseUrl: opts.databaseUrl, redisUrl: opts.redisUrl, report: REPORT, rows: size, outputType, paging, target: table, mode: opts.mode };
         if (pi === 0) {
           const warm = await measureWorker(input);
           if (!warm.ok) throw new Error(`warm-up run failed: ${warm.error}`);
@@ -71,6 +71,8 @@ try {
           // Alternate the order, so that a slow spell of the machine does not always hit the same side.
           const limitFirst = r % 2 === 1;
           const limFirst = limitFirst ? await copyReplace(db, table, csv) : undefined;
+          // append: start from an empty target, as the COPY into an empty table it is compared with.
+          if (opts.mode === 'append') await db.query(`TRUNCATE ${table}`);
           const e2e = await measureWorker(input, opts.workerArgs);
           if (!e2e.ok) throw new Error(`run failed: ${e2e.error}`);
           if (e2e.rows !== size || e2e.plan !== 'direct') throw new Error(`run loaded ${e2e.rows} rows with plan ${e2e.plan}; expected ${size}, direct`);
@@ -98,7 +100,7 @@ try {
           firstRowMs: median(runs.map((x) => x.firstRowMs)),
           rowsPerSec: (size / e2eMs) * 1000,
           mbPerSec: bytes / 1e6 / (e2eMs / 1000),
-          ratio: limitMs / e2eMs,
+          ratio: (opts.mode === 'append' ? emptyCopyMs : limitMs) / e2eMs,
           ratioEmpty: emptyCopyMs / e2eMs,
           rssMB: median(runs.map((x) => x.rssMB)),
           rssMaxMB: Math.max(...runs.map((x) => x.rssMB)),
@@ -118,7 +120,7 @@ try {
   await rm(csvDir, { recursive: true, force: true });
 }
 
-const line = summary(results, opts.rows, opts.paging[0]!);
+const line = summary(results, opts.rows, opts.paging[0]!, opts.mode);
 const date = new Date().toISOString().replaceAll(':', '-').slice(0, 16);
 const file = join(import.meta.dirname, 'results', `${date}-${short(opts.rows)}.json`);
 await mkdir(join(import.meta.dirname, 'results'), { recursive: true });

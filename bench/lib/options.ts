@@ -22,6 +22,12 @@ export interface BenchOptions {
   sizes: number[];
   /** Extra node flags of the measured worker, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (BENCH_WORKER_ARGS). */
   workerArgs: string[];
+  /**
+   * Write mode of the measured runs. replace (default): DELETE + COPY into the target, compared with the same
+   * DELETE + COPY done by PostgreSQL alone. append: COPY into the emptied target, compared with COPY into an empty
+   * table — the cost of report-etl itself, without replace's DELETE.
+   */
+  mode: 'replace' | 'append';
   databaseUrl: string;
   redisUrl: string;
 }
@@ -54,7 +60,10 @@ export function readOptions(argv: string[] = process.argv.slice(2)): BenchOption
   const full = arg(argv, 'full') === '1' || argv.includes('--full');
   const sizesRaw = arg(argv, 'sizes');
   const sizes = sizesRaw !== undefined ? sizesRaw.split(',').filter((s) => s.trim() !== '').map((s) => count(s.trim(), 'sizes')) : full ? [100_000, 5_000_000] : [100_000];
+  const mode = arg(argv, 'mode') ?? 'replace';
+  if (mode !== 'replace' && mode !== 'append') throw new Error(`mode: expected replace or append, got '${mode}'`);
   return {
+    mode,
     rows,
     types: types as BenchType[],
     paging,

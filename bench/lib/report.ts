@@ -87,9 +87,10 @@ export function table(results: CaseResult[]): string {
 }
 
 /** The one-line summary: ratios of the main size at its first paging, and the largest worker RSS of all cases. */
-export function summary(results: CaseResult[], rows: number, paging: number | 'all'): string {
+export function summary(results: CaseResult[], rows: number, paging: number | 'all', mode: 'replace' | 'append' = 'replace'): string {
   const main = results.filter((r) => r.rows === rows && r.paging === paging);
   const ratios = main.map((r) => `${r.outputType} ${r.ratio.toFixed(2)}`).join(', ');
   const rss = Math.max(...results.map((r) => r.rssMaxMB));
-  return `bench ${short(rows)} rows paging ${paging === 'all' ? 'all' : short(paging)}: ${ratios} of COPY; peak RSS max ${rss.toFixed(0)} MB`;
+  const limit = mode === 'append' ? 'of COPY into an empty table' : 'of DELETE + COPY';
+  return `bench ${mode} ${short(rows)} rows paging ${paging === 'all' ? 'all' : short(paging)}: ${ratios} ${limit}; peak RSS max ${rss.toFixed(0)} MB`;
 }

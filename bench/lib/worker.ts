@@ -24,6 +24,7 @@ export interface WorkerInput {
   paging: number;
   /** schema.table */
   target: string;
+  mode: 'replace' | 'append';
 }
 
 /** What one measurement gives. */
@@ -70,7 +71,7 @@ async function main(): Promise<void> {
       bench: {
         connection: 'sim',
         report: { mandant: 7777, name: input.report.replace(/\.avw$/, ''), outputType: input.outputType, paging: input.paging, parameters: { ROWS: String(input.rows) } },
-        target: { table: input.target, mode: 'replace' },
+        target: { table: input.target, mode: input.mode },
       },
     },
   });
