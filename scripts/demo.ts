@@ -8,9 +8,9 @@
  * Interactive (a terminal): keeps running — the schedules go on ticking — until Ctrl-C.
  * Not interactive, or `--once`: exits after the first round, 0 when every job ended as expected.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { loadConfig } from '../src/config/load.ts';
-import { DEFAULT_DATABASE_URL } from '../src/connections.ts';
+import { DEFAULT_DATABASE_URL, makePool } from '../src/connections.ts';
 import { makeLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { queuePrefixFromEnv } from '../src/queue/names.ts';
@@ -51,7 +51,7 @@ async function main(): Promise<number> {
     graceMs: 10_000,
   });
   out(`admin         ${service.adminUrl}/admin/runs   (queues: ${service.adminUrl}/admin/queues)`);
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  const pool = makePool(logger, databaseUrl, 2);
   let exitCode = 0;
   try {
     const jobs = Object.keys(config.jobs);

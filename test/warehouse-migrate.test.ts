@@ -1,6 +1,8 @@
 /** The migrator: forward-only, and safe when several processes run it at once (advisory lock). */
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { makePool } from '../src/connections.ts';
+import { silentLogger } from '../src/logger.ts';
 import { migrate, readMigrations } from '../src/warehouse/migrate.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';
 
@@ -8,6 +10,7 @@ const dbName = uniqueName('migrate');
 let admin: pg.Client;
 beforeAll(async () => {
   admin = new pg.Client({ connectionString: DATABASE_URL });
+  admin.on('error', () => undefined);
   await admin.connect();
   await admin.query(`CREATE DATABASE ${dbName}`);
 });
@@ -19,7 +22,8 @@ afterAll(async () => {
 it('applies every migration exactly once when four processes migrate a fresh database at the same time', async () => {
   const url = new URL(DATABASE_URL);
   url.pathname = `/${dbName}`;
-  const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: url.toString(), max: 2 }));
+  // makePool attaches error listeners: DROP DATABASE ... WITH (FORCE) below must not surface as an uncaught error.
+  const pools = Array.from({ length: 4 }, () => makePool(silentLogger, url.toString(), 2));
   try {
     const applied = await Promise.all(pools.map((p) => migrate(p)));
     const versions = (await readMigrations()).map((m) => m.version);
