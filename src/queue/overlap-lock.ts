@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
+import { deleteIfOwner, extendIfOwner } from '../redis-owned-key.ts';
 
 /** Default TTL of the lock in ms; it is renewed every third of it. */
 export const OVERLAP_LOCK_TTL_MS = 30_000;
@@ -18,13 +19,6 @@ if (not cur) or string.sub(cur, 1, string.len(ARGV[1])) == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
   return 1
 end
-return 0`;
-// KEYS[1]; ARGV[1] value, ARGV[2] ttl ms.
-const RENEW = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0`;
-const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
 /** A held lock; `release()` is idempotent. */
@@ -46,9 +40,9 @@ export async function tryOverlapLock(redis: Redis, key: string, owner: string, l
   if (got !== 1) return undefined;
   let lost = false;
   const timer = setInterval(() => {
-    redis.eval(RENEW, 1, key, value, String(ttlMs)).then(
+    extendIfOwner(redis, key, value, ttlMs).then(
       (ok) => {
-        if (ok !== 1 && !lost) {
+        if (!ok && !lost) {
           lost = true;
           logger.warn({ key }, 'overlap lock lost: another run of this job may start');
         }
@@ -64,7 +58,7 @@ export async function tryOverlapLock(redis: Redis, key: string, owner: string, l
     release() {
       released ??= (async () => {
         clearInterval(timer);
-        await redis.eval(RELEASE, 1, key, value);
+        await deleteIfOwner(redis, key, value);
       })();
       return released;
     },

@@ -12,6 +12,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { AbortedError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { deleteIfOwner, extendIfOwner } from '../redis-owned-key.ts';
 import { TokenError } from './errors.ts';
 import { sleep } from './http.ts';
 import type { IssuedToken } from './token-request.ts';
@@ -33,15 +34,6 @@ local ok, t = pcall(cjson.decode, v)
 if ok and type(t) == 'table' and t.accessToken == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
-/** Extends the lock KEYS[1] to ARGV[2] ms only while we still own it (ARGV[1]). */
-const EXTEND_LOCK = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0`;
-
-/** Releases the lock KEYS[1] only while we still own it (ARGV[1]). */
-const RELEASE_LOCK = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
 
 /** The Redis counter of token requests of every process (read by /metrics): `${prefix}metrics:token_requests`. */
 export function tokenRequestsKey(prefix = 'report-etl:'): string {
@@ -138,7 +130,7 @@ export class TokenCache {
         // A slow token endpoint (timeouts, retries) may take longer than the lock lives: keep it while we fetch,
         // or the others would take it over and ask for tokens of their own.
         const keep = setInterval(() => {
-          redis.eval(EXTEND_LOCK, 1, this.lockKey, owner, lockTtlMs).catch(() => undefined);
+          extendIfOwner(redis, this.lockKey, owner, lockTtlMs).catch(() => undefined);
         }, Math.max(50, Math.floor(lockTtlMs / 3)));
         try {
           // Another process may have stored a token between our read and our lock.
@@ -147,7 +139,7 @@ export class TokenCache {
           return await this.fetchAndStore();
         } finally {
           clearInterval(keep);
-          await redis.eval(RELEASE_LOCK, 1, this.lockKey, owner).catch((err: unknown) => {
+          await deleteIfOwner(redis, this.lockKey, owner).catch((err: unknown) => {
             this.opts.logger.warn({ err }, 'could not release the token lock; it expires by itself');
           });
         }
