@@ -1,6 +1,14 @@
 # report-etl: one image for every part (scheduler, worker, admin, start, simulate, run ...).
-# Node 24 runs the TypeScript sources directly: no build step, so the image holds the sources and the
-# production dependencies only.
+# The image runs the compiled JavaScript (npm run build -> dist/): Node could run the TypeScript sources directly,
+# but its type stripper costs about 30 MB of memory per process.
+
+FROM node:24-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
 
 FROM node:24-slim AS deps
 WORKDIR /app
@@ -13,9 +21,8 @@ ENV NODE_ENV=production \
     ADMIN_PORT=3000
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
 COPY package.json ./
-COPY bin ./bin
-COPY src ./src
 COPY migrations ./migrations
 COPY jobs.yaml ./jobs.yaml
 # The image's unprivileged user (uid 1000).
@@ -25,5 +32,5 @@ EXPOSE 3000 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ADMIN_PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Node flags: see src/runtime-flags.ts.
-ENTRYPOINT ["node", "--max-semi-space-size=1", "bin/report-etl.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=1", "dist/main.js"]
 CMD ["start", "--host", "0.0.0.0"]

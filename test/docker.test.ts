@@ -96,18 +96,22 @@ describe('docker-compose.yml', () => {
 });
 
 describe('Dockerfile', () => {
-  it('is multi-stage on node:24-slim, production dependencies only, non-root, report-etl as entrypoint, with a /healthz check', () => {
-    expect(dockerfile.match(/^FROM node:24-slim/gm)).toHaveLength(2);
+  it('is multi-stage on node:24-slim, production dependencies only, non-root, the compiled entry, with a /healthz check', () => {
+    expect(dockerfile.match(/^FROM node:24-slim/gm)).toHaveLength(3);
+    expect(dockerfile).toMatch(/^RUN npm run build$/m);
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
     expect(dockerfile).toMatch(/^USER node$/m);
-    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", .*"bin\/report-etl.js"\]$/m);
     expect(dockerfile).toMatch(/HEALTHCHECK[\s\S]*\/healthz/);
-    for (const dir of ['bin', 'src', 'migrations', 'package.json', 'jobs.yaml']) expect(dockerfile).toMatch(new RegExp(`^COPY ${dir}\\b`, 'm'));
+    expect(dockerfile).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m);
+    for (const path of ['package.json', 'migrations', 'jobs.yaml']) expect(dockerfile).toMatch(new RegExp(`^COPY ${path}\\b`, 'm'));
+    // The build stage compiles exactly what tsconfig.build.json names.
+    expect(dockerfile).toMatch(/^COPY tsconfig.json tsconfig.build.json \.\/$/m);
+    expect(dockerfile).toMatch(/^COPY src \.\/src$/m);
   });
 
   it('runs Node with the flags of src/runtime-flags.ts, as bin/report-etl.js does', () => {
     const entry = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)![1]!;
-    expect(JSON.parse(entry)).toEqual(['node', ...NODE_FLAGS, 'bin/report-etl.js']);
+    expect(JSON.parse(entry)).toEqual(['node', ...NODE_FLAGS, 'dist/main.js']);
     expect(read('bin/report-etl.js').split('\n')[0]).toBe(`#!/usr/bin/env -S node ${NODE_FLAGS.join(' ')}`);
   });
 

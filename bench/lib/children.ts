@@ -5,7 +5,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { PageServerRequest } from './page-server.ts';
-import type { WorkerInput, WorkerResult } from './worker.ts';
+import type { WorkerInput, WorkerResult } from './worker-types.ts';
 
 const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
 
@@ -62,12 +62,12 @@ export async function startPageServer(): Promise<PageServer> {
 }
 
 /**
- * Runs one measurement in a fresh bench/lib/worker.ts.
+ * Runs one measurement in a fresh bench/lib/worker.js (the compiled product).
  * @param execArgv extra node flags (profiling)
  * @throws Error when the worker dies without a result
  */
 export async function measureWorker(input: WorkerInput, execArgv: string[] = []): Promise<WorkerResult> {
-  const child = fork(here('./worker.ts'), [JSON.stringify(input)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
+  const child = fork(here('./worker.js'), [JSON.stringify(input)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
   const result = await nextMessage<WorkerResult>(child);
   if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
   return result;

@@ -1,0 +1,62 @@
+// The measured worker of `npm run bench` (bench/run.ts): one fresh process per measurement, so that its peak RSS
+// is its own. It runs the compiled product (dist/, built by `npm run bench` first), as the Docker image does.
+// Runs runJob once against the page server and sends one WorkerResult (bench/lib/worker-types.ts) to the parent
+// over IPC, then exits. Input: argv[2] is a JSON WorkerInput. Time to the first row is taken from the loader's
+// 'loading' log line, which copy-load.ts writes once the first rows are decoded, right before COPY starts.
+import { pino } from 'pino';
+import { configSchema } from '../../dist/config/schema.js';
+import { makePool, makeRedis } from '../../dist/connections.js';
+import { silentLogger } from '../../dist/logger.js';
+import { runJob } from '../../dist/pipeline/run-job.js';
+
+const input = JSON.parse(process.argv[2]);
+let firstRowAt = NaN;
+let t0 = 0;
+const logger = pino(
+  { level: 'info' },
+  {
+    write(line) {
+      if (process.env.BENCH_WORKER_LOG === '1') process.stderr.write(line);
+      if (Number.isNaN(firstRowAt) && line.includes('"msg":"loading"')) firstRowAt = performance.now();
+    },
+  },
+);
+const config = configSchema.parse({
+  connections: {
+    sim: { baseUrl: input.simUrl, clientId: 'demo-client', clientSecret: 'demo-secret', timezone: 'Europe/Zurich', pollIntervalMs: 1, pollMaxIntervalMs: 20 },
+  },
+  jobs: {
+    bench: {
+      connection: 'sim',
+      report: { mandant: 7777, name: input.report.replace(/\.avw$/, ''), outputType: input.outputType, paging: input.paging, parameters: { ROWS: String(input.rows) } },
+      target: { table: input.target, mode: input.mode },
+    },
+  },
+});
+const pool = makePool(silentLogger, input.databaseUrl, 2);
+const redis = makeRedis(silentLogger, input.redisUrl);
+const baseRssKiB = process.resourceUsage().maxRSS;
+const peaks = { heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
+const sampler = setInterval(() => {
+  const m = process.memoryUsage();
+  for (const k of ['heapTotal', 'heapUsed', 'external', 'arrayBuffers']) peaks[k] = Math.max(peaks[k], m[k]);
+}, 50);
+let cpu0 = process.cpuUsage();
+const cpuMs = () => {
+  const c = process.cpuUsage(cpu0);
+  return (c.user + c.system) / 1000;
+};
+let result;
+try {
+  t0 = performance.now();
+  cpu0 = process.cpuUsage();
+  const r = await runJob({ config, job: 'bench', pool, redis, logger });
+  const durationMs = performance.now() - t0;
+  result = { ok: true, plan: r.plan, rows: r.rows, pages: r.pages, bytes: r.bytes, durationMs, firstRowMs: firstRowAt - t0, maxRssKiB: process.resourceUsage().maxRSS, baseRssKiB, peaks, cpuMs: cpuMs() };
+} catch (err) {
+  result = { ok: false, error: String(err?.message ?? err), rows: 0, pages: 0, bytes: 0, durationMs: performance.now() - t0, firstRowMs: NaN, maxRssKiB: process.resourceUsage().maxRSS, baseRssKiB, peaks, cpuMs: cpuMs() };
+}
+clearInterval(sampler);
+await pool.end();
+redis.disconnect();
+process.send(result, () => process.exit(0));
