@@ -29,7 +29,7 @@ import { measureWorker, startPageServer } from './lib/children.ts';
 import { copyEmpty, copyReplace, dumpCsv } from './lib/limit.ts';
 import { machine, readOptions } from './lib/options.ts';
 import { median, short, summary, table, type CaseResult } from './lib/report.ts';
-import type { WorkerInput } from './lib/worker.ts';
+import type { WorkerInput } from './lib/worker-types.ts';
 
 const REPORT = 'Big.avw';
 const opts = readOptions();
