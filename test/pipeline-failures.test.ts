@@ -135,3 +135,43 @@ it('a declared varchar too short for the values fails the first load instead of 
   const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [fresh]);
   expect(exists.rows[0].t).toBeNull();
 });
+
+it('names the column whose value does not fit, not one whose modifier merely rounds', async () => {
+  const target = `${h.schema}.stock_modifiers`;
+  // numeric(10,2) takes Bestand's integers (it rounds what it must); varchar(5) is too short for Stand.
+  await h.pool.query(`CREATE TABLE ${target} (artikel text PRIMARY KEY, bestand numeric(10,2), stand varchar(5))`);
+  const config = h.config({ s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: target }) });
+  const err = (await runJob({ config, job: 's', pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e)) as RunFailedError;
+  expect(err.code).toBe('VALUE_DOES_NOT_FIT');
+  expect(err.message).toMatch(/does not fit column stand .*character varying\(5\).*page 1, row 1 /);
+  const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${target}`);
+  expect(rows[0].n).toBe(0);
+});
+
+it('an attempt declared dead by a later attempt while it stalled does not commit, and its record stays interrupted', async () => {
+  const before = await snapshot();
+  h.sim.setFaults({ latencyMs: 60 });
+  const config = h.config({ j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '600' } }, { table }) });
+  const pending = runJob({ config, job: 'j', pool: h.pool, redis: h.redis, logger: silentLogger });
+  try {
+    // What recoverDeadAttempts of the next attempt does to an attempt it finds still `running`.
+    const started = Date.now();
+    let marked = 0;
+    while (marked === 0 && Date.now() - started < 20_000) {
+      await new Promise((r) => setTimeout(r, 20));
+      if (h.sim.counters().requests.output < 2) continue;
+      const res = await h.pool.query(`UPDATE etl.runs SET status = 'interrupted', error = 'abandoned (test)' WHERE job = 'j' AND status = 'running' AND target_table = $1`, [table]);
+      marked = res.rowCount ?? 0;
+    }
+    expect(marked).toBe(1);
+  } finally {
+    h.sim.setFaults({});
+  }
+  const err = (await pending.catch((e: unknown) => e)) as RunFailedError;
+  expect(err.code).toBe('ABORTED');
+  expect(err.message).toMatch(/declared dead by a later attempt/);
+  const run = (await h.pool.query('SELECT status, error FROM etl.runs WHERE run_id = $1', [err.runId])).rows[0];
+  expect(run).toEqual({ status: 'interrupted', error: 'abandoned (test)' });
+  expect(await snapshot()).toBe(before);
+  expect(h.sim.counters().openJobs).toEqual([]);
+});
