@@ -191,6 +191,20 @@ describe('report_api calls', () => {
     await expect(client.startReport(start)).rejects.toMatchObject({ code: 'HTTP_TRANSIENT', httpStatus: 504, retryable: true, stage: 'start' });
     expect(server.seen.filter((r) => r.method === 'POST' && r.url.startsWith('/api/')).length).toBe(1);
   });
+
+  it('retries the start of a report after a 503 or 429: the server says it did not process it', async () => {
+    const answers = [503, 429];
+    const { server, client } = await setup((_req, res) => {
+      const status = answers.shift();
+      if (status) {
+        res.writeHead(status, { 'content-type': 'text/plain' });
+        return res.end('busy');
+      }
+      json(res, 200, JOB);
+    });
+    await expect(client.startReport(start)).resolves.toMatchObject({ id: JOB.id });
+    expect(server.seen.filter((r) => r.method === 'POST' && r.url.startsWith('/api/')).length).toBe(3);
+  });
 });
 
 describe('timeouts', () => {

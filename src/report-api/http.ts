@@ -37,11 +37,13 @@ export function isTransientError(err: unknown): boolean {
 const NOT_SENT_CODES = /^(ECONNREFUSED|EAI_AGAIN|ENOTFOUND|UND_ERR_CONNECT_TIMEOUT)$/;
 
 /**
- * Whether `err` shows the request was never delivered (connection refused, name lookup failed, connect timeout),
- * looking through `cause`. Only such failures may be retried for a call that is not idempotent: after a reset,
- * a timeout or a gateway's 502/504 the server may already have acted on it.
+ * Whether `err` shows the request was not acted on: never delivered (connection refused, name lookup failed,
+ * connect timeout, looking through `cause`), or refused before processing (429 Too Many Requests, 503 Service
+ * Unavailable). Only such failures may be retried for a call that is not idempotent: after a reset, a timeout or
+ * a gateway's 502/504 the server may already have acted on it.
  */
 export function isNotSentError(err: unknown): boolean {
+  if (err instanceof TransientHttpError && (err.httpStatus === 429 || err.httpStatus === 503)) return true;
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && NOT_SENT_CODES.test(code)) return true;
