@@ -3,6 +3,7 @@
  * and two workers give exactly one successful run per tick; catch-up after downtime; backfill with logical time;
  * duplicate enqueues of a tick are deduplicated.
  */
+import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.ts';
 import { backfill } from '../src/queue/backfill.ts';
@@ -197,5 +198,28 @@ it('a tick fired late (a blocked event loop) is still queued, once', async () =>
   }
   const jobs = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.job === job);
   expect(new Set(jobs.map((j) => j.id)).size).toBe(jobs.length);
+  await Promise.all(jobs.map((j) => j.remove()));
+});
+
+it('a tick missed long ago (a paused process) is left to the catch-up policy, not queued', async () => {
+  const job = `${jp}_paused`;
+  const config = h.config({ [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.paused` }), schedule: '* * * * * *', timezone: 'UTC' } });
+  const lines: { msg: string; tick?: string }[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  // The scheduler's clock says two minutes later than the ticks node-cron reports: as after a long pause.
+  const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger, now: () => new Date(Date.now() + 120_000) });
+  await scheduler.start();
+  try {
+    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 50));
+    const blockedFrom = Date.now();
+    while (Date.now() < blockedFrom + 3500);
+    await new Promise((r) => setTimeout(r, 300));
+  } finally {
+    await scheduler.close();
+  }
+  const dropped = lines.filter((l) => l.msg.startsWith('tick missed long ago')).map((l) => l.tick!);
+  expect(dropped.length).toBeGreaterThanOrEqual(1);
+  for (const tick of dropped) expect(await queue.getJob(runJobId(job, new Date(tick))), `tick ${tick}`).toBeUndefined();
+  const jobs = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.job === job);
   await Promise.all(jobs.map((j) => j.remove()));
 });

@@ -38,6 +38,9 @@ export interface Scheduler {
   scheduled(): Record<string, string>;
 }
 
+/** How late a tick node-cron reports as missed may be and still be queued, in ms. */
+export const LATE_TICK_MAX_MS = 60_000;
+
 /**
  * Enqueues the run of `job` for `tick` (deduplicated by id across schedulers).
  * @returns whether this call queued it
@@ -96,9 +99,16 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
         return p;
       }, { timezone: scheduleZone(config, job), name: `report-etl:${name}` });
       // node-cron drops a tick it fires more than a second late (a busy event loop): queue it all the same, late
-      // is better than never, and the tick's job id keeps it to one run.
+      // is better than never, and the tick's job id keeps it to one run. Ticks missed by far more (the process was
+      // paused or the machine slept) are left to the job's catch-up policy at the next start, or a pause of hours
+      // would queue every tick in it whatever `catchup` says.
       task.on('execution:missed', (ctx) => {
-        log.warn({ job: name, tick: ctx.date.toISOString() }, 'tick fired late: queueing it anyway');
+        const lateMs = now().getTime() - ctx.date.getTime();
+        if (lateMs > LATE_TICK_MAX_MS) {
+          log.warn({ job: name, tick: ctx.date.toISOString(), lateMs }, 'tick missed long ago (process paused?): not queued; catch-up applies at the next start');
+          return;
+        }
+        log.warn({ job: name, tick: ctx.date.toISOString(), lateMs }, 'tick fired late: queueing it anyway');
         const p = onTick(name, ctx.date).catch((err: unknown) => log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'));
         track(p);
         return p;
