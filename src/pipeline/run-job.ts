@@ -155,7 +155,12 @@ export async function runJob(o: RunJobOptions): Promise<RunResult> {
             if (job.target.mode === 'append' && !(await claimAppend(tx, o.job, runKey, runId, `${target.schema}.${target.table}`, loaded))) {
               return false;
             }
-            await completeRun(tx, runId, { rows: loaded, pages: progress.pages, bytes: progress.bytes });
+            if (!(await completeRun(tx, runId, { rows: loaded, pages: progress.pages, bytes: progress.bytes }))) {
+              throw new EtlError('ABORTED', 'this attempt was declared dead by a later attempt of the same run (it stalled past its lock): its rows are not committed', {
+                stage: 'commit',
+                retryable: false,
+              });
+            }
             return true;
           },
         });

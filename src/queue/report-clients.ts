@@ -21,7 +21,7 @@ export interface ReportClients {
    * connection settings changed is closed only when the last run using it gives it back.
    * @throws what makeReportClient throws (discovery)
    */
-  acquire(name: string, connection: ConnectionConfig, signal?: AbortSignal): Promise<ClientLease>;
+  acquire(name: string, connection: ConnectionConfig): Promise<ClientLease>;
   /** Closes every client (after the runs using them are over: call it once the worker stopped). */
   close(): Promise<void>;
 }
@@ -39,7 +39,7 @@ export function makeReportClients(redis: Redis, logger: Logger): ReportClients {
   const closing: Promise<unknown>[] = [];
   const closeQuietly = (e: Entry) => closing.push(e.client.then((client) => client.close()).catch(() => undefined));
   return {
-    async acquire(name, connection, signal) {
+    async acquire(name, connection) {
       const settings = JSON.stringify(connection);
       let entry = clients.get(name);
       if (entry && entry.settings !== settings) {
@@ -50,7 +50,9 @@ export function makeReportClients(redis: Redis, logger: Logger): ReportClients {
       if (!entry) {
         const fresh: Entry = {
           settings,
-          client: makeReportClient({ connection, connectionName: name, redis, logger, ...(signal ? { signal } : {}) }),
+          // No run's abort signal here: the client is shared, and one run's Ctrl-C must not fail the others'
+          // discovery. Its requests are bounded by the connection's timeout.
+          client: makeReportClient({ connection, connectionName: name, redis, logger }),
           users: 0,
           retired: false,
         };

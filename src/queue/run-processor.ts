@@ -80,7 +80,7 @@ export async function recoverDeadAttempts(deps: Pick<ProcessDeps, 'pool' | 'logg
     }
     const message = `attempt ${d.attempt} was abandoned by its worker (${d.worker ?? 'unknown'}: stopped or lost its lock); ${deleted} by attempt ${attempt}`;
     await failRun(deps.pool, d.run_id, { status: 'interrupted', stage: 'load', errorKind: 'ABORTED', retryable: true, message, details: { reportJobId: d.report_job_id } });
-    deps.logger.warn({ job: r.name, runId: d.run_id, reportJobId: d.report_job_id }, 'cleaned up after a dead attempt');
+    deps.logger.warn({ deadRunId: d.run_id, reportJobId: d.report_job_id }, 'cleaned up after a dead attempt');
   }
   return dead.length;
 }
@@ -157,7 +157,7 @@ export async function processRun(deps: ProcessDeps, bjob: Job<RunRequest>, token
       parameters,
       // Both inside runJob, so that a failing discovery or clean-up is recorded as this attempt's failure.
       client: async () => {
-        lease = await deps.clients.acquire(resolved.connectionName, resolved.connection, controller.signal);
+        lease = await deps.clients.acquire(resolved.connectionName, resolved.connection);
         return lease.client;
       },
       beforeStart: (client) => recoverDeadAttempts({ ...deps, logger: log }, client, resolved, req.runKey, attempt, runId).then(() => undefined),

@@ -49,14 +49,19 @@ export interface RunFigures {
   bytes: number;
 }
 
-/** Marks an attempt succeeded; called inside the loading transaction so it commits with the rows. */
-export async function completeRun(db: Queryable, runId: string, f: RunFigures): Promise<void> {
-  await db.query(
+/**
+ * Marks an attempt succeeded; called inside the loading transaction so it commits with the rows.
+ * @returns false when the attempt is no longer `running`: a later attempt declared it dead (it stalled past its
+ *   lock) and took the run over, so this one must not commit
+ */
+export async function completeRun(db: Queryable, runId: string, f: RunFigures): Promise<boolean> {
+  const { rowCount } = await db.query(
     `UPDATE etl.runs SET status = 'succeeded', rows = $2, pages = $3, bytes = $4, finished_at = clock_timestamp(),
             duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint, error = NULL
-      WHERE run_id = $1`,
+      WHERE run_id = $1 AND status = 'running'`,
     [runId, f.rows, f.pages, f.bytes],
   );
+  return (rowCount ?? 0) > 0;
 }
 
 /** What is recorded of a failure; `message` is ours, `serverMessage` and `problem` the server's, verbatim. */
@@ -73,7 +78,11 @@ export interface RunFailure {
   figures?: Partial<RunFigures>;
 }
 
-/** Marks an attempt failed (or interrupted) and writes its etl.run_errors row, in one transaction. */
+/**
+ * Marks an attempt failed (or interrupted) and writes its etl.run_errors row, in one transaction. An attempt that
+ * is no longer `running` keeps its status (a later attempt already recorded it interrupted); the error row is
+ * still written.
+ */
 export async function failRun(pool: pg.Pool, runId: string, f: RunFailure): Promise<void> {
   const client = await pool.connect();
   try {
@@ -81,7 +90,7 @@ export async function failRun(pool: pg.Pool, runId: string, f: RunFailure): Prom
     await client.query(
       `UPDATE etl.runs SET status = $2, error = $3, rows = $4, pages = $5, bytes = $6, finished_at = clock_timestamp(),
               duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint
-        WHERE run_id = $1`,
+        WHERE run_id = $1 AND status = 'running'`,
       [runId, f.status, f.serverMessage && !f.message.includes(f.serverMessage) ? `${f.message}\n${f.serverMessage}` : f.message, f.figures?.rows ?? null, f.figures?.pages ?? null, f.figures?.bytes ?? null],
     );
     await client.query(
