@@ -3,7 +3,6 @@
  * and two workers give exactly one successful run per tick; catch-up after downtime; backfill with logical time;
  * duplicate enqueues of a tick are deduplicated.
  */
-import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.ts';
 import { backfill } from '../src/queue/backfill.ts';
@@ -14,7 +13,7 @@ import { enqueueTick, makeScheduler } from '../src/queue/scheduler.ts';
 import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { captureLogger, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
 import type { Queue } from 'bullmq';
 
 let h: Harness;
@@ -204,8 +203,7 @@ it('a tick fired late (a blocked event loop) is still queued, once', async () =>
 it('a tick missed long ago (a paused process) is left to the catch-up policy, not queued', async () => {
   const job = `${jp}_paused`;
   const config = h.config({ [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.paused` }), schedule: '* * * * * *', timezone: 'UTC' } });
-  const lines: { msg: string; tick?: string }[] = [];
-  const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const { logger, lines } = captureLogger('warn');
   // The scheduler's clock says two minutes later than the ticks node-cron reports: as after a long pause.
   const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger, now: () => new Date(Date.now() + 120_000) });
   await scheduler.start();
@@ -217,7 +215,7 @@ it('a tick missed long ago (a paused process) is left to the catch-up policy, no
   } finally {
     await scheduler.close();
   }
-  const dropped = lines.filter((l) => l.msg.startsWith('tick missed long ago')).map((l) => l.tick!);
+  const dropped = lines.filter((l) => String(l.msg).startsWith('tick missed long ago')).map((l) => String(l.tick));
   expect(dropped.length).toBeGreaterThanOrEqual(1);
   for (const tick of dropped) expect(await queue.getJob(runJobId(job, new Date(tick))), `tick ${tick}`).toBeUndefined();
   const jobs = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.job === job);
