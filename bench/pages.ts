@@ -4,7 +4,7 @@
  * timestamps, big integers, nulls) are pre-rendered into pages of 10,000 rows in memory first, then fed in
  * 64 KiB chunks; the yielded Buffers are only counted. Run: `npx node bench/pages.ts [rows]`.
  */
-import type { OutputType } from '../src/config/schema.ts';
+import type { OutputType } from '../src/vocabulary.ts';
 import { makePageDecoder } from '../src/pages/decoder.ts';
 
 const ROWS = Number(process.argv[2] ?? 1_000_000);

@@ -6,6 +6,7 @@
  * the HTTP status and the server's own words, unchanged (spec "Errors"). Secrets never go into these
  * fields: build messages from names and ids, never from credentials or headers.
  */
+import type { RunStage } from './vocabulary.ts';
 
 /** Stable error codes. They are written to `etl.run_errors.error_kind`; never rename one. */
 export type ErrorCode =
@@ -28,8 +29,6 @@ export type ErrorCode =
   | 'ABORTED'
   | 'INTERNAL';
 
-/** The part of a run an error happened in; written to `etl.run_errors.stage`. */
-export type RunStage = 'config' | 'token' | 'start' | 'poll' | 'fetch' | 'parse' | 'load' | 'commit' | 'delete';
 
 /** Problem details of an `application/problem+json` answer (spec "Error problem body"). */
 export interface ProblemDetails {

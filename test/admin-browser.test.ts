@@ -15,7 +15,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { silentLogger } from '../src/logger.ts';
 import { runJob, RunFailedError } from '../src/pipeline/run-job.ts';
-import { makeQueue, type RunRequest } from '../src/queue/queue.ts';
+import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
@@ -27,7 +27,7 @@ const token = `tok-${randomBytes(12).toString('hex')}`;
 const job = uniqueName('adm_browser');
 
 let h: Harness;
-let queue: Queue<RunRequest>;
+let queue: RunQueue;
 let server: AdminServer;
 let context: BrowserContext | undefined;
 let userDataDir: string | undefined;

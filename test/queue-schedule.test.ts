@@ -8,7 +8,7 @@ import { silentLogger } from '../src/logger.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { settableConfig, staticConfig } from '../src/queue/live-config.ts';
 import { runJobId } from '../src/queue/names.ts';
-import { makeQueue, type RunRequest } from '../src/queue/queue.ts';
+import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { enqueueTick, makeScheduler } from '../src/queue/scheduler.ts';
 import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
@@ -19,7 +19,7 @@ import type { Queue } from 'bullmq';
 let h: Harness;
 let prefix: string;
 let jp: string;
-let queue: Queue<RunRequest>;
+let queue: RunQueue;
 const workers: RunWorker[] = [];
 
 beforeAll(async () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Queue } from 'bullmq';
 import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
-import { makeQueue, type RunRequest } from '../src/queue/queue.ts';
+import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { replayFailed, replayRun } from '../src/queue/replay.ts';
 import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../src/queue/worker.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
@@ -18,7 +18,7 @@ import { deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts'
 let h: Harness;
 let prefix: string;
 let jp: string;
-let queue: Queue<RunRequest>;
+let queue: RunQueue;
 const workers: RunWorker[] = [];
 
 beforeAll(async () => {

@@ -4,13 +4,13 @@
  * Pure functions of the rows read by run-queries.ts; every value is escaped.
  */
 import { QUEUE_NAME } from '../queue/names.ts';
-import type { RunRow, RunStatus } from '../warehouse/run-history.ts';
+import type { RunRow } from '../warehouse/run-history.ts';
+import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
 import { html, page, type SafeHtml } from './html.ts';
 import type { RunErrorRow, RunListFilter, RunListRow } from './run-queries.ts';
 
 /** The statuses the filter offers (etl.runs.status). */
-export const RUN_STATUSES: readonly RunStatus[] = ['running', 'succeeded', 'failed', 'interrupted'];
 
 /** A time as `2026-01-22 02:15:00Z` (UTC), or an empty string. */
 export function formatTime(t: Date | null | undefined): string {
@@ -43,7 +43,7 @@ function status(s: string): SafeHtml {
 
 function filterForm(f: RunListFilter, jobs: string[]): SafeHtml {
   const jobOptions = jobs.map((j) => html`<option value="${j}"${f.job === j ? html` selected` : ''}>${j}</option>`);
-  const statusOptions = RUN_STATUSES.map((s) => html`<option value="${s}"${f.status === s ? html` selected` : ''}>${s}</option>`);
+  const statusOptions = ATTEMPT_STATUSES.map((s) => html`<option value="${s}"${f.status === s ? html` selected` : ''}>${s}</option>`);
   return html`<form method="get" action="/admin/runs">
 <label>Job <select name="job"><option value="">all</option>${jobOptions}</select></label>
 <label>Status <select name="status"><option value="">all</option>${statusOptions}</select></label>

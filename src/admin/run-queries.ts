@@ -2,14 +2,15 @@
  * The SQL the admin pages and /metrics read from the run history (DESIGN.md "Run history": etl.runs,
  * etl.run_errors), one small typed function per query (CONVENTIONS.md "Layout and names").
  */
-import type { Queryable, RunRow, RunStatus } from '../warehouse/run-history.ts';
+import type { Queryable, RunRow } from '../warehouse/run-history.ts';
+import type { AttemptStatus } from '../vocabulary.ts';
 
 /** Filters of the run list (query string of /admin/runs). */
 export interface RunListFilter {
   /** Only this job (exact name). */
   job?: string | undefined;
   /** Only attempts with this status. */
-  status?: RunStatus | undefined;
+  status?: AttemptStatus | undefined;
   /** Attempts shown per job, newest first (1..200). */
   perJob: number;
 }

@@ -10,17 +10,18 @@ import type pg from 'pg';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import type { RunRequest } from '../queue/queue.ts';
+import type { RunQueue } from '../queue/queue.ts';
 import { replayRun } from '../queue/replay.ts';
-import { getRun, type RunStatus } from '../warehouse/run-history.ts';
+import { getRun } from '../warehouse/run-history.ts';
+import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
 import { PAGE_CSP } from './html.ts';
-import { RUN_STATUSES, renderRunList, renderRunPage } from './run-pages.ts';
+import { renderRunList, renderRunPage } from './run-pages.ts';
 import { listAttempts, listJobNames, listRecentRuns, listRunErrors, type RunListFilter } from './run-queries.ts';
 
 /** What the run routes need. */
 export interface RunRoutesDeps {
   pool: pg.Pool;
-  queue: Queue<RunRequest>;
+  queue: RunQueue;
   logger: Logger;
   /** jobs.yaml, for the replayed job's attempts and backoff. */
   config?: EtlConfig | undefined;
@@ -34,7 +35,7 @@ export const RUNS_PER_JOB = { default: 10, max: 200 } as const;
 /** Parses the run list's query string; unknown or malformed values fall back to "all" / the default. */
 export function parseRunListFilter(q: Record<string, unknown>): RunListFilter {
   const job = typeof q.job === 'string' && q.job !== '' && q.job.length <= 200 ? q.job : undefined;
-  const status = typeof q.status === 'string' && (RUN_STATUSES as readonly string[]).includes(q.status) ? (q.status as RunStatus) : undefined;
+  const status = typeof q.status === 'string' && (ATTEMPT_STATUSES as readonly string[]).includes(q.status) ? (q.status as AttemptStatus) : undefined;
   const n = typeof q.limit === 'string' ? Number.parseInt(q.limit, 10) : NaN;
   const perJob = Number.isFinite(n) ? Math.min(Math.max(n, 1), RUNS_PER_JOB.max) : RUNS_PER_JOB.default;
   return { job, status, perJob };

@@ -18,7 +18,7 @@
  * Query strings are never logged (the login URL carries the token).
  */
 import type { Queue } from 'bullmq';
-import type { RunRequest } from '../queue/queue.ts';
+import type { RunQueue } from '../queue/queue.ts';
 import { fastify, LogController, type FastifyBaseLogger, type FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
@@ -37,7 +37,7 @@ export interface AdminServerOptions {
   /** Redis connection (readiness, token request counter). Not closed by the server. */
   redis: Redis;
   /** The BullMQ queue `report-etl` (bull-board, queue gauge, replays). Not closed by the server. */
-  queue: Queue<RunRequest>;
+  queue: RunQueue;
   logger: Logger;
   /** TCP port; default 3000; 0 picks a free one (see the returned `url`). */
   port?: number;

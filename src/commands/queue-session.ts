@@ -12,13 +12,13 @@ import { parseWindow } from '../config/load.ts';
 import { ConfigError } from '../errors.ts';
 import { makeLogger, type Logger } from '../logger.ts';
 import { queuePrefixFromEnv } from '../queue/names.ts';
-import { makeQueue, type RunRequest } from '../queue/queue.ts';
+import { makeQueue, type RunQueue } from '../queue/queue.ts';
 import { migrate } from '../warehouse/migrate.ts';
 
 /** What a queue command's action gets. */
 export interface QueueSession {
   pool: pg.Pool;
-  queue: Queue<RunRequest>;
+  queue: RunQueue;
   logger: Logger;
 }
 

@@ -4,6 +4,7 @@
  * against this file.
  */
 import { z } from 'zod';
+import { OUTPUT_TYPES, WRITE_MODES } from '../vocabulary.ts';
 
 /** Report file name rule (spec "Report naming rules"): A-Z a-z 0-9 underscore space, per path segment. */
 export const REPORT_NAME_SEGMENT = /^[A-Za-z0-9_ ]+$/;
@@ -11,13 +12,6 @@ export const REPORT_NAME_SEGMENT = /^[A-Za-z0-9_ ]+$/;
 /** A Postgres identifier as written in config (schema or table): letters, digits, underscore. */
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-export const outputTypes = ['json', 'json_compact', 'txt', 'xml_query'] as const;
-/** Output types report-etl loads (spec "Output types": the generic ones). */
-export type OutputType = (typeof outputTypes)[number];
-
-export const writeModes = ['replace', 'append', 'merge'] as const;
-/** How a run's rows reach the target table. */
-export type WriteMode = (typeof writeModes)[number];
 
 export const connectionSchema = z
   .object({
@@ -59,7 +53,7 @@ export const reportSchema = z
       .string()
       .min(1)
       .describe('Report name, sub folders separated by "/"; ".avw" is appended when no extension is given.'),
-    outputType: z.enum(outputTypes).default('json').describe('Output type: json | json_compact | txt | xml_query.'),
+    outputType: z.enum(OUTPUT_TYPES).default('json').describe('Output type: json | json_compact | txt | xml_query.'),
     paging: z
       .number()
       .int()
@@ -83,7 +77,7 @@ export const targetSchema = z
         message: 'table must be schema.table (letters, digits, underscore)',
       })
       .describe('Target table, schema-qualified (schema "public" when not given).'),
-    mode: z.enum(writeModes).default('replace').describe('Write mode: replace | append | merge.'),
+    mode: z.enum(WRITE_MODES).default('replace').describe('Write mode: replace | append | merge.'),
     key: z.array(z.string().min(1)).default([]).describe('Key columns for merge (normalised names).'),
     columns: z
       .record(z.string(), z.string().regex(/^[A-Za-z][A-Za-z0-9_ ,()\[\]]*$/, { message: 'not a type name' }))

@@ -3,7 +3,7 @@
  * COPY FROM STDIN. The loader runs one COPY stream for all pages of a run and feeds it every Buffer that
  * {@link PageDecoder.decodePage} yields; `columns` and `kinds` tell it the table's columns and what types fit.
  */
-import type { OutputType } from '../config/schema.ts';
+import type { OutputType } from '../vocabulary.ts';
 import { JsonPageDecoder } from './json-decoder.ts';
 import { TxtPageDecoder } from './txt-decoder.ts';
 import { XmlQueryPageDecoder } from './xml-decoder.ts';

@@ -7,7 +7,7 @@
  * bytes equal the first row's key at the same position, else by name through a Map. A missing key is NULL;
  * a key the first row did not have is a PageFormatError. Other top-level members than `data` are skipped.
  */
-import type { OutputType } from '../config/schema.ts';
+import type { OutputType } from '../vocabulary.ts';
 import type { PageDecoder } from './decoder.ts';
 import { ChunkCarry } from './carry.ts';
 import { BACKSLASH, CopyOutput, LETTER_N, LF, TAB } from './copy-text.ts';

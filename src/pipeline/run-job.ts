@@ -15,7 +15,8 @@ import { makePageDecoder } from '../pages/decoder.ts';
 import { encodeReportName, makeReportClient, type ReportClient } from '../report-api/index.ts';
 import { loadReport, type LoadPlan } from '../warehouse/copy-load.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
-import { claimAppend, completeRun, failRun, failureOf, insertRun, isAppended, setRunReportJob, type RunTrigger } from '../warehouse/run-history.ts';
+import { claimAppend, completeRun, failRun, failureOf, insertRun, isAppended, setRunReportJob } from '../warehouse/run-history.ts';
+import type { RunTrigger } from '../vocabulary.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { makeProgress, pageOfRow, reportChunks } from './page-chunks.ts';
 

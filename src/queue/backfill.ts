@@ -8,7 +8,7 @@ import type { EtlConfig } from '../config/schema.ts';
 import { getJob } from '../config/load.ts';
 import { ConfigError } from '../errors.ts';
 import { cronTicks, MAX_TICKS } from './cron-ticks.ts';
-import type { RunRequest } from './queue.ts';
+import type { RunQueue } from './queue.ts';
 import { enqueueTick } from './scheduler.ts';
 
 /** What a backfill queued. */
@@ -22,7 +22,7 @@ export interface BackfillResult {
  * @throws ConfigError for an unknown job, a job without schedule, an empty or reversed range, or more than
  *   {@link MAX_TICKS} ticks
  */
-export async function backfill(deps: { queue: Queue<RunRequest>; config: EtlConfig }, job: string, from: Date, to: Date): Promise<BackfillResult> {
+export async function backfill(deps: { queue: RunQueue; config: EtlConfig }, job: string, from: Date, to: Date): Promise<BackfillResult> {
   const r = getJob(deps.config, job);
   if (!r.job.schedule) throw new ConfigError([`jobs.${job} has no schedule: backfill needs one to know the intervals (use enqueue for a manual run)`]);
   if (!(to.getTime() > from.getTime())) throw new ConfigError([`backfill range is empty: --to (${to.toISOString()}) must be after --from (${from.toISOString()})`]);

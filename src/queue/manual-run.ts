@@ -9,7 +9,8 @@ import type { EtlConfig } from '../config/schema.ts';
 import { getJob } from '../config/load.ts';
 import { cronTicks } from './cron-ticks.ts';
 import { manualJobId } from './names.ts';
-import { enqueueRun, retryOf, type RunRequest } from './queue.ts';
+import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
+import type { RunRequest } from '../vocabulary.ts';
 
 /**
  * Queues a manual run of `job`.
@@ -18,7 +19,7 @@ import { enqueueRun, retryOf, type RunRequest } from './queue.ts';
  * @returns the BullMQ job id and the run key
  * @throws ConfigError for an unknown job
  */
-export async function enqueueManual(queue: Queue<RunRequest>, config: EtlConfig, job: string, parameters: Record<string, string> = {}, now = new Date()): Promise<{ jobId: string; runKey: string }> {
+export async function enqueueManual(queue: RunQueue, config: EtlConfig, job: string, parameters: Record<string, string> = {}, now = new Date()): Promise<{ jobId: string; runKey: string }> {
   const r = getJob(config, job);
   const runKey = randomUUID();
   const req: RunRequest = { job, trigger: 'manual', runKey, logicalEnd: now.toISOString() };

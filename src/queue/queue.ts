@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
+import type { RunRequest } from '../vocabulary.ts';
 import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
 
 /** How long finished jobs stay in Redis, in s. A kept id blocks a second enqueue of the same tick (7 days). */
@@ -12,32 +13,22 @@ export const KEEP_COMPLETED_S = 7 * 86_400;
 /** How long failed jobs stay in Redis, in s (30 days), for bull-board's retry button and `replay`. */
 export const KEEP_FAILED_S = 30 * 86_400;
 
-/** One queued run (the BullMQ job data). Times are ISO 8601 strings (job data is JSON). */
-export interface RunRequest {
-  /** Job name in jobs.yaml. */
-  job: string;
-  trigger: 'schedule' | 'catchup' | 'backfill' | 'manual' | 'replay';
-  /** The tick this run stands for (scheduled, caught-up, backfilled runs and their replays). */
-  scheduledFor?: string;
-  /** Start of the interval the run covers: the previous tick (`%{logicalStart}` in parameters). */
-  logicalStart?: string;
-  /** End of the interval: the tick, or the enqueue time of a manual run (`%{logicalEnd}`). */
-  logicalEnd?: string;
-  /** Explicit report parameters; they override jobs.yaml's (after templates are rendered). */
-  parameters?: Record<string, string>;
-  /** The logical run (etl.runs.run_key); every attempt and replay shares it, so append loads stay exactly-once. */
-  runKey: string;
-  /** Random id of this enqueue call, to tell whether the add created the job or found it. */
+/** One queued run (the BullMQ job data): the run request and the id of the enqueue call that added it. */
+export interface QueuedRun extends RunRequest {
+  /** Random id of this enqueue call, to tell whether the add created the queue job or found it. */
   enqueueId?: string;
 }
 
+/** The BullMQ queue of runs. */
+export type RunQueue = Queue<QueuedRun>;
+
 /**
- * A Queue of {@link RunRequest}s named {@link QUEUE_NAME}.
+ * A Queue of {@link QueuedRun}s named {@link QUEUE_NAME}.
  * @param connection an ioredis instance (shared, not closed by the queue) or ioredis options
  * @param prefix BullMQ key prefix (default 'report-etl')
  */
-export function makeQueue(connection: ConnectionOptions, prefix: string = DEFAULT_QUEUE_PREFIX): Queue<RunRequest> {
-  return new Queue<RunRequest>(QUEUE_NAME, { connection, prefix });
+export function makeQueue(connection: ConnectionOptions, prefix: string = DEFAULT_QUEUE_PREFIX): RunQueue {
+  return new Queue<QueuedRun>(QUEUE_NAME, { connection, prefix });
 }
 
 /** Options of {@link enqueueRun}. */
@@ -64,7 +55,7 @@ export function retryOf(config: EtlConfig, job: string): { attempts: number; bac
  * so that the id stays taken.
  * @returns the job id, and whether this call created it (false: it was queued, running or finished already)
  */
-export async function enqueueRun(queue: Queue<RunRequest>, req: RunRequest, opts: EnqueueOptions = {}): Promise<{ jobId: string; added: boolean }> {
+export async function enqueueRun(queue: RunQueue, req: RunRequest, opts: EnqueueOptions = {}): Promise<{ jobId: string; added: boolean }> {
   const jobId = opts.jobId ?? req.runKey;
   const enqueueId = randomUUID();
   const jobOpts: JobsOptions = {

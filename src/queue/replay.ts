@@ -9,12 +9,13 @@ import type { EtlConfig } from '../config/schema.ts';
 import { EtlError } from '../errors.ts';
 import { getRun } from '../warehouse/run-history.ts';
 import { replayJobId } from './names.ts';
-import { enqueueRun, retryOf, type RunRequest } from './queue.ts';
+import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
+import type { RunRequest } from '../vocabulary.ts';
 import { failedRunsToReplay, getRunRequest, hasSucceeded } from './run-queries.ts';
 
 /** What replays need. */
 export interface ReplayDeps {
-  queue: Queue<RunRequest>;
+  queue: RunQueue;
   pool: pg.Pool;
   /** jobs.yaml, for the job's attempts and backoff; without it a replay gets one attempt. */
   config?: EtlConfig;

@@ -20,7 +20,8 @@ import { cronTicks } from './cron-ticks.ts';
 import { renderParameters } from './logical-time.ts';
 import { overlapLockKey } from './names.ts';
 import { tryOverlapLock } from './overlap-lock.ts';
-import type { RunRequest } from './queue.ts';
+import type { QueuedRun } from './queue.ts';
+import { TICK_TRIGGERS, type RunRequest } from '../vocabulary.ts';
 import type { ClientLease, ReportClients } from './report-clients.ts';
 import type { ReportClient } from '../report-api/index.ts';
 import { hasSucceeded, nextAttempt, recordRunRequest, runningAttempts } from './run-queries.ts';
@@ -85,8 +86,6 @@ export async function recoverDeadAttempts(deps: Pick<ProcessDeps, 'pool' | 'logg
   return dead.length;
 }
 
-const ONCE_PER_TICK = new Set<RunRequest['trigger']>(['schedule', 'catchup', 'backfill']);
-
 /**
  * Processes one queued run (the BullMQ processor).
  * @param signal BullMQ's per-job abort signal (Worker.cancelJob)
@@ -94,7 +93,7 @@ const ONCE_PER_TICK = new Set<RunRequest['trigger']>(['schedule', 'catchup', 'ba
  * @throws UnrecoverableError for config problems and non-retryable run failures; DelayedError when the run
  *   went back to the queue (overlap wait, shutdown); Error for a retryable failure (BullMQ retries with backoff)
  */
-export async function processRun(deps: ProcessDeps, bjob: Job<RunRequest>, token: string | undefined, signal: AbortSignal | undefined): Promise<RunOutcome> {
+export async function processRun(deps: ProcessDeps, bjob: Job<QueuedRun>, token: string | undefined, signal: AbortSignal | undefined): Promise<RunOutcome> {
   const req = bjob.data;
   const log = deps.logger.child({ job: req.job, queueJobId: bjob.id, runKey: req.runKey });
   const config = deps.config();
@@ -104,7 +103,7 @@ export async function processRun(deps: ProcessDeps, bjob: Job<RunRequest>, token
   } catch (err) {
     throw new UnrecoverableError(`${coerceError(err).message} (the job was removed from jobs.yaml after this run was queued)`);
   }
-  if (ONCE_PER_TICK.has(req.trigger) && (await hasSucceeded(deps.pool, req.job, req.runKey))) {
+  if (TICK_TRIGGERS.has(req.trigger) && (await hasSucceeded(deps.pool, req.job, req.runKey))) {
     log.info('this tick already succeeded: nothing to do');
     return { status: 'already-succeeded' };
   }

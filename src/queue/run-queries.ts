@@ -3,7 +3,8 @@
  * catch-up, stalled-attempt recovery, exactly-once per tick, `runs` and `replay --failed`.
  * Tables: etl.runs (migrations/0001), etl.run_requests (migrations/0002).
  */
-import type { Queryable, RunRow, RunTrigger } from '../warehouse/run-history.ts';
+import type { Queryable, RunRow } from '../warehouse/run-history.ts';
+import type { RunTrigger } from '../vocabulary.ts';
 
 /** What a logical run was asked to do; one row per (job, run_key). */
 export interface RunRequestRow {

@@ -15,13 +15,14 @@ import type { Logger } from '../logger.ts';
 import { cronTicks } from './cron-ticks.ts';
 import type { LiveConfig } from './live-config.ts';
 import { runJobId } from './names.ts';
-import { enqueueRun, retryOf, type RunRequest } from './queue.ts';
+import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
+import type { RunRequest, TickTrigger } from '../vocabulary.ts';
 import { lastScheduledTick } from './run-queries.ts';
 
 /** What {@link makeScheduler} needs. */
 export interface SchedulerDeps {
   config: LiveConfig;
-  queue: Queue<RunRequest>;
+  queue: RunQueue;
   pool: pg.Pool;
   logger: Logger;
   /** The clock (tests); default `() => new Date()`. */
@@ -45,7 +46,7 @@ export const LATE_TICK_MAX_MS = 60_000;
  * Enqueues the run of `job` for `tick` (deduplicated by id across schedulers).
  * @returns whether this call queued it
  */
-export async function enqueueTick(queue: Queue<RunRequest>, config: EtlConfig, job: string, tick: Date, trigger: 'schedule' | 'catchup' | 'backfill', previous?: Date): Promise<{ jobId: string; added: boolean }> {
+export async function enqueueTick(queue: RunQueue, config: EtlConfig, job: string, tick: Date, trigger: TickTrigger, previous?: Date): Promise<{ jobId: string; added: boolean }> {
   const id = runJobId(job, tick);
   const req: RunRequest = { job, trigger, scheduledFor: tick.toISOString(), logicalEnd: tick.toISOString(), runKey: id };
   if (previous) req.logicalStart = previous.toISOString();

@@ -9,7 +9,7 @@ import type { Logger } from '../logger.ts';
 import { migrate } from '../warehouse/migrate.ts';
 import { watchLiveConfig, type LiveConfig } from './live-config.ts';
 import { DEFAULT_QUEUE_PREFIX } from './names.ts';
-import { makeQueue, type RunRequest } from './queue.ts';
+import { makeQueue, type RunQueue } from './queue.ts';
 import { makeScheduler, type Scheduler } from './scheduler.ts';
 import { makeRunWorker, type RunWorker, type RunWorkerDeps } from './worker.ts';
 
@@ -35,7 +35,7 @@ export interface ServiceOptions {
 /** A running service. */
 export interface Service {
   config: LiveConfig;
-  queue: Queue<RunRequest>;
+  queue: RunQueue;
   scheduler?: Scheduler;
   worker?: RunWorker;
   /** Admin server URL when started. */

@@ -11,7 +11,7 @@ import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
 import { OVERLAP_LOCK_TTL_MS } from './overlap-lock.ts';
-import type { RunRequest } from './queue.ts';
+import type { QueuedRun } from './queue.ts';
 import { makeReportClients } from './report-clients.ts';
 import { defaultWorkerName, processRun, type RunOutcome } from './run-processor.ts';
 
@@ -43,7 +43,7 @@ export interface RunWorkerDeps {
 
 /** A running worker. */
 export interface RunWorker {
-  worker: Worker<RunRequest, RunOutcome>;
+  worker: Worker<QueuedRun, RunOutcome>;
   /**
    * Graceful shutdown: stop taking runs, wait up to `graceMs` for running ones, then abort them (each is rolled
    * back, its report job deleted, recorded interrupted and queued again). Closes the report clients; the pool and
@@ -83,7 +83,7 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
       return () => active.delete(c);
     },
   };
-  const worker = new Worker<RunRequest, RunOutcome>(
+  const worker = new Worker<QueuedRun, RunOutcome>(
     QUEUE_NAME,
     // Three parameters: BullMQ passes an abort signal only to processors that declare it.
     (job, token, signal) => processRun(processDeps, job, token, signal),

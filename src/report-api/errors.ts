@@ -5,7 +5,8 @@
  * the run, the HTTP status and the server's own words verbatim. Messages are built from names, ids and
  * statuses only: never from credentials, tokens or request headers.
  */
-import { EtlError, type ProblemDetails, type RunStage } from '../errors.ts';
+import { EtlError, type ProblemDetails } from '../errors.ts';
+import type { RunStage } from '../vocabulary.ts';
 
 /** The stages of a run the report client works in. */
 export type ReportApiStage = Extract<RunStage, 'config' | 'token' | 'start' | 'poll' | 'fetch' | 'delete'>;

@@ -3,7 +3,8 @@
  */
 import type { Readable } from 'node:stream';
 import type { Redis } from 'ioredis';
-import type { ConnectionConfig, OutputType } from '../config/schema.ts';
+import type { ConnectionConfig } from '../config/schema.ts';
+import type { OutputType } from '../vocabulary.ts';
 import type { Logger } from '../logger.ts';
 
 /** Options of makeReportClient. */

@@ -16,7 +16,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
-import type { WriteMode } from '../config/schema.ts';
+import type { WriteMode } from '../vocabulary.ts';
 import type { PageDecoder } from '../pages/decoder.ts';
 import { EtlError } from '../errors.ts';
 import type { Logger } from '../logger.ts';

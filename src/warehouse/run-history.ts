@@ -4,13 +4,8 @@
  * `succeeded` inside the loading transaction, or `failed` after the load rolled back.
  */
 import type pg from 'pg';
-import { EtlError, type RunStage } from '../errors.ts';
-
-/** How a run came to be. */
-export type RunTrigger = 'manual' | 'schedule' | 'catchup' | 'backfill' | 'replay';
-
-/** Final or current status of one attempt. */
-export type RunStatus = 'running' | 'succeeded' | 'failed' | 'interrupted';
+import { EtlError } from '../errors.ts';
+import type { AttemptStatus, RunStage, RunTrigger } from '../vocabulary.ts';
 
 /** Something that runs SQL: a pool or a checked-out client. */
 export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
@@ -142,7 +137,7 @@ export interface RunRow {
   scheduled_for: Date | null;
   trigger: RunTrigger;
   attempt: number;
-  status: RunStatus;
+  status: AttemptStatus;
   report_job_id: string | null;
   target_table: string;
   write_mode: string;

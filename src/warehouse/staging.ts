@@ -5,7 +5,7 @@
  * run's transaction (see copy-load.ts), which MVCC keeps invisible until the commit just as a staging table would.
  */
 import type pg from 'pg';
-import type { WriteMode } from '../config/schema.ts';
+import type { WriteMode } from '../vocabulary.ts';
 import { EtlError } from '../errors.ts';
 import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
 import { ValueDoesNotFitError, type LoadPlace } from './load-errors.ts';
