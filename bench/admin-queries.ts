@@ -9,8 +9,9 @@ import { randomUUID } from 'node:crypto';
 import { makePool } from '../src/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { DURATION_BUCKETS_SECONDS } from '../src/admin/metrics.ts';
-import { listJobNames, listRecentRuns, runAggregates } from '../src/admin/run-queries.ts';
-import { migrate } from '../src/warehouse/migrate.ts';
+import { listJobNames, listRecentRuns } from '../src/history/run-list.ts';
+import { runAggregates } from '../src/history/run-aggregates.ts';
+import { migrate } from '../src/history/migrate.ts';
 
 const N = Number(process.argv[2] ?? 200_000);
 const JOBS = Number(process.argv[3] ?? 50);

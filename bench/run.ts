@@ -24,7 +24,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { makePool } from '../src/connections.ts';
 import { silentLogger } from '../src/logger.ts';
-import { migrate } from '../src/warehouse/migrate.ts';
+import { migrate } from '../src/history/migrate.ts';
 import { measureWorker, startPageServer } from './lib/children.ts';
 import { copyEmpty, copyReplace, dumpCsv } from './lib/limit.ts';
 import { machine, readOptions } from './lib/options.ts';

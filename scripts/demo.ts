@@ -91,7 +91,7 @@ async function main(): Promise<number> {
   return exitCode;
 }
 
-interface RunRow {
+interface AttemptRow {
   status: string;
   rows: string | null;
   pages: number | null;
@@ -100,13 +100,13 @@ interface RunRow {
 }
 
 /** Waits until every queued run has a final status (or the round times out); prints each as it ends. */
-async function waitForRuns(pool: pg.Pool, runKeys: Map<string, string>): Promise<Map<string, RunRow | undefined>> {
-  const result = new Map<string, RunRow | undefined>([...runKeys.keys()].map((j) => [j, undefined]));
+async function waitForRuns(pool: pg.Pool, runKeys: Map<string, string>): Promise<Map<string, AttemptRow | undefined>> {
+  const result = new Map<string, AttemptRow | undefined>([...runKeys.keys()].map((j) => [j, undefined]));
   const deadline = Date.now() + ROUND_TIMEOUT_MS;
   while (Date.now() < deadline && [...result.values()].some((r) => r === undefined)) {
     for (const [job, runKey] of runKeys) {
       if (result.get(job)) continue;
-      const { rows } = await pool.query<RunRow>(
+      const { rows } = await pool.query<AttemptRow>(
         `SELECT status, rows, pages, duration_ms, error FROM etl.runs WHERE job = $1 AND run_key = $2 AND status IN ('succeeded', 'failed')
           ORDER BY started_at DESC LIMIT 1`,
         [job, runKey],

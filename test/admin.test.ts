@@ -16,7 +16,7 @@ import { silentLogger } from '../src/logger.ts';
 import { runJob, RunFailedError, type RunResult } from '../src/pipeline/run-job.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
-import { failRun, insertRun } from '../src/warehouse/run-history.ts';
+import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 
@@ -50,8 +50,8 @@ beforeAll(async () => {
 
   // A failure whose texts are markup, with an HTTP status and problem details, recorded as runJob would.
   markupRunId = crypto.randomUUID();
-  await insertRun(h.pool, { runId: markupRunId, job: markupJob, runKey: markupRunId, trigger: 'manual', attempt: 1, targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
-  await failRun(h.pool, markupRunId, {
+  await insertAttempt(h.pool, { attemptId: markupRunId, job: markupJob, runKey: markupRunId, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
+  await failAttempt(h.pool, markupRunId, {
     status: 'failed',
     stage: 'start',
     errorKind: 'ACCESS_FORBIDDEN',
@@ -175,7 +175,7 @@ describe('metrics', () => {
   it('a duration exactly on a bucket bound counts in that bucket (le is inclusive); running attempts are not counted', async () => {
     for (const [ms, status] of [[1000, 'succeeded'], [1001, 'failed'], [5000, 'succeeded'], [null, 'running']] as const) {
       const runId = crypto.randomUUID();
-      await insertRun(h.pool, { runId, job: edgeJob, runKey: runId, trigger: 'manual', attempt: 1, targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
+      await insertAttempt(h.pool, { attemptId: runId, job: edgeJob, runKey: runId, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
       await h.pool.query('UPDATE etl.runs SET status = $2, duration_ms = $3, rows = 7, bytes = 70 WHERE run_id = $1', [runId, status, ms]);
     }
     const text = await (await get('/metrics')).text();

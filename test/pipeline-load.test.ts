@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { silentLogger } from '../src/logger.ts';
 import { runJob } from '../src/pipeline/run-job.ts';
-import { getRun } from '../src/warehouse/run-history.ts';
+import { getAttempt } from '../src/history/attempts.ts';
 import { uniqueName } from './support/env.ts';
 import { columnTypes, jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
 
@@ -47,7 +47,7 @@ describe.each(['json', 'json_compact', 'txt', 'xml_query'] as const)('output typ
     const second = await run(config, 'orders');
     expect(second).toMatchObject({ status: 'succeeded', plan: 'direct', rows: 2345 });
     expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(expected);
-    const recorded = await getRun(h.pool, second.runId);
+    const recorded = await getAttempt(h.pool, second.runId);
     expect(recorded).toMatchObject({ status: 'succeeded', rows: '2345', pages: 5, job: 'orders', write_mode: 'replace', target_table: table });
     expect(Number(recorded!.bytes)).toBe(second.bytes);
     expect(second.bytes).toBeGreaterThan(2345 * 50);
@@ -79,7 +79,7 @@ describe('write modes', () => {
     const [tick1, tick2] = [uniqueName('tick'), uniqueName('tick')];
     const a = await run(config, 'l', { runKey: tick1 });
     expect(a).toMatchObject({ status: 'succeeded', rows: 120 });
-    const again = await run(config, 'l', { runKey: tick1, attempt: 2, trigger: 'replay' });
+    const again = await run(config, 'l', { runKey: tick1, trigger: 'replay' });
     expect(again).toMatchObject({ status: 'already-loaded', rows: 0 });
     await run(config, 'l', { runKey: tick2 });
     const { rows } = await h.pool.query(`SELECT count(*)::int AS n, count(DISTINCT buchung_nr)::int AS d FROM ${table}`);
@@ -97,7 +97,7 @@ describe('write modes', () => {
     await run(config, 'l', { runKey: uniqueName('seed') });
     const runKey = uniqueName('race');
     // Both pass the early "already appended?" check; the target lock lets one commit, the other finds the claim.
-    const results = await Promise.all([run(config, 'l', { runKey }), run(config, 'l', { runKey, attempt: 2 })]);
+    const results = await Promise.all([run(config, 'l', { runKey }), run(config, 'l', { runKey })]);
     expect(results.map((r) => r.status).sort()).toEqual(['already-loaded', 'succeeded']);
     const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`);
     expect(rows[0].n).toBe(800);
@@ -149,7 +149,7 @@ describe('write modes', () => {
     }
     await reader;
     // The recorded duration covers the whole run, the slow page downloads included (not only until the load began).
-    const recorded = await getRun(h.pool, result.runId);
+    const recorded = await getAttempt(h.pool, result.runId);
     expect(Number(recorded!.duration_ms)).toBeGreaterThanOrEqual(result.durationMs * 0.8);
     expect(recorded!.finished_at!.getTime() - recorded!.started_at.getTime()).toBeGreaterThanOrEqual(result.durationMs * 0.8);
     const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.orders_view`);
@@ -187,7 +187,7 @@ it('survives connection resets mid-page and gateway errors: every row arrives ex
     // A 5xx on the start of a report is not retried inside the run (the job may exist already): the attempt fails
     // as retryable and the next attempt of the same run starts again, as the queue does.
     for (let attempt = 1; ; attempt++) {
-      const err = await run(config, 'f', { runKey: 'faults', attempt }).then(
+      const err = await run(config, 'f', { runKey: 'faults' }).then(
         () => undefined,
         (e: { retryable?: boolean; error?: { stage?: string } }) => e,
       );

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { makePool } from '../src/connections.ts';
 import { silentLogger } from '../src/logger.ts';
-import { migrate, readMigrations } from '../src/warehouse/migrate.ts';
+import { migrate, readMigrations } from '../src/history/migrate.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';
 
 const dbName = uniqueName('migrate');

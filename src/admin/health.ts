@@ -4,7 +4,7 @@
  * the one that failed.
  */
 import type { Redis } from 'ioredis';
-import type { Queryable } from '../warehouse/run-history.ts';
+import type { Queryable } from '../db.ts';
 import { coerceError } from '../errors.ts';
 
 /** How long a readiness check waits for each dependency, in ms. */

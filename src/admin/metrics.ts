@@ -16,8 +16,8 @@ import { tokenRequestsKey } from '../report-api/token-cache.ts';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, Registry, type Histogram } from 'prom-client';
-import { runAggregates, type DurationHistogram, type RunAggregates } from './run-queries.ts';
-import type { Queryable } from '../warehouse/run-history.ts';
+import { runAggregates, type DurationHistogram, type RunAggregates } from '../history/run-aggregates.ts';
+import type { Queryable } from '../db.ts';
 
 /** Re-exported for tests and tools that read or reset the counter. */
 export { tokenRequestsKey };

@@ -4,11 +4,11 @@
  * Pure functions of the rows read by run-queries.ts; every value is escaped.
  */
 import { QUEUE_NAME } from '../queue/names.ts';
-import type { RunRow } from '../warehouse/run-history.ts';
+import type { AttemptRow } from '../history/attempts.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
 import { html, page, type SafeHtml } from './html.ts';
-import type { RunErrorRow, RunListFilter, RunListRow } from './run-queries.ts';
+import type { RunErrorRow, RunListFilter, RunListRow } from '../history/run-list.ts';
 
 /** The statuses the filter offers (etl.runs.status). */
 
@@ -62,7 +62,7 @@ export function renderRunList(rows: RunListRow[], f: RunListFilter, jobs: string
     ([job, runs]) => html`<h2><a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a></h2>
 <table><thead><tr><th>Run</th><th>Started</th><th>Status</th><th>Trigger</th><th>Attempt</th><th>Duration</th><th>Rows</th><th>Error</th></tr></thead><tbody>
 ${runs.map(
-  (r) => html`<tr><td>${runLink(r.run_id)}</td><td>${formatTime(r.started_at)}</td><td>${status(r.status)}</td><td>${r.trigger}</td><td class="num">${r.attempt}</td><td class="num">${formatDuration(r.duration_ms)}</td><td class="num">${formatCount(r.rows)}</td><td>${r.first_error_line ?? ''}</td></tr>
+  (r) => html`<tr><td>${runLink(r.run_id)}</td><td>${formatTime(r.started_at)}</td><td>${status(r.status)}</td><td>${r.trigger}</td><td class="num">${r.attempt}</td><td class="num">${formatDuration(r.duration_ms)}</td><td class="num">${formatCount(r.rows)}</td><td>${r.error_first_line ?? ''}</td></tr>
 `,
 )}</tbody></table>`,
   );
@@ -98,7 +98,7 @@ ${e.details !== null && e.details !== undefined ? html`<h3>Details</h3><pre clas
  * One attempt: its figures, every recorded error with the server's text verbatim, the other attempts of the same
  * logical run, and a Replay button (POST /admin/runs/:runId/replay) when it failed or was interrupted.
  */
-export function renderRunPage(run: RunRow, errors: RunErrorRow[], attempts: RunRow[], notice: RunPageNotice = {}): string {
+export function renderRunPage(run: AttemptRow, errors: RunErrorRow[], attempts: AttemptRow[], notice: RunPageNotice = {}): string {
   const banner = notice.replayedJobId
     ? html`<div class="notice" role="status">Replay queued as job <a href="${BULL_BOARD_PATH}/queue/${encodeURIComponent(QUEUE_NAME)}/${encodeURIComponent(notice.replayedJobId)}"><code>${notice.replayedJobId}</code></a>.</div>`
     : notice.replayError
@@ -116,7 +116,7 @@ export function renderRunPage(run: RunRow, errors: RunErrorRow[], attempts: RunR
 <dt>Finished</dt><dd>${formatTime(run.finished_at)}</dd><dt>Duration</dt><dd>${formatDuration(run.duration_ms)}</dd>
 <dt>Target</dt><dd>${run.target_table} (${run.write_mode})</dd><dt>Rows</dt><dd>${formatCount(run.rows)}</dd>
 <dt>Pages</dt><dd>${run.pages ?? ''}</dd><dt>Bytes</dt><dd>${formatCount(run.bytes)}</dd>
-<dt>Report job</dt><dd>${run.report_job_id ?? ''}</dd><dt>Worker</dt><dd>${(run as RunRow & { worker?: string | null }).worker ?? ''}</dd>
+<dt>Report job</dt><dd>${run.report_job_id ?? ''}</dd><dt>Worker</dt><dd>${(run as AttemptRow & { worker?: string | null }).worker ?? ''}</dd>
 </dl>`;
   // etl.runs.error is our message plus the server's; the error rows below show both apart, so it is shown only
   // for attempts without a run_errors row.

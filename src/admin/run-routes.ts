@@ -12,11 +12,11 @@ import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { RunQueue } from '../queue/queue.ts';
 import { replayRun } from '../queue/replay.ts';
-import { getRun } from '../warehouse/run-history.ts';
+import { getAttempt } from '../history/attempts.ts';
 import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
 import { PAGE_CSP } from './html.ts';
 import { renderRunList, renderRunPage } from './run-pages.ts';
-import { listAttempts, listJobNames, listRecentRuns, listRunErrors, type RunListFilter } from './run-queries.ts';
+import { listAttempts, listJobNames, listRecentRuns, listRunErrors, type RunListFilter } from '../history/run-list.ts';
 
 /** What the run routes need. */
 export interface RunRoutesDeps {
@@ -51,7 +51,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
 
   app.get<{ Params: { runId: string }; Querystring: Record<string, string | undefined> }>('/admin/runs/:runId', async (req, reply) => {
     const { runId } = req.params;
-    const run = UUID.test(runId) ? await getRun(deps.pool, runId) : undefined;
+    const run = UUID.test(runId) ? await getAttempt(deps.pool, runId) : undefined;
     if (!run) return reply.code(404).type('text/plain; charset=utf-8').send(`no run ${runId}\n`);
     const [errors, attempts] = await Promise.all([listRunErrors(deps.pool, runId), listAttempts(deps.pool, run.job, run.run_key)]);
     const html = renderRunPage(run, errors, attempts, { replayedJobId: req.query.replayed, replayError: req.query.replayError });

@@ -2,7 +2,7 @@
 import type { RegisterCommand } from './index.ts';
 import { makePool } from '../connections.ts';
 import { makeLogger } from '../logger.ts';
-import { migrate } from '../warehouse/migrate.ts';
+import { migrate } from '../history/migrate.ts';
 
 export const registerMigrate: RegisterCommand = (program, cli) => {
   program

@@ -13,7 +13,7 @@ import { ConfigError } from '../errors.ts';
 import { makeLogger, type Logger } from '../logger.ts';
 import { queuePrefixFromEnv } from '../queue/names.ts';
 import { makeQueue, type RunQueue } from '../queue/queue.ts';
-import { migrate } from '../warehouse/migrate.ts';
+import { migrate } from '../history/migrate.ts';
 
 /** What a queue command's action gets. */
 export interface QueueSession {

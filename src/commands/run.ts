@@ -10,7 +10,7 @@ import { loadConfig } from '../config/load.ts';
 import { makePool, makeRedis, Releasers } from '../connections.ts';
 import { makeLogger } from '../logger.ts';
 import { runJob, RunFailedError } from '../pipeline/run-job.ts';
-import { migrate } from '../warehouse/migrate.ts';
+import { migrate } from '../history/migrate.ts';
 
 /** Parses repeated `--param NAME=VALUE` options. */
 function collectParam(value: string, previous: Record<string, string>): Record<string, string> {

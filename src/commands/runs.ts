@@ -1,6 +1,6 @@
 /** `report-etl runs [--job J] [--status S] [--since 2d] [--limit N]`: the run history as a table, newest first. */
 import type { RegisterCommand } from './index.ts';
-import { listRuns, type RunListRow } from '../queue/run-queries.ts';
+import { listRuns, type RunListRow } from '../history/run-list.ts';
 import { parseSince, queueOptions, withQueueSession } from './queue-session.ts';
 import { positiveInt } from './service-command.ts';
 

@@ -15,7 +15,8 @@ import { makePageDecoder } from '../pages/decoder.ts';
 import { encodeReportName, makeReportClient, type ReportClient } from '../report-api/index.ts';
 import { loadReport, type LoadPlan } from '../warehouse/copy-load.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
-import { claimAppend, completeRun, failRun, failureOf, insertRun, isAppended, setRunReportJob } from '../warehouse/run-history.ts';
+import { claimAppend, isAppended } from '../history/appends.ts';
+import { completeAttempt, failAttempt, failureOf, insertAttempt, setAttemptReportJob } from '../history/attempts.ts';
 import type { RunTrigger } from '../vocabulary.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { makeProgress, pageOfRow, reportChunks } from './page-chunks.ts';
@@ -34,8 +35,6 @@ export interface RunJobOptions {
   /** The logical run all attempts and replays share (default: the runId). Append loads are exactly-once per key. */
   runKey?: string;
   trigger?: RunTrigger;
-  /** 1-based attempt number (default 1). */
-  attempt?: number;
   /** The tick this run stands for, if scheduled. */
   scheduledFor?: Date;
   /** Report parameters that override the job's (e.g. FROM/TO of a logical run). */
@@ -46,7 +45,7 @@ export interface RunJobOptions {
    */
   client?: ReportClient | (() => Promise<ReportClient>);
   /** Runs once the client is there and before the report starts (e.g. deleting a dead attempt's report job). */
-  beforeStart?: (client: ReportClient) => Promise<void>;
+  beforeStart?: (client: ReportClient, attempt: number) => Promise<void>;
   /** Name of the worker in the run history (default host:pid). */
   worker?: string;
 }
@@ -94,18 +93,17 @@ export async function runJob(o: RunJobOptions): Promise<RunResult> {
   const target = parseTableName(job.target.table);
   const log = o.logger.child({ job: o.job, runId });
   const started = performance.now();
-  await insertRun(o.pool, {
-    runId,
+  const attempt = await insertAttempt(o.pool, {
+    attemptId: runId,
     job: o.job,
     runKey,
     scheduledFor: o.scheduledFor,
     trigger: o.trigger ?? 'manual',
-    attempt: o.attempt ?? 1,
     targetTable: `${target.schema}.${target.table}`,
     writeMode: job.target.mode,
     worker: o.worker ?? `${hostname()}:${process.pid}`,
   });
-  log.info({ trigger: o.trigger ?? 'manual', attempt: o.attempt ?? 1, report: job.report.name, outputType: job.report.outputType }, 'run started');
+  log.info({ trigger: o.trigger ?? 'manual', attempt, report: job.report.name, outputType: job.report.outputType }, 'run started');
   const progress = makeProgress();
   let rows = 0;
   let stage: 'config' | 'token' | 'start' | 'load' = 'config';
@@ -114,7 +112,7 @@ export async function runJob(o: RunJobOptions): Promise<RunResult> {
   let deleteError: unknown;
   try {
     if (job.target.mode === 'append' && (await isAppended(o.pool, o.job, runKey))) {
-      await completeRun(o.pool, runId, { rows: 0, pages: 0, bytes: 0 });
+      await completeAttempt(o.pool, runId, { rows: 0, pages: 0, bytes: 0 });
       log.info({ runKey }, 'rows of this run were already appended by an earlier attempt: nothing to do');
       return { runId, job: o.job, status: 'already-loaded', plan: 'none', rows: 0, pages: 0, bytes: 0, durationMs: performance.now() - started };
     }
@@ -127,11 +125,11 @@ export async function runJob(o: RunJobOptions): Promise<RunResult> {
         ? await o.client()
         : (o.client ?? (await makeReportClient({ connection, connectionName, redis: o.redis, logger: o.logger, ...(o.signal ? { signal: o.signal } : {}) })));
     stage = 'start';
-    await o.beforeStart?.(client);
+    await o.beforeStart?.(client, attempt);
     const reportJob = await client.startReport({ ...job.report, job: o.job, parameters: { ...job.report.parameters, ...o.parameters } }, o.signal);
     reportJobId = reportJob.id;
     const runLog = log.child({ reportJobId });
-    await setRunReportJob(o.pool, runId, reportJob.id);
+    await setAttemptReportJob(o.pool, runId, reportJob.id);
     try {
       const finished = await client.waitForJob(reportJob.id, o.signal);
       runLog.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
@@ -156,7 +154,7 @@ export async function runJob(o: RunJobOptions): Promise<RunResult> {
             if (job.target.mode === 'append' && !(await claimAppend(tx, o.job, runKey, runId, `${target.schema}.${target.table}`, loaded))) {
               return false;
             }
-            if (!(await completeRun(tx, runId, { rows: loaded, pages: progress.pages, bytes: progress.bytes }))) {
+            if (!(await completeAttempt(tx, runId, { rows: loaded, pages: progress.pages, bytes: progress.bytes }))) {
               throw new EtlError('ABORTED', 'this attempt was declared dead by a later attempt of the same run (it stalled past its lock): its rows are not committed', {
                 stage: 'commit',
                 retryable: false,
@@ -166,7 +164,7 @@ export async function runJob(o: RunJobOptions): Promise<RunResult> {
           },
         });
         if (!result.committed) {
-          await completeRun(o.pool, runId, { rows: 0, pages: progress.pages, bytes: progress.bytes });
+          await completeAttempt(o.pool, runId, { rows: 0, pages: progress.pages, bytes: progress.bytes });
           runLog.warn({ runKey }, 'another attempt of this run committed its rows first: this attempt added nothing');
         }
         const durationMs = performance.now() - started;
@@ -200,7 +198,7 @@ export async function runJob(o: RunJobOptions): Promise<RunResult> {
     if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
     if (err instanceof EtlError && !err.stage) err.stage = stage;
     const failure = failureOf(err, stage, { rows: 0, pages: progress.pages, bytes: progress.bytes });
-    await failRun(o.pool, runId, failure).catch((e: unknown) => log.error({ err: coerceError(e).message }, 'could not record the failed run'));
+    await failAttempt(o.pool, runId, failure).catch((e: unknown) => log.error({ err: coerceError(e).message }, 'could not record the failed run'));
     log.error({ code: failure.errorKind, stage: failure.stage, retryable: failure.retryable, reportJobId, deleteError: deleteError ? String(deleteError) : undefined }, `run ${failure.status}: ${err.message}`);
     throw new RunFailedError(runId, err);
   } finally {

@@ -7,11 +7,12 @@ import type pg from 'pg';
 import type { Queue } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import { EtlError } from '../errors.ts';
-import { getRun } from '../warehouse/run-history.ts';
+import { getAttempt, hasSucceeded } from '../history/attempts.ts';
 import { replayJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest } from '../vocabulary.ts';
-import { failedRunsToReplay, getRunRequest, hasSucceeded } from './run-queries.ts';
+import { failedRunsToReplay } from '../history/run-list.ts';
+import { getRunRequest } from '../history/run-requests.ts';
 
 /** What replays need. */
 export interface ReplayDeps {
@@ -31,7 +32,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * @throws EtlError (code INTERNAL, not retryable) when there is no such run, or it or a later attempt of its run succeeded
  */
 export async function replayRun(deps: ReplayDeps, runId: string): Promise<{ jobId: string }> {
-  const run = UUID.test(runId) ? await getRun(deps.pool, runId) : undefined;
+  const run = UUID.test(runId) ? await getAttempt(deps.pool, runId) : undefined;
   if (!run) throw new EtlError('INTERNAL', `no run ${runId} in etl.runs`, { retryable: false });
   if (run.status === 'succeeded') throw new EtlError('INTERNAL', `run ${runId} succeeded: nothing to replay`, { retryable: false });
   if (run.status === 'running') throw new EtlError('INTERNAL', `run ${runId} is still running`, { retryable: false });

@@ -15,7 +15,7 @@ import { getJob, type ResolvedJob } from '../config/load.ts';
 import { coerceError, ConfigError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { runJob, RunFailedError } from '../pipeline/run-job.ts';
-import { failRun } from '../warehouse/run-history.ts';
+import { failAttempt, hasSucceeded, runningAttempts } from '../history/attempts.ts';
 import { cronTicks } from './cron-ticks.ts';
 import { renderParameters } from './logical-time.ts';
 import { overlapLockKey } from './names.ts';
@@ -24,7 +24,7 @@ import type { QueuedRun } from './queue.ts';
 import { TICK_TRIGGERS, type RunRequest } from '../vocabulary.ts';
 import type { ClientLease, ReportClients } from './report-clients.ts';
 import type { ReportClient } from '../report-api/index.ts';
-import { hasSucceeded, nextAttempt, recordRunRequest, runningAttempts } from './run-queries.ts';
+import { recordRunRequest } from '../history/run-requests.ts';
 
 /** What a finished queued run returns (the BullMQ job's return value). */
 export interface RunOutcome {
@@ -80,7 +80,7 @@ export async function recoverDeadAttempts(deps: Pick<ProcessDeps, 'pool' | 'logg
       deleted = `its report job ${d.report_job_id} was deleted`;
     }
     const message = `attempt ${d.attempt} was abandoned by its worker (${d.worker ?? 'unknown'}: stopped or lost its lock); ${deleted} by attempt ${attempt}`;
-    await failRun(deps.pool, d.run_id, { status: 'interrupted', stage: 'load', errorKind: 'ABORTED', retryable: true, message, details: { reportJobId: d.report_job_id } });
+    await failAttempt(deps.pool, d.run_id, { status: 'interrupted', stage: 'load', errorKind: 'ABORTED', retryable: true, message, details: { reportJobId: d.report_job_id } });
     deps.logger.warn({ deadRunId: d.run_id, reportJobId: d.report_job_id }, 'cleaned up after a dead attempt');
   }
   return dead.length;
@@ -123,7 +123,6 @@ export async function processRun(deps: ProcessDeps, bjob: Job<QueuedRun>, token:
   signal?.addEventListener('abort', onBullAbort, { once: true });
   let lease: ClientLease | undefined;
   try {
-    const attempt = await nextAttempt(deps.pool, req.job, req.runKey);
     const runId = randomUUID();
     await recordRunRequest(deps.pool, {
       job: req.job,
@@ -151,7 +150,6 @@ export async function processRun(deps: ProcessDeps, bjob: Job<QueuedRun>, token:
       runId,
       runKey: req.runKey,
       trigger: req.trigger,
-      attempt,
       ...(req.scheduledFor ? { scheduledFor: new Date(req.scheduledFor) } : {}),
       parameters,
       // Both inside runJob, so that a failing discovery or clean-up is recorded as this attempt's failure.
@@ -159,7 +157,7 @@ export async function processRun(deps: ProcessDeps, bjob: Job<QueuedRun>, token:
         lease = await deps.clients.acquire(resolved.connectionName, resolved.connection);
         return lease.client;
       },
-      beforeStart: (client) => recoverDeadAttempts({ ...deps, logger: log }, client, resolved, req.runKey, attempt, runId).then(() => undefined),
+      beforeStart: (client, attempt) => recoverDeadAttempts({ ...deps, logger: log }, client, resolved, req.runKey, attempt, runId).then(() => undefined),
       worker: deps.workerName,
     });
     return { status: result.status, runId: result.runId, rows: result.rows, pages: result.pages, bytes: result.bytes, durationMs: Math.round(result.durationMs) };

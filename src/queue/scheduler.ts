@@ -17,7 +17,7 @@ import type { LiveConfig } from './live-config.ts';
 import { runJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest, TickTrigger } from '../vocabulary.ts';
-import { lastScheduledTick } from './run-queries.ts';
+import { lastScheduledTick } from '../history/attempts.ts';
 
 /** What {@link makeScheduler} needs. */
 export interface SchedulerDeps {

@@ -6,7 +6,7 @@
 import type { Queue } from 'bullmq';
 import { makePool, makeRedis, Releasers } from '../connections.ts';
 import type { Logger } from '../logger.ts';
-import { migrate } from '../warehouse/migrate.ts';
+import { migrate } from '../history/migrate.ts';
 import { watchLiveConfig, type LiveConfig } from './live-config.ts';
 import { DEFAULT_QUEUE_PREFIX } from './names.ts';
 import { makeQueue, type RunQueue } from './queue.ts';

@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import { EtlError } from '../errors.ts';
 import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
-import type { Queryable } from './run-history.ts';
+import type { Queryable } from '../db.ts';
 
 /** A column of the target: normalised name and PostgreSQL type as `format_type` spells it. */
 export interface TargetColumn {

@@ -9,7 +9,7 @@ import { makePool, makeRedis } from '../../src/connections.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
 import { reportData, type ReportColumn } from '../../src/simulator/catalogue.ts';
-import { migrate } from '../../src/warehouse/migrate.ts';
+import { migrate } from '../../src/history/migrate.ts';
 import { normaliseColumnNames, quoteIdent } from '../../src/warehouse/identifiers.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './env.ts';
 

@@ -1,0 +1,28 @@
+/**
+ * What every module that talks to PostgreSQL shares: something that runs SQL, and one transaction helper
+ * (CONVENTIONS.md "Lifecycle": a failed transaction is always rolled back before its error travels on).
+ */
+import type pg from 'pg';
+
+/** Something that runs SQL: a pool or a checked-out client. */
+export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
+
+/**
+ * Runs `fn` inside BEGIN … COMMIT on a client of `pool`, released afterwards. A throw rolls back and is rethrown.
+ * @returns what `fn` returned
+ * @throws whatever BEGIN, `fn` or COMMIT threw (after ROLLBACK)
+ */
+export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const value = await fn(client);
+    await client.query('COMMIT');
+    return value;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * Attempts in the run history (DESIGN.md "Run history": `etl.runs`, one row per attempt, and `etl.run_errors`),
+ * each SQL operation one small typed function (CONVENTIONS.md, graphile-worker `src/sql/*`). An attempt is
+ * recorded `running` when it starts, then `succeeded` inside the loading transaction, or `failed`/`interrupted`
+ * after the load rolled back. Tables: migrations/0001.
+ */
+import type pg from 'pg';
+import { withTransaction, type Queryable } from '../db.ts';
+import { EtlError } from '../errors.ts';
+import type { AttemptStatus, RunStage, RunTrigger } from '../vocabulary.ts';
+
+/** What is known when an attempt starts. */
+export interface AttemptStart {
+  /** The attempt's id (`etl.runs.run_id`), a UUID. */
+  attemptId: string;
+  /** jobs.yaml job name. */
+  job: string;
+  /** The logical run (`etl.runs.run_key`). */
+  runKey: string;
+  scheduledFor?: Date | undefined;
+  trigger: RunTrigger;
+  targetTable: string;
+  writeMode: string;
+  /** `host:pid` of the process running it. */
+  worker: string;
+}
+
+/**
+ * Inserts the `running` row of an attempt, numbered one more than the attempts `etl.runs` already holds for its
+ * logical run, so that attempts after a stall, a shutdown or a replay keep counting (BullMQ's own counters skip
+ * stalls and restarts).
+ * @returns the attempt number, 1-based
+ */
+export async function insertAttempt(db: Queryable, a: AttemptStart): Promise<number> {
+  const { rows } = await db.query<{ attempt: number }>(
+    `INSERT INTO etl.runs (run_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode, worker)
+     SELECT $1, $2, $3, $4, $5, coalesce(max(attempt), 0) + 1, 'running', $6, $7, $8
+       FROM etl.runs WHERE job = $2 AND run_key = $3
+     RETURNING attempt`,
+    [a.attemptId, a.job, a.runKey, a.scheduledFor ?? null, a.trigger, a.targetTable, a.writeMode, a.worker],
+  );
+  return rows[0]!.attempt;
+}
+
+/** Stores the server's report job id as soon as the report job exists, so that a leftover can be deleted later. */
+export async function setAttemptReportJob(db: Queryable, attemptId: string, reportJobId: string): Promise<void> {
+  await db.query('UPDATE etl.runs SET report_job_id = $2 WHERE run_id = $1', [attemptId, reportJobId]);
+}
+
+/** Figures of a load: rows, pages, bytes (of page bodies as downloaded). */
+export interface LoadFigures {
+  rows: number;
+  pages: number;
+  bytes: number;
+}
+
+/**
+ * Marks an attempt succeeded; called inside the loading transaction so that it commits with the rows.
+ * @returns false when the attempt is no longer `running`: a later attempt declared it dead (it stalled past its
+ *   lock) and took the run over, so this one must not commit
+ */
+export async function completeAttempt(db: Queryable, attemptId: string, f: LoadFigures): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE etl.runs SET status = 'succeeded', rows = $2, pages = $3, bytes = $4, finished_at = clock_timestamp(),
+            duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint, error = NULL
+      WHERE run_id = $1 AND status = 'running'`,
+    [attemptId, f.rows, f.pages, f.bytes],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** What is recorded of a failure; `message` is ours, `serverMessage` and `problem` the server's, verbatim. */
+export interface AttemptFailure {
+  status: 'failed' | 'interrupted';
+  stage: RunStage;
+  errorKind: string;
+  retryable: boolean;
+  message: string;
+  httpStatus?: number | undefined;
+  serverMessage?: string | undefined;
+  problem?: unknown;
+  details?: Record<string, unknown> | undefined;
+  figures?: Partial<LoadFigures>;
+}
+
+/**
+ * Marks an attempt failed (or interrupted) and writes its etl.run_errors row, in one transaction. An attempt that
+ * is no longer `running` keeps its status (a later attempt already recorded it interrupted); the error row is
+ * still written.
+ */
+export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFailure): Promise<void> {
+  await withTransaction(pool, async (tx) => {
+    await tx.query(
+      `UPDATE etl.runs SET status = $2, error = $3, rows = $4, pages = $5, bytes = $6, finished_at = clock_timestamp(),
+              duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint
+        WHERE run_id = $1 AND status = 'running'`,
+      [attemptId, f.status, f.serverMessage && !f.message.includes(f.serverMessage) ? `${f.message}\n${f.serverMessage}` : f.message, f.figures?.rows ?? null, f.figures?.pages ?? null, f.figures?.bytes ?? null],
+    );
+    await tx.query(
+      `INSERT INTO etl.run_errors (run_id, stage, error_kind, retryable, http_status, message, server_message, problem, details)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [
+        attemptId,
+        f.stage,
+        f.errorKind,
+        f.retryable,
+        f.httpStatus ?? null,
+        f.message,
+        f.serverMessage ?? null,
+        f.problem === undefined ? null : JSON.stringify(f.problem),
+        f.details === undefined ? null : JSON.stringify(f.details),
+      ],
+    );
+  });
+}
+
+/** Turns any error into the failure record of an attempt. */
+export function failureOf(err: Error, fallbackStage: RunStage, figures?: Partial<LoadFigures>): AttemptFailure {
+  const e = err instanceof EtlError ? err : undefined;
+  return {
+    status: e?.code === 'ABORTED' ? 'interrupted' : 'failed',
+    stage: e?.stage ?? fallbackStage,
+    errorKind: e?.code ?? ((err as { code?: unknown }).code ? `PG_${String((err as { code?: unknown }).code)}` : 'INTERNAL'),
+    retryable: e?.retryable ?? false,
+    message: err.message,
+    httpStatus: e?.httpStatus,
+    serverMessage: e?.serverMessage,
+    problem: e?.problem,
+    details: e?.details,
+    figures,
+  };
+}
+
+/** One row of etl.runs (one attempt) as the CLI and the admin pages read it. */
+export interface AttemptRow {
+  /** The attempt's id. */
+  run_id: string;
+  job: string;
+  /** The logical run. */
+  run_key: string;
+  scheduled_for: Date | null;
+  trigger: RunTrigger;
+  attempt: number;
+  status: AttemptStatus;
+  report_job_id: string | null;
+  target_table: string;
+  write_mode: string;
+  rows: string | null;
+  pages: number | null;
+  bytes: string | null;
+  started_at: Date;
+  finished_at: Date | null;
+  duration_ms: string | null;
+  error: string | null;
+  worker: string | null;
+}
+
+/** Reads one attempt by id, or undefined. */
+export async function getAttempt(db: Queryable, attemptId: string): Promise<AttemptRow | undefined> {
+  const { rows } = await db.query<AttemptRow>('SELECT * FROM etl.runs WHERE run_id = $1', [attemptId]);
+  return rows[0];
+}
+
+/** An attempt still recorded `running`. */
+export interface RunningAttempt {
+  run_id: string;
+  attempt: number;
+  report_job_id: string | null;
+  worker: string | null;
+}
+
+/** Attempts of a logical run still recorded `running` (left behind by a worker that died, or still going). */
+export async function runningAttempts(db: Queryable, job: string, runKey: string): Promise<RunningAttempt[]> {
+  const { rows } = await db.query<RunningAttempt>(
+    `SELECT run_id, attempt, report_job_id, worker FROM etl.runs WHERE job = $1 AND run_key = $2 AND status = 'running' ORDER BY started_at`,
+    [job, runKey],
+  );
+  return rows;
+}
+
+/** Whether some attempt of the logical run succeeded. */
+export async function hasSucceeded(db: Queryable, job: string, runKey: string): Promise<boolean> {
+  const { rowCount } = await db.query(`SELECT 1 FROM etl.runs WHERE job = $1 AND run_key = $2 AND status = 'succeeded' LIMIT 1`, [job, runKey]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** The newest tick a scheduled or caught-up attempt of `job` was recorded for (any status), or undefined. */
+export async function lastScheduledTick(db: Queryable, job: string): Promise<Date | undefined> {
+  const { rows } = await db.query<{ t: Date | null }>(
+    `SELECT max(scheduled_for) AS t FROM etl.runs WHERE job = $1 AND trigger IN ('schedule', 'catchup') AND scheduled_for IS NOT NULL`,
+    [job],
+  );
+  return rows[0]?.t ?? undefined;
+}

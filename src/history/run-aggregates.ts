@@ -1,0 +1,59 @@
+/**
+ * What /metrics derives from the run history (etl.runs): totals and duration histograms per job, computed when
+ * scraped so that every process reports the same numbers.
+ */
+import type { Queryable } from '../db.ts';
+
+/** Finished attempts per (job, status) with their loaded rows and bytes (succeeded attempts only). */
+export interface RunTotals {
+  job: string;
+  status: string;
+  runs: number;
+  rows: number;
+  bytes: number;
+}
+
+/** Cumulative duration histogram of one job: counts per upper bound (s), plus sum (s) and count. */
+export interface DurationHistogram {
+  job: string;
+  /** Cumulative counts, one per bound of the `bounds` passed in, in the same order. */
+  buckets: number[];
+  sumSeconds: number;
+  count: number;
+}
+
+/** What /metrics derives from etl.runs. */
+export interface RunAggregates {
+  totals: RunTotals[];
+  durations: DurationHistogram[];
+}
+
+/**
+ * Totals and the duration histogram over all finished attempts, in one pass of etl.runs grouped by (job, status)
+ * with one `count(*) FILTER (WHERE duration_ms <= bound)` per bucket, which is already the cumulative `le` count.
+ * Attempts still `running` are left out, so every counted value only grows (until run history is pruned).
+ * @param bounds histogram upper bounds in seconds, ascending (the `le` labels; +Inf is the count)
+ */
+export async function runAggregates(db: Queryable, bounds: readonly number[]): Promise<RunAggregates> {
+  const bucketColumns = bounds.map((_, i) => `count(*) FILTER (WHERE duration_ms <= $${i + 1})::text AS b${i}`).join(', ');
+  const { rows } = await db.query<Record<string, string | null> & { job: string; status: string; n: string; timed: string }>(
+    `SELECT job, status, count(*)::text AS n, count(duration_ms)::text AS timed, ${bucketColumns},
+            coalesce(sum(duration_ms), 0)::text AS sum_ms, coalesce(sum(rows), 0)::text AS rows, coalesce(sum(bytes), 0)::text AS bytes
+       FROM etl.runs WHERE status <> 'running' GROUP BY job, status ORDER BY job, status`,
+    bounds.map((b) => Math.round(b * 1000)),
+  );
+  const totals: RunTotals[] = [];
+  const durations = new Map<string, DurationHistogram>();
+  for (const r of rows) {
+    const succeeded = r.status === 'succeeded';
+    totals.push({ job: r.job, status: r.status, runs: Number(r.n), rows: succeeded ? Number(r.rows) : 0, bytes: succeeded ? Number(r.bytes) : 0 });
+    const timed = Number(r.timed);
+    if (timed === 0) continue;
+    let h = durations.get(r.job);
+    if (!h) durations.set(r.job, (h = { job: r.job, buckets: bounds.map(() => 0), sumSeconds: 0, count: 0 }));
+    bounds.forEach((_, i) => (h.buckets[i]! += Number(r[`b${i}`])));
+    h.count += timed;
+    h.sumSeconds += Number(r.sum_ms) / 1000;
+  }
+  return { totals, durations: [...durations.values()] };
+}

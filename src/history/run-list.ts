@@ -1,0 +1,128 @@
+/**
+ * Reading the run history (DESIGN.md "Run history": etl.runs, etl.run_errors) for `report-etl runs`, `replay
+ * --failed` and the admin pages, one small typed function per query (CONVENTIONS.md "Layout and names").
+ */
+import type { Queryable } from '../db.ts';
+import type { AttemptStatus } from '../vocabulary.ts';
+import type { AttemptRow } from './attempts.ts';
+
+/** One attempt in a run list: the etl.runs row plus the first line of its error. */
+export interface RunListRow extends AttemptRow {
+  error_first_line: string | null;
+}
+
+/** Filter of {@link listRuns}. */
+export interface RunFilter {
+  job?: string | undefined;
+  status?: string | undefined;
+  /** Attempts started at or after this instant. */
+  since?: Date | undefined;
+  /** Most rows (default 100). */
+  limit?: number | undefined;
+}
+
+/** Attempts, newest first (`report-etl runs`). */
+export async function listRuns(db: Queryable, f: RunFilter = {}): Promise<RunListRow[]> {
+  const { rows } = await db.query<RunListRow>(
+    `SELECT r.*, split_part(r.error, E'\\n', 1) AS error_first_line
+       FROM etl.runs r
+      WHERE ($1::text IS NULL OR r.job = $1) AND ($2::text IS NULL OR r.status = $2) AND ($3::timestamptz IS NULL OR r.started_at >= $3)
+      ORDER BY r.started_at DESC
+      LIMIT $4`,
+    [f.job ?? null, f.status ?? null, f.since ?? null, f.limit ?? 100],
+  );
+  return rows;
+}
+
+/**
+ * Logical runs whose newest attempt failed and that never succeeded: what `replay --failed` re-queues.
+ * @returns the newest failed attempt of each such run, newest first
+ */
+export async function failedRunsToReplay(db: Queryable, f: { job?: string | undefined; since?: Date | undefined } = {}): Promise<Pick<AttemptRow, 'run_id' | 'job' | 'run_key'>[]> {
+  const { rows } = await db.query<Pick<AttemptRow, 'run_id' | 'job' | 'run_key'>>(
+    `SELECT run_id, job, run_key FROM (
+       SELECT DISTINCT ON (job, run_key) run_id, job, run_key, status, started_at
+         FROM etl.runs
+        WHERE ($1::text IS NULL OR job = $1) AND ($2::timestamptz IS NULL OR started_at >= $2)
+        ORDER BY job, run_key, started_at DESC
+     ) newest
+     WHERE status = 'failed'
+       AND NOT EXISTS (SELECT 1 FROM etl.runs s WHERE s.job = newest.job AND s.run_key = newest.run_key AND s.status = 'succeeded')
+     ORDER BY started_at DESC`,
+    [f.job ?? null, f.since ?? null],
+  );
+  return rows;
+}
+
+/** Filters of the admin run list (query string of /admin/runs). */
+export interface RunListFilter {
+  /** Only this job (exact name). */
+  job?: string | undefined;
+  /** Only attempts with this status. */
+  status?: AttemptStatus | undefined;
+  /** Attempts shown per job, newest first (1..200). */
+  perJob: number;
+}
+
+/**
+ * The distinct job names of etl.runs by a loose index scan of (job, started_at): one index probe per job instead
+ * of a pass over every attempt.
+ */
+const DISTINCT_JOBS = `WITH RECURSIVE jobs AS (
+    SELECT min(job) AS job FROM etl.runs
+    UNION ALL
+    SELECT (SELECT min(job) FROM etl.runs WHERE job > jobs.job) FROM jobs WHERE jobs.job IS NOT NULL)
+  SELECT job FROM jobs WHERE job IS NOT NULL`;
+
+/**
+ * The latest attempts of every job (or of the filtered job/status), newest first within each job, jobs by name.
+ * Each job's attempts come from the (job, started_at DESC) index through a LATERAL join.
+ */
+export async function listRecentRuns(db: Queryable, f: RunListFilter): Promise<RunListRow[]> {
+  const jobs = f.job === undefined ? `(SELECT job FROM (${DISTINCT_JOBS}) d WHERE $1::text IS NULL)` : '(SELECT $1::text AS job)';
+  const { rows } = await db.query<RunListRow>(
+    `SELECT r.*, split_part(r.error, E'\\n', 1) AS error_first_line
+       FROM ${jobs} j
+       CROSS JOIN LATERAL (
+         SELECT * FROM etl.runs x
+          WHERE x.job = j.job AND ($2::text IS NULL OR x.status = $2)
+          ORDER BY x.started_at DESC
+          LIMIT $3) r
+      ORDER BY r.job, r.started_at DESC`,
+    [f.job ?? null, f.status ?? null, f.perJob],
+  );
+  return rows;
+}
+
+/** The distinct job names in the run history, sorted (for the filter form). */
+export async function listJobNames(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ job: string }>(DISTINCT_JOBS);
+  return rows.map((r) => r.job);
+}
+
+/** One row of etl.run_errors as the run page shows it; `problem` and `details` are the parsed jsonb. */
+export interface RunErrorRow {
+  id: string;
+  occurred_at: Date;
+  stage: string;
+  error_kind: string;
+  retryable: boolean;
+  http_status: number | null;
+  message: string;
+  server_message: string | null;
+  problem: unknown;
+  details: unknown;
+}
+
+/** Every error recorded for one attempt, oldest first. */
+export async function listRunErrors(db: Queryable, runId: string): Promise<RunErrorRow[]> {
+  const { rows } = await db.query<RunErrorRow>('SELECT * FROM etl.run_errors WHERE run_id = $1 ORDER BY occurred_at, id', [runId]);
+  return rows;
+}
+
+/** The other attempts of one logical run (same job and run_key), newest first. */
+export async function listAttempts(db: Queryable, job: string, runKey: string): Promise<AttemptRow[]> {
+  const { rows } = await db.query<AttemptRow>('SELECT * FROM etl.runs WHERE job = $1 AND run_key = $2 ORDER BY started_at DESC LIMIT 50', [job, runKey]);
+  return rows;
+}
+
