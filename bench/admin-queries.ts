@@ -6,7 +6,7 @@
  * Run: `npx node bench/admin-queries.ts [attempts=200000] [jobs=50]`.
  */
 import { randomUUID } from 'node:crypto';
-import { makePool } from '../src/connections.ts';
+import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { DURATION_BUCKETS_SECONDS } from '../src/admin/metrics.ts';
 import { listJobNames, listRecentRuns } from '../src/history/run-list.ts';

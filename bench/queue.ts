@@ -6,7 +6,7 @@
  * Run: `npx node bench/queue.ts [enqueues=2000]`.
  */
 import { randomUUID } from 'node:crypto';
-import { makeRedis } from '../src/connections.ts';
+import { makeRedis } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { cronTicks } from '../src/queue/cron-ticks.ts';
 import { runJobId } from '../src/queue/names.ts';

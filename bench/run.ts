@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { makePool } from '../src/connections.ts';
+import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { migrate } from '../src/history/migrate.ts';
 import { measureWorker, startPageServer } from './lib/children.ts';

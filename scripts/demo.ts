@@ -10,11 +10,11 @@
  */
 import type pg from 'pg';
 import { loadConfig } from '../src/config/load.ts';
-import { DEFAULT_DATABASE_URL, makePool } from '../src/connections.ts';
+import { DEFAULT_DATABASE_URL, makePool } from '../src/app/connections.ts';
 import { makeLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { queuePrefixFromEnv } from '../src/queue/names.ts';
-import { startService } from '../src/queue/service.ts';
+import { startService } from '../src/app/service.ts';
 import { startSimulator } from '../src/simulator/index.ts';
 
 /** Jobs of the sample that are meant to fail (the demo shows a failure). */

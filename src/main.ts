@@ -3,7 +3,7 @@
  * (Node strips the types); the Docker image runs it compiled, as dist/main.js (`npm run build`), which saves the
  * type stripper's memory (about 30 MB of RSS) in production.
  */
-import { main } from './cli.ts';
+import { main } from './cli/main.ts';
 
 main(process.argv).then(
   (code) => {

@@ -11,7 +11,7 @@ import { checkReadiness } from '../src/admin/health.ts';
 import { escapeHtml } from '../src/admin/html.ts';
 import { DURATION_BUCKETS_SECONDS, tokenRequestsKey } from '../src/admin/metrics.ts';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { makePool } from '../src/connections.ts';
+import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { runJob, RunFailedError, type RunResult } from '../src/pipeline/run-job.ts';
 import { makeQueue } from '../src/queue/queue.ts';

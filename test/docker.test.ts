@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { commands } from '../src/commands/index.ts';
+import { commands } from '../src/cli/commands.ts';
 import { NODE_FLAGS } from '../src/runtime-flags.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { expect, it } from 'vitest';
-import { commands } from '../src/commands/index.ts';
+import { commands } from '../src/cli/commands.ts';
 import { renderConfigReference } from '../src/config/reference.ts';
 import { withReference } from '../scripts/update-readme-reference.ts';
 

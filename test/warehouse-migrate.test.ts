@@ -1,7 +1,7 @@
 /** The migrator: forward-only, and safe when several processes run it at once (advisory lock). */
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { makePool } from '../src/connections.ts';
+import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { migrate, readMigrations } from '../src/history/migrate.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';

@@ -5,7 +5,7 @@
 // 'loading' log line, which copy-load.ts writes once the first rows are decoded, right before COPY starts.
 import { pino } from 'pino';
 import { configSchema } from '../../dist/config/schema.js';
-import { makePool, makeRedis } from '../../dist/connections.js';
+import { makePool, makeRedis } from '../../dist/app/connections.js';
 import { silentLogger } from '../../dist/logger.js';
 import { runJob } from '../../dist/pipeline/run-job.js';
 

@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
 import { configSchema, type EtlConfig } from '../../src/config/schema.ts';
-import { makePool, makeRedis } from '../../src/connections.ts';
+import { makePool, makeRedis } from '../../src/app/connections.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
 import { reportData, type ReportColumn } from '../../src/simulator/catalogue.ts';

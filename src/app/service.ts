@@ -3,15 +3,14 @@
  * watches jobs.yaml and runs the chosen parts. Stops in the order CONVENTIONS.md "Lifecycle" gives: scheduler,
  * worker (graceful, see makeRunWorker), HTTP server, then the pg pool and Redis.
  */
-import type { Queue } from 'bullmq';
-import { makePool, makeRedis, Releasers } from '../connections.ts';
+import { openStores } from './bootstrap.ts';
+import { Releasers } from './connections.ts';
 import type { Logger } from '../logger.ts';
-import { migrate } from '../history/migrate.ts';
-import { watchLiveConfig, type LiveConfig } from './live-config.ts';
-import { DEFAULT_QUEUE_PREFIX } from './names.ts';
-import { makeQueue, type RunQueue } from './queue.ts';
-import { makeScheduler, type Scheduler } from './scheduler.ts';
-import { makeRunWorker, type RunWorker, type RunWorkerDeps } from './worker.ts';
+import { watchLiveConfig, type LiveConfig } from '../queue/live-config.ts';
+import { DEFAULT_QUEUE_PREFIX } from '../queue/names.ts';
+import { makeQueue, type RunQueue } from '../queue/queue.ts';
+import { makeScheduler, type Scheduler } from '../queue/scheduler.ts';
+import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../queue/worker.ts';
 
 /** Options of {@link startService}. */
 export interface ServiceOptions {
@@ -56,11 +55,8 @@ export async function startService(o: ServiceOptions): Promise<Service> {
   try {
     const config = await watchLiveConfig(o.configPath, o.logger);
     releasers.add(() => config.close());
-    const redis = makeRedis(o.logger);
-    releasers.add(() => redis.quit());
-    const pool = makePool(o.logger, undefined, Math.max(10, (o.workerOptions?.concurrency ?? 1) * 2 + 2));
-    releasers.add(() => pool.end());
-    await migrate(pool, o.logger);
+    const { pool, redis, releasers: stores } = await openStores(o.logger, { poolMax: Math.max(10, (o.workerOptions?.concurrency ?? 1) * 2 + 2) });
+    releasers.add(() => stores.releaseAll());
     const queue = makeQueue(redis, prefix);
     releasers.add(() => queue.close());
     let stopped: Promise<void> | undefined;

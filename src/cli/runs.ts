@@ -1,8 +1,8 @@
 /** `report-etl runs [--job J] [--status S] [--since 2d] [--limit N]`: the run history as a table, newest first. */
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './types.ts';
 import { listRuns, type RunListRow } from '../history/run-list.ts';
-import { parseSince, queueOptions, withQueueSession } from './queue-session.ts';
-import { positiveInt } from './service-command.ts';
+import { queuePrefixOption, sinceOption, wholeNumber } from './options.ts';
+import { withQueueSession } from './queue-session.ts';
 
 const HEADERS = ['run id', 'job', 'status', 'attempt', 'trigger', 'started', 'duration', 'rows', 'error'] as const;
 
@@ -34,14 +34,12 @@ export function formatRunTable(rows: RunListRow[]): string[] {
 }
 
 export const registerRuns: RegisterCommand = (program, cli) => {
-  queueOptions(program.command('runs').description('show the run history (etl.runs), newest first'), false)
+  sinceOption(queuePrefixOption(program.command('runs').description('show the run history (etl.runs), newest first')), 'only runs started since')
     .option('--job <job>', 'only this job')
     .option('--status <status>', 'only runs with this status: running | succeeded | failed | interrupted')
-    .option('--since <when>', 'only runs started since: a window (30m, 12h, 2d) or a date')
-    .option('--limit <n>', 'most rows', '50')
-    .action(async (opts: { queuePrefix: string; job?: string; status?: string; since?: string; limit: string }) => {
-      const since = parseSince(opts.since);
-      const rows = await withQueueSession(opts.queuePrefix, ({ pool }) => listRuns(pool, { job: opts.job, status: opts.status, since, limit: positiveInt('--limit', opts.limit, 50) }));
+    .option('--limit <n>', 'most rows', wholeNumber(1), 50)
+    .action(async (opts: { queuePrefix: string; job?: string; status?: string; since?: Date; limit: number }) => {
+      const rows = await withQueueSession(opts.queuePrefix, ({ pool }) => listRuns(pool, { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit }));
       if (rows.length === 0) {
         cli.out('no runs');
         return;

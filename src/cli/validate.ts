@@ -2,20 +2,17 @@
  * `report-etl validate [--config PATH]`: checks jobs.yaml and the environment without touching a server
  * (DESIGN.md "Command line"). Exit 0 with a one-line summary, or exit 2 with every problem listed.
  */
-import { defaultConfigPath } from '../cli.ts';
+import { configOption } from './options.ts';
 import { ConfigError } from '../errors.ts';
 import { loadConfig } from '../config/load.ts';
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './types.ts';
 
 /**
  * Registers `validate`. Prints `jobs.yaml: ok, N jobs (a, b) on M connections` to stdout and exits 0, or
  * prints each problem (`file:line:col: path: what is wrong`) and a count to stderr and exits 2.
  */
 export const registerValidate: RegisterCommand = (program, cli) => {
-  program
-    .command('validate')
-    .description('check jobs.yaml and the environment it references, without contacting any server')
-    .option('--config <path>', 'jobs.yaml to check (default $REPORT_ETL_CONFIG or ./jobs.yaml)', defaultConfigPath())
+  configOption(program.command('validate').description('check jobs.yaml and the environment it references, without contacting any server'), 'jobs.yaml to check')
     .action(async (opts: { config: string }) => {
       try {
         const { config } = await loadConfig(opts.config);

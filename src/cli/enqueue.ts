@@ -1,13 +1,13 @@
 /** `report-etl enqueue <job> [--param K=V]`: queues a manual run (see src/queue/manual-run.ts). */
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './types.ts';
 import { loadConfig } from '../config/load.ts';
 import { enqueueManual } from '../queue/manual-run.ts';
-import { collectParam, queueOptions, withQueueSession } from './queue-session.ts';
+import { configOption, paramOption, queuePrefixOption } from './options.ts';
+import { withQueueSession } from './queue-session.ts';
 
 export const registerEnqueue: RegisterCommand = (program, cli) => {
-  queueOptions(program.command('enqueue').description('queue a manual run of a job; a worker runs it'), true)
+  paramOption(queuePrefixOption(configOption(program.command('enqueue').description('queue a manual run of a job; a worker runs it'))))
     .argument('<job>', 'job name in jobs.yaml')
-    .option('-p, --param <NAME=VALUE>', 'report parameter for this run (repeatable; overrides jobs.yaml)', collectParam, {})
     .action(async (job: string, opts: { config: string; queuePrefix: string; param: Record<string, string> }) => {
       const { config } = await loadConfig(opts.config);
       const { jobId, runKey } = await withQueueSession(opts.queuePrefix, ({ queue }) => enqueueManual(queue, config, job, opts.param));

@@ -1,6 +1,5 @@
 /** The list of commands the CLI registers; each module adds one command to the program. */
-import type { Command } from 'commander';
-import type { Cli } from '../cli.ts';
+import type { RegisterCommand } from './types.ts';
 import { registerMigrate } from './migrate.ts';
 import { registerRun } from './run.ts';
 import { registerSimulate } from './simulate.ts';
@@ -14,8 +13,6 @@ import { registerReplay } from './replay.ts';
 import { registerBackfill } from './backfill.ts';
 import { registerAdmin } from './admin.ts';
 
-/** Adds one command to `program`. */
-export type RegisterCommand = (program: Command, cli: Cli) => void;
-
+/** Every command, in the order `--help` lists them. */
 export const commands: RegisterCommand[] = [registerRun, registerValidate, registerMigrate, registerSimulate,
   registerScheduler, registerWorker, registerStart, registerEnqueue, registerRuns, registerReplay, registerBackfill, registerAdmin];

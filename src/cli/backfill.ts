@@ -1,12 +1,13 @@
 /** `report-etl backfill <job> --from <date> --to <date>`: one run per schedule interval (see src/queue/backfill.ts). */
-import type { RegisterCommand } from './index.ts';
+import type { RegisterCommand } from './types.ts';
 import { getJob, loadConfig } from '../config/load.ts';
 import { backfill } from '../queue/backfill.ts';
 import { parseZonedDate } from '../queue/logical-time.ts';
-import { queueOptions, withQueueSession } from './queue-session.ts';
+import { configOption, queuePrefixOption } from './options.ts';
+import { withQueueSession } from './queue-session.ts';
 
 export const registerBackfill: RegisterCommand = (program, cli) => {
-  queueOptions(program.command('backfill').description('queue one run per schedule tick t with from < t <= to, each with its own logical time'), true)
+  queuePrefixOption(configOption(program.command('backfill').description('queue one run per schedule tick t with from < t <= to, each with its own logical time')))
     .argument('<job>', 'job name in jobs.yaml (needs a schedule)')
     .requiredOption('--from <date>', "start, exclusive: 2026-01-01 (midnight in the job's time zone), 2026-01-01T06:00, or ISO with offset")
     .requiredOption('--to <date>', 'end, inclusive, same forms')

@@ -1,31 +1,17 @@
 /**
- * Command-line entry (DESIGN.md "Command line"). One file per command under `src/commands/`, each
- * exporting `register(program, cli)`. Exit codes: 0 ok, 1 run failed, 2 usage or config error.
+ * Command-line entry (DESIGN.md "Command line"): one module per command in this folder, each exporting a
+ * {@link RegisterCommand}. Exit codes: 0 ok, 1 run failed, 2 usage or config error.
  */
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
-import { ConfigError } from './errors.ts';
-import { commands } from './commands/index.ts';
-
-/** What every command gets: where to write, and a way to set the process's exit code. */
-export interface Cli {
-  /** Writes a line of command output to stdout. */
-  out(line: string): void;
-  /** Writes a line of human-facing error output to stderr. */
-  err(line: string): void;
-  /** Sets the exit code main() returns (0 ok, 1 run failed, 2 usage or config error). */
-  exit(code: number): void;
-}
+import { ConfigError } from '../errors.ts';
+import { commands } from './commands.ts';
+import type { Cli } from './types.ts';
 
 /** The package version, from package.json. */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
   return pkg.version;
-}
-
-/** Config path option shared by commands: `--config PATH` (default `$REPORT_ETL_CONFIG` or `./jobs.yaml`). */
-export function defaultConfigPath(): string {
-  return process.env.REPORT_ETL_CONFIG ?? 'jobs.yaml';
 }
 
 /**

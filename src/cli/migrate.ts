@@ -1,8 +1,8 @@
 /** `report-etl migrate`: applies migrations/ to DATABASE_URL. */
-import type { RegisterCommand } from './index.ts';
-import { makePool } from '../connections.ts';
-import { makeLogger } from '../logger.ts';
+import { makePool } from '../app/connections.ts';
 import { migrate } from '../history/migrate.ts';
+import { makeLogger } from '../logger.ts';
+import type { RegisterCommand } from './types.ts';
 
 export const registerMigrate: RegisterCommand = (program, cli) => {
   program
@@ -16,6 +16,7 @@ export const registerMigrate: RegisterCommand = (program, cli) => {
         cli.out(applied.length ? `applied migrations ${applied.join(', ')}` : 'database is up to date');
       } finally {
         await pool.end();
+        logger.flush();
       }
     });
 };

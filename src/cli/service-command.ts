@@ -5,57 +5,63 @@
  * (rolled back, report job deleted, recorded interrupted) and exits within 10 s whatever happens.
  */
 import { Option, type Command } from 'commander';
-import type { Cli } from '../cli.ts';
-import { defaultConfigPath } from '../cli.ts';
+import { startService, type ServiceOptions } from '../app/service.ts';
 import { makeLogger } from '../logger.ts';
-import { queuePrefixFromEnv } from '../queue/names.ts';
-import { startService, type ServiceOptions } from '../queue/service.ts';
+import { configOption, queuePrefixOption, wholeNumber } from './options.ts';
+import type { Cli } from './types.ts';
 
 /** How long a second signal waits for the aborted runs before the process exits, in ms. */
 const FORCE_EXIT_MS = 10_000;
 
-/** Options every long-running command takes. */
+/** Options every long-running command takes, as commander parsed them. */
 export interface ServiceCommandOptions {
   config: string;
   queuePrefix: string;
-  concurrency?: string;
-  grace?: string;
-  port?: string;
+  /** Runs at the same time (worker). */
+  concurrency?: number;
+  /** Seconds running runs may finish after the first signal (worker). */
+  grace?: number;
+  /** Admin server port: a flag (parsed) or `$ADMIN_PORT` (text). */
+  port?: number | string;
   host?: string;
 }
 
-/** Adds the options shared by the long-running commands. */
-export function serviceOptions(cmd: Command, withWorker: boolean): Command {
-  cmd.option('-c, --config <path>', 'jobs.yaml to read (watched for changes)', defaultConfigPath());
-  cmd.addOption(new Option('--queue-prefix <prefix>', 'BullMQ key prefix').default(queuePrefixFromEnv()));
-  if (withWorker) {
-    cmd.option('--concurrency <n>', 'runs at the same time in this process', '1');
-    cmd.option('--grace <seconds>', 'on SIGTERM/SIGINT, how long running runs may finish before they are aborted', '60');
+/** Adds the options of the long-running commands: always config and queue prefix, then the worker's and the admin server's. */
+export function serviceOptions(cmd: Command, parts: { worker?: boolean; admin?: boolean }): Command {
+  configOption(cmd, 'jobs.yaml to read (watched for changes)');
+  queuePrefixOption(cmd);
+  if (parts.worker) {
+    cmd.option('--concurrency <n>', 'runs at the same time in this process', wholeNumber(1), 1);
+    cmd.option('--grace <seconds>', 'on SIGTERM/SIGINT, how long running runs may finish before they are aborted', wholeNumber(0), 60);
+  }
+  if (parts.admin) {
+    cmd.addOption(new Option('--port <port>', 'admin server port ($ADMIN_PORT)').argParser(wholeNumber(1)).default(process.env.ADMIN_PORT ?? '3000'));
+    cmd.option('--host <host>', 'admin server interface ($ADMIN_HOST)', process.env.ADMIN_HOST ?? '127.0.0.1');
   }
   return cmd;
-}
-
-/** Parses a positive integer option. @throws Error naming the option */
-export function positiveInt(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} wants a whole number >= 0, got "${value}"`);
-  return n;
 }
 
 /** Runs the service until a signal stops it. Resolves when everything is closed. */
 export async function runService(cli: Cli, opts: ServiceCommandOptions, parts: Pick<ServiceOptions, 'scheduler' | 'worker' | 'admin'>): Promise<void> {
   const logger = makeLogger();
-  const concurrency = positiveInt('--concurrency', opts.concurrency, 1);
-  const graceMs = positiveInt('--grace', opts.grace, 60) * 1000;
+  const graceMs = (opts.grace ?? 60) * 1000;
+  let adminPort: number | undefined;
+  if (opts.port !== undefined) {
+    adminPort = Number(opts.port);
+    if (!Number.isInteger(adminPort) || adminPort < 1) {
+      cli.err(`report-etl: ADMIN_PORT is "${String(opts.port)}": write a port number, or pass --port`);
+      cli.exit(2);
+      return;
+    }
+  }
   const service = await startService({
     configPath: opts.config,
     logger,
     prefix: opts.queuePrefix,
     graceMs,
-    workerOptions: { concurrency: Math.max(1, concurrency) },
+    workerOptions: { concurrency: opts.concurrency ?? 1 },
     ...parts,
-    ...(opts.port !== undefined ? { adminPort: positiveInt('--port', opts.port, 3000) } : {}),
+    ...(adminPort !== undefined ? { adminPort } : {}),
     ...(opts.host !== undefined ? { adminHost: opts.host } : {}),
   });
   const what = Object.entries(parts).filter(([, on]) => on).map(([k]) => k).join(' + ');

@@ -3,7 +3,7 @@
  * until SIGINT or SIGTERM, then closes it.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import type { Cli } from '../cli.ts';
+import type { Cli } from './types.ts';
 import { makeLogger } from '../logger.ts';
 import { DEFAULT_CLIENTS, startSimulator, type SimulatorOptions } from '../simulator/index.ts';
 

@@ -4,28 +4,17 @@
  * a second Ctrl-C exits at once.
  */
 import { Option } from 'commander';
-import type { RegisterCommand } from './index.ts';
-import { defaultConfigPath } from '../cli.ts';
+import { openStores } from '../app/bootstrap.ts';
+import { Releasers } from '../app/connections.ts';
 import { loadConfig } from '../config/load.ts';
-import { makePool, makeRedis, Releasers } from '../connections.ts';
 import { makeLogger } from '../logger.ts';
 import { runJob, RunFailedError } from '../pipeline/run-job.ts';
-import { migrate } from '../history/migrate.ts';
-
-/** Parses repeated `--param NAME=VALUE` options. */
-function collectParam(value: string, previous: Record<string, string>): Record<string, string> {
-  const eq = value.indexOf('=');
-  if (eq <= 0) throw new Error(`--param wants NAME=VALUE, got "${value}"`);
-  return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
-}
+import { configOption, paramOption } from './options.ts';
+import type { RegisterCommand } from './types.ts';
 
 export const registerRun: RegisterCommand = (program, cli) => {
-  program
-    .command('run')
-    .description('run one job of jobs.yaml now, in the foreground')
+  paramOption(configOption(program.command('run').description('run one job of jobs.yaml now, in the foreground')))
     .argument('<job>', 'job name in jobs.yaml')
-    .option('-c, --config <path>', 'jobs.yaml to read', defaultConfigPath())
-    .option('-p, --param <NAME=VALUE>', 'report parameter for this run (repeatable; overrides jobs.yaml)', collectParam, {})
     .addOption(new Option('--run-key <key>', 'logical run id; append loads are exactly-once per key'))
     .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string }) => {
       const loaded = await loadConfig(opts.config);
@@ -49,11 +38,8 @@ export const registerRun: RegisterCommand = (program, cli) => {
         process.off('SIGTERM', onSignal);
       });
       try {
-        const pool = makePool(logger);
-        releasers.add(() => pool.end());
-        await migrate(pool, logger);
-        const redis = makeRedis(logger);
-        releasers.add(() => redis.quit());
+        const { pool, redis, releasers: stores } = await openStores(logger);
+        releasers.add(() => stores.releaseAll());
         const result = await runJob({
           config: loaded.config,
           job: jobName,

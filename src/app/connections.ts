@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../logger.ts';
 
 /** Default PostgreSQL URL when DATABASE_URL is not set. */
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres';

@@ -1,0 +1,67 @@
+/**
+ * The options several commands share, each defined once (DESIGN.md "Command line"). Option values are parsed
+ * by commander argument parsers that throw `InvalidArgumentError`, so every bad value exits the same way:
+ * `error: option '--since <when>' argument 'x' is invalid. <why>` and exit code 2.
+ */
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { parseWindow } from '../config/load.ts';
+import { queuePrefixFromEnv } from '../queue/names.ts';
+
+/** Config path of every command that reads jobs.yaml: `$REPORT_ETL_CONFIG`, else `./jobs.yaml`. */
+export function defaultConfigPath(): string {
+  return process.env.REPORT_ETL_CONFIG ?? 'jobs.yaml';
+}
+
+/** Adds `-c, --config <path>` (default {@link defaultConfigPath}). */
+export function configOption(cmd: Command, description = 'jobs.yaml to read'): Command {
+  return cmd.option('-c, --config <path>', `${description} ($REPORT_ETL_CONFIG)`, defaultConfigPath());
+}
+
+/** Adds `--queue-prefix <prefix>` (default `$REPORT_ETL_QUEUE_PREFIX` or `report-etl`). */
+export function queuePrefixOption(cmd: Command): Command {
+  return cmd.addOption(new Option('--queue-prefix <prefix>', 'BullMQ key prefix ($REPORT_ETL_QUEUE_PREFIX)').default(queuePrefixFromEnv()));
+}
+
+/**
+ * Parses one `--param NAME=VALUE` and adds it to the earlier ones (a repeatable option's reducer).
+ * @throws InvalidArgumentError without a `=` or with an empty name
+ */
+export function collectParam(value: string, previous: Record<string, string>): Record<string, string> {
+  const eq = value.indexOf('=');
+  if (eq <= 0) throw new InvalidArgumentError('write NAME=VALUE, e.g. -p FROM=2026-01-01');
+  return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
+}
+
+/** Adds `-p, --param <NAME=VALUE>` (repeatable; the value is `{}` when not given). */
+export function paramOption(cmd: Command): Command {
+  return cmd.addOption(new Option('-p, --param <NAME=VALUE>', 'report parameter for this run (repeatable; overrides jobs.yaml)').argParser(collectParam).default({}, 'none'));
+}
+
+/**
+ * Parses a whole number option value >= `min`.
+ * @throws InvalidArgumentError for anything else
+ */
+export function wholeNumber(min: number): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isInteger(n) || n < min) throw new InvalidArgumentError(`write a whole number >= ${min}`);
+    return n;
+  };
+}
+
+/**
+ * Parses `--since`: a window back from `now` (`30m`, `12h`, `2d`, `1w`) or a date/time (`2026-01-31`, ISO).
+ * @throws InvalidArgumentError when it is neither
+ */
+export function parseSince(text: string, now = new Date()): Date {
+  const ms = parseWindow(text);
+  if (ms !== undefined) return new Date(now.getTime() - ms);
+  const d = new Date(text);
+  if (Number.isNaN(d.getTime())) throw new InvalidArgumentError('write a window such as 2d or 12h, or a date such as 2026-01-31');
+  return d;
+}
+
+/** Adds `--since <when>` parsed by {@link parseSince}. */
+export function sinceOption(cmd: Command, description: string): Command {
+  return cmd.option('--since <when>', `${description}: a window (30m, 12h, 2d) or a date`, (v: string) => parseSince(v));
+}
