@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.ts';
 import { backfill } from '../src/queue/backfill.ts';
-import { settableConfig, staticConfig } from '../src/queue/live-config.ts';
+import { settableConfig, staticConfig } from '../src/config/live-config.ts';
 import { runJobId } from '../src/queue/names.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { enqueueTick, makeScheduler } from '../src/queue/scheduler.ts';

@@ -6,7 +6,7 @@
 import { openStores } from './bootstrap.ts';
 import { Releasers } from './connections.ts';
 import type { Logger } from '../logger.ts';
-import { watchLiveConfig, type LiveConfig } from '../queue/live-config.ts';
+import { watchLiveConfig, type LiveConfig } from '../config/live-config.ts';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.ts';
 import { makeQueue, type RunQueue } from '../queue/queue.ts';
 import { makeScheduler, type Scheduler } from '../queue/scheduler.ts';

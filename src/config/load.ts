@@ -10,7 +10,8 @@ import { isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import { validateDetailed } from 'node-cron';
 import type { z } from 'zod';
 import { ConfigError, coerceError } from '../errors.ts';
-import { configSchema, jobSchema, REPORT_NAME_SEGMENT, type ConnectionConfig, type EtlConfig, type JobConfig } from './schema.ts';
+import { checkReportName, isReportNameProblem } from '../report-api/report-name.ts';
+import { configSchema, jobSchema, type ConnectionConfig, type EtlConfig, type JobConfig } from './schema.ts';
 import { formatPath, interpolate, WHOLE_REFERENCE, type ConfigPath } from './interpolate.ts';
 import { closestMatch, get, issueProblems, makeLocator, syntaxProblems, type Located, type Locator } from './problems.ts';
 
@@ -107,10 +108,10 @@ function extraChecks(doc: Document, data: unknown, loc: Locator, file: string, f
     }
     const report = get(job, ['report', 'name']);
     if (typeof report === 'string' && report !== '') {
-      const segments = report.split('/');
-      const last = segments.pop()!.replace(/\.(avw|avx)$/i, '');
-      if (![...segments, last].every((s) => REPORT_NAME_SEGMENT.test(s))) {
-        add([...path, 'report', 'name'], `report name "${report}" has characters the server rejects: each folder and the file name may use only A-Z a-z 0-9 _ and space, folders separated by "/", extension .avw (default) or .avx (spec "Report naming rules")`);
+      const checked = checkReportName(report);
+      if (isReportNameProblem(checked)) {
+        const what = checked.kind === 'character' ? 'has characters the server rejects' : 'is malformed';
+        add([...path, 'report', 'name'], `report name "${report}" ${what}: it ${checked.problem} (${checked.howToFix})`);
       }
     }
   }

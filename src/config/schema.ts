@@ -4,10 +4,9 @@
  * against this file.
  */
 import { z } from 'zod';
+import { PATH_ENCODINGS } from '../report-api/report-name.ts';
+import { CREDENTIALS_WAYS, MANDANT_PATTERN, MIN_PAGING, PAGING_PROBLEM } from '../report-api/report-rules.ts';
 import { OUTPUT_TYPES, WRITE_MODES } from '../vocabulary.ts';
-
-/** Report file name rule (spec "Report naming rules"): A-Z a-z 0-9 underscore space, per path segment. */
-export const REPORT_NAME_SEGMENT = /^[A-Za-z0-9_ ]+$/;
 
 /** A Postgres identifier as written in config (schema or table): letters, digits, underscore. */
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -22,11 +21,11 @@ export const connectionSchema = z
       .min(1)
       .describe('Client-Secret of the service user; give it as ${VAR} so that it comes from the environment.'),
     credentials: z
-      .enum(['header', 'body'])
+      .enum(CREDENTIALS_WAYS)
       .default('header')
       .describe('How the token request carries the credentials: header (Basic, recommended) or body.'),
     pathEncoding: z
-      .enum(['slash', 'backslash'])
+      .enum(PATH_ENCODINGS)
       .default('slash')
       .describe('Sub folder separator in report names: slash (%2F) or backslash (%5C, for sanitizing servers).'),
     timezone: z
@@ -46,7 +45,7 @@ export type ConnectionConfig = z.infer<typeof connectionSchema>;
 export const reportSchema = z
   .object({
     mandant: z
-      .union([z.number().int().nonnegative(), z.string().regex(/^[0-9]+$/)])
+      .union([z.number().int().nonnegative(), z.string().regex(MANDANT_PATTERN)])
       .transform((v) => String(v))
       .describe('Client number (mandant) the report runs in.'),
     name: z
@@ -57,7 +56,7 @@ export const reportSchema = z
     paging: z
       .number()
       .int()
-      .min(10, { message: 'paging must be at least 10: below 10 the server silently uses 10000 rows per page' })
+      .min(MIN_PAGING, { message: PAGING_PROBLEM })
       .default(10_000)
       .describe('Rows per page (spec "Limits": at least 10).'),
     parameters: z

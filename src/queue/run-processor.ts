@@ -22,7 +22,7 @@ import { overlapLockKey } from './names.ts';
 import { tryOverlapLock } from './overlap-lock.ts';
 import type { QueuedRun } from './queue.ts';
 import { TICK_TRIGGERS, type RunRequest } from '../vocabulary.ts';
-import type { ClientLease, ReportClients } from './report-clients.ts';
+import type { ClientLease, ReportClients } from '../report-api/client-registry.ts';
 import type { ReportClient } from '../report-api/index.ts';
 import { recordRunRequest } from '../history/run-requests.ts';
 

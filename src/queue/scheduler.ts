@@ -13,7 +13,7 @@ import { parseWindow, scheduleZone } from '../config/load.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { cronTicks } from './cron-ticks.ts';
-import type { LiveConfig } from './live-config.ts';
+import type { LiveConfig } from '../config/live-config.ts';
 import { runJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest, TickTrigger } from '../vocabulary.ts';

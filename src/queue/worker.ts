@@ -12,7 +12,7 @@ import type { Logger } from '../logger.ts';
 import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
 import { OVERLAP_LOCK_TTL_MS } from './overlap-lock.ts';
 import type { QueuedRun } from './queue.ts';
-import { makeReportClients } from './report-clients.ts';
+import { makeReportClients } from '../report-api/client-registry.ts';
 import { defaultWorkerName, processRun, type RunOutcome } from './run-processor.ts';
 
 /** What {@link makeRunWorker} needs. */

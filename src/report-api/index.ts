@@ -2,9 +2,11 @@
  * The Report Export Service client (spec report-export-service.md): discovery, Redis-shared access
  * token, report names, start / poll / pages / delete, and the typed errors of each.
  */
-export { makeReportClient, parseJob, parseRowsAndPages, POLL_GROWTH, MIN_PAGING } from './job-client.ts';
+export { makeReportClient, parseJob, parseRowsAndPages, POLL_GROWTH } from './report-client.ts';
+export { CREDENTIALS_WAYS, MIN_PAGING, MANDANT_PATTERN, PAGING_PROBLEM, startRequestProblems, type CredentialsWay } from './report-rules.ts';
+export { makeReportClients, type ClientLease, type ReportClients } from './client-registry.ts';
 export { withReportJob } from './with-report-job.ts';
-export { encodeReportName, DEFAULT_REPORT_EXTENSION, type PathEncoding } from './report-name.ts';
+export { checkReportName, encodeReportName, isReportNameProblem, DEFAULT_REPORT_EXTENSION, PATH_ENCODINGS, REPORT_EXTENSIONS, type PathEncoding, type ReportNameProblem } from './report-name.ts';
 export { tokenCacheKey, TokenCache, type CachedToken } from './token-cache.ts';
 export { DEFAULT_RETRY, TRANSIENT_STATUSES, isTransientError, backoffDelayMs, sleep, type RetryPolicy } from './http.ts';
 export { REPORT_API_PREFIX } from './api-request.ts';

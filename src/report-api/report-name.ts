@@ -4,23 +4,104 @@
  */
 import { ReportNameError } from './errors.ts';
 
-/** How sub folders are written in the encoded name: slash as %2F, or backslash as %5C for sanitizing servers. */
-export type PathEncoding = 'slash' | 'backslash';
+/** How sub folders are written in the encoded name: slash as %2F, or backslash as %5C for sanitizing servers; the first is the default. */
+export const PATH_ENCODINGS = ['slash', 'backslash'] as const;
+/** One of {@link PATH_ENCODINGS}. */
+export type PathEncoding = (typeof PATH_ENCODINGS)[number];
 
 /** The extension appended when a report name has none (spec "Report naming rules": Extension). */
-export const DEFAULT_REPORT_EXTENSION = 'avw';
+export const DEFAULT_REPORT_EXTENSION = 'avw' as const;
+
+/** The extensions a report file has (spec "Report naming rules": avw is the default, avx is given explicitly). */
+export const REPORT_EXTENSIONS = [DEFAULT_REPORT_EXTENSION, 'avx'] as const;
 
 const NAME_CHAR = /^[A-Za-z0-9_ ]$/;
-const EXTENSION = /^[A-Za-z0-9]+$/;
 const HOW_TO_FIX =
   'Report folder and file names may contain only A-Z a-z 0-9 _ and space, sub folders are separated by "/", ' +
-  'and an optional extension (letters and digits) follows the last dot (spec "Report naming rules"). ' +
+  'and the extension is .avw (the default, may be left out) or .avx (spec "Report naming rules"). ' +
   'Fix report.name in jobs.yaml, or rename the report on the server.';
 
 function describeChar(ch: string): string {
   const cp = ch.codePointAt(0) ?? 0;
   const hex = `U+${cp.toString(16).toUpperCase().padStart(4, '0')}`;
   return cp < 0x20 || cp === 0x7f ? hex : `"${ch}" (${hex})`;
+}
+
+/** What is wrong with a report name: a character the server rejects, or a malformed shape (empty part, extension). */
+export interface ReportNameProblem {
+  kind: 'character' | 'shape';
+  /** e.g. `contains the character "é" (U+00E9) at position 10 (in file name "Ordérs"), which is not allowed`. */
+  problem: string;
+  /** position (1-based, in code points), character, segment, extension, as far as they apply. */
+  details: Record<string, unknown>;
+  /** How to fix it, the same for every problem. */
+  howToFix: string;
+}
+
+/** A report name split into folders, file name and extension (the default avw when none is written). */
+interface SplitName {
+  folders: string[];
+  file: string;
+  extension: string;
+}
+
+/**
+ * Checks a report name against the spec's "Report naming rules", walking it once by code point so that
+ * positions match what a person counts.
+ * @param name report name as configured, sub folders separated by "/"
+ * @returns the first problem, or the split name when it is valid
+ */
+export function checkReportName(name: string): ReportNameProblem | SplitName {
+  const fail = (kind: ReportNameProblem['kind'], problem: string, details: Record<string, unknown>): ReportNameProblem => ({ kind, problem, details, howToFix: HOW_TO_FIX });
+  if (name.length === 0) return fail('shape', 'is empty', {});
+  const segments = name.split('/');
+  const fileSegment = segments[segments.length - 1]!;
+  const lastDot = fileSegment.lastIndexOf('.');
+  const fileBase = lastDot === -1 ? fileSegment : fileSegment.slice(0, lastDot);
+  const extension = lastDot === -1 ? REPORT_EXTENSIONS[0] : fileSegment.slice(lastDot + 1);
+  let position = 0;
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    const isFile = i === segments.length - 1;
+    const checked = isFile ? fileBase : segment;
+    if (checked.length === 0) {
+      return fail(
+        'shape',
+        isFile && segment.length > 0
+          ? 'has an empty file name before the extension'
+          : `has an empty ${isFile ? 'file name' : 'folder name'} at position ${position + 1} (leading, trailing or doubled "/")`,
+        { position: position + 1 },
+      );
+    }
+    for (const ch of checked) {
+      position++;
+      if (!NAME_CHAR.test(ch)) {
+        return fail('character', `contains the character ${describeChar(ch)} at position ${position} (in ${isFile ? 'file name' : 'folder'} "${segment}"), which is not allowed`, {
+          character: ch,
+          position,
+          segment,
+        });
+      }
+    }
+    if (isFile && lastDot !== -1) {
+      position++; // the dot
+      if (!(REPORT_EXTENSIONS as readonly string[]).includes(extension.toLowerCase())) {
+        const bad = [...extension].find((ch) => !/^[A-Za-z0-9]$/.test(ch));
+        if (bad !== undefined) return fail('character', `has the character ${describeChar(bad)} in its extension "${extension}", which is not allowed`, { position, extension });
+        return fail('shape', extension === '' ? `has an empty extension after the dot at position ${position}` : `has the extension "${extension}"; a report is .avw or .avx`, {
+          position,
+          extension,
+        });
+      }
+    }
+    position++; // the "/" separator
+  }
+  return { folders: segments.slice(0, -1), file: fileBase, extension };
+}
+
+/** Whether {@link checkReportName} found a problem. */
+export function isReportNameProblem(r: ReportNameProblem | SplitName): r is ReportNameProblem {
+  return 'problem' in r;
 }
 
 /**
@@ -37,58 +118,11 @@ function describeChar(ch: string): string {
  * @throws ReportNameError naming the job, the bad character, its 1-based position and how to fix it
  */
 export function encodeReportName(name: string, pathEncoding: PathEncoding, context: { job?: string } = {}): string {
-  const where = context.job === undefined ? `report name "${name}"` : `job "${context.job}": report name "${name}"`;
-  const fail = (problem: string, details: Record<string, unknown>): never => {
-    throw new ReportNameError(`${where} ${problem}. ${HOW_TO_FIX}`, { job: context.job, reportName: name, ...details });
-  };
-  if (name.length === 0) fail('is empty', {});
-
-  const segments = name.split('/');
-  const fileSegment = segments[segments.length - 1]!;
-  const lastDot = fileSegment.lastIndexOf('.');
-  const fileBase = lastDot === -1 ? fileSegment : fileSegment.slice(0, lastDot);
-  const extension = lastDot === -1 ? DEFAULT_REPORT_EXTENSION : fileSegment.slice(lastDot + 1);
-
-  // Walk the name once by code point so positions match what a person counts.
-  let position = 0;
-  for (let i = 0; i < segments.length; i++) {
-    const segment = segments[i]!;
-    const isFile = i === segments.length - 1;
-    const checked = isFile ? fileBase : segment;
-    if (checked.length === 0) {
-      fail(
-        isFile && segment.length > 0
-          ? `has an empty file name before the extension`
-          : `has an empty ${isFile ? 'file name' : 'folder name'} at position ${position + 1} (leading, trailing or doubled "/")`,
-        { position: position + 1 },
-      );
-    }
-    for (const ch of checked) {
-      position++;
-      if (!NAME_CHAR.test(ch)) {
-        fail(`contains the character ${describeChar(ch)} at position ${position} (in ${isFile ? 'file name' : 'folder'} "${segment}"), which is not allowed`, {
-          character: ch,
-          position,
-          segment,
-        });
-      }
-    }
-    if (isFile && lastDot !== -1) {
-      position++; // the dot
-      if (!EXTENSION.test(extension)) {
-        const bad = [...extension].find((ch) => !/^[A-Za-z0-9]$/.test(ch));
-        fail(
-          bad === undefined
-            ? `has an empty extension after the dot at position ${position}`
-            : `has the character ${describeChar(bad)} in its extension "${extension}", which is not allowed`,
-          { position, extension },
-        );
-      }
-    }
-    position++; // the "/" separator
+  const checked = checkReportName(name);
+  if (isReportNameProblem(checked)) {
+    const where = context.job === undefined ? `report name "${name}"` : `job "${context.job}": report name "${name}"`;
+    throw new ReportNameError(`${where} ${checked.problem}. ${checked.howToFix}`, { job: context.job, reportName: name, ...checked.details });
   }
-
   const separator = pathEncoding === 'backslash' ? '%5C' : '%2F';
-  const folders = segments.slice(0, -1).map(encodeURIComponent);
-  return [...folders, encodeURIComponent(fileBase)].join(separator) + '.' + encodeURIComponent(extension);
+  return [...checked.folders.map(encodeURIComponent), encodeURIComponent(checked.file)].join(separator) + '.' + encodeURIComponent(checked.extension);
 }

@@ -6,13 +6,14 @@
 import { AbortedError } from '../errors.ts';
 import { TokenError } from './errors.ts';
 import { retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
+import type { CredentialsWay } from './report-rules.ts';
 
 /** What a token request needs of the connection. */
 export interface ClientCredentials {
   clientId: string;
   clientSecret: string;
   /** header: Authorization Basic base64(id:secret) (spec: recommended); body: client_id/client_secret fields. */
-  credentials: 'header' | 'body';
+  credentials: CredentialsWay;
 }
 
 /** A freshly issued access token. */

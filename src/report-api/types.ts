@@ -3,14 +3,34 @@
  */
 import type { Readable } from 'node:stream';
 import type { Redis } from 'ioredis';
-import type { ConnectionConfig } from '../config/schema.ts';
 import type { OutputType } from '../vocabulary.ts';
 import type { Logger } from '../logger.ts';
+import type { PathEncoding } from './report-name.ts';
+import type { ClientCredentials } from './token-request.ts';
+
+/**
+ * What the client needs of a connection (jobs.yaml `connections.<name>`, validated by src/config): where the
+ * server is, the service user's credentials (spec "Client credentials grant"), how sub folders are encoded
+ * (spec "Report naming rules") and the timing of requests and polls, in ms.
+ */
+export interface ReportConnection extends ClientCredentials {
+  /** The spec's {base_url}, e.g. https://erp.example.com. */
+  baseUrl: string;
+  pathEncoding: PathEncoding;
+  /** Timeout of one HTTP request, ms. */
+  requestTimeoutMs: number;
+  /** First job status poll interval, ms (spec "Limits": 250). */
+  pollIntervalMs: number;
+  /** Cap of the growing poll interval, ms. */
+  pollMaxIntervalMs: number;
+  /** How long a report job may stay Running before the attempt fails, ms. */
+  pollTimeoutMs: number;
+}
 
 /** Options of makeReportClient. */
 export interface ReportClientOptions {
   /** The validated jobs.yaml connection (baseUrl, credentials, pathEncoding, timeouts and poll intervals in ms). */
-  connection: ConnectionConfig;
+  connection: ReportConnection;
   /** Name of the connection in jobs.yaml, for logs and errors. */
   connectionName: string;
   /** ioredis instance holding the token cache shared by every process. */

@@ -2,9 +2,9 @@
  * The running jobs.yaml of a long-lived process (issue 4 "jobs.yaml is watched"): a valid change replaces it and
  * is announced to subscribers; an invalid change is logged with every problem and the running config is kept.
  */
-import type { EtlConfig } from '../config/schema.ts';
-import { loadConfig } from '../config/load.ts';
-import { watchConfig } from '../config/watch.ts';
+import type { EtlConfig } from './schema.ts';
+import { loadConfig } from './load.ts';
+import { watchConfig } from './watch.ts';
 import type { Logger } from '../logger.ts';
 
 /** The current config and its changes. */

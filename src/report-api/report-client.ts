@@ -11,15 +11,13 @@ import { HttpError, PollTimeoutError, ReportFailedError, RightsFailureError, typ
 import { DEFAULT_RETRY, HttpTransport, isNotSentError, readSnippet, sleep, type RetryPolicy } from './http.ts';
 import { resumablePageStream } from './page-stream.ts';
 import { encodeReportName } from './report-name.ts';
+import { startRequestProblems } from './report-rules.ts';
 import { TokenCache, tokenCacheKey, tokenRequestsKey } from './token-cache.ts';
 import { requestClientCredentialsToken } from './token-request.ts';
 import type { FinishedReport, PageStream, ReportClient, ReportClientOptions, ReportJob, StartReportRequest } from './types.ts';
 
 /** Growth factor of the poll interval (spec "Limits": start at 250 ms, increase for long-running reports). */
 export const POLL_GROWTH = 1.5;
-
-/** Minimum rows per page (spec "Limits"). */
-export const MIN_PAGING = 10;
 
 const JOB_STATES = new Set(['Running', 'FinishedSuccess', 'FinishedError']);
 
@@ -54,7 +52,8 @@ export function parseRowsAndPages(message: string, stage: ReportApiStage = 'poll
   return { rows: Number(m[1]), pages: Number(m[2]) };
 }
 
-class JobClient implements ReportClient {
+/** The report client over HTTP (spec "Endpoints" #1–#4). */
+class HttpReportClient implements ReportClient {
   readonly tokenEndpoint: string;
   private readonly opts: ReportClientOptions;
   private readonly http: HttpTransport;
@@ -73,12 +72,8 @@ class JobClient implements ReportClient {
 
   async startReport(req: StartReportRequest, signal?: AbortSignal): Promise<ReportJob> {
     const name = encodeReportName(req.name, this.opts.connection.pathEncoding, { job: req.job });
-    if (!Number.isInteger(req.paging) || req.paging < MIN_PAGING) {
-      throw new ConfigError([
-        `${req.job === undefined ? '' : `job "${req.job}": `}report.paging is ${req.paging}; it must be an integer >= ${MIN_PAGING} (below 10 the server silently uses 10000 rows per page)`,
-      ]);
-    }
-    if (!/^[0-9]+$/.test(req.mandant)) throw new ConfigError([`report.mandant "${req.mandant}" must be digits`]);
+    const problems = startRequestProblems(req);
+    if (problems.length) throw new ConfigError(problems.map((p) => `${req.job === undefined ? '' : `job "${req.job}": `}${p}`));
     if (signal?.aborted) throw new AbortedError(signal.reason);
     const path = `/report/${req.mandant}/${name}`;
     // The POST is not cut by the signal: a job the server created must come back to us so it can be deleted.
@@ -228,5 +223,5 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
     logger,
   });
   const api = new ApiCaller({ baseUrl: connection.baseUrl, http, tokens, retry, logger });
-  return new JobClient(opts, http, api, tokenEndpoint, retry);
+  return new HttpReportClient(opts, http, api, tokenEndpoint, retry);
 }

@@ -4,9 +4,9 @@
  * the old one is closed once its in-flight requests are done.
  */
 import type { Redis } from 'ioredis';
-import type { ConnectionConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
-import { makeReportClient, type ReportClient } from '../report-api/index.ts';
+import { makeReportClient } from './report-client.ts';
+import type { ReportClient, ReportConnection } from './types.ts';
 
 /** A client on loan to one run: give it back with release() when the run is over. */
 export interface ClientLease {
@@ -21,7 +21,7 @@ export interface ReportClients {
    * connection settings changed is closed only when the last run using it gives it back.
    * @throws what makeReportClient throws (discovery)
    */
-  acquire(name: string, connection: ConnectionConfig): Promise<ClientLease>;
+  acquire(name: string, connection: ReportConnection): Promise<ClientLease>;
   /** Closes every client (after the runs using them are over: call it once the worker stopped). */
   close(): Promise<void>;
 }
