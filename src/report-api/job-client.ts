@@ -216,7 +216,7 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
   }
   const tokens = new TokenCache({
     redis: opts.redis,
-    key: tokenCacheKey(opts.keyPrefix ?? 'report-etl:', connection.baseUrl, connection.clientId),
+    key: tokenCacheKey(opts.keyPrefix ?? 'report-etl:', connection.baseUrl, connection.clientId, connection.clientSecret),
     renewBeforeMs: (opts.tokenRenewBeforeSeconds ?? 30) * 1000,
     fetchToken: async () => {
       // Counted in Redis so that /metrics reports token requests of every process.
