@@ -3,7 +3,7 @@
  * discovery document, the shared token cache and authorized {report_api} calls.
  */
 import type { Dispatcher } from 'undici';
-import { AbortedError, ConfigError, EtlError } from '../errors.ts';
+import { AbortedError, ConfigError, EtlError, type ErrorCode } from '../errors.ts';
 import { silentLogger } from '../logger.ts';
 import { ApiCaller } from './api-request.ts';
 import { discoverTokenEndpoint } from './discovery.ts';
@@ -22,6 +22,13 @@ export const POLL_GROWTH = 1.5;
 export const MIN_PAGING = 10;
 
 const JOB_STATES = new Set(['Running', 'FinishedSuccess', 'FinishedError']);
+
+/**
+ * Failures of the start request that prove no report job was created: refused (403, 401 even with a fresh token),
+ * no access token to send it with (TOKEN_FAILED: the token is obtained before the POST, or after a 401 that the
+ * server did not process), the server not reachable, or aborted before sending.
+ */
+const NOT_STARTED_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['ACCESS_FORBIDDEN', 'UNAUTHORIZED', 'ABORTED', 'TOKEN_FAILED', 'SERVER_UNREACHABLE']);
 
 /**
  * Parses a Job body (spec "Resources and their fields": Job).
@@ -93,7 +100,7 @@ class JobClient implements ReportClient {
         idempotent: false,
       })
       .catch((err: unknown) => {
-        if (!isNotSentError(err) && !(err instanceof EtlError && (err.code === 'ACCESS_FORBIDDEN' || err.code === 'UNAUTHORIZED' || err.code === 'ABORTED'))) {
+        if (!isNotSentError(err) && !(err instanceof EtlError && NOT_STARTED_CODES.has(err.code))) {
           // The spec offers no way to list jobs: a job created before the answer was lost cannot be deleted.
           this.logger.warn({ path, err: (err as Error).message }, 'starting the report failed after the request was sent: the server may hold a report job whose id never came back');
         }
@@ -196,7 +203,8 @@ class JobClient implements ReportClient {
 /**
  * Makes a report client: reads the discovery document (spec "Obtaining the token endpoint": on every
  * start), sets up a keep-alive undici agent and the Redis-shared token cache. No token is requested yet.
- * @throws TokenError when the discovery document cannot be read or names no token_endpoint
+ * @throws ServerUnreachableError when the server cannot be reached at all (refused, DNS, unreachable, connect
+ *   timeout); TokenError when the discovery document cannot be read otherwise or names no token_endpoint
  */
 export async function makeReportClient(opts: ReportClientOptions): Promise<ReportClient> {
   const { connection } = opts;
