@@ -160,6 +160,11 @@ describe('unreachableCode', () => {
     expect(unreachableCode(new Error('wrapped', { cause: withCode(code) }))).toBe(code);
   });
 
+  it('refused, DNS and connect timeout prove a start was never sent; host or network unreachable do not', () => {
+    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']) expect(isNotSentError(withCode(code)), code).toBe(true);
+    for (const code of ['EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']) expect(isNotSentError(withCode(code)), code).toBe(false);
+  });
+
   it('an AggregateError of refused addresses (happy eyeballs) is unreachable; resets and timeouts after connecting are not', () => {
     expect(unreachableCode(new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNREFUSED')]))).toBe('ECONNREFUSED');
     expect(unreachableCode(new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNRESET')]))).toBeUndefined();

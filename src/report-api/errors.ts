@@ -133,8 +133,8 @@ export const UNREACHABLE_CODES: ReadonlySet<string> = new Set(Object.keys(UNREAC
 /**
  * The server could not be reached at all (issue 13): connection refused, host name not found or its lookup failed
  * (ENOTFOUND, EAI_AGAIN), host or network unreachable, connect timeout; for the discovery document, the token
- * endpoint and every {report_api} call alike. No request got through, so nothing was created on the server.
- * Retryable: a server that is down may come back. The message names the server by scheme, host and port only
+ * endpoint and every {report_api} call alike. Retryable: a server that is down may come back. (Whether the
+ * request may still have got through, for a start, is decided by `isNotSentError` in http.ts.) The message names the server by scheme, host and port only
  * (never user info of the URL) and says what to check; `details` holds `networkCode` and `server`.
  */
 export class ServerUnreachableError extends EtlError {

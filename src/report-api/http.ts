@@ -34,6 +34,12 @@ export function isTransientError(err: unknown): boolean {
 }
 
 /**
+ * Unreachable codes that also prove a request was never sent: no connection was ever made. Host or network
+ * unreachable are left out: the kernel may report them on a connection already in use, after the bytes went out.
+ */
+const NOT_SENT_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
  * The code of the network failure in `err` (or its causes, or the errors of an AggregateError) that shows the server
  * could not be reached at all, one of {@link UNREACHABLE_CODES}; undefined for anything else.
  */
@@ -60,7 +66,8 @@ export function unreachableCode(err: unknown): string | undefined {
  */
 export function isNotSentError(err: unknown): boolean {
   if (err instanceof TransientHttpError && (err.httpStatus === 429 || err.httpStatus === 503)) return true;
-  return unreachableCode(err) !== undefined;
+  const code = unreachableCode(err);
+  return code !== undefined && NOT_SENT_CODES.has(code);
 }
 
 /**

@@ -24,11 +24,11 @@ export const MIN_PAGING = 10;
 const JOB_STATES = new Set(['Running', 'FinishedSuccess', 'FinishedError']);
 
 /**
- * Failures of the start request that prove no report job was created: refused (403, 401 even with a fresh token),
- * no access token to send it with (TOKEN_FAILED: the token is obtained before the POST, or after a 401 that the
- * server did not process), the server not reachable, or aborted before sending.
+ * Failures of the start request that prove no report job was created, besides those of `isNotSentError`: refused
+ * (403, 401 even with a fresh token), no access token to send it with (TOKEN_FAILED: the token is obtained before
+ * the POST, or after a 401 that the server did not process), or aborted before sending.
  */
-const NOT_STARTED_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['ACCESS_FORBIDDEN', 'UNAUTHORIZED', 'ABORTED', 'TOKEN_FAILED', 'SERVER_UNREACHABLE']);
+const NOT_STARTED_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['ACCESS_FORBIDDEN', 'UNAUTHORIZED', 'ABORTED', 'TOKEN_FAILED']);
 
 /**
  * Parses a Job body (spec "Resources and their fields": Job).
