@@ -29,6 +29,8 @@ COPY jobs.yaml ./jobs.yaml
 USER node
 EXPOSE 3000 8080
 # /healthz answers on the admin server (start, admin); scheduler and worker containers set their own check.
+# /healthz and /readyz are open; /metrics needs METRICS_TOKEN or the admin credentials (ADMIN_TOKEN, or
+# ADMIN_USER + ADMIN_PASSWORD), the admin pages the latter; with none of them set, loopback callers only.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ADMIN_PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Node flags: see src/runtime-flags.ts.

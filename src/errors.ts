@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'REPORT_FAILED'
   | 'POLL_TIMEOUT'
   | 'HTTP_TRANSIENT'
+  | 'SERVER_UNREACHABLE'
   | 'HTTP_UNEXPECTED'
   | 'PAGE_BROKEN'
   | 'PAGE_FORMAT'
@@ -57,12 +58,13 @@ export interface EtlErrorOptions {
 }
 
 /**
- * The codes a retry can cure (graphile-worker's RETRYABLE_ERROR_CODES): network resets, 5xx, timeouts,
- * a broken page, serialization failures and deadlocks. Everything else (bad config, bad report name,
+ * The codes a retry can cure (graphile-worker's RETRYABLE_ERROR_CODES): network resets, 5xx, timeouts, a server
+ * that cannot be reached (it may come back), a broken page, serialization failures and deadlocks. Everything else (bad config, bad report name,
  * rights failure, 403, a failed report, a value that does not fit) fails the same way every time.
  */
 export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'HTTP_TRANSIENT',
+  'SERVER_UNREACHABLE',
   'PAGE_BROKEN',
   'POLL_TIMEOUT',
   'TOKEN_FAILED',

@@ -3,10 +3,11 @@
  * control, the run history pages with the server's text escaped, and replay through the queue.
  */
 import { randomBytes } from 'node:crypto';
+import { networkInterfaces } from 'node:os';
 import type { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isAuthorized } from '../src/admin/auth.ts';
+import { isAuthorized, isMetricsAuthorized, metricsTokenFromEnv } from '../src/admin/auth.ts';
 import { checkReadiness } from '../src/admin/health.ts';
 import { escapeHtml } from '../src/admin/html.ts';
 import { DURATION_BUCKETS_SECONDS, tokenRequestsKey } from '../src/admin/metrics.ts';
@@ -138,7 +139,7 @@ describe('metrics', () => {
     await h.redis.incr(tokenRequestsKey(keyPrefix));
     await queue.add(okJob, { job: okJob, trigger: 'manual', runKey: 'm1' }, { jobId: `${okJob}__m1` });
     await queue.add(okJob, { job: okJob, trigger: 'manual', runKey: 'm2' }, { jobId: `${okJob}__m2`, delay: 60_000 });
-    const res = await get('/metrics');
+    const res = await get('/metrics', bearer);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
     const text = await res.text();
@@ -168,7 +169,7 @@ describe('metrics', () => {
     expect(sample(text, 'report_etl_queue_jobs{state="failed"}')).toBe(0);
     await queue.remove(`${okJob}__m1`);
     await queue.remove(`${okJob}__m2`);
-    const after = await (await get('/metrics')).text();
+    const after = await (await get('/metrics', bearer)).text();
     expect(sample(after, 'report_etl_queue_jobs{state="waiting"}')).toBe(0);
   });
 
@@ -178,7 +179,7 @@ describe('metrics', () => {
       await insertAttempt(h.pool, { attemptId: runId, job: edgeJob, runKey: runId, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
       await h.pool.query('UPDATE etl.runs SET status = $2, duration_ms = $3, rows = 7, bytes = 70 WHERE run_id = $1', [runId, status, ms]);
     }
-    const text = await (await get('/metrics')).text();
+    const text = await (await get('/metrics', bearer)).text();
     const bucket = (le: string) => sample(text, `report_etl_run_duration_seconds_bucket{le="${le}",job="${edgeJob}"}`);
     expect([bucket('1'), bucket('5'), bucket('15'), bucket('+Inf')]).toEqual([1, 3, 3, 3]);
     expect(sample(text, `report_etl_run_duration_seconds_sum{job="${edgeJob}"}`)).toBeCloseTo(7.001, 9);
@@ -189,17 +190,103 @@ describe('metrics', () => {
     expect(sample(text, `report_etl_bytes_loaded_total{job="${edgeJob}"}`)).toBe(140);
   });
 
-  it('metricsPublic: false puts /metrics behind the admin auth, /healthz stays open', async () => {
-    const closed = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, metricsPublic: false, keyPrefix });
+  it('metricsPublic: true opens /metrics to every caller, as an explicit choice', async () => {
+    const open = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, metricsToken: 'm', metricsPublic: true, keyPrefix });
     try {
-      expect((await fetch(`${closed.url}/metrics`)).status).toBe(401);
-      const ok = await fetch(`${closed.url}/metrics`, { headers: bearer });
-      expect(ok.status).toBe(200);
-      expect(await ok.text()).toContain('report_etl_runs_total');
-      expect((await fetch(`${closed.url}/healthz`)).status).toBe(200);
+      const res = await fetch(`${open.url}/metrics`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('report_etl_runs_total');
+      expect((await fetch(`${open.url}/admin/runs`)).status).toBe(401);
     } finally {
-      await closed.close();
+      await open.close();
     }
+  });
+});
+
+describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
+  const metricsToken = `mtok-${randomBytes(12).toString('hex')}`;
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  const status = async (url: string, headers: Record<string, string> = {}) => (await fetch(url, { headers, redirect: 'manual' })).status;
+
+  it('with admin credentials set, /metrics needs them (bearer, basic or the login cookie); /healthz and /readyz stay open', async () => {
+    const res = await get('/metrics');
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer realm="report-etl metrics"');
+    expect(await res.text()).not.toContain('report_etl');
+    expect((await get('/metrics', { authorization: `Bearer ${token}x` })).status).toBe(401);
+    expect((await get('/metrics', bearer)).status).toBe(200);
+    expect((await get('/metrics', { authorization: `Basic ${b64(`${basic.user}:${basic.password}`)}` })).status).toBe(200);
+    const login = await get(`/admin/login?token=${encodeURIComponent(token)}`);
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+    expect((await get('/metrics', { cookie })).status).toBe(200);
+    expect((await get('/healthz')).status).toBe(200);
+    expect((await get('/readyz')).status).toBe(200);
+  });
+
+  it('METRICS_TOKEN admits a scraper to /metrics only; the admin token still reads it; wrong tokens are refused', async () => {
+    const s = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, metricsToken, keyPrefix });
+    try {
+      const scraper = { authorization: `Bearer ${metricsToken}` };
+      const ok = await fetch(`${s.url}/metrics`, { headers: scraper });
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toContain('report_etl_token_requests_total');
+      expect(await status(`${s.url}/metrics`, bearer)).toBe(200);
+      const refused = await fetch(`${s.url}/metrics`);
+      expect(refused.status).toBe(401);
+      const body = await refused.text();
+      expect(body).toContain('Bearer <METRICS_TOKEN>');
+      expect(body).not.toContain(metricsToken);
+      expect(await status(`${s.url}/metrics`, { authorization: `Bearer ${metricsToken.slice(0, -1)}` })).toBe(401);
+      expect(await status(`${s.url}/metrics`, { authorization: `Basic ${b64(`x:${metricsToken}`)}` })).toBe(401);
+      // The metrics token opens nothing else.
+      expect(await status(`${s.url}/admin/runs`, scraper)).toBe(401);
+      expect(await status(`${s.url}/admin/queues/api/queues`, scraper)).toBe(401);
+      expect(await status(`${s.url}/admin/login?token=${encodeURIComponent(metricsToken)}`)).toBe(401);
+      expect(await status(`${s.url}/healthz`)).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('METRICS_TOKEN without admin credentials: required from loopback too, while the admin pages stay loopback-only', async () => {
+    const s = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: {}, metricsToken, keyPrefix });
+    try {
+      expect(await status(`${s.url}/metrics`)).toBe(401);
+      expect(await status(`${s.url}/metrics`, { authorization: `Bearer ${metricsToken}` })).toBe(200);
+      expect(await status(`${s.url}/admin/runs`)).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('with nothing configured, /metrics answers loopback callers only', async () => {
+    const s = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, host: '0.0.0.0', auth: {}, metricsToken: '', keyPrefix });
+    try {
+      const port = new URL(s.url).port;
+      expect(await status(`http://127.0.0.1:${port}/metrics`)).toBe(200);
+      // A caller from another address: this machine's own non-loopback address, when it has one.
+      const external = Object.values(networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+      if (external !== undefined) {
+        const res = await fetch(`http://${external}:${port}/metrics`);
+        expect(res.status).toBe(403);
+        expect(await res.text()).toContain('set METRICS_TOKEN');
+        expect(await status(`http://${external}:${port}/healthz`)).toBe(200);
+      }
+    } finally {
+      await s.close();
+    }
+    const fakeReq = (remoteAddress: string, authorization?: string) =>
+      ({ socket: { remoteAddress }, headers: authorization ? { authorization } : {} }) as unknown as Parameters<typeof isMetricsAuthorized>[0];
+    expect(isMetricsAuthorized(fakeReq('10.1.2.3'), {}, undefined)).toBe(false);
+    expect(isMetricsAuthorized(fakeReq('::1'), undefined, undefined)).toBe(true);
+    expect(isMetricsAuthorized(fakeReq('10.1.2.3', `Bearer ${metricsToken}`), undefined, metricsToken)).toBe(true);
+    expect(isMetricsAuthorized(fakeReq('127.0.0.1'), undefined, metricsToken)).toBe(false);
+  });
+
+  it('METRICS_TOKEN is read from the environment; an empty value counts as unset', () => {
+    expect(metricsTokenFromEnv({ METRICS_TOKEN: 'abc' })).toBe('abc');
+    expect(metricsTokenFromEnv({ METRICS_TOKEN: '' })).toBeUndefined();
+    expect(metricsTokenFromEnv({})).toBeUndefined();
   });
 });
 

@@ -2,6 +2,7 @@
  * Failed runs: each is recorded with the server's own words, leaves the target exactly as it was, and deletes
  * the report job (spec "Errors"; DESIGN.md "Run history").
  */
+import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.ts';
 import { runJob, RunFailedError } from '../src/pipeline/run-job.ts';
@@ -68,6 +69,20 @@ it('a 403 is recorded with the SvcServletExceptionMessage text and the problem d
   expect(error).toMatchObject({ http_status: 403, error_kind: 'ACCESS_FORBIDDEN', retryable: false });
   expect(error.server_message).toMatch(/\S/);
   expect(error.problem).toMatchObject({ status: 403, type: expect.stringContaining('user-service-access-forbidden') });
+});
+
+it('a server that cannot be reached is recorded as SERVER_UNREACHABLE (retryable) with what to check, not as TOKEN_FAILED', async () => {
+  const free = createServer();
+  await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+  const baseUrl = `http://127.0.0.1:${(free.address() as AddressInfo).port}`;
+  await new Promise<void>((resolve) => free.close(() => resolve()));
+  const { err, run, error } = await failingRun({}, { baseUrl });
+  expect(err.code).toBe('SERVER_UNREACHABLE');
+  expect(err.retryable).toBe(true);
+  expect(error).toMatchObject({ stage: 'token', error_kind: 'SERVER_UNREACHABLE', retryable: true, details: { networkCode: 'ECONNREFUSED', server: baseUrl } });
+  expect(error.message).toContain(`the server ${baseUrl} cannot be reached (connection refused, ECONNREFUSED)`);
+  expect(error.message).toContain('check that baseUrl in jobs.yaml is right, that the server is up');
+  expect(run.error).not.toMatch(/credential|secret/i);
 });
 
 it('a row-count mismatch fails the run and commits nothing', async () => {

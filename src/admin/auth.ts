@@ -9,6 +9,9 @@
  * - Neither configured: a loud warning at start, and only requests from the loopback interface (127.0.0.1, ::1)
  *   are let in, so an unconfigured server is usable on the machine itself and by nobody else.
  *
+ * `/metrics` (issue 13) has a token of its own for scrapers, METRICS_TOKEN (`Authorization: Bearer <token>`), which
+ * opens nothing else; the admin credentials also admit there. With neither configured, loopback callers only.
+ *
  * Every secret comparison is constant-time over SHA-256 digests (equal lengths, no early exit on length).
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
@@ -28,6 +31,9 @@ export const SESSION_COOKIE = 'report_etl_admin';
 /** Realm announced in `WWW-Authenticate` when basic auth is configured. */
 const REALM = 'report-etl admin';
 
+/** Realm announced in `WWW-Authenticate: Bearer` by a refused `/metrics` request. */
+const METRICS_REALM = 'report-etl metrics';
+
 /**
  * Reads {@link AdminAuth} from ADMIN_TOKEN / ADMIN_USER + ADMIN_PASSWORD; empty values count as unset.
  * @returns undefined when nothing is configured
@@ -36,6 +42,14 @@ export function adminAuthFromEnv(env: NodeJS.ProcessEnv = process.env): AdminAut
   const token = env.ADMIN_TOKEN || undefined;
   const basic = env.ADMIN_USER && env.ADMIN_PASSWORD ? { user: env.ADMIN_USER, password: env.ADMIN_PASSWORD } : undefined;
   return token || basic ? { token, basic } : undefined;
+}
+
+/**
+ * Reads the metrics scraper's bearer token from METRICS_TOKEN; an empty value counts as unset.
+ * @returns undefined when not set
+ */
+export function metricsTokenFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env.METRICS_TOKEN || undefined;
 }
 
 /** Whether `auth` holds at least one credential. */
@@ -69,16 +83,20 @@ function cookieOf(header: string | undefined, name: string): string | undefined 
   return undefined;
 }
 
+/** The `Authorization` header split into lower-case scheme and credential ('' when absent). */
+function authorizationOf(req: FastifyRequest): { scheme: string; credential: string } {
+  const header = req.headers.authorization ?? '';
+  const space = header.indexOf(' ');
+  return { scheme: space > 0 ? header.slice(0, space).toLowerCase() : '', credential: space > 0 ? header.slice(space + 1).trim() : '' };
+}
+
 /**
  * Whether the request carries valid credentials for `auth` (bearer header, session cookie, or basic auth).
  * Without configured credentials: whether it comes from loopback.
  */
 export function isAuthorized(req: FastifyRequest, auth: AdminAuth | undefined): boolean {
   if (!isAuthConfigured(auth)) return isLoopback(req.socket.remoteAddress);
-  const header = req.headers.authorization ?? '';
-  const space = header.indexOf(' ');
-  const scheme = space > 0 ? header.slice(0, space).toLowerCase() : '';
-  const credential = space > 0 ? header.slice(space + 1).trim() : '';
+  const { scheme, credential } = authorizationOf(req);
   let ok = false;
   if (auth!.token) {
     if (scheme === 'bearer') ok = safeEqual(credential, auth!.token) || ok;
@@ -106,6 +124,37 @@ export function rejectUnauthorized(reply: FastifyReply, auth: AdminAuth | undefi
   if (auth!.basic) reply.header('www-authenticate', `Basic realm="${REALM}", charset="UTF-8"`);
   const hint = auth!.token ? 'send Authorization: Bearer <token>, or open /admin/login?token=<token> once' : 'use basic auth';
   return reply.code(401).type('text/plain; charset=utf-8').send(`unauthorized: ${hint}\n`);
+}
+
+/**
+ * Whether the request may read `/metrics` (issue 13):
+ * - `Authorization: Bearer <metricsToken>` when a metrics token is set (constant-time compare);
+ * - or valid admin credentials when those are configured ({@link isAuthorized}: bearer, session cookie, basic);
+ * - with neither configured: a loopback caller (as for the admin pages).
+ * A set metrics token is required from loopback callers too.
+ * @param metricsToken METRICS_TOKEN, or undefined when not set
+ */
+export function isMetricsAuthorized(req: FastifyRequest, auth: AdminAuth | undefined, metricsToken: string | undefined): boolean {
+  if (!metricsToken && !isAuthConfigured(auth)) return isLoopback(req.socket.remoteAddress);
+  if (metricsToken) {
+    const { scheme, credential } = authorizationOf(req);
+    if (scheme === 'bearer' && safeEqual(credential, metricsToken)) return true;
+  }
+  return isAuthConfigured(auth) && isAuthorized(req, auth);
+}
+
+/**
+ * Answers a refused `/metrics` request: 403 for a non-loopback caller when nothing is configured, else 401 with
+ * `WWW-Authenticate` (Bearer when a token admits, Basic when only basic auth does). Never names a configured value.
+ */
+export function rejectMetrics(reply: FastifyReply, auth: AdminAuth | undefined, metricsToken: string | undefined): FastifyReply {
+  if (!metricsToken && !isAuthConfigured(auth)) {
+    return reply.code(403).type('text/plain; charset=utf-8').send('metrics are limited to 127.0.0.1: set METRICS_TOKEN (or ADMIN_TOKEN) to let a scraper in\n');
+  }
+  const bearer = Boolean(metricsToken || auth?.token);
+  reply.header('www-authenticate', bearer ? `Bearer realm="${METRICS_REALM}"` : `Basic realm="${REALM}", charset="UTF-8"`);
+  const ways = [metricsToken ? 'Authorization: Bearer <METRICS_TOKEN>' : '', auth?.token ? 'Authorization: Bearer <ADMIN_TOKEN>' : '', auth?.basic ? 'the admin basic auth' : ''];
+  return reply.code(401).type('text/plain; charset=utf-8').send(`unauthorized: send ${ways.filter(Boolean).join(', or ')}\n`);
 }
 
 /**

@@ -5,13 +5,14 @@
  * |---|---|---|
  * | `/healthz` | 200 while the process serves HTTP | open |
  * | `/readyz` | 200 when PostgreSQL and Redis answer, else 503 naming the failed one | open |
- * | `/metrics` | Prometheus metrics (metrics.ts) | open, or admin auth when `metricsPublic: false` |
+ * | `/metrics` | Prometheus metrics (metrics.ts) | `Bearer <METRICS_TOKEN>` or admin auth; loopback only when neither is set |
  * | `/admin/runs`, `/admin/runs/:runId`, POST `/admin/runs/:runId/replay` | run history pages (run-routes.ts) | admin auth |
  * | `/admin/queues` | bull-board with retry buttons (bull-board.ts) | admin auth |
  * | `/admin/login?token=...` | sets the browser session cookie, redirects to `/admin/runs` | the token itself |
  *
  * Admin auth (auth.ts): bearer token or its session cookie, or basic auth; with neither configured a loud
- * warning is logged and only loopback callers (127.0.0.1, ::1) get in. `trustProxy` is off, so behind a reverse
+ * warning is logged and only loopback callers (127.0.0.1, ::1) get in. `/metrics` also admits the scrapers' own
+ * METRICS_TOKEN, which opens nothing else (issue 13: job names are not for everyone who can reach the port). `trustProxy` is off, so behind a reverse
  * proxy on the same machine every caller looks local: configure a token there. Requests that change state (any
  * method but GET/HEAD under /admin) must come from our own origin when the browser sends `Origin`.
  *
@@ -24,7 +25,20 @@ import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { EtlConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
-import { adminAuthFromEnv, isAuthConfigured, isAuthorized, isLoopback, isSameOrigin, rejectUnauthorized, safeEqual, sessionCookie, type AdminAuth } from './auth.ts';
+import {
+  adminAuthFromEnv,
+  isAuthConfigured,
+  isAuthorized,
+  isLoopback,
+  isMetricsAuthorized,
+  isSameOrigin,
+  metricsTokenFromEnv,
+  rejectMetrics,
+  rejectUnauthorized,
+  safeEqual,
+  sessionCookie,
+  type AdminAuth,
+} from './auth.ts';
 import { registerBullBoard } from './bull-board.ts';
 import { checkReadiness } from './health.ts';
 import { makeAdminMetrics } from './metrics.ts';
@@ -45,7 +59,12 @@ export interface AdminServerOptions {
   host?: string;
   /** Admin credentials; default from env ADMIN_TOKEN / ADMIN_USER + ADMIN_PASSWORD. `{}` means none. */
   auth?: AdminAuth;
-  /** Whether /metrics is open to all (default true); false puts it behind the admin auth. */
+  /** Bearer token of metrics scrapers (`/metrics` only); default from env METRICS_TOKEN. `''` means none. */
+  metricsToken?: string;
+  /**
+   * Whether /metrics is open to every caller (default false: it needs METRICS_TOKEN or admin auth, or comes from
+   * loopback when neither is set). Only for a scraper on a network where job names are no secret.
+   */
   metricsPublic?: boolean;
   /** Redis key prefix of the token request counter (default 'report-etl:'). */
   keyPrefix?: string;
@@ -61,11 +80,10 @@ export interface AdminServer {
   close(): Promise<void>;
 }
 
-/** Route patterns (as fastify matched them) that need admin auth. */
-function needsAuth(route: string, metricsPublic: boolean): boolean {
+/** Route patterns (as fastify matched them) that need admin auth (`/metrics` has its own rule). */
+function needsAuth(route: string): boolean {
   if (route === '/admin/login') return false;
-  if (route === '/admin' || route.startsWith('/admin/')) return true;
-  return route === '/metrics' && !metricsPublic;
+  return route === '/admin' || route.startsWith('/admin/');
 }
 
 function pathOf(req: FastifyRequest): string {
@@ -79,7 +97,8 @@ function pathOf(req: FastifyRequest): string {
  */
 export async function startAdminServer(deps: AdminServerOptions): Promise<AdminServer> {
   const auth = deps.auth ?? adminAuthFromEnv();
-  const metricsPublic = deps.metricsPublic ?? true;
+  const metricsToken = deps.metricsToken ?? metricsTokenFromEnv();
+  const metricsPublic = deps.metricsPublic ?? false;
   const host = deps.host ?? '127.0.0.1';
   const log = deps.logger.child(
     { component: 'admin' },
@@ -90,7 +109,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   if (!isAuthConfigured(auth)) {
     log.warn(
       { host },
-      '!!! ADMIN ACCESS IS NOT PROTECTED: neither ADMIN_TOKEN nor ADMIN_USER/ADMIN_PASSWORD is set; the admin pages answer only requests from 127.0.0.1 / ::1 !!!',
+      '!!! ADMIN ACCESS IS NOT PROTECTED: neither ADMIN_TOKEN nor ADMIN_USER/ADMIN_PASSWORD is set; the admin pages (and /metrics, unless METRICS_TOKEN is set) answer only requests from 127.0.0.1 / ::1 !!!',
     );
   }
 
@@ -100,7 +119,12 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
 
   app.addHook('onRequest', async (req, reply) => {
     const route = req.routeOptions.url ?? pathOf(req);
-    if (!needsAuth(route, metricsPublic)) return;
+    if (route === '/metrics') {
+      if (metricsPublic || isMetricsAuthorized(req, auth, metricsToken || undefined)) return;
+      log.info({ method: req.method, path: route, remote: req.socket.remoteAddress }, 'metrics request refused');
+      return rejectMetrics(reply, auth, metricsToken || undefined);
+    }
+    if (!needsAuth(route)) return;
     if (!isAuthorized(req, auth)) {
       log.info({ method: req.method, path: pathOf(req), remote: req.socket.remoteAddress }, 'admin request refused');
       return rejectUnauthorized(reply, auth);
@@ -156,7 +180,8 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   if (!isAuthConfigured(auth) && !isLoopback(host) && host !== 'localhost') {
     log.warn({ url }, 'admin server listens beyond loopback without credentials: remote callers get 403 on /admin');
   }
-  log.info({ url, auth: auth?.token ? 'token' : auth?.basic ? 'basic' : 'loopback-only', metricsPublic }, 'admin server listening');
+  const metricsAccess = metricsPublic ? 'public' : metricsToken ? (isAuthConfigured(auth) ? 'metrics-token+admin' : 'metrics-token') : isAuthConfigured(auth) ? 'admin' : 'loopback-only';
+  log.info({ url, auth: auth?.token ? 'token' : auth?.basic ? 'basic' : 'loopback-only', metrics: metricsAccess }, 'admin server listening');
   let closing: Promise<void> | undefined;
   return {
     url,

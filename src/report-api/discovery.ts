@@ -2,7 +2,7 @@
  * The discovery document (spec "Endpoints" #5, "Obtaining the token endpoint"): read on every start,
  * because the token endpoint may change.
  */
-import { TokenError } from './errors.ts';
+import { ServerUnreachableError, TokenError } from './errors.ts';
 import { readSnippet, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
 
 /** Path of the discovery document below {base_url} (spec "Endpoints" #5). */
@@ -16,7 +16,8 @@ export function joinUrl(baseUrl: string, path: string): string {
 /**
  * Reads the discovery document and returns its token_endpoint as an absolute URL (a relative value is
  * resolved against {base_url}). Transient failures are retried per `retry`.
- * @throws TokenError (stage 'token') when the document cannot be read or has no token_endpoint
+ * @throws ServerUnreachableError (stage 'token') when the server cannot be reached at all; TokenError (stage
+ *   'token') when the document cannot be read otherwise or has no token_endpoint; AbortedError
  */
 export async function discoverTokenEndpoint(
   baseUrl: string,
@@ -42,7 +43,7 @@ export async function discoverTokenEndpoint(
       signal,
     );
   } catch (err) {
-    if (err instanceof TokenError || (err as { code?: string }).code === 'ABORTED') throw err;
+    if (err instanceof TokenError || err instanceof ServerUnreachableError || (err as { code?: string }).code === 'ABORTED') throw err;
     throw new TokenError(`discovery document ${url} could not be read: ${(err as Error).message}`, { cause: err });
   }
   const tokenEndpoint = (doc as { token_endpoint?: unknown } | null)?.token_endpoint;

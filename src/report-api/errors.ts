@@ -115,6 +115,50 @@ export class TransientHttpError extends EtlError {
   }
 }
 
+/** What each network code of {@link ServerUnreachableError} means, in words. */
+const UNREACHABLE_REASONS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name lookup failed',
+  EAI_NONAME: 'host name not found',
+  EHOSTUNREACH: 'host unreachable',
+  EHOSTDOWN: 'host down',
+  ENETUNREACH: 'network unreachable',
+  ENETDOWN: 'network down',
+  UND_ERR_CONNECT_TIMEOUT: 'connect timed out',
+};
+
+/** The network codes that mean the server could not be reached at all (see {@link ServerUnreachableError}). */
+export const UNREACHABLE_CODES: ReadonlySet<string> = new Set(Object.keys(UNREACHABLE_REASONS));
+
+/**
+ * The server could not be reached at all (issue 13): connection refused, host name not found or its lookup failed
+ * (ENOTFOUND, EAI_AGAIN), host or network unreachable, connect timeout; for the discovery document, the token
+ * endpoint and every {report_api} call alike. Retryable: a server that is down may come back. (Whether the
+ * request may still have got through, for a start, is decided by `isNotSentError` in http.ts.) The message names the server by scheme, host and port only
+ * (never user info of the URL) and says what to check; `details` holds `networkCode` and `server`.
+ */
+export class ServerUnreachableError extends EtlError {
+  /** The system or undici code, e.g. ECONNREFUSED, ENOTFOUND, UND_ERR_CONNECT_TIMEOUT. */
+  readonly networkCode: string;
+  /**
+   * @param url the absolute URL of the request (only its origin and path go into the message)
+   * @param networkCode one of {@link UNREACHABLE_CODES}
+   */
+  constructor(method: string, url: string, stage: ReportApiStage, networkCode: string, cause?: unknown) {
+    const u = new URL(url);
+    const server = `${u.protocol}//${u.host}`;
+    const reason = UNREACHABLE_REASONS[networkCode] ?? 'unreachable';
+    super(
+      'SERVER_UNREACHABLE',
+      `${method} ${u.pathname} failed: the server ${server} cannot be reached (${reason}, ${networkCode}); ` +
+        'check that baseUrl in jobs.yaml is right, that the server is up, and that the network (DNS, proxy, firewall) lets this machine reach it',
+      { stage, cause, retryable: true, details: { networkCode, server } },
+    );
+    this.networkCode = networkCode;
+  }
+}
+
 /** An answer with a status (or body) the spec does not lead us to expect; carries a snippet of the body. */
 export class HttpError extends EtlError {
   constructor(message: string, options: { stage: ReportApiStage; httpStatus?: number; bodySnippet?: string; cause?: unknown }) {

@@ -5,7 +5,7 @@
 import { Agent, request, type Dispatcher } from 'undici';
 import { AbortedError, EtlError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { TransientHttpError, type ReportApiStage } from './errors.ts';
+import { ServerUnreachableError, TransientHttpError, UNREACHABLE_CODES, type ReportApiStage } from './errors.ts';
 
 /** Bounded retries of transient failures; delays in ms. */
 export interface RetryPolicy {
@@ -26,15 +26,37 @@ export const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 5
 /** Network-level error codes worth another attempt: resets, socket closes, timeouts. */
 const TRANSIENT_CODES = /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|UND_ERR_(SOCKET|CONNECT_TIMEOUT|HEADERS_TIMEOUT|BODY_TIMEOUT|CLOSED|RES_CONTENT_LENGTH_MISMATCH|REQ_CONTENT_LENGTH_MISMATCH))$/;
 
-/** Whether `err` is a failure a retry may cure: a {@link TransientHttpError} or a network error code. */
+/** Whether `err` is a failure a retry may cure: a {@link TransientHttpError}, a {@link ServerUnreachableError} or a network error code. */
 export function isTransientError(err: unknown): boolean {
-  if (err instanceof EtlError) return err.code === 'HTTP_TRANSIENT';
+  if (err instanceof EtlError) return err.code === 'HTTP_TRANSIENT' || err.code === 'SERVER_UNREACHABLE';
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && TRANSIENT_CODES.test(code);
 }
 
-/** Network failures that prove a request never reached the server: nothing can have been created by it. */
-const NOT_SENT_CODES = /^(ECONNREFUSED|EAI_AGAIN|ENOTFOUND|UND_ERR_CONNECT_TIMEOUT)$/;
+/**
+ * Unreachable codes that also prove a request was never sent: no connection was ever made. Host or network
+ * unreachable are left out: the kernel may report them on a connection already in use, after the bytes went out.
+ */
+const NOT_SENT_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * The code of the network failure in `err` (or its causes, or the errors of an AggregateError) that shows the server
+ * could not be reached at all, one of {@link UNREACHABLE_CODES}; undefined for anything else.
+ */
+export function unreachableCode(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof ServerUnreachableError) return e.networkCode;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return code;
+    // Happy eyeballs (several addresses of one host) fail with an AggregateError of one error per address.
+    const errors = (e as { errors?: unknown }).errors;
+    if (Array.isArray(errors)) {
+      const codes = errors.map((x: unknown) => (x as { code?: unknown } | null)?.code);
+      if (codes.length > 0 && codes.every((c) => typeof c === 'string' && UNREACHABLE_CODES.has(c))) return codes[0] as string;
+    }
+  }
+  return undefined;
+}
 
 /**
  * Whether `err` shows the request was not acted on: never delivered (connection refused, name lookup failed,
@@ -44,11 +66,8 @@ const NOT_SENT_CODES = /^(ECONNREFUSED|EAI_AGAIN|ENOTFOUND|UND_ERR_CONNECT_TIMEO
  */
 export function isNotSentError(err: unknown): boolean {
   if (err instanceof TransientHttpError && (err.httpStatus === 429 || err.httpStatus === 503)) return true;
-  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && NOT_SENT_CODES.test(code)) return true;
-  }
-  return false;
+  const code = unreachableCode(err);
+  return code !== undefined && NOT_SENT_CODES.has(code);
 }
 
 /**
@@ -170,7 +189,8 @@ export class HttpTransport {
 
   /**
    * Sends one request (no retry). The caller owns the returned body and must consume or destroy it.
-   * @throws TransientHttpError (network error, timeout, 429/5xx), AbortedError (signal aborted)
+   * @throws ServerUnreachableError (refused, name not found, unreachable, connect timeout), TransientHttpError
+   *   (other network errors, timeouts, 429/5xx), AbortedError (signal aborted)
    */
   async send(req: SendRequest): Promise<Dispatcher.ResponseData> {
     const path = new URL(req.url).pathname;
@@ -191,6 +211,8 @@ export class HttpTransport {
       if (req.signal?.aborted) throw new AbortedError(req.signal.reason);
       const code = (err as { code?: string }).code ?? (err as Error).name;
       this.logger.debug({ method: req.method, path, error: code, ms }, 'report-api request failed');
+      const unreachable = unreachableCode(err);
+      if (unreachable !== undefined) throw new ServerUnreachableError(req.method, req.url, req.stage, unreachable, err);
       if (isTransientError(err)) {
         throw new TransientHttpError(`${req.method} ${path} failed: ${code}`, { stage: req.stage, cause: err });
       }

@@ -3,7 +3,7 @@
  * discovery document, the shared token cache and authorized {report_api} calls.
  */
 import type { Dispatcher } from 'undici';
-import { AbortedError, ConfigError, EtlError } from '../errors.ts';
+import { AbortedError, ConfigError, EtlError, type ErrorCode } from '../errors.ts';
 import { silentLogger } from '../logger.ts';
 import { ApiCaller } from './api-request.ts';
 import { discoverTokenEndpoint } from './discovery.ts';
@@ -20,6 +20,13 @@ import type { FinishedReport, PageStream, ReportClient, ReportClientOptions, Rep
 export const POLL_GROWTH = 1.5;
 
 const JOB_STATES = new Set(['Running', 'FinishedSuccess', 'FinishedError']);
+
+/**
+ * Failures of the start request that prove no report job was created, besides those of `isNotSentError`: refused
+ * (403, 401 even with a fresh token), no access token to send it with (TOKEN_FAILED: the token is obtained before
+ * the POST, or after a 401 that the server did not process), or aborted before sending.
+ */
+const NOT_STARTED_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['ACCESS_FORBIDDEN', 'UNAUTHORIZED', 'ABORTED', 'TOKEN_FAILED']);
 
 /**
  * Parses a Job body (spec "Resources and their fields": Job).
@@ -88,7 +95,7 @@ class HttpReportClient implements ReportClient {
         idempotent: false,
       })
       .catch((err: unknown) => {
-        if (!isNotSentError(err) && !(err instanceof EtlError && (err.code === 'ACCESS_FORBIDDEN' || err.code === 'UNAUTHORIZED' || err.code === 'ABORTED'))) {
+        if (!isNotSentError(err) && !(err instanceof EtlError && NOT_STARTED_CODES.has(err.code))) {
           // The spec offers no way to list jobs: a job created before the answer was lost cannot be deleted.
           this.logger.warn({ path, err: (err as Error).message }, 'starting the report failed after the request was sent: the server may hold a report job whose id never came back');
         }
@@ -191,7 +198,8 @@ class HttpReportClient implements ReportClient {
 /**
  * Makes a report client: reads the discovery document (spec "Obtaining the token endpoint": on every
  * start), sets up a keep-alive undici agent and the Redis-shared token cache. No token is requested yet.
- * @throws TokenError when the discovery document cannot be read or names no token_endpoint
+ * @throws ServerUnreachableError when the server cannot be reached at all (refused, DNS, unreachable, connect
+ *   timeout); TokenError when the discovery document cannot be read otherwise or names no token_endpoint
  */
 export async function makeReportClient(opts: ReportClientOptions): Promise<ReportClient> {
   const { connection } = opts;
@@ -211,7 +219,7 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
   }
   const tokens = new TokenCache({
     redis: opts.redis,
-    key: tokenCacheKey(opts.keyPrefix ?? 'report-etl:', connection.baseUrl, connection.clientId),
+    key: tokenCacheKey(opts.keyPrefix ?? 'report-etl:', connection.baseUrl, connection.clientId, connection.clientSecret),
     renewBeforeMs: (opts.tokenRenewBeforeSeconds ?? 30) * 1000,
     fetchToken: async () => {
       // Counted in Redis so that /metrics reports token requests of every process.

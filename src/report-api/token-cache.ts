@@ -2,13 +2,15 @@
  * The access token cache shared by every process through Redis (spec "Client credentials grant" rule 2:
  * reuse the token for its whole validity, renew shortly before expiry, no token per call).
  *
- * Key `${prefix}token:${sha256(baseUrl + '\n' + clientId).slice(0, 16)}` holds JSON
- * `{ accessToken, expiresAt, renewAt }` (epoch ms) with a Redis TTL equal to the remaining lifetime.
+ * Key `${prefix}token:${hmacSha256(clientSecret, baseUrl + '\n' + clientId).slice(0, 16)}` holds JSON
+ * `{ accessToken, expiresAt, renewAt }` (epoch ms) with a Redis TTL equal to the remaining lifetime. The key is
+ * a fingerprint of the credentials, so a wrong or rotated secret never finds the token obtained with the old one:
+ * it asks the token endpoint itself and fails at once when the secret is wrong.
  * Renewal is single flight across processes: whoever wins `SET <key>:lock <owner> NX PX` asks the token
  * endpoint, the others poll the key with short sleeps (or keep using a still-valid token meanwhile). The
  * lock and the entry are only ever deleted by compare-and-delete Lua scripts.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { AbortedError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -40,9 +42,19 @@ export function tokenRequestsKey(prefix = 'report-etl:'): string {
   return `${prefix}metrics:token_requests`;
 }
 
-/** The Redis key of a connection's token: `${prefix}token:` + first 16 hex of sha256(baseUrl + '\n' + clientId). */
-export function tokenCacheKey(prefix: string, baseUrl: string, clientId: string): string {
-  return `${prefix}token:${createHash('sha256').update(`${baseUrl}\n${clientId}`).digest('hex').slice(0, 16)}`;
+/**
+ * The Redis key of a connection's token: `${prefix}token:` + the first 16 hex digits of
+ * HMAC-SHA256(key = clientSecret, data = baseUrl + '\n' + clientId).
+ *
+ * The secret is in the key's fingerprint, so clients with different secrets for the same server and Client-ID
+ * never share a token (issue 13: a wrong secret passed while a token was cached). Keyed by the secret, the HMAC
+ * can only be computed by who holds the secret, and the secret itself never reaches Redis.
+ * @param prefix e.g. 'report-etl:'
+ * @param baseUrl the connection's baseUrl (spec {base_url}), as configured
+ */
+export function tokenCacheKey(prefix: string, baseUrl: string, clientId: string, clientSecret: string): string {
+  const fingerprint = createHmac('sha256', clientSecret).update(`${baseUrl}\n${clientId}`).digest('hex').slice(0, 16);
+  return `${prefix}token:${fingerprint}`;
 }
 
 /** Options of {@link TokenCache}. */

@@ -4,7 +4,7 @@
  * and the OAuth `error` field, never the secret or the token.
  */
 import { AbortedError } from '../errors.ts';
-import { TokenError } from './errors.ts';
+import { ServerUnreachableError, TokenError } from './errors.ts';
 import { retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
 import type { CredentialsWay } from './report-rules.ts';
 
@@ -31,7 +31,8 @@ function scrub(text: string, secret: string): string {
  * POSTs grant_type=client_credentials to the token endpoint (Content-Type application/x-www-form-urlencoded)
  * with the credentials in the Authorization header or in the body. Transient failures are retried per `retry`.
  * @returns the access token and its lifetime in seconds
- * @throws TokenError with httpStatus and oauthError (non-200 answer, unusable body, attempts exhausted); AbortedError
+ * @throws TokenError with httpStatus and oauthError (non-200 answer, unusable body, attempts exhausted);
+ *   ServerUnreachableError (the token endpoint cannot be reached at all); AbortedError
  */
 export async function requestClientCredentialsToken(
   http: HttpTransport,
@@ -90,7 +91,7 @@ export async function requestClientCredentialsToken(
       signal,
     );
   } catch (err) {
-    if (err instanceof TokenError || err instanceof AbortedError) throw err;
+    if (err instanceof TokenError || err instanceof ServerUnreachableError || err instanceof AbortedError) throw err;
     throw new TokenError(`token endpoint ${path} could not be reached: ${(err as Error).message}`, { cause: err });
   }
 }
