@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { makeRedis } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
-import { cronTicks } from '../src/queue/cron-ticks.ts';
+import { cronTicks } from '../src/config/cron-ticks.ts';
 import { runJobId } from '../src/queue/names.ts';
 import { enqueueRun, makeQueue } from '../src/queue/queue.ts';
 

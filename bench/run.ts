@@ -5,7 +5,7 @@
  * For each size, output type and paging: the simulator (own process, pages rendered once into memory) serves
  * Big.avw with ROWS=<size>; a warm-up run creates the target; then `repeats` times, interleaved (1 and 2 swap
  * places every other repeat):
- *   1. e2e — a fresh worker process runs runJob (mode replace, plan direct: DELETE + COPY into the target in
+ *   1. e2e — a fresh worker process runs runAttempt (mode replace, plan direct: DELETE + COPY into the target in
  *      one transaction); duration from the first request to the commit, time to the first row, peak RSS;
  *   2. limit — the same rows as a CSV file, COPYed by pg-copy-streams into an identical table after deleting
  *      its equally many rows in the same transaction (what replace does, without the report-etl part);

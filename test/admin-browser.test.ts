@@ -14,7 +14,8 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { silentLogger } from '../src/logger.ts';
-import { runJob, RunFailedError } from '../src/pipeline/run-job.ts';
+import { resolveJob } from '../src/config/load.ts';
+import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
@@ -41,9 +42,9 @@ beforeAll(async () => {
   h = await startHarness();
   queue = makeQueue(h.redis, uniqueName('admbq'));
   const config = h.config({ [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }) });
-  const err = await runJob({ config, job, pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(RunFailedError);
-  failedRunId = (err as RunFailedError).runId;
+  const err = await runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(AttemptFailedError);
+  failedRunId = (err as AttemptFailedError).attemptId;
   server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token } });
   userDataDir = await mkdtemp(join(tmpdir(), 'report-etl-chromium-'));
   context = await chromium.launchPersistentContext(userDataDir, {

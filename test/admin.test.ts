@@ -14,7 +14,8 @@ import { DURATION_BUCKETS_SECONDS, tokenRequestsKey } from '../src/admin/metrics
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
-import { runJob, RunFailedError, type RunResult } from '../src/pipeline/run-job.ts';
+import { resolveJob } from '../src/config/load.ts';
+import { AttemptFailedError, runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
@@ -34,7 +35,7 @@ let h: Harness;
 let queue: Queue;
 let server: AdminServer;
 let failedRunId: string;
-let okResult: RunResult;
+let okResult: AttemptResult;
 let markupRunId: string;
 
 beforeAll(async () => {
@@ -44,10 +45,10 @@ beforeAll(async () => {
     [failJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
     [okJob]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } }, { table: `${h.schema}.orders` }),
   });
-  const err = await runJob({ config, job: failJob, pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(RunFailedError);
-  failedRunId = (err as RunFailedError).runId;
-  okResult = await runJob({ config, job: okJob, pool: h.pool, redis: h.redis, logger: silentLogger });
+  const err = await runAttempt({ job: resolveJob(config, failJob), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(AttemptFailedError);
+  failedRunId = (err as AttemptFailedError).attemptId;
+  okResult = await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
 
   // A failure whose texts are markup, with an HTTP status and problem details, recorded as runJob would.
   markupRunId = crypto.randomUUID();

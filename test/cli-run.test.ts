@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startHarness, type Harness } from './support/harness.ts';
 import { DATABASE_URL, REDIS_URL } from './support/env.ts';
+import { reportData } from '../src/simulator/catalogue.ts';
+import { formatZoned } from '../src/pipeline/logical-time.ts';
 
 const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
 
@@ -41,6 +43,10 @@ jobs:
     connection: sim
     report: { mandant: 7777, name: Failing }
     target: { table: ${h.schema}.broken }
+  templated:
+    connection: sim
+    report: { mandant: 7777, name: Sales/Orders, paging: 500, parameters: { ROWS: "400", FROM: "%{logicalEnd:yyyy-MM-dd}" } }
+    target: { table: ${h.schema}.templated }
 `,
   );
 });
@@ -127,4 +133,17 @@ it('Ctrl-C mid-load rolls back, deletes the report job and records the run inter
   expect(h.sim.counters().openJobs).toEqual([]);
   const { rows } = await h.pool.query(`SELECT status FROM etl.runs WHERE job = 'orders' AND target_table = $1 ORDER BY started_at DESC LIMIT 1`, [`${h.schema}.orders`]);
   expect(rows[0].status).toBe('interrupted');
+});
+
+it('renders the logical time in report parameters for a run in the foreground too', async () => {
+  // The server refuses a FROM that is not yyyy-mm-dd, so an unrendered "%{logicalEnd:…}" fails the run.
+  const day = () => formatZoned(new Date(), 'yyyy-MM-dd', 'Europe/Zurich');
+  const before = day();
+  const r = await cli(['run', 'templated', '--config', configPath]);
+  expect(r.stderr).not.toContain('Invalid parameters');
+  expect(r.code).toBe(0);
+  const expected = new Set([before, day()].map((d) => reportData('Sales/Orders.avw', { ROWS: '400', FROM: d }, 1)!.rowCount));
+  const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.templated`);
+  expect(expected.has(rows[0].n)).toBe(true);
+  expect(rows[0].n).toBeGreaterThan(0);
 });

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../src/errors.ts';
-import { getJob, loadConfig, parseWindow, validateConfigText } from '../src/config/index.ts';
+import { resolveJob, loadConfig, parseWindow, validateConfigText } from '../src/config/index.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -225,18 +225,18 @@ describe('loadConfig', () => {
   });
 });
 
-describe('getJob', () => {
+describe('resolveJob', () => {
   const cfg = validateConfigText(minimal(), 'jobs.yaml', ENV);
   it('returns the job with its connection', () => {
-    const r = getJob(cfg, 'j1');
+    const r = resolveJob(cfg, 'j1');
     expect(r.name).toBe('j1');
     expect(r.connectionName).toBe('erp');
     expect(r.connection.baseUrl).toBe('https://erp.example.com');
     expect(r.job.report.paging).toBe(10_000);
   });
   it('names the known jobs when the job is unknown', () => {
-    expect(() => getJob(cfg, 'j2')).toThrow('unknown job "j2" in jobs.yaml (did you mean "j1"? known: j1)');
-    expect(() => getJob(cfg, 'toString')).toThrow(ConfigError);
+    expect(() => resolveJob(cfg, 'j2')).toThrow('unknown job "j2" in jobs.yaml (did you mean "j1"? known: j1)');
+    expect(() => resolveJob(cfg, 'toString')).toThrow(ConfigError);
   });
 });
 

@@ -5,7 +5,8 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.ts';
-import { runJob, RunFailedError } from '../src/pipeline/run-job.ts';
+import { resolveJob } from '../src/config/load.ts';
+import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 
@@ -31,14 +32,14 @@ async function snapshot(): Promise<string> {
 async function failingRun(report: Record<string, unknown>, connection: Record<string, unknown> = {}, targetExtra: Record<string, unknown> = {}) {
   const before = await snapshot();
   const config = h.config({ j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '450' }, ...report }, { table, ...targetExtra }) }, connection);
-  const err = await runJob({ config, job: 'j', pool: h.pool, redis: h.redis, logger: silentLogger }).then(
+  const err = await runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger }).then(
     () => undefined,
     (e: unknown) => e,
   );
-  expect(err).toBeInstanceOf(RunFailedError);
-  const failed = err as RunFailedError;
-  const run = (await h.pool.query('SELECT * FROM etl.runs WHERE run_id = $1', [failed.runId])).rows[0];
-  const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE run_id = $1', [failed.runId])).rows;
+  expect(err).toBeInstanceOf(AttemptFailedError);
+  const failed = err as AttemptFailedError;
+  const run = (await h.pool.query('SELECT * FROM etl.runs WHERE run_id = $1', [failed.attemptId])).rows[0];
+  const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE run_id = $1', [failed.attemptId])).rows;
   expect(await snapshot()).toBe(before);
   expect(h.sim.counters().openJobs).toEqual([]);
   expect(errors).toHaveLength(1);
@@ -114,7 +115,7 @@ it('a value that does not fit the existing column type names column, page and va
 it('a declared type that the values do not fit fails the first run with column, page and value', async () => {
   const fresh = `${h.schema}.declared_bad`;
   const config = h.config({ d: jobEntry({ name: 'Drift', outputType: 'json', paging: 50, parameters: { ROWS: '200' } }, { table: fresh, columns: { wert: 'bigint' } }) });
-  const err = (await runJob({ config, job: 'd', pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e)) as RunFailedError;
+  const err = (await runAttempt({ job: resolveJob(config, 'd'), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e)) as AttemptFailedError;
   expect(err.code).toBe('VALUE_DOES_NOT_FIT');
   expect(err.message).toMatch(/column wert .*page 3/);
   const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [fresh]);
@@ -127,15 +128,15 @@ it('an aborted run rolls back, deletes its report job and is recorded interrupte
   const controller = new AbortController();
   const config = h.config({ j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '2000' } }, { table }) });
   const logger = silentLogger;
-  const pending = runJob({ config, job: 'j', pool: h.pool, redis: h.redis, logger, signal: controller.signal });
+  const pending = runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger, signal: controller.signal });
   // Abort once a few pages are in the COPY stream.
   const started = Date.now();
   while (h.sim.counters().requests.output < 3 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 20));
   controller.abort(new Error('test abort'));
-  const err = (await pending.catch((e: unknown) => e)) as RunFailedError;
+  const err = (await pending.catch((e: unknown) => e)) as AttemptFailedError;
   h.sim.setFaults({});
   expect(err.code).toBe('ABORTED');
-  const run = (await h.pool.query('SELECT status FROM etl.runs WHERE run_id = $1', [err.runId])).rows[0];
+  const run = (await h.pool.query('SELECT status FROM etl.runs WHERE run_id = $1', [err.attemptId])).rows[0];
   expect(run.status).toBe('interrupted');
   expect(await snapshot()).toBe(before);
   expect(h.sim.counters().openJobs).toEqual([]);
@@ -144,7 +145,7 @@ it('an aborted run rolls back, deletes its report job and is recorded interrupte
 it('a declared varchar too short for the values fails the first load instead of cutting them short', async () => {
   const fresh = `${h.schema}.short_text`;
   const config = h.config({ s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: fresh, columns: { artikel: 'varchar(3)' } }) });
-  const err = (await runJob({ config, job: 's', pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e)) as RunFailedError;
+  const err = (await runAttempt({ job: resolveJob(config, 's'), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e)) as AttemptFailedError;
   expect(err.code).toBe('VALUE_DOES_NOT_FIT');
   expect(err.message).toMatch(/column artikel .*type character varying\(3\).*page 1, row 1 /);
   const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [fresh]);
@@ -156,7 +157,7 @@ it('names the column whose value does not fit, not one whose modifier merely rou
   // numeric(10,2) takes Bestand's integers (it rounds what it must); varchar(5) is too short for Stand.
   await h.pool.query(`CREATE TABLE ${target} (artikel text PRIMARY KEY, bestand numeric(10,2), stand varchar(5))`);
   const config = h.config({ s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: target }) });
-  const err = (await runJob({ config, job: 's', pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e)) as RunFailedError;
+  const err = (await runAttempt({ job: resolveJob(config, 's'), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e)) as AttemptFailedError;
   expect(err.code).toBe('VALUE_DOES_NOT_FIT');
   expect(err.message).toMatch(/does not fit column stand .*character varying\(5\).*page 1, row 1 /);
   const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${target}`);
@@ -167,7 +168,7 @@ it('an attempt declared dead by a later attempt while it stalled does not commit
   const before = await snapshot();
   h.sim.setFaults({ latencyMs: 60 });
   const config = h.config({ j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '600' } }, { table }) });
-  const pending = runJob({ config, job: 'j', pool: h.pool, redis: h.redis, logger: silentLogger });
+  const pending = runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
   try {
     // What recoverDeadAttempts of the next attempt does to an attempt it finds still `running`.
     const started = Date.now();
@@ -182,10 +183,10 @@ it('an attempt declared dead by a later attempt while it stalled does not commit
   } finally {
     h.sim.setFaults({});
   }
-  const err = (await pending.catch((e: unknown) => e)) as RunFailedError;
+  const err = (await pending.catch((e: unknown) => e)) as AttemptFailedError;
   expect(err.code).toBe('ABORTED');
   expect(err.message).toMatch(/declared dead by a later attempt/);
-  const run = (await h.pool.query('SELECT status, error FROM etl.runs WHERE run_id = $1', [err.runId])).rows[0];
+  const run = (await h.pool.query('SELECT status, error FROM etl.runs WHERE run_id = $1', [err.attemptId])).rows[0];
   expect(run).toEqual({ status: 'interrupted', error: 'abandoned (test)' });
   expect(await snapshot()).toBe(before);
   expect(h.sim.counters().openJobs).toEqual([]);

@@ -1,11 +1,12 @@
 /**
- * One run end to end (simulator over HTTP → runJob → real PostgreSQL): every output type loads the served rows
+ * One run end to end (simulator over HTTP → runAttempt → real PostgreSQL): every output type loads the served rows
  * value for value with the right types; type drift after the first page; the write modes' contracts.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { silentLogger } from '../src/logger.ts';
-import { runJob } from '../src/pipeline/run-job.ts';
+import { resolveJob } from '../src/config/load.ts';
+import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { uniqueName } from './support/env.ts';
 import { columnTypes, jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
@@ -24,8 +25,8 @@ afterEach(() => {
   expect(c.jobsDeleted).toBe(c.jobsCreated);
 });
 
-const run = (config: ReturnType<Harness['config']>, job: string, extra: Partial<Parameters<typeof runJob>[0]> = {}) =>
-  runJob({ config, job, pool: h.pool, redis: h.redis, logger: silentLogger, ...extra });
+const run = (config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}) =>
+  runAttempt({ job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger });
 
 describe.each(['json', 'json_compact', 'txt', 'xml_query'] as const)('output type %s', (outputType) => {
   it('loads the served rows value for value, with inferred types, first into a new table and then again', async () => {
@@ -47,7 +48,7 @@ describe.each(['json', 'json_compact', 'txt', 'xml_query'] as const)('output typ
     const second = await run(config, 'orders');
     expect(second).toMatchObject({ status: 'succeeded', plan: 'direct', rows: 2345 });
     expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(expected);
-    const recorded = await getAttempt(h.pool, second.runId);
+    const recorded = await getAttempt(h.pool, second.attemptId);
     expect(recorded).toMatchObject({ status: 'succeeded', rows: '2345', pages: 5, job: 'orders', write_mode: 'replace', target_table: table });
     expect(Number(recorded!.bytes)).toBe(second.bytes);
     expect(second.bytes).toBeGreaterThan(2345 * 50);
@@ -149,7 +150,7 @@ describe('write modes', () => {
     }
     await reader;
     // The recorded duration covers the whole run, the slow page downloads included (not only until the load began).
-    const recorded = await getAttempt(h.pool, result.runId);
+    const recorded = await getAttempt(h.pool, result.attemptId);
     expect(Number(recorded!.duration_ms)).toBeGreaterThanOrEqual(result.durationMs * 0.8);
     expect(recorded!.finished_at!.getTime() - recorded!.started_at.getTime()).toBeGreaterThanOrEqual(result.durationMs * 0.8);
     const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.orders_view`);

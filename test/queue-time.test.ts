@@ -1,7 +1,7 @@
 /** Job ids, cron ticks and logical time in parameters (src/queue/names.ts, cron-ticks.ts, logical-time.ts). */
 import { expect, it } from 'vitest';
-import { cronTicks } from '../src/queue/cron-ticks.ts';
-import { formatZoned, hasTemplate, parseZonedDate, renderParameters } from '../src/queue/logical-time.ts';
+import { cronTicks } from '../src/config/cron-ticks.ts';
+import { formatZoned, hasTemplate, parseZonedDate, renderParameters } from '../src/pipeline/logical-time.ts';
 import { compactIso, replayJobId, runJobId } from '../src/queue/names.ts';
 import { ConfigError } from '../src/errors.ts';
 

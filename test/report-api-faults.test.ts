@@ -29,7 +29,7 @@ async function pageHashes(outputType: 'json' | 'txt' | 'xml_query'): Promise<{ h
 }
 
 async function readPages(req: Parameters<ReportClient['startReport']>[0]): Promise<{ hashes: string[]; resumes: number; rows: number }> {
-  return withReportJob(client, req, undefined, async (f) => {
+  return withReportJob(client, req, async (f) => {
     const hashes: string[] = [];
     let resumes = 0;
     for (let page = 1; ; page++) {

@@ -80,7 +80,7 @@ describe('a report run', () => {
 
   it('gives txt pages with Content-Length equal to the bytes read, and works with backslash sub folders', async () => {
     const client = await newClient({ pathEncoding: 'backslash' });
-    const lengths = await withReportJob(client, { ...sales(30, 'txt'), name: 'Sub/Deep/Nested Report', paging: 10 }, undefined, async (f) => {
+    const lengths = await withReportJob(client, { ...sales(30, 'txt'), name: 'Sub/Deep/Nested Report', paging: 10 }, async (f) => {
       const out: Array<[number | undefined, number]> = [];
       for (let page = 1; page <= f.pages + 1; page++) {
         const p = await client.openPage(f.jobId, page);
@@ -97,7 +97,7 @@ describe('a report run', () => {
 
   it('FinishedError -> REPORT_FAILED with the multi-line server text verbatim', async () => {
     const client = await newClient();
-    const err = await withReportJob(client, { ...sales(10), name: 'Failing' }, undefined, async () => 'unreachable').catch((e: unknown) => e);
+    const err = await withReportJob(client, { ...sales(10), name: 'Failing' }, async () => 'unreachable').catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'REPORT_FAILED', retryable: false, stage: 'poll', serverMessage: FAILING_MESSAGE });
     expect(FAILING_MESSAGE).toContain('\n');
     expect(sim.counters().openJobs).toEqual([]);
@@ -150,7 +150,7 @@ describe('polling', () => {
     try {
       const client = await newClient({ pollIntervalMs: 20, pollMaxIntervalMs: 100, pollTimeoutMs: 700 }, slow);
       const t0 = Date.now();
-      const err = await withReportJob(client, sales(10), undefined, async () => 'unreachable').catch((e: unknown) => e);
+      const err = await withReportJob(client, sales(10), async () => 'unreachable').catch((e: unknown) => e);
       const took = Date.now() - t0;
       expect(err).toMatchObject({ code: 'POLL_TIMEOUT', stage: 'poll', retryable: true });
       expect(took).toBeGreaterThanOrEqual(700);
@@ -173,7 +173,7 @@ describe('polling', () => {
       const ac = new AbortController();
       setTimeout(() => ac.abort(new Error('shutdown')), 200);
       const t0 = Date.now();
-      const err = await withReportJob(client, sales(10), ac.signal, async () => 'unreachable').catch((e: unknown) => e);
+      const err = await withReportJob(client, sales(10), async () => 'unreachable', { signal: ac.signal }).catch((e: unknown) => e);
       expect(Date.now() - t0).toBeLessThan(1_000);
       expect(err).toMatchObject({ code: 'ABORTED' });
       expect((err as Error).message).toContain('shutdown');
@@ -191,11 +191,11 @@ describe('polling', () => {
     const client = await newClient();
     const ac = new AbortController();
     sim.resetCounters();
-    const err = await withReportJob(client, sales(300), ac.signal, async (f) => {
+    const err = await withReportJob(client, sales(300), async (f) => {
       const p = (await client.openPage(f.jobId, 1, ac.signal))!;
       ac.abort('stop');
       return readAll(p.body);
-    }).catch((e: unknown) => e);
+    }, { signal: ac.signal }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'ABORTED' });
     expect(sim.counters().jobsDeleted).toBe(1);
     expect(sim.counters().openJobs).toEqual([]);

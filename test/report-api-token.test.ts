@@ -40,7 +40,7 @@ async function newClient(overrides: Parameters<typeof testConnection>[1] = {}, t
 const report = (rows: number) => ({ mandant: '7777', name: 'Sales/Orders', outputType: 'json' as const, paging: 50, parameters: { ROWS: String(rows) } });
 
 async function runReport(client: ReportClient, rows = 60): Promise<number> {
-  return withReportJob(client, report(rows), undefined, async (finished) => {
+  return withReportJob(client, report(rows), async (finished) => {
     let bytes = 0;
     for (let page = 1; ; page++) {
       const p = await client.openPage(finished.jobId, page);

@@ -27,9 +27,9 @@ export interface CaseResult {
   /** Worker peak RSS, MB (1e6 bytes): median and max over the repeats. */
   rssMB: number;
   rssMaxMB: number;
-  /** Worker CPU time (user + system) during runJob, ms, median. */
+  /** Worker CPU time (user + system) during runAttempt, ms, median. */
   cpuMs: number;
-  /** Worker RSS before runJob (modules loaded: the runtime's floor), MB, median. */
+  /** Worker RSS before runAttempt (modules loaded: the runtime's floor), MB, median. */
   baseRssMB: number;
   /** Every repeat, for the record; peaks of process.memoryUsage() in bytes. */
   runs: {

@@ -28,15 +28,15 @@ export interface WorkerResult {
   pages: number;
   /** Page bytes downloaded. */
   bytes: number;
-  /** From just before runJob (first request) until it returned after COMMIT, in ms. */
+  /** From just before runAttempt (first request) until it returned after COMMIT, in ms. */
   durationMs: number;
   /** From the same start until the loader began its COPY with the first decoded rows, in ms. */
   firstRowMs: number;
   /** process.resourceUsage().maxRSS at the end, in KiB. */
   maxRssKiB: number;
-  /** CPU time (user + system) of the worker during runJob, in ms. */
+  /** CPU time (user + system) of the worker during runAttempt, in ms. */
   cpuMs: number;
-  /** maxRSS just before runJob (the modules loaded, nothing run), in KiB. */
+  /** maxRSS just before runAttempt (the modules loaded, nothing run), in KiB. */
   baseRssKiB: number;
   /** Peaks of process.memoryUsage() sampled every 50 ms during the run, in bytes. */
   peaks: { heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };

@@ -1,13 +1,14 @@
 // The measured worker of `npm run bench` (bench/run.ts): one fresh process per measurement, so that its peak RSS
 // is its own. It runs the compiled product (dist/, built by `npm run bench` first), as the Docker image does.
-// Runs runJob once against the page server and sends one WorkerResult (bench/lib/worker-types.ts) to the parent
+// Runs runAttempt once against the page server and sends one WorkerResult (bench/lib/worker-types.ts) to the parent
 // over IPC, then exits. Input: argv[2] is a JSON WorkerInput. Time to the first row is taken from the loader's
 // 'loading' log line, which copy-load.ts writes once the first rows are decoded, right before COPY starts.
 import { pino } from 'pino';
 import { configSchema } from '../../dist/config/schema.js';
 import { makePool, makeRedis } from '../../dist/app/connections.js';
 import { silentLogger } from '../../dist/logger.js';
-import { runJob } from '../../dist/pipeline/run-job.js';
+import { resolveJob } from '../../dist/config/load.js';
+import { runAttempt } from '../../dist/pipeline/run-attempt.js';
 
 const input = JSON.parse(process.argv[2]);
 let firstRowAt = NaN;
@@ -50,7 +51,7 @@ let result;
 try {
   t0 = performance.now();
   cpu0 = process.cpuUsage();
-  const r = await runJob({ config, job: 'bench', pool, redis, logger });
+  const r = await runAttempt({ job: resolveJob(config, 'bench'), pool, redis, logger });
   const durationMs = performance.now() - t0;
   result = { ok: true, plan: r.plan, rows: r.rows, pages: r.pages, bytes: r.bytes, durationMs, firstRowMs: firstRowAt - t0, maxRssKiB: process.resourceUsage().maxRSS, baseRssKiB, peaks, cpuMs: cpuMs() };
 } catch (err) {

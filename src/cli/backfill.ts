@@ -1,8 +1,8 @@
 /** `report-etl backfill <job> --from <date> --to <date>`: one run per schedule interval (see src/queue/backfill.ts). */
 import type { RegisterCommand } from './types.ts';
-import { getJob, loadConfig } from '../config/load.ts';
+import { resolveJob, loadConfig } from '../config/load.ts';
 import { backfill } from '../queue/backfill.ts';
-import { parseZonedDate } from '../queue/logical-time.ts';
+import { parseZonedDate } from '../pipeline/logical-time.ts';
 import { configOption, queuePrefixOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
 
@@ -13,7 +13,7 @@ export const registerBackfill: RegisterCommand = (program, cli) => {
     .requiredOption('--to <date>', 'end, inclusive, same forms')
     .action(async (job: string, opts: { config: string; queuePrefix: string; from: string; to: string }) => {
       const { config } = await loadConfig(opts.config);
-      const r = getJob(config, job);
+      const r = resolveJob(config, job);
       const zone = r.zone;
       const from = parseZonedDate(opts.from, zone);
       const to = parseZonedDate(opts.to, zone);

@@ -6,9 +6,9 @@
 import { Option } from 'commander';
 import { openStores } from '../app/bootstrap.ts';
 import { Releasers } from '../app/connections.ts';
-import { loadConfig } from '../config/load.ts';
+import { loadConfig, resolveJob } from '../config/load.ts';
 import { makeLogger } from '../logger.ts';
-import { runJob, RunFailedError } from '../pipeline/run-job.ts';
+import { AttemptFailedError, runAttempt } from '../pipeline/run-attempt.ts';
 import { configOption, paramOption } from './options.ts';
 import type { RegisterCommand } from './types.ts';
 
@@ -18,6 +18,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
     .addOption(new Option('--run-key <key>', 'logical run id; append loads are exactly-once per key'))
     .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string }) => {
       const loaded = await loadConfig(opts.config);
+      const job = resolveJob(loaded.config, jobName, opts.config);
       const logger = makeLogger();
       const releasers = new Releasers();
       const controller = new AbortController();
@@ -40,24 +41,22 @@ export const registerRun: RegisterCommand = (program, cli) => {
       try {
         const { pool, redis, releasers: stores } = await openStores(logger);
         releasers.add(() => stores.releaseAll());
-        const result = await runJob({
-          config: loaded.config,
-          job: jobName,
+        const result = await runAttempt({
+          job,
+          request: { trigger: 'manual', parameters: opts.param, ...(opts.runKey ? { runKey: opts.runKey } : {}) },
           pool,
           redis,
           logger,
           signal: controller.signal,
-          parameters: opts.param,
-          ...(opts.runKey ? { runKey: opts.runKey } : {}),
         });
         const secs = result.durationMs / 1000;
         cli.out(
           `${jobName}: ${result.status}, ${result.rows} rows, ${result.pages} pages, ${(result.bytes / 1e6).toFixed(1)} MB in ` +
-            `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} rows/s), run ${result.runId}`,
+            `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} rows/s), run ${result.attemptId}`,
         );
       } catch (err) {
-        if (!(err instanceof RunFailedError)) throw err;
-        cli.err(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), run ${err.runId}: ${err.message}`);
+        if (!(err instanceof AttemptFailedError)) throw err;
+        cli.err(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), run ${err.attemptId}: ${err.message}`);
         // A config problem found only at run time (a declared type PostgreSQL does not know, a bad report name).
         cli.exit(err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
       } finally {

@@ -5,7 +5,7 @@
 export * from './schema.ts';
 export { interpolate, formatPath, SECRET_KEY, WHOLE_REFERENCE } from './interpolate.ts';
 export type { ConfigPath, InterpolateHooks } from './interpolate.ts';
-export { loadConfig, validateConfigText, getJob, parseWindow, isTimeZone } from './load.ts';
+export { loadConfig, validateConfigText, resolveJob, parseWindow, isTimeZone } from './load.ts';
 export { closestMatch } from './problems.ts';
 export type { LoadedConfig, ResolvedJob } from './load.ts';
 export { watchConfig } from './watch.ts';

@@ -228,7 +228,7 @@ function parseCoercing<S extends z.ZodType>(schema: S, data: unknown, base: Conf
  * @param file the config file name to show in the error (default "jobs.yaml")
  * @throws ConfigError `unknown job "x" in jobs.yaml (known: a, b)`, with a "did you mean" when close
  */
-export function getJob(cfg: EtlConfig, name: string, file = 'jobs.yaml'): ResolvedJob {
+export function resolveJob(cfg: EtlConfig, name: string, file = 'jobs.yaml'): ResolvedJob {
   const job = Object.hasOwn(cfg.jobs, name) ? cfg.jobs[name] : undefined;
   if (!job) {
     const known = Object.keys(cfg.jobs);

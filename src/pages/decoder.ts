@@ -4,6 +4,7 @@
  * {@link PageDecoder.decodePage} yields; `columns` and `kinds` tell it the table's columns and what types fit.
  */
 import type { OutputType } from '../vocabulary.ts';
+import type { CopyFormat } from '../warehouse/row-source.ts';
 import { JsonPageDecoder } from './json-decoder.ts';
 import { TxtPageDecoder } from './txt-decoder.ts';
 import { XmlQueryPageDecoder } from './xml-decoder.ts';
@@ -12,8 +13,7 @@ export { KIND } from './kinds.ts';
 export { bomLength } from './bom.ts';
 export { PageFormatError } from './errors.ts';
 
-/** COPY format of the decoder's output: 'csv' = COPY ... (FORMAT csv), 'text' = COPY ... (FORMAT text). */
-export type CopyFormat = 'text' | 'csv';
+export type { CopyFormat } from '../warehouse/row-source.ts';
 
 /** Decodes the pages of one run, in order, into COPY rows. One instance per run; not reentrant. */
 export interface PageDecoder {

@@ -4,19 +4,9 @@
  * timestamps dd.mm.yyyy hh:mm:ss.mmm in txt and ISO 8601 with offset in json/xml_query).
  */
 
-/**
- * Bit flags of the kinds of value seen in a column; a column's kind is the OR over its non-null values.
- * - integer: an integer that fits int64
- * - numeric: a decimal, or an integer beyond int64
- * - timestamp: txt bare `dd.mm.yyyy hh:mm:ss.mmm`, or a JSON/XML string in ISO 8601 with a UTC offset
- * - boolean: JSON true/false
- * - text: any other string (in txt: any quoted field, whatever it contains)
- * - json: a JSON object/array value
- */
-export const KIND = { integer: 1, numeric: 2, timestamp: 4, boolean: 8, text: 16, json: 32 } as const;
+import { KIND } from '../warehouse/row-source.ts';
 
-/** One of the {@link KIND} bits. */
-export type KindBit = (typeof KIND)[keyof typeof KIND];
+export { KIND, type KindBit } from '../warehouse/row-source.ts';
 
 const INT64_MAX = [57, 50, 50, 51, 51, 55, 50, 48, 51, 54, 56, 53, 52, 55, 55, 53, 56, 48, 55]; // "9223372036854775807"
 

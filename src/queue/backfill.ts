@@ -5,9 +5,9 @@
  */
 import type { Queue } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
-import { getJob } from '../config/load.ts';
+import { resolveJob } from '../config/load.ts';
 import { ConfigError } from '../errors.ts';
-import { cronTicks, MAX_TICKS } from './cron-ticks.ts';
+import { cronTicks, MAX_TICKS } from '../config/cron-ticks.ts';
 import type { RunQueue } from './queue.ts';
 import { enqueueTick } from './scheduler.ts';
 
@@ -23,18 +23,16 @@ export interface BackfillResult {
  *   {@link MAX_TICKS} ticks
  */
 export async function backfill(deps: { queue: RunQueue; config: EtlConfig }, job: string, from: Date, to: Date): Promise<BackfillResult> {
-  const r = getJob(deps.config, job);
+  const r = resolveJob(deps.config, job);
   if (!r.job.schedule) throw new ConfigError([`jobs.${job} has no schedule: backfill needs one to know the intervals (use enqueue for a manual run)`]);
   if (!(to.getTime() > from.getTime())) throw new ConfigError([`backfill range is empty: --to (${to.toISOString()}) must be after --from (${from.toISOString()})`]);
   const ticks = cronTicks(r.job.schedule, r.zone);
   const found = ticks.between(from, to, MAX_TICKS);
   if (found.truncated) throw new ConfigError([`backfill range has more than ${MAX_TICKS} ticks of "${r.job.schedule}": split it`]);
   const runs: BackfillResult['runs'] = [];
-  let previous = ticks.previous(found.ticks[0] ?? to);
   for (const tick of found.ticks) {
-    const { jobId, added } = await enqueueTick(deps.queue, deps.config, job, tick, 'backfill', previous);
+    const { jobId, added } = await enqueueTick(deps.queue, deps.config, job, tick, 'backfill');
     runs.push({ tick, jobId, added });
-    previous = tick;
   }
   return { runs };
 }

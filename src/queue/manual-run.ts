@@ -6,8 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
-import { getJob } from '../config/load.ts';
-import { cronTicks } from './cron-ticks.ts';
+import { resolveJob } from '../config/load.ts';
+import { previousTick } from '../pipeline/logical-time.ts';
 import { manualJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest } from '../vocabulary.ts';
@@ -20,13 +20,11 @@ import type { RunRequest } from '../vocabulary.ts';
  * @throws ConfigError for an unknown job
  */
 export async function enqueueManual(queue: RunQueue, config: EtlConfig, job: string, parameters: Record<string, string> = {}, now = new Date()): Promise<{ jobId: string; runKey: string }> {
-  const r = getJob(config, job);
+  const r = resolveJob(config, job);
   const runKey = randomUUID();
   const req: RunRequest = { job, trigger: 'manual', runKey, logicalEnd: now.toISOString() };
-  if (r.job.schedule) {
-    const previous = cronTicks(r.job.schedule, r.zone).previous(now);
-    if (previous) req.logicalStart = previous.toISOString();
-  }
+  const previous = previousTick(r, now);
+  if (previous) req.logicalStart = previous.toISOString();
   if (Object.keys(parameters).length) req.parameters = parameters;
   const { jobId } = await enqueueRun(queue, req, { jobId: manualJobId(job, runKey), ...retryOf(config, job) });
   return { jobId, runKey };

@@ -1,30 +1,25 @@
 /**
- * What a worker does with one queued run (issue 4 "Worker"): skip a tick that already succeeded, hold the
- * job's overlap lock, clean up after a dead attempt, render the run's logical time into the report parameters,
- * and call the pipeline's runJob. Maps the outcome onto BullMQ: a non-retryable failure is an
- * UnrecoverableError (no further attempts), a run interrupted by shutdown goes back to the queue without using
- * up an attempt. Each attempt is one etl.runs row (runJob records it).
+ * What a worker does with one queued run (issue 4 "Worker"): skip a tick that already succeeded, hold the job's
+ * overlap lock, record the run request, and call the pipeline's runAttempt — which numbers the attempt, clears
+ * dead attempts of the run, works out its logical time and does the rest. Maps the outcome onto BullMQ: a
+ * non-retryable failure is an UnrecoverableError (no further attempts), an attempt interrupted by shutdown goes
+ * back to the queue without using up an attempt.
  */
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
-import { getJob, type ResolvedJob } from '../config/load.ts';
+import { resolveJob, type ResolvedJob } from '../config/load.ts';
 import { coerceError, ConfigError } from '../errors.ts';
+import { hasSucceeded } from '../history/attempts.ts';
+import { recordRunRequest } from '../history/run-requests.ts';
 import type { Logger } from '../logger.ts';
-import { runJob, RunFailedError } from '../pipeline/run-job.ts';
-import { failAttempt, hasSucceeded, runningAttempts } from '../history/attempts.ts';
-import { cronTicks } from './cron-ticks.ts';
-import { renderParameters } from './logical-time.ts';
+import { AttemptFailedError, runAttempt } from '../pipeline/run-attempt.ts';
+import type { ReportClients } from '../report-api/index.ts';
+import { TICK_TRIGGERS } from '../vocabulary.ts';
 import { overlapLockKey } from './names.ts';
 import { tryOverlapLock } from './overlap-lock.ts';
 import type { QueuedRun } from './queue.ts';
-import { TICK_TRIGGERS, type RunRequest } from '../vocabulary.ts';
-import type { ClientLease, ReportClients } from '../report-api/client-registry.ts';
-import type { ReportClient } from '../report-api/index.ts';
-import { recordRunRequest } from '../history/run-requests.ts';
 
 /** What a finished queued run returns (the BullMQ job's return value). */
 export interface RunOutcome {
@@ -55,37 +50,6 @@ export interface ProcessDeps {
   track: (controller: AbortController) => () => void;
 }
 
-/** The report parameters of a run: jobs.yaml's with `%{...}` rendered, then the request's explicit ones. */
-export function runParameters(r: ResolvedJob, req: RunRequest, now: Date): Record<string, string> {
-  const zone = r.zone;
-  const logicalEnd = new Date(req.logicalEnd ?? req.scheduledFor ?? now.toISOString());
-  let logicalStart = req.logicalStart ? new Date(req.logicalStart) : undefined;
-  if (!logicalStart && r.job.schedule) logicalStart = cronTicks(r.job.schedule, zone).previous(logicalEnd);
-  const tick = req.scheduledFor ? new Date(req.scheduledFor) : logicalEnd;
-  const rendered = renderParameters(r.job.report.parameters, { tick, logicalStart: logicalStart ?? logicalEnd, logicalEnd }, zone, `jobs.${r.name}.report.parameters`);
-  return { ...rendered, ...req.parameters };
-}
-
-/**
- * Deletes the report jobs attempts of this logical run left on the server when their worker died (their id is in
- * etl.runs.report_job_id), and records those attempts interrupted. Called while holding the overlap lock.
- * @returns how many dead attempts were cleaned up
- */
-export async function recoverDeadAttempts(deps: Pick<ProcessDeps, 'pool' | 'logger'>, client: ReportClient, r: ResolvedJob, runKey: string, attempt: number, ownRunId: string): Promise<number> {
-  const dead = (await runningAttempts(deps.pool, r.name, runKey)).filter((d) => d.run_id !== ownRunId);
-  for (const d of dead) {
-    let deleted = 'no report job was started';
-    if (d.report_job_id) {
-      await client.deleteJob(d.report_job_id);
-      deleted = `its report job ${d.report_job_id} was deleted`;
-    }
-    const message = `attempt ${d.attempt} was abandoned by its worker (${d.worker ?? 'unknown'}: stopped or lost its lock); ${deleted} by attempt ${attempt}`;
-    await failAttempt(deps.pool, d.run_id, { status: 'interrupted', stage: 'load', errorKind: 'ABORTED', retryable: true, message, details: { reportJobId: d.report_job_id } });
-    deps.logger.warn({ deadRunId: d.run_id, reportJobId: d.report_job_id }, 'cleaned up after a dead attempt');
-  }
-  return dead.length;
-}
-
 /**
  * Processes one queued run (the BullMQ processor).
  * @param signal BullMQ's per-job abort signal (Worker.cancelJob)
@@ -99,7 +63,7 @@ export async function processRun(deps: ProcessDeps, bjob: Job<QueuedRun>, token:
   const config = deps.config();
   let resolved: ResolvedJob;
   try {
-    resolved = getJob(config, req.job);
+    resolved = resolveJob(config, req.job);
   } catch (err) {
     throw new UnrecoverableError(`${coerceError(err).message} (the job was removed from jobs.yaml after this run was queued)`);
   }
@@ -121,9 +85,7 @@ export async function processRun(deps: ProcessDeps, bjob: Job<QueuedRun>, token:
   const untrack = deps.track(controller);
   const onBullAbort = () => controller.abort(signal?.reason ?? new Error('cancelled'));
   signal?.addEventListener('abort', onBullAbort, { once: true });
-  let lease: ClientLease | undefined;
   try {
-    const runId = randomUUID();
     await recordRunRequest(deps.pool, {
       job: req.job,
       runKey: req.runKey,
@@ -134,55 +96,34 @@ export async function processRun(deps: ProcessDeps, bjob: Job<QueuedRun>, token:
       logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
       parameters: req.parameters,
     });
-    let parameters: Record<string, string>;
-    try {
-      parameters = runParameters(resolved, req, new Date());
-    } catch (err) {
-      throw new UnrecoverableError(coerceError(err).message);
-    }
-    const result = await runJob({
-      config,
-      job: req.job,
+    const result = await runAttempt({
+      job: resolved,
+      request: req,
       pool: deps.pool,
       redis: deps.redis,
       logger: deps.logger,
       signal: controller.signal,
-      runId,
-      runKey: req.runKey,
-      trigger: req.trigger,
-      ...(req.scheduledFor ? { scheduledFor: new Date(req.scheduledFor) } : {}),
-      parameters,
-      // Both inside runJob, so that a failing discovery or clean-up is recorded as this attempt's failure.
-      client: async () => {
-        lease = await deps.clients.acquire(resolved.connectionName, resolved.connection);
-        return lease.client;
-      },
-      beforeStart: (client, attempt) => recoverDeadAttempts({ ...deps, logger: log }, client, resolved, req.runKey, attempt, runId).then(() => undefined),
+      clients: deps.clients,
+      exclusive: true,
       worker: deps.workerName,
     });
-    return { status: result.status, runId: result.runId, rows: result.rows, pages: result.pages, bytes: result.bytes, durationMs: Math.round(result.durationMs) };
+    return { status: result.status, runId: result.attemptId, rows: result.rows, pages: result.pages, bytes: result.bytes, durationMs: Math.round(result.durationMs) };
   } catch (err) {
-    if (err instanceof RunFailedError) {
+    if (err instanceof AttemptFailedError) {
       if (controller.signal.aborted && deps.shuttingDown()) {
-        // Recorded interrupted by runJob; back to the queue at once for another worker, without using up an attempt.
-        log.warn({ runId: err.runId }, 'run interrupted by shutdown: queued again');
+        // Recorded interrupted by runAttempt; back to the queue at once for another worker, without using up an attempt.
+        log.warn({ runId: err.attemptId }, 'run interrupted by shutdown: queued again');
         await bjob.moveToDelayed(Date.now(), token);
         throw new DelayedError();
       }
-      const text = `${err.code}: ${err.message} (run ${err.runId})`;
+      const text = `${err.code}: ${err.message} (run ${err.attemptId})`;
       throw err.retryable ? new Error(text, { cause: err }) : new UnrecoverableError(text);
     }
     if (err instanceof ConfigError) throw new UnrecoverableError(err.message);
     throw err;
   } finally {
-    lease?.release();
     signal?.removeEventListener('abort', onBullAbort);
     untrack();
     await lock.release().catch((e: unknown) => log.warn({ err: coerceError(e).message }, 'could not release the overlap lock'));
   }
-}
-
-/** Default name of a worker in etl.runs.worker: `host:pid`. */
-export function defaultWorkerName(): string {
-  return `${hostname()}:${process.pid}`;
 }

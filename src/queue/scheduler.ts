@@ -9,10 +9,11 @@ import type pg from 'pg';
 import type { Queue } from 'bullmq';
 import { createTask, type ScheduledTask } from 'node-cron';
 import type { EtlConfig, JobConfig } from '../config/schema.ts';
-import { parseWindow, scheduleZone } from '../config/load.ts';
+import { parseWindow, resolveJob, scheduleZone } from '../config/load.ts';
+import { previousTick } from '../pipeline/logical-time.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { cronTicks } from './cron-ticks.ts';
+import { cronTicks } from '../config/cron-ticks.ts';
 import type { LiveConfig } from '../config/live-config.ts';
 import { runJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
@@ -43,12 +44,16 @@ export interface Scheduler {
 export const LATE_TICK_MAX_MS = 60_000;
 
 /**
- * Enqueues the run of `job` for `tick` (deduplicated by id across schedulers).
- * @returns whether this call queued it
+ * Enqueues the run of `job` for `tick` (deduplicated by id across schedulers). Its logical interval ends at the tick
+ * and starts at the schedule's previous tick (pipeline/logical-time.ts), fixed now so that a replay runs the same
+ * interval even if the schedule changes later.
+ * @returns the queue job id, and whether this call queued it
+ * @throws ConfigError for an unknown job
  */
-export async function enqueueTick(queue: RunQueue, config: EtlConfig, job: string, tick: Date, trigger: TickTrigger, previous?: Date): Promise<{ jobId: string; added: boolean }> {
+export async function enqueueTick(queue: RunQueue, config: EtlConfig, job: string, tick: Date, trigger: TickTrigger): Promise<{ jobId: string; added: boolean }> {
   const id = runJobId(job, tick);
   const req: RunRequest = { job, trigger, scheduledFor: tick.toISOString(), logicalEnd: tick.toISOString(), runKey: id };
+  const previous = previousTick(resolveJob(config, job), tick);
   if (previous) req.logicalStart = previous.toISOString();
   return enqueueRun(queue, req, { jobId: id, ...retryOf(config, job) });
 }
@@ -72,8 +77,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     const job = config.jobs[name];
     if (!job?.schedule) return;
     const tick = new Date(Math.floor(at.getTime() / 1000) * 1000);
-    const previous = cronTicks(job.schedule, scheduleZone(config, job)).previous(tick);
-    const { jobId, added } = await enqueueTick(deps.queue, config, name, tick, 'schedule', previous);
+    const { jobId, added } = await enqueueTick(deps.queue, config, name, tick, 'schedule');
     log.info({ job: name, tick: tick.toISOString(), queueJobId: jobId, added }, added ? 'tick: run queued' : 'tick: run was queued by another scheduler');
   };
 
@@ -141,7 +145,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     const found = ticks.between(from, until, job.catchup === 'latest' ? 1 : undefined);
     let queued = 0;
     for (const tick of found.ticks) {
-      if ((await enqueueTick(deps.queue, config, name, tick, 'catchup', ticks.previous(tick))).added) queued += 1;
+      if ((await enqueueTick(deps.queue, config, name, tick, 'catchup')).added) queued += 1;
     }
     if (found.ticks.length) {
       log.info({ job: name, missed: found.ticks.length, queued, since: last.toISOString(), truncated: found.truncated }, 'catch-up: missed ticks queued');

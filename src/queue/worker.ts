@@ -13,7 +13,8 @@ import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
 import { OVERLAP_LOCK_TTL_MS } from './overlap-lock.ts';
 import type { QueuedRun } from './queue.ts';
 import { makeReportClients } from '../report-api/client-registry.ts';
-import { defaultWorkerName, processRun, type RunOutcome } from './run-processor.ts';
+import { defaultWorkerName } from '../pipeline/run-attempt.ts';
+import { processRun, type RunOutcome } from './run-processor.ts';
 
 /** What {@link makeRunWorker} needs. */
 export interface RunWorkerDeps {

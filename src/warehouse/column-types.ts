@@ -3,7 +3,7 @@
  * type is kept; otherwise the type is inferred from the kinds of value the page decoder saw in the whole report
  * (not just the first page), so that integers on page 1 and decimals on page 3 give `numeric` on the first run.
  */
-import { KIND } from '../pages/kinds.ts';
+import { KIND } from './row-source.ts';
 
 /**
  * The type for a column from the OR of its {@link KIND} bits.

@@ -12,7 +12,10 @@
  * The syntax is `%{...}`, not `${...}`, because the config loader interpolates `${VAR}` from the environment
  * when it reads jobs.yaml; templates are rendered by the worker when the run starts.
  */
+import { cronTicks } from '../config/cron-ticks.ts';
+import type { ResolvedJob } from '../config/load.ts';
 import { ConfigError } from '../errors.ts';
+import type { RunRequest } from '../vocabulary.ts';
 
 /** The instants a template can refer to. */
 export interface LogicalTime {
@@ -114,4 +117,34 @@ export function parseZonedDate(text: string, zone: string): Date {
     t += wall - seen;
   }
   return new Date(t);
+}
+
+/**
+ * The tick of `job`'s schedule before `at`, in the schedule's zone: the start of the interval a run ending at `at`
+ * covers. Undefined for a job without a schedule (or without a tick in the last year).
+ */
+export function previousTick(job: ResolvedJob, at: Date): Date | undefined {
+  return job.job.schedule ? cronTicks(job.job.schedule, job.zone).previous(at) : undefined;
+}
+
+/**
+ * The logical time of a run, worked out here only: `logicalEnd` is the request's, else its tick, else `now` (a
+ * manual run); `logicalStart` the request's, else the schedule's previous tick before `logicalEnd`, else
+ * `logicalEnd` itself (a job without schedule covers no interval); `tick` the scheduled time, else `logicalEnd`.
+ */
+export function logicalTimeOf(job: ResolvedJob, req: Pick<RunRequest, 'scheduledFor' | 'logicalStart' | 'logicalEnd'>, now: Date): LogicalTime {
+  const logicalEnd = new Date(req.logicalEnd ?? req.scheduledFor ?? now.toISOString());
+  const logicalStart = req.logicalStart ? new Date(req.logicalStart) : (previousTick(job, logicalEnd) ?? logicalEnd);
+  const tick = req.scheduledFor ? new Date(req.scheduledFor) : logicalEnd;
+  return { tick, logicalStart, logicalEnd };
+}
+
+/**
+ * The report parameters of a run: jobs.yaml's with their `%{...}` templates rendered in the job's zone for the
+ * run's logical time, then the request's explicit parameters on top (README "Run parameters and logical time").
+ * @throws ConfigError naming the parameter for an unknown time name
+ */
+export function runParameters(job: ResolvedJob, req: Pick<RunRequest, 'scheduledFor' | 'logicalStart' | 'logicalEnd' | 'parameters'>, now: Date): Record<string, string> {
+  const rendered = renderParameters(job.job.report.parameters, logicalTimeOf(job, req, now), job.zone, `jobs.${job.name}.report.parameters`);
+  return { ...rendered, ...req.parameters };
 }

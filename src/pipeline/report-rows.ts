@@ -1,0 +1,108 @@
+/**
+ * The pages of one finished report job as one {@link RowSource}: GET output/1, 2, … until 404 (spec "Endpoints" #3
+ * and note 1), each page's body fed through the page decoder of the output type. Pulling drives everything: COPY
+ * pulls rows, the decoder pulls page bytes, undici reads the socket only as fast as PostgreSQL takes rows.
+ */
+import { throwIfAborted } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { PageDecoder } from '../pages/decoder.ts';
+import type { ReportClient } from '../report-api/index.ts';
+import type { RowSource } from '../warehouse/row-source.ts';
+
+/** A report's rows, with running figures of the download. */
+export interface ReportRows extends RowSource {
+  /** Pages read completely so far. */
+  readonly pages: number;
+  /** Bytes of page bodies downloaded so far. */
+  readonly bytes: number;
+}
+
+/** 1-based row → 1-based page, from the rows before each page (`pageStartRows[i]` = rows before page i+1). */
+export function pageOfRow(pageStartRows: readonly number[], row: number): number {
+  let lo = 0;
+  let hi = pageStartRows.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (pageStartRows[mid]! < row) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo + 1;
+}
+
+/**
+ * Opens the rows of the finished report job `reportJobId`, logging each page's rows, bytes and rate.
+ * Nothing is requested before {@link RowSource.open}.
+ * @param decoder a fresh decoder of the report's output type (one per report)
+ */
+export function reportRows(client: ReportClient, reportJobId: string, decoder: PageDecoder, logger: Logger, signal?: AbortSignal): ReportRows {
+  const pageStartRows: number[] = [];
+  let pages = 0;
+  let bytes = 0;
+
+  async function* counted(body: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    for await (const chunk of body) {
+      bytes += chunk.length;
+      yield chunk;
+    }
+  }
+
+  async function* allPages(): AsyncGenerator<Buffer> {
+    const started = performance.now();
+    for (let page = 1; ; page++) {
+      throwIfAborted(signal);
+      const pageStarted = performance.now();
+      const stream = await client.openPage(reportJobId, page, signal);
+      if (!stream) break;
+      const rowsBefore = decoder.rows;
+      const bytesBefore = bytes;
+      pageStartRows.push(rowsBefore);
+      yield* decoder.decodePage(counted(stream.body), page);
+      pages = page;
+      const ms = performance.now() - pageStarted;
+      const rows = decoder.rows - rowsBefore;
+      logger.info(
+        {
+          page,
+          rows,
+          bytes: bytes - bytesBefore,
+          ms: Math.round(ms),
+          rowsPerSec: Math.round((rows / Math.max(ms, 1)) * 1000),
+          totalRows: decoder.rows,
+          totalMB: +(bytes / 1e6).toFixed(1),
+          elapsedS: +((performance.now() - started) / 1000).toFixed(1),
+          resumes: stream.resumes(),
+        },
+        'page loaded',
+      );
+    }
+  }
+
+  const source = allPages();
+  // The rows read by open() to learn the columns, handed out first by rows().
+  let first: IteratorResult<Buffer> | undefined;
+  return {
+    copyFormat: decoder.copyFormat,
+    get pages() {
+      return pages;
+    },
+    get bytes() {
+      return bytes;
+    },
+    async open() {
+      first = await source.next();
+      return decoder.columns;
+    },
+    async *rows(inspect) {
+      // Decided once, before any row after the first chunk is decoded (open() decoded that one inspecting).
+      decoder.inspect = inspect;
+      if (first && !first.done) yield first.value;
+      first = undefined;
+      yield* source;
+    },
+    kinds: () => decoder.kinds,
+    pageOfRow: (row) => pageOfRow(pageStartRows, row),
+    async close() {
+      await source.return(undefined).catch(() => undefined);
+    },
+  };
+}

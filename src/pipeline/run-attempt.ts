@@ -1,0 +1,224 @@
+/**
+ * runAttempt(): one attempt of a run, from the access token to the committed rows (DESIGN.md "Flow of one run").
+ * It records the attempt (numbered from the run history), works out the run's logical time and report parameters,
+ * cleans up after dead attempts of the same run when the caller holds the job's overlap lock, starts the report
+ * job and records its id before the first poll, polls it to completion, streams every page into PostgreSQL in one
+ * transaction together with the attempt's `succeeded` record, and DELETEs the report job in every outcome.
+ * Knows nothing of BullMQ; cancellable by AbortSignal (CONVENTIONS.md "Lifecycle").
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type pg from 'pg';
+import type { Redis } from 'ioredis';
+import type { ResolvedJob } from '../config/load.ts';
+import { AbortedError, coerceError, EtlError } from '../errors.ts';
+import { claimAppend, isAppended } from '../history/appends.ts';
+import { completeAttempt, failAttempt, failureOf, insertAttempt, runningAttempts, setAttemptReportJob } from '../history/attempts.ts';
+import type { Logger } from '../logger.ts';
+import { makePageDecoder } from '../pages/decoder.ts';
+import { encodeReportName, makeReportClient, withReportJob, type ClientLease, type FinishedReport, type ReportClient, type ReportClients } from '../report-api/index.ts';
+import type { RunRequest, RunStage } from '../vocabulary.ts';
+import { loadRows, withLoadTransaction, type LoadPlan, type LoadResult } from '../warehouse/copy-load.ts';
+import { parseTableName } from '../warehouse/identifiers.ts';
+import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
+import { runParameters } from './logical-time.ts';
+import { reportRows } from './report-rows.ts';
+
+/** Options of {@link runAttempt}. */
+export interface AttemptOptions {
+  /** The jobs.yaml job, resolved once by the caller (config `resolveJob`). */
+  job: ResolvedJob;
+  /**
+   * The logical run this attempt belongs to: trigger, run key, logical time, explicit parameters. Default: a
+   * manual run of its own (run key = the attempt id), logical time now.
+   */
+  request?: Partial<Omit<RunRequest, 'job'>>;
+  pool: pg.Pool;
+  /** Holds the access token shared by every process. */
+  redis: Redis;
+  logger: Logger;
+  /** Aborts the attempt: it rolls back, deletes its report job and is recorded `interrupted`. */
+  signal?: AbortSignal;
+  /** Clients shared across attempts (a worker's). Default: one made for this attempt and closed at its end. */
+  clients?: ReportClients;
+  /**
+   * The caller holds the job's overlap lock (one attempt of the job at a time), so attempts of this run still
+   * recorded `running` are dead: their report jobs are deleted and they are recorded `interrupted` first.
+   */
+  exclusive?: boolean;
+  /** Name of the process in `etl.runs.worker` (default host:pid). */
+  worker?: string;
+}
+
+/** Outcome of a successful attempt. */
+export interface AttemptResult {
+  /** `etl.runs.run_id` of the attempt. */
+  attemptId: string;
+  /** jobs.yaml job name. */
+  job: string;
+  runKey: string;
+  /** 1-based number of the attempt within its run. */
+  attempt: number;
+  /** already-loaded: an append whose run was already appended by another attempt; nothing was added. */
+  status: 'succeeded' | 'already-loaded';
+  plan: LoadPlan | 'none';
+  rows: number;
+  pages: number;
+  bytes: number;
+  durationMs: number;
+  reportJobId?: string;
+}
+
+/** An attempt that failed; recorded in etl.runs / etl.run_errors before this is thrown. `error` is the typed cause. */
+export class AttemptFailedError extends Error {
+  /** `etl.runs.run_id` of the failed attempt. */
+  readonly attemptId: string;
+  readonly error: Error;
+  readonly code: string;
+  readonly retryable: boolean;
+  constructor(attemptId: string, error: Error) {
+    super(error.message, { cause: error });
+    this.name = 'AttemptFailedError';
+    this.attemptId = attemptId;
+    this.error = error;
+    this.code = error instanceof EtlError ? error.code : 'INTERNAL';
+    this.retryable = error instanceof EtlError ? error.retryable : false;
+  }
+}
+
+/** Default name of a process in etl.runs.worker: `host:pid`. */
+export function defaultWorkerName(): string {
+  return `${hostname()}:${process.pid}`;
+}
+
+/**
+ * Runs one attempt of a run of `o.job`.
+ * @returns figures of the committed load
+ * @throws AttemptFailedError (already recorded as failed or interrupted; the target is untouched and the report
+ *   job deleted): `.error` is the typed cause, `.retryable` says whether another attempt may help
+ */
+export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
+  const r = o.job;
+  const { report, target: targetConfig } = r.job;
+  const request = o.request ?? {};
+  const attemptId = randomUUID();
+  const runKey = request.runKey ?? attemptId;
+  const target = parseTableName(targetConfig.table);
+  const targetTable = `${target.schema}.${target.table}`;
+  const started = performance.now();
+  const trigger = request.trigger ?? 'manual';
+  const attempt = await insertAttempt(o.pool, {
+    attemptId,
+    job: r.name,
+    runKey,
+    scheduledFor: request.scheduledFor ? new Date(request.scheduledFor) : undefined,
+    trigger,
+    targetTable,
+    writeMode: targetConfig.mode,
+    worker: o.worker ?? defaultWorkerName(),
+  });
+  let log = o.logger.child({ job: r.name, runId: attemptId });
+  log.info({ trigger, attempt, runKey, report: report.name, outputType: report.outputType }, 'run started');
+  let stage: RunStage = 'config';
+  const figures = { pages: 0, bytes: 0 };
+  let reportJobId: string | undefined;
+  let lease: ClientLease | undefined;
+  let ownClient: ReportClient | undefined;
+  try {
+    if (targetConfig.mode === 'append' && (await isAppended(o.pool, r.name, runKey))) {
+      await completeAttempt(o.pool, attemptId, { rows: 0, pages: 0, bytes: 0 });
+      log.info({ runKey }, 'rows of this run were already appended by an earlier attempt: nothing to do');
+      return { attemptId, job: r.name, runKey, attempt, status: 'already-loaded', plan: 'none', rows: 0, pages: 0, bytes: 0, durationMs: performance.now() - started };
+    }
+    const declaredTypes = await resolveDeclaredTypes(o.pool, r.name, targetConfig.columns);
+    const parameters = runParameters(r, request, new Date());
+    // Spec "Report naming rules": a bad name fails before any request (making the client reads discovery).
+    encodeReportName(report.name, r.connection.pathEncoding, { job: r.name });
+    stage = 'token';
+    let client: ReportClient;
+    if (o.clients) {
+      lease = await o.clients.acquire(r.connectionName, r.connection);
+      client = lease.client;
+    } else {
+      client = ownClient = await makeReportClient({ connection: r.connection, connectionName: r.connectionName, redis: o.redis, logger: o.logger, ...(o.signal ? { signal: o.signal } : {}) });
+    }
+    stage = 'start';
+    if (o.exclusive) await clearDeadAttempts(o.pool, client, r.name, runKey, attempt, attemptId, log);
+    const load = async (finished: FinishedReport): Promise<AttemptResult> => {
+      log.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
+      stage = 'load';
+      const rows = reportRows(client, finished.jobId, makePageDecoder(report.outputType), log, o.signal);
+      let loaded: LoadResult | undefined;
+      try {
+        const committed = await withLoadTransaction(o.pool, { target, timezone: r.connection.timezone }, async (tx) => {
+          loaded = await loadRows(tx, { target, mode: targetConfig.mode, key: targetConfig.key, declaredTypes, expectedRows: finished.rows, logger: log }, rows);
+          figures.pages = rows.pages;
+          figures.bytes = rows.bytes;
+          if (targetConfig.mode === 'append' && !(await claimAppend(tx, r.name, runKey, attemptId, targetTable, loaded.rows))) return false;
+          if (!(await completeAttempt(tx, attemptId, { rows: loaded.rows, ...figures }))) {
+            throw new EtlError('ABORTED', 'this attempt was declared dead by a later attempt of the same run (it stalled past its lock): its rows are not committed', {
+              stage: 'commit',
+              retryable: false,
+            });
+          }
+          return true;
+        });
+        if (!committed) {
+          await completeAttempt(o.pool, attemptId, { rows: 0, ...figures });
+          log.warn({ runKey }, 'another attempt of this run committed its rows first: this attempt added nothing');
+        }
+        const durationMs = performance.now() - started;
+        const rowCount = committed ? loaded!.rows : 0;
+        log.info(
+          { plan: loaded!.plan, rows: loaded!.rows, ...figures, durationMs: Math.round(durationMs), rowsPerSec: Math.round((loaded!.rows / durationMs) * 1000) },
+          'run succeeded',
+        );
+        return { attemptId, job: r.name, runKey, attempt, status: committed ? 'succeeded' : 'already-loaded', plan: loaded!.plan, rows: rowCount, ...figures, durationMs, reportJobId: finished.jobId };
+      } finally {
+        figures.pages = rows.pages;
+        figures.bytes = rows.bytes;
+        await rows.close();
+      }
+    };
+    return await withReportJob(client, { ...report, job: r.name, parameters }, load, {
+      signal: o.signal,
+      logger: log,
+      onStarted: async (job) => {
+        reportJobId = job.id;
+        log = log.child({ reportJobId });
+        await setAttemptReportJob(o.pool, attemptId, job.id);
+      },
+    });
+  } catch (raw) {
+    let err = coerceError(raw);
+    if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
+    if (err instanceof EtlError && !err.stage) err.stage = stage;
+    const failure = failureOf(err, stage, { rows: 0, ...figures });
+    await failAttempt(o.pool, attemptId, failure).catch((e: unknown) => log.error({ err: coerceError(e).message }, 'could not record the failed run'));
+    log.error({ code: failure.errorKind, stage: failure.stage, retryable: failure.retryable, reportJobId }, `run ${failure.status}: ${err.message}`);
+    throw new AttemptFailedError(attemptId, err);
+  } finally {
+    lease?.release();
+    if (ownClient) await ownClient.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Deletes the report jobs that attempts of this run left on the server when their process died (their id is in
+ * etl.runs.report_job_id), and records those attempts interrupted. Only safe while holding the job's overlap lock.
+ * @returns how many dead attempts were cleaned up
+ */
+async function clearDeadAttempts(pool: pg.Pool, client: ReportClient, job: string, runKey: string, attempt: number, ownAttemptId: string, log: Logger): Promise<number> {
+  const dead = (await runningAttempts(pool, job, runKey)).filter((d) => d.run_id !== ownAttemptId);
+  for (const d of dead) {
+    let deleted = 'no report job was started';
+    if (d.report_job_id) {
+      await client.deleteJob(d.report_job_id);
+      deleted = `its report job ${d.report_job_id} was deleted`;
+    }
+    const message = `attempt ${d.attempt} was abandoned by its worker (${d.worker ?? 'unknown'}: stopped or lost its lock); ${deleted} by attempt ${attempt}`;
+    await failAttempt(pool, d.run_id, { status: 'interrupted', stage: 'load', errorKind: 'ABORTED', retryable: true, message, details: { reportJobId: d.report_job_id } });
+    log.warn({ deadRunId: d.run_id, reportJobId: d.report_job_id }, 'cleaned up after a dead attempt');
+  }
+  return dead.length;
+}

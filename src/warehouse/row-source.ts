@@ -1,0 +1,49 @@
+/**
+ * The contract between whatever produces a report's rows (the page decoders of src/pages, joined over the pages
+ * of one report job by the pipeline) and the loader: rows arrive as whole lines in a PostgreSQL COPY format, the
+ * report's column names are known before the first row is loaded, and the kinds of every value — the input of
+ * type inference — are known after the last. The loader pulls; nothing is buffered whole.
+ */
+
+/**
+ * Bit flags of the kinds of value seen in a column; a column's kind is the OR over its non-null values.
+ * - integer: an integer that fits int64
+ * - numeric: a decimal, or an integer beyond int64
+ * - timestamp: txt bare `dd.mm.yyyy hh:mm:ss.mmm`, or a JSON/XML string in ISO 8601 with a UTC offset
+ * - boolean: JSON true/false
+ * - text: any other string (in txt: any quoted field, whatever it contains)
+ * - json: a JSON object/array value
+ */
+export const KIND = { integer: 1, numeric: 2, timestamp: 4, boolean: 8, text: 16, json: 32 } as const;
+
+/** One of the {@link KIND} bits. */
+export type KindBit = (typeof KIND)[keyof typeof KIND];
+
+/**
+ * COPY format of the rows: 'csv' = `COPY … (FORMAT csv)` (unquoted empty = NULL, `""` = empty string),
+ * 'text' = `COPY … (FORMAT text)` (`\N` = NULL, backslash escapes).
+ */
+export type CopyFormat = 'text' | 'csv';
+
+/** The rows of one report, pulled by the loader. Used once: open(), then rows(), then kinds(); close() always. */
+export interface RowSource {
+  readonly copyFormat: CopyFormat;
+  /**
+   * Reads until the report's columns are known (the first page's header or first row).
+   * @returns the raw report column names in row order, or undefined for a report with no rows and no header
+   * @throws what reading throws (fetch and parse errors, AbortedError)
+   */
+  open(): Promise<readonly string[] | undefined>;
+  /**
+   * The rows, in order: each Buffer holds whole rows, each ending in \n, in {@link copyFormat} and column order.
+   * @param inspect record the {@link KIND}s of every value (type inference needs them; skipping it is faster)
+   * @throws fetch and parse errors naming page and row, AbortedError
+   */
+  rows(inspect: boolean): AsyncIterable<Buffer>;
+  /** Per column: OR of {@link KIND} bits over all non-null values; complete once rows(true) is exhausted. */
+  kinds(): readonly number[];
+  /** The 1-based page that holds the 1-based row of the report (for error messages). */
+  pageOfRow(row: number): number;
+  /** Stops reading and frees what is held (an open page stream). Safe at any time, and more than once. */
+  close(): Promise<void>;
+}
