@@ -4,7 +4,7 @@
  * {@link PageDecoder.decodePage} yields; `columns` and `kinds` tell it the table's columns and what types fit.
  */
 import type { OutputType } from '../vocabulary.ts';
-import type { CopyFormat } from '../warehouse/row-source.ts';
+import type { PageDecoder } from './page-decoder.ts';
 import { JsonPageDecoder } from './json-decoder.ts';
 import { TxtPageDecoder } from './txt-decoder.ts';
 import { XmlQueryPageDecoder } from './xml-decoder.ts';
@@ -14,31 +14,7 @@ export { bomLength } from './bom.ts';
 export { PageFormatError } from './errors.ts';
 
 export type { CopyFormat } from '../warehouse/row-source.ts';
-
-/** Decodes the pages of one run, in order, into COPY rows. One instance per run; not reentrant. */
-export interface PageDecoder {
-  readonly outputType: OutputType;
-  /** 'csv' for txt (pass-through; unquoted empty = NULL, "" = empty string), 'text' for json/json_compact/xml_query. */
-  readonly copyFormat: CopyFormat;
-  /** Raw report column names in output column order; undefined until the first page's header / first row is read. */
-  readonly columns: readonly string[] | undefined;
-  /** Per column: OR of {@link KIND} bits over all non-null values seen while `inspect` was on. */
-  readonly kinds: readonly number[];
-  /** Default true; set false when no type inference is needed (classification work is then skipped). */
-  inspect: boolean;
-  /** Rows yielded so far over all pages. */
-  readonly rows: number;
-  /**
-   * Decodes one page. Yields Buffers, each holding only WHOLE rows in COPY format, in `columns` order, one
-   * row per line (ending in \n). A yielded Buffer is never written to again by the decoder.
-   * @param body the page body as it arrives (chunks of any size, BOM included for txt)
-   * @param page the page number, 1-based (spec "Endpoints" #3), used in errors
-   * @throws PageFormatError (code PAGE_FORMAT, not retryable) naming page, row (1-based within the page) and
-   *   what is wrong: txt header differs from page 1's, wrong field count, JSON syntax error (with byte offset),
-   *   a JSON row key the first row did not have, XML not well-formed, NUL in a value.
-   */
-  decodePage(body: AsyncIterable<Uint8Array>, page: number): AsyncGenerator<Buffer>;
-}
+export type { PageDecoder } from './page-decoder.ts';
 
 /**
  * Makes the decoder for an output type (spec "Output types"): txt -> CSV pass-through, json and

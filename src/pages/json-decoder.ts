@@ -8,7 +8,7 @@
  * a key the first row did not have is a PageFormatError. Other top-level members than `data` are skipped.
  */
 import type { OutputType } from '../vocabulary.ts';
-import type { PageDecoder } from './decoder.ts';
+import type { PageDecoder } from './page-decoder.ts';
 import { ChunkCarry } from './carry.ts';
 import { BACKSLASH, CopyOutput, LETTER_N, LF, TAB } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';

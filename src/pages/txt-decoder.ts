@@ -7,7 +7,7 @@
  * `inspect` is on, and normalises record ends to \n (PostgreSQL wants one line-end style for a whole COPY).
  * LF-terminated records leave as zero-copy views of the input; CRLF ones are copied without the CR.
  */
-import type { PageDecoder } from './decoder.ts';
+import type { PageDecoder } from './page-decoder.ts';
 import { BOM_MAX_BYTES, bomLength } from './bom.ts';
 import { ChunkCarry } from './carry.ts';
 import { CopyOutput, CR, LF } from './copy-text.ts';

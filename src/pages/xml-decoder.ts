@@ -11,7 +11,7 @@
  */
 import { SaxesParser, type SaxesTagPlain } from 'saxes';
 import { StringDecoder } from 'node:string_decoder';
-import type { PageDecoder } from './decoder.ts';
+import type { PageDecoder } from './page-decoder.ts';
 import { CopyOutput, LF, TAB } from './copy-text.ts';
 import { writeEscapedString } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';

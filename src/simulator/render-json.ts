@@ -5,7 +5,7 @@
  * exact digits, never through a JS number.
  */
 import type { ReportData } from './catalogue.ts';
-import { CHUNK_CHARS, type RenderContext } from './render.ts';
+import { CHUNK_CHARS, type RenderContext } from './render-context.ts';
 
 /**
  * Renders rows [from, to) as a json page.

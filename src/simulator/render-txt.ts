@@ -6,7 +6,7 @@
  * names in double quotes, timestamps in the simulator's zone.
  */
 import type { ReportData } from './catalogue.ts';
-import { CHUNK_CHARS, type RenderContext } from './render.ts';
+import { CHUNK_CHARS, type RenderContext } from './render-context.ts';
 
 const BOM_UTF8 = Buffer.from([0xef, 0xbb, 0xbf]);
 const BOM_UTF16BE = Buffer.from([0xfe, 0xff]);

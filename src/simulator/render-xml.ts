@@ -6,7 +6,7 @@
  * written as &#13; so that XML line-end normalisation keeps it, timestamps ISO 8601 with offset.
  */
 import type { ReportData } from './catalogue.ts';
-import { CHUNK_CHARS, type RenderContext } from './render.ts';
+import { CHUNK_CHARS, type RenderContext } from './render-context.ts';
 
 const SPECIAL = /[&<>"\r]/;
 const SPECIAL_G = /[&<>"\r]/g;

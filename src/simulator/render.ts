@@ -3,8 +3,7 @@
  * chunks (~32 KiB), so a page is streamed and never built whole in memory; the same rows always give the
  * same bytes.
  */
-import type { ReportData } from './catalogue.ts';
-import type { ZonedFormatter } from './time-format.ts';
+import type { PageRenderer } from './render-context.ts';
 import { renderJson } from './render-json.ts';
 import { renderTxt } from './render-txt.ts';
 import { renderXml } from './render-xml.ts';
@@ -13,19 +12,7 @@ import { renderXml } from './render-xml.ts';
 export const SIMULATED_OUTPUT_TYPES = ['json', 'json_compact', 'txt', 'xml_query'] as const;
 export type SimulatedOutputType = (typeof SIMULATED_OUTPUT_TYPES)[number];
 
-/** What a renderer needs besides the rows. */
-export interface RenderContext {
-  /** Zone of the timestamps (txt: local wall time; json/xml: ISO with this zone's offset). */
-  zone: ZonedFormatter;
-  /** 1-based page number (txt picks its byte order mark by it). */
-  page: number;
-}
-
-/** Renders rows [from, to) of `data` as chunks of a page. */
-export type PageRenderer = (data: ReportData, from: number, to: number, ctx: RenderContext) => Generator<string | Buffer>;
-
-/** Chunk size the renderers aim for, in UTF-16 code units. */
-export const CHUNK_CHARS = 32_768;
+export { CHUNK_CHARS, type PageRenderer, type RenderContext } from './render-context.ts';
 
 /** Content-Type of a page per output type (spec "Output page shapes"). */
 export const PAGE_CONTENT_TYPES: Record<SimulatedOutputType, string> = {

@@ -1,0 +1,38 @@
+/**
+ * The layout of src/ (DESIGN.md "Layout"): no import cycle, type-only imports included, and every import points
+ * down the layers of scripts/check-architecture.ts. The second test shows the check finds what it looks for.
+ */
+import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect, it } from 'vitest';
+import { checkArchitecture } from '../scripts/check-architecture.ts';
+
+it('src/ has no import cycle and every import points down', () => {
+  expect(checkArchitecture(fileURLToPath(new URL('../src/', import.meta.url)))).toEqual([]);
+});
+
+it('finds a type-only cycle, an upward import, a forbidden package and a re-export cycle', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'report-etl-arch-'));
+  try {
+    const file = async (path: string, text: string) => {
+      await mkdir(join(dir, path, '..'), { recursive: true });
+      await writeFile(join(dir, path), text);
+    };
+    await file('pages/a.ts', "import type { B } from './b.ts';\nexport type A = B;\n");
+    await file('pages/b.ts', "/** import { nothing } from './a.ts' is only a comment */\nimport type {\n  A,\n} from './a.ts';\nexport type B = A | 1;\n");
+    await file('warehouse/w.ts', "import { q } from '../queue/q.ts';\nexport const w = q;\n");
+    await file('queue/q.ts', 'export const q = 1;\n');
+    await file('pipeline/p.ts', "import { Queue } from 'bullmq';\nexport { x } from './r.ts';\nexport const p = Queue;\n");
+    await file('pipeline/r.ts', "export * from './p.ts';\nexport const x = 1;\n");
+    const problems = checkArchitecture(dir);
+    expect(problems).toContain('import cycle: pages/a.ts -> pages/b.ts');
+    expect(problems).toContain('import cycle: pipeline/p.ts -> pipeline/r.ts');
+    expect(problems.some((p) => p.startsWith('warehouse/w.ts:1: warehouse imports queue/q.ts, a higher layer (queue)'))).toBe(true);
+    expect(problems).toContain('pipeline/p.ts:1: pipeline must not import the package bullmq');
+    expect(problems).toHaveLength(4);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
