@@ -3,6 +3,7 @@
  * (CONVENTIONS.md "Lifecycle": a failed transaction is always rolled back before its error travels on).
  */
 import type pg from 'pg';
+import { isConnectionLoss } from './errors.ts';
 
 /** Something that runs SQL: a pool or a checked-out client. */
 export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
@@ -14,6 +15,7 @@ export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
  */
 export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken = false;
   try {
     await client.query('BEGIN');
     const value = await fn(client);
@@ -21,8 +23,17 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
     return value;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
+    broken = isConnectionLoss(err);
     throw err;
   } finally {
-    client.release();
+    releaseClient(client, broken);
   }
+}
+
+/**
+ * Gives a client back to its pool; one whose connection was lost is destroyed instead, so that the pool does not
+ * hand it to the next caller.
+ */
+export function releaseClient(client: pg.PoolClient, broken: boolean): void {
+  client.release(broken ? new Error('connection lost') : undefined);
 }

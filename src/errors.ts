@@ -72,7 +72,31 @@ export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
 ]);
 
 /** Postgres SQLSTATEs worth a retry: serialization failure, deadlock, admin shutdown, connection loss. */
-export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01', '57P01', '57P02', '57P03', '08000', '08003', '08006']);
+export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
+
+/** Node socket errors of a lost or refused database (or any TCP) connection: worth a retry once it is back. */
+export const CONNECTION_LOSS_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/** What node-postgres says when the server or the network went away mid-conversation (it sets no code then). */
+const PG_CONNECTION_LOSS = /Connection terminated|connection error and is not queryable|Client was closed and is not queryable|timeout exceeded when trying to connect/i;
+
+/**
+ * Whether a database error says the connection was lost or could not be made (socket codes, SQLSTATE class 08 and
+ * 57P01-03, node-postgres' "Connection terminated unexpectedly"), rather than something about the SQL or the data.
+ */
+export function isConnectionLoss(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  const code = typeof e.code === 'string' ? e.code : undefined;
+  if (code && (CONNECTION_LOSS_CODES.has(code) || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03')) return true;
+  return typeof e.message === 'string' && PG_CONNECTION_LOSS.test(e.message);
+}
+
+/** Whether a database error is worth another attempt: {@link RETRYABLE_SQLSTATES} or {@link isConnectionLoss}. */
+export function isRetryableDatabaseError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return (typeof code === 'string' && RETRYABLE_SQLSTATES.has(code)) || isConnectionLoss(err);
+}
 
 /** Base class of every deliberate report-etl error. */
 export class EtlError extends Error {

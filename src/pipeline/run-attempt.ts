@@ -11,14 +11,16 @@ import { hostname } from 'node:os';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
 import type { ResolvedJob } from '../config/load.ts';
-import { AbortedError, coerceError, EtlError } from '../errors.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AbortedError, coerceError, EtlError, isConnectionLoss } from '../errors.ts';
 import { claimAppend, isAppended } from '../history/appends.ts';
-import { completeAttempt, failAttempt, failureOf, insertAttempt, runningAttempts, setAttemptReportJob } from '../history/attempts.ts';
+import { completeAttempt, failAttempt, failureOf, insertAttempt, runningAttempts, setAttemptReportJob, type AttemptFailure } from '../history/attempts.ts';
 import type { Logger } from '../logger.ts';
 import { makePageDecoder } from '../pages/decoder.ts';
 import { encodeReportName, makeReportClient, withReportJob, type ClientLease, type FinishedReport, type ReportClient, type ReportClients } from '../report-api/index.ts';
 import type { RunRequest, RunStage } from '../vocabulary.ts';
 import { loadRows, withLoadTransaction, type LoadPlan, type LoadResult } from '../warehouse/copy-load.ts';
+import { databaseError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { runParameters } from './logical-time.ts';
@@ -192,14 +194,44 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
   } catch (raw) {
     let err = coerceError(raw);
     if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
+    else if (!(err instanceof EtlError) && isConnectionLoss(err)) err = databaseError(err, stage);
     if (err instanceof EtlError && !err.stage) err.stage = stage;
     const failure = failureOf(err, stage, { rows: 0, ...figures });
-    await failAttempt(o.pool, attemptId, failure).catch((e: unknown) => log.error({ err: coerceError(e).message }, 'could not record the failed run'));
+    await recordFailure(o.pool, attemptId, failure, log);
     log.error({ code: failure.errorKind, stage: failure.stage, retryable: failure.retryable, reportJobId }, `run ${failure.status}: ${err.message}`);
     throw new AttemptFailedError(attemptId, err);
   } finally {
     lease?.release();
     if (ownClient) await ownClient.close().catch(() => undefined);
+  }
+}
+
+/** How long an attempt whose database went away keeps trying to record its end, in ms (then it logs and gives up). */
+export const RECORD_FAILURE_DEADLINE_MS = 120_000;
+
+/**
+ * Records the attempt's failure. When PostgreSQL cannot be reached (a lost connection is often why the attempt
+ * failed), tries again with a growing delay (250 ms, doubling, at most 10 s) until it is back or
+ * {@link RECORD_FAILURE_DEADLINE_MS} has passed, so that the attempt does not stay `running` for good.
+ */
+async function recordFailure(pool: pg.Pool, attemptId: string, failure: AttemptFailure, log: Logger): Promise<void> {
+  const started = Date.now();
+  let waiting = false;
+  for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
+    try {
+      await failAttempt(pool, attemptId, failure);
+      if (waiting) log.info({ waitedMs: Date.now() - started }, 'PostgreSQL is back: the failed attempt is recorded');
+      return;
+    } catch (e) {
+      const waited = Date.now() - started;
+      if (!isConnectionLoss(e) || waited >= RECORD_FAILURE_DEADLINE_MS) {
+        log.error({ err: coerceError(e).message, waitedMs: waited }, 'could not record the failed run');
+        return;
+      }
+      if (!waiting) log.warn({ err: coerceError(e).message }, 'PostgreSQL cannot be reached: recording the failed attempt once it is back');
+      waiting = true;
+      await sleep(delay);
+    }
   }
 }
 

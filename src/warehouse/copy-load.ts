@@ -17,7 +17,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
-import { EtlError } from '../errors.ts';
+import { releaseClient } from '../db.ts';
+import { EtlError, isConnectionLoss } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { WriteMode } from '../vocabulary.ts';
 import { inferColumnType } from './column-types.ts';
@@ -61,6 +62,7 @@ export interface LoadResult {
  */
 export async function withLoadTransaction(pool: pg.Pool, o: { target: TableName; timezone: string }, fn: (tx: pg.PoolClient) => Promise<boolean>): Promise<boolean> {
   const db = await pool.connect();
+  let broken = false;
   try {
     await ensureSchema(db, o.target.schema);
     await db.query('BEGIN');
@@ -74,8 +76,11 @@ export async function withLoadTransaction(pool: pg.Pool, o: { target: TableName;
       await db.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
+  } catch (err) {
+    broken = isConnectionLoss(err) || isConnectionLoss((err as { cause?: unknown }).cause);
+    throw err;
   } finally {
-    db.release();
+    releaseClient(db, broken);
   }
 }
 

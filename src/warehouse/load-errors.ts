@@ -1,7 +1,8 @@
 /**
  * Errors of the load stage, and the mapping of PostgreSQL's errors to ones that name column, page and value.
  */
-import { EtlError, RETRYABLE_SQLSTATES, type EtlErrorOptions } from '../errors.ts';
+import { EtlError, isConnectionLoss, isRetryableDatabaseError, type EtlErrorOptions } from '../errors.ts';
+import type { RunStage } from '../vocabulary.ts';
 
 /** The loaded row count differs from the server's `rows=` (spec "Job": message on FinishedSuccess). */
 export class RowCountMismatchError extends EtlError {
@@ -77,13 +78,18 @@ export function mapCopyError(err: unknown, place: LoadPlace): Error {
   return databaseError(err, 'load');
 }
 
-/** Wraps a pg error as EtlError DATABASE, retryable for the SQLSTATEs in RETRYABLE_SQLSTATES. */
-export function databaseError(err: unknown, stage: 'load' | 'commit'): Error {
+/**
+ * Wraps a database error as EtlError DATABASE, retryable when another attempt may succeed: a serialization
+ * failure, a deadlock, an admin shutdown, or a lost or refused connection (Node socket errors such as ECONNRESET,
+ * node-postgres' "Connection terminated unexpectedly"; see errors.ts isRetryableDatabaseError).
+ */
+export function databaseError(err: unknown, stage: RunStage): Error {
   if (err instanceof EtlError) return err;
   const pgErr = err as { code?: string; message?: string };
-  return new EtlError('DATABASE', `database error${pgErr.code ? ` ${pgErr.code}` : ''}: ${pgErr.message ?? String(err)}`, {
+  const lost = isConnectionLoss(err);
+  return new EtlError('DATABASE', `database error${pgErr.code ? ` ${pgErr.code}` : ''}: ${pgErr.message ?? String(err)}${lost ? ' (the connection to PostgreSQL was lost: the attempt is retried once it is back)' : ''}`, {
     stage,
-    retryable: !!pgErr.code && RETRYABLE_SQLSTATES.has(pgErr.code),
+    retryable: isRetryableDatabaseError(err),
     cause: err,
     details: pgErr.code ? { sqlstate: pgErr.code } : undefined,
   });
