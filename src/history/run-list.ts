@@ -21,6 +21,15 @@ export interface RunFilter {
   limit?: number | undefined;
 }
 
+/**
+ * Whether the run history exists in this database (`etl.runs`, made by the migrations). Read-only callers ask
+ * first instead of migrating: a database never migrated simply has no runs yet.
+ */
+export async function hasRunHistory(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ t: string | null }>(`SELECT to_regclass('etl.runs')::text AS t`);
+  return rows[0]?.t != null;
+}
+
 /** Attempts, newest first (`report-etl runs`). */
 export async function listRuns(db: Queryable, f: RunFilter = {}): Promise<RunListRow[]> {
   const { rows } = await db.query<RunListRow>(
