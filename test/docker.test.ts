@@ -38,9 +38,16 @@ interface Service {
   depends_on?: Record<string, { condition: string }>;
   ports?: string[];
   healthcheck?: { test?: string[]; disable?: boolean };
+  volumes?: string[];
 }
 
-const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service> };
+const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service>; volumes?: Record<string, unknown> };
+
+/** The value after `flag` in a redis-server command line (`--appendonly yes`), or undefined. */
+function redisSetting(command: string[], flag: string): string | undefined {
+  const i = command.lastIndexOf(flag);
+  return i < 0 ? undefined : command[i + 1];
+}
 const dockerfile = read('Dockerfile');
 
 describe('docker-compose.yml', () => {
@@ -82,6 +89,21 @@ describe('docker-compose.yml', () => {
         expect(used, `${name}: ${key} is read nowhere`).toBe(true);
       }
     }
+  });
+
+  it("runs Redis as BullMQ's production guide asks: AOF every second on a named volume, noeviction", () => {
+    const redis = compose.services.redis!;
+    const command = redis.command ?? [];
+    expect(command[0]).toBe('redis-server');
+    // Without persistence a Redis restart loses every queued, delayed and retrying run.
+    expect(redisSetting(command, '--appendonly')).toBe('yes');
+    expect(redisSetting(command, '--appendfsync')).toBe('everysec');
+    // Any other policy lets Redis evict BullMQ's keys under memory pressure, which breaks the queue.
+    expect(redisSetting(command, '--maxmemory-policy')).toBe('noeviction');
+    // The AOF lives in /data (the redis image's working directory): on a named volume it outlives the container.
+    const data = (redis.volumes ?? []).map((v) => v.split(':')).find(([, target]) => target === '/data');
+    expect(data, 'a volume mounted at /data').toBeDefined();
+    expect(Object.keys(compose.volumes ?? {})).toContain(data![0]);
   });
 
   it('points the connection at the simulator service and publishes the admin port it serves on', () => {

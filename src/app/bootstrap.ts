@@ -2,12 +2,133 @@
  * The start-up wiring every command shares (DESIGN.md "Layout": app/): one PostgreSQL pool and one Redis
  * connection for the process, the run history migrated, and a last-in-first-out release stack
  * (CONVENTIONS.md "Lifecycle") that closes them in the right order whatever happens.
+ *
+ * Both stores are checked first with one bounded connection each, so that a server that is down, a wrong URL or
+ * a refused login fails the command within seconds as a {@link StoreUnavailableError} (one line: which store,
+ * where, the error code, what to do) instead of a stack trace, or ioredis's endless reconnects.
  */
-import type pg from 'pg';
-import type { Redis } from 'ioredis';
+import pg from 'pg';
+import { Redis } from 'ioredis';
 import { migrate } from '../history/migrate.ts';
 import type { Logger } from '../logger.ts';
-import { makePool, makeRedis, Releasers } from './connections.ts';
+import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, makePool, makeRedis, Releasers } from './connections.ts';
+
+/** How long the first connection to PostgreSQL or Redis may take before a command gives up, in ms. */
+export const STORE_CONNECT_TIMEOUT_MS = 5_000;
+
+/** Which store a {@link StoreUnavailableError} is about, and the environment variable that points at it. */
+export type StoreName = 'PostgreSQL' | 'Redis';
+
+/**
+ * PostgreSQL or Redis could not be used at start: not reachable (refused, unknown host, timeout) or it refused us
+ * (password, unknown database). The message is one line for a person: `PostgreSQL at 127.0.0.1:5432/postgres
+ * (DATABASE_URL): ECONNREFUSED connect ECONNREFUSED 127.0.0.1:5432; start PostgreSQL there, or set DATABASE_URL …`.
+ * The URL is shown without its password. The CLI prints the message and exits 2.
+ */
+export class StoreUnavailableError extends Error {
+  readonly store: StoreName;
+  /** The driver's error code: a Node socket code (`ECONNREFUSED`, `ENOTFOUND`, `ETIMEDOUT`), a SQLSTATE (`28P01`, `3D000`) or a Redis error word (`WRONGPASS`). */
+  readonly code: string;
+  /** Where: `host:port/database` (PostgreSQL) or `host:port` (Redis), never a password. */
+  readonly where: string;
+  constructor(store: StoreName, where: string, code: string, detail: string, hint: string, options?: { cause?: unknown }) {
+    super(`${store} at ${where} (${store === 'PostgreSQL' ? 'DATABASE_URL' : 'REDIS_URL'}): ${code}${detail ? ` ${detail}` : ''}; ${hint}`, options);
+    this.name = 'StoreUnavailableError';
+    this.store = store;
+    this.code = code;
+    this.where = where;
+  }
+}
+
+/** `host:port/database` of a PostgreSQL URL (never user or password); the input's kind when it is no URL. */
+export function describeDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || 'localhost'}:${u.port || '5432'}${u.pathname.length > 1 ? u.pathname : ''}`;
+  } catch {
+    return 'a connection string that is no URL';
+  }
+}
+
+/** `host:port` of a Redis URL (never user or password). */
+export function describeRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || 'localhost'}:${u.port || '6379'}`;
+  } catch {
+    return 'a URL that does not parse';
+  }
+}
+
+/** The code of a connection error: Node's `code` (also inside an AggregateError of several addresses), else a word. */
+function errorCode(err: unknown, fallback: string): string {
+  const e = err as { code?: unknown; errors?: unknown[] } | undefined;
+  if (typeof e?.code === 'string' && e.code) return e.code;
+  const inner = e?.errors?.find((x) => typeof (x as { code?: unknown })?.code === 'string') as { code: string } | undefined;
+  if (inner) return inner.code;
+  const word = /^([A-Z]{4,})\b/.exec(err instanceof Error ? err.message : '');
+  if (word) return word[1]!;
+  return err instanceof Error && err.name !== 'Error' ? err.name : fallback;
+}
+
+function firstLine(err: unknown): string {
+  const text = err instanceof Error ? err.message || (err as { errors?: Error[] }).errors?.[0]?.message || '' : String(err);
+  return text.split('\n', 1)[0]!.trim();
+}
+
+/**
+ * Connects once to PostgreSQL at `url` and runs `SELECT 1`, within `timeoutMs`.
+ * @throws StoreUnavailableError when the server is not reachable or refuses the connection; the hint says what to
+ *   fix (start it or set DATABASE_URL; the password; the database name; the host name)
+ */
+export async function checkPostgres(url: string = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, timeoutMs = STORE_CONNECT_TIMEOUT_MS): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, application_name: 'report-etl' });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+  } catch (err) {
+    const timedOut = /timeout/i.test(firstLine(err));
+    const code = errorCode(err, timedOut ? 'ETIMEDOUT' : 'ERROR');
+    const hint =
+      code === '28P01' || code === '28000'
+        ? 'check the user and password in DATABASE_URL'
+        : code === '3D000'
+          ? 'create the database, or fix its name in DATABASE_URL'
+          : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+            ? 'check the host name in DATABASE_URL'
+            : 'start PostgreSQL there, or set DATABASE_URL to a server that runs';
+    throw new StoreUnavailableError('PostgreSQL', describeDatabaseUrl(url), code, firstLine(err), hint, { cause: err });
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Connects once to Redis at `url` and sends PING, within `timeoutMs`, without reconnecting: ioredis by itself
+ * retries a refused connection for ever, which would leave a short command hanging silently.
+ * @throws StoreUnavailableError when Redis is not reachable or refuses us (password)
+ */
+export async function checkRedis(url: string = process.env.REDIS_URL ?? DEFAULT_REDIS_URL, timeoutMs = STORE_CONNECT_TIMEOUT_MS): Promise<void> {
+  const probe = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+  let lastError: unknown;
+  probe.on('error', (err: unknown) => (lastError = err));
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })), timeoutMs + 1_000);
+    });
+    await Promise.race([probe.connect().then(() => probe.ping()), deadline]);
+  } catch (err) {
+    const cause = lastError ?? err;
+    const code = errorCode(cause, 'ERROR');
+    const hint = /NOAUTH|WRONGPASS/.test(code) ? 'check the password in REDIS_URL' : 'start Redis there, or set REDIS_URL to a server that runs';
+    throw new StoreUnavailableError('Redis', describeRedisUrl(url), code, firstLine(cause), hint, { cause });
+  } finally {
+    clearTimeout(timer);
+    probe.disconnect();
+  }
+}
 
 /** What {@link openStores} opens. */
 export interface Stores {
@@ -21,21 +142,26 @@ export interface Stores {
 export interface StoresOptions {
   /** Most connections of the pool (default 10). */
   poolMax?: number;
-  /** Apply the migrations (default true): every command that writes the run history does. */
+  /** Apply the migrations (default true): every command that writes the run history does; read-only ones must not. */
   migrate?: boolean;
+  /** How long the first connection to each store may take, in ms (default {@link STORE_CONNECT_TIMEOUT_MS}). */
+  connectTimeoutMs?: number;
 }
 
 /**
- * Opens the pool (DATABASE_URL) and Redis (REDIS_URL) and migrates the run history.
+ * Checks PostgreSQL (DATABASE_URL), opens the pool, migrates the run history (unless `migrate: false`), then checks
+ * Redis (REDIS_URL) and opens the process's connection.
  * @returns the stores; on error everything opened so far is released before the error is thrown
- * @throws connection and migration errors
+ * @throws StoreUnavailableError when either store cannot be reached or refuses the connection (within
+ *   `connectTimeoutMs` each); migration errors
  */
 export async function openStores(logger: Logger, o: StoresOptions = {}): Promise<Stores> {
   const releasers = new Releasers();
   try {
-    const pool = makePool(logger, undefined, o.poolMax ?? 10);
+    const pool = await openHistoryPool(logger, o);
     releasers.add(() => pool.end());
     if (o.migrate ?? true) await migrate(pool, logger);
+    await checkRedis(undefined, o.connectTimeoutMs);
     const redis = makeRedis(logger);
     releasers.add(() => redis.quit());
     return { pool, redis, releasers };
@@ -43,4 +169,14 @@ export async function openStores(logger: Logger, o: StoresOptions = {}): Promise
     await releasers.releaseAll().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * The pool alone, checked and never migrated: for read-only commands (`runs`), which must work without Redis and
+ * must not change the database they read.
+ * @throws StoreUnavailableError as {@link checkPostgres}
+ */
+export async function openHistoryPool(logger: Logger, o: Pick<StoresOptions, 'poolMax' | 'connectTimeoutMs'> = {}): Promise<pg.Pool> {
+  await checkPostgres(undefined, o.connectTimeoutMs);
+  return makePool(logger, undefined, o.poolMax ?? 10);
 }

@@ -1,24 +1,61 @@
-/** `report-etl backfill <job> --from <date> --to <date>`: one run per schedule interval (see src/queue/backfill.ts). */
+/**
+ * `report-etl backfill <job> --from <date> --to <date> [--force]`: one run per schedule interval (see
+ * src/queue/backfill.ts). Prints each tick in UTC and in the job's time zone with its offset, the queue job id and
+ * what happened to it; the summary says how many ticks were already queued or done (BullMQ keeps a finished tick's
+ * id for 7 days, so it is not queued again) and that `--force` runs them again as new logical runs.
+ */
 import type { RegisterCommand } from './types.ts';
-import { resolveJob, loadConfig } from '../config/load.ts';
-import { backfill } from '../queue/backfill.ts';
-import { parseZonedDate } from '../pipeline/logical-time.ts';
+import { loadConfig, resolveJob } from '../config/load.ts';
+import { backfill, isDoneState, type BackfillRun } from '../queue/backfill.ts';
+import { formatZoned, parseZonedDate } from '../pipeline/logical-time.ts';
 import { configOption, queuePrefixOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
+
+/**
+ * `at` as wall time in `zone` with the zone's UTC offset at that instant: `2026-01-01 07:00:00+01:00`.
+ * @throws RangeError for an unknown zone
+ */
+export function formatWithOffset(at: Date, zone: string): string {
+  const wall = formatZoned(at, 'yyyy-MM-dd HH:mm:ss', zone);
+  const [date, time] = wall.split(' ') as [string, string];
+  const asUtc = Date.parse(`${date}T${time}Z`);
+  const offsetMin = Math.round((asUtc - Math.floor(at.getTime() / 1000) * 1000) / 60_000);
+  const abs = Math.abs(offsetMin);
+  return `${wall}${offsetMin < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+}
+
+/** What happened to one tick, in words. */
+function outcome(run: BackfillRun, force: boolean): string {
+  if (run.added) return force ? 'queued (forced: new logical run)' : 'queued';
+  return `${isDoneState(run.state) ? 'already done' : 'already queued'} (${run.state})`;
+}
 
 export const registerBackfill: RegisterCommand = (program, cli) => {
   queuePrefixOption(configOption(program.command('backfill').description('queue one run per schedule tick t with from < t <= to, each with its own logical time')))
     .argument('<job>', 'job name in jobs.yaml (needs a schedule)')
     .requiredOption('--from <date>', "start, exclusive: 2026-01-01 (midnight in the job's time zone), 2026-01-01T06:00, or ISO with offset")
     .requiredOption('--to <date>', 'end, inclusive, same forms')
-    .action(async (job: string, opts: { config: string; queuePrefix: string; from: string; to: string }) => {
+    .option('--force', 'queue every tick as a new logical run, also ticks already queued or done (an append target gets their rows again)')
+    .action(async (job: string, opts: { config: string; queuePrefix: string; from: string; to: string; force?: boolean }) => {
       const { config } = await loadConfig(opts.config);
       const r = resolveJob(config, job);
       const zone = r.zone;
       const from = parseZonedDate(opts.from, zone);
       const to = parseZonedDate(opts.to, zone);
-      const { runs } = await withQueueSession(opts.queuePrefix, ({ queue }) => backfill({ queue, config }, job, from, to));
-      for (const run of runs) cli.out(`${run.tick.toISOString()}  ${run.jobId}  ${run.added ? 'queued' : 'already queued'}`);
-      cli.out(`${job}: ${runs.filter((x) => x.added).length} of ${runs.length} runs queued`);
+      const force = opts.force === true;
+      const { runs } = await withQueueSession(opts.queuePrefix, ({ queue }) => backfill({ queue, config }, job, from, to, { force }));
+      for (const run of runs) cli.out(`${run.tick.toISOString()}  ${formatWithOffset(run.tick, zone)} ${zone}  ${run.jobId}  ${outcome(run, force)}`);
+      const added = runs.filter((x) => x.added).length;
+      const done = runs.filter((x) => !x.added && isDoneState(x.state)).length;
+      const pending = runs.length - added - done;
+      let summary = `${job}: ${added} of ${runs.length} runs queued`;
+      if (force && added) summary += ' as new logical runs (--force: append targets get these ticks\' rows again)';
+      if (pending) summary += `; ${pending} already queued (a worker runs them)`;
+      if (done) {
+        summary +=
+          `; ${done} already done (a tick's queue id is kept for 7 days after it ran, so it is not queued again): ` +
+          'pass --force to run them again as new logical runs';
+      }
+      cli.out(summary);
     });
 };

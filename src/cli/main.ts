@@ -1,9 +1,11 @@
 /**
  * Command-line entry (DESIGN.md "Command line"): one module per command in this folder, each exporting a
- * {@link RegisterCommand}. Exit codes: 0 ok, 1 run failed, 2 usage or config error.
+ * {@link RegisterCommand}. Exit codes: 0 ok, 1 run failed, 2 usage or config error, or PostgreSQL / Redis not
+ * usable (one line saying which, where and what to do).
  */
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
+import { StoreUnavailableError } from '../app/bootstrap.ts';
 import { ConfigError } from '../errors.ts';
 import { commands } from './commands.ts';
 import type { Cli } from './types.ts';
@@ -43,6 +45,11 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (err instanceof ConfigError) {
       cli.err(`report-etl: config error: ${err.message}`);
+      return 2;
+    }
+    // PostgreSQL or Redis down or refusing us: what, where and what to do in one line, not a stack trace.
+    if (err instanceof StoreUnavailableError) {
+      cli.err(`report-etl: ${err.message}`);
       return 2;
     }
     throw err;

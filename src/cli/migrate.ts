@@ -1,4 +1,5 @@
 /** `report-etl migrate`: applies migrations/ to DATABASE_URL. */
+import { checkPostgres } from '../app/bootstrap.ts';
 import { makePool } from '../app/connections.ts';
 import { migrate } from '../history/migrate.ts';
 import { makeLogger } from '../logger.ts';
@@ -9,6 +10,7 @@ export const registerMigrate: RegisterCommand = (program, cli) => {
     .command('migrate')
     .description('apply the run-history migrations (migrations/*.sql) to DATABASE_URL; safe to run concurrently')
     .action(async () => {
+      await checkPostgres();
       const logger = makeLogger();
       const pool = makePool(logger);
       try {

@@ -1,9 +1,11 @@
 /**
- * Shared by the short queue commands (`enqueue`, `runs`, `replay`, `backfill`): opens PostgreSQL (migrated),
- * Redis and the queue for one action and closes them after, whatever happens.
+ * Shared by the short commands: {@link withQueueSession} (`enqueue`, `replay`, `backfill`) opens PostgreSQL
+ * (migrated), Redis and the queue; {@link withHistory} (`runs`, read-only) opens PostgreSQL alone and never
+ * migrates. Both close what they opened after the action, whatever happens, and fail within seconds with a
+ * StoreUnavailableError (one line, exit 2 in main) when a store does not answer.
  */
 import type pg from 'pg';
-import { openStores } from '../app/bootstrap.ts';
+import { openHistoryPool, openStores } from '../app/bootstrap.ts';
 import { makeLogger, type Logger } from '../logger.ts';
 import { makeQueue, type RunQueue } from '../queue/queue.ts';
 
@@ -14,7 +16,10 @@ export interface QueueSession {
   logger: Logger;
 }
 
-/** Runs `fn` with a migrated pool and the queue of `prefix`; closes both after. */
+/**
+ * Runs `fn` with a migrated pool and the queue of `prefix`; closes both after.
+ * @throws StoreUnavailableError when PostgreSQL or Redis cannot be reached; whatever `fn` throws
+ */
 export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) => Promise<T>): Promise<T> {
   const logger = makeLogger();
   try {
@@ -25,6 +30,25 @@ export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) 
       return await fn({ pool, queue, logger });
     } finally {
       await releasers.releaseAll().catch(() => undefined);
+    }
+  } finally {
+    logger.flush();
+  }
+}
+
+/**
+ * Runs `fn` with a pool on DATABASE_URL for reading the run history: no migrations (a read must not change the
+ * schema of the database it reads, which may be the wrong one), no Redis.
+ * @throws StoreUnavailableError when PostgreSQL cannot be reached; whatever `fn` throws
+ */
+export async function withHistory<T>(fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
+  const logger = makeLogger();
+  try {
+    const pool = await openHistoryPool(logger, { poolMax: 2 });
+    try {
+      return await fn(pool);
+    } finally {
+      await pool.end().catch(() => undefined);
     }
   } finally {
     logger.flush();

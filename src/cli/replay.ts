@@ -1,14 +1,36 @@
 /**
- * `report-etl replay <run-id>` and `report-etl replay --failed [--job J] [--since 2d]`: re-queue failed runs as
- * the same logical run (see src/queue/replay.ts). Exit 2 when the run id is unknown or not replayable.
+ * `report-etl replay <run-id>` and `report-etl replay --failed [--job J] [--since 2d] [--dry-run]
+ * [--include-superseded]`: re-queue failed runs as the same logical run (see src/queue/replay.ts). `--failed` skips
+ * superseded failures (a later logical run of the same job succeeded into the same replace or merge target) and
+ * says how many and why; `--dry-run` lists what would be queued and queues nothing. Exit 2 when the run id is
+ * unknown or not replayable.
  */
 import type { RegisterCommand } from './types.ts';
 import { loadConfig } from '../config/load.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { EtlError } from '../errors.ts';
-import { replayFailed, replayRun } from '../queue/replay.ts';
+import type { FailedRunToReplay } from '../history/run-list.ts';
+import { planFailedReplays, replayRun } from '../queue/replay.ts';
 import { configOption, queuePrefixOption, sinceOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
+
+const HEADERS = ['run id', 'job', 'run key', 'started', 'error'] as const;
+
+/** Failed runs as an aligned table: run id, job, run key, start (UTC), first error line (80 characters). */
+export function formatFailedRuns(runs: FailedRunToReplay[], extra?: (r: FailedRunToReplay) => string): string[] {
+  const cells = runs.map((r) => [
+    r.run_id,
+    r.job,
+    r.run_key,
+    r.started_at.toISOString().replace('T', ' ').slice(0, 19),
+    (r.error_first_line ?? '').slice(0, 80) + (extra ? extra(r) : ''),
+  ]);
+  const widths = HEADERS.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (c: readonly string[]) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(HEADERS), ...cells.map(line)].map((l) => `  ${l}`);
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 export const registerReplay: RegisterCommand = (program, cli) => {
   sinceOption(
@@ -16,11 +38,18 @@ export const registerReplay: RegisterCommand = (program, cli) => {
     'with --failed: only runs started since',
   )
     .argument('[run-id]', 'etl.runs.run_id of the failed attempt')
-    .option('--failed', 'replay every logical run whose newest attempt failed')
+    .option('--failed', 'replay every logical run whose newest attempt failed, except superseded ones')
     .option('--job <job>', 'with --failed: only this job')
-    .action(async (runId: string | undefined, opts: { config: string; queuePrefix: string; failed?: boolean; job?: string; since?: Date }) => {
+    .option('--dry-run', 'with --failed: list what would be queued (and what is skipped), queue nothing')
+    .option('--include-superseded', 'with --failed: replay failures a later successful run of the same replace/merge target superseded, too')
+    .action(async (runId: string | undefined, opts: { config: string; queuePrefix: string; failed?: boolean; job?: string; since?: Date; dryRun?: boolean; includeSuperseded?: boolean }) => {
       if (!runId === !opts.failed) {
         cli.err('report-etl replay: give either a run id or --failed');
+        cli.exit(2);
+        return;
+      }
+      if (runId && (opts.dryRun || opts.includeSuperseded)) {
+        cli.err('report-etl replay: --dry-run and --include-superseded go with --failed');
         cli.exit(2);
         return;
       }
@@ -39,9 +68,29 @@ export const registerReplay: RegisterCommand = (program, cli) => {
           }
           return;
         }
-        const ids = await replayFailed(deps, { ...(opts.job ? { job: opts.job } : {}), ...(opts.since ? { since: opts.since } : {}) });
-        for (const id of ids) cli.out(`replay queued as ${id}`);
-        cli.out(`${ids.length} failed run${ids.length === 1 ? '' : 's'} queued again`);
+        const plan = await planFailedReplays(deps, { job: opts.job, since: opts.since, includeSuperseded: opts.includeSuperseded });
+        const supersededBy = (r: FailedRunToReplay) => (r.superseded_by_run_key ? `  [superseded by ${r.superseded_by_run_key}]` : '');
+        if (opts.dryRun) {
+          cli.out(`dry run, nothing queued: would queue ${plural(plan.toQueue.length, 'failed run')}${plan.toQueue.length ? ':' : ''}`);
+          if (plan.toQueue.length) for (const l of formatFailedRuns(plan.toQueue, supersededBy)) cli.out(l);
+        } else {
+          for (const run of plan.toQueue) {
+            const { jobId } = await replayRun(deps, run.run_id);
+            cli.out(`replay queued as ${jobId}`);
+          }
+          cli.out(`${plural(plan.toQueue.length, 'failed run')} queued again`);
+        }
+        if (plan.superseded.length) {
+          cli.out(
+            `skipped ${plural(plan.superseded.length, 'superseded failed run')}: a later logical run of the same job succeeded into the same ` +
+              'replace/merge target, so a replay would overwrite its newer rows with older ones (--include-superseded replays them anyway):',
+          );
+          for (const l of formatFailedRuns(plan.superseded, supersededBy)) cli.out(l);
+        }
+        if (plan.stillRetrying.length) {
+          cli.out(`skipped ${plural(plan.stillRetrying.length, 'failed run')} the queue still retries (waiting, delayed or active):`);
+          for (const l of formatFailedRuns(plan.stillRetrying)) cli.out(l);
+        }
       });
     });
 };

@@ -1,8 +1,11 @@
-/** `report-etl runs [--job J] [--status S] [--since 2d] [--limit N]`: the run history as a table, newest first. */
+/**
+ * `report-etl runs [--job J] [--status S] [--since 2d] [--limit N]`: the run history as a table, newest first.
+ * Read-only: it never migrates and needs no Redis; a database without the run history says so on stderr.
+ */
 import type { RegisterCommand } from './types.ts';
-import { listRuns, type RunListRow } from '../history/run-list.ts';
+import { hasRunHistory, listRuns, type RunListRow } from '../history/run-list.ts';
 import { queuePrefixOption, sinceOption, wholeNumber } from './options.ts';
-import { withQueueSession } from './queue-session.ts';
+import { withHistory } from './queue-session.ts';
 
 const HEADERS = ['run id', 'job', 'status', 'attempt', 'trigger', 'started', 'duration', 'rows', 'error'] as const;
 
@@ -39,7 +42,14 @@ export const registerRuns: RegisterCommand = (program, cli) => {
     .option('--status <status>', 'only runs with this status: running | succeeded | failed | interrupted')
     .option('--limit <n>', 'most rows', wholeNumber(1), 50)
     .action(async (opts: { queuePrefix: string; job?: string; status?: string; since?: Date; limit: number }) => {
-      const rows = await withQueueSession(opts.queuePrefix, ({ pool }) => listRuns(pool, { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit }));
+      const rows = await withHistory(async (pool) =>
+        (await hasRunHistory(pool)) ? listRuns(pool, { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit }) : undefined,
+      );
+      if (rows === undefined) {
+        cli.out('no runs');
+        cli.err('report-etl runs: no run history in this database yet (schema etl has no runs table): check DATABASE_URL, or run `report-etl migrate` / start a worker to create it');
+        return;
+      }
       if (rows.length === 0) {
         cli.out('no runs');
         return;

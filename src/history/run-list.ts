@@ -21,6 +21,15 @@ export interface RunFilter {
   limit?: number | undefined;
 }
 
+/**
+ * Whether the run history exists in this database (`etl.runs`, made by the migrations). Read-only callers ask
+ * first instead of migrating: a database never migrated simply has no runs yet.
+ */
+export async function hasRunHistory(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ t: string | null }>(`SELECT to_regclass('etl.runs')::text AS t`);
+  return rows[0]?.t != null;
+}
+
 /** Attempts, newest first (`report-etl runs`). */
 export async function listRuns(db: Queryable, f: RunFilter = {}): Promise<RunListRow[]> {
   const { rows } = await db.query<RunListRow>(
@@ -34,22 +43,85 @@ export async function listRuns(db: Queryable, f: RunFilter = {}): Promise<RunLis
   return rows;
 }
 
+/** Write modes whose target holds the latest state, so that an older logical run's rows would overwrite newer ones. */
+export const STATE_WRITE_MODES: readonly string[] = ['replace', 'merge'];
+
 /**
- * Logical runs whose newest attempt failed and that never succeeded: what `replay --failed` re-queues.
+ * The logical time of the logical run of attempt alias `r` (SQL): its `etl.run_requests.logical_end` (the tick, or
+ * when a manual run was asked for), else the tick in `etl.runs.scheduled_for`, else when its first attempt started
+ * (a foreground `report-etl run`, which records no request).
+ */
+function logicalTimeSql(r: string): string {
+  return `COALESCE(
+    (SELECT q.logical_end FROM etl.run_requests q WHERE q.job = ${r}.job AND q.run_key = ${r}.run_key),
+    ${r}.scheduled_for,
+    (SELECT min(a.started_at) FROM etl.runs a WHERE a.job = ${r}.job AND a.run_key = ${r}.run_key))`;
+}
+
+/** A failed logical run `replay --failed` considers: its newest attempt, and the run that supersedes it, if any. */
+export interface FailedRunToReplay {
+  /** The newest failed attempt (etl.runs.run_id). */
+  run_id: string;
+  job: string;
+  run_key: string;
+  /** When that attempt started. */
+  started_at: Date;
+  /** First line of its error. */
+  error_first_line: string | null;
+  write_mode: string;
+  target_table: string;
+  /** The run's logical time (see {@link failedRunsToReplay}). */
+  logical_time: Date;
+  /** The newest succeeded attempt of a later logical run that supersedes this one, or null. */
+  superseded_by_run_id: string | null;
+  /** Its run key, or null. */
+  superseded_by_run_key: string | null;
+}
+
+/**
+ * Logical runs whose newest attempt failed and that never succeeded: what `replay --failed` considers, each with
+ * the run that supersedes it.
+ *
+ * A failed logical run is **superseded** when its attempt wrote in write mode `replace` or `merge` and another
+ * logical run of the same job, into the same target table, succeeded and has a later logical time. The logical
+ * time of a run is its `etl.run_requests.logical_end` (the tick of a scheduled, caught-up or backfilled run; the
+ * time a manual run was asked for), else `etl.runs.scheduled_for`, else the start of its first attempt (a
+ * foreground `report-etl run`). Such a target already holds newer data, and a replay would overwrite it (replace)
+ * or its keys (merge) with older rows. Logical time, not the clock, decides: a backfill of an older tick that
+ * succeeds today does not supersede a newer failed tick. `append` runs are never superseded: every logical run
+ * appends its own rows, which no later run brings.
+ * @param f only this job; only failures whose newest attempt started since (the superseding run may be older)
  * @returns the newest failed attempt of each such run, newest first
  */
-export async function failedRunsToReplay(db: Queryable, f: { job?: string | undefined; since?: Date | undefined } = {}): Promise<Pick<AttemptRow, 'run_id' | 'job' | 'run_key'>[]> {
-  const { rows } = await db.query<Pick<AttemptRow, 'run_id' | 'job' | 'run_key'>>(
-    `SELECT run_id, job, run_key FROM (
-       SELECT DISTINCT ON (job, run_key) run_id, job, run_key, status, started_at
+export async function failedRunsToReplay(db: Queryable, f: { job?: string | undefined; since?: Date | undefined } = {}): Promise<FailedRunToReplay[]> {
+  const { rows } = await db.query<FailedRunToReplay>(
+    `WITH newest AS (
+       SELECT DISTINCT ON (job, run_key) *
          FROM etl.runs
         WHERE ($1::text IS NULL OR job = $1) AND ($2::timestamptz IS NULL OR started_at >= $2)
         ORDER BY job, run_key, started_at DESC
-     ) newest
-     WHERE status = 'failed'
-       AND NOT EXISTS (SELECT 1 FROM etl.runs s WHERE s.job = newest.job AND s.run_key = newest.run_key AND s.status = 'succeeded')
-     ORDER BY started_at DESC`,
-    [f.job ?? null, f.since ?? null],
+     ), failed AS (
+       SELECT n.*, ${logicalTimeSql('n')} AS logical_time
+         FROM newest n
+        WHERE n.status = 'failed'
+          AND NOT EXISTS (SELECT 1 FROM etl.runs s WHERE s.job = n.job AND s.run_key = n.run_key AND s.status = 'succeeded')
+     )
+     SELECT f.run_id, f.job, f.run_key, f.started_at, split_part(f.error, E'\\n', 1) AS error_first_line, f.write_mode,
+            f.target_table, f.logical_time, sup.run_id AS superseded_by_run_id, sup.run_key AS superseded_by_run_key
+       FROM failed f
+       LEFT JOIN LATERAL (
+         SELECT c.run_id, c.run_key FROM (
+           SELECT x.run_id, x.run_key, ${logicalTimeSql('x')} AS logical_time
+             FROM etl.runs x
+            WHERE f.write_mode = ANY($3::text[])
+              AND x.job = f.job AND x.status = 'succeeded' AND x.run_key <> f.run_key AND x.target_table = f.target_table
+         ) c
+          WHERE c.logical_time > f.logical_time
+          ORDER BY c.logical_time DESC
+          LIMIT 1
+       ) sup ON true
+      ORDER BY f.started_at DESC`,
+    [f.job ?? null, f.since ?? null, STATE_WRITE_MODES],
   );
   return rows;
 }

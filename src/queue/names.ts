@@ -36,6 +36,16 @@ export function runJobId(job: string, tick: Date): string {
   return `${job}__${compactIso(tick)}`;
 }
 
+/**
+ * BullMQ job id, and run key, of a forced run of `job` at `tick` (`backfill --force`):
+ * `<job>__<compact UTC ISO>__force_<nonce>`, e.g. `sales_orders__20260122T021500Z__force_1a2b3c4d`. A new logical
+ * run of a tick that already ran: the nonce keeps it apart from the scheduled run's id (kept by BullMQ for 7 days)
+ * and run key (append's exactly-once claim), so it runs and loads again. `nonce`: a few lower-case hex digits.
+ */
+export function forcedRunJobId(job: string, tick: Date, nonce: string): string {
+  return `${runJobId(job, tick)}__force_${nonce}`;
+}
+
 /** BullMQ job id of a manual run (`enqueue`): `<job>__manual_<runKey>`; each manual request is its own run. */
 export function manualJobId(job: string, runKey: string): string {
   return `${job}__manual_${runKey}`;

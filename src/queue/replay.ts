@@ -1,7 +1,9 @@
 /**
  * Replay of failed runs from the queue (issue 4 "Replay and history"): the same logical run (same run key, so an
  * append load stays exactly-once), the same logical time and explicit parameters (etl.run_requests), trigger
- * 'replay'. Used by `report-etl replay` and the admin page's replay button.
+ * 'replay'. Used by `report-etl replay` and the admin page's replay button. `replay --failed` skips superseded
+ * failures (a later logical run of the same job succeeded into the same replace or merge target; precisely defined
+ * at failedRunsToReplay in src/history/run-list.ts) unless asked to include them.
  */
 import type pg from 'pg';
 import type { Queue } from 'bullmq';
@@ -11,7 +13,7 @@ import { getAttempt, hasSucceeded } from '../history/attempts.ts';
 import { replayJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest } from '../vocabulary.ts';
-import { failedRunsToReplay } from '../history/run-list.ts';
+import { failedRunsToReplay, type FailedRunToReplay } from '../history/run-list.ts';
 import { getRunRequest } from '../history/run-requests.ts';
 
 /** What replays need. */
@@ -51,20 +53,55 @@ export async function replayRun(deps: ReplayDeps, runId: string): Promise<{ jobI
   return { jobId };
 }
 
+/** What `replay --failed` would do with the failed runs it found (see {@link planFailedReplays}). */
+export interface FailedReplayPlan {
+  /** Failed runs to queue again, newest first. */
+  toQueue: FailedRunToReplay[];
+  /**
+   * Failed runs skipped because a later logical run of the same job succeeded into the same replace or merge
+   * target (`superseded_by_*` says which); queued too with `includeSuperseded`.
+   */
+  superseded: FailedRunToReplay[];
+  /** Failed runs the queue still retries (their queue job is waiting, delayed or active): left to the queue. */
+  stillRetrying: FailedRunToReplay[];
+}
+
+/** Filter and choices of {@link planFailedReplays} and {@link replayFailed}. */
+export interface ReplayFailedOptions {
+  /** Only this job. */
+  job?: string | undefined;
+  /** Only failures whose newest attempt started at or after this instant. */
+  since?: Date | undefined;
+  /** Queue superseded failures too (default false: they are skipped). */
+  includeSuperseded?: boolean | undefined;
+}
+
 /**
- * Queues a replay of every logical run whose newest attempt failed and that never succeeded.
- * Runs the queue still retries (their job is waiting, delayed or active) are left to the queue.
- * @param filter only this job; only runs started since
- * @returns the BullMQ job ids queued (one per logical run)
+ * Sorts every logical run whose newest attempt failed and that never succeeded into what to queue again, what is
+ * superseded (see failedRunsToReplay in src/history/run-list.ts for the precise definition: a later logical run of
+ * the same job succeeded into the same replace or merge target, so a replay would overwrite newer rows with older
+ * ones) and what the queue still retries. Queues nothing: `replay --failed --dry-run` prints this.
  */
-export async function replayFailed(deps: ReplayDeps, filter: { job?: string; since?: Date } = {}): Promise<string[]> {
-  const ids: string[] = [];
-  for (const run of await failedRunsToReplay(deps.pool, filter)) {
+export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions = {}): Promise<FailedReplayPlan> {
+  const plan: FailedReplayPlan = { toQueue: [], superseded: [], stillRetrying: [] };
+  for (const run of await failedRunsToReplay(deps.pool, { job: o.job, since: o.since })) {
     // Still being retried by the queue: a replay now would only race the next attempt.
     const request = await getRunRequest(deps.pool, run.job, run.run_key);
     const queued = request ? await deps.queue.getJob(request.queueJobId) : undefined;
-    if (queued && PENDING.has(await queued.getState())) continue;
-    ids.push((await replayRun(deps, run.run_id)).jobId);
+    if (queued && PENDING.has(await queued.getState())) plan.stillRetrying.push(run);
+    else if (run.superseded_by_run_id && !o.includeSuperseded) plan.superseded.push(run);
+    else plan.toQueue.push(run);
   }
+  return plan;
+}
+
+/**
+ * Queues a replay of every logical run whose newest attempt failed and that never succeeded, except superseded ones
+ * (unless `includeSuperseded`) and runs the queue still retries (see {@link planFailedReplays}).
+ * @returns the BullMQ job ids queued (one per logical run)
+ */
+export async function replayFailed(deps: ReplayDeps, o: ReplayFailedOptions = {}): Promise<string[]> {
+  const ids: string[] = [];
+  for (const run of (await planFailedReplays(deps, o)).toQueue) ids.push((await replayRun(deps, run.run_id)).jobId);
   return ids;
 }

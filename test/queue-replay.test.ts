@@ -1,0 +1,128 @@
+/**
+ * `report-etl replay --failed` as on-call staff use it (issue 13): a failure whose job later succeeded in a newer
+ * logical run into the same replace target is superseded — replaying it would put older data over newer — so it
+ * is skipped and reported with the reason, unless `--include-superseded`; an append failure is never superseded;
+ * `--dry-run` lists what would be queued and queues nothing. Real runs against the simulator, the real queue.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
+import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
+import { startHarness, type Harness } from './support/harness.ts';
+import { deleteKeys, deleteRuns, runsOf } from './support/queue-env.ts';
+
+const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
+
+let h: Harness;
+let queue: RunQueue;
+let prefix: string;
+let jp: string;
+let dir: string;
+let path: string;
+
+beforeAll(async () => {
+  h = await startHarness({ jobDurationMs: 30 });
+  prefix = uniqueName('qr');
+  jp = uniqueName('jr');
+  queue = makeQueue(h.redis, prefix);
+  dir = mkdtempSync(join(tmpdir(), 'report-etl-replay-'));
+  path = join(dir, 'jobs.yaml');
+});
+afterAll(async () => {
+  await queue?.close();
+  await deleteKeys(h.redis, prefix);
+  await deleteRuns(h.pool, jp);
+  rmSync(dir, { recursive: true, force: true });
+  await h?.close();
+});
+
+/** jobs.yaml with the given jobs: name -> [report name, write mode]. */
+function writeJobs(jobs: Record<string, [string, 'replace' | 'append']>): void {
+  const lines = ['connections:', '  sim:', `    baseUrl: ${h.sim.url}`, '    clientId: demo-client', '    clientSecret: ${QR_SECRET}', '    pollIntervalMs: 20', 'jobs:'];
+  for (const [name, [report, mode]] of Object.entries(jobs)) {
+    lines.push(`  ${name}:`, '    connection: sim', `    report: { mandant: 7777, name: ${report}, paging: 100, parameters: { ROWS: "5" } }`, `    target: { table: ${h.schema}.${name}, mode: ${mode} }`);
+  }
+  writeFileSync(path, `${lines.join('\n')}\n`);
+}
+
+/** Runs the CLI as a user would; returns exit code, stdout lines and stderr. */
+function cli(...args: string[]): Promise<{ code: number | null; out: string[]; err: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args, '--config', path], {
+      env: { ...process.env, QR_SECRET: 'demo-secret', DATABASE_URL, REDIS_URL, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, out: out.split('\n').filter(Boolean), err }));
+  });
+}
+
+/** The queue jobs of this file's queue (any state). */
+async function queued(): Promise<{ id: string; runKey: string; trigger: string }[]> {
+  const jobs = await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed', 'prioritized']);
+  return jobs.map((j) => ({ id: j.id!, runKey: j.data.runKey, trigger: j.data.trigger }));
+}
+
+it('replay --failed skips failures a later successful run superseded, says why, and --dry-run queues nothing', async () => {
+  const rep = `${jp}_rep`;
+  const app = `${jp}_app`;
+  const only = `${jp}_only`;
+  // Monday: every report fails on the server.
+  writeJobs({ [rep]: ['Failing', 'replace'], [app]: ['Failing', 'append'], [only]: ['Failing', 'replace'] });
+  for (const job of [rep, app, only]) expect((await cli('run', job, '--run-key', 'monday')).code).toBe(1);
+  // Tuesday: the report works again; rep and app load a newer logical run.
+  writeJobs({ [rep]: ['Stock/Levels', 'replace'], [app]: ['Stock/Levels', 'append'], [only]: ['Failing', 'replace'] });
+  for (const job of [rep, app]) expect((await cli('run', job, '--run-key', 'tuesday')).code).toBe(0);
+  const failedRep = (await runsOf(h.pool, rep)).find((r) => r.status === 'failed')!;
+  const failedApp = (await runsOf(h.pool, app)).find((r) => r.status === 'failed')!;
+  const failedOnly = (await runsOf(h.pool, only)).find((r) => r.status === 'failed')!;
+
+  // The superseded failure is skipped, with the reason; the queue stays empty.
+  const realRep = await cli('replay', '--failed', '--job', rep, '--queue-prefix', prefix);
+  expect(realRep.code, realRep.err).toBe(0);
+  expect(realRep.out[0]).toBe('0 failed runs queued again');
+  expect(realRep.out[1]).toMatch(/^skipped 1 superseded failed run/);
+  expect(await queued()).toEqual([]);
+
+  // Dry run: the replace failure is superseded by tuesday, listed as skipped; nothing reaches the queue.
+  const dryRep = await cli('replay', '--failed', '--job', rep, '--dry-run', '--queue-prefix', prefix);
+  expect(dryRep.code, dryRep.err).toBe(0);
+  expect(dryRep.out[0]).toBe('dry run, nothing queued: would queue 0 failed runs');
+  expect(dryRep.out[1]).toMatch(/^skipped 1 superseded failed run: a later logical run of the same job succeeded .*--include-superseded/);
+  expect(dryRep.out[3]).toContain(failedRep.run_id);
+  expect(dryRep.out[3]).toContain('[superseded by tuesday]');
+
+  // Dry run of a failure nothing superseded: run id, job, run key, start and the server's first error line.
+  const dryOnly = await cli('replay', '--failed', '--job', only, '--dry-run', '--queue-prefix', prefix);
+  expect(dryOnly.out[0]).toBe('dry run, nothing queued: would queue 1 failed run:');
+  expect(dryOnly.out[1]).toMatch(/^\s+run id\s+job\s+run key\s+started\s+error$/);
+  const row = dryOnly.out[2]!;
+  expect(row).toContain(failedOnly.run_id);
+  expect(row).toContain(only);
+  expect(row).toContain('monday');
+  expect(row).toContain(failedOnly.started_at.toISOString().replace('T', ' ').slice(0, 19));
+  expect(row).toContain('Report execution failed:');
+  expect(row).not.toContain('Division by zero');
+  // An append failure is not superseded: tuesday's rows are not monday's.
+  const dryApp = await cli('replay', '--failed', '--job', app, '--dry-run', '--queue-prefix', prefix);
+  expect(dryApp.out[0]).toBe('dry run, nothing queued: would queue 1 failed run:');
+  expect(dryApp.out[2]).toContain(failedApp.run_id);
+  expect(await queued()).toEqual([]);
+
+  // The others are queued as the same logical run.
+  for (const job of [only, app]) expect((await cli('replay', '--failed', '--job', job, '--queue-prefix', prefix)).out.at(-1)).toBe('1 failed run queued again');
+  expect((await queued()).map((q) => `${q.runKey}:${q.trigger}`).sort()).toEqual(['monday:replay', 'monday:replay']);
+
+  // --include-superseded replays it anyway.
+  const forced = await cli('replay', '--failed', '--job', rep, '--include-superseded', '--queue-prefix', prefix);
+  expect(forced.out).toEqual([`replay queued as monday__replay_${failedRep.run_id}`, '1 failed run queued again']);
+  expect((await queue.getJob(`monday__replay_${failedRep.run_id}`))?.data).toMatchObject({ job: rep, runKey: 'monday', trigger: 'replay' });
+});
