@@ -116,7 +116,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     postgres,
     // No Unix socket: it would go to a system folder that may belong to another server.
     ['-D', options.dataDir, '-p', String(options.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'synchronous_commit=off'],
-    { ...user, env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe'] },
+    // Own process group: a Ctrl-C in the terminal must not stop the server before the demo has drained its workers.
+    { ...user, env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
   );
   let output = '';
   child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));

@@ -48,6 +48,8 @@ export function findOnPath(name: string, path = process.env.PATH ?? ''): string 
 export async function startRedisServer(binary: string, port: number): Promise<StartedRedis> {
   const child = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Own process group: a Ctrl-C in the terminal must not stop Redis before the demo has drained its workers.
+    detached: true,
   });
   let output = '';
   const keep = (d: Buffer) => (output = (output + d.toString()).slice(-4000));
