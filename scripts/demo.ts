@@ -40,13 +40,14 @@ const out = (line = '') => process.stdout.write(`${line}\n`);
  * them through DATABASE_URL / REDIS_URL, and what was started is stopped after it, also when it throws.
  */
 async function main(): Promise<number> {
-  const postgres = await ensurePostgres();
-  out(`postgres      ${postgres.line}`);
-  const started: LocalService[] = [postgres];
+  // Redis first: when none can be had, the demo stops before an embedded PostgreSQL was started for nothing.
+  const redis = await ensureRedis();
+  out(`redis         ${redis.line}`);
+  const started: LocalService[] = [redis];
   try {
-    const redis = await ensureRedis();
-    out(`redis         ${redis.line}`);
-    started.push(redis);
+    const postgres = await ensurePostgres();
+    out(`postgres      ${postgres.line}`);
+    started.push(postgres);
     process.env.DATABASE_URL = postgres.url;
     process.env.REDIS_URL = redis.url;
     return await run(postgres, redis);

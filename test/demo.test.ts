@@ -85,7 +85,7 @@ it('with no PostgreSQL and no Redis answering, starts embedded PostgreSQL and re
   expect(pgLine?.[2], result.stdout).toBe(String(pgClosed));
   expect(redisLine?.[2], result.stdout).toBe(String(redisClosed));
   expect(result.stdout).toContain(`psql postgres://postgres@127.0.0.1:${pgLine![1]}/postgres`);
-  expect(result.stdout).toMatch(/^stopped +redis-server, embedded PostgreSQL$/m);
+  expect(result.stdout).toMatch(/^stopped +embedded PostgreSQL, redis-server$/m);
   expect(await portAcceptsConnections(Number(pgLine![1]))).toBe(false);
   expect(await portAcceptsConnections(Number(redisLine![1]))).toBe(false);
   // No process of the two is left (the demo prints no pids: find them by their ports).

@@ -21,10 +21,11 @@ export default async function setup(): Promise<() => Promise<void>> {
     for (const service of started.reverse()) await service.stop();
   };
   try {
-    const postgres = await ensurePostgres({ dataDir: DATA_DIR });
-    started.push(postgres);
+    // Redis first: when none can be had, nothing is started for nothing.
     const redis = await ensureRedis();
     started.push(redis);
+    const postgres = await ensurePostgres({ dataDir: DATA_DIR });
+    started.push(postgres);
     for (const [name, service] of [['DATABASE_URL', postgres], ['REDIS_URL', redis]] as const) {
       if (service.source === 'configured') continue;
       process.env[name] = service.url;
