@@ -1,7 +1,9 @@
 /**
- * `npm run demo`: the whole product on one machine. Migrates, starts the built-in simulator (at the port of
- * REPORT_BASE_URL, default 8080), the scheduler, a worker and the admin server against the local PostgreSQL and
- * Redis, with the sample jobs.yaml; queues one run of every job at once so that within a minute the reports have
+ * `npm run demo`: the whole product on one machine. Uses PostgreSQL and Redis at DATABASE_URL / REDIS_URL (default
+ * the local servers) and, where none answers, starts its own (embedded PostgreSQL, redis-server or a redis:7
+ * container: scripts/lib/local-services.ts) and says which, stopping them when it ends. Migrates, starts the
+ * built-in simulator (at the port of REPORT_BASE_URL, default 8080), the scheduler, a worker and the admin server,
+ * with the sample jobs.yaml; queues one run of every job at once so that within a minute the reports have
  * loaded (json, json_compact, txt, xml_query; replace, append, merge) and the deliberately failing job shows how
  * a failure looks. Then prints where to look.
  *
@@ -10,24 +12,55 @@
  */
 import type pg from 'pg';
 import { loadConfig } from '../src/config/load.ts';
-import { DEFAULT_DATABASE_URL, makePool } from '../src/app/connections.ts';
+import { makePool } from '../src/app/connections.ts';
 import { makeLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { queuePrefixFromEnv } from '../src/queue/names.ts';
 import { startService } from '../src/app/service.ts';
 import { startSimulator } from '../src/simulator/index.ts';
+import { ensurePostgres, ensureRedis, type LocalService } from './lib/local-services.ts';
 
 /** Jobs of the sample that are meant to fail (the demo shows a failure). */
 const EXPECTED_TO_FAIL = new Set(['broken_report']);
 const ROUND_TIMEOUT_MS = 90_000;
+const STARTED_NAMES: Record<LocalService['source'], string> = {
+  configured: '',
+  'embedded-postgres': 'embedded PostgreSQL',
+  'redis-server': 'redis-server',
+  'redis-container': 'Redis container',
+};
 
 const once = process.argv.includes('--once') || !process.stdout.isTTY;
 process.env.LOG_LEVEL ??= 'warn';
 const configPath = process.env.REPORT_ETL_CONFIG ?? 'jobs.yaml';
-const databaseUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
 const out = (line = '') => process.stdout.write(`${line}\n`);
 
+/**
+ * PostgreSQL and Redis for the demo (the configured ones, or started ones), each announced in one line; `run` gets
+ * them through DATABASE_URL / REDIS_URL, and what was started is stopped after it, also when it throws.
+ */
 async function main(): Promise<number> {
+  // Redis first: when none can be had, the demo stops before an embedded PostgreSQL was started for nothing.
+  const redis = await ensureRedis();
+  out(`redis         ${redis.line}`);
+  const started: LocalService[] = [redis];
+  try {
+    const postgres = await ensurePostgres();
+    out(`postgres      ${postgres.line}`);
+    started.push(postgres);
+    process.env.DATABASE_URL = postgres.url;
+    process.env.REDIS_URL = redis.url;
+    return await run(postgres, redis);
+  } finally {
+    for (const service of started.reverse()) await service.stop();
+    const names = started.filter((s) => s.source !== 'configured').map((s) => STARTED_NAMES[s.source]);
+    if (names.length) out(`stopped       ${names.join(', ')}`);
+  }
+}
+
+/** The demo proper, against the given PostgreSQL and Redis. */
+async function run(postgres: LocalService, redis: LocalService): Promise<number> {
+  const databaseUrl = postgres.url;
   const logger = makeLogger();
   const { config } = await loadConfig(configPath);
   const simUrl = new URL(config.connections.sim?.baseUrl ?? 'http://127.0.0.1:8080');
@@ -72,8 +105,12 @@ async function main(): Promise<number> {
     out();
     out('Where to look:');
     out(`  run history   ${service.adminUrl}/admin/runs   or   npx report-etl runs --since 1h`);
-    out(`  loaded rows   psql ${databaseUrl} -c 'SELECT * FROM erp.sales_orders LIMIT 5'`);
+    out(`  loaded rows   psql ${databaseUrl} -c 'SELECT * FROM erp.sales_orders LIMIT 5'${postgres.source === 'configured' ? '' : '   (while the demo runs)'}`);
     out(`  the failure   npx report-etl runs --job broken_report --status failed   (replay: npx report-etl replay <run-id>)`);
+    if (postgres.source !== 'configured' || redis.source !== 'configured') {
+      out(`  the commands above in another terminal need, while the demo runs:`);
+      out(`                export DATABASE_URL=${postgres.url} REDIS_URL=${redis.url}`);
+    }
     if (!once) {
       out();
       out('The scheduler keeps running the jobs on their schedules. Ctrl-C to stop.');

@@ -1,12 +1,14 @@
 /**
  * `npm run demo` as a newcomer runs it (not interactive, so it exits after the first round): simulator, scheduler,
  * worker and admin server come up, every sample job ends as expected within the round, and it says where to look.
+ * On a machine where no PostgreSQL or Redis answers it starts its own, says so, and stops them (issue 13).
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
+import { portAcceptsConnections } from '../scripts/lib/service-probes.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -21,15 +23,23 @@ async function freePort(): Promise<number> {
   });
 }
 
-it('loads every sample report, shows the failing one, prints where to look, and exits 0', async () => {
+interface DemoResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  adminPort: number;
+}
+
+/** Runs `scripts/demo.ts --once` with DATABASE_URL / REDIS_URL as given and free ports for simulator and admin. */
+async function runDemo(databaseUrl: string, redisUrl: string): Promise<DemoResult> {
   const [simPort, adminPort] = [await freePort(), await freePort()];
-  const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+  return new Promise<DemoResult>((resolve, reject) => {
     const child = spawn(process.execPath, ['scripts/demo.ts', '--once'], {
       cwd: ROOT,
       env: {
         ...process.env,
-        DATABASE_URL,
-        REDIS_URL,
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: redisUrl,
         REPORT_BASE_URL: `http://127.0.0.1:${simPort}`,
         ADMIN_PORT: String(adminPort),
         REPORT_ETL_QUEUE_PREFIX: uniqueName('demo'),
@@ -41,15 +51,44 @@ it('loads every sample report, shows the failing one, prints where to look, and 
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code) => resolve({ code, stdout, stderr, adminPort }));
   });
+}
+
+/** The round's table and hints, as every demo run must print them. */
+function expectRoundDone(result: DemoResult): void {
   expect(result.stderr).not.toContain('demo-secret');
   expect(result.code, result.stdout + result.stderr).toBe(0);
   for (const job of ['sales_orders', 'stock_levels', 'ledger', 'orders_compact']) {
     expect(result.stdout).toMatch(new RegExp(`^${job} +succeeded +[1-9]\\d*`, 'm'));
   }
   expect(result.stdout).toMatch(/^broken_report +failed .*Report execution failed/m);
-  expect(result.stdout).toContain(`http://127.0.0.1:${adminPort}/admin/runs`);
+  expect(result.stdout).toContain(`http://127.0.0.1:${result.adminPort}/admin/runs`);
   expect(result.stdout).toContain('psql ');
   expect(result.stdout).toContain('report-etl runs');
+}
+
+it('loads every sample report, shows the failing one, prints where to look, and exits 0', async () => {
+  const result = await runDemo(DATABASE_URL, REDIS_URL);
+  expectRoundDone(result);
+  expect(result.stdout).toContain(`postgres      using PostgreSQL at ${new URL(DATABASE_URL).host}`);
+  expect(result.stdout).toContain(`redis         using Redis at ${new URL(REDIS_URL).host}`);
+  expect(result.stdout).not.toContain('stopped ');
+}, 120_000);
+
+it('with no PostgreSQL and no Redis answering, starts embedded PostgreSQL and redis-server, says so, runs the round, and stops them', async () => {
+  const [pgClosed, redisClosed] = [await freePort(), await freePort()];
+  const result = await runDemo(`postgres://postgres@127.0.0.1:${pgClosed}/postgres`, `redis://127.0.0.1:${redisClosed}`);
+  expectRoundDone(result);
+  const pgLine = /^postgres +started embedded PostgreSQL [\d.]+ at 127\.0\.0\.1:(\d+) in [\d.]+ s.*data in \.local\/postgres .*nothing answered at 127\.0\.0\.1:(\d+)/m.exec(result.stdout);
+  const redisLine = /^redis +started \S*redis-server at 127\.0\.0\.1:(\d+) in [\d.]+ s \(nothing answered at 127\.0\.0\.1:(\d+)/m.exec(result.stdout);
+  expect(pgLine?.[2], result.stdout).toBe(String(pgClosed));
+  expect(redisLine?.[2], result.stdout).toBe(String(redisClosed));
+  expect(result.stdout).toContain(`psql postgres://postgres@127.0.0.1:${pgLine![1]}/postgres`);
+  expect(result.stdout).toMatch(/^stopped +embedded PostgreSQL, redis-server$/m);
+  expect(await portAcceptsConnections(Number(pgLine![1]))).toBe(false);
+  expect(await portAcceptsConnections(Number(redisLine![1]))).toBe(false);
+  // No process of the two is left (the demo prints no pids: find them by their ports).
+  const processes = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).split('\n');
+  expect(processes.filter((l) => l.includes(`-p ${pgLine![1]} `) || l.includes(`redis-server 127.0.0.1:${redisLine![1]}`))).toEqual([]);
 }, 120_000);

@@ -1,0 +1,39 @@
+/**
+ * Vitest global setup: the suite's PostgreSQL and Redis (DESIGN.md "Real parts, and how they start"). The servers at
+ * DATABASE_URL / REDIS_URL (default the local ones) when they answer; else an embedded PostgreSQL (data in
+ * `.local/postgres-test`, initdb once), a `redis-server` from PATH or a redis:7 container, announced on stderr and
+ * stopped after the last test file. Their URLs go into process.env before the workers start, which is where
+ * test/support/env.ts and every spawned CLI or demo process read them.
+ */
+import { fileURLToPath } from 'node:url';
+import { ensurePostgres, ensureRedis, type LocalService } from '../../scripts/lib/local-services.ts';
+
+const DATA_DIR = fileURLToPath(new URL('../../.local/postgres-test', import.meta.url));
+
+/**
+ * Makes sure PostgreSQL and Redis answer for the test files.
+ * @returns the teardown that stops whatever was started
+ * @throws LocalServiceUnavailableError / ConfiguredServiceRefusedError (one line saying what to do) before any test runs
+ */
+export default async function setup(): Promise<() => Promise<void>> {
+  const started: LocalService[] = [];
+  const stopAll = async () => {
+    for (const service of started.reverse()) await service.stop();
+  };
+  try {
+    // Redis first: when none can be had, nothing is started for nothing.
+    const redis = await ensureRedis();
+    started.push(redis);
+    const postgres = await ensurePostgres({ dataDir: DATA_DIR });
+    started.push(postgres);
+    for (const [name, service] of [['DATABASE_URL', postgres], ['REDIS_URL', redis]] as const) {
+      if (service.source === 'configured') continue;
+      process.env[name] = service.url;
+      process.stderr.write(`test services: ${service.line}\n`);
+    }
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  return stopAll;
+}
