@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { makeRedis } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { cronTicks } from '../src/config/cron-ticks.ts';
-import { runJobId } from '../src/queue/names.ts';
+import { tickQueueJobId } from '../src/queue/names.ts';
 import { enqueueRun, makeQueue } from '../src/queue/queue.ts';
 
 const N = Number(process.argv[2] ?? 2_000);
@@ -36,7 +36,7 @@ try {
   let added = 0;
   const ticks = N / 8;
   for (let i = 0; i < ticks; i++) {
-    const id = runJobId('bench', new Date(Date.UTC(2026, 0, 1) + i * 60_000));
+    const id = tickQueueJobId('bench', new Date(Date.UTC(2026, 0, 1) + i * 60_000));
     const r = await Promise.all(Array.from({ length: 8 }, () => enqueueRun(queue, { job: 'bench', trigger: 'schedule', runKey: id }, { jobId: id })));
     added += r.filter((x) => x.added).length;
   }

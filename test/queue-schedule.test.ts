@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { settableConfig, staticConfig } from '../src/config/live-config.ts';
-import { runJobId } from '../src/queue/names.ts';
+import { tickQueueJobId } from '../src/queue/names.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { enqueueTick, makeScheduler } from '../src/queue/scheduler.ts';
 import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
@@ -69,7 +69,7 @@ it('two schedulers and two workers: exactly one successful run per tick', async 
   for (let i = 1; i < sorted.length; i++) expect(sorted[i]! - sorted[i - 1]!).toBe(2000);
   expect(sorted[0]! % 2000).toBe(0);
   expect(sorted[0]!).toBeGreaterThanOrEqual(started - 2000);
-  for (const r of runs) expect(r.run_key).toBe(runJobId(job, r.scheduled_for!));
+  for (const r of runs) expect(r.run_key).toBe(tickQueueJobId(job, r.scheduled_for!));
   // Each BullMQ job completed once, under its deterministic id.
   const done = await queue.getJobs(['completed'], 0, 100);
   const ids = done.filter((j) => j.data.job === job).map((j) => j.id).sort();
@@ -85,8 +85,8 @@ it('a tick enqueued twice is queued once', async () => {
   const tick = new Date('2026-01-05T05:00:00Z');
   const results = await Promise.all(Array.from({ length: 5 }, () => enqueueTick(queue, config, job, tick, 'schedule')));
   expect(results.filter((r) => r.added)).toHaveLength(1);
-  expect(new Set(results.map((r) => r.jobId))).toEqual(new Set([runJobId(job, tick)]));
-  const queued = await queue.getJob(runJobId(job, tick));
+  expect(new Set(results.map((r) => r.jobId))).toEqual(new Set([tickQueueJobId(job, tick)]));
+  const queued = await queue.getJob(tickQueueJobId(job, tick));
   expect(queued?.opts.attempts).toBe(3);
   expect(queued?.opts.backoff).toEqual({ type: 'exponential', delay: 30_000 });
   await queued?.remove();
@@ -105,7 +105,7 @@ it('catch-up after downtime: all missed ticks within the window, or only the lat
     await h.pool.query(
       `INSERT INTO etl.runs (run_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode)
        VALUES (gen_random_uuid(), $1, $2, $3, 'schedule', 1, 'succeeded', 'x.y', 'replace')`,
-      [job, runJobId(job, last), last],
+      [job, tickQueueJobId(job, last), last],
     );
   }
   const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger: silentLogger, now: () => now });
@@ -118,7 +118,7 @@ it('catch-up after downtime: all missed ticks within the window, or only the lat
   expect(of(latest)).toEqual([expected.at(-1)]);
   expect(of(none)).toEqual([]);
   const first = queued.find((j) => j.data.job === all && j.data.scheduledFor === expected[0]);
-  expect(first?.id).toBe(runJobId(all, new Date(expected[0]!)));
+  expect(first?.id).toBe(tickQueueJobId(all, new Date(expected[0]!)));
   expect(first?.data.logicalStart).toBe(last.toISOString());
   for (const j of queued) await j.remove();
 });
@@ -193,7 +193,7 @@ it('a tick fired late (a blocked event loop) is still queued, once', async () =>
   }
   const missed = [1, 2, 3].map((s) => new Date(Math.floor(blockedFrom / 1000) * 1000 + s * 1000));
   for (const tick of missed) {
-    expect(await queue.getJob(runJobId(job, tick)), `tick ${tick.toISOString()}`).toBeDefined();
+    expect(await queue.getJob(tickQueueJobId(job, tick)), `tick ${tick.toISOString()}`).toBeDefined();
   }
   const jobs = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.job === job);
   expect(new Set(jobs.map((j) => j.id)).size).toBe(jobs.length);
@@ -217,7 +217,7 @@ it('a tick missed long ago (a paused process) is left to the catch-up policy, no
   }
   const dropped = lines.filter((l) => String(l.msg).startsWith('tick missed long ago')).map((l) => String(l.tick));
   expect(dropped.length).toBeGreaterThanOrEqual(1);
-  for (const tick of dropped) expect(await queue.getJob(runJobId(job, new Date(tick))), `tick ${tick}`).toBeUndefined();
+  for (const tick of dropped) expect(await queue.getJob(tickQueueJobId(job, new Date(tick))), `tick ${tick}`).toBeUndefined();
   const jobs = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.job === job);
   await Promise.all(jobs.map((j) => j.remove()));
 });

@@ -2,19 +2,19 @@
 import { expect, it } from 'vitest';
 import { cronTicks } from '../src/config/cron-ticks.ts';
 import { formatZoned, hasTemplate, parseZonedDate, renderParameters } from '../src/pipeline/logical-time.ts';
-import { compactIso, replayJobId, runJobId } from '../src/queue/names.ts';
+import { compactIso, replayQueueJobId, tickQueueJobId } from '../src/queue/names.ts';
 import { ConfigError } from '../src/errors.ts';
 
-it('runJobId is deterministic, has no ":" and sorts like time', () => {
-  const a = runJobId('sales.orders-1', new Date('2026-01-22T02:15:00Z'));
+it('tickQueueJobId is deterministic, has no ":" and sorts like time', () => {
+  const a = tickQueueJobId('sales.orders-1', new Date('2026-01-22T02:15:00Z'));
   expect(a).toBe('sales.orders-1__20260122T021500Z');
-  expect(runJobId('j', new Date('2026-01-22T02:15:00.120Z'))).toBe('j__20260122T021500.120Z');
+  expect(tickQueueJobId('j', new Date('2026-01-22T02:15:00.120Z'))).toBe('j__20260122T021500.120Z');
   expect(a).not.toContain(':');
   expect(compactIso(new Date('2026-01-22T02:15:01Z')) > compactIso(new Date('2026-01-22T02:15:00Z'))).toBe(true);
   const failed = '0e2f8d0c-5b1a-4f3e-9c7d-1a2b3c4d5e6f';
-  expect(replayJobId(a, failed)).toBe(`${a}__replay_${failed}`);
+  expect(replayQueueJobId(a, failed)).toBe(`${a}__replay_${failed}`);
   // A replay of a replay keeps one suffix.
-  expect(replayJobId(replayJobId(a, failed), 'aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee')).toBe(`${a}__replay_aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee`);
+  expect(replayQueueJobId(replayQueueJobId(a, failed), 'aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee')).toBe(`${a}__replay_aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee`);
 });
 
 it('cron ticks between two instants, in the job time zone, across a DST change', () => {

@@ -4,7 +4,7 @@
  * scheduled run of that tick gets, so a tick is never run twice by backfill and schedule. BullMQ keeps a finished
  * run's id for 7 days (KEEP_COMPLETED_S), so a tick that already ran is not queued again: each result says so, with
  * the queue job's state. `force` (issue 13) queues every tick as a new logical run instead (its own queue job id and
- * run key, {@link forcedRunJobId}): it runs and loads again — an append target gets that tick's rows a second time.
+ * run key, {@link forcedQueueJobId}): it runs and loads again — an append target gets that tick's rows a second time.
  */
 import { randomUUID } from 'node:crypto';
 import type { EtlConfig } from '../config/schema.ts';
@@ -14,7 +14,7 @@ import { cronTicks, MAX_TICKS } from '../config/cron-ticks.ts';
 import type { ResolvedJob } from '../config/load.ts';
 import { previousTick } from '../pipeline/logical-time.ts';
 import type { RunRequest } from '../vocabulary.ts';
-import { forcedRunJobId } from './names.ts';
+import { forcedQueueJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import { enqueueTick } from './scheduler.ts';
 
@@ -76,7 +76,7 @@ export async function backfill(deps: { queue: RunQueue; config: EtlConfig }, job
 
 /** Queues `tick` of `job` as a new logical run with the tick's logical time (trigger backfill). */
 async function enqueueForced(deps: { queue: RunQueue; config: EtlConfig }, job: ResolvedJob, tick: Date): Promise<{ jobId: string; added: boolean }> {
-  const id = forcedRunJobId(job.name, tick, randomUUID().slice(0, 8));
+  const id = forcedQueueJobId(job.name, tick, randomUUID().slice(0, 8));
   const req: RunRequest = { job: job.name, trigger: 'backfill', scheduledFor: tick.toISOString(), logicalEnd: tick.toISOString(), runKey: id };
   const previous = previousTick(job, tick);
   if (previous) req.logicalStart = previous.toISOString();

@@ -8,7 +8,7 @@ import type { Queue } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import { resolveJob } from '../config/load.ts';
 import { previousTick } from '../pipeline/logical-time.ts';
-import { manualJobId } from './names.ts';
+import { manualQueueJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest } from '../vocabulary.ts';
 
@@ -26,6 +26,6 @@ export async function enqueueManual(queue: RunQueue, config: EtlConfig, job: str
   const previous = previousTick(r, now);
   if (previous) req.logicalStart = previous.toISOString();
   if (Object.keys(parameters).length) req.parameters = parameters;
-  const { jobId } = await enqueueRun(queue, req, { jobId: manualJobId(job, runKey), ...retryOf(config, job) });
+  const { jobId } = await enqueueRun(queue, req, { jobId: manualQueueJobId(job, runKey), ...retryOf(config, job) });
   return { jobId, runKey };
 }

@@ -32,7 +32,7 @@ export function compactIso(tick: Date): string {
  * `[A-Za-z0-9_.-]+` (jobs.yaml schema) and the tick has no ':', so the id is always valid.
  * The same id is the run key (etl.runs.run_key) of the logical run.
  */
-export function runJobId(job: string, tick: Date): string {
+export function tickQueueJobId(job: string, tick: Date): string {
   return `${job}__${compactIso(tick)}`;
 }
 
@@ -42,12 +42,12 @@ export function runJobId(job: string, tick: Date): string {
  * run of a tick that already ran: the nonce keeps it apart from the scheduled run's id (kept by BullMQ for 7 days)
  * and run key (append's exactly-once claim), so it runs and loads again. `nonce`: a few lower-case hex digits.
  */
-export function forcedRunJobId(job: string, tick: Date, nonce: string): string {
-  return `${runJobId(job, tick)}__force_${nonce}`;
+export function forcedQueueJobId(job: string, tick: Date, nonce: string): string {
+  return `${tickQueueJobId(job, tick)}__force_${nonce}`;
 }
 
 /** BullMQ job id of a manual run (`enqueue`): `<job>__manual_<runKey>`; each manual request is its own run. */
-export function manualJobId(job: string, runKey: string): string {
+export function manualQueueJobId(job: string, runKey: string): string {
   return `${job}__manual_${runKey}`;
 }
 
@@ -55,7 +55,7 @@ export function manualJobId(job: string, runKey: string): string {
  * BullMQ job id of a replay of one failed attempt: `<original id>__replay_<runId>`. Replaying the same failed
  * attempt twice is deduplicated; a replay that fails again can itself be replayed (its attempt has a new run id).
  */
-export function replayJobId(queueJobId: string, failedRunId: string): string {
+export function replayQueueJobId(queueJobId: string, failedRunId: string): string {
   return `${queueJobId.replace(/__replay_[0-9a-f-]{36}$/, '')}__replay_${failedRunId}`;
 }
 

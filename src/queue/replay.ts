@@ -10,7 +10,7 @@ import type { Queue } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import { EtlError } from '../errors.ts';
 import { getAttempt, hasSucceeded } from '../history/attempts.ts';
-import { replayJobId } from './names.ts';
+import { replayQueueJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest } from '../vocabulary.ts';
 import { failedRunsToReplay, type FailedRunToReplay } from '../history/run-list.ts';
@@ -29,17 +29,18 @@ const PENDING = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * Queues a replay of the failed (or interrupted) attempt `runId`. Replaying the same attempt twice queues it once.
+ * Queues a replay of the failed (or interrupted) attempt `attemptId` (its etl.runs.run_id, the "run id" users see).
+ * Replaying the same attempt twice queues it once.
  * @returns the BullMQ job id of the replay
  * @throws EtlError (code INTERNAL, not retryable) when there is no such run, or it or a later attempt of its run succeeded
  */
-export async function replayRun(deps: ReplayDeps, runId: string): Promise<{ jobId: string }> {
-  const run = UUID.test(runId) ? await getAttempt(deps.pool, runId) : undefined;
-  if (!run) throw new EtlError('INTERNAL', `no run ${runId} in etl.runs`, { retryable: false });
-  if (run.status === 'succeeded') throw new EtlError('INTERNAL', `run ${runId} succeeded: nothing to replay`, { retryable: false });
-  if (run.status === 'running') throw new EtlError('INTERNAL', `run ${runId} is still running`, { retryable: false });
+export async function replayRun(deps: ReplayDeps, attemptId: string): Promise<{ jobId: string }> {
+  const run = UUID.test(attemptId) ? await getAttempt(deps.pool, attemptId) : undefined;
+  if (!run) throw new EtlError('INTERNAL', `no run ${attemptId} in etl.runs`, { retryable: false });
+  if (run.status === 'succeeded') throw new EtlError('INTERNAL', `run ${attemptId} succeeded: nothing to replay`, { retryable: false });
+  if (run.status === 'running') throw new EtlError('INTERNAL', `run ${attemptId} is still running`, { retryable: false });
   if (await hasSucceeded(deps.pool, run.job, run.run_key)) {
-    throw new EtlError('INTERNAL', `run ${runId} failed, but a later attempt of the same run (${run.run_key}) succeeded: nothing to replay`, { retryable: false });
+    throw new EtlError('INTERNAL', `run ${attemptId} failed, but a later attempt of the same run (${run.run_key}) succeeded: nothing to replay`, { retryable: false });
   }
   const request = await getRunRequest(deps.pool, run.job, run.run_key);
   const req: RunRequest = { job: run.job, trigger: 'replay', runKey: run.run_key };
@@ -49,7 +50,7 @@ export async function replayRun(deps: ReplayDeps, runId: string): Promise<{ jobI
   if (request?.logicalEnd) req.logicalEnd = request.logicalEnd.toISOString();
   if (request?.parameters) req.parameters = request.parameters;
   const retry = deps.config?.jobs[run.job] ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 };
-  const { jobId } = await enqueueRun(deps.queue, req, { jobId: replayJobId(request?.queueJobId ?? run.run_key, run.run_id), ...retry });
+  const { jobId } = await enqueueRun(deps.queue, req, { jobId: replayQueueJobId(request?.queueJobId ?? run.run_key, run.run_id), ...retry });
   return { jobId };
 }
 

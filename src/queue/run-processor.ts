@@ -57,9 +57,9 @@ export interface ProcessDeps {
  * @throws UnrecoverableError for config problems and non-retryable run failures; DelayedError when the run
  *   went back to the queue (overlap wait, shutdown); Error for a retryable failure (BullMQ retries with backoff)
  */
-export async function processRun(deps: ProcessDeps, bjob: Job<QueuedRun>, token: string | undefined, signal: AbortSignal | undefined): Promise<RunOutcome> {
-  const req = bjob.data;
-  const log = deps.logger.child({ job: req.job, queueJobId: bjob.id, runKey: req.runKey });
+export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, token: string | undefined, signal: AbortSignal | undefined): Promise<RunOutcome> {
+  const req = queueJob.data;
+  const log = deps.logger.child({ job: req.job, queueJobId: queueJob.id, runKey: req.runKey });
   const config = deps.config();
   let resolved: ResolvedJob;
   try {
@@ -71,14 +71,14 @@ export async function processRun(deps: ProcessDeps, bjob: Job<QueuedRun>, token:
     log.info('this tick already succeeded: nothing to do');
     return { status: 'already-succeeded' };
   }
-  const lock = await tryOverlapLock(deps.redis, overlapLockKey(deps.prefix, req.job), bjob.id!, log, deps.overlapLockTtlMs);
+  const lock = await tryOverlapLock(deps.redis, overlapLockKey(deps.prefix, req.job), queueJob.id!, log, deps.overlapLockTtlMs);
   if (!lock) {
     if (resolved.job.overlap === 'skip') {
       log.warn('the previous run of this job is still going: skipped (overlap: skip)');
       return { status: 'skipped-overlap' };
     }
     log.info({ retryInMs: deps.overlapRetryMs }, 'the previous run of this job is still going: waiting (overlap: wait)');
-    await bjob.moveToDelayed(Date.now() + deps.overlapRetryMs, token);
+    await queueJob.moveToDelayed(Date.now() + deps.overlapRetryMs, token);
     throw new DelayedError();
   }
   const controller = new AbortController();
@@ -89,7 +89,7 @@ export async function processRun(deps: ProcessDeps, bjob: Job<QueuedRun>, token:
     await recordRunRequest(deps.pool, {
       job: req.job,
       runKey: req.runKey,
-      queueJobId: bjob.id!,
+      queueJobId: queueJob.id!,
       trigger: req.trigger,
       scheduledFor: req.scheduledFor ? new Date(req.scheduledFor) : undefined,
       logicalStart: req.logicalStart ? new Date(req.logicalStart) : undefined,
@@ -113,7 +113,7 @@ export async function processRun(deps: ProcessDeps, bjob: Job<QueuedRun>, token:
       if (controller.signal.aborted && deps.shuttingDown()) {
         // Recorded interrupted by runAttempt; back to the queue at once for another worker, without using up an attempt.
         log.warn({ runId: err.attemptId }, 'run interrupted by shutdown: queued again');
-        await bjob.moveToDelayed(Date.now(), token);
+        await queueJob.moveToDelayed(Date.now(), token);
         throw new DelayedError();
       }
       const text = `${err.code}: ${err.message} (run ${err.attemptId})`;

@@ -1,6 +1,6 @@
 /**
  * The scheduler (issue 4 "Scheduler"): one node-cron task per scheduled job, in the job's (or its connection's)
- * time zone. Each tick enqueues one run with the id `<job>__<tick>` ({@link runJobId}), so any number of
+ * time zone. Each tick enqueues one run with the id `<job>__<tick>` ({@link tickQueueJobId}), so any number of
  * schedulers side by side queue exactly one run per tick. (BullMQ's own Job Schedulers are not used: their races,
  * taskforcesh/bullmq #2876, #2988, #3085.) On start it catches up on ticks missed while no scheduler ran
  * (`catchup: none | latest | { all: window }`, from etl.runs); config changes add, remove and reschedule tasks.
@@ -15,7 +15,7 @@ import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { cronTicks } from '../config/cron-ticks.ts';
 import type { LiveConfig } from '../config/live-config.ts';
-import { runJobId } from './names.ts';
+import { tickQueueJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest, TickTrigger } from '../vocabulary.ts';
 import { lastScheduledTick } from '../history/attempts.ts';
@@ -51,7 +51,7 @@ export const LATE_TICK_MAX_MS = 60_000;
  * @throws ConfigError for an unknown job
  */
 export async function enqueueTick(queue: RunQueue, config: EtlConfig, job: string, tick: Date, trigger: TickTrigger): Promise<{ jobId: string; added: boolean }> {
-  const id = runJobId(job, tick);
+  const id = tickQueueJobId(job, tick);
   const req: RunRequest = { job, trigger, scheduledFor: tick.toISOString(), logicalEnd: tick.toISOString(), runKey: id };
   const previous = previousTick(resolveJob(config, job), tick);
   if (previous) req.logicalStart = previous.toISOString();
