@@ -1,10 +1,12 @@
 /**
- * The process logger (pino), writing JSON lines to stderr so that stdout stays free for command output.
+ * The process logger (pino), writing to stderr so that stdout stays free for command output: JSON lines, or on a
+ * terminal one readable line per record (log-format.ts; `--log-format`, `LOG_FORMAT`).
  *
  * Secrets are redacted by path (CONVENTIONS.md "Logging"): whatever a caller logs, a client secret,
  * a token or an Authorization header never reaches the log.
  */
-import { pino, type Logger, type LoggerOptions } from 'pino';
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { prettyLine, resolveLogFormat, type LogFormat } from './log-format.ts';
 
 export type { Logger };
 
@@ -34,11 +36,30 @@ export const REDACT_PATHS = [
   'connections.*.clientSecret',
 ];
 
+/** Writes each record as a {@link prettyLine} to stderr. */
+function prettyDestination(): DestinationStream {
+  return {
+    write(line: string) {
+      let record: Record<string, unknown>;
+      try {
+        record = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        process.stderr.write(line);
+        return;
+      }
+      process.stderr.write(prettyLine(record));
+    },
+  };
+}
+
 /**
- * Makes the root logger. Level from `LOG_LEVEL` (default `info`).
+ * Makes the root logger. Level from `LOG_LEVEL` (default `info`); format from `format`, else `LOG_FORMAT`, else
+ * pretty on a terminal and JSON lines otherwise.
  * @param options extra pino options (merged over the defaults)
+ * @throws Error for an unknown format
  */
-export function makeLogger(options: LoggerOptions = {}): Logger {
+export function makeLogger(options: LoggerOptions = {}, format: LogFormat | undefined = undefined): Logger {
+  const pretty = (format ?? resolveLogFormat()) === 'pretty';
   return pino(
     {
       level: process.env.LOG_LEVEL ?? 'info',
@@ -46,7 +67,7 @@ export function makeLogger(options: LoggerOptions = {}): Logger {
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       ...options,
     },
-    pino.destination({ fd: 2, sync: false }),
+    pretty ? prettyDestination() : pino.destination({ fd: 2, sync: false }),
   );
 }
 

@@ -147,3 +147,24 @@ it('renders the logical time in report parameters for a run in the foreground to
   expect(expected.has(rows[0].n)).toBe(true);
   expect(rows[0].n).toBeGreaterThan(0);
 });
+
+it('writes a readable progress line per page on a terminal, JSON lines otherwise', async () => {
+  const pretty = await cli(['run', 'orders', '--config', configPath, '--log-format', 'pretty']);
+  expect(pretty.code).toBe(0);
+  expect(pretty.stderr).toMatch(/^\d\d:\d\d:\d\d orders: run started: Sales\/Orders as txt, attempt 1 \(manual\), run [0-9a-f-]{36}$/m);
+  expect(pretty.stderr).toMatch(/^\d\d:\d\d:\d\d orders: page 8: 100 rows, [\d.]+ kB, [\d,]+ rows\/s — 1,500 rows, [\d.]+ MB in [\d.]+ s so far$/m);
+  expect(pretty.stderr).not.toContain('{"level"');
+  // A real terminal (script(1) gives the command a pseudo-terminal) gets the readable lines without any option.
+  // Spawned asynchronously: the simulator answers from this process.
+  const env = { ...process.env, SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', DATABASE_URL, REDIS_URL, LOG_FORMAT: '' };
+  const tty = await new Promise<{ status: number | null; stdout: string }>((resolve, reject) => {
+    const child = spawn('script', ['-qec', `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} run orders --config ${JSON.stringify(configPath)}`, '/dev/null'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout }));
+  });
+  expect(tty.status).toBe(0);
+  expect(tty.stdout).toMatch(/orders: page 1: 200 rows/);
+  expect(tty.stdout).not.toContain('"msg":"page loaded"');
+});

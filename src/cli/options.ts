@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseWindow } from '../config/load.ts';
+import { LOG_FORMATS, type LogFormat } from '../log-format.ts';
 import { queuePrefixFromEnv } from '../queue/names.ts';
 
 /** Config path of every command that reads jobs.yaml: `$REPORT_ETL_CONFIG`, else `./jobs.yaml`. */
@@ -65,3 +66,11 @@ export function parseSince(text: string, now = new Date()): Date {
 export function sinceOption(cmd: Command, description: string): Command {
   return cmd.option('--since <when>', `${description}: a window (30m, 12h, 2d) or a date`, (v: string) => parseSince(v));
 }
+
+/** Adds `--log-format <json|pretty>` (default: `LOG_FORMAT`, else pretty on a terminal, JSON lines otherwise). */
+export function logFormatOption(cmd: Command): Command {
+  return cmd.addOption(new Option('--log-format <format>', 'log lines on stderr: json, or pretty (default: $LOG_FORMAT, else pretty on a terminal)').choices(LOG_FORMATS));
+}
+
+/** The parsed `--log-format`, for makeLogger. */
+export type LogFormatFlag = { logFormat?: LogFormat };

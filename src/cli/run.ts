@@ -9,17 +9,17 @@ import { Releasers } from '../app/connections.ts';
 import { loadConfig, resolveJob } from '../config/load.ts';
 import { makeLogger } from '../logger.ts';
 import { AttemptFailedError, runAttempt } from '../pipeline/run-attempt.ts';
-import { configOption, paramOption } from './options.ts';
+import { configOption, logFormatOption, paramOption, type LogFormatFlag } from './options.ts';
 import type { RegisterCommand } from './types.ts';
 
 export const registerRun: RegisterCommand = (program, cli) => {
-  paramOption(configOption(program.command('run').description('run one job of jobs.yaml now, in the foreground')))
+  logFormatOption(paramOption(configOption(program.command('run').description('run one job of jobs.yaml now, in the foreground'))))
     .argument('<job>', 'job name in jobs.yaml')
     .addOption(new Option('--run-key <key>', 'logical run id; append loads are exactly-once per key'))
-    .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string }) => {
+    .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string } & LogFormatFlag) => {
       const loaded = await loadConfig(opts.config);
       const job = resolveJob(loaded.config, jobName, opts.config);
-      const logger = makeLogger();
+      const logger = makeLogger({}, opts.logFormat);
       const releasers = new Releasers();
       const controller = new AbortController();
       let signals = 0;

@@ -7,14 +7,14 @@
 import { Option, type Command } from 'commander';
 import { startService, type ServiceOptions } from '../app/service.ts';
 import { makeLogger } from '../logger.ts';
-import { configOption, queuePrefixOption, wholeNumber } from './options.ts';
+import { configOption, logFormatOption, queuePrefixOption, wholeNumber, type LogFormatFlag } from './options.ts';
 import type { Cli } from './types.ts';
 
 /** How long a second signal waits for the aborted runs before the process exits, in ms. */
 const FORCE_EXIT_MS = 10_000;
 
 /** Options every long-running command takes, as commander parsed them. */
-export interface ServiceCommandOptions {
+export interface ServiceCommandOptions extends LogFormatFlag {
   config: string;
   queuePrefix: string;
   /** Runs at the same time (worker). */
@@ -30,6 +30,7 @@ export interface ServiceCommandOptions {
 export function serviceOptions(cmd: Command, parts: { worker?: boolean; admin?: boolean }): Command {
   configOption(cmd, 'jobs.yaml to read (watched for changes)');
   queuePrefixOption(cmd);
+  logFormatOption(cmd);
   if (parts.worker) {
     cmd.option('--concurrency <n>', 'runs at the same time in this process', wholeNumber(1), 1);
     cmd.option('--grace <seconds>', 'on SIGTERM/SIGINT, how long running runs may finish before they are aborted', wholeNumber(0), 60);
@@ -43,7 +44,7 @@ export function serviceOptions(cmd: Command, parts: { worker?: boolean; admin?: 
 
 /** Runs the service until a signal stops it. Resolves when everything is closed. */
 export async function runService(cli: Cli, opts: ServiceCommandOptions, parts: Pick<ServiceOptions, 'scheduler' | 'worker' | 'admin'>): Promise<void> {
-  const logger = makeLogger();
+  const logger = makeLogger({}, opts.logFormat);
   const graceMs = (opts.grace ?? 60) * 1000;
   let adminPort: number | undefined;
   if (opts.port !== undefined) {

@@ -1,0 +1,74 @@
+/**
+ * Log lines for a person at a terminal (issue 13 "human-readable progress on a terminal"): the same pino records
+ * as the JSON lines, written as one short line each — a progress line per page (page, rows, MB, rows/s), the
+ * start and end of a run, and `LEVEL message key=value …` for everything else. Secrets were redacted by pino
+ * before a record reaches this formatter.
+ */
+
+import { ConfigError } from './errors.ts';
+
+/** How log records are written: JSON lines (for machines) or {@link prettyLine}s (for a person at a terminal). */
+export type LogFormat = 'json' | 'pretty';
+
+/** The log formats, for option parsing. */
+export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
+
+const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+/** Fields every record has, or that a line shows in its own words: not repeated as key=value. */
+const OMIT = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'v', 'runId']);
+
+const int = (n: unknown) => (typeof n === 'number' ? Math.round(n).toLocaleString('en-US') : String(n));
+const mb = (bytes: unknown) => {
+  if (typeof bytes !== 'number') return '? MB';
+  return bytes < 1e6 ? `${Math.round(bytes / 1e3)} kB` : `${(bytes / 1e6).toFixed(1)} MB`;
+};
+
+function clock(time: unknown): string {
+  const d = new Date(typeof time === 'number' ? time : Date.now());
+  return d.toTimeString().slice(0, 8);
+}
+
+function value(v: unknown): string {
+  if (typeof v === 'string') return /[\s"=]/.test(v) ? JSON.stringify(v) : v;
+  return JSON.stringify(v);
+}
+
+/**
+ * One pino record (the parsed JSON line) as a line of text, ending in a newline.
+ * @param record e.g. `{ level: 30, time: 1763870000000, msg: 'page loaded', page: 3, rows: 10000, … }`
+ */
+export function prettyLine(record: Record<string, unknown>): string {
+  const r = record;
+  const level = LEVELS[r.level as number] ?? String(r.level);
+  const at = clock(r.time);
+  const job = typeof r.job === 'string' ? `${r.job}: ` : '';
+  switch (r.msg) {
+    case 'page loaded':
+      return `${at} ${job}page ${r.page}: ${int(r.rows)} rows, ${mb(r.bytes)}, ${int(r.rowsPerSec)} rows/s — ${int(r.totalRows)} rows, ${r.totalMB} MB in ${r.elapsedS} s so far\n`;
+    case 'run started':
+      return `${at} ${job}run started: ${r.report} as ${r.outputType}, attempt ${r.attempt} (${r.trigger}), run ${r.runId}\n`;
+    case 'loading':
+      return `${at} ${job}loading into ${r.table} (plan ${r.plan}, ${r.columns} columns)\n`;
+    case 'report job finished':
+      return `${at} ${job}report job ${r.reportJobId ?? ''} finished on the server: ${int(r.rows)} rows in ${r.pages} pages\n`;
+    case 'run succeeded':
+      return `${at} ${job}run succeeded: ${int(r.rows)} rows, ${r.pages} pages, ${mb(r.bytes)} in ${((r.durationMs as number) / 1000).toFixed(1)} s (${int(r.rowsPerSec)} rows/s, plan ${r.plan})\n`;
+    default: {
+      const rest = Object.entries(r)
+        .filter(([k, v]) => !OMIT.has(k) && k !== 'job' && v !== undefined)
+        .map(([k, v]) => `${k}=${value(v)}`);
+      return `${at} ${level.padEnd(5)} ${job}${String(r.msg ?? '')}${rest.length ? `  ${rest.join(' ')}` : ''}\n`;
+    }
+  }
+}
+
+/**
+ * The format to use: an explicit one, else `LOG_FORMAT`, else pretty on a terminal and JSON otherwise.
+ * @throws ConfigError naming the accepted values when LOG_FORMAT or `explicit` is something else
+ */
+export function resolveLogFormat(explicit?: string, env: NodeJS.ProcessEnv = process.env, isTty = Boolean(process.stderr.isTTY)): LogFormat {
+  const chosen = explicit ?? env.LOG_FORMAT;
+  if (chosen === undefined || chosen === '') return isTty ? 'pretty' : 'json';
+  if ((LOG_FORMATS as readonly string[]).includes(chosen)) return chosen as LogFormat;
+  throw new ConfigError([`LOG_FORMAT is "${chosen}": write one of ${LOG_FORMATS.join(', ')}`]);
+}
