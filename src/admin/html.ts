@@ -60,7 +60,7 @@ export function page(title: string, body: SafeHtml): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title} · report-etl</title><style>${new SafeHtml(STYLE)}</style></head>
-<body><nav><a href="/admin/runs">Runs</a><a href="/admin/queues">Queue</a><a href="/metrics">Metrics</a></nav>
+<body><nav><a href="/admin/runs">Runs</a><a href="/admin/connections">Connections</a><a href="/admin/queues">Queue</a><a href="/metrics">Metrics</a></nav>
 <h1>${title}</h1>
 ${body}
 </body></html>`.value;

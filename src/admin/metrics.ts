@@ -11,6 +11,8 @@
  * - `report_etl_token_requests_total`: the Redis counter {@link tokenRequestsKey}, incremented once per request to
  *   the token endpoint by whichever process asks (src/report-api/job-client.ts).
  * - `report_etl_queue_jobs{state}`: BullMQ `getJobCounts()` of the queue.
+ * - `report_etl_login_required{connection}`: 1 while a user-dependent connection waits for `report-etl login`
+ *   (its refresh token was refused: LOGIN_REQUIRED), 0 while it is logged in; from etl.connection_logins.
  */
 import { tokenRequestsKey } from '../report-api/token-cache.ts';
 import type { Queue } from 'bullmq';
@@ -18,6 +20,7 @@ import type { Redis } from 'ioredis';
 import { Counter, Gauge, Registry, type Histogram } from 'prom-client';
 import { runAggregates, type DurationHistogram, type RunAggregates } from '../history/run-aggregates.ts';
 import type { Queryable } from '../db.ts';
+import { listConnectionLogins } from '../history/logins.ts';
 
 /** Re-exported for tests and tools that read or reset the counter. */
 export { tokenRequestsKey };
@@ -142,6 +145,19 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
     async collect() {
       const counts = await src.queue.getJobCounts(...QUEUE_STATES);
       for (const state of QUEUE_STATES) this.set({ state }, counts[state] ?? 0);
+    },
+  });
+
+  new Gauge({
+    name: 'report_etl_login_required',
+    help: 'User-dependent connections: 1 while runs fail with LOGIN_REQUIRED until `report-etl login <connection>`, 0 while logged in.',
+    labelNames: ['connection'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const r of await listConnectionLogins(src.pool)) {
+        if (r.auth === 'authorization_code') this.set({ connection: r.connection }, r.login_required_at !== null || !r.logged_in ? 1 : 0);
+      }
     },
   });
 

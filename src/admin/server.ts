@@ -9,6 +9,8 @@
  * | `/admin/runs`, `/admin/runs/:runId`, POST `/admin/runs/:runId/replay` | run history pages (run-routes.ts) | admin auth |
  * | `/admin/queues` | bull-board with retry buttons (bull-board.ts) | admin auth |
  * | `/admin/login?token=...` | sets the browser session cookie, redirects to `/admin/runs` | the token itself |
+ * | `/admin/connections`, `/admin/connections/:name/login` | logins of user-dependent service users (login-routes.ts) | admin auth |
+ * | `/oauth/callback` | the ERP server's redirect after a login; accepts only a pending login's single-use state | open |
  *
  * Admin auth (auth.ts): bearer token or its session cookie, or basic auth; with neither configured a loud
  * warning is logged and only loopback callers (127.0.0.1, ::1) get in. `/metrics` also admits the scrapers' own
@@ -43,6 +45,7 @@ import { registerBullBoard } from './bull-board.ts';
 import { checkReadiness } from './health.ts';
 import { makeAdminMetrics } from './metrics.ts';
 import { registerRunRoutes } from './run-routes.ts';
+import { registerLoginRoutes } from './login-routes.ts';
 
 /** Dependencies and options of {@link startAdminServer}. */
 export interface AdminServerOptions {
@@ -70,6 +73,11 @@ export interface AdminServerOptions {
   keyPrefix?: string;
   /** jobs.yaml, so that replays get the job's attempts and backoff (without it: one attempt). */
   config?: EtlConfig;
+  /**
+   * The current jobs.yaml connections (live config), for the connections page, its "Log in" links and the login
+   * callback; default: those of `config`. Without either, the page lists what the database recorded.
+   */
+  connections?: () => EtlConfig['connections'];
 }
 
 /** A running admin server. */
@@ -166,6 +174,8 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   app.get('/admin', async (_req, reply) => reply.redirect('/admin/runs', 302));
 
   registerRunRoutes(app, { pool: deps.pool, queue: deps.queue, logger: log, config: deps.config });
+  const config = deps.config;
+  registerLoginRoutes(app, { pool: deps.pool, logger: log, connections: deps.connections ?? (config ? () => config.connections : undefined) });
   await registerBullBoard(app, deps.queue);
 
   try {

@@ -68,7 +68,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     };
     if (o.admin) {
       const { startAdminServer } = await import('../admin/server.ts');
-      const admin = await startAdminServer({ pool, redis, queue, logger: o.logger, port: o.adminPort ?? 3000, ...(o.adminHost ? { host: o.adminHost } : {}) });
+      const admin = await startAdminServer({ pool, redis, queue, logger: o.logger, port: o.adminPort ?? 3000, connections: () => config.current().connections, ...(o.adminHost ? { host: o.adminHost } : {}) });
       releasers.add(() => admin.close());
       service.adminUrl = admin.url;
     }

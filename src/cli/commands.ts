@@ -12,7 +12,8 @@ import { registerRuns } from './runs.ts';
 import { registerReplay } from './replay.ts';
 import { registerBackfill } from './backfill.ts';
 import { registerAdmin } from './admin.ts';
+import { registerLogin } from './login.ts';
 
 /** Every command, in the order `--help` lists them. */
 export const commands: RegisterCommand[] = [registerRun, registerValidate, registerMigrate, registerSimulate,
-  registerScheduler, registerWorker, registerStart, registerEnqueue, registerRuns, registerReplay, registerBackfill, registerAdmin];
+  registerScheduler, registerWorker, registerStart, registerEnqueue, registerRuns, registerReplay, registerBackfill, registerAdmin, registerLogin];

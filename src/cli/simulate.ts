@@ -5,7 +5,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Cli } from './types.ts';
 import { makeLogger } from '../logger.ts';
-import { DEFAULT_CLIENTS, startSimulator, type SimulatorOptions } from '../simulator/index.ts';
+import { DEFAULT_CLIENTS, DEFAULT_USERS, startSimulator, type SimulatorOptions } from '../simulator/index.ts';
 
 function int(name: string, min: number): (value: string) => number {
   return (value) => {
@@ -63,9 +63,12 @@ export function registerSimulate(program: Command, cli: Cli): void {
       cli.out(`Report Export Service simulator listening on ${sim.url}`);
       cli.out(`  discovery: ${sim.url}/.well-known/openid-configuration`);
       for (const c of DEFAULT_CLIENTS) {
-        const note = c.interfaceAccess === false ? ' (no interface access: 403)' : c.reportRights === false ? ' (no report rights)' : '';
+        const note = c.interfaceAccess === false ? ' (no interface access: 403)' : c.reportRights === false ? ' (no report rights)' : c.userDependent ? (c.clientSecret ? ' (user-dependent, trusted)' : ' (user-dependent, public: no secret)') : '';
         // Demo credentials of the simulator only; printing them is the point of this command.
-        cli.out(`  client: ${c.clientId} / ${c.clientSecret}${note}`);
+        cli.out(`  client: ${c.clientId}${c.clientSecret ? ` / ${c.clientSecret}` : ''}${note}`);
+      }
+      for (const u of DEFAULT_USERS) {
+        cli.out(`  login page user: ${u.username} / ${u.password} (scopes: ${u.scopes.join(' ') || 'none'}; ${u.offlineAccess === false ? 'no offline access: 10 h' : 'offline access: 60 d'})`);
       }
       cli.out('Press Ctrl-C to stop.');
       await new Promise<void>((resolve) => {

@@ -4,11 +4,12 @@
  */
 import { configOption } from './options.ts';
 import { ConfigError } from '../errors.ts';
-import { loadConfig } from '../config/load.ts';
+import { configWarnings, loadConfig } from '../config/load.ts';
 import type { RegisterCommand } from './types.ts';
 
 /**
- * Registers `validate`. Prints `jobs.yaml: ok, N jobs (a, b) on M connections` to stdout and exits 0, or
+ * Registers `validate`. Prints `jobs.yaml: ok, N jobs (a, b) on M connections` to stdout (warnings, e.g. a
+ * localhost redirectUri, to stderr) and exits 0, or
  * prints each problem (`file:line:col: path: what is wrong`) and a count to stderr and exits 2.
  */
 export const registerValidate: RegisterCommand = (program, cli) => {
@@ -16,6 +17,7 @@ export const registerValidate: RegisterCommand = (program, cli) => {
     .action(async (opts: { config: string }) => {
       try {
         const { config } = await loadConfig(opts.config);
+        for (const warning of configWarnings(config, opts.config)) cli.err(`warning: ${warning}`);
         const jobs = Object.keys(config.jobs);
         const connections = Object.keys(config.connections).length;
         const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;

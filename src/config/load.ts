@@ -11,6 +11,7 @@ import { validateDetailed } from 'node-cron';
 import type { z } from 'zod';
 import { ConfigError, coerceError } from '../errors.ts';
 import { checkReportName, isReportNameProblem } from '../report-api/report-name.ts';
+import { secretKeyProblem, SECRET_KEY_ENV } from '../secret-box.ts';
 import { configSchema, jobSchema, type ConnectionConfig, type EtlConfig, type JobConfig } from './schema.ts';
 import { formatPath, interpolate, WHOLE_REFERENCE, type ConfigPath } from './interpolate.ts';
 import { closestMatch, get, issueProblems, makeLocator, syntaxProblems, type Located, type Locator } from './problems.ts';
@@ -62,7 +63,7 @@ export function isTimeZone(zone: string): boolean {
 }
 
 /** The checks zod cannot express; each flags its path so that a schema refinement is not repeated. */
-function extraChecks(doc: Document, data: unknown, loc: Locator, file: string, flagged: Set<string>): Located[] {
+function extraChecks(doc: Document, data: unknown, loc: Locator, file: string, flagged: Set<string>, env: NodeJS.ProcessEnv): Located[] {
   const out: Located[] = [];
   const add = (path: ConfigPath, text: string) => {
     const pos = loc.node(path);
@@ -85,6 +86,9 @@ function extraChecks(doc: Document, data: unknown, loc: Locator, file: string, f
       add([...path, 'clientSecret'], 'clientSecret must come from the environment: write ${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself');
     }
     zone([...path, 'timezone'], get(data, [...path, 'timezone']));
+    // The refresh token of a user-dependent service user is stored encrypted, never in plaintext: no key, no login.
+    const keyProblem = get(data, [...path, 'auth']) === 'authorization_code' ? secretKeyProblem(env[SECRET_KEY_ENV]) : undefined;
+    if (keyProblem !== undefined) add([...path, 'auth'], `auth: authorization_code keeps the refresh token encrypted in PostgreSQL, but ${keyProblem}`);
   }
   const jobs = get(data, ['jobs']);
   for (const [name, job] of Object.entries(isObj(jobs) ? jobs : {})) {
@@ -178,7 +182,7 @@ export function validateConfigText(text: string, file: string, env: NodeJS.Proce
   // A value whose variable is missing fails the schema too; its env problem says it all.
   const missingVar = new Set(envPaths.map((p) => formatPath(p)));
   const flagged = new Set<string>();
-  located.push(...extraChecks(doc, data, loc, file, flagged));
+  located.push(...extraChecks(doc, data, loc, file, flagged, env));
 
   const result = parseCoercing(configSchema, data, [], interpolated);
   const issues: { issue: z.core.$ZodIssue; base: ConfigPath }[] = result.success ? [] : result.error.issues.map((issue) => ({ issue, base: [] }));
@@ -221,6 +225,26 @@ function parseCoercing<S extends z.ZodType>(schema: S, data: unknown, base: Conf
     }
   }
   return changed ? schema.safeParse(data) : result;
+}
+
+/**
+ * What is allowed but probably wrong in a valid config, one line each (`validate` prints them and still exits 0):
+ * a redirectUri on localhost (spec "User-dependent service user" step 1: it must be reachable from the server,
+ * localhost generally is not).
+ */
+export function configWarnings(cfg: EtlConfig, file = 'jobs.yaml'): string[] {
+  const out: string[] = [];
+  for (const [name, c] of Object.entries(cfg.connections)) {
+    if (c.auth !== 'authorization_code' || !c.redirectUri) continue;
+    const host = new URL(c.redirectUri).hostname.replace(/^\[|\]$/g, '');
+    if (host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127\./.test(host) || host === '0.0.0.0') {
+      out.push(
+        `${file}: connections.${name}.redirectUri: ${c.redirectUri} is on this machine: the ERP server must reach the redirect URI (spec "User-dependent service user" step 1: localhost is generally not possible); ` +
+          'use a host name the browser and the server can reach, or finish each login by pasting the redirected URL (`report-etl login --redirected-url`)',
+      );
+    }
+  }
+  return out;
 }
 
 /**

@@ -129,7 +129,7 @@ export function issueProblems(issue: z.core.$ZodIssue, base: ConfigPath, data: u
       return [here(path, `must be ${issue.code === 'too_small' ? 'at least' : 'at most'} ${String(limit)}${unit}${about}`)];
     }
     case 'invalid_format':
-      if (issue.format === 'url') return [here(path, 'not a valid URL: write it with its scheme, e.g. https://erp.example.com')];
+      if (issue.format === 'url') return [here(path, /^Invalid/i.test(issue.message) ? 'not a valid URL: write it with its scheme, e.g. https://erp.example.com' : issue.message)];
       return [here(path, issue.message)];
     default:
       return [here(path, issue.message)];

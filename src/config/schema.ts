@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { PATH_ENCODINGS } from '../report-api/report-name.ts';
-import { CREDENTIALS_WAYS, MANDANT_PATTERN, MIN_PAGING, PAGING_PROBLEM } from '../report-api/report-rules.ts';
+import { AUTH_KINDS, CREDENTIALS_WAYS, MANDANT_PATTERN, MAX_SCOPES, MIN_PAGING, PAGING_PROBLEM, SCOPES_PROBLEM } from '../report-api/report-rules.ts';
 import { OUTPUT_TYPES, WRITE_MODES } from '../vocabulary.ts';
 
 /** A Postgres identifier as written in config (schema or table): letters, digits, underscore. */
@@ -15,11 +15,25 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const connectionSchema = z
   .object({
     baseUrl: z.url().describe('Base URL of the server, e.g. https://erp.example.com (the spec\'s {base_url}).'),
+    auth: z
+      .enum(AUTH_KINDS)
+      .default('client_credentials')
+      .describe('Kind of service user (spec "Authentication"): client_credentials (Client-ID + Client-Secret) or authorization_code (user-dependent: a product user logs in once with `report-etl login <connection>`).'),
     clientId: z.string().min(1).describe('Client-ID of the service user (spec "What the service does" 5).'),
     clientSecret: z
       .string()
       .min(1)
-      .describe('Client-Secret of the service user; give it as ${VAR} so that it comes from the environment.'),
+      .optional()
+      .describe('Client-Secret of the service user, as ${VAR} from the environment; required for client_credentials, for authorization_code only of a trusted (confidential) client.'),
+    scopes: z
+      .array(z.string().regex(/^[^\s]+$/, { message: 'a scope name has no spaces (scopes are sent space-separated)' }))
+      .max(MAX_SCOPES, { message: SCOPES_PROBLEM })
+      .optional()
+      .describe('authorization_code: the scopes the login requests, e.g. [svc.pad, offline_access] (at most 25; offline_access gives a refresh token of 60 days instead of 10 hours).'),
+    redirectUri: z
+      .url({ protocol: /^https?$/, message: 'redirectUri must be an absolute http(s) URL, e.g. https://etl.example.com/oauth/callback' })
+      .optional()
+      .describe('authorization_code: the redirect URI configured for the service user; the admin server\'s /oauth/callback, reachable from the ERP server.'),
     credentials: z
       .enum(CREDENTIALS_WAYS)
       .default('header')
@@ -37,7 +51,18 @@ export const connectionSchema = z
     pollMaxIntervalMs: z.number().int().positive().default(5_000).describe('Cap of the growing poll interval in ms.'),
     pollTimeoutMs: z.number().int().positive().default(3_600_000).describe('How long a job may stay Running before the run fails, in ms.'),
   })
-  .strict();
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.auth === 'client_credentials') {
+      if (c.clientSecret === undefined) ctx.addIssue({ code: 'custom', path: ['clientSecret'], message: 'missing required key "clientSecret": a client_credentials service user needs its Client-Secret (or set auth: authorization_code for a user-dependent service user)' });
+      for (const key of ['scopes', 'redirectUri'] as const) {
+        if (c[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is used by auth: authorization_code only (auth is client_credentials)` });
+      }
+    } else {
+      if (c.redirectUri === undefined) ctx.addIssue({ code: 'custom', path: ['redirectUri'], message: 'missing required key "redirectUri": auth: authorization_code needs the redirect URI configured for the service user (spec "User-dependent service user" step 1), e.g. https://etl.example.com/oauth/callback' });
+      if (c.scopes === undefined || c.scopes.length === 0) ctx.addIssue({ code: 'custom', path: ['scopes'], message: 'auth: authorization_code needs scopes, e.g. [svc.pad, offline_access] (spec "Scope rules" 4: requested scopes must be named)' });
+    }
+  });
 
 /** One connection to a Report Export Service, as validated from jobs.yaml. */
 export type ConnectionConfig = z.infer<typeof connectionSchema>;

@@ -23,6 +23,7 @@ import { loadRows, withLoadTransaction, type LoadPlan, type LoadResult } from '.
 import { databaseError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
+import { connectionAuthStore } from './auth-store.ts';
 import { runParameters } from './logical-time.ts';
 import { reportRows } from './report-rows.ts';
 
@@ -142,7 +143,8 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
       lease = await o.clients.acquire(r.connectionName, r.connection);
       client = lease.client;
     } else {
-      client = ownClient = await makeReportClient({ connection: r.connection, connectionName: r.connectionName, redis: o.redis, logger: o.logger, ...(o.signal ? { signal: o.signal } : {}) });
+      const authStore = connectionAuthStore(o.pool, r.connectionName, r.connection);
+      client = ownClient = await makeReportClient({ connection: r.connection, connectionName: r.connectionName, redis: o.redis, logger: o.logger, authStore, ...(o.signal ? { signal: o.signal } : {}) });
     }
     stage = 'start';
     if (o.exclusive) await clearDeadAttempts(o.pool, client, r.name, runKey, attempt, attemptId, log);

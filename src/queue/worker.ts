@@ -13,6 +13,7 @@ import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
 import { OVERLAP_LOCK_TTL_MS } from './overlap-lock.ts';
 import type { QueuedRun } from './queue.ts';
 import { makeReportClients } from '../report-api/client-registry.ts';
+import { connectionAuthStore } from '../pipeline/auth-store.ts';
 import { defaultWorkerName } from '../pipeline/run-attempt.ts';
 import { processRun, type RunOutcome } from './run-processor.ts';
 
@@ -65,7 +66,7 @@ export interface RunWorker {
 export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
   const prefix = deps.prefix ?? DEFAULT_QUEUE_PREFIX;
   const logger = deps.logger.child({ component: 'worker' });
-  const clients = makeReportClients(deps.redis, deps.logger);
+  const clients = makeReportClients(deps.redis, deps.logger, (name, connection) => connectionAuthStore(deps.pool, name, connection));
   const active = new Set<AbortController>();
   let shuttingDown = false;
   const processDeps = {

@@ -9,7 +9,7 @@ import type { Logger } from '../logger.ts';
 import { AccessForbiddenError, UnauthorizedError, type ReportApiStage } from './errors.ts';
 import { joinUrl } from './discovery.ts';
 import { isNotSentError, isTransientError, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
-import type { TokenCache } from './token-cache.ts';
+import type { AccessTokens } from './token-cache.ts';
 
 /** Path prefix of the report interface (spec: {report_api}). */
 export const REPORT_API_PREFIX = '/api/svcreport/v1';
@@ -37,12 +37,12 @@ export interface ApiCall {
 export interface ApiCallerOptions {
   baseUrl: string;
   http: HttpTransport;
-  tokens: TokenCache;
+  tokens: AccessTokens;
   retry: RetryPolicy;
   logger: Logger;
 }
 
-async function forbidden(res: Dispatcher.ResponseData, call: ApiCall): Promise<AccessForbiddenError> {
+async function forbidden(res: Dispatcher.ResponseData, call: ApiCall, tokenScope: string | undefined): Promise<AccessForbiddenError> {
   const header = res.headers['svcservletexceptionmessage'] ?? res.headers['servletexceptionmessage'];
   const serverMessage = Array.isArray(header) ? header.join('\n') : header;
   let problem: ProblemDetails | undefined;
@@ -55,7 +55,7 @@ async function forbidden(res: Dispatcher.ResponseData, call: ApiCall): Promise<A
   } catch {
     problem = undefined;
   }
-  return new AccessForbiddenError(call.method, `${REPORT_API_PREFIX}${call.path}`, call.stage, serverMessage || undefined, problem);
+  return new AccessForbiddenError(call.method, `${REPORT_API_PREFIX}${call.path}`, call.stage, serverMessage || undefined, problem, tokenScope);
 }
 
 /** Sends authorized {report_api} calls; see the module doc. */
@@ -64,6 +64,11 @@ export class ApiCaller {
 
   constructor(opts: ApiCallerOptions) {
     this.opts = opts;
+  }
+
+  /** The scope of the access token in use (spec "Token response"), undefined when the server named none. */
+  tokenScope(): string | undefined {
+    return this.opts.tokens.scope();
   }
 
   /** Absolute URL of a {report_api} path. */
@@ -103,7 +108,7 @@ export class ApiCaller {
       (err, n, delayMs) => logger.debug({ method: call.method, stage: call.stage, attempt: n, delayMs, err: (err as Error).message }, 'retrying'),
       call.idempotent === false ? isNotSentError : isTransientError,
     );
-    if (res.statusCode === 403) throw await forbidden(res, call);
+    if (res.statusCode === 403) throw await forbidden(res, call, tokens.scope());
     return res;
   }
 }

@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import { makeReportClient } from './report-client.ts';
-import type { ReportClient, ReportConnection } from './types.ts';
+import type { ConnectionAuthStore, ReportClient, ReportConnection } from './types.ts';
 
 /** A client on loan to one run: give it back with release() when the run is over. */
 export interface ClientLease {
@@ -33,8 +33,12 @@ interface Entry {
   retired: boolean;
 }
 
-/** Makes the per-connection client cache of a worker. */
-export function makeReportClients(redis: Redis, logger: Logger): ReportClients {
+/**
+ * Makes the per-connection client cache of a worker.
+ * @param authStore the login store of a connection (required for auth: authorization_code; records scopes); may
+ *   throw ConfigError (e.g. REPORT_ETL_SECRET_KEY missing), which acquire() passes on
+ */
+export function makeReportClients(redis: Redis, logger: Logger, authStore?: (name: string, connection: ReportConnection) => ConnectionAuthStore): ReportClients {
   const clients = new Map<string, Entry>();
   const closing: Promise<unknown>[] = [];
   const closeQuietly = (e: Entry) => closing.push(e.client.then((client) => client.close()).catch(() => undefined));
@@ -52,7 +56,10 @@ export function makeReportClients(redis: Redis, logger: Logger): ReportClients {
           settings,
           // No run's abort signal here: the client is shared, and one run's Ctrl-C must not fail the others'
           // discovery. Its requests are bounded by the connection's timeout.
-          client: makeReportClient({ connection, connectionName: name, redis, logger }),
+          client: Promise.resolve().then(() => {
+            const store = authStore?.(name, connection);
+            return makeReportClient({ connection, connectionName: name, redis, logger, ...(store ? { authStore: store } : {}) });
+          }),
           users: 0,
           retired: false,
         };

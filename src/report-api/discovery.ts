@@ -13,18 +13,31 @@ export function joinUrl(baseUrl: string, path: string): string {
   return baseUrl.replace(/\/+$/, '') + path;
 }
 
+/** The endpoints of the discovery document report-etl uses, as absolute URLs. */
+export interface DiscoveredEndpoints {
+  /** issuer (spec "Discovery document"); the {base_url} when the document names none. */
+  issuer: string;
+  tokenEndpoint: string;
+  /** authorization_endpoint (spec "Endpoints" #6), undefined when the document names none. */
+  authorizationEndpoint: string | undefined;
+}
+
 /**
  * Reads the discovery document and returns its token_endpoint as an absolute URL (a relative value is
  * resolved against {base_url}). Transient failures are retried per `retry`.
  * @throws ServerUnreachableError (stage 'token') when the server cannot be reached at all; TokenError (stage
  *   'token') when the document cannot be read otherwise or has no token_endpoint; AbortedError
  */
-export async function discoverTokenEndpoint(
-  baseUrl: string,
-  http: HttpTransport,
-  retry: RetryPolicy,
-  signal?: AbortSignal,
-): Promise<string> {
+export async function discoverTokenEndpoint(baseUrl: string, http: HttpTransport, retry: RetryPolicy, signal?: AbortSignal): Promise<string> {
+  return (await discoverEndpoints(baseUrl, http, retry, signal)).tokenEndpoint;
+}
+
+/**
+ * Reads the discovery document (spec "Obtaining the token endpoint": on every start) and returns the issuer, the
+ * token endpoint and the authorization endpoint, each resolved against {base_url}.
+ * @throws as {@link discoverTokenEndpoint}
+ */
+export async function discoverEndpoints(baseUrl: string, http: HttpTransport, retry: RetryPolicy, signal?: AbortSignal): Promise<DiscoveredEndpoints> {
   const url = joinUrl(baseUrl, DISCOVERY_PATH);
   let doc: unknown;
   try {
@@ -50,5 +63,11 @@ export async function discoverTokenEndpoint(
   if (typeof tokenEndpoint !== 'string' || tokenEndpoint.length === 0) {
     throw new TokenError(`discovery document ${url} has no token_endpoint`);
   }
-  return new URL(tokenEndpoint, joinUrl(baseUrl, '/')).toString();
+  const base = joinUrl(baseUrl, '/');
+  const d = doc as { issuer?: unknown; authorization_endpoint?: unknown };
+  return {
+    issuer: typeof d.issuer === 'string' && d.issuer !== '' ? d.issuer : baseUrl,
+    tokenEndpoint: new URL(tokenEndpoint, base).toString(),
+    authorizationEndpoint: typeof d.authorization_endpoint === 'string' && d.authorization_endpoint !== '' ? new URL(d.authorization_endpoint, base).toString() : undefined,
+  };
 }

@@ -37,6 +37,40 @@ export class TokenError extends EtlError {
   }
 }
 
+/**
+ * A user-dependent service user must log in again (issue 11; spec "User-dependent service user", Refresh rules 4-5:
+ * the refresh token expired, the user logged out, or another API client using the same user regenerated it), or
+ * never logged in. Stage `token`, not retryable: nothing heals until someone runs `report-etl login <connection>`.
+ * `reason` is the server's OAuth error (e.g. invalid_grant) or why no login exists; it never holds a token.
+ */
+export class LoginRequiredError extends EtlError {
+  readonly connection: string;
+  readonly reason: string;
+  constructor(connection: string, reason: string, options: { httpStatus?: number; oauthError?: string } = {}) {
+    super(
+      'LOGIN_REQUIRED',
+      `connection "${connection}": the user-dependent service user must log in again (${reason}); run \`report-etl login ${connection}\``,
+      {
+        stage: 'token',
+        retryable: false,
+        httpStatus: options.httpStatus,
+        details: { connection, reason, command: `report-etl login ${connection}`, ...(options.oauthError ? { oauthError: options.oauthError } : {}) },
+      },
+    );
+    this.connection = connection;
+    this.reason = reason;
+  }
+}
+
+/**
+ * The scopes of the access token a refused call used, as the spec suggests for diagnosis (spec "Client credentials
+ * grant" rule 4: "The scope list helps diagnose access problems"): ` (token scopes: a b)`, or '' when the token
+ * response named none.
+ */
+export function scopeNote(tokenScope: string | undefined): string {
+  return tokenScope === undefined ? '' : ` (token scopes: ${tokenScope.trim() === '' ? 'none' : tokenScope.trim()})`;
+}
+
 /** A report_api call was answered 401 twice: once with the cached token, once with a fresh one. */
 export class UnauthorizedError extends EtlError {
   constructor(method: string, path: string, stage: ReportApiStage) {
@@ -54,11 +88,11 @@ export class UnauthorizedError extends EtlError {
  */
 export class RightsFailureError extends EtlError {
   readonly jobId: string | undefined;
-  constructor(reportName: string, serverMessage: string, jobId: string | undefined) {
+  constructor(reportName: string, serverMessage: string, jobId: string | undefined, tokenScope?: string) {
     super(
       'RIGHTS_FAILURE',
-      `report "${reportName}" was refused at start (missing report application right or report licence?): ${serverMessage}`,
-      { retryable: false, stage: 'start', httpStatus: 200, serverMessage, details: { reportJobId: jobId } },
+      `report "${reportName}" was refused at start (missing report application right or report licence?): ${serverMessage}${scopeNote(tokenScope)}`,
+      { retryable: false, stage: 'start', httpStatus: 200, serverMessage, details: { reportJobId: jobId, ...(tokenScope !== undefined ? { tokenScopes: tokenScope } : {}) } },
     );
     this.jobId = jobId;
   }
@@ -70,14 +104,14 @@ export class RightsFailureError extends EtlError {
  * A 403 with neither may mean the data-science licence option is missing; the message says so.
  */
 export class AccessForbiddenError extends EtlError {
-  constructor(method: string, path: string, stage: ReportApiStage, serverMessage: string | undefined, problem: ProblemDetails | undefined) {
+  constructor(method: string, path: string, stage: ReportApiStage, serverMessage: string | undefined, problem: ProblemDetails | undefined, tokenScope?: string) {
     const said = serverMessage ?? problem?.detail ?? problem?.title;
     super(
       'ACCESS_FORBIDDEN',
-      said !== undefined
+      (said !== undefined
         ? `${method} ${path} was refused with 403: ${said}`
-        : `${method} ${path} was refused with 403 without any message: the service user may lack the data-science licence option (spec "Errors")`,
-      { retryable: false, stage, httpStatus: 403, serverMessage, problem },
+        : `${method} ${path} was refused with 403 without any message: the service user may lack the data-science licence option (spec "Errors")`) + scopeNote(tokenScope),
+      { retryable: false, stage, httpStatus: 403, serverMessage, problem, ...(tokenScope !== undefined ? { details: { tokenScopes: tokenScope } } : {}) },
     );
   }
 }
@@ -180,5 +214,24 @@ export class PageBrokenError extends EtlError {
       cause,
       details: { reportJobId: jobId, page },
     });
+  }
+}
+
+/**
+ * A login of a user-dependent service user did not succeed (issue 11): the authorization redirect carried an error
+ * (spec "Errors": invalid_scope, with the server's error_description in `serverMessage`), its `state` was forged,
+ * replayed or expired (RFC 6749 section 10.12), or the token endpoint refused the code. The message says what to do.
+ */
+export class LoginFailedError extends EtlError {
+  readonly oauthError: string | undefined;
+  constructor(message: string, options: { oauthError?: string; serverMessage?: string; httpStatus?: number } = {}) {
+    super('LOGIN_FAILED', message, {
+      stage: 'token',
+      retryable: false,
+      httpStatus: options.httpStatus,
+      serverMessage: options.serverMessage,
+      details: options.oauthError === undefined ? undefined : { oauthError: options.oauthError },
+    });
+    this.oauthError = options.oauthError;
   }
 }

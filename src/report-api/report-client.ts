@@ -6,14 +6,16 @@ import type { Dispatcher } from 'undici';
 import { AbortedError, ConfigError, EtlError, type ErrorCode } from '../errors.ts';
 import { silentLogger } from '../logger.ts';
 import { ApiCaller } from './api-request.ts';
-import { discoverTokenEndpoint } from './discovery.ts';
+import { discoverEndpoints } from './discovery.ts';
 import { HttpError, PollTimeoutError, ReportFailedError, RightsFailureError, type ReportApiStage } from './errors.ts';
 import { DEFAULT_RETRY, HttpTransport, isNotSentError, readSnippet, sleep, type RetryPolicy } from './http.ts';
 import { resumablePageStream } from './page-stream.ts';
 import { encodeReportName } from './report-name.ts';
 import { startRequestProblems } from './report-rules.ts';
-import { TokenCache, tokenCacheKey, tokenRequestsKey } from './token-cache.ts';
-import { requestClientCredentialsToken } from './token-request.ts';
+import { refreshAccessToken } from './oauth-grants.ts';
+import { TokenCache, tokenCacheKey, tokenRequestsKey, type AccessTokens } from './token-cache.ts';
+import { requestClientCredentialsToken, type IssuedToken } from './token-request.ts';
+import { makeUserAccessTokens } from './user-tokens.ts';
 import type { FinishedReport, PageStream, ReportClient, ReportClientOptions, ReportJob, StartReportRequest } from './types.ts';
 
 /** Growth factor of the poll interval (spec "Limits": start at 250 ms, increase for long-running reports). */
@@ -107,7 +109,7 @@ class HttpReportClient implements ReportClient {
     if (job.state === 'FinishedError') {
       await this.deleteQuietly(job.id);
       // spec "States and transitions": a rights failure is FinishedError at once with result: [].
-      if (Array.isArray(job.result)) throw new RightsFailureError(req.name, job.message, job.id);
+      if (Array.isArray(job.result)) throw new RightsFailureError(req.name, job.message, job.id, this.api.tokenScope());
       const failed = new ReportFailedError(job.id, job.message);
       failed.stage = 'start';
       throw failed;
@@ -210,26 +212,66 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
     maxDelayMs: opts.retry?.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
   };
   const http = new HttpTransport({ timeoutMs: connection.requestTimeoutMs, logger });
-  let tokenEndpoint: string;
+  if ((connection.auth ?? 'client_credentials') === 'client_credentials' && !connection.clientSecret) {
+    await http.close();
+    throw new ConfigError([`connection "${opts.connectionName}": clientSecret is missing; a client-credentials service user needs its Client-Secret (spec "Client credentials grant")`]);
+  }
+  if (connection.auth === 'authorization_code' && !opts.authStore) {
+    await http.close();
+    throw new ConfigError([`connection "${opts.connectionName}": auth: authorization_code needs the login store (PostgreSQL); this caller gave none`]);
+  }
+  let endpoints: Awaited<ReturnType<typeof discoverEndpoints>>;
   try {
-    tokenEndpoint = await discoverTokenEndpoint(connection.baseUrl, http, retry, opts.signal);
+    endpoints = await discoverEndpoints(connection.baseUrl, http, retry, opts.signal);
   } catch (err) {
     await http.close();
     throw err;
   }
-  const tokens = new TokenCache({
-    redis: opts.redis,
-    key: tokenCacheKey(opts.keyPrefix ?? 'report-etl:', connection.baseUrl, connection.clientId, connection.clientSecret),
-    renewBeforeMs: (opts.tokenRenewBeforeSeconds ?? 30) * 1000,
-    fetchToken: async () => {
-      // Counted in Redis so that /metrics reports token requests of every process.
-      await opts.redis.incr(tokenRequestsKey(opts.keyPrefix)).catch(() => undefined);
-      return requestClientCredentialsToken(http, tokenEndpoint, connection, retry);
-    },
-    lockTtlMs: Math.min(connection.requestTimeoutMs, 30_000) + 5_000,
-    waitTimeoutMs: retry.attempts * (connection.requestTimeoutMs + retry.maxDelayMs),
-    logger,
-  });
+  const { tokenEndpoint } = endpoints;
+  const keyPrefix = opts.keyPrefix ?? 'report-etl:';
+  // Counted in Redis so that /metrics reports token requests of every process.
+  const countRequest = async () => {
+    await opts.redis.incr(tokenRequestsKey(opts.keyPrefix)).catch(() => undefined);
+  };
+  const store = opts.authStore;
+  const onIssued = store ? (t: IssuedToken) => store.recordScope(t.scope) : undefined;
+  const lockTtlMs = Math.min(connection.requestTimeoutMs, 30_000) + 5_000;
+  const waitTimeoutMs = retry.attempts * (connection.requestTimeoutMs + retry.maxDelayMs);
+  const renewBeforeMs = (opts.tokenRenewBeforeSeconds ?? 30) * 1000;
+  let tokens: AccessTokens;
+  if (connection.auth === 'authorization_code') {
+    const client = { clientId: connection.clientId, clientSecret: connection.clientSecret, timeoutMs: connection.requestTimeoutMs, retry };
+    tokens = makeUserAccessTokens({
+      redis: opts.redis,
+      keyPrefix,
+      baseUrl: connection.baseUrl,
+      clientId: connection.clientId,
+      connection: opts.connectionName,
+      store: store!,
+      refresh: (refreshToken) => refreshAccessToken(endpoints, client, opts.connectionName, refreshToken),
+      ...(onIssued ? { onIssued } : {}),
+      renewBeforeMs,
+      lockTtlMs,
+      waitTimeoutMs,
+      logger,
+      countRequest,
+    });
+  } else {
+    const creds = { clientId: connection.clientId, clientSecret: connection.clientSecret!, credentials: connection.credentials };
+    tokens = new TokenCache({
+      redis: opts.redis,
+      key: tokenCacheKey(keyPrefix, connection.baseUrl, connection.clientId, creds.clientSecret),
+      renewBeforeMs,
+      fetchToken: async () => {
+        await countRequest();
+        return requestClientCredentialsToken(http, tokenEndpoint, creds, retry);
+      },
+      ...(onIssued ? { onIssued } : {}),
+      lockTtlMs,
+      waitTimeoutMs,
+      logger,
+    });
+  }
   const api = new ApiCaller({ baseUrl: connection.baseUrl, http, tokens, retry, logger });
   return new HttpReportClient(opts, http, api, tokenEndpoint, retry);
 }

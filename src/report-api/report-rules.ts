@@ -10,6 +10,21 @@ export const CREDENTIALS_WAYS = ['header', 'body'] as const;
 /** One of {@link CREDENTIALS_WAYS}. */
 export type CredentialsWay = (typeof CREDENTIALS_WAYS)[number];
 
+/**
+ * The two kinds of service user (spec "Authentication"): client_credentials ("Client credentials grant", Client-ID
+ * and Client-Secret) and authorization_code ("User-dependent service user": a product user logs in once, runs use the
+ * refresh grant). The first is the default.
+ */
+export const AUTH_KINDS = ['client_credentials', 'authorization_code'] as const;
+/** One of {@link AUTH_KINDS}. */
+export type AuthKind = (typeof AUTH_KINDS)[number];
+
+/** Most scopes one authorization request may name (spec "Limits": Scopes per authorization request, 25). */
+export const MAX_SCOPES = 25;
+
+/** What is wrong with more than {@link MAX_SCOPES} scopes. */
+export const SCOPES_PROBLEM = `at most ${MAX_SCOPES} scopes per authorization request (spec "Limits": Scopes per authorization request; the server refuses more with error=invalid_scope)`;
+
 /** Minimum rows per page (spec "Limits": below 10 the server silently uses 10000 rows per page). */
 export const MIN_PAGING = 10;
 

@@ -26,6 +26,21 @@ export interface CachedToken {
   expiresAt: number;
   /** From when on a process should obtain a new one. */
   renewAt: number;
+  /** The token response's `scope` (space-separated), when it had one (spec "Token response"). */
+  scope?: string;
+}
+
+/**
+ * Where authorized calls get their access token: the client-credentials {@link TokenCache}, or the refresh-grant
+ * tokens of a user-dependent service user (user-tokens.ts), both shared through Redis.
+ */
+export interface AccessTokens {
+  /** A valid access token. @throws TokenError, LoginRequiredError, ServerUnreachableError, AbortedError */
+  get(signal?: AbortSignal): Promise<string>;
+  /** Drops the shared entry if it still holds `accessToken` (the one a 401 refused). @returns whether it was deleted */
+  invalidate(accessToken: string): Promise<boolean>;
+  /** The scope of the token last obtained or read by this process (space-separated), undefined when none was named. */
+  scope(): string | undefined;
 }
 
 /** Deletes KEYS[1] only while it still holds the token ARGV[1] (a 401 must not drop a newer token). */
@@ -66,6 +81,8 @@ export interface TokenCacheOptions {
   renewBeforeMs: number;
   /** Asks the token endpoint; called by the lock holder only. */
   fetchToken: () => Promise<IssuedToken>;
+  /** Called after the token endpoint issued a token (e.g. to record its scope); its errors are logged, not thrown. */
+  onIssued?: (token: IssuedToken) => Promise<void>;
   /** Lock lifetime in ms: a crashed holder blocks the others at most this long. */
   lockTtlMs: number;
   /** How long a waiter waits for another process's new token before giving up, in ms. */
@@ -74,10 +91,11 @@ export interface TokenCacheOptions {
 }
 
 /** Redis-shared, single-flight access token cache; see the module doc. */
-export class TokenCache {
+export class TokenCache implements AccessTokens {
   private readonly opts: TokenCacheOptions;
   private readonly lockKey: string;
   private inflight: Promise<string> | undefined;
+  private lastScope: string | undefined;
   /** Tokens this process obtained from the token endpoint (for tests and metrics). */
   fetched = 0;
 
@@ -106,6 +124,11 @@ export class TokenCache {
     });
   }
 
+  /** The scope of the token last obtained or read (spec "Token response": scope), undefined when none was named. */
+  scope(): string | undefined {
+    return this.lastScope;
+  }
+
   /**
    * Drops the cached entry if it still holds `accessToken` (the one a 401 refused).
    * @returns whether the entry was deleted (false: already gone or replaced by a newer token)
@@ -125,7 +148,9 @@ export class TokenCache {
       if (typeof entry.accessToken !== 'string' || typeof entry.expiresAt !== 'number') return undefined;
       if (entry.expiresAt <= Date.now()) return undefined;
       const renewAt = typeof entry.renewAt === 'number' ? entry.renewAt : entry.expiresAt - this.opts.renewBeforeMs;
-      return { accessToken: entry.accessToken, expiresAt: entry.expiresAt, renewAt };
+      const scope = typeof entry.scope === 'string' ? entry.scope : undefined;
+      this.lastScope = scope;
+      return { accessToken: entry.accessToken, expiresAt: entry.expiresAt, renewAt, ...(scope !== undefined ? { scope } : {}) };
     } catch {
       return undefined;
     }
@@ -173,10 +198,12 @@ export class TokenCache {
     const expiresAt = requestedAt + lifetimeMs;
     const renewAt = expiresAt - Math.min(this.opts.renewBeforeMs, lifetimeMs / 2);
     const ttlMs = Math.floor(expiresAt - Date.now());
+    this.lastScope = token.scope;
     if (ttlMs > 0) {
-      const entry: CachedToken = { accessToken: token.accessToken, expiresAt, renewAt };
+      const entry: CachedToken = { accessToken: token.accessToken, expiresAt, renewAt, ...(token.scope !== undefined ? { scope: token.scope } : {}) };
       await this.opts.redis.set(this.opts.key, JSON.stringify(entry), 'PX', ttlMs);
     }
+    await this.opts.onIssued?.(token).catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, 'could not record the token response\'s scope'));
     this.opts.logger.debug({ expiresInSeconds: token.expiresInSeconds }, 'obtained a new access token');
     return token.accessToken;
   }

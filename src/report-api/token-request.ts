@@ -21,6 +21,8 @@ export interface IssuedToken {
   accessToken: string;
   /** Lifetime in seconds, the token response's expires_in. */
   expiresInSeconds: number;
+  /** The token response's scope (space-separated), when it had one (spec "Token response"). */
+  scope?: string;
 }
 
 function scrub(text: string, secret: string): string {
@@ -85,7 +87,7 @@ export async function requestClientCredentialsToken(
             httpStatus: 200,
           });
         }
-        return { accessToken, expiresInSeconds: expiresIn };
+        return { accessToken, expiresInSeconds: expiresIn, ...(typeof json?.scope === 'string' ? { scope: json.scope } : {}) };
       },
       retry,
       signal,

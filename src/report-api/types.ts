@@ -6,16 +6,31 @@ import type { Redis } from 'ioredis';
 import type { OutputType } from '../vocabulary.ts';
 import type { Logger } from '../logger.ts';
 import type { PathEncoding } from './report-name.ts';
-import type { ClientCredentials } from './token-request.ts';
+import type { AuthKind, CredentialsWay } from './report-rules.ts';
 
 /**
  * What the client needs of a connection (jobs.yaml `connections.<name>`, validated by src/config): where the
- * server is, the service user's credentials (spec "Client credentials grant"), how sub folders are encoded
+ * server is, the kind of service user and its credentials (spec "Authentication"), how sub folders are encoded
  * (spec "Report naming rules") and the timing of requests and polls, in ms.
  */
-export interface ReportConnection extends ClientCredentials {
+export interface ReportConnection {
   /** The spec's {base_url}, e.g. https://erp.example.com. */
   baseUrl: string;
+  /** Kind of service user; default client_credentials. authorization_code needs ReportClientOptions.authStore. */
+  auth?: AuthKind;
+  /** Client-ID of the service user (spec "What the service does" 5). */
+  clientId: string;
+  /**
+   * Client-Secret: required for client_credentials; for authorization_code only of a trusted (confidential) client
+   * (spec "User-dependent service user" step 4).
+   */
+  clientSecret?: string | undefined;
+  /** header: Authorization Basic (spec: recommended); body: client_id/client_secret fields (client credentials only). */
+  credentials: CredentialsWay;
+  /** Scopes the login requests (authorization_code; spec step 1: at most 25). */
+  scopes?: string[];
+  /** Redirect URI configured for the service user (authorization_code; spec step 1). */
+  redirectUri?: string | undefined;
   pathEncoding: PathEncoding;
   /** Timeout of one HTTP request, ms. */
   requestTimeoutMs: number;
@@ -44,6 +59,37 @@ export interface ReportClientOptions {
   retry?: { attempts?: number; baseDelayMs?: number; maxDelayMs?: number };
   /** Renew the access token this many seconds before it expires; default 30 (at most half its lifetime). */
   tokenRenewBeforeSeconds?: number;
+  /**
+   * Where the connection's login and scopes are kept (PostgreSQL, see src/history/logins.ts). Required for
+   * `auth: authorization_code` (the refresh token lives there); for client credentials it records the scope.
+   */
+  authStore?: ConnectionAuthStore;
+}
+
+/** A stored login of a user-dependent service user: the refresh token (decrypted) and the id of that login. */
+export interface StoredLogin {
+  /** New for every successful login; an access token obtained under another login is never used. */
+  loginId: string;
+  refreshToken: string;
+}
+
+/** Where a user-dependent connection stands: logged in, or why runs must wait for `report-etl login`. */
+export type LoginState = { kind: 'logged_in'; login: StoredLogin } | { kind: 'login_required'; reason: string };
+
+/**
+ * What the report client needs of the place where a connection's login lives (issue 11). report-api declares it,
+ * so that it knows nothing of PostgreSQL; src/history implements it.
+ */
+export interface ConnectionAuthStore {
+  /** The current login (fresh from the store: another process may have logged in or out). */
+  loginState(): Promise<LoginState>;
+  /**
+   * Records that the refresh grant was refused for `loginId`, so every process fails at once without asking the
+   * token endpoint until the next login. A newer login (another id) is left alone.
+   */
+  markLoginRequired(loginId: string, reason: string): Promise<void>;
+  /** Records the scope of the latest token response (undefined when it named none). */
+  recordScope(scope: string | undefined): Promise<void>;
 }
 
 /** A report to start (spec "Endpoints" #1, "Start-report request body"). */

@@ -1,6 +1,8 @@
 /**
- * Discovery and token endpoints (spec "Endpoints" #5 and #7, "Authentication"). Only the client
- * credentials grant is simulated. Failures at the token endpoint are not shown in the spec; the simulator
+ * Discovery and token endpoints (spec "Endpoints" #5 and #7, "Authentication"): the client credentials grant, and
+ * for user-dependent service users the authorization-code and refresh grants (state in user-logins.ts; a trusted
+ * client must send its client_secret, a public one only its client_id). A refused code or refresh token is 400
+ * invalid_grant (RFC 6749 section 5.2). Failures at the token endpoint are not shown in the spec; the simulator
  * answers as RFC 6749 section 5.2 says: 400 invalid_request / unsupported_grant_type, 401 invalid_client
  * (with WWW-Authenticate: Basic when the credentials came in the header), JSON bodies
  * {error, error_description}.
@@ -11,6 +13,8 @@ import { readBody, sendJson } from './http-util.ts';
 
 /** Path prefix of the OAuth endpoints (spec "Versioning" 1: oauth2/v1). */
 export const OAUTH_PREFIX = '/oauth/oauth2/v1';
+/** Authorization endpoint path (spec "Endpoints" #6). */
+export const AUTH_PATH = `${OAUTH_PREFIX}/auth`;
 /** Token endpoint path (spec "Endpoints" #7). */
 export const TOKEN_PATH = `${OAUTH_PREFIX}/token`;
 
@@ -18,7 +22,7 @@ export const TOKEN_PATH = `${OAUTH_PREFIX}/token`;
 export function discoveryDocument(base: string): Record<string, unknown> {
   return {
     issuer: `${base}${OAUTH_PREFIX}`,
-    authorization_endpoint: `${base}${OAUTH_PREFIX}/auth`,
+    authorization_endpoint: `${base}${AUTH_PATH}`,
     token_endpoint: `${base}${TOKEN_PATH}`,
     token_revocation_endpoint: `${base}${OAUTH_PREFIX}/revoke`,
     userinfo_endpoint: `${base}${OAUTH_PREFIX}/userinfo`,
@@ -63,7 +67,9 @@ export async function handleToken(ctx: SimContext, req: IncomingMessage, res: Se
   const form = new URLSearchParams((await readBody(req, 65_536)).toString('utf8'));
   const grant = form.get('grant_type');
   if (!grant) return oauthError(res, 400, 'invalid_request', 'grant_type is missing');
+  if (grant === 'authorization_code' || grant === 'refresh_token') return handleUserGrant(ctx, req, res, grant, form);
   if (grant !== 'client_credentials') return oauthError(res, 400, 'unsupported_grant_type', `grant_type ${grant} is not supported here`);
+  ctx.logins.counters.grants.client_credentials++;
   const fromHeader = basicCredentials(req.headers.authorization);
   const bodyId = form.get('client_id');
   const bodySecret = form.get('client_secret');
@@ -72,7 +78,7 @@ export async function handleToken(ctx: SimContext, req: IncomingMessage, res: Se
   }
   const creds = fromHeader ?? (bodyId !== null && bodySecret !== null ? { id: bodyId, secret: bodySecret } : undefined);
   const client = creds ? ctx.clients.get(creds.id) : undefined;
-  if (!creds || !client || client.clientSecret !== creds.secret) {
+  if (!creds || !client || client.userDependent || client.clientSecret === undefined || client.clientSecret !== creds.secret) {
     ctx.logger.debug({ clientId: creds?.id }, 'simulator: token refused');
     return oauthError(res, 401, 'invalid_client', 'Client authentication failed', fromHeader !== undefined);
   }
@@ -81,8 +87,41 @@ export async function handleToken(ctx: SimContext, req: IncomingMessage, res: Se
   sendJson(
     res,
     200,
-    { access_token: token, token_type: 'Bearer', expires_in: ctx.tokenLifetimeSeconds },
+    { access_token: token, token_type: 'Bearer', expires_in: ctx.tokenLifetimeSeconds, ...(client.scopes ? { scope: client.scopes.join(' ') } : {}) },
     TOKEN_HEADERS,
     'application/json;charset=utf-8',
   );
+}
+
+/**
+ * The authorization-code grant (spec step 4: client_id, code, redirect_uri, client_secret for a trusted client) and
+ * the refresh grant (spec "Refresh": client_id, refresh_token); the first returns scope and refresh_token, the
+ * second scope only (Refresh rule 1).
+ */
+async function handleUserGrant(ctx: SimContext, req: IncomingMessage, res: ServerResponse, grant: 'authorization_code' | 'refresh_token', form: URLSearchParams): Promise<void> {
+  ctx.logins.counters.grants[grant]++;
+  const fromHeader = basicCredentials(req.headers.authorization);
+  const clientId = form.get('client_id') ?? fromHeader?.id ?? null;
+  const client = clientId ? ctx.clients.get(clientId) : undefined;
+  if (!client || !client.userDependent) return oauthError(res, 401, 'invalid_client', 'Client authentication failed', fromHeader !== undefined);
+  if (client.clientSecret !== undefined && (form.get('client_secret') ?? fromHeader?.secret) !== client.clientSecret) {
+    return oauthError(res, 401, 'invalid_client', 'Client authentication failed: a trusted client must send its client_secret', fromHeader !== undefined);
+  }
+  const issuer = `${ctx.baseUrl(req)}${OAUTH_PREFIX}`;
+  const body: Record<string, unknown> = { token_type: 'Bearer', expires_in: ctx.tokenLifetimeSeconds };
+  if (grant === 'authorization_code') {
+    const redeemed = ctx.logins.redeemCode(form.get('code') ?? '', client.clientId, form.get('redirect_uri'));
+    if (!redeemed.ok) return oauthError(res, 400, 'invalid_grant', redeemed.reason);
+    body.scope = redeemed.code.scope;
+    body.refresh_token = ctx.logins.issueRefreshToken(redeemed.code);
+  } else {
+    const check = ctx.logins.checkRefreshToken(form.get('refresh_token') ?? '', client.clientId);
+    if (!check.ok) {
+      ctx.logins.counters.refusedRefreshes++;
+      return oauthError(res, 400, 'invalid_grant', check.reason);
+    }
+    body.scope = check.scope;
+  }
+  const token = ctx.tokens.issue(client.clientId, ctx.tokenLifetimeSeconds, ctx.faults.tokenLifetimeFactor, issuer);
+  sendJson(res, 200, { access_token: token, ...body }, TOKEN_HEADERS, 'application/json;charset=utf-8');
 }

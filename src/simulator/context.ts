@@ -7,6 +7,7 @@ import type { PageCache } from './page-cache.ts';
 import type { ReportNameRules } from './report-name.ts';
 import type { ZonedFormatter } from './time-format.ts';
 import type { TokenStore } from './tokens.ts';
+import type { UserLogins } from './user-logins.ts';
 import type { SimulatorClient, SimulatorCounters, SimulatorEndpoint } from './types.ts';
 
 /** Endpoint names of SimulatorCounters.requests. */
@@ -36,6 +37,8 @@ export interface SimContext {
   baseUrl(req: IncomingMessage): string;
   clients: Map<string, SimulatorClient>;
   tokens: TokenStore;
+  /** Login sessions, codes and refresh tokens of user-dependent service users. */
+  logins: UserLogins;
   jobs: Map<string, SimJob>;
   faults: FaultInjector;
   counters: CounterState;

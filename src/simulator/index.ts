@@ -15,9 +15,12 @@ import type { SimJob } from './jobs.ts';
 import { makeServer, type SimControl } from './server.ts';
 import { makeZonedFormatter } from './time-format.ts';
 import { TokenStore } from './tokens.ts';
-import type { PrerenderResult, Simulator, SimulatorClient, SimulatorCounters, SimulatorOptions } from './types.ts';
+import { UserLogins } from './user-logins.ts';
+import type { PrerenderResult, Simulator, SimulatorClient, SimulatorCounters, SimulatorOptions, SimulatorUser } from './types.ts';
 
-export type { PrerenderResult, Simulator, SimulatorClient, SimulatorCounters, SimulatorEndpoint, SimulatorFaults, SimulatorOptions } from './types.ts';
+export type { PrerenderResult, Simulator, SimulatorClient, SimulatorCounters, SimulatorEndpoint, SimulatorFaults, SimulatorOAuthCounters, SimulatorOptions, SimulatorUser } from './types.ts';
+export { OFFLINE_VALIDITY_MS, ONLINE_VALIDITY_MS } from './user-logins.ts';
+export { AUTH_PATH } from './auth-handlers.ts';
 export { CATALOGUE, FAILING_MESSAGE, reportData } from './catalogue.ts';
 export type { CanonicalValue, CatalogueEntry, ColumnKind, ReportColumn, ReportData } from './catalogue.ts';
 export { txtBom } from './render-txt.ts';
@@ -30,6 +33,19 @@ export const DEFAULT_CLIENTS: SimulatorClient[] = [
   { clientId: 'demo-client', clientSecret: 'demo-secret' },
   { clientId: 'no-access-client', clientSecret: 'no-access-secret', interfaceAccess: false },
   { clientId: 'no-rights-client', clientSecret: 'no-rights-secret', reportRights: false },
+  // User-dependent service users (spec "User-dependent service user"): a public one (Client-ID only) and a trusted one.
+  { clientId: 'demo-user-client', userDependent: true },
+  { clientId: 'demo-trusted-user-client', clientSecret: 'demo-trusted-secret', userDependent: true },
+];
+
+/**
+ * The product users of the login page: anna has the report scope with offline access (refresh tokens live 60 days),
+ * otto without offline access (10 hours), nina has no scope a service user may request (invalid_scope).
+ */
+export const DEFAULT_USERS: SimulatorUser[] = [
+  { username: 'anna', password: 'anna-password', scopes: ['svc.pad', 'openid', 'email', 'profile', 'offline_access'], offlineAccess: true },
+  { username: 'otto', password: 'otto-password', scopes: ['svc.pad', 'openid'], offlineAccess: false },
+  { username: 'nina', password: 'nina-password', scopes: [], offlineAccess: true },
 ];
 
 /**
@@ -48,6 +64,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     baseUrl: (req) => (req.headers.host ? `http://${req.headers.host}` : listenUrl),
     clients: new Map((opts.clients ?? DEFAULT_CLIENTS).map((c) => [c.clientId, c])),
     tokens,
+    logins: new UserLogins(opts.users ?? DEFAULT_USERS),
     jobs,
     faults,
     counters: zeroCounters(),
@@ -68,6 +85,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       faults.faults = { ...f };
     },
     expireTokens: () => tokens.expireAll(),
+    logoutUser: (username) => ctx.logins.logout(username),
+    advanceClock: (ms) => ctx.logins.advance(ms),
   };
   const server = makeServer(ctx, control);
   await new Promise<void>((resolve, reject) => {
@@ -86,6 +105,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     url: listenUrl,
     port,
     ...control,
+    oauthCounters: () => structuredClone(ctx.logins.counters),
     prerender(reportPath, parameters, outputType, paging): PrerenderResult {
       const cache = ctx.pageCache;
       if (!cache) throw new Error('prerender needs SimulatorOptions.pageCache');

@@ -1,11 +1,12 @@
 /**
  * The simulator's HTTP router over node:http: spec paths (discovery, token, {report_api}) plus the
- * control paths under /_sim (GET counters, POST reset, POST faults, POST expire-tokens). Latency and 5xx
+ * control paths under /_sim (GET counters, POST reset, POST faults, POST expire-tokens, POST logout, POST advance-clock). Latency and 5xx
  * faults are applied here, before a {report_api} request is authorised (as a gateway in front of the
  * server would).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { handleDiscovery, handleToken, OAUTH_PREFIX, TOKEN_PATH } from './auth-handlers.ts';
+import { AUTH_PATH, handleDiscovery, handleToken, OAUTH_PREFIX, TOKEN_PATH } from './auth-handlers.ts';
+import { handleAuthorize } from './login-page.ts';
 import type { Endpoint, SimContext } from './context.ts';
 import { BodyTooLargeError, REPORT_API_HEADERS, readBody, send, sendJson, sendProblem } from './http-util.ts';
 import { handleOutput } from './page-handler.ts';
@@ -21,6 +22,8 @@ export interface SimControl {
   resetCounters(): void;
   setFaults(f: SimulatorFaults): void;
   expireTokens(): void;
+  logoutUser(username: string): boolean;
+  advanceClock(ms: number): void;
 }
 
 const GATEWAY_TEXT: Record<number, string> = { 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' };
@@ -38,6 +41,20 @@ async function handleSim(control: SimControl, method: string, path: string, req:
   if (method === 'POST' && path === '/_sim/expire-tokens') {
     control.expireTokens();
     return send(res, 204, {});
+  }
+  if (method === 'POST' && (path === '/_sim/logout' || path === '/_sim/advance-clock')) {
+    let body: { username?: unknown; ms?: unknown };
+    try {
+      body = JSON.parse((await readBody(req)).toString('utf8') || '{}') as typeof body;
+    } catch {
+      body = {};
+    }
+    if (path === '/_sim/logout' && typeof body.username === 'string') return sendJson(res, 200, { loggedOut: control.logoutUser(body.username) });
+    if (path === '/_sim/advance-clock' && typeof body.ms === 'number' && body.ms >= 0) {
+      control.advanceClock(body.ms);
+      return send(res, 204, {});
+    }
+    return sendProblem(res, 400, { title: 'Bad Request', detail: 'body must be {"username": "..."} (logout) or {"ms": n} (advance-clock)' });
   }
   if (method === 'POST' && path === '/_sim/faults') {
     let faults: SimulatorFaults;
@@ -102,8 +119,9 @@ async function route(ctx: SimContext, control: SimControl, req: IncomingMessage,
     // Split the raw path: the reportname segment stays URL-encoded until the name rules look at it.
     return handleReportApi(ctx, method, rawPath.slice(REPORT_API.length + 1).split('/'), req, res);
   }
+  if (rawPath === AUTH_PATH && (method === 'GET' || method === 'POST')) return handleAuthorize(ctx, req, res);
   if (rawPath.startsWith(`${OAUTH_PREFIX}/`)) {
-    return sendJson(res, 501, { error: 'not_implemented', error_description: 'only the client credentials grant is simulated' });
+    return sendJson(res, 501, { error: 'not_implemented', error_description: 'only discovery, the authorization endpoint and the token endpoint are simulated' });
   }
   return send(res, 404, {});
 }

@@ -4,11 +4,34 @@ import type { Logger } from '../logger.ts';
 /** A service user the simulator knows (spec "What the service does" 4-5, "Rights for report access"). */
 export interface SimulatorClient {
   clientId: string;
-  clientSecret: string;
+  /**
+   * Client-Secret. A client-credentials service user has one; a user-dependent one only when it is a trusted
+   * (confidential) client, which must then send it with the authorization-code and refresh grants (spec step 4).
+   */
+  clientSecret?: string;
+  /** A user-dependent service user (spec "User-dependent service user"): the authorization-code and refresh grants. */
+  userDependent?: boolean;
+  /**
+   * Scopes configured for the service user (spec "Scope rules" 1). Client credentials: returned as the token
+   * response's scope when set (an entity API kind user). User-dependent: default every scope of discovery.
+   */
+  scopes?: string[];
+  /** Redirect URIs configured in advance (spec step 1); default: any absolute http(s) URI. */
+  redirectUris?: string[];
   /** Report interface access option; false => every {report_api} call answers 403 problem+json. Default true. */
   interfaceAccess?: boolean;
   /** Report application right and licence; false => starting a report ends FinishedError at once. Default true. */
   reportRights?: boolean;
+}
+
+/** A product user who can log in on the simulator's login page (spec "User-dependent service user" step 2). */
+export interface SimulatorUser {
+  username: string;
+  password: string;
+  /** Scopes assigned in the standard user management (spec "Scope rules" 2). */
+  scopes: string[];
+  /** Offline access active: refresh tokens live 60 days; disabled: 10 hours (spec "Refresh" rule 2). Default true. */
+  offlineAccess?: boolean;
 }
 
 /** Faults to inject; every probability is drawn from a PRNG seeded with SimulatorOptions.faultSeed. */
@@ -25,6 +48,17 @@ export interface SimulatorFaults {
   misreportRows?: number;
 }
 
+/** What the OAuth side of the simulator saw. */
+export interface SimulatorOAuthCounters {
+  grants: { client_credentials: number; authorization_code: number; refresh_token: number };
+  /** Refused refresh grants (invalid_grant). */
+  refusedRefreshes: number;
+  /** Successful logins on the login page (password or adopted session). */
+  logins: number;
+  /** Refresh tokens issued so far (each a new one). */
+  refreshTokensIssued: string[];
+}
+
 /** Options of {@link startSimulator}. */
 export interface SimulatorOptions {
   /** TCP port; default 0 (ephemeral). */
@@ -33,6 +67,8 @@ export interface SimulatorOptions {
   host?: string;
   /** Service users; default DEFAULT_CLIENTS. */
   clients?: SimulatorClient[];
+  /** Product users of the login page; default DEFAULT_USERS. */
+  users?: SimulatorUser[];
   /** expires_in of issued tokens, in s; default 600 (spec "Limits"). */
   tokenLifetimeSeconds?: number;
   /** How long a job stays Running before it finishes, in ms; default 300. */
@@ -97,6 +133,16 @@ export interface Simulator {
   setFaults(f: SimulatorFaults): void;
   /** Every issued token is refused (401) from now on. */
   expireTokens(): void;
+  /**
+   * Logs a product user out (by self or an administrator, spec "Refresh" rule 4): their login sessions end and their
+   * refresh tokens become invalid. Also POST /_sim/logout {"username": "..."}.
+   * @returns whether the user had a session or a refresh token
+   */
+  logoutUser(username: string): boolean;
+  /** Moves the clock of refresh-token validity forward by `ms` (e.g. 11 hours). Also POST /_sim/advance-clock {"ms": n}. */
+  advanceClock(ms: number): void;
+  /** Requests per grant type at the token endpoint, and logins on the login page, since start. */
+  oauthCounters(): SimulatorOAuthCounters;
   /**
    * Renders every page of a report run into the page cache, so that the first run already is served from
    * memory (SimulatorOptions.pageCache must be on).

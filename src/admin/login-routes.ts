@@ -1,0 +1,78 @@
+/**
+ * Routes of the user-dependent service users' logins (issue 11):
+ * - `GET /admin/connections` (admin auth): each connection's login state (connection-pages.ts);
+ * - `GET /admin/connections/:name/login` (admin auth): starts a login and redirects (302) to the authorization URL;
+ * - `GET /oauth/callback?code=…&session_state=…&state=…` (no admin auth: the ERP server's redirect lands here):
+ *   accepts only a state that a pending login created, once, within 10 minutes (RFC 6749 section 10.12), exchanges
+ *   the code and stores the refresh token (src/login/login-flow.ts). A login started on the admin page ends on the
+ *   connections page; one started by `report-etl login` on a short page (the terminal shows the rest).
+ * Query strings are never logged (they carry the code).
+ */
+import type { FastifyInstance } from 'fastify';
+import type pg from 'pg';
+import type { EtlConfig } from '../config/schema.ts';
+import { coerceError } from '../errors.ts';
+import { listConnectionLogins } from '../history/logins.ts';
+import type { Logger } from '../logger.ts';
+import { completeLogin, startLogin } from '../login/login-flow.ts';
+import { secretKeyFromEnv } from '../secret-box.ts';
+import { renderCallbackResult, renderConnections, type ConnectionView } from './connection-pages.ts';
+import { PAGE_CSP } from './html.ts';
+
+/** Path of the callback route; a redirectUri of the form https://<admin host>/oauth/callback points here. */
+export const CALLBACK_PATH = '/oauth/callback';
+
+/** What the login routes need. */
+export interface LoginRoutesDeps {
+  pool: pg.Pool;
+  logger: Logger;
+  /** The current jobs.yaml connections (undefined: the page lists what the database recorded, without links). */
+  connections?: (() => EtlConfig['connections']) | undefined;
+}
+
+/** Registers the login routes on `app`. */
+export function registerLoginRoutes(app: FastifyInstance, deps: LoginRoutesDeps): void {
+  const configured = (): EtlConfig['connections'] => deps.connections?.() ?? {};
+  const find = (name: string) => (Object.hasOwn(configured(), name) ? configured()[name] : undefined);
+
+  app.get<{ Querystring: { loggedIn?: string } }>('/admin/connections', async (req, reply) => {
+    const conns = configured();
+    const rows = await listConnectionLogins(deps.pool, deps.connections ? Object.keys(conns) : undefined);
+    const views: ConnectionView[] = deps.connections
+      ? Object.entries(conns).map(([name, config]) => ({ name, config, row: rows.find((r) => r.connection === name && r.base_url === config.baseUrl && r.client_id === config.clientId) }))
+      : rows.map((row) => ({ name: row.connection, config: undefined, row }));
+    const loggedIn = typeof req.query.loggedIn === 'string' && find(req.query.loggedIn) ? req.query.loggedIn : undefined;
+    return reply.header('content-security-policy', PAGE_CSP).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(renderConnections(views, { loggedIn }));
+  });
+
+  app.get<{ Params: { name: string } }>('/admin/connections/:name/login', async (req, reply) => {
+    const connection = find(req.params.name);
+    if (!connection) return reply.code(404).type('text/plain; charset=utf-8').send(`no connection ${req.params.name} in jobs.yaml\n`);
+    try {
+      const { url } = await startLogin(deps.pool, { name: req.params.name, connection }, 'admin', { logger: deps.logger });
+      deps.logger.info({ connection: req.params.name }, 'login started from the admin page');
+      return reply.header('cache-control', 'no-store').redirect(url, 302);
+    } catch (err) {
+      return reply.code(400).header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(renderCallbackResult(false, coerceError(err).message));
+    }
+  });
+
+  app.get(CALLBACK_PATH, async (req, reply) => {
+    const params = new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1 || req.url.length));
+    const send = (status: number, ok: boolean, text: string) =>
+      reply.code(status).header('content-security-policy', PAGE_CSP).header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').type('text/html; charset=utf-8').send(renderCallbackResult(ok, text));
+    let key;
+    try {
+      key = secretKeyFromEnv();
+    } catch (err) {
+      return send(500, false, `this admin server cannot store logins: ${coerceError(err).message}`);
+    }
+    try {
+      const done = await completeLogin(deps.pool, key, find, params, { logger: deps.logger });
+      if (done.startedBy === 'admin') return reply.header('cache-control', 'no-store').redirect(`/admin/connections?loggedIn=${encodeURIComponent(done.connection)}`, 303);
+      return send(200, true, `Connection "${done.connection}" is logged in (scopes granted: ${done.grantedScope ?? 'none named'}). report-etl login finishes in the terminal; you can close this window.`);
+    } catch (err) {
+      return send(400, false, coerceError(err).message);
+    }
+  });
+}

@@ -1,0 +1,120 @@
+/**
+ * `report-etl login <connection>`: the one-time login of a user-dependent service user (issue 11; spec
+ * "User-dependent service user"). Prints the authorization URL and waits for the code, which arrives either at the
+ * admin server's `/oauth/callback` (when redirectUri points there; this command sees the outcome in PostgreSQL) or as
+ * the URL the browser was redirected to, pasted at the prompt or given with `--redirected-url`. `--print-url` only
+ * prints the URL (its state stays valid for 10 minutes). Exit 0 logged in, 1 the login failed or timed out, 2 usage
+ * or config error (also: REPORT_ETL_SECRET_KEY missing).
+ */
+import { createInterface } from 'node:readline';
+import { Option } from 'commander';
+import { openStores } from '../app/bootstrap.ts';
+import type { ConnectionConfig } from '../config/schema.ts';
+import { loadConfig } from '../config/load.ts';
+import { closestMatch } from '../config/problems.ts';
+import { ConfigError, EtlError } from '../errors.ts';
+import { getLoginState, LOGIN_STATE_TTL_MS } from '../history/login-states.ts';
+import { completeLogin, startLogin, type CompletedLogin } from '../login/login-flow.ts';
+import { makeLogger } from '../logger.ts';
+import { secretKeyFromEnv } from '../secret-box.ts';
+import { sleep } from '../report-api/index.ts';
+import { configOption } from './options.ts';
+import type { Cli, RegisterCommand } from './types.ts';
+
+/** How often a waiting login looks for the callback's outcome, ms. */
+const POLL_MS = 1_000;
+
+function parseRedirected(text: string): URLSearchParams {
+  try {
+    return new URL(text.trim()).searchParams;
+  } catch {
+    throw new ConfigError([`--redirected-url: "${text.slice(0, 80)}" is not a URL: paste the whole address the browser was sent to (it starts with your redirectUri and carries code= and state=)`]);
+  }
+}
+
+function done(cli: Cli, r: CompletedLogin | string): void {
+  if (typeof r === 'string') return cli.out(r);
+  cli.out(`${r.connection}: logged in; scopes granted: ${r.grantedScope ?? '(none named)'}; the refresh token lasts until ${r.expiresBy.toISOString()} at the latest (spec "Limits")`);
+}
+
+export const registerLogin: RegisterCommand = (program, cli) => {
+  configOption(program.command('login').description('one-time login of a user-dependent service user (auth: authorization_code)'))
+    .argument('<connection>', 'connection name in jobs.yaml')
+    .addOption(new Option('--redirected-url <url>', 'the URL the browser was redirected to after the login (non-interactive)'))
+    .addOption(new Option('--print-url', 'print the authorization URL and exit (its state is valid for 10 minutes)').conflicts('redirectedUrl'))
+    .action(async (name: string, opts: { config: string; redirectedUrl?: string; printUrl?: boolean }) => {
+      const { config } = await loadConfig(opts.config);
+      const connection = Object.hasOwn(config.connections, name) ? config.connections[name] : undefined;
+      if (!connection) {
+        const known = Object.keys(config.connections);
+        const near = closestMatch(name, known);
+        throw new ConfigError([`unknown connection "${name}" in ${opts.config} (${near ? `did you mean "${near}"? ` : ''}known: ${known.join(', ') || 'none'})`]);
+      }
+      if (connection.auth !== 'authorization_code') {
+        throw new ConfigError([`connection "${name}" has auth: ${connection.auth}: only a user-dependent service user (auth: authorization_code) logs in`]);
+      }
+      const key = secretKeyFromEnv();
+      const logger = makeLogger();
+      const { pool, releasers } = await openStores(logger, { poolMax: 2 });
+      const find = (n: string): ConnectionConfig | undefined => (Object.hasOwn(config.connections, n) ? config.connections[n] : undefined);
+      try {
+        if (opts.redirectedUrl !== undefined) {
+          done(cli, await completeLogin(pool, key, find, parseRedirected(opts.redirectedUrl), { logger }));
+          return;
+        }
+        const started = await startLogin(pool, { name, connection }, 'cli', { logger });
+        if (opts.printUrl) {
+          cli.out(started.url);
+          return;
+        }
+        cli.err(`Open this URL in a browser and log in as the product user whose rights the runs of "${name}" should have:`);
+        cli.out(started.url);
+        cli.err(`Waiting for the redirect to ${connection.redirectUri} (the admin server's /oauth/callback completes the login),`);
+        cli.err('or paste the URL the browser was redirected to and press Enter. The link expires in 10 minutes.');
+        done(cli, await waitForCode(pool, key, find, started.state, logger));
+      } catch (err) {
+        if (err instanceof EtlError && (err.code === 'LOGIN_FAILED' || err.code === 'SERVER_UNREACHABLE' || err.code === 'TOKEN_FAILED' || err.code === 'HTTP_TRANSIENT')) {
+          cli.err(`${name}: login failed (${err.code}): ${err.message}`);
+          cli.exit(1);
+          return;
+        }
+        throw err;
+      } finally {
+        await releasers.releaseAll().catch(() => undefined);
+        logger.flush();
+      }
+    });
+};
+
+/**
+ * Waits for whichever comes first: the callback's outcome in etl.login_states, or a URL pasted on stdin.
+ * @throws LoginFailedError from a pasted URL or the callback's failure; EtlError LOGIN_FAILED after 10 minutes
+ */
+async function waitForCode(pool: Parameters<typeof getLoginState>[0], key: ReturnType<typeof secretKeyFromEnv>, find: (n: string) => ConnectionConfig | undefined, state: string, logger: ReturnType<typeof makeLogger>): Promise<CompletedLogin | string> {
+  const controller = new AbortController();
+  const lines = createInterface({ input: process.stdin, terminal: false });
+  const pasted = new Promise<CompletedLogin>((resolve, reject) => {
+    lines.on('line', (line) => {
+      if (line.trim() === '') return;
+      controller.abort();
+      completeLogin(pool, key, find, parseRedirected(line), { logger }).then(resolve, reject);
+    });
+  });
+  const callback = (async (): Promise<string> => {
+    const deadline = Date.now() + LOGIN_STATE_TTL_MS + POLL_MS;
+    while (Date.now() < deadline) {
+      await sleep(POLL_MS, controller.signal);
+      const row = await getLoginState(pool, state);
+      if (row?.outcome === 'logged_in') return row.message ?? `connection "${row.connection}" logged in`;
+      if (row?.outcome === 'failed') throw new EtlError('LOGIN_FAILED', row.message ?? 'the login failed at the callback', { retryable: false, stage: 'token' });
+    }
+    throw new EtlError('LOGIN_FAILED', 'no redirect arrived within 10 minutes: start the login again', { retryable: false, stage: 'token' });
+  })();
+  try {
+    return await Promise.race([pasted, callback.catch((err: unknown) => (controller.signal.aborted ? pasted : Promise.reject(err)))]);
+  } finally {
+    controller.abort();
+    lines.close();
+  }
+}
+

@@ -1,0 +1,78 @@
+/**
+ * Pending logins (issue 11), table etl.login_states (migrations/0006): the OAuth `state` of each authorization
+ * request, the CSRF protection of RFC 6749 section 10.12. A state is made by `report-etl login` or the admin page's
+ * "Log in" link, accepted once, and only within its lifetime (10 minutes). Only its SHA-256 is stored, so reading
+ * the table does not let anyone complete someone else's login.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Queryable } from '../db.ts';
+import type { ConnectionRef } from './logins.ts';
+
+/** How long a pending login waits for its redirect: 10 minutes, in ms. */
+export const LOGIN_STATE_TTL_MS = 10 * 60_000;
+
+/** Who started a login. */
+export type LoginStarter = 'cli' | 'admin';
+
+/** A pending (or finished) login as stored. */
+export interface LoginStateRow {
+  state_hash: string;
+  connection: string;
+  base_url: string;
+  client_id: string;
+  redirect_uri: string;
+  scopes: string[];
+  started_by: LoginStarter;
+  created_at: Date;
+  expires_at: Date;
+  used_at: Date | null;
+  outcome: 'logged_in' | 'failed' | null;
+  message: string | null;
+}
+
+/** SHA-256 of a state, hex: how the table knows it. */
+export function stateHash(state: string): string {
+  return createHash('sha256').update(state, 'utf8').digest('hex');
+}
+
+/**
+ * Makes a new pending login and returns its state: 32 random bytes, base64url (43 characters). Removes pending
+ * logins that expired more than a day ago.
+ */
+export async function createLoginState(
+  db: Queryable,
+  p: { ref: ConnectionRef; redirectUri: string; scopes: readonly string[]; startedBy: LoginStarter; ttlMs?: number },
+): Promise<string> {
+  const state = randomBytes(32).toString('base64url');
+  await db.query(`DELETE FROM etl.login_states WHERE expires_at < now() - interval '1 day'`);
+  await db.query(
+    `INSERT INTO etl.login_states (state_hash, connection, base_url, client_id, redirect_uri, scopes, started_by, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 millisecond')`,
+    [stateHash(state), p.ref.connection, p.ref.baseUrl, p.ref.clientId, p.redirectUri, [...p.scopes], p.startedBy, p.ttlMs ?? LOGIN_STATE_TTL_MS],
+  );
+  return state;
+}
+
+/**
+ * Takes a pending login for its redirect: only once, and only before it expires (atomic: of two callers with the
+ * same state, one gets it).
+ * @returns the pending login, or undefined when the state is unknown (forged), used already (replayed) or expired
+ */
+export async function consumeLoginState(db: Queryable, state: string): Promise<LoginStateRow | undefined> {
+  const { rows } = await db.query<LoginStateRow>(
+    `UPDATE etl.login_states SET used_at = now() WHERE state_hash = $1 AND used_at IS NULL AND expires_at > now() RETURNING *`,
+    [stateHash(state)],
+  );
+  return rows[0];
+}
+
+/** Records how a consumed login ended, for a `report-etl login` that waits for it. */
+export async function finishLoginState(db: Queryable, state: string, outcome: 'logged_in' | 'failed', message: string): Promise<void> {
+  await db.query('UPDATE etl.login_states SET outcome = $2, message = $3 WHERE state_hash = $1', [stateHash(state), outcome, message]);
+}
+
+/** Reads a login by its state (used or not), or undefined. */
+export async function getLoginState(db: Queryable, state: string): Promise<LoginStateRow | undefined> {
+  const { rows } = await db.query<LoginStateRow>('SELECT * FROM etl.login_states WHERE state_hash = $1', [stateHash(state)]);
+  return rows[0];
+}

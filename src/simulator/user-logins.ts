@@ -1,0 +1,151 @@
+/**
+ * The simulator's state of user-dependent service users (spec "User-dependent service user (authorization code
+ * grant)", "Refresh"): login sessions of product users, authorization codes and refresh tokens, on a clock that
+ * tests can move forward. Rules:
+ * - a code is single use, valid 60 s, bound to client, redirect URI, user, session and granted scopes;
+ * - a refresh token is issued by the code grant only (Refresh rule 1), replaces the earlier one of the same client
+ *   and user (rule 3; rule 4: "regenerated"), and lives 60 days with offline access, 10 hours without (rule 2),
+ *   as long as the user's session lives (logout ends it, rule 4).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { SimulatorOAuthCounters, SimulatorUser } from './types.ts';
+
+/** Refresh token validity with offline access (spec "Limits"), ms. */
+export const OFFLINE_VALIDITY_MS = 60 * 86_400_000;
+/** Refresh token validity without offline access (spec "Limits"), ms. */
+export const ONLINE_VALIDITY_MS = 10 * 3_600_000;
+/** Lifetime of an authorization code, ms (RFC 6749 section 4.1.2: short, at most 10 minutes). */
+export const CODE_LIFETIME_MS = 60_000;
+
+interface Session {
+  username: string;
+  alive: boolean;
+}
+
+interface Code {
+  clientId: string;
+  redirectUri: string;
+  username: string;
+  sessionId: string;
+  scope: string;
+  expiresAt: number;
+  used: boolean;
+}
+
+interface RefreshToken {
+  clientId: string;
+  username: string;
+  sessionId: string;
+  scope: string;
+  expiresAt: number;
+}
+
+/** Why a refresh token was refused, or the grant it allows. */
+export type RefreshCheck = { ok: true; scope: string; username: string } | { ok: false; reason: string };
+
+/** Sessions, codes and refresh tokens; times on {@link UserLogins.now}. */
+export class UserLogins {
+  readonly users: Map<string, SimulatorUser>;
+  readonly #sessions = new Map<string, Session>();
+  readonly #codes = new Map<string, Code>();
+  readonly #refresh = new Map<string, RefreshToken>();
+  #offsetMs = 0;
+  readonly counters: SimulatorOAuthCounters = {
+    grants: { client_credentials: 0, authorization_code: 0, refresh_token: 0 },
+    refusedRefreshes: 0,
+    logins: 0,
+    refreshTokensIssued: [],
+  };
+
+  constructor(users: SimulatorUser[]) {
+    this.users = new Map(users.map((u) => [u.username, u]));
+  }
+
+  /** The simulator's clock for refresh-token validity: real time plus {@link advance}d offset, epoch ms. */
+  now(): number {
+    return Date.now() + this.#offsetMs;
+  }
+
+  /** Moves the clock forward by `ms`. */
+  advance(ms: number): void {
+    this.#offsetMs += ms;
+  }
+
+  /** The user of a session cookie value, when the session is alive. */
+  sessionUser(sessionId: string | undefined): string | undefined {
+    const s = sessionId ? this.#sessions.get(sessionId) : undefined;
+    return s?.alive ? s.username : undefined;
+  }
+
+  /** Starts a session for a user who logged in with their password. @returns the session id (cookie value) */
+  startSession(username: string): string {
+    const id = randomBytes(18).toString('base64url');
+    this.#sessions.set(id, { username, alive: true });
+    return id;
+  }
+
+  /** The session_state of a session (spec step 3: identifies the session): a hash, not the cookie value. */
+  sessionState(sessionId: string): string {
+    return createHash('sha256').update(sessionId).digest('base64url').slice(0, 22);
+  }
+
+  /** Issues a code (spec step 3). */
+  issueCode(c: Omit<Code, 'expiresAt' | 'used'>): string {
+    const code = randomBytes(24).toString('base64url');
+    this.#codes.set(code, { ...c, expiresAt: this.now() + CODE_LIFETIME_MS, used: false });
+    this.counters.logins++;
+    return code;
+  }
+
+  /**
+   * Redeems a code once (RFC 6749 section 4.1.3).
+   * @returns the code's grant, or why it is refused
+   */
+  redeemCode(code: string, clientId: string, redirectUri: string | null): { ok: true; code: Code } | { ok: false; reason: string } {
+    const c = this.#codes.get(code);
+    if (!c) return { ok: false, reason: 'Code not valid' };
+    if (c.used) return { ok: false, reason: 'Code already used' };
+    if (this.now() >= c.expiresAt) return { ok: false, reason: 'Code expired' };
+    if (c.clientId !== clientId) return { ok: false, reason: 'Code was issued to another client' };
+    if (c.redirectUri !== redirectUri) return { ok: false, reason: 'Incorrect redirect_uri' };
+    c.used = true;
+    return { ok: true, code: c };
+  }
+
+  /** Issues the refresh token of a redeemed code, replacing the client's earlier one for that user. */
+  issueRefreshToken(c: Code): string {
+    for (const [t, r] of this.#refresh) if (r.clientId === c.clientId && r.username === c.username) this.#refresh.delete(t);
+    const token = randomBytes(36).toString('base64url');
+    const offline = this.users.get(c.username)?.offlineAccess ?? true;
+    this.#refresh.set(token, { clientId: c.clientId, username: c.username, sessionId: c.sessionId, scope: c.scope, expiresAt: this.now() + (offline ? OFFLINE_VALIDITY_MS : ONLINE_VALIDITY_MS) });
+    this.counters.refreshTokensIssued.push(token);
+    return token;
+  }
+
+  /** Checks a refresh token for `clientId` (spec "Refresh" rules 2 and 4). */
+  checkRefreshToken(token: string, clientId: string): RefreshCheck {
+    const r = this.#refresh.get(token);
+    if (!r || r.clientId !== clientId) return { ok: false, reason: 'Invalid refresh token' };
+    if (this.now() >= r.expiresAt) return { ok: false, reason: 'Token is not active' };
+    if (!this.#sessions.get(r.sessionId)?.alive) return { ok: false, reason: 'Session not active' };
+    return { ok: true, scope: r.scope, username: r.username };
+  }
+
+  /** Logs a user out: sessions end, refresh tokens die. @returns whether there was anything to end */
+  logout(username: string): boolean {
+    let any = false;
+    for (const s of this.#sessions.values()) {
+      if (s.username === username && s.alive) {
+        s.alive = false;
+        any = true;
+      }
+    }
+    for (const [t, r] of this.#refresh) {
+      if (r.username === username) {
+        this.#refresh.delete(t);
+        any = true;
+      }
+    }
+    return any;
+  }
+}
