@@ -6,7 +6,8 @@
 import { Option } from 'commander';
 import { openStores } from '../app/bootstrap.ts';
 import { Releasers } from '../app/connections.ts';
-import { loadConfig, resolveJob } from '../config/load.ts';
+import { resolveJob } from '../config/load.ts';
+import { loadConfigForJob } from './job-config.ts';
 import { makeLogger } from '../logger.ts';
 import { AttemptFailedError, runAttempt } from '../pipeline/run-attempt.ts';
 import { configOption, paramOption } from './options.ts';
@@ -17,7 +18,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
     .argument('<job>', 'job name in jobs.yaml')
     .addOption(new Option('--run-key <key>', 'logical run id; append loads are exactly-once per key'))
     .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string }) => {
-      const loaded = await loadConfig(opts.config);
+      const loaded = await loadConfigForJob(cli, opts.config, jobName);
       const job = resolveJob(loaded.config, jobName, opts.config);
       const logger = makeLogger();
       const releasers = new Releasers();
