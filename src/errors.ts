@@ -28,6 +28,7 @@ export type ErrorCode =
   | 'TARGET_INVALID'
   | 'DATABASE'
   | 'ABORTED'
+  | 'ORPHANED'
   | 'INTERNAL';
 
 
