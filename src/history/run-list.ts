@@ -10,7 +10,7 @@ import type { AttemptRow } from './attempts.ts';
  * SQL expression: the first non-blank line of the server's own message of attempt `r` (its last error that has
  * one), else the first line of our error text (`etl.runs.error`), which starts with our own prefix.
  */
-export const FIRST_ERROR_LINE = `coalesce((SELECT substring(e.server_message from '[^\\n]*\\S[^\\n]*') FROM etl.run_errors e
+export const FIRST_ERROR_LINE = `coalesce((SELECT substring(e.server_message, '[^\\n]*\\S[^\\n]*') FROM etl.run_errors e
     WHERE e.run_id = r.run_id AND e.server_message IS NOT NULL ORDER BY e.id DESC LIMIT 1), nullif(split_part(r.error, E'\\n', 1), ''))`;
 
 /** One attempt in a run list: the etl.runs row plus the first line of its error (the server's words first, see {@link FIRST_ERROR_LINE}). */
