@@ -130,7 +130,7 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
       }
       const text = `${err.code}: ${err.message} (run ${err.attemptId})`;
       // The last attempt BullMQ will make: attemptsMade counts the ones before this one.
-      const final = !err.retryable || bjob.attemptsMade + 1 >= (bjob.opts.attempts ?? 1);
+      const final = !err.retryable || queueJob.attemptsMade + 1 >= (queueJob.opts.attempts ?? 1);
       if (final && !controller.signal.aborted) await (deps.alerts ?? noRunAlerts).failed({ job: req.job, runId: err.attemptId, trigger: req.trigger, error: err.error });
       throw err.retryable ? new Error(text, { cause: err }) : new UnrecoverableError(text);
     }
