@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
  * The layers, lowest first. `.` stands for the shared modules at the top of src/ (vocabulary, errors, logger …);
  * `main.ts` is the process entry and may import anything.
  */
-export const LAYERS: readonly string[] = ['.', 'simulator', 'report-api', 'history', 'warehouse', 'pages', 'config', 'pipeline', 'login', 'queue', 'admin', 'app', 'cli', 'main.ts'];
+export const LAYERS: readonly string[] = ['.', 'simulator', 'report-api', 'history', 'warehouse', 'pages', 'config', 'pipeline', 'login', 'alerts', 'queue', 'admin', 'app', 'cli', 'main.ts'];
 
 /** Packages a folder must not import (the spec's "imports point down" for third-party code). */
 export const FORBIDDEN_PACKAGES: Readonly<Record<string, readonly string[]>> = {
@@ -28,6 +28,7 @@ export const FORBIDDEN_PACKAGES: Readonly<Record<string, readonly string[]>> = {
   config: ['pg', 'bullmq', 'undici', 'fastify'],
   pipeline: ['bullmq', 'fastify'],
   login: ['bullmq', 'fastify'],
+  alerts: ['bullmq', 'fastify'],
   simulator: ['pg', 'bullmq', 'ioredis'],
 };
 

@@ -30,6 +30,7 @@ export type ErrorCode =
   | 'TARGET_INVALID'
   | 'DATABASE'
   | 'ABORTED'
+  | 'ORPHANED'
   | 'INTERNAL';
 
 

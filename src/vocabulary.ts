@@ -59,3 +59,17 @@ export interface RunRequest {
   /** Explicit report parameters; they override jobs.yaml's (after its `%{...}` templates are rendered). */
   parameters?: Record<string, string>;
 }
+
+/**
+ * What an alert target can be told (jobs.yaml `alerts.<name>.events`): `failed` a run failed for good (after its
+ * last retry), `recovered` the first success after such a failure, `stale` the job's last success is older than
+ * its `freshness`, `login_required` a run failed because a user-dependent service user must log in again.
+ */
+export const ALERT_EVENTS = ['failed', 'recovered', 'stale', 'login_required'] as const;
+/** One of {@link ALERT_EVENTS}. */
+export type AlertEvent = (typeof ALERT_EVENTS)[number];
+
+/** Body formats of an alert webhook: a generic JSON document, a Slack or a Microsoft Teams message. */
+export const ALERT_FORMATS = ['generic', 'slack', 'teams'] as const;
+/** One of {@link ALERT_FORMATS}. */
+export type AlertFormat = (typeof ALERT_FORMATS)[number];

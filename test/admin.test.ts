@@ -354,15 +354,16 @@ describe('access control', () => {
 });
 
 describe('run history pages', () => {
-  it('the run list shows the failed run with the first line of its error', async () => {
+  it("the run list shows the failed run with the whole first line of the server's own message (issue 12)", async () => {
     const res = await get(`/admin/runs?job=${encodeURIComponent(failJob)}`, bearer);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
     const body = await res.text();
     expect(body).toContain(`/admin/runs/${failedRunId}`);
     expect(body).toContain('<span class="s-failed">failed</span>');
-    const { rows } = await h.pool.query<{ error: string }>('SELECT error FROM etl.runs WHERE run_id = $1', [failedRunId]);
-    expect(body).toContain(`<td>${escapeHtml(rows[0]!.error.split('\n')[0])}</td>`);
+    const { rows } = await h.pool.query<{ server_message: string }>('SELECT server_message FROM etl.run_errors WHERE run_id = $1', [failedRunId]);
+    const firstLine = rows[0]!.server_message.split('\n').find((l) => l.trim() !== '')!;
+    expect(body).toContain(`<td>${escapeHtml(firstLine)}</td>`);
     expect(body).toContain(`<h2><a href="/admin/runs?job=${failJob}">`);
     expect(body).not.toContain(`<h2><a href="/admin/runs?job=${okJob}">`);
   });

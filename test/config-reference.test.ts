@@ -46,9 +46,11 @@ describe('renderConfigReference', () => {
     expect([...objects.keys()].sort()).toEqual(
       [
         '',
+        'alerts.<name>',
         'connections.<name>',
         'defaults',
         'defaults.retry',
+        'history',
         'jobs.<name>',
         'jobs.<name>.catchup',
         'jobs.<name>.retry',

@@ -85,17 +85,23 @@ it('jobs.yaml changed and broken while scheduler and worker run', async () => {
     expect(Object.keys(service.scheduler!.scheduled())).toEqual([b]);
     await waitFor('b ran', async () => (await runsOf(h.pool, b)).some((r) => r.status === 'succeeded'));
     const aRuns = (await runsOf(h.pool, a)).length;
-    // A broken change: every problem logged, the running config kept.
-    writeJobs({ [b]: 'schedule: "61 * * * *"\nretries: 3' });
+    // A change that breaks b (issue 12 isolation): b is left out with every problem logged; c, valid, runs.
+    const c = `${jp}_c`;
+    writeJobs({ [b]: 'schedule: "61 * * * *"\nretries: 3', [c]: 'schedule: "*/2 * * * * *"' });
     const logged = await waitFor('problems logged', () => lines.find((l) => Array.isArray(l.problems)), 5_000);
     const problems = logged.problems as string[];
+    expect(logged.job).toBe(b);
     expect(problems.some((p) => p.includes(`jobs.${b}.schedule`) && p.includes('invalid cron expression'))).toBe(true);
     expect(problems.some((p) => p.includes('unknown key "retries"'))).toBe(true);
-    expect(String(logged.msg)).toContain('keeping the running config');
-    expect(service.scheduler!.scheduled()).toEqual({ [b]: '*/2 * * * * *@UTC' });
-    const bRuns = (await runsOf(h.pool, b)).length;
-    await waitFor('b still runs on the kept config', async () => (await runsOf(h.pool, b)).filter((r) => r.status === 'succeeded').length > bRuns, 6_000);
+    expect(String(logged.msg)).toContain(`(job "${b}" is skipped; 1 more problem`);
+    await waitFor('c scheduled, b not', () => JSON.stringify(service.scheduler!.scheduled()) === JSON.stringify({ [c]: '*/2 * * * * *@UTC' }), 5_000);
+    await waitFor('c runs', async () => (await runsOf(h.pool, c)).some((r) => r.status === 'succeeded'), 10_000);
     expect((await runsOf(h.pool, a)).length).toBe(aRuns);
+    // A file that cannot be parsed at all: logged, the running config kept.
+    writeFileSync(path, 'jobs: [unclosed');
+    const unparseable = await waitFor('unparseable file logged', () => lines.find((l) => String(l.msg).includes('keeping the running config')), 5_000);
+    expect(String(unparseable.msg)).toContain('YAML syntax error');
+    expect(service.scheduler!.scheduled()).toEqual({ [c]: '*/2 * * * * *@UTC' });
   } finally {
     await service.stop();
   }

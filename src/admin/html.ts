@@ -52,6 +52,11 @@ pre{background:#fff;border:1px solid #d0d7de;padding:.6rem;white-space:pre-wrap;
 .notice{padding:.5rem .8rem;border:1px solid #2da44e;background:#dafbe1;margin-bottom:1rem}
 .problem{padding:.5rem .8rem;border:1px solid #cf222e;background:#ffebe9;margin-bottom:1rem}
 form.inline{display:inline}button{font:inherit;padding:.3rem .9rem;cursor:pointer}
+.muted{color:#57606a;font-size:.9em}.state{padding:.05rem .4rem;border-radius:.6rem;white-space:nowrap;font-weight:600}
+.st-healthy{background:#dafbe1;color:#116329}.st-failing,.st-login_required{background:#ffebe9;color:#cf222e}
+.st-stale{background:#fff8c5;color:#9a6700}.st-invalid{background:#fbefff;color:#8250df}.st-never_run{background:#eaeef2;color:#57606a}
+.failure{margin-top:.3rem}.error-line{color:#cf222e;margin-right:.5rem}.superseded{margin-top:.3rem;color:#57606a;font-size:.9em}
+ul.problems{margin:.3rem 0 0;padding-left:1.1rem;font-size:.9em}svg.spark{display:block}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0}
 `;
 
@@ -60,7 +65,7 @@ export function page(title: string, body: SafeHtml): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title} · report-etl</title><style>${new SafeHtml(STYLE)}</style></head>
-<body><nav><a href="/admin/runs">Runs</a><a href="/admin/connections">Connections</a><a href="/admin/queues">Queue</a><a href="/metrics">Metrics</a></nav>
+<body><nav><a href="/admin">Jobs</a><a href="/admin/runs">Runs</a><a href="/admin/connections">Connections</a><a href="/admin/queues">Queue</a><a href="/metrics">Metrics</a></nav>
 <h1>${title}</h1>
 ${body}
 </body></html>`.value;

@@ -13,6 +13,10 @@
  * - `report_etl_queue_jobs{state}`: BullMQ `getJobCounts()` of the queue.
  * - `report_etl_login_required{connection}`: 1 while a user-dependent connection waits for `report-etl login`
  *   (its refresh token was refused: LOGIN_REQUIRED), 0 while it is logged in; from etl.connection_logins.
+ * - per jobs.yaml job, with the live config (issue 12): `report_etl_job_last_success_timestamp_seconds{job}` (unix
+ *   time of the newest succeeded attempt's end; absent when it never succeeded), `report_etl_job_stale{job}` (1 when
+ *   its freshness is breached, 0 otherwise; jobs with a freshness only) and `report_etl_job_config_invalid{job}` (1
+ *   for each job jobs.yaml problems keep from running, so `sum(report_etl_job_config_invalid) > 0` can page).
  */
 import { tokenRequestsKey } from '../report-api/token-cache.ts';
 import type { Queue } from 'bullmq';
@@ -21,6 +25,10 @@ import { Counter, Gauge, Registry, type Histogram } from 'prom-client';
 import { runAggregates, type DurationHistogram, type RunAggregates } from '../history/run-aggregates.ts';
 import type { Queryable } from '../db.ts';
 import { listConnectionLogins } from '../history/logins.ts';
+import type { LiveConfig } from '../config/live-config.ts';
+import { freshnessOf, staleness } from '../alerts/freshness.ts';
+import { firstSeen } from '../history/job-alerts.ts';
+import { jobHealth } from '../history/job-health.ts';
 
 /** Re-exported for tests and tools that read or reset the counter. */
 export { tokenRequestsKey };
@@ -37,7 +45,9 @@ export interface MetricsSources {
   redis: Pick<Redis, 'get'>;
   queue: Pick<Queue, 'getJobCounts'>;
   /** Redis key prefix of the token counter (default 'report-etl:'). */
-  keyPrefix?: string;
+  keyPrefix?: string | undefined;
+  /** The live jobs.yaml, for the per-job freshness and config metrics (without it they are left out). */
+  config?: LiveConfig | undefined;
 }
 
 /** The admin server's metrics. */
@@ -161,5 +171,57 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
     },
   });
 
+  if (src.config) addJobMetrics(registry, src.pool, src.config);
   return { registry, render: () => registry.metrics(), contentType: registry.contentType };
+}
+
+/** The per-job gauges (freshness and config validity), read at scrape time from the live config and etl.runs. */
+function addJobMetrics(registry: Registry, pool: Queryable, config: LiveConfig): void {
+  let pending: Promise<{ lastSuccess: Map<string, Date>; stale: Map<string, boolean> }> | undefined;
+  const read = async () => {
+    const cfg = config.current();
+    const jobs = Object.keys(cfg.jobs);
+    const [health, seen] = await Promise.all([jobHealth(pool, jobs, 0), firstSeen(pool, jobs, false)]);
+    const lastSuccess = new Map<string, Date>();
+    const stale = new Map<string, boolean>();
+    const now = new Date();
+    for (const h of health) {
+      const at = h.lastSuccess ? (h.lastSuccess.finished_at ?? h.lastSuccess.started_at) : undefined;
+      if (at) lastSuccess.set(h.job, at);
+      const f = freshnessOf(cfg, h.job);
+      if (f) stale.set(h.job, staleness(at, seen.get(h.job), f.ms, now).stale);
+    }
+    return { lastSuccess, stale };
+  };
+  const snapshot = () => (pending ??= read().finally(() => (pending = undefined)));
+  new Gauge({
+    name: 'report_etl_job_last_success_timestamp_seconds',
+    help: 'Unix time of the end of the newest succeeded run of each jobs.yaml job (absent when it never succeeded).',
+    labelNames: ['job'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [job, at] of (await snapshot()).lastSuccess) this.set({ job }, at.getTime() / 1000);
+    },
+  });
+  new Gauge({
+    name: 'report_etl_job_stale',
+    help: 'Whether the last success of a job is older than its freshness (1) or not (0); jobs with a freshness only.',
+    labelNames: ['job'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [job, stale] of (await snapshot()).stale) this.set({ job }, stale ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'report_etl_job_config_invalid',
+    help: 'Jobs of jobs.yaml that are invalid and do not run (1 each; see the admin overview or report-etl validate).',
+    labelNames: ['job'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const e of config.invalid()) if (e.kind === 'job') this.set({ job: e.name }, 1);
+    },
+  });
 }

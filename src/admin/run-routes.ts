@@ -23,8 +23,8 @@ export interface RunRoutesDeps {
   pool: pg.Pool;
   queue: RunQueue;
   logger: Logger;
-  /** jobs.yaml, for the replayed job's attempts and backoff. */
-  config?: EtlConfig | undefined;
+  /** jobs.yaml now, for the replayed job's attempts and backoff. */
+  config?: () => EtlConfig | undefined;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -63,7 +63,8 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const back = `/admin/runs/${encodeURIComponent(runId)}`;
     if (!UUID.test(runId)) return reply.code(404).type('text/plain; charset=utf-8').send(`no run ${runId}\n`);
     try {
-      const { jobId } = await replayRun(deps.config ? { queue: deps.queue, pool: deps.pool, config: deps.config } : { queue: deps.queue, pool: deps.pool }, runId);
+      const config = deps.config?.();
+      const { jobId } = await replayRun(config ? { queue: deps.queue, pool: deps.pool, config } : { queue: deps.queue, pool: deps.pool }, runId);
       deps.logger.info({ runId, jobId }, 'replay queued from the admin page');
       return reply.redirect(`${back}?replayed=${encodeURIComponent(jobId)}`, 303);
     } catch (err) {

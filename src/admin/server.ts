@@ -6,9 +6,10 @@
  * | `/healthz` | 200 while the process serves HTTP | open |
  * | `/readyz` | 200 when PostgreSQL and Redis answer, else 503 naming the failed one | open |
  * | `/metrics` | Prometheus metrics (metrics.ts) | `Bearer <METRICS_TOKEN>` or admin auth; loopback only when neither is set |
+ * | `/admin` | the jobs overview (overview-routes.ts), with the live jobs.yaml; else a redirect to `/admin/runs` | admin auth |
  * | `/admin/runs`, `/admin/runs/:runId`, POST `/admin/runs/:runId/replay` | run history pages (run-routes.ts) | admin auth |
  * | `/admin/queues` | bull-board with retry buttons (bull-board.ts) | admin auth |
- * | `/admin/login?token=...` | sets the browser session cookie, redirects to `/admin/runs` | the token itself |
+ * | `/admin/login?token=...` | sets the browser session cookie, redirects to the home page | the token itself |
  * | `/admin/connections`, `/admin/connections/:name/login` | logins of user-dependent service users (login-routes.ts) | admin auth |
  * | `/oauth/callback` | the ERP server's redirect after a login; accepts only a pending login's single-use state | open |
  *
@@ -26,6 +27,8 @@ import { fastify, LogController, type FastifyBaseLogger, type FastifyRequest } f
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { EtlConfig } from '../config/schema.ts';
+import type { LiveConfig } from '../config/live-config.ts';
+import { registerOverviewRoutes } from './overview-routes.ts';
 import type { Logger } from '../logger.ts';
 import {
   adminAuthFromEnv,
@@ -78,6 +81,11 @@ export interface AdminServerOptions {
    * callback; default: those of `config`. Without either, the page lists what the database recorded.
    */
   connections?: () => EtlConfig['connections'];
+  /**
+   * The live jobs.yaml (valid and invalid jobs): the jobs overview at `/admin` and the per-job metrics need it.
+   * Without it `/admin` redirects to the run list.
+   */
+  liveConfig?: LiveConfig;
 }
 
 /** A running admin server. */
@@ -152,7 +160,9 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     return reply.code(readiness.ready ? 200 : 503).send(readiness);
   });
 
-  const metrics = makeAdminMetrics({ pool: deps.pool, redis: deps.redis, queue: deps.queue, keyPrefix: deps.keyPrefix });
+  const metrics = makeAdminMetrics({ pool: deps.pool, redis: deps.redis, queue: deps.queue, keyPrefix: deps.keyPrefix, config: deps.liveConfig });
+  // The home page: the jobs overview when the live jobs.yaml is known, else the run list.
+  const home = deps.liveConfig ? '/admin' : '/admin/runs';
   app.get('/metrics', async (_req, reply) => {
     const text = await metrics.render();
     return reply.type(metrics.contentType).send(text);
@@ -168,14 +178,15 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
       return reply.code(401).type('text/plain; charset=utf-8').send(token ? 'wrong token\n' : 'token login is not configured (ADMIN_TOKEN)\n');
     }
     const secure = req.protocol === 'https';
-    return reply.header('set-cookie', sessionCookie(token!, secure)).header('cache-control', 'no-store').redirect('/admin/runs', 303);
+    return reply.header('set-cookie', sessionCookie(token!, secure)).header('cache-control', 'no-store').redirect(home, 303);
   });
-  app.get('/', async (_req, reply) => reply.redirect('/admin/runs', 302));
-  app.get('/admin', async (_req, reply) => reply.redirect('/admin/runs', 302));
+  app.get('/', async (_req, reply) => reply.redirect(home, 302));
+  if (deps.liveConfig) registerOverviewRoutes(app, { pool: deps.pool, config: deps.liveConfig });
+  else app.get('/admin', async (_req, reply) => reply.redirect('/admin/runs', 302));
 
-  registerRunRoutes(app, { pool: deps.pool, queue: deps.queue, logger: log, config: deps.config });
+  registerRunRoutes(app, { pool: deps.pool, queue: deps.queue, logger: log, config: () => deps.config ?? deps.liveConfig?.current() });
   const config = deps.config;
-  registerLoginRoutes(app, { pool: deps.pool, logger: log, connections: deps.connections ?? (config ? () => config.connections : undefined) });
+  registerLoginRoutes(app, { pool: deps.pool, logger: log, connections: deps.connections ?? (config ? () => config.connections : deps.liveConfig ? () => deps.liveConfig!.current().connections : undefined) });
   await registerBullBoard(app, deps.queue);
 
   try {

@@ -11,6 +11,11 @@ import { DEFAULT_QUEUE_PREFIX } from '../queue/names.ts';
 import { makeQueue, type RunQueue } from '../queue/queue.ts';
 import { makeScheduler, type Scheduler } from '../queue/scheduler.ts';
 import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../queue/worker.ts';
+import { makeJanitor, type Janitor } from '../queue/janitor.ts';
+import { openAttemptOwner } from '../history/attempt-owner.ts';
+import { makeAlertSender } from '../alerts/webhook-sender.ts';
+import { makeRunAlerts } from '../alerts/run-alerts.ts';
+import { makeReportClients } from '../report-api/client-registry.ts';
 
 /** Options of {@link startService}. */
 export interface ServiceOptions {
@@ -29,6 +34,8 @@ export interface ServiceOptions {
   workerOptions?: Pick<RunWorkerDeps, 'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'maxStalledCount' | 'overlapRetryMs' | 'overlapLockTtlMs'>;
   /** How long running runs may finish on shutdown, in ms (default 60 000). */
   graceMs?: number;
+  /** Time between janitor sweeps in ms (default 30 000; see src/queue/janitor.ts). */
+  janitorIntervalMs?: number;
 }
 
 /** A running service. */
@@ -37,6 +44,8 @@ export interface Service {
   queue: RunQueue;
   scheduler?: Scheduler;
   worker?: RunWorker;
+  /** The janitor of this process (every long-running process has one). */
+  janitor: Janitor;
   /** Admin server URL when started. */
   adminUrl?: string;
   /** Graceful stop (see ServiceOptions.graceMs); a second call waits for the first. */
@@ -59,21 +68,50 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     releasers.add(() => stores.releaseAll());
     const queue = makeQueue(redis, prefix);
     releasers.add(() => queue.close());
+    const sender = makeAlertSender({ targets: () => config.current().alerts, logger: o.logger });
+    releasers.add(() => sender.close());
+    const clients = makeReportClients(redis, o.logger);
+    releasers.add(() => clients.close());
+    const invalidJobs = () => config.invalid().filter((e) => e.kind === 'job');
+    const janitor = makeJanitor({
+      pool,
+      redis,
+      logger: o.logger,
+      config: config.current,
+      invalidJobs: () => invalidJobs().map((e) => e.name),
+      alerts: sender,
+      clients,
+      ...(o.janitorIntervalMs !== undefined ? { intervalMs: o.janitorIntervalMs } : {}),
+    });
+    releasers.add(() => janitor.close());
     let stopped: Promise<void> | undefined;
     const service: Service = {
       config,
       queue,
+      janitor,
       stop: () => (stopped ??= releasers.releaseAll()),
       abortRuns: () => service.worker?.abortAll('second signal: aborting now'),
     };
     if (o.admin) {
       const { startAdminServer } = await import('../admin/server.ts');
-      const admin = await startAdminServer({ pool, redis, queue, logger: o.logger, port: o.adminPort ?? 3000, connections: () => config.current().connections, ...(o.adminHost ? { host: o.adminHost } : {}) });
+      const admin = await startAdminServer({ pool, redis, queue, logger: o.logger, liveConfig: config, port: o.adminPort ?? 3000, connections: () => config.current().connections, ...(o.adminHost ? { host: o.adminHost } : {}) });
       releasers.add(() => admin.close());
       service.adminUrl = admin.url;
     }
     if (o.worker) {
-      const worker = makeRunWorker({ config: config.current, pool, redis, logger: o.logger, prefix, ...o.workerOptions });
+      const owner = await openAttemptOwner(pool, o.logger);
+      releasers.add(() => owner.close());
+      const worker = makeRunWorker({
+        config: config.current,
+        pool,
+        redis,
+        logger: o.logger,
+        prefix,
+        owner,
+        alerts: makeRunAlerts(pool, sender, o.logger),
+        invalidJobs: () => new Map(invalidJobs().map((e) => [e.name, e.problems])),
+        ...o.workerOptions,
+      });
       releasers.add(() => worker.close(o.graceMs ?? 60_000));
       service.worker = worker;
     }
@@ -83,6 +121,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       await scheduler.start();
       service.scheduler = scheduler;
     }
+    janitor.start();
     return service;
   } catch (err) {
     await releasers.releaseAll().catch(() => undefined);

@@ -5,7 +5,8 @@
  * id for 7 days, so it is not queued again) and that `--force` runs them again as new logical runs.
  */
 import type { RegisterCommand } from './types.ts';
-import { loadConfig, resolveJob } from '../config/load.ts';
+import { resolveJob } from '../config/load.ts';
+import { loadConfigForJob } from './job-config.ts';
 import { backfill, isDoneState, type BackfillRun } from '../queue/backfill.ts';
 import { formatZoned, parseZonedDate } from '../pipeline/logical-time.ts';
 import { configOption, queuePrefixOption } from './options.ts';
@@ -37,7 +38,7 @@ export const registerBackfill: RegisterCommand = (program, cli) => {
     .requiredOption('--to <date>', 'end, inclusive, same forms')
     .option('--force', 'queue every tick as a new logical run, also ticks already queued or done (an append target gets their rows again)')
     .action(async (job: string, opts: { config: string; queuePrefix: string; from: string; to: string; force?: boolean }) => {
-      const { config } = await loadConfig(opts.config);
+      const { config } = await loadConfigForJob(cli, opts.config, job);
       const r = resolveJob(config, job);
       const zone = r.zone;
       const from = parseZonedDate(opts.from, zone);

@@ -54,7 +54,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
         return;
       }
       // The config gives the job's attempts and backoff; a replay still works when jobs.yaml is unreadable.
-      const config: EtlConfig | undefined = await loadConfig(opts.config).then((c) => c.config, () => undefined);
+      const config: EtlConfig | undefined = await loadConfig(opts.config, process.env, { isolate: true }).then((c) => c.config, () => undefined);
       await withQueueSession(opts.queuePrefix, async ({ pool, queue }) => {
         const deps = { pool, queue, ...(config ? { config } : {}) };
         if (runId) {

@@ -6,18 +6,26 @@
 import { Option } from 'commander';
 import { openStores } from '../app/bootstrap.ts';
 import { Releasers } from '../app/connections.ts';
-import { loadConfig, resolveJob } from '../config/load.ts';
+import { resolveJob } from '../config/load.ts';
+import { loadConfigForJob } from './job-config.ts';
 import { makeLogger } from '../logger.ts';
 import { AttemptFailedError, runAttempt } from '../pipeline/run-attempt.ts';
 import { configOption, logFormatOption, paramOption, type LogFormatFlag } from './options.ts';
+import { openAttemptOwner } from '../history/attempt-owner.ts';
+import { makeAlertSender } from '../alerts/webhook-sender.ts';
+import { makeRunAlerts } from '../alerts/run-alerts.ts';
+import { makeJanitor } from '../queue/janitor.ts';
 import type { RegisterCommand } from './types.ts';
+
+/** How long `run` waits at its end for alerts still being delivered, in ms (the run's outcome is already printed). */
+const ALERT_FLUSH_MS = 30_000;
 
 export const registerRun: RegisterCommand = (program, cli) => {
   logFormatOption(paramOption(configOption(program.command('run').description('run one job of jobs.yaml now, in the foreground'))))
     .argument('<job>', 'job name in jobs.yaml')
     .addOption(new Option('--run-key <key>', 'logical run id; append loads are exactly-once per key'))
     .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string } & LogFormatFlag) => {
-      const loaded = await loadConfig(opts.config);
+      const loaded = await loadConfigForJob(cli, opts.config, jobName);
       const job = resolveJob(loaded.config, jobName, opts.config);
       const logger = makeLogger({}, opts.logFormat);
       const releasers = new Releasers();
@@ -41,6 +49,24 @@ export const registerRun: RegisterCommand = (program, cli) => {
       try {
         const { pool, redis, releasers: stores } = await openStores(logger);
         releasers.add(() => stores.releaseAll());
+        const owner = await openAttemptOwner(pool, logger);
+        releasers.add(() => owner.close());
+        const sender = makeAlertSender({ targets: () => loaded.config.alerts, logger });
+        // Alerts are delivered while the run goes on; at the end the command waits for them a little, never failing.
+        releasers.add(() => sender.close(ALERT_FLUSH_MS));
+        const alerts = makeRunAlerts(pool, sender, logger);
+        const janitor = makeJanitor({
+          pool,
+          redis,
+          logger,
+          config: () => loaded.config,
+          invalidJobs: () => loaded.invalid.filter((e) => e.kind === 'job').map((e) => e.name),
+          alerts: sender,
+        });
+        releasers.add(() => janitor.close());
+        // A `run` of this job killed earlier leaves no orphan behind this one; then a sweep if no other process is doing one.
+        await janitor.closeOrphans([jobName]);
+        await janitor.sweep().catch((err: unknown) => logger.warn({ err: String(err) }, 'janitor sweep failed'));
         const result = await runAttempt({
           job,
           request: { trigger: 'manual', parameters: opts.param, ...(opts.runKey ? { runKey: opts.runKey } : {}) },
@@ -48,7 +74,12 @@ export const registerRun: RegisterCommand = (program, cli) => {
           redis,
           logger,
           signal: controller.signal,
+          owner,
+        }).catch(async (err: unknown) => {
+          if (err instanceof AttemptFailedError && !controller.signal.aborted) await alerts.failed({ job: jobName, runId: err.attemptId, trigger: 'manual', error: err.error });
+          throw err;
         });
+        await alerts.succeeded({ job: jobName, runId: result.attemptId, trigger: 'manual' });
         const secs = result.durationMs / 1000;
         cli.out(
           `${jobName}: ${result.status}, ${result.rows} rows, ${result.pages} pages, ${(result.bytes / 1e6).toFixed(1)} MB in ` +

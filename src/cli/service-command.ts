@@ -24,6 +24,8 @@ export interface ServiceCommandOptions extends LogFormatFlag {
   /** Admin server port: a flag (parsed) or `$ADMIN_PORT` (text). */
   port?: number | string;
   host?: string;
+  /** Seconds between janitor sweeps. */
+  janitorInterval?: number;
 }
 
 /** Adds the options of the long-running commands: always config and queue prefix, then the worker's and the admin server's. */
@@ -31,6 +33,7 @@ export function serviceOptions(cmd: Command, parts: { worker?: boolean; admin?: 
   configOption(cmd, 'jobs.yaml to read (watched for changes)');
   queuePrefixOption(cmd);
   logFormatOption(cmd);
+  cmd.option('--janitor-interval <seconds>', 'seconds between janitor sweeps (orphaned attempts, stale alerts, history retention)', wholeNumber(1), 30);
   if (parts.worker) {
     cmd.option('--concurrency <n>', 'runs at the same time in this process', wholeNumber(1), 1);
     cmd.option('--grace <seconds>', 'on SIGTERM/SIGINT, how long running runs may finish before they are aborted', wholeNumber(0), 60);
@@ -60,6 +63,7 @@ export async function runService(cli: Cli, opts: ServiceCommandOptions, parts: P
     logger,
     prefix: opts.queuePrefix,
     graceMs,
+    janitorIntervalMs: (opts.janitorInterval ?? 30) * 1000,
     workerOptions: { concurrency: opts.concurrency ?? 1 },
     ...parts,
     ...(adminPort !== undefined ? { adminPort } : {}),

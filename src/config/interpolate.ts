@@ -20,8 +20,8 @@ export interface InterpolateHooks {
   onProblem?(path: ConfigPath): void;
 }
 
-/** Key names whose values are secrets: never echoed in a problem or a log line. */
-export const SECRET_KEY = /secret|token|password|passwd/i;
+/** Key names whose values are secrets (an alert webhook URL carries its own credential): never echoed in a problem or a log line. */
+export const SECRET_KEY = /secret|token|password|passwd|webhook/i;
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

@@ -4,13 +4,16 @@
  */
 import type { EtlConfig } from './schema.ts';
 import { loadConfig } from './load.ts';
+import { describeInvalid, type InvalidEntry } from './isolate.ts';
 import { watchConfig } from './watch.ts';
 import type { Logger } from '../logger.ts';
 
 /** The current config and its changes. */
 export interface LiveConfig {
-  /** The config in force now. */
+  /** The config in force now: the valid jobs and alert targets. */
   current(): EtlConfig;
+  /** The jobs and alert targets of the file in force that are invalid and left out (config/isolate.ts). */
+  invalid(): InvalidEntry[];
   /** Calls `fn` after every valid change; returns the unsubscribe function. */
   onChange(fn: (config: EtlConfig) => void): () => void;
   /** Stops watching. Idempotent. */
@@ -18,51 +21,62 @@ export interface LiveConfig {
 }
 
 /** A config that never changes (tests, one-shot commands). */
-export function staticConfig(config: EtlConfig): LiveConfig {
-  return { current: () => config, onChange: () => () => undefined, close: async () => undefined };
+export function staticConfig(config: EtlConfig, invalid: InvalidEntry[] = []): LiveConfig {
+  return { current: () => config, invalid: () => invalid, onChange: () => () => undefined, close: async () => undefined };
 }
 
 /** A config whose changes the caller applies with `set` (tests, embedding). */
-export function settableConfig(config: EtlConfig): LiveConfig & { set(config: EtlConfig): void } {
+export function settableConfig(config: EtlConfig, invalid: InvalidEntry[] = []): LiveConfig & { set(config: EtlConfig, invalid?: InvalidEntry[]): void } {
   let now = config;
+  let left = invalid;
   const subscribers = new Set<(c: EtlConfig) => void>();
   return {
     current: () => now,
+    invalid: () => left,
     onChange(fn) {
       subscribers.add(fn);
       return () => subscribers.delete(fn);
     },
-    set(c) {
+    set(c, i = []) {
       now = c;
+      left = i;
       for (const fn of subscribers) fn(c);
     },
     close: async () => undefined,
   };
 }
 
+/** Logs one warning per invalid job or alert target, with every problem of it (file:line, what, how to fix). */
+export function logInvalid(log: Logger, invalid: InvalidEntry[]): void {
+  for (const e of invalid) log.warn({ [e.kind]: e.name, problems: e.problems }, `jobs.yaml: invalid ${e.kind === 'job' ? 'job' : 'alert target'}: ${describeInvalid(e)}`);
+}
+
 /**
- * Loads `path` and watches it.
+ * Loads `path` and watches it. Invalid jobs and alert targets are left out and logged (config/isolate.ts), at
+ * start and at every change; the valid ones run.
  * @param options.debounceMs quiet time after a file event before it is read, in ms (default 200)
  * @throws ConfigError when the file is invalid at start (every problem listed)
  */
 export async function watchLiveConfig(path: string, logger: Logger, options: { env?: NodeJS.ProcessEnv; debounceMs?: number } = {}): Promise<LiveConfig> {
   const env = options.env ?? process.env;
-  const loaded = await loadConfig(path, env);
-  const live = settableConfig(loaded.config);
+  const loaded = await loadConfig(path, env, { isolate: true });
+  const live = settableConfig(loaded.config, loaded.invalid);
   const log = logger.child({ component: 'config', path });
+  logInvalid(log, loaded.invalid);
   const watcher = watchConfig(
     path,
     {
       onChange(c) {
-        log.info({ jobs: Object.keys(c.config.jobs) }, 'jobs.yaml changed: new config in force');
-        live.set(c.config);
+        log.info({ jobs: Object.keys(c.config.jobs), invalid: c.invalid.map((e) => e.name) }, 'jobs.yaml changed: new config in force');
+        logInvalid(log, c.invalid);
+        live.set(c.config, c.invalid);
       },
       onError(e) {
         log.error({ problems: e.problems }, `jobs.yaml changed but is invalid: keeping the running config\n${e.message}`);
       },
     },
     env,
-    { logger: log, ...(options.debounceMs !== undefined ? { debounceMs: options.debounceMs } : {}) },
+    { logger: log, isolate: true, ...(options.debounceMs !== undefined ? { debounceMs: options.debounceMs } : {}) },
   );
-  return { current: live.current, onChange: live.onChange, close: () => watcher.close() };
+  return { current: live.current, invalid: live.invalid, onChange: live.onChange, close: () => watcher.close() };
 }

@@ -14,6 +14,8 @@ export interface Located {
   line: number;
   col: number;
   text: string;
+  /** The YAML path the problem is about (absent for syntax problems); isolation attributes problems by it. */
+  path?: ConfigPath;
 }
 
 /** Edit distance counting a swap of neighbours as one edit (optimal string alignment), case-insensitive. */
@@ -90,7 +92,7 @@ export type Locator = ReturnType<typeof makeLocator>;
 /** Turns one zod issue into problems positioned on the YAML node (or its parent). */
 export function issueProblems(issue: z.core.$ZodIssue, base: ConfigPath, data: unknown, loc: Locator, file: string): Located[] {
   const path = [...base, ...(issue.path as (string | number)[])];
-  const here = (p: ConfigPath, text: string, pos = loc.node(p)): Located => ({ ...pos, text: `${file}:${pos.line}:${pos.col}: ${formatPath(p)}: ${text}` });
+  const here = (p: ConfigPath, text: string, pos = loc.node(p)): Located => ({ ...pos, path: p, text: `${file}:${pos.line}:${pos.col}: ${formatPath(p)}: ${text}` });
   const key = path[path.length - 1];
   const secret = path.some((p) => typeof p === 'string' && SECRET_KEY.test(p));
   const node = schemaAt(path);

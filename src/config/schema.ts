@@ -6,10 +6,17 @@
 import { z } from 'zod';
 import { PATH_ENCODINGS } from '../report-api/report-name.ts';
 import { AUTH_KINDS, CREDENTIALS_WAYS, MANDANT_PATTERN, MAX_SCOPES, MIN_PAGING, PAGING_PROBLEM, SCOPES_PROBLEM } from '../report-api/report-rules.ts';
-import { OUTPUT_TYPES, WRITE_MODES } from '../vocabulary.ts';
+import { ALERT_EVENTS, ALERT_FORMATS, OUTPUT_TYPES, WRITE_MODES } from '../vocabulary.ts';
+import { DURATION_HINT, parseWindow } from './duration.ts';
 
 /** A Postgres identifier as written in config (schema or table): letters, digits, underscore. */
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** A duration such as `26h` (src/config/duration.ts). */
+const duration = () => z.string().refine((t) => parseWindow(t) !== undefined, { message: `not a duration: ${DURATION_HINT}` });
+
+/** Default of `history.keep`. */
+export const DEFAULT_HISTORY_KEEP = '90d';
 
 
 export const connectionSchema = z
@@ -50,6 +57,7 @@ export const connectionSchema = z
     pollIntervalMs: z.number().int().positive().default(250).describe('First job status poll interval in ms (spec "Limits": 250).'),
     pollMaxIntervalMs: z.number().int().positive().default(5_000).describe('Cap of the growing poll interval in ms.'),
     pollTimeoutMs: z.number().int().positive().default(3_600_000).describe('How long a job may stay Running before the run fails, in ms.'),
+    freshness: duration().optional().describe('Default freshness of the jobs on this connection, e.g. 26h; see jobs.<name>.freshness.'),
   })
   .strict()
   .superRefine((c, ctx) => {
@@ -140,10 +148,33 @@ export const jobSchema = z
     retry: retrySchema.optional().describe('Attempts and backoff; defaults from the top-level defaults.'),
     report: reportSchema.describe('Which report to run and how (spec "Start-report request body").'),
     target: targetSchema.describe('Where the rows go and how (write mode, key, declared types).'),
+    freshness: duration()
+      .optional()
+      .describe('Longest time since the last successful run before the job is stale (admin pages, metric, stale alert), e.g. 26h; default the connection\'s, else none.'),
   })
   .strict();
 
 export type JobConfig = z.infer<typeof jobSchema>;
+
+export const alertTargetSchema = z
+  .object({
+    webhook: z.url().describe('URL the alert is POSTed to; it holds a credential, so give it as ${VAR} (never logged).'),
+    events: z.array(z.enum(ALERT_EVENTS)).min(1).default([...ALERT_EVENTS]).describe('Events sent to this target: failed | recovered | stale | login_required.'),
+    format: z.enum(ALERT_FORMATS).default('generic').describe('Body: generic (JSON document) | slack (incoming webhook) | teams (Adaptive Card message).'),
+  })
+  .strict();
+
+/** One alert target of jobs.yaml `alerts:`. */
+export type AlertTargetConfig = z.infer<typeof alertTargetSchema>;
+
+export const historySchema = z
+  .object({
+    keep: duration()
+      .refine((t) => (parseWindow(t) ?? 0) >= 86_400_000, { message: 'keep at least 1d of run history' })
+      .default(DEFAULT_HISTORY_KEEP)
+      .describe('How long etl.runs, etl.run_errors and etl.run_requests are kept (at least 1d); a job\'s last success and last failure are always kept.'),
+  })
+  .strict();
 
 export const configSchema = z
   .object({
@@ -156,6 +187,8 @@ export const configSchema = z
     jobs: z
       .record(z.string().regex(/^[A-Za-z0-9_.-]+$/, { message: 'job names use letters, digits, _ . -' }), jobSchema)
       .describe('Scheduled extracts by name (letters, digits, _ . -); the name is used in the queue and the run history.'),
+    alerts: z.record(z.string(), alertTargetSchema).default({}).describe('Webhook alert targets by name; every job\'s events go to every target that lists them.'),
+    history: historySchema.default({ keep: DEFAULT_HISTORY_KEEP }).describe('Retention of the run history, applied by the janitor.'),
   })
   .strict()
   .superRefine((c, ctx) => {

@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { ConfigError, coerceError } from '../errors.ts';
 import { silentLogger, type Logger } from '../logger.ts';
 import { validateConfigText, type LoadedConfig } from './load.ts';
+import { validateConfigIsolated } from './isolate.ts';
 
 /** What {@link watchConfig} calls. */
 export interface ConfigWatchHandlers {
@@ -32,6 +33,8 @@ export interface WatchOptions {
   debounceMs?: number;
   /** Where a handler's own exception is logged (default: silent). */
   logger?: Logger;
+  /** Isolate invalid jobs (config/isolate.ts) instead of refusing the whole change (default false). */
+  isolate?: boolean;
 }
 
 function sha256(text: string): string {
@@ -92,7 +95,7 @@ export function watchConfig(
     lastHash = hash;
     let loaded: LoadedConfig;
     try {
-      loaded = { path, config: validateConfigText(text, path, env), hash };
+      loaded = options.isolate ? { path, hash, ...validateConfigIsolated(text, path, env) } : { path, config: validateConfigText(text, path, env), hash, invalid: [] };
     } catch (err) {
       const e = err instanceof ConfigError ? err : new ConfigError([`${path}: ${coerceError(err).message}`], { cause: err });
       if (!closing) call(() => handlers.onError(e));

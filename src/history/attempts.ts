@@ -23,6 +23,8 @@ export interface AttemptStart {
   writeMode: string;
   /** `host:pid` of the process running it. */
   worker: string;
+  /** Advisory lock key of the process's owner session (attempt-owner.ts), so the janitor can tell it died. */
+  ownerLock?: string | undefined;
 }
 
 /**
@@ -33,11 +35,11 @@ export interface AttemptStart {
  */
 export async function insertAttempt(db: Queryable, a: AttemptStart): Promise<number> {
   const { rows } = await db.query<{ attempt: number }>(
-    `INSERT INTO etl.runs (run_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode, worker)
-     SELECT $1, $2, $3, $4, $5, coalesce(max(attempt), 0) + 1, 'running', $6, $7, $8
+    `INSERT INTO etl.runs (run_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode, worker, owner_lock)
+     SELECT $1, $2, $3, $4, $5, coalesce(max(attempt), 0) + 1, 'running', $6, $7, $8, $9::bigint
        FROM etl.runs WHERE job = $2 AND run_key = $3
      RETURNING attempt`,
-    [a.attemptId, a.job, a.runKey, a.scheduledFor ?? null, a.trigger, a.targetTable, a.writeMode, a.worker],
+    [a.attemptId, a.job, a.runKey, a.scheduledFor ?? null, a.trigger, a.targetTable, a.writeMode, a.worker, a.ownerLock ?? null],
   );
   return rows[0]!.attempt;
 }

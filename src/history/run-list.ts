@@ -6,7 +6,14 @@ import type { Queryable } from '../db.ts';
 import type { AttemptStatus } from '../vocabulary.ts';
 import type { AttemptRow } from './attempts.ts';
 
-/** One attempt in a run list: the etl.runs row plus the first line of its error. */
+/**
+ * SQL expression: the first non-blank line of the server's own message of attempt `r` (its last error that has
+ * one), else the first line of our error text (`etl.runs.error`), which starts with our own prefix.
+ */
+export const FIRST_ERROR_LINE = `coalesce((SELECT substring(e.server_message, '[^\\n]*\\S[^\\n]*') FROM etl.run_errors e
+    WHERE e.run_id = r.run_id AND e.server_message IS NOT NULL ORDER BY e.id DESC LIMIT 1), nullif(split_part(r.error, E'\\n', 1), ''))`;
+
+/** One attempt in a run list: the etl.runs row plus the first line of its error (the server's words first, see {@link FIRST_ERROR_LINE}). */
 export interface RunListRow extends AttemptRow {
   error_first_line: string | null;
 }
@@ -33,7 +40,7 @@ export async function hasRunHistory(db: Queryable): Promise<boolean> {
 /** Attempts, newest first (`report-etl runs`). */
 export async function listRuns(db: Queryable, f: RunFilter = {}): Promise<RunListRow[]> {
   const { rows } = await db.query<RunListRow>(
-    `SELECT r.*, split_part(r.error, E'\\n', 1) AS error_first_line
+    `SELECT r.*, ${FIRST_ERROR_LINE} AS error_first_line
        FROM etl.runs r
       WHERE ($1::text IS NULL OR r.job = $1) AND ($2::text IS NULL OR r.status = $2) AND ($3::timestamptz IS NULL OR r.started_at >= $3)
       ORDER BY r.started_at DESC
@@ -153,7 +160,7 @@ const DISTINCT_JOBS = `WITH RECURSIVE jobs AS (
 export async function listRecentRuns(db: Queryable, f: RunListFilter): Promise<RunListRow[]> {
   const jobs = f.job === undefined ? `(SELECT job FROM (${DISTINCT_JOBS}) d WHERE $1::text IS NULL)` : '(SELECT $1::text AS job)';
   const { rows } = await db.query<RunListRow>(
-    `SELECT r.*, split_part(r.error, E'\\n', 1) AS error_first_line
+    `SELECT r.*, ${FIRST_ERROR_LINE} AS error_first_line
        FROM ${jobs} j
        CROSS JOIN LATERAL (
          SELECT * FROM etl.runs x

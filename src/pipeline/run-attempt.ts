@@ -14,6 +14,7 @@ import type { ResolvedJob } from '../config/load.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError, coerceError, EtlError, isConnectionLoss } from '../errors.ts';
 import { claimAppend, isAppended } from '../history/appends.ts';
+import type { AttemptOwner } from '../history/attempt-owner.ts';
 import { completeAttempt, failAttempt, failureOf, insertAttempt, runningAttempts, setAttemptReportJob, type AttemptFailure } from '../history/attempts.ts';
 import type { Logger } from '../logger.ts';
 import { makePageDecoder } from '../pages/decoder.ts';
@@ -51,6 +52,11 @@ export interface AttemptOptions {
   exclusive?: boolean;
   /** Name of the process in `etl.runs.worker` (default host:pid). */
   worker?: string;
+  /**
+   * The process's owner session (history/attempt-owner.ts): recorded with the attempt so that the janitor can close
+   * it and delete its report job when the process dies. Without it, only a later attempt of the same run can.
+   */
+  owner?: AttemptOwner | undefined;
 }
 
 /** Outcome of a successful attempt. */
@@ -119,6 +125,7 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
     targetTable,
     writeMode: targetConfig.mode,
     worker: o.worker ?? defaultWorkerName(),
+    ownerLock: o.owner?.key,
   });
   let log = o.logger.child({ job: r.name, runId: attemptId });
   log.info({ trigger, attempt, runKey, report: report.name, outputType: report.outputType }, 'run started');

@@ -15,6 +15,8 @@ import { hasSucceeded } from '../history/attempts.ts';
 import { recordRunRequest } from '../history/run-requests.ts';
 import type { Logger } from '../logger.ts';
 import { AttemptFailedError, runAttempt } from '../pipeline/run-attempt.ts';
+import type { AttemptOwner } from '../history/attempt-owner.ts';
+import { noRunAlerts, type RunAlerts } from '../alerts/run-alerts.ts';
 import type { ReportClients } from '../report-api/index.ts';
 import { TICK_TRIGGERS } from '../vocabulary.ts';
 import { overlapLockKey } from './names.ts';
@@ -48,6 +50,12 @@ export interface ProcessDeps {
   shuttingDown: () => boolean;
   /** Registers the controller of a running run so shutdown can abort it; returns the unregister function. */
   track: (controller: AbortController) => () => void;
+  /** The process's owner session, recorded with every attempt (the janitor closes them if the process dies). */
+  owner?: AttemptOwner | undefined;
+  /** Told when a run succeeded or failed for good (alerts). */
+  alerts?: RunAlerts | undefined;
+  /** Problems of the jobs left out of the config as invalid, by job name (for a clear failure of their queued runs). */
+  invalidJobs?: (() => Map<string, string[]>) | undefined;
 }
 
 /**
@@ -65,6 +73,8 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
   try {
     resolved = resolveJob(config, req.job);
   } catch (err) {
+    const problems = deps.invalidJobs?.().get(req.job);
+    if (problems) throw new UnrecoverableError(`jobs.yaml: job "${req.job}" is invalid, so its runs are not run until it is fixed:\n${problems.join('\n')}`);
     throw new UnrecoverableError(`${coerceError(err).message} (the job was removed from jobs.yaml after this run was queued)`);
   }
   if (TICK_TRIGGERS.has(req.trigger) && (await hasSucceeded(deps.pool, req.job, req.runKey))) {
@@ -106,7 +116,9 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
       clients: deps.clients,
       exclusive: true,
       worker: deps.workerName,
+      owner: deps.owner,
     });
+    await (deps.alerts ?? noRunAlerts).succeeded({ job: req.job, runId: result.attemptId, trigger: req.trigger });
     return { status: result.status, runId: result.attemptId, rows: result.rows, pages: result.pages, bytes: result.bytes, durationMs: Math.round(result.durationMs) };
   } catch (err) {
     if (err instanceof AttemptFailedError) {
@@ -117,6 +129,9 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
         throw new DelayedError();
       }
       const text = `${err.code}: ${err.message} (run ${err.attemptId})`;
+      // The last attempt BullMQ will make: attemptsMade counts the ones before this one.
+      const final = !err.retryable || queueJob.attemptsMade + 1 >= (queueJob.opts.attempts ?? 1);
+      if (final && !controller.signal.aborted) await (deps.alerts ?? noRunAlerts).failed({ job: req.job, runId: err.attemptId, trigger: req.trigger, error: err.error });
       throw err.retryable ? new Error(text, { cause: err }) : new UnrecoverableError(text);
     }
     if (err instanceof ConfigError) throw new UnrecoverableError(err.message);

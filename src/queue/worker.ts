@@ -16,6 +16,8 @@ import { makeReportClients } from '../report-api/client-registry.ts';
 import { connectionAuthStore } from '../pipeline/auth-store.ts';
 import { defaultWorkerName } from '../pipeline/run-attempt.ts';
 import { processRun, type RunOutcome } from './run-processor.ts';
+import type { AttemptOwner } from '../history/attempt-owner.ts';
+import type { RunAlerts } from '../alerts/run-alerts.ts';
 
 /** What {@link makeRunWorker} needs. */
 export interface RunWorkerDeps {
@@ -41,6 +43,12 @@ export interface RunWorkerDeps {
   overlapLockTtlMs?: number;
   /** Name in etl.runs.worker (default host:pid). */
   workerName?: string;
+  /** The process's owner session (history/attempt-owner.ts): without it a dead worker's attempts wait for a later attempt of their run. */
+  owner?: AttemptOwner | undefined;
+  /** Told when a run succeeded or failed for good (alerts/run-alerts.ts). */
+  alerts?: RunAlerts | undefined;
+  /** Problems of the invalid jobs by name (config/isolate.ts), for a clear failure of their queued runs. */
+  invalidJobs?: (() => Map<string, string[]>) | undefined;
 }
 
 /** A running worker. */
@@ -80,6 +88,9 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
     overlapLockTtlMs: deps.overlapLockTtlMs ?? OVERLAP_LOCK_TTL_MS,
     workerName: deps.workerName ?? defaultWorkerName(),
     shuttingDown: () => shuttingDown,
+    owner: deps.owner,
+    alerts: deps.alerts,
+    invalidJobs: deps.invalidJobs,
     track: (c: AbortController) => {
       active.add(c);
       return () => active.delete(c);

@@ -1,0 +1,107 @@
+/**
+ * The state of each jobs.yaml job for the jobs overview and the metrics (issue 12 "a jobs overview for on-call"):
+ * a pure function of the config, the invalid jobs and the run history's health figures.
+ *
+ * States, the first that applies: `invalid` (jobs.yaml problems keep it from running), `login_required` (its last
+ * attempt failed with LOGIN_REQUIRED), `failing` (its last finished attempt failed), `stale` (its last success is
+ * older than its freshness), `never_run`, `healthy`.
+ */
+import { freshnessOf, staleness } from '../alerts/freshness.ts';
+import { LOGIN_REQUIRED } from '../alerts/run-alerts.ts';
+import { cronTicks } from '../config/cron-ticks.ts';
+import type { InvalidEntry } from '../config/isolate.ts';
+import { scheduleZone } from '../config/load.ts';
+import type { EtlConfig } from '../config/schema.ts';
+import type { JobHealth, RecentAttempt } from '../history/job-health.ts';
+
+/** What the overview says about a job. */
+export type JobState = 'healthy' | 'failing' | 'stale' | 'invalid' | 'login_required' | 'never_run';
+
+/** How each state reads on the page. */
+export const STATE_LABELS: Record<JobState, string> = {
+  healthy: 'healthy',
+  failing: 'failing now',
+  stale: 'stale',
+  invalid: 'invalid config',
+  login_required: 'login required',
+  never_run: 'never run',
+};
+
+/** One line of the overview. */
+export interface JobOverview {
+  job: string;
+  state: JobState;
+  /** jobs.yaml problems of an invalid job (file:line: what, how to fix). */
+  problems: string[];
+  /** `schedule@zone`, when scheduled. */
+  schedule?: string | undefined;
+  nextTick?: Date | undefined;
+  /** The freshness as written (`26h`). */
+  freshness?: string | undefined;
+  health: JobHealth;
+  /** The failure to replay: the last failure while the job is failing. */
+  failure?: RecentAttempt | undefined;
+  /** A last failure that a later success superseded. */
+  superseded?: RecentAttempt | undefined;
+}
+
+const WINDOWS_MS = [3_600_000, 86_400_000, 32 * 86_400_000, 370 * 86_400_000];
+
+/** The first tick of `schedule` after `now`, or undefined (none within about a year, or a bad expression). */
+export function nextTick(schedule: string, zone: string, now: Date): Date | undefined {
+  try {
+    const ticks = cronTicks(schedule, zone);
+    for (const w of WINDOWS_MS) {
+      // between() keeps the newest ticks when it truncates: widen the window step by step instead.
+      const found = ticks.between(now, new Date(now.getTime() + w));
+      if (found.ticks.length > 0 && !found.truncated) return found.ticks[0];
+      if (found.truncated) return undefined;
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+const finished = (a: RecentAttempt) => a.finished_at ?? a.started_at;
+
+/**
+ * The overview of every job: the valid ones of `config`, then the invalid ones, by name.
+ * @param health from jobHealth() for those jobs (any order)
+ * @param seen when each job's freshness was first checked (etl.job_alerts.first_seen)
+ */
+export function buildOverview(config: EtlConfig, invalid: InvalidEntry[], health: JobHealth[], now: Date, seen: Map<string, Date> = new Map()): JobOverview[] {
+  const byJob = new Map(health.map((h) => [h.job, h]));
+  const empty = (job: string): JobHealth => ({ job, last: undefined, lastSuccess: undefined, lastFailure: undefined, failingSince: undefined, recent: [] });
+  const out: JobOverview[] = [];
+  for (const [job, j] of Object.entries(config.jobs).sort(([a], [b]) => a.localeCompare(b))) {
+    const h = byJob.get(job) ?? empty(job);
+    const zone = scheduleZone(config, j);
+    const f = freshnessOf(config, job);
+    const lastFinished = [...h.recent].reverse()[0];
+    const failingNow = lastFinished !== undefined && lastFinished.status === 'failed';
+    const success = h.lastSuccess;
+    const stale = f ? staleness(success ? finished(success) : undefined, seen.get(job), f.ms, now).stale : false;
+    let state: JobState = 'healthy';
+    if (failingNow && lastFinished.error_kind === LOGIN_REQUIRED) state = 'login_required';
+    else if (failingNow) state = 'failing';
+    else if (stale) state = 'stale';
+    else if (!h.last) state = 'never_run';
+    const superseded = h.lastFailure && success && success.started_at > h.lastFailure.started_at ? h.lastFailure : undefined;
+    out.push({
+      job,
+      state,
+      problems: [],
+      schedule: j.schedule ? `${j.schedule} (${zone})` : undefined,
+      nextTick: j.schedule ? nextTick(j.schedule, zone, now) : undefined,
+      freshness: f?.text,
+      health: h,
+      failure: failingNow ? h.lastFailure : undefined,
+      superseded,
+    });
+  }
+  for (const e of invalid.filter((i) => i.kind === 'job').sort((a, b) => a.name.localeCompare(b.name))) {
+    out.push({ job: e.name, state: 'invalid', problems: e.problems, health: byJob.get(e.name) ?? empty(e.name) });
+  }
+  return out;
+}

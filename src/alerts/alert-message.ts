@@ -1,0 +1,84 @@
+/**
+ * One alert and the bodies it is sent as (issue 12 "alerts"): a generic JSON document, a Slack incoming-webhook
+ * message, or a Microsoft Teams message with an Adaptive Card (what Teams workflows' "post to a channel when a
+ * webhook request is received" accepts). The texts name job, event, error kind and the first line of the error;
+ * they never hold a credential (errors never do, CONVENTIONS.md "Errors"), and the webhook URL is not part of them.
+ */
+import type { AlertEvent, AlertFormat } from '../vocabulary.ts';
+
+/** What happened, as every format carries it. */
+export interface AlertMessage {
+  event: AlertEvent;
+  /** jobs.yaml job name. */
+  job: string;
+  /** When it happened (ISO 8601). */
+  at: string;
+  /** The attempt (`etl.runs.run_id`) that failed or recovered. */
+  runId?: string | undefined;
+  /** How the run was started (schedule, manual …). */
+  trigger?: string | undefined;
+  /** Stable error code (`etl.run_errors.error_kind`) of a failure. */
+  errorKind?: string | undefined;
+  /** First line of the error: the server's own words when it sent some, else ours. */
+  error?: string | undefined;
+  /** Last success (ISO 8601), for `stale` and `recovered`. */
+  lastSuccessAt?: string | undefined;
+  /** The job's freshness (`26h`), for `stale`. */
+  freshness?: string | undefined;
+  /** Since when the job was failing (ISO 8601), for `recovered`. */
+  failingSince?: string | undefined;
+}
+
+const TITLES: Record<AlertEvent, string> = {
+  failed: 'failed',
+  recovered: 'recovered',
+  stale: 'is stale',
+  login_required: 'needs a login',
+};
+
+/** One line for humans: `report-etl: job sales_orders failed (REPORT_FAILED): Report …`. */
+export function summary(m: AlertMessage): string {
+  const parts = [`report-etl: job ${m.job} ${TITLES[m.event]}`];
+  if (m.event === 'failed' || m.event === 'login_required') {
+    parts.push(`${m.errorKind ? ` (${m.errorKind})` : ''}${m.error ? `: ${m.error}` : ''}`);
+    if (m.event === 'login_required') parts.push(': run `report-etl login <connection>` as the product user');
+  }
+  if (m.event === 'stale') parts.push(`: no successful run for more than ${m.freshness ?? '?'} (last success ${m.lastSuccessAt ?? 'never'})`);
+  if (m.event === 'recovered') parts.push(`: a run succeeded after failures since ${m.failingSince ?? '?'}`);
+  if (m.runId) parts.push(` (run ${m.runId})`);
+  return parts.join('');
+}
+
+/**
+ * The JSON body of `m` in `format`:
+ * - `generic`: `{ source: "report-etl", event, job, at, summary, runId?, trigger?, errorKind?, error?, … }`
+ * - `slack`: `{ text }` (Slack incoming webhooks, also Mattermost and Rocket.Chat)
+ * - `teams`: `{ type: "message", attachments: [{ contentType: "application/vnd.microsoft.card.adaptive", content }] }`
+ */
+export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
+  const text = summary(m);
+  if (format === 'slack') return { text: `${m.event === 'recovered' ? ':large_green_circle:' : ':red_circle:'} ${text}` };
+  if (format === 'teams') {
+    const facts = Object.entries({ job: m.job, event: m.event, run: m.runId, 'error kind': m.errorKind, 'last success': m.lastSuccessAt })
+      .filter(([, v]) => v !== undefined)
+      .map(([title, value]) => ({ title, value: String(value) }));
+    return {
+      type: 'message',
+      attachments: [
+        {
+          contentType: 'application/vnd.microsoft.card.adaptive',
+          content: {
+            $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
+            type: 'AdaptiveCard',
+            version: '1.4',
+            body: [
+              { type: 'TextBlock', text, wrap: true, weight: 'Bolder', color: m.event === 'recovered' ? 'Good' : 'Attention' },
+              { type: 'FactSet', facts },
+            ],
+          },
+        },
+      ],
+    };
+  }
+  return { source: 'report-etl', ...m, summary: text };
+}

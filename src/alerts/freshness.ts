@@ -1,0 +1,52 @@
+/**
+ * Freshness (issue 12): a job with `freshness: 26h` (or its connection's default) is stale when its last success is
+ * older than that; a job that never succeeded counts from when its freshness was first checked. Stale jobs show on
+ * the admin pages, in `report_etl_job_stale{job}`, and cause one `stale` alert per breach (the janitor checks).
+ */
+import type pg from 'pg';
+import { parseWindow } from '../config/duration.ts';
+import type { EtlConfig } from '../config/schema.ts';
+import { claimStaleAlert, firstSeen } from '../history/job-alerts.ts';
+import { jobHealth } from '../history/job-health.ts';
+import type { AlertSender } from './webhook-sender.ts';
+
+/** A job's freshness as written (`26h`) and in ms, or undefined when it has none. */
+export function freshnessOf(config: EtlConfig, job: string): { text: string; ms: number } | undefined {
+  const j = config.jobs[job];
+  const text = j?.freshness ?? (j ? config.connections[j.connection]?.freshness : undefined);
+  const ms = text === undefined ? undefined : parseWindow(text);
+  return text !== undefined && ms !== undefined ? { text, ms } : undefined;
+}
+
+/**
+ * Whether a job is stale at `now`.
+ * @param lastSuccess finish (or start) of its newest succeeded attempt
+ * @param seen when its freshness was first checked (the base when it never succeeded; without it: not stale)
+ * @returns stale, and the base the breach counts from (the alert is sent once per base)
+ */
+export function staleness(lastSuccess: Date | undefined, seen: Date | undefined, freshnessMs: number, now: Date): { stale: boolean; base: Date | undefined } {
+  const base = lastSuccess ?? seen;
+  return { stale: base !== undefined && now.getTime() - base.getTime() > freshnessMs, base };
+}
+
+/**
+ * Checks the freshness of every job of `config` that has one and sends `stale` once per breach.
+ * @returns the jobs that are stale now
+ */
+export async function checkFreshness(pool: pg.Pool, config: EtlConfig, sender: AlertSender, now = new Date()): Promise<string[]> {
+  const jobs = Object.keys(config.jobs).filter((j) => freshnessOf(config, j));
+  if (jobs.length === 0) return [];
+  const [health, seen] = await Promise.all([jobHealth(pool, jobs, 0), firstSeen(pool, jobs)]);
+  const stale: string[] = [];
+  for (const h of health) {
+    const f = freshnessOf(config, h.job)!;
+    const lastSuccess = h.lastSuccess ? (h.lastSuccess.finished_at ?? h.lastSuccess.started_at) : undefined;
+    const s = staleness(lastSuccess, seen.get(h.job), f.ms, now);
+    if (!s.stale) continue;
+    stale.push(h.job);
+    if (await claimStaleAlert(pool, h.job, s.base!)) {
+      sender.send({ job: h.job, at: now.toISOString(), freshness: f.text, lastSuccessAt: lastSuccess?.toISOString() }, ['stale']);
+    }
+  }
+  return stale;
+}

@@ -1,0 +1,94 @@
+/**
+ * Isolation of invalid jobs (issue 12 "one bad job never stops the others", DESIGN.md "One bad job never stops
+ * the others"; the model is Airflow's per-DAG import errors): the problems of a jobs.yaml are attributed to the
+ * job, connection or alert target they are about. A job with a problem, or whose connection has one, is left out
+ * of the config and listed as invalid; so is a broken alert target. Everything else runs. Only a file that cannot
+ * be parsed, or a problem outside jobs, connections and alerts (the top level, `defaults`, `history`), fails the
+ * whole file, since it would change every job.
+ */
+import { ConfigError } from '../errors.ts';
+import { checkConfigText, parseCoercing } from './check.ts';
+import { formatPath } from './interpolate.ts';
+import { get, type Located } from './problems.ts';
+import { configSchema, type EtlConfig } from './schema.ts';
+
+/** A job or alert target left out because it is invalid. */
+export interface InvalidEntry {
+  kind: 'job' | 'alert';
+  /** The jobs.yaml job name or alert target name. */
+  name: string;
+  /** Every problem of it, each `file:line:col: yaml.path: what is wrong (how to fix)`, in file order. */
+  problems: string[];
+}
+
+/** A config with its invalid jobs and alert targets left out. */
+export interface IsolatedConfig {
+  /** The valid jobs, their connections and the valid alert targets. */
+  config: EtlConfig;
+  /** What was left out, jobs first, each sorted by name. */
+  invalid: InvalidEntry[];
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * Validates jobs.yaml text, isolating invalid jobs, connections and alert targets.
+ * @param file the name to show in problems
+ * @throws ConfigError when the text cannot be parsed, or with every problem when one is outside jobs,
+ *   connections and alerts (then nothing can be trusted to run as written)
+ */
+export function validateConfigIsolated(text: string, file: string, env: NodeJS.ProcessEnv = process.env): IsolatedConfig {
+  const checked = checkConfigText(text, file, env);
+  const byJob = new Map<string, Located[]>();
+  const byConnection = new Map<string, Located[]>();
+  const byAlert = new Map<string, Located[]>();
+  const global: Located[] = [];
+  const add = (m: Map<string, Located[]>, k: string, p: Located) => (m.get(k) ?? m.set(k, []).get(k)!).push(p);
+  for (const p of checked.problems) {
+    const [top, name] = p.path ?? [];
+    if (typeof name !== 'string') global.push(p);
+    else if (top === 'jobs') add(byJob, name, p);
+    else if (top === 'connections') add(byConnection, name, p);
+    else if (top === 'alerts') add(byAlert, name, p);
+    else global.push(p);
+  }
+  if (global.length > 0) throw new ConfigError([...new Set(checked.problems.map((p) => p.text))]);
+
+  const data = structuredClone(checked.data) as Record<string, unknown>;
+  const jobs = isObj(data.jobs) ? data.jobs : {};
+  const invalid: InvalidEntry[] = [];
+  for (const [name, job] of Object.entries(jobs)) {
+    const connection = get(job, ['connection']);
+    const own = byJob.get(name) ?? [];
+    const viaConnection = typeof connection === 'string' ? (byConnection.get(connection) ?? []) : [];
+    if (own.length === 0 && viaConnection.length === 0) continue;
+    const problems = [...own, ...viaConnection].sort((a, b) => a.line - b.line || a.col - b.col).map((p) => p.text);
+    invalid.push({ kind: 'job', name, problems: [...new Set(problems)] });
+    delete jobs[name];
+  }
+  const connections = isObj(data.connections) ? data.connections : {};
+  for (const name of byConnection.keys()) delete connections[name];
+  const alerts = isObj(data.alerts) ? data.alerts : {};
+  for (const [name, problems] of byAlert) {
+    invalid.push({ kind: 'alert', name, problems: [...new Set(problems.map((p) => p.text))] });
+    delete alerts[name];
+  }
+  const result = parseCoercing(configSchema, data, [], checked.interpolated);
+  if (!result.success) {
+    // Every problem was attributed, yet what is left does not validate: say all there is rather than guess.
+    const texts = checked.problems.map((p) => p.text);
+    throw new ConfigError(texts.length ? [...new Set(texts)] : result.error.issues.map((i) => `${file}: ${formatPath(i.path as (string | number)[])}: ${i.message}`));
+  }
+  invalid.sort((a, b) => (a.kind === b.kind ? a.name.localeCompare(b.name) : a.kind === 'job' ? -1 : 1));
+  return { config: result.data, invalid };
+}
+
+/**
+ * One line about an invalid job or alert target, for the warning a command prints and the log:
+ * `jobs.yaml:12:5: jobs.x.report.name: … (job "x" is skipped; 2 more problems: report-etl validate lists them)`.
+ */
+export function describeInvalid(e: InvalidEntry): string {
+  const more = e.problems.length - 1;
+  const what = e.kind === 'job' ? `job "${e.name}" is skipped` : `alert target "${e.name}" is not used`;
+  return `${e.problems[0] ?? e.name} (${what}${more > 0 ? `; ${more} more problem${more === 1 ? '' : 's'}: report-etl validate lists them` : ''})`;
+}

@@ -1,0 +1,71 @@
+/**
+ * The figures of each job that on-call staff and Prometheus ask for first (issue 12 "jobs overview", freshness
+ * metrics): last attempt, last success, last failure, failing state, and the rows and duration of its last runs.
+ * Read from etl.runs by the (job, started_at) index, one LATERAL probe per job.
+ */
+import type { Queryable } from '../db.ts';
+import type { AttemptStatus } from '../vocabulary.ts';
+import { FIRST_ERROR_LINE } from './run-list.ts';
+
+/** One finished or running attempt as the overview shows it. */
+export interface RecentAttempt {
+  run_id: string;
+  status: AttemptStatus;
+  started_at: Date;
+  finished_at: Date | null;
+  rows: number | null;
+  duration_ms: number | null;
+  /** First non-blank line of the server's own message, else of our error. */
+  error_first_line: string | null;
+  /** Stable error kind of the attempt's last error (`etl.run_errors.error_kind`). */
+  error_kind: string | null;
+}
+
+/** The health figures of one job. */
+export interface JobHealth {
+  job: string;
+  /** Newest attempt, any status. */
+  last: RecentAttempt | undefined;
+  /** Newest succeeded attempt. */
+  lastSuccess: RecentAttempt | undefined;
+  /** Newest failed attempt. */
+  lastFailure: RecentAttempt | undefined;
+  /** Set while a failure that was final has not been followed by a success (etl.job_alerts). */
+  failingSince: Date | undefined;
+  /** The last finished attempts, oldest first (at most `recent` of them), for sparklines. */
+  recent: RecentAttempt[];
+}
+
+const COLUMNS = `run_id, status, started_at, finished_at, rows::float8 AS rows, duration_ms::float8 AS duration_ms, ${FIRST_ERROR_LINE} AS error_first_line,
+  (SELECT e.error_kind FROM etl.run_errors e WHERE e.run_id = r.run_id ORDER BY e.id DESC LIMIT 1) AS error_kind`;
+
+/**
+ * Health figures of `jobs`, in the order given.
+ * @param recent how many finished attempts per job for the sparklines (default 20)
+ */
+export async function jobHealth(db: Queryable, jobs: readonly string[], recent = 20): Promise<JobHealth[]> {
+  if (jobs.length === 0) return [];
+  const one = (where: string) =>
+    `(SELECT to_jsonb(x) FROM (SELECT ${COLUMNS} FROM etl.runs r WHERE r.job = j.job ${where} ORDER BY started_at DESC LIMIT 1) x)`;
+  const { rows } = await db.query<{ job: string; last: RecentAttempt | null; success: RecentAttempt | null; failure: RecentAttempt | null; failing_since: Date | null; recent: RecentAttempt[] | null }>(
+    `SELECT j.job, ${one('')} AS last, ${one(`AND status = 'succeeded'`)} AS success, ${one(`AND status = 'failed'`)} AS failure,
+            a.failing_since,
+            (SELECT jsonb_agg(to_jsonb(x) ORDER BY x.started_at) FROM (SELECT ${COLUMNS} FROM etl.runs r WHERE r.job = j.job AND status <> 'running' ORDER BY started_at DESC LIMIT $2) x) AS recent
+       FROM unnest($1::text[]) AS j(job) LEFT JOIN etl.job_alerts a ON a.job = j.job`,
+    [jobs, recent],
+  );
+  const dates = (a: RecentAttempt | null): RecentAttempt | undefined =>
+    a ? { ...a, started_at: new Date(a.started_at), finished_at: a.finished_at ? new Date(a.finished_at) : null, error_first_line: a.error_first_line || null } : undefined;
+  const byJob = new Map(rows.map((r) => [r.job, r]));
+  return jobs.map((job) => {
+    const r = byJob.get(job);
+    return {
+      job,
+      last: dates(r?.last ?? null),
+      lastSuccess: dates(r?.success ?? null),
+      lastFailure: dates(r?.failure ?? null),
+      failingSince: r?.failing_since ?? undefined,
+      recent: (r?.recent ?? []).map((a) => dates(a)!),
+    };
+  });
+}

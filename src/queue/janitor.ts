@@ -1,0 +1,209 @@
+/**
+ * The janitor (issue 12 "no orphans", "history that does not grow forever"; DESIGN.md "Flow of one run"): runs in
+ * every long-running process and at the start of `report-etl run`. A sweep
+ *
+ * 1. closes orphaned attempts: `running` attempts whose owner session is gone (history/attempt-owner.ts, found by
+ *    history/orphans.ts). Each one's report job is DELETEd with its connection's token, then the attempt is
+ *    recorded `interrupted` with an error that says so. When the DELETE fails (server unreachable) the attempt stays
+ *    `running` and the next sweep tries again, so that no report job is forgotten;
+ * 2. sends `stale` alerts (alerts/freshness.ts);
+ * 3. prunes the run history older than `history.keep` in small batches (history/retention.ts).
+ *
+ * Periodic sweeps hold a lease, a PostgreSQL advisory lock taken with `pg_try_advisory_lock` for the sweep, so one
+ * process at a time does the work and the others skip that round. Closing orphans is idempotent (a second DELETE of
+ * a report job is harmless, the status changes only from `running`), so `report-etl run` closes the orphans of its
+ * own job without waiting for the lease.
+ */
+import type pg from 'pg';
+import type { Redis } from 'ioredis';
+import { freshnessOf, checkFreshness } from '../alerts/freshness.ts';
+import type { AlertSender } from '../alerts/webhook-sender.ts';
+import { parseWindow } from '../config/duration.ts';
+import type { EtlConfig } from '../config/schema.ts';
+import { coerceError } from '../errors.ts';
+import { failAttempt } from '../history/attempts.ts';
+import { findOrphanedAttempts, type OwnedAttempt } from '../history/orphans.ts';
+import { pruneHistory, type PruneResult } from '../history/retention.ts';
+import type { Logger } from '../logger.ts';
+import { defaultWorkerName } from '../pipeline/run-attempt.ts';
+import { makeReportClients, type ReportClients } from '../report-api/client-registry.ts';
+
+/** Advisory lock key of the janitor's lease (any constant shared by every report-etl process). */
+export const JANITOR_LEASE_KEY = 7_310_221_012;
+
+/** Default time between sweeps, in ms. */
+export const JANITOR_INTERVAL_MS = 30_000;
+
+/** What {@link makeJanitor} needs. */
+export interface JanitorDeps {
+  pool: pg.Pool;
+  /** For the report clients' shared tokens. */
+  redis: Redis;
+  logger: Logger;
+  /** The valid jobs now (orphans, freshness, retention). */
+  config: () => EtlConfig;
+  /** Names of the invalid jobs now (their history is pruned too). */
+  invalidJobs?: () => string[];
+  alerts: AlertSender;
+  /** Report clients to share (a worker's); default its own. */
+  clients?: ReportClients;
+  /** This process in messages (default host:pid). */
+  name?: string;
+  /** Time between periodic sweeps in ms (default {@link JANITOR_INTERVAL_MS}). */
+  intervalMs?: number;
+  /** The clock (tests). */
+  now?: () => Date;
+}
+
+/** One orphaned attempt the janitor handled. */
+export interface ClosedOrphan {
+  runId: string;
+  job: string;
+  reportJobId: string | null;
+  /** Recorded interrupted (false: its report job could not be deleted; tried again next sweep). */
+  closed: boolean;
+}
+
+/** What one sweep did. */
+export interface SweepResult {
+  /** Whether this process held the lease (false: another one is sweeping, nothing was done). */
+  leased: boolean;
+  orphans: ClosedOrphan[];
+  /** Jobs that are stale now. */
+  stale: string[];
+  pruned?: PruneResult;
+}
+
+/** A janitor. */
+export interface Janitor {
+  /** One full sweep under the lease. Errors of one part are logged and do not stop the others. */
+  sweep(): Promise<SweepResult>;
+  /** Closes the orphaned attempts of `jobs` now, without the lease (`report-etl run` at its start). */
+  closeOrphans(jobs: readonly string[]): Promise<ClosedOrphan[]>;
+  /** Sweeps now and then every `intervalMs` until close(). */
+  start(): void;
+  /** Stops sweeping and waits for a sweep in progress. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Makes a janitor; nothing runs before start() or a call. */
+export function makeJanitor(deps: JanitorDeps): Janitor {
+  const log = deps.logger.child({ component: 'janitor' });
+  const me = deps.name ?? defaultWorkerName();
+  const ownClients = deps.clients ? undefined : makeReportClients(deps.redis, deps.logger);
+  const clients = deps.clients ?? ownClients!;
+  const now = deps.now ?? (() => new Date());
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<unknown> | undefined;
+  let closing: Promise<void> | undefined;
+
+  const closeOne = async (o: OwnedAttempt, config: EtlConfig): Promise<ClosedOrphan> => {
+    const result: ClosedOrphan = { runId: o.run_id, job: o.job, reportJobId: o.report_job_id, closed: false };
+    const job = config.jobs[o.job];
+    const connection = job ? config.connections[job.connection] : undefined;
+    if (o.report_job_id && job && connection) {
+      const lease = await clients.acquire(job.connection, connection);
+      try {
+        await lease.client.deleteJob(o.report_job_id);
+      } catch (err) {
+        log.warn({ job: o.job, runId: o.run_id, reportJobId: o.report_job_id, err: coerceError(err).message }, 'orphaned attempt: could not delete its report job; trying again at the next sweep');
+        return result;
+      } finally {
+        lease.release();
+      }
+    }
+    const what = o.report_job_id ? `deleted its report job ${o.report_job_id}` : 'found no report job recorded (it died before the server created one)';
+    const message =
+      `orphaned: the process that ran attempt ${o.attempt} (${o.worker ?? 'unknown'}) ended without finishing it ` +
+      `(killed, crashed, or lost its database session); nothing was committed; the janitor of ${me} ${what}`;
+    await failAttempt(deps.pool, o.run_id, {
+      status: 'interrupted',
+      stage: o.report_job_id ? 'load' : 'start',
+      errorKind: 'ORPHANED',
+      retryable: true,
+      message,
+      details: { reportJobId: o.report_job_id, worker: o.worker, janitor: me },
+    });
+    log.warn({ job: o.job, runId: o.run_id, reportJobId: o.report_job_id, worker: o.worker }, 'orphaned attempt closed: recorded interrupted, report job deleted');
+    result.closed = true;
+    return result;
+  };
+
+  const closeOrphans = async (jobs: readonly string[]): Promise<ClosedOrphan[]> => {
+    const config = deps.config();
+    const known = jobs.filter((j) => Object.hasOwn(config.jobs, j));
+    const out: ClosedOrphan[] = [];
+    for (const o of await findOrphanedAttempts(deps.pool, known)) {
+      out.push(await closeOne(o, config).catch((err: unknown) => {
+        log.warn({ job: o.job, runId: o.run_id, err: coerceError(err).message }, 'orphaned attempt: could not close it; trying again at the next sweep');
+        return { runId: o.run_id, job: o.job, reportJobId: o.report_job_id, closed: false };
+      }));
+    }
+    return out;
+  };
+
+  const sweep = async (): Promise<SweepResult> => {
+    const client = await deps.pool.connect();
+    try {
+      const { rows } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1) AS got', [JANITOR_LEASE_KEY]);
+      if (!rows[0]?.got) return { leased: false, orphans: [], stale: [] };
+      try {
+        const config = deps.config();
+        const jobs = Object.keys(config.jobs);
+        const result: SweepResult = { leased: true, orphans: [], stale: [] };
+        result.orphans = await closeOrphans(jobs).catch((err: unknown) => {
+          log.error({ err: coerceError(err).message }, 'janitor: orphan check failed');
+          return [];
+        });
+        if (jobs.some((j) => freshnessOf(config, j))) {
+          result.stale = await checkFreshness(deps.pool, config, deps.alerts, now()).catch((err: unknown) => {
+            log.error({ err: coerceError(err).message }, 'janitor: freshness check failed');
+            return [];
+          });
+        }
+        const keepMs = parseWindow(config.history.keep)!;
+        const pruned = await pruneHistory(deps.pool, [...jobs, ...(deps.invalidJobs?.() ?? [])], new Date(now().getTime() - keepMs)).catch((err: unknown) => {
+          log.error({ err: coerceError(err).message }, 'janitor: history pruning failed');
+          return undefined;
+        });
+        if (pruned) {
+          result.pruned = pruned;
+          if (pruned.runs || pruned.runRequests) log.info({ ...pruned, keep: config.history.keep }, 'run history pruned');
+        }
+        return result;
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1)', [JANITOR_LEASE_KEY]).catch(() => undefined);
+      }
+    } finally {
+      client.release();
+    }
+  };
+
+  const tracked = <T>(p: Promise<T>): Promise<T> => {
+    current = p.catch(() => undefined);
+    return p;
+  };
+  const tick = () => {
+    if (closing) return;
+    void tracked(sweep())
+      .catch((err: unknown) => log.error({ err: coerceError(err).message }, 'janitor sweep failed'))
+      .finally(() => {
+        if (!closing) timer = setTimeout(tick, deps.intervalMs ?? JANITOR_INTERVAL_MS);
+      });
+  };
+  return {
+    sweep: () => tracked(sweep()),
+    closeOrphans: (jobs) => tracked(closeOrphans(jobs)),
+    start() {
+      if (!timer && !closing) timer = setTimeout(tick, 0);
+    },
+    close() {
+      closing ??= (async () => {
+        if (timer) clearTimeout(timer);
+        await current;
+        await ownClients?.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * The jobs overview (issue 12) in a real headless Chromium: one line per job with its state (healthy, failing now,
+ * stale, invalid config), last run, last success, next tick and server-side SVG sparklines; a failure superseded by
+ * a later success shown as such; Replay on the failing job's last failure; the run list with the whole first line of
+ * the server's own message. Screenshots: /tmp/report-etl-overview*.png.
+ */
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
+import { settableConfig } from '../src/config/live-config.ts';
+import { resolveJob } from '../src/config/load.ts';
+import { silentLogger } from '../src/logger.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
+import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
+import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
+import { uniqueName } from './support/env.ts';
+import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { deleteRuns } from './support/queue-env.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const token = `tok-${randomBytes(12).toString('hex')}`;
+const jp = uniqueName('ovw');
+const MISSING = `Chromium not found at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (or set CHROMIUM_PATH)`;
+let h: Harness;
+let queue: RunQueue;
+let server: AdminServer;
+let context: BrowserContext | undefined;
+let userDataDir: string | undefined;
+const firstServerLine = FAILING_MESSAGE.split('\n').find((l) => l.trim())!.trim();
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) return;
+  h = await startHarness();
+  queue = makeQueue(h.redis, uniqueName('ovwq'));
+  const ok = (rows: string) => jobEntry({ name: 'Sales/Orders', parameters: { ROWS: rows } }, { table: `${h.schema}.ok_${rows}` });
+  const failing = jobEntry({ name: 'Failing' }, { table: `${h.schema}.failing` });
+  const run = async (config: ReturnType<Harness['config']>, job: string) =>
+    runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger: silentLogger }).catch(() => undefined);
+  // healthy: five successes of growing size; failing: a success, then failures; superseded: a failure, then a success.
+  const first = h.config({ [`${jp}_healthy`]: { ...ok('100'), schedule: '15 2 * * *' }, [`${jp}_failing`]: ok('50'), [`${jp}_superseded`]: failing, [`${jp}_stale`]: { ...ok('30'), freshness: '1s' } });
+  for (const rows of ['100', '300', '200', '400', '500']) await run(h.config({ [`${jp}_healthy`]: ok(rows) }), `${jp}_healthy`);
+  await run(first, `${jp}_failing`);
+  await run(first, `${jp}_superseded`);
+  await run(first, `${jp}_stale`);
+  const now = h.config({ [`${jp}_healthy`]: { ...ok('100'), schedule: '15 2 * * *' }, [`${jp}_failing`]: failing, [`${jp}_superseded`]: ok('60'), [`${jp}_stale`]: { ...ok('30'), freshness: '1s' } });
+  await run(now, `${jp}_failing`);
+  await run(now, `${jp}_failing`);
+  await run(now, `${jp}_superseded`);
+  // The stale job's success is over a second old by now; the job_alerts row sets its base for a never-run job only.
+  await new Promise((r) => setTimeout(r, 1_100));
+  const invalid = [{ kind: 'job' as const, name: `${jp}_invalid`, problems: ['jobs.yaml:40:13: jobs.x.report.name: report name "Sales-Orders" has characters the server rejects (fix report.name)'] }];
+  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, liveConfig: settableConfig(now, invalid) });
+  userDataDir = await mkdtemp(join(tmpdir(), 'report-etl-chromium-'));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}, 90_000);
+
+afterAll(async () => {
+  await context?.close();
+  if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+  await server?.close();
+  await queue?.obliterate({ force: true }).catch(() => undefined);
+  await queue?.close();
+  if (h) await deleteRuns(h.pool, jp);
+  await h?.close();
+});
+
+it('shows every job with its state, sparklines and a Replay on the failing one', async () => {
+  if (!existsSync(CHROMIUM)) expect.fail(MISSING);
+  const page = await context!.newPage();
+  await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
+  expect(new URL(page.url()).pathname).toBe('/admin');
+  const line = (job: string) => page.locator(`tr[data-job="${jp}_${job}"]`);
+  expect(await line('healthy').locator('.state').textContent()).toBe('healthy');
+  expect(await line('failing').locator('.state').textContent()).toBe('failing now');
+  expect(await line('stale').locator('.state').first().textContent()).toBe('stale');
+  expect(await line('invalid').locator('.state').textContent()).toBe('invalid config');
+  expect(await line('invalid').locator('ul.problems').textContent()).toContain('jobs.yaml:40:13');
+  expect(await line('superseded').locator('.state').textContent()).toBe('healthy');
+  expect(await line('superseded').locator('.superseded').textContent()).toMatch(/^last failure .* superseded by the success of /);
+  // Next tick of "15 2 * * *" in Europe/Zurich (the connection's zone): 01:15Z or 00:15Z.
+  expect(await line('healthy').locator('td.next-tick').textContent()).toMatch(/ 0[01]:15:00Z/);
+  // Sparklines: server-drawn SVG, 5 points for 5 runs, a red dot per failed run.
+  expect(await line('healthy').locator('td.spark-rows svg circle').count()).toBe(5);
+  expect(await line('healthy').locator('td.spark-rows svg title').textContent()).toBe('rows of the last 5 runs; last 500');
+  expect(await line('failing').locator('td.spark-rows svg circle[fill="#cf222e"]').count()).toBe(2);
+  expect(await line('failing').locator('.error-line').textContent()).toBe(firstServerLine);
+  await page.screenshot({ path: '/tmp/report-etl-overview.png', fullPage: true });
+
+  await line('failing').locator('button.replay').click();
+  await page.waitForURL((u) => u.searchParams.has('replayed'));
+  const jobId = new URL(page.url()).searchParams.get('replayed')!;
+  expect((await queue.getJob(jobId))?.data).toMatchObject({ job: `${jp}_failing`, trigger: 'replay' });
+
+  await page.goto(`${server.url}/admin/runs?job=${encodeURIComponent(`${jp}_failing`)}&status=failed`);
+  const cells = page.locator('tbody tr td:last-child');
+  expect(await cells.count()).toBe(2);
+  expect(await cells.first().textContent()).toBe(firstServerLine);
+  await page.screenshot({ path: '/tmp/report-etl-overview-runs.png', fullPage: true });
+}, 60_000);

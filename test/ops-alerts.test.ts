@@ -1,0 +1,188 @@
+/**
+ * Alerts and freshness (issue 12), received on a local HTTP listener: `failed` and `recovered` from foreground
+ * `report-etl run`s (the user's own cron), `stale` once per breach, `failed` after the last retry of a queued run,
+ * `login_required` instead of `failed` for LOGIN_REQUIRED, the generic / slack / teams bodies, delivery retried after
+ * a 500, and the webhook URL (a secret) in no log line.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { makeAlertSender } from '../src/alerts/webhook-sender.ts';
+import { makeRunAlerts } from '../src/alerts/run-alerts.ts';
+import { EtlError } from '../src/errors.ts';
+import { silentLogger } from '../src/logger.ts';
+import { enqueueManual } from '../src/queue/manual-run.ts';
+import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
+import { makeRunWorker } from '../src/queue/worker.ts';
+import { configSchema } from '../src/config/schema.ts';
+import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
+import { uniqueName } from './support/env.ts';
+import { startHarness, type Harness } from './support/harness.ts';
+import { captureLogger, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { runCli } from './support/cli-process.ts';
+
+interface Received {
+  path: string;
+  body: Record<string, unknown>;
+}
+let h: Harness;
+let listener: Server;
+let base: string;
+const received: Received[] = [];
+let failNext = 0;
+const SECRET_PATH = `/hooks/T0/B0/${uniqueName('s3cr3t')}`;
+const jp = uniqueName('alrt');
+let configPath: string;
+
+beforeAll(async () => {
+  h = await startHarness();
+  listener = createServer((req, res) => {
+    let text = '';
+    req.on('data', (d: Buffer) => (text += d.toString()));
+    req.on('end', () => {
+      if (failNext > 0) {
+        failNext -= 1;
+        res.writeHead(500).end('try later');
+        return;
+      }
+      received.push({ path: req.url ?? '', body: JSON.parse(text) as Record<string, unknown> });
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+  configPath = join(await mkdtemp(join(tmpdir(), 'report-etl-alerts-')), 'jobs.yaml');
+});
+afterAll(async () => {
+  await deleteRuns(h.pool, jp);
+  await h.pool.query('DELETE FROM etl.job_alerts WHERE job LIKE $1', [`${jp}%`]);
+  await new Promise((r) => listener.close(r));
+  await h?.close();
+});
+
+async function writeConfig(report: string, extraJobs = ''): Promise<void> {
+  await writeFile(
+    configPath,
+    `connections:
+  sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", pollIntervalMs: 20 }
+alerts:
+  oncall: { webhook: "\${ONCALL_WEBHOOK}", events: [failed, recovered, stale, login_required] }
+  chat: { webhook: "\${SLACK_WEBHOOK_URL}", events: [failed, recovered], format: slack }
+  teams: { webhook: "\${TEAMS_WEBHOOK}", events: [recovered], format: teams }
+jobs:
+  ${jp}_main:
+    connection: sim
+    report: { mandant: 7777, name: ${report}, parameters: { ROWS: "50" } }
+    target: { table: ${h.schema}.main }
+${extraJobs}`,
+  );
+}
+
+const env = () => ({
+  SIM_URL: h.sim.url,
+  SIM_SECRET: 'demo-secret',
+  ONCALL_WEBHOOK: `${base}/generic`,
+  SLACK_WEBHOOK_URL: `${base}${SECRET_PATH}`,
+  TEAMS_WEBHOOK: `${base}/teams`,
+});
+const at = (path: string) => received.filter((r) => r.path === path);
+
+it('report-etl run: failed, then recovered, to each target in its format; retried after a 500; the webhook URL never logged', async () => {
+  await writeConfig('Failing');
+  failNext = 1; // the first delivery is refused with 500 and must be tried again
+  const failed = await runCli(['run', `${jp}_main`, '-c', configPath], env());
+  expect(failed.code).toBe(1);
+  const generic = await waitFor('failed alert (generic)', () => at('/generic').find((r) => r.body.event === 'failed'), 30_000);
+  expect(generic.body).toMatchObject({ source: 'report-etl', event: 'failed', job: `${jp}_main`, errorKind: 'REPORT_FAILED', trigger: 'manual' });
+  // The server's own first line, not our prefix.
+  expect(generic.body.error).toBe(FAILING_MESSAGE.split('\n').find((l) => l.trim())!.trim());
+  const runId = (await runsOf(h.pool, `${jp}_main`))[0]!.run_id;
+  expect(generic.body.runId).toBe(runId);
+  const slack = at(SECRET_PATH).find((r) => String(r.body.text).includes('failed'))!;
+  expect(Object.keys(slack.body)).toEqual(['text']);
+  expect(slack.body.text).toContain(`report-etl: job ${jp}_main failed (REPORT_FAILED)`);
+  expect(at('/teams')).toEqual([]); // teams listens to recovered only
+  expect(`${failed.stdout}${failed.stderr}`).not.toContain(SECRET_PATH.split('/').pop()!);
+  expect(failed.stderr).toContain('alert not accepted: trying again');
+
+  await writeConfig('Sales/Orders');
+  const ok = await runCli(['run', `${jp}_main`, '-c', configPath], env());
+  expect(ok.code).toBe(0);
+  const recovered = await waitFor('recovered alert', () => at('/generic').find((r) => r.body.event === 'recovered'), 30_000);
+  expect(recovered.body.job).toBe(`${jp}_main`);
+  const teams = await waitFor('teams card', () => at('/teams')[0]);
+  expect(teams.body).toMatchObject({ type: 'message', attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', content: { type: 'AdaptiveCard' } }] });
+  expect(JSON.stringify(teams.body)).toContain('recovered');
+  // A second success is no recovery.
+  const again = await runCli(['run', `${jp}_main`, '-c', configPath], env());
+  expect(again.code).toBe(0);
+  expect(at('/generic').filter((r) => r.body.event === 'recovered')).toHaveLength(1);
+  expect(`${ok.stderr}${again.stderr}`).not.toContain(SECRET_PATH.split('/').pop()!);
+}, 120_000);
+
+it('stale: once per breach of freshness, checked by the janitor at the start of report-etl run', async () => {
+  const stale = `${jp}_stale`;
+  await writeConfig('Sales/Orders', `  ${stale}:
+    connection: sim
+    report: { mandant: 7777, name: Empty }
+    target: { table: ${h.schema}.stale }
+    freshness: 1s
+`);
+  const before = at('/generic').length;
+  // First check records when the never-run job was first seen; the next ones, over a second later, find it stale.
+  // A sweep is skipped while another process holds the janitor's lease (other test files run theirs): run again.
+  const alert = await waitFor(
+    'stale alert',
+    async () => {
+      expect((await runCli(['run', `${jp}_main`, '-c', configPath], env())).code).toBe(0);
+      return at('/generic').slice(before).find((r) => r.body.event === 'stale');
+    },
+    90_000,
+    1_100,
+  );
+  expect(alert.body).toMatchObject({ job: stale, freshness: '1s' });
+  expect((await runCli(['run', `${jp}_main`, '-c', configPath], env())).code).toBe(0);
+  expect(at('/generic').filter((r) => r.body.event === 'stale' && r.body.job === stale)).toHaveLength(1);
+}, 120_000);
+
+it('a queued run alerts failed once, after its last retry; LOGIN_REQUIRED goes out as login_required where listed', async () => {
+  const prefix = uniqueName('alrtq');
+  const queue: RunQueue = makeQueue(h.redis, prefix);
+  const job = `${jp}_queued`;
+  const targets = { oncall: { webhook: `${base}/queued`, events: ['failed' as const], format: 'generic' as const } };
+  // A server that cannot be reached: SERVER_UNREACHABLE is retryable, so both attempts are made.
+  const config = configSchema.parse({
+    connections: { down: { baseUrl: 'http://127.0.0.1:9', clientId: 'c', clientSecret: 's', requestTimeoutMs: 2_000 } },
+    jobs: { [job]: { connection: 'down', retry: { attempts: 2, backoffMs: 10 }, report: { mandant: 1, name: 'X' }, target: { table: `${h.schema}.q` } } },
+    alerts: targets,
+  });
+  const sender = makeAlertSender({ targets: () => targets, logger: silentLogger });
+  const worker = makeRunWorker({ config: () => config, pool: h.pool, redis: h.redis, logger: silentLogger, prefix, alerts: makeRunAlerts(h.pool, sender, silentLogger) });
+  try {
+    await enqueueManual(queue, config, job);
+    await waitFor('two failed attempts', async () => (await runsOf(h.pool, job)).filter((r) => r.status === 'failed').length === 2, 60_000);
+    const alert = await waitFor('failed alert', () => at('/queued')[0], 30_000);
+    expect(alert.body).toMatchObject({ event: 'failed', job, errorKind: 'SERVER_UNREACHABLE' });
+    expect(await sender.flush(10_000)).toBe(true);
+    expect(at('/queued')).toHaveLength(1);
+  } finally {
+    await worker.close(0);
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    await deleteKeys(h.redis, prefix);
+  }
+
+  const { logger, lines } = captureLogger();
+  const two = { both: { webhook: `${base}/both`, events: ['failed' as const, 'login_required' as const], format: 'generic' as const }, onlyFailed: { webhook: `${base}/only-failed`, events: ['failed' as const], format: 'generic' as const } };
+  const s2 = makeAlertSender({ targets: () => two, logger });
+  const loginError = new EtlError('TOKEN_FAILED', 'refresh refused');
+  (loginError as unknown as { code: string }).code = 'LOGIN_REQUIRED';
+  await makeRunAlerts(h.pool, s2, logger).failed({ job: `${jp}_login`, runId: '00000000-0000-0000-0000-000000000001', error: loginError });
+  expect(await s2.flush(10_000)).toBe(true);
+  expect(at('/both').map((r) => r.body.event)).toEqual(['login_required']);
+  expect(at('/only-failed').map((r) => r.body.event)).toEqual(['failed']);
+  expect(JSON.stringify(lines)).not.toContain(base);
+}, 120_000);

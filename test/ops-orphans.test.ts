@@ -1,0 +1,171 @@
+/**
+ * No orphans (issue 12): report-etl processes killed with kill -9 at several stages leave no `running` row and no
+ * open report job: the next `report-etl run` of the job closes them at once, and the janitor of any other
+ * long-running process closes them within its sweep interval. Real child processes, real SIGKILL, the simulator
+ * over HTTP; the times from the kill to a closed row and a deleted report job are printed.
+ */
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../src/simulator/index.ts';
+import { enqueueManual } from '../src/queue/manual-run.ts';
+import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
+import { configSchema } from '../src/config/schema.ts';
+import { uniqueName } from './support/env.ts';
+import { startHarness, type Harness } from './support/harness.ts';
+import { deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { killHard, runCli, startCli, type CliProcess } from './support/cli-process.ts';
+
+let h: Harness;
+let slow: Simulator;
+let paged: Simulator;
+let configPath: string;
+let queue: RunQueue;
+const jp = uniqueName('orph');
+const prefix = uniqueName('orphq');
+const children: CliProcess[] = [];
+const env = () => ({ SLOW_URL: slow.url, PAGED_URL: paged.url, SIM_SECRET: 'demo-secret', REPORT_ETL_QUEUE_PREFIX: prefix });
+
+beforeAll(async () => {
+  h = await startHarness();
+  // Report jobs of `slow` stay Running 6 s (a kill lands while polling); `paged` serves each response 150 ms late.
+  slow = await startSimulator({ jobDurationMs: 6_000 });
+  paged = await startSimulator({ jobDurationMs: 50, faults: { latencyMs: 150 } });
+  const dir = await mkdtemp(join(tmpdir(), 'report-etl-orphans-'));
+  configPath = join(dir, 'jobs.yaml');
+  const conn = (v: string) => `    baseUrl: \${${v}}\n    clientId: demo-client\n    clientSecret: \${SIM_SECRET}\n    pollIntervalMs: 50\n    pollMaxIntervalMs: 200\n`;
+  await writeFile(
+    configPath,
+    `connections:
+  slow:
+${conn('SLOW_URL')}  paged:
+${conn('PAGED_URL')}jobs:
+  ${jp}_poll:
+    connection: slow
+    report: { mandant: 7777, name: Sales/Orders, paging: 100, parameters: { ROWS: "300" } }
+    target: { table: ${h.schema}.poll }
+  ${jp}_load:
+    connection: paged
+    report: { mandant: 7777, name: Sales/Orders, paging: 100, parameters: { ROWS: "3000" } }
+    target: { table: ${h.schema}.load }
+  ${jp}_worker:
+    connection: slow
+    report: { mandant: 7777, name: Sales/Orders, paging: 100, parameters: { ROWS: "300" } }
+    target: { table: ${h.schema}.worker }
+`,
+  );
+  queue = makeQueue(h.redis, prefix);
+}, 60_000);
+
+afterAll(async () => {
+  for (const c of children) c.child.kill('SIGKILL');
+  await queue?.obliterate({ force: true }).catch(() => undefined);
+  await queue?.close();
+  await deleteKeys(h.redis, prefix);
+  await deleteRuns(h.pool, jp);
+  await slow?.close();
+  await paged?.close();
+  await h?.close();
+});
+
+async function snapshot(table: string): Promise<string> {
+  const { rows } = await h.pool.query(`SELECT count(*)::int AS n, md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS m FROM ${table} t`);
+  return `${rows[0].n}:${rows[0].m}`;
+}
+
+/** Waits until the attempt is no longer running and its report job is gone from `sim`; returns ms since `t0`. */
+async function closedAfter(sim: Simulator, runId: string, reportJobId: string, t0: number, timeoutMs: number): Promise<number> {
+  await waitFor(
+    `attempt ${runId} closed and report job ${reportJobId} deleted`,
+    async () => {
+      const { rows } = await h.pool.query<{ status: string }>('SELECT status FROM etl.runs WHERE run_id = $1', [runId]);
+      return rows[0]?.status !== 'running' && !sim.counters().openJobs.includes(reportJobId);
+    },
+    timeoutMs,
+    100,
+  );
+  return Date.now() - t0;
+}
+
+async function expectClosedAsOrphan(runId: string, reportJobId: string): Promise<void> {
+  const { rows } = await h.pool.query<{ status: string; error: string }>('SELECT status, error FROM etl.runs WHERE run_id = $1', [runId]);
+  expect(rows[0]!.status).toBe('interrupted');
+  expect(rows[0]!.error).toMatch(/^orphaned: the process that ran attempt 1 \(.+\) ended without finishing it/);
+  expect(rows[0]!.error).toContain(`deleted its report job ${reportJobId}`);
+  const { rows: errors } = await h.pool.query<{ error_kind: string }>('SELECT error_kind FROM etl.run_errors WHERE run_id = $1', [runId]);
+  expect(errors.map((e) => e.error_kind)).toEqual(['ORPHANED']);
+}
+
+it('report-etl run killed -9 while polling: the next run of the job closes the orphan at once, then runs', async () => {
+  const job = `${jp}_poll`;
+  await h.pool.query(`CREATE TABLE ${h.schema}.poll (auftrag_nr bigint)`);
+  await h.pool.query(`INSERT INTO ${h.schema}.poll VALUES (42)`);
+  const before = await snapshot(`${h.schema}.poll`);
+  const first = startCli(['run', job, '-c', configPath], env());
+  children.push(first);
+  const dead = await waitFor('the report job is recorded', async () => (await runsOf(h.pool, job)).find((r) => r.report_job_id), 30_000);
+  expect(slow.counters().openJobs).toContain(dead.report_job_id);
+  await killHard(first);
+  const t0 = Date.now();
+  // Nothing else runs this job: the orphan stays until the next run.
+  expect((await runsOf(h.pool, job))[0]!.status).toBe('running');
+  expect(await snapshot(`${h.schema}.poll`)).toBe(before);
+  const second = startCli(['run', job, '-c', configPath], env());
+  children.push(second);
+  const ms = await closedAfter(slow, dead.run_id, dead.report_job_id!, t0, 30_000);
+  console.log(`[measured] run killed while polling: row closed and report job deleted ${ms} ms after kill -9 (by the next run's start)`);
+  expect(await second.exited).toBe(0);
+  await expectClosedAsOrphan(dead.run_id, dead.report_job_id!);
+  const runs = await runsOf(h.pool, job);
+  expect(runs.map((r) => r.status)).toEqual(['interrupted', 'succeeded']);
+  expect(slow.counters().openJobs).toEqual([]);
+}, 90_000);
+
+it('report-etl run killed -9 mid-load (pages being copied): the target is untouched, the next run closes the orphan', async () => {
+  const job = `${jp}_load`;
+  await h.pool.query(`CREATE TABLE ${h.schema}.load (auftrag_nr bigint, kunde text)`);
+  await h.pool.query(`INSERT INTO ${h.schema}.load VALUES (1, 'before')`);
+  const before = await snapshot(`${h.schema}.load`);
+  paged.resetCounters();
+  const first = startCli(['run', job, '-c', configPath], env());
+  children.push(first);
+  const dead = await waitFor('the run is loading pages', async () => paged.counters().pagesServed >= 3 && (await runsOf(h.pool, job)).find((r) => r.report_job_id), 60_000);
+  await killHard(first);
+  const t0 = Date.now();
+  expect(paged.counters().openJobs).toContain(dead.report_job_id);
+  // kill -9 mid-COPY: PostgreSQL rolled the transaction back when the session died.
+  expect(await snapshot(`${h.schema}.load`)).toBe(before);
+  const second = startCli(['run', job, '-c', configPath], env());
+  children.push(second);
+  const ms = await closedAfter(paged, dead.run_id, dead.report_job_id!, t0, 30_000);
+  console.log(`[measured] run killed mid-load: row closed and report job deleted ${ms} ms after kill -9 (by the next run's start)`);
+  expect(await second.exited).toBe(0);
+  await expectClosedAsOrphan(dead.run_id, dead.report_job_id!);
+  const { rows } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${h.schema}.load`);
+  expect(rows[0]!.n).toBe(3000);
+  expect(paged.counters().openJobs).toEqual([]);
+}, 120_000);
+
+it('a worker killed -9 mid-run: the janitor of another process (a scheduler, default 30 s sweeps) closes it within 2 minutes', async () => {
+  const job = `${jp}_worker`;
+  const scheduler = startCli(['scheduler', '-c', configPath], env());
+  children.push(scheduler);
+  await waitFor('scheduler running', () => scheduler.stdout().includes('running'), 30_000);
+  const worker = startCli(['worker', '-c', configPath], env());
+  children.push(worker);
+  await waitFor('worker running', () => worker.stdout().includes('running'), 30_000);
+  const config = configSchema.parse({ connections: { slow: { baseUrl: slow.url, clientId: 'demo-client', clientSecret: 'x' } }, jobs: { [job]: { connection: 'slow', report: { mandant: 7777, name: 'Sales/Orders' }, target: { table: `${h.schema}.worker` } } } });
+  await enqueueManual(queue, config, job);
+  const dead = await waitFor('the worker recorded the report job', async () => (await runsOf(h.pool, job)).find((r) => r.report_job_id), 30_000);
+  await killHard(worker);
+  const t0 = Date.now();
+  expect(slow.counters().openJobs).toContain(dead.report_job_id);
+  const ms = await closedAfter(slow, dead.run_id, dead.report_job_id!, t0, 120_000);
+  console.log(`[measured] worker killed mid-run: row closed and report job deleted ${ms} ms after kill -9 (by the scheduler's janitor)`);
+  expect(ms).toBeLessThan(120_000);
+  await expectClosedAsOrphan(dead.run_id, dead.report_job_id!);
+  expect(scheduler.stderr()).toContain('orphaned attempt closed');
+  scheduler.child.kill('SIGTERM');
+  expect(await scheduler.exited).toBe(0);
+}, 180_000);
