@@ -31,6 +31,8 @@ export type ErrorCode =
   | 'DATABASE'
   | 'ABORTED'
   | 'ORPHANED'
+  | 'RUN_IN_PROGRESS'
+  | 'OVERLAP_LOCK_LOST'
   | 'INTERNAL';
 
 
@@ -72,6 +74,8 @@ export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'POLL_TIMEOUT',
   'TOKEN_FAILED',
   'UNAUTHORIZED',
+  'RUN_IN_PROGRESS',
+  'OVERLAP_LOCK_LOST',
 ]);
 
 /** Postgres SQLSTATEs worth a retry: serialization failure, deadlock, admin shutdown, connection loss. */

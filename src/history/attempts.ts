@@ -169,12 +169,14 @@ export interface RunningAttempt {
   attempt: number;
   report_job_id: string | null;
   worker: string | null;
+  /** The owner session's advisory lock key (history/attempt-owner.ts), or null for an attempt recorded without one. */
+  owner_lock: string | null;
 }
 
 /** Attempts of a logical run still recorded `running` (left behind by a worker that died, or still going). */
 export async function runningAttempts(db: Queryable, job: string, runKey: string): Promise<RunningAttempt[]> {
   const { rows } = await db.query<RunningAttempt>(
-    `SELECT run_id, attempt, report_job_id, worker FROM etl.runs WHERE job = $1 AND run_key = $2 AND status = 'running' ORDER BY started_at`,
+    `SELECT run_id, attempt, report_job_id, worker, owner_lock::text AS owner_lock FROM etl.runs WHERE job = $1 AND run_key = $2 AND status = 'running' ORDER BY started_at`,
     [job, runKey],
   );
   return rows;

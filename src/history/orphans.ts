@@ -33,10 +33,21 @@ export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[
     [jobs],
   );
   if (rows.length === 0) return [];
+  const gone = await goneOwners(pool, rows.map((r) => r.owner_lock));
+  return rows.filter((r) => gone.has(r.owner_lock));
+}
+
+/**
+ * Which of the owner keys no session holds any more (their process is gone), probed once each with
+ * `pg_try_advisory_lock` on one session of `pool` (a lock got is released again at once). A key held by this
+ * process's own owner session counts as alive, like any other holder.
+ */
+export async function goneOwners(pool: pg.Pool, ownerKeys: readonly string[]): Promise<Set<string>> {
   const gone = new Set<string>();
+  if (ownerKeys.length === 0) return gone;
   const client = await pool.connect();
   try {
-    for (const owner of new Set(rows.map((r) => r.owner_lock))) {
+    for (const owner of new Set(ownerKeys)) {
       const { rows: got } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS got', [owner]);
       if (got[0]?.got) {
         gone.add(owner);
@@ -46,5 +57,5 @@ export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[
   } finally {
     client.release();
   }
-  return rows.filter((r) => gone.has(r.owner_lock));
+  return gone;
 }

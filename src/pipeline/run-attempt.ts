@@ -15,7 +15,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError, coerceError, EtlError, isConnectionLoss } from '../errors.ts';
 import { claimAppend, isAppended } from '../history/appends.ts';
 import type { AttemptOwner } from '../history/attempt-owner.ts';
-import { completeAttempt, failAttempt, failureOf, insertAttempt, runningAttempts, setAttemptReportJob, type AttemptFailure } from '../history/attempts.ts';
+import { completeAttempt, failAttempt, failureOf, insertAttempt, runningAttempts, setAttemptReportJob, type AttemptFailure, type RunningAttempt } from '../history/attempts.ts';
+import { goneOwners } from '../history/orphans.ts';
 import type { Logger } from '../logger.ts';
 import { makePageDecoder } from '../pages/decoder.ts';
 import { encodeReportName, makeReportClient, withReportJob, type ClientLease, type FinishedReport, type ReportClient, type ReportClients } from '../report-api/index.ts';
@@ -46,10 +47,12 @@ export interface AttemptOptions {
   /** Clients shared across attempts (a worker's). Default: one made for this attempt and closed at its end. */
   clients?: ReportClients;
   /**
-   * The caller holds the job's overlap lock (one attempt of the job at a time), so attempts of this run still
-   * recorded `running` are dead: their report jobs are deleted and they are recorded `interrupted` first.
+   * The job's overlap lock, held by the caller (one run of the job at a time, across processes). With it, attempts
+   * of this run still recorded `running` whose owner is gone (or unknown) are dead: their report jobs are deleted
+   * and they are recorded `interrupted` first. Before the commit the lock must still be confirmed: an attempt
+   * whose lock was lost meanwhile (Redis emptied, a stall past the lock's TTL) does not commit.
    */
-  exclusive?: boolean;
+  exclusive?: ExclusiveLock;
   /** Name of the process in `etl.runs.worker` (default host:pid). */
   worker?: string;
   /**
@@ -57,6 +60,15 @@ export interface AttemptOptions {
    * it and delete its report job when the process dies. Without it, only a later attempt of the same run can.
    */
   owner?: AttemptOwner | undefined;
+}
+
+/** A lock that makes the caller the only runner of a job (the queue's overlap lock). */
+export interface ExclusiveLock {
+  /**
+   * Checks, now, that the lock is still held (and extends it).
+   * @returns false when it was lost or cannot be confirmed (its store unreachable)
+   */
+  confirm(): Promise<boolean>;
 }
 
 /** Outcome of a successful attempt. */
@@ -140,6 +152,19 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
       log.info({ runKey }, 'rows of this run were already appended by an earlier attempt: nothing to do');
       return { attemptId, job: r.name, runKey, attempt, status: 'already-loaded', plan: 'none', rows: 0, pages: 0, bytes: 0, durationMs: performance.now() - started };
     }
+    // Another live attempt of this run (its owner session still holds its lock) is loading: starting a second report
+    // job would download everything only to find the run committed (append) or to race it (replace, merge).
+    const others = (await runningAttempts(o.pool, r.name, runKey)).filter((a) => a.run_id !== attemptId);
+    const gone = await goneOwners(o.pool, others.flatMap((a) => (a.owner_lock ? [a.owner_lock] : [])));
+    const live = others.filter((a) => a.owner_lock && !gone.has(a.owner_lock));
+    if (live.length) {
+      const l = live[0]!;
+      throw new EtlError('RUN_IN_PROGRESS', `attempt ${l.attempt} of this run (${l.worker ?? 'unknown worker'}) is still in progress: this attempt started nothing on the server and is retried later`, {
+        stage: 'start',
+        details: { runKey, otherRunId: l.run_id },
+      });
+    }
+    const dead = o.exclusive ? others : [];
     const declaredTypes = await resolveDeclaredTypes(o.pool, r.name, targetConfig.columns);
     const parameters = runParameters(r, request, new Date());
     // Spec "Report naming rules": a bad name fails before any request (making the client reads discovery).
@@ -154,7 +179,7 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
       client = ownClient = await makeReportClient({ connection: r.connection, connectionName: r.connectionName, redis: o.redis, logger: o.logger, authStore, ...(o.signal ? { signal: o.signal } : {}) });
     }
     stage = 'start';
-    if (o.exclusive) await clearDeadAttempts(o.pool, client, r.name, runKey, attempt, attemptId, log);
+    if (dead.length) await clearDeadAttempts(o.pool, client, dead, attempt, log);
     const load = async (finished: FinishedReport): Promise<AttemptResult> => {
       log.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
       stage = 'load';
@@ -166,6 +191,13 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
           figures.pages = rows.pages;
           figures.bytes = rows.bytes;
           if (targetConfig.mode === 'append' && !(await claimAppend(tx, r.name, runKey, attemptId, targetTable, loaded.rows))) return false;
+          // The target is locked for this transaction; the overlap lock must still be ours, or another run of the
+          // job may be loading too (an older tick must not overwrite a newer one's rows).
+          if (o.exclusive && !(await o.exclusive.confirm())) {
+            throw new EtlError('OVERLAP_LOCK_LOST', 'the overlap lock of this job was lost during the attempt (Redis lost its key, or the process stalled past the lock): its rows are not committed; the attempt is retried', {
+              stage: 'commit',
+            });
+          }
           if (!(await completeAttempt(tx, attemptId, { rows: loaded.rows, ...figures }))) {
             throw new EtlError('ABORTED', 'this attempt was declared dead by a later attempt of the same run (it stalled past its lock): its rows are not committed', {
               stage: 'commit',
@@ -245,12 +277,10 @@ async function recordFailure(pool: pg.Pool, attemptId: string, failure: AttemptF
 }
 
 /**
- * Deletes the report jobs that attempts of this run left on the server when their process died (their id is in
- * etl.runs.report_job_id), and records those attempts interrupted. Only safe while holding the job's overlap lock.
- * @returns how many dead attempts were cleaned up
+ * Deletes the report jobs that dead attempts of this run left on the server (their id is in
+ * etl.runs.report_job_id) and records those attempts interrupted. Only called while holding the job's overlap lock.
  */
-async function clearDeadAttempts(pool: pg.Pool, client: ReportClient, job: string, runKey: string, attempt: number, ownAttemptId: string, log: Logger): Promise<number> {
-  const dead = (await runningAttempts(pool, job, runKey)).filter((d) => d.run_id !== ownAttemptId);
+async function clearDeadAttempts(pool: pg.Pool, client: ReportClient, dead: readonly RunningAttempt[], attempt: number, log: Logger): Promise<void> {
   for (const d of dead) {
     let deleted = 'no report job was started';
     if (d.report_job_id) {
@@ -261,5 +291,4 @@ async function clearDeadAttempts(pool: pg.Pool, client: ReportClient, job: strin
     await failAttempt(pool, d.run_id, { status: 'interrupted', stage: 'load', errorKind: 'ABORTED', retryable: true, message, details: { reportJobId: d.report_job_id } });
     log.warn({ deadRunId: d.run_id, reportJobId: d.report_job_id }, 'cleaned up after a dead attempt');
   }
-  return dead.length;
 }

@@ -26,6 +26,11 @@ export interface HeldLock {
   readonly key: string;
   /** Whether a renewal found the lock taken by someone else (the TTL ran out while the process stalled). */
   lost(): boolean;
+  /**
+   * Extends the lock now and says whether it is still ours: false when it was lost (now or by an earlier renewal)
+   * or Redis cannot be asked (then nobody can tell, so it counts as lost).
+   */
+  confirm(): Promise<boolean>;
   release(): Promise<void>;
 }
 
@@ -55,6 +60,15 @@ export async function tryOverlapLock(redis: Redis, key: string, owner: string, l
   return {
     key,
     lost: () => lost,
+    async confirm() {
+      if (lost) return false;
+      const ok = await extendIfOwner(redis, key, value, ttlMs).catch(() => false);
+      if (!ok && !lost) {
+        lost = true;
+        logger.warn({ key }, 'overlap lock lost: another run of this job may start');
+      }
+      return ok;
+    },
     release() {
       released ??= (async () => {
         clearInterval(timer);

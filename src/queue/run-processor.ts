@@ -114,7 +114,7 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
       logger: deps.logger,
       signal: controller.signal,
       clients: deps.clients,
-      exclusive: true,
+      exclusive: lock,
       worker: deps.workerName,
       owner: deps.owner,
     });
