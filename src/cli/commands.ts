@@ -13,7 +13,8 @@ import { registerReplay } from './replay.ts';
 import { registerBackfill } from './backfill.ts';
 import { registerAdmin } from './admin.ts';
 import { registerLogin } from './login.ts';
+import { registerPreview } from './preview.ts';
 
 /** Every command, in the order `--help` lists them. */
-export const commands: RegisterCommand[] = [registerRun, registerValidate, registerMigrate, registerSimulate,
+export const commands: RegisterCommand[] = [registerRun, registerPreview, registerValidate, registerMigrate, registerSimulate,
   registerScheduler, registerWorker, registerStart, registerEnqueue, registerRuns, registerReplay, registerBackfill, registerAdmin, registerLogin];

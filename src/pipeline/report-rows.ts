@@ -33,8 +33,9 @@ export function pageOfRow(pageStartRows: readonly number[], row: number): number
  * Opens the rows of the finished report job `reportJobId`, logging each page's rows, bytes and rate.
  * Nothing is requested before {@link RowSource.open}.
  * @param decoder a fresh decoder of the report's output type (one per report)
+ * @param maxPages read at most this many pages (a preview reads one); default all, until the server's 404
  */
-export function reportRows(client: ReportClient, reportJobId: string, decoder: PageDecoder, logger: Logger, signal?: AbortSignal): ReportRows {
+export function reportRows(client: ReportClient, reportJobId: string, decoder: PageDecoder, logger: Logger, signal?: AbortSignal, maxPages = Infinity): ReportRows {
   const pageStartRows: number[] = [];
   let pages = 0;
   let bytes = 0;
@@ -48,7 +49,7 @@ export function reportRows(client: ReportClient, reportJobId: string, decoder: P
 
   async function* allPages(): AsyncGenerator<Buffer> {
     const started = performance.now();
-    for (let page = 1; ; page++) {
+    for (let page = 1; page <= maxPages; page++) {
       throwIfAborted(signal);
       const pageStarted = performance.now();
       const stream = await client.openPage(reportJobId, page, signal);

@@ -1,0 +1,77 @@
+/**
+ * `report-etl preview <job> [-p NAME=VALUE] [--rows N]`: what the job would load, before a first load (see
+ * src/pipeline/preview.ts). Prints the target columns with their types and where each type comes from, then the
+ * first rows as a table. Loads nothing, records no run, deletes the report job. Exit 0 ok, 1 the report or the
+ * database failed, 2 usage or config error.
+ */
+import { openStores } from '../app/bootstrap.ts';
+import { resolveJob } from '../config/load.ts';
+import { EtlError } from '../errors.ts';
+import { makeLogger } from '../logger.ts';
+import { previewJob, type JobPreview } from '../pipeline/preview.ts';
+import { loadConfigForJob } from './job-config.ts';
+import { configOption, logFormatOption, paramOption, wholeNumber, type LogFormatFlag } from './options.ts';
+import type { Cli, RegisterCommand } from './types.ts';
+
+/** Widest value shown in a cell, in characters (longer ones end in …). */
+const CELL_MAX = 40;
+
+function cell(v: string | null): string {
+  if (v === null) return 'NULL';
+  const flat = v.replace(/\r?\n/g, '⏎').replace(/\t/g, '→');
+  return flat.length > CELL_MAX ? `${flat.slice(0, CELL_MAX - 1)}…` : flat;
+}
+
+/** Lines of an aligned text table: header, then rows. */
+export function textTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (r: readonly string[]) => r.map((v, i) => (i === r.length - 1 ? v : v.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)];
+}
+
+/** Prints a preview for a person. */
+export function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number): void {
+  if (!p.result) {
+    cli.out(`${job}: the report has no rows and no columns (rows=${p.reportRows}); a load would leave ${p.targetTable} as it is (replace empties it)`);
+    return;
+  }
+  const { columns, rows, misfits } = p.result;
+  cli.out(`${job}: first ${rows.length} of ${p.reportRows.toLocaleString('en-US')} rows, into ${p.targetTable} — nothing was loaded`);
+  cli.out('');
+  for (const l of textTable(['column', 'type', 'from', 'report column'], columns.map((c) => [c.name, c.type, c.source, c.reportName]))) cli.out(l);
+  cli.out('');
+  for (const l of textTable(columns.map((c) => c.name), rows.map((r) => r.map(cell)))) cli.out(l);
+  if (rows.length < rowsWanted && p.reportRows > rows.length) cli.out(`(the first page had ${rows.length} rows)`);
+  if (columns.some((c) => c.source === 'inferred')) cli.out('\ninferred types come from these rows only; a load infers them from every row (declare a type under target.columns to fix it)');
+  for (const m of misfits) cli.err(`warning: row ${m.row}, column ${m.column}: "${cell(m.value)}" does not fit ${columns.find((c) => c.name === m.column)?.type}: a load of this row would fail`);
+}
+
+export const registerPreview: RegisterCommand = (program, cli) => {
+  logFormatOption(paramOption(configOption(program.command('preview').description('show what a job would load (columns, types, first rows) without loading anything'))))
+    .argument('<job>', 'job name in jobs.yaml')
+    .option('--rows <n>', 'rows to show (1-1000)', wholeNumber(1), 10)
+    .action(async (jobName: string, opts: { config: string; param: Record<string, string>; rows: number } & LogFormatFlag) => {
+      const loaded = await loadConfigForJob(cli, opts.config, jobName);
+      const job = resolveJob(loaded.config, jobName, opts.config);
+      const logger = makeLogger({}, opts.logFormat);
+      const controller = new AbortController();
+      const onSignal = () => controller.abort(new Error('interrupted'));
+      process.once('SIGINT', onSignal);
+      try {
+        const { pool, redis, releasers } = await openStores(logger, { poolMax: 2 });
+        try {
+          const preview = await previewJob({ job, parameters: opts.param, rows: Math.min(opts.rows, 1000), pool, redis, logger, signal: controller.signal });
+          printPreview(cli, jobName, preview, opts.rows);
+        } catch (err) {
+          if (!(err instanceof EtlError) || err.code === 'CONFIG_INVALID') throw err;
+          cli.err(`${jobName}: preview failed (${err.code}): ${err.message}${err.serverMessage && !err.message.includes(err.serverMessage) ? `\n${err.serverMessage}` : ''}`);
+          cli.exit(err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
+        } finally {
+          await releasers.releaseAll().catch(() => undefined);
+        }
+      } finally {
+        process.off('SIGINT', onSignal);
+        logger.flush();
+      }
+    });
+};

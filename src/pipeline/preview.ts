@@ -1,0 +1,77 @@
+/**
+ * `report-etl preview` (issue 13): what a job would load, before a first load — the dbt `show` / Airbyte "test
+ * read" of this tool. Runs the report with a small paging, reads its first page only, and shows the target columns
+ * with the types they would get and the first rows as PostgreSQL would store them. Loads nothing (the rows go into
+ * a staging table of a transaction that is rolled back), records no run, and deletes the report job (spec "What the
+ * service does" 3).
+ */
+import type pg from 'pg';
+import type { Redis } from 'ioredis';
+import type { ResolvedJob } from '../config/load.ts';
+import type { Logger } from '../logger.ts';
+import { makePageDecoder } from '../pages/decoder.ts';
+import { makeReportClient, MIN_PAGING, withReportJob } from '../report-api/index.ts';
+import { parseTableName } from '../warehouse/identifiers.ts';
+import { previewRows, type PreviewResult } from '../warehouse/preview.ts';
+import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
+import { runParameters } from './logical-time.ts';
+import { reportRows } from './report-rows.ts';
+
+/** Options of {@link previewJob}. */
+export interface PreviewOptions {
+  job: ResolvedJob;
+  /** Explicit report parameters (override jobs.yaml's, as in `run -p`). */
+  parameters?: Record<string, string>;
+  /** Rows to show (1..1000); the report runs with paging max(10, rows). */
+  rows: number;
+  pool: pg.Pool;
+  redis: Redis;
+  logger: Logger;
+  signal?: AbortSignal;
+}
+
+/** What a preview found: the server's counts, the target table and {@link PreviewResult} (undefined: no rows, no header). */
+export interface JobPreview {
+  /** The report's rows and pages at the preview's paging (spec "Job": rows=;pages=). */
+  reportRows: number;
+  reportPages: number;
+  targetTable: string;
+  result: PreviewResult | undefined;
+}
+
+/**
+ * Previews a job.
+ * @throws what a run would throw at these stages (report name, token, start, poll, fetch, parse, database), as
+ *   typed EtlErrors; nothing is recorded
+ */
+export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
+  const { report, target: targetConfig } = o.job.job;
+  const target = parseTableName(targetConfig.table);
+  const declaredTypes = await resolveDeclaredTypes(o.pool, o.job.name, targetConfig.columns);
+  const parameters = runParameters(o.job, { parameters: o.parameters }, new Date());
+  const client = await makeReportClient({ connection: o.job.connection, connectionName: o.job.connectionName, redis: o.redis, logger: o.logger, ...(o.signal ? { signal: o.signal } : {}) });
+  try {
+    const paging = Math.max(MIN_PAGING, o.rows);
+    return await withReportJob(
+      client,
+      { ...report, paging, parameters, job: o.job.name },
+      async (finished) => {
+        const rows = reportRows(client, finished.jobId, makePageDecoder(report.outputType), o.logger, o.signal, 1);
+        const db = await o.pool.connect();
+        try {
+          await db.query('BEGIN');
+          await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [o.job.connection.timezone]);
+          const result = await previewRows(db, { target, declaredTypes, limit: o.rows }, rows);
+          return { reportRows: finished.rows, reportPages: finished.pages, targetTable: `${target.schema}.${target.table}`, result };
+        } finally {
+          await db.query('ROLLBACK').catch(() => undefined);
+          db.release();
+          await rows.close();
+        }
+      },
+      { signal: o.signal, logger: o.logger },
+    );
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}

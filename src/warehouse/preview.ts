@@ -1,0 +1,92 @@
+/**
+ * What a load would make of a report's first rows, without loading anything (issue 13 "preview"): the target
+ * columns with the type each would get and where that type comes from, and the rows as PostgreSQL would store
+ * them. Runs inside a transaction the caller rolls back: the rows go into the per-transaction staging table
+ * only, so the same COPY path, the same type rules and the same casts as a real load decide what is shown.
+ */
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type pg from 'pg';
+import pgCopyStreams from 'pg-copy-streams';
+import { inferColumnType } from './column-types.ts';
+import { normaliseColumnNames, quoteIdent, type TableName } from './identifiers.ts';
+import { mapCopyError } from './load-errors.ts';
+import type { RowSource } from './row-source.ts';
+import { createStaging, SEQ, STAGING } from './staging.ts';
+import { describeTable } from './target-table.ts';
+
+/** A target column as a load would make it. */
+export interface PreviewColumn {
+  /** Normalised column name in the target. */
+  name: string;
+  /** The report's own column name. */
+  reportName: string;
+  type: string;
+  /** existing: the target has the column; declared: `target.columns`; inferred: from the values (of these rows only). */
+  source: 'existing' | 'declared' | 'inferred';
+}
+
+/** A value that does not fit its column's type: a real load of this row would fail. */
+export interface PreviewMisfit {
+  /** 1-based row of the preview. */
+  row: number;
+  column: string;
+  value: string;
+}
+
+/** What {@link previewRows} found. */
+export interface PreviewResult {
+  columns: PreviewColumn[];
+  /** Up to `limit` rows, each value as PostgreSQL would store and print it (null for NULL, the raw text when it does not fit). */
+  rows: (string | null)[][];
+  misfits: PreviewMisfit[];
+}
+
+/**
+ * Stages the rows of `source` and reads the first `limit` back with the types a load would give them.
+ * @param tx a client inside a transaction that the caller rolls back
+ * @returns undefined for a report with no rows and no header
+ * @throws what the source throws (fetch, parse), DATABASE errors
+ */
+export async function previewRows(tx: pg.PoolClient, o: { target: TableName; declaredTypes: ReadonlyMap<string, string>; limit: number }, source: RowSource): Promise<PreviewResult | undefined> {
+  const reportColumns = await source.open();
+  if (!reportColumns) return undefined;
+  const names = normaliseColumnNames(reportColumns);
+  await createStaging(tx, names.map((n) => ({ name: n, type: 'text' })));
+  const copy = tx.query(pgCopyStreams.from(`COPY ${STAGING} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${source.copyFormat})`));
+  const place = { table: STAGING, pageOfRow: (row: number) => source.pageOfRow(row), reportColumn: (c: string) => reportColumns[names.indexOf(c)], columnType: () => 'text' };
+  try {
+    await pipeline(Readable.from(source.rows(true), { objectMode: false }), copy);
+  } catch (err) {
+    throw mapCopyError(err, place);
+  }
+  const existing = new Map((await describeTable(tx, o.target))?.map((c) => [c.name, c.type]) ?? []);
+  const kinds = source.kinds();
+  const columns: PreviewColumn[] = names.map((name, i) => {
+    const known = existing.get(name);
+    if (known) return { name, reportName: reportColumns[i]!, type: known, source: 'existing' };
+    const declared = o.declaredTypes.get(name);
+    if (declared) return { name, reportName: reportColumns[i]!, type: declared, source: 'declared' };
+    return { name, reportName: reportColumns[i]!, type: inferColumnType(kinds[i] ?? 0), source: 'inferred' };
+  });
+  // Per column: the value as its type prints it when it fits (etl.fits_type, migrations/0004), else the raw text.
+  const exprs = columns.map((c, i) => {
+    const col = quoteIdent(c.name);
+    return `CASE WHEN etl.fits_type(${col}, $${i + 2}) THEN CAST(CAST(${col} AS text) AS ${c.type})::text END AS v${i}, etl.fits_type(${col}, $${i + 2}) AS f${i}, ${col} AS r${i}`;
+  });
+  const { rows } = await tx.query<Record<string, string | boolean | null>>(
+    `SELECT ${exprs.join(', ')} FROM ${STAGING} ORDER BY ${SEQ} LIMIT $1`,
+    [o.limit, ...columns.map((c) => c.type)],
+  );
+  const misfits: PreviewMisfit[] = [];
+  const values = rows.map((r, row) =>
+    columns.map((c, i) => {
+      if (r[`f${i}`] === false) {
+        misfits.push({ row: row + 1, column: c.name, value: String(r[`r${i}`]) });
+        return String(r[`r${i}`]);
+      }
+      return (r[`v${i}`] as string | null) ?? null;
+    }),
+  );
+  return { columns, rows: values, misfits };
+}

@@ -1,0 +1,81 @@
+/**
+ * `report-etl preview` as a user runs it (issue 13): the columns with their types and where each type comes from,
+ * the first rows as PostgreSQL would store them, a warning for a value that would not fit; nothing loaded, no run
+ * recorded, the report job deleted.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
+import { startHarness, type Harness } from './support/harness.ts';
+
+const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
+
+let h: Harness;
+let configPath: string;
+const job = uniqueName('preview');
+beforeAll(async () => {
+  h = await startHarness();
+  configPath = join(await mkdtemp(join(tmpdir(), 'report-etl-preview-')), 'jobs.yaml');
+  await writeFile(
+    configPath,
+    `connections:
+  sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", timezone: Europe/Zurich, pollIntervalMs: 20 }
+jobs:
+  ${job}:
+    connection: sim
+    report: { mandant: 7777, name: Sales/Orders, outputType: txt, parameters: { ROWS: "800" } }
+    target: { table: ${h.schema}.orders_preview, columns: { kunde: bigint } }
+`,
+  );
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', DATABASE_URL, REDIS_URL, LOG_FORMAT: 'json' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+it('shows columns, types and the first rows, loads nothing, records no run and deletes the report job', async () => {
+  const created = h.sim.counters().jobsCreated;
+  const r = await cli(['preview', job, '--config', configPath, '--rows', '4']);
+  expect(r.code).toBe(0);
+  const out = r.stdout.split('\n');
+  expect(out[0]).toBe(`${job}: first 4 of 800 rows, into ${h.schema}.orders_preview — nothing was loaded`);
+  expect(r.stdout).toMatch(/^auftrag_nr +bigint +inferred +Auftrag Nr$/m);
+  expect(r.stdout).toMatch(/^kunde +bigint +declared +Kunde$/m);
+  expect(r.stdout).toMatch(/^erfasst_am +timestamptz +inferred +Erfasst Am$/m);
+  // Header line of the rows, then exactly 4 rows starting with the first order numbers.
+  const header = out.findIndex((l) => /^auftrag_nr +kunde +menge_stk/.test(l));
+  expect(out.slice(header + 1, header + 5).map((l) => l.split(/ +/)[0])).toEqual(['100000', '100001', '100002', '100003']);
+  // Kunde is text, declared bigint: every shown row would fail a load, and the preview says so.
+  expect(r.stderr).toMatch(/warning: row 1, column kunde: ".*" does not fit bigint: a load of this row would fail/);
+  expect(h.sim.counters().jobsCreated).toBe(created + 1);
+  expect(h.sim.counters().openJobs).toEqual([]);
+  const runs = await h.pool.query('SELECT count(*)::int AS n FROM etl.runs WHERE job = $1', [job]);
+  expect(runs.rows[0].n).toBe(0);
+  const table = await h.pool.query('SELECT to_regclass($1) AS t', [`${h.schema}.orders_preview`]);
+  expect(table.rows[0].t).toBeNull();
+});
+
+it('refuses --rows 0 (exit 2) and names an unknown job (exit 2)', async () => {
+  expect((await cli(['preview', job, '--config', configPath, '--rows', '0'])).code).toBe(2);
+  const unknown = await cli(['preview', 'nope', '--config', configPath]);
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toMatch(/unknown job "nope"/);
+});
