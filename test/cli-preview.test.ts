@@ -3,16 +3,13 @@
  * the first rows as PostgreSQL would store them, a warning for a value that would not fit; nothing loaded, no run
  * recorded, the report job deleted.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
+import { runCli, type CliExit } from './support/cli.ts';
+import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-
-const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
 
 let h: Harness;
 let configPath: string;
@@ -36,19 +33,8 @@ afterAll(async () => {
   await h?.close();
 });
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', DATABASE_URL, REDIS_URL, LOG_FORMAT: 'json' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function cli(args: string[]): Promise<CliExit> {
+  return runCli(args, { env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', LOG_FORMAT: 'json' } });
 }
 
 it('shows columns, types and the first rows, loads nothing, records no run and deletes the report job', async () => {

@@ -2,18 +2,16 @@
  * `report-etl run` as a user runs it: a child process with a jobs.yaml file, its exit codes (0 ok, 1 run failed,
  * 2 usage or config error), its one-line summary, and Ctrl-C mid-load leaving the target exactly as it was.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startHarness, type Harness } from './support/harness.ts';
+import { BIN, runCli, type CliExit as Exit } from './support/cli.ts';
 import { DATABASE_URL, REDIS_URL } from './support/env.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { formatZoned } from '../src/pipeline/logical-time.ts';
-
-const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
 
 let h: Harness;
 let configPath: string;
@@ -54,29 +52,9 @@ afterAll(async () => {
   await h?.close();
 });
 
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs the CLI; `onStderr` may act on the child while it runs (e.g. send SIGINT). */
-function cli(args: string[], onStderr?: (text: string, child: ReturnType<typeof spawn>) => void): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', DATABASE_URL, REDIS_URL, LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      onStderr?.(stderr, child);
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function cli(args: string[], onStderr?: (text: string, child: ChildProcess) => void): Promise<Exit> {
+  return runCli(args, { env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', LOG_LEVEL: 'info' }, ...(onStderr ? { onStderr } : {}) });
 }
 
 async function tableState(): Promise<string> {

@@ -4,20 +4,17 @@
  * and suggests --force instead of silently queueing nothing; `--force` runs every tick again as a new logical run
  * with the tick's logical time — for an append target, its rows are appended again. Real worker, simulator, queue.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startService } from '../src/app/service.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { formatWithOffset } from '../src/cli/backfill.ts';
-import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
+import { lines, runCli } from './support/cli.ts';
+import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 import { captureLogger, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
-
-const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
 
 let h: Harness;
 let queue: RunQueue;
@@ -45,19 +42,9 @@ afterAll(async () => {
 });
 
 /** Runs the CLI as a user would; returns exit code, stdout lines and stderr. */
-function cli(...args: string[]): Promise<{ code: number | null; out: string[]; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args, '--config', path, '--queue-prefix', prefix], {
-      env: { ...process.env, QB_SECRET: 'demo-secret', DATABASE_URL, REDIS_URL, LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out: out.split('\n').filter(Boolean), err }));
-  });
+async function cli(...args: string[]): Promise<{ code: number | null; out: string[]; err: string }> {
+  const r = await runCli([...args, '--config', path, '--queue-prefix', prefix], { env: { QB_SECRET: 'demo-secret', LOG_LEVEL: 'warn' } });
+  return { code: r.code, out: lines(r.stdout), err: r.stderr };
 }
 
 it('prints ticks in the job zone with offset', () => {

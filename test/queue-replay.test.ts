@@ -4,18 +4,15 @@
  * is skipped and reported with the reason, unless `--include-superseded`; an append failure is never superseded;
  * `--dry-run` lists what would be queued and queues nothing. Real runs against the simulator, the real queue.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
+import { lines, runCli } from './support/cli.ts';
+import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 import { deleteKeys, deleteRuns, runsOf } from './support/queue-env.ts';
-
-const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
 
 let h: Harness;
 let queue: RunQueue;
@@ -50,19 +47,9 @@ function writeJobs(jobs: Record<string, [string, 'replace' | 'append']>): void {
 }
 
 /** Runs the CLI as a user would; returns exit code, stdout lines and stderr. */
-function cli(...args: string[]): Promise<{ code: number | null; out: string[]; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args, '--config', path], {
-      env: { ...process.env, QR_SECRET: 'demo-secret', DATABASE_URL, REDIS_URL, LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out: out.split('\n').filter(Boolean), err }));
-  });
+async function cli(...args: string[]): Promise<{ code: number | null; out: string[]; err: string }> {
+  const r = await runCli([...args, '--config', path], { env: { QR_SECRET: 'demo-secret', LOG_LEVEL: 'warn' } });
+  return { code: r.code, out: lines(r.stdout), err: r.stderr };
 }
 
 /** The queue jobs of this file's queue (any state). */
