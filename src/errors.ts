@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'PAGE_FORMAT'
   | 'ROW_COUNT_MISMATCH'
   | 'VALUE_DOES_NOT_FIT'
+  | 'VALUE_TOO_LARGE'
   | 'TARGET_INVALID'
   | 'DATABASE'
   | 'ABORTED'

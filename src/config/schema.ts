@@ -8,6 +8,7 @@ import { PATH_ENCODINGS } from '../report-api/report-name.ts';
 import { AUTH_KINDS, CREDENTIALS_WAYS, MANDANT_PATTERN, MAX_SCOPES, MIN_PAGING, PAGING_PROBLEM, SCOPES_PROBLEM } from '../report-api/report-rules.ts';
 import { ALERT_EVENTS, ALERT_FORMATS, OUTPUT_TYPES, WRITE_MODES } from '../vocabulary.ts';
 import { DURATION_HINT, parseWindow } from './duration.ts';
+import { DEFAULT_MAX_VALUE_BYTES } from '../pages/value-limit.ts';
 
 /** A Postgres identifier as written in config (schema or table): letters, digits, underscore. */
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -92,6 +93,12 @@ export const reportSchema = z
       .min(MIN_PAGING, { message: PAGING_PROBLEM })
       .default(10_000)
       .describe('Rows per page (spec "Limits": at least 10).'),
+    maxValueBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .default(DEFAULT_MAX_VALUE_BYTES)
+      .describe('Largest value (in bytes) a page may hold; a larger one fails the run naming page, row and column, so memory stays bounded (default 64 MiB).'),
     parameters: z
       .record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform((v) => String(v)))
       .default({})

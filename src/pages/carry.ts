@@ -3,6 +3,10 @@
  * last unit for the next chunk. The incomplete tail is carried and prepended to the next chunk. A unit
  * bigger than a chunk (a huge text value) is not re-scanned for every chunk: once the tail is large, chunks
  * are gathered until the data at least doubles, so the work stays linear in the page size.
+ *
+ * A unit may not grow past `maxUnitBytes` (a row holding a value larger than the job's `maxValueBytes`, issue 13):
+ * the carry then calls `tooLarge` with what it holds, which throws the decoder's error naming page, row and
+ * column. So a page holding one enormous value costs at most about twice the limit, never the value's size.
  */
 
 /** Tails smaller than this (bytes) are joined with every next chunk; larger ones wait for 2x the data. */
@@ -13,6 +17,17 @@ export class ChunkCarry {
   private parts: Buffer[] = [];
   private bytes = 0;
   private want = 0;
+  private readonly maxUnitBytes: number;
+  private readonly tooLarge: ((held: readonly Buffer[], bytes: number) => never) | undefined;
+
+  /**
+   * @param maxUnitBytes largest unit (row) the parser may need whole, in bytes (default: no limit)
+   * @param tooLarge throws the decoder's error for a unit past the limit; gets the held bytes, the unit's start first
+   */
+  constructor(maxUnitBytes = Infinity, tooLarge?: (held: readonly Buffer[], bytes: number) => never) {
+    this.maxUnitBytes = maxUnitBytes;
+    this.tooLarge = tooLarge;
+  }
 
   /**
    * Adds a chunk; returns the bytes to parse now (tail + gathered chunks), or undefined to wait for more.
@@ -23,6 +38,7 @@ export class ChunkCarry {
     if (this.bytes === 0) return b;
     this.parts.push(b);
     this.bytes += b.length;
+    if (this.bytes > this.maxUnitBytes) this.refuse();
     if (this.bytes < this.want) return undefined;
     return this.drain();
   }
@@ -37,6 +53,7 @@ export class ChunkCarry {
     }
     this.parts = [tail.length < SMALL_TAIL ? Buffer.from(tail) : tail];
     this.bytes = tail.length;
+    if (this.bytes > this.maxUnitBytes) this.refuse();
     this.want = tail.length < SMALL_TAIL ? 0 : tail.length * 2;
   }
 
@@ -44,6 +61,15 @@ export class ChunkCarry {
   finish(): Buffer | undefined {
     if (this.bytes === 0) return undefined;
     return this.drain();
+  }
+
+  private refuse(): never {
+    const held = this.parts;
+    const bytes = this.bytes;
+    this.parts = [];
+    this.bytes = 0;
+    if (this.tooLarge) this.tooLarge(held, bytes);
+    throw new RangeError(`a unit of more than ${this.maxUnitBytes} bytes`);
   }
 
   private drain(): Buffer {

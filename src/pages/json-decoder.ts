@@ -12,6 +12,7 @@ import type { PageDecoder } from './page-decoder.ts';
 import { ChunkCarry } from './carry.ts';
 import { BACKSLASH, CopyOutput, LETTER_N, LF, TAB } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
+import { DEFAULT_MAX_VALUE_BYTES, jsonLastKey, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { JsonValueScanner, NEED, skipWs } from './json-values.ts';
 
 const QUOTE = 0x22;
@@ -67,13 +68,18 @@ export class JsonPageDecoder implements PageDecoder {
   private spans = new Int32Array(0);
   private scratch = Buffer.alloc(0);
 
-  constructor(outputType: 'json' | 'json_compact') {
+  private readonly maxValueBytes: number;
+
+  constructor(outputType: 'json' | 'json_compact', limits: DecoderLimits = { maxValueBytes: DEFAULT_MAX_VALUE_BYTES }) {
     this.outputType = outputType;
+    this.maxValueBytes = limits.maxValueBytes;
   }
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number): AsyncGenerator<Buffer> {
     const st: JsonPageState = { page, phase: PHASE.start, row: 0, offset: 0, dataSeen: false };
-    const carry = new ChunkCarry();
+    const carry = new ChunkCarry(this.maxValueBytes, (held, bytes) => {
+      throw valueTooLargeError({ page, row: st.row + 1, column: jsonLastKey(held), bytes, limit: this.maxValueBytes });
+    });
     for await (const chunk of body) {
       const buf = carry.push(chunk);
       if (buf === undefined) continue;

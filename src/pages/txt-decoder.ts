@@ -12,6 +12,7 @@ import { BOM_MAX_BYTES, bomLength } from './bom.ts';
 import { ChunkCarry } from './carry.ts';
 import { CopyOutput, CR, LF } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
+import { DEFAULT_MAX_VALUE_BYTES, txtFieldIndex, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { KIND, classifyNumber, isTxtTimestamp } from './kinds.ts';
 
 const QUOTE = 0x22;
@@ -114,10 +115,18 @@ export class TxtPageDecoder implements PageDecoder {
   private readonly out = new CopyOutput();
   /** Zero-copy rows of the last scan, when nothing had to be copied. */
   private view: Buffer | undefined;
+  private readonly maxValueBytes: number;
+
+  constructor(limits: DecoderLimits = { maxValueBytes: DEFAULT_MAX_VALUE_BYTES }) {
+    this.maxValueBytes = limits.maxValueBytes;
+  }
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number): AsyncGenerator<Buffer> {
     const st: TxtPageState = { page, row: 0, offset: 0, bomDone: false, headerDone: false };
-    const carry = new ChunkCarry();
+    const carry = new ChunkCarry(this.maxValueBytes, (held, bytes) => {
+      const column = st.headerDone ? this.columns?.[txtFieldIndex(held)] : 'the header line';
+      throw valueTooLargeError({ page, row: st.row + 1, column, bytes, limit: this.maxValueBytes });
+    });
     for await (const chunk of body) {
       const buf = carry.push(chunk);
       if (buf === undefined) continue;

@@ -17,6 +17,7 @@ import { writeEscapedString } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { classifyXmlValue } from './kinds.ts';
 import { ChunkCarry } from './carry.ts';
+import { DEFAULT_MAX_VALUE_BYTES, valueTooLargeError, xmlLastFieldName, type DecoderLimits } from './value-limit.ts';
 import { XmlFastScanner, type XmlPhase } from './xml-fast.ts';
 
 /** Where the parser is between tags. */
@@ -46,15 +47,22 @@ export class XmlQueryPageDecoder implements PageDecoder {
   private index = new Map<string, number>();
   private readonly out = new CopyOutput();
   private readonly fast = new XmlFastScanner(this.out, this);
+  private readonly maxValueBytes: number;
+
+  constructor(limits: DecoderLimits = { maxValueBytes: DEFAULT_MAX_VALUE_BYTES }) {
+    this.maxValueBytes = limits.maxValueBytes;
+  }
   /** Pages (or page ends) saxes parsed since the decoder was made: for tests and diagnostics. */
   saxesPages = 0;
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number): AsyncGenerator<Buffer> {
     const fast = this.fast;
     fast.startPage();
-    const carry = new ChunkCarry();
     const chunks = body[Symbol.asyncIterator]();
     let row = 0;
+    const carry = new ChunkCarry(this.maxValueBytes, (held, bytes) => {
+      throw valueTooLargeError({ page, row: row + 1, column: xmlLastFieldName(held), bytes, limit: this.maxValueBytes });
+    });
     let rest: Buffer | undefined;
     try {
       for (;;) {
@@ -94,6 +102,7 @@ export class XmlQueryPageDecoder implements PageDecoder {
     let row = startRow;
     let column = -1;
     let text = '';
+    let sinceRow = 0;
     let values: (string | undefined)[] = [];
     let firstNames: string[] | undefined;
     const parser = new SaxesParser({ xmlns: false, position: true });
@@ -151,6 +160,7 @@ export class XmlQueryPageDecoder implements PageDecoder {
           firstNames = undefined;
         }
         this.writeRow(values);
+        sinceRow = 0;
         row++;
         this.rows++;
         place = 'result';
@@ -164,6 +174,9 @@ export class XmlQueryPageDecoder implements PageDecoder {
     const decoder = new StringDecoder('utf8');
     let first = true;
     for await (const chunk of body) {
+      // saxes holds a text node whole until the next tag: bound what a row may take, as the fast path does.
+      sinceRow += chunk.length;
+      if (sinceRow > this.maxValueBytes) throw valueTooLargeError({ page, row: row + 1, column: (place as Place) === 'field' ? this.columns?.[column] ?? firstNames?.[column] : undefined, bytes: sinceRow, limit: this.maxValueBytes });
       let s = decoder.write(chunk as Buffer);
       if (first && s.length > 0) {
         if (s.charCodeAt(0) === 0xfeff) s = s.slice(1);

@@ -183,7 +183,7 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
     const load = async (finished: FinishedReport): Promise<AttemptResult> => {
       log.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
       stage = 'load';
-      const rows = reportRows(client, finished.jobId, makePageDecoder(report.outputType), log, o.signal);
+      const rows = reportRows(client, finished.jobId, makePageDecoder(report.outputType, { maxValueBytes: report.maxValueBytes }), log, o.signal);
       let loaded: LoadResult | undefined;
       try {
         const committed = await withLoadTransaction(o.pool, { target, timezone: r.connection.timezone }, async (tx) => {
