@@ -6,7 +6,7 @@
  * between report shapes.
  */
 import type { ReportData } from './catalogue.ts';
-import { pageRenderer, type SimulatedOutputType } from './render.ts';
+import { pageRenderer, type StreamedOutputType } from './render.ts';
 import type { ZonedFormatter } from './time-format.ts';
 
 /** Identifies one report run's rows: report path, parameters and seed (what reportData() takes). */
@@ -23,7 +23,7 @@ export class PageCache {
   /** Bytes of all cached pages. */
   bytes = 0;
 
-  private static key(data: string, outputType: SimulatedOutputType, paging: number, page: number): string {
+  private static key(data: string, outputType: StreamedOutputType, paging: number, page: number): string {
     return `${data}|${outputType}|${paging}|${page}`;
   }
 
@@ -31,14 +31,14 @@ export class PageCache {
    * The bytes of page `page` (1-based) holding rows [from, to) of `data`, rendered on first use.
    * @param data the report's rows; `key` is its {@link dataKey}
    */
-  page(key: string, data: ReportData, outputType: SimulatedOutputType, paging: number, page: number, zone: ZonedFormatter): Buffer {
+  page(key: string, data: ReportData, outputType: StreamedOutputType, paging: number, page: number, zone: ZonedFormatter): Buffer {
     const k = PageCache.key(key, outputType, paging, page);
     let buf = this.pages.get(k);
     if (buf === undefined) {
       const from = (page - 1) * paging;
       const to = Math.min(from + paging, data.rowCount);
       const parts: Buffer[] = [];
-      for (const chunk of pageRenderer(outputType)(data, from, to, { zone, page })) {
+      for (const chunk of pageRenderer(outputType)(data, from, to, { zone, page, report: key.split('|')[0], paging })) {
         parts.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
       }
       buf = Buffer.concat(parts);
