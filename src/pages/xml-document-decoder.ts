@@ -31,7 +31,7 @@ export class XmlDocumentPageDecoder implements PageDecoder {
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number, _meta?: PageMeta): AsyncGenerator<Buffer> {
     const parser = new SaxesParser({ xmlns: false, position: true });
     const fail = (message: string): never => {
-      const m = /^[^:]*:?(\d+):(\d+): (.*)$/s.exec(message);
+      const m = /^(?:[^:\d][^:]*:)?(\d+):(\d+): (.*)$/s.exec(message);
       const [line, column, what] = m ? [m[1], m[2], m[3]] : [String(parser.line), String(parser.column), message];
       throw new PageFormatError(`XML is not well-formed at line ${line}, column ${column}: ${what}`, { page });
     };

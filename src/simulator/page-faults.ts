@@ -1,7 +1,7 @@
 /**
  * Bad pages on request, for tests and dry runs of the error paths (README "Simulator"): report parameters that the
  * simulator reads itself, besides the report's own.
- * - `SIM_FAULT`: `bad-escape` (a quoted txt_cstr/txt_allcstr value gets the unknown escape `\q`), `no-rows-array`
+ * - `SIM_FAULT`: `bad-escape` (the first quoted value of the page's third line gets the unknown escape `\q`), `no-rows-array`
  *   (json_userdef: the rows member `orders` is renamed `bestellungen`), `broken-xml` (xml: a stray `<oops>` before
  *   the closing `</orders>`, so the page is not well-formed), `empty-document` (the page has no bytes),
  *   `truncated-document` (only the first half of the page is sent, with a Content-Length that says so),
@@ -38,7 +38,7 @@ export function pageFaultOf(parameters: Record<string, string>): PageFaultReques
 export function applyPageFault(kind: PageFault, page: Buffer): Buffer {
   switch (kind) {
     case 'bad-escape': {
-      // The first quoted value after the header line.
+      // The first quoted value of the third line.
       const header = page.indexOf('\n');
       const quote = page.indexOf('"', page.indexOf('\n', header + 1) + 1);
       if (header < 0 || quote < 0) return page;
