@@ -50,14 +50,20 @@ function wholePage(ctx: SimContext, job: SimJob, page: number, from: number, to:
   if (p === undefined) {
     const rctx = renderContext(ctx, job, page);
     const type = job.outputType;
+    const faulty = job.fault?.page === page;
+    const cache = faulty ? undefined : ctx.pageCache;
     p = (async () => {
+      const cached = cache?.whole(job.dataKey, type, job.paging, page);
+      if (cached) return cached;
       let buf: Buffer;
       if (isStreamed(type)) {
         buf = Buffer.concat([...pageRenderer(type)(job.data!, from, to, rctx)].map((c) => (typeof c === 'string' ? Buffer.from(c, 'utf8') : c)));
       } else {
         buf = await renderDocument(type, job.data!, from, to, rctx, type === 'pdf' ? job.padBytes : 0);
       }
-      return job.fault?.page === page ? applyPageFault(job.fault.kind, buf) : buf;
+      if (faulty) return applyPageFault(job.fault!.kind, buf);
+      cache?.keepWhole(job.dataKey, type, job.paging, page, buf);
+      return buf;
     })();
     job.wholePages.set(page, p);
   }
