@@ -5,7 +5,7 @@
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { openStores } from '../app/bootstrap.ts';
@@ -41,7 +41,8 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
         const dir = resolve(opts.out);
         await mkdir(dir, { recursive: true });
         for (const doc of docs) {
-          const file = join(dir, doc.fileName);
+          // The name comes from the target table: keep it a plain file name inside DIR whatever it holds.
+          const file = join(dir, basename(doc.fileName).replace(/^\.+/, '_') || `page_${doc.page}`);
           try {
             await pipeline(Readable.from(readDocument(pool, doc)), createWriteStream(file));
           } catch (err) {

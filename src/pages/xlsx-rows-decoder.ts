@@ -7,7 +7,7 @@
  * an error value such as #DIV/0! as text), empty cells NULL.
  */
 import { Readable } from 'node:stream';
-import ExcelJS from 'exceljs';
+import type ExcelJS from 'exceljs';
 import { CopyOutput, LF, TAB, writeEscapedString } from './copy-text.ts';
 import { checkContentType } from './document-checks.ts';
 import { PageFormatError } from './errors.ts';
@@ -48,8 +48,10 @@ export class XlsxRowsPageDecoder implements PageDecoder {
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number, meta: PageMeta = {}): AsyncGenerator<Buffer> {
     checkContentType('excel-xlsx_data', meta.contentType, page);
+    // Loaded on first use: exceljs costs every worker ~10 MB of RSS, and only this load mode needs it.
+    const { default: excel } = await import('exceljs');
     const input = Readable.from(body, { objectMode: false });
-    const reader = new ExcelJS.stream.xlsx.WorkbookReader(input, { worksheets: 'emit', sharedStrings: 'cache', styles: 'cache', hyperlinks: 'ignore', entries: 'ignore' });
+    const reader = new excel.stream.xlsx.WorkbookReader(input, { worksheets: 'emit', sharedStrings: 'cache', styles: 'cache', hyperlinks: 'ignore', entries: 'ignore' });
     let sheet = 0;
     let row = 0;
     try {
