@@ -39,7 +39,9 @@ export interface PageDecoder {
   /**
    * Decodes one page. Yields Buffers in COPY format, in `columns` order, one row per line (ending in \n); each holds
    * only whole rows, except from the one-row-per-page decoders (xml, documents), which stream their page's row in
-   * parts so that a page is never held whole. A yielded Buffer is never written to again by the decoder.
+   * parts so that a page is never held whole. A yielded Buffer is never written to again by the decoder, except the
+   * document decoder's content Buffers, reused 32 yields later (document-decoder.ts RING): use or copy a Buffer
+   * before pulling that many more, as COPY does.
    * @param body the page body as it arrives (chunks of any size, BOM included for txt)
    * @param page the page number, 1-based (spec "Endpoints" #3), used in errors
    * @param meta the page answer's headers (documents check the Content-Type)
