@@ -3,21 +3,19 @@
  * page's file byte for byte, and the admin run page lists them with a download link each, behind the admin auth.
  * A document a later replace removed is reported, not served half.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { resolveJob } from '../src/config/load.ts';
 import { silentLogger } from '../src/logger.ts';
 import { runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
+import { runCli } from './support/cli.ts';
+import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 
-const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
 const token = `t-${uniqueName('admin')}`;
 
 let h: Harness;
@@ -43,17 +41,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL, REDIS_URL }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (args: string[]) => runCli(args);
 
 async function stored(): Promise<Map<string, Buffer>> {
   const { rows } = await h.pool.query<{ file_name: string; content: Buffer }>(`SELECT file_name, content FROM ${table}`);

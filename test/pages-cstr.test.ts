@@ -129,3 +129,13 @@ describe('txt_all / txt_allcstr pages', () => {
     ]);
   });
 });
+
+describe('report.maxValueBytes', () => {
+  it.each(['txt_cstr', 'txt_allcstr', 'txt_all', 'json_userdef'] as const)('%s: a record (or json_userdef page) past the limit fails the page, memory bounded', async (type) => {
+    const big = Buffer.concat([Buffer.from('"A"\r\n"'), Buffer.alloc(5000, 0x61), Buffer.from('"\r\n')]);
+    const d = makePageDecoder(type, { maxValueBytes: 1000 });
+    const err = (await decodeAll(d, [big], 256).catch((e: unknown) => e)) as { code: string; message: string };
+    expect(err.code).toBe('VALUE_TOO_LARGE');
+    expect(err.message).toMatch(/^page 1, row \d+: a value larger than maxValueBytes \(1000 bytes;/);
+  });
+});
