@@ -12,7 +12,10 @@
  *   3. empty — the same COPY into an empty table.
  * Prints a table, writes bench/results/<date>-<rows>.json, and ends with one summary line.
  *
- * Options (argv or env): --rows/BENCH_ROWS (1000000), --types/BENCH_TYPES (txt,json,json_compact,xml_query),
+ * The document case (type pdf, bench/lib/documents.ts): --doc-mb/BENCH_DOC_MB (1000) MB of pdf pages of
+ * --doc-page-mb/BENCH_DOC_PAGE_MB (200) MB each, archived as bytea, against psql's \copy of the same bytes.
+ *
+ * Options (argv or env): --rows/BENCH_ROWS (1000000), --types/BENCH_TYPES (txt,json,json_compact,xml_query,txt_cstr,pdf),
  * --paging/BENCH_PAGING (100000,all), --repeats/BENCH_REPEATS (3), --sizes/BENCH_SIZES (growth check,
  * 100000; BENCH_FULL=1 adds 5000000), --worker-args/BENCH_WORKER_ARGS (node flags of the worker, e.g.
  * "--cpu-prof --cpu-prof-dir=/tmp/prof").
@@ -30,6 +33,7 @@ import { copyEmpty, copyReplace, dumpCsv } from './lib/limit.ts';
 import { machine, readOptions } from './lib/options.ts';
 import { median, short, summary, table, type CaseResult } from './lib/report.ts';
 import type { WorkerInput } from './lib/worker-types.ts';
+import { documentCase } from './lib/documents.ts';
 
 const REPORT = 'Big.avw';
 const opts = readOptions();
@@ -52,6 +56,7 @@ try {
   for (const size of opts.sizes) {
     const pagings = size === opts.rows ? opts.paging : [opts.paging[0]!];
     for (const outputType of opts.types) {
+      if (outputType === 'pdf') continue;
       const table = `${schema}.${outputType}_${size}`;
       const csv = join(csvDir, `${outputType}_${size}.csv`);
       let csvBytes = 0;
@@ -113,6 +118,7 @@ try {
       await rm(csv, { force: true });
     }
   }
+  if (opts.types.includes('pdf')) results.push(await documentCase({ db, server, opts, schema, dir: csvDir, log }));
 } finally {
   await server.close();
   await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);

@@ -9,12 +9,89 @@
  */
 
 /**
- * Output types report-etl loads (spec "Output types"; the generic ones that "work with most report outputs").
- * The first is the default of `report.outputType`.
+ * Output types of the service, every one of which report-etl loads (spec "Output types", the whole table, in its
+ * order). The first is the default of `report.outputType`. What each one loads as: {@link outputShape}.
  */
-export const OUTPUT_TYPES = ['json', 'json_compact', 'txt', 'xml_query'] as const;
+export const OUTPUT_TYPES = [
+  'json',
+  'json_compact',
+  'txt',
+  'xml_query',
+  'txt_all',
+  'txt_cstr',
+  'txt_allcstr',
+  'xml',
+  'json_userdef',
+  'json_userdef_compact',
+  'pdf',
+  'excel-xlsx_data',
+  'excel-xlsx_matrix',
+  'excel-xlsx',
+  'word-docx',
+] as const;
 /** One of {@link OUTPUT_TYPES}. */
 export type OutputType = (typeof OUTPUT_TYPES)[number];
+
+/** The binary document types (spec "Output types": pdf, excel, word): archived one file per page. */
+export const DOCUMENT_OUTPUT_TYPES = ['pdf', 'excel-xlsx_data', 'excel-xlsx_matrix', 'excel-xlsx', 'word-docx'] as const;
+/** One of {@link DOCUMENT_OUTPUT_TYPES}. */
+export type DocumentOutputType = (typeof DOCUMENT_OUTPUT_TYPES)[number];
+
+/** Whether `t` is a binary document type ({@link DOCUMENT_OUTPUT_TYPES}). */
+export function isDocumentType(t: OutputType): t is DocumentOutputType {
+  return (DOCUMENT_OUTPUT_TYPES as readonly string[]).includes(t);
+}
+
+/**
+ * The first product version of the server that supports an output type (spec "Versioning" 2 and the "Output types"
+ * table); types not listed work with every version.
+ */
+export const MIN_PRODUCT_VERSION: Partial<Record<OutputType, number>> = {
+  pdf: 2025,
+  'excel-xlsx_data': 2026,
+  'excel-xlsx_matrix': 2026,
+  'excel-xlsx': 2026,
+  'word-docx': 2026,
+};
+
+/** How a document type's page is archived: the file extension and the Content-Type the server must send. */
+export const DOCUMENT_FORMATS: Record<DocumentOutputType, { extension: string; contentType: string }> = {
+  pdf: { extension: 'pdf', contentType: 'application/pdf' },
+  'excel-xlsx_data': { extension: 'xlsx', contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' },
+  'excel-xlsx_matrix': { extension: 'xlsx', contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' },
+  'excel-xlsx': { extension: 'xlsx', contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' },
+  'word-docx': { extension: 'docx', contentType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' },
+};
+
+/**
+ * What a run's pages load as (README "Output types"):
+ * - `rows`: typed rows, one per report row (json, json_compact, txt, txt_cstr, xml_query; json_userdef with
+ *   `target.rowsAt`; excel-xlsx_data with `target.load: rows`); the server's rows= must match;
+ * - `lines`: one row per line `page, line, fields text[]` (txt_all, txt_allcstr);
+ * - `json-document`: one row per page `page, document jsonb` (json_userdef without rowsAt);
+ * - `xml-document`: one row per page `page, document xml` (xml);
+ * - `file`: one row per page `page, file_name, content_type, bytes, sha256, content bytea` (documents).
+ * Every shape but `rows` checks the page count instead of rows=.
+ */
+export type OutputShape = 'rows' | 'lines' | 'json-document' | 'xml-document' | 'file';
+
+/** The {@link OutputShape} of a job's output type, given its `target.rowsAt` and `target.load`. */
+export function outputShape(t: OutputType, target: { rowsAt?: string | undefined; load?: 'document' | 'rows' | undefined } = {}): OutputShape {
+  switch (t) {
+    case 'txt_all':
+    case 'txt_allcstr':
+      return 'lines';
+    case 'json_userdef':
+    case 'json_userdef_compact':
+      return target.rowsAt === undefined ? 'json-document' : 'rows';
+    case 'xml':
+      return 'xml-document';
+    case 'excel-xlsx_data':
+      return target.load === 'rows' ? 'rows' : 'file';
+    default:
+      return isDocumentType(t) ? 'file' : 'rows';
+  }
+}
 
 /** How a run's rows reach the target table (README "Loaded tables"); the first is the default. */
 export const WRITE_MODES = ['replace', 'append', 'merge'] as const;

@@ -134,7 +134,7 @@ describe('loadConfig', () => {
       'jobs.yaml:4:15: connections.erp.clientId: environment variable ETL_CLIENT_ID is not set: export ETL_CLIENT_ID, or write ${ETL_CLIENT_ID:-default} in the file',
       'jobs.yaml:6:15: connections.erp.timezone: unknown time zone "Europe/Zurik": write an IANA zone name such as Europe/Zurich or UTC',
       expect.stringMatching(/^jobs\.yaml:10:15: jobs\.sales_orders\.schedule: invalid cron expression "61 \* \* \* \*": 61 is a invalid expression for minute/),
-      'jobs.yaml:14:19: jobs.sales_orders.report.outputType: "csv" is not allowed: write one of json | json_compact | txt | xml_query',
+      'jobs.yaml:14:19: jobs.sales_orders.report.outputType: "csv" is not allowed: write one of json | json_compact | txt | xml_query | txt_all | txt_cstr | txt_allcstr | xml | json_userdef | json_userdef_compact | pdf | excel-xlsx_data | excel-xlsx_matrix | excel-xlsx | word-docx',
       'jobs.yaml:15:15: jobs.sales_orders.report.paging: paging must be at least 10: below 10 the server silently uses 10000 rows per page',
       'jobs.yaml:17:7: jobs.sales_orders.target.key: merge needs key: the columns that identify a row',
       'jobs.yaml:20:17: jobs.stock.connection: unknown connection "erpp" (did you mean "erp"? known: erp)',

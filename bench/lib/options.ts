@@ -5,9 +5,11 @@
 import { NODE_FLAGS } from '../../src/runtime-flags.ts';
 import { cpus } from 'node:os';
 
-/** Output types the benchmark can measure. */
-export const BENCH_TYPES = ['txt', 'json', 'json_compact', 'xml_query'] as const;
+/** Output types the benchmark can measure; pdf is the document case (bench/lib/documents.ts), the others row cases. */
+export const BENCH_TYPES = ['txt', 'json', 'json_compact', 'xml_query', 'txt_cstr', 'pdf'] as const;
 export type BenchType = (typeof BENCH_TYPES)[number];
+/** The row cases' types. */
+export type RowBenchType = Exclude<BenchType, 'pdf'>;
 
 /** Resolved options. */
 export interface BenchOptions {
@@ -28,6 +30,9 @@ export interface BenchOptions {
    * table — the cost of report-etl itself, without replace's DELETE.
    */
   mode: 'replace' | 'append';
+  /** Document case: MB (1e6 bytes) of pdf pages in all (BENCH_DOC_MB, default 1000) and per page (BENCH_DOC_PAGE_MB, 200). */
+  docMB: number;
+  docPageMB: number;
   databaseUrl: string;
   redisUrl: string;
 }
@@ -64,6 +69,8 @@ export function readOptions(argv: string[] = process.argv.slice(2)): BenchOption
   if (mode !== 'replace' && mode !== 'append') throw new Error(`mode: expected replace or append, got '${mode}'`);
   return {
     mode,
+    docMB: count(arg(argv, 'doc-mb') ?? '1000', 'doc-mb'),
+    docPageMB: count(arg(argv, 'doc-page-mb') ?? '200', 'doc-page-mb'),
     rows,
     types: types as BenchType[],
     paging,

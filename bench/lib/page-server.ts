@@ -4,14 +4,14 @@
  * its own event loop nor counts in its RSS. Talks to the parent over IPC:
  * - sends { url } once listening;
  * - { cmd: 'prerender', report, parameters, outputType, paging } → clears the cache, renders every page,
- *   answers { pages, rows, bytes, ms };
+ *   answers { pages, rows, bytes, ms } (documents are not prerendered: the simulator keeps each one once served);
  * - { cmd: 'close' } → stops and exits.
  */
 import { startSimulator } from '../../src/simulator/index.ts';
 
 /** A request from bench/run.ts. */
 export type PageServerRequest =
-  | { cmd: 'prerender'; report: string; parameters: Record<string, string>; outputType: 'txt' | 'json' | 'json_compact' | 'xml_query'; paging: number }
+  | { cmd: 'prerender'; report: string; parameters: Record<string, string>; outputType: 'txt' | 'json' | 'json_compact' | 'xml_query' | 'txt_cstr'; paging: number }
   | { cmd: 'close' };
 
 const sim = await startSimulator({ pageCache: true, jobDurationMs: 0 });

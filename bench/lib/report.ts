@@ -88,9 +88,14 @@ export function table(results: CaseResult[]): string {
 
 /** The one-line summary: ratios of the main size at its first paging, and the largest worker RSS of all cases. */
 export function summary(results: CaseResult[], rows: number, paging: number | 'all', mode: 'replace' | 'append' = 'replace'): string {
-  const main = results.filter((r) => r.rows === rows && r.paging === paging);
+  const main = results.filter((r) => r.outputType !== 'pdf' && r.rows === rows && r.paging === paging);
   const ratios = main.map((r) => `${r.outputType} ${r.ratio.toFixed(2)}`).join(', ');
   const rss = Math.max(...results.map((r) => r.rssMaxMB));
   const limit = mode === 'append' ? 'of COPY into an empty table' : 'of DELETE + COPY';
-  return `bench ${mode} ${short(rows)} rows paging ${paging === 'all' ? 'all' : short(paging)}: ${ratios} ${limit}; peak RSS max ${rss.toFixed(0)} MB`;
+  const rowPart = main.length > 0 ? `${short(rows)} rows paging ${paging === 'all' ? 'all' : short(paging)}: ${ratios} ${limit}; ` : '';
+  const docs = results.find((r) => r.outputType === 'pdf');
+  const docPart = docs
+    ? `pdf ${(docs.bytes / 1e6).toFixed(0)} MB in ${docs.pages} pages: ${docs.mbPerSec.toFixed(0)} MB/s, ${docs.ratio.toFixed(2)} of psql \\copy, worker RSS +${Math.max(...docs.runs.map((x) => x.rssMB - x.baseRssMB)).toFixed(0)} MB; `
+    : '';
+  return `bench ${mode} ${rowPart}${docPart}peak RSS max ${rss.toFixed(0)} MB`;
 }

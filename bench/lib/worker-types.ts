@@ -12,7 +12,9 @@ export interface WorkerInput {
   /** Report path, e.g. 'Big.avw'. */
   report: string;
   rows: number;
-  outputType: 'txt' | 'json' | 'json_compact' | 'xml_query';
+  outputType: 'txt' | 'json' | 'json_compact' | 'xml_query' | 'txt_cstr' | 'pdf';
+  /** Report parameters besides ROWS (the document case's PAD_MB). */
+  parameters?: Record<string, string>;
   paging: number;
   /** schema.table */
   target: string;

@@ -29,7 +29,7 @@ const config = configSchema.parse({
   jobs: {
     bench: {
       connection: 'sim',
-      report: { mandant: 7777, name: input.report.replace(/\.avw$/, ''), outputType: input.outputType, paging: input.paging, parameters: { ROWS: String(input.rows) } },
+      report: { mandant: 7777, name: input.report.replace(/\.avw$/, ''), outputType: input.outputType, paging: input.paging, parameters: { ROWS: String(input.rows), ...input.parameters } },
       target: { table: input.target, mode: input.mode },
     },
   },

@@ -9,6 +9,7 @@ import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
 import { html, page, type SafeHtml } from './html.ts';
 import type { RunErrorRow, RunListFilter, RunListRow } from '../history/run-list.ts';
+import type { RunDocument } from '../history/run-documents.ts';
 
 /** The statuses the filter offers (etl.runs.status). */
 
@@ -98,7 +99,7 @@ ${e.details !== null && e.details !== undefined ? html`<h3>Details</h3><pre clas
  * One attempt: its figures, every recorded error with the server's text verbatim, the other attempts of the same
  * logical run, and a Replay button (POST /admin/runs/:runId/replay) when it failed or was interrupted.
  */
-export function renderRunPage(run: AttemptRow, errors: RunErrorRow[], attempts: AttemptRow[], notice: RunPageNotice = {}): string {
+export function renderRunPage(run: AttemptRow, errors: RunErrorRow[], attempts: AttemptRow[], notice: RunPageNotice = {}, documents: RunDocument[] = []): string {
   const banner = notice.replayedJobId
     ? html`<div class="notice" role="status">Replay queued as job <a href="${BULL_BOARD_PATH}/queue/${encodeURIComponent(QUEUE_NAME)}/${encodeURIComponent(notice.replayedJobId)}"><code>${notice.replayedJobId}</code></a>.</div>`
     : notice.replayError
@@ -127,5 +128,10 @@ export function renderRunPage(run: AttemptRow, errors: RunErrorRow[], attempts: 
 ${others.map((a) => html`<tr><td>${runLink(a.run_id)}</td><td>${formatTime(a.started_at)}</td><td>${status(a.status)}</td><td>${a.trigger}</td><td class="num">${a.attempt}</td><td>${(a.error ?? '').split('\n')[0]}</td></tr>
 `)}</tbody></table>`
     : '';
-  return page(`Run ${run.job} ${formatTime(run.started_at)}`, html`${banner}${replay}${fields}${errorText}${errors.map(errorSection)}${attemptTable}`);
+  const documentTable = documents.length
+    ? html`<h2>Documents</h2><table id="documents"><thead><tr><th>Page</th><th>File</th><th>Type</th><th>Bytes</th><th>sha256</th></tr></thead><tbody>
+${documents.map((d) => html`<tr><td class="num">${d.page}</td><td><a href="/admin/runs/${encodeURIComponent(run.run_id)}/documents/${d.page}" download="${d.fileName}">${d.fileName}</a></td><td>${d.contentType}</td><td class="num">${formatCount(d.bytes)}</td><td><code>${d.sha256.slice(0, 16)}…</code></td></tr>
+`)}</tbody></table>`
+    : '';
+  return page(`Run ${run.job} ${formatTime(run.started_at)}`, html`${banner}${replay}${fields}${errorText}${errors.map(errorSection)}${documentTable}${attemptTable}`);
 }

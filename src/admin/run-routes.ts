@@ -1,9 +1,11 @@
 /**
  * Routes of the run history pages: `GET /admin/runs` (filters `job`, `status`, `limit` per job),
- * `GET /admin/runs/:runId`, and `POST /admin/runs/:runId/replay`, which re-queues the failed run through the
+ * `GET /admin/runs/:runId` (with the run's archived documents), `GET /admin/runs/:runId/documents/:page` (one
+ * document, streamed from its target table as an attachment), and `POST /admin/runs/:runId/replay`, which re-queues the failed run through the
  * queue's replayRun (the same logical run, so append loads stay exactly-once) and redirects back (303) with a
  * notice. Access control is the server's onRequest hook, not these routes'.
  */
+import { Readable } from 'node:stream';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
@@ -17,6 +19,7 @@ import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
 import { PAGE_CSP } from './html.ts';
 import { renderRunList, renderRunPage } from './run-pages.ts';
 import { listAttempts, listJobNames, listRecentRuns, listRunErrors, type RunListFilter } from '../history/run-list.ts';
+import { DocumentNotFoundError, listRunDocuments, readDocument } from '../warehouse/documents.ts';
 
 /** What the run routes need. */
 export interface RunRoutesDeps {
@@ -53,9 +56,34 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const { runId } = req.params;
     const run = UUID.test(runId) ? await getAttempt(deps.pool, runId) : undefined;
     if (!run) return reply.code(404).type('text/plain; charset=utf-8').send(`no run ${runId}\n`);
-    const [errors, attempts] = await Promise.all([listRunErrors(deps.pool, runId), listAttempts(deps.pool, run.job, run.run_key)]);
-    const html = renderRunPage(run, errors, attempts, { replayedJobId: req.query.replayed, replayError: req.query.replayError });
+    const [errors, attempts, documents] = await Promise.all([listRunErrors(deps.pool, runId), listAttempts(deps.pool, run.job, run.run_key), listRunDocuments(deps.pool, runId)]);
+    const html = renderRunPage(run, errors, attempts, { replayedJobId: req.query.replayed, replayError: req.query.replayError }, documents);
     return reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(html);
+  });
+
+  app.get<{ Params: { runId: string; page: string } }>('/admin/runs/:runId/documents/:page', async (req, reply) => {
+    const { runId, page } = req.params;
+    const doc = UUID.test(runId) && /^[1-9]\d{0,8}$/.test(page) ? (await listRunDocuments(deps.pool, runId)).find((d) => d.page === Number(page)) : undefined;
+    if (!doc) return reply.code(404).type('text/plain; charset=utf-8').send(`no document on page ${page} of run ${runId}\n`);
+    const body = readDocument(deps.pool, doc);
+    // The first slice is read before the answer starts, so that a document gone from its target is a clean 404.
+    let first: IteratorResult<Buffer>;
+    try {
+      first = await body.next();
+    } catch (err) {
+      if (err instanceof DocumentNotFoundError) return reply.code(404).type('text/plain; charset=utf-8').send(`${err.message}\n`);
+      throw err;
+    }
+    async function* all(): AsyncGenerator<Buffer> {
+      if (!first.done) yield first.value;
+      yield* body;
+    }
+    return reply
+      .header('content-type', doc.contentType)
+      .header('content-length', String(doc.bytes))
+      .header('content-disposition', `attachment; filename="${doc.fileName.replace(/[^A-Za-z0-9_.-]/g, '_')}"`)
+      .header('x-content-type-options', 'nosniff')
+      .send(Readable.from(all()));
   });
 
   app.post<{ Params: { runId: string } }>('/admin/runs/:runId/replay', async (req, reply) => {

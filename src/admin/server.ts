@@ -7,7 +7,7 @@
  * | `/readyz` | 200 when PostgreSQL and Redis answer, else 503 naming the failed one | open |
  * | `/metrics` | Prometheus metrics (metrics.ts) | `Bearer <METRICS_TOKEN>` or admin auth; loopback only when neither is set |
  * | `/admin` | the jobs overview (overview-routes.ts), with the live jobs.yaml; else a redirect to `/admin/runs` | admin auth |
- * | `/admin/runs`, `/admin/runs/:runId`, POST `/admin/runs/:runId/replay` | run history pages (run-routes.ts) | admin auth |
+ * | `/admin/runs`, `/admin/runs/:runId`, `/admin/runs/:runId/documents/:page`, POST `/admin/runs/:runId/replay` | run history pages and document downloads (run-routes.ts) | admin auth |
  * | `/admin/queues` | bull-board with retry buttons (bull-board.ts) | admin auth |
  * | `/admin/login?token=...` | sets the browser session cookie, redirects to the home page | the token itself |
  * | `/admin/connections`, `/admin/connections/:name/login` | logins of user-dependent service users (login-routes.ts) | admin auth |

@@ -14,7 +14,8 @@ import { registerBackfill } from './backfill.ts';
 import { registerAdmin } from './admin.ts';
 import { registerLogin } from './login.ts';
 import { registerPreview } from './preview.ts';
+import { registerDocuments } from './documents.ts';
 
 /** Every command, in the order `--help` lists them. */
 export const commands: RegisterCommand[] = [registerRun, registerPreview, registerValidate, registerMigrate, registerSimulate,
-  registerScheduler, registerWorker, registerStart, registerEnqueue, registerRuns, registerReplay, registerBackfill, registerAdmin, registerLogin];
+  registerScheduler, registerWorker, registerStart, registerEnqueue, registerRuns, registerReplay, registerBackfill, registerDocuments, registerAdmin, registerLogin];

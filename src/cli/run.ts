@@ -16,6 +16,7 @@ import { makeAlertSender } from '../alerts/webhook-sender.ts';
 import { makeRunAlerts } from '../alerts/run-alerts.ts';
 import { makeJanitor } from '../queue/janitor.ts';
 import type { RegisterCommand } from './types.ts';
+import { outputShape } from '../vocabulary.ts';
 
 /** How long `run` waits at its end for alerts still being delivered, in ms (the run's outcome is already printed). */
 const ALERT_FLUSH_MS = 30_000;
@@ -81,9 +82,12 @@ export const registerRun: RegisterCommand = (program, cli) => {
         });
         await alerts.succeeded({ job: jobName, runId: result.attemptId, trigger: 'manual' });
         const secs = result.durationMs / 1000;
+        // What a loaded row is depends on the output type (README "Output types").
+        const shape = outputShape(job.job.report.outputType, job.job.target);
+        const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
         cli.out(
-          `${jobName}: ${result.status}, ${result.rows} rows, ${result.pages} pages, ${(result.bytes / 1e6).toFixed(1)} MB in ` +
-            `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} rows/s), run ${result.attemptId}`,
+          `${jobName}: ${result.status}, ${result.rows} ${unit}, ${result.pages} pages, ${(result.bytes / 1e6).toFixed(1)} MB in ` +
+            `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s), run ${result.attemptId}`,
         );
       } catch (err) {
         if (!(err instanceof AttemptFailedError)) throw err;

@@ -31,6 +31,7 @@ interface SimulateFlags {
   errorRate: number;
   resetRate: number;
   latency: number;
+  productVersion?: number;
 }
 
 /** Registers `simulate` on `program`. */
@@ -47,6 +48,7 @@ export function registerSimulate(program: Command, cli: Cli): void {
     .option('--error-rate <p>', 'probability of a 502/503/504 answer per report request (0..1)', rate, 0)
     .option('--reset-rate <p>', 'probability that an output page is cut off midway (0..1)', rate, 0)
     .option('--latency <ms>', 'latency added to every response, in ms', int('--latency', 0), 0)
+    .option('--product-version <year>', 'product version of the simulated server: pdf needs 2025, excel/word 2026 (older: 400 "Unknown outputType"); default: every type', int('--product-version', 2000))
     .action(async (flags: SimulateFlags) => {
       const logger = makeLogger();
       const options: SimulatorOptions = {
@@ -57,6 +59,7 @@ export function registerSimulate(program: Command, cli: Cli): void {
         seed: flags.seed,
         timezone: flags.timezone,
         faults: { errorRate: flags.errorRate, resetRate: flags.resetRate, latencyMs: flags.latency },
+        ...(flags.productVersion === undefined ? {} : { productVersion: flags.productVersion }),
         logger,
       };
       const sim = await startSimulator(options);

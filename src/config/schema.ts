@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { PATH_ENCODINGS } from '../report-api/report-name.ts';
 import { AUTH_KINDS, CREDENTIALS_WAYS, MANDANT_PATTERN, MAX_SCOPES, MIN_PAGING, PAGING_PROBLEM, SCOPES_PROBLEM } from '../report-api/report-rules.ts';
-import { ALERT_EVENTS, ALERT_FORMATS, OUTPUT_TYPES, WRITE_MODES } from '../vocabulary.ts';
+import { ALERT_EVENTS, ALERT_FORMATS, MIN_PRODUCT_VERSION, OUTPUT_TYPES, outputShape, WRITE_MODES } from '../vocabulary.ts';
 import { DURATION_HINT, parseWindow } from './duration.ts';
 import { DEFAULT_MAX_VALUE_BYTES } from '../pages/value-limit.ts';
 
@@ -59,6 +59,13 @@ export const connectionSchema = z
     pollMaxIntervalMs: z.number().int().positive().default(5_000).describe('Cap of the growing poll interval in ms.'),
     pollTimeoutMs: z.number().int().positive().default(3_600_000).describe('How long a job may stay Running before the run fails, in ms.'),
     freshness: duration().optional().describe('Default freshness of the jobs on this connection, e.g. 26h; see jobs.<name>.freshness.'),
+    productVersion: z
+      .number()
+      .int()
+      .min(2000)
+      .max(9999)
+      .optional()
+      .describe('Product version of the server, e.g. 2025; gates pdf (2025+) and the excel/word types (2026+) (spec "Versioning" 2). Unset: any.'),
   })
   .strict()
   .superRefine((c, ctx) => {
@@ -86,7 +93,10 @@ export const reportSchema = z
       .string()
       .min(1)
       .describe('Report name, sub folders separated by "/"; ".avw" is appended when no extension is given.'),
-    outputType: z.enum(OUTPUT_TYPES).default('json').describe('Output type: json | json_compact | txt | xml_query.'),
+    outputType: z
+      .enum(OUTPUT_TYPES)
+      .default('json')
+      .describe('Output type, any of the spec\'s table; what each loads as: README "Output types" (documents need productVersion 2025+/2026+).'),
     paging: z
       .number()
       .int()
@@ -122,6 +132,15 @@ export const targetSchema = z
       .record(z.string(), z.string().regex(/^[A-Za-z][A-Za-z0-9_ ,()\[\]]*$/, { message: 'not a type name' }))
       .default({})
       .describe('Declared Postgres types by normalised column name; a declared type wins over inference.'),
+    rowsAt: z
+      .string()
+      .regex(/^(\/([^~]|~[01])*)+$/, { message: 'rowsAt must be a JSON pointer (RFC 6901) such as /orders or /report/rows' })
+      .optional()
+      .describe('json_userdef(_compact) only: JSON pointer (RFC 6901) to the array of row objects in every page, loaded as typed rows like json; unset: one jsonb document per page.'),
+    load: z
+      .enum(['document', 'rows'])
+      .default('document')
+      .describe('excel-xlsx_data only: document archives each page\'s workbook; rows loads its first sheet as typed rows (header row = column names).'),
   })
   .strict()
   .superRefine((t, ctx) => {
@@ -159,7 +178,28 @@ export const jobSchema = z
       .optional()
       .describe('Longest time since the last successful run before the job is stale (admin pages, metric, stale alert), e.g. 26h; default the connection\'s, else none.'),
   })
-  .strict();
+  .strict()
+  .superRefine((j, ctx) => {
+    const type = j.report.outputType;
+    const userdef = type === 'json_userdef' || type === 'json_userdef_compact';
+    if (j.target.rowsAt !== undefined && !userdef) {
+      ctx.addIssue({ code: 'custom', path: ['target', 'rowsAt'], message: `rowsAt applies to json_userdef and json_userdef_compact only (outputType is ${type}): remove it` });
+    }
+    if (j.target.load === 'rows' && type !== 'excel-xlsx_data') {
+      ctx.addIssue({ code: 'custom', path: ['target', 'load'], message: `load: rows applies to excel-xlsx_data only (outputType is ${type}): remove it` });
+    }
+    const shape = outputShape(type, j.target);
+    if (shape === 'file' && j.target.mode === 'merge') {
+      ctx.addIssue({ code: 'custom', path: ['target', 'mode'], message: `mode merge does not apply to documents (outputType ${type}): use replace or append` });
+    }
+    if (shape !== 'rows' && Object.keys(j.target.columns).length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['target', 'columns'],
+        message: `columns declares types of typed rows; outputType ${type} loads fixed columns (README "Output types"): remove it`,
+      });
+    }
+  });
 
 export type JobConfig = z.infer<typeof jobSchema>;
 
@@ -200,6 +240,15 @@ export const configSchema = z
   .strict()
   .superRefine((c, ctx) => {
     for (const [name, job] of Object.entries(c.jobs)) {
+      const connection = c.connections[job.connection];
+      const since = MIN_PRODUCT_VERSION[job.report.outputType];
+      if (connection?.productVersion !== undefined && since !== undefined && connection.productVersion < since) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['jobs', name, 'report', 'outputType'],
+          message: `output type ${job.report.outputType} needs product version ${since} or later, but connection "${job.connection}" has productVersion ${connection.productVersion} (spec "Versioning" 2): choose another output type or raise productVersion if the server is newer`,
+        });
+      }
       if (!(job.connection in c.connections)) {
         ctx.addIssue({
           code: 'custom',

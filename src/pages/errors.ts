@@ -16,6 +16,9 @@ export interface PageFormatDetails {
 
 /** Page bytes are malformed: code PAGE_FORMAT, stage 'parse', details { page, row?, offset? }, never retryable. */
 export class PageFormatError extends EtlError {
+  /** What is wrong, without the place. */
+  readonly what: string;
+  readonly where: PageFormatDetails;
   constructor(what: string, where: PageFormatDetails, options: { cause?: unknown } = {}) {
     const parts = [`page ${where.page}`];
     if (where.row !== undefined) parts.push(`row ${where.row}`);
@@ -24,5 +27,7 @@ export class PageFormatError extends EtlError {
     if (where.row !== undefined) details.row = where.row;
     if (where.offset !== undefined) details.offset = where.offset;
     super('PAGE_FORMAT', `${parts.join(', ')}: ${what}`, { stage: 'parse', retryable: false, details, cause: options.cause });
+    this.what = what;
+    this.where = where;
   }
 }

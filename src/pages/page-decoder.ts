@@ -5,6 +5,19 @@
 import type { OutputType } from '../vocabulary.ts';
 import type { CopyFormat } from '../warehouse/row-source.ts';
 
+/** What the server said about a page besides its bytes. */
+export interface PageMeta {
+  /** The page answer's Content-Type header, as sent (undefined when absent). */
+  contentType?: string | undefined;
+}
+
+/** A column whose type the output type fixes (README "Output types"), as the target table gets it. */
+export interface FixedColumn {
+  readonly name: string;
+  /** PostgreSQL type, e.g. `integer`, `text[]`, `jsonb`, `xml`, `bytea`. */
+  readonly type: string;
+}
+
 /** Decodes the pages of one run, in order, into COPY rows. One instance per run; not reentrant. */
 export interface PageDecoder {
   readonly outputType: OutputType;
@@ -19,13 +32,22 @@ export interface PageDecoder {
   /** Rows yielded so far over all pages. */
   readonly rows: number;
   /**
-   * Decodes one page. Yields Buffers, each holding only WHOLE rows in COPY format, in `columns` order, one
-   * row per line (ending in \n). A yielded Buffer is never written to again by the decoder.
+   * Set for the output types whose table shape is fixed (lines, documents per page): the target's columns in table
+   * order with their types; `columns` then names the same columns in COPY order and is known before any page.
+   */
+  readonly fixedColumns?: readonly FixedColumn[];
+  /**
+   * Decodes one page. Yields Buffers in COPY format, in `columns` order, one row per line (ending in \n); each holds
+   * only whole rows, except from the one-row-per-page decoders (xml, documents), which stream their page's row in
+   * parts so that a page is never held whole. A yielded Buffer is never written to again by the decoder, except the
+   * document decoder's content Buffers, reused 32 yields later (document-decoder.ts RING): use or copy a Buffer
+   * before pulling that many more, as COPY does.
    * @param body the page body as it arrives (chunks of any size, BOM included for txt)
    * @param page the page number, 1-based (spec "Endpoints" #3), used in errors
+   * @param meta the page answer's headers (documents check the Content-Type)
    * @throws PageFormatError (code PAGE_FORMAT, not retryable) naming page, row (1-based within the page) and
    *   what is wrong: txt header differs from page 1's, wrong field count, JSON syntax error (with byte offset),
    *   a JSON row key the first row did not have, XML not well-formed, NUL in a value.
    */
-  decodePage(body: AsyncIterable<Uint8Array>, page: number): AsyncGenerator<Buffer>;
+  decodePage(body: AsyncIterable<Uint8Array>, page: number, meta?: PageMeta): AsyncGenerator<Buffer>;
 }

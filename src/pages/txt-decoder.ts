@@ -40,7 +40,7 @@ interface HeaderLine {
 }
 
 /** Kind of a bare (unquoted, non-empty) txt field: integer, numeric, timestamp, else text. */
-function classifyBare(b: Uint8Array, s: number, e: number): number {
+export function classifyBare(b: Uint8Array, s: number, e: number): number {
   const c = b[s]!;
   if (e - s >= 19 && b[s + 2] === 0x2e && isTxtTimestamp(b, s, e)) return KIND.timestamp;
   if ((c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e) {

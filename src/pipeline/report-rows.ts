@@ -57,7 +57,7 @@ export function reportRows(client: ReportClient, reportJobId: string, decoder: P
       const rowsBefore = decoder.rows;
       const bytesBefore = bytes;
       pageStartRows.push(rowsBefore);
-      yield* decoder.decodePage(counted(stream.body), page);
+      yield* decoder.decodePage(counted(stream.body), page, { contentType: stream.contentType });
       pages = page;
       const ms = performance.now() - pageStarted;
       const rows = decoder.rows - rowsBefore;
@@ -83,6 +83,7 @@ export function reportRows(client: ReportClient, reportJobId: string, decoder: P
   let first: IteratorResult<Buffer> | undefined;
   return {
     copyFormat: decoder.copyFormat,
+    fixedColumns: decoder.fixedColumns,
     get pages() {
       return pages;
     },

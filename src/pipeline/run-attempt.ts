@@ -18,9 +18,10 @@ import type { AttemptOwner } from '../history/attempt-owner.ts';
 import { completeAttempt, failAttempt, failureOf, insertAttempt, runningAttempts, setAttemptReportJob, type AttemptFailure, type RunningAttempt } from '../history/attempts.ts';
 import { goneOwners } from '../history/orphans.ts';
 import type { Logger } from '../logger.ts';
-import { makePageDecoder } from '../pages/decoder.ts';
+import { DocumentPageDecoder, documentFileName, makePageDecoder } from '../pages/decoder.ts';
+import { insertRunDocuments } from '../history/run-documents.ts';
 import { encodeReportName, makeReportClient, withReportJob, type ClientLease, type FinishedReport, type ReportClient, type ReportClients } from '../report-api/index.ts';
-import type { RunRequest, RunStage } from '../vocabulary.ts';
+import { isDocumentType, outputShape, type RunRequest, type RunStage } from '../vocabulary.ts';
 import { loadRows, withLoadTransaction, type LoadPlan, type LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
@@ -127,6 +128,7 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
   const target = parseTableName(targetConfig.table);
   const targetTable = `${target.schema}.${target.table}`;
   const started = performance.now();
+  const startedAt = new Date();
   const trigger = request.trigger ?? 'manual';
   const attempt = await insertAttempt(o.pool, {
     attemptId,
@@ -183,13 +185,31 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
     const load = async (finished: FinishedReport): Promise<AttemptResult> => {
       log.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
       stage = 'load';
-      const rows = reportRows(client, finished.jobId, makePageDecoder(report.outputType, { maxValueBytes: report.maxValueBytes }), log, o.signal);
+      const type = report.outputType;
+      const shape = outputShape(type, targetConfig);
+      const decoder = makePageDecoder(type, {
+        maxValueBytes: report.maxValueBytes,
+        rowsAt: targetConfig.rowsAt,
+        load: targetConfig.load,
+        fileName: isDocumentType(type) ? (page) => documentFileName({ report: report.name, mandant: report.mandant, runTime: startedAt, page, type }) : undefined,
+      });
+      const rows = reportRows(client, finished.jobId, decoder, log, o.signal);
       let loaded: LoadResult | undefined;
       try {
         const committed = await withLoadTransaction(o.pool, { target, timezone: r.connection.timezone }, async (tx) => {
-          loaded = await loadRows(tx, { target, mode: targetConfig.mode, key: targetConfig.key, declaredTypes, expectedRows: finished.rows, logger: log }, rows);
+          // Lines and documents are not report rows: their count says nothing about rows=, the page count does.
+          const expectedRows = shape === 'rows' ? finished.rows : undefined;
+          loaded = await loadRows(tx, { target, mode: targetConfig.mode, key: targetConfig.key, declaredTypes, expectedRows, logger: log }, rows);
           figures.pages = rows.pages;
           figures.bytes = rows.bytes;
+          if (shape !== 'rows' && rows.pages !== finished.pages) {
+            throw new EtlError('PAGE_COUNT_MISMATCH', `page count mismatch: the server reported pages=${finished.pages}, ${rows.pages} pages were read; nothing was committed`, {
+              stage: 'load',
+              retryable: true,
+              details: { expected: finished.pages, loaded: rows.pages },
+            });
+          }
+          if (decoder instanceof DocumentPageDecoder) await insertRunDocuments(tx, attemptId, targetTable, decoder.documents);
           if (targetConfig.mode === 'append' && !(await claimAppend(tx, r.name, runKey, attemptId, targetTable, loaded.rows))) return false;
           // The target is locked for this transaction; the overlap lock must still be ours, or another run of the
           // job may be loading too (an older tick must not overwrite a newer one's rows).

@@ -48,6 +48,8 @@ export interface SimContext {
   jobDurationMs: number;
   seed: number;
   nameRules: ReportNameRules;
+  /** SimulatorOptions.productVersion: types that need a later version are unknown to this server. */
+  productVersion?: number | undefined;
   /** Set when SimulatorOptions.pageCache is on: pages are rendered once and served from memory. */
   pageCache?: PageCache;
 }

@@ -87,6 +87,7 @@ const BEMERKUNGEN: readonly string[] = [
   'Teil 1/2, Rest folgt',
   'Zahlung per Überweisung\r\nfällig in 30 Tagen',
   '0042',
+  'Emoji 🚀👍🏽 mit\tTab',
 ];
 
 /**

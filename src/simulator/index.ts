@@ -75,6 +75,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     seed: opts.seed ?? 1,
     nameRules: { acceptBackslash: opts.acceptBackslash ?? true, acceptEncodedSlash: opts.acceptEncodedSlash ?? true },
     pageCache: opts.pageCache ? new PageCache() : undefined,
+    productVersion: opts.productVersion,
   };
   const control: SimControl = {
     counters: (): SimulatorCounters => ({ ...structuredClone(ctx.counters), openJobs: [...jobs.keys()] }),

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ReportData } from './catalogue.ts';
+import type { PageFaultRequest } from './page-faults.ts';
 import type { SimulatedOutputType } from './render.ts';
 import type { ZonedFormatter } from './time-format.ts';
 
@@ -35,6 +36,12 @@ export interface SimJob {
   pageLengths: Map<number, number>;
   /** Report, parameters and seed as one string (page-cache.ts dataKey), for the page cache. */
   dataKey: string;
+  /** A bad page asked for by SIM_FAULT (page-faults.ts). */
+  fault: PageFaultRequest | undefined;
+  /** pdf filler bytes per page asked for by PAD_MB. */
+  padBytes: number;
+  /** Pages rendered whole (documents, faulty pages), kept so that a resumed download gets the same bytes. */
+  wholePages: Map<number, Promise<Buffer>>;
 }
 
 /** The Job JSON body (spec "Job (report session)"). */
@@ -67,6 +74,8 @@ export interface NewJob {
   now: number;
   /** page-cache.ts dataKey of the rows; default ''. */
   dataKey?: string;
+  fault?: PageFaultRequest | undefined;
+  padBytes?: number;
 }
 
 /** Makes a job. */
@@ -87,6 +96,9 @@ export function makeJob(n: NewJob): SimJob {
     withResult: n.error?.withResult ?? false,
     pageLengths: new Map(),
     dataKey: n.dataKey ?? '',
+    fault: n.fault,
+    padBytes: n.padBytes ?? 0,
+    wholePages: new Map(),
   };
 }
 

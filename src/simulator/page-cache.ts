@@ -3,10 +3,11 @@
  * nothing: the benchmark (bench/run.ts) measures the worker, not the renderers. A page is keyed by report,
  * parameters, seed, output type, paging and page number, and holds exactly the bytes the streaming renderer
  * would send (spec "Output page shapes"). Memory is the sum of the cached pages: {@link PageCache.clear}
- * between report shapes.
+ * between report shapes. Documents (rendered whole, asynchronously) are kept once served ({@link PageCache.keepWhole}).
  */
 import type { ReportData } from './catalogue.ts';
-import { pageRenderer, type SimulatedOutputType } from './render.ts';
+import type { OutputType } from '../vocabulary.ts';
+import { pageRenderer, type StreamedOutputType } from './render.ts';
 import type { ZonedFormatter } from './time-format.ts';
 
 /** Identifies one report run's rows: report path, parameters and seed (what reportData() takes). */
@@ -23,7 +24,7 @@ export class PageCache {
   /** Bytes of all cached pages. */
   bytes = 0;
 
-  private static key(data: string, outputType: SimulatedOutputType, paging: number, page: number): string {
+  private static key(data: string, outputType: OutputType, paging: number, page: number): string {
     return `${data}|${outputType}|${paging}|${page}`;
   }
 
@@ -31,14 +32,14 @@ export class PageCache {
    * The bytes of page `page` (1-based) holding rows [from, to) of `data`, rendered on first use.
    * @param data the report's rows; `key` is its {@link dataKey}
    */
-  page(key: string, data: ReportData, outputType: SimulatedOutputType, paging: number, page: number, zone: ZonedFormatter): Buffer {
+  page(key: string, data: ReportData, outputType: StreamedOutputType, paging: number, page: number, zone: ZonedFormatter): Buffer {
     const k = PageCache.key(key, outputType, paging, page);
     let buf = this.pages.get(k);
     if (buf === undefined) {
       const from = (page - 1) * paging;
       const to = Math.min(from + paging, data.rowCount);
       const parts: Buffer[] = [];
-      for (const chunk of pageRenderer(outputType)(data, from, to, { zone, page })) {
+      for (const chunk of pageRenderer(outputType)(data, from, to, { zone, page, report: key.split('|')[0], paging })) {
         parts.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
       }
       buf = Buffer.concat(parts);
@@ -46,6 +47,18 @@ export class PageCache {
       this.bytes += buf.length;
     }
     return buf;
+  }
+
+  /** A page rendered whole (a document) kept under the same key, or undefined. */
+  whole(key: string, outputType: OutputType, paging: number, page: number): Buffer | undefined {
+    return this.pages.get(PageCache.key(key, outputType, paging, page));
+  }
+
+  /** Keeps a page rendered whole (a document), for {@link whole}. */
+  keepWhole(key: string, outputType: OutputType, paging: number, page: number, buf: Buffer): void {
+    const k = PageCache.key(key, outputType, paging, page);
+    if (!this.pages.has(k)) this.bytes += buf.length;
+    this.pages.set(k, buf);
   }
 
   /** Drops every cached page. */

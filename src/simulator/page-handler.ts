@@ -10,7 +10,9 @@ import type { ServerResponse } from 'node:http';
 import type { SimContext } from './context.ts';
 import { REPORT_API_HEADERS, send, sendProblem } from './http-util.ts';
 import { jobState, type SimJob } from './jobs.ts';
-import { PAGE_CONTENT_TYPES, pageRenderer, type RenderContext } from './render.ts';
+import { applyPageFault } from './page-faults.ts';
+import { hasContentLength, isStreamed, PAGE_CONTENT_TYPES, pageRenderer, type RenderContext, type StreamedOutputType } from './render.ts';
+import { renderDocument } from './render-documents.ts';
 import { jobNotFound } from './report-handlers.ts';
 
 /** Resolves once the response can take more data or is gone. */
@@ -31,11 +33,63 @@ export function pageLength(job: SimJob, page: number, from: number, to: number, 
   let len = job.pageLengths.get(page);
   if (len === undefined) {
     len = 0;
-    const rctx: RenderContext = { zone: ctx.zone, page };
-    for (const chunk of pageRenderer(job.outputType)(job.data!, from, to, rctx)) len += Buffer.byteLength(chunk);
+    const rctx = renderContext(ctx, job, page);
+    for (const chunk of pageRenderer(job.outputType as StreamedOutputType)(job.data!, from, to, rctx)) len += Buffer.byteLength(chunk);
     job.pageLengths.set(page, len);
   }
   return len;
+}
+
+function renderContext(ctx: SimContext, job: SimJob, page: number): RenderContext {
+  return { zone: ctx.zone, page, report: job.reportPath, paging: job.paging };
+}
+
+/** A page rendered whole: a document, or a page with a SIM_FAULT (page-faults.ts); kept per job and page. */
+function wholePage(ctx: SimContext, job: SimJob, page: number, from: number, to: number): Promise<Buffer> {
+  let p = job.wholePages.get(page);
+  if (p === undefined) {
+    const rctx = renderContext(ctx, job, page);
+    const type = job.outputType;
+    const faulty = job.fault?.page === page;
+    const cache = faulty ? undefined : ctx.pageCache;
+    p = (async () => {
+      const cached = cache?.whole(job.dataKey, type, job.paging, page);
+      if (cached) return cached;
+      let buf: Buffer;
+      if (isStreamed(type)) {
+        buf = Buffer.concat([...pageRenderer(type)(job.data!, from, to, rctx)].map((c) => (typeof c === 'string' ? Buffer.from(c, 'utf8') : c)));
+      } else {
+        buf = await renderDocument(type, job.data!, from, to, rctx, type === 'pdf' ? job.padBytes : 0);
+      }
+      if (faulty) return applyPageFault(job.fault!.kind, buf);
+      cache?.keepWhole(job.dataKey, type, job.paging, page, buf);
+      return buf;
+    })();
+    job.wholePages.set(page, p);
+  }
+  return p;
+}
+
+/** Serves a page rendered whole, with Content-Length; the reset fault cuts it. */
+async function sendWhole(ctx: SimContext, job: SimJob, page: number, from: number, to: number, cutFraction: number, res: ServerResponse): Promise<void> {
+  const buf = await wholePage(ctx, job, page, from, to);
+  if (res.destroyed) return;
+  const faulty = job.fault?.page === page;
+  const contentType = faulty && job.fault!.kind === 'wrong-content-type' ? 'text/html' : PAGE_CONTENT_TYPES[job.outputType];
+  res.writeHead(200, { ...REPORT_API_HEADERS, 'Content-Type': contentType, 'Content-Length': String(buf.length) });
+  if (cutFraction > 0 && buf.length > 1) {
+    const cutAt = Math.max(1, Math.min(buf.length - 1, Math.floor(buf.length * cutFraction)));
+    ctx.counters.faultsInjected.resets++;
+    await new Promise<void>((resolve) => res.write(buf.subarray(0, cutAt), () => resolve()));
+    res.socket?.destroy();
+    res.destroy();
+    return;
+  }
+  if (!res.write(buf)) await drainOrClose(res);
+  if (res.destroyed) return;
+  res.end();
+  ctx.counters.pagesServed++;
+  ctx.counters.bytesServed += buf.length;
 }
 
 /**
@@ -43,9 +97,9 @@ export function pageLength(job: SimJob, page: number, from: number, to: number, 
  * chunked, as the streaming path sends them).
  */
 async function sendCached(ctx: SimContext, job: SimJob, page: number, data: NonNullable<SimJob['data']>, res: ServerResponse): Promise<void> {
-  const buf = ctx.pageCache!.page(job.dataKey, data, job.outputType, job.paging, page, ctx.zone);
+  const buf = ctx.pageCache!.page(job.dataKey, data, job.outputType as StreamedOutputType, job.paging, page, ctx.zone);
   const headers: Record<string, string> = { ...REPORT_API_HEADERS, 'Content-Type': PAGE_CONTENT_TYPES[job.outputType] };
-  if (job.outputType === 'txt') headers['Content-Length'] = String(buf.length);
+  if (hasContentLength(job.outputType)) headers['Content-Length'] = String(buf.length);
   res.writeHead(200, headers);
   if (!res.write(buf)) await drainOrClose(res);
   if (res.destroyed) return;
@@ -69,8 +123,10 @@ export async function handleOutput(ctx: SimContext, id: string, pageRaw: string 
   const to = Math.min(from + job.paging, data.rowCount);
 
   const cutFraction = ctx.faults.drawReset();
+  const type = job.outputType;
+  if (!isStreamed(type) || job.fault?.page === page) return sendWhole(ctx, job, page, from, to, cutFraction, res);
   if (ctx.pageCache && cutFraction === 0) return sendCached(ctx, job, page, data, res);
-  const isTxt = job.outputType === 'txt';
+  const isTxt = hasContentLength(type);
   const length = isTxt || cutFraction > 0 ? pageLength(job, page, from, to, ctx) : -1;
   const headers: Record<string, string> = { ...REPORT_API_HEADERS, 'Content-Type': PAGE_CONTENT_TYPES[job.outputType] };
   if (isTxt) headers['Content-Length'] = String(length);
@@ -78,7 +134,7 @@ export async function handleOutput(ctx: SimContext, id: string, pageRaw: string 
 
   const cutAt = cutFraction > 0 ? Math.max(1, Math.min(length - 1, Math.floor(length * cutFraction))) : Infinity;
   let sent = 0;
-  for (const chunk of pageRenderer(job.outputType)(data, from, to, { zone: ctx.zone, page })) {
+  for (const chunk of pageRenderer(type)(data, from, to, renderContext(ctx, job, page))) {
     if (res.destroyed) return;
     const size = Buffer.byteLength(chunk);
     if (sent + size >= cutAt) {

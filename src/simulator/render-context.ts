@@ -8,6 +8,10 @@ export interface RenderContext {
   zone: ZonedFormatter;
   /** 1-based page number (txt picks its byte order mark by it). */
   page: number;
+  /** The report's path (folders/name.ext), for the types that show it (txt_all, json_userdef, xml, documents). */
+  report?: string;
+  /** Rows per page of the job (txt_all numbers its groups across pages). */
+  paging?: number;
 }
 
 /** Renders rows [from, to) of `data` as chunks of a page. */

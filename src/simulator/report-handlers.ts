@@ -16,6 +16,8 @@ import { jobBody, makeJob, type SimJob } from './jobs.ts';
 import { dataKey } from './page-cache.ts';
 import { parseReportName } from './report-name.ts';
 import { SIMULATED_OUTPUT_TYPES, type SimulatedOutputType } from './render.ts';
+import { padBytesOf, pageFaultOf } from './page-faults.ts';
+import { MIN_PRODUCT_VERSION, type OutputType } from '../vocabulary.ts';
 import type { SimulatorClient } from './types.ts';
 
 /** Rows per page when paging is missing or below the minimum (spec "Limits"). */
@@ -95,21 +97,27 @@ export async function handleStart(
   if (typeof outputType !== 'string' || !(SIMULATED_OUTPUT_TYPES as readonly string[]).includes(outputType)) {
     return badRequest(res, `outputType must be one of ${SIMULATED_OUTPUT_TYPES.join(', ')} in this simulator`);
   }
+  const since = MIN_PRODUCT_VERSION[outputType as OutputType];
+  if (ctx.productVersion !== undefined && since !== undefined && ctx.productVersion < since) {
+    // An older server does not know the type at all (the simulator's choice, see SimulatorOptions.productVersion).
+    return badRequest(res, `Unknown outputType '${outputType}'`);
+  }
   const paging = typeof body.paging === 'number' && Number.isInteger(body.paging) && body.paging >= MIN_PAGING ? body.paging : DEFAULT_PAGING;
   const parameters: Record<string, string> = {};
   if (body.parameters !== undefined && body.parameters !== null) {
     if (typeof body.parameters !== 'object' || Array.isArray(body.parameters)) return badRequest(res, 'parameters must be an object');
     for (const [k, v] of Object.entries(body.parameters)) parameters[k] = String(v);
   }
+  const fault = pageFaultOf(parameters);
   const now = Date.now();
-  const common = { clientId: client.clientId, mandant, reportPath: name.path, outputType: outputType as SimulatedOutputType, paging, durationMs: ctx.jobDurationMs, now, dataKey: dataKey(name.path, parameters, ctx.seed) };
+  const common = { clientId: client.clientId, mandant, reportPath: name.path, outputType: outputType as SimulatedOutputType, paging, durationMs: ctx.jobDurationMs, now, dataKey: dataKey(name.path, parameters, ctx.seed), fault: typeof fault === 'object' ? fault : undefined, padBytes: padBytesOf(parameters) };
   let job: SimJob;
   if (client.reportRights === false) {
     job = makeJob({ ...common, data: undefined, error: { message: RIGHTS_MESSAGE, immediate: true, withResult: true } });
   } else {
     const data = reportData(name.path, parameters, ctx.seed);
     job = data
-      ? makeJob({ ...common, data })
+      ? makeJob({ ...common, data, ...(typeof fault === 'string' ? { error: { message: fault, immediate: false, withResult: false } } : {}) })
       : makeJob({ ...common, data: undefined, error: { message: `Report '${name.path}' not found`, immediate: true, withResult: false } });
   }
   ctx.jobs.set(job.id, job);

@@ -1,5 +1,6 @@
 /** Public option, fault and counter types of the Report Export Service simulator. */
 import type { Logger } from '../logger.ts';
+import type { DocumentOutputType, OutputType } from '../vocabulary.ts';
 
 /** A service user the simulator knows (spec "What the service does" 4-5, "Rights for report access"). */
 export interface SimulatorClient {
@@ -86,6 +87,12 @@ export interface SimulatorOptions {
   faultSeed?: number;
   logger?: Logger;
   /**
+   * Product version of the simulated server (spec "Versioning" 2): a start with an output type that needs a later
+   * version (pdf 2025, excel/word 2026) is answered 400 problem+json "Unknown outputType", as a server that does not
+   * know the type. Default: undefined, every type works.
+   */
+  productVersion?: number;
+  /**
    * Keep every rendered output page in memory and serve it from there (for benchmarks: serving then costs
    * next to nothing). Memory grows by the bytes of every distinct page asked for; see Simulator.prerender
    * and clearPageCache. Reset faults bypass the cache. Default false.
@@ -150,7 +157,7 @@ export interface Simulator {
    * @param paging rows per page (the start request's paging after the spec's "below 10" rule)
    * @throws Error when the cache is off, the report does not exist or its parameters make it fail
    */
-  prerender(reportPath: string, parameters: Record<string, string>, outputType: 'json' | 'json_compact' | 'txt' | 'xml_query', paging: number): PrerenderResult;
+  prerender(reportPath: string, parameters: Record<string, string>, outputType: Exclude<OutputType, DocumentOutputType>, paging: number): PrerenderResult;
   /** Drops every cached page (memory back to the operating system at the next GC). */
   clearPageCache(): void;
   /** Stops listening and drops open connections; a second call waits for the first. */

@@ -39,8 +39,11 @@ export interface LoadSpec {
   key: readonly string[];
   /** Declared types by normalised column name, already resolved with to_regtype. */
   declaredTypes: ReadonlyMap<string, string>;
-  /** Rows the server said the report has (the report job's rows=); any other count fails the load. */
-  expectedRows: number;
+  /**
+   * Rows the server said the report has (the report job's rows=); any other count fails the load. Undefined for the
+   * output types whose rows are not report rows (lines, documents), where the caller checks the page count instead.
+   */
+  expectedRows: number | undefined;
   logger: Logger;
 }
 
@@ -94,7 +97,8 @@ export async function withLoadTransaction(pool: pg.Pool, o: { target: TableName;
  */
 export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSource): Promise<LoadResult> {
   const reportColumns = await source.open();
-  const existing = await describeTable(tx, spec.target);
+  let existing = await describeTable(tx, spec.target);
+  if (source.fixedColumns) existing = await ensureFixedTable(tx, spec, existing, source.fixedColumns);
   if (!reportColumns) return loadEmpty(tx, spec, existing);
   const names = normaliseColumnNames(reportColumns);
   const tableName = `${spec.target.schema}.${spec.target.table}`;
@@ -134,7 +138,7 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
     throw mapCopyError(err, place);
   }
   const rows = copy.rowCount;
-  if (rows !== spec.expectedRows) throw new RowCountMismatchError(spec.expectedRows, rows);
+  if (spec.expectedRows !== undefined && rows !== spec.expectedRows) throw new RowCountMismatchError(spec.expectedRows, rows);
 
   if (plan === 'direct') return { plan, rows, columns: names.map((n) => ({ name: n, type: existingType.get(n)! })) };
 
@@ -155,9 +159,34 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
   return { plan, rows, columns };
 }
 
+/**
+ * The target of an output type with a fixed shape: created with exactly those columns when it does not exist (a
+ * bytea column stored EXTERNAL: documents are compressed already, and a download reads slices of it), extended by
+ * the missing ones otherwise.
+ * @returns the target's columns afterwards
+ */
+async function ensureFixedTable(tx: pg.PoolClient, spec: LoadSpec, existing: TargetColumn[] | undefined, fixed: readonly TargetColumn[]): Promise<TargetColumn[]> {
+  try {
+    if (!existing) {
+      await createTable(tx, spec.target, fixed, spec.mode === 'merge' ? spec.key : []);
+      for (const c of fixed) {
+        if (c.type === 'bytea') await tx.query(`ALTER TABLE ${quoteTable(spec.target)} ALTER COLUMN ${quoteIdent(c.name)} SET STORAGE EXTERNAL`);
+      }
+      return [...fixed];
+    }
+    const have = new Set(existing.map((c) => c.name));
+    const missing = fixed.filter((c) => !have.has(c.name));
+    if (missing.length === 0) return existing;
+    await addColumns(tx, spec.target, missing);
+    return [...existing, ...missing];
+  } catch (err) {
+    throw databaseError(err, 'load');
+  }
+}
+
 /** A report with no rows and no header: replace empties an existing target; nothing to create. */
 async function loadEmpty(tx: pg.PoolClient, spec: LoadSpec, existing: TargetColumn[] | undefined): Promise<LoadResult> {
-  if (spec.expectedRows !== 0) throw new RowCountMismatchError(spec.expectedRows, 0);
+  if (spec.expectedRows !== undefined && spec.expectedRows !== 0) throw new RowCountMismatchError(spec.expectedRows, 0);
   if (existing && spec.mode === 'replace') await tx.query(`DELETE FROM ${quoteTable(spec.target)}`);
   if (!existing) spec.logger.warn({ table: `${spec.target.schema}.${spec.target.table}` }, 'report has no rows and no columns: target not created');
   return { plan: 'empty', rows: 0, columns: existing ?? [] };

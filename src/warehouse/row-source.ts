@@ -29,6 +29,12 @@ export type CopyFormat = 'text' | 'csv';
 export interface RowSource {
   readonly copyFormat: CopyFormat;
   /**
+   * Set when the output type fixes the table's shape (lines, one document per page; README "Output types"): the
+   * target's columns in table order with their PostgreSQL types. open() then returns the same names in COPY order,
+   * and no type is inferred.
+   */
+  readonly fixedColumns?: readonly { readonly name: string; readonly type: string }[] | undefined;
+  /**
    * Reads until the report's columns are known (the first page's header or first row).
    * @returns the raw report column names in row order, or undefined for a report with no rows and no header
    * @throws what reading throws (fetch and parse errors, AbortedError)

@@ -1,0 +1,152 @@
+/**
+ * C/Java string literal decoding for the txt_cstr and txt_allcstr output types (spec "Output types": "Text coded as
+ * C/Java string"). The text between the quotes of a value is decoded back to the server's text before coding:
+ * `\\ \" \' \n \r \t \b \f \v \a \0`, octal `\N`, `\NN`, `\NNN` (up to \377), `\xHH` (exactly two hex digits) and
+ * `\uXXXX` (UTF-16 code units; a high surrogate must be followed by `\uDC00`-`\uDFFF`, together one code point).
+ * Bytes that are not escaped (plain ASCII, UTF-8) pass through unchanged.
+ *
+ * Choice where C and Java differ: octal and `\xHH` escapes are bytes (C), so `\xC3\xA4` is "ä" in UTF-8; a value
+ * whose escaped bytes are not valid UTF-8 is refused, as is an unknown escape, a lone surrogate and a backslash at
+ * the end of the value. The coding side is the simulator's (simulator/cstr-encode.ts).
+ */
+
+const BACKSLASH = 0x5c;
+
+/** Single-character escapes: the byte after the backslash → the byte it stands for. */
+const SIMPLE = new Int16Array(256).fill(-1);
+for (const [c, v] of [
+  ['\\', 0x5c],
+  ['"', 0x22],
+  ["'", 0x27],
+  ['n', 0x0a],
+  ['r', 0x0d],
+  ['t', 0x09],
+  ['b', 0x08],
+  ['f', 0x0c],
+  ['v', 0x0b],
+  ['a', 0x07],
+  ['?', 0x3f],
+] as const) {
+  SIMPLE[c.charCodeAt(0)] = v;
+}
+
+function hexDigit(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57;
+  if (c >= 0x41 && c <= 0x46) return c - 0x37;
+  return -1;
+}
+
+function hex(b: Uint8Array, i: number, count: number, e: number): number {
+  if (i + count > e) return -1;
+  let v = 0;
+  for (let k = 0; k < count; k++) {
+    const d = hexDigit(b[i + k]!);
+    if (d < 0) return -1;
+    v = (v << 4) | d;
+  }
+  return v;
+}
+
+/** Writes code point `cp` as UTF-8 at out[op]; returns the new position. */
+function utf8(cp: number, out: Uint8Array, op: number): number {
+  if (cp < 0x80) out[op++] = cp;
+  else if (cp < 0x800) {
+    out[op++] = 0xc0 | (cp >> 6);
+    out[op++] = 0x80 | (cp & 0x3f);
+  } else if (cp < 0x10000) {
+    out[op++] = 0xe0 | (cp >> 12);
+    out[op++] = 0x80 | ((cp >> 6) & 0x3f);
+    out[op++] = 0x80 | (cp & 0x3f);
+  } else {
+    out[op++] = 0xf0 | (cp >> 18);
+    out[op++] = 0x80 | ((cp >> 12) & 0x3f);
+    out[op++] = 0x80 | ((cp >> 6) & 0x3f);
+    out[op++] = 0x80 | (cp & 0x3f);
+  }
+  return op;
+}
+
+/** Thrown by {@link decodeCstr}: what is wrong, and the index in the input of the offending escape. */
+export class CstrError extends Error {
+  readonly index: number;
+  constructor(message: string, index: number) {
+    super(message);
+    this.index = index;
+  }
+}
+
+/** Result flags of {@link decodeCstr}. */
+export interface CstrResult {
+  /** Index in `out` after the decoded bytes. */
+  end: number;
+  /** The value held a byte escape (octal or \x): the caller checks the decoded bytes are valid UTF-8. */
+  byteEscapes: boolean;
+  /** The value decoded to a NUL character somewhere (PostgreSQL text cannot hold it). */
+  nul: boolean;
+}
+
+const result: CstrResult = { end: 0, byteEscapes: false, nul: false };
+
+/**
+ * Decodes the C/Java-coded bytes b[s..e) (between the quotes) into plain UTF-8 at out[op..]. The output is never
+ * longer than the input, so `out` needs room for e - s bytes.
+ * @returns a shared result object (valid until the next call)
+ * @throws CstrError for an unknown escape, a bad \x or \u, a lone surrogate, or a backslash at the end
+ */
+export function decodeCstr(b: Uint8Array, s: number, e: number, out: Uint8Array, op: number): CstrResult {
+  result.byteEscapes = false;
+  result.nul = false;
+  let i = s;
+  while (i < e) {
+    const c = b[i]!;
+    if (c !== BACKSLASH) {
+      out[op++] = c;
+      i++;
+      continue;
+    }
+    if (i + 1 >= e) throw new CstrError('backslash at the end of a value', i);
+    const x = b[i + 1]!;
+    const simple = SIMPLE[x]!;
+    if (simple >= 0) {
+      out[op++] = simple;
+      i += 2;
+    } else if (x >= 0x30 && x <= 0x37) {
+      let v = x - 0x30;
+      let j = i + 2;
+      while (j < e && j < i + 4 && b[j]! >= 0x30 && b[j]! <= 0x37) v = v * 8 + (b[j++]! - 0x30);
+      if (v > 0xff) throw new CstrError(`octal escape ${Buffer.from(b.subarray(i, j)).toString('latin1')} is beyond \\377`, i);
+      if (v === 0) result.nul = true;
+      else if (v >= 0x80) result.byteEscapes = true;
+      out[op++] = v;
+      i = j;
+    } else if (x === 0x78) {
+      const v = hex(b, i + 2, 2, e);
+      if (v < 0) throw new CstrError('\\x needs two hex digits', i);
+      if (v === 0) result.nul = true;
+      else if (v >= 0x80) result.byteEscapes = true;
+      out[op++] = v;
+      i += 4;
+    } else if (x === 0x75) {
+      let cp = hex(b, i + 2, 4, e);
+      if (cp < 0) throw new CstrError('\\u needs four hex digits', i);
+      let next = i + 6;
+      if (cp >= 0xd800 && cp <= 0xdbff) {
+        const low = b[next] === BACKSLASH && b[next + 1] === 0x75 ? hex(b, next + 2, 4, e) : -1;
+        if (low < 0xdc00 || low > 0xdfff) throw new CstrError(`high surrogate \\u${cp.toString(16).toUpperCase()} without a low surrogate after it`, i);
+        cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+        next += 6;
+      } else if (cp >= 0xdc00 && cp <= 0xdfff) {
+        throw new CstrError(`low surrogate \\u${cp.toString(16).toUpperCase()} without a high surrogate before it`, i);
+      }
+      if (cp === 0) result.nul = true;
+      op = utf8(cp, out, op);
+      i = next;
+    } else {
+      const shown = x >= 0x20 && x < 0x7f ? String.fromCharCode(x) : `0x${x.toString(16)}`;
+      throw new CstrError(`unknown escape \\${shown}`, i);
+    }
+  }
+  result.end = op;
+  return result;
+}

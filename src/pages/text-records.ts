@@ -1,0 +1,126 @@
+/**
+ * The page loop of the text decoders that look at every field (txt_cstr, txt_all, txt_allcstr; spec "Output types"):
+ * strip the byte order mark (spec "Output page shapes": 1 to 4 bytes), split the page into records with a
+ * {@link RecordScanner}, hand each record to the subclass, which writes COPY text rows into `out`. A record that a
+ * chunk cut off is carried to the next chunk (ChunkCarry), so memory stays flat whatever the page size.
+ */
+import type { OutputType } from '../vocabulary.ts';
+import type { PageDecoder, PageMeta } from './page-decoder.ts';
+import { BOM_MAX_BYTES, bomLength } from './bom.ts';
+import { ChunkCarry } from './carry.ts';
+import { CopyOutput, LF } from './copy-text.ts';
+import { PageFormatError } from './errors.ts';
+import { NEED_MORE, RecordScanner, RecordShapeError, type Quoting } from './txt-fields.ts';
+import { valueTooLargeError, type DecoderLimits } from './value-limit.ts';
+
+const LF_BUFFER = Buffer.from([LF]);
+
+/** Progress through one page. */
+export interface RecordPageState {
+  page: number;
+  /** Records (lines) completed in this page, the header included. */
+  line: number;
+  /** Page offset of the first byte of the buffer being scanned. */
+  offset: number;
+}
+
+/** Base of the record-by-record text decoders; see the file comment. */
+export abstract class TextRecordsDecoder implements PageDecoder {
+  abstract readonly outputType: OutputType;
+  readonly copyFormat = 'text' as const;
+  abstract readonly columns: readonly string[] | undefined;
+  kinds: number[] = [];
+  inspect = true;
+  rows = 0;
+  protected readonly out = new CopyOutput();
+  protected readonly scanner: RecordScanner;
+  private readonly maxValueBytes: number;
+
+  /** @param limits a record held longer than `maxValueBytes` (report.maxValueBytes) fails the page */
+  constructor(quoting: Quoting, limits: DecoderLimits) {
+    this.scanner = new RecordScanner(quoting);
+    this.maxValueBytes = limits.maxValueBytes;
+  }
+
+  /** The row number errors give the record after `st.line` records (default: the line number). */
+  protected nextRow(st: RecordPageState): number {
+    return st.line + 1;
+  }
+
+  /**
+   * Handles the record just scanned (fields in `this.scanner`, indexes into `b`): writes its COPY row, if any.
+   * @param at index of the record's first byte in `b` (for error offsets)
+   * @throws PageFormatError naming page, row and offset
+   */
+  protected abstract record(b: Buffer, at: number, st: RecordPageState): void;
+
+  async *decodePage(body: AsyncIterable<Uint8Array>, page: number, _meta?: PageMeta): AsyncGenerator<Buffer> {
+    const st: RecordPageState = { page, line: 0, offset: 0 };
+    const carry = new ChunkCarry();
+    let bomDone = false;
+    for await (const chunk of body) {
+      let buf = carry.push(chunk);
+      if (buf === undefined) continue;
+      if (!bomDone) {
+        if (buf.length < BOM_MAX_BYTES) {
+          carry.keep(buf);
+          continue;
+        }
+        const bom = bomLength(buf);
+        bomDone = true;
+        st.offset += bom;
+        buf = buf.subarray(bom);
+      }
+      const consumed = this.consume(buf, st);
+      st.offset += consumed;
+      // An unfinished record is held until it ends: bound it, as the other text decoders do (value-limit.ts).
+      if (buf.length - consumed > this.maxValueBytes) {
+        throw valueTooLargeError({ page, row: this.nextRow(st), column: undefined, bytes: buf.length - consumed, limit: this.maxValueBytes });
+      }
+      carry.keep(buf.subarray(consumed));
+      const rows = this.out.take();
+      if (rows !== undefined) yield rows;
+    }
+    let rest = carry.finish();
+    if (rest !== undefined && !bomDone) {
+      const bom = bomLength(rest);
+      st.offset += bom;
+      rest = rest.subarray(bom);
+    }
+    if (rest !== undefined && rest.length > 0) {
+      // The last line may lack its line end: give it one, then everything must be consumed.
+      const buf = Buffer.concat([rest, LF_BUFFER]);
+      const consumed = this.consume(buf, st);
+      if (consumed < buf.length) {
+        throw new PageFormatError('page ends inside a quoted field', { page, row: st.line + 1, offset: st.offset + consumed });
+      }
+    }
+    this.endPage(st);
+    const rows = this.out.take();
+    if (rows !== undefined) yield rows;
+  }
+
+  /** Called after the last record of a page (a page without records included). */
+  protected endPage(_st: RecordPageState): void {}
+
+  /** Scans whole records from b[0]; returns the index after the last whole one. */
+  private consume(b: Buffer, st: RecordPageState): number {
+    const n = b.length;
+    const sc = this.scanner;
+    let i = 0;
+    while (i < n) {
+      let next: number;
+      try {
+        next = sc.scan(b, i, n);
+      } catch (err) {
+        if (!(err instanceof RecordShapeError)) throw err;
+        throw new PageFormatError(err.message, { page: st.page, row: st.line + 1, offset: st.offset + err.index });
+      }
+      if (next === NEED_MORE) break;
+      this.record(b, i, st);
+      st.line++;
+      i = next;
+    }
+    return i;
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * Bad pages on request, for tests and dry runs of the error paths (README "Simulator"): report parameters that the
+ * simulator reads itself, besides the report's own.
+ * - `SIM_FAULT`: `bad-escape` (the first quoted value of the page's third line gets the unknown escape `\q`), `no-rows-array`
+ *   (json_userdef: the rows member `orders` is renamed `bestellungen`), `broken-xml` (xml: a stray `<oops>` before
+ *   the closing `</orders>`, so the page is not well-formed), `empty-document` (the page has no bytes),
+ *   `truncated-document` (only the first half of the page is sent, with a Content-Length that says so),
+ *   `wrong-content-type` (the page is sent as `text/html`).
+ * - `SIM_FAULT_PAGE`: the page that gets it (default 1).
+ * - `PAD_MB`: pdf pages carry an attachment of that many MB (1e6 bytes) of filler, for benchmarks.
+ */
+
+/** The kinds of `SIM_FAULT`. */
+export const PAGE_FAULTS = ['bad-escape', 'no-rows-array', 'broken-xml', 'empty-document', 'truncated-document', 'wrong-content-type'] as const;
+/** One of {@link PAGE_FAULTS}. */
+export type PageFault = (typeof PAGE_FAULTS)[number];
+
+/** A fault asked for by the parameters, on one page. */
+export interface PageFaultRequest {
+  kind: PageFault;
+  page: number;
+}
+
+/**
+ * Reads `SIM_FAULT` and `SIM_FAULT_PAGE`.
+ * @returns the fault, undefined when none is asked for, or a string saying what is wrong with the parameters
+ */
+export function pageFaultOf(parameters: Record<string, string>): PageFaultRequest | string | undefined {
+  const kind = parameters.SIM_FAULT;
+  if (kind === undefined) return undefined;
+  if (!(PAGE_FAULTS as readonly string[]).includes(kind)) return `Invalid value for parameter SIM_FAULT: '${kind}' (expected ${PAGE_FAULTS.join(', ')})`;
+  const page = parameters.SIM_FAULT_PAGE ?? '1';
+  if (!/^[1-9]\d{0,8}$/.test(page)) return `Invalid value for parameter SIM_FAULT_PAGE: '${page}' (expected a page number)`;
+  return { kind: kind as PageFault, page: Number(page) };
+}
+
+/** Applies a content fault to the bytes of a page (the Content-Type fault is the handler's). */
+export function applyPageFault(kind: PageFault, page: Buffer): Buffer {
+  switch (kind) {
+    case 'bad-escape': {
+      // The first quoted value of the third line.
+      const header = page.indexOf('\n');
+      const quote = page.indexOf('"', page.indexOf('\n', header + 1) + 1);
+      if (header < 0 || quote < 0) return page;
+      return Buffer.concat([page.subarray(0, quote + 1), Buffer.from('\\q'), page.subarray(quote + 1)]);
+    }
+    case 'no-rows-array': {
+      const at = page.indexOf('"orders"');
+      return at < 0 ? page : Buffer.concat([page.subarray(0, at), Buffer.from('"bestellungen"'), page.subarray(at + 8)]);
+    }
+    case 'broken-xml': {
+      const at = page.lastIndexOf('</orders>');
+      return at < 0 ? page : Buffer.concat([page.subarray(0, at), Buffer.from('<oops>'), page.subarray(at)]);
+    }
+    case 'empty-document':
+      return Buffer.alloc(0);
+    case 'truncated-document':
+      return page.subarray(0, Math.floor(page.length / 2));
+    case 'wrong-content-type':
+      return page;
+  }
+}
+
+/** Bytes of the pdf filler attachment asked for by `PAD_MB` (0 when not given or not a number). */
+export function padBytesOf(parameters: Record<string, string>): number {
+  const mb = parameters.PAD_MB;
+  return mb !== undefined && /^\d{1,5}$/.test(mb) ? Number(mb) * 1_000_000 : 0;
+}
