@@ -26,6 +26,10 @@ jobs:
     connection: sim
     report: { mandant: 7777, name: Sales/Orders, outputType: txt, parameters: { ROWS: "800" } }
     target: { table: ${h.schema}.orders_preview, columns: { kunde: bigint } }
+  ${job}_pdf:
+    connection: sim
+    report: { mandant: 7777, name: Sales/Orders, outputType: pdf, paging: 100, parameters: { ROWS: "250" } }
+    target: { table: ${h.schema}.orders_pdf }
 `,
   );
 });
@@ -64,4 +68,14 @@ it('refuses --rows 0 (exit 2) and names an unknown job (exit 2)', async () => {
   const unknown = await cli(['preview', 'nope', '--config', configPath]);
   expect(unknown.code).toBe(2);
   expect(unknown.stderr).toMatch(/unknown job "nope"/);
+});
+
+it('shows a document by its file name, content type and size', async () => {
+  const r = await cli(['preview', `${job}_pdf`, '--config', configPath]);
+  expect(r.code).toBe(0);
+  expect(r.stdout).toMatch(/^content +bytea +fixed +content$/m);
+  expect(r.stdout).toMatch(/^1 +Orders_7777_\d{8}T\d{9}Z_1\.pdf +application\/pdf +(\d+) bytes +\1 +[0-9a-f]{39}…$/m);
+  expect(h.sim.counters().openJobs).toEqual([]);
+  const table = await h.pool.query('SELECT to_regclass($1) AS t', [`${h.schema}.orders_pdf`]);
+  expect(table.rows[0].t).toBeNull();
 });

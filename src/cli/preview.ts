@@ -36,12 +36,15 @@ export function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: n
     return;
   }
   const { columns, rows, misfits } = p.result;
-  cli.out(`${job}: first ${rows.length} of ${p.reportRows.toLocaleString('en-US')} rows, into ${p.targetTable} — nothing was loaded`);
+  const shaped = columns.some((c) => c.source === 'fixed');
+  const unit = !shaped ? '' : columns.some((c) => c.type === 'bytea') ? 'documents (one per page)' : columns.some((c) => c.name === 'line') ? 'lines' : 'documents (one per page)';
+  const of = shaped ? `of a report with ${p.reportRows.toLocaleString('en-US')} rows` : `of ${p.reportRows.toLocaleString('en-US')} rows`;
+  cli.out(`${job}: first ${rows.length}${unit ? ` ${unit}` : ''} ${of}, into ${p.targetTable} — nothing was loaded`);
   cli.out('');
   for (const l of textTable(['column', 'type', 'from', 'report column'], columns.map((c) => [c.name, c.type, c.source, c.reportName]))) cli.out(l);
   cli.out('');
   for (const l of textTable(columns.map((c) => c.name), rows.map((r) => r.map(cell)))) cli.out(l);
-  if (rows.length < rowsWanted && p.reportRows > rows.length) cli.out(`(the first page had ${rows.length} rows)`);
+  if (!shaped && rows.length < rowsWanted && p.reportRows > rows.length) cli.out(`(the first page had ${rows.length} rows)`);
   if (columns.some((c) => c.source === 'inferred')) cli.out('\ninferred types come from these rows only; a load infers them from every row (declare a type under target.columns to fix it)');
   for (const m of misfits) cli.err(`warning: row ${m.row}, column ${m.column}: "${cell(m.value)}" does not fit ${columns.find((c) => c.name === m.column)?.type}: a load of this row would fail`);
 }

@@ -9,12 +9,12 @@ import type pg from 'pg';
 import type { Redis } from 'ioredis';
 import type { ResolvedJob } from '../config/load.ts';
 import type { Logger } from '../logger.ts';
-import { makePageDecoder } from '../pages/decoder.ts';
 import { makeReportClient, MIN_PAGING, withReportJob } from '../report-api/index.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { previewRows, type PreviewResult } from '../warehouse/preview.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { runParameters } from './logical-time.ts';
+import { jobDecoder } from './job-decoder.ts';
 import { reportRows } from './report-rows.ts';
 
 /** Options of {@link previewJob}. */
@@ -56,7 +56,7 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
       client,
       { ...report, paging, parameters, job: o.job.name },
       async (finished) => {
-        const rows = reportRows(client, finished.jobId, makePageDecoder(report.outputType, { maxValueBytes: report.maxValueBytes }), o.logger, o.signal, 1);
+        const rows = reportRows(client, finished.jobId, jobDecoder(o.job, new Date()), o.logger, o.signal, 1);
         const db = await o.pool.connect();
         try {
           await db.query('BEGIN');

@@ -18,16 +18,17 @@ import type { AttemptOwner } from '../history/attempt-owner.ts';
 import { completeAttempt, failAttempt, failureOf, insertAttempt, runningAttempts, setAttemptReportJob, type AttemptFailure, type RunningAttempt } from '../history/attempts.ts';
 import { goneOwners } from '../history/orphans.ts';
 import type { Logger } from '../logger.ts';
-import { DocumentPageDecoder, documentFileName, makePageDecoder } from '../pages/decoder.ts';
+import { DocumentPageDecoder } from '../pages/decoder.ts';
 import { insertRunDocuments } from '../history/run-documents.ts';
 import { encodeReportName, makeReportClient, withReportJob, type ClientLease, type FinishedReport, type ReportClient, type ReportClients } from '../report-api/index.ts';
-import { isDocumentType, outputShape, type RunRequest, type RunStage } from '../vocabulary.ts';
+import { outputShape, type RunRequest, type RunStage } from '../vocabulary.ts';
 import { loadRows, withLoadTransaction, type LoadPlan, type LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { connectionAuthStore } from './auth-store.ts';
 import { runParameters } from './logical-time.ts';
+import { jobDecoder } from './job-decoder.ts';
 import { reportRows } from './report-rows.ts';
 
 /** Options of {@link runAttempt}. */
@@ -187,12 +188,7 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
       stage = 'load';
       const type = report.outputType;
       const shape = outputShape(type, targetConfig);
-      const decoder = makePageDecoder(type, {
-        maxValueBytes: report.maxValueBytes,
-        rowsAt: targetConfig.rowsAt,
-        load: targetConfig.load,
-        fileName: isDocumentType(type) ? (page) => documentFileName({ report: report.name, mandant: report.mandant, runTime: startedAt, page, type }) : undefined,
-      });
+      const decoder = jobDecoder(r, startedAt);
       const rows = reportRows(client, finished.jobId, decoder, log, o.signal);
       let loaded: LoadResult | undefined;
       try {

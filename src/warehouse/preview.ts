@@ -22,8 +22,11 @@ export interface PreviewColumn {
   /** The report's own column name. */
   reportName: string;
   type: string;
-  /** existing: the target has the column; declared: `target.columns`; inferred: from the values (of these rows only). */
-  source: 'existing' | 'declared' | 'inferred';
+  /**
+   * fixed: the output type's table shape (lines, documents, one document per page); existing: the target has the
+   * column; declared: `target.columns`; inferred: from the values (of these rows only).
+   */
+  source: 'fixed' | 'existing' | 'declared' | 'inferred';
 }
 
 /** A value that does not fit its column's type: a real load of this row would fail. */
@@ -61,8 +64,11 @@ export async function previewRows(tx: pg.PoolClient, o: { target: TableName; dec
     throw mapCopyError(err, place);
   }
   const existing = new Map((await describeTable(tx, o.target))?.map((c) => [c.name, c.type]) ?? []);
+  const fixed = new Map(source.fixedColumns?.map((c) => [c.name, c.type]) ?? []);
   const kinds = source.kinds();
   const columns: PreviewColumn[] = names.map((name, i) => {
+    const shaped = fixed.get(name);
+    if (shaped) return { name, reportName: reportColumns[i]!, type: shaped, source: 'fixed' };
     const known = existing.get(name);
     if (known) return { name, reportName: reportColumns[i]!, type: known, source: 'existing' };
     const declared = o.declaredTypes.get(name);
@@ -72,6 +78,8 @@ export async function previewRows(tx: pg.PoolClient, o: { target: TableName; dec
   // Per column: the value as its type prints it when it fits (etl.fits_type, migrations/0004), else the raw text.
   const exprs = columns.map((c, i) => {
     const col = quoteIdent(c.name);
+    // A document's content is shown by its size, not its bytes.
+    if (c.type === 'bytea') return `CASE WHEN ${col} IS NULL THEN NULL ELSE ((length(${col}) - 2) / 2)::text || ' bytes' END AS v${i}, true AS f${i}, NULL AS r${i}, $${i + 2}::text AS t${i}`;
     return `CASE WHEN etl.fits_type(${col}, $${i + 2}) THEN CAST(CAST(${col} AS text) AS ${c.type})::text END AS v${i}, etl.fits_type(${col}, $${i + 2}) AS f${i}, ${col} AS r${i}`;
   });
   const { rows } = await tx.query<Record<string, string | boolean | null>>(
