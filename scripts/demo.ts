@@ -83,7 +83,7 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
     workerOptions: { concurrency: 2 },
     graceMs: 10_000,
   });
-  out(`admin         ${service.adminUrl}/admin/runs   (queues: ${service.adminUrl}/admin/queues)`);
+  out(`admin         ${service.adminUrl}/admin   (jobs overview; runs: ${service.adminUrl}/admin/runs, queues: ${service.adminUrl}/admin/queues)`);
   const pool = makePool(logger, databaseUrl, 2);
   let exitCode = 0;
   try {
