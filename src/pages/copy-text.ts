@@ -72,6 +72,25 @@ export class CopyOutput {
   }
 }
 
+/** Writes code point `cp` (0..0x10FFFF, no surrogate) as UTF-8 at out[op]; returns the new position. The caller reserved 4 bytes. */
+export function writeUtf8(cp: number, out: Uint8Array, op: number): number {
+  if (cp < 0x80) out[op++] = cp;
+  else if (cp < 0x800) {
+    out[op++] = 0xc0 | (cp >> 6);
+    out[op++] = 0x80 | (cp & 0x3f);
+  } else if (cp < 0x10000) {
+    out[op++] = 0xe0 | (cp >> 12);
+    out[op++] = 0x80 | ((cp >> 6) & 0x3f);
+    out[op++] = 0x80 | (cp & 0x3f);
+  } else {
+    out[op++] = 0xf0 | (cp >> 18);
+    out[op++] = 0x80 | ((cp >> 12) & 0x3f);
+    out[op++] = 0x80 | ((cp >> 6) & 0x3f);
+    out[op++] = 0x80 | (cp & 0x3f);
+  }
+  return op;
+}
+
 /**
  * Copies src[s..e) into out at `op`, COPY-text-escaping backslash, LF, CR and tab; returns the new position.
  * The caller reserved 2 * (e - s) bytes.

@@ -9,6 +9,7 @@
  * whose escaped bytes are not valid UTF-8 is refused, as is an unknown escape, a lone surrogate and a backslash at
  * the end of the value. The coding side is the simulator's (simulator/cstr-encode.ts).
  */
+import { writeUtf8 } from './copy-text.ts';
 
 const BACKSLASH = 0x5c;
 
@@ -48,24 +49,6 @@ function hex(b: Uint8Array, i: number, count: number, e: number): number {
   return v;
 }
 
-/** Writes code point `cp` as UTF-8 at out[op]; returns the new position. */
-function utf8(cp: number, out: Uint8Array, op: number): number {
-  if (cp < 0x80) out[op++] = cp;
-  else if (cp < 0x800) {
-    out[op++] = 0xc0 | (cp >> 6);
-    out[op++] = 0x80 | (cp & 0x3f);
-  } else if (cp < 0x10000) {
-    out[op++] = 0xe0 | (cp >> 12);
-    out[op++] = 0x80 | ((cp >> 6) & 0x3f);
-    out[op++] = 0x80 | (cp & 0x3f);
-  } else {
-    out[op++] = 0xf0 | (cp >> 18);
-    out[op++] = 0x80 | ((cp >> 12) & 0x3f);
-    out[op++] = 0x80 | ((cp >> 6) & 0x3f);
-    out[op++] = 0x80 | (cp & 0x3f);
-  }
-  return op;
-}
 
 /** Thrown by {@link decodeCstr}: what is wrong, and the index in the input of the offending escape. */
 export class CstrError extends Error {
@@ -140,7 +123,7 @@ export function decodeCstr(b: Uint8Array, s: number, e: number, out: Uint8Array,
         throw new CstrError(`low surrogate \\u${cp.toString(16).toUpperCase()} without a high surrogate before it`, i);
       }
       if (cp === 0) result.nul = true;
-      op = utf8(cp, out, op);
+      op = writeUtf8(cp, out, op);
       i = next;
     } else {
       const shown = x >= 0x20 && x < 0x7f ? String.fromCharCode(x) : `0x${x.toString(16)}`;

@@ -5,7 +5,7 @@
  * escaped for COPY in one pass, true/false -> t/f, null -> \N, objects/arrays -> their JSON text, escaped.
  * Every method returns the index after the value, or {@link NEED} when the buffer ends inside it.
  */
-import { CR, LF, TAB, BACKSLASH, LETTER_N } from './copy-text.ts';
+import { CR, LF, TAB, BACKSLASH, LETTER_N, writeUtf8 } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND, digitsFitInt64, isIsoTimestampWithOffset } from './kinds.ts';
 
@@ -197,19 +197,7 @@ export class JsonValueScanner {
               out[op++] = BACKSLASH;
               out[op++] = cp === LF ? 0x6e : cp === CR ? 0x72 : cp === TAB ? 0x74 : BACKSLASH;
             } else out[op++] = cp;
-          } else if (cp < 0x800) {
-            out[op++] = 0xc0 | (cp >> 6);
-            out[op++] = 0x80 | (cp & 0x3f);
-          } else if (cp < 0x10000) {
-            out[op++] = 0xe0 | (cp >> 12);
-            out[op++] = 0x80 | ((cp >> 6) & 0x3f);
-            out[op++] = 0x80 | (cp & 0x3f);
-          } else {
-            out[op++] = 0xf0 | (cp >> 18);
-            out[op++] = 0x80 | ((cp >> 12) & 0x3f);
-            out[op++] = 0x80 | ((cp >> 6) & 0x3f);
-            out[op++] = 0x80 | (cp & 0x3f);
-          }
+          } else op = writeUtf8(cp, out, op);
           i += len;
           continue;
         }
