@@ -80,7 +80,7 @@ it('with no PostgreSQL and no Redis answering, starts embedded PostgreSQL and re
   const [pgClosed, redisClosed] = [await freePort(), await freePort()];
   const result = await runDemo(`postgres://postgres@127.0.0.1:${pgClosed}/postgres`, `redis://127.0.0.1:${redisClosed}`);
   expectRoundDone(result);
-  const pgLine = /^postgres +started embedded PostgreSQL [\d.]+ at 127\.0\.0\.1:(\d+) in [\d.]+ s.*data in \.local\/postgres .*nothing answered at 127\.0\.0\.1:(\d+)/m.exec(result.stdout);
+  const pgLine = /^postgres +started embedded PostgreSQL [\d.]+ at 127\.0\.0\.1:(\d+) in [\d.]+ s.*data in (?:\.local\/postgres|\/\S*report-etl-embedded-postgres\/data-[0-9a-f]{12}) .*nothing answered at 127\.0\.0\.1:(\d+)/m.exec(result.stdout);
   const redisLine = /^redis +started \S*redis-server at 127\.0\.0\.1:(\d+) in [\d.]+ s \(nothing answered at 127\.0\.0\.1:(\d+)/m.exec(result.stdout);
   expect(pgLine?.[2], result.stdout).toBe(String(pgClosed));
   expect(redisLine?.[2], result.stdout).toBe(String(redisClosed));

@@ -29,12 +29,15 @@ function alive(pid: number): boolean {
 
 describe('embedded PostgreSQL when nothing answers', () => {
   const dataDir = join(LOCAL, uniqueName('test-postgres'));
-  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  // As root in a private checkout the data folder moves to a shared one (the server runs as user postgres).
+  let usedDir = dataDir;
+  afterAll(() => rmSync(usedDir, { recursive: true, force: true }));
 
   it('initialises a cluster, serves real queries on a free port, stops without a trace, and reuses its data', async () => {
     const closed = await freePort();
     const configured = `postgres://postgres@127.0.0.1:${closed}/postgres`;
     const first = await ensurePostgres({ url: configured, dataDir });
+    usedDir = first.dataDir!;
     try {
       expect(first.source).toBe('embedded-postgres');
       expect(first.line).toMatch(new RegExp(`^started embedded PostgreSQL \\d+\\.\\d+ at 127\\.0\\.0\\.1:\\d+ in [\\d.]+ s \\(new cluster\\).*nothing answered at 127\\.0\\.0\\.1:${closed}: ECONNREFUSED`));
@@ -43,7 +46,7 @@ describe('embedded PostgreSQL when nothing answers', () => {
       await client.connect();
       try {
         const { rows } = await client.query<{ dir: string; v: number }>(`SELECT current_setting('data_directory') AS dir, current_setting('server_version_num')::int AS v`);
-        expect(rows[0]!.dir).toBe(dataDir);
+        expect(rows[0]!.dir).toBe(usedDir);
         expect(rows[0]!.v).toBeGreaterThanOrEqual(150000);
         await client.query(`CREATE TABLE kept (n int); INSERT INTO kept VALUES (1), (2), (3)`);
       } finally {

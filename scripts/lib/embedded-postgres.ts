@@ -9,9 +9,11 @@
  * drains its workers), it only offers password authentication, and a failed start rejects without a reason.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
-import { dirname } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { pollUntil } from './service-probes.ts';
@@ -32,6 +34,8 @@ export interface EmbeddedPostgres {
   pid: number;
   /** True when this start ran initdb (a fresh data folder), false when it reused one. */
   initialised: boolean;
+  /** The data folder the server uses: the one asked for, or its stand-in in a shared folder (see placeForUser). */
+  dataDir: string;
   /** Fast shutdown (SIGINT), then waits until the process has exited; a second call waits for the first. */
   stop(): Promise<void>;
 }
@@ -94,6 +98,41 @@ async function run(file: string, args: string[], user: { uid: number; gid: numbe
   if (code !== 0) throw new Error(`${file} exited with ${code}: ${output.trim()}`);
 }
 
+/** Whether user `u` may reach `path`: every directory from / down to it lets u search it (owner, group or other x). */
+function reachable(path: string, u: { uid: number; gid: number }): boolean {
+  const parts = resolve(path).split(sep).filter(Boolean);
+  for (let i = 0; i <= parts.length; i++) {
+    const dir = sep + parts.slice(0, i).join(sep);
+    if (!existsSync(dir)) return true; // created later by us, 0755 or owned by u
+    const st = statSync(dir);
+    if (!st.isDirectory()) continue;
+    const ok = (st.uid === u.uid && st.mode & 0o100) || (st.gid === u.gid && st.mode & 0o010) || st.mode & 0o001;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/**
+ * As root the server runs as user postgres, which may not reach a checkout under a private folder (a `mktemp -d`
+ * clone is 0700): then the binaries are copied once to a shared folder under the system's temp folder, and the data
+ * folder moves there too (`<tmp>/report-etl-embedded-postgres/<hash of the asked folder>`).
+ * @returns the binaries and data folder to use
+ */
+function placeForUser(binaries: Binaries, dataDir: string, u: { uid: number; gid: number } | undefined): { initdb: string; postgres: string; dataDir: string } {
+  if (!u || (reachable(binaries.postgres, u) && reachable(dataDir, u))) return { initdb: binaries.initdb, postgres: binaries.postgres, dataDir };
+  const shared = join(tmpdir(), 'report-etl-embedded-postgres');
+  mkdirSync(shared, { recursive: true, mode: 0o755 });
+  chmodSync(shared, 0o755);
+  const native = dirname(dirname(binaries.postgres));
+  const copy = join(shared, `native-${createHash('sha256').update(native).digest('hex').slice(0, 12)}`);
+  if (!existsSync(join(copy, 'bin', basename(binaries.postgres)))) {
+    cpSync(native, copy, { recursive: true, verbatimSymlinks: true });
+    chmodSync(copy, 0o755);
+  }
+  const rel = (file: string) => join(copy, relative(native, file));
+  return { initdb: rel(binaries.initdb), postgres: rel(binaries.postgres), dataDir: join(shared, `data-${createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 12)}`) };
+}
+
 /**
  * Starts an embedded PostgreSQL on 127.0.0.1:`port` with its data in `dataDir` (initdb first when the folder holds
  * no cluster: a few seconds, once). The server is stopped by `stop()`, and killed as a last resort when this process
@@ -101,22 +140,22 @@ async function run(file: string, args: string[], user: { uid: number; gid: numbe
  * @throws Error with the server's own output when initdb or the server fails (e.g. port in use, folder locked)
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
-  const { initdb, postgres } = await embeddedPostgresBinaries();
   const user = runAs();
-  const initialised = !existsSync(`${options.dataDir}/PG_VERSION`);
+  const { initdb, postgres, dataDir } = placeForUser(await embeddedPostgresBinaries(), options.dataDir, user);
+  const initialised = !existsSync(`${dataDir}/PG_VERSION`);
   if (initialised) {
     // Parents stay traversable (0755): as root the server runs as user postgres, which must reach the folder.
-    mkdirSync(dirname(options.dataDir), { recursive: true });
-    mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
-    if (user) chownSync(options.dataDir, user.uid, user.gid);
+    mkdirSync(dirname(dataDir), { recursive: true });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    if (user) chownSync(dataDir, user.uid, user.gid);
     // Trust for user postgres on 127.0.0.1, like the local server DATABASE_URL defaults to; --no-sync because
     // a demo or test cluster that an OS crash breaks is simply made anew.
-    await run(initdb, ['-D', options.dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'], user);
+    await run(initdb, ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'], user);
   }
   const child: ChildProcess = spawn(
     postgres,
     // No Unix socket: it would go to a system folder that may belong to another server.
-    ['-D', options.dataDir, '-p', String(options.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'synchronous_commit=off'],
+    ['-D', dataDir, '-p', String(options.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'synchronous_commit=off'],
     // Own process group: a Ctrl-C in the terminal must not stop the server before the demo has drained its workers.
     { ...user, env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
   );
@@ -164,6 +203,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     version,
     pid: child.pid!,
     initialised,
+    dataDir,
     stop() {
       stopping ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) {

