@@ -155,18 +155,7 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
       log.info({ runKey }, 'rows of this run were already appended by an earlier attempt: nothing to do');
       return { attemptId, job: r.name, runKey, attempt, status: 'already-loaded', plan: 'none', rows: 0, pages: 0, bytes: 0, durationMs: performance.now() - started };
     }
-    // Another live attempt of this run (its owner session still holds its lock) is loading: starting a second report
-    // job would download everything only to find the run committed (append) or to race it (replace, merge).
-    const others = (await runningAttempts(o.pool, r.name, runKey)).filter((a) => a.run_id !== attemptId);
-    const gone = await goneOwners(o.pool, others.flatMap((a) => (a.owner_lock ? [a.owner_lock] : [])));
-    const live = others.filter((a) => a.owner_lock && !gone.has(a.owner_lock));
-    if (live.length) {
-      const l = live[0]!;
-      throw new EtlError('RUN_IN_PROGRESS', `attempt ${l.attempt} of this run (${l.worker ?? 'unknown worker'}) is still in progress: this attempt started nothing on the server and is retried later`, {
-        stage: 'start',
-        details: { runKey, otherRunId: l.run_id },
-      });
-    }
+    const others = await otherAttemptsNotAlive(o.pool, r.name, runKey, attemptId);
     const dead = o.exclusive ? others : [];
     const declaredTypes = await resolveDeclaredTypes(o.pool, r.name, targetConfig.columns);
     const parameters = runParameters(r, request, new Date());
@@ -290,6 +279,25 @@ async function recordFailure(pool: pg.Pool, attemptId: string, failure: AttemptF
       await sleep(delay);
     }
   }
+}
+
+/**
+ * The other attempts of this run still recorded `running`, none of them alive. An attempt whose owner session still
+ * holds its lock is loading: starting a second report job would download everything only to find the run committed
+ * (append) or to race it (replace, merge), so this attempt fails at once instead.
+ * @throws EtlError RUN_IN_PROGRESS (retryable) when another attempt of the run is alive
+ */
+async function otherAttemptsNotAlive(pool: pg.Pool, job: string, runKey: string, attemptId: string): Promise<RunningAttempt[]> {
+  const others = (await runningAttempts(pool, job, runKey)).filter((a) => a.run_id !== attemptId);
+  const gone = await goneOwners(pool, others.flatMap((a) => (a.owner_lock ? [a.owner_lock] : [])));
+  const live = others.find((a) => a.owner_lock && !gone.has(a.owner_lock));
+  if (live) {
+    throw new EtlError('RUN_IN_PROGRESS', `attempt ${live.attempt} of this run (${live.worker ?? 'unknown worker'}) is still in progress: this attempt started nothing on the server and is retried later`, {
+      stage: 'start',
+      details: { runKey, otherRunId: live.run_id },
+    });
+  }
+  return others;
 }
 
 /**
