@@ -5,6 +5,8 @@
 FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm ci runs package.json's `prepare`; without src/ here it builds nothing (the build is the RUN below).
+COPY scripts/prepare-build.js ./scripts/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -13,6 +15,7 @@ RUN npm run build
 FROM node:24-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY scripts/prepare-build.js ./scripts/
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:24-slim

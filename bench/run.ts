@@ -34,6 +34,8 @@ import { machine, readOptions } from './lib/options.ts';
 import { median, short, summary, table, type CaseResult } from './lib/report.ts';
 import type { WorkerInput } from './lib/worker-types.ts';
 import { documentCase } from './lib/documents.ts';
+import { cliPeakRss, fixedCost, writeJobs } from './lib/cli-cases.ts';
+import { userPath, type UserPathResult } from './lib/report.ts';
 
 const REPORT = 'Big.avw';
 const opts = readOptions();
@@ -48,8 +50,9 @@ const schema = `bench_${randomUUID().slice(0, 8)}`;
 await db.query(`CREATE SCHEMA ${schema}`);
 const csvDir = join(tmpdir(), schema);
 await mkdir(csvDir, { recursive: true });
-const server = await startPageServer();
+const server = await startPageServer(opts.latencyMs);
 const results: CaseResult[] = [];
+let user: UserPathResult | undefined;
 const started = Date.now();
 
 try {
@@ -119,6 +122,7 @@ try {
     }
   }
   if (opts.types.includes('pdf')) results.push(await documentCase({ db, server, opts, schema, dir: csvDir, log }));
+  if (opts.cli) user = await userPathCases();
 } finally {
   await server.close();
   await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
@@ -126,9 +130,42 @@ try {
   await rm(csvDir, { recursive: true, force: true });
 }
 
-const line = summary(results, opts.rows, opts.paging[0]!, opts.mode);
+const line = summary(results, opts.rows, opts.paging[0]!, opts.mode) + (user ? `; ${userPath(user)}` : '');
 const date = new Date().toISOString().replaceAll(':', '-').slice(0, 16);
 const file = join(import.meta.dirname, 'results', `${date}-${short(opts.rows)}.json`);
 await mkdir(join(import.meta.dirname, 'results'), { recursive: true });
-await writeFile(file, `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), options: { ...opts, databaseUrl: undefined, redisUrl: undefined }, seconds: Math.round((Date.now() - started) / 1000), summary: line, results }, null, 2)}\n`);
+await writeFile(file, `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), options: { ...opts, databaseUrl: undefined, redisUrl: undefined }, seconds: Math.round((Date.now() - started) / 1000), summary: line, results, userPath: user }, null, 2)}\n`);
 process.stdout.write(`${table(results)}\n\nresults: ${file}\n${line}\n`);
+
+/**
+ * The user's path (issue 14): the fixed cost of a 10-row run as a whole `report-etl run` process (the README's
+ * command, with the spec's 250 ms first poll) and inside a warm worker (polls of 1 ms, so the time is report-etl's
+ * own plus the local servers' answers), and the peak RSS of the README's command on a run of opts.rows txt rows.
+ */
+async function userPathCases(): Promise<UserPathResult> {
+  const ctx = { simUrl: server.url, databaseUrl: opts.databaseUrl, redisUrl: opts.redisUrl, schema, dir: csvDir };
+  const config = await writeJobs(ctx, opts.rows);
+  const cost = await fixedCost(ctx, config, 7);
+  log(`10-row run, whole process (report-etl run): median ${Math.round(cost.medianMs)} ms (${Math.round(cost.minMs)}-${Math.round(cost.maxMs)} of 7), RSS ${cost.rssMB.toFixed(0)} MB`);
+  const warm: { ms: number; cpuMs: number }[] = [];
+  for (let i = 0; i < 7; i++) {
+    const input: WorkerInput = { simUrl: server.url, databaseUrl: opts.databaseUrl, redisUrl: opts.redisUrl, report: REPORT, rows: 10, outputType: 'json', paging: 10, target: `${schema}.warm_small`, mode: 'replace', warmups: 2 };
+    const r = await measureWorker(input, opts.workerArgs);
+    if (!r.ok) throw new Error(`warm 10-row run failed: ${r.error}`);
+    warm.push({ ms: r.durationMs, cpuMs: r.cpuMs });
+  }
+  const warmMs = warm.map((w) => w.ms);
+  log(`10-row run, warm worker: median ${median(warmMs).toFixed(1)} ms (${Math.min(...warmMs).toFixed(1)}-${Math.max(...warmMs).toFixed(1)} of 7), CPU ${median(warm.map((w) => w.cpuMs)).toFixed(1)} ms`);
+  await server.prerender({ report: REPORT, parameters: { ROWS: String(opts.rows) }, outputType: 'txt', paging: 100_000 });
+  const big = await cliPeakRss(ctx, config, 3);
+  log(`${short(opts.rows)} txt rows through report-etl run: peak RSS ${big.rssMB.map((x) => x.toFixed(0)).join(', ')} MB, ${big.ms.map((x) => (x / 1000).toFixed(2)).join(', ')} s`);
+  return {
+    wholeProcessMs: { median: cost.medianMs, min: cost.minMs, max: cost.maxMs },
+    warmWorkerMs: { median: median(warmMs), min: Math.min(...warmMs), max: Math.max(...warmMs) },
+    warmWorkerCpuMs: median(warm.map((w) => w.cpuMs)),
+    cliRows: opts.rows,
+    cliPeakRssMB: big.rssMB,
+    cliSeconds: big.ms.map((x) => x / 1000),
+  };
+}
+

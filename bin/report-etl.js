@@ -1,13 +1,22 @@
 #!/usr/bin/env -S node --max-semi-space-size=1
 // Flags: see src/runtime-flags.ts.
-// Node >= 22.18 runs the TypeScript sources directly (type stripping): no build step for development and npx.
-// The Docker image runs the compiled dist/main.js instead (npm run build).
+// Runs the compiled build (dist/main.js, made by `npm ci` through package.json `prepare`, or `npm run build`) when it
+// is not older than the sources, else the TypeScript sources directly (Node >= 22.18 strips the types): see
+// bin/entry-choice.js. The Docker image runs dist/main.js itself.
 import { nodeVersionProblem } from './node-version.js';
 
 const problem = nodeVersionProblem(process.versions.node, process.features.typescript);
 if (problem === undefined) {
+  const { enableCompileCache } = await import('node:module');
+  // V8's code cache on disk (os.tmpdir()/node-compile-cache): a run's modules load in about half the time after the
+  // first start (issue 14). NODE_DISABLE_COMPILE_CACHE=1 turns it off; a cache that cannot be written is skipped.
+  enableCompileCache?.();
+  const { chooseEntry } = await import('./entry-choice.js');
+  const { fileURLToPath } = await import('node:url');
+  const { entry, reason } = chooseEntry(fileURLToPath(new URL('..', import.meta.url)), process.env.REPORT_ETL_ENTRY);
+  if (process.env.REPORT_ETL_DEBUG_ENTRY === '1') process.stderr.write(`report-etl: running ${entry === 'dist' ? 'dist/main.js' : 'src/main.ts'}: ${reason}\n`);
   // Imported only after the check: a static import of a .ts file would fail before any line here runs.
-  await import('../src/main.ts');
+  await import(entry === 'dist' ? '../dist/main.js' : '../src/main.ts');
 } else {
   process.stderr.write(`report-etl: ${problem}\n`);
   process.exitCode = 2;

@@ -131,6 +131,19 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^COPY src \.\/src$/m);
   });
 
+  it("has package.json's prepare script wherever it runs npm ci (npm ci runs `prepare`)", () => {
+    const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+    const script = /^node (\S+)$/.exec(pkg.scripts.prepare ?? '')?.[1];
+    expect(script, 'prepare is `node <script>`').toBeDefined();
+    const stages = dockerfile.split(/^FROM /m).slice(1);
+    const installing = stages.filter((s) => /^RUN npm ci\b/m.test(s));
+    expect(installing).toHaveLength(2);
+    for (const stage of installing) {
+      expect(stage.indexOf(`COPY ${script} ./scripts/`), stage.split('\n')[0]).toBeGreaterThan(-1);
+      expect(stage.indexOf(`COPY ${script} ./scripts/`)).toBeLessThan(stage.search(/^RUN npm ci\b/m));
+    }
+  });
+
   it('runs Node with the flags of src/runtime-flags.ts, as bin/report-etl.js does', () => {
     const entry = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)![1]!;
     expect(JSON.parse(entry)).toEqual(['node', ...NODE_FLAGS, 'dist/main.js']);

@@ -40,9 +40,9 @@ export interface PageServer {
   close(): Promise<void>;
 }
 
-/** Starts bench/lib/page-server.ts and waits until it listens. */
-export async function startPageServer(): Promise<PageServer> {
-  const child = fork(here('./page-server.ts'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--max-old-space-size=8192'] });
+/** Starts bench/lib/page-server.ts (adding `latencyMs` to every response) and waits until it listens. */
+export async function startPageServer(latencyMs = 0): Promise<PageServer> {
+  const child = fork(here('./page-server.ts'), [String(latencyMs)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--max-old-space-size=8192'] });
   const { url } = await nextMessage<{ url: string }>(child);
   return {
     url,

@@ -33,6 +33,10 @@ export interface BenchOptions {
   /** Document case: MB (1e6 bytes) of pdf pages in all (BENCH_DOC_MB, default 1000) and per page (BENCH_DOC_PAGE_MB, 200). */
   docMB: number;
   docPageMB: number;
+  /** Latency the page server adds to every response, ms (BENCH_LATENCY, default 0): the simulator's latencyMs fault. */
+  latencyMs: number;
+  /** The user's-path cases (bench/lib/cli-cases.ts): fixed cost of a 10-row run, peak RSS of the README's command (BENCH_CLI, default 1). */
+  cli: boolean;
   databaseUrl: string;
   redisUrl: string;
 }
@@ -78,6 +82,8 @@ export function readOptions(argv: string[] = process.argv.slice(2)): BenchOption
     sizes: [...new Set([...sizes, rows])].sort((a, b) => a - b),
     // Default: the flags the product runs with, so the measured worker is the real one.
     workerArgs: (arg(argv, 'worker-args') ?? NODE_FLAGS.join(' ')).split(' ').filter(Boolean),
+    latencyMs: Number(arg(argv, 'latency') ?? '0'),
+    cli: (arg(argv, 'cli') ?? '1') !== '0',
     databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
   };

@@ -92,10 +92,31 @@ export function summary(results: CaseResult[], rows: number, paging: number | 'a
   const ratios = main.map((r) => `${r.outputType} ${r.ratio.toFixed(2)}`).join(', ');
   const rss = Math.max(...results.map((r) => r.rssMaxMB));
   const limit = mode === 'append' ? 'of COPY into an empty table' : 'of DELETE + COPY';
-  const rowPart = main.length > 0 ? `${short(rows)} rows paging ${paging === 'all' ? 'all' : short(paging)}: ${ratios} ${limit}; ` : '';
+  const rowPart = main.length > 0 ? `${short(rows)} rows paging ${paging === 'all' ? 'all' : short(paging)}: ${ratios} ${limit} (goals: txt >= 1.0, json >= 0.95); ` : '';
   const docs = results.find((r) => r.outputType === 'pdf');
   const docPart = docs
     ? `pdf ${(docs.bytes / 1e6).toFixed(0)} MB in ${docs.pages} pages: ${docs.mbPerSec.toFixed(0)} MB/s, ${docs.ratio.toFixed(2)} of psql \\copy, worker RSS +${Math.max(...docs.runs.map((x) => x.rssMB - x.baseRssMB)).toFixed(0)} MB; `
     : '';
   return `bench ${mode} ${rowPart}${docPart}peak RSS max ${rss.toFixed(0)} MB`;
+}
+
+/** The user's-path figures (bench/lib/cli-cases.ts): 10-row fixed costs in ms, the README command's peak RSS in MB. */
+export interface UserPathResult {
+  /** `report-etl run` of 10 rows as a whole process, spawn to exit (the spec's 250 ms first poll included). */
+  wholeProcessMs: { median: number; min: number; max: number };
+  /** runAttempt of 10 rows in a warm worker with 1 ms polls: report-etl's own time plus the local servers' answers. */
+  warmWorkerMs: { median: number; min: number; max: number };
+  warmWorkerCpuMs: number;
+  /** Rows of the peak-RSS run (txt, paging 100,000) and the peak RSS and seconds of each of its repeats. */
+  cliRows: number;
+  cliPeakRssMB: number[];
+  cliSeconds: number[];
+}
+
+/** The user's path in the summary line, against the goals of issue 14 (<= 0.5 s, <= 50 ms, <= 150 MB). */
+export function userPath(u: UserPathResult): string {
+  return (
+    `10-row run ${(u.wholeProcessMs.median / 1000).toFixed(2)} s whole process (goal <= 0.5), ${u.warmWorkerMs.median.toFixed(0)} ms in a warm worker (goal <= 50); ` +
+    `report-etl run of ${short(u.cliRows)} rows peak RSS max ${Math.max(...u.cliPeakRssMB).toFixed(0)} MB (goal <= 150)`
+  );
 }

@@ -19,6 +19,8 @@ export interface WorkerInput {
   /** schema.table */
   target: string;
   mode: 'replace' | 'append';
+  /** Unmeasured runs of the same job in the same process before the measured one (a warm worker); default 0. */
+  warmups?: number;
 }
 
 /** What one measurement gives. */

@@ -1,6 +1,6 @@
 // The measured worker of `npm run bench` (bench/run.ts): one fresh process per measurement, so that its peak RSS
 // is its own. It runs the compiled product (dist/, built by `npm run bench` first), as the Docker image does.
-// Runs runAttempt once against the page server and sends one WorkerResult (bench/lib/worker-types.ts) to the parent
+// Runs runAttempt once (after input.warmups unmeasured runs) against the page server and sends one WorkerResult (bench/lib/worker-types.ts) to the parent
 // over IPC, then exits. Input: argv[2] is a JSON WorkerInput. Time to the first row is taken from the loader's
 // 'loading' log line, which copy-load.ts writes once the first rows are decoded, right before COPY starts.
 import { pino } from 'pino';
@@ -49,6 +49,8 @@ const cpuMs = () => {
 };
 let result;
 try {
+  // Warm-up runs in this same process (input.warmups): the measured run then shows a warm worker's own cost.
+  for (let i = 0; i < (input.warmups ?? 0); i++) await runAttempt({ job: resolveJob(config, 'bench'), pool, redis, logger });
   t0 = performance.now();
   cpu0 = process.cpuUsage();
   const r = await runAttempt({ job: resolveJob(config, 'bench'), pool, redis, logger });

@@ -5,9 +5,7 @@
  * id for 7 days, so it is not queued again) and that `--force` runs them again as new logical runs.
  */
 import type { RegisterCommand } from './types.ts';
-import { resolveJob } from '../config/load.ts';
-import { loadConfigForJob } from './job-config.ts';
-import { backfill, isDoneState, type BackfillRun } from '../queue/backfill.ts';
+import type { BackfillRun } from '../queue/backfill.ts';
 import { formatZoned, parseZonedDate } from '../pipeline/logical-time.ts';
 import { configOption, queuePrefixOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
@@ -26,9 +24,9 @@ export function formatWithOffset(at: Date, zone: string): string {
 }
 
 /** What happened to one tick, in words. */
-function outcome(run: BackfillRun, force: boolean): string {
+function outcome(run: BackfillRun, force: boolean, done: boolean): string {
   if (run.added) return force ? 'queued (forced: new logical run)' : 'queued';
-  return `${isDoneState(run.state) ? 'already done' : 'already queued'} (${run.state})`;
+  return `${done ? 'already done' : 'already queued'} (${run.state})`;
 }
 
 export const registerBackfill: RegisterCommand = (program, cli) => {
@@ -38,6 +36,8 @@ export const registerBackfill: RegisterCommand = (program, cli) => {
     .requiredOption('--to <date>', 'end, inclusive, same forms')
     .option('--force', 'queue every tick as a new logical run, also ticks already queued or done (an append target gets their rows again)')
     .action(async (job: string, opts: { config: string; queuePrefix: string; from: string; to: string; force?: boolean }) => {
+      // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser (issue 14).
+      const [{ resolveJob }, { loadConfigForJob }, { backfill, isDoneState }] = await Promise.all([import('../config/load.ts'), import('./job-config.ts'), import('../queue/backfill.ts')]);
       const { config } = await loadConfigForJob(cli, opts.config, job);
       const r = resolveJob(config, job);
       const zone = r.zone;
@@ -45,7 +45,7 @@ export const registerBackfill: RegisterCommand = (program, cli) => {
       const to = parseZonedDate(opts.to, zone);
       const force = opts.force === true;
       const { runs } = await withQueueSession(opts.queuePrefix, ({ queue }) => backfill({ queue, config }, job, from, to, { force }));
-      for (const run of runs) cli.out(`${run.tick.toISOString()}  ${formatWithOffset(run.tick, zone)} ${zone}  ${run.jobId}  ${outcome(run, force)}`);
+      for (const run of runs) cli.out(`${run.tick.toISOString()}  ${formatWithOffset(run.tick, zone)} ${zone}  ${run.jobId}  ${outcome(run, force, isDoneState(run.state))}`);
       const added = runs.filter((x) => x.added).length;
       const done = runs.filter((x) => !x.added && isDoneState(x.state)).length;
       const pending = runs.length - added - done;

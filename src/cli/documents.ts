@@ -8,10 +8,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { openStores } from '../app/bootstrap.ts';
 import { EtlError } from '../errors.ts';
-import { makeLogger } from '../logger.ts';
-import { listRunDocuments, readDocument } from '../warehouse/documents.ts';
 import { wholeNumber } from './options.ts';
 import type { RegisterCommand } from './types.ts';
 
@@ -29,6 +26,8 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
         cli.exit(2);
         return;
       }
+      // Loaded here, not at the top: `--help` and the other commands need none of it (issue 14: start-up cost).
+      const [{ openStores }, { makeLogger }, { listRunDocuments, readDocument }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts'), import('../warehouse/documents.ts')]);
       const logger = makeLogger();
       const { pool, releasers } = await openStores(logger, { poolMax: 2 });
       try {

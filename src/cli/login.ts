@@ -8,16 +8,13 @@
  */
 import { createInterface } from 'node:readline';
 import { Option } from 'commander';
-import { openStores } from '../app/bootstrap.ts';
+import type pg from 'pg';
 import type { ConnectionConfig } from '../config/schema.ts';
-import { loadConfig } from '../config/load.ts';
-import { closestMatch } from '../config/problems.ts';
 import { ConfigError, EtlError } from '../errors.ts';
 import { getLoginState, LOGIN_STATE_TTL_MS } from '../history/login-states.ts';
-import { completeLogin, startLogin, type CompletedLogin } from '../login/login-flow.ts';
-import { makeLogger } from '../logger.ts';
+import type { CompletedLogin } from '../login/login-flow.ts';
+import type { Logger } from '../logger.ts';
 import { secretKeyFromEnv } from '../secret-box.ts';
-import { sleep } from '../report-api/index.ts';
 import { configOption } from './options.ts';
 import type { Cli, RegisterCommand } from './types.ts';
 
@@ -43,6 +40,14 @@ export const registerLogin: RegisterCommand = (program, cli) => {
     .addOption(new Option('--redirected-url <url>', 'the URL the browser was redirected to after the login (non-interactive)'))
     .addOption(new Option('--print-url', 'print the authorization URL and exit (its state is valid for 10 minutes)').conflicts('redirectedUrl'))
     .action(async (name: string, opts: { config: string; redirectedUrl?: string; printUrl?: boolean }) => {
+      // Loaded here, not at the top: `--help` and the other commands need none of it (issue 14: start-up cost).
+      const [{ openStores }, { loadConfig }, { closestMatch }, { completeLogin, startLogin }, { makeLogger }] = await Promise.all([
+        import('../app/bootstrap.ts'),
+        import('../config/load.ts'),
+        import('../config/problems.ts'),
+        import('../login/login-flow.ts'),
+        import('../logger.ts'),
+      ]);
       const { config } = await loadConfig(opts.config);
       const connection = Object.hasOwn(config.connections, name) ? config.connections[name] : undefined;
       if (!connection) {
@@ -90,7 +95,8 @@ export const registerLogin: RegisterCommand = (program, cli) => {
  * Waits for whichever comes first: the callback's outcome in etl.login_states, or a URL pasted on stdin.
  * @throws LoginFailedError from a pasted URL or the callback's failure; EtlError LOGIN_FAILED after 10 minutes
  */
-async function waitForCode(pool: Parameters<typeof getLoginState>[0], key: ReturnType<typeof secretKeyFromEnv>, find: (n: string) => ConnectionConfig | undefined, state: string, logger: ReturnType<typeof makeLogger>): Promise<CompletedLogin | string> {
+async function waitForCode(pool: pg.Pool, key: ReturnType<typeof secretKeyFromEnv>, find: (n: string) => ConnectionConfig | undefined, state: string, logger: Logger): Promise<CompletedLogin | string> {
+  const [{ completeLogin }, { sleep }] = await Promise.all([import('../login/login-flow.ts'), import('../report-api/index.ts')]);
   const controller = new AbortController();
   const lines = createInterface({ input: process.stdin, terminal: false });
   const pasted = new Promise<CompletedLogin>((resolve, reject) => {

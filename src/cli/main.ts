@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
-import { StoreUnavailableError } from '../app/bootstrap.ts';
+import { StoreUnavailableError } from '../app/store-unavailable.ts';
 import { ConfigError } from '../errors.ts';
 import { commands } from './commands.ts';
 import type { Cli } from './types.ts';

@@ -1,8 +1,4 @@
 /** `report-etl migrate`: applies migrations/ to DATABASE_URL. */
-import { checkPostgres } from '../app/bootstrap.ts';
-import { makePool } from '../app/connections.ts';
-import { migrate } from '../history/migrate.ts';
-import { makeLogger } from '../logger.ts';
 import type { RegisterCommand } from './types.ts';
 
 export const registerMigrate: RegisterCommand = (program, cli) => {
@@ -10,6 +6,13 @@ export const registerMigrate: RegisterCommand = (program, cli) => {
     .command('migrate')
     .description('apply the run-history migrations (migrations/*.sql) to DATABASE_URL; safe to run concurrently')
     .action(async () => {
+      // Loaded here, not at the top: `--help` and the other commands need none of it (issue 14: start-up cost).
+      const [{ checkPostgres }, { makePool }, { migrate }, { makeLogger }] = await Promise.all([
+        import('../app/bootstrap.ts'),
+        import('../app/connections.ts'),
+        import('../history/migrate.ts'),
+        import('../logger.ts'),
+      ]);
       await checkPostgres();
       const logger = makeLogger();
       const pool = makePool(logger);

@@ -4,7 +4,7 @@
  * `error: option '--since <when>' argument 'x' is invalid. <why>` and exit code 2.
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { parseWindow } from '../config/load.ts';
+import { parseWindow } from '../config/duration.ts';
 import { LOG_FORMATS, type LogFormat } from '../log-format.ts';
 import { queuePrefixFromEnv } from '../queue/names.ts';
 

@@ -4,12 +4,8 @@
  * first rows as a table. Loads nothing, records no run, deletes the report job. Exit 0 ok, 1 the report or the
  * database failed, 2 usage or config error.
  */
-import { openStores } from '../app/bootstrap.ts';
-import { resolveJob } from '../config/load.ts';
 import { EtlError } from '../errors.ts';
-import { makeLogger } from '../logger.ts';
-import { previewJob, type JobPreview } from '../pipeline/preview.ts';
-import { loadConfigForJob } from './job-config.ts';
+import type { JobPreview } from '../pipeline/preview.ts';
 import { configOption, logFormatOption, paramOption, wholeNumber, type LogFormatFlag } from './options.ts';
 import type { Cli, RegisterCommand } from './types.ts';
 
@@ -54,6 +50,14 @@ export const registerPreview: RegisterCommand = (program, cli) => {
     .argument('<job>', 'job name in jobs.yaml')
     .option('--rows <n>', 'rows to show (1-1000)', wholeNumber(1), 10)
     .action(async (jobName: string, opts: { config: string; param: Record<string, string>; rows: number } & LogFormatFlag) => {
+      // Loaded here, not at the top: `--help` and the other commands need none of it (issue 14: start-up cost).
+      const [{ openStores }, { resolveJob }, { makeLogger }, { previewJob }, { loadConfigForJob }] = await Promise.all([
+        import('../app/bootstrap.ts'),
+        import('../config/load.ts'),
+        import('../logger.ts'),
+        import('../pipeline/preview.ts'),
+        import('./job-config.ts'),
+      ]);
       const loaded = await loadConfigForJob(cli, opts.config, jobName);
       const job = resolveJob(loaded.config, jobName, opts.config);
       const logger = makeLogger({}, opts.logFormat);

@@ -5,9 +5,8 @@
  * StoreUnavailableError (one line, exit 2 in main) when a store does not answer.
  */
 import type pg from 'pg';
-import { openHistoryPool, openStores } from '../app/bootstrap.ts';
-import { makeLogger, type Logger } from '../logger.ts';
-import { makeQueue, type RunQueue } from '../queue/queue.ts';
+import type { Logger } from '../logger.ts';
+import type { RunQueue } from '../queue/queue.ts';
 
 /** What a queue command's action gets. */
 export interface QueueSession {
@@ -21,6 +20,8 @@ export interface QueueSession {
  * @throws StoreUnavailableError when PostgreSQL or Redis cannot be reached; whatever `fn` throws
  */
 export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) => Promise<T>): Promise<T> {
+  // Loaded on use, so that registering the commands loads neither the drivers nor BullMQ (issue 14: start-up cost).
+  const [{ openStores }, { makeLogger }, { makeQueue }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts'), import('../queue/queue.ts')]);
   const logger = makeLogger();
   try {
     const { pool, redis, releasers } = await openStores(logger, { poolMax: 2 });
@@ -42,6 +43,7 @@ export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) 
  * @throws StoreUnavailableError when PostgreSQL cannot be reached; whatever `fn` throws
  */
 export async function withHistory<T>(fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
+  const [{ openHistoryPool }, { makeLogger }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts')]);
   const logger = makeLogger();
   try {
     const pool = await openHistoryPool(logger, { poolMax: 2 });

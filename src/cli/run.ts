@@ -4,19 +4,8 @@
  * a second Ctrl-C exits at once.
  */
 import { Option } from 'commander';
-import { openStores } from '../app/bootstrap.ts';
-import { Releasers } from '../app/connections.ts';
-import { resolveJob } from '../config/load.ts';
-import { loadConfigForJob } from './job-config.ts';
-import { makeLogger } from '../logger.ts';
-import { AttemptFailedError, runAttempt } from '../pipeline/run-attempt.ts';
 import { configOption, logFormatOption, paramOption, type LogFormatFlag } from './options.ts';
-import { openAttemptOwner } from '../history/attempt-owner.ts';
-import { makeAlertSender } from '../alerts/webhook-sender.ts';
-import { makeRunAlerts } from '../alerts/run-alerts.ts';
-import { makeJanitor } from '../queue/janitor.ts';
 import type { RegisterCommand } from './types.ts';
-import { outputShape } from '../vocabulary.ts';
 
 /** How long `run` waits at its end for alerts still being delivered, in ms (the run's outcome is already printed). */
 const ALERT_FLUSH_MS = 30_000;
@@ -26,6 +15,21 @@ export const registerRun: RegisterCommand = (program, cli) => {
     .argument('<job>', 'job name in jobs.yaml')
     .addOption(new Option('--run-key <key>', 'logical run id; append loads are exactly-once per key'))
     .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string } & LogFormatFlag) => {
+      // Loaded here, not at the top: `--help` and the other commands need none of it (issue 14: start-up cost).
+      const [{ openStores }, { Releasers }, { resolveJob }, { loadConfigForJob }, { makeLogger }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { makeAlertSender }, { makeRunAlerts }, { makeJanitor }, { outputShape }] =
+        await Promise.all([
+          import('../app/bootstrap.ts'),
+          import('../app/connections.ts'),
+          import('../config/load.ts'),
+          import('./job-config.ts'),
+          import('../logger.ts'),
+          import('../pipeline/run-attempt.ts'),
+          import('../history/attempt-owner.ts'),
+          import('../alerts/webhook-sender.ts'),
+          import('../alerts/run-alerts.ts'),
+          import('../queue/janitor.ts'),
+          import('../vocabulary.ts'),
+        ]);
       const loaded = await loadConfigForJob(cli, opts.config, jobName);
       const job = resolveJob(loaded.config, jobName, opts.config);
       const logger = makeLogger({}, opts.logFormat);

@@ -3,7 +3,7 @@
  * Read-only: it never migrates and needs no Redis; a database without the run history says so on stderr.
  */
 import type { RegisterCommand } from './types.ts';
-import { hasRunHistory, listRuns, type RunListRow } from '../history/run-list.ts';
+import type { RunListRow } from '../history/run-list.ts';
 import { queuePrefixOption, sinceOption, wholeNumber } from './options.ts';
 import { withHistory } from './queue-session.ts';
 
@@ -42,6 +42,7 @@ export const registerRuns: RegisterCommand = (program, cli) => {
     .option('--status <status>', 'only runs with this status: running | succeeded | failed | interrupted')
     .option('--limit <n>', 'most rows', wholeNumber(1), 50)
     .action(async (opts: { queuePrefix: string; job?: string; status?: string; since?: Date; limit: number }) => {
+      const { hasRunHistory, listRuns } = await import('../history/run-list.ts');
       const rows = await withHistory(async (pool) =>
         (await hasRunHistory(pool)) ? listRuns(pool, { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit }) : undefined,
       );

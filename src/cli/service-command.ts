@@ -5,8 +5,7 @@
  * (rolled back, report job deleted, recorded interrupted) and exits within 10 s whatever happens.
  */
 import { Option, type Command } from 'commander';
-import { startService, type ServiceOptions } from '../app/service.ts';
-import { makeLogger } from '../logger.ts';
+import type { ServiceOptions } from '../app/service.ts';
 import { configOption, logFormatOption, queuePrefixOption, wholeNumber, type LogFormatFlag } from './options.ts';
 import type { Cli } from './types.ts';
 
@@ -47,6 +46,8 @@ export function serviceOptions(cmd: Command, parts: { worker?: boolean; admin?: 
 
 /** Runs the service until a signal stops it. Resolves when everything is closed. */
 export async function runService(cli: Cli, opts: ServiceCommandOptions, parts: Pick<ServiceOptions, 'scheduler' | 'worker' | 'admin'>): Promise<void> {
+  // Loaded here, not at the top: `--help` and the short commands need none of the service (issue 14: start-up cost).
+  const [{ startService }, { makeLogger }] = await Promise.all([import('../app/service.ts'), import('../logger.ts')]);
   const logger = makeLogger({}, opts.logFormat);
   const graceMs = (opts.grace ?? 60) * 1000;
   let adminPort: number | undefined;

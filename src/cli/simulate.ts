@@ -4,8 +4,7 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Cli } from './types.ts';
-import { makeLogger } from '../logger.ts';
-import { DEFAULT_CLIENTS, DEFAULT_USERS, startSimulator, type SimulatorOptions } from '../simulator/index.ts';
+import type { SimulatorOptions } from '../simulator/index.ts';
 
 function int(name: string, min: number): (value: string) => number {
   return (value) => {
@@ -50,6 +49,8 @@ export function registerSimulate(program: Command, cli: Cli): void {
     .option('--latency <ms>', 'latency added to every response, in ms', int('--latency', 0), 0)
     .option('--product-version <year>', 'product version of the simulated server: pdf needs 2025, excel/word 2026 (older: 400 "Unknown outputType"); default: every type', int('--product-version', 2000))
     .action(async (flags: SimulateFlags) => {
+      // Loaded here: the simulator brings pdfkit, exceljs and docx, which no other command needs (issue 14).
+      const [{ makeLogger }, { DEFAULT_CLIENTS, DEFAULT_USERS, startSimulator }] = await Promise.all([import('../logger.ts'), import('../simulator/index.ts')]);
       const logger = makeLogger();
       const options: SimulatorOptions = {
         port: flags.port,

@@ -4,7 +4,6 @@
  */
 import { configOption } from './options.ts';
 import { ConfigError } from '../errors.ts';
-import { configWarnings, loadConfig } from '../config/load.ts';
 import type { RegisterCommand } from './types.ts';
 
 /**
@@ -15,6 +14,7 @@ import type { RegisterCommand } from './types.ts';
 export const registerValidate: RegisterCommand = (program, cli) => {
   configOption(program.command('validate').description('check jobs.yaml and the environment it references, without contacting any server'), 'jobs.yaml to check')
     .action(async (opts: { config: string }) => {
+      const { configWarnings, loadConfig } = await import('../config/load.ts');
       try {
         const { config } = await loadConfig(opts.config);
         for (const warning of configWarnings(config, opts.config)) cli.err(`warning: ${warning}`);

@@ -1,12 +1,13 @@
 /**
  * The pages of one finished report job as one {@link RowSource}: GET output/1, 2, … until 404 (spec "Endpoints" #3
  * and note 1), each page's body fed through the page decoder of the output type. Pulling drives everything: COPY
- * pulls rows, the decoder pulls page bytes, undici reads the socket only as fast as PostgreSQL takes rows.
+ * pulls rows, the decoder pulls page bytes, undici reads the socket only as fast as PostgreSQL takes rows. One page
+ * is requested ahead (issue 14), so that the server's rendering of page n+1 and the network overlap the COPY of page n.
  */
 import { throwIfAborted } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { PageDecoder } from '../pages/decoder.ts';
-import type { ReportClient } from '../report-api/index.ts';
+import type { PageStream, ReportClient } from '../report-api/index.ts';
 import type { RowSource } from '../warehouse/row-source.ts';
 
 /** A report's rows, with running figures of the download. */
@@ -47,34 +48,58 @@ export function reportRows(client: ReportClient, reportJobId: string, decoder: P
     }
   }
 
+  /** Requests page `page`; a failure is kept for the `await` that takes the page (never an unhandled rejection). */
+  function request(page: number): Promise<PageStream | null> {
+    const answer = client.openPage(reportJobId, page, signal);
+    answer.then(
+      // A body that fails before it is read (an abort, a re-fetch that failed) must not be an uncaught 'error' event:
+      // its reader gets the error from the stream itself, and an unread one has nobody to tell.
+      (stream) => stream?.body.on('error', () => undefined),
+      () => undefined,
+    );
+    return answer;
+  }
+
   async function* allPages(): AsyncGenerator<Buffer> {
     const started = performance.now();
-    for (let page = 1; page <= maxPages; page++) {
-      throwIfAborted(signal);
-      const pageStarted = performance.now();
-      const stream = await client.openPage(reportJobId, page, signal);
-      if (!stream) break;
-      const rowsBefore = decoder.rows;
-      const bytesBefore = bytes;
-      pageStartRows.push(rowsBefore);
-      yield* decoder.decodePage(counted(stream.body), page, { contentType: stream.contentType });
-      pages = page;
-      const ms = performance.now() - pageStarted;
-      const rows = decoder.rows - rowsBefore;
-      logger.info(
-        {
-          page,
-          rows,
-          bytes: bytes - bytesBefore,
-          ms: Math.round(ms),
-          rowsPerSec: Math.round((rows / Math.max(ms, 1)) * 1000),
-          totalRows: decoder.rows,
-          totalMB: +(bytes / 1e6).toFixed(1),
-          elapsedS: +((performance.now() - started) / 1000).toFixed(1),
-          resumes: stream.resumes(),
-        },
-        'page loaded',
-      );
+    let next: Promise<PageStream | null> | undefined = maxPages >= 1 ? request(1) : undefined;
+    try {
+      for (let page = 1; page <= maxPages; page++) {
+        throwIfAborted(signal);
+        const pageStarted = performance.now();
+        const stream = await next!;
+        next = undefined;
+        if (!stream) break;
+        // Look-ahead of one page: page n+1 is asked for now, so that the server renders it and its first bytes
+        // travel while page n is decoded and copied. Its body is not read until page n is done: undici buffers at
+        // most its high-water mark and then pauses the socket (and its body timeout), so memory stays flat.
+        if (page < maxPages) next = request(page + 1);
+        const rowsBefore = decoder.rows;
+        const bytesBefore = bytes;
+        pageStartRows.push(rowsBefore);
+        yield* decoder.decodePage(counted(stream.body), page, { contentType: stream.contentType });
+        pages = page;
+        const ms = performance.now() - pageStarted;
+        const rows = decoder.rows - rowsBefore;
+        logger.info(
+          {
+            page,
+            rows,
+            bytes: bytes - bytesBefore,
+            ms: Math.round(ms),
+            rowsPerSec: Math.round((rows / Math.max(ms, 1)) * 1000),
+            totalRows: decoder.rows,
+            totalMB: +(bytes / 1e6).toFixed(1),
+            elapsedS: +((performance.now() - started) / 1000).toFixed(1),
+            resumes: stream.resumes(),
+          },
+          'page loaded',
+        );
+      }
+    } finally {
+      // Ended early (a failure, an abort, close()): the page asked for ahead is never read; close its body so that
+      // its socket is freed rather than held until the agent closes.
+      if (next) void next.then((s) => s?.body.destroy(), () => undefined);
     }
   }
 

@@ -18,18 +18,30 @@ import type { AttemptOwner } from '../history/attempt-owner.ts';
 import { completeAttempt, failAttempt, failureOf, insertAttempt, runningAttempts, setAttemptReportJob, type AttemptFailure, type RunningAttempt } from '../history/attempts.ts';
 import { goneOwners } from '../history/orphans.ts';
 import type { Logger } from '../logger.ts';
-import { DocumentPageDecoder } from '../pages/decoder.ts';
-import { insertRunDocuments } from '../history/run-documents.ts';
 import { encodeReportName, makeReportClient, withReportJob, type ClientLease, type FinishedReport, type ReportClient, type ReportClients } from '../report-api/index.ts';
 import { outputShape, type RunRequest, type RunStage } from '../vocabulary.ts';
-import { loadRows, withLoadTransaction, type LoadPlan, type LoadResult } from '../warehouse/copy-load.ts';
+import type { LoadPlan, LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { connectionAuthStore } from './auth-store.ts';
 import { runParameters } from './logical-time.ts';
-import { jobDecoder } from './job-decoder.ts';
 import { reportRows } from './report-rows.ts';
+
+/**
+ * The load stage's modules (decoders, COPY), imported on first use and then kept: a `report-etl run` starts importing
+ * them with the attempt, so that they load while it waits for the server (the first status poll is 250 ms) rather
+ * than before its first request (issue 14: start-up cost). A warm worker has them already.
+ */
+let loadStageModules:
+  | Promise<[typeof import('./job-decoder.ts'), typeof import('../pages/decoder.ts'), typeof import('../warehouse/copy-load.ts'), typeof import('../history/run-documents.ts')]>
+  | undefined;
+function loadStage(): NonNullable<typeof loadStageModules> {
+  loadStageModules ??= Promise.all([import('./job-decoder.ts'), import('../pages/decoder.ts'), import('../warehouse/copy-load.ts'), import('../history/run-documents.ts')]);
+  // A failed import is thrown where the load stage awaits it, within the attempt, not as an unhandled rejection.
+  loadStageModules.catch(() => undefined);
+  return loadStageModules;
+}
 
 /** Options of {@link runAttempt}. */
 export interface AttemptOptions {
@@ -130,6 +142,7 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
   const targetTable = `${target.schema}.${target.table}`;
   const started = performance.now();
   const startedAt = new Date();
+  const stageModules = loadStage();
   const trigger = request.trigger ?? 'manual';
   const attempt = await insertAttempt(o.pool, {
     attemptId,
@@ -175,6 +188,7 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
     const load = async (finished: FinishedReport): Promise<AttemptResult> => {
       log.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
       stage = 'load';
+      const [{ jobDecoder }, { DocumentPageDecoder }, { loadRows, withLoadTransaction }, { insertRunDocuments }] = await stageModules;
       const type = report.outputType;
       const shape = outputShape(type, targetConfig);
       const decoder = jobDecoder(r, startedAt);
