@@ -213,3 +213,18 @@ describe.sequential('a user-dependent service user', () => {
     }
   });
 });
+
+it('the login_required gauge counts a user-dependent connection of the live jobs.yaml that never logged in', async () => {
+  const { staticConfig } = await import('../src/config/live-config.ts');
+  const fresh = h.config({}, { auth: 'authorization_code', clientId: `never-${uniqueName('c')}`, clientSecret: undefined, scopes: ['svc.pad'], redirectUri: 'https://etl.example.com/oauth/callback' });
+  const live = { ...config, connections: { ...config.connections, never: fresh.connections.sim! } };
+  const second = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: log.logger, port: 0, auth: { token }, liveConfig: staticConfig(live) });
+  try {
+    const text = await (await fetch(`${second.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
+    expect(text).toMatch(/report_etl_login_required\{connection="never"\} 1/);
+    // The client-credentials connection is no login's business.
+    expect(text).not.toMatch(/report_etl_login_required\{connection="cc"\}/);
+  } finally {
+    await second.close();
+  }
+});

@@ -12,7 +12,8 @@
  *   the token endpoint by whichever process asks (src/report-api/job-client.ts).
  * - `report_etl_queue_jobs{state}`: BullMQ `getJobCounts()` of the queue.
  * - `report_etl_login_required{connection}`: 1 while a user-dependent connection waits for `report-etl login`
- *   (its refresh token was refused: LOGIN_REQUIRED), 0 while it is logged in; from etl.connection_logins.
+ *   (never logged in, or its refresh token was refused: LOGIN_REQUIRED), 0 while it is logged in; from
+ *   etl.connection_logins, for the connections of the live jobs.yaml when the server has it.
  * - per jobs.yaml job, with the live config (issue 12): `report_etl_job_last_success_timestamp_seconds{job}` (unix
  *   time of the newest succeeded attempt's end; absent when it never succeeded), `report_etl_job_stale{job}` (1 when
  *   its freshness is breached, 0 otherwise; jobs with a freshness only) and `report_etl_job_config_invalid{job}` (1
@@ -165,8 +166,20 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
     registers: [registry],
     async collect() {
       this.reset();
-      for (const r of await listConnectionLogins(src.pool)) {
-        if (r.auth === 'authorization_code') this.set({ connection: r.connection }, r.login_required_at !== null || !r.logged_in ? 1 : 0);
+      const rows = await listConnectionLogins(src.pool);
+      const waiting = (r: (typeof rows)[number]) => (r.login_required_at !== null || !r.logged_in ? 1 : 0);
+      const configured = src.config?.current().connections;
+      if (configured) {
+        // The connections of the live jobs.yaml, each by its current server and client: one never logged in waits too.
+        for (const [name, c] of Object.entries(configured)) {
+          if (c.auth !== 'authorization_code') continue;
+          const r = rows.find((x) => x.connection === name && x.base_url === c.baseUrl && x.client_id === c.clientId);
+          this.set({ connection: name }, r ? waiting(r) : 1);
+        }
+        return;
+      }
+      for (const r of rows) {
+        if (r.auth === 'authorization_code') this.set({ connection: r.connection }, waiting(r));
       }
     },
   });
