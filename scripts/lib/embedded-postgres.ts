@@ -16,7 +16,7 @@ import { createRequire } from 'node:module';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { pollUntil } from './service-probes.ts';
+import { childStopper, pollUntil } from './service-probes.ts';
 
 /** How long the server may take to accept connections after it was spawned, in ms (initdb not included). */
 const START_TIMEOUT_MS = 60_000;
@@ -196,7 +196,6 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     throw err;
   }
 
-  let stopping: Promise<void> | undefined;
   return {
     url,
     port: options.port,
@@ -204,17 +203,6 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     pid: child.pid!,
     initialised,
     dataDir,
-    stop() {
-      stopping ??= (async () => {
-        if (child.exitCode === null && child.signalCode === null) {
-          child.kill('SIGINT');
-          const timer = setTimeout(() => child.kill('SIGQUIT'), STOP_TIMEOUT_MS);
-          await exited;
-          clearTimeout(timer);
-        }
-        process.removeListener('exit', killOnExit);
-      })();
-      return stopping;
-    },
+    stop: childStopper(child, exited, killOnExit, { gentle: 'SIGINT', hard: 'SIGQUIT', timeoutMs: STOP_TIMEOUT_MS }),
   };
 }

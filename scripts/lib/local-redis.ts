@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { pollUntil, probeRedis } from './service-probes.ts';
+import { childStopper, pollUntil, probeRedis } from './service-probes.ts';
 
 /** How long redis-server may take to answer PING after it was spawned, in ms. */
 const START_TIMEOUT_MS = 20_000;
@@ -71,22 +71,10 @@ export async function startRedisServer(binary: string, port: number): Promise<St
     process.removeListener('exit', killOnExit);
     throw err;
   }
-  let stopping: Promise<void> | undefined;
   return {
     url,
     pid: child.pid!,
-    stop() {
-      stopping ??= (async () => {
-        if (child.exitCode === null && child.signalCode === null) {
-          child.kill('SIGTERM');
-          const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
-          await exited;
-          clearTimeout(timer);
-        }
-        process.removeListener('exit', killOnExit);
-      })();
-      return stopping;
-    },
+    stop: childStopper(child, exited, killOnExit, { gentle: 'SIGTERM', hard: 'SIGKILL', timeoutMs: STOP_TIMEOUT_MS }),
   };
 }
 

@@ -4,6 +4,7 @@
  * fallback start; a server that answers but refuses (wrong password, missing database) is the user's to fix, so it
  * is reported, never hidden behind a fallback.
  */
+import type { ChildProcess } from 'node:child_process';
 import { createServer, Socket } from 'node:net';
 import pg from 'pg';
 import { Redis } from 'ioredis';
@@ -120,4 +121,22 @@ export async function pollUntil(what: string, check: () => Promise<boolean>, tim
     await new Promise((r) => setTimeout(r, interval));
     interval = Math.min(interval * 2, 250);
   }
+}
+
+/**
+ * A stop() for a server child process: `gentle` signal, then `hard` after `timeoutMs` if it has not exited; waits for
+ * the exit and removes the process-exit safety net. A second call waits for the first.
+ */
+export function childStopper(child: ChildProcess, exited: Promise<void>, killOnExit: () => void, o: { gentle: NodeJS.Signals; hard: NodeJS.Signals; timeoutMs: number }): () => Promise<void> {
+  let stopping: Promise<void> | undefined;
+  return () =>
+    (stopping ??= (async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill(o.gentle);
+        const timer = setTimeout(() => child.kill(o.hard), o.timeoutMs);
+        await exited;
+        clearTimeout(timer);
+      }
+      process.removeListener('exit', killOnExit);
+    })());
 }
