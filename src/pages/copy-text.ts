@@ -65,6 +65,11 @@ export class CopyOutput {
     return out;
   }
 
+  /** Drops the bytes written since the last take (a decoder starting over). */
+  discard(): void {
+    this.pos = this.start;
+  }
+
   /** Writes `\N` (NULL). Caller reserved 2 bytes. */
   writeNull(): void {
     this.buf[this.pos++] = BACKSLASH;

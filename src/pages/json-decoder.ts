@@ -6,6 +6,8 @@
  * Column order is the key order of the first row; later rows are matched by key: fast path when the key
  * bytes equal the first row's key at the same position, else by name through a Map. A missing key is NULL;
  * a key the first row did not have is a PageFormatError. Other top-level members than `data` are skipped.
+ * The first row's keys are read before any value is written, so that the reader may choose COPY binary format
+ * ({@link JsonPageDecoder.useBinary}), in which each value is written by its column's encoder.
  */
 import type { OutputType } from '../vocabulary.ts';
 import type { PageDecoder } from './page-decoder.ts';
@@ -14,9 +16,12 @@ import { BACKSLASH, CopyOutput, LETTER_N, LF, TAB } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, jsonLastKey, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { JsonValueScanner, NEED, skipWs } from './json-values.ts';
+import { BinaryFieldWriter, FIELD_OVERHEAD } from './copy-binary-fields.ts';
+import type { BinaryEncoding } from '../warehouse/copy-binary.ts';
 
 const QUOTE = 0x22;
 const DATA = Buffer.from('data');
+const NO_ROWS = Buffer.alloc(0);
 
 /** Where the scanner is in the page's top-level structure. */
 const PHASE = {
@@ -69,10 +74,33 @@ export class JsonPageDecoder implements PageDecoder {
   private scratch = Buffer.alloc(0);
 
   private readonly maxValueBytes: number;
+  /** Set by useBinary(): rows go out in COPY binary format. */
+  private binary: BinaryFieldWriter | undefined;
+  /** The first row's keys were just read: decodePage tells its reader before any row is decoded. */
+  private columnsLearned = false;
 
   constructor(outputType: 'json' | 'json_compact', limits: DecoderLimits = { maxValueBytes: DEFAULT_MAX_VALUE_BYTES }) {
     this.outputType = outputType;
     this.maxValueBytes = limits.maxValueBytes;
+  }
+
+  /** See {@link PageDecoder.useBinary}: every column has an encoding, so always true. */
+  useBinary(encodings: readonly BinaryEncoding[], timezone: string): boolean {
+    this.binary = this.sc.binary = new BinaryFieldWriter(encodings, timezone);
+    return true;
+  }
+
+  /** See {@link PageDecoder.reset}. */
+  reset(): void {
+    this.columns = undefined;
+    this.kinds = [];
+    this.inspect = true;
+    this.rows = 0;
+    this.keys = [];
+    this.keyIndex = new Map();
+    this.binary = this.sc.binary = undefined;
+    this.columnsLearned = false;
+    this.out.discard();
   }
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number): AsyncGenerator<Buffer> {
@@ -83,26 +111,44 @@ export class JsonPageDecoder implements PageDecoder {
     for await (const chunk of body) {
       const buf = carry.push(chunk);
       if (buf === undefined) continue;
-      const consumed = this.parse(buf, st);
-      st.offset += consumed;
+      const consumed = yield* this.parseAll(buf, st);
       carry.keep(buf.subarray(consumed));
       const rows = this.out.take();
       if (rows !== undefined) yield rows;
     }
     const rest = carry.finish();
     if (rest !== undefined) {
-      const consumed = this.parse(rest, st);
+      const before = st.offset;
+      const consumed = yield* this.parseAll(rest, st);
       if (consumed < rest.length) {
         this.sc.row = st.phase === PHASE.row || st.phase === PHASE.rowOrEnd ? st.row + 1 : undefined;
-        this.sc.base = st.offset;
+        this.sc.base = before;
         this.sc.fail('page ends inside a value', consumed);
       }
       const rows = this.out.take();
       if (rows !== undefined) yield rows;
     }
     if (st.phase !== PHASE.end) {
-      throw new PageFormatError('JSON: page ends before the top-level object is complete', { page, offset: st.offset + (rest?.length ?? 0) });
+      throw new PageFormatError('JSON: page ends before the top-level object is complete', { page, offset: st.offset });
     }
+  }
+
+  /**
+   * parse() over the whole of `buf`, advancing st.offset; once the first row's keys are read it first yields an empty
+   * Buffer, so that the reader learns the columns (and may choose binary format) before any value is written.
+   * @returns the index after the last whole unit
+   */
+  private *parseAll(buf: Buffer, st: JsonPageState): Generator<Buffer, number> {
+    let consumed = this.parse(buf, st);
+    st.offset += consumed;
+    if (this.columnsLearned) {
+      this.columnsLearned = false;
+      yield NO_ROWS;
+      const more = this.parse(buf.subarray(consumed), st);
+      st.offset += more;
+      consumed += more;
+    }
+    return consumed;
   }
 
   /** Scans b as far as whole units go; returns the index after the last whole unit. */
@@ -110,7 +156,7 @@ export class JsonPageDecoder implements PageDecoder {
     const n = b.length;
     const sc = this.sc;
     const out = this.out;
-    out.reserve(2 * n + 64);
+    out.reserve((this.binary ? 3 : 2) * n + FIELD_OVERHEAD);
     sc.out = out.buf;
     sc.op = out.pos;
     sc.page = st.page;
@@ -134,8 +180,15 @@ export class JsonPageDecoder implements PageDecoder {
           }
           if (c !== 0x7b) sc.fail('a row must be an object', i);
           sc.row = st.row + 1;
+          if (this.columns === undefined) {
+            // Keys first: the row is read again, written, once the reader has seen the columns.
+            if (this.firstRowKeys(b, i, n) === NEED) break;
+            this.columnsLearned = true;
+            sc.row = undefined;
+            break;
+          }
           const mark = sc.op;
-          const e = this.columns === undefined ? this.firstRow(b, i, n) : this.row(b, i, n, mark);
+          const e = this.row(b, i, n, mark);
           sc.row = undefined;
           if (e === NEED) {
             sc.op = mark;
@@ -225,12 +278,11 @@ export class JsonPageDecoder implements PageDecoder {
     this.sc.fail("expected ',' or '}' in a row", i);
   }
 
-  /** The first row: its keys become the columns. */
-  private firstRow(b: Buffer, i: number, n: number): number {
+  /** The first row's keys become the columns (values are checked, not written); returns NEED or the row's end. */
+  private firstRowKeys(b: Buffer, i: number, n: number): number {
     const sc = this.sc;
     const names: string[] = [];
     const raws: Buffer[] = [];
-    const kinds: number[] = [];
     i = skipWs(b, i + 1, n);
     if (i >= n) return NEED;
     if (b[i] === 0x7d) sc.fail('the first row has no columns', i);
@@ -244,18 +296,14 @@ export class JsonPageDecoder implements PageDecoder {
       raws.push(Buffer.from(b.subarray(i + 1, ke - 1)));
       const v = this.afterKey(b, ke, n);
       if (v === NEED) return NEED;
-      if (names.length > 1) sc.out[sc.op++] = TAB;
-      sc.kind = 0;
-      const e = sc.value(b, v, n);
+      const e = sc.skip(b, v, n, 0);
       if (e === NEED) return NEED;
-      kinds.push(this.inspect ? sc.kind : 0);
       const next = this.afterValue(b, e, n);
       if (next === NEED) return NEED;
       if (next <= -2) {
-        sc.out[sc.op++] = LF;
         this.columns = names;
         this.keys = raws;
-        this.kinds = kinds;
+        this.kinds = names.map(() => 0);
         this.keyIndex = new Map(names.map((name, k) => [name, k]));
         return -2 - next;
       }
@@ -270,9 +318,14 @@ export class JsonPageDecoder implements PageDecoder {
     const ncols = keys.length;
     const kinds = this.kinds;
     const inspect = this.inspect;
+    const binary = this.binary !== undefined;
     let i = skipWs(b, rowStart + 1, n);
     if (i >= n) return NEED;
     let col = 0;
+    if (binary) {
+      sc.out[sc.op++] = ncols >>> 8;
+      sc.out[sc.op++] = ncols;
+    }
     if (b[i] === 0x7d) {
       i++;
     } else {
@@ -285,8 +338,12 @@ export class JsonPageDecoder implements PageDecoder {
         if (col >= ncols || b[ke] === BACKSLASH || !sameBytes(b, ks, ke, keys[col]!)) return this.slowRow(b, rowStart, n, rowOp);
         const v = this.afterKey(b, ke + 1, n);
         if (v === NEED) return NEED;
-        if (col > 0) sc.out[sc.op++] = TAB;
-        const e = sc.value(b, v, n);
+        let e: number;
+        if (binary) e = sc.valueBinary(b, v, n, col);
+        else {
+          if (col > 0) sc.out[sc.op++] = TAB;
+          e = sc.value(b, v, n);
+        }
         if (e === NEED) return NEED;
         if (inspect) kinds[col]! |= sc.kind;
         col++;
@@ -300,7 +357,7 @@ export class JsonPageDecoder implements PageDecoder {
       }
     }
     if (col < ncols) this.fillNulls(col, ncols);
-    sc.out[sc.op++] = LF;
+    if (!binary) sc.out[sc.op++] = LF;
     return i;
   }
 
@@ -309,11 +366,17 @@ export class JsonPageDecoder implements PageDecoder {
     const sc = this.sc;
     const out = this.out;
     out.pos = sc.op;
-    out.reserve(3 * (ncols - col) + 1);
+    out.reserve(4 * (ncols - col) + 1);
     sc.out = out.buf;
     const o = sc.out;
     let op = out.pos;
+    const binary = this.binary !== undefined;
     for (; col < ncols; col++) {
+      if (binary) {
+        o[op] = o[op + 1] = o[op + 2] = o[op + 3] = 0xff;
+        op += 4;
+        continue;
+      }
       if (col > 0) o[op++] = TAB;
       o[op++] = BACKSLASH;
       o[op++] = LETTER_N;
@@ -326,7 +389,9 @@ export class JsonPageDecoder implements PageDecoder {
     const sc = this.sc;
     const ncols = this.keys.length;
     const rowOut = sc.out;
-    if (this.scratch.length < 2 * (n - rowStart) + 16) this.scratch = Buffer.allocUnsafe(2 * (n - rowStart) + 16);
+    const binary = this.binary !== undefined;
+    const room = 3 * (n - rowStart) + FIELD_OVERHEAD;
+    if (this.scratch.length < room) this.scratch = Buffer.allocUnsafe(room);
     if (this.spans.length < 2 * ncols) this.spans = new Int32Array(2 * ncols);
     const spans = this.spans.fill(-1, 0, 2 * ncols);
     sc.out = this.scratch;
@@ -345,7 +410,7 @@ export class JsonPageDecoder implements PageDecoder {
           const v = this.afterKey(b, ke, n);
           if (v === NEED) return NEED;
           spans[2 * col] = sc.op;
-          const e = sc.value(b, v, n);
+          const e = binary ? sc.valueBinary(b, v, n, col) : sc.value(b, v, n);
           if (e === NEED) return NEED;
           spans[2 * col + 1] = sc.op;
           if (this.inspect) this.kinds[col]! |= sc.kind;
@@ -361,14 +426,21 @@ export class JsonPageDecoder implements PageDecoder {
       // Room: the row's values plus a tab and \N per column; what the fast path wrote for the row is dropped.
       const out = this.out;
       out.pos = rowOp;
-      out.reserve(sc.op + 3 * ncols + 1);
+      out.reserve(sc.op + 4 * ncols + 2);
       const o = out.buf;
       let op = out.pos;
       const scratch = this.scratch;
+      if (binary) {
+        o[op++] = ncols >>> 8;
+        o[op++] = ncols;
+      }
       for (let col = 0; col < ncols; col++) {
-        if (col > 0) o[op++] = TAB;
+        if (col > 0 && !binary) o[op++] = TAB;
         const s = spans[2 * col]!;
-        if (s < 0) {
+        if (s < 0 && binary) {
+          o[op] = o[op + 1] = o[op + 2] = o[op + 3] = 0xff;
+          op += 4;
+        } else if (s < 0) {
           o[op++] = BACKSLASH;
           o[op++] = LETTER_N;
         } else {
@@ -376,7 +448,7 @@ export class JsonPageDecoder implements PageDecoder {
           op += spans[2 * col + 1]! - s;
         }
       }
-      o[op++] = LF;
+      if (!binary) o[op++] = LF;
       sc.out = o;
       sc.op = op;
       return i;

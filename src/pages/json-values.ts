@@ -3,17 +3,23 @@
  * reads one JSON value from a buffer and writes it as a COPY text-format field, without making strings.
  * Numbers are copied digit for digit (never through a JS number), strings are unescaped from JSON and
  * escaped for COPY in one pass, true/false -> t/f, null -> \N, objects/arrays -> their JSON text, escaped.
+ * In COPY binary format ({@link JsonValueScanner.valueBinary}) a value is written by its column's encoder instead:
+ * strings unescaped from JSON only, numbers from their digits, true/false as t/f text or a boolean.
  * Every method returns the index after the value, or {@link NEED} when the buffer ends inside it.
  */
 import { CR, LF, TAB, BACKSLASH, LETTER_N, writeUtf8 } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND, digitsFitInt64, isIsoTimestampWithOffset } from './kinds.ts';
+import { BINARY, BinaryValueUnsupported } from '../warehouse/copy-binary.ts';
+import type { BinaryFieldWriter, ByteSink } from './copy-binary-fields.ts';
 
 /** Returned instead of an index when the value continues beyond the buffer. */
 export const NEED = -1;
 
 const QUOTE = 0x22;
 const MAX_DEPTH = 512;
+const LETTER_T = Uint8Array.of(0x74);
+const LETTER_F = Uint8Array.of(0x66);
 
 /** Index of the first non-whitespace byte at or after i (n if none). */
 export function skipWs(b: Uint8Array, i: number, n: number): number {
@@ -49,6 +55,9 @@ export class JsonValueScanner {
   page = 0;
   row: number | undefined = undefined;
   base = 0;
+  /** Set for COPY binary format: writes each value by its column's encoding. */
+  binary: BinaryFieldWriter | undefined = undefined;
+  private readonly sink: ByteSink = { buf: new Uint8Array(0), pos: 0 };
 
   /** Throws a PageFormatError for a syntax problem at b[i]. */
   fail(what: string, i: number): never {
@@ -83,6 +92,74 @@ export class JsonValueScanner {
       return e;
     }
     this.fail(`unexpected byte 0x${c.toString(16)} where a value should start`, i);
+  }
+
+  /**
+   * {@link value} in COPY binary format: writes the value at b[i] as field `col` by its encoding (see the file comment).
+   * The caller reserved 3 bytes per input byte plus FIELD_OVERHEAD.
+   * @throws BinaryValueUnsupported when the encoding does not take the value (the loader then loads in text format)
+   */
+  valueBinary(b: Uint8Array, i: number, n: number, col: number): number {
+    const w = this.binary!;
+    const code = w.encodings[col];
+    const sink = this.sink;
+    const c = b[i]!;
+    let e: number;
+    let ok = true;
+    if (c === QUOTE) {
+      if (code === BINARY.text) {
+        const at = this.op;
+        this.op += 4;
+        e = this.string(b, i + 1, n, false);
+        if (e === NEED) return NEED;
+        const len = this.op - at - 4;
+        const out = this.out;
+        out[at] = len >>> 24;
+        out[at + 1] = len >>> 16;
+        out[at + 2] = len >>> 8;
+        out[at + 3] = len;
+        return e;
+      }
+      e = this.stringEnd(b, i + 1, n);
+      if (e === NEED) return NEED;
+      let k = i + 1;
+      while (k < e - 1 && b[k] !== BACKSLASH) k++;
+      sink.buf = this.out;
+      sink.pos = this.op;
+      if (k === e - 1) ok = w.write(sink, col, b, i + 1, e - 1);
+      else {
+        const text = Buffer.from(JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, e - i).toString('utf8')) as string, 'utf8');
+        ok = w.write(sink, col, text, 0, text.length);
+      }
+    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      e = this.numberEnd(b, i, n);
+      if (e === NEED) return NEED;
+      sink.buf = this.out;
+      sink.pos = this.op;
+      ok = code === BINARY.text ? w.text(sink, b, i, e) : w.write(sink, col, b, i, e);
+    } else if (c === 0x6e || c === 0x74 || c === 0x66) {
+      const at = this.op;
+      e = this.literal(b, i, n, c === 0x6e ? 'null' : c === 0x74 ? 'true' : 'false');
+      if (e === NEED) return NEED;
+      // literal() wrote \N, t or f: the text form of the value.
+      sink.buf = this.out;
+      sink.pos = at;
+      const letter = c === 0x74 ? LETTER_T : LETTER_F;
+      if (c === 0x6e) w.writeNull(sink);
+      else if (code === BINARY.text) w.text(sink, letter, 0, 1);
+      else ok = w.write(sink, col, letter, 0, 1);
+    } else {
+      e = this.skip(b, i, n, 0);
+      if (e === NEED) return NEED;
+      for (let k = i; k < e; k++) if (b[k] === 0) this.fail('NUL byte in a value', k);
+      sink.buf = this.out;
+      sink.pos = this.op;
+      if (code === BINARY.text) w.text(sink, b, i, e);
+      else ok = false;
+    }
+    if (!ok) throw new BinaryValueUnsupported(col, this.page, this.row ?? 0);
+    this.op = sink.pos;
+    return e;
   }
 
   /** null / true / false at b[i]: writes \N, t or f. */
@@ -158,8 +235,9 @@ export class JsonValueScanner {
    * Writes the string whose content starts at b[i] (after the opening quote), JSON escapes decoded and
    * COPY escapes applied; returns the index after the closing quote. Raw tab/LF/CR (invalid in strict JSON)
    * are accepted and escaped, other raw control bytes pass through; NUL (raw or \u0000) is an error.
+   * @param copyEscape false: JSON escapes decoded only, the value's bytes as they are (binary format)
    */
-  string(b: Uint8Array, i: number, n: number): number {
+  string(b: Uint8Array, i: number, n: number, copyEscape = true): number {
     const out = this.out;
     let op = this.op;
     const s = i;
@@ -193,7 +271,7 @@ export class JsonValueScanner {
           }
           if (cp === 0) this.fail('\\u0000 in a string: PostgreSQL text cannot hold NUL', i);
           if (cp < 0x80) {
-            if (cp === BACKSLASH || cp === LF || cp === CR || cp === TAB) {
+            if (copyEscape && (cp === BACKSLASH || cp === LF || cp === CR || cp === TAB)) {
               out[op++] = BACKSLASH;
               out[op++] = cp === LF ? 0x6e : cp === CR ? 0x72 : cp === TAB ? 0x74 : BACKSLASH;
             } else out[op++] = cp;
@@ -204,14 +282,16 @@ export class JsonValueScanner {
         if (e === QUOTE || e === 0x2f) out[op++] = e;
         else if (e === BACKSLASH || e === 0x6e || e === 0x72 || e === 0x74 || e === 0x62 || e === 0x66) {
           // \\ \n \r \t \b \f mean the same in COPY text format.
-          out[op++] = BACKSLASH;
-          out[op++] = e;
+          if (copyEscape) {
+            out[op++] = BACKSLASH;
+            out[op++] = e;
+          } else out[op++] = e === 0x6e ? LF : e === 0x72 ? CR : e === 0x74 ? TAB : e === 0x62 ? 0x08 : e === 0x66 ? 0x0c : BACKSLASH;
         } else this.fail(`bad escape \\${String.fromCharCode(e)}`, i);
         i += 2;
         continue;
       }
       if (c === 0) this.fail('NUL byte in a string', i);
-      if (c === LF || c === CR || c === TAB) {
+      if (copyEscape && (c === LF || c === CR || c === TAB)) {
         out[op++] = BACKSLASH;
         out[op++] = c === LF ? 0x6e : c === CR ? 0x72 : 0x74;
       } else out[op++] = c;

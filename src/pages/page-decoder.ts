@@ -4,6 +4,7 @@
  */
 import type { OutputType } from '../vocabulary.ts';
 import type { CopyFormat } from '../warehouse/row-source.ts';
+import type { BinaryEncoding } from '../warehouse/copy-binary.ts';
 
 /** What the server said about a page besides its bytes. */
 export interface PageMeta {
@@ -50,4 +51,16 @@ export interface PageDecoder {
    *   a JSON row key the first row did not have, XML not well-formed, NUL in a value.
    */
   decodePage(body: AsyncIterable<Uint8Array>, page: number, meta?: PageMeta): AsyncGenerator<Buffer>;
+  /**
+   * Decoders that can write COPY binary format (txt, json, json_compact; issue 14) have this. They yield an empty
+   * Buffer as soon as `columns` is known and before any row is decoded; called then, it makes every row after it
+   * binary rows (field count, then length and bytes per field; no stream header or trailer), a field per column
+   * written by `encodings[k]` (warehouse/copy-binary.ts). A value the encoding does not take throws
+   * BinaryValueUnsupported. `inspect` is off in binary format.
+   * @param timezone the zone of timestamps without offset (the load session's TimeZone)
+   * @returns false when this decoder cannot write these encodings
+   */
+  useBinary?(encodings: readonly BinaryEncoding[], timezone: string): boolean;
+  /** With useBinary: forgets every page, the columns and binary format, as a fresh decoder (the loader starts over). */
+  reset?(): void;
 }

@@ -6,6 +6,7 @@
  * finds record ends (a line break inside quotes is data), checks the field count, classifies fields while
  * `inspect` is on, and normalises record ends to \n (PostgreSQL wants one line-end style for a whole COPY).
  * LF-terminated records leave as zero-copy views of the input; CRLF ones are copied without the CR.
+ * In COPY binary format ({@link TxtPageDecoder.useBinary}) every field is converted by the column's encoder instead.
  */
 import type { PageDecoder } from './page-decoder.ts';
 import { BOM_MAX_BYTES, bomLength } from './bom.ts';
@@ -14,10 +15,14 @@ import { CopyOutput, CR, LF } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, txtFieldIndex, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { KIND, classifyNumber, isTxtTimestamp } from './kinds.ts';
+import { BinaryValueUnsupported, type BinaryEncoding } from '../warehouse/copy-binary.ts';
+import { BinaryFieldWriter, FIELD_OVERHEAD } from './copy-binary-fields.ts';
+import { NEED_MORE, RecordScanner, RecordShapeError } from './txt-fields.ts';
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
 const LF_BUFFER = Buffer.from([LF]);
+const NO_ROWS = Buffer.alloc(0);
 
 /** Progress through one page. */
 interface TxtPageState {
@@ -116,9 +121,36 @@ export class TxtPageDecoder implements PageDecoder {
   /** Zero-copy rows of the last scan, when nothing had to be copied. */
   private view: Buffer | undefined;
   private readonly maxValueBytes: number;
+  /** Set by useBinary(): rows go out in COPY binary format, field by field. */
+  private binary: BinaryFieldWriter | undefined;
+  private records: RecordScanner | undefined;
+  private scratch = Buffer.alloc(0);
+  /** The header of page 1 was just read: decodePage tells its reader before any row is decoded. */
+  private columnsLearned = false;
 
   constructor(limits: DecoderLimits = { maxValueBytes: DEFAULT_MAX_VALUE_BYTES }) {
     this.maxValueBytes = limits.maxValueBytes;
+  }
+
+  /** See {@link PageDecoder.useBinary}: every column has an encoding, so always true. */
+  useBinary(encodings: readonly BinaryEncoding[], timezone: string): boolean {
+    this.binary = new BinaryFieldWriter(encodings, timezone);
+    this.records = new RecordScanner('csv');
+    return true;
+  }
+
+  /** See {@link PageDecoder.reset}. */
+  reset(): void {
+    this.columns = undefined;
+    this.kinds = [];
+    this.inspect = true;
+    this.rows = 0;
+    this.headerRaw = undefined;
+    this.view = undefined;
+    this.binary = undefined;
+    this.records = undefined;
+    this.columnsLearned = false;
+    this.out.discard();
   }
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number): AsyncGenerator<Buffer> {
@@ -134,8 +166,7 @@ export class TxtPageDecoder implements PageDecoder {
         carry.keep(buf);
         continue;
       }
-      const consumed = this.consume(buf, st);
-      st.offset += consumed;
+      const consumed = yield* this.consumeAll(buf, st);
       carry.keep(buf.subarray(consumed));
       const rows = this.takeRows();
       if (rows !== undefined) yield rows;
@@ -154,13 +185,31 @@ export class TxtPageDecoder implements PageDecoder {
     if (rest !== undefined) {
       // The last line may lack its line end: give it one, then everything must be consumed.
       const buf = Buffer.concat([rest, LF_BUFFER]);
-      const consumed = this.consume(buf, st);
+      const consumed = yield* this.consumeAll(buf, st);
       if (consumed < buf.length) {
-        throw new PageFormatError('page ends inside a quoted field', { page, row: st.row + 1, offset: st.offset + consumed });
+        throw new PageFormatError('page ends inside a quoted field', { page, row: st.row + 1, offset: st.offset });
       }
       const rows = this.takeRows();
       if (rows !== undefined) yield rows;
     }
+  }
+
+  /**
+   * consume() over the whole of `buf`, advancing st.offset; once page 1's header is read it first yields an empty
+   * Buffer, so that the reader learns the columns (and may choose binary format) before any row is decoded.
+   * @returns the index after the last whole record
+   */
+  private *consumeAll(buf: Buffer, st: TxtPageState): Generator<Buffer, number> {
+    let consumed = this.consume(buf, st);
+    st.offset += consumed;
+    if (this.columnsLearned) {
+      this.columnsLearned = false;
+      yield NO_ROWS;
+      const more = this.consume(buf.subarray(consumed), st);
+      st.offset += more;
+      consumed += more;
+    }
+    return consumed;
   }
 
   private takeRows(): Buffer | undefined {
@@ -182,8 +231,9 @@ export class TxtPageDecoder implements PageDecoder {
       this.acceptHeader(header, st, i);
       st.headerDone = true;
       i = header.end;
+      if (this.columnsLearned) return i;
     }
-    return this.scan(buf, i, st);
+    return this.binary ? this.scanBinary(buf, i, st) : this.scan(buf, i, st);
   }
 
   private acceptHeader(header: HeaderLine, st: TxtPageState, at: number): void {
@@ -191,6 +241,7 @@ export class TxtPageDecoder implements PageDecoder {
       this.columns = header.names;
       this.kinds = header.names.map(() => 0);
       this.headerRaw = header.raw;
+      this.columnsLearned = true;
       return;
     }
     if (this.headerRaw !== undefined && header.raw.equals(this.headerRaw)) return;
@@ -293,6 +344,77 @@ export class TxtPageDecoder implements PageDecoder {
       else this.view = b.subarray(spanStart, consumed);
     }
     return consumed;
+  }
+
+  /**
+   * {@link scan} for COPY binary format: each record split into fields (RecordScanner, the same checks and messages),
+   * each field written by its column's encoder; an unquoted empty field is NULL.
+   * @throws BinaryValueUnsupported for a value the encoder does not take (the loader then loads in text format)
+   */
+  private scanBinary(b: Buffer, i: number, st: TxtPageState): number {
+    const n = b.length;
+    const ncols = this.columns!.length;
+    const w = this.binary!;
+    const sc = this.records!;
+    const out = this.out;
+    let row = st.row;
+    while (i < n) {
+      let next: number;
+      try {
+        next = sc.scan(b, i, n);
+      } catch (err) {
+        if (!(err instanceof RecordShapeError)) throw err;
+        throw new PageFormatError(err.message, { page: st.page, row: row + 1, offset: st.offset + err.index });
+      }
+      if (next === NEED_MORE) break;
+      if (sc.count !== ncols) {
+        // An empty line cannot be a row of several columns: skip it.
+        if (!(sc.count === 1 && sc.quoted[0] === 0 && sc.start[0] === sc.end[0] && ncols > 1)) {
+          throw new PageFormatError(`${sc.count} fields, the header has ${ncols}`, { page: st.page, row: row + 1, offset: st.offset + i });
+        }
+        i = next;
+        continue;
+      }
+      row++;
+      out.reserve(sc.contentEnd - i + 2 + ncols * FIELD_OVERHEAD);
+      w.rowStart(out);
+      for (let k = 0; k < ncols; k++) {
+        const s = sc.start[k]!;
+        const e = sc.end[k]!;
+        let ok: boolean;
+        if (sc.quoted[k] === 0) {
+          if (s === e) {
+            w.writeNull(out);
+            continue;
+          }
+          ok = w.write(out, k, b, s, e);
+        } else {
+          let q = s;
+          while (q < e && b[q] !== QUOTE) q++;
+          ok = q === e ? w.write(out, k, b, s, e) : w.write(out, k, this.unquote(b, s, e), 0, this.scratchLength);
+        }
+        if (!ok) throw new BinaryValueUnsupported(k, st.page, row);
+      }
+      i = next;
+    }
+    this.rows += row - st.row;
+    st.row = row;
+    return i;
+  }
+
+  private scratchLength = 0;
+
+  /** A quoted field's content b[s..e) with each doubled quote made single, in `scratch`. */
+  private unquote(b: Buffer, s: number, e: number): Buffer {
+    if (this.scratch.length < e - s) this.scratch = Buffer.allocUnsafe(Math.max(1024, 2 * (e - s)));
+    const out = this.scratch;
+    let p = 0;
+    for (let k = s; k < e; k++) {
+      out[p++] = b[k]!;
+      if (b[k] === QUOTE) k++;
+    }
+    this.scratchLength = p;
+    return out;
   }
 
   /** Copies b[s..e) to the output, plus a \n when `lf`. */

@@ -103,8 +103,9 @@ export function reportRows(client: ReportClient, reportJobId: string, decoder: P
     }
   }
 
-  const source = allPages();
-  // The rows read by open() to learn the columns, handed out first by rows().
+  let source = allPages();
+  // The rows read by open() to learn the columns, handed out first by rows() (an empty Buffer from the decoders that
+  // can write binary format: they tell the columns before decoding any row).
   let first: IteratorResult<Buffer> | undefined;
   return {
     copyFormat: decoder.copyFormat,
@@ -122,9 +123,23 @@ export function reportRows(client: ReportClient, reportJobId: string, decoder: P
     async *rows(inspect) {
       // Decided once, before any row after the first chunk is decoded (open() decoded that one inspecting).
       decoder.inspect = inspect;
-      if (first && !first.done) yield first.value;
+      if (first && !first.done && first.value.length > 0) yield first.value;
       first = undefined;
       yield* source;
+    },
+    useBinary(encodings, timezone) {
+      if (!decoder.useBinary || !decoder.reset || (first && !first.done && first.value.length > 0)) return false;
+      decoder.inspect = false;
+      return decoder.useBinary(encodings, timezone);
+    },
+    async restart() {
+      await source.return(undefined).catch(() => undefined);
+      decoder.reset!();
+      pages = 0;
+      bytes = 0;
+      pageStartRows.length = 0;
+      first = undefined;
+      source = allPages();
     },
     kinds: () => decoder.kinds,
     pageOfRow: (row) => pageOfRow(pageStartRows, row),

@@ -20,7 +20,7 @@ import { goneOwners } from '../history/orphans.ts';
 import type { Logger } from '../logger.ts';
 import { encodeReportName, makeReportClient, withReportJob, type ClientLease, type FinishedReport, type ReportClient, type ReportClients } from '../report-api/index.ts';
 import { outputShape, type RunRequest, type RunStage } from '../vocabulary.ts';
-import type { LoadPlan, LoadResult } from '../warehouse/copy-load.ts';
+import type { CopyFormatUsed, LoadPlan, LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
@@ -97,6 +97,8 @@ export interface AttemptResult {
   /** already-loaded: an append whose run was already appended by another attempt; nothing was added. */
   status: 'succeeded' | 'already-loaded';
   plan: LoadPlan | 'none';
+  /** The COPY format the rows were loaded in (binary for typed columns of an existing target; issue 14). */
+  format?: CopyFormatUsed;
   rows: number;
   pages: number;
   bytes: number;
@@ -198,7 +200,7 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
         const committed = await withLoadTransaction(o.pool, { target, timezone: r.connection.timezone }, async (tx) => {
           // Lines and documents are not report rows: their count says nothing about rows=, the page count does.
           const expectedRows = shape === 'rows' ? finished.rows : undefined;
-          loaded = await loadRows(tx, { target, mode: targetConfig.mode, key: targetConfig.key, declaredTypes, expectedRows, logger: log }, rows);
+          loaded = await loadRows(tx, { target, mode: targetConfig.mode, key: targetConfig.key, declaredTypes, expectedRows, timezone: r.connection.timezone, logger: log }, rows);
           figures.pages = rows.pages;
           figures.bytes = rows.bytes;
           if (shape !== 'rows' && rows.pages !== finished.pages) {
@@ -232,10 +234,10 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
         const durationMs = performance.now() - started;
         const rowCount = committed ? loaded!.rows : 0;
         log.info(
-          { plan: loaded!.plan, rows: loaded!.rows, ...figures, durationMs: Math.round(durationMs), rowsPerSec: Math.round((loaded!.rows / durationMs) * 1000) },
+          { plan: loaded!.plan, format: loaded!.format, rows: loaded!.rows, ...figures, durationMs: Math.round(durationMs), rowsPerSec: Math.round((loaded!.rows / durationMs) * 1000) },
           'run succeeded',
         );
-        return { attemptId, job: r.name, runKey, attempt, status: committed ? 'succeeded' : 'already-loaded', plan: loaded!.plan, rows: rowCount, ...figures, durationMs, reportJobId: finished.jobId };
+        return { attemptId, job: r.name, runKey, attempt, status: committed ? 'succeeded' : 'already-loaded', plan: loaded!.plan, format: loaded!.format, rows: rowCount, ...figures, durationMs, reportJobId: finished.jobId };
       } finally {
         figures.pages = rows.pages;
         figures.bytes = rows.bytes;

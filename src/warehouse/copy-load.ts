@@ -12,6 +12,12 @@
  * - inference staging: the target is new or lacks report columns → COPY into a temporary table of text columns while
  *   the source records the kinds of every value of the whole report; then the target is created or extended with
  *   declared, existing or inferred types, and the rows are cast into it.
+ *
+ * Format (issue 14): on the direct and typed-staging plans the column types are known before the first row, so when
+ * every one has a binary encoding (copy-binary.ts) and the source can write it, COPY runs in binary format, which
+ * spares PostgreSQL parsing text. Should a value not be in a form the encoders take, or PostgreSQL refuse a binary
+ * value, the load rolls back to a savepoint before the COPY and loads the report again in text format: PostgreSQL
+ * then reads every value itself, and a value that does not fit fails the run with the same words as ever.
  */
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -23,8 +29,10 @@ import type { Logger } from '../logger.ts';
 import type { WriteMode } from '../vocabulary.ts';
 import { inferColumnType } from './column-types.ts';
 import { normaliseColumnNames, quoteIdent, quoteTable, type TableName } from './identifiers.ts';
-import { databaseError, mapCopyError, RowCountMismatchError, type LoadPlace } from './load-errors.ts';
+import { databaseError, isValueError, mapCopyError, RowCountMismatchError, type LoadPlace } from './load-errors.ts';
 import type { RowSource } from './row-source.ts';
+import { BINARY, binaryEncodingOf, BinaryValueUnsupported, COPY_BINARY_HEADER, COPY_BINARY_TRAILER, type BinaryEncoding } from './copy-binary.ts';
+import { zoneAgreesWithDatabase } from './zone-check.ts';
 import { applyFromStaging, createStaging, STAGING } from './staging.ts';
 import { addColumns, createTable, describeTable, ensureSchema, lockTarget, type TargetColumn } from './target-table.ts';
 
@@ -44,12 +52,19 @@ export interface LoadSpec {
    * output types whose rows are not report rows (lines, documents), where the caller checks the page count instead.
    */
   expectedRows: number | undefined;
+  /** The load session's TimeZone (the connection's `timezone`): the zone of timestamps written without offset. */
+  timezone: string;
   logger: Logger;
 }
+
+/** How COPY read the rows: the source's text format, or binary (see the file comment). */
+export type CopyFormatUsed = 'text' | 'csv' | 'binary';
 
 /** What a load did. */
 export interface LoadResult {
   plan: LoadPlan;
+  /** The format of the COPY that loaded the rows ('text' also for a load with no rows). */
+  format: CopyFormatUsed;
   /** Rows COPY took in (equal to the server's rows=, or the load failed). */
   rows: number;
   columns: TargetColumn[];
@@ -129,18 +144,39 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
     await createStaging(tx, names.map((n) => ({ name: n, type: plan === 'typed-staging' ? existingType.get(n)! : 'text' })));
     copyInto = STAGING;
   }
-  spec.logger.info({ plan, table: tableName, columns: names.length }, 'loading');
-  const format = source.copyFormat === 'csv' ? 'csv' : 'text';
-  const copy = tx.query(pgCopyStreams.from(`COPY ${copyInto} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${format})`));
-  try {
-    await pipeline(Readable.from(source.rows(plan === 'inference-staging'), { objectMode: false }), copy);
-  } catch (err) {
-    throw mapCopyError(err, place);
+  const textFormat = source.copyFormat === 'csv' ? 'csv' : 'text';
+  const encodings = plan === 'inference-staging' ? undefined : await binaryEncodings(tx, spec, source, names.map((n) => existingType.get(n)!));
+  let format: CopyFormatUsed = encodings ? 'binary' : textFormat;
+  spec.logger.info({ plan, table: tableName, columns: names.length, format }, 'loading');
+  const inspect = plan === 'inference-staging';
+  let rows: number;
+  if (format === 'binary') {
+    await tx.query('SAVEPOINT report_etl_binary');
+    try {
+      rows = await copyRows(tx, copyInto, names, 'binary', source, inspect);
+    } catch (err) {
+      const unsupported = err instanceof BinaryValueUnsupported;
+      if (!unsupported && !isValueError((err as { code?: string }).code)) throw mapCopyError(err, place);
+      await tx.query('ROLLBACK TO SAVEPOINT report_etl_binary');
+      spec.logger.info(
+        { table: tableName, reason: unsupported ? `${err.message} (report column "${reportColumns[err.column]}")` : (err as Error).message },
+        'binary COPY stopped at a value: loading the report again in text format, where PostgreSQL reads every value itself',
+      );
+      format = textFormat;
+      await source.restart!();
+      await source.open();
+    }
   }
-  const rows = copy.rowCount;
-  if (spec.expectedRows !== undefined && rows !== spec.expectedRows) throw new RowCountMismatchError(spec.expectedRows, rows);
+  if (format !== 'binary') {
+    try {
+      rows = await copyRows(tx, copyInto, names, format, source, inspect);
+    } catch (err) {
+      throw mapCopyError(err, place);
+    }
+  }
+  if (spec.expectedRows !== undefined && rows! !== spec.expectedRows) throw new RowCountMismatchError(spec.expectedRows, rows!);
 
-  if (plan === 'direct') return { plan, rows, columns: names.map((n) => ({ name: n, type: existingType.get(n)! })) };
+  if (plan === 'direct') return { plan, format, rows: rows!, columns: names.map((n) => ({ name: n, type: existingType.get(n)! })) };
 
   const kinds = source.kinds();
   for (const [i, n] of names.entries()) {
@@ -156,7 +192,41 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
   await applyFromStaging(tx, { target: spec.target, mode: spec.mode, key: spec.key, columns, cast: plan === 'inference-staging', place }).catch((err: unknown) => {
     throw databaseError(err, 'load');
   });
-  return { plan, rows, columns };
+  return { plan, format, rows: rows!, columns };
+}
+
+/**
+ * The binary encodings of the target columns `types` (COPY order) when this load can use binary format: every type has
+ * one, the source can write them, and — for timestamps, whose zone rules this process takes from Intl — the zone's
+ * offsets here agree with PostgreSQL's (zone-check.ts). Undefined otherwise, with the source unchanged.
+ */
+async function binaryEncodings(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, types: readonly string[]): Promise<BinaryEncoding[] | undefined> {
+  if (!source.useBinary || !source.restart) return undefined;
+  const encodings: BinaryEncoding[] = [];
+  for (const t of types) {
+    const e = binaryEncodingOf(t);
+    if (e === undefined) return undefined;
+    encodings.push(e);
+  }
+  if (encodings.includes(BINARY.timestamptz) && !(await zoneAgreesWithDatabase(tx, spec.timezone))) {
+    spec.logger.info({ timezone: spec.timezone }, 'this process and PostgreSQL disagree on the zone\'s offsets: loading in text format');
+    return undefined;
+  }
+  return source.useBinary(encodings, spec.timezone) ? encodings : undefined;
+}
+
+/** One COPY FROM STDIN of the source's rows; binary rows are framed with the stream's header and trailer. */
+async function copyRows(tx: pg.PoolClient, into: string, names: readonly string[], format: CopyFormatUsed, source: RowSource, inspect: boolean): Promise<number> {
+  const copy = tx.query(pgCopyStreams.from(`COPY ${into} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${format})`));
+  const rows = source.rows(inspect);
+  await pipeline(Readable.from(format === 'binary' ? framed(rows) : rows, { objectMode: false }), copy);
+  return copy.rowCount;
+}
+
+async function* framed(rows: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  yield COPY_BINARY_HEADER;
+  yield* rows;
+  yield COPY_BINARY_TRAILER;
 }
 
 /**
@@ -189,5 +259,5 @@ async function loadEmpty(tx: pg.PoolClient, spec: LoadSpec, existing: TargetColu
   if (spec.expectedRows !== undefined && spec.expectedRows !== 0) throw new RowCountMismatchError(spec.expectedRows, 0);
   if (existing && spec.mode === 'replace') await tx.query(`DELETE FROM ${quoteTable(spec.target)}`);
   if (!existing) spec.logger.warn({ table: `${spec.target.schema}.${spec.target.table}` }, 'report has no rows and no columns: target not created');
-  return { plan: 'empty', rows: 0, columns: existing ?? [] };
+  return { plan: 'empty', format: 'text', rows: 0, columns: existing ?? [] };
 }

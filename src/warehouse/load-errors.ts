@@ -23,8 +23,8 @@ export class ValueDoesNotFitError extends EtlError {
   }
 }
 
-/** SQLSTATE classes of "this value does not fit this type": data exceptions (22xxx) and not-null (23502). */
-function isValueError(code: string | undefined): boolean {
+/** Whether a SQLSTATE says "this value does not fit this type": data exceptions (22xxx) and not-null (23502). */
+export function isValueError(code: string | undefined): boolean {
   return !!code && (code.startsWith('22') || code === '23502');
 }
 

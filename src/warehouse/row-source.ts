@@ -4,6 +4,7 @@
  * report's column names are known before the first row is loaded, and the kinds of every value — the input of
  * type inference — are known after the last. The loader pulls; nothing is buffered whole.
  */
+import type { BinaryEncoding } from './copy-binary.ts';
 
 /**
  * Bit flags of the kinds of value seen in a column; a column's kind is the OR over its non-null values.
@@ -25,7 +26,11 @@ export type KindBit = (typeof KIND)[keyof typeof KIND];
  */
 export type CopyFormat = 'text' | 'csv';
 
-/** The rows of one report, pulled by the loader. Used once: open(), then rows(), then kinds(); close() always. */
+/**
+ * The rows of one report, pulled by the loader. Used once: open(), then rows(), then kinds(); close() always. A
+ * source that can write COPY binary format may be switched to it between open() and rows(), and started over with
+ * restart() (then open() and rows() again).
+ */
 export interface RowSource {
   readonly copyFormat: CopyFormat;
   /**
@@ -46,6 +51,20 @@ export interface RowSource {
    * @throws fetch and parse errors naming page and row, AbortedError
    */
   rows(inspect: boolean): AsyncIterable<Buffer>;
+  /**
+   * Optional (issue 14): makes rows() yield rows in COPY binary format (warehouse/copy-binary.ts: per row a field count,
+   * per field a length and the bytes; no stream header or trailer), a field per column written by `encodings[k]`.
+   * Called after open(), before rows(). rows() then throws BinaryValueUnsupported for a value an encoding does not
+   * take; rows(true) is not available.
+   * @param timezone the zone of timestamps written without offset (the load session's TimeZone)
+   * @returns false when this source cannot (nothing changed: rows() stays in {@link copyFormat})
+   */
+  useBinary?(encodings: readonly BinaryEncoding[], timezone: string): boolean;
+  /**
+   * With useBinary: starts over at the report's first row in {@link copyFormat} (the loader's fall-back after a binary
+   * COPY failed). open() and rows() are then called again.
+   */
+  restart?(): Promise<void>;
   /** Per column: OR of {@link KIND} bits over all non-null values; complete once rows(true) is exhausted. */
   kinds(): readonly number[];
   /** The 1-based page that holds the 1-based row of the report (for error messages). */

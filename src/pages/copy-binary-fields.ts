@@ -1,0 +1,364 @@
+/**
+ * Output side of the page decoders in COPY binary format (warehouse/copy-binary.ts; issue 14): one field at a time,
+ * from the value's text form — the bytes PostgreSQL's text input function would have read — to the target column's
+ * binary form. Each encoder takes the forms report servers write (spec "Output page shapes": digits, decimals with a
+ * point, ISO 8601 timestamps with offset, txt's dd.mm.yyyy hh:mm:ss.mmm, JSON true/false) and answers false for
+ * anything else, so that the loader falls back to text format and PostgreSQL reads the value itself: a value never
+ * means something else in binary than in text.
+ */
+import { BINARY, type BinaryEncoding } from '../warehouse/copy-binary.ts';
+import { makeLocalTimeOffset } from '../zone-offset.ts';
+
+/** Where fields are written: `buf` from `pos` on (a CopyOutput, or a decoder's own buffer and position). */
+export interface ByteSink {
+  buf: Uint8Array;
+  pos: number;
+}
+
+/** Bytes a field can take beyond its text form's length (length word, binary headers): reserve len + this. */
+export const FIELD_OVERHEAD = 24;
+
+const TWO_32 = 4_294_967_296;
+/** 2000-01-01 (PostgreSQL's epoch) in days since 1970-01-01. */
+const PG_EPOCH_DAYS = 10_957;
+
+/**
+ * Writes a*mult + b as a big-endian two's-complement int64 at buf[p]; exact for |a| < 2^37, mult <= 1e9 and
+ * |b| < mult (every intermediate stays below 2^53).
+ */
+function writeInt64(buf: Uint8Array, p: number, a: number, mult: number, b: number): void {
+  const ah = Math.floor(a / 65_536);
+  const x = ah * mult;
+  const y = (a - ah * 65_536) * mult + b;
+  const xh = Math.floor(x / 65_536);
+  const z = (x - xh * 65_536) * 65_536 + y;
+  const carry = Math.floor(z / TWO_32);
+  const lo = z - carry * TWO_32;
+  const hi = (xh + carry) | 0;
+  buf[p] = hi >>> 24;
+  buf[p + 1] = hi >>> 16;
+  buf[p + 2] = hi >>> 8;
+  buf[p + 3] = hi;
+  buf[p + 4] = lo >>> 24;
+  buf[p + 5] = lo >>> 16;
+  buf[p + 6] = lo >>> 8;
+  buf[p + 7] = lo;
+}
+
+function writeInt32(buf: Uint8Array, p: number, v: number): void {
+  buf[p] = v >>> 24;
+  buf[p + 1] = v >>> 16;
+  buf[p + 2] = v >>> 8;
+  buf[p + 3] = v;
+}
+
+/** Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
+function daysFromCivil(y: number, m: number, d: number): number {
+  y -= m <= 2 ? 1 : 0;
+  const era = Math.floor(y / 400);
+  const yoe = y - era * 400;
+  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146_097 + doe - 719_468;
+}
+
+function daysInMonth(y: number, m: number): number {
+  if (m === 2) return y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28;
+  return m === 4 || m === 6 || m === 9 || m === 11 ? 30 : 31;
+}
+
+/** Value of the `count` ASCII digits at b[i], or -1 when one is not a digit. */
+function digits(b: Uint8Array, i: number, count: number): number {
+  let v = 0;
+  for (let k = 0; k < count; k++) {
+    const d = b[i + k]! - 0x30;
+    if (d < 0 || d > 9) return -1;
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+const INT64_MAX_DIGITS = '9223372036854775807';
+
+/**
+ * Writes a field of the column encodings of one load. Not reentrant; one per decoder.
+ * Every write method: the caller reserved len + {@link FIELD_OVERHEAD} bytes; returns false (nothing written) when
+ * the text form is not one this encoder takes.
+ */
+export class BinaryFieldWriter {
+  /** Per column (COPY order), a {@link BINARY} code. */
+  readonly encodings: Uint8Array;
+  private readonly localOffset: ((localMs: number) => number) | undefined;
+  private groups = new Uint16Array(64);
+
+  /**
+   * @param encodings per column in COPY order
+   * @param timezone IANA zone of timestamps written without offset (the connection's `timezone`, as the load
+   *   session's TimeZone); required when a column is timestamptz
+   */
+  constructor(encodings: readonly BinaryEncoding[], timezone?: string) {
+    this.encodings = Uint8Array.from(encodings);
+    this.localOffset = timezone === undefined ? undefined : makeLocalTimeOffset(timezone);
+  }
+
+  /** Writes the field count that starts every row. */
+  rowStart(out: ByteSink): void {
+    const n = this.encodings.length;
+    out.buf[out.pos++] = n >>> 8;
+    out.buf[out.pos++] = n;
+  }
+
+  /** Writes a NULL field. */
+  writeNull(out: ByteSink): void {
+    const buf = out.buf;
+    const p = out.pos;
+    buf[p] = buf[p + 1] = buf[p + 2] = buf[p + 3] = 0xff;
+    out.pos = p + 4;
+  }
+
+  /** Writes column `k`'s value from its text form b[s..e) (already unescaped). */
+  write(out: ByteSink, k: number, b: Uint8Array, s: number, e: number): boolean {
+    switch (this.encodings[k]) {
+      case BINARY.text:
+        return this.text(out, b, s, e);
+      case BINARY.int8:
+        return this.integer(out, b, s, e, 8);
+      case BINARY.int4:
+        return this.integer(out, b, s, e, 4);
+      case BINARY.int2:
+        return this.integer(out, b, s, e, 2);
+      case BINARY.numeric:
+        return this.numeric(out, b, s, e);
+      case BINARY.timestamptz:
+        return this.timestamptz(out, b, s, e);
+      case BINARY.bool:
+        return this.bool(out, b, s, e);
+      default:
+        return false;
+    }
+  }
+
+  /** The value's bytes with their length. */
+  text(out: ByteSink, b: Uint8Array, s: number, e: number): boolean {
+    const buf = out.buf;
+    let p = out.pos;
+    writeInt32(buf, p, e - s);
+    p += 4;
+    if (e - s > 32) {
+      buf.set(b.subarray(s, e), p);
+      p += e - s;
+    } else for (let i = s; i < e; i++) buf[p++] = b[i]!;
+    out.pos = p;
+    return true;
+  }
+
+  /** `[+-]?digits` within the column's range (int8in's form without blanks). */
+  integer(out: ByteSink, b: Uint8Array, s: number, e: number, bytes: 8 | 4 | 2): boolean {
+    let i = s;
+    const negative = b[i] === 0x2d;
+    if (negative || b[i] === 0x2b) i++;
+    while (i < e - 1 && b[i] === 0x30) i++;
+    const count = e - i;
+    if (count < 1 || count > 19) return false;
+    const buf = out.buf;
+    const p = out.pos;
+    if (count <= 15) {
+      let v = digits(b, i, count);
+      if (v < 0) return false;
+      if (negative) v = -v;
+      if (bytes === 8) {
+        writeInt32(buf, p, 8);
+        writeInt64(buf, p + 4, v, 1, 0);
+      } else if (bytes === 4) {
+        if (v > 2_147_483_647 || v < -2_147_483_648) return false;
+        writeInt32(buf, p, 4);
+        writeInt32(buf, p + 4, v);
+      } else {
+        if (v > 32_767 || v < -32_768) return false;
+        writeInt32(buf, p, 2);
+        buf[p + 4] = v >>> 8;
+        buf[p + 5] = v;
+      }
+      out.pos = p + 4 + bytes;
+      return true;
+    }
+    if (bytes !== 8) return false;
+    const high = digits(b, i, count - 9);
+    const low = digits(b, e - 9, 9);
+    if (high < 0 || low < 0) return false;
+    if (count === 19) {
+      // Beyond int64 is PostgreSQL's error to give (in text format).
+      for (let k = 0; k < 19; k++) {
+        const d = b[i + k]!;
+        const m = INT64_MAX_DIGITS.charCodeAt(k) + (negative && k === 18 ? 1 : 0);
+        if (d !== m) {
+          if (d > m) return false;
+          break;
+        }
+      }
+    }
+    writeInt32(buf, p, 8);
+    writeInt64(buf, p + 4, negative ? -high : high, 1e9, negative ? -low : low);
+    out.pos = p + 12;
+    return true;
+  }
+
+  /**
+   * `[+-]?digits[.digits]` (either side may be empty, not both) as numeric: base-10000 digits, weight, sign, and the
+   * display scale of the fraction digits as written (so 1.50 stays 1.50, as numeric_in keeps it).
+   */
+  numeric(out: ByteSink, b: Uint8Array, s: number, e: number): boolean {
+    let i = s;
+    const negative = b[i] === 0x2d;
+    if (negative || b[i] === 0x2b) i++;
+    const digitsStart = i;
+    while (i < e && b[i] === 0x30) i++;
+    const intStart = i;
+    while (i < e && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
+    const intEnd = i;
+    let fracStart = i;
+    let fracEnd = i;
+    if (i < e && b[i] === 0x2e) {
+      fracStart = ++i;
+      while (i < e && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
+      fracEnd = i;
+    }
+    if (i !== e || (intEnd === digitsStart && fracEnd === fracStart)) return false;
+    const ni = intEnd - intStart;
+    const nf = fracEnd - fracStart;
+    if (ni > 4000 || nf > 4000) return false;
+    // Base-10000 groups: the integer digits aligned on the decimal point, then the fraction padded on the right.
+    const intGroups = (ni + 3) >> 2;
+    const total = intGroups + ((nf + 3) >> 2);
+    if (this.groups.length < total) this.groups = new Uint16Array(total * 2);
+    const g = this.groups;
+    let k = 0;
+    let j = intStart;
+    let first = ni - (intGroups - 1) * 4;
+    for (let q = 0; q < intGroups; q++) {
+      let v = 0;
+      for (const end = j + first; j < end; j++) v = v * 10 + b[j]! - 0x30;
+      g[k++] = v;
+      first = 4;
+    }
+    for (j = fracStart; j < fracEnd; ) {
+      let v = 0;
+      let c = 0;
+      for (; c < 4 && j < fracEnd; c++, j++) v = v * 10 + b[j]! - 0x30;
+      for (; c < 4; c++) v *= 10;
+      g[k++] = v;
+    }
+    let lead = 0;
+    let weight = intGroups - 1;
+    while (lead < total && g[lead] === 0) {
+      lead++;
+      weight--;
+    }
+    let end = total;
+    while (end > lead && g[end - 1] === 0) end--;
+    const ndigits = end - lead;
+    if (ndigits === 0) weight = 0;
+    const buf = out.buf;
+    let p = out.pos;
+    writeInt32(buf, p, 8 + 2 * ndigits);
+    buf[p + 4] = ndigits >>> 8;
+    buf[p + 5] = ndigits;
+    buf[p + 6] = weight >>> 8;
+    buf[p + 7] = weight;
+    buf[p + 8] = negative && ndigits > 0 ? 0x40 : 0;
+    buf[p + 9] = 0;
+    buf[p + 10] = nf >>> 8;
+    buf[p + 11] = nf;
+    p += 12;
+    for (let q = lead; q < end; q++) {
+      const v = g[q]!;
+      buf[p++] = v >>> 8;
+      buf[p++] = v;
+    }
+    out.pos = p;
+    return true;
+  }
+
+  /**
+   * Timestamps: ISO 8601 `yyyy-mm-dd[T ]hh:mm[:ss[.f]]` with `Z`, `±hh`, `±hhmm` or `±hh:mm`, or without offset in the
+   * load's time zone; txt's `dd.mm.yyyy hh:mm:ss[.f]` (DateStyle DMY) in the load's time zone. At most 6 fraction
+   * digits; years 1 to 9999; hours 0 to 23, seconds 0 to 59.
+   */
+  timestamptz(out: ByteSink, b: Uint8Array, s: number, e: number): boolean {
+    const len = e - s;
+    if (len < 16) return false;
+    let y: number, mo: number, d: number, i: number;
+    if (b[s + 4] === 0x2d && b[s + 7] === 0x2d) {
+      y = digits(b, s, 4);
+      mo = digits(b, s + 5, 2);
+      d = digits(b, s + 8, 2);
+      const t = b[s + 10];
+      if (t !== 0x54 && t !== 0x20) return false;
+      i = s + 11;
+    } else if (b[s + 2] === 0x2e && b[s + 5] === 0x2e && b[s + 10] === 0x20) {
+      d = digits(b, s, 2);
+      mo = digits(b, s + 3, 2);
+      y = digits(b, s + 6, 4);
+      i = s + 11;
+    } else return false;
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return false;
+    if (i + 5 > e || b[i + 2] !== 0x3a) return false;
+    const h = digits(b, i, 2);
+    const mi = digits(b, i + 3, 2);
+    if (h < 0 || h > 23 || mi < 0 || mi > 59) return false;
+    i += 5;
+    let sec = 0;
+    let micros = 0;
+    if (i < e && b[i] === 0x3a) {
+      sec = digits(b, i + 1, 2);
+      if (i + 3 > e || sec < 0 || sec > 59) return false;
+      i += 3;
+      if (i < e && b[i] === 0x2e) {
+        const f = ++i;
+        while (i < e && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
+        const nf = i - f;
+        if (nf < 1 || nf > 6) return false;
+        micros = digits(b, f, nf) * 10 ** (6 - nf);
+      }
+    }
+    const localSec = (daysFromCivil(y, mo, d) - PG_EPOCH_DAYS) * 86_400 + h * 3600 + mi * 60 + sec;
+    let offsetSec: number;
+    if (i === e) {
+      if (this.localOffset === undefined) return false;
+      offsetSec = this.localOffset((localSec + PG_EPOCH_DAYS * 86_400) * 1000) / 1000;
+    } else {
+      const c = b[i];
+      const rest = e - i;
+      if (c === 0x5a && rest === 1) offsetSec = 0;
+      else if (c === 0x2b || c === 0x2d) {
+        const oh = digits(b, i + 1, 2);
+        let om = 0;
+        if (rest === 6 && b[i + 3] === 0x3a) om = digits(b, i + 4, 2);
+        else if (rest === 5) om = digits(b, i + 3, 2);
+        else if (rest !== 3) return false;
+        if (oh < 0 || oh > 15 || om < 0 || om > 59) return false;
+        offsetSec = (c === 0x2d ? -1 : 1) * (oh * 3600 + om * 60);
+      } else return false;
+    }
+    const buf = out.buf;
+    writeInt32(buf, out.pos, 8);
+    writeInt64(buf, out.pos + 4, localSec - offsetSec, 1e6, micros);
+    out.pos += 12;
+    return true;
+  }
+
+  /** `t`, `true`, `f`, `false` (what COPY text carries for JSON booleans). */
+  bool(out: ByteSink, b: Uint8Array, s: number, e: number): boolean {
+    const len = e - s;
+    const c = b[s];
+    let v: number;
+    if (c === 0x74 && (len === 1 || (len === 4 && b[s + 1] === 0x72 && b[s + 2] === 0x75 && b[s + 3] === 0x65))) v = 1;
+    else if (c === 0x66 && (len === 1 || (len === 5 && b[s + 1] === 0x61 && b[s + 2] === 0x6c && b[s + 3] === 0x73 && b[s + 4] === 0x65))) v = 0;
+    else return false;
+    const buf = out.buf;
+    writeInt32(buf, out.pos, 1);
+    buf[out.pos + 4] = v;
+    out.pos += 5;
+    return true;
+  }
+}

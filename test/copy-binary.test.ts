@@ -1,0 +1,256 @@
+/**
+ * COPY binary format (issue 14) against PostgreSQL's own text input: every value the binary encoders take must load
+ * exactly as PostgreSQL reads its text form, in the load session's TimeZone and DateStyle; every form they do not
+ * take must be refused (so the loader falls back to text format), and the loader's fall-back must load the report
+ * again in text format or fail with PostgreSQL's words.
+ */
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import pg from 'pg';
+import pgCopyStreams from 'pg-copy-streams';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BinaryFieldWriter } from '../src/pages/copy-binary-fields.ts';
+import { CopyOutput } from '../src/pages/copy-text.ts';
+import { makePageDecoder } from '../src/pages/decoder.ts';
+import { BINARY, binaryEncodingOf, COPY_BINARY_HEADER, COPY_BINARY_TRAILER } from '../src/warehouse/copy-binary.ts';
+import { loadRows, withLoadTransaction } from '../src/warehouse/copy-load.ts';
+import type { RowSource } from '../src/warehouse/row-source.ts';
+import { zoneAgreesWithDatabase } from '../src/warehouse/zone-check.ts';
+import { makePool } from '../src/app/connections.ts';
+import { silentLogger } from '../src/logger.ts';
+import { DATABASE_URL, uniqueName } from './support/env.ts';
+import { chunked } from './pages-support.ts';
+
+const schema = uniqueName('cbin');
+let db: pg.Client;
+let pool: pg.Pool;
+beforeAll(async () => {
+  db = new pg.Client({ connectionString: DATABASE_URL });
+  await db.connect();
+  await db.query(`CREATE SCHEMA ${schema}`);
+  pool = makePool(silentLogger, DATABASE_URL, 2);
+});
+afterAll(async () => {
+  await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await db.end();
+  await pool.end();
+});
+
+const textEscape = (v: string | null): string => (v === null ? '\\N' : v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r').replace(/\t/g, '\\t'));
+
+/**
+ * Loads `values` (text forms) into two tables of `type`, once in binary format through the encoders and once in text
+ * format, in a session with TimeZone `zone` and DateStyle ISO, DMY; returns both tables' values as PostgreSQL prints
+ * them, in order.
+ */
+async function loadBoth(type: string, values: (string | null)[], zone = 'Europe/Zurich'): Promise<{ binary: (string | null)[]; text: (string | null)[] }> {
+  const enc = binaryEncodingOf(type);
+  if (enc === undefined) throw new Error(`no binary encoding for ${type}`);
+  const w = new BinaryFieldWriter([BINARY.int4, enc], zone);
+  const out = new CopyOutput();
+  const parts: Buffer[] = [COPY_BINARY_HEADER];
+  for (const [i, v] of values.entries()) {
+    out.reserve(64 + 2 * (v?.length ?? 0));
+    w.rowStart(out);
+    const id = Buffer.from(String(i));
+    expect(w.write(out, 0, id, 0, id.length)).toBe(true);
+    if (v === null) w.writeNull(out);
+    else {
+      const b = Buffer.from(v);
+      if (!w.write(out, 1, b, 0, b.length)) throw new Error(`the ${type} encoder refused ${JSON.stringify(v)}`);
+    }
+    parts.push(Buffer.from(out.take()!));
+  }
+  parts.push(COPY_BINARY_TRAILER);
+  const t = uniqueName('v');
+  await db.query(`SET TimeZone = '${zone}'; SET DateStyle = 'ISO, DMY'`);
+  await db.query(`CREATE TABLE ${schema}.${t}_b (id int, v ${type}); CREATE TABLE ${schema}.${t}_t (id int, v ${type})`);
+  await pipeline(Readable.from(parts), db.query(pgCopyStreams.from(`COPY ${schema}.${t}_b FROM STDIN WITH (FORMAT binary)`)));
+  const text = values.map((v, i) => `${i}\t${textEscape(v)}\n`).join('');
+  await pipeline(Readable.from([Buffer.from(text)]), db.query(pgCopyStreams.from(`COPY ${schema}.${t}_t FROM STDIN WITH (FORMAT text)`)));
+  const read = async (suffix: string) => (await db.query<{ v: string | null }>(`SELECT v::text AS v FROM ${schema}.${t}${suffix} ORDER BY id`)).rows.map((r) => r.v);
+  return { binary: await read('_b'), text: await read('_t') };
+}
+
+async function expectSame(type: string, values: (string | null)[], zone?: string): Promise<void> {
+  const { binary, text } = await loadBoth(type, values, zone);
+  expect(binary).toEqual(text);
+  expect(binary).toHaveLength(values.length);
+}
+
+/** Local wall-clock times every 15 minutes through a day, as txt writes them (dd.mm.yyyy hh:mm:ss.mmm). */
+function quarterHours(day: string): string[] {
+  const [y, m, d] = day.split('-');
+  const out: string[] = [];
+  for (let q = 0; q < 96; q++) out.push(`${d}.${m}.${y} ${String(q >> 2).padStart(2, '0')}:${String((q & 3) * 15).padStart(2, '0')}:00.000`);
+  return out;
+}
+
+describe('binary encoders load what PostgreSQL reads from the text form', () => {
+  it('integers: signs, leading zeros, the int64 edges, beyond 2^53', async () => {
+    const ints = ['0', '-0', '+5', '007', '-1', '42', '4294967295', '4294967296', '-4294967297', '999999999999999', '1000000000000000', '9007199254740993', '-9007199254740993', '123456789012345678', '9223372036854775807', '-9223372036854775808', null];
+    await expectSame('bigint', ints);
+    await expectSame('integer', ['0', '-2147483648', '2147483647', '0012', '-7', null]);
+    await expectSame('smallint', ['0', '-32768', '32767', '+1', null]);
+  });
+
+  it('numerics keep their digits and display scale', async () => {
+    const nums = ['0', '0.00', '-0.00', '-0', '1.50', '.5', '5.', '00012.3400', '-98765432109876.54', '0.0001', '0.00001234', '123456789.123456789', '10000', '100000000', '-0.10', '99999999999999999999999999999999.000001', '12345678', null];
+    await expectSame('numeric', nums);
+    await expectSame('numeric(12,2)', ['1.005', '-1.004', '12.5', '0', '9999999999.99']);
+  });
+
+  it('text and varchar: any bytes, escapes, empty', async () => {
+    await expectSame('text', ['plain', '', 'Ümlaut ß €', 'tab\there', 'back\\slash', 'new\nline\r', '"quoted"', '😀', null]);
+    await expectSame('character varying(10)', ['short', '', 'zehn zeich']);
+  });
+
+  it('booleans', async () => {
+    await expectSame('boolean', ['t', 'f', 'true', 'false', null]);
+  });
+
+  it('ISO timestamps with an offset, with and without seconds and fractions', async () => {
+    await expectSame('timestamp with time zone', [
+      '2024-03-05T10:15:30Z',
+      '2024-03-05T10:15:30.1+01:00',
+      '2024-03-05T10:15:30.123456-05:30',
+      '2024-03-05 10:15:30.12+0530',
+      '2024-03-05T10:15+02',
+      '2000-01-01T00:00:00Z',
+      '1999-12-31T23:59:59.999999Z',
+      '1850-06-01T12:00:00+00:00',
+      '0001-01-01T00:00:00Z',
+      '9999-12-31T23:59:59.999999-14:00',
+      '2024-02-29T12:00:00+00:00',
+      null,
+    ]);
+    await expectSame('timestamp(3) with time zone', ['2024-03-05T10:15:30.1234Z', '2024-03-05T10:15:30.9995Z']);
+  });
+
+  it('txt timestamps and ISO times without offset, in the zone, through every quarter hour of transition days', async () => {
+    for (const zone of ['Europe/Zurich', 'America/New_York', 'Australia/Lord_Howe', 'Asia/Kolkata', 'UTC']) {
+      expect(await zoneAgreesWithDatabase(db, zone)).toBe(true);
+    }
+    const zurich = [
+      ...quarterHours('2024-03-31'),
+      ...quarterHours('2024-10-27'),
+      ...quarterHours('1981-03-29'),
+      '29.02.2024 23:59:59.999',
+      '01.01.1900 00:00:00',
+      '15.06.1850 12:00:00',
+      '31.12.9999 23:59:59.999',
+      '2024-03-31 02:30:00',
+      '2024-10-27T02:30:00.5',
+    ];
+    await expectSame('timestamp with time zone', zurich, 'Europe/Zurich');
+    await expectSame('timestamp with time zone', [...quarterHours('2024-03-10'), ...quarterHours('2024-11-03')], 'America/New_York');
+    await expectSame('timestamp with time zone', [...quarterHours('2024-04-07'), ...quarterHours('2024-10-06')], 'Australia/Lord_Howe');
+  });
+
+  it('refuses every other form, so that PostgreSQL reads it in text format', () => {
+    const refused: [string, string[]][] = [
+      ['bigint', ['', ' 1', '1 ', '1.0', '1e3', '0x1F', '1_000', '9223372036854775808', '-9223372036854775809', '99999999999999999999', '-', 'abc']],
+      ['integer', ['2147483648', '-2147483649', '1.5']],
+      ['smallint', ['32768', '-32769']],
+      ['numeric', ['', '.', '1e5', 'NaN', 'Infinity', ' 1', '1,5', '1.2.3', '+-1']],
+      ['boolean', ['yes', 'no', '1', '0', 'TRUE', 'on', '']],
+      [
+        'timestamp with time zone',
+        ['2024-03-05', 'now', '2024-02-30T10:00:00Z', '2024-03-05T24:00:00Z', '2024-03-05T10:60:00Z', '2024-03-05T10:00:60Z', '2024-03-05T10:00:00.1234567Z', '2024-03-05T10:00:00 Europe/Zurich', '0000-01-01T00:00:00Z', '32.01.2024 10:00:00', '05.13.2024 10:00:00', '2024-03-05T10:00:00+16:00', '2024-03-05t10:00:00z'],
+      ],
+    ];
+    for (const [type, forms] of refused) {
+      const w = new BinaryFieldWriter([binaryEncodingOf(type)!], 'Europe/Zurich');
+      for (const f of forms) {
+        const out = new CopyOutput();
+        out.reserve(64);
+        const b = Buffer.from(f);
+        expect({ type, form: f, taken: w.write(out, 0, b, 0, b.length) }).toEqual({ type, form: f, taken: false });
+        expect(out.pos).toBe(0);
+      }
+    }
+  });
+
+  it('knows which column types it encodes', () => {
+    expect(['bigint', 'integer', 'smallint', 'numeric', 'numeric(12,2)', 'text', 'character varying', 'character varying(80)', 'boolean', 'timestamp with time zone', 'timestamp(3) with time zone'].map(binaryEncodingOf).every((e) => e !== undefined)).toBe(true);
+    for (const t of ['jsonb', 'date', 'timestamp without time zone', 'double precision', 'character(3)', 'uuid', 'text[]', 'bytea', 'xml']) expect(binaryEncodingOf(t)).toBeUndefined();
+  });
+});
+
+/** A RowSource over JSON pages held in memory, through the real json decoder (what report-rows.ts does over HTTP). */
+function jsonPages(pages: string[]): RowSource & { starts: number } {
+  const decoder = makePageDecoder('json');
+  let first: IteratorResult<Buffer> | undefined;
+  const all = async function* (): AsyncGenerator<Buffer> {
+    for (const [k, p] of pages.entries()) yield* decoder.decodePage(chunked(Buffer.from(p), 7), k + 1);
+  };
+  let gen = all();
+  const src = {
+    starts: 1,
+    copyFormat: decoder.copyFormat,
+    async open() {
+      first = await gen.next();
+      return decoder.columns;
+    },
+    async *rows(inspect: boolean) {
+      decoder.inspect = inspect;
+      if (first && !first.done && first.value.length > 0) yield first.value;
+      yield* gen;
+    },
+    useBinary: (enc: Parameters<NonNullable<RowSource['useBinary']>>[0], tz: string) => decoder.useBinary!(enc, tz),
+    async restart() {
+      await gen.return(undefined);
+      decoder.reset!();
+      src.starts++;
+      gen = all();
+    },
+    kinds: () => decoder.kinds,
+    pageOfRow: () => 1,
+    async close() {
+      await gen.return(undefined);
+    },
+  };
+  return src;
+}
+
+describe('the loader in binary format', () => {
+  const load = async (table: string, pages: string[]) => {
+    const source = jsonPages(pages);
+    let result: Awaited<ReturnType<typeof loadRows>> | undefined;
+    await withLoadTransaction(pool, { target: { schema, table }, timezone: 'Europe/Zurich' }, async (tx) => {
+      result = await loadRows(tx, { target: { schema, table }, mode: 'replace', key: [], declaredTypes: new Map(), expectedRows: undefined, timezone: 'Europe/Zurich', logger: silentLogger }, source);
+      return true;
+    });
+    return { result: result!, starts: source.starts };
+  };
+
+  it('loads typed columns in binary format once the target exists, with the values of a text load', async () => {
+    const page = JSON.stringify({ data: [{ nr: 1, betrag: '12.50', am: '2024-03-05T10:15:30.5+01:00', ok: true, name: 'a\tb\\c' }, { nr: 2, betrag: null, am: null, ok: false }] });
+    const first = await load('fmt', [page]);
+    expect(first.result).toMatchObject({ plan: 'inference-staging', format: 'text' });
+    const before = (await db.query(`SELECT * FROM ${schema}.fmt ORDER BY nr`)).rows;
+    const second = await load('fmt', [page]);
+    expect(second).toMatchObject({ result: { plan: 'direct', format: 'binary', rows: 2 }, starts: 1 });
+    expect((await db.query(`SELECT * FROM ${schema}.fmt ORDER BY nr`)).rows).toEqual(before);
+  });
+
+  it('loads the report again in text format when a value is in a form the encoders do not take', async () => {
+    await db.query(`CREATE TABLE ${schema}.fallback (nr bigint, wert numeric)`);
+    // 1e3 is a JSON number PostgreSQL reads as numeric, but not a form the binary encoder takes.
+    const pages = [JSON.stringify({ data: [{ nr: 1, wert: 2.5 }] }), JSON.stringify({ data: [{ nr: 2, wert: 1e3 }].map((r) => r) }).replace('1000', '1e3')];
+    const { result, starts } = await load('fallback', pages);
+    expect(result).toMatchObject({ plan: 'direct', format: 'text', rows: 2 });
+    expect(starts).toBe(2);
+    expect((await db.query(`SELECT nr::text, wert::text FROM ${schema}.fallback ORDER BY nr`)).rows).toEqual([
+      { nr: '1', wert: '2.5' },
+      { nr: '2', wert: '1000' },
+    ]);
+  });
+
+  it('fails a value PostgreSQL refuses with the words of a text load, the target untouched', async () => {
+    await db.query(`CREATE TABLE ${schema}.refused (nr bigint, name varchar(3)); INSERT INTO ${schema}.refused VALUES (7, 'old')`);
+    const pages = [JSON.stringify({ data: [{ nr: 1, name: 'abc' }, { nr: 2, name: 'abcd' }] })];
+    await expect(load('refused', pages)).rejects.toThrow(/value "abcd" does not fit column name of type character varying\(3\) in .*refused.*value too long/);
+    expect((await db.query(`SELECT nr::int, name FROM ${schema}.refused`)).rows).toEqual([{ nr: 7, name: 'old' }]);
+  });
+});
