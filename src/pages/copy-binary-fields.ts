@@ -9,11 +9,6 @@
 import { BINARY, type BinaryEncoding } from '../warehouse/copy-binary.ts';
 import { makeLocalTimeOffset } from '../zone-offset.ts';
 
-/** Where fields are written: `buf` from `pos` on (a CopyOutput, or a decoder's own buffer and position). */
-export interface ByteSink {
-  buf: Uint8Array;
-  pos: number;
-}
 
 /** Bytes a field can take beyond its text form's length (length word, binary headers): reserve len + this. */
 export const FIELD_OVERHEAD = 24;
@@ -23,7 +18,7 @@ const TWO_32 = 4_294_967_296;
 const PG_EPOCH_DAYS = 10_957;
 
 /**
- * Writes a*mult + b as a big-endian two's-complement int64 at buf[p]; exact for |a| < 2^37, mult <= 1e9 and
+ * Writes a*mult + b as a big-endian two's-complement int64 at buf[p]; exact while |a * mult| < 2^69, mult <= 1e9 and
  * |b| < mult (every intermediate stays below 2^53).
  */
 function writeInt64(buf: Uint8Array, p: number, a: number, mult: number, b: number): void {
@@ -80,10 +75,14 @@ function digits(b: Uint8Array, i: number, count: number): number {
 
 const INT64_MAX_DIGITS = '9223372036854775807';
 
+/** What a write method returns for a text form its encoder does not take (nothing was written). */
+export const REFUSED = -1;
+
 /**
- * Writes a field of the column encodings of one load. Not reentrant; one per decoder.
- * Every write method: the caller reserved len + {@link FIELD_OVERHEAD} bytes; returns false (nothing written) when
- * the text form is not one this encoder takes.
+ * Writes the fields of one load's column encodings. Not reentrant; one per decoder.
+ * Every write method writes at buf[p] — the caller reserved the text form's length + {@link FIELD_OVERHEAD} bytes —
+ * and returns the position after the field, or {@link REFUSED} (nothing written) when the encoder does not take the
+ * text form.
  */
 export class BinaryFieldWriter {
   /** Per column (COPY order), a {@link BINARY} code. */
@@ -94,7 +93,7 @@ export class BinaryFieldWriter {
   /**
    * @param encodings per column in COPY order
    * @param timezone IANA zone of timestamps written without offset (the connection's `timezone`, as the load
-   *   session's TimeZone); required when a column is timestamptz
+   *   session's TimeZone); without it such timestamps are refused
    */
   constructor(encodings: readonly BinaryEncoding[], timezone?: string) {
     this.encodings = Uint8Array.from(encodings);
@@ -102,112 +101,109 @@ export class BinaryFieldWriter {
   }
 
   /** Writes the field count that starts every row. */
-  rowStart(out: ByteSink): void {
+  rowStart(buf: Uint8Array, p: number): number {
     const n = this.encodings.length;
-    out.buf[out.pos++] = n >>> 8;
-    out.buf[out.pos++] = n;
+    buf[p] = n >>> 8;
+    buf[p + 1] = n;
+    return p + 2;
   }
 
   /** Writes a NULL field. */
-  writeNull(out: ByteSink): void {
-    const buf = out.buf;
-    const p = out.pos;
+  writeNull(buf: Uint8Array, p: number): number {
     buf[p] = buf[p + 1] = buf[p + 2] = buf[p + 3] = 0xff;
-    out.pos = p + 4;
+    return p + 4;
   }
 
   /** Writes column `k`'s value from its text form b[s..e) (already unescaped). */
-  write(out: ByteSink, k: number, b: Uint8Array, s: number, e: number): boolean {
+  write(buf: Uint8Array, p: number, k: number, b: Uint8Array, s: number, e: number): number {
     switch (this.encodings[k]) {
       case BINARY.text:
-        return this.text(out, b, s, e);
+        return this.text(buf, p, b, s, e);
       case BINARY.int8:
-        return this.integer(out, b, s, e, 8);
+        return this.integer(buf, p, b, s, e, 8);
       case BINARY.int4:
-        return this.integer(out, b, s, e, 4);
+        return this.integer(buf, p, b, s, e, 4);
       case BINARY.int2:
-        return this.integer(out, b, s, e, 2);
+        return this.integer(buf, p, b, s, e, 2);
       case BINARY.numeric:
-        return this.numeric(out, b, s, e);
+        return this.numeric(buf, p, b, s, e);
       case BINARY.timestamptz:
-        return this.timestamptz(out, b, s, e);
+        return this.timestamptz(buf, p, b, s, e);
       case BINARY.bool:
-        return this.bool(out, b, s, e);
+        return this.bool(buf, p, b, s, e);
       default:
-        return false;
+        return REFUSED;
     }
   }
 
   /** The value's bytes with their length. */
-  text(out: ByteSink, b: Uint8Array, s: number, e: number): boolean {
-    const buf = out.buf;
-    let p = out.pos;
+  text(buf: Uint8Array, p: number, b: Uint8Array, s: number, e: number): number {
     writeInt32(buf, p, e - s);
     p += 4;
     if (e - s > 32) {
       buf.set(b.subarray(s, e), p);
-      p += e - s;
-    } else for (let i = s; i < e; i++) buf[p++] = b[i]!;
-    out.pos = p;
-    return true;
+      return p + e - s;
+    }
+    for (let i = s; i < e; i++) buf[p++] = b[i]!;
+    return p;
   }
 
   /** `[+-]?digits` within the column's range (int8in's form without blanks). */
-  integer(out: ByteSink, b: Uint8Array, s: number, e: number, bytes: 8 | 4 | 2): boolean {
+  integer(buf: Uint8Array, p: number, b: Uint8Array, s: number, e: number, bytes: 8 | 4 | 2): number {
     let i = s;
     const negative = b[i] === 0x2d;
     if (negative || b[i] === 0x2b) i++;
     while (i < e - 1 && b[i] === 0x30) i++;
     const count = e - i;
-    if (count < 1 || count > 19) return false;
-    const buf = out.buf;
-    const p = out.pos;
+    if (count < 1 || count > 19) return REFUSED;
     if (count <= 15) {
-      let v = digits(b, i, count);
-      if (v < 0) return false;
+      let v = 0;
+      for (; i < e; i++) {
+        const d = b[i]! - 0x30;
+        if (d < 0 || d > 9) return REFUSED;
+        v = v * 10 + d;
+      }
       if (negative) v = -v;
       if (bytes === 8) {
         writeInt32(buf, p, 8);
         writeInt64(buf, p + 4, v, 1, 0);
       } else if (bytes === 4) {
-        if (v > 2_147_483_647 || v < -2_147_483_648) return false;
+        if (v > 2_147_483_647 || v < -2_147_483_648) return REFUSED;
         writeInt32(buf, p, 4);
         writeInt32(buf, p + 4, v);
       } else {
-        if (v > 32_767 || v < -32_768) return false;
+        if (v > 32_767 || v < -32_768) return REFUSED;
         writeInt32(buf, p, 2);
         buf[p + 4] = v >>> 8;
         buf[p + 5] = v;
       }
-      out.pos = p + 4 + bytes;
-      return true;
+      return p + 4 + bytes;
     }
-    if (bytes !== 8) return false;
+    if (bytes !== 8) return REFUSED;
     const high = digits(b, i, count - 9);
     const low = digits(b, e - 9, 9);
-    if (high < 0 || low < 0) return false;
+    if (high < 0 || low < 0) return REFUSED;
     if (count === 19) {
       // Beyond int64 is PostgreSQL's error to give (in text format).
       for (let k = 0; k < 19; k++) {
         const d = b[i + k]!;
         const m = INT64_MAX_DIGITS.charCodeAt(k) + (negative && k === 18 ? 1 : 0);
         if (d !== m) {
-          if (d > m) return false;
+          if (d > m) return REFUSED;
           break;
         }
       }
     }
     writeInt32(buf, p, 8);
     writeInt64(buf, p + 4, negative ? -high : high, 1e9, negative ? -low : low);
-    out.pos = p + 12;
-    return true;
+    return p + 12;
   }
 
   /**
    * `[+-]?digits[.digits]` (either side may be empty, not both) as numeric: base-10000 digits, weight, sign, and the
    * display scale of the fraction digits as written (so 1.50 stays 1.50, as numeric_in keeps it).
    */
-  numeric(out: ByteSink, b: Uint8Array, s: number, e: number): boolean {
+  numeric(buf: Uint8Array, p: number, b: Uint8Array, s: number, e: number): number {
     let i = s;
     const negative = b[i] === 0x2d;
     if (negative || b[i] === 0x2b) i++;
@@ -223,10 +219,10 @@ export class BinaryFieldWriter {
       while (i < e && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
       fracEnd = i;
     }
-    if (i !== e || (intEnd === digitsStart && fracEnd === fracStart)) return false;
+    if (i !== e || (intEnd === digitsStart && fracEnd === fracStart)) return REFUSED;
     const ni = intEnd - intStart;
     const nf = fracEnd - fracStart;
-    if (ni > 4000 || nf > 4000) return false;
+    if (ni > 4000 || nf > 4000) return REFUSED;
     // Base-10000 groups: the integer digits aligned on the decimal point, then the fraction padded on the right.
     const intGroups = (ni + 3) >> 2;
     const total = intGroups + ((nf + 3) >> 2);
@@ -258,8 +254,6 @@ export class BinaryFieldWriter {
     while (end > lead && g[end - 1] === 0) end--;
     const ndigits = end - lead;
     if (ndigits === 0) weight = 0;
-    const buf = out.buf;
-    let p = out.pos;
     writeInt32(buf, p, 8 + 2 * ndigits);
     buf[p + 4] = ndigits >>> 8;
     buf[p + 5] = ndigits;
@@ -275,8 +269,7 @@ export class BinaryFieldWriter {
       buf[p++] = v >>> 8;
       buf[p++] = v;
     }
-    out.pos = p;
-    return true;
+    return p;
   }
 
   /**
@@ -284,47 +277,45 @@ export class BinaryFieldWriter {
    * load's time zone; txt's `dd.mm.yyyy hh:mm:ss[.f]` (DateStyle DMY) in the load's time zone. At most 6 fraction
    * digits; years 1 to 9999; hours 0 to 23, seconds 0 to 59.
    */
-  timestamptz(out: ByteSink, b: Uint8Array, s: number, e: number): boolean {
-    const len = e - s;
-    if (len < 16) return false;
-    let y: number, mo: number, d: number, i: number;
+  timestamptz(buf: Uint8Array, p: number, b: Uint8Array, s: number, e: number): number {
+    if (e - s < 16) return REFUSED;
+    let y: number, mo: number, d: number;
     if (b[s + 4] === 0x2d && b[s + 7] === 0x2d) {
       y = digits(b, s, 4);
       mo = digits(b, s + 5, 2);
       d = digits(b, s + 8, 2);
       const t = b[s + 10];
-      if (t !== 0x54 && t !== 0x20) return false;
-      i = s + 11;
+      if (t !== 0x54 && t !== 0x20) return REFUSED;
     } else if (b[s + 2] === 0x2e && b[s + 5] === 0x2e && b[s + 10] === 0x20) {
       d = digits(b, s, 2);
       mo = digits(b, s + 3, 2);
       y = digits(b, s + 6, 4);
-      i = s + 11;
-    } else return false;
-    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return false;
-    if (i + 5 > e || b[i + 2] !== 0x3a) return false;
+    } else return REFUSED;
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return REFUSED;
+    let i = s + 11;
+    if (i + 5 > e || b[i + 2] !== 0x3a) return REFUSED;
     const h = digits(b, i, 2);
     const mi = digits(b, i + 3, 2);
-    if (h < 0 || h > 23 || mi < 0 || mi > 59) return false;
+    if (h < 0 || h > 23 || mi < 0 || mi > 59) return REFUSED;
     i += 5;
     let sec = 0;
     let micros = 0;
     if (i < e && b[i] === 0x3a) {
       sec = digits(b, i + 1, 2);
-      if (i + 3 > e || sec < 0 || sec > 59) return false;
+      if (i + 3 > e || sec < 0 || sec > 59) return REFUSED;
       i += 3;
       if (i < e && b[i] === 0x2e) {
         const f = ++i;
         while (i < e && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
         const nf = i - f;
-        if (nf < 1 || nf > 6) return false;
+        if (nf < 1 || nf > 6) return REFUSED;
         micros = digits(b, f, nf) * 10 ** (6 - nf);
       }
     }
     const localSec = (daysFromCivil(y, mo, d) - PG_EPOCH_DAYS) * 86_400 + h * 3600 + mi * 60 + sec;
     let offsetSec: number;
     if (i === e) {
-      if (this.localOffset === undefined) return false;
+      if (this.localOffset === undefined) return REFUSED;
       offsetSec = this.localOffset((localSec + PG_EPOCH_DAYS * 86_400) * 1000) / 1000;
     } else {
       const c = b[i];
@@ -335,30 +326,26 @@ export class BinaryFieldWriter {
         let om = 0;
         if (rest === 6 && b[i + 3] === 0x3a) om = digits(b, i + 4, 2);
         else if (rest === 5) om = digits(b, i + 3, 2);
-        else if (rest !== 3) return false;
-        if (oh < 0 || oh > 15 || om < 0 || om > 59) return false;
+        else if (rest !== 3) return REFUSED;
+        if (oh < 0 || oh > 15 || om < 0 || om > 59) return REFUSED;
         offsetSec = (c === 0x2d ? -1 : 1) * (oh * 3600 + om * 60);
-      } else return false;
+      } else return REFUSED;
     }
-    const buf = out.buf;
-    writeInt32(buf, out.pos, 8);
-    writeInt64(buf, out.pos + 4, localSec - offsetSec, 1e6, micros);
-    out.pos += 12;
-    return true;
+    writeInt32(buf, p, 8);
+    writeInt64(buf, p + 4, localSec - offsetSec, 1e6, micros);
+    return p + 12;
   }
 
   /** `t`, `true`, `f`, `false` (what COPY text carries for JSON booleans). */
-  bool(out: ByteSink, b: Uint8Array, s: number, e: number): boolean {
+  bool(buf: Uint8Array, p: number, b: Uint8Array, s: number, e: number): number {
     const len = e - s;
     const c = b[s];
     let v: number;
     if (c === 0x74 && (len === 1 || (len === 4 && b[s + 1] === 0x72 && b[s + 2] === 0x75 && b[s + 3] === 0x65))) v = 1;
     else if (c === 0x66 && (len === 1 || (len === 5 && b[s + 1] === 0x61 && b[s + 2] === 0x6c && b[s + 3] === 0x73 && b[s + 4] === 0x65))) v = 0;
-    else return false;
-    const buf = out.buf;
-    writeInt32(buf, out.pos, 1);
-    buf[out.pos + 4] = v;
-    out.pos += 5;
-    return true;
+    else return REFUSED;
+    writeInt32(buf, p, 1);
+    buf[p + 4] = v;
+    return p + 5;
   }
 }

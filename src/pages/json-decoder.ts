@@ -331,11 +331,15 @@ export class JsonPageDecoder implements PageDecoder {
     } else {
       if (b[i] !== QUOTE) sc.fail('expected a column name', i);
       for (;;) {
+        // Fast path: the key is the first row's key of this column, compared as it is read.
+        if (col >= ncols) return this.slowRow(b, rowStart, n, rowOp);
+        const key = keys[col]!;
         const ks = i + 1;
-        let ke = ks;
-        while (ke < n && b[ke] !== QUOTE && b[ke] !== BACKSLASH) ke++;
-        if (ke >= n) return NEED;
-        if (col >= ncols || b[ke] === BACKSLASH || !sameBytes(b, ks, ke, keys[col]!)) return this.slowRow(b, rowStart, n, rowOp);
+        const ke = ks + key.length;
+        if (ke >= n) return this.slowRow(b, rowStart, n, rowOp);
+        let same = b[ke] === QUOTE;
+        for (let k = 0; same && k < key.length; k++) same = b[ks + k] === key[k];
+        if (!same) return this.slowRow(b, rowStart, n, rowOp);
         const v = this.afterKey(b, ke + 1, n);
         if (v === NEED) return NEED;
         let e: number;

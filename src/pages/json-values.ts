@@ -11,15 +11,15 @@ import { CR, LF, TAB, BACKSLASH, LETTER_N, writeUtf8 } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND, digitsFitInt64, isIsoTimestampWithOffset } from './kinds.ts';
 import { BINARY, BinaryValueUnsupported } from '../warehouse/copy-binary.ts';
-import type { BinaryFieldWriter, ByteSink } from './copy-binary-fields.ts';
+import { REFUSED, type BinaryFieldWriter } from './copy-binary-fields.ts';
 
 /** Returned instead of an index when the value continues beyond the buffer. */
 export const NEED = -1;
 
 const QUOTE = 0x22;
 const MAX_DEPTH = 512;
-const LETTER_T = Uint8Array.of(0x74);
-const LETTER_F = Uint8Array.of(0x66);
+const LETTER_T = Buffer.of(0x74);
+const LETTER_F = Buffer.of(0x66);
 
 /** Index of the first non-whitespace byte at or after i (n if none). */
 export function skipWs(b: Uint8Array, i: number, n: number): number {
@@ -57,7 +57,6 @@ export class JsonValueScanner {
   base = 0;
   /** Set for COPY binary format: writes each value by its column's encoding. */
   binary: BinaryFieldWriter | undefined = undefined;
-  private readonly sink: ByteSink = { buf: new Uint8Array(0), pos: 0 };
 
   /** Throws a PageFormatError for a syntax problem at b[i]. */
   fail(what: string, i: number): never {
@@ -102,10 +101,10 @@ export class JsonValueScanner {
   valueBinary(b: Uint8Array, i: number, n: number, col: number): number {
     const w = this.binary!;
     const code = w.encodings[col];
-    const sink = this.sink;
     const c = b[i]!;
+    const out = this.out;
     let e: number;
-    let ok = true;
+    let p: number;
     if (c === QUOTE) {
       if (code === BINARY.text) {
         const at = this.op;
@@ -113,52 +112,46 @@ export class JsonValueScanner {
         e = this.string(b, i + 1, n, false);
         if (e === NEED) return NEED;
         const len = this.op - at - 4;
-        const out = this.out;
         out[at] = len >>> 24;
         out[at + 1] = len >>> 16;
         out[at + 2] = len >>> 8;
         out[at + 3] = len;
         return e;
       }
-      e = this.stringEnd(b, i + 1, n);
-      if (e === NEED) return NEED;
-      let k = i + 1;
-      while (k < e - 1 && b[k] !== BACKSLASH) k++;
-      sink.buf = this.out;
-      sink.pos = this.op;
-      if (k === e - 1) ok = w.write(sink, col, b, i + 1, e - 1);
-      else {
+      // A typed column's string (a timestamp, mostly): its content is the text form, unless it holds an escape.
+      let q = i + 1;
+      while (q < n && b[q] !== QUOTE && b[q] !== BACKSLASH) q++;
+      if (q >= n) return NEED;
+      if (b[q] === QUOTE) {
+        e = q + 1;
+        p = w.write(out, this.op, col, b, i + 1, q);
+      } else {
+        e = this.stringEnd(b, i + 1, n);
+        if (e === NEED) return NEED;
         const text = Buffer.from(JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, e - i).toString('utf8')) as string, 'utf8');
-        ok = w.write(sink, col, text, 0, text.length);
+        p = w.write(out, this.op, col, text, 0, text.length);
       }
     } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
       e = this.numberEnd(b, i, n);
       if (e === NEED) return NEED;
-      sink.buf = this.out;
-      sink.pos = this.op;
-      ok = code === BINARY.text ? w.text(sink, b, i, e) : w.write(sink, col, b, i, e);
+      p = code === BINARY.text ? w.text(out, this.op, b, i, e) : w.write(out, this.op, col, b, i, e);
     } else if (c === 0x6e || c === 0x74 || c === 0x66) {
       const at = this.op;
       e = this.literal(b, i, n, c === 0x6e ? 'null' : c === 0x74 ? 'true' : 'false');
       if (e === NEED) return NEED;
-      // literal() wrote \N, t or f: the text form of the value.
-      sink.buf = this.out;
-      sink.pos = at;
+      // literal() wrote \N, t or f (the text form) at `at`: overwritten with the binary field.
       const letter = c === 0x74 ? LETTER_T : LETTER_F;
-      if (c === 0x6e) w.writeNull(sink);
-      else if (code === BINARY.text) w.text(sink, letter, 0, 1);
-      else ok = w.write(sink, col, letter, 0, 1);
+      if (c === 0x6e) p = w.writeNull(out, at);
+      else if (code === BINARY.text) p = w.text(out, at, letter, 0, 1);
+      else p = w.write(out, at, col, letter, 0, 1);
     } else {
       e = this.skip(b, i, n, 0);
       if (e === NEED) return NEED;
       for (let k = i; k < e; k++) if (b[k] === 0) this.fail('NUL byte in a value', k);
-      sink.buf = this.out;
-      sink.pos = this.op;
-      if (code === BINARY.text) w.text(sink, b, i, e);
-      else ok = false;
+      p = code === BINARY.text ? w.text(out, this.op, b, i, e) : REFUSED;
     }
-    if (!ok) throw new BinaryValueUnsupported(col, this.page, this.row ?? 0);
-    this.op = sink.pos;
+    if (p === REFUSED) throw new BinaryValueUnsupported(col, this.page, this.row ?? 0);
+    this.op = p;
     return e;
   }
 

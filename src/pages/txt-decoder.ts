@@ -16,7 +16,7 @@ import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, txtFieldIndex, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { KIND, classifyNumber, isTxtTimestamp } from './kinds.ts';
 import { BinaryValueUnsupported, type BinaryEncoding } from '../warehouse/copy-binary.ts';
-import { BinaryFieldWriter, FIELD_OVERHEAD } from './copy-binary-fields.ts';
+import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from './copy-binary-fields.ts';
 import { NEED_MORE, RecordScanner, RecordShapeError } from './txt-fields.ts';
 
 const QUOTE = 0x22;
@@ -377,24 +377,21 @@ export class TxtPageDecoder implements PageDecoder {
       }
       row++;
       out.reserve(sc.contentEnd - i + 2 + ncols * FIELD_OVERHEAD);
-      w.rowStart(out);
+      const buf = out.buf;
+      let p = w.rowStart(buf, out.pos);
       for (let k = 0; k < ncols; k++) {
         const s = sc.start[k]!;
         const e = sc.end[k]!;
-        let ok: boolean;
         if (sc.quoted[k] === 0) {
-          if (s === e) {
-            w.writeNull(out);
-            continue;
-          }
-          ok = w.write(out, k, b, s, e);
+          p = s === e ? w.writeNull(buf, p) : w.write(buf, p, k, b, s, e);
         } else {
           let q = s;
           while (q < e && b[q] !== QUOTE) q++;
-          ok = q === e ? w.write(out, k, b, s, e) : w.write(out, k, this.unquote(b, s, e), 0, this.scratchLength);
+          p = q === e ? w.write(buf, p, k, b, s, e) : w.write(buf, p, k, this.unquote(b, s, e), 0, this.scratchLength);
         }
-        if (!ok) throw new BinaryValueUnsupported(k, st.page, row);
+        if (p === REFUSED) throw new BinaryValueUnsupported(k, st.page, row);
       }
+      out.pos = p;
       i = next;
     }
     this.rows += row - st.row;

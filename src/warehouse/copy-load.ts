@@ -136,6 +136,12 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
     columnType: (c) => types.get(c) ?? existingType.get(c),
   };
 
+  const textFormat = source.copyFormat === 'csv' ? 'csv' : 'text';
+  const encodings = plan === 'inference-staging' ? undefined : await binaryEncodings(tx, spec, source, names.map((n) => existingType.get(n)!));
+  let format: CopyFormatUsed = encodings ? 'binary' : textFormat;
+  const inspect = plan === 'inference-staging';
+  // PostgreSQL's DELETE of the old rows leaves this process idle: decode the first rows meanwhile.
+  const ahead = format === 'binary' && plan === 'direct' && spec.mode === 'replace' ? readAhead(source.rows(false), READ_AHEAD_BYTES) : undefined;
   let copyInto: string;
   if (plan === 'direct') {
     if (spec.mode === 'replace') await tx.query(`DELETE FROM ${quoteTable(spec.target)}`);
@@ -144,16 +150,12 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
     await createStaging(tx, names.map((n) => ({ name: n, type: plan === 'typed-staging' ? existingType.get(n)! : 'text' })));
     copyInto = STAGING;
   }
-  const textFormat = source.copyFormat === 'csv' ? 'csv' : 'text';
-  const encodings = plan === 'inference-staging' ? undefined : await binaryEncodings(tx, spec, source, names.map((n) => existingType.get(n)!));
-  let format: CopyFormatUsed = encodings ? 'binary' : textFormat;
   spec.logger.info({ plan, table: tableName, columns: names.length, format }, 'loading');
-  const inspect = plan === 'inference-staging';
   let rows: number;
   if (format === 'binary') {
     await tx.query('SAVEPOINT report_etl_binary');
     try {
-      rows = await copyRows(tx, copyInto, names, 'binary', source, inspect);
+      rows = await copyRows(tx, copyInto, names, 'binary', ahead ?? source.rows(false));
     } catch (err) {
       const unsupported = err instanceof BinaryValueUnsupported;
       if (!unsupported && !isValueError((err as { code?: string }).code)) throw mapCopyError(err, place);
@@ -169,7 +171,7 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
   }
   if (format !== 'binary') {
     try {
-      rows = await copyRows(tx, copyInto, names, format, source, inspect);
+      rows = await copyRows(tx, copyInto, names, format, source.rows(inspect));
     } catch (err) {
       throw mapCopyError(err, place);
     }
@@ -215,10 +217,47 @@ async function binaryEncodings(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
   return source.useBinary(encodings, spec.timezone) ? encodings : undefined;
 }
 
-/** One COPY FROM STDIN of the source's rows; binary rows are framed with the stream's header and trailer. */
-async function copyRows(tx: pg.PoolClient, into: string, names: readonly string[], format: CopyFormatUsed, source: RowSource, inspect: boolean): Promise<number> {
+/** Bytes of rows decoded ahead of COPY while PostgreSQL deletes a replaced target's rows. */
+const READ_AHEAD_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Starts pulling `rows` now, into memory up to about `maxBytes`, and hands them out (then the rest, as pulled) to the
+ * one consumer of the returned iterable. A failure while reading ahead is thrown to that consumer, never unhandled.
+ */
+function readAhead(rows: AsyncIterable<Buffer>, maxBytes: number): AsyncIterable<Buffer> {
+  const it = rows[Symbol.asyncIterator]();
+  const held: Buffer[] = [];
+  let done = false;
+  const filled = (async () => {
+    for (let bytes = 0; bytes < maxBytes; ) {
+      const r = await it.next();
+      if (r.done) {
+        done = true;
+        return;
+      }
+      held.push(r.value);
+      bytes += r.value.length;
+    }
+  })();
+  filled.catch(() => undefined);
+  return {
+    async *[Symbol.asyncIterator]() {
+      try {
+        await filled;
+        for (let k = 0; k < held.length; k++) yield held[k]!;
+        held.length = 0;
+        if (done) return;
+        for (let r = await it.next(); !r.done; r = await it.next()) yield r.value;
+      } finally {
+        await it.return?.();
+      }
+    },
+  };
+}
+
+/** One COPY FROM STDIN of `rows`; binary rows are framed with the stream's header and trailer. */
+async function copyRows(tx: pg.PoolClient, into: string, names: readonly string[], format: CopyFormatUsed, rows: AsyncIterable<Buffer>): Promise<number> {
   const copy = tx.query(pgCopyStreams.from(`COPY ${into} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${format})`));
-  const rows = source.rows(inspect);
   await pipeline(Readable.from(format === 'binary' ? framed(rows) : rows, { objectMode: false }), copy);
   return copy.rowCount;
 }
