@@ -7,9 +7,9 @@
  * places every other repeat):
  *   1. e2e — a fresh worker process runs runAttempt (mode replace, plan direct: DELETE + COPY into the target in
  *      one transaction); duration from the first request to the commit, time to the first row, peak RSS;
- *   2. limit — the same rows as a CSV file, COPYed by pg-copy-streams into an identical table after deleting
- *      its equally many rows in the same transaction (what replace does, without the report-etl part);
- *   3. empty — the same COPY into an empty table.
+ *   2. limit — the same rows as a CSV file, `psql \copy`ed into an identical table after deleting its equally many
+ *      rows in the same transaction (what replace does, without the report-etl part);
+ *   3. empty — the same \copy into an empty table.
  * Prints a table, writes bench/results/<date>-<rows>.json, and ends with one summary line.
  *
  * The document case (type pdf, bench/lib/documents.ts): --doc-mb/BENCH_DOC_MB (1000) MB of pdf pages of
@@ -78,15 +78,15 @@ try {
         for (let r = 0; r < opts.repeats; r++) {
           // Alternate the order, so that a slow spell of the machine does not always hit the same side.
           const limitFirst = r % 2 === 1;
-          const limFirst = limitFirst ? await copyReplace(db, table, csv) : undefined;
+          const limFirst = limitFirst ? await copyReplace(opts.databaseUrl, table, csv) : undefined;
           // append: start from an empty target, as the COPY into an empty table it is compared with.
           if (opts.mode === 'append') await db.query(`TRUNCATE ${table}`);
           const e2e = await measureWorker(input, opts.workerArgs);
           if (!e2e.ok) throw new Error(`run failed: ${e2e.error}`);
           if (e2e.rows !== size || e2e.plan !== 'direct') throw new Error(`run loaded ${e2e.rows} rows with plan ${e2e.plan}; expected ${size}, direct`);
           bytes = e2e.bytes;
-          const lim = limFirst ?? (await copyReplace(db, table, csv));
-          const emp = await copyEmpty(db, table, csv);
+          const lim = limFirst ?? (await copyReplace(opts.databaseUrl, table, csv));
+          const emp = await copyEmpty(db, opts.databaseUrl, table, csv);
           if (lim.rows !== size || emp.rows !== size) throw new Error(`limit COPY took ${lim.rows}/${emp.rows} rows, expected ${size}`);
           const run = { e2eMs: e2e.durationMs, limitMs: lim.durationMs, emptyCopyMs: emp.durationMs, firstRowMs: e2e.firstRowMs, rssMB: (e2e.maxRssKiB * 1024) / 1e6, baseRssMB: (e2e.baseRssKiB * 1024) / 1e6, peaks: e2e.peaks, cpuMs: e2e.cpuMs };
           runs.push(run);

@@ -6,26 +6,18 @@
  * same transaction (what replace does), and into an empty table. Reports MB/s of both, and the worker's peak RSS
  * over its RSS before the run (the bound: +32 MB for 200 MB pages).
  */
-import { execFile } from 'node:child_process';
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type pg from 'pg';
 import { measureWorker, type PageServer } from './children.ts';
 import type { BenchOptions } from './options.ts';
+import { psql } from './limit.ts';
 import { median, type CaseResult } from './report.ts';
 import type { WorkerInput } from './worker-types.ts';
 
-const exec = promisify(execFile);
 const ROWS_PER_PAGE = 10;
 const COLUMNS = '(page, file_name, content_type, content, bytes, sha256)';
 
-/** Runs psql with `commands` (-c each) in one transaction; returns the wall time in ms. */
-async function psql(databaseUrl: string, commands: string[]): Promise<number> {
-  const started = performance.now();
-  await exec('psql', [databaseUrl, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-1', ...commands.flatMap((c) => ['-c', c])], { maxBuffer: 1 << 20 });
-  return performance.now() - started;
-}
 
 /** What the document case needs from bench/run.ts. */
 export interface DocumentCaseContext {
@@ -68,7 +60,7 @@ export async function documentCase(c: DocumentCaseContext): Promise<CaseResult> 
   let bytes = 0;
   for (let r = 0; r < opts.repeats; r++) {
     const limitFirst = r % 2 === 1;
-    const limit = async (): Promise<number> => psql(opts.databaseUrl, [`DELETE FROM ${table}_lim`, `\\copy ${table}_lim ${COLUMNS} FROM '${dump}'`]);
+    const limit = async (): Promise<number> => (await psql(opts.databaseUrl, [`DELETE FROM ${table}_lim`, `\\copy ${table}_lim ${COLUMNS} FROM '${dump}'`])).ms;
     const limFirst = limitFirst ? await limit() : undefined;
     const e2e = await measureWorker(input, opts.workerArgs);
     if (!e2e.ok) throw new Error(`document run failed: ${e2e.error}`);
@@ -76,7 +68,7 @@ export async function documentCase(c: DocumentCaseContext): Promise<CaseResult> 
     bytes = e2e.bytes;
     const limitMs = limFirst ?? (await limit());
     await db.query(`TRUNCATE ${table}_empty`);
-    const emptyCopyMs = await psql(opts.databaseUrl, [`\\copy ${table}_empty ${COLUMNS} FROM '${dump}'`]);
+    const emptyCopyMs = (await psql(opts.databaseUrl, [`\\copy ${table}_empty ${COLUMNS} FROM '${dump}'`])).ms;
     const run = { e2eMs: e2e.durationMs, limitMs, emptyCopyMs, firstRowMs: e2e.firstRowMs, rssMB: (e2e.maxRssKiB * 1024) / 1e6, baseRssMB: (e2e.baseRssKiB * 1024) / 1e6, peaks: e2e.peaks, cpuMs: e2e.cpuMs };
     runs.push(run);
     log(

@@ -1,16 +1,33 @@
 /**
- * The physical limit `npm run bench` compares with (issue 6): PostgreSQL's own COPY of the same rows, read by
- * pg-copy-streams from a CSV file, on the same machine in the same run.
+ * The physical limit `npm run bench` compares with (issues 6 and 14): PostgreSQL's own COPY of the same rows as CSV,
+ * by `psql \copy` from a file, on the same machine in the same run. The psql times are its whole process (start and
+ * connection included, about 20 ms), the product's are from its first request to its commit.
  * - {@link dumpCsv}: the loaded target's rows → a CSV file (COPY ... TO STDOUT, FORMAT csv).
  * - {@link copyReplace}: what the product's replace does on its direct plan, minus everything else: in one
- *   transaction DELETE every row of a table holding the same number of rows, then COPY the file in.
- * - {@link copyEmpty}: the second reference: COPY the file into an empty table in one transaction.
+ *   transaction DELETE every row of a table holding the same number of rows, then `\copy` the file in.
+ * - {@link copyEmpty}: the second reference: `\copy` the file into an empty table in one transaction.
  */
+import { execFile } from 'node:child_process';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
+
+const exec = promisify(execFile);
+
+/**
+ * Runs psql with `commands` (-c each) in one transaction (-1).
+ * @returns the wall time in ms and the row count of the last `COPY n` psql printed (0 when none)
+ */
+export async function psql(databaseUrl: string, commands: string[]): Promise<{ ms: number; rows: number }> {
+  const started = performance.now();
+  const { stdout } = await exec('psql', [databaseUrl, '-X', '-v', 'ON_ERROR_STOP=1', '-1', ...commands.flatMap((c) => ['-c', c])], { maxBuffer: 1 << 20 });
+  const ms = performance.now() - started;
+  const copied = [...stdout.matchAll(/^COPY (\d+)$/gm)].at(-1);
+  return { ms, rows: copied ? Number(copied[1]) : 0 };
+}
 
 /**
  * Writes `table`'s rows to `file` as CSV and makes the two limit tables `<table>_lim` (holding the same rows)
@@ -42,25 +59,17 @@ export interface LimitResult {
 }
 
 /**
- * BEGIN; DELETE FROM `<table>_lim`; COPY the file in; COMMIT — the product's replace (direct plan) done by
- * PostgreSQL alone. The session settings match the loader's (DateStyle ISO, DMY).
+ * psql -1: DELETE FROM `<table>_lim`; \copy the file in — the product's replace (direct plan) done by PostgreSQL
+ * alone. The session settings match the loader's (DateStyle ISO, DMY; the connection's zone).
  */
-export async function copyReplace(db: pg.Client, table: string, file: string): Promise<LimitResult> {
-  const t0 = performance.now();
-  await db.query('BEGIN');
-  await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', 'Europe/Zurich', true)`);
-  await db.query(`DELETE FROM ${table}_lim`);
-  const rows = await copyFile(db, `${table}_lim`, file);
-  await db.query('COMMIT');
-  return { rows, durationMs: performance.now() - t0 };
+export async function copyReplace(databaseUrl: string, table: string, file: string): Promise<LimitResult> {
+  const r = await psql(databaseUrl, [`SET LOCAL DateStyle = 'ISO, DMY'`, `SET LOCAL TimeZone = 'Europe/Zurich'`, `DELETE FROM ${table}_lim`, `\\copy ${table}_lim FROM '${file}' WITH (FORMAT csv)`]);
+  return { rows: r.rows, durationMs: r.ms };
 }
 
-/** TRUNCATE `<table>_empty` (not timed), then BEGIN; COPY the file in; COMMIT (timed). */
-export async function copyEmpty(db: pg.Client, table: string, file: string): Promise<LimitResult> {
+/** TRUNCATE `<table>_empty` (not timed), then psql -1: \copy the file in (timed). */
+export async function copyEmpty(db: pg.Client, databaseUrl: string, table: string, file: string): Promise<LimitResult> {
   await db.query(`TRUNCATE ${table}_empty`);
-  const t0 = performance.now();
-  await db.query('BEGIN');
-  const rows = await copyFile(db, `${table}_empty`, file);
-  await db.query('COMMIT');
-  return { rows, durationMs: performance.now() - t0 };
+  const r = await psql(databaseUrl, [`SET LOCAL DateStyle = 'ISO, DMY'`, `SET LOCAL TimeZone = 'Europe/Zurich'`, `\\copy ${table}_empty FROM '${file}' WITH (FORMAT csv)`]);
+  return { rows: r.rows, durationMs: r.ms };
 }

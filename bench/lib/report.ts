@@ -91,7 +91,7 @@ export function summary(results: CaseResult[], rows: number, paging: number | 'a
   const main = results.filter((r) => r.outputType !== 'pdf' && r.rows === rows && r.paging === paging);
   const ratios = main.map((r) => `${r.outputType} ${r.ratio.toFixed(2)}`).join(', ');
   const rss = Math.max(...results.map((r) => r.rssMaxMB));
-  const limit = mode === 'append' ? 'of COPY into an empty table' : 'of DELETE + COPY';
+  const limit = mode === 'append' ? 'of psql \\copy into an empty table' : 'of psql DELETE + \\copy';
   const rowPart = main.length > 0 ? `${short(rows)} rows paging ${paging === 'all' ? 'all' : short(paging)}: ${ratios} ${limit} (goals: txt >= 1.0, json >= 0.95); ` : '';
   const docs = results.find((r) => r.outputType === 'pdf');
   const docPart = docs
