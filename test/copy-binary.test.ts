@@ -150,6 +150,18 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
     await expectSame('timestamp with time zone', [...quarterHours('2024-04-07'), ...quarterHours('2024-10-06')], 'Australia/Lord_Howe');
   });
 
+  it('local times of years 1 to 99 and near historical transitions that fall on odd seconds, where the zone check passes', async () => {
+    const cases: [string, string[]][] = [
+      ['Europe/Berlin', ['0050-06-01 12:00:00', '01.06.0050 12:00:00', '0001-01-01 00:00:00', '1893-03-31 23:59:59', '1893-04-01 00:00:00', '1893-04-01 00:06:31', '1893-04-01 00:06:32', '1893-04-01 00:10:00']],
+      ['Asia/Kolkata', ['1906-01-01 00:00:00', '1906-01-01 00:10:00', '1906-01-01 00:30:00', '1941-10-01 00:00:00', '1942-05-15 00:00:00']],
+      ['Europe/Zurich', ['1894-05-31 23:50:00', '1894-06-01 00:10:00', '0099-12-31 23:59:59']],
+    ];
+    for (const [zone, values] of cases) {
+      if (await zoneAgreesWithDatabase(db, zone)) await expectSame('timestamp with time zone', values, zone);
+    }
+    expect(await zoneAgreesWithDatabase(db, 'Europe/Zurich')).toBe(true);
+  });
+
   it('refuses every other form, so that PostgreSQL reads it in text format', () => {
     const refused: [string, string[]][] = [
       ['bigint', ['', ' 1', '1 ', '1.0', '1e3', '0x1F', '1_000', '9223372036854775808', '-9223372036854775809', '99999999999999999999', '-', 'abc']],
@@ -180,11 +192,11 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
 });
 
 /** A RowSource over JSON pages held in memory, through the real json decoder (what report-rows.ts does over HTTP). */
-function jsonPages(pages: string[]): RowSource & { starts: number } {
+function jsonPages(pages: string[], chunkBytes = 7): RowSource & { starts: number } {
   const decoder = makePageDecoder('json');
   let first: IteratorResult<Buffer> | undefined;
   const all = async function* (): AsyncGenerator<Buffer> {
-    for (const [k, p] of pages.entries()) yield* decoder.decodePage(chunked(Buffer.from(p), 7), k + 1);
+    for (const [k, p] of pages.entries()) yield* decoder.decodePage(chunked(Buffer.from(p), chunkBytes), k + 1);
   };
   let gen = all();
   const src = {
@@ -216,11 +228,12 @@ function jsonPages(pages: string[]): RowSource & { starts: number } {
 }
 
 describe('the loader in binary format', () => {
-  const load = async (table: string, pages: string[]) => {
-    const source = jsonPages(pages);
+  const load = async (table: string, pages: string[], chunkBytes?: number) => {
+    const source = jsonPages(pages, chunkBytes);
     let result: Awaited<ReturnType<typeof loadRows>> | undefined;
     await withLoadTransaction(pool, { target: { schema, table }, timezone: 'Europe/Zurich' }, async (tx) => {
-      result = await loadRows(tx, { target: { schema, table }, mode: 'replace', key: [], declaredTypes: new Map(), expectedRows: undefined, timezone: 'Europe/Zurich', logger: silentLogger }, source);
+      const spec = { target: { schema, table }, mode: 'replace' as const, key: [], declaredTypes: new Map(), expectedRows: undefined, timezone: 'Europe/Zurich', binaryMinRows: 0, logger: silentLogger };
+      result = await loadRows(tx, spec, source);
       return true;
     });
     return { result: result!, starts: source.starts };
@@ -247,6 +260,30 @@ describe('the loader in binary format', () => {
       { nr: '1', wert: '2.5' },
       { nr: '2', wert: '1000' },
     ]);
+  });
+
+  it('takes an escaped string with a raw control byte in a typed column as PostgreSQL does: in text format', async () => {
+    await db.query(`CREATE TABLE ${schema}.escaped (nr bigint, n bigint)`);
+    const pages = [`{"data":[{"nr":1,"n":"\\u0031\t"},{"nr":2,"n":7}]}`];
+    const { result, starts } = await load('escaped', pages);
+    expect(result).toMatchObject({ plan: 'direct', format: 'text', rows: 2 });
+    expect(starts).toBe(2);
+    expect((await db.query(`SELECT nr::int, n::int FROM ${schema}.escaped ORDER BY nr`)).rows).toEqual([
+      { nr: 1, n: 1 },
+      { nr: 2, n: 7 },
+    ]);
+  });
+
+  it('writes wide rows whose keys are missing (NULLs from no input) without running out of room', async () => {
+    const cols = Array.from({ length: 200 }, (_, k) => `c${k}`);
+    await db.query(`CREATE TABLE ${schema}.wide (${cols.map((c) => `${c} bigint`).join(', ')})`);
+    // The first row names every column; most others only c0 (199 NULLs each), every 1000th two keys out of order.
+    const first = `{${cols.map((c) => `"${c}":${c === 'c0' || c === 'c199' ? 0 : 'null'}`).join(',')}}`;
+    const rows = Array.from({ length: 20_000 }, (_, k) => (k === 0 ? first : k % 1000 === 0 ? `{"c199":${k},"c0":${k}}` : `{"c0":${k}}`));
+    const { result } = await load('wide', [`{"data":[${rows.join(',')}]}`], 65_536);
+    expect(result).toMatchObject({ plan: 'direct', format: 'binary', rows: 20_000 });
+    const { rows: sums } = await db.query(`SELECT count(*)::int AS n, sum(c0)::text AS s0, sum(c199)::text AS s199, count(c1)::int AS c1 FROM ${schema}.wide`);
+    expect(sums).toEqual([{ n: 20_000, s0: String((19_999 * 20_000) / 2), s199: String(Array.from({ length: 20 }, (_, k) => k * 1000).reduce((a, b) => a + b)), c1: 0 }]);
   });
 
   it('fails a value PostgreSQL refuses with the words of a text load, the target untouched', async () => {

@@ -31,10 +31,11 @@ const run = (config: ReturnType<Harness['config']>, job: string, request: Attemp
 describe.each(['json', 'json_compact', 'txt', 'xml_query'] as const)('output type %s', (outputType) => {
   it('loads the served rows value for value, with inferred types, first into a new table and then again', async () => {
     const table = `${h.schema}.orders_${outputType}`;
-    const params = { ROWS: '2345' };
-    const config = h.config({ orders: jobEntry({ name: 'Sales/Orders', outputType, paging: 500, parameters: params }, { table, mode: 'replace' }) });
+    // Enough rows for binary format on the second run (BINARY_MIN_ROWS).
+    const params = { ROWS: '12345' };
+    const config = h.config({ orders: jobEntry({ name: 'Sales/Orders', outputType, paging: 2500, parameters: params }, { table, mode: 'replace' }) });
     const first = await run(config, 'orders');
-    expect(first).toMatchObject({ status: 'succeeded', plan: 'inference-staging', rows: 2345, pages: 5 });
+    expect(first).toMatchObject({ status: 'succeeded', plan: 'inference-staging', rows: 12345, pages: 5 });
     const expected = servedRows('Sales/Orders.avw', params, 1, outputType === 'xml_query');
     expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(expected);
     const types = await columnTypes(h.pool, table);
@@ -47,12 +48,12 @@ describe.each(['json', 'json_compact', 'txt', 'xml_query'] as const)('output typ
 
     const second = await run(config, 'orders');
     // The target's types are known now: typed columns go in COPY binary format, where the decoder can write it.
-    expect(second).toMatchObject({ status: 'succeeded', plan: 'direct', rows: 2345, format: outputType === 'xml_query' ? 'text' : 'binary' });
+    expect(second).toMatchObject({ status: 'succeeded', plan: 'direct', rows: 12345, format: outputType === 'xml_query' ? 'text' : 'binary' });
     expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(expected);
     const recorded = await getAttempt(h.pool, second.attemptId);
-    expect(recorded).toMatchObject({ status: 'succeeded', rows: '2345', pages: 5, job: 'orders', write_mode: 'replace', target_table: table });
+    expect(recorded).toMatchObject({ status: 'succeeded', rows: '12345', pages: 5, job: 'orders', write_mode: 'replace', target_table: table });
     expect(Number(recorded!.bytes)).toBe(second.bytes);
-    expect(second.bytes).toBeGreaterThan(2345 * 50);
+    expect(second.bytes).toBeGreaterThan(12345 * 50);
   });
 });
 

@@ -156,7 +156,7 @@ export class JsonPageDecoder implements PageDecoder {
     const n = b.length;
     const sc = this.sc;
     const out = this.out;
-    out.reserve((this.binary ? 3 : 2) * n + FIELD_OVERHEAD);
+    out.reserve(this.chunkRoom(n));
     sc.out = out.buf;
     sc.op = out.pos;
     sc.page = st.page;
@@ -246,6 +246,11 @@ export class JsonPageDecoder implements PageDecoder {
       out.pos = sc.op;
     }
     return consumed;
+  }
+
+  /** Output bytes `bytes` of input may need: twice (COPY escapes), in binary three times (length words, int8). */
+  private chunkRoom(bytes: number): number {
+    return (this.binary ? 3 : 2) * bytes + FIELD_OVERHEAD;
   }
 
   /** Decodes a key (content between b[s] and the closing quote at e - 1) to a string. */
@@ -360,17 +365,20 @@ export class JsonPageDecoder implements PageDecoder {
         i = next;
       }
     }
-    if (col < ncols) this.fillNulls(col, ncols);
+    if (col < ncols) this.fillNulls(col, ncols, n - i);
     if (!binary) sc.out[sc.op++] = LF;
     return i;
   }
 
-  /** Writes NULL for columns col..ncols-1 (missing keys), making room first. */
-  private fillNulls(col: number, ncols: number): void {
+  /**
+   * Writes NULL for columns col..ncols-1 (missing keys), making room first: for them and again for the `rest` input
+   * bytes of the chunk, whose room parse() reserved and these NULLs (written from no input) may have taken.
+   */
+  private fillNulls(col: number, ncols: number, rest: number): void {
     const sc = this.sc;
     const out = this.out;
     out.pos = sc.op;
-    out.reserve(4 * (ncols - col) + 1);
+    out.reserve(4 * (ncols - col) + 1 + this.chunkRoom(rest));
     sc.out = out.buf;
     const o = sc.out;
     let op = out.pos;
@@ -427,10 +435,11 @@ export class JsonPageDecoder implements PageDecoder {
           i = next;
         }
       } else i++;
-      // Room: the row's values plus a tab and \N per column; what the fast path wrote for the row is dropped.
+      // Room: the row's values plus a tab and \N per column, and again the rest of the chunk's (see fillNulls); what
+      // the fast path wrote for the row is dropped.
       const out = this.out;
       out.pos = rowOp;
-      out.reserve(sc.op + 4 * ncols + 2);
+      out.reserve(sc.op + 4 * ncols + 2 + this.chunkRoom(n - i));
       const o = out.buf;
       let op = out.pos;
       const scratch = this.scratch;

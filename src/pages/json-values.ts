@@ -128,8 +128,15 @@ export class JsonValueScanner {
       } else {
         e = this.stringEnd(b, i + 1, n);
         if (e === NEED) return NEED;
-        const text = Buffer.from(JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, e - i).toString('utf8')) as string, 'utf8');
-        p = w.write(out, this.op, col, text, 0, text.length);
+        // Rare (an escape in a number or a timestamp): JSON.parse unescapes; what it refuses (a raw control byte, which
+        // the text path passes on) is left to PostgreSQL in text format.
+        let text: Buffer | undefined;
+        try {
+          text = Buffer.from(JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, e - i).toString('utf8')) as string, 'utf8');
+        } catch {
+          text = undefined;
+        }
+        p = text === undefined ? REFUSED : w.write(out, this.op, col, text, 0, text.length);
       }
     } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
       e = this.numberEnd(b, i, n);

@@ -14,7 +14,8 @@
  *   declared, existing or inferred types, and the rows are cast into it.
  *
  * Format (issue 14): on the direct and typed-staging plans the column types are known before the first row, so when
- * every one has a binary encoding (copy-binary.ts) and the source can write it, COPY runs in binary format, which
+ * every one has a binary encoding (copy-binary.ts), the source can write it and the report has at least
+ * {@link BINARY_MIN_ROWS} rows, COPY runs in binary format, which
  * spares PostgreSQL parsing text. Should a value not be in a form the encoders take, or PostgreSQL refuse a binary
  * value, the load rolls back to a savepoint before the COPY and loads the report again in text format: PostgreSQL
  * then reads every value itself, and a value that does not fit fails the run with the same words as ever.
@@ -54,6 +55,11 @@ export interface LoadSpec {
   expectedRows: number | undefined;
   /** The load session's TimeZone (the connection's `timezone`): the zone of timestamps written without offset. */
   timezone: string;
+  /**
+   * Fewest rows (`expectedRows`) for COPY binary format, default {@link BINARY_MIN_ROWS}: below it PostgreSQL's text
+   * parsing costs less than binary's set-up (the zone check's Intl look-ups, a savepoint).
+   */
+  binaryMinRows?: number;
   logger: Logger;
 }
 
@@ -203,7 +209,7 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
  * offsets here agree with PostgreSQL's (zone-check.ts). Undefined otherwise, with the source unchanged.
  */
 async function binaryEncodings(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, types: readonly string[]): Promise<BinaryEncoding[] | undefined> {
-  if (!source.useBinary || !source.restart) return undefined;
+  if (!source.useBinary || !source.restart || (spec.expectedRows ?? 0) < (spec.binaryMinRows ?? BINARY_MIN_ROWS)) return undefined;
   const encodings: BinaryEncoding[] = [];
   for (const t of types) {
     const e = binaryEncodingOf(t);
@@ -216,6 +222,9 @@ async function binaryEncodings(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
   }
   return source.useBinary(encodings, spec.timezone) ? encodings : undefined;
 }
+
+/** Fewest rows of a report loaded in COPY binary format (LoadSpec.binaryMinRows). */
+export const BINARY_MIN_ROWS = 10_000;
 
 /** Bytes of rows decoded ahead of COPY while PostgreSQL deletes a replaced target's rows. */
 const READ_AHEAD_BYTES = 8 * 1024 * 1024;
