@@ -230,32 +230,38 @@ export const BINARY_MIN_ROWS = 10_000;
 const READ_AHEAD_BYTES = 8 * 1024 * 1024;
 
 /**
- * Starts pulling `rows` now, into memory up to about `maxBytes`, and hands them out (then the rest, as pulled) to the
- * one consumer of the returned iterable. A failure while reading ahead is thrown to that consumer, never unhandled.
+ * Starts pulling `rows` now, into memory up to about `maxBytes`, until the one consumer of the returned iterable
+ * starts: it gets what was pulled, then the rest as it pulls. A failure while reading ahead is thrown to that
+ * consumer, never unhandled.
  */
 function readAhead(rows: AsyncIterable<Buffer>, maxBytes: number): AsyncIterable<Buffer> {
   const it = rows[Symbol.asyncIterator]();
   const held: Buffer[] = [];
-  let done = false;
-  const filled = (async () => {
-    for (let bytes = 0; bytes < maxBytes; ) {
+  let consuming = false;
+  let ended = false;
+  let failure: { err: unknown } | undefined;
+  const pumped = (async () => {
+    for (let bytes = 0; !consuming && bytes < maxBytes; ) {
       const r = await it.next();
       if (r.done) {
-        done = true;
+        ended = true;
         return;
       }
       held.push(r.value);
       bytes += r.value.length;
     }
-  })();
-  filled.catch(() => undefined);
+  })().catch((err: unknown) => {
+    failure = { err };
+  });
   return {
     async *[Symbol.asyncIterator]() {
+      consuming = true;
       try {
-        await filled;
+        await pumped;
+        if (failure) throw failure.err;
         for (let k = 0; k < held.length; k++) yield held[k]!;
         held.length = 0;
-        if (done) return;
+        if (ended) return;
         for (let r = await it.next(); !r.done; r = await it.next()) yield r.value;
       } finally {
         await it.return?.();
