@@ -11,6 +11,8 @@
 
 /** Tails smaller than this (bytes) are joined with every next chunk; larger ones wait for 2x the data. */
 const SMALL_TAIL = 64 * 1024;
+/** {@link ChunkCarry.pushStitched}: bytes of the next chunk joined with a small tail; chunks of over twice this. */
+const STITCH_BYTES = 4096;
 
 /** Carries an incomplete tail between chunks; see the file comment. */
 export class ChunkCarry {
@@ -42,6 +44,41 @@ export class ChunkCarry {
     if (this.bytes < this.want) return undefined;
     return this.drain();
   }
+
+  /**
+   * {@link push} without copying a large chunk behind a small tail: returns the tail joined with only the chunk's
+   * first 4 KiB, and keeps the rest of the chunk. Parse what it returns, then call {@link next} with how much was
+   * consumed, parse what that returns, and so on until it returns undefined.
+   */
+  pushStitched(chunk: Uint8Array): Buffer | undefined {
+    if (this.bytes === 0 || this.bytes >= SMALL_TAIL || chunk.length <= 2 * STITCH_BYTES) return this.push(chunk);
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const tail = this.parts[0]!;
+    this.parts = [];
+    this.bytes = 0;
+    this.want = 0;
+    this.stitchedChunk = b;
+    this.stitchedTail = tail.length;
+    return Buffer.concat([tail, b.subarray(0, STITCH_BYTES)], tail.length + STITCH_BYTES);
+  }
+
+  /**
+   * After `buf` (what push, pushStitched or next returned) was parsed up to `consumed`: the next bytes to parse — the
+   * rest of a stitched chunk, as a view of it once the tail was consumed — or undefined, with the unparsed end kept.
+   */
+  next(buf: Buffer, consumed: number): Buffer | undefined {
+    const chunk = this.stitchedChunk;
+    if (chunk === undefined) {
+      this.keep(buf.subarray(consumed));
+      return undefined;
+    }
+    this.stitchedChunk = undefined;
+    if (consumed >= this.stitchedTail) return chunk.subarray(consumed - this.stitchedTail);
+    return Buffer.concat([buf.subarray(consumed), chunk.subarray(STITCH_BYTES)]);
+  }
+
+  private stitchedChunk: Buffer | undefined;
+  private stitchedTail = 0;
 
   /** Keeps `tail` (the unparsed end of the last returned buffer) for the next chunk. Copies small tails. */
   keep(tail: Buffer): void {

@@ -109,10 +109,11 @@ export class JsonPageDecoder implements PageDecoder {
       throw valueTooLargeError({ page, row: st.row + 1, column: jsonLastKey(held), bytes, limit: this.maxValueBytes });
     });
     for await (const chunk of body) {
-      const buf = carry.push(chunk);
-      if (buf === undefined) continue;
-      const consumed = yield* this.parseAll(buf, st);
-      carry.keep(buf.subarray(consumed));
+      // A row cut off by the last chunk is completed from a small copy of this one's start; the rest is parsed in place.
+      for (let buf = carry.pushStitched(chunk); buf !== undefined; ) {
+        const consumed = yield* this.parseAll(buf, st);
+        buf = carry.next(buf, consumed);
+      }
       const rows = this.out.take();
       if (rows !== undefined) yield rows;
     }

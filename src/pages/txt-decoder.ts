@@ -160,16 +160,21 @@ export class TxtPageDecoder implements PageDecoder {
       throw valueTooLargeError({ page, row: st.row + 1, column, bytes, limit: this.maxValueBytes });
     });
     for await (const chunk of body) {
-      const buf = carry.push(chunk);
+      // A record cut off by the last chunk is completed from a small copy of this one's start; the rest is scanned in
+      // place (carry.ts pushStitched).
+      let buf = carry.pushStitched(chunk);
       if (buf === undefined) continue;
       if (!st.bomDone && buf.length < BOM_MAX_BYTES) {
         carry.keep(buf);
         continue;
       }
-      const consumed = yield* this.consumeAll(buf, st);
-      carry.keep(buf.subarray(consumed));
-      const rows = this.takeRows();
-      if (rows !== undefined) yield rows;
+      while (buf !== undefined) {
+        const consumed = yield* this.consumeAll(buf, st);
+        buf = carry.next(buf, consumed);
+        // Before the next scan: a scan's rows may be a view of its buffer (takeRows).
+        const rows = this.takeRows();
+        if (rows !== undefined) yield rows;
+      }
     }
     let rest = carry.finish();
     if (rest !== undefined && !st.headerDone) {
