@@ -2,7 +2,8 @@
  * HTTP for the report client: one undici Agent per client (keep-alive), per-request timeouts, the table
  * of transient failures, and exponential backoff with full jitter whose sleeps honour an AbortSignal.
  */
-import { Agent, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { Agent, request } from './undici-core.ts';
 import { AbortedError, EtlError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { ServerUnreachableError, TransientHttpError, UNREACHABLE_CODES, type ReportApiStage } from './errors.ts';
