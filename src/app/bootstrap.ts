@@ -128,19 +128,22 @@ export interface StoresOptions {
 }
 
 /**
- * Checks PostgreSQL (DATABASE_URL), opens the pool, migrates the run history (unless `migrate: false`), then checks
- * Redis (REDIS_URL) and opens the process's connection.
+ * Checks PostgreSQL (DATABASE_URL), opens the pool and migrates the run history (unless `migrate: false`) while it
+ * checks Redis (REDIS_URL), then opens the process's Redis connection.
  * @returns the stores; on error everything opened so far is released before the error is thrown
  * @throws StoreUnavailableError when either store cannot be reached or refuses the connection (within
  *   `connectTimeoutMs` each); migration errors
  */
 export async function openStores(logger: Logger, o: StoresOptions = {}): Promise<Stores> {
   const releasers = new Releasers();
+  // Redis is checked while PostgreSQL connects and migrates (issue 14: start-up); PostgreSQL's error comes first.
+  const redisChecked = checkRedis(undefined, o.connectTimeoutMs);
+  redisChecked.catch(() => undefined);
   try {
     const pool = await openHistoryPool(logger, o);
     releasers.add(() => pool.end());
     if (o.migrate ?? true) await migrate(pool, logger);
-    await checkRedis(undefined, o.connectTimeoutMs);
+    await redisChecked;
     const redis = makeRedis(logger);
     releasers.add(() => redis.quit());
     return { pool, redis, releasers };

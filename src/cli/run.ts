@@ -69,9 +69,11 @@ export const registerRun: RegisterCommand = (program, cli) => {
           alerts: sender,
         });
         releasers.add(() => janitor.close());
-        // A `run` of this job killed earlier leaves no orphan behind this one; then a sweep if no other process is doing one.
+        // A `run` of this job killed earlier leaves no orphan behind this one. Then a sweep if no other process is doing
+        // one: it goes on while the run waits for the server (issue 14: start-up), and the command ends after it.
         await janitor.closeOrphans([jobName]);
-        await janitor.sweep().catch((err: unknown) => logger.warn({ err: String(err) }, 'janitor sweep failed'));
+        const swept = janitor.sweep().catch((err: unknown) => logger.warn({ err: String(err) }, 'janitor sweep failed'));
+        releasers.add(() => swept);
         const result = await runAttempt({
           job,
           request: { trigger: 'manual', parameters: opts.param, ...(opts.runKey ? { runKey: opts.runKey } : {}) },
