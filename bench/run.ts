@@ -156,6 +156,17 @@ async function userPathCases(): Promise<UserPathResult> {
   }
   const warmMs = warm.map((w) => w.ms);
   log(`10-row run, warm worker: median ${median(warmMs).toFixed(1)} ms (${Math.min(...warmMs).toFixed(1)}-${Math.max(...warmMs).toFixed(1)} of 7), CPU ${median(warm.map((w) => w.cpuMs)).toFixed(1)} ms`);
+  // 100k txt rows in a warm worker (one unmeasured run before): a long-running worker's rows/s for a mid-sized report,
+  // without the first run's start-up that the fresh-process cases above include.
+  await server.prerender({ report: REPORT, parameters: { ROWS: '100000' }, outputType: 'txt', paging: 100_000 });
+  const warm100k: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const input: WorkerInput = { simUrl: server.url, databaseUrl: opts.databaseUrl, redisUrl: opts.redisUrl, report: REPORT, rows: 100_000, outputType: 'txt', paging: 100_000, target: `${schema}.warm_100k`, mode: 'replace', warmups: 1 };
+    const r = await measureWorker(input, opts.workerArgs);
+    if (!r.ok) throw new Error(`warm 100k run failed: ${r.error}`);
+    warm100k.push((100_000 / r.durationMs) * 1000);
+  }
+  log(`100k txt rows, warm worker: median ${Math.round(median(warm100k))} rows/s (${warm100k.map((x) => Math.round(x)).join(', ')})`);
   await server.prerender({ report: REPORT, parameters: { ROWS: String(opts.rows) }, outputType: 'txt', paging: 100_000 });
   const big = await cliPeakRss(ctx, config, 3);
   log(`${short(opts.rows)} txt rows through report-etl run: peak RSS ${big.rssMB.map((x) => x.toFixed(0)).join(', ')} MB, ${big.ms.map((x) => (x / 1000).toFixed(2)).join(', ')} s`);
@@ -163,6 +174,7 @@ async function userPathCases(): Promise<UserPathResult> {
     wholeProcessMs: { median: cost.medianMs, min: cost.minMs, max: cost.maxMs },
     warmWorkerMs: { median: median(warmMs), min: Math.min(...warmMs), max: Math.max(...warmMs) },
     warmWorkerCpuMs: median(warm.map((w) => w.cpuMs)),
+    warm100kRowsPerSec: median(warm100k),
     cliRows: opts.rows,
     cliPeakRssMB: big.rssMB,
     cliSeconds: big.ms.map((x) => x / 1000),

@@ -107,6 +107,8 @@ export interface UserPathResult {
   /** runAttempt of 10 rows in a warm worker with 1 ms polls: report-etl's own time plus the local servers' answers. */
   warmWorkerMs: { median: number; min: number; max: number };
   warmWorkerCpuMs: number;
+  /** 100k txt rows (paging 100,000) in a warm worker, rows/s, median of 3. */
+  warm100kRowsPerSec: number;
   /** Rows of the peak-RSS run (txt, paging 100,000) and the peak RSS and seconds of each of its repeats. */
   cliRows: number;
   cliPeakRssMB: number[];
@@ -117,6 +119,7 @@ export interface UserPathResult {
 export function userPath(u: UserPathResult): string {
   return (
     `10-row run ${(u.wholeProcessMs.median / 1000).toFixed(2)} s whole process (goal <= 0.5), ${u.warmWorkerMs.median.toFixed(0)} ms in a warm worker (goal <= 50); ` +
-    `report-etl run of ${short(u.cliRows)} rows peak RSS max ${Math.max(...u.cliPeakRssMB).toFixed(0)} MB (goal <= 150)`
+    `report-etl run of ${short(u.cliRows)} rows peak RSS max ${Math.max(...u.cliPeakRssMB).toFixed(0)} MB (goal <= 150); ` +
+    `100k txt rows in a warm worker ${Math.round(u.warm100kRowsPerSec / 1000)}k rows/s`
   );
 }

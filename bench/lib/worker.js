@@ -3,12 +3,17 @@
 // Runs runAttempt once (after input.warmups unmeasured runs) against the page server and sends one WorkerResult (bench/lib/worker-types.ts) to the parent
 // over IPC, then exits. Input: argv[2] is a JSON WorkerInput. Time to the first row is taken from the loader's
 // 'loading' log line, which copy-load.ts writes once the first rows are decoded, right before COPY starts.
-import { pino } from 'pino';
-import { configSchema } from '../../dist/config/schema.js';
-import { makePool, makeRedis } from '../../dist/app/connections.js';
-import { silentLogger } from '../../dist/logger.js';
-import { resolveJob } from '../../dist/config/load.js';
-import { runAttempt } from '../../dist/pipeline/run-attempt.js';
+// The product's processes enable Node's compile cache before loading their modules (src/main.ts): so does this one, so
+// that a measurement does not pay compiling every module, which no report-etl process does after its first start.
+import { enableCompileCache } from 'node:module';
+
+enableCompileCache?.();
+const { pino } = await import('pino');
+const { configSchema } = await import('../../dist/config/schema.js');
+const { makePool, makeRedis } = await import('../../dist/app/connections.js');
+const { silentLogger } = await import('../../dist/logger.js');
+const { resolveJob } = await import('../../dist/config/load.js');
+const { runAttempt } = await import('../../dist/pipeline/run-attempt.js');
 
 const input = JSON.parse(process.argv[2]);
 let firstRowAt = NaN;
