@@ -15,94 +15,107 @@ export const registerRun: RegisterCommand = (program, cli) => {
     .argument('<job>', 'job name in jobs.yaml')
     .addOption(new Option('--run-key <key>', 'logical run id; append loads are exactly-once per key'))
     .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string } & LogFormatFlag) => {
-      // Loaded here, not at the top: `--help` and the other commands need none of it (issue 14: start-up cost).
-      const [{ openStores }, { Releasers }, { resolveJob }, { loadConfigForJob }, { makeLogger }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { makeAlertSender }, { makeRunAlerts }, { makeJanitor }, { outputShape }] =
-        await Promise.all([
-          import('../app/bootstrap.ts'),
-          import('../app/connections.ts'),
-          import('../config/load.ts'),
-          import('./job-config.ts'),
-          import('../logger.ts'),
-          import('../pipeline/run-attempt.ts'),
-          import('../history/attempt-owner.ts'),
-          import('../alerts/webhook-sender.ts'),
-          import('../alerts/run-alerts.ts'),
-          import('../queue/janitor.ts'),
-          import('../vocabulary.ts'),
-        ]);
-      const loaded = await loadConfigForJob(cli, opts.config, jobName);
-      const job = resolveJob(loaded.config, jobName, opts.config);
+      // Loaded here, not at the top: `--help` and the other commands need none of it (issue 14: start-up cost). The
+      // stores (DATABASE_URL, REDIS_URL: not jobs.yaml) connect and migrate while the rest loads and jobs.yaml is read.
+      const [{ openStores }, { makeLogger }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts')]);
       const logger = makeLogger({}, opts.logFormat);
-      const releasers = new Releasers();
-      const controller = new AbortController();
-      let signals = 0;
-      const onSignal = (sig: NodeJS.Signals) => {
-        signals += 1;
-        if (signals === 1) {
-          logger.warn({ signal: sig }, 'aborting the run: rolling back and deleting the report job (again to force)');
-          controller.abort(new Error(`received ${sig}`));
-        } else {
-          process.exit(130);
-        }
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
-      releasers.add(() => {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      });
+      const storesOpening = openStores(logger);
+      // A config error is the one to report when both fail; stores nobody took are closed in the finally below.
+      storesOpening.catch(() => undefined);
+      let storesTaken = false;
       try {
-        const { pool, redis, releasers: stores } = await openStores(logger);
-        releasers.add(() => stores.releaseAll());
-        const owner = await openAttemptOwner(pool, logger);
-        releasers.add(() => owner.close());
-        const sender = makeAlertSender({ targets: () => loaded.config.alerts, logger });
-        // Alerts are delivered while the run goes on; at the end the command waits for them a little, never failing.
-        releasers.add(() => sender.close(ALERT_FLUSH_MS));
-        const alerts = makeRunAlerts(pool, sender, logger);
-        const janitor = makeJanitor({
-          pool,
-          redis,
-          logger,
-          config: () => loaded.config,
-          invalidJobs: () => loaded.invalid.filter((e) => e.kind === 'job').map((e) => e.name),
-          alerts: sender,
-        });
-        releasers.add(() => janitor.close());
-        // A `run` of this job killed earlier leaves no orphan behind this one. Then a sweep if no other process is doing
-        // one: it goes on while the run waits for the server (issue 14: start-up), and the command ends after it.
-        await janitor.closeOrphans([jobName]);
-        const swept = janitor.sweep().catch((err: unknown) => logger.warn({ err: String(err) }, 'janitor sweep failed'));
-        releasers.add(() => swept);
-        const result = await runAttempt({
-          job,
-          request: { trigger: 'manual', parameters: opts.param, ...(opts.runKey ? { runKey: opts.runKey } : {}) },
-          pool,
-          redis,
-          logger,
-          signal: controller.signal,
-          owner,
-        }).catch(async (err: unknown) => {
-          if (err instanceof AttemptFailedError && !controller.signal.aborted) await alerts.failed({ job: jobName, runId: err.attemptId, trigger: 'manual', error: err.error });
-          throw err;
-        });
-        await alerts.succeeded({ job: jobName, runId: result.attemptId, trigger: 'manual' });
-        const secs = result.durationMs / 1000;
-        // What a loaded row is depends on the output type (README "Output types").
-        const shape = outputShape(job.job.report.outputType, job.job.target);
-        const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
-        cli.out(
-          `${jobName}: ${result.status}, ${result.rows} ${unit}, ${result.pages} pages, ${(result.bytes / 1e6).toFixed(1)} MB in ` +
-            `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s), run ${result.attemptId}`,
-        );
-      } catch (err) {
-        if (!(err instanceof AttemptFailedError)) throw err;
-        cli.err(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), run ${err.attemptId}: ${err.message}`);
-        // A config problem found only at run time (a declared type PostgreSQL does not know, a bad report name).
-        cli.exit(err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
+        await runWithStores();
       } finally {
-        await releasers.releaseAll().catch(() => undefined);
-        logger.flush();
+        if (!storesTaken) await storesOpening.then((s) => s.releasers.releaseAll(), () => undefined);
+      }
+
+      async function runWithStores(): Promise<void> {
+        const [{ Releasers }, { resolveJob }, { loadConfigForJob }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { makeAlertSender }, { makeRunAlerts }, { makeJanitor }, { outputShape }] =
+          await Promise.all([
+            import('../app/connections.ts'),
+            import('../config/load.ts'),
+            import('./job-config.ts'),
+            import('../pipeline/run-attempt.ts'),
+            import('../history/attempt-owner.ts'),
+            import('../alerts/webhook-sender.ts'),
+            import('../alerts/run-alerts.ts'),
+            import('../queue/janitor.ts'),
+            import('../vocabulary.ts'),
+          ]);
+        const loaded = await loadConfigForJob(cli, opts.config, jobName);
+        const job = resolveJob(loaded.config, jobName, opts.config);
+        const releasers = new Releasers();
+        const controller = new AbortController();
+        let signals = 0;
+        const onSignal = (sig: NodeJS.Signals) => {
+          signals += 1;
+          if (signals === 1) {
+            logger.warn({ signal: sig }, 'aborting the run: rolling back and deleting the report job (again to force)');
+            controller.abort(new Error(`received ${sig}`));
+          } else {
+            process.exit(130);
+          }
+        };
+        process.on('SIGINT', onSignal);
+        process.on('SIGTERM', onSignal);
+        releasers.add(() => {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+        });
+        try {
+          storesTaken = true;
+          const { pool, redis, releasers: stores } = await storesOpening;
+          releasers.add(() => stores.releaseAll());
+          const owner = await openAttemptOwner(pool, logger);
+          releasers.add(() => owner.close());
+          const sender = makeAlertSender({ targets: () => loaded.config.alerts, logger });
+          // Alerts are delivered while the run goes on; at the end the command waits for them a little, never failing.
+          releasers.add(() => sender.close(ALERT_FLUSH_MS));
+          const alerts = makeRunAlerts(pool, sender, logger);
+          const janitor = makeJanitor({
+            pool,
+            redis,
+            logger,
+            config: () => loaded.config,
+            invalidJobs: () => loaded.invalid.filter((e) => e.kind === 'job').map((e) => e.name),
+            alerts: sender,
+          });
+          releasers.add(() => janitor.close());
+          // A `run` of this job killed earlier leaves no orphan behind this one. Then a sweep if no other process is doing
+          // one: it goes on while the run waits for the server (issue 14: start-up), and the command ends after it.
+          await janitor.closeOrphans([jobName]);
+          const swept = janitor.sweep().catch((err: unknown) => logger.warn({ err: String(err) }, 'janitor sweep failed'));
+          releasers.add(() => swept);
+          const result = await runAttempt({
+            job,
+            request: { trigger: 'manual', parameters: opts.param, ...(opts.runKey ? { runKey: opts.runKey } : {}) },
+            pool,
+            redis,
+            logger,
+            signal: controller.signal,
+            owner,
+          }).catch(async (err: unknown) => {
+            if (err instanceof AttemptFailedError && !controller.signal.aborted) await alerts.failed({ job: jobName, runId: err.attemptId, trigger: 'manual', error: err.error });
+            throw err;
+          });
+          await alerts.succeeded({ job: jobName, runId: result.attemptId, trigger: 'manual' });
+          const secs = result.durationMs / 1000;
+          // What a loaded row is depends on the output type (README "Output types").
+          const shape = outputShape(job.job.report.outputType, job.job.target);
+          const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
+          cli.out(
+            `${jobName}: ${result.status}, ${result.rows} ${unit}, ${result.pages} pages, ${(result.bytes / 1e6).toFixed(1)} MB in ` +
+              `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s), run ${result.attemptId}`,
+          );
+        } catch (err) {
+          if (!(err instanceof AttemptFailedError)) throw err;
+          cli.err(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), run ${err.attemptId}: ${err.message}`);
+          // A config problem found only at run time (a declared type PostgreSQL does not know, a bad report name).
+          cli.exit(err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
+        } finally {
+          await releasers.releaseAll().catch(() => undefined);
+          logger.flush();
+        }
       }
     });
 };
