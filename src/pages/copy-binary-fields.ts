@@ -166,7 +166,10 @@ export class BinaryFieldWriter {
       if (negative) v = -v;
       if (bytes === 8) {
         writeInt32(buf, p, 8);
-        writeInt64(buf, p + 4, v, 1, 0);
+        // |v| < 2^53: the high word is a plain division (writeInt64's splitting is for products beyond 2^53).
+        const hi = Math.floor(v / TWO_32);
+        writeInt32(buf, p + 4, hi);
+        writeInt32(buf, p + 8, v - hi * TWO_32);
       } else if (bytes === 4) {
         if (v > 2_147_483_647 || v < -2_147_483_648) return REFUSED;
         writeInt32(buf, p, 4);
