@@ -17,11 +17,11 @@ import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, jsonLastKey, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { JsonValueScanner, NEED, skipWs } from './json-values.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD } from './copy-binary-fields.ts';
+import { scanTellingColumns } from './columns-first.ts';
 import type { BinaryEncoding } from '../warehouse/copy-binary.ts';
 
 const QUOTE = 0x22;
 const DATA = Buffer.from('data');
-const NO_ROWS = Buffer.alloc(0);
 
 /** Where the scanner is in the page's top-level structure. */
 const PHASE = {
@@ -134,22 +134,16 @@ export class JsonPageDecoder implements PageDecoder {
     }
   }
 
-  /**
-   * parse() over the whole of `buf`, advancing st.offset; once the first row's keys are read it first yields an empty
-   * Buffer, so that the reader learns the columns (and may choose binary format) before any value is written.
-   * @returns the index after the last whole unit
-   */
-  private *parseAll(buf: Buffer, st: JsonPageState): Generator<Buffer, number> {
-    let consumed = this.parse(buf, st);
-    st.offset += consumed;
-    if (this.columnsLearned) {
-      this.columnsLearned = false;
-      yield NO_ROWS;
-      const more = this.parse(buf.subarray(consumed), st);
-      st.offset += more;
-      consumed += more;
-    }
-    return consumed;
+  /** parse() over the whole of `buf`, telling the columns first (columns-first.ts). */
+  private parseAll(buf: Buffer, st: JsonPageState): Generator<Buffer, number> {
+    return scanTellingColumns(buf, st, (b) => this.parse(b, st), () => this.tookColumns());
+  }
+
+  /** Whether the first row's keys were read since the last call. */
+  private tookColumns(): boolean {
+    const learned = this.columnsLearned;
+    this.columnsLearned = false;
+    return learned;
   }
 
   /** Scans b as far as whole units go; returns the index after the last whole unit. */

@@ -10,7 +10,7 @@ import { BOM_MAX_BYTES, bomLength } from './bom.ts';
 import { ChunkCarry } from './carry.ts';
 import { CopyOutput, LF } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
-import { NEED_MORE, RecordScanner, RecordShapeError, type Quoting } from './txt-fields.ts';
+import { NEED_MORE, RecordScanner, scanRecord, type Quoting } from './txt-fields.ts';
 import { valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 
 const LF_BUFFER = Buffer.from([LF]);
@@ -109,13 +109,7 @@ export abstract class TextRecordsDecoder implements PageDecoder {
     const sc = this.scanner;
     let i = 0;
     while (i < n) {
-      let next: number;
-      try {
-        next = sc.scan(b, i, n);
-      } catch (err) {
-        if (!(err instanceof RecordShapeError)) throw err;
-        throw new PageFormatError(err.message, { page: st.page, row: st.line + 1, offset: st.offset + err.index });
-      }
+      const next = scanRecord(sc, b, i, n, { page: st.page, row: st.line + 1, offset: st.offset });
       if (next === NEED_MORE) break;
       this.record(b, i, st);
       st.line++;

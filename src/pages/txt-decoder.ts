@@ -17,12 +17,12 @@ import { DEFAULT_MAX_VALUE_BYTES, txtFieldIndex, valueTooLargeError, type Decode
 import { KIND, classifyNumber, isTxtTimestamp } from './kinds.ts';
 import { BinaryValueUnsupported, type BinaryEncoding } from '../warehouse/copy-binary.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from './copy-binary-fields.ts';
-import { NEED_MORE, RecordScanner, RecordShapeError } from './txt-fields.ts';
+import { NEED_MORE, RecordScanner, scanRecord } from './txt-fields.ts';
+import { scanTellingColumns } from './columns-first.ts';
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
 const LF_BUFFER = Buffer.from([LF]);
-const NO_ROWS = Buffer.alloc(0);
 
 /** Progress through one page. */
 interface TxtPageState {
@@ -199,22 +199,16 @@ export class TxtPageDecoder implements PageDecoder {
     }
   }
 
-  /**
-   * consume() over the whole of `buf`, advancing st.offset; once page 1's header is read it first yields an empty
-   * Buffer, so that the reader learns the columns (and may choose binary format) before any row is decoded.
-   * @returns the index after the last whole record
-   */
-  private *consumeAll(buf: Buffer, st: TxtPageState): Generator<Buffer, number> {
-    let consumed = this.consume(buf, st);
-    st.offset += consumed;
-    if (this.columnsLearned) {
-      this.columnsLearned = false;
-      yield NO_ROWS;
-      const more = this.consume(buf.subarray(consumed), st);
-      st.offset += more;
-      consumed += more;
-    }
-    return consumed;
+  /** consume() over the whole of `buf`, telling the columns first (columns-first.ts). */
+  private consumeAll(buf: Buffer, st: TxtPageState): Generator<Buffer, number> {
+    return scanTellingColumns(buf, st, (b) => this.consume(b, st), () => this.tookColumns());
+  }
+
+  /** Whether page 1's header was read since the last call. */
+  private tookColumns(): boolean {
+    const learned = this.columnsLearned;
+    this.columnsLearned = false;
+    return learned;
   }
 
   private takeRows(): Buffer | undefined {
@@ -364,13 +358,7 @@ export class TxtPageDecoder implements PageDecoder {
     const out = this.out;
     let row = st.row;
     while (i < n) {
-      let next: number;
-      try {
-        next = sc.scan(b, i, n);
-      } catch (err) {
-        if (!(err instanceof RecordShapeError)) throw err;
-        throw new PageFormatError(err.message, { page: st.page, row: row + 1, offset: st.offset + err.index });
-      }
+      const next = scanRecord(sc, b, i, n, { page: st.page, row: row + 1, offset: st.offset });
       if (next === NEED_MORE) break;
       if (sc.count !== ncols) {
         // An empty line cannot be a row of several columns: skip it.

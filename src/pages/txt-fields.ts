@@ -5,6 +5,7 @@
  * (txt_cstr, txt_allcstr: inside the quotes a backslash escapes the next byte, see cstr.ts).
  */
 import { CR, LF } from './copy-text.ts';
+import { PageFormatError } from './errors.ts';
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
@@ -119,5 +120,20 @@ export class RecordScanner {
       }
       throw new RecordShapeError(`field ${this.count}: unexpected byte 0x${c.toString(16)} after a closing quote`, i);
     }
+  }
+}
+
+/**
+ * One {@link RecordScanner.scan} of the record at b[i], its shape errors as the page's PageFormatError.
+ * @param at the page, the record's 1-based row and the page offset of b[0], for the error
+ * @returns the index after the record's line end, or {@link NEED_MORE}
+ * @throws PageFormatError naming page, row and offset
+ */
+export function scanRecord(sc: RecordScanner, b: Uint8Array, i: number, n: number, at: { page: number; row: number; offset: number }): number {
+  try {
+    return sc.scan(b, i, n);
+  } catch (err) {
+    if (!(err instanceof RecordShapeError)) throw err;
+    throw new PageFormatError(err.message, { page: at.page, row: at.row, offset: at.offset + err.index });
   }
 }
