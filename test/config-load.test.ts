@@ -185,6 +185,12 @@ describe('loadConfig', () => {
     expect(validateConfigText(minimal({ job: '    schedule: "*/30 * * * * *"' }), 'jobs.yaml', ENV).jobs.j1!.schedule).toBe('*/30 * * * * *');
   });
 
+  it('accepts canonical zone names, UTC and aliases', () => {
+    for (const zone of ['Europe/Zurich', 'UTC', 'Etc/UTC', 'Asia/Kolkata', 'Asia/Calcutta', 'US/Eastern', 'Europe/Kyiv']) {
+      expect(validateConfigText(minimal({ connection: `    timezone: ${zone}` }), 'jobs.yaml', ENV).connections.erp!.timezone).toBe(zone);
+    }
+  });
+
   it('rejects unknown time zones on jobs and connections', () => {
     const problems = problemsOf(minimal({ connection: '    timezone: Mars/Olympus', job: '    timezone: Europe/Zurich2' }));
     expect(problems).toEqual([
