@@ -262,6 +262,16 @@ describe('the loader in binary format', () => {
     ]);
   });
 
+  it('writes JSON integers into bigint columns as PostgreSQL reads them, in one pass or the general one', async () => {
+    const ints = ['0', '-0', '7', '-7', '979', '-20', '123456789012345', '-999999999999999', '1234567890123456', '9007199254740993', '-9223372036854775808', '9223372036854775807'];
+    await db.query(`CREATE TABLE ${schema}.ints (nr bigint, n bigint)`);
+    const page = `{"data":[${ints.map((v, k) => `{"nr":${k},"n":${v}}`).join(',')}]}`;
+    const { result } = await load('ints', [page]);
+    expect(result).toMatchObject({ plan: 'direct', format: 'binary', rows: ints.length });
+    const { rows } = await db.query(`SELECT n::text AS n, (n = ($1::text[])[nr + 1]::bigint) AS same FROM ${schema}.ints ORDER BY nr`, [ints]);
+    expect(rows.map((r: { same: boolean }) => r.same)).toEqual(ints.map(() => true));
+  });
+
   it('takes an escaped string with a raw control byte in a typed column as PostgreSQL does: in text format', async () => {
     await db.query(`CREATE TABLE ${schema}.escaped (nr bigint, n bigint)`);
     const pages = [`{"data":[{"nr":1,"n":"\\u0031\t"},{"nr":2,"n":7}]}`];

@@ -19,6 +19,8 @@ export const NEED = -1;
 const QUOTE = 0x22;
 const MAX_DEPTH = 512;
 const LETTER_T = Buffer.of(0x74);
+/** {@link JsonValueScanner.int8Field}: not a plain short integer, nothing written. */
+const NOT_PLAIN = -3;
 const LETTER_F = Buffer.of(0x66);
 
 /** Index of the first non-whitespace byte at or after i (n if none). */
@@ -139,6 +141,11 @@ export class JsonValueScanner {
         p = text === undefined ? REFUSED : w.write(out, this.op, col, text, 0, text.length);
       }
     } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      if (code === BINARY.int8) {
+        // The common case in one pass: an integer of up to 15 digits, read while it is scanned.
+        const f = this.int8Field(b, i, n);
+        if (f !== NOT_PLAIN) return f;
+      }
       e = this.numberEnd(b, i, n);
       if (e === NEED) return NEED;
       p = code === BINARY.text ? w.text(out, this.op, b, i, e) : w.write(out, this.op, col, b, i, e);
@@ -160,6 +167,47 @@ export class JsonValueScanner {
     if (p === REFUSED) throw new BinaryValueUnsupported(col, this.page, this.row ?? 0);
     this.op = p;
     return e;
+  }
+
+  /**
+   * A JSON integer of 1 to 15 digits at b[i] (`-?(0|[1-9][0-9]*)`, followed by neither `.` nor an exponent) as a
+   * binary int8 field; returns the index after it, NEED, or {@link NOT_PLAIN} (nothing written) for any other number,
+   * which the general path then checks and writes.
+   */
+  private int8Field(b: Uint8Array, i: number, n: number): number {
+    let k = i;
+    const negative = b[k] === 0x2d;
+    if (negative) k++;
+    const ds = k;
+    let v = 0;
+    for (; k < n; k++) {
+      const d = b[k]! - 0x30;
+      if (d < 0 || d > 9) break;
+      v = v * 10 + d;
+    }
+    if (k >= n) return NEED;
+    const count = k - ds;
+    const t = b[k];
+    if (count === 0 || count > 15 || (count > 1 && b[ds] === 0x30) || t === 0x2e || t === 0x65 || t === 0x45) return NOT_PLAIN;
+    if (negative) v = -v;
+    const out = this.out;
+    const p = this.op;
+    const hi = Math.floor(v / 4_294_967_296);
+    const lo = v - hi * 4_294_967_296;
+    out[p] = 0;
+    out[p + 1] = 0;
+    out[p + 2] = 0;
+    out[p + 3] = 8;
+    out[p + 4] = hi >>> 24;
+    out[p + 5] = hi >>> 16;
+    out[p + 6] = hi >>> 8;
+    out[p + 7] = hi;
+    out[p + 8] = lo >>> 24;
+    out[p + 9] = lo >>> 16;
+    out[p + 10] = lo >>> 8;
+    out[p + 11] = lo;
+    this.op = p + 12;
+    return k;
   }
 
   /** null / true / false at b[i]: writes \N, t or f. */
