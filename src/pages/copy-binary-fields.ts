@@ -47,6 +47,19 @@ function writeInt32(buf: Uint8Array, p: number, v: number): void {
   buf[p + 3] = v;
 }
 
+/**
+ * Writes an int8 field — length word 8, then `v` — at buf[p] for an integer |v| < 2^53 (the high word is a plain
+ * division; writeInt64's splitting is for products beyond 2^53).
+ * @returns the position after the field
+ */
+export function writeInt8Field(buf: Uint8Array, p: number, v: number): number {
+  writeInt32(buf, p, 8);
+  const hi = Math.floor(v / TWO_32);
+  writeInt32(buf, p + 4, hi);
+  writeInt32(buf, p + 8, v - hi * TWO_32);
+  return p + 12;
+}
+
 /** Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
 function daysFromCivil(y: number, m: number, d: number): number {
   y -= m <= 2 ? 1 : 0;
@@ -165,11 +178,7 @@ export class BinaryFieldWriter {
       }
       if (negative) v = -v;
       if (bytes === 8) {
-        writeInt32(buf, p, 8);
-        // |v| < 2^53: the high word is a plain division (writeInt64's splitting is for products beyond 2^53).
-        const hi = Math.floor(v / TWO_32);
-        writeInt32(buf, p + 4, hi);
-        writeInt32(buf, p + 8, v - hi * TWO_32);
+        writeInt8Field(buf, p, v);
       } else if (bytes === 4) {
         if (v > 2_147_483_647 || v < -2_147_483_648) return REFUSED;
         writeInt32(buf, p, 4);

@@ -11,7 +11,7 @@ import { CR, LF, TAB, BACKSLASH, LETTER_N, writeUtf8 } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND, digitsFitInt64, isIsoTimestampWithOffset } from './kinds.ts';
 import { BINARY, BinaryValueUnsupported } from '../warehouse/copy-binary.ts';
-import { REFUSED, type BinaryFieldWriter } from './copy-binary-fields.ts';
+import { REFUSED, writeInt8Field, type BinaryFieldWriter } from './copy-binary-fields.ts';
 
 /** Returned instead of an index when the value continues beyond the buffer. */
 export const NEED = -1;
@@ -189,24 +189,7 @@ export class JsonValueScanner {
     const count = k - ds;
     const t = b[k];
     if (count === 0 || count > 15 || (count > 1 && b[ds] === 0x30) || t === 0x2e || t === 0x65 || t === 0x45) return NOT_PLAIN;
-    if (negative) v = -v;
-    const out = this.out;
-    const p = this.op;
-    const hi = Math.floor(v / 4_294_967_296);
-    const lo = v - hi * 4_294_967_296;
-    out[p] = 0;
-    out[p + 1] = 0;
-    out[p + 2] = 0;
-    out[p + 3] = 8;
-    out[p + 4] = hi >>> 24;
-    out[p + 5] = hi >>> 16;
-    out[p + 6] = hi >>> 8;
-    out[p + 7] = hi;
-    out[p + 8] = lo >>> 24;
-    out[p + 9] = lo >>> 16;
-    out[p + 10] = lo >>> 8;
-    out[p + 11] = lo;
-    this.op = p + 12;
+    this.op = writeInt8Field(this.out, this.op, negative ? -v : v);
     return k;
   }
 
