@@ -26,7 +26,8 @@ export const registerRun: RegisterCommand = (program, cli) => {
       try {
         await runWithStores();
       } finally {
-        if (!storesTaken) await storesOpening.then((s) => s.releasers.releaseAll(), () => undefined);
+        // Not awaited: a config error is reported at once, even while an unreachable store is still timing out.
+        if (!storesTaken) void storesOpening.then((s) => s.releasers.releaseAll(), () => undefined);
       }
 
       async function runWithStores(): Promise<void> {
