@@ -375,13 +375,10 @@ export class TxtPageDecoder implements PageDecoder {
       for (let k = 0; k < ncols; k++) {
         const s = sc.start[k]!;
         const e = sc.end[k]!;
-        if (sc.quoted[k] === 0) {
-          p = s === e ? w.writeNull(buf, p) : w.write(buf, p, k, b, s, e);
-        } else {
-          let q = s;
-          while (q < e && b[q] !== QUOTE) q++;
-          p = q === e ? w.write(buf, p, k, b, s, e) : w.write(buf, p, k, this.unquote(b, s, e), 0, this.scratchLength);
-        }
+        // An unquoted empty field is NULL; a quoted one with doubled quotes is unquoted first.
+        if (sc.quoted[k] === 0 && s === e) p = w.writeNull(buf, p);
+        else if (sc.escaped[k] === 0) p = w.write(buf, p, k, b, s, e);
+        else p = w.write(buf, p, k, this.unquote(b, s, e), 0, this.scratchLength);
         if (p === REFUSED) throw new BinaryValueUnsupported(k, st.page, row);
       }
       out.pos = p;

@@ -28,14 +28,16 @@ export class RecordShapeError extends Error {
 
 /**
  * Scans one record at a time. After a successful {@link scan}, fields 0..count-1 are `start[k]..end[k]` (the
- * content, without the quotes for a quoted field) and `quoted[k]` says whether the field was quoted;
- * `contentEnd` is where the record's line end starts.
+ * content, without the quotes for a quoted field), `quoted[k]` says whether the field was quoted, `escaped[k]` whether
+ * its content holds an escape (a doubled quote in `csv`, a backslash in `cstr`); `contentEnd` is where the record's
+ * line end starts.
  */
 export class RecordScanner {
   count = 0;
   start = new Int32Array(64);
   end = new Int32Array(64);
   quoted = new Uint8Array(64);
+  escaped = new Uint8Array(64);
   contentEnd = 0;
   private readonly quoting: Quoting;
 
@@ -43,7 +45,7 @@ export class RecordScanner {
     this.quoting = quoting;
   }
 
-  private push(s: number, e: number, q: number): void {
+  private push(s: number, e: number, q: number, esc: number): void {
     const k = this.count++;
     if (k >= this.start.length) {
       const grow = <T extends Int32Array | Uint8Array>(a: T): T => {
@@ -54,10 +56,12 @@ export class RecordScanner {
       this.start = grow(this.start);
       this.end = grow(this.end);
       this.quoted = grow(this.quoted);
+      this.escaped = grow(this.escaped);
     }
     this.start[k] = s;
     this.end[k] = e;
     this.quoted[k] = q;
+    this.escaped[k] = esc;
   }
 
   /**
@@ -74,10 +78,12 @@ export class RecordScanner {
       if (c === QUOTE) {
         const s = i + 1;
         let j = s;
+        let esc = 0;
         for (;;) {
           if (j >= n) return NEED_MORE;
           const x = b[j]!;
           if (cstr && x === BACKSLASH) {
+            esc = 1;
             j += 2;
             continue;
           }
@@ -88,13 +94,14 @@ export class RecordScanner {
           if (!cstr) {
             if (j + 1 >= n) return NEED_MORE;
             if (b[j + 1] === QUOTE) {
+              esc = 1;
               j += 2;
               continue;
             }
           }
           break;
         }
-        this.push(s, j, 1);
+        this.push(s, j, 1, esc);
         i = j + 1;
         if (i >= n) return NEED_MORE;
         c = b[i]!;
@@ -105,7 +112,7 @@ export class RecordScanner {
           if (++i >= n) return NEED_MORE;
           c = b[i]!;
         }
-        this.push(s, i, 0);
+        this.push(s, i, 0, 0);
       }
       if (c === COMMA) {
         i++;
