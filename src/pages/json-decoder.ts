@@ -17,7 +17,7 @@ import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, jsonLastKey, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { JsonValueScanner, NEED, skipWs } from './json-values.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD } from './copy-binary-fields.ts';
-import { scanTellingColumns } from './columns-first.ts';
+import { ColumnsSignal } from './columns-first.ts';
 import type { BinaryEncoding } from '../warehouse/copy-binary.ts';
 
 const QUOTE = 0x22;
@@ -76,8 +76,8 @@ export class JsonPageDecoder implements PageDecoder {
   private readonly maxValueBytes: number;
   /** Set by useBinary(): rows go out in COPY binary format. */
   private binary: BinaryFieldWriter | undefined;
-  /** The first row's keys were just read: decodePage tells its reader before any row is decoded. */
-  private columnsLearned = false;
+  /** Tells the reader the columns before any row is decoded (columns-first.ts). */
+  private readonly columnsSignal = new ColumnsSignal();
 
   constructor(outputType: 'json' | 'json_compact', limits: DecoderLimits = { maxValueBytes: DEFAULT_MAX_VALUE_BYTES }) {
     this.outputType = outputType;
@@ -99,7 +99,7 @@ export class JsonPageDecoder implements PageDecoder {
     this.keys = [];
     this.keyIndex = new Map();
     this.binary = this.sc.binary = undefined;
-    this.columnsLearned = false;
+    this.columnsSignal.learned = false;
     this.out.discard();
   }
 
@@ -136,14 +136,7 @@ export class JsonPageDecoder implements PageDecoder {
 
   /** parse() over the whole of `buf`, telling the columns first (columns-first.ts). */
   private parseAll(buf: Buffer, st: JsonPageState): Generator<Buffer, number> {
-    return scanTellingColumns(buf, st, (b) => this.parse(b, st), () => this.tookColumns());
-  }
-
-  /** Whether the first row's keys were read since the last call. */
-  private tookColumns(): boolean {
-    const learned = this.columnsLearned;
-    this.columnsLearned = false;
-    return learned;
+    return this.columnsSignal.scanAll(buf, st, (b) => this.parse(b, st));
   }
 
   /** Scans b as far as whole units go; returns the index after the last whole unit. */
@@ -178,7 +171,7 @@ export class JsonPageDecoder implements PageDecoder {
           if (this.columns === undefined) {
             // Keys first: the row is read again, written, once the reader has seen the columns.
             if (this.firstRowKeys(b, i, n) === NEED) break;
-            this.columnsLearned = true;
+            this.columnsSignal.learned = true;
             sc.row = undefined;
             break;
           }

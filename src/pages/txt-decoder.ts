@@ -18,7 +18,7 @@ import { KIND, classifyNumber, isTxtTimestamp } from './kinds.ts';
 import { BinaryValueUnsupported, type BinaryEncoding } from '../warehouse/copy-binary.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from './copy-binary-fields.ts';
 import { NEED_MORE, RecordScanner, scanRecord } from './txt-fields.ts';
-import { scanTellingColumns } from './columns-first.ts';
+import { ColumnsSignal } from './columns-first.ts';
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
@@ -125,8 +125,8 @@ export class TxtPageDecoder implements PageDecoder {
   private binary: BinaryFieldWriter | undefined;
   private records: RecordScanner | undefined;
   private scratch = Buffer.alloc(0);
-  /** The header of page 1 was just read: decodePage tells its reader before any row is decoded. */
-  private columnsLearned = false;
+  /** Tells the reader the columns before any row is decoded (columns-first.ts). */
+  private readonly columnsSignal = new ColumnsSignal();
 
   constructor(limits: DecoderLimits = { maxValueBytes: DEFAULT_MAX_VALUE_BYTES }) {
     this.maxValueBytes = limits.maxValueBytes;
@@ -149,7 +149,7 @@ export class TxtPageDecoder implements PageDecoder {
     this.view = undefined;
     this.binary = undefined;
     this.records = undefined;
-    this.columnsLearned = false;
+    this.columnsSignal.learned = false;
     this.out.discard();
   }
 
@@ -201,14 +201,7 @@ export class TxtPageDecoder implements PageDecoder {
 
   /** consume() over the whole of `buf`, telling the columns first (columns-first.ts). */
   private consumeAll(buf: Buffer, st: TxtPageState): Generator<Buffer, number> {
-    return scanTellingColumns(buf, st, (b) => this.consume(b, st), () => this.tookColumns());
-  }
-
-  /** Whether page 1's header was read since the last call. */
-  private tookColumns(): boolean {
-    const learned = this.columnsLearned;
-    this.columnsLearned = false;
-    return learned;
+    return this.columnsSignal.scanAll(buf, st, (b) => this.consume(b, st));
   }
 
   private takeRows(): Buffer | undefined {
@@ -230,7 +223,7 @@ export class TxtPageDecoder implements PageDecoder {
       this.acceptHeader(header, st, i);
       st.headerDone = true;
       i = header.end;
-      if (this.columnsLearned) return i;
+      if (this.columnsSignal.learned) return i;
     }
     return this.binary ? this.scanBinary(buf, i, st) : this.scan(buf, i, st);
   }
@@ -240,7 +233,7 @@ export class TxtPageDecoder implements PageDecoder {
       this.columns = header.names;
       this.kinds = header.names.map(() => 0);
       this.headerRaw = header.raw;
-      this.columnsLearned = true;
+      this.columnsSignal.learned = true;
       return;
     }
     if (this.headerRaw !== undefined && header.raw.equals(this.headerRaw)) return;
