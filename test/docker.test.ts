@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { commands } from '../src/cli/commands.ts';
+import { allCommands } from '../src/cli/commands.ts';
 import { NODE_FLAGS } from '../src/runtime-flags.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -23,10 +23,10 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-function cliProgram(): Command {
+async function cliProgram(): Promise<Command> {
   const program = new Command('report-etl');
   const cli = { out: () => undefined, err: () => undefined, exit: () => undefined };
-  for (const register of commands) register(program, cli);
+  for (const register of await allCommands()) register(program, cli);
   return program;
 }
 
@@ -59,8 +59,8 @@ describe('docker-compose.yml', () => {
     for (const name of ['postgres', 'redis', 'simulator']) expect(compose.services[name]!.healthcheck?.test, name).toBeDefined();
   });
 
-  it('runs only commands and options the CLI has', () => {
-    const program = cliProgram();
+  it('runs only commands and options the CLI has', async () => {
+    const program = await cliProgram();
     for (const [name, service] of ours) {
       const [command, ...args] = service.command ?? [];
       const cmd = program.commands.find((c) => c.name() === command);

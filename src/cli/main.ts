@@ -7,7 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { StoreUnavailableError } from '../app/store-unavailable.ts';
 import { ConfigError } from '../errors.ts';
-import { commands } from './commands.ts';
+import { commandsFor } from './commands.ts';
 import type { Cli } from './types.ts';
 
 /** The package version, from package.json. */
@@ -35,7 +35,7 @@ export async function main(argv: string[]): Promise<number> {
     .version(packageVersion(), '-V, --version')
     .showHelpAfterError()
     .exitOverride();
-  for (const register of commands) register(program, cli);
+  for (const register of await commandsFor(argv.slice(2))) register(program, cli);
   try {
     await program.parseAsync(argv);
   } catch (err) {

@@ -1,0 +1,54 @@
+/**
+ * The command table (src/cli/commands.ts): each command's module is loaded only when it is registered (issue 14:
+ * start-up cost), so the table's names must be what the modules register, and a command line that names no
+ * command (--help, a typo) must still see every command.
+ */
+import { Command } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { allCommands, commands, commandsFor } from '../src/cli/commands.ts';
+import { runCli } from './support/cli-process.ts';
+
+const quiet = { out: () => undefined, err: () => undefined, exit: () => undefined };
+
+function registered(registrations: ReadonlyArray<(p: Command, c: typeof quiet) => void>): string[] {
+  const program = new Command('report-etl');
+  for (const register of registrations) register(program, quiet);
+  return program.commands.map((c) => c.name());
+}
+
+describe('command table', () => {
+  it('names each command as its module registers it, once, in --help order', async () => {
+    for (const entry of commands) expect(registered([await entry.load()]), entry.name).toEqual([entry.name]);
+    expect(registered(await allCommands())).toEqual(commands.map((c) => c.name));
+    expect(new Set(commands.map((c) => c.name)).size).toBe(commands.length);
+  });
+
+  it('registers only the command a command line names, and every command otherwise', async () => {
+    expect(registered(await commandsFor(['run', 'orders', '--param', 'X=1']))).toEqual(['run']);
+    expect(registered(await commandsFor(['documents', 'some-run-id']))).toEqual(['documents']);
+    for (const args of [[], ['--help'], ['-V'], ['help', 'run'], ['rnu', 'orders']]) {
+      expect(registered(await commandsFor(args)), args.join(' ')).toEqual(commands.map((c) => c.name));
+    }
+  });
+});
+
+describe('the command line with lazily loaded commands', () => {
+  it('--help lists every command; a command\'s --help shows its own options', async () => {
+    const help = await runCli(['--help']);
+    expect(help.code).toBe(0);
+    for (const { name } of commands) expect(help.stdout, name).toMatch(new RegExp(`^  ${name}\\b`, 'm'));
+    const runHelp = await runCli(['run', '--help']);
+    expect(runHelp.code).toBe(0);
+    expect(runHelp.stdout).toContain('--run-key <key>');
+    const viaHelp = await runCli(['help', 'backfill']);
+    expect(viaHelp.code).toBe(0);
+    expect(viaHelp.stdout).toContain('Usage: report-etl backfill');
+  });
+
+  it('a misspelt command is a usage error that suggests the command meant', async () => {
+    const typo = await runCli(['rnu', 'orders']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain("unknown command 'rnu'");
+    expect(typo.stderr).toContain('(Did you mean run?)');
+  });
+});
