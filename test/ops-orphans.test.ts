@@ -97,7 +97,7 @@ async function expectClosedAsOrphan(runId: string, reportJobId: string): Promise
   expect(errors.map((e) => e.error_kind)).toEqual(['ORPHANED']);
 }
 
-it('report-etl run killed -9 while polling: the next run of the job closes the orphan at once, then runs', async () => {
+it('report-etl run killed -9 while polling: the next run of the job closes the orphan while it waits for its own report job', async () => {
   const job = `${jp}_poll`;
   await h.pool.query(`CREATE TABLE ${h.schema}.poll (auftrag_nr bigint)`);
   await h.pool.query(`INSERT INTO ${h.schema}.poll VALUES (42)`);
@@ -114,7 +114,7 @@ it('report-etl run killed -9 while polling: the next run of the job closes the o
   const second = startCli(['run', job, '-c', configPath], env());
   children.push(second);
   const ms = await closedAfter(slow, dead.run_id, dead.report_job_id!, t0, 30_000);
-  console.log(`[measured] run killed while polling: row closed and report job deleted ${ms} ms after kill -9 (by the next run's start)`);
+  console.log(`[measured] run killed while polling: row closed and report job deleted ${ms} ms after kill -9 (by the next run, while it waited for the server)`);
   expect(await second.exited).toBe(0);
   await expectClosedAsOrphan(dead.run_id, dead.report_job_id!);
   const runs = await runsOf(h.pool, job);
@@ -139,7 +139,7 @@ it('report-etl run killed -9 mid-load (pages being copied): the target is untouc
   const second = startCli(['run', job, '-c', configPath], env());
   children.push(second);
   const ms = await closedAfter(paged, dead.run_id, dead.report_job_id!, t0, 30_000);
-  console.log(`[measured] run killed mid-load: row closed and report job deleted ${ms} ms after kill -9 (by the next run's start)`);
+  console.log(`[measured] run killed mid-load: row closed and report job deleted ${ms} ms after kill -9 (by the next run, while it waited for the server)`);
   expect(await second.exited).toBe(0);
   await expectClosedAsOrphan(dead.run_id, dead.report_job_id!);
   const { rows } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${h.schema}.load`);

@@ -82,11 +82,17 @@ export const registerRun: RegisterCommand = (program, cli) => {
             alerts: sender,
           });
           releasers.add(() => janitor.close());
-          // A `run` of this job killed earlier leaves no orphan behind this one. Then a sweep if no other process is doing
-          // one: it goes on while the run waits for the server (issue 14: start-up), and the command ends after it.
-          await janitor.closeOrphans([jobName]);
-          const swept = janitor.sweep().catch((err: unknown) => logger.warn({ err: String(err) }, 'janitor sweep failed'));
-          releasers.add(() => swept);
+          // A `run` of this job killed earlier leaves no orphan behind this one; then a sweep, if no other process is
+          // doing one. Both go on while the run waits for the server (issue 14: start-up), or at the end when the run
+          // starts no report job; the command ends after them. Closing orphans is idempotent, and never touches this
+          // run's attempt: its owner session is alive.
+          let janitorWork: Promise<unknown> | undefined;
+          const startJanitorWork = () =>
+            (janitorWork ??= janitor
+              .closeOrphans([jobName])
+              .then(() => janitor.sweep())
+              .catch((err: unknown) => logger.warn({ err: String(err) }, 'janitor sweep failed')));
+          releasers.add(() => startJanitorWork());
           const result = await runAttempt({
             job,
             request: { trigger: 'manual', parameters: opts.param, ...(opts.runKey ? { runKey: opts.runKey } : {}) },
@@ -95,6 +101,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
             logger,
             signal: controller.signal,
             owner,
+            onReportJobStarted: startJanitorWork,
           }).catch(async (err: unknown) => {
             if (err instanceof AttemptFailedError && !controller.signal.aborted) await alerts.failed({ job: jobName, runId: err.attemptId, trigger: 'manual', error: err.error });
             throw err;

@@ -1,6 +1,6 @@
 /**
  * The janitor (issue 12 "no orphans", "history that does not grow forever"; DESIGN.md "Flow of one run"): runs in
- * every long-running process and at the start of `report-etl run`. A sweep
+ * every long-running process and during each `report-etl run` (while its report job renders). A sweep
  *
  * 1. closes orphaned attempts: `running` attempts whose owner session is gone (history/attempt-owner.ts, found by
  *    history/orphans.ts). Each one's report job is DELETEd with its connection's token, then the attempt is
@@ -78,7 +78,7 @@ export interface SweepResult {
 export interface Janitor {
   /** One full sweep under the lease. Errors of one part are logged and do not stop the others. */
   sweep(): Promise<SweepResult>;
-  /** Closes the orphaned attempts of `jobs` now, without the lease (`report-etl run` at its start). */
+  /** Closes the orphaned attempts of `jobs` now, without the lease (`report-etl run`, for its own job). */
   closeOrphans(jobs: readonly string[]): Promise<ClosedOrphan[]>;
   /** Sweeps now and then every `intervalMs` until close(). */
   start(): void;
