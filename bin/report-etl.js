@@ -1,8 +1,8 @@
 #!/usr/bin/env -S node --max-semi-space-size=1
 // Flags: see src/runtime-flags.ts.
-// Runs the compiled build (dist/main.js, made by `npm ci` through package.json `prepare`, or `npm run build`) when it
-// is not older than the sources, else the TypeScript sources directly (Node >= 22.18 strips the types): see
-// bin/entry-choice.js. The Docker image runs dist/main.js itself.
+// Runs the compiled build (dist/bundle/main.js, else dist/main.js; made by `npm ci` through package.json `prepare`, or
+// by `npm run build`) when it is not older than the sources, else the TypeScript sources directly (Node >= 22.18
+// strips the types): see bin/entry-choice.js. The Docker image runs dist/bundle/main.js itself.
 import { nodeVersionProblem } from './node-version.js';
 
 const problem = nodeVersionProblem(process.versions.node, process.features.typescript);
@@ -13,10 +13,10 @@ if (problem === undefined) {
   enableCompileCache?.();
   const { chooseEntry } = await import('./entry-choice.js');
   const { fileURLToPath } = await import('node:url');
-  const { entry, reason } = chooseEntry(fileURLToPath(new URL('..', import.meta.url)), process.env.REPORT_ETL_ENTRY);
-  if (process.env.REPORT_ETL_DEBUG_ENTRY === '1') process.stderr.write(`report-etl: running ${entry === 'dist' ? 'dist/main.js' : 'src/main.ts'}: ${reason}\n`);
+  const { file, reason } = chooseEntry(fileURLToPath(new URL('..', import.meta.url)), process.env.REPORT_ETL_ENTRY);
+  if (process.env.REPORT_ETL_DEBUG_ENTRY === '1') process.stderr.write(`report-etl: running ${file}: ${reason}\n`);
   // Imported only after the check: a static import of a .ts file would fail before any line here runs.
-  await import(entry === 'dist' ? '../dist/main.js' : '../src/main.ts');
+  await import(`../${file}`);
 } else {
   process.stderr.write(`report-etl: ${problem}\n`);
   process.exitCode = 2;

@@ -1,22 +1,41 @@
 /**
- * The compiled product (`npm run build`, what the Docker image runs): the sources compile to JavaScript that runs
- * the same command line, resolves package.json and the migrations, and validates the sample config.
+ * The compiled product (`npm run build`, what the Docker image and `npx report-etl` run): the sources compile to
+ * JavaScript, which bundles into a few chunks (scripts/bundle.js), and the bundle runs the same command line,
+ * resolves package.json and the migrations, validates the sample config, and runs jobs end to end: a txt report
+ * (pg, ioredis, zod, yaml in the bundle) and an Excel workbook loaded as rows (exceljs left in node_modules).
  */
-import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { bundle } from '../scripts/bundle.js';
+import { DATABASE_URL, REDIS_URL } from './support/env.ts';
+import { startHarness, type Harness } from './support/harness.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-// Same depth as dist/ so that ../package.json and ../../migrations resolve as they do in the image.
+// Same depth as dist/ and dist/bundle/ so that ../package.json and ../../migrations resolve as they do in the image.
 const OUT = '.build-test';
 
-afterAll(() => rmSync(`${ROOT}/${OUT}`, { recursive: true, force: true }));
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  rmSync(`${ROOT}/${OUT}`, { recursive: true, force: true });
+  await h?.close();
+});
 
-it('compiles, and the compiled entry runs the command line', () => {
+it('compiles and bundles, and the bundle runs the command line and real jobs', async () => {
   const tsc = spawnSync('node_modules/.bin/tsc', ['-p', 'tsconfig.build.json', '--outDir', OUT], { cwd: ROOT, encoding: 'utf8' });
   expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);
-  const run = (...args: string[]) => spawnSync(process.execPath, ['--max-semi-space-size=1', `${OUT}/main.js`, ...args], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, LOG_LEVEL: 'warn' } });
+  await bundle(ROOT, { from: `${OUT}/main.js`, out: `${OUT}/bundle` });
+  const run = (...args: string[]) =>
+    spawnSync(process.execPath, ['--max-semi-space-size=1', `${OUT}/bundle/main.js`, ...args], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL, REDIS_URL, BUILD_TEST_SECRET: 'demo-secret' },
+    });
   const version = run('--version');
   expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   const help = run('--help');
@@ -29,4 +48,31 @@ it('compiles, and the compiled entry runs the command line', () => {
   const migrate = run('migrate');
   expect(migrate.status, migrate.stderr).toBe(0);
   expect(migrate.stdout).toMatch(/database is up to date|applied migrations/);
-}, 60_000);
+
+  const config = `${ROOT}/${OUT}/jobs.yaml`;
+  writeFileSync(
+    config,
+    `connections:
+  sim: { baseUrl: "${h.sim.url}", clientId: demo-client, clientSecret: "\${BUILD_TEST_SECRET}", timezone: Europe/Zurich, pollIntervalMs: 20, productVersion: 2026 }
+jobs:
+  orders:
+    connection: sim
+    report: { mandant: 7777, name: Sales/Orders, outputType: txt, paging: 200, parameters: { ROWS: "450" } }
+    target: { table: ${h.schema}.orders, mode: replace }
+  workbook:
+    connection: sim
+    report: { mandant: 7777, name: Sales/Orders, outputType: excel-xlsx_data, paging: 30, parameters: { ROWS: "75" } }
+    target: { table: ${h.schema}.workbook, load: rows }
+`,
+  );
+  // Not spawnSync: the simulator answers from this process.
+  const runJob = (job: string) =>
+    promisify(execFile)(process.execPath, ['--max-semi-space-size=1', `${OUT}/bundle/main.js`, 'run', job, '--config', config], {
+      cwd: ROOT,
+      env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL, REDIS_URL, BUILD_TEST_SECRET: 'demo-secret' },
+    });
+  expect((await runJob('orders')).stdout).toMatch(/^orders: succeeded, 450 rows, 3 pages/);
+  expect((await runJob('workbook')).stdout).toMatch(/^workbook: succeeded, 75 rows, 3 pages/);
+  const counts = await h.pool.query<{ orders: string; workbook: string }>(`SELECT (SELECT count(*) FROM ${h.schema}.orders) AS orders, (SELECT count(*) FROM ${h.schema}.workbook) AS workbook`);
+  expect(counts.rows[0]).toEqual({ orders: '450', workbook: '75' });
+}, 120_000);

@@ -1,6 +1,7 @@
 /**
- * Which entry bin/report-etl.js runs (issue 14): the compiled build while it is not older than the sources, else the
- * sources, so that `npx report-etl` gets the build's memory and start-up and a stale build never runs.
+ * Which entry bin/report-etl.js runs (issue 14): the compiled build (its bundle when there) while it is not older
+ * than the sources, else the sources, so that `npx report-etl` gets the build's memory and start-up and a stale
+ * build never runs.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
@@ -32,7 +33,19 @@ afterEach(() => {
 describe('chooseEntry', () => {
   it('runs dist/ when it was built at or after the newest source and the build configs', () => {
     const dir = tree({ 'src/main.ts': 100, 'src/cli/run.ts': 200, 'tsconfig.json': 50, 'tsconfig.build.json': 50, 'dist/main.js': 200 });
-    expect(chooseEntry(dir, undefined)).toEqual({ entry: 'dist', reason: 'dist/main.js is not older than src/' });
+    expect(chooseEntry(dir, undefined)).toEqual({ entry: 'dist', file: 'dist/main.js', reason: 'dist/main.js is not older than src/' });
+  });
+
+  it('prefers the bundle of the build, and skips a bundle older than the sources for a fresh dist/main.js', () => {
+    const bundled = tree({ 'src/main.ts': 100, 'tsconfig.json': 50, 'dist/main.js': 200, 'dist/bundle/main.js': 201 });
+    expect(chooseEntry(bundled, undefined)).toEqual({ entry: 'dist', file: 'dist/bundle/main.js', reason: 'dist/bundle/main.js is not older than src/' });
+    rmSync(root, { recursive: true, force: true });
+    // tsc alone rebuilt dist/ after an edit: the earlier bundle is stale, tsc's output is not.
+    const rebuilt = tree({ 'src/main.ts': 300, 'tsconfig.json': 50, 'dist/main.js': 300, 'dist/bundle/main.js': 200 });
+    expect(chooseEntry(rebuilt, undefined).file).toBe('dist/main.js');
+    rmSync(root, { recursive: true, force: true });
+    const stale = tree({ 'src/main.ts': 400, 'dist/main.js': 300, 'dist/bundle/main.js': 300 });
+    expect(chooseEntry(stale, undefined)).toEqual({ entry: 'sources', file: 'src/main.ts', reason: 'src/ changed after the last build (npm run build updates dist/)' });
   });
 
   it('runs the sources when any file under src/, however deep, changed after the build', () => {
@@ -46,15 +59,15 @@ describe('chooseEntry', () => {
   });
 
   it('runs the sources without a build, and the build without sources', () => {
-    expect(chooseEntry(tree({ 'src/main.ts': 100 }), undefined)).toEqual({ entry: 'sources', reason: 'no dist/main.js (npm run build makes it)' });
+    expect(chooseEntry(tree({ 'src/main.ts': 100 }), undefined)).toEqual({ entry: 'sources', file: 'src/main.ts', reason: 'no dist/main.js (npm run build makes it)' });
     rmSync(root, { recursive: true, force: true });
-    expect(chooseEntry(tree({ 'dist/main.js': 100 }), undefined).entry).toBe('dist');
+    expect(chooseEntry(tree({ 'dist/main.js': 100, 'dist/bundle/main.js': 100 }), undefined)).toEqual({ entry: 'dist', file: 'dist/bundle/main.js', reason: 'no src/ beside dist/' });
   });
 
   it('REPORT_ETL_ENTRY overrides the times', () => {
     const dir = tree({ 'src/main.ts': 500, 'dist/main.js': 100 });
-    expect(chooseEntry(dir, 'dist').entry).toBe('dist');
-    expect(chooseEntry(dir, 'sources').entry).toBe('sources');
+    expect(chooseEntry(dir, 'dist')).toMatchObject({ entry: 'dist', file: 'dist/main.js' });
+    expect(chooseEntry(dir, 'sources')).toMatchObject({ entry: 'sources', file: 'src/main.ts' });
     expect(chooseEntry(dir, '').entry).toBe('sources');
   });
 });
