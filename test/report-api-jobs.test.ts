@@ -166,6 +166,16 @@ describe('polling', () => {
     }
   });
 
+  it('counts the first poll from the server\'s answer to the start (startedAt), not from the call', async () => {
+    const client = await newClient({ pollIntervalMs: 60_000, pollMaxIntervalMs: 60_000 });
+    const job = await client.startReport(sales(10));
+    // Told the job started 59.5 s ago, the client polls within about half a second, not in a minute (the test's
+    // deadline is 20 s); the simulator's job (60 ms) has finished by then.
+    const finished = await client.waitForJob(job.id, undefined, Date.now() - 59_500);
+    expect(finished).toMatchObject({ jobId: job.id, rows: 10, pages: 1 });
+    await client.deleteJob(job.id);
+  }, 20_000);
+
   it('an abort mid-poll ends the run with ABORTED and the job is still deleted', async () => {
     const slow = await startSimulator({ port: 0, jobDurationMs: 60_000 });
     try {

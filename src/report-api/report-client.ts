@@ -121,14 +121,16 @@ class HttpReportClient implements ReportClient {
     return job;
   }
 
-  async waitForJob(jobId: string, signal?: AbortSignal): Promise<FinishedReport> {
+  async waitForJob(jobId: string, signal?: AbortSignal, startedAt?: number): Promise<FinishedReport> {
     const { pollIntervalMs, pollMaxIntervalMs, pollTimeoutMs } = this.opts.connection;
-    const started = Date.now();
+    const started = Math.min(startedAt ?? Date.now(), Date.now());
     const path = `/jobs/${encodeURIComponent(jobId)}`;
     let interval = pollIntervalMs;
+    // The first interval counts from `started`; each later one from the answer to the poll before.
+    let due = started + interval;
     for (;;) {
       const remaining = pollTimeoutMs - (Date.now() - started);
-      await sleep(Math.max(0, Math.min(interval, remaining)), signal);
+      await sleep(Math.max(0, Math.min(due - Date.now(), remaining)), signal);
       const res = await this.api.send({ method: 'GET', path, stage: 'poll', signal });
       if (res.statusCode !== 200) throw await this.unexpected(res, 'GET', path, 'poll');
       const job = parseJob(await res.body.json(), 'poll');
@@ -140,6 +142,7 @@ class HttpReportClient implements ReportClient {
       const waited = Date.now() - started;
       if (waited >= pollTimeoutMs) throw new PollTimeoutError(jobId, waited);
       interval = Math.min(pollMaxIntervalMs, Math.ceil(interval * POLL_GROWTH));
+      due = Date.now() + interval;
     }
   }
 

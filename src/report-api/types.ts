@@ -162,11 +162,14 @@ export interface ReportClient {
    */
   startReport(req: StartReportRequest, signal?: AbortSignal): Promise<ReportJob>;
   /**
-   * Polls the job (spec "Endpoints" #2) every pollIntervalMs, growing x1.5 up to pollMaxIntervalMs.
+   * Polls the job (spec "Endpoints" #2) every pollIntervalMs, growing x1.5 up to pollMaxIntervalMs (spec
+   * "Recommended values": 250 ms to start with).
+   * @param startedAt when the server answered the start request (Date.now() ms): the first poll and pollTimeoutMs
+   *   count from there, so that work done in between (recording the job's id) does not delay the poll. Default now.
    * @throws ReportFailedError (server message verbatim), PollTimeoutError (after pollTimeoutMs), HttpError,
    *   AccessForbiddenError, UnauthorizedError, TokenError, TransientHttpError, AbortedError
    */
-  waitForJob(jobId: string, signal?: AbortSignal): Promise<FinishedReport>;
+  waitForJob(jobId: string, signal?: AbortSignal, startedAt?: number): Promise<FinishedReport>;
   /**
    * Opens one output page (spec "Endpoints" #3), 1-based.
    * @returns the page stream, or null when the server answers 404 with an empty body (spec "Errors": the

@@ -32,9 +32,11 @@ export interface ReportJobScope {
 export async function withReportJob<T>(client: ReportClient, req: StartReportRequest, fn: (finished: FinishedReport) => Promise<T>, scope: ReportJobScope = {}): Promise<T> {
   // startReport deletes the job itself when it throws after creating one (rights failure, abort).
   const job = await client.startReport(req, scope.signal);
+  const startedAt = Date.now();
   try {
     await scope.onStarted?.(job);
-    const finished = await client.waitForJob(job.id, scope.signal);
+    // The first poll is due pollIntervalMs after the server's answer, not after the id was recorded.
+    const finished = await client.waitForJob(job.id, scope.signal, startedAt);
     return await fn(finished);
   } finally {
     await client.deleteJob(job.id).catch((err: unknown) => {
