@@ -151,24 +151,42 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
   const started = performance.now();
   const startedAt = new Date();
   const trigger = request.trigger ?? 'manual';
-  const attempt = await insertAttempt(o.pool, {
-    attemptId,
-    job: r.name,
-    runKey,
-    scheduledFor: request.scheduledFor ? new Date(request.scheduledFor) : undefined,
-    trigger,
-    targetTable,
-    writeMode: targetConfig.mode,
-    worker: o.worker ?? defaultWorkerName(),
-    ownerLock: o.owner?.key,
-  });
+  // Spec "Report naming rules": a bad name fails before any request to the server (thrown in the attempt below).
+  let nameError: unknown;
+  try {
+    encodeReportName(report.name, r.connection.pathEncoding, { job: r.name });
+  } catch (err) {
+    nameError = err;
+  }
+  // The report client (its discovery document; a worker's is shared) is made while the attempt is recorded and
+  // checked, not after (issue 14: start-up cost); its failure is thrown where the attempt awaits it.
+  const clientReady = nameError === undefined ? openReportClient(o) : undefined;
+  clientReady?.catch(() => undefined);
+  const releaseClient = async () => {
+    await clientReady?.then((c) => c.release(), () => undefined);
+  };
+  let attempt: number;
+  try {
+    attempt = await insertAttempt(o.pool, {
+      attemptId,
+      job: r.name,
+      runKey,
+      scheduledFor: request.scheduledFor ? new Date(request.scheduledFor) : undefined,
+      trigger,
+      targetTable,
+      writeMode: targetConfig.mode,
+      worker: o.worker ?? defaultWorkerName(),
+      ownerLock: o.owner?.key,
+    });
+  } catch (err) {
+    await releaseClient();
+    throw err;
+  }
   let log = o.logger.child({ job: r.name, runId: attemptId });
   log.info({ trigger, attempt, runKey, report: report.name, outputType: report.outputType }, 'run started');
   let stage: RunStage = 'config';
   const figures = { pages: 0, bytes: 0 };
   let reportJobId: string | undefined;
-  let lease: ClientLease | undefined;
-  let ownClient: ReportClient | undefined;
   try {
     if (targetConfig.mode === 'append' && (await isAppended(o.pool, r.name, runKey))) {
       await completeAttempt(o.pool, attemptId, { rows: 0, pages: 0, bytes: 0 });
@@ -179,17 +197,9 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
     const dead = o.exclusive ? others : [];
     const declaredTypes = await resolveDeclaredTypes(o.pool, r.name, targetConfig.columns);
     const parameters = runParameters(r, request, new Date());
-    // Spec "Report naming rules": a bad name fails before any request (making the client reads discovery).
-    encodeReportName(report.name, r.connection.pathEncoding, { job: r.name });
+    if (nameError !== undefined) throw nameError;
     stage = 'token';
-    let client: ReportClient;
-    if (o.clients) {
-      lease = await o.clients.acquire(r.connectionName, r.connection);
-      client = lease.client;
-    } else {
-      const authStore = connectionAuthStore(o.pool, r.connectionName, r.connection);
-      client = ownClient = await makeReportClient({ connection: r.connection, connectionName: r.connectionName, redis: o.redis, logger: o.logger, authStore, ...(o.signal ? { signal: o.signal } : {}) });
-    }
+    const { client } = await clientReady!;
     stage = 'start';
     if (dead.length) await clearDeadAttempts(o.pool, client, dead, attempt, log);
     const load = async (finished: FinishedReport): Promise<AttemptResult> => {
@@ -271,9 +281,24 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
     log.error({ code: failure.errorKind, stage: failure.stage, retryable: failure.retryable, reportJobId }, `run ${failure.status}: ${err.message}`);
     throw new AttemptFailedError(attemptId, err);
   } finally {
-    lease?.release();
-    if (ownClient) await ownClient.close().catch(() => undefined);
+    await releaseClient();
   }
+}
+
+/**
+ * The attempt's report client: a lease on the caller's shared one (a worker's `clients`), else one of its own for
+ * this attempt, closed by `release`.
+ * @throws what makeReportClient throws (discovery: ServerUnreachableError, TokenError; ConfigError)
+ */
+async function openReportClient(o: AttemptOptions): Promise<{ client: ReportClient; release: () => Promise<void> }> {
+  const r = o.job;
+  if (o.clients) {
+    const lease: ClientLease = await o.clients.acquire(r.connectionName, r.connection);
+    return { client: lease.client, release: async () => lease.release() };
+  }
+  const authStore = connectionAuthStore(o.pool, r.connectionName, r.connection);
+  const client = await makeReportClient({ connection: r.connection, connectionName: r.connectionName, redis: o.redis, logger: o.logger, authStore, ...(o.signal ? { signal: o.signal } : {}) });
+  return { client, release: () => client.close().catch(() => undefined) };
 }
 
 /** How long an attempt whose database went away keeps trying to record its end, in ms (then it logs and gives up). */
