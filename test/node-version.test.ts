@@ -1,7 +1,7 @@
 /**
  * The Node.js check of bin/report-etl.js (issue 13 "Node < 22.18 fails with ERR_UNKNOWN_FILE_EXTENSION"): the
- * check itself, the bin under a Node.js that reports an old version (and a really old one when the machine has
- * it), the bin still starting on this Node.js, and package.json `engines` and the README saying the same.
+ * check itself, the bin under a Node.js that reports an old version (and one that also has Node.js 20's
+ * node:module), the bin still starting on this Node.js, and package.json `engines` and the README saying the same.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -56,6 +56,12 @@ describe('bin/report-etl.js', () => {
     expect(r.status).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe(`report-etl: ${nodeVersionProblem('22.17.1', undefined)}\n`);
+  });
+
+  it('on a Node.js 20 (its version and its node:module): the same line, so the bin imports nothing newer', () => {
+    const r = bin(process.execPath, ['--import', fileURLToPath(new URL('./fixtures/node-20-surface.mjs', import.meta.url))], ['--version']);
+    expect(r.stderr).toBe(`report-etl: ${nodeVersionProblem('20.20.2', undefined)}\n`);
+    expect(r.status).toBe(2);
   });
 
   it('with type stripping turned off: the same kind of line and exit 2', () => {
