@@ -9,7 +9,9 @@
  *      one transaction); duration from the first request to the commit, time to the first row, peak RSS;
  *   2. limit — the same rows as a CSV file, `psql \copy`ed into an identical table after deleting its equally many
  *      rows in the same transaction (what replace does, without the report-etl part);
- *   3. empty — the same \copy into an empty table.
+ *   3. empty — the same \copy into an empty table;
+ * and once more (`repeats` times up to 1M rows, once above) in a warm worker: a process that ran the same report
+ * just before, as a long-running worker has, for rows/s without a fresh process's start.
  * Prints a table, writes bench/results/<date>-<rows>.json, and ends with one summary line.
  *
  * The document case (type pdf, bench/lib/documents.ts): --doc-mb/BENCH_DOC_MB (1000) MB of pdf pages of
@@ -31,7 +33,7 @@ import { migrate } from '../src/history/migrate.ts';
 import { measureWorker, startPageServer } from './lib/children.ts';
 import { copyEmpty, copyReplace, dumpCsv } from './lib/limit.ts';
 import { machine, readOptions } from './lib/options.ts';
-import { median, short, summary, table, type CaseResult } from './lib/report.ts';
+import { levelLine, median, short, summary, table, type CaseResult } from './lib/report.ts';
 import type { WorkerInput } from './lib/worker-types.ts';
 import { documentCase } from './lib/documents.ts';
 import { cliPeakRss, fixedCost, writeJobs } from './lib/cli-cases.ts';
@@ -92,6 +94,17 @@ try {
           runs.push(run);
           log(`  run ${r + 1}: e2e ${(run.e2eMs / 1000).toFixed(2)} s, limit ${(run.limitMs / 1000).toFixed(2)} s, empty ${(run.emptyCopyMs / 1000).toFixed(2)} s, first row ${Math.round(run.firstRowMs)} ms, worker CPU ${(run.cpuMs / 1000).toFixed(2)} s, RSS ${run.rssMB.toFixed(0)} MB (${run.baseRssMB.toFixed(0)} MB before the run; peak heap ${(run.peaks.heapTotal / 1e6).toFixed(0)} MB, external ${(run.peaks.external / 1e6).toFixed(0)} MB)`);
         }
+        // The same run in a warm worker (one unmeasured run of the same report before it, in the same process): the
+        // rows/s of a long-running worker, without a fresh process's start (cold modules and connections, V8 warm-up).
+        const warmRowsPerSec: number[] = [];
+        if (pi === 0) {
+          for (let r = 0; r < (size <= 1_000_000 ? opts.repeats : 1); r++) {
+            const warm = await measureWorker({ ...input, warmups: 1 }, opts.workerArgs);
+            if (!warm.ok || warm.rows !== size) throw new Error(`warm run failed: ${warm.error ?? `${warm.rows} rows`}`);
+            warmRowsPerSec.push((size / warm.durationMs) * 1000);
+          }
+          log(`  warm worker: ${warmRowsPerSec.map((x) => Math.round(x)).join(', ')} rows/s`);
+        }
         const e2eMs = median(runs.map((x) => x.e2eMs));
         const limitMs = median(runs.map((x) => x.limitMs));
         const emptyCopyMs = median(runs.map((x) => x.emptyCopyMs));
@@ -107,6 +120,8 @@ try {
           emptyCopyMs,
           firstRowMs: median(runs.map((x) => x.firstRowMs)),
           rowsPerSec: (size / e2eMs) * 1000,
+          ...(warmRowsPerSec.length > 0 ? { warmRowsPerSec: median(warmRowsPerSec) } : {}),
+          limitRowsPerSec: (size / limitMs) * 1000,
           mbPerSec: bytes / 1e6 / (e2eMs / 1000),
           ratio: (opts.mode === 'append' ? emptyCopyMs : limitMs) / e2eMs,
           ratioEmpty: emptyCopyMs / e2eMs,
@@ -130,7 +145,7 @@ try {
   await rm(csvDir, { recursive: true, force: true });
 }
 
-const line = summary(results, opts.rows, opts.paging[0]!, opts.mode) + (user ? `; ${userPath(user)}` : '');
+const line = summary(results, opts.rows, opts.paging[0]!, opts.mode) + (user ? `; ${userPath(user)}` : '') + levelLine(results, opts.paging[0]!);
 const date = new Date().toISOString().replaceAll(':', '-').slice(0, 16);
 const file = join(import.meta.dirname, 'results', `${date}-${short(opts.rows)}.json`);
 await mkdir(join(import.meta.dirname, 'results'), { recursive: true });

@@ -18,8 +18,12 @@ export interface CaseResult {
   limitMs: number;
   emptyCopyMs: number;
   firstRowMs: number;
-  /** End-to-end rows/s and page MB/s (median run). */
+  /** End-to-end rows/s and page MB/s (median run), in a fresh worker process. */
   rowsPerSec: number;
+  /** End-to-end rows/s in a warm worker (the same report run once before in the process), median. */
+  warmRowsPerSec?: number;
+  /** Rows/s of the limit, psql's DELETE + \copy (median run). */
+  limitRowsPerSec?: number;
   mbPerSec: number;
   /** e2e / limit as throughputs: limitMs / e2eMs (1 = as fast as PostgreSQL alone). */
   ratio: number;
@@ -58,7 +62,7 @@ export function short(n: number): string {
   return String(n);
 }
 
-const HEAD = ['rows', 'type', 'paging', 'pages', 'MB', 'e2e s', 'rows/s', 'MB/s', 'limit s', 'ratio', 'empty s', 'ratio0', '1st row ms', 'cpu s', 'RSS MB', 'RSS max', 'RSS base'];
+const HEAD = ['rows', 'type', 'paging', 'pages', 'MB', 'e2e s', 'rows/s', 'warm rows/s', 'psql rows/s', 'MB/s', 'limit s', 'ratio', 'empty s', 'ratio0', '1st row ms', 'cpu s', 'RSS MB', 'RSS max', 'RSS base'];
 
 /** The results as an aligned text table. */
 export function table(results: CaseResult[]): string {
@@ -70,6 +74,8 @@ export function table(results: CaseResult[]): string {
     (r.bytes / 1e6).toFixed(1),
     (r.e2eMs / 1000).toFixed(2),
     String(Math.round(r.rowsPerSec)),
+    r.warmRowsPerSec === undefined ? '-' : String(Math.round(r.warmRowsPerSec)),
+    r.limitRowsPerSec === undefined ? '-' : String(Math.round(r.limitRowsPerSec)),
     r.mbPerSec.toFixed(1),
     (r.limitMs / 1000).toFixed(2),
     r.ratio.toFixed(2),
@@ -122,4 +128,21 @@ export function userPath(u: UserPathResult): string {
     `report-etl run of ${short(u.cliRows)} rows peak RSS max ${Math.max(...u.cliPeakRssMB).toFixed(0)} MB (goal <= 150); ` +
     `100k txt rows in a warm worker ${Math.round(u.warm100kRowsPerSec / 1000)}k rows/s`
   );
+}
+
+/**
+ * Rows/s by size for each row type at `paging` (issue 14: "level rows/s from 100k to 5M rows"): fresh process, warm
+ * worker and psql, e.g. `; rows/s 100k/1M/5M txt fresh 309k/589k/529k, warm 522k/600k/540k, psql 483k/505k/422k`.
+ * Empty when fewer than two sizes were measured.
+ */
+export function levelLine(results: CaseResult[], paging: number | 'all'): string {
+  const cases = results.filter((r) => r.outputType !== 'pdf' && r.paging === paging);
+  const sizes = [...new Set(cases.map((r) => r.rows))].sort((a, b) => a - b);
+  if (sizes.length < 2) return '';
+  const k = (x: number | undefined) => (x === undefined ? '-' : `${Math.round(x / 1000)}k`);
+  const types = [...new Set(cases.map((r) => r.outputType))].map((type) => {
+    const of = (pick: (r: CaseResult) => number | undefined) => sizes.map((n) => k(pick(cases.find((r) => r.rows === n && r.outputType === type)!))).join('/');
+    return `${type} fresh ${of((r) => r.rowsPerSec)}, warm ${of((r) => r.warmRowsPerSec)}, psql ${of((r) => r.limitRowsPerSec)}`;
+  });
+  return `; rows/s ${sizes.map(short).join('/')}: ${types.join('; ')}`;
 }
