@@ -10,13 +10,13 @@
 // What is bundled: report-etl's own code and every package it reaches, except those in EXTERNAL: they stay imports
 // resolved in node_modules at run time, as without the bundle. Those are the large ones only some commands load
 // (the admin server, the queue, the simulator's documents) and the ones that read files beside their own code
-// (pdfkit's fonts, bull-board's pages), which a bundle would not carry along. undici is loaded by path
-// (src/report-api/undici-core.ts) and stays in node_modules too.
+// (pdfkit's fonts, bull-board's pages), which a bundle would not carry along. Of undici, only the Agent and the
+// request API are imported (src/report-api/undici-core.ts), and only those are bundled.
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /** Packages left out of the bundle (with everything only they import). */
-export const EXTERNAL = ['bullmq', 'fastify', '@bull-board/api', '@bull-board/fastify', 'exceljs', 'pdfkit', 'docx', 'prom-client', 'undici'];
+export const EXTERNAL = ['bullmq', 'fastify', '@bull-board/api', '@bull-board/fastify', 'exceljs', 'pdfkit', 'docx', 'prom-client'];
 
 /**
  * Bundles the compiled entry `from` into the directory `out` (default dist/main.js into dist/bundle/). Chunks keep

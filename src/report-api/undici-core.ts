@@ -5,19 +5,18 @@
  * path; test/undici-core.test.ts checks that these are the very objects the package's index exports, so an upgrade that
  * moves them fails there, not in production.
  */
-import { createRequire } from 'node:module';
 import type { Agent as AgentClass, Dispatcher } from 'undici';
-
-const require = createRequire(import.meta.url);
+// Static imports (declared in undici-parts.d.ts), so that the build's bundle (scripts/bundle.js) takes these files in
+// too instead of loading them one by one from node_modules at every start.
+import AgentExport from 'undici/lib/dispatcher/agent.js';
+import dispatchRequest from 'undici/lib/api/api-request.js';
 
 /** undici's Agent (lib/dispatcher/agent.js), as `import { Agent } from 'undici'`. */
-export const Agent = require('undici/lib/dispatcher/agent.js') as typeof AgentClass;
+export const Agent = AgentExport;
 /** An undici Agent. */
 export type Agent = AgentClass;
 
 type RequestOptions = Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method'> & Partial<Pick<Dispatcher.RequestOptions, 'method'>> & { dispatcher?: Dispatcher };
-
-const dispatchRequest = require('undici/lib/api/api-request.js') as (this: Dispatcher, opts: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
 
 let sharedAgent: AgentClass | undefined;
 
