@@ -32,6 +32,13 @@ export const OUTPUT_TYPES = [
 /** One of {@link OUTPUT_TYPES}. */
 export type OutputType = (typeof OUTPUT_TYPES)[number];
 
+/**
+ * The output types whose decoders can write COPY binary format (README "Loaded tables": typed columns of 10,000 rows
+ * and more), in the order of {@link OUTPUT_TYPES}; the others load in text format. test/copy-binary.test.ts checks
+ * this against the decoders.
+ */
+export const BINARY_COPY_OUTPUT_TYPES: readonly OutputType[] = ['json', 'json_compact', 'txt'];
+
 /** The binary document types (spec "Output types": pdf, excel, word): archived one file per page. */
 export const DOCUMENT_OUTPUT_TYPES = ['pdf', 'excel-xlsx_data', 'excel-xlsx_matrix', 'excel-xlsx', 'word-docx'] as const;
 /** One of {@link DOCUMENT_OUTPUT_TYPES}. */

@@ -15,7 +15,8 @@ import { makePageDecoder } from '../src/pages/decoder.ts';
 import { BINARY, binaryEncodingOf, COPY_BINARY_HEADER, COPY_BINARY_TRAILER } from '../src/warehouse/copy-binary.ts';
 import { loadRows, withLoadTransaction } from '../src/warehouse/copy-load.ts';
 import type { RowSource } from '../src/warehouse/row-source.ts';
-import { zoneAgreesWithDatabase } from '../src/warehouse/zone-check.ts';
+import { prepareZoneCheck, zoneAgreesWithDatabase } from '../src/warehouse/zone-check.ts';
+import { BINARY_COPY_OUTPUT_TYPES, OUTPUT_TYPES } from '../src/vocabulary.ts';
 import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';
@@ -160,6 +161,31 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
       if (await zoneAgreesWithDatabase(db, zone)) await expectSame('timestamp with time zone', values, zone);
     }
     expect(await zoneAgreesWithDatabase(db, 'Europe/Zurich')).toBe(true);
+  });
+
+  it('asks PostgreSQL once per zone, also for calls while it asks, and asks again after a failure', async () => {
+    const zone = 'America/Sao_Paulo';
+    let queries = 0;
+    let fail = true;
+    const counting = {
+      query: (text: string, values?: unknown[]) => {
+        queries += 1;
+        if (fail) return Promise.reject(new Error('connection lost'));
+        return db.query(text, values);
+      },
+    } as unknown as pg.Client;
+    await expect(zoneAgreesWithDatabase(counting, zone)).rejects.toThrow('connection lost');
+    fail = false;
+    prepareZoneCheck(counting, zone);
+    const [a, b] = await Promise.all([zoneAgreesWithDatabase(counting, zone), zoneAgreesWithDatabase(counting, zone)]);
+    expect([a, b]).toEqual([true, true]);
+    expect(await zoneAgreesWithDatabase(counting, zone)).toBe(true);
+    expect(queries).toBe(2);
+  });
+
+  it('BINARY_COPY_OUTPUT_TYPES are exactly the output types whose decoders can write binary format', () => {
+    const binary = OUTPUT_TYPES.filter((t) => typeof makePageDecoder(t).useBinary === 'function');
+    expect(binary).toEqual([...BINARY_COPY_OUTPUT_TYPES]);
   });
 
   it('refuses every other form, so that PostgreSQL reads it in text format', () => {

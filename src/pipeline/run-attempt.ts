@@ -19,11 +19,12 @@ import { completeAttempt, failAttempt, failureOf, insertAttempt, runningAttempts
 import { goneOwners } from '../history/orphans.ts';
 import type { Logger } from '../logger.ts';
 import { encodeReportName, makeReportClient, withReportJob, type ClientLease, type FinishedReport, type ReportClient, type ReportClients } from '../report-api/index.ts';
-import { outputShape, type RunRequest, type RunStage } from '../vocabulary.ts';
+import { BINARY_COPY_OUTPUT_TYPES, outputShape, type RunRequest, type RunStage } from '../vocabulary.ts';
 import type { CopyFormatUsed, LoadPlan, LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
+import { prepareZoneCheck } from '../warehouse/zone-check.ts';
 import { connectionAuthStore } from './auth-store.ts';
 import { runParameters } from './logical-time.ts';
 import { reportRows } from './report-rows.ts';
@@ -266,8 +267,10 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
         reportJobId = job.id;
         log = log.child({ reportJobId });
         await setAttemptReportJob(o.pool, attemptId, job.id);
-        // The load stage's modules, and the caller's own work, load and run while the server renders the report.
+        // The load stage's modules, the zone check of a load that may go binary, and the caller's own work load and
+        // run while the server renders the report.
         loadStage();
+        if (BINARY_COPY_OUTPUT_TYPES.includes(report.outputType) && outputShape(report.outputType, targetConfig) === 'rows') prepareZoneCheck(o.pool, r.connection.timezone);
         o.onReportJobStarted?.();
       },
     });

@@ -16,7 +16,8 @@ const FROM_MS = Date.UTC(1850, 0, 1);
 const TO_MS = Date.UTC(2041, 0, 1);
 /** Far instants: years 1 to 1849 (local mean time in tzdata) and 2041 to 9999 (the last rules, repeated). */
 const FAR_YEARS = [1, 500, 1000, 1500, 1800, 2100, 2500, 5000, 9999];
-const agreed = new Map<string, boolean>();
+/** Per zone: the answer, or the question still being asked (so that two callers ask PostgreSQL once). */
+const agreed = new Map<string, Promise<boolean>>();
 
 /** The instants compared for one zone, in epoch seconds. */
 function instants(offsetAt: (ms: number) => number): number[] {
@@ -35,17 +36,35 @@ function instants(offsetAt: (ms: number) => number): number[] {
 }
 
 /**
- * Compares the offsets of `zone` in PostgreSQL (whatever the session's TimeZone) with Intl's.
+ * Compares the offsets of `zone` in PostgreSQL (whatever the session's TimeZone) with Intl's. The answer is kept for
+ * the process; a call while another one asks waits for that one's answer.
  * @returns true when they agree at every instant compared; false when not, or when Intl does not know the zone
+ * @throws the query's error (nothing is kept then: the next call asks again)
  */
-export async function zoneAgreesWithDatabase(db: Queryable, zone: string): Promise<boolean> {
-  const known = agreed.get(zone);
-  if (known !== undefined) return known;
+export function zoneAgreesWithDatabase(db: Queryable, zone: string): Promise<boolean> {
+  let answer = agreed.get(zone);
+  if (answer === undefined) {
+    answer = compareZone(db, zone);
+    agreed.set(zone, answer);
+    answer.catch(() => agreed.delete(zone));
+  }
+  return answer;
+}
+
+/**
+ * Asks {@link zoneAgreesWithDatabase} for `zone` ahead of the load that may need it (runAttempt, while the server
+ * renders the report: about 15-30 ms of Intl look-ups and a query once per process and zone, issue 14). Never
+ * throws: a failure is asked again by the load.
+ */
+export function prepareZoneCheck(db: Queryable, zone: string): void {
+  zoneAgreesWithDatabase(db, zone).catch(() => undefined);
+}
+
+async function compareZone(db: Queryable, zone: string): Promise<boolean> {
   let offsetAt: (ms: number) => number;
   try {
     offsetAt = makeExactZoneOffset(zone);
   } catch {
-    agreed.set(zone, false);
     return false;
   }
   const at = instants(offsetAt);
@@ -55,7 +74,5 @@ export async function zoneAgreesWithDatabase(db: Queryable, zone: string): Promi
     [at, zone],
   );
   const theirs = rows[0]?.offsets ?? [];
-  const same = theirs.length === at.length && at.every((s, k) => offsetAt(s * 1000) / 1000 === theirs[k]);
-  agreed.set(zone, same);
-  return same;
+  return theirs.length === at.length && at.every((s, k) => offsetAt(s * 1000) / 1000 === theirs[k]);
 }
