@@ -1,8 +1,11 @@
 /**
  * Two attempts of one run at the same time (issue 13 "A duplicate append downloads everything first", "A run
  * that lost its overlap lock still commits"): a second attempt whose run has a live attempt in progress starts
- * nothing on the server; an attempt whose overlap lock was lost does not commit; both are retried.
+ * nothing on the server; an attempt whose overlap lock was lost does not commit; both are retried. An attempt that
+ * ends before it needs the server does not wait for it.
  */
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
@@ -83,3 +86,22 @@ it('an attempt whose overlap lock was lost before the commit rolls back, deletes
     await h.redis.del(key);
   }
 });
+
+it('an attempt that ends before it needs the server (already loaded) does not wait for a server that does not answer', async () => {
+  const job = uniqueName('hang');
+  const table = `${h.schema}.ledger_hang`;
+  const entry = jobEntry({ name: 'Finance/Ledger.avx', outputType: 'json', paging: 100, parameters: { ROWS: '50' } }, { table, mode: 'append' });
+  const runKey = uniqueName('tick');
+  expect(await runAttempt({ job: resolveJob(h.config({ [job]: entry }), job), request: { runKey }, pool: h.pool, redis: h.redis, logger: silentLogger })).toMatchObject({ status: 'succeeded', rows: 50 });
+  // A server that accepts connections and never answers: discovery would wait requestTimeoutMs (60 s), retried.
+  const silent = createServer(() => undefined);
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  try {
+    const hanging = h.config({ [job]: entry }, { baseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, requestTimeoutMs: 60_000 });
+    const again = await runAttempt({ job: resolveJob(hanging, job), request: { runKey }, pool: h.pool, redis: h.redis, logger: silentLogger });
+    expect(again).toMatchObject({ status: 'already-loaded', rows: 0 });
+  } finally {
+    silent.close();
+    silent.closeAllConnections?.();
+  }
+}, 30_000);

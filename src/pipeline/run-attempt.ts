@@ -160,11 +160,19 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
     nameError = err;
   }
   // The report client (its discovery document; a worker's is shared) is made while the attempt is recorded and
-  // checked, not after (issue 14: start-up cost); its failure is thrown where the attempt awaits it.
-  const clientReady = nameError === undefined ? openReportClient(o) : undefined;
+  // checked, not after (issue 14: start-up cost); its failure is thrown where the attempt awaits it. An attempt that
+  // ends before it needs the client (already loaded, another attempt alive, a config error) does not wait for the
+  // server: its own client's discovery is cut, a shared one is released once made.
+  const unneeded = new AbortController();
+  const clientReady = nameError === undefined ? openReportClient(o, o.signal ? AbortSignal.any([o.signal, unneeded.signal]) : unneeded.signal) : undefined;
   clientReady?.catch(() => undefined);
+  let clientTaken = false;
   const releaseClient = async () => {
-    await clientReady?.then((c) => c.release(), () => undefined);
+    if (!clientReady) return;
+    const released = clientReady.then((c) => c.release(), () => undefined);
+    if (clientTaken) return released;
+    unneeded.abort(new Error('the attempt ended before it needed the report client'));
+    if (!o.clients) await released;
   };
   let attempt: number;
   try {
@@ -200,6 +208,7 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
     const parameters = runParameters(r, request, new Date());
     if (nameError !== undefined) throw nameError;
     stage = 'token';
+    clientTaken = true;
     const { client } = await clientReady!;
     stage = 'start';
     if (dead.length) await clearDeadAttempts(o.pool, client, dead, attempt, log);
@@ -291,16 +300,17 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
 /**
  * The attempt's report client: a lease on the caller's shared one (a worker's `clients`), else one of its own for
  * this attempt, closed by `release`.
- * @throws what makeReportClient throws (discovery: ServerUnreachableError, TokenError; ConfigError)
+ * @param signal cuts the discovery of an own client (AbortedError)
+ * @throws what makeReportClient throws (discovery: ServerUnreachableError, TokenError, AbortedError; ConfigError)
  */
-async function openReportClient(o: AttemptOptions): Promise<{ client: ReportClient; release: () => Promise<void> }> {
+async function openReportClient(o: AttemptOptions, signal: AbortSignal): Promise<{ client: ReportClient; release: () => Promise<void> }> {
   const r = o.job;
   if (o.clients) {
     const lease: ClientLease = await o.clients.acquire(r.connectionName, r.connection);
     return { client: lease.client, release: async () => lease.release() };
   }
   const authStore = connectionAuthStore(o.pool, r.connectionName, r.connection);
-  const client = await makeReportClient({ connection: r.connection, connectionName: r.connectionName, redis: o.redis, logger: o.logger, authStore, ...(o.signal ? { signal: o.signal } : {}) });
+  const client = await makeReportClient({ connection: r.connection, connectionName: r.connectionName, redis: o.redis, logger: o.logger, authStore, signal });
   return { client, release: () => client.close().catch(() => undefined) };
 }
 
