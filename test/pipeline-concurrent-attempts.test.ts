@@ -5,7 +5,7 @@
  * ends before it needs the server does not wait for it.
  */
 import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
@@ -94,14 +94,15 @@ it('an attempt that ends before it needs the server (already loaded) does not wa
   const runKey = uniqueName('tick');
   expect(await runAttempt({ job: resolveJob(h.config({ [job]: entry }), job), request: { runKey }, pool: h.pool, redis: h.redis, logger: silentLogger })).toMatchObject({ status: 'succeeded', rows: 50 });
   // A server that accepts connections and never answers: discovery would wait requestTimeoutMs (60 s), retried.
-  const silent = createServer(() => undefined);
+  const sockets = new Set<Socket>();
+  const silent = createServer((socket) => void sockets.add(socket));
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   try {
     const hanging = h.config({ [job]: entry }, { baseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, requestTimeoutMs: 60_000 });
     const again = await runAttempt({ job: resolveJob(hanging, job), request: { runKey }, pool: h.pool, redis: h.redis, logger: silentLogger });
     expect(again).toMatchObject({ status: 'already-loaded', rows: 0 });
   } finally {
+    for (const socket of sockets) socket.destroy();
     silent.close();
-    silent.closeAllConnections?.();
   }
 }, 30_000);
