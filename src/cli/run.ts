@@ -84,7 +84,8 @@ export const registerRun: RegisterCommand = (program, cli) => {
           releasers.add(() => janitor.close());
           // A `run` of this job killed earlier leaves no orphan behind this one; then a sweep, if no other process is
           // doing one. Both go on while the run waits for the server (issue 14: start-up), or at the end when the run
-          // starts no report job; the command ends after them. Closing orphans is idempotent, and never touches this
+          // started no report job, unless it was interrupted (Ctrl-C does not wait for orphans' DELETEs to a server
+          // that may be down); the command ends after them. Closing orphans is idempotent, and never touches this
           // run's attempt: its owner session is alive.
           let janitorWork: Promise<unknown> | undefined;
           const startJanitorWork = () =>
@@ -92,7 +93,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
               .closeOrphans([jobName])
               .then(() => janitor.sweep())
               .catch((err: unknown) => logger.warn({ err: String(err) }, 'janitor sweep failed')));
-          releasers.add(() => startJanitorWork());
+          releasers.add(() => (janitorWork || !controller.signal.aborted ? startJanitorWork() : undefined));
           const result = await runAttempt({
             job,
             request: { trigger: 'manual', parameters: opts.param, ...(opts.runKey ? { runKey: opts.runKey } : {}) },
