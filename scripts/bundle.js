@@ -12,7 +12,7 @@
 // (the admin server, the queue, the simulator's documents) and the ones that read files beside their own code
 // (pdfkit's fonts, bull-board's pages), which a bundle would not carry along. Of undici, only the Agent and the
 // request API are imported (src/report-api/undici-core.ts), and only those are bundled.
-import { rmSync } from 'node:fs';
+import { rmSync, statSync, utimesSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /** Packages left out of the bundle (with everything only they import). */
@@ -28,12 +28,13 @@ export const EXTERNAL = ['bullmq', 'fastify', '@bull-board/api', '@bull-board/fa
  * @throws the bundler's error, after removing `out` (the bin then runs dist/main.js)
  */
 export async function bundle(root, paths = {}) {
+  const input = `${root}${paths.from ?? 'dist/main.js'}`;
   const out = `${root}${paths.out ?? 'dist/bundle'}`;
   rmSync(out, { recursive: true, force: true });
   const { build } = await import('rolldown');
   try {
     await build({
-      input: `${root}${paths.from ?? 'dist/main.js'}`,
+      input,
       platform: 'node',
       external: (id) => EXTERNAL.some((p) => id === p || id.startsWith(`${p}/`)),
       logLevel: 'warn',
@@ -43,6 +44,10 @@ export async function bundle(root, paths = {}) {
     rmSync(out, { recursive: true, force: true });
     throw err;
   }
+  // The bundle is as new as what it was made from (bin/entry-choice.js compares times): a source saved while it was
+  // being bundled is newer than it, so the bin runs the sources until the next build.
+  const { atime, mtime } = statSync(input);
+  utimesSync(`${out}/main.js`, atime, mtime);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -38,7 +38,7 @@ describe('chooseEntry', () => {
 
   it('prefers the bundle of the build, and skips a bundle older than the sources for a fresh dist/main.js', () => {
     const bundled = tree({ 'src/main.ts': 100, 'tsconfig.json': 50, 'dist/main.js': 200, 'dist/bundle/main.js': 201 });
-    expect(chooseEntry(bundled, undefined)).toEqual({ entry: 'dist', file: 'dist/bundle/main.js', reason: 'dist/bundle/main.js is not older than src/' });
+    expect(chooseEntry(bundled, undefined)).toEqual({ entry: 'dist', file: 'dist/bundle/main.js', reason: 'dist/bundle/main.js is not older than src/ and node_modules/.package-lock.json' });
     rmSync(root, { recursive: true, force: true });
     // tsc alone rebuilt dist/ after an edit: the earlier bundle is stale, tsc's output is not.
     const rebuilt = tree({ 'src/main.ts': 300, 'tsconfig.json': 50, 'dist/main.js': 300, 'dist/bundle/main.js': 200 });
@@ -46,6 +46,16 @@ describe('chooseEntry', () => {
     rmSync(root, { recursive: true, force: true });
     const stale = tree({ 'src/main.ts': 400, 'dist/main.js': 300, 'dist/bundle/main.js': 300 });
     expect(chooseEntry(stale, undefined)).toEqual({ entry: 'sources', file: 'src/main.ts', reason: 'src/ changed after the last build (npm run build updates dist/)' });
+  });
+
+  it('skips a bundle older than the last install (its copies of the packages are old) for tsc\'s output', () => {
+    const dir = tree({ 'src/main.ts': 100, 'dist/main.js': 200, 'dist/bundle/main.js': 200, 'node_modules/.package-lock.json': 300 });
+    expect(chooseEntry(dir, undefined)).toEqual({ entry: 'dist', file: 'dist/main.js', reason: 'dist/main.js is not older than src/' });
+  });
+
+  it('REPORT_ETL_ENTRY=dist runs the newest build', () => {
+    const dir = tree({ 'src/main.ts': 500, 'dist/main.js': 300, 'dist/bundle/main.js': 200 });
+    expect(chooseEntry(dir, 'dist')).toMatchObject({ entry: 'dist', file: 'dist/main.js' });
   });
 
   it('runs the sources when any file under src/, however deep, changed after the build', () => {
