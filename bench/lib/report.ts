@@ -22,7 +22,7 @@ export interface CaseResult {
   rowsPerSec: number;
   /** End-to-end rows/s in a warm worker (the same report run once before in the process), median. */
   warmRowsPerSec?: number;
-  /** Rows/s of the limit, psql's DELETE + \copy (median run). */
+  /** Rows/s of the limit the ratio compares with (median run): psql's DELETE + \copy, in append mode \copy alone. */
   limitRowsPerSec?: number;
   mbPerSec: number;
   /** e2e / limit as throughputs: limitMs / e2eMs (1 = as fast as PostgreSQL alone). */
