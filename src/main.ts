@@ -1,7 +1,8 @@
 /**
- * The process entry: runs the command line and sets the exit code. bin/report-etl.js loads it compiled, as
- * dist/main.js, when that build is not older than the sources, else from the sources (Node strips the types); the
- * Docker image runs dist/main.js. The build saves the type stripper's memory (about 30 MB of RSS) and start-up time.
+ * The process entry: runs the command line and sets the exit code. bin/report-etl.js loads it compiled, bundled as
+ * dist/bundle/main.js (else as dist/main.js), when that build is not older than the sources, else from the sources
+ * (Node strips the types); the Docker image runs dist/bundle/main.js. The build saves the type stripper's memory
+ * (about 30 MB of RSS) and start-up time.
  */
 import { enableCompileCache } from 'node:module';
 import { main } from './cli/main.ts';

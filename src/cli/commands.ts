@@ -1,6 +1,6 @@
 /**
  * The commands of the CLI, each in its own module that adds it to the program (DESIGN.md "Command line"). A
- * command's module is loaded only when it is registered: `report-etl run <job>` loads `run.ts` alone, not the 15
+ * command's module is loaded only when it is registered: `report-etl run <job>` loads `run.ts` alone, not the 14
  * others with their imports (issue 14: start-up cost); `--help` and anything that names no command load them all.
  */
 import type { RegisterCommand } from './types.ts';
