@@ -5,7 +5,8 @@
  * - {@link fixedCost}: a 10-row run as a whole process, wall time from spawn to exit (the spec's first status poll,
  *   250 ms, included: the connection keeps the default pollIntervalMs), median and spread of `repeats` after one
  *   warm-up start (which fills the compile cache, as any first run on a machine does);
- * - {@link cliPeakRss}: the process's peak RSS during a run of `rows` rows (txt, paging 100,000).
+ * - {@link cliPeakRss}: the process's peak RSS and wall time during a run of `rows` (or 100,000) rows (txt, paging
+ *   100,000).
  * Peak RSS is read inside the process (process.resourceUsage().maxRSS at exit, by a module given to --import).
  */
 import { spawn } from 'node:child_process';
@@ -39,7 +40,10 @@ export interface CliContext {
   dir: string;
 }
 
-/** Writes the bench's jobs.yaml (jobs `small`: 10 rows json, and `big`: `rows` rows txt paging 100,000); returns its path. */
+/**
+ * Writes the bench's jobs.yaml (jobs `small`: 10 rows json, `mid`: 100,000 rows txt, and `big`: `rows` rows txt,
+ * paging 100,000); returns its path.
+ */
 export async function writeJobs(c: CliContext, rows: number): Promise<string> {
   const file = join(c.dir, 'jobs.yaml');
   await writeFile(
@@ -55,6 +59,10 @@ jobs:
     connection: sim
     report: { mandant: 7777, name: Big, outputType: json, paging: 10, parameters: { ROWS: "10" } }
     target: { table: ${c.schema}.cli_small, mode: replace }
+  mid:
+    connection: sim
+    report: { mandant: 7777, name: Big, outputType: txt, paging: 100000, parameters: { ROWS: "100000" } }
+    target: { table: ${c.schema}.cli_mid, mode: replace }
   big:
     connection: sim
     report: { mandant: 7777, name: Big, outputType: txt, paging: 100000, parameters: { ROWS: "${rows}" } }
@@ -100,9 +108,9 @@ export async function fixedCost(c: CliContext, config: string, repeats: number):
   return { medianMs: median(ms), minMs: Math.min(...ms), maxMs: Math.max(...ms), rssMB: median(runs.map((r) => r.maxRssMB)) };
 }
 
-/** Peak RSS (MB) and wall ms of `repeats` runs of the `big` job (the page server must hold its pages). */
-export async function cliPeakRss(c: CliContext, config: string, repeats: number): Promise<{ rssMB: number[]; ms: number[] }> {
+/** Peak RSS (MB) and wall ms of `repeats` runs of job `job` (default `big`; the page server must hold its pages). */
+export async function cliPeakRss(c: CliContext, config: string, repeats: number, job = 'big'): Promise<{ rssMB: number[]; ms: number[] }> {
   const runs: CliRun[] = [];
-  for (let i = 0; i < repeats; i++) runs.push(await checked(c, config, 'big'));
+  for (let i = 0; i < repeats; i++) runs.push(await checked(c, config, job));
   return { rssMB: runs.map((r) => r.maxRssMB), ms: runs.map((r) => r.ms) };
 }

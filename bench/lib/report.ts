@@ -119,6 +119,18 @@ export interface UserPathResult {
   cliRows: number;
   cliPeakRssMB: number[];
   cliSeconds: number[];
+  /** Seconds of each `report-etl run` of 100k txt rows (paging 100,000), whole process. */
+  cli100kSeconds?: number[];
+}
+
+/**
+ * Rows/s that `report-etl run` adds per row in a fresh process, by size: rows over (median whole-process seconds of
+ * the size minus the 10-row run's), for 100k and for the big run's rows.
+ */
+export function cliMarginalRowsPerSec(u: UserPathResult): { rows100k?: number; rowsBig: number } {
+  const fixed = u.wholeProcessMs.median / 1000;
+  const rowsBig = u.cliRows / (median(u.cliSeconds) - fixed);
+  return u.cli100kSeconds ? { rows100k: 100_000 / (median(u.cli100kSeconds) - fixed), rowsBig } : { rowsBig };
 }
 
 /** The user's path in the summary line, against the goals of issue 14 (<= 0.5 s, <= 50 ms, <= 150 MB). */
@@ -126,8 +138,14 @@ export function userPath(u: UserPathResult): string {
   return (
     `10-row run ${(u.wholeProcessMs.median / 1000).toFixed(2)} s whole process (goal <= 0.5), ${u.warmWorkerMs.median.toFixed(0)} ms in a warm worker (goal <= 50); ` +
     `report-etl run of ${short(u.cliRows)} rows peak RSS max ${Math.max(...u.cliPeakRssMB).toFixed(0)} MB (goal <= 150); ` +
-    `100k txt rows in a warm worker ${Math.round(u.warm100kRowsPerSec / 1000)}k rows/s`
+    `100k txt rows in a warm worker ${Math.round(u.warm100kRowsPerSec / 1000)}k rows/s` +
+    marginal(u)
   );
+}
+
+function marginal(u: UserPathResult): string {
+  const m = cliMarginalRowsPerSec(u);
+  return m.rows100k === undefined ? '' : `; report-etl run, whole process, rows/s beyond the 10-row run: 100k ${Math.round(m.rows100k / 1000)}k, ${short(u.cliRows)} ${Math.round(m.rowsBig / 1000)}k`;
 }
 
 /**
