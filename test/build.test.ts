@@ -2,15 +2,18 @@
  * The compiled product (`npm run build`, what the Docker image and `npx report-etl` run): the sources compile to
  * JavaScript, which bundles into a few chunks (scripts/bundle.js), and the bundle runs the same command line,
  * resolves package.json and the migrations, validates the sample config, and runs jobs end to end: a txt report
- * (pg, ioredis, zod, yaml in the bundle) and an Excel workbook loaded as rows (exceljs left in node_modules).
+ * (pg, ioredis, zod, yaml in the bundle), an Excel workbook loaded as rows (exceljs left in node_modules), and a
+ * queued run taken by the bundle's worker (bullmq left in node_modules, given the bundle's ioredis connections).
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { promisify } from 'node:util';
 import { rmSync, statSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bundle } from '../scripts/bundle.js';
-import { DATABASE_URL, REDIS_URL } from './support/env.ts';
+import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
+import { waitFor } from './support/queue-env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -52,6 +55,7 @@ it('compiles and bundles, and the bundle runs the command line and real jobs', a
   expect(migrate.stdout).toMatch(/database is up to date|applied migrations/);
 
   const config = `${ROOT}/${OUT}/jobs.yaml`;
+  const queued = uniqueName('bundle_queued');
   writeFileSync(
     config,
     `connections:
@@ -65,6 +69,10 @@ jobs:
     connection: sim
     report: { mandant: 7777, name: Sales/Orders, outputType: excel-xlsx_data, paging: 30, parameters: { ROWS: "75" } }
     target: { table: ${h.schema}.workbook, load: rows }
+  ${queued}:
+    connection: sim
+    report: { mandant: 7777, name: Stock/Levels, outputType: json, paging: 100 }
+    target: { table: ${h.schema}.queued, mode: replace }
 `,
   );
   // Not spawnSync: the simulator answers from this process.
@@ -77,4 +85,21 @@ jobs:
   expect((await runJob('workbook')).stdout).toMatch(/^workbook: succeeded, 75 rows, 3 pages/);
   const counts = await h.pool.query<{ orders: string; workbook: string }>(`SELECT (SELECT count(*) FROM ${h.schema}.orders) AS orders, (SELECT count(*) FROM ${h.schema}.workbook) AS workbook`);
   expect(counts.rows[0]).toEqual({ orders: '450', workbook: '75' });
-}, 120_000);
+
+  // The queue from the bundle: its bundled ioredis hands connections to bullmq, which stays in node_modules.
+  const queueEnv = { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL, REDIS_URL, BUILD_TEST_SECRET: 'demo-secret', REPORT_ETL_QUEUE_PREFIX: uniqueName('bundleq') };
+  await promisify(execFile)(process.execPath, [`${OUT}/bundle/main.js`, 'enqueue', queued, '--config', config], { cwd: ROOT, env: queueEnv });
+  const worker = spawn(process.execPath, [`${OUT}/bundle/main.js`, 'worker', '--config', config], { cwd: ROOT, env: queueEnv, stdio: 'ignore' });
+  try {
+    await waitFor(
+      'the bundle\'s worker ran the queued job',
+      async () => (await h.pool.query<{ status: string }>('SELECT status FROM etl.runs WHERE job = $1', [queued])).rows[0]?.status === 'succeeded',
+      60_000,
+    );
+  } finally {
+    const exited = once(worker, 'exit');
+    worker.kill('SIGTERM');
+    // A worker stops on SIGTERM after its runs (graceful shutdown), with exit code 0.
+    expect((await exited)[0]).toBe(0);
+  }
+}, 180_000);
