@@ -35,6 +35,8 @@ const find = (n: string) => config.connections[n];
 beforeAll(async () => {
   process.env[SECRET_KEY_ENV] = randomBytes(32).toString('hex');
   h = await startHarness({ clients: [...DEFAULT_CLIENTS, { clientId: 'scoped-no-access', clientSecret: 'scoped-secret', interfaceAccess: false, scopes: ['svc.pad', 'openid'] }] });
+  // Rows another test file left for a simulator that had this port before (connection names repeat across files).
+  await h.pool.query('DELETE FROM etl.connection_logins WHERE base_url = $1', [h.sim.url]);
   queue = makeQueue(h.redis, uniqueName('ulq'));
   // The admin server serves the callback; its port is known only once it listens, so the config follows.
   let current: EtlConfig | undefined;
@@ -190,7 +192,7 @@ describe.sequential('a user-dependent service user', () => {
   it('keeps every refresh token out of logs, Redis, the run history, the pages and /metrics, and stores it sealed', async () => {
     const issued = h.sim.oauthCounters().refreshTokensIssued;
     expect(issued.length).toBeGreaterThanOrEqual(2);
-    const { rows: sealed } = await h.pool.query<{ refresh_token_sealed: string }>('SELECT refresh_token_sealed FROM etl.connection_logins WHERE connection = $1 AND base_url = $2', ['sim', h.sim.url]);
+    const { rows: sealed } = await h.pool.query<{ refresh_token_sealed: string }>('SELECT refresh_token_sealed FROM etl.connection_logins WHERE connection = $1 AND base_url = $2 AND client_id = $3', ['sim', h.sim.url, 'demo-user-client']);
     expect(sealed[0]!.refresh_token_sealed).toMatch(/^v1:/);
     const { rows: history } = await h.pool.query<{ t: string }>(
       `SELECT coalesce(json_agg(r)::text, '') || coalesce((SELECT json_agg(e)::text FROM etl.run_errors e WHERE e.run_id IN (SELECT run_id FROM etl.runs WHERE job = $1)), '') AS t FROM etl.runs r WHERE job = $1`,
