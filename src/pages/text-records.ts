@@ -109,7 +109,7 @@ export abstract class TextRecordsDecoder implements PageDecoder {
     const sc = this.scanner;
     let i = 0;
     while (i < n) {
-      const next = scanRecord(sc, b, i, n, { page: st.page, row: st.line + 1, offset: st.offset });
+      const next = scanRecord(sc, b, i, n, st.page, st.line + 1, st.offset);
       if (next === NEED_MORE) break;
       this.record(b, i, st);
       st.line++;

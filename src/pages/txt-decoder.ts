@@ -351,7 +351,7 @@ export class TxtPageDecoder implements PageDecoder {
     const out = this.out;
     let row = st.row;
     while (i < n) {
-      const next = scanRecord(sc, b, i, n, { page: st.page, row: row + 1, offset: st.offset });
+      const next = scanRecord(sc, b, i, n, st.page, row + 1, st.offset);
       if (next === NEED_MORE) break;
       if (sc.count !== ncols) {
         // An empty line cannot be a row of several columns: skip it.

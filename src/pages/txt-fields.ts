@@ -131,16 +131,19 @@ export class RecordScanner {
 }
 
 /**
- * One {@link RecordScanner.scan} of the record at b[i], its shape errors as the page's PageFormatError.
- * @param at the page, the record's 1-based row and the page offset of b[0], for the error
+ * One {@link RecordScanner.scan} of the record at b[i], its shape errors as the page's PageFormatError. Called per
+ * record on the page -> COPY path: the error's context comes as numbers, not as an object made for every record.
+ * @param page the page, for the error
+ * @param row the record's 1-based row, for the error
+ * @param offset the page offset of b[0], for the error
  * @returns the index after the record's line end, or {@link NEED_MORE}
  * @throws PageFormatError naming page, row and offset
  */
-export function scanRecord(sc: RecordScanner, b: Uint8Array, i: number, n: number, at: { page: number; row: number; offset: number }): number {
+export function scanRecord(sc: RecordScanner, b: Uint8Array, i: number, n: number, page: number, row: number, offset: number): number {
   try {
     return sc.scan(b, i, n);
   } catch (err) {
     if (!(err instanceof RecordShapeError)) throw err;
-    throw new PageFormatError(err.message, { page: at.page, row: at.row, offset: at.offset + err.index });
+    throw new PageFormatError(err.message, { page, row, offset: offset + err.index });
   }
 }
