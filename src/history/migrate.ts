@@ -44,11 +44,11 @@ export async function readMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migrati
 export async function migrate(pool: pg.Pool, logger: Logger = silentLogger): Promise<number[]> {
   const migrations = await readMigrations();
   // Every start of every command comes here: when all are applied already, one query says so, without the lock.
-  const applied0 = await pool.query<{ version: number }>('SELECT version FROM etl.schema_migrations').then(
+  const alreadyApplied = await pool.query<{ version: number }>('SELECT version FROM etl.schema_migrations').then(
     (r) => new Set(r.rows.map((row) => row.version)),
     () => undefined,
   );
-  if (applied0 && migrations.every((m) => applied0.has(m.version))) return [];
+  if (alreadyApplied && migrations.every((m) => alreadyApplied.has(m.version))) return [];
   const client = await pool.connect();
   const applied: number[] = [];
   try {

@@ -9,7 +9,6 @@
 import { BINARY, type BinaryEncoding } from '../warehouse/copy-binary.ts';
 import { makeLocalTimeOffset } from '../zone-offset.ts';
 
-
 /** Bytes a field can take beyond its text form's length (length word, binary headers): reserve len + this. */
 export const FIELD_OVERHEAD = 24;
 

@@ -315,10 +315,7 @@ export class JsonPageDecoder implements PageDecoder {
     let i = skipWs(b, rowStart + 1, n);
     if (i >= n) return NEED;
     let col = 0;
-    if (binary) {
-      sc.out[sc.op++] = ncols >>> 8;
-      sc.out[sc.op++] = ncols;
-    }
+    if (binary) sc.op = this.binary!.rowStart(sc.out, sc.op);
     if (b[i] === 0x7d) {
       i++;
     } else {
@@ -370,11 +367,10 @@ export class JsonPageDecoder implements PageDecoder {
     sc.out = out.buf;
     const o = sc.out;
     let op = out.pos;
-    const binary = this.binary !== undefined;
+    const binary = this.binary;
     for (; col < ncols; col++) {
       if (binary) {
-        o[op] = o[op + 1] = o[op + 2] = o[op + 3] = 0xff;
-        op += 4;
+        op = binary.writeNull(o, op);
         continue;
       }
       if (col > 0) o[op++] = TAB;

@@ -18,10 +18,11 @@ export const NEED = -1;
 
 const QUOTE = 0x22;
 const MAX_DEPTH = 512;
+/** The text forms of true and false, for a binary boolean or text column. */
 const LETTER_T = Buffer.of(0x74);
+const LETTER_F = Buffer.of(0x66);
 /** {@link JsonValueScanner.int8Field}: not a plain short integer, nothing written. */
 const NOT_PLAIN = -3;
-const LETTER_F = Buffer.of(0x66);
 
 /** Index of the first non-whitespace byte at or after i (n if none). */
 export function skipWs(b: Uint8Array, i: number, n: number): number {
