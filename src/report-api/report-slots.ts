@@ -1,0 +1,248 @@
+/**
+ * Report slots: at most N report jobs of one jobs.yaml connection open on its server at once, across every process
+ * that shares the Redis (`connections.<name>.maxConcurrentReports`; docs/architecture.md "A fleet"). The server
+ * names no limit (docs/report-export-service.md "Limits"), but it is the ERP its users work on: a fleet of workers
+ * must not start a hundred report jobs on it because a hundred jobs share a tick.
+ *
+ * A slot is a lease, not a lock: a holder renews it every {@link SlotOptions.leaseMs}/3, so that the slot of a
+ * process that died (kill -9, a lost machine) is free again once its lease ran out. Runs beyond the limit wait in
+ * line, ordered by a number the caller gives (its fairness class, then its logical time); a waiter's place is a lease
+ * too, renewed each time it asks again, so a dead waiter never blocks the line. A release is published, so that
+ * waiters in every process ask again at once instead of at their next poll.
+ *
+ * Three sorted sets per connection, all under the installation's prefix (one hash slot on a Redis Cluster when the
+ * prefix carries a hash tag): `held` (holder → lease end), `waiting` (holder → order), `waitLease` (holder → lease
+ * end). Lease ends are in the Redis server's clock (TIME), so that the clocks of the machines do not matter.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Cluster, type Redis } from 'ioredis';
+import { AbortedError } from '../errors.ts';
+
+/** A Redis connection or a Redis Cluster client. */
+export type RedisClient = Redis | Cluster;
+
+// KEYS: held, waiting, waitLease. ARGV: holder, order, limit, leaseMs. Returns {got (0|1), held, waiting}.
+const ACQUIRE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+for _, m in ipairs(gone) do redis.call('ZREM', KEYS[2], m) end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+local held = redis.call('ZCARD', KEYS[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
+  return {1, held, redis.call('ZCARD', KEYS[2])}
+end
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[3], now + lease, ARGV[1])
+local free = tonumber(ARGV[3]) - held
+if free > 0 and redis.call('ZRANK', KEYS[2], ARGV[1]) < free then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
+  return {1, held + 1, redis.call('ZCARD', KEYS[2])}
+end
+return {0, held, redis.call('ZCARD', KEYS[2])}`;
+
+// KEYS: held. ARGV: holder, leaseMs. Returns 1 when the holder still had its slot, 0 when its lease had run out
+// (it is taken again: the report job is open on the server whatever the count says).
+const RENEW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local had = redis.call('ZSCORE', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+if had and tonumber(had) > now then return 1 end
+return 0`;
+
+// KEYS: held, waiting, waitLease. ARGV: holder.
+const RELEASE = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+return 1`;
+
+// KEYS: held, waitLease. Returns {held, waiting} counting live leases only.
+const USAGE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return {redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf'), redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}`;
+
+/** Options of {@link ReportSlots}. */
+export interface SlotOptions {
+  /** The installation's key prefix (the queue prefix; hash-tagged on a Redis Cluster). */
+  prefix: string;
+  /** How long a slot or a place in line outlives its holder, ms (default 30 000: a dead process's slot is free within a minute). */
+  leaseMs?: number;
+  /** How often a waiter asks again without a release having been published, ms (default 1 000). */
+  pollMs?: number;
+}
+
+/** How busy one connection's slots are. */
+export interface SlotUsage {
+  /** Slots held now (report jobs open, or about to be). */
+  held: number;
+  /** Runs waiting for a slot. */
+  waiting: number;
+}
+
+/** A held slot. */
+export interface HeldSlot {
+  /** Frees the slot and tells the waiters; never throws (an unreachable Redis lets the lease run out instead). */
+  release(): Promise<void>;
+}
+
+/** What a waiting run is told each time it asks and gets no slot. */
+export type SlotWaitListener = (usage: SlotUsage & { limit: number }) => void;
+
+/** A run of this process waiting for a slot. */
+interface Waker {
+  readonly heldKey: string;
+  readonly order: number;
+  readonly limit: number;
+  wake(): void;
+}
+
+/** The report slots of every connection, for one process. Close it at shutdown (its subscriber connection). */
+export class ReportSlots {
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private readonly processId = `${hostname()}:${process.pid}`;
+  private subscriber: RedisClient | undefined;
+  private readonly wakers = new Set<Waker>();
+  private closed = false;
+
+  private readonly redis: RedisClient;
+  private readonly options: SlotOptions;
+
+  constructor(redis: RedisClient, options: SlotOptions) {
+    this.redis = redis;
+    this.options = options;
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.pollMs = options.pollMs ?? 1_000;
+  }
+
+  /**
+   * Waits until `connection` has a free slot and this run is first in line for it, then holds it (renewed until
+   * released).
+   * @param limit the connection's maxConcurrentReports
+   * @param order place in line: lower goes first (fairness class, then logical time in epoch ms; see slotOrder)
+   * @param onWait called after each ask that got no slot (the first one tells that the run waits)
+   * @throws AbortedError when `signal` aborts while waiting (the place in line is given up); Redis errors
+   */
+  async acquire(connection: string, limit: number, order: number, signal?: AbortSignal, onWait?: SlotWaitListener): Promise<HeldSlot> {
+    const keys = this.keys(connection);
+    const holder = `${this.processId}:${randomUUID()}`;
+    try {
+      for (;;) {
+        if (signal?.aborted) throw new AbortedError(signal.reason);
+        const woken = this.nextWake(keys.held, order, limit, signal);
+        const [got, held, waiting] = (await this.redis.eval(ACQUIRE, 3, keys.held, keys.waiting, keys.waitLease, holder, String(order), String(limit), String(this.leaseMs))) as number[];
+        if (got === 1) {
+          woken.cancel();
+          return this.hold(keys, holder);
+        }
+        onWait?.({ held: held!, waiting: waiting!, limit });
+        await woken.promise;
+      }
+    } catch (err) {
+      await this.redis.eval(RELEASE, 3, keys.held, keys.waiting, keys.waitLease, holder).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Slots held and runs waiting on `connection` now (live leases only). */
+  async usage(connection: string): Promise<SlotUsage> {
+    const keys = this.keys(connection);
+    const [held, waiting] = (await this.redis.eval(USAGE, 2, keys.held, keys.waitLease)) as number[];
+    return { held: held!, waiting: waiting! };
+  }
+
+  /** Closes the subscriber connection; waiters still waiting fall back to polling. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const s = this.subscriber;
+    this.subscriber = undefined;
+    if (s) await s.quit().catch(() => s.disconnect());
+  }
+
+  private keys(connection: string): { held: string; waiting: string; waitLease: string; channel: string } {
+    const base = `${this.options.prefix}:slots:${connection}`;
+    return { held: `${base}:held`, waiting: `${base}:waiting`, waitLease: `${base}:wait-lease`, channel: `${this.options.prefix}:slots:released` };
+  }
+
+  private hold(keys: ReturnType<ReportSlots['keys']>, holder: string): HeldSlot {
+    const renew = setInterval(() => {
+      this.redis.eval(RENEW, 1, keys.held, holder, String(this.leaseMs)).catch(() => undefined);
+    }, Math.max(1, Math.floor(this.leaseMs / 3)));
+    renew.unref();
+    let released: Promise<void> | undefined;
+    return {
+      release: () =>
+        (released ??= (async () => {
+          clearInterval(renew);
+          try {
+            await this.redis.eval(RELEASE, 3, keys.held, keys.waiting, keys.waitLease, holder);
+            await this.redis.publish(keys.channel, keys.held);
+          } catch {
+            // The lease runs out by itself.
+          }
+        })()),
+    };
+  }
+
+  /**
+   * A promise that resolves at the next published release on the connection whose `held` key is `heldKey` (when
+   * this waiter is among the process's `limit` first in line there), after pollMs, or on abort. Waking only the
+   * first few keeps a release from making hundreds of waiters ask Redis at once: only the first `limit` in line can
+   * get a slot.
+   */
+  private nextWake(heldKey: string, order: number, limit: number, signal?: AbortSignal): { promise: Promise<void>; cancel: () => void } {
+    this.subscribe();
+    let done!: () => void;
+    const promise = new Promise<void>((resolve) => (done = resolve));
+    // Polls are spread by up to a quarter, so that waiters started together do not ask together.
+    const timer = setTimeout(() => finish(), this.pollMs * (0.75 + Math.random() / 4));
+    const onAbort = () => finish();
+    const waker: Waker = { heldKey, order, limit, wake: () => finish() };
+    const finish = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      this.wakers.delete(waker);
+      done();
+    };
+    this.wakers.add(waker);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    return { promise, cancel: finish };
+  }
+
+  /** Wakes the first waiters in line on the connection whose `held` key was published. */
+  private wakeFirst(heldKey: string): void {
+    const line = [...this.wakers].filter((w) => w.heldKey === heldKey).sort((a, b) => a.order - b.order);
+    for (const w of line.slice(0, line[0]?.limit ?? 0)) w.wake();
+  }
+
+  private subscribe(): void {
+    if (this.subscriber || this.closed) return;
+    const s: RedisClient = this.redis instanceof Cluster ? this.redis.duplicate() : this.redis.duplicate();
+    this.subscriber = s;
+    s.on('error', () => undefined);
+    s.on('message', (_channel: string, key: string) => this.wakeFirst(key));
+    void s.subscribe(this.keys('').channel).catch(() => undefined);
+  }
+}
+
+/** Fairness classes of runs waiting for a slot, first served first (docs/architecture.md "A fleet"). */
+export const SLOT_CLASS = { scheduled: 0, manual: 1, backfill: 2 } as const;
+
+/**
+ * A run's place in line for a slot: its fairness class, then its logical time, so that a backfill of a thousand
+ * old ticks does not go before the scheduled ticks of other jobs.
+ * @param logicalTimeMs the run's logical time (its tick), epoch ms
+ */
+export function slotOrder(cls: (typeof SLOT_CLASS)[keyof typeof SLOT_CLASS], logicalTimeMs: number): number {
+  // 1e13 ms is beyond year 2286: the classes never overlap, and the sum stays an exact double.
+  return cls * 1e13 + Math.max(0, logicalTimeMs);
+}
