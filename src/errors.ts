@@ -81,8 +81,11 @@ export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'OVERLAP_LOCK_LOST',
 ]);
 
-/** Postgres SQLSTATEs worth a retry: serialization failure, deadlock, admin shutdown, connection loss. */
-export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
+/**
+ * Postgres SQLSTATEs worth a retry: serialization failure, deadlock, admin shutdown, connection loss, and capacity
+ * (53300 too many connections, 57P03 cannot connect now): a full server takes the attempt once others are done.
+ */
+export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01', '53300', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
 
 /** Node socket errors of a lost or refused database (or any TCP) connection: worth a retry once it is back. */
 export const CONNECTION_LOSS_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
@@ -91,14 +94,16 @@ export const CONNECTION_LOSS_CODES: ReadonlySet<string> = new Set(['ECONNRESET',
 const PG_CONNECTION_LOSS = /Connection terminated|connection error and is not queryable|Client was closed and is not queryable|timeout exceeded when trying to connect/i;
 
 /**
- * Whether a database error says the connection was lost or could not be made (socket codes, SQLSTATE class 08 and
- * 57P01-03, node-postgres' "Connection terminated unexpectedly"), rather than something about the SQL or the data.
+ * Whether a database error says the connection was lost or could not be made (socket codes, SQLSTATE class 08,
+ * 57P01-03, 53300 too many connections, node-postgres' "Connection terminated unexpectedly" and its pool's connect
+ * timeout), rather than something about the SQL or the data: PostgreSQL will take the same statement once it is
+ * back or has room.
  */
 export function isConnectionLoss(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   if (!e || typeof e !== 'object') return false;
   const code = typeof e.code === 'string' ? e.code : undefined;
-  if (code && (CONNECTION_LOSS_CODES.has(code) || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03')) return true;
+  if (code && (CONNECTION_LOSS_CODES.has(code) || code.startsWith('08') || code === '53300' || code === '57P01' || code === '57P02' || code === '57P03')) return true;
   return typeof e.message === 'string' && PG_CONNECTION_LOSS.test(e.message);
 }
 

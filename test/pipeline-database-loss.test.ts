@@ -27,10 +27,11 @@ afterAll(async () => {
 });
 
 it('classifies lost and refused connections as retryable, SQL problems not', () => {
-  for (const code of ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', '57P01', '08006']) {
+  for (const code of ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', '57P01', '08006', '53300', '57P03']) {
     expect(databaseError(Object.assign(new Error(`x ${code}`), { code }), 'load')).toMatchObject({ code: 'DATABASE', retryable: true });
   }
   expect(databaseError(new Error('Connection terminated unexpectedly'), 'load')).toMatchObject({ retryable: true });
+  expect(databaseError(new Error('timeout exceeded when trying to connect'), 'load')).toMatchObject({ retryable: true });
   expect(databaseError(Object.assign(new Error('syntax error'), { code: '42601' }), 'load')).toMatchObject({ retryable: false });
 });
 
@@ -49,7 +50,7 @@ it('an attempt that loses PostgreSQL mid-load fails retryable, is recorded once 
     // Take the database away once rows are flowing, and bring it back a few seconds later.
     await waitFor(() => lines.some((l) => l.msg === 'page loaded'));
     proxy.cut();
-    await waitFor(() => lines.some((l) => l.msg === 'PostgreSQL cannot be reached: recording the failed attempt once it is back'));
+    await waitFor(() => lines.some((l) => l.msg === 'PostgreSQL cannot be reached or has no room: recording the failed attempt once it can'));
     h.sim.setFaults({});
     proxy.restore();
     restored = true;

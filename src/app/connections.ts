@@ -5,6 +5,7 @@
  */
 import pg from 'pg';
 import { Redis } from 'ioredis';
+import { ConfigError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 
 /** Default PostgreSQL URL when DATABASE_URL is not set. */
@@ -18,6 +19,26 @@ export function makePool(logger: Logger, url = process.env.DATABASE_URL ?? DEFAU
   pool.on('error', (err) => logger.error({ err: err.message }, 'idle PostgreSQL client error'));
   pool.on('connect', (client) => client.on('error', (err) => logger.error({ err: err.message }, 'PostgreSQL client error')));
   return pool;
+}
+
+/** Default of DATABASE_POOL_MAX: PostgreSQL connections one process holds for its runs. */
+export const DEFAULT_DATABASE_POOL_MAX = 10;
+
+/**
+ * The most PostgreSQL connections one process holds for its runs (`DATABASE_POOL_MAX`, default
+ * {@link DEFAULT_DATABASE_POOL_MAX}), whatever its `--concurrency`: a run takes one only while it talks to
+ * PostgreSQL, so a worker's concurrency costs no connections while its runs wait for the server or a report slot
+ * (docs/architecture.md "A fleet"). The owner session comes on top.
+ * @throws ConfigError when the variable is not a whole number of at least 1
+ */
+export function databasePoolMax(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.DATABASE_POOL_MAX;
+  if (raw === undefined || raw.trim() === '') return DEFAULT_DATABASE_POOL_MAX;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) {
+    throw new ConfigError([`DATABASE_POOL_MAX must be a whole number of at least 1 (got "${raw}"): the most PostgreSQL connections one process holds for its runs, default ${DEFAULT_DATABASE_POOL_MAX}`]);
+  }
+  return n;
 }
 
 /**

@@ -4,7 +4,7 @@
  * worker (graceful, see makeRunWorker), HTTP server, then the pg pool and Redis.
  */
 import { openStores } from './bootstrap.ts';
-import { Releasers } from './connections.ts';
+import { databasePoolMax, Releasers } from './connections.ts';
 import type { Logger } from '../logger.ts';
 import { watchLiveConfig, type LiveConfig } from '../config/live-config.ts';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.ts';
@@ -64,7 +64,8 @@ export async function startService(o: ServiceOptions): Promise<Service> {
   try {
     const config = await watchLiveConfig(o.configPath, o.logger);
     releasers.add(() => config.close());
-    const { pool, redis, releasers: stores } = await openStores(o.logger, { poolMax: Math.max(10, (o.workerOptions?.concurrency ?? 1) * 2 + 2) });
+    // DATABASE_POOL_MAX for the runs, whatever the concurrency, and one more for the owner session.
+    const { pool, redis, releasers: stores } = await openStores(o.logger, { poolMax: databasePoolMax() + 1 });
     releasers.add(() => stores.releaseAll());
     const queue = makeQueue(redis, prefix);
     releasers.add(() => queue.close());

@@ -31,7 +31,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
       }
 
       async function runWithStores(): Promise<void> {
-        const [{ Releasers }, { resolveJob }, { loadConfigForJob }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { makeAlertSender }, { makeRunAlerts }, { makeJanitor }, { outputShape }] =
+        const [{ Releasers }, { resolveJob }, { loadConfigForJob }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { makeAlertSender }, { makeRunAlerts }, { makeJanitor }, { outputShape }, { ReportSlots }, { queuePrefixFromEnv }] =
           await Promise.all([
             import('../app/connections.ts'),
             import('../config/load.ts'),
@@ -42,6 +42,8 @@ export const registerRun: RegisterCommand = (program, cli) => {
             import('../alerts/run-alerts.ts'),
             import('../queue/janitor.ts'),
             import('../vocabulary.ts'),
+            import('../report-api/report-slots.ts'),
+            import('../queue/names.ts'),
           ]);
         const loaded = await loadConfigForJob(cli, opts.config, jobName);
         const job = resolveJob(loaded.config, jobName, opts.config);
@@ -82,6 +84,9 @@ export const registerRun: RegisterCommand = (program, cli) => {
             alerts: sender,
           });
           releasers.add(() => janitor.close());
+          // A run in the foreground takes a report slot like a queued one: the server's limit is the fleet's.
+          const slots = new ReportSlots(redis, { prefix: queuePrefixFromEnv() });
+          releasers.add(() => slots.close());
           // A `run` of this job killed earlier leaves no orphan behind this one; then a sweep, if no other process is
           // doing one. Both go on while the run waits for the server (issue 14: start-up), or at the end when the run
           // started no report job, unless it was interrupted (Ctrl-C does not wait for orphans' DELETEs to a server
@@ -102,6 +107,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
             logger,
             signal: controller.signal,
             owner,
+            slots,
             onReportJobStarted: startJanitorWork,
           }).catch(async (err: unknown) => {
             if (err instanceof AttemptFailedError && !controller.signal.aborted) await alerts.failed({ job: jobName, runId: err.attemptId, trigger: 'manual', error: err.error });

@@ -19,6 +19,9 @@ const duration = () => z.string().refine((t) => parseWindow(t) !== undefined, { 
 /** Default of `history.keep`. */
 export const DEFAULT_HISTORY_KEEP = '90d';
 
+/** Default `maxConcurrentReports` of a connection: report jobs open on one server at once (docs/architecture.md "A fleet"). */
+export const DEFAULT_MAX_CONCURRENT_REPORTS = 4;
+
 
 export const connectionSchema = z
   .object({
@@ -57,6 +60,12 @@ export const connectionSchema = z
     requestTimeoutMs: z.number().int().positive().default(60_000).describe('Timeout of one HTTP request in ms.'),
     pollIntervalMs: z.number().int().positive().default(250).describe('First job status poll interval in ms (spec "Limits": 250).'),
     pollMaxIntervalMs: z.number().int().positive().default(5_000).describe('Cap of the growing poll interval in ms.'),
+    maxConcurrentReports: z
+      .number()
+      .int()
+      .positive()
+      .default(DEFAULT_MAX_CONCURRENT_REPORTS)
+      .describe('Most report jobs of this connection open on its server at once, across every worker process and machine sharing the Redis (from the start request to the DELETE); runs beyond it wait for a slot in order of their logical time. The server names no limit; 4 protects an ERP that also serves its users.'),
     pollTimeoutMs: z.number().int().positive().default(3_600_000).describe('How long a job may stay Running before the run fails, in ms.'),
     freshness: duration().optional().describe('Default freshness of the jobs on this connection, e.g. 26h; see jobs.<name>.freshness.'),
     productVersion: z

@@ -11,9 +11,11 @@ import { completeAttempt, failAttempt, failureOf, insertAttempt, runningAttempts
 import { goneOwners } from '../history/orphans.ts';
 import { insertRunDocuments } from '../history/run-documents.ts';
 import { DocumentPageDecoder } from '../pages/decoder.ts';
+import { SLOT_CLASS, slotOrder, type HeldSlot } from '../report-api/report-slots.ts';
 import { encodeReportName, makeReportClient, type FinishedReport, type ReportClient, type ReportJob, type StartReportRequest } from '../report-api/index.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { outputShape } from '../vocabulary.ts';
+import { outputShape, type RunTrigger } from '../vocabulary.ts';
+import type { Logger } from '../logger.ts';
 import { loadRows, withLoadTransaction, type LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
@@ -23,6 +25,36 @@ import { connectionAuthStore } from './auth-store.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { runParameters } from './logical-time.ts';
 import { reportRows } from './report-rows.ts';
+
+/** Fairness class of a run by its trigger: scheduled ticks first, then runs asked for by hand, then backfills and replays. */
+function slotClass(trigger: RunTrigger | undefined): (typeof SLOT_CLASS)[keyof typeof SLOT_CLASS] {
+  if (trigger === 'schedule' || trigger === 'catchup') return SLOT_CLASS.scheduled;
+  if (trigger === 'backfill' || trigger === 'replay') return SLOT_CLASS.backfill;
+  return SLOT_CLASS.manual;
+}
+
+/**
+ * Step 0, with the fleet's report slots: waits for a slot on the job's connection, in line by fairness class and
+ * logical time, before anything is recorded and without holding a PostgreSQL connection. Logs once that it waits
+ * ("waiting for a slot on erp: 4 of 4 busy").
+ * @returns the held slot (release it after the report job's DELETE), or undefined without slots
+ * @throws AbortedError when the signal aborts while waiting; Redis errors
+ */
+export async function waitForSlot(o: AttemptOptions): Promise<HeldSlot | undefined> {
+  if (!o.slots) return undefined;
+  const { name, connectionName, connection } = o.job;
+  const request = o.request ?? {};
+  const logicalTime = Date.parse(request.scheduledFor ?? request.logicalEnd ?? '') || Date.now();
+  let told = false;
+  const waitStarted = performance.now();
+  const slot = await o.slots.acquire(connectionName, connection.maxConcurrentReports, slotOrder(slotClass(request.trigger), logicalTime), o.signal, (u) => {
+    if (told) return;
+    told = true;
+    o.logger.info({ job: name, connection: connectionName, held: u.held, waiting: u.waiting, limit: u.limit }, `waiting for a slot on ${connectionName}: ${u.held} of ${u.limit} busy`);
+  });
+  if (told) o.logger.info({ job: name, connection: connectionName, waitedMs: Math.round(performance.now() - waitStarted) }, `got a slot on ${connectionName}`);
+  return slot;
+}
 
 /**
  * Step 1: records the attempt `running` in the run history, numbered one more than its run's attempts so far.
@@ -38,7 +70,8 @@ export async function recordAttempt(o: AttemptOptions): Promise<Attempt> {
   const targetTable = `${target.schema}.${target.table}`;
   const startedMs = performance.now();
   const trigger = request.trigger ?? 'manual';
-  const number = await insertAttempt(o.pool, {
+  // A full or restarting PostgreSQL takes the record once it has room (no attempt exists before it does).
+  const start = {
     attemptId,
     job: name,
     runKey,
@@ -48,7 +81,9 @@ export async function recordAttempt(o: AttemptOptions): Promise<Attempt> {
     writeMode: job.target.mode,
     worker: o.worker ?? defaultWorkerName(),
     ownerLock: o.owner?.key,
-  });
+  };
+  const waits = { todo: 'the attempt starts', done: 'the attempt is recorded' };
+  const number = await untilDatabaseTakesIt(o.logger.child({ job: name }), waits, o.signal, () => insertAttempt(o.pool, start));
   const log = o.logger.child({ job: name, runId: attemptId });
   log.info({ trigger, attempt: number, runKey, report: job.report.name, outputType: job.report.outputType }, 'run started');
   return { options: o, attemptId, runKey, number, target, targetTable, startedAt: new Date(), startedMs, stage: 'config', log, reportJobId: undefined, pages: 0, bytes: 0 };
@@ -258,13 +293,10 @@ export async function deleteReportJob(a: Attempt, client: ReportClient): Promise
   });
 }
 
-/** How long an attempt whose database went away keeps trying to record its end, in ms (then it logs and gives up). */
-export const RECORD_FAILURE_DEADLINE_MS = 120_000;
-
 /**
  * Records a failed attempt (`failed`, or `interrupted` when aborted) with its stage, kind and the server's words.
- * When PostgreSQL cannot be reached (often why the attempt failed), tries again with a growing delay until it is
- * back or {@link RECORD_FAILURE_DEADLINE_MS} has passed, so that the attempt does not stay `running` for good.
+ * When PostgreSQL cannot be reached or has no room (often why the attempt failed), tries again with a growing delay
+ * until it takes the record, so that the attempt does not stay `running` for good.
  * @returns the error to throw: the typed cause, with the attempt's id
  */
 export async function recordFailedAttempt(a: Attempt, raw: unknown): Promise<AttemptFailedError> {
@@ -279,24 +311,38 @@ export async function recordFailedAttempt(a: Attempt, raw: unknown): Promise<Att
   return new AttemptFailedError(a.attemptId, err);
 }
 
-/** Writes the failure; while PostgreSQL cannot be reached, again with a growing delay (250 ms doubling, at most 10 s). */
+/**
+ * Writes the failure. While PostgreSQL cannot be reached or has no room, again and again: an attempt's end is never
+ * dropped (a process killed meanwhile leaves it to the janitor, docs/architecture.md "Liveness").
+ */
 async function recordFailure(a: Attempt, failure: AttemptFailure): Promise<void> {
+  try {
+    await untilDatabaseTakesIt(a.log, { todo: 'recording the failed attempt', done: 'the failed attempt is recorded' }, undefined, () => failAttempt(a.options.pool, a.attemptId, failure));
+  } catch (e) {
+    a.log.error({ err: coerceError(e).message }, 'could not record the failed run');
+  }
+}
+
+/**
+ * Runs `fn` until PostgreSQL takes it: on a lost connection, a full server (53300) or a pool timeout it tries again
+ * after a growing delay (250 ms doubling, at most 10 s), logging once that it waits and once that it is back.
+ * @throws what `fn` throws when it is not such an error; AbortedError when `signal` aborts meanwhile
+ */
+async function untilDatabaseTakesIt<T>(log: Logger, what: { todo: string; done: string }, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
   const started = Date.now();
   let waiting = false;
   for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
     try {
-      await failAttempt(a.options.pool, a.attemptId, failure);
-      if (waiting) a.log.info({ waitedMs: Date.now() - started }, 'PostgreSQL is back: the failed attempt is recorded');
-      return;
+      const result = await fn();
+      if (waiting) log.info({ waitedMs: Date.now() - started }, `PostgreSQL is back: ${what.done}`);
+      return result;
     } catch (e) {
-      const waited = Date.now() - started;
-      if (!isConnectionLoss(e) || waited >= RECORD_FAILURE_DEADLINE_MS) {
-        a.log.error({ err: coerceError(e).message, waitedMs: waited }, 'could not record the failed run');
-        return;
-      }
-      if (!waiting) a.log.warn({ err: coerceError(e).message }, 'PostgreSQL cannot be reached: recording the failed attempt once it is back');
+      if (!isConnectionLoss(e)) throw e;
+      if (!waiting) log.warn({ err: coerceError(e).message }, `PostgreSQL cannot be reached or has no room: ${what.todo} once it can`);
       waiting = true;
-      await sleep(delay);
+      await sleep(delay, undefined, { signal }).catch(() => {
+        throw new AbortedError(signal?.reason);
+      });
     }
   }
 }

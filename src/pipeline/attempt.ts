@@ -11,6 +11,7 @@ import { EtlError } from '../errors.ts';
 import type { AttemptOwner } from '../history/attempt-owner.ts';
 import type { Logger } from '../logger.ts';
 import type { ReportClients } from '../report-api/index.ts';
+import type { ReportSlots } from '../report-api/report-slots.ts';
 import type { RunRequest, RunStage } from '../vocabulary.ts';
 import type { CopyFormatUsed, LoadPlan } from '../warehouse/copy-load.ts';
 import type { TableName } from '../warehouse/identifiers.ts';
@@ -52,6 +53,12 @@ export interface AttemptOptions {
    * (`report-etl run` starts its janitor work here). Not called when the attempt ends before it starts a report job.
    */
   onReportJobStarted?: () => void;
+  /**
+   * The fleet's report slots (docs/architecture.md "A fleet"): with them, the attempt first waits for a slot on its
+   * connection (`maxConcurrentReports`), before it is recorded and without a PostgreSQL connection, and holds it
+   * until its report job is deleted. Without them (tests, tools), no limit applies.
+   */
+  slots?: ReportSlots | undefined;
 }
 
 /** A lock that makes the caller the only runner of a job (the queue's overlap lock). */

@@ -16,21 +16,32 @@ import {
   recordFailedAttempt,
   startReportJob,
   waitForReportJob,
+  waitForSlot,
   type ReportClientLease,
 } from './attempt-steps.ts';
 
 export { AttemptFailedError, defaultWorkerName, type AttemptOptions, type AttemptResult, type ExclusiveLock } from './attempt.ts';
-export { RECORD_FAILURE_DEADLINE_MS } from './attempt-steps.ts';
 
 /**
- * Runs one attempt of a run of `o.job`: record it → check it may run → start the report job → wait for it → load
+ * Runs one attempt of a run of `o.job`: wait for a report slot → record it → check it may run → start the report job → wait for it → load
  * and commit → delete the report job, in every outcome once started.
  * @returns figures of the committed load (status `already-loaded` when the run's rows were appended already)
  * @throws AttemptFailedError (already recorded as failed or interrupted; the target is untouched and the report
  *   job deleted): `.error` is the typed cause, `.retryable` says whether another attempt may help
- * @throws the database's error when the attempt could not even be recorded
+ * @throws the database's error when the attempt could not even be recorded; AbortedError when aborted while it
+ *   waited for a slot (nothing recorded)
  */
 export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
+  const slot = await waitForSlot(o);
+  try {
+    return await runWithSlot(o);
+  } finally {
+    await slot?.release();
+  }
+}
+
+/** The attempt's steps once it may open a report job on the server. */
+async function runWithSlot(o: AttemptOptions): Promise<AttemptResult> {
   const attempt = await recordAttempt(o);
   let lease: ReportClientLease | undefined;
   try {

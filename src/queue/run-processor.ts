@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import { resolveJob, type ResolvedJob } from '../config/load.ts';
-import { coerceError, ConfigError } from '../errors.ts';
+import { AbortedError, coerceError, ConfigError } from '../errors.ts';
 import { hasSucceeded } from '../history/attempts.ts';
 import { recordRunRequest } from '../history/run-requests.ts';
 import type { Logger } from '../logger.ts';
@@ -18,6 +18,7 @@ import { AttemptFailedError, runAttempt } from '../pipeline/run-attempt.ts';
 import type { AttemptOwner } from '../history/attempt-owner.ts';
 import { noRunAlerts, type RunAlerts } from '../alerts/run-alerts.ts';
 import type { ReportClients } from '../report-api/index.ts';
+import type { ReportSlots } from '../report-api/report-slots.ts';
 import { TICK_TRIGGERS } from '../vocabulary.ts';
 import { overlapLockKey } from './names.ts';
 import { tryOverlapLock } from './overlap-lock.ts';
@@ -40,6 +41,8 @@ export interface ProcessDeps {
   redis: Redis;
   logger: Logger;
   clients: ReportClients;
+  /** The fleet's report slots (maxConcurrentReports per connection); without them no limit applies. */
+  slots?: ReportSlots | undefined;
   prefix: string;
   /** How long a run waits before it looks at the overlap lock again (overlap: wait), in ms. */
   overlapRetryMs: number;
@@ -114,6 +117,7 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
       logger: deps.logger,
       signal: controller.signal,
       clients: deps.clients,
+      slots: deps.slots,
       exclusive: lock,
       worker: deps.workerName,
       owner: deps.owner,
@@ -135,6 +139,12 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
       throw err.retryable ? new Error(text, { cause: err }) : new UnrecoverableError(text);
     }
     if (err instanceof ConfigError) throw new UnrecoverableError(err.message);
+    if (err instanceof AbortedError && deps.shuttingDown()) {
+      // Aborted while it waited for a report slot: nothing was recorded; back to the queue for another worker.
+      log.warn('shutdown while waiting for a report slot: queued again');
+      await queueJob.moveToDelayed(Date.now(), token);
+      throw new DelayedError();
+    }
     throw err;
   } finally {
     signal?.removeEventListener('abort', onBullAbort);

@@ -15,6 +15,7 @@ import type { QueuedRun } from './queue.ts';
 import { makeReportClients } from '../report-api/client-registry.ts';
 import { connectionAuthStore } from '../pipeline/auth-store.ts';
 import { defaultWorkerName } from '../pipeline/run-attempt.ts';
+import { ReportSlots } from '../report-api/report-slots.ts';
 import { processRun, type RunOutcome } from './run-processor.ts';
 import type { AttemptOwner } from '../history/attempt-owner.ts';
 import type { RunAlerts } from '../alerts/run-alerts.ts';
@@ -74,6 +75,8 @@ export interface RunWorker {
 export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
   const prefix = deps.prefix ?? DEFAULT_QUEUE_PREFIX;
   const logger = deps.logger.child({ component: 'worker' });
+  // The fleet's report slots: every worker process shares each connection's maxConcurrentReports through Redis.
+  const slots = new ReportSlots(deps.redis, { prefix });
   const clients = makeReportClients(deps.redis, deps.logger, (name, connection) => connectionAuthStore(deps.pool, name, connection));
   const active = new Set<AbortController>();
   let shuttingDown = false;
@@ -83,6 +86,7 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
     redis: deps.redis,
     logger: deps.logger,
     clients,
+    slots,
     prefix,
     overlapRetryMs: deps.overlapRetryMs ?? 5_000,
     overlapLockTtlMs: deps.overlapLockTtlMs ?? OVERLAP_LOCK_TTL_MS,
@@ -138,6 +142,7 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
         clearTimeout(timer);
         await closed;
         await clients.close();
+        await slots.close();
         logger.info('worker stopped');
       })();
       return closing;
