@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
-import type { RunRequest } from '../vocabulary.ts';
+import type { RunRequest, RunTrigger } from '../vocabulary.ts';
 import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
 
 /** How long finished jobs stay in Redis, in s. A kept id blocks a second enqueue of the same tick (7 days). */
@@ -43,6 +43,19 @@ export interface EnqueueOptions {
   delayMs?: number;
 }
 
+/**
+ * BullMQ priority of backfilled and replayed runs. BullMQ serves every job without a priority (scheduled, caught-up
+ * and manual runs) before any job with one, and jobs of one priority first in, first out: a backfill of a thousand
+ * ticks of one job goes on while nothing else waits, in order of its ticks, and never holds back the other jobs'
+ * scheduled ticks (docs/architecture.md "A fleet").
+ */
+export const BACKFILL_PRIORITY = 10;
+
+/** The BullMQ priority of a run by its trigger: 0 (none: first served) or {@link BACKFILL_PRIORITY}. */
+export function queuePriorityOf(trigger: RunTrigger): number {
+  return trigger === 'backfill' || trigger === 'replay' ? BACKFILL_PRIORITY : 0;
+}
+
 /** Attempts and backoff of a job from jobs.yaml (job.retry, else defaults.retry). */
 export function retryOf(config: EtlConfig, job: string): { attempts: number; backoffMs: number } {
   const retry = config.jobs[job]?.retry ?? config.defaults.retry;
@@ -64,6 +77,8 @@ export async function enqueueRun(queue: RunQueue, req: RunRequest, opts: Enqueue
     removeOnComplete: { age: KEEP_COMPLETED_S },
     removeOnFail: { age: KEEP_FAILED_S },
   };
+  const priority = queuePriorityOf(req.trigger);
+  if (priority > 0) jobOpts.priority = priority;
   if (opts.backoffMs !== undefined && opts.backoffMs > 0) jobOpts.backoff = { type: 'exponential', delay: opts.backoffMs };
   if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
   await queue.add(req.job, { ...req, enqueueId }, jobOpts);

@@ -1,0 +1,107 @@
+/**
+ * A fleet on one ERP (docs/architecture.md "A fleet"): two worker processes' worth of workers never open more report
+ * jobs on the server than the connection's maxConcurrentReports; a run waiting for a slot has no attempt yet; a
+ * backfill of many ticks does not hold back another job's scheduled tick. Real workers, queue, simulator.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { resolveJob } from '../src/config/load.ts';
+import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
+import { backfill } from '../src/queue/backfill.ts';
+import { enqueueTick } from '../src/queue/scheduler.ts';
+import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
+import { ReportSlots } from '../src/report-api/report-slots.ts';
+import { uniqueName } from './support/env.ts';
+import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { captureLogger, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+
+let h: Harness;
+let queue: RunQueue;
+let prefix: string;
+let jp: string;
+const workers: RunWorker[] = [];
+
+beforeAll(async () => {
+  // Report jobs stay Running 300 ms: long enough for many to be open at once without a limit.
+  h = await startHarness({ jobDurationMs: 300 });
+  prefix = uniqueName('qf');
+  jp = uniqueName('jf');
+  queue = makeQueue(h.redis, prefix);
+});
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.close(0)));
+  await queue?.close();
+  await deleteKeys(h.redis, prefix);
+  await deleteRuns(h.pool, jp);
+  await h?.close();
+});
+
+it('never has more report jobs open on the server than maxConcurrentReports, across workers, and every run succeeds', async () => {
+  const names = Array.from({ length: 10 }, (_, k) => `${jp}_lim${k}`);
+  const config = h.config(
+    Object.fromEntries(names.map((n) => [n, { ...jobEntry({ name: 'Stock/Levels', outputType: 'txt', paging: 100, parameters: { ROWS: '10' } }, { table: `${h.schema}.${n}`, mode: 'replace' }), schedule: '0 6 * * *' }])),
+    { maxConcurrentReports: 2 },
+  );
+  let most = 0;
+  const sampler = setInterval(() => (most = Math.max(most, h.sim.counters().openJobs.length)), 5);
+  try {
+    // Two "processes" of four concurrent runs each.
+    for (let k = 0; k < 2; k++) workers.push(makeRunWorker({ config: () => config, pool: h.pool, redis: h.redis, logger: captureLogger().logger, prefix, concurrency: 4, workerName: `w${k}` }));
+    const tick = new Date('2026-11-24T05:00:00Z');
+    for (const n of names) await enqueueTick(queue, config, n, tick, 'schedule');
+    await waitFor('every run to succeed', async () => {
+      const ok = await h.pool.query(`SELECT count(*)::int AS n FROM etl.runs WHERE job LIKE $1 AND status = 'succeeded'`, [`${jp}_lim%`]);
+      return ok.rows[0].n === names.length;
+    }, 60_000);
+  } finally {
+    clearInterval(sampler);
+  }
+  expect(most).toBeGreaterThan(0);
+  expect(most).toBeLessThanOrEqual(2);
+  const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM etl.runs WHERE job LIKE $1`, [`${jp}_lim%`]);
+  expect(rows[0].n).toBe(names.length);
+  await Promise.all(workers.splice(0).map((w) => w.close(0)));
+});
+
+it('a run in the foreground waits for a slot before it records an attempt, and says so', async () => {
+  const job = `${jp}_fg`;
+  const config = h.config({ [job]: jobEntry({ name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '10' } }, { table: `${h.schema}.${job}`, mode: 'replace' }) }, { maxConcurrentReports: 1 });
+  const slots = new ReportSlots(h.redis, { prefix, pollMs: 200 });
+  const busy = await slots.acquire('sim', 1, 0);
+  const { logger, lines } = captureLogger();
+  try {
+    const pending = runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger, slots });
+    await waitFor('the run to wait for a slot', () => lines.some((l) => l.msg === 'waiting for a slot on sim: 1 of 1 busy'));
+    expect(await runsOf(h.pool, job)).toEqual([]);
+    await busy.release();
+    expect(await pending).toMatchObject({ status: 'succeeded', rows: 10 });
+    expect(lines.some((l) => l.msg === 'got a slot on sim')).toBe(true);
+    expect(await slots.usage('sim')).toEqual({ held: 0, waiting: 0 });
+  } finally {
+    await busy.release();
+    await slots.close();
+  }
+});
+
+it('a backfill of many ticks does not hold back another job\'s scheduled tick', async () => {
+  const filler = `${jp}_backfill`;
+  const other = `${jp}_sched`;
+  const entry = (n: string) => ({ ...jobEntry({ name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '10' } }, { table: `${h.schema}.${n}`, mode: 'replace' }), schedule: '0 6 * * *' });
+  const config = h.config({ [filler]: entry(filler), [other]: entry(other) }, { maxConcurrentReports: 1, pollIntervalMs: 20 });
+  const w = makeRunWorker({ config: () => config, pool: h.pool, redis: h.redis, logger: captureLogger().logger, prefix, concurrency: 1, workerName: 'fair' });
+  workers.push(w);
+  // 12 daily ticks of one job, oldest first, then, once the first of them runs, one scheduled tick of another job.
+  const queued = await backfill({ queue, config }, filler, new Date('2026-09-01T00:00:00Z'), new Date('2026-09-13T00:00:00Z'));
+  expect(queued.runs).toHaveLength(12);
+  await waitFor('the backfill to start', async () => (await runsOf(h.pool, filler)).length > 0, 60_000);
+  await enqueueTick(queue, config, other, new Date('2026-11-24T05:00:00Z'), 'schedule');
+  await waitFor('the scheduled tick to succeed', async () => (await runsOf(h.pool, other)).some((r) => r.status === 'succeeded'), 60_000);
+  const started = (await runsOf(h.pool, other))[0]!.started_at;
+  const before = (await runsOf(h.pool, filler)).filter((r) => r.started_at < started);
+  // The backfill run going on when the tick was queued, and at most one its worker had already taken.
+  expect(before.length).toBeLessThanOrEqual(2);
+  await waitFor('the whole backfill', async () => (await runsOf(h.pool, filler)).filter((r) => r.status === 'succeeded').length === 12, 120_000);
+  // In the order of its ticks.
+  const ticks = (await runsOf(h.pool, filler)).map((r) => (r.scheduled_for as Date).getTime());
+  expect(ticks).toEqual([...ticks].sort((a, b) => a - b));
+});
