@@ -4,7 +4,10 @@
  * backfill of many ticks does not hold back another job's scheduled tick. Real workers, queue, simulator.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startAdminServer } from '../src/admin/server.ts';
+import { staticConfig } from '../src/config/live-config.ts';
 import { resolveJob } from '../src/config/load.ts';
+import { silentLogger } from '../src/logger.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { enqueueTick } from '../src/queue/scheduler.ts';
@@ -67,7 +70,7 @@ it('a run in the foreground waits for a slot before it records an attempt, and s
   const job = `${jp}_fg`;
   const config = h.config({ [job]: jobEntry({ name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '10' } }, { table: `${h.schema}.${job}`, mode: 'replace' }) }, { maxConcurrentReports: 1 });
   const slots = new ReportSlots(h.redis, { prefix, pollMs: 200 });
-  const busy = await slots.acquire('sim', 1, 0);
+  const busy = await slots.acquire('sim', 1);
   const { logger, lines } = captureLogger();
   try {
     const pending = runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger, slots });
@@ -104,4 +107,32 @@ it('a backfill of many ticks does not hold back another job\'s scheduled tick', 
   // In the order of its ticks.
   const ticks = (await runsOf(h.pool, filler)).map((r) => (r.scheduled_for as Date).getTime());
   expect(ticks).toEqual([...ticks].sort((a, b) => a - b));
+});
+
+it('the jobs overview and /metrics show a run waiting for a slot and how busy the connection is', async () => {
+  const job = `${jp}_shown`;
+  const config = h.config({ [job]: jobEntry({ name: 'Stock/Levels', outputType: 'txt' }, { table: `${h.schema}.${job}`, mode: 'replace' }) }, { maxConcurrentReports: 1 });
+  const slots = new ReportSlots(h.redis, { prefix, pollMs: 200 });
+  const busy = await slots.acquire('sim', 1, { label: 'other_job' });
+  const controller = new AbortController();
+  let asked = false;
+  const waiting = slots.acquire('sim', 1, { label: job, signal: controller.signal, onWait: () => (asked = true) });
+  waiting.catch(() => undefined);
+  const token = 'fleet-admin-token';
+  const server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, liveConfig: staticConfig(config) });
+  try {
+    await waitFor('the run to wait', () => asked);
+    const headers = { authorization: `Bearer ${token}` };
+    const page = await (await fetch(`${server.url}/admin`, { headers })).text();
+    expect(page).toContain('waiting for a slot on sim: 1 of 1 busy');
+    const metrics = await (await fetch(`${server.url}/metrics`, { headers })).text();
+    expect(metrics).toContain('report_etl_report_slots_in_use{connection="sim"} 1');
+    expect(metrics).toContain('report_etl_report_slots_limit{connection="sim"} 1');
+    expect(metrics).toContain('report_etl_runs_waiting_for_slot{connection="sim"} 1');
+  } finally {
+    controller.abort();
+    await busy.release();
+    await server.close();
+    await slots.close();
+  }
 });

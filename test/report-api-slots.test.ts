@@ -35,16 +35,17 @@ afterAll(async () => {
 
 it('never lets more runs hold a slot than the limit, across processes, and serves the line in order', async () => {
   const [a, b] = [processSlots(), processSlots()];
-  const first = await Promise.all([a.acquire('erp', 2, 0), b.acquire('erp', 2, 0)]);
+  const first = await Promise.all([a.acquire('erp', 2), b.acquire('erp', 2)]);
   expect(await a.usage('erp')).toEqual({ held: 2, waiting: 0 });
   // Five more in line, asked in the opposite order of their place, from both processes.
   const held = new Map<number, HeldSlot>();
   const asked = new Set<number>();
   const line = [5, 4, 3, 2, 1].map(async (order, k) => {
-    held.set(order, await (k % 2 ? a : b).acquire('erp', 2, order, undefined, () => asked.add(order)));
+    held.set(order, await (k % 2 ? a : b).acquire('erp', 2, { order, label: `job${order}`, onWait: () => asked.add(order) }));
   });
   await waitFor('every run to wait in line', () => asked.size === 5);
   expect(await a.usage('erp')).toEqual({ held: 2, waiting: 5 });
+  expect(await b.waitingLabels('erp')).toEqual(['job1', 'job2', 'job3', 'job4', 'job5']);
   expect(held.size).toBe(0);
   // Each time slots come free, the first in line take them: 1 and 2, then 3 and 4, then 5.
   const release = async (slots: HeldSlot[]) => Promise.all(slots.map((s) => s.release()));
@@ -60,7 +61,7 @@ it('never lets more runs hold a slot than the limit, across processes, and serve
   await held.get(5)!.release();
   expect(await a.usage('erp')).toEqual({ held: 0, waiting: 0 });
   // Another connection has its own slots.
-  const other = await a.acquire('erp2', 1, 0);
+  const other = await a.acquire('erp2', 1);
   await other.release();
 });
 
@@ -77,7 +78,7 @@ it('frees the slots of a process killed with SIGKILL once their lease ran out', 
   child.kill('SIGKILL');
   await new Promise((resolve) => child.once('exit', resolve));
   let waited = false;
-  const slot = await slots.acquire('erp_kill', 2, 0, undefined, () => (waited = true));
+  const slot = await slots.acquire('erp_kill', 2, { onWait: () => (waited = true) });
   // It had to wait: the dead child's slots were still leased (3 s) when it first asked.
   expect(waited).toBe(true);
   expect(await slots.usage('erp_kill')).toEqual({ held: 1, waiting: 0 });
@@ -86,10 +87,10 @@ it('frees the slots of a process killed with SIGKILL once their lease ran out', 
 
 it('an aborted waiter gives up its place in line and fails with ABORTED', async () => {
   const slots = processSlots();
-  const holder: HeldSlot = await slots.acquire('erp_abort', 1, 0);
+  const holder: HeldSlot = await slots.acquire('erp_abort', 1);
   const controller = new AbortController();
   let asked = false;
-  const waiting = slots.acquire('erp_abort', 1, slotOrder(SLOT_CLASS.scheduled, Date.now()), controller.signal, () => (asked = true));
+  const waiting = slots.acquire('erp_abort', 1, { order: slotOrder(SLOT_CLASS.scheduled, Date.now()), signal: controller.signal, onWait: () => (asked = true) });
   await waitFor('the run to wait', () => asked);
   expect((await slots.usage('erp_abort')).waiting).toBe(1);
   controller.abort(new Error('shutdown'));

@@ -43,6 +43,18 @@ export interface JobOverview {
   failure?: RecentAttempt | undefined;
   /** A last failure that a later success superseded. */
   superseded?: RecentAttempt | undefined;
+  /** A run of the job waits for a report slot on its connection (docs/architecture.md "A fleet"). */
+  waitingForSlot?: SlotWait | undefined;
+}
+
+/** How busy a connection's report slots are, for a job with a run waiting for one. */
+export interface SlotWait {
+  connection: string;
+  /** Slots held now, and the connection's maxConcurrentReports. */
+  held: number;
+  limit: number;
+  /** Runs of any job waiting for a slot on the connection. */
+  waiting: number;
 }
 
 const WINDOWS_MS = [3_600_000, 86_400_000, 32 * 86_400_000, 370 * 86_400_000];
@@ -69,8 +81,9 @@ const finished = (a: RecentAttempt) => a.finished_at ?? a.started_at;
  * The overview of every job: the valid ones of `config`, then the invalid ones, by name.
  * @param health from jobHealth() for those jobs (any order)
  * @param seen when each job's freshness was first checked (etl.job_alerts.first_seen)
+ * @param slotWaits the jobs with a run waiting for a report slot, and their connection's slots
  */
-export function buildOverview(config: EtlConfig, invalid: InvalidEntry[], health: JobHealth[], now: Date, seen: Map<string, Date> = new Map()): JobOverview[] {
+export function buildOverview(config: EtlConfig, invalid: InvalidEntry[], health: JobHealth[], now: Date, seen: Map<string, Date> = new Map(), slotWaits: ReadonlyMap<string, SlotWait> = new Map()): JobOverview[] {
   const byJob = new Map(health.map((h) => [h.job, h]));
   const empty = (job: string): JobHealth => ({ job, last: undefined, lastSuccess: undefined, lastFailure: undefined, failingSince: undefined, recent: [] });
   const out: JobOverview[] = [];
@@ -98,6 +111,7 @@ export function buildOverview(config: EtlConfig, invalid: InvalidEntry[], health
       health: h,
       failure: failingNow ? h.lastFailure : undefined,
       superseded,
+      waitingForSlot: slotWaits.get(job),
     });
   }
   for (const e of invalid.filter((i) => i.kind === 'job').sort((a, b) => a.name.localeCompare(b.name))) {

@@ -30,6 +30,7 @@ import type { LiveConfig } from '../config/live-config.ts';
 import { freshnessOf, staleness } from '../alerts/freshness.ts';
 import { firstSeen } from '../history/job-alerts.ts';
 import { jobHealth } from '../history/job-health.ts';
+import type { ReportSlots } from '../report-api/report-slots.ts';
 
 /** Re-exported for tests and tools that read or reset the counter. */
 export { tokenRequestsKey };
@@ -49,6 +50,8 @@ export interface MetricsSources {
   keyPrefix?: string | undefined;
   /** The live jobs.yaml, for the per-job freshness and config metrics (without it they are left out). */
   config?: LiveConfig | undefined;
+  /** The fleet's report slots, for the per-connection slot gauges (with `config`; without either they are left out). */
+  slots?: Pick<ReportSlots, 'usage'> | undefined;
 }
 
 /** The admin server's metrics. */
@@ -185,6 +188,7 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
   });
 
   if (src.config) addJobMetrics(registry, src.pool, src.config);
+  if (src.config && src.slots) addSlotMetrics(registry, src.slots, src.config);
   return { registry, render: () => registry.metrics(), contentType: registry.contentType };
 }
 
@@ -237,4 +241,32 @@ function addJobMetrics(registry: Registry, pool: Queryable, config: LiveConfig):
       for (const e of config.invalid()) if (e.kind === 'job') this.set({ job: e.name }, 1);
     },
   });
+}
+
+/**
+ * The per-connection report slot gauges (docs/architecture.md "A fleet"), read at scrape time from Redis for the
+ * connections of the live jobs.yaml: `report_etl_report_slots_in_use{connection}`,
+ * `report_etl_report_slots_limit{connection}` (maxConcurrentReports) and `report_etl_runs_waiting_for_slot{connection}`.
+ */
+function addSlotMetrics(registry: Registry, slots: Pick<ReportSlots, 'usage'>, config: LiveConfig): void {
+  let pending: Promise<Array<{ connection: string; limit: number; held: number; waiting: number }>> | undefined;
+  const read = async () => {
+    const connections = Object.entries(config.current().connections);
+    return Promise.all(connections.map(async ([connection, c]) => ({ connection, limit: c.maxConcurrentReports, ...(await slots.usage(connection)) })));
+  };
+  const snapshot = () => (pending ??= read().finally(() => (pending = undefined)));
+  const gauge = (name: string, help: string, value: (u: Awaited<ReturnType<typeof read>>[number]) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['connection'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const u of await snapshot()) this.set({ connection: u.connection }, value(u));
+      },
+    });
+  gauge('report_etl_report_slots_in_use', 'Report jobs of each connection open on its server now (or about to be), across every worker.', (u) => u.held);
+  gauge('report_etl_report_slots_limit', 'maxConcurrentReports of each connection: the most report jobs it may have open on its server at once.', (u) => u.limit);
+  gauge('report_etl_runs_waiting_for_slot', 'Runs of each connection waiting for a report slot (they hold no attempt and no PostgreSQL connection).', (u) => u.waiting);
 }

@@ -16,6 +16,12 @@ function runCell(a: RecentAttempt | undefined): SafeHtml {
 }
 
 function failureNote(o: JobOverview): SafeHtml | '' {
+  const wait = o.waitingForSlot;
+  const slot = wait ? html`<div class="slot-wait">waiting for a slot on ${wait.connection}: ${wait.held} of ${wait.limit} busy${wait.waiting > 1 ? ` (${wait.waiting} runs waiting)` : ''}</div>` : '';
+  return html`${slot}${runNote(o)}`;
+}
+
+function runNote(o: JobOverview): SafeHtml | '' {
   if (o.failure) {
     return html`<div class="failure"><span class="error-line">${o.failure.error_first_line ?? ''}</span>
 <form class="inline" method="post" action="/admin/runs/${encodeURIComponent(o.failure.run_id)}/replay"><button type="submit" class="replay">Replay</button></form></div>`;

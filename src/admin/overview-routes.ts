@@ -8,21 +8,42 @@ import type { LiveConfig } from '../config/live-config.ts';
 import { firstSeen } from '../history/job-alerts.ts';
 import { jobHealth } from '../history/job-health.ts';
 import { PAGE_CSP } from './html.ts';
-import { buildOverview } from './job-overview.ts';
+import { buildOverview, type SlotWait } from './job-overview.ts';
+import type { EtlConfig } from '../config/schema.ts';
+import type { ReportSlots } from '../report-api/report-slots.ts';
 import { renderOverview } from './overview-page.ts';
 
 /** Finished attempts per job in the sparklines. */
 export const SPARKLINE_RUNS = 20;
 
+/**
+ * The jobs with a run waiting for a report slot, and their connection's slots, read from Redis for the connections
+ * of `config`.
+ */
+async function slotWaits(slots: Pick<ReportSlots, 'usage' | 'waitingLabels'>, connections: EtlConfig['connections']): Promise<Map<string, SlotWait>> {
+  const out = new Map<string, SlotWait>();
+  await Promise.all(
+    Object.entries(connections).map(async ([connection, c]) => {
+      const [usage, jobs] = await Promise.all([slots.usage(connection), slots.waitingLabels(connection)]);
+      for (const job of jobs) if (!out.has(job)) out.set(job, { connection, held: usage.held, limit: c.maxConcurrentReports, waiting: usage.waiting });
+    }),
+  );
+  return out;
+}
+
 /** Registers `GET /admin` on `app`. */
-export function registerOverviewRoutes(app: FastifyInstance, deps: { pool: pg.Pool; config: LiveConfig }): void {
+export function registerOverviewRoutes(app: FastifyInstance, deps: { pool: pg.Pool; config: LiveConfig; slots?: Pick<ReportSlots, 'usage' | 'waitingLabels'> | undefined }): void {
   app.get('/admin', async (_req, reply) => {
     const config = deps.config.current();
     const invalid = deps.config.invalid();
     const jobs = [...Object.keys(config.jobs), ...invalid.filter((e) => e.kind === 'job').map((e) => e.name)];
-    const [health, seen] = await Promise.all([jobHealth(deps.pool, jobs, SPARKLINE_RUNS), firstSeen(deps.pool, jobs, false)]);
+    const [health, seen, waits] = await Promise.all([
+      jobHealth(deps.pool, jobs, SPARKLINE_RUNS),
+      firstSeen(deps.pool, jobs, false),
+      deps.slots ? slotWaits(deps.slots, config.connections) : new Map<string, SlotWait>(),
+    ]);
     const now = new Date();
-    const overview = buildOverview(config, invalid, health, now, seen);
+    const overview = buildOverview(config, invalid, health, now, seen, waits);
     const alerts = invalid.filter((e) => e.kind === 'alert');
     return reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(renderOverview(overview, now, alerts));
   });

@@ -47,6 +47,8 @@ import {
 import { registerBullBoard } from './bull-board.ts';
 import { checkReadiness } from './health.ts';
 import { makeAdminMetrics } from './metrics.ts';
+import { ReportSlots } from '../report-api/report-slots.ts';
+import { DEFAULT_QUEUE_PREFIX } from '../queue/names.ts';
 import { registerRunRoutes } from './run-routes.ts';
 import { registerLoginRoutes } from './login-routes.ts';
 
@@ -160,7 +162,9 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     return reply.code(readiness.ready ? 200 : 503).send(readiness);
   });
 
-  const metrics = makeAdminMetrics({ pool: deps.pool, redis: deps.redis, queue: deps.queue, keyPrefix: deps.keyPrefix, config: deps.liveConfig });
+  // The slots' usage is read without waiting in line: no subscriber connection is ever opened for it.
+  const slots = new ReportSlots(deps.redis, { prefix: deps.queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX });
+  const metrics = makeAdminMetrics({ pool: deps.pool, redis: deps.redis, queue: deps.queue, keyPrefix: deps.keyPrefix, config: deps.liveConfig, slots });
   // The home page: the jobs overview when the live jobs.yaml is known, else the run list.
   const home = deps.liveConfig ? '/admin' : '/admin/runs';
   app.get('/metrics', async (_req, reply) => {
@@ -181,7 +185,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     return reply.header('set-cookie', sessionCookie(token!, secure)).header('cache-control', 'no-store').redirect(home, 303);
   });
   app.get('/', async (_req, reply) => reply.redirect(home, 302));
-  if (deps.liveConfig) registerOverviewRoutes(app, { pool: deps.pool, config: deps.liveConfig });
+  if (deps.liveConfig) registerOverviewRoutes(app, { pool: deps.pool, config: deps.liveConfig, slots });
   else app.get('/admin', async (_req, reply) => reply.redirect('/admin/runs', 302));
 
   registerRunRoutes(app, { pool: deps.pool, queue: deps.queue, logger: log, config: () => deps.config ?? deps.liveConfig?.current() });

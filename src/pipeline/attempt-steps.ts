@@ -47,10 +47,15 @@ export async function waitForSlot(o: AttemptOptions): Promise<HeldSlot | undefin
   const logicalTime = Date.parse(request.scheduledFor ?? request.logicalEnd ?? '') || Date.now();
   let told = false;
   const waitStarted = performance.now();
-  const slot = await o.slots.acquire(connectionName, connection.maxConcurrentReports, slotOrder(slotClass(request.trigger), logicalTime), o.signal, (u) => {
-    if (told) return;
-    told = true;
-    o.logger.info({ job: name, connection: connectionName, held: u.held, waiting: u.waiting, limit: u.limit }, `waiting for a slot on ${connectionName}: ${u.held} of ${u.limit} busy`);
+  const slot = await o.slots.acquire(connectionName, connection.maxConcurrentReports, {
+    order: slotOrder(slotClass(request.trigger), logicalTime),
+    label: name,
+    signal: o.signal,
+    onWait: (u) => {
+      if (told) return;
+      told = true;
+      o.logger.info({ job: name, connection: connectionName, held: u.held, waiting: u.waiting, limit: u.limit }, `waiting for a slot on ${connectionName}: ${u.held} of ${u.limit} busy`);
+    },
   });
   if (told) o.logger.info({ job: name, connection: connectionName, waitedMs: Math.round(performance.now() - waitStarted) }, `got a slot on ${connectionName}`);
   return slot;

@@ -70,6 +70,17 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return {redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf'), redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}`;
 
+// KEYS: waiting, waitLease. Returns the waiters with a live lease, first in line first.
+const WAITING = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local e = redis.call('ZSCORE', KEYS[2], m)
+  if e and tonumber(e) > now then out[#out + 1] = m end
+end
+return out`;
+
 /** Options of {@link ReportSlots}. */
 export interface SlotOptions {
   /** The installation's key prefix (the queue prefix; hash-tagged on a Redis Cluster). */
@@ -96,6 +107,17 @@ export interface HeldSlot {
 
 /** What a waiting run is told each time it asks and gets no slot. */
 export type SlotWaitListener = (usage: SlotUsage & { limit: number }) => void;
+
+/** How a run asks for a slot. */
+export interface SlotRequest {
+  /** Place in line: lower goes first (fairness class, then logical time in epoch ms; see slotOrder). Default 0. */
+  order?: number;
+  /** What waits, for the jobs overview: the jobs.yaml job name. */
+  label?: string;
+  signal?: AbortSignal | undefined;
+  /** Called after each ask that got no slot (the first call says that the run waits). */
+  onWait?: SlotWaitListener;
+}
 
 /** A run of this process waiting for a slot. */
 interface Waker {
@@ -128,13 +150,13 @@ export class ReportSlots {
    * Waits until `connection` has a free slot and this run is first in line for it, then holds it (renewed until
    * released).
    * @param limit the connection's maxConcurrentReports
-   * @param order place in line: lower goes first (fairness class, then logical time in epoch ms; see slotOrder)
-   * @param onWait called after each ask that got no slot (the first one tells that the run waits)
-   * @throws AbortedError when `signal` aborts while waiting (the place in line is given up); Redis errors
+   * @throws AbortedError when `w.signal` aborts while waiting (the place in line is given up); Redis errors
    */
-  async acquire(connection: string, limit: number, order: number, signal?: AbortSignal, onWait?: SlotWaitListener): Promise<HeldSlot> {
+  async acquire(connection: string, limit: number, w: SlotRequest = {}): Promise<HeldSlot> {
+    const { order = 0, signal, onWait } = w;
     const keys = this.keys(connection);
-    const holder = `${this.processId}:${randomUUID()}`;
+    // The label (a jobs.yaml job name: no '|') leads, so that the jobs overview can tell which jobs wait.
+    const holder = `${w.label ?? ''}|${this.processId}:${randomUUID()}`;
     try {
       for (;;) {
         if (signal?.aborted) throw new AbortedError(signal.reason);
@@ -151,6 +173,16 @@ export class ReportSlots {
       await this.redis.eval(RELEASE, 3, keys.held, keys.waiting, keys.waitLease, holder).catch(() => undefined);
       throw err;
     }
+  }
+
+  /**
+   * The labels (jobs.yaml job names) of the runs waiting for a slot on `connection` now, first in line first.
+   * Waiters whose lease ran out are left out.
+   */
+  async waitingLabels(connection: string): Promise<string[]> {
+    const keys = this.keys(connection);
+    const line = (await this.redis.eval(WAITING, 2, keys.waiting, keys.waitLease)) as string[];
+    return line.map((h) => h.slice(0, h.indexOf('|')));
   }
 
   /** Slots held and runs waiting on `connection` now (live leases only). */
