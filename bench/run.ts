@@ -39,6 +39,12 @@ import { documentCase } from './lib/documents.ts';
 import { cliPeakRss, fixedCost, writeJobs } from './lib/cli-cases.ts';
 import { userPath, type UserPathResult } from './lib/report.ts';
 
+// `npm run bench -- fleet`: the fleet benchmark instead (bench/fleet.ts, its own options).
+if (process.argv[2] === 'fleet') {
+  await import('./fleet.ts');
+  process.exit(process.exitCode ?? 0);
+}
+
 const REPORT = 'Big.avw';
 const opts = readOptions();
 const log = (s: string): void => void process.stderr.write(`${s}\n`);

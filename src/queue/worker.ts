@@ -114,6 +114,10 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
     },
   );
   worker.on('error', (err) => logger.error({ err: coerceError(err).message }, 'worker error'));
+  void worker.waitUntilReady().then(
+    () => logger.info({ concurrency: deps.concurrency ?? 1, prefix }, 'worker ready: taking runs'),
+    () => undefined,
+  );
   worker.on('failed', (job, err) => {
     logger.warn({ queueJobId: job?.id, job: job?.data.job, attemptsMade: job?.attemptsMade, err: err.message }, 'queued run attempt failed');
   });
