@@ -3,7 +3,9 @@
  * (CONVENTIONS.md "Lifecycle": a failed transaction is always rolled back before its error travels on).
  */
 import type pg from 'pg';
-import { isConnectionLoss } from './errors.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AbortedError, coerceError, isConnectionLoss } from './errors.ts';
+import type { Logger } from './logger.ts';
 
 /** Something that runs SQL: a pool or a checked-out client. */
 export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
@@ -36,4 +38,36 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
  */
 export function releaseClient(client: pg.PoolClient, broken: boolean): void {
   client.release(broken ? new Error('connection lost') : undefined);
+}
+
+/** What {@link untilDatabaseTakesIt} logs: what waits (`recording the failed attempt`) and what happened once it could. */
+export interface DatabaseWait {
+  todo: string;
+  done: string;
+}
+
+/**
+ * Runs `fn` until PostgreSQL takes it: on a lost connection, a full server (53300), one starting up (57P03) or a pool
+ * timeout (errors.ts isConnectionLoss) it tries again after a growing delay (250 ms doubling, at most 10 s), logging
+ * once that it waits ("PostgreSQL cannot be reached or has no room: <todo> once it can") and once that it is back.
+ * Used where a record must not be dropped: an attempt's start and end (docs/architecture.md "A fleet").
+ * @throws what `fn` throws when it is not such an error; AbortedError when `signal` aborts while it waits
+ */
+export async function untilDatabaseTakesIt<T>(log: Logger, what: DatabaseWait, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  let waiting = false;
+  for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
+    try {
+      const result = await fn();
+      if (waiting) log.info({ waitedMs: Date.now() - started }, `PostgreSQL is back: ${what.done}`);
+      return result;
+    } catch (e) {
+      if (!isConnectionLoss(e)) throw e;
+      if (!waiting) log.warn({ err: coerceError(e).message }, `PostgreSQL cannot be reached or has no room: ${what.todo} once it can`);
+      waiting = true;
+      await sleep(delay, undefined, { signal }).catch(() => {
+        throw new AbortedError(signal?.reason);
+      });
+    }
+  }
 }

@@ -13,9 +13,8 @@ import { insertRunDocuments } from '../history/run-documents.ts';
 import { DocumentPageDecoder } from '../pages/decoder.ts';
 import { SLOT_CLASS, slotOrder, type HeldSlot } from '../report-api/report-slots.ts';
 import { encodeReportName, makeReportClient, type FinishedReport, type ReportClient, type ReportJob, type StartReportRequest } from '../report-api/index.ts';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { untilDatabaseTakesIt } from '../db.ts';
 import { outputShape, type RunTrigger } from '../vocabulary.ts';
-import type { Logger } from '../logger.ts';
 import { loadRows, withLoadTransaction, type LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
@@ -131,7 +130,8 @@ export async function checkMayRun(a: Attempt): Promise<MayRun> {
  * @returns the result, status `already-loaded`
  */
 export async function finishAlreadyLoaded(a: Attempt): Promise<AttemptResult> {
-  await completeAttempt(a.options.pool, a.attemptId, { rows: 0, pages: 0, bytes: 0 });
+  const waits = { todo: 'recording the attempt', done: 'the attempt is recorded' };
+  await untilDatabaseTakesIt(a.log, waits, undefined, () => completeAttempt(a.options.pool, a.attemptId, { rows: 0, pages: 0, bytes: 0 }));
   a.log.info({ runKey: a.runKey }, 'rows of this run were already appended by an earlier attempt: nothing to do');
   return resultOf(a, { status: 'already-loaded', plan: 'none', rows: 0 });
 }
@@ -270,7 +270,8 @@ export async function loadAndCommit(a: Attempt, client: ReportClient, finished: 
       return true;
     });
     if (!committed) {
-      await completeAttempt(o.pool, a.attemptId, { rows: 0, pages: a.pages, bytes: a.bytes });
+      const waits = { todo: 'recording the attempt', done: 'the attempt is recorded' };
+      await untilDatabaseTakesIt(a.log, waits, undefined, () => completeAttempt(o.pool, a.attemptId, { rows: 0, pages: a.pages, bytes: a.bytes }));
       a.log.warn({ runKey: a.runKey }, 'another attempt of this run committed its rows first: this attempt added nothing');
     }
     const result = resultOf(a, { status: committed ? 'succeeded' : 'already-loaded', plan: loaded!.plan, format: loaded!.format, rows: committed ? loaded!.rows : 0 });
@@ -325,30 +326,6 @@ async function recordFailure(a: Attempt, failure: AttemptFailure): Promise<void>
     await untilDatabaseTakesIt(a.log, { todo: 'recording the failed attempt', done: 'the failed attempt is recorded' }, undefined, () => failAttempt(a.options.pool, a.attemptId, failure));
   } catch (e) {
     a.log.error({ err: coerceError(e).message }, 'could not record the failed run');
-  }
-}
-
-/**
- * Runs `fn` until PostgreSQL takes it: on a lost connection, a full server (53300) or a pool timeout it tries again
- * after a growing delay (250 ms doubling, at most 10 s), logging once that it waits and once that it is back.
- * @throws what `fn` throws when it is not such an error; AbortedError when `signal` aborts meanwhile
- */
-async function untilDatabaseTakesIt<T>(log: Logger, what: { todo: string; done: string }, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
-  const started = Date.now();
-  let waiting = false;
-  for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
-    try {
-      const result = await fn();
-      if (waiting) log.info({ waitedMs: Date.now() - started }, `PostgreSQL is back: ${what.done}`);
-      return result;
-    } catch (e) {
-      if (!isConnectionLoss(e)) throw e;
-      if (!waiting) log.warn({ err: coerceError(e).message }, `PostgreSQL cannot be reached or has no room: ${what.todo} once it can`);
-      waiting = true;
-      await sleep(delay, undefined, { signal }).catch(() => {
-        throw new AbortedError(signal?.reason);
-      });
-    }
   }
 }
 

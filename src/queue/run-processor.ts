@@ -11,6 +11,7 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import { resolveJob, type ResolvedJob } from '../config/load.ts';
 import { AbortedError, coerceError, ConfigError } from '../errors.ts';
+import { untilDatabaseTakesIt } from '../db.ts';
 import { hasSucceeded } from '../history/attempts.ts';
 import { recordRunRequest } from '../history/run-requests.ts';
 import type { Logger } from '../logger.ts';
@@ -80,7 +81,9 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
     if (problems) throw new UnrecoverableError(`jobs.yaml: job "${req.job}" is invalid, so its runs are not run until it is fixed:\n${problems.join('\n')}`);
     throw new UnrecoverableError(`${coerceError(err).message} (the job was removed from jobs.yaml after this run was queued)`);
   }
-  if (TICK_TRIGGERS.has(req.trigger) && (await hasSucceeded(deps.pool, req.job, req.runKey))) {
+  // A full or restarting PostgreSQL is waited for here too: a capacity error must not use up the run's retries.
+  const waits = { todo: 'the run starts', done: 'the run goes on' };
+  if (TICK_TRIGGERS.has(req.trigger) && (await untilDatabaseTakesIt(log, waits, signal, () => hasSucceeded(deps.pool, req.job, req.runKey)))) {
     log.info('this tick already succeeded: nothing to do');
     return { status: 'already-succeeded' };
   }
@@ -99,7 +102,7 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
   const onBullAbort = () => controller.abort(signal?.reason ?? new Error('cancelled'));
   signal?.addEventListener('abort', onBullAbort, { once: true });
   try {
-    await recordRunRequest(deps.pool, {
+    await untilDatabaseTakesIt(log, waits, controller.signal, () => recordRunRequest(deps.pool, {
       job: req.job,
       runKey: req.runKey,
       queueJobId: queueJob.id!,
@@ -108,7 +111,7 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
       logicalStart: req.logicalStart ? new Date(req.logicalStart) : undefined,
       logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
       parameters: req.parameters,
-    });
+    }));
     const result = await runAttempt({
       job: resolved,
       request: req,
