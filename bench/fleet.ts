@@ -11,7 +11,9 @@
  *
  * Options (argv `--name value` or env): --jobs/FLEET_JOBS (600), --workers/FLEET_WORKERS (4),
  * --concurrency/FLEET_CONCURRENCY (50), --limit/FLEET_LIMIT (none), --rows/FLEET_ROWS (10),
- * --job-ms/FLEET_JOB_MS (the simulator's report rendering time, 300), --pool-max/DATABASE_POOL_MAX (10).
+ * --job-ms/FLEET_JOB_MS (the simulator's report rendering time, 300), --pool-max/DATABASE_POOL_MAX (10),
+ * --kill-after/FLEET_KILL_AFTER (seconds after the enqueue at which the first worker gets SIGKILL: the report then
+ * says how long its report slots stayed taken, and whether every run still succeeded exactly once).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -40,6 +42,8 @@ const LIMIT = limitOpt ? Number(limitOpt) : undefined;
 const ROWS = Number(option('rows', 'FLEET_ROWS', '10'));
 const JOB_MS = Number(option('job-ms', 'FLEET_JOB_MS', '300'));
 const POOL_MAX = option('pool-max', 'DATABASE_POOL_MAX', '10')!;
+const killOpt = option('kill-after', 'FLEET_KILL_AFTER', undefined);
+const KILL_AFTER_S = killOpt ? Number(killOpt) : undefined;
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
@@ -71,7 +75,7 @@ async function writeJobs(path: string, names: string[], limit: number | undefine
 
 /** Starts a worker process and resolves once it takes runs. */
 function startWorker(config: string, k: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [BIN, 'worker', '--config', config, '--queue-prefix', prefix, '--concurrency', String(C), '--log-format', 'json', '--janitor-interval', '3600'], {
+  const child = spawn(process.execPath, [BIN, 'worker', '--config', config, '--queue-prefix', prefix, '--concurrency', String(C), '--log-format', 'json', '--janitor-interval', KILL_AFTER_S === undefined ? '3600' : '5'], {
     env: { ...process.env, DATABASE_URL, REDIS_URL, DATABASE_POOL_MAX: POOL_MAX, LOG_LEVEL: 'info', FLEET_SECRET: 'demo-secret' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -140,6 +144,21 @@ try {
   const tick = new Date('2026-11-24T05:00:00Z');
   const started = new Date();
   await Promise.all(names.map((n) => enqueueTick(queue, parsed, n, tick, 'schedule')));
+  let killed: { pid: number; heldAtKill: number; freedAfterS?: number } | undefined;
+  const killing = KILL_AFTER_S === undefined ? undefined : (async () => {
+    await new Promise((r) => setTimeout(r, KILL_AFTER_S * 1000));
+    const victim = workers[0]!;
+    // Its slots with a live lease (an expired one is only swept by the next acquire).
+    const mine = async () => (await redis.zrangebyscore(`${prefix}:slots:erp:held`, String(Date.now()), '+inf')).filter((h) => h.includes(`:${victim.pid}:`)).length;
+    const heldAtKill = await mine();
+    victim.kill('SIGKILL');
+    const at = performance.now();
+    killed = { pid: victim.pid!, heldAtKill };
+    log(`  killed worker ${victim.pid} (SIGKILL) holding ${heldAtKill} report slots`);
+    while ((await mine()) > 0) await new Promise((r) => setTimeout(r, 100));
+    killed.freedAfterS = +((performance.now() - at) / 1000).toFixed(1);
+    log(`  its slots were free again ${killed.freedAfterS} s after the kill`);
+  })();
   const deadline = Date.now() + 30 * 60_000;
   let c = await counts();
   for (let last = -1; c.succeeded + c.failed < N && Date.now() < deadline; c = await counts()) {
@@ -155,6 +174,7 @@ try {
   }
   sampling = false;
   await sampler;
+  await killing;
   c = await counts();
   const makespanS = ((c.lastEnd ?? new Date()).getTime() - started.getTime()) / 1000;
   const { rows: dup } = await pool.query<{ n: number }>(
@@ -180,6 +200,7 @@ try {
     mostReportJobsOpen: mostOpen,
     mostPgConnections: mostPg,
     boundS: LIMIT ? +((1.5 * (N / LIMIT) * oneRunMs) / 1000).toFixed(1) : null,
+    killed: killed ?? null,
   };
   log(JSON.stringify(result, null, 2));
   log(
