@@ -1,6 +1,6 @@
 # report-etl: one image for every part (scheduler, worker, admin, start, simulate, run ...).
-# The image runs the compiled JavaScript (npm run build -> dist/, bundled into dist/bundle/ for a quicker start): Node
-# could run the TypeScript sources directly, but its type stripper costs about 30 MB of memory per process.
+# The image runs the one build (npm run build: tsc compiles src/ to dist/), as `npx report-etl` does: Node could run the
+# TypeScript sources directly, but its type stripper costs about 30 MB of memory per process.
 
 FROM node:24-slim AS build
 WORKDIR /app
@@ -9,7 +9,6 @@ COPY package.json package-lock.json ./
 COPY scripts/prepare-build.js ./scripts/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
-COPY scripts/bundle.js ./scripts/
 COPY src ./src
 RUN npm run build
 
@@ -38,5 +37,5 @@ EXPOSE 3000 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ADMIN_PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Node flags: see src/runtime-flags.ts.
-ENTRYPOINT ["node", "--max-semi-space-size=1", "dist/bundle/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=1", "dist/main.js"]
 CMD ["start", "--host", "0.0.0.0"]

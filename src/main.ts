@@ -1,14 +1,13 @@
 /**
- * The process entry: runs the command line and sets the exit code. bin/report-etl.js loads it compiled, bundled as
- * dist/bundle/main.js (else as dist/main.js), when that build is not older than the sources, else from the sources
- * (Node strips the types); the Docker image runs dist/bundle/main.js. The build saves the type stripper's memory
- * (about 30 MB of RSS) and start-up time.
+ * The process entry: runs the command line and sets the exit code. bin/report-etl.js and the Docker image run it
+ * compiled, as dist/main.js (the one build: `npm run build`, also run by `npm ci`); `npm run dev -- <args>` runs it
+ * from the sources (Node strips the types). The build saves the type stripper's memory (about 30 MB of RSS).
  */
 import { enableCompileCache } from 'node:module';
 import { main } from './cli/main.ts';
 
 // V8's code cache on disk (os.tmpdir()/node-compile-cache) for the modules each command loads lazily: they load in
-// about half the time after the first start (issue 14). NODE_DISABLE_COMPILE_CACHE=1 turns it off.
+// about half the time after the first start. NODE_DISABLE_COMPILE_CACHE=1 turns it off.
 enableCompileCache?.();
 
 main(process.argv).then(

@@ -1,23 +1,21 @@
 /**
- * The compiled product (`npm run build`, what the Docker image and `npx report-etl` run): the sources compile to
- * JavaScript, which bundles into a few chunks (scripts/bundle.js), and the bundle runs the same command line,
- * resolves package.json and the migrations, validates the sample config, and runs jobs end to end: a txt report
- * (pg, ioredis, zod, yaml in the bundle), an Excel workbook loaded as rows (exceljs left in node_modules), and a
- * queued run taken by the bundle's worker (bullmq left in node_modules, given the bundle's ioredis connections).
+ * The one build (`npm run build`, what `npm ci`, the Docker image and `npx report-etl` run): the sources compile
+ * with tsc to JavaScript in a directory of its own, and that build runs the same command line, resolves
+ * package.json and the migrations, validates the sample config, and runs jobs end to end: a txt report, an Excel
+ * workbook loaded as rows, and a queued run taken by the build's worker, stopped by SIGTERM with exit code 0.
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
-import { rmSync, statSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { bundle } from '../scripts/bundle.js';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 import { waitFor } from './support/queue-env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-// Same depth as dist/ and dist/bundle/ so that ../package.json and ../../migrations resolve as they do in the image.
+// Same depth as dist/ so that ../package.json and ../migrations resolve as they do in the image.
 const OUT = '.build-test';
 
 let h: Harness;
@@ -29,14 +27,11 @@ afterAll(async () => {
   await h?.close();
 });
 
-it('compiles and bundles, and the bundle runs the command line and real jobs', async () => {
+it('compiles, and the build runs the command line and real jobs', async () => {
   const tsc = spawnSync('node_modules/.bin/tsc', ['-p', 'tsconfig.build.json', '--outDir', OUT], { cwd: ROOT, encoding: 'utf8' });
   expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);
-  await bundle(ROOT, { from: `${OUT}/main.js`, out: `${OUT}/bundle` });
-  // As new as what it was bundled from, not as the end of bundling (bin/entry-choice.js compares these times).
-  expect(Math.abs(statSync(`${ROOT}/${OUT}/bundle/main.js`).mtimeMs - statSync(`${ROOT}/${OUT}/main.js`).mtimeMs)).toBeLessThan(1);
   const run = (...args: string[]) =>
-    spawnSync(process.execPath, ['--max-semi-space-size=1', `${OUT}/bundle/main.js`, ...args], {
+    spawnSync(process.execPath, ['--max-semi-space-size=1', `${OUT}/main.js`, ...args], {
       cwd: ROOT,
       encoding: 'utf8',
       env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL, REDIS_URL, BUILD_TEST_SECRET: 'demo-secret' },
@@ -55,7 +50,7 @@ it('compiles and bundles, and the bundle runs the command line and real jobs', a
   expect(migrate.stdout).toMatch(/database is up to date|applied migrations/);
 
   const config = `${ROOT}/${OUT}/jobs.yaml`;
-  const queued = uniqueName('bundle_queued');
+  const queued = uniqueName('build_queued');
   writeFileSync(
     config,
     `connections:
@@ -77,7 +72,7 @@ jobs:
   );
   // Not spawnSync: the simulator answers from this process.
   const runJob = (job: string) =>
-    promisify(execFile)(process.execPath, ['--max-semi-space-size=1', `${OUT}/bundle/main.js`, 'run', job, '--config', config], {
+    promisify(execFile)(process.execPath, ['--max-semi-space-size=1', `${OUT}/main.js`, 'run', job, '--config', config], {
       cwd: ROOT,
       env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL, REDIS_URL, BUILD_TEST_SECRET: 'demo-secret' },
     });
@@ -86,13 +81,13 @@ jobs:
   const counts = await h.pool.query<{ orders: string; workbook: string }>(`SELECT (SELECT count(*) FROM ${h.schema}.orders) AS orders, (SELECT count(*) FROM ${h.schema}.workbook) AS workbook`);
   expect(counts.rows[0]).toEqual({ orders: '450', workbook: '75' });
 
-  // The queue from the bundle: its bundled ioredis hands connections to bullmq, which stays in node_modules.
-  const queueEnv = { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL, REDIS_URL, BUILD_TEST_SECRET: 'demo-secret', REPORT_ETL_QUEUE_PREFIX: uniqueName('bundleq') };
-  await promisify(execFile)(process.execPath, [`${OUT}/bundle/main.js`, 'enqueue', queued, '--config', config], { cwd: ROOT, env: queueEnv });
-  const worker = spawn(process.execPath, [`${OUT}/bundle/main.js`, 'worker', '--config', config], { cwd: ROOT, env: queueEnv, stdio: 'ignore' });
+  // The queue from the build: enqueue, then its worker takes the run.
+  const queueEnv = { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL, REDIS_URL, BUILD_TEST_SECRET: 'demo-secret', REPORT_ETL_QUEUE_PREFIX: uniqueName('buildq') };
+  await promisify(execFile)(process.execPath, [`${OUT}/main.js`, 'enqueue', queued, '--config', config], { cwd: ROOT, env: queueEnv });
+  const worker = spawn(process.execPath, [`${OUT}/main.js`, 'worker', '--config', config], { cwd: ROOT, env: queueEnv, stdio: 'ignore' });
   try {
     await waitFor(
-      'the bundle\'s worker ran the queued job',
+      'the build\'s worker ran the queued job',
       async () => (await h.pool.query<{ status: string }>('SELECT status FROM etl.runs WHERE job = $1', [queued])).rows[0]?.status === 'succeeded',
       60_000,
     );

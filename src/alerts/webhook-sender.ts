@@ -5,7 +5,7 @@
  * times; other answers end it. The webhook URL is a secret (it carries the credential): logs name the target, the
  * event, the job, the HTTP status or the network error code, never the URL.
  */
-import { request } from '../report-api/undici-core.ts';
+import { request } from 'undici';
 import type { AlertTargetConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
 import type { AlertEvent } from '../vocabulary.ts';

@@ -3,7 +3,7 @@
  * of transient failures, and exponential backoff with full jitter whose sleeps honour an AbortSignal.
  */
 import type { Dispatcher } from 'undici';
-import { Agent, request } from './undici-core.ts';
+import { Agent, request } from 'undici';
 import { AbortedError, EtlError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { ServerUnreachableError, TransientHttpError, UNREACHABLE_CODES, type ReportApiStage } from './errors.ts';

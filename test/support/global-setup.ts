@@ -4,7 +4,11 @@
  * `.local/postgres-test`, initdb once), a `redis-server` from PATH or a redis:7 container, announced on stderr and
  * stopped after the last test file. Their URLs go into process.env before the workers start, which is where
  * test/support/env.ts and every spawned CLI or demo process read them.
+ *
+ * It also compiles src/ to dist/ (tsc, about 2 s) before any test: the CLI tests run bin/report-etl.js, which runs
+ * the build, as users do; compiling first means an edited source is never tested through a stale build.
  */
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ensurePostgres, ensureRedis, type LocalService } from '../../scripts/lib/local-services.ts';
 
@@ -16,6 +20,11 @@ const DATA_DIR = fileURLToPath(new URL('../../.local/postgres-test', import.meta
  * @throws LocalServiceUnavailableError / ConfiguredServiceRefusedError (one line saying what to do) before any test runs
  */
 export default async function setup(): Promise<() => Promise<void>> {
+  const tsc = spawnSync(process.execPath, [fileURLToPath(new URL('../../node_modules/typescript/bin/tsc', import.meta.url)), '-p', 'tsconfig.build.json'], {
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
+    encoding: 'utf8',
+  });
+  if (tsc.status !== 0) throw new Error(`the build failed (tsc -p tsconfig.build.json), so the CLI tests cannot run it:\n${tsc.stdout}${tsc.stderr}`);
   const started: LocalService[] = [];
   const stopAll = async () => {
     for (const service of started.reverse()) await service.stop();
