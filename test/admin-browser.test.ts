@@ -1,16 +1,13 @@
 /**
  * The admin pages in a real headless Chromium (issue 4 "Done when"): a run of the simulator's 'Failing' report
  * fails, the run history page shows the server's multi-line text, and clicking Replay re-queues the same logical
- * run. Uses Debian's chromium (`apt-get install -y chromium`) driven by playwright-core; a missing browser fails
- * the test with a message saying how to install it. Screenshots go to /tmp/report-etl-admin-*.png.
+ * run. Chromium (a system one, else the npm package's: test/support/browser.ts) is driven by playwright-core.
+ * Screenshots go to /tmp/report-etl-admin-*.png.
  */
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -21,7 +18,6 @@ import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOT_RUN = '/tmp/report-etl-admin-run.png';
 const SCREENSHOT_REPLAYED = '/tmp/report-etl-admin-replayed.png';
 const token = `tok-${randomBytes(12).toString('hex')}`;
@@ -31,14 +27,11 @@ let h: Harness;
 let queue: RunQueue;
 let server: AdminServer;
 let context: BrowserContext | undefined;
-let userDataDir: string | undefined;
+let browser: TestBrowser | undefined;
 let failedRunId: string;
 
-const MISSING = `Chromium not found at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (or set CHROMIUM_PATH)`;
 
 beforeAll(async () => {
-  // A missing browser fails the test below (not a skip, not a setup error that reads like one).
-  if (!existsSync(CHROMIUM)) return;
   h = await startHarness();
   queue = makeQueue(h.redis, uniqueName('admbq'));
   const config = h.config({ [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }) });
@@ -46,26 +39,12 @@ beforeAll(async () => {
   expect(err).toBeInstanceOf(AttemptFailedError);
   failedRunId = (err as AttemptFailedError).attemptId;
   server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token } });
-  userDataDir = await mkdtemp(join(tmpdir(), 'report-etl-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchBrowser();
+  context = browser.context;
 }, 60_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+  await browser?.close();
   await server?.close();
   await queue?.obliterate({ force: true }).catch(() => undefined);
   await queue?.close();
@@ -74,7 +53,6 @@ afterAll(async () => {
 });
 
 it("shows a failed run with the server's text and replays it by clicking", async () => {
-  if (!existsSync(CHROMIUM)) expect.fail(MISSING);
   const page = await context!.newPage();
   // Logging in sets the session cookie and lands on the run list.
   const login = await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
@@ -96,7 +74,7 @@ it("shows a failed run with the server's text and replays it by clicking", async
   await page.screenshot({ path: SCREENSHOT_RUN, fullPage: true });
 
   const { rows } = await h.pool.query<{ run_key: string }>('SELECT run_key FROM etl.runs WHERE run_id = $1', [failedRunId]);
-  expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 0 });
+  expect(await queue.getJobCounts('waiting', 'prioritized')).toEqual({ waiting: 0, prioritized: 0 });
   await page.locator('button#replay').click();
   await page.waitForURL((u) => u.searchParams.has('replayed'));
   const jobId = new URL(page.url()).searchParams.get('replayed')!;
@@ -105,11 +83,12 @@ it("shows a failed run with the server's text and replays it by clicking", async
 
   const queued = await queue.getJob(jobId);
   expect(queued?.data).toMatchObject({ job, runKey: rows[0]!.run_key, trigger: 'replay' });
-  expect(await queued!.getState()).toBe('waiting');
-  expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 1 });
+  // A replay waits behind scheduled runs (queued with the backfill priority).
+  expect(await queued!.getState()).toBe('prioritized');
+  expect(await queue.getJobCounts('waiting', 'prioritized')).toEqual({ waiting: 0, prioritized: 1 });
 
   // bull-board (a script-driven page) lists the replayed job in the same browser session.
-  await page.goto(`${server.url}/admin/queues/queue/report-etl?status=waiting`);
+  await page.goto(`${server.url}/admin/queues/queue/report-etl?status=prioritized`);
   await expect.poll(() => page.getByText(jobId).count(), { timeout: 15_000 }).toBeGreaterThan(0);
   await page.screenshot({ path: '/tmp/report-etl-admin-bull-board.png', fullPage: true });
 }, 60_000);

@@ -4,12 +4,9 @@
  * a later success shown as such; Replay on the failing job's last failure; the run list with the whole first line of
  * the server's own message. Screenshots: /tmp/report-etl-overview*.png.
  */
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { settableConfig } from '../src/config/live-config.ts';
@@ -22,19 +19,16 @@ import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 import { deleteRuns } from './support/queue-env.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const jp = uniqueName('ovw');
-const MISSING = `Chromium not found at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (or set CHROMIUM_PATH)`;
 let h: Harness;
 let queue: RunQueue;
 let server: AdminServer;
 let context: BrowserContext | undefined;
-let userDataDir: string | undefined;
+let browser: TestBrowser | undefined;
 const firstServerLine = FAILING_MESSAGE.split('\n').find((l) => l.trim())!.trim();
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) return;
   h = await startHarness();
   queue = makeQueue(h.redis, uniqueName('ovwq'));
   const ok = (rows: string) => jobEntry({ name: 'Sales/Orders', parameters: { ROWS: rows } }, { table: `${h.schema}.ok_${rows}` });
@@ -55,17 +49,12 @@ beforeAll(async () => {
   await new Promise((r) => setTimeout(r, 1_100));
   const invalid = [{ kind: 'job' as const, name: `${jp}_invalid`, problems: ['jobs.yaml:40:13: jobs.x.report.name: report name "Sales-Orders" has characters the server rejects (fix report.name)'] }];
   server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, liveConfig: settableConfig(now, invalid) });
-  userDataDir = await mkdtemp(join(tmpdir(), 'report-etl-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchBrowser();
+  context = browser.context;
 }, 90_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+  await browser?.close();
   await server?.close();
   await queue?.obliterate({ force: true }).catch(() => undefined);
   await queue?.close();
@@ -74,7 +63,6 @@ afterAll(async () => {
 });
 
 it('shows every job with its state, sparklines and a Replay on the failing one', async () => {
-  if (!existsSync(CHROMIUM)) expect.fail(MISSING);
   const page = await context!.newPage();
   await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
   expect(new URL(page.url()).pathname).toBe('/admin');

@@ -349,7 +349,7 @@ describe('access control', () => {
   it('refuses a cross-origin POST even with valid credentials', async () => {
     const res = await fetch(`${server.url}/admin/runs/${failedRunId}/replay`, { method: 'POST', headers: { ...bearer, origin: 'http://evil.example' }, redirect: 'manual' });
     expect(res.status).toBe(403);
-    expect(await queue.getJobCounts('waiting')).toEqual({ waiting: 0 });
+    expect(await queue.getJobCounts('waiting', 'prioritized')).toEqual({ waiting: 0, prioritized: 0 });
   });
 });
 

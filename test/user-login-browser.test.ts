@@ -1,15 +1,12 @@
 /**
  * The login of a user-dependent service user in a real headless Chromium (issue 11 "Done when"): admin page ->
  * "Log in" -> the simulator's login form -> /oauth/callback -> the admin page shows the connection logged in.
- * Uses Debian's chromium driven by playwright-core, as test/admin-browser.test.ts. Screenshots go to
+ * Chromium driven by playwright-core (test/support/browser.ts), as test/admin-browser.test.ts. Screenshots go to
  * /tmp/report-etl-login-*.png.
  */
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
+import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import type { EtlConfig } from '../src/config/schema.ts';
@@ -19,8 +16,6 @@ import { SECRET_KEY_ENV } from '../src/secret-box.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const MISSING = `Chromium not found at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (or set CHROMIUM_PATH)`;
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const previousKey = process.env[SECRET_KEY_ENV];
 
@@ -28,27 +23,21 @@ let h: Harness;
 let queue: RunQueue;
 let server: AdminServer;
 let context: BrowserContext | undefined;
-let userDataDir: string | undefined;
+let browser: TestBrowser | undefined;
 let config: EtlConfig;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) return;
   process.env[SECRET_KEY_ENV] = randomBytes(32).toString('hex');
   h = await startHarness();
   queue = makeQueue(h.redis, uniqueName('ulbq'));
   server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, connections: () => config.connections });
   config = h.config({}, { auth: 'authorization_code', clientId: 'demo-user-client', clientSecret: undefined, scopes: ['svc.pad', 'offline_access'], redirectUri: `${server.url}/oauth/callback` });
-  userDataDir = await mkdtemp(join(tmpdir(), 'report-etl-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchBrowser();
+  context = browser.context;
 }, 60_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+  await browser?.close();
   await server?.close();
   await queue?.close();
   await h?.pool.query('DELETE FROM etl.connection_logins WHERE base_url = $1', [h.sim.url]);
@@ -59,7 +48,6 @@ afterAll(async () => {
 });
 
 it('logs in from the admin page through the simulator\'s form and shows the connection logged in', async () => {
-  if (!existsSync(CHROMIUM)) expect.fail(MISSING);
   const page = await context!.newPage();
   await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
   await page.goto(`${server.url}/admin/connections`);

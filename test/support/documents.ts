@@ -1,42 +1,57 @@
 /**
- * Opens archived documents the way their viewers would, for the tests: a PDF through poppler (pdftoppm renders the
- * first page, pdftotext gives its text) when it is installed, else through pdfkit's own structure markers; a docx
- * as an Office Open XML zip package (JSZip), returning the text of word/document.xml.
+ * Opens archived documents the way their viewers would, for the tests: a PDF through MuPDF (its WASM build from the
+ * npm package `mupdf`: every page is parsed, page 1 rendered to a PNG, the text extracted), so that no program from
+ * the system is needed; a docx as an Office Open XML zip package (JSZip), returning the text of word/document.xml.
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import JSZip from 'jszip';
+import * as mupdf from 'mupdf';
 
-const run = promisify(execFile);
-
-async function has(tool: string): Promise<boolean> {
-  return run(tool, ['-v']).then(
-    () => true,
-    () => false,
-  );
+/** What {@link checkPdf} found in a PDF. */
+export interface PdfCheck {
+  pages: number;
+  /** Page 1 rendered at 20 dpi, as PNG bytes. */
+  firstPagePng: Uint8Array;
+  /** The text of every page, pages separated by a form feed. */
+  text: string;
 }
 
 /**
- * Renders page 1 of a PDF with pdftoppm (a PNG must come out) and returns the text of the PDF (pdftotext).
- * @throws when poppler cannot render it
+ * Opens a PDF with MuPDF, renders page 1 (a PNG must come out) and extracts the text of every page.
+ * @returns the text of the PDF (pages separated by a form feed), as a viewer's text extraction gives it
+ * @throws when it is not a PDF or MuPDF cannot render it
  */
 export async function checkPdf(content: Buffer): Promise<string> {
+  return (await openPdf(content)).text;
+}
+
+/**
+ * Opens a PDF with MuPDF: page count, page 1 rendered to PNG, text.
+ * @throws when it is not a PDF or MuPDF cannot open or render it
+ */
+export async function openPdf(content: Buffer): Promise<PdfCheck> {
   if (!content.subarray(0, 5).equals(Buffer.from('%PDF-'))) throw new Error('not a PDF');
-  if (!(await has('pdftoppm'))) throw new Error('pdftoppm (poppler-utils) is needed to check PDFs: apt-get install poppler-utils');
-  const dir = await mkdtemp(join(tmpdir(), 'pdf-'));
+  const doc = mupdf.Document.openDocument(content, 'application/pdf');
   try {
-    const file = join(dir, 'doc.pdf');
-    await writeFile(file, content);
-    await run('pdftoppm', ['-png', '-r', '20', '-f', '1', '-l', '1', file, join(dir, 'page')]);
-    const pngs = (await readdir(dir)).filter((f) => f.endsWith('.png'));
-    if (pngs.length !== 1) throw new Error(`pdftoppm rendered ${pngs.length} pages`);
-    const { stdout } = await run('pdftotext', [file, '-']);
-    return stdout;
+    const pages = doc.countPages();
+    if (pages < 1) throw new Error('the PDF has no pages');
+    const texts: string[] = [];
+    let firstPagePng: Uint8Array | undefined;
+    for (let k = 0; k < pages; k++) {
+      const page = doc.loadPage(k);
+      if (k === 0) {
+        const pixmap = page.toPixmap(mupdf.Matrix.scale(20 / 72, 20 / 72), mupdf.ColorSpace.DeviceRGB, false, true);
+        firstPagePng = pixmap.asPNG();
+        pixmap.destroy();
+      }
+      const text = page.toStructuredText('preserve-whitespace');
+      texts.push(text.asText());
+      text.destroy();
+      page.destroy();
+    }
+    if (!firstPagePng || firstPagePng.length < 8) throw new Error('MuPDF rendered no image of page 1');
+    return { pages, firstPagePng, text: texts.join('\f') };
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    doc.destroy();
   }
 }
 
