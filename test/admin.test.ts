@@ -2,6 +2,7 @@
  * The admin HTTP server over real HTTP: health and readiness, metrics from etl.runs / Redis / the queue, access
  * control, the run history pages with the server's text escaped, and replay through the queue.
  */
+import { createServer, type AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import type { Queue } from 'bullmq';
@@ -112,18 +113,19 @@ describe('health and readiness', () => {
   });
 
   it('a Redis that does not answer is named within the time limit', async () => {
-    const badRedis = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: null, retryStrategy: () => null });
+    // A server that accepts the connection and never answers: only the check's own limit can end the PING.
+    const silent = createServer((socket) => socket.on('error', () => undefined));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const badRedis = new Redis(`redis://127.0.0.1:${(silent.address() as AddressInfo).port}`, { lazyConnect: true, maxRetriesPerRequest: null, retryStrategy: () => null });
     badRedis.on('error', () => undefined);
     try {
-      const started = performance.now();
       const r = await checkReadiness({ pool: h.pool, redis: badRedis }, 300);
-      expect(performance.now() - started).toBeLessThan(2_000);
       expect(r.ready).toBe(false);
       expect(r.checks.postgres.ok).toBe(true);
-      expect(r.checks.redis.ok).toBe(false);
-      expect(r.checks.redis.error).toBeTruthy();
+      expect(r.checks.redis).toMatchObject({ ok: false, error: 'timed out after 300 ms' });
     } finally {
       badRedis.disconnect();
+      silent.close();
     }
   });
 });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '../src/errors.ts';
 import { loadConfig, watchConfig, type LoadedConfig } from '../src/config/index.ts';
+import type { ReadOutcome } from '../src/config/watch.ts';
 
 const ENV = { WATCH_SECRET: 'w-secret' };
 
@@ -50,6 +51,15 @@ function recorder() {
   };
 }
 
+/** Polls `cond` every 20 ms until it holds; throws naming `what` after 10 s. */
+async function waitUntil(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
+    await sleep(20);
+  }
+}
+
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'report-etl-watch-'));
@@ -64,13 +74,14 @@ describe('watchConfig', () => {
     await writeFile(path, file(100));
     let running = await loadConfig(path, ENV);
     const rec = recorder();
+    const reads: ReadOutcome[] = [];
     const watcher = watchConfig(path, {
       onChange: (c) => {
         running = c;
         rec.handlers.onChange(c);
       },
       onError: rec.handlers.onError,
-    }, ENV, { debounceMs: 100 });
+    }, ENV, { debounceMs: 100, onRead: (o) => reads.push(o) });
     try {
       // An editor-style save: write a temporary file, rename it over the original.
       await writeFile(join(dir, '.jobs.yaml.tmp'), file(200));
@@ -91,9 +102,10 @@ describe('watchConfig', () => {
       ]);
       expect(running.config.jobs.j1!.report.paging).toBe(200);
 
-      // Saving the same invalid text again is not reported twice.
+      // Saving the same invalid text again is not reported twice: once the watcher has read it, still two events.
+      const readsBefore = reads.length;
       await writeFile(path, file(5));
-      await sleep(400);
+      await waitUntil('the watcher read the identical save', () => reads.slice(readsBefore).includes('unchanged'));
       expect(rec.events).toHaveLength(2);
 
       // Several quick saves are debounced into one delivery of the last text.
@@ -101,15 +113,21 @@ describe('watchConfig', () => {
       const third = await rec.next(3);
       expect(third.kind).toBe('change');
       expect(running.config.jobs.j1!.report.paging).toBe(500);
-      await sleep(400);
       expect(rec.events).toHaveLength(3);
     } finally {
       await watcher.close();
     }
-    // After close, nothing more arrives; a second close waits for the first.
-    await writeFile(path, file(600));
-    await sleep(400);
-    expect(rec.events).toHaveLength(3);
+    // After close, nothing more arrives: a second watcher of the same file sees the next save, the closed one does
+    // not. A second close waits for the first.
+    const witness = recorder();
+    const second = watchConfig(path, witness.handlers, ENV, { debounceMs: 100 });
+    try {
+      await writeFile(path, file(600));
+      expect((await witness.next(1)).kind).toBe('change');
+      expect(rec.events).toHaveLength(3);
+    } finally {
+      await second.close();
+    }
     await watcher.close();
   });
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startService } from '../src/app/service.ts';
-import { makeJanitor } from '../src/queue/janitor.ts';
+import { JANITOR_LEASE_CLASS, makeJanitor } from '../src/queue/janitor.ts';
 import { noAlerts } from '../src/alerts/webhook-sender.ts';
 import { configSchema } from '../src/config/schema.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -82,6 +82,25 @@ it('validate lists every problem (exit 2); run of a valid job runs with one warn
   expect(q.stdout).toContain(`${jp}_good: queued as`);
 }, 90_000);
 
+it("one installation's janitor lease does not hold back another's", async () => {
+  const config = configSchema.parse({ connections: { sim: { baseUrl: h.sim.url, clientId: 'demo-client', clientSecret: 'x' } }, jobs: {} });
+  const [a, b] = [uniqueName('insta'), uniqueName('instb')];
+  const holder = await h.pool.connect();
+  const janitorA = makeJanitor({ pool: h.pool, redis: h.redis, logger: silentLogger, config: () => config, alerts: noAlerts, prefix: a });
+  const janitorB = makeJanitor({ pool: h.pool, redis: h.redis, logger: silentLogger, config: () => config, alerts: noAlerts, prefix: b });
+  try {
+    // Another process of installation A is sweeping: it holds A's lease.
+    await holder.query('SELECT pg_advisory_lock($1, hashtext($2))', [JANITOR_LEASE_CLASS, a]);
+    expect((await janitorA.sweep()).leased).toBe(false);
+    expect((await janitorB.sweep()).leased).toBe(true);
+    await holder.query('SELECT pg_advisory_unlock($1, hashtext($2))', [JANITOR_LEASE_CLASS, a]);
+    expect((await janitorA.sweep()).leased).toBe(true);
+  } finally {
+    holder.release();
+    await Promise.all([janitorA.close(), janitorB.close()]);
+  }
+});
+
 it('scheduler + worker + admin run the valid job and show the invalid ones in the log, the overview and the metrics', async () => {
   const { logger, lines } = captureLogger();
   const before = (await runsOf(h.pool, `${jp}_good`)).length;
@@ -127,12 +146,12 @@ it('retention: the janitor prunes attempts older than history.keep in batches, k
     jobs: { [job]: { connection: 'sim', report: { mandant: 1, name: 'X' }, target: { table: 'x.y' } } },
     history: { keep: '3d' },
   });
-  const janitor = makeJanitor({ pool: h.pool, redis: h.redis, logger: silentLogger, config: () => config, alerts: noAlerts });
+  // The installation's own lease: no other installation's janitor (another test file's, a production one sharing
+  // this PostgreSQL) holds it, so the first sweep has it.
+  const janitor = makeJanitor({ pool: h.pool, redis: h.redis, logger: silentLogger, config: () => config, alerts: noAlerts, prefix: uniqueName('isoj') });
   try {
-    const result = await waitFor('a sweep with the lease', async () => {
-      const r = await janitor.sweep();
-      return r.leased ? r : undefined;
-    }, 60_000, 200);
+    const result = await janitor.sweep();
+    expect(result.leased).toBe(true);
     expect(result.pruned!.runs).toBe(6);
   } finally {
     await janitor.close();

@@ -9,7 +9,7 @@ import { backfill } from '../src/queue/backfill.ts';
 import { settableConfig, staticConfig } from '../src/config/live-config.ts';
 import { tickQueueJobId } from '../src/queue/names.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { enqueueTick, makeScheduler } from '../src/queue/scheduler.ts';
+import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
 import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
@@ -176,27 +176,45 @@ it('a config change reschedules live', async () => {
   expect(scheduler.scheduled()).toEqual({});
 });
 
+/**
+ * A stand-in for node-cron's createTask that records each job's handlers, so that a test fires a missed tick when it
+ * wants (node-cron reports a tick it fires more than a second late as `execution:missed`) instead of blocking the
+ * event loop for seconds aligned to the wall clock.
+ */
+function recordingTasks() {
+  const missed = new Map<string, (ctx: { date: Date }) => unknown>();
+  const createTask = ((_expr: string, _fn: unknown, options?: { name?: string }) => {
+    const name = options?.name ?? '';
+    return {
+      on(event: string, fn: (ctx: { date: Date }) => unknown) {
+        if (event === 'execution:missed') missed.set(name, fn);
+      },
+      start: () => undefined,
+      destroy: async () => undefined,
+    };
+  }) as unknown as SchedulerDeps['createTask'];
+  return { createTask, fireMissed: (job: string, date: Date) => missed.get(`report-etl:${job}`)!({ date }) };
+}
+
 it('a tick fired late (a blocked event loop) is still queued, once', async () => {
   const job = `${jp}_late`;
   const config = h.config({ [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.late` }), schedule: '* * * * * *', timezone: 'UTC' } });
-  const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger: silentLogger });
+  const tasks = recordingTasks();
+  const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger: silentLogger, createTask: tasks.createTask });
   await scheduler.start();
-  let blockedFrom = 0;
+  // Three ticks two to four seconds late, the first reported twice: each queued, once.
+  const now = Math.floor(Date.now() / 1000) * 1000;
+  const late = [4, 3, 2].map((s) => new Date(now - s * 1000));
   try {
-    // Start right after a tick, then hold the event loop for 3.5 s: node-cron reports the ticks in between as missed.
-    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 50));
-    blockedFrom = Date.now();
-    while (Date.now() < blockedFrom + 3500);
-    await new Promise((r) => setTimeout(r, 300));
+    await Promise.all([...late, late[0]!].map((tick) => tasks.fireMissed(job, tick)));
   } finally {
     await scheduler.close();
   }
-  const missed = [1, 2, 3].map((s) => new Date(Math.floor(blockedFrom / 1000) * 1000 + s * 1000));
-  for (const tick of missed) {
+  for (const tick of late) {
     expect(await queue.getJob(tickQueueJobId(job, tick)), `tick ${tick.toISOString()}`).toBeDefined();
   }
   const jobs = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.job === job);
-  expect(new Set(jobs.map((j) => j.id)).size).toBe(jobs.length);
+  expect(jobs.map((j) => j.id).sort()).toEqual(late.map((t) => tickQueueJobId(job, t)).sort());
   await Promise.all(jobs.map((j) => j.remove()));
 });
 
@@ -204,20 +222,18 @@ it('a tick missed long ago (a paused process) is left to the catch-up policy, no
   const job = `${jp}_paused`;
   const config = h.config({ [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.paused` }), schedule: '* * * * * *', timezone: 'UTC' } });
   const { logger, lines } = captureLogger('warn');
-  // The scheduler's clock says two minutes later than the ticks node-cron reports: as after a long pause.
-  const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger, now: () => new Date(Date.now() + 120_000) });
+  const tasks = recordingTasks();
+  // The scheduler's clock says two minutes later than the tick node-cron reports: as after a long pause.
+  const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger, now: () => new Date(Date.now() + 120_000), createTask: tasks.createTask });
   await scheduler.start();
+  const tick = new Date(Math.floor(Date.now() / 1000) * 1000);
   try {
-    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 50));
-    const blockedFrom = Date.now();
-    while (Date.now() < blockedFrom + 3500);
-    await new Promise((r) => setTimeout(r, 300));
+    await tasks.fireMissed(job, tick);
   } finally {
     await scheduler.close();
   }
   const dropped = lines.filter((l) => String(l.msg).startsWith('tick missed long ago')).map((l) => String(l.tick));
-  expect(dropped.length).toBeGreaterThanOrEqual(1);
-  for (const tick of dropped) expect(await queue.getJob(tickQueueJobId(job, new Date(tick))), `tick ${tick}`).toBeUndefined();
-  const jobs = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.job === job);
-  await Promise.all(jobs.map((j) => j.remove()));
+  expect(dropped).toEqual([tick.toISOString()]);
+  expect(await queue.getJob(tickQueueJobId(job, tick))).toBeUndefined();
 });
+

@@ -293,12 +293,16 @@ describe('page resume', () => {
     const pageBytes = 64 * 1024 * 1024;
     const piece = Buffer.alloc(64 * 1024, 'y');
     let written = 0;
+    let blocked = 0;
     const { client } = await setup((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       const write = (): void => {
         while (written < pageBytes) {
           written += piece.length;
-          if (!res.write(piece)) return void res.once('drain', write);
+          if (!res.write(piece)) {
+            blocked += 1;
+            return void res.once('drain', write);
+          }
         }
         res.end();
       };
@@ -308,7 +312,12 @@ describe('page resume', () => {
     const iterator = (p.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
     const firstChunk = await iterator.next();
     expect(firstChunk.value!.length).toBeGreaterThan(0);
-    await new Promise((r) => setTimeout(r, 300));
+    // The server writes until the socket pushes back; then it waits for a drain that only reading would bring.
+    const until = Date.now() + 20_000;
+    while (blocked === 0 || written < 1024 * 1024) {
+      if (Date.now() > until) throw new Error(`the server never had to wait (wrote ${written} bytes)`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
     // socket buffers and the stream's high-water marks hold a few MiB at most, far from the 64 MiB page
     expect(written).toBeLessThan(16 * 1024 * 1024);
     let read = firstChunk.value!.length;

@@ -82,6 +82,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       invalidJobs: () => invalidJobs().map((e) => e.name),
       alerts: sender,
       clients,
+      prefix,
       ...(o.janitorIntervalMs !== undefined ? { intervalMs: o.janitorIntervalMs } : {}),
     });
     releasers.add(() => janitor.close());

@@ -82,6 +82,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
             config: () => loaded.config,
             invalidJobs: () => loaded.invalid.filter((e) => e.kind === 'job').map((e) => e.name),
             alerts: sender,
+            prefix: queuePrefixFromEnv(),
           });
           releasers.add(() => janitor.close());
           // A run in the foreground takes a report slot like a queued one: the server's limit is the fleet's.

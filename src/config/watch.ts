@@ -35,7 +35,15 @@ export interface WatchOptions {
   logger?: Logger;
   /** Isolate invalid jobs (config/isolate.ts) instead of refusing the whole change (default false). */
   isolate?: boolean;
+  /**
+   * Told after every read of the file, whatever came of it (`unchanged`: the same text as before, nothing delivered),
+   * so that a caller can tell "read and found nothing new" from "not read yet".
+   */
+  onRead?: (outcome: ReadOutcome) => void;
 }
+
+/** What one read of the watched file came to. */
+export type ReadOutcome = 'unchanged' | 'changed' | 'invalid' | 'unreadable';
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -80,18 +88,23 @@ export function watchConfig(
   };
 
   const reloadOnce = async () => {
+    const outcome = await readOnce();
+    if (options.onRead) call(() => options.onRead!(outcome));
+  };
+
+  const readOnce = async (): Promise<ReadOutcome> => {
     let text: string;
     try {
       text = await readFile(full, 'utf8');
     } catch (err) {
-      if (lastHash === 'missing') return;
+      if (lastHash === 'missing') return 'unchanged';
       lastHash = 'missing';
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
       if (!closing) call(() => handlers.onError(new ConfigError([`${path}: cannot read the changed file (${code}); keeping the running config`], { cause: err })));
-      return;
+      return 'unreadable';
     }
     const hash = sha256(text);
-    if (hash === lastHash) return;
+    if (hash === lastHash) return 'unchanged';
     lastHash = hash;
     let loaded: LoadedConfig;
     try {
@@ -99,9 +112,10 @@ export function watchConfig(
     } catch (err) {
       const e = err instanceof ConfigError ? err : new ConfigError([`${path}: ${coerceError(err).message}`], { cause: err });
       if (!closing) call(() => handlers.onError(e));
-      return;
+      return 'invalid';
     }
     if (!closing) call(() => handlers.onChange(loaded));
+    return 'changed';
   };
 
   const reload = () => {

@@ -9,8 +9,9 @@
  * 2. sends `stale` alerts (alerts/freshness.ts);
  * 3. prunes the run history older than `history.keep` in small batches (history/retention.ts).
  *
- * Periodic sweeps hold a lease, a PostgreSQL advisory lock taken with `pg_try_advisory_lock` for the sweep, so one
- * process at a time does the work and the others skip that round. Closing orphans is idempotent (a second DELETE of
+ * Periodic sweeps hold a lease, a PostgreSQL advisory lock of the installation (its prefix) taken with
+ * `pg_try_advisory_lock` for the sweep, so one process of an installation at a time does the work and the others
+ * skip that round. Closing orphans is idempotent (a second DELETE of
  * a report job is harmless, the status changes only from `running`), so `report-etl run` closes the orphans of its
  * own job without waiting for the lease.
  */
@@ -27,9 +28,14 @@ import { pruneHistory, type PruneResult } from '../history/retention.ts';
 import type { Logger } from '../logger.ts';
 import { defaultWorkerName } from '../pipeline/run-attempt.ts';
 import { makeReportClients, type ReportClients } from '../report-api/client-registry.ts';
+import { DEFAULT_QUEUE_PREFIX } from './names.ts';
 
-/** Advisory lock key of the janitor's lease (any constant shared by every report-etl process). */
-export const JANITOR_LEASE_KEY = 7_310_221_012;
+/**
+ * First half of the janitor lease's two-part advisory lock key; the second is PostgreSQL's `hashtext` of the
+ * installation's prefix, so that installations sharing a PostgreSQL (or test files with their own prefix) sweep
+ * without waiting for each other. Two-part keys never meet the one-part keys of the owner sessions.
+ */
+export const JANITOR_LEASE_CLASS = 731_022;
 
 /** Default time between sweeps, in ms. */
 export const JANITOR_INTERVAL_MS = 30_000;
@@ -49,6 +55,8 @@ export interface JanitorDeps {
   clients?: ReportClients;
   /** This process in messages (default host:pid). */
   name?: string;
+  /** The installation's prefix (the queue prefix; default {@link DEFAULT_QUEUE_PREFIX}): one lease per installation. */
+  prefix?: string;
   /** Time between periodic sweeps in ms (default {@link JANITOR_INTERVAL_MS}). */
   intervalMs?: number;
   /** The clock (tests). */
@@ -88,6 +96,7 @@ export interface Janitor {
 
 /** Makes a janitor; nothing runs before start() or a call. */
 export function makeJanitor(deps: JanitorDeps): Janitor {
+  const prefix = deps.prefix ?? DEFAULT_QUEUE_PREFIX;
   const log = deps.logger.child({ component: 'janitor' });
   const me = deps.name ?? defaultWorkerName();
   const ownClients = deps.clients ? undefined : makeReportClients(deps.redis, deps.logger);
@@ -145,7 +154,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   const sweep = async (): Promise<SweepResult> => {
     const client = await deps.pool.connect();
     try {
-      const { rows } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1) AS got', [JANITOR_LEASE_KEY]);
+      const { rows } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS got', [JANITOR_LEASE_CLASS, prefix]);
       if (!rows[0]?.got) return { leased: false, orphans: [], stale: [] };
       try {
         const config = deps.config();
@@ -172,7 +181,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
         }
         return result;
       } finally {
-        await client.query('SELECT pg_advisory_unlock($1)', [JANITOR_LEASE_KEY]).catch(() => undefined);
+        await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [JANITOR_LEASE_CLASS, prefix]).catch(() => undefined);
       }
     } finally {
       client.release();

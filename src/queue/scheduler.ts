@@ -28,6 +28,11 @@ export interface SchedulerDeps {
   logger: Logger;
   /** The clock (tests); default `() => new Date()`. */
   now?: () => Date;
+  /**
+   * Makes the cron task of a job: node-cron's `createTask` (default). Tests give their own to fire ticks and missed
+   * ticks at will instead of waiting for the wall clock.
+   */
+  createTask?: typeof createTask;
 }
 
 /** A scheduler. */
@@ -98,7 +103,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     for (const [name, key] of wanted) {
       if (tasks.has(name)) continue;
       const job = config.jobs[name]!;
-      const task = createTask(job.schedule!, (ctx) => {
+      const task = (deps.createTask ?? createTask)(job.schedule!, (ctx) => {
         const p = onTick(name, ctx.date).catch((err: unknown) => log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'));
         track(p);
         return p;
