@@ -57,22 +57,13 @@ export interface SlotWait {
   waiting: number;
 }
 
-const WINDOWS_MS = [3_600_000, 86_400_000, 32 * 86_400_000, 370 * 86_400_000];
-
-/** The first tick of `schedule` after `now`, or undefined (none within about a year, or a bad expression). */
+/** The first tick of `schedule` after `now`, or undefined (none, or a bad expression). */
 export function nextTick(schedule: string, zone: string, now: Date): Date | undefined {
   try {
-    const ticks = cronTicks(schedule, zone);
-    for (const w of WINDOWS_MS) {
-      // between() keeps the newest ticks when it truncates: widen the window step by step instead.
-      const found = ticks.between(now, new Date(now.getTime() + w));
-      if (found.ticks.length > 0 && !found.truncated) return found.ticks[0];
-      if (found.truncated) return undefined;
-    }
+    return cronTicks(schedule, zone).next(now);
   } catch {
     return undefined;
   }
-  return undefined;
 }
 
 const finished = (a: RecentAttempt) => a.finished_at ?? a.started_at;

@@ -1,17 +1,15 @@
 /**
- * Cron ticks as instants: whether an instant is a tick of a schedule, the ticks in a range, and the tick before
- * a tick (the start of the logical interval a run stands for). node-cron decides what matches, in the job's time
- * zone, so this agrees with the running scheduler; node-cron has no "previous" or "between", hence the scan.
+ * Cron ticks as instants: whether an instant is a tick of a schedule, the ticks in a range, and the tick before a
+ * tick (the start of the logical interval a run stands for), from cron-parser's next/prev in the job's time zone.
+ * node-cron (which schedules the running ticks) also checks the expression, so that an expression one of them
+ * refuses never gets as far as the scheduler.
  */
-import { createTask, parse } from 'node-cron';
+import { CronExpressionParser } from 'cron-parser';
+import { parse } from 'node-cron';
 import { ConfigError } from '../errors.ts';
-import { makeZoneOffset } from '../zone-offset.ts';
 
 /** Most ticks {@link CronTicks.between} returns (a guard against `* * * * * *` over a year). */
 export const MAX_TICKS = 10_000;
-
-/** How far back {@link CronTicks.previous} looks, in ms (a bit more than a year: yearly schedules work). */
-const MAX_LOOKBACK_MS = 370 * 86_400_000;
 
 /** Ticks of one schedule in one time zone. */
 export interface CronTicks {
@@ -26,8 +24,10 @@ export interface CronTicks {
    * whether older ticks were left out (the newest are kept).
    */
   between(from: Date, to: Date, limit?: number): { ticks: Date[]; truncated: boolean };
-  /** The last tick strictly before `tick`, or undefined when there is none within about a year. */
+  /** The last tick strictly before `tick`, or undefined when there is none (cron-parser looks back for years). */
   previous(tick: Date): Date | undefined;
+  /** The first tick strictly after `instant`, or undefined when there is none. */
+  next(instant: Date): Date | undefined;
 }
 
 /**
@@ -51,64 +51,51 @@ const CACHE_SIZE = 256;
 const CACHE = new Map<string, CronTicks>();
 
 function makeCronTicks(schedule: string, timezone: string): CronTicks {
-  let task: ReturnType<typeof createTask>;
   let fields: ReturnType<typeof parse>;
   try {
     fields = parse(schedule);
-    task = createTask(schedule, () => undefined, { timezone });
-    // Only its matcher is used: destroying it takes it out of node-cron's global task registry (no leak).
-    void task.destroy();
+    CronExpressionParser.parse(schedule, { tz: timezone });
   } catch (err) {
     throw new ConfigError([`invalid cron expression "${schedule}" (time zone ${timezone}): ${(err as Error).message}`], { cause: err });
   }
   const stepMs = fields.second.length === 1 && fields.second[0] === 0 ? 60_000 : 1_000;
   const floor = (ms: number) => Math.floor(ms / stepMs) * stepMs;
-  const second = new Set(fields.second);
-  const minute = new Set(fields.minute);
-  const hour = new Set(fields.hour);
-  const month = new Set(fields.month);
-  const offsetAt = makeZoneOffset(timezone);
-  // A cheap necessary condition (second, minute, hour, month in local time) before node-cron's own match, which
-  // formats the date with Intl and costs ~13 µs: a year of minutes is scanned in well under a second.
-  const match = (t: number) => {
-    const local = new Date(t + offsetAt(t));
-    return (
-      second.has(local.getUTCSeconds()) &&
-      minute.has(local.getUTCMinutes()) &&
-      hour.has(local.getUTCHours()) &&
-      month.has(local.getUTCMonth() + 1) &&
-      task.match(new Date(t))
-    );
-  };
-  const matches = (at: Date) => match(floor(at.getTime()));
+  /** The expression with its cursor at `ms`: next() gives the first tick after it, prev() the last one before. */
+  const at = (ms: number) => CronExpressionParser.parse(schedule, { tz: timezone, currentDate: new Date(ms) });
   return {
     schedule,
     timezone,
     stepMs,
-    matches,
+    matches(instant) {
+      const t = floor(instant.getTime());
+      return at(t - 1).next().getTime() === t;
+    },
     between(from, to, limit = MAX_TICKS) {
       const found: Date[] = [];
       let truncated = false;
-      // Scan newest first so that a limit keeps the most recent ticks, then return oldest first.
-      for (let t = floor(to.getTime()); t > from.getTime(); t -= stepMs) {
-        if (match(t)) {
-          if (found.length >= limit) {
-            truncated = true;
-            break;
-          }
-          found.push(new Date(t));
+      // Newest first, so that a limit keeps the most recent ticks; returned oldest first.
+      const cursor = at(floor(to.getTime()) + 1);
+      for (;;) {
+        if (!cursor.hasPrev()) break;
+        const t = cursor.prev().getTime();
+        if (t <= from.getTime()) break;
+        if (found.length >= limit) {
+          truncated = true;
+          break;
         }
+        found.push(new Date(t));
       }
       return { ticks: found.reverse(), truncated };
     },
     previous(tick) {
-      const start = floor(tick.getTime() - 1);
-      const stop = tick.getTime() - MAX_LOOKBACK_MS;
-      for (let t = start; t > stop; t -= stepMs) {
-        if (match(t)) return new Date(t);
-      }
-      return undefined;
+      const cursor = at(floor(tick.getTime() - 1) + 1);
+      if (!cursor.hasPrev()) return undefined;
+      const t = cursor.prev().getTime();
+      return t < tick.getTime() ? new Date(t) : undefined;
+    },
+    next(instant) {
+      const cursor = at(instant.getTime());
+      return cursor.hasNext() ? new Date(cursor.next().getTime()) : undefined;
     },
   };
 }
-
