@@ -3,8 +3,8 @@
  * (CONVENTIONS.md "Lifecycle": a failed transaction is always rolled back before its error travels on).
  */
 import type pg from 'pg';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { AbortedError, coerceError, isConnectionLoss } from './errors.ts';
+import { retry } from './backoff.ts';
+import { coerceError, isConnectionLoss } from './errors.ts';
 import type { Logger } from './logger.ts';
 
 /** Something that runs SQL: a pool or a checked-out client. */
@@ -48,7 +48,7 @@ export interface DatabaseWait {
 
 /**
  * Runs `fn` until PostgreSQL takes it: on a lost connection, a full server (53300), one starting up (57P03) or a pool
- * timeout (errors.ts isConnectionLoss) it tries again after a growing delay (250 ms doubling, at most 10 s), logging
+ * timeout (errors.ts isConnectionLoss) it tries again after a growing delay (backoff.ts, up to 10 s), logging
  * once that it waits ("PostgreSQL cannot be reached or has no room: <todo> once it can") and once that it is back.
  * Used where a record must not be dropped: an attempt's start and end (docs/architecture.md "A fleet").
  * @throws what `fn` throws when it is not such an error; AbortedError when `signal` aborts while it waits
@@ -56,18 +56,18 @@ export interface DatabaseWait {
 export async function untilDatabaseTakesIt<T>(log: Logger, what: DatabaseWait, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
   const started = Date.now();
   let waiting = false;
-  for (let delay = 250; ; delay = Math.min(delay * 2, 10_000)) {
-    try {
-      const result = await fn();
-      if (waiting) log.info({ waitedMs: Date.now() - started }, `PostgreSQL is back: ${what.done}`);
-      return result;
-    } catch (e) {
-      if (!isConnectionLoss(e)) throw e;
+  const result = await retry(fn, {
+    policy: DATABASE_WAIT,
+    retryable: isConnectionLoss,
+    signal,
+    onRetry: (e) => {
       if (!waiting) log.warn({ err: coerceError(e).message }, `PostgreSQL cannot be reached or has no room: ${what.todo} once it can`);
       waiting = true;
-      await sleep(delay, undefined, { signal }).catch(() => {
-        throw new AbortedError(signal?.reason);
-      });
-    }
-  }
+    },
+  });
+  if (waiting) log.info({ waitedMs: Date.now() - started }, `PostgreSQL is back: ${what.done}`);
+  return result;
 }
+
+/** The waits of {@link untilDatabaseTakesIt}: without end, 250 ms doubling to at most 10 s (with full jitter). */
+const DATABASE_WAIT = { attempts: Infinity, baseDelayMs: 250, maxDelayMs: 10_000 };

@@ -1,22 +1,15 @@
 /**
  * HTTP for the report client: one undici Agent per client (keep-alive), per-request timeouts, the table
- * of transient failures, and exponential backoff with full jitter whose sleeps honour an AbortSignal.
+ * of transient failures, retried with the one backoff (backoff.ts).
  */
 import type { Dispatcher } from 'undici';
 import { Agent, request } from 'undici';
+import { retry, type RetryPolicy } from '../backoff.ts';
 import { AbortedError, EtlError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { ServerUnreachableError, TransientHttpError, UNREACHABLE_CODES, type ReportApiStage } from './errors.ts';
 
-/** Bounded retries of transient failures; delays in ms. */
-export interface RetryPolicy {
-  /** Attempts in all (first try included), >= 1. */
-  attempts: number;
-  /** Cap of the first retry's delay in ms; doubles per retry (full jitter picks 0..cap). */
-  baseDelayMs: number;
-  /** Upper bound of any one delay in ms. */
-  maxDelayMs: number;
-}
+export { backoffDelayMs, sleep, type RetryPolicy } from '../backoff.ts';
 
 /** Defaults of {@link RetryPolicy}: 5 attempts, 200 ms base, 10 s cap. */
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 200, maxDelayMs: 10_000 };
@@ -72,33 +65,6 @@ export function isNotSentError(err: unknown): boolean {
 }
 
 /**
- * Delay before retry number `retry` (1-based): full jitter, uniform in [0, min(maxDelayMs, baseDelayMs * 2^(retry-1))] ms.
- */
-export function backoffDelayMs(retry: number, policy: RetryPolicy): number {
-  const cap = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, retry - 1));
-  return Math.floor(Math.random() * (cap + 1));
-}
-
-/**
- * Sleeps `ms` milliseconds.
- * @throws AbortedError as soon as `signal` aborts (also when it already has)
- */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.reject(new AbortedError(signal.reason));
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(new AbortedError(signal?.reason));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/**
  * Runs `fn` until it succeeds, retrying transient failures ({@link isTransientError}) up to
  * `policy.attempts` attempts in all, sleeping {@link backoffDelayMs} between them.
  * @param fn gets the 1-based attempt number
@@ -112,17 +78,7 @@ export async function retryTransient<T>(
   onRetry?: (err: unknown, attempt: number, delayMs: number) => void,
   retryable: (err: unknown) => boolean = isTransientError,
 ): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn(attempt);
-    } catch (err) {
-      if (signal?.aborted) throw err instanceof AbortedError ? err : new AbortedError(signal.reason);
-      if (!retryable(err) || attempt >= policy.attempts) throw err;
-      const delay = backoffDelayMs(attempt, policy);
-      onRetry?.(err, attempt, delay);
-      await sleep(delay, signal);
-    }
-  }
+  return retry(fn, { policy, signal, onRetry, retryable });
 }
 
 /**
