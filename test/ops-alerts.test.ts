@@ -10,7 +10,8 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { makeAlertSender } from '../src/alerts/webhook-sender.ts';
+import { makeAlertWorker, makeQueuedAlertSender, ALERT_QUEUE_NAME } from '../src/queue/alert-queue.ts';
+import { Queue } from 'bullmq';
 import { makeRunAlerts } from '../src/alerts/run-alerts.ts';
 import { EtlError } from '../src/errors.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -22,7 +23,7 @@ import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 import { captureLogger, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
-import { runCli } from './support/cli-process.ts';
+import { runCli, startCli } from './support/cli-process.ts';
 
 interface Received {
   path: string;
@@ -33,6 +34,10 @@ let listener: Server;
 let base: string;
 const received: Received[] = [];
 let failNext = 0;
+/** Paths answered 500 while they are in here (a target that is down). */
+const down = new Set<string>();
+/** Requests per path, answered or not. */
+const tries = new Map<string, number>();
 const SECRET_PATH = `/hooks/T0/B0/${uniqueName('s3cr3t')}`;
 const jp = uniqueName('alrt');
 let configPath: string;
@@ -43,6 +48,12 @@ beforeAll(async () => {
     let text = '';
     req.on('data', (d: Buffer) => (text += d.toString()));
     req.on('end', () => {
+      const path = req.url ?? '';
+      tries.set(path, (tries.get(path) ?? 0) + 1);
+      if (down.has(path)) {
+        res.writeHead(500).end('down');
+        return;
+      }
       if (failNext > 0) {
         failNext -= 1;
         res.writeHead(500).end('try later');
@@ -159,7 +170,8 @@ it('a queued run alerts failed once, after its last retry; LOGIN_REQUIRED goes o
     jobs: { [job]: { connection: 'down', retry: { attempts: 2, backoffMs: 10 }, report: { mandant: 1, name: 'X' }, target: { table: `${h.schema}.q` } } },
     alerts: targets,
   });
-  const sender = makeAlertSender({ targets: () => targets, logger: silentLogger });
+  const sender = makeQueuedAlertSender({ connection: h.redis, prefix, targets: () => targets, logger: silentLogger });
+  const alertWorker = makeAlertWorker({ connection: h.redis, prefix, targets: () => targets, logger: silentLogger });
   const worker = makeRunWorker({ config: () => config, pool: h.pool, redis: h.redis, logger: silentLogger, prefix, alerts: makeRunAlerts(h.pool, sender, silentLogger) });
   try {
     await enqueueManual(queue, config, job);
@@ -170,6 +182,8 @@ it('a queued run alerts failed once, after its last retry; LOGIN_REQUIRED goes o
     expect(at('/queued')).toHaveLength(1);
   } finally {
     await worker.close(0);
+    await alertWorker.close();
+    await sender.close();
     await queue.obliterate({ force: true }).catch(() => undefined);
     await queue.close();
     await deleteKeys(h.redis, prefix);
@@ -177,7 +191,9 @@ it('a queued run alerts failed once, after its last retry; LOGIN_REQUIRED goes o
 
   const { logger, lines } = captureLogger();
   const two = { both: { webhook: `${base}/both`, events: ['failed' as const, 'login_required' as const], format: 'generic' as const }, onlyFailed: { webhook: `${base}/only-failed`, events: ['failed' as const], format: 'generic' as const } };
-  const s2 = makeAlertSender({ targets: () => two, logger });
+  const prefix2 = uniqueName('alrtq');
+  const s2 = makeQueuedAlertSender({ connection: h.redis, prefix: prefix2, targets: () => two, logger });
+  const w2 = makeAlertWorker({ connection: h.redis, prefix: prefix2, targets: () => two, logger });
   const loginError = new EtlError('TOKEN_FAILED', 'refresh refused');
   (loginError as unknown as { code: string }).code = 'LOGIN_REQUIRED';
   await makeRunAlerts(h.pool, s2, logger).failed({ job: `${jp}_login`, runId: '00000000-0000-0000-0000-000000000001', error: loginError });
@@ -185,4 +201,59 @@ it('a queued run alerts failed once, after its last retry; LOGIN_REQUIRED goes o
   expect(at('/both').map((r) => r.body.event)).toEqual(['login_required']);
   expect(at('/only-failed').map((r) => r.body.event)).toEqual(['failed']);
   expect(JSON.stringify(lines)).not.toContain(base);
+  await w2.close();
+  await s2.close();
+  await deleteKeys(h.redis, prefix2);
 }, 120_000);
+
+it('an alert pending when its process stops is delivered by the next one, once; the queue never holds the webhook URL', async () => {
+  const prefix = uniqueName('alrtr');
+  const job = `${jp}_restart`;
+  const path = `/restart/${uniqueName('tok')}`;
+  const restartConfig = join(await mkdtemp(join(tmpdir(), 'report-etl-alerts-')), 'jobs.yaml');
+  await writeFile(
+    restartConfig,
+    `connections:
+  sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", pollIntervalMs: 20 }
+alerts:
+  oncall: { webhook: "\${RESTART_WEBHOOK}", events: [failed] }
+jobs:
+  ${job}:
+    connection: sim
+    retry: { attempts: 1 }
+    report: { mandant: 7777, name: Failing }
+    target: { table: ${h.schema}.restart }
+`,
+  );
+  const workerEnv = { ...env(), RESTART_WEBHOOK: `${base}${path}`, REPORT_ETL_QUEUE_PREFIX: prefix };
+  const queue = makeQueue(h.redis, prefix);
+  const alerts = new Queue(ALERT_QUEUE_NAME, { connection: h.redis, prefix });
+  down.add(path);
+  let worker = startCli(['worker', '--config', restartConfig], workerEnv);
+  try {
+    await waitFor('the worker to take runs', () => worker.stderr().includes('worker ready'), 60_000);
+    await enqueueManual(queue, configSchema.parse({ connections: { sim: { baseUrl: h.sim.url, clientId: 'demo-client', clientSecret: 'x' } }, jobs: { [job]: { connection: 'sim', report: { mandant: 7777, name: 'Failing' }, target: { table: 'x.y' } } } }), job);
+    // The target is down: the alert is tried and waits in the queue for its next try.
+    await waitFor('a first delivery try', () => (tries.get(path) ?? 0) >= 1, 60_000);
+    const [queued] = await alerts.getJobs(['delayed', 'waiting', 'active']);
+    expect(queued).toBeDefined();
+    expect(JSON.stringify(queued!.data)).not.toContain(path);
+    worker.child.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+    expect(at(path)).toEqual([]);
+    // The target is back; a new process of the installation delivers the alert that was left.
+    down.delete(path);
+    worker = startCli(['worker', '--config', restartConfig], workerEnv);
+    const delivered = await waitFor('the alert after the restart', () => at(path)[0], 60_000);
+    expect(delivered.body).toMatchObject({ event: 'failed', job, errorKind: 'REPORT_FAILED' });
+    await waitFor('the alert recorded as delivered', async () => (await alerts.getJob(queued!.id!))?.getState().then((s) => s === 'completed'), 30_000);
+    expect(at(path)).toHaveLength(1);
+  } finally {
+    worker.child.kill('SIGTERM');
+    await worker.exited;
+    await alerts.close();
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    await deleteKeys(h.redis, prefix);
+  }
+}, 180_000);

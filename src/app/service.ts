@@ -13,7 +13,7 @@ import { makeScheduler, type Scheduler } from '../queue/scheduler.ts';
 import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../queue/worker.ts';
 import { makeJanitor, type Janitor } from '../queue/janitor.ts';
 import { openAttemptOwner } from '../history/attempt-owner.ts';
-import { makeAlertSender } from '../alerts/webhook-sender.ts';
+import { makeAlertWorker, makeQueuedAlertSender } from '../queue/alert-queue.ts';
 import { makeRunAlerts } from '../alerts/run-alerts.ts';
 import { makeReportClients } from '../report-api/client-registry.ts';
 
@@ -69,8 +69,12 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     releasers.add(() => stores.releaseAll());
     const queue = makeQueue(redis, prefix);
     releasers.add(() => queue.close());
-    const sender = makeAlertSender({ targets: () => config.current().alerts, logger: o.logger });
+    // Alerts wait in their own queue until a target took them; every long-running process delivers them.
+    const alertDeps = { connection: redis, prefix, targets: () => config.current().alerts, logger: o.logger };
+    const sender = makeQueuedAlertSender(alertDeps);
     releasers.add(() => sender.close());
+    const alertWorker = makeAlertWorker(alertDeps);
+    releasers.add(() => alertWorker.close());
     const clients = makeReportClients(redis, o.logger);
     releasers.add(() => clients.close());
     const invalidJobs = () => config.invalid().filter((e) => e.kind === 'job');

@@ -31,14 +31,14 @@ export const registerRun: RegisterCommand = (program, cli) => {
       }
 
       async function runWithStores(): Promise<void> {
-        const [{ Releasers }, { resolveJob }, { loadConfigForJob }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { makeAlertSender }, { makeRunAlerts }, { makeJanitor }, { outputShape }, { ReportSlots }, { queuePrefixFromEnv }] =
+        const [{ Releasers }, { resolveJob }, { loadConfigForJob }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { makeAlertWorker, makeQueuedAlertSender }, { makeRunAlerts }, { makeJanitor }, { outputShape }, { ReportSlots }, { queuePrefixFromEnv }] =
           await Promise.all([
             import('../app/connections.ts'),
             import('../config/load.ts'),
             import('./job-config.ts'),
             import('../pipeline/run-attempt.ts'),
             import('../history/attempt-owner.ts'),
-            import('../alerts/webhook-sender.ts'),
+            import('../queue/alert-queue.ts'),
             import('../alerts/run-alerts.ts'),
             import('../queue/janitor.ts'),
             import('../vocabulary.ts'),
@@ -71,9 +71,16 @@ export const registerRun: RegisterCommand = (program, cli) => {
           releasers.add(() => stores.releaseAll());
           const owner = await openAttemptOwner(pool, logger);
           releasers.add(() => owner.close());
-          const sender = makeAlertSender({ targets: () => loaded.config.alerts, logger });
-          // Alerts are delivered while the run goes on; at the end the command waits for them a little, never failing.
-          releasers.add(() => sender.close(ALERT_FLUSH_MS));
+          // Alerts wait in the alert queue until a target took them: this command delivers them while the run goes on
+          // and waits for them a little at its end, never failing; what is left, a long-running process delivers.
+          const alertDeps = { connection: redis, prefix: queuePrefixFromEnv(), targets: () => loaded.config.alerts, logger };
+          const sender = makeQueuedAlertSender(alertDeps);
+          const alertWorker = Object.keys(loaded.config.alerts).length ? makeAlertWorker(alertDeps) : undefined;
+          releasers.add(async () => {
+            await sender.flush(ALERT_FLUSH_MS);
+            await alertWorker?.close();
+            await sender.close();
+          });
           const alerts = makeRunAlerts(pool, sender, logger);
           const janitor = makeJanitor({
             pool,

@@ -1,0 +1,134 @@
+/**
+ * The alert queue (docs/architecture.md "Alerts"): alerts wait in a BullMQ queue of their own, next to the runs'
+ * queue under the installation's prefix, until their target took them, so that a process that stops (SIGTERM, a
+ * deploy, kill -9) loses none: any process of the installation that runs an alert worker delivers what is left.
+ * BullMQ retries a delivery with exponential backoff (1 s, doubling; {@link DELIVERY_ATTEMPTS} tries).
+ *
+ * A queued alert holds the target's name and the message, never the webhook URL (a secret): the worker reads the URL
+ * from the jobs.yaml in force when it delivers. Its queue job id is a hash of target and message, so sending the
+ * same alert twice queues it once; a target delivers it once, unless the process dies between the target's answer
+ * and BullMQ's record of it (then BullMQ's stalled check delivers it again: at least once).
+ */
+import { createHash } from 'node:crypto';
+import { Queue, UnrecoverableError, Worker, type ConnectionOptions } from 'bullmq';
+import type { AlertMessage } from '../alerts/alert-message.ts';
+import { alertsFor, deliverAlert, DELIVERY_ATTEMPTS, type AlertSender, type TargetedAlert } from '../alerts/webhook-sender.ts';
+import type { AlertTargetConfig } from '../config/schema.ts';
+import { coerceError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { DEFAULT_QUEUE_PREFIX } from './names.ts';
+
+/** The BullMQ queue of alerts. */
+export const ALERT_QUEUE_NAME = 'report-etl-alerts';
+
+/** Delivered alerts are kept a day, given-up ones a week (their ids stay taken, so a resend does not repeat them). */
+const KEEP_DELIVERED_S = 86_400;
+const KEEP_GIVEN_UP_S = 7 * 86_400;
+
+/** First retry delay of a delivery, in ms (doubling). */
+export const ALERT_BACKOFF_MS = 1_000;
+
+/** What the alert queue, its sender and its worker share. */
+export interface AlertQueueDeps {
+  /** BullMQ's connection (a Redis client or its options). */
+  connection: ConnectionOptions;
+  /** The installation's prefix (default {@link DEFAULT_QUEUE_PREFIX}). */
+  prefix?: string | undefined;
+  /** The targets now in force (jobs.yaml `alerts:`), read at each send and each delivery. */
+  targets: () => Record<string, AlertTargetConfig>;
+  logger: Logger;
+}
+
+/** The queue job id of one alert for one target: stable for the same target and message. */
+export function alertQueueJobId(a: TargetedAlert): string {
+  return createHash('sha256').update(JSON.stringify([a.target, a.message])).digest('hex').slice(0, 32);
+}
+
+/**
+ * An {@link AlertSender} that queues each alert for each of its targets. `flush` waits until those queued by this
+ * sender were delivered or given up (the `report-etl run` command waits so at its end).
+ */
+export function makeQueuedAlertSender(deps: AlertQueueDeps): AlertSender {
+  const log = deps.logger.child({ component: 'alerts' });
+  const queue = new Queue<TargetedAlert>(ALERT_QUEUE_NAME, { connection: deps.connection, prefix: deps.prefix ?? DEFAULT_QUEUE_PREFIX });
+  queue.on('error', (err) => log.error({ err: coerceError(err).message }, 'alert queue error'));
+  const queued = new Set<Promise<string | undefined>>();
+  const ids = new Set<string>();
+  let closed = false;
+  const enqueue = async (a: TargetedAlert): Promise<string | undefined> => {
+    const jobId = alertQueueJobId(a);
+    try {
+      await queue.add(a.target, a, {
+        jobId,
+        attempts: DELIVERY_ATTEMPTS,
+        backoff: { type: 'exponential', delay: ALERT_BACKOFF_MS },
+        removeOnComplete: { age: KEEP_DELIVERED_S },
+        removeOnFail: { age: KEEP_GIVEN_UP_S },
+      });
+      ids.add(jobId);
+      return jobId;
+    } catch (err) {
+      log.error({ target: a.target, event: a.message.event, job: a.message.job, err: coerceError(err).message }, 'alert could not be queued');
+      return undefined;
+    }
+  };
+  return {
+    send(m, events) {
+      if (closed) return;
+      for (const a of alertsFor(deps.targets(), m, events)) {
+        const p = enqueue(a);
+        queued.add(p);
+        void p.finally(() => queued.delete(p));
+      }
+    },
+    async flush(timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      await Promise.allSettled([...queued]);
+      for (;;) {
+        const states = await Promise.all([...ids].map(async (id) => (await queue.getJob(id))?.getState()));
+        if (states.every((s) => s === undefined || s === 'completed' || s === 'failed')) return true;
+        if (Date.now() >= deadline) return false;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async close() {
+      closed = true;
+      await Promise.allSettled([...queued]);
+      await queue.close();
+    },
+  };
+}
+
+/** A running alert worker. */
+export interface AlertWorker {
+  /** Stops taking alerts; one being delivered finishes first. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts delivering queued alerts: each to its target as jobs.yaml names it now. A target no longer in jobs.yaml
+ * drops its alerts (logged); a refused one (4xx) is given up at once; a retryable failure is tried again by BullMQ.
+ */
+export function makeAlertWorker(deps: AlertQueueDeps & { concurrency?: number }): AlertWorker {
+  const log = deps.logger.child({ component: 'alerts' });
+  const worker = new Worker<TargetedAlert>(
+    ALERT_QUEUE_NAME,
+    async (job) => {
+      const { target: name, message } = job.data;
+      const target = deps.targets()[name];
+      if (!target) {
+        log.warn({ target: name, event: message.event, job: message.job }, 'alert target no longer in jobs.yaml: alert dropped');
+        return 'dropped';
+      }
+      const outcome = await deliverAlert(name, target, message as AlertMessage, log, job.attemptsMade + 1);
+      if (outcome === 'sent') return outcome;
+      if (outcome === 'refused') throw new UnrecoverableError('refused by the target');
+      if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) log.error({ target: name, event: message.event, job: message.job }, 'alert not delivered');
+      throw new Error('not delivered yet');
+    },
+    { connection: deps.connection, prefix: deps.prefix ?? DEFAULT_QUEUE_PREFIX, concurrency: deps.concurrency ?? 4 },
+  );
+  worker.on('error', (err) => log.error({ err: coerceError(err).message }, 'alert worker error'));
+  let closing: Promise<void> | undefined;
+  return { close: () => (closing ??= worker.close()) };
+}
