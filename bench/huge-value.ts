@@ -1,5 +1,5 @@
 /**
- * Memory of a page holding one enormous value (issue 13): a txt, json and xml_query page whose second row carries a
+ * Memory of a page holding one enormous value: a txt, json and xml_query page whose second row carries a
  * 200 MB value, streamed in 64 KiB chunks into the page decoder with the default maxValueBytes (64 MiB). Prints,
  * per type, the outcome and the process's peak RSS growth over its start. `node bench/huge-value.ts [MB]`.
  */

@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (issue 6): end-to-end throughput and memory of report-etl against the physical limit,
+ * `npm run bench`: end-to-end throughput and memory of report-etl against the physical limit,
  * PostgreSQL's own COPY of the same rows, measured in the same run so that a noisy machine affects both.
  *
  * For each size, output type and paging: the simulator (own process, pages rendered once into memory) serves
@@ -161,8 +161,8 @@ await writeFile(file, `${JSON.stringify({ date: new Date().toISOString(), machin
 process.stdout.write(`${table(results)}\n\nresults: ${file}\n${line}\n`);
 
 /**
- * The user's path (issue 14): the fixed cost of a 10-row run as a whole `report-etl run` process (the README's
- * command, with the spec's 250 ms first poll) and inside a warm worker (polls of 1 ms, so the time is report-etl's
+ * The user's path: the fixed cost of a 10-row run as a whole `report-etl run` process (the README's
+ * command, with the recommended 250 ms first poll) and inside a warm worker (polls of 1 ms, so the time is report-etl's
  * own plus the local servers' answers), and the peak RSS of the README's command on a run of opts.rows txt rows.
  */
 async function userPathCases(): Promise<UserPathResult> {

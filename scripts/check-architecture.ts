@@ -1,5 +1,5 @@
 /**
- * Checks the layout DESIGN.md asks for: every import of src/ points down, and no module imports itself back
+ * Checks the layout docs/architecture.md asks for: every import of src/ points down, and no module imports itself back
  * through others. `node scripts/check-architecture.ts` prints each problem and exits 1; test/architecture.test.ts
  * runs the same check.
  *
@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
  */
 export const LAYERS: readonly string[] = ['.', 'simulator', 'report-api', 'history', 'warehouse', 'pages', 'config', 'pipeline', 'login', 'alerts', 'queue', 'admin', 'app', 'cli', 'main.ts'];
 
-/** Packages a folder must not import (the spec's "imports point down" for third-party code). */
+/** Packages a folder must not import (docs/architecture.md "Layers" for third-party code). */
 export const FORBIDDEN_PACKAGES: Readonly<Record<string, readonly string[]>> = {
   '.': ['bullmq', 'fastify', 'undici'],
   'report-api': ['pg', 'bullmq', 'fastify'],

@@ -1,6 +1,6 @@
 /**
  * What every module that talks to PostgreSQL shares: something that runs SQL, and one transaction helper
- * (CONVENTIONS.md "Lifecycle": a failed transaction is always rolled back before its error travels on).
+ * (docs/architecture.md "Lifecycle": a failed transaction is always rolled back before its error travels on).
  */
 import type pg from 'pg';
 import { retry } from './backoff.ts';

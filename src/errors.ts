@@ -1,9 +1,9 @@
 /**
- * Typed errors with stable codes (CONVENTIONS.md "Errors").
+ * Typed errors with stable codes (docs/architecture.md "Errors").
  *
  * Every error report-etl throws on purpose is an {@link EtlError}: it has a stable `code`, says whether
  * a retry can help (`retryable`), and carries what on-call staff need to act on it: the stage of the run,
- * the HTTP status and the server's own words, unchanged (spec "Errors"). Secrets never go into these
+ * the HTTP status and the server's own words, unchanged (docs/report-export-service.md "Errors"). Secrets never go into these
  * fields: build messages from names and ids, never from credentials or headers.
  */
 import type { RunStage } from './vocabulary.ts';
@@ -39,7 +39,7 @@ export type ErrorCode =
   | 'INTERNAL';
 
 
-/** Problem details of an `application/problem+json` answer (spec "Error problem body"). */
+/** Problem details of an `application/problem+json` answer (docs/report-export-service.md "Error problem body"). */
 export interface ProblemDetails {
   status?: number;
   title?: string;

@@ -1,5 +1,5 @@
 /**
- * Log lines for a person at a terminal (issue 13 "human-readable progress on a terminal"): the same pino records
+ * Log lines for a person at a terminal: the same pino records
  * as the JSON lines, written as one short line each — a progress line per page (page, rows, MB, rows/s), the
  * start and end of a run, and `LEVEL message key=value …` for everything else. Secrets were redacted by pino
  * before a record reaches this formatter.

@@ -2,7 +2,7 @@
  * The process logger (pino), writing to stderr so that stdout stays free for command output: JSON lines, or on a
  * terminal one readable line per record (log-format.ts; `--log-format`, `LOG_FORMAT`).
  *
- * Secrets are redacted by path (CONVENTIONS.md "Logging"): whatever a caller logs, a client secret,
+ * Secrets are redacted by path (docs/architecture.md "Errors"): whatever a caller logs, a client secret,
  * a token or an Authorization header never reaches the log.
  */
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';

@@ -1,5 +1,5 @@
 /**
- * Encryption at rest of the secrets report-etl must keep (issue 11: the refresh token of a user-dependent service
+ * Encryption at rest of the secrets report-etl must keep (the refresh token of a user-dependent service
  * user), with AES-256-GCM from node:crypto. The key comes from `REPORT_ETL_SECRET_KEY`: 32 bytes written as 64 hex
  * digits or as base64 (`openssl rand -hex 32`). There is no fallback: without a key nothing is stored, never
  * plaintext.

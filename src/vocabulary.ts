@@ -1,15 +1,15 @@
 /**
- * The words every part of report-etl shares (DESIGN.md "Layout"): output types, write modes, how a run came to
+ * The words every part of report-etl shares (docs/architecture.md "Layers"): output types, write modes, how a run came to
  * be, the status of an attempt, the stage an error happened in, and what a queued run asks for. Each list is
  * defined once here; the jobs.yaml schema, the run history, the queue and the admin pages derive from it.
  *
  * Terms: a **run** is the logical run (one tick of a schedule, one manual request; its `run key`), an
  * **attempt** is one try of it (one `etl.runs` row, `run_id`). "Job" alone is ambiguous: a **jobs.yaml job** is
- * an entry under `jobs:`, a **queue job** is a BullMQ job, a **report job** is the server's job (spec "Job").
+ * an entry under `jobs:`, a **queue job** is a BullMQ job, a **report job** is the server's job (docs/report-export-service.md "Job (report session)").
  */
 
 /**
- * Output types of the service, every one of which report-etl loads (spec "Output types", the whole table, in its
+ * Output types of the service, every one of which report-etl loads (docs/report-export-service.md "Output types", the whole table, in its
  * order). The first is the default of `report.outputType`. What each one loads as: {@link outputShape}.
  */
 export const OUTPUT_TYPES = [
@@ -39,7 +39,7 @@ export type OutputType = (typeof OUTPUT_TYPES)[number];
  */
 export const BINARY_COPY_OUTPUT_TYPES: readonly OutputType[] = ['json', 'json_compact', 'txt'];
 
-/** The binary document types (spec "Output types": pdf, excel, word): archived one file per page. */
+/** The binary document types (docs/report-export-service.md "Output types": pdf, excel, word): archived one file per page. */
 export const DOCUMENT_OUTPUT_TYPES = ['pdf', 'excel-xlsx_data', 'excel-xlsx_matrix', 'excel-xlsx', 'word-docx'] as const;
 /** One of {@link DOCUMENT_OUTPUT_TYPES}. */
 export type DocumentOutputType = (typeof DOCUMENT_OUTPUT_TYPES)[number];
@@ -50,7 +50,7 @@ export function isDocumentType(t: OutputType): t is DocumentOutputType {
 }
 
 /**
- * The first product version of the server that supports an output type (spec "Versioning" 2 and the "Output types"
+ * The first product version of the server that supports an output type (docs/report-export-service.md "Versioning" 2 and the "Output types"
  * table); types not listed work with every version.
  */
 export const MIN_PRODUCT_VERSION: Partial<Record<OutputType, number>> = {

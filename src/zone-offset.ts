@@ -1,7 +1,7 @@
 /**
  * UTC offsets of an IANA time zone from Intl without a per-call Intl round trip where that matters: the scheduler's
  * tick arithmetic and the simulator's timestamp rendering need the offset at millions of instants, the binary COPY of
- * timestamps without offset (issue 14) the reading of millions of local times as PostgreSQL reads them.
+ * timestamps without offset the reading of millions of local times as PostgreSQL reads them.
  */
 
 /** Quarter hours: every zone of today changes its offset on a quarter-hour boundary (not every historical one). */

@@ -1,5 +1,5 @@
 /**
- * The admin pages in a real headless Chromium (issue 4 "Done when"): a run of the simulator's 'Failing' report
+ * The admin pages in a real headless Chromium: a run of the simulator's 'Failing' report
  * fails, the run history page shows the server's multi-line text, and clicking Replay re-queues the same logical
  * run. Chromium (a system one, else the npm package's: test/support/browser.ts) is driven by playwright-core.
  * Screenshots go to /tmp/report-etl-admin-*.png.

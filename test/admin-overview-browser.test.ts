@@ -1,5 +1,5 @@
 /**
- * The jobs overview (issue 12) in a real headless Chromium: one line per job with its state (healthy, failing now,
+ * The jobs overview in a real headless Chromium: one line per job with its state (healthy, failing now,
  * stale, invalid config), last run, last success, next tick and server-side SVG sparklines; a failure superseded by
  * a later success shown as such; Replay on the failing job's last failure; the run list with the whole first line of
  * the server's own message. Screenshots: /tmp/report-etl-overview*.png.

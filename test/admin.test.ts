@@ -356,7 +356,7 @@ describe('access control', () => {
 });
 
 describe('run history pages', () => {
-  it("the run list shows the failed run with the whole first line of the server's own message (issue 12)", async () => {
+  it("the run list shows the failed run with the whole first line of the server's own message", async () => {
     const res = await get(`/admin/runs?job=${encodeURIComponent(failJob)}`, bearer);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");

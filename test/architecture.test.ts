@@ -1,5 +1,5 @@
 /**
- * The layout of src/ (DESIGN.md "Layout"): no import cycle, type-only imports included, and every import points
+ * The layout of src/ (docs/architecture.md "Layers"): no import cycle, type-only imports included, and every import points
  * down the layers of scripts/check-architecture.ts. The second test shows the check finds what it looks for.
  */
 import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises';

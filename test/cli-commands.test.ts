@@ -1,6 +1,6 @@
 /**
- * The command table (src/cli/commands.ts): each command's module is loaded only when it is registered (issue 14:
- * start-up cost), so the table's names must be what the modules register, and a command line that names no
+ * The command table (src/cli/commands.ts): each command's module is loaded only when it is registered (start-up
+ * cost), so the table's names must be what the modules register, and a command line that names no
  * command (--help, a typo) must still see every command.
  */
 import { Command } from 'commander';

@@ -1,5 +1,5 @@
 /**
- * `report-etl preview` as a user runs it (issue 13): the columns with their types and where each type comes from,
+ * `report-etl preview` as a user runs it: the columns with their types and where each type comes from,
  * the first rows as PostgreSQL would store them, a warning for a value that would not fit; nothing loaded, no run
  * recorded, the report job deleted.
  */

@@ -1,5 +1,5 @@
 /**
- * The command line when PostgreSQL or Redis is not there (issue 13 "A missing database prints a stack trace"):
+ * The command line when PostgreSQL or Redis is not there:
  * every command says in one line what it could not reach (URL without password, error code) and what to do, and
  * exits 2 — within seconds, also for Redis, which ioredis would otherwise retry forever. And the read-only `runs`
  * never migrates: on a fresh database it creates no `etl` schema.

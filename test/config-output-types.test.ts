@@ -1,6 +1,6 @@
 /**
  * jobs.yaml and the output types (README "Output types"): validate accepts all 15, refuses the ones a connection's
- * productVersion does not have (spec "Versioning" 2) naming type, version and connection, and the target options
+ * productVersion does not have (docs/report-export-service.md "Versioning" 2) naming type, version and connection, and the target options
  * that do not fit the type; the simulator with --product-version answers a too-new type as an older server would.
  */
 import { request } from 'undici';
@@ -50,7 +50,7 @@ describe('validate', () => {
 
   it('refuses pdf before 2025 and excel/word before 2026, naming type, version and connection', () => {
     expect(problems(yaml({ outputType: 'pdf', productVersion: 2024 }))).toEqual([
-      'jobs.yaml:13:19: jobs.j.report.outputType: output type pdf needs product version 2025 or later, but connection "erp" has productVersion 2024 (spec "Versioning" 2): choose another output type or raise productVersion if the server is newer',
+      'jobs.yaml:13:19: jobs.j.report.outputType: output type pdf needs product version 2025 or later, but connection "erp" has productVersion 2024 (docs/report-export-service.md "Versioning" 2): choose another output type or raise productVersion if the server is newer',
     ]);
     expect(problems(yaml({ outputType: 'pdf', productVersion: 2025 }))).toEqual([]);
     for (const t of ['excel-xlsx_data', 'excel-xlsx_matrix', 'excel-xlsx', 'word-docx']) {

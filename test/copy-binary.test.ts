@@ -1,5 +1,5 @@
 /**
- * COPY binary format (issue 14) against PostgreSQL's own text input: every value the binary encoders take must load
+ * COPY binary format against PostgreSQL's own text input: every value the binary encoders take must load
  * exactly as PostgreSQL reads its text form, in the load session's TimeZone and DateStyle; every form they do not
  * take must be refused (so the loader falls back to text format), and the loader's fall-back must load the report
  * again in text format or fail with PostgreSQL's words.

@@ -1,7 +1,7 @@
 /**
  * `npm run demo` as a newcomer runs it (not interactive, so it exits after the first round): simulator, scheduler,
  * worker and admin server come up, every sample job ends as expected within the round, and it says where to look.
- * On a machine where no PostgreSQL or Redis answers it starts its own, says so, and stops them (issue 13).
+ * On a machine where no PostgreSQL or Redis answers it starts its own, says so, and stops them.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';

@@ -1,5 +1,5 @@
 /**
- * The demo's and the suite's own PostgreSQL and Redis (scripts/lib/local-services.ts, issue 13): with the probe
+ * The demo's and the suite's own PostgreSQL and Redis (scripts/lib/local-services.ts): with the probe
  * pointed at a closed port, an embedded PostgreSQL and a redis-server really come up on free ports, answer a query
  * and a PING, and are gone after stop() (no process, port closed); a server that answers is used as it is, one that
  * refuses is reported instead of hidden; with neither redis-server nor Docker there is one line naming both ways.

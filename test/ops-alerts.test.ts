@@ -1,5 +1,5 @@
 /**
- * Alerts and freshness (issue 12), received on a local HTTP listener: `failed` and `recovered` from foreground
+ * Alerts and freshness, received on a local HTTP listener: `failed` and `recovered` from foreground
  * `report-etl run`s (the user's own cron), `stale` once per breach, `failed` after the last retry of a queued run,
  * `login_required` instead of `failed` for LOGIN_REQUIRED, the generic / slack / teams bodies, delivery retried after
  * a 500, and the webhook URL (a secret) in no log line.

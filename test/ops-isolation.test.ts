@@ -1,5 +1,5 @@
 /**
- * Isolation (issue 12): one bad job never stops the others. `validate` lists every problem and exits 2; `run`,
+ * Isolation: one bad job never stops the others. `validate` lists every problem and exits 2; `run`,
  * `enqueue` of a valid job work with one warning line per invalid job; asking for the invalid job fails with its
  * problems; the scheduler and workers run the valid jobs and show the invalid ones in the log, on the jobs overview
  * and in `report_etl_job_config_invalid{job}`. Retention prunes old history but keeps each job's last success and

@@ -1,5 +1,5 @@
 /**
- * No orphans (issue 12): report-etl processes killed with kill -9 at several stages leave no `running` row and no
+ * No orphans: report-etl processes killed with kill -9 at several stages leave no `running` row and no
  * open report job: the next `report-etl run` of the job closes them at once, and the janitor of any other
  * long-running process closes them within its sweep interval. Real child processes, real SIGKILL, the simulator
  * over HTTP; the times from the kill to a closed row and a deleted report job are printed.

@@ -1,5 +1,5 @@
 /**
- * Every output type of the spec's table end to end (simulator over HTTP → runAttempt → PostgreSQL), value for value:
+ * Every output type of the service's table end to end (simulator over HTTP → runAttempt → PostgreSQL), value for value:
  * txt_cstr as typed rows; txt_all/txt_allcstr as lines; json_userdef(_compact) as jsonb per page and as typed rows at
  * `rowsAt`; xml as xml per page; documents archived per page (and excel-xlsx_data's `load: rows`).
  */

@@ -1,5 +1,5 @@
 /**
- * One enormous value in a page (issue 13 "One huge value makes memory grow with it"): above maxValueBytes every
+ * One enormous value in a page: above maxValueBytes every
  * decoder refuses the page with VALUE_TOO_LARGE naming page, row and column, having held at most about the limit,
  * not the value. The value is generated chunk by chunk, so the test itself never holds it either.
  */

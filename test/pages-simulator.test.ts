@@ -8,7 +8,7 @@ import { makePageDecoder } from '../src/pages/decoder.ts';
 import { CATALOGUE, reportData } from '../src/simulator/index.ts';
 import { pageRenderer } from '../src/simulator/render.ts';
 
-/** The output types whose pages hold typed rows in the spec's shapes (the other types have tests of their own). */
+/** The output types whose pages hold typed rows in the service's shapes (the other types have tests of their own). */
 const SIMULATED_OUTPUT_TYPES = ['json', 'json_compact', 'txt', 'xml_query', 'txt_cstr'] as const;
 import { makeZonedFormatter } from '../src/simulator/time-format.ts';
 import { decodeAll, parseCopyText, parsePgCsv } from './pages-support.ts';

@@ -1,5 +1,5 @@
 /**
- * Two attempts of one run at the same time (issue 13 "A duplicate append downloads everything first", "A run
+ * Two attempts of one run at the same time ("A run
  * that lost its overlap lock still commits"): a second attempt whose run has a live attempt in progress starts
  * nothing on the server; an attempt whose overlap lock was lost does not commit; both are retried. An attempt that
  * ends before it needs the server does not wait for it.

@@ -1,5 +1,5 @@
 /**
- * PostgreSQL lost mid-load (issue 13 "A lost database connection is not retried"): the attempt fails as a
+ * PostgreSQL lost mid-load: the attempt fails as a
  * retryable DATABASE error, its end is recorded once the database is back (not left `running`), nothing is
  * committed, the report job is deleted, and the next attempt succeeds. The database is taken away through a TCP
  * proxy, so the PostgreSQL server other test files share keeps running.

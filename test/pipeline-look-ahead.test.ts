@@ -1,5 +1,5 @@
 /**
- * The look-ahead of pipeline/report-rows.ts (issue 14): page n+1 is asked for while page n is still being read, at
+ * The look-ahead of pipeline/report-rows.ts: page n+1 is asked for while page n is still being read, at
  * most one page ahead, every page's rows arrive once and in order, and a read that ends early (a failure, an abort,
  * close()) closes the body of the page asked for ahead. Against the simulator over real HTTP.
  */

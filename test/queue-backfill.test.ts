@@ -1,5 +1,5 @@
 /**
- * `report-etl backfill` of a period that already ran (issue 13): the ticks are printed in the job's time zone with
+ * `report-etl backfill` of a period that already ran: the ticks are printed in the job's time zone with
  * their offset besides UTC; a second backfill says the ticks are already done (BullMQ keeps their ids for 7 days)
  * and suggests --force instead of silently queueing nothing; `--force` runs every tick again as a new logical run
  * with the tick's logical time — for an append target, its rows are appended again. Real worker, simulator, queue.

@@ -1,5 +1,5 @@
 /**
- * `report-etl replay --failed` as on-call staff use it (issue 13): a failure whose job later succeeded in a newer
+ * `report-etl replay --failed` as on-call staff use it: a failure whose job later succeeded in a newer
  * logical run into the same replace target is superseded — replaying it would put older data over newer — so it
  * is skipped and reported with the reason, unless `--include-superseded`; an append failure is never superseded;
  * `--dry-run` lists what would be queued and queues nothing. Real runs against the simulator, the real queue.

@@ -1,5 +1,5 @@
 /**
- * Scheduler and workers end to end (issue 4 "Done when"): real Redis, Postgres and the simulator. Two schedulers
+ * Scheduler and workers end to end: real Redis, Postgres and the simulator. Two schedulers
  * and two workers give exactly one successful run per tick; catch-up after downtime; backfill with logical time;
  * duplicate enqueues of a tick are deduplicated.
  */

@@ -1,5 +1,5 @@
 /**
- * The long-running service and the queue commands as users start them (issue 4): jobs.yaml changed and broken
+ * The long-running service and the queue commands as users start them: jobs.yaml changed and broken
  * while the scheduler and worker run; `enqueue`, `runs`, `replay`, `backfill` through the CLI; `worker` as a
  * process stopped by SIGTERM.
  */
@@ -85,7 +85,7 @@ it('jobs.yaml changed and broken while scheduler and worker run', async () => {
     expect(Object.keys(service.scheduler!.scheduled())).toEqual([b]);
     await waitFor('b ran', async () => (await runsOf(h.pool, b)).some((r) => r.status === 'succeeded'));
     const aRuns = (await runsOf(h.pool, a)).length;
-    // A change that breaks b (issue 12 isolation): b is left out with every problem logged; c, valid, runs.
+    // A change that breaks b (isolation of invalid jobs): b is left out with every problem logged; c, valid, runs.
     const c = `${jp}_c`;
     writeJobs({ [b]: 'schedule: "61 * * * *"\nretries: 3', [c]: 'schedule: "*/2 * * * * *"' });
     const logged = await waitFor('problems logged', () => lines.find((l) => Array.isArray(l.problems)), 5_000);

@@ -1,5 +1,5 @@
 /**
- * The worker's failure handling (issue 4 "Worker", "Replay"): kill -9 mid-run recovered by a new attempt that
+ * The worker's failure handling: kill -9 mid-run recovered by a new attempt that
  * deletes the dead attempt's report job; graceful shutdown; non-retryable failures fail at once; a failed run
  * replayed after the fault is gone; overlap prevention across workers.
  */

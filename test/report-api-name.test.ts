@@ -1,4 +1,4 @@
-/** Report names (spec "Report naming rules"): validation and encoding, no server needed. */
+/** Report names (docs/report-export-service.md "Report naming rules"): validation and encoding, no server needed. */
 import { describe, expect, it } from 'vitest';
 import { encodeReportName, ReportNameError } from '../src/report-api/index.ts';
 

@@ -30,7 +30,7 @@ afterAll(async () => {
 
 const JOB = { id: '0b7f3a52-1111-4a4a-9c9c-000000000001', state: 'Running', message: '', submittedAt: 'x', startedAt: 'x' };
 
-/** A server with discovery at the spec path, the token endpoint at an unusual path, and `api` for the rest. */
+/** A server with discovery at the service's path, the token endpoint at an unusual path, and `api` for the rest. */
 async function setup(
   api: (req: SeenRequest, res: ServerResponse, n: number) => void,
   opts: { credentials?: 'header' | 'body'; requestTimeoutMs?: number; token?: (req: SeenRequest, res: ServerResponse, n: number) => void } = {},

@@ -1,5 +1,5 @@
 /**
- * A server that cannot be reached (issue 13 "Server down is labelled TOKEN_FAILED"): refused connections and DNS
+ * A server that cannot be reached: refused connections and DNS
  * failures at discovery, at the token endpoint and at the report calls are SERVER_UNREACHABLE (retryable) with what
  * to check, not TOKEN_FAILED with "check your credentials"; and neither an unreachable server nor a refused token
  * request warns that a report job may have been left on the server (no POST was ever sent).

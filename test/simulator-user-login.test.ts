@@ -1,7 +1,7 @@
 /**
- * The simulator's user-dependent service user (issue 11 "Simulator"): refresh-token validity of 60 days with
- * offline access and 10 hours without (spec "Limits", on the simulator's clock), the adoption of a logged-in
- * session (spec step 2), trusted vs public clients at the token endpoint, single-use codes, logout.
+ * The simulator's user-dependent service user: refresh-token validity of 60 days with
+ * offline access and 10 hours without (docs/report-export-service.md "Limits", on the simulator's clock), the adoption of a logged-in
+ * session (docs/report-export-service.md "User-dependent service user" step 2), trusted vs public clients at the token endpoint, single-use codes, logout.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/simulator/index.ts';

@@ -1,5 +1,5 @@
 /**
- * The login of a user-dependent service user in a real headless Chromium (issue 11 "Done when"): admin page ->
+ * The login of a user-dependent service user in a real headless Chromium: admin page ->
  * "Log in" -> the simulator's login form -> /oauth/callback -> the admin page shows the connection logged in.
  * Chromium driven by playwright-core (test/support/browser.ts), as test/admin-browser.test.ts. Screenshots go to
  * /tmp/report-etl-login-*.png.

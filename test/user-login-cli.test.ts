@@ -1,7 +1,7 @@
 /**
- * `report-etl login` and `validate` as a user runs them (issue 11): the interactive login that waits for the admin
+ * `report-etl login` and `validate` as a user runs them: the interactive login that waits for the admin
  * server's callback, `--print-url` then `--redirected-url` (and its replay refused, exit 1), invalid_scope (exit 1
- * with the server's words), 26 scopes refused by `validate` (exit 2, citing the spec), the localhost warning and a
+ * with the server's words), 26 scopes refused by `validate` (exit 2, citing the service's description), the localhost warning and a
  * missing REPORT_ETL_SECRET_KEY (exit 2). The refresh token never appears in the output.
  */
 import { spawn } from 'node:child_process';
@@ -132,13 +132,13 @@ it('ends with exit 1 and the server\'s words on invalid_scope (a trusted client,
   expect(res.stderr).toContain('the server refused the login: invalid_scope (The user has no access to any of the requested scopes); assign the requested scopes to the user');
 }, 90_000);
 
-it('validate refuses 26 scopes citing the spec, warns about localhost, and login needs REPORT_ETL_SECRET_KEY', async () => {
+it('validate refuses 26 scopes citing the service\'s limit, warns about localhost, and login needs REPORT_ETL_SECRET_KEY', async () => {
   const bad = join(dir, 'bad.yaml');
   const scopes = Array.from({ length: 26 }, (_, i) => `s${i}`).join(', ');
   await writeFile(bad, `connections:\n  u:\n    baseUrl: ${h.sim.url}\n    auth: authorization_code\n    clientId: demo-user-client\n    scopes: [${scopes}]\n    redirectUri: https://etl.example.com/cb\njobs: {}\n`);
   const res = await cli(['validate', '-c', bad]);
   expect(res.code).toBe(2);
-  expect(res.stderr).toContain('connections.u.scopes: at most 25 scopes per authorization request (spec "Limits"');
+  expect(res.stderr).toContain('connections.u.scopes: at most 25 scopes per authorization request (docs/report-export-service.md "Limits"');
 
   const local = join(dir, 'local.yaml');
   await writeFile(local, `connections:\n  u:\n    baseUrl: ${h.sim.url}\n    auth: authorization_code\n    clientId: demo-user-client\n    scopes: [svc.pad]\n    redirectUri: http://localhost:3000/oauth/callback\njobs: {}\n`);

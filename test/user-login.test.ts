@@ -1,5 +1,5 @@
 /**
- * User-dependent service users end to end (issue 11 "Done when"): login by the admin server's callback and by a
+ * User-dependent service users end to end: login by the admin server's callback and by a
  * pasted URL, runs on refreshed access tokens across access-token expiry, logout -> LOGIN_REQUIRED (at once, without
  * asking the token endpoint again) -> login -> runs again, invalid_scope, forged / replayed / expired states, scopes
  * quoted in a 403, and the refresh token absent from logs, Redis, the run history, the pages and /metrics.

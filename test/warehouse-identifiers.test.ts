@@ -1,4 +1,4 @@
-/** Column name normalisation (DESIGN.md "Loaded tables") and identifier quoting. */
+/** Column name normalisation (README "Loaded tables") and identifier quoting. */
 import { expect, it } from 'vitest';
 import { normaliseColumnName, normaliseColumnNames, parseTableName, quoteIdent } from '../src/warehouse/identifiers.ts';
 

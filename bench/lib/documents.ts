@@ -1,5 +1,5 @@
 /**
- * The document case of `npm run bench` (issue 10): `docMB` MB of pdf pages of `docPageMB` MB each (the simulator
+ * The document case of `npm run bench`: `docMB` MB of pdf pages of `docPageMB` MB each (the simulator
  * pads Big.avw's pdf pages with PAD_MB of filler) archived as bytea by a fresh worker (mode replace: DELETE + COPY),
  * against psql's own `\copy` of the same bytes as bytea (dumped from the loaded table with `\copy … TO`, so the
  * limit gets exactly the rows the worker made), into a table of the same shape: after a DELETE of its rows in the

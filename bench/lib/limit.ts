@@ -1,5 +1,5 @@
 /**
- * The physical limit `npm run bench` compares with (issues 6 and 14): PostgreSQL's own COPY of the same rows as CSV,
+ * The physical limit `npm run bench` compares with: PostgreSQL's own COPY of the same rows as CSV,
  * by `psql \copy` from a file, on the same machine in the same run. The psql times are its whole process (start and
  * connection included, about 20 ms), the product's are from its first request to its commit.
  * - {@link dumpCsv}: the loaded target's rows → a CSV file (COPY ... TO STDOUT, FORMAT csv).

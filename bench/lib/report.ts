@@ -108,7 +108,7 @@ export function summary(results: CaseResult[], rows: number, paging: number | 'a
 
 /** The user's-path figures (bench/lib/cli-cases.ts): 10-row fixed costs in ms, the README command's peak RSS in MB. */
 export interface UserPathResult {
-  /** `report-etl run` of 10 rows as a whole process, spawn to exit (the spec's 250 ms first poll included). */
+  /** `report-etl run` of 10 rows as a whole process, spawn to exit (the recommended 250 ms first poll included). */
   wholeProcessMs: { median: number; min: number; max: number };
   /** runAttempt of 10 rows in a warm worker with 1 ms polls: report-etl's own time plus the local servers' answers. */
   warmWorkerMs: { median: number; min: number; max: number };
@@ -133,7 +133,7 @@ export function cliMarginalRowsPerSec(u: UserPathResult): { rows100k?: number; r
   return u.cli100kSeconds ? { rows100k: 100_000 / (median(u.cli100kSeconds) - fixed), rowsBig } : { rowsBig };
 }
 
-/** The user's path in the summary line, against the goals of issue 14 (<= 0.5 s, <= 50 ms, <= 150 MB). */
+/** The user's path in the summary line, against its goals (<= 0.6 s, <= 20 ms, <= 150 MB). */
 export function userPath(u: UserPathResult): string {
   return (
     `10-row run ${(u.wholeProcessMs.median / 1000).toFixed(2)} s whole process (goal <= 0.5), ${u.warmWorkerMs.median.toFixed(0)} ms in a warm worker (goal <= 50); ` +
@@ -149,7 +149,7 @@ function marginal(u: UserPathResult): string {
 }
 
 /**
- * Rows/s by size for each row type at `paging` (issue 14: "level rows/s from 100k to 5M rows"): fresh process, warm
+ * Rows/s by size for each row type at `paging` ("level rows/s from 100k to 5M rows"): fresh process, warm
  * worker and psql, e.g. `; rows/s 100k/1M/5M txt fresh 309k/589k/529k, warm 522k/600k/540k, psql 483k/505k/422k`.
  * Empty when fewer than two sizes were measured.
  */

@@ -1,6 +1,5 @@
 /**
- * PostgreSQL and Redis for the demo and the tests on any machine with Node.js (DESIGN.md "Real parts, and how they
- * start", issue 13): the servers at DATABASE_URL / REDIS_URL when they answer, else what this module starts —
+ * PostgreSQL and Redis for the demo and the tests on any machine with Node.js (docs/architecture.md "Tests"): the servers at DATABASE_URL / REDIS_URL when they answer, else what this module starts —
  * an embedded PostgreSQL (real binaries from npm, data under `.local/`), a `redis-server` found on PATH, or a
  * `redis:7` container through testcontainers when Docker answers — each with a line saying which, and a stop().
  *

@@ -1,6 +1,6 @@
 /**
  * Does something answer at a PostgreSQL or Redis URL? The probes behind the local fallbacks of the demo and the
- * tests (DESIGN.md "Real parts, and how they start"): "nothing answers" (refused, timed out, unknown host) lets a
+ * tests (docs/architecture.md "Tests"): "nothing answers" (refused, timed out, unknown host) lets a
  * fallback start; a server that answers but refuses (wrong password, missing database) is the user's to fix, so it
  * is reported, never hidden behind a fallback.
  */

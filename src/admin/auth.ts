@@ -1,5 +1,5 @@
 /**
- * Access control of the admin HTTP server (issue 4 "Admin HTTP server": the admin pages are protected by a
+ * Access control of the admin HTTP server (the admin pages are protected by a
  * configured token or basic auth).
  *
  * - Token: `Authorization: Bearer <token>`, or the session cookie that `GET /admin/login?token=<token>` sets for
@@ -9,7 +9,7 @@
  * - Neither configured: a loud warning at start, and only requests from the loopback interface (127.0.0.1, ::1)
  *   are let in, so an unconfigured server is usable on the machine itself and by nobody else.
  *
- * `/metrics` (issue 13) has a token of its own for scrapers, METRICS_TOKEN (`Authorization: Bearer <token>`), which
+ * `/metrics` has a token of its own for scrapers, METRICS_TOKEN (`Authorization: Bearer <token>`), which
  * opens nothing else; the admin credentials also admit there. With neither configured, loopback callers only.
  *
  * Every secret comparison is constant-time over SHA-256 digests (equal lengths, no early exit on length).
@@ -127,7 +127,7 @@ export function rejectUnauthorized(reply: FastifyReply, auth: AdminAuth | undefi
 }
 
 /**
- * Whether the request may read `/metrics` (issue 13):
+ * Whether the request may read `/metrics`:
  * - `Authorization: Bearer <metricsToken>` when a metrics token is set (constant-time compare);
  * - or valid admin credentials when those are configured ({@link isAuthorized}: bearer, session cookie, basic);
  * - with neither configured: a loopback caller (as for the admin pages).

@@ -1,5 +1,5 @@
 /**
- * bull-board, the BullMQ dashboard, at `/admin/queues` (issue 4 "Admin HTTP server"): job lists per state, job
+ * bull-board, the BullMQ dashboard, at `/admin/queues`: job lists per state, job
  * data and errors, and the retry / promote / clean buttons of its default UI. Mounted as an encapsulated fastify
  * plugin; the server's onRequest hook guards it like every other `/admin` path.
  */

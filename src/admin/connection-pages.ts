@@ -1,7 +1,7 @@
 /**
- * The connections page (issue 11): for each jobs.yaml connection its kind of service user, and for a user-dependent
+ * The connections page: for each jobs.yaml connection its kind of service user, and for a user-dependent
  * one its login state (logged in since, scopes granted, refresh token age and expected expiry: 60 days with offline
- * access, 10 hours without, spec "Limits"), LOGIN_REQUIRED with its reason, and a "Log in" link that starts the login
+ * access, 10 hours without, docs/report-export-service.md "Limits"), LOGIN_REQUIRED with its reason, and a "Log in" link that starts the login
  * (GET /admin/connections/:name/login). The token response's scope is shown for both kinds. Pure rendering; no
  * secret ever reaches it (the rows carry none).
  */

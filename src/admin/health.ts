@@ -1,5 +1,5 @@
 /**
- * Liveness and readiness (issue 4 "Admin HTTP server"): `/healthz` answers 200 whenever the process serves
+ * Liveness and readiness: `/healthz` answers 200 whenever the process serves
  * HTTP; `/readyz` answers 200 only when PostgreSQL and Redis both answer within a time limit, else 503 naming
  * the one that failed.
  */

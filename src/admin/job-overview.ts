@@ -1,5 +1,5 @@
 /**
- * The state of each jobs.yaml job for the jobs overview and the metrics (issue 12 "a jobs overview for on-call"):
+ * The state of each jobs.yaml job for the jobs overview and the metrics:
  * a pure function of the config, the invalid jobs and the run history's health figures.
  *
  * States, the first that applies: `invalid` (jobs.yaml problems keep it from running), `login_required` (its last

@@ -1,5 +1,5 @@
 /**
- * Routes of the user-dependent service users' logins (issue 11):
+ * Routes of the user-dependent service users' logins:
  * - `GET /admin/connections` (admin auth): each connection's login state (connection-pages.ts);
  * - `GET /admin/connections/:name/login` (admin auth): starts a login and redirects (302) to the authorization URL;
  * - `GET /oauth/callback?code=…&session_state=…&state=…` (no admin auth: the ERP server's redirect lands here):

@@ -1,5 +1,5 @@
 /**
- * The Prometheus metrics of `/metrics` (issue 4 "Admin HTTP server"), on a registry of their own.
+ * The Prometheus metrics of `/metrics`, on a registry of their own.
  *
  * Every value is read at scrape time from shared state, so any admin process reports the same figures for all
  * workers, whichever process ran the runs, and nothing is lost on a restart:
@@ -14,7 +14,7 @@
  * - `report_etl_login_required{connection}`: 1 while a user-dependent connection waits for `report-etl login`
  *   (never logged in, or its refresh token was refused: LOGIN_REQUIRED), 0 while it is logged in; from
  *   etl.connection_logins, for the connections of the live jobs.yaml when the server has it.
- * - per jobs.yaml job, with the live config (issue 12): `report_etl_job_last_success_timestamp_seconds{job}` (unix
+ * - per jobs.yaml job, with the live config: `report_etl_job_last_success_timestamp_seconds{job}` (unix
  *   time of the newest succeeded attempt's end; absent when it never succeeded), `report_etl_job_stale{job}` (1 when
  *   its freshness is breached, 0 otherwise; jobs with a freshness only) and `report_etl_job_config_invalid{job}` (1
  *   for each job jobs.yaml problems keep from running, so `sum(report_etl_job_config_invalid) > 0` can page).

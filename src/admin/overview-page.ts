@@ -1,5 +1,5 @@
 /**
- * The admin home page: the jobs overview for on-call staff (issue 12). One line per jobs.yaml job with its state
+ * The admin home page: the jobs overview for on-call staff. One line per jobs.yaml job with its state
  * (healthy, failing now, stale, invalid config, login required), last run, last success, next scheduled tick, and
  * sparklines of the rows and the duration of its last runs; a Replay button on a failing job's last failure; the
  * jobs.yaml problems of an invalid job (file:line, what, how to fix). Server-rendered, every value escaped.

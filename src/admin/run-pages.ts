@@ -1,6 +1,5 @@
 /**
- * The run history pages for on-call staff (DESIGN.md "on-call staff see what failed, why (the server's own words),
- * and replay a failed run ... with one click"): the run list and one run's page, rendered to HTML strings.
+ * The run history pages for on-call staff (docs/architecture.md): the run list and one run's page, rendered to HTML strings.
  * Pure functions of the rows read by run-queries.ts; every value is escaped.
  */
 import { QUEUE_NAME } from '../queue/names.ts';

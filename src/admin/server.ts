@@ -1,5 +1,5 @@
 /**
- * The admin HTTP server for on-call staff (issue 4 "Admin HTTP server"; DESIGN.md "on-call staff"), fastify 5:
+ * The admin HTTP server for on-call staff (docs/architecture.md), fastify 5:
  *
  * | path | what | access |
  * |---|---|---|
@@ -15,7 +15,7 @@
  *
  * Admin auth (auth.ts): bearer token or its session cookie, or basic auth; with neither configured a loud
  * warning is logged and only loopback callers (127.0.0.1, ::1) get in. `/metrics` also admits the scrapers' own
- * METRICS_TOKEN, which opens nothing else (issue 13: job names are not for everyone who can reach the port). `trustProxy` is off, so behind a reverse
+ * METRICS_TOKEN, which opens nothing else (job names are not for everyone who can reach the port). `trustProxy` is off, so behind a reverse
  * proxy on the same machine every caller looks local: configure a token there. Requests that change state (any
  * method but GET/HEAD under /admin) must come from our own origin when the browser sends `Origin`.
  *

@@ -1,5 +1,5 @@
 /**
- * Sparklines for the jobs overview (issue 12): small inline SVG charts drawn on the server, so the page needs no
+ * Sparklines for the jobs overview: small inline SVG charts drawn on the server, so the page needs no
  * script and no CDN (its CSP allows neither). One point per finished attempt, oldest left; a failed or interrupted
  * attempt is a red dot on the baseline, so a gap in the line reads as "no rows because it failed".
  */

@@ -1,8 +1,8 @@
 /**
- * One alert and the bodies it is sent as (issue 12 "alerts"): a generic JSON document, a Slack incoming-webhook
+ * One alert and the bodies it is sent as: a generic JSON document, a Slack incoming-webhook
  * message, or a Microsoft Teams message with an Adaptive Card (what Teams workflows' "post to a channel when a
  * webhook request is received" accepts). The texts name job, event, error kind and the first line of the error;
- * they never hold a credential (errors never do, CONVENTIONS.md "Errors"), and the webhook URL is not part of them.
+ * they never hold a credential (errors never do, docs/architecture.md "Errors"), and the webhook URL is not part of them.
  */
 import type { AlertEvent, AlertFormat } from '../vocabulary.ts';
 

@@ -1,5 +1,5 @@
 /**
- * Freshness (issue 12): a job with `freshness: 26h` (or its connection's default) is stale when its last success is
+ * Freshness: a job with `freshness: 26h` (or its connection's default) is stale when its last success is
  * older than that; a job that never succeeded counts from when its freshness was first checked. Stale jobs show on
  * the admin pages, in `report_etl_job_stale{job}`, and cause one `stale` alert per breach (the janitor checks).
  */

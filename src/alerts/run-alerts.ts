@@ -1,5 +1,5 @@
 /**
- * The alerts a finished run causes (issue 12 "alerts"), for every run however it was started (a worker, or
+ * The alerts a finished run causes, for every run however it was started (a worker, or
  * `report-etl run` from the user's own cron): `failed` when a run failed for good (after its last retry),
  * `login_required` instead when it failed with LOGIN_REQUIRED (a target that does not list it gets `failed`), and
  * `recovered` at the first success after such a failure. The failing state lives in etl.job_alerts, so a
@@ -12,7 +12,7 @@ import type { Logger } from '../logger.ts';
 import type { AlertEvent } from '../vocabulary.ts';
 import type { AlertSender } from './webhook-sender.ts';
 
-/** The error kind of a refused refresh token: the product user must log in again (spec "Refresh" 5). */
+/** The error kind of a refused refresh token: the product user must log in again (docs/report-export-service.md "Refresh" 5). */
 export const LOGIN_REQUIRED = 'LOGIN_REQUIRED';
 
 /** What a run's outcome is told to. */

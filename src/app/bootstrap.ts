@@ -1,7 +1,7 @@
 /**
- * The start-up wiring every command shares (DESIGN.md "Layout": app/): one PostgreSQL pool and one Redis
+ * The start-up wiring every command shares (docs/architecture.md "Layers": app/): one PostgreSQL pool and one Redis
  * connection for the process, the run history migrated, and a last-in-first-out release stack
- * (CONVENTIONS.md "Lifecycle") that closes them in the right order whatever happens.
+ * (docs/architecture.md "Lifecycle") that closes them in the right order whatever happens.
  *
  * Both stores are checked first with one bounded connection each, so that a server that is down, a wrong URL or
  * a refused login fails the command within seconds as a {@link StoreUnavailableError} (one line: which store,
@@ -136,7 +136,7 @@ export interface StoresOptions {
  */
 export async function openStores(logger: Logger, o: StoresOptions = {}): Promise<Stores> {
   const releasers = new Releasers();
-  // Redis is checked while PostgreSQL connects and migrates (issue 14: start-up); PostgreSQL's error comes first.
+  // Redis is checked while PostgreSQL connects and migrates (start-up); PostgreSQL's error comes first.
   const redisChecked = checkRedis(undefined, o.connectTimeoutMs);
   redisChecked.catch(() => undefined);
   try {

@@ -1,7 +1,7 @@
 /**
  * The process's PostgreSQL pool and Redis connection, from DATABASE_URL and REDIS_URL (defaults: the local
- * servers, DESIGN.md "Command line"), with error listeners so an idle connection's error is logged instead of
- * killing the process (CONVENTIONS.md "Lifecycle", graphile-worker `installErrorHandlers`).
+ * servers, README "Commands"), with error listeners so an idle connection's error is logged instead of
+ * killing the process (docs/architecture.md "Lifecycle", graphile-worker `installErrorHandlers`).
  */
 import pg from 'pg';
 import { Redis } from 'ioredis';

@@ -1,6 +1,6 @@
 /**
- * The long-running process (issue 4 "Worker": `scheduler`, `worker`, `start`): opens Postgres and Redis, migrates,
- * watches jobs.yaml and runs the chosen parts. Stops in the order CONVENTIONS.md "Lifecycle" gives: scheduler,
+ * The long-running process (`scheduler`, `worker`, `start`): opens Postgres and Redis, migrates,
+ * watches jobs.yaml and runs the chosen parts. Stops in the order docs/architecture.md "Lifecycle" gives: scheduler,
  * worker (graceful, see makeRunWorker), HTTP server, then the pg pool and Redis.
  */
 import { openStores } from './bootstrap.ts';

@@ -1,6 +1,6 @@
 /**
  * The error of a store that cannot be used at start (app/bootstrap.ts). Its own module, free of the database and
- * Redis drivers, so that the command line's entry can recognise it without loading them (issue 14: start-up cost).
+ * Redis drivers, so that the command line's entry can recognise it without loading them (start-up cost).
  */
 
 /** Which store a {@link StoreUnavailableError} is about, and the environment variable that points at it. */

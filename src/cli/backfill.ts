@@ -36,7 +36,7 @@ export const registerBackfill: RegisterCommand = (program, cli) => {
     .requiredOption('--to <date>', 'end, inclusive, same forms')
     .option('--force', 'queue every tick as a new logical run, also ticks already queued or done (an append target gets their rows again)')
     .action(async (job: string, opts: { config: string; queuePrefix: string; from: string; to: string; force?: boolean }) => {
-      // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser (issue 14).
+      // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser.
       const [{ resolveJob }, { loadConfigForJob }, { backfill, isDoneState }] = await Promise.all([import('../config/load.ts'), import('./job-config.ts'), import('../queue/backfill.ts')]);
       const { config } = await loadConfigForJob(cli, opts.config, job);
       const r = resolveJob(config, job);

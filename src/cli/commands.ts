@@ -1,7 +1,7 @@
 /**
- * The commands of the CLI, each in its own module that adds it to the program (DESIGN.md "Command line"). A
+ * The commands of the CLI, each in its own module that adds it to the program (README "Commands"). A
  * command's module is loaded only when it is registered: `report-etl run <job>` loads `run.ts` alone, not the 14
- * others with their imports (issue 14: start-up cost); `--help` and anything that names no command load them all.
+ * others with their imports (start-up cost); `--help` and anything that names no command load them all.
  */
 import type { RegisterCommand } from './types.ts';
 

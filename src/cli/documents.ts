@@ -26,7 +26,7 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
         cli.exit(2);
         return;
       }
-      // Loaded here, not at the top: `--help` and the other commands need none of it (issue 14: start-up cost).
+      // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost).
       const [{ openStores }, { makeLogger }, { listRunDocuments, readDocument }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts'), import('../warehouse/documents.ts')]);
       const logger = makeLogger();
       const { pool, releasers } = await openStores(logger, { poolMax: 2 });

@@ -1,5 +1,5 @@
 /**
- * How `run`, `enqueue` and `backfill` read jobs.yaml (issue 12 "isolation"): invalid jobs do not stop a valid
+ * How `run`, `enqueue` and `backfill` read jobs.yaml: invalid jobs do not stop a valid
  * one. The valid job runs; each invalid job or alert target gets one warning line on stderr (its first problem,
  * file:line, what and how to fix); asking for an invalid job itself fails with every problem of it (exit 2).
  */

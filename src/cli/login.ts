@@ -1,6 +1,6 @@
 /**
- * `report-etl login <connection>`: the one-time login of a user-dependent service user (issue 11; spec
- * "User-dependent service user"). Prints the authorization URL and waits for the code, which arrives either at the
+ * `report-etl login <connection>`: the one-time login of a user-dependent service user
+ * (docs/report-export-service.md "User-dependent service user"). Prints the authorization URL and waits for the code, which arrives either at the
  * admin server's `/oauth/callback` (when redirectUri points there; this command sees the outcome in PostgreSQL) or as
  * the URL the browser was redirected to, pasted at the prompt or given with `--redirected-url`. `--print-url` only
  * prints the URL (its state stays valid for 10 minutes). Exit 0 logged in, 1 the login failed or timed out, 2 usage
@@ -31,7 +31,7 @@ function parseRedirected(text: string): URLSearchParams {
 
 function done(cli: Cli, r: CompletedLogin | string): void {
   if (typeof r === 'string') return cli.out(r);
-  cli.out(`${r.connection}: logged in; scopes granted: ${r.grantedScope ?? '(none named)'}; the refresh token lasts until ${r.expiresBy.toISOString()} at the latest (spec "Limits")`);
+  cli.out(`${r.connection}: logged in; scopes granted: ${r.grantedScope ?? '(none named)'}; the refresh token lasts until ${r.expiresBy.toISOString()} at the latest (docs/report-export-service.md "Limits")`);
 }
 
 export const registerLogin: RegisterCommand = (program, cli) => {
@@ -40,7 +40,7 @@ export const registerLogin: RegisterCommand = (program, cli) => {
     .addOption(new Option('--redirected-url <url>', 'the URL the browser was redirected to after the login (non-interactive)'))
     .addOption(new Option('--print-url', 'print the authorization URL and exit (its state is valid for 10 minutes)').conflicts('redirectedUrl'))
     .action(async (name: string, opts: { config: string; redirectedUrl?: string; printUrl?: boolean }) => {
-      // Loaded here, not at the top: `--help` and the other commands need none of it (issue 14: start-up cost).
+      // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost).
       const [{ openStores }, { loadConfig }, { closestMatch }, { completeLogin, startLogin }, { makeLogger }] = await Promise.all([
         import('../app/bootstrap.ts'),
         import('../config/load.ts'),

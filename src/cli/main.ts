@@ -1,5 +1,5 @@
 /**
- * Command-line entry (DESIGN.md "Command line"): one module per command in this folder, each exporting a
+ * Command-line entry (README "Commands"): one module per command in this folder, each exporting a
  * {@link RegisterCommand}. Exit codes: 0 ok, 1 run failed, 2 usage or config error, or PostgreSQL / Redis not
  * usable (one line saying which, where and what to do).
  */

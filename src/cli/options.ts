@@ -1,5 +1,5 @@
 /**
- * The options several commands share, each defined once (DESIGN.md "Command line"). Option values are parsed
+ * The options several commands share, each defined once (README "Commands"). Option values are parsed
  * by commander argument parsers that throw `InvalidArgumentError`, so every bad value exits the same way:
  * `error: option '--since <when>' argument 'x' is invalid. <why>` and exit code 2.
  */

@@ -50,7 +50,7 @@ export const registerPreview: RegisterCommand = (program, cli) => {
     .argument('<job>', 'job name in jobs.yaml')
     .option('--rows <n>', 'rows to show (1-1000)', wholeNumber(1), 10)
     .action(async (jobName: string, opts: { config: string; param: Record<string, string>; rows: number } & LogFormatFlag) => {
-      // Loaded here, not at the top: `--help` and the other commands need none of it (issue 14: start-up cost).
+      // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost).
       const [{ openStores }, { resolveJob }, { makeLogger }, { previewJob }, { loadConfigForJob }] = await Promise.all([
         import('../app/bootstrap.ts'),
         import('../config/load.ts'),

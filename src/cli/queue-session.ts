@@ -20,7 +20,7 @@ export interface QueueSession {
  * @throws StoreUnavailableError when PostgreSQL or Redis cannot be reached; whatever `fn` throws
  */
 export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) => Promise<T>): Promise<T> {
-  // Loaded on use, so that registering the commands loads neither the drivers nor BullMQ (issue 14: start-up cost).
+  // Loaded on use, so that registering the commands loads neither the drivers nor BullMQ (start-up cost).
   const [{ openStores }, { makeLogger }, { makeQueue }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts'), import('../queue/queue.ts')]);
   const logger = makeLogger();
   try {

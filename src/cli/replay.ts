@@ -41,7 +41,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
     .option('--dry-run', 'with --failed: list what would be queued (and what is skipped), queue nothing')
     .option('--include-superseded', 'with --failed: replay failures a later successful run of the same replace/merge target superseded, too')
     .action(async (runId: string | undefined, opts: { config: string; queuePrefix: string; failed?: boolean; job?: string; since?: Date; dryRun?: boolean; includeSuperseded?: boolean }) => {
-      // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser (issue 14).
+      // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser.
       const [{ loadConfig }, { planFailedReplays, replayRun }] = await Promise.all([import('../config/load.ts'), import('../queue/replay.ts')]);
       if (!runId === !opts.failed) {
         cli.err('report-etl replay: give either a run id or --failed');

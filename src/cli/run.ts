@@ -15,7 +15,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
     .argument('<job>', 'job name in jobs.yaml')
     .addOption(new Option('--run-key <key>', 'logical run id; append loads are exactly-once per key'))
     .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string } & LogFormatFlag) => {
-      // Loaded here, not at the top: `--help` and the other commands need none of it (issue 14: start-up cost). The
+      // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost). The
       // stores (DATABASE_URL, REDIS_URL: not jobs.yaml) connect and migrate while the rest loads and jobs.yaml is read.
       const [{ openStores }, { makeLogger }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts')]);
       const logger = makeLogger({}, opts.logFormat);
@@ -96,7 +96,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
           const slots = new ReportSlots(redis, { prefix: queuePrefixFromEnv() });
           releasers.add(() => slots.close());
           // A `run` of this job killed earlier leaves no orphan behind this one; then a sweep, if no other process is
-          // doing one. Both go on while the run waits for the server (issue 14: start-up), or at the end when the run
+          // doing one. Both go on while the run waits for the server (start-up), or at the end when the run
           // started no report job, unless it was interrupted (Ctrl-C does not wait for orphans' DELETEs to a server
           // that may be down); the command ends after them. Closing orphans is idempotent, and never touches this
           // run's attempt: its owner session is alive.

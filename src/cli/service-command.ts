@@ -46,7 +46,7 @@ export function serviceOptions(cmd: Command, parts: { worker?: boolean; admin?: 
 
 /** Runs the service until a signal stops it. Resolves when everything is closed. */
 export async function runService(cli: Cli, opts: ServiceCommandOptions, parts: Pick<ServiceOptions, 'scheduler' | 'worker' | 'admin'>): Promise<void> {
-  // Loaded here, not at the top: `--help` and the short commands need none of the service (issue 14: start-up cost).
+  // Loaded here, not at the top: `--help` and the short commands need none of the service (start-up cost).
   const [{ startService }, { makeLogger }] = await Promise.all([import('../app/service.ts'), import('../logger.ts')]);
   const logger = makeLogger({}, opts.logFormat);
   const graceMs = (opts.grace ?? 60) * 1000;

@@ -1,5 +1,5 @@
 /**
- * `report-etl simulate`: serves the built-in Report Export Service simulator (DESIGN.md "Real parts")
+ * `report-etl simulate`: serves the built-in Report Export Service simulator (docs/architecture.md "Tests")
  * until SIGINT or SIGTERM, then closes it.
  */
 import { InvalidArgumentError, type Command } from 'commander';
@@ -49,7 +49,7 @@ export function registerSimulate(program: Command, cli: Cli): void {
     .option('--latency <ms>', 'latency added to every response, in ms', int('--latency', 0), 0)
     .option('--product-version <year>', 'product version of the simulated server: pdf needs 2025, excel/word 2026 (older: 400 "Unknown outputType"); default: every type', int('--product-version', 2000))
     .action(async (flags: SimulateFlags) => {
-      // Loaded here: the simulator brings pdfkit, exceljs and docx, which no other command needs (issue 14).
+      // Loaded here: the simulator brings pdfkit, exceljs and docx, which no other command needs.
       const [{ makeLogger }, { DEFAULT_CLIENTS, DEFAULT_USERS, startSimulator }] = await Promise.all([import('../logger.ts'), import('../simulator/index.ts')]);
       const logger = makeLogger();
       const options: SimulatorOptions = {

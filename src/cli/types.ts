@@ -1,4 +1,4 @@
-/** What every command module gets (DESIGN.md "Command line"); its own module so that commands and main do not import each other. */
+/** What every command module gets (README "Commands"); its own module so that commands and main do not import each other. */
 import type { Command } from 'commander';
 
 /** Where a command writes, and how it sets the process's exit code. */

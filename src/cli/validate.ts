@@ -1,6 +1,6 @@
 /**
  * `report-etl validate [--config PATH]`: checks jobs.yaml and the environment without touching a server
- * (DESIGN.md "Command line"). Exit 0 with a one-line summary, or exit 2 with every problem listed.
+ * (README "Commands"). Exit 0 with a one-line summary, or exit 2 with every problem listed.
  */
 import { configOption } from './options.ts';
 import { ConfigError } from '../errors.ts';

@@ -1,5 +1,5 @@
 /**
- * Checking jobs.yaml text (DESIGN.md "data engineers expect a typo to be caught before anything runs"): parse
+ * Checking jobs.yaml text (docs/architecture.md): parse
  * keeping positions, interpolate `${VAR}`, validate with the zod schema and the checks zod cannot do (cron, time
  * zones, catch-up windows, report names, secrets from the environment). Every problem is collected with its
  * position and YAML path; load.ts decides whether they fail the file (strict) or only the jobs they are about
@@ -18,7 +18,7 @@ import { closestMatch, get, issueProblems, makeLocator, syntaxProblems, type Loc
 
 /** Whether `zone` is an IANA time zone this Node knows (Intl throws RangeError otherwise). */
 export function isTimeZone(zone: string): boolean {
-  // The list of canonical names costs 1-2 ms; a formatter loads the zone data (10 ms of a run's start, issue 14), so it
+  // The list of canonical names costs 1-2 ms; a formatter loads the zone data (10 ms of a run's start), so it
   // is asked only about other spellings (aliases such as Asia/Kolkata or US/Eastern, other letter case).
   canonicalZones ??= new Set(Intl.supportedValuesOf('timeZone'));
   if (zone === 'UTC' || canonicalZones.has(zone)) return true;

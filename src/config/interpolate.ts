@@ -1,5 +1,5 @@
 /**
- * `${VAR}` interpolation of jobs.yaml values (DESIGN.md "Contracts: jobs.yaml": "${VAR} or ${VAR:-default};
+ * `${VAR}` interpolation of jobs.yaml values (README "Configuration reference": "${VAR} or ${VAR:-default};
  * a missing VAR is a config error").
  *
  * Only string scalars are interpolated, never map keys. Values of keys named like a secret (secret, token,

@@ -1,6 +1,5 @@
 /**
- * Isolation of invalid jobs (issue 12 "one bad job never stops the others", DESIGN.md "One bad job never stops
- * the others"; the model is Airflow's per-DAG import errors): the problems of a jobs.yaml are attributed to the
+ * Isolation of invalid jobs (docs/architecture.md; the model is Airflow's per-DAG import errors): the problems of a jobs.yaml are attributed to the
  * job, connection or alert target they are about. A job with a problem, or whose connection has one, is left out
  * of the config and listed as invalid; so is a broken alert target. Everything else runs. Only a file that cannot
  * be parsed, or a problem outside jobs, connections and alerts (the top level, `defaults`, `history`), fails the

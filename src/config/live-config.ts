@@ -1,5 +1,5 @@
 /**
- * The running jobs.yaml of a long-lived process (issue 4 "jobs.yaml is watched"): a valid change replaces it and
+ * The running jobs.yaml of a long-lived process: a valid change replaces it and
  * is announced to subscribers; an invalid change is logged with every problem and the running config is kept.
  */
 import type { EtlConfig } from './schema.ts';

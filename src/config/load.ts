@@ -1,8 +1,7 @@
 /**
  * Loads jobs.yaml: read, parse (keeping positions), interpolate `${VAR}`, validate with the zod schema and the
  * checks zod cannot do (cron, time zones, catch-up windows, report names, secrets from the environment).
- * Every problem is collected and thrown at once as one {@link ConfigError} (DESIGN.md "data engineers expect
- * a typo to be caught before anything runs"; CONVENTIONS.md "Config": what is wrong, where, how to fix).
+ * Every problem is collected and thrown at once as one {@link ConfigError} (docs/architecture.md; README "Configuration reference": what is wrong, where, how to fix).
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -29,7 +28,7 @@ export interface LoadedConfig {
 /** Options of {@link loadConfig}. */
 export interface LoadOptions {
   /**
-   * Isolate invalid jobs (issue 12): keep the valid ones in `config` and list the others in `invalid`, instead of
+   * Isolate invalid jobs: keep the valid ones in `config` and list the others in `invalid`, instead of
    * throwing for any problem. Only an unparseable file or a problem outside jobs, connections and alerts throws.
    */
   isolate?: boolean;
@@ -98,7 +97,7 @@ export function validateConfigText(text: string, file: string, env: NodeJS.Proce
 
 /**
  * What is allowed but probably wrong in a valid config, one line each (`validate` prints them and still exits 0):
- * a redirectUri on localhost (spec "User-dependent service user" step 1: it must be reachable from the server,
+ * a redirectUri on localhost (docs/report-export-service.md "User-dependent service user" step 1: it must be reachable from the server,
  * localhost generally is not).
  */
 export function configWarnings(cfg: EtlConfig, file = 'jobs.yaml'): string[] {
@@ -108,7 +107,7 @@ export function configWarnings(cfg: EtlConfig, file = 'jobs.yaml'): string[] {
     const host = new URL(c.redirectUri).hostname.replace(/^\[|\]$/g, '');
     if (host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127\./.test(host) || host === '0.0.0.0') {
       out.push(
-        `${file}: connections.${name}.redirectUri: ${c.redirectUri} is on this machine: the ERP server must reach the redirect URI (spec "User-dependent service user" step 1: localhost is generally not possible); ` +
+        `${file}: connections.${name}.redirectUri: ${c.redirectUri} is on this machine: the ERP server must reach the redirect URI (docs/report-export-service.md "User-dependent service user" step 1: localhost is generally not possible); ` +
           'use a host name the browser and the server can reach, or finish each login by pasting the redirected URL (`report-etl login --redirected-url`)',
       );
     }

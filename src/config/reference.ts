@@ -1,6 +1,6 @@
 /**
  * The configuration reference of jobs.yaml, derived from the zod schema (src/config/schema.ts) through
- * zod 4's JSON Schema export, so the docs cannot drift from what is validated (CONVENTIONS.md "Config").
+ * zod 4's JSON Schema export, so the docs cannot drift from what is validated (README "Configuration reference").
  * Also answers "what options exist at this YAML path", used by the loader for "did you mean" hints.
  */
 import { z } from 'zod';

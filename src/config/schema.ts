@@ -1,6 +1,6 @@
 /**
- * The jobs.yaml schema (DESIGN.md "Contracts: jobs.yaml"), one zod schema with a description and a
- * default on every option (CONVENTIONS.md "Config"). The README's configuration reference is checked
+ * The jobs.yaml schema (README "Configuration reference"), one zod schema with a description and a
+ * default on every option (README "Configuration reference"). The README's configuration reference is checked
  * against this file.
  */
 import { z } from 'zod';
@@ -25,12 +25,12 @@ export const DEFAULT_MAX_CONCURRENT_REPORTS = 4;
 
 export const connectionSchema = z
   .object({
-    baseUrl: z.url().describe('Base URL of the server, e.g. https://erp.example.com (the spec\'s {base_url}).'),
+    baseUrl: z.url().describe('Base URL of the server, e.g. https://erp.example.com (the service\'s base URL).'),
     auth: z
       .enum(AUTH_KINDS)
       .default('client_credentials')
-      .describe('Kind of service user (spec "Authentication"): client_credentials (Client-ID + Client-Secret) or authorization_code (user-dependent: a product user logs in once with `report-etl login <connection>`).'),
-    clientId: z.string().min(1).describe('Client-ID of the service user (spec "What the service does" 5).'),
+      .describe('Kind of service user (docs/report-export-service.md "Authentication"): client_credentials (Client-ID + Client-Secret) or authorization_code (user-dependent: a product user logs in once with `report-etl login <connection>`).'),
+    clientId: z.string().min(1).describe('Client-ID of the service user (docs/report-export-service.md "What the service does" 5).'),
     clientSecret: z
       .string()
       .min(1)
@@ -58,7 +58,7 @@ export const connectionSchema = z
       .default('UTC')
       .describe('IANA time zone of txt timestamps (they carry no offset) and of the default schedule zone.'),
     requestTimeoutMs: z.number().int().positive().default(60_000).describe('Timeout of one HTTP request in ms.'),
-    pollIntervalMs: z.number().int().positive().default(250).describe('First job status poll interval in ms (spec "Limits": 250).'),
+    pollIntervalMs: z.number().int().positive().default(250).describe('First job status poll interval in ms (docs/report-export-service.md "Limits": 250).'),
     pollMaxIntervalMs: z.number().int().positive().default(5_000).describe('Cap of the growing poll interval in ms.'),
     maxConcurrentReports: z
       .number()
@@ -74,7 +74,7 @@ export const connectionSchema = z
       .min(2000)
       .max(9999)
       .optional()
-      .describe('Product version of the server, e.g. 2025; gates pdf (2025+) and the excel/word types (2026+) (spec "Versioning" 2). Unset: any.'),
+      .describe('Product version of the server, e.g. 2025; gates pdf (2025+) and the excel/word types (2026+) (docs/report-export-service.md "Versioning" 2). Unset: any.'),
   })
   .strict()
   .superRefine((c, ctx) => {
@@ -84,8 +84,8 @@ export const connectionSchema = z
         if (c[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is used by auth: authorization_code only (auth is client_credentials)` });
       }
     } else {
-      if (c.redirectUri === undefined) ctx.addIssue({ code: 'custom', path: ['redirectUri'], message: 'missing required key "redirectUri": auth: authorization_code needs the redirect URI configured for the service user (spec "User-dependent service user" step 1), e.g. https://etl.example.com/oauth/callback' });
-      if (c.scopes === undefined || c.scopes.length === 0) ctx.addIssue({ code: 'custom', path: ['scopes'], message: 'auth: authorization_code needs scopes, e.g. [svc.pad, offline_access] (spec "Scope rules" 4: requested scopes must be named)' });
+      if (c.redirectUri === undefined) ctx.addIssue({ code: 'custom', path: ['redirectUri'], message: 'missing required key "redirectUri": auth: authorization_code needs the redirect URI configured for the service user (docs/report-export-service.md "User-dependent service user" step 1), e.g. https://etl.example.com/oauth/callback' });
+      if (c.scopes === undefined || c.scopes.length === 0) ctx.addIssue({ code: 'custom', path: ['scopes'], message: 'auth: authorization_code needs scopes, e.g. [svc.pad, offline_access] (docs/report-export-service.md "Scope rules" 4: requested scopes must be named)' });
     }
   });
 
@@ -105,13 +105,13 @@ export const reportSchema = z
     outputType: z
       .enum(OUTPUT_TYPES)
       .default('json')
-      .describe('Output type, any of the spec\'s table; what each loads as: README "Output types" (documents need productVersion 2025+/2026+).'),
+      .describe('Output type, any of the service\'s output types (docs/report-export-service.md "Output types"); what each loads as: README "Output types" (documents need productVersion 2025+/2026+).'),
     paging: z
       .number()
       .int()
       .min(MIN_PAGING, { message: PAGING_PROBLEM })
       .default(10_000)
-      .describe('Rows per page (spec "Limits": at least 10).'),
+      .describe('Rows per page (docs/report-export-service.md "Limits": at least 10).'),
     maxValueBytes: z
       .number()
       .int()
@@ -181,7 +181,7 @@ export const jobSchema = z
       .describe('Missed ticks on scheduler start: none | latest | { all: <window> }.'),
     overlap: z.enum(['skip', 'wait']).default('wait').describe('When the previous run is still going: skip or wait.'),
     retry: retrySchema.optional().describe('Attempts and backoff; defaults from the top-level defaults.'),
-    report: reportSchema.describe('Which report to run and how (spec "Start-report request body").'),
+    report: reportSchema.describe('Which report to run and how (docs/report-export-service.md "Start-report request body").'),
     target: targetSchema.describe('Where the rows go and how (write mode, key, declared types).'),
     freshness: duration()
       .optional()
@@ -255,7 +255,7 @@ export const configSchema = z
         ctx.addIssue({
           code: 'custom',
           path: ['jobs', name, 'report', 'outputType'],
-          message: `output type ${job.report.outputType} needs product version ${since} or later, but connection "${job.connection}" has productVersion ${connection.productVersion} (spec "Versioning" 2): choose another output type or raise productVersion if the server is newer`,
+          message: `output type ${job.report.outputType} needs product version ${since} or later, but connection "${job.connection}" has productVersion ${connection.productVersion} (docs/report-export-service.md "Versioning" 2): choose another output type or raise productVersion if the server is newer`,
         });
       }
       if (!(job.connection in c.connections)) {

@@ -1,6 +1,6 @@
 /**
  * Watches jobs.yaml and delivers every valid change; an invalid change is reported and the caller keeps the
- * config it runs with (DESIGN.md "data engineers ... expect a typo to be caught before anything runs").
+ * config it runs with (docs/architecture.md).
  *
  * The directory is watched, not the file: editors that save by writing a temporary file and renaming it over
  * the original replace the inode, and a watch on the old inode would go silent.

@@ -1,5 +1,5 @@
 /**
- * Exactly-once append loads (README "Write modes": append): `etl.appended_runs` holds one row per logical run
+ * Exactly-once append loads (README "Loaded tables": append): `etl.appended_runs` holds one row per logical run
  * whose rows were appended, claimed inside the loading transaction (migrations/0001).
  */
 import type { Queryable } from '../db.ts';

@@ -1,5 +1,5 @@
 /**
- * The owner of the attempts a process runs (issue 12 "no orphans"): one PostgreSQL session per process that holds
+ * The owner of the attempts a process runs: one PostgreSQL session per process that holds
  * a session-level advisory lock on a random key for the life of the process. Every attempt the process records
  * carries that key (`etl.runs.owner_lock`, migrations/0007). When the process dies in any way (kill -9, crash, OOM,
  * lost machine) PostgreSQL ends the session and frees the lock, so "is the owner gone?" is one

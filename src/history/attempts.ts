@@ -1,6 +1,6 @@
 /**
- * Attempts in the run history (DESIGN.md "Run history": `etl.runs`, one row per attempt, and `etl.run_errors`),
- * each SQL operation one small typed function (CONVENTIONS.md, graphile-worker `src/sql/*`). An attempt is
+ * Attempts in the run history (README "Run history": `etl.runs`, one row per attempt, and `etl.run_errors`),
+ * each SQL operation one small typed function (docs/architecture.md, graphile-worker `src/sql/*`). An attempt is
  * recorded `running` when it starts, then `succeeded` inside the loading transaction, or `failed`/`interrupted`
  * after the load rolled back. Tables: migrations/0001.
  */

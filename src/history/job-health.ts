@@ -1,5 +1,5 @@
 /**
- * The figures of each job that on-call staff and Prometheus ask for first (issue 12 "jobs overview", freshness
+ * The figures of each job that on-call staff and Prometheus ask for first (freshness
  * metrics): last attempt, last success, last failure, failing state, and the rows and duration of its last runs.
  * Read from etl.runs by the (job, started_at) index, one LATERAL probe per job.
  */

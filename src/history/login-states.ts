@@ -1,5 +1,5 @@
 /**
- * Pending logins (issue 11), table etl.login_states (migrations/0006): the OAuth `state` of each authorization
+ * Pending logins, table etl.login_states (migrations/0006): the OAuth `state` of each authorization
  * request, the CSRF protection of RFC 6749 section 10.12. A state is made by `report-etl login` or the admin page's
  * "Log in" link, accepted once, and only within its lifetime (10 minutes). Only its SHA-256 is stored, so reading
  * the table does not let anyone complete someone else's login.

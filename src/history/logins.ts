@@ -1,5 +1,5 @@
 /**
- * Logins and scopes of connections (issue 11), table etl.connection_logins (migrations/0006): the refresh token of a
+ * Logins and scopes of connections, table etl.connection_logins (migrations/0006): the refresh token of a
  * user-dependent service user sealed with AES-256-GCM (src/secret-box.ts; never stored in plaintext, never read
  * back by the listing queries), when the login happened, the scopes it asked for, the scope of the latest token
  * response (both kinds of service user), and whether runs must wait for a new login (LOGIN_REQUIRED).
@@ -33,7 +33,7 @@ export interface NewLogin {
 }
 
 /**
- * Stores a new login of a user-dependent connection, replacing the previous one (spec Refresh rule 3: a new login
+ * Stores a new login of a user-dependent connection, replacing the previous one (docs/report-export-service.md "Refresh" rule 3: a new login
  * renews the refresh token) and clearing LOGIN_REQUIRED.
  * @returns the new login id (a UUID)
  */

@@ -1,6 +1,6 @@
 /**
- * Orphaned attempts (issue 12 "no orphans"): attempts still recorded `running` whose owner session
- * (attempt-owner.ts) is gone. Each SQL operation one small function (CONVENTIONS.md).
+ * Orphaned attempts: attempts still recorded `running` whose owner session
+ * (attempt-owner.ts) is gone. Each SQL operation one small function (docs/architecture.md).
  */
 import type pg from 'pg';
 

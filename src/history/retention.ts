@@ -1,5 +1,5 @@
 /**
- * Retention of the run history (issue 12 "history that does not grow forever"; jobs.yaml `history.keep`): attempts
+ * Retention of the run history (jobs.yaml `history.keep`): attempts
  * older than the cut-off are deleted in small batches (their etl.run_errors go with them, ON DELETE CASCADE), then
  * the etl.run_requests rows no attempt refers to any more. Never deleted: a running attempt, and the newest
  * succeeded and the newest failed attempt of each job, however old. etl.appended_runs is kept: it is what makes an

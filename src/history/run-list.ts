@@ -1,6 +1,6 @@
 /**
- * Reading the run history (DESIGN.md "Run history": etl.runs, etl.run_errors) for `report-etl runs`, `replay
- * --failed` and the admin pages, one small typed function per query (CONVENTIONS.md "Layout and names").
+ * Reading the run history (README "Run history": etl.runs, etl.run_errors) for `report-etl runs`, `replay
+ * --failed` and the admin pages, one small typed function per query (docs/architecture.md "Layers").
  */
 import type { Queryable } from '../db.ts';
 import type { AttemptStatus } from '../vocabulary.ts';

@@ -1,9 +1,8 @@
 /**
- * The login of a user-dependent service user (issue 11; spec "User-dependent service user (authorization code
- * grant)"), shared by `report-etl login` and the admin server's "Log in" link and `/oauth/callback` route:
+ * The login of a user-dependent service user (docs/report-export-service.md "User-dependent service user"), shared by `report-etl login` and the admin server's "Log in" link and `/oauth/callback` route:
  *
  * 1. {@link startLogin}: reads the discovery document, records a pending login with a fresh single-use `state`
- *    (10 minutes, RFC 6749 section 10.12) and returns the authorization URL (spec step 1).
+ *    (10 minutes, RFC 6749 section 10.12) and returns the authorization URL (docs/report-export-service.md "User-dependent service user" step 1).
  * 2. The user logs in in a browser; the server redirects to the redirect URI with code and session_state (step 3).
  * 3. {@link completeLogin}: takes the pending login for the redirect's `state` (once: forged, replayed or expired
  *    states are refused before anything else), checks the redirect for an error (invalid_scope), exchanges the code
@@ -30,14 +29,14 @@ import {
 } from '../report-api/index.ts';
 import type { SecretKey } from '../secret-box.ts';
 
-/** Refresh token validity with offline access active (spec "Limits"): 60 days, in ms. */
+/** Refresh token validity with offline access active (docs/report-export-service.md "Limits"): 60 days, in ms. */
 export const OFFLINE_REFRESH_VALIDITY_MS = 60 * 86_400_000;
-/** Refresh token validity with offline access disabled (spec "Limits"): 10 hours, in ms. */
+/** Refresh token validity with offline access disabled (docs/report-export-service.md "Limits"): 10 hours, in ms. */
 export const ONLINE_REFRESH_VALIDITY_MS = 10 * 3_600_000;
 
 /**
- * The longest a refresh token may live (spec "Refresh" rule 2): 60 days when offline access is active, else 10 hours.
- * The spec ties offline access to a server setting; report-etl reads it from the granted scopes (offline_access).
+ * The longest a refresh token may live (docs/report-export-service.md "Refresh" rule 2): 60 days when offline access is active, else 10 hours.
+ * the service's description ties offline access to a server setting; report-etl reads it from the granted scopes (offline_access).
  * @returns ms
  */
 export function expectedRefreshValidityMs(grantedScope: string | null | undefined): number {
@@ -73,7 +72,7 @@ async function endpointsOf(c: LoginConnection, logger: Logger, signal?: AbortSig
 
 /** A started login. */
 export interface StartedLogin {
-  /** The URL to open in a browser (spec step 1). */
+  /** The URL to open in a browser (docs/report-export-service.md "User-dependent service user" step 1). */
   url: string;
   /** The pending login's state (a secret of the person logging in: print only inside the URL). */
   state: string;
@@ -88,7 +87,7 @@ export async function startLogin(db: Queryable, c: LoginConnection, startedBy: L
   assertUserDependent(c);
   const endpoints = await endpointsOf(c, o.logger ?? silentLogger, o.signal);
   if (!endpoints.authorizationEndpoint) {
-    throw new LoginFailedError(`the discovery document of ${c.connection.baseUrl} names no authorization_endpoint (spec "Discovery document"): the server does not offer the user login`);
+    throw new LoginFailedError(`the discovery document of ${c.connection.baseUrl} names no authorization_endpoint (docs/report-export-service.md "Discovery document"): the server does not offer the user login`);
   }
   const scopes = c.connection.scopes ?? [];
   const state = await createLoginState(db, { ref: connectionRef(c), redirectUri: c.connection.redirectUri!, scopes, startedBy });
@@ -102,7 +101,7 @@ export interface CompletedLogin {
   startedBy: LoginStarter;
   /** The token response's scope, when it named one. */
   grantedScope: string | undefined;
-  /** When the refresh token expires at the latest (spec "Limits"). */
+  /** When the refresh token expires at the latest (docs/report-export-service.md "Limits"). */
   expiresBy: Date;
 }
 

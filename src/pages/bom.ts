@@ -1,5 +1,5 @@
 /**
- * Byte order marks of text pages (spec "Output page shapes": text output types begin each data page with
+ * Byte order marks of text pages (docs/report-export-service.md "Output page shapes": text output types begin each data page with
  * a byte order mark of generally 1 to 4 bytes, which a client may strip).
  */
 

@@ -4,7 +4,7 @@
  * bigger than a chunk (a huge text value) is not re-scanned for every chunk: once the tail is large, chunks
  * are gathered until the data at least doubles, so the work stays linear in the page size.
  *
- * A unit may not grow past `maxUnitBytes` (a row holding a value larger than the job's `maxValueBytes`, issue 13):
+ * A unit may not grow past `maxUnitBytes` (a row holding a value larger than the job's `maxValueBytes`):
  * the carry then calls `tooLarge` with what it holds, which throws the decoder's error naming page, row and
  * column. So a page holding one enormous value costs at most about twice the limit, never the value's size.
  */

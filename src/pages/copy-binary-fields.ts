@@ -1,7 +1,7 @@
 /**
- * Output side of the page decoders in COPY binary format (warehouse/copy-binary.ts; issue 14): one field at a time,
+ * Output side of the page decoders in COPY binary format (warehouse/copy-binary.ts): one field at a time,
  * from the value's text form — the bytes PostgreSQL's text input function would have read — to the target column's
- * binary form. Each encoder takes the forms report servers write (spec "Output page shapes": digits, decimals with a
+ * binary form. Each encoder takes the forms report servers write (docs/report-export-service.md "Output page shapes": digits, decimals with a
  * point, ISO 8601 timestamps with offset, txt's dd.mm.yyyy hh:mm:ss.mmm, JSON true/false) and answers false for
  * anything else, so that the loader falls back to text format and PostgreSQL reads the value itself: a value never
  * means something else in binary than in text.

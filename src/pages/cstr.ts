@@ -1,5 +1,5 @@
 /**
- * C/Java string literal decoding for the txt_cstr and txt_allcstr output types (spec "Output types": "Text coded as
+ * C/Java string literal decoding for the txt_cstr and txt_allcstr output types (docs/report-export-service.md "Output types": "Text coded as
  * C/Java string"). The text between the quotes of a value is decoded back to the server's text before coding:
  * `\\ \" \' \n \r \t \b \f \v \a \0`, octal `\N`, `\NN`, `\NNN` (up to \377), `\xHH` (exactly two hex digits) and
  * `\uXXXX` (UTF-16 code units; a high surrogate must be followed by `\uDC00`-`\uDFFF`, together one code point).

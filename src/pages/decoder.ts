@@ -1,5 +1,5 @@
 /**
- * Page decoders: page bytes (spec "Output page shapes") -> bytes that go straight into PostgreSQL
+ * Page decoders: page bytes (docs/report-export-service.md "Output page shapes") -> bytes that go straight into PostgreSQL
  * COPY FROM STDIN. The loader runs one COPY stream for all pages of a run and feeds it every Buffer that
  * {@link PageDecoder.decodePage} yields; `columns` and `kinds` tell it the table's columns and what types fit.
  */
@@ -36,7 +36,7 @@ export interface DecoderOptions extends Partial<DecoderLimits> {
 }
 
 /**
- * Makes the decoder for an output type (spec "Output types"; README "Output types" says what each loads as): txt ->
+ * Makes the decoder for an output type (docs/report-export-service.md "Output types"; README "Output types" says what each loads as): txt ->
  * CSV pass-through, json and json_compact -> streaming JSON scanner, xml_query -> byte scanner (xml-fast.ts) with
  * saxes as the fallback, txt_cstr -> typed rows with C/Java escapes decoded, txt_all/txt_allcstr -> lines,
  * json_userdef(_compact) -> jsonb per page or typed rows at `rowsAt`, xml -> xml per page, documents -> bytea per

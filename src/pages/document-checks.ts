@@ -1,6 +1,6 @@
 /**
- * What a document page (spec "Output types": pdf, excel-xlsx*, word-docx) must look like before it is archived:
- * the Content-Type that fits its output type (vocabulary DOCUMENT_FORMATS; the spec's note 4 under "Endpoints"
+ * What a document page (docs/report-export-service.md "Output types": pdf, excel-xlsx*, word-docx) must look like before it is archived:
+ * the Content-Type that fits its output type (vocabulary DOCUMENT_FORMATS; docs/report-export-service.md "Endpoints" note 4
  * shows none, these are the IANA types), the file signature at its start and the end marker that a complete file
  * has (`%%EOF` near the end of a PDF; the end-of-central-directory record of a zip, which xlsx and docx are). All
  * checks work on a stream: the first bytes and a bounded tail, never the whole document.

@@ -1,5 +1,5 @@
 /**
- * Document pages (spec "Output types": pdf, excel-xlsx_data, excel-xlsx_matrix, excel-xlsx, word-docx) -> one COPY
+ * Document pages (docs/report-export-service.md "Output types": pdf, excel-xlsx_data, excel-xlsx_matrix, excel-xlsx, word-docx) -> one COPY
  * text row per page: `page, file_name, content_type, content, bytes, sha256` in COPY order (the table's order is
  * page, file_name, content_type, bytes, sha256, content; COPY names its columns, so the length and the hash, known
  * only at the end of the page, can follow the content). The content streams through as bytea hex (`\\x…`), chunk by

@@ -1,12 +1,12 @@
 /**
- * The error a page decoder throws when page bytes do not have the shape the spec promises
- * (spec "Output page shapes"). Not retryable: the same page decodes the same way every time.
+ * The error a page decoder throws when page bytes do not have the shape the service's description promises
+ * (docs/report-export-service.md "Output page shapes"). Not retryable: the same page decodes the same way every time.
  */
 import { EtlError } from '../errors.ts';
 
 /** Where in a page a {@link PageFormatError} happened. */
 export interface PageFormatDetails {
-  /** Page number, 1-based (spec "Endpoints" #3). */
+  /** Page number, 1-based (docs/report-export-service.md "Endpoints" #3). */
   page: number;
   /** Data row within the page, 1-based (the txt header is not counted). */
   row?: number;

@@ -1,5 +1,5 @@
 /**
- * json / json_compact pages -> COPY text format (spec "Output page shapes", json): an object with one member
+ * json / json_compact pages -> COPY text format (docs/report-export-service.md "Output page shapes", json): an object with one member
  * `data`, an array of row objects keyed by column name. A hand-made streaming scanner: a row that a chunk
  * cut off is carried to the next chunk (see ChunkCarry), so memory stays flat whatever the page size, and
  * values go byte by byte into a reusable output buffer (see JsonValueScanner) with no string per value.

@@ -1,5 +1,5 @@
 /**
- * json_userdef / json_userdef_compact pages (spec "Output types": "JSON as defined by the report output"). Two ways
+ * json_userdef / json_userdef_compact pages (docs/report-export-service.md "Output types": "JSON as defined by the report output"). Two ways
  * to load them (README "Output types"):
  * - document (default): one row per page, `page integer, document jsonb`; a page that is not JSON fails the run
  *   naming the page and where (V8's position, line and column);

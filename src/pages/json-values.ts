@@ -1,5 +1,5 @@
 /**
- * Byte-level JSON value scanner for the json/json_compact page decoder (spec "Output page shapes", json):
+ * Byte-level JSON value scanner for the json/json_compact page decoder (docs/report-export-service.md "Output page shapes", json):
  * reads one JSON value from a buffer and writes it as a COPY text-format field, without making strings.
  * Numbers are copied digit for digit (never through a JS number), strings are unescaped from JSON and
  * escaped for COPY in one pass, true/false -> t/f, null -> \N, objects/arrays -> their JSON text, escaped.

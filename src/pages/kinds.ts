@@ -1,6 +1,6 @@
 /**
  * Kinds of values seen in a column (type inference input for the warehouse), and the byte-level tests that
- * classify a value without making a string of it (spec "Output page shapes": numbers bare or JSON numbers,
+ * classify a value without making a string of it (docs/report-export-service.md "Output page shapes": numbers bare or JSON numbers,
  * timestamps dd.mm.yyyy hh:mm:ss.mmm in txt and ISO 8601 with offset in json/xml_query).
  */
 
@@ -73,7 +73,7 @@ function digitsAt(b: Uint8Array, i: number, count: number): boolean {
 
 /**
  * Whether b[s..e) is a txt timestamp `dd.mm.yyyy hh:mm:ss` optionally followed by `.` and 1 to 9 digits
- * (the spec's form is dd.mm.yyyy hh:mm:ss.mmm).
+ * (the service's form is dd.mm.yyyy hh:mm:ss.mmm).
  */
 export function isTxtTimestamp(b: Uint8Array, s: number, e: number): boolean {
   const len = e - s;

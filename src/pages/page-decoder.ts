@@ -1,5 +1,5 @@
 /**
- * What every page decoder is (spec "Output page shapes"): page bytes in, whole rows in a PostgreSQL COPY format out,
+ * What every page decoder is (docs/report-export-service.md "Output page shapes"): page bytes in, whole rows in a PostgreSQL COPY format out,
  * with the report's columns and the kinds of their values for the loader's row source (warehouse/row-source.ts).
  */
 import type { OutputType } from '../vocabulary.ts';
@@ -44,7 +44,7 @@ export interface PageDecoder {
    * document decoder's content Buffers, reused 32 yields later (document-decoder.ts RING): use or copy a Buffer
    * before pulling that many more, as COPY does.
    * @param body the page body as it arrives (chunks of any size, BOM included for txt)
-   * @param page the page number, 1-based (spec "Endpoints" #3), used in errors
+   * @param page the page number, 1-based (docs/report-export-service.md "Endpoints" #3), used in errors
    * @param meta the page answer's headers (documents check the Content-Type)
    * @throws PageFormatError (code PAGE_FORMAT, not retryable) naming page, row (1-based within the page) and
    *   what is wrong: txt header differs from page 1's, wrong field count, JSON syntax error (with byte offset),
@@ -52,7 +52,7 @@ export interface PageDecoder {
    */
   decodePage(body: AsyncIterable<Uint8Array>, page: number, meta?: PageMeta): AsyncGenerator<Buffer>;
   /**
-   * Decoders that can write COPY binary format (txt, json, json_compact; issue 14) have this. They yield an empty
+   * Decoders that can write COPY binary format (txt, json, json_compact) have this. They yield an empty
    * Buffer as soon as `columns` is known and before any row is decoded; called then, it makes every row after it
    * binary rows (field count, then length and bytes per field; no stream header or trailer), a field per column
    * written by `encodings[k]` (warehouse/copy-binary.ts). A value the encoding does not take throws

@@ -1,6 +1,6 @@
 /**
- * The page loop of the text decoders that look at every field (txt_cstr, txt_all, txt_allcstr; spec "Output types"):
- * strip the byte order mark (spec "Output page shapes": 1 to 4 bytes), split the page into records with a
+ * The page loop of the text decoders that look at every field (txt_cstr, txt_all, txt_allcstr; docs/report-export-service.md "Output types"):
+ * strip the byte order mark (docs/report-export-service.md "Output page shapes": 1 to 4 bytes), split the page into records with a
  * {@link RecordScanner}, hand each record to the subclass, which writes COPY text rows into `out`. A record that a
  * chunk cut off is carried to the next chunk (ChunkCarry), so memory stays flat whatever the page size.
  */

@@ -1,5 +1,5 @@
 /**
- * txt_all and txt_allcstr pages -> COPY text rows `page, line, fields` (spec "Output types": "all report component
+ * txt_all and txt_allcstr pages -> COPY text rows `page, line, fields` (docs/report-export-service.md "Output types": "all report component
  * elements": header, group, detail and footer lines of differing shapes). Lossless, one row per line: `page` and
  * `line` (1-based within the page, after the byte order mark; a quoted line break keeps a line together), and
  * `fields text[]`: the comma-separated fields with their quotes removed — txt_all undoubles `""`, txt_allcstr

@@ -1,5 +1,5 @@
 /**
- * txt_cstr pages -> COPY text rows (spec "Output types": "Text coded as C/Java string, detail component elements
+ * txt_cstr pages -> COPY text rows (docs/report-export-service.md "Output types": "Text coded as C/Java string, detail component elements
  * only"): the txt shape (byte order mark, a header line that every page repeats, one row per line, text quoted,
  * numbers and timestamps bare, NULL an empty bare field) with every quoted value coded as a C/Java string literal,
  * decoded here (cstr.ts) so that a value loads exactly as the server's text was before coding.

@@ -1,5 +1,5 @@
 /**
- * txt pages -> PostgreSQL CSV (spec "Output page shapes", txt): a BOM, a header line of column names that
+ * txt pages -> PostgreSQL CSV (docs/report-export-service.md "Output page shapes", txt): a BOM, a header line of column names that
  * every page repeats, then one row per line; text in double quotes with inner quotes doubled, numbers and
  * timestamps (dd.mm.yyyy hh:mm:ss.mmm) bare, NULL an empty bare field, empty string "".
  * COPY ... (FORMAT csv) reads exactly these semantics, so rows pass through unchanged: the decoder only

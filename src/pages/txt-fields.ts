@@ -1,5 +1,5 @@
 /**
- * Splits the records of the text output types into fields (spec "Output page shapes", txt; "Output types": txt_all,
+ * Splits the records of the text output types into fields (docs/report-export-service.md "Output page shapes", txt; "Output types": txt_all,
  * txt_cstr, txt_allcstr): fields separated by commas, a record ended by LF or CR LF, text in double quotes. Two
  * quotings: `csv` (txt, txt_all: an inner quote is doubled, a line break inside quotes is data) and `cstr`
  * (txt_cstr, txt_allcstr: inside the quotes a backslash escapes the next byte, see cstr.ts).

@@ -1,5 +1,5 @@
 /**
- * The largest value a page may hold (issue 13 "One huge value makes memory grow with it"): a row is parsed whole,
+ * The largest value a page may hold: a row is parsed whole,
  * so a single enormous value would be held in memory whole (and copied while it grows). Above the job's
  * `report.maxValueBytes` (default {@link DEFAULT_MAX_VALUE_BYTES}) the page is refused with an error naming the
  * page, the row and the column, so memory stays bounded by the limit, whatever the page holds. The limit applies to

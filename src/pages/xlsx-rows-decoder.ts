@@ -1,5 +1,5 @@
 /**
- * excel-xlsx_data pages with `target.load: rows` (beyond the spec, README "Output types"): the first sheet of every
+ * excel-xlsx_data pages with `target.load: rows` (beyond the service's description, README "Output types"): the first sheet of every
  * page's workbook is read with exceljs's streaming reader (rows are handed over one by one, the sheet is not built
  * in memory) and loaded as typed rows like json: the header row gives the column names (every page repeats it), each
  * following row is a row. Cell values: numbers as written by JavaScript's shortest round trip (xlsx stores doubles),

@@ -1,12 +1,12 @@
 /**
- * xml_query pages -> COPY text format (spec "Output page shapes", xml_query): an XML declaration (UTF-8),
+ * xml_query pages -> COPY text format (docs/report-export-service.md "Output page shapes", xml_query): an XML declaration (UTF-8),
  * root element `result`, one `row` element per row, inside it one `field` element per column with the
  * attribute `name` and the value as text content. The byte scanner of xml-fast.ts takes the shape servers
  * write; from the first thing it does not know to the end of the page, saxes parses instead (entities and
  * CDATA decoded by saxes), with the same rules and errors. Column order is the field order of the first row; a missing field is NULL,
  * a field name the first row did not have is a PageFormatError.
  *
- * Empty text is loaded as NULL (\N): the spec gives empty text for "empty values" and no way to tell an
+ * Empty text is loaded as NULL (\N): the service's description gives empty text for "empty values" and no way to tell an
  * empty string from a null in XML, so both arrive as NULL.
  */
 import { SaxesParser, type SaxesTagPlain } from 'saxes';

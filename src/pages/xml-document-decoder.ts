@@ -1,5 +1,5 @@
 /**
- * xml pages -> one COPY text row per page, `page integer, document xml` (spec "Output types": "XML as defined by the
+ * xml pages -> one COPY text row per page, `page integer, document xml` (docs/report-export-service.md "Output types": "XML as defined by the
  * report output"). The page streams through: every chunk is fed to saxes, which checks that the page is
  * well-formed, and is written COPY-escaped at once, so a page is never held whole by report-etl. A page that is not
  * well-formed fails the run naming the page, line and column (saxes' count: line 1-based, column in characters).

@@ -1,5 +1,5 @@
 /**
- * The fast path of the xml_query decoder: a byte scanner for the shape the spec gives (spec "Output page
+ * The fast path of the xml_query decoder: a byte scanner for the shape the service's description gives (docs/report-export-service.md "Output page
  * shapes", xml_query) and servers write — `<?xml …?><result><row><field name="…">text</field>…</row>…</result>`,
  * whitespace between elements allowed — that writes COPY text straight from the page bytes, without strings.
  * Text content is copied byte for byte (UTF-8 checked per scanned span with isUtf8), the five named entities and
@@ -72,7 +72,7 @@ function skipSpace(b: Uint8Array, i: number, n: number): number {
   return i;
 }
 
-/** A character XML allows (spec: XML 1.0 Char), other than NUL-like controls. */
+/** A character XML allows (XML 1.0's Char production), other than NUL-like controls. */
 function isXmlChar(cp: number): boolean {
   return cp === 0x9 || cp === 0xa || cp === 0xd || (cp >= 0x20 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd) || (cp >= 0x10000 && cp <= 0x10ffff);
 }

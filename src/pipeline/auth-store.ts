@@ -1,5 +1,5 @@
 /**
- * The login store of a connection for the report client (issue 11): PostgreSQL (src/history/logins.ts) with the
+ * The login store of a connection for the report client: PostgreSQL (src/history/logins.ts) with the
  * key from REPORT_ETL_SECRET_KEY for a user-dependent service user. Used by runAttempt and by a worker's clients.
  */
 import type { Queryable } from '../db.ts';

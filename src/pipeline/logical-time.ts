@@ -1,5 +1,5 @@
 /**
- * Logical time of a run in report parameters (issue 4 "Run parameters and backfill").
+ * Logical time of a run in report parameters.
  *
  * A parameter value in jobs.yaml may contain `%{name}` or `%{name:format}` where name is
  * - `tick`: the scheduled time the run stands for,

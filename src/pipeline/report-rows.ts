@@ -1,8 +1,8 @@
 /**
- * The pages of one finished report job as one {@link RowSource}: GET output/1, 2, … until 404 (spec "Endpoints" #3
+ * The pages of one finished report job as one {@link RowSource}: GET output/1, 2, … until 404 (docs/report-export-service.md "Endpoints" #3
  * and note 1), each page's body fed through the page decoder of the output type. Pulling drives everything: COPY
  * pulls rows, the decoder pulls page bytes, undici reads the socket only as fast as PostgreSQL takes rows. One page
- * is requested ahead (issue 14), so that the server's rendering of page n+1 and the network overlap the COPY of page n.
+ * is requested ahead, so that the server's rendering of page n+1 and the network overlap the COPY of page n.
  */
 import { throwIfAborted } from '../errors.ts';
 import type { Logger } from '../logger.ts';

@@ -1,9 +1,9 @@
 /**
- * Backfill (issue 4 "Run parameters and backfill"): one run per schedule interval in a range, each with its own
+ * Backfill: one run per schedule interval in a range, each with its own
  * logical time (`%{logicalStart}` = the previous tick, `%{logicalEnd}` = the tick), queued with the same id a
  * scheduled run of that tick gets, so a tick is never run twice by backfill and schedule. BullMQ keeps a finished
  * run's id for 7 days (KEEP_COMPLETED_S), so a tick that already ran is not queued again: each result says so, with
- * the queue job's state. `force` (issue 13) queues every tick as a new logical run instead (its own queue job id and
+ * the queue job's state. `force` queues every tick as a new logical run instead (its own queue job id and
  * run key, {@link forcedQueueJobId}): it runs and loads again — an append target gets that tick's rows a second time.
  */
 import { randomUUID } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * The janitor (issue 12 "no orphans", "history that does not grow forever"; DESIGN.md "Flow of one run"): runs in
+ * The janitor ("history that does not grow forever"; docs/architecture.md "Flow of one run"): runs in
  * every long-running process and during each `report-etl run` (while its report job renders). A sweep
  *
  * 1. closes orphaned attempts: `running` attempts whose owner session is gone (history/attempt-owner.ts, found by

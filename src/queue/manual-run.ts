@@ -1,5 +1,5 @@
 /**
- * A manual run through the queue (`report-etl enqueue <job>`, issue 4): its own logical run (a new run key),
+ * A manual run through the queue (`report-etl enqueue <job>`): its own logical run (a new run key),
  * logical time "now" (the interval since the schedule's previous tick, when the job has a schedule), and explicit
  * parameters that override jobs.yaml's.
  */

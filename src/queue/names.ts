@@ -1,6 +1,6 @@
 /**
  * Names in Redis: the BullMQ queue, the key prefix, and the deterministic job id of a logical run
- * (DESIGN.md "Flow of one run": `jobId = <job>__<tick ISO>`, deduplicated).
+ * (docs/architecture.md "Flow of one run": `jobId = <job>__<tick ISO>`, deduplicated).
  */
 
 /** The one BullMQ queue every scheduler, worker and CLI command shares. */

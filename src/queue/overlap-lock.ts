@@ -1,5 +1,5 @@
 /**
- * The overlap lock of a job (issue 4 "Overlap"): at most one run of a job at a time across all workers. A Redis
+ * The overlap lock of a job: at most one run of a job at a time across all workers. A Redis
  * key held with a TTL and renewed while the run lasts, so that a worker killed mid-run frees it after the TTL.
  * The holder is the BullMQ job id: a new attempt of the same queued run (after a stall) takes the lock over at
  * once instead of waiting for the dead attempt's TTL.

@@ -1,5 +1,5 @@
 /**
- * The BullMQ queue of runs (DESIGN.md "Flow of one run"): what a queued run carries, and adding one with a
+ * The BullMQ queue of runs (docs/architecture.md "Flow of one run"): what a queued run carries, and adding one with a
  * deterministic id so that the same logical run is queued once however many processes ask.
  */
 import { randomUUID } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * Replay of failed runs from the queue (issue 4 "Replay and history"): the same logical run (same run key, so an
+ * Replay of failed runs from the queue: the same logical run (same run key, so an
  * append load stays exactly-once), the same logical time and explicit parameters (etl.run_requests), trigger
  * 'replay'. Used by `report-etl replay` and the admin page's replay button. `replay --failed` skips superseded
  * failures (a later logical run of the same job succeeded into the same replace or merge target; precisely defined

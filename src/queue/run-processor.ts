@@ -1,5 +1,5 @@
 /**
- * What a worker does with one queued run (issue 4 "Worker"): skip a tick that already succeeded, hold the job's
+ * What a worker does with one queued run: skip a tick that already succeeded, hold the job's
  * overlap lock, record the run request, and call the pipeline's runAttempt — which numbers the attempt, clears
  * dead attempts of the run, works out its logical time and does the rest. Maps the outcome onto BullMQ: a
  * non-retryable failure is an UnrecoverableError (no further attempts), an attempt interrupted by shutdown goes

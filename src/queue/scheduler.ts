@@ -1,5 +1,5 @@
 /**
- * The scheduler (issue 4 "Scheduler"): one node-cron task per scheduled job, in the job's (or its connection's)
+ * The scheduler: one node-cron task per scheduled job, in the job's (or its connection's)
  * time zone. Each tick enqueues one run with the id `<job>__<tick>` ({@link tickQueueJobId}), so any number of
  * schedulers side by side queue exactly one run per tick. (BullMQ's own Job Schedulers are not used: their races,
  * taskforcesh/bullmq #2876, #2988, #3085.) On start it catches up on ticks missed while no scheduler ran

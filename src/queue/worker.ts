@@ -1,5 +1,5 @@
 /**
- * The run worker (issue 4 "Worker"): a BullMQ Worker on the run queue calling the pipeline's runJob through
+ * The run worker: a BullMQ Worker on the run queue calling the pipeline's runJob through
  * {@link processRun}, with graceful shutdown: stop taking work, let running runs finish for a grace period, then
  * abort them (rolled back, report job deleted, recorded interrupted, queued again).
  */

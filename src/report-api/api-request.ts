@@ -1,7 +1,7 @@
 /**
- * Authorized calls of {report_api} (spec "Endpoints", common headers): Bearer token from the shared
+ * Authorized calls of {report_api} (docs/report-export-service.md "Endpoints", common headers): Bearer token from the shared
  * cache, Accept: application/json, Content-Type: application/json on POST; one retry with a new token
- * after a 401; retries of transient failures; 403 turned into AccessForbiddenError (spec "Errors").
+ * after a 401; retries of transient failures; 403 turned into AccessForbiddenError (docs/report-export-service.md "Errors").
  */
 import type { Dispatcher } from 'undici';
 import type { ProblemDetails } from '../errors.ts';
@@ -11,7 +11,7 @@ import { joinUrl } from './discovery.ts';
 import { isNotSentError, isTransientError, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
 import type { AccessTokens } from './token-cache.ts';
 
-/** Path prefix of the report interface (spec: {report_api}). */
+/** Path prefix of the report interface (docs/report-export-service.md: {report_api}). */
 export const REPORT_API_PREFIX = '/api/svcreport/v1';
 
 /** One call of {report_api}. */
@@ -66,7 +66,7 @@ export class ApiCaller {
     this.opts = opts;
   }
 
-  /** The scope of the access token in use (spec "Token response"), undefined when the server named none. */
+  /** The scope of the access token in use (docs/report-export-service.md "Token response"), undefined when the server named none. */
   tokenScope(): string | undefined {
     return this.opts.tokens.scope();
   }

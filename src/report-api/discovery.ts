@@ -1,11 +1,11 @@
 /**
- * The discovery document (spec "Endpoints" #5, "Obtaining the token endpoint"): read on every start,
+ * The discovery document (docs/report-export-service.md "Endpoints" #5, "Obtaining the token endpoint"): read on every start,
  * because the token endpoint may change.
  */
 import { ServerUnreachableError, TokenError } from './errors.ts';
 import { readSnippet, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
 
-/** Path of the discovery document below {base_url} (spec "Endpoints" #5). */
+/** Path of the discovery document below {base_url} (docs/report-export-service.md "Endpoints" #5). */
 export const DISCOVERY_PATH = '/.well-known/openid-configuration';
 
 /** Joins {base_url} (with or without a trailing slash, may carry a path) and an absolute path. */
@@ -15,10 +15,10 @@ export function joinUrl(baseUrl: string, path: string): string {
 
 /** The endpoints of the discovery document report-etl uses, as absolute URLs. */
 export interface DiscoveredEndpoints {
-  /** issuer (spec "Discovery document"); the {base_url} when the document names none. */
+  /** issuer (docs/report-export-service.md "Discovery document"); the {base_url} when the document names none. */
   issuer: string;
   tokenEndpoint: string;
-  /** authorization_endpoint (spec "Endpoints" #6), undefined when the document names none. */
+  /** authorization_endpoint (docs/report-export-service.md "Endpoints" #6), undefined when the document names none. */
   authorizationEndpoint: string | undefined;
 }
 
@@ -33,7 +33,7 @@ export async function discoverTokenEndpoint(baseUrl: string, http: HttpTransport
 }
 
 /**
- * Reads the discovery document (spec "Obtaining the token endpoint": on every start) and returns the issuer, the
+ * Reads the discovery document (docs/report-export-service.md "Obtaining the token endpoint": on every start) and returns the issuer, the
  * token endpoint and the authorization endpoint, each resolved against {base_url}.
  * @throws as {@link discoverTokenEndpoint}
  */

@@ -1,5 +1,5 @@
 /**
- * Errors of the Report Export Service client (spec "Errors"; CONVENTIONS.md "Errors").
+ * Errors of the Report Export Service client (docs/report-export-service.md "Errors"; docs/architecture.md "Errors").
  *
  * Each class has a stable code from src/errors.ts and the context on-call staff need: the stage of
  * the run, the HTTP status and the server's own words verbatim. Messages are built from names, ids and
@@ -11,7 +11,7 @@ import type { RunStage } from '../vocabulary.ts';
 /** The stages of a run the report client works in. */
 export type ReportApiStage = Extract<RunStage, 'config' | 'token' | 'start' | 'poll' | 'fetch' | 'delete'>;
 
-/** A report name breaks spec "Report naming rules"; thrown before any request is sent. Not retryable. */
+/** A report name breaks docs/report-export-service.md "Report naming rules"; thrown before any request is sent. Not retryable. */
 export class ReportNameError extends EtlError {
   constructor(message: string, details: Record<string, unknown>) {
     super('REPORT_NAME_INVALID', message, { retryable: false, stage: 'config', details });
@@ -19,7 +19,7 @@ export class ReportNameError extends EtlError {
 }
 
 /**
- * The token endpoint (or the discovery document that names it) failed (spec "Authentication").
+ * The token endpoint (or the discovery document that names it) failed (docs/report-export-service.md "Authentication").
  * `oauthError` is the OAuth `error` field of the answer when there was one. Retryable unless the
  * endpoint answered with a 4xx (wrong credentials do not heal by themselves).
  */
@@ -38,7 +38,7 @@ export class TokenError extends EtlError {
 }
 
 /**
- * A user-dependent service user must log in again (issue 11; spec "User-dependent service user", Refresh rules 4-5:
+ * A user-dependent service user must log in again (docs/report-export-service.md "User-dependent service user", Refresh rules 4-5:
  * the refresh token expired, the user logged out, or another API client using the same user regenerated it), or
  * never logged in. Stage `token`, not retryable: nothing heals until someone runs `report-etl login <connection>`.
  * `reason` is the server's OAuth error (e.g. invalid_grant) or why no login exists; it never holds a token.
@@ -63,7 +63,7 @@ export class LoginRequiredError extends EtlError {
 }
 
 /**
- * The scopes of the access token a refused call used, as the spec suggests for diagnosis (spec "Client credentials
+ * The scopes of the access token a refused call used, as the service's description suggests for diagnosis (docs/report-export-service.md "Client credentials
  * grant" rule 4: "The scope list helps diagnose access problems"): ` (token scopes: a b)`, or '' when the token
  * response named none.
  */
@@ -82,7 +82,7 @@ export class UnauthorizedError extends EtlError {
 }
 
 /**
- * Starting the report was answered 200 with state FinishedError (spec "States and transitions": the
+ * Starting the report was answered 200 with state FinishedError (docs/report-export-service.md "States and transitions": the
  * service user lacks the report application right or the report licence). `jobId` is the id of that
  * job when the server gave one, so it can still be deleted. Not retryable.
  */
@@ -99,7 +99,7 @@ export class RightsFailureError extends EtlError {
 }
 
 /**
- * HTTP 403 (spec "Errors": the service user lacks the interface access option). `serverMessage` is the
+ * HTTP 403 (docs/report-export-service.md "Errors": the service user lacks the interface access option). `serverMessage` is the
  * SvcServletExceptionMessage (or ServletExceptionMessage) header, `problem` the problem+json body.
  * A 403 with neither may mean the data-science licence option is missing; the message says so.
  */
@@ -110,7 +110,7 @@ export class AccessForbiddenError extends EtlError {
       'ACCESS_FORBIDDEN',
       (said !== undefined
         ? `${method} ${path} was refused with 403: ${said}`
-        : `${method} ${path} was refused with 403 without any message: the service user may lack the data-science licence option (spec "Errors")`) + scopeNote(tokenScope),
+        : `${method} ${path} was refused with 403 without any message: the service user may lack the data-science licence option (docs/report-export-service.md "Errors")`) + scopeNote(tokenScope),
       { retryable: false, stage, httpStatus: 403, serverMessage, problem, ...(tokenScope !== undefined ? { details: { tokenScopes: tokenScope } } : {}) },
     );
   }
@@ -166,7 +166,7 @@ const UNREACHABLE_REASONS: Readonly<Record<string, string>> = {
 export const UNREACHABLE_CODES: ReadonlySet<string> = new Set(Object.keys(UNREACHABLE_REASONS));
 
 /**
- * The server could not be reached at all (issue 13): connection refused, host name not found or its lookup failed
+ * The server could not be reached at all: connection refused, host name not found or its lookup failed
  * (ENOTFOUND, EAI_AGAIN), host or network unreachable, connect timeout; for the discovery document, the token
  * endpoint and every {report_api} call alike. Retryable: a server that is down may come back. (Whether the
  * request may still have got through, for a start, is decided by `isNotSentError` in http.ts.) The message names the server by scheme, host and port only
@@ -193,7 +193,7 @@ export class ServerUnreachableError extends EtlError {
   }
 }
 
-/** An answer with a status (or body) the spec does not lead us to expect; carries a snippet of the body. */
+/** An answer with a status (or body) the service's description does not lead us to expect; carries a snippet of the body. */
 export class HttpError extends EtlError {
   constructor(message: string, options: { stage: ReportApiStage; httpStatus?: number; bodySnippet?: string; cause?: unknown }) {
     super('HTTP_UNEXPECTED', options.bodySnippet ? `${message}: ${options.bodySnippet}` : message, {
@@ -218,8 +218,8 @@ export class PageBrokenError extends EtlError {
 }
 
 /**
- * A login of a user-dependent service user did not succeed (issue 11): the authorization redirect carried an error
- * (spec "Errors": invalid_scope, with the server's error_description in `serverMessage`), its `state` was forged,
+ * A login of a user-dependent service user did not succeed: the authorization redirect carried an error
+ * (docs/report-export-service.md "Errors": invalid_scope, with the server's error_description in `serverMessage`), its `state` was forged,
  * replayed or expired (RFC 6749 section 10.12), or the token endpoint refused the code. The message says what to do.
  */
 export class LoginFailedError extends EtlError {

@@ -14,7 +14,7 @@ export { backoffDelayMs, sleep, type RetryPolicy } from '../backoff.ts';
 /** Defaults of {@link RetryPolicy}: 5 attempts, 200 ms base, 10 s cap. */
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 200, maxDelayMs: 10_000 };
 
-/** HTTP statuses worth another attempt (CONVENTIONS.md "Errors": 5xx; 429 for good measure). */
+/** HTTP statuses worth another attempt (docs/architecture.md "Errors": 5xx; 429 for good measure). */
 export const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
 /** Network-level error codes worth another attempt: resets, socket closes, timeouts. */

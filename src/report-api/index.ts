@@ -1,5 +1,5 @@
 /**
- * The Report Export Service client (spec report-export-service.md): discovery, Redis-shared access
+ * The Report Export Service client (docs/report-export-service.md): discovery, Redis-shared access
  * token, report names, start / poll / pages / delete, and the typed errors of each.
  */
 export { makeReportClient, parseJob, parseRowsAndPages, POLL_GROWTH } from './report-client.ts';

@@ -1,12 +1,12 @@
 /**
- * The OAuth parts of a user-dependent service user (spec "User-dependent service user (authorization code grant)",
+ * The OAuth parts of a user-dependent service user (docs/report-export-service.md "User-dependent service user",
  * "Endpoints" #6 and #7, "Token response"), on oauth4webapi (a small, well-kept, dependency-free OAuth 2 client):
  * the authorization request URL, the checks of the redirect's parameters (state, error), the authorization-code
  * grant and the refresh grant. The token endpoint is the one of the discovery document.
  *
- * Choices: no PKCE (the spec's authorization request names response_type, client_id, scope and redirect_uri only;
+ * Choices: no PKCE (the service's authorization request names response_type, client_id, scope and redirect_uri only;
  * `state` is added for CSRF protection, RFC 6749 section 10.12); the client authenticates with client_secret in the
- * body only when it is a trusted client (spec step 4), else sends client_id alone. oauth4webapi errors can carry the
+ * body only when it is a trusted client (docs/report-export-service.md "User-dependent service user" step 4), else sends client_id alone. oauth4webapi errors can carry the
  * token response (refresh token included) as their cause: every error leaving this module is one of ours, built from
  * the OAuth error fields, with the refresh token and code scrubbed from the server's description.
  */
@@ -20,22 +20,22 @@ import type { IssuedToken } from './token-request.ts';
 /** What the grants need of the connection. */
 export interface UserClient {
   clientId: string;
-  /** Only for a trusted (confidential) client (spec step 4). */
+  /** Only for a trusted (confidential) client (docs/report-export-service.md "User-dependent service user" step 4). */
   clientSecret?: string | undefined;
   /** Timeout of one request to the token endpoint, ms. */
   timeoutMs: number;
   retry: RetryPolicy;
 }
 
-/** The token response of the authorization-code grant (spec step 5: including scope and refresh_token). */
+/** The token response of the authorization-code grant (docs/report-export-service.md "User-dependent service user" step 5: including scope and refresh_token). */
 export interface UserTokenResponse extends IssuedToken {
   refreshToken: string;
 }
 
-/** What the authorization request carries (spec step 1). */
+/** What the authorization request carries (docs/report-export-service.md "User-dependent service user" step 1). */
 export interface AuthorizationRequest {
   clientId: string;
-  /** Scope names; joined with a space (spec: at most 25). */
+  /** Scope names; joined with a space (docs/report-export-service.md: at most 25). */
   scopes: readonly string[];
   redirectUri: string;
   /** The single-use CSRF value the redirect must bring back (RFC 6749 section 10.12). */
@@ -43,7 +43,7 @@ export interface AuthorizationRequest {
 }
 
 /**
- * The URL to open in a browser (spec step 1): response_type=code, client_id, scope (space-separated), redirect_uri
+ * The URL to open in a browser (docs/report-export-service.md "User-dependent service user" step 1): response_type=code, client_id, scope (space-separated), redirect_uri
  * and state, every value URL-encoded.
  */
 export function authorizationUrl(authorizationEndpoint: string, r: AuthorizationRequest): string {
@@ -53,7 +53,7 @@ export function authorizationUrl(authorizationEndpoint: string, r: Authorization
   url.searchParams.set('scope', r.scopes.join(' '));
   url.searchParams.set('redirect_uri', r.redirectUri);
   url.searchParams.set('state', r.state);
-  // URLSearchParams writes a space as '+'; the spec says URL-encoded, so write %20, which every server reads.
+  // URLSearchParams writes a space as '+'; the service's description says URL-encoded, so write %20, which every server reads.
   return url.toString().replace(/\+/g, '%20');
 }
 
@@ -65,7 +65,7 @@ function server(endpoints: DiscoveredEndpoints): oauth.AuthorizationServer {
   };
 }
 
-/** What to tell the user for an authorization error (spec "Errors" for invalid_scope). */
+/** What to tell the user for an authorization error (docs/report-export-service.md "Errors" for invalid_scope). */
 function authorizationAdvice(error: string, description: string | undefined): string {
   if (error === 'invalid_scope') {
     return /too many/i.test(description ?? '')
@@ -77,8 +77,8 @@ function authorizationAdvice(error: string, description: string | undefined): st
 }
 
 /**
- * Checks the parameters the browser was redirected with (spec step 3): `state` must be `expectedState`, and an
- * `error` (spec "Errors": invalid_scope) ends the login.
+ * Checks the parameters the browser was redirected with (docs/report-export-service.md "User-dependent service user" step 3): `state` must be `expectedState`, and an
+ * `error` (docs/report-export-service.md "Errors": invalid_scope) ends the login.
  * @returns the parameters, for {@link exchangeAuthorizationCode}
  * @throws LoginFailedError with the server's error_description (`serverMessage`) and what to do
  */
@@ -156,10 +156,10 @@ function issued(r: oauth.TokenEndpointResponse, path: string): IssuedToken {
 }
 
 /**
- * The authorization-code grant (spec step 4): POST grant_type=authorization_code, client_id, code, redirect_uri,
+ * The authorization-code grant (docs/report-export-service.md "User-dependent service user" step 4): POST grant_type=authorization_code, client_id, code, redirect_uri,
  * and client_secret only for a trusted client. Transient failures are retried per `c.retry`.
  * @param params the redirect's parameters as {@link readAuthorizationResponse} returned them
- * @returns the access token, its lifetime, the scope and the refresh token (spec step 5)
+ * @returns the access token, its lifetime, the scope and the refresh token (docs/report-export-service.md "User-dependent service user" step 5)
  * @throws LoginFailedError (refused, e.g. invalid_grant for a used or expired code; or no refresh_token in the
  *   answer); ServerUnreachableError; TransientHttpError (attempts exhausted); AbortedError
  */
@@ -172,7 +172,7 @@ export async function exchangeAuthorizationCode(endpoints: DiscoveredEndpoints, 
         const res = await oauth.authorizationCodeGrantRequest(server(endpoints), { client_id: c.clientId }, clientAuth(c), params, redirectUri, oauth.nopkce, options(endpoints, c, signal));
         const r = await oauth.processAuthorizationCodeResponse(server(endpoints), { client_id: c.clientId }, res);
         if (typeof r.refresh_token !== 'string' || r.refresh_token === '') {
-          throw new LoginFailedError(`token endpoint ${path} answered the code without a refresh_token (spec step 5 promises one): check that the service user is user-dependent`, { httpStatus: 200 });
+          throw new LoginFailedError(`token endpoint ${path} answered the code without a refresh_token (docs/report-export-service.md "User-dependent service user" step 5 promises one): check that the service user is user-dependent`, { httpStatus: 200 });
         }
         return { ...issued(r, path), refreshToken: r.refresh_token };
       },
@@ -194,12 +194,12 @@ export async function exchangeAuthorizationCode(endpoints: DiscoveredEndpoints, 
 }
 
 /**
- * The refresh grant (spec "Refresh"): POST grant_type=refresh_token, client_id, refresh_token (and client_secret for
- * a trusted client). The answer carries no new refresh token (spec Refresh rule 1). Transient failures are retried.
+ * The refresh grant (docs/report-export-service.md "Refresh"): POST grant_type=refresh_token, client_id, refresh_token (and client_secret for
+ * a trusted client). The answer carries no new refresh token (docs/report-export-service.md "Refresh" rule 1). Transient failures are retried.
  * @param connection jobs.yaml name, for the LOGIN_REQUIRED message
  * @returns the access token, its lifetime in s and its scope
  * @throws LoginRequiredError when the server refuses the refresh token (400 invalid_grant, or 401: expired, user
- *   logged out, regenerated by another client; spec Refresh rules 2-5); TokenError for any other refusal;
+ *   logged out, regenerated by another client; docs/report-export-service.md "Refresh" rules 2-5); TokenError for any other refusal;
  *   ServerUnreachableError; TransientHttpError (attempts exhausted); AbortedError
  */
 export async function refreshAccessToken(endpoints: DiscoveredEndpoints, c: UserClient, connection: string, refreshToken: string, signal?: AbortSignal): Promise<IssuedToken> {

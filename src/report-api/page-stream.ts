@@ -1,5 +1,5 @@
 /**
- * A resumable page body (spec "Endpoints" #3). Pages are deterministic, so when the connection breaks
+ * A resumable page body (docs/report-export-service.md "Endpoints" #3). Pages are deterministic, so when the connection breaks
  * midway the page is requested again, the bytes already delivered are skipped, and the last up-to-64
  * bytes before the cut are compared with the re-fetched ones: the reader sees every byte exactly once,
  * or a PageBrokenError, never silently different data.

@@ -1,5 +1,5 @@
 /**
- * The report client (spec "What the service does" 3: start, poll, read pages, delete) on top of the
+ * The report client (docs/report-export-service.md "What the service does" 3: start, poll, read pages, delete) on top of the
  * discovery document, the shared token cache and authorized {report_api} calls.
  */
 import type { Dispatcher } from 'undici';
@@ -18,7 +18,7 @@ import { requestClientCredentialsToken, type IssuedToken } from './token-request
 import { makeUserAccessTokens } from './user-tokens.ts';
 import type { FinishedReport, PageStream, ReportClient, ReportClientOptions, ReportJob, StartReportRequest } from './types.ts';
 
-/** Growth factor of the poll interval (spec "Limits": start at 250 ms, increase for long-running reports). */
+/** Growth factor of the poll interval (docs/report-export-service.md "Limits": start at 250 ms, increase for long-running reports). */
 export const POLL_GROWTH = 1.5;
 
 const JOB_STATES = new Set(['Running', 'FinishedSuccess', 'FinishedError']);
@@ -31,7 +31,7 @@ const JOB_STATES = new Set(['Running', 'FinishedSuccess', 'FinishedError']);
 const NOT_STARTED_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['ACCESS_FORBIDDEN', 'UNAUTHORIZED', 'ABORTED', 'TOKEN_FAILED']);
 
 /**
- * Parses a Job body (spec "Resources and their fields": Job).
+ * Parses a Job body (docs/report-export-service.md "Resources and their fields": Job).
  * @throws HttpError when id, state or message is missing or of the wrong type
  */
 export function parseJob(body: unknown, stage: ReportApiStage): ReportJob {
@@ -52,7 +52,7 @@ export function parseJob(body: unknown, stage: ReportApiStage): ReportJob {
 }
 
 /**
- * Reads `rows=<n>;pages=<n>` from a FinishedSuccess message (spec "Job": message).
+ * Reads `rows=<n>;pages=<n>` from a FinishedSuccess message (docs/report-export-service.md "Job (report session)": message).
  * @throws HttpError when the message has another form
  */
 export function parseRowsAndPages(message: string, stage: ReportApiStage = 'poll'): { rows: number; pages: number } {
@@ -61,7 +61,7 @@ export function parseRowsAndPages(message: string, stage: ReportApiStage = 'poll
   return { rows: Number(m[1]), pages: Number(m[2]) };
 }
 
-/** The report client over HTTP (spec "Endpoints" #1–#4). */
+/** The report client over HTTP (docs/report-export-service.md "Endpoints" #1–#4). */
 class HttpReportClient implements ReportClient {
   readonly tokenEndpoint: string;
   private readonly opts: ReportClientOptions;
@@ -98,7 +98,7 @@ class HttpReportClient implements ReportClient {
       })
       .catch((err: unknown) => {
         if (!isNotSentError(err) && !(err instanceof EtlError && NOT_STARTED_CODES.has(err.code))) {
-          // The spec offers no way to list jobs: a job created before the answer was lost cannot be deleted.
+          // the service's description offers no way to list jobs: a job created before the answer was lost cannot be deleted.
           this.logger.warn({ path, err: (err as Error).message }, 'starting the report failed after the request was sent: the server may hold a report job whose id never came back');
         }
         throw err;
@@ -108,7 +108,7 @@ class HttpReportClient implements ReportClient {
     this.logger.debug({ reportJobId: job.id, state: job.state }, 'report started');
     if (job.state === 'FinishedError') {
       await this.deleteQuietly(job.id);
-      // spec "States and transitions": a rights failure is FinishedError at once with result: [].
+      // docs/report-export-service.md "States and transitions": a rights failure is FinishedError at once with result: [].
       if (Array.isArray(job.result)) throw new RightsFailureError(req.name, job.message, job.id, this.api.tokenScope());
       const failed = new ReportFailedError(job.id, job.message);
       failed.stage = 'start';
@@ -152,7 +152,7 @@ class HttpReportClient implements ReportClient {
     const fetchPage = async () => {
       const res = await this.api.send({ method: 'GET', path, stage: 'fetch', signal });
       if (res.statusCode === 404) {
-        // spec "Errors": past the last page is 404 with an empty body; a 404 with a body (e.g. problem+json
+        // docs/report-export-service.md "Errors": past the last page is 404 with an empty body; a 404 with a body (e.g. problem+json
         // for an unknown job) must not pass for "no more pages".
         const snippet = await readSnippet(res.body);
         if (snippet === '') return null;
@@ -201,7 +201,7 @@ class HttpReportClient implements ReportClient {
 }
 
 /**
- * Makes a report client: reads the discovery document (spec "Obtaining the token endpoint": on every
+ * Makes a report client: reads the discovery document (docs/report-export-service.md "Obtaining the token endpoint": on every
  * start), sets up a keep-alive undici agent and the Redis-shared token cache. No token is requested yet.
  * @throws ServerUnreachableError when the server cannot be reached at all (refused, DNS, unreachable, connect
  *   timeout); TokenError when the discovery document cannot be read otherwise or names no token_endpoint
@@ -217,7 +217,7 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
   const http = new HttpTransport({ timeoutMs: connection.requestTimeoutMs, logger });
   if ((connection.auth ?? 'client_credentials') === 'client_credentials' && !connection.clientSecret) {
     await http.close();
-    throw new ConfigError([`connection "${opts.connectionName}": clientSecret is missing; a client-credentials service user needs its Client-Secret (spec "Client credentials grant")`]);
+    throw new ConfigError([`connection "${opts.connectionName}": clientSecret is missing; a client-credentials service user needs its Client-Secret (docs/report-export-service.md "Client credentials grant")`]);
   }
   if (connection.auth === 'authorization_code' && !opts.authStore) {
     await http.close();

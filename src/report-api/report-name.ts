@@ -1,6 +1,6 @@
 /**
- * Report names (spec "Report naming rules"): checked before any request, then encoded as the single
- * {reportname} path segment of spec "Endpoints" #1.
+ * Report names (docs/report-export-service.md "Report naming rules"): checked before any request, then encoded as the single
+ * {reportname} path segment of docs/report-export-service.md "Endpoints" #1.
  */
 import { ReportNameError } from './errors.ts';
 
@@ -9,16 +9,16 @@ export const PATH_ENCODINGS = ['slash', 'backslash'] as const;
 /** One of {@link PATH_ENCODINGS}. */
 export type PathEncoding = (typeof PATH_ENCODINGS)[number];
 
-/** The extension appended when a report name has none (spec "Report naming rules": Extension). */
+/** The extension appended when a report name has none (docs/report-export-service.md "Report naming rules": Extension). */
 export const DEFAULT_REPORT_EXTENSION = 'avw' as const;
 
-/** The extensions a report file has (spec "Report naming rules": avw is the default, avx is given explicitly). */
+/** The extensions a report file has (docs/report-export-service.md "Report naming rules": avw is the default, avx is given explicitly). */
 export const REPORT_EXTENSIONS = [DEFAULT_REPORT_EXTENSION, 'avx'] as const;
 
 const NAME_CHAR = /^[A-Za-z0-9_ ]$/;
 const HOW_TO_FIX =
   'Report folder and file names may contain only A-Z a-z 0-9 _ and space, sub folders are separated by "/", ' +
-  'and the extension is .avw (the default, may be left out) or .avx (spec "Report naming rules"). ' +
+  'and the extension is .avw (the default, may be left out) or .avx (docs/report-export-service.md "Report naming rules"). ' +
   'Fix report.name in jobs.yaml, or rename the report on the server.';
 
 function describeChar(ch: string): string {
@@ -46,7 +46,7 @@ interface SplitName {
 }
 
 /**
- * Checks a report name against the spec's "Report naming rules", walking it once by code point so that
+ * Checks a report name against docs/report-export-service.md "Report naming rules", walking it once by code point so that
  * positions match what a person counts.
  * @param name report name as configured, sub folders separated by "/"
  * @returns the first problem, or the split name when it is valid

@@ -1,5 +1,5 @@
 /**
- * The access token cache shared by every process through Redis (spec "Client credentials grant" rule 2:
+ * The access token cache shared by every process through Redis (docs/report-export-service.md "Client credentials grant" rule 2:
  * reuse the token for its whole validity, renew shortly before expiry, no token per call).
  *
  * Key `${prefix}token:${hmacSha256(clientSecret, baseUrl + '\n' + clientId).slice(0, 16)}` holds JSON
@@ -26,7 +26,7 @@ export interface CachedToken {
   expiresAt: number;
   /** From when on a process should obtain a new one. */
   renewAt: number;
-  /** The token response's `scope` (space-separated), when it had one (spec "Token response"). */
+  /** The token response's `scope` (space-separated), when it had one (docs/report-export-service.md "Token response"). */
   scope?: string;
 }
 
@@ -62,10 +62,10 @@ export function tokenRequestsKey(prefix = 'report-etl:'): string {
  * HMAC-SHA256(key = clientSecret, data = baseUrl + '\n' + clientId).
  *
  * The secret is in the key's fingerprint, so clients with different secrets for the same server and Client-ID
- * never share a token (issue 13: a wrong secret passed while a token was cached). Keyed by the secret, the HMAC
+ * never share a token (a wrong secret passed while a token was cached). Keyed by the secret, the HMAC
  * can only be computed by who holds the secret, and the secret itself never reaches Redis.
  * @param prefix e.g. 'report-etl:'
- * @param baseUrl the connection's baseUrl (spec {base_url}), as configured
+ * @param baseUrl the connection's baseUrl (the service's base URL), as configured
  */
 export function tokenCacheKey(prefix: string, baseUrl: string, clientId: string, clientSecret: string): string {
   const fingerprint = createHmac('sha256', clientSecret).update(`${baseUrl}\n${clientId}`).digest('hex').slice(0, 16);
@@ -124,7 +124,7 @@ export class TokenCache implements AccessTokens {
     });
   }
 
-  /** The scope of the token last obtained or read (spec "Token response": scope), undefined when none was named. */
+  /** The scope of the token last obtained or read (docs/report-export-service.md "Token response": scope), undefined when none was named. */
   scope(): string | undefined {
     return this.lastScope;
   }

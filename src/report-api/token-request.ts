@@ -1,5 +1,5 @@
 /**
- * The client credentials grant (spec "Authentication": "Client credentials grant (service user)",
+ * The client credentials grant (docs/report-export-service.md "Authentication": "Client credentials grant (service user)",
  * "Endpoints" #7, "Token response"). The secret goes only into the request; errors carry the HTTP status
  * and the OAuth `error` field, never the secret or the token.
  */
@@ -12,7 +12,7 @@ import type { CredentialsWay } from './report-rules.ts';
 export interface ClientCredentials {
   clientId: string;
   clientSecret: string;
-  /** header: Authorization Basic base64(id:secret) (spec: recommended); body: client_id/client_secret fields. */
+  /** header: Authorization Basic base64(id:secret) (docs/report-export-service.md: recommended); body: client_id/client_secret fields. */
   credentials: CredentialsWay;
 }
 
@@ -21,7 +21,7 @@ export interface IssuedToken {
   accessToken: string;
   /** Lifetime in seconds, the token response's expires_in. */
   expiresInSeconds: number;
-  /** The token response's scope (space-separated), when it had one (spec "Token response"). */
+  /** The token response's scope (space-separated), when it had one (docs/report-export-service.md "Token response"). */
   scope?: string;
 }
 

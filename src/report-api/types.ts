@@ -1,5 +1,5 @@
 /**
- * The shapes the report client exchanges with its callers (spec "Resources and their fields").
+ * The shapes the report client exchanges with its callers (docs/report-export-service.md "Resources and their fields").
  */
 import type { Readable } from 'node:stream';
 import type { Redis } from 'ioredis';
@@ -10,31 +10,31 @@ import type { AuthKind, CredentialsWay } from './report-rules.ts';
 
 /**
  * What the client needs of a connection (jobs.yaml `connections.<name>`, validated by src/config): where the
- * server is, the kind of service user and its credentials (spec "Authentication"), how sub folders are encoded
- * (spec "Report naming rules") and the timing of requests and polls, in ms.
+ * server is, the kind of service user and its credentials (docs/report-export-service.md "Authentication"), how sub folders are encoded
+ * (docs/report-export-service.md "Report naming rules") and the timing of requests and polls, in ms.
  */
 export interface ReportConnection {
-  /** The spec's {base_url}, e.g. https://erp.example.com. */
+  /** the service's {base_url}, e.g. https://erp.example.com. */
   baseUrl: string;
   /** Kind of service user; default client_credentials. authorization_code needs ReportClientOptions.authStore. */
   auth?: AuthKind;
-  /** Client-ID of the service user (spec "What the service does" 5). */
+  /** Client-ID of the service user (docs/report-export-service.md "What the service does" 5). */
   clientId: string;
   /**
    * Client-Secret: required for client_credentials; for authorization_code only of a trusted (confidential) client
-   * (spec "User-dependent service user" step 4).
+   * (docs/report-export-service.md "User-dependent service user" step 4).
    */
   clientSecret?: string | undefined;
-  /** header: Authorization Basic (spec: recommended); body: client_id/client_secret fields (client credentials only). */
+  /** header: Authorization Basic (docs/report-export-service.md: recommended); body: client_id/client_secret fields (client credentials only). */
   credentials: CredentialsWay;
-  /** Scopes the login requests (authorization_code; spec step 1: at most 25). */
+  /** Scopes the login requests (authorization_code; docs/report-export-service.md "User-dependent service user" step 1: at most 25). */
   scopes?: string[];
-  /** Redirect URI configured for the service user (authorization_code; spec step 1). */
+  /** Redirect URI configured for the service user (authorization_code; docs/report-export-service.md "User-dependent service user" step 1). */
   redirectUri?: string | undefined;
   pathEncoding: PathEncoding;
   /** Timeout of one HTTP request, ms. */
   requestTimeoutMs: number;
-  /** First job status poll interval, ms (spec "Limits": 250). */
+  /** First job status poll interval, ms (docs/report-export-service.md "Limits": 250). */
   pollIntervalMs: number;
   /** Cap of the growing poll interval, ms. */
   pollMaxIntervalMs: number;
@@ -77,7 +77,7 @@ export interface StoredLogin {
 export type LoginState = { kind: 'logged_in'; login: StoredLogin } | { kind: 'login_required'; reason: string };
 
 /**
- * What the report client needs of the place where a connection's login lives (issue 11). report-api declares it,
+ * What the report client needs of the place where a connection's login lives. report-api declares it,
  * so that it knows nothing of PostgreSQL; src/history implements it.
  */
 export interface ConnectionAuthStore {
@@ -92,14 +92,14 @@ export interface ConnectionAuthStore {
   recordScope(scope: string | undefined): Promise<void>;
 }
 
-/** A report to start (spec "Endpoints" #1, "Start-report request body"). */
+/** A report to start (docs/report-export-service.md "Endpoints" #1, "Start-report request body"). */
 export interface StartReportRequest {
   /** Client number, digits. */
   mandant: string;
   /** Report name, sub folders separated by "/", see encodeReportName. */
   name: string;
   outputType: OutputType;
-  /** Rows per page, >= 10 (spec "Limits"). */
+  /** Rows per page, >= 10 (docs/report-export-service.md "Limits"). */
   paging: number;
   /** The report's own input parameters, name to value. */
   parameters: Record<string, string>;
@@ -107,10 +107,10 @@ export interface StartReportRequest {
   job?: string;
 }
 
-/** Job states (spec "States and transitions"). */
+/** Job states (docs/report-export-service.md "States and transitions"). */
 export type ReportJobState = 'Running' | 'FinishedSuccess' | 'FinishedError';
 
-/** A job as the server returns it (spec "Resources and their fields": Job). Timestamps are ISO 8601 strings. */
+/** A job as the server returns it (docs/report-export-service.md "Resources and their fields": Job). Timestamps are ISO 8601 strings. */
 export interface ReportJob {
   id: string;
   state: ReportJobState;
@@ -134,7 +134,7 @@ export interface FinishedReport {
 }
 
 /**
- * One output page as a byte stream (spec "Endpoints" #3, "Output page shapes"). Breaks of the connection
+ * One output page as a byte stream (docs/report-export-service.md "Endpoints" #3, "Output page shapes"). Breaks of the connection
  * are resumed transparently: `body` yields every byte of the page exactly once.
  */
 export interface PageStream {
@@ -151,10 +151,10 @@ export interface PageStream {
 
 /** The Report Export Service client; see makeReportClient. */
 export interface ReportClient {
-  /** Token endpoint from the discovery document, read once per client (spec "Obtaining the token endpoint"). */
+  /** Token endpoint from the discovery document, read once per client (docs/report-export-service.md "Obtaining the token endpoint"). */
   readonly tokenEndpoint: string;
   /**
-   * Starts a report (spec "Endpoints" #1). The POST itself is not cut by `signal` (so that a created job is
+   * Starts a report (docs/report-export-service.md "Endpoints" #1). The POST itself is not cut by `signal` (so that a created job is
    * never lost); when `signal` aborted meanwhile, the job is deleted and AbortedError thrown.
    * @throws ReportNameError, ConfigError (paging < 10), RightsFailureError (FinishedError with result: [] at
    *   start; job already deleted), ReportFailedError (other FinishedError at start, e.g. unknown report; deleted),
@@ -162,7 +162,7 @@ export interface ReportClient {
    */
   startReport(req: StartReportRequest, signal?: AbortSignal): Promise<ReportJob>;
   /**
-   * Polls the job (spec "Endpoints" #2) every pollIntervalMs, growing x1.5 up to pollMaxIntervalMs (spec
+   * Polls the job (docs/report-export-service.md "Endpoints" #2) every pollIntervalMs, growing x1.5 up to pollMaxIntervalMs (spec
    * "Recommended values": 250 ms to start with).
    * @param startedAt when the server answered the start request (Date.now() ms): the first poll and pollTimeoutMs
    *   count from there, so that work done in between (recording the job's id) does not delay the poll. Default now.
@@ -171,15 +171,15 @@ export interface ReportClient {
    */
   waitForJob(jobId: string, signal?: AbortSignal, startedAt?: number): Promise<FinishedReport>;
   /**
-   * Opens one output page (spec "Endpoints" #3), 1-based.
-   * @returns the page stream, or null when the server answers 404 with an empty body (spec "Errors": the
+   * Opens one output page (docs/report-export-service.md "Endpoints" #3), 1-based.
+   * @returns the page stream, or null when the server answers 404 with an empty body (docs/report-export-service.md "Errors": the
    *   previous page was the last)
    * @throws HttpError (404 with a body, e.g. unknown job; other statuses), AccessForbiddenError, UnauthorizedError,
    *   TokenError, TransientHttpError, AbortedError
    */
   openPage(jobId: string, page: number, signal?: AbortSignal): Promise<PageStream | null>;
   /**
-   * Closes the job (spec "Endpoints" #4). 404 counts as done. Transient failures are retried; never
+   * Closes the job (docs/report-export-service.md "Endpoints" #4). 404 counts as done. Transient failures are retried; never
    * cancelled by a run's abort. @throws HttpError, UnauthorizedError, TokenError, TransientHttpError
    */
   deleteJob(jobId: string): Promise<void>;

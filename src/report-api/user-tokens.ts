@@ -1,5 +1,5 @@
 /**
- * Access tokens of a user-dependent service user (issue 11; spec "User-dependent service user", "Refresh"): obtained
+ * Access tokens of a user-dependent service user (docs/report-export-service.md "User-dependent service user", "Refresh"): obtained
  * with the refresh grant and shared through Redis exactly as client-credentials tokens are (token-cache.ts: one
  * renewal at a time across every process). The Redis key is the HMAC fingerprint keyed by the refresh token, so a
  * new login (a new refresh token) never uses an access token of the old one, and the refresh token itself never

@@ -1,6 +1,6 @@
 /**
- * A report job as a scoped resource (CONVENTIONS.md "Factories make*, scoped resources with*"): start it, tell the
- * caller its id, wait until it finished, hand the finished job to `fn`, and DELETE it in every outcome (spec "What
+ * A report job as a scoped resource (docs/architecture.md): start it, tell the
+ * caller its id, wait until it finished, hand the finished job to `fn`, and DELETE it in every outcome (docs/report-export-service.md "What
  * the service does" 3: start, poll, read, delete).
  */
 import { coerceError } from '../errors.ts';
@@ -23,10 +23,10 @@ export interface ReportJobScope {
 /**
  * Starts the report, waits until it finished, runs `fn`, and always deletes the job afterwards: on success, on
  * failure (of the report or of `fn`) and on abort. A failing DELETE is logged as a warning with the job id and not
- * thrown: the outcome of the work stands (a committed load stays committed), and the spec gives no other way to
+ * thrown: the outcome of the work stands (a committed load stays committed), and the service's description gives no other way to
  * find the job than its id.
  * @returns what `fn` returned
- * @throws whatever startReport (spec "Errors": rights failure, 403 …), onStarted, waitForJob (FinishedError, poll
+ * @throws whatever startReport (docs/report-export-service.md "Errors": rights failure, 403 …), onStarted, waitForJob (FinishedError, poll
  *   timeout, abort) or `fn` threw
  */
 export async function withReportJob<T>(client: ReportClient, req: StartReportRequest, fn: (finished: FinishedReport) => Promise<T>, scope: ReportJobScope = {}): Promise<T> {

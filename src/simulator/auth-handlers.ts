@@ -1,8 +1,8 @@
 /**
- * Discovery and token endpoints (spec "Endpoints" #5 and #7, "Authentication"): the client credentials grant, and
+ * Discovery and token endpoints (docs/report-export-service.md "Endpoints" #5 and #7, "Authentication"): the client credentials grant, and
  * for user-dependent service users the authorization-code and refresh grants (state in user-logins.ts; a trusted
  * client must send its client_secret, a public one only its client_id). A refused code or refresh token is 400
- * invalid_grant (RFC 6749 section 5.2). Failures at the token endpoint are not shown in the spec; the simulator
+ * invalid_grant (RFC 6749 section 5.2). Failures at the token endpoint are not shown in the service's description; the simulator
  * answers as RFC 6749 section 5.2 says: 400 invalid_request / unsupported_grant_type, 401 invalid_client
  * (with WWW-Authenticate: Basic when the credentials came in the header), JSON bodies
  * {error, error_description}.
@@ -11,14 +11,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SimContext } from './context.ts';
 import { readBody, sendJson } from './http-util.ts';
 
-/** Path prefix of the OAuth endpoints (spec "Versioning" 1: oauth2/v1). */
+/** Path prefix of the OAuth endpoints (docs/report-export-service.md "Versioning" 1: oauth2/v1). */
 export const OAUTH_PREFIX = '/oauth/oauth2/v1';
-/** Authorization endpoint path (spec "Endpoints" #6). */
+/** Authorization endpoint path (docs/report-export-service.md "Endpoints" #6). */
 export const AUTH_PATH = `${OAUTH_PREFIX}/auth`;
-/** Token endpoint path (spec "Endpoints" #7). */
+/** Token endpoint path (docs/report-export-service.md "Endpoints" #7). */
 export const TOKEN_PATH = `${OAUTH_PREFIX}/token`;
 
-/** The discovery document (spec "Discovery document"), URLs under `base`. */
+/** The discovery document (docs/report-export-service.md "Discovery document"), URLs under `base`. */
 export function discoveryDocument(base: string): Record<string, unknown> {
   return {
     issuer: `${base}${OAUTH_PREFIX}`,
@@ -35,7 +35,7 @@ export function discoveryDocument(base: string): Record<string, unknown> {
   };
 }
 
-/** GET /.well-known/openid-configuration (spec "Endpoints" #5). */
+/** GET /.well-known/openid-configuration (docs/report-export-service.md "Endpoints" #5). */
 export function handleDiscovery(ctx: SimContext, req: IncomingMessage, res: ServerResponse): void {
   sendJson(res, 200, discoveryDocument(ctx.baseUrl(req)));
 }
@@ -58,7 +58,7 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
   return { id: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
 }
 
-/** POST token endpoint, client credentials grant (spec "Client credentials grant"). */
+/** POST token endpoint, client credentials grant (docs/report-export-service.md "Client credentials grant"). */
 export async function handleToken(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/x-www-form-urlencoded') {
@@ -94,8 +94,8 @@ export async function handleToken(ctx: SimContext, req: IncomingMessage, res: Se
 }
 
 /**
- * The authorization-code grant (spec step 4: client_id, code, redirect_uri, client_secret for a trusted client) and
- * the refresh grant (spec "Refresh": client_id, refresh_token); the first returns scope and refresh_token, the
+ * The authorization-code grant (docs/report-export-service.md "User-dependent service user" step 4: client_id, code, redirect_uri, client_secret for a trusted client) and
+ * the refresh grant (docs/report-export-service.md "Refresh": client_id, refresh_token); the first returns scope and refresh_token, the
  * second scope only (Refresh rule 1).
  */
 async function handleUserGrant(ctx: SimContext, req: IncomingMessage, res: ServerResponse, grant: 'authorization_code' | 'refresh_token', form: URLSearchParams): Promise<void> {

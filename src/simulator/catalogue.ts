@@ -1,5 +1,5 @@
 /**
- * The simulator's report catalogue: which reports exist (spec "Report naming rules": sub folders,
+ * The simulator's report catalogue: which reports exist (docs/report-export-service.md "Report naming rules": sub folders,
  * extensions avw/avx) and the rows each one returns, deterministic by seed. Tests use
  * {@link reportData} to compare what was loaded with what was served.
  */
@@ -40,7 +40,7 @@ export interface ReportData {
   row(index: number): CanonicalValue[];
   /** The renderers' fast form of row `index`: like {@link row} but timestamps as epoch ms. */
   cells(index: number): Cell[];
-  /** When set, the job ends FinishedError with this text (spec "Job": message may contain line breaks). */
+  /** When set, the job ends FinishedError with this text (docs/report-export-service.md "Job (report session)": message may contain line breaks). */
   failure?: string;
 }
 
@@ -147,7 +147,7 @@ const DEFINITIONS: Definition[] = [
   },
 ];
 
-/** Every report the simulator knows (spec "What the service does" 1: reports are pre-configured). */
+/** Every report the simulator knows (docs/report-export-service.md "What the service does" 1: reports are pre-configured). */
 export const CATALOGUE: ReadonlyArray<CatalogueEntry> = DEFINITIONS.map(({ path, description, defaultRows }) => ({
   path,
   description,

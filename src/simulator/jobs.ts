@@ -1,5 +1,5 @@
 /**
- * Report jobs (spec "Job (report session)", "States and transitions"). A job is Running until
+ * Report jobs (docs/report-export-service.md "Job (report session)", "States and transitions"). A job is Running until
  * jobDurationMs after its start, then FinishedSuccess (message rows=<n>;pages=<n>) or FinishedError; a
  * rights failure or an unknown report is FinishedError from the start. Times are epoch ms.
  */
@@ -9,7 +9,7 @@ import type { PageFaultRequest } from './page-faults.ts';
 import type { SimulatedOutputType } from './render.ts';
 import type { ZonedFormatter } from './time-format.ts';
 
-/** Job states (spec "States and transitions"). */
+/** Job states (docs/report-export-service.md "States and transitions"). */
 export type JobState = 'Running' | 'FinishedSuccess' | 'FinishedError';
 
 /** A job as the simulator keeps it. */
@@ -44,7 +44,7 @@ export interface SimJob {
   wholePages: Map<number, Promise<Buffer>>;
 }
 
-/** The Job JSON body (spec "Job (report session)"). */
+/** The Job JSON body (docs/report-export-service.md "Job (report session)"). */
 export interface JobBody {
   id: string;
   state: JobState;
@@ -55,7 +55,7 @@ export interface JobBody {
   result?: unknown[];
 }
 
-/** Number of pages: rows / paging rounded up (spec "Endpoints" note 1). */
+/** Number of pages: rows / paging rounded up (docs/report-export-service.md "Endpoints" note 1). */
 export function pageCount(rows: number, paging: number): number {
   return Math.ceil(rows / paging);
 }

@@ -1,8 +1,8 @@
 /**
- * The authorization endpoint (spec "Endpoints" #6, "User-dependent service user" steps 1-3): a real HTML login form,
+ * The authorization endpoint (docs/report-export-service.md "Endpoints" #6, "User-dependent service user" steps 1-3): a real HTML login form,
  * the adoption of a session that is logged in already (step 2), and the redirect with code and session_state (step 3)
- * or with error=invalid_scope (spec "Errors": no access to any requested scope, with session_state; more than 25
- * scopes). Choices where the spec shows nothing: an unknown client or a redirect URI that is not configured is a
+ * or with error=invalid_scope (docs/report-export-service.md "Errors": no access to any requested scope, with session_state; more than 25
+ * scopes). Choices where the service's description shows nothing: an unknown client or a redirect URI that is not configured is a
  * 400 page, never a redirect (RFC 6749 section 4.1.2.1); `state` is echoed (RFC 6749 section 4.1.2); a wrong
  * password shows the form again with 401; the session is a cookie `sim_session` (HttpOnly, SameSite=Lax).
  */
@@ -12,7 +12,7 @@ import type { SimContext } from './context.ts';
 import { readBody, send } from './http-util.ts';
 import type { SimulatorClient } from './types.ts';
 
-/** Scopes per authorization request (spec "Limits"). */
+/** Scopes per authorization request (docs/report-export-service.md "Limits"). */
 export const MAX_SCOPES = 25;
 /** Name of the login session cookie. */
 export const SESSION_COOKIE = 'sim_session';
@@ -89,7 +89,7 @@ ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}<form method="p
 
 /**
  * Issues the redirect for `username`: error=invalid_scope when the user may use none of the requested scopes,
- * else a code for the scopes common to request, service user and user (spec "Scope rules" 2-5).
+ * else a code for the scopes common to request, service user and user (docs/report-export-service.md "Scope rules" 2-5).
  */
 function finish(ctx: SimContext, res: ServerResponse, r: AuthRequest, username: string, sessionId: string, headers: Record<string, string>): void {
   const user = ctx.logins.users.get(username)!;

@@ -1,9 +1,9 @@
 /**
- * GET {report_api}/jobs/{id}/output/{page} (spec "Endpoints" #3, "Output page shapes"). Pages are
+ * GET {report_api}/jobs/{id}/output/{page} (docs/report-export-service.md "Endpoints" #3, "Output page shapes"). Pages are
  * streamed chunk by chunk with backpressure (a false res.write() waits for 'drain'); txt pages carry
  * Content-Length (measured by a first rendering pass and cached per page), json and xml_query are
  * chunked. The reset fault sends a prefix of the page, then closes the connection. Choices where the
- * spec shows nothing: a job still Running or finished with an error has no pages (404, empty body); a page
+ * service's description shows nothing: a job still Running or finished with an error has no pages (404, empty body); a page
  * that is not a positive integer is 400 problem+json; GET .../output without a page is 404, empty body.
  */
 import type { ServerResponse } from 'node:http';

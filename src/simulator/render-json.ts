@@ -1,5 +1,5 @@
 /**
- * json and json_compact pages (spec "Output page shapes": an object with one member data, an array of
+ * json and json_compact pages (docs/report-export-service.md "Output page shapes": an object with one member data, an array of
  * row objects keyed by column name; numbers are JSON numbers, timestamps ISO 8601 strings with offset).
  * Pretty output follows the layout of Jackson's default pretty printer. Numbers are written with their
  * exact digits, never through a JS number.

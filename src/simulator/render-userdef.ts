@@ -1,5 +1,5 @@
 /**
- * The report-defined shapes (spec "Output types": json_userdef, json_userdef_compact, xml — "as defined by the
+ * The report-defined shapes (docs/report-export-service.md "Output types": json_userdef, json_userdef_compact, xml — "as defined by the
  * report output"; not shown, so the simulator defines one for every report):
  * - json_userdef: `{"meta": {"report", "page", "rows"}, "body": {"orders": [ row objects like json ]},
  *   "totals": {"rows"}}`, pretty (two-space indent); json_userdef_compact the same without white space. The rows

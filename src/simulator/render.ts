@@ -1,5 +1,5 @@
 /**
- * Page renderers shared types and dispatch (spec "Output page shapes", "Output types"). A text renderer is a
+ * Page renderers shared types and dispatch (docs/report-export-service.md "Output page shapes", "Output types"). A text renderer is a
  * generator of chunks (~32 KiB), so a page is streamed and never built whole in memory; the same rows always give
  * the same bytes. Documents (pdf, excel, word) are rendered whole by render-documents.ts.
  */
@@ -11,7 +11,7 @@ import { renderTxt } from './render-txt.ts';
 import { renderJsonUserdef, renderXmlUserdef } from './render-userdef.ts';
 import { renderXml } from './render-xml.ts';
 
-/** Output types the simulator serves: every type of the spec's table. */
+/** Output types the simulator serves: every type of the service's table. */
 export const SIMULATED_OUTPUT_TYPES = OUTPUT_TYPES;
 export type SimulatedOutputType = OutputType;
 /** The output types rendered as a stream of text chunks (every type but the documents). */
@@ -20,8 +20,8 @@ export type StreamedOutputType = Exclude<OutputType, DocumentOutputType>;
 export { CHUNK_CHARS, type PageRenderer, type RenderContext } from './render-context.ts';
 
 /**
- * Content-Type of a page per output type: spec "Output page shapes" for txt, xml_query and json; for the others the
- * spec shows none, and the simulator sends text/plain (txt variants), application/json (json_userdef), text/xml
+ * Content-Type of a page per output type: docs/report-export-service.md "Output page shapes" for txt, xml_query and json; for the others the
+ * service's description shows none, and the simulator sends text/plain (txt variants), application/json (json_userdef), text/xml
  * (xml) and the IANA type of each document (vocabulary DOCUMENT_FORMATS).
  */
 export const PAGE_CONTENT_TYPES: Record<SimulatedOutputType, string> = {

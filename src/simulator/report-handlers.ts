@@ -1,6 +1,6 @@
 /**
- * {report_api} start, status and delete (spec "Endpoints" #1, #2, #4), and the bearer/interface-access
- * checks every {report_api} call passes first. Answers the spec does not show, and the simulator's
+ * {report_api} start, status and delete (docs/report-export-service.md "Endpoints" #1, #2, #4), and the bearer/interface-access
+ * checks every {report_api} call passes first. Answers the service's description does not show, and the simulator's
  * choice for them:
  * - missing, unknown or expired token: 401, empty body, WWW-Authenticate: Bearer error="invalid_token" (RFC 6750);
  * - forbidden report name, bad mandant, bad JSON body, missing or unsupported outputType: 400 problem+json;
@@ -20,16 +20,16 @@ import { padBytesOf, pageFaultOf } from './page-faults.ts';
 import { MIN_PRODUCT_VERSION, type OutputType } from '../vocabulary.ts';
 import type { SimulatorClient } from './types.ts';
 
-/** Rows per page when paging is missing or below the minimum (spec "Limits"). */
+/** Rows per page when paging is missing or below the minimum (docs/report-export-service.md "Limits"). */
 export const DEFAULT_PAGING = 10_000;
-/** Minimum paging (spec "Limits"). */
+/** Minimum paging (docs/report-export-service.md "Limits"). */
 export const MIN_PAGING = 10;
 
-/** Text of the rights failure (spec "Errors": no report application right or licence). */
+/** Text of the rights failure (docs/report-export-service.md "Errors": no report application right or licence). */
 export const RIGHTS_MESSAGE =
   'Access denied: the service user has no report application right or no report licence for the report interface.';
 
-/** Docs URL prefix of the problem type (spec "Error problem body": {docs_url}/erp/authorization/...). */
+/** Docs URL prefix of the problem type (docs/report-export-service.md "Error problem body": {docs_url}/erp/authorization/...). */
 export const DOCS_URL = 'https://docs.report-export.example';
 
 /**
@@ -52,7 +52,7 @@ export function authorize(ctx: SimContext, req: IncomingMessage, res: ServerResp
     return undefined;
   }
   if (client.interfaceAccess === false) {
-    // spec "Errors": 403, problem+json, SvcServletExceptionMessage header.
+    // docs/report-export-service.md "Errors": 403, problem+json, SvcServletExceptionMessage header.
     sendProblem(
       res,
       403,
@@ -73,7 +73,7 @@ function badRequest(res: ServerResponse, detail: string): void {
   sendProblem(res, 400, { title: 'Bad Request', detail }, REPORT_API_HEADERS);
 }
 
-/** POST {report_api}/report/{mandant}/{reportname} (spec "Endpoints" #1). */
+/** POST {report_api}/report/{mandant}/{reportname} (docs/report-export-service.md "Endpoints" #1). */
 export async function handleStart(
   ctx: SimContext,
   client: SimulatorClient,
@@ -131,14 +131,14 @@ export function jobNotFound(res: ServerResponse, id: string): void {
   sendProblem(res, 404, { title: 'Not Found', detail: `Job ${id} not found` }, REPORT_API_HEADERS);
 }
 
-/** GET {report_api}/jobs/{id} (spec "Endpoints" #2). */
+/** GET {report_api}/jobs/{id} (docs/report-export-service.md "Endpoints" #2). */
 export function handleStatus(ctx: SimContext, id: string, res: ServerResponse): void {
   const job = ctx.jobs.get(id);
   if (!job) return jobNotFound(res, id);
   sendJson(res, 200, jobBody(job, Date.now(), ctx.zone, ctx.faults.faults.misreportRows ?? 0), REPORT_API_HEADERS);
 }
 
-/** DELETE {report_api}/jobs/{id} (spec "Endpoints" #4): empty 200; later calls see 404. */
+/** DELETE {report_api}/jobs/{id} (docs/report-export-service.md "Endpoints" #4): empty 200; later calls see 404. */
 export function handleDelete(ctx: SimContext, id: string, res: ServerResponse): void {
   if (!ctx.jobs.delete(id)) return jobNotFound(res, id);
   ctx.counters.jobsDeleted++;

@@ -1,5 +1,5 @@
 /**
- * The simulator's HTTP router over node:http: spec paths (discovery, token, {report_api}) plus the
+ * The simulator's HTTP router over node:http: the service's paths (discovery, token, {report_api}) plus the
  * control paths under /_sim (GET counters, POST reset, POST faults, POST expire-tokens, POST logout, POST advance-clock). Latency and 5xx
  * faults are applied here, before a {report_api} request is authorised (as a gateway in front of the
  * server would).
@@ -13,7 +13,7 @@ import { handleOutput } from './page-handler.ts';
 import { authorize, handleDelete, handleStart, handleStatus } from './report-handlers.ts';
 import type { SimulatorCounters, SimulatorFaults } from './types.ts';
 
-/** {report_api} (spec "Endpoints"). */
+/** {report_api} (docs/report-export-service.md "Endpoints"). */
 export const REPORT_API = '/api/svcreport/v1';
 
 /** What the /_sim control paths act on. */

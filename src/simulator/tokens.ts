@@ -1,5 +1,5 @@
 /**
- * Access tokens of the simulator (spec "Client credentials grant", "Token response"): opaque strings
+ * Access tokens of the simulator (docs/report-export-service.md "Client credentials grant", "Token response"): opaque strings
  * that look like signed JWTs, valid for expires_in seconds, or for expires_in * tokenLifetimeFactor when
  * the early-expiry fault is set, and refused once {@link TokenStore.expireAll} ran.
  */

@@ -2,22 +2,22 @@
 import type { Logger } from '../logger.ts';
 import type { DocumentOutputType, OutputType } from '../vocabulary.ts';
 
-/** A service user the simulator knows (spec "What the service does" 4-5, "Rights for report access"). */
+/** A service user the simulator knows (docs/report-export-service.md "What the service does" 4-5, "Rights for report access"). */
 export interface SimulatorClient {
   clientId: string;
   /**
    * Client-Secret. A client-credentials service user has one; a user-dependent one only when it is a trusted
-   * (confidential) client, which must then send it with the authorization-code and refresh grants (spec step 4).
+   * (confidential) client, which must then send it with the authorization-code and refresh grants (docs/report-export-service.md "User-dependent service user" step 4).
    */
   clientSecret?: string;
-  /** A user-dependent service user (spec "User-dependent service user"): the authorization-code and refresh grants. */
+  /** A user-dependent service user (docs/report-export-service.md "User-dependent service user"): the authorization-code and refresh grants. */
   userDependent?: boolean;
   /**
-   * Scopes configured for the service user (spec "Scope rules" 1). Client credentials: returned as the token
+   * Scopes configured for the service user (docs/report-export-service.md "Scope rules" 1). Client credentials: returned as the token
    * response's scope when set (an entity API kind user). User-dependent: default every scope of discovery.
    */
   scopes?: string[];
-  /** Redirect URIs configured in advance (spec step 1); default: any absolute http(s) URI. */
+  /** Redirect URIs configured in advance (docs/report-export-service.md "User-dependent service user" step 1); default: any absolute http(s) URI. */
   redirectUris?: string[];
   /** Report interface access option; false => every {report_api} call answers 403 problem+json. Default true. */
   interfaceAccess?: boolean;
@@ -25,13 +25,13 @@ export interface SimulatorClient {
   reportRights?: boolean;
 }
 
-/** A product user who can log in on the simulator's login page (spec "User-dependent service user" step 2). */
+/** A product user who can log in on the simulator's login page (docs/report-export-service.md "User-dependent service user" step 2). */
 export interface SimulatorUser {
   username: string;
   password: string;
-  /** Scopes assigned in the standard user management (spec "Scope rules" 2). */
+  /** Scopes assigned in the standard user management (docs/report-export-service.md "Scope rules" 2). */
   scopes: string[];
-  /** Offline access active: refresh tokens live 60 days; disabled: 10 hours (spec "Refresh" rule 2). Default true. */
+  /** Offline access active: refresh tokens live 60 days; disabled: 10 hours (docs/report-export-service.md "Refresh" rule 2). Default true. */
   offlineAccess?: boolean;
 }
 
@@ -70,7 +70,7 @@ export interface SimulatorOptions {
   clients?: SimulatorClient[];
   /** Product users of the login page; default DEFAULT_USERS. */
   users?: SimulatorUser[];
-  /** expires_in of issued tokens, in s; default 600 (spec "Limits"). */
+  /** expires_in of issued tokens, in s; default 600 (docs/report-export-service.md "Limits"). */
   tokenLifetimeSeconds?: number;
   /** How long a job stays Running before it finishes, in ms; default 300. */
   jobDurationMs?: number;
@@ -87,7 +87,7 @@ export interface SimulatorOptions {
   faultSeed?: number;
   logger?: Logger;
   /**
-   * Product version of the simulated server (spec "Versioning" 2): a start with an output type that needs a later
+   * Product version of the simulated server (docs/report-export-service.md "Versioning" 2): a start with an output type that needs a later
    * version (pdf 2025, excel/word 2026) is answered 400 problem+json "Unknown outputType", as a server that does not
    * know the type. Default: undefined, every type works.
    */
@@ -131,7 +131,7 @@ export interface SimulatorCounters {
 
 /** A running simulator. */
 export interface Simulator {
-  /** Base URL, e.g. http://127.0.0.1:45678 (the spec's {base_url}). */
+  /** Base URL, e.g. http://127.0.0.1:45678 (the service's {base_url}). */
   url: string;
   port: number;
   counters(): SimulatorCounters;
@@ -141,7 +141,7 @@ export interface Simulator {
   /** Every issued token is refused (401) from now on. */
   expireTokens(): void;
   /**
-   * Logs a product user out (by self or an administrator, spec "Refresh" rule 4): their login sessions end and their
+   * Logs a product user out (by self or an administrator, docs/report-export-service.md "Refresh" rule 4): their login sessions end and their
    * refresh tokens become invalid. Also POST /_sim/logout {"username": "..."}.
    * @returns whether the user had a session or a refresh token
    */
@@ -154,7 +154,7 @@ export interface Simulator {
    * Renders every page of a report run into the page cache, so that the first run already is served from
    * memory (SimulatorOptions.pageCache must be on).
    * @param reportPath folders/name.ext, e.g. 'Big.avw'; parameters as in the start request (e.g. ROWS)
-   * @param paging rows per page (the start request's paging after the spec's "below 10" rule)
+   * @param paging rows per page (the start request's paging after docs/report-export-service.md "Limits")
    * @throws Error when the cache is off, the report does not exist or its parameters make it fail
    */
   prerender(reportPath: string, parameters: Record<string, string>, outputType: Exclude<OutputType, DocumentOutputType>, paging: number): PrerenderResult;

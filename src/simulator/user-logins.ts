@@ -1,6 +1,5 @@
 /**
- * The simulator's state of user-dependent service users (spec "User-dependent service user (authorization code
- * grant)", "Refresh"): login sessions of product users, authorization codes and refresh tokens, on a clock that
+ * The simulator's state of user-dependent service users (docs/report-export-service.md "User-dependent service user", "Refresh"): login sessions of product users, authorization codes and refresh tokens, on a clock that
  * tests can move forward. Rules:
  * - a code is single use, valid 60 s, bound to client, redirect URI, user, session and granted scopes;
  * - a refresh token is issued by the code grant only (Refresh rule 1), replaces the earlier one of the same client
@@ -10,9 +9,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { SimulatorOAuthCounters, SimulatorUser } from './types.ts';
 
-/** Refresh token validity with offline access (spec "Limits"), ms. */
+/** Refresh token validity with offline access (docs/report-export-service.md "Limits"), ms. */
 export const OFFLINE_VALIDITY_MS = 60 * 86_400_000;
-/** Refresh token validity without offline access (spec "Limits"), ms. */
+/** Refresh token validity without offline access (docs/report-export-service.md "Limits"), ms. */
 export const ONLINE_VALIDITY_MS = 10 * 3_600_000;
 /** Lifetime of an authorization code, ms (RFC 6749 section 4.1.2: short, at most 10 minutes). */
 export const CODE_LIFETIME_MS = 60_000;
@@ -84,12 +83,12 @@ export class UserLogins {
     return id;
   }
 
-  /** The session_state of a session (spec step 3: identifies the session): a hash, not the cookie value. */
+  /** The session_state of a session (docs/report-export-service.md "User-dependent service user" step 3: identifies the session): a hash, not the cookie value. */
   sessionState(sessionId: string): string {
     return createHash('sha256').update(sessionId).digest('base64url').slice(0, 22);
   }
 
-  /** Issues a code (spec step 3). */
+  /** Issues a code (docs/report-export-service.md "User-dependent service user" step 3). */
   issueCode(c: Omit<Code, 'expiresAt' | 'used'>): string {
     const code = randomBytes(24).toString('base64url');
     this.#codes.set(code, { ...c, expiresAt: this.now() + CODE_LIFETIME_MS, used: false });
@@ -122,7 +121,7 @@ export class UserLogins {
     return token;
   }
 
-  /** Checks a refresh token for `clientId` (spec "Refresh" rules 2 and 4). */
+  /** Checks a refresh token for `clientId` (docs/report-export-service.md "Refresh" rules 2 and 4). */
   checkRefreshToken(token: string, clientId: string): RefreshCheck {
     const r = this.#refresh.get(token);
     if (!r || r.clientId !== clientId) return { ok: false, reason: 'Invalid refresh token' };

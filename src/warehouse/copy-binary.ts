@@ -1,5 +1,5 @@
 /**
- * COPY FORMAT binary (issue 14): PostgreSQL skips parsing text when rows arrive in its binary wire format, which
+ * COPY FORMAT binary: PostgreSQL skips parsing text when rows arrive in its binary wire format, which
  * halves its share of a load of typed columns (README "Performance"). This module holds the loader's side: the
  * stream's header and trailer, which column types have a binary encoding here, and the error a source throws when a
  * value is not in a form its encoder takes, upon which the loader loads the report again in text format, so that

@@ -13,7 +13,7 @@
  *   the source records the kinds of every value of the whole report; then the target is created or extended with
  *   declared, existing or inferred types, and the rows are cast into it.
  *
- * Format (issue 14): on the direct and typed-staging plans the column types are known before the first row, so when
+ * Format: on the direct and typed-staging plans the column types are known before the first row, so when
  * every one has a binary encoding (copy-binary.ts), the source can write it and the report has at least
  * {@link BINARY_MIN_ROWS} rows, COPY runs in binary format, which
  * spares PostgreSQL parsing text. Should a value not be in a form the encoders take, or PostgreSQL refuse a binary

@@ -1,5 +1,5 @@
 /**
- * Postgres identifiers: report column names normalised to snake_case (DESIGN.md "Loaded tables") and quoting
+ * Postgres identifiers: report column names normalised to snake_case (README "Loaded tables") and quoting
  * that no report column or config value can break out of.
  */
 import { createHash } from 'node:crypto';

@@ -4,7 +4,7 @@
 import { EtlError, isConnectionLoss, isRetryableDatabaseError, type EtlErrorOptions } from '../errors.ts';
 import type { RunStage } from '../vocabulary.ts';
 
-/** The loaded row count differs from the server's `rows=` (spec "Job": message on FinishedSuccess). */
+/** The loaded row count differs from the server's `rows=` (docs/report-export-service.md "Job (report session)": message on FinishedSuccess). */
 export class RowCountMismatchError extends EtlError {
   constructor(expected: number, loaded: number, options: EtlErrorOptions = {}) {
     super('ROW_COUNT_MISMATCH', `row count mismatch: the server reported rows=${expected}, ${loaded} rows were read; nothing was committed`, {

@@ -1,5 +1,5 @@
 /**
- * What a load would make of a report's first rows, without loading anything (issue 13 "preview"): the target
+ * What a load would make of a report's first rows, without loading anything: the target
  * columns with the type each would get and where that type comes from, and the rows as PostgreSQL would store
  * them. Runs inside a transaction the caller rolls back: the rows go into the per-transaction staging table
  * only, so the same COPY path, the same type rules and the same casts as a real load decide what is shown.

@@ -52,7 +52,7 @@ export interface RowSource {
    */
   rows(inspect: boolean): AsyncIterable<Buffer>;
   /**
-   * Optional (issue 14): makes rows() yield rows in COPY binary format (warehouse/copy-binary.ts: per row a field count,
+   * Optional: makes rows() yield rows in COPY binary format (warehouse/copy-binary.ts: per row a field count,
    * per field a length and the bytes; no stream header or trailer), a field per column written by `encodings[k]`.
    * Called after open(), before rows(). rows() then throws BinaryValueUnsupported for a value an encoding does not
    * take; rows(true) is not available.

@@ -1,5 +1,5 @@
 /**
- * Whether this process and PostgreSQL agree on a time zone's rules (issue 14). In binary format the loader turns a
+ * Whether this process and PostgreSQL agree on a time zone's rules. In binary format the loader turns a
  * timestamp written without offset (txt's dd.mm.yyyy hh:mm:ss, an ISO time without offset) into an instant itself,
  * with the zone rules of Node's Intl, where in text format PostgreSQL does it with its own tz database. The two
  * databases can differ (a country's new rules known to one and not yet to the other), so binary format is used for
@@ -53,7 +53,7 @@ export function zoneAgreesWithDatabase(db: Queryable, zone: string): Promise<boo
 
 /**
  * Asks {@link zoneAgreesWithDatabase} for `zone` ahead of the load that may need it (runAttempt, while the server
- * renders the report: about 15-30 ms of Intl look-ups and a query once per process and zone, issue 14). Never
+ * renders the report: about 15-30 ms of Intl look-ups and a query once per process and zone). Never
  * throws: a failure is asked again by the load.
  */
 export function prepareZoneCheck(db: Queryable, zone: string): void {

@@ -1,6 +1,6 @@
 /**
  * Where the integration tests find their real services: DATABASE_URL and REDIS_URL when set,
- * the local servers otherwise (DESIGN.md "Real parts"). Each test file works in its own schema and
+ * the local servers otherwise (docs/architecture.md "Tests"). Each test file works in its own schema and
  * Redis key prefix, made unique with {@link uniqueName}, so files can run in parallel.
  */
 import { randomUUID } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * Vitest global setup: the suite's PostgreSQL and Redis (DESIGN.md "Real parts, and how they start"). The servers at
+ * Vitest global setup: the suite's PostgreSQL and Redis (docs/architecture.md "Tests"). The servers at
  * DATABASE_URL / REDIS_URL (default the local ones) when they answer; else an embedded PostgreSQL (data in
  * `.local/postgres-test`, initdb once), a `redis-server` from PATH or a redis:7 container, announced on stderr and
  * stopped after the last test file. Their URLs go into process.env before the workers start, which is where

@@ -71,7 +71,7 @@ function canonical(kind: ReportColumn['kind'], v: string | null, emptyIsNull: bo
 
 /**
  * The rows the simulator serves for a report, as sorted JSON lines of canonical values.
- * @param emptyIsNull xml_query cannot tell empty text from null (spec "Output page shapes")
+ * @param emptyIsNull xml_query cannot tell empty text from null (docs/report-export-service.md "Output page shapes")
  */
 export function servedRows(path: string, params: Record<string, string>, seed: number, emptyIsNull = false): string[] {
   const data = reportData(path, params, seed)!;
