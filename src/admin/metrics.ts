@@ -9,7 +9,7 @@
  *   running are not counted yet, so the counters only grow; pruning etl.runs makes them drop, which Prometheus
  *   treats as a counter reset.
  * - `report_etl_token_requests_total`: the Redis counter {@link tokenRequestsKey}, incremented once per request to
- *   the token endpoint by whichever process asks (src/report-api/job-client.ts).
+ *   the token endpoint by whichever process asks (src/report-api/report-client.ts).
  * - `report_etl_queue_jobs{state}`: BullMQ `getJobCounts()` of the queue.
  * - `report_etl_login_required{connection}`: 1 while a user-dependent connection waits for `report-etl login`
  *   (never logged in, or its refresh token was refused: LOGIN_REQUIRED), 0 while it is logged in; from

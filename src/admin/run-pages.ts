@@ -1,6 +1,6 @@
 /**
  * The run history pages for on-call staff (docs/architecture.md): the run list and one run's page, rendered to HTML strings.
- * Pure functions of the rows read by run-queries.ts; every value is escaped.
+ * Pure functions of the rows read by history/run-list.ts; every value is escaped.
  */
 import { QUEUE_NAME } from '../queue/names.ts';
 import type { AttemptRow } from '../history/attempts.ts';

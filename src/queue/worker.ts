@@ -1,6 +1,6 @@
 /**
- * The run worker: a BullMQ Worker on the run queue calling the pipeline's runJob through
- * {@link processRun}, with graceful shutdown: stop taking work, let running runs finish for a grace period, then
+ * The run worker: a BullMQ Worker on the run queue calling the pipeline's runAttempt through
+ * {@link processRun} (run-processor.ts), with graceful shutdown: stop taking work, let running runs finish for a grace period, then
  * abort them (rolled back, report job deleted, recorded interrupted, queued again).
  */
 import type pg from 'pg';
