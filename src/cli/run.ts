@@ -31,14 +31,14 @@ export const registerRun: RegisterCommand = (program, cli) => {
       }
 
       async function runWithStores(): Promise<void> {
-        const [{ Releasers }, { resolveJob }, { loadConfigForJob }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { makeAlertWorker, makeQueuedAlertSender }, { makeRunAlerts }, { makeJanitor }, { outputShape }, { ReportSlots }, { queuePrefixFromEnv }] =
+        const [{ Releasers }, { resolveJob }, { loadConfigForJob }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { noAlerts }, { makeRunAlerts }, { makeJanitor }, { outputShape }, { ReportSlots }, { queuePrefixFromEnv }] =
           await Promise.all([
             import('../app/connections.ts'),
             import('../config/load.ts'),
             import('./job-config.ts'),
             import('../pipeline/run-attempt.ts'),
             import('../history/attempt-owner.ts'),
-            import('../queue/alert-queue.ts'),
+            import('../alerts/webhook-sender.ts'),
             import('../alerts/run-alerts.ts'),
             import('../queue/janitor.ts'),
             import('../vocabulary.ts'),
@@ -74,8 +74,10 @@ export const registerRun: RegisterCommand = (program, cli) => {
           // Alerts wait in the alert queue until a target took them: this command delivers them while the run goes on
           // and waits for them a little at its end, never failing; what is left, a long-running process delivers.
           const alertDeps = { connection: redis, prefix: queuePrefixFromEnv(), targets: () => loaded.config.alerts, logger };
-          const sender = makeQueuedAlertSender(alertDeps);
-          const alertWorker = Object.keys(loaded.config.alerts).length ? makeAlertWorker(alertDeps) : undefined;
+          // The alert queue (and BullMQ with it) is loaded only when jobs.yaml has alert targets.
+          const alertQueue = Object.keys(loaded.config.alerts).length ? await import('../queue/alert-queue.ts') : undefined;
+          const sender = alertQueue ? alertQueue.makeQueuedAlertSender(alertDeps) : noAlerts;
+          const alertWorker = alertQueue?.makeAlertWorker(alertDeps);
           releasers.add(async () => {
             await sender.flush(ALERT_FLUSH_MS);
             await alertWorker?.close();
