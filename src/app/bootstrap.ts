@@ -11,7 +11,8 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { migrate } from '../history/migrate.ts';
 import type { Logger } from '../logger.ts';
-import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, makePool, makeRedis, Releasers } from './connections.ts';
+import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, makeCluster, makePool, makeRedis, Releasers } from './connections.ts';
+import { isRedisClusterUrl, parseRedisClusterUrl } from '../redis-url.ts';
 import { StoreUnavailableError } from './store-unavailable.ts';
 
 /** How long the first connection to PostgreSQL or Redis may take before a command gives up, in ms. */
@@ -31,6 +32,13 @@ export function describeDatabaseUrl(url: string): string {
 
 /** `host:port` of a Redis URL (never user or password). */
 export function describeRedisUrl(url: string): string {
+  if (isRedisClusterUrl(url)) {
+    try {
+      return `the Redis Cluster at ${parseRedisClusterUrl(url).nodes.map((n) => `${n.host}:${n.port}`).join(', ')}`;
+    } catch {
+      return 'a Redis Cluster URL that does not parse';
+    }
+  }
   try {
     const u = new URL(url);
     return `${u.hostname || 'localhost'}:${u.port || '6379'}`;
@@ -89,7 +97,9 @@ export async function checkPostgres(url: string = process.env.DATABASE_URL ?? DE
  * @throws StoreUnavailableError when Redis is not reachable or refuses us (password)
  */
 export async function checkRedis(url: string = process.env.REDIS_URL ?? DEFAULT_REDIS_URL, timeoutMs = STORE_CONNECT_TIMEOUT_MS): Promise<void> {
-  const probe = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+  const probe = isRedisClusterUrl(url)
+    ? makeCluster(parseRedisClusterUrl(url), { lazyConnect: true, retry: false })
+    : new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false });
   let lastError: unknown;
   probe.on('error', (err: unknown) => (lastError = err));
   let timer: NodeJS.Timeout | undefined;

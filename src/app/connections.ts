@@ -4,7 +4,8 @@
  * killing the process (docs/architecture.md "Lifecycle", graphile-worker `installErrorHandlers`).
  */
 import pg from 'pg';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import { isRedisClusterUrl, parseRedisClusterUrl, type RedisClusterUrl } from '../redis-url.ts';
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 
@@ -42,13 +43,28 @@ export function databasePoolMax(env: NodeJS.ProcessEnv = process.env): number {
 }
 
 /**
- * An ioredis connection for REDIS_URL. `maxRetriesPerRequest: null` as BullMQ requires for its blocking
- * connections; errors are logged (ioredis reconnects by itself).
+ * An ioredis connection for REDIS_URL: one server, or a Redis Cluster (`redis-cluster://host:port,host:port`,
+ * src/redis-url.ts). `maxRetriesPerRequest: null` as BullMQ requires for its blocking connections; errors are logged
+ * (ioredis reconnects by itself).
+ *
+ * A Cluster client is handed out typed as `Redis`: the commands report-etl sends (single-key commands, Lua scripts
+ * whose keys share the installation's hash tag, PUBLISH/SUBSCRIBE, `duplicate()`) behave alike on both, BullMQ
+ * recognises a Cluster by itself, and this is the one place that knows the difference.
  */
 export function makeRedis(logger: Logger, url = process.env.REDIS_URL ?? DEFAULT_REDIS_URL): Redis {
-  const redis = new Redis(url, { maxRetriesPerRequest: null, lazyConnect: false });
+  const redis = isRedisClusterUrl(url) ? makeCluster(parseRedisClusterUrl(url)) : new Redis(url, { maxRetriesPerRequest: null, lazyConnect: false });
   redis.on('error', (err: Error) => logger.error({ err: err.message }, 'Redis connection error'));
   return redis;
+}
+
+/** A Cluster client of `c`, typed as a single connection (see {@link makeRedis}). */
+export function makeCluster(c: RedisClusterUrl, options: { lazyConnect?: boolean; retry?: boolean } = {}): Redis {
+  const cluster = new Cluster(c.nodes, {
+    lazyConnect: options.lazyConnect ?? false,
+    ...(options.retry === false ? { clusterRetryStrategy: () => null } : {}),
+    redisOptions: { maxRetriesPerRequest: null, username: c.username, password: c.password, ...(c.tls ? { tls: {} } : {}) },
+  });
+  return cluster as unknown as Redis;
 }
 
 /** A last-in-first-out stack of things to release (graphile-worker `withReleasers`). */

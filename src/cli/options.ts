@@ -7,6 +7,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseWindow } from '../config/duration.ts';
 import { LOG_FORMATS, type LogFormat } from '../log-format.ts';
 import { queuePrefixFromEnv } from '../queue/names.ts';
+import { prefixForRedis } from '../redis-url.ts';
 
 /** Config path of every command that reads jobs.yaml: `$REPORT_ETL_CONFIG`, else `./jobs.yaml`. */
 export function defaultConfigPath(): string {
@@ -18,9 +19,29 @@ export function configOption(cmd: Command, description = 'jobs.yaml to read'): C
   return cmd.option('-c, --config <path>', `${description} ($REPORT_ETL_CONFIG)`, defaultConfigPath());
 }
 
-/** Adds `--queue-prefix <prefix>` (default `$REPORT_ETL_QUEUE_PREFIX` or `report-etl`). */
+/**
+ * Adds `--queue-prefix <prefix>` (default `$REPORT_ETL_QUEUE_PREFIX` or `report-etl`; `{report-etl}` on a Redis
+ * Cluster). A prefix without a hash tag on a Redis Cluster is refused (exit 2), whether given here or in the
+ * environment: the command then stops before its action with the reason.
+ */
 export function queuePrefixOption(cmd: Command): Command {
-  return cmd.addOption(new Option('--queue-prefix <prefix>', 'BullMQ key prefix ($REPORT_ETL_QUEUE_PREFIX)').default(queuePrefixFromEnv()));
+  let fallback: string;
+  try {
+    fallback = queuePrefixFromEnv();
+  } catch (err) {
+    fallback = process.env.REPORT_ETL_QUEUE_PREFIX ?? '';
+    cmd.hook('preAction', () => {
+      throw err;
+    });
+  }
+  const option = new Option('--queue-prefix <prefix>', 'BullMQ key prefix ($REPORT_ETL_QUEUE_PREFIX)').default(fallback).argParser((value: string) => {
+    try {
+      return prefixForRedis(value, process.env.REDIS_URL, true);
+    } catch (err) {
+      throw new InvalidArgumentError((err as Error).message);
+    }
+  });
+  return cmd.addOption(option);
 }
 
 /**

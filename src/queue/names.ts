@@ -2,6 +2,7 @@
  * Names in Redis: the BullMQ queue, the key prefix, and the deterministic job id of a logical run
  * (docs/architecture.md "Flow of one run": `jobId = <job>__<tick ISO>`, deduplicated).
  */
+import { prefixForRedis } from '../redis-url.ts';
 
 /** The one BullMQ queue every scheduler, worker and CLI command shares. */
 export const QUEUE_NAME = 'report-etl';
@@ -9,9 +10,14 @@ export const QUEUE_NAME = 'report-etl';
 /** Default BullMQ key prefix (BullMQ `prefix` option); tests pass a unique one so files can run in parallel. */
 export const DEFAULT_QUEUE_PREFIX = 'report-etl';
 
-/** The queue prefix of this process: `$REPORT_ETL_QUEUE_PREFIX` or {@link DEFAULT_QUEUE_PREFIX}. */
+/**
+ * The queue prefix of this process: `$REPORT_ETL_QUEUE_PREFIX` or {@link DEFAULT_QUEUE_PREFIX}; on a Redis Cluster
+ * (REDIS_URL) the default is hash-tagged, `{report-etl}` (redis-url.ts prefixForRedis).
+ * @throws ConfigError for a prefix without a hash tag on a Redis Cluster
+ */
 export function queuePrefixFromEnv(env: NodeJS.ProcessEnv = process.env): string {
-  return env.REPORT_ETL_QUEUE_PREFIX || DEFAULT_QUEUE_PREFIX;
+  const given = env.REPORT_ETL_QUEUE_PREFIX;
+  return prefixForRedis(given || DEFAULT_QUEUE_PREFIX, env.REDIS_URL, Boolean(given));
 }
 
 /**
