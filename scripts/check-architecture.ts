@@ -16,13 +16,14 @@ import { fileURLToPath } from 'node:url';
  * The layers, lowest first. `.` stands for the shared modules at the top of src/ (vocabulary, errors, logger …);
  * `main.ts` is the process entry and may import anything.
  */
-export const LAYERS: readonly string[] = ['.', 'simulator', 'report-api', 'history', 'warehouse', 'pages', 'config', 'pipeline', 'login', 'alerts', 'queue', 'admin', 'app', 'cli', 'main.ts'];
+export const LAYERS: readonly string[] = ['.', 'copy-binary', 'simulator', 'report-api', 'history', 'warehouse', 'pages', 'config', 'pipeline', 'login', 'alerts', 'queue', 'admin', 'app', 'cli', 'main.ts'];
 
 /** Packages a folder must not import (docs/architecture.md "Layers" for third-party code). */
 export const FORBIDDEN_PACKAGES: Readonly<Record<string, readonly string[]>> = {
   '.': ['bullmq', 'fastify', 'undici'],
   'report-api': ['pg', 'bullmq', 'fastify'],
   pages: ['pg', 'bullmq', 'undici', 'fastify'],
+  'copy-binary': ['pg', 'bullmq', 'undici', 'fastify', 'ioredis'],
   warehouse: ['bullmq', 'undici', 'fastify'],
   history: ['bullmq', 'undici', 'fastify'],
   config: ['pg', 'bullmq', 'undici', 'fastify'],

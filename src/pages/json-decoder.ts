@@ -16,9 +16,9 @@ import { BACKSLASH, CopyOutput, LETTER_N, LF, TAB } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, jsonLastKey, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { JsonValueScanner, NEED, skipWs } from './json-values.ts';
-import { BinaryFieldWriter, FIELD_OVERHEAD } from './copy-binary-fields.ts';
+import { BinaryFieldWriter, FIELD_OVERHEAD } from '../copy-binary/field-writer.ts';
 import { ColumnsSignal } from './columns-first.ts';
-import type { BinaryEncoding } from '../warehouse/copy-binary.ts';
+import type { BinaryEncoding } from '../copy-binary/format.ts';
 
 const QUOTE = 0x22;
 const DATA = Buffer.from('data');

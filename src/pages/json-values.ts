@@ -10,8 +10,8 @@
 import { CR, LF, TAB, BACKSLASH, LETTER_N, writeUtf8 } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND, digitsFitInt64, isIsoTimestampWithOffset } from './kinds.ts';
-import { BINARY, BinaryValueUnsupported } from '../warehouse/copy-binary.ts';
-import { REFUSED, writeInt8Field, type BinaryFieldWriter } from './copy-binary-fields.ts';
+import { BINARY, BinaryValueUnsupported } from '../copy-binary/format.ts';
+import { REFUSED, writeInt8Field, type BinaryFieldWriter } from '../copy-binary/field-writer.ts';
 
 /** Returned instead of an index when the value continues beyond the buffer. */
 export const NEED = -1;

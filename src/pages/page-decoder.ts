@@ -4,7 +4,7 @@
  */
 import type { OutputType } from '../vocabulary.ts';
 import type { CopyFormat } from '../warehouse/row-source.ts';
-import type { BinaryEncoding } from '../warehouse/copy-binary.ts';
+import type { BinaryEncoding } from '../copy-binary/format.ts';
 
 /** What the server said about a page besides its bytes. */
 export interface PageMeta {

@@ -15,8 +15,8 @@ import { CopyOutput, CR, LF } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, txtFieldIndex, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { KIND, classifyNumber, isTxtTimestamp } from './kinds.ts';
-import { BinaryValueUnsupported, type BinaryEncoding } from '../warehouse/copy-binary.ts';
-import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from './copy-binary-fields.ts';
+import { BinaryValueUnsupported, type BinaryEncoding } from '../copy-binary/format.ts';
+import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from '../copy-binary/field-writer.ts';
 import { NEED_MORE, RecordScanner, scanRecord } from './txt-fields.ts';
 import { ColumnsSignal } from './columns-first.ts';
 

@@ -32,8 +32,8 @@ import { inferColumnType } from './column-types.ts';
 import { normaliseColumnNames, quoteIdent, quoteTable, type TableName } from './identifiers.ts';
 import { databaseError, isValueError, mapCopyError, RowCountMismatchError, type LoadPlace } from './load-errors.ts';
 import type { RowSource } from './row-source.ts';
-import { BINARY, binaryEncodingOf, BinaryValueUnsupported, COPY_BINARY_HEADER, COPY_BINARY_TRAILER, type BinaryEncoding } from './copy-binary.ts';
-import { zoneAgreesWithDatabase } from './zone-check.ts';
+import { chooseBinaryEncodings } from '../copy-binary/choose.ts';
+import { BinaryValueUnsupported, framed, type BinaryEncoding } from '../copy-binary/format.ts';
 import { applyFromStaging, createStaging, STAGING } from './staging.ts';
 import { addColumns, createTable, describeTable, ensureSchema, lockTarget, type TargetColumn } from './target-table.ts';
 
@@ -210,19 +210,13 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
  */
 async function binaryEncodings(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, types: readonly string[]): Promise<BinaryEncoding[] | undefined> {
   if (!source.useBinary || !source.restart || (spec.expectedRows ?? 0) < (spec.binaryMinRows ?? BINARY_MIN_ROWS)) return undefined;
-  const encodings: BinaryEncoding[] = [];
-  for (const t of types) {
-    const e = binaryEncodingOf(t);
-    if (e === undefined) return undefined;
-    encodings.push(e);
-  }
-  if (encodings.includes(BINARY.timestamptz) && !(await zoneAgreesWithDatabase(tx, spec.timezone))) {
-    spec.logger.info({ timezone: spec.timezone }, 'this process and PostgreSQL disagree on the zone\'s offsets: loading in text format');
+  const choice = await chooseBinaryEncodings(tx, types, spec.timezone);
+  if ('refused' in choice) {
+    if (choice.refused === 'the zone offsets disagree') spec.logger.info({ timezone: spec.timezone }, 'this process and PostgreSQL disagree on the zone\'s offsets: loading in text format');
     return undefined;
   }
-  return source.useBinary(encodings, spec.timezone) ? encodings : undefined;
+  return source.useBinary(choice.encodings, spec.timezone) ? choice.encodings : undefined;
 }
-
 /** Fewest rows of a report loaded in COPY binary format (LoadSpec.binaryMinRows). */
 export const BINARY_MIN_ROWS = 10_000;
 
@@ -277,11 +271,6 @@ async function copyRows(tx: pg.PoolClient, into: string, names: readonly string[
   return copy.rowCount;
 }
 
-async function* framed(rows: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-  yield COPY_BINARY_HEADER;
-  yield* rows;
-  yield COPY_BINARY_TRAILER;
-}
 
 /**
  * The target of an output type with a fixed shape: created with exactly those columns when it does not exist (a

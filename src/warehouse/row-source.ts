@@ -4,7 +4,7 @@
  * report's column names are known before the first row is loaded, and the kinds of every value — the input of
  * type inference — are known after the last. The loader pulls; nothing is buffered whole.
  */
-import type { BinaryEncoding } from './copy-binary.ts';
+import type { BinaryEncoding } from '../copy-binary/format.ts';
 
 /**
  * Bit flags of the kinds of value seen in a column; a column's kind is the OR over its non-null values.

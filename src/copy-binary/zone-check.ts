@@ -8,7 +8,8 @@
  * after. Asked once per zone and process (some 15,000 Intl look-ups and one query of some 3,000 instants).
  */
 import type { Queryable } from '../db.ts';
-import { findTransitions, makeExactZoneOffset } from '../zone-offset.ts';
+import { makeExactZoneOffset } from '../zone-offset.ts';
+import { findTransitions } from './local-time.ts';
 
 const WEEK_MS = 7 * 86_400_000;
 const MONTH_MS = 30 * 86_400_000;
@@ -49,15 +50,6 @@ export function zoneAgreesWithDatabase(db: Queryable, zone: string): Promise<boo
     answer.catch(() => agreed.delete(zone));
   }
   return answer;
-}
-
-/**
- * Asks {@link zoneAgreesWithDatabase} for `zone` ahead of the load that may need it (runAttempt, while the server
- * renders the report: about 15-30 ms of Intl look-ups and a query once per process and zone). Never
- * throws: a failure is asked again by the load.
- */
-export function prepareZoneCheck(db: Queryable, zone: string): void {
-  zoneAgreesWithDatabase(db, zone).catch(() => undefined);
 }
 
 async function compareZone(db: Queryable, zone: string): Promise<boolean> {

@@ -6,8 +6,8 @@
  * anything else, so that the loader falls back to text format and PostgreSQL reads the value itself: a value never
  * means something else in binary than in text.
  */
-import { BINARY, type BinaryEncoding } from '../warehouse/copy-binary.ts';
-import { makeLocalTimeOffset } from '../zone-offset.ts';
+import { BINARY, type BinaryEncoding } from './format.ts';
+import { makeLocalTimeOffset } from './local-time.ts';
 
 /** Bytes a field can take beyond its text form's length (length word, binary headers): reserve len + this. */
 export const FIELD_OVERHEAD = 24;

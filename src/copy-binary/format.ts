@@ -78,3 +78,10 @@ export class BinaryValueUnsupported extends Error {
     this.row = row;
   }
 }
+
+/** Binary rows framed as a whole COPY stream: the header, the rows as they come, the trailer. */
+export async function* framed(rows: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  yield COPY_BINARY_HEADER;
+  yield* rows;
+  yield COPY_BINARY_TRAILER;
+}

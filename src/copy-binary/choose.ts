@@ -1,0 +1,29 @@
+/**
+ * Whether a load may use COPY binary format, as far as the target's columns decide it: every column type has an
+ * encoding here (format.ts), and — for timestamps, whose zone rules this process takes from Intl — the zone's offsets
+ * here agree with PostgreSQL's (zone-check.ts). The load adds its own conditions (enough rows, a source that can
+ * write binary rows; warehouse/copy-load.ts).
+ */
+import type { Queryable } from '../db.ts';
+import { BINARY, binaryEncodingOf, type BinaryEncoding } from './format.ts';
+import { zoneAgreesWithDatabase } from './zone-check.ts';
+
+/** Why a load cannot use binary format (for the log), or the encodings it would use. */
+export type BinaryChoice = { encodings: BinaryEncoding[] } | { refused: 'a column type without a binary encoding' | 'the zone offsets disagree' };
+
+/**
+ * The binary encodings of the target columns `types` (COPY order, as `format_type` spells them), or why there are
+ * none.
+ * @param timezone the load session's TimeZone: the zone of timestamps written without offset
+ * @throws the zone check's query error
+ */
+export async function chooseBinaryEncodings(db: Queryable, types: readonly string[], timezone: string): Promise<BinaryChoice> {
+  const encodings: BinaryEncoding[] = [];
+  for (const t of types) {
+    const e = binaryEncodingOf(t);
+    if (e === undefined) return { refused: 'a column type without a binary encoding' };
+    encodings.push(e);
+  }
+  if (encodings.includes(BINARY.timestamptz) && !(await zoneAgreesWithDatabase(db, timezone))) return { refused: 'the zone offsets disagree' };
+  return { encodings };
+}

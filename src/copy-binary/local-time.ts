@@ -1,0 +1,70 @@
+/**
+ * Local times as PostgreSQL reads them, for binary COPY of timestamps written without offset (txt's
+ * `dd.mm.yyyy hh:mm:ss`, ISO times without offset): in text format PostgreSQL turns such a time into an instant with
+ * its own tz database; in binary format this process does it with Intl's, the same way (docs/architecture.md
+ * "Flow of one run"), and zone-check.ts makes sure the two databases agree before binary format is used.
+ */
+import { makeExactZoneOffset, type OffsetAt } from '../zone-offset.ts';
+
+const DAY_MS = 86_400_000;
+const HOURS_36_MS = 129_600_000;
+
+/**
+ * Makes a function giving the offset from UTC in ms of a local wall-clock time in `zone` (the wall clock's fields
+ * read as if UTC, in epoch ms), resolved as PostgreSQL resolves a timestamp without offset (its
+ * DetermineTimeZoneOffset): a time that a spring-forward transition skips takes the offset before the transition, a
+ * time that a fall-back transition repeats takes the offset after it. A day without a transition near is asked of
+ * Intl once and cached, so that a column of a million timestamps costs one Map lookup each; near a transition every
+ * time is resolved with exact offsets (historical transitions fall on any second).
+ * @throws RangeError when the zone is unknown to Intl
+ */
+export function makeLocalTimeOffset(zone: string): (localMs: number) => number {
+  const offsetAt = makeExactZoneOffset(zone);
+  // Local day → its one offset, or NaN when a transition is near (assumed, as PostgreSQL does, at least 2 days apart).
+  const days = new Map<number, number>();
+  return (local) => {
+    const day = Math.floor(local / DAY_MS);
+    let o = days.get(day);
+    if (o === undefined) {
+      const before = offsetAt(day * DAY_MS - 2 * DAY_MS);
+      o = before === offsetAt(day * DAY_MS + 3 * DAY_MS) ? before : NaN;
+      if (days.size > 100_000) days.clear();
+      days.set(day, o);
+    }
+    if (!Number.isNaN(o)) return o;
+    const before = offsetAt(local - HOURS_36_MS);
+    const after = offsetAt(local + HOURS_36_MS);
+    const beforeFits = offsetAt(local - before) === before;
+    const afterFits = offsetAt(local - after) === after;
+    if (beforeFits !== afterFits) return beforeFits ? before : after;
+    // Both fit: a repeated time, the later reading. Neither: a skipped time, the reading before the transition.
+    return beforeFits ? after : before;
+  };
+}
+
+/**
+ * The instants (epoch ms, whole seconds) in [fromMs, toMs) where `offsetAt` changes: found by sampling every
+ * `stepMs` and bisecting each change to the second. A change undone within one step is not seen.
+ */
+export function findTransitions(offsetAt: OffsetAt, fromMs: number, toMs: number, stepMs: number): number[] {
+  const out: number[] = [];
+  let prev = offsetAt(fromMs);
+  for (let t = fromMs; t < toMs; ) {
+    const next = Math.min(t + stepMs, toMs);
+    const o = offsetAt(next);
+    if (o !== prev) {
+      // offsetAt(lo) is the old offset, offsetAt(hi) the new one: narrow to the second where it changes.
+      let lo = t;
+      let hi = next;
+      while (hi - lo > 1000) {
+        const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
+        if (offsetAt(mid) === prev) lo = mid;
+        else hi = mid;
+      }
+      out.push(hi);
+      prev = o;
+    }
+    t = next;
+  }
+  return out;
+}
