@@ -109,7 +109,9 @@ export async function withLoadTransaction(pool: pg.Pool, o: { target: TableName;
 }
 
 /**
- * Loads a report's rows into the target in its write mode, inside the caller's load transaction.
+ * Loads a report's rows into the target in its write mode, inside the caller's load transaction, in named steps:
+ * read the columns → plan → choose the COPY format → prepare the target (DELETE for a direct replace, or a staging
+ * table) → COPY → (staging plans) type, create or evolve the target → apply the write mode.
  * @param tx the client of {@link withLoadTransaction}
  * @throws RowCountMismatchError when COPY took in a different number of rows than `spec.expectedRows`
  * @throws ValueDoesNotFitError naming column, page, row and value
@@ -118,11 +120,56 @@ export async function withLoadTransaction(pool: pg.Pool, o: { target: TableName;
  */
 export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSource): Promise<LoadResult> {
   const reportColumns = await source.open();
-  let existing = await describeTable(tx, spec.target);
-  if (source.fixedColumns) existing = await ensureFixedTable(tx, spec, existing, source.fixedColumns);
+  const existing = await describeTarget(tx, spec, source);
   if (!reportColumns) return loadEmpty(tx, spec, existing);
+  const load = planLoad(tx, spec, source, reportColumns, existing);
+  const encodings = load.plan === 'inference-staging' ? undefined : await binaryEncodings(tx, spec, source, load.names.map((n) => load.existingType.get(n)!));
+  // A direct replace in binary format decodes its first rows while PostgreSQL deletes the old ones.
+  const binaryRows = encodings ? (load.plan === 'direct' && spec.mode === 'replace' ? readAhead(source.rows(false), READ_AHEAD_BYTES) : source.rows(false)) : undefined;
+  const into = await prepareTarget(load, encodings !== undefined);
+  const copied = await copyReport(load, into, binaryRows);
+  if (spec.expectedRows !== undefined && copied.rows !== spec.expectedRows) throw new RowCountMismatchError(spec.expectedRows, copied.rows);
+  if (load.plan === 'direct') return { plan: 'direct', ...copied, columns: load.names.map((n) => ({ name: n, type: load.existingType.get(n)! })) };
+  const columns = await createOrEvolveTarget(load);
+  await applyFromStaging(tx, { target: spec.target, mode: spec.mode, key: spec.key, columns, cast: load.plan === 'inference-staging', place: load.place }).catch((err: unknown) => {
+    throw databaseError(err, 'load');
+  });
+  return { plan: load.plan, ...copied, columns };
+}
+
+/** One load as its steps share it: the options once, and what the plan found. */
+interface Load {
+  tx: pg.PoolClient;
+  spec: LoadSpec;
+  source: RowSource;
+  /** The report's column names as sent, and normalised (the target's names), in COPY order. */
+  reportColumns: readonly string[];
+  names: string[];
+  /** The target's columns now (empty when it does not exist), and whether it exists. */
+  existingType: Map<string, string>;
+  exists: boolean;
+  plan: Exclude<LoadPlan, 'empty'>;
+  /** The types the target's new columns get (staging plans), filled in after COPY. */
+  types: Map<string, string>;
+  /** Where a failing value is, for errors. */
+  place: LoadPlace;
+  /** `schema.table`, for logs. */
+  tableName: string;
+}
+
+/** The target's columns (undefined when it does not exist); a fixed-shape output type creates or completes it first. */
+async function describeTarget(tx: pg.PoolClient, spec: LoadSpec, source: RowSource): Promise<TargetColumn[] | undefined> {
+  const existing = await describeTable(tx, spec.target);
+  return source.fixedColumns ? ensureFixedTable(tx, spec, existing, source.fixedColumns) : existing;
+}
+
+/**
+ * Plans the load: straight into the target when it has every report column (replace, append), through a typed
+ * staging table for merge, through a text staging table with type inference when the target is new or lacks columns.
+ * @throws EtlError TARGET_INVALID when a merge key is not a column of the report
+ */
+function planLoad(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, reportColumns: readonly string[], existing: TargetColumn[] | undefined): Load {
   const names = normaliseColumnNames(reportColumns);
-  const tableName = `${spec.target.schema}.${spec.target.table}`;
   for (const k of spec.key) {
     if (!names.includes(k)) {
       throw new EtlError('TARGET_INVALID', `merge key column ${k} is not a column of the report (report columns: ${names.join(', ')})`, {
@@ -133,74 +180,90 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
   }
   const existingType = new Map((existing ?? []).map((c) => [c.name, c.type]));
   const complete = existing !== undefined && names.every((n) => existingType.has(n));
-  const plan: LoadPlan = complete ? (spec.mode === 'merge' ? 'typed-staging' : 'direct') : 'inference-staging';
+  const plan = complete ? (spec.mode === 'merge' ? 'typed-staging' : 'direct') : 'inference-staging';
   const types = new Map<string, string>();
+  const tableName = `${spec.target.schema}.${spec.target.table}`;
   const place: LoadPlace = {
     table: tableName,
     pageOfRow: (row) => source.pageOfRow(row),
     reportColumn: (c) => reportColumns[names.indexOf(c)],
     columnType: (c) => types.get(c) ?? existingType.get(c),
   };
+  return { tx, spec, source, reportColumns, names, existingType, exists: existing !== undefined, plan, types, place, tableName };
+}
 
-  const textFormat = source.copyFormat === 'csv' ? 'csv' : 'text';
-  const encodings = plan === 'inference-staging' ? undefined : await binaryEncodings(tx, spec, source, names.map((n) => existingType.get(n)!));
-  let format: CopyFormatUsed = encodings ? 'binary' : textFormat;
-  const inspect = plan === 'inference-staging';
-  // PostgreSQL's DELETE of the old rows leaves this process idle: decode the first rows meanwhile.
-  const ahead = format === 'binary' && plan === 'direct' && spec.mode === 'replace' ? readAhead(source.rows(false), READ_AHEAD_BYTES) : undefined;
-  let copyInto: string;
+/**
+ * Prepares what COPY writes into: a direct replace DELETEs the old rows (readers keep seeing them until the commit)
+ * and COPYs into the target; the staging plans make a staging table (typed like the target, or text).
+ * @returns the quoted table COPY writes into
+ */
+async function prepareTarget(load: Load, binary: boolean): Promise<string> {
+  const { tx, spec, names, existingType, plan } = load;
+  load.spec.logger.info({ plan, table: load.tableName, columns: names.length, format: binary ? 'binary' : textFormatOf(load.source) }, 'loading');
   if (plan === 'direct') {
     if (spec.mode === 'replace') await tx.query(`DELETE FROM ${quoteTable(spec.target)}`);
-    copyInto = quoteTable(spec.target);
-  } else {
-    await createStaging(tx, names.map((n) => ({ name: n, type: plan === 'typed-staging' ? existingType.get(n)! : 'text' })));
-    copyInto = STAGING;
+    return quoteTable(spec.target);
   }
-  spec.logger.info({ plan, table: tableName, columns: names.length, format }, 'loading');
-  let rows: number;
-  if (format === 'binary') {
+  await createStaging(tx, names.map((n) => ({ name: n, type: plan === 'typed-staging' ? existingType.get(n)! : 'text' })));
+  return STAGING;
+}
+
+/**
+ * COPYs every row of the report into `into`: in binary format when `binaryRows` are given (the source switched to
+ * binary rows), else the source's text format (with the kinds of every value recorded for a staging plan's inference). Should a value not be in a form the
+ * binary encoders take, or PostgreSQL refuse a binary value, it rolls back to a savepoint and loads the report again
+ * in text format, where PostgreSQL reads every value itself.
+ * @returns the rows COPY took in and the format that loaded them
+ */
+async function copyReport(load: Load, into: string, binaryRows: AsyncIterable<Buffer> | undefined): Promise<{ rows: number; format: CopyFormatUsed }> {
+  const { tx, spec, source, names, place } = load;
+  const textFormat = textFormatOf(source);
+  if (binaryRows) {
     await tx.query('SAVEPOINT report_etl_binary');
     try {
-      rows = await copyRows(tx, copyInto, names, 'binary', ahead ?? source.rows(false));
+      return { rows: await copyRows(tx, into, names, 'binary', binaryRows), format: 'binary' };
     } catch (err) {
       const unsupported = err instanceof BinaryValueUnsupported;
       if (!unsupported && !isValueError((err as { code?: string }).code)) throw mapCopyError(err, place);
       await tx.query('ROLLBACK TO SAVEPOINT report_etl_binary');
       spec.logger.info(
-        { table: tableName, reason: unsupported ? `${err.message} (report column "${reportColumns[err.column]}")` : (err as Error).message },
+        { table: load.tableName, reason: unsupported ? `${err.message} (report column "${load.reportColumns[err.column]}")` : (err as Error).message },
         'binary COPY stopped at a value: loading the report again in text format, where PostgreSQL reads every value itself',
       );
-      format = textFormat;
       await source.restart!();
       await source.open();
     }
   }
-  if (format !== 'binary') {
-    try {
-      rows = await copyRows(tx, copyInto, names, format, source.rows(inspect));
-    } catch (err) {
-      throw mapCopyError(err, place);
-    }
+  try {
+    return { rows: await copyRows(tx, into, names, textFormat, source.rows(load.plan === 'inference-staging')), format: textFormat };
+  } catch (err) {
+    throw mapCopyError(err, place);
   }
-  if (spec.expectedRows !== undefined && rows! !== spec.expectedRows) throw new RowCountMismatchError(spec.expectedRows, rows!);
+}
 
-  if (plan === 'direct') return { plan, format, rows: rows!, columns: names.map((n) => ({ name: n, type: existingType.get(n)! })) };
-
-  const kinds = source.kinds();
-  for (const [i, n] of names.entries()) {
-    types.set(n, existingType.get(n) ?? spec.declaredTypes.get(n) ?? inferColumnType(kinds[i] ?? 0));
-  }
+/**
+ * The staging plans' target after COPY: each column typed as the target has it, else as declared in jobs.yaml, else
+ * as inferred from the kinds of its values; a new target is created with them, an existing one gets the columns it
+ * lacks.
+ * @returns the columns in COPY order with their types
+ */
+async function createOrEvolveTarget(load: Load): Promise<TargetColumn[]> {
+  const { tx, spec, names, existingType, types } = load;
+  const kinds = load.source.kinds();
+  for (const [i, n] of names.entries()) types.set(n, existingType.get(n) ?? spec.declaredTypes.get(n) ?? inferColumnType(kinds[i] ?? 0));
   const columns = names.map((n) => ({ name: n, type: types.get(n)! }));
   try {
-    if (!existing) await createTable(tx, spec.target, columns, spec.mode === 'merge' ? spec.key : []);
+    if (!load.exists) await createTable(tx, spec.target, columns, spec.mode === 'merge' ? spec.key : []);
     else await addColumns(tx, spec.target, columns.filter((c) => !existingType.has(c.name)));
   } catch (err) {
     throw databaseError(err, 'load');
   }
-  await applyFromStaging(tx, { target: spec.target, mode: spec.mode, key: spec.key, columns, cast: plan === 'inference-staging', place }).catch((err: unknown) => {
-    throw databaseError(err, 'load');
-  });
-  return { plan, format, rows: rows!, columns };
+  return columns;
+}
+
+/** The text COPY format of a source: csv for txt (pass-through), else text. */
+function textFormatOf(source: RowSource): 'text' | 'csv' {
+  return source.copyFormat === 'csv' ? 'csv' : 'text';
 }
 
 /**
