@@ -100,7 +100,7 @@ async function* chunks(page: Buffer): AsyncGenerator<Buffer> {
 
 async function measure(type: OutputType, pages: Buffer[], inspect: boolean, expectedRows: number): Promise<{ ms: number; outBytes: number; rows: number }> {
   const decoder = makePageDecoder(type);
-  decoder.inspect = inspect;
+  decoder.planRows(() => ({ inspect }));
   let outBytes = 0;
   const t0 = performance.now();
   for (let p = 0; p < pages.length; p++) {

@@ -183,7 +183,7 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
   });
 
   it('BINARY_COPY_OUTPUT_TYPES are exactly the output types whose decoders can write binary format', () => {
-    const binary = OUTPUT_TYPES.filter((t) => typeof makePageDecoder(t).useBinary === 'function');
+    const binary = OUTPUT_TYPES.filter((t) => makePageDecoder(t).writesBinary);
     expect(binary).toEqual([...BINARY_COPY_OUTPUT_TYPES]);
   });
 
@@ -218,8 +218,9 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
 
 /** A RowSource over JSON pages held in memory, through the real json decoder (what report-rows.ts does over HTTP). */
 function jsonPages(pages: string[], chunkBytes = 7): RowSource & { starts: number } {
-  const decoder = makePageDecoder('json');
+  let decoder = makePageDecoder('json');
   let first: IteratorResult<Buffer> | undefined;
+  let failed: { err: unknown } | undefined;
   const all = async function* (): AsyncGenerator<Buffer> {
     for (const [k, p] of pages.entries()) yield* decoder.decodePage(chunked(Buffer.from(p), chunkBytes), k + 1);
   };
@@ -227,19 +228,32 @@ function jsonPages(pages: string[], chunkBytes = 7): RowSource & { starts: numbe
   const src = {
     starts: 1,
     copyFormat: decoder.copyFormat,
-    async open() {
-      first = await gen.next();
+    writesBinary: decoder.writesBinary,
+    get format() {
+      return decoder.format;
+    },
+    async open(plan: Parameters<RowSource['open']>[0]) {
+      decoder.planRows(plan);
+      try {
+        first = await gen.next();
+      } catch (err) {
+        if (decoder.columns === undefined) throw err;
+        failed = { err };
+      }
       return decoder.columns;
     },
-    async *rows(inspect: boolean) {
-      decoder.inspect = inspect;
+    async *rows() {
+      if (failed) {
+        const { err } = failed;
+        failed = undefined;
+        throw err;
+      }
       if (first && !first.done && first.value.length > 0) yield first.value;
       yield* gen;
     },
-    useBinary: (enc: Parameters<NonNullable<RowSource['useBinary']>>[0], tz: string) => decoder.useBinary!(enc, tz),
     async restart() {
       await gen.return(undefined);
-      decoder.reset!();
+      decoder = makePageDecoder('json');
       src.starts++;
       gen = all();
     },

@@ -119,7 +119,7 @@ describe('json decoder', () => {
   it('skips timestamp checks when inspect is off and leaves kinds at 0', async () => {
     const p = page(14, 30, false);
     const d = makePageDecoder('json_compact');
-    d.inspect = false;
+    d.planRows(() => ({ inspect: false }));
     expect(compactNested(parseCopyText(await decodeAll(d, [p.bytes], 'random')))).toEqual(p.values);
     expect(d.kinds.every((k) => k === 0)).toBe(true);
   });

@@ -29,20 +29,14 @@ export async function* chunked(page: Buffer, size: number | 'random', seed = 1, 
 }
 
 /**
- * Decodes pages (1-based numbers in order) and returns all output bytes, checking each Buffer ends a row. The empty
- * Buffer that the decoders able to write binary format yield once their columns are known (page-decoder.ts
- * useBinary) is checked to come at most once, before any row, and left out.
+ * Decodes pages (1-based numbers in order) and returns all output bytes, checking each Buffer ends a row and none is
+ * empty (a decoder tells its columns through its plan, never in the rows: pages/rows-plan.ts).
  */
 export async function decodeAll(decoder: PageDecoder, pages: Buffer[], size: number | 'random', seed = 1): Promise<Buffer> {
   const parts: Buffer[] = [];
-  let signalled = false;
   for (let p = 0; p < pages.length; p++) {
     for await (const out of decoder.decodePage(chunked(pages[p]!, size, seed + p), p + 1)) {
-      if (out.length === 0) {
-        if (parts.length > 0 || signalled || !decoder.useBinary) throw new Error('an empty Buffer after rows, twice, or from a decoder that cannot write binary');
-        signalled = true;
-        continue;
-      }
+      if (out.length === 0) throw new Error('an empty Buffer among the rows');
       if (out[out.length - 1] !== 0x0a) throw new Error('a yielded Buffer does not end with a whole row');
       parts.push(Buffer.from(out));
     }

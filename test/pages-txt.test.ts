@@ -87,7 +87,7 @@ describe('txt decoder', () => {
 
   it('skips classification when inspect is off, rows unchanged', async () => {
     const d = makePageDecoder('txt');
-    d.inspect = false;
+    d.planRows(() => ({ inspect: false }));
     const p = page(5, 50);
     expect(parsePgCsv(await decodeAll(d, [p.bytes], 7))).toEqual(p.values);
     expect(d.kinds).toEqual(HEADER.map(() => 0));

@@ -64,10 +64,10 @@ afterAll(async () => {
 it('asks for page n+1 before page n is read to its end, one page ahead at most, and delivers every row once', async () => {
   const { client: c, seen } = recording();
   const rows = await withReportJob(client, REQ, async (f) => {
-    const source = reportRows(c, f.jobId, makePageDecoder('json'), silentLogger);
-    await source.open();
+    const source = reportRows(c, f.jobId, () => makePageDecoder('json'), silentLogger);
+    await source.open(() => ({ inspect: false }));
     let text = '';
-    for await (const chunk of source.rows(false)) text += chunk.toString();
+    for await (const chunk of source.rows()) text += chunk.toString();
     await source.close();
     expect(source.pages).toBe(f.pages);
     return text.split('\n').filter(Boolean);
@@ -86,9 +86,9 @@ it('asks for page n+1 before page n is read to its end, one page ahead at most, 
 it('closes the body of the page asked for ahead when the reader stops early (close after the first rows)', async () => {
   const { client: c, seen } = recording();
   await withReportJob(client, REQ, async (f) => {
-    const source = reportRows(c, f.jobId, makePageDecoder('json'), silentLogger);
-    await source.open();
-    for await (const _ of source.rows(false)) break;
+    const source = reportRows(c, f.jobId, () => makePageDecoder('json'), silentLogger);
+    await source.open(() => ({ inspect: false }));
+    for await (const _ of source.rows()) break;
     await source.close();
   });
   await expect.poll(() => seen.events).toContain('closed 2');
@@ -101,10 +101,10 @@ it('closes the body of the page asked for ahead when the run is aborted midway',
   // The page whose body had arrived, unread, when the run was aborted during the page before it.
   let ahead = 0;
   const err = await withReportJob(client, BIG, async (f) => {
-    const source = reportRows(c, f.jobId, makePageDecoder('json'), silentLogger, controller.signal);
-    await source.open();
+    const source = reportRows(c, f.jobId, () => makePageDecoder('json'), silentLogger, controller.signal);
+    await source.open(() => ({ inspect: false }));
     try {
-      for await (const _ of source.rows(false)) {
+      for await (const _ of source.rows()) {
         if (controller.signal.aborted) continue;
         // In the middle of page 1 (its first chunk): page 2 was asked for ahead; once its body is there, abort.
         await expect.poll(() => seen.bodies.has(2)).toBe(true);

@@ -11,19 +11,26 @@ import { zoneAgreesWithDatabase } from './zone-check.ts';
 /** Why a load cannot use binary format (for the log), or the encodings it would use. */
 export type BinaryChoice = { encodings: BinaryEncoding[] } | { refused: 'a column type without a binary encoding' | 'the zone offsets disagree' };
 
+/** Chooses the binary encodings of a load's target columns, or says why there are none. Synchronous. */
+export type BinaryChooser = (types: readonly string[]) => BinaryChoice;
+
 /**
- * The binary encodings of the target columns `types` (COPY order, as `format_type` spells them), or why there are
- * none.
+ * Prepares the choice for a load into a target whose columns have `targetTypes`: asks the zone check first when one
+ * of them is a timestamp, so that the choice itself, made when the report's columns are known and before any row is
+ * decoded, needs no more of PostgreSQL.
  * @param timezone the load session's TimeZone: the zone of timestamps written without offset
  * @throws the zone check's query error
  */
-export async function chooseBinaryEncodings(db: Queryable, types: readonly string[], timezone: string): Promise<BinaryChoice> {
-  const encodings: BinaryEncoding[] = [];
-  for (const t of types) {
-    const e = binaryEncodingOf(t);
-    if (e === undefined) return { refused: 'a column type without a binary encoding' };
-    encodings.push(e);
-  }
-  if (encodings.includes(BINARY.timestamptz) && !(await zoneAgreesWithDatabase(db, timezone))) return { refused: 'the zone offsets disagree' };
-  return { encodings };
+export async function binaryChooser(db: Queryable, targetTypes: readonly string[], timezone: string): Promise<BinaryChooser> {
+  const zoneAgrees = targetTypes.some((t) => binaryEncodingOf(t) === BINARY.timestamptz) ? await zoneAgreesWithDatabase(db, timezone) : true;
+  return (types) => {
+    const encodings: BinaryEncoding[] = [];
+    for (const t of types) {
+      const e = binaryEncodingOf(t);
+      if (e === undefined) return { refused: 'a column type without a binary encoding' };
+      encodings.push(e);
+    }
+    if (encodings.includes(BINARY.timestamptz) && !zoneAgrees) return { refused: 'the zone offsets disagree' };
+    return { encodings };
+  };
 }

@@ -89,6 +89,10 @@ export function documentFileName(o: { report: string; mandant: string; runTime: 
 export class DocumentPageDecoder implements PageDecoder {
   readonly outputType: DocumentOutputType;
   readonly copyFormat = 'text' as const;
+  readonly writesBinary = false;
+  readonly format = 'text' as const;
+  /** The shape is fixed and nothing is inferred: there is nothing to plan (rows-plan.ts). */
+  planRows(): void {}
   readonly columns = COPY_ORDER;
   readonly fixedColumns = DOCUMENT_COLUMNS;
   readonly kinds = [0, 0, 0, 0, 0, 0];

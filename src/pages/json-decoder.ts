@@ -17,7 +17,7 @@ import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, jsonLastKey, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { JsonValueScanner, NEED, skipWs } from './json-values.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD } from '../copy-binary/field-writer.ts';
-import { ColumnsSignal } from './columns-first.ts';
+import { PlanHolder, scanAcrossPlan, type PlanRows } from './rows-plan.ts';
 import type { BinaryEncoding } from '../copy-binary/format.ts';
 
 const QUOTE = 0x22;
@@ -60,10 +60,12 @@ function sameBytes(b: Uint8Array, s: number, e: number, key: Uint8Array): boolea
 export class JsonPageDecoder implements PageDecoder {
   readonly outputType: OutputType;
   readonly copyFormat = 'text' as const;
+  readonly writesBinary = true;
   columns: string[] | undefined = undefined;
   kinds: number[] = [];
   inspect = true;
   rows = 0;
+  format: 'text' | 'binary' = 'text';
   /** The first row's keys as raw bytes between the quotes, for the fast path. */
   private keys: Buffer[] = [];
   private keyIndex = new Map<string, number>();
@@ -74,33 +76,20 @@ export class JsonPageDecoder implements PageDecoder {
   private scratch = Buffer.alloc(0);
 
   private readonly maxValueBytes: number;
-  /** Set by useBinary(): rows go out in COPY binary format. */
+  /** Set when the plan chose binary format: rows go out in COPY binary format. */
   private binary: BinaryFieldWriter | undefined;
-  /** Tells the reader the columns before any row is decoded (columns-first.ts). */
-  private readonly columnsSignal = new ColumnsSignal();
+  private readonly plan = new PlanHolder();
+  /** The first row's keys were just read: the parse stopped there, so that the rows follow the plan. */
+  private justLearned = false;
 
   constructor(outputType: 'json' | 'json_compact', limits: DecoderLimits = { maxValueBytes: DEFAULT_MAX_VALUE_BYTES }) {
     this.outputType = outputType;
     this.maxValueBytes = limits.maxValueBytes;
   }
 
-  /** See {@link PageDecoder.useBinary}: every column has an encoding, so always true. */
-  useBinary(encodings: readonly BinaryEncoding[], timezone: string): boolean {
-    this.binary = this.sc.binary = new BinaryFieldWriter(encodings, timezone);
-    return true;
-  }
-
-  /** See {@link PageDecoder.reset}. */
-  reset(): void {
-    this.columns = undefined;
-    this.kinds = [];
-    this.inspect = true;
-    this.rows = 0;
-    this.keys = [];
-    this.keyIndex = new Map();
-    this.binary = this.sc.binary = undefined;
-    this.columnsSignal.learned = false;
-    this.out.discard();
+  /** See {@link PageDecoder.planRows}. */
+  planRows(plan: PlanRows): void {
+    this.plan.set(plan);
   }
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number): AsyncGenerator<Buffer> {
@@ -111,7 +100,7 @@ export class JsonPageDecoder implements PageDecoder {
     for await (const chunk of body) {
       // A row cut off by the last chunk is completed from a small copy of this one's start; the rest is parsed in place.
       for (let buf = carry.pushStitched(chunk); buf !== undefined; ) {
-        const consumed = yield* this.parseAll(buf, st);
+        const consumed = this.parseAll(buf, st);
         buf = carry.next(buf, consumed);
       }
       const rows = this.out.take();
@@ -120,7 +109,7 @@ export class JsonPageDecoder implements PageDecoder {
     const rest = carry.finish();
     if (rest !== undefined) {
       const before = st.offset;
-      const consumed = yield* this.parseAll(rest, st);
+      const consumed = this.parseAll(rest, st);
       if (consumed < rest.length) {
         this.sc.row = st.phase === PHASE.row || st.phase === PHASE.rowOrEnd ? st.row + 1 : undefined;
         this.sc.base = before;
@@ -134,9 +123,13 @@ export class JsonPageDecoder implements PageDecoder {
     }
   }
 
-  /** parse() over the whole of `buf`, telling the columns first (columns-first.ts). */
-  private parseAll(buf: Buffer, st: JsonPageState): Generator<Buffer, number> {
-    return this.columnsSignal.scanAll(buf, st, (b) => this.parse(b, st));
+  /** parse() over the whole of `buf`, in the plan's format from the first row on (rows-plan.ts). */
+  private parseAll(buf: Buffer, st: JsonPageState): number {
+    return scanAcrossPlan(buf, st, (b) => this.parse(b, st), () => {
+      const learned = this.justLearned;
+      this.justLearned = false;
+      return learned;
+    });
   }
 
   /** Scans b as far as whole units go; returns the index after the last whole unit. */
@@ -171,7 +164,7 @@ export class JsonPageDecoder implements PageDecoder {
           if (this.columns === undefined) {
             // Keys first: the row is read again, written, once the reader has seen the columns.
             if (this.firstRowKeys(b, i, n) === NEED) break;
-            this.columnsSignal.learned = true;
+            this.applyPlan(this.columns!);
             sc.row = undefined;
             break;
           }
@@ -302,6 +295,18 @@ export class JsonPageDecoder implements PageDecoder {
       }
       i = next;
     }
+  }
+
+  /** Asks the plan how to write the rows, now that the first row told the columns; the parse stops here. */
+  private applyPlan(columns: readonly string[]): void {
+    const plan = this.plan.ask(columns);
+    this.inspect = plan.inspect;
+    if (plan.binary) {
+      this.binary = this.sc.binary = new BinaryFieldWriter(plan.binary.encodings, plan.binary.timezone);
+      this.format = 'binary';
+      this.inspect = false;
+    }
+    this.justLearned = true;
   }
 
   /** A row after the first: fast path while keys come in the first row's order, else {@link slowRow}. */

@@ -15,6 +15,7 @@ import { JsonPageDecoder } from './json-decoder.ts';
 import { JsonValueScanner, NEED, skipWs } from './json-values.ts';
 import type { FixedColumn, PageDecoder, PageMeta } from './page-decoder.ts';
 import { valueTooLargeError, type DecoderLimits } from './value-limit.ts';
+import type { PlanRows } from './rows-plan.ts';
 
 /** The fixed columns of a json_userdef document table (README "Output types"). */
 export const JSON_DOCUMENT_COLUMNS: readonly FixedColumn[] = [
@@ -64,6 +65,10 @@ function checkJson(doc: Buffer, page: number): void {
 export class JsonDocumentPageDecoder implements PageDecoder {
   readonly outputType: 'json_userdef' | 'json_userdef_compact';
   readonly copyFormat = 'text' as const;
+  readonly writesBinary = false;
+  readonly format = 'text' as const;
+  /** The shape is fixed and nothing is inferred: there is nothing to plan (rows-plan.ts). */
+  planRows(): void {}
   readonly columns = JSON_DOCUMENT_COLUMNS.map((c) => c.name);
   readonly fixedColumns = JSON_DOCUMENT_COLUMNS;
   readonly kinds = [0, 0];
@@ -96,6 +101,8 @@ export class JsonDocumentPageDecoder implements PageDecoder {
 export class JsonUserdefRowsPageDecoder implements PageDecoder {
   readonly outputType: 'json_userdef' | 'json_userdef_compact';
   readonly copyFormat = 'text' as const;
+  readonly writesBinary = false;
+  readonly format = 'text' as const;
   private readonly inner: JsonPageDecoder;
   private readonly tokens: string[];
   private readonly pointer: string;
@@ -122,8 +129,10 @@ export class JsonUserdefRowsPageDecoder implements PageDecoder {
   get inspect(): boolean {
     return this.inner.inspect;
   }
-  set inspect(v: boolean) {
-    this.inner.inspect = v;
+
+  /** See {@link PageDecoder.planRows}: the rows at the pointer are decoded as json rows, in text format only. */
+  planRows(plan: PlanRows): void {
+    this.inner.planRows((columns) => ({ inspect: plan(columns).inspect }));
   }
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number, _meta?: PageMeta): AsyncGenerator<Buffer> {

@@ -4,7 +4,7 @@
  */
 import type { OutputType } from '../vocabulary.ts';
 import type { CopyFormat } from '../warehouse/row-source.ts';
-import type { BinaryEncoding } from '../copy-binary/format.ts';
+import type { PlanRows } from './rows-plan.ts';
 
 /** What the server said about a page besides its bytes. */
 export interface PageMeta {
@@ -28,8 +28,8 @@ export interface PageDecoder {
   readonly columns: readonly string[] | undefined;
   /** Per column: OR of {@link KIND} bits over all non-null values seen while `inspect` was on. */
   readonly kinds: readonly number[];
-  /** Default true; set false when no type inference is needed (classification work is then skipped). */
-  inspect: boolean;
+  /** Whether the kinds of the values are recorded: as the plan said (true when unplanned). */
+  readonly inspect: boolean;
   /** Rows yielded so far over all pages. */
   readonly rows: number;
   /**
@@ -51,16 +51,17 @@ export interface PageDecoder {
    *   a JSON row key the first row did not have, XML not well-formed, NUL in a value.
    */
   decodePage(body: AsyncIterable<Uint8Array>, page: number, meta?: PageMeta): AsyncGenerator<Buffer>;
+  /** Whether this decoder can write COPY binary format (txt, json, json_compact); the others ignore a plan's `binary`. */
+  readonly writesBinary: boolean;
   /**
-   * Decoders that can write COPY binary format (txt, json, json_compact) have this. They yield an empty
-   * Buffer as soon as `columns` is known and before any row is decoded; called then, it makes every row after it
-   * binary rows (field count, then length and bytes per field; no stream header or trailer), a field per column
-   * written by `encodings[k]` (warehouse/copy-binary.ts). A value the encoding does not take throws
-   * BinaryValueUnsupported. `inspect` is off in binary format.
-   * @param timezone the zone of timestamps without offset (the load session's TimeZone)
-   * @returns false when this decoder cannot write these encodings
+   * Step 1 of the life cycle (rows-plan.ts): the loader's plan, before the first page. The decoder asks it once, when
+   * it knows the columns and before it decodes a row: whether to record the kinds of the values (`inspect`) and, for
+   * a decoder that `writesBinary`, whether to write binary rows (field count, then length and bytes per field; no
+   * stream header or trailer; a value an encoding does not take throws BinaryValueUnsupported). Unplanned, a decoder
+   * inspects every value and writes its text format.
+   * @throws Error when called after the columns were learned (a decoder is used for one pass)
    */
-  useBinary?(encodings: readonly BinaryEncoding[], timezone: string): boolean;
-  /** With useBinary: forgets every page, the columns and binary format, as a fresh decoder (the loader starts over). */
-  reset?(): void;
+  planRows(plan: PlanRows): void;
+  /** The format the rows are written in: `copyFormat`, or 'binary' once the plan chose it. */
+  readonly format: CopyFormat | 'binary';
 }

@@ -12,6 +12,7 @@ import { CopyOutput, LF } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { NEED_MORE, RecordScanner, scanRecord, type Quoting } from './txt-fields.ts';
 import { valueTooLargeError, type DecoderLimits } from './value-limit.ts';
+import { PlanHolder, type PlanRows } from './rows-plan.ts';
 
 const LF_BUFFER = Buffer.from([LF]);
 
@@ -28,6 +29,15 @@ export interface RecordPageState {
 export abstract class TextRecordsDecoder implements PageDecoder {
   abstract readonly outputType: OutputType;
   readonly copyFormat = 'text' as const;
+  readonly writesBinary = false;
+  readonly format = 'text' as const;
+  /** The loader's plan, asked when page 1's header told the columns (rows-plan.ts). */
+  protected readonly plan = new PlanHolder();
+
+  /** See {@link PageDecoder.planRows}: asked for `inspect` once the columns are known (this type writes text). */
+  planRows(plan: PlanRows): void {
+    this.plan.set(plan);
+  }
   abstract readonly columns: readonly string[] | undefined;
   kinds: number[] = [];
   inspect = true;

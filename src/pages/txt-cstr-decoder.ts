@@ -108,6 +108,7 @@ export class TxtCstrPageDecoder extends TextRecordsDecoder {
     if (this.columns === undefined) {
       this.columns = names;
       this.kinds = names.map(() => 0);
+      this.inspect = this.plan.ask(names).inspect;
       return;
     }
     if (names.length !== this.columns.length || names.some((n, k) => n !== this.columns![k])) {

@@ -18,7 +18,7 @@ import { KIND, classifyNumber, isTxtTimestamp } from './kinds.ts';
 import { BinaryValueUnsupported, type BinaryEncoding } from '../copy-binary/format.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from '../copy-binary/field-writer.ts';
 import { NEED_MORE, RecordScanner, scanRecord } from './txt-fields.ts';
-import { ColumnsSignal } from './columns-first.ts';
+import { PlanHolder, scanAcrossPlan, type PlanRows } from './rows-plan.ts';
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
@@ -112,45 +112,32 @@ function parseHeaderLine(b: Buffer, i: number, st: TxtPageState): HeaderLine | u
 export class TxtPageDecoder implements PageDecoder {
   readonly outputType = 'txt' as const;
   readonly copyFormat = 'csv' as const;
+  readonly writesBinary = true;
   columns: string[] | undefined = undefined;
   kinds: number[] = [];
   inspect = true;
   rows = 0;
+  format: 'csv' | 'binary' = 'csv';
   private headerRaw: Buffer | undefined;
   private readonly out = new CopyOutput();
   /** Zero-copy rows of the last scan, when nothing had to be copied. */
   private view: Buffer | undefined;
   private readonly maxValueBytes: number;
-  /** Set by useBinary(): rows go out in COPY binary format, field by field. */
+  /** Set when the plan chose binary format: rows go out in COPY binary format, field by field. */
   private binary: BinaryFieldWriter | undefined;
   private records: RecordScanner | undefined;
   private scratch = Buffer.alloc(0);
-  /** Tells the reader the columns before any row is decoded (columns-first.ts). */
-  private readonly columnsSignal = new ColumnsSignal();
+  private readonly plan = new PlanHolder();
+  /** Page 1's header was just read: the scan stopped there, so that the rows after it follow the plan. */
+  private justLearned = false;
 
   constructor(limits: DecoderLimits = { maxValueBytes: DEFAULT_MAX_VALUE_BYTES }) {
     this.maxValueBytes = limits.maxValueBytes;
   }
 
-  /** See {@link PageDecoder.useBinary}: every column has an encoding, so always true. */
-  useBinary(encodings: readonly BinaryEncoding[], timezone: string): boolean {
-    this.binary = new BinaryFieldWriter(encodings, timezone);
-    this.records = new RecordScanner('csv');
-    return true;
-  }
-
-  /** See {@link PageDecoder.reset}. */
-  reset(): void {
-    this.columns = undefined;
-    this.kinds = [];
-    this.inspect = true;
-    this.rows = 0;
-    this.headerRaw = undefined;
-    this.view = undefined;
-    this.binary = undefined;
-    this.records = undefined;
-    this.columnsSignal.learned = false;
-    this.out.discard();
+  /** See {@link PageDecoder.planRows}. */
+  planRows(plan: PlanRows): void {
+    this.plan.set(plan);
   }
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number): AsyncGenerator<Buffer> {
@@ -169,7 +156,7 @@ export class TxtPageDecoder implements PageDecoder {
         continue;
       }
       while (buf !== undefined) {
-        const consumed = yield* this.consumeAll(buf, st);
+        const consumed = this.consumeAll(buf, st);
         buf = carry.next(buf, consumed);
         // Before the next scan: a scan's rows may be a view of its buffer (takeRows).
         const rows = this.takeRows();
@@ -190,7 +177,7 @@ export class TxtPageDecoder implements PageDecoder {
     if (rest !== undefined) {
       // The last line may lack its line end: give it one, then everything must be consumed.
       const buf = Buffer.concat([rest, LF_BUFFER]);
-      const consumed = yield* this.consumeAll(buf, st);
+      const consumed = this.consumeAll(buf, st);
       if (consumed < buf.length) {
         throw new PageFormatError('page ends inside a quoted field', { page, row: st.row + 1, offset: st.offset });
       }
@@ -199,9 +186,13 @@ export class TxtPageDecoder implements PageDecoder {
     }
   }
 
-  /** consume() over the whole of `buf`, telling the columns first (columns-first.ts). */
-  private consumeAll(buf: Buffer, st: TxtPageState): Generator<Buffer, number> {
-    return this.columnsSignal.scanAll(buf, st, (b) => this.consume(b, st));
+  /** consume() over the whole of `buf`, in the plan's format from the first row on (rows-plan.ts). */
+  private consumeAll(buf: Buffer, st: TxtPageState): number {
+    return scanAcrossPlan(buf, st, (b) => this.consume(b, st), () => {
+      const learned = this.justLearned;
+      this.justLearned = false;
+      return learned;
+    });
   }
 
   private takeRows(): Buffer | undefined {
@@ -223,7 +214,7 @@ export class TxtPageDecoder implements PageDecoder {
       this.acceptHeader(header, st, i);
       st.headerDone = true;
       i = header.end;
-      if (this.columnsSignal.learned) return i;
+      if (this.justLearned) return i;
     }
     return this.binary ? this.scanBinary(buf, i, st) : this.scan(buf, i, st);
   }
@@ -233,7 +224,15 @@ export class TxtPageDecoder implements PageDecoder {
       this.columns = header.names;
       this.kinds = header.names.map(() => 0);
       this.headerRaw = header.raw;
-      this.columnsSignal.learned = true;
+      const plan = this.plan.ask(header.names);
+      this.inspect = plan.inspect;
+      if (plan.binary) {
+        this.binary = new BinaryFieldWriter(plan.binary.encodings, plan.binary.timezone);
+        this.records = new RecordScanner('csv');
+        this.format = 'binary';
+        this.inspect = false;
+      }
+      this.justLearned = true;
       return;
     }
     if (this.headerRaw !== undefined && header.raw.equals(this.headerRaw)) return;

@@ -13,6 +13,7 @@ import { checkContentType } from './document-checks.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND, classifyNumber } from './kinds.ts';
 import type { PageDecoder, PageMeta } from './page-decoder.ts';
+import { PlanHolder, type PlanRows } from './rows-plan.ts';
 
 /** A cell value as the COPY text and its KIND bit, or null. */
 function cellText(v: unknown): [string, number] | null {
@@ -40,11 +41,19 @@ function cellText(v: unknown): [string, number] | null {
 export class XlsxRowsPageDecoder implements PageDecoder {
   readonly outputType = 'excel-xlsx_data' as const;
   readonly copyFormat = 'text' as const;
+  readonly writesBinary = false;
+  readonly format = 'text' as const;
+  private readonly plan = new PlanHolder();
   columns: string[] | undefined = undefined;
   kinds: number[] = [];
   inspect = true;
   rows = 0;
   private readonly out = new CopyOutput();
+
+  /** See {@link PageDecoder.planRows}: asked for `inspect` once page 1's header row told the columns (text only). */
+  planRows(plan: PlanRows): void {
+    this.plan.set(plan);
+  }
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number, meta: PageMeta = {}): AsyncGenerator<Buffer> {
     checkContentType('excel-xlsx_data', meta.contentType, page);
@@ -91,6 +100,7 @@ export class XlsxRowsPageDecoder implements PageDecoder {
     if (this.columns === undefined) {
       this.columns = names;
       this.kinds = names.map(() => 0);
+      this.inspect = this.plan.ask(names).inspect;
       return;
     }
     if (names.length !== this.columns.length || names.some((n, k) => n !== this.columns![k])) {

@@ -19,6 +19,7 @@ import { classifyXmlValue } from './kinds.ts';
 import { ChunkCarry } from './carry.ts';
 import { DEFAULT_MAX_VALUE_BYTES, valueTooLargeError, xmlLastFieldName, type DecoderLimits } from './value-limit.ts';
 import { XmlFastScanner, type XmlPhase } from './xml-fast.ts';
+import { PlanHolder, type PlanRows } from './rows-plan.ts';
 
 /** Where the parser is between tags. */
 type Place = 'document' | 'result' | 'row' | 'field' | 'after';
@@ -40,10 +41,13 @@ async function* resume(prefix: Buffer | undefined, head: Buffer, rest: AsyncIter
 export class XmlQueryPageDecoder implements PageDecoder {
   readonly outputType = 'xml_query' as const;
   readonly copyFormat = 'text' as const;
+  readonly writesBinary = false;
+  readonly format = 'text' as const;
   columns: string[] | undefined = undefined;
   kinds: number[] = [];
   inspect = true;
   rows = 0;
+  private readonly plan = new PlanHolder();
   private index = new Map<string, number>();
   private readonly out = new CopyOutput();
   private readonly fast = new XmlFastScanner(this.out, this);
@@ -52,6 +56,18 @@ export class XmlQueryPageDecoder implements PageDecoder {
   constructor(limits: DecoderLimits = { maxValueBytes: DEFAULT_MAX_VALUE_BYTES }) {
     this.maxValueBytes = limits.maxValueBytes;
   }
+  /** See {@link PageDecoder.planRows}: asked for `inspect` once the columns are known (this type writes text). */
+  planRows(plan: PlanRows): void {
+    this.plan.set(plan);
+  }
+
+  /** The first row told the columns (the fast scanner's or saxes'): the plan says whether to inspect the values. */
+  learnColumns(names: string[]): void {
+    this.columns = names;
+    this.kinds = names.map(() => 0);
+    this.inspect = this.plan.ask(names).inspect;
+  }
+
   /** Pages (or page ends) saxes parsed since the decoder was made: for tests and diagnostics. */
   saxesPages = 0;
 
@@ -154,8 +170,7 @@ export class XmlQueryPageDecoder implements PageDecoder {
       } else if (place === 'row') {
         if (firstNames !== undefined) {
           if (firstNames.length === 0) throw failure('the first row has no fields');
-          this.columns = firstNames;
-          this.kinds = firstNames.map(() => 0);
+          this.learnColumns(firstNames);
           this.index = new Map(firstNames.map((n, k) => [n, k]));
           firstNames = undefined;
         }

@@ -22,6 +22,10 @@ const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 export class XmlDocumentPageDecoder implements PageDecoder {
   readonly outputType = 'xml' as const;
   readonly copyFormat = 'text' as const;
+  readonly writesBinary = false;
+  readonly format = 'text' as const;
+  /** The shape is fixed and nothing is inferred: there is nothing to plan (rows-plan.ts). */
+  planRows(): void {}
   readonly columns = XML_DOCUMENT_COLUMNS.map((c) => c.name);
   readonly fixedColumns = XML_DOCUMENT_COLUMNS;
   readonly kinds = [0, 0];

@@ -42,6 +42,8 @@ export interface XmlColumnsSink {
   columns: string[] | undefined;
   kinds: number[];
   inspect: boolean;
+  /** The first row told the columns (the decoder asks its plan then, rows-plan.ts). */
+  learnColumns(names: string[]): void;
 }
 
 /** Outcome of one {@link XmlFastScanner.scan}. */
@@ -299,8 +301,7 @@ export class XmlFastScanner {
 
   private learn(names: string[], tags: Uint8Array[]): void {
     this.openTags = tags;
-    this.sink.columns = names;
-    this.sink.kinds = names.map(() => 0);
+    this.sink.learnColumns(names);
   }
 
   /** Text content from b[i] through `</field>`, written COPY-escaped (empty → \N): index after it, MORE or ODD. */

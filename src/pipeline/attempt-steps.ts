@@ -234,8 +234,7 @@ export async function loadAndCommit(a: Attempt, client: ReportClient, finished: 
   const o = a.options;
   const { name, job, connection } = o.job;
   const shape = outputShape(job.report.outputType, job.target);
-  const decoder = jobDecoder(o.job, a.startedAt);
-  const rows = reportRows(client, finished.jobId, decoder, a.log, o.signal);
+  const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, a.startedAt), a.log, o.signal);
   let loaded: LoadResult | undefined;
   try {
     const committed = await withLoadTransaction(o.pool, { target: a.target, timezone: connection.timezone }, async (tx) => {
@@ -251,7 +250,7 @@ export async function loadAndCommit(a: Attempt, client: ReportClient, finished: 
           details: { expected: finished.pages, loaded: rows.pages },
         });
       }
-      if (decoder instanceof DocumentPageDecoder) await insertRunDocuments(tx, a.attemptId, a.targetTable, decoder.documents);
+      if (rows.decoder instanceof DocumentPageDecoder) await insertRunDocuments(tx, a.attemptId, a.targetTable, rows.decoder.documents);
       a.stage = 'commit';
       if (job.target.mode === 'append' && !(await claimAppend(tx, name, a.runKey, a.attemptId, a.targetTable, loaded.rows))) return false;
       // The target is locked for this transaction; the overlap lock must still be ours, or another run of the job

@@ -56,7 +56,7 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
       client,
       { ...report, paging, parameters, job: o.job.name },
       async (finished) => {
-        const rows = reportRows(client, finished.jobId, jobDecoder(o.job, new Date()), o.logger, o.signal, 1);
+        const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, new Date()), o.logger, o.signal, 1);
         const db = await o.pool.connect();
         try {
           await db.query('BEGIN');

@@ -12,6 +12,8 @@ import type { RowSource } from '../warehouse/row-source.ts';
 
 /** A report's rows, with running figures of the download. */
 export interface ReportRows extends RowSource {
+  /** The decoder of the current pass (the documents decoder keeps the archived documents). */
+  readonly decoder: PageDecoder;
   /** Pages read completely so far. */
   readonly pages: number;
   /** Bytes of page bodies downloaded so far. */
@@ -33,10 +35,11 @@ export function pageOfRow(pageStartRows: readonly number[], row: number): number
 /**
  * Opens the rows of the finished report job `reportJobId`, logging each page's rows, bytes and rate.
  * Nothing is requested before {@link RowSource.open}.
- * @param decoder a fresh decoder of the report's output type (one per report)
+ * @param makeDecoder makes a fresh decoder of the report's output type, one per pass over the pages
  * @param maxPages read at most this many pages (a preview reads one); default all, until the server's 404
  */
-export function reportRows(client: ReportClient, reportJobId: string, decoder: PageDecoder, logger: Logger, signal?: AbortSignal, maxPages = Infinity): ReportRows {
+export function reportRows(client: ReportClient, reportJobId: string, makeDecoder: () => PageDecoder, logger: Logger, signal?: AbortSignal, maxPages = Infinity): ReportRows {
+  let decoder = makeDecoder();
   const pageStartRows: number[] = [];
   let pages = 0;
   let bytes = 0;
@@ -104,41 +107,55 @@ export function reportRows(client: ReportClient, reportJobId: string, decoder: P
   }
 
   let source = allPages();
-  // The rows read by open() to learn the columns, handed out first by rows() (an empty Buffer from the decoders that
-  // can write binary format: they tell the columns before decoding any row).
+  // The rows read by open() to learn the columns, handed out first by rows(); or the failure of decoding them, thrown
+  // by rows() too, where the loader's COPY (and its fall-back from binary to text) meets every row's failure.
   let first: IteratorResult<Buffer> | undefined;
+  let failed: { err: unknown } | undefined;
   return {
     copyFormat: decoder.copyFormat,
+    writesBinary: decoder.writesBinary,
     fixedColumns: decoder.fixedColumns,
+    get decoder() {
+      return decoder;
+    },
+    get format() {
+      return decoder.format;
+    },
     get pages() {
       return pages;
     },
     get bytes() {
       return bytes;
     },
-    async open() {
-      first = await source.next();
+    async open(plan) {
+      decoder.planRows(plan);
+      try {
+        first = await source.next();
+      } catch (err) {
+        // Before the columns were known, the failure is open()'s own; after, it belongs to the rows.
+        if (decoder.columns === undefined) throw err;
+        failed = { err };
+      }
       return decoder.columns;
     },
-    async *rows(inspect) {
-      // Decided once, before any row after the first chunk is decoded (open() decoded that one inspecting).
-      decoder.inspect = inspect;
+    async *rows() {
+      if (failed) {
+        const { err } = failed;
+        failed = undefined;
+        throw err;
+      }
       if (first && !first.done && first.value.length > 0) yield first.value;
       first = undefined;
       yield* source;
     },
-    useBinary(encodings, timezone) {
-      if (!decoder.useBinary || !decoder.reset || (first && !first.done && first.value.length > 0)) return false;
-      decoder.inspect = false;
-      return decoder.useBinary(encodings, timezone);
-    },
     async restart() {
       await source.return(undefined).catch(() => undefined);
-      decoder.reset!();
+      decoder = makeDecoder();
       pages = 0;
       bytes = 0;
       pageStartRows.length = 0;
       first = undefined;
+      failed = undefined;
       source = allPages();
     },
     kinds: () => decoder.kinds,

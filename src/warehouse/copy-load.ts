@@ -31,8 +31,8 @@ import type { WriteMode } from '../vocabulary.ts';
 import { inferColumnType } from './column-types.ts';
 import { normaliseColumnNames, quoteIdent, quoteTable, type TableName } from './identifiers.ts';
 import { databaseError, isValueError, mapCopyError, RowCountMismatchError, type LoadPlace } from './load-errors.ts';
-import type { RowSource } from './row-source.ts';
-import { chooseBinaryEncodings } from '../copy-binary/choose.ts';
+import type { PlanRows, RowSource } from './row-source.ts';
+import { binaryChooser, type BinaryChooser } from '../copy-binary/choose.ts';
 import { BinaryValueUnsupported, framed, type BinaryEncoding } from '../copy-binary/format.ts';
 import { applyFromStaging, createStaging, STAGING } from './staging.ts';
 import { addColumns, createTable, describeTable, ensureSchema, lockTarget, type TargetColumn } from './target-table.ts';
@@ -119,17 +119,28 @@ export async function withLoadTransaction(pool: pg.Pool, o: { target: TableName;
  *   throws (fetch and parse errors, AbortedError)
  */
 export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSource): Promise<LoadResult> {
-  const reportColumns = await source.open();
   const existing = await describeTarget(tx, spec, source);
+  const chooseBinary = await binaryChoice(tx, spec, source, existing);
+  // Asked by the source when it knows the report's columns, before it decodes any row (pages/rows-plan.ts).
+  let load: Load | undefined;
+  const planRows: PlanRows = (columns) => {
+    load = planLoad(tx, spec, source, columns, existing);
+    const encodings = load.plan === 'inference-staging' ? undefined : binaryEncodings(load, chooseBinary);
+    return { inspect: load.plan === 'inference-staging', binary: encodings && { encodings, timezone: spec.timezone } };
+  };
+  const reportColumns = await source.open(planRows);
   if (!reportColumns) return loadEmpty(tx, spec, existing);
-  const load = planLoad(tx, spec, source, reportColumns, existing);
-  const encodings = load.plan === 'inference-staging' ? undefined : await binaryEncodings(tx, spec, source, load.names.map((n) => load.existingType.get(n)!));
+  // A fixed-shape source knows its columns without asking.
+  load ??= planLoad(tx, spec, source, reportColumns, existing);
   // A direct replace in binary format decodes its first rows while PostgreSQL deletes the old ones.
-  const binaryRows = encodings ? (load.plan === 'direct' && spec.mode === 'replace' ? readAhead(source.rows(false), READ_AHEAD_BYTES) : source.rows(false)) : undefined;
-  const into = await prepareTarget(load, encodings !== undefined);
+  const binaryRows = source.format === 'binary' ? (load.plan === 'direct' && spec.mode === 'replace' ? readAhead(source.rows(), READ_AHEAD_BYTES) : source.rows()) : undefined;
+  const into = await prepareTarget(load, binaryRows !== undefined);
   const copied = await copyReport(load, into, binaryRows);
   if (spec.expectedRows !== undefined && copied.rows !== spec.expectedRows) throw new RowCountMismatchError(spec.expectedRows, copied.rows);
-  if (load.plan === 'direct') return { plan: 'direct', ...copied, columns: load.names.map((n) => ({ name: n, type: load.existingType.get(n)! })) };
+  if (load.plan === 'direct') {
+    const { existingType, names } = load;
+    return { plan: 'direct', ...copied, columns: names.map((n) => ({ name: n, type: existingType.get(n)! })) };
+  }
   const columns = await createOrEvolveTarget(load);
   await applyFromStaging(tx, { target: spec.target, mode: spec.mode, key: spec.key, columns, cast: load.plan === 'inference-staging', place: load.place }).catch((err: unknown) => {
     throw databaseError(err, 'load');
@@ -230,12 +241,12 @@ async function copyReport(load: Load, into: string, binaryRows: AsyncIterable<Bu
         { table: load.tableName, reason: unsupported ? `${err.message} (report column "${load.reportColumns[err.column]}")` : (err as Error).message },
         'binary COPY stopped at a value: loading the report again in text format, where PostgreSQL reads every value itself',
       );
-      await source.restart!();
-      await source.open();
+      await source.restart();
+      await source.open(() => ({ inspect: load.plan === 'inference-staging' }));
     }
   }
   try {
-    return { rows: await copyRows(tx, into, names, textFormat, source.rows(load.plan === 'inference-staging')), format: textFormat };
+    return { rows: await copyRows(tx, into, names, textFormat, source.rows()), format: textFormat };
   } catch (err) {
     throw mapCopyError(err, place);
   }
@@ -267,19 +278,26 @@ function textFormatOf(source: RowSource): 'text' | 'csv' {
 }
 
 /**
- * The binary encodings of the target columns `types` (COPY order) when this load can use binary format: every type has
- * one, the source can write them, and — for timestamps, whose zone rules this process takes from Intl — the zone's
- * offsets here agree with PostgreSQL's (zone-check.ts). Undefined otherwise, with the source unchanged.
+ * Whether this load may go binary at all, before the report's columns are known: a source that can write binary
+ * rows, enough rows to pay for it, a target that exists; then a chooser for the report's columns (copy-binary/choose.ts),
+ * with the zone check already asked.
  */
-async function binaryEncodings(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, types: readonly string[]): Promise<BinaryEncoding[] | undefined> {
-  if (!source.useBinary || !source.restart || (spec.expectedRows ?? 0) < (spec.binaryMinRows ?? BINARY_MIN_ROWS)) return undefined;
-  const choice = await chooseBinaryEncodings(tx, types, spec.timezone);
+async function binaryChoice(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, existing: TargetColumn[] | undefined): Promise<BinaryChooser | undefined> {
+  if (!source.writesBinary || !existing || (spec.expectedRows ?? 0) < (spec.binaryMinRows ?? BINARY_MIN_ROWS)) return undefined;
+  return binaryChooser(tx, existing.map((c) => c.type), spec.timezone);
+}
+
+/** The binary encodings of the planned load's target columns (COPY order), or undefined: text format. */
+function binaryEncodings(load: Load, choose: BinaryChooser | undefined): BinaryEncoding[] | undefined {
+  if (!choose) return undefined;
+  const choice = choose(load.names.map((n) => load.existingType.get(n)!));
   if ('refused' in choice) {
-    if (choice.refused === 'the zone offsets disagree') spec.logger.info({ timezone: spec.timezone }, 'this process and PostgreSQL disagree on the zone\'s offsets: loading in text format');
+    if (choice.refused === 'the zone offsets disagree') load.spec.logger.info({ timezone: load.spec.timezone }, 'this process and PostgreSQL disagree on the zone\'s offsets: loading in text format');
     return undefined;
   }
-  return source.useBinary(choice.encodings, spec.timezone) ? choice.encodings : undefined;
+  return choice.encodings;
 }
+
 /** Fewest rows of a report loaded in COPY binary format (LoadSpec.binaryMinRows). */
 export const BINARY_MIN_ROWS = 10_000;
 

@@ -52,14 +52,15 @@ export interface PreviewResult {
  * @throws what the source throws (fetch, parse), DATABASE errors
  */
 export async function previewRows(tx: pg.PoolClient, o: { target: TableName; declaredTypes: ReadonlyMap<string, string>; limit: number }, source: RowSource): Promise<PreviewResult | undefined> {
-  const reportColumns = await source.open();
+  // Every value's kind is recorded, in text format: the preview shows the types a first load would infer.
+  const reportColumns = await source.open(() => ({ inspect: true }));
   if (!reportColumns) return undefined;
   const names = normaliseColumnNames(reportColumns);
   await createStaging(tx, names.map((n) => ({ name: n, type: 'text' })));
   const copy = tx.query(pgCopyStreams.from(`COPY ${STAGING} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${source.copyFormat})`));
   const place = { table: STAGING, pageOfRow: (row: number) => source.pageOfRow(row), reportColumn: (c: string) => reportColumns[names.indexOf(c)], columnType: () => 'text' };
   try {
-    await pipeline(Readable.from(source.rows(true), { objectMode: false }), copy);
+    await pipeline(Readable.from(source.rows(), { objectMode: false }), copy);
   } catch (err) {
     throw mapCopyError(err, place);
   }

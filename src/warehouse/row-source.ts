@@ -21,18 +21,34 @@ export const KIND = { integer: 1, numeric: 2, timestamp: 4, boolean: 8, text: 16
 export type KindBit = (typeof KIND)[keyof typeof KIND];
 
 /**
- * COPY format of the rows: 'csv' = `COPY … (FORMAT csv)` (unquoted empty = NULL, `""` = empty string),
+ * COPY text format of the rows: 'csv' = `COPY … (FORMAT csv)` (unquoted empty = NULL, `""` = empty string),
  * 'text' = `COPY … (FORMAT text)` (`\N` = NULL, backslash escapes).
  */
 export type CopyFormat = 'text' | 'csv';
 
+/** How the rows of a report are to be written, decided once the columns are known (pages/rows-plan.ts). */
+export interface RowsPlan {
+  /** Record the kinds of every value (type inference of a new target needs them; skipping it is faster). */
+  inspect: boolean;
+  /**
+   * Write COPY binary rows, a field per column encoded by `encodings[k]` (COPY column order), with timestamps written
+   * without offset read in `timezone`. Ignored by sources that cannot (`writesBinary` false).
+   */
+  binary?: { encodings: readonly BinaryEncoding[]; timezone: string } | undefined;
+}
+
+/** The loader's plan: called once per pass, synchronously, with the report's raw column names, before any row. */
+export type PlanRows = (columns: readonly string[]) => RowsPlan;
+
 /**
- * The rows of one report, pulled by the loader. Used once: open(), then rows(), then kinds(); close() always. A
- * source that can write COPY binary format may be switched to it between open() and rows(), and started over with
- * restart() (then open() and rows() again).
+ * The rows of one report, pulled by the loader: open(plan) — the source learns the columns and asks the plan how to
+ * write the rows before any row is decoded — then rows(), then kinds(); close() always. restart() begins a second
+ * pass from the first row (then open() and rows() again): the loader's fall-back after a binary COPY failed.
  */
 export interface RowSource {
   readonly copyFormat: CopyFormat;
+  /** Whether the rows can be written in COPY binary format (a plan's `binary` is ignored otherwise). */
+  readonly writesBinary: boolean;
   /**
    * Set when the output type fixes the table's shape (lines, one document per page; README "Output types"): the
    * target's columns in table order with their PostgreSQL types. open() then returns the same names in COPY order,
@@ -40,32 +56,22 @@ export interface RowSource {
    */
   readonly fixedColumns?: readonly { readonly name: string; readonly type: string }[] | undefined;
   /**
-   * Reads until the report's columns are known (the first page's header or first row).
+   * Reads until the report's columns are known (the first page's header or first row), asking `plan` then.
    * @returns the raw report column names in row order, or undefined for a report with no rows and no header
    * @throws what reading throws (fetch and parse errors, AbortedError)
    */
-  open(): Promise<readonly string[] | undefined>;
+  open(plan: PlanRows): Promise<readonly string[] | undefined>;
+  /** The format rows() writes in, known after open(): {@link copyFormat}, or 'binary' when the plan chose it. */
+  readonly format: CopyFormat | 'binary';
   /**
-   * The rows, in order: each Buffer holds whole rows, each ending in \n, in {@link copyFormat} and column order.
-   * @param inspect record the {@link KIND}s of every value (type inference needs them; skipping it is faster)
-   * @throws fetch and parse errors naming page and row, AbortedError
+   * The rows, in order: each Buffer holds whole rows, in {@link format} and column order (text rows end in \n; binary
+   * rows are field count, then length and bytes per field, with no stream header or trailer).
+   * @throws fetch and parse errors naming page and row, AbortedError; BinaryValueUnsupported in binary format
    */
-  rows(inspect: boolean): AsyncIterable<Buffer>;
-  /**
-   * Optional: makes rows() yield rows in COPY binary format (warehouse/copy-binary.ts: per row a field count,
-   * per field a length and the bytes; no stream header or trailer), a field per column written by `encodings[k]`.
-   * Called after open(), before rows(). rows() then throws BinaryValueUnsupported for a value an encoding does not
-   * take; rows(true) is not available.
-   * @param timezone the zone of timestamps written without offset (the load session's TimeZone)
-   * @returns false when this source cannot (nothing changed: rows() stays in {@link copyFormat})
-   */
-  useBinary?(encodings: readonly BinaryEncoding[], timezone: string): boolean;
-  /**
-   * With useBinary: starts over at the report's first row in {@link copyFormat} (the loader's fall-back after a binary
-   * COPY failed). open() and rows() are then called again.
-   */
-  restart?(): Promise<void>;
-  /** Per column: OR of {@link KIND} bits over all non-null values; complete once rows(true) is exhausted. */
+  rows(): AsyncIterable<Buffer>;
+  /** Starts a second pass at the report's first row, with a fresh decoder; open() and rows() are called again. */
+  restart(): Promise<void>;
+  /** Per column: OR of {@link KIND} bits over all non-null values; complete once rows() of an inspecting plan ran out. */
   kinds(): readonly number[];
   /** The 1-based page that holds the 1-based row of the report (for error messages). */
   pageOfRow(row: number): number;
