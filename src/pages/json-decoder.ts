@@ -7,7 +7,7 @@
  * bytes equal the first row's key at the same position, else by name through a Map. A missing key is NULL;
  * a key the first row did not have is a PageFormatError. Other top-level members than `data` are skipped.
  * The first row's keys are read before any value is written, so that the reader may choose COPY binary format
- * ({@link JsonPageDecoder.useBinary}), in which each value is written by its column's encoder.
+ * (when the plan chooses it, pages/rows-plan.ts), in which each value is written by its column's encoder.
  */
 import type { OutputType } from '../vocabulary.ts';
 import type { PageDecoder } from './page-decoder.ts';

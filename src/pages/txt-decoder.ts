@@ -6,7 +6,7 @@
  * finds record ends (a line break inside quotes is data), checks the field count, classifies fields while
  * `inspect` is on, and normalises record ends to \n (PostgreSQL wants one line-end style for a whole COPY).
  * LF-terminated records leave as zero-copy views of the input; CRLF ones are copied without the CR.
- * In COPY binary format ({@link TxtPageDecoder.useBinary}) every field is converted by the column's encoder instead.
+ * In COPY binary format (when the plan chooses it, pages/rows-plan.ts) every field is converted by the column's encoder instead.
  */
 import type { PageDecoder } from './page-decoder.ts';
 import { BOM_MAX_BYTES, bomLength } from './bom.ts';
