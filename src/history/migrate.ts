@@ -36,13 +36,22 @@ export async function readMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migrati
   return migrations;
 }
 
+/** Choices of {@link migrate}. */
+export interface MigrateOptions {
+  /**
+   * Apply the migrations up to and including this version only: a database as an older release left it, for the
+   * test of a later migration over its data. Default: all of them.
+   */
+  through?: number | undefined;
+}
+
 /**
  * Applies every migration not yet recorded in `etl.schema_migrations`.
  * @returns the versions applied by this call (empty when the database was up to date)
  * @throws pg errors of a failing migration (its transaction is rolled back; earlier ones stay)
  */
-export async function migrate(pool: pg.Pool, logger: Logger = silentLogger): Promise<number[]> {
-  const migrations = await readMigrations();
+export async function migrate(pool: pg.Pool, logger: Logger = silentLogger, o: MigrateOptions = {}): Promise<number[]> {
+  const migrations = (await readMigrations()).filter((m) => o.through === undefined || m.version <= o.through);
   // Every start of every command comes here: when all are applied already, one query says so, without the lock.
   const alreadyApplied = await pool.query<{ version: number }>('SELECT version FROM etl.schema_migrations').then(
     (r) => new Set(r.rows.map((row) => row.version)),
