@@ -103,7 +103,7 @@ async function counts(): Promise<Counts> {
   const { rows } = await pool.query<{ succeeded: number; failed: number; running: number; attempts: number; runs: number; last_end: Date | null }>(
     `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded, count(*) FILTER (WHERE status IN ('failed', 'interrupted'))::int AS failed,
             count(*) FILTER (WHERE status = 'running')::int AS running, count(*)::int AS attempts, count(DISTINCT run_key)::int AS runs, max(finished_at) AS last_end
-       FROM etl.runs WHERE job LIKE $1`,
+       FROM etl.attempts WHERE job LIKE $1`,
     [`${jobPrefix}%`],
   );
   const r = rows[0]!;
@@ -178,7 +178,7 @@ try {
   c = await counts();
   const makespanS = ((c.lastEnd ?? new Date()).getTime() - started.getTime()) / 1000;
   const { rows: dup } = await pool.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM (SELECT run_key FROM etl.runs WHERE job LIKE $1 AND status = 'succeeded' GROUP BY run_key HAVING count(*) > 1) d`,
+    `SELECT count(*)::int AS n FROM (SELECT run_key FROM etl.attempts WHERE job LIKE $1 AND status = 'succeeded' GROUP BY run_key HAVING count(*) > 1) d`,
     [`${jobPrefix}%`],
   );
   const result = {
@@ -221,8 +221,8 @@ try {
   } while (cursor !== '0');
   redis.disconnect();
   await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+  // Their attempts go with them.
   await pool.query('DELETE FROM etl.runs WHERE job LIKE $1', [`${jobPrefix}%`]).catch(() => undefined);
-  await pool.query('DELETE FROM etl.run_requests WHERE job LIKE $1', [`${jobPrefix}%`]).catch(() => undefined);
   await pool.end();
   await watcher.end().catch(() => undefined);
   await sim.close();

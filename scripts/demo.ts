@@ -106,7 +106,7 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
     out('Where to look:');
     out(`  run history   ${service.adminUrl}/admin/runs   or   npx report-etl runs --since 1h`);
     out(`  loaded rows   psql ${databaseUrl} -c 'SELECT * FROM erp.sales_orders LIMIT 5'${postgres.source === 'configured' ? '' : '   (while the demo runs)'}`);
-    out(`  the failure   npx report-etl runs --job broken_report --status failed   (replay: npx report-etl replay <run-id>)`);
+    out(`  the failure   npx report-etl runs --job broken_report --status failed   (replay: npx report-etl replay <run key>)`);
     if (postgres.source !== 'configured' || redis.source !== 'configured') {
       out(`  the commands above in another terminal need, while the demo runs:`);
       out(`                export DATABASE_URL=${postgres.url} REDIS_URL=${redis.url}`);
@@ -144,7 +144,7 @@ async function waitForRuns(pool: pg.Pool, runKeys: Map<string, string>): Promise
     for (const [job, runKey] of runKeys) {
       if (result.get(job)) continue;
       const { rows } = await pool.query<AttemptRow>(
-        `SELECT status, rows, pages, duration_ms, error FROM etl.runs WHERE job = $1 AND run_key = $2 AND status IN ('succeeded', 'failed')
+        `SELECT status, rows, pages, duration_ms, error FROM etl.attempts WHERE job = $1 AND run_key = $2 AND status IN ('succeeded', 'failed')
           ORDER BY started_at DESC LIMIT 1`,
         [job, runKey],
       );

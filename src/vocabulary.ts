@@ -3,9 +3,10 @@
  * be, the status of an attempt, the stage an error happened in, and what a queued run asks for. Each list is
  * defined once here; the jobs.yaml schema, the run history, the queue and the admin pages derive from it.
  *
- * Terms: a **run** is the logical run (one tick of a schedule, one manual request; its `run key`), an
- * **attempt** is one try of it (one `etl.runs` row, `run_id`). "Job" alone is ambiguous: a **jobs.yaml job** is
- * an entry under `jobs:`, a **queue job** is a BullMQ job, a **report job** is the server's job (docs/report-export-service.md "Job (report session)").
+ * Terms: a **run** is the logical run (one tick of a schedule, one manual request; its `run key`, one `etl.runs`
+ * row), an **attempt** is one try of it (one `etl.attempts` row, `attempt_id`). "Job" alone is ambiguous: a
+ * **jobs.yaml job** is an entry under `jobs:`, a **queue job** is a BullMQ job, a **report job** is the server's job
+ * (docs/report-export-service.md "Job (report session)").
  */
 
 /**
@@ -105,7 +106,7 @@ export const WRITE_MODES = ['replace', 'append', 'merge'] as const;
 /** One of {@link WRITE_MODES}. */
 export type WriteMode = (typeof WRITE_MODES)[number];
 
-/** How a run came to be (`etl.runs.trigger`, `etl.run_requests.trigger`). */
+/** How a run came to be (`etl.runs.trigger`), or an attempt of it (`etl.attempts.trigger`: a replay's are `replay`). */
 export const RUN_TRIGGERS = ['manual', 'schedule', 'catchup', 'backfill', 'replay'] as const;
 /** One of {@link RUN_TRIGGERS}. */
 export type RunTrigger = (typeof RUN_TRIGGERS)[number];
@@ -114,7 +115,10 @@ export type TickTrigger = Extract<RunTrigger, 'schedule' | 'catchup' | 'backfill
 /** The {@link TickTrigger}s, for membership tests. */
 export const TICK_TRIGGERS: ReadonlySet<RunTrigger> = new Set<RunTrigger>(['schedule', 'catchup', 'backfill']);
 
-/** Status of one attempt (`etl.runs.status`): `running` until it ends in one of the other three. */
+/**
+ * Status of one attempt (`etl.attempts.status`): `running` until it ends in one of the other three. A run's status
+ * (`etl.runs.status`) is its newest attempt's.
+ */
 export const ATTEMPT_STATUSES = ['running', 'succeeded', 'failed', 'interrupted'] as const;
 /** One of {@link ATTEMPT_STATUSES}. */
 export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
@@ -125,8 +129,8 @@ export const RUN_STAGES = ['config', 'token', 'start', 'poll', 'fetch', 'parse',
 export type RunStage = (typeof RUN_STAGES)[number];
 
 /**
- * What a logical run asks for: the BullMQ job data of a queued run, and the `etl.run_requests` row. Times are
- * ISO 8601 strings (queue job data is JSON).
+ * What a logical run asks for: the BullMQ job data of a queued run, kept in its `etl.runs` row. Times are ISO 8601
+ * strings (queue job data is JSON).
  */
 export interface RunRequest {
   /** jobs.yaml job name. */

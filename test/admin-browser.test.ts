@@ -28,7 +28,7 @@ let queue: RunQueue;
 let server: AdminServer;
 let context: BrowserContext | undefined;
 let browser: TestBrowser | undefined;
-let failedRunId: string;
+let failedAttemptId: string;
 
 
 beforeAll(async () => {
@@ -37,7 +37,7 @@ beforeAll(async () => {
   const config = h.config({ [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }) });
   const err = await runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(AttemptFailedError);
-  failedRunId = (err as AttemptFailedError).attemptId;
+  failedAttemptId = (err as AttemptFailedError).attemptId;
   server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token } });
   browser = await launchBrowser();
   context = browser.context;
@@ -65,18 +65,24 @@ it("shows a failed run with the server's text and replays it by clicking", async
   expect(await row.locator('.s-failed').textContent()).toBe('failed');
   expect(await row.locator('td').last().textContent()).toContain(FAILING_MESSAGE.split('\n')[0]!);
 
-  await row.locator(`a[href="/admin/runs/${failedRunId}"]`).click();
-  await page.waitForURL(`**/admin/runs/${failedRunId}`);
+  // The run (a foreground run: its run key is its first attempt's id), then its attempt.
+  await row.locator(`a[href="/admin/runs/${job}/${failedAttemptId}"]`).click();
+  await page.waitForURL(`**/admin/runs/${job}/${failedAttemptId}`);
+  expect(await page.locator('dd.attempts').textContent()).toBe('1');
+  await page.locator(`#attempts a[href="/admin/attempts/${failedAttemptId}"]`).click();
+  await page.waitForURL(`**/admin/attempts/${failedAttemptId}`);
   // The server's words, every line, exactly as it sent them.
   expect(await page.locator('pre.server-message').textContent()).toBe(FAILING_MESSAGE);
   const rendered = await page.locator('pre.server-message').innerText();
   expect(rendered.split('\n')).toEqual(FAILING_MESSAGE.split('\n'));
   await page.screenshot({ path: SCREENSHOT_RUN, fullPage: true });
 
-  const { rows } = await h.pool.query<{ run_key: string }>('SELECT run_key FROM etl.runs WHERE run_id = $1', [failedRunId]);
+  const { rows } = await h.pool.query<{ run_key: string }>('SELECT run_key FROM etl.attempts WHERE attempt_id = $1', [failedAttemptId]);
   expect(await queue.getJobCounts('waiting', 'prioritized')).toEqual({ waiting: 0, prioritized: 0 });
   await page.locator('button#replay').click();
   await page.waitForURL((u) => u.searchParams.has('replayed'));
+  // The replay is the run's: back on the run's page.
+  expect(new URL(page.url()).pathname).toBe(`/admin/runs/${job}/${failedAttemptId}`);
   const jobId = new URL(page.url()).searchParams.get('replayed')!;
   expect(await page.locator('.notice').textContent()).toBe(`Replay queued as job ${jobId}.`);
   await page.screenshot({ path: SCREENSHOT_REPLAYED, fullPage: true });

@@ -46,7 +46,7 @@ beforeAll(async () => {
   await run(now, `${jp}_failing`);
   await run(now, `${jp}_superseded`);
   // The stale job's success is made an hour old (its freshness is 1 s), rather than waiting for the clock.
-  await h.pool.query(`UPDATE etl.runs SET started_at = started_at - interval '1 hour', finished_at = finished_at - interval '1 hour' WHERE job = $1`, [`${jp}_stale`]);
+  await h.pool.query(`UPDATE etl.attempts SET started_at = started_at - interval '1 hour', finished_at = finished_at - interval '1 hour' WHERE job = $1`, [`${jp}_stale`]);
   const invalid = [{ kind: 'job' as const, name: `${jp}_invalid`, problems: ['jobs.yaml:40:13: jobs.x.report.name: report name "Sales-Orders" has characters the server rejects (fix report.name)'] }];
   server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, liveConfig: settableConfig(now, invalid) });
   browser = await launchBrowser();
@@ -76,9 +76,9 @@ it('shows every job with its state, sparklines and a Replay on the failing one',
   expect(await line('superseded').locator('.superseded').textContent()).toMatch(/^last failure .* superseded by the success of /);
   // Next tick of "15 2 * * *" in Europe/Zurich (the connection's zone): 01:15Z or 00:15Z.
   expect(await line('healthy').locator('td.next-tick').textContent()).toMatch(/ 0[01]:15:00Z/);
-  // Sparklines: server-drawn SVG, 5 points for 5 runs, a red dot per failed run.
+  // Sparklines: server-drawn SVG, 5 points for 5 attempts, a red dot per failed attempt.
   expect(await line('healthy').locator('td.spark-rows svg circle').count()).toBe(5);
-  expect(await line('healthy').locator('td.spark-rows svg title').textContent()).toBe('rows of the last 5 runs; last 500');
+  expect(await line('healthy').locator('td.spark-rows svg title').textContent()).toBe('rows of the last 5 attempts; last 500');
   expect(await line('failing').locator('td.spark-rows svg circle[fill="#cf222e"]').count()).toBe(2);
   expect(await line('failing').locator('.error-line').textContent()).toBe(firstServerLine);
   await page.screenshot({ path: '/tmp/report-etl-overview.png', fullPage: true });

@@ -1,6 +1,6 @@
 /**
- * The admin HTTP server over real HTTP: health and readiness, metrics from etl.runs / Redis / the queue, access
- * control, the run history pages with the server's text escaped, and replay through the queue.
+ * The admin HTTP server over real HTTP: health and readiness, metrics from etl.attempts / Redis / the queue, and
+ * access control. The run and attempt pages are test/admin-run-pages.test.ts.
  */
 import { createServer, type AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -10,7 +10,6 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isAuthorized, isMetricsAuthorized, metricsTokenFromEnv } from '../src/admin/auth.ts';
 import { checkReadiness } from '../src/admin/health.ts';
-import { escapeHtml } from '../src/admin/html.ts';
 import { DURATION_BUCKETS_SECONDS, tokenRequestsKey } from '../src/admin/metrics.ts';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { makePool } from '../src/app/connections.ts';
@@ -18,26 +17,23 @@ import { silentLogger } from '../src/logger.ts';
 import { resolveJob } from '../src/config/load.ts';
 import { AttemptFailedError, runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
-import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
-import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { insertAttempt } from '../src/history/attempts.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const basic = { user: 'oncall', password: `pw-${randomBytes(8).toString('hex')}` };
 const keyPrefix = `${uniqueName('adm')}:`;
-// etl.runs is shared by every test file: our job names are unique, and assertions only look at them.
+// The run history is shared by every test file: our job names are unique, and assertions only look at them.
 const failJob = uniqueName('adm_fail');
 const okJob = uniqueName('adm_ok');
-const markupJob = uniqueName('adm_markup');
 const edgeJob = uniqueName('adm_edge');
 
 let h: Harness;
 let queue: Queue;
 let server: AdminServer;
-let failedRunId: string;
+let failedAttemptId: string;
 let okResult: AttemptResult;
-let markupRunId: string;
 
 beforeAll(async () => {
   h = await startHarness();
@@ -48,22 +44,8 @@ beforeAll(async () => {
   });
   const err = await runAttempt({ job: resolveJob(config, failJob), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(AttemptFailedError);
-  failedRunId = (err as AttemptFailedError).attemptId;
+  failedAttemptId = (err as AttemptFailedError).attemptId;
   okResult = await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
-
-  // A failure whose texts are markup, with an HTTP status and problem details, recorded as runJob would.
-  markupRunId = crypto.randomUUID();
-  await insertAttempt(h.pool, { attemptId: markupRunId, job: markupJob, runKey: markupRunId, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
-  await failAttempt(h.pool, markupRunId, {
-    status: 'failed',
-    stage: 'start',
-    errorKind: 'ACCESS_FORBIDDEN',
-    retryable: false,
-    message: 'refused <b>bold</b> & "quoted"',
-    httpStatus: 403,
-    serverMessage: "<script>alert('x')</script>\nsecond line",
-    problem: { status: 403, title: 'Forbidden <i>', type: 'https://docs.example/erp/authorization/user-service-access-forbidden' },
-  });
 
   server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token, basic }, keyPrefix });
 }, 60_000);
@@ -73,7 +55,7 @@ afterAll(async () => {
   await queue?.obliterate({ force: true }).catch(() => undefined);
   await queue?.close();
   await h?.redis.del(tokenRequestsKey(keyPrefix));
-  await h?.pool.query('DELETE FROM etl.runs WHERE job = ANY($1)', [[failJob, okJob, markupJob, edgeJob]]);
+  await h?.pool.query('DELETE FROM etl.runs WHERE job = ANY($1)', [[failJob, okJob, edgeJob]]);
   await h?.close();
 });
 
@@ -137,7 +119,7 @@ function sample(text: string, series: string): number | undefined {
 }
 
 describe('metrics', () => {
-  it('derives runs, rows, bytes and durations from etl.runs, token requests from Redis, queue depth from BullMQ', async () => {
+  it('derives runs, rows, bytes and durations from etl.attempts, token requests from Redis, queue depth from BullMQ', async () => {
     await h.redis.set(tokenRequestsKey(keyPrefix), '41');
     await h.redis.incr(tokenRequestsKey(keyPrefix));
     await queue.add(okJob, { job: okJob, trigger: 'manual', runKey: 'm1' }, { jobId: `${okJob}__m1` });
@@ -146,24 +128,25 @@ describe('metrics', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
     const text = await res.text();
-    expect(text).toContain('# TYPE report_etl_runs_total counter');
-    expect(text).toContain('# TYPE report_etl_run_duration_seconds histogram');
-    expect(sample(text, `report_etl_runs_total{job="${failJob}",status="failed"}`)).toBe(1);
-    expect(sample(text, `report_etl_runs_total{job="${okJob}",status="succeeded"}`)).toBe(1);
-    expect(sample(text, `report_etl_runs_total{job="${okJob}",status="failed"}`)).toBeUndefined();
+    expect(text).toContain('# TYPE report_etl_attempts_total counter');
+    expect(text).toContain('# TYPE report_etl_attempt_duration_seconds histogram');
+    expect(text).not.toContain('report_etl_runs_total');
+    expect(sample(text, `report_etl_attempts_total{job="${failJob}",status="failed"}`)).toBe(1);
+    expect(sample(text, `report_etl_attempts_total{job="${okJob}",status="succeeded"}`)).toBe(1);
+    expect(sample(text, `report_etl_attempts_total{job="${okJob}",status="failed"}`)).toBeUndefined();
     expect(okResult.rows).toBe(120);
     expect(sample(text, `report_etl_rows_loaded_total{job="${okJob}"}`)).toBe(okResult.rows);
     expect(sample(text, `report_etl_bytes_loaded_total{job="${okJob}"}`)).toBe(okResult.bytes);
     expect(okResult.bytes).toBeGreaterThan(0);
     expect(sample(text, `report_etl_rows_loaded_total{job="${failJob}"}`)).toBeUndefined();
 
-    const { rows } = await h.pool.query<{ duration_ms: string }>('SELECT duration_ms FROM etl.runs WHERE job = $1', [okJob]);
+    const { rows } = await h.pool.query<{ duration_ms: string }>('SELECT duration_ms FROM etl.attempts WHERE job = $1', [okJob]);
     const seconds = Number(rows[0]!.duration_ms) / 1000;
-    expect(sample(text, `report_etl_run_duration_seconds_count{job="${okJob}"}`)).toBe(1);
-    expect(sample(text, `report_etl_run_duration_seconds_sum{job="${okJob}"}`)).toBeCloseTo(seconds, 6);
-    expect(sample(text, `report_etl_run_duration_seconds_bucket{le="+Inf",job="${okJob}"}`)).toBe(1);
+    expect(sample(text, `report_etl_attempt_duration_seconds_count{job="${okJob}"}`)).toBe(1);
+    expect(sample(text, `report_etl_attempt_duration_seconds_sum{job="${okJob}"}`)).toBeCloseTo(seconds, 6);
+    expect(sample(text, `report_etl_attempt_duration_seconds_bucket{le="+Inf",job="${okJob}"}`)).toBe(1);
     for (const le of DURATION_BUCKETS_SECONDS) {
-      expect(sample(text, `report_etl_run_duration_seconds_bucket{le="${le}",job="${okJob}"}`)).toBe(seconds <= le ? 1 : 0);
+      expect(sample(text, `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${okJob}"}`)).toBe(seconds <= le ? 1 : 0);
     }
 
     expect(sample(text, 'report_etl_token_requests_total')).toBe(42);
@@ -178,17 +161,17 @@ describe('metrics', () => {
 
   it('a duration exactly on a bucket bound counts in that bucket (le is inclusive); running attempts are not counted', async () => {
     for (const [ms, status] of [[1000, 'succeeded'], [1001, 'failed'], [5000, 'succeeded'], [null, 'running']] as const) {
-      const runId = crypto.randomUUID();
-      await insertAttempt(h.pool, { attemptId: runId, job: edgeJob, runKey: runId, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
-      await h.pool.query('UPDATE etl.runs SET status = $2, duration_ms = $3, rows = 7, bytes = 70 WHERE run_id = $1', [runId, status, ms]);
+      const attemptId = crypto.randomUUID();
+      await insertAttempt(h.pool, { attemptId, job: edgeJob, runKey: attemptId, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
+      await h.pool.query('UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 7, bytes = 70 WHERE attempt_id = $1', [attemptId, status, ms]);
     }
     const text = await (await get('/metrics', bearer)).text();
-    const bucket = (le: string) => sample(text, `report_etl_run_duration_seconds_bucket{le="${le}",job="${edgeJob}"}`);
+    const bucket = (le: string) => sample(text, `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${edgeJob}"}`);
     expect([bucket('1'), bucket('5'), bucket('15'), bucket('+Inf')]).toEqual([1, 3, 3, 3]);
-    expect(sample(text, `report_etl_run_duration_seconds_sum{job="${edgeJob}"}`)).toBeCloseTo(7.001, 9);
-    expect(sample(text, `report_etl_runs_total{job="${edgeJob}",status="succeeded"}`)).toBe(2);
-    expect(sample(text, `report_etl_runs_total{job="${edgeJob}",status="failed"}`)).toBe(1);
-    expect(sample(text, `report_etl_runs_total{job="${edgeJob}",status="running"}`)).toBeUndefined();
+    expect(sample(text, `report_etl_attempt_duration_seconds_sum{job="${edgeJob}"}`)).toBeCloseTo(7.001, 9);
+    expect(sample(text, `report_etl_attempts_total{job="${edgeJob}",status="succeeded"}`)).toBe(2);
+    expect(sample(text, `report_etl_attempts_total{job="${edgeJob}",status="failed"}`)).toBe(1);
+    expect(sample(text, `report_etl_attempts_total{job="${edgeJob}",status="running"}`)).toBeUndefined();
     expect(sample(text, `report_etl_rows_loaded_total{job="${edgeJob}"}`)).toBe(14);
     expect(sample(text, `report_etl_bytes_loaded_total{job="${edgeJob}"}`)).toBe(140);
   });
@@ -198,7 +181,7 @@ describe('metrics', () => {
     try {
       const res = await fetch(`${open.url}/metrics`);
       expect(res.status).toBe(200);
-      expect(await res.text()).toContain('report_etl_runs_total');
+      expect(await res.text()).toContain('report_etl_attempts_total');
       expect((await fetch(`${open.url}/admin/runs`)).status).toBe(401);
     } finally {
       await open.close();
@@ -294,7 +277,7 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
 });
 
 describe('access control', () => {
-  it.each(['/admin/runs', `/admin/runs/${'0'.repeat(8)}-0000-0000-0000-000000000000`, '/admin/queues', '/admin/queues/api/queues', '/admin'])(
+  it.each(['/admin/runs', `/admin/runs/${'0'.repeat(8)}-0000-0000-0000-000000000000`, '/admin/runs/a_job/a_run', `/admin/attempts/${'0'.repeat(8)}-0000-0000-0000-000000000000`, '/admin/queues', '/admin/queues/api/queues', '/admin'])(
     '%s answers 401 without credentials',
     async (path) => {
       const res = await get(path);
@@ -349,76 +332,8 @@ describe('access control', () => {
   });
 
   it('refuses a cross-origin POST even with valid credentials', async () => {
-    const res = await fetch(`${server.url}/admin/runs/${failedRunId}/replay`, { method: 'POST', headers: { ...bearer, origin: 'http://evil.example' }, redirect: 'manual' });
+    const res = await fetch(`${server.url}/admin/runs/${failJob}/${failedAttemptId}/replay`, { method: 'POST', headers: { ...bearer, origin: 'http://evil.example' }, redirect: 'manual' });
     expect(res.status).toBe(403);
     expect(await queue.getJobCounts('waiting', 'prioritized')).toEqual({ waiting: 0, prioritized: 0 });
-  });
-});
-
-describe('run history pages', () => {
-  it("the run list shows the failed run with the whole first line of the server's own message", async () => {
-    const res = await get(`/admin/runs?job=${encodeURIComponent(failJob)}`, bearer);
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
-    const body = await res.text();
-    expect(body).toContain(`/admin/runs/${failedRunId}`);
-    expect(body).toContain('<span class="s-failed">failed</span>');
-    const { rows } = await h.pool.query<{ server_message: string }>('SELECT server_message FROM etl.run_errors WHERE run_id = $1', [failedRunId]);
-    const firstLine = rows[0]!.server_message.split('\n').find((l) => l.trim() !== '')!;
-    expect(body).toContain(`<td>${escapeHtml(firstLine)}</td>`);
-    expect(body).toContain(`<h2><a href="/admin/runs?job=${failJob}">`);
-    expect(body).not.toContain(`<h2><a href="/admin/runs?job=${okJob}">`);
-  });
-
-  it('filters by status across jobs', async () => {
-    const body = await (await get('/admin/runs?status=succeeded&limit=200', bearer)).text();
-    expect(body).toContain(`<h2><a href="/admin/runs?job=${okJob}">`);
-    expect(body).not.toContain(`<h2><a href="/admin/runs?job=${failJob}">`);
-    expect(body).not.toContain(`/admin/runs/${failedRunId}`);
-  });
-
-  it("the run page shows the server's multi-line text verbatim and a Replay button", async () => {
-    const res = await get(`/admin/runs/${failedRunId}`, bearer);
-    expect(res.status).toBe(200);
-    const body = await res.text();
-    expect(body).toContain(`<pre class="server-message">${escapeHtml(FAILING_MESSAGE)}</pre>`);
-    expect(FAILING_MESSAGE).toContain('\n');
-    expect(body).toContain(`action="/admin/runs/${failedRunId}/replay"`);
-  });
-
-  it('escapes markup in messages and shows HTTP status and problem details', async () => {
-    const body = await (await get(`/admin/runs/${markupRunId}`, bearer)).text();
-    expect(body).not.toContain('<script>');
-    expect(body).not.toContain('<b>bold');
-    expect(body).toContain('<pre class="server-message">&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;\nsecond line</pre>');
-    expect(body).toContain('refused &lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;');
-    expect(body).toContain('<dd class="http-status">403</dd>');
-    expect(body).toContain('&quot;title&quot;: &quot;Forbidden &lt;i&gt;&quot;');
-    expect(body).toContain('user-service-access-forbidden');
-  });
-
-  it('answers 404 for an unknown or malformed run id', async () => {
-    expect((await get(`/admin/runs/${crypto.randomUUID()}`, bearer)).status).toBe(404);
-    expect((await get('/admin/runs/not-a-uuid', bearer)).status).toBe(404);
-  });
-
-  it('POST replay re-queues the failed run with the same run key and redirects back with a notice', async () => {
-    const res = await fetch(`${server.url}/admin/runs/${failedRunId}/replay`, {
-      method: 'POST',
-      headers: { ...bearer, 'content-type': 'application/x-www-form-urlencoded', origin: server.url },
-      body: '',
-      redirect: 'manual',
-    });
-    expect(res.status).toBe(303);
-    const location = new URL(res.headers.get('location')!, server.url);
-    expect(location.pathname).toBe(`/admin/runs/${failedRunId}`);
-    const jobId = location.searchParams.get('replayed');
-    expect(jobId).toBeTruthy();
-    const job = await queue.getJob(jobId!);
-    expect(job).toBeDefined();
-    const { rows } = await h.pool.query<{ run_key: string }>('SELECT run_key FROM etl.runs WHERE run_id = $1', [failedRunId]);
-    expect(job!.data).toMatchObject({ job: failJob, runKey: rows[0]!.run_key });
-    const page = await (await get(`${location.pathname}${location.search}`, bearer)).text();
-    expect(page).toContain(`Replay queued as job <a href="/admin/queues/queue/report-etl/${encodeURIComponent(jobId!)}"><code>${escapeHtml(jobId)}</code></a>`);
   });
 });

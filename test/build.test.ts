@@ -88,7 +88,7 @@ jobs:
   try {
     await waitFor(
       'the build\'s worker ran the queued job',
-      async () => (await h.pool.query<{ status: string }>('SELECT status FROM etl.runs WHERE job = $1', [queued])).rows[0]?.status === 'succeeded',
+      async () => (await h.pool.query<{ status: string }>('SELECT status FROM etl.attempts WHERE job = $1', [queued])).rows[0]?.status === 'succeeded',
       60_000,
     );
   } finally {

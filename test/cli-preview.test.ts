@@ -57,7 +57,7 @@ it('shows columns, types and the first rows, loads nothing, records no run and d
   expect(r.stderr).toMatch(/warning: row 1, column kunde: ".*" does not fit bigint: a load of this row would fail/);
   expect(h.sim.counters().jobsCreated).toBe(created + 1);
   expect(h.sim.counters().openJobs).toEqual([]);
-  const runs = await h.pool.query('SELECT count(*)::int AS n FROM etl.runs WHERE job = $1', [job]);
+  const runs = await h.pool.query('SELECT count(*)::int AS n FROM etl.attempts WHERE job = $1', [job]);
   expect(runs.rows[0].n).toBe(0);
   const table = await h.pool.query('SELECT to_regclass($1) AS t', [`${h.schema}.orders_preview`]);
   expect(table.rows[0].t).toBeNull();

@@ -109,7 +109,7 @@ it('Ctrl-C mid-load rolls back, deletes the report job and records the run inter
   expect(r.stderr).toMatch(/orders: failed \(ABORTED/);
   expect(await tableState()).toBe(before);
   expect(h.sim.counters().openJobs).toEqual([]);
-  const { rows } = await h.pool.query(`SELECT status FROM etl.runs WHERE job = 'orders' AND target_table = $1 ORDER BY started_at DESC LIMIT 1`, [`${h.schema}.orders`]);
+  const { rows } = await h.pool.query(`SELECT status FROM etl.attempts WHERE job = 'orders' AND target_table = $1 ORDER BY started_at DESC LIMIT 1`, [`${h.schema}.orders`]);
   expect(rows[0].status).toBe('interrupted');
 });
 

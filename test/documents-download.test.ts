@@ -1,7 +1,7 @@
 /**
- * Getting archived documents back (README "Output types"): `report-etl documents <run-id> --out DIR` writes each
- * page's file byte for byte, and the admin run page lists them with a download link each, behind the admin auth.
- * A document a later replace removed is reported, not served half.
+ * Getting archived documents back (README "Output types"): `report-etl documents <run-key | attempt-id> --out DIR`
+ * writes each page's file byte for byte, and the admin run and attempt pages list them with a download link each,
+ * behind the admin auth. A document a later replace removed is reported, not served half.
  */
 import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { resolveJob } from '../src/config/load.ts';
+import { completeAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
 import { runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
@@ -24,12 +25,13 @@ let queue: RunQueue;
 let pdfRun: AttemptResult;
 let table: string;
 const jobName = uniqueName('docs');
+const runKey = `${jobName}__pdf`;
 
 beforeAll(async () => {
   h = await startHarness();
   table = `${h.schema}.pdfs`;
   const config = h.config({ [jobName]: jobEntry({ name: 'Sales/Orders', outputType: 'pdf', paging: 40, parameters: { ROWS: '100' } }, { table }) });
-  pdfRun = await runAttempt({ job: resolveJob(config, jobName), pool: h.pool, redis: h.redis, logger: silentLogger });
+  pdfRun = await runAttempt({ job: resolveJob(config, jobName), request: { runKey, trigger: 'manual' }, pool: h.pool, redis: h.redis, logger: silentLogger });
   queue = makeQueue(h.redis, uniqueName('q'));
   server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, keyPrefix: uniqueName('k') });
 }, 60_000);
@@ -48,9 +50,9 @@ async function stored(): Promise<Map<string, Buffer>> {
   return new Map(rows.map((r) => [r.file_name, r.content]));
 }
 
-it('report-etl documents writes every page of the run to DIR, byte for byte', async () => {
+it('report-etl documents writes every page of the run (by run key) to DIR, byte for byte; of an attempt (by id) too', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'docs-'));
-  const r = await cli(['documents', pdfRun.attemptId, '--out', dir]);
+  const r = await cli(['documents', runKey, '--out', dir]);
   expect(r.stderr).toBe('');
   expect(r.code).toBe(0);
   const want = await stored();
@@ -59,24 +61,35 @@ it('report-etl documents writes every page of the run to DIR, byte for byte', as
   for (const [name, content] of want) expect((await readFile(join(dir, name))).equals(content)).toBe(true);
   expect(r.stdout.trim().split('\n')).toHaveLength(3);
   expect(r.stdout).toMatch(/_1\.pdf {2}\d+ bytes {2}sha256 [0-9a-f]{64}/);
+  const one = await cli(['documents', pdfRun.attemptId, '--page', '2', '--out', await mkdtemp(join(tmpdir(), 'docs-'))]);
+  expect(one.code, one.stderr).toBe(0);
+  expect(one.stdout).toMatch(/^\S+_2\.pdf {2}\d+ bytes {2}sha256 [0-9a-f]{64}\n$/);
 });
 
-it('report-etl documents says so for a run without documents (exit 1) and for a bad id (exit 2)', async () => {
-  const none = await cli(['documents', '00000000-0000-4000-8000-000000000000']);
+it('report-etl documents says so for a run without documents (exit 1) and for a key or id that names nothing (exit 2)', async () => {
+  const attemptId = crypto.randomUUID();
+  await insertAttempt(h.pool, { attemptId, job: jobName, runKey: `${jobName}__nodocs`, trigger: 'manual', targetTable: table, writeMode: 'replace', worker: 'test' });
+  await completeAttempt(h.pool, attemptId, { rows: 0, pages: 0, bytes: 0 });
+  const none = await cli(['documents', `${jobName}__nodocs`]);
   expect(none.code).toBe(1);
-  expect(none.stderr).toContain('archived no documents');
-  const bad = await cli(['documents', 'nope']);
-  expect(bad.code).toBe(2);
-  expect(bad.stderr).toContain('is not a run id');
+  expect(none.stderr).toContain(`run ${jobName}__nodocs archived no documents`);
+  for (const id of ['00000000-0000-4000-8000-000000000000', 'nope']) {
+    const bad = await cli(['documents', id]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`"${id}" is not a run key nor an attempt id`);
+  }
 });
 
-it('the admin run page lists the documents with a download link each; downloads need the admin credentials', async () => {
+it('the admin run and attempt pages list the documents with a download link each; downloads need the admin credentials', async () => {
   const auth = { authorization: `Bearer ${token}` };
-  const page = await fetch(`${server.url}/admin/runs/${pdfRun.attemptId}`, { headers: auth });
-  expect(page.status).toBe(200);
-  const body = await page.text();
-  const links = [...body.matchAll(/href="(\/admin\/runs\/[^"]+\/documents\/(\d+))"[^>]*>([^<]+)</g)];
-  expect(links.map((l) => l[2])).toEqual(['1', '2', '3']);
+  const linksOf = async (path: string) => {
+    const page = await fetch(`${server.url}${path}`, { headers: auth });
+    expect(page.status).toBe(200);
+    return [...(await page.text()).matchAll(/href="(\/admin\/attempts\/[^"]+\/documents\/(\d+))"[^>]*>([^<]+)</g)];
+  };
+  const links = await linksOf(`/admin/runs/${jobName}/${runKey}`);
+  expect(links.map((l) => l[1])).toEqual([1, 2, 3].map((p) => `/admin/attempts/${pdfRun.attemptId}/documents/${p}`));
+  expect((await linksOf(`/admin/attempts/${pdfRun.attemptId}`)).map((l) => l[1])).toEqual(links.map((l) => l[1]));
   const want = await stored();
   for (const [, href, , name] of links) {
     const res = await fetch(`${server.url}${href}`, { headers: auth });
@@ -88,13 +101,13 @@ it('the admin run page lists the documents with a download link each; downloads 
   const anonymous = await fetch(`${server.url}${links[0]![1]}`, { redirect: 'manual' });
   expect(anonymous.status).toBeGreaterThanOrEqual(300);
   expect(anonymous.status).not.toBe(200);
-  expect((await fetch(`${server.url}/admin/runs/${pdfRun.attemptId}/documents/9`, { headers: auth })).status).toBe(404);
+  expect((await fetch(`${server.url}/admin/attempts/${pdfRun.attemptId}/documents/9`, { headers: auth })).status).toBe(404);
 });
 
 it('a document that a later replace removed is reported as gone, not served', async () => {
   const config = h.config({ [jobName]: jobEntry({ name: 'Sales/Orders', outputType: 'pdf', paging: 40, parameters: { ROWS: '100' } }, { table }) });
   await runAttempt({ job: resolveJob(config, jobName), pool: h.pool, redis: h.redis, logger: silentLogger });
-  const res = await fetch(`${server.url}/admin/runs/${pdfRun.attemptId}/documents/1`, { headers: { authorization: `Bearer ${token}` } });
+  const res = await fetch(`${server.url}/admin/attempts/${pdfRun.attemptId}/documents/1`, { headers: { authorization: `Bearer ${token}` } });
   expect(res.status).toBe(404);
   expect(await res.text()).toContain('is no longer in');
   const r = await cli(['documents', pdfRun.attemptId, '--out', await mkdtemp(join(tmpdir(), 'docs-'))]);

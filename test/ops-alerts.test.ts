@@ -22,7 +22,7 @@ import { configSchema } from '../src/config/schema.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { captureLogger, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
 import { runCli, startCli } from './support/cli-process.ts';
 
 interface Received {
@@ -110,8 +110,10 @@ it('report-etl run: failed, then recovered, to each target in its format; retrie
   expect(generic.body).toMatchObject({ source: 'report-etl', event: 'failed', job: `${jp}_main`, errorKind: 'REPORT_FAILED', trigger: 'manual' });
   // The server's own first line, not our prefix.
   expect(generic.body.error).toBe(FAILING_MESSAGE.split('\n').find((l) => l.trim())!.trim());
-  const runId = (await runsOf(h.pool, `${jp}_main`))[0]!.run_id;
-  expect(generic.body.runId).toBe(runId);
+  // A foreground run's key is its first attempt's id.
+  const attemptId = (await attemptsOf(h.pool, `${jp}_main`))[0]!.attempt_id;
+  expect(generic.body).toMatchObject({ runKey: attemptId, attemptId });
+  expect(generic.body.summary).toContain(`(run ${attemptId})`);
   const slack = at(SECRET_PATH).find((r) => String(r.body.text).includes('failed'))!;
   expect(Object.keys(slack.body)).toEqual(['text']);
   expect(slack.body.text).toContain(`report-etl: job ${jp}_main failed (REPORT_FAILED)`);
@@ -175,7 +177,7 @@ it('a queued run alerts failed once, after its last retry; LOGIN_REQUIRED goes o
   const worker = makeRunWorker({ config: () => config, pool: h.pool, redis: h.redis, logger: silentLogger, prefix, alerts: makeRunAlerts(h.pool, sender, silentLogger) });
   try {
     await enqueueManual(queue, config, job);
-    await waitFor('two failed attempts', async () => (await runsOf(h.pool, job)).filter((r) => r.status === 'failed').length === 2, 60_000);
+    await waitFor('two failed attempts', async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'failed').length === 2, 60_000);
     const alert = await waitFor('failed alert', () => at('/queued')[0], 30_000);
     expect(alert.body).toMatchObject({ event: 'failed', job, errorKind: 'SERVER_UNREACHABLE' });
     expect(await sender.flush(10_000)).toBe(true);
@@ -196,7 +198,7 @@ it('a queued run alerts failed once, after its last retry; LOGIN_REQUIRED goes o
   const w2 = makeAlertWorker({ connection: h.redis, prefix: prefix2, targets: () => two, logger });
   const loginError = new EtlError('TOKEN_FAILED', 'refresh refused');
   (loginError as unknown as { code: string }).code = 'LOGIN_REQUIRED';
-  await makeRunAlerts(h.pool, s2, logger).failed({ job: `${jp}_login`, runId: '00000000-0000-0000-0000-000000000001', error: loginError });
+  await makeRunAlerts(h.pool, s2, logger).failed({ job: `${jp}_login`, runKey: `${jp}_login__manual`, attemptId: '00000000-0000-0000-0000-000000000001', error: loginError });
   expect(await s2.flush(10_000)).toBe(true);
   expect(at('/both').map((r) => r.body.event)).toEqual(['login_required']);
   expect(at('/only-failed').map((r) => r.body.event)).toEqual(['failed']);

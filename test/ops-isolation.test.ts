@@ -17,7 +17,7 @@ import { configSchema } from '../src/config/schema.ts';
 import { silentLogger } from '../src/logger.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { captureLogger, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
 import { runCli } from './support/cli-process.ts';
 
 let h: Harness;
@@ -75,7 +75,7 @@ it('validate lists every problem (exit 2); run of a valid job runs with one warn
   const bad = await runCli(['run', `${jp}_dash`, '-c', configPath], env());
   expect(bad.code).toBe(2);
   expect(bad.stderr).toContain('report name "Sales-Orders" has characters the server rejects');
-  expect(await runsOf(h.pool, `${jp}_dash`)).toEqual([]);
+  expect(await attemptsOf(h.pool, `${jp}_dash`)).toEqual([]);
 
   const q = await runCli(['enqueue', `${jp}_good`, '-c', configPath], env());
   expect(q.code).toBe(0);
@@ -103,12 +103,12 @@ it("one installation's janitor lease does not hold back another's", async () => 
 
 it('scheduler + worker + admin run the valid job and show the invalid ones in the log, the overview and the metrics', async () => {
   const { logger, lines } = captureLogger();
-  const before = (await runsOf(h.pool, `${jp}_good`)).length;
+  const before = (await attemptsOf(h.pool, `${jp}_good`)).length;
   process.env.SIM_URL = h.sim.url;
   process.env.SIM_SECRET = 'demo-secret';
   const service = await startService({ configPath, logger, scheduler: true, worker: true, admin: true, adminPort: 0, prefix, janitorIntervalMs: 1_000 });
   try {
-    await waitFor('scheduled runs of the valid job', async () => (await runsOf(h.pool, `${jp}_good`)).filter((r) => r.status === 'succeeded').length >= before + 2, 60_000);
+    await waitFor('scheduled runs of the valid job', async () => (await attemptsOf(h.pool, `${jp}_good`)).filter((r) => r.status === 'succeeded').length >= before + 2, 60_000);
     const invalid = lines.filter((l) => String(l.msg).startsWith('jobs.yaml: invalid job'));
     expect(invalid.map((l) => l.job).sort()).toEqual([`${jp}_conn`, `${jp}_dash`]);
     expect(invalid.find((l) => l.job === `${jp}_dash`)!.problems).toEqual([expect.stringMatching(/jobs\.yaml:12:\d+: .*Sales-Orders/)]);
@@ -125,22 +125,35 @@ it('scheduler + worker + admin run the valid job and show the invalid ones in th
   }
 }, 120_000);
 
-it('retention: the janitor prunes attempts older than history.keep in batches, keeping each job\'s last success and last failure', async () => {
+it('retention: the janitor prunes attempts older than history.keep in batches, keeping each job\'s last success and last failure, and the runs they leave without attempts', async () => {
   const job = `${jp}_old`;
   const old = (days: number, status: string) => ({ id: randomUUID(), days, status });
   const rows = [old(10, 'succeeded'), old(9, 'failed'), old(8, 'succeeded'), old(7, 'failed'), old(6, 'interrupted'), old(5, 'succeeded'), old(4, 'failed'), old(0, 'failed')];
+  const attempt = async (id: string, runKey: string, n: number, status: string, days: number) => {
+    await h.pool.query(
+      `INSERT INTO etl.attempts (attempt_id, job, run_key, trigger, attempt, status, target_table, write_mode, started_at)
+       VALUES ($1, $2, $3, 'manual', $4, $5, 't', 'replace', now() - make_interval(days => $6))`,
+      [id, job, runKey, n, status, days],
+    );
+    await h.pool.query(`INSERT INTO etl.run_errors (attempt_id, stage, error_kind, retryable, message) VALUES ($1, 'load', 'X', false, 'x')`, [id]);
+  };
+  const run = (runKey: string, attempts: number, status: string, days: number) =>
+    h.pool.query(
+      `INSERT INTO etl.runs (job, run_key, queue_job_id, trigger, created_at, attempts, status) VALUES ($1, $2, 'q', 'manual', now() - make_interval(days => $3), $4, $5)`,
+      [job, runKey, days, attempts, status],
+    );
   for (const r of rows) {
-    await h.pool.query(
-      `INSERT INTO etl.runs (run_id, job, run_key, trigger, attempt, status, target_table, write_mode, started_at)
-       VALUES ($1, $2, $5, 'manual', 1, $3, 't', 'replace', now() - make_interval(days => $4))`,
-      [r.id, job, r.status, r.days, r.id],
-    );
-    await h.pool.query(`INSERT INTO etl.run_errors (run_id, stage, error_kind, retryable, message) VALUES ($1, 'load', 'X', false, 'x')`, [r.id]);
-    await h.pool.query(
-      `INSERT INTO etl.run_requests (job, run_key, queue_job_id, trigger, created_at) VALUES ($1, $2, 'q', 'manual', now() - make_interval(days => $3))`,
-      [job, r.id, r.days],
-    );
+    await run(r.id, 1, r.status, r.days);
+    await attempt(r.id, r.id, 1, r.status, r.days);
   }
+  // A run whose first attempt is old and whose second is not: it keeps its row, as it was.
+  const multi = { key: `${job}_multi`, first: randomUUID(), second: randomUUID() };
+  await run(multi.key, 2, 'failed', 9);
+  await attempt(multi.first, multi.key, 1, 'failed', 9);
+  await attempt(multi.second, multi.key, 2, 'failed', 1);
+  // A run that never got an attempt (its worker died while it waited for a report slot).
+  await run(`${job}_never`, 0, 'failed', 20);
+  await h.pool.query(`UPDATE etl.runs SET status = NULL WHERE job = $1 AND run_key = $2`, [job, `${job}_never`]);
   const config = configSchema.parse({
     connections: { sim: { baseUrl: h.sim.url, clientId: 'demo-client', clientSecret: 'x' } },
     jobs: { [job]: { connection: 'sim', report: { mandant: 1, name: 'X' }, target: { table: 'x.y' } } },
@@ -152,15 +165,15 @@ it('retention: the janitor prunes attempts older than history.keep in batches, k
   try {
     const result = await janitor.sweep();
     expect(result.leased).toBe(true);
-    expect(result.pruned!.runs).toBe(6);
+    expect(result.pruned).toEqual({ attempts: 7, runs: 7, more: false });
   } finally {
     await janitor.close();
   }
-  const left = await runsOf(h.pool, job);
+  const left = await attemptsOf(h.pool, job);
   // The newest success (5 days) and newest failure (today) stay, and so does everything newer than 3 days.
-  expect(left.map((r) => r.run_id).sort()).toEqual([rows[5]!.id, rows[7]!.id].sort());
-  const { rows: errors } = await h.pool.query('SELECT run_id FROM etl.run_errors WHERE run_id = ANY($1::uuid[])', [rows.map((r) => r.id)]);
-  expect(errors).toHaveLength(2);
-  const { rows: requests } = await h.pool.query<{ run_key: string }>('SELECT run_key FROM etl.run_requests WHERE job = $1', [job]);
-  expect(requests.map((r) => r.run_key).sort()).toEqual([rows[5]!.id, rows[7]!.id].sort());
+  expect(left.map((r) => r.attempt_id).sort()).toEqual([rows[5]!.id, rows[7]!.id, multi.second].sort());
+  const { rows: errors } = await h.pool.query('SELECT attempt_id FROM etl.run_errors WHERE attempt_id = ANY($1::uuid[])', [[...rows.map((r) => r.id), multi.first, multi.second]]);
+  expect(errors).toHaveLength(3);
+  const { rows: runs } = await h.pool.query<{ run_key: string; attempts: number }>('SELECT run_key, attempts FROM etl.runs WHERE job = $1', [job]);
+  expect(runs.map((r) => [r.run_key, r.attempts]).sort()).toEqual([[rows[5]!.id, 1], [rows[7]!.id, 1], [multi.key, 2]].sort());
 }, 90_000);

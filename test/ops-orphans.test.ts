@@ -14,7 +14,7 @@ import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { configSchema } from '../src/config/schema.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
 import { killHard, runCli, startCli, type CliProcess } from './support/cli-process.ts';
 
 let h: Harness;
@@ -75,11 +75,11 @@ async function snapshot(table: string): Promise<string> {
 }
 
 /** Waits until the attempt is no longer running and its report job is gone from `sim`; returns ms since `t0`. */
-async function closedAfter(sim: Simulator, runId: string, reportJobId: string, t0: number, timeoutMs: number): Promise<number> {
+async function closedAfter(sim: Simulator, attemptId: string, reportJobId: string, t0: number, timeoutMs: number): Promise<number> {
   await waitFor(
-    `attempt ${runId} closed and report job ${reportJobId} deleted`,
+    `attempt ${attemptId} closed and report job ${reportJobId} deleted`,
     async () => {
-      const { rows } = await h.pool.query<{ status: string }>('SELECT status FROM etl.runs WHERE run_id = $1', [runId]);
+      const { rows } = await h.pool.query<{ status: string }>('SELECT status FROM etl.attempts WHERE attempt_id = $1', [attemptId]);
       return rows[0]?.status !== 'running' && !sim.counters().openJobs.includes(reportJobId);
     },
     timeoutMs,
@@ -88,12 +88,12 @@ async function closedAfter(sim: Simulator, runId: string, reportJobId: string, t
   return Date.now() - t0;
 }
 
-async function expectClosedAsOrphan(runId: string, reportJobId: string): Promise<void> {
-  const { rows } = await h.pool.query<{ status: string; error: string }>('SELECT status, error FROM etl.runs WHERE run_id = $1', [runId]);
+async function expectClosedAsOrphan(attemptId: string, reportJobId: string): Promise<void> {
+  const { rows } = await h.pool.query<{ status: string; error: string }>('SELECT status, error FROM etl.attempts WHERE attempt_id = $1', [attemptId]);
   expect(rows[0]!.status).toBe('interrupted');
   expect(rows[0]!.error).toMatch(/^orphaned: the process that ran attempt 1 \(.+\) ended without finishing it/);
   expect(rows[0]!.error).toContain(`deleted its report job ${reportJobId}`);
-  const { rows: errors } = await h.pool.query<{ error_kind: string }>('SELECT error_kind FROM etl.run_errors WHERE run_id = $1', [runId]);
+  const { rows: errors } = await h.pool.query<{ error_kind: string }>('SELECT error_kind FROM etl.run_errors WHERE attempt_id = $1', [attemptId]);
   expect(errors.map((e) => e.error_kind)).toEqual(['ORPHANED']);
 }
 
@@ -104,20 +104,20 @@ it('report-etl run killed -9 while polling: the next run of the job closes the o
   const before = await snapshot(`${h.schema}.poll`);
   const first = startCli(['run', job, '-c', configPath], env());
   children.push(first);
-  const dead = await waitFor('the report job is recorded', async () => (await runsOf(h.pool, job)).find((r) => r.report_job_id), 30_000);
+  const dead = await waitFor('the report job is recorded', async () => (await attemptsOf(h.pool, job)).find((r) => r.report_job_id), 30_000);
   expect(slow.counters().openJobs).toContain(dead.report_job_id);
   await killHard(first);
   const t0 = Date.now();
   // Nothing else runs this job: the orphan stays until the next run.
-  expect((await runsOf(h.pool, job))[0]!.status).toBe('running');
+  expect((await attemptsOf(h.pool, job))[0]!.status).toBe('running');
   expect(await snapshot(`${h.schema}.poll`)).toBe(before);
   const second = startCli(['run', job, '-c', configPath], env());
   children.push(second);
-  const ms = await closedAfter(slow, dead.run_id, dead.report_job_id!, t0, 30_000);
+  const ms = await closedAfter(slow, dead.attempt_id, dead.report_job_id!, t0, 30_000);
   console.log(`[measured] run killed while polling: row closed and report job deleted ${ms} ms after kill -9 (by the next run, while it waited for the server)`);
   expect(await second.exited).toBe(0);
-  await expectClosedAsOrphan(dead.run_id, dead.report_job_id!);
-  const runs = await runsOf(h.pool, job);
+  await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
+  const runs = await attemptsOf(h.pool, job);
   expect(runs.map((r) => r.status)).toEqual(['interrupted', 'succeeded']);
   expect(slow.counters().openJobs).toEqual([]);
 }, 90_000);
@@ -130,7 +130,7 @@ it('report-etl run killed -9 mid-load (pages being copied): the target is untouc
   paged.resetCounters();
   const first = startCli(['run', job, '-c', configPath], env());
   children.push(first);
-  const dead = await waitFor('the run is loading pages', async () => paged.counters().pagesServed >= 3 && (await runsOf(h.pool, job)).find((r) => r.report_job_id), 60_000);
+  const dead = await waitFor('the run is loading pages', async () => paged.counters().pagesServed >= 3 && (await attemptsOf(h.pool, job)).find((r) => r.report_job_id), 60_000);
   await killHard(first);
   const t0 = Date.now();
   expect(paged.counters().openJobs).toContain(dead.report_job_id);
@@ -138,10 +138,10 @@ it('report-etl run killed -9 mid-load (pages being copied): the target is untouc
   expect(await snapshot(`${h.schema}.load`)).toBe(before);
   const second = startCli(['run', job, '-c', configPath], env());
   children.push(second);
-  const ms = await closedAfter(paged, dead.run_id, dead.report_job_id!, t0, 30_000);
+  const ms = await closedAfter(paged, dead.attempt_id, dead.report_job_id!, t0, 30_000);
   console.log(`[measured] run killed mid-load: row closed and report job deleted ${ms} ms after kill -9 (by the next run, while it waited for the server)`);
   expect(await second.exited).toBe(0);
-  await expectClosedAsOrphan(dead.run_id, dead.report_job_id!);
+  await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
   const { rows } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${h.schema}.load`);
   expect(rows[0]!.n).toBe(3000);
   expect(paged.counters().openJobs).toEqual([]);
@@ -157,14 +157,14 @@ it('a worker killed -9 mid-run: the janitor of another process (a scheduler, def
   await waitFor('worker running', () => worker.stdout().includes('running'), 30_000);
   const config = configSchema.parse({ connections: { slow: { baseUrl: slow.url, clientId: 'demo-client', clientSecret: 'x' } }, jobs: { [job]: { connection: 'slow', report: { mandant: 7777, name: 'Sales/Orders' }, target: { table: `${h.schema}.worker` } } } });
   await enqueueManual(queue, config, job);
-  const dead = await waitFor('the worker recorded the report job', async () => (await runsOf(h.pool, job)).find((r) => r.report_job_id), 30_000);
+  const dead = await waitFor('the worker recorded the report job', async () => (await attemptsOf(h.pool, job)).find((r) => r.report_job_id), 30_000);
   await killHard(worker);
   const t0 = Date.now();
   expect(slow.counters().openJobs).toContain(dead.report_job_id);
-  const ms = await closedAfter(slow, dead.run_id, dead.report_job_id!, t0, 120_000);
+  const ms = await closedAfter(slow, dead.attempt_id, dead.report_job_id!, t0, 120_000);
   console.log(`[measured] worker killed mid-run: row closed and report job deleted ${ms} ms after kill -9 (by the scheduler's janitor)`);
   expect(ms).toBeLessThan(120_000);
-  await expectClosedAsOrphan(dead.run_id, dead.report_job_id!);
+  await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
   expect(scheduler.stderr()).toContain('orphaned attempt closed');
   scheduler.child.kill('SIGTERM');
   expect(await scheduler.exited).toBe(0);

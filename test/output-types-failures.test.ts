@@ -51,8 +51,8 @@ async function failsOnPage2(outputType: OutputType, fault: string, target: Recor
   expect(err).toBeInstanceOf(AttemptFailedError);
   const failed = err as AttemptFailedError;
   expect(await snapshot(table)).toBe(before);
-  const runRow = (await h.pool.query('SELECT * FROM etl.runs WHERE run_id = $1', [failed.attemptId])).rows[0];
-  const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE run_id = $1', [failed.attemptId])).rows;
+  const runRow = (await h.pool.query('SELECT * FROM etl.attempts WHERE attempt_id = $1', [failed.attemptId])).rows[0];
+  const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId])).rows;
   expect(runRow).toMatchObject({ job: 'j', status: 'failed' });
   expect(errors).toHaveLength(1);
   expect(errors[0]).toMatchObject({ stage: 'parse', error_kind: 'PAGE_FORMAT', retryable: false });

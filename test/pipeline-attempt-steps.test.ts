@@ -57,7 +57,7 @@ it('checkMayRun renders the start request and finds dead attempts only with the 
   const without = await checkMayRun(a);
   expect(without).toMatchObject({ kind: 'run', dead: [], request: { mandant: '7777', name: 'Sales/Orders', outputType: 'txt', paging: 100, parameters: { ROWS: '250', FROM: '2026-11-01' } } });
   const withLock = await checkMayRun(await recordAttempt({ ...o, exclusive: { confirm: async () => true } }));
-  expect(withLock.kind === 'run' && withLock.dead.map((d) => d.run_id)).toContain(deadId);
+  expect(withLock.kind === 'run' && withLock.dead.map((d) => d.attempt_id)).toContain(deadId);
 });
 
 it('checkMayRun says already-loaded for an append whose run was appended, and refuses a bad report name at stage config', async () => {
@@ -116,7 +116,7 @@ it('clearDeadAttempts deletes a dead attempt\'s report job and records it interr
     if (check.kind !== 'run') throw new Error('expected a run');
     const started = await startReportJob(dead, lease.client, check.request);
     const a = await recordAttempt(o);
-    await clearDeadAttempts(a, lease.client, [{ run_id: dead.attemptId, attempt: 1, report_job_id: started.job.id, worker: 'gone:1', owner_lock: null }]);
+    await clearDeadAttempts(a, lease.client, [{ attempt_id: dead.attemptId, attempt: 1, report_job_id: started.job.id, worker: 'gone:1', owner_lock: null }]);
     expect(h.sim.counters().openJobs).not.toContain(started.job.id);
     expect(await getAttempt(h.pool, dead.attemptId)).toMatchObject({ status: 'interrupted' });
   } finally {
@@ -152,10 +152,10 @@ it('recordFailedAttempt records the failure at the stage the attempt was in, or 
   const b = await recordAttempt(options());
   b.stage = 'load';
   await recordFailedAttempt(b, new ReportFailedError('job-1', 'Report execution failed:\nDivision by zero'));
-  const { rows } = await h.pool.query('SELECT run_id, stage, error_kind, server_message FROM etl.run_errors WHERE run_id = ANY($1) ORDER BY stage', [[a.attemptId, b.attemptId]]);
+  const { rows } = await h.pool.query('SELECT attempt_id, stage, error_kind, server_message FROM etl.run_errors WHERE attempt_id = ANY($1) ORDER BY stage', [[a.attemptId, b.attemptId]]);
   expect(rows).toEqual([
-    { run_id: a.attemptId, stage: 'fetch', error_kind: 'INTERNAL', server_message: null },
-    { run_id: b.attemptId, stage: 'poll', error_kind: 'REPORT_FAILED', server_message: 'Report execution failed:\nDivision by zero' },
+    { attempt_id: a.attemptId, stage: 'fetch', error_kind: 'INTERNAL', server_message: null },
+    { attempt_id: b.attemptId, stage: 'poll', error_kind: 'REPORT_FAILED', server_message: 'Report execution failed:\nDivision by zero' },
   ]);
   expect(await getAttempt(h.pool, a.attemptId)).toMatchObject({ status: 'failed' });
 });

@@ -36,7 +36,7 @@ it('a second attempt of an append run that is still loading starts no report job
   try {
     const first = runAttempt({ job: resolveJob(config, job), request: { runKey }, pool: h.pool, redis: h.redis, logger: silentLogger, owner: ownerA });
     await waitFor('the first attempt started its report job', async () => {
-      const { rows } = await h.pool.query('SELECT report_job_id FROM etl.runs WHERE job = $1 AND run_key = $2', [job, runKey]);
+      const { rows } = await h.pool.query('SELECT report_job_id FROM etl.attempts WHERE job = $1 AND run_key = $2', [job, runKey]);
       return rows[0]?.report_job_id;
     });
     const created = h.sim.counters().jobsCreated;
@@ -69,7 +69,7 @@ it('an attempt whose overlap lock was lost before the commit rolls back, deletes
   try {
     const pending = runAttempt({ job: resolveJob(config, job), request: { runKey: uniqueName('tick') }, pool: h.pool, redis: h.redis, logger: silentLogger, exclusive: lock });
     await waitFor('the report job exists', async () => {
-      const { rows } = await h.pool.query(`SELECT report_job_id FROM etl.runs WHERE job = $1`, [job]);
+      const { rows } = await h.pool.query(`SELECT report_job_id FROM etl.attempts WHERE job = $1`, [job]);
       return rows[0]?.report_job_id;
     });
     // Redis comes back empty, and another worker takes the lock for another run of the job.
@@ -79,7 +79,7 @@ it('an attempt whose overlap lock was lost before the commit rolls back, deletes
     const { rows } = await h.pool.query(`SELECT count(*)::int AS n, min(kunde) AS k FROM ${table}`);
     expect(rows[0]).toEqual({ n: 1, k: 'before' });
     expect(h.sim.counters().openJobs).toEqual([]);
-    const recorded = await h.pool.query(`SELECT r.status, e.error_kind, e.stage FROM etl.runs r JOIN etl.run_errors e USING (run_id) WHERE r.job = $1`, [job]);
+    const recorded = await h.pool.query(`SELECT r.status, e.error_kind, e.stage FROM etl.attempts r JOIN etl.run_errors e USING (attempt_id) WHERE r.job = $1`, [job]);
     expect(recorded.rows).toEqual([{ status: 'failed', error_kind: 'OVERLAP_LOCK_LOST', stage: 'commit' }]);
   } finally {
     await lock.release();

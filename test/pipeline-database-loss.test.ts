@@ -57,7 +57,7 @@ it('an attempt that loses PostgreSQL mid-load fails retryable, is recorded once 
     const err = await pending.then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(AttemptFailedError);
     expect(err).toMatchObject({ code: 'DATABASE', retryable: true });
-    const { rows } = await h.pool.query('SELECT r.status, e.error_kind, e.retryable FROM etl.runs r JOIN etl.run_errors e USING (run_id) WHERE r.run_id = $1', [(err as AttemptFailedError).attemptId]);
+    const { rows } = await h.pool.query('SELECT r.status, e.error_kind, e.retryable FROM etl.attempts r JOIN etl.run_errors e USING (attempt_id) WHERE r.attempt_id = $1', [(err as AttemptFailedError).attemptId]);
     expect(rows).toEqual([{ status: 'failed', error_kind: 'DATABASE', retryable: true }]);
     expect(lines.some((l) => l.msg === 'PostgreSQL is back: the failed attempt is recorded')).toBe(true);
     const exists = await h.pool.query('SELECT to_regclass($1) AS t', [table]);

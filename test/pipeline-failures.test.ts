@@ -38,8 +38,8 @@ async function failingRun(report: Record<string, unknown>, connection: Record<st
   );
   expect(err).toBeInstanceOf(AttemptFailedError);
   const failed = err as AttemptFailedError;
-  const run = (await h.pool.query('SELECT * FROM etl.runs WHERE run_id = $1', [failed.attemptId])).rows[0];
-  const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE run_id = $1', [failed.attemptId])).rows;
+  const run = (await h.pool.query('SELECT * FROM etl.attempts WHERE attempt_id = $1', [failed.attemptId])).rows[0];
+  const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId])).rows;
   expect(await snapshot()).toBe(before);
   expect(h.sim.counters().openJobs).toEqual([]);
   expect(errors).toHaveLength(1);
@@ -136,7 +136,7 @@ it('an aborted run rolls back, deletes its report job and is recorded interrupte
   const err = (await pending.catch((e: unknown) => e)) as AttemptFailedError;
   h.sim.setFaults({});
   expect(err.code).toBe('ABORTED');
-  const run = (await h.pool.query('SELECT status FROM etl.runs WHERE run_id = $1', [err.attemptId])).rows[0];
+  const run = (await h.pool.query('SELECT status FROM etl.attempts WHERE attempt_id = $1', [err.attemptId])).rows[0];
   expect(run.status).toBe('interrupted');
   expect(await snapshot()).toBe(before);
   expect(h.sim.counters().openJobs).toEqual([]);
@@ -176,7 +176,7 @@ it('an attempt declared dead by a later attempt while it stalled does not commit
     while (marked === 0 && Date.now() - started < 20_000) {
       await new Promise((r) => setTimeout(r, 20));
       if (h.sim.counters().requests.output < 2) continue;
-      const res = await h.pool.query(`UPDATE etl.runs SET status = 'interrupted', error = 'abandoned (test)' WHERE job = 'j' AND status = 'running' AND target_table = $1`, [table]);
+      const res = await h.pool.query(`UPDATE etl.attempts SET status = 'interrupted', error = 'abandoned (test)' WHERE job = 'j' AND status = 'running' AND target_table = $1`, [table]);
       marked = res.rowCount ?? 0;
     }
     expect(marked).toBe(1);
@@ -186,7 +186,7 @@ it('an attempt declared dead by a later attempt while it stalled does not commit
   const err = (await pending.catch((e: unknown) => e)) as AttemptFailedError;
   expect(err.code).toBe('ABORTED');
   expect(err.message).toMatch(/declared dead by a later attempt/);
-  const run = (await h.pool.query('SELECT status, error FROM etl.runs WHERE run_id = $1', [err.attemptId])).rows[0];
+  const run = (await h.pool.query('SELECT status, error FROM etl.attempts WHERE attempt_id = $1', [err.attemptId])).rows[0];
   expect(run).toEqual({ status: 'interrupted', error: 'abandoned (test)' });
   expect(await snapshot()).toBe(before);
   expect(h.sim.counters().openJobs).toEqual([]);

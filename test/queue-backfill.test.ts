@@ -14,7 +14,7 @@ import { formatWithOffset } from '../src/cli/backfill.ts';
 import { lines, runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { captureLogger, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -73,7 +73,7 @@ it('backfill of a period already done says so and suggests --force; --force runs
       `2026-01-02T05:00:00.000Z  2026-01-02 06:00:00+01:00 Europe/Zurich  ${job}__20260102T050000Z  queued`,
       `${job}: 2 of 2 runs queued`,
     ]);
-    await waitFor('2 backfilled runs done', async () => (await runsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 2, 60_000);
+    await waitFor('2 backfilled runs done', async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 2, 60_000);
     await waitFor('queue jobs completed', async () => (await queue.getJobCounts('completed')).completed === 2, 60_000);
 
     // The same period again: nothing is queued, and it says why and what to do.
@@ -92,14 +92,14 @@ it('backfill of a period already done says so and suggests --force; --force runs
     expect(ids[0]).toMatch(new RegExp(`^${job}__20260101T050000Z__force_`));
     expect(ids[1]).toMatch(new RegExp(`^${job}__20260102T050000Z__force_`));
     expect(forced.out[2]).toBe(`${job}: 2 of 2 runs queued as new logical runs (--force: append targets get these ticks' rows again)`);
-    await waitFor('2 forced runs done', async () => (await runsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 4, 60_000);
-    const runs = await runsOf(h.pool, job);
+    await waitFor('2 forced runs done', async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 4, 60_000);
+    const runs = await attemptsOf(h.pool, job);
     expect(new Set(runs.map((r) => r.run_key)).size).toBe(4);
     expect(runs.filter((r) => ids.includes(r.run_key)).map((r) => [r.trigger, r.scheduled_for?.toISOString()]).sort()).toEqual([
       ['backfill', '2026-01-01T05:00:00.000Z'],
       ['backfill', '2026-01-02T05:00:00.000Z'],
     ]);
-    const requests = await h.pool.query('SELECT logical_start, logical_end FROM etl.run_requests WHERE job = $1 AND run_key = ANY($2) ORDER BY logical_end', [job, ids]);
+    const requests = await h.pool.query('SELECT logical_start, logical_end FROM etl.runs WHERE job = $1 AND run_key = ANY($2) ORDER BY logical_end', [job, ids]);
     expect(requests.rows.map((r) => [r.logical_start.toISOString(), r.logical_end.toISOString()])).toEqual([
       ['2025-12-31T05:00:00.000Z', '2026-01-01T05:00:00.000Z'],
       ['2026-01-01T05:00:00.000Z', '2026-01-02T05:00:00.000Z'],

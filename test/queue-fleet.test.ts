@@ -16,7 +16,7 @@ import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { ReportSlots } from '../src/report-api/report-slots.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { captureLogger, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -53,7 +53,7 @@ it('never has more report jobs open on the server than maxConcurrentReports, acr
     const tick = new Date('2026-11-24T05:00:00Z');
     for (const n of names) await enqueueTick(queue, config, n, tick, 'schedule');
     await waitFor('every run to succeed', async () => {
-      const ok = await h.pool.query(`SELECT count(*)::int AS n FROM etl.runs WHERE job LIKE $1 AND status = 'succeeded'`, [`${jp}_lim%`]);
+      const ok = await h.pool.query(`SELECT count(*)::int AS n FROM etl.attempts WHERE job LIKE $1 AND status = 'succeeded'`, [`${jp}_lim%`]);
       return ok.rows[0].n === names.length;
     }, 60_000);
   } finally {
@@ -61,7 +61,7 @@ it('never has more report jobs open on the server than maxConcurrentReports, acr
   }
   expect(most).toBeGreaterThan(0);
   expect(most).toBeLessThanOrEqual(2);
-  const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM etl.runs WHERE job LIKE $1`, [`${jp}_lim%`]);
+  const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM etl.attempts WHERE job LIKE $1`, [`${jp}_lim%`]);
   expect(rows[0].n).toBe(names.length);
   await Promise.all(workers.splice(0).map((w) => w.close(0)));
 });
@@ -75,7 +75,7 @@ it('a run in the foreground waits for a slot before it records an attempt, and s
   try {
     const pending = runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger, slots });
     await waitFor('the run to wait for a slot', () => lines.some((l) => l.msg === 'waiting for a slot on sim: 1 of 1 busy'));
-    expect(await runsOf(h.pool, job)).toEqual([]);
+    expect(await attemptsOf(h.pool, job)).toEqual([]);
     await busy.release();
     expect(await pending).toMatchObject({ status: 'succeeded', rows: 10 });
     expect(lines.some((l) => l.msg === 'got a slot on sim')).toBe(true);
@@ -96,16 +96,16 @@ it('a backfill of many ticks does not hold back another job\'s scheduled tick', 
   // 12 daily ticks of one job, oldest first, then, once the first of them runs, one scheduled tick of another job.
   const queued = await backfill({ queue, config }, filler, new Date('2026-09-01T00:00:00Z'), new Date('2026-09-13T00:00:00Z'));
   expect(queued.runs).toHaveLength(12);
-  await waitFor('the backfill to start', async () => (await runsOf(h.pool, filler)).length > 0, 60_000);
+  await waitFor('the backfill to start', async () => (await attemptsOf(h.pool, filler)).length > 0, 60_000);
   await enqueueTick(queue, config, other, new Date('2026-11-24T05:00:00Z'), 'schedule');
-  await waitFor('the scheduled tick to succeed', async () => (await runsOf(h.pool, other)).some((r) => r.status === 'succeeded'), 60_000);
-  const started = (await runsOf(h.pool, other))[0]!.started_at;
-  const before = (await runsOf(h.pool, filler)).filter((r) => r.started_at < started);
+  await waitFor('the scheduled tick to succeed', async () => (await attemptsOf(h.pool, other)).some((r) => r.status === 'succeeded'), 60_000);
+  const started = (await attemptsOf(h.pool, other))[0]!.started_at;
+  const before = (await attemptsOf(h.pool, filler)).filter((r) => r.started_at < started);
   // The backfill run going on when the tick was queued, and at most one its worker had already taken.
   expect(before.length).toBeLessThanOrEqual(2);
-  await waitFor('the whole backfill', async () => (await runsOf(h.pool, filler)).filter((r) => r.status === 'succeeded').length === 12, 120_000);
+  await waitFor('the whole backfill', async () => (await attemptsOf(h.pool, filler)).filter((r) => r.status === 'succeeded').length === 12, 120_000);
   // In the order of its ticks.
-  const ticks = (await runsOf(h.pool, filler)).map((r) => (r.scheduled_for as Date).getTime());
+  const ticks = (await attemptsOf(h.pool, filler)).map((r) => (r.scheduled_for as Date).getTime());
   expect(ticks).toEqual([...ticks].sort((a, b) => a - b));
 });
 

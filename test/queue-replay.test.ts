@@ -12,7 +12,7 @@ import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { lines, runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns, runsOf } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -68,9 +68,9 @@ it('replay --failed skips failures a later successful run superseded, says why, 
   // Tuesday: the report works again; rep and app load a newer logical run.
   writeJobs({ [rep]: ['Stock/Levels', 'replace'], [app]: ['Stock/Levels', 'append'], [only]: ['Failing', 'replace'] });
   for (const job of [rep, app]) expect((await cli('run', job, '--run-key', 'tuesday')).code).toBe(0);
-  const failedRep = (await runsOf(h.pool, rep)).find((r) => r.status === 'failed')!;
-  const failedApp = (await runsOf(h.pool, app)).find((r) => r.status === 'failed')!;
-  const failedOnly = (await runsOf(h.pool, only)).find((r) => r.status === 'failed')!;
+  const failedRep = (await attemptsOf(h.pool, rep)).find((r) => r.status === 'failed')!;
+  const failedApp = (await attemptsOf(h.pool, app)).find((r) => r.status === 'failed')!;
+  const failedOnly = (await attemptsOf(h.pool, only)).find((r) => r.status === 'failed')!;
 
   // The superseded failure is skipped, with the reason; the queue stays empty.
   const realRep = await cli('replay', '--failed', '--job', rep, '--queue-prefix', prefix);
@@ -84,15 +84,15 @@ it('replay --failed skips failures a later successful run superseded, says why, 
   expect(dryRep.code, dryRep.err).toBe(0);
   expect(dryRep.out[0]).toBe('dry run, nothing queued: would queue 0 failed runs');
   expect(dryRep.out[1]).toMatch(/^skipped 1 superseded failed run: a later logical run of the same job succeeded .*--include-superseded/);
-  expect(dryRep.out[3]).toContain(failedRep.run_id);
+  expect(dryRep.out[3]).toContain(failedRep.attempt_id);
   expect(dryRep.out[3]).toContain('[superseded by tuesday]');
 
-  // Dry run of a failure nothing superseded: run id, job, run key, start and the server's first error line.
+  // Dry run of a failure nothing superseded: run key, job, the failed attempt, its start and the server's first error line.
   const dryOnly = await cli('replay', '--failed', '--job', only, '--dry-run', '--queue-prefix', prefix);
   expect(dryOnly.out[0]).toBe('dry run, nothing queued: would queue 1 failed run:');
-  expect(dryOnly.out[1]).toMatch(/^\s+run id\s+job\s+run key\s+started\s+error$/);
+  expect(dryOnly.out[1]).toMatch(/^\s+run key\s+job\s+failed attempt\s+started\s+error$/);
   const row = dryOnly.out[2]!;
-  expect(row).toContain(failedOnly.run_id);
+  expect(row).toContain(failedOnly.attempt_id);
   expect(row).toContain(only);
   expect(row).toContain('monday');
   expect(row).toContain(failedOnly.started_at.toISOString().replace('T', ' ').slice(0, 19));
@@ -101,7 +101,7 @@ it('replay --failed skips failures a later successful run superseded, says why, 
   // An append failure is not superseded: tuesday's rows are not monday's.
   const dryApp = await cli('replay', '--failed', '--job', app, '--dry-run', '--queue-prefix', prefix);
   expect(dryApp.out[0]).toBe('dry run, nothing queued: would queue 1 failed run:');
-  expect(dryApp.out[2]).toContain(failedApp.run_id);
+  expect(dryApp.out[2]).toContain(failedApp.attempt_id);
   expect(await queued()).toEqual([]);
 
   // The others are queued as the same logical run.
@@ -110,6 +110,25 @@ it('replay --failed skips failures a later successful run superseded, says why, 
 
   // --include-superseded replays it anyway.
   const forced = await cli('replay', '--failed', '--job', rep, '--include-superseded', '--queue-prefix', prefix);
-  expect(forced.out).toEqual([`replay queued as monday__replay_${failedRep.run_id}`, '1 failed run queued again']);
-  expect((await queue.getJob(`monday__replay_${failedRep.run_id}`))?.data).toMatchObject({ job: rep, runKey: 'monday', trigger: 'replay' });
+  expect(forced.out).toEqual([`replay queued as monday__replay_${failedRep.attempt_id}`, '1 failed run queued again']);
+  expect((await queue.getJob(`monday__replay_${failedRep.attempt_id}`))?.data).toMatchObject({ job: rep, runKey: 'monday', trigger: 'replay' });
+
+  // One run by its run key, or by an attempt id, and the command says which it got. Three jobs have a run
+  // "monday": the run key alone is ambiguous.
+  const ambiguous = await cli('replay', 'monday', '--queue-prefix', prefix);
+  expect(ambiguous.code).toBe(2);
+  expect(ambiguous.err).toContain(`run key "monday" is a run of several jobs (${[app, only, rep].sort().join(', ')}): say which with --job`);
+  const byKey = await cli('replay', 'monday', '--job', only, '--queue-prefix', prefix);
+  expect(byKey.code, byKey.err).toBe(0);
+  expect(byKey.out).toEqual([`run monday of job ${only}: replay of the run queued as monday__replay_${failedOnly.attempt_id}, after its failed attempt ${failedOnly.attempt_id}`]);
+  const byAttempt = await cli('replay', failedApp.attempt_id, '--queue-prefix', prefix);
+  expect(byAttempt.out).toEqual([`attempt ${failedApp.attempt_id} (attempt 1 of run monday of job ${app}): replay of the run queued as monday__replay_${failedApp.attempt_id}`]);
+  // The same replays as --failed queued: nothing new reached the queue.
+  expect((await queued()).filter((q) => q.trigger === 'replay')).toHaveLength(3);
+  const succeeded = await cli('replay', 'tuesday', '--job', rep, '--queue-prefix', prefix);
+  expect(succeeded.code).toBe(2);
+  expect(succeeded.err).toContain(`run tuesday of job ${rep} succeeded: nothing to replay`);
+  const unknown = await cli('replay', 'wednesday', '--queue-prefix', prefix);
+  expect(unknown.code).toBe(2);
+  expect(unknown.err).toContain('no run with run key "wednesday" and no attempt with that id');
 });

@@ -3,7 +3,9 @@
  * and two workers give exactly one successful run per tick; catch-up after downtime; backfill with logical time;
  * duplicate enqueues of a tick are deduplicated.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { completeAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { settableConfig, staticConfig } from '../src/config/live-config.ts';
@@ -13,7 +15,7 @@ import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/sch
 import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { captureLogger, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
 import type { Queue } from 'bullmq';
 
 let h: Harness;
@@ -54,13 +56,13 @@ it('two schedulers and two workers: exactly one successful run per tick', async 
   const started = Date.now();
   await Promise.all([s1.start(), s2.start()]);
   expect(s1.scheduled()).toEqual({ [job]: '*/2 * * * * *@UTC' });
-  await waitFor('4 ticks', async () => (await runsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length >= 4, 20_000);
+  await waitFor('4 ticks', async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length >= 4, 20_000);
   await Promise.all([s1.close(), s2.close()]);
   await waitFor('queue drained', async () => {
     const c = await queue.getJobCounts('waiting', 'active', 'delayed');
     return (c.waiting ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) === 0;
   });
-  const runs = await runsOf(h.pool, job);
+  const runs = await attemptsOf(h.pool, job);
   const ticks = runs.map((r) => r.scheduled_for!.getTime());
   // One row per tick (no duplicate attempt), each succeeded, ticks 2 s apart without a gap.
   expect(new Set(ticks).size).toBe(runs.length);
@@ -102,11 +104,9 @@ it('catch-up after downtime: all missed ticks within the window, or only the lat
   const now = new Date(Math.floor(Date.now() / 2000) * 2000 + 500);
   const last = new Date(now.getTime() - 500 - 10_000);
   for (const job of [all, latest, none]) {
-    await h.pool.query(
-      `INSERT INTO etl.runs (run_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode)
-       VALUES (gen_random_uuid(), $1, $2, $3, 'schedule', 1, 'succeeded', 'x.y', 'replace')`,
-      [job, tickQueueJobId(job, last), last],
-    );
+    const attemptId = randomUUID();
+    await insertAttempt(h.pool, { attemptId, job, runKey: tickQueueJobId(job, last), scheduledFor: last, trigger: 'schedule', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
+    await completeAttempt(h.pool, attemptId, { rows: 1, pages: 1, bytes: 1 });
   }
   const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger: silentLogger, now: () => now });
   await scheduler.start();
@@ -144,15 +144,15 @@ it('backfill: one run per interval with its own logical time, deduplicated on a 
   const again = await backfill({ queue, config }, job, from, to);
   expect(again.runs.every((r) => !r.added)).toBe(true);
   startWorker(() => config, 2);
-  await waitFor('3 backfilled runs', async () => (await runsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 3);
-  const runs = await runsOf(h.pool, job);
+  await waitFor('3 backfilled runs', async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 3);
+  const runs = await attemptsOf(h.pool, job);
   expect(runs.map((r) => r.trigger)).toEqual(['backfill', 'backfill', 'backfill']);
   // Each run loaded exactly its day: FROM = previous tick's date, TO = the tick's date.
   const expected = ['2024-03-01', '2024-03-02', '2024-03-03', '2024-03-04'];
   const want = expected.slice(0, 3).flatMap((day, i) => servedRows('Sales/Orders.avw', { FROM: day, TO: expected[i + 1]! }, 1)).sort();
   expect(want.length).toBeGreaterThan(0);
   expect(await loadedRows(h.pool, table, 'Sales/Orders.avw')).toEqual(want);
-  const requests = (await h.pool.query('SELECT logical_start, logical_end FROM etl.run_requests WHERE job = $1 ORDER BY logical_end', [job])).rows;
+  const requests = (await h.pool.query('SELECT logical_start, logical_end FROM etl.runs WHERE job = $1 ORDER BY logical_end', [job])).rows;
   expect(requests.map((r) => [r.logical_start.toISOString(), r.logical_end.toISOString()])).toEqual([
     ['2024-03-01T05:00:00.000Z', '2024-03-02T05:00:00.000Z'],
     ['2024-03-02T05:00:00.000Z', '2024-03-03T05:00:00.000Z'],

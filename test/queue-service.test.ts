@@ -12,7 +12,7 @@ import { main } from '../src/cli/main.ts';
 import { startService } from '../src/app/service.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { captureLogger, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
 
 let h: Harness;
 let prefix: string;
@@ -78,13 +78,13 @@ it('jobs.yaml changed and broken while scheduler and worker run', async () => {
   const { logger, lines } = captureLogger();
   const service = await startService({ configPath: path, logger, scheduler: true, worker: true, prefix, graceMs: 5_000 });
   try {
-    await waitFor('a ran', async () => (await runsOf(h.pool, a)).some((r) => r.status === 'succeeded'));
+    await waitFor('a ran', async () => (await attemptsOf(h.pool, a)).some((r) => r.status === 'succeeded'));
     // A valid change: a removed, b added.
     writeJobs({ [b]: 'schedule: "*/2 * * * * *"' });
     await waitFor('b scheduled', () => service.scheduler!.scheduled()[b] !== undefined, 5_000);
     expect(Object.keys(service.scheduler!.scheduled())).toEqual([b]);
-    await waitFor('b ran', async () => (await runsOf(h.pool, b)).some((r) => r.status === 'succeeded'));
-    const aRuns = (await runsOf(h.pool, a)).length;
+    await waitFor('b ran', async () => (await attemptsOf(h.pool, b)).some((r) => r.status === 'succeeded'));
+    const aRuns = (await attemptsOf(h.pool, a)).length;
     // A change that breaks b (isolation of invalid jobs): b is left out with every problem logged; c, valid, runs.
     const c = `${jp}_c`;
     writeJobs({ [b]: 'schedule: "61 * * * *"\nretries: 3', [c]: 'schedule: "*/2 * * * * *"' });
@@ -95,8 +95,8 @@ it('jobs.yaml changed and broken while scheduler and worker run', async () => {
     expect(problems.some((p) => p.includes('unknown key "retries"'))).toBe(true);
     expect(String(logged.msg)).toContain(`(job "${b}" is skipped; 1 more problem`);
     await waitFor('c scheduled, b not', () => JSON.stringify(service.scheduler!.scheduled()) === JSON.stringify({ [c]: '*/2 * * * * *@UTC' }), 5_000);
-    await waitFor('c runs', async () => (await runsOf(h.pool, c)).some((r) => r.status === 'succeeded'), 10_000);
-    expect((await runsOf(h.pool, a)).length).toBe(aRuns);
+    await waitFor('c runs', async () => (await attemptsOf(h.pool, c)).some((r) => r.status === 'succeeded'), 10_000);
+    expect((await attemptsOf(h.pool, a)).length).toBe(aRuns);
     // A file that cannot be parsed at all: logged, the running config kept.
     writeFileSync(path, 'jobs: [unclosed');
     const unparseable = await waitFor('unparseable file logged', () => lines.find((l) => String(l.msg).includes('keeping the running config')), 5_000);
@@ -118,18 +118,23 @@ it('enqueue, runs, replay and backfill from the command line', async () => {
   const { logger } = captureLogger();
   const service = await startService({ configPath: path, logger, worker: true, prefix });
   try {
-    await waitFor('manual run done', async () => (await runsOf(h.pool, job)).some((r) => r.status === 'succeeded'));
-    const runs = await runsOf(h.pool, job);
-    expect(Number(runs[0]!.rows)).toBe(7);
+    await waitFor('manual run done', async () => (await attemptsOf(h.pool, job)).some((r) => r.status === 'succeeded'));
+    const attempts = await attemptsOf(h.pool, job);
+    expect(Number(attempts[0]!.rows)).toBe(7);
+    // One line per run, by run key, with its attempt count ...
     const table = await cli('runs', '--job', job, '--since', '1h');
     expect(table.code).toBe(0);
-    expect(table.out[0]).toMatch(/^run id\s+job\s+status\s+attempt\s+trigger\s+started\s+duration\s+rows\s+error$/);
-    expect(table.out[1]).toContain(runs[0]!.run_id);
-    expect(table.out[1]).toMatch(/succeeded\s+1\s+manual/);
+    expect(table.out[0]).toMatch(/^run key\s+job\s+status\s+attempts\s+trigger\s+started\s+duration\s+rows\s+error$/);
+    expect(table.out[1]).toMatch(new RegExp(`^${attempts[0]!.run_key}\\s+${job}\\s+succeeded\\s+1\\s+manual\\s.*\\s7$`));
+    // ... or one per attempt, by attempt id, with its run key and number.
+    const attemptTable = await cli('runs', '--attempts', '--job', job);
+    expect(attemptTable.out[0]).toMatch(/^attempt id\s+job\s+run key\s+attempt\s+status\s+trigger\s+started\s+duration\s+rows\s+error$/);
+    expect(attemptTable.out[1]).toMatch(new RegExp(`^${attempts[0]!.attempt_id}\\s+${job}\\s+${attempts[0]!.run_key}\\s+1\\s+succeeded\\s+manual\\s`));
     expect((await cli('runs', '--job', job, '--status', 'failed')).out).toEqual(['no runs']);
+    expect((await cli('runs', '--attempts', '--job', job, '--status', 'failed')).out).toEqual(['no attempts']);
     const bad = await cli('replay', '00000000-0000-4000-8000-000000000000', '--config', path, '--queue-prefix', prefix);
     expect(bad.code).toBe(2);
-    expect(bad.err.join('\n')).toContain('no run 00000000-0000-4000-8000-000000000000');
+    expect(bad.err.join('\n')).toContain('no run with run key "00000000-0000-4000-8000-000000000000" and no attempt with that id');
     expect((await cli('replay', '--failed', '--job', job, '--config', path, '--queue-prefix', prefix)).out).toEqual(['0 failed runs queued again']);
     const bf = await cli('backfill', job, '--from', '2026-01-01', '--to', '2026-01-03', '--config', path, '--queue-prefix', prefix);
     expect(bf.code).toBe(0);
@@ -138,7 +143,7 @@ it('enqueue, runs, replay and backfill from the command line', async () => {
       `2026-01-02T06:00:00.000Z  2026-01-02 06:00:00+00:00 UTC  ${job}__20260102T060000Z  queued`,
       `${job}: 2 of 2 runs queued`,
     ]);
-    await waitFor('backfilled runs done', async () => (await runsOf(h.pool, job)).filter((r) => r.trigger === 'backfill' && r.status === 'succeeded').length === 2);
+    await waitFor('backfilled runs done', async () => (await attemptsOf(h.pool, job)).filter((r) => r.trigger === 'backfill' && r.status === 'succeeded').length === 2);
   } finally {
     await service.stop();
   }

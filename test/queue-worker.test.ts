@@ -13,7 +13,7 @@ import { replayFailed, replayRun } from '../src/queue/replay.ts';
 import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../src/queue/worker.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
 
 let h: Harness;
 let prefix: string;
@@ -71,16 +71,16 @@ it('kill -9 mid-run: the run is picked up as stalled, the dead report job delete
   const exited = new Promise((resolve) => child.once('exit', resolve));
   await waitFor('child ready', () => new Promise<boolean>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString().includes('ready')))));
   const { jobId, runKey } = await enqueueManual(queue, config, job, { ROWS: '900' });
-  const dead = await waitFor('the child started the report job', async () => (await runsOf(h.pool, job)).find((r) => r.report_job_id !== null));
+  const dead = await waitFor('the child started the report job', async () => (await attemptsOf(h.pool, job)).find((r) => r.report_job_id !== null));
   expect(h.sim.counters().openJobs).toContain(dead.report_job_id);
   child.kill('SIGKILL');
   await exited;
   expect(await snapshot(table)).toBe(before);
   startWorker(() => config);
-  const done = await waitFor('a new attempt succeeded', async () => (await runsOf(h.pool, job)).find((r) => r.status === 'succeeded'), 30_000);
-  const runs = await runsOf(h.pool, job);
+  const done = await waitFor('a new attempt succeeded', async () => (await attemptsOf(h.pool, job)).find((r) => r.status === 'succeeded'), 30_000);
+  const runs = await attemptsOf(h.pool, job);
   expect(runs).toHaveLength(2);
-  const old = runs.find((r) => r.run_id === dead.run_id)!;
+  const old = runs.find((r) => r.attempt_id === dead.attempt_id)!;
   expect(old.status).toBe('interrupted');
   expect(old.error).toContain(`report job ${dead.report_job_id} was deleted`);
   // The new attempt counts on from the dead one (BullMQ's attemptsMade does not count a stall).
@@ -102,17 +102,17 @@ it('graceful shutdown: a run that ends within the grace period finishes; one tha
   // 1) Finishes within the grace period.
   let w = startWorker(() => config);
   await enqueueManual(queue, config, job);
-  await waitFor('run started', async () => (await runsOf(h.pool, job)).some((r) => r.report_job_id));
+  await waitFor('run started', async () => (await attemptsOf(h.pool, job)).some((r) => r.report_job_id));
   await stop(w, 10_000);
-  let runs = await runsOf(h.pool, job);
+  let runs = await attemptsOf(h.pool, job);
   expect(runs.map((r) => r.status)).toEqual(['succeeded']);
   // 2) Grace period over: aborted, rolled back, report job deleted, recorded interrupted, queued again without using an attempt.
   w = startWorker(() => config);
   const { jobId } = await enqueueManual(queue, config, job);
-  await waitFor('second run started', async () => (await runsOf(h.pool, job)).filter((r) => r.report_job_id).length === 2);
+  await waitFor('second run started', async () => (await attemptsOf(h.pool, job)).filter((r) => r.report_job_id).length === 2);
   // A grace period far shorter than the run: the run is aborted, not waited for.
   await stop(w, 200);
-  runs = await runsOf(h.pool, job);
+  runs = await attemptsOf(h.pool, job);
   expect(runs[1]!.status).toBe('interrupted');
   expect(h.sim.counters().openJobs).toEqual([]);
   const queued = await queue.getJob(jobId);
@@ -120,7 +120,7 @@ it('graceful shutdown: a run that ends within the grace period finishes; one tha
   expect(queued!.attemptsMade).toBe(0);
   // Another worker takes it.
   startWorker(() => config);
-  await waitFor('requeued run succeeded', async () => (await runsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 2);
+  await waitFor('requeued run succeeded', async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 2);
   await stop(workers[0]!);
 });
 
@@ -131,38 +131,45 @@ it('a non-retryable failure fails at once; a retryable one uses its attempts; re
     [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table, mode: 'append' }), retry: { attempts: 2, backoffMs: 50 } },
     [`${job}_forbidden`]: { ...jobEntry({ name: 'Failing' }, { table: `${h.schema}.never` }), retry: { attempts: 3, backoffMs: 50 } },
   });
-  startWorker(() => config);
+  const worker = startWorker(() => config);
   // FinishedError of the report: not retryable, one attempt only although 3 are allowed.
   const bad = await enqueueManual(queue, config, `${job}_forbidden`);
   await waitFor('failed for good', async () => (await (await queue.getJob(bad.jobId))?.getState()) === 'failed');
-  expect((await runsOf(h.pool, `${job}_forbidden`)).map((r) => [r.status, r.attempt])).toEqual([['failed', 1]]);
+  expect((await attemptsOf(h.pool, `${job}_forbidden`)).map((r) => [r.status, r.attempt])).toEqual([['failed', 1]]);
   expect((await queue.getJob(bad.jobId))?.failedReason).toMatch(/^REPORT_FAILED: /);
   // Every report API call answers 503: both attempts fail.
   h.sim.setFaults({ errorRate: 1 });
   const { jobId, runKey } = await enqueueManual(queue, config, job);
   await waitFor('failed after 2 attempts', async () => (await (await queue.getJob(jobId))?.getState()) === 'failed', 40_000);
   h.sim.setFaults({});
-  let runs = await runsOf(h.pool, job);
+  let runs = await attemptsOf(h.pool, job);
   expect(runs.map((r) => [r.status, r.attempt])).toEqual([['failed', 1], ['failed', 2]]);
-  const replay = await replayRun({ queue, pool: h.pool, config }, runs[1]!.run_id);
-  expect(replay.jobId).toBe(`${jobId}__replay_${runs[1]!.run_id}`);
-  // Replaying the same failed attempt again is deduplicated; --failed finds nothing pending once it succeeded.
-  expect((await replayRun({ queue, pool: h.pool, config }, runs[1]!.run_id)).jobId).toBe(replay.jobId);
-  await waitFor('replay succeeded', async () => (await runsOf(h.pool, job)).some((r) => r.status === 'succeeded'));
-  runs = await runsOf(h.pool, job);
+  expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, trigger: 'manual', attempts: 2, status: 'failed', rows: null }]);
+  // No worker takes the replay until it was asked for twice.
+  await stop(worker);
+  const ref = { job, runKey };
+  const replay = await replayRun({ queue, pool: h.pool, config }, ref);
+  // The replay's queue job names the run's newest failed attempt.
+  expect(replay).toEqual({ jobId: `${jobId}__replay_${runs[1]!.attempt_id}`, attemptId: runs[1]!.attempt_id });
+  // Replaying the run again before its replay made an attempt is deduplicated; --failed finds nothing pending once it succeeded.
+  expect((await replayRun({ queue, pool: h.pool, config }, ref)).jobId).toBe(replay.jobId);
+  startWorker(() => config);
+  await waitFor('replay succeeded', async () => (await attemptsOf(h.pool, job)).some((r) => r.status === 'succeeded'));
+  runs = await attemptsOf(h.pool, job);
   expect(runs.map((r) => [r.status, r.trigger])).toEqual([['failed', 'manual'], ['failed', 'manual'], ['succeeded', 'replay']]);
   expect(new Set(runs.map((r) => r.run_key))).toEqual(new Set([runKey]));
   expect(await loadedRows(h.pool, table, 'Stock/Levels.avw')).toEqual(servedRows('Stock/Levels.avw', {}, 1));
-  // The logical run has succeeded: replaying one of its earlier failed attempts is refused (the append ledger
-  // would make it add nothing anyway; test/pipeline-load.test.ts shows that).
-  await expect(replayRun({ queue, pool: h.pool, config }, runs[0]!.run_id)).rejects.toThrow(/a later attempt of the same run \(.*\) succeeded/);
-  expect(await runsOf(h.pool, job)).toHaveLength(3);
+  // One logical run of three attempts; it stands as its newest attempt does, with that attempt's rows.
+  expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, trigger: 'manual', attempts: 3, status: 'succeeded', rows: runs[2]!.rows }]);
+  // The logical run has succeeded: replaying it again is refused (the append ledger would make it add nothing
+  // anyway; test/pipeline-load.test.ts shows that).
+  await expect(replayRun({ queue, pool: h.pool, config }, ref)).rejects.toThrow(/succeeded: nothing to replay/);
+  expect(await attemptsOf(h.pool, job)).toHaveLength(3);
   expect(await loadedRows(h.pool, table, 'Stock/Levels.avw')).toEqual(servedRows('Stock/Levels.avw', {}, 1));
   expect(await replayFailed({ queue, pool: h.pool, config }, { job })).toEqual([]);
   // The report failure is still failed and is what --failed replays.
   expect(await replayFailed({ queue, pool: h.pool, config }, { job: `${job}_forbidden` })).toHaveLength(1);
-  await expect(replayRun({ queue, pool: h.pool }, runs[2]!.run_id)).rejects.toThrow(/succeeded: nothing to replay/);
-  await expect(replayRun({ queue, pool: h.pool }, '00000000-0000-4000-8000-000000000000')).rejects.toThrow(/no run/);
+  await expect(replayRun({ queue, pool: h.pool }, { job, runKey: 'no-such-run' })).rejects.toThrow(/no run no-such-run of job/);
   await waitFor('every report job deleted', () => h.sim.counters().openJobs.length === 0);
   await stop(workers[0]!);
 });
@@ -177,8 +184,8 @@ it('overlap: two workers never run one job at the same time (wait), or the secon
   startWorker(() => config, { concurrency: 2 });
   startWorker(() => config, { concurrency: 2 });
   const waits = await Promise.all([enqueueManual(queue, config, wait), enqueueManual(queue, config, wait), enqueueManual(queue, config, wait)]);
-  await waitFor('3 waiting runs done', async () => (await runsOf(h.pool, wait)).filter((r) => r.status === 'succeeded').length === 3, 30_000);
-  const runs = await runsOf(h.pool, wait);
+  await waitFor('3 waiting runs done', async () => (await attemptsOf(h.pool, wait)).filter((r) => r.status === 'succeeded').length === 3, 30_000);
+  const runs = await attemptsOf(h.pool, wait);
   for (let i = 1; i < runs.length; i++) expect(runs[i]!.started_at.getTime()).toBeGreaterThanOrEqual(runs[i - 1]!.finished_at!.getTime());
   expect(new Set(runs.map((r) => r.run_key))).toEqual(new Set(waits.map((x) => x.runKey)));
   const skips = await Promise.all([enqueueManual(queue, config, skip), enqueueManual(queue, config, skip)]);
@@ -187,5 +194,5 @@ it('overlap: two workers never run one job at the same time (wait), or the secon
     return js.every((j) => j?.finishedOn) ? js.map((j) => j!.returnvalue.status).sort() : undefined;
   });
   expect(results).toEqual(['skipped-overlap', 'succeeded']);
-  expect((await runsOf(h.pool, skip)).map((r) => r.status)).toEqual(['succeeded']);
+  expect((await attemptsOf(h.pool, skip)).map((r) => r.status)).toEqual(['succeeded']);
 });

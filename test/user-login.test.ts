@@ -86,7 +86,7 @@ describe.sequential('a user-dependent service user', () => {
     expect(err.retryable).toBe(false);
     expect(err.message).toContain('report-etl login sim');
     expect(h.sim.oauthCounters().grants.refresh_token).toBe(0);
-    const { rows } = await h.pool.query('SELECT stage, error_kind, retryable FROM etl.run_errors WHERE run_id = $1', [err.attemptId]);
+    const { rows } = await h.pool.query('SELECT stage, error_kind, retryable FROM etl.run_errors WHERE attempt_id = $1', [err.attemptId]);
     expect(rows).toEqual([{ stage: 'token', error_kind: 'LOGIN_REQUIRED', retryable: false }]);
   });
 
@@ -195,7 +195,7 @@ describe.sequential('a user-dependent service user', () => {
     const { rows: sealed } = await h.pool.query<{ refresh_token_sealed: string }>('SELECT refresh_token_sealed FROM etl.connection_logins WHERE connection = $1 AND base_url = $2 AND client_id = $3', ['sim', h.sim.url, 'demo-user-client']);
     expect(sealed[0]!.refresh_token_sealed).toMatch(/^v1:/);
     const { rows: history } = await h.pool.query<{ t: string }>(
-      `SELECT coalesce(json_agg(r)::text, '') || coalesce((SELECT json_agg(e)::text FROM etl.run_errors e WHERE e.run_id IN (SELECT run_id FROM etl.runs WHERE job = $1)), '') AS t FROM etl.runs r WHERE job = $1`,
+      `SELECT coalesce(json_agg(r)::text, '') || coalesce((SELECT json_agg(e)::text FROM etl.run_errors e WHERE e.attempt_id IN (SELECT attempt_id FROM etl.attempts WHERE job = $1)), '') AS t FROM etl.attempts r WHERE job = $1`,
       [job],
     );
     const { rows: states } = await h.pool.query<{ t: string }>('SELECT coalesce(json_agg(s)::text, \'\') AS t FROM etl.login_states s WHERE base_url = $1', [h.sim.url]);

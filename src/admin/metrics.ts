@@ -3,10 +3,11 @@
  *
  * Every value is read at scrape time from shared state, so any admin process reports the same figures for all
  * workers, whichever process ran the runs, and nothing is lost on a restart:
- * - `report_etl_runs_total{job,status}`, `report_etl_rows_loaded_total{job}`, `report_etl_bytes_loaded_total{job}`
- *   and the `report_etl_run_duration_seconds{job}` histogram are SQL aggregates over the finished attempts in
- *   etl.runs (status succeeded | failed | interrupted; rows and bytes of succeeded attempts only). Attempts still
- *   running are not counted yet, so the counters only grow; pruning etl.runs makes them drop, which Prometheus
+ * - `report_etl_attempts_total{job,status}`, `report_etl_rows_loaded_total{job}`, `report_etl_bytes_loaded_total{job}`
+ *   and the `report_etl_attempt_duration_seconds{job}` histogram are SQL aggregates over the finished attempts in
+ *   etl.attempts (status succeeded | failed | interrupted; rows and bytes of succeeded attempts only). They count
+ *   attempts, not runs: a run that failed twice and then succeeded counts 2 failed and 1 succeeded. Attempts still
+ *   running are not counted yet, so the counters only grow; pruning etl.attempts makes them drop, which Prometheus
  *   treats as a counter reset.
  * - `report_etl_token_requests_total`: the Redis counter {@link tokenRequestsKey}, incremented once per request to
  *   the token endpoint by whichever process asks (src/report-api/report-client.ts).
@@ -23,7 +24,7 @@ import { tokenRequestsKey } from '../report-api/token-cache.ts';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, Registry, type Histogram } from 'prom-client';
-import { runAggregates, type DurationHistogram, type RunAggregates } from '../history/run-aggregates.ts';
+import { attemptAggregates, type AttemptAggregates, type DurationHistogram } from '../history/attempt-aggregates.ts';
 import type { Queryable } from '../db.ts';
 import { listConnectionLogins } from '../history/logins.ts';
 import type { LiveConfig } from '../config/live-config.ts';
@@ -95,27 +96,27 @@ class DerivedHistogram {
  */
 export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
   const registry = new Registry();
-  // One read of etl.runs per scrape, however many metrics derive from it; concurrent scrapes share it too.
-  let pending: Promise<RunAggregates> | undefined;
-  const snapshot = (): Promise<RunAggregates> =>
-    (pending ??= runAggregates(src.pool, DURATION_BUCKETS_SECONDS).finally(() => {
+  // One read of etl.attempts per scrape, however many metrics derive from it; concurrent scrapes share it too.
+  let pending: Promise<AttemptAggregates> | undefined;
+  const snapshot = (): Promise<AttemptAggregates> =>
+    (pending ??= attemptAggregates(src.pool, DURATION_BUCKETS_SECONDS).finally(() => {
         pending = undefined;
       }));
 
   new Counter({
-    name: 'report_etl_runs_total',
-    help: 'Finished run attempts by job and status (succeeded, failed, interrupted), from etl.runs.',
+    name: 'report_etl_attempts_total',
+    help: 'Finished attempts by job and status (succeeded, failed, interrupted), from etl.attempts.',
     labelNames: ['job', 'status'] as const,
     registers: [registry],
     async collect() {
       const { totals } = await snapshot();
       this.reset();
-      for (const t of totals) this.inc({ job: t.job, status: t.status }, t.runs);
+      for (const t of totals) this.inc({ job: t.job, status: t.status }, t.attempts);
     },
   });
   new Counter({
     name: 'report_etl_rows_loaded_total',
-    help: 'Rows loaded by succeeded runs, by job, from etl.runs.',
+    help: 'Rows loaded by succeeded attempts, by job, from etl.attempts.',
     labelNames: ['job'] as const,
     registers: [registry],
     async collect() {
@@ -126,7 +127,7 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
   });
   new Counter({
     name: 'report_etl_bytes_loaded_total',
-    help: 'Page bytes loaded by succeeded runs, by job, from etl.runs.',
+    help: 'Page bytes loaded by succeeded attempts, by job, from etl.attempts.',
     labelNames: ['job'] as const,
     registers: [registry],
     async collect() {
@@ -136,8 +137,8 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
     },
   });
   const histogram = new DerivedHistogram(
-    'report_etl_run_duration_seconds',
-    'Duration of finished run attempts in seconds, by job, from etl.runs.',
+    'report_etl_attempt_duration_seconds',
+    'Duration of finished attempts in seconds, by job, from etl.attempts.',
     async () => (await snapshot()).durations,
   );
   registry.registerMetric(histogram as unknown as Histogram);
@@ -192,7 +193,7 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
   return { registry, render: () => registry.metrics(), contentType: registry.contentType };
 }
 
-/** The per-job gauges (freshness and config validity), read at scrape time from the live config and etl.runs. */
+/** The per-job gauges (freshness and config validity), read at scrape time from the live config and etl.attempts. */
 function addJobMetrics(registry: Registry, pool: Queryable, config: LiveConfig): void {
   let pending: Promise<{ lastSuccess: Map<string, Date>; stale: Map<string, boolean> }> | undefined;
   const read = async () => {

@@ -1,18 +1,21 @@
 /**
- * The admin home page: the jobs overview for on-call staff. One line per jobs.yaml job with its state
- * (healthy, failing now, stale, invalid config, login required), last run, last success, next scheduled tick, and
- * sparklines of the rows and the duration of its last runs; a Replay button on a failing job's last failure; the
- * jobs.yaml problems of an invalid job (file:line, what, how to fix). Server-rendered, every value escaped.
+ * The admin home page: the jobs overview for on-call staff. One line per jobs.yaml job with its state (healthy,
+ * failing now, stale, invalid config, login required), its last attempt (linked to its run, with its number in
+ * it), last success, next scheduled tick, and sparklines of the rows and the duration of its last attempts; a
+ * Replay button on the run of a failing job's last failure; the jobs.yaml problems of an invalid job (file:line,
+ * what, how to fix). Server-rendered, every value escaped.
  */
 import type { RecentAttempt } from '../history/job-health.ts';
 import { html, page, type SafeHtml } from './html.ts';
 import { STATE_LABELS, type JobOverview } from './job-overview.ts';
-import { formatCount, formatDuration, formatTime } from './run-pages.ts';
+import { formatCount, formatDuration, formatTime, replayButton, runPath } from './run-pages.ts';
 import { sparkline } from './sparkline.ts';
 
-function runCell(a: RecentAttempt | undefined): SafeHtml {
+/** A link to the run of attempt `a` (the job's), with the attempt's start, status and, after the first, its number. */
+function attemptCell(job: string, a: RecentAttempt | undefined): SafeHtml {
   if (!a) return html`<span class="muted">—</span>`;
-  return html`<a href="/admin/runs/${encodeURIComponent(a.run_id)}">${formatTime(a.started_at)}</a> <span class="s-${a.status}">${a.status}</span>`;
+  const nth = a.attempt > 1 ? html` <span class="muted">attempt ${a.attempt}</span>` : '';
+  return html`<a href="${runPath(job, a.run_key)}">${formatTime(a.started_at)}</a> <span class="s-${a.status}">${a.status}</span>${nth}`;
 }
 
 function failureNote(o: JobOverview): SafeHtml | '' {
@@ -24,10 +27,10 @@ function failureNote(o: JobOverview): SafeHtml | '' {
 function runNote(o: JobOverview): SafeHtml | '' {
   if (o.failure) {
     return html`<div class="failure"><span class="error-line">${o.failure.error_first_line ?? ''}</span>
-<form class="inline" method="post" action="/admin/runs/${encodeURIComponent(o.failure.run_id)}/replay"><button type="submit" class="replay">Replay</button></form></div>`;
+${replayButton({ job: o.job, run_key: o.failure.run_key }, { className: 'replay' })}</div>`;
   }
   if (o.superseded) {
-    return html`<div class="superseded">last failure <a href="/admin/runs/${encodeURIComponent(o.superseded.run_id)}">${formatTime(o.superseded.started_at)}</a> superseded by the success of ${formatTime(o.health.lastSuccess!.started_at)}</div>`;
+    return html`<div class="superseded">last failure <a href="${runPath(o.job, o.superseded.run_key)}">${formatTime(o.superseded.started_at)}</a> superseded by the success of ${formatTime(o.health.lastSuccess!.started_at)}</div>`;
   }
   return '';
 }
@@ -35,14 +38,14 @@ function runNote(o: JobOverview): SafeHtml | '' {
 function row(o: JobOverview): SafeHtml {
   const recent = o.health.recent;
   const failed = (a: RecentAttempt) => a.status !== 'succeeded';
-  const rows = sparkline(recent.map((a) => ({ value: failed(a) ? null : a.rows, failed: failed(a) })), `rows of the last ${recent.length} runs`, (v) => formatCount(v));
-  const durations = sparkline(recent.map((a) => ({ value: a.duration_ms, failed: failed(a) })), `duration of the last ${recent.length} runs`, (v) => formatDuration(v));
+  const rows = sparkline(recent.map((a) => ({ value: failed(a) ? null : a.rows, failed: failed(a) })), `rows of the last ${recent.length} attempts`, (v) => formatCount(v));
+  const durations = sparkline(recent.map((a) => ({ value: a.duration_ms, failed: failed(a) })), `duration of the last ${recent.length} attempts`, (v) => formatDuration(v));
   const problems = o.problems.length ? html`<ul class="problems">${o.problems.map((p) => html`<li><code>${p}</code></li>`)}</ul>` : '';
   return html`<tr class="job state-${o.state}" data-job="${o.job}">
 <td><a href="/admin/runs?job=${encodeURIComponent(o.job)}">${o.job}</a>${problems}</td>
 <td><span class="state st-${o.state}">${STATE_LABELS[o.state]}</span>${o.freshness ? html`<div class="muted">freshness ${o.freshness}</div>` : ''}</td>
-<td class="last-run">${runCell(o.health.last)}${failureNote(o)}</td>
-<td class="last-success">${o.health.lastSuccess ? html`<a href="/admin/runs/${encodeURIComponent(o.health.lastSuccess.run_id)}">${formatTime(o.health.lastSuccess.started_at)}</a>` : html`<span class="muted">never</span>`}</td>
+<td class="last-run">${attemptCell(o.job, o.health.last)}${failureNote(o)}</td>
+<td class="last-success">${o.health.lastSuccess ? html`<a href="${runPath(o.job, o.health.lastSuccess.run_key)}">${formatTime(o.health.lastSuccess.started_at)}</a>` : html`<span class="muted">never</span>`}</td>
 <td class="next-tick">${o.nextTick ? formatTime(o.nextTick) : html`<span class="muted">${o.schedule ? '—' : 'manual only'}</span>`}${o.schedule ? html`<div class="muted">${o.schedule}</div>` : ''}</td>
 <td class="spark-rows">${rows}</td><td class="spark-duration">${durations}</td></tr>
 `;
@@ -57,7 +60,7 @@ export function renderOverview(jobs: JobOverview[], now: Date, invalidAlerts: { 
     ? html`<div class="problem" role="alert">Alert targets not used because jobs.yaml is wrong about them:<ul>${invalidAlerts.map((a) => html`<li>${a.name}: ${a.problems.map((p) => html`<code>${p}</code> `)}</li>`)}</ul></div>`
     : '';
   const table = jobs.length
-    ? html`<table class="overview"><thead><tr><th>Job</th><th>State</th><th>Last run</th><th>Last success</th><th>Next tick</th><th>Rows</th><th>Duration</th></tr></thead><tbody>
+    ? html`<table class="overview"><thead><tr><th>Job</th><th>State</th><th>Last attempt</th><th>Last success</th><th>Next tick</th><th>Rows</th><th>Duration</th></tr></thead><tbody>
 ${jobs.map(row)}</tbody></table>`
     : html`<p>No jobs in jobs.yaml.</p>`;
   return page('Jobs', html`<p class="summary">${summary}<span class="muted">as of ${formatTime(now)}</span></p>${alerts}${table}`);

@@ -1,16 +1,17 @@
 /**
- * The run history pages for on-call staff (docs/architecture.md): the run list and one run's page, rendered to HTML strings.
- * Pure functions of the rows read by history/run-list.ts; every value is escaped.
+ * The run history pages for on-call staff (see what failed, why in the server's own words, and replay a failed run
+ * with one click): the run list (logical runs, with their attempt counts) and one run's page (what it was asked to
+ * do, how it stands, its attempts), rendered to HTML strings. The page of one attempt is attempt-page.ts. Pure
+ * functions of the rows read by src/history; every value is escaped. Words: docs/architecture.md "Vocabulary".
  */
 import { QUEUE_NAME } from '../queue/names.ts';
-import type { AttemptRow } from '../history/attempts.ts';
+import type { AttemptListRow } from '../history/attempt-list.ts';
+import type { RunDocument } from '../history/run-documents.ts';
+import type { RunListFilter, RunListRow } from '../history/run-list.ts';
+import type { RunRow } from '../history/runs.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
 import { html, page, type SafeHtml } from './html.ts';
-import type { RunErrorRow, RunListFilter, RunListRow } from '../history/run-list.ts';
-import type { RunDocument } from '../history/run-documents.ts';
-
-/** The statuses the filter offers (etl.runs.status). */
 
 /** A time as `2026-01-22 02:15:00Z` (UTC), or an empty string. */
 export function formatTime(t: Date | null | undefined): string {
@@ -33,12 +34,35 @@ export function formatCount(n: string | number | null | undefined): string {
   return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '\u202f');
 }
 
-function runLink(runId: string): SafeHtml {
-  return html`<a href="/admin/runs/${encodeURIComponent(runId)}">${runId.slice(0, 8)}</a>`;
+/** Path of the page of a logical run. */
+export function runPath(job: string, runKey: string): string {
+  return `/admin/runs/${encodeURIComponent(job)}/${encodeURIComponent(runKey)}`;
 }
 
-function status(s: string): SafeHtml {
-  return html`<span class="s-${s}">${s}</span>`;
+/** Path of the page of one attempt. */
+export function attemptPath(attemptId: string): string {
+  return `/admin/attempts/${encodeURIComponent(attemptId)}`;
+}
+
+/** A status as a coloured word; a run without an attempt yet says so. */
+export function statusLabel(s: string | null): SafeHtml {
+  return s === null ? html`<span class="muted">no attempt yet</span>` : html`<span class="s-${s}">${s}</span>`;
+}
+
+/** Whether a run can be replayed: its newest attempt failed or was interrupted. */
+export function replayable(run: Pick<RunRow, 'status'>): boolean {
+  return run.status === 'failed' || run.status === 'interrupted';
+}
+
+/** The Replay button of a run (POST to its replay route). */
+export function replayButton(run: Pick<RunRow, 'job' | 'run_key'>, attrs: { id?: string; className?: string } = {}): SafeHtml {
+  return html`<form class="inline" method="post" action="${runPath(run.job, run.run_key)}/replay"><button type="submit"${attrs.id ? html` id="${attrs.id}"` : ''}${attrs.className ? html` class="${attrs.className}"` : ''}>Replay run</button></form>`;
+}
+
+/** Milliseconds from a run's first attempt's start to its last finish, or null while unknown or running. */
+function runDurationMs(r: RunRow): number | null {
+  if (!r.first_started_at || !r.last_finished_at || r.status === 'running') return null;
+  return r.last_finished_at.getTime() - r.first_started_at.getTime();
 }
 
 function filterForm(f: RunListFilter, jobs: string[]): SafeHtml {
@@ -46,13 +70,14 @@ function filterForm(f: RunListFilter, jobs: string[]): SafeHtml {
   const statusOptions = ATTEMPT_STATUSES.map((s) => html`<option value="${s}"${f.status === s ? html` selected` : ''}>${s}</option>`);
   return html`<form method="get" action="/admin/runs">
 <label>Job <select name="job"><option value="">all</option>${jobOptions}</select></label>
-<label>Status <select name="status"><option value="">all</option>${statusOptions}</select></label>
+<label>Status of the newest attempt <select name="status"><option value="">all</option>${statusOptions}</select></label>
 <label>Per job <input name="limit" type="number" min="1" max="200" value="${f.perJob}" size="4"></label>
 <button type="submit">Filter</button></form>`;
 }
 
 /**
- * The run list: per job its latest attempts (started, status, trigger, attempt, duration, rows, first error line).
+ * The run list: per job its latest logical runs (run key, first start, status of the newest attempt, trigger,
+ * attempts, duration from first start to last finish, rows loaded, the newest attempt's first error line).
  * @param rows from listRecentRuns, ordered by job then newest first
  */
 export function renderRunList(rows: RunListRow[], f: RunListFilter, jobs: string[]): string {
@@ -60,14 +85,14 @@ export function renderRunList(rows: RunListRow[], f: RunListFilter, jobs: string
   for (const r of rows) (byJob.get(r.job) ?? byJob.set(r.job, []).get(r.job)!).push(r);
   const sections = [...byJob].map(
     ([job, runs]) => html`<h2><a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a></h2>
-<table><thead><tr><th>Run</th><th>Started</th><th>Status</th><th>Trigger</th><th>Attempt</th><th>Duration</th><th>Rows</th><th>Error</th></tr></thead><tbody>
+<table class="runs"><thead><tr><th>Run</th><th>Started</th><th>Status</th><th>Trigger</th><th>Attempts</th><th>Duration</th><th>Rows</th><th>Error</th></tr></thead><tbody>
 ${runs.map(
-  (r) => html`<tr><td>${runLink(r.run_id)}</td><td>${formatTime(r.started_at)}</td><td>${status(r.status)}</td><td>${r.trigger}</td><td class="num">${r.attempt}</td><td class="num">${formatDuration(r.duration_ms)}</td><td class="num">${formatCount(r.rows)}</td><td>${r.error_first_line ?? ''}</td></tr>
+  (r) => html`<tr><td><a href="${runPath(r.job, r.run_key)}">${r.run_key}</a></td><td>${formatTime(r.first_started_at ?? r.created_at)}</td><td>${statusLabel(r.status)}</td><td>${r.trigger}</td><td class="num attempts">${r.attempts}</td><td class="num">${formatDuration(runDurationMs(r))}</td><td class="num">${formatCount(r.rows)}</td><td>${r.error_first_line ?? ''}</td></tr>
 `,
 )}</tbody></table>`,
   );
   const empty = rows.length === 0 ? html`<p>No runs match.</p>` : '';
-  return page('Runs', html`${filterForm(f, jobs)}${empty}${sections}`);
+  return page('Runs', html`<p class="muted">One line per run (its run key): every retry and replay of it is one of its attempts.</p>${filterForm(f, jobs)}${empty}${sections}`);
 }
 
 /** What the run page shows above the run: the outcome of a replay request. */
@@ -78,59 +103,51 @@ export interface RunPageNotice {
   replayError?: string | undefined;
 }
 
-function prettyJson(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+/** The banner of a replay request's outcome, or nothing. */
+export function replayBanner(notice: RunPageNotice): SafeHtml | '' {
+  if (notice.replayedJobId) {
+    return html`<div class="notice" role="status">Replay queued as job <a href="${BULL_BOARD_PATH}/queue/${encodeURIComponent(QUEUE_NAME)}/${encodeURIComponent(notice.replayedJobId)}"><code>${notice.replayedJobId}</code></a>.</div>`;
+  }
+  return notice.replayError ? html`<div class="problem" role="alert">Replay not queued: ${notice.replayError}</div>` : '';
 }
 
-function errorSection(e: RunErrorRow): SafeHtml {
-  return html`<section class="run-error"><h2>Error at stage ${e.stage}: ${e.error_kind}</h2>
-<dl><dt>Occurred</dt><dd>${formatTime(e.occurred_at)}</dd><dt>HTTP status</dt><dd class="http-status">${e.http_status ?? '—'}</dd>
-<dt>Retryable</dt><dd>${e.retryable ? 'yes' : 'no'}</dd></dl>
-<h3>Message</h3><pre class="message">${e.message}</pre>
-${e.server_message !== null ? html`<h3>Server's message</h3><pre class="server-message">${e.server_message}</pre>` : ''}
-${e.problem !== null && e.problem !== undefined ? html`<h3>Problem details</h3><pre class="problem-details">${prettyJson(e.problem)}</pre>` : ''}
-${e.details !== null && e.details !== undefined ? html`<h3>Details</h3><pre class="details">${prettyJson(e.details)}</pre>` : ''}
-</section>`;
+/** The documents an attempt archived, each a download link (`/admin/attempts/:attemptId/documents/:page`). */
+export function documentTable(attemptId: string, documents: RunDocument[]): SafeHtml | '' {
+  if (documents.length === 0) return '';
+  return html`<h2>Documents</h2><table id="documents"><thead><tr><th>Page</th><th>File</th><th>Type</th><th>Bytes</th><th>sha256</th></tr></thead><tbody>
+${documents.map((d) => html`<tr><td class="num">${d.page}</td><td><a href="${attemptPath(attemptId)}/documents/${d.page}" download="${d.fileName}">${d.fileName}</a></td><td>${d.contentType}</td><td class="num">${formatCount(d.bytes)}</td><td><code>${d.sha256.slice(0, 16)}…</code></td></tr>
+`)}</tbody></table>`;
+}
+
+/** The attempts of a run, newest first, each linked to its page; `current` (an attempt id) is marked. */
+export function attemptTable(attempts: AttemptListRow[], current?: string): SafeHtml {
+  return html`<table id="attempts"><thead><tr><th>Attempt</th><th>Attempt id</th><th>Started</th><th>Status</th><th>Trigger</th><th>Duration</th><th>Rows</th><th>Worker</th><th>Error</th></tr></thead><tbody>
+${attempts.map((a) => html`<tr${a.attempt_id === current ? html` class="current"` : ''}><td class="num">${a.attempt}</td><td><a href="${attemptPath(a.attempt_id)}">${a.attempt_id.slice(0, 8)}</a></td><td>${formatTime(a.started_at)}</td><td>${statusLabel(a.status)}</td><td>${a.trigger}</td><td class="num">${formatDuration(a.duration_ms)}</td><td class="num">${formatCount(a.rows)}</td><td>${a.worker ?? ''}</td><td>${a.error_first_line ?? ''}</td></tr>
+`)}</tbody></table>`;
 }
 
 /**
- * One attempt: its figures, every recorded error with the server's text verbatim, the other attempts of the same
- * logical run, and a Replay button (POST /admin/runs/:runId/replay) when it failed or was interrupted.
+ * One logical run: what it was asked to do (trigger, logical time, parameters, queue job), how it stands (the
+ * newest attempt's status, attempts, first start, last finish, rows), its attempts with their errors' first lines,
+ * the documents it loaded, and a Replay button (POST /admin/runs/:job/:runKey/replay) when its newest attempt
+ * failed or was interrupted.
+ * @param documents those of the attempt that loaded the run (`loadingAttemptId`)
  */
-export function renderRunPage(run: AttemptRow, errors: RunErrorRow[], attempts: AttemptRow[], notice: RunPageNotice = {}, documents: RunDocument[] = []): string {
-  const banner = notice.replayedJobId
-    ? html`<div class="notice" role="status">Replay queued as job <a href="${BULL_BOARD_PATH}/queue/${encodeURIComponent(QUEUE_NAME)}/${encodeURIComponent(notice.replayedJobId)}"><code>${notice.replayedJobId}</code></a>.</div>`
-    : notice.replayError
-      ? html`<div class="problem" role="alert">Replay not queued: ${notice.replayError}</div>`
-      : '';
-  const replayable = run.status === 'failed' || run.status === 'interrupted';
-  const replay = replayable
-    ? html`<form class="inline" method="post" action="/admin/runs/${encodeURIComponent(run.run_id)}/replay"><button type="submit" id="replay">Replay</button></form>`
-    : '';
+export function renderRunPage(run: RunRow, attempts: AttemptListRow[], notice: RunPageNotice = {}, loadingAttemptId?: string, documents: RunDocument[] = []): string {
+  const queueJob = run.queue_job_id
+    ? html`<a href="${BULL_BOARD_PATH}/queue/${encodeURIComponent(QUEUE_NAME)}/${encodeURIComponent(run.queue_job_id)}"><code>${run.queue_job_id}</code></a>`
+    : html`<span class="muted">none (a foreground report-etl run)</span>`;
+  const interval = run.logical_start || run.logical_end ? `${formatTime(run.logical_start)} – ${formatTime(run.logical_end)}` : '';
   const fields = html`<dl>
-<dt>Run id</dt><dd>${run.run_id}</dd><dt>Job</dt><dd><a href="/admin/runs?job=${encodeURIComponent(run.job)}">${run.job}</a></dd>
-<dt>Run key</dt><dd>${run.run_key}</dd><dt>Status</dt><dd class="status">${status(run.status)}</dd>
-<dt>Trigger</dt><dd>${run.trigger}</dd><dt>Attempt</dt><dd>${run.attempt}</dd>
-<dt>Scheduled for</dt><dd>${formatTime(run.scheduled_for)}</dd><dt>Started</dt><dd>${formatTime(run.started_at)}</dd>
-<dt>Finished</dt><dd>${formatTime(run.finished_at)}</dd><dt>Duration</dt><dd>${formatDuration(run.duration_ms)}</dd>
-<dt>Target</dt><dd>${run.target_table} (${run.write_mode})</dd><dt>Rows</dt><dd>${formatCount(run.rows)}</dd>
-<dt>Pages</dt><dd>${run.pages ?? ''}</dd><dt>Bytes</dt><dd>${formatCount(run.bytes)}</dd>
-<dt>Report job</dt><dd>${run.report_job_id ?? ''}</dd><dt>Worker</dt><dd>${(run as AttemptRow & { worker?: string | null }).worker ?? ''}</dd>
+<dt>Job</dt><dd><a href="/admin/runs?job=${encodeURIComponent(run.job)}">${run.job}</a></dd><dt>Run key</dt><dd class="run-key">${run.run_key}</dd>
+<dt>Status</dt><dd class="status">${statusLabel(run.status)} <span class="muted">(its newest attempt's)</span></dd><dt>Attempts</dt><dd class="attempts">${run.attempts}</dd>
+<dt>Trigger</dt><dd>${run.trigger}</dd><dt>Scheduled for</dt><dd>${formatTime(run.scheduled_for)}</dd>
+<dt>Logical interval</dt><dd>${interval}</dd><dt>Parameters</dt><dd>${run.parameters ? html`<code>${JSON.stringify(run.parameters)}</code>` : ''}</dd>
+<dt>Queue job</dt><dd>${queueJob}</dd><dt>First started</dt><dd>${formatTime(run.first_started_at)}</dd>
+<dt>Last finished</dt><dd>${formatTime(run.last_finished_at)}</dd><dt>Rows</dt><dd class="rows">${formatCount(run.rows)}</dd>
 </dl>`;
-  // etl.runs.error is our message plus the server's; the error rows below show both apart, so it is shown only
-  // for attempts without a run_errors row.
-  const errorText = run.error !== null && errors.length === 0 ? html`<h2>Error</h2><pre class="run-error-text">${run.error}</pre>` : '';
-  const others = attempts.filter((a) => a.run_id !== run.run_id);
-  const attemptTable = others.length
-    ? html`<h2>Other attempts of this run</h2><table><thead><tr><th>Run</th><th>Started</th><th>Status</th><th>Trigger</th><th>Attempt</th><th>Error</th></tr></thead><tbody>
-${others.map((a) => html`<tr><td>${runLink(a.run_id)}</td><td>${formatTime(a.started_at)}</td><td>${status(a.status)}</td><td>${a.trigger}</td><td class="num">${a.attempt}</td><td>${(a.error ?? '').split('\n')[0]}</td></tr>
-`)}</tbody></table>`
-    : '';
-  const documentTable = documents.length
-    ? html`<h2>Documents</h2><table id="documents"><thead><tr><th>Page</th><th>File</th><th>Type</th><th>Bytes</th><th>sha256</th></tr></thead><tbody>
-${documents.map((d) => html`<tr><td class="num">${d.page}</td><td><a href="/admin/runs/${encodeURIComponent(run.run_id)}/documents/${d.page}" download="${d.fileName}">${d.fileName}</a></td><td>${d.contentType}</td><td class="num">${formatCount(d.bytes)}</td><td><code>${d.sha256.slice(0, 16)}…</code></td></tr>
-`)}</tbody></table>`
-    : '';
-  return page(`Run ${run.job} ${formatTime(run.started_at)}`, html`${banner}${replay}${fields}${errorText}${errors.map(errorSection)}${documentTable}${attemptTable}`);
+  const replay = replayable(run) ? replayButton(run, { id: 'replay' }) : '';
+  const list = attempts.length ? html`<h2>Attempts</h2>${attemptTable(attempts)}` : html`<p>No attempt recorded yet: the run is queued or waits for a report slot.</p>`;
+  const docs = loadingAttemptId ? documentTable(loadingAttemptId, documents) : '';
+  return page(`Run ${run.job} ${run.run_key}`, html`${replayBanner(notice)}${replay}${fields}${list}${docs}`);
 }

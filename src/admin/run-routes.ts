@@ -1,13 +1,16 @@
 /**
- * Routes of the run history pages: `GET /admin/runs` (filters `job`, `status`, `limit` per job),
- * `GET /admin/runs/:runId` (with the run's archived documents), `GET /admin/runs/:runId/documents/:page` (one
- * document, streamed from its target table as an attachment), and `POST /admin/runs/:runId/replay`, which re-queues the failed run through the
- * queue's replayRun (the same logical run, so append loads stay exactly-once) and redirects back (303) with a
- * notice. Access control is the server's onRequest hook, not these routes'.
+ * Routes of the run history pages:
+ * - `GET /admin/runs`: the logical runs (filters `job`, `status` of the newest attempt, `limit` per job);
+ * - `GET /admin/runs/:job/:runKey`: one run, its attempts and the documents it loaded;
+ * - `POST /admin/runs/:job/:runKey/replay`: re-queues the failed run through the queue's replayRun (the same logical
+ *   run, so append loads stay exactly-once) and redirects back to the run (303) with a notice;
+ * - `GET /admin/attempts/:attemptId`: one attempt, its errors (the server's own words) and documents;
+ * - `GET /admin/attempts/:attemptId/documents/:page`: one document, streamed from its target table as an attachment.
+ * Links sent before runs and attempts had pages of their own (`/admin/runs/<attempt id>`, and its
+ * `/documents/<page>`) are redirected (301) to the attempt's. Access control is the server's onRequest hook.
  */
 import { Readable } from 'node:stream';
-import type { Queue } from 'bullmq';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type pg from 'pg';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError } from '../errors.ts';
@@ -15,10 +18,13 @@ import type { Logger } from '../logger.ts';
 import type { RunQueue } from '../queue/queue.ts';
 import { replayRun } from '../queue/replay.ts';
 import { getAttempt } from '../history/attempts.ts';
+import { attemptsOfRun, listRunErrors, loadingAttemptOf } from '../history/attempt-list.ts';
+import { listJobNames, listRecentRuns, type RunListFilter } from '../history/run-list.ts';
+import { getRun } from '../history/runs.ts';
 import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
+import { renderAttemptPage } from './attempt-page.ts';
 import { PAGE_CSP } from './html.ts';
-import { renderRunList, renderRunPage } from './run-pages.ts';
-import { listAttempts, listJobNames, listRecentRuns, listRunErrors, type RunListFilter } from '../history/run-list.ts';
+import { attemptPath, renderRunList, renderRunPage, runPath } from './run-pages.ts';
 import { DocumentNotFoundError, listRunDocuments, readDocument } from '../warehouse/documents.ts';
 
 /** What the run routes need. */
@@ -32,7 +38,7 @@ export interface RunRoutesDeps {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Default and largest number of attempts shown per job on the run list. */
+/** Default and largest number of runs shown per job on the run list. */
 export const RUNS_PER_JOB = { default: 10, max: 200 } as const;
 
 /** Parses the run list's query string; unknown or malformed values fall back to "all" / the default. */
@@ -44,34 +50,66 @@ export function parseRunListFilter(q: Record<string, unknown>): RunListFilter {
   return { job, status, perJob };
 }
 
+function htmlPage(reply: FastifyReply, body: string): FastifyReply {
+  return reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(body);
+}
+
+function notFound(reply: FastifyReply, text: string): FastifyReply {
+  return reply.code(404).type('text/plain; charset=utf-8').send(`${text}\n`);
+}
+
 /** Registers the run history routes on `app`. */
 export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): void {
   app.get('/admin/runs', async (req, reply) => {
     const filter = parseRunListFilter(req.query as Record<string, unknown>);
     const [rows, jobs] = await Promise.all([listRecentRuns(deps.pool, filter), listJobNames(deps.pool)]);
-    return reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(renderRunList(rows, filter, jobs));
+    return htmlPage(reply, renderRunList(rows, filter, jobs));
   });
 
-  app.get<{ Params: { runId: string }; Querystring: Record<string, string | undefined> }>('/admin/runs/:runId', async (req, reply) => {
-    const { runId } = req.params;
-    const run = UUID.test(runId) ? await getAttempt(deps.pool, runId) : undefined;
-    if (!run) return reply.code(404).type('text/plain; charset=utf-8').send(`no run ${runId}\n`);
-    const [errors, attempts, documents] = await Promise.all([listRunErrors(deps.pool, runId), listAttempts(deps.pool, run.job, run.run_key), listRunDocuments(deps.pool, runId)]);
-    const html = renderRunPage(run, errors, attempts, { replayedJobId: req.query.replayed, replayError: req.query.replayError }, documents);
-    return reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(html);
+  app.get<{ Params: { job: string; runKey: string }; Querystring: Record<string, string | undefined> }>('/admin/runs/:job/:runKey', async (req, reply) => {
+    const { job, runKey } = req.params;
+    const run = await getRun(deps.pool, job, runKey);
+    if (!run) return notFound(reply, `no run ${runKey} of job ${job}`);
+    const [attempts, loading] = await Promise.all([attemptsOfRun(deps.pool, job, runKey), loadingAttemptOf(deps.pool, job, runKey)]);
+    const documents = loading ? await listRunDocuments(deps.pool, loading) : [];
+    return htmlPage(reply, renderRunPage(run, attempts, { replayedJobId: req.query.replayed, replayError: req.query.replayError }, loading, documents));
   });
 
-  app.get<{ Params: { runId: string; page: string } }>('/admin/runs/:runId/documents/:page', async (req, reply) => {
-    const { runId, page } = req.params;
-    const doc = UUID.test(runId) && /^[1-9]\d{0,8}$/.test(page) ? (await listRunDocuments(deps.pool, runId)).find((d) => d.page === Number(page)) : undefined;
-    if (!doc) return reply.code(404).type('text/plain; charset=utf-8').send(`no document on page ${page} of run ${runId}\n`);
+  app.post<{ Params: { job: string; runKey: string } }>('/admin/runs/:job/:runKey/replay', async (req, reply) => {
+    const { job, runKey } = req.params;
+    const back = runPath(job, runKey);
+    try {
+      const config = deps.config?.();
+      const { jobId } = await replayRun(config ? { queue: deps.queue, pool: deps.pool, config } : { queue: deps.queue, pool: deps.pool }, { job, runKey });
+      deps.logger.info({ job, runKey, jobId }, 'replay queued from the admin page');
+      return reply.redirect(`${back}?replayed=${encodeURIComponent(jobId)}`, 303);
+    } catch (err) {
+      const message = coerceError(err).message;
+      deps.logger.warn({ job, runKey, err: message }, 'replay from the admin page refused');
+      return reply.redirect(`${back}?replayError=${encodeURIComponent(message.slice(0, 500))}`, 303);
+    }
+  });
+
+  app.get<{ Params: { attemptId: string } }>('/admin/attempts/:attemptId', async (req, reply) => {
+    const { attemptId } = req.params;
+    const attempt = UUID.test(attemptId) ? await getAttempt(deps.pool, attemptId) : undefined;
+    const run = attempt ? await getRun(deps.pool, attempt.job, attempt.run_key) : undefined;
+    if (!attempt || !run) return notFound(reply, `no attempt ${attemptId}`);
+    const [errors, attempts, documents] = await Promise.all([listRunErrors(deps.pool, attemptId), attemptsOfRun(deps.pool, run.job, run.run_key), listRunDocuments(deps.pool, attemptId)]);
+    return htmlPage(reply, renderAttemptPage(attempt, run, errors, attempts, documents));
+  });
+
+  app.get<{ Params: { attemptId: string; page: string } }>('/admin/attempts/:attemptId/documents/:page', async (req, reply) => {
+    const { attemptId, page } = req.params;
+    const doc = UUID.test(attemptId) && /^[1-9]\d{0,8}$/.test(page) ? (await listRunDocuments(deps.pool, attemptId)).find((d) => d.page === Number(page)) : undefined;
+    if (!doc) return notFound(reply, `no document on page ${page} of attempt ${attemptId}`);
     const body = readDocument(deps.pool, doc);
     // The first slice is read before the answer starts, so that a document gone from its target is a clean 404.
     let first: IteratorResult<Buffer>;
     try {
       first = await body.next();
     } catch (err) {
-      if (err instanceof DocumentNotFoundError) return reply.code(404).type('text/plain; charset=utf-8').send(`${err.message}\n`);
+      if (err instanceof DocumentNotFoundError) return notFound(reply, err.message);
       throw err;
     }
     async function* all(): AsyncGenerator<Buffer> {
@@ -86,19 +124,14 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
       .send(Readable.from(all()));
   });
 
-  app.post<{ Params: { runId: string } }>('/admin/runs/:runId/replay', async (req, reply) => {
-    const { runId } = req.params;
-    const back = `/admin/runs/${encodeURIComponent(runId)}`;
-    if (!UUID.test(runId)) return reply.code(404).type('text/plain; charset=utf-8').send(`no run ${runId}\n`);
-    try {
-      const config = deps.config?.();
-      const { jobId } = await replayRun(config ? { queue: deps.queue, pool: deps.pool, config } : { queue: deps.queue, pool: deps.pool }, runId);
-      deps.logger.info({ runId, jobId }, 'replay queued from the admin page');
-      return reply.redirect(`${back}?replayed=${encodeURIComponent(jobId)}`, 303);
-    } catch (err) {
-      const message = coerceError(err).message;
-      deps.logger.warn({ runId, err: message }, 'replay from the admin page refused');
-      return reply.redirect(`${back}?replayError=${encodeURIComponent(message.slice(0, 500))}`, 303);
-    }
+  // Links in alerts and chat from before: `/admin/runs/<id>` named an attempt.
+  app.get<{ Params: { attemptId: string } }>('/admin/runs/:attemptId', async (req, reply) => {
+    const { attemptId } = req.params;
+    if (!UUID.test(attemptId)) return notFound(reply, `no page /admin/runs/${attemptId}: a run's page is /admin/runs/<job>/<run key>, an attempt's /admin/attempts/<attempt id>`);
+    return reply.redirect(attemptPath(attemptId), 301);
+  });
+  app.get<{ Params: { attemptId: string; page: string } }>('/admin/runs/:attemptId/documents/:page', async (req, reply) => {
+    const { attemptId, page } = req.params;
+    return reply.redirect(`${attemptPath(attemptId)}/documents/${encodeURIComponent(page)}`, 301);
   });
 }

@@ -7,7 +7,7 @@
  * | `/readyz` | 200 when PostgreSQL and Redis answer, else 503 naming the failed one | open |
  * | `/metrics` | Prometheus metrics (metrics.ts) | `Bearer <METRICS_TOKEN>` or admin auth; loopback only when neither is set |
  * | `/admin` | the jobs overview (overview-routes.ts), with the live jobs.yaml; else a redirect to `/admin/runs` | admin auth |
- * | `/admin/runs`, `/admin/runs/:runId`, `/admin/runs/:runId/documents/:page`, POST `/admin/runs/:runId/replay` | run history pages and document downloads (run-routes.ts) | admin auth |
+ * | `/admin/runs`, `/admin/runs/:job/:runKey`, POST `/admin/runs/:job/:runKey/replay`, `/admin/attempts/:attemptId`, `/admin/attempts/:attemptId/documents/:page` | run history: runs, one run, its replay, one attempt, document downloads (run-routes.ts); old `/admin/runs/<attempt id>` links redirect | admin auth |
  * | `/admin/queues` | bull-board with retry buttons (bull-board.ts) | admin auth |
  * | `/admin/login?token=...` | sets the browser session cookie, redirects to the home page | the token itself |
  * | `/admin/connections`, `/admin/connections/:name/login` | logins of user-dependent service users (login-routes.ts) | admin auth |
@@ -54,7 +54,7 @@ import { registerLoginRoutes } from './login-routes.ts';
 
 /** Dependencies and options of {@link startAdminServer}. */
 export interface AdminServerOptions {
-  /** PostgreSQL pool with the run history (etl.runs). Not closed by the server. */
+  /** PostgreSQL pool with the run history (etl.runs, etl.attempts). Not closed by the server. */
   pool: pg.Pool;
   /** Redis connection (readiness, token request counter). Not closed by the server. */
   redis: Redis;

@@ -13,8 +13,10 @@ export interface AlertMessage {
   job: string;
   /** When it happened (ISO 8601). */
   at: string;
-  /** The attempt (`etl.runs.run_id`) that failed or recovered. */
-  runId?: string | undefined;
+  /** The logical run (`etl.runs.run_key`) that failed or recovered. */
+  runKey?: string | undefined;
+  /** Its attempt (`etl.attempts.attempt_id`) that failed or succeeded. */
+  attemptId?: string | undefined;
   /** How the run was started (schedule, manual …). */
   trigger?: string | undefined;
   /** Stable error code (`etl.run_errors.error_kind`) of a failure. */
@@ -45,13 +47,14 @@ export function summary(m: AlertMessage): string {
   }
   if (m.event === 'stale') parts.push(`: no successful run for more than ${m.freshness ?? '?'} (last success ${m.lastSuccessAt ?? 'never'})`);
   if (m.event === 'recovered') parts.push(`: a run succeeded after failures since ${m.failingSince ?? '?'}`);
-  if (m.runId) parts.push(` (run ${m.runId})`);
+  if (m.runKey) parts.push(` (run ${m.runKey}${m.attemptId && m.attemptId !== m.runKey ? `, attempt ${m.attemptId}` : ''})`);
+  else if (m.attemptId) parts.push(` (attempt ${m.attemptId})`);
   return parts.join('');
 }
 
 /**
  * The JSON body of `m` in `format`:
- * - `generic`: `{ source: "report-etl", event, job, at, summary, runId?, trigger?, errorKind?, error?, … }`
+ * - `generic`: `{ source: "report-etl", event, job, at, summary, runKey?, attemptId?, trigger?, errorKind?, error?, … }`
  * - `slack`: `{ text }` (Slack incoming webhooks, also Mattermost and Rocket.Chat)
  * - `teams`: `{ type: "message", attachments: [{ contentType: "application/vnd.microsoft.card.adaptive", content }] }`
  */
@@ -59,7 +62,7 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
   const text = summary(m);
   if (format === 'slack') return { text: `${m.event === 'recovered' ? ':large_green_circle:' : ':red_circle:'} ${text}` };
   if (format === 'teams') {
-    const facts = Object.entries({ job: m.job, event: m.event, run: m.runId, 'error kind': m.errorKind, 'last success': m.lastSuccessAt })
+    const facts = Object.entries({ job: m.job, event: m.event, run: m.runKey, attempt: m.attemptId, 'error kind': m.errorKind, 'last success': m.lastSuccessAt })
       .filter(([, v]) => v !== undefined)
       .map(([title, value]) => ({ title, value: String(value) }));
     return {

@@ -18,9 +18,9 @@ export const LOGIN_REQUIRED = 'LOGIN_REQUIRED';
 /** What a run's outcome is told to. */
 export interface RunAlerts {
   /** A run succeeded (an attempt committed, or found its rows already loaded). */
-  succeeded(o: { job: string; runId: string; trigger?: string | undefined }): Promise<void>;
+  succeeded(o: { job: string; runKey: string; attemptId: string; trigger?: string | undefined }): Promise<void>;
   /** A run failed for good: no further attempt will be made. `error` is the attempt's typed cause. */
-  failed(o: { job: string; runId: string; trigger?: string | undefined; error: Error }): Promise<void>;
+  failed(o: { job: string; runKey: string; attemptId: string; trigger?: string | undefined; error: Error }): Promise<void>;
 }
 
 /** Run alerts that do nothing. */
@@ -40,18 +40,18 @@ export function makeRunAlerts(pool: pg.Pool, sender: AlertSender, logger: Logger
       try {
         const was = await clearFailing(pool, o.job);
         if (!was) return;
-        sender.send({ job: o.job, at: new Date().toISOString(), runId: o.runId, trigger: o.trigger, failingSince: was.failingSince.toISOString() }, ['recovered']);
+        sender.send({ job: o.job, at: new Date().toISOString(), runKey: o.runKey, attemptId: o.attemptId, trigger: o.trigger, failingSince: was.failingSince.toISOString() }, ['recovered']);
       } catch (err) {
         log.warn({ job: o.job, err: coerceError(err).message }, 'could not work out the recovered alert');
       }
     },
     async failed(o) {
       try {
-        await markFailing(pool, o.job, o.runId);
+        await markFailing(pool, o.job, o.attemptId);
         const kind = o.error instanceof EtlError ? o.error.code : (o.error as { code?: unknown }).code;
         const events: AlertEvent[] = kind === LOGIN_REQUIRED ? ['login_required', 'failed'] : ['failed'];
         sender.send(
-          { job: o.job, at: new Date().toISOString(), runId: o.runId, trigger: o.trigger, errorKind: typeof kind === 'string' ? kind : 'INTERNAL', error: firstErrorLine(o.error) },
+          { job: o.job, at: new Date().toISOString(), runKey: o.runKey, attemptId: o.attemptId, trigger: o.trigger, errorKind: typeof kind === 'string' ? kind : 'INTERNAL', error: firstErrorLine(o.error) },
           events,
         );
       } catch (err) {

@@ -1,7 +1,9 @@
 /**
- * `report-etl documents <run-id> [--out DIR] [--page N]`: writes the documents a run archived (pdf, xlsx, docx;
- * README "Output types") to files named as in the target table, streaming each from PostgreSQL, and prints one
- * line per file. Exit 1 when the run archived none or a document is gone from its target (replaced by a later run).
+ * `report-etl documents <run-key | attempt-id> [--job J] [--out DIR] [--page N]`: writes the documents a run archived
+ * (pdf, xlsx, docx; README "Output types") to files named as in the target table, streaming each from PostgreSQL,
+ * and prints one line per file. A run key names the run's documents (those of its attempt that loaded them), an
+ * attempt id that attempt's. Exit 1 when it archived none or a document is gone from its target (replaced by a
+ * later run), 2 when the key or id names nothing, or runs of several jobs.
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
@@ -12,28 +14,40 @@ import { EtlError } from '../errors.ts';
 import { wholeNumber } from './options.ts';
 import type { RegisterCommand } from './types.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export const registerDocuments: RegisterCommand = (program, cli) => {
   program
-    .command('documents <run-id>')
-    .description("write a run's archived documents (pdf, xlsx, docx) to files")
+    .command('documents <run-key|attempt-id>')
+    .description("write a run's archived documents (pdf, xlsx, docx) to files; give its run key, or an attempt id")
+    .option('--job <job>', 'the job the run key is of, when run keys of several jobs match')
     .option('--out <dir>', 'directory to write to (created when missing)', '.')
     .option('--page <n>', 'only this page', wholeNumber(1))
-    .action(async (runId: string, opts: { out: string; page?: number }) => {
-      if (!UUID.test(runId)) {
-        cli.err(`error: "${runId}" is not a run id (a UUID, as "report-etl runs" shows them)`);
-        cli.exit(2);
-        return;
-      }
+    .action(async (id: string, opts: { job?: string; out: string; page?: number }) => {
       // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost).
-      const [{ openStores }, { makeLogger }, { listRunDocuments, readDocument }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts'), import('../warehouse/documents.ts')]);
+      const [{ openStores }, { makeLogger }, { listRunDocuments, readDocument }, { findRunOrAttempt }, { loadingAttemptOf }] = await Promise.all([
+        import('../app/bootstrap.ts'),
+        import('../logger.ts'),
+        import('../warehouse/documents.ts'),
+        import('../history/run-or-attempt.ts'),
+        import('../history/attempt-list.ts'),
+      ]);
       const logger = makeLogger();
       const { pool, releasers } = await openStores(logger, { poolMax: 2 });
       try {
-        const docs = (await listRunDocuments(pool, runId)).filter((d) => opts.page === undefined || d.page === opts.page);
+        const named = await findRunOrAttempt(pool, id, opts.job);
+        if (named.kind === 'none' || named.kind === 'ambiguous') {
+          cli.err(
+            named.kind === 'none'
+              ? `error: "${id}" is not a run key nor an attempt id${opts.job ? ` of job ${opts.job}` : ''} (see "report-etl runs", or "report-etl runs --attempts")`
+              : `error: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`,
+          );
+          cli.exit(2);
+          return;
+        }
+        const attemptId = named.kind === 'attempt' ? named.attempt.attempt_id : await loadingAttemptOf(pool, named.run.job, named.run.run_key);
+        const what = named.kind === 'attempt' ? `attempt ${attemptId}` : `run ${named.run.run_key}`;
+        const docs = (attemptId ? await listRunDocuments(pool, attemptId) : []).filter((d) => opts.page === undefined || d.page === opts.page);
         if (docs.length === 0) {
-          cli.err(`run ${runId} archived no documents${opts.page === undefined ? '' : ` on page ${opts.page}`} (only pdf, excel and word runs do; see "report-etl runs")`);
+          cli.err(`${what} archived no documents${opts.page === undefined ? '' : ` on page ${opts.page}`} (only pdf, excel and word runs do, when they succeed; see "report-etl runs")`);
           cli.exit(1);
           return;
         }

@@ -1,25 +1,27 @@
 /**
- * `report-etl replay <run-id>` and `report-etl replay --failed [--job J] [--since 2d] [--dry-run]
- * [--include-superseded]`: re-queue failed runs as the same logical run (see src/queue/replay.ts). `--failed` skips
+ * `report-etl replay <run-key | attempt-id> [--job J]` and `report-etl replay --failed [--job J] [--since 2d]
+ * [--dry-run] [--include-superseded]`: re-queue failed runs as the same logical run (see src/queue/replay.ts). The
+ * one-run form takes a run key, or the id of any attempt of the run, and says which it got. `--failed` skips
  * superseded failures (a later logical run of the same job succeeded into the same replace or merge target) and
- * says how many and why; `--dry-run` lists what would be queued and queues nothing. Exit 2 when the run id is
- * unknown or not replayable.
+ * says how many and why; `--dry-run` lists what would be queued and queues nothing. Exit 2 when the run key or
+ * attempt id is unknown, names runs of several jobs (give --job), or the run is not replayable.
  */
 import type { RegisterCommand } from './types.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { EtlError } from '../errors.ts';
 import type { FailedRunToReplay } from '../history/run-list.ts';
+import type { RunOrAttempt } from '../history/run-or-attempt.ts';
 import { configOption, queuePrefixOption, sinceOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
 
-const HEADERS = ['run id', 'job', 'run key', 'started', 'error'] as const;
+const HEADERS = ['run key', 'job', 'failed attempt', 'started', 'error'] as const;
 
-/** Failed runs as an aligned table: run id, job, run key, start (UTC), first error line (80 characters). */
+/** Failed runs as an aligned table: run key, job, its newest (failed) attempt's id, start (UTC) and first error line (80 characters). */
 export function formatFailedRuns(runs: FailedRunToReplay[], extra?: (r: FailedRunToReplay) => string): string[] {
   const cells = runs.map((r) => [
-    r.run_id,
-    r.job,
     r.run_key,
+    r.job,
+    r.attempt_id,
     r.started_at.toISOString().replace('T', ' ').slice(0, 19),
     (r.error_first_line ?? '').slice(0, 80) + (extra ? extra(r) : ''),
   ]);
@@ -30,25 +32,35 @@ export function formatFailedRuns(runs: FailedRunToReplay[], extra?: (r: FailedRu
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
+/** What the user named, in words: `run K of job J`, or `attempt A (attempt 2 of run K of job J)`. */
+export function describeNamed(named: Extract<RunOrAttempt, { kind: 'run' | 'attempt' }>): string {
+  const run = `run ${named.run.run_key} of job ${named.run.job}`;
+  return named.kind === 'run' ? run : `attempt ${named.attempt.attempt_id} (attempt ${named.attempt.attempt} of ${run})`;
+}
+
 export const registerReplay: RegisterCommand = (program, cli) => {
   sinceOption(
     queuePrefixOption(configOption(program.command('replay').description('re-queue a failed run (same logical run), or every failed run with --failed'))),
     'with --failed: only runs started since',
   )
-    .argument('[run-id]', 'etl.runs.run_id of the failed attempt')
+    .argument('[run-key|attempt-id]', 'the failed run: its run key (etl.runs.run_key), or the id of one of its attempts (etl.attempts.attempt_id)')
     .option('--failed', 'replay every logical run whose newest attempt failed, except superseded ones')
-    .option('--job <job>', 'with --failed: only this job')
+    .option('--job <job>', 'with --failed: only this job; with a run key: the job it is of, when run keys of several jobs match')
     .option('--dry-run', 'with --failed: list what would be queued (and what is skipped), queue nothing')
     .option('--include-superseded', 'with --failed: replay failures a later successful run of the same replace/merge target superseded, too')
-    .action(async (runId: string | undefined, opts: { config: string; queuePrefix: string; failed?: boolean; job?: string; since?: Date; dryRun?: boolean; includeSuperseded?: boolean }) => {
+    .action(async (id: string | undefined, opts: { config: string; queuePrefix: string; failed?: boolean; job?: string; since?: Date; dryRun?: boolean; includeSuperseded?: boolean }) => {
       // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser.
-      const [{ loadConfig }, { planFailedReplays, replayRun }] = await Promise.all([import('../config/load.ts'), import('../queue/replay.ts')]);
-      if (!runId === !opts.failed) {
-        cli.err('report-etl replay: give either a run id or --failed');
+      const [{ loadConfig }, { planFailedReplays, replayRun }, { findRunOrAttempt }] = await Promise.all([
+        import('../config/load.ts'),
+        import('../queue/replay.ts'),
+        import('../history/run-or-attempt.ts'),
+      ]);
+      if (!id === !opts.failed) {
+        cli.err('report-etl replay: give either a run key or attempt id, or --failed');
         cli.exit(2);
         return;
       }
-      if (runId && (opts.dryRun || opts.includeSuperseded)) {
+      if (id && (opts.dryRun || opts.includeSuperseded)) {
         cli.err('report-etl replay: --dry-run and --include-superseded go with --failed');
         cli.exit(2);
         return;
@@ -57,10 +69,21 @@ export const registerReplay: RegisterCommand = (program, cli) => {
       const config: EtlConfig | undefined = await loadConfig(opts.config, process.env, { isolate: true }).then((c) => c.config, () => undefined);
       await withQueueSession(opts.queuePrefix, async ({ pool, queue }) => {
         const deps = { pool, queue, ...(config ? { config } : {}) };
-        if (runId) {
+        if (id) {
+          const named = await findRunOrAttempt(pool, id, opts.job);
+          if (named.kind === 'none' || named.kind === 'ambiguous') {
+            cli.err(
+              named.kind === 'none'
+                ? `report-etl replay: no run with run key "${id}" and no attempt with that id${opts.job ? ` in job ${opts.job}` : ''} (see "report-etl runs", or "report-etl runs --attempts")`
+                : `report-etl replay: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`,
+            );
+            cli.exit(2);
+            return;
+          }
           try {
-            const { jobId } = await replayRun(deps, runId);
-            cli.out(`run ${runId}: replay queued as ${jobId}`);
+            const { jobId, attemptId } = await replayRun(deps, { job: named.run.job, runKey: named.run.run_key });
+            const after = named.kind === 'attempt' && named.attempt.attempt_id === attemptId ? '' : `, after its failed attempt ${attemptId}`;
+            cli.out(`${describeNamed(named)}: replay of the run queued as ${jobId}${after}`);
           } catch (err) {
             if (!(err instanceof EtlError)) throw err;
             cli.err(`report-etl replay: ${err.message}`);
@@ -75,7 +98,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
           if (plan.toQueue.length) for (const l of formatFailedRuns(plan.toQueue, supersededBy)) cli.out(l);
         } else {
           for (const run of plan.toQueue) {
-            const { jobId } = await replayRun(deps, run.run_id);
+            const { jobId } = await replayRun(deps, { job: run.job, runKey: run.run_key });
             cli.out(`replay queued as ${jobId}`);
           }
           cli.out(`${plural(plan.toQueue.length, 'failed run')} queued again`);

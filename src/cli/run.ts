@@ -10,10 +10,18 @@ import type { RegisterCommand } from './types.ts';
 /** How long `run` waits at its end for alerts still being delivered, in ms (the run's outcome is already printed). */
 const ALERT_FLUSH_MS = 30_000;
 
+/**
+ * `run <run key>`, plus `, attempt <attempt id>` when they differ: without `--run-key` a foreground run's key is its
+ * first attempt's id, and both are the one UUID.
+ */
+function runAndAttempt(runKey: string, attemptId: string): string {
+  return runKey === attemptId ? `run ${runKey}` : `run ${runKey}, attempt ${attemptId}`;
+}
+
 export const registerRun: RegisterCommand = (program, cli) => {
   logFormatOption(paramOption(configOption(program.command('run').description('run one job of jobs.yaml now, in the foreground'))))
     .argument('<job>', 'job name in jobs.yaml')
-    .addOption(new Option('--run-key <key>', 'logical run id; append loads are exactly-once per key'))
+    .addOption(new Option('--run-key <key>', 'run key of this logical run (default: the id of its attempt); append loads are exactly-once per key'))
     .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string } & LogFormatFlag) => {
       // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost). The
       // stores (DATABASE_URL, REDIS_URL: not jobs.yaml) connect and migrate while the rest loads and jobs.yaml is read.
@@ -120,21 +128,21 @@ export const registerRun: RegisterCommand = (program, cli) => {
             slots,
             onReportJobStarted: startJanitorWork,
           }).catch(async (err: unknown) => {
-            if (err instanceof AttemptFailedError && !controller.signal.aborted) await alerts.failed({ job: jobName, runId: err.attemptId, trigger: 'manual', error: err.error });
+            if (err instanceof AttemptFailedError && !controller.signal.aborted) await alerts.failed({ job: jobName, runKey: opts.runKey ?? err.attemptId, attemptId: err.attemptId, trigger: 'manual', error: err.error });
             throw err;
           });
-          await alerts.succeeded({ job: jobName, runId: result.attemptId, trigger: 'manual' });
+          await alerts.succeeded({ job: jobName, runKey: result.runKey, attemptId: result.attemptId, trigger: 'manual' });
           const secs = result.durationMs / 1000;
           // What a loaded row is depends on the output type (README "Output types").
           const shape = outputShape(job.job.report.outputType, job.job.target);
           const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
           cli.out(
             `${jobName}: ${result.status}, ${result.rows} ${unit}, ${result.pages} pages, ${(result.bytes / 1e6).toFixed(1)} MB in ` +
-              `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s), run ${result.attemptId}`,
+              `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s), ${runAndAttempt(result.runKey, result.attemptId)}`,
           );
         } catch (err) {
           if (!(err instanceof AttemptFailedError)) throw err;
-          cli.err(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), run ${err.attemptId}: ${err.message}`);
+          cli.err(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), ${runAndAttempt(opts.runKey ?? err.attemptId, err.attemptId)}: ${err.message}`);
           // A config problem found only at run time (a declared type PostgreSQL does not know, a bad report name).
           cli.exit(err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
         } finally {

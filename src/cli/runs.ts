@@ -1,13 +1,17 @@
 /**
- * `report-etl runs [--job J] [--status S] [--since 2d] [--limit N]`: the run history as a table, newest first.
- * Read-only: it never migrates and needs no Redis; a database without the run history says so on stderr.
+ * `report-etl runs [--attempts] [--job J] [--status S] [--since 2d] [--limit N]`: the run history as a table, newest
+ * first: one line per logical run (etl.runs: run key, status of its newest attempt, attempt count), or with
+ * `--attempts` one line per attempt (etl.attempts: attempt id, its run key and number). Read-only: it never
+ * migrates and needs no Redis; a database without the run history says so on stderr.
  */
 import type { RegisterCommand } from './types.ts';
+import type { AttemptListRow } from '../history/attempt-list.ts';
 import type { RunListRow } from '../history/run-list.ts';
 import { queuePrefixOption, sinceOption, wholeNumber } from './options.ts';
 import { withHistory } from './queue-session.ts';
 
-const HEADERS = ['run id', 'job', 'status', 'attempt', 'trigger', 'started', 'duration', 'rows', 'error'] as const;
+const RUN_HEADERS = ['run key', 'job', 'status', 'attempts', 'trigger', 'started', 'duration', 'rows', 'error'] as const;
+const ATTEMPT_HEADERS = ['attempt id', 'job', 'run key', 'attempt', 'status', 'trigger', 'started', 'duration', 'rows', 'error'] as const;
 
 /** Duration in ms as `850ms`, `12.3s`, `4m05s`. */
 export function formatDuration(ms: number | null): string {
@@ -18,43 +22,85 @@ export function formatDuration(ms: number | null): string {
   return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
 }
 
-/** The rows as an aligned text table with a header line; errors cut to 80 characters. */
-export function formatRunTable(rows: RunListRow[]): string[] {
-  const cells = rows.map((r) => [
-    r.run_id,
-    r.job,
-    r.status,
-    String(r.attempt),
-    r.trigger,
-    r.started_at.toISOString().replace('T', ' ').slice(0, 19),
-    formatDuration(r.duration_ms === null ? (r.status === 'running' ? Date.now() - r.started_at.getTime() : null) : Number(r.duration_ms)),
-    r.rows ?? '-',
-    (r.error_first_line ?? '').slice(0, 80),
-  ]);
-  const widths = HEADERS.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+const time = (t: Date | null) => (t ? t.toISOString().replace('T', ' ').slice(0, 19) : '-');
+
+/** Aligned text lines with a header line; the last column (the error) is not padded. */
+function table(headers: readonly string[], cells: string[][]): string[] {
+  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: readonly string[]) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i]!))).join('  ').trimEnd();
-  return [line(HEADERS), ...cells.map(line)];
+  return [line(headers), ...cells.map(line)];
+}
+
+/**
+ * Logical runs as an aligned table. `duration` runs from the first attempt's start to the last finish (retries and
+ * their waits included), and on to now while the newest attempt runs; errors are the newest attempt's, cut to 80
+ * characters. A run whose first attempt is not recorded yet (waiting for a report slot) shows `-` as its status.
+ */
+export function formatRunTable(rows: RunListRow[], now = Date.now()): string[] {
+  return table(
+    RUN_HEADERS,
+    rows.map((r) => {
+      const end = r.status === 'running' ? now : r.last_finished_at?.getTime();
+      return [
+        r.run_key,
+        r.job,
+        r.status ?? '-',
+        String(r.attempts),
+        r.trigger,
+        time(r.first_started_at),
+        formatDuration(r.first_started_at && end !== undefined ? end - r.first_started_at.getTime() : null),
+        r.rows ?? '-',
+        (r.error_first_line ?? '').slice(0, 80),
+      ];
+    }),
+  );
+}
+
+/** Attempts as an aligned table; a running attempt's duration runs on to now; errors cut to 80 characters. */
+export function formatAttemptTable(rows: AttemptListRow[], now = Date.now()): string[] {
+  return table(
+    ATTEMPT_HEADERS,
+    rows.map((a) => [
+      a.attempt_id,
+      a.job,
+      a.run_key,
+      String(a.attempt),
+      a.status,
+      a.trigger,
+      time(a.started_at),
+      formatDuration(a.duration_ms === null ? (a.status === 'running' ? now - a.started_at.getTime() : null) : Number(a.duration_ms)),
+      a.rows ?? '-',
+      (a.error_first_line ?? '').slice(0, 80),
+    ]),
+  );
 }
 
 export const registerRuns: RegisterCommand = (program, cli) => {
-  sinceOption(queuePrefixOption(program.command('runs').description('show the run history (etl.runs), newest first')), 'only runs started since')
+  sinceOption(
+    queuePrefixOption(program.command('runs').description('show the run history, newest first: one line per run (etl.runs), or per attempt with --attempts (etl.attempts)')),
+    'only runs taken from the queue or started since (with --attempts: attempts started since)',
+  )
+    .option('--attempts', 'one line per attempt (attempt id, run key, attempt number) instead of per run')
     .option('--job <job>', 'only this job')
-    .option('--status <status>', 'only runs with this status: running | succeeded | failed | interrupted')
+    .option('--status <status>', 'only runs whose newest attempt has this status (with --attempts: only such attempts): running | succeeded | failed | interrupted')
     .option('--limit <n>', 'most rows', wholeNumber(1), 50)
-    .action(async (opts: { queuePrefix: string; job?: string; status?: string; since?: Date; limit: number }) => {
-      const { hasRunHistory, listRuns } = await import('../history/run-list.ts');
-      const rows = await withHistory(async (pool) =>
-        (await hasRunHistory(pool)) ? listRuns(pool, { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit }) : undefined,
-      );
-      if (rows === undefined) {
-        cli.out('no runs');
-        cli.err('report-etl runs: no run history in this database yet (schema etl has no runs table): check DATABASE_URL, or run `report-etl migrate` / start a worker to create it');
+    .action(async (opts: { queuePrefix: string; attempts?: boolean; job?: string; status?: string; since?: Date; limit: number }) => {
+      const [{ hasRunHistory, listRuns }, { listAttempts }] = await Promise.all([import('../history/run-list.ts'), import('../history/attempt-list.ts')]);
+      const filter = { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit };
+      const lines = await withHistory(async (pool) => {
+        if (!(await hasRunHistory(pool))) return undefined;
+        return opts.attempts ? formatAttemptTable(await listAttempts(pool, filter)) : formatRunTable(await listRuns(pool, filter));
+      });
+      const what = opts.attempts ? 'attempts' : 'runs';
+      if (lines === undefined) {
+        cli.out(`no ${what}`);
+        cli.err('report-etl runs: no run history in this database yet (schema etl has no attempts table): check DATABASE_URL, or run `report-etl migrate` / start a worker to create it');
         return;
       }
-      if (rows.length === 0) {
-        cli.out('no runs');
+      if (lines.length === 1) {
+        cli.out(`no ${what}`);
         return;
       }
-      for (const line of formatRunTable(rows)) cli.out(line);
+      for (const line of lines) cli.out(line);
     });
 };

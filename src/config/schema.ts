@@ -228,7 +228,7 @@ export const historySchema = z
     keep: duration()
       .refine((t) => (parseWindow(t) ?? 0) >= 86_400_000, { message: 'keep at least 1d of run history' })
       .default(DEFAULT_HISTORY_KEEP)
-      .describe('How long etl.runs, etl.run_errors and etl.run_requests are kept (at least 1d); a job\'s last success and last failure are always kept.'),
+      .describe('How long etl.attempts, etl.run_errors and etl.runs are kept (at least 1d); a job\'s last success and last failure are always kept.'),
   })
   .strict();
 

@@ -16,7 +16,7 @@ export async function isAppended(db: Queryable, job: string, runKey: string): Pr
  */
 export async function claimAppend(db: Queryable, job: string, runKey: string, attemptId: string, targetTable: string, rows: number): Promise<boolean> {
   const { rowCount } = await db.query(
-    `INSERT INTO etl.appended_runs (job, run_key, run_id, target_table, rows) VALUES ($1, $2, $3, $4, $5)
+    `INSERT INTO etl.appended_runs (job, run_key, attempt_id, target_table, rows) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (job, run_key) DO NOTHING`,
     [job, runKey, attemptId, targetTable, rows],
   );

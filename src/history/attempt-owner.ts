@@ -1,7 +1,7 @@
 /**
  * The owner of the attempts a process runs: one PostgreSQL session per process that holds
  * a session-level advisory lock on a random key for the life of the process. Every attempt the process records
- * carries that key (`etl.runs.owner_lock`, migrations/0007). When the process dies in any way (kill -9, crash, OOM,
+ * carries that key (`etl.attempts.owner_lock`, migrations/0007). When the process dies in any way (kill -9, crash, OOM,
  * lost machine) PostgreSQL ends the session and frees the lock, so "is the owner gone?" is one
  * `pg_try_advisory_lock` away, with no clock, heartbeat interval or Redis TTL to wait for (see orphans.ts).
  *
@@ -15,7 +15,7 @@ import type { Logger } from '../logger.ts';
 
 /** The owner session of one process. */
 export interface AttemptOwner {
-  /** The advisory lock key, a positive bigint as decimal text (`etl.runs.owner_lock`). */
+  /** The advisory lock key, a positive bigint as decimal text (`etl.attempts.owner_lock`). */
   readonly key: string;
   /** Whether the session holds the lock now (false while it reconnects after losing its connection). */
   holds(): boolean;

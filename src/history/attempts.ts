@@ -1,8 +1,9 @@
 /**
- * Attempts in the run history (README "Run history": `etl.runs`, one row per attempt, and `etl.run_errors`),
- * each SQL operation one small typed function (docs/architecture.md, graphile-worker `src/sql/*`). An attempt is
- * recorded `running` when it starts, then `succeeded` inside the loading transaction, or `failed`/`interrupted`
- * after the load rolled back. Tables: migrations/0001.
+ * Attempts in the run history (README "Run history": `etl.attempts`, one row per try, and
+ * `etl.run_errors`), each SQL operation one small typed function. An attempt is recorded `running` when it starts,
+ * then `succeeded` inside the loading transaction, or `failed`/`interrupted` after the load rolled back. Each of these
+ * statements also brings its logical run's `etl.runs` row up to date in the same transaction (see
+ * {@link UPDATE_RUN_OF_ENDED}), so the two tables never disagree. Tables: migrations/0001, 0008.
  */
 import type pg from 'pg';
 import { withTransaction, type Queryable } from '../db.ts';
@@ -11,7 +12,7 @@ import type { AttemptStatus, RunStage, RunTrigger } from '../vocabulary.ts';
 
 /** What is known when an attempt starts. */
 export interface AttemptStart {
-  /** The attempt's id (`etl.runs.run_id`), a UUID. */
+  /** The attempt's id (`etl.attempts.attempt_id`), a UUID. */
   attemptId: string;
   /** jobs.yaml job name. */
   job: string;
@@ -28,25 +29,42 @@ export interface AttemptStart {
 }
 
 /**
- * Inserts the `running` row of an attempt, numbered one more than the attempts `etl.runs` already holds for its
- * logical run, so that attempts after a stall, a shutdown or a replay keep counting (BullMQ's own counters skip
- * stalls and restarts).
+ * Inserts the `running` row of an attempt and counts it on its run's `etl.runs` row (made here when the run has
+ * none yet: a foreground run, or a run whose request was not recorded), in one statement. The attempt's number is
+ * the run's new attempt count: the run row's lock hands out each number once, and attempts after a stall, a
+ * shutdown or a replay keep counting (BullMQ's own counters skip stalls and restarts).
  * @returns the attempt number, 1-based
  */
 export async function insertAttempt(db: Queryable, a: AttemptStart): Promise<number> {
   const { rows } = await db.query<{ attempt: number }>(
-    `INSERT INTO etl.runs (run_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode, worker, owner_lock)
-     SELECT $1, $2, $3, $4, $5, coalesce(max(attempt), 0) + 1, 'running', $6, $7, $8, $9::bigint
-       FROM etl.runs WHERE job = $2 AND run_key = $3
+    `WITH run AS (
+       INSERT INTO etl.runs AS r (job, run_key, trigger, scheduled_for, attempts, status, first_started_at)
+       VALUES ($2, $3, $5, $4, 1, 'running', now())
+       ON CONFLICT (job, run_key) DO UPDATE SET attempts = r.attempts + 1, status = 'running', first_started_at = coalesce(r.first_started_at, now())
+       RETURNING r.attempts)
+     INSERT INTO etl.attempts (attempt_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode, worker, owner_lock)
+     SELECT $1, $2, $3, $4, $5, run.attempts, 'running', $6, $7, $8, $9::bigint FROM run
      RETURNING attempt`,
     [a.attemptId, a.job, a.runKey, a.scheduledFor ?? null, a.trigger, a.targetTable, a.writeMode, a.worker, a.ownerLock ?? null],
   );
   return rows[0]!.attempt;
 }
 
+/**
+ * SQL: folds the attempt that CTE `ended` (job, run_key, attempt, status, finished_at, rows) just ended into its
+ * run. The run takes the status only from its newest attempt (an older one closed late, e.g. found dead by a later
+ * attempt or the janitor, does not change it), its rows from its first success (an attempt that found the rows
+ * already appended loaded none), and the latest finish.
+ */
+const UPDATE_RUN_OF_ENDED = `UPDATE etl.runs r
+    SET status = CASE WHEN e.attempt = r.attempts THEN e.status ELSE r.status END,
+        rows = CASE WHEN e.status = 'succeeded' THEN coalesce(r.rows, e.rows) ELSE r.rows END,
+        last_finished_at = greatest(r.last_finished_at, e.finished_at)
+   FROM ended e WHERE r.job = e.job AND r.run_key = e.run_key`;
+
 /** Stores the server's report job id as soon as the report job exists, so that a leftover can be deleted later. */
 export async function setAttemptReportJob(db: Queryable, attemptId: string, reportJobId: string): Promise<void> {
-  await db.query('UPDATE etl.runs SET report_job_id = $2 WHERE run_id = $1', [attemptId, reportJobId]);
+  await db.query('UPDATE etl.attempts SET report_job_id = $2 WHERE attempt_id = $1', [attemptId, reportJobId]);
 }
 
 /** Figures of a load: rows, pages, bytes (of page bodies as downloaded). */
@@ -57,15 +75,19 @@ export interface LoadFigures {
 }
 
 /**
- * Marks an attempt succeeded; called inside the loading transaction so that it commits with the rows.
+ * Marks an attempt succeeded, and its run; called inside the loading transaction so that both commit with the rows.
  * @returns false when the attempt is no longer `running`: a later attempt declared it dead (it stalled past its
  *   lock) and took the run over, so this one must not commit
  */
 export async function completeAttempt(db: Queryable, attemptId: string, f: LoadFigures): Promise<boolean> {
+  // Every attempt has its run (foreign key), so a row counted here is the attempt that was still running.
   const { rowCount } = await db.query(
-    `UPDATE etl.runs SET status = 'succeeded', rows = $2, pages = $3, bytes = $4, finished_at = clock_timestamp(),
-            duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint, error = NULL
-      WHERE run_id = $1 AND status = 'running'`,
+    `WITH ended AS (
+       UPDATE etl.attempts SET status = 'succeeded', rows = $2, pages = $3, bytes = $4, finished_at = clock_timestamp(),
+              duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint, error = NULL
+        WHERE attempt_id = $1 AND status = 'running'
+        RETURNING job, run_key, attempt, status, finished_at, rows)
+     ${UPDATE_RUN_OF_ENDED}`,
     [attemptId, f.rows, f.pages, f.bytes],
   );
   return (rowCount ?? 0) > 0;
@@ -86,20 +108,23 @@ export interface AttemptFailure {
 }
 
 /**
- * Marks an attempt failed (or interrupted) and writes its etl.run_errors row, in one transaction. An attempt that
- * is no longer `running` keeps its status (a later attempt already recorded it interrupted); the error row is
- * still written.
+ * Marks an attempt failed (or interrupted), and its run, and writes its etl.run_errors row, in one transaction. An
+ * attempt that is no longer `running` keeps its status (a later attempt already recorded it interrupted), and so
+ * does its run; the error row is still written.
  */
 export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFailure): Promise<void> {
   await withTransaction(pool, async (tx) => {
     await tx.query(
-      `UPDATE etl.runs SET status = $2, error = $3, rows = $4, pages = $5, bytes = $6, finished_at = clock_timestamp(),
-              duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint
-        WHERE run_id = $1 AND status = 'running'`,
+      `WITH ended AS (
+         UPDATE etl.attempts SET status = $2, error = $3, rows = $4, pages = $5, bytes = $6, finished_at = clock_timestamp(),
+                duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint
+          WHERE attempt_id = $1 AND status = 'running'
+          RETURNING job, run_key, attempt, status, finished_at, rows)
+       ${UPDATE_RUN_OF_ENDED}`,
       [attemptId, f.status, f.serverMessage && !f.message.includes(f.serverMessage) ? `${f.message}\n${f.serverMessage}` : f.message, f.figures?.rows ?? null, f.figures?.pages ?? null, f.figures?.bytes ?? null],
     );
     await tx.query(
-      `INSERT INTO etl.run_errors (run_id, stage, error_kind, retryable, http_status, message, server_message, problem, details)
+      `INSERT INTO etl.run_errors (attempt_id, stage, error_kind, retryable, http_status, message, server_message, problem, details)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
       [
         attemptId,
@@ -133,10 +158,9 @@ export function failureOf(err: Error, fallbackStage: RunStage, figures?: Partial
   };
 }
 
-/** One row of etl.runs (one attempt) as the CLI and the admin pages read it. */
+/** One row of etl.attempts as the CLI and the admin pages read it. */
 export interface AttemptRow {
-  /** The attempt's id. */
-  run_id: string;
+  attempt_id: string;
   job: string;
   /** The logical run. */
   run_key: string;
@@ -159,13 +183,19 @@ export interface AttemptRow {
 
 /** Reads one attempt by id, or undefined. */
 export async function getAttempt(db: Queryable, attemptId: string): Promise<AttemptRow | undefined> {
-  const { rows } = await db.query<AttemptRow>('SELECT * FROM etl.runs WHERE run_id = $1', [attemptId]);
+  const { rows } = await db.query<AttemptRow>('SELECT * FROM etl.attempts WHERE attempt_id = $1', [attemptId]);
+  return rows[0];
+}
+
+/** The newest attempt of a logical run (the highest number), or undefined before its first. */
+export async function newestAttempt(db: Queryable, job: string, runKey: string): Promise<AttemptRow | undefined> {
+  const { rows } = await db.query<AttemptRow>('SELECT * FROM etl.attempts WHERE job = $1 AND run_key = $2 ORDER BY attempt DESC, started_at DESC LIMIT 1', [job, runKey]);
   return rows[0];
 }
 
 /** An attempt still recorded `running`. */
 export interface RunningAttempt {
-  run_id: string;
+  attempt_id: string;
   attempt: number;
   report_job_id: string | null;
   worker: string | null;
@@ -176,7 +206,7 @@ export interface RunningAttempt {
 /** Attempts of a logical run still recorded `running` (left behind by a worker that died, or still going). */
 export async function runningAttempts(db: Queryable, job: string, runKey: string): Promise<RunningAttempt[]> {
   const { rows } = await db.query<RunningAttempt>(
-    `SELECT run_id, attempt, report_job_id, worker, owner_lock::text AS owner_lock FROM etl.runs WHERE job = $1 AND run_key = $2 AND status = 'running' ORDER BY started_at`,
+    `SELECT attempt_id, attempt, report_job_id, worker, owner_lock::text AS owner_lock FROM etl.attempts WHERE job = $1 AND run_key = $2 AND status = 'running' ORDER BY started_at`,
     [job, runKey],
   );
   return rows;
@@ -184,14 +214,14 @@ export async function runningAttempts(db: Queryable, job: string, runKey: string
 
 /** Whether some attempt of the logical run succeeded. */
 export async function hasSucceeded(db: Queryable, job: string, runKey: string): Promise<boolean> {
-  const { rowCount } = await db.query(`SELECT 1 FROM etl.runs WHERE job = $1 AND run_key = $2 AND status = 'succeeded' LIMIT 1`, [job, runKey]);
+  const { rowCount } = await db.query(`SELECT 1 FROM etl.attempts WHERE job = $1 AND run_key = $2 AND status = 'succeeded' LIMIT 1`, [job, runKey]);
   return (rowCount ?? 0) > 0;
 }
 
 /** The newest tick a scheduled or caught-up attempt of `job` was recorded for (any status), or undefined. */
 export async function lastScheduledTick(db: Queryable, job: string): Promise<Date | undefined> {
   const { rows } = await db.query<{ t: Date | null }>(
-    `SELECT max(scheduled_for) AS t FROM etl.runs WHERE job = $1 AND trigger IN ('schedule', 'catchup') AND scheduled_for IS NOT NULL`,
+    `SELECT max(scheduled_for) AS t FROM etl.attempts WHERE job = $1 AND trigger IN ('schedule', 'catchup') AND scheduled_for IS NOT NULL`,
     [job],
   );
   return rows[0]?.t ?? undefined;

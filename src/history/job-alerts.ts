@@ -6,15 +6,15 @@
 import type { Queryable } from '../db.ts';
 
 /**
- * Records that `job` failed for good in attempt `runId` (it is failing from now on, or still).
+ * Records that `job` failed for good in attempt `attemptId` (it is failing from now on, or still).
  * @returns when the job started failing (now, or the earlier failure's time when it was failing already)
  */
-export async function markFailing(db: Queryable, job: string, runId: string): Promise<Date> {
+export async function markFailing(db: Queryable, job: string, attemptId: string): Promise<Date> {
   const { rows } = await db.query<{ failing_since: Date }>(
-    `INSERT INTO etl.job_alerts (job, failing_since, failed_run_id) VALUES ($1, now(), $2)
-     ON CONFLICT (job) DO UPDATE SET failing_since = coalesce(etl.job_alerts.failing_since, now()), failed_run_id = $2, updated_at = now()
+    `INSERT INTO etl.job_alerts (job, failing_since, failed_attempt_id) VALUES ($1, now(), $2)
+     ON CONFLICT (job) DO UPDATE SET failing_since = coalesce(etl.job_alerts.failing_since, now()), failed_attempt_id = $2, updated_at = now()
      RETURNING failing_since`,
-    [job, runId],
+    [job, attemptId],
   );
   return rows[0]!.failing_since;
 }
@@ -24,16 +24,16 @@ export async function markFailing(db: Queryable, job: string, runId: string): Pr
  * @returns the failure it recovered from (since when, and the last failed attempt), or undefined when it was not
  *   failing (then no `recovered` is due; a second process seeing the same success also gets undefined)
  */
-export async function clearFailing(db: Queryable, job: string): Promise<{ failingSince: Date; failedRunId: string | null } | undefined> {
-  const { rows } = await db.query<{ failing_since: Date; failed_run_id: string | null }>(
-    `UPDATE etl.job_alerts a SET failing_since = NULL, failed_run_id = NULL, updated_at = now()
-       FROM (SELECT job, failing_since, failed_run_id FROM etl.job_alerts WHERE job = $1 FOR UPDATE) old
+export async function clearFailing(db: Queryable, job: string): Promise<{ failingSince: Date; failedAttemptId: string | null } | undefined> {
+  const { rows } = await db.query<{ failing_since: Date; failed_attempt_id: string | null }>(
+    `UPDATE etl.job_alerts a SET failing_since = NULL, failed_attempt_id = NULL, updated_at = now()
+       FROM (SELECT job, failing_since, failed_attempt_id FROM etl.job_alerts WHERE job = $1 FOR UPDATE) old
       WHERE a.job = old.job AND old.failing_since IS NOT NULL
-      RETURNING old.failing_since, old.failed_run_id`,
+      RETURNING old.failing_since, old.failed_attempt_id`,
     [job],
   );
   const r = rows[0];
-  return r ? { failingSince: r.failing_since, failedRunId: r.failed_run_id } : undefined;
+  return r ? { failingSince: r.failing_since, failedAttemptId: r.failed_attempt_id } : undefined;
 }
 
 /**

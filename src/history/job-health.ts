@@ -1,15 +1,18 @@
 /**
- * The figures of each job that on-call staff and Prometheus ask for first (freshness
- * metrics): last attempt, last success, last failure, failing state, and the rows and duration of its last runs.
- * Read from etl.runs by the (job, started_at) index, one LATERAL probe per job.
+ * The figures of each job that on-call staff and Prometheus ask for first (the jobs overview, freshness metrics):
+ * last attempt, last success, last failure, failing state, and the rows and duration of its last attempts. Read
+ * from etl.attempts by the (job, started_at) index, one LATERAL probe per job.
  */
 import type { Queryable } from '../db.ts';
 import type { AttemptStatus } from '../vocabulary.ts';
-import { FIRST_ERROR_LINE } from './run-list.ts';
+import { firstErrorLine } from './attempt-list.ts';
 
-/** One finished or running attempt as the overview shows it. */
+/** One finished or running attempt as the overview shows it, with its run (run key) and number in it. */
 export interface RecentAttempt {
-  run_id: string;
+  attempt_id: string;
+  run_key: string;
+  /** Its number within its run, 1-based. */
+  attempt: number;
   status: AttemptStatus;
   started_at: Date;
   finished_at: Date | null;
@@ -36,8 +39,8 @@ export interface JobHealth {
   recent: RecentAttempt[];
 }
 
-const COLUMNS = `run_id, status, started_at, finished_at, rows::float8 AS rows, duration_ms::float8 AS duration_ms, ${FIRST_ERROR_LINE} AS error_first_line,
-  (SELECT e.error_kind FROM etl.run_errors e WHERE e.run_id = r.run_id ORDER BY e.id DESC LIMIT 1) AS error_kind`;
+const COLUMNS = `attempt_id, run_key, attempt, status, started_at, finished_at, rows::float8 AS rows, duration_ms::float8 AS duration_ms, ${firstErrorLine('r')} AS error_first_line,
+  (SELECT e.error_kind FROM etl.run_errors e WHERE e.attempt_id = r.attempt_id ORDER BY e.id DESC LIMIT 1) AS error_kind`;
 
 /**
  * Health figures of `jobs`, in the order given.
@@ -46,11 +49,11 @@ const COLUMNS = `run_id, status, started_at, finished_at, rows::float8 AS rows, 
 export async function jobHealth(db: Queryable, jobs: readonly string[], recent = 20): Promise<JobHealth[]> {
   if (jobs.length === 0) return [];
   const one = (where: string) =>
-    `(SELECT to_jsonb(x) FROM (SELECT ${COLUMNS} FROM etl.runs r WHERE r.job = j.job ${where} ORDER BY started_at DESC LIMIT 1) x)`;
+    `(SELECT to_jsonb(x) FROM (SELECT ${COLUMNS} FROM etl.attempts r WHERE r.job = j.job ${where} ORDER BY started_at DESC LIMIT 1) x)`;
   const { rows } = await db.query<{ job: string; last: RecentAttempt | null; success: RecentAttempt | null; failure: RecentAttempt | null; failing_since: Date | null; recent: RecentAttempt[] | null }>(
     `SELECT j.job, ${one('')} AS last, ${one(`AND status = 'succeeded'`)} AS success, ${one(`AND status = 'failed'`)} AS failure,
             a.failing_since,
-            (SELECT jsonb_agg(to_jsonb(x) ORDER BY x.started_at) FROM (SELECT ${COLUMNS} FROM etl.runs r WHERE r.job = j.job AND status <> 'running' ORDER BY started_at DESC LIMIT $2) x) AS recent
+            (SELECT jsonb_agg(to_jsonb(x) ORDER BY x.started_at) FROM (SELECT ${COLUMNS} FROM etl.attempts r WHERE r.job = j.job AND status <> 'running' ORDER BY started_at DESC LIMIT $2) x) AS recent
        FROM unnest($1::text[]) AS j(job) LEFT JOIN etl.job_alerts a ON a.job = j.job`,
     [jobs, recent],
   );

@@ -6,7 +6,7 @@ import type pg from 'pg';
 
 /** An attempt recorded `running` under an owner lock. */
 export interface OwnedAttempt {
-  run_id: string;
+  attempt_id: string;
   job: string;
   run_key: string;
   attempt: number;
@@ -28,8 +28,8 @@ export interface OwnedAttempt {
 export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[]): Promise<OwnedAttempt[]> {
   if (jobs.length === 0) return [];
   const { rows } = await pool.query<OwnedAttempt>(
-    `SELECT run_id, job, run_key, attempt, report_job_id, worker, owner_lock::text AS owner_lock, started_at
-       FROM etl.runs WHERE status = 'running' AND owner_lock IS NOT NULL AND job = ANY($1::text[]) ORDER BY started_at`,
+    `SELECT attempt_id, job, run_key, attempt, report_job_id, worker, owner_lock::text AS owner_lock, started_at
+       FROM etl.attempts WHERE status = 'running' AND owner_lock IS NOT NULL AND job = ANY($1::text[]) ORDER BY started_at`,
     [jobs],
   );
   if (rows.length === 0) return [];

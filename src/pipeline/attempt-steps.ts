@@ -88,7 +88,7 @@ export async function recordAttempt(o: AttemptOptions): Promise<Attempt> {
   };
   const waits = { todo: 'the attempt starts', done: 'the attempt is recorded' };
   const number = await untilDatabaseTakesIt(o.logger.child({ job: name }), waits, o.signal, () => insertAttempt(o.pool, start));
-  const log = o.logger.child({ job: name, runId: attemptId });
+  const log = o.logger.child({ job: name, attemptId });
   log.info({ trigger, attempt: number, runKey, report: job.report.name, outputType: job.report.outputType }, 'run started');
   return { options: o, attemptId, runKey, number, target, targetTable, startedAt: new Date(), startedMs, stage: 'config', log, reportJobId: undefined, pages: 0, bytes: 0 };
 }
@@ -176,8 +176,8 @@ export async function clearDeadAttempts(a: Attempt, client: ReportClient, dead: 
       deleted = `its report job ${d.report_job_id} was deleted`;
     }
     const message = `attempt ${d.attempt} was abandoned by its worker (${d.worker ?? 'unknown'}: stopped or lost its lock); ${deleted} by attempt ${a.number}`;
-    await failAttempt(a.options.pool, d.run_id, { status: 'interrupted', stage: 'load', errorKind: 'ABORTED', retryable: true, message, details: { reportJobId: d.report_job_id } });
-    a.log.warn({ deadRunId: d.run_id, reportJobId: d.report_job_id }, 'cleaned up after a dead attempt');
+    await failAttempt(a.options.pool, d.attempt_id, { status: 'interrupted', stage: 'load', errorKind: 'ABORTED', retryable: true, message, details: { reportJobId: d.report_job_id } });
+    a.log.warn({ deadAttemptId: d.attempt_id, reportJobId: d.report_job_id }, 'cleaned up after a dead attempt');
   }
 }
 
@@ -336,13 +336,13 @@ async function recordFailure(a: Attempt, failure: AttemptFailure): Promise<void>
  */
 async function otherAttemptsNotAlive(a: Attempt): Promise<RunningAttempt[]> {
   const pool = a.options.pool;
-  const others = (await runningAttempts(pool, a.options.job.name, a.runKey)).filter((r) => r.run_id !== a.attemptId);
+  const others = (await runningAttempts(pool, a.options.job.name, a.runKey)).filter((r) => r.attempt_id !== a.attemptId);
   const gone = await goneOwners(pool, others.flatMap((r) => (r.owner_lock ? [r.owner_lock] : [])));
   const live = others.find((r) => r.owner_lock && !gone.has(r.owner_lock));
   if (live) {
     throw new EtlError('RUN_IN_PROGRESS', `attempt ${live.attempt} of this run (${live.worker ?? 'unknown worker'}) is still in progress: this attempt started nothing on the server and is retried later`, {
       stage: 'start',
-      details: { runKey: a.runKey, otherRunId: live.run_id },
+      details: { runKey: a.runKey, otherAttemptId: live.attempt_id },
     });
   }
   return others;

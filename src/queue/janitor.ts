@@ -65,7 +65,7 @@ export interface JanitorDeps {
 
 /** One orphaned attempt the janitor handled. */
 export interface ClosedOrphan {
-  runId: string;
+  attemptId: string;
   job: string;
   reportJobId: string | null;
   /** Recorded interrupted (false: its report job could not be deleted; tried again next sweep). */
@@ -107,7 +107,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   let closing: Promise<void> | undefined;
 
   const closeOne = async (o: OwnedAttempt, config: EtlConfig): Promise<ClosedOrphan> => {
-    const result: ClosedOrphan = { runId: o.run_id, job: o.job, reportJobId: o.report_job_id, closed: false };
+    const result: ClosedOrphan = { attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed: false };
     const job = config.jobs[o.job];
     const connection = job ? config.connections[job.connection] : undefined;
     if (o.report_job_id && job && connection) {
@@ -115,7 +115,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       try {
         await lease.client.deleteJob(o.report_job_id);
       } catch (err) {
-        log.warn({ job: o.job, runId: o.run_id, reportJobId: o.report_job_id, err: coerceError(err).message }, 'orphaned attempt: could not delete its report job; trying again at the next sweep');
+        log.warn({ job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, err: coerceError(err).message }, 'orphaned attempt: could not delete its report job; trying again at the next sweep');
         return result;
       } finally {
         lease.release();
@@ -125,7 +125,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const message =
       `orphaned: the process that ran attempt ${o.attempt} (${o.worker ?? 'unknown'}) ended without finishing it ` +
       `(killed, crashed, or lost its database session); nothing was committed; the janitor of ${me} ${what}`;
-    await failAttempt(deps.pool, o.run_id, {
+    await failAttempt(deps.pool, o.attempt_id, {
       status: 'interrupted',
       stage: o.report_job_id ? 'load' : 'start',
       errorKind: 'ORPHANED',
@@ -133,7 +133,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       message,
       details: { reportJobId: o.report_job_id, worker: o.worker, janitor: me },
     });
-    log.warn({ job: o.job, runId: o.run_id, reportJobId: o.report_job_id, worker: o.worker }, 'orphaned attempt closed: recorded interrupted, report job deleted');
+    log.warn({ job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, worker: o.worker }, 'orphaned attempt closed: recorded interrupted, report job deleted');
     result.closed = true;
     return result;
   };
@@ -144,8 +144,8 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const out: ClosedOrphan[] = [];
     for (const o of await findOrphanedAttempts(deps.pool, known)) {
       out.push(await closeOne(o, config).catch((err: unknown) => {
-        log.warn({ job: o.job, runId: o.run_id, err: coerceError(err).message }, 'orphaned attempt: could not close it; trying again at the next sweep');
-        return { runId: o.run_id, job: o.job, reportJobId: o.report_job_id, closed: false };
+        log.warn({ job: o.job, attemptId: o.attempt_id, err: coerceError(err).message }, 'orphaned attempt: could not close it; trying again at the next sweep');
+        return { attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed: false };
       }));
     }
     return out;
@@ -177,7 +177,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
         });
         if (pruned) {
           result.pruned = pruned;
-          if (pruned.runs || pruned.runRequests) log.info({ ...pruned, keep: config.history.keep }, 'run history pruned');
+          if (pruned.attempts || pruned.runs) log.info({ ...pruned, keep: config.history.keep }, 'run history pruned');
         }
         return result;
       } finally {

@@ -58,11 +58,12 @@ export function manualQueueJobId(job: string, runKey: string): string {
 }
 
 /**
- * BullMQ job id of a replay of one failed attempt: `<original id>__replay_<runId>`. Replaying the same failed
- * attempt twice is deduplicated; a replay that fails again can itself be replayed (its attempt has a new run id).
+ * BullMQ job id of a replay of a run after its failed attempt: `<original id>__replay_<attempt id>`. Replaying the
+ * run twice after the same failed attempt is deduplicated; a replay that fails again can itself be replayed (its
+ * attempt has a new id).
  */
-export function replayQueueJobId(queueJobId: string, failedRunId: string): string {
-  return `${queueJobId.replace(/__replay_[0-9a-f-]{36}$/, '')}__replay_${failedRunId}`;
+export function replayQueueJobId(queueJobId: string, failedAttemptId: string): string {
+  return `${queueJobId.replace(/__replay_[0-9a-f-]{36}$/, '')}__replay_${failedAttemptId}`;
 }
 
 /** Redis key of the overlap lock of `job` (one run of a job at a time, across all workers). */

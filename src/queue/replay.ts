@@ -1,20 +1,20 @@
 /**
- * Replay of failed runs from the queue: the same logical run (same run key, so an
- * append load stays exactly-once), the same logical time and explicit parameters (etl.run_requests), trigger
- * 'replay'. Used by `report-etl replay` and the admin page's replay button. `replay --failed` skips superseded
- * failures (a later logical run of the same job succeeded into the same replace or merge target; precisely defined
- * at failedRunsToReplay in src/history/run-list.ts) unless asked to include them.
+ * Replay of failed runs from the queue: the same logical run (same run key, so an append load stays exactly-once),
+ * the same logical time and explicit parameters (its etl.runs row), trigger 'replay'. Used by `report-etl replay`
+ * and the admin pages' Replay buttons. `replay --failed` skips superseded failures (a later logical run of the same
+ * job succeeded into the same replace or merge target; precisely defined at failedRunsToReplay in
+ * src/history/run-list.ts) unless asked to include them.
  */
 import type pg from 'pg';
 import type { Queue } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import { EtlError } from '../errors.ts';
-import { getAttempt, hasSucceeded } from '../history/attempts.ts';
+import { hasSucceeded, newestAttempt } from '../history/attempts.ts';
 import { replayQueueJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest } from '../vocabulary.ts';
 import { failedRunsToReplay, type FailedRunToReplay } from '../history/run-list.ts';
-import { getRunRequest } from '../history/run-requests.ts';
+import { getRun, getRunRequest } from '../history/runs.ts';
 
 /** What replays need. */
 export interface ReplayDeps {
@@ -26,32 +26,37 @@ export interface ReplayDeps {
 
 const PENDING = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting-children']);
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A logical run: its jobs.yaml job and run key. */
+export interface RunRef {
+  job: string;
+  runKey: string;
+}
 
 /**
- * Queues a replay of the failed (or interrupted) attempt `attemptId` (its etl.runs.run_id, the "run id" users see).
- * Replaying the same attempt twice queues it once.
- * @returns the BullMQ job id of the replay
- * @throws EtlError (code INTERNAL, not retryable) when there is no such run, or it or a later attempt of its run succeeded
+ * Queues a replay of the logical run `ref`, whose newest attempt failed or was interrupted. The queue job id names
+ * that attempt, so replaying the run twice before its replay made a new attempt queues it once.
+ * @returns the BullMQ job id of the replay, and the newest attempt it replays
+ * @throws EtlError (code INTERNAL, not retryable) when there is no such run, it has no finished attempt yet, its
+ *   newest attempt is running, or an attempt of it succeeded
  */
-export async function replayRun(deps: ReplayDeps, attemptId: string): Promise<{ jobId: string }> {
-  const run = UUID.test(attemptId) ? await getAttempt(deps.pool, attemptId) : undefined;
-  if (!run) throw new EtlError('INTERNAL', `no run ${attemptId} in etl.runs`, { retryable: false });
-  if (run.status === 'succeeded') throw new EtlError('INTERNAL', `run ${attemptId} succeeded: nothing to replay`, { retryable: false });
-  if (run.status === 'running') throw new EtlError('INTERNAL', `run ${attemptId} is still running`, { retryable: false });
-  if (await hasSucceeded(deps.pool, run.job, run.run_key)) {
-    throw new EtlError('INTERNAL', `run ${attemptId} failed, but a later attempt of the same run (${run.run_key}) succeeded: nothing to replay`, { retryable: false });
+export async function replayRun(deps: ReplayDeps, ref: RunRef): Promise<{ jobId: string; attemptId: string }> {
+  const named = `run ${ref.runKey} of job ${ref.job}`;
+  const [run, newest] = await Promise.all([getRun(deps.pool, ref.job, ref.runKey), newestAttempt(deps.pool, ref.job, ref.runKey)]);
+  if (!run) throw new EtlError('INTERNAL', `no ${named} in etl.runs`, { retryable: false });
+  if (!newest) throw new EtlError('INTERNAL', `${named} has no attempt yet (it is queued or waits for a report slot): nothing to replay`, { retryable: false });
+  if (newest.status === 'running') throw new EtlError('INTERNAL', `${named} is still running (attempt ${newest.attempt})`, { retryable: false });
+  if (newest.status === 'succeeded' || (await hasSucceeded(deps.pool, ref.job, ref.runKey))) {
+    throw new EtlError('INTERNAL', `${named} succeeded: nothing to replay`, { retryable: false });
   }
-  const request = await getRunRequest(deps.pool, run.job, run.run_key);
   const req: RunRequest = { job: run.job, trigger: 'replay', runKey: run.run_key };
-  const scheduledFor = request?.scheduledFor ?? run.scheduled_for ?? undefined;
+  const scheduledFor = run.scheduled_for ?? newest.scheduled_for;
   if (scheduledFor) req.scheduledFor = scheduledFor.toISOString();
-  if (request?.logicalStart) req.logicalStart = request.logicalStart.toISOString();
-  if (request?.logicalEnd) req.logicalEnd = request.logicalEnd.toISOString();
-  if (request?.parameters) req.parameters = request.parameters;
+  if (run.logical_start) req.logicalStart = run.logical_start.toISOString();
+  if (run.logical_end) req.logicalEnd = run.logical_end.toISOString();
+  if (run.parameters) req.parameters = run.parameters;
   const retry = deps.config?.jobs[run.job] ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 };
-  const { jobId } = await enqueueRun(deps.queue, req, { jobId: replayQueueJobId(request?.queueJobId ?? run.run_key, run.run_id), ...retry });
-  return { jobId };
+  const { jobId } = await enqueueRun(deps.queue, req, { jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id), ...retry });
+  return { jobId, attemptId: newest.attempt_id };
 }
 
 /** What `replay --failed` would do with the failed runs it found (see {@link planFailedReplays}). */
@@ -90,7 +95,7 @@ export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions
     const request = await getRunRequest(deps.pool, run.job, run.run_key);
     const queued = request ? await deps.queue.getJob(request.queueJobId) : undefined;
     if (queued && PENDING.has(await queued.getState())) plan.stillRetrying.push(run);
-    else if (run.superseded_by_run_id && !o.includeSuperseded) plan.superseded.push(run);
+    else if (run.superseded_by_run_key !== null && !o.includeSuperseded) plan.superseded.push(run);
     else plan.toQueue.push(run);
   }
   return plan;
@@ -103,6 +108,6 @@ export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions
  */
 export async function replayFailed(deps: ReplayDeps, o: ReplayFailedOptions = {}): Promise<string[]> {
   const ids: string[] = [];
-  for (const run of (await planFailedReplays(deps, o)).toQueue) ids.push((await replayRun(deps, run.run_id)).jobId);
+  for (const run of (await planFailedReplays(deps, o)).toQueue) ids.push((await replayRun(deps, { job: run.job, runKey: run.run_key })).jobId);
   return ids;
 }

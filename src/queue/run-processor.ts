@@ -13,7 +13,7 @@ import { resolveJob, type ResolvedJob } from '../config/load.ts';
 import { AbortedError, coerceError, ConfigError } from '../errors.ts';
 import { untilDatabaseTakesIt } from '../db.ts';
 import { hasSucceeded } from '../history/attempts.ts';
-import { recordRunRequest } from '../history/run-requests.ts';
+import { recordRunRequest } from '../history/runs.ts';
 import type { Logger } from '../logger.ts';
 import { AttemptFailedError, runAttempt } from '../pipeline/run-attempt.ts';
 import type { AttemptOwner } from '../history/attempt-owner.ts';
@@ -28,7 +28,8 @@ import type { QueuedRun } from './queue.ts';
 /** What a finished queued run returns (the BullMQ job's return value). */
 export interface RunOutcome {
   status: 'succeeded' | 'already-loaded' | 'already-succeeded' | 'skipped-overlap';
-  runId?: string;
+  /** The attempt that succeeded (the run is the queue job's run key). */
+  attemptId?: string;
   rows?: number;
   pages?: number;
   bytes?: number;
@@ -48,7 +49,7 @@ export interface ProcessDeps {
   /** How long a run waits before it looks at the overlap lock again (overlap: wait), in ms. */
   overlapRetryMs: number;
   overlapLockTtlMs: number;
-  /** Name in etl.runs.worker. */
+  /** Name in etl.attempts.worker. */
   workerName: string;
   /** Whether the worker is shutting down (an abort then means "interrupted, retry elsewhere"). */
   shuttingDown: () => boolean;
@@ -125,20 +126,20 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
       worker: deps.workerName,
       owner: deps.owner,
     });
-    await (deps.alerts ?? noRunAlerts).succeeded({ job: req.job, runId: result.attemptId, trigger: req.trigger });
-    return { status: result.status, runId: result.attemptId, rows: result.rows, pages: result.pages, bytes: result.bytes, durationMs: Math.round(result.durationMs) };
+    await (deps.alerts ?? noRunAlerts).succeeded({ job: req.job, runKey: req.runKey, attemptId: result.attemptId, trigger: req.trigger });
+    return { status: result.status, attemptId: result.attemptId, rows: result.rows, pages: result.pages, bytes: result.bytes, durationMs: Math.round(result.durationMs) };
   } catch (err) {
     if (err instanceof AttemptFailedError) {
       if (controller.signal.aborted && deps.shuttingDown()) {
         // Recorded interrupted by runAttempt; back to the queue at once for another worker, without using up an attempt.
-        log.warn({ runId: err.attemptId }, 'run interrupted by shutdown: queued again');
+        log.warn({ attemptId: err.attemptId }, 'attempt interrupted by shutdown: run queued again');
         await queueJob.moveToDelayed(Date.now(), token);
         throw new DelayedError();
       }
-      const text = `${err.code}: ${err.message} (run ${err.attemptId})`;
+      const text = `${err.code}: ${err.message} (attempt ${err.attemptId})`;
       // The last attempt BullMQ will make: attemptsMade counts the ones before this one.
       const final = !err.retryable || queueJob.attemptsMade + 1 >= (queueJob.opts.attempts ?? 1);
-      if (final && !controller.signal.aborted) await (deps.alerts ?? noRunAlerts).failed({ job: req.job, runId: err.attemptId, trigger: req.trigger, error: err.error });
+      if (final && !controller.signal.aborted) await (deps.alerts ?? noRunAlerts).failed({ job: req.job, runKey: req.runKey, attemptId: err.attemptId, trigger: req.trigger, error: err.error });
       throw err.retryable ? new Error(text, { cause: err }) : new UnrecoverableError(text);
     }
     if (err instanceof ConfigError) throw new UnrecoverableError(err.message);

@@ -3,7 +3,7 @@
  * time zone. Each tick enqueues one run with the id `<job>__<tick>` ({@link tickQueueJobId}), so any number of
  * schedulers side by side queue exactly one run per tick. (BullMQ's own Job Schedulers are not used: their races,
  * taskforcesh/bullmq #2876, #2988, #3085.) On start it catches up on ticks missed while no scheduler ran
- * (`catchup: none | latest | { all: window }`, from etl.runs); config changes add, remove and reschedule tasks.
+ * (`catchup: none | latest | { all: window }`, from etl.attempts); config changes add, remove and reschedule tasks.
  */
 import type pg from 'pg';
 import type { Queue } from 'bullmq';

@@ -42,7 +42,7 @@ export interface RunWorkerDeps {
   overlapRetryMs?: number;
   /** TTL of the overlap lock in ms (default 30 000), renewed every third. */
   overlapLockTtlMs?: number;
-  /** Name in etl.runs.worker (default host:pid). */
+  /** Name in etl.attempts.worker (default host:pid). */
   workerName?: string;
   /** The process's owner session (history/attempt-owner.ts): without it a dead worker's attempts wait for a later attempt of their run. */
   owner?: AttemptOwner | undefined;

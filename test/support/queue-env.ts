@@ -17,10 +17,9 @@ export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
   } while (cursor !== '0');
 }
 
-/** Deletes the run history of the jobs whose name starts with `jobPrefix`. */
+/** Deletes the run history of the jobs whose name starts with `jobPrefix` (a run's attempts go with it). */
 export async function deleteRuns(pool: pg.Pool, jobPrefix: string): Promise<void> {
   await pool.query(`DELETE FROM etl.runs WHERE job LIKE $1`, [`${jobPrefix}%`]);
-  await pool.query(`DELETE FROM etl.run_requests WHERE job LIKE $1`, [`${jobPrefix}%`]);
   await pool.query(`DELETE FROM etl.appended_runs WHERE job LIKE $1`, [`${jobPrefix}%`]);
 }
 
@@ -47,9 +46,9 @@ export function captureLogger(level = 'info'): { logger: Logger; lines: Record<s
   return { logger: pino({ level }, sink), lines };
 }
 
-/** One etl.runs row as the queue tests read it. */
-export interface RunRec {
-  run_id: string;
+/** One etl.attempts row as the queue tests read it. */
+export interface AttemptRec {
+  attempt_id: string;
   job: string;
   run_key: string;
   trigger: string;
@@ -63,7 +62,29 @@ export interface RunRec {
   error: string | null;
 }
 
-/** The runs of one job, oldest first. */
+/** The attempts of one job, oldest first. */
+export async function attemptsOf(pool: pg.Pool, job: string): Promise<AttemptRec[]> {
+  return (await pool.query<AttemptRec>('SELECT * FROM etl.attempts WHERE job = $1 ORDER BY started_at, attempt', [job])).rows;
+}
+
+/** One etl.runs row (a logical run) as the tests read it. */
+export interface RunRec {
+  job: string;
+  run_key: string;
+  trigger: string;
+  scheduled_for: Date | null;
+  logical_start: Date | null;
+  logical_end: Date | null;
+  parameters: Record<string, string> | null;
+  queue_job_id: string | null;
+  attempts: number;
+  status: string | null;
+  first_started_at: Date | null;
+  last_finished_at: Date | null;
+  rows: string | null;
+}
+
+/** The logical runs of one job, oldest first. */
 export async function runsOf(pool: pg.Pool, job: string): Promise<RunRec[]> {
-  return (await pool.query<RunRec>('SELECT * FROM etl.runs WHERE job = $1 ORDER BY started_at, attempt', [job])).rows;
+  return (await pool.query<RunRec>('SELECT * FROM etl.runs WHERE job = $1 ORDER BY created_at, run_key', [job])).rows;
 }

@@ -1,14 +1,14 @@
 /**
- * What /metrics derives from the run history (etl.runs): totals and duration histograms per job, computed when
- * scraped so that every process reports the same numbers.
+ * What /metrics derives from the run history (etl.attempts): totals and duration histograms of finished attempts per
+ * job, computed when scraped so that every process reports the same numbers.
  */
 import type { Queryable } from '../db.ts';
 
 /** Finished attempts per (job, status) with their loaded rows and bytes (succeeded attempts only). */
-export interface RunTotals {
+export interface AttemptTotals {
   job: string;
   status: string;
-  runs: number;
+  attempts: number;
   rows: number;
   bytes: number;
 }
@@ -22,31 +22,31 @@ export interface DurationHistogram {
   count: number;
 }
 
-/** What /metrics derives from etl.runs. */
-export interface RunAggregates {
-  totals: RunTotals[];
+/** What /metrics derives from etl.attempts. */
+export interface AttemptAggregates {
+  totals: AttemptTotals[];
   durations: DurationHistogram[];
 }
 
 /**
- * Totals and the duration histogram over all finished attempts, in one pass of etl.runs grouped by (job, status)
+ * Totals and the duration histogram over all finished attempts, in one pass of etl.attempts grouped by (job, status)
  * with one `count(*) FILTER (WHERE duration_ms <= bound)` per bucket, which is already the cumulative `le` count.
  * Attempts still `running` are left out, so every counted value only grows (until run history is pruned).
  * @param bounds histogram upper bounds in seconds, ascending (the `le` labels; +Inf is the count)
  */
-export async function runAggregates(db: Queryable, bounds: readonly number[]): Promise<RunAggregates> {
+export async function attemptAggregates(db: Queryable, bounds: readonly number[]): Promise<AttemptAggregates> {
   const bucketColumns = bounds.map((_, i) => `count(*) FILTER (WHERE duration_ms <= $${i + 1})::text AS b${i}`).join(', ');
   const { rows } = await db.query<Record<string, string | null> & { job: string; status: string; n: string; timed: string }>(
     `SELECT job, status, count(*)::text AS n, count(duration_ms)::text AS timed, ${bucketColumns},
             coalesce(sum(duration_ms), 0)::text AS sum_ms, coalesce(sum(rows), 0)::text AS rows, coalesce(sum(bytes), 0)::text AS bytes
-       FROM etl.runs WHERE status <> 'running' GROUP BY job, status ORDER BY job, status`,
+       FROM etl.attempts WHERE status <> 'running' GROUP BY job, status ORDER BY job, status`,
     bounds.map((b) => Math.round(b * 1000)),
   );
-  const totals: RunTotals[] = [];
+  const totals: AttemptTotals[] = [];
   const durations = new Map<string, DurationHistogram>();
   for (const r of rows) {
     const succeeded = r.status === 'succeeded';
-    totals.push({ job: r.job, status: r.status, runs: Number(r.n), rows: succeeded ? Number(r.rows) : 0, bytes: succeeded ? Number(r.bytes) : 0 });
+    totals.push({ job: r.job, status: r.status, attempts: Number(r.n), rows: succeeded ? Number(r.rows) : 0, bytes: succeeded ? Number(r.bytes) : 0 });
     const timed = Number(r.timed);
     if (timed === 0) continue;
     let h = durations.get(r.job);

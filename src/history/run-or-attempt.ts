@@ -1,0 +1,31 @@
+/**
+ * What a user means by an id on the command line (`replay <run-key | attempt-id>`, `documents <run-key |
+ * attempt-id>`): a logical run by its run key, or one attempt by its attempt id (docs/architecture.md "Vocabulary").
+ */
+import type { Queryable } from '../db.ts';
+import { getAttempt, type AttemptRow } from './attempts.ts';
+import { findRunsByKey, getRun, type RunRow } from './runs.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** What an id named: a run, an attempt (with its run), run keys of several jobs, or nothing. */
+export type RunOrAttempt =
+  | { kind: 'run'; run: RunRow }
+  | { kind: 'attempt'; attempt: AttemptRow; run: RunRow }
+  | { kind: 'ambiguous'; jobs: string[] }
+  | { kind: 'none' };
+
+/**
+ * Looks `id` up as a run key first (of `job` when given), then as an attempt id. A foreground run's run key is its
+ * first attempt's id, so both readings name the same run.
+ * @returns `ambiguous` when the run key belongs to runs of several jobs (the caller asks for the job)
+ */
+export async function findRunOrAttempt(db: Queryable, id: string, job?: string): Promise<RunOrAttempt> {
+  const runs = await findRunsByKey(db, id, job);
+  if (runs.length > 1) return { kind: 'ambiguous', jobs: runs.map((r) => r.job) };
+  if (runs.length === 1) return { kind: 'run', run: runs[0]! };
+  const attempt = UUID.test(id) ? await getAttempt(db, id) : undefined;
+  if (!attempt || (job !== undefined && attempt.job !== job)) return { kind: 'none' };
+  const run = await getRun(db, attempt.job, attempt.run_key);
+  return run ? { kind: 'attempt', attempt, run } : { kind: 'none' };
+}

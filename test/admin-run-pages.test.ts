@@ -1,0 +1,176 @@
+/**
+ * The run history pages of the admin server over real HTTP: the run list (logical runs with their attempt counts),
+ * a run's page with its attempts, an attempt's page with the server's text verbatim and escaped, old
+ * `/admin/runs/<attempt id>` links redirected, and replay through the queue.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { escapeHtml } from '../src/admin/html.ts';
+import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
+import { resolveJob } from '../src/config/load.ts';
+import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { silentLogger } from '../src/logger.ts';
+import { AttemptFailedError, runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
+import { makeQueue } from '../src/queue/queue.ts';
+import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
+import { uniqueName } from './support/env.ts';
+import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+
+const token = `tok-${randomBytes(12).toString('hex')}`;
+// The run history is shared by every test file: our job names are unique, and assertions only look at them.
+const failJob = uniqueName('adp_fail');
+const okJob = uniqueName('adp_ok');
+const markupJob = uniqueName('adp_markup');
+
+let h: Harness;
+let queue: Queue;
+let server: AdminServer;
+let failedAttemptId: string;
+let okResult: AttemptResult;
+let markupAttemptId: string;
+
+beforeAll(async () => {
+  h = await startHarness();
+  queue = makeQueue(h.redis, uniqueName('adpq'));
+  const config = h.config({
+    [failJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
+    [okJob]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } }, { table: `${h.schema}.orders` }),
+  });
+  const err = await runAttempt({ job: resolveJob(config, failJob), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(AttemptFailedError);
+  failedAttemptId = (err as AttemptFailedError).attemptId;
+  okResult = await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
+
+  // A failure whose texts are markup, with an HTTP status and problem details, recorded as an attempt's would be.
+  markupAttemptId = crypto.randomUUID();
+  await insertAttempt(h.pool, { attemptId: markupAttemptId, job: markupJob, runKey: markupAttemptId, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
+  await failAttempt(h.pool, markupAttemptId, {
+    status: 'failed',
+    stage: 'start',
+    errorKind: 'ACCESS_FORBIDDEN',
+    retryable: false,
+    message: 'refused <b>bold</b> & "quoted"',
+    httpStatus: 403,
+    serverMessage: "<script>alert('x')</script>\nsecond line",
+    problem: { status: 403, title: 'Forbidden <i>', type: 'https://docs.example/erp/authorization/user-service-access-forbidden' },
+  });
+
+  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token } });
+}, 60_000);
+
+afterAll(async () => {
+  await server?.close();
+  await queue?.obliterate({ force: true }).catch(() => undefined);
+  await queue?.close();
+  await h?.pool.query('DELETE FROM etl.runs WHERE job = ANY($1)', [[failJob, okJob, markupJob]]);
+  await h?.close();
+});
+
+const bearer = { authorization: `Bearer ${token}` };
+const get = (path: string, headers: Record<string, string> = {}) => fetch(`${server.url}${path}`, { headers, redirect: 'manual' });
+
+describe('run history pages', () => {
+  // The failed run ran in the foreground: its run key is its first attempt's id.
+  const failedRunPath = () => `/admin/runs/${failJob}/${failedAttemptId}`;
+
+  it("the run list shows the failed run, its attempts and the whole first line of the server's own message", async () => {
+    const res = await get(`/admin/runs?job=${encodeURIComponent(failJob)}`, bearer);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const body = await res.text();
+    expect(body).toContain(`<a href="${failedRunPath()}">${failedAttemptId}</a>`);
+    expect(body).toContain('<span class="s-failed">failed</span>');
+    expect(body).toContain('<th>Attempts</th>');
+    expect(body).toContain('<td class="num attempts">1</td>');
+    const { rows } = await h.pool.query<{ server_message: string }>('SELECT server_message FROM etl.run_errors WHERE attempt_id = $1', [failedAttemptId]);
+    const firstLine = rows[0]!.server_message.split('\n').find((l) => l.trim() !== '')!;
+    expect(body).toContain(`<td>${escapeHtml(firstLine)}</td>`);
+    expect(body).toContain(`<h2><a href="/admin/runs?job=${failJob}">`);
+    expect(body).not.toContain(`<h2><a href="/admin/runs?job=${okJob}">`);
+  });
+
+  it('filters by the status of the newest attempt across jobs', async () => {
+    const body = await (await get('/admin/runs?status=succeeded&limit=200', bearer)).text();
+    expect(body).toContain(`<h2><a href="/admin/runs?job=${okJob}">`);
+    expect(body).not.toContain(`<h2><a href="/admin/runs?job=${failJob}">`);
+    expect(body).not.toContain(failedRunPath());
+  });
+
+  it('the run page shows the run, its attempts linked to their pages, and a Replay button', async () => {
+    const res = await get(failedRunPath(), bearer);
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    expect(body).toContain(`<dd class="run-key">${failedAttemptId}</dd>`);
+    expect(body).toContain('<dd class="attempts">1</dd>');
+    expect(body).toContain(`<a href="/admin/attempts/${failedAttemptId}">${failedAttemptId.slice(0, 8)}</a>`);
+    expect(body).toContain(`action="${failedRunPath()}/replay"`);
+    const ok = await (await get(`/admin/runs/${okJob}/${okResult.runKey}`, bearer)).text();
+    expect(ok).toContain(`<dd class="rows">${okResult.rows}</dd>`);
+    expect(ok).not.toContain('id="replay"');
+  });
+
+  it("the attempt page shows the server's multi-line text verbatim, its run, and the run's Replay button", async () => {
+    const res = await get(`/admin/attempts/${failedAttemptId}`, bearer);
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    expect(body).toContain(`<pre class="server-message">${escapeHtml(FAILING_MESSAGE)}</pre>`);
+    expect(FAILING_MESSAGE).toContain('\n');
+    expect(body).toContain(`<dd class="attempt-id">${failedAttemptId}</dd>`);
+    expect(body).toContain(`<a href="${failedRunPath()}">`);
+    expect(body).toContain(`action="${failedRunPath()}/replay"`);
+  });
+
+  it('escapes markup in messages and shows HTTP status and problem details', async () => {
+    const body = await (await get(`/admin/attempts/${markupAttemptId}`, bearer)).text();
+    expect(body).not.toContain('<script>');
+    expect(body).not.toContain('<b>bold');
+    expect(body).toContain('<pre class="server-message">&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;\nsecond line</pre>');
+    expect(body).toContain('refused &lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;');
+    expect(body).toContain('<dd class="http-status">403</dd>');
+    expect(body).toContain('&quot;title&quot;: &quot;Forbidden &lt;i&gt;&quot;');
+    expect(body).toContain('user-service-access-forbidden');
+  });
+
+  it('old links to /admin/runs/<attempt id> (alerts, chat) redirect to the attempt page', async () => {
+    const old = await get(`/admin/runs/${failedAttemptId}`, bearer);
+    expect(old.status).toBe(301);
+    expect(old.headers.get('location')).toBe(`/admin/attempts/${failedAttemptId}`);
+    const doc = await get(`/admin/runs/${failedAttemptId}/documents/2`, bearer);
+    expect(doc.status).toBe(301);
+    expect(doc.headers.get('location')).toBe(`/admin/attempts/${failedAttemptId}/documents/2`);
+  });
+
+  it('answers 404 for an unknown run or attempt, and a malformed old link', async () => {
+    expect((await get(`/admin/attempts/${crypto.randomUUID()}`, bearer)).status).toBe(404);
+    expect((await get('/admin/attempts/not-a-uuid', bearer)).status).toBe(404);
+    expect((await get(`/admin/runs/${failJob}/no-such-run`, bearer)).status).toBe(404);
+    expect((await get(`/admin/runs/${okJob}/${failedAttemptId}`, bearer)).status).toBe(404);
+    const malformed = await get('/admin/runs/not-a-uuid', bearer);
+    expect(malformed.status).toBe(404);
+    expect(await malformed.text()).toContain("a run's page is /admin/runs/<job>/<run key>");
+  });
+
+  it('POST replay re-queues the failed run with the same run key and redirects back to the run with a notice', async () => {
+    const res = await fetch(`${server.url}${failedRunPath()}/replay`, {
+      method: 'POST',
+      headers: { ...bearer, 'content-type': 'application/x-www-form-urlencoded', origin: server.url },
+      body: '',
+      redirect: 'manual',
+    });
+    expect(res.status).toBe(303);
+    const location = new URL(res.headers.get('location')!, server.url);
+    expect(location.pathname).toBe(failedRunPath());
+    const jobId = location.searchParams.get('replayed');
+    expect(jobId).toBeTruthy();
+    const job = await queue.getJob(jobId!);
+    expect(job).toBeDefined();
+    expect(job!.data).toMatchObject({ job: failJob, runKey: failedAttemptId, trigger: 'replay' });
+    const page = await (await get(`${location.pathname}${location.search}`, bearer)).text();
+    expect(page).toContain(`Replay queued as job <a href="/admin/queues/queue/report-etl/${encodeURIComponent(jobId!)}"><code>${escapeHtml(jobId)}</code></a>`);
+    // A run that succeeded is not replayed: back to its page with the reason.
+    const refused = await fetch(`${server.url}/admin/runs/${okJob}/${okResult.runKey}/replay`, { method: 'POST', headers: { ...bearer, origin: server.url }, redirect: 'manual' });
+    expect(refused.status).toBe(303);
+    expect(new URL(refused.headers.get('location')!, server.url).searchParams.get('replayError')).toMatch(/succeeded: nothing to replay/);
+  });
+});
