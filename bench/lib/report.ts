@@ -136,7 +136,7 @@ export function cliMarginalRowsPerSec(u: UserPathResult): { rows100k?: number; r
 /** The user's path in the summary line, against its goals (<= 0.6 s, <= 20 ms, <= 150 MB). */
 export function userPath(u: UserPathResult): string {
   return (
-    `10-row run ${(u.wholeProcessMs.median / 1000).toFixed(2)} s whole process (goal <= 0.5), ${u.warmWorkerMs.median.toFixed(0)} ms in a warm worker (goal <= 50); ` +
+    `10-row run ${(u.wholeProcessMs.median / 1000).toFixed(2)} s whole process (goal <= 0.6), ${u.warmWorkerMs.median.toFixed(0)} ms in a warm worker (goal <= 20); ` +
     `report-etl run of ${short(u.cliRows)} rows peak RSS max ${Math.max(...u.cliPeakRssMB).toFixed(0)} MB (goal <= 150); ` +
     `100k txt rows in a warm worker ${Math.round(u.warm100kRowsPerSec / 1000)}k rows/s` +
     marginal(u)
