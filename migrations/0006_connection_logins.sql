@@ -1,4 +1,5 @@
--- Logins of user-dependent service users and the scopes of every connection (issue 11). One row per connection
+-- Logins of user-dependent service users and the scopes of every connection (docs/report-export-service.md "User-dependent
+-- service user"). One row per connection
 -- as the server knows it: the jobs.yaml name, the server (base_url) and the Client-ID. The refresh token is stored
 -- only sealed with AES-256-GCM (key REPORT_ETL_SECRET_KEY, never in the database); key_id tells which key sealed it.
 CREATE TABLE etl.connection_logins (

@@ -1,4 +1,4 @@
--- On-call grade operations (issue 12).
+-- On-call grade operations (docs/architecture.md "Liveness").
 --
 -- The owner of an attempt: a PostgreSQL session-level advisory lock (this bigint key) held by the process that runs
 -- it for as long as it lives. When the process dies (kill -9, crash, lost machine) PostgreSQL ends its session and

@@ -14,11 +14,11 @@ function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
     const path = join(dir, e.name);
     if (e.isDirectory()) return e.name === 'node_modules' || e.name === 'results' ? [] : sources(path);
-    return /\.(ts|js|mjs)$/.test(e.name) ? [path] : [];
+    return /\.(ts|js|mjs|sql)$/.test(e.name) ? [path] : [];
   });
 }
 
-const FILES = ['src', 'test', 'scripts', 'bench', 'bin'].flatMap(sources);
+const FILES = ['src', 'test', 'scripts', 'bench', 'bin', 'migrations'].flatMap(sources);
 
 /** The headings of a markdown file, without their #s. */
 function headings(file: string): Set<string> {
@@ -39,7 +39,7 @@ it('cites only sections that exist in docs/ and the README', () => {
     for (const m of text.matchAll(/(docs\/report-export-service\.md|docs\/architecture\.md|README)\s+"([^"]+)"/g)) {
       cited++;
       // A citation may wrap inside a comment: its words are joined again.
-      const section = m[2]!.replace(/\s*\n\s*(\*|\/\/)?\s*/g, ' ');
+      const section = m[2]!.replace(/\s*\n\s*(\*|\/\/|--)?\s*/g, ' ');
       if (!known[m[1]!]!.has(section)) missing.push(`${file}: ${m[1]} "${section}"`);
     }
   }
