@@ -7,6 +7,7 @@
  */
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { prettyLine, resolveLogFormat, type LogFormat } from './log-format.ts';
+import { terminalSafe } from './terminal-text.ts';
 
 export type { Logger };
 
@@ -47,7 +48,8 @@ function prettyDestination(): DestinationStream {
         process.stderr.write(line);
         return;
       }
-      process.stderr.write(prettyLine(record));
+      // A terminal gets the server's words without control characters (terminal-text.ts).
+      process.stderr.write(terminalSafe(prettyLine(record)));
     },
   };
 }

@@ -3,6 +3,7 @@
  * {@link RegisterCommand}. Exit codes: 0 ok, 1 run failed, 2 usage or config error, or PostgreSQL / Redis not
  * usable (one line saying which, where and what to do).
  */
+import { terminalSafe } from '../terminal-text.ts';
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { StoreUnavailableError } from '../app/store-unavailable.ts';
@@ -24,8 +25,9 @@ export function packageVersion(): string {
 export async function main(argv: string[]): Promise<number> {
   let exitCode = 0;
   const cli: Cli = {
-    out: (line) => process.stdout.write(`${line}\n`),
-    err: (line) => process.stderr.write(`${line}\n`),
+    // Lines can carry the server's words: a terminal gets them without control characters.
+    out: (line) => process.stdout.write(`${terminalSafe(line)}\n`),
+    err: (line) => process.stderr.write(`${terminalSafe(line)}\n`),
     exit: (code) => {
       exitCode = code;
     },
