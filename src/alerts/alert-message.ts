@@ -60,11 +60,13 @@ export function summary(m: AlertMessage): string {
  */
 export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
   const text = summary(m);
-  if (format === 'slack') return { text: `${m.event === 'recovered' ? ':large_green_circle:' : ':red_circle:'} ${text}` };
+  if (format === 'slack') return { text: `${m.event === 'recovered' ? ':large_green_circle:' : ':red_circle:'} ${escapeSlack(text)}` };
   if (format === 'teams') {
-    const facts = Object.entries({ job: m.job, event: m.event, run: m.runKey, attempt: m.attemptId, 'error kind': m.errorKind, 'last success': m.lastSuccessAt })
-      .filter(([, v]) => v !== undefined)
-      .map(([title, value]) => ({ title, value: String(value) }));
+    const facts = Object.entries({ job: m.job, event: m.event, run: m.runKey, attempt: m.attemptId, 'error kind': m.errorKind, 'last success': m.lastSuccessAt }).filter(
+      ([, v]) => v !== undefined,
+    );
+    // RichTextBlock, not TextBlock: it renders no Markdown, so the server's words show as written and cannot make a
+    // link (`[Click here](https://…)`) or emphasis.
     return {
       type: 'message',
       attachments: [
@@ -75,8 +77,8 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
             type: 'AdaptiveCard',
             version: '1.4',
             body: [
-              { type: 'TextBlock', text, wrap: true, weight: 'Bolder', color: m.event === 'recovered' ? 'Good' : 'Attention' },
-              { type: 'FactSet', facts },
+              { type: 'RichTextBlock', inlines: [{ type: 'TextRun', text, weight: 'Bolder', color: m.event === 'recovered' ? 'Good' : 'Attention' }] },
+              ...facts.map(([title, value]) => ({ type: 'RichTextBlock', inlines: [{ type: 'TextRun', text: `${title}: `, weight: 'Bolder' }, { type: 'TextRun', text: String(value) }] })),
             ],
           },
         },
@@ -84,4 +86,12 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
     };
   }
   return { source: 'report-etl', ...m, summary: text };
+}
+
+/**
+ * Text for a Slack message, as Slack asks: `&`, `<` and `>` escaped, so that the server's words cannot ping a channel
+ * (`<!channel>`), mention someone or show a disguised link (`<https://evil.example|Click here>`).
+ */
+export function escapeSlack(text: string): string {
+  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }
