@@ -3,6 +3,7 @@
  * access control. The run and attempt pages are test/admin-run-pages.test.ts.
  */
 import { createServer, type AddressInfo } from 'node:net';
+import { get as httpGet } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import type { Queue } from 'bullmq';
@@ -262,7 +263,7 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
       await s.close();
     }
     const fakeReq = (remoteAddress: string, authorization?: string) =>
-      ({ socket: { remoteAddress }, headers: authorization ? { authorization } : {} }) as unknown as Parameters<typeof isMetricsAuthorized>[0];
+      ({ socket: { remoteAddress }, headers: { host: '127.0.0.1:3000', ...(authorization ? { authorization } : {}) } }) as unknown as Parameters<typeof isMetricsAuthorized>[0];
     expect(isMetricsAuthorized(fakeReq('10.1.2.3'), {}, undefined)).toBe(false);
     expect(isMetricsAuthorized(fakeReq('::1'), undefined, undefined)).toBe(true);
     expect(isMetricsAuthorized(fakeReq('10.1.2.3', `Bearer ${metricsToken}`), undefined, metricsToken)).toBe(true);
@@ -318,17 +319,33 @@ describe('access control', () => {
     expect(body.queues[0]).toMatchObject({ allowRetries: true, readOnlyMode: false });
   });
 
-  it('without configured credentials only loopback callers get in', async () => {
+  it('without configured credentials only loopback callers naming this machine get in (no DNS rebinding)', async () => {
     const open = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: {} });
+    const port = Number(new URL(open.url).port);
+    /** GET over loopback with the Host header a browser would send for `host`. */
+    const as = (host: string, path: string) =>
+      new Promise<number>((resolve, reject) => {
+        httpGet({ host: '127.0.0.1', port, path, headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        }).on('error', reject);
+      });
     try {
       expect((await fetch(`${open.url}/admin/runs`)).status).toBe(200);
+      expect(await as(`localhost:${port}`, '/admin/runs')).toBe(200);
+      expect(await as(`[::1]:${port}`, '/metrics')).toBe(200);
+      // A page of another site whose name was rebound to 127.0.0.1: its Host names that site.
+      expect(await as(`evil.example:${port}`, '/admin/runs')).toBe(403);
+      expect(await as(`evil.example:${port}`, '/metrics')).toBe(403);
+      expect(await as(`evil.example:${port}`, '/admin/queues/api/queues')).toBe(403);
     } finally {
       await open.close();
     }
-    const fakeReq = (remoteAddress: string) => ({ socket: { remoteAddress }, headers: {} }) as unknown as Parameters<typeof isAuthorized>[0];
+    const fakeReq = (remoteAddress: string, host = '127.0.0.1:3000') => ({ socket: { remoteAddress }, headers: { host } }) as unknown as Parameters<typeof isAuthorized>[0];
     expect(isAuthorized(fakeReq('10.1.2.3'), {})).toBe(false);
-    expect(isAuthorized(fakeReq('::1'), {})).toBe(true);
+    expect(isAuthorized(fakeReq('::1', '[::1]:3000'), {})).toBe(true);
     expect(isAuthorized(fakeReq('127.0.0.1'), undefined)).toBe(true);
+    expect(isAuthorized(fakeReq('127.0.0.1', 'rebound.example:3000'), undefined)).toBe(false);
   });
 
   it('refuses a cross-origin POST even with valid credentials', async () => {

@@ -74,6 +74,23 @@ export function isLoopback(address: string | undefined): boolean {
   return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
 }
 
+/**
+ * Whether the request's Host header names this machine: `localhost`, `127.0.0.1` or `[::1]`, with any port. Without
+ * credentials the admin server trusts loopback callers; a page of another site that a browser on this machine has
+ * open can reach loopback too, by a DNS name it rebinds to 127.0.0.1 — its Host header then names that site, and is
+ * refused (DNS rebinding).
+ */
+export function isLoopbackHost(host: string | undefined): boolean {
+  if (!host) return false;
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
+  return name === 'localhost' || name === '127.0.0.1' || name === '[::1]';
+}
+
+/** A caller trusted without credentials: over loopback, naming this machine in its Host header. */
+function isLocalCaller(req: FastifyRequest): boolean {
+  return isLoopback(req.socket.remoteAddress) && isLoopbackHost(req.headers.host);
+}
+
 function cookieOf(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
   for (const part of header.split(';')) {
@@ -92,10 +109,11 @@ function authorizationOf(req: FastifyRequest): { scheme: string; credential: str
 
 /**
  * Whether the request carries valid credentials for `auth` (bearer header, session cookie, or basic auth).
- * Without configured credentials: whether it comes from loopback.
+ * Without configured credentials: whether it comes from loopback and names this machine in its Host header
+ * ({@link isLoopbackHost}).
  */
 export function isAuthorized(req: FastifyRequest, auth: AdminAuth | undefined): boolean {
-  if (!isAuthConfigured(auth)) return isLoopback(req.socket.remoteAddress);
+  if (!isAuthConfigured(auth)) return isLocalCaller(req);
   const { scheme, credential } = authorizationOf(req);
   let ok = false;
   if (auth!.token) {
@@ -119,7 +137,7 @@ export function isAuthorized(req: FastifyRequest, auth: AdminAuth | undefined): 
 /** Answers 401 (or 403 for a non-loopback caller of an unconfigured server), asking for basic auth when configured. */
 export function rejectUnauthorized(reply: FastifyReply, auth: AdminAuth | undefined): FastifyReply {
   if (!isAuthConfigured(auth)) {
-    return reply.code(403).type('text/plain; charset=utf-8').send('admin access is limited to 127.0.0.1: set ADMIN_TOKEN or ADMIN_USER and ADMIN_PASSWORD\n');
+    return reply.code(403).type('text/plain; charset=utf-8').send('admin access is limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set ADMIN_TOKEN or ADMIN_USER and ADMIN_PASSWORD\n');
   }
   if (auth!.basic) reply.header('www-authenticate', `Basic realm="${REALM}", charset="UTF-8"`);
   const hint = auth!.token ? 'send Authorization: Bearer <token>, or open /admin/login?token=<token> once' : 'use basic auth';
@@ -135,7 +153,7 @@ export function rejectUnauthorized(reply: FastifyReply, auth: AdminAuth | undefi
  * @param metricsToken METRICS_TOKEN, or undefined when not set
  */
 export function isMetricsAuthorized(req: FastifyRequest, auth: AdminAuth | undefined, metricsToken: string | undefined): boolean {
-  if (!metricsToken && !isAuthConfigured(auth)) return isLoopback(req.socket.remoteAddress);
+  if (!metricsToken && !isAuthConfigured(auth)) return isLocalCaller(req);
   if (metricsToken) {
     const { scheme, credential } = authorizationOf(req);
     if (scheme === 'bearer' && safeEqual(credential, metricsToken)) return true;
@@ -149,7 +167,7 @@ export function isMetricsAuthorized(req: FastifyRequest, auth: AdminAuth | undef
  */
 export function rejectMetrics(reply: FastifyReply, auth: AdminAuth | undefined, metricsToken: string | undefined): FastifyReply {
   if (!metricsToken && !isAuthConfigured(auth)) {
-    return reply.code(403).type('text/plain; charset=utf-8').send('metrics are limited to 127.0.0.1: set METRICS_TOKEN (or ADMIN_TOKEN) to let a scraper in\n');
+    return reply.code(403).type('text/plain; charset=utf-8').send('metrics are limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set METRICS_TOKEN (or ADMIN_TOKEN) to let a scraper in\n');
   }
   const bearer = Boolean(metricsToken || auth?.token);
   reply.header('www-authenticate', bearer ? `Bearer realm="${METRICS_REALM}"` : `Basic realm="${REALM}", charset="UTF-8"`);
