@@ -1,6 +1,7 @@
 /**
- * A hostile server's text reaches a terminal without control characters: terminalSafe() itself, and `report-etl
- * runs` printing an attempt whose recorded error carries escape sequences (the history keeps them unchanged).
+ * What `report-etl runs` prints and refuses: a hostile server's text reaches a terminal without control characters
+ * (terminalSafe() itself, and an attempt whose recorded error carries escape sequences; the history keeps them
+ * unchanged), an unknown status is refused with the allowed ones, and a job the history never saw gets a did-you-mean.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -42,4 +43,16 @@ it('report-etl runs prints a recorded server text with escapes as plain text; th
   expect(r.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
   const { rows } = await pool.query('SELECT message FROM etl.run_errors WHERE attempt_id = $1', [attemptId]);
   expect(rows[0].message).toBe(hostile);
+});
+
+it('report-etl runs refuses a status it does not know, listing the allowed ones, and suggests a job for a typo', async () => {
+  const bad = await runCli(['runs', '--status', 'failure']);
+  expect(bad.code).toBe(2);
+  expect(bad.stderr).toContain("argument 'failure' is invalid. Allowed choices are running, succeeded, failed, interrupted.");
+  const typo = await runCli(['runs', '--job', `${job}x`]);
+  expect(typo.code).toBe(2);
+  expect(typo.stderr).toContain(`no job "${job}x" in the run history (did you mean "${job}"?`);
+  const ok = await runCli(['runs', '--job', job, '--status', 'succeeded']);
+  expect(ok.code).toBe(0);
+  expect(ok.stdout.trim()).toBe('no runs');
 });

@@ -7,8 +7,10 @@
 import type { RegisterCommand } from './types.ts';
 import type { AttemptListRow } from '../history/attempt-list.ts';
 import type { RunListRow } from '../history/run-list.ts';
+import { Option } from 'commander';
 import { queuePrefixOption, sinceOption, wholeNumber } from './options.ts';
 import { withHistory } from './queue-session.ts';
+import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 
 const RUN_HEADERS = ['run key', 'job', 'status', 'attempts', 'trigger', 'started', 'duration', 'rows', 'error'] as const;
 const ATTEMPT_HEADERS = ['attempt id', 'job', 'run key', 'attempt', 'status', 'trigger', 'started', 'duration', 'rows', 'error'] as const;
@@ -82,15 +84,33 @@ export const registerRuns: RegisterCommand = (program, cli) => {
   )
     .option('--attempts', 'one line per attempt (attempt id, run key, attempt number) instead of per run')
     .option('--job <job>', 'only this job')
-    .option('--status <status>', 'only runs whose newest attempt has this status (with --attempts: only such attempts): running | succeeded | failed | interrupted')
+    .addOption(new Option('--status <status>', 'only runs whose newest attempt has this status (with --attempts: only such attempts)').choices(ATTEMPT_STATUSES))
     .option('--limit <n>', 'most rows', wholeNumber(1), 50)
     .action(async (opts: { queuePrefix: string; attempts?: boolean; job?: string; status?: string; since?: Date; limit: number }) => {
-      const [{ hasRunHistory, listRuns }, { listAttempts }] = await Promise.all([import('../history/run-list.ts'), import('../history/attempt-list.ts')]);
+      const [{ hasRunHistory, jobsWithHistory, listRuns }, { listAttempts }, { closestMatch }] = await Promise.all([
+        import('../history/run-list.ts'),
+        import('../history/attempt-list.ts'),
+        import('../config/problems.ts'),
+      ]);
       const filter = { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit };
+      let unknownJob: { near: string | undefined; known: string[] } | undefined;
       const lines = await withHistory(async (pool) => {
         if (!(await hasRunHistory(pool))) return undefined;
-        return opts.attempts ? formatAttemptTable(await listAttempts(pool, filter)) : formatRunTable(await listRuns(pool, filter));
+        const table = opts.attempts ? formatAttemptTable(await listAttempts(pool, filter)) : formatRunTable(await listRuns(pool, filter));
+        if (table.length === 1 && opts.job !== undefined) {
+          // Nothing for this job: a job the history has never seen is most likely a typo.
+          const known = await jobsWithHistory(pool);
+          if (!known.includes(opts.job)) unknownJob = { near: closestMatch(opts.job, known), known };
+        }
+        return table;
       });
+      if (unknownJob) {
+        const { near, known } = unknownJob;
+        const some = known.length > 10 ? `${known.slice(0, 10).join(', ')}, …` : known.join(', ') || 'none';
+        cli.err(`report-etl runs: no job "${opts.job}" in the run history (${near ? `did you mean "${near}"? ` : ''}jobs with runs: ${some})`);
+        cli.exit(2);
+        return;
+      }
       const what = opts.attempts ? 'attempts' : 'runs';
       if (lines === undefined) {
         cli.out(`no ${what}`);

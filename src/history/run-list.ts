@@ -35,6 +35,12 @@ export async function hasRunHistory(db: Queryable): Promise<boolean> {
   return rows[0]?.t != null;
 }
 
+/** The jobs that have any run in the history, by name. */
+export async function jobsWithHistory(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ job: string }>('SELECT DISTINCT job FROM etl.runs ORDER BY job');
+  return rows.map((r) => r.job);
+}
+
 /** SQL: the newest attempt of run `r` with its first error line, for a LEFT JOIN LATERAL (alias `n`). */
 const NEWEST_ATTEMPT = `(SELECT a.attempt_id AS newest_attempt_id, ${firstErrorLine('a')} AS error_first_line
      FROM etl.attempts a WHERE a.job = r.job AND a.run_key = r.run_key ORDER BY a.attempt DESC, a.started_at DESC LIMIT 1)`;
