@@ -173,4 +173,24 @@ describe('run history pages', () => {
     expect(refused.status).toBe(303);
     expect(new URL(refused.headers.get('location')!, server.url).searchParams.get('replayError')).toMatch(/succeeded: nothing to replay/);
   });
+
+  it('offers no Replay for a run whose job left jobs.yaml, and refuses a replay posted anyway', async () => {
+    const config = h.config({ [failJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }) });
+    const withConfig = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, config });
+    try {
+      const path = `/admin/runs/${markupJob}/${markupAttemptId}`;
+      const page = await (await fetch(`${withConfig.url}${path}`, { headers: bearer })).text();
+      expect(page).toContain(`Job ${markupJob} is no longer in jobs.yaml: add it back to replay its runs.`);
+      expect(page).not.toContain('id="replay"');
+      const attemptPage = await (await fetch(`${withConfig.url}/admin/attempts/${markupAttemptId}`, { headers: bearer })).text();
+      expect(attemptPage).not.toContain('id="replay"');
+      const refused = await fetch(`${withConfig.url}${path}/replay`, { method: 'POST', headers: { ...bearer, origin: withConfig.url }, redirect: 'manual' });
+      expect(refused.status).toBe(303);
+      expect(new URL(refused.headers.get('location')!, withConfig.url).searchParams.get('replayError')).toContain('is no longer in jobs.yaml');
+      // A job still in jobs.yaml keeps its button.
+      expect(await (await fetch(`${withConfig.url}${failedRunPath()}`, { headers: bearer })).text()).toContain('id="replay"');
+    } finally {
+      await withConfig.close();
+    }
+  });
 });

@@ -7,6 +7,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { lines, runCli } from './support/cli.ts';
@@ -131,4 +133,21 @@ it('replay --failed skips failures a later successful run superseded, says why, 
   const unknown = await cli('replay', 'wednesday', '--queue-prefix', prefix);
   expect(unknown.code).toBe(2);
   expect(unknown.err).toContain('no run with run key "wednesday" and no attempt with that id');
+});
+
+it('refuses at once to replay a run of a job that left jobs.yaml, and --failed skips such runs saying why', async () => {
+  const gone = `${jp}_gone`;
+  writeJobs({ [`${jp}_kept`]: ['Stock/Levels', 'replace'] });
+  const attemptId = randomUUID();
+  await insertAttempt(h.pool, { attemptId, job: gone, runKey: 'tuesday', trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test:1' });
+  await failAttempt(h.pool, attemptId, { status: 'failed', stage: 'poll', errorKind: 'REPORT_FAILED', retryable: false, message: 'Report execution failed:' });
+  const before = (await queued()).length;
+  const one = await cli('replay', 'tuesday', '--job', gone, '--queue-prefix', prefix);
+  expect(one.code).toBe(2);
+  expect(one.err).toContain(`run tuesday of job ${gone} cannot be replayed: job ${gone} is no longer in jobs.yaml (add it back to replay its runs)`);
+  const all = await cli('replay', '--failed', '--job', gone, '--queue-prefix', prefix);
+  expect(all.code).toBe(0);
+  expect(all.out).toContain('skipped 1 failed run of jobs no longer in jobs.yaml (add a job back to replay its runs):');
+  expect(all.out[0]).toBe('0 failed runs queued again');
+  expect((await queued()).length).toBe(before);
 });

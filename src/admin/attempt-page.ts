@@ -9,7 +9,7 @@ import type { AttemptRow } from '../history/attempts.ts';
 import type { RunDocument } from '../history/run-documents.ts';
 import type { RunRow } from '../history/runs.ts';
 import { html, page, type SafeHtml } from './html.ts';
-import { attemptTable, documentTable, formatCount, formatDuration, formatTime, replayable, replayButton, runPath, statusLabel } from './run-pages.ts';
+import { attemptTable, documentTable, formatCount, formatDuration, formatTime, jobGoneNote, replayable, replayButton, runPath, statusLabel } from './run-pages.ts';
 
 function prettyJson(value: unknown): string {
   if (value === null || value === undefined) return '';
@@ -31,7 +31,7 @@ ${e.details !== null && e.details !== undefined ? html`<h3>Details</h3><pre clas
  * One attempt of `run`.
  * @param attempts every attempt of the run (this one among them), newest first
  */
-export function renderAttemptPage(attempt: AttemptRow, run: RunRow, errors: RunErrorRow[], attempts: AttemptListRow[], documents: RunDocument[] = []): string {
+export function renderAttemptPage(attempt: AttemptRow, run: RunRow, errors: RunErrorRow[], attempts: AttemptListRow[], documents: RunDocument[] = [], jobGone = false): string {
   const runLink = html`<a href="${runPath(run.job, run.run_key)}">${run.run_key}</a>`;
   const fields = html`<dl>
 <dt>Attempt id</dt><dd class="attempt-id">${attempt.attempt_id}</dd><dt>Run</dt><dd class="run">${runLink} <span class="muted">(${run.job}; its status: ${statusLabel(run.status)})</span></dd>
@@ -45,7 +45,7 @@ export function renderAttemptPage(attempt: AttemptRow, run: RunRow, errors: RunE
   // etl.attempts.error is our message plus the server's; the error rows below show both apart, so it is shown only
   // for attempts without a run_errors row.
   const errorText = attempt.error !== null && errors.length === 0 ? html`<h2>Error</h2><pre class="run-error-text">${attempt.error}</pre>` : '';
-  const replay = replayable(run) ? replayButton(run, { id: 'replay' }) : '';
+  const replay = !replayable(run) ? '' : jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
   const others = attempts.filter((a) => a.attempt_id !== attempt.attempt_id);
   const otherTable = others.length ? html`<h2>Other attempts of this run</h2>${attemptTable(others)}` : '';
   return page(

@@ -49,6 +49,11 @@ export function statusLabel(s: string | null): SafeHtml {
   return s === null ? html`<span class="muted">no attempt yet</span>` : html`<span class="s-${s}">${s}</span>`;
 }
 
+/** Said instead of a Replay button when the run's job is no longer in jobs.yaml. */
+export function jobGoneNote(run: Pick<RunRow, 'job'>): SafeHtml {
+  return html`<p class="muted" id="no-replay">Job ${run.job} is no longer in jobs.yaml: add it back to replay its runs.</p>`;
+}
+
 /** Whether a run can be replayed: its newest attempt failed or was interrupted. */
 export function replayable(run: Pick<RunRow, 'status'>): boolean {
   return run.status === 'failed' || run.status === 'interrupted';
@@ -101,6 +106,8 @@ export interface RunPageNotice {
   replayedJobId?: string | undefined;
   /** Why a replay could not be queued. */
   replayError?: string | undefined;
+  /** The run's job is no longer in jobs.yaml: nothing could run a replay, so none is offered. */
+  jobGone?: boolean | undefined;
 }
 
 /** The banner of a replay request's outcome, or nothing. */
@@ -146,7 +153,7 @@ export function renderRunPage(run: RunRow, attempts: AttemptListRow[], notice: R
 <dt>Queue job</dt><dd>${queueJob}</dd><dt>First started</dt><dd>${formatTime(run.first_started_at)}</dd>
 <dt>Last finished</dt><dd>${formatTime(run.last_finished_at)}</dd><dt>Rows</dt><dd class="rows">${formatCount(run.rows)}</dd>
 </dl>`;
-  const replay = replayable(run) ? replayButton(run, { id: 'replay' }) : '';
+  const replay = !replayable(run) ? '' : notice.jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
   const list = attempts.length ? html`<h2>Attempts</h2>${attemptTable(attempts)}` : html`<p>No attempt recorded yet: the run is queued or waits for a report slot.</p>`;
   const docs = loadingAttemptId ? documentTable(loadingAttemptId, documents) : '';
   return page(`Run ${run.job} ${run.run_key}`, html`${replayBanner(notice)}${replay}${fields}${list}${docs}`);

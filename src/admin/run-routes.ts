@@ -72,7 +72,9 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     if (!run) return notFound(reply, `no run ${runKey} of job ${job}`);
     const [attempts, loading] = await Promise.all([attemptsOfRun(deps.pool, job, runKey), loadingAttemptOf(deps.pool, job, runKey)]);
     const documents = loading ? await listRunDocuments(deps.pool, loading) : [];
-    return htmlPage(reply, renderRunPage(run, attempts, { replayedJobId: req.query.replayed, replayError: req.query.replayError }, loading, documents));
+    const config = deps.config?.();
+    const jobGone = config !== undefined && !config.jobs[run.job];
+    return htmlPage(reply, renderRunPage(run, attempts, { replayedJobId: req.query.replayed, replayError: req.query.replayError, jobGone }, loading, documents));
   });
 
   app.post<{ Params: { job: string; runKey: string } }>('/admin/runs/:job/:runKey/replay', async (req, reply) => {
@@ -96,7 +98,8 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const run = attempt ? await getRun(deps.pool, attempt.job, attempt.run_key) : undefined;
     if (!attempt || !run) return notFound(reply, `no attempt ${attemptId}`);
     const [errors, attempts, documents] = await Promise.all([listRunErrors(deps.pool, attemptId), attemptsOfRun(deps.pool, run.job, run.run_key), listRunDocuments(deps.pool, attemptId)]);
-    return htmlPage(reply, renderAttemptPage(attempt, run, errors, attempts, documents));
+    const config = deps.config?.();
+    return htmlPage(reply, renderAttemptPage(attempt, run, errors, attempts, documents, config !== undefined && !config.jobs[run.job]));
   });
 
   app.get<{ Params: { attemptId: string; page: string } }>('/admin/attempts/:attemptId/documents/:page', async (req, reply) => {

@@ -114,6 +114,10 @@ export const registerReplay: RegisterCommand = (program, cli) => {
           cli.out(`skipped ${plural(plan.stillRetrying.length, 'failed run')} the queue still retries (waiting, delayed or active):`);
           for (const l of formatFailedRuns(plan.stillRetrying)) cli.out(l);
         }
+        if (plan.jobGone.length) {
+          cli.out(`skipped ${plural(plan.jobGone.length, 'failed run')} of jobs no longer in jobs.yaml (add a job back to replay its runs):`);
+          for (const l of formatFailedRuns(plan.jobGone)) cli.out(l);
+        }
       });
     });
 };

@@ -48,6 +48,10 @@ export async function replayRun(deps: ReplayDeps, ref: RunRef): Promise<{ jobId:
   if (newest.status === 'succeeded' || (await hasSucceeded(deps.pool, ref.job, ref.runKey))) {
     throw new EtlError('INTERNAL', `${named} succeeded: nothing to replay`, { retryable: false });
   }
+  // A job that left jobs.yaml has nothing to run its replay: a worker would drop it, so it is refused here, at once.
+  if (deps.config && !deps.config.jobs[run.job]) {
+    throw new EtlError('CONFIG_INVALID', `${named} cannot be replayed: job ${run.job} is no longer in jobs.yaml (add it back to replay its runs)`, { retryable: false });
+  }
   const req: RunRequest = { job: run.job, trigger: 'replay', runKey: run.run_key };
   const scheduledFor = run.scheduled_for ?? newest.scheduled_for;
   if (scheduledFor) req.scheduledFor = scheduledFor.toISOString();
@@ -70,6 +74,8 @@ export interface FailedReplayPlan {
   superseded: FailedRunToReplay[];
   /** Failed runs the queue still retries (their queue job is waiting, delayed or active): left to the queue. */
   stillRetrying: FailedRunToReplay[];
+  /** Failed runs of jobs no longer in jobs.yaml (when the config is known): nothing could run their replay. */
+  jobGone: FailedRunToReplay[];
 }
 
 /** Filter and choices of {@link planFailedReplays} and {@link replayFailed}. */
@@ -89,8 +95,12 @@ export interface ReplayFailedOptions {
  * ones) and what the queue still retries. Queues nothing: `replay --failed --dry-run` prints this.
  */
 export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions = {}): Promise<FailedReplayPlan> {
-  const plan: FailedReplayPlan = { toQueue: [], superseded: [], stillRetrying: [] };
+  const plan: FailedReplayPlan = { toQueue: [], superseded: [], stillRetrying: [], jobGone: [] };
   for (const run of await failedRunsToReplay(deps.pool, { job: o.job, since: o.since })) {
+    if (deps.config && !deps.config.jobs[run.job]) {
+      plan.jobGone.push(run);
+      continue;
+    }
     // Still being retried by the queue: a replay now would only race the next attempt.
     const request = await getRunRequest(deps.pool, run.job, run.run_key);
     const queued = request ? await deps.queue.getJob(request.queueJobId) : undefined;
