@@ -60,8 +60,9 @@ it('runs queued jobs on a Redis Cluster: queue, token, overlap lock and report s
   }
   expect(most).toBe(1);
   const c = config.connections.sim!;
-  // The access token the runs shared sits in the cluster.
-  expect(await redis.get(tokenCacheKey('report-etl:', c.baseUrl, c.clientId, c.clientSecret!))).toContain('accessToken');
+  // The access token the runs shared sits in the cluster, under the installation's prefix like every key of it.
+  expect(await redis.get(tokenCacheKey(`${prefix}:`, c.baseUrl, c.clientId, c.clientSecret!))).toContain('accessToken');
+  expect(await redis.get(tokenCacheKey('report-etl:', c.baseUrl, c.clientId, c.clientSecret!))).toBeNull();
   for (const j of jobs) {
     const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.${j}`);
     expect(rows[0].n).toBe(20);

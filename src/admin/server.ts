@@ -164,7 +164,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
 
   // The slots' usage is read without waiting in line: no subscriber connection is ever opened for it.
   const slots = new ReportSlots(deps.redis, { prefix: deps.queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX });
-  const metrics = makeAdminMetrics({ pool: deps.pool, redis: deps.redis, queue: deps.queue, keyPrefix: deps.keyPrefix, config: deps.liveConfig, slots });
+  const metrics = makeAdminMetrics({ pool: deps.pool, redis: deps.redis, queue: deps.queue, keyPrefix: deps.keyPrefix ?? `${deps.queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX}:`, config: deps.liveConfig, slots });
   // The home page: the jobs overview when the live jobs.yaml is known, else the run list.
   const home = deps.liveConfig ? '/admin' : '/admin/runs';
   app.get('/metrics', async (_req, reply) => {

@@ -75,7 +75,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     releasers.add(() => sender.close());
     const alertWorker = makeAlertWorker(alertDeps);
     releasers.add(() => alertWorker.close());
-    const clients = makeReportClients(redis, o.logger);
+    const clients = makeReportClients(redis, o.logger, undefined, `${prefix}:`);
     releasers.add(() => clients.close());
     const invalidJobs = () => config.invalid().filter((e) => e.kind === 'job');
     const janitor = makeJanitor({

@@ -67,7 +67,8 @@ export const registerPreview: RegisterCommand = (program, cli) => {
       try {
         const { pool, redis, releasers } = await openStores(logger, { poolMax: 2 });
         try {
-          const preview = await previewJob({ job, parameters: opts.param, rows: Math.min(opts.rows, 1000), pool, redis, logger, signal: controller.signal });
+          const { queuePrefixFromEnv } = await import('../queue/names.ts');
+          const preview = await previewJob({ job, parameters: opts.param, rows: Math.min(opts.rows, 1000), pool, redis, logger, signal: controller.signal, prefix: queuePrefixFromEnv() });
           printPreview(cli, jobName, preview, opts.rows);
         } catch (err) {
           if (!(err instanceof EtlError) || err.code === 'CONFIG_INVALID') throw err;

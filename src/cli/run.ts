@@ -126,6 +126,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
             signal: controller.signal,
             owner,
             slots,
+            prefix: queuePrefixFromEnv(),
             onReportJobStarted: startJanitorWork,
           }).catch(async (err: unknown) => {
             if (err instanceof AttemptFailedError && !controller.signal.aborted) await alerts.failed({ job: jobName, runKey: opts.runKey ?? err.attemptId, attemptId: err.attemptId, trigger: 'manual', error: err.error });

@@ -158,7 +158,7 @@ export async function openReportClient(a: Attempt): Promise<ReportClientLease> {
     return { client: lease.client, release: async () => lease.release() };
   }
   const authStore = connectionAuthStore(o.pool, connectionName, connection);
-  const client = await makeReportClient({ connection, connectionName, redis: o.redis, logger: o.logger, authStore, signal: o.signal });
+  const client = await makeReportClient({ connection, connectionName, redis: o.redis, logger: o.logger, authStore, signal: o.signal, ...(o.prefix ? { keyPrefix: `${o.prefix}:` } : {}) });
   return { client, release: () => client.close().catch(() => undefined) };
 }
 

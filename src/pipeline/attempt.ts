@@ -41,6 +41,8 @@ export interface AttemptOptions {
    * the lock's TTL) does not commit.
    */
   exclusive?: ExclusiveLock;
+  /** The installation's prefix (the queue prefix): the attempt's own report client keeps its access token under it (default `report-etl`). */
+  prefix?: string | undefined;
   /** Name of the process in the attempt's `worker` column (default host:pid). */
   worker?: string;
   /**

@@ -28,6 +28,8 @@ export interface PreviewOptions {
   redis: Redis;
   logger: Logger;
   signal?: AbortSignal;
+  /** The installation's prefix: the access token is shared under it (default `report-etl`). */
+  prefix?: string | undefined;
 }
 
 /** What a preview found: the server's counts, the target table and {@link PreviewResult} (undefined: no rows, no header). */
@@ -49,7 +51,7 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
   const target = parseTableName(targetConfig.table);
   const declaredTypes = await resolveDeclaredTypes(o.pool, o.job.name, targetConfig.columns);
   const parameters = runParameters(o.job, { parameters: o.parameters }, new Date());
-  const client = await makeReportClient({ connection: o.job.connection, connectionName: o.job.connectionName, redis: o.redis, logger: o.logger, ...(o.signal ? { signal: o.signal } : {}) });
+  const client = await makeReportClient({ connection: o.job.connection, connectionName: o.job.connectionName, redis: o.redis, logger: o.logger, ...(o.signal ? { signal: o.signal } : {}), ...(o.prefix ? { keyPrefix: `${o.prefix}:` } : {}) });
   try {
     const paging = Math.max(MIN_PAGING, o.rows);
     return await withReportJob(

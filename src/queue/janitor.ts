@@ -99,7 +99,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   const prefix = deps.prefix ?? DEFAULT_QUEUE_PREFIX;
   const log = deps.logger.child({ component: 'janitor' });
   const me = deps.name ?? defaultWorkerName();
-  const ownClients = deps.clients ? undefined : makeReportClients(deps.redis, deps.logger);
+  const ownClients = deps.clients ? undefined : makeReportClients(deps.redis, deps.logger, undefined, `${prefix}:`);
   const clients = deps.clients ?? ownClients!;
   const now = deps.now ?? (() => new Date());
   let timer: NodeJS.Timeout | undefined;

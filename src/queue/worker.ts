@@ -77,7 +77,8 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
   const logger = deps.logger.child({ component: 'worker' });
   // The fleet's report slots: every worker process shares each connection's maxConcurrentReports through Redis.
   const slots = new ReportSlots(deps.redis, { prefix });
-  const clients = makeReportClients(deps.redis, deps.logger, (name, connection) => connectionAuthStore(deps.pool, name, connection));
+  // Access tokens sit under the installation's prefix too, like every key of it.
+  const clients = makeReportClients(deps.redis, deps.logger, (name, connection) => connectionAuthStore(deps.pool, name, connection), `${prefix}:`);
   const active = new Set<AbortController>();
   let shuttingDown = false;
   const processDeps = {

@@ -38,7 +38,13 @@ interface Entry {
  * @param authStore the login store of a connection (required for auth: authorization_code; records scopes); may
  *   throw ConfigError (e.g. REPORT_ETL_SECRET_KEY missing), which acquire() passes on
  */
-export function makeReportClients(redis: Redis, logger: Logger, authStore?: (name: string, connection: ReportConnection) => ConnectionAuthStore): ReportClients {
+export function makeReportClients(
+  redis: Redis,
+  logger: Logger,
+  authStore?: (name: string, connection: ReportConnection) => ConnectionAuthStore,
+  /** Prefix of the Redis keys of the shared access tokens: the installation's, `<prefix>:` (default `report-etl:`). */
+  keyPrefix?: string,
+): ReportClients {
   const clients = new Map<string, Entry>();
   const closing: Promise<unknown>[] = [];
   const closeQuietly = (e: Entry) => closing.push(e.client.then((client) => client.close()).catch(() => undefined));
@@ -58,7 +64,7 @@ export function makeReportClients(redis: Redis, logger: Logger, authStore?: (nam
           // discovery. Its requests are bounded by the connection's timeout.
           client: Promise.resolve().then(() => {
             const store = authStore?.(name, connection);
-            return makeReportClient({ connection, connectionName: name, redis, logger, ...(store ? { authStore: store } : {}) });
+            return makeReportClient({ connection, connectionName: name, redis, logger, ...(store ? { authStore: store } : {}), ...(keyPrefix ? { keyPrefix } : {}) });
           }),
           users: 0,
           retired: false,
