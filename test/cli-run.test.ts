@@ -75,8 +75,8 @@ it('runs a job, prints a one-line summary and exits 0', async () => {
 it('exits 1 on a failed run, with the server text', async () => {
   const r = await cli(['run', 'broken', '--config', configPath]);
   expect(r.code).toBe(1);
-  expect(r.stderr).toContain('broken: failed (REPORT_FAILED)');
-  expect(r.stderr).toContain('Division by zero');
+  expect(r.stdout).toContain('broken: failed (REPORT_FAILED)');
+  expect(r.stdout).toContain('Division by zero');
 });
 
 it('exits 2 on an unknown job and on a config error', async () => {
@@ -90,7 +90,7 @@ it('exits 2 on an unknown job and on a config error', async () => {
   // A declared type PostgreSQL does not know is a config error too, though only the database can tell.
   const badType = await cli(['run', 'bad_type', '--config', configPath]);
   expect(badType.code).toBe(2);
-  expect(badType.stderr).toContain('target.columns.bestand: "bigintt" is not a PostgreSQL type');
+  expect(badType.stdout).toContain('target.columns.bestand: "bigintt" is not a PostgreSQL type');
 });
 
 it('Ctrl-C mid-load rolls back, deletes the report job and records the run interrupted', async () => {
@@ -106,7 +106,7 @@ it('Ctrl-C mid-load rolls back, deletes the report job and records the run inter
   h.sim.setFaults({});
   expect(sent).toBe(true);
   expect(r.code).toBe(1);
-  expect(r.stderr).toMatch(/orders: failed \(ABORTED/);
+  expect(r.stdout).toMatch(/orders: failed \(ABORTED/);
   expect(await tableState()).toBe(before);
   expect(h.sim.counters().openJobs).toEqual([]);
   const { rows } = await h.pool.query(`SELECT status FROM etl.attempts WHERE job = 'orders' AND target_table = $1 ORDER BY started_at DESC LIMIT 1`, [`${h.schema}.orders`]);

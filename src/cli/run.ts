@@ -138,12 +138,13 @@ export const registerRun: RegisterCommand = (program, cli) => {
           const shape = outputShape(job.job.report.outputType, job.job.target);
           const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
           cli.out(
-            `${jobName}: ${result.status}, ${result.rows} ${unit}, ${result.pages} pages, ${(result.bytes / 1e6).toFixed(1)} MB in ` +
+            `${jobName}: ${result.status}, ${result.rows} ${unit}, ${result.pages} page${result.pages === 1 ? '' : 's'}, ${(result.bytes / 1e6).toFixed(1)} MB in ` +
               `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s), ${runAndAttempt(result.runKey, result.attemptId)}`,
           );
         } catch (err) {
           if (!(err instanceof AttemptFailedError)) throw err;
-          cli.err(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), ${runAndAttempt(opts.runKey ?? err.attemptId, err.attemptId)}: ${err.message}`);
+          // The summary goes to stdout whatever the outcome (README "Commands"); the log lines went to stderr.
+          cli.out(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), ${runAndAttempt(opts.runKey ?? err.attemptId, err.attemptId)}: ${err.message}`);
           // A config problem found only at run time (a declared type PostgreSQL does not know, a bad report name).
           cli.exit(err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
         } finally {

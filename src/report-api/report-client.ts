@@ -97,7 +97,9 @@ class HttpReportClient implements ReportClient {
         idempotent: false,
       })
       .catch((err: unknown) => {
-        if (!isNotSentError(err) && !(err instanceof EtlError && NOT_STARTED_CODES.has(err.code))) {
+        // A failure at the token (no login yet, a refused refresh) never sent the start request either.
+        const notStarted = err instanceof EtlError && (NOT_STARTED_CODES.has(err.code) || err.stage === 'token');
+        if (!isNotSentError(err) && !notStarted) {
           // the service's description offers no way to list jobs: a job created before the answer was lost cannot be deleted.
           this.logger.warn({ path, err: (err as Error).message }, 'starting the report failed after the request was sent: the server may hold a report job whose id never came back');
         }
