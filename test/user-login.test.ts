@@ -88,6 +88,8 @@ describe.sequential('a user-dependent service user', () => {
     expect(h.sim.oauthCounters().grants.refresh_token).toBe(0);
     const { rows } = await h.pool.query('SELECT stage, error_kind, retryable FROM etl.run_errors WHERE attempt_id = $1', [err.attemptId]);
     expect(rows).toEqual([{ stage: 'token', error_kind: 'LOGIN_REQUIRED', retryable: false }]);
+    // The start request was never sent: no warning that the server may hold a report job.
+    expect(log.text()).not.toContain('starting the report failed after the request was sent');
   });
 
   it('logs in through the admin page and the callback, then runs on refreshed tokens across access-token expiry', async () => {
