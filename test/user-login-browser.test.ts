@@ -55,7 +55,7 @@ it('logs in from the admin page through the simulator\'s form and shows the conn
   expect(await row.locator('.login-state').textContent()).toBe('not logged in');
   await page.screenshot({ path: '/tmp/report-etl-login-before.png', fullPage: true });
 
-  await row.locator('a.login-link').click();
+  await row.locator('button.login-link').click();
   await page.waitForURL((u) => u.pathname === '/oauth/oauth2/v1/auth');
   expect(await page.locator('h1').textContent()).toBe('Log in');
   await page.locator('#username').fill('anna');

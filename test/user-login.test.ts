@@ -68,9 +68,14 @@ const adminGet = (path: string) => fetch(`${admin.url}${path}`, { headers: { aut
 
 /** Starts a login on the admin page and logs in on the simulator; @returns the redirect to the callback (not followed). */
 async function adminLoginRedirect(user = 'anna'): Promise<string> {
-  const start = await adminGet('/admin/connections/sim/login');
-  expect(start.status).toBe(302);
-  const authUrl = start.headers.get('location')!;
+  // A GET starts nothing: a login begins with the page's POST.
+  expect((await adminGet('/admin/connections/sim/login')).status).toBe(405);
+  const start = await fetch(`${admin.url}/admin/connections/sim/login`, { method: 'POST', headers: { authorization: `Bearer ${token}`, origin: admin.url }, redirect: 'manual' });
+  expect(start.status).toBe(200);
+  // The page sends the browser on to the server's login page (a meta refresh and a link).
+  const pageText = await start.text();
+  const authUrl = /<a id="continue" href="([^"]+)"/.exec(pageText)![1]!.replaceAll('&amp;', '&');
+  expect(pageText).toContain(`<meta http-equiv="refresh" content="0;url=${authUrl.replaceAll('&', '&amp;')}">`);
   const u = new URL(authUrl);
   expect(u.origin + u.pathname).toBe(`${h.sim.url}/oauth/oauth2/v1/auth`);
   expect(Object.fromEntries(u.searchParams)).toMatchObject({ response_type: 'code', client_id: 'demo-user-client', scope: 'svc.pad offline_access', redirect_uri: `${admin.url}/oauth/callback` });

@@ -2,7 +2,7 @@
  * The connections page: for each jobs.yaml connection its kind of service user, and for a user-dependent
  * one its login state (logged in since, scopes granted, refresh token age and expected expiry: 60 days with offline
  * access, 10 hours without, docs/report-export-service.md "Limits"), LOGIN_REQUIRED with its reason, and a "Log in" link that starts the login
- * (GET /admin/connections/:name/login). The token response's scope is shown for both kinds. Pure rendering; no
+ * (a POST to /admin/connections/:name/login). The token response's scope is shown for both kinds. Pure rendering; no
  * secret ever reaches it (the rows carry none).
  */
 import type { ConnectionConfig } from '../config/schema.ts';
@@ -32,7 +32,7 @@ export function formatAge(ms: number): string {
 function loginCell(v: ConnectionView, now: number): SafeHtml {
   const auth = v.config?.auth ?? v.row?.auth;
   if (auth !== 'authorization_code') return html`<span class="login-state">client credentials (no login)</span>`;
-  const link = v.config ? html` <a class="login-link" href="/admin/connections/${encodeURIComponent(v.name)}/login">Log in</a>` : '';
+  const link = v.config ? html` <form class="inline" method="post" action="/admin/connections/${encodeURIComponent(v.name)}/login"><button type="submit" class="login-link">Log in</button></form>` : '';
   const r = v.row;
   if (r?.login_required_at) {
     return html`<span class="login-state s-failed">LOGIN_REQUIRED</span> since ${formatTime(r.login_required_at)}: ${r.login_required_reason ?? ''}${link}`;
@@ -64,4 +64,15 @@ export function renderConnections(views: ConnectionView[], notice: { loggedIn?: 
 /** The page the callback shows: a finished login started by `report-etl login`, or a failed one. */
 export function renderCallbackResult(ok: boolean, text: string): string {
   return page(ok ? 'Logged in' : 'Login failed', html`<div class="${ok ? 'notice' : 'problem'}" role="${ok ? 'status' : 'alert'}" id="login-result">${text}</div>`);
+}
+
+/**
+ * The page a "Log in" POST answers with: it sends the browser on to the server's login page (`authUrl`) at once
+ * (a meta refresh, with a link for a browser that does not follow it). Not a redirect of the POST: the pages'
+ * Content-Security-Policy lets forms post to this origin only (`form-action 'self'`), which browsers apply to the
+ * redirects of a form's submission too.
+ */
+export function renderLoginRedirect(connection: string, authUrl: string): string {
+  const body = html`<p>Connection ${connection}: <a id="continue" href="${authUrl}">continue to the server's login page</a>.</p>`;
+  return page('Log in', body).replace('<meta charset="utf-8">', html`<meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${authUrl}">`.value);
 }

@@ -1,7 +1,8 @@
 /**
  * Routes of the user-dependent service users' logins:
  * - `GET /admin/connections` (admin auth): each connection's login state (connection-pages.ts);
- * - `GET /admin/connections/:name/login` (admin auth): starts a login and redirects (302) to the authorization URL;
+ * - `POST /admin/connections/:name/login` (admin auth, same origin): starts a login and sends the browser on to the
+ *   authorization URL (a page that refreshes to it: connection-pages.ts renderLoginRedirect); a GET answers 405;
  * - `GET /oauth/callback?code=…&session_state=…&state=…` (no admin auth: the ERP server's redirect lands here):
  *   accepts only a state that a pending login created, once, within 10 minutes (RFC 6749 section 10.12), exchanges
  *   the code and stores the refresh token (src/login/login-flow.ts). A login started on the admin page ends on the
@@ -16,7 +17,7 @@ import { listConnectionLogins } from '../history/logins.ts';
 import type { Logger } from '../logger.ts';
 import { completeLogin, startLogin } from '../login/login-flow.ts';
 import { secretKeyFromEnv } from '../secret-box.ts';
-import { renderCallbackResult, renderConnections, type ConnectionView } from './connection-pages.ts';
+import { renderCallbackResult, renderLoginRedirect, renderConnections, type ConnectionView } from './connection-pages.ts';
 import { PAGE_CSP } from './html.ts';
 
 /** Path of the callback route; a redirectUri of the form https://<admin host>/oauth/callback points here. */
@@ -45,13 +46,18 @@ export function registerLoginRoutes(app: FastifyInstance, deps: LoginRoutesDeps)
     return reply.header('content-security-policy', PAGE_CSP).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(renderConnections(views, { loggedIn }));
   });
 
-  app.get<{ Params: { name: string } }>('/admin/connections/:name/login', async (req, reply) => {
+  // A login changes state (a login state is recorded): it starts with the page's POST, never with a GET a link, an
+  // image or a prefetch could send.
+  app.get('/admin/connections/:name/login', async (_req, reply) =>
+    reply.code(405).header('allow', 'POST').type('text/plain; charset=utf-8').send('a login starts with the "Log in" button of /admin/connections (POST)\n'),
+  );
+  app.post<{ Params: { name: string } }>('/admin/connections/:name/login', async (req, reply) => {
     const connection = find(req.params.name);
     if (!connection) return reply.code(404).type('text/plain; charset=utf-8').send(`no connection ${req.params.name} in jobs.yaml\n`);
     try {
       const { url } = await startLogin(deps.pool, { name: req.params.name, connection }, 'admin', { logger: deps.logger });
       deps.logger.info({ connection: req.params.name }, 'login started from the admin page');
-      return reply.header('cache-control', 'no-store').redirect(url, 302);
+      return reply.header('content-security-policy', PAGE_CSP).header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').type('text/html; charset=utf-8').send(renderLoginRedirect(req.params.name, url));
     } catch (err) {
       return reply.code(400).header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(renderCallbackResult(false, coerceError(err).message));
     }
