@@ -15,6 +15,7 @@ import { silentLogger } from '../src/logger.ts';
 import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
+import { summaryLine } from '../src/failure-text.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 import { deleteRuns } from './support/queue-env.ts';
@@ -26,7 +27,8 @@ let queue: RunQueue;
 let server: AdminServer;
 let context: BrowserContext | undefined;
 let browser: TestBrowser | undefined;
-const firstServerLine = FAILING_MESSAGE.split('\n').find((l) => l.trim())!.trim();
+// The server's first meaningful line: the heading and the line it introduces.
+const firstServerLine = summaryLine(FAILING_MESSAGE);
 
 beforeAll(async () => {
   h = await startHarness();

@@ -84,8 +84,8 @@ describe('run history pages', () => {
     expect(body).toContain('<th>Attempts</th>');
     expect(body).toContain('<td class="num attempts">1</td>');
     const { rows } = await h.pool.query<{ server_message: string }>('SELECT server_message FROM etl.run_errors WHERE attempt_id = $1', [failedAttemptId]);
-    const firstLine = rows[0]!.server_message.split('\n').find((l) => l.trim() !== '')!;
-    expect(body).toContain(`<td>${escapeHtml(firstLine)}</td>`);
+    expect(rows[0]!.server_message).toBe(FAILING_MESSAGE);
+    expect(body).toContain(`<td>${escapeHtml("Report execution failed: Division by zero in formula 'Marge'")}</td>`);
     expect(body).toContain(`<h2><a href="/admin/runs?job=${failJob}">`);
     expect(body).not.toContain(`<h2><a href="/admin/runs?job=${okJob}">`);
   });

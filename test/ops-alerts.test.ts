@@ -98,6 +98,7 @@ const env = () => ({
   ONCALL_WEBHOOK: `${base}/generic`,
   SLACK_WEBHOOK_URL: `${base}${SECRET_PATH}`,
   TEAMS_WEBHOOK: `${base}/teams`,
+  ADMIN_PUBLIC_URL: 'https://etl.example.com/',
 });
 const at = (path: string) => received.filter((r) => r.path === path);
 
@@ -108,8 +109,11 @@ it('report-etl run: failed, then recovered, to each target in its format; retrie
   expect(failed.code).toBe(1);
   const generic = await waitFor('failed alert (generic)', () => at('/generic').find((r) => r.body.event === 'failed'), 30_000);
   expect(generic.body).toMatchObject({ source: 'report-etl', event: 'failed', job: `${jp}_main`, errorKind: 'REPORT_FAILED', trigger: 'manual' });
-  // The server's own first line, not our prefix.
-  expect(generic.body.error).toBe(FAILING_MESSAGE.split('\n').find((l) => l.trim())!.trim());
+  // The server's own first meaningful line, not our prefix, and its whole text; a link to the run's page.
+  expect(generic.body.error).toBe("Report execution failed: Division by zero in formula 'Marge'");
+  expect(generic.body.errorText).toBe(FAILING_MESSAGE);
+  const runKeyOf = (await attemptsOf(h.pool, `${jp}_main`))[0]!.run_key;
+  expect(generic.body.url).toBe(`https://etl.example.com/admin/runs/${jp}_main/${runKeyOf}`);
   // A foreground run's key is its first attempt's id.
   const attemptId = (await attemptsOf(h.pool, `${jp}_main`))[0]!.attempt_id;
   expect(generic.body).toMatchObject({ runKey: attemptId, attemptId });
@@ -117,6 +121,9 @@ it('report-etl run: failed, then recovered, to each target in its format; retrie
   const slack = at(SECRET_PATH).find((r) => String(r.body.text).includes('failed'))!;
   expect(Object.keys(slack.body)).toEqual(['text']);
   expect(slack.body.text).toContain(`report-etl: job ${jp}_main failed (REPORT_FAILED)`);
+  // The whole text in a code block, and the run's page as a link.
+  expect(slack.body.text).toContain("```Report execution failed:\nDivision by zero in formula 'Marge'\nline 42```");
+  expect(slack.body.text).toContain(`<https://etl.example.com/admin/runs/${jp}_main/${runKeyOf}|Open the run>`);
   expect(at('/teams')).toEqual([]); // teams listens to recovered only
   expect(`${failed.stdout}${failed.stderr}`).not.toContain(SECRET_PATH.split('/').pop()!);
   expect(failed.stderr).toContain('alert not accepted: trying again');

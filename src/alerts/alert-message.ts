@@ -21,8 +21,12 @@ export interface AlertMessage {
   trigger?: string | undefined;
   /** Stable error code (`etl.run_errors.error_kind`) of a failure. */
   errorKind?: string | undefined;
-  /** First line of the error: the server's own words when it sent some, else ours. */
+  /** The error's first meaningful line (failure-text.ts): the server's own words when it sent some, else ours. */
   error?: string | undefined;
+  /** The whole error text, every line of it. */
+  errorText?: string | undefined;
+  /** The run's page on the admin server (ADMIN_PUBLIC_URL), when it is known. */
+  url?: string | undefined;
   /** Last success (ISO 8601), for `stale` and `recovered`. */
   lastSuccessAt?: string | undefined;
   /** The job's freshness (`26h`), for `stale`. */
@@ -54,13 +58,19 @@ export function summary(m: AlertMessage): string {
 
 /**
  * The JSON body of `m` in `format`:
- * - `generic`: `{ source: "report-etl", event, job, at, summary, runKey?, attemptId?, trigger?, errorKind?, error?, … }`
+ * - `generic`: `{ source: "report-etl", event, job, at, summary, runKey?, attemptId?, trigger?, errorKind?, error?,
+ *   errorText? (the whole text), url? (the run's page), … }`
  * - `slack`: `{ text }` (Slack incoming webhooks, also Mattermost and Rocket.Chat)
  * - `teams`: `{ type: "message", attachments: [{ contentType: "application/vnd.microsoft.card.adaptive", content }] }`
  */
 export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
   const text = summary(m);
-  if (format === 'slack') return { text: `${m.event === 'recovered' ? ':large_green_circle:' : ':red_circle:'} ${escapeSlack(text)}` };
+  if (format === 'slack') {
+    // The whole text, as written, below the one-line summary; the run's page as a link of ours.
+    const whole = m.errorText && m.errorText.trim() !== (m.error ?? '') ? `\n\`\`\`${escapeSlack(m.errorText.replaceAll('```', "'''"))}\`\`\`` : '';
+    const link = m.url ? `\n<${m.url}|Open the run>` : '';
+    return { text: `${m.event === 'recovered' ? ':large_green_circle:' : ':red_circle:'} ${escapeSlack(text)}${whole}${link}` };
+  }
   if (format === 'teams') {
     const facts = Object.entries({ job: m.job, event: m.event, run: m.runKey, attempt: m.attemptId, 'error kind': m.errorKind, 'last success': m.lastSuccessAt }).filter(
       ([, v]) => v !== undefined,
@@ -79,7 +89,9 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
             body: [
               { type: 'RichTextBlock', inlines: [{ type: 'TextRun', text, weight: 'Bolder', color: m.event === 'recovered' ? 'Good' : 'Attention' }] },
               ...facts.map(([title, value]) => ({ type: 'RichTextBlock', inlines: [{ type: 'TextRun', text: `${title}: `, weight: 'Bolder' }, { type: 'TextRun', text: String(value) }] })),
+              ...(m.errorText ? [{ type: 'RichTextBlock', inlines: [{ type: 'TextRun', text: m.errorText, fontType: 'Monospace' }] }] : []),
             ],
+            ...(m.url ? { actions: [{ type: 'Action.OpenUrl', title: 'Open the run', url: m.url }] } : {}),
           },
         },
       ],

@@ -7,6 +7,7 @@
  */
 import type pg from 'pg';
 import { coerceError, EtlError } from '../errors.ts';
+import { summaryLine } from '../failure-text.ts';
 import { clearFailing, markFailing } from '../history/job-alerts.ts';
 import type { Logger } from '../logger.ts';
 import type { AlertEvent } from '../vocabulary.ts';
@@ -26,21 +27,28 @@ export interface RunAlerts {
 /** Run alerts that do nothing. */
 export const noRunAlerts: RunAlerts = { succeeded: async () => undefined, failed: async () => undefined };
 
-/** The first line of what on-call staff should read first: the server's own words when it sent some, else ours. */
+/** What on-call staff should read: the server's own words when it sent some, else ours; whole. */
+export function errorText(err: Error): string {
+  return err instanceof EtlError && err.serverMessage ? err.serverMessage : err.message;
+}
+
+/** The first meaningful line of {@link errorText} (failure-text.ts). */
 export function firstErrorLine(err: Error): string {
-  const text = err instanceof EtlError && err.serverMessage ? err.serverMessage : err.message;
-  return text.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+  return summaryLine(errorText(err));
 }
 
 /** Makes the run alerts on the run history's alert state and a sender. */
-export function makeRunAlerts(pool: pg.Pool, sender: AlertSender, logger: Logger): RunAlerts {
+export function makeRunAlerts(pool: pg.Pool, sender: AlertSender, logger: Logger, publicUrl: string | undefined = process.env.ADMIN_PUBLIC_URL): RunAlerts {
+  // The run's page on the admin server, as on-call staff reach it (ADMIN_PUBLIC_URL, e.g. https://etl.example.com).
+  const base = publicUrl?.replace(/\/+$/, '');
+  const urlOf = (job: string, runKey: string | undefined) => (base && runKey ? `${base}/admin/runs/${encodeURIComponent(job)}/${encodeURIComponent(runKey)}` : undefined);
   const log = logger.child({ component: 'alerts' });
   return {
     async succeeded(o) {
       try {
         const was = await clearFailing(pool, o.job);
         if (!was) return;
-        sender.send({ job: o.job, at: new Date().toISOString(), runKey: o.runKey, attemptId: o.attemptId, trigger: o.trigger, failingSince: was.failingSince.toISOString() }, ['recovered']);
+        sender.send({ job: o.job, at: new Date().toISOString(), runKey: o.runKey, attemptId: o.attemptId, trigger: o.trigger, failingSince: was.failingSince.toISOString(), url: urlOf(o.job, o.runKey) }, ['recovered']);
       } catch (err) {
         log.warn({ job: o.job, err: coerceError(err).message }, 'could not work out the recovered alert');
       }
@@ -51,7 +59,7 @@ export function makeRunAlerts(pool: pg.Pool, sender: AlertSender, logger: Logger
         const kind = o.error instanceof EtlError ? o.error.code : (o.error as { code?: unknown }).code;
         const events: AlertEvent[] = kind === LOGIN_REQUIRED ? ['login_required', 'failed'] : ['failed'];
         sender.send(
-          { job: o.job, at: new Date().toISOString(), runKey: o.runKey, attemptId: o.attemptId, trigger: o.trigger, errorKind: typeof kind === 'string' ? kind : 'INTERNAL', error: firstErrorLine(o.error) },
+          { job: o.job, at: new Date().toISOString(), runKey: o.runKey, attemptId: o.attemptId, trigger: o.trigger, errorKind: typeof kind === 'string' ? kind : 'INTERNAL', error: firstErrorLine(o.error), errorText: errorText(o.error), url: urlOf(o.job, o.runKey) },
           events,
         );
       } catch (err) {

@@ -23,7 +23,7 @@ export function formatFailedRuns(runs: FailedRunToReplay[], extra?: (r: FailedRu
     r.job,
     r.attempt_id,
     r.started_at.toISOString().replace('T', ' ').slice(0, 19),
-    (r.error_first_line ?? '').slice(0, 80) + (extra ? extra(r) : ''),
+    (r.error_first_line ?? '') + (extra ? extra(r) : ''),
   ]);
   const widths = HEADERS.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: readonly string[]) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i]!))).join('  ').trimEnd();

@@ -52,7 +52,7 @@ export function formatRunTable(rows: RunListRow[], now = Date.now()): string[] {
         time(r.first_started_at),
         formatDuration(r.first_started_at && end !== undefined ? end - r.first_started_at.getTime() : null),
         r.rows ?? '-',
-        (r.error_first_line ?? '').slice(0, 80),
+        r.error_first_line ?? '',
       ];
     }),
   );
@@ -72,7 +72,7 @@ export function formatAttemptTable(rows: AttemptListRow[], now = Date.now()): st
       time(a.started_at),
       formatDuration(a.duration_ms === null ? (a.status === 'running' ? now - a.started_at.getTime() : null) : Number(a.duration_ms)),
       a.rows ?? '-',
-      (a.error_first_line ?? '').slice(0, 80),
+      a.error_first_line ?? '',
     ]),
   );
 }

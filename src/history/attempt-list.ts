@@ -6,12 +6,23 @@ import type { Queryable } from '../db.ts';
 import type { AttemptRow } from './attempts.ts';
 
 /**
- * SQL expression: the first non-blank line of the server's own message of the attempt aliased `a` (its last error
- * that has one), else the first line of our error text (`etl.attempts.error`), which starts with our own prefix.
+ * SQL expression: the summary of a failure text `t`: its first meaningful line. That is its first non-blank line,
+ * and when that line only introduces what follows (it ends in ':', as "Report execution failed:" does) the next
+ * non-blank line after it too: `Report execution failed: Division by zero in formula 'Marge'`. The whole text stays
+ * in the history and on the attempt page (failure-text.ts says the same in TypeScript).
+ */
+export function summaryLineSql(t: string): string {
+  return `(SELECT CASE WHEN m[1] LIKE '%:' AND m[2] IS NOT NULL THEN m[1] || ' ' || m[2] ELSE m[1] END
+     FROM regexp_match(${t}, '^\\s*([^\\n]*\\S)[ \\t\\r]*(?:\\n\\s*([^\\n]*\\S))?') AS m)`;
+}
+
+/**
+ * SQL expression: the summary ({@link summaryLineSql}) of the server's own message of the attempt aliased `a` (its
+ * last error that has one), else of our error text (`etl.attempts.error`), which starts with our own prefix.
  */
 export function firstErrorLine(a: string): string {
-  return `coalesce((SELECT substring(e.server_message, '[^\\n]*\\S[^\\n]*') FROM etl.run_errors e
-    WHERE e.attempt_id = ${a}.attempt_id AND e.server_message IS NOT NULL ORDER BY e.id DESC LIMIT 1), nullif(split_part(${a}.error, E'\\n', 1), ''))`;
+  return `coalesce((SELECT ${summaryLineSql('e.server_message')} FROM etl.run_errors e
+    WHERE e.attempt_id = ${a}.attempt_id AND e.server_message IS NOT NULL ORDER BY e.id DESC LIMIT 1), ${summaryLineSql(`${a}.error`)})`;
 }
 
 /** One attempt in a list: the etl.attempts row plus the first line of its error (the server's words first, see {@link firstErrorLine}). */

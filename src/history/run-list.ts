@@ -112,7 +112,7 @@ export async function failedRunsToReplay(db: Queryable, f: { job?: string | unde
         WHERE r.status = 'failed' AND ($1::text IS NULL OR r.job = $1) AND ($2::timestamptz IS NULL OR a.started_at >= $2)
           AND NOT EXISTS (SELECT 1 FROM etl.attempts s WHERE s.job = r.job AND s.run_key = r.run_key AND s.status = 'succeeded')
      )
-     SELECT f.job, f.run_key, f.attempt_id, f.started_at, split_part(f.error, E'\n', 1) AS error_first_line, f.write_mode,
+     SELECT f.job, f.run_key, f.attempt_id, f.started_at, ${firstErrorLine('f')} AS error_first_line, f.write_mode,
             f.target_table, f.logical_time, sup.run_key AS superseded_by_run_key
        FROM failed f
        LEFT JOIN LATERAL (
