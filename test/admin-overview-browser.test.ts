@@ -37,16 +37,32 @@ beforeAll(async () => {
   const failing = jobEntry({ name: 'Failing' }, { table: `${h.schema}.failing` });
   const run = async (config: ReturnType<Harness['config']>, job: string) =>
     runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger: silentLogger }).catch(() => undefined);
-  // healthy: five successes of growing size; failing: a success, then failures; superseded: a failure, then a success.
-  const first = h.config({ [`${jp}_healthy`]: { ...ok('100'), schedule: '15 2 * * *' }, [`${jp}_failing`]: ok('50'), [`${jp}_superseded`]: failing, [`${jp}_stale`]: { ...ok('30'), freshness: '1s' } });
+  // healthy: five successes of growing size; failing: a success, then failures; superseded: a failure, then a later
+  // success into the same replace target; appended: the same in append mode, which nothing supersedes.
+  const into = (entry: Record<string, unknown>, table: string, mode: string) => ({ ...entry, target: { table: `${h.schema}.${table}`, mode } });
+  const first = h.config({
+    [`${jp}_healthy`]: { ...ok('100'), schedule: '15 2 * * *' },
+    [`${jp}_failing`]: ok('50'),
+    [`${jp}_superseded`]: into(failing, 'superseded', 'replace'),
+    [`${jp}_appended`]: into(failing, 'appended', 'append'),
+    [`${jp}_stale`]: { ...ok('30'), freshness: '1s' },
+  });
   for (const rows of ['100', '300', '200', '400', '500']) await run(h.config({ [`${jp}_healthy`]: ok(rows) }), `${jp}_healthy`);
   await run(first, `${jp}_failing`);
   await run(first, `${jp}_superseded`);
+  await run(first, `${jp}_appended`);
   await run(first, `${jp}_stale`);
-  const now = h.config({ [`${jp}_healthy`]: { ...ok('100'), schedule: '15 2 * * *' }, [`${jp}_failing`]: failing, [`${jp}_superseded`]: ok('60'), [`${jp}_stale`]: { ...ok('30'), freshness: '1s' } });
+  const now = h.config({
+    [`${jp}_healthy`]: { ...ok('100'), schedule: '15 2 * * *' },
+    [`${jp}_failing`]: failing,
+    [`${jp}_superseded`]: into(ok('60'), 'superseded', 'replace'),
+    [`${jp}_appended`]: into(ok('60'), 'appended', 'append'),
+    [`${jp}_stale`]: { ...ok('30'), freshness: '1s' },
+  });
   await run(now, `${jp}_failing`);
   await run(now, `${jp}_failing`);
   await run(now, `${jp}_superseded`);
+  await run(now, `${jp}_appended`);
   // The stale job's success is made an hour old (its freshness is 1 s), rather than waiting for the clock.
   await h.pool.query(`UPDATE etl.attempts SET started_at = started_at - interval '1 hour', finished_at = finished_at - interval '1 hour' WHERE job = $1`, [`${jp}_stale`]);
   const invalid = [{ kind: 'job' as const, name: `${jp}_invalid`, problems: ['jobs.yaml:40:13: jobs.x.report.name: report name "Sales-Orders" has characters the server rejects (fix report.name)'] }];
@@ -75,7 +91,10 @@ it('shows every job with its state, sparklines and a Replay on the failing one',
   expect(await line('invalid').locator('.state').textContent()).toBe('invalid config');
   expect(await line('invalid').locator('ul.problems').textContent()).toContain('jobs.yaml:40:13');
   expect(await line('superseded').locator('.state').textContent()).toBe('healthy');
-  expect(await line('superseded').locator('.superseded').textContent()).toMatch(/^last failure .* superseded by the success of /);
+  expect(await line('superseded').locator('.superseded').textContent()).toMatch(/^last failure .* superseded by the success of the later run \S+$/);
+  // An append failure is never superseded (the same rule as replay --failed): its rows are its own.
+  expect(await line('appended').locator('.state').textContent()).toBe('healthy');
+  expect(await line('appended').locator('.superseded').count()).toBe(0);
   // Next tick of "15 2 * * *" in Europe/Zurich (the connection's zone): 01:15Z or 00:15Z.
   expect(await line('healthy').locator('td.next-tick').textContent()).toMatch(/ 0[01]:15:00Z/);
   // Sparklines: server-drawn SVG, 5 points for 5 attempts, a red dot per failed attempt.

@@ -91,7 +91,8 @@ export function buildOverview(config: EtlConfig, invalid: InvalidEntry[], health
     else if (failingNow) state = 'failing';
     else if (stale) state = 'stale';
     else if (!h.last) state = 'never_run';
-    const superseded = h.lastFailure && success && success.started_at > h.lastFailure.started_at ? h.lastFailure : undefined;
+    // The same rule as replay --failed (history/superseded.ts): never for append, never by an older logical run.
+    const superseded = h.lastFailure?.superseded_by_run_key ? h.lastFailure : undefined;
     out.push({
       job,
       state,

@@ -30,7 +30,8 @@ function runNote(o: JobOverview): SafeHtml | '' {
 ${replayButton({ job: o.job, run_key: o.failure.run_key }, { className: 'replay' })}</div>`;
   }
   if (o.superseded) {
-    return html`<div class="superseded">last failure <a href="${runPath(o.job, o.superseded.run_key)}">${formatTime(o.superseded.started_at)}</a> superseded by the success of ${formatTime(o.health.lastSuccess!.started_at)}</div>`;
+    const by = o.superseded.superseded_by_run_key!;
+    return html`<div class="superseded">last failure <a href="${runPath(o.job, o.superseded.run_key)}">${formatTime(o.superseded.started_at)}</a> superseded by the success of the later run <a href="${runPath(o.job, by)}">${by}</a></div>`;
   }
   return '';
 }

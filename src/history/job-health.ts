@@ -6,6 +6,7 @@
 import type { Queryable } from '../db.ts';
 import type { AttemptStatus } from '../vocabulary.ts';
 import { firstErrorLine } from './attempt-list.ts';
+import { logicalTimeSql, supersededBySql } from './superseded.ts';
 
 /** One finished or running attempt as the overview shows it, with its run (run key) and number in it. */
 export interface RecentAttempt {
@@ -22,6 +23,8 @@ export interface RecentAttempt {
   error_first_line: string | null;
   /** Stable error kind of the attempt's last error (`etl.run_errors.error_kind`). */
   error_kind: string | null;
+  /** The run that supersedes this attempt's run (history/superseded.ts), when it failed and one does. */
+  superseded_by_run_key: string | null;
 }
 
 /** The health figures of one job. */
@@ -40,7 +43,14 @@ export interface JobHealth {
 }
 
 const COLUMNS = `attempt_id, run_key, attempt, status, started_at, finished_at, rows::float8 AS rows, duration_ms::float8 AS duration_ms, ${firstErrorLine('r')} AS error_first_line,
-  (SELECT e.error_kind FROM etl.run_errors e WHERE e.attempt_id = r.attempt_id ORDER BY e.id DESC LIMIT 1) AS error_kind`;
+  (SELECT e.error_kind FROM etl.run_errors e WHERE e.attempt_id = r.attempt_id ORDER BY e.id DESC LIMIT 1) AS error_kind,
+  CASE WHEN r.status = 'failed' THEN ${supersededBySql({
+    job: 'r.job',
+    runKey: 'r.run_key',
+    writeMode: 'r.write_mode',
+    targetTable: 'r.target_table',
+    logicalTime: `(SELECT ${logicalTimeSql('rr')} FROM etl.runs rr WHERE rr.job = r.job AND rr.run_key = r.run_key)`,
+  })} END AS superseded_by_run_key`;
 
 /**
  * Health figures of `jobs`, in the order given.

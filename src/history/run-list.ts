@@ -5,6 +5,7 @@
 import type { Queryable } from '../db.ts';
 import type { AttemptStatus } from '../vocabulary.ts';
 import { firstErrorLine } from './attempt-list.ts';
+import { logicalTimeSql, supersededBySql } from './superseded.ts';
 import type { RunRow } from './runs.ts';
 
 /** One logical run in a list: its etl.runs row, its newest attempt's id and the first line of that attempt's error. */
@@ -58,17 +59,7 @@ export async function listRuns(db: Queryable, f: RunFilter = {}): Promise<RunLis
   return rows;
 }
 
-/** Write modes whose target holds the latest state, so that an older logical run's rows would overwrite newer ones. */
-export const STATE_WRITE_MODES: readonly string[] = ['replace', 'merge'];
-
-/**
- * SQL: the logical time of run `r` (an etl.runs alias): its `logical_end` (the tick, or when a manual run was asked
- * for), else its `scheduled_for`, else when its first attempt started (a foreground `report-etl run`, which records
- * no request).
- */
-function logicalTimeSql(r: string): string {
-  return `coalesce(${r}.logical_end, ${r}.scheduled_for, ${r}.first_started_at)`;
-}
+export { STATE_WRITE_MODES } from './superseded.ts';
 
 /** A failed logical run `replay --failed` considers: its newest attempt, and the run that supersedes it, if any. */
 export interface FailedRunToReplay {
@@ -92,14 +83,7 @@ export interface FailedRunToReplay {
  * Logical runs whose newest attempt failed and that never succeeded: what `replay --failed` considers, each with
  * the run that supersedes it.
  *
- * A failed logical run is **superseded** when its newest attempt wrote in write mode `replace` or `merge` and
- * another logical run of the same job succeeded into the same target table and has a later logical time. The
- * logical time of a run is its `etl.runs.logical_end` (the tick of a scheduled, caught-up or backfilled run; the
- * time a manual run was asked for), else its `scheduled_for`, else the start of its first attempt (a foreground
- * `report-etl run`). Such a target already holds newer data, and a replay would overwrite it (replace) or its keys
- * (merge) with older rows. Logical time, not the clock, decides: a backfill of an older tick that succeeds today
- * does not supersede a newer failed tick. `append` runs are never superseded: every logical run appends its own
- * rows, which no later run brings.
+ * Whether each is superseded is decided by history/superseded.ts, the rule the jobs overview uses too.
  * @param f only this job; only failures whose newest attempt started since (the superseding run may be older)
  * @returns one row per such run, newest failure first
  */
@@ -113,17 +97,11 @@ export async function failedRunsToReplay(db: Queryable, f: { job?: string | unde
           AND NOT EXISTS (SELECT 1 FROM etl.attempts s WHERE s.job = r.job AND s.run_key = r.run_key AND s.status = 'succeeded')
      )
      SELECT f.job, f.run_key, f.attempt_id, f.started_at, ${firstErrorLine('f')} AS error_first_line, f.write_mode,
-            f.target_table, f.logical_time, sup.run_key AS superseded_by_run_key
+            f.target_table, f.logical_time,
+            ${supersededBySql({ job: 'f.job', runKey: 'f.run_key', writeMode: 'f.write_mode', targetTable: 'f.target_table', logicalTime: 'f.logical_time' })} AS superseded_by_run_key
        FROM failed f
-       LEFT JOIN LATERAL (
-         SELECT s.run_key FROM etl.runs s
-          WHERE f.write_mode = ANY($3::text[]) AND s.job = f.job AND s.run_key <> f.run_key AND ${logicalTimeSql('s')} > f.logical_time
-            AND EXISTS (SELECT 1 FROM etl.attempts x WHERE x.job = s.job AND x.run_key = s.run_key AND x.status = 'succeeded' AND x.target_table = f.target_table)
-          ORDER BY ${logicalTimeSql('s')} DESC
-          LIMIT 1
-       ) sup ON true
       ORDER BY f.started_at DESC`,
-    [f.job ?? null, f.since ?? null, STATE_WRITE_MODES],
+    [f.job ?? null, f.since ?? null],
   );
   return rows;
 }
