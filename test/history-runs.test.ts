@@ -56,14 +56,18 @@ it('a run whose first attempt failed and second succeeded is one run row: 2 atte
     [(err as AttemptFailedError).attemptId, 1, 'failed', '0'],
     [ok.attemptId, 2, 'succeeded', '120'],
   ]);
-  expect(await runsOf(h.pool, job)).toEqual([
+  const runs = await runsOf(h.pool, job);
+  // A run made by its first attempt keeps the logical time it asked for: "now" then, with no schedule an instant.
+  expect(runs[0]!.logical_end).toEqual(runs[0]!.logical_start);
+  expect(Math.abs(runs[0]!.logical_end!.getTime() - attempts[0]!.started_at.getTime())).toBeLessThan(60_000);
+  expect(runs).toEqual([
     {
       job,
       run_key: runKey,
       trigger: 'manual',
       scheduled_for: null,
-      logical_start: null,
-      logical_end: null,
+      logical_start: expect.any(Date),
+      logical_end: expect.any(Date),
       parameters: null,
       queue_job_id: null,
       created_at: attempts[0]!.started_at,

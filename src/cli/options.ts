@@ -60,6 +60,16 @@ export function paramOption(cmd: Command): Command {
 }
 
 /**
+ * Adds `--logical-time <time>`: the logical time a run by hand stands for, as a scheduled tick would (README "Run
+ * parameters and logical time"): `%{logicalEnd}` is it, `%{logicalStart}` the schedule's tick before it. Written
+ * `2026-11-24` (midnight in the job's zone), `2026-11-24T06:00` (wall time there) or an ISO time with an offset;
+ * read with the job's zone by {@link logicalTimeIn}. Default: now.
+ */
+export function logicalTimeOption(cmd: Command): Command {
+  return cmd.option('--logical-time <time>', "the logical time this run stands for, as a tick would: 2026-11-24 (midnight in the job's zone), 2026-11-24T06:00, or ISO with offset (default now)");
+}
+
+/**
  * Parses a whole number option value >= `min`.
  * @throws InvalidArgumentError for anything else
  */

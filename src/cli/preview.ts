@@ -6,7 +6,7 @@
  */
 import { EtlError } from '../errors.ts';
 import type { JobPreview } from '../pipeline/preview.ts';
-import { configOption, logFormatOption, paramOption, wholeNumber, type LogFormatFlag } from './options.ts';
+import { configOption, logFormatOption, logicalTimeOption, paramOption, wholeNumber, type LogFormatFlag } from './options.ts';
 import type { Cli, RegisterCommand } from './types.ts';
 
 /** Widest value shown in a cell, in characters (longer ones end in …). */
@@ -46,10 +46,10 @@ export function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: n
 }
 
 export const registerPreview: RegisterCommand = (program, cli) => {
-  logFormatOption(paramOption(configOption(program.command('preview').description('show what a job would load (columns, types, first rows) without loading anything'))))
+  logicalTimeOption(logFormatOption(paramOption(configOption(program.command('preview').description('show what a job would load (columns, types, first rows) without loading anything')))))
     .argument('<job>', 'job name in jobs.yaml')
     .option('--rows <n>', 'rows to show (1-1000)', wholeNumber(1), 10)
-    .action(async (jobName: string, opts: { config: string; param: Record<string, string>; rows: number } & LogFormatFlag) => {
+    .action(async (jobName: string, opts: { config: string; param: Record<string, string>; rows: number; logicalTime?: string } & LogFormatFlag) => {
       // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost).
       const [{ openStores }, { resolveJob }, { makeLogger }, { previewJob }, { loadConfigForJob }] = await Promise.all([
         import('../app/bootstrap.ts'),
@@ -68,7 +68,9 @@ export const registerPreview: RegisterCommand = (program, cli) => {
         const { pool, redis, releasers } = await openStores(logger, { poolMax: 2 });
         try {
           const { queuePrefixFromEnv } = await import('../queue/names.ts');
-          const preview = await previewJob({ job, parameters: opts.param, rows: Math.min(opts.rows, 1000), pool, redis, logger, signal: controller.signal, prefix: queuePrefixFromEnv() });
+          const { parseZonedDate } = await import('../pipeline/logical-time.ts');
+          const logicalEnd = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
+          const preview = await previewJob({ job, parameters: opts.param, rows: Math.min(opts.rows, 1000), pool, redis, logger, signal: controller.signal, prefix: queuePrefixFromEnv(), logicalEnd });
           printPreview(cli, jobName, preview, opts.rows);
         } catch (err) {
           if (!(err instanceof EtlError) || err.code === 'CONFIG_INVALID') throw err;

@@ -4,7 +4,7 @@
  * a second Ctrl-C exits at once.
  */
 import { Option } from 'commander';
-import { configOption, logFormatOption, paramOption, type LogFormatFlag } from './options.ts';
+import { configOption, logFormatOption, logicalTimeOption, paramOption, type LogFormatFlag } from './options.ts';
 import type { RegisterCommand } from './types.ts';
 
 /** How long `run` waits at its end for alerts still being delivered, in ms (the run's outcome is already printed). */
@@ -19,10 +19,10 @@ function runAndAttempt(runKey: string, attemptId: string): string {
 }
 
 export const registerRun: RegisterCommand = (program, cli) => {
-  logFormatOption(paramOption(configOption(program.command('run').description('run one job of jobs.yaml now, in the foreground'))))
+  logicalTimeOption(logFormatOption(paramOption(configOption(program.command('run').description('run one job of jobs.yaml now, in the foreground')))))
     .argument('<job>', 'job name in jobs.yaml')
     .addOption(new Option('--run-key <key>', 'run key of this logical run (default: the id of its attempt); append loads are exactly-once per key'))
-    .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string } & LogFormatFlag) => {
+    .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string; logicalTime?: string } & LogFormatFlag) => {
       // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost). The
       // stores (DATABASE_URL, REDIS_URL: not jobs.yaml) connect and migrate while the rest loads and jobs.yaml is read.
       const [{ openStores }, { makeLogger }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts')]);
@@ -39,7 +39,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
       }
 
       async function runWithStores(): Promise<void> {
-        const [{ Releasers }, { resolveJob }, { loadConfigForJob }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { noAlerts }, { makeRunAlerts }, { makeJanitor }, { outputShape }, { ReportSlots }, { queuePrefixFromEnv }] =
+        const [{ Releasers }, { resolveJob }, { loadConfigForJob }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { noAlerts }, { makeRunAlerts }, { makeJanitor }, { outputShape }, { ReportSlots }, { queuePrefixFromEnv }, { parseZonedDate }] =
           await Promise.all([
             import('../app/connections.ts'),
             import('../config/load.ts'),
@@ -52,6 +52,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
             import('../vocabulary.ts'),
             import('../report-api/report-slots.ts'),
             import('../queue/names.ts'),
+            import('../pipeline/logical-time.ts'),
           ]);
         const loaded = await loadConfigForJob(cli, opts.config, jobName);
         const job = resolveJob(loaded.config, jobName, opts.config);
@@ -119,7 +120,12 @@ export const registerRun: RegisterCommand = (program, cli) => {
           releasers.add(() => (janitorWork || !controller.signal.aborted ? startJanitorWork() : undefined));
           const result = await runAttempt({
             job,
-            request: { trigger: 'manual', parameters: opts.param, ...(opts.runKey ? { runKey: opts.runKey } : {}) },
+            request: {
+              trigger: 'manual',
+              parameters: opts.param,
+              ...(opts.runKey ? { runKey: opts.runKey } : {}),
+              ...(opts.logicalTime ? { logicalEnd: parseZonedDate(opts.logicalTime, job.zone).toISOString() } : {}),
+            },
             pool,
             redis,
             logger,

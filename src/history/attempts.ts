@@ -24,6 +24,10 @@ export interface AttemptStart {
   writeMode: string;
   /** `host:pid` of the process running it. */
   worker: string;
+  /** The interval the run covers and its explicit parameters: kept with a run this attempt makes (a foreground run's). */
+  logicalStart?: Date | undefined;
+  logicalEnd?: Date | undefined;
+  parameters?: Record<string, string> | undefined;
   /** Advisory lock key of the process's owner session (attempt-owner.ts), so the janitor can tell it died. */
   ownerLock?: string | undefined;
 }
@@ -38,14 +42,27 @@ export interface AttemptStart {
 export async function insertAttempt(db: Queryable, a: AttemptStart): Promise<number> {
   const { rows } = await db.query<{ attempt: number }>(
     `WITH run AS (
-       INSERT INTO etl.runs AS r (job, run_key, trigger, scheduled_for, attempts, status, first_started_at)
-       VALUES ($2, $3, $5, $4, 1, 'running', now())
+       INSERT INTO etl.runs AS r (job, run_key, trigger, scheduled_for, attempts, status, first_started_at, logical_start, logical_end, parameters)
+       VALUES ($2, $3, $5, $4, 1, 'running', now(), $10, $11, $12)
        ON CONFLICT (job, run_key) DO UPDATE SET attempts = r.attempts + 1, status = 'running', first_started_at = coalesce(r.first_started_at, now())
        RETURNING r.attempts)
      INSERT INTO etl.attempts (attempt_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode, worker, owner_lock)
      SELECT $1, $2, $3, $4, $5, run.attempts, 'running', $6, $7, $8, $9::bigint FROM run
      RETURNING attempt`,
-    [a.attemptId, a.job, a.runKey, a.scheduledFor ?? null, a.trigger, a.targetTable, a.writeMode, a.worker, a.ownerLock ?? null],
+    [
+      a.attemptId,
+      a.job,
+      a.runKey,
+      a.scheduledFor ?? null,
+      a.trigger,
+      a.targetTable,
+      a.writeMode,
+      a.worker,
+      a.ownerLock ?? null,
+      a.logicalStart ?? null,
+      a.logicalEnd ?? null,
+      a.parameters && Object.keys(a.parameters).length ? JSON.stringify(a.parameters) : null,
+    ],
   );
   return rows[0]!.attempt;
 }

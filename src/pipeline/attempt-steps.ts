@@ -22,7 +22,7 @@ import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { AttemptFailedError, defaultWorkerName, type Attempt, type AttemptOptions, type AttemptResult } from './attempt.ts';
 import { connectionAuthStore } from './auth-store.ts';
 import { jobDecoder } from './job-decoder.ts';
-import { runParameters } from './logical-time.ts';
+import { logicalTimeOf, runParameters } from './logical-time.ts';
 import { reportRows } from './report-rows.ts';
 
 /** Fairness class of a run by its trigger: scheduled ticks first, then runs asked for by hand, then backfills and replays. */
@@ -74,6 +74,7 @@ export async function recordAttempt(o: AttemptOptions): Promise<Attempt> {
   const targetTable = `${target.schema}.${target.table}`;
   const startedMs = performance.now();
   const trigger = request.trigger ?? 'manual';
+  const logicalTime = logicalTimeOf(o.job, request, new Date());
   // A full or restarting PostgreSQL takes the record once it has room (no attempt exists before it does).
   const start = {
     attemptId,
@@ -85,12 +86,16 @@ export async function recordAttempt(o: AttemptOptions): Promise<Attempt> {
     writeMode: job.target.mode,
     worker: o.worker ?? defaultWorkerName(),
     ownerLock: o.owner?.key,
+    // Kept with the run when this attempt makes it (a foreground run's), so that a replay asks for the same period.
+    logicalStart: logicalTime.logicalStart,
+    logicalEnd: logicalTime.logicalEnd,
+    parameters: request.parameters,
   };
   const waits = { todo: 'the attempt starts', done: 'the attempt is recorded' };
   const number = await untilDatabaseTakesIt(o.logger.child({ job: name }), waits, o.signal, () => insertAttempt(o.pool, start));
   const log = o.logger.child({ job: name, attemptId });
   log.info({ trigger, attempt: number, runKey, report: job.report.name, outputType: job.report.outputType }, 'run started');
-  return { options: o, attemptId, runKey, number, target, targetTable, startedAt: new Date(), startedMs, stage: 'config', log, reportJobId: undefined, pages: 0, bytes: 0 };
+  return { options: o, attemptId, runKey, number, target, targetTable, startedAt: new Date(), startedMs, stage: 'config', log, reportJobId: undefined, pages: 0, bytes: 0, logicalTime };
 }
 
 /** What {@link checkMayRun} found. */
@@ -120,7 +125,8 @@ export async function checkMayRun(a: Attempt): Promise<MayRun> {
   if (job.target.mode === 'append' && (await isAppended(o.pool, name, a.runKey))) return { kind: 'already-loaded' };
   const others = await otherAttemptsNotAlive(a);
   const declaredTypes = await resolveDeclaredTypes(o.pool, name, job.target.columns);
-  const parameters = runParameters(o.job, o.request ?? {}, new Date());
+  const { logicalStart, logicalEnd } = a.logicalTime;
+  const parameters = runParameters(o.job, { ...o.request, logicalStart: logicalStart.toISOString(), logicalEnd: logicalEnd.toISOString() }, new Date());
   encodeReportName(job.report.name, connection.pathEncoding, { job: name });
   return { kind: 'run', dead: o.exclusive ? others : [], request: { ...job.report, job: name, parameters }, declaredTypes };
 }

@@ -15,6 +15,7 @@ import type { ReportSlots } from '../report-api/report-slots.ts';
 import type { RunRequest, RunStage } from '../vocabulary.ts';
 import type { CopyFormatUsed, LoadPlan } from '../warehouse/copy-load.ts';
 import type { TableName } from '../warehouse/identifiers.ts';
+import type { LogicalTime } from './logical-time.ts';
 
 /** Options of runAttempt. */
 export interface AttemptOptions {
@@ -94,6 +95,8 @@ export interface Attempt {
   log: Logger;
   /** The report job, once started. */
   reportJobId: string | undefined;
+  /** The run's logical time, worked out once from the request (a manual run's "now" is the attempt's start). */
+  readonly logicalTime: LogicalTime;
   /** Pages read completely, and bytes of page bodies downloaded, so far. */
   pages: number;
   bytes: number;

@@ -28,6 +28,8 @@ export interface PreviewOptions {
   redis: Redis;
   logger: Logger;
   signal?: AbortSignal;
+  /** The logical time the preview stands for (`--logical-time`; default now). */
+  logicalEnd?: Date | undefined;
   /** The installation's prefix: the access token is shared under it (default `report-etl`). */
   prefix?: string | undefined;
 }
@@ -50,7 +52,7 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
   const { report, target: targetConfig } = o.job.job;
   const target = parseTableName(targetConfig.table);
   const declaredTypes = await resolveDeclaredTypes(o.pool, o.job.name, targetConfig.columns);
-  const parameters = runParameters(o.job, { parameters: o.parameters }, new Date());
+  const parameters = runParameters(o.job, { parameters: o.parameters, ...(o.logicalEnd ? { logicalEnd: o.logicalEnd.toISOString() } : {}) }, new Date());
   const client = await makeReportClient({ connection: o.job.connection, connectionName: o.job.connectionName, redis: o.redis, logger: o.logger, ...(o.signal ? { signal: o.signal } : {}), ...(o.prefix ? { keyPrefix: `${o.prefix}:` } : {}) });
   try {
     const paging = Math.max(MIN_PAGING, o.rows);
