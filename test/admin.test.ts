@@ -316,7 +316,13 @@ describe('access control', () => {
     expect(api.status).toBe(200);
     const body = (await api.json()) as { queues: Array<{ name: string; allowRetries: boolean; readOnlyMode: boolean }> };
     expect(body.queues.map((q) => q.name)).toEqual(['report-etl']);
-    expect(body.queues[0]).toMatchObject({ allowRetries: true, readOnlyMode: false });
+    // Read only: retries and cleans go through report-etl's replay, which applies its rules.
+    expect(body.queues[0]).toMatchObject({ allowRetries: false, readOnlyMode: true });
+    // Its bulk actions are refused too: "retry all" of the failed and "clean all" of the completed.
+    for (const [method, path] of [['PUT', '/admin/queues/api/queues/report-etl/retry/failed'], ['PUT', '/admin/queues/api/queues/report-etl/clean/completed']] as const) {
+      const res = await fetch(`${server.url}${path}`, { method, headers: { ...bearer, origin: server.url } });
+      expect(res.status, path).toBeGreaterThanOrEqual(400);
+    }
   });
 
   it('without configured credentials only loopback callers naming this machine get in (no DNS rebinding)', async () => {
