@@ -1,9 +1,11 @@
 /**
- * report-etl as a child process, as users and on-call staff run it: `node bin/report-etl.js <args>` with its own
- * environment, its output collected, and helpers to wait for a line and to kill it for real (SIGKILL).
+ * report-etl as a child process, as users and on-call staff run it: bin/report-etl.js (which runs the build, dist/)
+ * with its shebang's Node flags and its own environment, its output collected, and helpers to wait for a line and to
+ * kill it for real (SIGKILL).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../../src/runtime-flags.ts';
 import { DATABASE_URL, REDIS_URL } from './env.ts';
 
 export const BIN = fileURLToPath(new URL('../../bin/report-etl.js', import.meta.url));
@@ -19,7 +21,7 @@ export interface CliProcess {
 
 /** Starts `report-etl <args>`; `env` is added to the test's environment (DATABASE_URL, REDIS_URL set). */
 export function startCli(args: string[], env: Record<string, string> = {}): CliProcess {
-  const child = spawn(process.execPath, [BIN, ...args], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, BIN, ...args], {
     env: { ...process.env, DATABASE_URL, REDIS_URL, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

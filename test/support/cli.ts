@@ -1,9 +1,11 @@
 /**
- * `report-etl` as a user runs it, for the CLI tests: a child process of bin/report-etl.js with the test's real
- * services in its environment, its exit code and its output. Killed after `timeoutMs` so that a hang fails the test.
+ * `report-etl` as a user runs it, for the CLI tests: a child process of bin/report-etl.js (which runs the build,
+ * dist/, compiled by the test setup) with its shebang's Node flags and the test's real services in its environment,
+ * its exit code and its output. Killed after `timeoutMs` so that a hang fails the test.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../../src/runtime-flags.ts';
 import { DATABASE_URL, REDIS_URL } from './env.ts';
 
 /** The command line entry, as `npx report-etl` runs it. */
@@ -36,7 +38,7 @@ export interface RunCliOptions {
 export function runCli(args: readonly string[], o: RunCliOptions = {}): Promise<CliExit> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, [...NODE_FLAGS, BIN, ...args], {
       env: { ...process.env, DATABASE_URL, REDIS_URL, ...o.env },
       stdio: [o.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
