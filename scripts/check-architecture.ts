@@ -7,8 +7,10 @@
  * - No import cycle between modules, type-only imports and re-exports included.
  * - Folders are layered (LAYERS, lowest first): a module imports its own folder or a lower layer only.
  * - Some folders must not load some packages (FORBIDDEN_PACKAGES), e.g. the pipeline knows nothing of BullMQ.
+ * - A package is imported through its public entry points only: its name, or a subpath its package.json `exports`
+ *   names. A file inside a package is its authors' to move or change in any release.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -39,6 +41,8 @@ export interface ImportEdge {
   from: string;
   /** The module imported (relative to src) or the package name. */
   to: string;
+  /** The specifier as written, e.g. `@bull-board/api/bullMQAdapter`. */
+  spec: string;
   /** The 1-based line of the import. */
   line: number;
 }
@@ -78,12 +82,30 @@ export function readImports(srcDir: string): ImportEdge[] {
         const spec = m[1]!;
         if (spec.startsWith('node:')) continue;
         const line = text.slice(0, m.index).split('\n').length;
-        if (spec.startsWith('.')) edges.push({ from, to: normalize(join(dirname(from), spec)).split(sep).join('/'), line });
-        else edges.push({ from, to: spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!, line });
+        if (spec.startsWith('.')) edges.push({ from, to: normalize(join(dirname(from), spec)).split(sep).join('/'), spec, line });
+        else edges.push({ from, to: spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!, spec, line });
       }
     }
   }
   return edges;
+}
+
+/**
+ * Whether `spec` is a public entry point of the package `name` installed under `packagesDir`: the name itself, or a
+ * subpath that the package's `exports` names (exactly, or through one `*` pattern). A package without `exports`
+ * has no public subpath.
+ */
+export function isPublicEntry(spec: string, name: string, packagesDir: string): boolean {
+  if (spec === name) return true;
+  const manifest = join(packagesDir, name, 'package.json');
+  if (!existsSync(manifest)) return false;
+  const { exports } = JSON.parse(readFileSync(manifest, 'utf8')) as { exports?: unknown };
+  if (exports === null || typeof exports !== 'object' || Array.isArray(exports)) return false;
+  const subpath = `.${spec.slice(name.length)}`;
+  return Object.keys(exports).some((key) => {
+    const star = key.indexOf('*');
+    return star < 0 ? key === subpath : subpath.startsWith(key.slice(0, star)) && subpath.endsWith(key.slice(star + 1));
+  });
 }
 
 /** The layer name of a module: its top folder, `.` for a shared module at the top, `main.ts` for the entry. */
@@ -135,9 +157,10 @@ export function findCycles(edges: readonly ImportEdge[]): string[][] {
 
 /**
  * Checks `srcDir` against the rules above.
+ * @param packagesDir where the imported packages are installed (default: node_modules beside `srcDir`)
  * @returns one line per problem (`file:line: what`), empty when the layout holds
  */
-export function checkArchitecture(srcDir: string): string[] {
+export function checkArchitecture(srcDir: string, packagesDir = join(srcDir, '..', 'node_modules')): string[] {
   const edges = readImports(srcDir);
   const problems: string[] = [];
   for (const cycle of findCycles(edges)) problems.push(`import cycle: ${cycle.join(' -> ')}`);
@@ -151,6 +174,8 @@ export function checkArchitecture(srcDir: string): string[] {
       else if (LAYERS.indexOf(to) > rank) problems.push(`${e.from}:${e.line}: ${from} imports ${e.to}, a higher layer (${to}); imports point down: ${LAYERS.join(' < ')}`);
     } else if (FORBIDDEN_PACKAGES[from]?.includes(e.to)) {
       problems.push(`${e.from}:${e.line}: ${from} must not import the package ${e.to}`);
+    } else if (!isPublicEntry(e.spec, e.to, packagesDir)) {
+      problems.push(`${e.from}:${e.line}: imports ${e.spec}, which the package ${e.to} does not export; import its name or a subpath its package.json "exports" names`);
     }
   }
   return problems;
@@ -160,6 +185,6 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const src = fileURLToPath(new URL('../src/', import.meta.url));
   const problems = checkArchitecture(src);
   for (const p of problems) process.stderr.write(`${p}\n`);
-  process.stdout.write(problems.length ? `${problems.length} layout problem${problems.length === 1 ? '' : 's'}\n` : 'layout ok: no import cycle, every import points down\n');
+  process.stdout.write(problems.length ? `${problems.length} layout problem${problems.length === 1 ? '' : 's'}\n` : 'layout ok: no import cycle, every import points down, packages by their public entry points\n');
   process.exitCode = problems.length ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 /**
- * The layout of src/ (docs/architecture.md "Layers"): no import cycle, type-only imports included, and every import points
- * down the layers of scripts/check-architecture.ts. The second test shows the check finds what it looks for.
+ * The layout of src/ (docs/architecture.md "Layers"): no import cycle, type-only imports included, every import points
+ * down the layers of scripts/check-architecture.ts, and packages are imported by their public entry points. The
+ * second test shows the check finds what it looks for.
  */
 import { mkdtemp, mkdir, writeFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,11 +10,11 @@ import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { checkArchitecture } from '../scripts/check-architecture.ts';
 
-it('src/ has no import cycle and every import points down', () => {
+it('src/ has no import cycle, every import points down, packages by their public entry points', () => {
   expect(checkArchitecture(fileURLToPath(new URL('../src/', import.meta.url)))).toEqual([]);
 });
 
-it('finds a type-only cycle, an upward import, a forbidden package and a re-export cycle', async () => {
+it('finds a type-only cycle, an upward import, a forbidden package, a re-export cycle and a file inside a package', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'report-etl-arch-'));
   try {
     const file = async (path: string, text: string) => {
@@ -26,12 +27,18 @@ it('finds a type-only cycle, an upward import, a forbidden package and a re-expo
     await file('queue/q.ts', 'export const q = 1;\n');
     await file('pipeline/p.ts', "import { Queue } from 'bullmq';\nexport { x } from './r.ts';\nexport const p = Queue;\n");
     await file('pipeline/r.ts', "export * from './p.ts';\nexport const x = 1;\n");
-    const problems = checkArchitecture(dir);
+    // undici has no `exports`: its files are not its interface. @bull-board/api exports ./bullMQAdapter and ./dist/*.
+    await file(
+      'report-api/u.ts',
+      "import { request } from 'undici';\nimport Agent from 'undici/lib/dispatcher/agent.js';\nimport { BullMQAdapter } from '@bull-board/api/bullMQAdapter';\nimport type { X } from '@bull-board/api/dist/x.js';\nexport const u = [request, Agent, BullMQAdapter];\n",
+    );
+    const problems = checkArchitecture(dir, fileURLToPath(new URL('../node_modules/', import.meta.url)));
     expect(problems).toContain('import cycle: pages/a.ts -> pages/b.ts');
     expect(problems).toContain('import cycle: pipeline/p.ts -> pipeline/r.ts');
     expect(problems.some((p) => p.startsWith('warehouse/w.ts:1: warehouse imports queue/q.ts, a higher layer (queue)'))).toBe(true);
     expect(problems).toContain('pipeline/p.ts:1: pipeline must not import the package bullmq');
-    expect(problems).toHaveLength(4);
+    expect(problems).toContain('report-api/u.ts:2: imports undici/lib/dispatcher/agent.js, which the package undici does not export; import its name or a subpath its package.json "exports" names');
+    expect(problems).toHaveLength(5);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
