@@ -131,6 +131,23 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^COPY src \.\/src$/m);
   });
 
+  it('compiles in the build stage (all dependencies) and runs the build with the production dependencies alone', () => {
+    const stages = dockerfile.split(/^FROM /m).slice(1);
+    const named = (s: string) => /^\S+ AS (\S+)$/m.exec(s.split('\n')[0]!)?.[1];
+    const build = stages.find((s) => named(s) === 'build')!;
+    expect(build.search(/^RUN npm ci --no-audit --no-fund$/m), 'npm ci with the dev dependencies (TypeScript)').toBeGreaterThan(-1);
+    expect(build.search(/^RUN npm ci\b/m)).toBeLessThan(build.search(/^RUN npm run build$/m));
+    const runtime = stages.at(-1)!;
+    expect(named(runtime), 'the last stage is the image').toBeUndefined();
+    const modulesFrom = /^COPY --from=(\S+) \/app\/node_modules \.\/node_modules$/m.exec(runtime)?.[1];
+    const deps = stages.find((s) => named(s) === modulesFrom);
+    expect(deps, `the stage node_modules come from (${modulesFrom})`).toBeDefined();
+    expect(deps).toMatch(/^RUN npm ci --omit=dev\b/m);
+    // The image holds the build, not the sources, and builds nothing itself.
+    expect(runtime).not.toMatch(/^COPY (src|bin|tsconfig)/m);
+    expect(runtime).not.toMatch(/^RUN /m);
+  });
+
   it('builds with tsc alone: `npm run build` runs no script of its own that the build stage would have to copy', () => {
     const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
     expect(pkg.scripts.build).toBe('tsc -p tsconfig.build.json');
