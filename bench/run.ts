@@ -39,9 +39,10 @@ import { documentCase } from './lib/documents.ts';
 import { cliPeakRss, fixedCost, writeJobs } from './lib/cli-cases.ts';
 import { userPath, type UserPathResult } from './lib/report.ts';
 
-// `npm run bench -- fleet`: the fleet benchmark instead (bench/fleet.ts, its own options).
-if (process.argv[2] === 'fleet') {
-  await import('./fleet.ts');
+// `npm run bench -- fleet`: the fleet benchmark instead (bench/fleet.ts, its own options); `npm run bench -- user-path`:
+// the README's path alone (bench/user-path.ts).
+if (process.argv[2] === 'fleet' || process.argv[2] === 'user-path') {
+  await import(process.argv[2] === 'fleet' ? './fleet.ts' : './user-path.ts');
   process.exit(process.exitCode ?? 0);
 }
 

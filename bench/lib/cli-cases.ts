@@ -1,7 +1,7 @@
 /**
  * The user's-path cases of `npm run bench`, measured on the README's command `npx report-etl run <job>`:
- * the bin (bin/report-etl.js, which runs the compiled build while it is not older than src/) started as npx starts it,
- * with the shebang's node flags, against the page server:
+ * the bin (bin/report-etl.js, which runs the build, dist/main.js) started as npx starts it, with the shebang's node
+ * flags, against the page server (bench/user-path.ts: against `report-etl simulate`):
  * - {@link fixedCost}: a 10-row run as a whole process, wall time from spawn to exit (the recommended first status poll,
  *   250 ms, included: the connection keeps the default pollIntervalMs), median and spread of `repeats` after one
  *   warm-up start (which fills the compile cache, as any first run on a machine does);
