@@ -65,7 +65,7 @@ beforeAll(async () => {
   await run(now, `${jp}_appended`);
   // The stale job's success is made an hour old (its freshness is 1 s), rather than waiting for the clock.
   await h.pool.query(`UPDATE etl.attempts SET started_at = started_at - interval '1 hour', finished_at = finished_at - interval '1 hour' WHERE job = $1`, [`${jp}_stale`]);
-  const invalid = [{ kind: 'job' as const, name: `${jp}_invalid`, problems: ['jobs.yaml:40:13: jobs.x.report.name: report name "Sales-Orders" has characters the server rejects (fix report.name)'] }];
+  const invalid = [{ kind: 'job' as const, name: `${jp}_invalid`, problems: ['jobs.yaml:40:13: jobs.x.report.name: report name "Sales-Orders" has characters the server rejects (fix report.name)'], schedule: '0 6 * * *' }];
   server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, liveConfig: settableConfig(now, invalid) });
   browser = await launchBrowser();
   context = browser.context;
@@ -90,6 +90,8 @@ it('shows every job with its state, sparklines and a Replay on the failing one',
   expect(await line('stale').locator('.state').first().textContent()).toBe('stale');
   expect(await line('invalid').locator('.state').textContent()).toBe('invalid config');
   expect(await line('invalid').locator('ul.problems').textContent()).toContain('jobs.yaml:40:13');
+  // A scheduled job that is invalid is not run by the scheduler: its schedule shows, and that it is paused.
+  expect(await line('invalid').locator('td.next-tick').textContent()).toBe('paused while invalid0 6 * * *');
   expect(await line('superseded').locator('.state').textContent()).toBe('healthy');
   expect(await line('superseded').locator('.superseded').textContent()).toMatch(/^last failure .* superseded by the success of the later run \S+$/);
   // An append failure is never superseded (the same rule as replay --failed): its rows are its own.

@@ -43,6 +43,7 @@ jobs:
     connection: sim
     report: { mandant: 7777, name: Sales-Orders }
     target: { table: ${h.schema}.dash }
+    schedule: "0 6 * * *"
   ${jp}_conn:
     connection: broken
     report: { mandant: 7777, name: Stock/Levels }
@@ -115,6 +116,8 @@ it('scheduler + worker + admin run the valid job and show the invalid ones in th
     const page = await (await fetch(`${service.adminUrl}/admin`)).text();
     expect(page).toContain(`data-job="${jp}_dash"`);
     expect(page).toMatch(new RegExp(`data-job="${jp}_dash">[\\s\\S]*?invalid config`));
+    // Its schedule shows, and that the scheduler does not run it while it is invalid (not "manual only").
+    expect(page).toMatch(new RegExp(`data-job="${jp}_dash">[\\s\\S]*?paused while invalid[\\s\\S]*?0 6 \\* \\* \\*`));
     expect(page).toMatch(new RegExp(`data-job="${jp}_good">[\\s\\S]*?healthy`));
     const metrics = await (await fetch(`${service.adminUrl}/metrics`)).text();
     expect(metrics).toContain(`report_etl_job_config_invalid{job="${jp}_dash"} 1`);

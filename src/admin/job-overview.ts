@@ -107,7 +107,8 @@ export function buildOverview(config: EtlConfig, invalid: InvalidEntry[], health
     });
   }
   for (const e of invalid.filter((i) => i.kind === 'job').sort((a, b) => a.name.localeCompare(b.name))) {
-    out.push({ job: e.name, state: 'invalid', problems: e.problems, health: byJob.get(e.name) ?? empty(e.name) });
+    // Its schedule as written, with no next tick: the scheduler does not run a job while it is invalid.
+    out.push({ job: e.name, state: 'invalid', problems: e.problems, schedule: e.schedule, health: byJob.get(e.name) ?? empty(e.name) });
   }
   return out;
 }

@@ -47,7 +47,7 @@ function row(o: JobOverview): SafeHtml {
 <td><span class="state st-${o.state}">${STATE_LABELS[o.state]}</span>${o.freshness ? html`<div class="muted">freshness ${o.freshness}</div>` : ''}</td>
 <td class="last-run">${attemptCell(o.job, o.health.last)}${failureNote(o)}</td>
 <td class="last-success">${o.health.lastSuccess ? html`<a href="${runPath(o.job, o.health.lastSuccess.run_key)}">${formatTime(o.health.lastSuccess.started_at)}</a>` : html`<span class="muted">never</span>`}</td>
-<td class="next-tick">${o.nextTick ? formatTime(o.nextTick) : html`<span class="muted">${o.schedule ? '—' : 'manual only'}</span>`}${o.schedule ? html`<div class="muted">${o.schedule}</div>` : ''}</td>
+<td class="next-tick">${o.nextTick ? formatTime(o.nextTick) : html`<span class="muted">${o.state === 'invalid' && o.schedule ? 'paused while invalid' : o.schedule ? '—' : 'manual only'}</span>`}${o.schedule ? html`<div class="muted">${o.schedule}</div>` : ''}</td>
 <td class="spark-rows">${rows}</td><td class="spark-duration">${durations}</td></tr>
 `;
 }

@@ -18,6 +18,8 @@ export interface InvalidEntry {
   name: string;
   /** Every problem of it, each `file:line:col: yaml.path: what is wrong (how to fix)`, in file order. */
   problems: string[];
+  /** An invalid job's `schedule` as written, when it is a string: the scheduler does not run it while it is invalid. */
+  schedule?: string | undefined;
 }
 
 /** A config with its invalid jobs and alert targets left out. */
@@ -62,7 +64,8 @@ export function validateConfigIsolated(text: string, file: string, env: NodeJS.P
     const viaConnection = typeof connection === 'string' ? (byConnection.get(connection) ?? []) : [];
     if (own.length === 0 && viaConnection.length === 0) continue;
     const problems = [...own, ...viaConnection].sort((a, b) => a.line - b.line || a.col - b.col).map((p) => p.text);
-    invalid.push({ kind: 'job', name, problems: [...new Set(problems)] });
+    const schedule = get(job, ['schedule']);
+    invalid.push({ kind: 'job', name, problems: [...new Set(problems)], schedule: typeof schedule === 'string' ? schedule : undefined });
     delete jobs[name];
   }
   const connections = isObj(data.connections) ? data.connections : {};
