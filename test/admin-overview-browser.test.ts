@@ -97,8 +97,10 @@ it('shows every job with its state, sparklines and a Replay on the failing one',
   // An append failure is never superseded (the same rule as replay --failed): its rows are its own.
   expect(await line('appended').locator('.state').textContent()).toBe('healthy');
   expect(await line('appended').locator('.superseded').count()).toBe(0);
-  // Next tick of "15 2 * * *" in Europe/Zurich (the connection's zone): 01:15Z or 00:15Z.
-  expect(await line('healthy').locator('td.next-tick').textContent()).toMatch(/ 0[01]:15:00Z/);
+  // Next tick of "15 2 * * *" in Europe/Zurich (the connection's zone), shown in that zone with its offset.
+  expect(await line('healthy').locator('td.next-tick').textContent()).toMatch(/^\d{4}-\d\d-\d\d 02:15:00\+0[12]:00/);
+  // The job's other times are in its zone too: the last success's start, with the zone's offset.
+  expect(await line('healthy').locator('td.last-success').textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+0[12]:00$/);
   // Sparklines: server-drawn SVG, 5 points for 5 attempts, a red dot per failed attempt.
   expect(await line('healthy').locator('td.spark-rows svg circle').count()).toBe(5);
   expect(await line('healthy').locator('td.spark-rows svg title').textContent()).toBe('rows of the last 5 attempts; last 500');

@@ -56,7 +56,7 @@ beforeAll(async () => {
     problem: { status: 403, title: 'Forbidden <i>', type: 'https://docs.example/erp/authorization/user-service-access-forbidden' },
   });
 
-  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token } });
+  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, config });
 }, 60_000);
 
 afterAll(async () => {
@@ -119,6 +119,15 @@ describe('run history pages', () => {
     expect(body).toContain(`<dd class="attempt-id">${failedAttemptId}</dd>`);
     expect(body).toContain(`<a href="${failedRunPath()}">`);
     expect(body).toContain(`action="${failedRunPath()}/replay"`);
+  });
+
+  it("times are in the job's time zone with its UTC offset; a job jobs.yaml lacks has them in UTC", async () => {
+    // The harness's connection runs in Europe/Zurich: +01:00 in winter, +02:00 in summer.
+    const zoned = /<dt>First started<\/dt><dd>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+0[12]:00<\/dd>/;
+    expect(await (await get(`/admin/runs/${okJob}/${okResult.runKey}`, bearer)).text()).toMatch(zoned);
+    expect(await (await get(`/admin/attempts/${okResult.attemptId}`, bearer)).text()).toMatch(/<dt>Started<\/dt><dd>[\d: -]+\+0[12]:00<\/dd>/);
+    expect(await (await get(`/admin/runs?job=${encodeURIComponent(okJob)}`, bearer)).text()).toMatch(/<td>[\d: -]+\+0[12]:00<\/td>/);
+    expect(await (await get(`/admin/attempts/${markupAttemptId}`, bearer)).text()).toMatch(/<dt>Started<\/dt><dd>[\d: -]+Z<\/dd>/);
   });
 
   it('escapes markup in messages and shows HTTP status and problem details', async () => {

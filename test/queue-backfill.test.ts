@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startService } from '../src/app/service.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { formatWithOffset } from '../src/cli/backfill.ts';
+import { formatWithOffset } from '../src/pipeline/logical-time.ts';
 import { lines, runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';

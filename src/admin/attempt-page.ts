@@ -16,9 +16,9 @@ function prettyJson(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
 }
 
-function errorSection(e: RunErrorRow): SafeHtml {
+function errorSection(e: RunErrorRow, zone: string | undefined): SafeHtml {
   return html`<section class="run-error"><h2>Error at stage ${e.stage}: ${e.error_kind}</h2>
-<dl><dt>Occurred</dt><dd>${formatTime(e.occurred_at)}</dd><dt>HTTP status</dt><dd class="http-status">${e.http_status ?? '—'}</dd>
+<dl><dt>Occurred</dt><dd>${formatTime(e.occurred_at, zone)}</dd><dt>HTTP status</dt><dd class="http-status">${e.http_status ?? '—'}</dd>
 <dt>Retryable</dt><dd>${e.retryable ? 'yes' : 'no'}</dd></dl>
 <h3>Message</h3><pre class="message">${e.message}</pre>
 ${e.server_message !== null ? html`<h3>Server's message</h3><pre class="server-message">${e.server_message}</pre>` : ''}
@@ -30,14 +30,15 @@ ${e.details !== null && e.details !== undefined ? html`<h3>Details</h3><pre clas
 /**
  * One attempt of `run`.
  * @param attempts every attempt of the run (this one among them), newest first
+ * @param zone the job's time zone, for its times (UTC when not given)
  */
-export function renderAttemptPage(attempt: AttemptRow, run: RunRow, errors: RunErrorRow[], attempts: AttemptListRow[], documents: RunDocument[] = [], jobGone = false): string {
+export function renderAttemptPage(attempt: AttemptRow, run: RunRow, errors: RunErrorRow[], attempts: AttemptListRow[], documents: RunDocument[] = [], jobGone = false, zone?: string): string {
   const runLink = html`<a href="${runPath(run.job, run.run_key)}">${run.run_key}</a>`;
   const fields = html`<dl>
 <dt>Attempt id</dt><dd class="attempt-id">${attempt.attempt_id}</dd><dt>Run</dt><dd class="run">${runLink} <span class="muted">(${run.job}; its status: ${statusLabel(run.status)})</span></dd>
 <dt>Attempt</dt><dd>${attempt.attempt} of ${run.attempts}</dd><dt>Status</dt><dd class="status">${statusLabel(attempt.status)}</dd>
-<dt>Trigger</dt><dd>${attempt.trigger}</dd><dt>Scheduled for</dt><dd>${formatTime(attempt.scheduled_for)}</dd>
-<dt>Started</dt><dd>${formatTime(attempt.started_at)}</dd><dt>Finished</dt><dd>${formatTime(attempt.finished_at)}</dd>
+<dt>Trigger</dt><dd>${attempt.trigger}</dd><dt>Scheduled for</dt><dd>${formatTime(attempt.scheduled_for, zone)}</dd>
+<dt>Started</dt><dd>${formatTime(attempt.started_at, zone)}</dd><dt>Finished</dt><dd>${formatTime(attempt.finished_at, zone)}</dd>
 <dt>Duration</dt><dd>${formatDuration(attempt.duration_ms)}</dd><dt>Target</dt><dd>${attempt.target_table} (${attempt.write_mode})</dd>
 <dt>Rows</dt><dd>${formatCount(attempt.rows)}</dd><dt>Pages</dt><dd>${attempt.pages ?? ''}</dd><dt>Bytes</dt><dd>${formatCount(attempt.bytes)}</dd>
 <dt>Report job</dt><dd>${attempt.report_job_id ?? ''}</dd><dt>Worker</dt><dd>${attempt.worker ?? ''}</dd>
@@ -47,9 +48,9 @@ export function renderAttemptPage(attempt: AttemptRow, run: RunRow, errors: RunE
   const errorText = attempt.error !== null && errors.length === 0 ? html`<h2>Error</h2><pre class="run-error-text">${attempt.error}</pre>` : '';
   const replay = !replayable(run) ? '' : jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
   const others = attempts.filter((a) => a.attempt_id !== attempt.attempt_id);
-  const otherTable = others.length ? html`<h2>Other attempts of this run</h2>${attemptTable(others)}` : '';
+  const otherTable = others.length ? html`<h2>Other attempts of this run</h2>${attemptTable(others, undefined, zone)}` : '';
   return page(
     `Attempt ${attempt.attempt} of run ${run.job} ${run.run_key}`,
-    html`${replay}${fields}${errorText}${errors.map(errorSection)}${documentTable(attempt.attempt_id, documents)}${otherTable}`,
+    html`${replay}${fields}${errorText}${errors.map((e) => errorSection(e, zone))}${documentTable(attempt.attempt_id, documents)}${otherTable}`,
   );
 }

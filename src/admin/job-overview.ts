@@ -33,8 +33,10 @@ export interface JobOverview {
   state: JobState;
   /** jobs.yaml problems of an invalid job (file:line: what, how to fix). */
   problems: string[];
-  /** `schedule@zone`, when scheduled. */
+  /** `schedule (zone)`, when scheduled. */
   schedule?: string | undefined;
+  /** The job's time zone (its schedule's), for its times on the page; undefined for an invalid job (UTC). */
+  zone?: string | undefined;
   nextTick?: Date | undefined;
   /** The freshness as written (`26h`). */
   freshness?: string | undefined;
@@ -98,6 +100,7 @@ export function buildOverview(config: EtlConfig, invalid: InvalidEntry[], health
       state,
       problems: [],
       schedule: j.schedule ? `${j.schedule} (${zone})` : undefined,
+      zone,
       nextTick: j.schedule ? nextTick(j.schedule, zone, now) : undefined,
       freshness: f?.text,
       health: h,

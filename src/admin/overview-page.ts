@@ -12,10 +12,10 @@ import { formatCount, formatDuration, formatTime, replayButton, runPath } from '
 import { sparkline } from './sparkline.ts';
 
 /** A link to the run of attempt `a` (the job's), with the attempt's start, status and, after the first, its number. */
-function attemptCell(job: string, a: RecentAttempt | undefined): SafeHtml {
+function attemptCell(job: string, a: RecentAttempt | undefined, zone: string | undefined): SafeHtml {
   if (!a) return html`<span class="muted">—</span>`;
   const nth = a.attempt > 1 ? html` <span class="muted">attempt ${a.attempt}</span>` : '';
-  return html`<a href="${runPath(job, a.run_key)}">${formatTime(a.started_at)}</a> <span class="s-${a.status}">${a.status}</span>${nth}`;
+  return html`<a href="${runPath(job, a.run_key)}">${formatTime(a.started_at, zone)}</a> <span class="s-${a.status}">${a.status}</span>${nth}`;
 }
 
 function failureNote(o: JobOverview): SafeHtml | '' {
@@ -31,7 +31,7 @@ ${replayButton({ job: o.job, run_key: o.failure.run_key }, { className: 'replay'
   }
   if (o.superseded) {
     const by = o.superseded.superseded_by_run_key!;
-    return html`<div class="superseded">last failure <a href="${runPath(o.job, o.superseded.run_key)}">${formatTime(o.superseded.started_at)}</a> superseded by the success of the later run <a href="${runPath(o.job, by)}">${by}</a></div>`;
+    return html`<div class="superseded">last failure <a href="${runPath(o.job, o.superseded.run_key)}">${formatTime(o.superseded.started_at, o.zone)}</a> superseded by the success of the later run <a href="${runPath(o.job, by)}">${by}</a></div>`;
   }
   return '';
 }
@@ -45,9 +45,9 @@ function row(o: JobOverview): SafeHtml {
   return html`<tr class="job state-${o.state}" data-job="${o.job}">
 <td><a href="/admin/runs?job=${encodeURIComponent(o.job)}">${o.job}</a>${problems}</td>
 <td><span class="state st-${o.state}">${STATE_LABELS[o.state]}</span>${o.freshness ? html`<div class="muted">freshness ${o.freshness}</div>` : ''}</td>
-<td class="last-run">${attemptCell(o.job, o.health.last)}${failureNote(o)}</td>
-<td class="last-success">${o.health.lastSuccess ? html`<a href="${runPath(o.job, o.health.lastSuccess.run_key)}">${formatTime(o.health.lastSuccess.started_at)}</a>` : html`<span class="muted">never</span>`}</td>
-<td class="next-tick">${o.nextTick ? formatTime(o.nextTick) : html`<span class="muted">${o.state === 'invalid' && o.schedule ? 'paused while invalid' : o.schedule ? '—' : 'manual only'}</span>`}${o.schedule ? html`<div class="muted">${o.schedule}</div>` : ''}</td>
+<td class="last-run">${attemptCell(o.job, o.health.last, o.zone)}${failureNote(o)}</td>
+<td class="last-success">${o.health.lastSuccess ? html`<a href="${runPath(o.job, o.health.lastSuccess.run_key)}">${formatTime(o.health.lastSuccess.started_at, o.zone)}</a>` : html`<span class="muted">never</span>`}</td>
+<td class="next-tick">${o.nextTick ? formatTime(o.nextTick, o.zone) : html`<span class="muted">${o.state === 'invalid' && o.schedule ? 'paused while invalid' : o.schedule ? '—' : 'manual only'}</span>`}${o.schedule ? html`<div class="muted">${o.schedule}</div>` : ''}</td>
 <td class="spark-rows">${rows}</td><td class="spark-duration">${durations}</td></tr>
 `;
 }
@@ -64,5 +64,5 @@ export function renderOverview(jobs: JobOverview[], now: Date, invalidAlerts: { 
     ? html`<table class="overview"><thead><tr><th>Job</th><th>State</th><th>Last attempt</th><th>Last success</th><th>Next tick</th><th>Rows</th><th>Duration</th></tr></thead><tbody>
 ${jobs.map(row)}</tbody></table>`
     : html`<p>No jobs in jobs.yaml.</p>`;
-  return page('Jobs', html`<p class="summary">${summary}<span class="muted">as of ${formatTime(now)}</span></p>${alerts}${table}`);
+  return page('Jobs', html`<p class="summary">${summary}<span class="muted">as of ${formatTime(now)}; times in each job's time zone, with its UTC offset</span></p>${alerts}${table}`);
 }

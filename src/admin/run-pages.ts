@@ -10,13 +10,29 @@ import type { RunDocument } from '../history/run-documents.ts';
 import type { RunListFilter, RunListRow } from '../history/run-list.ts';
 import type { RunRow } from '../history/runs.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
+import { formatWithOffset } from '../pipeline/logical-time.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
 import { html, page, type SafeHtml } from './html.ts';
 
-/** A time as `2026-01-22 02:15:00Z` (UTC), or an empty string. */
-export function formatTime(t: Date | null | undefined): string {
-  return t ? `${t.toISOString().slice(0, 19).replace('T', ' ')}Z` : '';
+/**
+ * A time as on-call reads it: in the job's time zone (its schedule's, docs/architecture.md "Logical time") with the
+ * zone's UTC offset, `2026-01-22 03:15:00+01:00`; in UTC as `2026-01-22 02:15:00Z` when `zone` is UTC, unknown or
+ * not given; an empty string for no time.
+ */
+export function formatTime(t: Date | null | undefined, zone?: string): string {
+  if (!t) return '';
+  if (zone && zone !== 'UTC') {
+    try {
+      return formatWithOffset(t, zone);
+    } catch {
+      // An unknown zone: UTC, which is never wrong.
+    }
+  }
+  return `${t.toISOString().slice(0, 19).replace('T', ' ')}Z`;
 }
+
+/** The time zone of a job by name (its schedule's), or undefined for a job jobs.yaml no longer has. */
+export type ZoneOf = (job: string) => string | undefined;
 
 /** A duration in ms as `850 ms`, `12.3 s` or `4 min 05 s`; empty when unknown. */
 export function formatDuration(ms: string | number | null | undefined): string {
@@ -85,19 +101,19 @@ function filterForm(f: RunListFilter, jobs: string[]): SafeHtml {
  * attempts, duration from first start to last finish, rows loaded, the newest attempt's first error line).
  * @param rows from listRecentRuns, ordered by job then newest first
  */
-export function renderRunList(rows: RunListRow[], f: RunListFilter, jobs: string[]): string {
+export function renderRunList(rows: RunListRow[], f: RunListFilter, jobs: string[], zoneOf: ZoneOf = () => undefined): string {
   const byJob = new Map<string, RunListRow[]>();
   for (const r of rows) (byJob.get(r.job) ?? byJob.set(r.job, []).get(r.job)!).push(r);
   const sections = [...byJob].map(
     ([job, runs]) => html`<h2><a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a></h2>
 <table class="runs"><thead><tr><th>Run</th><th>Started</th><th>Status</th><th>Trigger</th><th>Attempts</th><th>Duration</th><th>Rows</th><th>Error</th></tr></thead><tbody>
 ${runs.map(
-  (r) => html`<tr><td><a href="${runPath(r.job, r.run_key)}">${r.run_key}</a></td><td>${formatTime(r.first_started_at ?? r.created_at)}</td><td>${statusLabel(r.status)}</td><td>${r.trigger}</td><td class="num attempts">${r.attempts}</td><td class="num">${formatDuration(runDurationMs(r))}</td><td class="num">${formatCount(r.rows)}</td><td>${r.error_first_line ?? ''}</td></tr>
+  (r) => html`<tr><td><a href="${runPath(r.job, r.run_key)}">${r.run_key}</a></td><td>${formatTime(r.first_started_at ?? r.created_at, zoneOf(r.job))}</td><td>${statusLabel(r.status)}</td><td>${r.trigger}</td><td class="num attempts">${r.attempts}</td><td class="num">${formatDuration(runDurationMs(r))}</td><td class="num">${formatCount(r.rows)}</td><td>${r.error_first_line ?? ''}</td></tr>
 `,
 )}</tbody></table>`,
   );
   const empty = rows.length === 0 ? html`<p>No runs match.</p>` : '';
-  return page('Runs', html`<p class="muted">One line per run (its run key): every retry and replay of it is one of its attempts.</p>${filterForm(f, jobs)}${empty}${sections}`);
+  return page('Runs', html`<p class="muted">One line per run (its run key): every retry and replay of it is one of its attempts. Times are in each job's time zone, with its UTC offset.</p>${filterForm(f, jobs)}${empty}${sections}`);
 }
 
 /** What the run page shows above the run: the outcome of a replay request. */
@@ -126,10 +142,10 @@ ${documents.map((d) => html`<tr><td class="num">${d.page}</td><td><a href="${att
 `)}</tbody></table>`;
 }
 
-/** The attempts of a run, newest first, each linked to its page; `current` (an attempt id) is marked. */
-export function attemptTable(attempts: AttemptListRow[], current?: string): SafeHtml {
+/** The attempts of a run, newest first, each linked to its page; `current` (an attempt id) is marked; times in `zone`. */
+export function attemptTable(attempts: AttemptListRow[], current?: string, zone?: string): SafeHtml {
   return html`<table id="attempts"><thead><tr><th>Attempt</th><th>Attempt id</th><th>Started</th><th>Status</th><th>Trigger</th><th>Duration</th><th>Rows</th><th>Worker</th><th>Error</th></tr></thead><tbody>
-${attempts.map((a) => html`<tr${a.attempt_id === current ? html` class="current"` : ''}><td class="num">${a.attempt}</td><td><a href="${attemptPath(a.attempt_id)}">${a.attempt_id.slice(0, 8)}</a></td><td>${formatTime(a.started_at)}</td><td>${statusLabel(a.status)}</td><td>${a.trigger}</td><td class="num">${formatDuration(a.duration_ms)}</td><td class="num">${formatCount(a.rows)}</td><td>${a.worker ?? ''}</td><td>${a.error_first_line ?? ''}</td></tr>
+${attempts.map((a) => html`<tr${a.attempt_id === current ? html` class="current"` : ''}><td class="num">${a.attempt}</td><td><a href="${attemptPath(a.attempt_id)}">${a.attempt_id.slice(0, 8)}</a></td><td>${formatTime(a.started_at, zone)}</td><td>${statusLabel(a.status)}</td><td>${a.trigger}</td><td class="num">${formatDuration(a.duration_ms)}</td><td class="num">${formatCount(a.rows)}</td><td>${a.worker ?? ''}</td><td>${a.error_first_line ?? ''}</td></tr>
 `)}</tbody></table>`;
 }
 
@@ -139,22 +155,23 @@ ${attempts.map((a) => html`<tr${a.attempt_id === current ? html` class="current"
  * the documents it loaded, and a Replay button (POST /admin/runs/:job/:runKey/replay) when its newest attempt
  * failed or was interrupted.
  * @param documents those of the attempt that loaded the run (`loadingAttemptId`)
+ * @param zone the job's time zone, for its times (UTC when not given)
  */
-export function renderRunPage(run: RunRow, attempts: AttemptListRow[], notice: RunPageNotice = {}, loadingAttemptId?: string, documents: RunDocument[] = []): string {
+export function renderRunPage(run: RunRow, attempts: AttemptListRow[], notice: RunPageNotice = {}, loadingAttemptId?: string, documents: RunDocument[] = [], zone?: string): string {
   const queueJob = run.queue_job_id
     ? html`<a href="${BULL_BOARD_PATH}/queue/${encodeURIComponent(QUEUE_NAME)}/${encodeURIComponent(run.queue_job_id)}"><code>${run.queue_job_id}</code></a>`
     : html`<span class="muted">none (a foreground report-etl run)</span>`;
-  const interval = run.logical_start || run.logical_end ? `${formatTime(run.logical_start)} – ${formatTime(run.logical_end)}` : '';
+  const interval = run.logical_start || run.logical_end ? `${formatTime(run.logical_start, zone)} – ${formatTime(run.logical_end, zone)}` : '';
   const fields = html`<dl>
 <dt>Job</dt><dd><a href="/admin/runs?job=${encodeURIComponent(run.job)}">${run.job}</a></dd><dt>Run key</dt><dd class="run-key">${run.run_key}</dd>
 <dt>Status</dt><dd class="status">${statusLabel(run.status)} <span class="muted">(its newest attempt's)</span></dd><dt>Attempts</dt><dd class="attempts">${run.attempts}</dd>
-<dt>Trigger</dt><dd>${run.trigger}</dd><dt>Scheduled for</dt><dd>${formatTime(run.scheduled_for)}</dd>
+<dt>Trigger</dt><dd>${run.trigger}</dd><dt>Scheduled for</dt><dd>${formatTime(run.scheduled_for, zone)}</dd>
 <dt>Logical interval</dt><dd>${interval}</dd><dt>Parameters</dt><dd>${run.parameters ? html`<code>${JSON.stringify(run.parameters)}</code>` : ''}</dd>
-<dt>Queue job</dt><dd>${queueJob}</dd><dt>First started</dt><dd>${formatTime(run.first_started_at)}</dd>
-<dt>Last finished</dt><dd>${formatTime(run.last_finished_at)}</dd><dt>Rows</dt><dd class="rows">${formatCount(run.rows)}</dd>
+<dt>Queue job</dt><dd>${queueJob}</dd><dt>First started</dt><dd>${formatTime(run.first_started_at, zone)}</dd>
+<dt>Last finished</dt><dd>${formatTime(run.last_finished_at, zone)}</dd><dt>Rows</dt><dd class="rows">${formatCount(run.rows)}</dd>
 </dl>`;
   const replay = !replayable(run) ? '' : notice.jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
-  const list = attempts.length ? html`<h2>Attempts</h2>${attemptTable(attempts)}` : html`<p>No attempt recorded yet: the run is queued or waits for a report slot.</p>`;
+  const list = attempts.length ? html`<h2>Attempts</h2>${attemptTable(attempts, undefined, zone)}` : html`<p>No attempt recorded yet: the run is queued or waits for a report slot.</p>`;
   const docs = loadingAttemptId ? documentTable(loadingAttemptId, documents) : '';
   return page(`Run ${run.job} ${run.run_key}`, html`${replayBanner(notice)}${replay}${fields}${list}${docs}`);
 }

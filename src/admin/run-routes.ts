@@ -12,6 +12,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type pg from 'pg';
+import { scheduleZone } from '../config/load.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -24,7 +25,7 @@ import { getRun } from '../history/runs.ts';
 import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
 import { renderAttemptPage } from './attempt-page.ts';
 import { PAGE_CSP } from './html.ts';
-import { attemptPath, renderRunList, renderRunPage, runPath } from './run-pages.ts';
+import { attemptPath, renderRunList, renderRunPage, runPath, type ZoneOf } from './run-pages.ts';
 import { DocumentNotFoundError, listRunDocuments, readDocument } from '../warehouse/documents.ts';
 
 /** What the run routes need. */
@@ -50,6 +51,14 @@ export function parseRunListFilter(q: Record<string, unknown>): RunListFilter {
   return { job, status, perJob };
 }
 
+/** Each job's time zone in `config` (its schedule's); undefined, so UTC, without a config or for a job it lacks. */
+function zoneOf(config: EtlConfig | undefined): ZoneOf {
+  return (job) => {
+    const j = config?.jobs[job];
+    return config && j ? scheduleZone(config, j) : undefined;
+  };
+}
+
 function htmlPage(reply: FastifyReply, body: string): FastifyReply {
   return reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(body);
 }
@@ -63,7 +72,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
   app.get('/admin/runs', async (req, reply) => {
     const filter = parseRunListFilter(req.query as Record<string, unknown>);
     const [rows, jobs] = await Promise.all([listRecentRuns(deps.pool, filter), listJobNames(deps.pool)]);
-    return htmlPage(reply, renderRunList(rows, filter, jobs));
+    return htmlPage(reply, renderRunList(rows, filter, jobs, zoneOf(deps.config?.())));
   });
 
   app.get<{ Params: { job: string; runKey: string }; Querystring: Record<string, string | undefined> }>('/admin/runs/:job/:runKey', async (req, reply) => {
@@ -74,7 +83,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const documents = loading ? await listRunDocuments(deps.pool, loading) : [];
     const config = deps.config?.();
     const jobGone = config !== undefined && !config.jobs[run.job];
-    return htmlPage(reply, renderRunPage(run, attempts, { replayedJobId: req.query.replayed, replayError: req.query.replayError, jobGone }, loading, documents));
+    return htmlPage(reply, renderRunPage(run, attempts, { replayedJobId: req.query.replayed, replayError: req.query.replayError, jobGone }, loading, documents, zoneOf(config)(run.job)));
   });
 
   app.post<{ Params: { job: string; runKey: string } }>('/admin/runs/:job/:runKey/replay', async (req, reply) => {
@@ -99,7 +108,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     if (!attempt || !run) return notFound(reply, `no attempt ${attemptId}`);
     const [errors, attempts, documents] = await Promise.all([listRunErrors(deps.pool, attemptId), attemptsOfRun(deps.pool, run.job, run.run_key), listRunDocuments(deps.pool, attemptId)]);
     const config = deps.config?.();
-    return htmlPage(reply, renderAttemptPage(attempt, run, errors, attempts, documents, config !== undefined && !config.jobs[run.job]));
+    return htmlPage(reply, renderAttemptPage(attempt, run, errors, attempts, documents, config !== undefined && !config.jobs[run.job], zoneOf(config)(run.job)));
   });
 
   app.get<{ Params: { attemptId: string; page: string } }>('/admin/attempts/:attemptId/documents/:page', async (req, reply) => {

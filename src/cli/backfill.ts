@@ -6,22 +6,9 @@
  */
 import type { RegisterCommand } from './types.ts';
 import type { BackfillRun } from '../queue/backfill.ts';
-import { formatZoned, parseZonedDate } from '../pipeline/logical-time.ts';
+import { formatWithOffset, parseZonedDate } from '../pipeline/logical-time.ts';
 import { configOption, queuePrefixOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
-
-/**
- * `at` as wall time in `zone` with the zone's UTC offset at that instant: `2026-01-01 07:00:00+01:00`.
- * @throws RangeError for an unknown zone
- */
-export function formatWithOffset(at: Date, zone: string): string {
-  const wall = formatZoned(at, 'yyyy-MM-dd HH:mm:ss', zone);
-  const [date, time] = wall.split(' ') as [string, string];
-  const asUtc = Date.parse(`${date}T${time}Z`);
-  const offsetMin = Math.round((asUtc - Math.floor(at.getTime() / 1000) * 1000) / 60_000);
-  const abs = Math.abs(offsetMin);
-  return `${wall}${offsetMin < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
-}
 
 /** What happened to one tick, in words. */
 function outcome(run: BackfillRun, force: boolean, done: boolean): string {
