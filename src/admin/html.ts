@@ -41,6 +41,20 @@ function toHtml(v: unknown): string {
   return escapeHtml(v);
 }
 
+/**
+ * CSS that shows each row of the table `selector` as a card on a narrow screen: one cell per line under its
+ * column's name (`labels`, in column order; '' for none), the first cell as the card's title.
+ */
+function stackedTable(selector: string, labels: string[]): string {
+  const t = selector;
+  return [
+    `${t},${t} tbody,${t} tr,${t} td{display:block}${t} thead{display:none}${t}{background:none}`,
+    `${t} tr{background:#fff;border:1px solid #d0d7de;margin-bottom:.8rem}`,
+    `${t} td:empty{display:none}${t} td{border:0;border-top:1px solid #eaeef2;overflow-wrap:anywhere;text-align:left}${t} td:first-child{border-top:0;font-weight:600}`,
+    ...labels.map((l, i) => (l ? `${t} td:nth-child(${i + 1})::before{content:"${l}";display:block;font-weight:600;font-size:.85em;color:#57606a}` : '')),
+  ].join('\n');
+}
+
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#1b1f24;background:#fafafa}
 h1{font-size:1.3rem;margin:0 0 .8rem}h2{font-size:1.1rem;margin:1.2rem 0 .4rem}
@@ -57,7 +71,13 @@ form.inline{display:inline}button{font:inherit;padding:.3rem .9rem;cursor:pointe
 .st-stale{background:#fff8c5;color:#9a6700}.st-invalid{background:#fbefff;color:#8250df}.st-never_run{background:#eaeef2;color:#57606a}
 .failure{margin-top:.3rem}.error-line{color:#cf222e;margin-right:.5rem}.superseded{margin-top:.3rem;color:#57606a;font-size:.9em}
 ul.problems{margin:.3rem 0 0;padding-left:1.1rem;font-size:.9em}svg.spark{display:block}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0;min-width:0;overflow-wrap:anywhere}
+@media (max-width:700px){
+body{margin:.8rem}dl{grid-template-columns:1fr}dt{margin-top:.3rem}#documents{display:block;overflow-x:auto}
+${stackedTable('table.overview', ['', '', 'Last attempt', 'Last success', 'Next tick', 'Rows', 'Duration'])}
+${stackedTable('table.runs', ['', 'Started', 'Status', 'Trigger', 'Attempts', 'Duration', 'Rows', 'Error'])}
+${stackedTable('#attempts', ['Attempt', 'Attempt id', 'Started', 'Status', 'Trigger', 'Duration', 'Rows', 'Worker', 'Error'])}
+}
 `;
 
 /** A full HTML page around `body`, with navigation and the inline stylesheet. */
