@@ -18,6 +18,8 @@ import { enqueueManual } from '../src/queue/manual-run.ts';
 import { queuePrefixFromEnv } from '../src/queue/names.ts';
 import { startService } from '../src/app/service.ts';
 import { startSimulator } from '../src/simulator/index.ts';
+import { summaryLine } from '../src/failure-text.ts';
+import { formatWithOffset } from '../src/pipeline/logical-time.ts';
 import { ensurePostgres, ensureRedis, type LocalService } from './lib/local-services.ts';
 
 /** Jobs of the sample that are meant to fail (the demo shows a failure). */
@@ -99,7 +101,7 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
       if (!expected) exitCode = 1;
       out(
         `${job.padEnd(16)} ${(r?.status ?? 'timed out').padEnd(10)} ${String(r?.rows ?? '').padStart(7)} ${String(r?.pages ?? '').padStart(6)} ` +
-          `${r?.duration_ms ? (Number(r.duration_ms) / 1000).toFixed(1).padStart(8) : '        '}  ${(r?.error ?? '').split('\n')[0]}${expected ? '' : '   <-- unexpected'}`,
+          `${r?.duration_ms ? (Number(r.duration_ms) / 1000).toFixed(1).padStart(8) : '        '}  ${r?.error ? summaryLine(r.error) : ''}${expected ? '' : '   <-- unexpected'}`,
       );
     }
     out();
@@ -113,11 +115,12 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
     }
     if (!once) {
       out();
-      out('The scheduler keeps running the jobs on their schedules. Ctrl-C to stop.');
-      await new Promise<void>((resolve) => {
+      out('The scheduler keeps running the jobs on their schedules, one line per round below. Ctrl-C to stop.');
+      const stopped = new Promise<void>((resolve) => {
         process.once('SIGINT', () => resolve());
         process.once('SIGTERM', () => resolve());
       });
+      await printRounds(pool, stopped, config.connections.sim?.timezone ?? 'UTC');
     }
   } finally {
     await pool.end();
@@ -134,6 +137,44 @@ interface AttemptRow {
   pages: number | null;
   duration_ms: string | null;
   error: string | null;
+}
+
+interface RoundAttempt {
+  job: string;
+  status: string;
+  rows: string | null;
+  error: string | null;
+}
+
+/**
+ * Until `stopped`, prints one line per schedule round (the attempts of one tick) once every attempt of it has
+ * ended: its tick in `zone`, and each job's status with its rows or the first meaningful line of its failure.
+ */
+async function printRounds(pool: pg.Pool, stopped: Promise<void>, zone: string): Promise<void> {
+  const since = new Date();
+  const printed = new Set<number>();
+  let done = false;
+  void stopped.then(() => (done = true));
+  while (!done) {
+    await Promise.race([stopped, new Promise((r) => setTimeout(r, 2_000))]);
+    if (done) break;
+    const { rows } = await pool.query<{ tick: Date; attempts: RoundAttempt[] }>(
+      `SELECT scheduled_for AS tick,
+              json_agg(json_build_object('job', job, 'status', status, 'rows', rows, 'error', error) ORDER BY job) AS attempts
+         FROM etl.attempts
+        WHERE scheduled_for IS NOT NULL AND trigger IN ('schedule', 'catchup') AND started_at >= $1
+        GROUP BY scheduled_for
+       HAVING bool_and(status <> 'running')
+        ORDER BY scheduled_for`,
+      [since],
+    );
+    for (const { tick, attempts } of rows) {
+      if (printed.has(tick.getTime())) continue;
+      printed.add(tick.getTime());
+      const parts = attempts.map((a) => (a.status === 'succeeded' ? `${a.job} ${a.rows ?? 0} rows` : `${a.job} ${a.status.toUpperCase()}${a.error ? `: ${summaryLine(a.error)}` : ''}`));
+      out(`round ${formatWithOffset(tick, zone)}  ${parts.join(' · ')}`);
+    }
+  }
 }
 
 /** Waits until every queued run has a final status (or the round times out); prints each as it ends. */

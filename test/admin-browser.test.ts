@@ -96,5 +96,11 @@ it("shows a failed run with the server's text and replays it by clicking", async
   // bull-board (a script-driven page) lists the replayed job in the same browser session.
   await page.goto(`${server.url}/admin/queues/queue/report-etl?status=prioritized`);
   await expect.poll(() => page.getByText(jobId).count(), { timeout: 15_000 }).toBeGreaterThan(0);
+  // A visible way back to report-etl's pages, and times with their UTC offset (GMT, GMT+1…), not the browser's zone.
+  expect(await page.locator('#report-etl-back').isVisible()).toBe(true);
+  expect(await page.locator('#report-etl-back').getAttribute('href')).toBe('/admin');
+  await expect.poll(() => page.getByText(/\bGMT([+-]\d+)?\b/).count(), { timeout: 15_000 }).toBeGreaterThan(0);
   await page.screenshot({ path: '/tmp/report-etl-admin-bull-board.png', fullPage: true });
+  await page.locator('#report-etl-back').click();
+  await page.waitForURL((u) => u.pathname === '/admin' || u.pathname === '/admin/runs');
 }, 60_000);

@@ -15,18 +15,46 @@ import type { FastifyInstance } from 'fastify';
 /** Where the dashboard is served. */
 export const BULL_BOARD_PATH = '/admin/queues';
 
+/** The link back to report-etl's pages that every bull-board page shows, outside bull-board's own app root. */
+const BACK_LINK =
+  '<a id="report-etl-back" href="/admin" style="position:fixed;right:1rem;bottom:1rem;z-index:10000;background:#fff;color:#0969da;' +
+  'padding:.4rem .8rem;border-radius:.4rem;font:600 14px system-ui,sans-serif;box-shadow:0 1px 6px rgba(0,0,0,.35)">← report-etl jobs overview</a>';
+
 /**
- * Registers bull-board for `queue` on `app` under {@link BULL_BOARD_PATH}, read only.
+ * Registers bull-board for `queue` on `app` under {@link BULL_BOARD_PATH}, read only, with a visible link back to
+ * the jobs overview on every page.
+ * @param timeZone the zone bull-board shows its times in, each with its UTC offset (the jobs' zone when they share
+ *   one; else UTC), rather than the browser's
  * Resolves when the plugin is registered.
  */
-export async function registerBullBoard(app: FastifyInstance, queue: Queue): Promise<void> {
+export async function registerBullBoard(app: FastifyInstance, queue: Queue, timeZone = 'UTC'): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BULL_BOARD_PATH);
   createBullBoard({
     queues: [new BullMQAdapter(queue, { allowRetries: false, readOnlyMode: true, displayName: 'report-etl runs' })],
     // @bull-board/fastify 9.10.1 bundles its own @bull-board/api 9.10.1 typings beside our 9.10.2; same interface.
     serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
-    options: { uiConfig: { boardTitle: 'report-etl', miscLinks: [{ text: 'Jobs overview', url: '/admin' }, { text: 'Run history', url: '/admin/runs' }] } },
+    options: {
+      uiConfig: {
+        boardTitle: 'report-etl',
+        miscLinks: [{ text: 'Jobs overview', url: '/admin' }, { text: 'Run history', url: '/admin/runs' }],
+        dateFormats: {
+          short: { timeZone, timeZoneName: 'shortOffset', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' },
+          common: { timeZone, timeZoneName: 'shortOffset', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' },
+          full: { timeZone, timeZoneName: 'shortOffset', year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' },
+        },
+      },
+    },
   });
-  await app.register(serverAdapter.registerPlugin(), { prefix: BULL_BOARD_PATH });
+  await app.register(
+    async (scope) => {
+      // bull-board's page is one HTML document whose app renders into #root; the link sits beside it, untouched.
+      scope.addHook('onSend', async (_req, reply, payload) => {
+        const type = String(reply.getHeader('content-type') ?? '');
+        return typeof payload === 'string' && type.startsWith('text/html') ? payload.replace('<div id="root">', `${BACK_LINK}<div id="root">`) : payload;
+      });
+      await scope.register(serverAdapter.registerPlugin());
+    },
+    { prefix: BULL_BOARD_PATH },
+  );
 }

@@ -8,7 +8,7 @@
  * | `/metrics` | Prometheus metrics (metrics.ts) | `Bearer <METRICS_TOKEN>` or admin auth; loopback only when neither is set |
  * | `/admin` | the jobs overview (overview-routes.ts), with the live jobs.yaml; else a redirect to `/admin/runs` | admin auth |
  * | `/admin/runs`, `/admin/runs/:job/:runKey`, POST `/admin/runs/:job/:runKey/replay`, `/admin/attempts/:attemptId`, `/admin/attempts/:attemptId/documents/:page` | run history: runs, one run, its replay, one attempt, document downloads (run-routes.ts); old `/admin/runs/<attempt id>` links redirect | admin auth |
- * | `/admin/queues` | bull-board with retry buttons (bull-board.ts) | admin auth |
+ * | `/admin/queues` | bull-board, read only, with a link back (bull-board.ts) | admin auth |
  * | `/admin/login?token=...` | sets the browser session cookie, redirects to the home page | the token itself |
  * | `/admin/connections`, `/admin/connections/:name/login` | logins of user-dependent service users (login-routes.ts) | admin auth |
  * | `/oauth/callback` | the ERP server's redirect after a login; accepts only a pending login's single-use state | open |
@@ -26,6 +26,7 @@ import type { RunQueue } from '../queue/queue.ts';
 import { fastify, LogController, type FastifyBaseLogger, type FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
+import { scheduleZone } from '../config/load.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import type { LiveConfig } from '../config/live-config.ts';
 import { registerOverviewRoutes } from './overview-routes.ts';
@@ -99,6 +100,12 @@ export interface AdminServer {
 }
 
 /** Route patterns (as fastify matched them) that need admin auth (`/metrics` has its own rule). */
+/** The time zone every job of `config` runs in (its schedule's), when they share one; else, or without one, UTC. */
+function sharedZone(config: EtlConfig | undefined): string {
+  const zones = new Set(Object.values(config?.jobs ?? {}).map((j) => scheduleZone(config!, j)));
+  return zones.size === 1 ? [...zones][0]! : 'UTC';
+}
+
 function needsAuth(route: string): boolean {
   if (route === '/admin/login') return false;
   return route === '/admin' || route.startsWith('/admin/');
@@ -191,7 +198,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   registerRunRoutes(app, { pool: deps.pool, queue: deps.queue, logger: log, config: () => deps.config ?? deps.liveConfig?.current() });
   const config = deps.config;
   registerLoginRoutes(app, { pool: deps.pool, logger: log, connections: deps.connections ?? (config ? () => config.connections : deps.liveConfig ? () => deps.liveConfig!.current().connections : undefined) });
-  await registerBullBoard(app, deps.queue);
+  await registerBullBoard(app, deps.queue, sharedZone(deps.config ?? deps.liveConfig?.current()));
 
   try {
     await app.listen({ port: deps.port ?? 3000, host });
