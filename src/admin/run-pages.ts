@@ -15,9 +15,9 @@ import { BULL_BOARD_PATH } from './bull-board.ts';
 import { html, page, type SafeHtml } from './html.ts';
 
 /**
- * A time as on-call reads it: in the job's time zone (its schedule's, docs/architecture.md "Logical time") with the
- * zone's UTC offset, `2026-01-22 03:15:00+01:00`; in UTC as `2026-01-22 02:15:00Z` when `zone` is UTC, unknown or
- * not given; an empty string for no time.
+ * A time as on-call reads it: in the job's time zone (its schedule's; docs/architecture.md "Vocabulary", logical
+ * time) with the zone's UTC offset, `2026-01-22 03:15:00+01:00`; in UTC as `2026-01-22 02:15:00Z` when `zone` is
+ * UTC, unknown or not given; an empty string for no time.
  */
 export function formatTime(t: Date | null | undefined, zone?: string): string {
   if (!t) return '';
