@@ -311,7 +311,11 @@ describe('access control', () => {
   it('bull-board is served with our queue', async () => {
     const ui = await get('/admin/queues', bearer);
     expect(ui.status).toBe(200);
-    expect(await ui.text()).toContain('<div id="root"');
+    const html = await ui.text();
+    expect(html).toContain('<div id="root"');
+    // Nothing loaded from another host (bull-board's page asks one for web fonts); the way back is on the page.
+    expect(html).not.toMatch(/(?:src|href)="(?:https?:)?\/\//);
+    expect(html).toContain('<a id="report-etl-back" href="/admin"');
     const api = await get('/admin/queues/api/queues', bearer);
     expect(api.status).toBe(200);
     const body = (await api.json()) as { queues: Array<{ name: string; allowRetries: boolean; readOnlyMode: boolean }> };

@@ -20,6 +20,9 @@ const BACK_LINK =
   '<a id="report-etl-back" href="/admin" style="position:fixed;right:1rem;bottom:1rem;z-index:10000;background:#fff;color:#0969da;' +
   'padding:.4rem .8rem;border-radius:.4rem;font:600 14px system-ui,sans-serif;box-shadow:0 1px 6px rgba(0,0,0,.35)">← report-etl jobs overview</a>';
 
+/** `<link>` elements of bull-board's page that point at another host. */
+const OUTSIDE_LINKS = /<link\b[^>]*\bhref="(?:https?:)?\/\/[^"]*"[^>]*>/g;
+
 /**
  * Registers bull-board for `queue` on `app` under {@link BULL_BOARD_PATH}, read only, with a visible link back to
  * the jobs overview on every page.
@@ -51,7 +54,11 @@ export async function registerBullBoard(app: FastifyInstance, queue: Queue, time
       // bull-board's page is one HTML document whose app renders into #root; the link sits beside it, untouched.
       scope.addHook('onSend', async (_req, reply, payload) => {
         const type = String(reply.getHeader('content-type') ?? '');
-        return typeof payload === 'string' && type.startsWith('text/html') ? payload.replace('<div id="root">', `${BACK_LINK}<div id="root">`) : payload;
+        if (typeof payload !== 'string' || !type.startsWith('text/html')) return payload;
+        // Its page asks an outside host for web fonts: the admin pages load nothing from outside this server (a
+        // visitor's address is nobody else's business, and an offline installation waits for nothing); the
+        // system's fonts stand in.
+        return payload.replace(OUTSIDE_LINKS, '').replace('<div id="root">', `${BACK_LINK}<div id="root">`);
       });
       await scope.register(serverAdapter.registerPlugin());
     },
