@@ -3,7 +3,7 @@
  * because the token endpoint may change.
  */
 import { ServerUnreachableError, TokenError } from './errors.ts';
-import { readSnippet, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
+import { readJsonAnswer, readSnippet, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
 
 /** Path of the discovery document below {base_url} (docs/report-export-service.md "Endpoints" #5). */
 export const DISCOVERY_PATH = '/.well-known/openid-configuration';
@@ -50,7 +50,7 @@ export async function discoverEndpoints(baseUrl: string, http: HttpTransport, re
             httpStatus: res.statusCode,
           });
         }
-        return res.body.json();
+        return readJsonAnswer(res.body, 'token');
       },
       retry,
       signal,

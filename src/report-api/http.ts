@@ -7,7 +7,7 @@ import { Agent, request } from 'undici';
 import { retry, type RetryPolicy } from '../backoff.ts';
 import { AbortedError, EtlError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { ServerUnreachableError, TransientHttpError, UNREACHABLE_CODES, type ReportApiStage } from './errors.ts';
+import { HttpError, ServerUnreachableError, TransientHttpError, UNREACHABLE_CODES, type ReportApiStage } from './errors.ts';
 
 export { backoffDelayMs, sleep, type RetryPolicy } from '../backoff.ts';
 
@@ -101,6 +101,41 @@ export async function readSnippet(body: Dispatcher.ResponseData['body'], maxChar
   }
   const text = Buffer.concat(chunks).toString('utf8').replace(/\s+/g, ' ').trim();
   return text.length > maxChars ? `${text.slice(0, maxChars)}...` : text;
+}
+
+/**
+ * The most a start, poll, token or discovery answer may hold, in bytes (1 MiB). Each is a small JSON object
+ * (docs/report-export-service.md "Resources and their fields"); a server that sends more is broken or hostile, and
+ * reading it whole would take the worker's memory with it.
+ */
+export const MAX_ANSWER_BYTES = 1024 * 1024;
+
+/**
+ * Reads a small JSON answer (a job, a token, the discovery document), never more than `maxBytes` of it.
+ * @returns the parsed JSON
+ * @throws HttpError (HTTP_UNEXPECTED, not retryable) when the body is larger than `maxBytes` (the rest is not read)
+ *   or is not JSON
+ */
+export async function readJsonAnswer(body: Dispatcher.ResponseData['body'], stage: ReportApiStage, maxBytes = MAX_ANSWER_BYTES): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) {
+        throw new HttpError(`the server's answer (stage ${stage}) is larger than ${maxBytes} bytes, far more than any job, token or discovery answer holds; it was not read further`, { stage, httpStatus: 200 });
+      }
+      chunks.push(chunk);
+    }
+  } finally {
+    body.destroy();
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new HttpError(`the server's answer (stage ${stage}) is not JSON`, { stage, httpStatus: 200, bodySnippet: text.replace(/\s+/g, ' ').trim().slice(0, 300), cause: err });
+  }
 }
 
 /** One HTTP request as the transport sends it. */

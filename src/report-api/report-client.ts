@@ -8,7 +8,7 @@ import { silentLogger } from '../logger.ts';
 import { ApiCaller } from './api-request.ts';
 import { discoverEndpoints } from './discovery.ts';
 import { HttpError, PollTimeoutError, ReportFailedError, RightsFailureError, type ReportApiStage } from './errors.ts';
-import { DEFAULT_RETRY, HttpTransport, isNotSentError, readSnippet, sleep, type RetryPolicy } from './http.ts';
+import { DEFAULT_RETRY, HttpTransport, isNotSentError, readJsonAnswer, readSnippet, sleep, type RetryPolicy } from './http.ts';
 import { resumablePageStream } from './page-stream.ts';
 import { encodeReportName } from './report-name.ts';
 import { startRequestProblems } from './report-rules.ts';
@@ -106,7 +106,7 @@ class HttpReportClient implements ReportClient {
         throw err;
       });
     if (res.statusCode !== 200) throw await this.unexpected(res, 'POST', path, 'start');
-    const job = parseJob(await res.body.json(), 'start');
+    const job = parseJob(await readJsonAnswer(res.body, 'start'), 'start');
     this.logger.debug({ reportJobId: job.id, state: job.state }, 'report started');
     if (job.state === 'FinishedError') {
       await this.deleteQuietly(job.id);
@@ -135,7 +135,7 @@ class HttpReportClient implements ReportClient {
       await sleep(Math.max(0, Math.min(due - Date.now(), remaining)), signal);
       const res = await this.api.send({ method: 'GET', path, stage: 'poll', signal });
       if (res.statusCode !== 200) throw await this.unexpected(res, 'GET', path, 'poll');
-      const job = parseJob(await res.body.json(), 'poll');
+      const job = parseJob(await readJsonAnswer(res.body, 'poll'), 'poll');
       if (job.state === 'FinishedSuccess') {
         const { rows, pages } = parseRowsAndPages(job.message);
         return { jobId, rows, pages, job };
