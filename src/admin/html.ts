@@ -41,17 +41,30 @@ function toHtml(v: unknown): string {
   return escapeHtml(v);
 }
 
+/** The column names of the tables that become cards on a narrow screen: their headers and the cards' labels. */
+export const COLUMNS = {
+  overview: ['Job', 'State', 'Last attempt', 'Last success', 'Next tick', 'Rows', 'Duration'],
+  runs: ['Run', 'Started', 'Status', 'Trigger', 'Attempts', 'Duration', 'Rows', 'Error'],
+  attempts: ['Attempt', 'Attempt id', 'Started', 'Status', 'Trigger', 'Duration', 'Rows', 'Worker', 'Error'],
+} as const;
+
+/** A table's header row of `columns`. */
+export function headerRow(columns: readonly string[]): SafeHtml {
+  return html`<thead><tr>${columns.map((c) => html`<th>${c}</th>`)}</tr></thead>`;
+}
+
 /**
  * CSS that shows each row of the table `selector` as a card on a narrow screen: one cell per line under its
- * column's name (`labels`, in column order; '' for none), the first cell as the card's title.
+ * column's name (from `columns`), the first cell as the card's title; the first `bare` columns get no name (the
+ * title, and a cell that names itself, such as a state badge).
  */
-function stackedTable(selector: string, labels: string[]): string {
+function stackedTable(selector: string, columns: readonly string[], bare = 1): string {
   const t = selector;
   return [
     `${t},${t} tbody,${t} tr,${t} td{display:block}${t} thead{display:none}${t}{background:none}`,
     `${t} tr{background:#fff;border:1px solid #d0d7de;margin-bottom:.8rem}`,
     `${t} td:empty{display:none}${t} td{border:0;border-top:1px solid #eaeef2;overflow-wrap:anywhere;text-align:left}${t} td:first-child{border-top:0;font-weight:600}`,
-    ...labels.map((l, i) => (l ? `${t} td:nth-child(${i + 1})::before{content:"${l}";display:block;font-weight:600;font-size:.85em;color:#57606a}` : '')),
+    ...columns.map((l, i) => (i >= bare ? `${t} td:nth-child(${i + 1})::before{content:"${l}";display:block;font-weight:600;font-size:.85em;color:#57606a}` : '')),
   ].join('\n');
 }
 
@@ -74,9 +87,9 @@ ul.problems{margin:.3rem 0 0;padding-left:1.1rem;font-size:.9em}svg.spark{displa
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0;min-width:0;overflow-wrap:anywhere}
 @media (max-width:700px){
 body{margin:.8rem}dl{grid-template-columns:1fr}dt{margin-top:.3rem}#documents{display:block;overflow-x:auto}
-${stackedTable('table.overview', ['', '', 'Last attempt', 'Last success', 'Next tick', 'Rows', 'Duration'])}
-${stackedTable('table.runs', ['', 'Started', 'Status', 'Trigger', 'Attempts', 'Duration', 'Rows', 'Error'])}
-${stackedTable('#attempts', ['Attempt', 'Attempt id', 'Started', 'Status', 'Trigger', 'Duration', 'Rows', 'Worker', 'Error'])}
+${stackedTable('table.overview', COLUMNS.overview, 2)}
+${stackedTable('table.runs', COLUMNS.runs)}
+${stackedTable('#attempts', COLUMNS.attempts, 0)}
 }
 `;
 

@@ -6,7 +6,7 @@
  * what, how to fix). Server-rendered, every value escaped.
  */
 import type { RecentAttempt } from '../history/job-health.ts';
-import { html, page, type SafeHtml } from './html.ts';
+import { COLUMNS, headerRow, html, page, type SafeHtml } from './html.ts';
 import { STATE_LABELS, type JobOverview } from './job-overview.ts';
 import { formatCount, formatDuration, formatTime, replayButton, runPath } from './run-pages.ts';
 import { sparkline } from './sparkline.ts';
@@ -61,7 +61,7 @@ export function renderOverview(jobs: JobOverview[], now: Date, invalidAlerts: { 
     ? html`<div class="problem" role="alert">Alert targets not used because jobs.yaml is wrong about them:<ul>${invalidAlerts.map((a) => html`<li>${a.name}: ${a.problems.map((p) => html`<code>${p}</code> `)}</li>`)}</ul></div>`
     : '';
   const table = jobs.length
-    ? html`<table class="overview"><thead><tr><th>Job</th><th>State</th><th>Last attempt</th><th>Last success</th><th>Next tick</th><th>Rows</th><th>Duration</th></tr></thead><tbody>
+    ? html`<table class="overview">${headerRow(COLUMNS.overview)}<tbody>
 ${jobs.map(row)}</tbody></table>`
     : html`<p>No jobs in jobs.yaml.</p>`;
   return page('Jobs', html`<p class="summary">${summary}<span class="muted">as of ${formatTime(now)}; times in each job's time zone, with its UTC offset</span></p>${alerts}${table}`);

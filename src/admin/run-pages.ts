@@ -12,7 +12,7 @@ import type { RunRow } from '../history/runs.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { formatWithOffset } from '../pipeline/logical-time.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
-import { html, page, type SafeHtml } from './html.ts';
+import { COLUMNS, headerRow, html, page, type SafeHtml } from './html.ts';
 
 /**
  * A time as on-call reads it: in the job's time zone (its schedule's; docs/architecture.md "Vocabulary", logical
@@ -106,7 +106,7 @@ export function renderRunList(rows: RunListRow[], f: RunListFilter, jobs: string
   for (const r of rows) (byJob.get(r.job) ?? byJob.set(r.job, []).get(r.job)!).push(r);
   const sections = [...byJob].map(
     ([job, runs]) => html`<h2><a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a></h2>
-<table class="runs"><thead><tr><th>Run</th><th>Started</th><th>Status</th><th>Trigger</th><th>Attempts</th><th>Duration</th><th>Rows</th><th>Error</th></tr></thead><tbody>
+<table class="runs">${headerRow(COLUMNS.runs)}<tbody>
 ${runs.map(
   (r) => html`<tr><td><a href="${runPath(r.job, r.run_key)}">${r.run_key}</a></td><td>${formatTime(r.first_started_at ?? r.created_at, zoneOf(r.job))}</td><td>${statusLabel(r.status)}</td><td>${r.trigger}</td><td class="num attempts">${r.attempts}</td><td class="num">${formatDuration(runDurationMs(r))}</td><td class="num">${formatCount(r.rows)}</td><td>${r.error_first_line ?? ''}</td></tr>
 `,
@@ -144,7 +144,7 @@ ${documents.map((d) => html`<tr><td class="num">${d.page}</td><td><a href="${att
 
 /** The attempts of a run, newest first, each linked to its page; `current` (an attempt id) is marked; times in `zone`. */
 export function attemptTable(attempts: AttemptListRow[], current?: string, zone?: string): SafeHtml {
-  return html`<table id="attempts"><thead><tr><th>Attempt</th><th>Attempt id</th><th>Started</th><th>Status</th><th>Trigger</th><th>Duration</th><th>Rows</th><th>Worker</th><th>Error</th></tr></thead><tbody>
+  return html`<table id="attempts">${headerRow(COLUMNS.attempts)}<tbody>
 ${attempts.map((a) => html`<tr${a.attempt_id === current ? html` class="current"` : ''}><td class="num">${a.attempt}</td><td><a href="${attemptPath(a.attempt_id)}">${a.attempt_id.slice(0, 8)}</a></td><td>${formatTime(a.started_at, zone)}</td><td>${statusLabel(a.status)}</td><td>${a.trigger}</td><td class="num">${formatDuration(a.duration_ms)}</td><td class="num">${formatCount(a.rows)}</td><td>${a.worker ?? ''}</td><td>${a.error_first_line ?? ''}</td></tr>
 `)}</tbody></table>`;
 }
