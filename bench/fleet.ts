@@ -29,6 +29,7 @@ import { silentLogger } from '../src/logger.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { enqueueTick } from '../src/queue/scheduler.ts';
 import { startSimulator } from '../src/simulator/index.ts';
+import { deleteKeys } from './lib/redis-keys.ts';
 
 function option(name: string, env: string, fallback: string | undefined): string | undefined {
   const k = process.argv.indexOf(`--${name}`);
@@ -213,12 +214,7 @@ try {
   await Promise.all(workers.map((w) => new Promise((r) => (w.exitCode !== null ? r(undefined) : w.once('exit', r)))));
   await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close();
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
+  await deleteKeys(redis, prefix);
   redis.disconnect();
   await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
   // Their attempts go with them.

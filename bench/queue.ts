@@ -11,6 +11,7 @@ import { silentLogger } from '../src/logger.ts';
 import { cronTicks } from '../src/config/cron-ticks.ts';
 import { tickQueueJobId } from '../src/queue/names.ts';
 import { enqueueRun, makeQueue } from '../src/queue/queue.ts';
+import { deleteKeys } from './lib/redis-keys.ts';
 
 const N = Number(process.argv[2] ?? 2_000);
 const redis = makeRedis(silentLogger, process.env.REDIS_URL);
@@ -59,11 +60,6 @@ try {
 } finally {
   await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close();
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
+  await deleteKeys(redis, prefix);
   redis.disconnect();
 }
