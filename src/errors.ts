@@ -31,6 +31,8 @@ export type ErrorCode =
   | 'VALUE_DOES_NOT_FIT'
   | 'VALUE_TOO_LARGE'
   | 'TARGET_INVALID'
+  | 'GUARD_TRIPPED'
+  | 'SCHEMA_CHANGED'
   | 'DATABASE'
   | 'ABORTED'
   | 'ORPHANED'

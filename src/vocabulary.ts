@@ -106,6 +106,14 @@ export const WRITE_MODES = ['replace', 'append', 'merge'] as const;
 /** One of {@link WRITE_MODES}. */
 export type WriteMode = (typeof WRITE_MODES)[number];
 
+/**
+ * What a run does when the report's columns differ from the existing target's (README "Guards and schema changes"):
+ * evolve adds the new ones, freeze fails the run listing the difference. The first is the default.
+ */
+export const SCHEMA_CHANGES = ['evolve', 'freeze'] as const;
+/** One of {@link SCHEMA_CHANGES}. */
+export type SchemaChanges = (typeof SCHEMA_CHANGES)[number];
+
 /** How a run came to be (`etl.runs.trigger`), or an attempt of it (`etl.attempts.trigger`: a replay's are `replay`). */
 export const RUN_TRIGGERS = ['manual', 'schedule', 'catchup', 'backfill', 'replay'] as const;
 /** One of {@link RUN_TRIGGERS}. */
@@ -146,6 +154,11 @@ export interface RunRequest {
   logicalEnd?: string;
   /** Explicit report parameters; they override jobs.yaml's (after its `%{...}` templates are rendered). */
   parameters?: Record<string, string>;
+  /**
+   * Load past the target's guards (`replay --accept-guard`, README "Guards and schema changes"): a guard that would
+   * trip is logged and recorded on the attempt (`etl.attempts.accepted_guard`) instead of failing the run.
+   */
+  acceptGuard?: boolean;
 }
 
 /**

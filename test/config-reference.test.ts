@@ -56,6 +56,7 @@ describe('renderConfigReference', () => {
         'jobs.<name>.retry',
         'jobs.<name>.report',
         'jobs.<name>.target',
+        'jobs.<name>.target.guard',
       ].sort(),
     );
     let rows = 0;

@@ -1,4 +1,5 @@
 /** Column name normalisation (README "Loaded tables") and identifier quoting. */
+import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { normaliseColumnName, normaliseColumnNames, parseTableName, quoteIdent } from '../src/warehouse/identifiers.ts';
 
@@ -13,8 +14,23 @@ it('normalises report column names to snake_case identifiers', () => {
   expect(normaliseColumnName('€')).toBe('');
 });
 
-it('keeps names distinct and within 63 bytes', () => {
-  expect(normaliseColumnNames(['Menge Stk', 'menge_stk', 'MENGE-STK', '€', '日本'])).toEqual(['menge_stk', 'menge_stk_2', 'menge_stk_3', 'column_4', 'column_5']);
+const sha6 = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 6);
+
+it('keeps names distinct and within 63 bytes; a clash is suffixed from the original name, whatever the order', () => {
+  expect(normaliseColumnNames(['Menge Stk', 'menge_stk', 'MENGE-STK', '€', '日本'])).toEqual([
+    `menge_stk_${sha6('Menge Stk')}`,
+    'menge_stk',
+    `menge_stk_${sha6('MENGE-STK')}`,
+    'column_4',
+    'column_5',
+  ]);
+  const forward = normaliseColumnNames(['Nr', 'Amount', 'amount']);
+  const reversed = normaliseColumnNames(['amount', 'Nr', 'Amount']);
+  expect(forward).toEqual(['nr', `amount_${sha6('Amount')}`, 'amount']);
+  expect(reversed).toEqual(['amount', 'nr', `amount_${sha6('Amount')}`]);
+  // Without a name written exactly so, every clashing one is suffixed; the very same name twice is numbered.
+  expect(normaliseColumnNames(['AMOUNT', 'Amount'])).toEqual([`amount_${sha6('AMOUNT')}`, `amount_${sha6('Amount')}`]);
+  expect(normaliseColumnNames(['Betrag', 'Betrag'])).toEqual(['betrag', 'betrag_2']);
   const long = normaliseColumnNames(['x'.repeat(80) + 'a', 'x'.repeat(80) + 'b']);
   expect(long[0]).not.toBe(long[1]);
   for (const n of long) expect(Buffer.byteLength(n)).toBeLessThanOrEqual(63);

@@ -16,11 +16,29 @@ function prettyJson(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
 }
 
+/**
+ * A SCHEMA_CHANGED error's difference as a table (README "Guards and schema changes"): each column added, missing
+ * or of another type, with what the table has and what the run brought. Empty for other errors.
+ */
+function schemaDifferenceTable(e: RunErrorRow): SafeHtml | '' {
+  const d = e.details as { added?: unknown; missing?: unknown; typeChanged?: unknown } | null;
+  if (e.error_kind !== 'SCHEMA_CHANGED' || !d) return '';
+  const names = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
+  const changed = Array.isArray(d.typeChanged) ? (d.typeChanged as { column?: unknown; table?: unknown; declared?: unknown }[]) : [];
+  const rows = [
+    ...names(d.added).map((c) => html`<tr class="added"><td>${c}</td><td>added</td><td>—</td><td>in the report</td></tr>`),
+    ...names(d.missing).map((c) => html`<tr class="missing"><td>${c}</td><td>missing</td><td>in the table</td><td>—</td></tr>`),
+    ...changed.map((t) => html`<tr class="type-changed"><td>${String(t.column)}</td><td>type changed</td><td>${String(t.table)}</td><td>${String(t.declared)} (declared)</td></tr>`),
+  ];
+  return html`<h3>Schema difference</h3><table class="schema-difference"><thead><tr><th>column</th><th>change</th><th>table</th><th>this run</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
 function errorSection(e: RunErrorRow, zone: string | undefined): SafeHtml {
   return html`<section class="run-error"><h2>Error at stage ${e.stage}: ${e.error_kind}</h2>
 <dl><dt>Occurred</dt><dd>${formatTime(e.occurred_at, zone)}</dd><dt>HTTP status</dt><dd class="http-status">${e.http_status ?? '—'}</dd>
 <dt>Retryable</dt><dd>${e.retryable ? 'yes' : 'no'}</dd></dl>
 <h3>Message</h3><pre class="message">${e.message}</pre>
+${schemaDifferenceTable(e)}
 ${e.server_message !== null ? html`<h3>Server's message</h3><pre class="server-message">${e.server_message}</pre>` : ''}
 ${e.problem !== null && e.problem !== undefined ? html`<h3>Problem details</h3><pre class="problem-details">${prettyJson(e.problem)}</pre>` : ''}
 ${e.details !== null && e.details !== undefined ? html`<h3>Details</h3><pre class="details">${prettyJson(e.details)}</pre>` : ''}
@@ -42,6 +60,7 @@ export function renderAttemptPage(attempt: AttemptRow, run: RunRow, errors: RunE
 <dt>Duration</dt><dd>${formatDuration(attempt.duration_ms)}</dd><dt>Target</dt><dd>${attempt.target_table} (${attempt.write_mode})</dd>
 <dt>Rows</dt><dd>${formatCount(attempt.rows)}</dd><dt>Pages</dt><dd>${attempt.pages ?? ''}</dd><dt>Bytes</dt><dd>${formatCount(attempt.bytes)}</dd>
 <dt>Report job</dt><dd>${attempt.report_job_id ?? ''}</dd><dt>Worker</dt><dd>${attempt.worker ?? ''}</dd>
+${attempt.accepted_guard ? html`<dt>Loaded past its guard</dt><dd class="accepted-guard">${attempt.accepted_guard} <span class="muted">(replay --accept-guard)</span></dd>` : ''}
 </dl>`;
   // etl.attempts.error is our message plus the server's; the error rows below show both apart, so it is shown only
   // for attempts without a run_errors row.

@@ -1,5 +1,5 @@
 /**
- * `report-etl replay <run-key | attempt-id> [--job J]` and `report-etl replay --failed [--job J] [--since 2d]
+ * `report-etl replay <run-key | attempt-id> [--job J] [--accept-guard]` and `report-etl replay --failed [--job J] [--since 2d]
  * [--dry-run] [--include-superseded]`: re-queue failed runs as the same logical run (see src/queue/replay.ts). The
  * one-run form takes a run key, or the id of any attempt of the run, and says which it got. `--failed` skips
  * superseded failures (a later logical run of the same job succeeded into the same replace or merge target) and
@@ -47,8 +47,9 @@ export const registerReplay: RegisterCommand = (program, cli) => {
     .option('--failed', 'replay every logical run whose newest attempt failed, except superseded ones')
     .option('--job <job>', 'with --failed: only this job; with a run key: the job it is of, when run keys of several jobs match')
     .option('--dry-run', 'with --failed: list what would be queued (and what is skipped), queue nothing')
+    .option('--accept-guard', 'with a run key: load the run even where its target\'s guard (target.guard) would stop it; recorded in the run history')
     .option('--include-superseded', 'with --failed: replay failures a later successful run of the same replace/merge target superseded, too')
-    .action(async (id: string | undefined, opts: { config: string; queuePrefix: string; failed?: boolean; job?: string; since?: Date; dryRun?: boolean; includeSuperseded?: boolean }) => {
+    .action(async (id: string | undefined, opts: { config: string; queuePrefix: string; failed?: boolean; job?: string; since?: Date; dryRun?: boolean; includeSuperseded?: boolean; acceptGuard?: boolean }) => {
       // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser.
       const [{ loadConfig }, { planFailedReplays, replayRun }, { findRunOrAttempt }] = await Promise.all([
         import('../config/load.ts'),
@@ -57,6 +58,11 @@ export const registerReplay: RegisterCommand = (program, cli) => {
       ]);
       if (!id === !opts.failed) {
         cli.err('report-etl replay: give either a run key or attempt id, or --failed');
+        cli.exit(2);
+        return;
+      }
+      if (!id && opts.acceptGuard) {
+        cli.err('report-etl replay: --accept-guard goes with one run key or attempt id: accept a guard run by run, after looking at what it stopped');
         cli.exit(2);
         return;
       }
@@ -81,9 +87,9 @@ export const registerReplay: RegisterCommand = (program, cli) => {
             return;
           }
           try {
-            const { jobId, attemptId } = await replayRun(deps, { job: named.run.job, runKey: named.run.run_key });
+            const { jobId, attemptId } = await replayRun(deps, { job: named.run.job, runKey: named.run.run_key }, { acceptGuard: opts.acceptGuard === true });
             const after = named.kind === 'attempt' && named.attempt.attempt_id === attemptId ? '' : `, after its failed attempt ${attemptId}`;
-            cli.out(`${describeNamed(named)}: replay of the run queued as ${jobId}${after}`);
+            cli.out(`${describeNamed(named)}: replay of the run queued as ${jobId}${after}${opts.acceptGuard ? ', past its target\'s guard' : ''}`);
           } catch (err) {
             if (!(err instanceof EtlError)) throw err;
             cli.err(`report-etl replay: ${err.message}`);

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { PATH_ENCODINGS } from '../report-api/report-name.ts';
 import { AUTH_KINDS, CREDENTIALS_WAYS, MANDANT_PATTERN, MAX_SCOPES, MIN_PAGING, PAGING_PROBLEM, SCOPES_PROBLEM } from '../report-api/report-rules.ts';
-import { ALERT_EVENTS, ALERT_FORMATS, MIN_PRODUCT_VERSION, OUTPUT_TYPES, outputShape, WRITE_MODES } from '../vocabulary.ts';
+import { ALERT_EVENTS, ALERT_FORMATS, MIN_PRODUCT_VERSION, OUTPUT_TYPES, outputShape, SCHEMA_CHANGES, WRITE_MODES } from '../vocabulary.ts';
 import { DURATION_HINT, parseWindow } from './duration.ts';
 import { DEFAULT_MAX_VALUE_BYTES } from '../pages/value-limit.ts';
 
@@ -146,6 +146,28 @@ export const targetSchema = z
       .regex(/^(\/([^~]|~[01])*)+$/, { message: 'rowsAt must be a JSON pointer (RFC 6901) such as /orders or /report/rows' })
       .optional()
       .describe('json_userdef(_compact) only: JSON pointer (RFC 6901) to the array of row objects in every page, loaded as typed rows like json; unset: one jsonb document per page.'),
+    guard: z
+      .object({
+        minRows: z
+          .number()
+          .int()
+          .min(0)
+          .optional()
+          .describe('Fewest rows a run may load; fewer fails the run with GUARD_TRIPPED and the target untouched. Default 1 for replace (an empty result never empties the table), 0 otherwise; set 0 where an empty result is right.'),
+        maxShrinkPercent: z
+          .number()
+          .min(0)
+          .max(100)
+          .optional()
+          .describe('replace only: most the target may shrink, in percent of the rows it holds now; a run that would shrink it more fails with GUARD_TRIPPED and the target untouched. Unset: no limit.'),
+      })
+      .strict()
+      .default({})
+      .describe('Guards against a wrong load reaching the dashboards (README "Guards and schema changes"); `report-etl replay <run> --accept-guard` loads a run past them.'),
+    schemaChanges: z
+      .enum(SCHEMA_CHANGES)
+      .default('evolve')
+      .describe('When the report\'s columns differ from the existing table\'s: evolve adds new columns (missing ones are loaded NULL); freeze fails the run with the difference listed (added, missing, type changed) and the target untouched.'),
     load: z
       .enum(['document', 'rows'])
       .default('document')
@@ -158,6 +180,9 @@ export const targetSchema = z
     }
     if (t.mode !== 'merge' && t.key.length > 0) {
       ctx.addIssue({ code: 'custom', path: ['key'], message: `key is used by mode merge only (mode is ${t.mode})` });
+    }
+    if (t.mode !== 'replace' && t.guard.maxShrinkPercent !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['guard', 'maxShrinkPercent'], message: `maxShrinkPercent guards mode replace only (mode is ${t.mode}, which never removes rows): remove it, or use minRows` });
     }
   });
 

@@ -196,6 +196,16 @@ export interface AttemptRow {
   duration_ms: string | null;
   error: string | null;
   worker: string | null;
+  /** The guard this attempt loaded past with `replay --accept-guard` (its words), or null. */
+  accepted_guard: string | null;
+}
+
+/**
+ * Records, in the load transaction, that the attempt loaded past a guard that would have tripped (README "Guards
+ * and schema changes"): `words` is the guard's message.
+ */
+export async function recordAcceptedGuard(db: Queryable, attemptId: string, words: string): Promise<void> {
+  await db.query('UPDATE etl.attempts SET accepted_guard = $2 WHERE attempt_id = $1', [attemptId, words]);
 }
 
 /** Reads one attempt by id, or undefined. */

@@ -7,18 +7,19 @@
 import { randomUUID } from 'node:crypto';
 import { AbortedError, coerceError, EtlError, isConnectionLoss } from '../errors.ts';
 import { claimAppend, isAppended } from '../history/appends.ts';
-import { completeAttempt, failAttempt, failureOf, insertAttempt, runningAttempts, setAttemptReportJob, type AttemptFailure, type RunningAttempt } from '../history/attempts.ts';
+import { completeAttempt, failAttempt, failureOf, insertAttempt, recordAcceptedGuard, runningAttempts, setAttemptReportJob, type AttemptFailure, type RunningAttempt } from '../history/attempts.ts';
 import { goneOwners } from '../history/orphans.ts';
 import { insertRunDocuments } from '../history/run-documents.ts';
 import { DocumentPageDecoder } from '../pages/decoder.ts';
 import { SLOT_CLASS, slotOrder, type HeldSlot } from '../report-api/report-slots.ts';
 import { encodeReportName, makeReportClient, type FinishedReport, type ReportClient, type ReportJob, type StartReportRequest } from '../report-api/index.ts';
-import { untilDatabaseTakesIt } from '../db.ts';
+import { untilDatabaseTakesIt, type Queryable } from '../db.ts';
 import { outputShape, type RunTrigger } from '../vocabulary.ts';
 import { loadRows, withLoadTransaction, type LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
+import { countTargetRows, guardTrip, GuardTrippedError, needsRowCount } from '../warehouse/guard.ts';
 import { AttemptFailedError, defaultWorkerName, type Attempt, type AttemptOptions, type AttemptResult } from './attempt.ts';
 import { connectionAuthStore } from './auth-store.ts';
 import { jobDecoder } from './job-decoder.ts';
@@ -246,7 +247,11 @@ export async function loadAndCommit(a: Attempt, client: ReportClient, finished: 
     const committed = await withLoadTransaction(o.pool, { target: a.target, timezone: connection.timezone }, async (tx) => {
       // Lines and documents are not report rows: their count says nothing about rows=, the page count does.
       const expectedRows = shape === 'rows' ? finished.rows : undefined;
-      loaded = await loadRows(tx, { target: a.target, mode: job.target.mode, key: job.target.key, declaredTypes, expectedRows, timezone: connection.timezone, logger: a.log }, rows);
+      // The guard sees the target as the load would replace it (locked), and typed rows before a page is read.
+      const guard = await targetGuard(a, tx);
+      if (expectedRows !== undefined) await guard(expectedRows);
+      loaded = await loadRows(tx, { target: a.target, mode: job.target.mode, key: job.target.key, declaredTypes, schemaChanges: job.target.schemaChanges, expectedRows, timezone: connection.timezone, logger: a.log }, rows);
+      if (expectedRows === undefined) await guard(loaded.rows);
       a.pages = rows.pages;
       a.bytes = rows.bytes;
       if (shape !== 'rows' && rows.pages !== finished.pages) {
@@ -290,6 +295,25 @@ export async function loadAndCommit(a: Attempt, client: ReportClient, finished: 
     a.bytes = rows.bytes;
     await rows.close();
   }
+}
+
+/**
+ * The target's guard for this attempt (README "Guards and schema changes"), inside the load transaction: counts the
+ * target's rows now when maxShrinkPercent needs them, and returns the check of a row count. A guard that trips fails
+ * the attempt, unless the run asked to accept it (`replay --accept-guard`): then it is logged and recorded on the
+ * attempt (`etl.attempts.accepted_guard`) in the same transaction.
+ * @throws GuardTrippedError (from the check; not retryable)
+ */
+async function targetGuard(a: Attempt, tx: Queryable): Promise<(rows: number) => Promise<void>> {
+  const { mode, guard } = a.options.job.job.target;
+  const currentRows = needsRowCount(mode, guard) ? await countTargetRows(tx, a.target) : undefined;
+  return async (rows) => {
+    const trip = guardTrip({ table: a.targetTable, mode, guard, rows, currentRows, runKey: a.runKey });
+    if (!trip) return;
+    if (!a.options.request?.acceptGuard) throw new GuardTrippedError(trip);
+    a.log.warn({ guard: trip.guard, ...trip.details }, `loading past the target's guard, as asked (--accept-guard): ${trip.message}`);
+    await recordAcceptedGuard(tx, a.attemptId, trip.message);
+  };
 }
 
 /**

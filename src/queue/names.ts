@@ -60,10 +60,11 @@ export function manualQueueJobId(job: string, runKey: string): string {
 /**
  * BullMQ job id of a replay of a run after its failed attempt: `<original id>__replay_<attempt id>`. Replaying the
  * run twice after the same failed attempt is deduplicated; a replay that fails again can itself be replayed (its
- * attempt has a new id).
+ * attempt has a new id). A replay that accepts the target's guard (`--accept-guard`) ends in `_accept_guard`, so that it
+ * is not taken for a plain replay of the same attempt queued before.
  */
-export function replayQueueJobId(queueJobId: string, failedAttemptId: string): string {
-  return `${queueJobId.replace(/__replay_[0-9a-f-]{36}$/, '')}__replay_${failedAttemptId}`;
+export function replayQueueJobId(queueJobId: string, failedAttemptId: string, acceptGuard = false): string {
+  return `${queueJobId.replace(/__replay_[0-9a-f-]{36}(?:_accept_guard)?$/, '')}__replay_${failedAttemptId}${acceptGuard ? '_accept_guard' : ''}`;
 }
 
 /** Redis key of the overlap lock of `job` (one run of a job at a time, across all workers). */

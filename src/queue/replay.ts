@@ -35,11 +35,12 @@ export interface RunRef {
 /**
  * Queues a replay of the logical run `ref`, whose newest attempt failed or was interrupted. The queue job id names
  * that attempt, so replaying the run twice before its replay made a new attempt queues it once.
+ * @param opts.acceptGuard load past the target's guards (README "Guards and schema changes"); recorded on the attempt
  * @returns the BullMQ job id of the replay, and the newest attempt it replays
  * @throws EtlError (code INTERNAL, not retryable) when there is no such run, it has no finished attempt yet, its
  *   newest attempt is running, or an attempt of it succeeded
  */
-export async function replayRun(deps: ReplayDeps, ref: RunRef): Promise<{ jobId: string; attemptId: string }> {
+export async function replayRun(deps: ReplayDeps, ref: RunRef, opts: { acceptGuard?: boolean } = {}): Promise<{ jobId: string; attemptId: string }> {
   const named = `run ${ref.runKey} of job ${ref.job}`;
   const [run, newest] = await Promise.all([getRun(deps.pool, ref.job, ref.runKey), newestAttempt(deps.pool, ref.job, ref.runKey)]);
   if (!run) throw new EtlError('INTERNAL', `no ${named} in etl.runs`, { retryable: false });
@@ -58,8 +59,9 @@ export async function replayRun(deps: ReplayDeps, ref: RunRef): Promise<{ jobId:
   if (run.logical_start) req.logicalStart = run.logical_start.toISOString();
   if (run.logical_end) req.logicalEnd = run.logical_end.toISOString();
   if (run.parameters) req.parameters = run.parameters;
+  if (opts.acceptGuard) req.acceptGuard = true;
   const retry = deps.config?.jobs[run.job] ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 };
-  const { jobId } = await enqueueRun(deps.queue, req, { jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id), ...retry });
+  const { jobId } = await enqueueRun(deps.queue, req, { jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id, opts.acceptGuard), ...retry });
   return { jobId, attemptId: newest.attempt_id };
 }
 

@@ -122,6 +122,28 @@ const DEFINITIONS: Definition[] = [
     ],
     rows: (seed, n) => driftRows(seed, n),
   },
+  {
+    path: 'Clash/Amounts.avw',
+    description: 'Two columns whose names differ only in letter case ("Amount" holds 100 + n, "amount" holds n): they clash after normalising',
+    defaultRows: 20,
+    columns: [
+      { name: 'Nr', kind: 'integer' },
+      { name: 'Amount', kind: 'integer' },
+      { name: 'amount', kind: 'integer' },
+    ],
+    rows: () => (i) => [String(i + 1), String(101 + i), String(i + 1)],
+  },
+  {
+    path: 'Clash/Amounts Reversed.avw',
+    description: 'Clash/Amounts with its two clashing columns in the other order ("amount" first)',
+    defaultRows: 20,
+    columns: [
+      { name: 'Nr', kind: 'integer' },
+      { name: 'amount', kind: 'integer' },
+      { name: 'Amount', kind: 'integer' },
+    ],
+    rows: () => (i) => [String(i + 1), String(i + 1), String(101 + i)],
+  },
   { path: 'Empty.avw', description: 'No rows at all', defaultRows: 0, columns: SIMPLE_COLUMNS, rows: () => none },
   {
     path: 'Failing.avw',

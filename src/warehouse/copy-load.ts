@@ -27,10 +27,11 @@ import pgCopyStreams from 'pg-copy-streams';
 import { releaseClient } from '../db.ts';
 import { EtlError, isConnectionLoss } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import type { WriteMode } from '../vocabulary.ts';
+import type { SchemaChanges, WriteMode } from '../vocabulary.ts';
 import { inferColumnType } from './column-types.ts';
-import { normaliseColumnNames, quoteIdent, quoteTable, type TableName } from './identifiers.ts';
-import { databaseError, isValueError, mapCopyError, RowCountMismatchError, type LoadPlace } from './load-errors.ts';
+import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
+import { nameTargetColumns, recordColumnNames, recordedColumnNames, type RecordedNames } from './column-names.ts';
+import { databaseError, isValueError, mapCopyError, RowCountMismatchError, SchemaChangedError, schemaDifference, type LoadPlace } from './load-errors.ts';
 import type { PlanRows, RowSource } from './row-source.ts';
 import { binaryChooser, type BinaryChooser } from '../copy-binary/choose.ts';
 import { BinaryValueUnsupported, framed, type BinaryEncoding } from '../copy-binary/format.ts';
@@ -48,6 +49,11 @@ export interface LoadSpec {
   key: readonly string[];
   /** Declared types by normalised column name, already resolved with to_regtype. */
   declaredTypes: ReadonlyMap<string, string>;
+  /**
+   * What to do when the report's columns differ from an existing target's (README "Guards and schema changes"):
+   * evolve (default) adds new columns; freeze fails the load with SCHEMA_CHANGED before any row is loaded.
+   */
+  schemaChanges?: SchemaChanges;
   /**
    * Rows the server said the report has (the report job's rows=); any other count fails the load. Undefined for the
    * output types whose rows are not report rows (lines, documents), where the caller checks the page count instead.
@@ -120,18 +126,19 @@ export async function withLoadTransaction(pool: pg.Pool, o: { target: TableName;
  */
 export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSource): Promise<LoadResult> {
   const existing = await describeTarget(tx, spec, source);
+  const recorded = source.fixedColumns ? new Map<string, string>() : await recordedColumnNames(tx, spec.target, existing);
   const chooseBinary = await binaryChoice(tx, spec, source, existing);
   // Asked by the source when it knows the report's columns, before it decodes any row (pages/rows-plan.ts).
   let load: Load | undefined;
   const planRows: PlanRows = (columns) => {
-    load = planLoad(tx, spec, source, columns, existing);
+    load = planLoad(tx, spec, source, columns, existing, recorded);
     const encodings = load.plan === 'inference-staging' ? undefined : binaryEncodings(load, chooseBinary);
     return { inspect: load.plan === 'inference-staging', binary: encodings && { encodings, timezone: spec.timezone } };
   };
   const reportColumns = await source.open(planRows);
   if (!reportColumns) return loadEmpty(tx, spec, existing);
   // A fixed-shape source knows its columns without asking.
-  load ??= planLoad(tx, spec, source, reportColumns, existing);
+  load ??= planLoad(tx, spec, source, reportColumns, existing, recorded);
   // A direct replace in binary format decodes its first rows while PostgreSQL deletes the old ones.
   const binaryRows = source.format === 'binary' ? (load.plan === 'direct' && spec.mode === 'replace' ? readAhead(source.rows(), READ_AHEAD_BYTES) : source.rows()) : undefined;
   const into = await prepareTarget(load, binaryRows !== undefined);
@@ -139,9 +146,11 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
   if (spec.expectedRows !== undefined && copied.rows !== spec.expectedRows) throw new RowCountMismatchError(spec.expectedRows, copied.rows);
   if (load.plan === 'direct') {
     const { existingType, names } = load;
+    await recordNames(load);
     return { plan: 'direct', ...copied, columns: names.map((n) => ({ name: n, type: existingType.get(n)! })) };
   }
   const columns = await createOrEvolveTarget(load);
+  await recordNames(load);
   await applyFromStaging(tx, { target: spec.target, mode: spec.mode, key: spec.key, columns, cast: load.plan === 'inference-staging', place: load.place }).catch((err: unknown) => {
     throw databaseError(err, 'load');
   });
@@ -153,9 +162,11 @@ interface Load {
   tx: pg.PoolClient;
   spec: LoadSpec;
   source: RowSource;
-  /** The report's column names as sent, and normalised (the target's names), in COPY order. */
+  /** The report's column names as sent, and the target's columns they load into (column-names.ts), in COPY order. */
   reportColumns: readonly string[];
   names: string[];
+  /** (report column, target column) pairs to record with the target once it has them. */
+  toRecord: [string, string][];
   /** The target's columns now (empty when it does not exist), and whether it exists. */
   existingType: Map<string, string>;
   exists: boolean;
@@ -179,8 +190,8 @@ async function describeTarget(tx: pg.PoolClient, spec: LoadSpec, source: RowSour
  * staging table for merge, through a text staging table with type inference when the target is new or lacks columns.
  * @throws EtlError TARGET_INVALID when a merge key is not a column of the report
  */
-function planLoad(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, reportColumns: readonly string[], existing: TargetColumn[] | undefined): Load {
-  const names = normaliseColumnNames(reportColumns);
+function planLoad(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, reportColumns: readonly string[], existing: TargetColumn[] | undefined, recorded: RecordedNames): Load {
+  const { names, toRecord } = source.fixedColumns ? { names: [...reportColumns], toRecord: [] } : nameTargetColumns(reportColumns, existing, recorded);
   for (const k of spec.key) {
     if (!names.includes(k)) {
       throw new EtlError('TARGET_INVALID', `merge key column ${k} is not a column of the report (report columns: ${names.join(', ')})`, {
@@ -190,6 +201,7 @@ function planLoad(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, reportCo
     }
   }
   const existingType = new Map((existing ?? []).map((c) => [c.name, c.type]));
+  if (spec.schemaChanges === 'freeze' && existing && !source.fixedColumns) refuseSchemaChange(spec, names, existing);
   const complete = existing !== undefined && names.every((n) => existingType.has(n));
   const plan = complete ? (spec.mode === 'merge' ? 'typed-staging' : 'direct') : 'inference-staging';
   const types = new Map<string, string>();
@@ -200,7 +212,25 @@ function planLoad(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, reportCo
     reportColumn: (c) => reportColumns[names.indexOf(c)],
     columnType: (c) => types.get(c) ?? existingType.get(c),
   };
-  return { tx, spec, source, reportColumns, names, existingType, exists: existing !== undefined, plan, types, place, tableName };
+  return { tx, spec, source, reportColumns, names, toRecord, existingType, exists: existing !== undefined, plan, types, place, tableName };
+}
+
+/** Records which report column each target column was made for (column-names.ts), in the load transaction. */
+async function recordNames(load: Load): Promise<void> {
+  if (load.toRecord.length === 0) return;
+  await recordColumnNames(load.tx, load.spec.target, load.toRecord, !load.exists).catch((err: unknown) => {
+    throw databaseError(err, 'load');
+  });
+}
+
+/**
+ * Under `schemaChanges: freeze`, refuses a report whose columns differ from the existing target's: new report
+ * columns, target columns the report lacks, or a declared type other than the target's.
+ * @throws SchemaChangedError listing the difference (nothing is loaded yet)
+ */
+function refuseSchemaChange(spec: LoadSpec, names: readonly string[], existing: readonly TargetColumn[]): void {
+  const diff = schemaDifference(names, existing, spec.declaredTypes);
+  if (diff) throw new SchemaChangedError(`${spec.target.schema}.${spec.target.table}`, diff);
 }
 
 /**

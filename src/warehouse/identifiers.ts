@@ -32,14 +32,46 @@ export function normaliseColumnName(raw: string): string {
 }
 
 /**
- * Normalises every column name of a report, keeping them distinct: an empty result becomes `column_<n>`
- * (1-based position), and a name already taken gets `_2`, `_3`, ...
+ * Normalises every column name of a report, keeping them distinct, so that each name depends on the report
+ * column's own name and never on the order of the columns (README "Loaded tables"):
+ * - a name that is the only one to normalise to its result gets that result (`Menge Stk` → `menge_stk`);
+ * - names that clash after normalising: the one already written exactly so keeps it, every other gets a suffix
+ *   from its own original name, `_` + the first 6 hex digits of the SHA-256 of its UTF-8 bytes
+ *   (`Amount` beside `amount` → `amount_` + 6 hex digits, whichever comes first);
+ * - a name with nothing left becomes `column_<n>` (1-based position: there is no name to go by), and a report
+ *   that repeats the very same name numbers the repeats `_2`, `_3` in order (they cannot be told apart).
  * @returns names in the same order as `raw`
  */
 export function normaliseColumnNames(raw: readonly string[]): string[] {
+  const bases = raw.map((r, i) => normaliseColumnName(r) || `column_${i + 1}`);
+  // The distinct original names behind each normalised name: the very same name twice is no clash of names.
+  const originals = new Map<string, Set<string>>();
+  bases.forEach((b, i) => originals.set(b, (originals.get(b) ?? new Set()).add(raw[i]!)));
+  const wanted = bases.map((b, i) => (originals.get(b)!.size > 1 && raw[i] !== b ? clashSuffixed(b, raw[i]!) : b));
+  return distinct(wanted);
+}
+
+/**
+ * The name of a report column whose normalised name `base` is taken by another column: `base` cut to fit, `_`,
+ * and the first 6 hex digits of the SHA-256 of the original name (README "Loaded tables").
+ */
+export function clashSuffixed(base: string, raw: string): string {
+  const hash = createHash('sha256').update(raw).digest('hex').slice(0, 6);
+  return `${base.slice(0, MAX_IDENT_BYTES - 7)}_${hash}`;
+}
+
+/**
+ * The names report-etl gave before they depended on the name alone: clashes numbered `_2`, `_3` in order of
+ * appearance. Only to recognise the columns of a table loaded then (column-names.ts).
+ */
+export function orderedColumnNames(raw: readonly string[]): string[] {
+  return distinct(raw.map((r, i) => normaliseColumnName(r) || `column_${i + 1}`));
+}
+
+/** `names` with each repeat of an earlier one numbered `_2`, `_3`, ... (cut to fit 63 bytes). */
+function distinct(names: readonly string[]): string[] {
   const taken = new Set<string>();
-  return raw.map((r, i) => {
-    const base = normaliseColumnName(r) || `column_${i + 1}`;
+  return names.map((base) => {
     let name = base;
     for (let n = 2; taken.has(name); n++) name = `${base.slice(0, MAX_IDENT_BYTES - String(n).length - 1)}_${n}`;
     taken.add(name);

@@ -23,6 +23,51 @@ export class ValueDoesNotFitError extends EtlError {
   }
 }
 
+/** How a report's columns differ from its existing target's (README "Guards and schema changes"). */
+export interface SchemaDifference {
+  /** Report columns the target lacks (normalised names). */
+  added: string[];
+  /** Target columns the report lacks (report-etl's own metadata columns, `_etl_…`, are not counted). */
+  missing: string[];
+  /** Columns whose type in jobs.yaml's `target.columns` is not the target's. */
+  typeChanged: { column: string; table: string; declared: string }[];
+}
+
+/**
+ * The difference between a report's columns and its existing target, or undefined when there is none.
+ * @param names the report's normalised column names
+ * @param declared `target.columns`, resolved by PostgreSQL (column → type as format_type spells it)
+ */
+export function schemaDifference(names: readonly string[], existing: readonly { name: string; type: string }[], declared: ReadonlyMap<string, string>): SchemaDifference | undefined {
+  const have = new Map(existing.map((c) => [c.name, c.type]));
+  const report = new Set(names);
+  const added = names.filter((n) => !have.has(n));
+  const missing = existing.filter((c) => !report.has(c.name) && !c.name.startsWith('_etl_')).map((c) => c.name);
+  const typeChanged = [...declared].flatMap(([column, type]) => {
+    const now = have.get(column);
+    return now !== undefined && now !== type ? [{ column, table: now, declared: type }] : [];
+  });
+  return added.length || missing.length || typeChanged.length ? { added, missing, typeChanged } : undefined;
+}
+
+/** Under `schemaChanges: freeze`, the report's columns differ from the target's; nothing was loaded. */
+export class SchemaChangedError extends EtlError {
+  constructor(table: string, diff: SchemaDifference) {
+    const parts = [
+      diff.added.length ? `added ${diff.added.join(', ')}` : '',
+      diff.missing.length ? `missing ${diff.missing.join(', ')}` : '',
+      diff.typeChanged.length ? `type changed ${diff.typeChanged.map((t) => `${t.column} (${t.table} in the table, ${t.declared} declared)`).join(', ')}` : '',
+    ].filter(Boolean);
+    super(
+      'SCHEMA_CHANGED',
+      `the report's columns differ from ${table} and its job has target.schemaChanges: freeze: ${parts.join('; ')}. ${table} is left as it was. ` +
+        'Change the table to match (ALTER TABLE), or fix the report, or set schemaChanges: evolve to let runs add columns',
+      { stage: 'load', retryable: false, details: { table, ...diff } },
+    );
+    this.name = 'SchemaChangedError';
+  }
+}
+
 /** Whether a SQLSTATE says "this value does not fit this type": data exceptions (22xxx) and not-null (23502). */
 export function isValueError(code: string | undefined): boolean {
   return !!code && (code.startsWith('22') || code === '23502');

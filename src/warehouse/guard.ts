@@ -1,0 +1,87 @@
+/**
+ * Guards of a target (README "Guards and schema changes"): a run that would load too few rows, or shrink a replaced
+ * target by more than its job allows, fails with GUARD_TRIPPED before its rows reach the dashboards. The verdict is
+ * a pure function of the figures; the caller counts the target's rows inside its load transaction, with the target
+ * locked, so that the count is the one the load would replace.
+ */
+import { EtlError } from '../errors.ts';
+import type { WriteMode } from '../vocabulary.ts';
+import { quoteTable, type TableName } from './identifiers.ts';
+import type { Queryable } from '../db.ts';
+
+/** jobs.yaml `target.guard`, as written (both optional). */
+export interface TargetGuard {
+  minRows?: number | undefined;
+  maxShrinkPercent?: number | undefined;
+}
+
+/** A guard that would trip: which, and the words that say so (what, where, how to go on). */
+export interface GuardTrip {
+  guard: 'minRows' | 'maxShrinkPercent';
+  message: string;
+  details: { table: string; rows: number; minRows: number; currentRows?: number; maxShrinkPercent?: number; shrinkPercent?: number };
+}
+
+/** The fewest rows a run of `mode` may load: `guard.minRows`, else 1 for replace (never empty a table), else 0. */
+export function minRowsOf(mode: WriteMode, guard: TargetGuard): number {
+  return guard.minRows ?? (mode === 'replace' ? 1 : 0);
+}
+
+/** Whether the guard needs the target's current row count (only maxShrinkPercent does; it is a full count). */
+export function needsRowCount(mode: WriteMode, guard: TargetGuard): boolean {
+  return mode === 'replace' && guard.maxShrinkPercent !== undefined;
+}
+
+/**
+ * The target's rows now, or undefined when it does not exist yet. An exact `count(*)`: call it only when
+ * {@link needsRowCount} says so, inside the load transaction after the target's lock.
+ */
+export async function countTargetRows(db: Queryable, t: TableName): Promise<number | undefined> {
+  const { rows } = await db.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [quoteTable(t)]);
+  if (!rows[0]?.exists) return undefined;
+  const count = await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${quoteTable(t)}`);
+  return Number(count.rows[0]!.n);
+}
+
+/**
+ * Whether loading `rows` into `table` trips its guard.
+ * @param o.rows rows the run loads (the server's rows= for typed rows, else the rows loaded)
+ * @param o.currentRows the target's rows now (undefined: a new target, or not counted)
+ * @param o.runKey the run's key, for the replay command in the message
+ * @returns the trip, or undefined when the load may go on
+ */
+export function guardTrip(o: { table: string; mode: WriteMode; guard: TargetGuard; rows: number; currentRows: number | undefined; runKey: string }): GuardTrip | undefined {
+  const minRows = minRowsOf(o.mode, o.guard);
+  const goOn = `If the result is right, load it with "report-etl replay ${o.runKey} --accept-guard"`;
+  if (o.rows < minRows) {
+    const which = o.guard.minRows === undefined ? `target.guard.minRows is ${minRows} (the default for ${o.mode})` : `target.guard.minRows is ${minRows}`;
+    const setting = o.guard.minRows === undefined ? ', or set target.guard.minRows: 0 where an empty result is normal' : '';
+    return {
+      guard: 'minRows',
+      message: `guard tripped: the report returned ${o.rows} row${o.rows === 1 ? '' : 's'} and ${which}: ${o.table} is left as it was. ${goOn}${setting}.`,
+      details: { table: o.table, rows: o.rows, minRows, ...(o.currentRows !== undefined ? { currentRows: o.currentRows } : {}) },
+    };
+  }
+  const max = o.guard.maxShrinkPercent;
+  if (o.mode === 'replace' && max !== undefined && o.currentRows !== undefined && o.currentRows > 0 && o.rows < o.currentRows) {
+    const shrinkPercent = Math.round(((o.currentRows - o.rows) / o.currentRows) * 1000) / 10;
+    if (shrinkPercent > max) {
+      return {
+        guard: 'maxShrinkPercent',
+        message:
+          `guard tripped: the report returned ${o.rows} rows where ${o.table} holds ${o.currentRows}, ${shrinkPercent}% fewer, and ` +
+          `target.guard.maxShrinkPercent is ${max}: ${o.table} is left as it was. ${goOn}, or raise target.guard.maxShrinkPercent.`,
+        details: { table: o.table, rows: o.rows, minRows, currentRows: o.currentRows, maxShrinkPercent: max, shrinkPercent },
+      };
+    }
+  }
+  return undefined;
+}
+
+/** A run stopped by its target's guard: not retryable (the same report gives the same rows), the target untouched. */
+export class GuardTrippedError extends EtlError {
+  constructor(trip: GuardTrip) {
+    super('GUARD_TRIPPED', trip.message, { stage: 'load', retryable: false, details: { guard: trip.guard, ...trip.details } });
+    this.name = 'GuardTrippedError';
+  }
+}
