@@ -65,7 +65,7 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
         try {
           await db.query('BEGIN');
           await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [o.job.connection.timezone]);
-          const result = await previewRows(db, { target, declaredTypes, limit: o.rows }, rows);
+          const result = await previewRows(db, { job: o.job.name, target, key: targetConfig.key, declaredTypes, limit: o.rows }, rows);
           return { reportRows: finished.rows, reportPages: finished.pages, targetTable: `${target.schema}.${target.table}`, result };
         } finally {
           await db.query('ROLLBACK').catch(() => undefined);

@@ -25,7 +25,7 @@ import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
 import { releaseClient } from '../db.ts';
-import { EtlError, isConnectionLoss } from '../errors.ts';
+import { isConnectionLoss } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { SchemaChanges, WriteMode } from '../vocabulary.ts';
 import { inferColumnType } from './column-types.ts';
@@ -36,6 +36,7 @@ import type { PlanRows, RowSource } from './row-source.ts';
 import { binaryChooser, type BinaryChooser } from '../copy-binary/choose.ts';
 import { BinaryValueUnsupported, framed, type BinaryEncoding } from '../copy-binary/format.ts';
 import { applyFromStaging, createStaging, STAGING } from './staging.ts';
+import { checkTargetNames } from './target-names.ts';
 import { addColumns, createTable, describeTable, ensureSchema, lockTarget, type TargetColumn } from './target-table.ts';
 
 /** How the rows reached the target. */
@@ -43,6 +44,8 @@ export type LoadPlan = 'direct' | 'typed-staging' | 'inference-staging' | 'empty
 
 /** Where and how a report's rows are loaded. */
 export interface LoadSpec {
+  /** The jobs.yaml job the load is for, named in errors about its target options. */
+  job?: string | undefined;
   target: TableName;
   mode: WriteMode;
   /** Merge key columns (normalised names). */
@@ -188,18 +191,11 @@ async function describeTarget(tx: pg.PoolClient, spec: LoadSpec, source: RowSour
 /**
  * Plans the load: straight into the target when it has every report column (replace, append), through a typed
  * staging table for merge, through a text staging table with type inference when the target is new or lacks columns.
- * @throws EtlError TARGET_INVALID when a merge key is not a column of the report
+ * @throws EtlError TARGET_INVALID when a merge key or a declared column is not a column of the report (target-names.ts)
  */
 function planLoad(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, reportColumns: readonly string[], existing: TargetColumn[] | undefined, recorded: RecordedNames): Load {
   const { names, toRecord } = source.fixedColumns ? { names: [...reportColumns], toRecord: [] } : nameTargetColumns(reportColumns, existing, recorded);
-  for (const k of spec.key) {
-    if (!names.includes(k)) {
-      throw new EtlError('TARGET_INVALID', `merge key column ${k} is not a column of the report (report columns: ${names.join(', ')})`, {
-        stage: 'load',
-        retryable: false,
-      });
-    }
-  }
+  checkTargetNames(spec, names, existing);
   const existingType = new Map((existing ?? []).map((c) => [c.name, c.type]));
   if (spec.schemaChanges === 'freeze' && existing && !source.fixedColumns) refuseSchemaChange(spec, names, existing);
   const complete = existing !== undefined && names.every((n) => existingType.has(n));

@@ -9,11 +9,12 @@ import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
 import { inferColumnType } from './column-types.ts';
-import { normaliseColumnNames, quoteIdent, type TableName } from './identifiers.ts';
+import { normaliseColumnNames, quoteIdent } from './identifiers.ts';
 import { mapCopyError } from './load-errors.ts';
 import type { RowSource } from './row-source.ts';
 import { createStaging, SEQ, STAGING } from './staging.ts';
 import { describeTable } from './target-table.ts';
+import { checkTargetNames, type TargetNames } from './target-names.ts';
 
 /** A target column as a load would make it. */
 export interface PreviewColumn {
@@ -48,14 +49,20 @@ export interface PreviewResult {
 /**
  * Stages the rows of `source` and reads the first `limit` back with the types a load would give them.
  * @param tx a client inside a transaction that the caller rolls back
+ * @param o the job's target, merge key and declared types (checked against the report's columns as a load checks
+ *   them), and the rows to show
  * @returns undefined for a report with no rows and no header
- * @throws what the source throws (fetch, parse), DATABASE errors
+ * @throws EtlError TARGET_INVALID when a merge key or declared column is not a column of the report (target-names.ts);
+ *   what the source throws (fetch, parse), DATABASE errors
  */
-export async function previewRows(tx: pg.PoolClient, o: { target: TableName; declaredTypes: ReadonlyMap<string, string>; limit: number }, source: RowSource): Promise<PreviewResult | undefined> {
+export async function previewRows(tx: pg.PoolClient, o: TargetNames & { limit: number }, source: RowSource): Promise<PreviewResult | undefined> {
   // Every value's kind is recorded, in text format: the preview shows the types a first load would infer.
   const reportColumns = await source.open(() => ({ inspect: true }));
   if (!reportColumns) return undefined;
   const names = normaliseColumnNames(reportColumns);
+  const target = await describeTable(tx, o.target);
+  // What a load would refuse, the preview refuses alike, before it reads a row.
+  checkTargetNames(o, names, target);
   await createStaging(tx, names.map((n) => ({ name: n, type: 'text' })));
   const copy = tx.query(pgCopyStreams.from(`COPY ${STAGING} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${source.copyFormat})`));
   const place = { table: STAGING, pageOfRow: (row: number) => source.pageOfRow(row), reportColumn: (c: string) => reportColumns[names.indexOf(c)], columnType: () => 'text' };
@@ -64,7 +71,7 @@ export async function previewRows(tx: pg.PoolClient, o: { target: TableName; dec
   } catch (err) {
     throw mapCopyError(err, place);
   }
-  const existing = new Map((await describeTable(tx, o.target))?.map((c) => [c.name, c.type]) ?? []);
+  const existing = new Map(target?.map((c) => [c.name, c.type]) ?? []);
   const fixed = new Map(source.fixedColumns?.map((c) => [c.name, c.type]) ?? []);
   const kinds = source.kinds();
   const columns: PreviewColumn[] = names.map((name, i) => {
