@@ -1,7 +1,7 @@
 /**
  * Checking jobs.yaml text (docs/architecture.md): parse
  * keeping positions, interpolate `${VAR}`, validate with the zod schema and the checks zod cannot do (cron, time
- * zones, catch-up windows, report names, secrets from the environment). Every problem is collected with its
+ * zones, catch-up windows, report names, secrets from the environment, target names: target-checks.ts). Every problem is collected with its
  * position and YAML path; load.ts decides whether they fail the file (strict) or only the jobs they are about
  * (isolate.ts).
  */
@@ -15,6 +15,7 @@ import { configSchema, jobSchema } from './schema.ts';
 import { parseWindow } from './duration.ts';
 import { formatPath, interpolate, WHOLE_REFERENCE, type ConfigPath } from './interpolate.ts';
 import { closestMatch, get, issueProblems, makeLocator, syntaxProblems, type Located, type Locator } from './problems.ts';
+import { jobTargetProblems, sharedTargetProblems, type TargetCatalogue } from './target-checks.ts';
 
 /** Whether `zone` is an IANA time zone this Node knows (Intl throws RangeError otherwise). */
 export function isTimeZone(zone: string): boolean {
@@ -33,10 +34,10 @@ export function isTimeZone(zone: string): boolean {
 let canonicalZones: Set<string> | undefined;
 
 /** The checks zod cannot express; each flags its path so that a schema refinement is not repeated. */
-function extraChecks(doc: Document, data: unknown, loc: Locator, file: string, flagged: Set<string>, env: NodeJS.ProcessEnv): Located[] {
+function extraChecks(doc: Document, data: unknown, loc: Locator, file: string, flagged: Set<string>, env: NodeJS.ProcessEnv, targets: TargetCatalogue | undefined): Located[] {
   const out: Located[] = [];
-  const add = (path: ConfigPath, text: string) => {
-    const pos = loc.node(path);
+  const add = (path: ConfigPath, text: string, onKey = false) => {
+    const pos = onKey ? loc.key(path.slice(0, -1), String(path[path.length - 1])) : loc.node(path);
     flagged.add(formatPath(path));
     out.push({ ...pos, path, text: `${file}:${pos.line}:${pos.col}: ${formatPath(path)}: ${text}` });
   };
@@ -96,7 +97,9 @@ function extraChecks(doc: Document, data: unknown, loc: Locator, file: string, f
         add([...path, 'report', 'name'], `report name "${report}" ${what}: it ${checked.problem} (${checked.howToFix})`);
       }
     }
+    for (const p of jobTargetProblems(job.target, targets)) add([...path, ...p.path], p.text, p.onKey);
   }
+  for (const p of sharedTargetProblems(jobs)) add(['jobs', p.job, ...p.path], p.text);
   return out;
 }
 
@@ -110,12 +113,21 @@ export interface CheckedText {
   interpolated: Set<string>;
 }
 
+/** Options of {@link checkConfigText}. */
+export interface CheckOptions {
+  /**
+   * The relations PostgreSQL holds under the jobs' target names (`report-etl validate` reads them): the names under
+   * `target.key` and `target.columns` are then checked against an existing target's columns too (target-checks.ts).
+   */
+  targets?: TargetCatalogue | undefined;
+}
+
 /**
  * Checks jobs.yaml text and collects every problem (the work of {@link loadConfig} without the file read and
  * without deciding what to do about them).
  * @throws ConfigError only when the text cannot be parsed at all (YAML syntax, alias bombs, an empty file)
  */
-export function checkConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): CheckedText {
+export function checkConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env, options: CheckOptions = {}): CheckedText {
   const lines = new LineCounter();
   // merge: `<<: *template` lets similar jobs share a block (YAML 1.1 merge keys).
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true, merge: true });
@@ -145,7 +157,7 @@ export function checkConfigText(text: string, file: string, env: NodeJS.ProcessE
   // A value whose variable is missing fails the schema too; its env problem says it all.
   const missingVar = new Set(envPaths.map((p) => formatPath(p)));
   const flagged = new Set<string>();
-  located.push(...extraChecks(doc, data, loc, file, flagged, env));
+  located.push(...extraChecks(doc, data, loc, file, flagged, env, options.targets));
 
   const result = parseCoercing(configSchema, data, [], interpolated);
   const issues: { issue: z.core.$ZodIssue; base: ConfigPath }[] = result.success ? [] : result.error.issues.map((issue) => ({ issue, base: [] }));

@@ -8,8 +8,10 @@ import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../errors.ts';
 import { validateConfigIsolated, type InvalidEntry } from './isolate.ts';
 import { configSchema, jobSchema, type ConnectionConfig, type EtlConfig, type JobConfig } from './schema.ts';
-import { checkConfigText, parseCoercing } from './check.ts';
-import { closestMatch } from './problems.ts';
+import { checkConfigText, parseCoercing, type CheckOptions } from './check.ts';
+import { closestMatch, get } from './problems.ts';
+import { qualifiedTarget, targetWarnings, type TargetCatalogue } from './target-checks.ts';
+import type { TableName } from '../warehouse/identifiers.ts';
 
 /** A validated jobs.yaml. */
 export interface LoadedConfig {
@@ -32,6 +34,11 @@ export interface LoadOptions {
    * throwing for any problem. Only an unparseable file or a problem outside jobs, connections and alerts throws.
    */
   isolate?: boolean;
+  /**
+   * What PostgreSQL holds under the jobs' target names (`report-etl validate` reads it): target names are then checked
+   * against existing targets too (target-checks.ts).
+   */
+  targets?: TargetCatalogue | undefined;
 }
 
 /** A job looked up by name, with its connection resolved. */
@@ -63,6 +70,7 @@ export { isTimeZone } from './check.ts';
  *
  * @param path the file; shown in problems as given
  * @param env the environment for `${VAR}` (default process.env)
+ * @param options `isolate` invalid jobs; `targets`: check target names against existing targets too (strict only)
  * @throws ConfigError listing every problem (code CONFIG_INVALID); also when the file cannot be read
  */
 export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): Promise<LoadedConfig> {
@@ -76,7 +84,28 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
   }
   const hash = createHash('sha256').update(text).digest('hex');
   if (options.isolate) return { path, hash, ...validateConfigIsolated(text, path, env) };
-  return { path, config: validateConfigText(text, path, env), hash, invalid: [] };
+  return { path, config: validateConfigText(text, path, env, { targets: options.targets }), hash, invalid: [] };
+}
+
+/**
+ * The target tables a jobs.yaml names (schema defaulted, each once), of every job whose `target.table` is a valid
+ * name, valid job or not: what `report-etl validate` looks up in PostgreSQL's catalogue before it checks the file.
+ * @returns no tables when the file cannot be read or parsed (loading it then says why)
+ */
+export async function configTargetTables(path: string, env: NodeJS.ProcessEnv = process.env): Promise<TableName[]> {
+  let data: unknown;
+  try {
+    data = checkConfigText(await readFile(path, 'utf8'), path, env).data;
+  } catch {
+    return [];
+  }
+  const jobs = get(data, ['jobs']);
+  const tables = new Map<string, TableName>();
+  for (const job of jobs !== null && typeof jobs === 'object' ? Object.values(jobs) : []) {
+    const t = qualifiedTarget(get(job, ['target', 'table']));
+    if (t) tables.set(`${t.schema}.${t.table}`, t);
+  }
+  return [...tables.values()];
 }
 
 /**
@@ -84,8 +113,8 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
  * @param file the name to show in problems
  * @throws ConfigError listing every problem
  */
-export function validateConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env): EtlConfig {
-  const checked = checkConfigText(text, file, env);
+export function validateConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env, options: CheckOptions = {}): EtlConfig {
+  const checked = checkConfigText(text, file, env, options);
   const result = parseCoercing(configSchema, checked.data, [], checked.interpolated);
   if (checked.problems.length > 0 || !result.success) {
     const texts = checked.problems.map((p) => p.text);
@@ -98,9 +127,10 @@ export function validateConfigText(text: string, file: string, env: NodeJS.Proce
 /**
  * What is allowed but probably wrong in a valid config, one line each (`validate` prints them and still exits 0):
  * a redirectUri on localhost (docs/report-export-service.md "User-dependent service user" step 1: it must be reachable from the server,
- * localhost generally is not).
+ * localhost generally is not); jobs sharing a target table alike, and declared columns an existing target lacks
+ * (target-checks.ts `targetWarnings`; the latter with `targets` only).
  */
-export function configWarnings(cfg: EtlConfig, file = 'jobs.yaml'): string[] {
+export function configWarnings(cfg: EtlConfig, file = 'jobs.yaml', targets?: TargetCatalogue): string[] {
   const out: string[] = [];
   for (const [name, c] of Object.entries(cfg.connections)) {
     if (c.auth !== 'authorization_code' || !c.redirectUri) continue;
@@ -112,6 +142,7 @@ export function configWarnings(cfg: EtlConfig, file = 'jobs.yaml'): string[] {
       );
     }
   }
+  out.push(...targetWarnings(cfg, file, targets));
   return out;
 }
 

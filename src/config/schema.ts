@@ -134,13 +134,13 @@ export const targetSchema = z
       .regex(new RegExp(`^(${IDENT.source.slice(1, -1)}\\.)?${IDENT.source.slice(1, -1)}$`), {
         message: 'table must be schema.table (letters, digits, underscore)',
       })
-      .describe('Target table, schema-qualified (schema "public" when not given).'),
+      .describe('Target table, schema-qualified (schema "public" when not given); schema and table at most 63 bytes each. Jobs that write one table must use the same mode and key.'),
     mode: z.enum(WRITE_MODES).default('replace').describe('Write mode: replace | append | merge.'),
-    key: z.array(z.string().min(1)).default([]).describe('Key columns for merge (normalised names).'),
+    key: z.array(z.string().min(1)).default([]).describe('Key columns for merge: normalised report column names (Artikel Nr → artikel_nr), each a column of the report and of an existing target.'),
     columns: z
       .record(z.string(), z.string().regex(/^[A-Za-z][A-Za-z0-9_ ,()\[\]]*$/, { message: 'not a type name' }))
       .default({})
-      .describe('Declared Postgres types by normalised column name; a declared type wins over inference.'),
+      .describe('Declared Postgres types by normalised column name; a declared type wins over inference. A name that is a column of neither the report nor the target fails the run before anything is loaded.'),
     rowsAt: z
       .string()
       .regex(/^(\/([^~]|~[01])*)+$/, { message: 'rowsAt must be a JSON pointer (RFC 6901) such as /orders or /report/rows' })

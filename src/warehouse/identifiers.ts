@@ -5,8 +5,16 @@
 import { createHash } from 'node:crypto';
 import { EtlError } from '../errors.ts';
 
-/** PostgreSQL truncates identifiers longer than NAMEDATALEN - 1 = 63 bytes. */
-const MAX_IDENT_BYTES = 63;
+/**
+ * The longest identifier PostgreSQL keeps, in bytes (NAMEDATALEN - 1): a longer one is cut to 63 bytes without an
+ * error, so two names that differ after byte 63 would name one table (README "Loaded tables").
+ */
+export const MAX_IDENT_BYTES = 63;
+
+/** Bytes of `name` in UTF-8, as PostgreSQL measures an identifier against {@link MAX_IDENT_BYTES}. */
+export function identifierBytes(name: string): number {
+  return Buffer.byteLength(name, 'utf8');
+}
 
 const UMLAUTS: Record<string, string> = { ä: 'ae', ö: 'oe', ü: 'ue', ß: 'ss' };
 

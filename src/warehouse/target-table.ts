@@ -39,6 +39,40 @@ export async function describeTable(db: Queryable, t: TableName): Promise<Target
   return rows;
 }
 
+/** What PostgreSQL holds under a target's name: the relation's kind (pg_class.relkind) and its column names in order. */
+export interface ExistingRelation {
+  /** `r` a table, `p` a partitioned table (both load); `v` a view, `m` a materialized view, `f` a foreign table, ... */
+  relkind: string;
+  columns: string[];
+}
+
+/** Whether report-etl loads into a relation of this kind: a table or a partitioned table. */
+export function isLoadableRelkind(relkind: string): boolean {
+  return relkind === 'r' || relkind === 'p';
+}
+
+/**
+ * The relations that exist under some target names, read from PostgreSQL's catalogue in one query (it reads
+ * pg_class and pg_attribute only, takes no lock on the tables and writes nothing): for `report-etl validate`, which
+ * checks the names jobs.yaml gives under target.key and target.columns against existing targets (README "Commands").
+ * @param tables target names (schema defaulted)
+ * @returns `schema.table` → the relation; a name that is absent does not exist
+ */
+export async function describeTargets(db: Queryable, tables: readonly TableName[]): Promise<Map<string, ExistingRelation>> {
+  if (tables.length === 0) return new Map();
+  const { rows } = await db.query<{ schema: string; name: string; relkind: string; columns: string[] }>(
+    `SELECT n.nspname AS schema, c.relname AS name, c.relkind::text AS relkind,
+            coalesce(array_agg(a.attname::text ORDER BY a.attnum) FILTER (WHERE a.attnum > 0 AND NOT a.attisdropped), '{}') AS columns
+       FROM unnest($1::text[], $2::text[]) AS wanted(schema_name, table_name)
+       JOIN pg_namespace n ON n.nspname = wanted.schema_name
+       JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = wanted.table_name
+       LEFT JOIN pg_attribute a ON a.attrelid = c.oid
+      GROUP BY n.nspname, c.relname, c.relkind`,
+    [tables.map((t) => t.schema), tables.map((t) => t.table)],
+  );
+  return new Map(rows.map((r) => [`${r.schema}.${r.name}`, { relkind: r.relkind, columns: r.columns }]));
+}
+
 /**
  * Resolves declared type names with PostgreSQL itself, so a typo fails before any request and modifiers such as
  * `varchar(80)` or `numeric(12,2)` are kept: the type is tried on a throw-away temporary table, rolled back.
