@@ -18,6 +18,8 @@ const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 4
 const OMIT = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'v', 'attemptId']);
 
 const int = (n: unknown) => (typeof n === 'number' ? Math.round(n).toLocaleString('en-US') : String(n));
+/** `1 page`, `3 pages`. */
+const count = (n: unknown, word: string) => `${int(n)} ${word}${n === 1 ? '' : 's'}`;
 const mb = (bytes: unknown) => {
   if (typeof bytes !== 'number') return '? MB';
   return bytes < 1e6 ? `${Math.round(bytes / 1e3)} kB` : `${(bytes / 1e6).toFixed(1)} MB`;
@@ -51,9 +53,9 @@ export function prettyLine(record: Record<string, unknown>): string {
     case 'loading':
       return `${at} ${job}loading into ${r.table} (plan ${r.plan}, ${r.columns} columns)\n`;
     case 'report job finished':
-      return `${at} ${job}report job ${r.reportJobId ?? ''} finished on the server: ${int(r.rows)} rows in ${r.pages} pages\n`;
+      return `${at} ${job}report job ${r.reportJobId ?? ''} finished on the server: ${int(r.rows)} rows in ${count(r.pages, 'page')}\n`;
     case 'run succeeded':
-      return `${at} ${job}run succeeded: ${int(r.rows)} rows, ${r.pages} pages, ${mb(r.bytes)} in ${((r.durationMs as number) / 1000).toFixed(1)} s (${int(r.rowsPerSec)} rows/s, plan ${r.plan})\n`;
+      return `${at} ${job}run succeeded: ${int(r.rows)} rows, ${count(r.pages, 'page')}, ${mb(r.bytes)} in ${((r.durationMs as number) / 1000).toFixed(1)} s (${int(r.rowsPerSec)} rows/s, plan ${r.plan})\n`;
     default: {
       const rest = Object.entries(r)
         .filter(([k, v]) => !OMIT.has(k) && k !== 'job' && v !== undefined)

@@ -311,8 +311,8 @@ async function targetGuard(a: Attempt, tx: Queryable): Promise<(rows: number) =>
     const trip = guardTrip({ table: a.targetTable, mode, guard, rows, currentRows, runKey: a.runKey });
     if (!trip) return;
     if (!a.options.request?.acceptGuard) throw new GuardTrippedError(trip);
-    a.log.warn({ guard: trip.guard, ...trip.details }, `loading past the target's guard, as asked (--accept-guard): ${trip.message}`);
-    await recordAcceptedGuard(tx, a.attemptId, trip.message);
+    a.log.warn({ guard: trip.guard, ...trip.details }, `loading past the target's guard, as asked (--accept-guard): ${trip.finding}`);
+    await recordAcceptedGuard(tx, a.attemptId, trip.finding);
   };
 }
 

@@ -18,6 +18,9 @@ export interface TargetGuard {
 /** A guard that would trip: which, and the words that say so (what, where, how to go on). */
 export interface GuardTrip {
   guard: 'minRows' | 'maxShrinkPercent';
+  /** What the guard found, e.g. `the report returned 0 rows and target.guard.minRows is 1 (the default for replace)`. */
+  finding: string;
+  /** The error's whole text: the finding, that the target is untouched, and how to go on. */
   message: string;
   details: { table: string; rows: number; minRows: number; currentRows?: number; maxShrinkPercent?: number; shrinkPercent?: number };
 }
@@ -56,9 +59,11 @@ export function guardTrip(o: { table: string; mode: WriteMode; guard: TargetGuar
   if (o.rows < minRows) {
     const which = o.guard.minRows === undefined ? `target.guard.minRows is ${minRows} (the default for ${o.mode})` : `target.guard.minRows is ${minRows}`;
     const setting = o.guard.minRows === undefined ? ', or set target.guard.minRows: 0 where an empty result is normal' : '';
+    const finding = `the report returned ${o.rows} row${o.rows === 1 ? '' : 's'} and ${which}`;
     return {
       guard: 'minRows',
-      message: `guard tripped: the report returned ${o.rows} row${o.rows === 1 ? '' : 's'} and ${which}: ${o.table} is left as it was. ${goOn}${setting}.`,
+      finding,
+      message: `guard tripped: ${finding}: ${o.table} is left as it was. ${goOn}${setting}.`,
       details: { table: o.table, rows: o.rows, minRows, ...(o.currentRows !== undefined ? { currentRows: o.currentRows } : {}) },
     };
   }
@@ -66,11 +71,11 @@ export function guardTrip(o: { table: string; mode: WriteMode; guard: TargetGuar
   if (o.mode === 'replace' && max !== undefined && o.currentRows !== undefined && o.currentRows > 0 && o.rows < o.currentRows) {
     const shrinkPercent = Math.round(((o.currentRows - o.rows) / o.currentRows) * 1000) / 10;
     if (shrinkPercent > max) {
+      const finding = `the report returned ${o.rows} rows where ${o.table} holds ${o.currentRows}, ${shrinkPercent}% fewer, and target.guard.maxShrinkPercent is ${max}`;
       return {
         guard: 'maxShrinkPercent',
-        message:
-          `guard tripped: the report returned ${o.rows} rows where ${o.table} holds ${o.currentRows}, ${shrinkPercent}% fewer, and ` +
-          `target.guard.maxShrinkPercent is ${max}: ${o.table} is left as it was. ${goOn}, or raise target.guard.maxShrinkPercent.`,
+        finding,
+        message: `guard tripped: ${finding}: ${o.table} is left as it was. ${goOn}, or raise target.guard.maxShrinkPercent.`,
         details: { table: o.table, rows: o.rows, minRows, currentRows: o.currentRows, maxShrinkPercent: max, shrinkPercent },
       };
     }
