@@ -3,11 +3,17 @@
  * are byte-identical to the streamed ones, with the same headers; prerender renders every page once; a report
  * with other parameters is a different entry; reset faults still cut pages off.
  */
-import { request } from 'undici';
+import { request as undiciRequest } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../src/simulator/index.ts';
 
 const API = '/api/svcreport/v1';
+
+/**
+ * One request on a connection of its own: the simulators run in this process, and prerender holds the event loop
+ * for seconds on a busy machine, after which a kept-alive connection may be reused just as its server closes it.
+ */
+const request: typeof undiciRequest = ((url: string, opts: object = {}) => undiciRequest(url, { ...opts, reset: true })) as typeof undiciRequest;
 const sims: Simulator[] = [];
 
 afterAll(async () => {
