@@ -12,13 +12,21 @@
  * - `report_etl_token_requests_total`: the Redis counter {@link tokenRequestsKey}, incremented once per request to
  *   the token endpoint by whichever process asks (src/report-api/report-client.ts).
  * - `report_etl_queue_jobs{state}`: BullMQ `getJobCounts()` of the queue.
+ * - `report_etl_workers_alive`: the worker processes taking runs from the queue now (BullMQ `getWorkers()`: the
+ *   Redis connections its workers named after the queue, one per process of `worker` or `start`, whatever its
+ *   concurrency; a foreground `report-etl run` is not one). Absent when Redis refuses `CLIENT LIST` (an ACL
+ *   without it, some managed offers), since no count could be told then.
  * - `report_etl_login_required{connection}`: 1 while a user-dependent connection waits for `report-etl login`
  *   (never logged in, or its refresh token was refused: LOGIN_REQUIRED), 0 while it is logged in; from
  *   etl.connection_logins, for the connections of the live jobs.yaml when the server has it.
  * - per jobs.yaml job, with the live config: `report_etl_job_last_success_timestamp_seconds{job}` (unix
  *   time of the newest succeeded attempt's end; absent when it never succeeded), `report_etl_job_stale{job}` (1 when
- *   its freshness is breached, 0 otherwise; jobs with a freshness only) and `report_etl_job_config_invalid{job}` (1
- *   for each job jobs.yaml problems keep from running, so `sum(report_etl_job_config_invalid) > 0` can page).
+ *   its freshness is breached, 0 otherwise; jobs with a freshness only), `report_etl_job_freshness_seconds{job}` (that
+ *   freshness, so a dashboard can set the age of the last success against it), `report_etl_job_failing{job}` (1 from a
+ *   run that failed for good, after its last retry, until the job's next success: etl.job_alerts, the state the
+ *   `failed` and `recovered` alerts and the overview's *failing now* follow; 0 otherwise) and
+ *   `report_etl_job_config_invalid{job}` (1 for each job jobs.yaml problems keep from running, so
+ *   `sum(report_etl_job_config_invalid) > 0` can page).
  */
 import { tokenRequestsKey } from '../report-api/token-cache.ts';
 import type { Queue } from 'bullmq';
@@ -46,7 +54,7 @@ export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'wai
 export interface MetricsSources {
   pool: Queryable;
   redis: Pick<Redis, 'get'>;
-  queue: Pick<Queue, 'getJobCounts'>;
+  queue: Pick<Queue, 'getJobCounts' | 'getWorkers'>;
   /** Redis key prefix of the token counter (default 'report-etl:'). */
   keyPrefix?: string | undefined;
   /** The live jobs.yaml, for the per-job freshness and config metrics (without it they are left out). */
@@ -87,6 +95,27 @@ class DerivedHistogram {
       values.push({ labels: { job: h.job }, value: h.count, metricName: `${this.name}_count` });
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+}
+
+/**
+ * A gauge without labels that can be absent: prom-client's Gauge always reports an unlabelled value (0 after reset()),
+ * which would read as a figure where there is none to tell.
+ */
+class OptionalGauge {
+  readonly name: string;
+  readonly help: string;
+  readonly type = 'gauge';
+  readonly aggregator = 'sum';
+  private readonly read: () => Promise<number | undefined>;
+  constructor(name: string, help: string, read: () => Promise<number | undefined>) {
+    this.name = name;
+    this.help = help;
+    this.read = read;
+  }
+  async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: Array<{ labels: Record<string, string>; value: number }> }> {
+    const value = await this.read();
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: value === undefined ? [] : [{ labels: {}, value }] };
   }
 }
 
@@ -162,6 +191,17 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
       for (const state of QUEUE_STATES) this.set({ state }, counts[state] ?? 0);
     },
   });
+  const workersAlive = new OptionalGauge(
+    'report_etl_workers_alive',
+    'Worker processes (worker, start) connected to the queue and taking runs now, from the Redis client list.',
+    async () => {
+      // A Redis that refuses CLIENT LIST (an ACL without it: an error; a managed Redis without the command: BullMQ's
+      // one made-up entry with no client id) cannot tell the count: the gauge is left out, the other metrics stay.
+      const workers = await src.queue.getWorkers().catch(() => undefined);
+      return !workers || workers.some((w) => w.id === undefined) ? undefined : workers.length;
+    },
+  );
+  registry.registerMetric(workersAlive as unknown as Gauge);
 
   new Gauge({
     name: 'report_etl_login_required',
@@ -193,23 +233,28 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
   return { registry, render: () => registry.metrics(), contentType: registry.contentType };
 }
 
-/** The per-job gauges (freshness and config validity), read at scrape time from the live config and etl.attempts. */
+/** The per-job gauges (last success, freshness, stale, failing, config validity), read at scrape time from the live config, etl.attempts and etl.job_alerts. */
 function addJobMetrics(registry: Registry, pool: Queryable, config: LiveConfig): void {
-  let pending: Promise<{ lastSuccess: Map<string, Date>; stale: Map<string, boolean> }> | undefined;
+  let pending: Promise<{ lastSuccess: Map<string, Date>; stale: Map<string, boolean>; freshnessSeconds: Map<string, number>; failing: Map<string, boolean> }> | undefined;
   const read = async () => {
     const cfg = config.current();
     const jobs = Object.keys(cfg.jobs);
     const [health, seen] = await Promise.all([jobHealth(pool, jobs, 0), firstSeen(pool, jobs, false)]);
     const lastSuccess = new Map<string, Date>();
     const stale = new Map<string, boolean>();
+    const freshnessSeconds = new Map<string, number>();
+    const failing = new Map<string, boolean>();
     const now = new Date();
     for (const h of health) {
       const at = h.lastSuccess ? (h.lastSuccess.finished_at ?? h.lastSuccess.started_at) : undefined;
       if (at) lastSuccess.set(h.job, at);
+      failing.set(h.job, h.failingSince !== undefined);
       const f = freshnessOf(cfg, h.job);
-      if (f) stale.set(h.job, staleness(at, seen.get(h.job), f.ms, now).stale);
+      if (!f) continue;
+      stale.set(h.job, staleness(at, seen.get(h.job), f.ms, now).stale);
+      freshnessSeconds.set(h.job, f.ms / 1000);
     }
-    return { lastSuccess, stale };
+    return { lastSuccess, stale, freshnessSeconds, failing };
   };
   const snapshot = () => (pending ??= read().finally(() => (pending = undefined)));
   new Gauge({
@@ -230,6 +275,26 @@ function addJobMetrics(registry: Registry, pool: Queryable, config: LiveConfig):
     async collect() {
       this.reset();
       for (const [job, stale] of (await snapshot()).stale) this.set({ job }, stale ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'report_etl_job_freshness_seconds',
+    help: 'The freshness of each job that has one (jobs.yaml freshness, or its connection\'s), in seconds: the longest time since its last success.',
+    labelNames: ['job'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [job, seconds] of (await snapshot()).freshnessSeconds) this.set({ job }, seconds);
+    },
+  });
+  new Gauge({
+    name: 'report_etl_job_failing',
+    help: 'Whether a run of the job failed for good (after its last retry) and no run of it succeeded since (1) or not (0).',
+    labelNames: ['job'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [job, failing] of (await snapshot()).failing) this.set({ job }, failing ? 1 : 0);
     },
   });
   new Gauge({
