@@ -110,7 +110,8 @@ export function jobState(job: SimJob, now: number): JobState {
 
 /**
  * The Job body at `now`, timestamps in the simulator's zone.
- * @param misreportRows added to the row count the FinishedSuccess message claims (the misreportRows fault)
+ * @param misreportRows added to the row count the FinishedSuccess message claims (the misreportRows fault; the
+ *   extra-row SIM_FAULT takes one more off)
  */
 export function jobBody(job: SimJob, now: number, zone: ZonedFormatter, misreportRows = 0): JobBody {
   const state = jobState(job, now);
@@ -127,7 +128,7 @@ export function jobBody(job: SimJob, now: number, zone: ZonedFormatter, misrepor
     body.message = job.error!;
     if (job.withResult) body.result = [];
   } else {
-    const rows = Math.max(0, (job.data?.rowCount ?? 0) + misreportRows);
+    const rows = Math.max(0, (job.data?.rowCount ?? 0) + misreportRows - (job.fault?.kind === 'extra-row' ? 1 : 0));
     body.message = `rows=${rows};pages=${pageCount(rows, job.paging)}`;
   }
   return body;

@@ -5,15 +5,21 @@
  *   (json_userdef: the rows member `orders` is renamed `bestellungen`), `broken-xml` (xml: a stray `<oops>` before
  *   the closing `</orders>`, so the page is not well-formed), `empty-document` (the page has no bytes),
  *   `truncated-document` (only the first half of the page is sent, with a Content-Length that says so),
- *   `wrong-content-type` (the page is sent as `text/html`).
- * - `SIM_FAULT_PAGE`: the page that gets it (default 1).
+ *   `wrong-content-type` (the page is sent as `text/html`); a server that is broken or hostile in time or volume:
+ *   `trickle` (the page's headers come at once, then one byte every {@link TRICKLE_INTERVAL_MS}), `endless-pages` (every
+ *   page past the last is answered with the last page again, never 404, while `pages=` stays the true count),
+ *   `extra-row` (`rows=` announces one row fewer than the pages hold: the last page's last row is one too many).
+ * - `SIM_FAULT_PAGE`: the page that gets it (default 1; `endless-pages` and `extra-row` concern the whole job).
  * - `PAD_MB`: pdf pages carry an attachment of that many MB (1e6 bytes) of filler, for benchmarks.
  */
 
 /** The kinds of `SIM_FAULT`. */
-export const PAGE_FAULTS = ['bad-escape', 'no-rows-array', 'broken-xml', 'empty-document', 'truncated-document', 'wrong-content-type'] as const;
+export const PAGE_FAULTS = ['bad-escape', 'no-rows-array', 'broken-xml', 'empty-document', 'truncated-document', 'wrong-content-type', 'trickle', 'endless-pages', 'extra-row'] as const;
 /** One of {@link PAGE_FAULTS}. */
 export type PageFault = (typeof PAGE_FAULTS)[number];
+
+/** Pause between two bytes of a `trickle` page, in ms: a server that never pauses long enough for an idle timeout. */
+export const TRICKLE_INTERVAL_MS = 2_000;
 
 /** A fault asked for by the parameters, on one page. */
 export interface PageFaultRequest {
@@ -57,6 +63,9 @@ export function applyPageFault(kind: PageFault, page: Buffer): Buffer {
     case 'truncated-document':
       return page.subarray(0, Math.floor(page.length / 2));
     case 'wrong-content-type':
+    case 'trickle':
+    case 'endless-pages':
+    case 'extra-row':
       return page;
   }
 }

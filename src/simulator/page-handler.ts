@@ -2,7 +2,8 @@
  * GET {report_api}/jobs/{id}/output/{page} (docs/report-export-service.md "Endpoints" #3, "Output page shapes"). Pages are
  * streamed chunk by chunk with backpressure (a false res.write() waits for 'drain'); txt pages carry
  * Content-Length (measured by a first rendering pass and cached per page), json and xml_query are
- * chunked. The reset fault sends a prefix of the page, then closes the connection. Choices where the
+ * chunked. The reset fault sends a prefix of the page, then closes the connection; the SIM_FAULT parameter asks for a bad
+ * page (page-faults.ts): one sent whole with its fault, or one byte at a time. Choices where the
  * service's description shows nothing: a job still Running or finished with an error has no pages (404, empty body); a page
  * that is not a positive integer is 400 problem+json; GET .../output without a page is 404, empty body.
  */
@@ -10,7 +11,7 @@ import type { ServerResponse } from 'node:http';
 import type { SimContext } from './context.ts';
 import { REPORT_API_HEADERS, send, sendProblem } from './http-util.ts';
 import { jobState, type SimJob } from './jobs.ts';
-import { applyPageFault } from './page-faults.ts';
+import { applyPageFault, TRICKLE_INTERVAL_MS, type PageFault } from './page-faults.ts';
 import { hasContentLength, isStreamed, PAGE_CONTENT_TYPES, pageRenderer, type RenderContext, type StreamedOutputType } from './render.ts';
 import { renderDocument } from './render-documents.ts';
 import { jobNotFound } from './report-handlers.ts';
@@ -44,14 +45,20 @@ function renderContext(ctx: SimContext, job: SimJob, page: number): RenderContex
   return { zone: ctx.zone, page, report: job.reportPath, paging: job.paging };
 }
 
+/** The SIM_FAULT of one page: a fault of the job's whole paging (endless-pages, extra-row) is no page's. */
+function faultOnPage(job: SimJob, page: number): PageFault | undefined {
+  const kind = job.fault?.page === page ? job.fault.kind : undefined;
+  return kind === 'endless-pages' || kind === 'extra-row' ? undefined : kind;
+}
+
 /** A page rendered whole: a document, or a page with a SIM_FAULT (page-faults.ts); kept per job and page. */
 function wholePage(ctx: SimContext, job: SimJob, page: number, from: number, to: number): Promise<Buffer> {
   let p = job.wholePages.get(page);
   if (p === undefined) {
     const rctx = renderContext(ctx, job, page);
     const type = job.outputType;
-    const faulty = job.fault?.page === page;
-    const cache = faulty ? undefined : ctx.pageCache;
+    const fault = faultOnPage(job, page);
+    const cache = fault ? undefined : ctx.pageCache;
     p = (async () => {
       const cached = cache?.whole(job.dataKey, type, job.paging, page);
       if (cached) return cached;
@@ -61,7 +68,7 @@ function wholePage(ctx: SimContext, job: SimJob, page: number, from: number, to:
       } else {
         buf = await renderDocument(type, job.data!, from, to, rctx, type === 'pdf' ? job.padBytes : 0);
       }
-      if (faulty) return applyPageFault(job.fault!.kind, buf);
+      if (fault) return applyPageFault(fault, buf);
       cache?.keepWhole(job.dataKey, type, job.paging, page, buf);
       return buf;
     })();
@@ -74,9 +81,10 @@ function wholePage(ctx: SimContext, job: SimJob, page: number, from: number, to:
 async function sendWhole(ctx: SimContext, job: SimJob, page: number, from: number, to: number, cutFraction: number, res: ServerResponse): Promise<void> {
   const buf = await wholePage(ctx, job, page, from, to);
   if (res.destroyed) return;
-  const faulty = job.fault?.page === page;
-  const contentType = faulty && job.fault!.kind === 'wrong-content-type' ? 'text/html' : PAGE_CONTENT_TYPES[job.outputType];
+  const fault = faultOnPage(job, page);
+  const contentType = fault === 'wrong-content-type' ? 'text/html' : PAGE_CONTENT_TYPES[job.outputType];
   res.writeHead(200, { ...REPORT_API_HEADERS, 'Content-Type': contentType, 'Content-Length': String(buf.length) });
+  if (fault === 'trickle') return trickle(ctx, buf, res);
   if (cutFraction > 0 && buf.length > 1) {
     const cutAt = Math.max(1, Math.min(buf.length - 1, Math.floor(buf.length * cutFraction)));
     ctx.counters.faultsInjected.resets++;
@@ -90,6 +98,33 @@ async function sendWhole(ctx: SimContext, job: SimJob, page: number, from: numbe
   res.end();
   ctx.counters.pagesServed++;
   ctx.counters.bytesServed += buf.length;
+}
+
+/** Sends `buf` one byte every TRICKLE_INTERVAL_MS (the trickle fault) until it is sent or the client went away. */
+async function trickle(ctx: SimContext, buf: Buffer, res: ServerResponse): Promise<void> {
+  res.flushHeaders();
+  for (let at = 0; at < buf.length; at++) {
+    if (!(await closedWithin(res, at === 0 ? 0 : TRICKLE_INTERVAL_MS))) res.write(buf.subarray(at, at + 1));
+    if (res.destroyed) return;
+  }
+  res.end();
+  ctx.counters.pagesServed++;
+  ctx.counters.bytesServed += buf.length;
+}
+
+/** Resolves after `ms`, or at once (true) when the response is closed meanwhile. */
+function closedWithin(res: ServerResponse, ms: number): Promise<boolean> {
+  if (res.destroyed) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (closed: boolean): void => {
+      clearTimeout(timer);
+      res.off('close', onClose);
+      resolve(closed);
+    };
+    const onClose = (): void => done(true);
+    const timer = setTimeout(() => done(false), ms);
+    res.on('close', onClose);
+  });
 }
 
 /**
@@ -115,16 +150,19 @@ export async function handleOutput(ctx: SimContext, id: string, pageRaw: string 
   const empty404 = (): void => send(res, 404, REPORT_API_HEADERS);
   if (pageRaw === undefined) return empty404();
   if (!/^\d{1,9}$/.test(pageRaw)) return sendProblem(res, 400, { title: 'Bad Request', detail: 'page must be an integer starting at 1' }, REPORT_API_HEADERS);
-  const page = Number(pageRaw);
+  let page = Number(pageRaw);
   const data = job.data;
   if (!data || jobState(job, Date.now()) !== 'FinishedSuccess') return empty404();
+  const lastPage = Math.ceil(data.rowCount / job.paging);
+  // endless-pages: past the last page the last one comes again, never the 404 that ends the paging.
+  if (job.fault?.kind === 'endless-pages' && page > lastPage && lastPage > 0) page = lastPage;
   const from = (page - 1) * job.paging;
   if (page < 1 || from >= data.rowCount) return empty404();
   const to = Math.min(from + job.paging, data.rowCount);
 
   const cutFraction = ctx.faults.drawReset();
   const type = job.outputType;
-  if (!isStreamed(type) || job.fault?.page === page) return sendWhole(ctx, job, page, from, to, cutFraction, res);
+  if (!isStreamed(type) || faultOnPage(job, page)) return sendWhole(ctx, job, page, from, to, cutFraction, res);
   if (ctx.pageCache && cutFraction === 0) return sendCached(ctx, job, page, data, res);
   const isTxt = hasContentLength(type);
   const length = isTxt || cutFraction > 0 ? pageLength(job, page, from, to, ctx) : -1;
