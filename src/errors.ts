@@ -20,6 +20,8 @@ export type ErrorCode =
   | 'ACCESS_FORBIDDEN'
   | 'REPORT_FAILED'
   | 'POLL_TIMEOUT'
+  | 'PAGE_TIMEOUT'
+  | 'RUN_TIMEOUT'
   | 'HTTP_TRANSIENT'
   | 'SERVER_UNREACHABLE'
   | 'HTTP_UNEXPECTED'
@@ -68,8 +70,9 @@ export interface EtlErrorOptions {
 }
 
 /**
- * The codes a retry can cure (graphile-worker's RETRYABLE_ERROR_CODES): network resets, 5xx, timeouts, a server
- * that cannot be reached (it may come back), a broken page, serialization failures and deadlocks. Everything else (bad config, bad report name,
+ * The codes a retry can cure (graphile-worker's RETRYABLE_ERROR_CODES): network resets, 5xx, timeouts (of the poll, of
+ * a page, of the whole attempt: a server that was slow or stuck may not be next time), a server that cannot be reached
+ * (it may come back), a broken page, serialization failures and deadlocks. Everything else (bad config, bad report name,
  * rights failure, 403, a failed report, a value that does not fit) fails the same way every time.
  */
 export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -77,6 +80,8 @@ export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'SERVER_UNREACHABLE',
   'PAGE_BROKEN',
   'POLL_TIMEOUT',
+  'PAGE_TIMEOUT',
+  'RUN_TIMEOUT',
   'TOKEN_FAILED',
   'UNAUTHORIZED',
   'RUN_IN_PROGRESS',

@@ -22,6 +22,24 @@ export const DEFAULT_HISTORY_KEEP = '90d';
 /** Default `maxConcurrentReports` of a connection: report jobs open on one server at once (docs/architecture.md "A fleet"). */
 export const DEFAULT_MAX_CONCURRENT_REPORTS = 4;
 
+/** Default `pageTimeoutMs` of a connection: 10 min for one output page, request to last byte (docs/architecture.md "Limits"). */
+export const DEFAULT_PAGE_TIMEOUT_MS = 600_000;
+
+/** Default `maxRunMs` of a connection: 6 h for one attempt, from its start to its commit (docs/architecture.md "Limits"). */
+export const DEFAULT_MAX_RUN_MS = 21_600_000;
+
+/** The longest deadline a timer can hold, in ms (2^31 - 1, about 24.8 days): a longer one would fire at once. */
+export const MAX_DEADLINE_MS = 2_147_483_647;
+
+/** A deadline in ms: a positive integer a timer can hold. */
+const deadlineMs = () => z.number().int().positive().max(MAX_DEADLINE_MS, { message: `at most ${MAX_DEADLINE_MS} ms (about 24 days)` });
+
+const PAGE_TIMEOUT_TEXT =
+  'Longest time one output page may take, in ms: its request, its headers and its body to the last byte (while its rows are copied; a page asked for ahead counts from when the page before it was read). A slower page fails the attempt with PAGE_TIMEOUT, which is retried. requestTimeoutMs only bounds one pause between bytes, so without this a server that trickles a page holds the run, its load transaction, its locks and its report slot for good. 10 min: a page of 10 000 rows takes seconds, one of a large paging tens of seconds, on a slow ERP.';
+
+const MAX_RUN_TEXT =
+  'Longest time one attempt may take from its start to its commit, in ms: waiting for the report (at most pollTimeoutMs, 1 h) and every page (each at most pageTimeoutMs). A longer attempt fails with RUN_TIMEOUT, which is retried; it rolls back and frees its transaction, locks and report slot. 6 h leaves a report its hour to render and five more for tens of millions of rows; the wait for a report slot before the attempt does not count.';
+
 
 export const connectionSchema = z
   .object({
@@ -57,7 +75,12 @@ export const connectionSchema = z
       .string()
       .default('UTC')
       .describe('IANA time zone of txt timestamps (they carry no offset) and of the default schedule zone.'),
-    requestTimeoutMs: z.number().int().positive().default(60_000).describe('Timeout of one HTTP request in ms.'),
+    requestTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(60_000)
+      .describe('Timeout of one HTTP request in ms: for its answer\'s headers, and for each pause between two bytes of its body (a whole page is bounded by pageTimeoutMs).'),
     pollIntervalMs: z.number().int().positive().default(250).describe('First job status poll interval in ms (docs/report-export-service.md "Limits": 250).'),
     pollMaxIntervalMs: z.number().int().positive().default(5_000).describe('Cap of the growing poll interval in ms.'),
     maxConcurrentReports: z
@@ -67,6 +90,8 @@ export const connectionSchema = z
       .default(DEFAULT_MAX_CONCURRENT_REPORTS)
       .describe('Most report jobs of this connection open on its server at once, across every worker process and machine sharing the Redis (from the start request to the DELETE); runs beyond it wait for a slot in order of their logical time. The server names no limit; 4 protects an ERP that also serves its users.'),
     pollTimeoutMs: z.number().int().positive().default(3_600_000).describe('How long a job may stay Running before the run fails, in ms.'),
+    pageTimeoutMs: deadlineMs().default(DEFAULT_PAGE_TIMEOUT_MS).describe(PAGE_TIMEOUT_TEXT),
+    maxRunMs: deadlineMs().default(DEFAULT_MAX_RUN_MS).describe(MAX_RUN_TEXT),
     freshness: duration().optional().describe('Default freshness of the jobs on this connection, e.g. 26h; see jobs.<name>.freshness.'),
     productVersion: z
       .number()
@@ -211,6 +236,12 @@ export const jobSchema = z
     freshness: duration()
       .optional()
       .describe('Longest time since the last successful run before the job is stale (admin pages, metric, stale alert), e.g. 26h; default the connection\'s, else none.'),
+    pageTimeoutMs: deadlineMs()
+      .optional()
+      .describe('This job\'s longest time for one output page, in ms (see connections.<name>.pageTimeoutMs), e.g. for a report of a large paging; default the connection\'s.'),
+    maxRunMs: deadlineMs()
+      .optional()
+      .describe('This job\'s longest time for one attempt from its start to its commit, in ms (see connections.<name>.maxRunMs); default the connection\'s.'),
   })
   .strict()
   .superRefine((j, ctx) => {

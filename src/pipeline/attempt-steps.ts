@@ -5,7 +5,7 @@
  * once, as it begins: a failure inside it is recorded with that stage unless the error names a more precise one.
  */
 import { randomUUID } from 'node:crypto';
-import { AbortedError, coerceError, EtlError, isConnectionLoss } from '../errors.ts';
+import { AbortedError, coerceError, EtlError, isConnectionLoss, throwIfAborted } from '../errors.ts';
 import { claimAppend, isAppended } from '../history/appends.ts';
 import { completeAttempt, failAttempt, failureOf, insertAttempt, recordAcceptedGuard, runningAttempts, setAttemptReportJob, type AttemptFailure, type RunningAttempt } from '../history/attempts.ts';
 import { goneOwners } from '../history/orphans.ts';
@@ -16,12 +16,13 @@ import { encodeReportName, makeReportClient, type FinishedReport, type ReportCli
 import { untilDatabaseTakesIt, type Queryable } from '../db.ts';
 import { outputShape, type RunTrigger } from '../vocabulary.ts';
 import { loadRows, withLoadTransaction, type LoadResult } from '../warehouse/copy-load.ts';
-import { databaseError } from '../warehouse/load-errors.ts';
+import { databaseError, PageCountMismatchError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { countTargetRows, guardTrip, GuardTrippedError, needsRowCount } from '../warehouse/guard.ts';
 import { AttemptFailedError, defaultWorkerName, type Attempt, type AttemptOptions, type AttemptResult } from './attempt.ts';
 import { connectionAuthStore } from './auth-store.ts';
+import { deadlinesOf, RunDeadlineReached, RunTimeoutError } from './deadlines.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { logicalTimeOf, runParameters } from './logical-time.ts';
 import { reportRows } from './report-rows.ts';
@@ -63,10 +64,12 @@ export async function waitForSlot(o: AttemptOptions): Promise<HeldSlot | undefin
 
 /**
  * Step 1: records the attempt `running` in the run history, numbered one more than its run's attempts so far.
+ * @param signal what the next steps are cancelled by: the caller's signal joined with the attempt's maxRunMs
+ *   (deadlines.ts); recording itself waits on the caller's alone
  * @returns the attempt's context for the next steps (stage `config`)
  * @throws the database's error (nothing was recorded: there is no attempt to fail)
  */
-export async function recordAttempt(o: AttemptOptions): Promise<Attempt> {
+export async function recordAttempt(o: AttemptOptions, signal: AbortSignal | undefined = o.signal): Promise<Attempt> {
   const { name, job } = o.job;
   const request = o.request ?? {};
   const attemptId = randomUUID();
@@ -96,7 +99,8 @@ export async function recordAttempt(o: AttemptOptions): Promise<Attempt> {
   const number = await untilDatabaseTakesIt(o.logger.child({ job: name }), waits, o.signal, () => insertAttempt(o.pool, start));
   const log = o.logger.child({ job: name, attemptId });
   log.info({ trigger, attempt: number, runKey, report: job.report.name, outputType: job.report.outputType }, 'run started');
-  return { options: o, attemptId, runKey, number, target, targetTable, startedAt: new Date(), startedMs, stage: 'config', log, reportJobId: undefined, pages: 0, bytes: 0, logicalTime };
+  const options = signal === o.signal ? o : { ...o, signal };
+  return { options, attemptId, runKey, number, target, targetTable, startedAt: new Date(), startedMs, stage: 'config', log, reportJobId: undefined, pages: 0, bytes: 0, logicalTime };
 }
 
 /** What {@link checkMayRun} found. */
@@ -231,22 +235,26 @@ export async function waitForReportJob(a: Attempt, client: ReportClient, started
 
 /**
  * Step 7: reads every page into the target in one load transaction, which also records the attempt `succeeded`
- * (and, for append, claims the run key), so that rows and history commit together or not at all.
+ * (and, for append, claims the run key), so that rows and history commit together or not at all. Each page has its
+ * pageTimeoutMs, and reading stops at the first page or row past the job's announced `pages=` and `rows=`
+ * (docs/architecture.md "Limits").
  * @returns the result; status `already-loaded` when another attempt of the run appended first (nothing added)
- * @throws fetch, parse and load errors naming page and row; PAGE_COUNT_MISMATCH; OVERLAP_LOCK_LOST; ABORTED when a
- *   later attempt declared this one dead
+ * @throws fetch, parse and load errors naming page and row; PAGE_TIMEOUT; PAGE_COUNT_MISMATCH and ROW_COUNT_MISMATCH;
+ *   OVERLAP_LOCK_LOST; ABORTED when a later attempt declared this one dead, or when the signal aborted before the
+ *   commit
  */
 export async function loadAndCommit(a: Attempt, client: ReportClient, finished: FinishedReport, declaredTypes: ReadonlyMap<string, string>): Promise<AttemptResult> {
   a.stage = 'load';
   const o = a.options;
   const { name, job, connection } = o.job;
   const shape = outputShape(job.report.outputType, job.target);
-  const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, a.startedAt), a.log, o.signal);
+  // Lines and documents are not report rows: their count says nothing about rows=, the page count does.
+  const expectedRows = shape === 'rows' ? finished.rows : undefined;
+  const limits = { pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs, announced: { pages: finished.pages, rows: expectedRows } };
+  const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, a.startedAt), a.log, o.signal, limits);
   let loaded: LoadResult | undefined;
   try {
     const committed = await withLoadTransaction(o.pool, { target: a.target, timezone: connection.timezone }, async (tx) => {
-      // Lines and documents are not report rows: their count says nothing about rows=, the page count does.
-      const expectedRows = shape === 'rows' ? finished.rows : undefined;
       // The guard sees the target as the load would replace it (locked), and typed rows before a page is read.
       const guard = await targetGuard(a, tx);
       if (expectedRows !== undefined) await guard(expectedRows);
@@ -254,14 +262,11 @@ export async function loadAndCommit(a: Attempt, client: ReportClient, finished: 
       if (expectedRows === undefined) await guard(loaded.rows);
       a.pages = rows.pages;
       a.bytes = rows.bytes;
-      if (shape !== 'rows' && rows.pages !== finished.pages) {
-        throw new EtlError('PAGE_COUNT_MISMATCH', `page count mismatch: the server reported pages=${finished.pages}, ${rows.pages} pages were read; nothing was committed`, {
-          stage: 'load',
-          retryable: true,
-          details: { expected: finished.pages, loaded: rows.pages },
-        });
-      }
+      if (shape !== 'rows' && rows.pages !== finished.pages) throw new PageCountMismatchError(finished.pages, rows.pages);
       if (rows.decoder instanceof DocumentPageDecoder) await insertRunDocuments(tx, a.attemptId, a.targetTable, rows.decoder.documents);
+      // An abort (maxRunMs, a shutdown past its grace) that came while PostgreSQL worked, with no page left to cut, still
+      // keeps the attempt from committing.
+      throwIfAborted(o.signal);
       a.stage = 'commit';
       if (job.target.mode === 'append' && !(await claimAppend(tx, name, a.runKey, a.attemptId, a.targetTable, loaded.rows))) return false;
       // The target is locked for this transaction; the overlap lock must still be ours, or another run of the job
@@ -337,7 +342,9 @@ export async function deleteReportJob(a: Attempt, client: ReportClient): Promise
 export async function recordFailedAttempt(a: Attempt, raw: unknown): Promise<AttemptFailedError> {
   const o = a.options;
   let err = coerceError(raw);
-  if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
+  // Once the attempt's signal aborted, whatever broke on the way is its consequence: maxRunMs, or a shutdown.
+  if (o.signal?.aborted && o.signal.reason instanceof RunDeadlineReached) err = new RunTimeoutError(o.signal.reason.limitMs, { stage: a.stage, pages: a.pages, bytes: a.bytes });
+  else if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
   else if (!(err instanceof EtlError) && isConnectionLoss(err)) err = databaseError(err, a.stage);
   if (err instanceof EtlError && !err.stage) err.stage = a.stage;
   const failure = failureOf(err, a.stage, { rows: 0, pages: a.pages, bytes: a.bytes });

@@ -10,9 +10,11 @@ import type { Redis } from 'ioredis';
 import type { ResolvedJob } from '../config/load.ts';
 import type { Logger } from '../logger.ts';
 import { makeReportClient, MIN_PAGING, withReportJob } from '../report-api/index.ts';
+import { outputShape } from '../vocabulary.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { previewRows, type PreviewResult } from '../warehouse/preview.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
+import { deadlinesOf } from './deadlines.ts';
 import { runParameters } from './logical-time.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { reportRows } from './report-rows.ts';
@@ -60,7 +62,9 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
       client,
       { ...report, paging, parameters, job: o.job.name },
       async (finished) => {
-        const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, new Date()), o.logger, o.signal, 1);
+        const shape = outputShape(report.outputType, targetConfig);
+        const announced = { pages: finished.pages, rows: shape === 'rows' ? finished.rows : undefined };
+        const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, new Date()), o.logger, o.signal, { maxPages: 1, pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs, announced });
         const db = await o.pool.connect();
         try {
           await db.query('BEGIN');

@@ -3,12 +3,18 @@
  * and note 1), each page's body fed through the page decoder of the output type. Pulling drives everything: COPY
  * pulls rows, the decoder pulls page bytes, undici reads the socket only as fast as PostgreSQL takes rows. One page
  * is requested ahead, so that the server's rendering of page n+1 and the network overlap the COPY of page n.
+ *
+ * A broken or hostile server is bounded (docs/architecture.md "Limits"): each page has `pageTimeoutMs` from its
+ * request to its last byte, and reading stops at the first page past the announced `pages=` and at the first row past
+ * `rows=`, rather than at the end.
  */
 import { throwIfAborted } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { PageDecoder } from '../pages/decoder.ts';
 import type { PageStream, ReportClient } from '../report-api/index.ts';
+import { PageCountMismatchError, RowCountMismatchError } from '../warehouse/load-errors.ts';
 import type { RowSource } from '../warehouse/row-source.ts';
+import { PageDeadlineReached, PageTimeoutError } from './deadlines.ts';
 
 /** A report's rows, with running figures of the download. */
 export interface ReportRows extends RowSource {
@@ -18,6 +24,31 @@ export interface ReportRows extends RowSource {
   readonly pages: number;
   /** Bytes of page bodies downloaded so far. */
   readonly bytes: number;
+}
+
+/** What bounds the reading of a report's pages (docs/architecture.md "Limits"). */
+export interface ReportRowsLimits {
+  /** Read at most this many pages (a preview reads one); default all, until the server's 404. */
+  maxPages?: number | undefined;
+  /**
+   * Longest time of one page in ms, from its request to its last byte (pageTimeoutMs); the page asked for ahead counts
+   * from when the page before it was read. Default none.
+   */
+  pageTimeoutMs?: number | undefined;
+  /**
+   * What the finished report job announced (`pages=`, and `rows=` where pages hold report rows): a page past `pages`
+   * fails with PAGE_COUNT_MISMATCH as it arrives (its body unread), a row past `rows` with ROW_COUNT_MISMATCH as it
+   * is decoded (before it goes to COPY).
+   */
+  announced?: { pages: number; rows?: number | undefined } | undefined;
+}
+
+/** A page asked for: its answer, and the means to cut its request and body (its deadline, or the reading ended). */
+interface PageRequest {
+  readonly page: number;
+  readonly answer: Promise<PageStream | null>;
+  readonly stop: AbortController;
+  deadline?: NodeJS.Timeout | undefined;
 }
 
 /** 1-based row → 1-based page, from the rows before each page (`pageStartRows[i]` = rows before page i+1). */
@@ -34,11 +65,14 @@ export function pageOfRow(pageStartRows: readonly number[], row: number): number
 
 /**
  * Opens the rows of the finished report job `reportJobId`, logging each page's rows, bytes and rate.
- * Nothing is requested before {@link RowSource.open}.
+ * Nothing is requested before {@link RowSource.open}. Reading throws, besides the errors of the pages and decoders:
+ * PageTimeoutError (PAGE_TIMEOUT) when a page took longer than `limits.pageTimeoutMs`, PageCountMismatchError and
+ * RowCountMismatchError at the first page or row past `limits.announced`.
  * @param makeDecoder makes a fresh decoder of the report's output type, one per pass over the pages
- * @param maxPages read at most this many pages (a preview reads one); default all, until the server's 404
+ * @param signal the attempt's: aborts every request and body
  */
-export function reportRows(client: ReportClient, reportJobId: string, makeDecoder: () => PageDecoder, logger: Logger, signal?: AbortSignal, maxPages = Infinity): ReportRows {
+export function reportRows(client: ReportClient, reportJobId: string, makeDecoder: () => PageDecoder, logger: Logger, signal?: AbortSignal, limits: ReportRowsLimits = {}): ReportRows {
+  const { maxPages = Infinity, pageTimeoutMs, announced } = limits;
   let decoder = makeDecoder();
   const pageStartRows: number[] = [];
   let pages = 0;
@@ -52,35 +86,71 @@ export function reportRows(client: ReportClient, reportJobId: string, makeDecode
   }
 
   /** Requests page `page`; a failure is kept for the `await` that takes the page (never an unhandled rejection). */
-  function request(page: number): Promise<PageStream | null> {
-    const answer = client.openPage(reportJobId, page, signal);
+  function request(page: number): PageRequest {
+    const stop = new AbortController();
+    const answer = client.openPage(reportJobId, page, signal ? AbortSignal.any([signal, stop.signal]) : stop.signal);
     answer.then(
       // A body that fails before it is read (an abort, a re-fetch that failed) must not be an uncaught 'error' event:
       // its reader gets the error from the stream itself, and an unread one has nobody to tell.
       (stream) => stream?.body.on('error', () => undefined),
       () => undefined,
     );
-    return answer;
+    return { page, answer, stop };
+  }
+
+  /** Starts the page's deadline: from now, as the reader turns to it, its request, headers and body must end in time. */
+  function startDeadline(req: PageRequest): void {
+    if (pageTimeoutMs === undefined || !Number.isFinite(pageTimeoutMs)) return;
+    req.deadline = setTimeout(() => req.stop.abort(new PageDeadlineReached(pageTimeoutMs)), pageTimeoutMs);
+  }
+
+  /** The rows of one page, stopping at the first row past the announced `rows=`. */
+  async function* pageRows(stream: PageStream, page: number): AsyncGenerator<Buffer> {
+    const chunks = decoder.decodePage(counted(stream.body), page, { contentType: stream.contentType });
+    const most = announced?.rows;
+    if (most === undefined) return yield* chunks;
+    for await (const chunk of chunks) {
+      // A chunk holds whole rows; the first that goes past rows= stops the reading before it reaches COPY.
+      if (decoder.rows > most) throw new RowCountMismatchError(most, decoder.rows, { page });
+      yield chunk;
+    }
   }
 
   async function* allPages(): AsyncGenerator<Buffer> {
     const started = performance.now();
-    let next: Promise<PageStream | null> | undefined = maxPages >= 1 ? request(1) : undefined;
+    let next: PageRequest | undefined = maxPages >= 1 ? request(1) : undefined;
     try {
       for (let page = 1; page <= maxPages; page++) {
         throwIfAborted(signal);
         const pageStarted = performance.now();
-        const stream = await next!;
+        const current = next!;
         next = undefined;
-        if (!stream) break;
-        // Look-ahead of one page: page n+1 is asked for now, so that the server renders it and its first bytes
-        // travel while page n is decoded and copied. Its body is not read until page n is done: undici buffers at
-        // most its high-water mark and then pauses the socket (and its body timeout), so memory stays flat.
-        if (page < maxPages) next = request(page + 1);
+        startDeadline(current);
         const rowsBefore = decoder.rows;
         const bytesBefore = bytes;
-        pageStartRows.push(rowsBefore);
-        yield* decoder.decodePage(counted(stream.body), page, { contentType: stream.contentType });
+        let stream: PageStream | null | undefined;
+        try {
+          stream = await current.answer;
+          if (!stream) break;
+          if (announced && page > announced.pages) {
+            current.stop.abort(new Error('past the announced pages'));
+            throw new PageCountMismatchError(announced.pages, pages, { page });
+          }
+          // Look-ahead of one page: page n+1 is asked for now, so that the server renders it and its first bytes
+          // travel while page n is decoded and copied. Its body is not read until page n is done: undici buffers at
+          // most its high-water mark and then pauses the socket (and its body timeout), so memory stays flat.
+          if (page < maxPages) next = request(page + 1);
+          pageStartRows.push(rowsBefore);
+          yield* pageRows(stream, page);
+        } catch (err) {
+          // The page's own deadline cut it (not the attempt's signal, whose abort speaks for itself).
+          if (current.stop.signal.reason instanceof PageDeadlineReached && !signal?.aborted) {
+            throw new PageTimeoutError(reportJobId, page, pageTimeoutMs!, { answered: !!stream, bytes: bytes - bytesBefore, rows: decoder.rows - rowsBefore });
+          }
+          throw err;
+        } finally {
+          clearTimeout(current.deadline);
+        }
         pages = page;
         const ms = performance.now() - pageStarted;
         const rows = decoder.rows - rowsBefore;
@@ -100,9 +170,12 @@ export function reportRows(client: ReportClient, reportJobId: string, makeDecode
         );
       }
     } finally {
-      // Ended early (a failure, an abort, close()): the page asked for ahead is never read; close its body so that
-      // its socket is freed rather than held until the agent closes.
-      if (next) void next.then((s) => s?.body.destroy(), () => undefined);
+      // Ended early (a failure, an abort, close()): the page asked for ahead is never read; cut its request and close
+      // its body, so that its socket is freed rather than held until the agent closes.
+      if (next) {
+        next.stop.abort(new Error('reading ended'));
+        void next.answer.then((s) => s?.body.destroy(), () => undefined);
+      }
     }
   }
 

@@ -4,7 +4,7 @@
  * file only puts them in order. Knows nothing of BullMQ; cancellable by AbortSignal (docs/architecture.md
  * "Lifecycle").
  */
-import type { AttemptOptions, AttemptResult } from './attempt.ts';
+import type { Attempt, AttemptOptions, AttemptResult } from './attempt.ts';
 import {
   checkMayRun,
   clearDeadAttempts,
@@ -19,15 +19,18 @@ import {
   waitForSlot,
   type ReportClientLease,
 } from './attempt-steps.ts';
+import { deadlinesOf, startRunDeadline } from './deadlines.ts';
 
 export { AttemptFailedError, defaultWorkerName, type AttemptOptions, type AttemptResult, type ExclusiveLock } from './attempt.ts';
 
 /**
  * Runs one attempt of a run of `o.job`: wait for a report slot → record it → check it may run → start the report job → wait for it → load
- * and commit → delete the report job, in every outcome once started.
+ * and commit → delete the report job, in every outcome once started. From its start the attempt has the job's
+ * maxRunMs to commit, each page its pageTimeoutMs (docs/architecture.md "Limits").
  * @returns figures of the committed load (status `already-loaded` when the run's rows were appended already)
  * @throws AttemptFailedError (already recorded as failed or interrupted; the target is untouched and the report
- *   job deleted): `.error` is the typed cause, `.retryable` says whether another attempt may help
+ *   job deleted): `.error` is the typed cause (RUN_TIMEOUT, PAGE_TIMEOUT for the deadlines), `.retryable` says
+ *   whether another attempt may help
  * @throws the database's error when the attempt could not even be recorded; AbortedError when aborted while it
  *   waited for a slot (nothing recorded)
  */
@@ -42,7 +45,17 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
 
 /** The attempt's steps once it may open a report job on the server. */
 async function runWithSlot(o: AttemptOptions): Promise<AttemptResult> {
-  const attempt = await recordAttempt(o);
+  // The steps see one signal: the caller's, joined with the attempt's maxRunMs.
+  const deadline = startRunDeadline(deadlinesOf(o.job).maxRunMs, o.signal);
+  try {
+    return await runSteps(await recordAttempt(o, deadline.signal));
+  } finally {
+    deadline.clear();
+  }
+}
+
+/** The steps after the attempt's record. */
+async function runSteps(attempt: Attempt): Promise<AttemptResult> {
   let lease: ReportClientLease | undefined;
   try {
     const check = await checkMayRun(attempt);

@@ -4,15 +4,45 @@
 import { EtlError, isConnectionLoss, isRetryableDatabaseError, type EtlErrorOptions } from '../errors.ts';
 import type { RunStage } from '../vocabulary.ts';
 
-/** The loaded row count differs from the server's `rows=` (docs/report-export-service.md "Job (report session)": message on FinishedSuccess). */
+/**
+ * The row count differs from the server's `rows=` (docs/report-export-service.md "Job (report session)": message on
+ * FinishedSuccess). With `page`, rows went past it while page `page` was read: reading stopped at once.
+ */
 export class RowCountMismatchError extends EtlError {
-  constructor(expected: number, loaded: number, options: EtlErrorOptions = {}) {
-    super('ROW_COUNT_MISMATCH', `row count mismatch: the server reported rows=${expected}, ${loaded} rows were read; nothing was committed`, {
-      stage: 'load',
-      retryable: true,
-      details: { expected, loaded },
-      ...options,
-    });
+  /**
+   * @param loaded rows read: all of them, or with `options.page` those read when the count went past `expected`
+   * @param options.page the page that brought more rows than announced
+   */
+  constructor(expected: number, loaded: number, options: EtlErrorOptions & { page?: number } = {}) {
+    const { page, ...rest } = options;
+    super(
+      'ROW_COUNT_MISMATCH',
+      page === undefined
+        ? `row count mismatch: the server reported rows=${expected}, ${loaded} rows were read; nothing was committed`
+        : `row count mismatch: the server reported rows=${expected}, but ${loaded} rows had arrived by page ${page}; reading stopped there and nothing was committed`,
+      { stage: 'load', retryable: true, details: { expected, loaded, ...(page === undefined ? {} : { page }) }, ...rest },
+    );
+  }
+}
+
+/**
+ * The page count differs from the server's `pages=` (docs/report-export-service.md "Job (report session)"). With
+ * `page`, the server answered a page past it (instead of the 404 that ends the paging): reading stopped there.
+ */
+export class PageCountMismatchError extends EtlError {
+  /**
+   * @param loaded pages read completely
+   * @param options.page the page past `expected` that the server answered
+   */
+  constructor(expected: number, loaded: number, options: EtlErrorOptions & { page?: number } = {}) {
+    const { page, ...rest } = options;
+    super(
+      'PAGE_COUNT_MISMATCH',
+      page === undefined
+        ? `page count mismatch: the server reported pages=${expected}, ${loaded} pages were read; nothing was committed`
+        : `page count mismatch: the server reported pages=${expected}, but answered page ${page} too (past the last page it answers 404); reading stopped there and nothing was committed`,
+      { stage: 'load', retryable: true, details: { expected, loaded, ...(page === undefined ? {} : { page }) }, ...rest },
+    );
   }
 }
 

@@ -1,0 +1,111 @@
+/**
+ * The deadlines of an attempt (docs/architecture.md "Limits"): one for each output page (`pageTimeoutMs`, from its
+ * request to its last byte) and one for the whole attempt (`maxRunMs`, from its start to its commit), the job's own
+ * or else its connection's. A deadline aborts an AbortSignal joined with the attempt's own, so that whatever the
+ * attempt awaits (HTTP requests, page bodies, polling sleeps, the COPY stream fed by the pages) ends the way an abort
+ * already ends it: the load rolls back and the report job is deleted. The failure is then recorded under the
+ * deadline's own code, PAGE_TIMEOUT or RUN_TIMEOUT, retryable: a server that was stuck or slow may not be next time.
+ */
+import { DEFAULT_MAX_RUN_MS, DEFAULT_PAGE_TIMEOUT_MS } from '../config/schema.ts';
+import type { ResolvedJob } from '../config/load.ts';
+import { EtlError } from '../errors.ts';
+import type { RunStage } from '../vocabulary.ts';
+
+/** The deadlines of one attempt, in ms. */
+export interface AttemptDeadlines {
+  /** Longest time of one output page, from its request (or the end of the page before it) to its last byte. */
+  readonly pageTimeoutMs: number;
+  /** Longest time of the attempt, from its start to its commit. */
+  readonly maxRunMs: number;
+}
+
+/** A job's deadlines: its own `pageTimeoutMs` and `maxRunMs`, else its connection's. */
+export function deadlinesOf(job: ResolvedJob): AttemptDeadlines {
+  return {
+    pageTimeoutMs: job.job.pageTimeoutMs ?? job.connection.pageTimeoutMs ?? DEFAULT_PAGE_TIMEOUT_MS,
+    maxRunMs: job.job.maxRunMs ?? job.connection.maxRunMs ?? DEFAULT_MAX_RUN_MS,
+  };
+}
+
+/** How to fix a deadline that was too short, or the server behind it; ends every deadline's message. */
+function fixHint(option: 'pageTimeoutMs' | 'maxRunMs', slow: string): string {
+  return `Check the server (${slow}), or raise ${option} in jobs.yaml (the job's, or its connection's) if it is this slow by nature`;
+}
+
+/**
+ * One output page took longer than `pageTimeoutMs`, from its request to its last byte: the server sends it too
+ * slowly or stopped sending it (a pause between bytes shorter than requestTimeoutMs does not end a request by itself).
+ * Stage `fetch`, retryable; `details`: reportJobId, page, limitMs, bytes and rows of the page received.
+ */
+export class PageTimeoutError extends EtlError {
+  /**
+   * @param received whether the server had answered the request (status and headers), the page's body bytes that had
+   *   arrived and the rows decoded from them
+   */
+  constructor(reportJobId: string, page: number, limitMs: number, received: { answered: boolean; bytes: number; rows: number }) {
+    const got = !received.answered
+      ? 'the server had not answered its request'
+      : `${received.bytes} bytes of it had arrived${received.rows > 0 ? ` (${received.rows} rows)` : ''}`;
+    super(
+      'PAGE_TIMEOUT',
+      `page ${page} of report job ${reportJobId} was not read within pageTimeoutMs (${limitMs} ms): ${got}; nothing was committed. ` +
+        fixHint('pageTimeoutMs', 'it sends the page too slowly or stopped sending it'),
+      { stage: 'fetch', details: { reportJobId, page, limitMs, bytes: received.bytes, rows: received.rows, answered: received.answered } },
+    );
+  }
+}
+
+/**
+ * The attempt did not commit within `maxRunMs` of its start: the report took too long to render, or its pages to
+ * arrive. Retryable; `details`: limitMs, the stage it was at, pages and bytes read.
+ */
+export class RunTimeoutError extends EtlError {
+  /** @param at where the attempt was: its stage, the pages read completely and their bytes */
+  constructor(limitMs: number, at: { stage: RunStage; pages: number; bytes: number }) {
+    const got = at.pages === 0 && at.bytes === 0 ? 'no page had been read' : `${at.pages} page${at.pages === 1 ? '' : 's'} (${at.bytes} bytes) had been read completely`;
+    super(
+      'RUN_TIMEOUT',
+      `the attempt did not commit within maxRunMs (${limitMs} ms) of its start: it was at stage ${at.stage}, ${got}; nothing was committed. ` +
+        fixHint('maxRunMs', 'a report slow to render, or pages slow to arrive'),
+      { stage: at.stage, details: { limitMs, pages: at.pages, bytes: at.bytes } },
+    );
+  }
+}
+
+/** The reason a page's signal carries when its deadline passed. */
+export class PageDeadlineReached extends Error {
+  readonly limitMs: number;
+  constructor(limitMs: number) {
+    super(`pageTimeoutMs (${limitMs} ms) reached`);
+    this.name = 'PageDeadlineReached';
+    this.limitMs = limitMs;
+  }
+}
+
+/** The reason an attempt's signal carries when `maxRunMs` passed. */
+export class RunDeadlineReached extends Error {
+  readonly limitMs: number;
+  constructor(limitMs: number) {
+    super(`maxRunMs (${limitMs} ms) reached`);
+    this.name = 'RunDeadlineReached';
+    this.limitMs = limitMs;
+  }
+}
+
+/** The whole-attempt deadline, running. */
+export interface RunDeadline {
+  /** Aborts when `outer` does (with its reason) or when the deadline passes (with a {@link RunDeadlineReached}). */
+  readonly signal: AbortSignal;
+  /** Stops the timer; call it once the attempt ended, in every outcome. */
+  clear(): void;
+}
+
+/**
+ * Starts the attempt's `maxRunMs` deadline now.
+ * @param outer the caller's signal (shutdown, a cancelled queue job), joined with the deadline's
+ */
+export function startRunDeadline(limitMs: number, outer: AbortSignal | undefined): RunDeadline {
+  const own = new AbortController();
+  const timer = setTimeout(() => own.abort(new RunDeadlineReached(limitMs)), limitMs);
+  return { signal: outer ? AbortSignal.any([outer, own.signal]) : own.signal, clear: () => clearTimeout(timer) };
+}
