@@ -19,6 +19,7 @@ import { resolveJob } from '../src/config/load.ts';
 import { AttemptFailedError, runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { insertAttempt } from '../src/history/attempts.ts';
+import { pruneHistory } from '../src/history/retention.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 
@@ -175,6 +176,44 @@ describe('metrics', () => {
     expect(sample(text, `report_etl_attempts_total{job="${edgeJob}",status="running"}`)).toBeUndefined();
     expect(sample(text, `report_etl_rows_loaded_total{job="${edgeJob}"}`)).toBe(14);
     expect(sample(text, `report_etl_bytes_loaded_total{job="${edgeJob}"}`)).toBe(140);
+  });
+
+  it('counters never drop when retention prunes old attempts: what was pruned is added back, and a second prune adds to it', async () => {
+    const job = uniqueName('adm_prune');
+    const add = async (ms: number, status: string, daysAgo: number) => {
+      const attemptId = crypto.randomUUID();
+      await insertAttempt(h.pool, { attemptId, job, runKey: attemptId, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
+      await h.pool.query(`UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 5, bytes = 50, started_at = now() - make_interval(days => $4) WHERE attempt_id = $1`, [
+        attemptId,
+        status,
+        ms,
+        daysAgo,
+      ]);
+    };
+    for (const [ms, status, days] of [[900, 'succeeded', 30], [4000, 'succeeded', 29], [20_000, 'failed', 28], [700, 'succeeded', 1], [1500, 'failed', 1]] as const) await add(ms, status, days);
+    const series = (text: string) =>
+      [
+        `report_etl_attempts_total{job="${job}",status="succeeded"}`,
+        `report_etl_attempts_total{job="${job}",status="failed"}`,
+        `report_etl_rows_loaded_total{job="${job}"}`,
+        `report_etl_bytes_loaded_total{job="${job}"}`,
+        `report_etl_attempt_duration_seconds_count{job="${job}"}`,
+        `report_etl_attempt_duration_seconds_sum{job="${job}"}`,
+        ...['1', '5', '30', '+Inf'].map((le) => `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${job}"}`),
+      ].map((name) => sample(text, name));
+    const before = series(await (await get('/metrics', bearer)).text());
+    expect(before).toEqual([3, 2, 15, 150, 5, 27.1, 2, 4, 5, 5]);
+    const pruned = await pruneHistory(h.pool, [job], new Date(Date.now() - 7 * 86_400_000));
+    expect(pruned.attempts).toBe(3);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM etl.attempts WHERE job = $1', [job])).rows[0].n).toBe(2);
+    expect(series(await (await get('/metrics', bearer)).text())).toEqual(before);
+    // Later attempts grow the counters on top of what was pruned, and a second prune adds to it.
+    await add(2000, 'succeeded', 20);
+    await add(600, 'succeeded', 0);
+    const grown = series(await (await get('/metrics', bearer)).text());
+    expect(grown).toEqual([5, 2, 25, 250, 7, 29.7, 3, 6, 7, 7]);
+    expect((await pruneHistory(h.pool, [job], new Date(Date.now() - 7 * 86_400_000))).attempts).toBe(1);
+    expect(series(await (await get('/metrics', bearer)).text())).toEqual(grown);
   });
 
   it('metricsPublic: true opens /metrics to every caller, as an explicit choice', async () => {

@@ -7,8 +7,8 @@
  *   and the `report_etl_attempt_duration_seconds{job}` histogram are SQL aggregates over the finished attempts in
  *   etl.attempts (status succeeded | failed | interrupted; rows and bytes of succeeded attempts only). They count
  *   attempts, not runs: a run that failed twice and then succeeded counts 2 failed and 1 succeeded. Attempts still
- *   running are not counted yet, so the counters only grow; pruning etl.attempts makes them drop, which Prometheus
- *   treats as a counter reset.
+ *   running are not counted yet, and what retention pruned is kept summed in etl.pruned_attempts and added in, so
+ *   the counters only grow.
  * - `report_etl_token_requests_total`: the Redis counter {@link tokenRequestsKey}, incremented once per request to
  *   the token endpoint by whichever process asks (src/report-api/report-client.ts).
  * - `report_etl_queue_jobs{state}`: BullMQ `getJobCounts()` of the queue.
@@ -32,7 +32,7 @@ import { tokenRequestsKey } from '../report-api/token-cache.ts';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, Registry, type Histogram } from 'prom-client';
-import { attemptAggregates, type AttemptAggregates, type DurationHistogram } from '../history/attempt-aggregates.ts';
+import { attemptAggregates, DURATION_BUCKETS_SECONDS, type AttemptAggregates, type DurationHistogram } from '../history/attempt-aggregates.ts';
 import type { Queryable } from '../db.ts';
 import { listConnectionLogins } from '../history/logins.ts';
 import type { LiveConfig } from '../config/live-config.ts';
@@ -44,8 +44,8 @@ import type { ReportSlots } from '../report-api/report-slots.ts';
 /** Re-exported for tests and tools that read or reset the counter. */
 export { tokenRequestsKey };
 
-/** Upper bounds of the run duration histogram, in seconds (1 s .. 2 h). */
-export const DURATION_BUCKETS_SECONDS: readonly number[] = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200];
+/** Upper bounds of the attempt duration histogram, in seconds (1 s .. 2 h); kept with the history, which sums by them. */
+export { DURATION_BUCKETS_SECONDS };
 
 /** BullMQ job states reported by `report_etl_queue_jobs{state}`. */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;

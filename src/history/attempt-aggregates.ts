@@ -28,19 +28,31 @@ export interface AttemptAggregates {
   durations: DurationHistogram[];
 }
 
+/** Upper bounds of the attempt duration histogram, in seconds (1 s .. 2 h): the `le` labels of /metrics. */
+export const DURATION_BUCKETS_SECONDS: readonly number[] = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200];
+
 /**
  * Totals and the duration histogram over all finished attempts, in one pass of etl.attempts grouped by (job, status)
  * with one `count(*) FILTER (WHERE duration_ms <= bound)` per bucket, which is already the cumulative `le` count.
- * Attempts still `running` are left out, so every counted value only grows (until run history is pruned).
- * @param bounds histogram upper bounds in seconds, ascending (the `le` labels; +Inf is the count)
+ * Attempts still `running` are left out, and what retention pruned is added back from etl.pruned_attempts, so every
+ * counted value only grows.
+ * @param bounds histogram upper bounds in seconds, ascending (the `le` labels; +Inf is the count); pruned attempts'
+ *   bucket counts are added only where they were kept under the same bounds
  */
 export async function attemptAggregates(db: Queryable, bounds: readonly number[]): Promise<AttemptAggregates> {
   const bucketColumns = bounds.map((_, i) => `count(*) FILTER (WHERE duration_ms <= $${i + 1})::text AS b${i}`).join(', ');
+  const boundsMs = bounds.map((b) => Math.round(b * 1000));
+  const prunedBuckets = bounds.map((_, i) => `CASE WHEN bounds_ms = $${bounds.length + 1}::bigint[] THEN buckets[${i + 1}] ELSE 0 END AS b${i}`).join(', ');
   const { rows } = await db.query<Record<string, string | null> & { job: string; status: string; n: string; timed: string }>(
-    `SELECT job, status, count(*)::text AS n, count(duration_ms)::text AS timed, ${bucketColumns},
-            coalesce(sum(duration_ms), 0)::text AS sum_ms, coalesce(sum(rows), 0)::text AS rows, coalesce(sum(bytes), 0)::text AS bytes
-       FROM etl.attempts WHERE status <> 'running' GROUP BY job, status ORDER BY job, status`,
-    bounds.map((b) => Math.round(b * 1000)),
+    `SELECT job, status, sum(n)::text AS n, sum(timed)::text AS timed, ${bounds.map((_, i) => `sum(b${i})::text AS b${i}`).join(', ')},
+            sum(sum_ms)::text AS sum_ms, sum(rows)::text AS rows, sum(bytes)::text AS bytes
+       FROM (SELECT job, status, count(*) AS n, count(duration_ms) AS timed, ${bucketColumns.replaceAll('::text', '')},
+                    coalesce(sum(duration_ms), 0) AS sum_ms, coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes
+               FROM etl.attempts WHERE status <> 'running' GROUP BY job, status
+             UNION ALL
+             SELECT job, status, attempts, timed, ${prunedBuckets}, sum_ms, rows, bytes FROM etl.pruned_attempts) t
+      GROUP BY job, status ORDER BY job, status`,
+    [...boundsMs, boundsMs],
   );
   const totals: AttemptTotals[] = [];
   const durations = new Map<string, DurationHistogram>();

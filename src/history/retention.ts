@@ -4,9 +4,11 @@
  * than the cut-off that no attempt is left of (or that never got one). Never deleted: a running attempt, and the
  * newest succeeded and the newest failed attempt of each job, however old, with their runs. A run that keeps some of
  * its attempts keeps its row as it was (attempt count, first start, rows). etl.appended_runs is kept: it is what
- * makes an append exactly-once when an old run is replayed.
+ * makes an append exactly-once when an old run is replayed. What the deleted attempts counted (attempts, durations,
+ * rows, bytes) is added to etl.pruned_attempts in the same statement, so that /metrics' counters never drop.
  */
 import type { Queryable } from '../db.ts';
+import { DURATION_BUCKETS_SECONDS } from './attempt-aggregates.ts';
 
 /** What one {@link pruneHistory} call deleted. */
 export interface PruneResult {
@@ -30,7 +32,7 @@ export async function pruneHistory(db: Queryable, jobs: readonly string[], befor
   let more = false;
   if (jobs.length === 0) return { attempts: 0, runs: 0, more: false };
   for (let i = 0; i < maxBatches; i++) {
-    const { rowCount } = await db.query(
+    const { rows } = await db.query<{ n: number }>(
       `WITH keep AS (
          SELECT k.attempt_id FROM unnest($1::text[]) AS j(job)
            CROSS JOIN LATERAL (
@@ -40,12 +42,33 @@ export async function pruneHistory(db: Queryable, jobs: readonly string[], befor
        victims AS (
          SELECT attempt_id FROM etl.attempts
           WHERE job = ANY($1::text[]) AND started_at < $2 AND status <> 'running' AND attempt_id NOT IN (SELECT attempt_id FROM keep)
-          ORDER BY started_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-       DELETE FROM etl.attempts WHERE attempt_id IN (SELECT attempt_id FROM victims)`,
-      [jobs, before, batchSize],
+          ORDER BY started_at LIMIT $3 FOR UPDATE SKIP LOCKED),
+       gone AS (
+         DELETE FROM etl.attempts WHERE attempt_id IN (SELECT attempt_id FROM victims)
+         RETURNING job, status, duration_ms, rows, bytes),
+       summed AS (
+         INSERT INTO etl.pruned_attempts AS p (job, status, attempts, timed, sum_ms, rows, bytes, bounds_ms, buckets)
+         SELECT g.job, g.status, count(*), count(g.duration_ms), coalesce(sum(g.duration_ms), 0),
+                coalesce(sum(g.rows) FILTER (WHERE g.status = 'succeeded'), 0), coalesce(sum(g.bytes) FILTER (WHERE g.status = 'succeeded'), 0),
+                $4::bigint[],
+                ARRAY(SELECT (SELECT count(*) FROM gone x WHERE x.job = g.job AND x.status = g.status AND x.duration_ms <= b.le)
+                        FROM unnest($4::bigint[]) WITH ORDINALITY AS b(le, i) ORDER BY b.i)
+           FROM gone g GROUP BY g.job, g.status
+         ON CONFLICT (job, status) DO UPDATE SET
+           attempts = p.attempts + EXCLUDED.attempts, timed = p.timed + EXCLUDED.timed, sum_ms = p.sum_ms + EXCLUDED.sum_ms,
+           rows = p.rows + EXCLUDED.rows, bytes = p.bytes + EXCLUDED.bytes,
+           -- Counts kept under other bounds cannot be added to: they start again under the current ones.
+           bounds_ms = EXCLUDED.bounds_ms,
+           buckets = CASE WHEN p.bounds_ms = EXCLUDED.bounds_ms
+                          THEN ARRAY(SELECT a + e FROM unnest(p.buckets, EXCLUDED.buckets) AS u(a, e))
+                          ELSE EXCLUDED.buckets END
+         RETURNING 1)
+       SELECT count(*)::int AS n FROM gone`,
+      [jobs, before, batchSize, DURATION_BUCKETS_SECONDS.map((b) => Math.round(b * 1000))],
     );
-    attempts += rowCount ?? 0;
-    if ((rowCount ?? 0) < batchSize) break;
+    const deleted = rows[0]?.n ?? 0;
+    attempts += deleted;
+    if (deleted < batchSize) break;
     if (i === maxBatches - 1) more = true;
   }
   // An attempt inserted meanwhile marks its run `running` under the row lock: FOR UPDATE reads the row again and
