@@ -3,27 +3,16 @@
  * what was wrong, recorded in the run history; the target stays exactly as it was (it holds an earlier good load);
  * the report job is deleted. The simulator makes page 2 bad on request (SIM_FAULT, simulator/page-faults.ts).
  */
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
 import { silentLogger } from '../src/logger.ts';
 import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { listRunDocuments } from '../src/history/run-documents.ts';
 import { USERDEF_ROWS_POINTER } from '../src/simulator/render-userdef.ts';
 import type { OutputType } from '../src/vocabulary.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { jobEntry, useHarness, type Harness } from './support/harness.ts';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.close();
-});
-afterEach(() => {
-  const c = h.sim.counters();
-  expect(c.openJobs).toEqual([]);
-  expect(c.jobsDeleted).toBe(c.jobsCreated);
-});
+const h = useHarness();
 
 /** A fingerprint of a table's full content. */
 async function snapshot(table: string): Promise<string> {

@@ -3,7 +3,7 @@
  * txt_cstr as typed rows; txt_all/txt_allcstr as lines; json_userdef(_compact) as jsonb per page and as typed rows at
  * `rowsAt`; xml as xml per page; documents archived per page (and excel-xlsx_data's `load: rows`).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import ExcelJS from 'exceljs';
 import { resolveJob } from '../src/config/load.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -15,21 +15,10 @@ import { USERDEF_ROWS_POINTER, xmlElementName } from '../src/simulator/render-us
 import { makeZonedFormatter } from '../src/simulator/time-format.ts';
 import { listRunDocuments } from '../src/history/run-documents.ts';
 import { DOCUMENT_FORMATS, DOCUMENT_OUTPUT_TYPES } from '../src/vocabulary.ts';
-import { columnTypes, jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
+import { columnTypes, jobEntry, loadedRows, servedRows, useHarness, type Harness } from './support/harness.ts';
 import { checkDocx, checkPdf } from './support/documents.ts';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.close();
-});
-afterEach(() => {
-  const c = h.sim.counters();
-  expect(c.openJobs).toEqual([]);
-  expect(c.jobsDeleted).toBe(c.jobsCreated);
-});
+const h = useHarness();
 
 const run = (config: ReturnType<Harness['config']>, job: string) => runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger: silentLogger });
 const SALES = 'Sales/Orders.avw';

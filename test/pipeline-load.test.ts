@@ -2,28 +2,16 @@
  * One run end to end (simulator over HTTP → runAttempt → real PostgreSQL): every output type loads the served rows
  * value for value with the right types; type drift after the first page; the write modes' contracts.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { silentLogger } from '../src/logger.ts';
 import { resolveJob } from '../src/config/load.ts';
 import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { uniqueName } from './support/env.ts';
-import { columnTypes, jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
+import { columnTypes, jobEntry, loadedRows, servedRows, useHarness, type Harness } from './support/harness.ts';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.close();
-});
-// Spec "What the service does" 3.4: every report job a run created is deleted, whatever happened.
-afterEach(() => {
-  const c = h.sim.counters();
-  expect(c.openJobs).toEqual([]);
-  expect(c.jobsDeleted).toBe(c.jobsCreated);
-});
+const h = useHarness();
 
 const run = (config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}) =>
   runAttempt({ job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger });

@@ -5,24 +5,13 @@
  * for a table loaded before names were recorded. Real runs: simulator over HTTP, real PostgreSQL.
  */
 import { createHash } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
 import { silentLogger } from '../src/logger.ts';
 import { runAttempt } from '../src/pipeline/run-attempt.ts';
-import { columnTypes, jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { columnTypes, jobEntry, useHarness } from './support/harness.ts';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.close();
-});
-afterEach(() => {
-  const c = h.sim.counters();
-  expect(c.openJobs).toEqual([]);
-  expect(c.jobsDeleted).toBe(c.jobsCreated);
-});
+const h = useHarness();
 
 const suffixed = `amount_${createHash('sha256').update('Amount').digest('hex').slice(0, 6)}`;
 

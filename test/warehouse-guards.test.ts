@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { listRunErrors as getRunErrors } from '../src/history/attempt-list.ts';
@@ -20,21 +20,10 @@ import { renderAttemptPage } from '../src/admin/attempt-page.ts';
 import { getRun } from '../src/history/runs.ts';
 import { lines, runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { columnTypes, jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { columnTypes, jobEntry, useHarness, type Harness } from './support/harness.ts';
 import { deleteKeys } from './support/queue-env.ts';
 
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h?.close();
-});
-afterEach(() => {
-  const c = h.sim.counters();
-  expect(c.openJobs).toEqual([]);
-  expect(c.jobsDeleted).toBe(c.jobsCreated);
-});
+const h = useHarness();
 
 const run = (config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}) =>
   runAttempt({ job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger });

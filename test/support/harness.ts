@@ -3,6 +3,7 @@
  * real Redis (own key prefix), a jobs.yaml built in code, and helpers to read back what was loaded.
  */
 import type pg from 'pg';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { Redis } from 'ioredis';
 import { configSchema, type EtlConfig } from '../../src/config/schema.ts';
 import { makePool, makeRedis } from '../../src/app/connections.ts';
@@ -22,6 +23,32 @@ export interface Harness {
   /** A validated config with connection `sim` and the given jobs (targets default into `schema`). */
   config(jobs: Record<string, unknown>, connection?: Record<string, unknown>): EtlConfig;
   close(): Promise<void>;
+}
+
+/**
+ * The harness of a test file: started before its tests, closed after them, and after each test a check that every
+ * report job a run created was deleted (docs/report-export-service.md "What the service does": whatever happened).
+ * Use its fields inside tests and hooks only: it throws when read before the file's tests start.
+ */
+export function useHarness(simOptions: SimulatorOptions = {}): Harness {
+  let started: Harness | undefined;
+  beforeAll(async () => {
+    started = await startHarness(simOptions);
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  afterEach(() => {
+    const c = started!.sim.counters();
+    expect(c.openJobs).toEqual([]);
+    expect(c.jobsDeleted).toBe(c.jobsCreated);
+  });
+  return new Proxy({} as Harness, {
+    get(_, key) {
+      if (!started) throw new Error('the harness starts with the test file\'s tests: read it inside a test or hook');
+      return Reflect.get(started, key);
+    },
+  });
 }
 
 /** Starts the simulator, connects to Postgres and Redis, migrates, and makes a fresh schema. */
