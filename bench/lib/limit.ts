@@ -30,15 +30,18 @@ export async function psql(databaseUrl: string, commands: string[]): Promise<{ m
 }
 
 /**
- * Writes `table`'s rows to `file` as CSV and makes the two limit tables `<table>_lim` (holding the same rows)
- * and `<table>_empty` (empty), both `LIKE table INCLUDING ALL`.
+ * Writes `table`'s report columns to `file` as CSV and makes the two limit tables `<table>_lim` (holding the same
+ * rows) and `<table>_empty` (empty), both `LIKE table INCLUDING ALL` without the lineage columns an append target
+ * has (README "Loaded tables"): the limit is PostgreSQL's COPY of the report's values alone.
  * @returns the CSV's size in bytes
  */
 export async function dumpCsv(db: pg.Client, table: string, file: string): Promise<number> {
-  await pipeline(db.query(pgCopyStreams.to(`COPY ${table} TO STDOUT WITH (FORMAT csv)`)), createWriteStream(file));
+  const { rows } = await db.query<{ name: string }>(`SELECT quote_ident(attname) AS name FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND attname NOT IN ('_etl_run_key', '_etl_loaded_at') ORDER BY attnum`, [table]);
+  await pipeline(db.query(pgCopyStreams.to(`COPY ${table} (${rows.map((r) => r.name).join(', ')}) TO STDOUT WITH (FORMAT csv)`)), createWriteStream(file));
   for (const suffix of ['_lim', '_empty']) {
     await db.query(`DROP TABLE IF EXISTS ${table}${suffix}`);
     await db.query(`CREATE TABLE ${table}${suffix} (LIKE ${table} INCLUDING ALL)`);
+    await db.query(`ALTER TABLE ${table}${suffix} DROP COLUMN IF EXISTS _etl_run_key, DROP COLUMN IF EXISTS _etl_loaded_at`);
   }
   await copyFile(db, `${table}_lim`, file);
   await db.query(`VACUUM ANALYZE ${table}_lim`);

@@ -258,7 +258,7 @@ export async function loadAndCommit(a: Attempt, client: ReportClient, finished: 
       // The guard sees the target as the load would replace it (locked), and typed rows before a page is read.
       const guard = await targetGuard(a, tx);
       if (expectedRows !== undefined) await guard(expectedRows);
-      loaded = await loadRows(tx, { job: name, target: a.target, mode: job.target.mode, key: job.target.key, declaredTypes, schemaChanges: job.target.schemaChanges, expectedRows, timezone: connection.timezone, logger: a.log }, rows);
+      loaded = await loadRows(tx, { job: name, target: a.target, mode: job.target.mode, key: job.target.key, declaredTypes, schemaChanges: job.target.schemaChanges, expectedRows, timezone: connection.timezone, logger: a.log, runKey: a.runKey }, rows);
       if (expectedRows === undefined) await guard(loaded.rows);
       a.pages = rows.pages;
       a.bytes = rows.bytes;

@@ -19,6 +19,9 @@
  * spares PostgreSQL parsing text. Should a value not be in a form the encoders take, or PostgreSQL refuse a binary
  * value, the load rolls back to a savepoint before the COPY and loads the report again in text format: PostgreSQL
  * then reads every value itself, and a value that does not fit fails the run with the same words as ever.
+ *
+ * Lineage: on every plan, an append load's rows get their run key and load time from the target's column DEFAULTs
+ * (lineage.ts), so COPY carries the report's columns only.
  */
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -37,6 +40,7 @@ import { binaryChooser, type BinaryChooser } from '../copy-binary/choose.ts';
 import { BinaryValueUnsupported, framed, type BinaryEncoding } from '../copy-binary/format.ts';
 import { applyFromStaging, createStaging, STAGING } from './staging.ts';
 import { checkTargetNames } from './target-names.ts';
+import { addLineageColumns, startLineage } from './lineage.ts';
 import { addColumns, createTable, describeTable, ensureSchema, lockTarget, type TargetColumn } from './target-table.ts';
 
 /** How the rows reached the target. */
@@ -70,6 +74,11 @@ export interface LoadSpec {
    */
   binaryMinRows?: number;
   logger: Logger;
+  /**
+   * The run the rows belong to (etl.runs.run_key). An append load tags every row it loads with it and the load time,
+   * in the target's lineage columns (lineage.ts; README "Loaded tables": lineage); other write modes ignore it.
+   */
+  runKey?: string | undefined;
 }
 
 /** How COPY read the rows: the source's text format, or binary (see the file comment). */
@@ -130,6 +139,8 @@ export async function withLoadTransaction(pool: pg.Pool, o: { target: TableName;
 export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSource): Promise<LoadResult> {
   const existing = await describeTarget(tx, spec, source);
   const recorded = source.fixedColumns ? new Map<string, string>() : await recordedColumnNames(tx, spec.target, existing);
+  const lineage = spec.mode === 'append' && spec.runKey !== undefined;
+  if (lineage) await startLineage(tx, spec.target, spec.runKey!, existing !== undefined);
   const chooseBinary = await binaryChoice(tx, spec, source, existing);
   // Asked by the source when it knows the report's columns, before it decodes any row (pages/rows-plan.ts).
   let load: Load | undefined;
@@ -153,6 +164,7 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
     return { plan: 'direct', ...copied, columns: names.map((n) => ({ name: n, type: existingType.get(n)! })) };
   }
   const columns = await createOrEvolveTarget(load);
+  if (lineage && !load.exists) await addLineageColumns(tx, spec.target);
   await recordNames(load);
   await applyFromStaging(tx, { target: spec.target, mode: spec.mode, key: spec.key, columns, cast: load.plan === 'inference-staging', place: load.place }).catch((err: unknown) => {
     throw databaseError(err, 'load');

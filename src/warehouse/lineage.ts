@@ -1,0 +1,92 @@
+/**
+ * Lineage of appended rows (README "Loaded tables": lineage): every row an append run loads carries the run's key in
+ * `_etl_run_key` and its load time in `_etl_loaded_at`, so that one run's rows can be found and removed again
+ * (`report-etl revert`). The values never travel with the rows: both columns have a DEFAULT that PostgreSQL fills in
+ * for every row COPY or INSERT writes without them — the run key from a setting local to the load transaction, the
+ * load time from `now()`, the transaction's start (one load time per run). COPY's column list stays the report's,
+ * in text and binary format alike, and the staging plans' INSERT … SELECT get the same defaults. Both expressions
+ * are STABLE, not VOLATILE: a volatile default (clock_timestamp(), a sequence) would make COPY insert row by row
+ * instead of in batches.
+ *
+ * A report column can never be called like these: normalised names (identifiers.ts) start with a letter, or with `_`
+ * and a digit.
+ */
+import type pg from 'pg';
+import { EtlError } from '../errors.ts';
+import type { Queryable } from '../db.ts';
+import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
+
+/** The lineage columns' names. */
+export const LINEAGE = { runKey: '_etl_run_key', loadedAt: '_etl_loaded_at' } as const;
+
+/** The transaction-local setting the run key column's DEFAULT reads. */
+export const RUN_KEY_SETTING = 'report_etl.run_key';
+
+/**
+ * The columns, their types (as format_type spells them) and DEFAULTs. A setting set with `set_config(…, true)` reads
+ * back as '' in the session after its transaction, not NULL: hence nullif, so that rows written outside an append
+ * run (by hand, or by a load in another write mode) get NULL.
+ */
+const COLUMNS = [
+  // `isOurs` recognises the DEFAULT as PostgreSQL gives it back (pg_get_expr: NULLIF(current_setting('…'::text, true), ''::text)).
+  { name: LINEAGE.runKey, type: 'text', default: `nullif(current_setting('${RUN_KEY_SETTING}', true), '')`, isOurs: (d: string) => d.includes(`current_setting('${RUN_KEY_SETTING}'`) },
+  { name: LINEAGE.loadedAt, type: 'timestamp with time zone', default: 'now()', isOurs: (d: string) => d === 'now()' },
+] as const;
+
+/** Whether a column of a target is one of the lineage columns. */
+export function isLineageColumn(name: string): boolean {
+  return name === LINEAGE.runKey || name === LINEAGE.loadedAt;
+}
+
+/**
+ * Starts the lineage of an append load inside its load transaction: sets the run key for the column DEFAULT, and,
+ * when the target exists, gives it the lineage columns it lacks (its older rows keep NULL in them) and their
+ * DEFAULTs. A target the load creates gets them from {@link addLineageColumns} once it exists.
+ * @param exists whether the target exists now
+ * @throws EtlError TARGET_INVALID when the target has a column of that name with another type
+ */
+export async function startLineage(tx: pg.PoolClient, target: TableName, runKey: string, exists: boolean): Promise<void> {
+  await tx.query(`SELECT set_config('${RUN_KEY_SETTING}', $1, true)`, [runKey]);
+  if (exists) await addLineageColumns(tx, target);
+}
+
+/**
+ * Gives the target the lineage columns and DEFAULTs it lacks: one catalog query, and an ALTER TABLE only when
+ * something is missing (the first append after this feature, or a table report-etl just created). The columns are
+ * added without a default and get it in the same statement, so rows already there stay NULL rather than taking the
+ * default's value of now.
+ * @throws EtlError TARGET_INVALID when the target has a column of that name with another type
+ */
+export async function addLineageColumns(db: Queryable, target: TableName): Promise<void> {
+  const { rows } = await db.query<{ name: string; type: string; default: string | null }>(
+    `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, pg_get_expr(d.adbin, d.adrelid) AS default
+       FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+      WHERE a.attrelid = (quote_ident($1) || '.' || quote_ident($2))::regclass AND a.attname = ANY($3::text[]) AND NOT a.attisdropped`,
+    [target.schema, target.table, COLUMNS.map((c) => c.name)],
+  );
+  const have = new Map(rows.map((r) => [r.name, r]));
+  const changes: string[] = [];
+  for (const c of COLUMNS) {
+    const found = have.get(c.name);
+    if (found && found.type !== c.type) {
+      throw new EtlError(
+        'TARGET_INVALID',
+        `column ${c.name} of ${target.schema}.${target.table} is ${found.type}; report-etl keeps the lineage of appended rows in it as ${c.type} (README "Loaded tables"): rename or drop that column`,
+        { stage: 'load', retryable: false, details: { column: c.name, type: found.type } },
+      );
+    }
+    if (!found) changes.push(`ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
+    if (!found?.default || !c.isOurs(found.default)) changes.push(`ALTER COLUMN ${quoteIdent(c.name)} SET DEFAULT ${c.default}`);
+  }
+  if (changes.length > 0) await db.query(`ALTER TABLE ${quoteTable(target)} ${changes.join(', ')}`);
+}
+
+/** Which lineage columns a table has (empty when it has none, or does not exist). */
+export async function lineageColumnsOf(db: Queryable, target: TableName): Promise<string[]> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT a.attname AS name FROM pg_attribute a
+      WHERE a.attrelid = to_regclass(quote_ident($1) || '.' || quote_ident($2)) AND a.attname = ANY($3::text[]) AND NOT a.attisdropped ORDER BY a.attnum`,
+    [target.schema, target.table, COLUMNS.map((c) => c.name)],
+  );
+  return rows.map((r) => r.name);
+}
