@@ -1,6 +1,6 @@
 /**
  * The commands of the CLI, each in its own module that adds it to the program (README "Commands"). A
- * command's module is loaded only when it is registered: `report-etl run <job>` loads `run.ts` alone, not the 14
+ * command's module is loaded only when it is registered: `report-etl run <job>` loads `run.ts` alone, not the 15
  * others with their imports (start-up cost); `--help` and anything that names no command load them all.
  */
 import type { RegisterCommand } from './types.ts';
@@ -26,6 +26,7 @@ export const commands: readonly CommandEntry[] = [
   { name: 'enqueue', load: async () => (await import('./enqueue.ts')).registerEnqueue },
   { name: 'runs', load: async () => (await import('./runs.ts')).registerRuns },
   { name: 'replay', load: async () => (await import('./replay.ts')).registerReplay },
+  { name: 'revert', load: async () => (await import('./revert.ts')).registerRevert },
   { name: 'backfill', load: async () => (await import('./backfill.ts')).registerBackfill },
   { name: 'documents', load: async () => (await import('./documents.ts')).registerDocuments },
   { name: 'admin', load: async () => (await import('./admin.ts')).registerAdmin },

@@ -1,10 +1,10 @@
 /**
- * `report-etl replay <run-key | attempt-id> [--job J] [--accept-guard]` and `report-etl replay --failed [--job J] [--since 2d]
- * [--dry-run] [--include-superseded]`: re-queue failed runs as the same logical run (see src/queue/replay.ts). The
- * one-run form takes a run key, or the id of any attempt of the run, and says which it got. `--failed` skips
- * superseded failures (a later logical run of the same job succeeded into the same replace or merge target) and
- * says how many and why; `--dry-run` lists what would be queued and queues nothing. Exit 2 when the run key or
- * attempt id is unknown, names runs of several jobs (give --job), or the run is not replayable.
+ * `report-etl replay <run-key | attempt-id> [--job J] [--accept-guard]` and `report-etl replay --failed [--job J]
+ * [--since 2d] [--dry-run] [--include-superseded]`: re-queue failed (or reverted) runs as the same logical run (see
+ * src/queue/replay.ts). The one-run form takes a run key, or the id of any attempt of the run, and says which it
+ * got. `--failed` skips superseded failures (a later logical run of the same job succeeded into the same replace or
+ * merge target) and says how many and why; `--dry-run` lists what would be queued and queues nothing. Exit 2 when
+ * the run key or attempt id is unknown, names runs of several jobs (give --job), or the run is not replayable.
  */
 import type { RegisterCommand } from './types.ts';
 import type { EtlConfig } from '../config/schema.ts';
@@ -87,8 +87,8 @@ export const registerReplay: RegisterCommand = (program, cli) => {
             return;
           }
           try {
-            const { jobId, attemptId } = await replayRun(deps, { job: named.run.job, runKey: named.run.run_key }, { acceptGuard: opts.acceptGuard === true });
-            const after = named.kind === 'attempt' && named.attempt.attempt_id === attemptId ? '' : `, after its failed attempt ${attemptId}`;
+            const { jobId, attemptId, reverted } = await replayRun(deps, { job: named.run.job, runKey: named.run.run_key }, { acceptGuard: opts.acceptGuard === true });
+            const after = named.kind === 'attempt' && named.attempt.attempt_id === attemptId ? '' : `, after its ${reverted ? 'reverted' : 'failed'} attempt ${attemptId}`;
             cli.out(`${describeNamed(named)}: replay of the run queued as ${jobId}${after}${opts.acceptGuard ? ', past its target\'s guard' : ''}`);
           } catch (err) {
             if (!(err instanceof EtlError)) throw err;

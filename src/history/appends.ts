@@ -1,6 +1,7 @@
 /**
  * Exactly-once append loads (README "Loaded tables": append): `etl.appended_runs` holds one row per logical run
- * whose rows were appended, claimed inside the loading transaction (migrations/0001).
+ * whose rows were appended, claimed inside the loading transaction (migrations/0001); `report-etl revert` deletes a
+ * run's claim with its rows (README "Run history"), after which a replay appends the run again.
  */
 import type { Queryable } from '../db.ts';
 
@@ -21,4 +22,38 @@ export async function claimAppend(db: Queryable, job: string, runKey: string, at
     [job, runKey, attemptId, targetTable, rows],
   );
   return (rowCount ?? 0) > 0;
+}
+
+/** A run's claim in etl.appended_runs: the attempt that appended its rows, where, how many and when. */
+export interface AppendClaim {
+  job: string;
+  run_key: string;
+  attempt_id: string;
+  target_table: string;
+  /** Rows the append loaded (bigint as text). */
+  rows: string;
+  committed_at: Date;
+}
+
+/**
+ * Reads the claim of (job, runKey), or undefined when its rows are not appended (never, or reverted since).
+ * @param forUpdate lock the claim until the transaction ends (`report-etl revert`, README "Run history")
+ */
+export async function getAppendClaim(db: Queryable, job: string, runKey: string, forUpdate = false): Promise<AppendClaim | undefined> {
+  const { rows } = await db.query<AppendClaim>(
+    `SELECT job, run_key, attempt_id, target_table, rows::text AS rows, committed_at FROM etl.appended_runs WHERE job = $1 AND run_key = $2${forUpdate ? ' FOR UPDATE' : ''}`,
+    [job, runKey],
+  );
+  return rows[0];
+}
+
+/** The jobs other than `job` that appended a run with this run key into the same target (their rows share the key). */
+export async function otherJobsAppendingRunKey(db: Queryable, job: string, runKey: string, targetTable: string): Promise<string[]> {
+  const { rows } = await db.query<{ job: string }>('SELECT job FROM etl.appended_runs WHERE run_key = $1 AND target_table = $2 AND job <> $3 ORDER BY job', [runKey, targetTable, job]);
+  return rows.map((r) => r.job);
+}
+
+/** Deletes the claim of (job, runKey) inside a revert's transaction, so that a replay appends the run again. */
+export async function dropAppendClaim(db: Queryable, job: string, runKey: string): Promise<void> {
+  await db.query('DELETE FROM etl.appended_runs WHERE job = $1 AND run_key = $2', [job, runKey]);
 }

@@ -239,9 +239,17 @@ export async function runningAttempts(db: Queryable, job: string, runKey: string
   return rows;
 }
 
-/** Whether some attempt of the logical run succeeded. */
+/**
+ * Whether some attempt of the logical run succeeded and was not reverted since: a `report-etl revert` of an append run
+ * (etl.reverts, README "Run history") undoes the attempts made before it, so that the run may be replayed.
+ */
 export async function hasSucceeded(db: Queryable, job: string, runKey: string): Promise<boolean> {
-  const { rowCount } = await db.query(`SELECT 1 FROM etl.attempts WHERE job = $1 AND run_key = $2 AND status = 'succeeded' LIMIT 1`, [job, runKey]);
+  const { rowCount } = await db.query(
+    `SELECT 1 FROM etl.attempts a WHERE a.job = $1 AND a.run_key = $2 AND a.status = 'succeeded'
+        AND a.attempt > coalesce((SELECT max(v.after_attempt) FROM etl.reverts v WHERE v.job = $1 AND v.run_key = $2), 0)
+      LIMIT 1`,
+    [job, runKey],
+  );
   return (rowCount ?? 0) > 0;
 }
 

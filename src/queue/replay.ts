@@ -33,20 +33,23 @@ export interface RunRef {
 }
 
 /**
- * Queues a replay of the logical run `ref`, whose newest attempt failed or was interrupted. The queue job id names
+ * Queues a replay of the logical run `ref`, whose newest attempt failed or was interrupted, or whose rows were
+ * reverted (README "Commands": revert). The queue job id names
  * that attempt, so replaying the run twice before its replay made a new attempt queues it once.
  * @param opts.acceptGuard load past the target's guards (README "Guards and schema changes"); recorded on the attempt
- * @returns the BullMQ job id of the replay, and the newest attempt it replays
+ * @returns the BullMQ job id of the replay, the newest attempt it replays, and whether that attempt's rows were
+ *   reverted (else it failed or was interrupted)
  * @throws EtlError (code INTERNAL, not retryable) when there is no such run, it has no finished attempt yet, its
- *   newest attempt is running, or an attempt of it succeeded
+ *   newest attempt is running, or an attempt of it succeeded (and was not reverted since)
  */
-export async function replayRun(deps: ReplayDeps, ref: RunRef, opts: { acceptGuard?: boolean } = {}): Promise<{ jobId: string; attemptId: string }> {
+export async function replayRun(deps: ReplayDeps, ref: RunRef, opts: { acceptGuard?: boolean } = {}): Promise<{ jobId: string; attemptId: string; reverted: boolean }> {
   const named = `run ${ref.runKey} of job ${ref.job}`;
   const [run, newest] = await Promise.all([getRun(deps.pool, ref.job, ref.runKey), newestAttempt(deps.pool, ref.job, ref.runKey)]);
   if (!run) throw new EtlError('INTERNAL', `no ${named} in etl.runs`, { retryable: false });
   if (!newest) throw new EtlError('INTERNAL', `${named} has no attempt yet (it is queued or waits for a report slot): nothing to replay`, { retryable: false });
   if (newest.status === 'running') throw new EtlError('INTERNAL', `${named} is still running (attempt ${newest.attempt})`, { retryable: false });
-  if (newest.status === 'succeeded' || (await hasSucceeded(deps.pool, ref.job, ref.runKey))) {
+  // A reverted append run (report-etl revert) has no success left: its replay appends it again.
+  if (await hasSucceeded(deps.pool, ref.job, ref.runKey)) {
     throw new EtlError('INTERNAL', `${named} succeeded: nothing to replay`, { retryable: false });
   }
   // A job that left jobs.yaml has nothing to run its replay: a worker would drop it, so it is refused here, at once.
@@ -62,7 +65,7 @@ export async function replayRun(deps: ReplayDeps, ref: RunRef, opts: { acceptGua
   if (opts.acceptGuard) req.acceptGuard = true;
   const retry = deps.config?.jobs[run.job] ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 };
   const { jobId } = await enqueueRun(deps.queue, req, { jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id, opts.acceptGuard), ...retry });
-  return { jobId, attemptId: newest.attempt_id };
+  return { jobId, attemptId: newest.attempt_id, reverted: newest.status === 'succeeded' };
 }
 
 /** What `replay --failed` would do with the failed runs it found (see {@link planFailedReplays}). */

@@ -15,12 +15,12 @@ export { listRunDocuments, type RunDocument };
 /** Bytes read per query. */
 export const SLICE_BYTES = 4 * 1024 * 1024;
 
-/** The document of a run's page is no longer in its target table (a later replace removed it). */
+/** The document of a run's page is no longer in its target table (a later replace, or a revert of its run, removed it). */
 export class DocumentNotFoundError extends EtlError {
   constructor(doc: RunDocument) {
     super(
       'DOCUMENT_NOT_FOUND',
-      `document ${doc.fileName} (page ${doc.page}) is no longer in ${doc.targetTable}: a later run replaced it (write mode replace keeps the latest run's documents; use append to keep them all)`,
+      `document ${doc.fileName} (page ${doc.page}) is no longer in ${doc.targetTable}: a later run replaced it, or report-etl revert removed its run's rows (write mode replace keeps the latest run's documents; use append to keep them all)`,
       { retryable: false, details: { page: doc.page, fileName: doc.fileName, table: doc.targetTable } },
     );
   }

@@ -21,6 +21,7 @@ export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
 export async function deleteRuns(pool: pg.Pool, jobPrefix: string): Promise<void> {
   await pool.query(`DELETE FROM etl.runs WHERE job LIKE $1`, [`${jobPrefix}%`]);
   await pool.query(`DELETE FROM etl.appended_runs WHERE job LIKE $1`, [`${jobPrefix}%`]);
+  await pool.query(`DELETE FROM etl.reverts WHERE job LIKE $1`, [`${jobPrefix}%`]);
 }
 
 /** Polls `check` every `intervalMs` until it returns a truthy value; throws with `what` after `timeoutMs`. */
