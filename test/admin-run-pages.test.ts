@@ -13,6 +13,7 @@ import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
 import { AttemptFailedError, runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
+import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
@@ -22,6 +23,7 @@ const token = `tok-${randomBytes(12).toString('hex')}`;
 const failJob = uniqueName('adp_fail');
 const okJob = uniqueName('adp_ok');
 const markupJob = uniqueName('adp_markup');
+const revJob = uniqueName('adp_rev');
 
 let h: Harness;
 let queue: Queue;
@@ -63,7 +65,9 @@ afterAll(async () => {
   await server?.close();
   await queue?.obliterate({ force: true }).catch(() => undefined);
   await queue?.close();
-  await h?.pool.query('DELETE FROM etl.runs WHERE job = ANY($1)', [[failJob, okJob, markupJob]]);
+  await h?.pool.query('DELETE FROM etl.runs WHERE job = ANY($1)', [[failJob, okJob, markupJob, revJob]]);
+  await h?.pool.query('DELETE FROM etl.appended_runs WHERE job = $1', [revJob]);
+  await h?.pool.query('DELETE FROM etl.reverts WHERE job = $1', [revJob]);
   await h?.close();
 });
 
@@ -198,6 +202,27 @@ describe('run history pages', () => {
       expect(new URL(refused.headers.get('location')!, withConfig.url).searchParams.get('replayError')).toContain('is no longer in jobs.yaml');
       // A job still in jobs.yaml keeps its button.
       expect(await (await fetch(`${withConfig.url}${failedRunPath()}`, { headers: bearer })).text()).toContain('id="replay"');
+    } finally {
+      await withConfig.close();
+    }
+  });
+
+  it('a reverted append run shows its revert and a Replay button, which queues it again', async () => {
+    const config = h.config({ [revJob]: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: `${h.schema}.stock_append`, mode: 'append' }) });
+    const loaded = await runAttempt({ job: resolveJob(config, revJob), request: { runKey: 'rev-1' }, pool: h.pool, redis: h.redis, logger: silentLogger });
+    const withConfig = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, config });
+    try {
+      const path = `/admin/runs/${revJob}/rev-1`;
+      expect(await (await fetch(`${withConfig.url}${path}`, { headers: bearer })).text()).not.toContain('id="replay"');
+      expect(await revertAppendedRun(h.pool, revJob, 'rev-1', 'oncall@here')).toMatchObject({ kind: 'reverted', rows: loaded.rows });
+      const page = await (await fetch(`${withConfig.url}${path}`, { headers: bearer })).text();
+      expect(page).toMatch(new RegExp(`<p class="notice" id="reverted" role="status">Reverted at [\\d: -]+\\+0[12]:00: its ${loaded.rows} rows were removed from ${h.schema}.stock_append. A replay appends the run again.</p>`));
+      expect(page).toContain(`<td><a href="/admin/attempts/${loaded.attemptId}">${loaded.attemptId.slice(0, 8)}</a></td><td>oncall@here</td>`);
+      expect(page).toContain('id="replay"');
+      const replayed = await fetch(`${withConfig.url}${path}/replay`, { method: 'POST', headers: { ...bearer, origin: withConfig.url }, redirect: 'manual' });
+      expect(replayed.status).toBe(303);
+      const jobId = new URL(replayed.headers.get('location')!, withConfig.url).searchParams.get('replayed');
+      expect((await queue.getJob(jobId!))?.data).toMatchObject({ job: revJob, runKey: 'rev-1', trigger: 'replay' });
     } finally {
       await withConfig.close();
     }

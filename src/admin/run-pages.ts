@@ -9,6 +9,7 @@ import type { AttemptListRow } from '../history/attempt-list.ts';
 import type { RunDocument } from '../history/run-documents.ts';
 import type { RunListFilter, RunListRow } from '../history/run-list.ts';
 import type { RunRow } from '../history/runs.ts';
+import { isReverted, type RevertRow } from '../history/reverts.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { formatWithOffset } from '../pipeline/logical-time.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
@@ -142,6 +143,21 @@ ${documents.map((d) => html`<tr><td class="num">${d.page}</td><td><a href="${att
 `)}</tbody></table>`;
 }
 
+/**
+ * The reverts of an append run (README "Run history": etl.reverts), newest first: when, how many rows left which
+ * table, the attempt that had appended them, and who reverted them; with a note when the run stands reverted.
+ */
+export function revertTable(run: Pick<RunRow, 'attempts'>, reverts: RevertRow[], zone?: string): SafeHtml | '' {
+  if (reverts.length === 0) return '';
+  const last = reverts[0]!;
+  const note = isReverted(run, reverts)
+    ? html`<p class="notice" id="reverted" role="status">Reverted at ${formatTime(last.reverted_at, zone)}: its ${formatCount(last.rows)} rows were removed from ${last.target_table}. A replay appends the run again.</p>`
+    : '';
+  return html`<h2>Reverts</h2>${note}<table id="reverts"><thead><tr><th>Reverted</th><th>Rows removed</th><th>Of rows appended</th><th>Table</th><th>Appended by attempt</th><th>By</th></tr></thead><tbody>
+${reverts.map((v) => html`<tr><td>${formatTime(v.reverted_at, zone)}</td><td class="num">${formatCount(v.rows)}</td><td class="num">${formatCount(v.appended_rows)}</td><td>${v.target_table}</td><td><a href="${attemptPath(v.attempt_id)}">${v.attempt_id.slice(0, 8)}</a></td><td>${v.reverted_by ?? ''}</td></tr>
+`)}</tbody></table>`;
+}
+
 /** The attempts of a run, newest first, each linked to its page; `current` (an attempt id) is marked; times in `zone`. */
 export function attemptTable(attempts: AttemptListRow[], current?: string, zone?: string): SafeHtml {
   return html`<table id="attempts">${headerRow(COLUMNS.attempts)}<tbody>
@@ -152,12 +168,13 @@ ${attempts.map((a) => html`<tr${a.attempt_id === current ? html` class="current"
 /**
  * One logical run: what it was asked to do (trigger, logical time, parameters, queue job), how it stands (the
  * newest attempt's status, attempts, first start, last finish, rows), its attempts with their errors' first lines,
- * the documents it loaded, and a Replay button (POST /admin/runs/:job/:runKey/replay) when its newest attempt
- * failed or was interrupted.
+ * the documents it loaded, its reverts, and a Replay button (POST /admin/runs/:job/:runKey/replay) when its newest
+ * attempt failed or was interrupted, or its rows were reverted.
  * @param documents those of the attempt that loaded the run (`loadingAttemptId`)
  * @param zone the job's time zone, for its times (UTC when not given)
+ * @param reverts the run's reverts (`report-etl revert`), newest first
  */
-export function renderRunPage(run: RunRow, attempts: AttemptListRow[], notice: RunPageNotice = {}, loadingAttemptId?: string, documents: RunDocument[] = [], zone?: string): string {
+export function renderRunPage(run: RunRow, attempts: AttemptListRow[], notice: RunPageNotice = {}, loadingAttemptId?: string, documents: RunDocument[] = [], zone?: string, reverts: RevertRow[] = []): string {
   const queueJob = run.queue_job_id
     ? html`<a href="${BULL_BOARD_PATH}/queue/${encodeURIComponent(QUEUE_NAME)}/${encodeURIComponent(run.queue_job_id)}"><code>${run.queue_job_id}</code></a>`
     : html`<span class="muted">none (a foreground report-etl run)</span>`;
@@ -170,8 +187,8 @@ export function renderRunPage(run: RunRow, attempts: AttemptListRow[], notice: R
 <dt>Queue job</dt><dd>${queueJob}</dd><dt>First started</dt><dd>${formatTime(run.first_started_at, zone)}</dd>
 <dt>Last finished</dt><dd>${formatTime(run.last_finished_at, zone)}</dd><dt>Rows</dt><dd class="rows">${formatCount(run.rows)}</dd>
 </dl>`;
-  const replay = !replayable(run) ? '' : notice.jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
+  const replay = !replayable(run) && !isReverted(run, reverts) ? '' : notice.jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
   const list = attempts.length ? html`<h2>Attempts</h2>${attemptTable(attempts, undefined, zone)}` : html`<p>No attempt recorded yet: the run is queued or waits for a report slot.</p>`;
   const docs = loadingAttemptId ? documentTable(loadingAttemptId, documents) : '';
-  return page(`Run ${run.job} ${run.run_key}`, html`${replayBanner(notice)}${replay}${fields}${list}${docs}`);
+  return page(`Run ${run.job} ${run.run_key}`, html`${replayBanner(notice)}${replay}${fields}${revertTable(run, reverts, zone)}${list}${docs}`);
 }

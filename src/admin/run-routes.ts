@@ -1,7 +1,7 @@
 /**
  * Routes of the run history pages:
  * - `GET /admin/runs`: the logical runs (filters `job`, `status` of the newest attempt, `limit` per job);
- * - `GET /admin/runs/:job/:runKey`: one run, its attempts and the documents it loaded;
+ * - `GET /admin/runs/:job/:runKey`: one run, its attempts, the documents it loaded and its reverts;
  * - `POST /admin/runs/:job/:runKey/replay`: re-queues the failed run through the queue's replayRun (the same logical
  *   run, so append loads stay exactly-once) and redirects back to the run (303) with a notice;
  * - `GET /admin/attempts/:attemptId`: one attempt, its errors (the server's own words) and documents;
@@ -22,6 +22,7 @@ import { getAttempt } from '../history/attempts.ts';
 import { attemptsOfRun, listRunErrors, loadingAttemptOf } from '../history/attempt-list.ts';
 import { listJobNames, listRecentRuns, type RunListFilter } from '../history/run-list.ts';
 import { getRun } from '../history/runs.ts';
+import { revertsOfRun } from '../history/reverts.ts';
 import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
 import { renderAttemptPage } from './attempt-page.ts';
 import { PAGE_CSP } from './html.ts';
@@ -79,11 +80,11 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const { job, runKey } = req.params;
     const run = await getRun(deps.pool, job, runKey);
     if (!run) return notFound(reply, `no run ${runKey} of job ${job}`);
-    const [attempts, loading] = await Promise.all([attemptsOfRun(deps.pool, job, runKey), loadingAttemptOf(deps.pool, job, runKey)]);
+    const [attempts, loading, reverts] = await Promise.all([attemptsOfRun(deps.pool, job, runKey), loadingAttemptOf(deps.pool, job, runKey), revertsOfRun(deps.pool, job, runKey)]);
     const documents = loading ? await listRunDocuments(deps.pool, loading) : [];
     const config = deps.config?.();
     const jobGone = config !== undefined && !config.jobs[run.job];
-    return htmlPage(reply, renderRunPage(run, attempts, { replayedJobId: req.query.replayed, replayError: req.query.replayError, jobGone }, loading, documents, zoneOf(config)(run.job)));
+    return htmlPage(reply, renderRunPage(run, attempts, { replayedJobId: req.query.replayed, replayError: req.query.replayError, jobGone }, loading, documents, zoneOf(config)(run.job), reverts));
   });
 
   app.post<{ Params: { job: string; runKey: string } }>('/admin/runs/:job/:runKey/replay', async (req, reply) => {
