@@ -104,7 +104,7 @@ it('reverts one of two appended runs exactly, records it, refuses a second rever
   const again = await cli('revert', 'monday', '--job', job);
   expect(again.code).toBe(2);
   expect(again.out).toEqual([]);
-  expect(again.err).toMatch(new RegExp(`^report-etl revert: run monday of job ${job}: not reverted: run monday of job ${job} was already reverted at \\S+ by \\S+@\\S+: its 120 rows were removed from ${target}; "report-etl replay monday" appends it again\\n$`));
+  expect(again.err).toMatch(new RegExp(`^report-etl revert: run monday of job ${job}: not reverted: it was already reverted at \\S+ by \\S+@\\S+: its 120 rows were removed from ${target}; "report-etl replay monday" appends it again\\n$`));
   expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(80);
 
   // Replayed: a worker appends monday again, tagged with its run key.
@@ -149,13 +149,13 @@ it('refuses what it cannot revert, with exit 2, the reason and what to do, and c
   expect((await cli('run', stock, '--run-key', 'full')).code).toBe(0);
   const replace = await cli('revert', 'full', '--job', stock);
   expect(replace.code).toBe(2);
-  expect(replace.err).toContain(`loaded ${table(stock)} in write mode replace: only the rows of an append run can be reverted`);
+  expect(replace.err).toContain(`run full of job ${stock}: not reverted: it loaded ${table(stock)} in write mode replace: only the rows of an append run can be reverted`);
 
   const failing = `${jp}_failing`;
   expect((await cli('run', failing, '--run-key', 'broken')).code).toBe(1);
   const failed = await cli('revert', 'broken', '--job', failing);
   expect(failed.code).toBe(2);
-  expect(failed.err).toContain(`run broken of job ${failing} appended no rows: its newest attempt (1) failed; nothing to revert`);
+  expect(failed.err).toContain(`run broken of job ${failing}: not reverted: it appended no rows: its newest attempt (1) failed; nothing to revert`);
 
   const unknown = await cli('revert', 'never');
   expect(unknown.code).toBe(2);
@@ -174,7 +174,7 @@ it('refuses a run appended before its target had lineage columns, saying how to 
 
   const noColumn = await cli('revert', 'before', '--job', job);
   expect(noColumn.code).toBe(2);
-  expect(noColumn.err).toContain(`${target} has no _etl_run_key column: run before of job ${job} appended its ${n} rows (at `);
+  expect(noColumn.err).toContain(`run before of job ${job}: not reverted: ${target} has no _etl_run_key column: the run appended its ${n} rows (at `);
   expect(noColumn.err).toContain(`DELETE FROM etl.appended_runs WHERE job = '${job}' AND run_key = 'before'; lets "report-etl replay" append the run again`);
 
   // The next append gives the target the columns; the older run's rows stay untagged (NULL).
@@ -182,7 +182,7 @@ it('refuses a run appended before its target had lineage columns, saying how to 
   expect(await count(`SELECT count(*)::int AS n FROM ${target} WHERE _etl_run_key IS NULL AND _etl_loaded_at IS NULL`)).toBe(n);
   const untagged = await cli('revert', 'before', '--job', job);
   expect(untagged.code).toBe(2);
-  expect(untagged.err).toContain(`no row of ${target} carries run key before: run before of job ${job} appended its ${n} rows (at `);
+  expect(untagged.err).toContain(`run before of job ${job}: not reverted: no row of ${target} carries run key before: the run appended its ${n} rows (at `);
   expect(untagged.err).toContain('nothing was changed');
   expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(2 * n);
   expect(await count(`SELECT count(*)::int AS n FROM etl.appended_runs WHERE job = $1`, [job])).toBe(2);

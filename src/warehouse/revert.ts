@@ -33,6 +33,7 @@ export type RevertRefusal =
 
 /** What {@link revertAppendedRun} did: removed the run's rows, or refused saying why and what to do. */
 export type RevertOutcome =
+  // A refusal's message reads after the run's name: "run K of job J: <message>".
   | {
       readonly kind: 'reverted';
       /** The claim the run had: the attempt that appended its rows, the target, the rows it loaded, when. */
@@ -100,15 +101,14 @@ function refusal([reason, message]: readonly [RevertRefusal, string]): RevertOut
 
 /** The target exists, has the run key column, and no other job appended a run of the same key into it. */
 async function checkRevertible(tx: pg.PoolClient, claim: AppendClaim, target: TableName): Promise<void> {
-  const named = `run ${claim.run_key} of job ${claim.job}`;
   const { rows } = await tx.query<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [quoteTable(target)]);
   if (!rows[0]?.ok) {
-    throw new Refused('target-gone', `${named} appended ${claim.rows} rows into ${claim.target_table}, which no longer exists: nothing to remove. ${forgetClaim(claim)}`);
+    throw new Refused('target-gone', `it appended ${claim.rows} rows into ${claim.target_table}, which no longer exists: nothing to remove. ${forgetClaim(claim)}`);
   }
   if (!(await lineageColumnsOf(tx, target)).includes(LINEAGE.runKey)) {
     throw new Refused(
       'no-lineage',
-      `${claim.target_table} has no ${LINEAGE.runKey} column: ${named} appended its ${claim.rows} rows (at ${claim.committed_at.toISOString()}) before report-etl tagged appended rows with their run ` +
+      `${claim.target_table} has no ${LINEAGE.runKey} column: the run appended its ${claim.rows} rows (at ${claim.committed_at.toISOString()}) before report-etl tagged appended rows with their run ` +
         `(the next append run into the table adds the column), so they cannot be told from other runs' rows. ${byHand(claim)}`,
     );
   }
@@ -116,7 +116,7 @@ async function checkRevertible(tx: pg.PoolClient, claim: AppendClaim, target: Ta
   if (others.length > 0) {
     throw new Refused(
       'shared-run-key',
-      `${named} and runs of job ${others.join(', ')} appended rows with the same run key into ${claim.target_table}: their rows cannot be told apart. ${byHand(claim)}`,
+      `runs of job ${others.join(', ')} appended rows with the same run key into ${claim.target_table}: their rows cannot be told apart. ${byHand(claim)}`,
     );
   }
 }
@@ -124,7 +124,7 @@ async function checkRevertible(tx: pg.PoolClient, claim: AppendClaim, target: Ta
 /** The message for a run whose rows carry no run key although the target has the column: appended before it had. */
 function rowsWithoutRunKey(claim: AppendClaim): string {
   return (
-    `no row of ${claim.target_table} carries run key ${claim.run_key}: run ${claim.run_key} of job ${claim.job} appended its ${claim.rows} rows ` +
+    `no row of ${claim.target_table} carries run key ${claim.run_key}: the run appended its ${claim.rows} rows ` +
     `(at ${claim.committed_at.toISOString()}) before the table had the ${LINEAGE.runKey} column, so they cannot be told from other runs' rows; nothing was changed. ${byHand(claim)}`
   );
 }
@@ -144,27 +144,26 @@ function sqlText(s: string): string {
   return `'${s.replaceAll("'", "''")}'`;
 }
 
-/** Why a run without a claim in etl.appended_runs cannot be reverted. */
+/** Why a run without a claim in etl.appended_runs cannot be reverted (a reason to follow "run K of job J: "). */
 async function whyNoClaim(db: Queryable, job: string, runKey: string): Promise<[RevertRefusal, string]> {
-  const named = `run ${runKey} of job ${job}`;
   const run = await getRun(db, job, runKey);
   const newest = await newestAttempt(db, job, runKey);
   const reverts = await revertsOfRun(db, job, runKey);
-  if (!run) return ['unknown-run', `no ${named} in etl.runs`];
+  if (!run) return ['unknown-run', 'no such run in etl.runs'];
   if (newest && newest.write_mode !== 'append') {
     return [
       'not-append',
-      `${named} loaded ${newest.target_table} in write mode ${newest.write_mode}: only the rows of an append run can be reverted (a ${newest.write_mode} run's rows are ${newest.write_mode === 'merge' ? 'upserted' : 'replaced'} by the next run of the job)`,
+      `it loaded ${newest.target_table} in write mode ${newest.write_mode}: only the rows of an append run can be reverted (a ${newest.write_mode} run's rows are ${newest.write_mode === 'merge' ? 'upserted' : 'replaced'} by the next run of the job)`,
     ];
   }
   const last = reverts[0];
   if (last && isReverted(run, reverts)) {
     return [
       'already-reverted',
-      `${named} was already reverted at ${last.reverted_at.toISOString()}${last.reverted_by ? ` by ${last.reverted_by}` : ''}: its ${last.rows} rows were removed from ${last.target_table}; "report-etl replay ${runKey}" appends it again`,
+      `it was already reverted at ${last.reverted_at.toISOString()}${last.reverted_by ? ` by ${last.reverted_by}` : ''}: its ${last.rows} rows were removed from ${last.target_table}; "report-etl replay ${runKey}" appends it again`,
     ];
   }
   const state = newest ? `its newest attempt (${newest.attempt}) ${newest.status === 'running' ? 'is still running' : newest.status}` : 'it has no attempt yet';
   const since = last ? ` since it was reverted at ${last.reverted_at.toISOString()}` : '';
-  return ['not-loaded', `${named} appended no rows${since}: ${state}; nothing to revert`];
+  return ['not-loaded', `it appended no rows${since}: ${state}; nothing to revert`];
 }
