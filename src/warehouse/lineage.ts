@@ -2,11 +2,11 @@
  * Lineage of appended rows (README "Loaded tables": lineage): every row an append run loads carries the run's key in
  * `_etl_run_key` and its load time in `_etl_loaded_at`, so that one run's rows can be found and removed again
  * (`report-etl revert`). The values never travel with the rows: both columns have a DEFAULT that PostgreSQL fills in
- * for every row COPY or INSERT writes without them — the run key from a setting local to the load transaction, the
- * load time from `now()`, the transaction's start (one load time per run). COPY's column list stays the report's,
- * in text and binary format alike, and the staging plans' INSERT … SELECT get the same defaults. Both expressions
- * are STABLE, not VOLATILE: a volatile default (clock_timestamp(), a sequence) would make COPY insert row by row
- * instead of in batches.
+ * for every row COPY or INSERT writes without them — the run key from a setting local to the load transaction (read
+ * by `etl.load_run_key()` once per statement), the load time from `now()`, the transaction's start (one load time per
+ * run). COPY's column list stays the report's, in text and binary format alike, and the staging plans' INSERT …
+ * SELECT get the same defaults. Neither expression is VOLATILE: a volatile default (clock_timestamp(), a sequence)
+ * would make COPY insert row by row instead of in batches.
  *
  * A report column can never be called like these: normalised names (identifiers.ts) start with a letter, or with `_`
  * and a digit.
@@ -23,14 +23,14 @@ export const LINEAGE = { runKey: '_etl_run_key', loadedAt: '_etl_loaded_at' } as
 export const RUN_KEY_SETTING = 'report_etl.run_key';
 
 /**
- * The columns, their types (as format_type spells them) and DEFAULTs. A setting set with `set_config(…, true)` reads
- * back as '' in the session after its transaction, not NULL: hence nullif, so that rows written outside an append
- * run (by hand, or by a load in another write mode) get NULL.
+ * The columns, their types (as format_type spells them) and DEFAULTs, as PostgreSQL gives them back (pg_get_expr).
+ * `etl.load_run_key()` (migrations/0009) reads {@link RUN_KEY_SETTING}, NULL outside an append load, so that rows
+ * written otherwise (by hand, by a load in another write mode) get NULL; it is evaluated once per statement, not per
+ * row (see the migration).
  */
 const COLUMNS = [
-  // `isOurs` recognises the DEFAULT as PostgreSQL gives it back (pg_get_expr: NULLIF(current_setting('…'::text, true), ''::text)).
-  { name: LINEAGE.runKey, type: 'text', default: `nullif(current_setting('${RUN_KEY_SETTING}', true), '')`, isOurs: (d: string) => d.includes(`current_setting('${RUN_KEY_SETTING}'`) },
-  { name: LINEAGE.loadedAt, type: 'timestamp with time zone', default: 'now()', isOurs: (d: string) => d === 'now()' },
+  { name: LINEAGE.runKey, type: 'text', default: 'etl.load_run_key()' },
+  { name: LINEAGE.loadedAt, type: 'timestamp with time zone', default: 'now()' },
 ] as const;
 
 /** Whether a column of a target is one of the lineage columns. */
@@ -76,7 +76,8 @@ export async function addLineageColumns(db: Queryable, target: TableName): Promi
       );
     }
     if (!found) changes.push(`ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
-    if (!found?.default || !c.isOurs(found.default)) changes.push(`ALTER COLUMN ${quoteIdent(c.name)} SET DEFAULT ${c.default}`);
+    // pg_get_expr leaves out the schema when etl is on the session's search_path.
+    if (found?.default?.replace(/^etl\./, '') !== c.default.replace(/^etl\./, '')) changes.push(`ALTER COLUMN ${quoteIdent(c.name)} SET DEFAULT ${c.default}`);
   }
   if (changes.length > 0) await db.query(`ALTER TABLE ${quoteTable(target)} ${changes.join(', ')}`);
 }
