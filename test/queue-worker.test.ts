@@ -150,7 +150,7 @@ it('a non-retryable failure fails at once; a retryable one uses its attempts; re
   const ref = { job, runKey };
   const replay = await replayRun({ queue, pool: h.pool, config }, ref);
   // The replay's queue job names the run's newest failed attempt.
-  expect(replay).toEqual({ jobId: `${jobId}__replay_${runs[1]!.attempt_id}`, attemptId: runs[1]!.attempt_id });
+  expect(replay).toEqual({ jobId: `${jobId}__replay_${runs[1]!.attempt_id}`, attemptId: runs[1]!.attempt_id, reverted: false });
   // Replaying the run again before its replay made an attempt is deduplicated; --failed finds nothing pending once it succeeded.
   expect((await replayRun({ queue, pool: h.pool, config }, ref)).jobId).toBe(replay.jobId);
   startWorker(() => config);
