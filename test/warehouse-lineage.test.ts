@@ -6,7 +6,7 @@
  * removes exactly one run's rows.
  */
 import type pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePool } from '../src/app/connections.ts';
 import { resolveJob } from '../src/config/load.ts';
 import { getAttempt } from '../src/history/attempts.ts';
@@ -16,23 +16,16 @@ import { normaliseColumnNames } from '../src/warehouse/identifiers.ts';
 import { isLineageColumn } from '../src/warehouse/lineage.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';
-import { columnTypes, jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
+import { columnTypes, jobEntry, loadedRows, servedRows, useHarness, type Harness } from './support/harness.ts';
 
-let h: Harness;
+const h = useHarness();
 // One connection: every run reuses the session, so a run key set by an earlier transaction would show.
 let single: pg.Pool;
-beforeAll(async () => {
-  h = await startHarness();
+beforeAll(() => {
   single = makePool(silentLogger, DATABASE_URL, 1);
 });
 afterAll(async () => {
   await single?.end();
-  await h?.close();
-});
-afterEach(() => {
-  const c = h.sim.counters();
-  expect(c.openJobs).toEqual([]);
-  expect(c.jobsDeleted).toBe(c.jobsCreated);
 });
 
 const run = (config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}, pool: pg.Pool = h.pool) =>
