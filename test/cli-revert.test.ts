@@ -100,6 +100,11 @@ it('reverts one of two appended runs exactly, records it, refuses a second rever
     { run_key: 'tuesday', status: 'succeeded', rows: 80 },
   ]);
 
+  // `runs` says so, until an attempt runs again.
+  const listed = await cli('runs', '--job', job);
+  expect(listed.out.find((l) => l.startsWith('monday '))).toMatch(/ succeeded \(reverted\) +1 /);
+  expect(listed.out.find((l) => l.startsWith('tuesday '))).not.toContain('reverted');
+
   // Twice: refused, nothing changes.
   const again = await cli('revert', 'monday', '--job', job);
   expect(again.code).toBe(2);
@@ -117,6 +122,7 @@ it('reverts one of two appended runs exactly, records it, refuses a second rever
   expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(200);
   const { rows: after } = await h.pool.query(`SELECT attempts, status, rows::int FROM etl.runs WHERE job = $1 AND run_key = 'monday'`, [job]);
   expect(after).toEqual([{ attempts: 2, status: 'succeeded', rows: 120 }]);
+  expect((await cli('runs', '--job', job)).out.find((l) => l.startsWith('monday '))).not.toContain('reverted');
 
   // Appended again, it can be reverted again, this time named by the replay's attempt.
   const replayed = (await attemptsOf(h.pool, job)).find((a) => a.run_key === 'monday' && a.attempt === 2)!;

@@ -109,7 +109,7 @@ export function renderRunList(rows: RunListRow[], f: RunListFilter, jobs: string
     ([job, runs]) => html`<h2><a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a></h2>
 <table class="runs">${headerRow(COLUMNS.runs)}<tbody>
 ${runs.map(
-  (r) => html`<tr><td><a href="${runPath(r.job, r.run_key)}">${r.run_key}</a></td><td>${formatTime(r.first_started_at ?? r.created_at, zoneOf(r.job))}</td><td>${statusLabel(r.status)}</td><td>${r.trigger}</td><td class="num attempts">${r.attempts}</td><td class="num">${formatDuration(runDurationMs(r))}</td><td class="num">${formatCount(r.rows)}</td><td>${r.error_first_line ?? ''}</td></tr>
+  (r) => html`<tr><td><a href="${runPath(r.job, r.run_key)}">${r.run_key}</a></td><td>${formatTime(r.first_started_at ?? r.created_at, zoneOf(r.job))}</td><td>${statusLabel(r.status)}${r.reverted_at ? html` <span class="muted reverted">(reverted)</span>` : ''}</td><td>${r.trigger}</td><td class="num attempts">${r.attempts}</td><td class="num">${formatDuration(runDurationMs(r))}</td><td class="num">${formatCount(r.rows)}</td><td>${r.error_first_line ?? ''}</td></tr>
 `,
 )}</tbody></table>`,
   );

@@ -46,7 +46,7 @@ export function formatRunTable(rows: RunListRow[], now = Date.now()): string[] {
       return [
         r.run_key,
         r.job,
-        r.status ?? '-',
+        r.reverted_at ? `${r.status} (reverted)` : (r.status ?? '-'),
         String(r.attempts),
         r.trigger,
         time(r.first_started_at),

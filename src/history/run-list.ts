@@ -14,6 +14,8 @@ export interface RunListRow extends RunRow {
   newest_attempt_id: string | null;
   /** First line of the newest attempt's error: the server's words first (see firstErrorLine in attempt-list.ts). */
   error_first_line: string | null;
+  /** When `report-etl revert` removed the run's appended rows, while no attempt has run since (else null). */
+  reverted_at: Date | null;
 }
 
 /** Filter of {@link listRuns}. */
@@ -49,7 +51,8 @@ const NEWEST_ATTEMPT = `(SELECT a.attempt_id AS newest_attempt_id, ${firstErrorL
 /** Logical runs, newest first (`report-etl runs`). */
 export async function listRuns(db: Queryable, f: RunFilter = {}): Promise<RunListRow[]> {
   const { rows } = await db.query<RunListRow>(
-    `SELECT r.*, n.newest_attempt_id, n.error_first_line
+    `SELECT r.*, n.newest_attempt_id, n.error_first_line,
+            (SELECT max(v.reverted_at) FROM etl.reverts v WHERE v.job = r.job AND v.run_key = r.run_key AND v.after_attempt >= r.attempts) AS reverted_at
        FROM etl.runs r LEFT JOIN LATERAL ${NEWEST_ATTEMPT} n ON true
       WHERE ($1::text IS NULL OR r.job = $1) AND ($2::text IS NULL OR r.status = $2) AND ($3::timestamptz IS NULL OR r.created_at >= $3)
       ORDER BY r.created_at DESC
