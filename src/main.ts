@@ -10,6 +10,13 @@ import { main } from './cli/main.ts';
 // about half the time after the first start. NODE_DISABLE_COMPILE_CACHE=1 turns it off.
 enableCompileCache?.();
 
+// A reader that stops early (`report-etl runs | head`) closes the pipe: the output is no longer wanted, which is no
+// error of ours. Node reports it as an EPIPE error event on stdout, unhandled (a stack trace) unless listened for.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(process.exitCode ?? 0);
+});
+
 main(process.argv).then(
   (code) => {
     process.exitCode = code;

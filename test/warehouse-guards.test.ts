@@ -143,9 +143,23 @@ describe('target.guard', () => {
       expect(refused.code).toBe(2);
       expect(refused.stderr).toContain('--accept-guard goes with one run key');
 
+      // A run that failed for another reason has no guard to accept.
+      const otherKey = uniqueName('rk');
+      const badType = h.config({ [job]: jobEntry({ name: 'Sales/Orders', outputType: 'json', parameters: { ROWS: '8' } }, { table, mode: 'replace', columns: { kunde: 'nosuchtype' } }) });
+      expect((await failing(badType, job, { runKey: otherKey })).err.code).toBe('CONFIG_INVALID');
+      const notGuard = await cli('replay', otherKey, '--accept-guard');
+      expect(notGuard.code).toBe(2);
+      expect(notGuard.stderr).toContain(`was not stopped by its target's guard (its attempt 1 failed with CONFIG_INVALID): replay it without --accept-guard`);
+
       const r = await cli('replay', runKey, '--accept-guard');
-      expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
+      // Queued is not running: with no worker on the queue, it says so.
+      expect(r.stderr).toBe(`note: no worker is taking runs from queue prefix "${prefix}" now: the replay runs once one starts (npx report-etl worker, or start)\n`);
+      // replay --failed leaves the run to the replay already queued for it.
+      const plan = await cli('replay', '--failed', '--dry-run', '--job', job);
+      const retrying = lines(plan.stdout).join('\n');
+      expect(retrying).toMatch(new RegExp(`the queue still retries[^]*${runKey}`));
+      expect(retrying).toMatch(new RegExp(`would queue 1 failed run:[^]*${otherKey}[^]*skipped 1 failed run the queue still retries`));
       expect(lines(r.stdout).join('\n')).toContain(", past its target's guard");
       const queued = await queue.getJobs(['waiting', 'prioritized', 'delayed']);
       const replay = queued.find((q) => q.data.runKey === runKey);

@@ -38,6 +38,15 @@ export function describeNamed(named: Extract<RunOrAttempt, { kind: 'run' | 'atte
   return named.kind === 'run' ? run : `attempt ${named.attempt.attempt_id} (attempt ${named.attempt.attempt} of ${run})`;
 }
 
+/**
+ * Says on stderr when no worker takes runs from the queue now, so that "queued" is not read as "running": the replay
+ * waits until one starts. Silent when the count cannot be read (a Redis that refuses CLIENT LIST).
+ */
+async function sayWhenNoWorker(queue: { getWorkersCount(): Promise<number> }, prefix: string, cli: { err(line: string): void }): Promise<void> {
+  const workers = await queue.getWorkersCount().catch(() => undefined);
+  if (workers === 0) cli.err(`note: no worker is taking runs from queue prefix "${prefix}" now: the replay runs once one starts (npx report-etl worker, or start)`);
+}
+
 export const registerReplay: RegisterCommand = (program, cli) => {
   sinceOption(
     queuePrefixOption(configOption(program.command('replay').description('re-queue a failed run (same logical run), or every failed run with --failed'))),
@@ -90,6 +99,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
             const { jobId, attemptId, reverted } = await replayRun(deps, { job: named.run.job, runKey: named.run.run_key }, { acceptGuard: opts.acceptGuard === true });
             const after = named.kind === 'attempt' && named.attempt.attempt_id === attemptId ? '' : `, after its ${reverted ? 'reverted' : 'failed'} attempt ${attemptId}`;
             cli.out(`${describeNamed(named)}: replay of the run queued as ${jobId}${after}${opts.acceptGuard ? ', past its target\'s guard' : ''}`);
+            await sayWhenNoWorker(queue, opts.queuePrefix, cli);
           } catch (err) {
             if (!(err instanceof EtlError)) throw err;
             cli.err(`report-etl replay: ${err.message}`);
@@ -108,6 +118,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
             cli.out(`replay queued as ${jobId}`);
           }
           cli.out(`${plural(plan.toQueue.length, 'failed run')} queued again`);
+          if (plan.toQueue.length) await sayWhenNoWorker(queue, opts.queuePrefix, cli);
         }
         if (plan.superseded.length) {
           cli.out(

@@ -10,6 +10,7 @@ import type { Queue } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import { EtlError } from '../errors.ts';
 import { hasSucceeded, newestAttempt } from '../history/attempts.ts';
+import { listRunErrors } from '../history/attempt-list.ts';
 import { replayQueueJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest } from '../vocabulary.ts';
@@ -40,7 +41,8 @@ export interface RunRef {
  * @returns the BullMQ job id of the replay, the newest attempt it replays, and whether that attempt's rows were
  *   reverted (else it failed or was interrupted)
  * @throws EtlError (code INTERNAL, not retryable) when there is no such run, it has no finished attempt yet, its
- *   newest attempt is running, or an attempt of it succeeded (and was not reverted since)
+ *   newest attempt is running, or an attempt of it succeeded (and was not reverted since), or `acceptGuard` is asked
+ *   for a run whose newest attempt was not stopped by its guard (GUARD_TRIPPED)
  */
 export async function replayRun(deps: ReplayDeps, ref: RunRef, opts: { acceptGuard?: boolean } = {}): Promise<{ jobId: string; attemptId: string; reverted: boolean }> {
   const named = `run ${ref.runKey} of job ${ref.job}`;
@@ -51,6 +53,13 @@ export async function replayRun(deps: ReplayDeps, ref: RunRef, opts: { acceptGua
   // A reverted append run (report-etl revert) has no success left: its replay appends it again.
   if (await hasSucceeded(deps.pool, ref.job, ref.runKey)) {
     throw new EtlError('INTERNAL', `${named} succeeded: nothing to replay`, { retryable: false });
+  }
+  // --accept-guard is for a run its guard stopped: on any other failure it would accept nothing the user has seen.
+  if (opts.acceptGuard) {
+    const kinds = (await listRunErrors(deps.pool, newest.attempt_id)).map((e) => e.error_kind);
+    if (!kinds.includes('GUARD_TRIPPED')) {
+      throw new EtlError('INTERNAL', `${named} was not stopped by its target's guard (its attempt ${newest.attempt} failed with ${kinds[0] ?? newest.status}): replay it without --accept-guard`, { retryable: false });
+    }
   }
   // A job that left jobs.yaml has nothing to run its replay: a worker would drop it, so it is refused here, at once.
   if (deps.config && !deps.config.jobs[run.job]) {
@@ -107,13 +116,24 @@ export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions
       continue;
     }
     // Still being retried by the queue: a replay now would only race the next attempt.
+    // A replay of its newest attempt queued and not yet taken by a worker is pending too (with or without --accept-guard).
     const request = await getRunRequest(deps.pool, run.job, run.run_key);
-    const queued = request ? await deps.queue.getJob(request.queueJobId) : undefined;
-    if (queued && PENDING.has(await queued.getState())) plan.stillRetrying.push(run);
+    const base = request?.queueJobId ?? run.run_key;
+    const ids = [...(request ? [request.queueJobId] : []), replayQueueJobId(base, run.attempt_id), replayQueueJobId(base, run.attempt_id, true)];
+    if (await anyPending(deps.queue, ids)) plan.stillRetrying.push(run);
     else if (run.superseded_by_run_key !== null && !o.includeSuperseded) plan.superseded.push(run);
     else plan.toQueue.push(run);
   }
   return plan;
+}
+
+/** Whether any of the queue jobs `ids` is waiting, delayed or active. */
+async function anyPending(queue: ReplayDeps['queue'], ids: readonly string[]): Promise<boolean> {
+  for (const id of ids) {
+    const job = await queue.getJob(id);
+    if (job && PENDING.has(await job.getState())) return true;
+  }
+  return false;
 }
 
 /**
