@@ -6,7 +6,8 @@
  * Rules:
  * - No import cycle between modules, type-only imports and re-exports included.
  * - Folders are layered (LAYERS, lowest first): a module imports its own folder or a lower layer only.
- * - Some folders must not load some packages (FORBIDDEN_PACKAGES), e.g. the pipeline knows nothing of BullMQ.
+ * - Some folders must not load some packages (FORBIDDEN_PACKAGES), e.g. the pipeline knows nothing of BullMQ; some
+ *   packages have one home (PACKAGE_HOMES), e.g. the OpenTelemetry SDK is started by app/ alone.
  * - A package is imported through its public entry points only: its name, or a subpath its package.json `exports`
  *   names. A file inside a package is its authors' to move or change in any release.
  */
@@ -33,6 +34,21 @@ export const FORBIDDEN_PACKAGES: Readonly<Record<string, readonly string[]>> = {
   login: ['bullmq', 'fastify'],
   alerts: ['bullmq', 'fastify'],
   simulator: ['pg', 'bullmq', 'ioredis'],
+};
+
+/**
+ * Packages that only the named folders may import (docs/architecture.md "Observability"): the OpenTelemetry API is
+ * used through src/tracing.ts (and app/tracing-sdk.ts, which registers the SDK); the SDK and its exporters are loaded
+ * by app/tracing-sdk.ts alone, and only when traces are exported.
+ */
+export const PACKAGE_HOMES: Readonly<Record<string, readonly string[]>> = {
+  '@opentelemetry/api': ['.', 'app'],
+  '@opentelemetry/core': ['app'],
+  '@opentelemetry/sdk-trace': ['app'],
+  '@opentelemetry/resources': ['app'],
+  '@opentelemetry/context-async-hooks': ['app'],
+  '@opentelemetry/exporter-trace-otlp-http': ['app'],
+  '@opentelemetry/exporter-trace-otlp-proto': ['app'],
 };
 
 /** One import of one module. */
@@ -174,6 +190,8 @@ export function checkArchitecture(srcDir: string, packagesDir = join(srcDir, '..
       else if (LAYERS.indexOf(to) > rank) problems.push(`${e.from}:${e.line}: ${from} imports ${e.to}, a higher layer (${to}); imports point down: ${LAYERS.join(' < ')}`);
     } else if (FORBIDDEN_PACKAGES[from]?.includes(e.to)) {
       problems.push(`${e.from}:${e.line}: ${from} must not import the package ${e.to}`);
+    } else if (PACKAGE_HOMES[e.to] && !PACKAGE_HOMES[e.to]!.includes(from)) {
+      problems.push(`${e.from}:${e.line}: ${from} must not import the package ${e.to}; only ${PACKAGE_HOMES[e.to]!.join(', ')} may`);
     } else if (!isPublicEntry(e.spec, e.to, packagesDir)) {
       problems.push(`${e.from}:${e.line}: imports ${e.spec}, which the package ${e.to} does not export; import its name or a subpath its package.json "exports" names`);
     }

@@ -14,7 +14,7 @@ it('src/ has no import cycle, every import points down, packages by their public
   expect(checkArchitecture(fileURLToPath(new URL('../src/', import.meta.url)))).toEqual([]);
 });
 
-it('finds a type-only cycle, an upward import, a forbidden package, a re-export cycle and a file inside a package', async () => {
+it('finds a type-only cycle, an upward import, a forbidden package, a package outside its home, a re-export cycle and a file inside a package', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'report-etl-arch-'));
   try {
     const file = async (path: string, text: string) => {
@@ -27,6 +27,8 @@ it('finds a type-only cycle, an upward import, a forbidden package, a re-export 
     await file('queue/q.ts', 'export const q = 1;\n');
     await file('pipeline/p.ts', "import { Queue } from 'bullmq';\nexport { x } from './r.ts';\nexport const p = Queue;\n");
     await file('pipeline/r.ts', "export * from './p.ts';\nexport const x = 1;\n");
+    // The tracing SDK is app/'s alone; the pipeline traces through src/tracing.ts.
+    await file('pipeline/t.ts', "const sdk = await import('@opentelemetry/sdk-trace');\nexport const t = sdk;\n");
     // undici has no `exports`: its files are not its interface. @bull-board/api exports ./bullMQAdapter and ./dist/*.
     await file(
       'report-api/u.ts',
@@ -38,7 +40,8 @@ it('finds a type-only cycle, an upward import, a forbidden package, a re-export 
     expect(problems.some((p) => p.startsWith('warehouse/w.ts:1: warehouse imports queue/q.ts, a higher layer (queue)'))).toBe(true);
     expect(problems).toContain('pipeline/p.ts:1: pipeline must not import the package bullmq');
     expect(problems).toContain('report-api/u.ts:2: imports undici/lib/dispatcher/agent.js, which the package undici does not export; import its name or a subpath its package.json "exports" names');
-    expect(problems).toHaveLength(5);
+    expect(problems).toContain('pipeline/t.ts:1: pipeline must not import the package @opentelemetry/sdk-trace; only app may');
+    expect(problems).toHaveLength(6);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

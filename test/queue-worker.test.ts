@@ -91,7 +91,8 @@ it('kill -9 mid-run: the run is picked up as stalled, the dead report job delete
   // The report job is deleted right after the commit that made the attempt `succeeded`.
   await waitFor('every report job deleted', () => h.sim.counters().openJobs.length === 0);
   expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', { ROWS: '900' })).toEqual(servedRows('Sales/Orders.avw', { ROWS: '900' }, 1));
-  expect(await (await queue.getJob(jobId))?.getState()).toBe('completed');
+  // The attempt records its timeline after the DELETE, then the queue job completes.
+  await waitFor('the queue job completed', async () => (await (await queue.getJob(jobId))?.getState()) === 'completed');
   await stop(workers[0]!);
 });
 

@@ -14,6 +14,9 @@ const { makePool, makeRedis } = await import('../../dist/app/connections.js');
 const { silentLogger } = await import('../../dist/logger.js');
 const { resolveJob } = await import('../../dist/config/load.js');
 const { runAttempt } = await import('../../dist/pipeline/run-attempt.js');
+// Traces when the bench sets OTEL_EXPORTER_OTLP_ENDPOINT (bench/tracing.ts), as every report-etl process does.
+const { startTracing } = await import('../../dist/app/tracing-sdk.js');
+const tracing = await startTracing(silentLogger);
 
 const input = JSON.parse(process.argv[2]);
 let firstRowAt = NaN;
@@ -65,6 +68,7 @@ try {
   result = { ok: false, error: String(err?.message ?? err), rows: 0, pages: 0, bytes: 0, durationMs: performance.now() - t0, firstRowMs: NaN, maxRssKiB: process.resourceUsage().maxRSS, baseRssKiB, peaks, cpuMs: cpuMs() };
 }
 clearInterval(sampler);
+await tracing?.shutdown();
 await pool.end();
 redis.disconnect();
 process.send(result, () => process.exit(0));

@@ -16,6 +16,7 @@ import { openAttemptOwner } from '../history/attempt-owner.ts';
 import { makeAlertWorker, makeQueuedAlertSender } from '../queue/alert-queue.ts';
 import { makeRunAlerts } from '../alerts/run-alerts.ts';
 import { makeReportClients } from '../report-api/client-registry.ts';
+import { startTracing } from './tracing-sdk.ts';
 
 /** Options of {@link startService}. */
 export interface ServiceOptions {
@@ -62,6 +63,9 @@ export async function startService(o: ServiceOptions): Promise<Service> {
   const releasers = new Releasers();
   const prefix = o.prefix ?? DEFAULT_QUEUE_PREFIX;
   try {
+    // Released last: the spans of everything that stops before it are exported (README "Tracing").
+    const tracing = await startTracing(o.logger);
+    if (tracing) releasers.add(() => tracing.shutdown());
     const config = await watchLiveConfig(o.configPath, o.logger);
     releasers.add(() => config.close());
     // DATABASE_POOL_MAX for the runs, whatever the concurrency, and one more for the owner session.

@@ -21,8 +21,10 @@ export interface QueueSession {
  */
 export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) => Promise<T>): Promise<T> {
   // Loaded on use, so that registering the commands loads neither the drivers nor BullMQ (start-up cost).
-  const [{ openStores }, { makeLogger }, { makeQueue }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts'), import('../queue/queue.ts')]);
+  const [{ openStores }, { makeLogger }, { makeQueue }, { startTracing }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts'), import('../queue/queue.ts'), import('../app/tracing-sdk.ts')]);
   const logger = makeLogger();
+  // A queued run's trace begins with its enqueue span: exported before the command ends (README "Tracing").
+  const tracing = await startTracing(logger);
   try {
     const { pool, redis, releasers } = await openStores(logger, { poolMax: 2 });
     try {
@@ -33,6 +35,7 @@ export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) 
       await releasers.releaseAll().catch(() => undefined);
     }
   } finally {
+    await tracing?.shutdown();
     logger.flush();
   }
 }

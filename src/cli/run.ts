@@ -39,7 +39,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
       }
 
       async function runWithStores(): Promise<void> {
-        const [{ Releasers }, { resolveJob }, { loadConfigForJob }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { noAlerts }, { makeRunAlerts }, { makeJanitor }, { outputShape }, { ReportSlots }, { queuePrefixFromEnv }, { parseZonedDate }] =
+        const [{ Releasers }, { resolveJob }, { loadConfigForJob }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { noAlerts }, { makeRunAlerts }, { makeJanitor }, { outputShape }, { ReportSlots }, { queuePrefixFromEnv }, { parseZonedDate }, { startTracing }] =
           await Promise.all([
             import('../app/connections.ts'),
             import('../config/load.ts'),
@@ -53,10 +53,14 @@ export const registerRun: RegisterCommand = (program, cli) => {
             import('../report-api/report-slots.ts'),
             import('../queue/names.ts'),
             import('../pipeline/logical-time.ts'),
+            import('../app/tracing-sdk.ts'),
           ]);
         const loaded = await loadConfigForJob(cli, opts.config, jobName);
         const job = resolveJob(loaded.config, jobName, opts.config);
         const releasers = new Releasers();
+        // Released last, so that every span of the run is exported before the command ends (README "Tracing").
+        const tracing = await startTracing(logger);
+        if (tracing) releasers.add(() => tracing.shutdown());
         const controller = new AbortController();
         let signals = 0;
         const onSignal = (sig: NodeJS.Signals) => {

@@ -3,12 +3,14 @@
  * `etl.run_errors`), each SQL operation one small typed function. An attempt is recorded `running` when it starts,
  * then `succeeded` inside the loading transaction, or `failed`/`interrupted` after the load rolled back. Each of these
  * statements also brings its logical run's `etl.runs` row up to date in the same transaction (see
- * {@link UPDATE_RUN_OF_ENDED}), so the two tables never disagree. Tables: migrations/0001, 0008.
+ * {@link UPDATE_RUN_OF_ENDED}), so the two tables never disagree. An attempt's trace id is recorded with it, its
+ * timeline when it ends (history/timeline.ts). Tables: migrations/0001, 0008, 0011.
  */
 import type pg from 'pg';
 import { withTransaction, type Queryable } from '../db.ts';
 import { EtlError } from '../errors.ts';
 import type { AttemptStatus, RunStage, RunTrigger } from '../vocabulary.ts';
+import type { AttemptTimeline } from './timeline.ts';
 
 /** What is known when an attempt starts. */
 export interface AttemptStart {
@@ -30,6 +32,8 @@ export interface AttemptStart {
   parameters?: Record<string, string> | undefined;
   /** Advisory lock key of the process's owner session (attempt-owner.ts), so the janitor can tell it died. */
   ownerLock?: string | undefined;
+  /** The W3C trace id of the attempt's spans, when they are exported (README "Tracing"). */
+  traceId?: string | undefined;
 }
 
 /**
@@ -46,8 +50,8 @@ export async function insertAttempt(db: Queryable, a: AttemptStart): Promise<num
        VALUES ($2, $3, $5, $4, 1, 'running', now(), $10, $11, $12)
        ON CONFLICT (job, run_key) DO UPDATE SET attempts = r.attempts + 1, status = 'running', first_started_at = coalesce(r.first_started_at, now())
        RETURNING r.attempts)
-     INSERT INTO etl.attempts (attempt_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode, worker, owner_lock)
-     SELECT $1, $2, $3, $4, $5, run.attempts, 'running', $6, $7, $8, $9::bigint FROM run
+     INSERT INTO etl.attempts (attempt_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode, worker, owner_lock, trace_id)
+     SELECT $1, $2, $3, $4, $5, run.attempts, 'running', $6, $7, $8, $9::bigint, $13 FROM run
      RETURNING attempt`,
     [
       a.attemptId,
@@ -62,6 +66,7 @@ export async function insertAttempt(db: Queryable, a: AttemptStart): Promise<num
       a.logicalStart ?? null,
       a.logicalEnd ?? null,
       a.parameters && Object.keys(a.parameters).length ? JSON.stringify(a.parameters) : null,
+      a.traceId ?? null,
     ],
   );
   return rows[0]!.attempt;
@@ -82,6 +87,14 @@ const UPDATE_RUN_OF_ENDED = `UPDATE etl.runs r
 /** Stores the server's report job id as soon as the report job exists, so that a leftover can be deleted later. */
 export async function setAttemptReportJob(db: Queryable, attemptId: string, reportJobId: string): Promise<void> {
   await db.query('UPDATE etl.attempts SET report_job_id = $2 WHERE attempt_id = $1', [attemptId, reportJobId]);
+}
+
+/**
+ * Stores the timeline of an attempt that succeeded, once its report job is deleted (a failed attempt's comes with
+ * {@link failAttempt}). Only while the attempt has none, so a late write never replaces another.
+ */
+export async function setAttemptTimeline(db: Queryable, attemptId: string, timeline: AttemptTimeline): Promise<void> {
+  await db.query('UPDATE etl.attempts SET timeline = $2 WHERE attempt_id = $1 AND timeline IS NULL', [attemptId, JSON.stringify(timeline)]);
 }
 
 /** Figures of a load: rows, pages, bytes (of page bodies as downloaded). */
@@ -122,6 +135,8 @@ export interface AttemptFailure {
   problem?: unknown;
   details?: Record<string, unknown> | undefined;
   figures?: Partial<LoadFigures>;
+  /** Where the attempt's time went until it failed (history/timeline.ts). */
+  timeline?: AttemptTimeline | undefined;
 }
 
 /**
@@ -134,11 +149,19 @@ export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFa
     await tx.query(
       `WITH ended AS (
          UPDATE etl.attempts SET status = $2, error = $3, rows = $4, pages = $5, bytes = $6, finished_at = clock_timestamp(),
-                duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint
+                duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint, timeline = coalesce($7, timeline)
           WHERE attempt_id = $1 AND status = 'running'
           RETURNING job, run_key, attempt, status, finished_at, rows)
        ${UPDATE_RUN_OF_ENDED}`,
-      [attemptId, f.status, f.serverMessage && !f.message.includes(f.serverMessage) ? `${f.message}\n${f.serverMessage}` : f.message, f.figures?.rows ?? null, f.figures?.pages ?? null, f.figures?.bytes ?? null],
+      [
+        attemptId,
+        f.status,
+        f.serverMessage && !f.message.includes(f.serverMessage) ? `${f.message}\n${f.serverMessage}` : f.message,
+        f.figures?.rows ?? null,
+        f.figures?.pages ?? null,
+        f.figures?.bytes ?? null,
+        f.timeline ? JSON.stringify(f.timeline) : null,
+      ],
     );
     await tx.query(
       `INSERT INTO etl.run_errors (attempt_id, stage, error_kind, retryable, http_status, message, server_message, problem, details)
@@ -198,6 +221,10 @@ export interface AttemptRow {
   worker: string | null;
   /** The guard this attempt loaded past with `replay --accept-guard` (its words), or null. */
   accepted_guard: string | null;
+  /** The W3C trace id of its spans, when they were exported. */
+  trace_id: string | null;
+  /** Where its time went (history/timeline.ts `readTimeline` reads it); null until it ended, or before migration 0011. */
+  timeline: unknown;
 }
 
 /**

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { AbortedError, coerceError, EtlError, isConnectionLoss, throwIfAborted } from '../errors.ts';
 import { claimAppend, isAppended } from '../history/appends.ts';
-import { completeAttempt, failAttempt, failureOf, insertAttempt, recordAcceptedGuard, runningAttempts, setAttemptReportJob, type AttemptFailure, type RunningAttempt } from '../history/attempts.ts';
+import { completeAttempt, failAttempt, failureOf, insertAttempt, recordAcceptedGuard, runningAttempts, setAttemptReportJob, setAttemptTimeline, type AttemptFailure, type RunningAttempt } from '../history/attempts.ts';
 import { goneOwners } from '../history/orphans.ts';
 import { insertRunDocuments } from '../history/run-documents.ts';
 import { DocumentPageDecoder } from '../pages/decoder.ts';
@@ -20,7 +20,9 @@ import { databaseError, PageCountMismatchError } from '../warehouse/load-errors.
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { countTargetRows, guardTrip, GuardTrippedError, needsRowCount } from '../warehouse/guard.ts';
+import { ATTR, extractTrace, type Attributes } from '../tracing.ts';
 import { AttemptFailedError, defaultWorkerName, type Attempt, type AttemptOptions, type AttemptResult } from './attempt.ts';
+import { AttemptTrace, type StepTimer } from './attempt-trace.ts';
 import { connectionAuthStore } from './auth-store.ts';
 import { deadlinesOf, RunDeadlineReached, RunTimeoutError } from './deadlines.ts';
 import { jobDecoder } from './job-decoder.ts';
@@ -32,6 +34,25 @@ function slotClass(trigger: RunTrigger | undefined): (typeof SLOT_CLASS)[keyof t
   if (trigger === 'schedule' || trigger === 'catchup') return SLOT_CLASS.scheduled;
   if (trigger === 'backfill' || trigger === 'replay') return SLOT_CLASS.backfill;
   return SLOT_CLASS.manual;
+}
+
+/**
+ * Begins the trace of an attempt of `o.job`: its span is a child of `o.traceParent` (a queued run's), else of the
+ * active context, with what is known before the attempt is recorded.
+ */
+export function traceAttempt(o: AttemptOptions): AttemptTrace {
+  const { name, connectionName, job } = o.job;
+  const attributes: Attributes = {
+    [ATTR.job]: name,
+    [ATTR.trigger]: o.request?.trigger ?? 'manual',
+    [ATTR.outputType]: job.report.outputType,
+    [ATTR.report]: job.report.name,
+    [ATTR.connection]: connectionName,
+    [ATTR.targetTable]: job.target.table,
+    [ATTR.writeMode]: job.target.mode,
+  };
+  if (o.request?.runKey) attributes[ATTR.runKey] = o.request.runKey;
+  return new AttemptTrace(o.traceParent ?? extractTrace(undefined), attributes);
 }
 
 /**
@@ -63,13 +84,14 @@ export async function waitForSlot(o: AttemptOptions): Promise<HeldSlot | undefin
 }
 
 /**
- * Step 1: records the attempt `running` in the run history, numbered one more than its run's attempts so far.
+ * Step 1: records the attempt `running` in the run history, numbered one more than its run's attempts so far, with
+ * the trace id of its spans when they are exported (`trace`, begun by runAttempt before its slot wait).
  * @param signal what the next steps are cancelled by: the caller's signal joined with the attempt's maxRunMs
  *   (deadlines.ts); recording itself waits on the caller's alone
  * @returns the attempt's context for the next steps (stage `config`)
  * @throws the database's error (nothing was recorded: there is no attempt to fail)
  */
-export async function recordAttempt(o: AttemptOptions, signal: AbortSignal | undefined = o.signal): Promise<Attempt> {
+export async function recordAttempt(o: AttemptOptions, signal: AbortSignal | undefined = o.signal, trace: AttemptTrace = traceAttempt(o)): Promise<Attempt> {
   const { name, job } = o.job;
   const request = o.request ?? {};
   const attemptId = randomUUID();
@@ -94,13 +116,16 @@ export async function recordAttempt(o: AttemptOptions, signal: AbortSignal | und
     logicalStart: logicalTime.logicalStart,
     logicalEnd: logicalTime.logicalEnd,
     parameters: request.parameters,
+    traceId: trace.traceId,
   };
   const waits = { todo: 'the attempt starts', done: 'the attempt is recorded' };
   const number = await untilDatabaseTakesIt(o.logger.child({ job: name }), waits, o.signal, () => insertAttempt(o.pool, start));
+  // o.logger carries the trace id already (runAttempt's).
   const log = o.logger.child({ job: name, attemptId });
   log.info({ trigger, attempt: number, runKey, report: job.report.name, outputType: job.report.outputType }, 'run started');
+  trace.setAttributes({ [ATTR.attemptId]: attemptId, [ATTR.attempt]: number, [ATTR.runKey]: runKey });
   const options = signal === o.signal ? o : { ...o, signal };
-  return { options, attemptId, runKey, number, target, targetTable, startedAt: new Date(), startedMs, stage: 'config', log, reportJobId: undefined, pages: 0, bytes: 0, logicalTime };
+  return { options, attemptId, runKey, number, target, targetTable, startedAt: new Date(), startedMs, stage: 'config', log, reportJobId: undefined, pages: 0, bytes: 0, logicalTime, trace };
 }
 
 /** What {@link checkMayRun} found. */
@@ -210,6 +235,7 @@ export async function startReportJob(a: Attempt, client: ReportClient, request: 
   const answeredAt = Date.now();
   a.reportJobId = job.id;
   a.log = a.log.child({ reportJobId: job.id });
+  a.trace.setAttributes({ [ATTR.reportJobId]: job.id });
   try {
     await setAttemptReportJob(a.options.pool, a.attemptId, job.id);
   } catch (err) {
@@ -251,14 +277,17 @@ export async function loadAndCommit(a: Attempt, client: ReportClient, finished: 
   // Lines and documents are not report rows: their count says nothing about rows=, the page count does.
   const expectedRows = shape === 'rows' ? finished.rows : undefined;
   const limits = { pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs, announced: { pages: finished.pages, rows: expectedRows } };
-  const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, a.startedAt), a.log, o.signal, limits);
+  const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, a.startedAt), a.log, o.signal, limits, a.trace.pages);
+  const timed = <T>(step: 'target_delete' | 'copy' | 'apply', fn: () => Promise<T>) => a.trace.step(step, fn);
   let loaded: LoadResult | undefined;
+  // The commit step: the attempt's records in the load transaction, then COMMIT (timed to withLoadTransaction's end).
+  let commit: StepTimer | undefined;
   try {
     const committed = await withLoadTransaction(o.pool, { target: a.target, timezone: connection.timezone }, async (tx) => {
       // The guard sees the target as the load would replace it (locked), and typed rows before a page is read.
       const guard = await targetGuard(a, tx);
       if (expectedRows !== undefined) await guard(expectedRows);
-      loaded = await loadRows(tx, { job: name, target: a.target, mode: job.target.mode, key: job.target.key, declaredTypes, schemaChanges: job.target.schemaChanges, expectedRows, timezone: connection.timezone, logger: a.log, runKey: a.runKey }, rows);
+      loaded = await loadRows(tx, { job: name, target: a.target, mode: job.target.mode, key: job.target.key, declaredTypes, schemaChanges: job.target.schemaChanges, expectedRows, timezone: connection.timezone, logger: a.log, runKey: a.runKey, timed }, rows);
       if (expectedRows === undefined) await guard(loaded.rows);
       a.pages = rows.pages;
       a.bytes = rows.bytes;
@@ -268,6 +297,7 @@ export async function loadAndCommit(a: Attempt, client: ReportClient, finished: 
       // keeps the attempt from committing.
       throwIfAborted(o.signal);
       a.stage = 'commit';
+      commit = a.trace.begin('commit');
       if (job.target.mode === 'append' && !(await claimAppend(tx, name, a.runKey, a.attemptId, a.targetTable, loaded.rows))) return false;
       // The target is locked for this transaction; the overlap lock must still be ours, or another run of the job
       // may be loading too (an older tick must not overwrite a newer one's rows).
@@ -283,7 +313,11 @@ export async function loadAndCommit(a: Attempt, client: ReportClient, finished: 
         });
       }
       return true;
+    }).catch((err: unknown) => {
+      commit?.fail(err);
+      throw err;
     });
+    commit?.end();
     if (!committed) {
       const waits = { todo: 'recording the attempt', done: 'the attempt is recorded' };
       await untilDatabaseTakesIt(a.log, waits, undefined, () => completeAttempt(o.pool, a.attemptId, { rows: 0, pages: a.pages, bytes: a.bytes }));
@@ -334,6 +368,16 @@ export async function deleteReportJob(a: Attempt, client: ReportClient): Promise
 }
 
 /**
+ * After the report job's DELETE, stores where a succeeded attempt's time went (its timeline; a failed attempt's goes
+ * with its failure). A database that does not take it is logged, not thrown: the attempt succeeded.
+ */
+export async function recordTimeline(a: Attempt): Promise<void> {
+  await setAttemptTimeline(a.options.pool, a.attemptId, a.trace.timeline()).catch((err: unknown) => {
+    a.log.warn({ err: coerceError(err).message }, 'could not record the attempt\'s timeline');
+  });
+}
+
+/**
  * Records a failed attempt (`failed`, or `interrupted` when aborted) with its stage, kind and the server's words.
  * When PostgreSQL cannot be reached or has no room (often why the attempt failed), tries again with a growing delay
  * until it takes the record, so that the attempt does not stay `running` for good.
@@ -348,6 +392,7 @@ export async function recordFailedAttempt(a: Attempt, raw: unknown): Promise<Att
   else if (!(err instanceof EtlError) && isConnectionLoss(err)) err = databaseError(err, a.stage);
   if (err instanceof EtlError && !err.stage) err.stage = a.stage;
   const failure = failureOf(err, a.stage, { rows: 0, pages: a.pages, bytes: a.bytes });
+  failure.timeline = a.trace.timeline();
   await recordFailure(a, failure);
   a.log.error({ code: failure.errorKind, stage: failure.stage, retryable: failure.retryable, reportJobId: a.reportJobId }, `run ${failure.status}: ${err.message}`);
   return new AttemptFailedError(a.attemptId, err);

@@ -15,6 +15,8 @@ import type { ReportSlots } from '../report-api/report-slots.ts';
 import type { RunRequest, RunStage } from '../vocabulary.ts';
 import type { CopyFormatUsed, LoadPlan } from '../warehouse/copy-load.ts';
 import type { TableName } from '../warehouse/identifiers.ts';
+import type { Context } from '../tracing.ts';
+import type { AttemptTrace } from './attempt-trace.ts';
 import type { LogicalTime } from './logical-time.ts';
 
 /** Options of runAttempt. */
@@ -62,6 +64,11 @@ export interface AttemptOptions {
    * until its report job is deleted. Without them (tests, tools), no limit applies.
    */
   slots?: ReportSlots | undefined;
+  /**
+   * The trace context the attempt's span continues (a queued run's span, README "Tracing"); default the active one
+   * (a foreground run's attempt starts its own trace). Nothing is traced unless the process registered the SDK.
+   */
+  traceParent?: Context | undefined;
 }
 
 /** A lock that makes the caller the only runner of a job (the queue's overlap lock). */
@@ -100,6 +107,8 @@ export interface Attempt {
   /** Pages read completely, and bytes of page bodies downloaded, so far. */
   pages: number;
   bytes: number;
+  /** Where the attempt's time goes: its timeline and spans (attempt-trace.ts). */
+  readonly trace: AttemptTrace;
 }
 
 /** Outcome of a successful attempt. */

@@ -6,7 +6,8 @@
  *
  * A broken or hostile server is bounded (docs/architecture.md "Limits"): each page has `pageTimeoutMs` from its
  * request to its last byte, and reading stops at the first page past the announced `pages=` and at the first row past
- * `rows=`, rather than at the end.
+ * `rows=`, rather than at the end. Each page's times (requested, answered, read; of the reading: waiting for bytes,
+ * for COPY) go to the attempt's timeline and spans (attempt-trace.ts).
  */
 import { throwIfAborted } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -49,6 +50,38 @@ interface PageRequest {
   readonly answer: Promise<PageStream | null>;
   readonly stop: AbortController;
   deadline?: NodeJS.Timeout | undefined;
+  /** `performance.now()` when it was asked for, and when its answer (or failure) came. */
+  readonly requestedAt: number;
+  answeredAt: number;
+}
+
+/**
+ * When one page was requested, answered and read, as `performance.now()` readings, and what its reading waited for.
+ * Reading (`readFrom` to `readUntil`) is pulling its body through the decoder into COPY: `networkMs` of it went to
+ * waiting for the server's bytes, `copyMs` to waiting for COPY to take the rows (PostgreSQL), the rest to decoding.
+ */
+export interface PageTiming {
+  page: number;
+  /** 1, or 2 for the pass after a restart (a binary COPY that started over in text format). */
+  pass: number;
+  requestedAt: number;
+  /** The answer's headers arrived (or the request failed). */
+  answeredAt: number;
+  readFrom: number;
+  readUntil: number;
+  /** How long the reader waited for the page's answer before it could read it (0 when it came ahead of time). */
+  waitMs: number;
+  networkMs: number;
+  copyMs: number;
+  rows: number;
+  bytes: number;
+  /** Why reading the page failed, when it did. */
+  failed?: Error | undefined;
+}
+
+/** Told of every page read, or failed while read. */
+export interface PageTimings {
+  page(p: PageTiming): void;
 }
 
 /** 1-based row → 1-based page, from the rows before each page (`pageStartRows[i]` = rows before page i+1). */
@@ -70,32 +103,48 @@ export function pageOfRow(pageStartRows: readonly number[], row: number): number
  * RowCountMismatchError at the first page or row past `limits.announced`.
  * @param makeDecoder makes a fresh decoder of the report's output type, one per pass over the pages
  * @param signal the attempt's: aborts every request and body
+ * @param timings told of every page read (the attempt's timeline and spans)
  */
-export function reportRows(client: ReportClient, reportJobId: string, makeDecoder: () => PageDecoder, logger: Logger, signal?: AbortSignal, limits: ReportRowsLimits = {}): ReportRows {
+export function reportRows(client: ReportClient, reportJobId: string, makeDecoder: () => PageDecoder, logger: Logger, signal?: AbortSignal, limits: ReportRowsLimits = {}, timings?: PageTimings): ReportRows {
   const { maxPages = Infinity, pageTimeoutMs, announced } = limits;
   let decoder = makeDecoder();
   const pageStartRows: number[] = [];
   let pages = 0;
   let bytes = 0;
+  let pass = 0;
+  /** ms the current page's reading waited for the server's bytes, and for COPY to take its rows. */
+  let networkMs = 0;
+  let copyMs = 0;
 
   async function* counted(body: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    let asked = performance.now();
     for await (const chunk of body) {
+      networkMs += performance.now() - asked;
       bytes += chunk.length;
       yield chunk;
+      asked = performance.now();
     }
+    networkMs += performance.now() - asked;
   }
 
   /** Requests page `page`; a failure is kept for the `await` that takes the page (never an unhandled rejection). */
   function request(page: number): PageRequest {
     const stop = new AbortController();
+    const requestedAt = performance.now();
     const answer = client.openPage(reportJobId, page, signal ? AbortSignal.any([signal, stop.signal]) : stop.signal);
+    const req: PageRequest = { page, answer, stop, requestedAt, answeredAt: NaN };
     answer.then(
       // A body that fails before it is read (an abort, a re-fetch that failed) must not be an uncaught 'error' event:
       // its reader gets the error from the stream itself, and an unread one has nobody to tell.
-      (stream) => stream?.body.on('error', () => undefined),
-      () => undefined,
+      (stream) => {
+        req.answeredAt = performance.now();
+        stream?.body.on('error', () => undefined);
+      },
+      () => {
+        req.answeredAt = performance.now();
+      },
     );
-    return { page, answer, stop };
+    return req;
   }
 
   /** Starts the page's deadline: from now, as the reader turns to it, its request, headers and body must end in time. */
@@ -104,20 +153,25 @@ export function reportRows(client: ReportClient, reportJobId: string, makeDecode
     req.deadline = setTimeout(() => req.stop.abort(new PageDeadlineReached(pageTimeoutMs)), pageTimeoutMs);
   }
 
-  /** The rows of one page, stopping at the first row past the announced `rows=`. */
+  /**
+   * The rows of one page, stopping at the first row past the announced `rows=`. Time spent suspended at `yield` is
+   * COPY's: the loader pulls the next rows once PostgreSQL took these.
+   */
   async function* pageRows(stream: PageStream, page: number): AsyncGenerator<Buffer> {
     const chunks = decoder.decodePage(counted(stream.body), page, { contentType: stream.contentType });
-    const most = announced?.rows;
-    if (most === undefined) return yield* chunks;
+    const most = announced?.rows ?? Infinity;
     for await (const chunk of chunks) {
       // A chunk holds whole rows; the first that goes past rows= stops the reading before it reaches COPY.
       if (decoder.rows > most) throw new RowCountMismatchError(most, decoder.rows, { page });
+      const handed = performance.now();
       yield chunk;
+      copyMs += performance.now() - handed;
     }
   }
 
   async function* allPages(): AsyncGenerator<Buffer> {
     const started = performance.now();
+    pass += 1;
     let next: PageRequest | undefined = maxPages >= 1 ? request(1) : undefined;
     try {
       for (let page = 1; page <= maxPages; page++) {
@@ -129,8 +183,13 @@ export function reportRows(client: ReportClient, reportJobId: string, makeDecode
         const rowsBefore = decoder.rows;
         const bytesBefore = bytes;
         let stream: PageStream | null | undefined;
+        let readFrom: number | undefined;
+        let failure: unknown;
+        networkMs = 0;
+        copyMs = 0;
         try {
           stream = await current.answer;
+          readFrom = performance.now();
           if (!stream) break;
           if (announced && page > announced.pages) {
             current.stop.abort(new Error('past the announced pages'));
@@ -143,13 +202,34 @@ export function reportRows(client: ReportClient, reportJobId: string, makeDecode
           pageStartRows.push(rowsBefore);
           yield* pageRows(stream, page);
         } catch (err) {
+          failure = err;
           // The page's own deadline cut it (not the attempt's signal, whose abort speaks for itself).
           if (current.stop.signal.reason instanceof PageDeadlineReached && !signal?.aborted) {
-            throw new PageTimeoutError(reportJobId, page, pageTimeoutMs!, { answered: !!stream, bytes: bytes - bytesBefore, rows: decoder.rows - rowsBefore });
+            failure = new PageTimeoutError(reportJobId, page, pageTimeoutMs!, { answered: !!stream, bytes: bytes - bytesBefore, rows: decoder.rows - rowsBefore });
           }
-          throw err;
+          throw failure;
         } finally {
           clearTimeout(current.deadline);
+          // A page answered, or failed: its time counts where it went (also a page left half read when the load
+          // stopped pulling).
+          if (timings && (stream || failure !== undefined)) {
+            const now = performance.now();
+            const from = readFrom ?? now;
+            timings.page({
+              page,
+              pass,
+              requestedAt: current.requestedAt,
+              answeredAt: Number.isNaN(current.answeredAt) ? from : current.answeredAt,
+              readFrom: from,
+              readUntil: now,
+              waitMs: from - pageStarted,
+              networkMs,
+              copyMs,
+              rows: decoder.rows - rowsBefore,
+              bytes: bytes - bytesBefore,
+              failed: failure === undefined ? undefined : failure instanceof Error ? failure : new Error(String(failure)),
+            });
+          }
         }
         pages = page;
         const ms = performance.now() - pageStarted;

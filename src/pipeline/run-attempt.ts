@@ -1,10 +1,12 @@
 /**
  * runAttempt(): one attempt of a run, from its record in the run history to the committed rows and the deleted
  * report job (docs/architecture.md "Flow of one run"). The steps are in attempt-steps.ts, each with its stage; this
- * file only puts them in order. Knows nothing of BullMQ; cancellable by AbortSignal (docs/architecture.md
- * "Lifecycle").
+ * file only puts them in order, each timed as a step of the attempt's timeline and spans (attempt-trace.ts, README
+ * "Tracing"). Knows nothing of BullMQ; cancellable by AbortSignal (docs/architecture.md "Lifecycle").
  */
+import { ATTR } from '../tracing.ts';
 import type { Attempt, AttemptOptions, AttemptResult } from './attempt.ts';
+import type { AttemptTrace } from './attempt-trace.ts';
 import {
   checkMayRun,
   clearDeadAttempts,
@@ -14,7 +16,9 @@ import {
   openReportClient,
   recordAttempt,
   recordFailedAttempt,
+  recordTimeline,
   startReportJob,
+  traceAttempt,
   waitForReportJob,
   waitForSlot,
   type ReportClientLease,
@@ -35,43 +39,74 @@ export { AttemptFailedError, defaultWorkerName, type AttemptOptions, type Attemp
  *   waited for a slot (nothing recorded)
  */
 export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
-  const slot = await waitForSlot(o);
+  const trace = traceAttempt(o);
+  // The attempt's log lines carry its trace id, from its slot wait on (README "Tracing").
+  const opts = trace.traceId ? { ...o, logger: o.logger.child({ traceId: trace.traceId }) } : o;
   try {
-    return await runWithSlot(o);
-  } finally {
-    await slot?.release();
+    const slot = await trace.step('slot', () => waitForSlot(opts));
+    try {
+      const result = await runWithSlot(opts, trace);
+      trace.end({ [ATTR.status]: result.status, [ATTR.rows]: result.rows, [ATTR.pages]: result.pages, [ATTR.bytes]: result.bytes, [ATTR.loadPlan]: result.plan, ...(result.format ? { [ATTR.copyFormat]: result.format } : {}) });
+      return result;
+    } finally {
+      await slot?.release();
+    }
+  } catch (err) {
+    trace.fail(err, failureAttributes(err));
+    throw err;
   }
 }
 
 /** The attempt's steps once it may open a report job on the server. */
-async function runWithSlot(o: AttemptOptions): Promise<AttemptResult> {
+async function runWithSlot(o: AttemptOptions, trace: AttemptTrace): Promise<AttemptResult> {
   // The steps see one signal: the caller's, joined with the attempt's maxRunMs.
   const deadline = startRunDeadline(deadlinesOf(o.job).maxRunMs, o.signal);
   try {
-    return await runSteps(await recordAttempt(o, deadline.signal));
+    return await runSteps(await trace.step('record', () => recordAttempt(o, deadline.signal, trace)), trace);
   } finally {
     deadline.clear();
   }
 }
 
-/** The steps after the attempt's record. */
-async function runSteps(attempt: Attempt): Promise<AttemptResult> {
+/** The steps after the attempt's record, each timed (attempt-trace.ts). */
+async function runSteps(attempt: Attempt, trace: AttemptTrace): Promise<AttemptResult> {
   let lease: ReportClientLease | undefined;
   try {
-    const check = await checkMayRun(attempt);
-    if (check.kind === 'already-loaded') return await finishAlreadyLoaded(attempt);
-    lease = await openReportClient(attempt);
-    await clearDeadAttempts(attempt, lease.client, check.dead);
-    const started = await startReportJob(attempt, lease.client, check.request);
-    try {
-      const finished = await waitForReportJob(attempt, lease.client, started);
-      return await loadAndCommit(attempt, lease.client, finished, check.declaredTypes);
-    } finally {
-      await deleteReportJob(attempt, lease.client);
+    const check = await trace.step('check', () => checkMayRun(attempt));
+    if (check.kind === 'already-loaded') {
+      const done = await finishAlreadyLoaded(attempt);
+      await recordTimeline(attempt);
+      return done;
     }
+    lease = await trace.step('token', () => openReportClient(attempt));
+    const client = lease.client;
+    if (check.dead.length > 0) await trace.step('clear', () => clearDeadAttempts(attempt, client, check.dead));
+    const started = await trace.step('start', () => startReportJob(attempt, client, check.request));
+    let result: AttemptResult;
+    try {
+      const finished = await trace.step('render', () => waitForReportJob(attempt, client, started), (f) => ({ polls: f.polls, serverMs: serverRenderMs(f.job) }));
+      result = await trace.step('load', () => loadAndCommit(attempt, client, finished, check.declaredTypes));
+    } finally {
+      await trace.step('delete', () => deleteReportJob(attempt, client));
+    }
+    await recordTimeline(attempt);
+    return result;
   } catch (err) {
     throw await recordFailedAttempt(attempt, err);
   } finally {
     await lease?.release();
   }
+}
+
+/** The server's own rendering time from its job's startedAt and finishedAt, in ms, when it gave both. */
+function serverRenderMs(job: { startedAt?: string | undefined; finishedAt?: string | undefined }): number | undefined {
+  const ms = Date.parse(job.finishedAt ?? '') - Date.parse(job.startedAt ?? '');
+  return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
+}
+
+/** A failed attempt's span attributes: its stage and whether a retry may help. */
+function failureAttributes(err: unknown): Record<string, string | boolean> {
+  const e = err as { stage?: unknown; retryable?: unknown; code?: unknown; error?: { stage?: unknown } };
+  const stage = e.stage ?? e.error?.stage;
+  return { ...(typeof stage === 'string' ? { [ATTR.stage]: stage } : {}), ...(typeof e.retryable === 'boolean' ? { [ATTR.retryable]: e.retryable } : {}) };
 }

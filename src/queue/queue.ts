@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
+import { ATTR, injectTrace, runTracer, SpanKind, failSpan, startSpan, extractTrace, type TraceCarrier } from '../tracing.ts';
 import type { RunRequest, RunTrigger } from '../vocabulary.ts';
 import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
 
@@ -13,8 +14,12 @@ export const KEEP_COMPLETED_S = 7 * 86_400;
 /** How long failed jobs stay in Redis, in s (30 days), for bull-board's retry button and `replay`. */
 export const KEEP_FAILED_S = 30 * 86_400;
 
-/** One queued run (the BullMQ job data): the run request and the id of the enqueue call that added it. */
-export interface QueuedRun extends RunRequest {
+/**
+ * One queued run (the BullMQ job data): the run request, the id of the enqueue call that added it, and the W3C trace
+ * context of its `enqueue run` span (README "Tracing"), which the worker's spans continue; absent when the process
+ * that queued it traces nothing.
+ */
+export interface QueuedRun extends RunRequest, TraceCarrier {
   /** Random id of this enqueue call, to tell whether the add created the queue job or found it. */
   enqueueId?: string;
 }
@@ -65,11 +70,29 @@ export function retryOf(config: EtlConfig, job: string): { attempts: number; bac
 /**
  * Adds a run unless a job with the same id exists (BullMQ keeps custom ids unique: an add with a taken id returns
  * the existing job and changes nothing). Finished jobs are kept {@link KEEP_COMPLETED_S} / {@link KEEP_FAILED_S}
- * so that the id stays taken.
+ * so that the id stays taken. Traced as the span `enqueue run` (a child of the active span: a scheduler tick's),
+ * whose context goes with the queued run, so that its trace begins here.
  * @returns the job id, and whether this call created it (false: it was queued, running or finished already)
  */
 export async function enqueueRun(queue: RunQueue, req: RunRequest, opts: EnqueueOptions = {}): Promise<{ jobId: string; added: boolean }> {
   const jobId = opts.jobId ?? req.runKey;
+  const span = startSpan(runTracer(), 'enqueue run', extractTrace(undefined), {
+    kind: SpanKind.PRODUCER,
+    attributes: { [ATTR.job]: req.job, [ATTR.runKey]: req.runKey, [ATTR.trigger]: req.trigger, [ATTR.queueJobId]: jobId, 'messaging.system': 'bullmq', 'messaging.destination.name': QUEUE_NAME, 'messaging.operation.type': 'send' },
+  });
+  try {
+    const added = await addRun(queue, req, jobId, opts, injectTrace(span));
+    span.setAttribute(ATTR.queueAdded, added.added);
+    span.end();
+    return added;
+  } catch (err) {
+    failSpan(span, err);
+    throw err;
+  }
+}
+
+/** The add of {@link enqueueRun}, with the trace context of its span. */
+async function addRun(queue: RunQueue, req: RunRequest, jobId: string, opts: EnqueueOptions, trace: TraceCarrier): Promise<{ jobId: string; added: boolean }> {
   const enqueueId = randomUUID();
   const jobOpts: JobsOptions = {
     jobId,
@@ -81,7 +104,7 @@ export async function enqueueRun(queue: RunQueue, req: RunRequest, opts: Enqueue
   if (priority > 0) jobOpts.priority = priority;
   if (opts.backoffMs !== undefined && opts.backoffMs > 0) jobOpts.backoff = { type: 'exponential', delay: opts.backoffMs };
   if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
-  await queue.add(req.job, { ...req, enqueueId }, jobOpts);
+  await queue.add(req.job, { ...req, ...trace, enqueueId }, jobOpts);
   const stored = await queue.getJob(jobId);
   return { jobId, added: stored?.data.enqueueId === enqueueId };
 }

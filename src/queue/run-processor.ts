@@ -20,6 +20,7 @@ import type { AttemptOwner } from '../history/attempt-owner.ts';
 import { noRunAlerts, type RunAlerts } from '../alerts/run-alerts.ts';
 import type { ReportClients } from '../report-api/index.ts';
 import type { ReportSlots } from '../report-api/report-slots.ts';
+import { ATTR, contextWith, extractTrace, failSpan, runTracer, SpanKind, startSpan, traceIdOf, type Span } from '../tracing.ts';
 import { TICK_TRIGGERS } from '../vocabulary.ts';
 import { overlapLockKey } from './names.ts';
 import { tryOverlapLock } from './overlap-lock.ts';
@@ -72,7 +73,37 @@ export interface ProcessDeps {
  */
 export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, token: string | undefined, signal: AbortSignal | undefined): Promise<RunOutcome> {
   const req = queueJob.data;
-  const log = deps.logger.child({ job: req.job, queueJobId: queueJob.id, runKey: req.runKey });
+  // The run's trace goes on from its enqueue span (README "Tracing"): one `process run` span per take of the queue job.
+  const span = startSpan(runTracer(), 'process run', extractTrace(req), {
+    kind: SpanKind.CONSUMER,
+    attributes: {
+      [ATTR.job]: req.job,
+      [ATTR.runKey]: req.runKey,
+      [ATTR.trigger]: req.trigger,
+      [ATTR.queueJobId]: queueJob.id ?? '',
+      'messaging.system': 'bullmq',
+      'messaging.destination.name': queueJob.queueName,
+      'messaging.operation.type': 'process',
+      [ATTR.queueAttemptsMade]: queueJob.attemptsMade,
+    },
+  });
+  try {
+    const outcome = await processTraced(deps, queueJob, token, signal, span);
+    span.setAttribute(ATTR.status, outcome.status);
+    span.end();
+    return outcome;
+  } catch (err) {
+    if (err instanceof DelayedError) span.end();
+    else failSpan(span, err);
+    throw err;
+  }
+}
+
+/** {@link processRun} inside its span. */
+async function processTraced(deps: ProcessDeps, queueJob: Job<QueuedRun>, token: string | undefined, signal: AbortSignal | undefined, span: Span): Promise<RunOutcome> {
+  const req = queueJob.data;
+  const traceId = traceIdOf(span);
+  const log = deps.logger.child({ job: req.job, queueJobId: queueJob.id, runKey: req.runKey, ...(traceId ? { traceId } : {}) });
   const config = deps.config();
   let resolved: ResolvedJob;
   try {
@@ -125,6 +156,7 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
       exclusive: lock,
       worker: deps.workerName,
       owner: deps.owner,
+      traceParent: contextWith(span),
     });
     await (deps.alerts ?? noRunAlerts).succeeded({ job: req.job, runKey: req.runKey, attemptId: result.attemptId, trigger: req.trigger });
     return { status: result.status, attemptId: result.attemptId, rows: result.rows, pages: result.pages, bytes: result.bytes, durationMs: Math.round(result.durationMs) };

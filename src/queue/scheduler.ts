@@ -19,6 +19,7 @@ import { tickQueueJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest, TickTrigger } from '../vocabulary.ts';
 import { lastScheduledTick } from '../history/attempts.ts';
+import { ATTR, inSpan } from '../tracing.ts';
 
 /** What {@link makeScheduler} needs. */
 export interface SchedulerDeps {
@@ -82,7 +83,8 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     const job = config.jobs[name];
     if (!job?.schedule) return;
     const tick = new Date(Math.floor(at.getTime() / 1000) * 1000);
-    const { jobId, added } = await enqueueTick(deps.queue, config, name, tick, 'schedule');
+    // The queued run's trace begins here (README "Tracing"): its enqueue span is this one's child.
+    const { jobId, added } = await inSpan('scheduler tick', { attributes: { [ATTR.job]: name, [ATTR.tick]: tick.toISOString() } }, () => enqueueTick(deps.queue, config, name, tick, 'schedule'));
     log.info({ job: name, tick: tick.toISOString(), queueJobId: jobId, added }, added ? 'tick: run queued' : 'tick: run was queued by another scheduler');
   };
 

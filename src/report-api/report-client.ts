@@ -130,15 +130,17 @@ class HttpReportClient implements ReportClient {
     let interval = pollIntervalMs;
     // The first interval counts from `started`; each later one from the answer to the poll before.
     let due = started + interval;
+    let polls = 0;
     for (;;) {
       const remaining = pollTimeoutMs - (Date.now() - started);
       await sleep(Math.max(0, Math.min(due - Date.now(), remaining)), signal);
       const res = await this.api.send({ method: 'GET', path, stage: 'poll', signal });
+      polls += 1;
       if (res.statusCode !== 200) throw await this.unexpected(res, 'GET', path, 'poll');
       const job = parseJob(await readJsonAnswer(res.body, 'poll'), 'poll');
       if (job.state === 'FinishedSuccess') {
         const { rows, pages } = parseRowsAndPages(job.message);
-        return { jobId, rows, pages, job };
+        return { jobId, rows, pages, job, polls };
       }
       if (job.state === 'FinishedError') throw new ReportFailedError(jobId, job.message);
       const waited = Date.now() - started;

@@ -131,6 +131,8 @@ export interface FinishedReport {
   /** Output pages (rows / paging, rounded up). */
   pages: number;
   job: ReportJob;
+  /** Status polls it took to see the job finished. */
+  polls?: number;
 }
 
 /**

@@ -79,7 +79,20 @@ export interface LoadSpec {
    * in the target's lineage columns (lineage.ts; README "Loaded tables": lineage); other write modes ignore it.
    */
   runKey?: string | undefined;
+  /**
+   * Times the steps PostgreSQL spends long on, for the attempt's timeline and spans: the DELETE of a replaced target's
+   * rows, each COPY, and applying the write mode from a staging table (typing the target included). Default untimed.
+   */
+  timed?: TimeLoadStep | undefined;
 }
+
+/** The steps of a load that {@link LoadSpec.timed} times. */
+export type LoadStep = 'target_delete' | 'copy' | 'apply';
+
+/** Runs `fn` as load step `step`, timing it. */
+export type TimeLoadStep = <T>(step: LoadStep, fn: () => Promise<T>) => Promise<T>;
+
+const untimed: TimeLoadStep = (_step, fn) => fn();
 
 /** How COPY read the rows: the source's text format, or binary (see the file comment). */
 export type CopyFormatUsed = 'text' | 'csv' | 'binary';
@@ -163,11 +176,15 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
     await recordNames(load);
     return { plan: 'direct', ...copied, columns: names.map((n) => ({ name: n, type: existingType.get(n)! })) };
   }
-  const columns = await createOrEvolveTarget(load);
-  if (lineage && !load.exists) await addLineageColumns(tx, spec.target);
-  await recordNames(load);
-  await applyFromStaging(tx, { target: spec.target, mode: spec.mode, key: spec.key, columns, cast: load.plan === 'inference-staging', place: load.place }).catch((err: unknown) => {
-    throw databaseError(err, 'load');
+  const staged = load;
+  const columns = await (spec.timed ?? untimed)('apply', async () => {
+    const typed = await createOrEvolveTarget(staged);
+    if (lineage && !staged.exists) await addLineageColumns(tx, spec.target);
+    await recordNames(staged);
+    await applyFromStaging(tx, { target: spec.target, mode: spec.mode, key: spec.key, columns: typed, cast: staged.plan === 'inference-staging', place: staged.place }).catch((err: unknown) => {
+      throw databaseError(err, 'load');
+    });
+    return typed;
   });
   return { plan: load.plan, ...copied, columns };
 }
@@ -250,7 +267,7 @@ async function prepareTarget(load: Load, binary: boolean): Promise<string> {
   const { tx, spec, names, existingType, plan } = load;
   load.spec.logger.info({ plan, table: load.tableName, columns: names.length, format: binary ? 'binary' : textFormatOf(load.source) }, 'loading');
   if (plan === 'direct') {
-    if (spec.mode === 'replace') await tx.query(`DELETE FROM ${quoteTable(spec.target)}`);
+    if (spec.mode === 'replace') await (spec.timed ?? untimed)('target_delete', () => tx.query(`DELETE FROM ${quoteTable(spec.target)}`));
     return quoteTable(spec.target);
   }
   await createStaging(tx, names.map((n) => ({ name: n, type: plan === 'typed-staging' ? existingType.get(n)! : 'text' })));
@@ -270,7 +287,7 @@ async function copyReport(load: Load, into: string, binaryRows: AsyncIterable<Bu
   if (binaryRows) {
     await tx.query('SAVEPOINT report_etl_binary');
     try {
-      return { rows: await copyRows(tx, into, names, 'binary', binaryRows), format: 'binary' };
+      return { rows: await (spec.timed ?? untimed)('copy', () => copyRows(tx, into, names, 'binary', binaryRows)), format: 'binary' };
     } catch (err) {
       const unsupported = err instanceof BinaryValueUnsupported;
       if (!unsupported && !isValueError((err as { code?: string }).code)) throw mapCopyError(err, place);
@@ -284,7 +301,7 @@ async function copyReport(load: Load, into: string, binaryRows: AsyncIterable<Bu
     }
   }
   try {
-    return { rows: await copyRows(tx, into, names, textFormat, source.rows()), format: textFormat };
+    return { rows: await (spec.timed ?? untimed)('copy', () => copyRows(tx, into, names, textFormat, source.rows())), format: textFormat };
   } catch (err) {
     throw mapCopyError(err, place);
   }
@@ -419,7 +436,7 @@ async function ensureFixedTable(tx: pg.PoolClient, spec: LoadSpec, existing: Tar
 /** A report with no rows and no header: replace empties an existing target; nothing to create. */
 async function loadEmpty(tx: pg.PoolClient, spec: LoadSpec, existing: TargetColumn[] | undefined): Promise<LoadResult> {
   if (spec.expectedRows !== undefined && spec.expectedRows !== 0) throw new RowCountMismatchError(spec.expectedRows, 0);
-  if (existing && spec.mode === 'replace') await tx.query(`DELETE FROM ${quoteTable(spec.target)}`);
+  if (existing && spec.mode === 'replace') await (spec.timed ?? untimed)('target_delete', () => tx.query(`DELETE FROM ${quoteTable(spec.target)}`));
   if (!existing) spec.logger.warn({ table: `${spec.target.schema}.${spec.target.table}` }, 'report has no rows and no columns: target not created');
   return { plan: 'empty', format: 'text', rows: 0, columns: existing ?? [] };
 }

@@ -1,0 +1,194 @@
+/**
+ * The OpenTelemetry SDK of a report-etl process (README "Tracing"): started only when an OTLP endpoint is configured
+ * (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`), and only then loaded: without them nothing
+ * here imports a package, and the spans of src/tracing.ts stay the API's no-op ones. With them it registers a tracer
+ * provider exporting batches of spans over OTLP/HTTP — protobuf (`http/protobuf`, OTLP's default) or JSON
+ * (`http/json`) by `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL` —, W3C trace context
+ * propagation and the async context of Node. The exporters read the rest of OTLP's variables themselves (headers,
+ * timeout, compression, certificates); `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` name the resource
+ * (default service name `report-etl`), `OTEL_TRACES_SAMPLER`(`_ARG`) choose the sampler, `OTEL_BSP_*` the batches.
+ * Shutting down flushes the spans still batched (docs/architecture.md "Lifecycle": last, after the stores).
+ */
+import { hostname } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { ConfigError, coerceError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+
+/** The SDK of this process, once started. */
+export interface Tracing {
+  /** Where spans go (without credentials, {@link shownEndpoint}), and how. */
+  readonly endpoint: string;
+  readonly protocol: OtlpProtocol;
+  /**
+   * Exports the spans still batched and stops the SDK (at most `timeoutMs`, default 5 000: a collector that does not
+   * answer must not hold up a shutdown). Idempotent; never throws.
+   */
+  shutdown(timeoutMs?: number): Promise<void>;
+}
+
+/** OTLP over HTTP in protobuf or JSON: the transports report-etl exports with. */
+export type OtlpProtocol = 'http/protobuf' | 'http/json';
+
+/** What {@link tracingSettings} read from the environment: undefined when nothing is to be traced. */
+export interface TracingSettings {
+  endpoint: string;
+  protocol: OtlpProtocol;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** An address as it may be shown: without a user name or password in it (a collector's credentials). */
+export function shownEndpoint(raw: string): string {
+  return raw.replace(/\/\/[^/@]*@/, '//…@');
+}
+
+function envValue(env: Env, name: string): string | undefined {
+  const v = env[name]?.trim();
+  return v ? v : undefined;
+}
+
+/**
+ * Reads whether and where to export traces, checking what the exporters would otherwise only warn about.
+ * @returns undefined without an OTLP endpoint, or with `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`
+ * @throws ConfigError for an endpoint that is not an http(s) URL, or a protocol other than http/protobuf and http/json
+ */
+export function tracingSettings(env: Env = process.env): TracingSettings | undefined {
+  const specific = envValue(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const general = envValue(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  if (!specific && !general) return undefined;
+  if (envValue(env, 'OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return undefined;
+  const exporters = envValue(env, 'OTEL_TRACES_EXPORTER')?.split(',').map((e) => e.trim().toLowerCase());
+  if (exporters?.includes('none')) return undefined;
+  if (exporters && !exporters.includes('otlp')) {
+    throw new ConfigError([`OTEL_TRACES_EXPORTER is "${exporters.join(',')}": report-etl exports traces over OTLP only; set it to otlp, or none to export nothing`]);
+  }
+  const name = specific ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  const raw = (specific ?? general)!;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError([`${name} is "${shownEndpoint(raw)}", which is not a URL: write the collector's OTLP/HTTP address, e.g. http://otel-collector:4318`]);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError([`${name} is "${shownEndpoint(raw)}": report-etl exports traces over OTLP/HTTP, so the address must start with http:// or https:// (e.g. http://otel-collector:4318)`]);
+  }
+  // The spec's rule: the general endpoint gets the signal's path appended, the traces one is used as it is.
+  const endpoint = specific ? url.toString() : `${url.toString().replace(/\/$/, '')}/v1/traces`;
+  const protocolName = envValue(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = envValue(env, protocolName) ?? 'http/protobuf';
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
+    throw new ConfigError([`${protocolName} is "${protocol}": report-etl exports traces over OTLP/HTTP only; set http/protobuf (the default) or http/json, and the collector's HTTP port (4318)`]);
+  }
+  return { endpoint, protocol };
+}
+
+/** The sampler's name and argument from `OTEL_TRACES_SAMPLER`(`_ARG`), as the spec names them. */
+function samplerSettings(env: Env): { name: string; ratio: number } {
+  const name = envValue(env, 'OTEL_TRACES_SAMPLER')?.toLowerCase() ?? 'parentbased_always_on';
+  const known = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
+  if (!known.includes(name)) throw new ConfigError([`OTEL_TRACES_SAMPLER is "${name}": use one of ${known.join(', ')}`]);
+  const arg = envValue(env, 'OTEL_TRACES_SAMPLER_ARG');
+  const ratio = arg === undefined ? 1 : Number(arg);
+  if (name.endsWith('traceidratio') && !(ratio >= 0 && ratio <= 1)) throw new ConfigError([`OTEL_TRACES_SAMPLER_ARG is "${arg}": write the share of traces to keep, from 0 to 1`]);
+  return { name, ratio };
+}
+
+/** A whole number of `OTEL_BSP_*`, or undefined (the SDK's default). */
+function batchNumber(env: Env, name: string): number | undefined {
+  const raw = envValue(env, name);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new ConfigError([`${name} is "${shownEndpoint(raw)}": write a whole number of at least 1`]);
+  return n;
+}
+
+function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Starts the SDK when the environment asks for traces (see the module doc), and registers it globally.
+ * @param logger where export failures are told (once a minute each at most), and the first line says where spans go
+ * @returns the started SDK, or undefined when nothing is to be traced (nothing was loaded then)
+ * @throws ConfigError for a bad endpoint, protocol, sampler or batch setting (see {@link tracingSettings})
+ */
+export async function startTracing(logger: Logger, env: Env = process.env): Promise<Tracing | undefined> {
+  const settings = tracingSettings(env);
+  if (!settings) return undefined;
+  const sampler = samplerSettings(env);
+  const batch = {
+    scheduledDelayMillis: batchNumber(env, 'OTEL_BSP_SCHEDULE_DELAY'),
+    exportTimeoutMillis: batchNumber(env, 'OTEL_BSP_EXPORT_TIMEOUT'),
+    maxQueueSize: batchNumber(env, 'OTEL_BSP_MAX_QUEUE_SIZE'),
+    maxExportBatchSize: batchNumber(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'),
+  };
+  const [api, core, sdk, resources, { AsyncLocalStorageContextManager }, { OTLPTraceExporter }] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/sdk-trace'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/context-async-hooks'),
+    settings.protocol === 'http/json' ? import('@opentelemetry/exporter-trace-otlp-http') : import('@opentelemetry/exporter-trace-otlp-proto'),
+  ]);
+
+  // Export failures (a collector down) reach the log, each distinct message at most once a minute.
+  const told = new Map<string, number>();
+  const tell = (message: string) => {
+    const now = Date.now();
+    if ((told.get(message) ?? 0) > now - 60_000) return;
+    told.set(message, now);
+    logger.warn({ endpoint: shownEndpoint(settings.endpoint), err: message }, 'could not export spans');
+  };
+  core.setGlobalErrorHandler((ex) => tell(typeof ex === 'string' ? ex : (ex.message ?? String(ex))));
+  api.diag.setLogger(
+    { error: (m) => tell(m), warn: (m) => tell(m), info: () => undefined, debug: () => undefined, verbose: () => undefined },
+    api.DiagLogLevel.WARN,
+  );
+
+  const ratio = sampler.name.endsWith('traceidratio') ? new sdk.TraceIdRatioBasedSampler(sampler.ratio) : undefined;
+  const root = sampler.name.endsWith('always_off') ? new sdk.AlwaysOffSampler() : (ratio ?? new sdk.AlwaysOnSampler());
+  const exporter = new OTLPTraceExporter({ url: settings.endpoint });
+  const resource = resources
+    .resourceFromAttributes({ 'service.name': 'report-etl', 'service.version': packageVersion(), 'host.name': hostname(), 'process.pid': process.pid })
+    .merge(resources.detectResources({ detectors: [resources.envDetector] }));
+  const provider = new sdk.TracerProvider({
+    resource,
+    sampler: sampler.name.startsWith('parentbased_') ? new sdk.ParentBasedSampler({ root }) : root,
+    spanProcessors: [new sdk.BatchSpanProcessor({ exporter, ...Object.fromEntries(Object.entries(batch).filter(([, v]) => v !== undefined)) })],
+  });
+  const contextManager = new AsyncLocalStorageContextManager();
+  api.context.setGlobalContextManager(contextManager.enable());
+  api.propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
+  api.trace.setGlobalTracerProvider(provider);
+  logger.info({ endpoint: shownEndpoint(settings.endpoint), protocol: settings.protocol }, 'tracing: spans go to the OTLP endpoint');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    endpoint: shownEndpoint(settings.endpoint),
+    protocol: settings.protocol,
+    shutdown(timeoutMs = 5_000) {
+      stopping ??= (async () => {
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<void>((resolve) => {
+          timer = setTimeout(() => {
+            logger.warn({ endpoint: shownEndpoint(settings.endpoint), timeoutMs }, 'tracing: the OTLP endpoint did not take the last spans in time; they are dropped');
+            resolve();
+          }, timeoutMs);
+        });
+        await Promise.race([provider.shutdown().catch((err: unknown) => tell(coerceError(err).message)), late]);
+        clearTimeout(timer);
+        // Unregistered, so that a later start in the same process (tests) registers afresh.
+        api.trace.disable();
+        api.propagation.disable();
+        api.context.disable();
+        api.diag.disable();
+      })();
+      return stopping;
+    },
+  };
+}
