@@ -9,7 +9,8 @@ import type { AttemptRow } from '../history/attempts.ts';
 import type { RunDocument } from '../history/run-documents.ts';
 import type { RunRow } from '../history/runs.ts';
 import { html, page, type SafeHtml } from './html.ts';
-import { attemptTable, documentTable, formatCount, formatDuration, formatTime, jobGoneNote, replayable, replayButton, runPath, statusLabel } from './run-pages.ts';
+import { attemptTable, chartAttempt, documentTable, formatCount, formatDuration, formatTime, jobGoneNote, replayable, replayButton, runPath, statusLabel } from './run-pages.ts';
+import { timelineChart } from './timeline-chart.ts';
 
 function prettyJson(value: unknown): string {
   if (value === null || value === undefined) return '';
@@ -61,6 +62,7 @@ export function renderAttemptPage(attempt: AttemptRow, run: RunRow, errors: RunE
 <dt>Rows</dt><dd>${formatCount(attempt.rows)}</dd><dt>Pages</dt><dd>${attempt.pages ?? ''}</dd><dt>Bytes</dt><dd>${formatCount(attempt.bytes)}</dd>
 <dt>Report job</dt><dd>${attempt.report_job_id ?? ''}</dd><dt>Worker</dt><dd>${attempt.worker ?? ''}</dd>
 ${attempt.accepted_guard ? html`<dt>Loaded past its guard</dt><dd class="accepted-guard">${attempt.accepted_guard} <span class="muted">(replay --accept-guard)</span></dd>` : ''}
+<dt>Trace id</dt><dd class="trace-id">${attempt.trace_id ? html`<code>${attempt.trace_id}</code>` : html`<span class="muted">none (traces are exported when OTEL_EXPORTER_OTLP_ENDPOINT is set)</span>`}</dd>
 </dl>`;
   // etl.attempts.error is our message plus the server's; the error rows below show both apart, so it is shown only
   // for attempts without a run_errors row.
@@ -70,6 +72,6 @@ ${attempt.accepted_guard ? html`<dt>Loaded past its guard</dt><dd class="accepte
   const otherTable = others.length ? html`<h2>Other attempts of this run</h2>${attemptTable(others, undefined, zone)}` : '';
   return page(
     `Attempt ${attempt.attempt} of run ${run.job} ${run.run_key}`,
-    html`${replay}${fields}${errorText}${errors.map((e) => errorSection(e, zone))}${documentTable(attempt.attempt_id, documents)}${otherTable}`,
+    html`${replay}${fields}${errorText}${errors.map((e) => errorSection(e, zone))}<h2 id="timeline">Where the time went</h2>${timelineChart([chartAttempt(attempt, zone)])}${documentTable(attempt.attempt_id, documents)}${otherTable}`,
   );
 }

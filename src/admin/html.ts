@@ -85,6 +85,18 @@ form.inline{display:inline}button{font:inherit;padding:.3rem .9rem;cursor:pointe
 .failure{margin-top:.3rem}.error-line{color:#cf222e;margin-right:.5rem}.superseded{margin-top:.3rem;color:#57606a;font-size:.9em}
 ul.problems{margin:.3rem 0 0;padding-left:1.1rem;font-size:.9em}svg.spark{display:block}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0;min-width:0;overflow-wrap:anywhere}
+.timeline{margin:.4rem 0 1rem}.tl-legend{display:flex;flex-wrap:wrap;gap:.2rem 1rem;font-size:.85em;margin-bottom:.4rem}
+.tl-legend-item{white-space:nowrap}.tl-legend-item.muted{white-space:normal}.sw{display:inline-block;width:.8em;height:.8em;margin-right:.3em;vertical-align:-.05em;border-radius:2px}
+.tl-grid-wrap{display:grid;grid-template-columns:150px minmax(0,1fr);background:#fff;border:1px solid #d0d7de;padding:0 .5rem .3rem}
+.tl-head{grid-column:1/-1;padding:.45rem 0 .25rem;border-top:1px solid #d0d7de}.tl-head:first-child{border-top:0}
+.tl-spent{font-size:.9em;margin-top:.15rem}.tl-spent-item{margin-right:.9rem;white-space:nowrap;display:inline-block}
+svg.tl-labels text{font-size:11px;fill:#1b1f24}svg.tl-labels text.tl-small{font-size:9px}.tl-detail{fill:#57606a}.tl-failed-text{fill:#cf222e;font-weight:600}
+svg.tl-bars,svg.tl-labels,svg.tl-axis{display:block;overflow:hidden}svg.tl-axis text{font-size:10px;fill:#57606a}.tl-note{margin:.3rem 0}
+.tl-server{fill:#e16f24;background:#e16f24}.tl-fetch{fill:#f6b88d;background:#f6b88d}.tl-network{fill:#d4a72c;background:#d4a72c}
+.tl-decode{fill:#8250df;background:#8250df}.tl-db{fill:#0969da;background:#0969da}.tl-slot{fill:#afb8c1;background:#afb8c1}
+.tl-span{fill:#ddf4ff;stroke:#54aeff;vector-effect:non-scaling-stroke}.tl-unknown{fill:#eaeef2;stroke:#afb8c1;stroke-dasharray:4 3;vector-effect:non-scaling-stroke}
+.tl-outline{fill:none}.tl-grid{stroke:#eaeef2;vector-effect:non-scaling-stroke}
+rect.tl-failed,.tl-failed rect.tl-outline{stroke:#cf222e;stroke-width:2;vector-effect:non-scaling-stroke}
 @media (max-width:700px){
 body{margin:.8rem}dl{grid-template-columns:1fr}dt{margin-top:.3rem}#documents{display:block;overflow-x:auto}
 ${stackedTable('table.overview', COLUMNS.overview, 2)}

@@ -6,6 +6,7 @@
  */
 import { QUEUE_NAME } from '../queue/names.ts';
 import type { AttemptListRow } from '../history/attempt-list.ts';
+import type { AttemptRow } from '../history/attempts.ts';
 import type { RunDocument } from '../history/run-documents.ts';
 import type { RunListFilter, RunListRow } from '../history/run-list.ts';
 import type { RunRow } from '../history/runs.ts';
@@ -14,6 +15,7 @@ import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { formatWithOffset } from '../pipeline/logical-time.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
 import { COLUMNS, headerRow, html, page, type SafeHtml } from './html.ts';
+import { timelineChart, type ChartAttempt } from './timeline-chart.ts';
 
 /**
  * A time as on-call reads it: in the job's time zone (its schedule's; docs/architecture.md "Vocabulary", logical
@@ -165,6 +167,31 @@ ${attempts.map((a) => html`<tr${a.attempt_id === current ? html` class="current"
 `)}</tbody></table>`;
 }
 
+/** Attempts drawn on a run's timeline at most: the newest ones. */
+export const TIMELINE_ATTEMPTS = 5;
+
+/** An attempt as the timeline chart draws it: its heading links to its page. */
+export function chartAttempt(a: AttemptRow, zone?: string): ChartAttempt {
+  return {
+    heading: html`<a href="${attemptPath(a.attempt_id)}">Attempt ${a.attempt}</a> ${statusLabel(a.status)} <span class="muted">started ${formatTime(a.started_at, zone)}${a.duration_ms !== null ? `, ${formatDuration(a.duration_ms)}` : ''}</span>`,
+    status: a.status,
+    startedAt: a.started_at,
+    finishedAt: a.finished_at,
+    timeline: a.timeline,
+  };
+}
+
+/**
+ * "Where the time went": the run's newest attempts (at most {@link TIMELINE_ATTEMPTS}, oldest first) on one time axis
+ * (admin/timeline-chart.ts), so that retries and the time between them show too.
+ */
+export function runTimeline(attempts: AttemptRow[], zone?: string): SafeHtml | '' {
+  if (attempts.length === 0) return '';
+  const drawn = [...attempts].sort((a, b) => a.started_at.getTime() - b.started_at.getTime()).slice(-TIMELINE_ATTEMPTS);
+  const left = attempts.length - drawn.length;
+  return html`<h2 id="timeline">Where the time went</h2>${left > 0 ? html`<p class="muted">The ${drawn.length} newest of ${attempts.length} attempts; each attempt's page draws it alone.</p>` : ''}${timelineChart(drawn.map((a) => chartAttempt(a, zone)))}`;
+}
+
 /**
  * One logical run: what it was asked to do (trigger, logical time, parameters, queue job), how it stands (the
  * newest attempt's status, attempts, first start, last finish, rows), its attempts with their errors' first lines,
@@ -190,5 +217,5 @@ export function renderRunPage(run: RunRow, attempts: AttemptListRow[], notice: R
   const replay = !replayable(run) && !isReverted(run, reverts) ? '' : notice.jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
   const list = attempts.length ? html`<h2>Attempts</h2>${attemptTable(attempts, undefined, zone)}` : html`<p>No attempt recorded yet: the run is queued or waits for a report slot.</p>`;
   const docs = loadingAttemptId ? documentTable(loadingAttemptId, documents) : '';
-  return page(`Run ${run.job} ${run.run_key}`, html`${replayBanner(notice)}${replay}${fields}${revertTable(run, reverts, zone)}${list}${docs}`);
+  return page(`Run ${run.job} ${run.run_key}`, html`${replayBanner(notice)}${replay}${fields}${revertTable(run, reverts, zone)}${list}${runTimeline(attempts, zone)}${docs}`);
 }

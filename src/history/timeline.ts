@@ -166,3 +166,40 @@ export function readTimeline(value: unknown): AttemptTimeline | undefined {
   const pages = t.pages.filter((p): p is TimelinePage => !!p && [p.page, p.req, p.hdr, p.start, p.end, p.wait, p.net, p.decode, p.copy, p.rows, p.bytes].every(isNumber));
   return { ...t, steps, pages, pagesRead: isNumber(t.pagesRead) ? t.pagesRead : pages.length } as AttemptTimeline;
 }
+
+/** Where an attempt's time went, in ms, along its path (see {@link timeSpent}). */
+export interface TimeSpent {
+  /** Waiting in line for a report slot (the fleet's maxConcurrentReports). */
+  slot: number;
+  /** Waiting for the server's answers: the token, start request, rendering (polls), page answers, the DELETE. */
+  server: number;
+  /** Waiting for page bytes to arrive (the network, or a server sending slowly). */
+  network: number;
+  /** Decoding pages here. */
+  decode: number;
+  /** PostgreSQL: recording and checking the attempt, and everything of the load transaction not spent on pages' answers, bytes or decoding (DELETE, COPY, applying the write mode, COMMIT). */
+  database: number;
+  /** The rest: the worker's own bookkeeping between steps. */
+  other: number;
+  /** The attempt's whole time. */
+  total: number;
+}
+
+/**
+ * Splits an attempt's time by who it waited for, along its path: steps one after another, and within the load the
+ * pages' waits for answers and bytes and their decoding; what else the load took is PostgreSQL's (its DELETE, COPY
+ * taking rows, the write mode, COMMIT). Overlaps are not counted twice: a page fetched ahead counts only as long as
+ * the attempt waited for it; decoding while PostgreSQL deletes a replaced target's rows counts as decoding.
+ */
+export function timeSpent(t: AttemptTimeline): TimeSpent {
+  const step = (name: TimelineStepName) => t.steps.filter((s) => s.step === name).reduce((n, s) => n + s.ms, 0);
+  const sum = (f: (p: TimelinePage) => number) => t.pages.reduce((n, p) => n + f(p), 0);
+  const pageWait = sum((p) => p.wait);
+  const network = sum((p) => p.net);
+  const decode = sum((p) => p.decode);
+  const slot = step('slot');
+  const server = step('token') + step('clear') + step('start') + step('render') + step('delete') + pageWait;
+  const database = step('record') + step('check') + Math.max(0, step('load') - pageWait - network - decode);
+  const other = Math.max(0, t.ms - slot - server - network - decode - database);
+  return { slot, server, network, decode, database, other, total: t.ms };
+}

@@ -1,0 +1,290 @@
+/**
+ * Where a run's time went, drawn on the server as inline SVG (no script: the pages' CSP allows none): each attempt's
+ * timeline (history/timeline.ts) on one time axis — the slot wait, the record, the token, the start request, the
+ * server's rendering, the load and inside it each page's fetch and reading, the commit, the report job's DELETE —,
+ * coloured by whom the attempt waited for (the server, the network, PostgreSQL, its own decoding, a report slot), with
+ * a line per attempt saying how much each took. Details are in tooltips (SVG `<title>`). Every text is escaped.
+ *
+ * Layout: a grid of a label column (an SVG of fixed width) and a bar column (an SVG whose viewBox is stretched to the
+ * column's width, rows keeping their pixel height), so that the chart fills a wide screen and still fits a phone.
+ */
+import { readTimeline, timeSpent, type AttemptTimeline, type TimelinePage, type TimelineStep, type TimelineStepName } from '../history/timeline.ts';
+import { html, type SafeHtml } from './html.ts';
+
+/** One attempt to draw. */
+export interface ChartAttempt {
+  /** The heading of its section (attempt number, status, start), markup made by the caller. */
+  heading: SafeHtml;
+  status: string;
+  startedAt: Date;
+  finishedAt: Date | null;
+  /** `etl.attempts.timeline` as read (checked here with readTimeline). */
+  timeline: unknown;
+}
+
+/** Width of the bar column's viewBox: x is in thousandths of the time axis. */
+const W = 1000;
+const LABEL_W = 150;
+const STEP_H = 16;
+
+/** Who an attempt waited for in a step: the class that colours it. */
+type Actor = 'slot' | 'server' | 'network' | 'decode' | 'db' | 'span';
+
+const STEP_INFO: Record<TimelineStepName, { label: string; actor: Actor; what: string }> = {
+  slot: { label: 'slot wait', actor: 'slot', what: 'waiting for a report slot on the connection (maxConcurrentReports)' },
+  record: { label: 'record', actor: 'db', what: 'recording the attempt (PostgreSQL)' },
+  check: { label: 'check', actor: 'db', what: 'checking the attempt may run (PostgreSQL)' },
+  token: { label: 'token', actor: 'server', what: 'the report client: discovery and access token (the server, or the token shared in Redis)' },
+  clear: { label: 'clear dead', actor: 'server', what: "deleting dead attempts' report jobs (the server)" },
+  start: { label: 'start', actor: 'server', what: 'the start request (the server)' },
+  render: { label: 'render', actor: 'server', what: 'the server renders the report (status polls)' },
+  load: { label: 'load', actor: 'span', what: 'the load transaction (PostgreSQL); the pages are read inside it' },
+  target_delete: { label: 'DELETE rows', actor: 'db', what: "DELETE of the target's old rows (PostgreSQL; readers keep them until the commit)" },
+  copy: { label: 'COPY', actor: 'span', what: "COPY FROM STDIN open: every page's rows stream through it; PostgreSQL's own share is the blue part of each page" },
+  apply: { label: 'apply', actor: 'db', what: 'applying the write mode from the staging table (PostgreSQL)' },
+  commit: { label: 'commit', actor: 'db', what: "the attempt's records and COMMIT (PostgreSQL)" },
+  delete: { label: 'DELETE job', actor: 'server', what: 'DELETE of the report job (the server)' },
+};
+
+/** The legend's entries: class, name, what it means. */
+const LEGEND: [Actor | 'fetch', string, string][] = [
+  ['server', 'server', 'waiting for its answers: token, start, rendering, DELETE'],
+  ['fetch', 'page answer', 'a page requested until its answer (fetched one page ahead)'],
+  ['network', 'network', "waiting for a page's bytes"],
+  ['decode', 'decoding', 'this worker decoding a page'],
+  ['db', 'database', 'PostgreSQL: records, DELETE, COPY taking rows, commit'],
+  ['slot', 'slot wait', 'in line for a report slot'],
+];
+
+/** A duration for labels: `0.4 ms`, `85 ms`, `1.2 s`, `4 min 05 s`, `2 h 03 min`. */
+export function formatSpan(ms: number): string {
+  if (ms < 10) return `${ms.toFixed(1)} ms`;
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+}
+
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function formatRows(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '\u202f');
+}
+
+/** A tick's label: round values read short (`500 ms`, `1.5 s`, `2 min`, `1.5 h`). */
+export function formatTick(ms: number): string {
+  if (ms === 0) return '0';
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${+(ms / 1000).toFixed(1)} s`;
+  if (ms < 3_600_000) return `${+(ms / 60_000).toFixed(1)} min`;
+  if (ms < 86_400_000) return `${+(ms / 3_600_000).toFixed(1)} h`;
+  return `${+(ms / 86_400_000).toFixed(1)} d`;
+}
+
+/** Ticks of an axis of `len` ms: a round step (1, 2, 5 × 10^k ms) giving at most about 6 intervals. */
+export function axisTicks(len: number): number[] {
+  if (!(len > 0)) return [0];
+  const steps = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 10_800_000, 21_600_000, 43_200_000, 86_400_000];
+  const step = steps.find((s) => len / s <= 6) ?? Math.ceil(len / 6 / 86_400_000) * 86_400_000;
+  const ticks: number[] = [];
+  for (let t = 0; t <= len + 1e-9; t += step) ticks.push(t);
+  return ticks;
+}
+
+/** One row of an attempt's section: its label, its height and the bars drawn at `y`. */
+interface Row {
+  label: string;
+  /** The label's extra, in grey (a duration). */
+  detail: string;
+  h: number;
+  bars: (y: number) => SafeHtml;
+  failed?: boolean;
+}
+
+/** Maps times of one attempt (ms after its start) onto the chart's axis. */
+interface Axis {
+  x(attemptMs: number): number;
+  w(fromMs: number, toMs: number): number;
+}
+
+function rect(cls: string, x: number, y: number, w: number, h: number, title?: string): SafeHtml {
+  return html`<rect class="${cls}" x="${x.toFixed(2)}" y="${y}" width="${Math.max(w, 1.2).toFixed(2)}" height="${h}">${title ? html`<title>${title}</title>` : ''}</rect>`;
+}
+
+function at(ms: number): string {
+  return `+${formatSpan(ms)}`;
+}
+
+function stepRow(s: TimelineStep, axis: Axis): Row {
+  const info = STEP_INFO[s.step];
+  const extra = [
+    s.polls !== undefined ? `${s.polls} status poll${s.polls === 1 ? '' : 's'}` : '',
+    s.serverMs !== undefined ? `the server says it rendered for ${formatSpan(s.serverMs)}` : '',
+    s.failed ? 'the attempt failed here' : '',
+  ].filter(Boolean);
+  const title = `${info.label}: ${formatSpan(s.ms)}, ${at(s.at)} to ${at(s.at + s.ms)}. ${info.what}${extra.length ? `; ${extra.join('; ')}` : ''}.`;
+  const cls = `tl-${info.actor}${s.failed ? ' tl-failed' : ''}`;
+  const h = STEP_H - 4;
+  return {
+    label: s.step === 'render' && s.polls !== undefined ? `render (${s.polls} poll${s.polls === 1 ? '' : 's'})` : info.label,
+    detail: formatSpan(s.ms),
+    h: STEP_H,
+    failed: s.failed === true,
+    bars: (y) => rect(cls, axis.x(s.at), y + 2, axis.w(s.at, s.at + s.ms), h, title),
+  };
+}
+
+function pageName(p: TimelinePage): string {
+  return `${p.to !== undefined ? `pages ${p.page}–${p.to}` : `page ${p.page}`}${p.pass ? ` (pass ${p.pass})` : ''}`;
+}
+
+function pageRow(p: TimelinePage, axis: Axis, h: number, showLabel: boolean): Row {
+  const read = Math.max(0, p.end - p.start);
+  const title =
+    `${pageName(p)}: ${formatRows(p.rows)} rows, ${formatBytes(p.bytes)}. ` +
+    `Requested ${at(p.req)}, answered after ${formatSpan(Math.max(0, p.hdr - p.req))}${p.wait >= 0.5 ? ` (the attempt waited ${formatSpan(p.wait)} for it)` : ''}; ` +
+    `read ${at(p.start)} for ${formatSpan(read)}: ${formatSpan(p.net)} waiting for the server's bytes, ${formatSpan(p.decode)} decoding, ${formatSpan(p.copy)} waiting for COPY (PostgreSQL)` +
+    `${p.failed ? '; the attempt failed here' : ''}.`;
+  const label = p.to !== undefined ? `p${p.page}–${p.to}` : `p${p.page}`;
+  return {
+    label: showLabel ? label : '',
+    detail: showLabel ? formatSpan(read) : '',
+    h,
+    failed: p.failed === true,
+    bars: (y) => {
+      // The fetch: a thin bar from the request to the answer; the reading: its time split by whom it waited for.
+      const x0 = axis.x(p.start);
+      const full = axis.w(p.start, p.end);
+      const parts = [
+        ['tl-network', p.net],
+        ['tl-decode', p.decode],
+        ['tl-db', p.copy],
+      ] as const;
+      const total = p.net + p.decode + p.copy || 1;
+      let x = x0;
+      const segments = parts.map(([cls, ms]) => {
+        const w = (full * ms) / total;
+        const s = w > 0 ? html`<rect class="${cls}" x="${x.toFixed(2)}" y="${y + 1}" width="${w.toFixed(2)}" height="${h - 2}"/>` : '';
+        x += w;
+        return s;
+      });
+      return html`<g class="tl-page${p.failed ? ' tl-failed' : ''}"><title>${title}</title>${rect('tl-fetch', axis.x(p.req), y + h / 2 - 1, axis.w(p.req, p.hdr), 2)}${segments}${rect('tl-outline', x0, y + 1, full, h - 2)}</g>`;
+    },
+  };
+}
+
+/** The rows of one attempt's timeline: its steps in order, the pages inside the load after its first steps. */
+function attemptRows(t: AttemptTimeline, axis: Axis): Row[] {
+  const rows: Row[] = [];
+  const h = t.pages.length > 40 ? 8 : 12;
+  // With small rows, one label in five (and the first and last) keeps them legible; every page keeps its tooltip.
+  const labelEvery = h < 12 ? 5 : 1;
+  const pages = t.pages.map((p, i) => pageRow(p, axis, h, i % labelEvery === 0 || i === t.pages.length - 1));
+  let pagesPlaced = false;
+  const placePages = () => {
+    if (!pagesPlaced) rows.push(...pages);
+    pagesPlaced = true;
+  };
+  for (const s of t.steps) {
+    // Pages go after the load's own first steps (DELETE rows, COPY) and before its last (apply, commit).
+    if (s.step === 'apply' || s.step === 'commit' || s.step === 'delete') placePages();
+    rows.push(stepRow(s, axis));
+  }
+  placePages();
+  return rows;
+}
+
+/** A line of how much of the attempt's time went where, coloured as the bars are. */
+function spentLine(t: AttemptTimeline): SafeHtml {
+  const spent = timeSpent(t);
+  const parts: [Actor, string, number][] = [
+    ['server', 'server', spent.server],
+    ['network', 'network', spent.network],
+    ['db', 'database', spent.database],
+    ['decode', 'decoding', spent.decode],
+    ['slot', 'slot wait', spent.slot],
+  ];
+  const biggest = Math.max(...parts.map((p) => p[2]));
+  const items = parts
+    .filter(([, , ms]) => ms >= 0.05)
+    .map(([cls, name, ms]) => {
+      const pct = spent.total > 0 ? Math.round((ms / spent.total) * 100) : 0;
+      const text = html`<span class="sw tl-${cls}"></span>${name} ${formatSpan(ms)} <span class="muted">(${pct} %)</span>`;
+      return html`<span class="tl-spent-item">${ms === biggest ? html`<strong>${text}</strong>` : text}</span>`;
+    });
+  return html`<div class="tl-spent">From its slot wait to its DELETE, ${formatSpan(spent.total)}: ${items}${spent.other >= 1 ? html`<span class="tl-spent-item muted">other ${formatSpan(spent.other)}</span>` : ''}</div>`;
+}
+
+function labels(rows: Row[], height: number): SafeHtml {
+  let y = 0;
+  const texts = rows.map((r) => {
+    const baseline = y + r.h / 2 + 4;
+    y += r.h;
+    if (!r.label) return '';
+    const small = r.h < STEP_H;
+    return html`<text x="4" y="${baseline}" class="${small ? 'tl-small' : ''}${r.failed ? ' tl-failed-text' : ''}">${r.label}<tspan class="tl-detail" dx="6">${r.detail}</tspan></text>`;
+  });
+  return html`<svg class="tl-labels" width="${LABEL_W}" height="${height}" role="presentation">${texts}</svg>`;
+}
+
+function bars(rows: Row[], height: number, grid: number[], label: string): SafeHtml {
+  let y = 0;
+  const drawn = rows.map((r) => {
+    const b = r.bars(y);
+    y += r.h;
+    return b;
+  });
+  const lines = grid.map((x) => html`<line class="tl-grid" x1="${x.toFixed(2)}" x2="${x.toFixed(2)}" y1="0" y2="${height}"/>`);
+  return html`<svg class="tl-bars" viewBox="0 0 ${W} ${height}" preserveAspectRatio="none" width="100%" height="${height}" role="img" aria-label="${label}">${lines}${drawn}</svg>`;
+}
+
+/**
+ * The timeline chart of `attempts` (oldest first) on one time axis, from the first one's start to the last one's end
+ * (`now` for one still running), with a legend; a section per attempt with its heading, where its time went, and
+ * its rows.
+ * @param o.now the time a running attempt is drawn up to (default now)
+ */
+export function timelineChart(attempts: ChartAttempt[], o: { now?: Date } = {}): SafeHtml {
+  if (attempts.length === 0) return html``;
+  const now = (o.now ?? new Date()).getTime();
+  const read = attempts.map((a) => ({ a, t: readTimeline(a.timeline) }));
+  const startOf = (r: (typeof read)[number]) => (r.t ? Date.parse(r.t.start) : r.a.startedAt.getTime());
+  const endOf = (r: (typeof read)[number]) => (r.t ? Date.parse(r.t.start) + r.t.ms : (r.a.finishedAt?.getTime() ?? now));
+  const origin = Math.min(...read.map(startOf));
+  const len = Math.max(1, Math.max(...read.map(endOf)) - origin);
+  const ticks = axisTicks(len);
+  const grid = ticks.map((t) => (t / len) * W);
+  const notes: string[] = [];
+  const sections = read.map((r) => {
+    const offset = startOf(r) - origin;
+    const axis: Axis = { x: (ms) => ((offset + ms) / len) * W, w: (from, to) => ((to - from) / len) * W };
+    let rows: Row[];
+    let spent: SafeHtml | '' = '';
+    if (r.t) {
+      rows = attemptRows(r.t, axis);
+      spent = spentLine(r.t);
+      if (r.t.pageGroup) notes.push(`${formatRows(r.t.pagesRead)} pages were read: drawn as ${r.t.pages.length} rows of up to ${r.t.pageGroup} consecutive pages each (their times and counts summed), which keeps a timeline small.`);
+    } else {
+      const why = r.a.status === 'running' ? 'running: its timeline is written when it ends' : 'no timeline recorded (an attempt from before migration 0011, or one the janitor closed)';
+      const ms = endOf(r) - startOf(r);
+      rows = [{ label: r.a.status === 'running' ? 'running…' : 'no timeline', detail: formatSpan(ms), h: STEP_H, bars: (y) => rect('tl-unknown', axis.x(0), y + 2, axis.w(0, ms), STEP_H - 4, `${why}; ${formatSpan(ms)}`) }];
+    }
+    const height = rows.reduce((n, row) => n + row.h, 0);
+    return html`<div class="tl-head">${r.a.heading}${spent}</div>${labels(rows, height)}${bars(rows, height, grid, `timeline of the attempt: ${rows.length} rows`)}`;
+  });
+  const axisLabels = ticks.map((t, i) => {
+    const anchor = i === 0 ? 'start' : i === ticks.length - 1 && (t / len) * 100 > 90 ? 'end' : 'middle';
+    return html`<text x="${((t / len) * 100).toFixed(2)}%" y="12" text-anchor="${anchor}">${formatTick(t)}</text>`;
+  });
+  const legend = LEGEND.map(([cls, name, what]) => html`<span class="tl-legend-item" title="${what}"><span class="sw tl-${cls}"></span>${name}</span>`);
+  return html`<div class="timeline">
+<div class="tl-legend">${legend}<span class="tl-legend-item muted">hover a bar for its times; a page's bar is split into network, decoding and database as its reading waited for them</span></div>
+<div class="tl-grid-wrap">${sections}<div></div><svg class="tl-axis" width="100%" height="16" role="presentation">${axisLabels}</svg></div>
+${notes.map((n) => html`<p class="muted tl-note">${n}</p>`)}
+</div>`;
+}

@@ -1,0 +1,83 @@
+/**
+ * The timeline as stored and drawn (history/timeline.ts, admin/timeline-chart.ts), without a browser: thousands of
+ * pages are kept as at most MAX_PAGE_ENTRIES groups and the page says so; where the time went adds up; what is not a
+ * timeline of this version is not drawn, and every text is escaped.
+ */
+import { expect, it } from 'vitest';
+import { axisTicks, formatTick, timelineChart } from '../src/admin/timeline-chart.ts';
+import { html } from '../src/admin/html.ts';
+import { MAX_PAGE_ENTRIES, PageEntries, readTimeline, timeSpent, type AttemptTimeline, type TimelinePage } from '../src/history/timeline.ts';
+
+function page(n: number, t: number): TimelinePage {
+  return { page: n, req: t, hdr: t + 1, start: t + 1, end: t + 4, wait: 0.5, net: 1, decode: 1, copy: 1, rows: 10, bytes: 100 };
+}
+
+function timeline(pages: number): AttemptTimeline {
+  const entries = new PageEntries();
+  for (let i = 1; i <= pages; i++) entries.add(page(i, 100 + i * 4));
+  return {
+    v: 1,
+    start: '2026-11-24T02:15:00.000Z',
+    ms: 100 + pages * 4 + 20,
+    steps: [
+      { step: 'slot', at: 0, ms: 10 },
+      { step: 'record', at: 10, ms: 5 },
+      { step: 'token', at: 15, ms: 5 },
+      { step: 'start', at: 20, ms: 10 },
+      { step: 'render', at: 30, ms: 70, polls: 3 },
+      { step: 'load', at: 100, ms: pages * 4 + 10 },
+      { step: 'copy', at: 101, ms: pages * 4 },
+      { step: 'commit', at: 100 + pages * 4 + 2, ms: 8 },
+      { step: 'delete', at: 100 + pages * 4 + 10, ms: 10 },
+    ],
+    pages: entries.entries,
+    pagesRead: pages,
+    ...(entries.group > 1 ? { pageGroup: entries.group } : {}),
+  };
+}
+
+const chart = (t: unknown, status = 'succeeded') => timelineChart([{ heading: html`Attempt 1`, status, startedAt: new Date('2026-11-24T02:15:00Z'), finishedAt: new Date('2026-11-24T02:16:00Z'), timeline: t }]).value;
+
+it('keeps the pages of a long report as at most MAX_PAGE_ENTRIES groups of consecutive pages, and says so on the page', () => {
+  const t = timeline(5000);
+  expect(t.pages.length).toBeLessThanOrEqual(MAX_PAGE_ENTRIES);
+  expect(t.pageGroup).toBe(64);
+  expect(t.pages[0]).toMatchObject({ page: 1, to: 64, req: 104, rows: 640, bytes: 6400, net: 64 });
+  expect(t.pages.at(-1)!.to).toBe(5000);
+  expect(t.pages.reduce((n, p) => n + p.rows, 0)).toBe(50_000);
+  expect(JSON.stringify(t).length).toBeLessThan(16_000);
+  const out = chart(t);
+  expect(out).toContain('5\u202f000 pages were read: drawn as 79 rows of up to 64 consecutive pages each');
+  expect(out.match(/<g class="tl-page/g)).toHaveLength(t.pages.length);
+  expect(out).toContain('<title>pages 1–64: 640 rows, 6.3 KiB.');
+  // Fewer pages than the cap: one entry each.
+  expect(timeline(50).pages).toHaveLength(50);
+  expect(timeline(50).pageGroup).toBeUndefined();
+});
+
+it('splits an attempt\'s time by whom it waited for, adding up to its whole time', () => {
+  const t = timeline(10);
+  const spent = timeSpent(t);
+  expect(spent).toEqual({ slot: 10, server: 5 + 10 + 70 + 10 + 10 * 0.5, network: 10, decode: 10, database: 5 + (50 - 5 - 10 - 10), other: 0, total: 160 });
+  expect(spent.slot + spent.server + spent.network + spent.decode + spent.database + spent.other).toBe(spent.total);
+  expect(chart(t)).toMatch(/From its slot wait to its DELETE, 160 ms: .*server 100 ms <span class="muted">\(63 %\)/);
+});
+
+it('draws nothing it cannot read, and escapes what it draws', () => {
+  expect(readTimeline({ v: 2, start: '2026-11-24T02:15:00Z', ms: 1, steps: [], pages: [] })).toBeUndefined();
+  const hostile = { ...timeline(1), steps: [{ step: '<script>alert(1)</script>', at: 0, ms: 1 }, { step: 'render', at: 1, ms: '"><img src=x>' }] };
+  const read = readTimeline(hostile)!;
+  expect(read.steps).toEqual([]);
+  const out = chart(hostile);
+  expect(out).not.toContain('<script');
+  expect(out).not.toContain('<img');
+  // An attempt without a timeline (running, or from before migration 0011) is one bar that says why.
+  expect(chart(null, 'running')).toContain('running: its timeline is written when it ends');
+  expect(chart(null, 'failed')).toContain('no timeline recorded');
+});
+
+it('labels the time axis with round, short values', () => {
+  expect(axisTicks(2_200).map(formatTick)).toEqual(['0', '500 ms', '1 s', '1.5 s', '2 s']);
+  expect(axisTicks(14 * 60_000).map(formatTick)).toEqual(['0', '5 min', '10 min']);
+  expect(axisTicks(0)).toEqual([0]);
+});
