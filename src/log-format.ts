@@ -15,7 +15,7 @@ export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
 
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 /** Fields every record has, or that a line shows in its own words: not repeated as key=value. */
-const OMIT = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'v', 'attemptId']);
+const OMIT = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'v', 'attemptId', 'traceId']);
 
 const int = (n: unknown) => (typeof n === 'number' ? Math.round(n).toLocaleString('en-US') : String(n));
 /** `1 page`, `3 pages`. */
@@ -49,7 +49,8 @@ export function prettyLine(record: Record<string, unknown>): string {
       return `${at} ${job}page ${r.page}: ${int(r.rows)} rows, ${mb(r.bytes)}, ${int(r.rowsPerSec)} rows/s — ${int(r.totalRows)} rows, ${r.totalMB} MB in ${r.elapsedS} s so far\n`;
     case 'run started':
       // A foreground run's key is its first attempt's id: the one UUID is said once.
-      return `${at} ${job}run started: ${r.report} as ${r.outputType}, attempt ${r.attempt} (${r.trigger}), run ${r.runKey}${r.attemptId === r.runKey ? '' : `, attempt id ${r.attemptId}`}\n`;
+      // The trace id, when traces are exported, once per attempt (README "Tracing"): every JSON line carries it.
+      return `${at} ${job}run started: ${r.report} as ${r.outputType}, attempt ${r.attempt} (${r.trigger}), run ${r.runKey}${r.attemptId === r.runKey ? '' : `, attempt id ${r.attemptId}`}${typeof r.traceId === 'string' ? `, trace ${r.traceId}` : ''}\n`;
     case 'loading':
       return `${at} ${job}loading into ${r.table} (plan ${r.plan}, ${r.columns} columns)\n`;
     case 'report job finished':

@@ -218,10 +218,13 @@ it('a queued run is one trace from its enqueue to the attempt, its steps and pag
 it('report-etl run exports over http/protobuf (OTLP\'s default) and flushes its spans before it exits', async () => {
   const job = `${jp}_run`;
   const before = receiver.received.protobuf.length;
-  const r = await runCli(['run', job, '--config', configPath], { ...baseEnv(), OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces` });
+  const r = await runCli(['run', job, '--config', configPath], { ...baseEnv(), LOG_FORMAT: 'pretty', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces` });
   expect(r.code).toBe(0);
   const { rows } = await h.pool.query<{ trace_id: string | null }>(`SELECT trace_id FROM etl.attempts WHERE job = $1`, [job]);
   expect(rows[0]!.trace_id).toMatch(/^[0-9a-f]{32}$/);
+  // At a terminal the trace id is said once, where the run starts.
+  expect(r.stderr).toMatch(new RegExp(`run started: .*, trace ${rows[0]!.trace_id}\\n`));
+  expect(r.stderr).not.toContain('traceId=');
   const sent = receiver.received.protobuf.slice(before);
   expect(sent.length).toBeGreaterThan(0);
   expect(sent.every((p) => p.contentType === 'application/x-protobuf')).toBe(true);
