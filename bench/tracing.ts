@@ -9,12 +9,15 @@
  * - 100k txt rows in 1 page, and in 1,000 pages of 100 rows (one unmeasured run first): per-row and per-page costs.
  * Prints medians and ranges, and the spans the receiver got per traced run.
  *
- * Options (argv `--name value` or env BENCH_*): --repeats (9 for 10 rows, a third of it, at least 3, for 100k).
+ * Options (argv `--name value` or env BENCH_*): --repeats (9 for 10 rows, a third of it, at least 3, for 100k);
+ * --baseline DIR: also the same runs by another checkout's build (DIR/bench/lib/worker.js and DIR/dist, built), e.g.
+ * the commit before traces, interleaved with the others, to compare builds under the same load.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import { makePool } from '../src/app/connections.ts';
 import { migrate } from '../src/history/migrate.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -30,6 +33,8 @@ function option(name: string, fallback: string): number {
   return n;
 }
 const REPEATS = option('repeats', '9');
+const baselineAt = process.argv.indexOf('--baseline');
+const BASELINE = baselineAt > 0 ? join(process.argv[baselineAt + 1]!, 'bench', 'lib', 'worker.js') : process.env.BENCH_BASELINE ? join(process.env.BENCH_BASELINE, 'bench', 'lib', 'worker.js') : undefined;
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const load = (): string => loadavg().map((x) => x.toFixed(2)).join(' ');
@@ -50,20 +55,20 @@ const receiver = createServer((req, res) => {
 await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
-type Variant = 'off' | 'http/json' | 'http/protobuf';
-const VARIANTS: Variant[] = ['off', 'http/json', 'http/protobuf'];
+type Variant = 'baseline' | 'off' | 'http/json' | 'http/protobuf';
+const VARIANTS: Variant[] = [...(BASELINE ? ['baseline' as const] : []), 'off', 'http/json', 'http/protobuf'];
 
 /** One measured run in a fresh warm worker, traced as `variant` says. */
 async function measure(variant: Variant, input: WorkerInput): Promise<{ ms: number; cpuMs: number }> {
   const saved = { endpoint: process.env.OTEL_EXPORTER_OTLP_ENDPOINT, protocol: process.env.OTEL_EXPORTER_OTLP_PROTOCOL };
-  if (variant === 'off') {
+  if (variant === 'off' || variant === 'baseline') {
     delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
   } else {
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = endpoint;
     process.env.OTEL_EXPORTER_OTLP_PROTOCOL = variant;
   }
   try {
-    const r = await measureWorker(input);
+    const r = variant === 'baseline' ? await measureWorker(input, [], BASELINE) : await measureWorker(input);
     if (!r.ok) throw new Error(`${variant} run failed: ${r.error}`);
     return { ms: r.durationMs, cpuMs: r.cpuMs };
   } finally {

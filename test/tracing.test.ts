@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { tracingSettings } from '../src/app/tracing-sdk.ts';
 import { readTimeline } from '../src/history/timeline.ts';
@@ -128,6 +129,10 @@ afterAll(async () => {
   await h?.close();
 });
 
+/** NODE_OPTIONS that make a child print the @opentelemetry packages it loaded (test/fixtures/otel-loads.mjs). */
+const WATCH_LOADS = { NODE_OPTIONS: `--import=${fileURLToPath(new URL('./fixtures/otel-loads.mjs', import.meta.url))}` };
+const loadedPackages = (stderr: string): string[] => JSON.parse(/otel packages loaded: (.*)\n/.exec(stderr)![1]!) as string[];
+
 const baseEnv = () => ({ TR_SECRET: 'demo-secret', REPORT_ETL_QUEUE_PREFIX: prefix, LOG_FORMAT: 'json', LOG_LEVEL: 'info' });
 
 it('a queued run is one trace from its enqueue to the attempt, its steps and pages, keyed by etl.attempts.trace_id', async () => {
@@ -218,8 +223,10 @@ it('a queued run is one trace from its enqueue to the attempt, its steps and pag
 it('report-etl run exports over http/protobuf (OTLP\'s default) and flushes its spans before it exits', async () => {
   const job = `${jp}_run`;
   const before = receiver.received.protobuf.length;
-  const r = await runCli(['run', job, '--config', configPath], { ...baseEnv(), LOG_FORMAT: 'pretty', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces` });
+  const r = await runCli(['run', job, '--config', configPath], { ...baseEnv(), ...WATCH_LOADS, LOG_FORMAT: 'pretty', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces` });
   expect(r.code).toBe(0);
+  expect(loadedPackages(r.stderr)).toEqual(expect.arrayContaining(['@opentelemetry/api', '@opentelemetry/sdk-trace', '@opentelemetry/exporter-trace-otlp-proto']));
+  expect(loadedPackages(r.stderr)).not.toContain('@opentelemetry/exporter-trace-otlp-http');
   const { rows } = await h.pool.query<{ trace_id: string | null }>(`SELECT trace_id FROM etl.attempts WHERE job = $1`, [job]);
   expect(rows[0]!.trace_id).toMatch(/^[0-9a-f]{32}$/);
   // At a terminal the trace id is said once, where the run starts.
@@ -236,9 +243,11 @@ it('without an OTLP endpoint nothing is traced: no trace id, no tracing line; th
   const job = `${jp}_run`;
   await h.pool.query(`DELETE FROM etl.runs WHERE job = $1`, [job]);
   const before = receiver.received.paths.length;
-  const r = await runCli(['run', job, '--config', configPath], baseEnv());
+  const r = await runCli(['run', job, '--config', configPath], { ...baseEnv(), ...WATCH_LOADS });
   expect(r.code).toBe(0);
-  expect(r.stderr).not.toContain('tracing');
+  // The API alone: the SDK and its exporters are imported only when an endpoint is set.
+  expect(loadedPackages(r.stderr)).toEqual(['@opentelemetry/api']);
+  expect(r.stderr).not.toContain('tracing:');
   expect(r.stderr).not.toContain('traceId');
   const { rows } = await h.pool.query<{ trace_id: string | null; timeline: unknown }>(`SELECT trace_id, timeline FROM etl.attempts WHERE job = $1`, [job]);
   expect(rows[0]!.trace_id).toBeNull();

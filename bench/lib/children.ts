@@ -64,10 +64,11 @@ export async function startPageServer(latencyMs = 0): Promise<PageServer> {
 /**
  * Runs one measurement in a fresh bench/lib/worker.js (the compiled product).
  * @param execArgv extra node flags (profiling)
+ * @param worker the worker script: this checkout's by default, another's (its own dist/) to compare builds
  * @throws Error when the worker dies without a result
  */
-export async function measureWorker(input: WorkerInput, execArgv: string[] = []): Promise<WorkerResult> {
-  const child = fork(here('./worker.js'), [JSON.stringify(input)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
+export async function measureWorker(input: WorkerInput, execArgv: string[] = [], worker = here('./worker.js')): Promise<WorkerResult> {
+  const child = fork(worker, [JSON.stringify(input)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
   const result = await nextMessage<WorkerResult>(child);
   if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
   return result;
