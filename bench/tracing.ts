@@ -7,7 +7,8 @@
  * shared machine's load falls on each alike:
  * - 10 rows, json, 1 page (two unmeasured runs first): report-etl's own fixed cost per run;
  * - 100k txt rows in 1 page, and in 1,000 pages of 100 rows (one unmeasured run first): per-row and per-page costs.
- * Prints medians and ranges, and the spans the receiver got per traced run.
+ * Prints medians and ranges, and the spans the receiver got per traced run; writes them to
+ * bench/results/<date>-tracing.json.
  *
  * Options (argv `--name value` or env BENCH_*): --repeats (9 for 10 rows, a third of it, at least 3, for 100k);
  * --baseline DIR: also the same runs by another checkout's build (DIR/bench/lib/worker.js and DIR/dist, built), e.g.
@@ -15,9 +16,12 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { machine } from './lib/options.ts';
 import { makePool } from '../src/app/connections.ts';
 import { migrate } from '../src/history/migrate.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -37,6 +41,14 @@ const baselineAt = process.argv.indexOf('--baseline');
 const BASELINE = baselineAt > 0 ? join(process.argv[baselineAt + 1]!, 'bench', 'lib', 'worker.js') : process.env.BENCH_BASELINE ? join(process.env.BENCH_BASELINE, 'bench', 'lib', 'worker.js') : undefined;
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The commit of the baseline checkout (what the results file records of it). */
+function baselineCommit(): string {
+  try {
+    return execFileSync('git', ['-C', join(BASELINE!, '..', '..', '..'), 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
 const load = (): string => loadavg().map((x) => x.toFixed(2)).join(' ');
 
 // The OTLP receiver: counts the spans of JSON requests and the requests of protobuf ones.
@@ -85,6 +97,7 @@ const schema = `bench_${randomUUID().slice(0, 8)}`;
 await pool.query(`CREATE SCHEMA ${schema}`);
 const server = await startPageServer();
 const loadBefore = load();
+const results: Record<string, unknown>[] = [];
 try {
   const cases: { label: string; rows: number; outputType: 'json' | 'txt'; paging: number; warmups: number; repeats: number; rowsPerSec: boolean }[] = [
     { label: '10 rows, json, 1 page', rows: 10, outputType: 'json', paging: 10, warmups: 2, repeats: REPEATS, rowsPerSec: false },
@@ -104,6 +117,12 @@ try {
       }
     }
     const spansPerRun = (jsonSpans - spansBefore) / (c.repeats * (1 + c.warmups));
+    results.push({
+      case: c.label,
+      repeats: c.repeats,
+      spansPerTracedRun: Math.round(spansPerRun),
+      variants: Object.fromEntries(VARIANTS.map((v) => [v, { medianMs: median(got.get(v)!.map((r) => r.ms)), medianCpuMs: median(got.get(v)!.map((r) => r.cpuMs)), ms: got.get(v)!.map((r) => r.ms), cpuMs: got.get(v)!.map((r) => r.cpuMs) }])),
+    });
     process.stdout.write(`${c.label} (medians of ${c.repeats}; ${spansPerRun.toFixed(0)} spans per traced run)\n`);
     for (const v of VARIANTS) {
       const ms = got.get(v)!.map((r) => r.ms);
@@ -113,6 +132,10 @@ try {
     }
   }
   process.stdout.write(`load average ${loadBefore} before, ${load()} after; protobuf requests received ${protobufRequests}\n`);
+  const file = join(import.meta.dirname, 'results', `${new Date().toISOString().slice(0, 16).replace(':', '-')}-tracing.json`);
+  await mkdir(join(import.meta.dirname, 'results'), { recursive: true });
+  await writeFile(file, `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), loadAverage: { before: loadBefore, after: load() }, baseline: BASELINE ? baselineCommit() : null, results }, null, 2)}\n`);
+  process.stdout.write(`results: ${file}\n`);
 } finally {
   await server.close();
   await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
