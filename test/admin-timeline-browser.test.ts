@@ -18,14 +18,15 @@ import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { jobEntry, useHarness } from './support/harness.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const small = uniqueName('tl_small');
 const big = uniqueName('tl_big');
 const bigRunKey = `${big}__retried`;
 
-let h: Harness;
+// Some latency per answer, so that the server's and the network's share is visible as it is on a real server.
+const h = useHarness({ jobDurationMs: 150, faults: { latencyMs: 8 } });
 let queue: RunQueue;
 let server: AdminServer;
 let browser: TestBrowser | undefined;
@@ -48,8 +49,6 @@ function abortAtPage(controller: AbortController, page: number) {
 }
 
 beforeAll(async () => {
-  // Some latency per answer, so that the server's and the network's share is visible as it is on a real server.
-  h = await startHarness({ jobDurationMs: 150, faults: { latencyMs: 8 } });
   queue = makeQueue(h.redis, uniqueName('tlq'));
   const config = h.config({
     [small]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '80' } }, { table: `${h.schema}.small` }),
@@ -75,8 +74,7 @@ afterAll(async () => {
   await server?.close();
   await queue?.obliterate({ force: true }).catch(() => undefined);
   await queue?.close();
-  await h?.pool.query('DELETE FROM etl.runs WHERE job IN ($1, $2)', [small, big]);
-  await h?.close();
+  await h.pool.query('DELETE FROM etl.runs WHERE job IN ($1, $2)', [small, big]);
 });
 
 /** Opens `path` at `width` px; checks nothing is wider than the screen. */

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { tracingSettings } from '../src/app/tracing-sdk.ts';
 import { readTimeline } from '../src/history/timeline.ts';
-import { startHarness, type Harness } from './support/harness.ts';
+import { useHarness } from './support/harness.ts';
 import { runCli, startCli } from './support/cli-process.ts';
 import { uniqueName } from './support/env.ts';
 import { deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
@@ -86,7 +86,7 @@ function startReceiver(): Promise<{ url: string; received: Received; server: Ser
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received, server })));
 }
 
-let h: Harness;
+const h = useHarness({ jobDurationMs: 60 });
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let dir: string;
 let configPath: string;
@@ -94,7 +94,6 @@ let prefix: string;
 let jp: string;
 
 beforeAll(async () => {
-  h = await startHarness({ jobDurationMs: 60 });
   receiver = await startReceiver();
   dir = await mkdtemp(join(tmpdir(), 'report-etl-tracing-'));
   configPath = join(dir, 'jobs.yaml');
@@ -126,7 +125,6 @@ afterAll(async () => {
   await deleteRuns(h.pool, jp);
   await new Promise((resolve) => receiver.server.close(resolve));
   await rm(dir, { recursive: true, force: true });
-  await h?.close();
 });
 
 /** NODE_OPTIONS that make a child print the @opentelemetry packages it loaded (test/fixtures/otel-loads.mjs). */
