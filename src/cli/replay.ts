@@ -47,6 +47,16 @@ async function sayWhenNoWorker(queue: { getWorkersCount(): Promise<number> }, pr
   if (workers === 0) cli.err(`note: no worker is taking runs from queue prefix "${prefix}" now: the replay runs once one starts (npx report-etl worker, or start)`);
 }
 
+/**
+ * Why `report-etl <command> <id>` names no single run: no run key or attempt id `id` (in `job`), or a run key of
+ * several jobs; undefined when it names one.
+ */
+export function unnamedRunProblem(command: string, id: string, job: string | undefined, named: RunOrAttempt): string | undefined {
+  if (named.kind === 'none') return `report-etl ${command}: no run with run key "${id}" and no attempt with that id${job ? ` in job ${job}` : ''} (see "report-etl runs", or "report-etl runs --attempts")`;
+  if (named.kind === 'ambiguous') return `report-etl ${command}: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`;
+  return undefined;
+}
+
 export const registerReplay: RegisterCommand = (program, cli) => {
   sinceOption(
     queuePrefixOption(configOption(program.command('replay').description('re-queue a failed run (same logical run), or every failed run with --failed'))),
@@ -87,11 +97,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
         if (id) {
           const named = await findRunOrAttempt(pool, id, opts.job);
           if (named.kind === 'none' || named.kind === 'ambiguous') {
-            cli.err(
-              named.kind === 'none'
-                ? `report-etl replay: no run with run key "${id}" and no attempt with that id${opts.job ? ` in job ${opts.job}` : ''} (see "report-etl runs", or "report-etl runs --attempts")`
-                : `report-etl replay: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`,
-            );
+            cli.err(unnamedRunProblem('replay', id, opts.job, named)!);
             cli.exit(2);
             return;
           }

@@ -8,7 +8,7 @@
  * Needs PostgreSQL only.
  */
 import { hostname, userInfo } from 'node:os';
-import { describeNamed } from './replay.ts';
+import { describeNamed, unnamedRunProblem } from './replay.ts';
 import type { RegisterCommand } from './types.ts';
 
 /** `user@host` of this process, recorded with a revert (the host alone when the user has no name here). */
@@ -42,11 +42,7 @@ export const registerRevert: RegisterCommand = (program, cli) => {
         await migrate(pool, logger);
         const named = await findRunOrAttempt(pool, id, opts.job);
         if (named.kind === 'none' || named.kind === 'ambiguous') {
-          cli.err(
-            named.kind === 'none'
-              ? `report-etl revert: no run with run key "${id}" and no attempt with that id${opts.job ? ` in job ${opts.job}` : ''} (see "report-etl runs", or "report-etl runs --attempts")`
-              : `report-etl revert: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`,
-          );
+          cli.err(unnamedRunProblem('revert', id, opts.job, named)!);
           cli.exit(2);
           return;
         }
