@@ -38,7 +38,7 @@ export type OutputType = (typeof OUTPUT_TYPES)[number];
  * and more), in the order of {@link OUTPUT_TYPES}; the others load in text format. test/copy-binary.test.ts checks
  * this against the decoders.
  */
-export const BINARY_COPY_OUTPUT_TYPES: readonly OutputType[] = ['json', 'json_compact', 'txt'];
+export const BINARY_COPY_OUTPUT_TYPES: readonly OutputType[] = ['json', 'json_compact', 'txt', 'xml_query'];
 
 /** The binary document types (docs/report-export-service.md "Output types": pdf, excel, word): archived one file per page. */
 export const DOCUMENT_OUTPUT_TYPES = ['pdf', 'excel-xlsx_data', 'excel-xlsx_matrix', 'excel-xlsx', 'word-docx'] as const;

@@ -35,8 +35,8 @@ describe.each(['json', 'json_compact', 'txt', 'xml_query'] as const)('output typ
     expect(z[0].n).toBeGreaterThan(0);
 
     const second = await run(config, 'orders');
-    // The target's types are known now: typed columns go in COPY binary format, where the decoder can write it.
-    expect(second).toMatchObject({ status: 'succeeded', plan: 'direct', rows: 12345, format: outputType === 'xml_query' ? 'text' : 'binary' });
+    // The target's types are known now: typed columns go in COPY binary format.
+    expect(second).toMatchObject({ status: 'succeeded', plan: 'direct', rows: 12345, format: 'binary' });
     expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(expected);
     const recorded = await getAttempt(h.pool, second.attemptId);
     expect(recorded).toMatchObject({ status: 'succeeded', rows: '12345', pages: 5, job: 'orders', write_mode: 'replace', target_table: table });

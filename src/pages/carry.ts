@@ -77,6 +77,22 @@ export class ChunkCarry {
     return Buffer.concat([buf.subarray(consumed), chunk.subarray(STITCH_BYTES)]);
   }
 
+  /**
+   * After `buf` (what push, pushStitched or next returned) was parsed up to `consumed`, when the parser stops for good
+   * (another parser takes the rest): every byte not parsed yet — the rest of a stitched chunk included — and nothing
+   * is kept.
+   */
+  remainder(buf: Buffer, consumed: number): Buffer {
+    const chunk = this.stitchedChunk;
+    this.stitchedChunk = undefined;
+    this.parts = [];
+    this.bytes = 0;
+    this.want = 0;
+    if (chunk === undefined) return buf.subarray(consumed);
+    if (consumed >= this.stitchedTail) return chunk.subarray(consumed - this.stitchedTail);
+    return Buffer.concat([buf.subarray(consumed), chunk.subarray(STITCH_BYTES)]);
+  }
+
   private stitchedChunk: Buffer | undefined;
   private stitchedTail = 0;
 

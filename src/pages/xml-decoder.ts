@@ -1,5 +1,6 @@
 /**
- * xml_query pages -> COPY text format (docs/report-export-service.md "Output page shapes", xml_query): an XML declaration (UTF-8),
+ * xml_query pages -> COPY text format, or binary format when the plan chooses it (pages/rows-plan.ts)
+ * (docs/report-export-service.md "Output page shapes", xml_query): an XML declaration (UTF-8),
  * root element `result`, one `row` element per row, inside it one `field` element per column with the
  * attribute `name` and the value as text content. The byte scanner of xml-fast.ts takes the shape servers
  * write; from the first thing it does not know to the end of the page, saxes parses instead (entities and
@@ -20,6 +21,8 @@ import { ChunkCarry } from './carry.ts';
 import { DEFAULT_MAX_VALUE_BYTES, valueTooLargeError, xmlLastFieldName, type DecoderLimits } from './value-limit.ts';
 import { XmlFastScanner, type XmlPhase } from './xml-fast.ts';
 import { PlanHolder, type PlanRows } from './rows-plan.ts';
+import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from '../copy-binary/field-writer.ts';
+import { BinaryValueUnsupported } from '../copy-binary/format.ts';
 
 /** Where the parser is between tags. */
 type Place = 'document' | 'result' | 'row' | 'field' | 'after';
@@ -41,8 +44,8 @@ async function* resume(prefix: Buffer | undefined, head: Buffer, rest: AsyncIter
 export class XmlQueryPageDecoder implements PageDecoder {
   readonly outputType = 'xml_query' as const;
   readonly copyFormat = 'text' as const;
-  readonly writesBinary = false;
-  readonly format = 'text' as const;
+  readonly writesBinary = true;
+  format: 'text' | 'binary' = 'text';
   columns: string[] | undefined = undefined;
   kinds: number[] = [];
   inspect = true;
@@ -61,19 +64,31 @@ export class XmlQueryPageDecoder implements PageDecoder {
     this.plan.set(plan);
   }
 
-  /** The first row told the columns (the fast scanner's or saxes'): the plan says whether to inspect the values. */
+  /**
+   * The first row told the columns (the fast scanner's or saxes'): the plan says whether to inspect the values and
+   * whether to write binary rows (then written by the fast scanner and {@link writeRow} alike).
+   */
   learnColumns(names: string[]): void {
     this.columns = names;
     this.kinds = names.map(() => 0);
-    this.inspect = this.plan.ask(names).inspect;
+    const plan = this.plan.ask(names);
+    this.inspect = plan.inspect;
+    if (plan.binary) {
+      this.binary = this.fast.binary = new BinaryFieldWriter(plan.binary.encodings, plan.binary.timezone);
+      this.format = 'binary';
+      this.inspect = false;
+    }
   }
+
+  /** Set when the plan chose binary format. */
+  private binary: BinaryFieldWriter | undefined;
 
   /** Pages (or page ends) saxes parsed since the decoder was made: for tests and diagnostics. */
   saxesPages = 0;
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number): AsyncGenerator<Buffer> {
     const fast = this.fast;
-    fast.startPage();
+    fast.startPage(page);
     const chunks = body[Symbol.asyncIterator]();
     let row = 0;
     const carry = new ChunkCarry(this.maxValueBytes, (held, bytes) => {
@@ -81,24 +96,36 @@ export class XmlQueryPageDecoder implements PageDecoder {
     });
     let rest: Buffer | undefined;
     try {
-      for (;;) {
+      chunks: for (;;) {
         const next = await chunks.next();
-        const buf = next.done ? carry.finish() : carry.push(next.value);
-        if (buf === undefined) {
-          if (next.done) break;
-          continue;
-        }
-        const r = fast.scan(buf);
-        row += r.rows;
-        this.rows += r.rows;
-        const taken = this.out.take();
-        if (taken !== undefined) yield taken;
-        if (r.fallback || (next.done && (r.consumed < buf.length || fast.phase !== 'after'))) {
-          rest = buf.subarray(r.consumed);
+        if (next.done) {
+          const buf = carry.finish();
+          if (buf !== undefined) {
+            fast.rowBase = row;
+            const r = fast.scan(buf);
+            row += r.rows;
+            this.rows += r.rows;
+            const taken = this.out.take();
+            if (taken !== undefined) yield taken;
+            if (r.fallback || r.consumed < buf.length || fast.phase !== 'after') rest = buf.subarray(r.consumed);
+          }
           break;
         }
-        if (next.done) break;
-        carry.keep(buf.subarray(r.consumed));
+        // A row cut off by the last chunk is completed from a small copy of this one's start; the rest is scanned in
+        // place (carry.ts pushStitched).
+        for (let buf = carry.pushStitched(next.value); buf !== undefined; ) {
+          fast.rowBase = row;
+          const r = fast.scan(buf);
+          row += r.rows;
+          this.rows += r.rows;
+          const taken = this.out.take();
+          if (taken !== undefined) yield taken;
+          if (r.fallback) {
+            rest = carry.remainder(buf, r.consumed);
+            break chunks;
+          }
+          buf = carry.next(buf, r.consumed);
+        }
       }
       if (rest === undefined && fast.phase === 'after') return;
       // Not the fast shape (or a broken page): saxes from the last row boundary on, behind the open elements.
@@ -174,7 +201,7 @@ export class XmlQueryPageDecoder implements PageDecoder {
           this.index = new Map(firstNames.map((n, k) => [n, k]));
           firstNames = undefined;
         }
-        this.writeRow(values);
+        this.writeRow(values, page, row + 1);
         sinceRow = 0;
         row++;
         this.rows++;
@@ -208,15 +235,36 @@ export class XmlQueryPageDecoder implements PageDecoder {
     if (rows !== undefined) yield rows;
   }
 
-  /** Writes one row's values in column order; empty and missing -> \N. */
-  private writeRow(values: (string | undefined)[]): void {
+  /**
+   * Writes one row's values (saxes') in column order; empty and missing -> NULL.
+   * @throws BinaryValueUnsupported in binary format, for a value its column's encoder does not take
+   */
+  private writeRow(values: (string | undefined)[], page: number, row: number): void {
     const out = this.out;
     const ncols = this.columns!.length;
+    const binary = this.binary;
+    if (binary) {
+      out.reserve(2 + 4 * ncols);
+      out.pos = binary.rowStart(out.buf, out.pos);
+    }
     const inspect = this.inspect;
     for (let col = 0; col < ncols; col++) {
+      const v = values[col];
+      if (binary) {
+        if (v === undefined || v === '') {
+          out.reserve(4);
+          out.pos = binary.writeNull(out.buf, out.pos);
+          continue;
+        }
+        const bytes = Buffer.from(v, 'utf8');
+        out.reserve(bytes.length + FIELD_OVERHEAD);
+        const p = binary.write(out.buf, out.pos, col, bytes, 0, bytes.length);
+        if (p === REFUSED) throw new BinaryValueUnsupported(col, page, row);
+        out.pos = p;
+        continue;
+      }
       out.reserve(3);
       if (col > 0) out.buf[out.pos++] = TAB;
-      const v = values[col];
       if (v === undefined || v === '') {
         out.writeNull();
         continue;
@@ -225,7 +273,9 @@ export class XmlQueryPageDecoder implements PageDecoder {
       writeEscapedString(out, v);
       if (inspect) this.kinds[col]! |= classifyXmlValue(out.buf, out.pos - (out.pos - s), out.pos);
     }
-    out.reserve(1);
-    out.buf[out.pos++] = LF;
+    if (!binary) {
+      out.reserve(1);
+      out.buf[out.pos++] = LF;
+    }
   }
 }

@@ -1,9 +1,15 @@
 /**
  * The fast path of the xml_query decoder: a byte scanner for the shape the service's description gives (docs/report-export-service.md "Output page
  * shapes", xml_query) and servers write — `<?xml …?><result><row><field name="…">text</field>…</row>…</result>`,
- * whitespace between elements allowed — that writes COPY text straight from the page bytes, without strings.
+ * whitespace between elements allowed — that writes COPY rows straight from the page bytes, without strings: COPY
+ * text format (COPY escaping applied on the way), or COPY binary format once the plan chose it (pages/rows-plan.ts),
+ * each value written by its column's encoder (copy-binary/field-writer.ts).
  * Text content is copied byte for byte (UTF-8 checked per scanned span with isUtf8), the five named entities and
- * numeric character references are decoded, and COPY escaping is applied on the way.
+ * numeric character references are decoded.
+ *
+ * The first row is read twice: once for its field names, which become the columns (the decoder then asks its plan
+ * how to write the rows), then as every later row, whose open tags must repeat the first row's byte for byte. They
+ * are compared eight bytes at a time, as the float64 words of a DataView (see {@link tagWords}).
  *
  * It never guesses: anything else (CDATA, comments, processing instructions or a DOCTYPE after the prolog,
  * other attributes, fields out of the first row's order or missing, a raw CR, NUL or another control
@@ -14,6 +20,8 @@
 import { isUtf8 } from 'node:buffer';
 import { BACKSLASH, LF, TAB, type CopyOutput } from './copy-text.ts';
 import { classifyXmlValue } from './kinds.ts';
+import { BINARY, BinaryValueUnsupported } from '../copy-binary/format.ts';
+import { REFUSED, type BinaryFieldWriter } from '../copy-binary/field-writer.ts';
 
 const LT = 0x3c;
 const GT = 0x3e;
@@ -33,6 +41,15 @@ const ROW_CLOSE = Buffer.from('</row>');
 const FIELD_OPEN = Buffer.from('<field');
 const FIELD_CLOSE = Buffer.from('</field>');
 const NAME_ATTR = Buffer.from('name="');
+/** `</field>` as a little-endian float64 word (a normal number: its bytes are ASCII). */
+const FIELD_CLOSE_WORD = new DataView(FIELD_CLOSE.buffer, FIELD_CLOSE.byteOffset, 8).getFloat64(0, true);
+
+/**
+ * Bytes a value's text holds as they are, in both formats: 0x20 and above, except `<` (its end), `&` (a
+ * reference), `\` (COPY text's escape) and `]` (`]]>` is not allowed in text). Everything else is looked at.
+ */
+const PLAIN = new Uint8Array(256);
+for (let c = 0x20; c < 256; c++) PLAIN[c] = c === LT || c === AMP || c === BACKSLASH || c === BRACKET ? 0 : 1;
 
 /** Where the scan of a page is. */
 export type XmlPhase = 'prolog' | 'rows' | 'after';
@@ -42,7 +59,7 @@ export interface XmlColumnsSink {
   columns: string[] | undefined;
   kinds: number[];
   inspect: boolean;
-  /** The first row told the columns (the decoder asks its plan then, rows-plan.ts). */
+  /** The first row told the columns (the decoder asks its plan then, rows-plan.ts, and may set `binary`). */
   learnColumns(names: string[]): void;
 }
 
@@ -103,10 +120,10 @@ function entityCodePoint(b: Uint8Array, s: number, e: number): number {
   return isXmlChar(cp) ? cp : -1;
 }
 
-/** Writes code point `cp` as UTF-8 into o at p, COPY-text-escaped; returns the new position. */
-function writeCodePoint(o: Uint8Array, p: number, cp: number): number {
+/** Writes code point `cp` as UTF-8 into o at p, COPY-text-escaped when `escape`; returns the new position. */
+function writeCodePoint(o: Uint8Array, p: number, cp: number, escape: boolean): number {
   if (cp < 0x80) {
-    if (cp === 0x0a || cp === 0x0d || cp === 0x09 || cp === BACKSLASH) {
+    if (escape && (cp === 0x0a || cp === 0x0d || cp === 0x09 || cp === BACKSLASH)) {
       o[p++] = BACKSLASH;
       o[p++] = cp === 0x0a ? 0x6e : cp === 0x0d ? 0x72 : cp === 0x09 ? 0x74 : BACKSLASH;
     } else {
@@ -143,19 +160,49 @@ function attributeText(b: Buffer, s: number, e: number): string | undefined {
     if (semi < 0 || semi >= e) return undefined;
     const cp = entityCodePoint(b, k + 1, semi);
     if (cp < 0x20) return undefined;
-    p = writeCodePoint(tmp, p, cp);
+    p = writeCodePoint(tmp, p, cp, true);
     k = semi;
   }
   return isUtf8(tmp.subarray(0, p)) ? tmp.toString('utf8', 0, p) : undefined;
 }
 
+/**
+ * The words an open tag is compared by: its bytes as little-endian float64 words at offsets 0, 8, 16, … and a last
+ * one ending with the tag (overlapping the one before it). Two words are equal as numbers exactly when their bytes
+ * are, except NaN (never equal) and ±0 (equal): a tag with such a word, which UTF-8 text without NUL hardly makes,
+ * gets undefined, and is compared byte by byte.
+ */
+function tagWords(tag: Uint8Array): Float64Array | undefined {
+  if (tag.length < 8) return undefined;
+  const dv = new DataView(tag.buffer, tag.byteOffset, tag.length);
+  const count = Math.ceil(tag.length / 8);
+  const words = new Float64Array(count);
+  for (let w = 0; w < count; w++) {
+    const x = dv.getFloat64(w === count - 1 ? tag.length - 8 : 8 * w, true);
+    if (Number.isNaN(x) || x === 0) return undefined;
+    words[w] = x;
+  }
+  return words;
+}
+
 /** The fast scanner of one decoder (all pages of a run); see the file comment. */
 export class XmlFastScanner {
   phase: XmlPhase = 'prolog';
+  /** Set by the decoder when its plan chose COPY binary format, before the first row is written. */
+  binary: BinaryFieldWriter | undefined = undefined;
+  /** The page being scanned and its rows before the current scan (for BinaryValueUnsupported). */
+  page = 0;
+  rowBase = 0;
   /** Per column: the raw bytes `<field name="…"` of the first row, which every later field must repeat. */
   private openTags: Uint8Array[] = [];
+  /** Per column: {@link tagWords} of its open tag, or undefined (compared byte by byte). */
+  private words: (Float64Array | undefined)[] = [];
   private readonly out: CopyOutput;
   private readonly sink: XmlColumnsSink;
+  /** {@link value}: the index after the value's `</field>`. */
+  private end = 0;
+  /** Decoded text of a typed column's value holding a reference (binary format), grown as needed. */
+  private scratch = Buffer.alloc(256);
 
   constructor(out: CopyOutput, sink: XmlColumnsSink) {
     this.out = out;
@@ -163,26 +210,32 @@ export class XmlFastScanner {
   }
 
   /** Starts a page. */
-  startPage(): void {
+  startPage(page = 0): void {
     this.phase = 'prolog';
+    this.page = page;
+    this.rowBase = 0;
   }
 
   /**
    * Scans b from index 0 (the carried rest of the last scan plus new bytes) and writes every whole row.
    * @returns see {@link XmlScan}; rows written by a scan that ends in `fallback` are kept (they are whole and valid)
+   * @throws BinaryValueUnsupported in binary format, for a value its column's encoder does not take
    */
   scan(b: Buffer): XmlScan {
     const n = b.length;
     let i = 0;
     let rows = 0;
-    const columnsBefore = this.sink.columns;
     const phaseBefore = this.phase;
+    // Output never outgrows twice the input (COPY escapes; binary fields are smaller than their elements): room for
+    // the whole scan at once, so that the row loop writes without asking.
+    this.out.reserve(2 * n + 16);
     const mark = this.out.mark();
     if (this.phase === 'prolog') {
       i = this.prolog(b, n);
       if (i < 0) return { consumed: 0, rows: 0, fallback: i === ODD };
       this.phase = 'rows';
     }
+    const dv = new DataView(b.buffer, b.byteOffset, n);
     let consumed = i;
     let fallback = false;
     while (this.phase === 'rows') {
@@ -192,7 +245,14 @@ export class XmlFastScanner {
         break;
       }
       if (matches(b, i, ROW_OPEN)) {
-        const end = this.row(b, i + ROW_OPEN.length, n);
+        if (this.sink.columns === undefined) {
+          const learned = this.firstRow(b, i + ROW_OPEN.length, n);
+          if (learned < 0) {
+            fallback = learned === ODD;
+            break;
+          }
+        }
+        const end = this.row(b, dv, i + ROW_OPEN.length, n, rows);
         if (end < 0) {
           fallback = end === ODD;
           break;
@@ -212,11 +272,10 @@ export class XmlFastScanner {
       if (consumed < n) fallback = true;
     }
     if (consumed > 0 && !isUtf8(b.subarray(0, consumed))) {
-      // Rare: let saxes deal with it from the start of this span, as if nothing had been scanned.
+      // Rare: let saxes deal with it from the start of this span, as if nothing had been scanned. Columns learned
+      // from valid names stay: saxes reads the same names.
       this.out.reset(mark);
       this.phase = phaseBefore;
-      this.sink.columns = columnsBefore;
-      if (columnsBefore === undefined) this.openTags = [];
       return { consumed: 0, rows: 0, fallback: true };
     }
     return { consumed, rows, fallback };
@@ -238,50 +297,35 @@ export class XmlFastScanner {
     return matches(b, i, RESULT_OPEN) ? i + RESULT_OPEN.length : ODD;
   }
 
-  /** One row's fields from b[i] (after `<row>`) through `</row>`: index after it, MORE or ODD. */
-  private row(b: Buffer, i: number, n: number): number {
-    const out = this.out;
-    const mark = out.mark();
-    const first = this.sink.columns === undefined;
+  /**
+   * The first row's field names, from b[i] (after `<row>`) through `</row>`; when the row is whole and in the fast
+   * shape they become the columns (the plan is asked) and it returns 0, else MORE or ODD. Values are found, not
+   * checked: {@link row} reads the row again and checks them.
+   */
+  private firstRow(b: Buffer, i: number, n: number): number {
     const names: string[] = [];
     const tags: Uint8Array[] = [];
-    const ncols = first ? Infinity : this.openTags.length;
     for (let col = 0; ; col++) {
       i = skipSpace(b, i, n);
-      if (n - i < FIELD_CLOSE.length) return this.abort(mark, MORE);
-      if (matches(b, i, ROW_CLOSE) && (first ? col > 0 : col === ncols)) {
-        out.reserve(1);
-        out.buf[out.pos++] = LF;
-        if (first) this.learn(names, tags);
-        return i + ROW_CLOSE.length;
+      if (n - i < FIELD_CLOSE.length) return MORE;
+      if (col > 0 && matches(b, i, ROW_CLOSE)) {
+        this.openTags = tags;
+        this.words = tags.map(tagWords);
+        this.sink.learnColumns(names);
+        return 0;
       }
-      if (col >= ncols) return this.abort(mark, ODD);
-      let end: number;
-      if (first) {
-        end = this.firstOpenTag(b, i, n, names, tags);
-      } else {
-        const tag = this.openTags[col]!;
-        if (n - i < tag.length + 2) return this.abort(mark, MORE);
-        end = matches(b, i, tag) ? i + tag.length : ODD;
-      }
-      if (end < 0) return this.abort(mark, end);
-      out.reserve(3);
-      if (col > 0) out.buf[out.pos++] = TAB;
+      const end = this.firstOpenTag(b, i, n, names, tags);
+      if (end < 0) return end;
       if (b[end] === SLASH && b[end + 1] === GT) {
-        out.buf[out.pos++] = BACKSLASH;
-        out.buf[out.pos++] = 0x4e;
         i = end + 2;
         continue;
       }
-      if (b[end] !== GT) return this.abort(mark, ODD);
-      i = this.value(b, end + 1, n, col);
-      if (i < 0) return this.abort(mark, i);
+      if (b[end] !== GT) return ODD;
+      const lt = b.indexOf(LT, end + 1);
+      if (lt < 0 || n - lt < FIELD_CLOSE.length) return MORE;
+      if (!matches(b, lt, FIELD_CLOSE)) return ODD;
+      i = lt + FIELD_CLOSE.length;
     }
-  }
-
-  private abort(mark: number, code: number): number {
-    this.out.reset(mark);
-    return code;
   }
 
   /** First row: `<field name="…"` at b[i]; records the name and its raw tag; index after the closing quote. */
@@ -299,55 +343,155 @@ export class XmlFastScanner {
     return q + 1;
   }
 
-  private learn(names: string[], tags: Uint8Array[]): void {
-    this.openTags = tags;
-    this.sink.learnColumns(names);
+  /** Whether b[i..] begins with column `col`'s open tag (the caller made sure its bytes are there). */
+  private tagAt(b: Buffer, dv: DataView, i: number, col: number): boolean {
+    const words = this.words[col];
+    if (words === undefined) return matches(b, i, this.openTags[col]!);
+    const last = words.length - 1;
+    for (let w = 0; w < last; w++) if (dv.getFloat64(i + 8 * w, true) !== words[w]) return false;
+    return dv.getFloat64(i + this.openTags[col]!.length - 8, true) === words[last];
   }
 
-  /** Text content from b[i] through `</field>`, written COPY-escaped (empty → \N): index after it, MORE or ODD. */
-  private value(b: Buffer, i: number, n: number, col: number): number {
-    const lt = b.indexOf(LT, i);
-    if (lt < 0 || n - lt < FIELD_CLOSE.length) return MORE;
-    if (!matches(b, lt, FIELD_CLOSE)) return ODD;
+  /**
+   * One row's fields from b[i] (after `<row>`) through `</row>`, written in the plan's format: index after it, MORE
+   * or ODD (nothing written then). `rows` = rows completed by this scan before it.
+   */
+  private row(b: Buffer, dv: DataView, i: number, n: number, rows: number): number {
     const out = this.out;
-    if (lt === i) {
-      out.writeNull();
-      return lt + FIELD_CLOSE.length;
-    }
-    out.reserve(2 * (lt - i));
     const o = out.buf;
     const start = out.pos;
-    let p = start;
-    for (let k = i; k < lt; k++) {
+    const binary = this.binary;
+    const tags = this.openTags;
+    const ncols = tags.length;
+    let p = binary === undefined ? start : binary.rowStart(o, start);
+    for (let col = 0; col < ncols; col++) {
+      if (b[i] !== LT) i = skipSpace(b, i, n);
+      const tagLength = tags[col]!.length;
+      if (n - i < tagLength + 2) return MORE;
+      if (!this.tagAt(b, dv, i, col)) return ODD;
+      const end = i + tagLength;
+      if (binary === undefined && col > 0) o[p++] = TAB;
+      if (b[end] === SLASH) {
+        if (b[end + 1] !== GT) return ODD;
+        p = binary === undefined ? writeTextNull(o, p) : binary.writeNull(o, p);
+        i = end + 2;
+        continue;
+      }
+      if (b[end] !== GT) return ODD;
+      // The value: plain bytes up to `<` are the rule; anything else is read by value().
+      const s = end + 1;
+      let k = s;
+      while (k < n && PLAIN[b[k]!] === 1) k++;
+      if (k >= n) return MORE;
+      if (b[k] === LT) {
+        if (n - k < 8) return MORE;
+        if (dv.getFloat64(k, true) !== FIELD_CLOSE_WORD) return ODD;
+        if (k === s) p = binary === undefined ? writeTextNull(o, p) : binary.writeNull(o, p);
+        else if (binary === undefined) p = this.plainText(b, s, k, o, p, col);
+        else {
+          const q = binary.write(o, p, col, b, s, k);
+          if (q === REFUSED) throw new BinaryValueUnsupported(col, this.page, this.rowBase + rows + 1);
+          p = q;
+        }
+        i = k + FIELD_CLOSE.length;
+        continue;
+      }
+      p = this.value(b, s, n, o, p, col, rows);
+      if (p < 0) return p;
+      i = this.end;
+    }
+    if (b[i] !== LT) i = skipSpace(b, i, n);
+    if (n - i < ROW_CLOSE.length) return MORE;
+    if (!matches(b, i, ROW_CLOSE)) return ODD;
+    if (binary === undefined) o[p++] = LF;
+    out.pos = p;
+    return i + ROW_CLOSE.length;
+  }
+
+  /** Text format: the plain value b[s..e) (no byte to escape) copied to o at p, its kind recorded. */
+  private plainText(b: Buffer, s: number, e: number, o: Buffer, p: number, col: number): number {
+    const start = p;
+    if (e - s > 64) {
+      b.copy(o, p, s, e);
+      p += e - s;
+    } else {
+      for (let k = s; k < e; k++) o[p++] = b[k]!;
+    }
+    if (this.sink.inspect) this.sink.kinds[col]! |= classifyXmlValue(o, start, p);
+    return p;
+  }
+
+  /**
+   * A value holding more than plain bytes, from b[i] through `</field>`: references decoded; in text format COPY
+   * escapes applied, in binary format written by the column's encoder. Returns the output position (and sets
+   * {@link end}), MORE or ODD.
+   */
+  private value(b: Buffer, i: number, n: number, o: Buffer, p: number, col: number, rows: number): number {
+    const binary = this.binary;
+    const typed = binary !== undefined && binary.encodings[col] !== BINARY.text;
+    // Binary text is written after its length word; a typed value is decoded into scratch and then encoded.
+    let t: Uint8Array = o;
+    let q = binary === undefined ? p : p + 4;
+    if (typed) {
+      if (this.scratch.length < n - i) this.scratch = Buffer.allocUnsafe(2 * (n - i));
+      t = this.scratch;
+      q = 0;
+    }
+    const start = q;
+    const escape = binary === undefined;
+    let k = i;
+    for (; k < n; k++) {
       const c = b[k]!;
-      if (c >= 0x20 && c !== AMP && c !== BACKSLASH && c !== BRACKET) {
-        o[p++] = c;
+      if (PLAIN[c] === 1) {
+        t[q++] = c;
+      } else if (c === LT) {
+        break;
       } else if (c === BRACKET) {
         if (b[k + 1] === BRACKET && b[k + 2] === GT) return ODD; // "]]>" is not allowed in text: saxes says so
-        o[p++] = c;
-      } else if (c === BACKSLASH) {
-        o[p++] = BACKSLASH;
-        o[p++] = BACKSLASH;
-      } else if (c === 0x0a) {
-        o[p++] = BACKSLASH;
-        o[p++] = 0x6e;
-      } else if (c === 0x09) {
-        o[p++] = BACKSLASH;
-        o[p++] = 0x74;
+        if (k + 2 >= n) return MORE;
+        t[q++] = c;
+      } else if (c === BACKSLASH || c === 0x0a || c === 0x09) {
+        if (escape) {
+          t[q++] = BACKSLASH;
+          t[q++] = c === 0x0a ? 0x6e : c === 0x09 ? 0x74 : BACKSLASH;
+        } else t[q++] = c;
       } else if (c === AMP) {
         let semi = k + 1;
-        const stop = Math.min(lt, k + 12);
-        while (semi < stop && b[semi] !== SEMI) semi++;
-        const cp = semi < stop ? entityCodePoint(b, k + 1, semi) : -1;
+        const stop = Math.min(n, k + 12);
+        while (semi < stop && b[semi] !== SEMI && b[semi] !== LT) semi++;
+        if (semi >= n) return MORE;
+        const cp = b[semi] === SEMI ? entityCodePoint(b, k + 1, semi) : -1;
         if (cp < 0) return ODD;
-        p = writeCodePoint(o, p, cp);
+        q = writeCodePoint(t, q, cp, escape);
         k = semi;
       } else {
         return ODD; // raw CR (XML normalises it), NUL and other controls: saxes decides
       }
     }
-    out.pos = p;
-    if (this.sink.inspect && p > start) this.sink.kinds[col]! |= classifyXmlValue(o, start, p);
-    return lt + FIELD_CLOSE.length;
+    if (k >= n || n - k < FIELD_CLOSE.length) return MORE;
+    if (!matches(b, k, FIELD_CLOSE)) return ODD;
+    this.end = k + FIELD_CLOSE.length;
+    if (binary === undefined) {
+      if (this.sink.inspect && q > start) this.sink.kinds[col]! |= classifyXmlValue(o, start, q);
+      return q;
+    }
+    if (!typed) {
+      const len = q - start;
+      o[p] = len >>> 24;
+      o[p + 1] = len >>> 16;
+      o[p + 2] = len >>> 8;
+      o[p + 3] = len;
+      return q;
+    }
+    const r = binary.write(o, p, col, t, 0, q);
+    if (r === REFUSED) throw new BinaryValueUnsupported(col, this.page, this.rowBase + rows + 1);
+    return r;
   }
+}
+
+/** Writes `\N` (NULL in COPY text) at o[p]; returns the new position. */
+function writeTextNull(o: Uint8Array, p: number): number {
+  o[p] = BACKSLASH;
+  o[p + 1] = 0x4e;
+  return p + 2;
 }
