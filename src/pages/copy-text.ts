@@ -1,3 +1,5 @@
+import { lendPart, retireSlab, SLAB_BYTES, takeSlab } from '../copy-slabs.ts';
+
 /**
  * Output side of the page decoders: a growing, slab-allocated byte buffer that whole COPY rows are written
  * into, and the COPY text-format escaping (PostgreSQL COPY ... (FORMAT text)): backslash -> \\,
@@ -11,13 +13,12 @@ export const CR = 0x0d;
 export const BACKSLASH = 0x5c;
 export const LETTER_N = 0x4e;
 
-/** Default slab size in bytes: big enough that one 64 KiB input chunk's rows fit several times. */
-const SLAB_BYTES = 1 << 20;
 
 /**
  * Where decoders write COPY bytes. `buf[start..pos)` holds rows not yet handed out; {@link take} hands them
  * out as a subarray and never writes those bytes again (a consumer such as a COPY stream may keep them),
- * so memory is one slab in use plus the slabs consumers still hold.
+ * so memory is one slab in use plus the slabs consumers still hold. Slabs of the default size come from the slab
+ * pool (src/copy-slabs.ts), and go back to it once the loader wrote every part handed out of them.
  * Hot paths read `buf`/`pos` into locals, write, and store `pos` back, after {@link reserve} made room.
  */
 export class CopyOutput {
@@ -26,7 +27,7 @@ export class CopyOutput {
   start = 0;
 
   constructor(slabBytes: number = SLAB_BYTES) {
-    this.buf = Buffer.allocUnsafe(slabBytes);
+    this.buf = slabBytes === SLAB_BYTES ? takeSlab() : Buffer.allocUnsafe(slabBytes);
   }
 
   /**
@@ -36,8 +37,10 @@ export class CopyOutput {
   reserve(bytes: number): void {
     if (this.pos + bytes <= this.buf.length) return;
     const pending = this.pos - this.start;
-    const next = Buffer.allocUnsafe(Math.max(SLAB_BYTES, (pending + bytes) * 2));
+    const size = Math.max(SLAB_BYTES, (pending + bytes) * 2);
+    const next = size === SLAB_BYTES ? takeSlab() : Buffer.allocUnsafe(size);
     this.buf.copy(next, 0, this.start, this.pos);
+    retireSlab(this.buf);
     this.buf = next;
     this.start = 0;
     this.pos = pending;
@@ -57,9 +60,11 @@ export class CopyOutput {
   take(): Buffer | undefined {
     if (this.pos === this.start) return undefined;
     const out = this.buf.subarray(this.start, this.pos);
+    lendPart(out);
     this.start = this.pos;
     if (this.buf.length - this.pos < SLAB_BYTES >> 4) {
-      this.buf = Buffer.allocUnsafe(SLAB_BYTES);
+      retireSlab(this.buf);
+      this.buf = takeSlab();
       this.start = this.pos = 0;
     }
     return out;

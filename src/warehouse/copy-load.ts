@@ -23,7 +23,6 @@
  * Lineage: on every plan, an append load's rows get their run key and load time from the target's column DEFAULTs
  * (lineage.ts), so COPY carries the report's columns only.
  */
-import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
@@ -41,6 +40,7 @@ import { BinaryValueUnsupported, framed, type BinaryEncoding } from '../copy-bin
 import { applyFromStaging, createStaging, STAGING } from './staging.ts';
 import { checkTargetNames } from './target-names.ts';
 import { addLineageColumns, startLineage } from './lineage.ts';
+import { rowsGivenBack } from './copy-written.ts';
 import { addColumns, createTable, describeTable, ensureSchema, lockTarget, type TargetColumn } from './target-table.ts';
 
 /** How the rows reached the target. */
@@ -400,10 +400,13 @@ function readAhead(rows: AsyncIterable<Buffer>, maxBytes: number): AsyncIterable
   };
 }
 
-/** One COPY FROM STDIN of `rows`; binary rows are framed with the stream's header and trailer. */
+/**
+ * One COPY FROM STDIN of `rows`; binary rows are framed with the stream's header and trailer. Each Buffer goes back to
+ * the slab pool once written (copy-written.ts).
+ */
 async function copyRows(tx: pg.PoolClient, into: string, names: readonly string[], format: CopyFormatUsed, rows: AsyncIterable<Buffer>): Promise<number> {
   const copy = tx.query(pgCopyStreams.from(`COPY ${into} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${format})`));
-  await pipeline(Readable.from(format === 'binary' ? framed(rows) : rows, { objectMode: false }), copy);
+  await pipeline(rowsGivenBack(format === 'binary' ? framed(rows) : rows, copy, tx), copy);
   return copy.rowCount;
 }
 
