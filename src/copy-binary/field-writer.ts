@@ -87,6 +87,9 @@ function digits(b: Uint8Array, i: number, count: number): number {
 
 const INT64_MAX_DIGITS = '9223372036854775807';
 
+/** Microseconds per unit of a fraction of 1 to 6 digits (10 ** (6 - digits)): a look-up, not a call of Math.pow per value. */
+const MICROS_PER_DIGITS = [0, 100_000, 10_000, 1000, 100, 10, 1];
+
 /** What a write method returns for a text form its encoder does not take (nothing was written). */
 export const REFUSED = -1;
 
@@ -320,7 +323,7 @@ export class BinaryFieldWriter {
         while (i < e && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
         const nf = i - f;
         if (nf < 1 || nf > 6) return REFUSED;
-        micros = digits(b, f, nf) * 10 ** (6 - nf);
+        micros = digits(b, f, nf) * MICROS_PER_DIGITS[nf]!;
       }
     }
     const localSec = (daysFromCivil(y, mo, d) - PG_EPOCH_DAYS) * 86_400 + h * 3600 + mi * 60 + sec;

@@ -14,6 +14,9 @@ export const BACKSLASH = 0x5c;
 export const LETTER_N = 0x4e;
 
 
+/** Bytes of rows a decoder gathers before it hands them out ({@link CopyOutput.takeFull}). */
+export const TAKE_BYTES = 128 * 1024;
+
 /**
  * Where decoders write COPY bytes. `buf[start..pos)` holds rows not yet handed out; {@link take} hands them
  * out as a subarray and never writes those bytes again (a consumer such as a COPY stream may keep them),
@@ -68,6 +71,15 @@ export class CopyOutput {
       this.start = this.pos = 0;
     }
     return out;
+  }
+
+  /**
+   * {@link take} once at least {@link TAKE_BYTES} are pending, else undefined: the rows wait for more, so that COPY
+   * gets fewer, larger Buffers (each one costs a hop through every stream stage and two socket writes). A decoder
+   * takes what is left at the end of a page.
+   */
+  takeFull(): Buffer | undefined {
+    return this.pos - this.start >= TAKE_BYTES ? this.take() : undefined;
   }
 
   /** Drops the bytes written since the last take (a decoder starting over). */

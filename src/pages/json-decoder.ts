@@ -103,7 +103,7 @@ export class JsonPageDecoder implements PageDecoder {
         const consumed = this.parseAll(buf, st);
         buf = carry.next(buf, consumed);
       }
-      const rows = this.out.take();
+      const rows = this.out.takeFull();
       if (rows !== undefined) yield rows;
     }
     const rest = carry.finish();
@@ -115,9 +115,9 @@ export class JsonPageDecoder implements PageDecoder {
         this.sc.base = before;
         this.sc.fail('page ends inside a value', consumed);
       }
-      const rows = this.out.take();
-      if (rows !== undefined) yield rows;
     }
+    const rows = this.out.take();
+    if (rows !== undefined) yield rows;
     if (st.phase !== PHASE.end) {
       throw new PageFormatError('JSON: page ends before the top-level object is complete', { page, offset: st.offset });
     }

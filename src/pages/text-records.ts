@@ -88,7 +88,7 @@ export abstract class TextRecordsDecoder implements PageDecoder {
         throw valueTooLargeError({ page, row: this.nextRow(st), column: undefined, bytes: buf.length - consumed, limit: this.maxValueBytes });
       }
       carry.keep(buf.subarray(consumed));
-      const rows = this.out.take();
+      const rows = this.out.takeFull();
       if (rows !== undefined) yield rows;
     }
     let rest = carry.finish();

@@ -158,8 +158,8 @@ export class TxtPageDecoder implements PageDecoder {
       while (buf !== undefined) {
         const consumed = this.consumeAll(buf, st);
         buf = carry.next(buf, consumed);
-        // Before the next scan: a scan's rows may be a view of its buffer (takeRows).
-        const rows = this.takeRows();
+        // Before the next scan: a scan's rows may be a view of its buffer (takeRows). Binary rows are gathered.
+        const rows = this.binary ? this.out.takeFull() : this.takeRows();
         if (rows !== undefined) yield rows;
       }
     }
@@ -172,7 +172,7 @@ export class TxtPageDecoder implements PageDecoder {
         st.offset += bom;
         rest = rest.subarray(bom);
       }
-      if (rest.length === 0) return;
+      if (rest.length === 0) rest = undefined;
     }
     if (rest !== undefined) {
       // The last line may lack its line end: give it one, then everything must be consumed.
@@ -181,9 +181,9 @@ export class TxtPageDecoder implements PageDecoder {
       if (consumed < buf.length) {
         throw new PageFormatError('page ends inside a quoted field', { page, row: st.row + 1, offset: st.offset });
       }
-      const rows = this.takeRows();
-      if (rows !== undefined) yield rows;
     }
+    const rows = this.takeRows();
+    if (rows !== undefined) yield rows;
   }
 
   /** consume() over the whole of `buf`, in the plan's format from the first row on (rows-plan.ts). */

@@ -105,8 +105,6 @@ export class XmlQueryPageDecoder implements PageDecoder {
             const r = fast.scan(buf);
             row += r.rows;
             this.rows += r.rows;
-            const taken = this.out.take();
-            if (taken !== undefined) yield taken;
             if (r.fallback || r.consumed < buf.length || fast.phase !== 'after') rest = buf.subarray(r.consumed);
           }
           break;
@@ -118,7 +116,7 @@ export class XmlQueryPageDecoder implements PageDecoder {
           const r = fast.scan(buf);
           row += r.rows;
           this.rows += r.rows;
-          const taken = this.out.take();
+          const taken = this.out.takeFull();
           if (taken !== undefined) yield taken;
           if (r.fallback) {
             rest = carry.remainder(buf, r.consumed);
@@ -127,6 +125,8 @@ export class XmlQueryPageDecoder implements PageDecoder {
           buf = carry.next(buf, r.consumed);
         }
       }
+      const taken = this.out.take();
+      if (taken !== undefined) yield taken;
       if (rest === undefined && fast.phase === 'after') return;
       // Not the fast shape (or a broken page): saxes from the last row boundary on, behind the open elements.
       this.index = new Map((this.columns ?? []).map((n, k) => [n, k]));
