@@ -9,7 +9,7 @@
  *
  * The first row is read twice: once for its field names, which become the columns (the decoder then asks its plan
  * how to write the rows), then as every later row, whose open tags must repeat the first row's byte for byte. They
- * are compared eight bytes at a time, as the float64 words of a DataView (see {@link tagWords}).
+ * are compared eight bytes at a time (byte-run.ts).
  *
  * It never guesses: anything else (CDATA, comments, processing instructions or a DOCTYPE after the prolog,
  * other attributes, fields out of the first row's order or missing, a raw CR, NUL or another control
@@ -20,6 +20,7 @@
 import { isUtf8 } from 'node:buffer';
 import { BACKSLASH, LF, TAB, type CopyOutput } from './copy-text.ts';
 import { classifyXmlValue } from './kinds.ts';
+import { ByteRun, viewOf } from './byte-run.ts';
 import { BINARY, BinaryValueUnsupported } from '../copy-binary/format.ts';
 import { REFUSED, type BinaryFieldWriter } from '../copy-binary/field-writer.ts';
 
@@ -166,25 +167,6 @@ function attributeText(b: Buffer, s: number, e: number): string | undefined {
   return isUtf8(tmp.subarray(0, p)) ? tmp.toString('utf8', 0, p) : undefined;
 }
 
-/**
- * The words an open tag is compared by: its bytes as little-endian float64 words at offsets 0, 8, 16, … and a last
- * one ending with the tag (overlapping the one before it). Two words are equal as numbers exactly when their bytes
- * are, except NaN (never equal) and ±0 (equal): a tag with such a word, which UTF-8 text without NUL hardly makes,
- * gets undefined, and is compared byte by byte.
- */
-function tagWords(tag: Uint8Array): Float64Array | undefined {
-  if (tag.length < 8) return undefined;
-  const dv = new DataView(tag.buffer, tag.byteOffset, tag.length);
-  const count = Math.ceil(tag.length / 8);
-  const words = new Float64Array(count);
-  for (let w = 0; w < count; w++) {
-    const x = dv.getFloat64(w === count - 1 ? tag.length - 8 : 8 * w, true);
-    if (Number.isNaN(x) || x === 0) return undefined;
-    words[w] = x;
-  }
-  return words;
-}
-
 /** The fast scanner of one decoder (all pages of a run); see the file comment. */
 export class XmlFastScanner {
   phase: XmlPhase = 'prolog';
@@ -194,9 +176,7 @@ export class XmlFastScanner {
   page = 0;
   rowBase = 0;
   /** Per column: the raw bytes `<field name="…"` of the first row, which every later field must repeat. */
-  private openTags: Uint8Array[] = [];
-  /** Per column: {@link tagWords} of its open tag, or undefined (compared byte by byte). */
-  private words: (Float64Array | undefined)[] = [];
+  private openTags: ByteRun[] = [];
   private readonly out: CopyOutput;
   private readonly sink: XmlColumnsSink;
   /** {@link value}: the index after the value's `</field>`. */
@@ -235,7 +215,7 @@ export class XmlFastScanner {
       if (i < 0) return { consumed: 0, rows: 0, fallback: i === ODD };
       this.phase = 'rows';
     }
-    const dv = new DataView(b.buffer, b.byteOffset, n);
+    const dv = viewOf(b);
     let consumed = i;
     let fallback = false;
     while (this.phase === 'rows') {
@@ -304,13 +284,12 @@ export class XmlFastScanner {
    */
   private firstRow(b: Buffer, i: number, n: number): number {
     const names: string[] = [];
-    const tags: Uint8Array[] = [];
+    const tags: ByteRun[] = [];
     for (let col = 0; ; col++) {
       i = skipSpace(b, i, n);
       if (n - i < FIELD_CLOSE.length) return MORE;
       if (col > 0 && matches(b, i, ROW_CLOSE)) {
         this.openTags = tags;
-        this.words = tags.map(tagWords);
         this.sink.learnColumns(names);
         return 0;
       }
@@ -329,7 +308,7 @@ export class XmlFastScanner {
   }
 
   /** First row: `<field name="…"` at b[i]; records the name and its raw tag; index after the closing quote. */
-  private firstOpenTag(b: Buffer, i: number, n: number, names: string[], tags: Uint8Array[]): number {
+  private firstOpenTag(b: Buffer, i: number, n: number, names: string[], tags: ByteRun[]): number {
     const at = i + FIELD_OPEN.length + 1;
     if (n - at < NAME_ATTR.length + 1) return MORE;
     if (!matches(b, i, FIELD_OPEN) || b[at - 1] !== 0x20 || !matches(b, at, NAME_ATTR)) return ODD;
@@ -339,17 +318,8 @@ export class XmlFastScanner {
     const name = attributeText(b, s, q);
     if (name === undefined || names.includes(name)) return ODD;
     names.push(name);
-    tags.push(Buffer.from(b.subarray(i, q + 1)));
+    tags.push(new ByteRun(b.subarray(i, q + 1)));
     return q + 1;
-  }
-
-  /** Whether b[i..] begins with column `col`'s open tag (the caller made sure its bytes are there). */
-  private tagAt(b: Buffer, dv: DataView, i: number, col: number): boolean {
-    const words = this.words[col];
-    if (words === undefined) return matches(b, i, this.openTags[col]!);
-    const last = words.length - 1;
-    for (let w = 0; w < last; w++) if (dv.getFloat64(i + 8 * w, true) !== words[w]) return false;
-    return dv.getFloat64(i + this.openTags[col]!.length - 8, true) === words[last];
   }
 
   /**
@@ -366,9 +336,10 @@ export class XmlFastScanner {
     let p = binary === undefined ? start : binary.rowStart(o, start);
     for (let col = 0; col < ncols; col++) {
       if (b[i] !== LT) i = skipSpace(b, i, n);
-      const tagLength = tags[col]!.length;
+      const tag = tags[col]!;
+      const tagLength = tag.length;
       if (n - i < tagLength + 2) return MORE;
-      if (!this.tagAt(b, dv, i, col)) return ODD;
+      if (!tag.at(dv, b, i)) return ODD;
       const end = i + tagLength;
       if (binary === undefined && col > 0) o[p++] = TAB;
       if (b[end] === SLASH) {
