@@ -16,6 +16,8 @@ import { BINARY, binaryEncodingOf, COPY_BINARY_HEADER, COPY_BINARY_TRAILER } fro
 import { loadRows, withLoadTransaction } from '../src/warehouse/copy-load.ts';
 import type { RowSource } from '../src/warehouse/row-source.ts';
 import { zoneAgreesWithDatabase } from '../src/copy-binary/zone-check.ts';
+import { findTransitions, makeLocalTimeOffset } from '../src/copy-binary/local-time.ts';
+import { makeExactZoneOffset } from '../src/zone-offset.ts';
 import { BINARY_COPY_OUTPUT_TYPES, OUTPUT_TYPES } from '../src/vocabulary.ts';
 import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -213,6 +215,48 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
   it('knows which column types it encodes', () => {
     expect(['bigint', 'integer', 'smallint', 'numeric', 'numeric(12,2)', 'text', 'character varying', 'character varying(80)', 'boolean', 'timestamp with time zone', 'timestamp(3) with time zone'].map(binaryEncodingOf).every((e) => e !== undefined)).toBe(true);
     for (const t of ['jsonb', 'date', 'timestamp without time zone', 'double precision', 'character(3)', 'uuid', 'text[]', 'bytea', 'xml']) expect(binaryEncodingOf(t)).toBeUndefined();
+  });
+});
+
+describe('local times read from a day\'s cached transition', () => {
+  /** PostgreSQL's rule for a local time, asking Intl at every instant it needs (what each time near a transition once cost). */
+  function reference(zone: string): (local: number) => number {
+    const offsetAt = makeExactZoneOffset(zone);
+    return (local) => {
+      const before = offsetAt(local - 129_600_000);
+      const after = offsetAt(local + 129_600_000);
+      const beforeFits = offsetAt(local - before) === before;
+      const afterFits = offsetAt(local - after) === after;
+      if (beforeFits !== afterFits) return beforeFits ? before : after;
+      return beforeFits ? after : before;
+    };
+  }
+
+  it('gives every local time around transitions the offset Intl gives it time by time, to the second', () => {
+    const zones = ['Europe/Zurich', 'Europe/Berlin', 'Asia/Kolkata', 'Australia/Lord_Howe', 'America/Sao_Paulo', 'Pacific/Apia', 'Europe/Moscow', 'America/St_Johns'];
+    let compared = 0;
+    for (const zone of zones) {
+      const exact = reference(zone);
+      const cached = makeLocalTimeOffset(zone);
+      const offsetAt = makeExactZoneOffset(zone);
+      const all = findTransitions(offsetAt, Date.UTC(1850, 0, 1), Date.UTC(2041, 0, 1), 7 * 86_400_000);
+      // The first transitions (local mean time, odd seconds), a few from the middle, the last ones.
+      const some = [...all.slice(0, 3), ...all.filter((_t, k) => k % 40 === 20), ...all.slice(-2)];
+      for (const t of some) {
+        // Every second within 10 minutes of the transition as the wall clock shows it before and after, then every 193 s
+        // for a day.
+        const locals: number[] = [];
+        for (const wall of [t + offsetAt(t - 1000), t + offsetAt(t)]) for (let s = -600; s <= 600; s++) locals.push(wall + s * 1000);
+        for (let s = -43_200; s <= 43_200; s += 193) locals.push(t + s * 1000 + 500);
+        for (const local of locals) {
+          const want = exact(local);
+          const got = cached(local);
+          if (got !== want) expect({ zone, local: new Date(local).toISOString(), got }).toEqual({ zone, local: new Date(local).toISOString(), got: want });
+        }
+        compared += locals.length;
+      }
+    }
+    expect(compared).toBeGreaterThan(100_000);
   });
 });
 

@@ -9,37 +9,70 @@ import { makeExactZoneOffset, type OffsetAt } from '../zone-offset.ts';
 const DAY_MS = 86_400_000;
 const HOURS_36_MS = 129_600_000;
 
+/** The one transition near a local day: the offset before it, its instant (epoch ms) and the offset from it on. */
+interface Transition {
+  before: number;
+  at: number;
+  after: number;
+}
+
 /**
  * Makes a function giving the offset from UTC in ms of a local wall-clock time in `zone` (the wall clock's fields
  * read as if UTC, in epoch ms), resolved as PostgreSQL resolves a timestamp without offset (its
  * DetermineTimeZoneOffset): a time that a spring-forward transition skips takes the offset before the transition, a
- * time that a fall-back transition repeats takes the offset after it. A day without a transition near is asked of
- * Intl once and cached, so that a column of a million timestamps costs one Map lookup each; near a transition every
- * time is resolved with exact offsets (historical transitions fall on any second).
+ * time that a fall-back transition repeats takes the offset after it. Each local day is asked of Intl once and cached,
+ * so that a column of a million timestamps costs one Map lookup each: a day without a transition near keeps its one
+ * offset; a day with one keeps that transition, found to the second (historical transitions fall on any second), and
+ * each of its times is resolved from it without asking Intl again. A day whose window holds more than one transition
+ * (never in tzdata; PostgreSQL assumes them at least 2 days apart) asks Intl for each time.
  * @throws RangeError when the zone is unknown to Intl
  */
 export function makeLocalTimeOffset(zone: string): (localMs: number) => number {
   const offsetAt = makeExactZoneOffset(zone);
-  // Local day → its one offset, or NaN when a transition is near (assumed, as PostgreSQL does, at least 2 days apart).
-  const days = new Map<number, number>();
+  // Local day → its one offset, its one transition near, or NaN (more than one: exact offsets for each time).
+  const days = new Map<number, number | Transition>();
   return (local) => {
     const day = Math.floor(local / DAY_MS);
     let o = days.get(day);
     if (o === undefined) {
-      const before = offsetAt(day * DAY_MS - 2 * DAY_MS);
-      o = before === offsetAt(day * DAY_MS + 3 * DAY_MS) ? before : NaN;
+      o = dayOffsets(offsetAt, day);
       if (days.size > 100_000) days.clear();
       days.set(day, o);
     }
-    if (!Number.isNaN(o)) return o;
-    const before = offsetAt(local - HOURS_36_MS);
-    const after = offsetAt(local + HOURS_36_MS);
-    const beforeFits = offsetAt(local - before) === before;
-    const afterFits = offsetAt(local - after) === after;
-    if (beforeFits !== afterFits) return beforeFits ? before : after;
-    // Both fit: a repeated time, the later reading. Neither: a skipped time, the reading before the transition.
-    return beforeFits ? after : before;
+    if (typeof o === 'number') return Number.isNaN(o) ? resolve(offsetAt, local) : o;
+    const t = o;
+    return resolve((x) => (x < t.at ? t.before : t.after), local);
   };
+}
+
+/**
+ * The offsets of a local day's window (2 days before its start to 3 days after): one offset, the one transition in it
+ * (bisected to the second), or NaN when it holds more than one.
+ */
+function dayOffsets(offsetAt: OffsetAt, day: number): number | Transition {
+  let lo = day * DAY_MS - 2 * DAY_MS;
+  let hi = day * DAY_MS + 3 * DAY_MS;
+  const before = offsetAt(lo);
+  const after = offsetAt(hi);
+  if (before === after) return before;
+  // offsetAt(lo) is the old offset, offsetAt(hi) another one: narrow to the second where it changes.
+  while (hi - lo > 1000) {
+    const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
+    if (offsetAt(mid) === before) lo = mid;
+    else hi = mid;
+  }
+  return offsetAt(hi) === after ? { before, at: hi, after } : NaN;
+}
+
+/** The offset of local time `local` by PostgreSQL's rule, with `offsetAt` exact over the 36 hours around it. */
+function resolve(offsetAt: OffsetAt, local: number): number {
+  const before = offsetAt(local - HOURS_36_MS);
+  const after = offsetAt(local + HOURS_36_MS);
+  const beforeFits = offsetAt(local - before) === before;
+  const afterFits = offsetAt(local - after) === after;
+  if (beforeFits !== afterFits) return beforeFits ? before : after;
+  // Both fit: a repeated time, the later reading. Neither: a skipped time, the reading before the transition.
+  return beforeFits ? after : before;
 }
 
 /**
