@@ -15,6 +15,7 @@ import { SLOT_CLASS, slotOrder, type HeldSlot } from '../report-api/report-slots
 import { encodeReportName, makeReportClient, type FinishedReport, type ReportClient, type ReportJob, type StartReportRequest } from '../report-api/index.ts';
 import { untilDatabaseTakesIt, type Queryable } from '../db.ts';
 import { outputShape, type RunTrigger } from '../vocabulary.ts';
+import { useLoadingFlags } from '../runtime-flags.ts';
 import { loadRows, withLoadTransaction, type LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError, PageCountMismatchError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
@@ -271,6 +272,7 @@ export async function waitForReportJob(a: Attempt, client: ReportClient, started
  */
 export async function loadAndCommit(a: Attempt, client: ReportClient, finished: FinishedReport, declaredTypes: ReadonlyMap<string, string>): Promise<AttemptResult> {
   a.stage = 'load';
+  useLoadingFlags();
   const o = a.options;
   const { name, job, connection } = o.job;
   const shape = outputShape(job.report.outputType, job.target);
