@@ -206,9 +206,9 @@ export class XmlFastScanner {
     let i = 0;
     let rows = 0;
     const phaseBefore = this.phase;
-    // Output never outgrows twice the input (COPY escapes; binary fields are smaller than their elements): room for
-    // the whole scan at once, so that the row loop writes without asking.
-    this.out.reserve(2 * n + 16);
+    // Output never outgrows twice the input (COPY escapes), in binary format the input (a field is smaller than its
+    // element): room for the whole scan at once, so that the row loop writes without asking.
+    this.out.reserve((this.binary === undefined ? 2 : 1) * n + 16);
     const mark = this.out.mark();
     if (this.phase === 'prolog') {
       i = this.prolog(b, n);
@@ -404,7 +404,10 @@ export class XmlFastScanner {
     let t: Uint8Array = o;
     let q = binary === undefined ? p : p + 4;
     if (typed) {
-      if (this.scratch.length < n - i) this.scratch = Buffer.allocUnsafe(2 * (n - i));
+      // The value ends at the next '<' (text holds none): references only shorten it.
+      const lt = b.indexOf(LT, i);
+      if (lt < 0) return MORE;
+      if (this.scratch.length < lt - i) this.scratch = Buffer.allocUnsafe(2 * (lt - i));
       t = this.scratch;
       q = 0;
     }
