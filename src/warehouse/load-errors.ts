@@ -2,6 +2,7 @@
  * Errors of the load stage, and the mapping of PostgreSQL's errors to ones that name column, page and value.
  */
 import { EtlError, isConnectionLoss, isRetryableDatabaseError, type EtlErrorOptions } from '../errors.ts';
+import { isLineageColumn } from './lineage.ts';
 import type { RunStage } from '../vocabulary.ts';
 
 /**
@@ -57,7 +58,7 @@ export class ValueDoesNotFitError extends EtlError {
 export interface SchemaDifference {
   /** Report columns the target lacks (normalised names). */
   added: string[];
-  /** Target columns the report lacks (report-etl's own metadata columns, `_etl_…`, are not counted). */
+  /** Target columns the report lacks (report-etl's own lineage columns, lineage.ts, are not counted). */
   missing: string[];
   /** Columns whose type in jobs.yaml's `target.columns` is not the target's. */
   typeChanged: { column: string; table: string; declared: string }[];
@@ -72,7 +73,7 @@ export function schemaDifference(names: readonly string[], existing: readonly { 
   const have = new Map(existing.map((c) => [c.name, c.type]));
   const report = new Set(names);
   const added = names.filter((n) => !have.has(n));
-  const missing = existing.filter((c) => !report.has(c.name) && !c.name.startsWith('_etl_')).map((c) => c.name);
+  const missing = existing.filter((c) => !report.has(c.name) && !isLineageColumn(c.name)).map((c) => c.name);
   const typeChanged = [...declared].flatMap(([column, type]) => {
     const now = have.get(column);
     return now !== undefined && now !== type ? [{ column, table: now, declared: type }] : [];
