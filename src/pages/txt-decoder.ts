@@ -216,7 +216,13 @@ export class TxtPageDecoder implements PageDecoder {
       i = header.end;
       if (this.justLearned) return i;
     }
-    return this.binary ? this.scanBinary(buf, i, st) : this.scan(buf, i, st);
+    // The scanners keep st.row current row by row; the decoder's count is kept here, once per chunk: code after a
+    // scanner's loop would first run after V8 optimized the loop, without type feedback, and leave the optimized code
+    // at every chunk's end (a deoptimization per chunk).
+    const before = st.row;
+    const end = this.binary ? this.scanBinary(buf, i, st) : this.scan(buf, i, st);
+    this.rows += st.row - before;
+    return end;
   }
 
   private acceptHeader(header: HeaderLine, st: TxtPageState, at: number): void {
@@ -319,7 +325,7 @@ export class TxtPageDecoder implements PageDecoder {
           }
           throw new PageFormatError(`${field} fields, the header has ${ncols}`, { page: st.page, row: row + 1, offset: st.offset + recStart });
         }
-        row++;
+        st.row = ++row;
         if (crlf) {
           this.emitCopy(b, spanStart, contentEnd, true);
           spanStart = i;
@@ -328,8 +334,6 @@ export class TxtPageDecoder implements PageDecoder {
       }
       consumed = i;
     }
-    this.rows += row - st.row;
-    st.row = row;
     if (consumed > spanStart) {
       if (out.pos !== out.start) this.emitCopy(b, spanStart, consumed, false);
       else this.view = b.subarray(spanStart, consumed);
@@ -360,7 +364,7 @@ export class TxtPageDecoder implements PageDecoder {
         i = next;
         continue;
       }
-      row++;
+      st.row = ++row;
       out.reserve(sc.contentEnd - i + 2 + ncols * FIELD_OVERHEAD);
       const buf = out.buf;
       let p = w.rowStart(buf, out.pos);
@@ -376,8 +380,6 @@ export class TxtPageDecoder implements PageDecoder {
       out.pos = p;
       i = next;
     }
-    this.rows += row - st.row;
-    st.row = row;
     return i;
   }
 
