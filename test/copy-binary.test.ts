@@ -16,7 +16,9 @@ import { BINARY, binaryEncodingOf, COPY_BINARY_HEADER, COPY_BINARY_TRAILER } fro
 import { loadRows, withLoadTransaction } from '../src/warehouse/copy-load.ts';
 import type { RowSource } from '../src/warehouse/row-source.ts';
 import { zoneAgreesWithDatabase } from '../src/copy-binary/zone-check.ts';
-import { findTransitions, makeLocalTimeOffset } from '../src/copy-binary/local-time.ts';
+import { makeLocalTimeOffset } from '../src/copy-binary/local-time.ts';
+import { agreedRulesOf, computeZoneRules, findTransitions, intlTzdata, rememberAgreedRules } from '../src/copy-binary/zone-rules.ts';
+import { migrate } from '../src/history/migrate.ts';
 import { makeExactZoneOffset } from '../src/zone-offset.ts';
 import { BINARY_COPY_OUTPUT_TYPES, OUTPUT_TYPES } from '../src/vocabulary.ts';
 import { makePool } from '../src/app/connections.ts';
@@ -32,6 +34,7 @@ beforeAll(async () => {
   await db.connect();
   await db.query(`CREATE SCHEMA ${schema}`);
   pool = makePool(silentLogger, DATABASE_URL, 2);
+  await migrate(pool);
 });
 afterAll(async () => {
   await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
@@ -167,6 +170,8 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
 
   it('asks PostgreSQL once per zone, also for calls while it asks, and asks again after a failure', async () => {
     const zone = 'America/Sao_Paulo';
+    // No kept table: this call makes it from Intl (a query for the kept one, one for PostgreSQL's offsets, one keeping it).
+    await pool.query('DELETE FROM etl.zone_rules WHERE zone = $1', [zone]);
     let queries = 0;
     let fail = true;
     const counting = {
@@ -181,7 +186,34 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
     const [a, b, c] = await Promise.all([zoneAgreesWithDatabase(counting, zone), zoneAgreesWithDatabase(counting, zone), zoneAgreesWithDatabase(counting, zone)]);
     expect([a, b, c]).toEqual([true, true, true]);
     expect(await zoneAgreesWithDatabase(counting, zone)).toBe(true);
-    expect(queries).toBe(2);
+    expect(queries).toBe(1 + 3);
+    const { rows } = await pool.query<{ transitions: string[]; offsets: number[] }>('SELECT transitions, offsets FROM etl.zone_rules WHERE zone = $1 AND tzdata = $2', [zone, intlTzdata()]);
+    const made = computeZoneRules(zone, makeExactZoneOffset(zone));
+    expect({ transitions: rows[0]!.transitions.map(Number), offsets: rows[0]!.offsets }).toEqual({ transitions: made.transitions, offsets: made.offsets });
+    expect(made.transitions.length).toBeGreaterThan(50);
+  });
+
+  it('a kept table costs one query, and PostgreSQL compares it again: one offset changed and the zone disagrees', async () => {
+    const tzdata = intlTzdata()!;
+    const make = async (zone: string, change: (offsets: number[]) => void): Promise<void> => {
+      await pool.query('DELETE FROM etl.zone_rules WHERE zone = $1', [zone]);
+      const rules = computeZoneRules(zone, makeExactZoneOffset(zone));
+      // The instants the zone check compares: both sides of every transition, and a few others.
+      const instants = [...rules.transitions.flatMap((t) => [t / 1000 - 1, t / 1000]), Date.UTC(2000, 0, 1) / 1000];
+      const offsetAt = makeExactZoneOffset(zone);
+      const offsets = instants.map((s) => offsetAt(s * 1000) / 1000);
+      change(offsets);
+      await pool.query('INSERT INTO etl.zone_rules (zone, tzdata, transitions, offsets, instants, instant_offsets) VALUES ($1, $2, $3, $4, $5, $6)', [zone, tzdata, rules.transitions, rules.offsets, instants, offsets]);
+    };
+    await make('Asia/Tokyo', () => undefined);
+    await make('Europe/Lisbon', (offsets) => void (offsets[7]! += 3600));
+    for (const [zone, agrees] of [['Asia/Tokyo', true], ['Europe/Lisbon', false]] as const) {
+      let queries = 0;
+      const counting = { query: (text: string, values?: unknown[]) => ((queries += 1), db.query(text, values)) } as unknown as pg.Client;
+      expect({ zone, agrees: await zoneAgreesWithDatabase(counting, zone), queries }).toEqual({ zone, agrees, queries: 1 });
+      // Local times are read from the table only where PostgreSQL agreed with it.
+      expect({ zone, table: agreedRulesOf(zone) !== undefined }).toEqual({ zone, table: agrees });
+    }
   });
 
   it('BINARY_COPY_OUTPUT_TYPES are exactly the output types whose decoders can write binary format', () => {
@@ -237,6 +269,8 @@ describe('local times read from a day\'s cached transition', () => {
     let compared = 0;
     for (const zone of zones) {
       const exact = reference(zone);
+      // Read from the zone's table of transitions, as a load does once the zone check agreed on it.
+      rememberAgreedRules(computeZoneRules(zone, makeExactZoneOffset(zone)));
       const cached = makeLocalTimeOffset(zone);
       const offsetAt = makeExactZoneOffset(zone);
       const all = findTransitions(offsetAt, Date.UTC(1850, 0, 1), Date.UTC(2041, 0, 1), 7 * 86_400_000);

@@ -5,6 +5,7 @@
  * "Flow of one run"), and zone-check.ts makes sure the two databases agree before binary format is used.
  */
 import { makeExactZoneOffset, type OffsetAt } from '../zone-offset.ts';
+import { agreedRulesOf, rulesOffsetAt } from './zone-rules.ts';
 
 const DAY_MS = 86_400_000;
 const HOURS_36_MS = 129_600_000;
@@ -20,29 +21,39 @@ interface Transition {
  * Makes a function giving the offset from UTC in ms of a local wall-clock time in `zone` (the wall clock's fields
  * read as if UTC, in epoch ms), resolved as PostgreSQL resolves a timestamp without offset (its
  * DetermineTimeZoneOffset): a time that a spring-forward transition skips takes the offset before the transition, a
- * time that a fall-back transition repeats takes the offset after it. Each local day is asked of Intl once and cached,
+ * time that a fall-back transition repeats takes the offset after it. Each local day is resolved once and cached,
  * so that a column of a million timestamps costs one Map lookup each: a day without a transition near keeps its one
  * offset; a day with one keeps that transition, found to the second (historical transitions fall on any second), and
- * each of its times is resolved from it without asking Intl again. A day whose window holds more than one transition
- * (never in tzdata; PostgreSQL assumes them at least 2 days apart) asks Intl for each time.
- * @throws RangeError when the zone is unknown to Intl
+ * each of its times is resolved from it. A day whose window holds more than one transition (never in tzdata;
+ * PostgreSQL assumes them at least 2 days apart) resolves each time on its own.
+ *
+ * The offsets come from the zone's table of transitions (zone-rules.ts) when the zone check agreed on it in this
+ * process, else from Intl, asked at the first call (not before: a load without timestamps never asks).
+ * @throws RangeError at the first call, when the zone is unknown to Intl and this process has no table of it
  */
 export function makeLocalTimeOffset(zone: string): (localMs: number) => number {
-  const offsetAt = makeExactZoneOffset(zone);
+  let offsetAt: OffsetAt | undefined;
   // Local day → its one offset, its one transition near, or NaN (more than one: exact offsets for each time).
   const days = new Map<number, number | Transition>();
   return (local) => {
     const day = Math.floor(local / DAY_MS);
     let o = days.get(day);
     if (o === undefined) {
+      offsetAt ??= offsetsOf(zone);
       o = dayOffsets(offsetAt, day);
       if (days.size > 100_000) days.clear();
       days.set(day, o);
     }
-    if (typeof o === 'number') return Number.isNaN(o) ? resolve(offsetAt, local) : o;
+    if (typeof o === 'number') return Number.isNaN(o) ? resolve(offsetAt!, local) : o;
     const t = o;
     return resolve((x) => (x < t.at ? t.before : t.after), local);
   };
+}
+
+/** The zone's agreed table of transitions in this process, else Intl's exact offsets. */
+function offsetsOf(zone: string): OffsetAt {
+  const rules = agreedRulesOf(zone);
+  return rules ? rulesOffsetAt(rules) : makeExactZoneOffset(zone);
 }
 
 /**
@@ -73,31 +84,4 @@ function resolve(offsetAt: OffsetAt, local: number): number {
   if (beforeFits !== afterFits) return beforeFits ? before : after;
   // Both fit: a repeated time, the later reading. Neither: a skipped time, the reading before the transition.
   return beforeFits ? after : before;
-}
-
-/**
- * The instants (epoch ms, whole seconds) in [fromMs, toMs) where `offsetAt` changes: found by sampling every
- * `stepMs` and bisecting each change to the second. A change undone within one step is not seen.
- */
-export function findTransitions(offsetAt: OffsetAt, fromMs: number, toMs: number, stepMs: number): number[] {
-  const out: number[] = [];
-  let prev = offsetAt(fromMs);
-  for (let t = fromMs; t < toMs; ) {
-    const next = Math.min(t + stepMs, toMs);
-    const o = offsetAt(next);
-    if (o !== prev) {
-      // offsetAt(lo) is the old offset, offsetAt(hi) the new one: narrow to the second where it changes.
-      let lo = t;
-      let hi = next;
-      while (hi - lo > 1000) {
-        const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
-        if (offsetAt(mid) === prev) lo = mid;
-        else hi = mid;
-      }
-      out.push(hi);
-      prev = o;
-    }
-    t = next;
-  }
-  return out;
 }
