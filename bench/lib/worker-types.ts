@@ -27,6 +27,8 @@ export interface WorkerInput {
 export interface WorkerResult {
   ok: boolean;
   error?: string;
+  /** The measured attempt's id (etl.attempts), when it succeeded. */
+  attemptId?: string;
   plan?: string;
   rows: number;
   pages: number;

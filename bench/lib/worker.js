@@ -63,7 +63,7 @@ try {
   cpu0 = process.cpuUsage();
   const r = await runAttempt({ job: resolveJob(config, 'bench'), pool, redis, logger });
   const durationMs = performance.now() - t0;
-  result = { ok: true, plan: r.plan, rows: r.rows, pages: r.pages, bytes: r.bytes, durationMs, firstRowMs: firstRowAt - t0, maxRssKiB: process.resourceUsage().maxRSS, baseRssKiB, peaks, cpuMs: cpuMs() };
+  result = { ok: true, attemptId: r.attemptId, plan: r.plan, rows: r.rows, pages: r.pages, bytes: r.bytes, durationMs, firstRowMs: firstRowAt - t0, maxRssKiB: process.resourceUsage().maxRSS, baseRssKiB, peaks, cpuMs: cpuMs() };
 } catch (err) {
   result = { ok: false, error: String(err?.message ?? err), rows: 0, pages: 0, bytes: 0, durationMs: performance.now() - t0, firstRowMs: NaN, maxRssKiB: process.resourceUsage().maxRSS, baseRssKiB, peaks, cpuMs: cpuMs() };
 }
