@@ -69,6 +69,15 @@ describe('validate', () => {
     expect(problems(yaml({ outputType: 'excel-xlsx_data', target: ['load: rows', 'columns: { betrag: numeric }'] }))).toEqual([]);
     expect(problems(yaml({ outputType: 'json_userdef', target: ['rowsAt: /body/orders', 'mode: merge', 'key: [auftrag_nr]'] }))).toEqual([]);
   });
+
+  it('refuses a merge key that is none of the fixed columns of a lines or document table, before any run', () => {
+    expect(problems(yaml({ outputType: 'txt_all', target: ['mode: merge', 'key: [page, lin]'] }))).toEqual([
+      expect.stringContaining('target.key[1]: lin is not a column of what outputType txt_all loads (did you mean "line"?): its table has the fixed columns page, line, fields'),
+    ]);
+    expect(problems(yaml({ outputType: 'xml', target: ['mode: merge', 'key: [seite]'] }))).toEqual([expect.stringContaining('target.key[0]: seite is not a column of what outputType xml loads: its table has the fixed columns page, document')]);
+    expect(problems(yaml({ outputType: 'txt_allcstr', target: ['mode: merge', 'key: [page, line]'] }))).toEqual([]);
+    expect(problems(yaml({ outputType: 'json_userdef', target: ['mode: merge', 'key: [page]'] }))).toEqual([]);
+  });
 });
 
 describe('simulator --product-version', () => {

@@ -9,6 +9,8 @@ import { AUTH_KINDS, CREDENTIALS_WAYS, MANDANT_PATTERN, MAX_SCOPES, MIN_PAGING, 
 import { ALERT_EVENTS, ALERT_FORMATS, MIN_PRODUCT_VERSION, OUTPUT_TYPES, outputShape, SCHEMA_CHANGES, WRITE_MODES } from '../vocabulary.ts';
 import { DURATION_HINT, parseWindow } from './duration.ts';
 import { DEFAULT_MAX_VALUE_BYTES } from '../pages/value-limit.ts';
+import { FIXED_COLUMNS } from '../pages/fixed-columns.ts';
+import { closestMatch } from '../closest-match.ts';
 
 /** A Postgres identifier as written in config (schema or table): letters, digits, underscore. */
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -256,6 +258,19 @@ export const jobSchema = z
     const shape = outputShape(type, j.target);
     if (shape === 'file' && j.target.mode === 'merge') {
       ctx.addIssue({ code: 'custom', path: ['target', 'mode'], message: `mode merge does not apply to documents (outputType ${type}): use replace or append` });
+    }
+    if (shape !== 'rows' && j.target.mode === 'merge') {
+      // A lines or document table has fixed columns: a key that is none of them would fail the first load in PostgreSQL.
+      const fixed = FIXED_COLUMNS[shape].map((c) => c.name);
+      j.target.key.forEach((k, i) => {
+        if (fixed.includes(k)) return;
+        const near = closestMatch(k, fixed);
+        ctx.addIssue({
+          code: 'custom',
+          path: ['target', 'key', i],
+          message: `${k} is not a column of what outputType ${type} loads${near ? ` (did you mean "${near}"?)` : ''}: its table has the fixed columns ${fixed.join(', ')} (README "Output types")`,
+        });
+      });
     }
     if (shape !== 'rows' && Object.keys(j.target.columns).length > 0) {
       ctx.addIssue({

@@ -12,16 +12,8 @@ import { DOCUMENT_FORMATS, type DocumentOutputType } from '../vocabulary.ts';
 import { CopyOutput, writeEscapedString } from './copy-text.ts';
 import { checkContentType, checkEnd, checkSignature, tailBytes, TailKeeper } from './document-checks.ts';
 import type { FixedColumn, PageDecoder, PageMeta } from './page-decoder.ts';
+import { DOCUMENT_COLUMNS } from './fixed-columns.ts';
 
-/** The fixed columns of a document table, in table order (README "Output types"). */
-export const DOCUMENT_COLUMNS: readonly FixedColumn[] = [
-  { name: 'page', type: 'integer' },
-  { name: 'file_name', type: 'text' },
-  { name: 'content_type', type: 'text' },
-  { name: 'bytes', type: 'bigint' },
-  { name: 'sha256', type: 'text' },
-  { name: 'content', type: 'bytea' },
-];
 
 /** Two ASCII hex digits per byte value, as one little-endian 16-bit unit (byte 0xAB -> 'a','b'). */
 const HEX_PAIRS = new Uint16Array(256);

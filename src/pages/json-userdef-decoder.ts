@@ -16,12 +16,8 @@ import { JsonValueScanner, NEED, skipWs } from './json-values.ts';
 import type { FixedColumn, PageDecoder, PageMeta } from './page-decoder.ts';
 import { valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import type { PlanRows } from './rows-plan.ts';
+import { JSON_DOCUMENT_COLUMNS } from './fixed-columns.ts';
 
-/** The fixed columns of a json_userdef document table (README "Output types"). */
-export const JSON_DOCUMENT_COLUMNS: readonly FixedColumn[] = [
-  { name: 'page', type: 'integer' },
-  { name: 'document', type: 'jsonb' },
-];
 
 /** Bytes escaped per yielded Buffer when a document is written out. */
 const SLICE = 1 << 20;

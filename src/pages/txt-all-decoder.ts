@@ -12,16 +12,11 @@ import { CstrError, decodeCstr } from './cstr.ts';
 import { PageFormatError } from './errors.ts';
 import { TextRecordsDecoder, type RecordPageState } from './text-records.ts';
 import type { DecoderLimits } from './value-limit.ts';
+import { LINE_COLUMNS } from './fixed-columns.ts';
 
 const QUOTE = 0x22;
 const NULL_ELEMENT = Buffer.from('NULL');
 
-/** The fixed columns of a lines table, in order, with their types (README "Output types"). */
-export const LINE_COLUMNS = [
-  { name: 'page', type: 'integer' },
-  { name: 'line', type: 'integer' },
-  { name: 'fields', type: 'text[]' },
-] as const;
 
 /**
  * Writes src[s..e) as the inside of a quoted array element, COPY-text-escaped: `"` -> `\\"`, `\` -> `\\\\`,

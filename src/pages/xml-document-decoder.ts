@@ -9,12 +9,8 @@ import { StringDecoder } from 'node:string_decoder';
 import { LF, writeEscapedBytes } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import type { FixedColumn, PageDecoder, PageMeta } from './page-decoder.ts';
+import { XML_DOCUMENT_COLUMNS } from './fixed-columns.ts';
 
-/** The fixed columns of an xml document table (README "Output types"). */
-export const XML_DOCUMENT_COLUMNS: readonly FixedColumn[] = [
-  { name: 'page', type: 'integer' },
-  { name: 'document', type: 'xml' },
-];
 
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
