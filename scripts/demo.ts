@@ -32,7 +32,31 @@ const STARTED_NAMES: Record<LocalService['source'], string> = {
   'redis-container': 'Redis container',
 };
 
-const once = process.argv.includes('--once') || !process.stdout.isTTY;
+const USAGE = `usage: npm run demo [-- --once]
+
+Runs the whole product on this machine: the built-in simulator, the scheduler, a worker and the admin server with
+./jobs.yaml (or $REPORT_ETL_CONFIG), one run of every job at once, then a table of the results and where to look.
+PostgreSQL and Redis come from DATABASE_URL and REDIS_URL (default the local servers); where none answers, the demo
+starts its own and stops it at the end.
+
+  --once      exit after the first round (the default when stdout is not a terminal): 0 when every job ended as
+              expected, 1 otherwise
+  -h, --help  this text
+
+Environment: REPORT_BASE_URL (the simulator's address, default http://127.0.0.1:8080), ADMIN_PORT (default 3000),
+LOG_LEVEL (default warn), DATABASE_URL, REDIS_URL, REPORT_ETL_CONFIG.
+`;
+const args = process.argv.slice(2);
+if (args.includes('--help') || args.includes('-h')) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+const unknown = args.filter((a) => a !== '--once');
+if (unknown.length > 0) {
+  process.stderr.write(`npm run demo: unknown option ${unknown.join(' ')}\n\n${USAGE}`);
+  process.exit(2);
+}
+const once = args.includes('--once') || !process.stdout.isTTY;
 process.env.LOG_LEVEL ??= 'warn';
 const configPath = process.env.REPORT_ETL_CONFIG ?? 'jobs.yaml';
 const out = (line = '') => process.stdout.write(`${line}\n`);
