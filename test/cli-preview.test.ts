@@ -55,6 +55,8 @@ it('shows columns, types and the first rows, loads nothing, records no run and d
   expect(out.slice(header + 1, header + 5).map((l) => l.split(/ +/)[0])).toEqual(['100000', '100001', '100002', '100003']);
   // Kunde is text, declared bigint: every shown row would fail a load, and the preview says so.
   expect(r.stderr).toMatch(/warning: row 1, column kunde: ".*" does not fit bigint: a load of this row would fail/);
+  // Nothing says a page was loaded when nothing was.
+  expect(r.stderr).not.toContain('page loaded');
   expect(h.sim.counters().jobsCreated).toBe(created + 1);
   expect(h.sim.counters().openJobs).toEqual([]);
   const runs = await h.pool.query('SELECT count(*)::int AS n FROM etl.attempts WHERE job = $1', [job]);

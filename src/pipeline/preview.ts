@@ -64,7 +64,9 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
       async (finished) => {
         const shape = outputShape(report.outputType, targetConfig);
         const announced = { pages: finished.pages, rows: shape === 'rows' ? finished.rows : undefined };
-        const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, new Date()), o.logger, o.signal, { maxPages: 1, pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs, announced });
+        // A preview loads nothing: the reader's progress lines (`page loaded`) would say otherwise; its warnings stay.
+        const quiet = o.logger.isLevelEnabled('info') ? o.logger.child({}, { level: 'warn' }) : o.logger;
+        const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, new Date()), quiet, o.signal, { maxPages: 1, pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs, announced });
         const db = await o.pool.connect();
         try {
           await db.query('BEGIN');
