@@ -8,6 +8,7 @@ import { EtlError } from '../errors.ts';
 import type { JobPreview } from '../pipeline/preview.ts';
 import { configOption, logFormatOption, logicalTimeOption, paramOption, wholeNumber, type LogFormatFlag } from './options.ts';
 import type { Cli, RegisterCommand } from './types.ts';
+import { textTable } from './text-table.ts';
 
 /** Widest value shown in a cell, in characters (longer ones end in …). */
 const CELL_MAX = 40;
@@ -16,13 +17,6 @@ function cell(v: string | null): string {
   if (v === null) return 'NULL';
   const flat = v.replace(/\r?\n/g, '⏎').replace(/\t/g, '→');
   return flat.length > CELL_MAX ? `${flat.slice(0, CELL_MAX - 1)}…` : flat;
-}
-
-/** Lines of an aligned text table: header, then rows. */
-export function textTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (r: readonly string[]) => r.map((v, i) => (i === r.length - 1 ? v : v.padEnd(widths[i]!))).join('  ').trimEnd();
-  return [line(header), ...rows.map(line)];
 }
 
 /** Prints a preview for a person. */

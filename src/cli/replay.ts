@@ -7,6 +7,7 @@
  * the run key or attempt id is unknown, names runs of several jobs (give --job), or the run is not replayable.
  */
 import type { RegisterCommand } from './types.ts';
+import { textTable } from './text-table.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { EtlError } from '../errors.ts';
 import type { FailedRunToReplay } from '../history/run-list.ts';
@@ -25,9 +26,7 @@ export function formatFailedRuns(runs: FailedRunToReplay[], extra?: (r: FailedRu
     r.started_at.toISOString().replace('T', ' ').slice(0, 19),
     (r.error_first_line ?? '') + (extra ? extra(r) : ''),
   ]);
-  const widths = HEADERS.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  const line = (c: readonly string[]) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i]!))).join('  ').trimEnd();
-  return [line(HEADERS), ...cells.map(line)].map((l) => `  ${l}`);
+  return textTable(HEADERS, cells).map((l) => `  ${l}`);
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;

@@ -5,6 +5,7 @@
  * migrates and needs no Redis; a database without the run history says so on stderr.
  */
 import type { RegisterCommand } from './types.ts';
+import { textTable } from './text-table.ts';
 import type { AttemptListRow } from '../history/attempt-list.ts';
 import type { RunListRow } from '../history/run-list.ts';
 import { Option } from 'commander';
@@ -26,20 +27,13 @@ export function formatDuration(ms: number | null): string {
 
 const time = (t: Date | null) => (t ? t.toISOString().replace('T', ' ').slice(0, 19) : '-');
 
-/** Aligned text lines with a header line; the last column (the error) is not padded. */
-function table(headers: readonly string[], cells: string[][]): string[] {
-  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  const line = (c: readonly string[]) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i]!))).join('  ').trimEnd();
-  return [line(headers), ...cells.map(line)];
-}
-
 /**
  * Logical runs as an aligned table. `duration` runs from the first attempt's start to the last finish (retries and
  * their waits included), and on to now while the newest attempt runs; errors are the newest attempt's, cut to 80
  * characters. A run whose first attempt is not recorded yet (waiting for a report slot) shows `-` as its status.
  */
 export function formatRunTable(rows: RunListRow[], now = Date.now()): string[] {
-  return table(
+  return textTable(
     RUN_HEADERS,
     rows.map((r) => {
       const end = r.status === 'running' ? now : r.last_finished_at?.getTime();
@@ -60,7 +54,7 @@ export function formatRunTable(rows: RunListRow[], now = Date.now()): string[] {
 
 /** Attempts as an aligned table; a running attempt's duration runs on to now; errors cut to 80 characters. */
 export function formatAttemptTable(rows: AttemptListRow[], now = Date.now()): string[] {
-  return table(
+  return textTable(
     ATTEMPT_HEADERS,
     rows.map((a) => [
       a.attempt_id,
