@@ -2,7 +2,7 @@
  * What every module that talks to PostgreSQL shares: something that runs SQL, and one transaction helper
  * (docs/architecture.md "Lifecycle": a failed transaction is always rolled back before its error travels on).
  */
-import type pg from 'pg';
+import pg from 'pg';
 import { retry } from './backoff.ts';
 import { coerceError, isConnectionLoss } from './errors.ts';
 import type { Logger } from './logger.ts';
@@ -30,6 +30,52 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
   } finally {
     releaseClient(client, broken);
   }
+}
+
+/** What {@link cancelOnAbort} gives: its end, to await before the client goes back to its pool. */
+export interface StatementCanceller {
+  /** Stops listening; waits for a cancel request under way. @returns whether one was sent (then destroy the client) */
+  end(): Promise<boolean>;
+}
+
+/**
+ * Cancels the statement `client` runs when `signal` aborts (docs/architecture.md "Limits"): an abort (maxRunMs, a
+ * shutdown) ends whatever the attempt awaits from the network, but not a statement PostgreSQL holds, such as a DELETE
+ * waiting for a lock a long dashboard query or a migration keeps. `pg_cancel_backend` is asked on a connection of its
+ * own (a full pool must not hold it up); the statement then fails with 57014 (query_canceled) and the caller's error
+ * path rolls back. A client that was sent a cancel must be destroyed rather than reused: the cancel may arrive after
+ * its statement ended and would hit the next one.
+ * @param pool the pool `client` came from (its connection settings are used for the cancel)
+ */
+export function cancelOnAbort(pool: pg.Pool, client: pg.PoolClient, signal: AbortSignal | undefined): StatementCanceller {
+  if (!signal) return { end: async () => false };
+  let sent: Promise<void> | undefined;
+  const onAbort = (): void => {
+    const pid = (client as pg.PoolClient & { processID?: number }).processID;
+    if (pid === undefined || sent) return;
+    sent = (async () => {
+      const canceller = new pg.Client({ ...pool.options, connectionTimeoutMillis: 5_000 });
+      canceller.on('error', () => undefined);
+      try {
+        await canceller.connect();
+        await canceller.query('SELECT pg_cancel_backend($1)', [pid]);
+      } catch {
+        // The abort still ends the attempt once the statement ends by itself; nothing else to do.
+      } finally {
+        await canceller.end().catch(() => undefined);
+      }
+    })();
+  };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  return {
+    async end() {
+      signal.removeEventListener('abort', onAbort);
+      if (!sent) return false;
+      await sent;
+      return true;
+    },
+  };
 }
 
 /**

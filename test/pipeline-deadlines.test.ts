@@ -130,6 +130,34 @@ it('an attempt whose pages trickle past maxRunMs fails with RUN_TIMEOUT, the loa
   expect(err.message).toMatch(/it was at stage load, 2 pages \(\d+ bytes\) had been read completely/);
 });
 
+it('a load waiting past maxRunMs for a lock another session holds fails with RUN_TIMEOUT: its statement is cancelled', async () => {
+  const name = `${jp}_locked`;
+  const config = h.config({ [name]: ordersJob({}, { maxRunMs: 3_000 }) });
+  const before = await snapshot();
+  // A session that keeps the target locked (a migration, a long ALTER): the load's first statement on it waits.
+  const blocker = await h.pool.connect();
+  try {
+    await blocker.query('BEGIN');
+    await blocker.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+    const attempt = runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: silentLogger });
+    // The attempt ends while the lock is still held: it does not wait for the other session.
+    const err = await within('the attempt to end while the lock is held', OUTCOME_WAIT_MS, attempt.then(() => 'succeeded', (e: unknown) => e));
+    expect(err).toBeInstanceOf(AttemptFailedError);
+    const failed = err as AttemptFailedError;
+    expect(failed.code).toBe('RUN_TIMEOUT');
+    const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId])).rows;
+    expect(errors).toMatchObject([{ stage: 'load', error_kind: 'RUN_TIMEOUT', retryable: true, details: { limitMs: 3_000 } }]);
+    const { rows: waiting } = await h.pool.query('SELECT count(*)::int AS n FROM pg_locks WHERE relation = $1::regclass AND NOT granted', [table]);
+    expect(waiting[0].n).toBe(0);
+  } finally {
+    await blocker.query('ROLLBACK');
+    blocker.release();
+  }
+  expect(await snapshot()).toBe(before);
+  expect(h.sim.counters().openJobs).toEqual([]);
+  expect((await attemptsOf(h.pool, name)).filter((r) => r.status === 'running')).toEqual([]);
+});
+
 it('a server that serves pages past pages= without end fails at page pages+1 with PAGE_COUNT_MISMATCH', async () => {
   for (const outputType of ['json', 'txt_all']) {
     const name = `${jp}_endless_${outputType}`;

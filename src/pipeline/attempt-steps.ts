@@ -285,7 +285,7 @@ export async function loadAndCommit(a: Attempt, client: ReportClient, finished: 
   // The commit step: the attempt's records in the load transaction, then COMMIT (timed to withLoadTransaction's end).
   let commit: StepTimer | undefined;
   try {
-    const committed = await withLoadTransaction(o.pool, { target: a.target, timezone: connection.timezone }, async (tx) => {
+    const committed = await withLoadTransaction(o.pool, { target: a.target, timezone: connection.timezone, signal: o.signal }, async (tx) => {
       // The guard sees the target as the load would replace it (locked), and typed rows before a page is read.
       const guard = await targetGuard(a, tx);
       if (expectedRows !== undefined) await guard(expectedRows);

@@ -26,7 +26,7 @@
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
-import { releaseClient } from '../db.ts';
+import { cancelOnAbort, releaseClient } from '../db.ts';
 import { isConnectionLoss } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { SchemaChanges, WriteMode } from '../vocabulary.ts';
@@ -110,13 +110,19 @@ export interface LoadResult {
 /**
  * Runs `fn` inside the load transaction of `target` on a client of `pool`: the target's schema exists (created
  * outside the transaction, see ensureSchema), the session reads timestamps without offset in `timezone` with
- * DateStyle ISO, DMY (txt), and loads into the same target are serialised until the transaction ends.
+ * DateStyle ISO, DMY (txt), and loads into the same target are serialised until the transaction ends. When `signal`
+ * aborts, the statement running then is cancelled (db.ts cancelOnAbort): a load waiting for a lock ends too.
  * @param fn does the load and the caller's records on `tx`; returns whether to commit
  * @returns whether the transaction was committed (false: `fn` asked for a rollback)
  * @throws whatever `fn` throws, after ROLLBACK
  */
-export async function withLoadTransaction(pool: pg.Pool, o: { target: TableName; timezone: string }, fn: (tx: pg.PoolClient) => Promise<boolean>): Promise<boolean> {
+export async function withLoadTransaction(
+  pool: pg.Pool,
+  o: { target: TableName; timezone: string; signal?: AbortSignal | undefined },
+  fn: (tx: pg.PoolClient) => Promise<boolean>,
+): Promise<boolean> {
   const db = await pool.connect();
+  const canceller = cancelOnAbort(pool, db, o.signal);
   let broken = false;
   try {
     await ensureSchema(db, o.target.schema);
@@ -135,6 +141,7 @@ export async function withLoadTransaction(pool: pg.Pool, o: { target: TableName;
     broken = isConnectionLoss(err) || isConnectionLoss((err as { cause?: unknown }).cause);
     throw err;
   } finally {
+    if (await canceller.end()) broken = true;
     releaseClient(db, broken);
   }
 }
