@@ -32,35 +32,50 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
   }
 }
 
+/** A statement {@link cancelOnAbort} cancelled, and what PostgreSQL said it waited for then (pg_stat_activity). */
+export interface CancelledStatement {
+  /** `wait_event_type`: `Lock` for a lock another session holds, `IO`, `LWLock` …, or null: working. */
+  waitEventType: string | null;
+  /** `wait_event`: `relation`, `transactionid`, `DataFileRead` …, or null. */
+  waitEvent: string | null;
+}
+
 /** What {@link cancelOnAbort} gives: its end, to await before the client goes back to its pool. */
 export interface StatementCanceller {
-  /** Stops listening; waits for a cancel request under way. @returns whether one was sent (then destroy the client) */
-  end(): Promise<boolean>;
+  /** Stops listening; waits for a cancel under way. @returns the statement it cancelled (then destroy the client), or undefined */
+  end(): Promise<CancelledStatement | undefined>;
 }
 
 /**
- * Cancels the statement `client` runs when `signal` aborts (docs/architecture.md "Limits"): an abort (maxRunMs, a
- * shutdown) ends whatever the attempt awaits from the network, but not a statement PostgreSQL holds, such as a DELETE
- * waiting for a lock a long dashboard query or a migration keeps. `pg_cancel_backend` is asked on a connection of its
- * own (a full pool must not hold it up); the statement then fails with 57014 (query_canceled) and the caller's error
- * path rolls back. A client that was sent a cancel must be destroyed rather than reused: the cancel may arrive after
- * its statement ended and would hit the next one.
+ * Cancels the statement `client` runs when `signal` aborts, unless PostgreSQL waits for this process then (a COPY
+ * waiting for rows ends by the abort itself) (docs/architecture.md "Limits"): an abort (maxRunMs, a shutdown) ends
+ * whatever the attempt awaits from the network, but not a statement PostgreSQL holds, such as a DELETE waiting for a
+ * lock a long dashboard query or a migration keeps. `pg_cancel_backend` is asked on a connection of its own (a full
+ * pool must not hold it up); the statement then fails with 57014 (query_canceled) and the caller's error path rolls
+ * back. A client whose statement was cancelled must be destroyed rather than reused.
  * @param pool the pool `client` came from (its connection settings are used for the cancel)
  */
 export function cancelOnAbort(pool: pg.Pool, client: pg.PoolClient, signal: AbortSignal | undefined): StatementCanceller {
-  if (!signal) return { end: async () => false };
-  let sent: Promise<void> | undefined;
+  if (!signal) return { end: async () => undefined };
+  let asked: Promise<CancelledStatement | undefined> | undefined;
   const onAbort = (): void => {
     const pid = (client as pg.PoolClient & { processID?: number }).processID;
-    if (pid === undefined || sent) return;
-    sent = (async () => {
+    if (pid === undefined || asked) return;
+    asked = (async () => {
       const canceller = new pg.Client({ ...pool.options, connectionTimeoutMillis: 5_000 });
       canceller.on('error', () => undefined);
       try {
         await canceller.connect();
-        await canceller.query('SELECT pg_cancel_backend($1)', [pid]);
+        const { rows } = await canceller.query<{ wait_event_type: string | null; wait_event: string | null; cancelled: boolean }>(
+          `SELECT wait_event_type, wait_event, pg_cancel_backend(pid) AS cancelled FROM pg_stat_activity
+            WHERE pid = $1 AND state = 'active' AND wait_event_type IS DISTINCT FROM 'Client'`,
+          [pid],
+        );
+        const row = rows[0];
+        return row?.cancelled ? { waitEventType: row.wait_event_type, waitEvent: row.wait_event } : undefined;
       } catch {
         // The abort still ends the attempt once the statement ends by itself; nothing else to do.
+        return undefined;
       } finally {
         await canceller.end().catch(() => undefined);
       }
@@ -71,11 +86,29 @@ export function cancelOnAbort(pool: pg.Pool, client: pg.PoolClient, signal: Abor
   return {
     async end() {
       signal.removeEventListener('abort', onAbort);
-      if (!sent) return false;
-      await sent;
-      return true;
+      return asked;
     },
   };
+}
+
+/**
+ * A statement of a transaction that {@link cancelOnAbort} cancelled when the caller's signal aborted; `cause` is
+ * PostgreSQL's error (57014).
+ */
+export class StatementCancelledError extends Error {
+  readonly cancelled: CancelledStatement;
+  constructor(cancelled: CancelledStatement, cause: unknown) {
+    super(`PostgreSQL's statement was cancelled (it was ${describeWait(cancelled)})`, { cause });
+    this.name = 'StatementCancelledError';
+    this.cancelled = cancelled;
+  }
+}
+
+/** `waiting for a lock (relation)`, `waiting (IO: DataFileRead)` or `working`. */
+export function describeWait(c: CancelledStatement): string {
+  if (c.waitEventType === 'Lock') return `waiting for a lock another session held (${c.waitEvent ?? 'lock'})`;
+  if (c.waitEventType) return `waiting (${c.waitEventType}${c.waitEvent ? `: ${c.waitEvent}` : ''})`;
+  return 'working';
 }
 
 /**

@@ -128,6 +128,9 @@ it('an attempt whose pages trickle past maxRunMs fails with RUN_TIMEOUT, the loa
   expect(err.code).toBe('RUN_TIMEOUT');
   expect(error).toMatchObject({ stage: 'load', error_kind: 'RUN_TIMEOUT', retryable: true, details: { limitMs: 2_000 } });
   expect(err.message).toMatch(/it was at stage load, 2 pages \(\d+ bytes\) had been read completely/);
+  // COPY waited for this process's rows, not PostgreSQL for anything: the abort ended it, no statement was cancelled.
+  expect(error.details.cancelledStatement).toBeUndefined();
+  expect(err.message).toContain('a report slow to render, or pages slow to arrive');
 });
 
 it('a load waiting past maxRunMs for a lock another session holds fails with RUN_TIMEOUT: its statement is cancelled', async () => {
@@ -146,7 +149,11 @@ it('a load waiting past maxRunMs for a lock another session holds fails with RUN
     const failed = err as AttemptFailedError;
     expect(failed.code).toBe('RUN_TIMEOUT');
     const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId])).rows;
-    expect(errors).toMatchObject([{ stage: 'load', error_kind: 'RUN_TIMEOUT', retryable: true, details: { limitMs: 3_000 } }]);
+    expect(errors).toMatchObject([{ stage: 'load', error_kind: 'RUN_TIMEOUT', retryable: true, details: { limitMs: 3_000, cancelledStatement: { waitEventType: 'Lock', waitEvent: 'relation' } } }]);
+    // On-call reads what held it, not "a report slow to render".
+    expect(failed.message).toContain('PostgreSQL was still running a statement of the load, waiting for a lock another session held (relation), and it was cancelled');
+    expect(failed.message).toContain('Check what holds locks on the target');
+    expect(failed.message).not.toContain('slow to render');
     const { rows: waiting } = await h.pool.query('SELECT count(*)::int AS n FROM pg_locks WHERE relation = $1::regclass AND NOT granted', [table]);
     expect(waiting[0].n).toBe(0);
   } finally {

@@ -25,7 +25,7 @@ import { ATTR, extractTrace, type Attributes } from '../tracing.ts';
 import { AttemptFailedError, defaultWorkerName, type Attempt, type AttemptOptions, type AttemptResult } from './attempt.ts';
 import { AttemptTrace, type StepTimer } from './attempt-trace.ts';
 import { connectionAuthStore } from './auth-store.ts';
-import { deadlinesOf, RunDeadlineReached, RunTimeoutError } from './deadlines.ts';
+import { cancelledStatementOf, deadlinesOf, RunDeadlineReached, RunTimeoutError } from './deadlines.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { logicalTimeOf, runParameters } from './logical-time.ts';
 import { reportRows } from './report-rows.ts';
@@ -389,7 +389,9 @@ export async function recordFailedAttempt(a: Attempt, raw: unknown): Promise<Att
   const o = a.options;
   let err = coerceError(raw);
   // Once the attempt's signal aborted, whatever broke on the way is its consequence: maxRunMs, or a shutdown.
-  if (o.signal?.aborted && o.signal.reason instanceof RunDeadlineReached) err = new RunTimeoutError(o.signal.reason.limitMs, { stage: a.stage, pages: a.pages, bytes: a.bytes });
+  if (o.signal?.aborted && o.signal.reason instanceof RunDeadlineReached) {
+    err = new RunTimeoutError(o.signal.reason.limitMs, { stage: a.stage, pages: a.pages, bytes: a.bytes, cancelled: cancelledStatementOf(err) });
+  }
   else if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
   else if (!(err instanceof EtlError) && isConnectionLoss(err)) err = databaseError(err, a.stage);
   if (err instanceof EtlError && !err.stage) err.stage = a.stage;

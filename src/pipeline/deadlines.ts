@@ -8,6 +8,7 @@
  */
 import { DEFAULT_MAX_RUN_MS, DEFAULT_PAGE_TIMEOUT_MS } from '../config/schema.ts';
 import type { ResolvedJob } from '../config/load.ts';
+import { describeWait, StatementCancelledError, type CancelledStatement } from '../db.ts';
 import { EtlError } from '../errors.ts';
 import type { RunStage } from '../vocabulary.ts';
 
@@ -60,16 +61,32 @@ export class PageTimeoutError extends EtlError {
  * arrive. Retryable; `details`: limitMs, the stage it was at, pages and bytes read.
  */
 export class RunTimeoutError extends EtlError {
-  /** @param at where the attempt was: its stage, the pages read completely and their bytes */
-  constructor(limitMs: number, at: { stage: RunStage; pages: number; bytes: number }) {
+  /**
+   * @param at where the attempt was: its stage, the pages read completely and their bytes, and the load's statement
+   *   PostgreSQL was still running, cancelled (`details.cancelledStatement`: what it waited for)
+   */
+  constructor(limitMs: number, at: { stage: RunStage; pages: number; bytes: number; cancelled?: CancelledStatement | undefined }) {
     const got = at.pages === 0 && at.bytes === 0 ? 'no page had been read' : `${at.pages} page${at.pages === 1 ? '' : 's'} (${at.bytes} bytes) had been read completely`;
-    super(
-      'RUN_TIMEOUT',
-      `the attempt did not commit within maxRunMs (${limitMs} ms) of its start: it was at stage ${at.stage}, ${got}; nothing was committed. ` +
-        fixHint('maxRunMs', 'a report slow to render, or pages slow to arrive'),
-      { stage: at.stage, details: { limitMs, pages: at.pages, bytes: at.bytes } },
-    );
+    const database = at.cancelled
+      ? `; PostgreSQL was still running a statement of the load, ${describeWait(at.cancelled)}, and it was cancelled; nothing was committed. ` +
+        (at.cancelled.waitEventType === 'Lock'
+          ? 'Check what holds locks on the target (pg_locks joined with pg_stat_activity)'
+          : 'Check PostgreSQL (its load, what else runs there)') +
+        ', or raise maxRunMs in jobs.yaml (the job\'s, or its connection\'s) if loads this long are expected'
+      : `; nothing was committed. ${fixHint('maxRunMs', 'a report slow to render, or pages slow to arrive')}`;
+    super('RUN_TIMEOUT', `the attempt did not commit within maxRunMs (${limitMs} ms) of its start: it was at stage ${at.stage}, ${got}${database}`, {
+      stage: at.stage,
+      details: { limitMs, pages: at.pages, bytes: at.bytes, ...(at.cancelled ? { cancelledStatement: { ...at.cancelled } } : {}) },
+    });
   }
+}
+
+/** The statement {@link StatementCancelledError} says was cancelled, when `err` is one or wraps one. */
+export function cancelledStatementOf(err: unknown): CancelledStatement | undefined {
+  for (let e = err as { cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e instanceof StatementCancelledError) return e.cancelled;
+  }
+  return undefined;
 }
 
 /** The reason a page's signal carries when its deadline passed. */

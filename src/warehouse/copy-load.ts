@@ -26,7 +26,7 @@
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
-import { cancelOnAbort, releaseClient } from '../db.ts';
+import { cancelOnAbort, releaseClient, StatementCancelledError } from '../db.ts';
 import { isConnectionLoss } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { SchemaChanges, WriteMode } from '../vocabulary.ts';
@@ -139,9 +139,14 @@ export async function withLoadTransaction(
     }
   } catch (err) {
     broken = isConnectionLoss(err) || isConnectionLoss((err as { cause?: unknown }).cause);
+    const cancelled = await canceller.end();
+    if (cancelled) {
+      broken = true;
+      throw new StatementCancelledError(cancelled, err);
+    }
     throw err;
   } finally {
-    if (await canceller.end()) broken = true;
+    if (!broken && (await canceller.end())) broken = true;
     releaseClient(db, broken);
   }
 }
