@@ -36,10 +36,10 @@ let canonicalZones: Set<string> | undefined;
 /** The checks zod cannot express; each flags its path so that a schema refinement is not repeated. */
 function extraChecks(doc: Document, data: unknown, loc: Locator, file: string, flagged: Set<string>, env: NodeJS.ProcessEnv, targets: TargetCatalogue | undefined): Located[] {
   const out: Located[] = [];
-  const add = (path: ConfigPath, text: string, onKey = false) => {
+  const add = (path: ConfigPath, text: string, onKey = false, sharedTarget = false) => {
     const pos = onKey ? loc.key(path.slice(0, -1), String(path[path.length - 1])) : loc.node(path);
     flagged.add(formatPath(path));
-    out.push({ ...pos, path, text: `${file}:${pos.line}:${pos.col}: ${formatPath(path)}: ${text}` });
+    out.push({ ...pos, path, text: `${file}:${pos.line}:${pos.col}: ${formatPath(path)}: ${text}`, ...(sharedTarget ? { sharedTarget: true as const } : {}) });
   };
   const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
   const zone = (path: ConfigPath, v: unknown) => {
@@ -99,7 +99,7 @@ function extraChecks(doc: Document, data: unknown, loc: Locator, file: string, f
     }
     for (const p of jobTargetProblems(job.target, targets)) add([...path, ...p.path], p.text, p.onKey);
   }
-  for (const p of sharedTargetProblems(jobs)) add(['jobs', p.job, ...p.path], p.text);
+  for (const p of sharedTargetProblems(jobs)) add(['jobs', p.job, ...p.path], p.text, false, true);
   return out;
 }
 

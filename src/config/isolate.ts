@@ -28,17 +28,33 @@ export interface IsolatedConfig {
   config: EtlConfig;
   /** What was left out, jobs first, each sorted by name. */
   invalid: InvalidEntry[];
+  /** Each valid job as written (interpolated, before defaults): what a later change is compared with. */
+  writtenJobs: Record<string, unknown>;
+  /**
+   * Jobs kept running although they share their target with a job that writes it otherwise: they ran before the
+   * change, as written now, so the job the change brought is the one left out. Each with the problem it would have.
+   */
+  keptRunning: InvalidEntry[];
+}
+
+/** What the change is compared with: the jobs of the config in force, as written (IsolatedConfig.writtenJobs). */
+export interface RunningJobs {
+  writtenJobs: Readonly<Record<string, unknown>>;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
- * Validates jobs.yaml text, isolating invalid jobs, connections and alert targets.
+ * Validates jobs.yaml text, isolating invalid jobs, connections and alert targets. Jobs that write one table
+ * otherwise (a different write mode or merge key) are each invalid, since the file cannot say which one is meant;
+ * given the jobs `running` now, one of them that runs and is written as before keeps running, and only the other
+ * ones are left out: adding a job must not stop one that works.
  * @param file the name to show in problems
+ * @param running the jobs of the config in force (a live reload); absent at a start and for `validate`
  * @throws ConfigError when the text cannot be parsed, or with every problem when one is outside jobs,
  *   connections and alerts (then nothing can be trusted to run as written)
  */
-export function validateConfigIsolated(text: string, file: string, env: NodeJS.ProcessEnv = process.env): IsolatedConfig {
+export function validateConfigIsolated(text: string, file: string, env: NodeJS.ProcessEnv = process.env, running?: RunningJobs): IsolatedConfig {
   const checked = checkConfigText(text, file, env);
   const byJob = new Map<string, Located[]>();
   const byConnection = new Map<string, Located[]>();
@@ -58,11 +74,22 @@ export function validateConfigIsolated(text: string, file: string, env: NodeJS.P
   const data = structuredClone(checked.data) as Record<string, unknown>;
   const jobs = isObj(data.jobs) ? data.jobs : {};
   const invalid: InvalidEntry[] = [];
+  const keptRunning: InvalidEntry[] = [];
+  const writtenJobs: Record<string, unknown> = {};
   for (const [name, job] of Object.entries(jobs)) {
     const connection = get(job, ['connection']);
     const own = byJob.get(name) ?? [];
     const viaConnection = typeof connection === 'string' ? (byConnection.get(connection) ?? []) : [];
-    if (own.length === 0 && viaConnection.length === 0) continue;
+    const before = running?.writtenJobs[name];
+    if (own.length > 0 && viaConnection.length === 0 && own.every((p) => p.sharedTarget) && before !== undefined && JSON.stringify(before) === JSON.stringify(job)) {
+      keptRunning.push({ kind: 'job', name, problems: [...new Set(own.map((p) => p.text))] });
+      writtenJobs[name] = structuredClone(job);
+      continue;
+    }
+    if (own.length === 0 && viaConnection.length === 0) {
+      writtenJobs[name] = structuredClone(job);
+      continue;
+    }
     const problems = [...own, ...viaConnection].sort((a, b) => a.line - b.line || a.col - b.col).map((p) => p.text);
     const schedule = get(job, ['schedule']);
     invalid.push({ kind: 'job', name, problems: [...new Set(problems)], schedule: typeof schedule === 'string' ? schedule : undefined });
@@ -82,7 +109,7 @@ export function validateConfigIsolated(text: string, file: string, env: NodeJS.P
     throw new ConfigError(texts.length ? [...new Set(texts)] : result.error.issues.map((i) => `${file}: ${formatPath(i.path as (string | number)[])}: ${i.message}`));
   }
   invalid.sort((a, b) => (a.kind === b.kind ? a.name.localeCompare(b.name) : a.kind === 'job' ? -1 : 1));
-  return { config: result.data, invalid };
+  return { config: result.data, invalid, writtenJobs, keptRunning };
 }
 
 /**

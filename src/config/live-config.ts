@@ -51,6 +51,13 @@ export function logInvalid(log: Logger, invalid: InvalidEntry[]): void {
   for (const e of invalid) log.warn({ [e.kind]: e.name, problems: e.problems }, `jobs.yaml: invalid ${e.kind === 'job' ? 'job' : 'alert target'}: ${describeInvalid(e)}`);
 }
 
+/** Logs one warning per job kept running although a changed file gives its target to a job that writes it otherwise. */
+export function logKeptRunning(log: Logger, kept: InvalidEntry[]): void {
+  for (const e of kept) {
+    log.warn({ job: e.name, problems: e.problems }, `jobs.yaml: job "${e.name}" keeps running as it was; the job the change brought for its table is skipped: ${e.problems[0] ?? ''}`);
+  }
+}
+
 /**
  * Loads `path` and watches it. Invalid jobs and alert targets are left out and logged (config/isolate.ts), at
  * start and at every change; the valid ones run.
@@ -63,12 +70,15 @@ export async function watchLiveConfig(path: string, logger: Logger, options: { e
   const live = settableConfig(loaded.config, loaded.invalid);
   const log = logger.child({ component: 'config', path });
   logInvalid(log, loaded.invalid);
+  let running = { writtenJobs: loaded.writtenJobs ?? {} };
   const watcher = watchConfig(
     path,
     {
       onChange(c) {
         log.info({ jobs: Object.keys(c.config.jobs), invalid: c.invalid.map((e) => e.name) }, 'jobs.yaml changed: new config in force');
         logInvalid(log, c.invalid);
+        logKeptRunning(log, c.keptRunning ?? []);
+        running = { writtenJobs: c.writtenJobs ?? {} };
         live.set(c.config, c.invalid);
       },
       onError(e) {
@@ -76,7 +86,7 @@ export async function watchLiveConfig(path: string, logger: Logger, options: { e
       },
     },
     env,
-    { logger: log, isolate: true, ...(options.debounceMs !== undefined ? { debounceMs: options.debounceMs } : {}) },
+    { logger: log, isolate: true, running: () => running, ...(options.debounceMs !== undefined ? { debounceMs: options.debounceMs } : {}) },
   );
   return { current: live.current, invalid: live.invalid, onChange: live.onChange, close: () => watcher.close() };
 }

@@ -25,6 +25,10 @@ export interface LoadedConfig {
    * always empty when loaded strictly.
    */
   invalid: InvalidEntry[];
+  /** Loaded with isolation: each valid job as written (config/isolate.ts IsolatedConfig.writtenJobs). */
+  writtenJobs?: Record<string, unknown>;
+  /** Loaded with isolation: jobs kept running despite a shared target (config/isolate.ts IsolatedConfig.keptRunning). */
+  keptRunning?: InvalidEntry[];
 }
 
 /** Options of {@link loadConfig}. */

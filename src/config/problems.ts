@@ -19,6 +19,11 @@ export interface Located {
   text: string;
   /** The YAML path the problem is about (absent for syntax problems); isolation attributes problems by it. */
   path?: ConfigPath;
+  /**
+   * The job shares its target table with a job that writes it otherwise (target-checks.ts sharedTargetProblems): a
+   * running job, unchanged, keeps running when a change brings such a job (isolate.ts).
+   */
+  sharedTarget?: true;
 }
 
 /** The value at `path` in plain data, or undefined. */

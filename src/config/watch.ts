@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { ConfigError, coerceError } from '../errors.ts';
 import { silentLogger, type Logger } from '../logger.ts';
 import { validateConfigText, type LoadedConfig } from './load.ts';
-import { validateConfigIsolated } from './isolate.ts';
+import { validateConfigIsolated, type RunningJobs } from './isolate.ts';
 
 /** What {@link watchConfig} calls. */
 export interface ConfigWatchHandlers {
@@ -35,6 +35,8 @@ export interface WatchOptions {
   logger?: Logger;
   /** Isolate invalid jobs (config/isolate.ts) instead of refusing the whole change (default false). */
   isolate?: boolean;
+  /** With isolate: the jobs in force before the change, so that a running job is not left out for a newcomer's sake. */
+  running?: () => RunningJobs | undefined;
   /**
    * Told after every read of the file, whatever came of it (`unchanged`: the same text as before, nothing delivered),
    * so that a caller can tell "read and found nothing new" from "not read yet".
@@ -108,7 +110,7 @@ export function watchConfig(
     lastHash = hash;
     let loaded: LoadedConfig;
     try {
-      loaded = options.isolate ? { path, hash, ...validateConfigIsolated(text, path, env) } : { path, config: validateConfigText(text, path, env), hash, invalid: [] };
+      loaded = options.isolate ? { path, hash, ...validateConfigIsolated(text, path, env, options.running?.()) } : { path, config: validateConfigText(text, path, env), hash, invalid: [] };
     } catch (err) {
       const e = err instanceof ConfigError ? err : new ConfigError([`${path}: ${coerceError(err).message}`], { cause: err });
       if (!closing) call(() => handlers.onError(e));
