@@ -127,7 +127,7 @@ it('an attempt whose pages trickle past maxRunMs fails with RUN_TIMEOUT, the loa
   const { err, error } = await failingRun(config, name);
   expect(err.code).toBe('RUN_TIMEOUT');
   expect(error).toMatchObject({ stage: 'load', error_kind: 'RUN_TIMEOUT', retryable: true, details: { limitMs: 2_000 } });
-  expect(err.message).toMatch(/it was at stage load, 2 pages \(\d+ bytes\) had been read completely/);
+  expect(err.message).toMatch(/it was at stage load, 2 pages had been read completely \(\d+ bytes had arrived\)/);
   // COPY waited for this process's rows, not PostgreSQL for anything: the abort ended it, no statement was cancelled.
   expect(error.details.cancelledStatement).toBeUndefined();
   expect(err.message).toContain('a report slow to render, or pages slow to arrive');

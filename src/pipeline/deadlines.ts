@@ -66,7 +66,10 @@ export class RunTimeoutError extends EtlError {
    *   PostgreSQL was still running, cancelled (`details.cancelledStatement`: what it waited for)
    */
   constructor(limitMs: number, at: { stage: RunStage; pages: number; bytes: number; cancelled?: CancelledStatement | undefined }) {
-    const got = at.pages === 0 && at.bytes === 0 ? 'no page had been read' : `${at.pages} page${at.pages === 1 ? '' : 's'} (${at.bytes} bytes) had been read completely`;
+    const got =
+      at.bytes === 0
+        ? 'no page had been read'
+        : `${at.pages === 0 ? 'no page' : `${at.pages} page${at.pages === 1 ? '' : 's'}`} had been read completely (${at.bytes} bytes had arrived)`;
     const database = at.cancelled
       ? `; PostgreSQL was still running a statement of the load, ${describeWait(at.cancelled)}, and it was cancelled; nothing was committed. ` +
         (at.cancelled.waitEventType === 'Lock'
