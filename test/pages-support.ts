@@ -29,13 +29,13 @@ export async function* chunked(page: Buffer, size: number | 'random', seed = 1, 
 }
 
 /**
- * Decodes pages (1-based numbers in order) and returns all output bytes, checking each Buffer ends a row and none is
- * empty (a decoder tells its columns through its plan, never in the rows: pages/rows-plan.ts).
+ * Decodes pages (1-based numbers in order) in chunks of `size` (random sizes 1..`max` for 'random') and returns all
+ * output bytes, checking each Buffer ends a row and none is empty (a decoder tells its columns through its plan, never in the rows: pages/rows-plan.ts).
  */
-export async function decodeAll(decoder: PageDecoder, pages: Buffer[], size: number | 'random', seed = 1): Promise<Buffer> {
+export async function decodeAll(decoder: PageDecoder, pages: Buffer[], size: number | 'random', seed = 1, max = 300): Promise<Buffer> {
   const parts: Buffer[] = [];
   for (let p = 0; p < pages.length; p++) {
-    for await (const out of decoder.decodePage(chunked(pages[p]!, size, seed + p), p + 1)) {
+    for await (const out of decoder.decodePage(chunked(pages[p]!, size, seed + p, max), p + 1)) {
       if (out.length === 0) throw new Error('an empty Buffer among the rows');
       if (out[out.length - 1] !== 0x0a) throw new Error('a yielded Buffer does not end with a whole row');
       parts.push(Buffer.from(out));

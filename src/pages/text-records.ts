@@ -69,27 +69,31 @@ export abstract class TextRecordsDecoder implements PageDecoder {
     const carry = new ChunkCarry();
     let bomDone = false;
     for await (const chunk of body) {
-      let buf = carry.push(chunk);
+      // A record cut off by the chunk before is completed from the start of this one, the rest parsed in place
+      // (carry.ts pushStitched), rather than joining the whole chunk to it.
+      let buf = carry.pushStitched(chunk);
       if (buf === undefined) continue;
-      if (!bomDone) {
-        if (buf.length < BOM_MAX_BYTES) {
-          carry.keep(buf);
-          continue;
+      if (!bomDone && buf.length < BOM_MAX_BYTES) {
+        carry.keep(buf);
+        continue;
+      }
+      while (buf !== undefined) {
+        let start = 0;
+        if (!bomDone) {
+          start = bomLength(buf);
+          bomDone = true;
         }
-        const bom = bomLength(buf);
-        bomDone = true;
-        st.offset += bom;
-        buf = buf.subarray(bom);
+        const consumed = this.consume(buf, start, st);
+        const held = buf.length - consumed;
+        st.offset += consumed;
+        buf = carry.next(buf, consumed);
+        // An unfinished record is held until it ends: bound it, as the other text decoders do (value-limit.ts).
+        if (buf === undefined && held > this.maxValueBytes) {
+          throw valueTooLargeError({ page, row: this.nextRow(st), column: undefined, bytes: held, limit: this.maxValueBytes });
+        }
+        const rows = this.out.takeFull();
+        if (rows !== undefined) yield rows;
       }
-      const consumed = this.consume(buf, st);
-      st.offset += consumed;
-      // An unfinished record is held until it ends: bound it, as the other text decoders do (value-limit.ts).
-      if (buf.length - consumed > this.maxValueBytes) {
-        throw valueTooLargeError({ page, row: this.nextRow(st), column: undefined, bytes: buf.length - consumed, limit: this.maxValueBytes });
-      }
-      carry.keep(buf.subarray(consumed));
-      const rows = this.out.takeFull();
-      if (rows !== undefined) yield rows;
     }
     let rest = carry.finish();
     if (rest !== undefined && !bomDone) {
@@ -100,7 +104,7 @@ export abstract class TextRecordsDecoder implements PageDecoder {
     if (rest !== undefined && rest.length > 0) {
       // The last line may lack its line end: give it one, then everything must be consumed.
       const buf = Buffer.concat([rest, LF_BUFFER]);
-      const consumed = this.consume(buf, st);
+      const consumed = this.consume(buf, 0, st);
       if (consumed < buf.length) {
         throw new PageFormatError('page ends inside a quoted field', { page, row: st.line + 1, offset: st.offset + consumed });
       }
@@ -113,11 +117,11 @@ export abstract class TextRecordsDecoder implements PageDecoder {
   /** Called after the last record of a page (a page without records included). */
   protected endPage(_st: RecordPageState): void {}
 
-  /** Scans whole records from b[0]; returns the index after the last whole one. */
-  private consume(b: Buffer, st: RecordPageState): number {
+  /** Scans whole records from b[start]; returns the index after the last whole one. */
+  private consume(b: Buffer, start: number, st: RecordPageState): number {
     const n = b.length;
     const sc = this.scanner;
-    let i = 0;
+    let i = start;
     while (i < n) {
       const next = scanRecord(sc, b, i, n, st.page, st.line + 1, st.offset);
       if (next === NEED_MORE) break;
