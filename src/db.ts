@@ -3,6 +3,7 @@
  * (docs/architecture.md "Lifecycle": a failed transaction is always rolled back before its error travels on).
  */
 import pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { retry } from './backoff.ts';
 import { coerceError, isConnectionLoss } from './errors.ts';
 import type { Logger } from './logger.ts';
@@ -40,53 +41,70 @@ export interface CancelledStatement {
   waitEvent: string | null;
 }
 
-/** What {@link cancelOnAbort} gives: its end, to await before the client goes back to its pool. */
+/** What {@link cancelOnAbort} gives: its end, to await before the client rolls back and goes back to its pool. */
 export interface StatementCanceller {
-  /** Stops listening; waits for a cancel under way. @returns the statement it cancelled (then destroy the client), or undefined */
+  /**
+   * Stops cancelling (idempotent); waits for a cancel under way and closes the connection it used.
+   * @returns the first statement it cancelled (then destroy the client), or undefined
+   */
   end(): Promise<CancelledStatement | undefined>;
 }
 
+/** How often statements are looked at once the signal aborted, ms. */
+const CANCEL_CHECK_MS = 200;
+
 /**
- * Cancels the statement `client` runs when `signal` aborts, unless PostgreSQL waits for this process then (a COPY
- * waiting for rows ends by the abort itself) (docs/architecture.md "Limits"): an abort (maxRunMs, a shutdown) ends
- * whatever the attempt awaits from the network, but not a statement PostgreSQL holds, such as a DELETE waiting for a
- * lock a long dashboard query or a migration keeps. `pg_cancel_backend` is asked on a connection of its own (a full
- * pool must not hold it up); the statement then fails with 57014 (query_canceled) and the caller's error path rolls
- * back. A client whose statement was cancelled must be destroyed rather than reused.
+ * Cancels the statements `client` runs once `signal` aborted (docs/architecture.md "Limits"): an abort (maxRunMs, a
+ * shutdown) ends whatever the attempt awaits from the network, but not a statement PostgreSQL holds, such as a DELETE
+ * waiting for a lock a long dashboard query or a migration keeps. From the abort until {@link StatementCanceller.end},
+ * every 200 ms, a statement that is running and not waiting for this process (a COPY waiting for rows ends by the
+ * abort itself) is cancelled with `pg_cancel_backend`, asked on a connection of its own (a full pool must not hold it
+ * up): also one sent after the abort. It then fails with 57014 (query_canceled), and the caller's error path ends the
+ * canceller before its ROLLBACK. A client that had a statement cancelled must be destroyed rather than reused.
  * @param pool the pool `client` came from (its connection settings are used for the cancel)
  */
 export function cancelOnAbort(pool: pg.Pool, client: pg.PoolClient, signal: AbortSignal | undefined): StatementCanceller {
   if (!signal) return { end: async () => undefined };
-  let asked: Promise<CancelledStatement | undefined> | undefined;
-  const onAbort = (): void => {
-    const pid = (client as pg.PoolClient & { processID?: number }).processID;
-    if (pid === undefined || asked) return;
-    asked = (async () => {
-      const canceller = new pg.Client({ ...pool.options, connectionTimeoutMillis: 5_000 });
-      canceller.on('error', () => undefined);
-      try {
-        await canceller.connect();
+  const pid = (client as pg.PoolClient & { processID?: number }).processID;
+  const stop = new AbortController();
+  let first: CancelledStatement | undefined;
+  let watching: Promise<void> | undefined;
+  let ended: Promise<CancelledStatement | undefined> | undefined;
+  const watch = async (): Promise<void> => {
+    const canceller = new pg.Client({ ...pool.options, connectionTimeoutMillis: 5_000 });
+    canceller.on('error', () => undefined);
+    try {
+      await canceller.connect();
+      while (!stop.signal.aborted) {
         const { rows } = await canceller.query<{ wait_event_type: string | null; wait_event: string | null; cancelled: boolean }>(
           `SELECT wait_event_type, wait_event, pg_cancel_backend(pid) AS cancelled FROM pg_stat_activity
             WHERE pid = $1 AND state = 'active' AND wait_event_type IS DISTINCT FROM 'Client'`,
           [pid],
         );
         const row = rows[0];
-        return row?.cancelled ? { waitEventType: row.wait_event_type, waitEvent: row.wait_event } : undefined;
-      } catch {
-        // The abort still ends the attempt once the statement ends by itself; nothing else to do.
-        return undefined;
-      } finally {
-        await canceller.end().catch(() => undefined);
+        if (row?.cancelled) first ??= { waitEventType: row.wait_event_type, waitEvent: row.wait_event };
+        await sleep(CANCEL_CHECK_MS, undefined, { signal: stop.signal }).catch(() => undefined);
       }
-    })();
+    } catch {
+      // PostgreSQL cannot take the cancel (full, down): the abort still ends the attempt once the statement ends.
+    } finally {
+      await canceller.end().catch(() => undefined);
+    }
+  };
+  const onAbort = (): void => {
+    if (pid !== undefined && !stop.signal.aborted) watching ??= watch();
   };
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
   return {
-    async end() {
-      signal.removeEventListener('abort', onAbort);
-      return asked;
+    end() {
+      ended ??= (async () => {
+        signal.removeEventListener('abort', onAbort);
+        stop.abort();
+        await watching;
+        return first;
+      })();
+      return ended;
     },
   };
 }

@@ -26,7 +26,7 @@
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
-import { cancelOnAbort, releaseClient, StatementCancelledError } from '../db.ts';
+import { cancelOnAbort, releaseClient, StatementCancelledError, type CancelledStatement } from '../db.ts';
 import { isConnectionLoss } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { SchemaChanges, WriteMode } from '../vocabulary.ts';
@@ -110,20 +110,24 @@ export interface LoadResult {
 /**
  * Runs `fn` inside the load transaction of `target` on a client of `pool`: the target's schema exists (created
  * outside the transaction, see ensureSchema), the session reads timestamps without offset in `timezone` with
- * DateStyle ISO, DMY (txt), and loads into the same target are serialised until the transaction ends. When `signal`
- * aborts, the statement running then is cancelled (db.ts cancelOnAbort): a load waiting for a lock ends too.
+ * DateStyle ISO, DMY (txt), and loads into the same target are serialised until the transaction ends. Once `signal`
+ * aborted, the statements that PostgreSQL holds are cancelled (db.ts cancelOnAbort: a load waiting for a lock ends
+ * too) and nothing commits.
  * @param fn does the load and the caller's records on `tx`; returns whether to commit
  * @returns whether the transaction was committed (false: `fn` asked for a rollback)
- * @throws whatever `fn` throws, after ROLLBACK
+ * @throws the signal's reason when it aborted before the commit; StatementCancelledError wrapping the error of a
+ *   statement the abort cancelled; whatever `fn` throws; each after ROLLBACK
  */
 export async function withLoadTransaction(
   pool: pg.Pool,
   o: { target: TableName; timezone: string; signal?: AbortSignal | undefined },
   fn: (tx: pg.PoolClient) => Promise<boolean>,
 ): Promise<boolean> {
+  o.signal?.throwIfAborted();
   const db = await pool.connect();
   const canceller = cancelOnAbort(pool, db, o.signal);
   let broken = false;
+  let cancelled: CancelledStatement | undefined;
   try {
     await ensureSchema(db, o.target.schema);
     await db.query('BEGIN');
@@ -131,23 +135,24 @@ export async function withLoadTransaction(
       await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [o.timezone]);
       await lockTarget(db, o.target);
       const commit = await fn(db);
+      // An abort that came while the last statements ran: nothing commits past the deadline or into a shutdown.
+      if (commit) o.signal?.throwIfAborted();
       await db.query(commit ? 'COMMIT' : 'ROLLBACK');
       return commit;
     } catch (err) {
+      // No more cancels: the ROLLBACK must run.
+      cancelled = await canceller.end();
       await db.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
   } catch (err) {
+    cancelled ??= await canceller.end();
     broken = isConnectionLoss(err) || isConnectionLoss((err as { cause?: unknown }).cause);
-    const cancelled = await canceller.end();
-    if (cancelled) {
-      broken = true;
-      throw new StatementCancelledError(cancelled, err);
-    }
+    if (cancelled) throw new StatementCancelledError(cancelled, err);
     throw err;
   } finally {
-    if (!broken && (await canceller.end())) broken = true;
-    releaseClient(db, broken);
+    cancelled ??= await canceller.end();
+    releaseClient(db, broken || cancelled !== undefined);
   }
 }
 

@@ -1,0 +1,69 @@
+/**
+ * An abort (maxRunMs, a shutdown) ends a load transaction whatever PostgreSQL holds it with, and nothing commits after
+ * it (docs/architecture.md "Limits"): a statement sent after the abort that waits for a lock another session holds is
+ * cancelled too, and an abort that comes between statements stops the COMMIT. Real PostgreSQL.
+ */
+import pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { makePool } from '../src/app/connections.ts';
+import { StatementCancelledError } from '../src/db.ts';
+import { silentLogger } from '../src/logger.ts';
+import { withLoadTransaction } from '../src/warehouse/copy-load.ts';
+import { DATABASE_URL, uniqueName } from './support/env.ts';
+
+const schema = uniqueName('ltabort');
+let pool: pg.Pool;
+beforeAll(async () => {
+  pool = makePool(silentLogger, DATABASE_URL, 4);
+  await pool.query(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.t (n int); INSERT INTO ${schema}.t VALUES (1), (2)`);
+});
+afterAll(async () => {
+  await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await pool.end();
+});
+
+const rowsOf = async (): Promise<number[]> => (await pool.query<{ n: number }>(`SELECT n FROM ${schema}.t ORDER BY n`)).rows.map((r) => r.n);
+
+it('cancels a statement sent after the abort that waits for a lock another session holds', async () => {
+  const blocker = await pool.connect();
+  try {
+    await blocker.query('BEGIN');
+    await blocker.query(`LOCK TABLE ${schema}.t IN ACCESS EXCLUSIVE MODE`);
+    const controller = new AbortController();
+    const started = Date.now();
+    const load = withLoadTransaction(pool, { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal }, async (tx) => {
+      // The abort comes while this process is busy elsewhere; the DELETE is sent after it, and waits for the lock.
+      await sleep(300);
+      await tx.query(`DELETE FROM ${schema}.t`);
+      return true;
+    });
+    setTimeout(() => controller.abort(new Error('deadline')), 100);
+    const err = await load.then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(StatementCancelledError);
+    expect((err as StatementCancelledError).cancelled).toEqual({ waitEventType: 'Lock', waitEvent: 'relation' });
+    // Ended while the other session still held its lock (it would otherwise have waited for it for good).
+    expect(Date.now() - started).toBeLessThan(30_000);
+  } finally {
+    await blocker.query('ROLLBACK');
+    blocker.release();
+  }
+  expect(await rowsOf()).toEqual([1, 2]);
+});
+
+it('does not commit when the abort came between statements, and not at all when it came before', async () => {
+  const controller = new AbortController();
+  const err = await withLoadTransaction(pool, { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal }, async (tx) => {
+    await tx.query(`INSERT INTO ${schema}.t VALUES (3)`);
+    controller.abort(new Error('deadline passed'));
+    return true;
+  }).then(() => undefined, (e: unknown) => e);
+  expect((err as Error).message).toBe('deadline passed');
+  expect(await rowsOf()).toEqual([1, 2]);
+  let ran = false;
+  const early = await withLoadTransaction(pool, { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal }, async () => {
+    ran = true;
+    return true;
+  }).then(() => undefined, (e: unknown) => e);
+  expect({ message: (early as Error).message, ran }).toEqual({ message: 'deadline passed', ran: false });
+});
