@@ -193,6 +193,31 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
     expect(made.transitions.length).toBeGreaterThan(50);
   });
 
+  it('a table that cannot be kept (its table locked by another session) neither fails nor holds up the load transaction', async () => {
+    const zone = 'Asia/Kathmandu';
+    await pool.query('DELETE FROM etl.zone_rules WHERE zone = $1', [zone]);
+    const blocker = await pool.connect();
+    const tx = await pool.connect();
+    try {
+      // Reading etl.zone_rules goes on; inserting into it waits for the other session.
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE etl.zone_rules IN SHARE ROW EXCLUSIVE MODE');
+      await tx.query('BEGIN');
+      const started = Date.now();
+      expect(await zoneAgreesWithDatabase(tx, zone)).toBe(true);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      // The load transaction is fine: its next statements run.
+      expect((await tx.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      await tx.query('COMMIT');
+    } finally {
+      await tx.query('ROLLBACK').catch(() => undefined);
+      tx.release();
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    expect((await pool.query('SELECT count(*)::int AS n FROM etl.zone_rules WHERE zone = $1', [zone])).rows[0].n).toBe(0);
+  });
+
   it('a kept table costs one query, and PostgreSQL compares it again: one offset changed and the zone disagrees', async () => {
     const tzdata = intlTzdata()!;
     const make = async (zone: string, change: (offsets: number[]) => void): Promise<void> => {

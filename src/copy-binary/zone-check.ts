@@ -7,7 +7,7 @@
  * from 1850 to 2040, on both sides of every transition, and at a few instants before and after (from Intl).
  *
  * The table and the offsets compared are made once per zone and tz database of Node, and kept in `etl.zone_rules`
- * (migrations/0014): a process whose Node has the same tz database asks PostgreSQL one query, which compares them
+ * (migrations/0014, 0015): a process whose Node has the same tz database asks PostgreSQL one query, which compares them
  * with PostgreSQL's offsets of today (its tz database may have changed since), and asks Intl nothing. Asked once per
  * zone and process (docs/architecture.md "Flow of one run").
  */
@@ -54,13 +54,12 @@ const THEIRS = `SELECT array_agg(${PG_OFFSET('t', '$2')} ORDER BY n) AS offsets
     FROM unnest($1::float8[]) WITH ORDINALITY AS u(e, n), to_timestamp(e) AS t`;
 
 /**
- * Keeps a table made here. Never waits: the statement may run in a load transaction, which would hold its row until
- * the commit, so a second process that made the same table meanwhile skips keeping it (the advisory lock is taken
- * by the first) instead of waiting for the other's load to end.
+ * Keeps a table made here (migrations/0015 etl.keep_zone_rules). It may run in a load transaction, so it never fails
+ * it and never waits long: a second process that made the same table meanwhile skips keeping it instead of waiting
+ * for the other's load to end, and an error (no privilege, a lock held on the table past 200 ms) only means the row
+ * is not kept.
  */
-const KEEP = `INSERT INTO etl.zone_rules (zone, tzdata, transitions, offsets, instants, instant_offsets)
-  SELECT $1, $2, $3, $4, $5, $6 WHERE pg_try_advisory_xact_lock(hashtext('report-etl:zone-rules'), hashtext($1 || ' ' || $2))
-  ON CONFLICT DO NOTHING`;
+const KEEP = 'SELECT etl.keep_zone_rules($1, $2, $3, $4, $5, $6)';
 
 /**
  * Compares the offsets of `zone` in PostgreSQL (whatever the session's TimeZone) with this process's table of the

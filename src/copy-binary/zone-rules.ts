@@ -1,6 +1,6 @@
 /**
  * A time zone's rules as Intl knows them, as a table: every transition from 1850 to 2040 with the offsets on both
- * sides. Finding them takes some 40,000 Intl look-ups (about 40 ms with Intl's zone data loaded for the first time),
+ * sides. Finding them takes some 40,000 Intl look-ups (about 30 ms, and Intl loads its zone data the first time),
  * and the answer depends only on the tz database built into this Node (`process.versions.icu` and `.tz`), so
  * zone-check.ts keeps it in PostgreSQL (`etl.zone_rules`, migrations/0014) for every later process of every worker
  * with the same Node: their zone check is then one query, and their local times (local-time.ts) are read from the
