@@ -75,6 +75,12 @@ describe('validate', () => {
       expect.stringContaining('target.key[1]: lin is not a column of what outputType txt_all loads (did you mean "line"?): its table has the fixed columns page, line, fields'),
     ]);
     expect(problems(yaml({ outputType: 'xml', target: ['mode: merge', 'key: [seite]'] }))).toEqual([expect.stringContaining('target.key[0]: seite is not a column of what outputType xml loads: its table has the fixed columns page, document')]);
+    expect(problems(yaml({ outputType: 'xml', target: ['mode: merge', 'key: [document]'] }))).toEqual([
+      expect.stringContaining('target.key[0]: document is of type xml, which PostgreSQL cannot compare, so it cannot be a merge key: merge by page'),
+    ]);
+    expect(problems(yaml({ outputType: 'xml', target: ['mode: merge', 'key: [page]'] }))).toEqual([]);
+    // Documents cannot merge at all: one problem says so, not one per key.
+    expect(problems(yaml({ outputType: 'pdf', target: ['mode: merge', 'key: [pag]'] }))).toEqual([expect.stringContaining('mode merge does not apply to documents')]);
     expect(problems(yaml({ outputType: 'txt_allcstr', target: ['mode: merge', 'key: [page, line]'] }))).toEqual([]);
     expect(problems(yaml({ outputType: 'json_userdef', target: ['mode: merge', 'key: [page]'] }))).toEqual([]);
   });

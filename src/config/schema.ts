@@ -259,16 +259,21 @@ export const jobSchema = z
     if (shape === 'file' && j.target.mode === 'merge') {
       ctx.addIssue({ code: 'custom', path: ['target', 'mode'], message: `mode merge does not apply to documents (outputType ${type}): use replace or append` });
     }
-    if (shape !== 'rows' && j.target.mode === 'merge') {
-      // A lines or document table has fixed columns: a key that is none of them would fail the first load in PostgreSQL.
-      const fixed = FIXED_COLUMNS[shape].map((c) => c.name);
+    if (shape !== 'rows' && shape !== 'file' && j.target.mode === 'merge') {
+      // A lines or document table has fixed columns: a key that is none of them, or one PostgreSQL cannot compare
+      // (xml has no equality), would fail the first load in PostgreSQL.
+      const fixed = FIXED_COLUMNS[shape];
+      const keyable = fixed.filter((c) => c.type !== 'xml').map((c) => c.name);
       j.target.key.forEach((k, i) => {
-        if (fixed.includes(k)) return;
-        const near = closestMatch(k, fixed);
+        if (keyable.includes(k)) return;
+        const column = fixed.find((c) => c.name === k);
+        const near = closestMatch(k, keyable);
         ctx.addIssue({
           code: 'custom',
           path: ['target', 'key', i],
-          message: `${k} is not a column of what outputType ${type} loads${near ? ` (did you mean "${near}"?)` : ''}: its table has the fixed columns ${fixed.join(', ')} (README "Output types")`,
+          message: column
+            ? `${k} is of type ${column.type}, which PostgreSQL cannot compare, so it cannot be a merge key: merge by ${keyable.join(', ')}`
+            : `${k} is not a column of what outputType ${type} loads${near ? ` (did you mean "${near}"?)` : ''}: its table has the fixed columns ${fixed.map((c) => c.name).join(', ')} (README "Output types")`,
         });
       });
     }
