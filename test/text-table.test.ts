@@ -4,6 +4,7 @@
  */
 import { expect, it } from 'vitest';
 import { textTable } from '../src/cli/text-table.ts';
+import { cell } from '../src/cli/preview.ts';
 
 it('pads every cell but the last to the widest cell as a terminal shows it', () => {
   const lines = textTable(
@@ -15,4 +16,11 @@ it('pads every cell but the last to the widest cell as a terminal shows it', () 
     ],
   );
   expect(lines).toEqual(['kunde        ort', '日本商事     Tokyo', 'Cafe\u0301 Zürich  Zürich', 'ab']);
+});
+
+it('cuts a long preview cell by characters, never inside an emoji', () => {
+  const v = `${'a'.repeat(38)}😀😀 and more`;
+  expect(cell(v)).toBe(`${'a'.repeat(38)}😀…`);
+  expect(cell('line\nnext\tcol')).toBe('line⏎next→col');
+  expect(cell(null)).toBe('NULL');
 });

@@ -13,10 +13,16 @@ import { textTable } from './text-table.ts';
 /** Widest value shown in a cell, in characters (longer ones end in …). */
 const CELL_MAX = 40;
 
-function cell(v: string | null): string {
+/**
+ * A value as one line of a preview table: NULL for null, line breaks and tabs shown as ⏎ and →, cut to
+ * {@link CELL_MAX} characters (code points, so an emoji is never split) ending in ….
+ */
+export function cell(v: string | null): string {
   if (v === null) return 'NULL';
   const flat = v.replace(/\r?\n/g, '⏎').replace(/\t/g, '→');
-  return flat.length > CELL_MAX ? `${flat.slice(0, CELL_MAX - 1)}…` : flat;
+  // Cut by characters (code points), never inside a surrogate pair.
+  const chars = Array.from(flat);
+  return chars.length > CELL_MAX ? `${chars.slice(0, CELL_MAX - 1).join('')}…` : flat;
 }
 
 /** Prints a preview for a person. */

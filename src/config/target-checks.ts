@@ -150,7 +150,8 @@ function writesByTable(jobs: unknown): Map<string, TargetWrite[]> {
 /**
  * Jobs that write one target table with different write modes or merge keys: one job's runs would undo the other's
  * (a replace removes what a merge kept, a merge by another key finds no unique index). Each such job gets a problem
- * naming the others, so that isolation skips every one of them: which one is meant cannot be told from the file.
+ * naming the others, so that isolation skips every one of them: which one is meant cannot be told from the file
+ * (a live reload keeps one that was running and is written as before, isolate.ts).
  * @param jobs the raw `jobs` map
  * @returns problems with their job name and the path below it (`['target', 'table']`)
  */

@@ -67,7 +67,7 @@ export class RunTimeoutError extends EtlError {
    */
   constructor(limitMs: number, at: { stage: RunStage; pages: number; bytes: number; cancelled?: CancelledStatement | undefined }) {
     const got =
-      at.bytes === 0
+      at.pages === 0 && at.bytes === 0
         ? 'no page had been read'
         : `${at.pages === 0 ? 'no page' : `${at.pages} page${at.pages === 1 ? '' : 's'}`} had been read completely (${at.bytes} bytes had arrived)`;
     const database = at.cancelled
