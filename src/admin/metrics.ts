@@ -22,9 +22,10 @@
  * - per jobs.yaml job, with the live config: `report_etl_job_last_success_timestamp_seconds{job}` (unix
  *   time of the newest succeeded attempt's end; absent when it never succeeded), `report_etl_job_stale{job}` (1 when
  *   its freshness is breached, 0 otherwise; jobs with a freshness only), `report_etl_job_freshness_seconds{job}` (that
- *   freshness, so a dashboard can set the age of the last success against it), `report_etl_job_failing{job}` (1 from a
- *   run that failed for good, after its last retry, until the job's next success: etl.job_alerts, the state the
- *   `failed` and `recovered` alerts and the overview's *failing now* follow; 0 otherwise) and
+ *   freshness, so a dashboard can set the age of the last success against it), `report_etl_job_failing{job,connection}` (1
+ *   from a run that failed for good, after its last retry, until the job's next success: etl.job_alerts, the state
+ *   the `failed` and `recovered` alerts and the overview's *failing now* follow; 0 otherwise; `connection` lets a rule
+ *   leave out the jobs of a connection that needs a login) and
  *   `report_etl_job_config_invalid{job}` (1 for each job jobs.yaml problems keep from running, so
  *   `sum(report_etl_job_config_invalid) > 0` can page).
  */
@@ -235,7 +236,7 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
 
 /** The per-job gauges (last success, freshness, stale, failing, config validity), read at scrape time from the live config, etl.attempts and etl.job_alerts. */
 function addJobMetrics(registry: Registry, pool: Queryable, config: LiveConfig): void {
-  let pending: Promise<{ lastSuccess: Map<string, Date>; stale: Map<string, boolean>; freshnessSeconds: Map<string, number>; failing: Map<string, boolean> }> | undefined;
+  let pending: Promise<{ lastSuccess: Map<string, Date>; stale: Map<string, boolean>; freshnessSeconds: Map<string, number>; failing: Map<string, { failing: boolean; connection: string }> }> | undefined;
   const read = async () => {
     const cfg = config.current();
     const jobs = Object.keys(cfg.jobs);
@@ -243,12 +244,12 @@ function addJobMetrics(registry: Registry, pool: Queryable, config: LiveConfig):
     const lastSuccess = new Map<string, Date>();
     const stale = new Map<string, boolean>();
     const freshnessSeconds = new Map<string, number>();
-    const failing = new Map<string, boolean>();
+    const failing = new Map<string, { failing: boolean; connection: string }>();
     const now = new Date();
     for (const h of health) {
       const at = h.lastSuccess ? (h.lastSuccess.finished_at ?? h.lastSuccess.started_at) : undefined;
       if (at) lastSuccess.set(h.job, at);
-      failing.set(h.job, h.failingSince !== undefined);
+      failing.set(h.job, { failing: h.failingSince !== undefined, connection: cfg.jobs[h.job]?.connection ?? '' });
       const f = freshnessOf(cfg, h.job);
       if (!f) continue;
       stale.set(h.job, staleness(at, seen.get(h.job), f.ms, now).stale);
@@ -289,12 +290,12 @@ function addJobMetrics(registry: Registry, pool: Queryable, config: LiveConfig):
   });
   new Gauge({
     name: 'report_etl_job_failing',
-    help: 'Whether a run of the job failed for good (after its last retry) and no run of it succeeded since (1) or not (0).',
-    labelNames: ['job'] as const,
+    help: 'Whether a run of the job failed for good (after its last retry) and no run of it succeeded since (1) or not (0); connection: the job\'s jobs.yaml connection.',
+    labelNames: ['job', 'connection'] as const,
     registers: [registry],
     async collect() {
       this.reset();
-      for (const [job, failing] of (await snapshot()).failing) this.set({ job }, failing ? 1 : 0);
+      for (const [job, f] of (await snapshot()).failing) this.set({ job, connection: f.connection }, f.failing ? 1 : 0);
     },
   });
   new Gauge({
