@@ -160,4 +160,14 @@ describe('report.maxValueBytes', () => {
     expect(err.code).toBe('VALUE_TOO_LARGE');
     expect(err.message).toMatch(/^page 1, row \d+: a value larger than maxValueBytes \(1000 bytes;/);
   });
+
+  it.each(['txt_cstr', 'txt_allcstr', 'txt_all'] as const)('%s: a record past the limit fails holding at most the limit and one chunk, whatever the chunks', async (type) => {
+    const big = Buffer.concat([Buffer.from('"A"\r\n"'), Buffer.alloc(1_000_000, 0x61), Buffer.from('"\r\n')]);
+    for (const size of [1000, 9000, 65_536]) {
+      const d = makePageDecoder(type, { maxValueBytes: 100_000 });
+      const err = (await decodeAll(d, [big], size).catch((e: unknown) => e)) as { code: string; details: { bytes: number } };
+      expect({ size, code: err.code }).toEqual({ size, code: 'VALUE_TOO_LARGE' });
+      expect(err.details.bytes, `chunks of ${size}`).toBeLessThanOrEqual(100_000 + size);
+    }
+  });
 });

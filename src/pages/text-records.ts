@@ -66,7 +66,11 @@ export abstract class TextRecordsDecoder implements PageDecoder {
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number, _meta?: PageMeta): AsyncGenerator<Buffer> {
     const st: RecordPageState = { page, line: 0, offset: 0 };
-    const carry = new ChunkCarry();
+    // A record cut off by a chunk is held until it ends: bounded by maxValueBytes as it grows (value-limit.ts), so a
+    // page holding one enormous value costs at most about the limit.
+    const carry = new ChunkCarry(this.maxValueBytes, (_held, bytes) => {
+      throw valueTooLargeError({ page, row: this.nextRow(st), column: undefined, bytes, limit: this.maxValueBytes });
+    });
     let bomDone = false;
     for await (const chunk of body) {
       // A record cut off by the chunk before is completed from the start of this one, the rest parsed in place
