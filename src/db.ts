@@ -39,6 +39,8 @@ export interface CancelledStatement {
   waitEventType: string | null;
   /** `wait_event`: `relation`, `transactionid`, `DataFileRead` …, or null. */
   waitEvent: string | null;
+  /** PostgreSQL had no connection to spare to be asked: cancelled by the protocol's cancel request, wait unknown. */
+  unseen?: true;
 }
 
 /** What {@link cancelOnAbort} gives: its end, to await before the client rolls back and goes back to its pool. */
@@ -59,7 +61,8 @@ const CANCEL_CHECK_MS = 200;
  * waiting for a lock a long dashboard query or a migration keeps. From the abort until {@link StatementCanceller.end},
  * every 200 ms, a statement that is running and not waiting for this process (a COPY waiting for rows ends by the
  * abort itself) is cancelled with `pg_cancel_backend`, asked on a connection of its own (a full pool must not hold it
- * up): also one sent after the abort. It then fails with 57014 (query_canceled), and the caller's error path ends the
+ * up): also one sent after the abort. When PostgreSQL has no connection to spare, the protocol's cancel request
+ * (which needs none) cancels whatever statement runs. It then fails with 57014 (query_canceled), and the caller's error path ends the
  * canceller before its ROLLBACK. A client that had a statement cancelled must be destroyed rather than reused.
  * @param pool the pool `client` came from (its connection settings are used for the cancel)
  */
@@ -70,25 +73,48 @@ export function cancelOnAbort(pool: pg.Pool, client: pg.PoolClient, signal: Abor
   let first: CancelledStatement | undefined;
   let watching: Promise<void> | undefined;
   let ended: Promise<CancelledStatement | undefined> | undefined;
+  // PostgreSQL without a connection to spare (max_connections reached, as when every load of a shutting-down fleet
+  // aborts at once): the protocol's cancel request, which needs none, for whatever statement runs then.
+  const cancelByRequest = (): void => {
+    const active = (client as pg.PoolClient & { activeQuery?: unknown }).activeQuery;
+    if (!active) return;
+    const request = new pg.Client(pool.options) as pg.Client & { cancel(c: pg.PoolClient, q: unknown): void; connection: { on(e: string, f: () => void): void } };
+    request.connection.on('error', () => undefined);
+    request.cancel(client, active);
+    first ??= { waitEventType: null, waitEvent: null, unseen: true };
+  };
   const watch = async (): Promise<void> => {
-    const canceller = new pg.Client({ ...pool.options, connectionTimeoutMillis: 5_000 });
-    canceller.on('error', () => undefined);
+    let canceller: pg.Client | undefined;
     try {
-      await canceller.connect();
       while (!stop.signal.aborted) {
-        const { rows } = await canceller.query<{ wait_event_type: string | null; wait_event: string | null; cancelled: boolean }>(
-          `SELECT wait_event_type, wait_event, pg_cancel_backend(pid) AS cancelled FROM pg_stat_activity
-            WHERE pid = $1 AND state = 'active' AND wait_event_type IS DISTINCT FROM 'Client'`,
-          [pid],
-        );
-        const row = rows[0];
-        if (row?.cancelled) first ??= { waitEventType: row.wait_event_type, waitEvent: row.wait_event };
+        if (!canceller) {
+          const c = new pg.Client({ ...pool.options, connectionTimeoutMillis: 2_000 });
+          c.on('error', () => undefined);
+          canceller = await c.connect().then(
+            () => c,
+            async () => {
+              await c.end().catch(() => undefined);
+              return undefined;
+            },
+          );
+        }
+        if (stop.signal.aborted) break;
+        if (!canceller) cancelByRequest();
+        else {
+          const { rows } = await canceller.query<{ wait_event_type: string | null; wait_event: string | null; cancelled: boolean }>(
+            `SELECT wait_event_type, wait_event, pg_cancel_backend(pid) AS cancelled FROM pg_stat_activity
+              WHERE pid = $1 AND state = 'active' AND wait_event_type IS DISTINCT FROM 'Client'`,
+            [pid],
+          );
+          const row = rows[0];
+          if (row?.cancelled) first ??= { waitEventType: row.wait_event_type, waitEvent: row.wait_event };
+        }
         await sleep(CANCEL_CHECK_MS, undefined, { signal: stop.signal }).catch(() => undefined);
       }
     } catch {
-      // PostgreSQL cannot take the cancel (full, down): the abort still ends the attempt once the statement ends.
+      // The canceller's connection broke: the abort still ends the attempt once the statement ends by itself.
     } finally {
-      await canceller.end().catch(() => undefined);
+      await canceller?.end().catch(() => undefined);
     }
   };
   const onAbort = (): void => {
@@ -122,8 +148,9 @@ export class StatementCancelledError extends Error {
   }
 }
 
-/** `waiting for a lock (relation)`, `waiting (IO: DataFileRead)` or `working`. */
+/** `waiting for a lock (relation)`, `waiting (IO: DataFileRead)`, `working` or, unseen, `running`. */
 export function describeWait(c: CancelledStatement): string {
+  if (c.unseen) return 'running (PostgreSQL had no connection to spare to say what it waited for)';
   if (c.waitEventType === 'Lock') return `waiting for a lock another session held (${c.waitEvent ?? 'lock'})`;
   if (c.waitEventType) return `waiting (${c.waitEventType}${c.waitEvent ? `: ${c.waitEvent}` : ''})`;
   return 'working';

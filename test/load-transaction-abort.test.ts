@@ -51,6 +51,35 @@ it('cancels a statement sent after the abort that waits for a lock another sessi
   expect(await rowsOf()).toEqual([1, 2]);
 });
 
+it('cancels by the protocol\'s cancel request when PostgreSQL has no connection to spare', async () => {
+  // A role allowed one connection: the load holds it, so the canceller cannot connect to ask pg_cancel_backend.
+  const role = uniqueName('ltrole');
+  await pool.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 1; GRANT USAGE ON SCHEMA ${schema} TO ${role}; GRANT ALL ON ${schema}.t TO ${role}`);
+  const url = new URL(DATABASE_URL);
+  url.username = role;
+  const limited = makePool(silentLogger, url.toString(), 1);
+  const blocker = await pool.connect();
+  try {
+    await blocker.query('BEGIN');
+    await blocker.query(`LOCK TABLE ${schema}.t IN ACCESS EXCLUSIVE MODE`);
+    const controller = new AbortController();
+    const load = withLoadTransaction(limited, { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal }, async (tx) => {
+      await tx.query(`DELETE FROM ${schema}.t`);
+      return true;
+    });
+    setTimeout(() => controller.abort(new Error('deadline')), 300);
+    const err = await load.then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(StatementCancelledError);
+    expect((err as StatementCancelledError).cancelled).toEqual({ waitEventType: null, waitEvent: null, unseen: true });
+  } finally {
+    await blocker.query('ROLLBACK');
+    blocker.release();
+    await limited.end();
+    await pool.query(`REVOKE ALL ON ${schema}.t FROM ${role}; REVOKE USAGE ON SCHEMA ${schema} FROM ${role}; DROP ROLE ${role}`);
+  }
+  expect(await rowsOf()).toEqual([1, 2]);
+});
+
 it('does not commit when the abort came between statements, and not at all when it came before', async () => {
   const controller = new AbortController();
   const err = await withLoadTransaction(pool, { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal }, async (tx) => {

@@ -74,7 +74,9 @@ export class RunTimeoutError extends EtlError {
       ? `; PostgreSQL was still running a statement of the load, ${describeWait(at.cancelled)}, and it was cancelled; nothing was committed. ` +
         (at.cancelled.waitEventType === 'Lock'
           ? 'Check what holds locks on the target (pg_locks joined with pg_stat_activity)'
-          : 'Check PostgreSQL (its load, what else runs there)') +
+          : at.cancelled.unseen
+            ? 'Check PostgreSQL (its connections: max_connections was reached; what holds locks on the target)'
+            : 'Check PostgreSQL (its load, what else runs there)') +
         ', or raise maxRunMs in jobs.yaml (the job\'s, or its connection\'s) if loads this long are expected'
       : `; nothing was committed. ${fixHint('maxRunMs', 'a report slow to render, or pages slow to arrive')}`;
     super('RUN_TIMEOUT', `the attempt did not commit within maxRunMs (${limitMs} ms) of its start: it was at stage ${at.stage}, ${got}${database}`, {

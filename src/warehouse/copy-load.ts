@@ -135,13 +135,15 @@ export async function withLoadTransaction(
       await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [o.timezone]);
       await lockTarget(db, o.target);
       const commit = await fn(db);
-      // An abort that came while the last statements ran: nothing commits past the deadline or into a shutdown.
+      // No cancel may hit the COMMIT or ROLLBACK; an abort that came while the last statements ran (or while the
+      // canceller ended) commits nothing: not past the deadline, not into a shutdown.
+      cancelled = await canceller.end();
       if (commit) o.signal?.throwIfAborted();
       await db.query(commit ? 'COMMIT' : 'ROLLBACK');
       return commit;
     } catch (err) {
       // No more cancels: the ROLLBACK must run.
-      cancelled = await canceller.end();
+      cancelled ??= await canceller.end();
       await db.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
