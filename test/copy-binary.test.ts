@@ -193,6 +193,14 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
     expect(made.transitions.length).toBeGreaterThan(50);
   });
 
+  it('a call waiting on another load\'s question that fails asks on its own transaction', async () => {
+    const zone = 'Pacific/Chatham';
+    const failing = { query: () => new Promise((_, reject) => setTimeout(() => reject(new Error('canceling statement due to user request')), 50)) } as unknown as pg.Client;
+    const [a, b] = await Promise.allSettled([zoneAgreesWithDatabase(failing, zone), zoneAgreesWithDatabase(db, zone)]);
+    expect(a).toMatchObject({ status: 'rejected', reason: { message: 'canceling statement due to user request' } });
+    expect(b).toEqual({ status: 'fulfilled', value: true });
+  });
+
   it('a table that cannot be kept (its table locked by another session) neither fails nor holds up the load transaction', async () => {
     const zone = 'Asia/Kathmandu';
     await pool.query('DELETE FROM etl.zone_rules WHERE zone = $1', [zone]);

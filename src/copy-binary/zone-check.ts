@@ -65,16 +65,27 @@ const KEEP = 'SELECT etl.keep_zone_rules($1, $2, $3, $4, $5, $6)';
  * Compares the offsets of `zone` in PostgreSQL (whatever the session's TimeZone) with this process's table of the
  * zone, kept in etl.zone_rules or made from Intl (and then kept). The answer is kept for the process; when they
  * agree, local-time.ts reads the zone's local times from the table. A call while another one asks waits for that
- * one's answer.
+ * one's answer, and asks itself when that one failed (the other's transaction may have been cancelled).
  * @returns true when they agree at every instant compared; false when not, or when Intl does not know the zone
  * @throws the query's error (nothing is kept then: the next call asks again)
  */
-export function zoneAgreesWithDatabase(db: Queryable, zone: string): Promise<boolean> {
+export async function zoneAgreesWithDatabase(db: Queryable, zone: string): Promise<boolean> {
+  const asked = agreed.get(zone);
+  if (asked !== undefined) {
+    try {
+      return await asked;
+    } catch {
+      // Another load asked on its own transaction, which failed (cancelled, rolled back): ask on this one.
+    }
+  }
   let answer = agreed.get(zone);
-  if (answer === undefined) {
-    answer = compareZone(db, zone);
-    agreed.set(zone, answer);
-    answer.catch(() => agreed.delete(zone));
+  if (answer === undefined || answer === asked) {
+    const mine = compareZone(db, zone);
+    agreed.set(zone, mine);
+    mine.catch(() => {
+      if (agreed.get(zone) === mine) agreed.delete(zone);
+    });
+    answer = mine;
   }
   return answer;
 }
