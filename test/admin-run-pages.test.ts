@@ -10,6 +10,7 @@ import { escapeHtml } from '../src/admin/html.ts';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { resolveJob } from '../src/config/load.ts';
 import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { recordRunRequest } from '../src/history/runs.ts';
 import { silentLogger } from '../src/logger.ts';
 import { AttemptFailedError, runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
@@ -112,6 +113,15 @@ describe('run history pages', () => {
     const ok = await (await get(`/admin/runs/${okJob}/${okResult.runKey}`, bearer)).text();
     expect(ok).toContain(`<dd class="rows">${okResult.rows}</dd>`);
     expect(ok).not.toContain('id="replay"');
+    // A foreground run was never queued: no Queued line.
+    expect(ok).not.toContain('<dt>Queued</dt>');
+  });
+
+  it('the run page of a queued run says when it was queued and how long it waited for a worker', async () => {
+    const runKey = `${okJob}__queued`;
+    await recordRunRequest(h.pool, { job: okJob, runKey, queueJobId: runKey, trigger: 'manual', queuedAt: new Date(Date.now() - 125_000) });
+    const body = await (await get(`/admin/runs/${okJob}/${runKey}`, bearer)).text();
+    expect(body).toMatch(/<dt>Queued<\/dt><dd class="queued">[\d: -]+\+0[12]:00 <span class="muted">\(a worker began it 2 min 0[4-9] s later\)<\/span><\/dd>/);
   });
 
   it("the attempt page shows the server's multi-line text verbatim, its run, and the run's Replay button", async () => {

@@ -70,6 +70,7 @@ it('a run whose first attempt failed and second succeeded is one run row: 2 atte
       logical_end: expect.any(Date),
       parameters: null,
       queue_job_id: null,
+      queued_at: null,
       created_at: attempts[0]!.started_at,
       attempts: 2,
       status: 'succeeded',
@@ -124,17 +125,19 @@ it('a queued run has its row from its request on: no attempt yet, then its attem
   const job = `${jp}_queued`;
   const tick = new Date('2026-01-22T02:15:00Z');
   const runKey = `${job}__20260122T021500Z`;
-  const req = { job, runKey, queueJobId: runKey, trigger: 'schedule' as const, scheduledFor: tick, logicalStart: new Date('2026-01-21T02:15:00Z'), logicalEnd: tick };
+  const queuedAt = new Date(Date.now() - 90_000);
+  const req = { job, runKey, queueJobId: runKey, trigger: 'schedule' as const, scheduledFor: tick, logicalStart: new Date('2026-01-21T02:15:00Z'), logicalEnd: tick, queuedAt };
   await recordRunRequest(h.pool, req);
-  expect(await runsOf(h.pool, job)).toMatchObject([{ trigger: 'schedule', scheduled_for: tick, queue_job_id: runKey, attempts: 0, status: null, first_started_at: null }]);
+  expect(await runsOf(h.pool, job)).toMatchObject([{ trigger: 'schedule', scheduled_for: tick, queue_job_id: runKey, queued_at: queuedAt, attempts: 0, status: null, first_started_at: null }]);
   const first = start(job, runKey, { trigger: 'schedule', scheduledFor: tick });
   await insertAttempt(h.pool, first);
   await failAttempt(h.pool, first.attemptId, failure);
   // The replay's worker records its request too: the first one stays.
-  await recordRunRequest(h.pool, { ...req, queueJobId: `${runKey}__replay_${first.attemptId}`, trigger: 'replay', parameters: { X: '1' } });
+  // The first request wins: a replay queued later keeps the run's queue job, parameters and queue time.
+  await recordRunRequest(h.pool, { ...req, queueJobId: `${runKey}__replay_${first.attemptId}`, trigger: 'replay', parameters: { X: '1' }, queuedAt: new Date() });
   const replay = start(job, runKey, { trigger: 'replay', scheduledFor: tick });
   expect(await insertAttempt(h.pool, replay)).toBe(2);
-  expect(await runsOf(h.pool, job)).toMatchObject([{ trigger: 'schedule', queue_job_id: runKey, parameters: null, attempts: 2, status: 'running' }]);
+  expect(await runsOf(h.pool, job)).toMatchObject([{ trigger: 'schedule', queue_job_id: runKey, parameters: null, queued_at: queuedAt, attempts: 2, status: 'running' }]);
 });
 
 it('a run key or an attempt id names its run; a run key of two jobs is ambiguous until the job is given', async () => {

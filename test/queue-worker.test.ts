@@ -140,12 +140,17 @@ it('a non-retryable failure fails at once; a retryable one uses its attempts; re
   expect((await queue.getJob(bad.jobId))?.failedReason).toMatch(/^REPORT_FAILED: /);
   // Every report API call answers 503: both attempts fail.
   h.sim.setFaults({ errorRate: 1 });
+  const enqueuedAt = Date.now();
   const { jobId, runKey } = await enqueueManual(queue, config, job);
   await waitFor('failed after 2 attempts', async () => (await (await queue.getJob(jobId))?.getState()) === 'failed', 40_000);
   h.sim.setFaults({});
   let runs = await attemptsOf(h.pool, job);
   expect(runs.map((r) => [r.status, r.attempt])).toEqual([['failed', 1], ['failed', 2]]);
   expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, trigger: 'manual', attempts: 2, status: 'failed', rows: null }]);
+  // When the run was put on the queue (the queue job's timestamp), before a worker began it (created_at).
+  const [queued] = await runsOf(h.pool, job);
+  expect(queued!.queued_at!.getTime()).toBeGreaterThanOrEqual(enqueuedAt - 1_000);
+  expect(queued!.queued_at!.getTime()).toBeLessThanOrEqual(queued!.created_at.getTime() + 1_000);
   // No worker takes the replay until it was asked for twice.
   await stop(worker);
   const ref = { job, runKey };

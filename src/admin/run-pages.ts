@@ -193,7 +193,18 @@ export function runTimeline(attempts: AttemptRow[], zone?: string): SafeHtml | '
 }
 
 /**
- * One logical run: what it was asked to do (trigger, logical time, parameters, queue job), how it stands (the
+ * When a queued run was put on the queue and how long it waited there before a worker began it (for a free worker,
+ * or for the job's previous run under overlap: wait); nothing for a foreground run.
+ */
+function queuedField(run: RunRow, zone?: string): SafeHtml | string {
+  if (!run.queued_at) return '';
+  const waited = run.created_at.getTime() - run.queued_at.getTime();
+  return html`<dt>Queued</dt><dd class="queued">${formatTime(run.queued_at, zone)} <span class="muted">(a worker began it ${formatDuration(Math.max(0, waited))} later)</span></dd>`;
+}
+
+/**
+ * One logical run: what it was asked to do (trigger, logical time, parameters, queue job, when it was queued and how
+ * long it waited for a worker), how it stands (the
  * newest attempt's status, attempts, first start, last finish, rows), its attempts with their errors' first lines,
  * the documents it loaded, its reverts, and a Replay button (POST /admin/runs/:job/:runKey/replay) when its newest
  * attempt failed or was interrupted, or its rows were reverted.
@@ -211,7 +222,7 @@ export function renderRunPage(run: RunRow, attempts: AttemptListRow[], notice: R
 <dt>Status</dt><dd class="status">${statusLabel(run.status)} <span class="muted">(its newest attempt's)</span></dd><dt>Attempts</dt><dd class="attempts">${run.attempts}</dd>
 <dt>Trigger</dt><dd>${run.trigger}</dd><dt>Scheduled for</dt><dd>${formatTime(run.scheduled_for, zone)}</dd>
 <dt>Logical interval</dt><dd>${interval}</dd><dt>Parameters</dt><dd>${run.parameters ? html`<code>${JSON.stringify(run.parameters)}</code>` : ''}</dd>
-<dt>Queue job</dt><dd>${queueJob}</dd><dt>First started</dt><dd>${formatTime(run.first_started_at, zone)}</dd>
+<dt>Queue job</dt><dd>${queueJob}</dd>${queuedField(run, zone)}<dt>First started</dt><dd>${formatTime(run.first_started_at, zone)}</dd>
 <dt>Last finished</dt><dd>${formatTime(run.last_finished_at, zone)}</dd><dt>Rows</dt><dd class="rows">${formatCount(run.rows)}</dd>
 </dl>`;
   const replay = !replayable(run) && !isReverted(run, reverts) ? '' : notice.jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });

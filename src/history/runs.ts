@@ -18,6 +18,8 @@ export interface RunRequestRow {
   logicalStart?: Date | undefined;
   logicalEnd?: Date | undefined;
   parameters?: Record<string, string> | undefined;
+  /** When the run was put on the queue (the queue job's timestamp). */
+  queuedAt?: Date | undefined;
 }
 
 /**
@@ -27,13 +29,14 @@ export interface RunRequestRow {
  */
 export async function recordRunRequest(db: Queryable, r: RunRequestRow): Promise<void> {
   await db.query(
-    `INSERT INTO etl.runs AS run (job, run_key, queue_job_id, trigger, scheduled_for, logical_start, logical_end, parameters)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    `INSERT INTO etl.runs AS run (job, run_key, queue_job_id, trigger, scheduled_for, logical_start, logical_end, parameters, queued_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
      ON CONFLICT (job, run_key) DO UPDATE
        SET queue_job_id = excluded.queue_job_id, logical_start = excluded.logical_start, logical_end = excluded.logical_end,
-           parameters = excluded.parameters, scheduled_for = coalesce(run.scheduled_for, excluded.scheduled_for)
+           parameters = excluded.parameters, scheduled_for = coalesce(run.scheduled_for, excluded.scheduled_for),
+           queued_at = coalesce(run.queued_at, excluded.queued_at)
        WHERE run.queue_job_id IS NULL`,
-    [r.job, r.runKey, r.queueJobId, r.trigger, r.scheduledFor ?? null, r.logicalStart ?? null, r.logicalEnd ?? null, r.parameters ? JSON.stringify(r.parameters) : null],
+    [r.job, r.runKey, r.queueJobId, r.trigger, r.scheduledFor ?? null, r.logicalStart ?? null, r.logicalEnd ?? null, r.parameters ? JSON.stringify(r.parameters) : null, r.queuedAt ?? null],
   );
 }
 
@@ -63,7 +66,10 @@ export interface RunRow {
   logical_end: Date | null;
   parameters: Record<string, string> | null;
   queue_job_id: string | null;
+  /** When a worker began the run (its first take off the queue), or its first attempt in the foreground. */
   created_at: Date;
+  /** When the run was put on the queue; null for a foreground run (and runs recorded before migration 0016). */
+  queued_at: Date | null;
   /** Attempts made so far (the newest one's number); 0 while the first waits for a report slot. */
   attempts: number;
   /** The newest attempt's status; null before the first attempt. */

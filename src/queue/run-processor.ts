@@ -143,6 +143,7 @@ async function processTraced(deps: ProcessDeps, queueJob: Job<QueuedRun>, token:
       logicalStart: req.logicalStart ? new Date(req.logicalStart) : undefined,
       logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
       parameters: req.parameters,
+      queuedAt: new Date(queueJob.timestamp),
     }));
     const result = await runAttempt({
       job: resolved,

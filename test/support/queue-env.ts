@@ -78,6 +78,10 @@ export interface RunRec {
   logical_end: Date | null;
   parameters: Record<string, string> | null;
   queue_job_id: string | null;
+  /** When a queued run was put on the queue; null in the foreground. */
+  queued_at: Date | null;
+  /** When a worker began the run (or its first attempt in the foreground). */
+  created_at: Date;
   attempts: number;
   status: string | null;
   first_started_at: Date | null;
