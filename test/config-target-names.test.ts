@@ -116,6 +116,27 @@ describe('a declared column the report does not have (bestnd for bestand)', () =
   });
 });
 
+describe('a merge into an existing table', () => {
+  it('is refused by validate while no primary key or unique index serves its key, and passes once one does', async () => {
+    const table = `${h.schema}.stock_merge_noindex`;
+    // As a replace job left it: no key at all.
+    await h.pool.query(`CREATE TABLE ${table} (artikel text, lager text, bestand numeric, stand timestamptz)`);
+    const path = await config('merge-noindex', stockJob(`${jp}_mnoix`, table, 'mode: merge', 'key: [artikel, lager]'));
+    const v = await cli(['validate', '--config', path]);
+    expect(v.code).toBe(2);
+    expect(v.stderr).toContain(
+      `jobs.${jp}_mnoix.target.key: the target ${table} has no primary key or unique index on (artikel, lager): a merge finds the rows it updates by one, so every run would fail; add it: CREATE UNIQUE INDEX ON ${table} (artikel, lager)`,
+    );
+    // An index on part of the key, a partial one, or one on an expression does not serve it either.
+    await h.pool.query(`CREATE UNIQUE INDEX ON ${table} (artikel); CREATE UNIQUE INDEX ON ${table} (artikel, lager) WHERE bestand > 0; CREATE UNIQUE INDEX ON ${table} (lower(artikel), lager)`);
+    expect((await cli(['validate', '--config', path])).code).toBe(2);
+    // One on the key's columns in another order does.
+    await h.pool.query(`CREATE UNIQUE INDEX ON ${table} (lager, artikel)`);
+    const ok = await cli(['validate', '--config', path]);
+    expect({ code: ok.code, stderr: ok.stderr }).toEqual({ code: 0, stderr: '' });
+  });
+});
+
 describe('a key or column name that is not a normalised column name', () => {
   it('is refused by validate with the normalised name, and the job does not run', async () => {
     const job = `${jp}_raw`;

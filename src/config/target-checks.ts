@@ -59,7 +59,7 @@ function columnNameProblem(name: string): string | undefined {
 /**
  * The problems of one job's `target` (the raw, interpolated data): names too long for PostgreSQL, key and column
  * names that are not normalised, and — when `catalogue` knows the target — a relation that is not a table, key
- * columns it lacks, and declared columns it lacks that look like a typo of one it has (one it lacks that looks like
+ * columns it lacks, a merge key no unique index of it serves, and declared columns it lacks that look like a typo of one it has (one it lacks that looks like
  * nothing may be a column the report is about to bring: {@link targetWarnings}).
  * @returns problems with paths relative to the job (`['target', 'key', 0]`)
  */
@@ -101,6 +101,18 @@ export function jobTargetProblems(target: unknown, catalogue: TargetCatalogue | 
         });
       }
     });
+  }
+  // A merge into an existing table finds the rows it updates by a unique index on exactly the key (ON CONFLICT): without
+  // one, every run would fail in its load stage, after the server rendered the report.
+  const key = Array.isArray(target.key) ? target.key.filter((k): k is string => typeof k === 'string' && k !== '') : [];
+  if (target.mode === 'merge' && existing && columns && key.length > 0 && key.every((k) => columns.includes(k))) {
+    const wanted = [...new Set(key)].sort().join('\0');
+    if (!existing.uniqueKeys.some((u) => u.join('\0') === wanted)) {
+      out.push({
+        path: ['target', 'key'],
+        text: `the target ${name} has no primary key or unique index on (${key.join(', ')}): a merge finds the rows it updates by one, so every run would fail; add it: CREATE UNIQUE INDEX ON ${name} (${key.join(', ')})`,
+      });
+    }
   }
   if (isObj(target.columns)) {
     for (const c of Object.keys(target.columns)) {

@@ -44,6 +44,11 @@ export interface ExistingRelation {
   /** `r` a table, `p` a partitioned table (both load); `v` a view, `m` a materialized view, `f` a foreign table, ... */
   relkind: string;
   columns: string[];
+  /**
+   * The column sets (sorted) of its primary key and unique indexes that a merge's ON CONFLICT can use: valid, not
+   * partial, not on expressions, not deferrable.
+   */
+  uniqueKeys: string[][];
 }
 
 /** Whether report-etl loads into a relation of this kind: a table or a partitioned table. */
@@ -60,17 +65,23 @@ export function isLoadableRelkind(relkind: string): boolean {
  */
 export async function describeTargets(db: Queryable, tables: readonly TableName[]): Promise<Map<string, ExistingRelation>> {
   if (tables.length === 0) return new Map();
-  const { rows } = await db.query<{ schema: string; name: string; relkind: string; columns: string[] }>(
+  const { rows } = await db.query<{ schema: string; name: string; relkind: string; columns: string[]; unique_keys: string[][] }>(
     `SELECT n.nspname AS schema, c.relname AS name, c.relkind::text AS relkind,
-            coalesce(array_agg(a.attname::text ORDER BY a.attnum) FILTER (WHERE a.attnum > 0 AND NOT a.attisdropped), '{}') AS columns
+            coalesce(array_agg(a.attname::text ORDER BY a.attnum) FILTER (WHERE a.attnum > 0 AND NOT a.attisdropped), '{}') AS columns,
+            (SELECT coalesce(json_agg(u.cols), '[]'::json)
+               FROM (SELECT array_agg(ia.attname::text ORDER BY ia.attname) AS cols
+                       FROM pg_index i JOIN pg_attribute ia ON ia.attrelid = i.indrelid AND ia.attnum = ANY (i.indkey)
+                      WHERE i.indrelid = c.oid AND i.indisunique AND i.indisvalid AND i.indimmediate
+                        AND i.indpred IS NULL AND i.indexprs IS NULL
+                      GROUP BY i.indexrelid) u) AS unique_keys
        FROM unnest($1::text[], $2::text[]) AS wanted(schema_name, table_name)
        JOIN pg_namespace n ON n.nspname = wanted.schema_name
        JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = wanted.table_name
        LEFT JOIN pg_attribute a ON a.attrelid = c.oid
-      GROUP BY n.nspname, c.relname, c.relkind`,
+      GROUP BY n.nspname, c.relname, c.relkind, c.oid`,
     [tables.map((t) => t.schema), tables.map((t) => t.table)],
   );
-  return new Map(rows.map((r) => [`${r.schema}.${r.name}`, { relkind: r.relkind, columns: r.columns }]));
+  return new Map(rows.map((r) => [`${r.schema}.${r.name}`, { relkind: r.relkind, columns: r.columns, uniqueKeys: r.unique_keys }]));
 }
 
 /**
