@@ -44,7 +44,7 @@ starts its own and stops it at the end.
   -h, --help  this text
 
 Environment: REPORT_BASE_URL (the simulator's address, default http://127.0.0.1:8080), ADMIN_PORT (default 3000),
-LOG_LEVEL (default warn), DATABASE_URL, REDIS_URL, REPORT_ETL_CONFIG.
+LOG_LEVEL (default warn), DATABASE_URL, REDIS_URL, REPORT_ETL_CONFIG, REPORT_ETL_QUEUE_PREFIX (default report-etl).
 `;
 const args = process.argv.slice(2);
 if (args.includes('--help') || args.includes('-h')) {
@@ -129,13 +129,28 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
       );
     }
     out();
-    out('Where to look:');
-    out(`  run history   ${service.adminUrl}/admin/runs   or   npx report-etl runs --since 1h`);
-    out(`  loaded rows   psql ${databaseUrl} -c 'SELECT * FROM erp.sales_orders LIMIT 5'${postgres.source === 'configured' ? '' : '   (while the demo runs)'}`);
-    out(`  the failure   npx report-etl runs --job broken_report --status failed   (replay: npx report-etl replay <run key>)`);
-    if (postgres.source !== 'configured' || redis.source !== 'configured') {
-      out(`  the commands above in another terminal need, while the demo runs:`);
-      out(`                export DATABASE_URL=${postgres.url} REDIS_URL=${redis.url}`);
+    // The admin pages and a PostgreSQL or Redis the demo started end with it: after one round (--once) only the
+    // history in the configured stores is left to look at.
+    const startedStores = postgres.source !== 'configured' || redis.source !== 'configured';
+    if (once) {
+      out('Where to look, now that the demo has ended:');
+      if (startedStores) {
+        out('  the PostgreSQL and Redis the demo started are gone with it, and so are the admin pages: run `npm run demo`');
+        out('  in a terminal to keep everything running and look around, or point DATABASE_URL and REDIS_URL at your own.');
+      } else {
+        out(`  run history   npx report-etl runs --since 1h   (the admin pages ended with the demo: \`npm run demo\` in a terminal keeps them)`);
+        out(`  loaded rows   psql ${databaseUrl} -c 'SELECT * FROM erp.sales_orders LIMIT 5'`);
+        out(`  the failure   npx report-etl runs --job broken_report --status failed   (replay: npx report-etl replay <run key>, with a worker)`);
+      }
+    } else {
+      out('Where to look, while the demo runs:');
+      out(`  run history   ${service.adminUrl}/admin/runs   or   npx report-etl runs --since 1h`);
+      out(`  loaded rows   psql ${databaseUrl} -c 'SELECT * FROM erp.sales_orders LIMIT 5'`);
+      out(`  the failure   npx report-etl runs --job broken_report --status failed   (replay: npx report-etl replay <run key>)`);
+      if (startedStores) {
+        out(`  the commands above in another terminal need:`);
+        out(`                export DATABASE_URL=${postgres.url} REDIS_URL=${redis.url}`);
+      }
     }
     if (!once) {
       out();
