@@ -111,4 +111,13 @@ const file = join(import.meta.dirname, 'results', `${date}-warm-up.json`);
 await mkdir(join(import.meta.dirname, 'results'), { recursive: true });
 const load = `load average ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after`;
 await writeFile(file, `${JSON.stringify({ date: new Date().toISOString(), rows: ROWS, baseline: BASELINE_DIR || null, repeats: REPEATS, workerArgs: WORKER_ARGS, load, results }, null, 2)}\n`);
-process.stdout.write(`${text}\n${load}\nresults: ${file}\n`);
+const LEGEND = [
+  'How to read the rows (they overlap, so they do not add up to total):',
+  '- total: runAttempt\'s wall time; cpu: the process\'s CPU time in it, which exceeds total when V8\'s compiler and',
+  '  garbage-collector threads work beside the main thread (a fresh process\'s warm-up shows there);',
+  '- the attempt\'s steps (its timeline): load holds target_delete (a replace\'s DELETE), copy (from COPY\'s start to its',
+  '  end) and commit; rows are decoded while the DELETE runs, so decoding overlaps target_delete and copy;',
+  '- pages: each page\'s reading split into waiting for the network, decoding here, and waiting for PostgreSQL to take',
+  '  the rows (pages: COPY), which is part of the copy step, not all of it.',
+].join('\n');
+process.stdout.write(`${text}\n${LEGEND}\n\n${load}\nresults: ${file}\n`);
