@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { pino } from 'pino';
 import { completeAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
 import { backfill } from '../src/queue/backfill.ts';
@@ -121,6 +122,21 @@ it('catch-up after downtime: all missed ticks within the window, or only the lat
   expect(first?.id).toBe(tickQueueJobId(all, new Date(expected[0]!)));
   expect(first?.data.logicalStart).toBe(last.toISOString());
   for (const j of queued) await j.remove();
+});
+
+it('says when no schedule is in force, naming the invalid jobs, once', async () => {
+  const config = h.config({ [`${jp}_unscheduled`]: jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.unscheduled` }) });
+  const lines: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
+  const invalid = [{ kind: 'job' as const, name: `${jp}_broken`, problems: ['jobs.yaml:9:5: jobs.x.report.name: …'] }];
+  const live = settableConfig(config, invalid);
+  const scheduler = makeScheduler({ config: live, queue, pool: h.pool, logger });
+  await scheduler.start();
+  live.set(config, invalid);
+  await scheduler.close();
+  const said = lines.filter((l) => l.includes('no schedule in force'));
+  expect(said).toHaveLength(1);
+  expect(JSON.parse(said[0]!).msg).toBe(`no schedule in force: no valid job of jobs.yaml has a schedule (invalid, skipped: ${jp}_broken; \`report-etl validate\` lists their problems)`);
 });
 
 it('backfill: one run per interval with its own logical time, deduplicated on a second call', async () => {

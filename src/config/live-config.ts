@@ -54,7 +54,7 @@ export function logInvalid(log: Logger, invalid: InvalidEntry[]): void {
 /** Logs one warning per job kept running although a changed file gives its target to a job that writes it otherwise. */
 export function logKeptRunning(log: Logger, kept: InvalidEntry[]): void {
   for (const e of kept) {
-    log.warn({ job: e.name, problems: e.problems }, `jobs.yaml: job "${e.name}" keeps running as it was; the job the change brought for its table is skipped: ${e.problems[0] ?? ''}`);
+    log.warn({ job: e.name, problems: e.problems }, `jobs.yaml: job "${e.name}" keeps running as it was; the job the change brought for its table is skipped (problems: why)`);
   }
 }
 

@@ -70,6 +70,8 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
   const now = deps.now ?? (() => new Date());
   const tasks = new Map<string, { key: string; task: ScheduledTask }>();
   const inFlight = new Set<Promise<unknown>>();
+  // Said once when no schedule is in force (at the start, or after a change removed the last one), not at every change.
+  let saidNoSchedule = false;
   let unsubscribe: (() => void) | undefined;
   let closing: Promise<void> | undefined;
 
@@ -133,6 +135,14 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     if (added.length || removed.length) {
       log.info({ added: added.filter((n) => !rescheduled.includes(n)), removed: removed.filter((n) => !rescheduled.includes(n)), rescheduled }, 'schedules in force');
     }
+    if (tasks.size === 0 && !saidNoSchedule) {
+      const invalid = deps.config.invalid().filter((e) => e.kind === 'job').map((e) => e.name);
+      log.warn(
+        { invalid },
+        `no schedule in force: no valid job of jobs.yaml has a schedule${invalid.length ? ` (invalid, skipped: ${invalid.join(', ')}; \`report-etl validate\` lists their problems)` : ''}`,
+      );
+    }
+    saidNoSchedule = tasks.size === 0;
   };
 
   const catchUp = async (config: EtlConfig, name: string, job: JobConfig) => {
