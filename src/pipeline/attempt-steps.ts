@@ -13,7 +13,7 @@ import { insertRunDocuments } from '../history/run-documents.ts';
 import { DocumentPageDecoder } from '../pages/decoder.ts';
 import { SLOT_CLASS, slotOrder, type HeldSlot } from '../report-api/report-slots.ts';
 import { encodeReportName, makeReportClient, type FinishedReport, type ReportClient, type ReportJob, type StartReportRequest } from '../report-api/index.ts';
-import { untilDatabaseTakesIt, type Queryable } from '../db.ts';
+import { StatementCancelledError, untilDatabaseTakesIt, type Queryable } from '../db.ts';
 import { outputShape, type RunTrigger } from '../vocabulary.ts';
 import { useLoadingFlags } from '../runtime-flags.ts';
 import { loadRows, withLoadTransaction, type LoadResult } from '../warehouse/copy-load.ts';
@@ -25,7 +25,7 @@ import { ATTR, extractTrace, type Attributes } from '../tracing.ts';
 import { AttemptFailedError, defaultWorkerName, type Attempt, type AttemptOptions, type AttemptResult } from './attempt.ts';
 import { AttemptTrace, type StepTimer } from './attempt-trace.ts';
 import { connectionAuthStore } from './auth-store.ts';
-import { cancelledStatementOf, deadlinesOf, RunDeadlineReached, RunTimeoutError } from './deadlines.ts';
+import { deadlinesOf, RunDeadlineReached, RunTimeoutError } from './deadlines.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { logicalTimeOf, runParameters } from './logical-time.ts';
 import { reportRows } from './report-rows.ts';
@@ -390,7 +390,7 @@ export async function recordFailedAttempt(a: Attempt, raw: unknown): Promise<Att
   let err = coerceError(raw);
   // Once the attempt's signal aborted, whatever broke on the way is its consequence: maxRunMs, or a shutdown.
   if (o.signal?.aborted && o.signal.reason instanceof RunDeadlineReached) {
-    err = new RunTimeoutError(o.signal.reason.limitMs, { stage: a.stage, pages: a.pages, bytes: a.bytes, cancelled: cancelledStatementOf(err) });
+    err = new RunTimeoutError(o.signal.reason.limitMs, { stage: a.stage, pages: a.pages, bytes: a.bytes, cancelled: err instanceof StatementCancelledError ? err.cancelled : undefined });
   }
   else if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
   else if (!(err instanceof EtlError) && isConnectionLoss(err)) err = databaseError(err, a.stage);

@@ -8,7 +8,7 @@
  */
 import { DEFAULT_MAX_RUN_MS, DEFAULT_PAGE_TIMEOUT_MS } from '../config/schema.ts';
 import type { ResolvedJob } from '../config/load.ts';
-import { describeWait, StatementCancelledError, type CancelledStatement } from '../db.ts';
+import { describeWait, type CancelledStatement } from '../db.ts';
 import { EtlError } from '../errors.ts';
 import type { RunStage } from '../vocabulary.ts';
 
@@ -84,14 +84,6 @@ export class RunTimeoutError extends EtlError {
       details: { limitMs, pages: at.pages, bytes: at.bytes, ...(at.cancelled ? { cancelledStatement: { ...at.cancelled } } : {}) },
     });
   }
-}
-
-/** The statement {@link StatementCancelledError} says was cancelled, when `err` is one or wraps one. */
-export function cancelledStatementOf(err: unknown): CancelledStatement | undefined {
-  for (let e = err as { cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
-    if (e instanceof StatementCancelledError) return e.cancelled;
-  }
-  return undefined;
 }
 
 /** The reason a page's signal carries when its deadline passed. */
