@@ -22,19 +22,12 @@ import { silentLogger } from '../src/logger.ts';
 import { NODE_FLAGS } from '../src/runtime-flags.ts';
 import { TIMELINE_STEPS, type AttemptTimeline } from '../src/history/timeline.ts';
 import { measureWorker, startPageServer } from './lib/children.ts';
+import { arg, count } from './lib/options.ts';
 import { median } from './lib/report.ts';
 import type { WorkerInput } from './lib/worker-types.ts';
 
-function option(name: string, fallback: string): string {
-  const k = process.argv.indexOf(`--${name}`);
-  return k > 0 ? process.argv[k + 1]! : (process.env[`BENCH_${name.toUpperCase().replaceAll('-', '_')}`] ?? fallback);
-}
-function whole(name: string, fallback: string): number {
-  const raw = option(name, fallback);
-  const n = Number(raw.replace(/k$/i, '000'));
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: expected a positive whole number, got '${raw}'`);
-  return n;
-}
+const option = (name: string, fallback: string): string => arg(process.argv, name) ?? fallback;
+const whole = (name: string, fallback: string): number => count(option(name, fallback), `--${name}`);
 const REPEATS = whole('repeats', '5');
 const ROWS = whole('rows', '100000');
 const TYPES = option('types', 'txt,json,xml_query').split(',') as WorkerInput['outputType'][];

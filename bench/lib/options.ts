@@ -41,7 +41,8 @@ export interface BenchOptions {
   redisUrl: string;
 }
 
-function arg(argv: string[], name: string): string | undefined {
+/** An option from argv (`--name value`, `--name=value`) or else the environment (BENCH_NAME); undefined when neither. */
+export function arg(argv: string[], name: string): string | undefined {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === `--${name}`) return argv[i + 1];
@@ -50,7 +51,8 @@ function arg(argv: string[], name: string): string | undefined {
   return process.env[`BENCH_${name.toUpperCase().replaceAll('-', '_')}`];
 }
 
-function count(s: string, what: string): number {
+/** A positive whole number as written (`100000`, `100_000`, `100k`, `5m`). @throws Error naming `what` */
+export function count(s: string, what: string): number {
   const n = Number(s.replaceAll('_', '').replace(/k$/i, '000').replace(/m$/i, '000000'));
   if (!Number.isInteger(n) || n < 1) throw new Error(`${what}: expected a positive integer (or 100k, 5m), got '${s}'`);
   return n;
