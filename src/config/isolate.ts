@@ -28,8 +28,8 @@ export interface IsolatedConfig {
   config: EtlConfig;
   /** What was left out, jobs first, each sorted by name. */
   invalid: InvalidEntry[];
-  /** Each valid job as written (interpolated, before defaults): what a later change is compared with. */
-  writtenJobs: Record<string, unknown>;
+  /** Each valid job as written (interpolated, before defaults), as JSON: what a later change is compared with. */
+  writtenJobs: Record<string, string>;
   /**
    * Jobs kept running although they share their target with a job that writes it otherwise: they ran before the
    * change, as written now, so the job the change brought is the one left out. Each with the problem it would have.
@@ -39,7 +39,7 @@ export interface IsolatedConfig {
 
 /** What the change is compared with: the jobs of the config in force, as written (IsolatedConfig.writtenJobs). */
 export interface RunningJobs {
-  writtenJobs: Readonly<Record<string, unknown>>;
+  writtenJobs: Readonly<Record<string, string>>;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -75,19 +75,16 @@ export function validateConfigIsolated(text: string, file: string, env: NodeJS.P
   const jobs = isObj(data.jobs) ? data.jobs : {};
   const invalid: InvalidEntry[] = [];
   const keptRunning: InvalidEntry[] = [];
-  const writtenJobs: Record<string, unknown> = {};
+  const writtenJobs: Record<string, string> = {};
   for (const [name, job] of Object.entries(jobs)) {
     const connection = get(job, ['connection']);
     const own = byJob.get(name) ?? [];
     const viaConnection = typeof connection === 'string' ? (byConnection.get(connection) ?? []) : [];
-    const before = running?.writtenJobs[name];
-    if (own.length > 0 && viaConnection.length === 0 && own.every((p) => p.sharedTarget) && before !== undefined && JSON.stringify(before) === JSON.stringify(job)) {
-      keptRunning.push({ kind: 'job', name, problems: [...new Set(own.map((p) => p.text))] });
-      writtenJobs[name] = structuredClone(job);
-      continue;
-    }
-    if (own.length === 0 && viaConnection.length === 0) {
-      writtenJobs[name] = structuredClone(job);
+    const written = JSON.stringify(job);
+    const keep = own.length > 0 && viaConnection.length === 0 && own.every((p) => p.sharedTarget) && running?.writtenJobs[name] === written;
+    if (keep) keptRunning.push({ kind: 'job', name, problems: [...new Set(own.map((p) => p.text))] });
+    if (keep || (own.length === 0 && viaConnection.length === 0)) {
+      writtenJobs[name] = written;
       continue;
     }
     const problems = [...own, ...viaConnection].sort((a, b) => a.line - b.line || a.col - b.col).map((p) => p.text);

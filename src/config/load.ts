@@ -26,7 +26,7 @@ export interface LoadedConfig {
    */
   invalid: InvalidEntry[];
   /** Loaded with isolation: each valid job as written (config/isolate.ts IsolatedConfig.writtenJobs). */
-  writtenJobs?: Record<string, unknown>;
+  writtenJobs?: Record<string, string>;
   /** Loaded with isolation: jobs kept running despite a shared target (config/isolate.ts IsolatedConfig.keptRunning). */
   keptRunning?: InvalidEntry[];
 }
