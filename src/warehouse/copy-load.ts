@@ -26,7 +26,7 @@
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
-import { cancelOnAbort, releaseClient, StatementCancelledError, type CancelledStatement } from '../db.ts';
+import { cancelOnAbort, releaseClient, StatementCancelledError } from '../db.ts';
 import { isConnectionLoss } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { SchemaChanges, WriteMode } from '../vocabulary.ts';
@@ -127,7 +127,6 @@ export async function withLoadTransaction(
   const db = await pool.connect();
   const canceller = cancelOnAbort(pool, db, o.signal);
   let broken = false;
-  let cancelled: CancelledStatement | undefined;
   try {
     await ensureSchema(db, o.target.schema);
     await db.query('BEGIN');
@@ -137,24 +136,24 @@ export async function withLoadTransaction(
       const commit = await fn(db);
       // No cancel may hit the COMMIT or ROLLBACK; an abort that came while the last statements ran (or while the
       // canceller ended) commits nothing: not past the deadline, not into a shutdown.
-      cancelled = await canceller.end();
+      await canceller.end();
       if (commit) o.signal?.throwIfAborted();
       await db.query(commit ? 'COMMIT' : 'ROLLBACK');
       return commit;
     } catch (err) {
       // No more cancels: the ROLLBACK must run.
-      cancelled ??= await canceller.end();
+      await canceller.end();
       await db.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
   } catch (err) {
-    cancelled ??= await canceller.end();
     broken = isConnectionLoss(err) || isConnectionLoss((err as { cause?: unknown }).cause);
+    // canceller.end() is the same answer every time it is asked.
+    const cancelled = await canceller.end();
     if (cancelled) throw new StatementCancelledError(cancelled, err);
     throw err;
   } finally {
-    cancelled ??= await canceller.end();
-    releaseClient(db, broken || cancelled !== undefined);
+    releaseClient(db, broken || (await canceller.end()) !== undefined);
   }
 }
 
