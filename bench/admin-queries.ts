@@ -55,7 +55,9 @@ try {
   );
   await db.query('ANALYZE etl.runs');
   await db.query('ANALYZE etl.attempts');
-  console.log(`inserted ${N} runs of ${JOBS} jobs in ${((performance.now() - t0) / 1000).toFixed(1)} s (rolled back at the end); run ${randomUUID().slice(0, 8)}`);
+  console.log(
+    `inserted ${N} runs of ${JOBS} jobs in ${((performance.now() - t0) / 1000).toFixed(1)} s (rolled back at the end); run ${randomUUID().slice(0, 8)}`,
+  );
   await median('metrics: attemptAggregates (one scrape)', () => attemptAggregates(db, DURATION_BUCKETS_SECONDS));
   await median('runs page: listRecentRuns (10 per job)', () => listRecentRuns(db, { perJob: 10 }));
   await median('runs page: listRecentRuns (job filter)', () => listRecentRuns(db, { job: 'bench_job_7', perJob: 10 }));

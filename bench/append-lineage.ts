@@ -45,7 +45,10 @@ const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5
 const COLUMNS = 'auftrag_nr, kunde, menge_stk, betrag, rabatt, erfasst_am, bemerkung, beleg_id';
 const TABLES = ['plain', 'constant', 'per-row', 'lineage'] as const;
 const FORMATS = ['binary', 'csv'] as const;
-const load = (): string => loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = (): string =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 
 const pool = makePool(silentLogger, databaseUrl, 2);
 await migrate(pool);
@@ -67,7 +70,9 @@ try {
     [ROWS],
   );
   for (const t of TABLES) await db.query(`CREATE TABLE ${table(t)} (LIKE ${schema}.src)`);
-  await db.query(`ALTER TABLE ${table('constant')} ADD COLUMN _etl_run_key text DEFAULT 'sales_orders__2026-11-24T02:15:00.000Z', ADD COLUMN _etl_loaded_at timestamptz DEFAULT '2026-11-25 10:00:00+00'`);
+  await db.query(
+    `ALTER TABLE ${table('constant')} ADD COLUMN _etl_run_key text DEFAULT 'sales_orders__2026-11-24T02:15:00.000Z', ADD COLUMN _etl_loaded_at timestamptz DEFAULT '2026-11-25 10:00:00+00'`,
+  );
   await db.query(
     `ALTER TABLE ${table('per-row')} ADD COLUMN _etl_run_key text, ADD COLUMN _etl_loaded_at timestamptz,
        ALTER COLUMN _etl_run_key SET DEFAULT nullif(current_setting('report_etl.run_key', true), ''), ALTER COLUMN _etl_loaded_at SET DEFAULT now()`,
@@ -98,7 +103,10 @@ try {
         await db.query(`SELECT set_config('report_etl.run_key', $1, true)`, [`sales_orders__${randomUUID()}`]);
         const cpu0 = backendCpuMs();
         const wall0 = performance.now();
-        await pipeline(Readable.from([data[f]!]), db.query(pgCopyStreams.from(`COPY ${table(t)} (${COLUMNS}) FROM STDIN WITH (FORMAT ${f})`)));
+        await pipeline(
+          Readable.from([data[f]!]),
+          db.query(pgCopyStreams.from(`COPY ${table(t)} (${COLUMNS}) FROM STDIN WITH (FORMAT ${f})`)),
+        );
         const wallMs = performance.now() - wall0;
         const cpuMs = backendCpuMs() - cpu0;
         await db.query('COMMIT');
@@ -116,7 +124,9 @@ try {
   await db.end();
 }
 
-const lines = [`COPY FROM STDIN of ${ROWS} rows, medians of ${REPEATS}; backend CPU ms (wall ms), and the CPU over plain's:`];
+const lines = [
+  `COPY FROM STDIN of ${ROWS} rows, medians of ${REPEATS}; backend CPU ms (wall ms), and the CPU over plain's:`,
+];
 const summary: Record<string, { cpuMs: number; wallMs: number; cpuOverPlain: number }> = {};
 for (const f of FORMATS) {
   const plain = median(results[`${f} plain`]!.cpuMs);
@@ -124,12 +134,17 @@ for (const f of FORMATS) {
     const r = results[`${f} ${t}`]!;
     const cpuMs = median(r.cpuMs);
     summary[`${f} ${t}`] = { cpuMs, wallMs: median(r.wallMs), cpuOverPlain: cpuMs / plain };
-    lines.push(`  ${f.padEnd(6)} ${t.padEnd(8)} ${String(Math.round(cpuMs)).padStart(6)} ms (${String(Math.round(median(r.wallMs))).padStart(5)} ms)  ${(cpuMs / plain).toFixed(2)}  [${r.cpuMs.map(Math.round).join(' ')}]`);
+    lines.push(
+      `  ${f.padEnd(6)} ${t.padEnd(8)} ${String(Math.round(cpuMs)).padStart(6)} ms (${String(Math.round(median(r.wallMs))).padStart(5)} ms)  ${(cpuMs / plain).toFixed(2)}  [${r.cpuMs.map(Math.round).join(' ')}]`,
+    );
   }
 }
 lines.push(`load average before ${loadBefore}, after ${load()}`);
 const date = new Date().toISOString().replaceAll(':', '-').slice(0, 16);
 const file = join(import.meta.dirname, 'results', `${date}-append-lineage.json`);
 await mkdir(join(import.meta.dirname, 'results'), { recursive: true });
-await writeFile(file, `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), rows: ROWS, repeats: REPEATS, seconds: Math.round((Date.now() - started) / 1000), summary, results }, null, 2)}\n`);
+await writeFile(
+  file,
+  `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), rows: ROWS, repeats: REPEATS, seconds: Math.round((Date.now() - started) / 1000), summary, results }, null, 2)}\n`,
+);
 process.stdout.write(`${lines.join('\n')}\nresults: ${file}\n`);

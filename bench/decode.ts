@@ -33,8 +33,18 @@ if (mode === 'render') {
   const zone = makeZonedFormatter('Europe/Zurich');
   const render = pageRenderer(type as 'json');
   for (let p = 0; p * PAGING < rows; p++) {
-    const parts = [...render(data, p * PAGING, Math.min(rows, (p + 1) * PAGING), { zone, page: p + 1, report: 'Big.avw', paging: PAGING })];
-    writeFileSync(join(b, `${type}.${String(p + 1).padStart(4, '0')}`), Buffer.concat(parts.map((x) => (typeof x === 'string' ? Buffer.from(x) : x))));
+    const parts = [
+      ...render(data, p * PAGING, Math.min(rows, (p + 1) * PAGING), {
+        zone,
+        page: p + 1,
+        report: 'Big.avw',
+        paging: PAGING,
+      }),
+    ];
+    writeFileSync(
+      join(b, `${type}.${String(p + 1).padStart(4, '0')}`),
+      Buffer.concat(parts.map((x) => (typeof x === 'string' ? Buffer.from(x) : x))),
+    );
   }
 } else if (mode === 'decode') {
   const { makePageDecoder } = await import('../src/pages/decoder.ts');
@@ -49,10 +59,18 @@ if (mode === 'render') {
   }
   for (let r = 0; r < Number(c ?? 1); r++) {
     const d = makePageDecoder(type);
-    d.planRows(() => (binary ? { inspect: false, binary: { encodings: TARGET_TYPES.map((t) => binaryEncodingOf(t)!), timezone: 'Europe/Zurich' } } : { inspect: false }));
+    d.planRows(() =>
+      binary
+        ? {
+            inspect: false,
+            binary: { encodings: TARGET_TYPES.map((t) => binaryEncodingOf(t)!), timezone: 'Europe/Zurich' },
+          }
+        : { inspect: false },
+    );
     let out = 0;
     const t0 = performance.now();
-    for (let p = 0; p < pages.length; p++) for await (const x of d.decodePage(chunks(pages[p]!), p + 1)) out += x.length;
+    for (let p = 0; p < pages.length; p++)
+      for await (const x of d.decodePage(chunks(pages[p]!), p + 1)) out += x.length;
     console.log(`${type} ${d.format}: ${d.rows} rows, ${out} bytes out, ${(performance.now() - t0).toFixed(0)} ms`);
   }
 } else {

@@ -65,21 +65,58 @@ const workers: ChildProcess[] = [];
 
 /** jobs.yaml with `n` jobs named `<jobPrefix><k>`. */
 async function writeJobs(path: string, names: string[], limit: number | undefined): Promise<void> {
-  const lines = ['connections:', '  erp:', `    baseUrl: ${sim.url}`, '    clientId: demo-client', '    clientSecret: ${FLEET_SECRET}', '    pollIntervalMs: 50'];
+  const lines = [
+    'connections:',
+    '  erp:',
+    `    baseUrl: ${sim.url}`,
+    '    clientId: demo-client',
+    '    clientSecret: ${FLEET_SECRET}',
+    '    pollIntervalMs: 50',
+  ];
   // Without a limit: as many as could ever be asked for, so that nothing waits.
   lines.push(`    maxConcurrentReports: ${limit ?? 1_000_000}`, 'jobs:');
   for (const n of names) {
-    lines.push(`  ${n}:`, '    connection: erp', '    schedule: "0 6 * * *"', `    report: { mandant: 7777, name: Stock/Levels, outputType: txt, paging: 100, parameters: { ROWS: "${ROWS}" } }`, `    target: { table: ${schema}.${n}, mode: replace }`);
+    lines.push(
+      `  ${n}:`,
+      '    connection: erp',
+      '    schedule: "0 6 * * *"',
+      `    report: { mandant: 7777, name: Stock/Levels, outputType: txt, paging: 100, parameters: { ROWS: "${ROWS}" } }`,
+      `    target: { table: ${schema}.${n}, mode: replace }`,
+    );
   }
   await writeFile(path, `${lines.join('\n')}\n`);
 }
 
 /** Starts a worker process and resolves once it takes runs. */
 function startWorker(config: string, k: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [BIN, 'worker', '--config', config, '--queue-prefix', prefix, '--concurrency', String(C), '--log-format', 'json', '--janitor-interval', KILL_AFTER_S === undefined ? '3600' : '5'], {
-    env: { ...process.env, DATABASE_URL, REDIS_URL, DATABASE_POOL_MAX: POOL_MAX, LOG_LEVEL: 'info', FLEET_SECRET: 'demo-secret' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      'worker',
+      '--config',
+      config,
+      '--queue-prefix',
+      prefix,
+      '--concurrency',
+      String(C),
+      '--log-format',
+      'json',
+      '--janitor-interval',
+      KILL_AFTER_S === undefined ? '3600' : '5',
+    ],
+    {
+      env: {
+        ...process.env,
+        DATABASE_URL,
+        REDIS_URL,
+        DATABASE_POOL_MAX: POOL_MAX,
+        LOG_LEVEL: 'info',
+        FLEET_SECRET: 'demo-secret',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   workers.push(child);
   return new Promise((resolve, reject) => {
     let err = '';
@@ -101,14 +138,28 @@ interface Counts {
   lastEnd: Date | null;
 }
 async function counts(): Promise<Counts> {
-  const { rows } = await pool.query<{ succeeded: number; failed: number; running: number; attempts: number; runs: number; last_end: Date | null }>(
+  const { rows } = await pool.query<{
+    succeeded: number;
+    failed: number;
+    running: number;
+    attempts: number;
+    runs: number;
+    last_end: Date | null;
+  }>(
     `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded, count(*) FILTER (WHERE status IN ('failed', 'interrupted'))::int AS failed,
             count(*) FILTER (WHERE status = 'running')::int AS running, count(*)::int AS attempts, count(DISTINCT run_key)::int AS runs, max(finished_at) AS last_end
        FROM etl.attempts WHERE job LIKE $1`,
     [`${jobPrefix}%`],
   );
   const r = rows[0]!;
-  return { succeeded: r.succeeded, failed: r.failed, running: r.running, attempts: r.attempts, runs: r.runs, lastEnd: r.last_end };
+  return {
+    succeeded: r.succeeded,
+    failed: r.failed,
+    running: r.running,
+    attempts: r.attempts,
+    runs: r.runs,
+    lastEnd: r.last_end,
+  };
 }
 
 try {
@@ -119,7 +170,9 @@ try {
   const config = join(dir, 'jobs.yaml');
   await writeJobs(config, names, LIMIT);
   const { config: parsed } = await loadConfig(config, { ...process.env, FLEET_SECRET: 'demo-secret' });
-  log(`fleet: ${N} jobs × ${ROWS} rows (txt, replace), ${W} workers × concurrency ${C}, DATABASE_POOL_MAX ${POOL_MAX}, limit ${LIMIT ?? 'none'}, report rendering ${JOB_MS} ms`);
+  log(
+    `fleet: ${N} jobs × ${ROWS} rows (txt, replace), ${W} workers × concurrency ${C}, DATABASE_POOL_MAX ${POOL_MAX}, limit ${LIMIT ?? 'none'}, report rendering ${JOB_MS} ms`,
+  );
   await Promise.all(Array.from({ length: W }, (_, k) => startWorker(config, k)));
 
   // One run alone: its time on the server, from the start request to the DELETE.
@@ -137,7 +190,9 @@ try {
   const sampler = (async () => {
     while (sampling) {
       mostOpen = Math.max(mostOpen, sim.counters().openJobs.length);
-      const { rows } = await watcher.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'report-etl'`);
+      const { rows } = await watcher.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'report-etl'`,
+      );
       mostPg = Math.max(mostPg, rows[0]!.n);
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -146,20 +201,26 @@ try {
   const started = new Date();
   await Promise.all(names.map((n) => enqueueTick(queue, parsed, n, tick, 'schedule')));
   let killed: { pid: number; heldAtKill: number; freedAfterS?: number } | undefined;
-  const killing = KILL_AFTER_S === undefined ? undefined : (async () => {
-    await new Promise((r) => setTimeout(r, KILL_AFTER_S * 1000));
-    const victim = workers[0]!;
-    // Its slots with a live lease (an expired one is only swept by the next acquire).
-    const mine = async () => (await redis.zrangebyscore(`${prefix}:slots:erp:held`, String(Date.now()), '+inf')).filter((h) => h.includes(`:${victim.pid}:`)).length;
-    const heldAtKill = await mine();
-    victim.kill('SIGKILL');
-    const at = performance.now();
-    killed = { pid: victim.pid!, heldAtKill };
-    log(`  killed worker ${victim.pid} (SIGKILL) holding ${heldAtKill} report slots`);
-    while ((await mine()) > 0) await new Promise((r) => setTimeout(r, 100));
-    killed.freedAfterS = +((performance.now() - at) / 1000).toFixed(1);
-    log(`  its slots were free again ${killed.freedAfterS} s after the kill`);
-  })();
+  const killing =
+    KILL_AFTER_S === undefined
+      ? undefined
+      : (async () => {
+          await new Promise((r) => setTimeout(r, KILL_AFTER_S * 1000));
+          const victim = workers[0]!;
+          // Its slots with a live lease (an expired one is only swept by the next acquire).
+          const mine = async () =>
+            (await redis.zrangebyscore(`${prefix}:slots:erp:held`, String(Date.now()), '+inf')).filter((h) =>
+              h.includes(`:${victim.pid}:`),
+            ).length;
+          const heldAtKill = await mine();
+          victim.kill('SIGKILL');
+          const at = performance.now();
+          killed = { pid: victim.pid!, heldAtKill };
+          log(`  killed worker ${victim.pid} (SIGKILL) holding ${heldAtKill} report slots`);
+          while ((await mine()) > 0) await new Promise((r) => setTimeout(r, 100));
+          killed.freedAfterS = +((performance.now() - at) / 1000).toFixed(1);
+          log(`  its slots were free again ${killed.freedAfterS} s after the kill`);
+        })();
   const deadline = Date.now() + 30 * 60_000;
   let c = await counts();
   for (let last = -1; c.succeeded + c.failed < N && Date.now() < deadline; c = await counts()) {

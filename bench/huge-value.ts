@@ -11,7 +11,10 @@ const CHUNK = 64 * 1024;
 const SHAPES: Record<string, { head: string; tail: string }> = {
   txt: { head: '"Nr","Bemerkung"\n1,"a"\n2,"', tail: '"\n' },
   json: { head: '{"data":[{"Nr":1,"Bemerkung":"a"},{"Nr":2,"Bemerkung":"', tail: '"}]}' },
-  xml_query: { head: '<?xml version="1.0"?><result><row><field name="Nr">1</field></row><row><field name="Nr">', tail: '</field></row></result>' },
+  xml_query: {
+    head: '<?xml version="1.0"?><result><row><field name="Nr">1</field></row><row><field name="Nr">',
+    tail: '</field></row></result>',
+  },
 };
 
 async function* page(head: string, bytes: number, tail: string): AsyncGenerator<Uint8Array> {
@@ -34,6 +37,8 @@ for (const [type, s] of Object.entries(SHAPES)) {
   }
   clearInterval(timer);
   peak = Math.max(peak, process.memoryUsage().rss);
-  process.stdout.write(`${type.padEnd(10)} ${MB} MB value: ${outcome}, peak RSS +${((peak - before) / 1e6).toFixed(0)} MB, ${((performance.now() - started) / 1000).toFixed(2)} s\n`);
+  process.stdout.write(
+    `${type.padEnd(10)} ${MB} MB value: ${outcome}, peak RSS +${((peak - before) / 1e6).toFixed(0)} MB, ${((performance.now() - started) / 1000).toFixed(2)} s\n`,
+  );
   global.gc?.();
 }

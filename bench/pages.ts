@@ -11,9 +11,36 @@ const ROWS = Number(process.argv[2] ?? 1_000_000);
 const PAGING = 10_000;
 const CHUNK = 64 * 1024;
 
-const COLUMNS = ['Auftrag Nr', 'Kunde', 'Artikel', 'Menge Stk', 'Preis', 'Betrag', 'Beleg ID', 'Erfasst am', 'Bemerkung', 'Rabatt'];
-const NAMES = ['Müller AG', 'Bäckerei "Zum Löwen"', 'Schmidt & Söhne, Zürich', 'Jürgen Weiß', 'Café Crème', 'Ölmühle Nord', '日本商事', 'Größe € GmbH'];
-const ARTICLES = ['Schraube M8, verzinkt', 'Kabel 3x1.5mm² "flex"', 'Dübel 8mm', 'Mutter M8', 'Rohr Ø 20mm\nLänge 2m', 'Ventil ½"'];
+const COLUMNS = [
+  'Auftrag Nr',
+  'Kunde',
+  'Artikel',
+  'Menge Stk',
+  'Preis',
+  'Betrag',
+  'Beleg ID',
+  'Erfasst am',
+  'Bemerkung',
+  'Rabatt',
+];
+const NAMES = [
+  'Müller AG',
+  'Bäckerei "Zum Löwen"',
+  'Schmidt & Söhne, Zürich',
+  'Jürgen Weiß',
+  'Café Crème',
+  'Ölmühle Nord',
+  '日本商事',
+  'Größe € GmbH',
+];
+const ARTICLES = [
+  'Schraube M8, verzinkt',
+  'Kabel 3x1.5mm² "flex"',
+  'Dübel 8mm',
+  'Mutter M8',
+  'Rohr Ø 20mm\nLänge 2m',
+  'Ventil ½"',
+];
 
 /** One row as typed values: [string | null, number-as-string, timestamp parts, ...]. */
 interface Row {
@@ -57,13 +84,37 @@ const xmlEsc = (s: string): string => s.replaceAll('&', '&amp;').replaceAll('<',
 function renderTxt(rows: Row[]): string {
   const lines = [COLUMNS.map(q).join(',')];
   for (const r of rows) {
-    lines.push([r.nr, q(r.kunde), q(r.artikel), r.menge, r.preis, r.betrag, r.beleg, txtTs(r.ts), r.bemerkung === null ? '' : q(r.bemerkung), r.rabatt ?? ''].join(','));
+    lines.push(
+      [
+        r.nr,
+        q(r.kunde),
+        q(r.artikel),
+        r.menge,
+        r.preis,
+        r.betrag,
+        r.beleg,
+        txtTs(r.ts),
+        r.bemerkung === null ? '' : q(r.bemerkung),
+        r.rabatt ?? '',
+      ].join(','),
+    );
   }
   return `\uFEFF${lines.join('\r\n')}\r\n`;
 }
 
 function jsonRow(r: Row, pretty: boolean): string {
-  const vals = [r.nr, JSON.stringify(r.kunde), JSON.stringify(r.artikel), r.menge, r.preis, r.betrag, r.beleg, JSON.stringify(isoTs(r.ts)), r.bemerkung === null ? 'null' : JSON.stringify(r.bemerkung), r.rabatt ?? 'null'];
+  const vals = [
+    r.nr,
+    JSON.stringify(r.kunde),
+    JSON.stringify(r.artikel),
+    r.menge,
+    r.preis,
+    r.betrag,
+    r.beleg,
+    JSON.stringify(isoTs(r.ts)),
+    r.bemerkung === null ? 'null' : JSON.stringify(r.bemerkung),
+    r.rabatt ?? 'null',
+  ];
   if (!pretty) return `{${COLUMNS.map((c, k) => `${JSON.stringify(c)}:${vals[k]}`).join(',')}}`;
   return `    {\n${COLUMNS.map((c, k) => `      ${JSON.stringify(c)}: ${vals[k]}`).join(',\n')}\n    }`;
 }
@@ -76,7 +127,18 @@ function renderJson(rows: Row[], pretty: boolean): string {
 function renderXml(rows: Row[]): string {
   const parts = ['<?xml version="1.0" encoding="UTF-8"?><result>'];
   for (const r of rows) {
-    const vals = [r.nr, r.kunde, r.artikel, r.menge, r.preis, r.betrag, r.beleg, isoTs(r.ts), r.bemerkung ?? '', r.rabatt ?? ''];
+    const vals = [
+      r.nr,
+      r.kunde,
+      r.artikel,
+      r.menge,
+      r.preis,
+      r.betrag,
+      r.beleg,
+      isoTs(r.ts),
+      r.bemerkung ?? '',
+      r.rabatt ?? '',
+    ];
     parts.push(`<row>${COLUMNS.map((c, k) => `<field name="${c}">${xmlEsc(vals[k]!)}</field>`).join('')}</row>`);
   }
   parts.push('</result>');
@@ -88,7 +150,8 @@ function render(type: OutputType): Buffer[] {
   for (let start = 0; start < ROWS; start += PAGING) {
     const rows: Row[] = [];
     for (let i = start; i < Math.min(ROWS, start + PAGING); i++) rows.push(makeRow(i));
-    const text = type === 'txt' ? renderTxt(rows) : type === 'xml_query' ? renderXml(rows) : renderJson(rows, type === 'json');
+    const text =
+      type === 'txt' ? renderTxt(rows) : type === 'xml_query' ? renderXml(rows) : renderJson(rows, type === 'json');
     pages.push(Buffer.from(text, 'utf8'));
   }
   return pages;
@@ -98,7 +161,12 @@ async function* chunks(page: Buffer): AsyncGenerator<Buffer> {
   for (let i = 0; i < page.length; i += CHUNK) yield page.subarray(i, i + CHUNK);
 }
 
-async function measure(type: OutputType, pages: Buffer[], inspect: boolean, expectedRows: number): Promise<{ ms: number; outBytes: number; rows: number }> {
+async function measure(
+  type: OutputType,
+  pages: Buffer[],
+  inspect: boolean,
+  expectedRows: number,
+): Promise<{ ms: number; outBytes: number; rows: number }> {
   const decoder = makePageDecoder(type);
   decoder.planRows(() => ({ inspect }));
   let outBytes = 0;
@@ -111,7 +179,12 @@ async function measure(type: OutputType, pages: Buffer[], inspect: boolean, expe
   return { ms, outBytes, rows: decoder.rows };
 }
 
-const types: OutputType[] = (process.env.TYPES?.split(',') as OutputType[] | undefined) ?? ['txt', 'json', 'json_compact', 'xml_query'];
+const types: OutputType[] = (process.env.TYPES?.split(',') as OutputType[] | undefined) ?? [
+  'txt',
+  'json',
+  'json_compact',
+  'xml_query',
+];
 console.log(`rows=${ROWS} paging=${PAGING} chunk=${CHUNK} B, node ${process.version}`);
 for (const type of types) {
   const pages = render(type);

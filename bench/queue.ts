@@ -19,7 +19,9 @@ const prefix = `bench_${randomUUID().slice(0, 8)}`;
 const queue = makeQueue(redis, prefix);
 
 function report(label: string, n: number, ms: number): void {
-  console.log(`${label.padEnd(52)} ${String(n).padStart(7)} in ${ms.toFixed(0).padStart(6)} ms  ${((n / ms) * 1000).toFixed(0).padStart(8)} /s  ${((ms / n) * 1000).toFixed(0).padStart(6)} µs each`);
+  console.log(
+    `${label.padEnd(52)} ${String(n).padStart(7)} in ${ms.toFixed(0).padStart(6)} ms  ${((n / ms) * 1000).toFixed(0).padStart(8)} /s  ${((ms / n) * 1000).toFixed(0).padStart(6)} µs each`,
+  );
 }
 
 try {
@@ -29,7 +31,11 @@ try {
 
   t = performance.now();
   for (let i = 0; i < N; i += 8) {
-    await Promise.all(Array.from({ length: 8 }, (_, k) => enqueueRun(queue, { job: 'bench', trigger: 'manual', runKey: `par_${i + k}` })));
+    await Promise.all(
+      Array.from({ length: 8 }, (_, k) =>
+        enqueueRun(queue, { job: 'bench', trigger: 'manual', runKey: `par_${i + k}` }),
+      ),
+    );
   }
   report('enqueueRun, 8 in flight', N, performance.now() - t);
 
@@ -38,7 +44,11 @@ try {
   const ticks = N / 8;
   for (let i = 0; i < ticks; i++) {
     const id = tickQueueJobId('bench', new Date(Date.UTC(2026, 0, 1) + i * 60_000));
-    const r = await Promise.all(Array.from({ length: 8 }, () => enqueueRun(queue, { job: 'bench', trigger: 'schedule', runKey: id }, { jobId: id })));
+    const r = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        enqueueRun(queue, { job: 'bench', trigger: 'schedule', runKey: id }, { jobId: id }),
+      ),
+    );
     added += r.filter((x) => x.added).length;
   }
   report(`same tick from 8 schedulers (${added} added of ${ticks} ticks)`, ticks, performance.now() - t);

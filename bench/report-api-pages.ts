@@ -73,13 +73,22 @@ async function viaClient(client: ReportClient, jobId: string): Promise<number> {
 async function bare(baseUrl: string, jobId: string, token: string, count: number): Promise<number> {
   let n = 0;
   for (let page = 1; page <= count; page++) {
-    const res = await request(`${baseUrl}/api/svcreport/v1/jobs/${jobId}/output/${page}`, { headers: { authorization: `Bearer ${token}` } });
+    const res = await request(`${baseUrl}/api/svcreport/v1/jobs/${jobId}/output/${page}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     n += await drain(res.body as AsyncIterable<Buffer>);
   }
   return n;
 }
 
-async function compare(label: string, client: ReportClient, baseUrl: string, jobId: string, token: string, count: number): Promise<void> {
+async function compare(
+  label: string,
+  client: ReportClient,
+  baseUrl: string,
+  jobId: string,
+  token: string,
+  count: number,
+): Promise<void> {
   const mibps = (bytes: number, ms: number) => (bytes / 1_048_576 / (ms / 1000)).toFixed(0);
   const c: number[] = [];
   const b: number[] = [];
@@ -100,17 +109,36 @@ async function compare(label: string, client: ReportClient, baseUrl: string, job
   );
 }
 
-const conn = (baseUrl: string) => connectionSchema.parse({ baseUrl, clientId: 'demo-client', clientSecret: 'demo-secret', pollIntervalMs: 10 });
+const conn = (baseUrl: string) =>
+  connectionSchema.parse({ baseUrl, clientId: 'demo-client', clientSecret: 'demo-secret', pollIntervalMs: 10 });
 
-const staticClient = await makeReportClient({ connection: conn(staticUrl), connectionName: 'bench-static', redis, keyPrefix: prefix });
+const staticClient = await makeReportClient({
+  connection: conn(staticUrl),
+  connectionName: 'bench-static',
+  redis,
+  keyPrefix: prefix,
+});
 await compare('static server', staticClient, staticUrl, 'job', 'bench-token', pages);
 await staticClient.close();
 
 const sim = await startSimulator({ port: 0, jobDurationMs: 10 });
-const simClient = await makeReportClient({ connection: conn(sim.url), connectionName: 'bench-sim', redis, keyPrefix: `${prefix}sim:` });
-const job = await simClient.startReport({ mandant: '7777', name: 'Big', outputType: 'json', paging: 50_000, parameters: { ROWS: '200000' } });
+const simClient = await makeReportClient({
+  connection: conn(sim.url),
+  connectionName: 'bench-sim',
+  redis,
+  keyPrefix: `${prefix}sim:`,
+});
+const job = await simClient.startReport({
+  mandant: '7777',
+  name: 'Big',
+  outputType: 'json',
+  paging: 50_000,
+  parameters: { ROWS: '200000' },
+});
 const finished = await simClient.waitForJob(job.id);
-const simToken = (JSON.parse((await redis.get((await redis.keys(`${prefix}sim:token:*`))[0]!))!) as { accessToken: string }).accessToken;
+const simToken = (
+  JSON.parse((await redis.get((await redis.keys(`${prefix}sim:token:*`))[0]!))!) as { accessToken: string }
+).accessToken;
 await compare('simulator json (rendering in-process)', simClient, sim.url, job.id, simToken, finished.pages);
 await simClient.deleteJob(job.id);
 await simClient.close();

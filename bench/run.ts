@@ -43,7 +43,13 @@ import { userPath, type UserPathResult } from './lib/report.ts';
 // the README's path alone (bench/user-path.ts); `npm run bench -- append-lineage`: what an append target's lineage
 // columns cost COPY (bench/append-lineage.ts); `npm run bench -- tracing`: what traces cost (bench/tracing.ts);
 // `npm run bench -- warm-up`: where a fresh worker's first run spends its extra time (bench/warm-up.ts).
-const OTHER_BENCHES: Record<string, string> = { fleet: './fleet.ts', 'user-path': './user-path.ts', 'append-lineage': './append-lineage.ts', tracing: './tracing.ts', 'warm-up': './warm-up.ts' };
+const OTHER_BENCHES: Record<string, string> = {
+  fleet: './fleet.ts',
+  'user-path': './user-path.ts',
+  'append-lineage': './append-lineage.ts',
+  tracing: './tracing.ts',
+  'warm-up': './warm-up.ts',
+};
 if (process.argv[2] !== undefined && OTHER_BENCHES[process.argv[2]]) {
   await import(OTHER_BENCHES[process.argv[2]]!);
   process.exit(process.exitCode ?? 0);
@@ -78,8 +84,20 @@ try {
       for (const [pi, pagingOpt] of pagings.entries()) {
         const paging = pagingOpt === 'all' ? size : pagingOpt;
         const pre = await server.prerender({ report: REPORT, parameters: { ROWS: String(size) }, outputType, paging });
-        log(`${short(size)} ${outputType} paging ${pagingOpt}: ${pre.pages} pages, ${(pre.bytes / 1e6).toFixed(1)} MB rendered in ${(pre.ms / 1000).toFixed(1)} s`);
-        const input: WorkerInput = { simUrl: server.url, databaseUrl: opts.databaseUrl, redisUrl: opts.redisUrl, report: REPORT, rows: size, outputType, paging, target: table, mode: opts.mode };
+        log(
+          `${short(size)} ${outputType} paging ${pagingOpt}: ${pre.pages} pages, ${(pre.bytes / 1e6).toFixed(1)} MB rendered in ${(pre.ms / 1000).toFixed(1)} s`,
+        );
+        const input: WorkerInput = {
+          simUrl: server.url,
+          databaseUrl: opts.databaseUrl,
+          redisUrl: opts.redisUrl,
+          report: REPORT,
+          rows: size,
+          outputType,
+          paging,
+          target: table,
+          mode: opts.mode,
+        };
         if (pi === 0) {
           const warm = await measureWorker(input);
           if (!warm.ok) throw new Error(`warm-up run failed: ${warm.error}`);
@@ -95,14 +113,27 @@ try {
           if (opts.mode === 'append') await db.query(`TRUNCATE ${table}`);
           const e2e = await measureWorker(input, opts.workerArgs);
           if (!e2e.ok) throw new Error(`run failed: ${e2e.error}`);
-          if (e2e.rows !== size || e2e.plan !== 'direct') throw new Error(`run loaded ${e2e.rows} rows with plan ${e2e.plan}; expected ${size}, direct`);
+          if (e2e.rows !== size || e2e.plan !== 'direct')
+            throw new Error(`run loaded ${e2e.rows} rows with plan ${e2e.plan}; expected ${size}, direct`);
           bytes = e2e.bytes;
           const lim = limFirst ?? (await copyReplace(opts.databaseUrl, table, csv));
           const emp = await copyEmpty(db, opts.databaseUrl, table, csv);
-          if (lim.rows !== size || emp.rows !== size) throw new Error(`limit COPY took ${lim.rows}/${emp.rows} rows, expected ${size}`);
-          const run = { e2eMs: e2e.durationMs, limitMs: lim.durationMs, emptyCopyMs: emp.durationMs, firstRowMs: e2e.firstRowMs, rssMB: (e2e.maxRssKiB * 1024) / 1e6, baseRssMB: (e2e.baseRssKiB * 1024) / 1e6, peaks: e2e.peaks, cpuMs: e2e.cpuMs };
+          if (lim.rows !== size || emp.rows !== size)
+            throw new Error(`limit COPY took ${lim.rows}/${emp.rows} rows, expected ${size}`);
+          const run = {
+            e2eMs: e2e.durationMs,
+            limitMs: lim.durationMs,
+            emptyCopyMs: emp.durationMs,
+            firstRowMs: e2e.firstRowMs,
+            rssMB: (e2e.maxRssKiB * 1024) / 1e6,
+            baseRssMB: (e2e.baseRssKiB * 1024) / 1e6,
+            peaks: e2e.peaks,
+            cpuMs: e2e.cpuMs,
+          };
           runs.push(run);
-          log(`  run ${r + 1}: e2e ${(run.e2eMs / 1000).toFixed(2)} s, limit ${(run.limitMs / 1000).toFixed(2)} s, empty ${(run.emptyCopyMs / 1000).toFixed(2)} s, first row ${Math.round(run.firstRowMs)} ms, worker CPU ${(run.cpuMs / 1000).toFixed(2)} s, RSS ${run.rssMB.toFixed(0)} MB (${run.baseRssMB.toFixed(0)} MB before the run; peak heap ${(run.peaks.heapTotal / 1e6).toFixed(0)} MB, external ${(run.peaks.external / 1e6).toFixed(0)} MB)`);
+          log(
+            `  run ${r + 1}: e2e ${(run.e2eMs / 1000).toFixed(2)} s, limit ${(run.limitMs / 1000).toFixed(2)} s, empty ${(run.emptyCopyMs / 1000).toFixed(2)} s, first row ${Math.round(run.firstRowMs)} ms, worker CPU ${(run.cpuMs / 1000).toFixed(2)} s, RSS ${run.rssMB.toFixed(0)} MB (${run.baseRssMB.toFixed(0)} MB before the run; peak heap ${(run.peaks.heapTotal / 1e6).toFixed(0)} MB, external ${(run.peaks.external / 1e6).toFixed(0)} MB)`,
+          );
         }
         // The same run in a warm worker (one unmeasured run of the same report before it, in the same process): the
         // rows/s of a long-running worker, without a fresh process's start (cold modules and connections, V8 warm-up).
@@ -112,7 +143,8 @@ try {
             // append: the target holds only the warm-up's rows when the measured run appends, not earlier repeats'.
             if (opts.mode === 'append') await db.query(`TRUNCATE ${table}`);
             const warm = await measureWorker({ ...input, warmups: 1 }, opts.workerArgs);
-            if (!warm.ok || warm.rows !== size || warm.plan !== 'direct') throw new Error(`warm run failed: ${warm.error ?? `${warm.rows} rows, plan ${warm.plan}`}`);
+            if (!warm.ok || warm.rows !== size || warm.plan !== 'direct')
+              throw new Error(`warm run failed: ${warm.error ?? `${warm.rows} rows, plan ${warm.plan}`}`);
             warmRowsPerSec.push((size / warm.durationMs) * 1000);
           }
           log(`  warm worker: ${warmRowsPerSec.map((x) => Math.round(x)).join(', ')} rows/s`);
@@ -157,11 +189,17 @@ try {
   await rm(csvDir, { recursive: true, force: true });
 }
 
-const line = summary(results, opts.rows, opts.paging[0]!, opts.mode) + (user ? `; ${userPath(user)}` : '') + levelLine(results, opts.paging[0]!);
+const line =
+  summary(results, opts.rows, opts.paging[0]!, opts.mode) +
+  (user ? `; ${userPath(user)}` : '') +
+  levelLine(results, opts.paging[0]!);
 const date = new Date().toISOString().replaceAll(':', '-').slice(0, 16);
 const file = join(import.meta.dirname, 'results', `${date}-${short(opts.rows)}.json`);
 await mkdir(join(import.meta.dirname, 'results'), { recursive: true });
-await writeFile(file, `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), options: { ...opts, databaseUrl: undefined, redisUrl: undefined }, seconds: Math.round((Date.now() - started) / 1000), summary: line, results, userPath: user }, null, 2)}\n`);
+await writeFile(
+  file,
+  `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), options: { ...opts, databaseUrl: undefined, redisUrl: undefined }, seconds: Math.round((Date.now() - started) / 1000), summary: line, results, userPath: user }, null, 2)}\n`,
+);
 process.stdout.write(`${table(results)}\n\nresults: ${file}\n${line}\n`);
 
 /**
@@ -173,34 +211,69 @@ async function userPathCases(): Promise<UserPathResult> {
   const ctx = { simUrl: server.url, databaseUrl: opts.databaseUrl, redisUrl: opts.redisUrl, schema, dir: csvDir };
   const config = await writeJobs(ctx, opts.rows);
   const cost = await fixedCost(ctx, config, 7);
-  log(`10-row run, whole process (report-etl run): median ${Math.round(cost.medianMs)} ms (${Math.round(cost.minMs)}-${Math.round(cost.maxMs)} of 7), RSS ${cost.rssMB.toFixed(0)} MB`);
+  log(
+    `10-row run, whole process (report-etl run): median ${Math.round(cost.medianMs)} ms (${Math.round(cost.minMs)}-${Math.round(cost.maxMs)} of 7), RSS ${cost.rssMB.toFixed(0)} MB`,
+  );
   const warm: { ms: number; cpuMs: number }[] = [];
   for (let i = 0; i < 7; i++) {
-    const input: WorkerInput = { simUrl: server.url, databaseUrl: opts.databaseUrl, redisUrl: opts.redisUrl, report: REPORT, rows: 10, outputType: 'json', paging: 10, target: `${schema}.warm_small`, mode: 'replace', warmups: 2 };
+    const input: WorkerInput = {
+      simUrl: server.url,
+      databaseUrl: opts.databaseUrl,
+      redisUrl: opts.redisUrl,
+      report: REPORT,
+      rows: 10,
+      outputType: 'json',
+      paging: 10,
+      target: `${schema}.warm_small`,
+      mode: 'replace',
+      warmups: 2,
+    };
     const r = await measureWorker(input, opts.workerArgs);
     if (!r.ok) throw new Error(`warm 10-row run failed: ${r.error}`);
     warm.push({ ms: r.durationMs, cpuMs: r.cpuMs });
   }
   const warmMs = warm.map((w) => w.ms);
-  log(`10-row run, warm worker: median ${median(warmMs).toFixed(1)} ms (${Math.min(...warmMs).toFixed(1)}-${Math.max(...warmMs).toFixed(1)} of 7), CPU ${median(warm.map((w) => w.cpuMs)).toFixed(1)} ms`);
+  log(
+    `10-row run, warm worker: median ${median(warmMs).toFixed(1)} ms (${Math.min(...warmMs).toFixed(1)}-${Math.max(...warmMs).toFixed(1)} of 7), CPU ${median(warm.map((w) => w.cpuMs)).toFixed(1)} ms`,
+  );
   // 100k txt rows in a warm worker (one unmeasured run before): a long-running worker's rows/s for a mid-sized report,
   // without the first run's start-up that the fresh-process cases above include.
   await server.prerender({ report: REPORT, parameters: { ROWS: '100000' }, outputType: 'txt', paging: 100_000 });
   const warm100k: number[] = [];
   for (let i = 0; i < 3; i++) {
-    const input: WorkerInput = { simUrl: server.url, databaseUrl: opts.databaseUrl, redisUrl: opts.redisUrl, report: REPORT, rows: 100_000, outputType: 'txt', paging: 100_000, target: `${schema}.warm_100k`, mode: 'replace', warmups: 1 };
+    const input: WorkerInput = {
+      simUrl: server.url,
+      databaseUrl: opts.databaseUrl,
+      redisUrl: opts.redisUrl,
+      report: REPORT,
+      rows: 100_000,
+      outputType: 'txt',
+      paging: 100_000,
+      target: `${schema}.warm_100k`,
+      mode: 'replace',
+      warmups: 1,
+    };
     const r = await measureWorker(input, opts.workerArgs);
     if (!r.ok) throw new Error(`warm 100k run failed: ${r.error}`);
     warm100k.push((100_000 / r.durationMs) * 1000);
   }
-  log(`100k txt rows, warm worker: median ${Math.round(median(warm100k))} rows/s (${warm100k.map((x) => Math.round(x)).join(', ')})`);
+  log(
+    `100k txt rows, warm worker: median ${Math.round(median(warm100k))} rows/s (${warm100k.map((x) => Math.round(x)).join(', ')})`,
+  );
   // The same 100k rows through `report-etl run`, whole process: with the 10-row run's time, the rows/s a fresh
   // process adds per row (marginal), to compare with the big run's below.
   const mid = await cliPeakRss(ctx, config, 3, 'mid');
   log(`100k txt rows through report-etl run: ${mid.ms.map((x) => (x / 1000).toFixed(2)).join(', ')} s`);
-  await server.prerender({ report: REPORT, parameters: { ROWS: String(opts.rows) }, outputType: 'txt', paging: 100_000 });
+  await server.prerender({
+    report: REPORT,
+    parameters: { ROWS: String(opts.rows) },
+    outputType: 'txt',
+    paging: 100_000,
+  });
   const big = await cliPeakRss(ctx, config, 3);
-  log(`${short(opts.rows)} txt rows through report-etl run: peak RSS ${big.rssMB.map((x) => x.toFixed(0)).join(', ')} MB, ${big.ms.map((x) => (x / 1000).toFixed(2)).join(', ')} s`);
+  log(
+    `${short(opts.rows)} txt rows through report-etl run: peak RSS ${big.rssMB.map((x) => x.toFixed(0)).join(', ')} MB, ${big.ms.map((x) => (x / 1000).toFixed(2)).join(', ')} s`,
+  );
   return {
     wholeProcessMs: { median: cost.medianMs, min: cost.minMs, max: cost.maxMs },
     warmWorkerMs: { median: median(warmMs), min: Math.min(...warmMs), max: Math.max(...warmMs) },
@@ -212,4 +285,3 @@ async function userPathCases(): Promise<UserPathResult> {
     cli100kSeconds: mid.ms.map((x) => x / 1000),
   };
 }
-

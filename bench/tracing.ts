@@ -38,18 +38,28 @@ function option(name: string, fallback: string): number {
 }
 const REPEATS = option('repeats', '9');
 const baselineAt = process.argv.indexOf('--baseline');
-const BASELINE = baselineAt > 0 ? join(process.argv[baselineAt + 1]!, 'bench', 'lib', 'worker.js') : process.env.BENCH_BASELINE ? join(process.env.BENCH_BASELINE, 'bench', 'lib', 'worker.js') : undefined;
+const BASELINE =
+  baselineAt > 0
+    ? join(process.argv[baselineAt + 1]!, 'bench', 'lib', 'worker.js')
+    : process.env.BENCH_BASELINE
+      ? join(process.env.BENCH_BASELINE, 'bench', 'lib', 'worker.js')
+      : undefined;
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** The commit of the baseline checkout (what the results file records of it). */
 function baselineCommit(): string {
   try {
-    return execFileSync('git', ['-C', join(BASELINE!, '..', '..', '..'), 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+    return execFileSync('git', ['-C', join(BASELINE!, '..', '..', '..'), 'rev-parse', 'HEAD'], {
+      encoding: 'utf8',
+    }).trim();
   } catch {
     return 'unknown';
   }
 }
-const load = (): string => loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = (): string =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 
 // The OTLP receiver: counts the spans of JSON requests and the requests of protobuf ones.
 let jsonSpans = 0;
@@ -59,7 +69,11 @@ const receiver = createServer((req, res) => {
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     if (String(req.headers['content-type']).includes('json')) {
-      jsonSpans += (Buffer.concat(chunks).toString().match(/"spanId"/g) ?? []).length;
+      jsonSpans += (
+        Buffer.concat(chunks)
+          .toString()
+          .match(/"spanId"/g) ?? []
+      ).length;
     } else protobufRequests += 1;
     res.writeHead(200).end();
   });
@@ -72,7 +86,10 @@ const VARIANTS: Variant[] = [...(BASELINE ? ['baseline' as const] : []), 'off', 
 
 /** One measured run in a fresh warm worker, traced as `variant` says. */
 async function measure(variant: Variant, input: WorkerInput): Promise<{ ms: number; cpuMs: number }> {
-  const saved = { endpoint: process.env.OTEL_EXPORTER_OTLP_ENDPOINT, protocol: process.env.OTEL_EXPORTER_OTLP_PROTOCOL };
+  const saved = {
+    endpoint: process.env.OTEL_EXPORTER_OTLP_ENDPOINT,
+    protocol: process.env.OTEL_EXPORTER_OTLP_PROTOCOL,
+  };
   if (variant === 'off' || variant === 'baseline') {
     delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
   } else {
@@ -84,7 +101,10 @@ async function measure(variant: Variant, input: WorkerInput): Promise<{ ms: numb
     if (!r.ok) throw new Error(`${variant} run failed: ${r.error}`);
     return { ms: r.durationMs, cpuMs: r.cpuMs };
   } finally {
-    for (const [k, v] of [['OTEL_EXPORTER_OTLP_ENDPOINT', saved.endpoint], ['OTEL_EXPORTER_OTLP_PROTOCOL', saved.protocol]] as const) {
+    for (const [k, v] of [
+      ['OTEL_EXPORTER_OTLP_ENDPOINT', saved.endpoint],
+      ['OTEL_EXPORTER_OTLP_PROTOCOL', saved.protocol],
+    ] as const) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
@@ -99,14 +119,63 @@ const server = await startPageServer();
 const loadBefore = load();
 const results: Record<string, unknown>[] = [];
 try {
-  const cases: { label: string; rows: number; outputType: 'json' | 'txt'; paging: number; warmups: number; repeats: number; rowsPerSec: boolean }[] = [
-    { label: '10 rows, json, 1 page', rows: 10, outputType: 'json', paging: 10, warmups: 2, repeats: REPEATS, rowsPerSec: false },
-    { label: '100k txt rows, 1 page', rows: 100_000, outputType: 'txt', paging: 100_000, warmups: 1, repeats: Math.max(3, Math.round(REPEATS / 3)), rowsPerSec: true },
-    { label: '100k txt rows, 1,000 pages', rows: 100_000, outputType: 'txt', paging: 100, warmups: 1, repeats: Math.max(3, Math.round(REPEATS / 3)), rowsPerSec: true },
+  const cases: {
+    label: string;
+    rows: number;
+    outputType: 'json' | 'txt';
+    paging: number;
+    warmups: number;
+    repeats: number;
+    rowsPerSec: boolean;
+  }[] = [
+    {
+      label: '10 rows, json, 1 page',
+      rows: 10,
+      outputType: 'json',
+      paging: 10,
+      warmups: 2,
+      repeats: REPEATS,
+      rowsPerSec: false,
+    },
+    {
+      label: '100k txt rows, 1 page',
+      rows: 100_000,
+      outputType: 'txt',
+      paging: 100_000,
+      warmups: 1,
+      repeats: Math.max(3, Math.round(REPEATS / 3)),
+      rowsPerSec: true,
+    },
+    {
+      label: '100k txt rows, 1,000 pages',
+      rows: 100_000,
+      outputType: 'txt',
+      paging: 100,
+      warmups: 1,
+      repeats: Math.max(3, Math.round(REPEATS / 3)),
+      rowsPerSec: true,
+    },
   ];
   for (const c of cases) {
-    if (c.rows > 10) await server.prerender({ report: 'Big.avw', parameters: { ROWS: String(c.rows) }, outputType: c.outputType, paging: c.paging });
-    const input: WorkerInput = { simUrl: server.url, databaseUrl, redisUrl, report: 'Big.avw', rows: c.rows, outputType: c.outputType, paging: c.paging, target: `${schema}.t_${c.paging}_${c.rows}`, mode: 'replace', warmups: c.warmups };
+    if (c.rows > 10)
+      await server.prerender({
+        report: 'Big.avw',
+        parameters: { ROWS: String(c.rows) },
+        outputType: c.outputType,
+        paging: c.paging,
+      });
+    const input: WorkerInput = {
+      simUrl: server.url,
+      databaseUrl,
+      redisUrl,
+      report: 'Big.avw',
+      rows: c.rows,
+      outputType: c.outputType,
+      paging: c.paging,
+      target: `${schema}.t_${c.paging}_${c.rows}`,
+      mode: 'replace',
+      warmups: c.warmups,
+    };
     const got = new Map<Variant, { ms: number; cpuMs: number }[]>(VARIANTS.map((v) => [v, []]));
     const spansBefore = jsonSpans;
     for (let i = 0; i < c.repeats; i++) {
@@ -121,20 +190,41 @@ try {
       case: c.label,
       repeats: c.repeats,
       spansPerTracedRun: Math.round(spansPerRun),
-      variants: Object.fromEntries(VARIANTS.map((v) => [v, { medianMs: median(got.get(v)!.map((r) => r.ms)), medianCpuMs: median(got.get(v)!.map((r) => r.cpuMs)), ms: got.get(v)!.map((r) => r.ms), cpuMs: got.get(v)!.map((r) => r.cpuMs) }])),
+      variants: Object.fromEntries(
+        VARIANTS.map((v) => [
+          v,
+          {
+            medianMs: median(got.get(v)!.map((r) => r.ms)),
+            medianCpuMs: median(got.get(v)!.map((r) => r.cpuMs)),
+            ms: got.get(v)!.map((r) => r.ms),
+            cpuMs: got.get(v)!.map((r) => r.cpuMs),
+          },
+        ]),
+      ),
     });
     process.stdout.write(`${c.label} (medians of ${c.repeats}; ${spansPerRun.toFixed(0)} spans per traced run)\n`);
     for (const v of VARIANTS) {
       const ms = got.get(v)!.map((r) => r.ms);
       const cpu = median(got.get(v)!.map((r) => r.cpuMs));
-      const figure = c.rowsPerSec ? `${Math.round((c.rows / median(ms)) * 1000)} rows/s (${ms.map((x) => Math.round((c.rows / x) * 1000)).join(', ')})` : `${median(ms).toFixed(1)} ms (${Math.min(...ms).toFixed(1)}-${Math.max(...ms).toFixed(1)})`;
+      const figure = c.rowsPerSec
+        ? `${Math.round((c.rows / median(ms)) * 1000)} rows/s (${ms.map((x) => Math.round((c.rows / x) * 1000)).join(', ')})`
+        : `${median(ms).toFixed(1)} ms (${Math.min(...ms).toFixed(1)}-${Math.max(...ms).toFixed(1)})`;
       process.stdout.write(`  traces ${v.padEnd(13)} ${figure}, CPU ${cpu.toFixed(1)} ms\n`);
     }
   }
-  process.stdout.write(`load average ${loadBefore} before, ${load()} after; protobuf requests received ${protobufRequests}\n`);
-  const file = join(import.meta.dirname, 'results', `${new Date().toISOString().slice(0, 16).replace(':', '-')}-tracing.json`);
+  process.stdout.write(
+    `load average ${loadBefore} before, ${load()} after; protobuf requests received ${protobufRequests}\n`,
+  );
+  const file = join(
+    import.meta.dirname,
+    'results',
+    `${new Date().toISOString().slice(0, 16).replace(':', '-')}-tracing.json`,
+  );
   await mkdir(join(import.meta.dirname, 'results'), { recursive: true });
-  await writeFile(file, `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), loadAverage: { before: loadBefore, after: load() }, baseline: BASELINE ? baselineCommit() : null, results }, null, 2)}\n`);
+  await writeFile(
+    file,
+    `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), loadAverage: { before: loadBefore, after: load() }, baseline: BASELINE ? baselineCommit() : null, results }, null, 2)}\n`,
+  );
   process.stdout.write(`results: ${file}\n`);
 } finally {
   await server.close();

@@ -19,7 +19,6 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import { makePool } from '../src/app/connections.ts';
 import { migrate } from '../src/history/migrate.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -30,7 +29,8 @@ import { median } from './lib/report.ts';
 
 function option(name: string, fallback: string): number {
   const k = process.argv.indexOf(`--${name}`);
-  const raw = k > 0 ? process.argv[k + 1] : (process.env[`BENCH_${name.toUpperCase().replaceAll('-', '_')}`] ?? fallback);
+  const raw =
+    k > 0 ? process.argv[k + 1] : (process.env[`BENCH_${name.toUpperCase().replaceAll('-', '_')}`] ?? fallback);
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`--${name}: expected a whole number, got '${raw}'`);
   return n;
@@ -40,7 +40,10 @@ const JOB_DURATION_MS = option('job-duration', '0');
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
-const load = (): string => loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = (): string =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 const range = (xs: number[], digits: number): string =>
   `median ${median(xs).toFixed(digits)} ms (${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)} of ${xs.length})`;
 
@@ -49,10 +52,14 @@ await migrate(pool);
 const schema = `bench_${randomUUID().slice(0, 8)}`;
 await pool.query(`CREATE SCHEMA ${schema}`);
 const dir = await mkdtemp(join(tmpdir(), 'report-etl-user-path-'));
-const sim = spawn(process.execPath, [...NODE_FLAGS, BIN, 'simulate', '--port', '0', '--job-duration', String(JOB_DURATION_MS)], {
-  env: { ...process.env, LOG_LEVEL: 'warn' },
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
+const sim = spawn(
+  process.execPath,
+  [...NODE_FLAGS, BIN, 'simulate', '--port', '0', '--job-duration', String(JOB_DURATION_MS)],
+  {
+    env: { ...process.env, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
 try {
   let out = '';
   const simUrl = await new Promise<string>((resolve, reject) => {
@@ -70,7 +77,18 @@ try {
   const warmCpu: number[] = [];
   for (let i = 0; i < REPEATS; i++) {
     const r = await measureWorker(
-      { simUrl, databaseUrl, redisUrl, report: 'Big.avw', rows: 10, outputType: 'json', paging: 10, target: `${schema}.warm_small`, mode: 'replace', warmups: 2 },
+      {
+        simUrl,
+        databaseUrl,
+        redisUrl,
+        report: 'Big.avw',
+        rows: 10,
+        outputType: 'json',
+        paging: 10,
+        target: `${schema}.warm_small`,
+        mode: 'replace',
+        warmups: 2,
+      },
       [...NODE_FLAGS],
     );
     if (!r.ok) throw new Error(`warm 10-row run failed: ${r.error}`);

@@ -68,8 +68,23 @@ const results: { type: string; fresh: Split[]; warm: Split[]; baseline: Split[] 
 let text = '';
 try {
   for (const outputType of TYPES) {
-    await server.prerender({ report: 'Big.avw', parameters: { ROWS: String(ROWS) }, outputType: outputType as 'txt', paging: ROWS });
-    const input: WorkerInput = { simUrl: server.url, databaseUrl, redisUrl, report: 'Big.avw', rows: ROWS, outputType, paging: ROWS, target: `${schema}.${outputType}`, mode: 'replace' };
+    await server.prerender({
+      report: 'Big.avw',
+      parameters: { ROWS: String(ROWS) },
+      outputType: outputType as 'txt',
+      paging: ROWS,
+    });
+    const input: WorkerInput = {
+      simUrl: server.url,
+      databaseUrl,
+      redisUrl,
+      report: 'Big.avw',
+      rows: ROWS,
+      outputType,
+      paging: ROWS,
+      target: `${schema}.${outputType}`,
+      mode: 'replace',
+    };
     const created = await measureWorker(input, WORKER_ARGS);
     if (!created.ok) throw new Error(`${outputType}: the run that creates the target failed: ${created.error}`);
     const fresh: Split[] = [];
@@ -77,20 +92,40 @@ try {
     const baseline: Split[] = [];
     const measure = async (warmups: number, into: Split[], worker?: string): Promise<void> => {
       const r = await measureWorker({ ...input, warmups }, WORKER_ARGS, worker);
-      if (!r.ok || r.rows !== ROWS) throw new Error(`${outputType}: measured run failed: ${r.error ?? `${r.rows} rows`}`);
-      const t = r.attemptId ? (await pool.query<{ timeline: AttemptTimeline }>('SELECT timeline FROM etl.attempts WHERE attempt_id = $1', [r.attemptId])).rows[0]?.timeline : undefined;
+      if (!r.ok || r.rows !== ROWS)
+        throw new Error(`${outputType}: measured run failed: ${r.error ?? `${r.rows} rows`}`);
+      const t = r.attemptId
+        ? (
+            await pool.query<{ timeline: AttemptTimeline }>('SELECT timeline FROM etl.attempts WHERE attempt_id = $1', [
+              r.attemptId,
+            ])
+          ).rows[0]?.timeline
+        : undefined;
       into.push(split(r.durationMs, r.cpuMs, t));
     };
     for (let i = 0; i < REPEATS; i++) {
-      const order: [number, Split[], string?][] = [[0, fresh], [1, warm], ...(BASELINE ? [[0, baseline, BASELINE] as [number, Split[], string]] : [])];
+      const order: [number, Split[], string?][] = [
+        [0, fresh],
+        [1, warm],
+        ...(BASELINE ? [[0, baseline, BASELINE] as [number, Split[], string]] : []),
+      ];
       for (const [warmups, into, worker] of i % 2 === 0 ? order : order.reverse()) await measure(warmups, into, worker);
-      log(`${outputType}: fresh ${fresh.at(-1)!.total!.toFixed(0)} ms, warm ${warm.at(-1)!.total!.toFixed(0)} ms${BASELINE ? `, baseline fresh ${baseline.at(-1)!.total!.toFixed(0)} ms` : ''}`);
+      log(
+        `${outputType}: fresh ${fresh.at(-1)!.total!.toFixed(0)} ms, warm ${warm.at(-1)!.total!.toFixed(0)} ms${BASELINE ? `, baseline fresh ${baseline.at(-1)!.total!.toFixed(0)} ms` : ''}`,
+      );
     }
     results.push({ type: outputType, fresh, warm, baseline });
-    const keys = Object.keys(fresh[0]!).filter((k) => fresh.some((s) => s[k]! >= 0.5) || warm.some((s) => s[k]! >= 0.5));
-    const med = (xs: Split[], k: string): string => (xs.length > 0 && k in xs[0]! ? median(xs.map((s) => s[k]!)).toFixed(1) : '');
-    const lines = keys.map((k) => `| ${k} | ${med(fresh, k)} | ${med(warm, k)} | ${(Number(med(fresh, k)) - Number(med(warm, k))).toFixed(1)} |${BASELINE ? ` ${med(baseline, k)} |` : ''}`);
-    const rate = (xs: Split[]): string => `${Math.round(ROWS / (median(xs.map((s) => s.total!)) / 1000) / 1000)}k rows/s`;
+    const keys = Object.keys(fresh[0]!).filter(
+      (k) => fresh.some((s) => s[k]! >= 0.5) || warm.some((s) => s[k]! >= 0.5),
+    );
+    const med = (xs: Split[], k: string): string =>
+      xs.length > 0 && k in xs[0]! ? median(xs.map((s) => s[k]!)).toFixed(1) : '';
+    const lines = keys.map(
+      (k) =>
+        `| ${k} | ${med(fresh, k)} | ${med(warm, k)} | ${(Number(med(fresh, k)) - Number(med(warm, k))).toFixed(1)} |${BASELINE ? ` ${med(baseline, k)} |` : ''}`,
+    );
+    const rate = (xs: Split[]): string =>
+      `${Math.round(ROWS / (median(xs.map((s) => s.total!)) / 1000) / 1000)}k rows/s`;
     text += `\n${outputType}, ${ROWS} rows, medians of ${REPEATS} (ms): fresh ${rate(fresh)}, warm ${rate(warm)}${BASELINE ? `, baseline fresh ${rate(baseline)}` : ''}\n\n`;
     text += `| part | fresh | warm | fresh − warm |${BASELINE ? ' baseline fresh |' : ''}\n|---|---|---|---|${BASELINE ? '---|' : ''}\n${lines.join('\n')}\n`;
   }
@@ -103,14 +138,17 @@ const date = new Date().toISOString().replaceAll(':', '-').slice(0, 16);
 const file = join(import.meta.dirname, 'results', `${date}-warm-up.json`);
 await mkdir(join(import.meta.dirname, 'results'), { recursive: true });
 const load = `load average ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after`;
-await writeFile(file, `${JSON.stringify({ date: new Date().toISOString(), rows: ROWS, baseline: BASELINE_DIR || null, repeats: REPEATS, workerArgs: WORKER_ARGS, load, results }, null, 2)}\n`);
+await writeFile(
+  file,
+  `${JSON.stringify({ date: new Date().toISOString(), rows: ROWS, baseline: BASELINE_DIR || null, repeats: REPEATS, workerArgs: WORKER_ARGS, load, results }, null, 2)}\n`,
+);
 const LEGEND = [
   'How to read the rows (they overlap, so they do not add up to total):',
-  '- total: runAttempt\'s wall time; cpu: the process\'s CPU time in it, which exceeds total when V8\'s compiler and',
-  '  garbage-collector threads work beside the main thread (a fresh process\'s warm-up shows there);',
-  '- the attempt\'s steps (its timeline): load holds target_delete (a replace\'s DELETE), copy (from COPY\'s start to its',
+  "- total: runAttempt's wall time; cpu: the process's CPU time in it, which exceeds total when V8's compiler and",
+  "  garbage-collector threads work beside the main thread (a fresh process's warm-up shows there);",
+  "- the attempt's steps (its timeline): load holds target_delete (a replace's DELETE), copy (from COPY's start to its",
   '  end) and commit; rows are decoded while the DELETE runs, so decoding overlaps target_delete and copy;',
-  '- pages: each page\'s reading split into waiting for the network, decoding here, and waiting for PostgreSQL to take',
+  "- pages: each page's reading split into waiting for the network, decoding here, and waiting for PostgreSQL to take",
   '  the rows (pages: COPY), which is part of the copy step, not all of it.',
 ].join('\n');
 process.stdout.write(`${text}\n${LEGEND}\n\n${load}\nresults: ${file}\n`);

@@ -14,7 +14,9 @@ if (problem !== undefined) {
   process.stderr.write(`report-etl: ${problem}\n`);
   process.exitCode = 2;
 } else if (!existsSync(entry)) {
-  process.stderr.write('report-etl: the build is missing (dist/main.js): run `npm run build` (`npm ci` also builds it), or run the sources with `npm run dev -- <args>`\n');
+  process.stderr.write(
+    'report-etl: the build is missing (dist/main.js): run `npm run build` (`npm ci` also builds it), or run the sources with `npm run dev -- <args>`\n',
+  );
   process.exitCode = 2;
 } else {
   // V8's code cache on disk (os.tmpdir()/node-compile-cache): a process's modules load in about half the time after

@@ -19,7 +19,24 @@ import { fileURLToPath } from 'node:url';
  * The layers, lowest first. `.` stands for the shared modules at the top of src/ (vocabulary, errors, logger …);
  * `main.ts` is the process entry and may import anything.
  */
-export const LAYERS: readonly string[] = ['.', 'copy-binary', 'simulator', 'report-api', 'history', 'warehouse', 'pages', 'config', 'pipeline', 'login', 'alerts', 'queue', 'admin', 'app', 'cli', 'main.ts'];
+export const LAYERS: readonly string[] = [
+  '.',
+  'copy-binary',
+  'simulator',
+  'report-api',
+  'history',
+  'warehouse',
+  'pages',
+  'config',
+  'pipeline',
+  'login',
+  'alerts',
+  'queue',
+  'admin',
+  'app',
+  'cli',
+  'main.ts',
+];
 
 /** Packages a folder must not import (docs/architecture.md "Layers" for third-party code). */
 export const FORBIDDEN_PACKAGES: Readonly<Record<string, readonly string[]>> = {
@@ -65,7 +82,8 @@ export interface ImportEdge {
 
 // import x from '…' | import type { a } from '…' | import * as x from '…' | import x, { a } from '…' |
 // export { a } from '…' | export * from '…' | export type * from '…'; also bare `import '…'` and `import('…')`.
-const STATIC = /^[ \t]*(?:import|export)(?:[ \t]+type)?[ \t]*(?:\{[^}]*\}|\*(?:[ \t]+as[ \t]+\w+)?|\w+(?:[ \t]*,[ \t]*(?:\{[^}]*\}|\*[ \t]+as[ \t]+\w+))?)[ \t\n]*from[ \t]*['"]([^'"]+)['"]/gm;
+const STATIC =
+  /^[ \t]*(?:import|export)(?:[ \t]+type)?[ \t]*(?:\{[^}]*\}|\*(?:[ \t]+as[ \t]+\w+)?|\w+(?:[ \t]*,[ \t]*(?:\{[^}]*\}|\*[ \t]+as[ \t]+\w+))?)[ \t\n]*from[ \t]*['"]([^'"]+)['"]/gm;
 const BARE = /^[ \t]*import[ \t]*['"]([^'"]+)['"]/gm;
 const DYNAMIC = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
 
@@ -98,8 +116,22 @@ export function readImports(srcDir: string): ImportEdge[] {
         const spec = m[1]!;
         if (spec.startsWith('node:')) continue;
         const line = text.slice(0, m.index).split('\n').length;
-        if (spec.startsWith('.')) edges.push({ from, to: normalize(join(dirname(from), spec)).split(sep).join('/'), spec, line });
-        else edges.push({ from, to: spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!, spec, line });
+        if (spec.startsWith('.'))
+          edges.push({
+            from,
+            to: normalize(join(dirname(from), spec))
+              .split(sep)
+              .join('/'),
+            spec,
+            line,
+          });
+        else
+          edges.push({
+            from,
+            to: spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!,
+            spec,
+            line,
+          });
       }
     }
   }
@@ -186,14 +218,24 @@ export function checkArchitecture(srcDir: string, packagesDir = join(srcDir, '..
     if (e.to.endsWith('.ts')) {
       const to = layerOf(e.to);
       if (to === from) continue;
-      if (rank === -1 || LAYERS.indexOf(to) === -1) problems.push(`${e.from}:${e.line}: ${from} or ${to} is not a layer of LAYERS in scripts/check-architecture.ts`);
-      else if (LAYERS.indexOf(to) > rank) problems.push(`${e.from}:${e.line}: ${from} imports ${e.to}, a higher layer (${to}); imports point down: ${LAYERS.join(' < ')}`);
+      if (rank === -1 || LAYERS.indexOf(to) === -1)
+        problems.push(
+          `${e.from}:${e.line}: ${from} or ${to} is not a layer of LAYERS in scripts/check-architecture.ts`,
+        );
+      else if (LAYERS.indexOf(to) > rank)
+        problems.push(
+          `${e.from}:${e.line}: ${from} imports ${e.to}, a higher layer (${to}); imports point down: ${LAYERS.join(' < ')}`,
+        );
     } else if (FORBIDDEN_PACKAGES[from]?.includes(e.to)) {
       problems.push(`${e.from}:${e.line}: ${from} must not import the package ${e.to}`);
     } else if (PACKAGE_HOMES[e.to] && !PACKAGE_HOMES[e.to]!.includes(from)) {
-      problems.push(`${e.from}:${e.line}: ${from} must not import the package ${e.to}; only ${PACKAGE_HOMES[e.to]!.join(', ')} may`);
+      problems.push(
+        `${e.from}:${e.line}: ${from} must not import the package ${e.to}; only ${PACKAGE_HOMES[e.to]!.join(', ')} may`,
+      );
     } else if (!isPublicEntry(e.spec, e.to, packagesDir)) {
-      problems.push(`${e.from}:${e.line}: imports ${e.spec}, which the package ${e.to} does not export; import its name or a subpath its package.json "exports" names`);
+      problems.push(
+        `${e.from}:${e.line}: imports ${e.spec}, which the package ${e.to} does not export; import its name or a subpath its package.json "exports" names`,
+      );
     }
   }
   return problems;
@@ -203,6 +245,10 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const src = fileURLToPath(new URL('../src/', import.meta.url));
   const problems = checkArchitecture(src);
   for (const p of problems) process.stderr.write(`${p}\n`);
-  process.stdout.write(problems.length ? `${problems.length} layout problem${problems.length === 1 ? '' : 's'}\n` : 'layout ok: no import cycle, every import points down, packages by their public entry points\n');
+  process.stdout.write(
+    problems.length
+      ? `${problems.length} layout problem${problems.length === 1 ? '' : 's'}\n`
+      : 'layout ok: no import cycle, every import points down, packages by their public entry points\n',
+  );
   process.exitCode = problems.length ? 1 : 0;
 }

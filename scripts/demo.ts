@@ -90,13 +90,15 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
   const logger = makeLogger();
   const { config } = await loadConfig(configPath);
   const simUrl = new URL(config.connections.sim?.baseUrl ?? 'http://127.0.0.1:8080');
-  const sim = await startSimulator({ port: Number(simUrl.port || 80), host: simUrl.hostname, logger }).catch((err: NodeJS.ErrnoException) => {
-    throw new Error(
-      err.code === 'EADDRINUSE'
-        ? `port ${simUrl.port} is in use: stop what listens there, or set REPORT_BASE_URL=http://127.0.0.1:<free port> for the demo`
-        : err.message,
-    );
-  });
+  const sim = await startSimulator({ port: Number(simUrl.port || 80), host: simUrl.hostname, logger }).catch(
+    (err: NodeJS.ErrnoException) => {
+      throw new Error(
+        err.code === 'EADDRINUSE'
+          ? `port ${simUrl.port} is in use: stop what listens there, or set REPORT_BASE_URL=http://127.0.0.1:<free port> for the demo`
+          : err.message,
+      );
+    },
+  );
   out(`simulator     ${sim.url}  (client demo-client / demo-secret)`);
   const service = await startService({
     configPath,
@@ -109,7 +111,9 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
     workerOptions: { concurrency: 2 },
     graceMs: 10_000,
   });
-  out(`admin         ${service.adminUrl}/admin   (jobs overview; runs: ${service.adminUrl}/admin/runs, queues: ${service.adminUrl}/admin/queues)`);
+  out(
+    `admin         ${service.adminUrl}/admin   (jobs overview; runs: ${service.adminUrl}/admin/runs, queues: ${service.adminUrl}/admin/queues)`,
+  );
   const pool = makePool(logger, databaseUrl, 2);
   let exitCode = 0;
   try {
@@ -135,18 +139,28 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
     if (once) {
       out('Where to look, now that the demo has ended:');
       if (startedStores) {
-        out('  the PostgreSQL and Redis the demo started are gone with it, and so are the admin pages: run `npm run demo`');
-        out('  in a terminal to keep everything running and look around, or point DATABASE_URL and REDIS_URL at your own.');
+        out(
+          '  the PostgreSQL and Redis the demo started are gone with it, and so are the admin pages: run `npm run demo`',
+        );
+        out(
+          '  in a terminal to keep everything running and look around, or point DATABASE_URL and REDIS_URL at your own.',
+        );
       } else {
-        out(`  run history   npx report-etl runs --since 1h   (the admin pages ended with the demo: \`npm run demo\` in a terminal keeps them)`);
+        out(
+          `  run history   npx report-etl runs --since 1h   (the admin pages ended with the demo: \`npm run demo\` in a terminal keeps them)`,
+        );
         out(`  loaded rows   psql ${databaseUrl} -c 'SELECT * FROM erp.sales_orders LIMIT 5'`);
-        out(`  the failure   npx report-etl runs --job broken_report --status failed   (replay: npx report-etl replay <run key>, with a worker)`);
+        out(
+          `  the failure   npx report-etl runs --job broken_report --status failed   (replay: npx report-etl replay <run key>, with a worker)`,
+        );
       }
     } else {
       out('Where to look, while the demo runs:');
       out(`  run history   ${service.adminUrl}/admin/runs   or   npx report-etl runs --since 1h`);
       out(`  loaded rows   psql ${databaseUrl} -c 'SELECT * FROM erp.sales_orders LIMIT 5'`);
-      out(`  the failure   npx report-etl runs --job broken_report --status failed   (replay: npx report-etl replay <run key>)`);
+      out(
+        `  the failure   npx report-etl runs --job broken_report --status failed   (replay: npx report-etl replay <run key>)`,
+      );
       if (startedStores) {
         out(`  the commands above in another terminal need:`);
         out(`                export DATABASE_URL=${postgres.url} REDIS_URL=${redis.url}`);
@@ -210,7 +224,11 @@ async function printRounds(pool: pg.Pool, stopped: Promise<void>, zone: string):
     for (const { tick, attempts } of rows) {
       if (printed.has(tick.getTime())) continue;
       printed.add(tick.getTime());
-      const parts = attempts.map((a) => (a.status === 'succeeded' ? `${a.job} ${a.rows ?? 0} rows` : `${a.job} ${a.status.toUpperCase()}${a.error ? `: ${summaryLine(a.error)}` : ''}`));
+      const parts = attempts.map((a) =>
+        a.status === 'succeeded'
+          ? `${a.job} ${a.rows ?? 0} rows`
+          : `${a.job} ${a.status.toUpperCase()}${a.error ? `: ${summaryLine(a.error)}` : ''}`,
+      );
       out(`round ${formatWithOffset(tick, zone)}  ${parts.join(' · ')}`);
     }
   }

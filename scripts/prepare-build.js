@@ -10,9 +10,11 @@ import { existsSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const tsc = `${root}node_modules/typescript/bin/tsc`;
+const tsc = `${root}node_modules/@typescript/native/bin/tsc`;
 if (!existsSync(`${root}src`) || !existsSync(tsc)) {
-  process.stdout.write(`report-etl prepare: not building dist/ (${existsSync(`${root}src`) ? 'no TypeScript installed' : 'no src/'})\n`);
+  process.stdout.write(
+    `report-etl prepare: not building dist/ (${existsSync(`${root}src`) ? 'no TypeScript installed' : 'no src/'})\n`,
+  );
 } else {
   const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) {

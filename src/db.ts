@@ -66,7 +66,11 @@ const CANCEL_CHECK_MS = 200;
  * canceller before its ROLLBACK. A client that had a statement cancelled must be destroyed rather than reused.
  * @param pool the pool `client` came from (its connection settings are used for the cancel)
  */
-export function cancelOnAbort(pool: pg.Pool, client: pg.PoolClient, signal: AbortSignal | undefined): StatementCanceller {
+export function cancelOnAbort(
+  pool: pg.Pool,
+  client: pg.PoolClient,
+  signal: AbortSignal | undefined,
+): StatementCanceller {
   if (!signal) return { end: async () => undefined };
   const pid = (client as pg.PoolClient & { processID?: number }).processID;
   const stop = new AbortController();
@@ -78,7 +82,10 @@ export function cancelOnAbort(pool: pg.Pool, client: pg.PoolClient, signal: Abor
   const cancelByRequest = (): void => {
     const active = (client as pg.PoolClient & { activeQuery?: unknown }).activeQuery;
     if (!active) return;
-    const request = new pg.Client(pool.options) as pg.Client & { cancel(c: pg.PoolClient, q: unknown): void; connection: { on(e: string, f: () => void): void } };
+    const request = new pg.Client(pool.options) as pg.Client & {
+      cancel(c: pg.PoolClient, q: unknown): void;
+      connection: { on(e: string, f: () => void): void };
+    };
     request.connection.on('error', () => undefined);
     request.cancel(client, active);
     first ??= { waitEventType: null, waitEvent: null, unseen: true };
@@ -101,7 +108,11 @@ export function cancelOnAbort(pool: pg.Pool, client: pg.PoolClient, signal: Abor
         if (stop.signal.aborted) break;
         if (!canceller) cancelByRequest();
         else {
-          const { rows } = await canceller.query<{ wait_event_type: string | null; wait_event: string | null; cancelled: boolean }>(
+          const { rows } = await canceller.query<{
+            wait_event_type: string | null;
+            wait_event: string | null;
+            cancelled: boolean;
+          }>(
             `SELECT wait_event_type, wait_event, pg_cancel_backend(pid) AS cancelled FROM pg_stat_activity
               WHERE pid = $1 AND state = 'active' AND wait_event_type IS DISTINCT FROM 'Client'`,
             [pid],
@@ -177,7 +188,12 @@ export interface DatabaseWait {
  * Used where a record must not be dropped: an attempt's start and end (docs/architecture.md "A fleet").
  * @throws what `fn` throws when it is not such an error; AbortedError when `signal` aborts while it waits
  */
-export async function untilDatabaseTakesIt<T>(log: Logger, what: DatabaseWait, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
+export async function untilDatabaseTakesIt<T>(
+  log: Logger,
+  what: DatabaseWait,
+  signal: AbortSignal | undefined,
+  fn: () => Promise<T>,
+): Promise<T> {
   const started = Date.now();
   let waiting = false;
   const result = await retry(fn, {
@@ -185,7 +201,11 @@ export async function untilDatabaseTakesIt<T>(log: Logger, what: DatabaseWait, s
     retryable: isConnectionLoss,
     signal,
     onRetry: (e) => {
-      if (!waiting) log.warn({ err: coerceError(e).message }, `PostgreSQL cannot be reached or has no room: ${what.todo} once it can`);
+      if (!waiting)
+        log.warn(
+          { err: coerceError(e).message },
+          `PostgreSQL cannot be reached or has no room: ${what.todo} once it can`,
+        );
       waiting = true;
     },
   });

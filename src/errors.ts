@@ -42,7 +42,6 @@ export type ErrorCode =
   | 'OVERLAP_LOCK_LOST'
   | 'INTERNAL';
 
-
 /** Problem details of an `application/problem+json` answer (docs/report-export-service.md "Error problem body"). */
 export interface ProblemDetails {
   status?: number;
@@ -92,13 +91,33 @@ export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
  * Postgres SQLSTATEs worth a retry: serialization failure, deadlock, admin shutdown, connection loss, and capacity
  * (53300 too many connections, 57P03 cannot connect now): a full server takes the attempt once others are done.
  */
-export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01', '53300', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
+export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set([
+  '40001',
+  '40P01',
+  '53300',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+]);
 
 /** Node socket errors of a lost or refused database (or any TCP) connection: worth a retry once it is back. */
-export const CONNECTION_LOSS_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+export const CONNECTION_LOSS_CODES: ReadonlySet<string> = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
 
 /** What node-postgres says when the server or the network went away mid-conversation (it sets no code then). */
-const PG_CONNECTION_LOSS = /Connection terminated|connection error and is not queryable|Client was closed and is not queryable|timeout exceeded when trying to connect/i;
+const PG_CONNECTION_LOSS =
+  /Connection terminated|connection error and is not queryable|Client was closed and is not queryable|timeout exceeded when trying to connect/i;
 
 /**
  * Whether a database error says the connection was lost or could not be made (socket codes, SQLSTATE class 08,
@@ -110,7 +129,16 @@ export function isConnectionLoss(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   if (!e || typeof e !== 'object') return false;
   const code = typeof e.code === 'string' ? e.code : undefined;
-  if (code && (CONNECTION_LOSS_CODES.has(code) || code.startsWith('08') || code === '53300' || code === '57P01' || code === '57P02' || code === '57P03')) return true;
+  if (
+    code &&
+    (CONNECTION_LOSS_CODES.has(code) ||
+      code.startsWith('08') ||
+      code === '53300' ||
+      code === '57P01' ||
+      code === '57P02' ||
+      code === '57P03')
+  )
+    return true;
   return typeof e.message === 'string' && PG_CONNECTION_LOSS.test(e.message);
 }
 
@@ -147,11 +175,17 @@ export class EtlError extends Error {
 export class ConfigError extends EtlError {
   readonly problems: string[];
   constructor(problems: string[], options: EtlErrorOptions = {}) {
-    super('CONFIG_INVALID', problems.length === 1 ? problems[0]! : `${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`, {
-      stage: 'config',
-      ...options,
-      retryable: false,
-    });
+    super(
+      'CONFIG_INVALID',
+      problems.length === 1
+        ? problems[0]!
+        : `${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+      {
+        stage: 'config',
+        ...options,
+        retryable: false,
+      },
+    );
     this.problems = problems;
   }
 }
@@ -170,9 +204,13 @@ export function coerceError(err: unknown): Error {
 /** The error an aborted run throws (Ctrl-C, shutdown, a caller's AbortSignal). */
 export class AbortedError extends EtlError {
   constructor(reason?: unknown) {
-    super('ABORTED', `run aborted${reason instanceof Error ? `: ${reason.message}` : typeof reason === 'string' ? `: ${reason}` : ''}`, {
-      retryable: true,
-    });
+    super(
+      'ABORTED',
+      `run aborted${reason instanceof Error ? `: ${reason.message}` : typeof reason === 'string' ? `: ${reason}` : ''}`,
+      {
+        retryable: true,
+      },
+    );
   }
 }
 

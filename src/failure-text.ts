@@ -7,7 +7,10 @@
 
 /** The first meaningful line of `text` (see the file comment), trimmed; '' for a blank text. */
 export function summaryLine(text: string): string {
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   const first = lines[0] ?? '';
   return first.endsWith(':') && lines[1] !== undefined ? `${first} ${lines[1]}` : first;
 }

@@ -70,7 +70,11 @@ export function prettyLine(record: Record<string, unknown>): string {
  * The format to use: an explicit one, else `LOG_FORMAT`, else pretty on a terminal and JSON otherwise.
  * @throws ConfigError naming the accepted values when LOG_FORMAT or `explicit` is something else
  */
-export function resolveLogFormat(explicit?: string, env: NodeJS.ProcessEnv = process.env, isTty = Boolean(process.stderr.isTTY)): LogFormat {
+export function resolveLogFormat(
+  explicit?: string,
+  env: NodeJS.ProcessEnv = process.env,
+  isTty = Boolean(process.stderr.isTTY),
+): LogFormat {
   const chosen = explicit ?? env.LOG_FORMAT;
   if (chosen === undefined || chosen === '') return isTty ? 'pretty' : 'json';
   if ((LOG_FORMATS as readonly string[]).includes(chosen)) return chosen as LogFormat;

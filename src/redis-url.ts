@@ -32,7 +32,8 @@ export function parseRedisClusterUrl(url: string): RedisClusterUrl {
     const at = hp.lastIndexOf(':');
     const host = at < 0 ? hp : hp.slice(0, at);
     const port = at < 0 ? 6379 : Number(hp.slice(at + 1));
-    if (!host || !Number.isInteger(port) || port < 1 || port > 65_535) throw new ConfigError([`REDIS_URL names a cluster node "${hp}" that is not host:port: ${form}`]);
+    if (!host || !Number.isInteger(port) || port < 1 || port > 65_535)
+      throw new ConfigError([`REDIS_URL names a cluster node "${hp}" that is not host:port: ${form}`]);
     return { host: host.replace(/^\[|\]$/g, ''), port };
   });
   const decode = (s: string | undefined) => (s === undefined || s === '' ? undefined : decodeURIComponent(s));
@@ -49,5 +50,7 @@ export function parseRedisClusterUrl(url: string): RedisClusterUrl {
 export function prefixForRedis(prefix: string, url: string | undefined, explicit: boolean): string {
   if (url === undefined || !isRedisClusterUrl(url) || /\{[^}]+\}/.test(prefix)) return prefix;
   if (!explicit) return `{${prefix}}`;
-  throw new ConfigError([`the queue prefix "${prefix}" has no hash tag, which a Redis Cluster needs (REDIS_URL is a cluster): write it as "{${prefix}}" (--queue-prefix or REPORT_ETL_QUEUE_PREFIX)`]);
+  throw new ConfigError([
+    `the queue prefix "${prefix}" has no hash tag, which a Redis Cluster needs (REDIS_URL is a cluster): write it as "{${prefix}}" (--queue-prefix or REPORT_ETL_QUEUE_PREFIX)`,
+  ]);
 }

@@ -30,7 +30,9 @@ export interface SecretKey {
  */
 export function secretKeyProblem(text: string | undefined): string | undefined {
   if (text === undefined || text.trim() === '') return `${SECRET_KEY_ENV} is not set: ${SECRET_KEY_HOWTO}`;
-  return decodeKey(text.trim()) ? undefined : `${SECRET_KEY_ENV} is not 32 bytes in hex (64 digits) or base64: ${SECRET_KEY_HOWTO}`;
+  return decodeKey(text.trim())
+    ? undefined
+    : `${SECRET_KEY_ENV} is not 32 bytes in hex (64 digits) or base64: ${SECRET_KEY_HOWTO}`;
 }
 
 function decodeKey(text: string): Buffer | undefined {
@@ -76,6 +78,10 @@ export function open(key: SecretKey, sealed: string, context: string): string {
     decipher.setAuthTag(raw.subarray(12, 28));
     return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
   } catch {
-    throw new EtlError('CONFIG_INVALID', `a stored secret could not be decrypted with ${SECRET_KEY_ENV} (another key, or the row was altered)`, { retryable: false });
+    throw new EtlError(
+      'CONFIG_INVALID',
+      `a stored secret could not be decrypted with ${SECRET_KEY_ENV} (another key, or the row was altered)`,
+      { retryable: false },
+    );
   }
 }

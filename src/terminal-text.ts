@@ -7,7 +7,9 @@
 
 // ESC-introduced sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL|ESC \`, and two-byte escapes), then every other C0
 // control but tab and line feed, DEL, and the C1 controls (U+0080-U+009F, which some terminals obey as well).
+// eslint-disable-next-line no-control-regex -- finding control characters is what this file is for
 const ESCAPES = /\u001b(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|[@-Z\\-_])/g;
+// eslint-disable-next-line no-control-regex -- finding control characters is what this file is for
 const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /** `text` without control characters and escape sequences, line breaks (\n) and tabs kept. */

@@ -5,7 +5,20 @@
  * tracer is its no-op one, whose spans record nothing and cost an object each, and every helper here returns
  * "no trace" (no trace id, an empty carrier).
  */
-import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  isSpanContextValid,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 
 /** Name of the instrumentation scope of every span report-etl makes. */
 export const TRACER_NAME = 'report-etl';
@@ -111,26 +124,47 @@ export function traceIdOf(span: Span): string | undefined {
  * Starts a span as a child of `parent` (a span, or a context such as {@link extractTrace}'s), at `startTime` (epoch
  * ms; default now).
  */
-export function startSpan(tracer: Tracer, name: string, parent: Span | Context, o: { startTime?: number; attributes?: Attributes; kind?: SpanKind } = {}): Span {
+export function startSpan(
+  tracer: Tracer,
+  name: string,
+  parent: Span | Context,
+  o: { startTime?: number; attributes?: Attributes; kind?: SpanKind } = {},
+): Span {
   const ctx = 'spanContext' in parent ? trace.setSpan(ROOT_CONTEXT, parent) : parent;
-  return tracer.startSpan(name, { ...(o.startTime !== undefined ? { startTime: o.startTime } : {}), ...(o.attributes ? { attributes: o.attributes } : {}), ...(o.kind !== undefined ? { kind: o.kind } : {}) }, ctx);
+  return tracer.startSpan(
+    name,
+    {
+      ...(o.startTime !== undefined ? { startTime: o.startTime } : {}),
+      ...(o.attributes ? { attributes: o.attributes } : {}),
+      ...(o.kind !== undefined ? { kind: o.kind } : {}),
+    },
+    ctx,
+  );
 }
 
 /**
  * Runs `fn` inside a new span `name` (child of the active span; active itself within `fn`, for the spans `fn` makes),
  * ended when `fn` settles, as failed when it throws.
  */
-export async function inSpan<T>(name: string, o: { attributes?: Attributes; kind?: SpanKind }, fn: (span: Span) => Promise<T>): Promise<T> {
-  return runTracer().startActiveSpan(name, { ...(o.attributes ? { attributes: o.attributes } : {}), ...(o.kind !== undefined ? { kind: o.kind } : {}) }, async (span) => {
-    try {
-      const result = await fn(span);
-      span.end();
-      return result;
-    } catch (err) {
-      failSpan(span, err);
-      throw err;
-    }
-  });
+export async function inSpan<T>(
+  name: string,
+  o: { attributes?: Attributes; kind?: SpanKind },
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  return runTracer().startActiveSpan(
+    name,
+    { ...(o.attributes ? { attributes: o.attributes } : {}), ...(o.kind !== undefined ? { kind: o.kind } : {}) },
+    async (span) => {
+      try {
+        const result = await fn(span);
+        span.end();
+        return result;
+      } catch (err) {
+        failSpan(span, err);
+        throw err;
+      }
+    },
+  );
 }
 
 /** The active context with `span` as its span: what the spans of work done under `span` continue. */

@@ -41,7 +41,13 @@ export type OutputType = (typeof OUTPUT_TYPES)[number];
 export const BINARY_COPY_OUTPUT_TYPES: readonly OutputType[] = ['json', 'json_compact', 'txt', 'xml_query'];
 
 /** The binary document types (docs/report-export-service.md "Output types": pdf, excel, word): archived one file per page. */
-export const DOCUMENT_OUTPUT_TYPES = ['pdf', 'excel-xlsx_data', 'excel-xlsx_matrix', 'excel-xlsx', 'word-docx'] as const;
+export const DOCUMENT_OUTPUT_TYPES = [
+  'pdf',
+  'excel-xlsx_data',
+  'excel-xlsx_matrix',
+  'excel-xlsx',
+  'word-docx',
+] as const;
 /** One of {@link DOCUMENT_OUTPUT_TYPES}. */
 export type DocumentOutputType = (typeof DOCUMENT_OUTPUT_TYPES)[number];
 
@@ -65,10 +71,19 @@ export const MIN_PRODUCT_VERSION: Partial<Record<OutputType, number>> = {
 /** How a document type's page is archived: the file extension and the Content-Type the server must send. */
 export const DOCUMENT_FORMATS: Record<DocumentOutputType, { extension: string; contentType: string }> = {
   pdf: { extension: 'pdf', contentType: 'application/pdf' },
-  'excel-xlsx_data': { extension: 'xlsx', contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' },
-  'excel-xlsx_matrix': { extension: 'xlsx', contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' },
+  'excel-xlsx_data': {
+    extension: 'xlsx',
+    contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  },
+  'excel-xlsx_matrix': {
+    extension: 'xlsx',
+    contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+  },
   'excel-xlsx': { extension: 'xlsx', contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' },
-  'word-docx': { extension: 'docx', contentType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' },
+  'word-docx': {
+    extension: 'docx',
+    contentType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  },
 };
 
 /**
@@ -84,7 +99,10 @@ export const DOCUMENT_FORMATS: Record<DocumentOutputType, { extension: string; c
 export type OutputShape = 'rows' | 'lines' | 'json-document' | 'xml-document' | 'file';
 
 /** The {@link OutputShape} of a job's output type, given its `target.rowsAt` and `target.load`. */
-export function outputShape(t: OutputType, target: { rowsAt?: string | undefined; load?: 'document' | 'rows' | undefined } = {}): OutputShape {
+export function outputShape(
+  t: OutputType,
+  target: { rowsAt?: string | undefined; load?: 'document' | 'rows' | undefined } = {},
+): OutputShape {
   switch (t) {
     case 'txt_all':
     case 'txt_allcstr':

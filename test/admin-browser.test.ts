@@ -5,7 +5,6 @@
  * Screenshots go to /tmp/report-etl-admin-*.png.
  */
 import { randomBytes } from 'node:crypto';
-import type { Queue } from 'bullmq';
 import type { BrowserContext } from 'playwright-core';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -30,15 +29,28 @@ let context: BrowserContext | undefined;
 let browser: TestBrowser | undefined;
 let failedAttemptId: string;
 
-
 beforeAll(async () => {
   h = await startHarness();
   queue = makeQueue(h.redis, uniqueName('admbq'));
-  const config = h.config({ [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }) });
-  const err = await runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
+  const config = h.config({
+    [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
+  });
+  const err = await runAttempt({
+    job: resolveJob(config, job),
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+  }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(AttemptFailedError);
   failedAttemptId = (err as AttemptFailedError).attemptId;
-  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token } });
+  server = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: silentLogger,
+    port: 0,
+    auth: { token },
+  });
   browser = await launchBrowser();
   context = browser.context;
 }, 60_000);
@@ -77,7 +89,9 @@ it("shows a failed run with the server's text and replays it by clicking", async
   expect(rendered.split('\n')).toEqual(FAILING_MESSAGE.split('\n'));
   await page.screenshot({ path: SCREENSHOT_RUN, fullPage: true });
 
-  const { rows } = await h.pool.query<{ run_key: string }>('SELECT run_key FROM etl.attempts WHERE attempt_id = $1', [failedAttemptId]);
+  const { rows } = await h.pool.query<{ run_key: string }>('SELECT run_key FROM etl.attempts WHERE attempt_id = $1', [
+    failedAttemptId,
+  ]);
   expect(await queue.getJobCounts('waiting', 'prioritized')).toEqual({ waiting: 0, prioritized: 0 });
   await page.locator('button#replay').click();
   await page.waitForURL((u) => u.searchParams.has('replayed'));

@@ -36,22 +36,57 @@ beforeAll(async () => {
   h = await startHarness();
   prefix = uniqueName('dashq');
   queue = makeQueue(h.redis, prefix);
-  const sim = { baseUrl: h.sim.url, clientId: 'demo-client', clientSecret: 'demo-secret', pollIntervalMs: 20, pollMaxIntervalMs: 100 };
+  const sim = {
+    baseUrl: h.sim.url,
+    clientId: 'demo-client',
+    clientSecret: 'demo-secret',
+    pollIntervalMs: 20,
+    pollMaxIntervalMs: 100,
+  };
   config = configSchema.parse({
     connections: {
       sim,
       // A user-dependent connection nobody logged in to: report_etl_login_required has a series.
-      user: { baseUrl: h.sim.url, auth: 'authorization_code', clientId: uniqueName('never'), scopes: ['svc.pad'], redirectUri: 'https://etl.example.com/oauth/callback' },
+      user: {
+        baseUrl: h.sim.url,
+        auth: 'authorization_code',
+        clientId: uniqueName('never'),
+        scopes: ['svc.pad'],
+        redirectUri: 'https://etl.example.com/oauth/callback',
+      },
     },
     jobs: {
-      [okJob]: { connection: 'sim', freshness: '26h', report: { mandant: 7777, name: 'Sales/Orders', outputType: 'json', parameters: { ROWS: '10' } }, target: { table: `${h.schema}.orders` } },
-      [failJob]: { connection: 'sim', freshness: '1h', retry: { attempts: 1 }, report: { mandant: 7777, name: 'Failing' }, target: { table: `${h.schema}.failing` } },
-      [plainJob]: { connection: 'sim', report: { mandant: 7777, name: 'Sales/Orders', outputType: 'json', parameters: { ROWS: '5' } }, target: { table: `${h.schema}.plain` } },
+      [okJob]: {
+        connection: 'sim',
+        freshness: '26h',
+        report: { mandant: 7777, name: 'Sales/Orders', outputType: 'json', parameters: { ROWS: '10' } },
+        target: { table: `${h.schema}.orders` },
+      },
+      [failJob]: {
+        connection: 'sim',
+        freshness: '1h',
+        retry: { attempts: 1 },
+        report: { mandant: 7777, name: 'Failing' },
+        target: { table: `${h.schema}.failing` },
+      },
+      [plainJob]: {
+        connection: 'sim',
+        report: { mandant: 7777, name: 'Sales/Orders', outputType: 'json', parameters: { ROWS: '5' } },
+        target: { table: `${h.schema}.plain` },
+      },
     },
   });
   // One success, so that the last-success timestamp, the row counters and the duration histogram have samples.
   await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
-  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, liveConfig: staticConfig(config) });
+  server = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: silentLogger,
+    port: 0,
+    auth: { token },
+    liveConfig: staticConfig(config),
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -80,23 +115,35 @@ function sample(text: string, series: string): number | undefined {
 }
 
 /** report_etl_job_failing of a job of connection `sim`: the connection is a label, for the rules' login exception. */
-const failingOf = (text: string, job: string): number | undefined => sample(text, `report_etl_job_failing{job="${job}",connection="sim"}`);
+const failingOf = (text: string, job: string): number | undefined =>
+  sample(text, `report_etl_job_failing{job="${job}",connection="sim"}`);
 
 describe('the gauges the dashboard and the rules need', () => {
   it('report_etl_workers_alive counts the worker processes on the queue (0, 1 while one runs, 0 after it closed); report_etl_job_failing turns 1 when a run fails for good', async () => {
     expect(await scrape()).toContain('# TYPE report_etl_workers_alive gauge');
     expect(sample(await scrape(), 'report_etl_workers_alive')).toBe(0);
-    worker = makeRunWorker({ config: () => config, pool: h.pool, redis: h.redis, logger: silentLogger, prefix, alerts: makeRunAlerts(h.pool, noAlerts, silentLogger) });
+    worker = makeRunWorker({
+      config: () => config,
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+      prefix,
+      alerts: makeRunAlerts(h.pool, noAlerts, silentLogger),
+    });
     await waitFor('the worker counted', async () => sample(await scrape(), 'report_etl_workers_alive') === 1, 30_000);
 
     // A run that fails for good (one attempt) turns report_etl_job_failing on; the others stay 0.
     const before = await scrape();
     expect(failingOf(before, failJob)).toBe(0);
     await enqueueManual(queue, config, failJob);
-    const after = await waitFor('the failing gauge', async () => {
-      const text = await scrape();
-      return failingOf(text, failJob) === 1 && text;
-    }, 60_000);
+    const after = await waitFor(
+      'the failing gauge',
+      async () => {
+        const text = await scrape();
+        return failingOf(text, failJob) === 1 && text;
+      },
+      60_000,
+    );
     expect(failingOf(after, okJob)).toBe(0);
     expect(failingOf(after, plainJob)).toBe(0);
     expect(sample(after, `report_etl_attempts_total{job="${failJob}",status="failed"}`)).toBe(1);
@@ -126,7 +173,15 @@ describe('the gauges the dashboard and the rules need', () => {
     url.password = password;
     const redis = makeRedis(silentLogger, url.toString());
     const limitedQueue = makeQueue(redis, prefix);
-    const limited = await startAdminServer({ pool: h.pool, redis, queue: limitedQueue, logger: silentLogger, port: 0, auth: { token }, liveConfig: staticConfig(config) });
+    const limited = await startAdminServer({
+      pool: h.pool,
+      redis,
+      queue: limitedQueue,
+      logger: silentLogger,
+      port: 0,
+      auth: { token },
+      liveConfig: staticConfig(config),
+    });
     try {
       expect(await redis.call('ACL', 'WHOAMI')).toBe(user);
       await expect(redis.call('CLIENT', 'LIST')).rejects.toThrow(/NOPERM/);

@@ -33,13 +33,19 @@ const firstServerLine = summaryLine(FAILING_MESSAGE);
 beforeAll(async () => {
   h = await startHarness();
   queue = makeQueue(h.redis, uniqueName('ovwq'));
-  const ok = (rows: string) => jobEntry({ name: 'Sales/Orders', parameters: { ROWS: rows } }, { table: `${h.schema}.ok_${rows}` });
+  const ok = (rows: string) =>
+    jobEntry({ name: 'Sales/Orders', parameters: { ROWS: rows } }, { table: `${h.schema}.ok_${rows}` });
   const failing = jobEntry({ name: 'Failing' }, { table: `${h.schema}.failing` });
   const run = async (config: ReturnType<Harness['config']>, job: string) =>
-    runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger: silentLogger }).catch(() => undefined);
+    runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger: silentLogger }).catch(
+      () => undefined,
+    );
   // healthy: five successes of growing size; failing: a success, then failures; superseded: a failure, then a later
   // success into the same replace target; appended: the same in append mode, which nothing supersedes.
-  const into = (entry: Record<string, unknown>, table: string, mode: string) => ({ ...entry, target: { table: `${h.schema}.${table}`, mode } });
+  const into = (entry: Record<string, unknown>, table: string, mode: string) => ({
+    ...entry,
+    target: { table: `${h.schema}.${table}`, mode },
+  });
   const first = h.config({
     [`${jp}_healthy`]: { ...ok('100'), schedule: '15 2 * * *' },
     [`${jp}_failing`]: ok('50'),
@@ -47,7 +53,8 @@ beforeAll(async () => {
     [`${jp}_appended`]: into(failing, 'appended', 'append'),
     [`${jp}_stale`]: { ...ok('30'), freshness: '1s' },
   });
-  for (const rows of ['100', '300', '200', '400', '500']) await run(h.config({ [`${jp}_healthy`]: ok(rows) }), `${jp}_healthy`);
+  for (const rows of ['100', '300', '200', '400', '500'])
+    await run(h.config({ [`${jp}_healthy`]: ok(rows) }), `${jp}_healthy`);
   await run(first, `${jp}_failing`);
   await run(first, `${jp}_superseded`);
   await run(first, `${jp}_appended`);
@@ -64,9 +71,29 @@ beforeAll(async () => {
   await run(now, `${jp}_superseded`);
   await run(now, `${jp}_appended`);
   // The stale job's success is made an hour old (its freshness is 1 s), rather than waiting for the clock.
-  await h.pool.query(`UPDATE etl.attempts SET started_at = started_at - interval '1 hour', finished_at = finished_at - interval '1 hour' WHERE job = $1`, [`${jp}_stale`]);
-  const invalid = [{ kind: 'job' as const, name: `${jp}_invalid`, problems: ['jobs.yaml:40:13: jobs.x.report.name: report name "Sales-Orders" has characters the server rejects (fix report.name)'], schedule: '0 6 * * *' }];
-  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, liveConfig: settableConfig(now, invalid) });
+  await h.pool.query(
+    `UPDATE etl.attempts SET started_at = started_at - interval '1 hour', finished_at = finished_at - interval '1 hour' WHERE job = $1`,
+    [`${jp}_stale`],
+  );
+  const invalid = [
+    {
+      kind: 'job' as const,
+      name: `${jp}_invalid`,
+      problems: [
+        'jobs.yaml:40:13: jobs.x.report.name: report name "Sales-Orders" has characters the server rejects (fix report.name)',
+      ],
+      schedule: '0 6 * * *',
+    },
+  ];
+  server = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: silentLogger,
+    port: 0,
+    auth: { token },
+    liveConfig: settableConfig(now, invalid),
+  });
   browser = await launchBrowser();
   context = browser.context;
 }, 90_000);
@@ -93,17 +120,23 @@ it('shows every job with its state, sparklines and a Replay on the failing one',
   // A scheduled job that is invalid is not run by the scheduler: its schedule shows, and that it is paused.
   expect(await line('invalid').locator('td.next-tick').textContent()).toBe('paused while invalid0 6 * * *');
   expect(await line('superseded').locator('.state').textContent()).toBe('healthy');
-  expect(await line('superseded').locator('.superseded').textContent()).toMatch(/^last failure .* superseded by the success of the later run \S+$/);
+  expect(await line('superseded').locator('.superseded').textContent()).toMatch(
+    /^last failure .* superseded by the success of the later run \S+$/,
+  );
   // An append failure is never superseded (the same rule as replay --failed): its rows are its own.
   expect(await line('appended').locator('.state').textContent()).toBe('healthy');
   expect(await line('appended').locator('.superseded').count()).toBe(0);
   // Next tick of "15 2 * * *" in Europe/Zurich (the connection's zone), shown in that zone with its offset.
   expect(await line('healthy').locator('td.next-tick').textContent()).toMatch(/^\d{4}-\d\d-\d\d 02:15:00\+0[12]:00/);
   // The job's other times are in its zone too: the last success's start, with the zone's offset.
-  expect(await line('healthy').locator('td.last-success').textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+0[12]:00$/);
+  expect(await line('healthy').locator('td.last-success').textContent()).toMatch(
+    /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+0[12]:00$/,
+  );
   // Sparklines: server-drawn SVG, 5 points for 5 attempts, a red dot per failed attempt.
   expect(await line('healthy').locator('td.spark-rows svg circle').count()).toBe(5);
-  expect(await line('healthy').locator('td.spark-rows svg title').textContent()).toBe('rows of the last 5 attempts; last 500');
+  expect(await line('healthy').locator('td.spark-rows svg title').textContent()).toBe(
+    'rows of the last 5 attempts; last 500',
+  );
   expect(await line('failing').locator('td.spark-rows svg circle[fill="#cf222e"]').count()).toBe(2);
   expect(await line('failing').locator('.error-line').textContent()).toBe(firstServerLine);
   await page.screenshot({ path: '/tmp/report-etl-overview.png', fullPage: true });
@@ -123,13 +156,22 @@ it('shows every job with its state, sparklines and a Replay on the failing one',
 it('the overview, the run list and a run page fit a 420 px phone and a 1400 px screen without sideways scrolling', async () => {
   const page = await context!.newPage();
   await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
-  const { rows } = await h.pool.query<{ run_key: string }>('SELECT run_key FROM etl.runs WHERE job = $1 ORDER BY first_started_at DESC LIMIT 1', [`${jp}_failing`]);
-  const pages = { overview: '/admin', runs: `/admin/runs?job=${encodeURIComponent(`${jp}_failing`)}`, run: `/admin/runs/${jp}_failing/${rows[0]!.run_key}` };
+  const { rows } = await h.pool.query<{ run_key: string }>(
+    'SELECT run_key FROM etl.runs WHERE job = $1 ORDER BY first_started_at DESC LIMIT 1',
+    [`${jp}_failing`],
+  );
+  const pages = {
+    overview: '/admin',
+    runs: `/admin/runs?job=${encodeURIComponent(`${jp}_failing`)}`,
+    run: `/admin/runs/${jp}_failing/${rows[0]!.run_key}`,
+  };
   for (const width of [420, 1400]) {
     await page.setViewportSize({ width, height: 900 });
     for (const [name, path] of Object.entries(pages)) {
       await page.goto(`${server.url}${path}`);
-      const { scroll, client } = (await page.evaluate('({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })')) as { scroll: number; client: number };
+      const { scroll, client } = (await page.evaluate(
+        '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
+      )) as { scroll: number; client: number };
       await page.screenshot({ path: `/tmp/report-etl-${name}-${width}.png`, fullPage: true });
       expect({ page: name, width, scroll }).toEqual({ page: name, width, scroll: client });
     }

@@ -38,16 +38,32 @@ beforeAll(async () => {
   queue = makeQueue(h.redis, uniqueName('adpq'));
   const config = h.config({
     [failJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
-    [okJob]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } }, { table: `${h.schema}.orders` }),
+    [okJob]: jobEntry(
+      { name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } },
+      { table: `${h.schema}.orders` },
+    ),
   });
-  const err = await runAttempt({ job: resolveJob(config, failJob), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
+  const err = await runAttempt({
+    job: resolveJob(config, failJob),
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+  }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(AttemptFailedError);
   failedAttemptId = (err as AttemptFailedError).attemptId;
   okResult = await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
 
   // A failure whose texts are markup, with an HTTP status and problem details, recorded as an attempt's would be.
   markupAttemptId = crypto.randomUUID();
-  await insertAttempt(h.pool, { attemptId: markupAttemptId, job: markupJob, runKey: markupAttemptId, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
+  await insertAttempt(h.pool, {
+    attemptId: markupAttemptId,
+    job: markupJob,
+    runKey: markupAttemptId,
+    trigger: 'manual',
+    targetTable: 'x.y',
+    writeMode: 'replace',
+    worker: 'test',
+  });
   await failAttempt(h.pool, markupAttemptId, {
     status: 'failed',
     stage: 'start',
@@ -56,10 +72,22 @@ beforeAll(async () => {
     message: 'refused <b>bold</b> & "quoted"',
     httpStatus: 403,
     serverMessage: "<script>alert('x')</script>\nsecond line",
-    problem: { status: 403, title: 'Forbidden <i>', type: 'https://docs.example/erp/authorization/user-service-access-forbidden' },
+    problem: {
+      status: 403,
+      title: 'Forbidden <i>',
+      type: 'https://docs.example/erp/authorization/user-service-access-forbidden',
+    },
   });
 
-  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, config });
+  server = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: silentLogger,
+    port: 0,
+    auth: { token },
+    config,
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -73,7 +101,8 @@ afterAll(async () => {
 });
 
 const bearer = { authorization: `Bearer ${token}` };
-const get = (path: string, headers: Record<string, string> = {}) => fetch(`${server.url}${path}`, { headers, redirect: 'manual' });
+const get = (path: string, headers: Record<string, string> = {}) =>
+  fetch(`${server.url}${path}`, { headers, redirect: 'manual' });
 
 describe('run history pages', () => {
   // The failed run ran in the foreground: its run key is its first attempt's id.
@@ -88,7 +117,10 @@ describe('run history pages', () => {
     expect(body).toContain('<span class="s-failed">failed</span>');
     expect(body).toContain('<th>Attempts</th>');
     expect(body).toContain('<td class="num attempts">1</td>');
-    const { rows } = await h.pool.query<{ server_message: string }>('SELECT server_message FROM etl.run_errors WHERE attempt_id = $1', [failedAttemptId]);
+    const { rows } = await h.pool.query<{ server_message: string }>(
+      'SELECT server_message FROM etl.run_errors WHERE attempt_id = $1',
+      [failedAttemptId],
+    );
     expect(rows[0]!.server_message).toBe(FAILING_MESSAGE);
     expect(body).toContain(`<td>${escapeHtml("Report execution failed: Division by zero in formula 'Marge'")}</td>`);
     expect(body).toContain(`<h2><a href="/admin/runs?job=${failJob}">`);
@@ -119,9 +151,17 @@ describe('run history pages', () => {
 
   it('the run page of a queued run says when it was queued and how long it waited for a worker', async () => {
     const runKey = `${okJob}__queued`;
-    await recordRunRequest(h.pool, { job: okJob, runKey, queueJobId: runKey, trigger: 'manual', queuedAt: new Date(Date.now() - 125_000) });
+    await recordRunRequest(h.pool, {
+      job: okJob,
+      runKey,
+      queueJobId: runKey,
+      trigger: 'manual',
+      queuedAt: new Date(Date.now() - 125_000),
+    });
     const body = await (await get(`/admin/runs/${okJob}/${runKey}`, bearer)).text();
-    expect(body).toMatch(/<dt>Queued<\/dt><dd class="queued">[\d: -]+\+0[12]:00 <span class="muted">\(a worker began it 2 min 0[4-9] s later\)<\/span><\/dd>/);
+    expect(body).toMatch(
+      /<dt>Queued<\/dt><dd class="queued">[\d: -]+\+0[12]:00 <span class="muted">\(a worker began it 2 min 0[4-9] s later\)<\/span><\/dd>/,
+    );
   });
 
   it("the attempt page shows the server's multi-line text verbatim, its run, and the run's Replay button", async () => {
@@ -139,16 +179,24 @@ describe('run history pages', () => {
     // The harness's connection runs in Europe/Zurich: +01:00 in winter, +02:00 in summer.
     const zoned = /<dt>First started<\/dt><dd>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+0[12]:00<\/dd>/;
     expect(await (await get(`/admin/runs/${okJob}/${okResult.runKey}`, bearer)).text()).toMatch(zoned);
-    expect(await (await get(`/admin/attempts/${okResult.attemptId}`, bearer)).text()).toMatch(/<dt>Started<\/dt><dd>[\d: -]+\+0[12]:00<\/dd>/);
-    expect(await (await get(`/admin/runs?job=${encodeURIComponent(okJob)}`, bearer)).text()).toMatch(/<td>[\d: -]+\+0[12]:00<\/td>/);
-    expect(await (await get(`/admin/attempts/${markupAttemptId}`, bearer)).text()).toMatch(/<dt>Started<\/dt><dd>[\d: -]+Z<\/dd>/);
+    expect(await (await get(`/admin/attempts/${okResult.attemptId}`, bearer)).text()).toMatch(
+      /<dt>Started<\/dt><dd>[\d: -]+\+0[12]:00<\/dd>/,
+    );
+    expect(await (await get(`/admin/runs?job=${encodeURIComponent(okJob)}`, bearer)).text()).toMatch(
+      /<td>[\d: -]+\+0[12]:00<\/td>/,
+    );
+    expect(await (await get(`/admin/attempts/${markupAttemptId}`, bearer)).text()).toMatch(
+      /<dt>Started<\/dt><dd>[\d: -]+Z<\/dd>/,
+    );
   });
 
   it('escapes markup in messages and shows HTTP status and problem details', async () => {
     const body = await (await get(`/admin/attempts/${markupAttemptId}`, bearer)).text();
     expect(body).not.toContain('<script>');
     expect(body).not.toContain('<b>bold');
-    expect(body).toContain('<pre class="server-message">&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;\nsecond line</pre>');
+    expect(body).toContain(
+      '<pre class="server-message">&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;\nsecond line</pre>',
+    );
     expect(body).toContain('refused &lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;');
     expect(body).toContain('<dd class="http-status">403</dd>');
     expect(body).toContain('&quot;title&quot;: &quot;Forbidden &lt;i&gt;&quot;');
@@ -190,46 +238,106 @@ describe('run history pages', () => {
     expect(job).toBeDefined();
     expect(job!.data).toMatchObject({ job: failJob, runKey: failedAttemptId, trigger: 'replay' });
     const page = await (await get(`${location.pathname}${location.search}`, bearer)).text();
-    expect(page).toContain(`Replay queued as job <a href="/admin/queues/queue/report-etl/${encodeURIComponent(jobId!)}"><code>${escapeHtml(jobId)}</code></a>`);
+    expect(page).toContain(
+      `Replay queued as job <a href="/admin/queues/queue/report-etl/${encodeURIComponent(jobId!)}"><code>${escapeHtml(jobId)}</code></a>`,
+    );
     // A run that succeeded is not replayed: back to its page with the reason.
-    const refused = await fetch(`${server.url}/admin/runs/${okJob}/${okResult.runKey}/replay`, { method: 'POST', headers: { ...bearer, origin: server.url }, redirect: 'manual' });
+    const refused = await fetch(`${server.url}/admin/runs/${okJob}/${okResult.runKey}/replay`, {
+      method: 'POST',
+      headers: { ...bearer, origin: server.url },
+      redirect: 'manual',
+    });
     expect(refused.status).toBe(303);
-    expect(new URL(refused.headers.get('location')!, server.url).searchParams.get('replayError')).toMatch(/succeeded: nothing to replay/);
+    expect(new URL(refused.headers.get('location')!, server.url).searchParams.get('replayError')).toMatch(
+      /succeeded: nothing to replay/,
+    );
   });
 
   it('offers no Replay for a run whose job left jobs.yaml, and refuses a replay posted anyway', async () => {
-    const config = h.config({ [failJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }) });
-    const withConfig = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, config });
+    const config = h.config({
+      [failJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
+    });
+    const withConfig = await startAdminServer({
+      pool: h.pool,
+      redis: h.redis,
+      queue,
+      logger: silentLogger,
+      port: 0,
+      auth: { token },
+      config,
+    });
     try {
       const path = `/admin/runs/${markupJob}/${markupAttemptId}`;
       const page = await (await fetch(`${withConfig.url}${path}`, { headers: bearer })).text();
       expect(page).toContain(`Job ${markupJob} is no longer in jobs.yaml: add it back to replay its runs.`);
       expect(page).not.toContain('id="replay"');
-      const attemptPage = await (await fetch(`${withConfig.url}/admin/attempts/${markupAttemptId}`, { headers: bearer })).text();
+      const attemptPage = await (
+        await fetch(`${withConfig.url}/admin/attempts/${markupAttemptId}`, { headers: bearer })
+      ).text();
       expect(attemptPage).not.toContain('id="replay"');
-      const refused = await fetch(`${withConfig.url}${path}/replay`, { method: 'POST', headers: { ...bearer, origin: withConfig.url }, redirect: 'manual' });
+      const refused = await fetch(`${withConfig.url}${path}/replay`, {
+        method: 'POST',
+        headers: { ...bearer, origin: withConfig.url },
+        redirect: 'manual',
+      });
       expect(refused.status).toBe(303);
-      expect(new URL(refused.headers.get('location')!, withConfig.url).searchParams.get('replayError')).toContain('is no longer in jobs.yaml');
+      expect(new URL(refused.headers.get('location')!, withConfig.url).searchParams.get('replayError')).toContain(
+        'is no longer in jobs.yaml',
+      );
       // A job still in jobs.yaml keeps its button.
-      expect(await (await fetch(`${withConfig.url}${failedRunPath()}`, { headers: bearer })).text()).toContain('id="replay"');
+      expect(await (await fetch(`${withConfig.url}${failedRunPath()}`, { headers: bearer })).text()).toContain(
+        'id="replay"',
+      );
     } finally {
       await withConfig.close();
     }
   });
 
   it('a reverted append run shows its revert and a Replay button, which queues it again', async () => {
-    const config = h.config({ [revJob]: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: `${h.schema}.stock_append`, mode: 'append' }) });
-    const loaded = await runAttempt({ job: resolveJob(config, revJob), request: { runKey: 'rev-1' }, pool: h.pool, redis: h.redis, logger: silentLogger });
-    const withConfig = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, config });
+    const config = h.config({
+      [revJob]: jobEntry(
+        { name: 'Stock/Levels', outputType: 'json' },
+        { table: `${h.schema}.stock_append`, mode: 'append' },
+      ),
+    });
+    const loaded = await runAttempt({
+      job: resolveJob(config, revJob),
+      request: { runKey: 'rev-1' },
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+    });
+    const withConfig = await startAdminServer({
+      pool: h.pool,
+      redis: h.redis,
+      queue,
+      logger: silentLogger,
+      port: 0,
+      auth: { token },
+      config,
+    });
     try {
       const path = `/admin/runs/${revJob}/rev-1`;
       expect(await (await fetch(`${withConfig.url}${path}`, { headers: bearer })).text()).not.toContain('id="replay"');
-      expect(await revertAppendedRun(h.pool, revJob, 'rev-1', 'oncall@here')).toMatchObject({ kind: 'reverted', rows: loaded.rows });
+      expect(await revertAppendedRun(h.pool, revJob, 'rev-1', 'oncall@here')).toMatchObject({
+        kind: 'reverted',
+        rows: loaded.rows,
+      });
       const page = await (await fetch(`${withConfig.url}${path}`, { headers: bearer })).text();
-      expect(page).toMatch(new RegExp(`<p class="notice" id="reverted" role="status">Reverted at [\\d: -]+\\+0[12]:00: its ${loaded.rows} rows were removed from ${h.schema}.stock_append. A replay appends the run again.</p>`));
-      expect(page).toContain(`<td><a href="/admin/attempts/${loaded.attemptId}">${loaded.attemptId.slice(0, 8)}</a></td><td>oncall@here</td>`);
+      expect(page).toMatch(
+        new RegExp(
+          `<p class="notice" id="reverted" role="status">Reverted at [\\d: -]+\\+0[12]:00: its ${loaded.rows} rows were removed from ${h.schema}.stock_append. A replay appends the run again.</p>`,
+        ),
+      );
+      expect(page).toContain(
+        `<td><a href="/admin/attempts/${loaded.attemptId}">${loaded.attemptId.slice(0, 8)}</a></td><td>oncall@here</td>`,
+      );
       expect(page).toContain('id="replay"');
-      const replayed = await fetch(`${withConfig.url}${path}/replay`, { method: 'POST', headers: { ...bearer, origin: withConfig.url }, redirect: 'manual' });
+      const replayed = await fetch(`${withConfig.url}${path}/replay`, {
+        method: 'POST',
+        headers: { ...bearer, origin: withConfig.url },
+        redirect: 'manual',
+      });
       expect(replayed.status).toBe(303);
       const jobId = new URL(replayed.headers.get('location')!, withConfig.url).searchParams.get('replayed');
       expect((await queue.getJob(jobId!))?.data).toMatchObject({ job: revJob, runKey: 'rev-1', trigger: 'replay' });

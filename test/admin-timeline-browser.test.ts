@@ -40,7 +40,8 @@ function abortAtPage(controller: AbortController, page: number) {
     new Writable({
       write(chunk: Buffer, _enc, done) {
         for (const line of chunk.toString().split('\n')) {
-          if (line.includes('"msg":"page loaded"') && (JSON.parse(line) as { page: number }).page === page) controller.abort(new Error('test: stop mid-load'));
+          if (line.includes('"msg":"page loaded"') && (JSON.parse(line) as { page: number }).page === page)
+            controller.abort(new Error('test: stop mid-load'));
         }
         done();
       },
@@ -51,17 +52,39 @@ function abortAtPage(controller: AbortController, page: number) {
 beforeAll(async () => {
   queue = makeQueue(h.redis, uniqueName('tlq'));
   const config = h.config({
-    [small]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '80' } }, { table: `${h.schema}.small` }),
-    [big]: jobEntry({ name: 'Sales/Orders', outputType: 'txt', paging: 100, parameters: { ROWS: '5000' } }, { table: `${h.schema}.big` }),
+    [small]: jobEntry(
+      { name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '80' } },
+      { table: `${h.schema}.small` },
+    ),
+    [big]: jobEntry(
+      { name: 'Sales/Orders', outputType: 'txt', paging: 100, parameters: { ROWS: '5000' } },
+      { table: `${h.schema}.big` },
+    ),
   });
-  smallAttemptId = (await runAttempt({ job: resolveJob(config, small), pool: h.pool, redis: h.redis, logger: silentLogger })).attemptId;
+  smallAttemptId = (
+    await runAttempt({ job: resolveJob(config, small), pool: h.pool, redis: h.redis, logger: silentLogger })
+  ).attemptId;
   // The 50-page run: its first attempt interrupted at page 20, its second loads all 50 pages.
   const controller = new AbortController();
   const request = { runKey: bigRunKey, trigger: 'manual' as const };
-  const first = await runAttempt({ job: resolveJob(config, big), request, pool: h.pool, redis: h.redis, logger: abortAtPage(controller, 20), signal: controller.signal }).catch((e: unknown) => e);
+  const first = await runAttempt({
+    job: resolveJob(config, big),
+    request,
+    pool: h.pool,
+    redis: h.redis,
+    logger: abortAtPage(controller, 20),
+    signal: controller.signal,
+  }).catch((e: unknown) => e);
   expect(first).toBeInstanceOf(AttemptFailedError);
   await runAttempt({ job: resolveJob(config, big), request, pool: h.pool, redis: h.redis, logger: silentLogger });
-  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token } });
+  server = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: silentLogger,
+    port: 0,
+    auth: { token },
+  });
   browser = await launchBrowser();
   context = browser.context;
   const login = await context.newPage();
@@ -83,7 +106,9 @@ async function open(path: string, width: number): Promise<Page> {
   await page.setViewportSize({ width, height: 900 });
   const res = await page.goto(`${server.url}${path}`);
   expect(res?.status()).toBe(200);
-  const { scroll, client } = (await page.evaluate('({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })')) as { scroll: number; client: number };
+  const { scroll, client } = (await page.evaluate(
+    '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
+  )) as { scroll: number; client: number };
   expect(scroll).toBeLessThanOrEqual(client);
   return page;
 }
@@ -94,7 +119,9 @@ async function tooltips(page: Page, selector: string): Promise<string[]> {
 }
 
 it('a 1-page run: every step on one axis, the page with its rows and bytes, a legend, where its time went', async () => {
-  const { rows } = await h.pool.query<{ run_key: string }>('SELECT run_key FROM etl.attempts WHERE attempt_id = $1', [smallAttemptId]);
+  const { rows } = await h.pool.query<{ run_key: string }>('SELECT run_key FROM etl.attempts WHERE attempt_id = $1', [
+    smallAttemptId,
+  ]);
   for (const width of [1400, 420]) {
     const page = await open(`/admin/runs/${small}/${rows[0]!.run_key}`, width);
     await page.locator('#timeline').scrollIntoViewIfNeeded();
@@ -102,16 +129,27 @@ it('a 1-page run: every step on one axis, the page with its rows and bytes, a le
     await page.locator('.timeline').screenshot({ path: `/tmp/report-etl-timeline-1-page-${width}-chart.png` });
     const steps = await tooltips(page, 'rect');
     for (const step of ['slot wait', 'record', 'token', 'start', 'render', 'load', 'COPY', 'commit', 'DELETE job']) {
-      expect(steps.some((t) => t.startsWith(`${step}:`)), step).toBe(true);
+      expect(
+        steps.some((t) => t.startsWith(`${step}:`)),
+        step,
+      ).toBe(true);
     }
     expect(steps.find((t) => t.startsWith('render:'))).toMatch(/\d+ status polls?; the server says it rendered for/);
     const pages = await tooltips(page, 'g.tl-page');
     expect(pages).toHaveLength(1);
-    expect(pages[0]).toMatch(/^page 1: 80 rows, [\d.]+ KiB\. Requested \+[\d.]+ m?s, answered after .*; read .* waiting for the server's bytes, .* decoding, .* waiting for COPY \(PostgreSQL\)\.$/);
-    expect(await page.locator('.tl-legend').innerText()).toMatch(/server[\s\S]*page answer[\s\S]*network[\s\S]*decoding[\s\S]*database[\s\S]*slot wait/);
-    expect(await page.locator('.tl-spent').innerText()).toMatch(/^From its slot wait to its DELETE, [\d.]+ m?s: .*server .*database /);
+    expect(pages[0]).toMatch(
+      /^page 1: 80 rows, [\d.]+ KiB\. Requested \+[\d.]+ m?s, answered after .*; read .* waiting for the server's bytes, .* decoding, .* waiting for COPY \(PostgreSQL\)\.$/,
+    );
+    expect(await page.locator('.tl-legend').innerText()).toMatch(
+      /server[\s\S]*page answer[\s\S]*network[\s\S]*decoding[\s\S]*database[\s\S]*slot wait/,
+    );
+    expect(await page.locator('.tl-spent').innerText()).toMatch(
+      /^From its slot wait to its DELETE, [\d.]+ m?s: .*server .*database /,
+    );
     // Label and bar columns stay row for row together.
-    const heights = await page.locator('.tl-grid-wrap svg.tl-labels, .tl-grid-wrap svg.tl-bars').evaluateAll((svgs) => svgs.map((s) => s.getBoundingClientRect().height));
+    const heights = await page
+      .locator('.tl-grid-wrap svg.tl-labels, .tl-grid-wrap svg.tl-bars')
+      .evaluateAll((svgs) => svgs.map((s) => s.getBoundingClientRect().height));
     expect(heights[0]).toBe(heights[1]);
     await page.close();
   }
@@ -134,12 +172,21 @@ it('a 50-page run retried: both attempts on one axis, pages fetched one ahead, t
     expect(pages.length).toBeGreaterThanOrEqual(70);
     expect(await page.locator('.timeline g.tl-page.tl-failed, .timeline rect.tl-failed').count()).toBeGreaterThan(0);
     // The second attempt starts after the first ended: one axis for the run.
-    const x = await page.locator('.tl-bars').evaluateAll((svgs) => svgs.map((s) => Math.min(...[...s.querySelectorAll('rect:not(.tl-grid)')].map((r) => Number(r.getAttribute('x'))))));
+    const x = await page
+      .locator('.tl-bars')
+      .evaluateAll((svgs) =>
+        svgs.map((s) =>
+          Math.min(...[...s.querySelectorAll('rect:not(.tl-grid)')].map((r) => Number(r.getAttribute('x')))),
+        ),
+      );
     expect(x[1]).toBeGreaterThan(x[0]!);
     await page.close();
   }
   // The attempt's own page draws it alone, with its trace id line (none: nothing was traced here).
-  const { rows } = await h.pool.query<{ attempt_id: string }>('SELECT attempt_id FROM etl.attempts WHERE job = $1 AND attempt = 2', [big]);
+  const { rows } = await h.pool.query<{ attempt_id: string }>(
+    'SELECT attempt_id FROM etl.attempts WHERE job = $1 AND attempt = 2',
+    [big],
+  );
   const page = await open(`/admin/attempts/${rows[0]!.attempt_id}`, 1400);
   await page.locator('#timeline').scrollIntoViewIfNeeded();
   await page.screenshot({ path: '/tmp/report-etl-timeline-attempt.png', fullPage: true });

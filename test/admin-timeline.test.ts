@@ -6,10 +6,29 @@
 import { expect, it } from 'vitest';
 import { axisTicks, formatTick, timelineChart } from '../src/admin/timeline-chart.ts';
 import { html } from '../src/admin/html.ts';
-import { MAX_PAGE_ENTRIES, PageEntries, readTimeline, timeSpent, type AttemptTimeline, type TimelinePage } from '../src/history/timeline.ts';
+import {
+  MAX_PAGE_ENTRIES,
+  PageEntries,
+  readTimeline,
+  timeSpent,
+  type AttemptTimeline,
+  type TimelinePage,
+} from '../src/history/timeline.ts';
 
 function page(n: number, t: number): TimelinePage {
-  return { page: n, req: t, hdr: t + 1, start: t + 1, end: t + 4, wait: 0.5, net: 1, decode: 1, copy: 1, rows: 10, bytes: 100 };
+  return {
+    page: n,
+    req: t,
+    hdr: t + 1,
+    start: t + 1,
+    end: t + 4,
+    wait: 0.5,
+    net: 1,
+    decode: 1,
+    copy: 1,
+    rows: 10,
+    bytes: 100,
+  };
 }
 
 function timeline(pages: number): AttemptTimeline {
@@ -36,7 +55,16 @@ function timeline(pages: number): AttemptTimeline {
   };
 }
 
-const chart = (t: unknown, status = 'succeeded') => timelineChart([{ heading: html`Attempt 1`, status, startedAt: new Date('2026-11-24T02:15:00Z'), finishedAt: new Date('2026-11-24T02:16:00Z'), timeline: t }]).value;
+const chart = (t: unknown, status = 'succeeded') =>
+  timelineChart([
+    {
+      heading: html`Attempt 1`,
+      status,
+      startedAt: new Date('2026-11-24T02:15:00Z'),
+      finishedAt: new Date('2026-11-24T02:16:00Z'),
+      timeline: t,
+    },
+  ]).value;
 
 it('keeps the pages of a long report as at most MAX_PAGE_ENTRIES groups of consecutive pages, and says so on the page', () => {
   const t = timeline(5000);
@@ -55,17 +83,31 @@ it('keeps the pages of a long report as at most MAX_PAGE_ENTRIES groups of conse
   expect(timeline(50).pageGroup).toBeUndefined();
 });
 
-it('splits an attempt\'s time by whom it waited for, adding up to its whole time', () => {
+it("splits an attempt's time by whom it waited for, adding up to its whole time", () => {
   const t = timeline(10);
   const spent = timeSpent(t);
-  expect(spent).toEqual({ slot: 10, server: 5 + 10 + 70 + 10 + 10 * 0.5, network: 10, decode: 10, database: 5 + (50 - 5 - 10 - 10), other: 0, total: 160 });
+  expect(spent).toEqual({
+    slot: 10,
+    server: 5 + 10 + 70 + 10 + 10 * 0.5,
+    network: 10,
+    decode: 10,
+    database: 5 + (50 - 5 - 10 - 10),
+    other: 0,
+    total: 160,
+  });
   expect(spent.slot + spent.server + spent.network + spent.decode + spent.database + spent.other).toBe(spent.total);
   expect(chart(t)).toMatch(/From its slot wait to its DELETE, 160 ms: .*server 100 ms <span class="muted">\(63 %\)/);
 });
 
 it('draws nothing it cannot read, and escapes what it draws', () => {
   expect(readTimeline({ v: 2, start: '2026-11-24T02:15:00Z', ms: 1, steps: [], pages: [] })).toBeUndefined();
-  const hostile = { ...timeline(1), steps: [{ step: '<script>alert(1)</script>', at: 0, ms: 1 }, { step: 'render', at: 1, ms: '"><img src=x>' }] };
+  const hostile = {
+    ...timeline(1),
+    steps: [
+      { step: '<script>alert(1)</script>', at: 0, ms: 1 },
+      { step: 'render', at: 1, ms: '"><img src=x>' },
+    ],
+  };
   const read = readTimeline(hostile)!;
   expect(read.steps).toEqual([]);
   const out = chart(hostile);

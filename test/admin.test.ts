@@ -42,14 +42,30 @@ beforeAll(async () => {
   queue = makeQueue(h.redis, uniqueName('admq'));
   const config = h.config({
     [failJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
-    [okJob]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } }, { table: `${h.schema}.orders` }),
+    [okJob]: jobEntry(
+      { name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } },
+      { table: `${h.schema}.orders` },
+    ),
   });
-  const err = await runAttempt({ job: resolveJob(config, failJob), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
+  const err = await runAttempt({
+    job: resolveJob(config, failJob),
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+  }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(AttemptFailedError);
   failedAttemptId = (err as AttemptFailedError).attemptId;
   okResult = await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
 
-  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token, basic }, keyPrefix });
+  server = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: silentLogger,
+    port: 0,
+    auth: { token, basic },
+    keyPrefix,
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -62,7 +78,8 @@ afterAll(async () => {
 });
 
 const bearer = { authorization: `Bearer ${token}` };
-const get = (path: string, headers: Record<string, string> = {}) => fetch(`${server.url}${path}`, { headers, redirect: 'manual' });
+const get = (path: string, headers: Record<string, string> = {}) =>
+  fetch(`${server.url}${path}`, { headers, redirect: 'manual' });
 
 describe('health and readiness', () => {
   it('/healthz answers 200 without credentials', async () => {
@@ -80,11 +97,21 @@ describe('health and readiness', () => {
 
   it('/readyz answers 503 naming PostgreSQL when the pool cannot connect', async () => {
     const badPool = makePool(silentLogger, 'postgres://postgres@127.0.0.1:1/postgres', 1);
-    const bad = await startAdminServer({ pool: badPool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token } });
+    const bad = await startAdminServer({
+      pool: badPool,
+      redis: h.redis,
+      queue,
+      logger: silentLogger,
+      port: 0,
+      auth: { token },
+    });
     try {
       const res = await fetch(`${bad.url}/readyz`);
       expect(res.status).toBe(503);
-      const body = (await res.json()) as { ready: boolean; checks: { postgres: { ok: boolean; error?: string }; redis: { ok: boolean } } };
+      const body = (await res.json()) as {
+        ready: boolean;
+        checks: { postgres: { ok: boolean; error?: string }; redis: { ok: boolean } };
+      };
       expect(body.ready).toBe(false);
       expect(body.checks.postgres.ok).toBe(false);
       expect(body.checks.postgres.error).toMatch(/ECONNREFUSED|connect/);
@@ -100,7 +127,11 @@ describe('health and readiness', () => {
     // A server that accepts the connection and never answers: only the check's own limit can end the PING.
     const silent = createServer((socket) => socket.on('error', () => undefined));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const badRedis = new Redis(`redis://127.0.0.1:${(silent.address() as AddressInfo).port}`, { lazyConnect: true, maxRetriesPerRequest: null, retryStrategy: () => null });
+    const badRedis = new Redis(`redis://127.0.0.1:${(silent.address() as AddressInfo).port}`, {
+      lazyConnect: true,
+      maxRetriesPerRequest: null,
+      retryStrategy: () => null,
+    });
     badRedis.on('error', () => undefined);
     try {
       const r = await checkReadiness({ pool: h.pool, redis: badRedis }, 300);
@@ -142,13 +173,18 @@ describe('metrics', () => {
     expect(okResult.bytes).toBeGreaterThan(0);
     expect(sample(text, `report_etl_rows_loaded_total{job="${failJob}"}`)).toBeUndefined();
 
-    const { rows } = await h.pool.query<{ duration_ms: string }>('SELECT duration_ms FROM etl.attempts WHERE job = $1', [okJob]);
+    const { rows } = await h.pool.query<{ duration_ms: string }>(
+      'SELECT duration_ms FROM etl.attempts WHERE job = $1',
+      [okJob],
+    );
     const seconds = Number(rows[0]!.duration_ms) / 1000;
     expect(sample(text, `report_etl_attempt_duration_seconds_count{job="${okJob}"}`)).toBe(1);
     expect(sample(text, `report_etl_attempt_duration_seconds_sum{job="${okJob}"}`)).toBeCloseTo(seconds, 6);
     expect(sample(text, `report_etl_attempt_duration_seconds_bucket{le="+Inf",job="${okJob}"}`)).toBe(1);
     for (const le of DURATION_BUCKETS_SECONDS) {
-      expect(sample(text, `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${okJob}"}`)).toBe(seconds <= le ? 1 : 0);
+      expect(sample(text, `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${okJob}"}`)).toBe(
+        seconds <= le ? 1 : 0,
+      );
     }
 
     expect(sample(text, 'report_etl_token_requests_total')).toBe(42);
@@ -162,13 +198,30 @@ describe('metrics', () => {
   });
 
   it('a duration exactly on a bucket bound counts in that bucket (le is inclusive); running attempts are not counted', async () => {
-    for (const [ms, status] of [[1000, 'succeeded'], [1001, 'failed'], [5000, 'succeeded'], [null, 'running']] as const) {
+    for (const [ms, status] of [
+      [1000, 'succeeded'],
+      [1001, 'failed'],
+      [5000, 'succeeded'],
+      [null, 'running'],
+    ] as const) {
       const attemptId = crypto.randomUUID();
-      await insertAttempt(h.pool, { attemptId, job: edgeJob, runKey: attemptId, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
-      await h.pool.query('UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 7, bytes = 70 WHERE attempt_id = $1', [attemptId, status, ms]);
+      await insertAttempt(h.pool, {
+        attemptId,
+        job: edgeJob,
+        runKey: attemptId,
+        trigger: 'manual',
+        targetTable: 'x.y',
+        writeMode: 'replace',
+        worker: 'test',
+      });
+      await h.pool.query(
+        'UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 7, bytes = 70 WHERE attempt_id = $1',
+        [attemptId, status, ms],
+      );
     }
     const text = await (await get('/metrics', bearer)).text();
-    const bucket = (le: string) => sample(text, `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${edgeJob}"}`);
+    const bucket = (le: string) =>
+      sample(text, `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${edgeJob}"}`);
     expect([bucket('1'), bucket('5'), bucket('15'), bucket('+Inf')]).toEqual([1, 3, 3, 3]);
     expect(sample(text, `report_etl_attempt_duration_seconds_sum{job="${edgeJob}"}`)).toBeCloseTo(7.001, 9);
     expect(sample(text, `report_etl_attempts_total{job="${edgeJob}",status="succeeded"}`)).toBe(2);
@@ -182,15 +235,28 @@ describe('metrics', () => {
     const job = uniqueName('adm_prune');
     const add = async (ms: number, status: string, daysAgo: number) => {
       const attemptId = crypto.randomUUID();
-      await insertAttempt(h.pool, { attemptId, job, runKey: attemptId, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
-      await h.pool.query(`UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 5, bytes = 50, started_at = now() - make_interval(days => $4) WHERE attempt_id = $1`, [
+      await insertAttempt(h.pool, {
         attemptId,
-        status,
-        ms,
-        daysAgo,
-      ]);
+        job,
+        runKey: attemptId,
+        trigger: 'manual',
+        targetTable: 'x.y',
+        writeMode: 'replace',
+        worker: 'test',
+      });
+      await h.pool.query(
+        `UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 5, bytes = 50, started_at = now() - make_interval(days => $4) WHERE attempt_id = $1`,
+        [attemptId, status, ms, daysAgo],
+      );
     };
-    for (const [ms, status, days] of [[900, 'succeeded', 30], [4000, 'succeeded', 29], [20_000, 'failed', 28], [700, 'succeeded', 1], [1500, 'failed', 1]] as const) await add(ms, status, days);
+    for (const [ms, status, days] of [
+      [900, 'succeeded', 30],
+      [4000, 'succeeded', 29],
+      [20_000, 'failed', 28],
+      [700, 'succeeded', 1],
+      [1500, 'failed', 1],
+    ] as const)
+      await add(ms, status, days);
     const series = (text: string) =>
       [
         `report_etl_attempts_total{job="${job}",status="succeeded"}`,
@@ -217,7 +283,17 @@ describe('metrics', () => {
   });
 
   it('metricsPublic: true opens /metrics to every caller, as an explicit choice', async () => {
-    const open = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, metricsToken: 'm', metricsPublic: true, keyPrefix });
+    const open = await startAdminServer({
+      pool: h.pool,
+      redis: h.redis,
+      queue,
+      logger: silentLogger,
+      port: 0,
+      auth: { token },
+      metricsToken: 'm',
+      metricsPublic: true,
+      keyPrefix,
+    });
     try {
       const res = await fetch(`${open.url}/metrics`);
       expect(res.status).toBe(200);
@@ -232,7 +308,8 @@ describe('metrics', () => {
 describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
   const metricsToken = `mtok-${randomBytes(12).toString('hex')}`;
   const b64 = (s: string) => Buffer.from(s).toString('base64');
-  const status = async (url: string, headers: Record<string, string> = {}) => (await fetch(url, { headers, redirect: 'manual' })).status;
+  const status = async (url: string, headers: Record<string, string> = {}) =>
+    (await fetch(url, { headers, redirect: 'manual' })).status;
 
   it('with admin credentials set, /metrics needs them (bearer, basic or the login cookie); /healthz and /readyz stay open', async () => {
     const res = await get('/metrics');
@@ -241,7 +318,9 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
     expect(await res.text()).not.toContain('report_etl');
     expect((await get('/metrics', { authorization: `Bearer ${token}x` })).status).toBe(401);
     expect((await get('/metrics', bearer)).status).toBe(200);
-    expect((await get('/metrics', { authorization: `Basic ${b64(`${basic.user}:${basic.password}`)}` })).status).toBe(200);
+    expect((await get('/metrics', { authorization: `Basic ${b64(`${basic.user}:${basic.password}`)}` })).status).toBe(
+      200,
+    );
     const login = await get(`/admin/login?token=${encodeURIComponent(token)}`);
     const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
     expect((await get('/metrics', { cookie })).status).toBe(200);
@@ -250,7 +329,16 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
   });
 
   it('METRICS_TOKEN admits a scraper to /metrics only; the admin token still reads it; wrong tokens are refused', async () => {
-    const s = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, metricsToken, keyPrefix });
+    const s = await startAdminServer({
+      pool: h.pool,
+      redis: h.redis,
+      queue,
+      logger: silentLogger,
+      port: 0,
+      auth: { token },
+      metricsToken,
+      keyPrefix,
+    });
     try {
       const scraper = { authorization: `Bearer ${metricsToken}` };
       const ok = await fetch(`${s.url}/metrics`, { headers: scraper });
@@ -275,7 +363,16 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
   });
 
   it('METRICS_TOKEN without admin credentials: required from loopback too, while the admin pages stay loopback-only', async () => {
-    const s = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: {}, metricsToken, keyPrefix });
+    const s = await startAdminServer({
+      pool: h.pool,
+      redis: h.redis,
+      queue,
+      logger: silentLogger,
+      port: 0,
+      auth: {},
+      metricsToken,
+      keyPrefix,
+    });
     try {
       expect(await status(`${s.url}/metrics`)).toBe(401);
       expect(await status(`${s.url}/metrics`, { authorization: `Bearer ${metricsToken}` })).toBe(200);
@@ -286,12 +383,24 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
   });
 
   it('with nothing configured, /metrics answers loopback callers only', async () => {
-    const s = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, host: '0.0.0.0', auth: {}, metricsToken: '', keyPrefix });
+    const s = await startAdminServer({
+      pool: h.pool,
+      redis: h.redis,
+      queue,
+      logger: silentLogger,
+      port: 0,
+      host: '0.0.0.0',
+      auth: {},
+      metricsToken: '',
+      keyPrefix,
+    });
     try {
       const port = new URL(s.url).port;
       expect(await status(`http://127.0.0.1:${port}/metrics`)).toBe(200);
       // A caller from another address: this machine's own non-loopback address, when it has one.
-      const external = Object.values(networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+      const external = Object.values(networkInterfaces())
+        .flat()
+        .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
       if (external !== undefined) {
         const res = await fetch(`http://${external}:${port}/metrics`);
         expect(res.status).toBe(403);
@@ -302,7 +411,10 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
       await s.close();
     }
     const fakeReq = (remoteAddress: string, authorization?: string) =>
-      ({ socket: { remoteAddress }, headers: { host: '127.0.0.1:3000', ...(authorization ? { authorization } : {}) } }) as unknown as Parameters<typeof isMetricsAuthorized>[0];
+      ({
+        socket: { remoteAddress },
+        headers: { host: '127.0.0.1:3000', ...(authorization ? { authorization } : {}) },
+      }) as unknown as Parameters<typeof isMetricsAuthorized>[0];
     expect(isMetricsAuthorized(fakeReq('10.1.2.3'), {}, undefined)).toBe(false);
     expect(isMetricsAuthorized(fakeReq('::1'), undefined, undefined)).toBe(true);
     expect(isMetricsAuthorized(fakeReq('10.1.2.3', `Bearer ${metricsToken}`), undefined, metricsToken)).toBe(true);
@@ -317,22 +429,31 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
 });
 
 describe('access control', () => {
-  it.each(['/admin/runs', `/admin/runs/${'0'.repeat(8)}-0000-0000-0000-000000000000`, '/admin/runs/a_job/a_run', `/admin/attempts/${'0'.repeat(8)}-0000-0000-0000-000000000000`, '/admin/queues', '/admin/queues/api/queues', '/admin'])(
-    '%s answers 401 without credentials',
-    async (path) => {
-      const res = await get(path);
-      expect(res.status).toBe(401);
-      expect(res.headers.get('www-authenticate')).toMatch(/^Basic realm=/);
-    },
-  );
+  it.each([
+    '/admin/runs',
+    `/admin/runs/${'0'.repeat(8)}-0000-0000-0000-000000000000`,
+    '/admin/runs/a_job/a_run',
+    `/admin/attempts/${'0'.repeat(8)}-0000-0000-0000-000000000000`,
+    '/admin/queues',
+    '/admin/queues/api/queues',
+    '/admin',
+  ])('%s answers 401 without credentials', async (path) => {
+    const res = await get(path);
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toMatch(/^Basic realm=/);
+  });
 
   it('admits a bearer token, basic auth and the login cookie; refuses wrong ones', async () => {
     expect((await get('/admin/runs', bearer)).status).toBe(200);
     expect((await get('/admin/runs', { authorization: `Bearer ${token}x` })).status).toBe(401);
     const b64 = (s: string) => Buffer.from(s).toString('base64');
-    expect((await get('/admin/runs', { authorization: `Basic ${b64(`${basic.user}:${basic.password}`)}` })).status).toBe(200);
+    expect(
+      (await get('/admin/runs', { authorization: `Basic ${b64(`${basic.user}:${basic.password}`)}` })).status,
+    ).toBe(200);
     expect((await get('/admin/runs', { authorization: `Basic ${b64(`${basic.user}:wrong`)}` })).status).toBe(401);
-    expect((await get('/admin/runs', { authorization: `Basic ${b64(`intruder:${basic.password}`)}` })).status).toBe(401);
+    expect((await get('/admin/runs', { authorization: `Basic ${b64(`intruder:${basic.password}`)}` })).status).toBe(
+      401,
+    );
 
     expect((await get('/admin/login?token=nope')).status).toBe(401);
     const login = await get(`/admin/login?token=${encodeURIComponent(token)}`);
@@ -357,19 +478,31 @@ describe('access control', () => {
     expect(html).toContain('<a id="report-etl-back" href="/admin"');
     const api = await get('/admin/queues/api/queues', bearer);
     expect(api.status).toBe(200);
-    const body = (await api.json()) as { queues: Array<{ name: string; allowRetries: boolean; readOnlyMode: boolean }> };
+    const body = (await api.json()) as {
+      queues: Array<{ name: string; allowRetries: boolean; readOnlyMode: boolean }>;
+    };
     expect(body.queues.map((q) => q.name)).toEqual(['report-etl']);
     // Read only: retries and cleans go through report-etl's replay, which applies its rules.
     expect(body.queues[0]).toMatchObject({ allowRetries: false, readOnlyMode: true });
     // Its bulk actions are refused too: "retry all" of the failed and "clean all" of the completed.
-    for (const [method, path] of [['PUT', '/admin/queues/api/queues/report-etl/retry/failed'], ['PUT', '/admin/queues/api/queues/report-etl/clean/completed']] as const) {
+    for (const [method, path] of [
+      ['PUT', '/admin/queues/api/queues/report-etl/retry/failed'],
+      ['PUT', '/admin/queues/api/queues/report-etl/clean/completed'],
+    ] as const) {
       const res = await fetch(`${server.url}${path}`, { method, headers: { ...bearer, origin: server.url } });
       expect(res.status, path).toBeGreaterThanOrEqual(400);
     }
   });
 
   it('without configured credentials only loopback callers naming this machine get in (no DNS rebinding)', async () => {
-    const open = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: {} });
+    const open = await startAdminServer({
+      pool: h.pool,
+      redis: h.redis,
+      queue,
+      logger: silentLogger,
+      port: 0,
+      auth: {},
+    });
     const port = Number(new URL(open.url).port);
     /** GET over loopback with the Host header a browser would send for `host`. */
     const as = (host: string, path: string) =>
@@ -390,7 +523,8 @@ describe('access control', () => {
     } finally {
       await open.close();
     }
-    const fakeReq = (remoteAddress: string, host = '127.0.0.1:3000') => ({ socket: { remoteAddress }, headers: { host } }) as unknown as Parameters<typeof isAuthorized>[0];
+    const fakeReq = (remoteAddress: string, host = '127.0.0.1:3000') =>
+      ({ socket: { remoteAddress }, headers: { host } }) as unknown as Parameters<typeof isAuthorized>[0];
     expect(isAuthorized(fakeReq('10.1.2.3'), {})).toBe(false);
     expect(isAuthorized(fakeReq('::1', '[::1]:3000'), {})).toBe(true);
     expect(isAuthorized(fakeReq('127.0.0.1'), undefined)).toBe(true);
@@ -398,7 +532,11 @@ describe('access control', () => {
   });
 
   it('refuses a cross-origin POST even with valid credentials', async () => {
-    const res = await fetch(`${server.url}/admin/runs/${failJob}/${failedAttemptId}/replay`, { method: 'POST', headers: { ...bearer, origin: 'http://evil.example' }, redirect: 'manual' });
+    const res = await fetch(`${server.url}/admin/runs/${failJob}/${failedAttemptId}/replay`, {
+      method: 'POST',
+      headers: { ...bearer, origin: 'http://evil.example' },
+      redirect: 'manual',
+    });
     expect(res.status).toBe(403);
     expect(await queue.getJobCounts('waiting', 'prioritized')).toEqual({ waiting: 0, prioritized: 0 });
   });

@@ -21,8 +21,10 @@ it('escapes &, < and > for Slack, so that nothing pings or links', () => {
   expect(text).toContain('&lt;!channel&gt; see &lt;https://evil.example|Click here&gt; &amp;');
 });
 
-it('puts every text of the Teams card in RichTextBlocks (no Markdown), the server\'s words unchanged', () => {
-  const body = alertBody(hostile, 'teams') as { attachments: { content: { version: string; body: { type: string; inlines: { text: string }[] }[] } }[] };
+it("puts every text of the Teams card in RichTextBlocks (no Markdown), the server's words unchanged", () => {
+  const body = alertBody(hostile, 'teams') as {
+    attachments: { content: { version: string; body: { type: string; inlines: { text: string }[] }[] } }[];
+  };
   const card = body.attachments[0]!.content;
   expect(card.version).toBe('1.4');
   expect(card.body.map((b) => b.type)).toEqual(Array(card.body.length).fill('RichTextBlock'));

@@ -22,10 +22,16 @@ it('finds a type-only cycle, an upward import, a forbidden package, a package ou
       await writeFile(join(dir, path), text);
     };
     await file('pages/a.ts', "import type { B } from './b.ts';\nexport type A = B;\n");
-    await file('pages/b.ts', "/** import { nothing } from './a.ts' is only a comment */\nimport type {\n  A,\n} from './a.ts';\nexport type B = A | 1;\n");
+    await file(
+      'pages/b.ts',
+      "/** import { nothing } from './a.ts' is only a comment */\nimport type {\n  A,\n} from './a.ts';\nexport type B = A | 1;\n",
+    );
     await file('warehouse/w.ts', "import { q } from '../queue/q.ts';\nexport const w = q;\n");
     await file('queue/q.ts', 'export const q = 1;\n');
-    await file('pipeline/p.ts', "import { Queue } from 'bullmq';\nexport { x } from './r.ts';\nexport const p = Queue;\n");
+    await file(
+      'pipeline/p.ts',
+      "import { Queue } from 'bullmq';\nexport { x } from './r.ts';\nexport const p = Queue;\n",
+    );
     await file('pipeline/r.ts', "export * from './p.ts';\nexport const x = 1;\n");
     // The tracing SDK is app/'s alone; the pipeline traces through src/tracing.ts.
     await file('pipeline/t.ts', "const sdk = await import('@opentelemetry/sdk-trace');\nexport const t = sdk;\n");
@@ -37,10 +43,16 @@ it('finds a type-only cycle, an upward import, a forbidden package, a package ou
     const problems = checkArchitecture(dir, fileURLToPath(new URL('../node_modules/', import.meta.url)));
     expect(problems).toContain('import cycle: pages/a.ts -> pages/b.ts');
     expect(problems).toContain('import cycle: pipeline/p.ts -> pipeline/r.ts');
-    expect(problems.some((p) => p.startsWith('warehouse/w.ts:1: warehouse imports queue/q.ts, a higher layer (queue)'))).toBe(true);
+    expect(
+      problems.some((p) => p.startsWith('warehouse/w.ts:1: warehouse imports queue/q.ts, a higher layer (queue)')),
+    ).toBe(true);
     expect(problems).toContain('pipeline/p.ts:1: pipeline must not import the package bullmq');
-    expect(problems).toContain('report-api/u.ts:2: imports undici/lib/dispatcher/agent.js, which the package undici does not export; import its name or a subpath its package.json "exports" names');
-    expect(problems).toContain('pipeline/t.ts:1: pipeline must not import the package @opentelemetry/sdk-trace; only app may');
+    expect(problems).toContain(
+      'report-api/u.ts:2: imports undici/lib/dispatcher/agent.js, which the package undici does not export; import its name or a subpath its package.json "exports" names',
+    );
+    expect(problems).toContain(
+      'pipeline/t.ts:1: pipeline must not import the package @opentelemetry/sdk-trace; only app may',
+    );
     expect(problems).toHaveLength(6);
   } finally {
     await rm(dir, { recursive: true, force: true });

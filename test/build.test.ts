@@ -25,7 +25,8 @@ import { deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const MISSING = 'report-etl: the build is missing (dist/main.js): run `npm run build` (`npm ci` also builds it), or run the sources with `npm run dev -- <args>`\n';
+const MISSING =
+  'report-etl: the build is missing (dist/main.js): run `npm run build` (`npm ci` also builds it), or run the sources with `npm run dev -- <args>`\n';
 const jobs = uniqueName('build');
 const queuePrefix = uniqueName('buildq');
 
@@ -39,10 +40,20 @@ function copyOfProject(entries: readonly string[], modules = true): string {
 
 let h: Harness;
 let project: string;
-const env = () => ({ ...process.env, LOG_LEVEL: 'warn', DATABASE_URL, REDIS_URL, BUILD_TEST_SECRET: 'demo-secret', REPORT_ETL_QUEUE_PREFIX: queuePrefix });
+const env = () => ({
+  ...process.env,
+  LOG_LEVEL: 'warn',
+  DATABASE_URL,
+  REDIS_URL,
+  BUILD_TEST_SECRET: 'demo-secret',
+  REPORT_ETL_QUEUE_PREFIX: queuePrefix,
+});
 /** `report-etl <args>` in the copy, to its end; asynchronous, as the simulator answers from this process. */
 const bin = async (...args: string[]) => {
-  const child = spawn(process.execPath, [...NODE_FLAGS, join(project, 'bin/report-etl.js'), ...args], { cwd: project, env: env() });
+  const child = spawn(process.execPath, [...NODE_FLAGS, join(project, 'bin/report-etl.js'), ...args], {
+    cwd: project,
+    env: env(),
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -53,7 +64,16 @@ const bin = async (...args: string[]) => {
 
 beforeAll(async () => {
   h = await startHarness();
-  project = copyOfProject(['package.json', 'bin', 'scripts', 'src', 'tsconfig.json', 'tsconfig.build.json', 'migrations', 'jobs.yaml']);
+  project = copyOfProject([
+    'package.json',
+    'bin',
+    'scripts',
+    'src',
+    'tsconfig.json',
+    'tsconfig.build.json',
+    'migrations',
+    'jobs.yaml',
+  ]);
 });
 afterAll(async () => {
   if (project) rmSync(project, { recursive: true, force: true });
@@ -77,7 +97,20 @@ describe('the one build, in a copy of the project', () => {
     const version = await bin('--version');
     expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
     const help = await bin('--help');
-    for (const command of ['run', 'validate', 'migrate', 'scheduler', 'worker', 'admin', 'start', 'enqueue', 'runs', 'replay', 'backfill', 'simulate']) {
+    for (const command of [
+      'run',
+      'validate',
+      'migrate',
+      'scheduler',
+      'worker',
+      'admin',
+      'start',
+      'enqueue',
+      'runs',
+      'replay',
+      'backfill',
+      'simulate',
+    ]) {
       expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
     }
     const validate = await bin('validate', '--config', 'jobs.yaml');
@@ -113,18 +146,26 @@ jobs:
     const workbook = await bin('run', `${jobs}_workbook`, '--config', config);
     expect(workbook.status, workbook.stderr).toBe(0);
     expect(workbook.stdout).toMatch(new RegExp(`^${jobs}_workbook: succeeded, 75 rows, 3 pages`));
-    const counts = await h.pool.query<{ orders: string; workbook: string }>(`SELECT (SELECT count(*) FROM ${h.schema}.orders) AS orders, (SELECT count(*) FROM ${h.schema}.workbook) AS workbook`);
+    const counts = await h.pool.query<{ orders: string; workbook: string }>(
+      `SELECT (SELECT count(*) FROM ${h.schema}.orders) AS orders, (SELECT count(*) FROM ${h.schema}.workbook) AS workbook`,
+    );
     expect(counts.rows[0]).toEqual({ orders: '450', workbook: '75' });
 
     // The queue from the build: enqueue, then its worker takes the run.
     const enqueue = await bin('enqueue', `${jobs}_queued`, '--config', config);
     expect(enqueue.status, enqueue.stderr).toBe(0);
-    const worker = spawn(process.execPath, [...NODE_FLAGS, join(project, 'bin/report-etl.js'), 'worker', '--config', config], { cwd: project, env: env(), stdio: 'ignore' });
+    const worker = spawn(
+      process.execPath,
+      [...NODE_FLAGS, join(project, 'bin/report-etl.js'), 'worker', '--config', config],
+      { cwd: project, env: env(), stdio: 'ignore' },
+    );
     const exited = once(worker, 'exit');
     try {
       await waitFor(
         "the build's worker ran the queued job",
-        async () => (await h.pool.query<{ status: string }>('SELECT status FROM etl.attempts WHERE job = $1', [`${jobs}_queued`])).rows[0]?.status === 'succeeded',
+        async () =>
+          (await h.pool.query<{ status: string }>('SELECT status FROM etl.attempts WHERE job = $1', [`${jobs}_queued`]))
+            .rows[0]?.status === 'succeeded',
         60_000,
       );
     } finally {
@@ -142,7 +183,9 @@ jobs:
     );
     expect(prepare?.code).toBe(1);
     expect(prepare?.stdout + (prepare?.stderr ?? '')).toMatch(/src\/main\.ts.*TS2322/);
-    expect(prepare?.stderr).toContain('report-etl prepare: `tsc -p tsconfig.build.json` failed (above); dist/main.js removed');
+    expect(prepare?.stderr).toContain(
+      'report-etl prepare: `tsc -p tsconfig.build.json` failed (above); dist/main.js removed',
+    );
     expect(existsSync(join(project, 'dist/main.js'))).toBe(false);
     const after = await bin('--version');
     expect(after.stderr).toBe(MISSING);
@@ -152,8 +195,13 @@ jobs:
 
 describe('prepare where there is nothing to build', () => {
   it.each([
-    ['without src/, as in the Docker image\'s dependency stages', ['package.json', 'scripts'], true, 'no src/'],
-    ['without TypeScript, as after `npm ci --omit=dev`', ['package.json', 'scripts', 'src', 'tsconfig.json', 'tsconfig.build.json'], false, 'no TypeScript installed'],
+    ["without src/, as in the Docker image's dependency stages", ['package.json', 'scripts'], true, 'no src/'],
+    [
+      'without TypeScript, as after `npm ci --omit=dev`',
+      ['package.json', 'scripts', 'src', 'tsconfig.json', 'tsconfig.build.json'],
+      false,
+      'no TypeScript installed',
+    ],
   ] as const)('%s: builds nothing, says why, exit 0', (_, entries, modules, why) => {
     const dir = copyOfProject(entries, modules);
     try {

@@ -33,7 +33,7 @@ describe('command table', () => {
 });
 
 describe('the command line with lazily loaded commands', () => {
-  it('--help lists every command; a command\'s --help shows its own options', async () => {
+  it("--help lists every command; a command's --help shows its own options", async () => {
     const help = await runCli(['--help']);
     expect(help.code).toBe(0);
     for (const { name } of commands) expect(help.stdout, name).toMatch(new RegExp(`^  ${name}\\b`, 'm'));

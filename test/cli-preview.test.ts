@@ -52,7 +52,12 @@ it('shows columns, types and the first rows, loads nothing, records no run and d
   expect(r.stdout).toMatch(/^erfasst_am +timestamptz +inferred +Erfasst Am$/m);
   // Header line of the rows, then exactly 4 rows starting with the first order numbers.
   const header = out.findIndex((l) => /^auftrag_nr +kunde +menge_stk/.test(l));
-  expect(out.slice(header + 1, header + 5).map((l) => l.split(/ +/)[0])).toEqual(['100000', '100001', '100002', '100003']);
+  expect(out.slice(header + 1, header + 5).map((l) => l.split(/ +/)[0])).toEqual([
+    '100000',
+    '100001',
+    '100002',
+    '100003',
+  ]);
   // Kunde is text, declared bigint: every shown row would fail a load, and the preview says so.
   expect(r.stderr).toMatch(/warning: row 1, column kunde: ".*" does not fit bigint: a load of this row would fail/);
   // Nothing says a page was loaded when nothing was.

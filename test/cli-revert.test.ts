@@ -42,9 +42,22 @@ beforeAll(async () => {
     [`${jp}_failing`]: ['Failing', 'json', 'append'],
     [`${jp}_docs`]: ['Stock/Levels', 'pdf', 'append'],
   };
-  const yaml = ['connections:', '  sim:', `    baseUrl: ${h.sim.url}`, '    clientId: demo-client', '    clientSecret: ${QV_SECRET}', '    pollIntervalMs: 20', 'jobs:'];
+  const yaml = [
+    'connections:',
+    '  sim:',
+    `    baseUrl: ${h.sim.url}`,
+    '    clientId: demo-client',
+    '    clientSecret: ${QV_SECRET}',
+    '    pollIntervalMs: 20',
+    'jobs:',
+  ];
   for (const [name, [report, outputType, mode]] of Object.entries(jobs)) {
-    yaml.push(`  ${name}:`, '    connection: sim', `    report: { mandant: 7777, name: ${report}, outputType: ${outputType}, paging: 30, parameters: { ROWS: "60" } }`, `    target: { table: ${table(name)}, mode: ${mode} }`);
+    yaml.push(
+      `  ${name}:`,
+      '    connection: sim',
+      `    report: { mandant: 7777, name: ${report}, outputType: ${outputType}, paging: 30, parameters: { ROWS: "60" } }`,
+      `    target: { table: ${table(name)}, mode: ${mode} }`,
+    );
   }
   writeFileSync(path, `${yaml.join('\n')}\n`);
 });
@@ -85,16 +98,40 @@ it('reverts one of two appended runs exactly, records it, refuses a second rever
   const reverted = await cli('revert', 'monday', '--job', job);
   expect(reverted.code, reverted.err).toBe(0);
   expect(reverted.out).toHaveLength(1);
-  expect(reverted.out[0]).toMatch(new RegExp(`^run monday of job ${job}: reverted: removed 120 rows from ${target} \\(appended by attempt ${monday.attempt_id} at \\S+\\); recorded as revert \\d+ at \\S+\\. "report-etl replay monday --job ${job}" appends it again$`));
+  expect(reverted.out[0]).toMatch(
+    new RegExp(
+      `^run monday of job ${job}: reverted: removed 120 rows from ${target} \\(appended by attempt ${monday.attempt_id} at \\S+\\); recorded as revert \\d+ at \\S+\\. "report-etl replay monday --job ${job}" appends it again$`,
+    ),
+  );
   // Exactly monday's rows are gone: what is left is tuesday's, value for value.
-  expect(await loadedRows(h.pool, target, 'Finance/Ledger.avx', { ROWS: '80' })).toEqual(servedRows('Finance/Ledger.avx', { ROWS: '80' }, 1));
+  expect(await loadedRows(h.pool, target, 'Finance/Ledger.avx', { ROWS: '80' })).toEqual(
+    servedRows('Finance/Ledger.avx', { ROWS: '80' }, 1),
+  );
   expect(await count(`SELECT count(*)::int AS n FROM ${target} WHERE _etl_run_key = 'tuesday'`)).toBe(80);
   // The history: the revert, no claim for monday (tuesday's stays), monday's rows back to NULL, its attempts as they were.
-  const { rows: reverts } = await h.pool.query(`SELECT run_key, attempt_id, after_attempt, target_table, appended_rows::int, rows::int, reverted_by FROM etl.reverts WHERE job = $1`, [job]);
-  expect(reverts).toEqual([{ run_key: 'monday', attempt_id: monday.attempt_id, after_attempt: 1, target_table: target, appended_rows: 120, rows: 120, reverted_by: expect.stringContaining('@') }]);
-  const { rows: claims } = await h.pool.query(`SELECT run_key FROM etl.appended_runs WHERE job = $1 ORDER BY run_key`, [job]);
+  const { rows: reverts } = await h.pool.query(
+    `SELECT run_key, attempt_id, after_attempt, target_table, appended_rows::int, rows::int, reverted_by FROM etl.reverts WHERE job = $1`,
+    [job],
+  );
+  expect(reverts).toEqual([
+    {
+      run_key: 'monday',
+      attempt_id: monday.attempt_id,
+      after_attempt: 1,
+      target_table: target,
+      appended_rows: 120,
+      rows: 120,
+      reverted_by: expect.stringContaining('@'),
+    },
+  ]);
+  const { rows: claims } = await h.pool.query(`SELECT run_key FROM etl.appended_runs WHERE job = $1 ORDER BY run_key`, [
+    job,
+  ]);
   expect(claims).toEqual([{ run_key: 'tuesday' }]);
-  const { rows: runs } = await h.pool.query(`SELECT run_key, status, rows::int FROM etl.runs WHERE job = $1 ORDER BY run_key`, [job]);
+  const { rows: runs } = await h.pool.query(
+    `SELECT run_key, status, rows::int FROM etl.runs WHERE job = $1 ORDER BY run_key`,
+    [job],
+  );
   expect(runs).toEqual([
     { run_key: 'monday', status: 'succeeded', rows: null },
     { run_key: 'tuesday', status: 'succeeded', rows: 80 },
@@ -109,18 +146,50 @@ it('reverts one of two appended runs exactly, records it, refuses a second rever
   const again = await cli('revert', 'monday', '--job', job);
   expect(again.code).toBe(2);
   expect(again.out).toEqual([]);
-  expect(again.err).toMatch(new RegExp(`^report-etl revert: run monday of job ${job}: not reverted: it was already reverted at \\S+ by \\S+@\\S+: its 120 rows were removed from ${target}; "report-etl replay monday" appends it again\\n$`));
+  expect(again.err).toMatch(
+    new RegExp(
+      `^report-etl revert: run monday of job ${job}: not reverted: it was already reverted at \\S+ by \\S+@\\S+: its 120 rows were removed from ${target}; "report-etl replay monday" appends it again\\n$`,
+    ),
+  );
   expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(80);
 
   // Replayed: a worker appends monday again, tagged with its run key.
-  workers.push(makeRunWorker({ config: () => h.config(Object.fromEntries(Object.entries(jobs).map(([name, [report, outputType, mode]]) => [name, jobEntry({ name: report, outputType, paging: 30, parameters: { ROWS: '120' } }, { table: table(name), mode })]))), pool: h.pool, redis: h.redis, logger: silentLogger, prefix }));
+  workers.push(
+    makeRunWorker({
+      config: () =>
+        h.config(
+          Object.fromEntries(
+            Object.entries(jobs).map(([name, [report, outputType, mode]]) => [
+              name,
+              jobEntry(
+                { name: report, outputType, paging: 30, parameters: { ROWS: '120' } },
+                { table: table(name), mode },
+              ),
+            ]),
+          ),
+        ),
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+      prefix,
+    }),
+  );
   const replay = await cli('replay', 'monday', '--job', job, '--queue-prefix', prefix);
   expect(replay.code, replay.err).toBe(0);
-  expect(replay.out[0]).toMatch(new RegExp(`^run monday of job ${job}: replay of the run queued as \\S+, after its reverted attempt ${monday.attempt_id}$`));
-  await waitFor('the replay to append monday again', () => count(`SELECT count(*)::int AS n FROM etl.appended_runs WHERE job = $1 AND run_key = 'monday'`, [job]));
+  expect(replay.out[0]).toMatch(
+    new RegExp(
+      `^run monday of job ${job}: replay of the run queued as \\S+, after its reverted attempt ${monday.attempt_id}$`,
+    ),
+  );
+  await waitFor('the replay to append monday again', () =>
+    count(`SELECT count(*)::int AS n FROM etl.appended_runs WHERE job = $1 AND run_key = 'monday'`, [job]),
+  );
   expect(await count(`SELECT count(*)::int AS n FROM ${target} WHERE _etl_run_key = 'monday'`)).toBe(120);
   expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(200);
-  const { rows: after } = await h.pool.query(`SELECT attempts, status, rows::int FROM etl.runs WHERE job = $1 AND run_key = 'monday'`, [job]);
+  const { rows: after } = await h.pool.query(
+    `SELECT attempts, status, rows::int FROM etl.runs WHERE job = $1 AND run_key = 'monday'`,
+    [job],
+  );
   expect(after).toEqual([{ attempts: 2, status: 'succeeded', rows: 120 }]);
   expect((await cli('runs', '--job', job)).out.find((l) => l.startsWith('monday '))).not.toContain('reverted');
 
@@ -128,16 +197,27 @@ it('reverts one of two appended runs exactly, records it, refuses a second rever
   const replayed = (await attemptsOf(h.pool, job)).find((a) => a.run_key === 'monday' && a.attempt === 2)!;
   const second = await cli('revert', replayed.attempt_id);
   expect(second.code, second.err).toBe(0);
-  expect(second.out[0]).toMatch(new RegExp(`^attempt ${replayed.attempt_id} \\(attempt 2 of run monday of job ${job}\\): reverted: removed 120 rows from ${target} `));
-  expect(await count(`SELECT count(*)::int AS n FROM etl.reverts WHERE job = $1 AND run_key = 'monday' AND after_attempt = 2`, [job])).toBe(1);
+  expect(second.out[0]).toMatch(
+    new RegExp(
+      `^attempt ${replayed.attempt_id} \\(attempt 2 of run monday of job ${job}\\): reverted: removed 120 rows from ${target} `,
+    ),
+  );
+  expect(
+    await count(
+      `SELECT count(*)::int AS n FROM etl.reverts WHERE job = $1 AND run_key = 'monday' AND after_attempt = 2`,
+      [job],
+    ),
+  ).toBe(1);
   expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(80);
 });
 
-it('reverts an appended documents run: its archived files leave the target, the other run\'s stay', async () => {
+it("reverts an appended documents run: its archived files leave the target, the other run's stay", async () => {
   const job = `${jp}_docs`;
   const target = table(job);
   for (const key of ['doc1', 'doc2']) expect((await cli('run', job, '--run-key', key)).code).toBe(0);
-  const { rows: before } = await h.pool.query(`SELECT file_name, sha256 FROM ${target} WHERE _etl_run_key = 'doc2' ORDER BY page`);
+  const { rows: before } = await h.pool.query(
+    `SELECT file_name, sha256 FROM ${target} WHERE _etl_run_key = 'doc2' ORDER BY page`,
+  );
   expect(before.length).toBeGreaterThan(0);
   const r = await cli('revert', 'doc1', '--job', job);
   expect(r.code, r.err).toBe(0);
@@ -147,7 +227,7 @@ it('reverts an appended documents run: its archived files leave the target, the 
   // The reverted run's listing stays in the history; its files are gone, and `documents` says so.
   const docs = await cli('documents', 'doc1', '--job', job, '--out', join(dir, 'docs'));
   expect(docs.code).toBe(1);
-  expect(docs.err).toContain('or report-etl revert removed its run\'s rows');
+  expect(docs.err).toContain("or report-etl revert removed its run's rows");
 });
 
 it('refuses what it cannot revert, with exit 2, the reason and what to do, and changes nothing', async () => {
@@ -155,13 +235,17 @@ it('refuses what it cannot revert, with exit 2, the reason and what to do, and c
   expect((await cli('run', stock, '--run-key', 'full')).code).toBe(0);
   const replace = await cli('revert', 'full', '--job', stock);
   expect(replace.code).toBe(2);
-  expect(replace.err).toContain(`run full of job ${stock}: not reverted: it loaded ${table(stock)} in write mode replace: only the rows of an append run can be reverted`);
+  expect(replace.err).toContain(
+    `run full of job ${stock}: not reverted: it loaded ${table(stock)} in write mode replace: only the rows of an append run can be reverted`,
+  );
 
   const failing = `${jp}_failing`;
   expect((await cli('run', failing, '--run-key', 'broken')).code).toBe(1);
   const failed = await cli('revert', 'broken', '--job', failing);
   expect(failed.code).toBe(2);
-  expect(failed.err).toContain(`run broken of job ${failing}: not reverted: it appended no rows: its newest attempt (1) failed; nothing to revert`);
+  expect(failed.err).toContain(
+    `run broken of job ${failing}: not reverted: it appended no rows: its newest attempt (1) failed; nothing to revert`,
+  );
 
   const unknown = await cli('revert', 'never');
   expect(unknown.code).toBe(2);
@@ -180,15 +264,23 @@ it('refuses a run appended before its target had lineage columns, saying how to 
 
   const noColumn = await cli('revert', 'before', '--job', job);
   expect(noColumn.code).toBe(2);
-  expect(noColumn.err).toContain(`run before of job ${job}: not reverted: ${target} has no _etl_run_key column: the run appended its ${n} rows (at `);
-  expect(noColumn.err).toContain(`DELETE FROM etl.appended_runs WHERE job = '${job}' AND run_key = 'before'; lets "report-etl replay" append the run again`);
+  expect(noColumn.err).toContain(
+    `run before of job ${job}: not reverted: ${target} has no _etl_run_key column: the run appended its ${n} rows (at `,
+  );
+  expect(noColumn.err).toContain(
+    `DELETE FROM etl.appended_runs WHERE job = '${job}' AND run_key = 'before'; lets "report-etl replay" append the run again`,
+  );
 
   // The next append gives the target the columns; the older run's rows stay untagged (NULL).
   expect((await cli('run', job, '--run-key', 'after')).code).toBe(0);
-  expect(await count(`SELECT count(*)::int AS n FROM ${target} WHERE _etl_run_key IS NULL AND _etl_loaded_at IS NULL`)).toBe(n);
+  expect(
+    await count(`SELECT count(*)::int AS n FROM ${target} WHERE _etl_run_key IS NULL AND _etl_loaded_at IS NULL`),
+  ).toBe(n);
   const untagged = await cli('revert', 'before', '--job', job);
   expect(untagged.code).toBe(2);
-  expect(untagged.err).toContain(`run before of job ${job}: not reverted: no row of ${target} carries run key before: the run appended its ${n} rows (at `);
+  expect(untagged.err).toContain(
+    `run before of job ${job}: not reverted: no row of ${target} carries run key before: the run appended its ${n} rows (at `,
+  );
   expect(untagged.err).toContain('nothing was changed');
   expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(2 * n);
   expect(await count(`SELECT count(*)::int AS n FROM etl.appended_runs WHERE job = $1`, [job])).toBe(2);

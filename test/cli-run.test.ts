@@ -54,11 +54,16 @@ afterAll(async () => {
 
 /** Runs the CLI; `onStderr` may act on the child while it runs (e.g. send SIGINT). */
 function cli(args: string[], onStderr?: (text: string, child: ChildProcess) => void): Promise<Exit> {
-  return runCli(args, { env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', LOG_LEVEL: 'info' }, ...(onStderr ? { onStderr } : {}) });
+  return runCli(args, {
+    env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', LOG_LEVEL: 'info' },
+    ...(onStderr ? { onStderr } : {}),
+  });
 }
 
 async function tableState(): Promise<string> {
-  const { rows } = await h.pool.query(`SELECT count(*)::int AS n, md5(string_agg(t::text, '|' ORDER BY t::text)) AS m FROM ${h.schema}.orders t`);
+  const { rows } = await h.pool.query(
+    `SELECT count(*)::int AS n, md5(string_agg(t::text, '|' ORDER BY t::text)) AS m FROM ${h.schema}.orders t`,
+  );
   return `${rows[0].n}:${rows[0].m}`;
 }
 
@@ -66,7 +71,9 @@ it('runs a job, prints a one-line summary and exits 0', async () => {
   const r = await cli(['run', 'orders', '--config', configPath]);
   expect(r.stderr).not.toContain('demo-secret');
   expect(r.code).toBe(0);
-  expect(r.stdout).toMatch(/^orders: succeeded, 1500 rows, 8 pages, [\d.]+ MB in [\d.]+ s \(\d+ rows\/s\), run [0-9a-f-]{36}\n$/);
+  expect(r.stdout).toMatch(
+    /^orders: succeeded, 1500 rows, 8 pages, [\d.]+ MB in [\d.]+ s \(\d+ rows\/s\), run [0-9a-f-]{36}\n$/,
+  );
   expect(r.stderr).toContain('"msg":"page loaded"');
   const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.orders`);
   expect(rows[0].n).toBe(1500);
@@ -109,7 +116,10 @@ it('Ctrl-C mid-load rolls back, deletes the report job and records the run inter
   expect(r.stdout).toMatch(/orders: failed \(ABORTED/);
   expect(await tableState()).toBe(before);
   expect(h.sim.counters().openJobs).toEqual([]);
-  const { rows } = await h.pool.query(`SELECT status FROM etl.attempts WHERE job = 'orders' AND target_table = $1 ORDER BY started_at DESC LIMIT 1`, [`${h.schema}.orders`]);
+  const { rows } = await h.pool.query(
+    `SELECT status FROM etl.attempts WHERE job = 'orders' AND target_table = $1 ORDER BY started_at DESC LIMIT 1`,
+    [`${h.schema}.orders`],
+  );
   expect(rows[0].status).toBe('interrupted');
 });
 
@@ -120,19 +130,34 @@ it('renders the logical time in report parameters for a run in the foreground to
   const r = await cli(['run', 'templated', '--config', configPath]);
   expect(r.stderr).not.toContain('Invalid parameters');
   expect(r.code).toBe(0);
-  const expected = new Set([before, day()].map((d) => reportData('Sales/Orders.avw', { ROWS: '400', FROM: d }, 1)!.rowCount));
+  const expected = new Set(
+    [before, day()].map((d) => reportData('Sales/Orders.avw', { ROWS: '400', FROM: d }, 1)!.rowCount),
+  );
   const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.templated`);
   expect(expected.has(rows[0].n)).toBe(true);
   expect(rows[0].n).toBeGreaterThan(0);
 });
 
 it('--logical-time picks the period by hand; the run keeps it and its parameters, so a replay asks for the same', async () => {
-  const r = await cli(['run', 'templated', '--config', configPath, '--logical-time', '2026-03-15', '-p', 'ROWS=300', '--run-key', 'march15']);
+  const r = await cli([
+    'run',
+    'templated',
+    '--config',
+    configPath,
+    '--logical-time',
+    '2026-03-15',
+    '-p',
+    'ROWS=300',
+    '--run-key',
+    'march15',
+  ]);
   expect(r.code, r.stderr).toBe(0);
   // FROM is the logical time's day in the job's zone: the rows the server has for it.
   const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.templated`);
   expect(rows[0].n).toBe(reportData('Sales/Orders.avw', { ROWS: '300', FROM: '2026-03-15' }, 1)!.rowCount);
-  const { rows: run } = await h.pool.query(`SELECT logical_end, parameters FROM etl.runs WHERE job = 'templated' AND run_key = 'march15'`);
+  const { rows: run } = await h.pool.query(
+    `SELECT logical_end, parameters FROM etl.runs WHERE job = 'templated' AND run_key = 'march15'`,
+  );
   // Midnight of 15 March in Europe/Zurich (UTC+1).
   expect(run[0].logical_end.toISOString()).toBe('2026-03-14T23:00:00.000Z');
   expect(run[0].parameters).toEqual({ ROWS: '300' });
@@ -144,14 +169,33 @@ it('--logical-time picks the period by hand; the run keeps it and its parameters
 it('writes a readable progress line per page on a terminal, JSON lines otherwise', async () => {
   const pretty = await cli(['run', 'orders', '--config', configPath, '--log-format', 'pretty']);
   expect(pretty.code).toBe(0);
-  expect(pretty.stderr).toMatch(/^\d\d:\d\d:\d\d orders: run started: Sales\/Orders as txt, attempt 1 \(manual\), run [0-9a-f-]{36}$/m);
-  expect(pretty.stderr).toMatch(/^\d\d:\d\d:\d\d orders: page 8: 100 rows, [\d.]+ kB, [\d,]+ rows\/s — 1,500 rows, [\d.]+ MB in [\d.]+ s so far$/m);
+  expect(pretty.stderr).toMatch(
+    /^\d\d:\d\d:\d\d orders: run started: Sales\/Orders as txt, attempt 1 \(manual\), run [0-9a-f-]{36}$/m,
+  );
+  expect(pretty.stderr).toMatch(
+    /^\d\d:\d\d:\d\d orders: page 8: 100 rows, [\d.]+ kB, [\d,]+ rows\/s — 1,500 rows, [\d.]+ MB in [\d.]+ s so far$/m,
+  );
   expect(pretty.stderr).not.toContain('{"level"');
   // A real terminal (script(1) gives the command a pseudo-terminal) gets the readable lines without any option.
   // Spawned asynchronously: the simulator answers from this process.
-  const env = { ...process.env, SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', DATABASE_URL, REDIS_URL, LOG_FORMAT: '' };
+  const env = {
+    ...process.env,
+    SIM_URL: h.sim.url,
+    SIM_SECRET: 'demo-secret',
+    DATABASE_URL,
+    REDIS_URL,
+    LOG_FORMAT: '',
+  };
   const tty = await new Promise<{ status: number | null; stdout: string }>((resolve, reject) => {
-    const child = spawn('script', ['-qec', `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} run orders --config ${JSON.stringify(configPath)}`, '/dev/null'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      'script',
+      [
+        '-qec',
+        `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} run orders --config ${JSON.stringify(configPath)}`,
+        '/dev/null',
+      ],
+      { env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stdout = '';
     child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
     child.on('error', reject);

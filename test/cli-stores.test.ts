@@ -92,7 +92,13 @@ function oneLine(r: Exit): string {
 
 it('a database that does not answer: one line naming DATABASE_URL (no password), the code and what to do; exit 2', async () => {
   const url = `postgres://etl_user:s3cret-pw@127.0.0.1:${closedPort}/warehouse`;
-  for (const args of [['runs'], ['run', 'orders', '--config', configPath], ['migrate'], ['replay', '--failed', '--config', configPath], ['worker', '--config', configPath]]) {
+  for (const args of [
+    ['runs'],
+    ['run', 'orders', '--config', configPath],
+    ['migrate'],
+    ['replay', '--failed', '--config', configPath],
+    ['worker', '--config', configPath],
+  ]) {
     const r = await cli(args, { DATABASE_URL: url });
     const what = `report-etl ${args[0]}`;
     expect(r.code, `${what}: ${r.stderr}`).toBe(2);
@@ -108,7 +114,21 @@ it('a database that does not answer: one line naming DATABASE_URL (no password),
 
 it('a Redis that does not answer: one line naming REDIS_URL (no password) within seconds, not endless retries; exit 2', async () => {
   const url = `redis://:r3dis-pw@127.0.0.1:${closedPort}`;
-  for (const args of [['enqueue', 'orders', '--config', configPath], ['backfill', 'orders', '--from', '2026-01-01', '--to', '2026-01-02', '--config', configPath, '--queue-prefix', uniqueName('qs')]]) {
+  for (const args of [
+    ['enqueue', 'orders', '--config', configPath],
+    [
+      'backfill',
+      'orders',
+      '--from',
+      '2026-01-01',
+      '--to',
+      '2026-01-02',
+      '--config',
+      configPath,
+      '--queue-prefix',
+      uniqueName('qs'),
+    ],
+  ]) {
     const r = await cli(args, { REDIS_URL: url });
     const what = `report-etl ${args[0]}`;
     expect(r.code, `${what}: ${r.stderr}`).toBe(2);

@@ -42,7 +42,13 @@ describe('interpolate', () => {
 
   it('reports malformed references, without quoting values of secret-named keys', () => {
     const problems: string[] = [];
-    interpolate({ host: 'http://${HOST', clientSecret: '${1abc}xyz', t: '${}' }, {}, ['connections', 'c'], problems, 'j.yaml');
+    interpolate(
+      { host: 'http://${HOST', clientSecret: '${1abc}xyz', t: '${}' },
+      {},
+      ['connections', 'c'],
+      problems,
+      'j.yaml',
+    );
     expect(problems).toHaveLength(3);
     expect(problems[0]).toBe(
       'j.yaml: connections.c.host: malformed variable reference near "${HOST": write ${VAR} or ${VAR:-default} (VAR: letters, digits, _), or $${ for a literal "${"',

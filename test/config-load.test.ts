@@ -50,7 +50,13 @@ function problemsOf(text: string, env: NodeJS.ProcessEnv = ENV): string[] {
 describe('loadConfig', () => {
   it('loads the sample jobs.yaml with the demo defaults', async () => {
     const loaded = await loadConfig(join(import.meta.dirname, '..', 'jobs.yaml'), {});
-    expect(Object.keys(loaded.config.jobs)).toEqual(['sales_orders', 'stock_levels', 'ledger', 'orders_compact', 'broken_report']);
+    expect(Object.keys(loaded.config.jobs)).toEqual([
+      'sales_orders',
+      'stock_levels',
+      'ledger',
+      'orders_compact',
+      'broken_report',
+    ]);
     expect(loaded.config.connections.sim).toMatchObject({
       baseUrl: 'http://127.0.0.1:8080',
       clientId: 'demo-client',
@@ -60,7 +66,11 @@ describe('loadConfig', () => {
     const sales = loaded.config.jobs.sales_orders!;
     expect(sales.report).toMatchObject({ mandant: '7777', name: 'Sales/Orders', outputType: 'json', paging: 500 });
     expect(sales.target).toMatchObject({ table: 'erp.sales_orders', mode: 'replace' });
-    expect(loaded.config.jobs.stock_levels!.target).toMatchObject({ mode: 'merge', key: ['artikel'], columns: { bestand: 'integer' } });
+    expect(loaded.config.jobs.stock_levels!.target).toMatchObject({
+      mode: 'merge',
+      key: ['artikel'],
+      columns: { bestand: 'integer' },
+    });
     expect(loaded.config.jobs.ledger!.report.name).toBe('Finance/Ledger.avx');
     expect(loaded.config.jobs.broken_report!.report.name).toBe('Failing');
     expect(loaded.hash).toMatch(/^[0-9a-f]{64}$/);
@@ -68,7 +78,10 @@ describe('loadConfig', () => {
 
   it('takes environment values over ${VAR:-default} defaults, and the hash follows the text', async () => {
     const file = join(dir, 'env.yaml');
-    await writeFile(file, minimal({ connection: '    timezone: ${TZ_NAME:-Europe/Berlin}', job: '    schedule: "${CRON:-0 3 * * *}"' }));
+    await writeFile(
+      file,
+      minimal({ connection: '    timezone: ${TZ_NAME:-Europe/Berlin}', job: '    schedule: "${CRON:-0 3 * * *}"' }),
+    );
     const a = await loadConfig(file, { ...ENV, TZ_NAME: 'America/New_York' });
     expect(a.config.connections.erp!.timezone).toBe('America/New_York');
     expect(a.config.connections.erp!.clientSecret).toBe('s3cr3t-from-env');
@@ -82,14 +95,21 @@ describe('loadConfig', () => {
   });
 
   it('converts numeric ${VAR} text where the schema wants a number, and keeps $${ literal', () => {
-    const text = minimal({ job: '    retry:\n      attempts: ${ATTEMPTS}\n      backoffMs: "${BACKOFF:-1500}"' })
-      .replace('      name: Sales/Orders', () => '      name: Sales/Orders\n      paging: ${PAGING:-20}\n      parameters: { NOTE: "cost $${X} for ${WHO}", N: "${ATTEMPTS}" }');
+    const text = minimal({
+      job: '    retry:\n      attempts: ${ATTEMPTS}\n      backoffMs: "${BACKOFF:-1500}"',
+    }).replace(
+      '      name: Sales/Orders',
+      () =>
+        '      name: Sales/Orders\n      paging: ${PAGING:-20}\n      parameters: { NOTE: "cost $${X} for ${WHO}", N: "${ATTEMPTS}" }',
+    );
     const cfg = validateConfigText(text, 'jobs.yaml', { ...ENV, ATTEMPTS: '7', WHO: 'ops' });
     expect(cfg.jobs.j1!.retry).toEqual({ attempts: 7, backoffMs: 1500 });
     expect(cfg.jobs.j1!.report.paging).toBe(20);
     // parameters are text: a numeric ${VAR} stays exactly as written (no leading-zero loss)
     expect(cfg.jobs.j1!.report.parameters).toEqual({ NOTE: 'cost ${X} for ops', N: '7' });
-    expect(validateConfigText(text, 'jobs.yaml', { ...ENV, ATTEMPTS: '007', WHO: 'x' }).jobs.j1!.report.parameters.N).toBe('007');
+    expect(
+      validateConfigText(text, 'jobs.yaml', { ...ENV, ATTEMPTS: '007', WHO: 'x' }).jobs.j1!.report.parameters.N,
+    ).toBe('007');
     // a non-numeric value is still an error, positioned on its node
     expect(problemsOf(text, { ...ENV, ATTEMPTS: 'many', WHO: 'x' })).toEqual([
       'jobs.yaml:18:17: jobs.j1.retry.attempts: expected integer (≥ 1), got a string (Attempts per run before it is failed for good)',
@@ -133,13 +153,17 @@ describe('loadConfig', () => {
     expect(problems).toEqual([
       'jobs.yaml:4:15: connections.erp.clientId: environment variable ETL_CLIENT_ID is not set: export ETL_CLIENT_ID, or write ${ETL_CLIENT_ID:-default} in the file',
       'jobs.yaml:6:15: connections.erp.timezone: unknown time zone "Europe/Zurik": write an IANA zone name such as Europe/Zurich or UTC',
-      expect.stringMatching(/^jobs\.yaml:10:15: jobs\.sales_orders\.schedule: invalid cron expression "61 \* \* \* \*": 61 is a invalid expression for minute/),
+      expect.stringMatching(
+        /^jobs\.yaml:10:15: jobs\.sales_orders\.schedule: invalid cron expression "61 \* \* \* \*": 61 is a invalid expression for minute/,
+      ),
       'jobs.yaml:14:19: jobs.sales_orders.report.outputType: "csv" is not allowed: write one of json | json_compact | txt | xml_query | txt_all | txt_cstr | txt_allcstr | xml | json_userdef | json_userdef_compact | pdf | excel-xlsx_data | excel-xlsx_matrix | excel-xlsx | word-docx',
       'jobs.yaml:15:15: jobs.sales_orders.report.paging: paging must be at least 10: below 10 the server silently uses 10000 rows per page',
       'jobs.yaml:17:7: jobs.sales_orders.target.key: merge needs key: the columns that identify a row',
       'jobs.yaml:20:17: jobs.stock.connection: unknown connection "erpp" (did you mean "erp"? known: erp)',
       'jobs.yaml:21:21: jobs.stock.catchup.all: invalid catch-up window "3 days": write a number and a unit s, m, h, d or w, e.g. 30m, 12h, 2d',
-      expect.stringMatching(/^jobs\.yaml:22:33: jobs\.stock\.report\.name: report name "Lager\/Bestände" has characters the server rejects/),
+      expect.stringMatching(
+        /^jobs\.yaml:22:33: jobs\.stock\.report\.name: report name "Lager\/Bestände" has characters the server rejects/,
+      ),
       'jobs.yaml:23:33: jobs.stock.target.mdoe: unknown key "mdoe" (did you mean "mode"?)',
     ]);
   });
@@ -159,40 +183,65 @@ describe('loadConfig', () => {
         .replace('connections:\n', () => `templates:\n  t: &t { clientSecret: ${secret} }\nconnections:\n`)
         .replace('    clientSecret: ${REPORT_CLIENT_SECRET}\n', '    <<: *t\n'),
     );
-    expect(merged).toContainEqual(expect.stringMatching(/connections\.erp\.clientSecret: clientSecret must come from the environment/));
+    expect(merged).toContainEqual(
+      expect.stringMatching(/connections\.erp\.clientSecret: clientSecret must come from the environment/),
+    );
     for (const p of [...problems, ...broken, ...merged]) expect(p).not.toContain(secret);
   });
 
   it('never echoes a secret-named value, even when it is malformed', () => {
     const problems = problemsOf(minimal().replace('${REPORT_CLIENT_SECRET}', '${REPORT_CLIENT_SECRET:-pa55word'));
     expect(problems.join('\n')).not.toContain('pa55word');
-    expect(problems[0]).toMatch(/^jobs\.yaml:5:19: connections\.erp\.clientSecret: malformed variable reference: write/);
+    expect(problems[0]).toMatch(
+      /^jobs\.yaml:5:19: connections\.erp\.clientSecret: malformed variable reference: write/,
+    );
   });
 
   it('suggests the closest option for an unknown key, or lists the allowed ones', () => {
-    const problems = problemsOf(minimal({ connection: '    pathEncodng: slash\n    zzzzzz: 1', job: '    shedule: "* * * * *"' }));
+    const problems = problemsOf(
+      minimal({ connection: '    pathEncodng: slash\n    zzzzzz: 1', job: '    shedule: "* * * * *"' }),
+    );
     expect(problems).toEqual([
       'jobs.yaml:6:5: connections.erp.pathEncodng: unknown key "pathEncodng" (did you mean "pathEncoding"?)',
-      expect.stringMatching(/^jobs\.yaml:7:5: connections\.erp\.zzzzzz: unknown key "zzzzzz" \(allowed: baseUrl, auth, clientId, clientSecret, scopes, redirectUri, credentials, pathEncoding, timezone, /),
+      expect.stringMatching(
+        /^jobs\.yaml:7:5: connections\.erp\.zzzzzz: unknown key "zzzzzz" \(allowed: baseUrl, auth, clientId, clientSecret, scopes, redirectUri, credentials, pathEncoding, timezone, /,
+      ),
       'jobs.yaml:16:5: jobs.j1.shedule: unknown key "shedule" (did you mean "schedule"?)',
     ]);
   });
 
   it('rejects a bad cron expression and accepts 5- and 6-field ones', () => {
     expect(problemsOf(minimal({ job: '    schedule: "* * *"' }))).toEqual([
-      expect.stringMatching(/^jobs\.yaml:15:15: jobs\.j1\.schedule: invalid cron expression "\* \* \*": expected 5 or 6 fields but got 3/),
+      expect.stringMatching(
+        /^jobs\.yaml:15:15: jobs\.j1\.schedule: invalid cron expression "\* \* \*": expected 5 or 6 fields but got 3/,
+      ),
     ]);
-    expect(validateConfigText(minimal({ job: '    schedule: "*/30 * * * * *"' }), 'jobs.yaml', ENV).jobs.j1!.schedule).toBe('*/30 * * * * *');
+    expect(
+      validateConfigText(minimal({ job: '    schedule: "*/30 * * * * *"' }), 'jobs.yaml', ENV).jobs.j1!.schedule,
+    ).toBe('*/30 * * * * *');
   });
 
   it('accepts canonical zone names, UTC and aliases', () => {
-    for (const zone of ['Europe/Zurich', 'UTC', 'Etc/UTC', 'Asia/Kolkata', 'Asia/Calcutta', 'US/Eastern', 'Europe/Kyiv']) {
-      expect(validateConfigText(minimal({ connection: `    timezone: ${zone}` }), 'jobs.yaml', ENV).connections.erp!.timezone).toBe(zone);
+    for (const zone of [
+      'Europe/Zurich',
+      'UTC',
+      'Etc/UTC',
+      'Asia/Kolkata',
+      'Asia/Calcutta',
+      'US/Eastern',
+      'Europe/Kyiv',
+    ]) {
+      expect(
+        validateConfigText(minimal({ connection: `    timezone: ${zone}` }), 'jobs.yaml', ENV).connections.erp!
+          .timezone,
+      ).toBe(zone);
     }
   });
 
   it('rejects unknown time zones on jobs and connections', () => {
-    const problems = problemsOf(minimal({ connection: '    timezone: Mars/Olympus', job: '    timezone: Europe/Zurich2' }));
+    const problems = problemsOf(
+      minimal({ connection: '    timezone: Mars/Olympus', job: '    timezone: Europe/Zurich2' }),
+    );
     expect(problems).toEqual([
       'jobs.yaml:6:15: connections.erp.timezone: unknown time zone "Mars/Olympus": write an IANA zone name such as Europe/Zurich or UTC',
       'jobs.yaml:15:15: jobs.j1.timezone: unknown time zone "Europe/Zurich2": write an IANA zone name such as Europe/Zurich or UTC',
@@ -200,7 +249,10 @@ describe('loadConfig', () => {
   });
 
   it('names missing required keys and validates a badly named job anyway', () => {
-    const problems = problemsOf(minimal().replace('      mandant: 7777\n', '') + '\n  "bad job!":\n    connection: erp\n    report: { mandant: 1, name: x, pagign: 100 }\n    target: { table: t }');
+    const problems = problemsOf(
+      minimal().replace('      mandant: 7777\n', '') +
+        '\n  "bad job!":\n    connection: erp\n    report: { mandant: 1, name: x, pagign: 100 }\n    target: { table: t }',
+    );
     expect(problems).toEqual([
       'jobs.yaml:11:7: jobs.j1.report.mandant: missing required key "mandant" (Client number (mandant) the report runs in)',
       'jobs.yaml:15:3: jobs["bad job!"]: bad name "bad job!": job names use letters, digits, _ . -',
@@ -210,16 +262,27 @@ describe('loadConfig', () => {
 
   it('hints at quoting when ${VAR} breaks a flow map, and caps the cascade of syntax errors', () => {
     const problems = problemsOf(minimal({ job: '    retry: { attempts: ${N}, backoffMs: 1 }\n    x: [1,\n' }));
-    expect(problems[0]).toMatch(/^jobs\.yaml:15:\d+: YAML syntax error: .*\(inside \{ \} or \[ \], write values that use \$\{VAR\} in quotes: "\$\{VAR\}"\)$/);
+    expect(problems[0]).toMatch(
+      /^jobs\.yaml:15:\d+: YAML syntax error: .*\(inside \{ \} or \[ \], write values that use \$\{VAR\} in quotes: "\$\{VAR\}"\)$/,
+    );
     expect(problems.length).toBeLessThanOrEqual(11);
   });
 
   it('refuses duplicate keys, and lets jobs share a block through YAML merge keys', () => {
     const dup = minimal() + '\n  j1:\n    connection: erp';
-    expect(problemsOf(dup)).toEqual([expect.stringMatching(/^jobs\.yaml:16:3: YAML syntax error: Map keys must be unique/)]);
-    const merged = minimal({ job: '  j2:\n    <<: *base\n    schedule: "0 1 * * *"' }).replace('  j1:\n', '  j1: &base\n');
+    expect(problemsOf(dup)).toEqual([
+      expect.stringMatching(/^jobs\.yaml:16:3: YAML syntax error: Map keys must be unique/),
+    ]);
+    const merged = minimal({ job: '  j2:\n    <<: *base\n    schedule: "0 1 * * *"' }).replace(
+      '  j1:\n',
+      '  j1: &base\n',
+    );
     const cfg = validateConfigText(merged, 'jobs.yaml', ENV);
-    expect(cfg.jobs.j2).toMatchObject({ connection: 'erp', schedule: '0 1 * * *', report: { name: 'Sales/Orders', mandant: '7777' } });
+    expect(cfg.jobs.j2).toMatchObject({
+      connection: 'erp',
+      schedule: '0 1 * * *',
+      report: { name: 'Sales/Orders', mandant: '7777' },
+    });
     expect(cfg.jobs.j1!.schedule).toBeUndefined();
   });
 
@@ -227,7 +290,9 @@ describe('loadConfig', () => {
     await expect(loadConfig(join(dir, 'nope.yaml'))).rejects.toMatchObject({
       problems: [`${join(dir, 'nope.yaml')}: file not found: pass --config PATH or set REPORT_ETL_CONFIG`],
     });
-    expect(problemsOf('# nothing\n')).toEqual(['jobs.yaml:1:1: the file is empty: it needs connections and jobs (see the sample jobs.yaml)']);
+    expect(problemsOf('# nothing\n')).toEqual([
+      'jobs.yaml:1:1: the file is empty: it needs connections and jobs (see the sample jobs.yaml)',
+    ]);
   });
 });
 
@@ -251,6 +316,11 @@ describe('parseWindow', () => {
     expect([parseWindow('30m'), parseWindow('12h'), parseWindow('2d'), parseWindow('1w'), parseWindow('45s')]).toEqual([
       1_800_000, 43_200_000, 172_800_000, 604_800_000, 45_000,
     ]);
-    expect([parseWindow('0d'), parseWindow('2 d'), parseWindow('1y'), parseWindow('')]).toEqual([undefined, undefined, undefined, undefined]);
+    expect([parseWindow('0d'), parseWindow('2 d'), parseWindow('1y'), parseWindow('')]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 });

@@ -54,33 +54,61 @@ describe('validate', () => {
     ]);
     expect(problems(yaml({ outputType: 'pdf', productVersion: 2025 }))).toEqual([]);
     for (const t of ['excel-xlsx_data', 'excel-xlsx_matrix', 'excel-xlsx', 'word-docx']) {
-      expect(problems(yaml({ outputType: t, productVersion: 2025 }))[0]).toContain(`output type ${t} needs product version 2026 or later, but connection "erp" has productVersion 2025`);
+      expect(problems(yaml({ outputType: t, productVersion: 2025 }))[0]).toContain(
+        `output type ${t} needs product version 2026 or later, but connection "erp" has productVersion 2025`,
+      );
       expect(problems(yaml({ outputType: t, productVersion: 2026 }))).toEqual([]);
     }
     expect(problems(yaml({ outputType: 'xml', productVersion: 2020 }))).toEqual([]);
   });
 
   it('refuses merge for documents, and target options the output type has no use for', () => {
-    expect(problems(yaml({ outputType: 'pdf', target: ['mode: merge', 'key: [page]'] }))[0]).toContain('target.mode: mode merge does not apply to documents (outputType pdf): use replace or append');
-    expect(problems(yaml({ outputType: 'json', target: ['rowsAt: /body/orders'] }))[0]).toContain('rowsAt applies to json_userdef and json_userdef_compact only (outputType is json)');
-    expect(problems(yaml({ outputType: 'json_userdef', target: ['rowsAt: body/orders'] }))[0]).toContain('rowsAt must be a JSON pointer (RFC 6901)');
-    expect(problems(yaml({ outputType: 'pdf', target: ['load: rows'] }))[0]).toContain('load: rows applies to excel-xlsx_data only (outputType is pdf)');
-    expect(problems(yaml({ outputType: 'xml', target: ['columns: { page: bigint }'] }))[0]).toContain('outputType xml loads fixed columns');
-    expect(problems(yaml({ outputType: 'excel-xlsx_data', target: ['load: rows', 'columns: { betrag: numeric }'] }))).toEqual([]);
-    expect(problems(yaml({ outputType: 'json_userdef', target: ['rowsAt: /body/orders', 'mode: merge', 'key: [auftrag_nr]'] }))).toEqual([]);
+    expect(problems(yaml({ outputType: 'pdf', target: ['mode: merge', 'key: [page]'] }))[0]).toContain(
+      'target.mode: mode merge does not apply to documents (outputType pdf): use replace or append',
+    );
+    expect(problems(yaml({ outputType: 'json', target: ['rowsAt: /body/orders'] }))[0]).toContain(
+      'rowsAt applies to json_userdef and json_userdef_compact only (outputType is json)',
+    );
+    expect(problems(yaml({ outputType: 'json_userdef', target: ['rowsAt: body/orders'] }))[0]).toContain(
+      'rowsAt must be a JSON pointer (RFC 6901)',
+    );
+    expect(problems(yaml({ outputType: 'pdf', target: ['load: rows'] }))[0]).toContain(
+      'load: rows applies to excel-xlsx_data only (outputType is pdf)',
+    );
+    expect(problems(yaml({ outputType: 'xml', target: ['columns: { page: bigint }'] }))[0]).toContain(
+      'outputType xml loads fixed columns',
+    );
+    expect(
+      problems(yaml({ outputType: 'excel-xlsx_data', target: ['load: rows', 'columns: { betrag: numeric }'] })),
+    ).toEqual([]);
+    expect(
+      problems(
+        yaml({ outputType: 'json_userdef', target: ['rowsAt: /body/orders', 'mode: merge', 'key: [auftrag_nr]'] }),
+      ),
+    ).toEqual([]);
   });
 
   it('refuses a merge key that is none of the fixed columns of a lines or document table, before any run', () => {
     expect(problems(yaml({ outputType: 'txt_all', target: ['mode: merge', 'key: [page, lin]'] }))).toEqual([
-      expect.stringContaining('target.key[1]: lin is not a column of what outputType txt_all loads (did you mean "line"?): its table has the fixed columns page, line, fields'),
+      expect.stringContaining(
+        'target.key[1]: lin is not a column of what outputType txt_all loads (did you mean "line"?): its table has the fixed columns page, line, fields',
+      ),
     ]);
-    expect(problems(yaml({ outputType: 'xml', target: ['mode: merge', 'key: [seite]'] }))).toEqual([expect.stringContaining('target.key[0]: seite is not a column of what outputType xml loads: its table has the fixed columns page, document')]);
+    expect(problems(yaml({ outputType: 'xml', target: ['mode: merge', 'key: [seite]'] }))).toEqual([
+      expect.stringContaining(
+        'target.key[0]: seite is not a column of what outputType xml loads: its table has the fixed columns page, document',
+      ),
+    ]);
     expect(problems(yaml({ outputType: 'xml', target: ['mode: merge', 'key: [document]'] }))).toEqual([
-      expect.stringContaining('target.key[0]: document is of type xml, which PostgreSQL cannot compare, so it cannot be a merge key: merge by page'),
+      expect.stringContaining(
+        'target.key[0]: document is of type xml, which PostgreSQL cannot compare, so it cannot be a merge key: merge by page',
+      ),
     ]);
     expect(problems(yaml({ outputType: 'xml', target: ['mode: merge', 'key: [page]'] }))).toEqual([]);
     // Documents cannot merge at all: one problem says so, not one per key.
-    expect(problems(yaml({ outputType: 'pdf', target: ['mode: merge', 'key: [pag]'] }))).toEqual([expect.stringContaining('mode merge does not apply to documents')]);
+    expect(problems(yaml({ outputType: 'pdf', target: ['mode: merge', 'key: [pag]'] }))).toEqual([
+      expect.stringContaining('mode merge does not apply to documents'),
+    ]);
     expect(problems(yaml({ outputType: 'txt_allcstr', target: ['mode: merge', 'key: [page, line]'] }))).toEqual([]);
     expect(problems(yaml({ outputType: 'json_userdef', target: ['mode: merge', 'key: [page]'] }))).toEqual([]);
   });
@@ -98,7 +126,10 @@ describe('simulator --product-version', () => {
   it('answers a type the version does not have 400 "Unknown outputType", and serves the others', async () => {
     const t = await request(`${sim.url}/oauth/oauth2/v1/token`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('demo-client:demo-secret').toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('demo-client:demo-secret').toString('base64')}`,
+      },
       body: 'grant_type=client_credentials',
     });
     const token = ((await t.body.json()) as { access_token: string }).access_token;
@@ -115,6 +146,9 @@ describe('simulator --product-version', () => {
     expect(docx.body.detail).toBe("Unknown outputType 'word-docx'");
     const pdf = await start('pdf');
     expect(pdf.status).toBe(200);
-    await request(`${sim.url}/api/svcreport/v1/jobs/${String(pdf.body.id)}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } }).then((r) => r.body.dump());
+    await request(`${sim.url}/api/svcreport/v1/jobs/${String(pdf.body.id)}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${token}` },
+    }).then((r) => r.body.dump());
   });
 });

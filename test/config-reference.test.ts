@@ -73,12 +73,20 @@ describe('renderConfigReference', () => {
 
   it('gives type, default and description', () => {
     const report = sections.get('jobs.<name>.report')!;
-    expect(report).toContain('| `paging` | integer (≥ 10) | `10000` | Rows per page (docs/report-export-service.md "Limits": at least 10). |');
-    expect(report).toContain('| `outputType` | "json" \\| "json_compact" \\| "txt" \\| "xml_query" \\| "txt_all" \\| "txt_cstr" \\| "txt_allcstr" \\| "xml" \\| "json_userdef" \\| "json_userdef_compact" \\| "pdf" \\| "excel-xlsx_data" \\| "excel-xlsx_matrix" \\| "excel-xlsx" \\| "word-docx" | `"json"` |');
-    expect(report).toContain('| `mandant` | integer (≥ 0) \\| string | required | Client number (mandant) the report runs in. |');
+    expect(report).toContain(
+      '| `paging` | integer (≥ 10) | `10000` | Rows per page (docs/report-export-service.md "Limits": at least 10). |',
+    );
+    expect(report).toContain(
+      '| `outputType` | "json" \\| "json_compact" \\| "txt" \\| "xml_query" \\| "txt_all" \\| "txt_cstr" \\| "txt_allcstr" \\| "xml" \\| "json_userdef" \\| "json_userdef_compact" \\| "pdf" \\| "excel-xlsx_data" \\| "excel-xlsx_matrix" \\| "excel-xlsx" \\| "word-docx" | `"json"` |',
+    );
+    expect(report).toContain(
+      '| `mandant` | integer (≥ 0) \\| string | required | Client number (mandant) the report runs in. |',
+    );
     expect(report).toContain('| `parameters` | map of string \\| number \\| boolean | `{}` |');
     expect(sections.get('connections.<name>')).toContain('| `baseUrl` | URL | required |');
-    expect(sections.get('jobs.<name>')).toContain('| `schedule` | string | — | Cron expression (5 or 6 fields); no schedule means manual runs only. |');
+    expect(sections.get('jobs.<name>')).toContain(
+      '| `schedule` | string | — | Cron expression (5 or 6 fields); no schedule means manual runs only. |',
+    );
   });
 
   it('is deterministic', () => {

@@ -32,22 +32,28 @@ afterAll(async () => {
 /** Writes a jobs.yaml with connection `sim` and the given jobs (YAML text, indented by 2) and returns its path. */
 async function config(name: string, jobs: string): Promise<string> {
   const path = join(dir, `${name}.yaml`);
-  await writeFile(path, `connections:\n  sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", timezone: Europe/Zurich, pollIntervalMs: 20 }\njobs:\n${jobs}`);
+  await writeFile(
+    path,
+    `connections:\n  sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", timezone: Europe/Zurich, pollIntervalMs: 20 }\njobs:\n${jobs}`,
+  );
   return path;
 }
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<CliExit> {
-  return runCli(args, { env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', REPORT_ETL_QUEUE_PREFIX: prefix, LOG_FORMAT: 'json', ...env } });
+  return runCli(args, {
+    env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', REPORT_ETL_QUEUE_PREFIX: prefix, LOG_FORMAT: 'json', ...env },
+  });
 }
 
 /** A Stock/Levels job (report columns Artikel, Lager, Bestand, Stand) into `table`, with the given target lines. */
 const stockJob = (job: string, table: string, ...target: string[]) =>
   `  ${job}:\n    connection: sim\n    report: { mandant: 7777, name: Stock/Levels, outputType: txt }\n    target:\n      table: ${table}\n${target.map((l) => `      ${l}\n`).join('')}`;
 
-const tableExists = async (table: string) => (await h.pool.query('SELECT to_regclass($1) AS t', [table])).rows[0].t !== null;
+const tableExists = async (table: string) =>
+  (await h.pool.query('SELECT to_regclass($1) AS t', [table])).rows[0].t !== null;
 
 describe('a declared column the report does not have (bestnd for bestand)', () => {
-  it('is refused by the first run and by preview before anything is loaded, naming job, option, name and the report\'s columns', async () => {
+  it("is refused by the first run and by preview before anything is loaded, naming job, option, name and the report's columns", async () => {
     const job = `${jp}_typo`;
     const table = `${h.schema}.stock_typo`;
     const path = await config('typo', stockJob(job, table, 'columns: { bestnd: numeric }'));
@@ -59,13 +65,17 @@ describe('a declared column the report does not have (bestnd for bestand)', () =
     const created = h.sim.counters().jobsCreated;
     const preview = await cli(['preview', job, '--config', path]);
     expect(preview.code).toBe(1);
-    expect(preview.stderr).toContain(`${job}: preview failed (TARGET_INVALID): job ${job}: target.columns.bestnd: the report has no column bestnd (did you mean "bestand"?)`);
+    expect(preview.stderr).toContain(
+      `${job}: preview failed (TARGET_INVALID): job ${job}: target.columns.bestnd: the report has no column bestnd (did you mean "bestand"?)`,
+    );
     expect(preview.stderr).toContain("The report's columns: artikel, lager, bestand, stand.");
 
     const run = await cli(['run', job, '--config', path]);
     expect(run.code).toBe(1);
     expect(run.stdout).toContain(`${job}: failed (TARGET_INVALID)`);
-    expect(run.stdout).toContain(`job ${job}: target.columns.bestnd: the report has no column bestnd (did you mean "bestand"?), so its declared type applies to nothing. The report's columns: artikel, lager, bestand, stand.`);
+    expect(run.stdout).toContain(
+      `job ${job}: target.columns.bestnd: the report has no column bestnd (did you mean "bestand"?), so its declared type applies to nothing. The report's columns: artikel, lager, bestand, stand.`,
+    );
     expect(await tableExists(table)).toBe(false);
     // One attempt, not retried; both report jobs deleted.
     const attempts = await attemptsOf(h.pool, job);
@@ -82,8 +92,13 @@ describe('a declared column the report does not have (bestnd for bestand)', () =
   it('is refused by validate once the target exists, with a did-you-mean from its columns; one that resembles none is a warning', async () => {
     const job = `${jp}_exists`;
     const table = `${h.schema}.stock_exists`;
-    await h.pool.query(`CREATE TABLE ${table} (artikel text PRIMARY KEY, lager text, bestand numeric, stand timestamptz)`);
-    const typo = await config('exists', stockJob(job, table, 'mode: merge', 'key: [artikl]', 'columns: { bestnd: numeric, lager: text }'));
+    await h.pool.query(
+      `CREATE TABLE ${table} (artikel text PRIMARY KEY, lager text, bestand numeric, stand timestamptz)`,
+    );
+    const typo = await config(
+      'exists',
+      stockJob(job, table, 'mode: merge', 'key: [artikl]', 'columns: { bestnd: numeric, lager: text }'),
+    );
     const v = await cli(['validate', '--config', typo]);
     expect(v.code).toBe(2);
     expect(v.stdout).toBe('');
@@ -94,15 +109,22 @@ describe('a declared column the report does not have (bestnd for bestand)', () =
     ]);
 
     // A name like none of the target's columns may be a column the report is about to bring: allowed, with a warning.
-    const fresh = await config('exists-new', stockJob(job, table, 'mode: merge', 'key: [artikel]', 'columns: { rabatt: numeric }'));
+    const fresh = await config(
+      'exists-new',
+      stockJob(job, table, 'mode: merge', 'key: [artikel]', 'columns: { rabatt: numeric }'),
+    );
     const w = await cli(['validate', '--config', fresh]);
     expect(w.code).toBe(0);
-    expect(w.stderr).toContain(`warning: ${fresh}: jobs.${job}.target.columns.rabatt: the target ${table} has no column rabatt yet: its declared type applies only when the report brings a new column rabatt`);
+    expect(w.stderr).toContain(
+      `warning: ${fresh}: jobs.${job}.target.columns.rabatt: the target ${table} has no column rabatt yet: its declared type applies only when the report brings a new column rabatt`,
+    );
     // ... and the run, whose report has no such column, fails before loading: the table stays as it was.
     await h.pool.query(`INSERT INTO ${table} VALUES ('keep', 'L', 1, now())`);
     const run = await cli(['run', job, '--config', fresh]);
     expect(run.code).toBe(1);
-    expect(run.stdout).toContain(`job ${job}: target.columns.rabatt: neither the report nor the target ${table} has a column rabatt, so its declared type applies to nothing`);
+    expect(run.stdout).toContain(
+      `job ${job}: target.columns.rabatt: neither the report nor the target ${table} has a column rabatt, so its declared type applies to nothing`,
+    );
     expect((await h.pool.query(`SELECT artikel FROM ${table}`)).rows).toEqual([{ artikel: 'keep' }]);
   }, 120_000);
 
@@ -112,7 +134,9 @@ describe('a declared column the report does not have (bestnd for bestand)', () =
     const path = await config('view', stockJob(`${jp}_view`, table));
     const v = await cli(['validate', '--config', path]);
     expect(v.code).toBe(2);
-    expect(v.stderr).toContain(`jobs.${jp}_view.target.table: ${table} exists in PostgreSQL as a view, not a table: report-etl loads into tables only`);
+    expect(v.stderr).toContain(
+      `jobs.${jp}_view.target.table: ${table} exists in PostgreSQL as a view, not a table: report-etl loads into tables only`,
+    );
   });
 });
 
@@ -128,7 +152,9 @@ describe('a merge into an existing table', () => {
       `jobs.${jp}_mnoix.target.key: the target ${table} has no primary key or unique index on (artikel, lager): a merge finds the rows it updates by one, so every run would fail; add it: CREATE UNIQUE INDEX ON ${table} (artikel, lager)`,
     );
     // An index on part of the key, a partial one, or one on an expression does not serve it either.
-    await h.pool.query(`CREATE UNIQUE INDEX ON ${table} (artikel); CREATE UNIQUE INDEX ON ${table} (artikel, lager) WHERE bestand > 0; CREATE UNIQUE INDEX ON ${table} (lower(artikel), lager)`);
+    await h.pool.query(
+      `CREATE UNIQUE INDEX ON ${table} (artikel); CREATE UNIQUE INDEX ON ${table} (artikel, lager) WHERE bestand > 0; CREATE UNIQUE INDEX ON ${table} (lower(artikel), lager)`,
+    );
     expect((await cli(['validate', '--config', path])).code).toBe(2);
     // One on the key's columns in another order does.
     await h.pool.query(`CREATE UNIQUE INDEX ON ${table} (lager, artikel)`);
@@ -140,7 +166,16 @@ describe('a merge into an existing table', () => {
 describe('a key or column name that is not a normalised column name', () => {
   it('is refused by validate with the normalised name, and the job does not run', async () => {
     const job = `${jp}_raw`;
-    const path = await config('raw', stockJob(job, `${h.schema}.stock_raw`, 'mode: merge', 'key: [Artikel Nr]', 'columns: { "Größe (cm)": numeric, "%": text }'));
+    const path = await config(
+      'raw',
+      stockJob(
+        job,
+        `${h.schema}.stock_raw`,
+        'mode: merge',
+        'key: [Artikel Nr]',
+        'columns: { "Größe (cm)": numeric, "%": text }',
+      ),
+    );
     const v = await cli(['validate', '--config', path]);
     expect(v.code).toBe(2);
     expect(v.stderr.trim().split('\n')).toEqual([
@@ -162,11 +197,15 @@ describe('a key or column name that is not a normalised column name', () => {
     const path = await config('key', stockJob(job, table, 'mode: merge', 'key: [artikel_nr]'));
     expect((await cli(['validate', '--config', path])).code).toBe(0);
     const preview = await cli(['preview', job, '--config', path]);
-    expect(preview.stderr).toContain(`target.key: merge key column artikel_nr is not a column of the report (did you mean "artikel"?)`);
+    expect(preview.stderr).toContain(
+      `target.key: merge key column artikel_nr is not a column of the report (did you mean "artikel"?)`,
+    );
     const run = await cli(['run', job, '--config', path]);
     expect(run.code).toBe(1);
     expect(run.stdout).toContain(`${job}: failed (TARGET_INVALID)`);
-    expect(run.stdout).toContain(`job ${job}: target.key: merge key column artikel_nr is not a column of the report (did you mean "artikel"?). The report's columns: artikel, lager, bestand, stand.`);
+    expect(run.stdout).toContain(
+      `job ${job}: target.key: merge key column artikel_nr is not a column of the report (did you mean "artikel"?). The report's columns: artikel, lager, bestand, stand.`,
+    );
     expect(await tableExists(table)).toBe(false);
   }, 120_000);
 });
@@ -180,16 +219,36 @@ describe('names longer than PostgreSQL keeps (63 bytes)', () => {
       stockJob(`${jp}_long_a`, `${h.schema}.${long}a`) +
         stockJob(`${jp}_long_b`, `${h.schema}.${long}b`) +
         stockJob(`${jp}_long_ok`, `${h.schema}.${long}`) +
-        stockJob(`${jp}_long_s`, `s${'c'.repeat(63)}.stock`, 'mode: merge', `key: [${'k'.repeat(64)}]`, `columns: { ${'c'.repeat(70)}: text }`),
+        stockJob(
+          `${jp}_long_s`,
+          `s${'c'.repeat(63)}.stock`,
+          'mode: merge',
+          `key: [${'k'.repeat(64)}]`,
+          `columns: { ${'c'.repeat(70)}: text }`,
+        ),
     );
     const v = await cli(['validate', '--config', path]);
     expect(v.code).toBe(2);
     const lines = v.stderr.trim().split('\n');
-    expect(lines.filter((l) => l.includes('is 64 bytes, longer than PostgreSQL\'s limit of 63 bytes for a name: PostgreSQL would cut it, so two long names could load into one table'))).toHaveLength(3);
-    expect(lines.find((l) => l.includes(`jobs.${jp}_long_a.target.table:`))).toContain(`table name "${long}a" is 64 bytes`);
-    expect(lines.find((l) => l.includes(`jobs.${jp}_long_s.target.table:`))).toContain(`schema name "s${'c'.repeat(63)}" is 64 bytes`);
-    expect(lines.find((l) => l.includes(`jobs.${jp}_long_s.target.key[0]:`))).toContain(`"${'k'.repeat(64)}" is 64 bytes, longer than PostgreSQL's limit of 63 bytes for a name: a report column with a longer name is loaded as its first 54 characters and a short hash`);
-    expect(lines.find((l) => l.includes(`jobs.${jp}_long_s.target.columns.${'c'.repeat(70)}:`))).toContain('is 70 bytes, longer than PostgreSQL\'s limit of 63 bytes');
+    expect(
+      lines.filter((l) =>
+        l.includes(
+          "is 64 bytes, longer than PostgreSQL's limit of 63 bytes for a name: PostgreSQL would cut it, so two long names could load into one table",
+        ),
+      ),
+    ).toHaveLength(3);
+    expect(lines.find((l) => l.includes(`jobs.${jp}_long_a.target.table:`))).toContain(
+      `table name "${long}a" is 64 bytes`,
+    );
+    expect(lines.find((l) => l.includes(`jobs.${jp}_long_s.target.table:`))).toContain(
+      `schema name "s${'c'.repeat(63)}" is 64 bytes`,
+    );
+    expect(lines.find((l) => l.includes(`jobs.${jp}_long_s.target.key[0]:`))).toContain(
+      `"${'k'.repeat(64)}" is 64 bytes, longer than PostgreSQL's limit of 63 bytes for a name: a report column with a longer name is loaded as its first 54 characters and a short hash`,
+    );
+    expect(lines.find((l) => l.includes(`jobs.${jp}_long_s.target.columns.${'c'.repeat(70)}:`))).toContain(
+      "is 70 bytes, longer than PostgreSQL's limit of 63 bytes",
+    );
     expect(lines.some((l) => l.includes(`${jp}_long_ok`))).toBe(false);
     expect(lines.at(-1)).toBe(`${path}: 5 problems`);
   });
@@ -222,7 +281,9 @@ describe('two jobs writing one target table', () => {
     // A running installation skips the four (which of two is meant cannot be told) and runs the others.
     const alone = await cli(['run', `${jp}_sh_alone`, '--config', path]);
     expect(alone.code).toBe(0);
-    expect(alone.stderr.split('\n').filter((l) => l.startsWith('warning: ') && l.includes('is skipped'))).toHaveLength(4);
+    expect(alone.stderr.split('\n').filter((l) => l.startsWith('warning: ') && l.includes('is skipped'))).toHaveLength(
+      4,
+    );
     const skipped = await cli(['run', `${jp}_sh_merge`, '--config', path]);
     expect(skipped.code).toBe(2);
     expect(skipped.stderr).toContain(`is also the target of job "${jp}_sh_replace" (mode replace)`);
@@ -231,7 +292,11 @@ describe('two jobs writing one target table', () => {
 
   it('with the same write mode and key: allowed, with a warning naming both (exit 0)', async () => {
     const table = `${h.schema}.stock_same`;
-    const path = await config('same', stockJob(`${jp}_same_a`, table, 'mode: merge', 'key: [artikel, lager]') + stockJob(`${jp}_same_b`, table, 'mode: merge', 'key: [lager, artikel]'));
+    const path = await config(
+      'same',
+      stockJob(`${jp}_same_a`, table, 'mode: merge', 'key: [artikel, lager]') +
+        stockJob(`${jp}_same_b`, table, 'mode: merge', 'key: [lager, artikel]'),
+    );
     const v = await cli(['validate', '--config', path]);
     expect(v.code).toBe(0);
     expect(v.stderr.trim()).toBe(
@@ -241,7 +306,7 @@ describe('two jobs writing one target table', () => {
 });
 
 describe('validate without a PostgreSQL to read', () => {
-  it('says the targets were not checked, and exits by the file\'s own problems', async () => {
+  it("says the targets were not checked, and exits by the file's own problems", async () => {
     const table = `${h.schema}.stock_offline`;
     await h.pool.query(`CREATE TABLE ${table} (artikel text, lager text, bestand numeric, stand timestamptz)`);
     const path = await config('offline', stockJob(`${jp}_offline`, table, 'columns: { bestnd: numeric }'));
@@ -249,7 +314,9 @@ describe('validate without a PostgreSQL to read', () => {
     const ok = await cli(['validate', '--config', path], nowhere);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toBe(`${path}: ok, 1 job (${jp}_offline) on 1 connection\n`);
-    expect(ok.stderr.trim()).toMatch(/^warning: targets were not checked against the database \(PostgreSQL at 127\.0\.0\.1:1\/nowhere \(DATABASE_URL\): ECONNREFUSED .*\); the file was checked alone/);
+    expect(ok.stderr.trim()).toMatch(
+      /^warning: targets were not checked against the database \(PostgreSQL at 127\.0\.0\.1:1\/nowhere \(DATABASE_URL\): ECONNREFUSED .*\); the file was checked alone/,
+    );
 
     const bad = await config('offline-bad', stockJob(`${jp}_offline`, table, 'columns: { Bestand: numeric }'));
     const refused = await cli(['validate', '--config', bad], nowhere);
@@ -262,6 +329,8 @@ describe('validate without a PostgreSQL to read', () => {
     expect(alone.code).toBe(0);
     expect(alone.stderr).toBe('');
     // With PostgreSQL there, the same file is refused.
-    expect((await cli(['validate', '--config', path])).stderr).toContain(`jobs.${jp}_offline.target.columns.bestnd: the target ${table} has no column bestnd (did you mean "bestand"?)`);
+    expect((await cli(['validate', '--config', path])).stderr).toContain(
+      `jobs.${jp}_offline.target.columns.bestnd: the target ${table} has no column bestnd (did you mean "bestand"?)`,
+    );
   }, 120_000);
 });

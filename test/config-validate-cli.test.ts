@@ -11,10 +11,22 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: numbe
   const base = { ...process.env };
   for (const k of Object.keys(base)) if (/^REPORT_/.test(k)) delete base[k];
   return new Promise((resolve) => {
-    execFile('npx', ['report-etl', ...args], { cwd: ROOT, env: { ...base, ...env }, timeout: 20_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-      resolve({ code, stdout, stderr: stderr.split('\n').filter((l) => !l.startsWith('npm warn')).join('\n') });
-    });
+    execFile(
+      'npx',
+      ['report-etl', ...args],
+      { cwd: ROOT, env: { ...base, ...env }, timeout: 20_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+        resolve({
+          code,
+          stdout,
+          stderr: stderr
+            .split('\n')
+            .filter((l) => !l.startsWith('npm warn'))
+            .join('\n'),
+        });
+      },
+    );
   });
 }
 
@@ -30,7 +42,9 @@ describe('report-etl validate', () => {
   it('accepts the sample jobs.yaml: exit 0 and a summary', async () => {
     const r = await cli(['validate', '--config', 'jobs.yaml']);
     expect(r.stderr.trim()).toBe('');
-    expect(r.stdout).toBe('jobs.yaml: ok, 5 jobs (sales_orders, stock_levels, ledger, orders_compact, broken_report) on 1 connection\n');
+    expect(r.stdout).toBe(
+      'jobs.yaml: ok, 5 jobs (sales_orders, stock_levels, ledger, orders_compact, broken_report) on 1 connection\n',
+    );
     expect(r.code).toBe(0);
   });
 
@@ -59,7 +73,11 @@ describe('report-etl validate', () => {
     expect(lines).toEqual([
       `${path}:4:15: connections.erp.clientId: environment variable CLI_TEST_ID is not set: export CLI_TEST_ID, or write \${CLI_TEST_ID:-default} in the file`,
       `${path}:5:19: connections.erp.clientSecret: clientSecret must come from the environment: write \${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself`,
-      expect.stringMatching(new RegExp(`^${path.replaceAll('.', '\\.')}:9:15: jobs\\.a\\.schedule: invalid cron expression "every day": expected 5 or 6 fields but got 2`)),
+      expect.stringMatching(
+        new RegExp(
+          `^${path.replaceAll('.', '\\.')}:9:15: jobs\\.a\\.schedule: invalid cron expression "every day": expected 5 or 6 fields but got 2`,
+        ),
+      ),
       `${path}:10:44: jobs.a.report.paging: paging must be at least 10: below 10 the server silently uses 10000 rows per page`,
       `${path}: 4 problems`,
     ]);
@@ -69,6 +87,8 @@ describe('report-etl validate', () => {
   it('exits 2 when the file is missing', async () => {
     const r = await cli(['validate', '--config', join(dir, 'missing.yaml')]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`${join(dir, 'missing.yaml')}: file not found: pass --config PATH or set REPORT_ETL_CONFIG`);
+    expect(r.stderr).toContain(
+      `${join(dir, 'missing.yaml')}: file not found: pass --config PATH or set REPORT_ETL_CONFIG`,
+    );
   });
 });

@@ -42,7 +42,10 @@ function recorder() {
   };
   return {
     events,
-    handlers: { onChange: (c: LoadedConfig) => push({ kind: 'change', c }), onError: (e: ConfigError) => push({ kind: 'error', e }) },
+    handlers: {
+      onChange: (c: LoadedConfig) => push({ kind: 'change', c }),
+      onError: (e: ConfigError) => push({ kind: 'error', e }),
+    },
     async next(count: number, timeoutMs = 5_000) {
       const deadline = Date.now() + timeoutMs;
       while (events.length < count) {
@@ -78,13 +81,18 @@ describe('watchConfig', () => {
     let running = await loadConfig(path, ENV);
     const rec = recorder();
     const reads: ReadOutcome[] = [];
-    const watcher = watchConfig(path, {
-      onChange: (c) => {
-        running = c;
-        rec.handlers.onChange(c);
+    const watcher = watchConfig(
+      path,
+      {
+        onChange: (c) => {
+          running = c;
+          rec.handlers.onChange(c);
+        },
+        onError: rec.handlers.onError,
       },
-      onError: rec.handlers.onError,
-    }, ENV, { debounceMs: 100, onRead: (o) => reads.push(o) });
+      ENV,
+      { debounceMs: 100, onRead: (o) => reads.push(o) },
+    );
     try {
       // An editor-style save: write a temporary file, rename it over the original.
       await writeFile(join(dir, '.jobs.yaml.tmp'), file(200));
@@ -143,7 +151,8 @@ describe('watchConfig', () => {
       await rm(path);
       const first = await rec.next(1);
       expect(first.kind).toBe('error');
-      if (first.kind === 'error') expect(first.e.problems[0]).toBe(`${path}: cannot read the changed file (ENOENT); keeping the running config`);
+      if (first.kind === 'error')
+        expect(first.e.problems[0]).toBe(`${path}: cannot read the changed file (ENOENT); keeping the running config`);
       await writeFile(path, file(150));
       const second = await rec.next(2);
       expect(second.kind === 'change' && second.c.config.jobs.j1!.report.paging).toBe(150);
@@ -153,7 +162,7 @@ describe('watchConfig', () => {
   });
 });
 
-describe('a live jobs.yaml that gives a running job\'s table to a job that writes it otherwise', () => {
+describe("a live jobs.yaml that gives a running job's table to a job that writes it otherwise", () => {
   /** `file(paging)` with a second job `j2` writing j1's table erp.orders by merge. */
   const withNewcomer = (paging: number): string =>
     `${file(paging)}  j2:\n    connection: erp\n    report:\n      mandant: 1\n      name: Sales/Returns\n    target:\n      table: erp.orders\n      mode: merge\n      key: [auftrag_nr]\n`;
@@ -170,8 +179,14 @@ describe('a live jobs.yaml that gives a running job\'s table to a job that write
       await waitUntil('the newcomer is skipped', () => live.invalid().some((e) => e.name === 'j2'));
       expect(Object.keys(live.current().jobs)).toEqual(['j1']);
       expect(live.invalid().map((e) => e.name)).toEqual(['j2']);
-      expect(live.invalid()[0]!.problems[0]).toContain('erp.orders is also the target of job "j1" (mode replace), but this job writes it with mode merge');
-      expect(lines.some((l) => l.includes('job \\"j1\\" keeps running as it was; the job the change brought for its table is skipped'))).toBe(true);
+      expect(live.invalid()[0]!.problems[0]).toContain(
+        'erp.orders is also the target of job "j1" (mode replace), but this job writes it with mode merge',
+      );
+      expect(
+        lines.some((l) =>
+          l.includes('job \\"j1\\" keeps running as it was; the job the change brought for its table is skipped'),
+        ),
+      ).toBe(true);
       // The running job itself changed: which of the two is meant cannot be told any more, and both are skipped.
       await writeFile(path, withNewcomer(200));
       await waitUntil('both are skipped', () => live.invalid().length === 2);

@@ -17,7 +17,13 @@ import { loadRows, withLoadTransaction } from '../src/warehouse/copy-load.ts';
 import type { RowSource } from '../src/warehouse/row-source.ts';
 import { zoneAgreesWithDatabase } from '../src/copy-binary/zone-check.ts';
 import { makeLocalTimeOffset } from '../src/copy-binary/local-time.ts';
-import { agreedRulesOf, computeZoneRules, findTransitions, intlTzdata, rememberAgreedRules } from '../src/copy-binary/zone-rules.ts';
+import {
+  agreedRulesOf,
+  computeZoneRules,
+  findTransitions,
+  intlTzdata,
+  rememberAgreedRules,
+} from '../src/copy-binary/zone-rules.ts';
 import { migrate } from '../src/history/migrate.ts';
 import { makeExactZoneOffset } from '../src/zone-offset.ts';
 import { BINARY_COPY_OUTPUT_TYPES, OUTPUT_TYPES } from '../src/vocabulary.ts';
@@ -42,14 +48,19 @@ afterAll(async () => {
   await pool.end();
 });
 
-const textEscape = (v: string | null): string => (v === null ? '\\N' : v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r').replace(/\t/g, '\\t'));
+const textEscape = (v: string | null): string =>
+  v === null ? '\\N' : v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\r/g, '\\r').replace(/\t/g, '\\t');
 
 /**
  * Loads `values` (text forms) into two tables of `type`, once in binary format through the encoders and once in text
  * format, in a session with TimeZone `zone` and DateStyle ISO, DMY; returns both tables' values as PostgreSQL prints
  * them, in order.
  */
-async function loadBoth(type: string, values: (string | null)[], zone = 'Europe/Zurich'): Promise<{ binary: (string | null)[]; text: (string | null)[] }> {
+async function loadBoth(
+  type: string,
+  values: (string | null)[],
+  zone = 'Europe/Zurich',
+): Promise<{ binary: (string | null)[]; text: (string | null)[] }> {
   const enc = binaryEncodingOf(type);
   if (enc === undefined) throw new Error(`no binary encoding for ${type}`);
   const w = new BinaryFieldWriter([BINARY.int4, enc], zone);
@@ -73,11 +84,22 @@ async function loadBoth(type: string, values: (string | null)[], zone = 'Europe/
   parts.push(COPY_BINARY_TRAILER);
   const t = uniqueName('v');
   await db.query(`SET TimeZone = '${zone}'; SET DateStyle = 'ISO, DMY'`);
-  await db.query(`CREATE TABLE ${schema}.${t}_b (id int, v ${type}); CREATE TABLE ${schema}.${t}_t (id int, v ${type})`);
-  await pipeline(Readable.from(parts), db.query(pgCopyStreams.from(`COPY ${schema}.${t}_b FROM STDIN WITH (FORMAT binary)`)));
+  await db.query(
+    `CREATE TABLE ${schema}.${t}_b (id int, v ${type}); CREATE TABLE ${schema}.${t}_t (id int, v ${type})`,
+  );
+  await pipeline(
+    Readable.from(parts),
+    db.query(pgCopyStreams.from(`COPY ${schema}.${t}_b FROM STDIN WITH (FORMAT binary)`)),
+  );
   const text = values.map((v, i) => `${i}\t${textEscape(v)}\n`).join('');
-  await pipeline(Readable.from([Buffer.from(text)]), db.query(pgCopyStreams.from(`COPY ${schema}.${t}_t FROM STDIN WITH (FORMAT text)`)));
-  const read = async (suffix: string) => (await db.query<{ v: string | null }>(`SELECT v::text AS v FROM ${schema}.${t}${suffix} ORDER BY id`)).rows.map((r) => r.v);
+  await pipeline(
+    Readable.from([Buffer.from(text)]),
+    db.query(pgCopyStreams.from(`COPY ${schema}.${t}_t FROM STDIN WITH (FORMAT text)`)),
+  );
+  const read = async (suffix: string) =>
+    (await db.query<{ v: string | null }>(`SELECT v::text AS v FROM ${schema}.${t}${suffix} ORDER BY id`)).rows.map(
+      (r) => r.v,
+    );
   return { binary: await read('_b'), text: await read('_t') };
 }
 
@@ -91,26 +113,74 @@ async function expectSame(type: string, values: (string | null)[], zone?: string
 function quarterHours(day: string): string[] {
   const [y, m, d] = day.split('-');
   const out: string[] = [];
-  for (let q = 0; q < 96; q++) out.push(`${d}.${m}.${y} ${String(q >> 2).padStart(2, '0')}:${String((q & 3) * 15).padStart(2, '0')}:00.000`);
+  for (let q = 0; q < 96; q++)
+    out.push(`${d}.${m}.${y} ${String(q >> 2).padStart(2, '0')}:${String((q & 3) * 15).padStart(2, '0')}:00.000`);
   return out;
 }
 
 describe('binary encoders load what PostgreSQL reads from the text form', () => {
   it('integers: signs, leading zeros, the int64 edges, beyond 2^53', async () => {
-    const ints = ['0', '-0', '+5', '007', '-1', '42', '4294967295', '4294967296', '-4294967297', '999999999999999', '1000000000000000', '9007199254740993', '-9007199254740993', '123456789012345678', '9223372036854775807', '-9223372036854775808', null];
+    const ints = [
+      '0',
+      '-0',
+      '+5',
+      '007',
+      '-1',
+      '42',
+      '4294967295',
+      '4294967296',
+      '-4294967297',
+      '999999999999999',
+      '1000000000000000',
+      '9007199254740993',
+      '-9007199254740993',
+      '123456789012345678',
+      '9223372036854775807',
+      '-9223372036854775808',
+      null,
+    ];
     await expectSame('bigint', ints);
     await expectSame('integer', ['0', '-2147483648', '2147483647', '0012', '-7', null]);
     await expectSame('smallint', ['0', '-32768', '32767', '+1', null]);
   });
 
   it('numerics keep their digits and display scale', async () => {
-    const nums = ['0', '0.00', '-0.00', '-0', '1.50', '.5', '5.', '00012.3400', '-98765432109876.54', '0.0001', '0.00001234', '123456789.123456789', '10000', '100000000', '-0.10', '99999999999999999999999999999999.000001', '12345678', null];
+    const nums = [
+      '0',
+      '0.00',
+      '-0.00',
+      '-0',
+      '1.50',
+      '.5',
+      '5.',
+      '00012.3400',
+      '-98765432109876.54',
+      '0.0001',
+      '0.00001234',
+      '123456789.123456789',
+      '10000',
+      '100000000',
+      '-0.10',
+      '99999999999999999999999999999999.000001',
+      '12345678',
+      null,
+    ];
     await expectSame('numeric', nums);
     await expectSame('numeric(12,2)', ['1.005', '-1.004', '12.5', '0', '9999999999.99']);
   });
 
   it('text and varchar: any bytes, escapes, empty', async () => {
-    await expectSame('text', ['plain', '', 'Ümlaut ß €', 'tab\there', 'back\\slash', 'new\nline\r', '"quoted"', '😀', null]);
+    await expectSame('text', [
+      'plain',
+      '',
+      'Ümlaut ß €',
+      'tab\there',
+      'back\\slash',
+      'new\nline\r',
+      '"quoted"',
+      '😀',
+      null,
+    ]);
     await expectSame('character varying(10)', ['short', '', 'zehn zeich']);
   });
 
@@ -152,14 +222,43 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
       '2024-10-27T02:30:00.5',
     ];
     await expectSame('timestamp with time zone', zurich, 'Europe/Zurich');
-    await expectSame('timestamp with time zone', [...quarterHours('2024-03-10'), ...quarterHours('2024-11-03')], 'America/New_York');
-    await expectSame('timestamp with time zone', [...quarterHours('2024-04-07'), ...quarterHours('2024-10-06')], 'Australia/Lord_Howe');
+    await expectSame(
+      'timestamp with time zone',
+      [...quarterHours('2024-03-10'), ...quarterHours('2024-11-03')],
+      'America/New_York',
+    );
+    await expectSame(
+      'timestamp with time zone',
+      [...quarterHours('2024-04-07'), ...quarterHours('2024-10-06')],
+      'Australia/Lord_Howe',
+    );
   });
 
   it('local times of years 1 to 99 and near historical transitions that fall on odd seconds, where the zone check passes', async () => {
     const cases: [string, string[]][] = [
-      ['Europe/Berlin', ['0050-06-01 12:00:00', '01.06.0050 12:00:00', '0001-01-01 00:00:00', '1893-03-31 23:59:59', '1893-04-01 00:00:00', '1893-04-01 00:06:31', '1893-04-01 00:06:32', '1893-04-01 00:10:00']],
-      ['Asia/Kolkata', ['1906-01-01 00:00:00', '1906-01-01 00:10:00', '1906-01-01 00:30:00', '1941-10-01 00:00:00', '1942-05-15 00:00:00']],
+      [
+        'Europe/Berlin',
+        [
+          '0050-06-01 12:00:00',
+          '01.06.0050 12:00:00',
+          '0001-01-01 00:00:00',
+          '1893-03-31 23:59:59',
+          '1893-04-01 00:00:00',
+          '1893-04-01 00:06:31',
+          '1893-04-01 00:06:32',
+          '1893-04-01 00:10:00',
+        ],
+      ],
+      [
+        'Asia/Kolkata',
+        [
+          '1906-01-01 00:00:00',
+          '1906-01-01 00:10:00',
+          '1906-01-01 00:30:00',
+          '1941-10-01 00:00:00',
+          '1942-05-15 00:00:00',
+        ],
+      ],
       ['Europe/Zurich', ['1894-05-31 23:50:00', '1894-06-01 00:10:00', '0099-12-31 23:59:59']],
     ];
     for (const [zone, values] of cases) {
@@ -183,19 +282,32 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
     } as unknown as pg.Client;
     await expect(zoneAgreesWithDatabase(counting, zone)).rejects.toThrow('connection lost');
     fail = false;
-    const [a, b, c] = await Promise.all([zoneAgreesWithDatabase(counting, zone), zoneAgreesWithDatabase(counting, zone), zoneAgreesWithDatabase(counting, zone)]);
+    const [a, b, c] = await Promise.all([
+      zoneAgreesWithDatabase(counting, zone),
+      zoneAgreesWithDatabase(counting, zone),
+      zoneAgreesWithDatabase(counting, zone),
+    ]);
     expect([a, b, c]).toEqual([true, true, true]);
     expect(await zoneAgreesWithDatabase(counting, zone)).toBe(true);
     expect(queries).toBe(1 + 3);
-    const { rows } = await pool.query<{ transitions: string[]; offsets: number[] }>('SELECT transitions, offsets FROM etl.zone_rules WHERE zone = $1 AND tzdata = $2', [zone, intlTzdata()]);
+    const { rows } = await pool.query<{ transitions: string[]; offsets: number[] }>(
+      'SELECT transitions, offsets FROM etl.zone_rules WHERE zone = $1 AND tzdata = $2',
+      [zone, intlTzdata()],
+    );
     const made = computeZoneRules(zone, makeExactZoneOffset(zone));
-    expect({ transitions: rows[0]!.transitions.map(Number), offsets: rows[0]!.offsets }).toEqual({ transitions: made.transitions, offsets: made.offsets });
+    expect({ transitions: rows[0]!.transitions.map(Number), offsets: rows[0]!.offsets }).toEqual({
+      transitions: made.transitions,
+      offsets: made.offsets,
+    });
     expect(made.transitions.length).toBeGreaterThan(50);
   });
 
-  it('a call waiting on another load\'s question that fails asks on its own transaction', async () => {
+  it("a call waiting on another load's question that fails asks on its own transaction", async () => {
     const zone = 'Pacific/Chatham';
-    const failing = { query: () => new Promise((_, reject) => setTimeout(() => reject(new Error('canceling statement due to user request')), 50)) } as unknown as pg.Client;
+    const failing = {
+      query: () =>
+        new Promise((_, reject) => setTimeout(() => reject(new Error('canceling statement due to user request')), 50)),
+    } as unknown as pg.Client;
     const [a, b] = await Promise.allSettled([zoneAgreesWithDatabase(failing, zone), zoneAgreesWithDatabase(db, zone)]);
     expect(a).toMatchObject({ status: 'rejected', reason: { message: 'canceling statement due to user request' } });
     expect(b).toEqual({ status: 'fulfilled', value: true });
@@ -223,7 +335,9 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
       await blocker.query('ROLLBACK');
       blocker.release();
     }
-    expect((await pool.query('SELECT count(*)::int AS n FROM etl.zone_rules WHERE zone = $1', [zone])).rows[0].n).toBe(0);
+    expect((await pool.query('SELECT count(*)::int AS n FROM etl.zone_rules WHERE zone = $1', [zone])).rows[0].n).toBe(
+      0,
+    );
   });
 
   it('a kept table costs one query, and PostgreSQL compares it again: one offset changed and the zone disagrees', async () => {
@@ -236,14 +350,26 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
       const offsetAt = makeExactZoneOffset(zone);
       const offsets = instants.map((s) => offsetAt(s * 1000) / 1000);
       change(offsets);
-      await pool.query('INSERT INTO etl.zone_rules (zone, tzdata, transitions, offsets, instants, instant_offsets) VALUES ($1, $2, $3, $4, $5, $6)', [zone, tzdata, rules.transitions, rules.offsets, instants, offsets]);
+      await pool.query(
+        'INSERT INTO etl.zone_rules (zone, tzdata, transitions, offsets, instants, instant_offsets) VALUES ($1, $2, $3, $4, $5, $6)',
+        [zone, tzdata, rules.transitions, rules.offsets, instants, offsets],
+      );
     };
     await make('Asia/Tokyo', () => undefined);
     await make('Europe/Lisbon', (offsets) => void (offsets[7]! += 3600));
-    for (const [zone, agrees] of [['Asia/Tokyo', true], ['Europe/Lisbon', false]] as const) {
+    for (const [zone, agrees] of [
+      ['Asia/Tokyo', true],
+      ['Europe/Lisbon', false],
+    ] as const) {
       let queries = 0;
-      const counting = { query: (text: string, values?: unknown[]) => ((queries += 1), db.query(text, values)) } as unknown as pg.Client;
-      expect({ zone, agrees: await zoneAgreesWithDatabase(counting, zone), queries }).toEqual({ zone, agrees, queries: 1 });
+      const counting = {
+        query: (text: string, values?: unknown[]) => ((queries += 1), db.query(text, values)),
+      } as unknown as pg.Client;
+      expect({ zone, agrees: await zoneAgreesWithDatabase(counting, zone), queries }).toEqual({
+        zone,
+        agrees,
+        queries: 1,
+      });
       // Local times are read from the table only where PostgreSQL agreed with it.
       expect({ zone, table: agreedRulesOf(zone) !== undefined }).toEqual({ zone, table: agrees });
     }
@@ -256,14 +382,44 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
 
   it('refuses every other form, so that PostgreSQL reads it in text format', () => {
     const refused: [string, string[]][] = [
-      ['bigint', ['', ' 1', '1 ', '1.0', '1e3', '0x1F', '1_000', '9223372036854775808', '-9223372036854775809', '99999999999999999999', '-', 'abc']],
+      [
+        'bigint',
+        [
+          '',
+          ' 1',
+          '1 ',
+          '1.0',
+          '1e3',
+          '0x1F',
+          '1_000',
+          '9223372036854775808',
+          '-9223372036854775809',
+          '99999999999999999999',
+          '-',
+          'abc',
+        ],
+      ],
       ['integer', ['2147483648', '-2147483649', '1.5']],
       ['smallint', ['32768', '-32769']],
       ['numeric', ['', '.', '1e5', 'NaN', 'Infinity', ' 1', '1,5', '1.2.3', '+-1']],
       ['boolean', ['yes', 'no', '1', '0', 'TRUE', 'on', '']],
       [
         'timestamp with time zone',
-        ['2024-03-05', 'now', '2024-02-30T10:00:00Z', '2024-03-05T24:00:00Z', '2024-03-05T10:60:00Z', '2024-03-05T10:00:60Z', '2024-03-05T10:00:00.1234567Z', '2024-03-05T10:00:00 Europe/Zurich', '0000-01-01T00:00:00Z', '32.01.2024 10:00:00', '05.13.2024 10:00:00', '2024-03-05T10:00:00+16:00', '2024-03-05t10:00:00z'],
+        [
+          '2024-03-05',
+          'now',
+          '2024-02-30T10:00:00Z',
+          '2024-03-05T24:00:00Z',
+          '2024-03-05T10:60:00Z',
+          '2024-03-05T10:00:60Z',
+          '2024-03-05T10:00:00.1234567Z',
+          '2024-03-05T10:00:00 Europe/Zurich',
+          '0000-01-01T00:00:00Z',
+          '32.01.2024 10:00:00',
+          '05.13.2024 10:00:00',
+          '2024-03-05T10:00:00+16:00',
+          '2024-03-05t10:00:00z',
+        ],
       ],
     ];
     for (const [type, forms] of refused) {
@@ -278,12 +434,39 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
   });
 
   it('knows which column types it encodes', () => {
-    expect(['bigint', 'integer', 'smallint', 'numeric', 'numeric(12,2)', 'text', 'character varying', 'character varying(80)', 'boolean', 'timestamp with time zone', 'timestamp(3) with time zone'].map(binaryEncodingOf).every((e) => e !== undefined)).toBe(true);
-    for (const t of ['jsonb', 'date', 'timestamp without time zone', 'double precision', 'character(3)', 'uuid', 'text[]', 'bytea', 'xml']) expect(binaryEncodingOf(t)).toBeUndefined();
+    expect(
+      [
+        'bigint',
+        'integer',
+        'smallint',
+        'numeric',
+        'numeric(12,2)',
+        'text',
+        'character varying',
+        'character varying(80)',
+        'boolean',
+        'timestamp with time zone',
+        'timestamp(3) with time zone',
+      ]
+        .map(binaryEncodingOf)
+        .every((e) => e !== undefined),
+    ).toBe(true);
+    for (const t of [
+      'jsonb',
+      'date',
+      'timestamp without time zone',
+      'double precision',
+      'character(3)',
+      'uuid',
+      'text[]',
+      'bytea',
+      'xml',
+    ])
+      expect(binaryEncodingOf(t)).toBeUndefined();
   });
 });
 
-describe('local times read from a day\'s cached transition', () => {
+describe("local times read from a day's cached transition", () => {
   /** PostgreSQL's rule for a local time, asking Intl at every instant it needs (what each time near a transition once cost). */
   function reference(zone: string): (local: number) => number {
     const offsetAt = makeExactZoneOffset(zone);
@@ -298,7 +481,16 @@ describe('local times read from a day\'s cached transition', () => {
   }
 
   it('gives every local time around transitions the offset Intl gives it time by time, to the second', () => {
-    const zones = ['Europe/Zurich', 'Europe/Berlin', 'Asia/Kolkata', 'Australia/Lord_Howe', 'America/Sao_Paulo', 'Pacific/Apia', 'Europe/Moscow', 'America/St_Johns'];
+    const zones = [
+      'Europe/Zurich',
+      'Europe/Berlin',
+      'Asia/Kolkata',
+      'Australia/Lord_Howe',
+      'America/Sao_Paulo',
+      'Pacific/Apia',
+      'Europe/Moscow',
+      'America/St_Johns',
+    ];
     let compared = 0;
     for (const zone of zones) {
       const exact = reference(zone);
@@ -313,12 +505,18 @@ describe('local times read from a day\'s cached transition', () => {
         // Every second within 10 minutes of the transition as the wall clock shows it before and after, then every 193 s
         // for a day.
         const locals: number[] = [];
-        for (const wall of [t + offsetAt(t - 1000), t + offsetAt(t)]) for (let s = -600; s <= 600; s++) locals.push(wall + s * 1000);
+        for (const wall of [t + offsetAt(t - 1000), t + offsetAt(t)])
+          for (let s = -600; s <= 600; s++) locals.push(wall + s * 1000);
         for (let s = -43_200; s <= 43_200; s += 193) locals.push(t + s * 1000 + 500);
         for (const local of locals) {
           const want = exact(local);
           const got = cached(local);
-          if (got !== want) expect({ zone, local: new Date(local).toISOString(), got }).toEqual({ zone, local: new Date(local).toISOString(), got: want });
+          if (got !== want)
+            expect({ zone, local: new Date(local).toISOString(), got }).toEqual({
+              zone,
+              local: new Date(local).toISOString(),
+              got: want,
+            });
         }
         compared += locals.length;
       }
@@ -382,7 +580,16 @@ describe('the loader in binary format', () => {
     const source = jsonPages(pages, chunkBytes);
     let result: Awaited<ReturnType<typeof loadRows>> | undefined;
     await withLoadTransaction(pool, { target: { schema, table }, timezone: 'Europe/Zurich' }, async (tx) => {
-      const spec = { target: { schema, table }, mode: 'replace' as const, key: [], declaredTypes: new Map(), expectedRows: undefined, timezone: 'Europe/Zurich', binaryMinRows: 0, logger: silentLogger };
+      const spec = {
+        target: { schema, table },
+        mode: 'replace' as const,
+        key: [],
+        declaredTypes: new Map(),
+        expectedRows: undefined,
+        timezone: 'Europe/Zurich',
+        binaryMinRows: 0,
+        logger: silentLogger,
+      };
       result = await loadRows(tx, spec, source);
       return true;
     });
@@ -390,7 +597,12 @@ describe('the loader in binary format', () => {
   };
 
   it('loads typed columns in binary format once the target exists, with the values of a text load', async () => {
-    const page = JSON.stringify({ data: [{ nr: 1, betrag: '12.50', am: '2024-03-05T10:15:30.5+01:00', ok: true, name: 'a\tb\\c' }, { nr: 2, betrag: null, am: null, ok: false }] });
+    const page = JSON.stringify({
+      data: [
+        { nr: 1, betrag: '12.50', am: '2024-03-05T10:15:30.5+01:00', ok: true, name: 'a\tb\\c' },
+        { nr: 2, betrag: null, am: null, ok: false },
+      ],
+    });
     const first = await load('fmt', [page]);
     expect(first.result).toMatchObject({ plan: 'inference-staging', format: 'text' });
     const before = (await db.query(`SELECT * FROM ${schema}.fmt ORDER BY nr`)).rows;
@@ -402,7 +614,10 @@ describe('the loader in binary format', () => {
   it('loads the report again in text format when a value is in a form the encoders do not take', async () => {
     await db.query(`CREATE TABLE ${schema}.fallback (nr bigint, wert numeric)`);
     // 1e3 is a JSON number PostgreSQL reads as numeric, but not a form the binary encoder takes.
-    const pages = [JSON.stringify({ data: [{ nr: 1, wert: 2.5 }] }), JSON.stringify({ data: [{ nr: 2, wert: 1e3 }].map((r) => r) }).replace('1000', '1e3')];
+    const pages = [
+      JSON.stringify({ data: [{ nr: 1, wert: 2.5 }] }),
+      JSON.stringify({ data: [{ nr: 2, wert: 1e3 }].map((r) => r) }).replace('1000', '1e3'),
+    ];
     const { result, starts } = await load('fallback', pages);
     expect(result).toMatchObject({ plan: 'direct', format: 'text', rows: 2 });
     expect(starts).toBe(2);
@@ -413,12 +628,28 @@ describe('the loader in binary format', () => {
   });
 
   it('writes JSON integers into bigint columns as PostgreSQL reads them, in one pass or the general one', async () => {
-    const ints = ['0', '-0', '7', '-7', '979', '-20', '123456789012345', '-999999999999999', '1234567890123456', '9007199254740993', '-9223372036854775808', '9223372036854775807'];
+    const ints = [
+      '0',
+      '-0',
+      '7',
+      '-7',
+      '979',
+      '-20',
+      '123456789012345',
+      '-999999999999999',
+      '1234567890123456',
+      '9007199254740993',
+      '-9223372036854775808',
+      '9223372036854775807',
+    ];
     await db.query(`CREATE TABLE ${schema}.ints (nr bigint, n bigint)`);
     const page = `{"data":[${ints.map((v, k) => `{"nr":${k},"n":${v}}`).join(',')}]}`;
     const { result } = await load('ints', [page]);
     expect(result).toMatchObject({ plan: 'direct', format: 'binary', rows: ints.length });
-    const { rows } = await db.query(`SELECT n::text AS n, (n = ($1::text[])[nr + 1]::bigint) AS same FROM ${schema}.ints ORDER BY nr`, [ints]);
+    const { rows } = await db.query(
+      `SELECT n::text AS n, (n = ($1::text[])[nr + 1]::bigint) AS same FROM ${schema}.ints ORDER BY nr`,
+      [ints],
+    );
     expect(rows.map((r: { same: boolean }) => r.same)).toEqual(ints.map(() => true));
   });
 
@@ -439,17 +670,39 @@ describe('the loader in binary format', () => {
     await db.query(`CREATE TABLE ${schema}.wide (${cols.map((c) => `${c} bigint`).join(', ')})`);
     // The first row names every column; most others only c0 (199 NULLs each), every 1000th two keys out of order.
     const first = `{${cols.map((c) => `"${c}":${c === 'c0' || c === 'c199' ? 0 : 'null'}`).join(',')}}`;
-    const rows = Array.from({ length: 20_000 }, (_, k) => (k === 0 ? first : k % 1000 === 0 ? `{"c199":${k},"c0":${k}}` : `{"c0":${k}}`));
+    const rows = Array.from({ length: 20_000 }, (_, k) =>
+      k === 0 ? first : k % 1000 === 0 ? `{"c199":${k},"c0":${k}}` : `{"c0":${k}}`,
+    );
     const { result } = await load('wide', [`{"data":[${rows.join(',')}]}`], 65_536);
     expect(result).toMatchObject({ plan: 'direct', format: 'binary', rows: 20_000 });
-    const { rows: sums } = await db.query(`SELECT count(*)::int AS n, sum(c0)::text AS s0, sum(c199)::text AS s199, count(c1)::int AS c1 FROM ${schema}.wide`);
-    expect(sums).toEqual([{ n: 20_000, s0: String((19_999 * 20_000) / 2), s199: String(Array.from({ length: 20 }, (_, k) => k * 1000).reduce((a, b) => a + b)), c1: 0 }]);
+    const { rows: sums } = await db.query(
+      `SELECT count(*)::int AS n, sum(c0)::text AS s0, sum(c199)::text AS s199, count(c1)::int AS c1 FROM ${schema}.wide`,
+    );
+    expect(sums).toEqual([
+      {
+        n: 20_000,
+        s0: String((19_999 * 20_000) / 2),
+        s199: String(Array.from({ length: 20 }, (_, k) => k * 1000).reduce((a, b) => a + b)),
+        c1: 0,
+      },
+    ]);
   });
 
   it('fails a value PostgreSQL refuses with the words of a text load, the target untouched', async () => {
-    await db.query(`CREATE TABLE ${schema}.refused (nr bigint, name varchar(3)); INSERT INTO ${schema}.refused VALUES (7, 'old')`);
-    const pages = [JSON.stringify({ data: [{ nr: 1, name: 'abc' }, { nr: 2, name: 'abcd' }] })];
-    await expect(load('refused', pages)).rejects.toThrow(/value "abcd" does not fit column name of type character varying\(3\) in .*refused.*value too long/);
+    await db.query(
+      `CREATE TABLE ${schema}.refused (nr bigint, name varchar(3)); INSERT INTO ${schema}.refused VALUES (7, 'old')`,
+    );
+    const pages = [
+      JSON.stringify({
+        data: [
+          { nr: 1, name: 'abc' },
+          { nr: 2, name: 'abcd' },
+        ],
+      }),
+    ];
+    await expect(load('refused', pages)).rejects.toThrow(
+      /value "abcd" does not fit column name of type character varying\(3\) in .*refused.*value too long/,
+    );
     expect((await db.query(`SELECT nr::int, name FROM ${schema}.refused`)).rows).toEqual([{ nr: 7, name: 'old' }]);
   });
 });

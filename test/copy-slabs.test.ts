@@ -82,7 +82,7 @@ describe('slab pool', () => {
 
 /** Resolves once `ready()` holds, polling; fails after a generous deadline. */
 async function until(ready: () => boolean): Promise<void> {
-  for (const deadline = Date.now() + 10_000; !ready(); ) {
+  for (const deadline = Date.now() + 10_000; !ready();) {
     if (Date.now() > deadline) throw new Error('condition not reached');
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
@@ -184,18 +184,30 @@ describe('COPY gives its rows back to the slab pool', () => {
     // A row trigger that makes PostgreSQL the slow side, so that the socket's queue fills and drains.
     await db.query(`CREATE FUNCTION ${schema}.slow() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN PERFORM md5(repeat(NEW.s, 20)); RETURN NEW; END $$`);
-    await db.query(`CREATE TRIGGER slow BEFORE INSERT ON ${schema}.${table} FOR EACH ROW EXECUTE FUNCTION ${schema}.slow()`);
+    await db.query(
+      `CREATE TRIGGER slow BEFORE INSERT ON ${schema}.${table} FOR EACH ROW EXECUTE FUNCTION ${schema}.slow()`,
+    );
     const rows = 150_000;
     const before = slabCounts();
     // Parts of nearly a slab (each retires its slab), and parts of about 20 KB (many per slab).
     for (const partBytes of [SLAB_BYTES - 60_000, 20_000]) {
       const source = generated(rows, partBytes);
       await withLoadTransaction(pool, { target: { schema, table }, timezone: 'UTC' }, async (tx) => {
-        const spec = { target: { schema, table }, mode: 'replace' as const, key: [], declaredTypes: new Map(), expectedRows: rows, timezone: 'UTC', logger: silentLogger };
+        const spec = {
+          target: { schema, table },
+          mode: 'replace' as const,
+          key: [],
+          declaredTypes: new Map(),
+          expectedRows: rows,
+          timezone: 'UTC',
+          logger: silentLogger,
+        };
         expect(await loadRows(tx, spec, source)).toMatchObject({ plan: 'direct', rows });
         return true;
       });
-      const { rows: got } = await db.query(`SELECT count(*)::int AS n, md5(string_agg(s, '' ORDER BY n)) AS md5, bool_and(s = 'row ' || n || ' ' || repeat('xyz', (n % 50)::int) || ' ' || (n * 7919)) AS exact FROM ${schema}.${table}`);
+      const { rows: got } = await db.query(
+        `SELECT count(*)::int AS n, md5(string_agg(s, '' ORDER BY n)) AS md5, bool_and(s = 'row ' || n || ' ' || repeat('xyz', (n % 50)::int) || ' ' || (n * 7919)) AS exact FROM ${schema}.${table}`,
+      );
       expect({ partBytes, got }).toEqual({ partBytes, got: [{ n: rows, md5: source.md5, exact: true }] });
     }
     // About 2 x 15 MB of rows: most of them were written into slabs that came back.

@@ -69,7 +69,9 @@ function expectRoundDone(result: DemoResult, startedStores = false): void {
   expect(result.stdout).toContain(`http://127.0.0.1:${result.adminPort}/admin/runs`);
   expect(result.stdout).toContain('Where to look, now that the demo has ended:');
   if (startedStores) {
-    expect(result.stdout).toContain('the PostgreSQL and Redis the demo started are gone with it, and so are the admin pages');
+    expect(result.stdout).toContain(
+      'the PostgreSQL and Redis the demo started are gone with it, and so are the admin pages',
+    );
   } else {
     expect(result.stdout).toMatch(/^ {2}loaded rows +psql /m);
     expect(result.stdout).toContain('report-etl runs');
@@ -86,10 +88,19 @@ it('loads every sample report, shows the failing one, prints where to look, and 
 
 it('with no PostgreSQL and no Redis answering, starts embedded PostgreSQL and redis-server, says so, runs the round, and stops them', async () => {
   const [pgClosed, redisClosed] = [await freePort(), await freePort()];
-  const result = await runDemo(`postgres://postgres@127.0.0.1:${pgClosed}/postgres`, `redis://127.0.0.1:${redisClosed}`);
+  const result = await runDemo(
+    `postgres://postgres@127.0.0.1:${pgClosed}/postgres`,
+    `redis://127.0.0.1:${redisClosed}`,
+  );
   expectRoundDone(result, true);
-  const pgLine = /^postgres +started embedded PostgreSQL [\d.]+ at 127\.0\.0\.1:(\d+) in [\d.]+ s.*data in (?:\.local\/postgres|\/\S*report-etl-embedded-postgres\/data-[0-9a-f]{12}) .*nothing answered at 127\.0\.0\.1:(\d+)/m.exec(result.stdout);
-  const redisLine = /^redis +started \S*redis-server at 127\.0\.0\.1:(\d+) in [\d.]+ s \(nothing answered at 127\.0\.0\.1:(\d+)/m.exec(result.stdout);
+  const pgLine =
+    /^postgres +started embedded PostgreSQL [\d.]+ at 127\.0\.0\.1:(\d+) in [\d.]+ s.*data in (?:\.local\/postgres|\/\S*report-etl-embedded-postgres\/data-[0-9a-f]{12}) .*nothing answered at 127\.0\.0\.1:(\d+)/m.exec(
+      result.stdout,
+    );
+  const redisLine =
+    /^redis +started \S*redis-server at 127\.0\.0\.1:(\d+) in [\d.]+ s \(nothing answered at 127\.0\.0\.1:(\d+)/m.exec(
+      result.stdout,
+    );
   expect(pgLine?.[2], result.stdout).toBe(String(pgClosed));
   expect(redisLine?.[2], result.stdout).toBe(String(redisClosed));
   expect(result.stdout).toMatch(/^stopped +embedded PostgreSQL, redis-server$/m);
@@ -97,5 +108,7 @@ it('with no PostgreSQL and no Redis answering, starts embedded PostgreSQL and re
   expect(await portAcceptsConnections(Number(redisLine![1]))).toBe(false);
   // No process of the two is left (the demo prints no pids: find them by their ports).
   const processes = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).split('\n');
-  expect(processes.filter((l) => l.includes(`-p ${pgLine![1]} `) || l.includes(`redis-server 127.0.0.1:${redisLine![1]}`))).toEqual([]);
+  expect(
+    processes.filter((l) => l.includes(`-p ${pgLine![1]} `) || l.includes(`redis-server 127.0.0.1:${redisLine![1]}`)),
+  ).toEqual([]);
 }, 120_000);

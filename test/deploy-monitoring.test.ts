@@ -38,11 +38,31 @@ beforeAll(async () => {
   const config = configSchema.parse({
     connections: {
       sim: { baseUrl: h.sim.url, clientId: 'demo-client', clientSecret: 'demo-secret', freshness: '26h' },
-      user: { baseUrl: h.sim.url, auth: 'authorization_code', clientId: uniqueName('never'), scopes: ['svc.pad'], redirectUri: 'https://etl.example.com/oauth/callback' },
+      user: {
+        baseUrl: h.sim.url,
+        auth: 'authorization_code',
+        clientId: uniqueName('never'),
+        scopes: ['svc.pad'],
+        redirectUri: 'https://etl.example.com/oauth/callback',
+      },
     },
-    jobs: { [uniqueName('deploy')]: { connection: 'sim', report: { mandant: 7777, name: 'Sales/Orders' }, target: { table: `${h.schema}.orders` } } },
+    jobs: {
+      [uniqueName('deploy')]: {
+        connection: 'sim',
+        report: { mandant: 7777, name: 'Sales/Orders' },
+        target: { table: `${h.schema}.orders` },
+      },
+    },
   });
-  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, liveConfig: staticConfig(config) });
+  server = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: silentLogger,
+    port: 0,
+    auth: { token },
+    liveConfig: staticConfig(config),
+  });
 });
 
 afterAll(async () => {
@@ -82,7 +102,11 @@ function analyse(promql: string): { errors: string[]; metrics: string[]; unnamed
       const byName = node.node
         .getChild('LabelMatchers')
         ?.getChildren('UnquotedLabelMatcher')
-        .find((m) => promql.slice(m.getChild('LabelName')!.from, m.getChild('LabelName')!.to) === '__name__' && m.getChild('MatchOp')?.getChild('EqlSingle'));
+        .find(
+          (m) =>
+            promql.slice(m.getChild('LabelName')!.from, m.getChild('LabelName')!.to) === '__name__' &&
+            m.getChild('MatchOp')?.getChild('EqlSingle'),
+        );
       const literal = byName?.getChild('StringLiteral');
       if (literal) metrics.push(JSON.parse(promql.slice(literal.from, literal.to)) as string);
       else unnamed.push(promql.slice(node.from, node.to));
@@ -119,7 +143,9 @@ function rulesFile(): { groups: Array<{ name: string; rules: Rule[] }> } {
 }
 
 function ruleExprs(): Expr[] {
-  return rulesFile().groups.flatMap((g) => g.rules.map((r) => ({ where: `rule ${r.alert ?? r.record}`, promql: String(r.expr) })));
+  return rulesFile().groups.flatMap((g) =>
+    g.rules.map((r) => ({ where: `rule ${r.alert ?? r.record}`, promql: String(r.expr) })),
+  );
 }
 
 interface Panel {
@@ -172,7 +198,8 @@ function filledIn(query: string, d: Dashboard): string {
 function dashboardExprs(d: Dashboard): Expr[] {
   const out: Expr[] = [];
   for (const p of allPanels(d)) {
-    for (const t of p.targets ?? []) out.push({ where: `panel "${p.title}" target ${t.refId}`, promql: filledIn(t.expr ?? '', d) });
+    for (const t of p.targets ?? [])
+      out.push({ where: `panel "${p.title}" target ${t.refId}`, promql: filledIn(t.expr ?? '', d) });
   }
   for (const v of d.templating.list.filter((x) => x.type === 'query')) {
     const q = typeof v.query === 'string' ? v.query : (v.query?.query ?? '');
@@ -213,10 +240,24 @@ describe('deploy/: the Grafana dashboard and the Prometheus rules', () => {
   it('every PromQL expression parses with the Prometheus grammar and names only metrics /metrics exports', async () => {
     const exported = exportedNames(await scrape());
     // The check can fail: an unknown metric, a selector without a name and a syntax error are each caught.
-    expect(problemsOf([{ where: 'probe', promql: 'report_etl_no_such_metric == 1' }], exported)).toEqual(['probe: report_etl_no_such_metric is not a metric /metrics exports']);
+    expect(problemsOf([{ where: 'probe', promql: 'report_etl_no_such_metric == 1' }], exported)).toEqual([
+      'probe: report_etl_no_such_metric is not a metric /metrics exports',
+    ]);
     expect(problemsOf([{ where: 'probe', promql: 'sum(report_etl_job_stale' }], exported)).toHaveLength(1);
-    expect(problemsOf([{ where: 'probe', promql: '{job="x"}' }], exported)).toEqual(['probe: selector {job="x"} names no metric']);
-    expect(problemsOf([{ where: 'probe', promql: '{__name__="report_etl_job_stale"} and rate(report_etl_attempt_duration_seconds_count[5m])' }], exported)).toEqual([]);
+    expect(problemsOf([{ where: 'probe', promql: '{job="x"}' }], exported)).toEqual([
+      'probe: selector {job="x"} names no metric',
+    ]);
+    expect(
+      problemsOf(
+        [
+          {
+            where: 'probe',
+            promql: '{__name__="report_etl_job_stale"} and rate(report_etl_attempt_duration_seconds_count[5m])',
+          },
+        ],
+        exported,
+      ),
+    ).toEqual([]);
 
     const rules = ruleExprs();
     const panels = dashboardExprs(dashboard());
@@ -225,7 +266,20 @@ describe('deploy/: the Grafana dashboard and the Prometheus rules', () => {
     expect(problemsOf([...rules, ...panels], exported)).toEqual([]);
     // Every metric the rules and the dashboard rest on, so that none of them is checked by its absence.
     const named = [...rules, ...panels].flatMap((e) => analyse(e.promql).metrics);
-    for (const m of ['report_etl_job_failing', 'report_etl_job_stale', 'report_etl_login_required', 'report_etl_workers_alive', 'report_etl_attempts_total', 'report_etl_job_last_success_timestamp_seconds', 'report_etl_job_freshness_seconds', 'report_etl_attempt_duration_seconds_bucket', 'report_etl_rows_loaded_total', 'report_etl_report_slots_in_use', 'report_etl_report_slots_limit', 'report_etl_runs_waiting_for_slot']) {
+    for (const m of [
+      'report_etl_job_failing',
+      'report_etl_job_stale',
+      'report_etl_login_required',
+      'report_etl_workers_alive',
+      'report_etl_attempts_total',
+      'report_etl_job_last_success_timestamp_seconds',
+      'report_etl_job_freshness_seconds',
+      'report_etl_attempt_duration_seconds_bucket',
+      'report_etl_rows_loaded_total',
+      'report_etl_report_slots_in_use',
+      'report_etl_report_slots_limit',
+      'report_etl_runs_waiting_for_slot',
+    ]) {
       expect(named, m).toContain(m);
     }
 
@@ -241,7 +295,12 @@ describe('deploy/: the Grafana dashboard and the Prometheus rules', () => {
     const file = rulesFile();
     const rules = file.groups.flatMap((g) => g.rules);
     expect(file.groups.map((g) => g.name)).toEqual(['report-etl']);
-    expect(rules.map((r) => r.alert)).toEqual(['ReportEtlRunFailed', 'ReportEtlJobStale', 'ReportEtlLoginRequired', 'ReportEtlNoWorkerAlive']);
+    expect(rules.map((r) => r.alert)).toEqual([
+      'ReportEtlRunFailed',
+      'ReportEtlJobStale',
+      'ReportEtlLoginRequired',
+      'ReportEtlNoWorkerAlive',
+    ]);
     for (const r of rules) {
       expect(Object.keys(r).sort(), r.alert).toEqual(['alert', 'annotations', 'expr', 'for', 'labels']);
       expect(r.for, r.alert).toMatch(/^\d+[smh]$/);

@@ -41,7 +41,10 @@ interface Service {
   volumes?: string[];
 }
 
-const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service>; volumes?: Record<string, unknown> };
+const compose = parse(read('docker-compose.yml'), { merge: true }) as {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+};
 
 /** The value after `flag` in a redis-server command line (`--appendonly yes`), or undefined. */
 function redisSetting(command: string[], flag: string): string | undefined {
@@ -54,9 +57,17 @@ describe('docker-compose.yml', () => {
   const ours = Object.entries(compose.services).filter(([, s]) => s.image === 'report-etl:local');
 
   it('has postgres, redis, the simulator, the scheduler, two workers and the admin server', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['admin', 'postgres', 'redis', 'scheduler', 'simulator', 'worker']);
+    expect(Object.keys(compose.services).sort()).toEqual([
+      'admin',
+      'postgres',
+      'redis',
+      'scheduler',
+      'simulator',
+      'worker',
+    ]);
     expect((compose.services.worker as { deploy?: { replicas?: number } }).deploy?.replicas).toBe(2);
-    for (const name of ['postgres', 'redis', 'simulator']) expect(compose.services[name]!.healthcheck?.test, name).toBeDefined();
+    for (const name of ['postgres', 'redis', 'simulator'])
+      expect(compose.services[name]!.healthcheck?.test, name).toBeDefined();
   });
 
   it('runs only commands and options the CLI has', async () => {
@@ -66,7 +77,8 @@ describe('docker-compose.yml', () => {
       const cmd = program.commands.find((c) => c.name() === command);
       expect(cmd, `${name}: report-etl ${command}`).toBeDefined();
       const flags = new Set(cmd!.options.flatMap((o) => [o.long, o.short].filter(Boolean)));
-      for (const a of args.filter((x) => x.startsWith('-'))) expect(flags.has(a), `${name}: ${command} ${a}`).toBe(true);
+      for (const a of args.filter((x) => x.startsWith('-')))
+        expect(flags.has(a), `${name}: ${command} ${a}`).toBe(true);
     }
   });
 
@@ -109,7 +121,9 @@ describe('docker-compose.yml', () => {
   it('points the connection at the simulator service and publishes the admin port it serves on', () => {
     const env = compose.services.scheduler!.environment!;
     expect(env.REPORT_BASE_URL).toContain('http://simulator:8080');
-    expect(compose.services.simulator!.command).toEqual(expect.arrayContaining(['--port', '8080', '--host', '0.0.0.0']));
+    expect(compose.services.simulator!.command).toEqual(
+      expect.arrayContaining(['--port', '8080', '--host', '0.0.0.0']),
+    );
     const admin = compose.services.admin!;
     const port = admin.command![admin.command!.indexOf('--port') + 1];
     expect(admin.ports).toEqual([`127.0.0.1:${port}:${port}`]);
@@ -125,7 +139,8 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/HEALTHCHECK[\s\S]*\/healthz/);
     expect(dockerfile).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m);
-    for (const path of ['package.json', 'migrations', 'jobs.yaml']) expect(dockerfile).toMatch(new RegExp(`^COPY ${path}\\b`, 'm'));
+    for (const path of ['package.json', 'migrations', 'jobs.yaml'])
+      expect(dockerfile).toMatch(new RegExp(`^COPY ${path}\\b`, 'm'));
     // The build stage compiles exactly what tsconfig.build.json names.
     expect(dockerfile).toMatch(/^COPY tsconfig.json tsconfig.build.json \.\/$/m);
     expect(dockerfile).toMatch(/^COPY src \.\/src$/m);
@@ -135,7 +150,10 @@ describe('Dockerfile', () => {
     const stages = dockerfile.split(/^FROM /m).slice(1);
     const named = (s: string) => /^\S+ AS (\S+)$/m.exec(s.split('\n')[0]!)?.[1];
     const build = stages.find((s) => named(s) === 'build')!;
-    expect(build.search(/^RUN npm ci --no-audit --no-fund$/m), 'npm ci with the dev dependencies (TypeScript)').toBeGreaterThan(-1);
+    expect(
+      build.search(/^RUN npm ci --no-audit --no-fund$/m),
+      'npm ci with the dev dependencies (TypeScript)',
+    ).toBeGreaterThan(-1);
     expect(build.search(/^RUN npm ci\b/m)).toBeLessThan(build.search(/^RUN npm run build$/m));
     const runtime = stages.at(-1)!;
     expect(named(runtime), 'the last stage is the image').toBeUndefined();
@@ -177,7 +195,9 @@ describe('Dockerfile', () => {
     const builtins = new Set(builtinModules);
     const missing = new Set<string>();
     for (const file of [...sourceFiles('src'), ...sourceFiles('bin')]) {
-      for (const m of read(file).matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+      for (const m of read(file).matchAll(
+        /(?:^|\n)\s*(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g,
+      )) {
         const spec = m[1] ?? m[2]!;
         if (spec.startsWith('.') || spec.startsWith('node:') || builtins.has(spec)) continue;
         const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;

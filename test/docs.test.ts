@@ -22,7 +22,9 @@ const FILES = ['src', 'test', 'scripts', 'bench', 'bin', 'migrations'].flatMap(s
 
 /** The headings of a markdown file, without their #s. */
 function headings(file: string): Set<string> {
-  return new Set([...readFileSync(join(ROOT, file), 'utf8').matchAll(/^#{1,6} +(.+?) *$/gm)].map((m) => m[1]!.replaceAll('`', '')));
+  return new Set(
+    [...readFileSync(join(ROOT, file), 'utf8').matchAll(/^#{1,6} +(.+?) *$/gm)].map((m) => m[1]!.replaceAll('`', '')),
+  );
 }
 
 it('cites only sections that exist in docs/ and the README', () => {
@@ -52,7 +54,8 @@ it('points at nothing outside the repository: no DESIGN.md, CONVENTIONS.md or is
   for (const file of FILES) {
     const lines = readFileSync(join(ROOT, file), 'utf8').split('\n');
     lines.forEach((line, k) => {
-      if (/DESIGN\.md|CONVENTIONS\.md|\b[Ii]ssues? \d+/.test(line) && !file.endsWith('docs.test.ts')) outside.push(`${file}:${k + 1}: ${line.trim()}`);
+      if (/DESIGN\.md|CONVENTIONS\.md|\b[Ii]ssues? \d+/.test(line) && !file.endsWith('docs.test.ts'))
+        outside.push(`${file}:${k + 1}: ${line.trim()}`);
     });
   }
   expect(outside).toEqual([]);

@@ -30,10 +30,29 @@ const runKey = `${jobName}__pdf`;
 beforeAll(async () => {
   h = await startHarness();
   table = `${h.schema}.pdfs`;
-  const config = h.config({ [jobName]: jobEntry({ name: 'Sales/Orders', outputType: 'pdf', paging: 40, parameters: { ROWS: '100' } }, { table }) });
-  pdfRun = await runAttempt({ job: resolveJob(config, jobName), request: { runKey, trigger: 'manual' }, pool: h.pool, redis: h.redis, logger: silentLogger });
+  const config = h.config({
+    [jobName]: jobEntry(
+      { name: 'Sales/Orders', outputType: 'pdf', paging: 40, parameters: { ROWS: '100' } },
+      { table },
+    ),
+  });
+  pdfRun = await runAttempt({
+    job: resolveJob(config, jobName),
+    request: { runKey, trigger: 'manual' },
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+  });
   queue = makeQueue(h.redis, uniqueName('q'));
-  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, keyPrefix: uniqueName('k') });
+  server = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: silentLogger,
+    port: 0,
+    auth: { token },
+    keyPrefix: uniqueName('k'),
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -46,7 +65,9 @@ afterAll(async () => {
 const cli = (args: string[]) => runCli(args);
 
 async function stored(): Promise<Map<string, Buffer>> {
-  const { rows } = await h.pool.query<{ file_name: string; content: Buffer }>(`SELECT file_name, content FROM ${table}`);
+  const { rows } = await h.pool.query<{ file_name: string; content: Buffer }>(
+    `SELECT file_name, content FROM ${table}`,
+  );
   return new Map(rows.map((r) => [r.file_name, r.content]));
 }
 
@@ -61,14 +82,29 @@ it('report-etl documents writes every page of the run (by run key) to DIR, byte 
   for (const [name, content] of want) expect((await readFile(join(dir, name))).equals(content)).toBe(true);
   expect(r.stdout.trim().split('\n')).toHaveLength(3);
   expect(r.stdout).toMatch(/_1\.pdf {2}\d+ bytes {2}sha256 [0-9a-f]{64}/);
-  const one = await cli(['documents', pdfRun.attemptId, '--page', '2', '--out', await mkdtemp(join(tmpdir(), 'docs-'))]);
+  const one = await cli([
+    'documents',
+    pdfRun.attemptId,
+    '--page',
+    '2',
+    '--out',
+    await mkdtemp(join(tmpdir(), 'docs-')),
+  ]);
   expect(one.code, one.stderr).toBe(0);
   expect(one.stdout).toMatch(/^\S+_2\.pdf {2}\d+ bytes {2}sha256 [0-9a-f]{64}\n$/);
 });
 
 it('report-etl documents says so for a run without documents (exit 1) and for a key or id that names nothing (exit 2)', async () => {
   const attemptId = crypto.randomUUID();
-  await insertAttempt(h.pool, { attemptId, job: jobName, runKey: `${jobName}__nodocs`, trigger: 'manual', targetTable: table, writeMode: 'replace', worker: 'test' });
+  await insertAttempt(h.pool, {
+    attemptId,
+    job: jobName,
+    runKey: `${jobName}__nodocs`,
+    trigger: 'manual',
+    targetTable: table,
+    writeMode: 'replace',
+    worker: 'test',
+  });
   await completeAttempt(h.pool, attemptId, { rows: 0, pages: 0, bytes: 0 });
   const none = await cli(['documents', `${jobName}__nodocs`]);
   expect(none.code).toBe(1);
@@ -101,13 +137,22 @@ it('the admin run and attempt pages list the documents with a download link each
   const anonymous = await fetch(`${server.url}${links[0]![1]}`, { redirect: 'manual' });
   expect(anonymous.status).toBeGreaterThanOrEqual(300);
   expect(anonymous.status).not.toBe(200);
-  expect((await fetch(`${server.url}/admin/attempts/${pdfRun.attemptId}/documents/9`, { headers: auth })).status).toBe(404);
+  expect((await fetch(`${server.url}/admin/attempts/${pdfRun.attemptId}/documents/9`, { headers: auth })).status).toBe(
+    404,
+  );
 });
 
 it('a document that a later replace removed is reported as gone, not served', async () => {
-  const config = h.config({ [jobName]: jobEntry({ name: 'Sales/Orders', outputType: 'pdf', paging: 40, parameters: { ROWS: '100' } }, { table }) });
+  const config = h.config({
+    [jobName]: jobEntry(
+      { name: 'Sales/Orders', outputType: 'pdf', paging: 40, parameters: { ROWS: '100' } },
+      { table },
+    ),
+  });
   await runAttempt({ job: resolveJob(config, jobName), pool: h.pool, redis: h.redis, logger: silentLogger });
-  const res = await fetch(`${server.url}/admin/attempts/${pdfRun.attemptId}/documents/1`, { headers: { authorization: `Bearer ${token}` } });
+  const res = await fetch(`${server.url}/admin/attempts/${pdfRun.attemptId}/documents/1`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
   expect(res.status).toBe(404);
   expect(await res.text()).toContain('is no longer in');
   const r = await cli(['documents', pdfRun.attemptId, '--out', await mkdtemp(join(tmpdir(), 'docs-'))]);

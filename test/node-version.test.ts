@@ -11,11 +11,19 @@ import { MIN_NODE_MAJOR, nodeVersionProblem } from '../bin/node-version.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
-const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string; engines: { node: string } };
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+  engines: { node: string };
+};
 
 /** Runs the bin with `node [nodeArgs] <bin> args` on the given Node.js binary. */
 function bin(node: string, nodeArgs: string[], args: string[]) {
-  return spawnSync(node, [...nodeArgs, BIN, ...args], { cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { ...process.env, LOG_LEVEL: 'warn' } });
+  return spawnSync(node, [...nodeArgs, BIN, ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { ...process.env, LOG_LEVEL: 'warn' },
+  });
 }
 
 describe('nodeVersionProblem', () => {
@@ -23,12 +31,15 @@ describe('nodeVersionProblem', () => {
     expect(nodeVersionProblem(version)).toBeUndefined();
   });
 
-  it.each(['21.7.3', '20.20.2', '18.19.0'])('refuses Node.js %s in one line that says what is needed and how to get it', (version) => {
-    expect(nodeVersionProblem(version)).toBe(
-      `Node.js >= 22 is needed, this is Node.js ${version}: after \`npm ci\`, use \`npx report-etl ...\` or ` +
-        '`npm run report-etl -- ...` (they run the Node.js 24 that `npm ci` installs), or install Node.js 24',
-    );
-  });
+  it.each(['21.7.3', '20.20.2', '18.19.0'])(
+    'refuses Node.js %s in one line that says what is needed and how to get it',
+    (version) => {
+      expect(nodeVersionProblem(version)).toBe(
+        `Node.js >= 22 is needed, this is Node.js ${version}: after \`npm ci\`, use \`npx report-etl ...\` or ` +
+          '`npm run report-etl -- ...` (they run the Node.js 24 that `npm ci` installs), or install Node.js 24',
+      );
+    },
+  );
 
   it('says what package.json engines says', () => {
     expect(pkg.engines.node).toBe(`>=${MIN_NODE_MAJOR}`);
@@ -46,7 +57,11 @@ describe('bin/report-etl.js', () => {
   });
 
   it('on a Node.js 20 (its version and its node:module): the same line, so the bin imports nothing newer', () => {
-    const r = bin(process.execPath, ['--import', fileURLToPath(new URL('./fixtures/node-20-surface.mjs', import.meta.url))], ['--version']);
+    const r = bin(
+      process.execPath,
+      ['--import', fileURLToPath(new URL('./fixtures/node-20-surface.mjs', import.meta.url))],
+      ['--version'],
+    );
     expect(r.stderr).toBe(`report-etl: ${nodeVersionProblem('20.20.2')}\n`);
     expect(r.status).toBe(2);
   });

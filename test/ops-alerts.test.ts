@@ -107,8 +107,18 @@ it('report-etl run: failed, then recovered, to each target in its format; retrie
   failNext = 1; // the first delivery is refused with 500 and must be tried again
   const failed = await runCli(['run', `${jp}_main`, '-c', configPath], env());
   expect(failed.code).toBe(1);
-  const generic = await waitFor('failed alert (generic)', () => at('/generic').find((r) => r.body.event === 'failed'), 30_000);
-  expect(generic.body).toMatchObject({ source: 'report-etl', event: 'failed', job: `${jp}_main`, errorKind: 'REPORT_FAILED', trigger: 'manual' });
+  const generic = await waitFor(
+    'failed alert (generic)',
+    () => at('/generic').find((r) => r.body.event === 'failed'),
+    30_000,
+  );
+  expect(generic.body).toMatchObject({
+    source: 'report-etl',
+    event: 'failed',
+    job: `${jp}_main`,
+    errorKind: 'REPORT_FAILED',
+    trigger: 'manual',
+  });
   // The server's own first meaningful line, not our prefix, and its whole text; a link to the run's page.
   expect(generic.body.error).toBe("Report execution failed: Division by zero in formula 'Marge'");
   expect(generic.body.errorText).toBe(FAILING_MESSAGE);
@@ -131,10 +141,17 @@ it('report-etl run: failed, then recovered, to each target in its format; retrie
   await writeConfig('Sales/Orders');
   const ok = await runCli(['run', `${jp}_main`, '-c', configPath], env());
   expect(ok.code).toBe(0);
-  const recovered = await waitFor('recovered alert', () => at('/generic').find((r) => r.body.event === 'recovered'), 30_000);
+  const recovered = await waitFor(
+    'recovered alert',
+    () => at('/generic').find((r) => r.body.event === 'recovered'),
+    30_000,
+  );
   expect(recovered.body.job).toBe(`${jp}_main`);
   const teams = await waitFor('teams card', () => at('/teams')[0]);
-  expect(teams.body).toMatchObject({ type: 'message', attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', content: { type: 'AdaptiveCard' } }] });
+  expect(teams.body).toMatchObject({
+    type: 'message',
+    attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', content: { type: 'AdaptiveCard' } }],
+  });
   expect(JSON.stringify(teams.body)).toContain('recovered');
   // A second success is no recovery.
   const again = await runCli(['run', `${jp}_main`, '-c', configPath], env());
@@ -145,12 +162,15 @@ it('report-etl run: failed, then recovered, to each target in its format; retrie
 
 it('stale: once per breach of freshness, checked by the janitor at the start of report-etl run', async () => {
   const stale = `${jp}_stale`;
-  await writeConfig('Sales/Orders', `  ${stale}:
+  await writeConfig(
+    'Sales/Orders',
+    `  ${stale}:
     connection: sim
     report: { mandant: 7777, name: Empty }
     target: { table: ${h.schema}.stale }
     freshness: 1s
-`);
+`,
+  );
   const before = at('/generic').length;
   // First check records when the never-run job was first seen; the next ones, over a second later, find it stale.
   // A sweep is skipped while another process holds the janitor's lease (other test files run theirs): run again.
@@ -158,7 +178,9 @@ it('stale: once per breach of freshness, checked by the janitor at the start of 
     'stale alert',
     async () => {
       expect((await runCli(['run', `${jp}_main`, '-c', configPath], env())).code).toBe(0);
-      return at('/generic').slice(before).find((r) => r.body.event === 'stale');
+      return at('/generic')
+        .slice(before)
+        .find((r) => r.body.event === 'stale');
     },
     90_000,
     1_100,
@@ -176,15 +198,33 @@ it('a queued run alerts failed once, after its last retry; LOGIN_REQUIRED goes o
   // A server that cannot be reached: SERVER_UNREACHABLE is retryable, so both attempts are made.
   const config = configSchema.parse({
     connections: { down: { baseUrl: 'http://127.0.0.1:9', clientId: 'c', clientSecret: 's', requestTimeoutMs: 2_000 } },
-    jobs: { [job]: { connection: 'down', retry: { attempts: 2, backoffMs: 10 }, report: { mandant: 1, name: 'X' }, target: { table: `${h.schema}.q` } } },
+    jobs: {
+      [job]: {
+        connection: 'down',
+        retry: { attempts: 2, backoffMs: 10 },
+        report: { mandant: 1, name: 'X' },
+        target: { table: `${h.schema}.q` },
+      },
+    },
     alerts: targets,
   });
   const sender = makeQueuedAlertSender({ connection: h.redis, prefix, targets: () => targets, logger: silentLogger });
   const alertWorker = makeAlertWorker({ connection: h.redis, prefix, targets: () => targets, logger: silentLogger });
-  const worker = makeRunWorker({ config: () => config, pool: h.pool, redis: h.redis, logger: silentLogger, prefix, alerts: makeRunAlerts(h.pool, sender, silentLogger) });
+  const worker = makeRunWorker({
+    config: () => config,
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+    prefix,
+    alerts: makeRunAlerts(h.pool, sender, silentLogger),
+  });
   try {
     await enqueueManual(queue, config, job);
-    await waitFor('two failed attempts', async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'failed').length === 2, 60_000);
+    await waitFor(
+      'two failed attempts',
+      async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'failed').length === 2,
+      60_000,
+    );
     const alert = await waitFor('failed alert', () => at('/queued')[0], 30_000);
     expect(alert.body).toMatchObject({ event: 'failed', job, errorKind: 'SERVER_UNREACHABLE' });
     expect(await sender.flush(10_000)).toBe(true);
@@ -199,13 +239,25 @@ it('a queued run alerts failed once, after its last retry; LOGIN_REQUIRED goes o
   }
 
   const { logger, lines } = captureLogger();
-  const two = { both: { webhook: `${base}/both`, events: ['failed' as const, 'login_required' as const], format: 'generic' as const }, onlyFailed: { webhook: `${base}/only-failed`, events: ['failed' as const], format: 'generic' as const } };
+  const two = {
+    both: {
+      webhook: `${base}/both`,
+      events: ['failed' as const, 'login_required' as const],
+      format: 'generic' as const,
+    },
+    onlyFailed: { webhook: `${base}/only-failed`, events: ['failed' as const], format: 'generic' as const },
+  };
   const prefix2 = uniqueName('alrtq');
   const s2 = makeQueuedAlertSender({ connection: h.redis, prefix: prefix2, targets: () => two, logger });
   const w2 = makeAlertWorker({ connection: h.redis, prefix: prefix2, targets: () => two, logger });
   const loginError = new EtlError('TOKEN_FAILED', 'refresh refused');
   (loginError as unknown as { code: string }).code = 'LOGIN_REQUIRED';
-  await makeRunAlerts(h.pool, s2, logger).failed({ job: `${jp}_login`, runKey: `${jp}_login__manual`, attemptId: '00000000-0000-0000-0000-000000000001', error: loginError });
+  await makeRunAlerts(h.pool, s2, logger).failed({
+    job: `${jp}_login`,
+    runKey: `${jp}_login__manual`,
+    attemptId: '00000000-0000-0000-0000-000000000001',
+    error: loginError,
+  });
   expect(await s2.flush(10_000)).toBe(true);
   expect(at('/both').map((r) => r.body.event)).toEqual(['login_required']);
   expect(at('/only-failed').map((r) => r.body.event)).toEqual(['failed']);
@@ -241,7 +293,14 @@ jobs:
   let worker = startCli(['worker', '--config', restartConfig], workerEnv);
   try {
     await waitFor('the worker to take runs', () => worker.stderr().includes('worker ready'), 60_000);
-    await enqueueManual(queue, configSchema.parse({ connections: { sim: { baseUrl: h.sim.url, clientId: 'demo-client', clientSecret: 'x' } }, jobs: { [job]: { connection: 'sim', report: { mandant: 7777, name: 'Failing' }, target: { table: 'x.y' } } } }), job);
+    await enqueueManual(
+      queue,
+      configSchema.parse({
+        connections: { sim: { baseUrl: h.sim.url, clientId: 'demo-client', clientSecret: 'x' } },
+        jobs: { [job]: { connection: 'sim', report: { mandant: 7777, name: 'Failing' }, target: { table: 'x.y' } } },
+      }),
+      job,
+    );
     // The target is down: the alert is tried and waits in the queue for its next try.
     await waitFor('a first delivery try', () => (tries.get(path) ?? 0) >= 1, 60_000);
     const [queued] = await alerts.getJobs(['delayed', 'waiting', 'active']);
@@ -255,7 +314,11 @@ jobs:
     worker = startCli(['worker', '--config', restartConfig], workerEnv);
     const delivered = await waitFor('the alert after the restart', () => at(path)[0], 60_000);
     expect(delivered.body).toMatchObject({ event: 'failed', job, errorKind: 'REPORT_FAILED' });
-    await waitFor('the alert recorded as delivered', async () => (await alerts.getJob(queued!.id!))?.getState().then((s) => s === 'completed'), 30_000);
+    await waitFor(
+      'the alert recorded as delivered',
+      async () => (await alerts.getJob(queued!.id!))?.getState().then((s) => s === 'completed'),
+      30_000,
+    );
     expect(at(path)).toHaveLength(1);
   } finally {
     worker.child.kill('SIGTERM');

@@ -62,16 +62,28 @@ const env = () => ({ SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', REPORT_ETL_Q
 it('validate lists every problem (exit 2); run of a valid job runs with one warning per invalid job; the invalid job fails with its own problems', async () => {
   const v = await runCli(['validate', '-c', configPath], env());
   expect(v.code).toBe(2);
-  expect(v.stderr).toMatch(new RegExp(`jobs\\.yaml:12:\\d+: jobs\\.${jp}_dash\\.report\\.name: report name "Sales-Orders" has characters the server rejects`));
-  expect(v.stderr).toMatch(/jobs\.yaml:3:\d+: connections\.broken\.baseUrl: environment variable BROKEN_URL is not set/);
+  expect(v.stderr).toMatch(
+    new RegExp(
+      `jobs\\.yaml:12:\\d+: jobs\\.${jp}_dash\\.report\\.name: report name "Sales-Orders" has characters the server rejects`,
+    ),
+  );
+  expect(v.stderr).toMatch(
+    /jobs\.yaml:3:\d+: connections\.broken\.baseUrl: environment variable BROKEN_URL is not set/,
+  );
 
   const ok = await runCli(['run', `${jp}_good`, '-c', configPath], env());
   expect(ok.code).toBe(0);
   expect(ok.stdout).toContain(`${jp}_good: succeeded, 20 rows`);
   const warnings = ok.stderr.split('\n').filter((l) => l.startsWith('warning: '));
   expect(warnings).toHaveLength(2);
-  expect(warnings[0]).toMatch(new RegExp(`^warning: .*jobs\\.yaml:3:\\d+: connections\\.broken\\.baseUrl: .*\\(job "${jp}_conn" is skipped\\)$`));
-  expect(warnings[1]).toMatch(new RegExp(`^warning: .*jobs\\.yaml:12:\\d+: jobs\\.${jp}_dash\\.report\\.name: .*\\(job "${jp}_dash" is skipped\\)$`));
+  expect(warnings[0]).toMatch(
+    new RegExp(`^warning: .*jobs\\.yaml:3:\\d+: connections\\.broken\\.baseUrl: .*\\(job "${jp}_conn" is skipped\\)$`),
+  );
+  expect(warnings[1]).toMatch(
+    new RegExp(
+      `^warning: .*jobs\\.yaml:12:\\d+: jobs\\.${jp}_dash\\.report\\.name: .*\\(job "${jp}_dash" is skipped\\)$`,
+    ),
+  );
 
   const bad = await runCli(['run', `${jp}_dash`, '-c', configPath], env());
   expect(bad.code).toBe(2);
@@ -84,11 +96,28 @@ it('validate lists every problem (exit 2); run of a valid job runs with one warn
 }, 90_000);
 
 it("one installation's janitor lease does not hold back another's", async () => {
-  const config = configSchema.parse({ connections: { sim: { baseUrl: h.sim.url, clientId: 'demo-client', clientSecret: 'x' } }, jobs: {} });
+  const config = configSchema.parse({
+    connections: { sim: { baseUrl: h.sim.url, clientId: 'demo-client', clientSecret: 'x' } },
+    jobs: {},
+  });
   const [a, b] = [uniqueName('insta'), uniqueName('instb')];
   const holder = await h.pool.connect();
-  const janitorA = makeJanitor({ pool: h.pool, redis: h.redis, logger: silentLogger, config: () => config, alerts: noAlerts, prefix: a });
-  const janitorB = makeJanitor({ pool: h.pool, redis: h.redis, logger: silentLogger, config: () => config, alerts: noAlerts, prefix: b });
+  const janitorA = makeJanitor({
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+    config: () => config,
+    alerts: noAlerts,
+    prefix: a,
+  });
+  const janitorB = makeJanitor({
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+    config: () => config,
+    alerts: noAlerts,
+    prefix: b,
+  });
   try {
     // Another process of installation A is sweeping: it holds A's lease.
     await holder.query('SELECT pg_advisory_lock($1, hashtext($2))', [JANITOR_LEASE_CLASS, a]);
@@ -107,12 +136,27 @@ it('scheduler + worker + admin run the valid job and show the invalid ones in th
   const before = (await attemptsOf(h.pool, `${jp}_good`)).length;
   process.env.SIM_URL = h.sim.url;
   process.env.SIM_SECRET = 'demo-secret';
-  const service = await startService({ configPath, logger, scheduler: true, worker: true, admin: true, adminPort: 0, prefix, janitorIntervalMs: 1_000 });
+  const service = await startService({
+    configPath,
+    logger,
+    scheduler: true,
+    worker: true,
+    admin: true,
+    adminPort: 0,
+    prefix,
+    janitorIntervalMs: 1_000,
+  });
   try {
-    await waitFor('scheduled runs of the valid job', async () => (await attemptsOf(h.pool, `${jp}_good`)).filter((r) => r.status === 'succeeded').length >= before + 2, 60_000);
+    await waitFor(
+      'scheduled runs of the valid job',
+      async () => (await attemptsOf(h.pool, `${jp}_good`)).filter((r) => r.status === 'succeeded').length >= before + 2,
+      60_000,
+    );
     const invalid = lines.filter((l) => String(l.msg).startsWith('jobs.yaml: invalid job'));
     expect(invalid.map((l) => l.job).sort()).toEqual([`${jp}_conn`, `${jp}_dash`]);
-    expect(invalid.find((l) => l.job === `${jp}_dash`)!.problems).toEqual([expect.stringMatching(/jobs\.yaml:12:\d+: .*Sales-Orders/)]);
+    expect(invalid.find((l) => l.job === `${jp}_dash`)!.problems).toEqual([
+      expect.stringMatching(/jobs\.yaml:12:\d+: .*Sales-Orders/),
+    ]);
     const page = await (await fetch(`${service.adminUrl}/admin`)).text();
     expect(page).toContain(`data-job="${jp}_dash"`);
     expect(page).toMatch(new RegExp(`data-job="${jp}_dash">[\\s\\S]*?invalid config`));
@@ -128,17 +172,29 @@ it('scheduler + worker + admin run the valid job and show the invalid ones in th
   }
 }, 120_000);
 
-it('retention: the janitor prunes attempts older than history.keep in batches, keeping each job\'s last success and last failure, and the runs they leave without attempts', async () => {
+it("retention: the janitor prunes attempts older than history.keep in batches, keeping each job's last success and last failure, and the runs they leave without attempts", async () => {
   const job = `${jp}_old`;
   const old = (days: number, status: string) => ({ id: randomUUID(), days, status });
-  const rows = [old(10, 'succeeded'), old(9, 'failed'), old(8, 'succeeded'), old(7, 'failed'), old(6, 'interrupted'), old(5, 'succeeded'), old(4, 'failed'), old(0, 'failed')];
+  const rows = [
+    old(10, 'succeeded'),
+    old(9, 'failed'),
+    old(8, 'succeeded'),
+    old(7, 'failed'),
+    old(6, 'interrupted'),
+    old(5, 'succeeded'),
+    old(4, 'failed'),
+    old(0, 'failed'),
+  ];
   const attempt = async (id: string, runKey: string, n: number, status: string, days: number) => {
     await h.pool.query(
       `INSERT INTO etl.attempts (attempt_id, job, run_key, trigger, attempt, status, target_table, write_mode, started_at)
        VALUES ($1, $2, $3, 'manual', $4, $5, 't', 'replace', now() - make_interval(days => $6))`,
       [id, job, runKey, n, status, days],
     );
-    await h.pool.query(`INSERT INTO etl.run_errors (attempt_id, stage, error_kind, retryable, message) VALUES ($1, 'load', 'X', false, 'x')`, [id]);
+    await h.pool.query(
+      `INSERT INTO etl.run_errors (attempt_id, stage, error_kind, retryable, message) VALUES ($1, 'load', 'X', false, 'x')`,
+      [id],
+    );
   };
   const run = (runKey: string, attempts: number, status: string, days: number) =>
     h.pool.query(
@@ -164,7 +220,14 @@ it('retention: the janitor prunes attempts older than history.keep in batches, k
   });
   // The installation's own lease: no other installation's janitor (another test file's, a production one sharing
   // this PostgreSQL) holds it, so the first sweep has it.
-  const janitor = makeJanitor({ pool: h.pool, redis: h.redis, logger: silentLogger, config: () => config, alerts: noAlerts, prefix: uniqueName('isoj') });
+  const janitor = makeJanitor({
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+    config: () => config,
+    alerts: noAlerts,
+    prefix: uniqueName('isoj'),
+  });
   try {
     const result = await janitor.sweep();
     expect(result.leased).toBe(true);
@@ -175,8 +238,20 @@ it('retention: the janitor prunes attempts older than history.keep in batches, k
   const left = await attemptsOf(h.pool, job);
   // The newest success (5 days) and newest failure (today) stay, and so does everything newer than 3 days.
   expect(left.map((r) => r.attempt_id).sort()).toEqual([rows[5]!.id, rows[7]!.id, multi.second].sort());
-  const { rows: errors } = await h.pool.query('SELECT attempt_id FROM etl.run_errors WHERE attempt_id = ANY($1::uuid[])', [[...rows.map((r) => r.id), multi.first, multi.second]]);
+  const { rows: errors } = await h.pool.query(
+    'SELECT attempt_id FROM etl.run_errors WHERE attempt_id = ANY($1::uuid[])',
+    [[...rows.map((r) => r.id), multi.first, multi.second]],
+  );
   expect(errors).toHaveLength(3);
-  const { rows: runs } = await h.pool.query<{ run_key: string; attempts: number }>('SELECT run_key, attempts FROM etl.runs WHERE job = $1', [job]);
-  expect(runs.map((r) => [r.run_key, r.attempts]).sort()).toEqual([[rows[5]!.id, 1], [rows[7]!.id, 1], [multi.key, 2]].sort());
+  const { rows: runs } = await h.pool.query<{ run_key: string; attempts: number }>(
+    'SELECT run_key, attempts FROM etl.runs WHERE job = $1',
+    [job],
+  );
+  expect(runs.map((r) => [r.run_key, r.attempts]).sort()).toEqual(
+    [
+      [rows[5]!.id, 1],
+      [rows[7]!.id, 1],
+      [multi.key, 2],
+    ].sort(),
+  );
 }, 90_000);

@@ -15,7 +15,7 @@ import { configSchema } from '../src/config/schema.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
-import { killHard, runCli, startCli, type CliProcess } from './support/cli-process.ts';
+import { killHard, startCli, type CliProcess } from './support/cli-process.ts';
 
 let h: Harness;
 let slow: Simulator;
@@ -25,7 +25,12 @@ let queue: RunQueue;
 const jp = uniqueName('orph');
 const prefix = uniqueName('orphq');
 const children: CliProcess[] = [];
-const env = () => ({ SLOW_URL: slow.url, PAGED_URL: paged.url, SIM_SECRET: 'demo-secret', REPORT_ETL_QUEUE_PREFIX: prefix });
+const env = () => ({
+  SLOW_URL: slow.url,
+  PAGED_URL: paged.url,
+  SIM_SECRET: 'demo-secret',
+  REPORT_ETL_QUEUE_PREFIX: prefix,
+});
 
 beforeAll(async () => {
   h = await startHarness();
@@ -34,7 +39,8 @@ beforeAll(async () => {
   paged = await startSimulator({ jobDurationMs: 50, faults: { latencyMs: 150 } });
   const dir = await mkdtemp(join(tmpdir(), 'report-etl-orphans-'));
   configPath = join(dir, 'jobs.yaml');
-  const conn = (v: string) => `    baseUrl: \${${v}}\n    clientId: demo-client\n    clientSecret: \${SIM_SECRET}\n    pollIntervalMs: 50\n    pollMaxIntervalMs: 200\n`;
+  const conn = (v: string) =>
+    `    baseUrl: \${${v}}\n    clientId: demo-client\n    clientSecret: \${SIM_SECRET}\n    pollIntervalMs: 50\n    pollMaxIntervalMs: 200\n`;
   await writeFile(
     configPath,
     `connections:
@@ -70,16 +76,26 @@ afterAll(async () => {
 });
 
 async function snapshot(table: string): Promise<string> {
-  const { rows } = await h.pool.query(`SELECT count(*)::int AS n, md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS m FROM ${table} t`);
+  const { rows } = await h.pool.query(
+    `SELECT count(*)::int AS n, md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS m FROM ${table} t`,
+  );
   return `${rows[0].n}:${rows[0].m}`;
 }
 
 /** Waits until the attempt is no longer running and its report job is gone from `sim`; returns ms since `t0`. */
-async function closedAfter(sim: Simulator, attemptId: string, reportJobId: string, t0: number, timeoutMs: number): Promise<number> {
+async function closedAfter(
+  sim: Simulator,
+  attemptId: string,
+  reportJobId: string,
+  t0: number,
+  timeoutMs: number,
+): Promise<number> {
   await waitFor(
     `attempt ${attemptId} closed and report job ${reportJobId} deleted`,
     async () => {
-      const { rows } = await h.pool.query<{ status: string }>('SELECT status FROM etl.attempts WHERE attempt_id = $1', [attemptId]);
+      const { rows } = await h.pool.query<{ status: string }>('SELECT status FROM etl.attempts WHERE attempt_id = $1', [
+        attemptId,
+      ]);
       return rows[0]?.status !== 'running' && !sim.counters().openJobs.includes(reportJobId);
     },
     timeoutMs,
@@ -89,11 +105,17 @@ async function closedAfter(sim: Simulator, attemptId: string, reportJobId: strin
 }
 
 async function expectClosedAsOrphan(attemptId: string, reportJobId: string): Promise<void> {
-  const { rows } = await h.pool.query<{ status: string; error: string }>('SELECT status, error FROM etl.attempts WHERE attempt_id = $1', [attemptId]);
+  const { rows } = await h.pool.query<{ status: string; error: string }>(
+    'SELECT status, error FROM etl.attempts WHERE attempt_id = $1',
+    [attemptId],
+  );
   expect(rows[0]!.status).toBe('interrupted');
   expect(rows[0]!.error).toMatch(/^orphaned: the process that ran attempt 1 \(.+\) ended without finishing it/);
   expect(rows[0]!.error).toContain(`deleted its report job ${reportJobId}`);
-  const { rows: errors } = await h.pool.query<{ error_kind: string }>('SELECT error_kind FROM etl.run_errors WHERE attempt_id = $1', [attemptId]);
+  const { rows: errors } = await h.pool.query<{ error_kind: string }>(
+    'SELECT error_kind FROM etl.run_errors WHERE attempt_id = $1',
+    [attemptId],
+  );
   expect(errors.map((e) => e.error_kind)).toEqual(['ORPHANED']);
 }
 
@@ -104,7 +126,11 @@ it('report-etl run killed -9 while polling: the next run of the job closes the o
   const before = await snapshot(`${h.schema}.poll`);
   const first = startCli(['run', job, '-c', configPath], env());
   children.push(first);
-  const dead = await waitFor('the report job is recorded', async () => (await attemptsOf(h.pool, job)).find((r) => r.report_job_id), 30_000);
+  const dead = await waitFor(
+    'the report job is recorded',
+    async () => (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
+    30_000,
+  );
   expect(slow.counters().openJobs).toContain(dead.report_job_id);
   await killHard(first);
   const t0 = Date.now();
@@ -114,7 +140,9 @@ it('report-etl run killed -9 while polling: the next run of the job closes the o
   const second = startCli(['run', job, '-c', configPath], env());
   children.push(second);
   const ms = await closedAfter(slow, dead.attempt_id, dead.report_job_id!, t0, 30_000);
-  console.log(`[measured] run killed while polling: row closed and report job deleted ${ms} ms after kill -9 (by the next run, while it waited for the server)`);
+  console.log(
+    `[measured] run killed while polling: row closed and report job deleted ${ms} ms after kill -9 (by the next run, while it waited for the server)`,
+  );
   expect(await second.exited).toBe(0);
   await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
   const runs = await attemptsOf(h.pool, job);
@@ -130,7 +158,11 @@ it('report-etl run killed -9 mid-load (pages being copied): the target is untouc
   paged.resetCounters();
   const first = startCli(['run', job, '-c', configPath], env());
   children.push(first);
-  const dead = await waitFor('the run is loading pages', async () => paged.counters().pagesServed >= 3 && (await attemptsOf(h.pool, job)).find((r) => r.report_job_id), 60_000);
+  const dead = await waitFor(
+    'the run is loading pages',
+    async () => paged.counters().pagesServed >= 3 && (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
+    60_000,
+  );
   await killHard(first);
   const t0 = Date.now();
   expect(paged.counters().openJobs).toContain(dead.report_job_id);
@@ -139,7 +171,9 @@ it('report-etl run killed -9 mid-load (pages being copied): the target is untouc
   const second = startCli(['run', job, '-c', configPath], env());
   children.push(second);
   const ms = await closedAfter(paged, dead.attempt_id, dead.report_job_id!, t0, 30_000);
-  console.log(`[measured] run killed mid-load: row closed and report job deleted ${ms} ms after kill -9 (by the next run, while it waited for the server)`);
+  console.log(
+    `[measured] run killed mid-load: row closed and report job deleted ${ms} ms after kill -9 (by the next run, while it waited for the server)`,
+  );
   expect(await second.exited).toBe(0);
   await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
   const { rows } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${h.schema}.load`);
@@ -155,18 +189,37 @@ it('a worker killed -9 mid-run: the janitor of another process (a scheduler, def
   const worker = startCli(['worker', '-c', configPath], env());
   children.push(worker);
   await waitFor('worker running', () => worker.stdout().includes('running'), 30_000);
-  const config = configSchema.parse({ connections: { slow: { baseUrl: slow.url, clientId: 'demo-client', clientSecret: 'x' } }, jobs: { [job]: { connection: 'slow', report: { mandant: 7777, name: 'Sales/Orders' }, target: { table: `${h.schema}.worker` } } } });
+  const config = configSchema.parse({
+    connections: { slow: { baseUrl: slow.url, clientId: 'demo-client', clientSecret: 'x' } },
+    jobs: {
+      [job]: {
+        connection: 'slow',
+        report: { mandant: 7777, name: 'Sales/Orders' },
+        target: { table: `${h.schema}.worker` },
+      },
+    },
+  });
   await enqueueManual(queue, config, job);
-  const dead = await waitFor('the worker recorded the report job', async () => (await attemptsOf(h.pool, job)).find((r) => r.report_job_id), 30_000);
+  const dead = await waitFor(
+    'the worker recorded the report job',
+    async () => (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
+    30_000,
+  );
   await killHard(worker);
   const t0 = Date.now();
   expect(slow.counters().openJobs).toContain(dead.report_job_id);
   const ms = await closedAfter(slow, dead.attempt_id, dead.report_job_id!, t0, 120_000);
-  console.log(`[measured] worker killed mid-run: row closed and report job deleted ${ms} ms after kill -9 (by the scheduler's janitor)`);
+  console.log(
+    `[measured] worker killed mid-run: row closed and report job deleted ${ms} ms after kill -9 (by the scheduler's janitor)`,
+  );
   expect(ms).toBeLessThan(120_000);
   await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
   // The janitor logs after it recorded the attempt: the line may reach this process a moment after the row is seen.
-  await waitFor('the scheduler\'s janitor says it closed the orphan', () => scheduler.stderr().includes('orphaned attempt closed'), 30_000);
+  await waitFor(
+    "the scheduler's janitor says it closed the orphan",
+    () => scheduler.stderr().includes('orphaned attempt closed'),
+    30_000,
+  );
   scheduler.child.kill('SIGTERM');
   expect(await scheduler.exited).toBe(0);
 }, 180_000);

@@ -16,7 +16,9 @@ const h = useHarness();
 
 /** A fingerprint of a table's full content. */
 async function snapshot(table: string): Promise<string> {
-  const { rows } = await h.pool.query(`SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS m, count(*)::int AS n FROM ${table} t`);
+  const { rows } = await h.pool.query(
+    `SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS m, count(*)::int AS n FROM ${table} t`,
+  );
   return `${rows[0].n}:${rows[0].m}`;
 }
 
@@ -28,8 +30,14 @@ let n = 0;
 async function failsOnPage2(outputType: OutputType, fault: string, target: Record<string, unknown> = {}) {
   const table = `${h.schema}.f${++n}`;
   const job = (parameters: Record<string, string>) =>
-    h.config({ j: jobEntry({ name: 'Sales/Orders', outputType, paging: 20, parameters: { ROWS: '50', ...parameters } }, { table, ...target }) });
-  const run = (config: ReturnType<Harness['config']>) => runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
+    h.config({
+      j: jobEntry(
+        { name: 'Sales/Orders', outputType, paging: 20, parameters: { ROWS: '50', ...parameters } },
+        { table, ...target },
+      ),
+    });
+  const run = (config: ReturnType<Harness['config']>) =>
+    runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
   await run(job({}));
   const before = await snapshot(table);
   expect(before).not.toMatch(/^0:/);
@@ -54,12 +62,16 @@ async function failsOnPage2(outputType: OutputType, fault: string, target: Recor
 
 it('txt_cstr: a malformed escape names page, row, column and the escape', async () => {
   const { err } = await failsOnPage2('txt_cstr', 'bad-escape');
-  expect(err.message).toMatch(/^page 2, row 2, byte offset \d+: column "Kunde": malformed C\/Java string: unknown escape \\q$/);
+  expect(err.message).toMatch(
+    /^page 2, row 2, byte offset \d+: column "Kunde": malformed C\/Java string: unknown escape \\q$/,
+  );
 });
 
 it('txt_allcstr: a malformed escape names page, line and field', async () => {
   const { err } = await failsOnPage2('txt_allcstr', 'bad-escape');
-  expect(err.message).toMatch(/^page 2, row 3, byte offset \d+: line 3, field 2: malformed C\/Java string: unknown escape \\q$/);
+  expect(err.message).toMatch(
+    /^page 2, row 3, byte offset \d+: line 3, field 2: malformed C\/Java string: unknown escape \\q$/,
+  );
 });
 
 it('json_userdef with rowsAt: a page without the array at rowsAt', async () => {
@@ -84,7 +96,9 @@ it('pdf: a truncated page', async () => {
 
 it('excel-xlsx: a truncated page', async () => {
   const { err } = await failsOnPage2('excel-xlsx', 'truncated-document');
-  expect(err.message).toMatch(/^page 2, byte offset \d+: truncated xlsx package: the zip has no end-of-central-directory record \(\d+ bytes\)$/);
+  expect(err.message).toMatch(
+    /^page 2, byte offset \d+: truncated xlsx package: the zip has no end-of-central-directory record \(\d+ bytes\)$/,
+  );
 });
 
 it('word-docx: a Content-Type that does not fit the output type', async () => {

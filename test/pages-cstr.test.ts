@@ -36,8 +36,17 @@ describe('decodeCstr', () => {
     expect(decode('Müller 日本 🚀')).toBe('Müller 日本 🚀');
   });
 
-  it('is the inverse of the simulator\'s coding for any text', () => {
-    const texts = ['', 'plain', 'Zahlung per Überweisung\r\nfällig', 'Tab\there', 'Back\\slash "quoted"', '🚀👍🏽', '\u0000\u0001\u007f', 'ÄÖÜ äöü ß € 日本商事'];
+  it("is the inverse of the simulator's coding for any text", () => {
+    const texts = [
+      '',
+      'plain',
+      'Zahlung per Überweisung\r\nfällig',
+      'Tab\there',
+      'Back\\slash "quoted"',
+      '🚀👍🏽',
+      '\u0000\u0001\u007f',
+      'ÄÖÜ äöü ß € 日本商事',
+    ];
     for (const t of texts) {
       const coded = encodeCstr(t);
       expect(coded).toMatch(/^[\x20-\x7e]*$/);
@@ -104,14 +113,20 @@ describe('txt_cstr pages', () => {
         (e: unknown) => e as PageFormatError,
       );
     };
-    expect((await bad(String.raw`"a\0b"`)).message).toBe('page 1, row 1, byte offset 6: column "A": the value holds a NUL character (\\0), which PostgreSQL text cannot store');
-    expect((await bad(String.raw`"\xE4"`)).message).toBe('page 1, row 1, byte offset 6: column "A": the octal or \\x escapes of the value do not form UTF-8 text');
+    expect((await bad(String.raw`"a\0b"`)).message).toBe(
+      'page 1, row 1, byte offset 6: column "A": the value holds a NUL character (\\0), which PostgreSQL text cannot store',
+    );
+    expect((await bad(String.raw`"\xE4"`)).message).toBe(
+      'page 1, row 1, byte offset 6: column "A": the octal or \\x escapes of the value do not form UTF-8 text',
+    );
   });
 });
 
 describe('txt_all / txt_allcstr pages', () => {
   it('loads each line as page, line and the fields array, quotes removed', async () => {
-    const csv = Buffer.from(['"Bericht","Seite",1', '"Gruppe",1', '1,"a ""q"" b",,"x\\y"', '', '"multi', 'line",2', ''].join('\r\n'));
+    const csv = Buffer.from(
+      ['"Bericht","Seite",1', '"Gruppe",1', '1,"a ""q"" b",,"x\\y"', '', '"multi', 'line",2', ''].join('\r\n'),
+    );
     const d = makePageDecoder('txt_all');
     const rows = parseCopyText(await decodeAll(d, [csv], 'random'));
     expect(rows).toEqual([
@@ -121,7 +136,9 @@ describe('txt_all / txt_allcstr pages', () => {
       ['1', '4', '{}'],
       ['1', '5', '{"multi\r\nline","2"}'],
     ]);
-    const cstr = Buffer.from([String.raw`"Gr\u00FCppe \"1\"",1`, String.raw`"tab\there","back\\slash"`, ''].join('\r\n'));
+    const cstr = Buffer.from(
+      [String.raw`"Gr\u00FCppe \"1\"",1`, String.raw`"tab\there","back\\slash"`, ''].join('\r\n'),
+    );
     const c = makePageDecoder('txt_allcstr');
     expect(parseCopyText(await decodeAll(c, [cstr], 1))).toEqual([
       ['1', '1', '{"Grüppe \\"1\\"","1"}'],
@@ -134,7 +151,10 @@ describe('records cut off by network chunks of any size', () => {
   // Chunks past 8 KiB behind a short cut-off record are stitched (the record completed from the chunk's first 4 KiB,
   // the rest parsed in place); a page with a byte order mark, escapes, quotes and line breaks inside quotes.
   const lines = ['\ufeff"Nr","Text","Betrag"'];
-  for (let k = 0; k < 3000; k++) lines.push(`${k},"${k % 7 === 0 ? String.raw`tab\there \"q\" \u00FC` : `text ${'x'.repeat(k % 50)}`}",${(k * 1.25).toFixed(2)}`);
+  for (let k = 0; k < 3000; k++)
+    lines.push(
+      `${k},"${k % 7 === 0 ? String.raw`tab\there \"q\" \u00FC` : `text ${'x'.repeat(k % 50)}`}",${(k * 1.25).toFixed(2)}`,
+    );
   const cstrPage = Buffer.from(`${lines.join('\r\n')}\r\n`);
   // txt_all is CSV: a quote inside quotes is doubled, a backslash is just a byte.
   const allPage = Buffer.from(`${lines.map((l) => l.replaceAll('\\"', '""')).join('\r\n')}\r\n"multi\r\nline",1\r\n`);
@@ -145,7 +165,14 @@ describe('records cut off by network chunks of any size', () => {
   ] as const)('%s: the same rows whatever the chunks', async (type, page) => {
     const whole = await decodeAll(makePageDecoder(type), [page], page.length);
     expect(parseCopyText(whole).length).toBeGreaterThanOrEqual(3000);
-    for (const [size, seed, max] of [[8193, 1, 0], [9000, 1, 0], [65_537, 1, 0], ['random', 3, 30_000], ['random', 4, 12_000], ['random', 5, 70_000]] as const) {
+    for (const [size, seed, max] of [
+      [8193, 1, 0],
+      [9000, 1, 0],
+      [65_537, 1, 0],
+      ['random', 3, 30_000],
+      ['random', 4, 12_000],
+      ['random', 5, 70_000],
+    ] as const) {
       const got = await decodeAll(makePageDecoder(type), [page], size, seed, max || 300);
       expect({ size, seed, same: got.equals(whole) }).toEqual({ size, seed, same: true });
     }
@@ -153,21 +180,30 @@ describe('records cut off by network chunks of any size', () => {
 });
 
 describe('report.maxValueBytes', () => {
-  it.each(['txt_cstr', 'txt_allcstr', 'txt_all', 'json_userdef'] as const)('%s: a record (or json_userdef page) past the limit fails the page, memory bounded', async (type) => {
-    const big = Buffer.concat([Buffer.from('"A"\r\n"'), Buffer.alloc(5000, 0x61), Buffer.from('"\r\n')]);
-    const d = makePageDecoder(type, { maxValueBytes: 1000 });
-    const err = (await decodeAll(d, [big], 256).catch((e: unknown) => e)) as { code: string; message: string };
-    expect(err.code).toBe('VALUE_TOO_LARGE');
-    expect(err.message).toMatch(/^page 1, row \d+: a value larger than maxValueBytes \(1000 bytes;/);
-  });
+  it.each(['txt_cstr', 'txt_allcstr', 'txt_all', 'json_userdef'] as const)(
+    '%s: a record (or json_userdef page) past the limit fails the page, memory bounded',
+    async (type) => {
+      const big = Buffer.concat([Buffer.from('"A"\r\n"'), Buffer.alloc(5000, 0x61), Buffer.from('"\r\n')]);
+      const d = makePageDecoder(type, { maxValueBytes: 1000 });
+      const err = (await decodeAll(d, [big], 256).catch((e: unknown) => e)) as { code: string; message: string };
+      expect(err.code).toBe('VALUE_TOO_LARGE');
+      expect(err.message).toMatch(/^page 1, row \d+: a value larger than maxValueBytes \(1000 bytes;/);
+    },
+  );
 
-  it.each(['txt_cstr', 'txt_allcstr', 'txt_all'] as const)('%s: a record past the limit fails holding at most the limit and one chunk, whatever the chunks', async (type) => {
-    const big = Buffer.concat([Buffer.from('"A"\r\n"'), Buffer.alloc(1_000_000, 0x61), Buffer.from('"\r\n')]);
-    for (const size of [1000, 9000, 65_536]) {
-      const d = makePageDecoder(type, { maxValueBytes: 100_000 });
-      const err = (await decodeAll(d, [big], size).catch((e: unknown) => e)) as { code: string; details: { bytes: number } };
-      expect({ size, code: err.code }).toEqual({ size, code: 'VALUE_TOO_LARGE' });
-      expect(err.details.bytes, `chunks of ${size}`).toBeLessThanOrEqual(100_000 + size);
-    }
-  });
+  it.each(['txt_cstr', 'txt_allcstr', 'txt_all'] as const)(
+    '%s: a record past the limit fails holding at most the limit and one chunk, whatever the chunks',
+    async (type) => {
+      const big = Buffer.concat([Buffer.from('"A"\r\n"'), Buffer.alloc(1_000_000, 0x61), Buffer.from('"\r\n')]);
+      for (const size of [1000, 9000, 65_536]) {
+        const d = makePageDecoder(type, { maxValueBytes: 100_000 });
+        const err = (await decodeAll(d, [big], size).catch((e: unknown) => e)) as {
+          code: string;
+          details: { bytes: number };
+        };
+        expect({ size, code: err.code }).toEqual({ size, code: 'VALUE_TOO_LARGE' });
+        expect(err.details.bytes, `chunks of ${size}`).toBeLessThanOrEqual(100_000 + size);
+      }
+    },
+  );
 });

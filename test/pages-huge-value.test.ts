@@ -60,8 +60,15 @@ describe.each(cases)('$type', ({ type, head, tail, column, rows }) => {
     const fed = { bytes: 0 };
     const d = makePageDecoder(type, { maxValueBytes: LIMIT });
     const err = (await drain(d, page(head, 50 * LIMIT, tail, fed), 3).catch((e: unknown) => e)) as EtlError;
-    expect(err).toMatchObject({ code: 'VALUE_TOO_LARGE', retryable: false, stage: 'parse', details: { page: 3, row: 2, column } });
-    expect(err.message).toMatch(new RegExp(`^page 3, row 2, column "${column}": a value larger than maxValueBytes \\(${LIMIT} bytes`));
+    expect(err).toMatchObject({
+      code: 'VALUE_TOO_LARGE',
+      retryable: false,
+      stage: 'parse',
+      details: { page: 3, row: 2, column },
+    });
+    expect(err.message).toMatch(
+      new RegExp(`^page 3, row 2, column "${column}": a value larger than maxValueBytes \\(${LIMIT} bytes`),
+    );
     // It stopped reading soon after the limit: it did not pull the 50 MiB value through.
     expect(fed.bytes).toBeLessThan(3 * LIMIT);
   });
@@ -75,10 +82,13 @@ describe.each(cases)('$type', ({ type, head, tail, column, rows }) => {
 
 it('xml_query outside the fast shape (saxes) is bounded too', async () => {
   // Attributes in another order and a comment: the fast scanner hands the page to saxes.
-  const head = '<?xml version="1.0" encoding="UTF-8"?><result><!-- x --><row><field name="Nr">1</field></row><row><field name="Nr">';
+  const head =
+    '<?xml version="1.0" encoding="UTF-8"?><result><!-- x --><row><field name="Nr">1</field></row><row><field name="Nr">';
   const fed = { bytes: 0 };
   const d = makePageDecoder('xml_query', { maxValueBytes: LIMIT });
-  const err = (await drain(d, page(head, 50 * LIMIT, '</field></row></result>', fed)).catch((e: unknown) => e)) as EtlError;
+  const err = (await drain(d, page(head, 50 * LIMIT, '</field></row></result>', fed)).catch(
+    (e: unknown) => e,
+  )) as EtlError;
   expect(err).toMatchObject({ code: 'VALUE_TOO_LARGE', details: { page: 1, row: 2 } });
   expect(fed.bytes).toBeLessThan(3 * LIMIT);
 });

@@ -7,7 +7,19 @@ import { makePageDecoder, KIND, PageFormatError } from '../src/pages/decoder.ts'
 import { decodeAll, parseCopyText, rng } from './pages-support.ts';
 
 const COLS = ['Kunde', 'Menge', 'Betrag', 'Erfasst am', 'Aktiv', 'Extra', 'Beleg ID', 'Notiz'];
-const TEXTS = ['Müller AG', 'Bäckerei "Zum Löwen"', 'a,b', 'Zeile 1\r\nZeile 2', '日本商事 😀', '€ 12,50', 'Tab\there', 'back\\slash', '', 'slash/ok', '\u0001ctl'];
+const TEXTS = [
+  'Müller AG',
+  'Bäckerei "Zum Löwen"',
+  'a,b',
+  'Zeile 1\r\nZeile 2',
+  '日本商事 😀',
+  '€ 12,50',
+  'Tab\there',
+  'back\\slash',
+  '',
+  'slash/ok',
+  '\u0001ctl',
+];
 
 /** A value as JSON source text and as the expected loaded value. */
 type V = { json: string; value: string | null };
@@ -20,7 +32,10 @@ function str(s: string, r: () => number): string {
     const cp = ch.codePointAt(0)!;
     if (ch === '/') out += '\\/';
     else if (cp > 0x7f || cp < 0x20 || ch === '"' || ch === '\\') {
-      out += ch.length === 2 ? `\\u${ch.charCodeAt(0).toString(16)}\\u${ch.charCodeAt(1).toString(16).toUpperCase()}` : `\\u${cp.toString(16).padStart(4, '0')}`;
+      out +=
+        ch.length === 2
+          ? `\\u${ch.charCodeAt(0).toString(16)}\\u${ch.charCodeAt(1).toString(16).toUpperCase()}`
+          : `\\u${cp.toString(16).padStart(4, '0')}`;
     } else out += ch;
   }
   return `${out}"`;
@@ -42,7 +57,9 @@ function value(col: number, r: () => number): V {
       return { json: v, value: v };
     }
     case 3: {
-      const v = ['2024-03-01T12:34:56.789+01:00', '2024-03-01T11:34:56.789Z', '2023-12-31T23:59:59-05:00'][Math.floor(r() * 3)]!;
+      const v = ['2024-03-01T12:34:56.789+01:00', '2024-03-01T11:34:56.789Z', '2023-12-31T23:59:59-05:00'][
+        Math.floor(r() * 3)
+      ]!;
       return { json: JSON.stringify(v), value: v };
     }
     case 4:
@@ -59,7 +76,12 @@ function value(col: number, r: () => number): V {
 }
 
 /** A page of `rows` rows; later rows may reorder or drop keys. */
-function page(seed: number, rows: number, pretty: boolean, shuffle = false): { bytes: Buffer; values: (string | null)[][] } {
+function page(
+  seed: number,
+  rows: number,
+  pretty: boolean,
+  shuffle = false,
+): { bytes: Buffer; values: (string | null)[][] } {
   const r = rng(seed);
   const values: (string | null)[][] = [];
   const rowTexts: string[] = [];
@@ -90,17 +112,33 @@ describe('json decoder', () => {
         const pages = [page(11, 60, pretty), page(12, 40, pretty, true), page(13, 1, pretty)];
         const d = makePageDecoder(pretty ? 'json' : 'json_compact');
         expect(d.copyFormat).toBe('text');
-        const out = await decodeAll(d, pages.map((p) => p.bytes), size, 3);
+        const out = await decodeAll(
+          d,
+          pages.map((p) => p.bytes),
+          size,
+          3,
+        );
         expect(compactNested(parseCopyText(out))).toEqual(pages.flatMap((p) => p.values));
         expect(d.columns).toEqual(COLS);
         expect(d.rows).toBe(101);
-        expect(d.kinds).toEqual([KIND.text, KIND.integer, KIND.numeric, KIND.timestamp, KIND.boolean, KIND.json, KIND.integer | KIND.numeric, KIND.text]);
+        expect(d.kinds).toEqual([
+          KIND.text,
+          KIND.integer,
+          KIND.numeric,
+          KIND.timestamp,
+          KIND.boolean,
+          KIND.json,
+          KIND.integer | KIND.numeric,
+          KIND.text,
+        ]);
       });
     }
   }
 
   it('loads nested JSON as its text, COPY-escaped, and keeps raw bytes of numbers', async () => {
-    const p = Buffer.from('{"data":[{"a":{"x":"t\\\\ab\\n"},"b":-0.000,"c":1E+2,"d":"\\u00e4\\u20ac\\ud83d\\ude00\\t"}]}');
+    const p = Buffer.from(
+      '{"data":[{"a":{"x":"t\\\\ab\\n"},"b":-0.000,"c":1E+2,"d":"\\u00e4\\u20ac\\ud83d\\ude00\\t"}]}',
+    );
     const d = makePageDecoder('json_compact');
     const out = await decodeAll(d, [p], 1);
     expect(out.toString()).toBe('{"x":"t\\\\\\\\ab\\\\n"}\t-0.000\t1E+2\täx€😀\\t\n'.replace('x€', '€'));
@@ -113,7 +151,10 @@ describe('json decoder', () => {
     expect(d.columns).toBeUndefined();
     const out = await decodeAll(d, [Buffer.from('{"data":[{"b":1,"a":"x"},{"a":"y"}]}')], 5);
     expect(d.columns).toEqual(['b', 'a']);
-    expect(parseCopyText(out)).toEqual([['1', 'x'], [null, 'y']]);
+    expect(parseCopyText(out)).toEqual([
+      ['1', 'x'],
+      [null, 'y'],
+    ]);
   });
 
   it('reads rows whose whitespace or key order differs from the rows the bytes before each value were learned from', async () => {
@@ -127,7 +168,14 @@ describe('json decoder', () => {
       '{\n    "a" : 9,\n    "bb" : "u",\n    "c" : 10 }',
     ];
     const p = Buffer.from(`{\n  "data" : [ ${rows.join(', ')} ]\n}`);
-    const one = [['1', 'x', null], ['2', 'y', '3'], ['4', 'z', '5'], ['6', 'w', '7'], ['8', 'v', null], ['9', 'u', '10']];
+    const one = [
+      ['1', 'x', null],
+      ['2', 'y', '3'],
+      ['4', 'z', '5'],
+      ['6', 'w', '7'],
+      ['8', 'v', null],
+      ['9', 'u', '10'],
+    ];
     for (const size of [1, 7, 65536]) {
       const d = makePageDecoder('json');
       expect(parseCopyText(await decodeAll(d, [p, p], size))).toEqual([...one, ...one]);
@@ -144,7 +192,12 @@ describe('json decoder', () => {
 
   const bad: [string, string, RegExp, Record<string, unknown>][] = [
     ['syntax error', '{"data":[{"a":1},{"a":1,}]}', /JSON: expected a column name/, { page: 2, row: 2, offset: 24 }],
-    ['unknown key', '{"data":[{"a":1},{"a":2,"zz":3}]}', /column "zz" is not among the first row's columns/, { page: 2, row: 2 }],
+    [
+      'unknown key',
+      '{"data":[{"a":1},{"a":2,"zz":3}]}',
+      /column "zz" is not among the first row's columns/,
+      { page: 2, row: 2 },
+    ],
     ['\\u0000', '{"data":[{"a":"x\\u0000"}]}', /cannot hold NUL/, { page: 2, row: 1, offset: 16 }],
     ['truncated page', '{"data":[{"a":1},{"a":', /ends/, { page: 2 }],
     ['bad number', '{"data":[{"a":01}]}', /expected ','/, { page: 2, row: 1, offset: 15 }],
@@ -155,7 +208,9 @@ describe('json decoder', () => {
     it(`rejects ${what} with page, row and offset`, async () => {
       for (const size of [1, 4, 65536]) {
         const d = makePageDecoder('json_compact');
-        const err = await decodeAll(d, [Buffer.from('{"data":[{"a":0}]}'), Buffer.from(text)], size).catch((e: unknown) => e);
+        const err = await decodeAll(d, [Buffer.from('{"data":[{"a":0}]}'), Buffer.from(text)], size).catch(
+          (e: unknown) => e,
+        );
         expect(err).toBeInstanceOf(PageFormatError);
         expect((err as PageFormatError).code).toBe('PAGE_FORMAT');
         expect((err as Error).message).toMatch(message);

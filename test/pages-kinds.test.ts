@@ -22,21 +22,52 @@ describe('bomLength', () => {
 
 describe('classifiers', () => {
   it('tells integers that fit int64 from numerics', () => {
-    expect(['0', '-0', '42', '-17', '9007199254740993', '9223372036854775807', '-9223372036854775808', '007'].map(num)).toEqual(Array(8).fill(KIND.integer));
-    expect(['9223372036854775808', '-9223372036854775809', '12345678901234567890', '0.10', '-12.50', '1e5', '2.5E-3', '.5'].map(num)).toEqual(Array(8).fill(KIND.numeric));
+    expect(
+      ['0', '-0', '42', '-17', '9007199254740993', '9223372036854775807', '-9223372036854775808', '007'].map(num),
+    ).toEqual(Array(8).fill(KIND.integer));
+    expect(
+      [
+        '9223372036854775808',
+        '-9223372036854775809',
+        '12345678901234567890',
+        '0.10',
+        '-12.50',
+        '1e5',
+        '2.5E-3',
+        '.5',
+      ].map(num),
+    ).toEqual(Array(8).fill(KIND.numeric));
     expect(['', '-', 'abc', '1.2.3', '1e', '12a', '--1'].map(num)).toEqual(Array(7).fill(0));
   });
 
   it('recognises txt and ISO timestamps by their bytes', () => {
     const txt = (s: string): boolean => isTxtTimestamp(b(s), 0, s.length);
-    expect(['01.02.2024 10:11:12.123', '31.12.1999 23:59:59', '01.02.2024 10:11:12.1'].map(txt)).toEqual([true, true, true]);
-    expect(['1.02.2024 10:11:12.123', '01.02.2024T10:11:12.123', '01.02.2024 10:11:12.', '2024-03-01T12:34:56Z'].map(txt)).toEqual([false, false, false, false]);
+    expect(['01.02.2024 10:11:12.123', '31.12.1999 23:59:59', '01.02.2024 10:11:12.1'].map(txt)).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    expect(
+      ['1.02.2024 10:11:12.123', '01.02.2024T10:11:12.123', '01.02.2024 10:11:12.', '2024-03-01T12:34:56Z'].map(txt),
+    ).toEqual([false, false, false, false]);
     const iso = (s: string): boolean => isIsoTimestampWithOffset(b(s), 0, s.length);
-    expect(['2024-03-01T12:34:56.789+01:00', '2024-03-01T11:34:56Z', '2024-03-01T11:34Z', '2024-03-01 11:34:56.1-0500', '2024-03-01T11:34:56+02'].map(iso)).toEqual(
-      Array(5).fill(true),
-    );
-    expect(['2024-03-01T12:34:56.789', '2024-03-01', '2024-03-01T12:34:56.789+1:00', 'Bestellung 2024-03-01T', '2024-03-01T12:34:56.+01:00'].map(iso)).toEqual(
-      Array(5).fill(false),
-    );
+    expect(
+      [
+        '2024-03-01T12:34:56.789+01:00',
+        '2024-03-01T11:34:56Z',
+        '2024-03-01T11:34Z',
+        '2024-03-01 11:34:56.1-0500',
+        '2024-03-01T11:34:56+02',
+      ].map(iso),
+    ).toEqual(Array(5).fill(true));
+    expect(
+      [
+        '2024-03-01T12:34:56.789',
+        '2024-03-01',
+        '2024-03-01T12:34:56.789+1:00',
+        'Bestellung 2024-03-01T',
+        '2024-03-01T12:34:56.+01:00',
+      ].map(iso),
+    ).toEqual(Array(5).fill(false));
   });
 });

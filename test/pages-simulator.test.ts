@@ -15,9 +15,18 @@ import { decodeAll, parseCopyText, parsePgCsv } from './pages-support.ts';
 
 const PAGING = 37;
 
-function renderPage(type: (typeof SIMULATED_OUTPUT_TYPES)[number], data: NonNullable<ReturnType<typeof reportData>>, page: number): Buffer {
+function renderPage(
+  type: (typeof SIMULATED_OUTPUT_TYPES)[number],
+  data: NonNullable<ReturnType<typeof reportData>>,
+  page: number,
+): Buffer {
   const from = (page - 1) * PAGING;
-  const parts = [...pageRenderer(type)(data, from, Math.min(data.rowCount, from + PAGING), { zone: makeZonedFormatter('UTC'), page })];
+  const parts = [
+    ...pageRenderer(type)(data, from, Math.min(data.rowCount, from + PAGING), {
+      zone: makeZonedFormatter('UTC'),
+      page,
+    }),
+  ];
   return Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
 }
 
@@ -36,21 +45,32 @@ describe('decoders on simulator pages', () => {
   // Reports that end FinishedError, or whose rows do not follow their columns (Empty.avw), serve no pages.
   const entries = CATALOGUE.filter((e) => {
     const data = reportData(e.path, { ROWS: '100' }, 7);
-    return data !== undefined && data.failure === undefined && data.rowCount > 0 && data.row(0).length === data.columns.length;
+    return (
+      data !== undefined &&
+      data.failure === undefined &&
+      data.rowCount > 0 &&
+      data.row(0).length === data.columns.length
+    );
   });
   it('covers at least two catalogue reports', () => expect(entries.length).toBeGreaterThanOrEqual(2));
   for (const type of SIMULATED_OUTPUT_TYPES) {
     for (const entry of entries) {
       it(`${type} ${entry.path}: values equal reportData`, async () => {
         const data = reportData(entry.path, { ROWS: '100' }, 7)!;
-        const pages = Array.from({ length: Math.ceil(data.rowCount / PAGING) }, (_v, k) => renderPage(type, data, k + 1));
+        const pages = Array.from({ length: Math.ceil(data.rowCount / PAGING) }, (_v, k) =>
+          renderPage(type, data, k + 1),
+        );
         const d = makePageDecoder(type);
         const out = await decodeAll(d, pages, 'random', 5);
         const rows = type === 'txt' ? parsePgCsv(out) : parseCopyText(out);
         expect(d.columns).toEqual(data.columns.map((c) => c.name));
         expect(d.rows).toBe(data.rowCount);
         const expected = Array.from({ length: data.rowCount }, (_v, i) =>
-          data.row(i).map((v, k) => (type === 'xml_query' && v === '' ? null : v === null ? null : canonical(v, data.columns[k]!.kind, type))),
+          data
+            .row(i)
+            .map((v, k) =>
+              type === 'xml_query' && v === '' ? null : v === null ? null : canonical(v, data.columns[k]!.kind, type),
+            ),
         );
         expect(rows.map((r) => r.map((v, k) => canonical(v, data.columns[k]!.kind, type)))).toEqual(expected);
       });

@@ -20,7 +20,7 @@ export function rng(seed: number): () => number {
 /** Splits `page` into chunks: a fixed size, or random sizes 1..max when `size` is 'random'. */
 export async function* chunked(page: Buffer, size: number | 'random', seed = 1, max = 300): AsyncGenerator<Uint8Array> {
   const r = rng(seed);
-  for (let i = 0; i < page.length; ) {
+  for (let i = 0; i < page.length;) {
     const n = size === 'random' ? 1 + Math.floor(r() * max) : size;
     // Copy, so a decoder that keeps a view of an input chunk is caught if it relied on its reuse.
     yield new Uint8Array(page.subarray(i, i + n));
@@ -32,7 +32,13 @@ export async function* chunked(page: Buffer, size: number | 'random', seed = 1, 
  * Decodes pages (1-based numbers in order) in chunks of `size` (random sizes 1..`max` for 'random') and returns all
  * output bytes, checking each Buffer ends a row and none is empty (a decoder tells its columns through its plan, never in the rows: pages/rows-plan.ts).
  */
-export async function decodeAll(decoder: PageDecoder, pages: Buffer[], size: number | 'random', seed = 1, max = 300): Promise<Buffer> {
+export async function decodeAll(
+  decoder: PageDecoder,
+  pages: Buffer[],
+  size: number | 'random',
+  seed = 1,
+  max = 300,
+): Promise<Buffer> {
   const parts: Buffer[] = [];
   for (let p = 0; p < pages.length; p++) {
     for await (const out of decoder.decodePage(chunked(pages[p]!, size, seed + p, max), p + 1)) {

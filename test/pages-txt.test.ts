@@ -8,7 +8,22 @@ import { makePageDecoder, KIND, PageFormatError } from '../src/pages/decoder.ts'
 import { decodeAll, parsePgCsv, rng } from './pages-support.ts';
 
 const HEADER = ['Kunde', 'Menge Stk', 'Betrag', 'Erfasst am', 'Beleg ID', '"Notiz", lang'];
-const TEXTS = ['Müller AG', 'Bäckerei "Zum Löwen"', 'a,b,c', 'Zeile 1\r\nZeile 2', 'nur\nLF', '日本商事', '€ 12,50', 'Tab\there', 'back\\slash', '', '"', '""', ' lead', 'x\r\ny\r\n'];
+const TEXTS = [
+  'Müller AG',
+  'Bäckerei "Zum Löwen"',
+  'a,b,c',
+  'Zeile 1\r\nZeile 2',
+  'nur\nLF',
+  '日本商事',
+  '€ 12,50',
+  'Tab\there',
+  'back\\slash',
+  '',
+  '"',
+  '""',
+  ' lead',
+  'x\r\ny\r\n',
+];
 
 type Cell = { raw: string; value: string | null };
 
@@ -36,11 +51,17 @@ function cell(r: () => number, col: number): Cell {
 }
 
 /** A page: BOM, header, rows; returns the bytes and the expected values. */
-function page(seed: number, rows: number, opts: { eol?: string; bom?: number[]; quotedHeader?: boolean } = {}): { bytes: Buffer; values: (string | null)[][] } {
+function page(
+  seed: number,
+  rows: number,
+  opts: { eol?: string; bom?: number[]; quotedHeader?: boolean } = {},
+): { bytes: Buffer; values: (string | null)[][] } {
   const r = rng(seed);
   const eol = opts.eol ?? '\r\n';
   const values: (string | null)[][] = [];
-  const lines = [HEADER.map((h) => (opts.quotedHeader === false && !/[",]/.test(h) ? h : `"${h.replaceAll('"', '""')}"`)).join(',')];
+  const lines = [
+    HEADER.map((h) => (opts.quotedHeader === false && !/[",]/.test(h) ? h : `"${h.replaceAll('"', '""')}"`)).join(','),
+  ];
   for (let i = 0; i < rows; i++) {
     const cells = HEADER.map((_h, col) => cell(r, col));
     values.push(cells.map((c) => c.value));
@@ -57,29 +78,46 @@ describe('txt decoder', () => {
       const pages = [page(1, 600), page(2, 400, { quotedHeader: false }), page(3, 1)];
       const d = makePageDecoder('txt');
       expect(d.copyFormat).toBe('csv');
-      const out = await decodeAll(d, pages.map((p) => p.bytes), size);
+      const out = await decodeAll(
+        d,
+        pages.map((p) => p.bytes),
+        size,
+      );
       const decoded = parsePgCsv(out);
       expect(decoded).toEqual(pages.flatMap((p) => p.values));
       // Oracle: csv-parse on the raw page, header and BOM dropped.
       const oracle = pages.flatMap((p) =>
-        (parseCsv(p.bytes.subarray(3), {
-          record_delimiter: '\r\n',
-          cast: (v: string, ctx: { quoting: boolean }) => (ctx.quoting ? v : v === '' ? null : v),
-        }) as (string | null)[][]).slice(1),
+        (
+          parseCsv(p.bytes.subarray(3), {
+            record_delimiter: '\r\n',
+            cast: (v: string, ctx: { quoting: boolean }) => (ctx.quoting ? v : v === '' ? null : v),
+          }) as (string | null)[][]
+        ).slice(1),
       );
       expect(decoded).toEqual(oracle);
       expect(d.rows).toBe(1001);
       expect(d.columns).toEqual(HEADER);
       // No \r\n record ends remain outside quotes: every \r in the output is inside quoted text.
-      expect(out.toString('utf8').split('\r').length - 1).toBe(pages.reduce((s, p) => s + p.values.flat().join('').split('\r').length - 1, 0));
+      expect(out.toString('utf8').split('\r').length - 1).toBe(
+        pages.reduce((s, p) => s + p.values.flat().join('').split('\r').length - 1, 0),
+      );
     });
   }
 
   it('classifies fields into kinds: quoted -> text, bare numbers, big ints, timestamps; NULLs add nothing', async () => {
     const d = makePageDecoder('txt');
     await decodeAll(d, [page(4, 300).bytes], 'random');
-    expect(d.kinds).toEqual([KIND.text, KIND.integer, KIND.numeric, KIND.timestamp, KIND.integer | KIND.numeric, KIND.text]);
-    const bare = Buffer.from('\uFEFFa,b,c,d\r\n-0,abc,01.02.2024 10:11:12,\r\n9223372036854775807,1e5,-9223372036854775808,\r\n');
+    expect(d.kinds).toEqual([
+      KIND.text,
+      KIND.integer,
+      KIND.numeric,
+      KIND.timestamp,
+      KIND.integer | KIND.numeric,
+      KIND.text,
+    ]);
+    const bare = Buffer.from(
+      '\uFEFFa,b,c,d\r\n-0,abc,01.02.2024 10:11:12,\r\n9223372036854775807,1e5,-9223372036854775808,\r\n',
+    );
     const d2 = makePageDecoder('txt');
     await decodeAll(d2, [bare], 3);
     expect(d2.kinds).toEqual([KIND.integer, KIND.text | KIND.numeric, KIND.timestamp | KIND.integer, 0]);
@@ -104,7 +142,14 @@ describe('txt decoder', () => {
     expect(out.equals(Buffer.concat([p.bytes.subarray(headerEnd)]))).toBe(true);
   });
 
-  for (const bom of [[0xef, 0xbb, 0xbf], [0xff, 0xfe], [0xfe, 0xff], [0x00, 0x00, 0xfe, 0xff], [0xff, 0xfe, 0x00, 0x00], []]) {
+  for (const bom of [
+    [0xef, 0xbb, 0xbf],
+    [0xff, 0xfe],
+    [0xfe, 0xff],
+    [0x00, 0x00, 0xfe, 0xff],
+    [0xff, 0xfe, 0x00, 0x00],
+    [],
+  ]) {
     it(`strips the BOM ${Buffer.from(bom).toString('hex') || '(none)'} even when split over 1-byte chunks`, async () => {
       const p = page(7, 5, { bom });
       for (const size of [1, 2, 3, 65536]) {
@@ -137,9 +182,13 @@ describe('txt decoder', () => {
 
   it('rejects a page that ends inside quotes and a stray quote in a bare field', async () => {
     const open = Buffer.from('\uFEFFa,b\r\n1,"abc\r\n');
-    await expect(decodeAll(makePageDecoder('txt'), [open], 2)).rejects.toThrow(/page 1, row 1.*ends inside a quoted field/);
+    await expect(decodeAll(makePageDecoder('txt'), [open], 2)).rejects.toThrow(
+      /page 1, row 1.*ends inside a quoted field/,
+    );
     const stray = Buffer.from('\uFEFFa,b\r\n1,ab"c\r\n');
-    await expect(decodeAll(makePageDecoder('txt'), [stray], 64)).rejects.toThrow(/row 1.*quote inside an unquoted field/);
+    await expect(decodeAll(makePageDecoder('txt'), [stray], 64)).rejects.toThrow(
+      /row 1.*quote inside an unquoted field/,
+    );
   });
 
   it('gives no rows and no columns for an empty page or a BOM-only page', async () => {

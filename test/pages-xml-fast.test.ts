@@ -14,14 +14,18 @@ import { decodeAll, parseCopyText } from './pages-support.ts';
 
 const xmlDecoder = (): XmlQueryPageDecoder => makePageDecoder('xml_query') as XmlQueryPageDecoder;
 const HEAD = '<?xml version="1.0" encoding="UTF-8"?>';
-const f = (name: string, v: string | null): string => (v === null ? `<field name="${name}"/>` : `<field name="${name}">${v}</field>`);
-const xmlPage = (...rows: string[]): Buffer => Buffer.from(`${HEAD}<result>${rows.map((r) => `<row>${r}</row>`).join('')}</result>`);
+const f = (name: string, v: string | null): string =>
+  v === null ? `<field name="${name}"/>` : `<field name="${name}">${v}</field>`;
+const xmlPage = (...rows: string[]): Buffer =>
+  Buffer.from(`${HEAD}<result>${rows.map((r) => `<row>${r}</row>`).join('')}</result>`);
 
 describe('xml_query fast path', () => {
   it('decodes the simulator pages without saxes, equal to the served rows, at every chunk size', async () => {
     const data = reportData('Sales/Orders.avw', { ROWS: '400' }, 1)!;
     const zone = makeZonedFormatter('Europe/Zurich');
-    const pages = [0, 1].map((p) => Buffer.from([...renderXml(data, p * 200, p * 200 + 200, { zone, page: p + 1 })].join('')));
+    const pages = [0, 1].map((p) =>
+      Buffer.from([...renderXml(data, p * 200, p * 200 + 200, { zone, page: p + 1 })].join('')),
+    );
     const expected = Array.from({ length: 400 }, (_v, i) => data.row(i).map((v) => (v === '' ? null : v)));
     for (const size of [1, 13, 'random', 65536] as const) {
       const d = xmlDecoder();
@@ -31,7 +35,9 @@ describe('xml_query fast path', () => {
       expect(d.columns).toEqual(data.columns.map((c) => c.name));
       // Timestamps arrive as ISO text with offset; compare them as instants.
       const ts = data.columns.findIndex((c) => c.kind === 'timestamp');
-      expect(rows.map((r) => r.map((v, k) => (k === ts && v !== null ? new Date(v).toISOString() : v)))).toEqual(expected);
+      expect(rows.map((r) => r.map((v, k) => (k === ts && v !== null ? new Date(v).toISOString() : v)))).toEqual(
+        expected,
+      );
       expect(d.kinds[0]).toBe(KIND.integer);
       expect(d.kinds[ts]).toBe(KIND.timestamp);
     }
@@ -61,7 +67,12 @@ describe('xml_query fast path', () => {
       `${f('b', '2')}${f('a', 'c&lt;d')}`,
       `${f('a', 'c\r\nd')}${f('b', '2')}`,
     ];
-    const want = [['c<d', '2'], ['c<d', '2'], ['c<d', '2'], ['c\nd', '2']];
+    const want = [
+      ['c<d', '2'],
+      ['c<d', '2'],
+      ['c<d', '2'],
+      ['c\nd', '2'],
+    ];
     for (const [k, o] of odd.entries()) {
       const d = xmlDecoder();
       const page = xmlPage(`${f('a', '1')}${f('b', '1')}`, o, `${f('a', '3')}${f('b', '3')}`);
@@ -81,7 +92,9 @@ describe('xml_query fast path', () => {
     expect((err as PageFormatError).details).toMatchObject({ page: 2, row: 3 });
     expect((err as Error).message).toMatch(/field "c" is not among/);
 
-    await expect(decodeAll(xmlDecoder(), [Buffer.concat([good, Buffer.from('<row/>')])], 64)).rejects.toThrow(PageFormatError);
+    await expect(decodeAll(xmlDecoder(), [Buffer.concat([good, Buffer.from('<row/>')])], 64)).rejects.toThrow(
+      PageFormatError,
+    );
     await expect(decodeAll(xmlDecoder(), [good.subarray(0, good.length - 3)], 64)).rejects.toThrow(PageFormatError);
     await expect(decodeAll(xmlDecoder(), [xmlPage(`${f('a', 'x]]>y')}`)], 64)).rejects.toThrow(/]]>/);
     const brackets = xmlDecoder();
@@ -89,7 +102,11 @@ describe('xml_query fast path', () => {
     expect(brackets.saxesPages).toBe(0);
 
     const d = xmlDecoder();
-    const latin1 = Buffer.concat([Buffer.from(`${HEAD}<result><row>${f('a', 'x')}</row><row><field name="a">M`), Buffer.from([0xfc]), Buffer.from('ller</field></row></result>')]);
+    const latin1 = Buffer.concat([
+      Buffer.from(`${HEAD}<result><row>${f('a', 'x')}</row><row><field name="a">M`),
+      Buffer.from([0xfc]),
+      Buffer.from('ller</field></row></result>'),
+    ]);
     expect(parseCopyText(await decodeAll(d, [latin1], 'random'))).toEqual([['x'], ['M\uFFFDller']]);
     expect(d.saxesPages).toBe(1);
   });

@@ -7,13 +7,24 @@ import { makePageDecoder, KIND, PageFormatError } from '../src/pages/decoder.ts'
 import { decodeAll, parseCopyText } from './pages-support.ts';
 
 const esc = (s: string): string => s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
-const TEXTS = ['Müller & Söhne', 'Bäckerei "Zum Löwen"', '日本商事 😀', 'Zeile 1\nZeile 2', 'Tab\there', 'back\\slash', '<tag>', '€'];
+const TEXTS = [
+  'Müller & Söhne',
+  'Bäckerei "Zum Löwen"',
+  '日本商事 😀',
+  'Zeile 1\nZeile 2',
+  'Tab\there',
+  'back\\slash',
+  '<tag>',
+  '€',
+];
 
 function page(rows: (string | null)[][], names: string[], orderOf?: (i: number) => number[]): Buffer {
   const parts = ['<?xml version="1.0" encoding="UTF-8"?>\n<result>\n'];
   rows.forEach((row, i) => {
     const order = orderOf?.(i) ?? names.map((_n, k) => k);
-    parts.push(`  <row>${order.map((k) => `<field name="${esc(names[k]!)}">${row[k] === null ? '' : esc(row[k]!)}</field>`).join('')}</row>\n`);
+    parts.push(
+      `  <row>${order.map((k) => `<field name="${esc(names[k]!)}">${row[k] === null ? '' : esc(row[k]!)}</field>`).join('')}</row>\n`,
+    );
   });
   parts.push('</result>\n');
   return Buffer.from(parts.join(''));
@@ -33,7 +44,11 @@ describe('xml_query decoder', () => {
     it(`decodes rows, entities and multi-byte UTF-8, chunks of ${size} bytes`, async () => {
       const d = makePageDecoder('xml_query');
       expect(d.copyFormat).toBe('text');
-      const out = await decodeAll(d, [page(rows, names), page(rows, names, (i) => (i % 2 ? [4, 3, 2, 1, 0] : [0, 1, 2, 3, 4]))], size);
+      const out = await decodeAll(
+        d,
+        [page(rows, names), page(rows, names, (i) => (i % 2 ? [4, 3, 2, 1, 0] : [0, 1, 2, 3, 4]))],
+        size,
+      );
       expect(parseCopyText(out)).toEqual([...rows, ...rows]);
       expect(d.columns).toEqual(names);
       expect(d.rows).toBe(100);
@@ -42,15 +57,28 @@ describe('xml_query decoder', () => {
   }
 
   it('reads CDATA, maps empty text and a missing field to NULL', async () => {
-    const xml = '<?xml version="1.0" encoding="UTF-8"?><result><row><field name="a"><![CDATA[x<&>\ty]]></field><field name="b">1</field></row>' +
+    const xml =
+      '<?xml version="1.0" encoding="UTF-8"?><result><row><field name="a"><![CDATA[x<&>\ty]]></field><field name="b">1</field></row>' +
       '<row><field name="b"/></row><row><field name="b">&#228;&#x20AC;</field><field name="a"></field></row></result>';
     const d = makePageDecoder('xml_query');
-    expect(parseCopyText(await decodeAll(d, [Buffer.from(xml)], 3))).toEqual([['x<&>\ty', '1'], [null, null], [null, 'ä€']]);
+    expect(parseCopyText(await decodeAll(d, [Buffer.from(xml)], 3))).toEqual([
+      ['x<&>\ty', '1'],
+      [null, null],
+      [null, 'ä€'],
+    ]);
   });
 
   it('rejects a field the first row did not have, naming page and row', async () => {
     const d = makePageDecoder('xml_query');
-    const bad = page([['1', '2'], ['3', '4']], ['a', 'b']).toString().replace(/name="b">4/, 'name="c">4');
+    const bad = page(
+      [
+        ['1', '2'],
+        ['3', '4'],
+      ],
+      ['a', 'b'],
+    )
+      .toString()
+      .replace(/name="b">4/, 'name="c">4');
     const err = await decodeAll(d, [page([['1', '2']], ['a', 'b']), Buffer.from(bad)], 5).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PageFormatError);
     expect((err as PageFormatError).details).toMatchObject({ page: 2, row: 2 });
@@ -58,10 +86,14 @@ describe('xml_query decoder', () => {
   });
 
   it('rejects XML that is not well-formed, and a truncated page', async () => {
-    await expect(decodeAll(makePageDecoder('xml_query'), [Buffer.from('<result><row><field name="a">x</row></result>')], 4)).rejects.toThrow(
-      /page 1, row 1: XML: /,
-    );
-    const err = await decodeAll(makePageDecoder('xml_query'), [Buffer.from('<result><row><field name="a">x</field></row>')], 64).catch((e: unknown) => e);
+    await expect(
+      decodeAll(makePageDecoder('xml_query'), [Buffer.from('<result><row><field name="a">x</row></result>')], 4),
+    ).rejects.toThrow(/page 1, row 1: XML: /);
+    const err = await decodeAll(
+      makePageDecoder('xml_query'),
+      [Buffer.from('<result><row><field name="a">x</field></row>')],
+      64,
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PageFormatError);
     expect((err as PageFormatError).code).toBe('PAGE_FORMAT');
   });

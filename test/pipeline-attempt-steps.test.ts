@@ -33,9 +33,18 @@ afterAll(async () => {
 });
 
 /** Options of an attempt of a fresh job `Sales/Orders` (txt, 250 rows in 3 pages) in `mode`. */
-function options(mode: 'replace' | 'append' = 'replace', report: Record<string, unknown> = {}, request: AttemptOptions['request'] = {}): AttemptOptions {
+function options(
+  mode: 'replace' | 'append' = 'replace',
+  report: Record<string, unknown> = {},
+  request: AttemptOptions['request'] = {},
+): AttemptOptions {
   const job = uniqueName('steps');
-  const config = h.config({ [job]: jobEntry({ name: 'Sales/Orders', outputType: 'txt', paging: 100, parameters: { ROWS: '250' }, ...report }, { table: `${h.schema}.${job}`, mode }) });
+  const config = h.config({
+    [job]: jobEntry(
+      { name: 'Sales/Orders', outputType: 'txt', paging: 100, parameters: { ROWS: '250' }, ...report },
+      { table: `${h.schema}.${job}`, mode },
+    ),
+  });
   return { job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger };
 }
 
@@ -45,17 +54,45 @@ it('recordAttempt records the attempt running, numbered within its run', async (
   const second = await recordAttempt(o);
   expect([first.number, second.number]).toEqual([1, 2]);
   expect(first.stage).toBe('config');
-  expect(await getAttempt(h.pool, second.attemptId)).toMatchObject({ status: 'running', run_key: 'k1', trigger: 'schedule', attempt: 2, target_table: first.targetTable });
+  expect(await getAttempt(h.pool, second.attemptId)).toMatchObject({
+    status: 'running',
+    run_key: 'k1',
+    trigger: 'schedule',
+    attempt: 2,
+    target_table: first.targetTable,
+  });
 });
 
 it('checkMayRun renders the start request and finds dead attempts only with the overlap lock', async () => {
-  const o = options('replace', { parameters: { ROWS: '250', FROM: '%{logicalStart:yyyy-MM-dd}' } }, { runKey: uniqueName('k'), logicalStart: '2026-11-01T00:00:00Z', logicalEnd: '2026-11-02T00:00:00Z' });
+  const o = options(
+    'replace',
+    { parameters: { ROWS: '250', FROM: '%{logicalStart:yyyy-MM-dd}' } },
+    { runKey: uniqueName('k'), logicalStart: '2026-11-01T00:00:00Z', logicalEnd: '2026-11-02T00:00:00Z' },
+  );
   // An attempt of the same run recorded running by a process that left no owner session: dead.
   const deadId = crypto.randomUUID();
-  await insertAttempt(h.pool, { attemptId: deadId, job: o.job.name, runKey: o.request!.runKey!, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'gone:1' });
+  await insertAttempt(h.pool, {
+    attemptId: deadId,
+    job: o.job.name,
+    runKey: o.request!.runKey!,
+    trigger: 'manual',
+    targetTable: 'x.y',
+    writeMode: 'replace',
+    worker: 'gone:1',
+  });
   const a = await recordAttempt(o);
   const without = await checkMayRun(a);
-  expect(without).toMatchObject({ kind: 'run', dead: [], request: { mandant: '7777', name: 'Sales/Orders', outputType: 'txt', paging: 100, parameters: { ROWS: '250', FROM: '2026-11-01' } } });
+  expect(without).toMatchObject({
+    kind: 'run',
+    dead: [],
+    request: {
+      mandant: '7777',
+      name: 'Sales/Orders',
+      outputType: 'txt',
+      paging: 100,
+      parameters: { ROWS: '250', FROM: '2026-11-01' },
+    },
+  });
   const withLock = await checkMayRun(await recordAttempt({ ...o, exclusive: { confirm: async () => true } }));
   expect(withLock.kind === 'run' && withLock.dead.map((d) => d.attempt_id)).toContain(deadId);
 });
@@ -80,7 +117,10 @@ it('openReportClient names stage token and fails there when the server cannot be
   await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(free.address() as AddressInfo).port}`;
   await new Promise<void>((resolve) => free.close(() => resolve()));
-  const config = h.config({ j: jobEntry({ name: 'Sales/Orders', outputType: 'txt' }, { table: `${h.schema}.unreachable`, mode: 'replace' }) }, { baseUrl });
+  const config = h.config(
+    { j: jobEntry({ name: 'Sales/Orders', outputType: 'txt' }, { table: `${h.schema}.unreachable`, mode: 'replace' }) },
+    { baseUrl },
+  );
   const far = await recordAttempt({ ...o, job: resolveJob(config, 'j') });
   await expect(openReportClient(far)).rejects.toMatchObject({ code: 'SERVER_UNREACHABLE' });
 });
@@ -107,7 +147,7 @@ it('startReportJob records the report job id, waitForReportJob waits for its row
   }
 });
 
-it('clearDeadAttempts deletes a dead attempt\'s report job and records it interrupted', async () => {
+it("clearDeadAttempts deletes a dead attempt's report job and records it interrupted", async () => {
   const o = options();
   const dead = await recordAttempt(o);
   const lease = await openReportClient(dead);
@@ -116,7 +156,9 @@ it('clearDeadAttempts deletes a dead attempt\'s report job and records it interr
     if (check.kind !== 'run') throw new Error('expected a run');
     const started = await startReportJob(dead, lease.client, check.request);
     const a = await recordAttempt(o);
-    await clearDeadAttempts(a, lease.client, [{ attempt_id: dead.attemptId, attempt: 1, report_job_id: started.job.id, worker: 'gone:1', owner_lock: null }]);
+    await clearDeadAttempts(a, lease.client, [
+      { attempt_id: dead.attemptId, attempt: 1, report_job_id: started.job.id, worker: 'gone:1', owner_lock: null },
+    ]);
     expect(h.sim.counters().openJobs).not.toContain(started.job.id);
     expect(await getAttempt(h.pool, dead.attemptId)).toMatchObject({ status: 'interrupted' });
   } finally {
@@ -144,7 +186,7 @@ it('loadAndCommit loads every page and records the attempt succeeded in the same
   }
 });
 
-it('recordFailedAttempt records the failure at the stage the attempt was in, or the one the error names, with the server\'s words', async () => {
+it("recordFailedAttempt records the failure at the stage the attempt was in, or the one the error names, with the server's words", async () => {
   const a = await recordAttempt(options());
   a.stage = 'fetch';
   const failed = await recordFailedAttempt(a, new Error('socket hang up'));
@@ -152,10 +194,18 @@ it('recordFailedAttempt records the failure at the stage the attempt was in, or 
   const b = await recordAttempt(options());
   b.stage = 'load';
   await recordFailedAttempt(b, new ReportFailedError('job-1', 'Report execution failed:\nDivision by zero'));
-  const { rows } = await h.pool.query('SELECT attempt_id, stage, error_kind, server_message FROM etl.run_errors WHERE attempt_id = ANY($1) ORDER BY stage', [[a.attemptId, b.attemptId]]);
+  const { rows } = await h.pool.query(
+    'SELECT attempt_id, stage, error_kind, server_message FROM etl.run_errors WHERE attempt_id = ANY($1) ORDER BY stage',
+    [[a.attemptId, b.attemptId]],
+  );
   expect(rows).toEqual([
     { attempt_id: a.attemptId, stage: 'fetch', error_kind: 'INTERNAL', server_message: null },
-    { attempt_id: b.attemptId, stage: 'poll', error_kind: 'REPORT_FAILED', server_message: 'Report execution failed:\nDivision by zero' },
+    {
+      attempt_id: b.attemptId,
+      stage: 'poll',
+      error_kind: 'REPORT_FAILED',
+      server_message: 'Report execution failed:\nDivision by zero',
+    },
   ]);
   expect(await getAttempt(h.pool, a.attemptId)).toMatchObject({ status: 'failed' });
 });

@@ -40,12 +40,20 @@ it('an attempt that finds PostgreSQL full (53300) waits for room, then records i
   const pool = makePool(captureLogger().logger, roleUrl, 1);
   const { logger, lines } = captureLogger();
   const table = `${h.schema}.orders_full`;
-  const config = h.config({ o: jobEntry({ name: 'Sales/Orders', outputType: 'txt', paging: 100, parameters: { ROWS: '250' } }, { table }) });
+  const config = h.config({
+    o: jobEntry({ name: 'Sales/Orders', outputType: 'txt', paging: 100, parameters: { ROWS: '250' } }, { table }),
+  });
   let released = false;
   try {
     const pending = runAttempt({ job: resolveJob(config, 'o'), pool, redis: h.redis, logger });
-    await waitFor('the attempt to wait for room', () => lines.some((l) => l.msg === 'PostgreSQL cannot be reached or has no room: the attempt starts once it can'), 30_000);
-    expect(String(lines.find((l) => String(l.msg).startsWith('PostgreSQL cannot'))!.err)).toMatch(/too many connections/);
+    await waitFor(
+      'the attempt to wait for room',
+      () => lines.some((l) => l.msg === 'PostgreSQL cannot be reached or has no room: the attempt starts once it can'),
+      30_000,
+    );
+    expect(String(lines.find((l) => String(l.msg).startsWith('PostgreSQL cannot'))!.err)).toMatch(
+      /too many connections/,
+    );
     await blocker.end();
     released = true;
     expect(await pending).toMatchObject({ status: 'succeeded', rows: 250 });

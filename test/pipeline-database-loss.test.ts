@@ -28,11 +28,18 @@ afterAll(async () => {
 
 it('classifies lost and refused connections as retryable, SQL problems not', () => {
   for (const code of ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', '57P01', '08006', '53300', '57P03']) {
-    expect(databaseError(Object.assign(new Error(`x ${code}`), { code }), 'load')).toMatchObject({ code: 'DATABASE', retryable: true });
+    expect(databaseError(Object.assign(new Error(`x ${code}`), { code }), 'load')).toMatchObject({
+      code: 'DATABASE',
+      retryable: true,
+    });
   }
   expect(databaseError(new Error('Connection terminated unexpectedly'), 'load')).toMatchObject({ retryable: true });
-  expect(databaseError(new Error('timeout exceeded when trying to connect'), 'load')).toMatchObject({ retryable: true });
-  expect(databaseError(Object.assign(new Error('syntax error'), { code: '42601' }), 'load')).toMatchObject({ retryable: false });
+  expect(databaseError(new Error('timeout exceeded when trying to connect'), 'load')).toMatchObject({
+    retryable: true,
+  });
+  expect(databaseError(Object.assign(new Error('syntax error'), { code: '42601' }), 'load')).toMatchObject({
+    retryable: false,
+  });
 });
 
 it('an attempt that loses PostgreSQL mid-load fails retryable, is recorded once it is back, and the next attempt loads', async () => {
@@ -41,7 +48,9 @@ it('an attempt that loses PostgreSQL mid-load fails retryable, is recorded once 
   proxied.port = String(proxy.port);
   const pool = makePool(captureLogger().logger, proxied.toString(), 4);
   const table = `${h.schema}.orders_lost`;
-  const config = h.config({ o: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 200, parameters: { ROWS: '3000' } }, { table }) });
+  const config = h.config({
+    o: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 200, parameters: { ROWS: '3000' } }, { table }),
+  });
   const { logger, lines } = captureLogger();
   h.sim.setFaults({ latencyMs: 100 });
   let restored = false;
@@ -50,14 +59,24 @@ it('an attempt that loses PostgreSQL mid-load fails retryable, is recorded once 
     // Take the database away once rows are flowing, and bring it back a few seconds later.
     await waitFor(() => lines.some((l) => l.msg === 'page loaded'));
     proxy.cut();
-    await waitFor(() => lines.some((l) => l.msg === 'PostgreSQL cannot be reached or has no room: recording the failed attempt once it can'));
+    await waitFor(() =>
+      lines.some(
+        (l) => l.msg === 'PostgreSQL cannot be reached or has no room: recording the failed attempt once it can',
+      ),
+    );
     h.sim.setFaults({});
     proxy.restore();
     restored = true;
-    const err = await pending.then(() => undefined, (e: unknown) => e);
+    const err = await pending.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(AttemptFailedError);
     expect(err).toMatchObject({ code: 'DATABASE', retryable: true });
-    const { rows } = await h.pool.query('SELECT r.status, e.error_kind, e.retryable FROM etl.attempts r JOIN etl.run_errors e USING (attempt_id) WHERE r.attempt_id = $1', [(err as AttemptFailedError).attemptId]);
+    const { rows } = await h.pool.query(
+      'SELECT r.status, e.error_kind, e.retryable FROM etl.attempts r JOIN etl.run_errors e USING (attempt_id) WHERE r.attempt_id = $1',
+      [(err as AttemptFailedError).attemptId],
+    );
     expect(rows).toEqual([{ status: 'failed', error_kind: 'DATABASE', retryable: true }]);
     expect(lines.some((l) => l.msg === 'PostgreSQL is back: the failed attempt is recorded')).toBe(true);
     const exists = await h.pool.query('SELECT to_regclass($1) AS t', [table]);

@@ -45,7 +45,9 @@ afterAll(async () => {
 
 /** A fingerprint of the target's full content. */
 async function snapshot(): Promise<string> {
-  const { rows } = await h.pool.query(`SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS m, count(*)::int AS n FROM ${table} t`);
+  const { rows } = await h.pool.query(
+    `SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS m, count(*)::int AS n FROM ${table} t`,
+  );
   return `${rows[0].n}:${rows[0].m}`;
 }
 
@@ -54,7 +56,16 @@ async function snapshot(): Promise<string> {
  * and `job` on top.
  */
 function ordersJob(report: Record<string, unknown> = {}, job: Record<string, unknown> = {}): Record<string, unknown> {
-  const base = jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, ...report, parameters: { ROWS: '450', ...(report.parameters as object) } }, { table });
+  const base = jobEntry(
+    {
+      name: 'Sales/Orders',
+      outputType: 'json',
+      paging: 100,
+      ...report,
+      parameters: { ROWS: '450', ...(report.parameters as object) },
+    },
+    { table },
+  );
   return { ...base, ...job };
 }
 
@@ -79,7 +90,14 @@ async function within<T>(what: string, ms: number, promise: Promise<T>): Promise
 async function failingRun(config: EtlConfig, name: string, sim: Simulator = h.sim) {
   const before = await snapshot();
   const attempt = runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: silentLogger });
-  const err = await within('the attempt to end', OUTCOME_WAIT_MS, attempt.then(() => 'succeeded', (e: unknown) => e));
+  const err = await within(
+    'the attempt to end',
+    OUTCOME_WAIT_MS,
+    attempt.then(
+      () => 'succeeded',
+      (e: unknown) => e,
+    ),
+  );
   expect(err).toBeInstanceOf(AttemptFailedError);
   const failed = err as AttemptFailedError;
   const recorded = (await h.pool.query('SELECT * FROM etl.attempts WHERE attempt_id = $1', [failed.attemptId])).rows[0];
@@ -92,17 +110,27 @@ async function failingRun(config: EtlConfig, name: string, sim: Simulator = h.si
   return { err: failed, error: errors[0] };
 }
 
-it('a page that trickles (one byte every 2 s) fails at its pageTimeoutMs with PAGE_TIMEOUT, the job\'s own over its connection\'s', async () => {
+it("a page that trickles (one byte every 2 s) fails at its pageTimeoutMs with PAGE_TIMEOUT, the job's own over its connection's", async () => {
   const name = `${jp}_trickle`;
   // Page 2 is asked for ahead, while page 1 is read: its deadline counts from when page 1 was done.
-  const config = h.config({ [name]: ordersJob({ parameters: { SIM_FAULT: 'trickle', SIM_FAULT_PAGE: '2' } }, { pageTimeoutMs: 1_500 }) }, { pageTimeoutMs: 3_600_000 });
+  const config = h.config(
+    { [name]: ordersJob({ parameters: { SIM_FAULT: 'trickle', SIM_FAULT_PAGE: '2' } }, { pageTimeoutMs: 1_500 }) },
+    { pageTimeoutMs: 3_600_000 },
+  );
   h.sim.resetCounters();
   const { err, error } = await failingRun(config, name);
   expect(err.code).toBe('PAGE_TIMEOUT');
   expect(err.retryable).toBe(true);
-  expect(error).toMatchObject({ stage: 'fetch', error_kind: 'PAGE_TIMEOUT', retryable: true, details: { page: 2, limitMs: 1_500, answered: true } });
+  expect(error).toMatchObject({
+    stage: 'fetch',
+    error_kind: 'PAGE_TIMEOUT',
+    retryable: true,
+    details: { page: 2, limitMs: 1_500, answered: true },
+  });
   expect(error.details.bytes).toBeGreaterThan(0);
-  expect(err.message).toMatch(/^page 2 of report job [0-9a-f-]{36} was not read within pageTimeoutMs \(1500 ms\): \d+ bytes of it had arrived/);
+  expect(err.message).toMatch(
+    /^page 2 of report job [0-9a-f-]{36} was not read within pageTimeoutMs \(1500 ms\): \d+ bytes of it had arrived/,
+  );
   expect(err.message).toContain('raise pageTimeoutMs in jobs.yaml');
   // Page 3 was asked for ahead once page 2 answered, and nothing after it: reading stopped at page 2.
   expect(h.sim.counters().requests.output).toBe(3);
@@ -115,18 +143,35 @@ it('a report job that renders past maxRunMs fails at stage poll with RUN_TIMEOUT
   const config = h.config({ [name]: ordersJob() }, { baseUrl: slow.url, maxRunMs: 1_500 });
   const { err, error } = await failingRun(config, name, slow);
   expect(err.code).toBe('RUN_TIMEOUT');
-  expect(error).toMatchObject({ stage: 'poll', error_kind: 'RUN_TIMEOUT', retryable: true, details: { limitMs: 1_500, pages: 0 } });
-  expect(err.message).toContain('did not commit within maxRunMs (1500 ms) of its start: it was at stage poll, no page had been read');
+  expect(error).toMatchObject({
+    stage: 'poll',
+    error_kind: 'RUN_TIMEOUT',
+    retryable: true,
+    details: { limitMs: 1_500, pages: 0 },
+  });
+  expect(err.message).toContain(
+    'did not commit within maxRunMs (1500 ms) of its start: it was at stage poll, no page had been read',
+  );
   expect(err.message).toContain('raise maxRunMs in jobs.yaml');
   expect(slow.counters().jobsDeleted).toBe(1);
 });
 
 it('an attempt whose pages trickle past maxRunMs fails with RUN_TIMEOUT, the load rolled back', async () => {
   const name = `${jp}_run_timeout`;
-  const config = h.config({ [name]: ordersJob({ outputType: 'txt', parameters: { SIM_FAULT: 'trickle', SIM_FAULT_PAGE: '3' } }, { maxRunMs: 2_000 }) });
+  const config = h.config({
+    [name]: ordersJob(
+      { outputType: 'txt', parameters: { SIM_FAULT: 'trickle', SIM_FAULT_PAGE: '3' } },
+      { maxRunMs: 2_000 },
+    ),
+  });
   const { err, error } = await failingRun(config, name);
   expect(err.code).toBe('RUN_TIMEOUT');
-  expect(error).toMatchObject({ stage: 'load', error_kind: 'RUN_TIMEOUT', retryable: true, details: { limitMs: 2_000 } });
+  expect(error).toMatchObject({
+    stage: 'load',
+    error_kind: 'RUN_TIMEOUT',
+    retryable: true,
+    details: { limitMs: 2_000 },
+  });
   expect(err.message).toMatch(/it was at stage load, 2 pages had been read completely \(\d+ bytes had arrived\)/);
   // COPY waited for this process's rows, not PostgreSQL for anything: the abort ended it, no statement was cancelled.
   expect(error.details.cancelledStatement).toBeUndefined();
@@ -144,17 +189,36 @@ it('a load waiting past maxRunMs for a lock another session holds fails with RUN
     await blocker.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
     const attempt = runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: silentLogger });
     // The attempt ends while the lock is still held: it does not wait for the other session.
-    const err = await within('the attempt to end while the lock is held', OUTCOME_WAIT_MS, attempt.then(() => 'succeeded', (e: unknown) => e));
+    const err = await within(
+      'the attempt to end while the lock is held',
+      OUTCOME_WAIT_MS,
+      attempt.then(
+        () => 'succeeded',
+        (e: unknown) => e,
+      ),
+    );
     expect(err).toBeInstanceOf(AttemptFailedError);
     const failed = err as AttemptFailedError;
     expect(failed.code).toBe('RUN_TIMEOUT');
     const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId])).rows;
-    expect(errors).toMatchObject([{ stage: 'load', error_kind: 'RUN_TIMEOUT', retryable: true, details: { limitMs: 3_000, cancelledStatement: { waitEventType: 'Lock', waitEvent: 'relation' } } }]);
+    expect(errors).toMatchObject([
+      {
+        stage: 'load',
+        error_kind: 'RUN_TIMEOUT',
+        retryable: true,
+        details: { limitMs: 3_000, cancelledStatement: { waitEventType: 'Lock', waitEvent: 'relation' } },
+      },
+    ]);
     // On-call reads what held it, not "a report slow to render".
-    expect(failed.message).toContain('PostgreSQL was still running a statement of the load, waiting for a lock another session held (relation), and it was cancelled');
+    expect(failed.message).toContain(
+      'PostgreSQL was still running a statement of the load, waiting for a lock another session held (relation), and it was cancelled',
+    );
     expect(failed.message).toContain('Check what holds locks on the target');
     expect(failed.message).not.toContain('slow to render');
-    const { rows: waiting } = await h.pool.query('SELECT count(*)::int AS n FROM pg_locks WHERE relation = $1::regclass AND NOT granted', [table]);
+    const { rows: waiting } = await h.pool.query(
+      'SELECT count(*)::int AS n FROM pg_locks WHERE relation = $1::regclass AND NOT granted',
+      [table],
+    );
     expect(waiting[0].n).toBe(0);
   } finally {
     await blocker.query('ROLLBACK');
@@ -175,7 +239,9 @@ it('a server that serves pages past pages= without end fails at page pages+1 wit
     const { err, error } = await failingRun(config, name);
     expect(err.code, outputType).toBe('PAGE_COUNT_MISMATCH');
     expect(error).toMatchObject({ stage: 'load', retryable: true, details: { expected: 5, loaded: 5, page: 6 } });
-    expect(err.message).toBe('page count mismatch: the server reported pages=5, but answered page 6 too (past the last page it answers 404); reading stopped there and nothing was committed');
+    expect(err.message).toBe(
+      'page count mismatch: the server reported pages=5, but answered page 6 too (past the last page it answers 404); reading stopped there and nothing was committed',
+    );
     // Pages 1-6 and not one more.
     expect(h.sim.counters().requests.output).toBe(6);
   }
@@ -188,8 +254,14 @@ it('rows past rows= fail with ROW_COUNT_MISMATCH as the first of them arrives, w
     const config = h.config({ [name]: ordersJob({ outputType, parameters: { SIM_FAULT: 'extra-row' } }) });
     const { err, error } = await failingRun(config, name);
     expect(err.code, outputType).toBe('ROW_COUNT_MISMATCH');
-    expect(error, outputType).toMatchObject({ stage: 'load', retryable: true, details: { expected: 449, loaded: 450, page: 5 } });
-    expect(err.message).toBe('row count mismatch: the server reported rows=449, but 450 rows had arrived by page 5; reading stopped there and nothing was committed');
+    expect(error, outputType).toMatchObject({
+      stage: 'load',
+      retryable: true,
+      details: { expected: 449, loaded: 450, page: 5 },
+    });
+    expect(err.message).toBe(
+      'row count mismatch: the server reported rows=449, but 450 rows had arrived by page 5; reading stopped there and nothing was committed',
+    );
   }
 });
 
@@ -212,27 +284,58 @@ it('rows past rows= stop the reading in the page that brings them, not at the en
   }
 });
 
-it('in a worker, a page that trickles frees the run\'s concurrency and its report slot: the next run goes through', async () => {
+it("in a worker, a page that trickles frees the run's concurrency and its report slot: the next run goes through", async () => {
   extra.prefix = uniqueName('qd');
   extra.queue = makeQueue(h.redis, extra.prefix);
   const stuck = `${jp}_w_trickle`;
   const next = `${jp}_w_next`;
   const config = h.config(
     {
-      [stuck]: { ...ordersJob({ parameters: { SIM_FAULT: 'trickle', SIM_FAULT_PAGE: '1' } }), pageTimeoutMs: 1_000, retry: { attempts: 1, backoffMs: 0 } },
-      [next]: jobEntry({ name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '20' } }, { table: `${h.schema}.stock_next` }),
+      [stuck]: {
+        ...ordersJob({ parameters: { SIM_FAULT: 'trickle', SIM_FAULT_PAGE: '1' } }),
+        pageTimeoutMs: 1_000,
+        retry: { attempts: 1, backoffMs: 0 },
+      },
+      [next]: jobEntry(
+        { name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '20' } },
+        { table: `${h.schema}.stock_next` },
+      ),
     },
     { maxConcurrentReports: 1 },
   );
   // One run at a time, one report job at a time on the connection.
-  extra.workers.push(makeRunWorker({ config: () => config, pool: h.pool, redis: h.redis, logger: silentLogger, prefix: extra.prefix, concurrency: 1 }));
+  extra.workers.push(
+    makeRunWorker({
+      config: () => config,
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+      prefix: extra.prefix,
+      concurrency: 1,
+    }),
+  );
   const before = await snapshot();
   const a = await enqueueManual(extra.queue, config, stuck);
   const b = await enqueueManual(extra.queue, config, next);
-  await waitFor('the trickling run to fail for good', async () => (await (await extra.queue!.getJob(a.jobId))?.getState()) === 'failed', OUTCOME_WAIT_MS);
-  await waitFor('the next run to succeed', async () => (await (await extra.queue!.getJob(b.jobId))?.getState()) === 'completed', OUTCOME_WAIT_MS);
+  await waitFor(
+    'the trickling run to fail for good',
+    async () => (await (await extra.queue!.getJob(a.jobId))?.getState()) === 'failed',
+    OUTCOME_WAIT_MS,
+  );
+  await waitFor(
+    'the next run to succeed',
+    async () => (await (await extra.queue!.getJob(b.jobId))?.getState()) === 'completed',
+    OUTCOME_WAIT_MS,
+  );
   expect((await attemptsOf(h.pool, stuck)).map((r) => r.status)).toEqual(['failed']);
-  expect((await h.pool.query('SELECT error_kind FROM etl.run_errors e JOIN etl.attempts a USING (attempt_id) WHERE a.job = $1', [stuck])).rows).toEqual([{ error_kind: 'PAGE_TIMEOUT' }]);
+  expect(
+    (
+      await h.pool.query(
+        'SELECT error_kind FROM etl.run_errors e JOIN etl.attempts a USING (attempt_id) WHERE a.job = $1',
+        [stuck],
+      )
+    ).rows,
+  ).toEqual([{ error_kind: 'PAGE_TIMEOUT' }]);
   expect((await attemptsOf(h.pool, next)).map((r) => r.status)).toEqual(['succeeded']);
   expect(await snapshot()).toBe(before);
   await waitFor('every report job deleted', () => h.sim.counters().openJobs.length === 0);

@@ -15,7 +15,9 @@ let table: string;
 beforeAll(async () => {
   h = await startHarness();
   table = `${h.schema}.orders`;
-  await h.pool.query(`CREATE TABLE ${table} (auftrag_nr bigint, kunde text, menge_stk bigint, betrag numeric, rabatt numeric, erfasst_am timestamptz, bemerkung text, beleg_id bigint)`);
+  await h.pool.query(
+    `CREATE TABLE ${table} (auftrag_nr bigint, kunde text, menge_stk bigint, betrag numeric, rabatt numeric, erfasst_am timestamptz, bemerkung text, beleg_id bigint)`,
+  );
   await h.pool.query(`INSERT INTO ${table} (auftrag_nr, kunde) VALUES (1, 'old row'), (2, 'old row')`);
 });
 afterAll(async () => {
@@ -24,15 +26,34 @@ afterAll(async () => {
 
 /** A fingerprint of the target's full content. */
 async function snapshot(): Promise<string> {
-  const { rows } = await h.pool.query(`SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS m, count(*)::int AS n FROM ${table} t`);
+  const { rows } = await h.pool.query(
+    `SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS m, count(*)::int AS n FROM ${table} t`,
+  );
   return `${rows[0].n}:${rows[0].m}`;
 }
 
 /** Runs a job expected to fail; returns the error and the recorded run and run_errors rows. */
-async function failingRun(report: Record<string, unknown>, connection: Record<string, unknown> = {}, targetExtra: Record<string, unknown> = {}) {
+async function failingRun(
+  report: Record<string, unknown>,
+  connection: Record<string, unknown> = {},
+  targetExtra: Record<string, unknown> = {},
+) {
   const before = await snapshot();
-  const config = h.config({ j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '450' }, ...report }, { table, ...targetExtra }) }, connection);
-  const err = await runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger }).then(
+  const config = h.config(
+    {
+      j: jobEntry(
+        { name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '450' }, ...report },
+        { table, ...targetExtra },
+      ),
+    },
+    connection,
+  );
+  const err = await runAttempt({
+    job: resolveJob(config, 'j'),
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+  }).then(
     () => undefined,
     (e: unknown) => e,
   );
@@ -52,7 +73,12 @@ it('a report that ends FinishedError is recorded with the server text verbatim',
   expect(err.retryable).toBe(false);
   expect(run.status).toBe('failed');
   expect(run.report_job_id).toMatch(/^[0-9a-f-]{36}$/);
-  expect(error).toMatchObject({ stage: 'poll', error_kind: 'REPORT_FAILED', server_message: FAILING_MESSAGE, retryable: false });
+  expect(error).toMatchObject({
+    stage: 'poll',
+    error_kind: 'REPORT_FAILED',
+    server_message: FAILING_MESSAGE,
+    retryable: false,
+  });
   expect(run.error).toContain(FAILING_MESSAGE);
 });
 
@@ -80,7 +106,12 @@ it('a server that cannot be reached is recorded as SERVER_UNREACHABLE (retryable
   const { err, run, error } = await failingRun({}, { baseUrl });
   expect(err.code).toBe('SERVER_UNREACHABLE');
   expect(err.retryable).toBe(true);
-  expect(error).toMatchObject({ stage: 'token', error_kind: 'SERVER_UNREACHABLE', retryable: true, details: { networkCode: 'ECONNREFUSED', server: baseUrl } });
+  expect(error).toMatchObject({
+    stage: 'token',
+    error_kind: 'SERVER_UNREACHABLE',
+    retryable: true,
+    details: { networkCode: 'ECONNREFUSED', server: baseUrl },
+  });
   expect(error.message).toContain(`the server ${baseUrl} cannot be reached (connection refused, ECONNREFUSED)`);
   expect(error.message).toContain('check that baseUrl in jobs.yaml is right, that the server is up');
   expect(run.error).not.toMatch(/credential|secret/i);
@@ -114,8 +145,18 @@ it('a value that does not fit the existing column type names column, page and va
 
 it('a declared type that the values do not fit fails the first run with column, page and value', async () => {
   const fresh = `${h.schema}.declared_bad`;
-  const config = h.config({ d: jobEntry({ name: 'Drift', outputType: 'json', paging: 50, parameters: { ROWS: '200' } }, { table: fresh, columns: { wert: 'bigint' } }) });
-  const err = (await runAttempt({ job: resolveJob(config, 'd'), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e)) as AttemptFailedError;
+  const config = h.config({
+    d: jobEntry(
+      { name: 'Drift', outputType: 'json', paging: 50, parameters: { ROWS: '200' } },
+      { table: fresh, columns: { wert: 'bigint' } },
+    ),
+  });
+  const err = (await runAttempt({
+    job: resolveJob(config, 'd'),
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+  }).catch((e: unknown) => e)) as AttemptFailedError;
   expect(err.code).toBe('VALUE_DOES_NOT_FIT');
   expect(err.message).toMatch(/column wert .*page 3/);
   const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [fresh]);
@@ -126,12 +167,21 @@ it('an aborted run rolls back, deletes its report job and is recorded interrupte
   const before = await snapshot();
   h.sim.setFaults({ latencyMs: 100 });
   const controller = new AbortController();
-  const config = h.config({ j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '2000' } }, { table }) });
+  const config = h.config({
+    j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '2000' } }, { table }),
+  });
   const logger = silentLogger;
-  const pending = runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger, signal: controller.signal });
+  const pending = runAttempt({
+    job: resolveJob(config, 'j'),
+    pool: h.pool,
+    redis: h.redis,
+    logger,
+    signal: controller.signal,
+  });
   // Abort once a few pages are in the COPY stream.
   const started = Date.now();
-  while (h.sim.counters().requests.output < 3 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 20));
+  while (h.sim.counters().requests.output < 3 && Date.now() - started < 20_000)
+    await new Promise((r) => setTimeout(r, 20));
   controller.abort(new Error('test abort'));
   const err = (await pending.catch((e: unknown) => e)) as AttemptFailedError;
   h.sim.setFaults({});
@@ -144,8 +194,15 @@ it('an aborted run rolls back, deletes its report job and is recorded interrupte
 
 it('a declared varchar too short for the values fails the first load instead of cutting them short', async () => {
   const fresh = `${h.schema}.short_text`;
-  const config = h.config({ s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: fresh, columns: { artikel: 'varchar(3)' } }) });
-  const err = (await runAttempt({ job: resolveJob(config, 's'), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e)) as AttemptFailedError;
+  const config = h.config({
+    s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: fresh, columns: { artikel: 'varchar(3)' } }),
+  });
+  const err = (await runAttempt({
+    job: resolveJob(config, 's'),
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+  }).catch((e: unknown) => e)) as AttemptFailedError;
   expect(err.code).toBe('VALUE_DOES_NOT_FIT');
   expect(err.message).toMatch(/column artikel .*type character varying\(3\).*page 1, row 1 /);
   const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [fresh]);
@@ -157,7 +214,12 @@ it('names the column whose value does not fit, not one whose modifier merely rou
   // numeric(10,2) takes Bestand's integers (it rounds what it must); varchar(5) is too short for Stand.
   await h.pool.query(`CREATE TABLE ${target} (artikel text PRIMARY KEY, bestand numeric(10,2), stand varchar(5))`);
   const config = h.config({ s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: target }) });
-  const err = (await runAttempt({ job: resolveJob(config, 's'), pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e)) as AttemptFailedError;
+  const err = (await runAttempt({
+    job: resolveJob(config, 's'),
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+  }).catch((e: unknown) => e)) as AttemptFailedError;
   expect(err.code).toBe('VALUE_DOES_NOT_FIT');
   expect(err.message).toMatch(/does not fit column stand .*character varying\(5\).*page 1, row 1 /);
   const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${target}`);
@@ -167,7 +229,9 @@ it('names the column whose value does not fit, not one whose modifier merely rou
 it('an attempt declared dead by a later attempt while it stalled does not commit, and its record stays interrupted', async () => {
   const before = await snapshot();
   h.sim.setFaults({ latencyMs: 60 });
-  const config = h.config({ j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '600' } }, { table }) });
+  const config = h.config({
+    j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '600' } }, { table }),
+  });
   const pending = runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
   try {
     // What recoverDeadAttempts of the next attempt does to an attempt it finds still `running`.
@@ -176,7 +240,10 @@ it('an attempt declared dead by a later attempt while it stalled does not commit
     while (marked === 0 && Date.now() - started < 20_000) {
       await new Promise((r) => setTimeout(r, 20));
       if (h.sim.counters().requests.output < 2) continue;
-      const res = await h.pool.query(`UPDATE etl.attempts SET status = 'interrupted', error = 'abandoned (test)' WHERE job = 'j' AND status = 'running' AND target_table = $1`, [table]);
+      const res = await h.pool.query(
+        `UPDATE etl.attempts SET status = 'interrupted', error = 'abandoned (test)' WHERE job = 'j' AND status = 'running' AND target_table = $1`,
+        [table],
+      );
       marked = res.rowCount ?? 0;
     }
     expect(marked).toBe(1);
@@ -186,7 +253,8 @@ it('an attempt declared dead by a later attempt while it stalled does not commit
   const err = (await pending.catch((e: unknown) => e)) as AttemptFailedError;
   expect(err.code).toBe('ABORTED');
   expect(err.message).toMatch(/declared dead by a later attempt/);
-  const run = (await h.pool.query('SELECT status, error FROM etl.attempts WHERE attempt_id = $1', [err.attemptId])).rows[0];
+  const run = (await h.pool.query('SELECT status, error FROM etl.attempts WHERE attempt_id = $1', [err.attemptId]))
+    .rows[0];
   expect(run).toEqual({ status: 'interrupted', error: 'abandoned (test)' });
   expect(await snapshot()).toBe(before);
   expect(h.sim.counters().openJobs).toEqual([]);

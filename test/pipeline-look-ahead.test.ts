@@ -52,12 +52,23 @@ function recording(): { client: ReportClient; seen: Recorded } {
 
 const REQ = { mandant: '7777', name: 'Sales/Orders', outputType: 'json' as const, paging: 250, parameters: {} };
 /** Pages of a few MB, read in many chunks, so that a run can be aborted in the middle of one. */
-const BIG = { mandant: '7777', name: 'Big', outputType: 'json' as const, paging: 10_000, parameters: { ROWS: '40000' } };
+const BIG = {
+  mandant: '7777',
+  name: 'Big',
+  outputType: 'json' as const,
+  paging: 10_000,
+  parameters: { ROWS: '40000' },
+};
 
 beforeAll(async () => {
   redis = new Redis(REDIS_URL);
   sim = await startSimulator({ port: 0, jobDurationMs: 10 });
-  client = await makeReportClient({ connection: testConnection(sim.url), connectionName: 'look_ahead', redis, keyPrefix: prefix });
+  client = await makeReportClient({
+    connection: testConnection(sim.url),
+    connectionName: 'look_ahead',
+    redis,
+    keyPrefix: prefix,
+  });
 });
 afterAll(async () => {
   await client.close();
@@ -82,8 +93,13 @@ it('asks for page n+1 before page n is read to its end, one page ahead at most, 
   expect(new Set(rows).size).toBe(2500);
   // 10 pages and the 404 after them; page n+1 is requested before page n ends, page n+2 only after it.
   for (let n = 1; n <= 10; n++) {
-    expect(seen.events.indexOf(`request ${n + 1}`), seen.events.join(', ')).toBeLessThan(seen.events.indexOf(`end ${n}`));
-    if (n > 1) expect(seen.events.indexOf(`request ${n + 1}`), seen.events.join(', ')).toBeGreaterThan(seen.events.indexOf(`end ${n - 1}`));
+    expect(seen.events.indexOf(`request ${n + 1}`), seen.events.join(', ')).toBeLessThan(
+      seen.events.indexOf(`end ${n}`),
+    );
+    if (n > 1)
+      expect(seen.events.indexOf(`request ${n + 1}`), seen.events.join(', ')).toBeGreaterThan(
+        seen.events.indexOf(`end ${n - 1}`),
+      );
   }
   expect(seen.events.filter((e) => e.startsWith('request'))).toHaveLength(11);
   expect(seen.events.filter((e) => e.startsWith('closed'))).toEqual([]);

@@ -42,20 +42,49 @@ afterAll(async () => {
 it('never has more report jobs open on the server than maxConcurrentReports, across workers, and every run succeeds', async () => {
   const names = Array.from({ length: 10 }, (_, k) => `${jp}_lim${k}`);
   const config = h.config(
-    Object.fromEntries(names.map((n) => [n, { ...jobEntry({ name: 'Stock/Levels', outputType: 'txt', paging: 100, parameters: { ROWS: '10' } }, { table: `${h.schema}.${n}`, mode: 'replace' }), schedule: '0 6 * * *' }])),
+    Object.fromEntries(
+      names.map((n) => [
+        n,
+        {
+          ...jobEntry(
+            { name: 'Stock/Levels', outputType: 'txt', paging: 100, parameters: { ROWS: '10' } },
+            { table: `${h.schema}.${n}`, mode: 'replace' },
+          ),
+          schedule: '0 6 * * *',
+        },
+      ]),
+    ),
     { maxConcurrentReports: 2 },
   );
   let most = 0;
   const sampler = setInterval(() => (most = Math.max(most, h.sim.counters().openJobs.length)), 5);
   try {
     // Two "processes" of four concurrent runs each.
-    for (let k = 0; k < 2; k++) workers.push(makeRunWorker({ config: () => config, pool: h.pool, redis: h.redis, logger: captureLogger().logger, prefix, concurrency: 4, workerName: `w${k}` }));
+    for (let k = 0; k < 2; k++)
+      workers.push(
+        makeRunWorker({
+          config: () => config,
+          pool: h.pool,
+          redis: h.redis,
+          logger: captureLogger().logger,
+          prefix,
+          concurrency: 4,
+          workerName: `w${k}`,
+        }),
+      );
     const tick = new Date('2026-11-24T05:00:00Z');
     for (const n of names) await enqueueTick(queue, config, n, tick, 'schedule');
-    await waitFor('every run to succeed', async () => {
-      const ok = await h.pool.query(`SELECT count(*)::int AS n FROM etl.attempts WHERE job LIKE $1 AND status = 'succeeded'`, [`${jp}_lim%`]);
-      return ok.rows[0].n === names.length;
-    }, 60_000);
+    await waitFor(
+      'every run to succeed',
+      async () => {
+        const ok = await h.pool.query(
+          `SELECT count(*)::int AS n FROM etl.attempts WHERE job LIKE $1 AND status = 'succeeded'`,
+          [`${jp}_lim%`],
+        );
+        return ok.rows[0].n === names.length;
+      },
+      60_000,
+    );
   } finally {
     clearInterval(sampler);
   }
@@ -68,13 +97,23 @@ it('never has more report jobs open on the server than maxConcurrentReports, acr
 
 it('a run in the foreground waits for a slot before it records an attempt, and says so', async () => {
   const job = `${jp}_fg`;
-  const config = h.config({ [job]: jobEntry({ name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '10' } }, { table: `${h.schema}.${job}`, mode: 'replace' }) }, { maxConcurrentReports: 1 });
+  const config = h.config(
+    {
+      [job]: jobEntry(
+        { name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '10' } },
+        { table: `${h.schema}.${job}`, mode: 'replace' },
+      ),
+    },
+    { maxConcurrentReports: 1 },
+  );
   const slots = new ReportSlots(h.redis, { prefix, pollMs: 200 });
   const busy = await slots.acquire('sim', 1);
   const { logger, lines } = captureLogger();
   try {
     const pending = runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger, slots });
-    await waitFor('the run to wait for a slot', () => lines.some((l) => l.msg === 'waiting for a slot on sim: 1 of 1 busy'));
+    await waitFor('the run to wait for a slot', () =>
+      lines.some((l) => l.msg === 'waiting for a slot on sim: 1 of 1 busy'),
+    );
     expect(await attemptsOf(h.pool, job)).toEqual([]);
     await busy.release();
     expect(await pending).toMatchObject({ status: 'succeeded', rows: 10 });
@@ -86,24 +125,54 @@ it('a run in the foreground waits for a slot before it records an attempt, and s
   }
 });
 
-it('a backfill of many ticks does not hold back another job\'s scheduled tick', async () => {
+it("a backfill of many ticks does not hold back another job's scheduled tick", async () => {
   const filler = `${jp}_backfill`;
   const other = `${jp}_sched`;
-  const entry = (n: string) => ({ ...jobEntry({ name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '10' } }, { table: `${h.schema}.${n}`, mode: 'replace' }), schedule: '0 6 * * *' });
-  const config = h.config({ [filler]: entry(filler), [other]: entry(other) }, { maxConcurrentReports: 1, pollIntervalMs: 20 });
-  const w = makeRunWorker({ config: () => config, pool: h.pool, redis: h.redis, logger: captureLogger().logger, prefix, concurrency: 1, workerName: 'fair' });
+  const entry = (n: string) => ({
+    ...jobEntry(
+      { name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '10' } },
+      { table: `${h.schema}.${n}`, mode: 'replace' },
+    ),
+    schedule: '0 6 * * *',
+  });
+  const config = h.config(
+    { [filler]: entry(filler), [other]: entry(other) },
+    { maxConcurrentReports: 1, pollIntervalMs: 20 },
+  );
+  const w = makeRunWorker({
+    config: () => config,
+    pool: h.pool,
+    redis: h.redis,
+    logger: captureLogger().logger,
+    prefix,
+    concurrency: 1,
+    workerName: 'fair',
+  });
   workers.push(w);
   // 12 daily ticks of one job, oldest first, then, once the first of them runs, one scheduled tick of another job.
-  const queued = await backfill({ queue, config }, filler, new Date('2026-09-01T00:00:00Z'), new Date('2026-09-13T00:00:00Z'));
+  const queued = await backfill(
+    { queue, config },
+    filler,
+    new Date('2026-09-01T00:00:00Z'),
+    new Date('2026-09-13T00:00:00Z'),
+  );
   expect(queued.runs).toHaveLength(12);
   await waitFor('the backfill to start', async () => (await attemptsOf(h.pool, filler)).length > 0, 60_000);
   await enqueueTick(queue, config, other, new Date('2026-11-24T05:00:00Z'), 'schedule');
-  await waitFor('the scheduled tick to succeed', async () => (await attemptsOf(h.pool, other)).some((r) => r.status === 'succeeded'), 60_000);
+  await waitFor(
+    'the scheduled tick to succeed',
+    async () => (await attemptsOf(h.pool, other)).some((r) => r.status === 'succeeded'),
+    60_000,
+  );
   const started = (await attemptsOf(h.pool, other))[0]!.started_at;
   const before = (await attemptsOf(h.pool, filler)).filter((r) => r.started_at < started);
   // The backfill run going on when the tick was queued, and at most one its worker had already taken.
   expect(before.length).toBeLessThanOrEqual(2);
-  await waitFor('the whole backfill', async () => (await attemptsOf(h.pool, filler)).filter((r) => r.status === 'succeeded').length === 12, 120_000);
+  await waitFor(
+    'the whole backfill',
+    async () => (await attemptsOf(h.pool, filler)).filter((r) => r.status === 'succeeded').length === 12,
+    120_000,
+  );
   // In the order of its ticks.
   const ticks = (await attemptsOf(h.pool, filler)).map((r) => (r.scheduled_for as Date).getTime());
   expect(ticks).toEqual([...ticks].sort((a, b) => a - b));
@@ -111,7 +180,10 @@ it('a backfill of many ticks does not hold back another job\'s scheduled tick', 
 
 it('the jobs overview and /metrics show a run waiting for a slot and how busy the connection is', async () => {
   const job = `${jp}_shown`;
-  const config = h.config({ [job]: jobEntry({ name: 'Stock/Levels', outputType: 'txt' }, { table: `${h.schema}.${job}`, mode: 'replace' }) }, { maxConcurrentReports: 1 });
+  const config = h.config(
+    { [job]: jobEntry({ name: 'Stock/Levels', outputType: 'txt' }, { table: `${h.schema}.${job}`, mode: 'replace' }) },
+    { maxConcurrentReports: 1 },
+  );
   const slots = new ReportSlots(h.redis, { prefix, pollMs: 200 });
   const busy = await slots.acquire('sim', 1, { label: 'other_job' });
   const controller = new AbortController();
@@ -119,7 +191,15 @@ it('the jobs overview and /metrics show a run waiting for a slot and how busy th
   const waiting = slots.acquire('sim', 1, { label: job, signal: controller.signal, onWait: () => (asked = true) });
   waiting.catch(() => undefined);
   const token = 'fleet-admin-token';
-  const server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, liveConfig: staticConfig(config) });
+  const server = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: silentLogger,
+    port: 0,
+    auth: { token },
+    liveConfig: staticConfig(config),
+  });
   try {
     await waitFor('the run to wait', () => asked);
     const headers = { authorization: `Bearer ${token}` };

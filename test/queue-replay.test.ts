@@ -41,9 +41,22 @@ afterAll(async () => {
 
 /** jobs.yaml with the given jobs: name -> [report name, write mode]. */
 function writeJobs(jobs: Record<string, [string, 'replace' | 'append']>): void {
-  const lines = ['connections:', '  sim:', `    baseUrl: ${h.sim.url}`, '    clientId: demo-client', '    clientSecret: ${QR_SECRET}', '    pollIntervalMs: 20', 'jobs:'];
+  const lines = [
+    'connections:',
+    '  sim:',
+    `    baseUrl: ${h.sim.url}`,
+    '    clientId: demo-client',
+    '    clientSecret: ${QR_SECRET}',
+    '    pollIntervalMs: 20',
+    'jobs:',
+  ];
   for (const [name, [report, mode]] of Object.entries(jobs)) {
-    lines.push(`  ${name}:`, '    connection: sim', `    report: { mandant: 7777, name: ${report}, paging: 100, parameters: { ROWS: "5" } }`, `    target: { table: ${h.schema}.${name}, mode: ${mode} }`);
+    lines.push(
+      `  ${name}:`,
+      '    connection: sim',
+      `    report: { mandant: 7777, name: ${report}, paging: 100, parameters: { ROWS: "5" } }`,
+      `    target: { table: ${h.schema}.${name}, mode: ${mode} }`,
+    );
   }
   writeFileSync(path, `${lines.join('\n')}\n`);
 }
@@ -85,7 +98,9 @@ it('replay --failed skips failures a later successful run superseded, says why, 
   const dryRep = await cli('replay', '--failed', '--job', rep, '--dry-run', '--queue-prefix', prefix);
   expect(dryRep.code, dryRep.err).toBe(0);
   expect(dryRep.out[0]).toBe('dry run, nothing queued: would queue 0 failed runs');
-  expect(dryRep.out[1]).toMatch(/^skipped 1 superseded failed run: a later logical run of the same job succeeded .*--include-superseded/);
+  expect(dryRep.out[1]).toMatch(
+    /^skipped 1 superseded failed run: a later logical run of the same job succeeded .*--include-superseded/,
+  );
   expect(dryRep.out[3]).toContain(failedRep.attempt_id);
   expect(dryRep.out[3]).toContain('[superseded by tuesday]');
 
@@ -108,13 +123,20 @@ it('replay --failed skips failures a later successful run superseded, says why, 
   expect(await queued()).toEqual([]);
 
   // The others are queued as the same logical run.
-  for (const job of [only, app]) expect((await cli('replay', '--failed', '--job', job, '--queue-prefix', prefix)).out.at(-1)).toBe('1 failed run queued again');
+  for (const job of [only, app])
+    expect((await cli('replay', '--failed', '--job', job, '--queue-prefix', prefix)).out.at(-1)).toBe(
+      '1 failed run queued again',
+    );
   expect((await queued()).map((q) => `${q.runKey}:${q.trigger}`).sort()).toEqual(['monday:replay', 'monday:replay']);
 
   // --include-superseded replays it anyway.
   const forced = await cli('replay', '--failed', '--job', rep, '--include-superseded', '--queue-prefix', prefix);
   expect(forced.out).toEqual([`replay queued as monday__replay_${failedRep.attempt_id}`, '1 failed run queued again']);
-  expect((await queue.getJob(`monday__replay_${failedRep.attempt_id}`))?.data).toMatchObject({ job: rep, runKey: 'monday', trigger: 'replay' });
+  expect((await queue.getJob(`monday__replay_${failedRep.attempt_id}`))?.data).toMatchObject({
+    job: rep,
+    runKey: 'monday',
+    trigger: 'replay',
+  });
 
   // One run by its run key, or by an attempt id, and the command says which it got. Three jobs have a run
   // "monday": the run key alone is ambiguous.
@@ -125,9 +147,13 @@ it('replay --failed skips failures a later successful run superseded, says why, 
   expect(several?.[1]?.split(', ')).toEqual(expect.arrayContaining([app, only, rep]));
   const byKey = await cli('replay', 'monday', '--job', only, '--queue-prefix', prefix);
   expect(byKey.code, byKey.err).toBe(0);
-  expect(byKey.out).toEqual([`run monday of job ${only}: replay of the run queued as monday__replay_${failedOnly.attempt_id}, after its failed attempt ${failedOnly.attempt_id}`]);
+  expect(byKey.out).toEqual([
+    `run monday of job ${only}: replay of the run queued as monday__replay_${failedOnly.attempt_id}, after its failed attempt ${failedOnly.attempt_id}`,
+  ]);
   const byAttempt = await cli('replay', failedApp.attempt_id, '--queue-prefix', prefix);
-  expect(byAttempt.out).toEqual([`attempt ${failedApp.attempt_id} (attempt 1 of run monday of job ${app}): replay of the run queued as monday__replay_${failedApp.attempt_id}`]);
+  expect(byAttempt.out).toEqual([
+    `attempt ${failedApp.attempt_id} (attempt 1 of run monday of job ${app}): replay of the run queued as monday__replay_${failedApp.attempt_id}`,
+  ]);
   // The same replays as --failed queued: nothing new reached the queue.
   expect((await queued()).filter((q) => q.trigger === 'replay')).toHaveLength(3);
   const succeeded = await cli('replay', 'tuesday', '--job', rep, '--queue-prefix', prefix);
@@ -142,12 +168,28 @@ it('refuses at once to replay a run of a job that left jobs.yaml, and --failed s
   const gone = `${jp}_gone`;
   writeJobs({ [`${jp}_kept`]: ['Stock/Levels', 'replace'] });
   const attemptId = randomUUID();
-  await insertAttempt(h.pool, { attemptId, job: gone, runKey: 'tuesday', trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test:1' });
-  await failAttempt(h.pool, attemptId, { status: 'failed', stage: 'poll', errorKind: 'REPORT_FAILED', retryable: false, message: 'Report execution failed:' });
+  await insertAttempt(h.pool, {
+    attemptId,
+    job: gone,
+    runKey: 'tuesday',
+    trigger: 'manual',
+    targetTable: 'x.y',
+    writeMode: 'replace',
+    worker: 'test:1',
+  });
+  await failAttempt(h.pool, attemptId, {
+    status: 'failed',
+    stage: 'poll',
+    errorKind: 'REPORT_FAILED',
+    retryable: false,
+    message: 'Report execution failed:',
+  });
   const before = (await queued()).length;
   const one = await cli('replay', 'tuesday', '--job', gone, '--queue-prefix', prefix);
   expect(one.code).toBe(2);
-  expect(one.err).toContain(`run tuesday of job ${gone} cannot be replayed: job ${gone} is no longer in jobs.yaml (add it back to replay its runs)`);
+  expect(one.err).toContain(
+    `run tuesday of job ${gone} cannot be replayed: job ${gone} is no longer in jobs.yaml (add it back to replay its runs)`,
+  );
   const all = await cli('replay', '--failed', '--job', gone, '--queue-prefix', prefix);
   expect(all.code).toBe(0);
   expect(all.out).toContain('skipped 1 failed run of jobs no longer in jobs.yaml (add a job back to replay its runs):');

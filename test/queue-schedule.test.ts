@@ -17,7 +17,6 @@ import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
 import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
-import type { Queue } from 'bullmq';
 
 let h: Harness;
 let prefix: string;
@@ -40,7 +39,15 @@ afterAll(async () => {
 });
 
 function startWorker(config: () => ReturnType<Harness['config']>, concurrency = 1): RunWorker {
-  const w = makeRunWorker({ config, pool: h.pool, redis: h.redis, logger: silentLogger, prefix, concurrency, overlapRetryMs: 200 });
+  const w = makeRunWorker({
+    config,
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+    prefix,
+    concurrency,
+    overlapRetryMs: 200,
+  });
   workers.push(w);
   return w;
 }
@@ -48,7 +55,9 @@ function startWorker(config: () => ReturnType<Harness['config']>, concurrency = 
 it('two schedulers and two workers: exactly one successful run per tick', async () => {
   const job = `${jp}_tick`;
   const table = `${h.schema}.stock_ticks`;
-  const config = h.config({ [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table }), schedule: '*/2 * * * * *', timezone: 'UTC' } });
+  const config = h.config({
+    [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table }), schedule: '*/2 * * * * *', timezone: 'UTC' },
+  });
   const live = staticConfig(config);
   const s1 = makeScheduler({ config: live, queue, pool: h.pool, logger: silentLogger });
   const s2 = makeScheduler({ config: live, queue, pool: h.pool, logger: silentLogger });
@@ -57,7 +66,11 @@ it('two schedulers and two workers: exactly one successful run per tick', async 
   const started = Date.now();
   await Promise.all([s1.start(), s2.start()]);
   expect(s1.scheduled()).toEqual({ [job]: '*/2 * * * * *@UTC' });
-  await waitFor('4 ticks', async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length >= 4, 20_000);
+  await waitFor(
+    '4 ticks',
+    async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length >= 4,
+    20_000,
+  );
   await Promise.all([s1.close(), s2.close()]);
   await waitFor('queue drained', async () => {
     const c = await queue.getJobCounts('waiting', 'active', 'delayed');
@@ -75,7 +88,10 @@ it('two schedulers and two workers: exactly one successful run per tick', async 
   for (const r of runs) expect(r.run_key).toBe(tickQueueJobId(job, r.scheduled_for!));
   // Each BullMQ job completed once, under its deterministic id.
   const done = await queue.getJobs(['completed'], 0, 100);
-  const ids = done.filter((j) => j.data.job === job).map((j) => j.id).sort();
+  const ids = done
+    .filter((j) => j.data.job === job)
+    .map((j) => j.id)
+    .sort();
   expect(ids).toEqual(runs.map((r) => r.run_key).sort());
   expect(await loadedRows(h.pool, table, 'Stock/Levels.avw')).toEqual(servedRows('Stock/Levels.avw', {}, 1));
   expect(h.sim.counters().openJobs).toEqual([]);
@@ -84,7 +100,9 @@ it('two schedulers and two workers: exactly one successful run per tick', async 
 
 it('a tick enqueued twice is queued once', async () => {
   const job = `${jp}_dup`;
-  const config = h.config({ [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.dup` }), schedule: '0 6 * * *' } });
+  const config = h.config({
+    [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.dup` }), schedule: '0 6 * * *' },
+  });
   const tick = new Date('2026-01-05T05:00:00Z');
   const results = await Promise.all(Array.from({ length: 5 }, () => enqueueTick(queue, config, job, tick, 'schedule')));
   expect(results.filter((r) => r.added)).toHaveLength(1);
@@ -99,21 +117,50 @@ it('catch-up after downtime: all missed ticks within the window, or only the lat
   const all = `${jp}_cu_all`;
   const latest = `${jp}_cu_latest`;
   const none = `${jp}_cu_none`;
-  const base = { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.cu` }), schedule: '*/2 * * * * *', timezone: 'UTC' };
-  const config = h.config({ [all]: { ...base, catchup: { all: '1h' } }, [latest]: { ...base, catchup: 'latest' }, [none]: base });
+  const base = {
+    ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.cu` }),
+    schedule: '*/2 * * * * *',
+    timezone: 'UTC',
+  };
+  const config = h.config({
+    [all]: { ...base, catchup: { all: '1h' } },
+    [latest]: { ...base, catchup: 'latest' },
+    [none]: base,
+  });
   // The run history says each job last ran 10 s before "now": 5 ticks were missed while no scheduler ran.
   const now = new Date(Math.floor(Date.now() / 2000) * 2000 + 500);
   const last = new Date(now.getTime() - 500 - 10_000);
   for (const job of [all, latest, none]) {
     const attemptId = randomUUID();
-    await insertAttempt(h.pool, { attemptId, job, runKey: tickQueueJobId(job, last), scheduledFor: last, trigger: 'schedule', targetTable: 'x.y', writeMode: 'replace', worker: 'test' });
+    await insertAttempt(h.pool, {
+      attemptId,
+      job,
+      runKey: tickQueueJobId(job, last),
+      scheduledFor: last,
+      trigger: 'schedule',
+      targetTable: 'x.y',
+      writeMode: 'replace',
+      worker: 'test',
+    });
     await completeAttempt(h.pool, attemptId, { rows: 1, pages: 1, bytes: 1 });
   }
-  const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger: silentLogger, now: () => now });
+  const scheduler = makeScheduler({
+    config: staticConfig(config),
+    queue,
+    pool: h.pool,
+    logger: silentLogger,
+    now: () => now,
+  });
   await scheduler.start();
   await scheduler.close();
-  const queued = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'], 0, 1000)).filter((j) => j.data.trigger === 'catchup');
-  const of = (job: string) => queued.filter((j) => j.data.job === job).map((j) => j.data.scheduledFor).sort();
+  const queued = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'], 0, 1000)).filter(
+    (j) => j.data.trigger === 'catchup',
+  );
+  const of = (job: string) =>
+    queued
+      .filter((j) => j.data.job === job)
+      .map((j) => j.data.scheduledFor)
+      .sort();
   const expected = [8, 6, 4, 2, 0].map((s) => new Date(now.getTime() - 500 - s * 1000).toISOString());
   expect(of(all)).toEqual(expected);
   expect(of(latest)).toEqual([expected.at(-1)]);
@@ -125,7 +172,9 @@ it('catch-up after downtime: all missed ticks within the window, or only the lat
 });
 
 it('says when no schedule is in force, naming the invalid jobs, once', async () => {
-  const config = h.config({ [`${jp}_unscheduled`]: jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.unscheduled` }) });
+  const config = h.config({
+    [`${jp}_unscheduled`]: jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.unscheduled` }),
+  });
   const lines: string[] = [];
   const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
   const invalid = [{ kind: 'job' as const, name: `${jp}_broken`, problems: ['jobs.yaml:9:5: jobs.x.report.name: …'] }];
@@ -136,7 +185,9 @@ it('says when no schedule is in force, naming the invalid jobs, once', async () 
   await scheduler.close();
   const said = lines.filter((l) => l.includes('no schedule in force'));
   expect(said).toHaveLength(1);
-  expect(JSON.parse(said[0]!).msg).toBe(`no schedule in force: no valid job of jobs.yaml has a schedule (invalid, skipped: ${jp}_broken; \`report-etl validate\` lists their problems)`);
+  expect(JSON.parse(said[0]!).msg).toBe(
+    `no schedule in force: no valid job of jobs.yaml has a schedule (invalid, skipped: ${jp}_broken; \`report-etl validate\` lists their problems)`,
+  );
 });
 
 it('backfill: one run per interval with its own logical time, deduplicated on a second call', async () => {
@@ -144,7 +195,14 @@ it('backfill: one run per interval with its own logical time, deduplicated on a 
   const table = `${h.schema}.orders_bf`;
   const config = h.config({
     [job]: {
-      ...jobEntry({ name: 'Sales/Orders', paging: 500, parameters: { FROM: '%{logicalStart:yyyy-MM-dd}', TO: '%{logicalEnd:yyyy-MM-dd}' } }, { table, mode: 'append' }),
+      ...jobEntry(
+        {
+          name: 'Sales/Orders',
+          paging: 500,
+          parameters: { FROM: '%{logicalStart:yyyy-MM-dd}', TO: '%{logicalEnd:yyyy-MM-dd}' },
+        },
+        { table, mode: 'append' },
+      ),
       schedule: '0 6 * * *',
       timezone: 'Europe/Zurich',
     },
@@ -160,15 +218,23 @@ it('backfill: one run per interval with its own logical time, deduplicated on a 
   const again = await backfill({ queue, config }, job, from, to);
   expect(again.runs.every((r) => !r.added)).toBe(true);
   startWorker(() => config, 2);
-  await waitFor('3 backfilled runs', async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 3);
+  await waitFor(
+    '3 backfilled runs',
+    async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 3,
+  );
   const runs = await attemptsOf(h.pool, job);
   expect(runs.map((r) => r.trigger)).toEqual(['backfill', 'backfill', 'backfill']);
   // Each run loaded exactly its day: FROM = previous tick's date, TO = the tick's date.
   const expected = ['2024-03-01', '2024-03-02', '2024-03-03', '2024-03-04'];
-  const want = expected.slice(0, 3).flatMap((day, i) => servedRows('Sales/Orders.avw', { FROM: day, TO: expected[i + 1]! }, 1)).sort();
+  const want = expected
+    .slice(0, 3)
+    .flatMap((day, i) => servedRows('Sales/Orders.avw', { FROM: day, TO: expected[i + 1]! }, 1))
+    .sort();
   expect(want.length).toBeGreaterThan(0);
   expect(await loadedRows(h.pool, table, 'Sales/Orders.avw')).toEqual(want);
-  const requests = (await h.pool.query('SELECT logical_start, logical_end FROM etl.runs WHERE job = $1 ORDER BY logical_end', [job])).rows;
+  const requests = (
+    await h.pool.query('SELECT logical_start, logical_end FROM etl.runs WHERE job = $1 ORDER BY logical_end', [job])
+  ).rows;
   expect(requests.map((r) => [r.logical_start.toISOString(), r.logical_end.toISOString()])).toEqual([
     ['2024-03-01T05:00:00.000Z', '2024-03-02T05:00:00.000Z'],
     ['2024-03-02T05:00:00.000Z', '2024-03-03T05:00:00.000Z'],
@@ -179,7 +245,11 @@ it('backfill: one run per interval with its own logical time, deduplicated on a 
 it('a config change reschedules live', async () => {
   const a = `${jp}_live_a`;
   const b = `${jp}_live_b`;
-  const entry = (schedule: string) => ({ ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.live` }), schedule, timezone: 'UTC' });
+  const entry = (schedule: string) => ({
+    ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.live` }),
+    schedule,
+    timezone: 'UTC',
+  });
   const live = settableConfig(h.config({ [a]: entry('0 6 * * *') }));
   const scheduler = makeScheduler({ config: live, queue, pool: h.pool, logger: silentLogger });
   await scheduler.start();
@@ -214,9 +284,21 @@ function recordingTasks() {
 
 it('a tick fired late (a blocked event loop) is still queued, once', async () => {
   const job = `${jp}_late`;
-  const config = h.config({ [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.late` }), schedule: '* * * * * *', timezone: 'UTC' } });
+  const config = h.config({
+    [job]: {
+      ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.late` }),
+      schedule: '* * * * * *',
+      timezone: 'UTC',
+    },
+  });
   const tasks = recordingTasks();
-  const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger: silentLogger, createTask: tasks.createTask });
+  const scheduler = makeScheduler({
+    config: staticConfig(config),
+    queue,
+    pool: h.pool,
+    logger: silentLogger,
+    createTask: tasks.createTask,
+  });
   await scheduler.start();
   // Three ticks two to four seconds late, the first reported twice: each queued, once.
   const now = Math.floor(Date.now() / 1000) * 1000;
@@ -229,18 +311,33 @@ it('a tick fired late (a blocked event loop) is still queued, once', async () =>
   for (const tick of late) {
     expect(await queue.getJob(tickQueueJobId(job, tick)), `tick ${tick.toISOString()}`).toBeDefined();
   }
-  const jobs = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.job === job);
+  const jobs = (await queue.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter(
+    (j) => j.data.job === job,
+  );
   expect(jobs.map((j) => j.id).sort()).toEqual(late.map((t) => tickQueueJobId(job, t)).sort());
   await Promise.all(jobs.map((j) => j.remove()));
 });
 
 it('a tick missed long ago (a paused process) is left to the catch-up policy, not queued', async () => {
   const job = `${jp}_paused`;
-  const config = h.config({ [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.paused` }), schedule: '* * * * * *', timezone: 'UTC' } });
+  const config = h.config({
+    [job]: {
+      ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.paused` }),
+      schedule: '* * * * * *',
+      timezone: 'UTC',
+    },
+  });
   const { logger, lines } = captureLogger('warn');
   const tasks = recordingTasks();
   // The scheduler's clock says two minutes later than the tick node-cron reports: as after a long pause.
-  const scheduler = makeScheduler({ config: staticConfig(config), queue, pool: h.pool, logger, now: () => new Date(Date.now() + 120_000), createTask: tasks.createTask });
+  const scheduler = makeScheduler({
+    config: staticConfig(config),
+    queue,
+    pool: h.pool,
+    logger,
+    now: () => new Date(Date.now() + 120_000),
+    createTask: tasks.createTask,
+  });
   await scheduler.start();
   const tick = new Date(Math.floor(Date.now() / 1000) * 1000);
   try {
@@ -252,4 +349,3 @@ it('a tick missed long ago (a paused process) is left to the catch-up policy, no
   expect(dropped).toEqual([tick.toISOString()]);
   expect(await queue.getJob(tickQueueJobId(job, tick))).toBeUndefined();
 });
-

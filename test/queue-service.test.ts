@@ -51,7 +51,16 @@ function writeJobs(jobs: Record<string, string>, extraTop = ''): void {
     'jobs:',
   ];
   for (const [name, extra] of Object.entries(jobs)) {
-    lines.push(`  ${name}:`, '    connection: sim', '    report: { mandant: 7777, name: Stock/Levels, paging: 100 }', `    target: { table: ${h.schema}.${name.replace(/[^a-z0-9_]/g, '_')} }`, ...extra.split('\n').filter(Boolean).map((l) => `    ${l}`));
+    lines.push(
+      `  ${name}:`,
+      '    connection: sim',
+      '    report: { mandant: 7777, name: Stock/Levels, paging: 100 }',
+      `    target: { table: ${h.schema}.${name.replace(/[^a-z0-9_]/g, '_')} }`,
+      ...extra
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => `    ${l}`),
+    );
   }
   writeFileSync(path, `${lines.join('\n')}\n`);
 }
@@ -60,8 +69,12 @@ function writeJobs(jobs: Record<string, string>, extraTop = ''): void {
 async function cli(...args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
   const out: string[] = [];
   const err: string[] = [];
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(...String(chunk).split('\n').filter(Boolean)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => (err.push(...String(chunk).split('\n').filter(Boolean)), true));
+  const o = vi
+    .spyOn(process.stdout, 'write')
+    .mockImplementation((chunk) => (out.push(...String(chunk).split('\n').filter(Boolean)), true));
+  const e = vi
+    .spyOn(process.stderr, 'write')
+    .mockImplementation((chunk) => (err.push(...String(chunk).split('\n').filter(Boolean)), true));
   try {
     const code = await main(['node', 'report-etl', ...args]);
     return { code, out, err: err.filter((l) => !l.startsWith('{')) };
@@ -76,7 +89,14 @@ it('jobs.yaml changed and broken while scheduler and worker run', async () => {
   const b = `${jp}_b`;
   writeJobs({ [a]: 'schedule: "*/2 * * * * *"' });
   const { logger, lines } = captureLogger();
-  const service = await startService({ configPath: path, logger, scheduler: true, worker: true, prefix, graceMs: 5_000 });
+  const service = await startService({
+    configPath: path,
+    logger,
+    scheduler: true,
+    worker: true,
+    prefix,
+    graceMs: 5_000,
+  });
   try {
     await waitFor('a ran', async () => (await attemptsOf(h.pool, a)).some((r) => r.status === 'succeeded'));
     // A valid change: a removed, b added.
@@ -94,12 +114,20 @@ it('jobs.yaml changed and broken while scheduler and worker run', async () => {
     expect(problems.some((p) => p.includes(`jobs.${b}.schedule`) && p.includes('invalid cron expression'))).toBe(true);
     expect(problems.some((p) => p.includes('unknown key "retries"'))).toBe(true);
     expect(String(logged.msg)).toContain(`(job "${b}" is skipped; 1 more problem`);
-    await waitFor('c scheduled, b not', () => JSON.stringify(service.scheduler!.scheduled()) === JSON.stringify({ [c]: '*/2 * * * * *@UTC' }), 5_000);
+    await waitFor(
+      'c scheduled, b not',
+      () => JSON.stringify(service.scheduler!.scheduled()) === JSON.stringify({ [c]: '*/2 * * * * *@UTC' }),
+      5_000,
+    );
     await waitFor('c runs', async () => (await attemptsOf(h.pool, c)).some((r) => r.status === 'succeeded'), 10_000);
     expect((await attemptsOf(h.pool, a)).length).toBe(aRuns);
     // A file that cannot be parsed at all: logged, the running config kept.
     writeFileSync(path, 'jobs: [unclosed');
-    const unparseable = await waitFor('unparseable file logged', () => lines.find((l) => String(l.msg).includes('keeping the running config')), 5_000);
+    const unparseable = await waitFor(
+      'unparseable file logged',
+      () => lines.find((l) => String(l.msg).includes('keeping the running config')),
+      5_000,
+    );
     expect(String(unparseable.msg)).toContain('YAML syntax error');
     expect(service.scheduler!.scheduled()).toEqual({ [c]: '*/2 * * * * *@UTC' });
   } finally {
@@ -125,25 +153,51 @@ it('enqueue, runs, replay and backfill from the command line', async () => {
     const table = await cli('runs', '--job', job, '--since', '1h');
     expect(table.code).toBe(0);
     expect(table.out[0]).toMatch(/^run key\s+job\s+status\s+attempts\s+trigger\s+started\s+duration\s+rows\s+error$/);
-    expect(table.out[1]).toMatch(new RegExp(`^${attempts[0]!.run_key}\\s+${job}\\s+succeeded\\s+1\\s+manual\\s.*\\s7$`));
+    expect(table.out[1]).toMatch(
+      new RegExp(`^${attempts[0]!.run_key}\\s+${job}\\s+succeeded\\s+1\\s+manual\\s.*\\s7$`),
+    );
     // ... or one per attempt, by attempt id, with its run key and number.
     const attemptTable = await cli('runs', '--attempts', '--job', job);
-    expect(attemptTable.out[0]).toMatch(/^attempt id\s+job\s+run key\s+attempt\s+status\s+trigger\s+started\s+duration\s+rows\s+error$/);
-    expect(attemptTable.out[1]).toMatch(new RegExp(`^${attempts[0]!.attempt_id}\\s+${job}\\s+${attempts[0]!.run_key}\\s+1\\s+succeeded\\s+manual\\s`));
+    expect(attemptTable.out[0]).toMatch(
+      /^attempt id\s+job\s+run key\s+attempt\s+status\s+trigger\s+started\s+duration\s+rows\s+error$/,
+    );
+    expect(attemptTable.out[1]).toMatch(
+      new RegExp(`^${attempts[0]!.attempt_id}\\s+${job}\\s+${attempts[0]!.run_key}\\s+1\\s+succeeded\\s+manual\\s`),
+    );
     expect((await cli('runs', '--job', job, '--status', 'failed')).out).toEqual(['no runs']);
     expect((await cli('runs', '--attempts', '--job', job, '--status', 'failed')).out).toEqual(['no attempts']);
     const bad = await cli('replay', '00000000-0000-4000-8000-000000000000', '--config', path, '--queue-prefix', prefix);
     expect(bad.code).toBe(2);
-    expect(bad.err.join('\n')).toContain('no run with run key "00000000-0000-4000-8000-000000000000" and no attempt with that id');
-    expect((await cli('replay', '--failed', '--job', job, '--config', path, '--queue-prefix', prefix)).out).toEqual(['0 failed runs queued again']);
-    const bf = await cli('backfill', job, '--from', '2026-01-01', '--to', '2026-01-03', '--config', path, '--queue-prefix', prefix);
+    expect(bad.err.join('\n')).toContain(
+      'no run with run key "00000000-0000-4000-8000-000000000000" and no attempt with that id',
+    );
+    expect((await cli('replay', '--failed', '--job', job, '--config', path, '--queue-prefix', prefix)).out).toEqual([
+      '0 failed runs queued again',
+    ]);
+    const bf = await cli(
+      'backfill',
+      job,
+      '--from',
+      '2026-01-01',
+      '--to',
+      '2026-01-03',
+      '--config',
+      path,
+      '--queue-prefix',
+      prefix,
+    );
     expect(bf.code).toBe(0);
     expect(bf.out).toEqual([
       `2026-01-01T06:00:00.000Z  2026-01-01 06:00:00+00:00 UTC  ${job}__20260101T060000Z  queued`,
       `2026-01-02T06:00:00.000Z  2026-01-02 06:00:00+00:00 UTC  ${job}__20260102T060000Z  queued`,
       `${job}: 2 of 2 runs queued`,
     ]);
-    await waitFor('backfilled runs done', async () => (await attemptsOf(h.pool, job)).filter((r) => r.trigger === 'backfill' && r.status === 'succeeded').length === 2);
+    await waitFor(
+      'backfilled runs done',
+      async () =>
+        (await attemptsOf(h.pool, job)).filter((r) => r.trigger === 'backfill' && r.status === 'succeeded').length ===
+        2,
+    );
   } finally {
     await service.stop();
   }
@@ -151,10 +205,14 @@ it('enqueue, runs, replay and backfill from the command line', async () => {
 
 it('`report-etl worker` stops on SIGTERM with exit code 0', async () => {
   writeJobs({ [`${jp}_proc`]: '' });
-  const child = spawn(process.execPath, ['bin/report-etl.js', 'worker', '--config', path, '--queue-prefix', prefix, '--grace', '1'], {
-    env: { ...process.env, DATABASE_URL, REDIS_URL, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['bin/report-etl.js', 'worker', '--config', path, '--queue-prefix', prefix, '--grace', '1'],
+    {
+      env: { ...process.env, DATABASE_URL, REDIS_URL, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

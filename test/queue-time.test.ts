@@ -14,14 +14,20 @@ it('tickQueueJobId is deterministic, has no ":" and sorts like time', () => {
   const failed = '0e2f8d0c-5b1a-4f3e-9c7d-1a2b3c4d5e6f';
   expect(replayQueueJobId(a, failed)).toBe(`${a}__replay_${failed}`);
   // A replay of a replay keeps one suffix.
-  expect(replayQueueJobId(replayQueueJobId(a, failed), 'aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee')).toBe(`${a}__replay_aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee`);
+  expect(replayQueueJobId(replayQueueJobId(a, failed), 'aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee')).toBe(
+    `${a}__replay_aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee`,
+  );
 });
 
 it('cron ticks between two instants, in the job time zone, across a DST change', () => {
   const daily = cronTicks('15 2 * * *', 'Europe/Zurich');
   const { ticks } = daily.between(new Date('2026-03-27T00:00:00Z'), new Date('2026-03-31T00:00:00Z'));
   // 02:15 CET = 01:15Z; 2026-03-29 02:15 does not exist (clocks jump 02:00 -> 03:00); then CEST = 00:15Z.
-  expect(ticks.map((t) => t.toISOString())).toEqual(['2026-03-27T01:15:00.000Z', '2026-03-28T01:15:00.000Z', '2026-03-30T00:15:00.000Z']);
+  expect(ticks.map((t) => t.toISOString())).toEqual([
+    '2026-03-27T01:15:00.000Z',
+    '2026-03-28T01:15:00.000Z',
+    '2026-03-30T00:15:00.000Z',
+  ]);
   expect(daily.previous(new Date('2026-03-28T01:15:00Z'))?.toISOString()).toBe('2026-03-27T01:15:00.000Z');
   expect(daily.matches(new Date('2026-03-28T01:15:00Z'))).toBe(true);
   expect(daily.matches(new Date('2026-03-28T02:15:00Z'))).toBe(false);
@@ -29,22 +35,45 @@ it('cron ticks between two instants, in the job time zone, across a DST change',
   expect(fast.stepMs).toBe(1000);
   expect(fast.between(new Date('2026-01-01T00:00:00Z'), new Date('2026-01-01T00:00:10Z')).ticks).toHaveLength(5);
   const limited = fast.between(new Date('2026-01-01T00:00:00Z'), new Date('2026-01-01T00:00:10Z'), 2);
-  expect(limited).toEqual({ ticks: [new Date('2026-01-01T00:00:08Z'), new Date('2026-01-01T00:00:10Z')], truncated: true });
+  expect(limited).toEqual({
+    ticks: [new Date('2026-01-01T00:00:08Z'), new Date('2026-01-01T00:00:10Z')],
+    truncated: true,
+  });
   expect(() => cronTicks('61 * * * *', 'UTC')).toThrow(ConfigError);
 });
 
 it('renders %{...} templates in the job time zone; ${VAR} and literals stay', () => {
-  const time = { tick: new Date('2026-01-22T05:00:00Z'), logicalStart: new Date('2026-01-21T05:00:00Z'), logicalEnd: new Date('2026-01-22T05:00:00Z') };
+  const time = {
+    tick: new Date('2026-01-22T05:00:00Z'),
+    logicalStart: new Date('2026-01-21T05:00:00Z'),
+    logicalEnd: new Date('2026-01-22T05:00:00Z'),
+  };
   const out = renderParameters(
-    { FROM: '%{logicalStart:yyyy-MM-dd}', TO: "%{logicalEnd:dd.MM.yyyy 'um' HH:mm}", AT: '%{tick}', LIT: '%%{tick} 100%', PLAIN: 'x' },
+    {
+      FROM: '%{logicalStart:yyyy-MM-dd}',
+      TO: "%{logicalEnd:dd.MM.yyyy 'um' HH:mm}",
+      AT: '%{tick}',
+      LIT: '%%{tick} 100%',
+      PLAIN: 'x',
+    },
     time,
     'Asia/Tokyo',
   );
-  expect(out).toEqual({ FROM: '2026-01-21', TO: '22.01.2026 um 14:00', AT: '2026-01-22T05:00:00.000Z', LIT: '%{tick} 100%', PLAIN: 'x' });
+  expect(out).toEqual({
+    FROM: '2026-01-21',
+    TO: '22.01.2026 um 14:00',
+    AT: '2026-01-22T05:00:00.000Z',
+    LIT: '%{tick} 100%',
+    PLAIN: 'x',
+  });
   expect(hasTemplate('%{tick}')).toBe(true);
   expect(hasTemplate('%%{tick}')).toBe(false);
-  expect(() => renderParameters({ FROM: '%{logicalstart:yyyy}' }, time, 'UTC', 'jobs.j.report.parameters')).toThrow(/jobs\.j\.report\.parameters\.FROM: unknown time "%\{logicalstart\}"/);
-  expect(formatZoned(new Date('2026-07-01T22:30:05.042Z'), 'yyyy-MM-dd HH:mm:ss.SSS', 'Europe/Zurich')).toBe('2026-07-02 00:30:05.042');
+  expect(() => renderParameters({ FROM: '%{logicalstart:yyyy}' }, time, 'UTC', 'jobs.j.report.parameters')).toThrow(
+    /jobs\.j\.report\.parameters\.FROM: unknown time "%\{logicalstart\}"/,
+  );
+  expect(formatZoned(new Date('2026-07-01T22:30:05.042Z'), 'yyyy-MM-dd HH:mm:ss.SSS', 'Europe/Zurich')).toBe(
+    '2026-07-02 00:30:05.042',
+  );
 });
 
 it('parses command-line dates in the job time zone', () => {
@@ -54,24 +83,26 @@ it('parses command-line dates in the job time zone', () => {
   expect(() => parseZonedDate('yesterday', 'UTC')).toThrow(ConfigError);
 });
 
-it('tick calculators do not stay in node-cron\'s task registry', async () => {
+it("tick calculators do not stay in node-cron's task registry", async () => {
   const { getTasks } = await import('node-cron');
   const before = getTasks().size;
   for (let i = 0; i < 20; i++) cronTicks(`${i} 3 * * *`, 'UTC').previous(new Date('2026-01-02T00:00:00Z'));
   expect(getTasks().size).toBe(before);
-  expect(cronTicks('7 3 * * *', 'UTC').previous(new Date('2026-01-02T00:00:00Z'))?.toISOString()).toBe('2026-01-01T03:07:00.000Z');
+  expect(cronTicks('7 3 * * *', 'UTC').previous(new Date('2026-01-02T00:00:00Z'))?.toISOString()).toBe(
+    '2026-01-01T03:07:00.000Z',
+  );
 });
 
 it('reads ticks across DST in the job zone as node-cron fires them: a skipped local time has no tick, a repeated one two', () => {
   const daily = cronTicks('30 2 * * *', 'Europe/Zurich');
   // 29 March 2026: 02:00 CET jumps to 03:00 CEST, so 02:30 does not exist that day.
-  expect(daily.between(new Date('2026-03-27T00:00:00Z'), new Date('2026-03-31T00:00:00Z')).ticks.map((d) => d.toISOString())).toEqual([
-    '2026-03-27T01:30:00.000Z',
-    '2026-03-28T01:30:00.000Z',
-    '2026-03-30T00:30:00.000Z',
-  ]);
+  expect(
+    daily.between(new Date('2026-03-27T00:00:00Z'), new Date('2026-03-31T00:00:00Z')).ticks.map((d) => d.toISOString()),
+  ).toEqual(['2026-03-27T01:30:00.000Z', '2026-03-28T01:30:00.000Z', '2026-03-30T00:30:00.000Z']);
   // 25 October 2026: 03:00 CEST goes back to 02:00 CET, so 02:30 comes twice.
-  expect(daily.between(new Date('2026-10-24T00:00:00Z'), new Date('2026-10-27T00:00:00Z')).ticks.map((d) => d.toISOString())).toEqual([
+  expect(
+    daily.between(new Date('2026-10-24T00:00:00Z'), new Date('2026-10-27T00:00:00Z')).ticks.map((d) => d.toISOString()),
+  ).toEqual([
     '2026-10-24T00:30:00.000Z',
     '2026-10-25T00:30:00.000Z',
     '2026-10-25T01:30:00.000Z',
@@ -85,5 +116,7 @@ it('finds the previous tick of a schedule years apart (29 February), where a sca
   expect(leap.previous(new Date('2028-02-29T00:00:00Z'))?.toISOString()).toBe('2024-02-29T00:00:00.000Z');
   expect(leap.matches(new Date('2028-02-29T00:00:30Z'))).toBe(true);
   expect(leap.matches(new Date('2027-03-01T00:00:00Z'))).toBe(false);
-  expect(leap.between(new Date('2023-01-01T00:00:00Z'), new Date('2029-01-01T00:00:00Z')).ticks.map((d) => d.toISOString())).toEqual(['2024-02-29T00:00:00.000Z', '2028-02-29T00:00:00.000Z']);
+  expect(
+    leap.between(new Date('2023-01-01T00:00:00Z'), new Date('2029-01-01T00:00:00Z')).ticks.map((d) => d.toISOString()),
+  ).toEqual(['2024-02-29T00:00:00.000Z', '2028-02-29T00:00:00.000Z']);
 });

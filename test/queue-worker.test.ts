@@ -5,7 +5,6 @@
  */
 import { spawn } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import type { Queue } from 'bullmq';
 import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
@@ -41,7 +40,17 @@ afterAll(async () => {
 });
 
 function startWorker(config: () => ReturnType<Harness['config']>, extra: Partial<RunWorkerDeps> = {}): RunWorker {
-  const w = makeRunWorker({ config, pool: h.pool, redis: h.redis, logger: silentLogger, prefix, overlapRetryMs: 100, lockDurationMs: 1_000, stalledIntervalMs: 500, ...extra });
+  const w = makeRunWorker({
+    config,
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+    prefix,
+    overlapRetryMs: 100,
+    lockDurationMs: 1_000,
+    stalledIntervalMs: 500,
+    ...extra,
+  });
   workers.push(w);
   return w;
 }
@@ -53,14 +62,18 @@ async function stop(w: RunWorker, graceMs = 0): Promise<void> {
 
 /** Full content fingerprint of a table. */
 async function snapshot(table: string): Promise<string> {
-  const { rows } = await h.pool.query(`SELECT count(*)::int AS n, md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS m FROM ${table} t`);
+  const { rows } = await h.pool.query(
+    `SELECT count(*)::int AS n, md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS m FROM ${table} t`,
+  );
   return `${rows[0].n}:${rows[0].m}`;
 }
 
 it('kill -9 mid-run: the run is picked up as stalled, the dead report job deleted, the target intact', async () => {
   const job = `${jp}_kill`;
   const table = `${h.schema}.orders_kill`;
-  const config = h.config({ [job]: jobEntry({ name: 'Sales/Orders', paging: 500, parameters: { ROWS: '1200' } }, { table }) });
+  const config = h.config({
+    [job]: jobEntry({ name: 'Sales/Orders', paging: 500, parameters: { ROWS: '1200' } }, { table }),
+  });
   await h.pool.query(`CREATE TABLE ${table} (auftrag_nr bigint, kunde text)`);
   await h.pool.query(`INSERT INTO ${table} VALUES (1, 'before')`);
   const before = await snapshot(table);
@@ -69,15 +82,27 @@ it('kill -9 mid-run: the run is picked up as stalled, the dead report job delete
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  await waitFor('child ready', () => new Promise<boolean>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString().includes('ready')))));
+  await waitFor(
+    'child ready',
+    () =>
+      new Promise<boolean>((resolve) =>
+        child.stdout!.once('data', (d: Buffer) => resolve(d.toString().includes('ready'))),
+      ),
+  );
   const { jobId, runKey } = await enqueueManual(queue, config, job, { ROWS: '900' });
-  const dead = await waitFor('the child started the report job', async () => (await attemptsOf(h.pool, job)).find((r) => r.report_job_id !== null));
+  const dead = await waitFor('the child started the report job', async () =>
+    (await attemptsOf(h.pool, job)).find((r) => r.report_job_id !== null),
+  );
   expect(h.sim.counters().openJobs).toContain(dead.report_job_id);
   child.kill('SIGKILL');
   await exited;
   expect(await snapshot(table)).toBe(before);
   startWorker(() => config);
-  const done = await waitFor('a new attempt succeeded', async () => (await attemptsOf(h.pool, job)).find((r) => r.status === 'succeeded'), 30_000);
+  const done = await waitFor(
+    'a new attempt succeeded',
+    async () => (await attemptsOf(h.pool, job)).find((r) => r.status === 'succeeded'),
+    30_000,
+  );
   const runs = await attemptsOf(h.pool, job);
   expect(runs).toHaveLength(2);
   const old = runs.find((r) => r.attempt_id === dead.attempt_id)!;
@@ -90,7 +115,9 @@ it('kill -9 mid-run: the run is picked up as stalled, the dead report job delete
   expect(Number(done.rows)).toBe(900);
   // The report job is deleted right after the commit that made the attempt `succeeded`.
   await waitFor('every report job deleted', () => h.sim.counters().openJobs.length === 0);
-  expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', { ROWS: '900' })).toEqual(servedRows('Sales/Orders.avw', { ROWS: '900' }, 1));
+  expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', { ROWS: '900' })).toEqual(
+    servedRows('Sales/Orders.avw', { ROWS: '900' }, 1),
+  );
   // The attempt records its timeline after the DELETE, then the queue job completes.
   await waitFor('the queue job completed', async () => (await (await queue.getJob(jobId))?.getState()) === 'completed');
   await stop(workers[0]!);
@@ -110,7 +137,10 @@ it('graceful shutdown: a run that ends within the grace period finishes; one tha
   // 2) Grace period over: aborted, rolled back, report job deleted, recorded interrupted, queued again without using an attempt.
   w = startWorker(() => config);
   const { jobId } = await enqueueManual(queue, config, job);
-  await waitFor('second run started', async () => (await attemptsOf(h.pool, job)).filter((r) => r.report_job_id).length === 2);
+  await waitFor(
+    'second run started',
+    async () => (await attemptsOf(h.pool, job)).filter((r) => r.report_job_id).length === 2,
+  );
   // A grace period far shorter than the run: the run is aborted, not waited for.
   await stop(w, 200);
   runs = await attemptsOf(h.pool, job);
@@ -121,7 +151,10 @@ it('graceful shutdown: a run that ends within the grace period finishes; one tha
   expect(queued!.attemptsMade).toBe(0);
   // Another worker takes it.
   startWorker(() => config);
-  await waitFor('requeued run succeeded', async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 2);
+  await waitFor(
+    'requeued run succeeded',
+    async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 2,
+  );
   await stop(workers[0]!);
 });
 
@@ -130,7 +163,10 @@ it('a non-retryable failure fails at once; a retryable one uses its attempts; re
   const table = `${h.schema}.stock_fail`;
   const config = h.config({
     [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table, mode: 'append' }), retry: { attempts: 2, backoffMs: 50 } },
-    [`${job}_forbidden`]: { ...jobEntry({ name: 'Failing' }, { table: `${h.schema}.never` }), retry: { attempts: 3, backoffMs: 50 } },
+    [`${job}_forbidden`]: {
+      ...jobEntry({ name: 'Failing' }, { table: `${h.schema}.never` }),
+      retry: { attempts: 3, backoffMs: 50 },
+    },
   });
   const worker = startWorker(() => config);
   // FinishedError of the report: not retryable, one attempt only although 3 are allowed.
@@ -142,11 +178,20 @@ it('a non-retryable failure fails at once; a retryable one uses its attempts; re
   h.sim.setFaults({ errorRate: 1 });
   const enqueuedAt = Date.now();
   const { jobId, runKey } = await enqueueManual(queue, config, job);
-  await waitFor('failed after 2 attempts', async () => (await (await queue.getJob(jobId))?.getState()) === 'failed', 40_000);
+  await waitFor(
+    'failed after 2 attempts',
+    async () => (await (await queue.getJob(jobId))?.getState()) === 'failed',
+    40_000,
+  );
   h.sim.setFaults({});
   let runs = await attemptsOf(h.pool, job);
-  expect(runs.map((r) => [r.status, r.attempt])).toEqual([['failed', 1], ['failed', 2]]);
-  expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, trigger: 'manual', attempts: 2, status: 'failed', rows: null }]);
+  expect(runs.map((r) => [r.status, r.attempt])).toEqual([
+    ['failed', 1],
+    ['failed', 2],
+  ]);
+  expect(await runsOf(h.pool, job)).toMatchObject([
+    { run_key: runKey, trigger: 'manual', attempts: 2, status: 'failed', rows: null },
+  ]);
   // When the run was put on the queue (the queue job's timestamp), before a worker began it (created_at).
   const [queued] = await runsOf(h.pool, job);
   expect(queued!.queued_at!.getTime()).toBeGreaterThanOrEqual(enqueuedAt - 1_000);
@@ -156,17 +201,27 @@ it('a non-retryable failure fails at once; a retryable one uses its attempts; re
   const ref = { job, runKey };
   const replay = await replayRun({ queue, pool: h.pool, config }, ref);
   // The replay's queue job names the run's newest failed attempt.
-  expect(replay).toEqual({ jobId: `${jobId}__replay_${runs[1]!.attempt_id}`, attemptId: runs[1]!.attempt_id, reverted: false });
+  expect(replay).toEqual({
+    jobId: `${jobId}__replay_${runs[1]!.attempt_id}`,
+    attemptId: runs[1]!.attempt_id,
+    reverted: false,
+  });
   // Replaying the run again before its replay made an attempt is deduplicated; --failed finds nothing pending once it succeeded.
   expect((await replayRun({ queue, pool: h.pool, config }, ref)).jobId).toBe(replay.jobId);
   startWorker(() => config);
   await waitFor('replay succeeded', async () => (await attemptsOf(h.pool, job)).some((r) => r.status === 'succeeded'));
   runs = await attemptsOf(h.pool, job);
-  expect(runs.map((r) => [r.status, r.trigger])).toEqual([['failed', 'manual'], ['failed', 'manual'], ['succeeded', 'replay']]);
+  expect(runs.map((r) => [r.status, r.trigger])).toEqual([
+    ['failed', 'manual'],
+    ['failed', 'manual'],
+    ['succeeded', 'replay'],
+  ]);
   expect(new Set(runs.map((r) => r.run_key))).toEqual(new Set([runKey]));
   expect(await loadedRows(h.pool, table, 'Stock/Levels.avw')).toEqual(servedRows('Stock/Levels.avw', {}, 1));
   // One logical run of three attempts; it stands as its newest attempt does, with that attempt's rows.
-  expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, trigger: 'manual', attempts: 3, status: 'succeeded', rows: runs[2]!.rows }]);
+  expect(await runsOf(h.pool, job)).toMatchObject([
+    { run_key: runKey, trigger: 'manual', attempts: 3, status: 'succeeded', rows: runs[2]!.rows },
+  ]);
   // The logical run has succeeded: replaying it again is refused (the append ledger would make it add nothing
   // anyway; test/pipeline-load.test.ts shows that).
   await expect(replayRun({ queue, pool: h.pool, config }, ref)).rejects.toThrow(/succeeded: nothing to replay/);
@@ -175,7 +230,9 @@ it('a non-retryable failure fails at once; a retryable one uses its attempts; re
   expect(await replayFailed({ queue, pool: h.pool, config }, { job })).toEqual([]);
   // The report failure is still failed and is what --failed replays.
   expect(await replayFailed({ queue, pool: h.pool, config }, { job: `${job}_forbidden` })).toHaveLength(1);
-  await expect(replayRun({ queue, pool: h.pool }, { job, runKey: 'no-such-run' })).rejects.toThrow(/no run no-such-run of job/);
+  await expect(replayRun({ queue, pool: h.pool }, { job, runKey: 'no-such-run' })).rejects.toThrow(
+    /no run no-such-run of job/,
+  );
   await waitFor('every report job deleted', () => h.sim.counters().openJobs.length === 0);
   await stop(workers[0]!);
 });
@@ -189,10 +246,19 @@ it('overlap: two workers never run one job at the same time (wait), or the secon
   });
   startWorker(() => config, { concurrency: 2 });
   startWorker(() => config, { concurrency: 2 });
-  const waits = await Promise.all([enqueueManual(queue, config, wait), enqueueManual(queue, config, wait), enqueueManual(queue, config, wait)]);
-  await waitFor('3 waiting runs done', async () => (await attemptsOf(h.pool, wait)).filter((r) => r.status === 'succeeded').length === 3, 30_000);
+  const waits = await Promise.all([
+    enqueueManual(queue, config, wait),
+    enqueueManual(queue, config, wait),
+    enqueueManual(queue, config, wait),
+  ]);
+  await waitFor(
+    '3 waiting runs done',
+    async () => (await attemptsOf(h.pool, wait)).filter((r) => r.status === 'succeeded').length === 3,
+    30_000,
+  );
   const runs = await attemptsOf(h.pool, wait);
-  for (let i = 1; i < runs.length; i++) expect(runs[i]!.started_at.getTime()).toBeGreaterThanOrEqual(runs[i - 1]!.finished_at!.getTime());
+  for (let i = 1; i < runs.length; i++)
+    expect(runs[i]!.started_at.getTime()).toBeGreaterThanOrEqual(runs[i - 1]!.finished_at!.getTime());
   expect(new Set(runs.map((r) => r.run_key))).toEqual(new Set(waits.map((x) => x.runKey)));
   const skips = await Promise.all([enqueueManual(queue, config, skip), enqueueManual(queue, config, skip)]);
   const results = await waitFor('both skip jobs finished', async () => {

@@ -17,9 +17,13 @@ it('README.md gives the two commands, and every command it documents exists in t
   expect(readme).toContain('npm ci && npm run demo');
   expect(readme).toContain('npm ci && npm test');
   const program = new Command('report-etl');
-  for (const register of await allCommands()) register(program, { out: () => undefined, err: () => undefined, exit: () => undefined });
+  for (const register of await allCommands())
+    register(program, { out: () => undefined, err: () => undefined, exit: () => undefined });
   const names = new Set(program.commands.map((c) => c.name()));
-  const section = readme.slice(readme.indexOf('## Commands'), readme.indexOf('\n## ', readme.indexOf('## Commands') + 1));
+  const section = readme.slice(
+    readme.indexOf('## Commands'),
+    readme.indexOf('\n## ', readme.indexOf('## Commands') + 1),
+  );
   const documented = [...section.matchAll(/^\| `([a-z]+)[ `]/gm)].map((m) => m[1]!);
   expect(documented.length).toBeGreaterThan(10);
   for (const name of documented) expect(names.has(name), `README documents "${name}"`).toBe(true);

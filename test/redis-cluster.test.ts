@@ -42,17 +42,37 @@ it('runs queued jobs on a Redis Cluster: queue, token, overlap lock and report s
   expect(prefix).toMatch(/^\{rcq_[0-9a-f]{8}\}$/);
   const jobs = [`${jp}_a`, `${jp}_b`];
   const config = h.config(
-    Object.fromEntries(jobs.map((j) => [j, jobEntry({ name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '20' } }, { table: `${h.schema}.${j}`, mode: 'replace' })])),
+    Object.fromEntries(
+      jobs.map((j) => [
+        j,
+        jobEntry(
+          { name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '20' } },
+          { table: `${h.schema}.${j}`, mode: 'replace' },
+        ),
+      ]),
+    ),
     { maxConcurrentReports: 1 },
   );
   const queue = makeQueue(redis, prefix);
-  const worker = makeRunWorker({ config: () => config, pool: h.pool, redis, logger: silentLogger, prefix, concurrency: 2 });
+  const worker = makeRunWorker({
+    config: () => config,
+    pool: h.pool,
+    redis,
+    logger: silentLogger,
+    prefix,
+    concurrency: 2,
+  });
   let most = 0;
   const sampler = setInterval(() => (most = Math.max(most, h.sim.counters().openJobs.length)), 5);
   try {
     await worker.worker.waitUntilReady();
     for (const j of jobs) await enqueueManual(queue, config, j);
-    await waitFor('both runs to succeed', async () => (await Promise.all(jobs.map((j) => runsOf(h.pool, j)))).every((r) => r.some((x) => x.status === 'succeeded')), 60_000);
+    await waitFor(
+      'both runs to succeed',
+      async () =>
+        (await Promise.all(jobs.map((j) => runsOf(h.pool, j)))).every((r) => r.some((x) => x.status === 'succeeded')),
+      60_000,
+    );
   } finally {
     clearInterval(sampler);
     await worker.close(0);

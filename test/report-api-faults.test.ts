@@ -15,7 +15,9 @@ let sim: Simulator;
 let client: ReportClient;
 
 /** Runs Sales/Orders (2,500 rows, 250 per page) and returns the sha256 of each page plus the resumes needed. */
-async function pageHashes(outputType: 'json' | 'txt' | 'xml_query'): Promise<{ hashes: string[]; resumes: number; rows: number }> {
+async function pageHashes(
+  outputType: 'json' | 'txt' | 'xml_query',
+): Promise<{ hashes: string[]; resumes: number; rows: number }> {
   const req = { mandant: '7777', name: 'Sales/Orders', outputType, paging: 250, parameters: {} };
   // Starting a report is not retried after a 5xx (the server may have created the job): like a queued run's next
   // attempt, start again. The simulator answers its injected 5xx before creating anything.
@@ -28,7 +30,9 @@ async function pageHashes(outputType: 'json' | 'txt' | 'xml_query'): Promise<{ h
   }
 }
 
-async function readPages(req: Parameters<ReportClient['startReport']>[0]): Promise<{ hashes: string[]; resumes: number; rows: number }> {
+async function readPages(
+  req: Parameters<ReportClient['startReport']>[0],
+): Promise<{ hashes: string[]; resumes: number; rows: number }> {
   return withReportJob(client, req, async (f) => {
     const hashes: string[] = [];
     let resumes = 0;
@@ -64,24 +68,27 @@ afterAll(async () => {
 });
 
 describe('faults', () => {
-  it.each(['json', 'txt', 'xml_query'] as const)('%s pages are byte-identical with resets and gateway errors', async (outputType) => {
-    sim.setFaults({});
-    const clean = await pageHashes(outputType);
-    expect(clean.resumes).toBe(0);
-    expect(clean.hashes).toHaveLength(10);
-    expect(new Set(clean.hashes).size).toBe(10);
+  it.each(['json', 'txt', 'xml_query'] as const)(
+    '%s pages are byte-identical with resets and gateway errors',
+    async (outputType) => {
+      sim.setFaults({});
+      const clean = await pageHashes(outputType);
+      expect(clean.resumes).toBe(0);
+      expect(clean.hashes).toHaveLength(10);
+      expect(new Set(clean.hashes).size).toBe(10);
 
-    sim.resetCounters();
-    sim.setFaults({ resetRate: 0.5, errorRate: 0.2 });
-    const faulty = await pageHashes(outputType);
-    sim.setFaults({});
-    const c = sim.counters();
-    expect(c.faultsInjected.resets).toBeGreaterThan(0);
-    expect(c.faultsInjected.errors).toBeGreaterThan(0);
-    expect(faulty.resumes).toBe(c.faultsInjected.resets);
-    expect(faulty.rows).toBe(2500);
-    expect(faulty.hashes).toEqual(clean.hashes);
-    expect(c.jobsDeleted).toBe(c.jobsCreated);
-    expect(c.openJobs).toEqual([]);
-  });
+      sim.resetCounters();
+      sim.setFaults({ resetRate: 0.5, errorRate: 0.2 });
+      const faulty = await pageHashes(outputType);
+      sim.setFaults({});
+      const c = sim.counters();
+      expect(c.faultsInjected.resets).toBeGreaterThan(0);
+      expect(c.faultsInjected.errors).toBeGreaterThan(0);
+      expect(faulty.resumes).toBe(c.faultsInjected.resets);
+      expect(faulty.rows).toBe(2500);
+      expect(faulty.hashes).toEqual(clean.hashes);
+      expect(c.jobsDeleted).toBe(c.jobsCreated);
+      expect(c.openJobs).toEqual([]);
+    },
+  );
 });

@@ -14,7 +14,10 @@ let redis: Redis;
 let sim: Simulator;
 const clients: ReportClient[] = [];
 
-async function newClient(overrides: Parameters<typeof testConnection>[1] = {}, s: Simulator = sim): Promise<ReportClient> {
+async function newClient(
+  overrides: Parameters<typeof testConnection>[1] = {},
+  s: Simulator = sim,
+): Promise<ReportClient> {
   const c = await makeReportClient({
     connection: testConnection(s.url, overrides),
     connectionName: 'sim',
@@ -56,7 +59,12 @@ describe('a report run', () => {
     expect(job.state).toBe('Running');
     expect(job.message).toBe('');
     const finished = await client.waitForJob(job.id);
-    expect(finished).toMatchObject({ jobId: job.id, rows: 250, pages: 3, job: { state: 'FinishedSuccess', message: 'rows=250;pages=3' } });
+    expect(finished).toMatchObject({
+      jobId: job.id,
+      rows: 250,
+      pages: 3,
+      job: { state: 'FinishedSuccess', message: 'rows=250;pages=3' },
+    });
     expect(finished.job.finishedAt).toEqual(expect.any(String));
     const rowsPerPage: number[] = [];
     for (let page = 1; ; page++) {
@@ -71,7 +79,11 @@ describe('a report run', () => {
     await client.deleteJob(job.id);
     await client.deleteJob(job.id); // 404 now: fine
     // an unknown job's 404 carries a problem body: not to be taken for "no more pages"
-    await expect(client.openPage(job.id, 1)).rejects.toMatchObject({ code: 'HTTP_UNEXPECTED', httpStatus: 404, stage: 'fetch' });
+    await expect(client.openPage(job.id, 1)).rejects.toMatchObject({
+      code: 'HTTP_UNEXPECTED',
+      httpStatus: 404,
+      stage: 'fetch',
+    });
     const c = sim.counters();
     expect(c.requests.output).toBe(5);
     expect(c.jobsDeleted).toBe(1);
@@ -80,16 +92,20 @@ describe('a report run', () => {
 
   it('gives txt pages with Content-Length equal to the bytes read, and works with backslash sub folders', async () => {
     const client = await newClient({ pathEncoding: 'backslash' });
-    const lengths = await withReportJob(client, { ...sales(30, 'txt'), name: 'Sub/Deep/Nested Report', paging: 10 }, async (f) => {
-      const out: Array<[number | undefined, number]> = [];
-      for (let page = 1; page <= f.pages + 1; page++) {
-        const p = await client.openPage(f.jobId, page);
-        if (p === null) break;
-        expect(p.contentType).toMatch(/^text\/plain/);
-        out.push([p.contentLength, (await readAll(p.body)).length]);
-      }
-      return out;
-    });
+    const lengths = await withReportJob(
+      client,
+      { ...sales(30, 'txt'), name: 'Sub/Deep/Nested Report', paging: 10 },
+      async (f) => {
+        const out: Array<[number | undefined, number]> = [];
+        for (let page = 1; page <= f.pages + 1; page++) {
+          const p = await client.openPage(f.jobId, page);
+          if (p === null) break;
+          expect(p.contentType).toMatch(/^text\/plain/);
+          out.push([p.contentLength, (await readAll(p.body)).length]);
+        }
+        return out;
+      },
+    );
     expect(lengths.length).toBeGreaterThan(0);
     for (const [declared, read] of lengths) expect(read).toBe(declared);
     expect(sim.counters().openJobs).toEqual([]);
@@ -97,8 +113,15 @@ describe('a report run', () => {
 
   it('FinishedError -> REPORT_FAILED with the multi-line server text verbatim', async () => {
     const client = await newClient();
-    const err = await withReportJob(client, { ...sales(10), name: 'Failing' }, async () => 'unreachable').catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'REPORT_FAILED', retryable: false, stage: 'poll', serverMessage: FAILING_MESSAGE });
+    const err = await withReportJob(client, { ...sales(10), name: 'Failing' }, async () => 'unreachable').catch(
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({
+      code: 'REPORT_FAILED',
+      retryable: false,
+      stage: 'poll',
+      serverMessage: FAILING_MESSAGE,
+    });
     expect(FAILING_MESSAGE).toContain('\n');
     expect(sim.counters().openJobs).toEqual([]);
   });
@@ -107,7 +130,13 @@ describe('a report run', () => {
     const client = await newClient({ clientId: 'no-rights-client', clientSecret: 'no-rights-secret' });
     sim.resetCounters();
     const err = await client.startReport(sales(10)).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'RIGHTS_FAILURE', retryable: false, stage: 'start', serverMessage: RIGHTS_MESSAGE, jobId: expect.any(String) });
+    expect(err).toMatchObject({
+      code: 'RIGHTS_FAILURE',
+      retryable: false,
+      stage: 'start',
+      serverMessage: RIGHTS_MESSAGE,
+      jobId: expect.any(String),
+    });
     const c = sim.counters();
     expect(c.jobsCreated).toBe(1);
     expect(c.jobsDeleted).toBe(1);
@@ -126,7 +155,13 @@ describe('a report run', () => {
     const client = await newClient({ clientSecret: 'wrong-secret-123' });
     sim.resetCounters();
     const err = await client.startReport(sales(10)).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'TOKEN_FAILED', stage: 'token', httpStatus: 401, oauthError: 'invalid_client', retryable: false });
+    expect(err).toMatchObject({
+      code: 'TOKEN_FAILED',
+      stage: 'token',
+      httpStatus: 401,
+      oauthError: 'invalid_client',
+      retryable: false,
+    });
     expect((err as Error).message).not.toContain('wrong-secret-123');
     expect(sim.counters().requests.start ?? 0).toBe(0);
   });
@@ -139,7 +174,11 @@ describe('a report run', () => {
       httpStatus: 403,
       retryable: false,
       serverMessage: expect.stringContaining('no-access-client'),
-      problem: { status: 403, instance: 'no-access-client', type: expect.stringContaining('/erp/authorization/user-service-access-forbidden') },
+      problem: {
+        status: 403,
+        instance: 'no-access-client',
+        type: expect.stringContaining('/erp/authorization/user-service-access-forbidden'),
+      },
     });
   });
 });
@@ -166,7 +205,7 @@ describe('polling', () => {
     }
   });
 
-  it('counts the first poll from the server\'s answer to the start (startedAt), not from the call', async () => {
+  it("counts the first poll from the server's answer to the start (startedAt), not from the call", async () => {
     const client = await newClient({ pollIntervalMs: 60_000, pollMaxIntervalMs: 60_000 });
     const job = await client.startReport(sales(10));
     // Told the job started 59.5 s ago, the client polls within about half a second, not in a minute (the test's
@@ -183,7 +222,9 @@ describe('polling', () => {
       const ac = new AbortController();
       setTimeout(() => ac.abort(new Error('shutdown')), 200);
       const t0 = Date.now();
-      const err = await withReportJob(client, sales(10), async () => 'unreachable', { signal: ac.signal }).catch((e: unknown) => e);
+      const err = await withReportJob(client, sales(10), async () => 'unreachable', { signal: ac.signal }).catch(
+        (e: unknown) => e,
+      );
       expect(Date.now() - t0).toBeLessThan(1_000);
       expect(err).toMatchObject({ code: 'ABORTED' });
       expect((err as Error).message).toContain('shutdown');
@@ -201,11 +242,16 @@ describe('polling', () => {
     const client = await newClient();
     const ac = new AbortController();
     sim.resetCounters();
-    const err = await withReportJob(client, sales(300), async (f) => {
-      const p = (await client.openPage(f.jobId, 1, ac.signal))!;
-      ac.abort('stop');
-      return readAll(p.body);
-    }, { signal: ac.signal }).catch((e: unknown) => e);
+    const err = await withReportJob(
+      client,
+      sales(300),
+      async (f) => {
+        const p = (await client.openPage(f.jobId, 1, ac.signal))!;
+        ac.abort('stop');
+        return readAll(p.body);
+      },
+      { signal: ac.signal },
+    ).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'ABORTED' });
     expect(sim.counters().jobsDeleted).toBe(1);
     expect(sim.counters().openJobs).toEqual([]);

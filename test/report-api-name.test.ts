@@ -31,7 +31,7 @@ describe('encodeReportName', () => {
     expect(err.message).toContain('job "sales_orders"');
     expect(err.message).toContain('"é" (U+00E9) at position 10');
     expect(err.message).toContain('A-Z a-z 0-9 _ and space');
-    expect(err.details).toMatchObject({ job: 'sales_orders', character: "é", position: 10, segment: 'Ordérs' });
+    expect(err.details).toMatchObject({ job: 'sales_orders', character: 'é', position: 10, segment: 'Ordérs' });
   });
 
   it.each([
@@ -47,7 +47,10 @@ describe('encodeReportName', () => {
     expect(err.details?.position).toBe(position);
   });
 
-  it.each(['', '/Orders', 'Sales//Orders', 'Sales/', 'Orders.', 'Orders.a-b', '.avx'])('rejects the malformed name %j', (name) => {
-    expect(failure(name).code).toBe('REPORT_NAME_INVALID');
-  });
+  it.each(['', '/Orders', 'Sales//Orders', 'Sales/', 'Orders.', 'Orders.a-b', '.avx'])(
+    'rejects the malformed name %j',
+    (name) => {
+      expect(failure(name).code).toBe('REPORT_NAME_INVALID');
+    },
+  );
 });

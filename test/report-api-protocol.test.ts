@@ -7,7 +7,13 @@ import type { ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { makeReportClient, type ReportClient } from '../src/report-api/index.ts';
 import { REDIS_URL, uniqueName } from './support/env.ts';
-import { readAll, startScriptedServer, testConnection, type ScriptedServer, type SeenRequest } from './fixtures/report-api-helpers.ts';
+import {
+  readAll,
+  startScriptedServer,
+  testConnection,
+  type ScriptedServer,
+  type SeenRequest,
+} from './fixtures/report-api-helpers.ts';
 
 const prefix = `${uniqueName('rapi_proto')}:`;
 let redis: Redis;
@@ -28,12 +34,22 @@ afterAll(async () => {
   await redis.quit();
 });
 
-const JOB = { id: '0b7f3a52-1111-4a4a-9c9c-000000000001', state: 'Running', message: '', submittedAt: 'x', startedAt: 'x' };
+const JOB = {
+  id: '0b7f3a52-1111-4a4a-9c9c-000000000001',
+  state: 'Running',
+  message: '',
+  submittedAt: 'x',
+  startedAt: 'x',
+};
 
 /** A server with discovery at the service's path, the token endpoint at an unusual path, and `api` for the rest. */
 async function setup(
   api: (req: SeenRequest, res: ServerResponse, n: number) => void,
-  opts: { credentials?: 'header' | 'body'; requestTimeoutMs?: number; token?: (req: SeenRequest, res: ServerResponse, n: number) => void } = {},
+  opts: {
+    credentials?: 'header' | 'body';
+    requestTimeoutMs?: number;
+    token?: (req: SeenRequest, res: ServerResponse, n: number) => void;
+  } = {},
 ) {
   let tokens = 0;
   const server = await startScriptedServer((req, res, n) => {
@@ -48,7 +64,10 @@ async function setup(
     } else api(req, res, n);
   });
   const client = await makeReportClient({
-    connection: testConnection(server.url, { credentials: opts.credentials ?? 'header', requestTimeoutMs: opts.requestTimeoutMs ?? 5_000 }),
+    connection: testConnection(server.url, {
+      credentials: opts.credentials ?? 'header',
+      requestTimeoutMs: opts.requestTimeoutMs ?? 5_000,
+    }),
     connectionName: 'proto',
     redis,
     keyPrefix: prefix,
@@ -63,7 +82,13 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(JSON.stringify(body));
 }
 
-const start = { mandant: '7777', name: 'Sales/Orders', outputType: 'json' as const, paging: 100, parameters: { FROM: '2024-01-01' } };
+const start = {
+  mandant: '7777',
+  name: 'Sales/Orders',
+  outputType: 'json' as const,
+  paging: 100,
+  parameters: { FROM: '2024-01-01' },
+};
 
 describe('discovery and token request', () => {
   it('takes the token endpoint from the discovery document and sends Basic credentials by default', async () => {
@@ -95,8 +120,16 @@ describe('discovery and token request', () => {
       token: (_req, res) => json(res, 401, { error: 'invalid_client', error_description: 'bad secret demo-secret' }),
     });
     const err = await client.startReport(start).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'TOKEN_FAILED', httpStatus: 401, oauthError: 'invalid_client', stage: 'token', retryable: false });
-    expect(JSON.stringify({ m: (err as Error).message, d: (err as { details?: unknown }).details })).not.toContain('demo-secret');
+    expect(err).toMatchObject({
+      code: 'TOKEN_FAILED',
+      httpStatus: 401,
+      oauthError: 'invalid_client',
+      stage: 'token',
+      retryable: false,
+    });
+    expect(JSON.stringify({ m: (err as Error).message, d: (err as { details?: unknown }).details })).not.toContain(
+      'demo-secret',
+    );
   });
 });
 
@@ -114,14 +147,21 @@ describe('report_api calls', () => {
     expect(JSON.parse(post.body)).toEqual({ outputType: 'json', paging: 100, parameters: { FROM: '2024-01-01' } });
     await client.deleteJob(job.id);
     const del = server.seen.at(-1)!;
-    expect([del.method, del.url, del.headers.authorization, del.headers.accept]).toEqual(['DELETE', `/api/svcreport/v1/jobs/${JOB.id}`, 'Bearer tok-1', 'application/json']);
+    expect([del.method, del.url, del.headers.authorization, del.headers.accept]).toEqual([
+      'DELETE',
+      `/api/svcreport/v1/jobs/${JOB.id}`,
+      'Bearer tok-1',
+      'application/json',
+    ]);
     expect(del.headers['content-type']).toBeUndefined();
   });
 
   it('rejects bad names and paging before any request', async () => {
     const { server, client } = await setup((_req, res) => json(res, 200, JOB));
     const before = server.seen.length;
-    await expect(client.startReport({ ...start, name: 'Sales/Ordérs', job: 'orders' })).rejects.toMatchObject({ code: 'REPORT_NAME_INVALID' });
+    await expect(client.startReport({ ...start, name: 'Sales/Ordérs', job: 'orders' })).rejects.toMatchObject({
+      code: 'REPORT_NAME_INVALID',
+    });
     await expect(client.startReport({ ...start, paging: 9 })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
     expect(server.seen.length).toBe(before);
   });
@@ -137,15 +177,34 @@ describe('report_api calls', () => {
     const auths = server.seen.filter((r) => r.url.startsWith('/api/')).map((r) => r.headers.authorization);
     expect(auths).toEqual(['Bearer tok-1', 'Bearer tok-2']);
     refuse = 2;
-    await expect(client.deleteJob(JOB.id)).rejects.toMatchObject({ code: 'UNAUTHORIZED', httpStatus: 401, stage: 'delete' });
+    await expect(client.deleteJob(JOB.id)).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+      httpStatus: 401,
+      stage: 'delete',
+    });
     expect(tokenRequests()).toBe(3);
   });
 
   it('turns 403 into ACCESS_FORBIDDEN with the header text and problem body', async () => {
-    const problem = { status: 403, title: 'Forbidden', type: 'https://docs/x', instance: 'svc-user', detail: 'engine says no' };
-    const { client } = await setup((_req, res) => json(res, 403, problem, { SvcServletExceptionMessage: 'User has no access to the service' }));
+    const problem = {
+      status: 403,
+      title: 'Forbidden',
+      type: 'https://docs/x',
+      instance: 'svc-user',
+      detail: 'engine says no',
+    };
+    const { client } = await setup((_req, res) =>
+      json(res, 403, problem, { SvcServletExceptionMessage: 'User has no access to the service' }),
+    );
     const err = await client.startReport(start).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'ACCESS_FORBIDDEN', httpStatus: 403, retryable: false, stage: 'start', serverMessage: 'User has no access to the service', problem });
+    expect(err).toMatchObject({
+      code: 'ACCESS_FORBIDDEN',
+      httpStatus: 403,
+      retryable: false,
+      stage: 'start',
+      serverMessage: 'User has no access to the service',
+      problem,
+    });
   });
 
   it('says the data-science licence may be missing on a bare 403 (also ServletExceptionMessage accepted)', async () => {
@@ -177,7 +236,11 @@ describe('report_api calls', () => {
     await expect(client.waitForJob(JOB.id)).resolves.toMatchObject({ rows: 3, pages: 1 });
     expect(server.seen.filter((r) => r.method === 'GET' && r.url.startsWith('/api/')).length).toBe(3);
     fails = 10;
-    await expect(client.waitForJob(JOB.id)).rejects.toMatchObject({ code: 'HTTP_TRANSIENT', httpStatus: 503, retryable: true });
+    await expect(client.waitForJob(JOB.id)).rejects.toMatchObject({
+      code: 'HTTP_TRANSIENT',
+      httpStatus: 503,
+      retryable: true,
+    });
     const err = await client.deleteJob(JOB.id).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'HTTP_UNEXPECTED', httpStatus: 418, stage: 'delete' });
     expect((err as Error).message).toContain('teapot here');
@@ -188,7 +251,12 @@ describe('report_api calls', () => {
       res.writeHead(504, { 'content-type': 'text/plain' });
       res.end('gateway timeout');
     });
-    await expect(client.startReport(start)).rejects.toMatchObject({ code: 'HTTP_TRANSIENT', httpStatus: 504, retryable: true, stage: 'start' });
+    await expect(client.startReport(start)).rejects.toMatchObject({
+      code: 'HTTP_TRANSIENT',
+      httpStatus: 504,
+      retryable: true,
+      stage: 'start',
+    });
     expect(server.seen.filter((r) => r.method === 'POST' && r.url.startsWith('/api/')).length).toBe(1);
   });
 
@@ -222,7 +290,8 @@ describe('timeouts', () => {
       retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
     });
     open.push({ client, server: { ...server, close: async () => {} } });
-    const count = (method: string) => server.seen.filter((r) => r.method === method && r.url.startsWith('/api/')).length;
+    const count = (method: string) =>
+      server.seen.filter((r) => r.method === method && r.url.startsWith('/api/')).length;
     hang = 1;
     const t0 = Date.now();
     expect((await client.waitForJob(JOB.id)).rows).toBe(3);
@@ -234,7 +303,11 @@ describe('timeouts', () => {
     expect(count('GET')).toBe(4);
     hang = 1;
     const startErr = await client.startReport(start).catch((e: unknown) => e);
-    expect(startErr).toMatchObject({ code: 'HTTP_TRANSIENT', stage: 'start', cause: { code: 'UND_ERR_HEADERS_TIMEOUT' } });
+    expect(startErr).toMatchObject({
+      code: 'HTTP_TRANSIENT',
+      stage: 'start',
+      cause: { code: 'UND_ERR_HEADERS_TIMEOUT' },
+    });
     expect(count('POST')).toBe(1);
   });
 });
@@ -266,11 +339,13 @@ describe('page resume', () => {
   });
 
   it('fails with PAGE_BROKEN when the re-fetched bytes before the cut differ', async () => {
-    const { client } = await setup(pageServer(1, 20_000, (b) => {
-      const c = Buffer.from(b);
-      c[19_990] = 0x58; // 'X' inside the 64 bytes before the cut
-      return c;
-    }));
+    const { client } = await setup(
+      pageServer(1, 20_000, (b) => {
+        const c = Buffer.from(b);
+        c[19_990] = 0x58; // 'X' inside the 64 bytes before the cut
+        return c;
+      }),
+    );
     const p = (await client.openPage(JOB.id, 1))!;
     await expect(readAll(p.body)).rejects.toMatchObject({ code: 'PAGE_BROKEN', stage: 'fetch' });
   });
@@ -326,10 +401,13 @@ describe('page resume', () => {
   });
 
   it('close() finishes even with a page body nobody reads, and twice', async () => {
-    const { client } = await setup((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.write(Buffer.alloc(1024 * 1024)); // never ends
-    }, { requestTimeoutMs: 400 });
+    const { client } = await setup(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write(Buffer.alloc(1024 * 1024)); // never ends
+      },
+      { requestTimeoutMs: 400 },
+    );
     const p = (await client.openPage(JOB.id, 1))!;
     expect(p.page).toBe(1);
     const t0 = Date.now();
@@ -338,4 +416,3 @@ describe('page resume', () => {
     p.body.destroy();
   });
 });
-

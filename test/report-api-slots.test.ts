@@ -41,7 +41,10 @@ it('never lets more runs hold a slot than the limit, across processes, and serve
   const held = new Map<number, HeldSlot>();
   const asked = new Set<number>();
   const line = [5, 4, 3, 2, 1].map(async (order, k) => {
-    held.set(order, await (k % 2 ? a : b).acquire('erp', 2, { order, label: `job${order}`, onWait: () => asked.add(order) }));
+    held.set(
+      order,
+      await (k % 2 ? a : b).acquire('erp', 2, { order, label: `job${order}`, onWait: () => asked.add(order) }),
+    );
   });
   await waitFor('every run to wait in line', () => asked.size === 5);
   expect(await a.usage('erp')).toEqual({ held: 2, waiting: 5 });
@@ -67,7 +70,15 @@ it('never lets more runs hold a slot than the limit, across processes, and serve
 
 it('frees the slots of a process killed with SIGKILL once their lease ran out', async () => {
   const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/slot-holder-child.ts', import.meta.url))], {
-    env: { ...process.env, REDIS_URL, CHILD_PREFIX: prefix, CHILD_CONNECTION: 'erp_kill', CHILD_SLOTS: '2', CHILD_LIMIT: '2', CHILD_LEASE_MS: '3000' },
+    env: {
+      ...process.env,
+      REDIS_URL,
+      CHILD_PREFIX: prefix,
+      CHILD_CONNECTION: 'erp_kill',
+      CHILD_SLOTS: '2',
+      CHILD_LIMIT: '2',
+      CHILD_LEASE_MS: '3000',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
@@ -90,7 +101,11 @@ it('an aborted waiter gives up its place in line and fails with ABORTED', async 
   const holder: HeldSlot = await slots.acquire('erp_abort', 1);
   const controller = new AbortController();
   let asked = false;
-  const waiting = slots.acquire('erp_abort', 1, { order: slotOrder(SLOT_CLASS.scheduled, Date.now()), signal: controller.signal, onWait: () => (asked = true) });
+  const waiting = slots.acquire('erp_abort', 1, {
+    order: slotOrder(SLOT_CLASS.scheduled, Date.now()),
+    signal: controller.signal,
+    onWait: () => (asked = true),
+  });
   await waitFor('the run to wait', () => asked);
   expect((await slots.usage('erp_abort')).waiting).toBe(1);
   controller.abort(new Error('shutdown'));

@@ -7,7 +7,13 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/simulator/index.ts';
-import { makeReportClient, TokenCache, tokenCacheKey, withReportJob, type ReportClient } from '../src/report-api/index.ts';
+import {
+  makeReportClient,
+  TokenCache,
+  tokenCacheKey,
+  withReportJob,
+  type ReportClient,
+} from '../src/report-api/index.ts';
 import { pino } from 'pino';
 import { silentLogger } from '../src/logger.ts';
 import { REDIS_URL, uniqueName } from './support/env.ts';
@@ -24,7 +30,10 @@ function newRedis(): Redis {
   return r;
 }
 
-async function newClient(overrides: Parameters<typeof testConnection>[1] = {}, tokenRenewBeforeSeconds?: number): Promise<ReportClient> {
+async function newClient(
+  overrides: Parameters<typeof testConnection>[1] = {},
+  tokenRenewBeforeSeconds?: number,
+): Promise<ReportClient> {
   const c = await makeReportClient({
     connection: testConnection(sim.url, overrides),
     connectionName: 'sim',
@@ -37,7 +46,13 @@ async function newClient(overrides: Parameters<typeof testConnection>[1] = {}, t
   return c;
 }
 
-const report = (rows: number) => ({ mandant: '7777', name: 'Sales/Orders', outputType: 'json' as const, paging: 50, parameters: { ROWS: String(rows) } });
+const report = (rows: number) => ({
+  mandant: '7777',
+  name: 'Sales/Orders',
+  outputType: 'json' as const,
+  paging: 50,
+  parameters: { ROWS: String(rows) },
+});
 
 async function runReport(client: ReportClient, rows = 60): Promise<number> {
   return withReportJob(client, report(rows), async (finished) => {
@@ -93,7 +108,13 @@ describe('token cache', () => {
 
     const wrong = await newClient({ clientSecret: wrongSecret });
     const err = await wrong.startReport(report(10)).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'TOKEN_FAILED', stage: 'token', httpStatus: 401, oauthError: 'invalid_client', retryable: false });
+    expect(err).toMatchObject({
+      code: 'TOKEN_FAILED',
+      stage: 'token',
+      httpStatus: 401,
+      oauthError: 'invalid_client',
+      retryable: false,
+    });
     expect((err as Error).message).not.toContain(wrongSecret);
     let c = sim.counters();
     expect(c.tokenRequests).toBe(2);
@@ -114,7 +135,9 @@ describe('token cache', () => {
     // Neither secret is in any key or value this test left in Redis.
     const keys = await r.keys(`${prefix}*`);
     expect(keys.length).toBeGreaterThanOrEqual(2); // the token entry and the token request counter
-    const values = await Promise.all(keys.map(async (k) => ((await r.type(k)) === 'string' ? await r.get(k) : JSON.stringify(await r.dump(k)))));
+    const values = await Promise.all(
+      keys.map(async (k) => ((await r.type(k)) === 'string' ? await r.get(k) : JSON.stringify(await r.dump(k)))),
+    );
     const everything = [...keys, ...values].join('\n');
     for (const secret of ['demo-secret', wrongSecret]) expect(everything).not.toContain(secret);
   });
@@ -127,7 +150,9 @@ describe('token cache', () => {
     });
     let out = '';
     child.stdout.setEncoding('utf8');
-    const ready = new Promise<void>((resolve) => child.stdout.on('data', (d: string) => ((out += d), out.includes('ready\n') && resolve())));
+    const ready = new Promise<void>((resolve) =>
+      child.stdout.on('data', (d: string) => ((out += d), out.includes('ready\n') && resolve())),
+    );
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     const [a, b] = await Promise.all([newClient(), newClient()]);
     await ready;
@@ -191,7 +216,12 @@ describe('401 recovery', () => {
   });
 
   it('renews across an early expiry (token dies at a fraction of expires_in)', async () => {
-    const early = await startSimulator({ port: 0, jobDurationMs: 30, tokenLifetimeSeconds: 2, faults: { tokenLifetimeFactor: 0.2 } });
+    const early = await startSimulator({
+      port: 0,
+      jobDurationMs: 30,
+      tokenLifetimeSeconds: 2,
+      faults: { tokenLifetimeFactor: 0.2 },
+    });
     try {
       const client = await makeReportClient({
         connection: testConnection(early.url),
@@ -264,14 +294,22 @@ describe('logging', () => {
       await runReport(client);
     }
     const tokens = await Promise.all(
-      (await redis.keys(`${prefix}log-*token:*`)).map(async (k) => (JSON.parse((await redis.get(k))!) as { accessToken: string }).accessToken),
+      (await redis.keys(`${prefix}log-*token:*`)).map(
+        async (k) => (JSON.parse((await redis.get(k))!) as { accessToken: string }).accessToken,
+      ),
     );
     expect(tokens).toHaveLength(2);
     const all = lines.join('');
-    const requests = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'report-api request');
-    expect(requests.some((l) => l.method === 'DELETE' && l.status === 200 && typeof l.ms === 'number' && l.connection === 'logged-body')).toBe(true);
+    const requests = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'report-api request');
+    expect(
+      requests.some(
+        (l) => l.method === 'DELETE' && l.status === 200 && typeof l.ms === 'number' && l.connection === 'logged-body',
+      ),
+    ).toBe(true);
     expect(requests.some((l) => l.status === 401)).toBe(true);
-    for (const secret of ['demo-secret', 'Bearer', 'Basic', 'authorization', ...tokens]) expect(all).not.toContain(secret);
+    for (const secret of ['demo-secret', 'Bearer', 'Basic', 'authorization', ...tokens])
+      expect(all).not.toContain(secret);
   });
 });
-

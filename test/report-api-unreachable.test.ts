@@ -45,7 +45,13 @@ async function client(baseUrl: string, overrides: Parameters<typeof testConnecti
   return c;
 }
 
-const sales = { mandant: '7777', name: 'Sales/Orders', outputType: 'json' as const, paging: 50, parameters: { ROWS: '20' } };
+const sales = {
+  mandant: '7777',
+  name: 'Sales/Orders',
+  outputType: 'json' as const,
+  paging: 50,
+  parameters: { ROWS: '20' },
+};
 
 /** The log lines at warn level or above. */
 const warnings = () => lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level >= 40);
@@ -79,8 +85,16 @@ describe('discovery', () => {
   it('a refused connection is SERVER_UNREACHABLE at stage token, retryable, naming the server and what to check', async () => {
     const err = await client(closedUrl).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ServerUnreachableError);
-    expect(err).toMatchObject({ code: 'SERVER_UNREACHABLE', stage: 'token', retryable: true, networkCode: 'ECONNREFUSED', details: { networkCode: 'ECONNREFUSED', server: closedUrl } });
-    expect((err as Error).message).toContain(`the server ${closedUrl} cannot be reached (connection refused, ECONNREFUSED)`);
+    expect(err).toMatchObject({
+      code: 'SERVER_UNREACHABLE',
+      stage: 'token',
+      retryable: true,
+      networkCode: 'ECONNREFUSED',
+      details: { networkCode: 'ECONNREFUSED', server: closedUrl },
+    });
+    expect((err as Error).message).toContain(
+      `the server ${closedUrl} cannot be reached (connection refused, ECONNREFUSED)`,
+    );
     expectHint(err);
   });
 
@@ -98,7 +112,9 @@ describe('token endpoint', () => {
   beforeAll(async () => {
     // Discovery answers, but names a token endpoint where nothing listens.
     discovery = await startScriptedServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ token_endpoint: `${closedUrl}/oauth/token` }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ token_endpoint: `${closedUrl}/oauth/token` }));
     });
   });
   afterAll(async () => {
@@ -108,7 +124,12 @@ describe('token endpoint', () => {
   it('an unreachable token endpoint is SERVER_UNREACHABLE at stage token, and no warning about a left report job', async () => {
     const c = await client(discovery.url);
     const err = await c.startReport(sales).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'SERVER_UNREACHABLE', stage: 'token', retryable: true, details: { server: closedUrl } });
+    expect(err).toMatchObject({
+      code: 'SERVER_UNREACHABLE',
+      stage: 'token',
+      retryable: true,
+      details: { server: closedUrl },
+    });
     expect((err as Error).message).toMatch(/^POST \/oauth\/token failed: /);
     expectHint(err);
     expect(isNotSentError(err)).toBe(true);
@@ -142,8 +163,16 @@ describe('report calls', () => {
     const job = await c.startReport(sales); // discovery, token and one report job while the server is up
     await down.close();
     const startErr = await c.startReport(sales).catch((e: unknown) => e);
-    expect(startErr).toMatchObject({ code: 'SERVER_UNREACHABLE', stage: 'start', retryable: true, networkCode: 'ECONNREFUSED', details: { server: down.url } });
-    expect((startErr as Error).message).toMatch(/^POST \/api\/svcreport\/v1\/report\/7777\/Sales%2FOrders\.avw failed: /);
+    expect(startErr).toMatchObject({
+      code: 'SERVER_UNREACHABLE',
+      stage: 'start',
+      retryable: true,
+      networkCode: 'ECONNREFUSED',
+      details: { server: down.url },
+    });
+    expect((startErr as Error).message).toMatch(
+      /^POST \/api\/svcreport\/v1\/report\/7777\/Sales%2FOrders\.avw failed: /,
+    );
     expectHint(startErr);
     const pollErr = await c.waitForJob(job.id).catch((e: unknown) => e);
     expect(pollErr).toMatchObject({ code: 'SERVER_UNREACHABLE', stage: 'poll', retryable: true });
@@ -155,19 +184,27 @@ describe('report calls', () => {
 
 describe('unreachableCode', () => {
   const withCode = (code: string) => Object.assign(new Error(code), { code });
-  it.each(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT'])('%s means unreachable, also as a cause', (code) => {
-    expect(unreachableCode(withCode(code))).toBe(code);
-    expect(unreachableCode(new Error('wrapped', { cause: withCode(code) }))).toBe(code);
-  });
+  it.each(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT'])(
+    '%s means unreachable, also as a cause',
+    (code) => {
+      expect(unreachableCode(withCode(code))).toBe(code);
+      expect(unreachableCode(new Error('wrapped', { cause: withCode(code) }))).toBe(code);
+    },
+  );
 
   it('refused, DNS and connect timeout prove a start was never sent; host or network unreachable do not', () => {
-    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']) expect(isNotSentError(withCode(code)), code).toBe(true);
-    for (const code of ['EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']) expect(isNotSentError(withCode(code)), code).toBe(false);
+    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT'])
+      expect(isNotSentError(withCode(code)), code).toBe(true);
+    for (const code of ['EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET'])
+      expect(isNotSentError(withCode(code)), code).toBe(false);
   });
 
   it('an AggregateError of refused addresses (happy eyeballs) is unreachable; resets and timeouts after connecting are not', () => {
-    expect(unreachableCode(new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNREFUSED')]))).toBe('ECONNREFUSED');
+    expect(unreachableCode(new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNREFUSED')]))).toBe(
+      'ECONNREFUSED',
+    );
     expect(unreachableCode(new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNRESET')]))).toBeUndefined();
-    for (const code of ['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_SOCKET']) expect(unreachableCode(withCode(code))).toBeUndefined();
+    for (const code of ['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_SOCKET'])
+      expect(unreachableCode(withCode(code))).toBeUndefined();
   });
 });

@@ -13,7 +13,8 @@ const API = '/api/svcreport/v1';
  * One request on a connection of its own: the simulators run in this process, and prerender holds the event loop
  * for seconds on a busy machine, after which a kept-alive connection may be reused just as its server closes it.
  */
-const request: typeof undiciRequest = ((url: string, opts: object = {}) => undiciRequest(url, { ...opts, reset: true })) as typeof undiciRequest;
+const request: typeof undiciRequest = ((url: string, opts: object = {}) =>
+  undiciRequest(url, { ...opts, reset: true })) as typeof undiciRequest;
 const sims: Simulator[] = [];
 
 afterAll(async () => {
@@ -29,12 +30,25 @@ async function start(opts: SimulatorOptions): Promise<{ s: Simulator; headers: R
     body: 'grant_type=client_credentials&client_id=demo-client&client_secret=demo-secret',
   });
   const tok = ((await r.body.json()) as { access_token: string }).access_token;
-  return { s, headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json', accept: 'application/json' } };
+  return {
+    s,
+    headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json', accept: 'application/json' },
+  };
 }
 
 /** Runs a report and fetches every page: bodies and the interesting headers. */
-async function fetchAll(s: Simulator, headers: Record<string, string>, outputType: string, paging: number, rows: number) {
-  const r = await request(`${s.url}${API}/report/7777/Big`, { method: 'POST', headers, body: JSON.stringify({ outputType, paging, parameters: { ROWS: String(rows) } }) });
+async function fetchAll(
+  s: Simulator,
+  headers: Record<string, string>,
+  outputType: string,
+  paging: number,
+  rows: number,
+) {
+  const r = await request(`${s.url}${API}/report/7777/Big`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ outputType, paging, parameters: { ROWS: String(rows) } }),
+  });
   const { id } = (await r.body.json()) as { id: string };
   const pages: { body: Buffer; length?: string; type?: string; chunked: boolean }[] = [];
   for (let p = 1; ; p++) {
@@ -42,7 +56,12 @@ async function fetchAll(s: Simulator, headers: Record<string, string>, outputTyp
     const body = Buffer.from(await res.body.arrayBuffer());
     if (res.statusCode === 404) break;
     expect(res.statusCode).toBe(200);
-    pages.push({ body, length: res.headers['content-length'] as string | undefined, type: res.headers['content-type'] as string, chunked: res.headers['transfer-encoding'] === 'chunked' });
+    pages.push({
+      body,
+      length: res.headers['content-length'] as string | undefined,
+      type: res.headers['content-type'] as string,
+      chunked: res.headers['transfer-encoding'] === 'chunked',
+    });
   }
   await request(`${s.url}${API}/jobs/${id}`, { method: 'DELETE', headers });
   return pages;
@@ -75,7 +94,11 @@ describe('simulator page cache', () => {
   it('still cuts pages off under the reset fault', async () => {
     const { s, headers } = await start({ pageCache: true, faults: { resetRate: 1 } });
     s.prerender('Big.avw', { ROWS: '500' }, 'json', 500);
-    const r = await request(`${s.url}${API}/report/7777/Big`, { method: 'POST', headers, body: JSON.stringify({ outputType: 'json', paging: 500, parameters: { ROWS: '500' } }) });
+    const r = await request(`${s.url}${API}/report/7777/Big`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ outputType: 'json', paging: 500, parameters: { ROWS: '500' } }),
+    });
     const { id } = (await r.body.json()) as { id: string };
     const res = await request(`${s.url}${API}/jobs/${id}/output/1`, { headers });
     await expect(res.body.arrayBuffer()).rejects.toThrow();

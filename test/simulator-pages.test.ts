@@ -7,7 +7,14 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { SaxesParser } from 'saxes';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reportData, startSimulator, txtBom, type ReportData, type Simulator, type SimulatorOptions } from '../src/simulator/index.ts';
+import {
+  reportData,
+  startSimulator,
+  txtBom,
+  type ReportData,
+  type Simulator,
+  type SimulatorOptions,
+} from '../src/simulator/index.ts';
 
 const API = '/api/svcreport/v1';
 const sims: Simulator[] = [];
@@ -29,9 +36,20 @@ afterAll(async () => {
 });
 
 /** Starts a job and waits until it finished; returns its id and message. */
-async function run(s: Simulator, tok: string, name: string, outputType: string, paging: number, parameters: Record<string, string> = {}) {
+async function run(
+  s: Simulator,
+  tok: string,
+  name: string,
+  outputType: string,
+  paging: number,
+  parameters: Record<string, string> = {},
+) {
   const headers = { authorization: `Bearer ${tok}`, 'content-type': 'application/json', accept: 'application/json' };
-  const r = await request(`${s.url}${API}/report/7777/${name}`, { method: 'POST', headers, body: JSON.stringify({ outputType, paging, parameters }) });
+  const r = await request(`${s.url}${API}/report/7777/${name}`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ outputType, paging, parameters }),
+  });
   const job = (await r.body.json()) as { id: string };
   for (;;) {
     const st = await request(`${s.url}${API}/jobs/${job.id}`, { headers });
@@ -48,7 +66,12 @@ async function page(s: Simulator, tok: string, id: string, n: number) {
 }
 
 /** Reads a page until the connection breaks; returns what arrived and whether it broke. */
-async function pageUntilBroken(s: Simulator, tok: string, id: string, n: number): Promise<{ bytes: Buffer; broken: boolean }> {
+async function pageUntilBroken(
+  s: Simulator,
+  tok: string,
+  id: string,
+  n: number,
+): Promise<{ bytes: Buffer; broken: boolean }> {
   const parts: Buffer[] = [];
   try {
     const r = await request(`${s.url}${API}/jobs/${id}/output/${n}`, { headers: { authorization: `Bearer ${tok}` } });
@@ -76,7 +99,9 @@ function expected(data: ReportData, from: number, to: number, emptyIsNull = fals
 
 /** JSON page -> rows of raw value strings: numbers by their source digits (JSON.parse with source). */
 function jsonRows(text: string, data: ReportData): (string | null)[][] {
-  const parsed = JSON.parse(text, (_k, v: unknown, ctx?: { source?: string }) => (typeof v === 'number' ? ctx!.source : v)) as {
+  const parsed = JSON.parse(text, (_k, v: unknown, ctx?: { source?: string }) =>
+    typeof v === 'number' ? ctx!.source : v,
+  ) as {
     data: Record<string, string | null>[];
   };
   return parsed.data.map((row) => {
@@ -158,7 +183,9 @@ describe('pages of each output type', () => {
     expect(p1.headers['content-type']).toBe('text/xml');
     expect(p1.headers['transfer-encoding']).toBe('chunked');
     const t1 = p1.bytes.toString('utf8');
-    expect(t1.startsWith('<?xml version="1.0" encoding="UTF-8"?><result><row><field name="Auftrag Nr">100000</field>')).toBe(true);
+    expect(
+      t1.startsWith('<?xml version="1.0" encoding="UTF-8"?><result><row><field name="Auftrag Nr">100000</field>'),
+    ).toBe(true);
     const rows = [...xmlRows(t1), ...xmlRows((await page(s, tok, id, 2)).bytes.toString('utf8'))];
     const tsCol = data.columns.findIndex((c) => c.kind === 'timestamp');
     for (const r of rows) r[tsCol] = String(Date.parse(r[tsCol]!));
@@ -171,7 +198,14 @@ describe('pages of each output type', () => {
     expect(message).toBe('rows=230;pages=6');
     const header = data.columns.map((c) => `"${c.name}"`).join(',');
     const zurich = new Intl.DateTimeFormat('de-CH', {
-      timeZone: 'Europe/Zurich', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23',
+      timeZone: 'Europe/Zurich',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
     });
     const boms = new Set<string>();
     const got: (string | null)[][] = [];

@@ -31,17 +31,31 @@ async function codeFor(user: string, clientId = 'demo-user-client'): Promise<str
 }
 
 it('refresh tokens live 10 hours without offline access and 60 days with it, on the simulator clock', async () => {
-  const otto = await token({ grant_type: 'authorization_code', client_id: 'demo-user-client', code: await codeFor('otto'), redirect_uri: REDIRECT });
+  const otto = await token({
+    grant_type: 'authorization_code',
+    client_id: 'demo-user-client',
+    code: await codeFor('otto'),
+    redirect_uri: REDIRECT,
+  });
   expect(otto.status).toBe(200);
   expect(otto.body).toMatchObject({ token_type: 'Bearer', expires_in: 600, scope: 'svc.pad' });
-  const anna = await token({ grant_type: 'authorization_code', client_id: 'demo-user-client', code: await codeFor('anna'), redirect_uri: REDIRECT });
+  const anna = await token({
+    grant_type: 'authorization_code',
+    client_id: 'demo-user-client',
+    code: await codeFor('anna'),
+    redirect_uri: REDIRECT,
+  });
   expect(anna.body.scope).toBe('svc.pad offline_access');
-  const refresh = (t: unknown) => token({ grant_type: 'refresh_token', client_id: 'demo-user-client', refresh_token: String(t) });
+  const refresh = (t: unknown) =>
+    token({ grant_type: 'refresh_token', client_id: 'demo-user-client', refresh_token: String(t) });
   const first = await refresh(otto.body.refresh_token);
   expect(first.status).toBe(200);
   expect(first.body.refresh_token).toBeUndefined();
   sim.advanceClock(10 * 3_600_000 + 1_000);
-  expect(await refresh(otto.body.refresh_token)).toEqual({ status: 400, body: { error: 'invalid_grant', error_description: 'Token is not active' } });
+  expect(await refresh(otto.body.refresh_token)).toEqual({
+    status: 400,
+    body: { error: 'invalid_grant', error_description: 'Token is not active' },
+  });
   expect((await refresh(anna.body.refresh_token)).status).toBe(200);
   sim.advanceClock(60 * 86_400_000);
   expect((await refresh(anna.body.refresh_token)).status).toBe(400);
@@ -51,24 +65,50 @@ it('adopts a logged-in session, uses a code once, asks a trusted client for its 
   // Log in with the password: the session cookie is set.
   const page = await fetch(authUrl('demo-trusted-user-client'));
   const html = await page.text();
-  const hidden = new URLSearchParams([...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].slice(0, 5).map((m) => [m[1]!, m[2]!]));
-  const first = await fetch(`${sim.url}/oauth/oauth2/v1/auth`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ ...Object.fromEntries(hidden), username: 'anna', password: 'anna-password' }) });
+  const hidden = new URLSearchParams(
+    [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].slice(0, 5).map((m) => [m[1]!, m[2]!]),
+  );
+  const first = await fetch(`${sim.url}/oauth/oauth2/v1/auth`, {
+    method: 'POST',
+    redirect: 'manual',
+    body: new URLSearchParams({ ...Object.fromEntries(hidden), username: 'anna', password: 'anna-password' }),
+  });
   const cookie = first.headers.get('set-cookie')!.split(';')[0]!;
   // A second login page offers the session; adopting it needs no password.
   const again = await (await fetch(authUrl('demo-trusted-user-client'), { headers: { cookie } })).text();
   expect(again).toContain('Continue as anna');
-  const adopted = await fetch(`${sim.url}/oauth/oauth2/v1/auth`, { method: 'POST', redirect: 'manual', headers: { cookie }, body: new URLSearchParams({ ...Object.fromEntries(hidden), adopt: '1' }) });
+  const adopted = await fetch(`${sim.url}/oauth/oauth2/v1/auth`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie },
+    body: new URLSearchParams({ ...Object.fromEntries(hidden), adopt: '1' }),
+  });
   expect(adopted.status).toBe(302);
   const code = new URL(adopted.headers.get('location')!).searchParams.get('code')!;
-  const exchange = { grant_type: 'authorization_code', client_id: 'demo-trusted-user-client', code, redirect_uri: REDIRECT };
+  const exchange = {
+    grant_type: 'authorization_code',
+    client_id: 'demo-trusted-user-client',
+    code,
+    redirect_uri: REDIRECT,
+  };
   expect((await token(exchange)).body).toMatchObject({ error: 'invalid_client' });
   const ok = await token({ ...exchange, client_secret: 'demo-trusted-secret' });
   expect(ok.status).toBe(200);
-  expect((await token({ ...exchange, client_secret: 'demo-trusted-secret' })).body).toEqual({ error: 'invalid_grant', error_description: 'Code already used' });
-  const refresh = { grant_type: 'refresh_token', client_id: 'demo-trusted-user-client', client_secret: 'demo-trusted-secret', refresh_token: String(ok.body.refresh_token) };
+  expect((await token({ ...exchange, client_secret: 'demo-trusted-secret' })).body).toEqual({
+    error: 'invalid_grant',
+    error_description: 'Code already used',
+  });
+  const refresh = {
+    grant_type: 'refresh_token',
+    client_id: 'demo-trusted-user-client',
+    client_secret: 'demo-trusted-secret',
+    refresh_token: String(ok.body.refresh_token),
+  };
   expect((await token(refresh)).status).toBe(200);
   expect(sim.logoutUser('anna')).toBe(true);
   expect((await token(refresh)).body).toMatchObject({ error: 'invalid_grant' });
   // The session is gone too: no adoption offered any more.
-  expect(await (await fetch(authUrl('demo-trusted-user-client'), { headers: { cookie } })).text()).not.toContain('Continue as');
+  expect(await (await fetch(authUrl('demo-trusted-user-client'), { headers: { cookie } })).text()).not.toContain(
+    'Continue as',
+  );
 });

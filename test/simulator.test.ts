@@ -4,7 +4,14 @@
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FAILING_MESSAGE, RIGHTS_MESSAGE, reportData, startSimulator, type Simulator, type SimulatorOptions } from '../src/simulator/index.ts';
+import {
+  FAILING_MESSAGE,
+  RIGHTS_MESSAGE,
+  reportData,
+  startSimulator,
+  type Simulator,
+  type SimulatorOptions,
+} from '../src/simulator/index.ts';
 
 const API = '/api/svcreport/v1';
 const ISO_MS_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}[+-]\d{2}:\d{2}$/;
@@ -25,23 +32,42 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function token(s: Simulator, id = 'demo-client', secret = 'demo-secret'): Promise<string> {
   const r = await request(`${s.url}/oauth/oauth2/v1/token`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}` },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`,
+    },
     body: 'grant_type=client_credentials',
   });
   expect(r.statusCode).toBe(200);
   return ((await r.body.json()) as { access_token: string }).access_token;
 }
 
-async function call(s: Simulator, tok: string | undefined, method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown) {
+async function call(
+  s: Simulator,
+  tok: string | undefined,
+  method: 'GET' | 'POST' | 'DELETE',
+  path: string,
+  body?: unknown,
+) {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (tok) headers.authorization = `Bearer ${tok}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const r = await request(`${s.url}${API}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const r = await request(`${s.url}${API}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await r.body.text();
   return { status: r.statusCode, headers: r.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
 }
 
-function start(s: Simulator, tok: string, name: string, body: Record<string, unknown> = { outputType: 'json', paging: 100 }, mandant = '7777') {
+function start(
+  s: Simulator,
+  tok: string,
+  name: string,
+  body: Record<string, unknown> = { outputType: 'json', paging: 100 },
+  mandant = '7777',
+) {
   return call(s, tok, 'POST', `/report/${mandant}/${name}`, body);
 }
 
@@ -75,7 +101,14 @@ describe('discovery and tokens', () => {
     const d = (await r.body.json()) as Record<string, unknown>;
     expect(d.token_endpoint).toBe(`${s.url}/oauth/oauth2/v1/token`);
     expect(d.authorization_endpoint).toBe(`${s.url}/oauth/oauth2/v1/auth`);
-    for (const k of ['issuer', 'token_revocation_endpoint', 'userinfo_endpoint', 'end_session_endpoint', 'jwks_uri', 'registration_endpoint']) {
+    for (const k of [
+      'issuer',
+      'token_revocation_endpoint',
+      'userinfo_endpoint',
+      'end_session_endpoint',
+      'jwks_uri',
+      'registration_endpoint',
+    ]) {
       expect(String(d[k])).toMatch(new RegExp(`^${s.url}/`));
     }
     expect(d.scopes_supported).toEqual(['svc.pad', 'openid', 'email', 'profile', 'offline_access']);
@@ -87,7 +120,10 @@ describe('discovery and tokens', () => {
     const before = s.counters().tokenRequests;
     const viaHeader = await request(`${s.url}/oauth/oauth2/v1/token`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('demo-client:demo-secret').toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('demo-client:demo-secret').toString('base64')}`,
+      },
       body: 'grant_type=client_credentials',
     });
     expect(viaHeader.statusCode).toBe(200);
@@ -97,7 +133,11 @@ describe('discovery and tokens', () => {
     const viaBody = await request(`${s.url}/oauth/oauth2/v1/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'demo-client', client_secret: 'demo-secret' }).toString(),
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: 'demo-client',
+        client_secret: 'demo-secret',
+      }).toString(),
     });
     expect(viaBody.statusCode).toBe(200);
     const b = (await viaBody.body.json()) as Record<string, unknown>;
@@ -108,12 +148,16 @@ describe('discovery and tokens', () => {
   });
 
   it('refuses wrong credentials (401 invalid_client), a missing grant and a wrong content type (400)', async () => {
-    const post = (headers: Record<string, string>, body: string) => request(`${s.url}/oauth/oauth2/v1/token`, { method: 'POST', headers, body });
+    const post = (headers: Record<string, string>, body: string) =>
+      request(`${s.url}/oauth/oauth2/v1/token`, { method: 'POST', headers, body });
     const form = { 'content-type': 'application/x-www-form-urlencoded' };
     const wrong = await post(form, 'grant_type=client_credentials&client_id=demo-client&client_secret=nope');
     expect(wrong.statusCode).toBe(401);
     expect(await wrong.body.json()).toMatchObject({ error: 'invalid_client' });
-    const unknown = await post({ ...form, authorization: `Basic ${Buffer.from('who:demo-secret').toString('base64')}` }, 'grant_type=client_credentials');
+    const unknown = await post(
+      { ...form, authorization: `Basic ${Buffer.from('who:demo-secret').toString('base64')}` },
+      'grant_type=client_credentials',
+    );
     expect(unknown.statusCode).toBe(401);
     expect(unknown.headers['www-authenticate']).toMatch(/^Basic/);
     const text = await unknown.body.text();
@@ -154,7 +198,10 @@ describe('discovery and tokens', () => {
     expect(body.expires_in).toBe(600);
     expect((await call(early, body.access_token, 'GET', '/jobs/x')).status).toBe(404);
     // Refused long before its announced 600 s: within the 10 s the wait allows.
-    await until('the token to expire early', async () => (await call(early, body.access_token, 'GET', '/jobs/x')).status === 401);
+    await until(
+      'the token to expire early',
+      async () => (await call(early, body.access_token, 'GET', '/jobs/x')).status === 401,
+    );
 
     const t2 = await token(s);
     s.expireTokens();
@@ -230,7 +277,8 @@ describe('starting reports', () => {
       const done = await finished(s, tok, String(r.json().id));
       expect(done.message).toBe('rows=25000;pages=3');
       const rows = async (page: number) =>
-        (JSON.parse((await call(s, tok, 'GET', `/jobs/${String(done.id)}/output/${page}`)).text) as { data: unknown[] }).data.length;
+        (JSON.parse((await call(s, tok, 'GET', `/jobs/${String(done.id)}/output/${page}`)).text) as { data: unknown[] })
+          .data.length;
       expect(await rows(1)).toBe(10_000);
       expect(await rows(3)).toBe(5_000);
     }
@@ -334,7 +382,14 @@ describe('timestamp formatting', () => {
     for (const timeZone of ['Europe/Zurich', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe', 'UTC']) {
       const z = makeZonedFormatter(timeZone);
       const intl = new Intl.DateTimeFormat('de-CH', {
-        timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23',
+        timeZone,
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        second: '2-digit',
+        hourCycle: 'h23',
       });
       let ms = Date.UTC(2019, 11, 31, 22, 59, 59, 999);
       for (let i = 0; i < 3000; i++) {

@@ -35,11 +35,27 @@ it('removes escape sequences and control characters, keeping line breaks, tabs a
 it('report-etl runs prints a recorded server text with escapes as plain text; the history keeps it whole', async () => {
   const attemptId = randomUUID();
   const hostile = 'Report execution failed:\u001b[2J\u001b]0;pwned\u0007 Division by zero';
-  await insertAttempt(pool, { attemptId, job, runKey: attemptId, trigger: 'manual', targetTable: 'x.y', writeMode: 'replace', worker: 'test:1' });
-  await failAttempt(pool, attemptId, { status: 'failed', stage: 'poll', errorKind: 'REPORT_FAILED', retryable: false, message: hostile, serverMessage: hostile });
+  await insertAttempt(pool, {
+    attemptId,
+    job,
+    runKey: attemptId,
+    trigger: 'manual',
+    targetTable: 'x.y',
+    writeMode: 'replace',
+    worker: 'test:1',
+  });
+  await failAttempt(pool, attemptId, {
+    status: 'failed',
+    stage: 'poll',
+    errorKind: 'REPORT_FAILED',
+    retryable: false,
+    message: hostile,
+    serverMessage: hostile,
+  });
   const r = await runCli(['runs', '--job', job, '--attempts']);
   expect(r.code).toBe(0);
   expect(r.stdout).toContain('Report execution failed: Division by zero');
+  // eslint-disable-next-line no-control-regex -- the test looks for control characters
   expect(r.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
   const { rows } = await pool.query('SELECT message FROM etl.run_errors WHERE attempt_id = $1', [attemptId]);
   expect(rows[0].message).toBe(hostile);
@@ -48,7 +64,9 @@ it('report-etl runs prints a recorded server text with escapes as plain text; th
 it('report-etl runs refuses a status it does not know, listing the allowed ones, and suggests a job for a typo', async () => {
   const bad = await runCli(['runs', '--status', 'failure']);
   expect(bad.code).toBe(2);
-  expect(bad.stderr).toContain("argument 'failure' is invalid. Allowed choices are running, succeeded, failed, interrupted.");
+  expect(bad.stderr).toContain(
+    "argument 'failure' is invalid. Allowed choices are running, succeeded, failed, interrupted.",
+  );
   const typo = await runCli(['runs', '--job', `${job}x`]);
   expect(typo.code).toBe(2);
   expect(typo.stderr).toContain(`no job "${job}x" in the run history (did you mean "${job}"?`);

@@ -58,7 +58,9 @@ function startReceiver(): Promise<{ url: string; received: Received; server: Ser
       received.paths.push(`${req.method} ${req.url}`);
       const contentType = String(req.headers['content-type'] ?? '');
       if (contentType.includes('json')) {
-        const doc = JSON.parse(body.toString('utf8')) as { resourceSpans?: { scopeSpans?: { spans?: Record<string, unknown>[] }[] }[] };
+        const doc = JSON.parse(body.toString('utf8')) as {
+          resourceSpans?: { scopeSpans?: { spans?: Record<string, unknown>[] }[] }[];
+        };
         for (const rs of doc.resourceSpans ?? []) {
           for (const ss of rs.scopeSpans ?? []) {
             for (const s of ss.spans ?? []) {
@@ -70,7 +72,12 @@ function startReceiver(): Promise<{ url: string; received: Received; server: Ser
                 kind: s.kind as number,
                 start: BigInt(s.startTimeUnixNano as string),
                 end: BigInt(s.endTimeUnixNano as string),
-                attributes: Object.fromEntries(((s.attributes ?? []) as { key: string; value: Record<string, unknown> }[]).map((a) => [a.key, attributeValue(a.value)])),
+                attributes: Object.fromEntries(
+                  ((s.attributes ?? []) as { key: string; value: Record<string, unknown> }[]).map((a) => [
+                    a.key,
+                    attributeValue(a.value),
+                  ]),
+                ),
                 ...(s.status ? { status: s.status as { code?: number } } : {}),
               });
             }
@@ -83,7 +90,11 @@ function startReceiver(): Promise<{ url: string; received: Received; server: Ser
       }
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received, server })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received, server }),
+    ),
+  );
 }
 
 const h = useHarness({ jobDurationMs: 60 });
@@ -128,10 +139,18 @@ afterAll(async () => {
 });
 
 /** NODE_OPTIONS that make a child print the @opentelemetry packages it loaded (test/fixtures/otel-loads.mjs). */
-const WATCH_LOADS = { NODE_OPTIONS: `--import=${fileURLToPath(new URL('./fixtures/otel-loads.mjs', import.meta.url))}` };
-const loadedPackages = (stderr: string): string[] => JSON.parse(/otel packages loaded: (.*)\n/.exec(stderr)![1]!) as string[];
+const WATCH_LOADS = {
+  NODE_OPTIONS: `--import=${fileURLToPath(new URL('./fixtures/otel-loads.mjs', import.meta.url))}`,
+};
+const loadedPackages = (stderr: string): string[] =>
+  JSON.parse(/otel packages loaded: (.*)\n/.exec(stderr)![1]!) as string[];
 
-const baseEnv = () => ({ TR_SECRET: 'demo-secret', REPORT_ETL_QUEUE_PREFIX: prefix, LOG_FORMAT: 'json', LOG_LEVEL: 'info' });
+const baseEnv = () => ({
+  TR_SECRET: 'demo-secret',
+  REPORT_ETL_QUEUE_PREFIX: prefix,
+  LOG_FORMAT: 'json',
+  LOG_LEVEL: 'info',
+});
 
 it('a queued run is one trace from its enqueue to the attempt, its steps and pages, keyed by etl.attempts.trace_id', async () => {
   const job = `${jp}_queued`;
@@ -141,13 +160,20 @@ it('a queued run is one trace from its enqueue to the attempt, its steps and pag
     await waitFor('the worker takes runs', () => worker.stderr().includes('worker ready'), 30_000);
     const enqueued = await runCli(['enqueue', job, '--config', configPath], { ...baseEnv(), ...otel });
     expect(enqueued.code).toBe(0);
-    const attempt = await waitFor('the attempt succeeded', async () => {
-      const { rows } = await h.pool.query<{ attempt_id: string; status: string; trace_id: string | null; run_key: string; timeline: unknown }>(
-        `SELECT attempt_id, status, trace_id, run_key, timeline FROM etl.attempts WHERE job = $1`,
-        [job],
-      );
-      return rows[0]?.status === 'succeeded' && rows[0].timeline ? rows[0] : undefined;
-    }, 60_000);
+    const attempt = await waitFor(
+      'the attempt succeeded',
+      async () => {
+        const { rows } = await h.pool.query<{
+          attempt_id: string;
+          status: string;
+          trace_id: string | null;
+          run_key: string;
+          timeline: unknown;
+        }>(`SELECT attempt_id, status, trace_id, run_key, timeline FROM etl.attempts WHERE job = $1`, [job]);
+        return rows[0]?.status === 'succeeded' && rows[0].timeline ? rows[0] : undefined;
+      },
+      60_000,
+    );
     // A graceful stop exports the spans still batched.
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toBe(0);
@@ -177,24 +203,40 @@ it('a queued run is one trace from its enqueue to the attempt, its steps and pag
       'report_etl.status': 'succeeded',
     });
     expect(root.attributes['report_etl.bytes']).toBeGreaterThan(0);
-    for (const step of ['wait for report slot', 'record attempt', 'check attempt', 'access token', 'start report job', 'render report', 'load', 'delete report job']) {
+    for (const step of [
+      'wait for report slot',
+      'record attempt',
+      'check attempt',
+      'access token',
+      'start report job',
+      'render report',
+      'load',
+      'delete report job',
+    ]) {
       expect(one(step).parentSpanId, step).toBe(root.spanId);
     }
     expect(one('render report').attributes['report_etl.polls']).toBeGreaterThanOrEqual(1);
     const load = one('load');
     for (const step of ['copy', 'commit']) expect(one(step).parentSpanId, step).toBe(load.spanId);
     // Each page: a span under the load with its fetch and its reading; rows and bytes per page.
-    const pages = spans.filter((s) => s.name === 'page').sort((a, b) => Number(a.attributes['report_etl.page']) - Number(b.attributes['report_etl.page']));
-    expect(pages.map((p) => [p.parentSpanId, p.attributes['report_etl.page'], p.attributes['report_etl.rows']])).toEqual([
+    const pages = spans
+      .filter((s) => s.name === 'page')
+      .sort((a, b) => Number(a.attributes['report_etl.page']) - Number(b.attributes['report_etl.page']));
+    expect(
+      pages.map((p) => [p.parentSpanId, p.attributes['report_etl.page'], p.attributes['report_etl.rows']]),
+    ).toEqual([
       [load.spanId, 1, 100],
       [load.spanId, 2, 100],
       [load.spanId, 3, 50],
     ]);
-    const child = (page: OtlpSpan, name: string) => spans.find((s) => s.parentSpanId === page.spanId && s.name === name)!;
+    const child = (page: OtlpSpan, name: string) =>
+      spans.find((s) => s.parentSpanId === page.spanId && s.name === name)!;
     for (const p of pages) {
       expect(p.attributes['report_etl.bytes']).toBeGreaterThan(0);
       expect(child(p, 'fetch page').start).toBe(p.start);
-      expect(Object.keys(child(p, 'read page').attributes)).toEqual(expect.arrayContaining(['report_etl.page.network_ms', 'report_etl.page.decode_ms', 'report_etl.page.copy_ms']));
+      expect(Object.keys(child(p, 'read page').attributes)).toEqual(
+        expect.arrayContaining(['report_etl.page.network_ms', 'report_etl.page.decode_ms', 'report_etl.page.copy_ms']),
+      );
     }
     // One page is fetched ahead: page 2 is asked for while page 1 is read.
     const read1 = child(pages[0]!, 'read page');
@@ -211,21 +253,40 @@ it('a queued run is one trace from its enqueue to the attempt, its steps and pag
     expect(lines.every((l) => l.traceId === attempt.trace_id)).toBe(true);
     // The timeline on the attempt's row has the same steps and pages.
     const timeline = readTimeline(attempt.timeline)!;
-    expect(timeline.pages.map((p) => [p.page, p.rows])).toEqual([[1, 100], [2, 100], [3, 50]]);
-    expect(timeline.steps.map((s) => s.step)).toEqual(expect.arrayContaining(['slot', 'record', 'token', 'start', 'render', 'load', 'copy', 'commit', 'delete']));
+    expect(timeline.pages.map((p) => [p.page, p.rows])).toEqual([
+      [1, 100],
+      [2, 100],
+      [3, 50],
+    ]);
+    expect(timeline.steps.map((s) => s.step)).toEqual(
+      expect.arrayContaining(['slot', 'record', 'token', 'start', 'render', 'load', 'copy', 'commit', 'delete']),
+    );
   } finally {
     if (worker.child.exitCode === null) worker.child.kill('SIGKILL');
   }
 });
 
-it('report-etl run exports over http/protobuf (OTLP\'s default) and flushes its spans before it exits', async () => {
+it("report-etl run exports over http/protobuf (OTLP's default) and flushes its spans before it exits", async () => {
   const job = `${jp}_run`;
   const before = receiver.received.protobuf.length;
-  const r = await runCli(['run', job, '--config', configPath], { ...baseEnv(), ...WATCH_LOADS, LOG_FORMAT: 'pretty', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces` });
+  const r = await runCli(['run', job, '--config', configPath], {
+    ...baseEnv(),
+    ...WATCH_LOADS,
+    LOG_FORMAT: 'pretty',
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces`,
+  });
   expect(r.code).toBe(0);
-  expect(loadedPackages(r.stderr)).toEqual(expect.arrayContaining(['@opentelemetry/api', '@opentelemetry/sdk-trace', '@opentelemetry/exporter-trace-otlp-proto']));
+  expect(loadedPackages(r.stderr)).toEqual(
+    expect.arrayContaining([
+      '@opentelemetry/api',
+      '@opentelemetry/sdk-trace',
+      '@opentelemetry/exporter-trace-otlp-proto',
+    ]),
+  );
   expect(loadedPackages(r.stderr)).not.toContain('@opentelemetry/exporter-trace-otlp-http');
-  const { rows } = await h.pool.query<{ trace_id: string | null }>(`SELECT trace_id FROM etl.attempts WHERE job = $1`, [job]);
+  const { rows } = await h.pool.query<{ trace_id: string | null }>(`SELECT trace_id FROM etl.attempts WHERE job = $1`, [
+    job,
+  ]);
   expect(rows[0]!.trace_id).toMatch(/^[0-9a-f]{32}$/);
   // At a terminal the trace id is said once, where the run starts.
   expect(r.stderr).toMatch(new RegExp(`run started: .*, trace ${rows[0]!.trace_id}\\n`));
@@ -247,34 +308,78 @@ it('without an OTLP endpoint nothing is traced: no trace id, no tracing line; th
   expect(loadedPackages(r.stderr)).toEqual(['@opentelemetry/api']);
   expect(r.stderr).not.toContain('tracing:');
   expect(r.stderr).not.toContain('traceId');
-  const { rows } = await h.pool.query<{ trace_id: string | null; timeline: unknown }>(`SELECT trace_id, timeline FROM etl.attempts WHERE job = $1`, [job]);
+  const { rows } = await h.pool.query<{ trace_id: string | null; timeline: unknown }>(
+    `SELECT trace_id, timeline FROM etl.attempts WHERE job = $1`,
+    [job],
+  );
   expect(rows[0]!.trace_id).toBeNull();
   const timeline = readTimeline(rows[0]!.timeline)!;
   expect(timeline.pages).toHaveLength(1);
   // The target exists from the run before with every column: a replace deletes its rows, then COPY goes straight in.
-  expect(timeline.steps.map((s) => s.step)).toEqual(['slot', 'record', 'check', 'token', 'start', 'render', 'load', 'target_delete', 'copy', 'commit', 'delete']);
+  expect(timeline.steps.map((s) => s.step)).toEqual([
+    'slot',
+    'record',
+    'check',
+    'token',
+    'start',
+    'render',
+    'load',
+    'target_delete',
+    'copy',
+    'commit',
+    'delete',
+  ]);
   expect(receiver.received.paths.length).toBe(before);
 });
 
 it('a tracing setting report-etl cannot follow stops the command with a clear error (exit 2)', async () => {
-  const r = await runCli(['run', `${jp}_run`, '--config', configPath], { ...baseEnv(), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' });
+  const r = await runCli(['run', `${jp}_run`, '--config', configPath], {
+    ...baseEnv(),
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+  });
   expect(r.code).toBe(2);
-  expect(r.stderr).toContain('config error: OTEL_EXPORTER_OTLP_PROTOCOL is "grpc": report-etl exports traces over OTLP/HTTP only');
+  expect(r.stderr).toContain(
+    'config error: OTEL_EXPORTER_OTLP_PROTOCOL is "grpc": report-etl exports traces over OTLP/HTTP only',
+  );
 });
 
 it('reads the OTLP variables as the specification says', () => {
   expect(tracingSettings({})).toBeUndefined();
-  expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toEqual({ endpoint: 'http://collector:4318/v1/traces', protocol: 'http/protobuf' });
-  expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })).toEqual({ endpoint: 'http://collector:4318/v1/traces', protocol: 'http/json' });
+  expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toEqual({
+    endpoint: 'http://collector:4318/v1/traces',
+    protocol: 'http/protobuf',
+  });
+  expect(
+    tracingSettings({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    }),
+  ).toEqual({ endpoint: 'http://collector:4318/v1/traces', protocol: 'http/json' });
   // The traces endpoint is used as it is, and its protocol wins over the general one.
-  expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://b/otlp/traces', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' })).toEqual({
+  expect(
+    tracingSettings({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://b/otlp/traces',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+    }),
+  ).toEqual({
     endpoint: 'https://b/otlp/traces',
     protocol: 'http/json',
   });
   expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_SDK_DISABLED: 'true' })).toBeUndefined();
-  expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_TRACES_EXPORTER: 'none' })).toBeUndefined();
-  expect(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow('must start with http:// or https://');
+  expect(
+    tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_TRACES_EXPORTER: 'none' }),
+  ).toBeUndefined();
+  expect(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toThrow(
+    'must start with http:// or https://',
+  );
   // A collector's credentials in the address are not repeated in the error.
-  expect(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://user:s3cret@collector:4317' })).toThrow(/grpc:\/\/…@collector:4317/);
-  expect(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_TRACES_EXPORTER: 'zipkin' })).toThrow('exports traces over OTLP only');
+  expect(() => tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://user:s3cret@collector:4317' })).toThrow(
+    /grpc:\/\/…@collector:4317/,
+  );
+  expect(() =>
+    tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_TRACES_EXPORTER: 'zipkin' }),
+  ).toThrow('exports traces over OTLP only');
 });

@@ -30,8 +30,25 @@ beforeAll(async () => {
   process.env[SECRET_KEY_ENV] = randomBytes(32).toString('hex');
   h = await startHarness();
   queue = makeQueue(h.redis, uniqueName('ulbq'));
-  server = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, auth: { token }, connections: () => config.connections });
-  config = h.config({}, { auth: 'authorization_code', clientId: 'demo-user-client', clientSecret: undefined, scopes: ['svc.pad', 'offline_access'], redirectUri: `${server.url}/oauth/callback` });
+  server = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: silentLogger,
+    port: 0,
+    auth: { token },
+    connections: () => config.connections,
+  });
+  config = h.config(
+    {},
+    {
+      auth: 'authorization_code',
+      clientId: 'demo-user-client',
+      clientSecret: undefined,
+      scopes: ['svc.pad', 'offline_access'],
+      redirectUri: `${server.url}/oauth/callback`,
+    },
+  );
   browser = await launchBrowser();
   context = browser.context;
 }, 60_000);
@@ -47,7 +64,7 @@ afterAll(async () => {
   else process.env[SECRET_KEY_ENV] = previousKey;
 });
 
-it('logs in from the admin page through the simulator\'s form and shows the connection logged in', async () => {
+it("logs in from the admin page through the simulator's form and shows the connection logged in", async () => {
   const page = await context!.newPage();
   await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
   await page.goto(`${server.url}/admin/connections`);

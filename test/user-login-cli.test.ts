@@ -52,7 +52,15 @@ jobs: {}
   process.env[SECRET_KEY_ENV] = KEY;
   process.env.TRUSTED_SECRET = 'demo-trusted-secret';
   const config = validateConfigText(yaml('http://127.0.0.1:1/oauth/callback'), 'jobs.yaml');
-  admin = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: (await import('../src/logger.ts')).silentLogger, port: 0, auth: { token: 'x' }, connections: () => config.connections });
+  admin = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: (await import('../src/logger.ts')).silentLogger,
+    port: 0,
+    auth: { token: 'x' },
+    connections: () => config.connections,
+  });
   config.connections.erp_user!.redirectUri = `${admin.url}/oauth/callback`;
   await writeFile(configPath, yaml(`${admin.url}/oauth/callback`));
 });
@@ -73,10 +81,22 @@ interface Exit {
   stderr: string;
 }
 
-function cli(args: string[], env: Record<string, string | undefined> = {}, onStdout?: (text: string) => void): Promise<Exit> {
+function cli(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  onStdout?: (text: string) => void,
+): Promise<Exit> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, DATABASE_URL, REDIS_URL, [SECRET_KEY_ENV]: KEY, TRUSTED_SECRET: 'demo-trusted-secret', LOG_LEVEL: 'debug', ...env },
+      env: {
+        ...process.env,
+        DATABASE_URL,
+        REDIS_URL,
+        [SECRET_KEY_ENV]: KEY,
+        TRUSTED_SECRET: 'demo-trusted-secret',
+        LOG_LEVEL: 'debug',
+        ...env,
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -117,31 +137,45 @@ it('--print-url then --redirected-url logs in without the callback; a replayed U
   const done = await cli(['login', 'erp_user', '-c', configPath, '--redirected-url', redirect]);
   outputs.push(printed.stdout, printed.stderr, done.stdout, done.stderr);
   expect(done.code).toBe(0);
-  expect(done.stdout).toMatch(/erp_user: logged in; scopes granted: svc\.pad offline_access; the refresh token lasts until/);
+  expect(done.stdout).toMatch(
+    /erp_user: logged in; scopes granted: svc\.pad offline_access; the refresh token lasts until/,
+  );
   const again = await cli(['login', 'erp_user', '-c', configPath, '--redirected-url', redirect]);
   outputs.push(again.stdout, again.stderr);
   expect(again.code).toBe(1);
-  expect(again.stderr).toContain('login failed (LOGIN_FAILED): this login link is unknown, was used already or expired');
+  expect(again.stderr).toContain(
+    'login failed (LOGIN_FAILED): this login link is unknown, was used already or expired',
+  );
 }, 90_000);
 
-it('ends with exit 1 and the server\'s words on invalid_scope (a trusted client, a user without the scope)', async () => {
+it("ends with exit 1 and the server's words on invalid_scope (a trusted client, a user without the scope)", async () => {
   const printed = await cli(['login', 'nina_scopes', '-c', configPath, '--print-url']);
   const redirect = await loginOnSimulator(printed.stdout.trim(), 'nina', 'nina-password');
   const res = await cli(['login', 'nina_scopes', '-c', configPath, '--redirected-url', redirect]);
   expect(res.code).toBe(1);
-  expect(res.stderr).toContain('the server refused the login: invalid_scope (The user has no access to any of the requested scopes); assign the requested scopes to the user');
+  expect(res.stderr).toContain(
+    'the server refused the login: invalid_scope (The user has no access to any of the requested scopes); assign the requested scopes to the user',
+  );
 }, 90_000);
 
-it('validate refuses 26 scopes citing the service\'s limit, warns about localhost, and login needs REPORT_ETL_SECRET_KEY', async () => {
+it("validate refuses 26 scopes citing the service's limit, warns about localhost, and login needs REPORT_ETL_SECRET_KEY", async () => {
   const bad = join(dir, 'bad.yaml');
   const scopes = Array.from({ length: 26 }, (_, i) => `s${i}`).join(', ');
-  await writeFile(bad, `connections:\n  u:\n    baseUrl: ${h.sim.url}\n    auth: authorization_code\n    clientId: demo-user-client\n    scopes: [${scopes}]\n    redirectUri: https://etl.example.com/cb\njobs: {}\n`);
+  await writeFile(
+    bad,
+    `connections:\n  u:\n    baseUrl: ${h.sim.url}\n    auth: authorization_code\n    clientId: demo-user-client\n    scopes: [${scopes}]\n    redirectUri: https://etl.example.com/cb\njobs: {}\n`,
+  );
   const res = await cli(['validate', '-c', bad]);
   expect(res.code).toBe(2);
-  expect(res.stderr).toContain('connections.u.scopes: at most 25 scopes per authorization request (docs/report-export-service.md "Limits"');
+  expect(res.stderr).toContain(
+    'connections.u.scopes: at most 25 scopes per authorization request (docs/report-export-service.md "Limits"',
+  );
 
   const local = join(dir, 'local.yaml');
-  await writeFile(local, `connections:\n  u:\n    baseUrl: ${h.sim.url}\n    auth: authorization_code\n    clientId: demo-user-client\n    scopes: [svc.pad]\n    redirectUri: http://localhost:3000/oauth/callback\njobs: {}\n`);
+  await writeFile(
+    local,
+    `connections:\n  u:\n    baseUrl: ${h.sim.url}\n    auth: authorization_code\n    clientId: demo-user-client\n    scopes: [svc.pad]\n    redirectUri: http://localhost:3000/oauth/callback\njobs: {}\n`,
+  );
   const warned = await cli(['validate', '-c', local]);
   expect(warned.code).toBe(0);
   expect(warned.stderr).toContain('warning: ');

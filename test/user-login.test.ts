@@ -34,22 +34,53 @@ const find = (n: string) => config.connections[n];
 
 beforeAll(async () => {
   process.env[SECRET_KEY_ENV] = randomBytes(32).toString('hex');
-  h = await startHarness({ clients: [...DEFAULT_CLIENTS, { clientId: 'scoped-no-access', clientSecret: 'scoped-secret', interfaceAccess: false, scopes: ['svc.pad', 'openid'] }] });
+  h = await startHarness({
+    clients: [
+      ...DEFAULT_CLIENTS,
+      {
+        clientId: 'scoped-no-access',
+        clientSecret: 'scoped-secret',
+        interfaceAccess: false,
+        scopes: ['svc.pad', 'openid'],
+      },
+    ],
+  });
   // Rows another test file left for a simulator that had this port before (connection names repeat across files).
   await h.pool.query('DELETE FROM etl.connection_logins WHERE base_url = $1', [h.sim.url]);
   queue = makeQueue(h.redis, uniqueName('ulq'));
   // The admin server serves the callback; its port is known only once it listens, so the config follows.
-  let current: EtlConfig | undefined;
-  admin = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: log.logger, port: 0, auth: { token }, connections: () => current!.connections });
+  const current: { config?: EtlConfig } = {};
+  admin = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: log.logger,
+    port: 0,
+    auth: { token },
+    connections: () => current.config!.connections,
+  });
   config = h.config(
     {
       [job]: jobEntry({ name: 'Sales/Orders', parameters: { ROWS: '120' } }, { table: `${h.schema}.orders` }),
     },
-    { auth: 'authorization_code', clientId: 'demo-user-client', clientSecret: undefined, scopes: ['svc.pad', 'offline_access'], redirectUri: `${admin.url}/oauth/callback` },
+    {
+      auth: 'authorization_code',
+      clientId: 'demo-user-client',
+      clientSecret: undefined,
+      scopes: ['svc.pad', 'offline_access'],
+      redirectUri: `${admin.url}/oauth/callback`,
+    },
   );
-  const cc = h.config({ [forbiddenJob]: jobEntry({ name: 'Sales/Orders' }, { table: `${h.schema}.forbidden` }) }, { clientId: 'scoped-no-access', clientSecret: 'scoped-secret' });
-  config = { ...config, connections: { ...config.connections, cc: cc.connections.sim! }, jobs: { ...config.jobs, [forbiddenJob]: { ...cc.jobs[forbiddenJob]!, connection: 'cc' } } };
-  current = config;
+  const cc = h.config(
+    { [forbiddenJob]: jobEntry({ name: 'Sales/Orders' }, { table: `${h.schema}.forbidden` }) },
+    { clientId: 'scoped-no-access', clientSecret: 'scoped-secret' },
+  );
+  config = {
+    ...config,
+    connections: { ...config.connections, cc: cc.connections.sim! },
+    jobs: { ...config.jobs, [forbiddenJob]: { ...cc.jobs[forbiddenJob]!, connection: 'cc' } },
+  };
+  current.config = config;
 });
 
 afterAll(async () => {
@@ -63,14 +94,20 @@ afterAll(async () => {
   else process.env[SECRET_KEY_ENV] = previousKey;
 });
 
-const run = (name = job) => runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: log.logger });
-const adminGet = (path: string) => fetch(`${admin.url}${path}`, { headers: { authorization: `Bearer ${token}` }, redirect: 'manual' });
+const run = (name = job) =>
+  runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: log.logger });
+const adminGet = (path: string) =>
+  fetch(`${admin.url}${path}`, { headers: { authorization: `Bearer ${token}` }, redirect: 'manual' });
 
 /** Starts a login on the admin page and logs in on the simulator; @returns the redirect to the callback (not followed). */
 async function adminLoginRedirect(user = 'anna'): Promise<string> {
   // A GET starts nothing: a login begins with the page's POST.
   expect((await adminGet('/admin/connections/sim/login')).status).toBe(405);
-  const start = await fetch(`${admin.url}/admin/connections/sim/login`, { method: 'POST', headers: { authorization: `Bearer ${token}`, origin: admin.url }, redirect: 'manual' });
+  const start = await fetch(`${admin.url}/admin/connections/sim/login`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, origin: admin.url },
+    redirect: 'manual',
+  });
   expect(start.status).toBe(200);
   // The page sends the browser on to the server's login page (a meta refresh and a link).
   const pageText = await start.text();
@@ -78,7 +115,12 @@ async function adminLoginRedirect(user = 'anna'): Promise<string> {
   expect(pageText).toContain(`<meta http-equiv="refresh" content="0;url=${authUrl.replaceAll('&', '&amp;')}">`);
   const u = new URL(authUrl);
   expect(u.origin + u.pathname).toBe(`${h.sim.url}/oauth/oauth2/v1/auth`);
-  expect(Object.fromEntries(u.searchParams)).toMatchObject({ response_type: 'code', client_id: 'demo-user-client', scope: 'svc.pad offline_access', redirect_uri: `${admin.url}/oauth/callback` });
+  expect(Object.fromEntries(u.searchParams)).toMatchObject({
+    response_type: 'code',
+    client_id: 'demo-user-client',
+    scope: 'svc.pad offline_access',
+    redirect_uri: `${admin.url}/oauth/callback`,
+  });
   expect(authUrl).toContain('scope=svc.pad%20offline_access');
   return loginOnSimulator(authUrl, user, `${user}-password`);
 }
@@ -91,7 +133,10 @@ describe.sequential('a user-dependent service user', () => {
     expect(err.retryable).toBe(false);
     expect(err.message).toContain('report-etl login sim');
     expect(h.sim.oauthCounters().grants.refresh_token).toBe(0);
-    const { rows } = await h.pool.query('SELECT stage, error_kind, retryable FROM etl.run_errors WHERE attempt_id = $1', [err.attemptId]);
+    const { rows } = await h.pool.query(
+      'SELECT stage, error_kind, retryable FROM etl.run_errors WHERE attempt_id = $1',
+      [err.attemptId],
+    );
     expect(rows).toEqual([{ stage: 'token', error_kind: 'LOGIN_REQUIRED', retryable: false }]);
     // The start request was never sent: no warning that the server may hold a report job.
     expect(log.text()).not.toContain('starting the report failed after the request was sent');
@@ -128,7 +173,8 @@ describe.sequential('a user-dependent service user', () => {
     expect(err.code).toBe('LOGIN_REQUIRED');
     expect(err.message).toMatch(/connection "sim".*invalid_grant.*run `report-etl login sim`/);
     expect(h.sim.oauthCounters().refusedRefreshes).toBe(1);
-    for (let i = 0; i < 3; i++) expect(((await run().catch((e: unknown) => e)) as AttemptFailedError).code).toBe('LOGIN_REQUIRED');
+    for (let i = 0; i < 3; i++)
+      expect(((await run().catch((e: unknown) => e)) as AttemptFailedError).code).toBe('LOGIN_REQUIRED');
     // No hammering: the refused refresh token was sent once.
     expect(h.sim.oauthCounters().grants.refresh_token).toBe(3);
     const metrics = await (await adminGet('/metrics')).text();
@@ -145,7 +191,9 @@ describe.sequential('a user-dependent service user', () => {
 
     // The same redirect again: the state was used (replay), refused before any code exchange.
     const grants = h.sim.oauthCounters().grants.authorization_code;
-    await expect(completeLogin(h.pool, secretKeyFromEnv(), find, new URL(pasted).searchParams)).rejects.toThrow(/used already or expired/);
+    await expect(completeLogin(h.pool, secretKeyFromEnv(), find, new URL(pasted).searchParams)).rejects.toThrow(
+      /used already or expired/,
+    );
     const replayed = await fetch(pasted, { redirect: 'manual' });
     expect(replayed.status).toBe(400);
     expect(await replayed.text()).toContain('used already or expired');
@@ -153,17 +201,28 @@ describe.sequential('a user-dependent service user', () => {
   });
 
   it('refuses a forged, a missing and an expired state', async () => {
-    const forged = await fetch(`${admin.url}/oauth/callback?code=abc&session_state=x&state=${randomBytes(32).toString('base64url')}`, { redirect: 'manual' });
+    const forged = await fetch(
+      `${admin.url}/oauth/callback?code=abc&session_state=x&state=${randomBytes(32).toString('base64url')}`,
+      { redirect: 'manual' },
+    );
     expect(forged.status).toBe(400);
     expect(await forged.text()).toContain('unknown, was used already or expired');
     const none = await fetch(`${admin.url}/oauth/callback?code=abc`, { redirect: 'manual' });
     expect(none.status).toBe(400);
     expect(await none.text()).toContain('carries no state');
-    const expired = await createLoginState(h.pool, { ref: { connection: 'sim', baseUrl: h.sim.url, clientId: 'demo-user-client' }, redirectUri: 'http://x/cb', scopes: ['svc.pad'], startedBy: 'cli', ttlMs: -1_000 });
-    await expect(completeLogin(h.pool, secretKeyFromEnv(), find, new URLSearchParams({ code: 'abc', state: expired }))).rejects.toThrow(/expired \(10 minutes; RFC 6749 section 10\.12\)/);
+    const expired = await createLoginState(h.pool, {
+      ref: { connection: 'sim', baseUrl: h.sim.url, clientId: 'demo-user-client' },
+      redirectUri: 'http://x/cb',
+      scopes: ['svc.pad'],
+      startedBy: 'cli',
+      ttlMs: -1_000,
+    });
+    await expect(
+      completeLogin(h.pool, secretKeyFromEnv(), find, new URLSearchParams({ code: 'abc', state: expired })),
+    ).rejects.toThrow(/expired \(10 minutes; RFC 6749 section 10\.12\)/);
   });
 
-  it('ends a login with invalid_scope when the user has none of the scopes, with the server\'s words and what to do', async () => {
+  it("ends a login with invalid_scope when the user has none of the scopes, with the server's words and what to do", async () => {
     const redirect = await adminLoginRedirect('nina');
     const params = new URL(redirect).searchParams;
     expect(params.get('error')).toBe('invalid_scope');
@@ -178,7 +237,14 @@ describe.sequential('a user-dependent service user', () => {
   });
 
   it('refuses 26 scopes at the simulator with the second invalid_scope redirect', async () => {
-    const started = await startLogin(h.pool, { name: 'sim', connection: { ...config.connections.sim!, scopes: Array.from({ length: 26 }, (_, i) => `s${i}`) } }, 'cli');
+    const started = await startLogin(
+      h.pool,
+      {
+        name: 'sim',
+        connection: { ...config.connections.sim!, scopes: Array.from({ length: 26 }, (_, i) => `s${i}`) },
+      },
+      'cli',
+    );
     const res = await fetch(started.url, { redirect: 'manual' });
     expect(res.status).toBe(302);
     const params = new URL(res.headers.get('location')!).searchParams;
@@ -188,24 +254,33 @@ describe.sequential('a user-dependent service user', () => {
     expect((err as LoginFailedError).message).toMatch(/Too many scopes requested.*request at most 25 scopes/);
   });
 
-  it('quotes the token response\'s scopes in a 403 and records them per connection', async () => {
+  it("quotes the token response's scopes in a 403 and records them per connection", async () => {
     const err = (await run(forbiddenJob).catch((e: unknown) => e)) as AttemptFailedError;
     expect(err.code).toBe('ACCESS_FORBIDDEN');
     expect(err.message).toContain('(token scopes: svc.pad openid)');
-    const { rows } = await h.pool.query('SELECT auth, granted_scope FROM etl.connection_logins WHERE connection = $1 AND base_url = $2', ['cc', h.sim.url]);
+    const { rows } = await h.pool.query(
+      'SELECT auth, granted_scope FROM etl.connection_logins WHERE connection = $1 AND base_url = $2',
+      ['cc', h.sim.url],
+    );
     expect(rows).toEqual([{ auth: 'client_credentials', granted_scope: 'svc.pad openid' }]);
   });
 
   it('keeps every refresh token out of logs, Redis, the run history, the pages and /metrics, and stores it sealed', async () => {
     const issued = h.sim.oauthCounters().refreshTokensIssued;
     expect(issued.length).toBeGreaterThanOrEqual(2);
-    const { rows: sealed } = await h.pool.query<{ refresh_token_sealed: string }>('SELECT refresh_token_sealed FROM etl.connection_logins WHERE connection = $1 AND base_url = $2 AND client_id = $3', ['sim', h.sim.url, 'demo-user-client']);
+    const { rows: sealed } = await h.pool.query<{ refresh_token_sealed: string }>(
+      'SELECT refresh_token_sealed FROM etl.connection_logins WHERE connection = $1 AND base_url = $2 AND client_id = $3',
+      ['sim', h.sim.url, 'demo-user-client'],
+    );
     expect(sealed[0]!.refresh_token_sealed).toMatch(/^v1:/);
     const { rows: history } = await h.pool.query<{ t: string }>(
       `SELECT coalesce(json_agg(r)::text, '') || coalesce((SELECT json_agg(e)::text FROM etl.run_errors e WHERE e.attempt_id IN (SELECT attempt_id FROM etl.attempts WHERE job = $1)), '') AS t FROM etl.attempts r WHERE job = $1`,
       [job],
     );
-    const { rows: states } = await h.pool.query<{ t: string }>('SELECT coalesce(json_agg(s)::text, \'\') AS t FROM etl.login_states s WHERE base_url = $1', [h.sim.url]);
+    const { rows: states } = await h.pool.query<{ t: string }>(
+      "SELECT coalesce(json_agg(s)::text, '') AS t FROM etl.login_states s WHERE base_url = $1",
+      [h.sim.url],
+    );
     const haystacks = {
       logs: log.text(),
       redis: await redisDump(h.redis),
@@ -218,16 +293,34 @@ describe.sequential('a user-dependent service user', () => {
     expect(haystacks.logs).toContain('user-dependent service user logged in');
     expect(haystacks.history).toContain('LOGIN_REQUIRED');
     for (const refreshToken of issued) {
-      for (const [where, text] of Object.entries(haystacks)) expect(text.includes(refreshToken), `refresh token found in ${where}`).toBe(false);
+      for (const [where, text] of Object.entries(haystacks))
+        expect(text.includes(refreshToken), `refresh token found in ${where}`).toBe(false);
     }
   });
 });
 
 it('the login_required gauge counts a user-dependent connection of the live jobs.yaml that never logged in', async () => {
   const { staticConfig } = await import('../src/config/live-config.ts');
-  const fresh = h.config({}, { auth: 'authorization_code', clientId: `never-${uniqueName('c')}`, clientSecret: undefined, scopes: ['svc.pad'], redirectUri: 'https://etl.example.com/oauth/callback' });
+  const fresh = h.config(
+    {},
+    {
+      auth: 'authorization_code',
+      clientId: `never-${uniqueName('c')}`,
+      clientSecret: undefined,
+      scopes: ['svc.pad'],
+      redirectUri: 'https://etl.example.com/oauth/callback',
+    },
+  );
   const live = { ...config, connections: { ...config.connections, never: fresh.connections.sim! } };
-  const second = await startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: log.logger, port: 0, auth: { token }, liveConfig: staticConfig(live) });
+  const second = await startAdminServer({
+    pool: h.pool,
+    redis: h.redis,
+    queue,
+    logger: log.logger,
+    port: 0,
+    auth: { token },
+    liveConfig: staticConfig(live),
+  });
   try {
     const text = await (await fetch(`${second.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
     expect(text).toMatch(/report_etl_login_required\{connection="never"\} 1/);

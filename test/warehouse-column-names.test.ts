@@ -17,7 +17,15 @@ const h = useHarness();
 const suffixed = `amount_${createHash('sha256').update('Amount').digest('hex').slice(0, 6)}`;
 
 const load = (table: string, report: string, outputType: string, mode = 'append') =>
-  runAttempt({ job: resolveJob(h.config({ j: jobEntry({ name: report, outputType, parameters: { ROWS: '5' } }, { table, mode }) }), 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
+  runAttempt({
+    job: resolveJob(
+      h.config({ j: jobEntry({ name: report, outputType, parameters: { ROWS: '5' } }, { table, mode }) }),
+      'j',
+    ),
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+  });
 
 /** The target's columns in order, without the lineage columns every append target has (README "Loaded tables"). */
 async function targetColumns(table: string): Promise<string[]> {
@@ -30,28 +38,34 @@ async function pairs(table: string, upper: string, lower: string): Promise<strin
   return rows.map((r) => `${r.nr}:${r.u}:${r.l}`);
 }
 
-it.each(['json', 'txt', 'xml_query'])('%s: reports with the clashing columns in opposite orders load each value into the same column', async (outputType) => {
-  const table = `${h.schema}.clash_${outputType}`;
-  await load(table, 'Clash/Amounts', outputType);
-  expect(await targetColumns(table)).toEqual(['nr', suffixed, 'amount']);
-  await load(table, 'Clash/Amounts Reversed', outputType);
-  // The second load went into the same columns (none added), each value by its column's original name.
-  expect(await targetColumns(table)).toEqual(['nr', suffixed, 'amount']);
-  const expected = [1, 2, 3, 4, 5].flatMap((n) => [`${n}:${100 + n}:${n}`, `${n}:${100 + n}:${n}`]);
-  expect(await pairs(table, suffixed, 'amount')).toEqual(expected);
+it.each(['json', 'txt', 'xml_query'])(
+  '%s: reports with the clashing columns in opposite orders load each value into the same column',
+  async (outputType) => {
+    const table = `${h.schema}.clash_${outputType}`;
+    await load(table, 'Clash/Amounts', outputType);
+    expect(await targetColumns(table)).toEqual(['nr', suffixed, 'amount']);
+    await load(table, 'Clash/Amounts Reversed', outputType);
+    // The second load went into the same columns (none added), each value by its column's original name.
+    expect(await targetColumns(table)).toEqual(['nr', suffixed, 'amount']);
+    const expected = [1, 2, 3, 4, 5].flatMap((n) => [`${n}:${100 + n}:${n}`, `${n}:${100 + n}:${n}`]);
+    expect(await pairs(table, suffixed, 'amount')).toEqual(expected);
 
-  // A new table made from the reversed report gets the same names.
-  const other = `${h.schema}.clash_rev_${outputType}`;
-  await load(other, 'Clash/Amounts Reversed', outputType);
-  expect((await targetColumns(other)).sort()).toEqual(['amount', 'nr', suffixed].sort());
-  expect(await pairs(other, suffixed, 'amount')).toEqual([1, 2, 3, 4, 5].map((n) => `${n}:${100 + n}:${n}`));
-  const { rows } = await h.pool.query('SELECT report_column, column_name FROM etl.target_columns WHERE target_table = $1 ORDER BY report_column', [other]);
-  expect(rows).toEqual([
-    { report_column: 'Amount', column_name: suffixed },
-    { report_column: 'Nr', column_name: 'nr' },
-    { report_column: 'amount', column_name: 'amount' },
-  ]);
-});
+    // A new table made from the reversed report gets the same names.
+    const other = `${h.schema}.clash_rev_${outputType}`;
+    await load(other, 'Clash/Amounts Reversed', outputType);
+    expect((await targetColumns(other)).sort()).toEqual(['amount', 'nr', suffixed].sort());
+    expect(await pairs(other, suffixed, 'amount')).toEqual([1, 2, 3, 4, 5].map((n) => `${n}:${100 + n}:${n}`));
+    const { rows } = await h.pool.query(
+      'SELECT report_column, column_name FROM etl.target_columns WHERE target_table = $1 ORDER BY report_column',
+      [other],
+    );
+    expect(rows).toEqual([
+      { report_column: 'Amount', column_name: suffixed },
+      { report_column: 'Nr', column_name: 'nr' },
+      { report_column: 'amount', column_name: 'amount' },
+    ]);
+  },
+);
 
 it('a table loaded before names were recorded keeps its columns as they were made, and is mapped by name from then on', async () => {
   const table = `${h.schema}.clash_legacy`;
@@ -72,6 +86,9 @@ it('a replace into a dropped and re-created table of the same name forgets the o
   await load(table, 'Clash/Amounts', 'json', 'replace');
   await h.pool.query(`DROP TABLE ${table}`);
   await load(table, 'Stock/Levels', 'json', 'replace');
-  const { rows } = await h.pool.query('SELECT report_column FROM etl.target_columns WHERE target_table = $1 ORDER BY 1', [table]);
+  const { rows } = await h.pool.query(
+    'SELECT report_column FROM etl.target_columns WHERE target_table = $1 ORDER BY 1',
+    [table],
+  );
   expect(rows.map((r) => r.report_column)).toEqual(['Artikel', 'Bestand', 'Lager', 'Stand']);
 });

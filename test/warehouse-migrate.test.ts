@@ -40,7 +40,9 @@ it('applies every migration exactly once when four processes migrate a fresh dat
     expect(rows.map((r) => r.version)).toEqual(versions);
     expect(await migrate(pools[0]!)).toEqual([]);
     const tables = await pools[0]!.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'etl' ORDER BY tablename`);
-    expect(tables.rows.map((r) => r.tablename)).toEqual(expect.arrayContaining(['appended_runs', 'attempts', 'run_errors', 'runs', 'schema_migrations']));
+    expect(tables.rows.map((r) => r.tablename)).toEqual(
+      expect.arrayContaining(['appended_runs', 'attempts', 'run_errors', 'runs', 'schema_migrations']),
+    );
     expect(tables.rows.map((r) => r.tablename)).not.toContain('run_requests');
   } finally {
     await Promise.all(pools.map((p) => p.end()));
@@ -68,14 +70,47 @@ it('0008 turns the attempts of a 0007 database into etl.attempts and gives each 
     const tick = at(0);
     const old: OldAttempt[] = [
       // A scheduled tick that failed, then succeeded on its second attempt.
-      { job: 'orders', runKey: 'orders__20260122T021500Z', attempt: 1, status: 'failed', trigger: 'schedule', startMin: 0, scheduledFor: tick },
-      { job: 'orders', runKey: 'orders__20260122T021500Z', attempt: 2, status: 'succeeded', trigger: 'schedule', startMin: 5, rows: 42, scheduledFor: tick },
+      {
+        job: 'orders',
+        runKey: 'orders__20260122T021500Z',
+        attempt: 1,
+        status: 'failed',
+        trigger: 'schedule',
+        startMin: 0,
+        scheduledFor: tick,
+      },
+      {
+        job: 'orders',
+        runKey: 'orders__20260122T021500Z',
+        attempt: 2,
+        status: 'succeeded',
+        trigger: 'schedule',
+        startMin: 5,
+        rows: 42,
+        scheduledFor: tick,
+      },
       // A foreground run (no request) that failed, and was replayed and failed again.
       { job: 'orders', runKey: 'fg-1', attempt: 1, status: 'failed', trigger: 'manual', startMin: 10 },
       { job: 'orders', runKey: 'fg-1', attempt: 2, status: 'interrupted', trigger: 'replay', startMin: 20 },
       // An append whose second attempt found the rows already appended (succeeded, 0 rows).
-      { job: 'stock', runKey: 'stock__manual', attempt: 1, status: 'succeeded', trigger: 'manual', startMin: 30, rows: 7 },
-      { job: 'stock', runKey: 'stock__manual', attempt: 2, status: 'succeeded', trigger: 'manual', startMin: 31, rows: 0 },
+      {
+        job: 'stock',
+        runKey: 'stock__manual',
+        attempt: 1,
+        status: 'succeeded',
+        trigger: 'manual',
+        startMin: 30,
+        rows: 7,
+      },
+      {
+        job: 'stock',
+        runKey: 'stock__manual',
+        attempt: 2,
+        status: 'succeeded',
+        trigger: 'manual',
+        startMin: 31,
+        rows: 0,
+      },
       // The same run key in another job, still running.
       { job: 'stock', runKey: 'fg-1', attempt: 1, status: 'running', trigger: 'manual', startMin: 40 },
     ];
@@ -85,13 +120,36 @@ it('0008 turns the attempts of a 0007 database into etl.attempts and gives each 
       await pool.query(
         `INSERT INTO etl.runs (run_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode, rows, started_at, finished_at, duration_ms, error)
          VALUES ($1, $2, $3, $4, $5, $6, $7, 'erp.t', 'replace', $8, $9, $10, 60000, $11)`,
-        [ids[i], a.job, a.runKey, a.scheduledFor ?? null, a.trigger, a.attempt, a.status, a.rows ?? null, at(a.startMin), finished, a.status === 'failed' ? 'report job failed' : null],
+        [
+          ids[i],
+          a.job,
+          a.runKey,
+          a.scheduledFor ?? null,
+          a.trigger,
+          a.attempt,
+          a.status,
+          a.rows ?? null,
+          at(a.startMin),
+          finished,
+          a.status === 'failed' ? 'report job failed' : null,
+        ],
       );
     }
-    await pool.query(`INSERT INTO etl.run_errors (run_id, stage, error_kind, retryable, message) VALUES ($1, 'poll', 'REPORT_FAILED', false, 'report job failed')`, [ids[0]]);
-    await pool.query(`INSERT INTO etl.run_documents (run_id, page, target_table, file_name, content_type, bytes, sha256) VALUES ($1, 1, 'erp.t', 'a.pdf', 'application/pdf', 3, 'x')`, [ids[1]]);
-    await pool.query(`INSERT INTO etl.appended_runs (job, run_key, run_id, target_table, rows) VALUES ('stock', 'stock__manual', $1, 'erp.t', 7)`, [ids[4]]);
-    await pool.query(`INSERT INTO etl.job_alerts (job, failing_since, failed_run_id) VALUES ('orders', now(), $1)`, [ids[2]]);
+    await pool.query(
+      `INSERT INTO etl.run_errors (run_id, stage, error_kind, retryable, message) VALUES ($1, 'poll', 'REPORT_FAILED', false, 'report job failed')`,
+      [ids[0]],
+    );
+    await pool.query(
+      `INSERT INTO etl.run_documents (run_id, page, target_table, file_name, content_type, bytes, sha256) VALUES ($1, 1, 'erp.t', 'a.pdf', 'application/pdf', 3, 'x')`,
+      [ids[1]],
+    );
+    await pool.query(
+      `INSERT INTO etl.appended_runs (job, run_key, run_id, target_table, rows) VALUES ('stock', 'stock__manual', $1, 'erp.t', 7)`,
+      [ids[4]],
+    );
+    await pool.query(`INSERT INTO etl.job_alerts (job, failing_since, failed_run_id) VALUES ('orders', now(), $1)`, [
+      ids[2],
+    ]);
     const requested = at(-1);
     await pool.query(
       `INSERT INTO etl.run_requests (job, run_key, queue_job_id, trigger, scheduled_for, logical_start, logical_end, parameters, created_at)
@@ -105,25 +163,84 @@ it('0008 turns the attempts of a 0007 database into etl.attempts and gives each 
     const { rows: runs } = await pool.query('SELECT * FROM etl.runs ORDER BY job, run_key');
     expect(runs).toEqual([
       {
-        job: 'orders', run_key: 'fg-1', trigger: 'manual', scheduled_for: null, logical_start: null, logical_end: null, parameters: null, queue_job_id: null,
-        created_at: at(10), attempts: 2, status: 'interrupted', first_started_at: at(10), last_finished_at: at(21), rows: null,
+        job: 'orders',
+        run_key: 'fg-1',
+        trigger: 'manual',
+        scheduled_for: null,
+        logical_start: null,
+        logical_end: null,
+        parameters: null,
+        queue_job_id: null,
+        created_at: at(10),
+        attempts: 2,
+        status: 'interrupted',
+        first_started_at: at(10),
+        last_finished_at: at(21),
+        rows: null,
       },
       {
-        job: 'orders', run_key: 'orders__20260122T021500Z', trigger: 'schedule', scheduled_for: tick, logical_start: at(-1440), logical_end: tick,
-        parameters: { FROM: '2026-01-21' }, queue_job_id: 'orders__20260122T021500Z', created_at: requested, attempts: 2, status: 'succeeded',
-        first_started_at: at(0), last_finished_at: at(6), rows: '42',
+        job: 'orders',
+        run_key: 'orders__20260122T021500Z',
+        trigger: 'schedule',
+        scheduled_for: tick,
+        logical_start: at(-1440),
+        logical_end: tick,
+        parameters: { FROM: '2026-01-21' },
+        queue_job_id: 'orders__20260122T021500Z',
+        created_at: requested,
+        attempts: 2,
+        status: 'succeeded',
+        first_started_at: at(0),
+        last_finished_at: at(6),
+        rows: '42',
       },
       {
-        job: 'orders', run_key: 'waiting', trigger: 'manual', scheduled_for: null, logical_start: null, logical_end: tick, parameters: null,
-        queue_job_id: 'orders__manual_waiting', created_at: requested, attempts: 0, status: null, first_started_at: null, last_finished_at: null, rows: null,
+        job: 'orders',
+        run_key: 'waiting',
+        trigger: 'manual',
+        scheduled_for: null,
+        logical_start: null,
+        logical_end: tick,
+        parameters: null,
+        queue_job_id: 'orders__manual_waiting',
+        created_at: requested,
+        attempts: 0,
+        status: null,
+        first_started_at: null,
+        last_finished_at: null,
+        rows: null,
       },
       {
-        job: 'stock', run_key: 'fg-1', trigger: 'manual', scheduled_for: null, logical_start: null, logical_end: null, parameters: null, queue_job_id: null,
-        created_at: at(40), attempts: 1, status: 'running', first_started_at: at(40), last_finished_at: null, rows: null,
+        job: 'stock',
+        run_key: 'fg-1',
+        trigger: 'manual',
+        scheduled_for: null,
+        logical_start: null,
+        logical_end: null,
+        parameters: null,
+        queue_job_id: null,
+        created_at: at(40),
+        attempts: 1,
+        status: 'running',
+        first_started_at: at(40),
+        last_finished_at: null,
+        rows: null,
       },
       {
-        job: 'stock', run_key: 'stock__manual', trigger: 'manual', scheduled_for: null, logical_start: null, logical_end: null, parameters: null, queue_job_id: null,
-        created_at: at(30), attempts: 2, status: 'succeeded', first_started_at: at(30), last_finished_at: at(32), rows: '7',
+        job: 'stock',
+        run_key: 'stock__manual',
+        trigger: 'manual',
+        scheduled_for: null,
+        logical_start: null,
+        logical_end: null,
+        parameters: null,
+        queue_job_id: null,
+        created_at: at(30),
+        attempts: 2,
+        status: 'succeeded',
+        first_started_at: at(30),
+        last_finished_at: at(32),
+        rows: '7',
       },
     ]);
     // Every attempt is there under its own id, and what pointed at it by run_id now does by attempt_id.
@@ -132,18 +249,48 @@ it('0008 turns the attempts of a 0007 database into etl.attempts and gives each 
     expect((await pool.query('SELECT attempt_id FROM etl.run_errors')).rows).toEqual([{ attempt_id: ids[0] }]);
     expect((await pool.query('SELECT attempt_id FROM etl.run_documents')).rows).toEqual([{ attempt_id: ids[1] }]);
     expect((await pool.query('SELECT attempt_id FROM etl.appended_runs')).rows).toEqual([{ attempt_id: ids[4] }]);
-    expect((await pool.query('SELECT failed_attempt_id FROM etl.job_alerts')).rows).toEqual([{ failed_attempt_id: ids[2] }]);
+    expect((await pool.query('SELECT failed_attempt_id FROM etl.job_alerts')).rows).toEqual([
+      { failed_attempt_id: ids[2] },
+    ]);
 
     // The migrated history goes on (with the later migrations, which today's statements need): the next attempt of a
     // run is numbered after its old ones, and the run follows it.
     await migrate(pool);
     const next = randomUUID();
-    expect(await insertAttempt(pool, { attemptId: next, job: 'orders', runKey: 'fg-1', trigger: 'replay', targetTable: 'erp.t', writeMode: 'replace', worker: 'test' })).toBe(3);
+    expect(
+      await insertAttempt(pool, {
+        attemptId: next,
+        job: 'orders',
+        runKey: 'fg-1',
+        trigger: 'replay',
+        targetTable: 'erp.t',
+        writeMode: 'replace',
+        worker: 'test',
+      }),
+    ).toBe(3);
     expect(await completeAttempt(pool, next, { rows: 5, pages: 1, bytes: 50 })).toBe(true);
     const waiting = randomUUID();
-    expect(await insertAttempt(pool, { attemptId: waiting, job: 'orders', runKey: 'waiting', trigger: 'manual', targetTable: 'erp.t', writeMode: 'replace', worker: 'test' })).toBe(1);
-    await failAttempt(pool, waiting, { status: 'failed', stage: 'start', errorKind: 'X', retryable: false, message: 'x' });
-    const { rows: after } = await pool.query(`SELECT run_key, attempts, status, rows FROM etl.runs WHERE job = 'orders' AND run_key IN ('fg-1', 'waiting') ORDER BY run_key`);
+    expect(
+      await insertAttempt(pool, {
+        attemptId: waiting,
+        job: 'orders',
+        runKey: 'waiting',
+        trigger: 'manual',
+        targetTable: 'erp.t',
+        writeMode: 'replace',
+        worker: 'test',
+      }),
+    ).toBe(1);
+    await failAttempt(pool, waiting, {
+      status: 'failed',
+      stage: 'start',
+      errorKind: 'X',
+      retryable: false,
+      message: 'x',
+    });
+    const { rows: after } = await pool.query(
+      `SELECT run_key, attempts, status, rows FROM etl.runs WHERE job = 'orders' AND run_key IN ('fg-1', 'waiting') ORDER BY run_key`,
+    );
     expect(after).toEqual([
       { run_key: 'fg-1', attempts: 3, status: 'succeeded', rows: '5' },
       { run_key: 'waiting', attempts: 1, status: 'failed', rows: null },

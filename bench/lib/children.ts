@@ -42,7 +42,10 @@ export interface PageServer {
 
 /** Starts bench/lib/page-server.ts (adding `latencyMs` to every response) and waits until it listens. */
 export async function startPageServer(latencyMs = 0): Promise<PageServer> {
-  const child = fork(here('./page-server.ts'), [String(latencyMs)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--max-old-space-size=8192'] });
+  const child = fork(here('./page-server.ts'), [String(latencyMs)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: ['--max-old-space-size=8192'],
+  });
   const { url } = await nextMessage<{ url: string }>(child);
   return {
     url,
@@ -67,7 +70,11 @@ export async function startPageServer(latencyMs = 0): Promise<PageServer> {
  * @param worker the worker script: this checkout's by default, another's (its own dist/) to compare builds
  * @throws Error when the worker dies without a result
  */
-export async function measureWorker(input: WorkerInput, execArgv: string[] = [], worker = here('./worker.js')): Promise<WorkerResult> {
+export async function measureWorker(
+  input: WorkerInput,
+  execArgv: string[] = [],
+  worker = here('./worker.js'),
+): Promise<WorkerResult> {
   const child = fork(worker, [JSON.stringify(input)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
   const result = await nextMessage<WorkerResult>(child);
   if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));

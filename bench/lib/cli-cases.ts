@@ -76,10 +76,14 @@ jobs:
 export function runCli(c: CliContext, config: string, job: string): Promise<CliRun> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, '--import', RSS_HOOK, BIN, 'run', job, '--config', config, '--log-format', 'json'], {
-      env: { ...process.env, DATABASE_URL: c.databaseUrl, REDIS_URL: c.redisUrl, LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [...NODE_FLAGS, '--import', RSS_HOOK, BIN, 'run', job, '--config', config, '--log-format', 'json'],
+      {
+        env: { ...process.env, DATABASE_URL: c.databaseUrl, REDIS_URL: c.redisUrl, LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -100,16 +104,30 @@ async function checked(c: CliContext, config: string, job: string): Promise<CliR
 }
 
 /** The whole-process cost of a 10-row run: median, min and max wall ms of `repeats` runs after one warm-up. */
-export async function fixedCost(c: CliContext, config: string, repeats: number): Promise<{ medianMs: number; minMs: number; maxMs: number; rssMB: number }> {
+export async function fixedCost(
+  c: CliContext,
+  config: string,
+  repeats: number,
+): Promise<{ medianMs: number; minMs: number; maxMs: number; rssMB: number }> {
   await checked(c, config, 'small');
   const runs: CliRun[] = [];
   for (let i = 0; i < repeats; i++) runs.push(await checked(c, config, 'small'));
   const ms = runs.map((r) => r.ms);
-  return { medianMs: median(ms), minMs: Math.min(...ms), maxMs: Math.max(...ms), rssMB: median(runs.map((r) => r.maxRssMB)) };
+  return {
+    medianMs: median(ms),
+    minMs: Math.min(...ms),
+    maxMs: Math.max(...ms),
+    rssMB: median(runs.map((r) => r.maxRssMB)),
+  };
 }
 
 /** Peak RSS (MB) and wall ms of `repeats` runs of job `job` (default `big`; the page server must hold its pages). */
-export async function cliPeakRss(c: CliContext, config: string, repeats: number, job = 'big'): Promise<{ rssMB: number[]; ms: number[] }> {
+export async function cliPeakRss(
+  c: CliContext,
+  config: string,
+  repeats: number,
+  job = 'big',
+): Promise<{ rssMB: number[]; ms: number[] }> {
   const runs: CliRun[] = [];
   for (let i = 0; i < repeats; i++) runs.push(await checked(c, config, job));
   return { rssMB: runs.map((r) => r.maxRssMB), ms: runs.map((r) => r.ms) };

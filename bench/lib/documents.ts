@@ -18,7 +18,6 @@ import type { WorkerInput } from './worker-types.ts';
 const ROWS_PER_PAGE = 10;
 const COLUMNS = '(page, file_name, content_type, content, bytes, sha256)';
 
-
 /** What the document case needs from bench/run.ts. */
 export interface DocumentCaseContext {
   db: pg.Client;
@@ -51,7 +50,9 @@ export async function documentCase(c: DocumentCaseContext): Promise<CaseResult> 
   const warm = await measureWorker(input);
   if (!warm.ok) throw new Error(`document warm-up run failed: ${warm.error}`);
   const dump = join(c.dir, 'pdf_docs.copy');
-  await psql(opts.databaseUrl, [`\\copy (SELECT page, file_name, content_type, content, bytes, sha256 FROM ${table}) TO '${dump}'`]);
+  await psql(opts.databaseUrl, [
+    `\\copy (SELECT page, file_name, content_type, content, bytes, sha256 FROM ${table}) TO '${dump}'`,
+  ]);
   const dumpBytes = (await stat(dump)).size;
   await db.query(`CREATE TABLE ${table}_lim (LIKE ${table} INCLUDING ALL)`);
   await db.query(`CREATE TABLE ${table}_empty (LIKE ${table} INCLUDING ALL)`);
@@ -60,7 +61,8 @@ export async function documentCase(c: DocumentCaseContext): Promise<CaseResult> 
   let bytes = 0;
   for (let r = 0; r < opts.repeats; r++) {
     const limitFirst = r % 2 === 1;
-    const limit = async (): Promise<number> => (await psql(opts.databaseUrl, [`DELETE FROM ${table}_lim`, `\\copy ${table}_lim ${COLUMNS} FROM '${dump}'`])).ms;
+    const limit = async (): Promise<number> =>
+      (await psql(opts.databaseUrl, [`DELETE FROM ${table}_lim`, `\\copy ${table}_lim ${COLUMNS} FROM '${dump}'`])).ms;
     const limFirst = limitFirst ? await limit() : undefined;
     const e2e = await measureWorker(input, opts.workerArgs);
     if (!e2e.ok) throw new Error(`document run failed: ${e2e.error}`);
@@ -69,7 +71,16 @@ export async function documentCase(c: DocumentCaseContext): Promise<CaseResult> 
     const limitMs = limFirst ?? (await limit());
     await db.query(`TRUNCATE ${table}_empty`);
     const emptyCopyMs = (await psql(opts.databaseUrl, [`\\copy ${table}_empty ${COLUMNS} FROM '${dump}'`])).ms;
-    const run = { e2eMs: e2e.durationMs, limitMs, emptyCopyMs, firstRowMs: e2e.firstRowMs, rssMB: (e2e.maxRssKiB * 1024) / 1e6, baseRssMB: (e2e.baseRssKiB * 1024) / 1e6, peaks: e2e.peaks, cpuMs: e2e.cpuMs };
+    const run = {
+      e2eMs: e2e.durationMs,
+      limitMs,
+      emptyCopyMs,
+      firstRowMs: e2e.firstRowMs,
+      rssMB: (e2e.maxRssKiB * 1024) / 1e6,
+      baseRssMB: (e2e.baseRssKiB * 1024) / 1e6,
+      peaks: e2e.peaks,
+      cpuMs: e2e.cpuMs,
+    };
     runs.push(run);
     log(
       `  run ${r + 1}: e2e ${(run.e2eMs / 1000).toFixed(2)} s (${(bytes / 1e6 / (run.e2eMs / 1000)).toFixed(0)} MB/s), psql \\copy ${(limitMs / 1000).toFixed(2)} s ` +

@@ -23,7 +23,11 @@ const exec = promisify(execFile);
  */
 export async function psql(databaseUrl: string, commands: string[]): Promise<{ ms: number; rows: number }> {
   const started = performance.now();
-  const { stdout } = await exec('psql', [databaseUrl, '-X', '-v', 'ON_ERROR_STOP=1', '-1', ...commands.flatMap((c) => ['-c', c])], { maxBuffer: 1 << 20 });
+  const { stdout } = await exec(
+    'psql',
+    [databaseUrl, '-X', '-v', 'ON_ERROR_STOP=1', '-1', ...commands.flatMap((c) => ['-c', c])],
+    { maxBuffer: 1 << 20 },
+  );
   const ms = performance.now() - started;
   const copied = [...stdout.matchAll(/^COPY (\d+)$/gm)].at(-1);
   return { ms, rows: copied ? Number(copied[1]) : 0 };
@@ -36,12 +40,20 @@ export async function psql(databaseUrl: string, commands: string[]): Promise<{ m
  * @returns the CSV's size in bytes
  */
 export async function dumpCsv(db: pg.Client, table: string, file: string): Promise<number> {
-  const { rows } = await db.query<{ name: string }>(`SELECT quote_ident(attname) AS name FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND attname NOT IN ('_etl_run_key', '_etl_loaded_at') ORDER BY attnum`, [table]);
-  await pipeline(db.query(pgCopyStreams.to(`COPY ${table} (${rows.map((r) => r.name).join(', ')}) TO STDOUT WITH (FORMAT csv)`)), createWriteStream(file));
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT quote_ident(attname) AS name FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND attname NOT IN ('_etl_run_key', '_etl_loaded_at') ORDER BY attnum`,
+    [table],
+  );
+  await pipeline(
+    db.query(pgCopyStreams.to(`COPY ${table} (${rows.map((r) => r.name).join(', ')}) TO STDOUT WITH (FORMAT csv)`)),
+    createWriteStream(file),
+  );
   for (const suffix of ['_lim', '_empty']) {
     await db.query(`DROP TABLE IF EXISTS ${table}${suffix}`);
     await db.query(`CREATE TABLE ${table}${suffix} (LIKE ${table} INCLUDING ALL)`);
-    await db.query(`ALTER TABLE ${table}${suffix} DROP COLUMN IF EXISTS _etl_run_key, DROP COLUMN IF EXISTS _etl_loaded_at`);
+    await db.query(
+      `ALTER TABLE ${table}${suffix} DROP COLUMN IF EXISTS _etl_run_key, DROP COLUMN IF EXISTS _etl_loaded_at`,
+    );
   }
   await copyFile(db, `${table}_lim`, file);
   await db.query(`VACUUM ANALYZE ${table}_lim`);
@@ -66,13 +78,22 @@ export interface LimitResult {
  * alone. The session settings match the loader's (DateStyle ISO, DMY; the connection's zone).
  */
 export async function copyReplace(databaseUrl: string, table: string, file: string): Promise<LimitResult> {
-  const r = await psql(databaseUrl, [`SET LOCAL DateStyle = 'ISO, DMY'`, `SET LOCAL TimeZone = 'Europe/Zurich'`, `DELETE FROM ${table}_lim`, `\\copy ${table}_lim FROM '${file}' WITH (FORMAT csv)`]);
+  const r = await psql(databaseUrl, [
+    `SET LOCAL DateStyle = 'ISO, DMY'`,
+    `SET LOCAL TimeZone = 'Europe/Zurich'`,
+    `DELETE FROM ${table}_lim`,
+    `\\copy ${table}_lim FROM '${file}' WITH (FORMAT csv)`,
+  ]);
   return { rows: r.rows, durationMs: r.ms };
 }
 
 /** TRUNCATE `<table>_empty` (not timed), then psql -1: \copy the file in (timed). */
 export async function copyEmpty(db: pg.Client, databaseUrl: string, table: string, file: string): Promise<LimitResult> {
   await db.query(`TRUNCATE ${table}_empty`);
-  const r = await psql(databaseUrl, [`SET LOCAL DateStyle = 'ISO, DMY'`, `SET LOCAL TimeZone = 'Europe/Zurich'`, `\\copy ${table}_empty FROM '${file}' WITH (FORMAT csv)`]);
+  const r = await psql(databaseUrl, [
+    `SET LOCAL DateStyle = 'ISO, DMY'`,
+    `SET LOCAL TimeZone = 'Europe/Zurich'`,
+    `\\copy ${table}_empty FROM '${file}' WITH (FORMAT csv)`,
+  ]);
   return { rows: r.rows, durationMs: r.ms };
 }

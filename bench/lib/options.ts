@@ -65,12 +65,24 @@ export function count(s: string, what: string): number {
 export function readOptions(argv: string[] = process.argv.slice(2)): BenchOptions {
   const rows = count(arg(argv, 'rows') ?? '1000000', 'rows');
   const types = (arg(argv, 'types') ?? BENCH_TYPES.join(',')).split(',').map((t) => t.trim());
-  for (const t of types) if (!(BENCH_TYPES as readonly string[]).includes(t)) throw new Error(`types: unknown output type '${t}' (one of ${BENCH_TYPES.join(', ')})`);
-  const paging = (arg(argv, 'paging') ?? '100000,all').split(',').map((p) => (p.trim() === 'all' ? ('all' as const) : count(p.trim(), 'paging')));
+  for (const t of types)
+    if (!(BENCH_TYPES as readonly string[]).includes(t))
+      throw new Error(`types: unknown output type '${t}' (one of ${BENCH_TYPES.join(', ')})`);
+  const paging = (arg(argv, 'paging') ?? '100000,all')
+    .split(',')
+    .map((p) => (p.trim() === 'all' ? ('all' as const) : count(p.trim(), 'paging')));
   const repeats = count(arg(argv, 'repeats') ?? '3', 'repeats');
   const full = arg(argv, 'full') === '1' || argv.includes('--full');
   const sizesRaw = arg(argv, 'sizes');
-  const sizes = sizesRaw !== undefined ? sizesRaw.split(',').filter((s) => s.trim() !== '').map((s) => count(s.trim(), 'sizes')) : full ? [100_000, 5_000_000] : [100_000];
+  const sizes =
+    sizesRaw !== undefined
+      ? sizesRaw
+          .split(',')
+          .filter((s) => s.trim() !== '')
+          .map((s) => count(s.trim(), 'sizes'))
+      : full
+        ? [100_000, 5_000_000]
+        : [100_000];
   const mode = arg(argv, 'mode') ?? 'replace';
   if (mode !== 'replace' && mode !== 'append') throw new Error(`mode: expected replace or append, got '${mode}'`);
   return {

@@ -11,11 +11,21 @@ import { startSimulator } from '../../src/simulator/index.ts';
 
 /** A request from bench/run.ts. */
 export type PageServerRequest =
-  | { cmd: 'prerender'; report: string; parameters: Record<string, string>; outputType: 'txt' | 'json' | 'json_compact' | 'xml_query' | 'txt_cstr'; paging: number }
+  | {
+      cmd: 'prerender';
+      report: string;
+      parameters: Record<string, string>;
+      outputType: 'txt' | 'json' | 'json_compact' | 'xml_query' | 'txt_cstr';
+      paging: number;
+    }
   | { cmd: 'close' };
 
 // argv[2]: latency added to every response, ms (the simulator's latencyMs fault; BENCH_LATENCY).
-const sim = await startSimulator({ pageCache: true, jobDurationMs: 0, faults: { latencyMs: Number(process.argv[2] ?? 0) } });
+const sim = await startSimulator({
+  pageCache: true,
+  jobDurationMs: 0,
+  faults: { latencyMs: Number(process.argv[2] ?? 0) },
+});
 process.on('message', (m: PageServerRequest) => {
   if (m.cmd === 'close') {
     void sim.close().then(() => process.exit(0));

@@ -62,7 +62,27 @@ export function short(n: number): string {
   return String(n);
 }
 
-const HEAD = ['rows', 'type', 'paging', 'pages', 'MB', 'e2e s', 'rows/s', 'warm rows/s', 'psql rows/s', 'MB/s', 'limit s', 'ratio', 'empty s', 'ratio0', '1st row ms', 'cpu s', 'RSS MB', 'RSS max', 'RSS base'];
+const HEAD = [
+  'rows',
+  'type',
+  'paging',
+  'pages',
+  'MB',
+  'e2e s',
+  'rows/s',
+  'warm rows/s',
+  'psql rows/s',
+  'MB/s',
+  'limit s',
+  'ratio',
+  'empty s',
+  'ratio0',
+  '1st row ms',
+  'cpu s',
+  'RSS MB',
+  'RSS max',
+  'RSS base',
+];
 
 /** The results as an aligned text table. */
 export function table(results: CaseResult[]): string {
@@ -93,12 +113,20 @@ export function table(results: CaseResult[]): string {
 }
 
 /** The one-line summary: ratios of the main size at its first paging, and the largest worker RSS of all cases. */
-export function summary(results: CaseResult[], rows: number, paging: number | 'all', mode: 'replace' | 'append' = 'replace'): string {
+export function summary(
+  results: CaseResult[],
+  rows: number,
+  paging: number | 'all',
+  mode: 'replace' | 'append' = 'replace',
+): string {
   const main = results.filter((r) => r.outputType !== 'pdf' && r.rows === rows && r.paging === paging);
   const ratios = main.map((r) => `${r.outputType} ${r.ratio.toFixed(2)}`).join(', ');
   const rss = Math.max(...results.map((r) => r.rssMaxMB));
   const limit = mode === 'append' ? 'of psql \\copy into an empty table' : 'of psql DELETE + \\copy';
-  const rowPart = main.length > 0 ? `${short(rows)} rows paging ${paging === 'all' ? 'all' : short(paging)}: ${ratios} ${limit} (goals: txt >= 1.0, json >= 0.95, xml_query >= 1.0); ` : '';
+  const rowPart =
+    main.length > 0
+      ? `${short(rows)} rows paging ${paging === 'all' ? 'all' : short(paging)}: ${ratios} ${limit} (goals: txt >= 1.0, json >= 0.95, xml_query >= 1.0); `
+      : '';
   const docs = results.find((r) => r.outputType === 'pdf');
   const docPart = docs
     ? `pdf ${(docs.bytes / 1e6).toFixed(0)} MB in ${docs.pages} pages: ${docs.mbPerSec.toFixed(0)} MB/s, ${docs.ratio.toFixed(2)} of psql \\copy, worker RSS +${Math.max(...docs.runs.map((x) => x.rssMB - x.baseRssMB)).toFixed(0)} MB; `
@@ -145,7 +173,9 @@ export function userPath(u: UserPathResult): string {
 
 function marginal(u: UserPathResult): string {
   const m = cliMarginalRowsPerSec(u);
-  return m.rows100k === undefined ? '' : `; report-etl run, whole process, rows/s beyond the 10-row run: 100k ${Math.round(m.rows100k / 1000)}k, ${short(u.cliRows)} ${Math.round(m.rowsBig / 1000)}k`;
+  return m.rows100k === undefined
+    ? ''
+    : `; report-etl run, whole process, rows/s beyond the 10-row run: 100k ${Math.round(m.rows100k / 1000)}k, ${short(u.cliRows)} ${Math.round(m.rowsBig / 1000)}k`;
 }
 
 /**
@@ -159,7 +189,8 @@ export function levelLine(results: CaseResult[], paging: number | 'all'): string
   if (sizes.length < 2) return '';
   const k = (x: number | undefined) => (x === undefined ? '-' : `${Math.round(x / 1000)}k`);
   const types = [...new Set(cases.map((r) => r.outputType))].map((type) => {
-    const of = (pick: (r: CaseResult) => number | undefined) => sizes.map((n) => k(pick(cases.find((r) => r.rows === n && r.outputType === type)!))).join('/');
+    const of = (pick: (r: CaseResult) => number | undefined) =>
+      sizes.map((n) => k(pick(cases.find((r) => r.rows === n && r.outputType === type)!))).join('/');
     return `${type} fresh ${of((r) => r.rowsPerSec)}, warm ${of((r) => r.warmRowsPerSec)}, psql ${of((r) => r.limitRowsPerSec)}`;
   });
   return `; rows/s ${sizes.map(short).join('/')}: ${types.join('; ')}`;

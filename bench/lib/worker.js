@@ -32,12 +32,25 @@ const logger = pino(
 );
 const config = configSchema.parse({
   connections: {
-    sim: { baseUrl: input.simUrl, clientId: 'demo-client', clientSecret: 'demo-secret', timezone: 'Europe/Zurich', pollIntervalMs: 1, pollMaxIntervalMs: 20 },
+    sim: {
+      baseUrl: input.simUrl,
+      clientId: 'demo-client',
+      clientSecret: 'demo-secret',
+      timezone: 'Europe/Zurich',
+      pollIntervalMs: 1,
+      pollMaxIntervalMs: 20,
+    },
   },
   jobs: {
     bench: {
       connection: 'sim',
-      report: { mandant: 7777, name: input.report.replace(/\.avw$/, ''), outputType: input.outputType, paging: input.paging, parameters: { ROWS: String(input.rows), ...input.parameters } },
+      report: {
+        mandant: 7777,
+        name: input.report.replace(/\.avw$/, ''),
+        outputType: input.outputType,
+        paging: input.paging,
+        parameters: { ROWS: String(input.rows), ...input.parameters },
+      },
       target: { table: input.target, mode: input.mode },
     },
   },
@@ -58,14 +71,40 @@ const cpuMs = () => {
 let result;
 try {
   // Warm-up runs in this same process (input.warmups): the measured run then shows a warm worker's own cost.
-  for (let i = 0; i < (input.warmups ?? 0); i++) await runAttempt({ job: resolveJob(config, 'bench'), pool, redis, logger });
+  for (let i = 0; i < (input.warmups ?? 0); i++)
+    await runAttempt({ job: resolveJob(config, 'bench'), pool, redis, logger });
   t0 = performance.now();
   cpu0 = process.cpuUsage();
   const r = await runAttempt({ job: resolveJob(config, 'bench'), pool, redis, logger });
   const durationMs = performance.now() - t0;
-  result = { ok: true, attemptId: r.attemptId, plan: r.plan, rows: r.rows, pages: r.pages, bytes: r.bytes, durationMs, firstRowMs: firstRowAt - t0, maxRssKiB: process.resourceUsage().maxRSS, baseRssKiB, peaks, cpuMs: cpuMs() };
+  result = {
+    ok: true,
+    attemptId: r.attemptId,
+    plan: r.plan,
+    rows: r.rows,
+    pages: r.pages,
+    bytes: r.bytes,
+    durationMs,
+    firstRowMs: firstRowAt - t0,
+    maxRssKiB: process.resourceUsage().maxRSS,
+    baseRssKiB,
+    peaks,
+    cpuMs: cpuMs(),
+  };
 } catch (err) {
-  result = { ok: false, error: String(err?.message ?? err), rows: 0, pages: 0, bytes: 0, durationMs: performance.now() - t0, firstRowMs: NaN, maxRssKiB: process.resourceUsage().maxRSS, baseRssKiB, peaks, cpuMs: cpuMs() };
+  result = {
+    ok: false,
+    error: String(err?.message ?? err),
+    rows: 0,
+    pages: 0,
+    bytes: 0,
+    durationMs: performance.now() - t0,
+    firstRowMs: NaN,
+    maxRssKiB: process.resourceUsage().maxRSS,
+    baseRssKiB,
+    peaks,
+    cpuMs: cpuMs(),
+  };
 }
 clearInterval(sampler);
 await tracing?.shutdown();

@@ -67,7 +67,10 @@ export async function embeddedPostgresBinaries(): Promise<Binaries> {
     if (!existsSync(binaries.postgres)) throw new Error(`${binaries.postgres} is missing`);
     return binaries;
   } catch (err) {
-    throw new Error(`no embedded PostgreSQL for ${process.platform}-${process.arch} (${platformPackage}): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new Error(
+      `no embedded PostgreSQL for ${process.platform}-${process.arch} (${platformPackage}): ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
 }
 
@@ -78,10 +81,13 @@ export async function embeddedPostgresBinaries(): Promise<Binaries> {
 function runAs(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
   try {
-    const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+    const id = (flag: string) =>
+      Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
     return { uid: id('-u'), gid: id('-g') };
   } catch {
-    throw new Error('PostgreSQL does not run as root and there is no user "postgres" to run it as: run as another user, create one (useradd postgres), or set DATABASE_URL to a running PostgreSQL');
+    throw new Error(
+      'PostgreSQL does not run as root and there is no user "postgres" to run it as: run as another user, create one (useradd postgres), or set DATABASE_URL to a running PostgreSQL',
+    );
   }
 }
 
@@ -118,8 +124,13 @@ function reachable(path: string, u: { uid: number; gid: number }): boolean {
  * folder moves there too (`<tmp>/report-etl-embedded-postgres/<hash of the asked folder>`).
  * @returns the binaries and data folder to use
  */
-function placeForUser(binaries: Binaries, dataDir: string, u: { uid: number; gid: number } | undefined): { initdb: string; postgres: string; dataDir: string } {
-  if (!u || (reachable(binaries.postgres, u) && reachable(dataDir, u))) return { initdb: binaries.initdb, postgres: binaries.postgres, dataDir };
+function placeForUser(
+  binaries: Binaries,
+  dataDir: string,
+  u: { uid: number; gid: number } | undefined,
+): { initdb: string; postgres: string; dataDir: string } {
+  if (!u || (reachable(binaries.postgres, u) && reachable(dataDir, u)))
+    return { initdb: binaries.initdb, postgres: binaries.postgres, dataDir };
   const shared = join(tmpdir(), 'report-etl-embedded-postgres');
   mkdirSync(shared, { recursive: true, mode: 0o755 });
   chmodSync(shared, 0o755);
@@ -130,7 +141,11 @@ function placeForUser(binaries: Binaries, dataDir: string, u: { uid: number; gid
     chmodSync(copy, 0o755);
   }
   const rel = (file: string) => join(copy, relative(native, file));
-  return { initdb: rel(binaries.initdb), postgres: rel(binaries.postgres), dataDir: join(shared, `data-${createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 12)}`) };
+  return {
+    initdb: rel(binaries.initdb),
+    postgres: rel(binaries.postgres),
+    dataDir: join(shared, `data-${createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 12)}`),
+  };
 }
 
 /**
@@ -150,12 +165,27 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     if (user) chownSync(dataDir, user.uid, user.gid);
     // Trust for user postgres on 127.0.0.1, like the local server DATABASE_URL defaults to; --no-sync because
     // a demo or test cluster that an OS crash breaks is simply made anew.
-    await run(initdb, ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'], user);
+    await run(
+      initdb,
+      ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'],
+      user,
+    );
   }
   const child: ChildProcess = spawn(
     postgres,
     // No Unix socket: it would go to a system folder that may belong to another server.
-    ['-D', dataDir, '-p', String(options.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'synchronous_commit=off'],
+    [
+      '-D',
+      dataDir,
+      '-p',
+      String(options.port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'synchronous_commit=off',
+    ],
     // Own process group: a Ctrl-C in the terminal must not stop the server before the demo has drained its workers.
     { ...user, env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe'], detached: true },
   );
@@ -163,7 +193,11 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let exitedEarly: string | undefined;
-  child.once('exit', (code, signal) => (exitedEarly = `embedded PostgreSQL exited (${signal ?? code}) before it accepted connections: ${output.trim()}`));
+  child.once(
+    'exit',
+    (code, signal) =>
+      (exitedEarly = `embedded PostgreSQL exited (${signal ?? code}) before it accepted connections: ${output.trim()}`),
+  );
   child.once('error', (err) => (exitedEarly = `embedded PostgreSQL could not be started: ${err.message}`));
   const killOnExit = () => child.kill('SIGQUIT');
   process.once('exit', killOnExit);

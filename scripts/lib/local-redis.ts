@@ -46,25 +46,37 @@ export function findOnPath(name: string, path = process.env.PATH ?? ''): string 
  * @throws Error with redis-server's own output when it exits before answering (e.g. port in use)
  */
 export async function startRedisServer(binary: string, port: number): Promise<StartedRedis> {
-  const child = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // Own process group: a Ctrl-C in the terminal must not stop Redis before the demo has drained its workers.
-    detached: true,
-  });
+  const child = spawn(
+    binary,
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // Own process group: a Ctrl-C in the terminal must not stop Redis before the demo has drained its workers.
+      detached: true,
+    },
+  );
   let output = '';
   const keep = (d: Buffer) => (output = (output + d.toString()).slice(-4000));
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let exitedEarly: string | undefined;
-  child.once('exit', (code, signal) => (exitedEarly = `redis-server exited (${signal ?? code}) before it answered: ${output.trim()}`));
+  child.once(
+    'exit',
+    (code, signal) => (exitedEarly = `redis-server exited (${signal ?? code}) before it answered: ${output.trim()}`),
+  );
   child.once('error', (err) => (exitedEarly = `redis-server could not be started: ${err.message}`));
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
 
   const url = `redis://127.0.0.1:${port}`;
   try {
-    await pollUntil(`redis-server answering on port ${port}`, async () => (await probeRedis(url, 500)).kind === 'answers', START_TIMEOUT_MS, () => exitedEarly);
+    await pollUntil(
+      `redis-server answering on port ${port}`,
+      async () => (await probeRedis(url, 500)).kind === 'answers',
+      START_TIMEOUT_MS,
+      () => exitedEarly,
+    );
   } catch (err) {
     child.kill('SIGKILL');
     await exited;

@@ -11,7 +11,7 @@ import { relative } from 'node:path';
 import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } from '../../src/app/connections.ts';
 import { startEmbeddedPostgres } from './embedded-postgres.ts';
 import { dockerUnavailableReason, findOnPath, startRedisContainer, startRedisServer } from './local-redis.ts';
-import { freePort, hostPort, probePostgres, probeRedis, PROBE_TIMEOUT_MS } from './service-probes.ts';
+import { freePort, hostPort, probePostgres, probeRedis } from './service-probes.ts';
 
 /** The repository root: `.local/` (gitignored) lives there. */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -97,9 +97,12 @@ export async function ensurePostgres(options: EnsurePostgresOptions = {}): Promi
   const url = options.url ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
   const at = hostPort(url, 5432);
   const probe = await probePostgres(url, options.probeTimeoutMs);
-  if (probe.kind === 'answers') return { url, source: 'configured', line: `using PostgreSQL at ${at}`, startSeconds: 0, stop: noStop };
+  if (probe.kind === 'answers')
+    return { url, source: 'configured', line: `using PostgreSQL at ${at}`, startSeconds: 0, stop: noStop };
   if (probe.kind === 'refuses') {
-    throw new ConfiguredServiceRefusedError(`PostgreSQL at ${at} answers but refuses: ${probe.reason} (fix DATABASE_URL; an embedded PostgreSQL is started only when nothing answers)`);
+    throw new ConfiguredServiceRefusedError(
+      `PostgreSQL at ${at} answers but refuses: ${probe.reason} (fix DATABASE_URL; an embedded PostgreSQL is started only when nothing answers)`,
+    );
   }
   const started = performance.now();
   const dataDir = options.dataDir ?? DEFAULT_POSTGRES_DATA_DIR;
@@ -128,9 +131,12 @@ export async function ensureRedis(options: EnsureRedisOptions = {}): Promise<Loc
   const url = options.url ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL;
   const at = hostPort(url, 6379);
   const probe = await probeRedis(url, options.probeTimeoutMs);
-  if (probe.kind === 'answers') return { url, source: 'configured', line: `using Redis at ${at}`, startSeconds: 0, stop: noStop };
+  if (probe.kind === 'answers')
+    return { url, source: 'configured', line: `using Redis at ${at}`, startSeconds: 0, stop: noStop };
   if (probe.kind === 'refuses') {
-    throw new ConfiguredServiceRefusedError(`Redis at ${at} answers but refuses: ${probe.reason} (fix REDIS_URL; a Redis is started only when nothing answers)`);
+    throw new ConfiguredServiceRefusedError(
+      `Redis at ${at} answers but refuses: ${probe.reason} (fix REDIS_URL; a Redis is started only when nothing answers)`,
+    );
   }
   const why = `nothing answered at ${at}: ${probe.reason}`;
   const started = performance.now();
@@ -139,13 +145,26 @@ export async function ensureRedis(options: EnsureRedisOptions = {}): Promise<Loc
     const port = options.port ?? (await freePort());
     const redis = await startRedisServer(binary, port);
     const startSeconds = seconds(started);
-    return { url: redis.url, source: 'redis-server', line: `started ${binary} at 127.0.0.1:${port} in ${startSeconds} s (${why})`, pid: redis.pid!, startSeconds, stop: () => redis.stop() };
+    return {
+      url: redis.url,
+      source: 'redis-server',
+      line: `started ${binary} at 127.0.0.1:${port} in ${startSeconds} s (${why})`,
+      pid: redis.pid!,
+      startSeconds,
+      stop: () => redis.stop(),
+    };
   }
   const dockerMissing = await (options.dockerUnavailableReason ?? dockerUnavailableReason)();
   if (dockerMissing === undefined) {
     const redis = await startRedisContainer();
     const startSeconds = seconds(started);
-    return { url: redis.url, source: 'redis-container', line: `started a redis:7 container at ${hostPort(redis.url, 6379)} in ${startSeconds} s (${why})`, startSeconds, stop: () => redis.stop() };
+    return {
+      url: redis.url,
+      source: 'redis-container',
+      line: `started a redis:7 container at ${hostPort(redis.url, 6379)} in ${startSeconds} s (${why})`,
+      startSeconds,
+      stop: () => redis.stop(),
+    };
   }
   throw new LocalServiceUnavailableError(
     `No Redis answers at ${at} and none can be started here: install redis-server so that it is on PATH ` +

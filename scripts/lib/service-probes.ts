@@ -13,10 +13,20 @@ import { Redis } from 'ioredis';
 export const PROBE_TIMEOUT_MS = 1500;
 
 /** What a probe found: a server that works, nothing at all, or a server that answered with an error. */
-export type ProbeResult = { kind: 'answers' } | { kind: 'nothing'; reason: string } | { kind: 'refuses'; reason: string };
+export type ProbeResult =
+  { kind: 'answers' } | { kind: 'nothing'; reason: string } | { kind: 'refuses'; reason: string };
 
 /** Node's codes for "no server there": the connection never reached one. */
-const NOTHING_THERE = new Set(['ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'EADDRNOTAVAIL']);
+const NOTHING_THERE = new Set([
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ECONNRESET',
+  'EADDRNOTAVAIL',
+]);
 
 /** `host:port` of a URL, for messages (never the password). */
 export function hostPort(url: string, defaultPort: number): string {
@@ -37,7 +47,11 @@ function networkCode(err: unknown): string | undefined {
  * @returns `answers`, `nothing` (refused, timeout, unknown host) or `refuses` (the server's own error, e.g. 28P01, 3D000)
  */
 export async function probePostgres(url: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<ProbeResult> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, application_name: 'report-etl probe' });
+  const client = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: timeoutMs,
+    application_name: 'report-etl probe',
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -46,7 +60,8 @@ export async function probePostgres(url: string, timeoutMs = PROBE_TIMEOUT_MS): 
   } catch (err) {
     const code = networkCode(err);
     const message = err instanceof Error ? err.message : String(err);
-    if ((code && NOTHING_THERE.has(code)) || /timeout|terminated unexpectedly/i.test(message)) return { kind: 'nothing', reason: code ?? message };
+    if ((code && NOTHING_THERE.has(code)) || /timeout|terminated unexpectedly/i.test(message))
+      return { kind: 'nothing', reason: code ?? message };
     return { kind: 'refuses', reason: code ? `${code}: ${message}` : message };
   } finally {
     await client.end().catch(() => undefined);
@@ -59,7 +74,13 @@ export async function probePostgres(url: string, timeoutMs = PROBE_TIMEOUT_MS): 
  * @returns `answers`, `nothing` (refused, timeout, unknown host) or `refuses` (e.g. NOAUTH, WRONGPASS)
  */
 export async function probeRedis(url: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<ProbeResult> {
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  });
   // A refused connect rejects with "Connection is closed."; the socket's own error (ECONNREFUSED …) comes as an event.
   let socketError: unknown;
   redis.on('error', (err: unknown) => (socketError ??= err));
@@ -70,7 +91,8 @@ export async function probeRedis(url: string, timeoutMs = PROBE_TIMEOUT_MS): Pro
   } catch (err) {
     const code = networkCode(socketError) ?? networkCode(err);
     const message = err instanceof Error ? err.message : String(err);
-    if ((code && NOTHING_THERE.has(code)) || /ETIMEDOUT|timed? ?out|Connection is closed/i.test(message)) return { kind: 'nothing', reason: code ?? message };
+    if ((code && NOTHING_THERE.has(code)) || /ETIMEDOUT|timed? ?out|Connection is closed/i.test(message))
+      return { kind: 'nothing', reason: code ?? message };
     return { kind: 'refuses', reason: message };
   } finally {
     // After a refused connect the client has ended; disconnect() would still arm ioredis' 2 s destroy timer.
@@ -79,7 +101,11 @@ export async function probeRedis(url: string, timeoutMs = PROBE_TIMEOUT_MS): Pro
 }
 
 /** True when a TCP connection to host:port is accepted (used to prove a stopped server's port is closed). */
-export async function portAcceptsConnections(port: number, host = '127.0.0.1', timeoutMs = PROBE_TIMEOUT_MS): Promise<boolean> {
+export async function portAcceptsConnections(
+  port: number,
+  host = '127.0.0.1',
+  timeoutMs = PROBE_TIMEOUT_MS,
+): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = new Socket();
     const done = (open: boolean) => {
@@ -110,7 +136,12 @@ export async function freePort(): Promise<number> {
  * @param stopEarly polled too: a text makes the wait fail at once with it (e.g. the server process exited)
  * @throws Error `<what> did not happen within <s> s` (or the stopEarly text)
  */
-export async function pollUntil(what: string, check: () => Promise<boolean>, timeoutMs: number, stopEarly: () => string | undefined = () => undefined): Promise<void> {
+export async function pollUntil(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  stopEarly: () => string | undefined = () => undefined,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let interval = 25;
   for (;;) {
@@ -127,7 +158,12 @@ export async function pollUntil(what: string, check: () => Promise<boolean>, tim
  * A stop() for a server child process: `gentle` signal, then `hard` after `timeoutMs` if it has not exited; waits for
  * the exit and removes the process-exit safety net. A second call waits for the first.
  */
-export function childStopper(child: ChildProcess, exited: Promise<void>, killOnExit: () => void, o: { gentle: NodeJS.Signals; hard: NodeJS.Signals; timeoutMs: number }): () => Promise<void> {
+export function childStopper(
+  child: ChildProcess,
+  exited: Promise<void>,
+  killOnExit: () => void,
+  o: { gentle: NodeJS.Signals; hard: NodeJS.Signals; timeoutMs: number },
+): () => Promise<void> {
   let stopping: Promise<void> | undefined;
   return () =>
     (stopping ??= (async () => {

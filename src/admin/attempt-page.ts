@@ -9,7 +9,19 @@ import type { AttemptRow } from '../history/attempts.ts';
 import type { RunDocument } from '../history/run-documents.ts';
 import type { RunRow } from '../history/runs.ts';
 import { html, page, type SafeHtml } from './html.ts';
-import { attemptTable, chartAttempt, documentTable, formatCount, formatDuration, formatTime, jobGoneNote, replayable, replayButton, runPath, statusLabel } from './run-pages.ts';
+import {
+  attemptTable,
+  chartAttempt,
+  documentTable,
+  formatCount,
+  formatDuration,
+  formatTime,
+  jobGoneNote,
+  replayable,
+  replayButton,
+  runPath,
+  statusLabel,
+} from './run-pages.ts';
 import { timelineChart } from './timeline-chart.ts';
 
 function prettyJson(value: unknown): string {
@@ -25,11 +37,20 @@ function schemaDifferenceTable(e: RunErrorRow): SafeHtml | '' {
   const d = e.details as { added?: unknown; missing?: unknown; typeChanged?: unknown } | null;
   if (e.error_kind !== 'SCHEMA_CHANGED' || !d) return '';
   const names = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
-  const changed = Array.isArray(d.typeChanged) ? (d.typeChanged as { column?: unknown; table?: unknown; declared?: unknown }[]) : [];
+  const changed = Array.isArray(d.typeChanged)
+    ? (d.typeChanged as { column?: unknown; table?: unknown; declared?: unknown }[])
+    : [];
   const rows = [
-    ...names(d.added).map((c) => html`<tr class="added"><td>${c}</td><td>added</td><td>—</td><td>in the report</td></tr>`),
-    ...names(d.missing).map((c) => html`<tr class="missing"><td>${c}</td><td>missing</td><td>in the table</td><td>—</td></tr>`),
-    ...changed.map((t) => html`<tr class="type-changed"><td>${String(t.column)}</td><td>type changed</td><td>${String(t.table)}</td><td>${String(t.declared)} (declared)</td></tr>`),
+    ...names(d.added).map(
+      (c) => html`<tr class="added"><td>${c}</td><td>added</td><td>—</td><td>in the report</td></tr>`,
+    ),
+    ...names(d.missing).map(
+      (c) => html`<tr class="missing"><td>${c}</td><td>missing</td><td>in the table</td><td>—</td></tr>`,
+    ),
+    ...changed.map(
+      (t) =>
+        html`<tr class="type-changed"><td>${String(t.column)}</td><td>type changed</td><td>${String(t.table)}</td><td>${String(t.declared)} (declared)</td></tr>`,
+    ),
   ];
   return html`<h3>Schema difference</h3><table class="schema-difference"><thead><tr><th>column</th><th>change</th><th>table</th><th>this run</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
@@ -51,7 +72,15 @@ ${e.details !== null && e.details !== undefined ? html`<h3>Details</h3><pre clas
  * @param attempts every attempt of the run (this one among them), newest first
  * @param zone the job's time zone, for its times (UTC when not given)
  */
-export function renderAttemptPage(attempt: AttemptRow, run: RunRow, errors: RunErrorRow[], attempts: AttemptListRow[], documents: RunDocument[] = [], jobGone = false, zone?: string): string {
+export function renderAttemptPage(
+  attempt: AttemptRow,
+  run: RunRow,
+  errors: RunErrorRow[],
+  attempts: AttemptListRow[],
+  documents: RunDocument[] = [],
+  jobGone = false,
+  zone?: string,
+): string {
   const runLink = html`<a href="${runPath(run.job, run.run_key)}">${run.run_key}</a>`;
   const fields = html`<dl>
 <dt>Attempt id</dt><dd class="attempt-id">${attempt.attempt_id}</dd><dt>Run</dt><dd class="run">${runLink} <span class="muted">(${run.job}; its status: ${statusLabel(run.status)})</span></dd>
@@ -66,10 +95,15 @@ ${attempt.accepted_guard ? html`<dt>Loaded past its guard</dt><dd class="accepte
 </dl>`;
   // etl.attempts.error is our message plus the server's; the error rows below show both apart, so it is shown only
   // for attempts without a run_errors row.
-  const errorText = attempt.error !== null && errors.length === 0 ? html`<h2>Error</h2><pre class="run-error-text">${attempt.error}</pre>` : '';
+  const errorText =
+    attempt.error !== null && errors.length === 0
+      ? html`<h2>Error</h2><pre class="run-error-text">${attempt.error}</pre>`
+      : '';
   const replay = !replayable(run) ? '' : jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
   const others = attempts.filter((a) => a.attempt_id !== attempt.attempt_id);
-  const otherTable = others.length ? html`<h2>Other attempts of this run</h2>${attemptTable(others, undefined, zone)}` : '';
+  const otherTable = others.length
+    ? html`<h2>Other attempts of this run</h2>${attemptTable(others, undefined, zone)}`
+    : '';
   return page(
     `Attempt ${attempt.attempt} of run ${run.job} ${run.run_key}`,
     html`${replay}${fields}${errorText}${errors.map((e) => errorSection(e, zone))}<h2 id="timeline">Where the time went</h2>${timelineChart([chartAttempt(attempt, zone)])}${documentTable(attempt.attempt_id, documents)}${otherTable}`,

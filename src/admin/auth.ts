@@ -40,7 +40,8 @@ const METRICS_REALM = 'report-etl metrics';
  */
 export function adminAuthFromEnv(env: NodeJS.ProcessEnv = process.env): AdminAuth | undefined {
   const token = env.ADMIN_TOKEN || undefined;
-  const basic = env.ADMIN_USER && env.ADMIN_PASSWORD ? { user: env.ADMIN_USER, password: env.ADMIN_PASSWORD } : undefined;
+  const basic =
+    env.ADMIN_USER && env.ADMIN_PASSWORD ? { user: env.ADMIN_USER, password: env.ADMIN_PASSWORD } : undefined;
   return token || basic ? { token, basic } : undefined;
 }
 
@@ -104,7 +105,10 @@ function cookieOf(header: string | undefined, name: string): string | undefined 
 function authorizationOf(req: FastifyRequest): { scheme: string; credential: string } {
   const header = req.headers.authorization ?? '';
   const space = header.indexOf(' ');
-  return { scheme: space > 0 ? header.slice(0, space).toLowerCase() : '', credential: space > 0 ? header.slice(space + 1).trim() : '' };
+  return {
+    scheme: space > 0 ? header.slice(0, space).toLowerCase() : '',
+    credential: space > 0 ? header.slice(space + 1).trim() : '',
+  };
 }
 
 /**
@@ -137,10 +141,17 @@ export function isAuthorized(req: FastifyRequest, auth: AdminAuth | undefined): 
 /** Answers 401 (or 403 for a non-loopback caller of an unconfigured server), asking for basic auth when configured. */
 export function rejectUnauthorized(reply: FastifyReply, auth: AdminAuth | undefined): FastifyReply {
   if (!isAuthConfigured(auth)) {
-    return reply.code(403).type('text/plain; charset=utf-8').send('admin access is limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set ADMIN_TOKEN or ADMIN_USER and ADMIN_PASSWORD\n');
+    return reply
+      .code(403)
+      .type('text/plain; charset=utf-8')
+      .send(
+        'admin access is limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set ADMIN_TOKEN or ADMIN_USER and ADMIN_PASSWORD\n',
+      );
   }
   if (auth!.basic) reply.header('www-authenticate', `Basic realm="${REALM}", charset="UTF-8"`);
-  const hint = auth!.token ? 'send Authorization: Bearer <token>, or open /admin/login?token=<token> once' : 'use basic auth';
+  const hint = auth!.token
+    ? 'send Authorization: Bearer <token>, or open /admin/login?token=<token> once'
+    : 'use basic auth';
   return reply.code(401).type('text/plain; charset=utf-8').send(`unauthorized: ${hint}\n`);
 }
 
@@ -152,7 +163,11 @@ export function rejectUnauthorized(reply: FastifyReply, auth: AdminAuth | undefi
  * A set metrics token is required from loopback callers too.
  * @param metricsToken METRICS_TOKEN, or undefined when not set
  */
-export function isMetricsAuthorized(req: FastifyRequest, auth: AdminAuth | undefined, metricsToken: string | undefined): boolean {
+export function isMetricsAuthorized(
+  req: FastifyRequest,
+  auth: AdminAuth | undefined,
+  metricsToken: string | undefined,
+): boolean {
   if (!metricsToken && !isAuthConfigured(auth)) return isLocalCaller(req);
   if (metricsToken) {
     const { scheme, credential } = authorizationOf(req);
@@ -165,14 +180,33 @@ export function isMetricsAuthorized(req: FastifyRequest, auth: AdminAuth | undef
  * Answers a refused `/metrics` request: 403 for a non-loopback caller when nothing is configured, else 401 with
  * `WWW-Authenticate` (Bearer when a token admits, Basic when only basic auth does). Never names a configured value.
  */
-export function rejectMetrics(reply: FastifyReply, auth: AdminAuth | undefined, metricsToken: string | undefined): FastifyReply {
+export function rejectMetrics(
+  reply: FastifyReply,
+  auth: AdminAuth | undefined,
+  metricsToken: string | undefined,
+): FastifyReply {
   if (!metricsToken && !isAuthConfigured(auth)) {
-    return reply.code(403).type('text/plain; charset=utf-8').send('metrics are limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set METRICS_TOKEN (or ADMIN_TOKEN) to let a scraper in\n');
+    return reply
+      .code(403)
+      .type('text/plain; charset=utf-8')
+      .send(
+        'metrics are limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set METRICS_TOKEN (or ADMIN_TOKEN) to let a scraper in\n',
+      );
   }
   const bearer = Boolean(metricsToken || auth?.token);
-  reply.header('www-authenticate', bearer ? `Bearer realm="${METRICS_REALM}"` : `Basic realm="${REALM}", charset="UTF-8"`);
-  const ways = [metricsToken ? 'Authorization: Bearer <METRICS_TOKEN>' : '', auth?.token ? 'Authorization: Bearer <ADMIN_TOKEN>' : '', auth?.basic ? 'the admin basic auth' : ''];
-  return reply.code(401).type('text/plain; charset=utf-8').send(`unauthorized: send ${ways.filter(Boolean).join(', or ')}\n`);
+  reply.header(
+    'www-authenticate',
+    bearer ? `Bearer realm="${METRICS_REALM}"` : `Basic realm="${REALM}", charset="UTF-8"`,
+  );
+  const ways = [
+    metricsToken ? 'Authorization: Bearer <METRICS_TOKEN>' : '',
+    auth?.token ? 'Authorization: Bearer <ADMIN_TOKEN>' : '',
+    auth?.basic ? 'the admin basic auth' : '',
+  ];
+  return reply
+    .code(401)
+    .type('text/plain; charset=utf-8')
+    .send(`unauthorized: send ${ways.filter(Boolean).join(', or ')}\n`);
 }
 
 /**

@@ -32,12 +32,15 @@ export function formatAge(ms: number): string {
 function loginCell(v: ConnectionView, now: number): SafeHtml {
   const auth = v.config?.auth ?? v.row?.auth;
   if (auth !== 'authorization_code') return html`<span class="login-state">client credentials (no login)</span>`;
-  const link = v.config ? html` <form class="inline" method="post" action="/admin/connections/${encodeURIComponent(v.name)}/login"><button type="submit" class="login-link">Log in</button></form>` : '';
+  const link = v.config
+    ? html` <form class="inline" method="post" action="/admin/connections/${encodeURIComponent(v.name)}/login"><button type="submit" class="login-link">Log in</button></form>`
+    : '';
   const r = v.row;
   if (r?.login_required_at) {
     return html`<span class="login-state s-failed">LOGIN_REQUIRED</span> since ${formatTime(r.login_required_at)}: ${r.login_required_reason ?? ''}${link}`;
   }
-  if (!r?.logged_in || !r.logged_in_at) return html`<span class="login-state s-interrupted">not logged in</span>${link}`;
+  if (!r?.logged_in || !r.logged_in_at)
+    return html`<span class="login-state s-interrupted">not logged in</span>${link}`;
   const age = now - r.logged_in_at.getTime();
   const expires = new Date(r.logged_in_at.getTime() + expectedRefreshValidityMs(r.granted_scope));
   return html`<span class="login-state s-succeeded">logged in</span> since ${formatTime(r.logged_in_at)}; refresh token ${formatAge(age)} old, expires by ${formatTime(expires)} at the latest${link}`;
@@ -47,10 +50,18 @@ function loginCell(v: ConnectionView, now: number): SafeHtml {
  * The page. `notice` names a connection that just logged in (after the callback).
  * @param now epoch ms, for ages
  */
-export function renderConnections(views: ConnectionView[], notice: { loggedIn?: string | undefined } = {}, now = Date.now()): string {
-  const banner = notice.loggedIn ? html`<div class="notice" role="status">Connection <b>${notice.loggedIn}</b> is logged in.</div>` : '';
+export function renderConnections(
+  views: ConnectionView[],
+  notice: { loggedIn?: string | undefined } = {},
+  now = Date.now(),
+): string {
+  const banner = notice.loggedIn
+    ? html`<div class="notice" role="status">Connection <b>${notice.loggedIn}</b> is logged in.</div>`
+    : '';
   const rows = views.map(
-    (v) => html`<tr data-connection="${v.name}"><td>${v.name}</td><td>${v.config?.auth ?? v.row?.auth ?? ''}</td><td>${v.config?.baseUrl ?? v.row?.base_url ?? ''}</td><td>${v.config?.clientId ?? v.row?.client_id ?? ''}</td>
+    (
+      v,
+    ) => html`<tr data-connection="${v.name}"><td>${v.name}</td><td>${v.config?.auth ?? v.row?.auth ?? ''}</td><td>${v.config?.baseUrl ?? v.row?.base_url ?? ''}</td><td>${v.config?.clientId ?? v.row?.client_id ?? ''}</td>
 <td>${loginCell(v, now)}</td><td class="scopes">${v.row?.granted_scope ?? ''}</td></tr>
 `,
   );
@@ -63,7 +74,10 @@ export function renderConnections(views: ConnectionView[], notice: { loggedIn?: 
 
 /** The page the callback shows: a finished login started by `report-etl login`, or a failed one. */
 export function renderCallbackResult(ok: boolean, text: string): string {
-  return page(ok ? 'Logged in' : 'Login failed', html`<div class="${ok ? 'notice' : 'problem'}" role="${ok ? 'status' : 'alert'}" id="login-result">${text}</div>`);
+  return page(
+    ok ? 'Logged in' : 'Login failed',
+    html`<div class="${ok ? 'notice' : 'problem'}" role="${ok ? 'status' : 'alert'}" id="login-result">${text}</div>`,
+  );
 }
 
 /**
@@ -74,5 +88,8 @@ export function renderCallbackResult(ok: boolean, text: string): string {
  */
 export function renderLoginRedirect(connection: string, authUrl: string): string {
   const body = html`<p>Connection ${connection}: <a id="continue" href="${authUrl}">continue to the server's login page</a>.</p>`;
-  return page('Log in', body).replace('<meta charset="utf-8">', html`<meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${authUrl}">`.value);
+  return page('Log in', body).replace(
+    '<meta charset="utf-8">',
+    html`<meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${authUrl}">`.value,
+  );
 }

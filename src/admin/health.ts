@@ -36,7 +36,11 @@ async function check(run: () => Promise<unknown>, timeoutMs: number): Promise<Ch
     return { ok: true, ms: Math.round(performance.now() - started) };
   } catch (err) {
     // Driver messages name host and port at most; connection strings (which may hold a password) are not in them.
-    return { ok: false, ms: Math.round(performance.now() - started), error: coerceError(err).message.split('\n')[0]!.slice(0, 300) };
+    return {
+      ok: false,
+      ms: Math.round(performance.now() - started),
+      error: coerceError(err).message.split('\n')[0]!.slice(0, 300),
+    };
   } finally {
     clearTimeout(timer);
   }
@@ -46,7 +50,10 @@ async function check(run: () => Promise<unknown>, timeoutMs: number): Promise<Ch
  * Checks PostgreSQL (`SELECT 1`) and Redis (`PING`) in parallel, each within `timeoutMs`.
  * Never throws: failures are in the result.
  */
-export async function checkReadiness(deps: { pool: Queryable; redis: Pick<Redis, 'ping'> }, timeoutMs = READY_TIMEOUT_MS): Promise<Readiness> {
+export async function checkReadiness(
+  deps: { pool: Queryable; redis: Pick<Redis, 'ping'> },
+  timeoutMs = READY_TIMEOUT_MS,
+): Promise<Readiness> {
   const [postgres, redis] = await Promise.all([
     check(() => deps.pool.query('SELECT 1'), timeoutMs),
     check(async () => {

@@ -64,7 +64,11 @@ function stackedTable(selector: string, columns: readonly string[], bare = 1): s
     `${t},${t} tbody,${t} tr,${t} td{display:block}${t} thead{display:none}${t}{background:none}`,
     `${t} tr{background:#fff;border:1px solid #d0d7de;margin-bottom:.8rem}`,
     `${t} td:empty{display:none}${t} td{border:0;border-top:1px solid #eaeef2;overflow-wrap:anywhere;text-align:left}${t} td:first-child{border-top:0;font-weight:600}`,
-    ...columns.map((l, i) => (i >= bare ? `${t} td:nth-child(${i + 1})::before{content:"${l}";display:block;font-weight:600;font-size:.85em;color:#57606a}` : '')),
+    ...columns.map((l, i) =>
+      i >= bare
+        ? `${t} td:nth-child(${i + 1})::before{content:"${l}";display:block;font-weight:600;font-size:.85em;color:#57606a}`
+        : '',
+    ),
   ].join('\n');
 }
 
@@ -120,4 +124,5 @@ ${body}
  * Content-Security-Policy of the run pages: no scripts at all, inline styles only, forms post to this origin.
  * (bull-board serves its own scripts and is not covered.)
  */
-export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+export const PAGE_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";

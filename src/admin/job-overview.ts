@@ -76,9 +76,23 @@ const finished = (a: RecentAttempt) => a.finished_at ?? a.started_at;
  * @param seen when each job's freshness was first checked (etl.job_alerts.first_seen)
  * @param slotWaits the jobs with a run waiting for a report slot, and their connection's slots
  */
-export function buildOverview(config: EtlConfig, invalid: InvalidEntry[], health: JobHealth[], now: Date, seen: Map<string, Date> = new Map(), slotWaits: ReadonlyMap<string, SlotWait> = new Map()): JobOverview[] {
+export function buildOverview(
+  config: EtlConfig,
+  invalid: InvalidEntry[],
+  health: JobHealth[],
+  now: Date,
+  seen: Map<string, Date> = new Map(),
+  slotWaits: ReadonlyMap<string, SlotWait> = new Map(),
+): JobOverview[] {
   const byJob = new Map(health.map((h) => [h.job, h]));
-  const empty = (job: string): JobHealth => ({ job, last: undefined, lastSuccess: undefined, lastFailure: undefined, failingSince: undefined, recent: [] });
+  const empty = (job: string): JobHealth => ({
+    job,
+    last: undefined,
+    lastSuccess: undefined,
+    lastFailure: undefined,
+    failingSince: undefined,
+    recent: [],
+  });
   const out: JobOverview[] = [];
   for (const [job, j] of Object.entries(config.jobs).sort(([a], [b]) => a.localeCompare(b))) {
     const h = byJob.get(job) ?? empty(job);
@@ -111,7 +125,13 @@ export function buildOverview(config: EtlConfig, invalid: InvalidEntry[], health
   }
   for (const e of invalid.filter((i) => i.kind === 'job').sort((a, b) => a.name.localeCompare(b.name))) {
     // Its schedule as written, with no next tick: the scheduler does not run a job while it is invalid.
-    out.push({ job: e.name, state: 'invalid', problems: e.problems, schedule: e.schedule, health: byJob.get(e.name) ?? empty(e.name) });
+    out.push({
+      job: e.name,
+      state: 'invalid',
+      problems: e.problems,
+      schedule: e.schedule,
+      health: byJob.get(e.name) ?? empty(e.name),
+    });
   }
   return out;
 }

@@ -17,7 +17,12 @@ import { listConnectionLogins } from '../history/logins.ts';
 import type { Logger } from '../logger.ts';
 import { completeLogin, startLogin } from '../login/login-flow.ts';
 import { secretKeyFromEnv } from '../secret-box.ts';
-import { renderCallbackResult, renderLoginRedirect, renderConnections, type ConnectionView } from './connection-pages.ts';
+import {
+  renderCallbackResult,
+  renderLoginRedirect,
+  renderConnections,
+  type ConnectionView,
+} from './connection-pages.ts';
 import { PAGE_CSP } from './html.ts';
 
 /** Path of the callback route; a redirectUri of the form https://<admin host>/oauth/callback points here. */
@@ -40,33 +45,66 @@ export function registerLoginRoutes(app: FastifyInstance, deps: LoginRoutesDeps)
     const conns = configured();
     const rows = await listConnectionLogins(deps.pool, deps.connections ? Object.keys(conns) : undefined);
     const views: ConnectionView[] = deps.connections
-      ? Object.entries(conns).map(([name, config]) => ({ name, config, row: rows.find((r) => r.connection === name && r.base_url === config.baseUrl && r.client_id === config.clientId) }))
+      ? Object.entries(conns).map(([name, config]) => ({
+          name,
+          config,
+          row: rows.find(
+            (r) => r.connection === name && r.base_url === config.baseUrl && r.client_id === config.clientId,
+          ),
+        }))
       : rows.map((row) => ({ name: row.connection, config: undefined, row }));
-    const loggedIn = typeof req.query.loggedIn === 'string' && find(req.query.loggedIn) ? req.query.loggedIn : undefined;
-    return reply.header('content-security-policy', PAGE_CSP).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(renderConnections(views, { loggedIn }));
+    const loggedIn =
+      typeof req.query.loggedIn === 'string' && find(req.query.loggedIn) ? req.query.loggedIn : undefined;
+    return reply
+      .header('content-security-policy', PAGE_CSP)
+      .header('cache-control', 'no-store')
+      .type('text/html; charset=utf-8')
+      .send(renderConnections(views, { loggedIn }));
   });
 
   // A login changes state (a login state is recorded): it starts with the page's POST, never with a GET a link, an
   // image or a prefetch could send.
   app.get('/admin/connections/:name/login', async (_req, reply) =>
-    reply.code(405).header('allow', 'POST').type('text/plain; charset=utf-8').send('a login starts with the "Log in" button of /admin/connections (POST)\n'),
+    reply
+      .code(405)
+      .header('allow', 'POST')
+      .type('text/plain; charset=utf-8')
+      .send('a login starts with the "Log in" button of /admin/connections (POST)\n'),
   );
   app.post<{ Params: { name: string } }>('/admin/connections/:name/login', async (req, reply) => {
     const connection = find(req.params.name);
-    if (!connection) return reply.code(404).type('text/plain; charset=utf-8').send(`no connection ${req.params.name} in jobs.yaml\n`);
+    if (!connection)
+      return reply.code(404).type('text/plain; charset=utf-8').send(`no connection ${req.params.name} in jobs.yaml\n`);
     try {
-      const { url } = await startLogin(deps.pool, { name: req.params.name, connection }, 'admin', { logger: deps.logger });
+      const { url } = await startLogin(deps.pool, { name: req.params.name, connection }, 'admin', {
+        logger: deps.logger,
+      });
       deps.logger.info({ connection: req.params.name }, 'login started from the admin page');
-      return reply.header('content-security-policy', PAGE_CSP).header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').type('text/html; charset=utf-8').send(renderLoginRedirect(req.params.name, url));
+      return reply
+        .header('content-security-policy', PAGE_CSP)
+        .header('cache-control', 'no-store')
+        .header('referrer-policy', 'no-referrer')
+        .type('text/html; charset=utf-8')
+        .send(renderLoginRedirect(req.params.name, url));
     } catch (err) {
-      return reply.code(400).header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(renderCallbackResult(false, coerceError(err).message));
+      return reply
+        .code(400)
+        .header('content-security-policy', PAGE_CSP)
+        .type('text/html; charset=utf-8')
+        .send(renderCallbackResult(false, coerceError(err).message));
     }
   });
 
   app.get(CALLBACK_PATH, async (req, reply) => {
     const params = new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1 || req.url.length));
     const send = (status: number, ok: boolean, text: string) =>
-      reply.code(status).header('content-security-policy', PAGE_CSP).header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').type('text/html; charset=utf-8').send(renderCallbackResult(ok, text));
+      reply
+        .code(status)
+        .header('content-security-policy', PAGE_CSP)
+        .header('cache-control', 'no-store')
+        .header('referrer-policy', 'no-referrer')
+        .type('text/html; charset=utf-8')
+        .send(renderCallbackResult(ok, text));
     let key;
     try {
       key = secretKeyFromEnv();
@@ -75,8 +113,15 @@ export function registerLoginRoutes(app: FastifyInstance, deps: LoginRoutesDeps)
     }
     try {
       const done = await completeLogin(deps.pool, key, find, params, { logger: deps.logger });
-      if (done.startedBy === 'admin') return reply.header('cache-control', 'no-store').redirect(`/admin/connections?loggedIn=${encodeURIComponent(done.connection)}`, 303);
-      return send(200, true, `Connection "${done.connection}" is logged in (scopes granted: ${done.grantedScope ?? 'none named'}). report-etl login finishes in the terminal; you can close this window.`);
+      if (done.startedBy === 'admin')
+        return reply
+          .header('cache-control', 'no-store')
+          .redirect(`/admin/connections?loggedIn=${encodeURIComponent(done.connection)}`, 303);
+      return send(
+        200,
+        true,
+        `Connection "${done.connection}" is logged in (scopes granted: ${done.grantedScope ?? 'none named'}). report-etl login finishes in the terminal; you can close this window.`,
+      );
     } catch (err) {
       return send(400, false, coerceError(err).message);
     }

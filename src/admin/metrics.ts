@@ -33,7 +33,12 @@ import { tokenRequestsKey } from '../report-api/token-cache.ts';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, Registry, type Histogram } from 'prom-client';
-import { attemptAggregates, DURATION_BUCKETS_SECONDS, type AttemptAggregates, type DurationHistogram } from '../history/attempt-aggregates.ts';
+import {
+  attemptAggregates,
+  DURATION_BUCKETS_SECONDS,
+  type AttemptAggregates,
+  type DurationHistogram,
+} from '../history/attempt-aggregates.ts';
 import type { Queryable } from '../db.ts';
 import { listConnectionLogins } from '../history/logins.ts';
 import type { LiveConfig } from '../config/live-config.ts';
@@ -49,7 +54,15 @@ export { tokenRequestsKey };
 export { DURATION_BUCKETS_SECONDS };
 
 /** BullMQ job states reported by `report_etl_queue_jobs{state}`. */
-export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
+export const QUEUE_STATES = [
+  'waiting',
+  'active',
+  'delayed',
+  'prioritized',
+  'waiting-children',
+  'completed',
+  'failed',
+] as const;
 
 /** What the metrics read from. */
 export interface MetricsSources {
@@ -87,10 +100,18 @@ class DerivedHistogram {
     this.help = help;
     this.read = read;
   }
-  async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> }> {
+  async get(): Promise<{
+    name: string;
+    help: string;
+    type: string;
+    aggregator: string;
+    values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }>;
+  }> {
     const values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> = [];
     for (const h of await this.read()) {
-      DURATION_BUCKETS_SECONDS.forEach((le, i) => values.push({ labels: { le, job: h.job }, value: h.buckets[i]!, metricName: `${this.name}_bucket` }));
+      DURATION_BUCKETS_SECONDS.forEach((le, i) =>
+        values.push({ labels: { le, job: h.job }, value: h.buckets[i]!, metricName: `${this.name}_bucket` }),
+      );
       values.push({ labels: { le: '+Inf', job: h.job }, value: h.count, metricName: `${this.name}_bucket` });
       values.push({ labels: { job: h.job }, value: h.sumSeconds, metricName: `${this.name}_sum` });
       values.push({ labels: { job: h.job }, value: h.count, metricName: `${this.name}_count` });
@@ -114,9 +135,21 @@ class OptionalGauge {
     this.help = help;
     this.read = read;
   }
-  async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: Array<{ labels: Record<string, string>; value: number }> }> {
+  async get(): Promise<{
+    name: string;
+    help: string;
+    type: string;
+    aggregator: string;
+    values: Array<{ labels: Record<string, string>; value: number }>;
+  }> {
     const value = await this.read();
-    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: value === undefined ? [] : [{ labels: {}, value }] };
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values: value === undefined ? [] : [{ labels: {}, value }],
+    };
   }
 }
 
@@ -130,8 +163,8 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
   let pending: Promise<AttemptAggregates> | undefined;
   const snapshot = (): Promise<AttemptAggregates> =>
     (pending ??= attemptAggregates(src.pool, DURATION_BUCKETS_SECONDS).finally(() => {
-        pending = undefined;
-      }));
+      pending = undefined;
+    }));
 
   new Counter({
     name: 'report_etl_attempts_total',
@@ -236,7 +269,14 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
 
 /** The per-job gauges (last success, freshness, stale, failing, config validity), read at scrape time from the live config, etl.attempts and etl.job_alerts. */
 function addJobMetrics(registry: Registry, pool: Queryable, config: LiveConfig): void {
-  let pending: Promise<{ lastSuccess: Map<string, Date>; stale: Map<string, boolean>; freshnessSeconds: Map<string, number>; failing: Map<string, { failing: boolean; connection: string }> }> | undefined;
+  let pending:
+    | Promise<{
+        lastSuccess: Map<string, Date>;
+        stale: Map<string, boolean>;
+        freshnessSeconds: Map<string, number>;
+        failing: Map<string, { failing: boolean; connection: string }>;
+      }>
+    | undefined;
   const read = async () => {
     const cfg = config.current();
     const jobs = Object.keys(cfg.jobs);
@@ -280,7 +320,7 @@ function addJobMetrics(registry: Registry, pool: Queryable, config: LiveConfig):
   });
   new Gauge({
     name: 'report_etl_job_freshness_seconds',
-    help: 'The freshness of each job that has one (jobs.yaml freshness, or its connection\'s), in seconds: the longest time since its last success.',
+    help: "The freshness of each job that has one (jobs.yaml freshness, or its connection's), in seconds: the longest time since its last success.",
     labelNames: ['job'] as const,
     registers: [registry],
     async collect() {
@@ -290,7 +330,7 @@ function addJobMetrics(registry: Registry, pool: Queryable, config: LiveConfig):
   });
   new Gauge({
     name: 'report_etl_job_failing',
-    help: 'Whether a run of the job failed for good (after its last retry) and no run of it succeeded since (1) or not (0); connection: the job\'s jobs.yaml connection.',
+    help: "Whether a run of the job failed for good (after its last retry) and no run of it succeeded since (1) or not (0); connection: the job's jobs.yaml connection.",
     labelNames: ['job', 'connection'] as const,
     registers: [registry],
     async collect() {
@@ -319,7 +359,13 @@ function addSlotMetrics(registry: Registry, slots: Pick<ReportSlots, 'usage'>, c
   let pending: Promise<Array<{ connection: string; limit: number; held: number; waiting: number }>> | undefined;
   const read = async () => {
     const connections = Object.entries(config.current().connections);
-    return Promise.all(connections.map(async ([connection, c]) => ({ connection, limit: c.maxConcurrentReports, ...(await slots.usage(connection)) })));
+    return Promise.all(
+      connections.map(async ([connection, c]) => ({
+        connection,
+        limit: c.maxConcurrentReports,
+        ...(await slots.usage(connection)),
+      })),
+    );
   };
   const snapshot = () => (pending ??= read().finally(() => (pending = undefined)));
   const gauge = (name: string, help: string, value: (u: Awaited<ReturnType<typeof read>>[number]) => number) =>
@@ -333,7 +379,19 @@ function addSlotMetrics(registry: Registry, slots: Pick<ReportSlots, 'usage'>, c
         for (const u of await snapshot()) this.set({ connection: u.connection }, value(u));
       },
     });
-  gauge('report_etl_report_slots_in_use', 'Report jobs of each connection open on its server now (or about to be), across every worker.', (u) => u.held);
-  gauge('report_etl_report_slots_limit', 'maxConcurrentReports of each connection: the most report jobs it may have open on its server at once.', (u) => u.limit);
-  gauge('report_etl_runs_waiting_for_slot', 'Runs of each connection waiting for a report slot (they hold no attempt and no PostgreSQL connection).', (u) => u.waiting);
+  gauge(
+    'report_etl_report_slots_in_use',
+    'Report jobs of each connection open on its server now (or about to be), across every worker.',
+    (u) => u.held,
+  );
+  gauge(
+    'report_etl_report_slots_limit',
+    'maxConcurrentReports of each connection: the most report jobs it may have open on its server at once.',
+    (u) => u.limit,
+  );
+  gauge(
+    'report_etl_runs_waiting_for_slot',
+    'Runs of each connection waiting for a report slot (they hold no attempt and no PostgreSQL connection).',
+    (u) => u.waiting,
+  );
 }

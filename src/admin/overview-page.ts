@@ -20,7 +20,9 @@ function attemptCell(job: string, a: RecentAttempt | undefined, zone: string | u
 
 function failureNote(o: JobOverview): SafeHtml | '' {
   const wait = o.waitingForSlot;
-  const slot = wait ? html`<div class="slot-wait">waiting for a slot on ${wait.connection}: ${wait.held} of ${wait.limit} busy${wait.waiting > 1 ? ` (${wait.waiting} runs waiting)` : ''}</div>` : '';
+  const slot = wait
+    ? html`<div class="slot-wait">waiting for a slot on ${wait.connection}: ${wait.held} of ${wait.limit} busy${wait.waiting > 1 ? ` (${wait.waiting} runs waiting)` : ''}</div>`
+    : '';
   return html`${slot}${runNote(o)}`;
 }
 
@@ -39,9 +41,19 @@ ${replayButton({ job: o.job, run_key: o.failure.run_key }, { className: 'replay'
 function row(o: JobOverview): SafeHtml {
   const recent = o.health.recent;
   const failed = (a: RecentAttempt) => a.status !== 'succeeded';
-  const rows = sparkline(recent.map((a) => ({ value: failed(a) ? null : a.rows, failed: failed(a) })), `rows of the last ${recent.length} attempts`, (v) => formatCount(v));
-  const durations = sparkline(recent.map((a) => ({ value: a.duration_ms, failed: failed(a) })), `duration of the last ${recent.length} attempts`, (v) => formatDuration(v));
-  const problems = o.problems.length ? html`<ul class="problems">${o.problems.map((p) => html`<li><code>${p}</code></li>`)}</ul>` : '';
+  const rows = sparkline(
+    recent.map((a) => ({ value: failed(a) ? null : a.rows, failed: failed(a) })),
+    `rows of the last ${recent.length} attempts`,
+    (v) => formatCount(v),
+  );
+  const durations = sparkline(
+    recent.map((a) => ({ value: a.duration_ms, failed: failed(a) })),
+    `duration of the last ${recent.length} attempts`,
+    (v) => formatDuration(v),
+  );
+  const problems = o.problems.length
+    ? html`<ul class="problems">${o.problems.map((p) => html`<li><code>${p}</code></li>`)}</ul>`
+    : '';
   return html`<tr class="job state-${o.state}" data-job="${o.job}">
 <td><a href="/admin/runs?job=${encodeURIComponent(o.job)}">${o.job}</a>${problems}</td>
 <td><span class="state st-${o.state}">${STATE_LABELS[o.state]}</span>${o.freshness ? html`<div class="muted">freshness ${o.freshness}</div>` : ''}</td>
@@ -53,10 +65,16 @@ function row(o: JobOverview): SafeHtml {
 }
 
 /** The overview page. `invalidAlerts` lists alert targets left out as invalid (their problems). */
-export function renderOverview(jobs: JobOverview[], now: Date, invalidAlerts: { name: string; problems: string[] }[] = []): string {
+export function renderOverview(
+  jobs: JobOverview[],
+  now: Date,
+  invalidAlerts: { name: string; problems: string[] }[] = [],
+): string {
   const counts = new Map<string, number>();
   for (const j of jobs) counts.set(j.state, (counts.get(j.state) ?? 0) + 1);
-  const summary = [...counts].map(([s, n]) => html`<span class="state st-${s}">${n} ${STATE_LABELS[s as JobOverview['state']]}</span> `);
+  const summary = [...counts].map(
+    ([s, n]) => html`<span class="state st-${s}">${n} ${STATE_LABELS[s as JobOverview['state']]}</span> `,
+  );
   const alerts = invalidAlerts.length
     ? html`<div class="problem" role="alert">Alert targets not used because jobs.yaml is wrong about them:<ul>${invalidAlerts.map((a) => html`<li>${a.name}: ${a.problems.map((p) => html`<code>${p}</code> `)}</li>`)}</ul></div>`
     : '';
@@ -64,5 +82,8 @@ export function renderOverview(jobs: JobOverview[], now: Date, invalidAlerts: { 
     ? html`<table class="overview">${headerRow(COLUMNS.overview)}<tbody>
 ${jobs.map(row)}</tbody></table>`
     : html`<p>No jobs in jobs.yaml.</p>`;
-  return page('Jobs', html`<p class="summary">${summary}<span class="muted">as of ${formatTime(now)}; times in each job's time zone, with its UTC offset</span></p>${alerts}${table}`);
+  return page(
+    'Jobs',
+    html`<p class="summary">${summary}<span class="muted">as of ${formatTime(now)}; times in each job's time zone, with its UTC offset</span></p>${alerts}${table}`,
+  );
 }

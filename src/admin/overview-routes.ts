@@ -20,19 +20,27 @@ export const SPARKLINE_RUNS = 20;
  * The jobs with a run waiting for a report slot, and their connection's slots, read from Redis for the connections
  * of `config`.
  */
-async function slotWaits(slots: Pick<ReportSlots, 'usage' | 'waitingLabels'>, connections: EtlConfig['connections']): Promise<Map<string, SlotWait>> {
+async function slotWaits(
+  slots: Pick<ReportSlots, 'usage' | 'waitingLabels'>,
+  connections: EtlConfig['connections'],
+): Promise<Map<string, SlotWait>> {
   const out = new Map<string, SlotWait>();
   await Promise.all(
     Object.entries(connections).map(async ([connection, c]) => {
       const [usage, jobs] = await Promise.all([slots.usage(connection), slots.waitingLabels(connection)]);
-      for (const job of jobs) if (!out.has(job)) out.set(job, { connection, held: usage.held, limit: c.maxConcurrentReports, waiting: usage.waiting });
+      for (const job of jobs)
+        if (!out.has(job))
+          out.set(job, { connection, held: usage.held, limit: c.maxConcurrentReports, waiting: usage.waiting });
     }),
   );
   return out;
 }
 
 /** Registers `GET /admin` on `app`. */
-export function registerOverviewRoutes(app: FastifyInstance, deps: { pool: pg.Pool; config: LiveConfig; slots?: Pick<ReportSlots, 'usage' | 'waitingLabels'> | undefined }): void {
+export function registerOverviewRoutes(
+  app: FastifyInstance,
+  deps: { pool: pg.Pool; config: LiveConfig; slots?: Pick<ReportSlots, 'usage' | 'waitingLabels'> | undefined },
+): void {
   app.get('/admin', async (_req, reply) => {
     const config = deps.config.current();
     const invalid = deps.config.invalid();
@@ -45,6 +53,9 @@ export function registerOverviewRoutes(app: FastifyInstance, deps: { pool: pg.Po
     const now = new Date();
     const overview = buildOverview(config, invalid, health, now, seen, waits);
     const alerts = invalid.filter((e) => e.kind === 'alert');
-    return reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(renderOverview(overview, now, alerts));
+    return reply
+      .header('content-security-policy', PAGE_CSP)
+      .type('text/html; charset=utf-8')
+      .send(renderOverview(overview, now, alerts));
   });
 }

@@ -79,7 +79,10 @@ export function replayable(run: Pick<RunRow, 'status'>): boolean {
 }
 
 /** The Replay button of a run (POST to its replay route). */
-export function replayButton(run: Pick<RunRow, 'job' | 'run_key'>, attrs: { id?: string; className?: string } = {}): SafeHtml {
+export function replayButton(
+  run: Pick<RunRow, 'job' | 'run_key'>,
+  attrs: { id?: string; className?: string } = {},
+): SafeHtml {
   return html`<form class="inline" method="post" action="${runPath(run.job, run.run_key)}/replay"><button type="submit"${attrs.id ? html` id="${attrs.id}"` : ''}${attrs.className ? html` class="${attrs.className}"` : ''}>Replay run</button></form>`;
 }
 
@@ -91,7 +94,9 @@ function runDurationMs(r: RunRow): number | null {
 
 function filterForm(f: RunListFilter, jobs: string[]): SafeHtml {
   const jobOptions = jobs.map((j) => html`<option value="${j}"${f.job === j ? html` selected` : ''}>${j}</option>`);
-  const statusOptions = ATTEMPT_STATUSES.map((s) => html`<option value="${s}"${f.status === s ? html` selected` : ''}>${s}</option>`);
+  const statusOptions = ATTEMPT_STATUSES.map(
+    (s) => html`<option value="${s}"${f.status === s ? html` selected` : ''}>${s}</option>`,
+  );
   return html`<form method="get" action="/admin/runs">
 <label>Job <select name="job"><option value="">all</option>${jobOptions}</select></label>
 <label>Status of the newest attempt <select name="status"><option value="">all</option>${statusOptions}</select></label>
@@ -104,19 +109,29 @@ function filterForm(f: RunListFilter, jobs: string[]): SafeHtml {
  * attempts, duration from first start to last finish, rows loaded, the newest attempt's first error line).
  * @param rows from listRecentRuns, ordered by job then newest first
  */
-export function renderRunList(rows: RunListRow[], f: RunListFilter, jobs: string[], zoneOf: ZoneOf = () => undefined): string {
+export function renderRunList(
+  rows: RunListRow[],
+  f: RunListFilter,
+  jobs: string[],
+  zoneOf: ZoneOf = () => undefined,
+): string {
   const byJob = new Map<string, RunListRow[]>();
   for (const r of rows) (byJob.get(r.job) ?? byJob.set(r.job, []).get(r.job)!).push(r);
   const sections = [...byJob].map(
     ([job, runs]) => html`<h2><a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a></h2>
 <table class="runs">${headerRow(COLUMNS.runs)}<tbody>
 ${runs.map(
-  (r) => html`<tr><td><a href="${runPath(r.job, r.run_key)}">${r.run_key}</a></td><td>${formatTime(r.first_started_at ?? r.created_at, zoneOf(r.job))}</td><td>${statusLabel(r.status)}${r.reverted_at ? html` <span class="muted reverted">(reverted)</span>` : ''}</td><td>${r.trigger}</td><td class="num attempts">${r.attempts}</td><td class="num">${formatDuration(runDurationMs(r))}</td><td class="num">${formatCount(r.rows)}</td><td>${r.error_first_line ?? ''}</td></tr>
+  (
+    r,
+  ) => html`<tr><td><a href="${runPath(r.job, r.run_key)}">${r.run_key}</a></td><td>${formatTime(r.first_started_at ?? r.created_at, zoneOf(r.job))}</td><td>${statusLabel(r.status)}${r.reverted_at ? html` <span class="muted reverted">(reverted)</span>` : ''}</td><td>${r.trigger}</td><td class="num attempts">${r.attempts}</td><td class="num">${formatDuration(runDurationMs(r))}</td><td class="num">${formatCount(r.rows)}</td><td>${r.error_first_line ?? ''}</td></tr>
 `,
 )}</tbody></table>`,
   );
   const empty = rows.length === 0 ? html`<p>No runs match.</p>` : '';
-  return page('Runs', html`<p class="muted">One line per run (its run key): every retry and replay of it is one of its attempts. Times are in each job's time zone, with its UTC offset.</p>${filterForm(f, jobs)}${empty}${sections}`);
+  return page(
+    'Runs',
+    html`<p class="muted">One line per run (its run key): every retry and replay of it is one of its attempts. Times are in each job's time zone, with its UTC offset.</p>${filterForm(f, jobs)}${empty}${sections}`,
+  );
 }
 
 /** What the run page shows above the run: the outcome of a replay request. */
@@ -134,15 +149,21 @@ export function replayBanner(notice: RunPageNotice): SafeHtml | '' {
   if (notice.replayedJobId) {
     return html`<div class="notice" role="status">Replay queued as job <a href="${BULL_BOARD_PATH}/queue/${encodeURIComponent(QUEUE_NAME)}/${encodeURIComponent(notice.replayedJobId)}"><code>${notice.replayedJobId}</code></a>.</div>`;
   }
-  return notice.replayError ? html`<div class="problem" role="alert">Replay not queued: ${notice.replayError}</div>` : '';
+  return notice.replayError
+    ? html`<div class="problem" role="alert">Replay not queued: ${notice.replayError}</div>`
+    : '';
 }
 
 /** The documents an attempt archived, each a download link (`/admin/attempts/:attemptId/documents/:page`). */
 export function documentTable(attemptId: string, documents: RunDocument[]): SafeHtml | '' {
   if (documents.length === 0) return '';
   return html`<h2>Documents</h2><table id="documents"><thead><tr><th>Page</th><th>File</th><th>Type</th><th>Bytes</th><th>sha256</th></tr></thead><tbody>
-${documents.map((d) => html`<tr><td class="num">${d.page}</td><td><a href="${attemptPath(attemptId)}/documents/${d.page}" download="${d.fileName}">${d.fileName}</a></td><td>${d.contentType}</td><td class="num">${formatCount(d.bytes)}</td><td><code>${d.sha256.slice(0, 16)}…</code></td></tr>
-`)}</tbody></table>`;
+${documents.map(
+  (
+    d,
+  ) => html`<tr><td class="num">${d.page}</td><td><a href="${attemptPath(attemptId)}/documents/${d.page}" download="${d.fileName}">${d.fileName}</a></td><td>${d.contentType}</td><td class="num">${formatCount(d.bytes)}</td><td><code>${d.sha256.slice(0, 16)}…</code></td></tr>
+`,
+)}</tbody></table>`;
 }
 
 /**
@@ -156,15 +177,23 @@ export function revertTable(run: Pick<RunRow, 'attempts'>, reverts: RevertRow[],
     ? html`<p class="notice" id="reverted" role="status">Reverted at ${formatTime(last.reverted_at, zone)}: its ${formatCount(last.rows)} rows were removed from ${last.target_table}. A replay appends the run again.</p>`
     : '';
   return html`<h2>Reverts</h2>${note}<table id="reverts"><thead><tr><th>Reverted</th><th>Rows removed</th><th>Of rows appended</th><th>Table</th><th>Appended by attempt</th><th>By</th></tr></thead><tbody>
-${reverts.map((v) => html`<tr><td>${formatTime(v.reverted_at, zone)}</td><td class="num">${formatCount(v.rows)}</td><td class="num">${formatCount(v.appended_rows)}</td><td>${v.target_table}</td><td><a href="${attemptPath(v.attempt_id)}">${v.attempt_id.slice(0, 8)}</a></td><td>${v.reverted_by ?? ''}</td></tr>
-`)}</tbody></table>`;
+${reverts.map(
+  (
+    v,
+  ) => html`<tr><td>${formatTime(v.reverted_at, zone)}</td><td class="num">${formatCount(v.rows)}</td><td class="num">${formatCount(v.appended_rows)}</td><td>${v.target_table}</td><td><a href="${attemptPath(v.attempt_id)}">${v.attempt_id.slice(0, 8)}</a></td><td>${v.reverted_by ?? ''}</td></tr>
+`,
+)}</tbody></table>`;
 }
 
 /** The attempts of a run, newest first, each linked to its page; `current` (an attempt id) is marked; times in `zone`. */
 export function attemptTable(attempts: AttemptListRow[], current?: string, zone?: string): SafeHtml {
   return html`<table id="attempts">${headerRow(COLUMNS.attempts)}<tbody>
-${attempts.map((a) => html`<tr${a.attempt_id === current ? html` class="current"` : ''}><td class="num">${a.attempt}</td><td><a href="${attemptPath(a.attempt_id)}">${a.attempt_id.slice(0, 8)}</a></td><td>${formatTime(a.started_at, zone)}</td><td>${statusLabel(a.status)}</td><td>${a.trigger}</td><td class="num">${formatDuration(a.duration_ms)}</td><td class="num">${formatCount(a.rows)}</td><td>${a.worker ?? ''}</td><td>${a.error_first_line ?? ''}</td></tr>
-`)}</tbody></table>`;
+${attempts.map(
+  (
+    a,
+  ) => html`<tr${a.attempt_id === current ? html` class="current"` : ''}><td class="num">${a.attempt}</td><td><a href="${attemptPath(a.attempt_id)}">${a.attempt_id.slice(0, 8)}</a></td><td>${formatTime(a.started_at, zone)}</td><td>${statusLabel(a.status)}</td><td>${a.trigger}</td><td class="num">${formatDuration(a.duration_ms)}</td><td class="num">${formatCount(a.rows)}</td><td>${a.worker ?? ''}</td><td>${a.error_first_line ?? ''}</td></tr>
+`,
+)}</tbody></table>`;
 }
 
 /** Attempts drawn on a run's timeline at most: the newest ones. */
@@ -212,11 +241,22 @@ function queuedField(run: RunRow, zone?: string): SafeHtml | string {
  * @param zone the job's time zone, for its times (UTC when not given)
  * @param reverts the run's reverts (`report-etl revert`), newest first
  */
-export function renderRunPage(run: RunRow, attempts: AttemptListRow[], notice: RunPageNotice = {}, loadingAttemptId?: string, documents: RunDocument[] = [], zone?: string, reverts: RevertRow[] = []): string {
+export function renderRunPage(
+  run: RunRow,
+  attempts: AttemptListRow[],
+  notice: RunPageNotice = {},
+  loadingAttemptId?: string,
+  documents: RunDocument[] = [],
+  zone?: string,
+  reverts: RevertRow[] = [],
+): string {
   const queueJob = run.queue_job_id
     ? html`<a href="${BULL_BOARD_PATH}/queue/${encodeURIComponent(QUEUE_NAME)}/${encodeURIComponent(run.queue_job_id)}"><code>${run.queue_job_id}</code></a>`
     : html`<span class="muted">none (a foreground report-etl run)</span>`;
-  const interval = run.logical_start || run.logical_end ? `${formatTime(run.logical_start, zone)} – ${formatTime(run.logical_end, zone)}` : '';
+  const interval =
+    run.logical_start || run.logical_end
+      ? `${formatTime(run.logical_start, zone)} – ${formatTime(run.logical_end, zone)}`
+      : '';
   const fields = html`<dl>
 <dt>Job</dt><dd><a href="/admin/runs?job=${encodeURIComponent(run.job)}">${run.job}</a></dd><dt>Run key</dt><dd class="run-key">${run.run_key}</dd>
 <dt>Status</dt><dd class="status">${statusLabel(run.status)} <span class="muted">(its newest attempt's)</span></dd><dt>Attempts</dt><dd class="attempts">${run.attempts}</dd>
@@ -225,8 +265,18 @@ export function renderRunPage(run: RunRow, attempts: AttemptListRow[], notice: R
 <dt>Queue job</dt><dd>${queueJob}</dd>${queuedField(run, zone)}<dt>First started</dt><dd>${formatTime(run.first_started_at, zone)}</dd>
 <dt>Last finished</dt><dd>${formatTime(run.last_finished_at, zone)}</dd><dt>Rows</dt><dd class="rows">${formatCount(run.rows)}</dd>
 </dl>`;
-  const replay = !replayable(run) && !isReverted(run, reverts) ? '' : notice.jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
-  const list = attempts.length ? html`<h2>Attempts</h2>${attemptTable(attempts, undefined, zone)}` : html`<p>No attempt recorded yet: the run is queued or waits for a report slot.</p>`;
+  const replay =
+    !replayable(run) && !isReverted(run, reverts)
+      ? ''
+      : notice.jobGone
+        ? jobGoneNote(run)
+        : replayButton(run, { id: 'replay' });
+  const list = attempts.length
+    ? html`<h2>Attempts</h2>${attemptTable(attempts, undefined, zone)}`
+    : html`<p>No attempt recorded yet: the run is queued or waits for a report slot.</p>`;
   const docs = loadingAttemptId ? documentTable(loadingAttemptId, documents) : '';
-  return page(`Run ${run.job} ${run.run_key}`, html`${replayBanner(notice)}${replay}${fields}${revertTable(run, reverts, zone)}${list}${runTimeline(attempts, zone)}${docs}`);
+  return page(
+    `Run ${run.job} ${run.run_key}`,
+    html`${replayBanner(notice)}${replay}${fields}${revertTable(run, reverts, zone)}${list}${runTimeline(attempts, zone)}${docs}`,
+  );
 }

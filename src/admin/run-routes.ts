@@ -46,7 +46,10 @@ export const RUNS_PER_JOB = { default: 10, max: 200 } as const;
 /** Parses the run list's query string; unknown or malformed values fall back to "all" / the default. */
 export function parseRunListFilter(q: Record<string, unknown>): RunListFilter {
   const job = typeof q.job === 'string' && q.job !== '' && q.job.length <= 200 ? q.job : undefined;
-  const status = typeof q.status === 'string' && (ATTEMPT_STATUSES as readonly string[]).includes(q.status) ? (q.status as AttemptStatus) : undefined;
+  const status =
+    typeof q.status === 'string' && (ATTEMPT_STATUSES as readonly string[]).includes(q.status)
+      ? (q.status as AttemptStatus)
+      : undefined;
   const n = typeof q.limit === 'string' ? Number.parseInt(q.limit, 10) : NaN;
   const perJob = Number.isFinite(n) ? Math.min(Math.max(n, 1), RUNS_PER_JOB.max) : RUNS_PER_JOB.default;
   return { job, status, perJob };
@@ -76,23 +79,44 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     return htmlPage(reply, renderRunList(rows, filter, jobs, zoneOf(deps.config?.())));
   });
 
-  app.get<{ Params: { job: string; runKey: string }; Querystring: Record<string, string | undefined> }>('/admin/runs/:job/:runKey', async (req, reply) => {
-    const { job, runKey } = req.params;
-    const run = await getRun(deps.pool, job, runKey);
-    if (!run) return notFound(reply, `no run ${runKey} of job ${job}`);
-    const [attempts, loading, reverts] = await Promise.all([attemptsOfRun(deps.pool, job, runKey), loadingAttemptOf(deps.pool, job, runKey), revertsOfRun(deps.pool, job, runKey)]);
-    const documents = loading ? await listRunDocuments(deps.pool, loading) : [];
-    const config = deps.config?.();
-    const jobGone = config !== undefined && !config.jobs[run.job];
-    return htmlPage(reply, renderRunPage(run, attempts, { replayedJobId: req.query.replayed, replayError: req.query.replayError, jobGone }, loading, documents, zoneOf(config)(run.job), reverts));
-  });
+  app.get<{ Params: { job: string; runKey: string }; Querystring: Record<string, string | undefined> }>(
+    '/admin/runs/:job/:runKey',
+    async (req, reply) => {
+      const { job, runKey } = req.params;
+      const run = await getRun(deps.pool, job, runKey);
+      if (!run) return notFound(reply, `no run ${runKey} of job ${job}`);
+      const [attempts, loading, reverts] = await Promise.all([
+        attemptsOfRun(deps.pool, job, runKey),
+        loadingAttemptOf(deps.pool, job, runKey),
+        revertsOfRun(deps.pool, job, runKey),
+      ]);
+      const documents = loading ? await listRunDocuments(deps.pool, loading) : [];
+      const config = deps.config?.();
+      const jobGone = config !== undefined && !config.jobs[run.job];
+      return htmlPage(
+        reply,
+        renderRunPage(
+          run,
+          attempts,
+          { replayedJobId: req.query.replayed, replayError: req.query.replayError, jobGone },
+          loading,
+          documents,
+          zoneOf(config)(run.job),
+          reverts,
+        ),
+      );
+    },
+  );
 
   app.post<{ Params: { job: string; runKey: string } }>('/admin/runs/:job/:runKey/replay', async (req, reply) => {
     const { job, runKey } = req.params;
     const back = runPath(job, runKey);
     try {
       const config = deps.config?.();
-      const { jobId } = await replayRun(config ? { queue: deps.queue, pool: deps.pool, config } : { queue: deps.queue, pool: deps.pool }, { job, runKey });
+      const { jobId } = await replayRun(
+        config ? { queue: deps.queue, pool: deps.pool, config } : { queue: deps.queue, pool: deps.pool },
+        { job, runKey },
+      );
       deps.logger.info({ job, runKey, jobId }, 'replay queued from the admin page');
       return reply.redirect(`${back}?replayed=${encodeURIComponent(jobId)}`, 303);
     } catch (err) {
@@ -107,44 +131,72 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const attempt = UUID.test(attemptId) ? await getAttempt(deps.pool, attemptId) : undefined;
     const run = attempt ? await getRun(deps.pool, attempt.job, attempt.run_key) : undefined;
     if (!attempt || !run) return notFound(reply, `no attempt ${attemptId}`);
-    const [errors, attempts, documents] = await Promise.all([listRunErrors(deps.pool, attemptId), attemptsOfRun(deps.pool, run.job, run.run_key), listRunDocuments(deps.pool, attemptId)]);
+    const [errors, attempts, documents] = await Promise.all([
+      listRunErrors(deps.pool, attemptId),
+      attemptsOfRun(deps.pool, run.job, run.run_key),
+      listRunDocuments(deps.pool, attemptId),
+    ]);
     const config = deps.config?.();
-    return htmlPage(reply, renderAttemptPage(attempt, run, errors, attempts, documents, config !== undefined && !config.jobs[run.job], zoneOf(config)(run.job)));
+    return htmlPage(
+      reply,
+      renderAttemptPage(
+        attempt,
+        run,
+        errors,
+        attempts,
+        documents,
+        config !== undefined && !config.jobs[run.job],
+        zoneOf(config)(run.job),
+      ),
+    );
   });
 
-  app.get<{ Params: { attemptId: string; page: string } }>('/admin/attempts/:attemptId/documents/:page', async (req, reply) => {
-    const { attemptId, page } = req.params;
-    const doc = UUID.test(attemptId) && /^[1-9]\d{0,8}$/.test(page) ? (await listRunDocuments(deps.pool, attemptId)).find((d) => d.page === Number(page)) : undefined;
-    if (!doc) return notFound(reply, `no document on page ${page} of attempt ${attemptId}`);
-    const body = readDocument(deps.pool, doc);
-    // The first slice is read before the answer starts, so that a document gone from its target is a clean 404.
-    let first: IteratorResult<Buffer>;
-    try {
-      first = await body.next();
-    } catch (err) {
-      if (err instanceof DocumentNotFoundError) return notFound(reply, err.message);
-      throw err;
-    }
-    async function* all(): AsyncGenerator<Buffer> {
-      if (!first.done) yield first.value;
-      yield* body;
-    }
-    return reply
-      .header('content-type', doc.contentType)
-      .header('content-length', String(doc.bytes))
-      .header('content-disposition', `attachment; filename="${doc.fileName.replace(/[^A-Za-z0-9_.-]/g, '_')}"`)
-      .header('x-content-type-options', 'nosniff')
-      .send(Readable.from(all()));
-  });
+  app.get<{ Params: { attemptId: string; page: string } }>(
+    '/admin/attempts/:attemptId/documents/:page',
+    async (req, reply) => {
+      const { attemptId, page } = req.params;
+      const doc =
+        UUID.test(attemptId) && /^[1-9]\d{0,8}$/.test(page)
+          ? (await listRunDocuments(deps.pool, attemptId)).find((d) => d.page === Number(page))
+          : undefined;
+      if (!doc) return notFound(reply, `no document on page ${page} of attempt ${attemptId}`);
+      const body = readDocument(deps.pool, doc);
+      // The first slice is read before the answer starts, so that a document gone from its target is a clean 404.
+      let first: IteratorResult<Buffer>;
+      try {
+        first = await body.next();
+      } catch (err) {
+        if (err instanceof DocumentNotFoundError) return notFound(reply, err.message);
+        throw err;
+      }
+      async function* all(): AsyncGenerator<Buffer> {
+        if (!first.done) yield first.value;
+        yield* body;
+      }
+      return reply
+        .header('content-type', doc.contentType)
+        .header('content-length', String(doc.bytes))
+        .header('content-disposition', `attachment; filename="${doc.fileName.replace(/[^A-Za-z0-9_.-]/g, '_')}"`)
+        .header('x-content-type-options', 'nosniff')
+        .send(Readable.from(all()));
+    },
+  );
 
   // Links in alerts and chat from before: `/admin/runs/<id>` named an attempt.
   app.get<{ Params: { attemptId: string } }>('/admin/runs/:attemptId', async (req, reply) => {
     const { attemptId } = req.params;
-    if (!UUID.test(attemptId)) return notFound(reply, `no page /admin/runs/${attemptId}: a run's page is /admin/runs/<job>/<run key>, an attempt's /admin/attempts/<attempt id>`);
+    if (!UUID.test(attemptId))
+      return notFound(
+        reply,
+        `no page /admin/runs/${attemptId}: a run's page is /admin/runs/<job>/<run key>, an attempt's /admin/attempts/<attempt id>`,
+      );
     return reply.redirect(attemptPath(attemptId), 301);
   });
-  app.get<{ Params: { attemptId: string; page: string } }>('/admin/runs/:attemptId/documents/:page', async (req, reply) => {
-    const { attemptId, page } = req.params;
-    return reply.redirect(`${attemptPath(attemptId)}/documents/${encodeURIComponent(page)}`, 301);
-  });
+  app.get<{ Params: { attemptId: string; page: string } }>(
+    '/admin/runs/:attemptId/documents/:page',
+    async (req, reply) => {
+      const { attemptId, page } = req.params;
+      return reply.redirect(`${attemptPath(attemptId)}/documents/${encodeURIComponent(page)}`, 301);
+    },
+  );
 }

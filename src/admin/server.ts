@@ -21,7 +21,6 @@
  *
  * Query strings are never logged (the login URL carries the token).
  */
-import type { Queue } from 'bullmq';
 import type { RunQueue } from '../queue/queue.ts';
 import { fastify, LogController, type FastifyBaseLogger, type FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -127,9 +126,18 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   const host = deps.host ?? '127.0.0.1';
   const log = deps.logger.child(
     { component: 'admin' },
-    { serializers: { req: (req: { method?: string; url?: string }) => ({ method: req.method, path: (req.url ?? '').split('?')[0] }) } },
+    {
+      serializers: {
+        req: (req: { method?: string; url?: string }) => ({ method: req.method, path: (req.url ?? '').split('?')[0] }),
+      },
+    },
   );
-  const app = fastify({ loggerInstance: log as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), trustProxy: false, bodyLimit: 1024 * 1024 });
+  const app = fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    trustProxy: false,
+    bodyLimit: 1024 * 1024,
+  });
 
   if (!isAuthConfigured(auth)) {
     log.warn(
@@ -159,7 +167,10 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     }
   });
   app.addHook('onResponse', async (req, reply) => {
-    log.debug({ method: req.method, path: pathOf(req), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'admin request');
+    log.debug(
+      { method: req.method, path: pathOf(req), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'admin request',
+    );
   });
 
   app.get('/healthz', async (_req, reply) => reply.type('text/plain; charset=utf-8').send('ok\n'));
@@ -171,7 +182,14 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
 
   // The slots' usage is read without waiting in line: no subscriber connection is ever opened for it.
   const slots = new ReportSlots(deps.redis, { prefix: deps.queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX });
-  const metrics = makeAdminMetrics({ pool: deps.pool, redis: deps.redis, queue: deps.queue, keyPrefix: deps.keyPrefix ?? `${deps.queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX}:`, config: deps.liveConfig, slots });
+  const metrics = makeAdminMetrics({
+    pool: deps.pool,
+    redis: deps.redis,
+    queue: deps.queue,
+    keyPrefix: deps.keyPrefix ?? `${deps.queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX}:`,
+    config: deps.liveConfig,
+    slots,
+  });
   // The home page: the jobs overview when the live jobs.yaml is known, else the run list.
   const home = deps.liveConfig ? '/admin' : '/admin/runs';
   app.get('/metrics', async (_req, reply) => {
@@ -186,18 +204,35 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     const ok = safeEqual(given, token ?? '') && Boolean(token);
     if (!ok) {
       log.info({ remote: req.socket.remoteAddress }, 'admin login refused');
-      return reply.code(401).type('text/plain; charset=utf-8').send(token ? 'wrong token\n' : 'token login is not configured (ADMIN_TOKEN)\n');
+      return reply
+        .code(401)
+        .type('text/plain; charset=utf-8')
+        .send(token ? 'wrong token\n' : 'token login is not configured (ADMIN_TOKEN)\n');
     }
     const secure = req.protocol === 'https';
-    return reply.header('set-cookie', sessionCookie(token!, secure)).header('cache-control', 'no-store').redirect(home, 303);
+    return reply
+      .header('set-cookie', sessionCookie(token!, secure))
+      .header('cache-control', 'no-store')
+      .redirect(home, 303);
   });
   app.get('/', async (_req, reply) => reply.redirect(home, 302));
   if (deps.liveConfig) registerOverviewRoutes(app, { pool: deps.pool, config: deps.liveConfig, slots });
   else app.get('/admin', async (_req, reply) => reply.redirect('/admin/runs', 302));
 
-  registerRunRoutes(app, { pool: deps.pool, queue: deps.queue, logger: log, config: () => deps.config ?? deps.liveConfig?.current() });
+  registerRunRoutes(app, {
+    pool: deps.pool,
+    queue: deps.queue,
+    logger: log,
+    config: () => deps.config ?? deps.liveConfig?.current(),
+  });
   const config = deps.config;
-  registerLoginRoutes(app, { pool: deps.pool, logger: log, connections: deps.connections ?? (config ? () => config.connections : deps.liveConfig ? () => deps.liveConfig!.current().connections : undefined) });
+  registerLoginRoutes(app, {
+    pool: deps.pool,
+    logger: log,
+    connections:
+      deps.connections ??
+      (config ? () => config.connections : deps.liveConfig ? () => deps.liveConfig!.current().connections : undefined),
+  });
   await registerBullBoard(app, deps.queue, sharedZone(deps.config ?? deps.liveConfig?.current()));
 
   try {
@@ -212,8 +247,19 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   if (!isAuthConfigured(auth) && !isLoopback(host) && host !== 'localhost') {
     log.warn({ url }, 'admin server listens beyond loopback without credentials: remote callers get 403 on /admin');
   }
-  const metricsAccess = metricsPublic ? 'public' : metricsToken ? (isAuthConfigured(auth) ? 'metrics-token+admin' : 'metrics-token') : isAuthConfigured(auth) ? 'admin' : 'loopback-only';
-  log.info({ url, auth: auth?.token ? 'token' : auth?.basic ? 'basic' : 'loopback-only', metrics: metricsAccess }, 'admin server listening');
+  const metricsAccess = metricsPublic
+    ? 'public'
+    : metricsToken
+      ? isAuthConfigured(auth)
+        ? 'metrics-token+admin'
+        : 'metrics-token'
+      : isAuthConfigured(auth)
+        ? 'admin'
+        : 'loopback-only';
+  log.info(
+    { url, auth: auth?.token ? 'token' : auth?.basic ? 'basic' : 'loopback-only', metrics: metricsAccess },
+    'admin server listening',
+  );
   let closing: Promise<void> | undefined;
   return {
     url,

@@ -17,11 +17,18 @@ export interface SparkPoint {
  * @param label e.g. "rows of the last 20 runs"
  * @param format renders a value for the title (e.g. thousands separators)
  */
-export function sparkline(points: SparkPoint[], label: string, format: (v: number) => string, width = 120, height = 24): SafeHtml {
+export function sparkline(
+  points: SparkPoint[],
+  label: string,
+  format: (v: number) => string,
+  width = 120,
+  height = 24,
+): SafeHtml {
   const values = points.map((p) => p.value).filter((v): v is number => v !== null && Number.isFinite(v));
   const last = [...points].reverse().find((p) => p.value !== null)?.value;
   const title = `${label}${last !== undefined && last !== null ? `; last ${format(last)}` : ''}`;
-  if (points.length === 0) return html`<svg class="spark" width="${width}" height="${height}" role="img" aria-label="${label}: no runs yet"><title>${label}: no runs yet</title></svg>`;
+  if (points.length === 0)
+    return html`<svg class="spark" width="${width}" height="${height}" role="img" aria-label="${label}: no runs yet"><title>${label}: no runs yet</title></svg>`;
   const max = Math.max(1, ...values);
   const step = points.length > 1 ? (width - 4) / (points.length - 1) : 0;
   const x = (i: number) => (2 + i * step).toFixed(1);
@@ -31,7 +38,9 @@ export function sparkline(points: SparkPoint[], label: string, format: (v: numbe
     if (p.value === null || p.failed) segments.push([]);
     else segments[segments.length - 1]!.push(`${x(i)},${y(p.value)}`);
   });
-  const lines = segments.filter((s) => s.length > 1).map((s) => html`<polyline points="${s.join(' ')}" fill="none" stroke="#0969da" stroke-width="1.5"/>`);
+  const lines = segments
+    .filter((s) => s.length > 1)
+    .map((s) => html`<polyline points="${s.join(' ')}" fill="none" stroke="#0969da" stroke-width="1.5"/>`);
   const dots = points.map((p, i) =>
     p.failed
       ? html`<circle cx="${x(i)}" cy="${height - 3}" r="2.2" fill="#cf222e"/>`

@@ -8,7 +8,14 @@
  * Layout: a grid of a label column (an SVG of fixed width) and a bar column (an SVG whose viewBox is stretched to the
  * column's width, rows keeping their pixel height), so that the chart fills a wide screen and still fits a phone.
  */
-import { readTimeline, timeSpent, type AttemptTimeline, type TimelinePage, type TimelineStep, type TimelineStepName } from '../history/timeline.ts';
+import {
+  readTimeline,
+  timeSpent,
+  type AttemptTimeline,
+  type TimelinePage,
+  type TimelineStep,
+  type TimelineStepName,
+} from '../history/timeline.ts';
 import { html, type SafeHtml } from './html.ts';
 
 /** One attempt to draw. */
@@ -31,16 +38,32 @@ const STEP_H = 16;
 type Actor = 'slot' | 'server' | 'network' | 'decode' | 'db' | 'span';
 
 const STEP_INFO: Record<TimelineStepName, { label: string; actor: Actor; what: string }> = {
-  slot: { label: 'slot wait', actor: 'slot', what: 'waiting for a report slot on the connection (maxConcurrentReports)' },
+  slot: {
+    label: 'slot wait',
+    actor: 'slot',
+    what: 'waiting for a report slot on the connection (maxConcurrentReports)',
+  },
   record: { label: 'record', actor: 'db', what: 'recording the attempt (PostgreSQL)' },
   check: { label: 'check', actor: 'db', what: 'checking the attempt may run (PostgreSQL)' },
-  token: { label: 'token', actor: 'server', what: 'the report client: discovery and access token (the server, or the token shared in Redis)' },
+  token: {
+    label: 'token',
+    actor: 'server',
+    what: 'the report client: discovery and access token (the server, or the token shared in Redis)',
+  },
   clear: { label: 'clear dead', actor: 'server', what: "deleting dead attempts' report jobs (the server)" },
   start: { label: 'start', actor: 'server', what: 'the start request (the server)' },
   render: { label: 'render', actor: 'server', what: 'the server renders the report (status polls)' },
   load: { label: 'load', actor: 'span', what: 'the load transaction (PostgreSQL); the pages are read inside it' },
-  target_delete: { label: 'DELETE rows', actor: 'db', what: "DELETE of the target's old rows (PostgreSQL; readers keep them until the commit)" },
-  copy: { label: 'COPY', actor: 'span', what: "COPY FROM STDIN open: every page's rows stream through it; PostgreSQL's own share is the blue part of each page" },
+  target_delete: {
+    label: 'DELETE rows',
+    actor: 'db',
+    what: "DELETE of the target's old rows (PostgreSQL; readers keep them until the commit)",
+  },
+  copy: {
+    label: 'COPY',
+    actor: 'span',
+    what: "COPY FROM STDIN open: every page's rows stream through it; PostgreSQL's own share is the blue part of each page",
+  },
   apply: { label: 'apply', actor: 'db', what: 'applying the write mode from the staging table (PostgreSQL)' },
   commit: { label: 'commit', actor: 'db', what: "the attempt's records and COMMIT (PostgreSQL)" },
   delete: { label: 'DELETE job', actor: 'server', what: 'DELETE of the report job (the server)' },
@@ -89,7 +112,10 @@ export function formatTick(ms: number): string {
 /** Ticks of an axis of `len` ms: a round step (1, 2, 5 × 10^k ms) giving at most about 6 intervals. */
 export function axisTicks(len: number): number[] {
   if (!(len > 0)) return [0];
-  const steps = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 10_800_000, 21_600_000, 43_200_000, 86_400_000];
+  const steps = [
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000,
+    900_000, 1_800_000, 3_600_000, 7_200_000, 10_800_000, 21_600_000, 43_200_000, 86_400_000,
+  ];
   const step = steps.find((s) => len / s <= 6) ?? Math.ceil(len / 6 / 86_400_000) * 86_400_000;
   const ticks: number[] = [];
   for (let t = 0; t <= len + 1e-9; t += step) ticks.push(t);
@@ -131,7 +157,8 @@ function stepRow(s: TimelineStep, axis: Axis): Row {
   const cls = `tl-${info.actor}${s.failed ? ' tl-failed' : ''}`;
   const h = STEP_H - 4;
   return {
-    label: s.step === 'render' && s.polls !== undefined ? `render (${s.polls} poll${s.polls === 1 ? '' : 's'})` : info.label,
+    label:
+      s.step === 'render' && s.polls !== undefined ? `render (${s.polls} poll${s.polls === 1 ? '' : 's'})` : info.label,
     detail: formatSpan(s.ms),
     h: STEP_H,
     failed: s.failed === true,
@@ -169,7 +196,10 @@ function pageRow(p: TimelinePage, axis: Axis, h: number, showLabel: boolean): Ro
       let x = x0;
       const segments = parts.map(([cls, ms]) => {
         const w = (full * ms) / total;
-        const s = w > 0 ? html`<rect class="${cls}" x="${x.toFixed(2)}" y="${y + 1}" width="${w.toFixed(2)}" height="${h - 2}"/>` : '';
+        const s =
+          w > 0
+            ? html`<rect class="${cls}" x="${x.toFixed(2)}" y="${y + 1}" width="${w.toFixed(2)}" height="${h - 2}"/>`
+            : '';
         x += w;
         return s;
       });
@@ -239,7 +269,9 @@ function bars(rows: Row[], height: number, grid: number[], label: string): SafeH
     y += r.h;
     return b;
   });
-  const lines = grid.map((x) => html`<line class="tl-grid" x1="${x.toFixed(2)}" x2="${x.toFixed(2)}" y1="0" y2="${height}"/>`);
+  const lines = grid.map(
+    (x) => html`<line class="tl-grid" x1="${x.toFixed(2)}" x2="${x.toFixed(2)}" y1="0" y2="${height}"/>`,
+  );
   return html`<svg class="tl-bars" viewBox="0 0 ${W} ${height}" preserveAspectRatio="none" width="100%" height="${height}" role="img" aria-label="${label}">${lines}${drawn}</svg>`;
 }
 
@@ -254,7 +286,8 @@ export function timelineChart(attempts: ChartAttempt[], o: { now?: Date } = {}):
   const now = (o.now ?? new Date()).getTime();
   const read = attempts.map((a) => ({ a, t: readTimeline(a.timeline) }));
   const startOf = (r: (typeof read)[number]) => (r.t ? Date.parse(r.t.start) : r.a.startedAt.getTime());
-  const endOf = (r: (typeof read)[number]) => (r.t ? Date.parse(r.t.start) + r.t.ms : (r.a.finishedAt?.getTime() ?? now));
+  const endOf = (r: (typeof read)[number]) =>
+    r.t ? Date.parse(r.t.start) + r.t.ms : (r.a.finishedAt?.getTime() ?? now);
   const origin = Math.min(...read.map(startOf));
   const len = Math.max(1, Math.max(...read.map(endOf)) - origin);
   const ticks = axisTicks(len);
@@ -268,11 +301,24 @@ export function timelineChart(attempts: ChartAttempt[], o: { now?: Date } = {}):
     if (r.t) {
       rows = attemptRows(r.t, axis);
       spent = spentLine(r.t);
-      if (r.t.pageGroup) notes.push(`${formatRows(r.t.pagesRead)} pages were read: drawn as ${r.t.pages.length} rows of up to ${r.t.pageGroup} consecutive pages each (their times and counts summed), which keeps a timeline small.`);
+      if (r.t.pageGroup)
+        notes.push(
+          `${formatRows(r.t.pagesRead)} pages were read: drawn as ${r.t.pages.length} rows of up to ${r.t.pageGroup} consecutive pages each (their times and counts summed), which keeps a timeline small.`,
+        );
     } else {
-      const why = r.a.status === 'running' ? 'running: its timeline is written when it ends' : 'no timeline recorded (an attempt from before migration 0011, or one the janitor closed)';
+      const why =
+        r.a.status === 'running'
+          ? 'running: its timeline is written when it ends'
+          : 'no timeline recorded (an attempt from before migration 0011, or one the janitor closed)';
       const ms = endOf(r) - startOf(r);
-      rows = [{ label: r.a.status === 'running' ? 'running…' : 'no timeline', detail: formatSpan(ms), h: STEP_H, bars: (y) => rect('tl-unknown', axis.x(0), y + 2, axis.w(0, ms), STEP_H - 4, `${why}; ${formatSpan(ms)}`) }];
+      rows = [
+        {
+          label: r.a.status === 'running' ? 'running…' : 'no timeline',
+          detail: formatSpan(ms),
+          h: STEP_H,
+          bars: (y) => rect('tl-unknown', axis.x(0), y + 2, axis.w(0, ms), STEP_H - 4, `${why}; ${formatSpan(ms)}`),
+        },
+      ];
     }
     const height = rows.reduce((n, row) => n + row.h, 0);
     return html`<div class="tl-head">${r.a.heading}${spent}</div>${labels(rows, height)}${bars(rows, height, grid, `timeline of the attempt: ${rows.length} rows`)}`;
@@ -281,7 +327,10 @@ export function timelineChart(attempts: ChartAttempt[], o: { now?: Date } = {}):
     const anchor = i === 0 ? 'start' : i === ticks.length - 1 && (t / len) * 100 > 90 ? 'end' : 'middle';
     return html`<text x="${((t / len) * 100).toFixed(2)}%" y="12" text-anchor="${anchor}">${formatTick(t)}</text>`;
   });
-  const legend = LEGEND.map(([cls, name, what]) => html`<span class="tl-legend-item" title="${what}"><span class="sw tl-${cls}"></span>${name}</span>`);
+  const legend = LEGEND.map(
+    ([cls, name, what]) =>
+      html`<span class="tl-legend-item" title="${what}"><span class="sw tl-${cls}"></span>${name}</span>`,
+  );
   return html`<div class="timeline">
 <div class="tl-legend">${legend}<span class="tl-legend-item muted">hover a bar for its times; a page's bar is split into network, decoding and database as its reading waited for them</span></div>
 <div class="tl-grid-wrap">${sections}<div></div><svg class="tl-axis" width="100%" height="16" role="presentation">${axisLabels}</svg></div>

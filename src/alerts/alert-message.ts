@@ -49,9 +49,11 @@ export function summary(m: AlertMessage): string {
     parts.push(`${m.errorKind ? ` (${m.errorKind})` : ''}${m.error ? `: ${m.error}` : ''}`);
     if (m.event === 'login_required') parts.push(': run `report-etl login <connection>` as the product user');
   }
-  if (m.event === 'stale') parts.push(`: no successful run for more than ${m.freshness ?? '?'} (last success ${m.lastSuccessAt ?? 'never'})`);
+  if (m.event === 'stale')
+    parts.push(`: no successful run for more than ${m.freshness ?? '?'} (last success ${m.lastSuccessAt ?? 'never'})`);
   if (m.event === 'recovered') parts.push(`: a run succeeded after failures since ${m.failingSince ?? '?'}`);
-  if (m.runKey) parts.push(` (run ${m.runKey}${m.attemptId && m.attemptId !== m.runKey ? `, attempt ${m.attemptId}` : ''})`);
+  if (m.runKey)
+    parts.push(` (run ${m.runKey}${m.attemptId && m.attemptId !== m.runKey ? `, attempt ${m.attemptId}` : ''})`);
   else if (m.attemptId) parts.push(` (attempt ${m.attemptId})`);
   return parts.join('');
 }
@@ -67,14 +69,24 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
   const text = summary(m);
   if (format === 'slack') {
     // The whole text, as written, below the one-line summary; the run's page as a link of ours.
-    const whole = m.errorText && m.errorText.trim() !== (m.error ?? '') ? `\n\`\`\`${escapeSlack(m.errorText.replaceAll('```', "'''"))}\`\`\`` : '';
+    const whole =
+      m.errorText && m.errorText.trim() !== (m.error ?? '')
+        ? `\n\`\`\`${escapeSlack(m.errorText.replaceAll('```', "'''"))}\`\`\``
+        : '';
     const link = m.url ? `\n<${m.url}|Open the run>` : '';
-    return { text: `${m.event === 'recovered' ? ':large_green_circle:' : ':red_circle:'} ${escapeSlack(text)}${whole}${link}` };
+    return {
+      text: `${m.event === 'recovered' ? ':large_green_circle:' : ':red_circle:'} ${escapeSlack(text)}${whole}${link}`,
+    };
   }
   if (format === 'teams') {
-    const facts = Object.entries({ job: m.job, event: m.event, run: m.runKey, attempt: m.attemptId, 'error kind': m.errorKind, 'last success': m.lastSuccessAt }).filter(
-      ([, v]) => v !== undefined,
-    );
+    const facts = Object.entries({
+      job: m.job,
+      event: m.event,
+      run: m.runKey,
+      attempt: m.attemptId,
+      'error kind': m.errorKind,
+      'last success': m.lastSuccessAt,
+    }).filter(([, v]) => v !== undefined);
     // RichTextBlock, not TextBlock: it renders no Markdown, so the server's words show as written and cannot make a
     // link (`[Click here](https://…)`) or emphasis.
     return {
@@ -87,9 +99,22 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
             type: 'AdaptiveCard',
             version: '1.4',
             body: [
-              { type: 'RichTextBlock', inlines: [{ type: 'TextRun', text, weight: 'Bolder', color: m.event === 'recovered' ? 'Good' : 'Attention' }] },
-              ...facts.map(([title, value]) => ({ type: 'RichTextBlock', inlines: [{ type: 'TextRun', text: `${title}: `, weight: 'Bolder' }, { type: 'TextRun', text: String(value) }] })),
-              ...(m.errorText ? [{ type: 'RichTextBlock', inlines: [{ type: 'TextRun', text: m.errorText, fontType: 'Monospace' }] }] : []),
+              {
+                type: 'RichTextBlock',
+                inlines: [
+                  { type: 'TextRun', text, weight: 'Bolder', color: m.event === 'recovered' ? 'Good' : 'Attention' },
+                ],
+              },
+              ...facts.map(([title, value]) => ({
+                type: 'RichTextBlock',
+                inlines: [
+                  { type: 'TextRun', text: `${title}: `, weight: 'Bolder' },
+                  { type: 'TextRun', text: String(value) },
+                ],
+              })),
+              ...(m.errorText
+                ? [{ type: 'RichTextBlock', inlines: [{ type: 'TextRun', text: m.errorText, fontType: 'Monospace' }] }]
+                : []),
             ],
             ...(m.url ? { actions: [{ type: 'Action.OpenUrl', title: 'Open the run', url: m.url }] } : {}),
           },

@@ -24,7 +24,12 @@ export function freshnessOf(config: EtlConfig, job: string): { text: string; ms:
  * @param seen when its freshness was first checked (the base when it never succeeded; without it: not stale)
  * @returns stale, and the base the breach counts from (the alert is sent once per base)
  */
-export function staleness(lastSuccess: Date | undefined, seen: Date | undefined, freshnessMs: number, now: Date): { stale: boolean; base: Date | undefined } {
+export function staleness(
+  lastSuccess: Date | undefined,
+  seen: Date | undefined,
+  freshnessMs: number,
+  now: Date,
+): { stale: boolean; base: Date | undefined } {
   const base = lastSuccess ?? seen;
   return { stale: base !== undefined && now.getTime() - base.getTime() > freshnessMs, base };
 }
@@ -33,7 +38,12 @@ export function staleness(lastSuccess: Date | undefined, seen: Date | undefined,
  * Checks the freshness of every job of `config` that has one and sends `stale` once per breach.
  * @returns the jobs that are stale now
  */
-export async function checkFreshness(pool: pg.Pool, config: EtlConfig, sender: AlertSender, now = new Date()): Promise<string[]> {
+export async function checkFreshness(
+  pool: pg.Pool,
+  config: EtlConfig,
+  sender: AlertSender,
+  now = new Date(),
+): Promise<string[]> {
   const jobs = Object.keys(config.jobs).filter((j) => freshnessOf(config, j));
   if (jobs.length === 0) return [];
   const [health, seen] = await Promise.all([jobHealth(pool, jobs, 0), firstSeen(pool, jobs)]);
@@ -45,7 +55,9 @@ export async function checkFreshness(pool: pg.Pool, config: EtlConfig, sender: A
     if (!s.stale) continue;
     stale.push(h.job);
     if (await claimStaleAlert(pool, h.job, s.base!)) {
-      sender.send({ job: h.job, at: now.toISOString(), freshness: f.text, lastSuccessAt: lastSuccess?.toISOString() }, ['stale']);
+      sender.send({ job: h.job, at: now.toISOString(), freshness: f.text, lastSuccessAt: lastSuccess?.toISOString() }, [
+        'stale',
+      ]);
     }
   }
   return stale;

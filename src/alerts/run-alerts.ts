@@ -21,7 +21,13 @@ export interface RunAlerts {
   /** A run succeeded (an attempt committed, or found its rows already loaded). */
   succeeded(o: { job: string; runKey: string; attemptId: string; trigger?: string | undefined }): Promise<void>;
   /** A run failed for good: no further attempt will be made. `error` is the attempt's typed cause. */
-  failed(o: { job: string; runKey: string; attemptId: string; trigger?: string | undefined; error: Error }): Promise<void>;
+  failed(o: {
+    job: string;
+    runKey: string;
+    attemptId: string;
+    trigger?: string | undefined;
+    error: Error;
+  }): Promise<void>;
 }
 
 /** Run alerts that do nothing. */
@@ -38,17 +44,34 @@ export function firstErrorLine(err: Error): string {
 }
 
 /** Makes the run alerts on the run history's alert state and a sender. */
-export function makeRunAlerts(pool: pg.Pool, sender: AlertSender, logger: Logger, publicUrl: string | undefined = process.env.ADMIN_PUBLIC_URL): RunAlerts {
+export function makeRunAlerts(
+  pool: pg.Pool,
+  sender: AlertSender,
+  logger: Logger,
+  publicUrl: string | undefined = process.env.ADMIN_PUBLIC_URL,
+): RunAlerts {
   // The run's page on the admin server, as on-call staff reach it (ADMIN_PUBLIC_URL, e.g. https://etl.example.com).
   const base = publicUrl?.replace(/\/+$/, '');
-  const urlOf = (job: string, runKey: string | undefined) => (base && runKey ? `${base}/admin/runs/${encodeURIComponent(job)}/${encodeURIComponent(runKey)}` : undefined);
+  const urlOf = (job: string, runKey: string | undefined) =>
+    base && runKey ? `${base}/admin/runs/${encodeURIComponent(job)}/${encodeURIComponent(runKey)}` : undefined;
   const log = logger.child({ component: 'alerts' });
   return {
     async succeeded(o) {
       try {
         const was = await clearFailing(pool, o.job);
         if (!was) return;
-        sender.send({ job: o.job, at: new Date().toISOString(), runKey: o.runKey, attemptId: o.attemptId, trigger: o.trigger, failingSince: was.failingSince.toISOString(), url: urlOf(o.job, o.runKey) }, ['recovered']);
+        sender.send(
+          {
+            job: o.job,
+            at: new Date().toISOString(),
+            runKey: o.runKey,
+            attemptId: o.attemptId,
+            trigger: o.trigger,
+            failingSince: was.failingSince.toISOString(),
+            url: urlOf(o.job, o.runKey),
+          },
+          ['recovered'],
+        );
       } catch (err) {
         log.warn({ job: o.job, err: coerceError(err).message }, 'could not work out the recovered alert');
       }
@@ -59,7 +82,17 @@ export function makeRunAlerts(pool: pg.Pool, sender: AlertSender, logger: Logger
         const kind = o.error instanceof EtlError ? o.error.code : (o.error as { code?: unknown }).code;
         const events: AlertEvent[] = kind === LOGIN_REQUIRED ? ['login_required', 'failed'] : ['failed'];
         sender.send(
-          { job: o.job, at: new Date().toISOString(), runKey: o.runKey, attemptId: o.attemptId, trigger: o.trigger, errorKind: typeof kind === 'string' ? kind : 'INTERNAL', error: firstErrorLine(o.error), errorText: errorText(o.error), url: urlOf(o.job, o.runKey) },
+          {
+            job: o.job,
+            at: new Date().toISOString(),
+            runKey: o.runKey,
+            attemptId: o.attemptId,
+            trigger: o.trigger,
+            errorKind: typeof kind === 'string' ? kind : 'INTERNAL',
+            error: firstErrorLine(o.error),
+            errorText: errorText(o.error),
+            url: urlOf(o.job, o.runKey),
+          },
           events,
         );
       } catch (err) {

@@ -40,7 +40,11 @@ export interface TargetedAlert {
 }
 
 /** The targets of `targets` that `m` goes to, each with the first of `events` it lists. */
-export function alertsFor(targets: Record<string, AlertTargetConfig>, m: Omit<AlertMessage, 'event'>, events: readonly AlertEvent[]): TargetedAlert[] {
+export function alertsFor(
+  targets: Record<string, AlertTargetConfig>,
+  m: Omit<AlertMessage, 'event'>,
+  events: readonly AlertEvent[],
+): TargetedAlert[] {
   const out: TargetedAlert[] = [];
   for (const [name, target] of Object.entries(targets)) {
     const event = events.find((e) => target.events.includes(e));
@@ -60,7 +64,14 @@ const RETRY_STATUS = (s: number) => s >= 500 || s === 408 || s === 429;
  * @param timeoutMs of the POST (default 10 000)
  * @returns the outcome; never throws
  */
-export async function deliverAlert(name: string, target: AlertTargetConfig, m: AlertMessage, log: Logger, attempt = 1, timeoutMs = 10_000): Promise<DeliveryOutcome> {
+export async function deliverAlert(
+  name: string,
+  target: AlertTargetConfig,
+  m: AlertMessage,
+  log: Logger,
+  attempt = 1,
+  timeoutMs = 10_000,
+): Promise<DeliveryOutcome> {
   const about = { target: name, event: m.event, job: m.job, attempt };
   try {
     const res = await request(target.webhook, {
@@ -76,12 +87,18 @@ export async function deliverAlert(name: string, target: AlertTargetConfig, m: A
       return 'sent';
     }
     const retry = RETRY_STATUS(res.statusCode);
-    log.warn({ ...about, status: res.statusCode }, retry ? 'alert not accepted: trying again' : 'alert refused by the target: not retried');
+    log.warn(
+      { ...about, status: res.statusCode },
+      retry ? 'alert not accepted: trying again' : 'alert refused by the target: not retried',
+    );
     return retry ? 'retry' : 'refused';
   } catch (err) {
     // Only the code: an error message may quote the URL.
     const code = (err as { code?: unknown }).code;
-    log.warn({ ...about, err: typeof code === 'string' ? code : 'request failed' }, 'alert could not be sent: trying again');
+    log.warn(
+      { ...about, err: typeof code === 'string' ? code : 'request failed' },
+      'alert could not be sent: trying again',
+    );
     return 'retry';
   }
 }

@@ -34,7 +34,9 @@ export function describeDatabaseUrl(url: string): string {
 export function describeRedisUrl(url: string): string {
   if (isRedisClusterUrl(url)) {
     try {
-      return `the Redis Cluster at ${parseRedisClusterUrl(url).nodes.map((n) => `${n.host}:${n.port}`).join(', ')}`;
+      return `the Redis Cluster at ${parseRedisClusterUrl(url)
+        .nodes.map((n) => `${n.host}:${n.port}`)
+        .join(', ')}`;
     } catch {
       return 'a Redis Cluster URL that does not parse';
     }
@@ -51,7 +53,8 @@ export function describeRedisUrl(url: string): string {
 function errorCode(err: unknown, fallback: string): string {
   const e = err as { code?: unknown; errors?: unknown[] } | undefined;
   if (typeof e?.code === 'string' && e.code) return e.code;
-  const inner = e?.errors?.find((x) => typeof (x as { code?: unknown })?.code === 'string') as { code: string } | undefined;
+  const inner = e?.errors?.find((x) => typeof (x as { code?: unknown })?.code === 'string') as
+    { code: string } | undefined;
   if (inner) return inner.code;
   const word = /^([A-Z]{4,})\b/.exec(err instanceof Error ? err.message : '');
   if (word) return word[1]!;
@@ -59,7 +62,8 @@ function errorCode(err: unknown, fallback: string): string {
 }
 
 function firstLine(err: unknown): string {
-  const text = err instanceof Error ? err.message || (err as { errors?: Error[] }).errors?.[0]?.message || '' : String(err);
+  const text =
+    err instanceof Error ? err.message || (err as { errors?: Error[] }).errors?.[0]?.message || '' : String(err);
   return text.split('\n', 1)[0]!.trim();
 }
 
@@ -68,8 +72,15 @@ function firstLine(err: unknown): string {
  * @throws StoreUnavailableError when the server is not reachable or refuses the connection; the hint says what to
  *   fix (start it or set DATABASE_URL; the password; the database name; the host name)
  */
-export async function checkPostgres(url: string = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, timeoutMs = STORE_CONNECT_TIMEOUT_MS): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, application_name: 'report-etl' });
+export async function checkPostgres(
+  url: string = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
+  timeoutMs = STORE_CONNECT_TIMEOUT_MS,
+): Promise<void> {
+  const client = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: timeoutMs,
+    application_name: 'report-etl',
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -96,22 +107,36 @@ export async function checkPostgres(url: string = process.env.DATABASE_URL ?? DE
  * retries a refused connection for ever, which would leave a short command hanging silently.
  * @throws StoreUnavailableError when Redis is not reachable or refuses us (password)
  */
-export async function checkRedis(url: string = process.env.REDIS_URL ?? DEFAULT_REDIS_URL, timeoutMs = STORE_CONNECT_TIMEOUT_MS): Promise<void> {
+export async function checkRedis(
+  url: string = process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
+  timeoutMs = STORE_CONNECT_TIMEOUT_MS,
+): Promise<void> {
   const probe = isRedisClusterUrl(url)
     ? makeCluster(parseRedisClusterUrl(url), { lazyConnect: true, retry: false })
-    : new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    : new Redis(url, {
+        lazyConnect: true,
+        connectTimeout: timeoutMs,
+        retryStrategy: () => null,
+        maxRetriesPerRequest: 0,
+        enableOfflineQueue: false,
+      });
   let lastError: unknown;
   probe.on('error', (err: unknown) => (lastError = err));
   let timer: NodeJS.Timeout | undefined;
   try {
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })), timeoutMs + 1_000);
+      timer = setTimeout(
+        () => reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })),
+        timeoutMs + 1_000,
+      );
     });
     await Promise.race([probe.connect().then(() => probe.ping()), deadline]);
   } catch (err) {
     const cause = lastError ?? err;
     const code = errorCode(cause, 'ERROR');
-    const hint = /NOAUTH|WRONGPASS/.test(code) ? 'check the password in REDIS_URL' : 'start Redis there, or set REDIS_URL to a server that runs';
+    const hint = /NOAUTH|WRONGPASS/.test(code)
+      ? 'check the password in REDIS_URL'
+      : 'start Redis there, or set REDIS_URL to a server that runs';
     throw new StoreUnavailableError('Redis', describeRedisUrl(url), code, firstLine(cause), hint, { cause });
   } finally {
     clearTimeout(timer);
@@ -168,7 +193,10 @@ export async function openStores(logger: Logger, o: StoresOptions = {}): Promise
  * must not change the database they read.
  * @throws StoreUnavailableError as {@link checkPostgres}
  */
-export async function openHistoryPool(logger: Logger, o: Pick<StoresOptions, 'poolMax' | 'connectTimeoutMs'> = {}): Promise<pg.Pool> {
+export async function openHistoryPool(
+  logger: Logger,
+  o: Pick<StoresOptions, 'poolMax' | 'connectTimeoutMs'> = {},
+): Promise<pg.Pool> {
   await checkPostgres(undefined, o.connectTimeoutMs);
   return makePool(logger, undefined, o.poolMax ?? 10);
 }

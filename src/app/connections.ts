@@ -18,7 +18,9 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 export function makePool(logger: Logger, url = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL, max = 10): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max, application_name: 'report-etl' });
   pool.on('error', (err) => logger.error({ err: err.message }, 'idle PostgreSQL client error'));
-  pool.on('connect', (client) => client.on('error', (err) => logger.error({ err: err.message }, 'PostgreSQL client error')));
+  pool.on('connect', (client) =>
+    client.on('error', (err) => logger.error({ err: err.message }, 'PostgreSQL client error')),
+  );
   return pool;
 }
 
@@ -37,7 +39,9 @@ export function databasePoolMax(env: NodeJS.ProcessEnv = process.env): number {
   if (raw === undefined || raw.trim() === '') return DEFAULT_DATABASE_POOL_MAX;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) {
-    throw new ConfigError([`DATABASE_POOL_MAX must be a whole number of at least 1 (got "${raw}"): the most PostgreSQL connections one process holds for its runs, default ${DEFAULT_DATABASE_POOL_MAX}`]);
+    throw new ConfigError([
+      `DATABASE_POOL_MAX must be a whole number of at least 1 (got "${raw}"): the most PostgreSQL connections one process holds for its runs, default ${DEFAULT_DATABASE_POOL_MAX}`,
+    ]);
   }
   return n;
 }
@@ -52,7 +56,9 @@ export function databasePoolMax(env: NodeJS.ProcessEnv = process.env): number {
  * recognises a Cluster by itself, and this is the one place that knows the difference.
  */
 export function makeRedis(logger: Logger, url = process.env.REDIS_URL ?? DEFAULT_REDIS_URL): Redis {
-  const redis = isRedisClusterUrl(url) ? makeCluster(parseRedisClusterUrl(url)) : new Redis(url, { maxRetriesPerRequest: null, lazyConnect: false });
+  const redis = isRedisClusterUrl(url)
+    ? makeCluster(parseRedisClusterUrl(url))
+    : new Redis(url, { maxRetriesPerRequest: null, lazyConnect: false });
   redis.on('error', (err: Error) => logger.error({ err: err.message }, 'Redis connection error'));
   return redis;
 }
@@ -62,7 +68,12 @@ export function makeCluster(c: RedisClusterUrl, options: { lazyConnect?: boolean
   const cluster = new Cluster(c.nodes, {
     lazyConnect: options.lazyConnect ?? false,
     ...(options.retry === false ? { clusterRetryStrategy: () => null } : {}),
-    redisOptions: { maxRetriesPerRequest: null, username: c.username, password: c.password, ...(c.tls ? { tls: {} } : {}) },
+    redisOptions: {
+      maxRetriesPerRequest: null,
+      username: c.username,
+      password: c.password,
+      ...(c.tls ? { tls: {} } : {}),
+    },
   });
   return cluster as unknown as Redis;
 }

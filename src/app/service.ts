@@ -32,7 +32,10 @@ export interface ServiceOptions {
   /** BullMQ prefix (default 'report-etl'). */
   prefix?: string;
   /** Worker tuning: concurrency, lock and stall settings (see RunWorkerDeps). */
-  workerOptions?: Pick<RunWorkerDeps, 'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'maxStalledCount' | 'overlapRetryMs' | 'overlapLockTtlMs'>;
+  workerOptions?: Pick<
+    RunWorkerDeps,
+    'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'maxStalledCount' | 'overlapRetryMs' | 'overlapLockTtlMs'
+  >;
   /** How long running runs may finish on shutdown, in ms (default 60 000). */
   graceMs?: number;
   /** Time between janitor sweeps in ms (default 30 000; see src/queue/janitor.ts). */
@@ -104,7 +107,16 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     };
     if (o.admin) {
       const { startAdminServer } = await import('../admin/server.ts');
-      const admin = await startAdminServer({ pool, redis, queue, logger: o.logger, liveConfig: config, port: o.adminPort ?? 3000, connections: () => config.current().connections, ...(o.adminHost ? { host: o.adminHost } : {}) });
+      const admin = await startAdminServer({
+        pool,
+        redis,
+        queue,
+        logger: o.logger,
+        liveConfig: config,
+        port: o.adminPort ?? 3000,
+        connections: () => config.current().connections,
+        ...(o.adminHost ? { host: o.adminHost } : {}),
+      });
       releasers.add(() => admin.close());
       service.adminUrl = admin.url;
     }

@@ -18,8 +18,18 @@ export class StoreUnavailableError extends Error {
   readonly code: string;
   /** Where: `host:port/database` (PostgreSQL) or `host:port` (Redis), never a password. */
   readonly where: string;
-  constructor(store: StoreName, where: string, code: string, detail: string, hint: string, options?: { cause?: unknown }) {
-    super(`${store} at ${where} (${store === 'PostgreSQL' ? 'DATABASE_URL' : 'REDIS_URL'}): ${code}${detail ? ` ${detail}` : ''}; ${hint}`, options);
+  constructor(
+    store: StoreName,
+    where: string,
+    code: string,
+    detail: string,
+    hint: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `${store} at ${where} (${store === 'PostgreSQL' ? 'DATABASE_URL' : 'REDIS_URL'}): ${code}${detail ? ` ${detail}` : ''}; ${hint}`,
+      options,
+    );
     this.name = 'StoreUnavailableError';
     this.store = store;
     this.code = code;

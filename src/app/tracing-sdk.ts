@@ -57,10 +57,14 @@ export function tracingSettings(env: Env = process.env): TracingSettings | undef
   const general = envValue(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
   if (!specific && !general) return undefined;
   if (envValue(env, 'OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return undefined;
-  const exporters = envValue(env, 'OTEL_TRACES_EXPORTER')?.split(',').map((e) => e.trim().toLowerCase());
+  const exporters = envValue(env, 'OTEL_TRACES_EXPORTER')
+    ?.split(',')
+    .map((e) => e.trim().toLowerCase());
   if (exporters?.includes('none')) return undefined;
   if (exporters && !exporters.includes('otlp')) {
-    throw new ConfigError([`OTEL_TRACES_EXPORTER is "${exporters.join(',')}": report-etl exports traces over OTLP only; set it to otlp, or none to export nothing`]);
+    throw new ConfigError([
+      `OTEL_TRACES_EXPORTER is "${exporters.join(',')}": report-etl exports traces over OTLP only; set it to otlp, or none to export nothing`,
+    ]);
   }
   const name = specific ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
   const raw = (specific ?? general)!;
@@ -68,17 +72,25 @@ export function tracingSettings(env: Env = process.env): TracingSettings | undef
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError([`${name} is "${shownEndpoint(raw)}", which is not a URL: write the collector's OTLP/HTTP address, e.g. http://otel-collector:4318`]);
+    throw new ConfigError([
+      `${name} is "${shownEndpoint(raw)}", which is not a URL: write the collector's OTLP/HTTP address, e.g. http://otel-collector:4318`,
+    ]);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError([`${name} is "${shownEndpoint(raw)}": report-etl exports traces over OTLP/HTTP, so the address must start with http:// or https:// (e.g. http://otel-collector:4318)`]);
+    throw new ConfigError([
+      `${name} is "${shownEndpoint(raw)}": report-etl exports traces over OTLP/HTTP, so the address must start with http:// or https:// (e.g. http://otel-collector:4318)`,
+    ]);
   }
   // The spec's rule: the general endpoint gets the signal's path appended, the traces one is used as it is.
   const endpoint = specific ? url.toString() : `${url.toString().replace(/\/$/, '')}/v1/traces`;
-  const protocolName = envValue(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocolName = envValue(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL')
+    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    : 'OTEL_EXPORTER_OTLP_PROTOCOL';
   const protocol = envValue(env, protocolName) ?? 'http/protobuf';
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
-    throw new ConfigError([`${protocolName} is "${protocol}": report-etl exports traces over OTLP/HTTP only; set http/protobuf (the default) or http/json, and the collector's HTTP port (4318)`]);
+    throw new ConfigError([
+      `${protocolName} is "${protocol}": report-etl exports traces over OTLP/HTTP only; set http/protobuf (the default) or http/json, and the collector's HTTP port (4318)`,
+    ]);
   }
   return { endpoint, protocol };
 }
@@ -86,11 +98,20 @@ export function tracingSettings(env: Env = process.env): TracingSettings | undef
 /** The sampler's name and argument from `OTEL_TRACES_SAMPLER`(`_ARG`), as the spec names them. */
 function samplerSettings(env: Env): { name: string; ratio: number } {
   const name = envValue(env, 'OTEL_TRACES_SAMPLER')?.toLowerCase() ?? 'parentbased_always_on';
-  const known = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
-  if (!known.includes(name)) throw new ConfigError([`OTEL_TRACES_SAMPLER is "${name}": use one of ${known.join(', ')}`]);
+  const known = [
+    'always_on',
+    'always_off',
+    'traceidratio',
+    'parentbased_always_on',
+    'parentbased_always_off',
+    'parentbased_traceidratio',
+  ];
+  if (!known.includes(name))
+    throw new ConfigError([`OTEL_TRACES_SAMPLER is "${name}": use one of ${known.join(', ')}`]);
   const arg = envValue(env, 'OTEL_TRACES_SAMPLER_ARG');
   const ratio = arg === undefined ? 1 : Number(arg);
-  if (name.endsWith('traceidratio') && !(ratio >= 0 && ratio <= 1)) throw new ConfigError([`OTEL_TRACES_SAMPLER_ARG is "${arg}": write the share of traces to keep, from 0 to 1`]);
+  if (name.endsWith('traceidratio') && !(ratio >= 0 && ratio <= 1))
+    throw new ConfigError([`OTEL_TRACES_SAMPLER_ARG is "${arg}": write the share of traces to keep, from 0 to 1`]);
   return { name, ratio };
 }
 
@@ -99,13 +120,15 @@ function batchNumber(env: Env, name: string): number | undefined {
   const raw = envValue(env, name);
   if (raw === undefined) return undefined;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new ConfigError([`${name} is "${shownEndpoint(raw)}": write a whole number of at least 1`]);
+  if (!Number.isInteger(n) || n < 1)
+    throw new ConfigError([`${name} is "${shownEndpoint(raw)}": write a whole number of at least 1`]);
   return n;
 }
 
 function packageVersion(): string {
   try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
+      .version;
   } catch {
     return 'unknown';
   }
@@ -133,7 +156,9 @@ export async function startTracing(logger: Logger, env: Env = process.env): Prom
     import('@opentelemetry/sdk-trace'),
     import('@opentelemetry/resources'),
     import('@opentelemetry/context-async-hooks'),
-    settings.protocol === 'http/json' ? import('@opentelemetry/exporter-trace-otlp-http') : import('@opentelemetry/exporter-trace-otlp-proto'),
+    settings.protocol === 'http/json'
+      ? import('@opentelemetry/exporter-trace-otlp-http')
+      : import('@opentelemetry/exporter-trace-otlp-proto'),
   ]);
 
   // Export failures (a collector down) reach the log, each distinct message at most once a minute.
@@ -146,7 +171,13 @@ export async function startTracing(logger: Logger, env: Env = process.env): Prom
   };
   core.setGlobalErrorHandler((ex) => tell(typeof ex === 'string' ? ex : (ex.message ?? String(ex))));
   api.diag.setLogger(
-    { error: (m) => tell(m), warn: (m) => tell(m), info: () => undefined, debug: () => undefined, verbose: () => undefined },
+    {
+      error: (m) => tell(m),
+      warn: (m) => tell(m),
+      info: () => undefined,
+      debug: () => undefined,
+      verbose: () => undefined,
+    },
     api.DiagLogLevel.WARN,
   );
 
@@ -154,18 +185,31 @@ export async function startTracing(logger: Logger, env: Env = process.env): Prom
   const root = sampler.name.endsWith('always_off') ? new sdk.AlwaysOffSampler() : (ratio ?? new sdk.AlwaysOnSampler());
   const exporter = new OTLPTraceExporter({ url: settings.endpoint });
   const resource = resources
-    .resourceFromAttributes({ 'service.name': 'report-etl', 'service.version': packageVersion(), 'host.name': hostname(), 'process.pid': process.pid })
+    .resourceFromAttributes({
+      'service.name': 'report-etl',
+      'service.version': packageVersion(),
+      'host.name': hostname(),
+      'process.pid': process.pid,
+    })
     .merge(resources.detectResources({ detectors: [resources.envDetector] }));
   const provider = new sdk.TracerProvider({
     resource,
     sampler: sampler.name.startsWith('parentbased_') ? new sdk.ParentBasedSampler({ root }) : root,
-    spanProcessors: [new sdk.BatchSpanProcessor({ exporter, ...Object.fromEntries(Object.entries(batch).filter(([, v]) => v !== undefined)) })],
+    spanProcessors: [
+      new sdk.BatchSpanProcessor({
+        exporter,
+        ...Object.fromEntries(Object.entries(batch).filter(([, v]) => v !== undefined)),
+      }),
+    ],
   });
   const contextManager = new AsyncLocalStorageContextManager();
   api.context.setGlobalContextManager(contextManager.enable());
   api.propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
   api.trace.setGlobalTracerProvider(provider);
-  logger.info({ endpoint: shownEndpoint(settings.endpoint), protocol: settings.protocol }, 'tracing: spans go to the OTLP endpoint');
+  logger.info(
+    { endpoint: shownEndpoint(settings.endpoint), protocol: settings.protocol },
+    'tracing: spans go to the OTLP endpoint',
+  );
 
   let stopping: Promise<void> | undefined;
   return {
@@ -176,7 +220,10 @@ export async function startTracing(logger: Logger, env: Env = process.env): Prom
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<void>((resolve) => {
           timer = setTimeout(() => {
-            logger.warn({ endpoint: shownEndpoint(settings.endpoint), timeoutMs }, 'tracing: the OTLP endpoint did not take the last spans in time; they are dropped');
+            logger.warn(
+              { endpoint: shownEndpoint(settings.endpoint), timeoutMs },
+              'tracing: the OTLP endpoint did not take the last spans in time; they are dropped',
+            );
             resolve();
           }, timeoutMs);
         });

@@ -17,33 +17,56 @@ function outcome(run: BackfillRun, force: boolean, done: boolean): string {
 }
 
 export const registerBackfill: RegisterCommand = (program, cli) => {
-  queuePrefixOption(configOption(program.command('backfill').description('queue one run per schedule tick t with from < t <= to, each with its own logical time')))
+  queuePrefixOption(
+    configOption(
+      program
+        .command('backfill')
+        .description('queue one run per schedule tick t with from < t <= to, each with its own logical time'),
+    ),
+  )
     .argument('<job>', 'job name in jobs.yaml (needs a schedule)')
-    .requiredOption('--from <date>', "start, exclusive: 2026-01-01 (midnight in the job's time zone), 2026-01-01T06:00, or ISO with offset")
+    .requiredOption(
+      '--from <date>',
+      "start, exclusive: 2026-01-01 (midnight in the job's time zone), 2026-01-01T06:00, or ISO with offset",
+    )
     .requiredOption('--to <date>', 'end, inclusive, same forms')
-    .option('--force', 'queue every tick as a new logical run, also ticks already queued or done (an append target gets their rows again)')
-    .action(async (job: string, opts: { config: string; queuePrefix: string; from: string; to: string; force?: boolean }) => {
-      // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser.
-      const [{ resolveJob }, { loadConfigForJob }, { backfill, isDoneState }] = await Promise.all([import('../config/load.ts'), import('./job-config.ts'), import('../queue/backfill.ts')]);
-      const { config } = await loadConfigForJob(cli, opts.config, job);
-      const r = resolveJob(config, job);
-      const zone = r.zone;
-      const from = parseZonedDate(opts.from, zone);
-      const to = parseZonedDate(opts.to, zone);
-      const force = opts.force === true;
-      const { runs } = await withQueueSession(opts.queuePrefix, ({ queue }) => backfill({ queue, config }, job, from, to, { force }));
-      for (const run of runs) cli.out(`${run.tick.toISOString()}  ${formatWithOffset(run.tick, zone)} ${zone}  ${run.jobId}  ${outcome(run, force, isDoneState(run.state))}`);
-      const added = runs.filter((x) => x.added).length;
-      const done = runs.filter((x) => !x.added && isDoneState(x.state)).length;
-      const pending = runs.length - added - done;
-      let summary = `${job}: ${added} of ${runs.length} runs queued`;
-      if (force && added) summary += ' as new logical runs (--force: append targets get these ticks\' rows again)';
-      if (pending) summary += `; ${pending} already queued (a worker runs them)`;
-      if (done) {
-        summary +=
-          `; ${done} already done (a tick's queue id is kept for 7 days after it ran, so it is not queued again): ` +
-          'pass --force to run them again as new logical runs';
-      }
-      cli.out(summary);
-    });
+    .option(
+      '--force',
+      'queue every tick as a new logical run, also ticks already queued or done (an append target gets their rows again)',
+    )
+    .action(
+      async (job: string, opts: { config: string; queuePrefix: string; from: string; to: string; force?: boolean }) => {
+        // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser.
+        const [{ resolveJob }, { loadConfigForJob }, { backfill, isDoneState }] = await Promise.all([
+          import('../config/load.ts'),
+          import('./job-config.ts'),
+          import('../queue/backfill.ts'),
+        ]);
+        const { config } = await loadConfigForJob(cli, opts.config, job);
+        const r = resolveJob(config, job);
+        const zone = r.zone;
+        const from = parseZonedDate(opts.from, zone);
+        const to = parseZonedDate(opts.to, zone);
+        const force = opts.force === true;
+        const { runs } = await withQueueSession(opts.queuePrefix, ({ queue }) =>
+          backfill({ queue, config }, job, from, to, { force }),
+        );
+        for (const run of runs)
+          cli.out(
+            `${run.tick.toISOString()}  ${formatWithOffset(run.tick, zone)} ${zone}  ${run.jobId}  ${outcome(run, force, isDoneState(run.state))}`,
+          );
+        const added = runs.filter((x) => x.added).length;
+        const done = runs.filter((x) => !x.added && isDoneState(x.state)).length;
+        const pending = runs.length - added - done;
+        let summary = `${job}: ${added} of ${runs.length} runs queued`;
+        if (force && added) summary += " as new logical runs (--force: append targets get these ticks' rows again)";
+        if (pending) summary += `; ${pending} already queued (a worker runs them)`;
+        if (done) {
+          summary +=
+            `; ${done} already done (a tick's queue id is kept for 7 days after it ran, so it is not queued again): ` +
+            'pass --force to run them again as new logical runs';
+        }
+        cli.out(summary);
+      },
+    );
 };

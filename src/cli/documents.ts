@@ -23,7 +23,13 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
     .option('--page <n>', 'only this page', wholeNumber(1))
     .action(async (id: string, opts: { job?: string; out: string; page?: number }) => {
       // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost).
-      const [{ openStores }, { makeLogger }, { listRunDocuments, readDocument }, { findRunOrAttempt }, { loadingAttemptOf }] = await Promise.all([
+      const [
+        { openStores },
+        { makeLogger },
+        { listRunDocuments, readDocument },
+        { findRunOrAttempt },
+        { loadingAttemptOf },
+      ] = await Promise.all([
         import('../app/bootstrap.ts'),
         import('../logger.ts'),
         import('../warehouse/documents.ts'),
@@ -43,11 +49,18 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
           cli.exit(2);
           return;
         }
-        const attemptId = named.kind === 'attempt' ? named.attempt.attempt_id : await loadingAttemptOf(pool, named.run.job, named.run.run_key);
+        const attemptId =
+          named.kind === 'attempt'
+            ? named.attempt.attempt_id
+            : await loadingAttemptOf(pool, named.run.job, named.run.run_key);
         const what = named.kind === 'attempt' ? `attempt ${attemptId}` : `run ${named.run.run_key}`;
-        const docs = (attemptId ? await listRunDocuments(pool, attemptId) : []).filter((d) => opts.page === undefined || d.page === opts.page);
+        const docs = (attemptId ? await listRunDocuments(pool, attemptId) : []).filter(
+          (d) => opts.page === undefined || d.page === opts.page,
+        );
         if (docs.length === 0) {
-          cli.err(`${what} archived no documents${opts.page === undefined ? '' : ` on page ${opts.page}`} (only pdf, excel and word runs do, when they succeed; see "report-etl runs")`);
+          cli.err(
+            `${what} archived no documents${opts.page === undefined ? '' : ` on page ${opts.page}`} (only pdf, excel and word runs do, when they succeed; see "report-etl runs")`,
+          );
           cli.exit(1);
           return;
         }

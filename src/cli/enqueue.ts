@@ -4,18 +4,31 @@ import { configOption, logicalTimeOption, paramOption, queuePrefixOption } from 
 import { withQueueSession } from './queue-session.ts';
 
 export const registerEnqueue: RegisterCommand = (program, cli) => {
-  logicalTimeOption(paramOption(queuePrefixOption(configOption(program.command('enqueue').description('queue a manual run of a job; a worker runs it')))))
+  logicalTimeOption(
+    paramOption(
+      queuePrefixOption(
+        configOption(program.command('enqueue').description('queue a manual run of a job; a worker runs it')),
+      ),
+    ),
+  )
     .argument('<job>', 'job name in jobs.yaml')
-    .action(async (job: string, opts: { config: string; queuePrefix: string; param: Record<string, string>; logicalTime?: string }) => {
-      const [{ loadConfigForJob }, { enqueueManual }, { resolveJob }, { parseZonedDate }] = await Promise.all([
-        import('./job-config.ts'),
-        import('../queue/manual-run.ts'),
-        import('../config/load.ts'),
-        import('../pipeline/logical-time.ts'),
-      ]);
-      const { config } = await loadConfigForJob(cli, opts.config, job);
-      const at = opts.logicalTime ? parseZonedDate(opts.logicalTime, resolveJob(config, job).zone) : new Date();
-      const { jobId, runKey } = await withQueueSession(opts.queuePrefix, ({ queue }) => enqueueManual(queue, config, job, opts.param, at));
-      cli.out(`${job}: queued as ${jobId} (run key ${runKey})`);
-    });
+    .action(
+      async (
+        job: string,
+        opts: { config: string; queuePrefix: string; param: Record<string, string>; logicalTime?: string },
+      ) => {
+        const [{ loadConfigForJob }, { enqueueManual }, { resolveJob }, { parseZonedDate }] = await Promise.all([
+          import('./job-config.ts'),
+          import('../queue/manual-run.ts'),
+          import('../config/load.ts'),
+          import('../pipeline/logical-time.ts'),
+        ]);
+        const { config } = await loadConfigForJob(cli, opts.config, job);
+        const at = opts.logicalTime ? parseZonedDate(opts.logicalTime, resolveJob(config, job).zone) : new Date();
+        const { jobId, runKey } = await withQueueSession(opts.queuePrefix, ({ queue }) =>
+          enqueueManual(queue, config, job, opts.param, at),
+        );
+        cli.out(`${job}: queued as ${jobId} (run key ${runKey})`);
+      },
+    );
 };

@@ -25,43 +25,61 @@ function parseRedirected(text: string): URLSearchParams {
   try {
     return new URL(text.trim()).searchParams;
   } catch {
-    throw new ConfigError([`--redirected-url: "${text.slice(0, 80)}" is not a URL: paste the whole address the browser was sent to (it starts with your redirectUri and carries code= and state=)`]);
+    throw new ConfigError([
+      `--redirected-url: "${text.slice(0, 80)}" is not a URL: paste the whole address the browser was sent to (it starts with your redirectUri and carries code= and state=)`,
+    ]);
   }
 }
 
 function done(cli: Cli, r: CompletedLogin | string): void {
   if (typeof r === 'string') return cli.out(r);
-  cli.out(`${r.connection}: logged in; scopes granted: ${r.grantedScope ?? '(none named)'}; the refresh token lasts until ${r.expiresBy.toISOString()} at the latest (docs/report-export-service.md "Limits")`);
+  cli.out(
+    `${r.connection}: logged in; scopes granted: ${r.grantedScope ?? '(none named)'}; the refresh token lasts until ${r.expiresBy.toISOString()} at the latest (docs/report-export-service.md "Limits")`,
+  );
 }
 
 export const registerLogin: RegisterCommand = (program, cli) => {
-  configOption(program.command('login').description('one-time login of a user-dependent service user (auth: authorization_code)'))
+  configOption(
+    program.command('login').description('one-time login of a user-dependent service user (auth: authorization_code)'),
+  )
     .argument('<connection>', 'connection name in jobs.yaml')
-    .addOption(new Option('--redirected-url <url>', 'the URL the browser was redirected to after the login (non-interactive)'))
-    .addOption(new Option('--print-url', 'print the authorization URL and exit (its state is valid for 10 minutes)').conflicts('redirectedUrl'))
+    .addOption(
+      new Option('--redirected-url <url>', 'the URL the browser was redirected to after the login (non-interactive)'),
+    )
+    .addOption(
+      new Option('--print-url', 'print the authorization URL and exit (its state is valid for 10 minutes)').conflicts(
+        'redirectedUrl',
+      ),
+    )
     .action(async (name: string, opts: { config: string; redirectedUrl?: string; printUrl?: boolean }) => {
       // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost).
-      const [{ openStores }, { loadConfig }, { closestMatch }, { completeLogin, startLogin }, { makeLogger }] = await Promise.all([
-        import('../app/bootstrap.ts'),
-        import('../config/load.ts'),
-        import('../config/problems.ts'),
-        import('../login/login-flow.ts'),
-        import('../logger.ts'),
-      ]);
+      const [{ openStores }, { loadConfig }, { closestMatch }, { completeLogin, startLogin }, { makeLogger }] =
+        await Promise.all([
+          import('../app/bootstrap.ts'),
+          import('../config/load.ts'),
+          import('../config/problems.ts'),
+          import('../login/login-flow.ts'),
+          import('../logger.ts'),
+        ]);
       const { config } = await loadConfig(opts.config);
       const connection = Object.hasOwn(config.connections, name) ? config.connections[name] : undefined;
       if (!connection) {
         const known = Object.keys(config.connections);
         const near = closestMatch(name, known);
-        throw new ConfigError([`unknown connection "${name}" in ${opts.config} (${near ? `did you mean "${near}"? ` : ''}known: ${known.join(', ') || 'none'})`]);
+        throw new ConfigError([
+          `unknown connection "${name}" in ${opts.config} (${near ? `did you mean "${near}"? ` : ''}known: ${known.join(', ') || 'none'})`,
+        ]);
       }
       if (connection.auth !== 'authorization_code') {
-        throw new ConfigError([`connection "${name}" has auth: ${connection.auth}: only a user-dependent service user (auth: authorization_code) logs in`]);
+        throw new ConfigError([
+          `connection "${name}" has auth: ${connection.auth}: only a user-dependent service user (auth: authorization_code) logs in`,
+        ]);
       }
       const key = secretKeyFromEnv();
       const logger = makeLogger();
       const { pool, releasers } = await openStores(logger, { poolMax: 2 });
-      const find = (n: string): ConnectionConfig | undefined => (Object.hasOwn(config.connections, n) ? config.connections[n] : undefined);
+      const find = (n: string): ConnectionConfig | undefined =>
+        Object.hasOwn(config.connections, n) ? config.connections[n] : undefined;
       try {
         if (opts.redirectedUrl !== undefined) {
           done(cli, await completeLogin(pool, key, find, parseRedirected(opts.redirectedUrl), { logger }));
@@ -72,13 +90,23 @@ export const registerLogin: RegisterCommand = (program, cli) => {
           cli.out(started.url);
           return;
         }
-        cli.err(`Open this URL in a browser and log in as the product user whose rights the runs of "${name}" should have:`);
+        cli.err(
+          `Open this URL in a browser and log in as the product user whose rights the runs of "${name}" should have:`,
+        );
         cli.out(started.url);
-        cli.err(`Waiting for the redirect to ${connection.redirectUri} (the admin server's /oauth/callback completes the login),`);
+        cli.err(
+          `Waiting for the redirect to ${connection.redirectUri} (the admin server's /oauth/callback completes the login),`,
+        );
         cli.err('or paste the URL the browser was redirected to and press Enter. The link expires in 10 minutes.');
         done(cli, await waitForCode(pool, key, find, started.state, logger));
       } catch (err) {
-        if (err instanceof EtlError && (err.code === 'LOGIN_FAILED' || err.code === 'SERVER_UNREACHABLE' || err.code === 'TOKEN_FAILED' || err.code === 'HTTP_TRANSIENT')) {
+        if (
+          err instanceof EtlError &&
+          (err.code === 'LOGIN_FAILED' ||
+            err.code === 'SERVER_UNREACHABLE' ||
+            err.code === 'TOKEN_FAILED' ||
+            err.code === 'HTTP_TRANSIENT')
+        ) {
           cli.err(`${name}: login failed (${err.code}): ${err.message}`);
           cli.exit(1);
           return;
@@ -95,8 +123,17 @@ export const registerLogin: RegisterCommand = (program, cli) => {
  * Waits for whichever comes first: the callback's outcome in etl.login_states, or a URL pasted on stdin.
  * @throws LoginFailedError from a pasted URL or the callback's failure; EtlError LOGIN_FAILED after 10 minutes
  */
-async function waitForCode(pool: pg.Pool, key: ReturnType<typeof secretKeyFromEnv>, find: (n: string) => ConnectionConfig | undefined, state: string, logger: Logger): Promise<CompletedLogin | string> {
-  const [{ completeLogin }, { sleep }] = await Promise.all([import('../login/login-flow.ts'), import('../report-api/index.ts')]);
+async function waitForCode(
+  pool: pg.Pool,
+  key: ReturnType<typeof secretKeyFromEnv>,
+  find: (n: string) => ConnectionConfig | undefined,
+  state: string,
+  logger: Logger,
+): Promise<CompletedLogin | string> {
+  const [{ completeLogin }, { sleep }] = await Promise.all([
+    import('../login/login-flow.ts'),
+    import('../report-api/index.ts'),
+  ]);
   const controller = new AbortController();
   const lines = createInterface({ input: process.stdin, terminal: false });
   const pasted = new Promise<CompletedLogin>((resolve, reject) => {
@@ -112,15 +149,24 @@ async function waitForCode(pool: pg.Pool, key: ReturnType<typeof secretKeyFromEn
       await sleep(POLL_MS, controller.signal);
       const row = await getLoginState(pool, state);
       if (row?.outcome === 'logged_in') return row.message ?? `connection "${row.connection}" logged in`;
-      if (row?.outcome === 'failed') throw new EtlError('LOGIN_FAILED', row.message ?? 'the login failed at the callback', { retryable: false, stage: 'token' });
+      if (row?.outcome === 'failed')
+        throw new EtlError('LOGIN_FAILED', row.message ?? 'the login failed at the callback', {
+          retryable: false,
+          stage: 'token',
+        });
     }
-    throw new EtlError('LOGIN_FAILED', 'no redirect arrived within 10 minutes: start the login again', { retryable: false, stage: 'token' });
+    throw new EtlError('LOGIN_FAILED', 'no redirect arrived within 10 minutes: start the login again', {
+      retryable: false,
+      stage: 'token',
+    });
   })();
   try {
-    return await Promise.race([pasted, callback.catch((err: unknown) => (controller.signal.aborted ? pasted : Promise.reject(err)))]);
+    return await Promise.race([
+      pasted,
+      callback.catch((err: unknown) => (controller.signal.aborted ? pasted : Promise.reject(err))),
+    ]);
   } finally {
     controller.abort();
     lines.close();
   }
 }
-

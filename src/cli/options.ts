@@ -34,13 +34,15 @@ export function queuePrefixOption(cmd: Command): Command {
       throw err;
     });
   }
-  const option = new Option('--queue-prefix <prefix>', 'BullMQ key prefix ($REPORT_ETL_QUEUE_PREFIX)').default(fallback).argParser((value: string) => {
-    try {
-      return prefixForRedis(value, process.env.REDIS_URL, true);
-    } catch (err) {
-      throw new InvalidArgumentError((err as Error).message);
-    }
-  });
+  const option = new Option('--queue-prefix <prefix>', 'BullMQ key prefix ($REPORT_ETL_QUEUE_PREFIX)')
+    .default(fallback)
+    .argParser((value: string) => {
+      try {
+        return prefixForRedis(value, process.env.REDIS_URL, true);
+      } catch (err) {
+        throw new InvalidArgumentError((err as Error).message);
+      }
+    });
   return cmd.addOption(option);
 }
 
@@ -56,7 +58,11 @@ export function collectParam(value: string, previous: Record<string, string>): R
 
 /** Adds `-p, --param <NAME=VALUE>` (repeatable; the value is `{}` when not given). */
 export function paramOption(cmd: Command): Command {
-  return cmd.addOption(new Option('-p, --param <NAME=VALUE>', 'report parameter for this run (repeatable; overrides jobs.yaml)').argParser(collectParam).default({}, 'none'));
+  return cmd.addOption(
+    new Option('-p, --param <NAME=VALUE>', 'report parameter for this run (repeatable; overrides jobs.yaml)')
+      .argParser(collectParam)
+      .default({}, 'none'),
+  );
 }
 
 /**
@@ -66,7 +72,10 @@ export function paramOption(cmd: Command): Command {
  * read with the job's zone by {@link logicalTimeIn}. Default: now.
  */
 export function logicalTimeOption(cmd: Command): Command {
-  return cmd.option('--logical-time <time>', "the logical time this run stands for, as a tick would: 2026-11-24 (midnight in the job's zone), 2026-11-24T06:00, or ISO with offset (default now)");
+  return cmd.option(
+    '--logical-time <time>',
+    "the logical time this run stands for, as a tick would: 2026-11-24 (midnight in the job's zone), 2026-11-24T06:00, or ISO with offset (default now)",
+  );
 }
 
 /**
@@ -76,7 +85,8 @@ export function logicalTimeOption(cmd: Command): Command {
 export function wholeNumber(min: number): (value: string) => number {
   return (value) => {
     const n = Number(value);
-    if (value.trim() === '' || !Number.isInteger(n) || n < min) throw new InvalidArgumentError(`write a whole number >= ${min}`);
+    if (value.trim() === '' || !Number.isInteger(n) || n < min)
+      throw new InvalidArgumentError(`write a whole number >= ${min}`);
     return n;
   };
 }
@@ -89,18 +99,26 @@ export function parseSince(text: string, now = new Date()): Date {
   const ms = parseWindow(text);
   if (ms !== undefined) return new Date(now.getTime() - ms);
   const d = new Date(text);
-  if (Number.isNaN(d.getTime())) throw new InvalidArgumentError('write a window such as 2d or 12h, or a date such as 2026-01-31');
+  if (Number.isNaN(d.getTime()))
+    throw new InvalidArgumentError('write a window such as 2d or 12h, or a date such as 2026-01-31');
   return d;
 }
 
 /** Adds `--since <when>` parsed by {@link parseSince}. */
 export function sinceOption(cmd: Command, description: string): Command {
-  return cmd.option('--since <when>', `${description}: a window (30m, 12h, 2d) or a date`, (v: string) => parseSince(v));
+  return cmd.option('--since <when>', `${description}: a window (30m, 12h, 2d) or a date`, (v: string) =>
+    parseSince(v),
+  );
 }
 
 /** Adds `--log-format <json|pretty>` (default: `LOG_FORMAT`, else pretty on a terminal, JSON lines otherwise). */
 export function logFormatOption(cmd: Command): Command {
-  return cmd.addOption(new Option('--log-format <format>', 'log lines on stderr: json, or pretty (default: $LOG_FORMAT, else pretty on a terminal)').choices(LOG_FORMATS));
+  return cmd.addOption(
+    new Option(
+      '--log-format <format>',
+      'log lines on stderr: json, or pretty (default: $LOG_FORMAT, else pretty on a terminal)',
+    ).choices(LOG_FORMATS),
+  );
 }
 
 /** The parsed `--log-format`, for makeLogger. */

@@ -21,7 +21,12 @@ export interface QueueSession {
  */
 export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) => Promise<T>): Promise<T> {
   // Loaded on use, so that registering the commands loads neither the drivers nor BullMQ (start-up cost).
-  const [{ openStores }, { makeLogger }, { makeQueue }, { startTracing }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts'), import('../queue/queue.ts'), import('../app/tracing-sdk.ts')]);
+  const [{ openStores }, { makeLogger }, { makeQueue }, { startTracing }] = await Promise.all([
+    import('../app/bootstrap.ts'),
+    import('../logger.ts'),
+    import('../queue/queue.ts'),
+    import('../app/tracing-sdk.ts'),
+  ]);
   const logger = makeLogger();
   // A queued run's trace begins with its enqueue span: exported before the command ends (README "Tracing").
   const tracing = await startTracing(logger);
@@ -46,7 +51,10 @@ export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) 
  * @throws StoreUnavailableError when PostgreSQL cannot be reached; whatever `fn` throws
  */
 export async function withHistory<T>(fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
-  const [{ openHistoryPool }, { makeLogger }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts')]);
+  const [{ openHistoryPool }, { makeLogger }] = await Promise.all([
+    import('../app/bootstrap.ts'),
+    import('../logger.ts'),
+  ]);
   const logger = makeLogger();
   try {
     const pool = await openHistoryPool(logger, { poolMax: 2 });

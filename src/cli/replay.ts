@@ -34,112 +34,185 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 /** What the user named, in words: `run K of job J`, or `attempt A (attempt 2 of run K of job J)`. */
 export function describeNamed(named: Extract<RunOrAttempt, { kind: 'run' | 'attempt' }>): string {
   const run = `run ${named.run.run_key} of job ${named.run.job}`;
-  return named.kind === 'run' ? run : `attempt ${named.attempt.attempt_id} (attempt ${named.attempt.attempt} of ${run})`;
+  return named.kind === 'run'
+    ? run
+    : `attempt ${named.attempt.attempt_id} (attempt ${named.attempt.attempt} of ${run})`;
 }
 
 /**
  * Says on stderr when no worker takes runs from the queue now, so that "queued" is not read as "running": the replay
  * waits until one starts. Silent when the count cannot be read (a Redis that refuses CLIENT LIST).
  */
-async function sayWhenNoWorker(queue: { getWorkersCount(): Promise<number> }, prefix: string, cli: { err(line: string): void }): Promise<void> {
+async function sayWhenNoWorker(
+  queue: { getWorkersCount(): Promise<number> },
+  prefix: string,
+  cli: { err(line: string): void },
+): Promise<void> {
   const workers = await queue.getWorkersCount().catch(() => undefined);
-  if (workers === 0) cli.err(`note: no worker is taking runs from queue prefix "${prefix}" now: the replay runs once one starts (npx report-etl worker, or start)`);
+  if (workers === 0)
+    cli.err(
+      `note: no worker is taking runs from queue prefix "${prefix}" now: the replay runs once one starts (npx report-etl worker, or start)`,
+    );
 }
 
 /**
  * Why `report-etl <command> <id>` names no single run: no run key or attempt id `id` (in `job`), or a run key of
  * several jobs; undefined when it names one.
  */
-export function unnamedRunProblem(command: string, id: string, job: string | undefined, named: RunOrAttempt): string | undefined {
-  if (named.kind === 'none') return `report-etl ${command}: no run with run key "${id}" and no attempt with that id${job ? ` in job ${job}` : ''} (see "report-etl runs", or "report-etl runs --attempts")`;
-  if (named.kind === 'ambiguous') return `report-etl ${command}: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`;
+export function unnamedRunProblem(
+  command: string,
+  id: string,
+  job: string | undefined,
+  named: RunOrAttempt,
+): string | undefined {
+  if (named.kind === 'none')
+    return `report-etl ${command}: no run with run key "${id}" and no attempt with that id${job ? ` in job ${job}` : ''} (see "report-etl runs", or "report-etl runs --attempts")`;
+  if (named.kind === 'ambiguous')
+    return `report-etl ${command}: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`;
   return undefined;
 }
 
 export const registerReplay: RegisterCommand = (program, cli) => {
   sinceOption(
-    queuePrefixOption(configOption(program.command('replay').description('re-queue a failed run (same logical run), or every failed run with --failed'))),
+    queuePrefixOption(
+      configOption(
+        program
+          .command('replay')
+          .description('re-queue a failed run (same logical run), or every failed run with --failed'),
+      ),
+    ),
     'with --failed: only runs started since',
   )
-    .argument('[run-key|attempt-id]', 'the failed run: its run key (etl.runs.run_key), or the id of one of its attempts (etl.attempts.attempt_id)')
+    .argument(
+      '[run-key|attempt-id]',
+      'the failed run: its run key (etl.runs.run_key), or the id of one of its attempts (etl.attempts.attempt_id)',
+    )
     .option('--failed', 'replay every logical run whose newest attempt failed, except superseded ones')
-    .option('--job <job>', 'with --failed: only this job; with a run key: the job it is of, when run keys of several jobs match')
+    .option(
+      '--job <job>',
+      'with --failed: only this job; with a run key: the job it is of, when run keys of several jobs match',
+    )
     .option('--dry-run', 'with --failed: list what would be queued (and what is skipped), queue nothing')
-    .option('--accept-guard', 'with a run key: load the run even where its target\'s guard (target.guard) would stop it; recorded in the run history')
-    .option('--include-superseded', 'with --failed: replay failures a later successful run of the same replace/merge target superseded, too')
-    .action(async (id: string | undefined, opts: { config: string; queuePrefix: string; failed?: boolean; job?: string; since?: Date; dryRun?: boolean; includeSuperseded?: boolean; acceptGuard?: boolean }) => {
-      // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser.
-      const [{ loadConfig }, { planFailedReplays, replayRun }, { findRunOrAttempt }] = await Promise.all([
-        import('../config/load.ts'),
-        import('../queue/replay.ts'),
-        import('../history/run-or-attempt.ts'),
-      ]);
-      if (!id === !opts.failed) {
-        cli.err('report-etl replay: give either a run key or attempt id, or --failed');
-        cli.exit(2);
-        return;
-      }
-      if (!id && opts.acceptGuard) {
-        cli.err('report-etl replay: --accept-guard goes with one run key or attempt id: accept a guard run by run, after looking at what it stopped');
-        cli.exit(2);
-        return;
-      }
-      if (id && (opts.dryRun || opts.includeSuperseded)) {
-        cli.err('report-etl replay: --dry-run and --include-superseded go with --failed');
-        cli.exit(2);
-        return;
-      }
-      // The config gives the job's attempts and backoff; a replay still works when jobs.yaml is unreadable.
-      const config: EtlConfig | undefined = await loadConfig(opts.config, process.env, { isolate: true }).then((c) => c.config, () => undefined);
-      await withQueueSession(opts.queuePrefix, async ({ pool, queue }) => {
-        const deps = { pool, queue, ...(config ? { config } : {}) };
-        if (id) {
-          const named = await findRunOrAttempt(pool, id, opts.job);
-          if (named.kind === 'none' || named.kind === 'ambiguous') {
-            cli.err(unnamedRunProblem('replay', id, opts.job, named)!);
-            cli.exit(2);
-            return;
-          }
-          try {
-            const { jobId, attemptId, reverted } = await replayRun(deps, { job: named.run.job, runKey: named.run.run_key }, { acceptGuard: opts.acceptGuard === true });
-            const after = named.kind === 'attempt' && named.attempt.attempt_id === attemptId ? '' : `, after its ${reverted ? 'reverted' : 'failed'} attempt ${attemptId}`;
-            cli.out(`${describeNamed(named)}: replay of the run queued as ${jobId}${after}${opts.acceptGuard ? ', past its target\'s guard' : ''}`);
-            await sayWhenNoWorker(queue, opts.queuePrefix, cli);
-          } catch (err) {
-            if (!(err instanceof EtlError)) throw err;
-            cli.err(`report-etl replay: ${err.message}`);
-            cli.exit(2);
-          }
+    .option(
+      '--accept-guard',
+      "with a run key: load the run even where its target's guard (target.guard) would stop it; recorded in the run history",
+    )
+    .option(
+      '--include-superseded',
+      'with --failed: replay failures a later successful run of the same replace/merge target superseded, too',
+    )
+    .action(
+      async (
+        id: string | undefined,
+        opts: {
+          config: string;
+          queuePrefix: string;
+          failed?: boolean;
+          job?: string;
+          since?: Date;
+          dryRun?: boolean;
+          includeSuperseded?: boolean;
+          acceptGuard?: boolean;
+        },
+      ) => {
+        // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser.
+        const [{ loadConfig }, { planFailedReplays, replayRun }, { findRunOrAttempt }] = await Promise.all([
+          import('../config/load.ts'),
+          import('../queue/replay.ts'),
+          import('../history/run-or-attempt.ts'),
+        ]);
+        if (!id === !opts.failed) {
+          cli.err('report-etl replay: give either a run key or attempt id, or --failed');
+          cli.exit(2);
           return;
         }
-        const plan = await planFailedReplays(deps, { job: opts.job, since: opts.since, includeSuperseded: opts.includeSuperseded });
-        const supersededBy = (r: FailedRunToReplay) => (r.superseded_by_run_key ? `  [superseded by ${r.superseded_by_run_key}]` : '');
-        if (opts.dryRun) {
-          cli.out(`dry run, nothing queued: would queue ${plural(plan.toQueue.length, 'failed run')}${plan.toQueue.length ? ':' : ''}`);
-          if (plan.toQueue.length) for (const l of formatFailedRuns(plan.toQueue, supersededBy)) cli.out(l);
-        } else {
-          for (const run of plan.toQueue) {
-            const { jobId } = await replayRun(deps, { job: run.job, runKey: run.run_key });
-            cli.out(`replay queued as ${jobId}`);
-          }
-          cli.out(`${plural(plan.toQueue.length, 'failed run')} queued again`);
-          if (plan.toQueue.length) await sayWhenNoWorker(queue, opts.queuePrefix, cli);
-        }
-        if (plan.superseded.length) {
-          cli.out(
-            `skipped ${plural(plan.superseded.length, 'superseded failed run')}: a later logical run of the same job succeeded into the same ` +
-              'replace/merge target, so a replay would overwrite its newer rows with older ones (--include-superseded replays them anyway):',
+        if (!id && opts.acceptGuard) {
+          cli.err(
+            'report-etl replay: --accept-guard goes with one run key or attempt id: accept a guard run by run, after looking at what it stopped',
           );
-          for (const l of formatFailedRuns(plan.superseded, supersededBy)) cli.out(l);
+          cli.exit(2);
+          return;
         }
-        if (plan.stillRetrying.length) {
-          cli.out(`skipped ${plural(plan.stillRetrying.length, 'failed run')} the queue still retries (waiting, delayed or active):`);
-          for (const l of formatFailedRuns(plan.stillRetrying)) cli.out(l);
+        if (id && (opts.dryRun || opts.includeSuperseded)) {
+          cli.err('report-etl replay: --dry-run and --include-superseded go with --failed');
+          cli.exit(2);
+          return;
         }
-        if (plan.jobGone.length) {
-          cli.out(`skipped ${plural(plan.jobGone.length, 'failed run')} of jobs no longer in jobs.yaml (add a job back to replay its runs):`);
-          for (const l of formatFailedRuns(plan.jobGone)) cli.out(l);
-        }
-      });
-    });
+        // The config gives the job's attempts and backoff; a replay still works when jobs.yaml is unreadable.
+        const config: EtlConfig | undefined = await loadConfig(opts.config, process.env, { isolate: true }).then(
+          (c) => c.config,
+          () => undefined,
+        );
+        await withQueueSession(opts.queuePrefix, async ({ pool, queue }) => {
+          const deps = { pool, queue, ...(config ? { config } : {}) };
+          if (id) {
+            const named = await findRunOrAttempt(pool, id, opts.job);
+            if (named.kind === 'none' || named.kind === 'ambiguous') {
+              cli.err(unnamedRunProblem('replay', id, opts.job, named)!);
+              cli.exit(2);
+              return;
+            }
+            try {
+              const { jobId, attemptId, reverted } = await replayRun(
+                deps,
+                { job: named.run.job, runKey: named.run.run_key },
+                { acceptGuard: opts.acceptGuard === true },
+              );
+              const after =
+                named.kind === 'attempt' && named.attempt.attempt_id === attemptId
+                  ? ''
+                  : `, after its ${reverted ? 'reverted' : 'failed'} attempt ${attemptId}`;
+              cli.out(
+                `${describeNamed(named)}: replay of the run queued as ${jobId}${after}${opts.acceptGuard ? ", past its target's guard" : ''}`,
+              );
+              await sayWhenNoWorker(queue, opts.queuePrefix, cli);
+            } catch (err) {
+              if (!(err instanceof EtlError)) throw err;
+              cli.err(`report-etl replay: ${err.message}`);
+              cli.exit(2);
+            }
+            return;
+          }
+          const plan = await planFailedReplays(deps, {
+            job: opts.job,
+            since: opts.since,
+            includeSuperseded: opts.includeSuperseded,
+          });
+          const supersededBy = (r: FailedRunToReplay) =>
+            r.superseded_by_run_key ? `  [superseded by ${r.superseded_by_run_key}]` : '';
+          if (opts.dryRun) {
+            cli.out(
+              `dry run, nothing queued: would queue ${plural(plan.toQueue.length, 'failed run')}${plan.toQueue.length ? ':' : ''}`,
+            );
+            if (plan.toQueue.length) for (const l of formatFailedRuns(plan.toQueue, supersededBy)) cli.out(l);
+          } else {
+            for (const run of plan.toQueue) {
+              const { jobId } = await replayRun(deps, { job: run.job, runKey: run.run_key });
+              cli.out(`replay queued as ${jobId}`);
+            }
+            cli.out(`${plural(plan.toQueue.length, 'failed run')} queued again`);
+            if (plan.toQueue.length) await sayWhenNoWorker(queue, opts.queuePrefix, cli);
+          }
+          if (plan.superseded.length) {
+            cli.out(
+              `skipped ${plural(plan.superseded.length, 'superseded failed run')}: a later logical run of the same job succeeded into the same ` +
+                'replace/merge target, so a replay would overwrite its newer rows with older ones (--include-superseded replays them anyway):',
+            );
+            for (const l of formatFailedRuns(plan.superseded, supersededBy)) cli.out(l);
+          }
+          if (plan.stillRetrying.length) {
+            cli.out(
+              `skipped ${plural(plan.stillRetrying.length, 'failed run')} the queue still retries (waiting, delayed or active):`,
+            );
+            for (const l of formatFailedRuns(plan.stillRetrying)) cli.out(l);
+          }
+          if (plan.jobGone.length) {
+            cli.out(
+              `skipped ${plural(plan.jobGone.length, 'failed run')} of jobs no longer in jobs.yaml (add a job back to replay its runs):`,
+            );
+            for (const l of formatFailedRuns(plan.jobGone)) cli.out(l);
+          }
+        });
+      },
+    );
 };

@@ -25,17 +25,20 @@ function whoAmI(): string {
 export const registerRevert: RegisterCommand = (program, cli) => {
   program
     .command('revert <run-key|attempt-id>')
-    .description("remove one append run's rows from its target, so that a replay can append it again; give its run key, or an attempt id")
+    .description(
+      "remove one append run's rows from its target, so that a replay can append it again; give its run key, or an attempt id",
+    )
     .option('--job <job>', 'the job the run key is of, when run keys of several jobs match')
     .action(async (id: string, opts: { job?: string }) => {
       // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost).
-      const [{ openHistoryPool }, { migrate }, { makeLogger }, { findRunOrAttempt }, { revertAppendedRun }] = await Promise.all([
-        import('../app/bootstrap.ts'),
-        import('../history/migrate.ts'),
-        import('../logger.ts'),
-        import('../history/run-or-attempt.ts'),
-        import('../warehouse/revert.ts'),
-      ]);
+      const [{ openHistoryPool }, { migrate }, { makeLogger }, { findRunOrAttempt }, { revertAppendedRun }] =
+        await Promise.all([
+          import('../app/bootstrap.ts'),
+          import('../history/migrate.ts'),
+          import('../logger.ts'),
+          import('../history/run-or-attempt.ts'),
+          import('../warehouse/revert.ts'),
+        ]);
       const logger = makeLogger();
       const pool = await openHistoryPool(logger, { poolMax: 2 });
       try {

@@ -19,28 +19,61 @@ function runAndAttempt(runKey: string, attemptId: string): string {
 }
 
 export const registerRun: RegisterCommand = (program, cli) => {
-  logicalTimeOption(logFormatOption(paramOption(configOption(program.command('run').description('run one job of jobs.yaml now, in the foreground')))))
+  logicalTimeOption(
+    logFormatOption(
+      paramOption(configOption(program.command('run').description('run one job of jobs.yaml now, in the foreground'))),
+    ),
+  )
     .argument('<job>', 'job name in jobs.yaml')
-    .addOption(new Option('--run-key <key>', 'run key of this logical run (default: the id of its attempt); append loads are exactly-once per key'))
-    .action(async (jobName: string, opts: { config: string; param: Record<string, string>; runKey?: string; logicalTime?: string } & LogFormatFlag) => {
-      // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost). The
-      // stores (DATABASE_URL, REDIS_URL: not jobs.yaml) connect and migrate while the rest loads and jobs.yaml is read.
-      const [{ openStores }, { makeLogger }] = await Promise.all([import('../app/bootstrap.ts'), import('../logger.ts')]);
-      const logger = makeLogger({}, opts.logFormat);
-      const storesOpening = openStores(logger);
-      // A config error is the one to report when both fail; stores nobody took are closed in the finally below.
-      storesOpening.catch(() => undefined);
-      let storesTaken = false;
-      try {
-        await runWithStores();
-      } finally {
-        // Not awaited: a config error is reported at once, even while an unreachable store is still timing out.
-        if (!storesTaken) void storesOpening.then((s) => s.releasers.releaseAll(), () => undefined);
-      }
+    .addOption(
+      new Option(
+        '--run-key <key>',
+        'run key of this logical run (default: the id of its attempt); append loads are exactly-once per key',
+      ),
+    )
+    .action(
+      async (
+        jobName: string,
+        opts: { config: string; param: Record<string, string>; runKey?: string; logicalTime?: string } & LogFormatFlag,
+      ) => {
+        // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost). The
+        // stores (DATABASE_URL, REDIS_URL: not jobs.yaml) connect and migrate while the rest loads and jobs.yaml is read.
+        const [{ openStores }, { makeLogger }] = await Promise.all([
+          import('../app/bootstrap.ts'),
+          import('../logger.ts'),
+        ]);
+        const logger = makeLogger({}, opts.logFormat);
+        const storesOpening = openStores(logger);
+        // A config error is the one to report when both fail; stores nobody took are closed in the finally below.
+        storesOpening.catch(() => undefined);
+        let storesTaken = false;
+        try {
+          await runWithStores();
+        } finally {
+          // Not awaited: a config error is reported at once, even while an unreachable store is still timing out.
+          if (!storesTaken)
+            void storesOpening.then(
+              (s) => s.releasers.releaseAll(),
+              () => undefined,
+            );
+        }
 
-      async function runWithStores(): Promise<void> {
-        const [{ Releasers }, { resolveJob }, { loadConfigForJob }, { AttemptFailedError, runAttempt }, { openAttemptOwner }, { noAlerts }, { makeRunAlerts }, { makeJanitor }, { outputShape }, { ReportSlots }, { queuePrefixFromEnv }, { parseZonedDate }, { startTracing }] =
-          await Promise.all([
+        async function runWithStores(): Promise<void> {
+          const [
+            { Releasers },
+            { resolveJob },
+            { loadConfigForJob },
+            { AttemptFailedError, runAttempt },
+            { openAttemptOwner },
+            { noAlerts },
+            { makeRunAlerts },
+            { makeJanitor },
+            { outputShape },
+            { ReportSlots },
+            { queuePrefixFromEnv },
+            { parseZonedDate },
+            { startTracing },
+          ] = await Promise.all([
             import('../app/connections.ts'),
             import('../config/load.ts'),
             import('./job-config.ts'),
@@ -55,112 +88,137 @@ export const registerRun: RegisterCommand = (program, cli) => {
             import('../pipeline/logical-time.ts'),
             import('../app/tracing-sdk.ts'),
           ]);
-        const loaded = await loadConfigForJob(cli, opts.config, jobName);
-        const job = resolveJob(loaded.config, jobName, opts.config);
-        const releasers = new Releasers();
-        // Released last, so that every span of the run is exported before the command ends (README "Tracing").
-        const tracing = await startTracing(logger);
-        if (tracing) releasers.add(() => tracing.shutdown());
-        const controller = new AbortController();
-        let signals = 0;
-        const onSignal = (sig: NodeJS.Signals) => {
-          signals += 1;
-          if (signals === 1) {
-            logger.warn({ signal: sig }, 'aborting the run: rolling back and deleting the report job (again to force)');
-            controller.abort(new Error(`received ${sig}`));
-          } else {
-            process.exit(130);
-          }
-        };
-        process.on('SIGINT', onSignal);
-        process.on('SIGTERM', onSignal);
-        releasers.add(() => {
-          process.off('SIGINT', onSignal);
-          process.off('SIGTERM', onSignal);
-        });
-        try {
-          storesTaken = true;
-          const { pool, redis, releasers: stores } = await storesOpening;
-          releasers.add(() => stores.releaseAll());
-          const owner = await openAttemptOwner(pool, logger);
-          releasers.add(() => owner.close());
-          // Alerts wait in the alert queue until a target took them: this command delivers them while the run goes on
-          // and waits for them a little at its end, never failing; what is left, a long-running process delivers.
-          const alertDeps = { connection: redis, prefix: queuePrefixFromEnv(), targets: () => loaded.config.alerts, logger };
-          // The alert queue (and BullMQ with it) is loaded only when jobs.yaml has alert targets.
-          const alertQueue = Object.keys(loaded.config.alerts).length ? await import('../queue/alert-queue.ts') : undefined;
-          const sender = alertQueue ? alertQueue.makeQueuedAlertSender(alertDeps) : noAlerts;
-          const alertWorker = alertQueue?.makeAlertWorker(alertDeps);
-          releasers.add(async () => {
-            await sender.flush(ALERT_FLUSH_MS);
-            await alertWorker?.close();
-            await sender.close();
+          const loaded = await loadConfigForJob(cli, opts.config, jobName);
+          const job = resolveJob(loaded.config, jobName, opts.config);
+          const releasers = new Releasers();
+          // Released last, so that every span of the run is exported before the command ends (README "Tracing").
+          const tracing = await startTracing(logger);
+          if (tracing) releasers.add(() => tracing.shutdown());
+          const controller = new AbortController();
+          let signals = 0;
+          const onSignal = (sig: NodeJS.Signals) => {
+            signals += 1;
+            if (signals === 1) {
+              logger.warn(
+                { signal: sig },
+                'aborting the run: rolling back and deleting the report job (again to force)',
+              );
+              controller.abort(new Error(`received ${sig}`));
+            } else {
+              process.exit(130);
+            }
+          };
+          process.on('SIGINT', onSignal);
+          process.on('SIGTERM', onSignal);
+          releasers.add(() => {
+            process.off('SIGINT', onSignal);
+            process.off('SIGTERM', onSignal);
           });
-          const alerts = makeRunAlerts(pool, sender, logger);
-          const janitor = makeJanitor({
-            pool,
-            redis,
-            logger,
-            config: () => loaded.config,
-            invalidJobs: () => loaded.invalid.filter((e) => e.kind === 'job').map((e) => e.name),
-            alerts: sender,
-            prefix: queuePrefixFromEnv(),
-          });
-          releasers.add(() => janitor.close());
-          // A run in the foreground takes a report slot like a queued one: the server's limit is the fleet's.
-          const slots = new ReportSlots(redis, { prefix: queuePrefixFromEnv() });
-          releasers.add(() => slots.close());
-          // A `run` of this job killed earlier leaves no orphan behind this one; then a sweep, if no other process is
-          // doing one. Both go on while the run waits for the server (start-up), or at the end when the run
-          // started no report job, unless it was interrupted (Ctrl-C does not wait for orphans' DELETEs to a server
-          // that may be down); the command ends after them. Closing orphans is idempotent, and never touches this
-          // run's attempt: its owner session is alive.
-          let janitorWork: Promise<unknown> | undefined;
-          const startJanitorWork = () =>
-            (janitorWork ??= janitor
-              .closeOrphans([jobName])
-              .then(() => janitor.sweep())
-              .catch((err: unknown) => logger.warn({ err: String(err) }, 'janitor sweep failed')));
-          releasers.add(() => (janitorWork || !controller.signal.aborted ? startJanitorWork() : undefined));
-          const result = await runAttempt({
-            job,
-            request: {
+          try {
+            storesTaken = true;
+            const { pool, redis, releasers: stores } = await storesOpening;
+            releasers.add(() => stores.releaseAll());
+            const owner = await openAttemptOwner(pool, logger);
+            releasers.add(() => owner.close());
+            // Alerts wait in the alert queue until a target took them: this command delivers them while the run goes on
+            // and waits for them a little at its end, never failing; what is left, a long-running process delivers.
+            const alertDeps = {
+              connection: redis,
+              prefix: queuePrefixFromEnv(),
+              targets: () => loaded.config.alerts,
+              logger,
+            };
+            // The alert queue (and BullMQ with it) is loaded only when jobs.yaml has alert targets.
+            const alertQueue = Object.keys(loaded.config.alerts).length
+              ? await import('../queue/alert-queue.ts')
+              : undefined;
+            const sender = alertQueue ? alertQueue.makeQueuedAlertSender(alertDeps) : noAlerts;
+            const alertWorker = alertQueue?.makeAlertWorker(alertDeps);
+            releasers.add(async () => {
+              await sender.flush(ALERT_FLUSH_MS);
+              await alertWorker?.close();
+              await sender.close();
+            });
+            const alerts = makeRunAlerts(pool, sender, logger);
+            const janitor = makeJanitor({
+              pool,
+              redis,
+              logger,
+              config: () => loaded.config,
+              invalidJobs: () => loaded.invalid.filter((e) => e.kind === 'job').map((e) => e.name),
+              alerts: sender,
+              prefix: queuePrefixFromEnv(),
+            });
+            releasers.add(() => janitor.close());
+            // A run in the foreground takes a report slot like a queued one: the server's limit is the fleet's.
+            const slots = new ReportSlots(redis, { prefix: queuePrefixFromEnv() });
+            releasers.add(() => slots.close());
+            // A `run` of this job killed earlier leaves no orphan behind this one; then a sweep, if no other process is
+            // doing one. Both go on while the run waits for the server (start-up), or at the end when the run
+            // started no report job, unless it was interrupted (Ctrl-C does not wait for orphans' DELETEs to a server
+            // that may be down); the command ends after them. Closing orphans is idempotent, and never touches this
+            // run's attempt: its owner session is alive.
+            let janitorWork: Promise<unknown> | undefined;
+            const startJanitorWork = () =>
+              (janitorWork ??= janitor
+                .closeOrphans([jobName])
+                .then(() => janitor.sweep())
+                .catch((err: unknown) => logger.warn({ err: String(err) }, 'janitor sweep failed')));
+            releasers.add(() => (janitorWork || !controller.signal.aborted ? startJanitorWork() : undefined));
+            const result = await runAttempt({
+              job,
+              request: {
+                trigger: 'manual',
+                parameters: opts.param,
+                ...(opts.runKey ? { runKey: opts.runKey } : {}),
+                ...(opts.logicalTime ? { logicalEnd: parseZonedDate(opts.logicalTime, job.zone).toISOString() } : {}),
+              },
+              pool,
+              redis,
+              logger,
+              signal: controller.signal,
+              owner,
+              slots,
+              prefix: queuePrefixFromEnv(),
+              onReportJobStarted: startJanitorWork,
+            }).catch(async (err: unknown) => {
+              if (err instanceof AttemptFailedError && !controller.signal.aborted)
+                await alerts.failed({
+                  job: jobName,
+                  runKey: opts.runKey ?? err.attemptId,
+                  attemptId: err.attemptId,
+                  trigger: 'manual',
+                  error: err.error,
+                });
+              throw err;
+            });
+            await alerts.succeeded({
+              job: jobName,
+              runKey: result.runKey,
+              attemptId: result.attemptId,
               trigger: 'manual',
-              parameters: opts.param,
-              ...(opts.runKey ? { runKey: opts.runKey } : {}),
-              ...(opts.logicalTime ? { logicalEnd: parseZonedDate(opts.logicalTime, job.zone).toISOString() } : {}),
-            },
-            pool,
-            redis,
-            logger,
-            signal: controller.signal,
-            owner,
-            slots,
-            prefix: queuePrefixFromEnv(),
-            onReportJobStarted: startJanitorWork,
-          }).catch(async (err: unknown) => {
-            if (err instanceof AttemptFailedError && !controller.signal.aborted) await alerts.failed({ job: jobName, runKey: opts.runKey ?? err.attemptId, attemptId: err.attemptId, trigger: 'manual', error: err.error });
-            throw err;
-          });
-          await alerts.succeeded({ job: jobName, runKey: result.runKey, attemptId: result.attemptId, trigger: 'manual' });
-          const secs = result.durationMs / 1000;
-          // What a loaded row is depends on the output type (README "Output types").
-          const shape = outputShape(job.job.report.outputType, job.job.target);
-          const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
-          cli.out(
-            `${jobName}: ${result.status}, ${result.rows} ${unit}, ${result.pages} page${result.pages === 1 ? '' : 's'}, ${(result.bytes / 1e6).toFixed(1)} MB in ` +
-              `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s), ${runAndAttempt(result.runKey, result.attemptId)}`,
-          );
-        } catch (err) {
-          if (!(err instanceof AttemptFailedError)) throw err;
-          // The summary goes to stdout whatever the outcome (README "Commands"); the log lines went to stderr.
-          cli.out(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), ${runAndAttempt(opts.runKey ?? err.attemptId, err.attemptId)}: ${err.message}`);
-          // A config problem found only at run time (a declared type PostgreSQL does not know, a bad report name).
-          cli.exit(err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
-        } finally {
-          await releasers.releaseAll().catch(() => undefined);
-          logger.flush();
+            });
+            const secs = result.durationMs / 1000;
+            // What a loaded row is depends on the output type (README "Output types").
+            const shape = outputShape(job.job.report.outputType, job.job.target);
+            const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
+            cli.out(
+              `${jobName}: ${result.status}, ${result.rows} ${unit}, ${result.pages} page${result.pages === 1 ? '' : 's'}, ${(result.bytes / 1e6).toFixed(1)} MB in ` +
+                `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s), ${runAndAttempt(result.runKey, result.attemptId)}`,
+            );
+          } catch (err) {
+            if (!(err instanceof AttemptFailedError)) throw err;
+            // The summary goes to stdout whatever the outcome (README "Commands"); the log lines went to stderr.
+            cli.out(
+              `${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), ${runAndAttempt(opts.runKey ?? err.attemptId, err.attemptId)}: ${err.message}`,
+            );
+            // A config problem found only at run time (a declared type PostgreSQL does not know, a bad report name).
+            cli.exit(err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
+          } finally {
+            await releasers.releaseAll().catch(() => undefined);
+            logger.flush();
+          }
         }
-      }
-    });
+      },
+    );
 };

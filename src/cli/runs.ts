@@ -13,8 +13,29 @@ import { queuePrefixOption, sinceOption, wholeNumber } from './options.ts';
 import { withHistory } from './queue-session.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 
-const RUN_HEADERS = ['run key', 'job', 'status', 'attempts', 'trigger', 'started', 'duration', 'rows', 'error'] as const;
-const ATTEMPT_HEADERS = ['attempt id', 'job', 'run key', 'attempt', 'status', 'trigger', 'started', 'duration', 'rows', 'error'] as const;
+const RUN_HEADERS = [
+  'run key',
+  'job',
+  'status',
+  'attempts',
+  'trigger',
+  'started',
+  'duration',
+  'rows',
+  'error',
+] as const;
+const ATTEMPT_HEADERS = [
+  'attempt id',
+  'job',
+  'run key',
+  'attempt',
+  'status',
+  'trigger',
+  'started',
+  'duration',
+  'rows',
+  'error',
+] as const;
 
 /** Duration in ms as `850ms`, `12.3s`, `4m05s`. */
 export function formatDuration(ms: number | null): string {
@@ -64,7 +85,9 @@ export function formatAttemptTable(rows: AttemptListRow[], now = Date.now()): st
       a.status,
       a.trigger,
       time(a.started_at),
-      formatDuration(a.duration_ms === null ? (a.status === 'running' ? now - a.started_at.getTime() : null) : Number(a.duration_ms)),
+      formatDuration(
+        a.duration_ms === null ? (a.status === 'running' ? now - a.started_at.getTime() : null) : Number(a.duration_ms),
+      ),
       a.rows ?? '-',
       a.error_first_line ?? '',
     ]),
@@ -73,48 +96,74 @@ export function formatAttemptTable(rows: AttemptListRow[], now = Date.now()): st
 
 export const registerRuns: RegisterCommand = (program, cli) => {
   sinceOption(
-    queuePrefixOption(program.command('runs').description('show the run history, newest first: one line per run (etl.runs), or per attempt with --attempts (etl.attempts)')),
+    queuePrefixOption(
+      program
+        .command('runs')
+        .description(
+          'show the run history, newest first: one line per run (etl.runs), or per attempt with --attempts (etl.attempts)',
+        ),
+    ),
     'only runs taken from the queue or started since (with --attempts: attempts started since)',
   )
     .option('--attempts', 'one line per attempt (attempt id, run key, attempt number) instead of per run')
     .option('--job <job>', 'only this job')
-    .addOption(new Option('--status <status>', 'only runs whose newest attempt has this status (with --attempts: only such attempts)').choices(ATTEMPT_STATUSES))
+    .addOption(
+      new Option(
+        '--status <status>',
+        'only runs whose newest attempt has this status (with --attempts: only such attempts)',
+      ).choices(ATTEMPT_STATUSES),
+    )
     .option('--limit <n>', 'most rows', wholeNumber(1), 50)
-    .action(async (opts: { queuePrefix: string; attempts?: boolean; job?: string; status?: string; since?: Date; limit: number }) => {
-      const [{ hasRunHistory, jobsWithHistory, listRuns }, { listAttempts }, { closestMatch }] = await Promise.all([
-        import('../history/run-list.ts'),
-        import('../history/attempt-list.ts'),
-        import('../config/problems.ts'),
-      ]);
-      const filter = { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit };
-      let unknownJob: { near: string | undefined; known: string[] } | undefined;
-      const lines = await withHistory(async (pool) => {
-        if (!(await hasRunHistory(pool))) return undefined;
-        const table = opts.attempts ? formatAttemptTable(await listAttempts(pool, filter)) : formatRunTable(await listRuns(pool, filter));
-        if (table.length === 1 && opts.job !== undefined) {
-          // Nothing for this job: a job the history has never seen is most likely a typo.
-          const known = await jobsWithHistory(pool);
-          if (!known.includes(opts.job)) unknownJob = { near: closestMatch(opts.job, known), known };
+    .action(
+      async (opts: {
+        queuePrefix: string;
+        attempts?: boolean;
+        job?: string;
+        status?: string;
+        since?: Date;
+        limit: number;
+      }) => {
+        const [{ hasRunHistory, jobsWithHistory, listRuns }, { listAttempts }, { closestMatch }] = await Promise.all([
+          import('../history/run-list.ts'),
+          import('../history/attempt-list.ts'),
+          import('../config/problems.ts'),
+        ]);
+        const filter = { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit };
+        let unknownJob: { near: string | undefined; known: string[] } | undefined;
+        const lines = await withHistory(async (pool) => {
+          if (!(await hasRunHistory(pool))) return undefined;
+          const table = opts.attempts
+            ? formatAttemptTable(await listAttempts(pool, filter))
+            : formatRunTable(await listRuns(pool, filter));
+          if (table.length === 1 && opts.job !== undefined) {
+            // Nothing for this job: a job the history has never seen is most likely a typo.
+            const known = await jobsWithHistory(pool);
+            if (!known.includes(opts.job)) unknownJob = { near: closestMatch(opts.job, known), known };
+          }
+          return table;
+        });
+        if (unknownJob) {
+          const { near, known } = unknownJob;
+          const some = known.length > 10 ? `${known.slice(0, 10).join(', ')}, …` : known.join(', ') || 'none';
+          cli.err(
+            `report-etl runs: no job "${opts.job}" in the run history (${near ? `did you mean "${near}"? ` : ''}jobs with runs: ${some})`,
+          );
+          cli.exit(2);
+          return;
         }
-        return table;
-      });
-      if (unknownJob) {
-        const { near, known } = unknownJob;
-        const some = known.length > 10 ? `${known.slice(0, 10).join(', ')}, …` : known.join(', ') || 'none';
-        cli.err(`report-etl runs: no job "${opts.job}" in the run history (${near ? `did you mean "${near}"? ` : ''}jobs with runs: ${some})`);
-        cli.exit(2);
-        return;
-      }
-      const what = opts.attempts ? 'attempts' : 'runs';
-      if (lines === undefined) {
-        cli.out(`no ${what}`);
-        cli.err('report-etl runs: no run history in this database yet (schema etl has no attempts table): check DATABASE_URL, or run `report-etl migrate` / start a worker to create it');
-        return;
-      }
-      if (lines.length === 1) {
-        cli.out(`no ${what}`);
-        return;
-      }
-      for (const line of lines) cli.out(line);
-    });
+        const what = opts.attempts ? 'attempts' : 'runs';
+        if (lines === undefined) {
+          cli.out(`no ${what}`);
+          cli.err(
+            'report-etl runs: no run history in this database yet (schema etl has no attempts table): check DATABASE_URL, or run `report-etl migrate` / start a worker to create it',
+          );
+          return;
+        }
+        if (lines.length === 1) {
+          cli.out(`no ${what}`);
+          return;
+        }
+        for (const line of lines) cli.out(line);
+      },
+    );
 };

@@ -3,7 +3,10 @@ import type { RegisterCommand } from './types.ts';
 import { runService, serviceOptions, type ServiceCommandOptions } from './service-command.ts';
 
 export const registerScheduler: RegisterCommand = (program, cli) => {
-  serviceOptions(program.command('scheduler').description('queue scheduled runs (exactly one per tick, however many schedulers run)'), {}).action(
-    async (opts: ServiceCommandOptions) => runService(cli, opts, { scheduler: true }),
-  );
+  serviceOptions(
+    program
+      .command('scheduler')
+      .description('queue scheduled runs (exactly one per tick, however many schedulers run)'),
+    {},
+  ).action(async (opts: ServiceCommandOptions) => runService(cli, opts, { scheduler: true }));
 };

@@ -32,20 +32,38 @@ export function serviceOptions(cmd: Command, parts: { worker?: boolean; admin?: 
   configOption(cmd, 'jobs.yaml to read (watched for changes)');
   queuePrefixOption(cmd);
   logFormatOption(cmd);
-  cmd.option('--janitor-interval <seconds>', 'seconds between janitor sweeps (orphaned attempts, stale alerts, history retention)', wholeNumber(1), 30);
+  cmd.option(
+    '--janitor-interval <seconds>',
+    'seconds between janitor sweeps (orphaned attempts, stale alerts, history retention)',
+    wholeNumber(1),
+    30,
+  );
   if (parts.worker) {
     cmd.option('--concurrency <n>', 'runs at the same time in this process', wholeNumber(1), 1);
-    cmd.option('--grace <seconds>', 'on SIGTERM/SIGINT, how long running runs may finish before they are aborted', wholeNumber(0), 60);
+    cmd.option(
+      '--grace <seconds>',
+      'on SIGTERM/SIGINT, how long running runs may finish before they are aborted',
+      wholeNumber(0),
+      60,
+    );
   }
   if (parts.admin) {
-    cmd.addOption(new Option('--port <port>', 'admin server port ($ADMIN_PORT)').argParser(wholeNumber(1)).default(process.env.ADMIN_PORT ?? '3000'));
+    cmd.addOption(
+      new Option('--port <port>', 'admin server port ($ADMIN_PORT)')
+        .argParser(wholeNumber(1))
+        .default(process.env.ADMIN_PORT ?? '3000'),
+    );
     cmd.option('--host <host>', 'admin server interface ($ADMIN_HOST)', process.env.ADMIN_HOST ?? '127.0.0.1');
   }
   return cmd;
 }
 
 /** Runs the service until a signal stops it. Resolves when everything is closed. */
-export async function runService(cli: Cli, opts: ServiceCommandOptions, parts: Pick<ServiceOptions, 'scheduler' | 'worker' | 'admin'>): Promise<void> {
+export async function runService(
+  cli: Cli,
+  opts: ServiceCommandOptions,
+  parts: Pick<ServiceOptions, 'scheduler' | 'worker' | 'admin'>,
+): Promise<void> {
   // Loaded here, not at the top: `--help` and the short commands need none of the service (start-up cost).
   const [{ startService }, { makeLogger }] = await Promise.all([import('../app/service.ts'), import('../logger.ts')]);
   const logger = makeLogger({}, opts.logFormat);
@@ -70,14 +88,22 @@ export async function runService(cli: Cli, opts: ServiceCommandOptions, parts: P
     ...(adminPort !== undefined ? { adminPort } : {}),
     ...(opts.host !== undefined ? { adminHost: opts.host } : {}),
   });
-  const what = Object.entries(parts).filter(([, on]) => on).map(([k]) => k).join(' + ');
-  cli.out(`report-etl ${what} running (queue prefix ${opts.queuePrefix}${service.adminUrl ? `, admin ${service.adminUrl}` : ''}); SIGTERM/SIGINT to stop`);
+  const what = Object.entries(parts)
+    .filter(([, on]) => on)
+    .map(([k]) => k)
+    .join(' + ');
+  cli.out(
+    `report-etl ${what} running (queue prefix ${opts.queuePrefix}${service.adminUrl ? `, admin ${service.adminUrl}` : ''}); SIGTERM/SIGINT to stop`,
+  );
   await new Promise<void>((resolve) => {
     let signals = 0;
     const onSignal = (sig: NodeJS.Signals) => {
       signals += 1;
       if (signals === 1) {
-        logger.warn({ signal: sig, graceMs }, 'stopping: no new runs; running runs may finish (signal again to abort them)');
+        logger.warn(
+          { signal: sig, graceMs },
+          'stopping: no new runs; running runs may finish (signal again to abort them)',
+        );
         service.stop().then(
           () => resolve(),
           (err: unknown) => {

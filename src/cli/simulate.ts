@@ -8,14 +8,16 @@ import type { SimulatorOptions } from '../simulator/index.ts';
 
 function int(name: string, min: number): (value: string) => number {
   return (value) => {
-    if (!/^\d+$/.test(value) || Number(value) < min) throw new InvalidArgumentError(`${name} must be an integer >= ${min}`);
+    if (!/^\d+$/.test(value) || Number(value) < min)
+      throw new InvalidArgumentError(`${name} must be an integer >= ${min}`);
     return Number(value);
   };
 }
 
 function rate(value: string): number {
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('must be a number from 0 to 1');
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1)
+    throw new InvalidArgumentError('must be a number from 0 to 1');
   return n;
 }
 
@@ -47,10 +49,17 @@ export function registerSimulate(program: Command, cli: Cli): void {
     .option('--error-rate <p>', 'probability of a 502/503/504 answer per report request (0..1)', rate, 0)
     .option('--reset-rate <p>', 'probability that an output page is cut off midway (0..1)', rate, 0)
     .option('--latency <ms>', 'latency added to every response, in ms', int('--latency', 0), 0)
-    .option('--product-version <year>', 'product version of the simulated server: pdf needs 2025, excel/word 2026 (older: 400 "Unknown outputType"); default: every type', int('--product-version', 2000))
+    .option(
+      '--product-version <year>',
+      'product version of the simulated server: pdf needs 2025, excel/word 2026 (older: 400 "Unknown outputType"); default: every type',
+      int('--product-version', 2000),
+    )
     .action(async (flags: SimulateFlags) => {
       // Loaded here: the simulator brings pdfkit, exceljs and docx, which no other command needs.
-      const [{ makeLogger }, { DEFAULT_CLIENTS, DEFAULT_USERS, startSimulator }] = await Promise.all([import('../logger.ts'), import('../simulator/index.ts')]);
+      const [{ makeLogger }, { DEFAULT_CLIENTS, DEFAULT_USERS, startSimulator }] = await Promise.all([
+        import('../logger.ts'),
+        import('../simulator/index.ts'),
+      ]);
       const logger = makeLogger();
       const options: SimulatorOptions = {
         port: flags.port,
@@ -67,12 +76,23 @@ export function registerSimulate(program: Command, cli: Cli): void {
       cli.out(`Report Export Service simulator listening on ${sim.url}`);
       cli.out(`  discovery: ${sim.url}/.well-known/openid-configuration`);
       for (const c of DEFAULT_CLIENTS) {
-        const note = c.interfaceAccess === false ? ' (no interface access: 403)' : c.reportRights === false ? ' (no report rights)' : c.userDependent ? (c.clientSecret ? ' (user-dependent, trusted)' : ' (user-dependent, public: no secret)') : '';
+        const note =
+          c.interfaceAccess === false
+            ? ' (no interface access: 403)'
+            : c.reportRights === false
+              ? ' (no report rights)'
+              : c.userDependent
+                ? c.clientSecret
+                  ? ' (user-dependent, trusted)'
+                  : ' (user-dependent, public: no secret)'
+                : '';
         // Demo credentials of the simulator only; printing them is the point of this command.
         cli.out(`  client: ${c.clientId}${c.clientSecret ? ` / ${c.clientSecret}` : ''}${note}`);
       }
       for (const u of DEFAULT_USERS) {
-        cli.out(`  login page user: ${u.username} / ${u.password} (scopes: ${u.scopes.join(' ') || 'none'}; ${u.offlineAccess === false ? 'no offline access: 10 h' : 'offline access: 60 d'})`);
+        cli.out(
+          `  login page user: ${u.username} / ${u.password} (scopes: ${u.scopes.join(' ') || 'none'}; ${u.offlineAccess === false ? 'no offline access: 10 h' : 'offline access: 60 d'})`,
+        );
       }
       cli.out('Press Ctrl-C to stop.');
       await new Promise<void>((resolve) => {

@@ -3,6 +3,10 @@ import type { RegisterCommand } from './types.ts';
 import { runService, serviceOptions, type ServiceCommandOptions } from './service-command.ts';
 
 export const registerStart: RegisterCommand = (program, cli) => {
-  serviceOptions(program.command('start').description('scheduler + worker + admin server in one process'), { worker: true, admin: true })
-    .action(async (opts: ServiceCommandOptions) => runService(cli, opts, { scheduler: true, worker: true, admin: true }));
+  serviceOptions(program.command('start').description('scheduler + worker + admin server in one process'), {
+    worker: true,
+    admin: true,
+  }).action(async (opts: ServiceCommandOptions) =>
+    runService(cli, opts, { scheduler: true, worker: true, admin: true }),
+  );
 };

@@ -20,9 +20,17 @@ export type CatalogueRead = { catalogue: TargetCatalogue } | { unavailable: stri
  * @returns the catalogue; or `unavailable` saying where PostgreSQL is and why it could not be read (not reachable,
  *   refused, no such database, a query error)
  */
-export async function readTargetCatalogue(tables: readonly TableName[], timeoutMs = CATALOGUE_TIMEOUT_MS): Promise<CatalogueRead> {
+export async function readTargetCatalogue(
+  tables: readonly TableName[],
+  timeoutMs = CATALOGUE_TIMEOUT_MS,
+): Promise<CatalogueRead> {
   // Loaded on use: validate without a database (--no-database) loads no driver (start-up cost).
-  const [{ describeDatabaseUrl, openHistoryPool, StoreUnavailableError }, { DEFAULT_DATABASE_URL }, { describeTargets }, { silentLogger }] = await Promise.all([
+  const [
+    { describeDatabaseUrl, openHistoryPool, StoreUnavailableError },
+    { DEFAULT_DATABASE_URL },
+    { describeTargets },
+    { silentLogger },
+  ] = await Promise.all([
     import('../app/bootstrap.ts'),
     import('../app/connections.ts'),
     import('../warehouse/target-table.ts'),
@@ -48,7 +56,9 @@ export async function readTargetCatalogue(tables: readonly TableName[], timeoutM
   } catch (err) {
     const e = err as { code?: unknown; message?: unknown };
     const where = describeDatabaseUrl(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL);
-    return { unavailable: `PostgreSQL at ${where} (DATABASE_URL): ${typeof e.code === 'string' ? `${e.code} ` : ''}${String(e.message ?? err).split('\n', 1)[0]}: its catalogue could not be read` };
+    return {
+      unavailable: `PostgreSQL at ${where} (DATABASE_URL): ${typeof e.code === 'string' ? `${e.code} ` : ''}${String(e.message ?? err).split('\n', 1)[0]}: its catalogue could not be read`,
+    };
   } finally {
     await pool.end().catch(() => undefined);
   }

@@ -14,12 +14,17 @@ import type { Cli, RegisterCommand } from './types.ts';
  * cannot be read, or when no job names a valid target table.
  */
 async function existingTargets(cli: Cli, path: string): Promise<TargetCatalogue | undefined> {
-  const [{ configTargetTables }, { readTargetCatalogue }] = await Promise.all([import('../config/load.ts'), import('./target-catalogue.ts')]);
+  const [{ configTargetTables }, { readTargetCatalogue }] = await Promise.all([
+    import('../config/load.ts'),
+    import('./target-catalogue.ts'),
+  ]);
   const tables = await configTargetTables(path);
   if (tables.length === 0) return undefined;
   const read = await readTargetCatalogue(tables);
   if ('catalogue' in read) return read.catalogue;
-  cli.err(`warning: targets were not checked against the database (${read.unavailable}); the file was checked alone; a run still checks its target names against the report's columns before it loads (--no-database skips this check)`);
+  cli.err(
+    `warning: targets were not checked against the database (${read.unavailable}); the file was checked alone; a run still checks its target names against the report's columns before it loads (--no-database skips this check)`,
+  );
   return undefined;
 }
 
@@ -30,7 +35,14 @@ async function existingTargets(cli: Cli, path: string): Promise<TargetCatalogue 
  * warning: the exit code follows the file's own problems.
  */
 export const registerValidate: RegisterCommand = (program, cli) => {
-  configOption(program.command('validate').description('check jobs.yaml and the environment it references, and its target names against existing tables (read-only), without contacting any report server'), 'jobs.yaml to check')
+  configOption(
+    program
+      .command('validate')
+      .description(
+        'check jobs.yaml and the environment it references, and its target names against existing tables (read-only), without contacting any report server',
+      ),
+    'jobs.yaml to check',
+  )
     .option('--no-database', 'check the file alone, without reading existing targets from PostgreSQL (DATABASE_URL)')
     .action(async (opts: { config: string; database: boolean }) => {
       const { configWarnings, loadConfig } = await import('../config/load.ts');
@@ -41,7 +53,9 @@ export const registerValidate: RegisterCommand = (program, cli) => {
         const jobs = Object.keys(config.jobs);
         const connections = Object.keys(config.connections).length;
         const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-        cli.out(`${opts.config}: ok, ${plural(jobs.length, 'job')}${jobs.length ? ` (${jobs.join(', ')})` : ''} on ${plural(connections, 'connection')}`);
+        cli.out(
+          `${opts.config}: ok, ${plural(jobs.length, 'job')}${jobs.length ? ` (${jobs.join(', ')})` : ''} on ${plural(connections, 'connection')}`,
+        );
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         for (const problem of err.problems) cli.err(problem);

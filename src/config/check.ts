@@ -14,7 +14,15 @@ import { secretKeyProblem, SECRET_KEY_ENV } from '../secret-box.ts';
 import { configSchema, jobSchema } from './schema.ts';
 import { parseWindow } from './duration.ts';
 import { formatPath, interpolate, WHOLE_REFERENCE, type ConfigPath } from './interpolate.ts';
-import { closestMatch, get, issueProblems, makeLocator, syntaxProblems, type Located, type Locator } from './problems.ts';
+import {
+  closestMatch,
+  get,
+  issueProblems,
+  makeLocator,
+  syntaxProblems,
+  type Located,
+  type Locator,
+} from './problems.ts';
 import { jobTargetProblems, sharedTargetProblems, type TargetCatalogue } from './target-checks.ts';
 
 /** Whether `zone` is an IANA time zone this Node knows (Intl throws RangeError otherwise). */
@@ -34,16 +42,30 @@ export function isTimeZone(zone: string): boolean {
 let canonicalZones: Set<string> | undefined;
 
 /** The checks zod cannot express; each flags its path so that a schema refinement is not repeated. */
-function extraChecks(doc: Document, data: unknown, loc: Locator, file: string, flagged: Set<string>, env: NodeJS.ProcessEnv, targets: TargetCatalogue | undefined): Located[] {
+function extraChecks(
+  doc: Document,
+  data: unknown,
+  loc: Locator,
+  file: string,
+  flagged: Set<string>,
+  env: NodeJS.ProcessEnv,
+  targets: TargetCatalogue | undefined,
+): Located[] {
   const out: Located[] = [];
   const add = (path: ConfigPath, text: string, onKey = false, sharedTarget = false) => {
     const pos = onKey ? loc.key(path.slice(0, -1), String(path[path.length - 1])) : loc.node(path);
     flagged.add(formatPath(path));
-    out.push({ ...pos, path, text: `${file}:${pos.line}:${pos.col}: ${formatPath(path)}: ${text}`, ...(sharedTarget ? { sharedTarget: true as const } : {}) });
+    out.push({
+      ...pos,
+      path,
+      text: `${file}:${pos.line}:${pos.col}: ${formatPath(path)}: ${text}`,
+      ...(sharedTarget ? { sharedTarget: true as const } : {}),
+    });
   };
   const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
   const zone = (path: ConfigPath, v: unknown) => {
-    if (typeof v === 'string' && !isTimeZone(v)) add(path, `unknown time zone "${v}": write an IANA zone name such as Europe/Zurich or UTC`);
+    if (typeof v === 'string' && !isTimeZone(v))
+      add(path, `unknown time zone "${v}": write an IANA zone name such as Europe/Zurich or UTC`);
   };
   const connections = get(data, ['connections']);
   const known = isObj(connections) ? Object.keys(connections) : [];
@@ -53,20 +75,37 @@ function extraChecks(doc: Document, data: unknown, loc: Locator, file: string, f
     // The source text decides, not the resolved value: a secret written into the file is a leak already.
     // Through a merge key (<<: *template) there is no node to check: refuse that too.
     const written = secretNode !== undefined || get(data, [...path, 'clientSecret']) !== undefined;
-    if (written && !(isScalar(secretNode) && typeof secretNode.value === 'string' && WHOLE_REFERENCE.test(secretNode.value))) {
-      add([...path, 'clientSecret'], 'clientSecret must come from the environment: write ${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself');
+    if (
+      written &&
+      !(isScalar(secretNode) && typeof secretNode.value === 'string' && WHOLE_REFERENCE.test(secretNode.value))
+    ) {
+      add(
+        [...path, 'clientSecret'],
+        'clientSecret must come from the environment: write ${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself',
+      );
     }
     zone([...path, 'timezone'], get(data, [...path, 'timezone']));
     // The refresh token of a user-dependent service user is stored encrypted, never in plaintext: no key, no login.
-    const keyProblem = get(data, [...path, 'auth']) === 'authorization_code' ? secretKeyProblem(env[SECRET_KEY_ENV]) : undefined;
-    if (keyProblem !== undefined) add([...path, 'auth'], `auth: authorization_code keeps the refresh token encrypted in PostgreSQL, but ${keyProblem}`);
+    const keyProblem =
+      get(data, [...path, 'auth']) === 'authorization_code' ? secretKeyProblem(env[SECRET_KEY_ENV]) : undefined;
+    if (keyProblem !== undefined)
+      add(
+        [...path, 'auth'],
+        `auth: authorization_code keeps the refresh token encrypted in PostgreSQL, but ${keyProblem}`,
+      );
   }
   const alerts = get(data, ['alerts']);
   for (const name of isObj(alerts) ? Object.keys(alerts) : []) {
     const path = ['alerts', name, 'webhook'];
     const node = doc.getIn(path, true);
-    if (get(data, path) !== undefined && !(isScalar(node) && typeof node.value === 'string' && /\$\{[A-Za-z_]/.test(node.value))) {
-      add(path, 'a webhook URL holds its own credential: write it as ${SLACK_WEBHOOK_URL} (any variable name) and set the variable in the environment');
+    if (
+      get(data, path) !== undefined &&
+      !(isScalar(node) && typeof node.value === 'string' && /\$\{[A-Za-z_]/.test(node.value))
+    ) {
+      add(
+        path,
+        'a webhook URL holds its own credential: write it as ${SLACK_WEBHOOK_URL} (any variable name) and set the variable in the environment',
+      );
     }
   }
   const jobs = get(data, ['jobs']);
@@ -75,26 +114,38 @@ function extraChecks(doc: Document, data: unknown, loc: Locator, file: string, f
     const path = ['jobs', name];
     if (typeof job.connection === 'string' && known.length > 0 && !known.includes(job.connection)) {
       const near = closestMatch(job.connection, known);
-      add([...path, 'connection'], `unknown connection "${job.connection}" (${near ? `did you mean "${near}"? ` : ''}known: ${known.join(', ')})`);
+      add(
+        [...path, 'connection'],
+        `unknown connection "${job.connection}" (${near ? `did you mean "${near}"? ` : ''}known: ${known.join(', ')})`,
+      );
     }
     if (typeof job.schedule === 'string') {
       const v = validateDetailed(job.schedule);
       if (!v.valid) {
         const why = v.errors.map((e) => e.message).join('; ');
-        add([...path, 'schedule'], `invalid cron expression "${job.schedule}": ${why} (5 fields "min hour day month weekday", or 6 with seconds first, e.g. "15 2 * * *")`);
+        add(
+          [...path, 'schedule'],
+          `invalid cron expression "${job.schedule}": ${why} (5 fields "min hour day month weekday", or 6 with seconds first, e.g. "15 2 * * *")`,
+        );
       }
     }
     zone([...path, 'timezone'], job.timezone);
     const all = get(job, ['catchup', 'all']);
     if (typeof all === 'string' && parseWindow(all) === undefined) {
-      add([...path, 'catchup', 'all'], `invalid catch-up window "${all}": write a number and a unit s, m, h, d or w, e.g. 30m, 12h, 2d`);
+      add(
+        [...path, 'catchup', 'all'],
+        `invalid catch-up window "${all}": write a number and a unit s, m, h, d or w, e.g. 30m, 12h, 2d`,
+      );
     }
     const report = get(job, ['report', 'name']);
     if (typeof report === 'string' && report !== '') {
       const checked = checkReportName(report);
       if (isReportNameProblem(checked)) {
         const what = checked.kind === 'character' ? 'has characters the server rejects' : 'is malformed';
-        add([...path, 'report', 'name'], `report name "${report}" ${what}: it ${checked.problem} (${checked.howToFix})`);
+        add(
+          [...path, 'report', 'name'],
+          `report name "${report}" ${what}: it ${checked.problem} (${checked.howToFix})`,
+        );
       }
     }
     for (const p of jobTargetProblems(job.target, targets)) add([...path, ...p.path], p.text, p.onKey);
@@ -127,7 +178,12 @@ export interface CheckOptions {
  * without deciding what to do about them).
  * @throws ConfigError only when the text cannot be parsed at all (YAML syntax, alias bombs, an empty file)
  */
-export function checkConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env, options: CheckOptions = {}): CheckedText {
+export function checkConfigText(
+  text: string,
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: CheckOptions = {},
+): CheckedText {
   const lines = new LineCounter();
   // merge: `<<: *template` lets similar jobs share a block (YAML 1.1 merge keys).
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true, merge: true });
@@ -153,14 +209,20 @@ export function checkConfigText(text: string, file: string, env: NodeJS.ProcessE
   if (data === null || data === undefined) {
     throw new ConfigError([`${file}:1:1: the file is empty: it needs connections and jobs (see the sample jobs.yaml)`]);
   }
-  const located: Located[] = envProblems.map((text, i) => ({ ...loc.node(envPaths[i] ?? []), path: envPaths[i] ?? [], text }));
+  const located: Located[] = envProblems.map((text, i) => ({
+    ...loc.node(envPaths[i] ?? []),
+    path: envPaths[i] ?? [],
+    text,
+  }));
   // A value whose variable is missing fails the schema too; its env problem says it all.
   const missingVar = new Set(envPaths.map((p) => formatPath(p)));
   const flagged = new Set<string>();
   located.push(...extraChecks(doc, data, loc, file, flagged, env, options.targets));
 
   const result = parseCoercing(configSchema, data, [], interpolated);
-  const issues: { issue: z.core.$ZodIssue; base: ConfigPath }[] = result.success ? [] : result.error.issues.map((issue) => ({ issue, base: [] }));
+  const issues: { issue: z.core.$ZodIssue; base: ConfigPath }[] = result.success
+    ? []
+    : result.error.issues.map((issue) => ({ issue, base: [] }));
   for (const { issue } of [...issues]) {
     // zod skips the value of a record entry whose key is invalid: validate that job on its own.
     if (issue.code === 'invalid_key' && issue.path[0] === 'jobs' && issue.path.length === 2) {
@@ -183,7 +245,12 @@ export function checkConfigText(text: string, file: string, env: NodeJS.ProcessE
  * safeParse, but where the schema wants a number and the value came from `${VAR}` as numeric text, convert it
  * (in place) and parse again: interpolation yields text, and `paging: "${PAGING}"` should work.
  */
-export function parseCoercing<S extends z.ZodType>(schema: S, data: unknown, base: ConfigPath, interpolated: Set<string>) {
+export function parseCoercing<S extends z.ZodType>(
+  schema: S,
+  data: unknown,
+  base: ConfigPath,
+  interpolated: Set<string>,
+) {
   const result = schema.safeParse(data);
   if (result.success) return result;
   let changed = false;
@@ -191,11 +258,15 @@ export function parseCoercing<S extends z.ZodType>(schema: S, data: unknown, bas
     const path = issue.path as ConfigPath;
     const value = get(data, path);
     const wantsNumber = issue.code === 'invalid_type' && (issue.expected === 'number' || issue.expected === 'int');
-    if (wantsNumber && interpolated.has(JSON.stringify([...base, ...path])) && typeof value === 'string' && /^-?[0-9]+(\.[0-9]+)?$/.test(value)) {
+    if (
+      wantsNumber &&
+      interpolated.has(JSON.stringify([...base, ...path])) &&
+      typeof value === 'string' &&
+      /^-?[0-9]+(\.[0-9]+)?$/.test(value)
+    ) {
       (get(data, path.slice(0, -1)) as Record<string | number, unknown>)[path[path.length - 1]!] = Number(value);
       changed = true;
     }
   }
   return changed ? schema.safeParse(data) : result;
 }
-

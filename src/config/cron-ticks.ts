@@ -56,7 +56,10 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
     fields = parse(schedule);
     CronExpressionParser.parse(schedule, { tz: timezone });
   } catch (err) {
-    throw new ConfigError([`invalid cron expression "${schedule}" (time zone ${timezone}): ${(err as Error).message}`], { cause: err });
+    throw new ConfigError(
+      [`invalid cron expression "${schedule}" (time zone ${timezone}): ${(err as Error).message}`],
+      { cause: err },
+    );
   }
   const stepMs = fields.second.length === 1 && fields.second[0] === 0 ? 60_000 : 1_000;
   const floor = (ms: number) => Math.floor(ms / stepMs) * stepMs;
@@ -68,7 +71,11 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
     stepMs,
     matches(instant) {
       const t = floor(instant.getTime());
-      return at(t - 1).next().getTime() === t;
+      return (
+        at(t - 1)
+          .next()
+          .getTime() === t
+      );
     },
     between(from, to, limit = MAX_TICKS) {
       const found: Date[] = [];

@@ -117,7 +117,9 @@ function interpolateString(
       // The reference text is not echoed for secrets: it may be the secret itself, mistyped.
       const shown = secret ? '' : ` near ${JSON.stringify(s.slice(at, close < 0 ? at + 20 : close + 1))}`;
       hooks.onProblem?.(path);
-      problems.push(`${where()}: malformed variable reference${shown}: write \${VAR} or \${VAR:-default} (VAR: letters, digits, _), or $\${ for a literal "\${"`);
+      problems.push(
+        `${where()}: malformed variable reference${shown}: write \${VAR} or \${VAR:-default} (VAR: letters, digits, _), or $\${ for a literal "\${"`,
+      );
       out += s.slice(at, close < 0 ? s.length : close + 1);
       i = close < 0 ? s.length : close + 1;
       continue;

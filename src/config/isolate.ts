@@ -54,7 +54,12 @@ const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof
  * @throws ConfigError when the text cannot be parsed, or with every problem when one is outside jobs,
  *   connections and alerts (then nothing can be trusted to run as written)
  */
-export function validateConfigIsolated(text: string, file: string, env: NodeJS.ProcessEnv = process.env, running?: RunningJobs): IsolatedConfig {
+export function validateConfigIsolated(
+  text: string,
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  running?: RunningJobs,
+): IsolatedConfig {
   const checked = checkConfigText(text, file, env);
   const byJob = new Map<string, Located[]>();
   const byConnection = new Map<string, Located[]>();
@@ -81,7 +86,11 @@ export function validateConfigIsolated(text: string, file: string, env: NodeJS.P
     const own = byJob.get(name) ?? [];
     const viaConnection = typeof connection === 'string' ? (byConnection.get(connection) ?? []) : [];
     const written = JSON.stringify(job);
-    const keep = own.length > 0 && viaConnection.length === 0 && own.every((p) => p.sharedTarget) && running?.writtenJobs[name] === written;
+    const keep =
+      own.length > 0 &&
+      viaConnection.length === 0 &&
+      own.every((p) => p.sharedTarget) &&
+      running?.writtenJobs[name] === written;
     if (keep) keptRunning.push({ kind: 'job', name, problems: [...new Set(own.map((p) => p.text))] });
     if (keep || (own.length === 0 && viaConnection.length === 0)) {
       writtenJobs[name] = written;
@@ -89,7 +98,12 @@ export function validateConfigIsolated(text: string, file: string, env: NodeJS.P
     }
     const problems = [...own, ...viaConnection].sort((a, b) => a.line - b.line || a.col - b.col).map((p) => p.text);
     const schedule = get(job, ['schedule']);
-    invalid.push({ kind: 'job', name, problems: [...new Set(problems)], schedule: typeof schedule === 'string' ? schedule : undefined });
+    invalid.push({
+      kind: 'job',
+      name,
+      problems: [...new Set(problems)],
+      schedule: typeof schedule === 'string' ? schedule : undefined,
+    });
     delete jobs[name];
   }
   const connections = isObj(data.connections) ? data.connections : {};
@@ -103,7 +117,11 @@ export function validateConfigIsolated(text: string, file: string, env: NodeJS.P
   if (!result.success) {
     // Every problem was attributed, yet what is left does not validate: say all there is rather than guess.
     const texts = checked.problems.map((p) => p.text);
-    throw new ConfigError(texts.length ? [...new Set(texts)] : result.error.issues.map((i) => `${file}: ${formatPath(i.path as (string | number)[])}: ${i.message}`));
+    throw new ConfigError(
+      texts.length
+        ? [...new Set(texts)]
+        : result.error.issues.map((i) => `${file}: ${formatPath(i.path as (string | number)[])}: ${i.message}`),
+    );
   }
   invalid.sort((a, b) => (a.kind === b.kind ? a.name.localeCompare(b.name) : a.kind === 'job' ? -1 : 1));
   return { config: result.data, invalid, writtenJobs, keptRunning };

@@ -22,11 +22,19 @@ export interface LiveConfig {
 
 /** A config that never changes (tests, one-shot commands). */
 export function staticConfig(config: EtlConfig, invalid: InvalidEntry[] = []): LiveConfig {
-  return { current: () => config, invalid: () => invalid, onChange: () => () => undefined, close: async () => undefined };
+  return {
+    current: () => config,
+    invalid: () => invalid,
+    onChange: () => () => undefined,
+    close: async () => undefined,
+  };
 }
 
 /** A config whose changes the caller applies with `set` (tests, embedding). */
-export function settableConfig(config: EtlConfig, invalid: InvalidEntry[] = []): LiveConfig & { set(config: EtlConfig, invalid?: InvalidEntry[]): void } {
+export function settableConfig(
+  config: EtlConfig,
+  invalid: InvalidEntry[] = [],
+): LiveConfig & { set(config: EtlConfig, invalid?: InvalidEntry[]): void } {
   let now = config;
   let left = invalid;
   const subscribers = new Set<(c: EtlConfig) => void>();
@@ -48,13 +56,20 @@ export function settableConfig(config: EtlConfig, invalid: InvalidEntry[] = []):
 
 /** Logs one warning per invalid job or alert target, with every problem of it (file:line, what, how to fix). */
 export function logInvalid(log: Logger, invalid: InvalidEntry[]): void {
-  for (const e of invalid) log.warn({ [e.kind]: e.name, problems: e.problems }, `jobs.yaml: invalid ${e.kind === 'job' ? 'job' : 'alert target'}: ${describeInvalid(e)}`);
+  for (const e of invalid)
+    log.warn(
+      { [e.kind]: e.name, problems: e.problems },
+      `jobs.yaml: invalid ${e.kind === 'job' ? 'job' : 'alert target'}: ${describeInvalid(e)}`,
+    );
 }
 
 /** Logs one warning per job kept running although a changed file gives its target to a job that writes it otherwise. */
 export function logKeptRunning(log: Logger, kept: InvalidEntry[]): void {
   for (const e of kept) {
-    log.warn({ job: e.name, problems: e.problems }, `jobs.yaml: job "${e.name}" keeps running as it was; the job the change brought for its table is skipped (problems: why)`);
+    log.warn(
+      { job: e.name, problems: e.problems },
+      `jobs.yaml: job "${e.name}" keeps running as it was; the job the change brought for its table is skipped (problems: why)`,
+    );
   }
 }
 
@@ -64,7 +79,11 @@ export function logKeptRunning(log: Logger, kept: InvalidEntry[]): void {
  * @param options.debounceMs quiet time after a file event before it is read, in ms (default 200)
  * @throws ConfigError when the file is invalid at start (every problem listed)
  */
-export async function watchLiveConfig(path: string, logger: Logger, options: { env?: NodeJS.ProcessEnv; debounceMs?: number } = {}): Promise<LiveConfig> {
+export async function watchLiveConfig(
+  path: string,
+  logger: Logger,
+  options: { env?: NodeJS.ProcessEnv; debounceMs?: number } = {},
+): Promise<LiveConfig> {
   const env = options.env ?? process.env;
   const loaded = await loadConfig(path, env, { isolate: true });
   const live = settableConfig(loaded.config, loaded.invalid);
@@ -75,18 +94,29 @@ export async function watchLiveConfig(path: string, logger: Logger, options: { e
     path,
     {
       onChange(c) {
-        log.info({ jobs: Object.keys(c.config.jobs), invalid: c.invalid.map((e) => e.name) }, 'jobs.yaml changed: new config in force');
+        log.info(
+          { jobs: Object.keys(c.config.jobs), invalid: c.invalid.map((e) => e.name) },
+          'jobs.yaml changed: new config in force',
+        );
         logInvalid(log, c.invalid);
         logKeptRunning(log, c.keptRunning ?? []);
         running = { writtenJobs: c.writtenJobs ?? {} };
         live.set(c.config, c.invalid);
       },
       onError(e) {
-        log.error({ problems: e.problems }, `jobs.yaml changed but is invalid: keeping the running config\n${e.message}`);
+        log.error(
+          { problems: e.problems },
+          `jobs.yaml changed but is invalid: keeping the running config\n${e.message}`,
+        );
       },
     },
     env,
-    { logger: log, isolate: true, running: () => running, ...(options.debounceMs !== undefined ? { debounceMs: options.debounceMs } : {}) },
+    {
+      logger: log,
+      isolate: true,
+      running: () => running,
+      ...(options.debounceMs !== undefined ? { debounceMs: options.debounceMs } : {}),
+    },
   );
   return { current: live.current, invalid: live.invalid, onChange: live.onChange, close: () => watcher.close() };
 }

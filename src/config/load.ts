@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../errors.ts';
 import { validateConfigIsolated, type InvalidEntry } from './isolate.ts';
-import { configSchema, jobSchema, type ConnectionConfig, type EtlConfig, type JobConfig } from './schema.ts';
+import { configSchema, type ConnectionConfig, type EtlConfig, type JobConfig } from './schema.ts';
 import { checkConfigText, parseCoercing, type CheckOptions } from './check.ts';
 import { closestMatch, get } from './problems.ts';
 import { qualifiedTarget, targetWarnings, type TargetCatalogue } from './target-checks.ts';
@@ -77,13 +77,20 @@ export { isTimeZone } from './check.ts';
  * @param options `isolate` invalid jobs; `targets`: check target names against existing targets too (strict only)
  * @throws ConfigError listing every problem (code CONFIG_INVALID); also when the file cannot be read
  */
-export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): Promise<LoadedConfig> {
+export async function loadConfig(
+  path: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: LoadOptions = {},
+): Promise<LoadedConfig> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const hint = code === 'ENOENT' ? 'file not found: pass --config PATH or set REPORT_ETL_CONFIG' : `cannot read: ${code ?? String(err)}`;
+    const hint =
+      code === 'ENOENT'
+        ? 'file not found: pass --config PATH or set REPORT_ETL_CONFIG'
+        : `cannot read: ${code ?? String(err)}`;
     throw new ConfigError([`${path}: ${hint}`], { cause: err });
   }
   const hash = createHash('sha256').update(text).digest('hex');
@@ -117,7 +124,12 @@ export async function configTargetTables(path: string, env: NodeJS.ProcessEnv = 
  * @param file the name to show in problems
  * @throws ConfigError listing every problem
  */
-export function validateConfigText(text: string, file: string, env: NodeJS.ProcessEnv = process.env, options: CheckOptions = {}): EtlConfig {
+export function validateConfigText(
+  text: string,
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: CheckOptions = {},
+): EtlConfig {
   const checked = checkConfigText(text, file, env, options);
   const result = parseCoercing(configSchema, checked.data, [], checked.interpolated);
   if (checked.problems.length > 0 || !result.success) {
@@ -139,7 +151,13 @@ export function configWarnings(cfg: EtlConfig, file = 'jobs.yaml', targets?: Tar
   for (const [name, c] of Object.entries(cfg.connections)) {
     if (c.auth !== 'authorization_code' || !c.redirectUri) continue;
     const host = new URL(c.redirectUri).hostname.replace(/^\[|\]$/g, '');
-    if (host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127\./.test(host) || host === '0.0.0.0') {
+    if (
+      host === 'localhost' ||
+      host.endsWith('.localhost') ||
+      host === '::1' ||
+      /^127\./.test(host) ||
+      host === '0.0.0.0'
+    ) {
       out.push(
         `${file}: connections.${name}.redirectUri: ${c.redirectUri} is on this machine: the ERP server must reach the redirect URI (docs/report-export-service.md "User-dependent service user" step 1: localhost is generally not possible); ` +
           'use a host name the browser and the server can reach, or finish each login by pasting the redirected URL (`report-etl login --redirected-url`)',
@@ -160,7 +178,9 @@ export function resolveJob(cfg: EtlConfig, name: string, file = 'jobs.yaml'): Re
   if (!job) {
     const known = Object.keys(cfg.jobs);
     const near = closestMatch(name, known);
-    throw new ConfigError([`unknown job "${name}" in ${file} (${near ? `did you mean "${near}"? ` : ''}known: ${known.join(', ') || 'none'})`]);
+    throw new ConfigError([
+      `unknown job "${name}" in ${file} (${near ? `did you mean "${near}"? ` : ''}known: ${known.join(', ') || 'none'})`,
+    ]);
   }
   const connection = cfg.connections[job.connection];
   if (!connection) throw new ConfigError([`${file}: jobs.${name}.connection: unknown connection "${job.connection}"`]);

@@ -68,9 +68,19 @@ export function makeLocator(doc: Document, lines: LineCounter) {
 export type Locator = ReturnType<typeof makeLocator>;
 
 /** Turns one zod issue into problems positioned on the YAML node (or its parent). */
-export function issueProblems(issue: z.core.$ZodIssue, base: ConfigPath, data: unknown, loc: Locator, file: string): Located[] {
+export function issueProblems(
+  issue: z.core.$ZodIssue,
+  base: ConfigPath,
+  data: unknown,
+  loc: Locator,
+  file: string,
+): Located[] {
   const path = [...base, ...(issue.path as (string | number)[])];
-  const here = (p: ConfigPath, text: string, pos = loc.node(p)): Located => ({ ...pos, path: p, text: `${file}:${pos.line}:${pos.col}: ${formatPath(p)}: ${text}` });
+  const here = (p: ConfigPath, text: string, pos = loc.node(p)): Located => ({
+    ...pos,
+    path: p,
+    text: `${file}:${pos.line}:${pos.col}: ${formatPath(p)}: ${text}`,
+  });
   const key = path[path.length - 1];
   const secret = path.some((p) => typeof p === 'string' && SECRET_KEY.test(p));
   const node = schemaAt(path);
@@ -87,10 +97,17 @@ export function issueProblems(issue: z.core.$ZodIssue, base: ConfigPath, data: u
         return here([...path, k], `unknown key "${k}" (${hint})`, loc.key(path, k));
       });
     case 'invalid_key':
-      return [here(path, `bad name "${String(key)}": ${issue.issues.map((i) => i.message).join('; ')}`, loc.key(path.slice(0, -1), String(key)))];
+      return [
+        here(
+          path,
+          `bad name "${String(key)}": ${issue.issues.map((i) => i.message).join('; ')}`,
+          loc.key(path.slice(0, -1), String(key)),
+        ),
+      ];
     case 'invalid_type': {
       const got = get(data, path);
-      const gotText = got === null ? 'null' : Array.isArray(got) ? 'a list' : typeof got === 'object' ? 'a map' : `a ${typeof got}`;
+      const gotText =
+        got === null ? 'null' : Array.isArray(got) ? 'a list' : typeof got === 'object' ? 'a map' : `a ${typeof got}`;
       return [here(path, `expected ${node ? typeText(node) : issue.expected}, got ${gotText}${about}`)];
     }
     case 'invalid_value': {
@@ -104,18 +121,28 @@ export function issueProblems(issue: z.core.$ZodIssue, base: ConfigPath, data: u
       // zod's own wording ("Too small: expected ...") is replaced; a schema's custom message is kept.
       if (!/^Too (small|big)/.test(issue.message)) return [here(path, issue.message)];
       const limit = issue.code === 'too_small' ? issue.minimum : issue.maximum;
-      if (issue.origin === 'string' && issue.code === 'too_small' && Number(limit) === 1) return [here(path, 'must not be empty')];
+      if (issue.origin === 'string' && issue.code === 'too_small' && Number(limit) === 1)
+        return [here(path, 'must not be empty')];
       const unit = issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' entries' : '';
-      return [here(path, `must be ${issue.code === 'too_small' ? 'at least' : 'at most'} ${String(limit)}${unit}${about}`)];
+      return [
+        here(path, `must be ${issue.code === 'too_small' ? 'at least' : 'at most'} ${String(limit)}${unit}${about}`),
+      ];
     }
     case 'invalid_format':
-      if (issue.format === 'url') return [here(path, /^Invalid/i.test(issue.message) ? 'not a valid URL: write it with its scheme, e.g. https://erp.example.com' : issue.message)];
+      if (issue.format === 'url')
+        return [
+          here(
+            path,
+            /^Invalid/i.test(issue.message)
+              ? 'not a valid URL: write it with its scheme, e.g. https://erp.example.com'
+              : issue.message,
+          ),
+        ];
       return [here(path, issue.message)];
     default:
       return [here(path, issue.message)];
   }
 }
-
 
 const MAX_SYNTAX_PROBLEMS = 10;
 
@@ -132,12 +159,15 @@ export function syntaxProblems(errors: readonly YAMLError[], text: string, lines
       .replace(/:?\s*"(?:[^"\\]|\\.)*"/g, '');
     const start = lines.lineStarts[pos.line - 1] ?? 0;
     const line = text.slice(start, text.indexOf('\n', start) >>> 0);
-    const hint = /\$\{/.test(line) && /[{[]/.test(line.replace(/\$\{[^}]*\}/g, ''))
-      ? ' (inside { } or [ ], write values that use ${VAR} in quotes: "${VAR}")'
-      : '';
+    const hint =
+      /\$\{/.test(line) && /[{[]/.test(line.replace(/\$\{[^}]*\}/g, ''))
+        ? ' (inside { } or [ ], write values that use ${VAR} in quotes: "${VAR}")'
+        : '';
     return `${file}:${pos.line}:${pos.col}: YAML syntax error: ${what}${hint}`;
   });
-  if (errors.length > MAX_SYNTAX_PROBLEMS) out.push(`${file}: ${errors.length - MAX_SYNTAX_PROBLEMS} more YAML syntax errors follow from the ones above; fix those first`);
+  if (errors.length > MAX_SYNTAX_PROBLEMS)
+    out.push(
+      `${file}: ${errors.length - MAX_SYNTAX_PROBLEMS} more YAML syntax errors follow from the ones above; fix those first`,
+    );
   return out;
 }
-

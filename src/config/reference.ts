@@ -101,7 +101,8 @@ export function referenceSections(): { title: string; path: string[]; node: Json
   const visit = (node: JsonSchemaNode, title: string, path: string[]) => {
     if (node.properties) {
       sections.push({ title, path, node });
-      for (const [key, child] of Object.entries(node.properties)) visit(child, title === '' ? key : `${title}.${key}`, [...path, key]);
+      for (const [key, child] of Object.entries(node.properties))
+        visit(child, title === '' ? key : `${title}.${key}`, [...path, key]);
     } else if (typeof node.additionalProperties === 'object' && node.propertyNames) {
       visit(node.additionalProperties, `${title}.<name>`, [...path, '<name>']);
     }
@@ -126,10 +127,15 @@ export function renderConfigReference(): string {
     out.push('| option | type | default | description |', '|---|---|---|---|');
     const required = new Set(node.required ?? []);
     for (const [key, child] of Object.entries(node.properties ?? {})) {
-      const dflt = child.default !== undefined ? `\`${JSON.stringify(child.default)}\`` : required.has(key) ? 'required' : '—';
-      const nested = titles.get(`${title === '' ? '' : `${title}.`}${key}`) ?? titles.get(`${title === '' ? '' : `${title}.`}${key}.<name>`);
+      const dflt =
+        child.default !== undefined ? `\`${JSON.stringify(child.default)}\`` : required.has(key) ? 'required' : '—';
+      const nested =
+        titles.get(`${title === '' ? '' : `${title}.`}${key}`) ??
+        titles.get(`${title === '' ? '' : `${title}.`}${key}.<name>`);
       const see = nested ? `${child.description ? ' ' : ''}See \`${nested}\`.` : '';
-      out.push(`| \`${key}\` | ${cell(typeText(child))} | ${cell(dflt)} | ${cell(`${child.description ?? ''}${see}`)} |`);
+      out.push(
+        `| \`${key}\` | ${cell(typeText(child))} | ${cell(dflt)} | ${cell(`${child.description ?? ''}${see}`)} |`,
+      );
     }
     out.push('');
   }

@@ -5,8 +5,24 @@
  */
 import { z } from 'zod';
 import { PATH_ENCODINGS } from '../report-api/report-name.ts';
-import { AUTH_KINDS, CREDENTIALS_WAYS, MANDANT_PATTERN, MAX_SCOPES, MIN_PAGING, PAGING_PROBLEM, SCOPES_PROBLEM } from '../report-api/report-rules.ts';
-import { ALERT_EVENTS, ALERT_FORMATS, MIN_PRODUCT_VERSION, OUTPUT_TYPES, outputShape, SCHEMA_CHANGES, WRITE_MODES } from '../vocabulary.ts';
+import {
+  AUTH_KINDS,
+  CREDENTIALS_WAYS,
+  MANDANT_PATTERN,
+  MAX_SCOPES,
+  MIN_PAGING,
+  PAGING_PROBLEM,
+  SCOPES_PROBLEM,
+} from '../report-api/report-rules.ts';
+import {
+  ALERT_EVENTS,
+  ALERT_FORMATS,
+  MIN_PRODUCT_VERSION,
+  OUTPUT_TYPES,
+  outputShape,
+  SCHEMA_CHANGES,
+  WRITE_MODES,
+} from '../vocabulary.ts';
 import { DURATION_HINT, parseWindow } from './duration.ts';
 import { DEFAULT_MAX_VALUE_BYTES } from '../pages/value-limit.ts';
 import { FIXED_COLUMNS } from '../pages/fixed-columns.ts';
@@ -16,7 +32,8 @@ import { closestMatch } from '../closest-match.ts';
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** A duration such as `26h` (src/config/duration.ts). */
-const duration = () => z.string().refine((t) => parseWindow(t) !== undefined, { message: `not a duration: ${DURATION_HINT}` });
+const duration = () =>
+  z.string().refine((t) => parseWindow(t) !== undefined, { message: `not a duration: ${DURATION_HINT}` });
 
 /** Default of `history.keep`. */
 export const DEFAULT_HISTORY_KEEP = '90d';
@@ -34,7 +51,12 @@ export const DEFAULT_MAX_RUN_MS = 21_600_000;
 export const MAX_DEADLINE_MS = 2_147_483_647;
 
 /** A deadline in ms: a positive integer a timer can hold. */
-const deadlineMs = () => z.number().int().positive().max(MAX_DEADLINE_MS, { message: `at most ${MAX_DEADLINE_MS} ms (about 24 days)` });
+const deadlineMs = () =>
+  z
+    .number()
+    .int()
+    .positive()
+    .max(MAX_DEADLINE_MS, { message: `at most ${MAX_DEADLINE_MS} ms (about 24 days)` });
 
 const PAGE_TIMEOUT_TEXT =
   'Longest time one output page may take, in ms: its request, its headers and its body to the last byte (while its rows are copied; a page asked for ahead counts from when the page before it was read). A slower page fails the attempt with PAGE_TIMEOUT, which is retried. requestTimeoutMs only bounds one pause between bytes, so without this a server that trickles a page holds the run, its load transaction, its locks and its report slot for good. 10 min: a page of 10 000 rows takes seconds, one of a large paging tens of seconds, on a slow ERP.';
@@ -42,29 +64,42 @@ const PAGE_TIMEOUT_TEXT =
 const MAX_RUN_TEXT =
   'Longest time one attempt may take from its start to its commit, in ms: waiting for the report (at most pollTimeoutMs, 1 h) and every page (each at most pageTimeoutMs). A longer attempt fails with RUN_TIMEOUT, which is retried; it rolls back and frees its transaction, locks and report slot. 6 h leaves a report its hour to render and five more for tens of millions of rows; the wait for a report slot before the attempt does not count.';
 
-
 export const connectionSchema = z
   .object({
-    baseUrl: z.url().describe('Base URL of the server, e.g. https://erp.example.com (the service\'s base URL).'),
+    baseUrl: z.url().describe("Base URL of the server, e.g. https://erp.example.com (the service's base URL)."),
     auth: z
       .enum(AUTH_KINDS)
       .default('client_credentials')
-      .describe('Kind of service user (docs/report-export-service.md "Authentication"): client_credentials (Client-ID + Client-Secret) or authorization_code (user-dependent: a product user logs in once with `report-etl login <connection>`).'),
-    clientId: z.string().min(1).describe('Client-ID of the service user (docs/report-export-service.md "What the service does" 5).'),
+      .describe(
+        'Kind of service user (docs/report-export-service.md "Authentication"): client_credentials (Client-ID + Client-Secret) or authorization_code (user-dependent: a product user logs in once with `report-etl login <connection>`).',
+      ),
+    clientId: z
+      .string()
+      .min(1)
+      .describe('Client-ID of the service user (docs/report-export-service.md "What the service does" 5).'),
     clientSecret: z
       .string()
       .min(1)
       .optional()
-      .describe('Client-Secret of the service user, as ${VAR} from the environment; required for client_credentials, for authorization_code only of a trusted (confidential) client.'),
+      .describe(
+        'Client-Secret of the service user, as ${VAR} from the environment; required for client_credentials, for authorization_code only of a trusted (confidential) client.',
+      ),
     scopes: z
       .array(z.string().regex(/^[^\s]+$/, { message: 'a scope name has no spaces (scopes are sent space-separated)' }))
       .max(MAX_SCOPES, { message: SCOPES_PROBLEM })
       .optional()
-      .describe('authorization_code: the scopes the login requests, e.g. [svc.pad, offline_access] (at most 25; offline_access gives a refresh token of 60 days instead of 10 hours).'),
+      .describe(
+        'authorization_code: the scopes the login requests, e.g. [svc.pad, offline_access] (at most 25; offline_access gives a refresh token of 60 days instead of 10 hours).',
+      ),
     redirectUri: z
-      .url({ protocol: /^https?$/, message: 'redirectUri must be an absolute http(s) URL, e.g. https://etl.example.com/oauth/callback' })
+      .url({
+        protocol: /^https?$/,
+        message: 'redirectUri must be an absolute http(s) URL, e.g. https://etl.example.com/oauth/callback',
+      })
       .optional()
-      .describe('authorization_code: the redirect URI configured for the service user; the admin server\'s /oauth/callback, reachable from the ERP server.'),
+      .describe(
+        "authorization_code: the redirect URI configured for the service user; the admin server's /oauth/callback, reachable from the ERP server.",
+      ),
     credentials: z
       .enum(CREDENTIALS_WAYS)
       .default('header')
@@ -82,37 +117,78 @@ export const connectionSchema = z
       .int()
       .positive()
       .default(60_000)
-      .describe('Timeout of one HTTP request in ms: for its answer\'s headers, and for each pause between two bytes of its body (a whole page is bounded by pageTimeoutMs).'),
-    pollIntervalMs: z.number().int().positive().default(250).describe('First job status poll interval in ms (docs/report-export-service.md "Limits": 250).'),
+      .describe(
+        "Timeout of one HTTP request in ms: for its answer's headers, and for each pause between two bytes of its body (a whole page is bounded by pageTimeoutMs).",
+      ),
+    pollIntervalMs: z
+      .number()
+      .int()
+      .positive()
+      .default(250)
+      .describe('First job status poll interval in ms (docs/report-export-service.md "Limits": 250).'),
     pollMaxIntervalMs: z.number().int().positive().default(5_000).describe('Cap of the growing poll interval in ms.'),
     maxConcurrentReports: z
       .number()
       .int()
       .positive()
       .default(DEFAULT_MAX_CONCURRENT_REPORTS)
-      .describe('Most report jobs of this connection open on its server at once, across every worker process and machine sharing the Redis (from the start request to the DELETE); runs beyond it wait for a slot in order of their logical time. The server names no limit; 4 protects an ERP that also serves its users.'),
-    pollTimeoutMs: z.number().int().positive().default(3_600_000).describe('How long a job may stay Running before the run fails, in ms.'),
+      .describe(
+        'Most report jobs of this connection open on its server at once, across every worker process and machine sharing the Redis (from the start request to the DELETE); runs beyond it wait for a slot in order of their logical time. The server names no limit; 4 protects an ERP that also serves its users.',
+      ),
+    pollTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(3_600_000)
+      .describe('How long a job may stay Running before the run fails, in ms.'),
     pageTimeoutMs: deadlineMs().default(DEFAULT_PAGE_TIMEOUT_MS).describe(PAGE_TIMEOUT_TEXT),
     maxRunMs: deadlineMs().default(DEFAULT_MAX_RUN_MS).describe(MAX_RUN_TEXT),
-    freshness: duration().optional().describe('Default freshness of the jobs on this connection, e.g. 26h; see jobs.<name>.freshness.'),
+    freshness: duration()
+      .optional()
+      .describe('Default freshness of the jobs on this connection, e.g. 26h; see jobs.<name>.freshness.'),
     productVersion: z
       .number()
       .int()
       .min(2000)
       .max(9999)
       .optional()
-      .describe('Product version of the server, e.g. 2025; gates pdf (2025+) and the excel/word types (2026+) (docs/report-export-service.md "Versioning" 2). Unset: any.'),
+      .describe(
+        'Product version of the server, e.g. 2025; gates pdf (2025+) and the excel/word types (2026+) (docs/report-export-service.md "Versioning" 2). Unset: any.',
+      ),
   })
   .strict()
   .superRefine((c, ctx) => {
     if (c.auth === 'client_credentials') {
-      if (c.clientSecret === undefined) ctx.addIssue({ code: 'custom', path: ['clientSecret'], message: 'missing required key "clientSecret": a client_credentials service user needs its Client-Secret (or set auth: authorization_code for a user-dependent service user)' });
+      if (c.clientSecret === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['clientSecret'],
+          message:
+            'missing required key "clientSecret": a client_credentials service user needs its Client-Secret (or set auth: authorization_code for a user-dependent service user)',
+        });
       for (const key of ['scopes', 'redirectUri'] as const) {
-        if (c[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is used by auth: authorization_code only (auth is client_credentials)` });
+        if (c[key] !== undefined)
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: `${key} is used by auth: authorization_code only (auth is client_credentials)`,
+          });
       }
     } else {
-      if (c.redirectUri === undefined) ctx.addIssue({ code: 'custom', path: ['redirectUri'], message: 'missing required key "redirectUri": auth: authorization_code needs the redirect URI configured for the service user (docs/report-export-service.md "User-dependent service user" step 1), e.g. https://etl.example.com/oauth/callback' });
-      if (c.scopes === undefined || c.scopes.length === 0) ctx.addIssue({ code: 'custom', path: ['scopes'], message: 'auth: authorization_code needs scopes, e.g. [svc.pad, offline_access] (docs/report-export-service.md "Scope rules" 4: requested scopes must be named)' });
+      if (c.redirectUri === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['redirectUri'],
+          message:
+            'missing required key "redirectUri": auth: authorization_code needs the redirect URI configured for the service user (docs/report-export-service.md "User-dependent service user" step 1), e.g. https://etl.example.com/oauth/callback',
+        });
+      if (c.scopes === undefined || c.scopes.length === 0)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['scopes'],
+          message:
+            'auth: authorization_code needs scopes, e.g. [svc.pad, offline_access] (docs/report-export-service.md "Scope rules" 4: requested scopes must be named)',
+        });
     }
   });
 
@@ -132,7 +208,9 @@ export const reportSchema = z
     outputType: z
       .enum(OUTPUT_TYPES)
       .default('json')
-      .describe('Output type, any of the service\'s output types (docs/report-export-service.md "Output types"); what each loads as: README "Output types" (documents need productVersion 2025+/2026+).'),
+      .describe(
+        'Output type, any of the service\'s output types (docs/report-export-service.md "Output types"); what each loads as: README "Output types" (documents need productVersion 2025+/2026+).',
+      ),
     paging: z
       .number()
       .int()
@@ -144,11 +222,16 @@ export const reportSchema = z
       .int()
       .min(1024)
       .default(DEFAULT_MAX_VALUE_BYTES)
-      .describe('Largest value (in bytes) a page may hold; a larger one fails the run naming page, row and column, so memory stays bounded (default 64 MiB).'),
+      .describe(
+        'Largest value (in bytes) a page may hold; a larger one fails the run naming page, row and column, so memory stays bounded (default 64 MiB).',
+      ),
     parameters: z
-      .record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform((v) => String(v)))
+      .record(
+        z.string(),
+        z.union([z.string(), z.number(), z.boolean()]).transform((v) => String(v)),
+      )
       .default({})
-      .describe('Values of the report\'s own input parameters, name to value.'),
+      .describe("Values of the report's own input parameters, name to value."),
   })
   .strict();
 
@@ -161,18 +244,31 @@ export const targetSchema = z
       .regex(new RegExp(`^(${IDENT.source.slice(1, -1)}\\.)?${IDENT.source.slice(1, -1)}$`), {
         message: 'table must be schema.table (letters, digits, underscore)',
       })
-      .describe('Target table, schema-qualified (schema "public" when not given); schema and table at most 63 bytes each. Jobs that write one table must use the same mode and key.'),
+      .describe(
+        'Target table, schema-qualified (schema "public" when not given); schema and table at most 63 bytes each. Jobs that write one table must use the same mode and key.',
+      ),
     mode: z.enum(WRITE_MODES).default('replace').describe('Write mode: replace | append | merge.'),
-    key: z.array(z.string().min(1)).default([]).describe('Key columns for merge: normalised report column names (Artikel Nr → artikel_nr), each a column of the report and of an existing target.'),
+    key: z
+      .array(z.string().min(1))
+      .default([])
+      .describe(
+        'Key columns for merge: normalised report column names (Artikel Nr → artikel_nr), each a column of the report and of an existing target.',
+      ),
     columns: z
-      .record(z.string(), z.string().regex(/^[A-Za-z][A-Za-z0-9_ ,()\[\]]*$/, { message: 'not a type name' }))
+      .record(z.string(), z.string().regex(/^[A-Za-z][A-Za-z0-9_ ,()[\]]*$/, { message: 'not a type name' }))
       .default({})
-      .describe('Declared Postgres types by normalised column name; a declared type wins over inference. A name that is a column of neither the report nor the target fails the run before anything is loaded.'),
+      .describe(
+        'Declared Postgres types by normalised column name; a declared type wins over inference. A name that is a column of neither the report nor the target fails the run before anything is loaded.',
+      ),
     rowsAt: z
       .string()
-      .regex(/^(\/([^~]|~[01])*)+$/, { message: 'rowsAt must be a JSON pointer (RFC 6901) such as /orders or /report/rows' })
+      .regex(/^(\/([^~]|~[01])*)+$/, {
+        message: 'rowsAt must be a JSON pointer (RFC 6901) such as /orders or /report/rows',
+      })
       .optional()
-      .describe('json_userdef(_compact) only: JSON pointer (RFC 6901) to the array of row objects in every page, loaded as typed rows like json; unset: one jsonb document per page.'),
+      .describe(
+        'json_userdef(_compact) only: JSON pointer (RFC 6901) to the array of row objects in every page, loaded as typed rows like json; unset: one jsonb document per page.',
+      ),
     guard: z
       .object({
         minRows: z
@@ -180,25 +276,35 @@ export const targetSchema = z
           .int()
           .min(0)
           .optional()
-          .describe('Fewest rows a run may load; fewer fails the run with GUARD_TRIPPED and the target untouched. Default 1 for replace (an empty result never empties the table), 0 otherwise; set 0 where an empty result is right.'),
+          .describe(
+            'Fewest rows a run may load; fewer fails the run with GUARD_TRIPPED and the target untouched. Default 1 for replace (an empty result never empties the table), 0 otherwise; set 0 where an empty result is right.',
+          ),
         maxShrinkPercent: z
           .number()
           .min(0)
           .max(100)
           .optional()
-          .describe('replace only: most the target may shrink, in percent of the rows it holds now; a run that would shrink it more fails with GUARD_TRIPPED and the target untouched. Unset: no limit.'),
+          .describe(
+            'replace only: most the target may shrink, in percent of the rows it holds now; a run that would shrink it more fails with GUARD_TRIPPED and the target untouched. Unset: no limit.',
+          ),
       })
       .strict()
       .default({})
-      .describe('Guards against a wrong load reaching the dashboards (README "Guards and schema changes"); `report-etl replay <run> --accept-guard` loads a run past them.'),
+      .describe(
+        'Guards against a wrong load reaching the dashboards (README "Guards and schema changes"); `report-etl replay <run> --accept-guard` loads a run past them.',
+      ),
     schemaChanges: z
       .enum(SCHEMA_CHANGES)
       .default('evolve')
-      .describe('When the report\'s columns differ from the existing table\'s: evolve adds new columns (missing ones are loaded NULL); freeze fails the run with the difference listed (added, missing, type changed) and the target untouched.'),
+      .describe(
+        "When the report's columns differ from the existing table's: evolve adds new columns (missing ones are loaded NULL); freeze fails the run with the difference listed (added, missing, type changed) and the target untouched.",
+      ),
     load: z
       .enum(['document', 'rows'])
       .default('document')
-      .describe('excel-xlsx_data only: document archives each page\'s workbook; rows loads its first sheet as typed rows (header row = column names).'),
+      .describe(
+        "excel-xlsx_data only: document archives each page's workbook; rows loads its first sheet as typed rows (header row = column names).",
+      ),
   })
   .strict()
   .superRefine((t, ctx) => {
@@ -209,7 +315,11 @@ export const targetSchema = z
       ctx.addIssue({ code: 'custom', path: ['key'], message: `key is used by mode merge only (mode is ${t.mode})` });
     }
     if (t.mode !== 'replace' && t.guard.maxShrinkPercent !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['guard', 'maxShrinkPercent'], message: `maxShrinkPercent guards mode replace only (mode is ${t.mode}, which never removes rows): remove it, or use minRows` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['guard', 'maxShrinkPercent'],
+        message: `maxShrinkPercent guards mode replace only (mode is ${t.mode}, which never removes rows): remove it, or use minRows`,
+      });
     }
   });
 
@@ -226,38 +336,58 @@ export const jobSchema = z
   .object({
     connection: z.string().min(1).describe('Name of an entry under connections.'),
     schedule: z.string().optional().describe('Cron expression (5 or 6 fields); no schedule means manual runs only.'),
-    timezone: z.string().optional().describe('Time zone of the schedule; defaults to the connection\'s.'),
+    timezone: z.string().optional().describe("Time zone of the schedule; defaults to the connection's."),
     catchup: z
       .union([z.enum(['none', 'latest']), z.object({ all: z.string().describe('Window, e.g. 2d or 12h') }).strict()])
       .default('none')
       .describe('Missed ticks on scheduler start: none | latest | { all: <window> }.'),
     overlap: z.enum(['skip', 'wait']).default('wait').describe('When the previous run is still going: skip or wait.'),
     retry: retrySchema.optional().describe('Attempts and backoff; defaults from the top-level defaults.'),
-    report: reportSchema.describe('Which report to run and how (docs/report-export-service.md "Start-report request body").'),
+    report: reportSchema.describe(
+      'Which report to run and how (docs/report-export-service.md "Start-report request body").',
+    ),
     target: targetSchema.describe('Where the rows go and how (write mode, key, declared types).'),
     freshness: duration()
       .optional()
-      .describe('Longest time since the last successful run before the job is stale (admin pages, metric, stale alert), e.g. 26h; default the connection\'s, else none.'),
+      .describe(
+        "Longest time since the last successful run before the job is stale (admin pages, metric, stale alert), e.g. 26h; default the connection's, else none.",
+      ),
     pageTimeoutMs: deadlineMs()
       .optional()
-      .describe('This job\'s longest time for one output page, in ms (see connections.<name>.pageTimeoutMs), e.g. for a report of a large paging; default the connection\'s.'),
+      .describe(
+        "This job's longest time for one output page, in ms (see connections.<name>.pageTimeoutMs), e.g. for a report of a large paging; default the connection's.",
+      ),
     maxRunMs: deadlineMs()
       .optional()
-      .describe('This job\'s longest time for one attempt from its start to its commit, in ms (see connections.<name>.maxRunMs); default the connection\'s.'),
+      .describe(
+        "This job's longest time for one attempt from its start to its commit, in ms (see connections.<name>.maxRunMs); default the connection's.",
+      ),
   })
   .strict()
   .superRefine((j, ctx) => {
     const type = j.report.outputType;
     const userdef = type === 'json_userdef' || type === 'json_userdef_compact';
     if (j.target.rowsAt !== undefined && !userdef) {
-      ctx.addIssue({ code: 'custom', path: ['target', 'rowsAt'], message: `rowsAt applies to json_userdef and json_userdef_compact only (outputType is ${type}): remove it` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['target', 'rowsAt'],
+        message: `rowsAt applies to json_userdef and json_userdef_compact only (outputType is ${type}): remove it`,
+      });
     }
     if (j.target.load === 'rows' && type !== 'excel-xlsx_data') {
-      ctx.addIssue({ code: 'custom', path: ['target', 'load'], message: `load: rows applies to excel-xlsx_data only (outputType is ${type}): remove it` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['target', 'load'],
+        message: `load: rows applies to excel-xlsx_data only (outputType is ${type}): remove it`,
+      });
     }
     const shape = outputShape(type, j.target);
     if (shape === 'file' && j.target.mode === 'merge') {
-      ctx.addIssue({ code: 'custom', path: ['target', 'mode'], message: `mode merge does not apply to documents (outputType ${type}): use replace or append` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['target', 'mode'],
+        message: `mode merge does not apply to documents (outputType ${type}): use replace or append`,
+      });
     }
     if (shape !== 'rows' && shape !== 'file' && j.target.mode === 'merge') {
       // A lines or document table has fixed columns: a key that is none of them, or one PostgreSQL cannot compare
@@ -290,9 +420,18 @@ export type JobConfig = z.infer<typeof jobSchema>;
 
 export const alertTargetSchema = z
   .object({
-    webhook: z.url().describe('URL the alert is POSTed to; it holds a credential, so give it as ${VAR} (never logged).'),
-    events: z.array(z.enum(ALERT_EVENTS)).min(1).default([...ALERT_EVENTS]).describe('Events sent to this target: failed | recovered | stale | login_required.'),
-    format: z.enum(ALERT_FORMATS).default('generic').describe('Body: generic (JSON document) | slack (incoming webhook) | teams (Adaptive Card message).'),
+    webhook: z
+      .url()
+      .describe('URL the alert is POSTed to; it holds a credential, so give it as ${VAR} (never logged).'),
+    events: z
+      .array(z.enum(ALERT_EVENTS))
+      .min(1)
+      .default([...ALERT_EVENTS])
+      .describe('Events sent to this target: failed | recovered | stale | login_required.'),
+    format: z
+      .enum(ALERT_FORMATS)
+      .default('generic')
+      .describe('Body: generic (JSON document) | slack (incoming webhook) | teams (Adaptive Card message).'),
   })
   .strict();
 
@@ -304,7 +443,9 @@ export const historySchema = z
     keep: duration()
       .refine((t) => (parseWindow(t) ?? 0) >= 86_400_000, { message: 'keep at least 1d of run history' })
       .default(DEFAULT_HISTORY_KEEP)
-      .describe('How long etl.attempts, etl.run_errors and etl.runs are kept (at least 1d); a job\'s last success and last failure are always kept.'),
+      .describe(
+        "How long etl.attempts, etl.run_errors and etl.runs are kept (at least 1d); a job's last success and last failure are always kept.",
+      ),
   })
   .strict();
 
@@ -312,15 +453,26 @@ export const configSchema = z
   .object({
     connections: z.record(z.string(), connectionSchema).describe('Report Export Service connections by name.'),
     defaults: z
-      .object({ retry: retrySchema.default({ attempts: 3, backoffMs: 30_000 }).describe('Attempts and backoff of every job that sets none.') })
+      .object({
+        retry: retrySchema
+          .default({ attempts: 3, backoffMs: 30_000 })
+          .describe('Attempts and backoff of every job that sets none.'),
+      })
       .strict()
       .default({ retry: { attempts: 3, backoffMs: 30_000 } })
       .describe('Defaults for every job.'),
     jobs: z
       .record(z.string().regex(/^[A-Za-z0-9_.-]+$/, { message: 'job names use letters, digits, _ . -' }), jobSchema)
-      .describe('Scheduled extracts by name (letters, digits, _ . -); the name is used in the queue and the run history.'),
-    alerts: z.record(z.string(), alertTargetSchema).default({}).describe('Webhook alert targets by name; every job\'s events go to every target that lists them.'),
-    history: historySchema.default({ keep: DEFAULT_HISTORY_KEEP }).describe('Retention of the run history, applied by the janitor.'),
+      .describe(
+        'Scheduled extracts by name (letters, digits, _ . -); the name is used in the queue and the run history.',
+      ),
+    alerts: z
+      .record(z.string(), alertTargetSchema)
+      .default({})
+      .describe("Webhook alert targets by name; every job's events go to every target that lists them."),
+    history: historySchema
+      .default({ keep: DEFAULT_HISTORY_KEEP })
+      .describe('Retention of the run history, applied by the janitor.'),
   })
   .strict()
   .superRefine((c, ctx) => {

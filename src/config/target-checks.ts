@@ -8,7 +8,13 @@
  * Each problem carries its YAML path below `jobs.<name>`, so that isolation (isolate.ts) skips the job it is about.
  */
 import { closestMatch } from '../closest-match.ts';
-import { identifierBytes, MAX_IDENT_BYTES, normaliseColumnName, parseTableName, type TableName } from '../warehouse/identifiers.ts';
+import {
+  identifierBytes,
+  MAX_IDENT_BYTES,
+  normaliseColumnName,
+  parseTableName,
+  type TableName,
+} from '../warehouse/identifiers.ts';
 import { isLoadableRelkind, type ExistingRelation } from '../warehouse/target-table.ts';
 import type { ConfigPath } from './interpolate.ts';
 import { targetSchema, type EtlConfig } from './schema.ts';
@@ -39,7 +45,15 @@ export function qualifiedTarget(table: unknown): TableName | undefined {
   }
 }
 
-const RELKINDS: Record<string, string> = { v: 'view', m: 'materialized view', f: 'foreign table', S: 'sequence', i: 'index', I: 'index', c: 'composite type' };
+const RELKINDS: Record<string, string> = {
+  v: 'view',
+  m: 'materialized view',
+  f: 'foreign table',
+  S: 'sequence',
+  i: 'index',
+  I: 'index',
+  c: 'composite type',
+};
 
 /** What is wrong with a column name as jobs.yaml gives it, or undefined when it is a normalised name PostgreSQL keeps whole. */
 function columnNameProblem(name: string): string | undefined {
@@ -52,7 +66,8 @@ function columnNameProblem(name: string): string | undefined {
   }
   const normalised = normaliseColumnName(name);
   if (normalised === name) return undefined;
-  if (normalised === '') return `"${name}" is not a column name: it has no letter or digit; write the normalised name of a report column (README "Loaded tables")`;
+  if (normalised === '')
+    return `"${name}" is not a column name: it has no letter or digit; write the normalised name of a report column (README "Loaded tables")`;
   return `"${name}" is not a normalised column name: did you mean "${normalised}"? (report columns are loaded lower case, umlauts as ae oe ue ss, every other run of characters as _; README "Loaded tables")`;
 }
 
@@ -68,7 +83,10 @@ export function jobTargetProblems(target: unknown, catalogue: TargetCatalogue | 
   if (!isObj(target)) return out;
   const t = qualifiedTarget(target.table);
   if (t) {
-    for (const [what, part] of [['schema', t.schema], ['table', t.table]] as const) {
+    for (const [what, part] of [
+      ['schema', t.schema],
+      ['table', t.table],
+    ] as const) {
       const bytes = identifierBytes(part);
       if (bytes > MAX_IDENT_BYTES) {
         out.push({
@@ -87,7 +105,8 @@ export function jobTargetProblems(target: unknown, catalogue: TargetCatalogue | 
     });
   }
   const columns = existing && isLoadableRelkind(existing.relkind) ? existing.columns : undefined;
-  const listed = (cs: readonly string[]) => (cs.length > 40 ? `${cs.slice(0, 40).join(', ')}, …` : cs.join(', ') || 'none');
+  const listed = (cs: readonly string[]) =>
+    cs.length > 40 ? `${cs.slice(0, 40).join(', ')}, …` : cs.join(', ') || 'none';
   if (Array.isArray(target.key)) {
     target.key.forEach((k, i) => {
       if (typeof k !== 'string' || k === '') return;
@@ -144,7 +163,8 @@ interface TargetWrite {
 /** `mode merge, key [a, b]` / `mode replace`. */
 const describeWrite = (w: TargetWrite) => `mode ${w.mode}${w.mode === 'merge' ? `, key [${w.key.join(', ')}]` : ''}`;
 /** Same mode and the same key columns (in any order: a unique index serves the key whatever the order). */
-const sameWrite = (a: TargetWrite, b: TargetWrite) => a.mode === b.mode && [...a.key].sort().join('\0') === [...b.key].sort().join('\0');
+const sameWrite = (a: TargetWrite, b: TargetWrite) =>
+  a.mode === b.mode && [...a.key].sort().join('\0') === [...b.key].sort().join('\0');
 
 /** The jobs writing each target table (`schema.table`, schema defaulted), of those whose target validates. */
 function writesByTable(jobs: unknown): Map<string, TargetWrite[]> {

@@ -102,7 +102,14 @@ export function watchConfig(
       if (lastHash === 'missing') return 'unchanged';
       lastHash = 'missing';
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
-      if (!closing) call(() => handlers.onError(new ConfigError([`${path}: cannot read the changed file (${code}); keeping the running config`], { cause: err })));
+      if (!closing)
+        call(() =>
+          handlers.onError(
+            new ConfigError([`${path}: cannot read the changed file (${code}); keeping the running config`], {
+              cause: err,
+            }),
+          ),
+        );
       return 'unreadable';
     }
     const hash = sha256(text);
@@ -110,9 +117,12 @@ export function watchConfig(
     lastHash = hash;
     let loaded: LoadedConfig;
     try {
-      loaded = options.isolate ? { path, hash, ...validateConfigIsolated(text, path, env, options.running?.()) } : { path, config: validateConfigText(text, path, env), hash, invalid: [] };
+      loaded = options.isolate
+        ? { path, hash, ...validateConfigIsolated(text, path, env, options.running?.()) }
+        : { path, config: validateConfigText(text, path, env), hash, invalid: [] };
     } catch (err) {
-      const e = err instanceof ConfigError ? err : new ConfigError([`${path}: ${coerceError(err).message}`], { cause: err });
+      const e =
+        err instanceof ConfigError ? err : new ConfigError([`${path}: ${coerceError(err).message}`], { cause: err });
       if (!closing) call(() => handlers.onError(e));
       return 'invalid';
     }
@@ -143,7 +153,8 @@ export function watchConfig(
     timer = setTimeout(reload, debounceMs);
   });
   watcher.on('error', (err) => {
-    if (!closing) call(() => handlers.onError(new ConfigError([`${path}: cannot watch the file: ${err.message}`], { cause: err })));
+    if (!closing)
+      call(() => handlers.onError(new ConfigError([`${path}: cannot watch the file: ${err.message}`], { cause: err })));
   });
 
   return {

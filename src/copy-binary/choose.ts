@@ -9,7 +9,9 @@ import { BINARY, binaryEncodingOf, type BinaryEncoding } from './format.ts';
 import { zoneAgreesWithDatabase } from './zone-check.ts';
 
 /** Why a load cannot use binary format (for the log), or the encodings it would use. */
-export type BinaryChoice = { encodings: BinaryEncoding[] } | { refused: 'a column type without a binary encoding' | 'the zone offsets disagree' };
+export type BinaryChoice =
+  | { encodings: BinaryEncoding[] }
+  | { refused: 'a column type without a binary encoding' | 'the zone offsets disagree' };
 
 /** Chooses the binary encodings of a load's target columns, or says why there are none. Synchronous. */
 export type BinaryChooser = (types: readonly string[]) => BinaryChoice;
@@ -21,8 +23,14 @@ export type BinaryChooser = (types: readonly string[]) => BinaryChoice;
  * @param timezone the load session's TimeZone: the zone of timestamps written without offset
  * @throws the zone check's query error
  */
-export async function binaryChooser(db: Queryable, targetTypes: readonly string[], timezone: string): Promise<BinaryChooser> {
-  const zoneAgrees = targetTypes.some((t) => binaryEncodingOf(t) === BINARY.timestamptz) ? await zoneAgreesWithDatabase(db, timezone) : true;
+export async function binaryChooser(
+  db: Queryable,
+  targetTypes: readonly string[],
+  timezone: string,
+): Promise<BinaryChooser> {
+  const zoneAgrees = targetTypes.some((t) => binaryEncodingOf(t) === BINARY.timestamptz)
+    ? await zoneAgreesWithDatabase(db, timezone)
+    : true;
   return (types) => {
     const encodings: BinaryEncoding[] = [];
     for (const t of types) {

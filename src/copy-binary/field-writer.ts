@@ -251,7 +251,7 @@ export class BinaryFieldWriter {
       g[k++] = v;
       first = 4;
     }
-    for (j = fracStart; j < fracEnd; ) {
+    for (j = fracStart; j < fracEnd;) {
       let v = 0;
       let c = 0;
       for (; c < 4 && j < fracEnd; c++, j++) v = v * 10 + b[j]! - 0x30;
@@ -356,7 +356,11 @@ export class BinaryFieldWriter {
     const c = b[s];
     let v: number;
     if (c === 0x74 && (len === 1 || (len === 4 && b[s + 1] === 0x72 && b[s + 2] === 0x75 && b[s + 3] === 0x65))) v = 1;
-    else if (c === 0x66 && (len === 1 || (len === 5 && b[s + 1] === 0x61 && b[s + 2] === 0x6c && b[s + 3] === 0x73 && b[s + 4] === 0x65))) v = 0;
+    else if (
+      c === 0x66 &&
+      (len === 1 || (len === 5 && b[s + 1] === 0x61 && b[s + 2] === 0x6c && b[s + 3] === 0x73 && b[s + 4] === 0x65))
+    )
+      v = 0;
     else return REFUSED;
     writeInt32(buf, p, 1);
     buf[p + 4] = v;

@@ -11,7 +11,9 @@
  */
 
 /** Signature, flags and header extension length. */
-export const COPY_BINARY_HEADER: Buffer = Buffer.from([0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00, 0, 0, 0, 0, 0, 0, 0, 0]);
+export const COPY_BINARY_HEADER: Buffer = Buffer.from([
+  0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00, 0, 0, 0, 0, 0, 0, 0, 0,
+]);
 
 /** The file trailer: a field count of -1. */
 export const COPY_BINARY_TRAILER: Buffer = Buffer.from([0xff, 0xff]);

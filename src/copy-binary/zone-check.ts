@@ -13,7 +13,15 @@
  */
 import type { Queryable } from '../db.ts';
 import { makeExactZoneOffset } from '../zone-offset.ts';
-import { computeZoneRules, intlTzdata, rememberAgreedRules, RULES_FROM_MS, RULES_TO_MS, rulesOffsetAt, type ZoneRules } from './zone-rules.ts';
+import {
+  computeZoneRules,
+  intlTzdata,
+  rememberAgreedRules,
+  RULES_FROM_MS,
+  RULES_TO_MS,
+  rulesOffsetAt,
+  type ZoneRules,
+} from './zone-rules.ts';
 
 const MONTH_MS = 30 * 86_400_000;
 /** Far instants: years 1 to 1849 (local mean time in tzdata) and 2041 to 9999 (the last rules, repeated). */
@@ -38,7 +46,8 @@ function instants(rules: ZoneRules): number[] {
 }
 
 /** PostgreSQL's offset in seconds at the instant `t` (timestamptz) in zone `zone`, as SQL. */
-const PG_OFFSET = (t: string, zone: string): string => `extract(epoch FROM (${t} AT TIME ZONE ${zone}) - (${t} AT TIME ZONE 'UTC'))::int`;
+const PG_OFFSET = (t: string, zone: string): string =>
+  `extract(epoch FROM (${t} AT TIME ZONE ${zone}) - (${t} AT TIME ZONE 'UTC'))::int`;
 
 /**
  * The kept table of a zone for this Node's tz database, and whether PostgreSQL gives its offsets today. The arrays come
@@ -96,7 +105,8 @@ async function compareZone(db: Queryable, zone: string): Promise<boolean> {
     const { rows } = await db.query<{ transitions: string; offsets: string; agrees: boolean }>(KEPT, [zone, tzdata]);
     const kept = rows[0];
     if (kept) {
-      if (kept.agrees) rememberAgreedRules({ zone, transitions: numbers(kept.transitions), offsets: numbers(kept.offsets) });
+      if (kept.agrees)
+        rememberAgreedRules({ zone, transitions: numbers(kept.transitions), offsets: numbers(kept.offsets) });
       return kept.agrees;
     }
   }

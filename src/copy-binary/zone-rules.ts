@@ -93,7 +93,7 @@ export function agreedRulesOf(zone: string): ZoneRules | undefined {
 export function findTransitions(offsetAt: OffsetAt, fromMs: number, toMs: number, stepMs: number): number[] {
   const out: number[] = [];
   let prev = offsetAt(fromMs);
-  for (let t = fromMs; t < toMs; ) {
+  for (let t = fromMs; t < toMs;) {
     const next = Math.min(t + stepMs, toMs);
     const o = offsetAt(next);
     if (o !== prev) {

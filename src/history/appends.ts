@@ -15,7 +15,14 @@ export async function isAppended(db: Queryable, job: string, runKey: string): Pr
  * Claims (job, runKey) for an append inside the loading transaction.
  * @returns false when another attempt already committed this logical run (the caller rolls back)
  */
-export async function claimAppend(db: Queryable, job: string, runKey: string, attemptId: string, targetTable: string, rows: number): Promise<boolean> {
+export async function claimAppend(
+  db: Queryable,
+  job: string,
+  runKey: string,
+  attemptId: string,
+  targetTable: string,
+  rows: number,
+): Promise<boolean> {
   const { rowCount } = await db.query(
     `INSERT INTO etl.appended_runs (job, run_key, attempt_id, target_table, rows) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (job, run_key) DO NOTHING`,
@@ -39,7 +46,12 @@ export interface AppendClaim {
  * Reads the claim of (job, runKey), or undefined when its rows are not appended (never, or reverted since).
  * @param forUpdate lock the claim until the transaction ends (`report-etl revert`, README "Run history")
  */
-export async function getAppendClaim(db: Queryable, job: string, runKey: string, forUpdate = false): Promise<AppendClaim | undefined> {
+export async function getAppendClaim(
+  db: Queryable,
+  job: string,
+  runKey: string,
+  forUpdate = false,
+): Promise<AppendClaim | undefined> {
   const { rows } = await db.query<AppendClaim>(
     `SELECT job, run_key, attempt_id, target_table, rows::text AS rows, committed_at FROM etl.appended_runs WHERE job = $1 AND run_key = $2${forUpdate ? ' FOR UPDATE' : ''}`,
     [job, runKey],
@@ -48,8 +60,16 @@ export async function getAppendClaim(db: Queryable, job: string, runKey: string,
 }
 
 /** The jobs other than `job` that appended a run with this run key into the same target (their rows share the key). */
-export async function otherJobsAppendingRunKey(db: Queryable, job: string, runKey: string, targetTable: string): Promise<string[]> {
-  const { rows } = await db.query<{ job: string }>('SELECT job FROM etl.appended_runs WHERE run_key = $1 AND target_table = $2 AND job <> $3 ORDER BY job', [runKey, targetTable, job]);
+export async function otherJobsAppendingRunKey(
+  db: Queryable,
+  job: string,
+  runKey: string,
+  targetTable: string,
+): Promise<string[]> {
+  const { rows } = await db.query<{ job: string }>(
+    'SELECT job FROM etl.appended_runs WHERE run_key = $1 AND target_table = $2 AND job <> $3 ORDER BY job',
+    [runKey, targetTable, job],
+  );
   return rows.map((r) => r.job);
 }
 

@@ -40,10 +40,16 @@ export const DURATION_BUCKETS_SECONDS: readonly number[] = [1, 5, 15, 30, 60, 12
  *   bucket counts are added only where they were kept under the same bounds
  */
 export async function attemptAggregates(db: Queryable, bounds: readonly number[]): Promise<AttemptAggregates> {
-  const bucketColumns = bounds.map((_, i) => `count(*) FILTER (WHERE duration_ms <= $${i + 1})::text AS b${i}`).join(', ');
+  const bucketColumns = bounds
+    .map((_, i) => `count(*) FILTER (WHERE duration_ms <= $${i + 1})::text AS b${i}`)
+    .join(', ');
   const boundsMs = bounds.map((b) => Math.round(b * 1000));
-  const prunedBuckets = bounds.map((_, i) => `CASE WHEN bounds_ms = $${bounds.length + 1}::bigint[] THEN buckets[${i + 1}] ELSE 0 END AS b${i}`).join(', ');
-  const { rows } = await db.query<Record<string, string | null> & { job: string; status: string; n: string; timed: string }>(
+  const prunedBuckets = bounds
+    .map((_, i) => `CASE WHEN bounds_ms = $${bounds.length + 1}::bigint[] THEN buckets[${i + 1}] ELSE 0 END AS b${i}`)
+    .join(', ');
+  const { rows } = await db.query<
+    Record<string, string | null> & { job: string; status: string; n: string; timed: string }
+  >(
     `SELECT job, status, sum(n)::text AS n, sum(timed)::text AS timed, ${bounds.map((_, i) => `sum(b${i})::text AS b${i}`).join(', ')},
             sum(sum_ms)::text AS sum_ms, sum(rows)::text AS rows, sum(bytes)::text AS bytes
        FROM (SELECT job, status, count(*) AS n, count(duration_ms) AS timed, ${bucketColumns.replaceAll('::text', '')},
@@ -58,7 +64,13 @@ export async function attemptAggregates(db: Queryable, bounds: readonly number[]
   const durations = new Map<string, DurationHistogram>();
   for (const r of rows) {
     const succeeded = r.status === 'succeeded';
-    totals.push({ job: r.job, status: r.status, attempts: Number(r.n), rows: succeeded ? Number(r.rows) : 0, bytes: succeeded ? Number(r.bytes) : 0 });
+    totals.push({
+      job: r.job,
+      status: r.status,
+      attempts: Number(r.n),
+      rows: succeeded ? Number(r.rows) : 0,
+      bytes: succeeded ? Number(r.bytes) : 0,
+    });
     const timed = Number(r.timed);
     if (timed === 0) continue;
     let h = durations.get(r.job);

@@ -78,7 +78,10 @@ export interface RunErrorRow {
 
 /** Every error recorded for one attempt, oldest first. */
 export async function listRunErrors(db: Queryable, attemptId: string): Promise<RunErrorRow[]> {
-  const { rows } = await db.query<RunErrorRow>('SELECT * FROM etl.run_errors WHERE attempt_id = $1 ORDER BY occurred_at, id', [attemptId]);
+  const { rows } = await db.query<RunErrorRow>(
+    'SELECT * FROM etl.run_errors WHERE attempt_id = $1 ORDER BY occurred_at, id',
+    [attemptId],
+  );
   return rows;
 }
 

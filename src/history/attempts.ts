@@ -94,7 +94,10 @@ export async function setAttemptReportJob(db: Queryable, attemptId: string, repo
  * {@link failAttempt}). Only while the attempt has none, so a late write never replaces another.
  */
 export async function setAttemptTimeline(db: Queryable, attemptId: string, timeline: AttemptTimeline): Promise<void> {
-  await db.query('UPDATE etl.attempts SET timeline = $2 WHERE attempt_id = $1 AND timeline IS NULL', [attemptId, JSON.stringify(timeline)]);
+  await db.query('UPDATE etl.attempts SET timeline = $2 WHERE attempt_id = $1 AND timeline IS NULL', [
+    attemptId,
+    JSON.stringify(timeline),
+  ]);
 }
 
 /** Figures of a load: rows, pages, bytes (of page bodies as downloaded). */
@@ -187,7 +190,8 @@ export function failureOf(err: Error, fallbackStage: RunStage, figures?: Partial
   return {
     status: e?.code === 'ABORTED' ? 'interrupted' : 'failed',
     stage: e?.stage ?? fallbackStage,
-    errorKind: e?.code ?? ((err as { code?: unknown }).code ? `PG_${String((err as { code?: unknown }).code)}` : 'INTERNAL'),
+    errorKind:
+      e?.code ?? ((err as { code?: unknown }).code ? `PG_${String((err as { code?: unknown }).code)}` : 'INTERNAL'),
     retryable: e?.retryable ?? false,
     message: err.message,
     httpStatus: e?.httpStatus,
@@ -243,7 +247,10 @@ export async function getAttempt(db: Queryable, attemptId: string): Promise<Atte
 
 /** The newest attempt of a logical run (the highest number), or undefined before its first. */
 export async function newestAttempt(db: Queryable, job: string, runKey: string): Promise<AttemptRow | undefined> {
-  const { rows } = await db.query<AttemptRow>('SELECT * FROM etl.attempts WHERE job = $1 AND run_key = $2 ORDER BY attempt DESC, started_at DESC LIMIT 1', [job, runKey]);
+  const { rows } = await db.query<AttemptRow>(
+    'SELECT * FROM etl.attempts WHERE job = $1 AND run_key = $2 ORDER BY attempt DESC, started_at DESC LIMIT 1',
+    [job, runKey],
+  );
   return rows[0];
 }
 

@@ -24,7 +24,10 @@ export async function markFailing(db: Queryable, job: string, attemptId: string)
  * @returns the failure it recovered from (since when, and the last failed attempt), or undefined when it was not
  *   failing (then no `recovered` is due; a second process seeing the same success also gets undefined)
  */
-export async function clearFailing(db: Queryable, job: string): Promise<{ failingSince: Date; failedAttemptId: string | null } | undefined> {
+export async function clearFailing(
+  db: Queryable,
+  job: string,
+): Promise<{ failingSince: Date; failedAttemptId: string | null } | undefined> {
   const { rows } = await db.query<{ failing_since: Date; failed_attempt_id: string | null }>(
     `UPDATE etl.job_alerts a SET failing_since = NULL, failed_attempt_id = NULL, updated_at = now()
        FROM (SELECT job, failing_since, failed_attempt_id FROM etl.job_alerts WHERE job = $1 FOR UPDATE) old
@@ -42,8 +45,12 @@ export async function clearFailing(db: Queryable, job: string): Promise<{ failin
  */
 export async function firstSeen(db: Queryable, jobs: readonly string[], record = true): Promise<Map<string, Date>> {
   if (jobs.length === 0) return new Map();
-  if (record) await db.query('INSERT INTO etl.job_alerts (job) SELECT unnest($1::text[]) ON CONFLICT (job) DO NOTHING', [jobs]);
-  const { rows } = await db.query<{ job: string; first_seen: Date }>('SELECT job, first_seen FROM etl.job_alerts WHERE job = ANY($1::text[])', [jobs]);
+  if (record)
+    await db.query('INSERT INTO etl.job_alerts (job) SELECT unnest($1::text[]) ON CONFLICT (job) DO NOTHING', [jobs]);
+  const { rows } = await db.query<{ job: string; first_seen: Date }>(
+    'SELECT job, first_seen FROM etl.job_alerts WHERE job = ANY($1::text[])',
+    [jobs],
+  );
   return new Map(rows.map((r) => [r.job, r.first_seen]));
 }
 

@@ -60,7 +60,14 @@ export async function jobHealth(db: Queryable, jobs: readonly string[], recent =
   if (jobs.length === 0) return [];
   const one = (where: string) =>
     `(SELECT to_jsonb(x) FROM (SELECT ${COLUMNS} FROM etl.attempts r WHERE r.job = j.job ${where} ORDER BY started_at DESC LIMIT 1) x)`;
-  const { rows } = await db.query<{ job: string; last: RecentAttempt | null; success: RecentAttempt | null; failure: RecentAttempt | null; failing_since: Date | null; recent: RecentAttempt[] | null }>(
+  const { rows } = await db.query<{
+    job: string;
+    last: RecentAttempt | null;
+    success: RecentAttempt | null;
+    failure: RecentAttempt | null;
+    failing_since: Date | null;
+    recent: RecentAttempt[] | null;
+  }>(
     `SELECT j.job, ${one('')} AS last, ${one(`AND status = 'succeeded'`)} AS success, ${one(`AND status = 'failed'`)} AS failure,
             a.failing_since,
             (SELECT jsonb_agg(to_jsonb(x) ORDER BY x.started_at) FROM (SELECT ${COLUMNS} FROM etl.attempts r WHERE r.job = j.job AND status <> 'running' ORDER BY started_at DESC LIMIT $2) x) AS recent
@@ -68,7 +75,14 @@ export async function jobHealth(db: Queryable, jobs: readonly string[], recent =
     [jobs, recent],
   );
   const dates = (a: RecentAttempt | null): RecentAttempt | undefined =>
-    a ? { ...a, started_at: new Date(a.started_at), finished_at: a.finished_at ? new Date(a.finished_at) : null, error_first_line: a.error_first_line || null } : undefined;
+    a
+      ? {
+          ...a,
+          started_at: new Date(a.started_at),
+          finished_at: a.finished_at ? new Date(a.finished_at) : null,
+          error_first_line: a.error_first_line || null,
+        }
+      : undefined;
   const byJob = new Map(rows.map((r) => [r.job, r]));
   return jobs.map((job) => {
     const r = byJob.get(job);

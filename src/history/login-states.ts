@@ -48,7 +48,16 @@ export async function createLoginState(
   await db.query(
     `INSERT INTO etl.login_states (state_hash, connection, base_url, client_id, redirect_uri, scopes, started_by, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 millisecond')`,
-    [stateHash(state), p.ref.connection, p.ref.baseUrl, p.ref.clientId, p.redirectUri, [...p.scopes], p.startedBy, p.ttlMs ?? LOGIN_STATE_TTL_MS],
+    [
+      stateHash(state),
+      p.ref.connection,
+      p.ref.baseUrl,
+      p.ref.clientId,
+      p.redirectUri,
+      [...p.scopes],
+      p.startedBy,
+      p.ttlMs ?? LOGIN_STATE_TTL_MS,
+    ],
   );
   return state;
 }
@@ -67,12 +76,23 @@ export async function consumeLoginState(db: Queryable, state: string): Promise<L
 }
 
 /** Records how a consumed login ended, for a `report-etl login` that waits for it. */
-export async function finishLoginState(db: Queryable, state: string, outcome: 'logged_in' | 'failed', message: string): Promise<void> {
-  await db.query('UPDATE etl.login_states SET outcome = $2, message = $3 WHERE state_hash = $1', [stateHash(state), outcome, message]);
+export async function finishLoginState(
+  db: Queryable,
+  state: string,
+  outcome: 'logged_in' | 'failed',
+  message: string,
+): Promise<void> {
+  await db.query('UPDATE etl.login_states SET outcome = $2, message = $3 WHERE state_hash = $1', [
+    stateHash(state),
+    outcome,
+    message,
+  ]);
 }
 
 /** Reads a login by its state (used or not), or undefined. */
 export async function getLoginState(db: Queryable, state: string): Promise<LoginStateRow | undefined> {
-  const { rows } = await db.query<LoginStateRow>('SELECT * FROM etl.login_states WHERE state_hash = $1', [stateHash(state)]);
+  const { rows } = await db.query<LoginStateRow>('SELECT * FROM etl.login_states WHERE state_hash = $1', [
+    stateHash(state),
+  ]);
   return rows[0];
 }

@@ -46,7 +46,16 @@ export async function saveLogin(db: Queryable, key: SecretKey, ref: ConnectionRe
      ON CONFLICT (connection, base_url, client_id) DO UPDATE SET
        auth = 'authorization_code', login_id = $4, refresh_token_sealed = $5, key_id = $6, logged_in_at = now(),
        requested_scopes = $7, granted_scope = $8, scope_seen_at = now(), login_required_at = NULL, login_required_reason = NULL, updated_at = now()`,
-    [ref.connection, ref.baseUrl, ref.clientId, loginId, seal(key, login.refreshToken, aad(ref)), key.id, [...login.requestedScopes], login.grantedScope ?? null],
+    [
+      ref.connection,
+      ref.baseUrl,
+      ref.clientId,
+      loginId,
+      seal(key, login.refreshToken, aad(ref)),
+      key.id,
+      [...login.requestedScopes],
+      login.grantedScope ?? null,
+    ],
   );
   return loginId;
 }
@@ -56,23 +65,40 @@ export async function saveLogin(db: Queryable, key: SecretKey, ref: ConnectionRe
  * A login sealed with another key than `key` counts as no login (a new login stores it with the current key).
  */
 export async function readLoginState(db: Queryable, key: SecretKey, ref: ConnectionRef): Promise<LoginState> {
-  const { rows } = await db.query<{ login_id: string | null; refresh_token_sealed: string | null; key_id: string | null; login_required_at: Date | null; login_required_reason: string | null }>(
+  const { rows } = await db.query<{
+    login_id: string | null;
+    refresh_token_sealed: string | null;
+    key_id: string | null;
+    login_required_at: Date | null;
+    login_required_reason: string | null;
+  }>(
     `SELECT login_id, refresh_token_sealed, key_id, login_required_at, login_required_reason
        FROM etl.connection_logins WHERE connection = $1 AND base_url = $2 AND client_id = $3`,
     [ref.connection, ref.baseUrl, ref.clientId],
   );
   const row = rows[0];
-  if (!row || row.login_id === null || row.refresh_token_sealed === null) return { kind: 'login_required', reason: 'nobody has logged in for this connection yet' };
-  if (row.login_required_at !== null) return { kind: 'login_required', reason: row.login_required_reason ?? 'the refresh token was refused' };
-  if (row.key_id !== key.id) return { kind: 'login_required', reason: `the login was stored with another ${SECRET_KEY_ENV}` };
-  return { kind: 'logged_in', login: { loginId: row.login_id, refreshToken: open(key, row.refresh_token_sealed, aad(ref)) } };
+  if (!row || row.login_id === null || row.refresh_token_sealed === null)
+    return { kind: 'login_required', reason: 'nobody has logged in for this connection yet' };
+  if (row.login_required_at !== null)
+    return { kind: 'login_required', reason: row.login_required_reason ?? 'the refresh token was refused' };
+  if (row.key_id !== key.id)
+    return { kind: 'login_required', reason: `the login was stored with another ${SECRET_KEY_ENV}` };
+  return {
+    kind: 'logged_in',
+    login: { loginId: row.login_id, refreshToken: open(key, row.refresh_token_sealed, aad(ref)) },
+  };
 }
 
 /**
  * Records that the refresh token of login `loginId` was refused; a newer login is left alone.
  * @returns whether the row changed (false: already marked, or replaced by a newer login)
  */
-export async function markLoginRequired(db: Queryable, ref: ConnectionRef, loginId: string, reason: string): Promise<boolean> {
+export async function markLoginRequired(
+  db: Queryable,
+  ref: ConnectionRef,
+  loginId: string,
+  reason: string,
+): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE etl.connection_logins SET login_required_at = now(), login_required_reason = $5, updated_at = now()
       WHERE connection = $1 AND base_url = $2 AND client_id = $3 AND login_id = $4 AND login_required_at IS NULL`,
@@ -82,7 +108,12 @@ export async function markLoginRequired(db: Queryable, ref: ConnectionRef, login
 }
 
 /** Records the scope of the latest token response of a connection (either kind), creating its row if needed. */
-export async function recordScope(db: Queryable, ref: ConnectionRef, auth: AuthKind, scope: string | undefined): Promise<void> {
+export async function recordScope(
+  db: Queryable,
+  ref: ConnectionRef,
+  auth: AuthKind,
+  scope: string | undefined,
+): Promise<void> {
   await db.query(
     `INSERT INTO etl.connection_logins (connection, base_url, client_id, auth, granted_scope, scope_seen_at)
      VALUES ($1, $2, $3, $4, $5, now())
@@ -121,10 +152,19 @@ export async function listConnectionLogins(db: Queryable, names?: readonly strin
  * The ConnectionAuthStore of one connection (report-api/types.ts), on `db`.
  * @param key needed for `auth: authorization_code` (loginState decrypts the refresh token); unused otherwise
  */
-export function makeConnectionAuthStore(db: Queryable, ref: ConnectionRef, auth: AuthKind, key: SecretKey | undefined): ConnectionAuthStore {
+export function makeConnectionAuthStore(
+  db: Queryable,
+  ref: ConnectionRef,
+  auth: AuthKind,
+  key: SecretKey | undefined,
+): ConnectionAuthStore {
   return {
     async loginState() {
-      if (!key) return { kind: 'login_required', reason: `${SECRET_KEY_ENV} is not set, so the stored refresh token cannot be read` };
+      if (!key)
+        return {
+          kind: 'login_required',
+          reason: `${SECRET_KEY_ENV} is not set, so the stored refresh token cannot be read`,
+        };
       return readLoginState(db, key, ref);
     },
     async markLoginRequired(loginId, reason) {

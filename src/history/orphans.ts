@@ -33,7 +33,10 @@ export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[
     [jobs],
   );
   if (rows.length === 0) return [];
-  const gone = await goneOwners(pool, rows.map((r) => r.owner_lock));
+  const gone = await goneOwners(
+    pool,
+    rows.map((r) => r.owner_lock),
+  );
   return rows.filter((r) => gone.has(r.owner_lock));
 }
 
@@ -48,7 +51,9 @@ export async function goneOwners(pool: pg.Pool, ownerKeys: readonly string[]): P
   const client = await pool.connect();
   try {
     for (const owner of new Set(ownerKeys)) {
-      const { rows: got } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS got', [owner]);
+      const { rows: got } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS got', [
+        owner,
+      ]);
       if (got[0]?.got) {
         gone.add(owner);
         await client.query('SELECT pg_advisory_unlock($1::bigint)', [owner]);

@@ -25,7 +25,12 @@ export interface PruneResult {
  * statements per call, so that no statement holds many locks or runs long.
  * @param jobs the jobs whose history is pruned (those of this jobs.yaml: another one may share the database)
  */
-export async function pruneHistory(db: Queryable, jobs: readonly string[], before: Date, o: { batchSize?: number; maxBatches?: number } = {}): Promise<PruneResult> {
+export async function pruneHistory(
+  db: Queryable,
+  jobs: readonly string[],
+  before: Date,
+  o: { batchSize?: number; maxBatches?: number } = {},
+): Promise<PruneResult> {
   const batchSize = o.batchSize ?? 500;
   const maxBatches = o.maxBatches ?? 20;
   let attempts = 0;

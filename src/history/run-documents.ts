@@ -18,21 +18,48 @@ export interface RunDocument {
 }
 
 /** Records the documents of attempt `attemptId`, inside the loading transaction (so they commit with the content). */
-export async function insertRunDocuments(db: Queryable, attemptId: string, targetTable: string, docs: readonly Omit<RunDocument, 'targetTable'>[]): Promise<void> {
+export async function insertRunDocuments(
+  db: Queryable,
+  attemptId: string,
+  targetTable: string,
+  docs: readonly Omit<RunDocument, 'targetTable'>[],
+): Promise<void> {
   if (docs.length === 0) return;
   await db.query(
     `INSERT INTO etl.run_documents (attempt_id, page, target_table, file_name, content_type, bytes, sha256)
      SELECT $1, d.page, $2, d.file_name, d.content_type, d.bytes, d.sha256
      FROM unnest($3::int[], $4::text[], $5::text[], $6::bigint[], $7::text[]) AS d(page, file_name, content_type, bytes, sha256)`,
-    [attemptId, targetTable, docs.map((d) => d.page), docs.map((d) => d.fileName), docs.map((d) => d.contentType), docs.map((d) => d.bytes), docs.map((d) => d.sha256)],
+    [
+      attemptId,
+      targetTable,
+      docs.map((d) => d.page),
+      docs.map((d) => d.fileName),
+      docs.map((d) => d.contentType),
+      docs.map((d) => d.bytes),
+      docs.map((d) => d.sha256),
+    ],
   );
 }
 
 /** The documents attempt `attemptId` archived, by page (empty when it archived none or does not exist). */
 export async function listRunDocuments(db: Queryable, attemptId: string): Promise<RunDocument[]> {
-  const { rows } = await db.query<{ page: number; target_table: string; file_name: string; content_type: string; bytes: string; sha256: string }>(
+  const { rows } = await db.query<{
+    page: number;
+    target_table: string;
+    file_name: string;
+    content_type: string;
+    bytes: string;
+    sha256: string;
+  }>(
     `SELECT page, target_table, file_name, content_type, bytes, sha256 FROM etl.run_documents WHERE attempt_id = $1 ORDER BY page`,
     [attemptId],
   );
-  return rows.map((r) => ({ page: r.page, targetTable: r.target_table, fileName: r.file_name, contentType: r.content_type, bytes: Number(r.bytes), sha256: r.sha256 }));
+  return rows.map((r) => ({
+    page: r.page,
+    targetTable: r.target_table,
+    fileName: r.file_name,
+    contentType: r.content_type,
+    bytes: Number(r.bytes),
+    sha256: r.sha256,
+  }));
 }

@@ -90,7 +90,10 @@ export interface FailedRunToReplay {
  * @param f only this job; only failures whose newest attempt started since (the superseding run may be older)
  * @returns one row per such run, newest failure first
  */
-export async function failedRunsToReplay(db: Queryable, f: { job?: string | undefined; since?: Date | undefined } = {}): Promise<FailedRunToReplay[]> {
+export async function failedRunsToReplay(
+  db: Queryable,
+  f: { job?: string | undefined; since?: Date | undefined } = {},
+): Promise<FailedRunToReplay[]> {
   const { rows } = await db.query<FailedRunToReplay>(
     `WITH failed AS (
        SELECT r.job, r.run_key, a.attempt_id, a.started_at, a.error, a.write_mode, a.target_table, ${logicalTimeSql('r')} AS logical_time
@@ -134,7 +137,8 @@ const DISTINCT_JOBS = `WITH RECURSIVE jobs AS (
  * Each job's runs come from the (job, created_at DESC) index through a LATERAL join.
  */
 export async function listRecentRuns(db: Queryable, f: RunListFilter): Promise<RunListRow[]> {
-  const jobs = f.job === undefined ? `(SELECT job FROM (${DISTINCT_JOBS}) d WHERE $1::text IS NULL)` : '(SELECT $1::text AS job)';
+  const jobs =
+    f.job === undefined ? `(SELECT job FROM (${DISTINCT_JOBS}) d WHERE $1::text IS NULL)` : '(SELECT $1::text AS job)';
   const { rows } = await db.query<RunListRow>(
     `SELECT r.*, n.newest_attempt_id, n.error_first_line
        FROM ${jobs} j

@@ -36,7 +36,17 @@ export async function recordRunRequest(db: Queryable, r: RunRequestRow): Promise
            parameters = excluded.parameters, scheduled_for = coalesce(run.scheduled_for, excluded.scheduled_for),
            queued_at = coalesce(run.queued_at, excluded.queued_at)
        WHERE run.queue_job_id IS NULL`,
-    [r.job, r.runKey, r.queueJobId, r.trigger, r.scheduledFor ?? null, r.logicalStart ?? null, r.logicalEnd ?? null, r.parameters ? JSON.stringify(r.parameters) : null, r.queuedAt ?? null],
+    [
+      r.job,
+      r.runKey,
+      r.queueJobId,
+      r.trigger,
+      r.scheduledFor ?? null,
+      r.logicalStart ?? null,
+      r.logicalEnd ?? null,
+      r.parameters ? JSON.stringify(r.parameters) : null,
+      r.queuedAt ?? null,
+    ],
   );
 }
 
@@ -91,6 +101,9 @@ export async function getRun(db: Queryable, job: string, runKey: string): Promis
  * makes name their job or are UUIDs, so more than one row means someone chose the same `run --run-key` for two jobs.
  */
 export async function findRunsByKey(db: Queryable, runKey: string, job?: string): Promise<RunRow[]> {
-  const { rows } = await db.query<RunRow>('SELECT * FROM etl.runs WHERE run_key = $1 AND ($2::text IS NULL OR job = $2) ORDER BY job LIMIT 20', [runKey, job ?? null]);
+  const { rows } = await db.query<RunRow>(
+    'SELECT * FROM etl.runs WHERE run_key = $1 AND ($2::text IS NULL OR job = $2) ORDER BY job LIMIT 20',
+    [runKey, job ?? null],
+  );
   return rows;
 }

@@ -19,7 +19,21 @@ export const MAX_PAGE_ENTRIES = 100;
  * the start request, the server's rendering (the polls), the load transaction and inside it the DELETE of a replaced
  * target's rows, COPY, applying the write mode from a staging table and the commit; the DELETE of the report job.
  */
-export const TIMELINE_STEPS = ['slot', 'record', 'check', 'token', 'clear', 'start', 'render', 'load', 'target_delete', 'copy', 'apply', 'commit', 'delete'] as const;
+export const TIMELINE_STEPS = [
+  'slot',
+  'record',
+  'check',
+  'token',
+  'clear',
+  'start',
+  'render',
+  'load',
+  'target_delete',
+  'copy',
+  'apply',
+  'commit',
+  'delete',
+] as const;
 
 /** One of {@link TIMELINE_STEPS}. */
 export type TimelineStepName = (typeof TIMELINE_STEPS)[number];
@@ -160,10 +174,17 @@ function isNumber(v: unknown): v is number {
 export function readTimeline(value: unknown): AttemptTimeline | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const t = value as Partial<AttemptTimeline>;
-  if (t.v !== TIMELINE_VERSION || typeof t.start !== 'string' || Number.isNaN(Date.parse(t.start)) || !isNumber(t.ms)) return undefined;
+  if (t.v !== TIMELINE_VERSION || typeof t.start !== 'string' || Number.isNaN(Date.parse(t.start)) || !isNumber(t.ms))
+    return undefined;
   if (!Array.isArray(t.steps) || !Array.isArray(t.pages)) return undefined;
-  const steps = t.steps.filter((s): s is TimelineStep => !!s && (TIMELINE_STEPS as readonly string[]).includes(s.step) && isNumber(s.at) && isNumber(s.ms));
-  const pages = t.pages.filter((p): p is TimelinePage => !!p && [p.page, p.req, p.hdr, p.start, p.end, p.wait, p.net, p.decode, p.copy, p.rows, p.bytes].every(isNumber));
+  const steps = t.steps.filter(
+    (s): s is TimelineStep =>
+      !!s && (TIMELINE_STEPS as readonly string[]).includes(s.step) && isNumber(s.at) && isNumber(s.ms),
+  );
+  const pages = t.pages.filter(
+    (p): p is TimelinePage =>
+      !!p && [p.page, p.req, p.hdr, p.start, p.end, p.wait, p.net, p.decode, p.copy, p.rows, p.bytes].every(isNumber),
+  );
   return { ...t, steps, pages, pagesRead: isNumber(t.pagesRead) ? t.pagesRead : pages.length } as AttemptTimeline;
 }
 

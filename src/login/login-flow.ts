@@ -40,7 +40,9 @@ export const ONLINE_REFRESH_VALIDITY_MS = 10 * 3_600_000;
  * @returns ms
  */
 export function expectedRefreshValidityMs(grantedScope: string | null | undefined): number {
-  return (grantedScope ?? '').split(/\s+/).includes('offline_access') ? OFFLINE_REFRESH_VALIDITY_MS : ONLINE_REFRESH_VALIDITY_MS;
+  return (grantedScope ?? '').split(/\s+/).includes('offline_access')
+    ? OFFLINE_REFRESH_VALIDITY_MS
+    : ONLINE_REFRESH_VALIDITY_MS;
 }
 
 /** The jobs.yaml connection of a login. */
@@ -57,7 +59,9 @@ export function connectionRef(c: LoginConnection): ConnectionRef {
 
 function assertUserDependent(c: LoginConnection): void {
   if (c.connection.auth !== 'authorization_code' || !c.connection.redirectUri) {
-    throw new ConfigError([`connection "${c.name}" is not a user-dependent service user (auth: ${c.connection.auth}): only connections with auth: authorization_code log in`]);
+    throw new ConfigError([
+      `connection "${c.name}" is not a user-dependent service user (auth: ${c.connection.auth}): only connections with auth: authorization_code log in`,
+    ]);
   }
 }
 
@@ -83,15 +87,35 @@ export interface StartedLogin {
  * @throws ConfigError (not a user-dependent connection); LoginFailedError (the discovery document names no
  *   authorization_endpoint); what discovery throws (ServerUnreachableError, TokenError)
  */
-export async function startLogin(db: Queryable, c: LoginConnection, startedBy: LoginStarter, o: { logger?: Logger; signal?: AbortSignal } = {}): Promise<StartedLogin> {
+export async function startLogin(
+  db: Queryable,
+  c: LoginConnection,
+  startedBy: LoginStarter,
+  o: { logger?: Logger; signal?: AbortSignal } = {},
+): Promise<StartedLogin> {
   assertUserDependent(c);
   const endpoints = await endpointsOf(c, o.logger ?? silentLogger, o.signal);
   if (!endpoints.authorizationEndpoint) {
-    throw new LoginFailedError(`the discovery document of ${c.connection.baseUrl} names no authorization_endpoint (docs/report-export-service.md "Discovery document"): the server does not offer the user login`);
+    throw new LoginFailedError(
+      `the discovery document of ${c.connection.baseUrl} names no authorization_endpoint (docs/report-export-service.md "Discovery document"): the server does not offer the user login`,
+    );
   }
   const scopes = c.connection.scopes ?? [];
-  const state = await createLoginState(db, { ref: connectionRef(c), redirectUri: c.connection.redirectUri!, scopes, startedBy });
-  return { url: authorizationUrl(endpoints.authorizationEndpoint, { clientId: c.connection.clientId, scopes, redirectUri: c.connection.redirectUri!, state }), state };
+  const state = await createLoginState(db, {
+    ref: connectionRef(c),
+    redirectUri: c.connection.redirectUri!,
+    scopes,
+    startedBy,
+  });
+  return {
+    url: authorizationUrl(endpoints.authorizationEndpoint, {
+      clientId: c.connection.clientId,
+      scopes,
+      redirectUri: c.connection.redirectUri!,
+      state,
+    }),
+    state,
+  };
 }
 
 /** A finished login. */
@@ -122,28 +146,51 @@ export async function completeLogin(
   const logger = o.logger ?? silentLogger;
   const state = params.get('state');
   if (!state) {
-    throw new LoginFailedError('the redirect carries no state: it does not come from a login report-etl started; start one with `report-etl login <connection>`');
+    throw new LoginFailedError(
+      'the redirect carries no state: it does not come from a login report-etl started; start one with `report-etl login <connection>`',
+    );
   }
   const pending = await consumeLoginState(db, state);
   if (!pending) {
     logger.warn('login redirect refused: unknown, already used or expired state');
-    throw new LoginFailedError('this login link is unknown, was used already or expired (10 minutes; RFC 6749 section 10.12): start a new login with `report-etl login <connection>` or the admin page');
+    throw new LoginFailedError(
+      'this login link is unknown, was used already or expired (10 minutes; RFC 6749 section 10.12): start a new login with `report-etl login <connection>` or the admin page',
+    );
   }
   try {
     const connection = findConnection(pending.connection);
-    if (!connection || connection.auth !== 'authorization_code' || connection.baseUrl !== pending.base_url || connection.clientId !== pending.client_id) {
-      throw new LoginFailedError(`connection "${pending.connection}" is not configured here as it was when the login started (auth: authorization_code, same baseUrl and clientId): finish it where it started, or start it again`);
+    if (
+      !connection ||
+      connection.auth !== 'authorization_code' ||
+      connection.baseUrl !== pending.base_url ||
+      connection.clientId !== pending.client_id
+    ) {
+      throw new LoginFailedError(
+        `connection "${pending.connection}" is not configured here as it was when the login started (auth: authorization_code, same baseUrl and clientId): finish it where it started, or start it again`,
+      );
     }
     const c: LoginConnection = { name: pending.connection, connection };
     const endpoints = await endpointsOf(c, logger, o.signal);
     const checked = readAuthorizationResponse(endpoints, connection.clientId, params, state);
-    const client = { clientId: connection.clientId, clientSecret: connection.clientSecret, timeoutMs: connection.requestTimeoutMs, retry: DEFAULT_RETRY };
+    const client = {
+      clientId: connection.clientId,
+      clientSecret: connection.clientSecret,
+      timeoutMs: connection.requestTimeoutMs,
+      retry: DEFAULT_RETRY,
+    };
     const tokens = await exchangeAuthorizationCode(endpoints, client, checked, pending.redirect_uri, o.signal);
-    await saveLogin(db, key, connectionRef(c), { refreshToken: tokens.refreshToken, requestedScopes: pending.scopes, grantedScope: tokens.scope });
+    await saveLogin(db, key, connectionRef(c), {
+      refreshToken: tokens.refreshToken,
+      requestedScopes: pending.scopes,
+      grantedScope: tokens.scope,
+    });
     const expiresBy = new Date(Date.now() + expectedRefreshValidityMs(tokens.scope));
     const message = `connection "${c.name}" logged in; scopes granted: ${tokens.scope ?? '(none named)'}; the refresh token lasts until ${expiresBy.toISOString()} at the latest`;
     await finishLoginState(db, state, 'logged_in', message);
-    logger.info({ connection: c.name, scope: tokens.scope, startedBy: pending.started_by }, 'user-dependent service user logged in');
+    logger.info(
+      { connection: c.name, scope: tokens.scope, startedBy: pending.started_by },
+      'user-dependent service user logged in',
+    );
     return { connection: c.name, startedBy: pending.started_by, grantedScope: tokens.scope, expiresBy };
   } catch (err) {
     await finishLoginState(db, state, 'failed', coerceError(err).message).catch(() => undefined);

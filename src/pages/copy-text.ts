@@ -13,7 +13,6 @@ export const CR = 0x0d;
 export const BACKSLASH = 0x5c;
 export const LETTER_N = 0x4e;
 
-
 /** Bytes of rows a decoder gathers before it hands them out ({@link CopyOutput.takeFull}). */
 export const TAKE_BYTES = 128 * 1024;
 

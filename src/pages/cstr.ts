@@ -49,7 +49,6 @@ function hex(b: Uint8Array, i: number, count: number, e: number): number {
   return v;
 }
 
-
 /** Thrown by {@link decodeCstr}: what is wrong, and the index in the input of the offending escape. */
 export class CstrError extends Error {
   readonly index: number;
@@ -98,7 +97,8 @@ export function decodeCstr(b: Uint8Array, s: number, e: number, out: Uint8Array,
       let v = x - 0x30;
       let j = i + 2;
       while (j < e && j < i + 4 && b[j]! >= 0x30 && b[j]! <= 0x37) v = v * 8 + (b[j++]! - 0x30);
-      if (v > 0xff) throw new CstrError(`octal escape ${Buffer.from(b.subarray(i, j)).toString('latin1')} is beyond \\377`, i);
+      if (v > 0xff)
+        throw new CstrError(`octal escape ${Buffer.from(b.subarray(i, j)).toString('latin1')} is beyond \\377`, i);
       if (v === 0) result.nul = true;
       else if (v >= 0x80) result.byteEscapes = true;
       out[op++] = v;
@@ -116,7 +116,8 @@ export function decodeCstr(b: Uint8Array, s: number, e: number, out: Uint8Array,
       let next = i + 6;
       if (cp >= 0xd800 && cp <= 0xdbff) {
         const low = b[next] === BACKSLASH && b[next + 1] === 0x75 ? hex(b, next + 2, 4, e) : -1;
-        if (low < 0xdc00 || low > 0xdfff) throw new CstrError(`high surrogate \\u${cp.toString(16).toUpperCase()} without a low surrogate after it`, i);
+        if (low < 0xdc00 || low > 0xdfff)
+          throw new CstrError(`high surrogate \\u${cp.toString(16).toUpperCase()} without a low surrogate after it`, i);
         cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
         next += 6;
       } else if (cp >= 0xdc00 && cp <= 0xdfff) {

@@ -58,7 +58,9 @@ export function makePageDecoder(outputType: OutputType, options: DecoderOptions 
       return new TxtAllPageDecoder(outputType, limits);
     case 'json_userdef':
     case 'json_userdef_compact':
-      return options.rowsAt === undefined ? new JsonDocumentPageDecoder(outputType, limits) : new JsonUserdefRowsPageDecoder(outputType, options.rowsAt, limits);
+      return options.rowsAt === undefined
+        ? new JsonDocumentPageDecoder(outputType, limits)
+        : new JsonUserdefRowsPageDecoder(outputType, options.rowsAt, limits);
     case 'xml':
       return new XmlDocumentPageDecoder();
     case 'txt':

@@ -30,7 +30,10 @@ export function mediaType(contentType: string | undefined): string {
 export function checkContentType(type: DocumentOutputType, contentType: string | undefined, page: number): void {
   const expected = DOCUMENT_FORMATS[type].contentType;
   if (mediaType(contentType) !== expected) {
-    throw new PageFormatError(`Content-Type ${contentType === undefined ? '(none)' : JSON.stringify(contentType)} does not fit output type ${type} (expected ${expected})`, { page });
+    throw new PageFormatError(
+      `Content-Type ${contentType === undefined ? '(none)' : JSON.stringify(contentType)} does not fit output type ${type} (expected ${expected})`,
+      { page },
+    );
   }
 }
 
@@ -41,8 +44,14 @@ export function checkContentType(type: DocumentOutputType, contentType: string |
 export function checkSignature(type: DocumentOutputType, head: Buffer, page: number): void {
   const magic = type === 'pdf' ? PDF_MAGIC : ZIP_MAGIC;
   if (head.length < magic.length || !head.subarray(0, magic.length).equals(magic)) {
-    const what = type === 'pdf' ? 'a PDF starts with %PDF-' : `an ${DOCUMENT_FORMATS[type].extension} file is a zip package and starts with PK\\x03\\x04`;
-    throw new PageFormatError(`not a ${DOCUMENT_FORMATS[type].extension} document: ${what}, this page starts with ${JSON.stringify(head.subarray(0, 8).toString('latin1'))}`, { page, offset: 0 });
+    const what =
+      type === 'pdf'
+        ? 'a PDF starts with %PDF-'
+        : `an ${DOCUMENT_FORMATS[type].extension} file is a zip package and starts with PK\\x03\\x04`;
+    throw new PageFormatError(
+      `not a ${DOCUMENT_FORMATS[type].extension} document: ${what}, this page starts with ${JSON.stringify(head.subarray(0, 8).toString('latin1'))}`,
+      { page, offset: 0 },
+    );
   }
 }
 
@@ -55,11 +64,18 @@ export function checkSignature(type: DocumentOutputType, head: Buffer, page: num
 export function checkEnd(type: DocumentOutputType, tail: Buffer, bytes: number, page: number): void {
   if (bytes === 0) throw new PageFormatError(`empty document: the ${type} page has no bytes`, { page });
   if (type === 'pdf') {
-    if (tail.lastIndexOf(PDF_END) < 0) throw new PageFormatError(`truncated PDF: no %%EOF in its last ${tail.length} of ${bytes} bytes`, { page, offset: bytes });
+    if (tail.lastIndexOf(PDF_END) < 0)
+      throw new PageFormatError(`truncated PDF: no %%EOF in its last ${tail.length} of ${bytes} bytes`, {
+        page,
+        offset: bytes,
+      });
     return;
   }
   if (tail.lastIndexOf(ZIP_END) < 0) {
-    throw new PageFormatError(`truncated ${DOCUMENT_FORMATS[type].extension} package: the zip has no end-of-central-directory record (${bytes} bytes)`, { page, offset: bytes });
+    throw new PageFormatError(
+      `truncated ${DOCUMENT_FORMATS[type].extension} package: the zip has no end-of-central-directory record (${bytes} bytes)`,
+      { page, offset: bytes },
+    );
   }
 }
 

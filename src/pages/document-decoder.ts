@@ -11,9 +11,8 @@ import { createHash } from 'node:crypto';
 import { DOCUMENT_FORMATS, type DocumentOutputType } from '../vocabulary.ts';
 import { CopyOutput, writeEscapedString } from './copy-text.ts';
 import { checkContentType, checkEnd, checkSignature, tailBytes, TailKeeper } from './document-checks.ts';
-import type { FixedColumn, PageDecoder, PageMeta } from './page-decoder.ts';
+import type { PageDecoder, PageMeta } from './page-decoder.ts';
 import { DOCUMENT_COLUMNS } from './fixed-columns.ts';
-
 
 /** Two ASCII hex digits per byte value, as one little-endian 16-bit unit (byte 0xAB -> 'a','b'). */
 const HEX_PAIRS = new Uint16Array(256);
@@ -70,8 +69,17 @@ export type FileNamer = (page: number) => string;
  * mandant, the attempt's start as UTC `yyyyMMddTHHmmssSSSZ` (milliseconds, so that attempts differ), the page, the type's extension; characters other than
  * letters, digits, `-` and `_` become `_`.
  */
-export function documentFileName(o: { report: string; mandant: string; runTime: Date; page: number; type: DocumentOutputType }): string {
-  const base = o.report.split('/').pop()!.replace(/\.(avw|avx)$/i, '');
+export function documentFileName(o: {
+  report: string;
+  mandant: string;
+  runTime: Date;
+  page: number;
+  type: DocumentOutputType;
+}): string {
+  const base = o.report
+    .split('/')
+    .pop()!
+    .replace(/\.(avw|avx)$/i, '');
   const time = o.runTime.toISOString().replace(/[-:.]/g, '');
   const safe = (s: string): string => s.replace(/[^A-Za-z0-9_-]+/g, '_');
   return `${safe(base)}_${safe(o.mandant)}_${time}_${o.page}.${DOCUMENT_FORMATS[o.type].extension}`;

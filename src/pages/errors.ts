@@ -26,7 +26,12 @@ export class PageFormatError extends EtlError {
     const details: Record<string, unknown> = { page: where.page };
     if (where.row !== undefined) details.row = where.row;
     if (where.offset !== undefined) details.offset = where.offset;
-    super('PAGE_FORMAT', `${parts.join(', ')}: ${what}`, { stage: 'parse', retryable: false, details, cause: options.cause });
+    super('PAGE_FORMAT', `${parts.join(', ')}: ${what}`, {
+      stage: 'parse',
+      retryable: false,
+      details,
+      cause: options.cause,
+    });
     this.what = what;
     this.where = where;
   }

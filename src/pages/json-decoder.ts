@@ -19,7 +19,6 @@ import { JsonValueScanner, NEED, skipWs } from './json-values.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD } from '../copy-binary/field-writer.ts';
 import { PlanHolder, scanAcrossPlan, type PlanRows } from './rows-plan.ts';
 import { ByteRun, viewOf } from './byte-run.ts';
-import type { BinaryEncoding } from '../copy-binary/format.ts';
 
 const QUOTE = 0x22;
 const DATA = Buffer.from('data');
@@ -108,7 +107,7 @@ export class JsonPageDecoder implements PageDecoder {
     });
     for await (const chunk of body) {
       // A row cut off by the last chunk is completed from a small copy of this one's start; the rest is parsed in place.
-      for (let buf = carry.pushStitched(chunk); buf !== undefined; ) {
+      for (let buf = carry.pushStitched(chunk); buf !== undefined;) {
         const consumed = this.parseAll(buf, st);
         buf = carry.next(buf, consumed);
       }
@@ -134,11 +133,16 @@ export class JsonPageDecoder implements PageDecoder {
 
   /** parse() over the whole of `buf`, in the plan's format from the first row on (rows-plan.ts). */
   private parseAll(buf: Buffer, st: JsonPageState): number {
-    return scanAcrossPlan(buf, st, (b) => this.parse(b, st), () => {
-      const learned = this.justLearned;
-      this.justLearned = false;
-      return learned;
-    });
+    return scanAcrossPlan(
+      buf,
+      st,
+      (b) => this.parse(b, st),
+      () => {
+        const learned = this.justLearned;
+        this.justLearned = false;
+        return learned;
+      },
+    );
   }
 
   /** Scans b as far as whole units go; returns the index after the last whole unit. */
@@ -155,7 +159,7 @@ export class JsonPageDecoder implements PageDecoder {
     sc.row = undefined;
     sc.inspect = this.inspect;
     let i = 0;
-    let consumed = 0;
+    let consumed: number;
     try {
       for (;;) {
         i = skipWs(b, i, n);
@@ -195,7 +199,7 @@ export class JsonPageDecoder implements PageDecoder {
           else sc.fail("expected ',' or ']' after a row", i);
           i++;
         } else if (phase === PHASE.start) {
-          if (c !== 0x7b) sc.fail("a page must be an object {\"data\":[...]}", i);
+          if (c !== 0x7b) sc.fail('a page must be an object {"data":[...]}', i);
           st.phase = PHASE.keyOrEnd;
           i++;
         } else if (phase === PHASE.keyOrEnd || phase === PHASE.key) {
@@ -337,12 +341,13 @@ export class JsonPageDecoder implements PageDecoder {
     // `at`: after the row's '{', then after each value.
     let at = rowStart + 1;
     let col = 0;
-    let i = at;
+    let i: number;
     for (;;) {
       const run = col < ncols ? before[col] : undefined;
       let v: number;
       // A value right behind the run (more whitespace than the learned row had goes the general way).
-      if (run !== undefined && n - at > run.length && run.at(dv, b, at) && !isWs(b[at + run.length]!)) v = at + run.length;
+      if (run !== undefined && n - at > run.length && run.at(dv, b, at) && !isWs(b[at + run.length]!))
+        v = at + run.length;
       else {
         // Whitespace, ',' or '}', then the key compared with the first row's key of this column as it is read.
         if (col === 0) {
@@ -436,7 +441,8 @@ export class JsonPageDecoder implements PageDecoder {
           if (ke === NEED) return NEED;
           const name = this.keyName(b, i + 1, ke);
           const col = this.keyIndex.get(name);
-          if (col === undefined) return sc.fail(`column ${JSON.stringify(name)} is not among the first row's columns`, i);
+          if (col === undefined)
+            return sc.fail(`column ${JSON.stringify(name)} is not among the first row's columns`, i);
           if (spans[2 * col]! >= 0) sc.fail(`column ${JSON.stringify(name)} appears twice in a row`, i);
           const v = this.afterKey(b, ke, n);
           if (v === NEED) return NEED;

@@ -13,11 +13,10 @@ import { LF, writeEscapedBytes } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { JsonPageDecoder } from './json-decoder.ts';
 import { JsonValueScanner, NEED, skipWs } from './json-values.ts';
-import type { FixedColumn, PageDecoder, PageMeta } from './page-decoder.ts';
+import type { PageDecoder, PageMeta } from './page-decoder.ts';
 import { valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import type { PlanRows } from './rows-plan.ts';
 import { JSON_DOCUMENT_COLUMNS } from './fixed-columns.ts';
-
 
 /** Bytes escaped per yielded Buffer when a document is written out. */
 const SLICE = 1 << 20;
@@ -53,7 +52,11 @@ function checkJson(doc: Buffer, page: number): void {
     JSON.parse(doc.toString('utf8'));
   } catch (err) {
     const m = /position (\d+)/.exec((err as Error).message);
-    throw new PageFormatError(`not valid JSON: ${(err as Error).message}`, { page, ...(m ? { offset: Number(m[1]) } : {}) }, { cause: err });
+    throw new PageFormatError(
+      `not valid JSON: ${(err as Error).message}`,
+      { page, ...(m ? { offset: Number(m[1]) } : {}) },
+      { cause: err },
+    );
   }
 }
 
@@ -80,7 +83,8 @@ export class JsonDocumentPageDecoder implements PageDecoder {
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number, _meta?: PageMeta): AsyncGenerator<Buffer> {
     const doc = await gather(body, page, this.limits.maxValueBytes);
     const start = skipWs(doc, 0, doc.length);
-    if (start === doc.length) throw new PageFormatError('empty page: a json_userdef page must hold a JSON document', { page });
+    if (start === doc.length)
+      throw new PageFormatError('empty page: a json_userdef page must hold a JSON document', { page });
     checkJson(doc, page);
     yield Buffer.from(`${page}\t`);
     for (let s = 0; s < doc.length; s += SLICE) {
@@ -145,7 +149,11 @@ export class JsonUserdefRowsPageDecoder implements PageDecoder {
     } catch (err) {
       if (!(err instanceof PageFormatError)) throw err;
       const offset = err.where.offset === undefined ? undefined : err.where.offset + shift;
-      throw new PageFormatError(`${err.what} (in the array at ${this.pointer})`, { ...err.where, ...(offset === undefined ? {} : { offset }) }, { cause: err });
+      throw new PageFormatError(
+        `${err.what} (in the array at ${this.pointer})`,
+        { ...err.where, ...(offset === undefined ? {} : { offset }) },
+        { cause: err },
+      );
     }
   }
 
@@ -171,7 +179,9 @@ export class JsonUserdefRowsPageDecoder implements PageDecoder {
         i = this.element(doc, i, n, Number(token));
         if (i < 0) missing(`${path || 'the document'} has no element ${token}`);
       } else {
-        missing(`${path || 'the document'} is not an object${c === 0x5b ? ' (an array, and "' + token + '" is no index)' : ''}`);
+        missing(
+          `${path || 'the document'} is not an object${c === 0x5b ? ' (an array, and "' + token + '" is no index)' : ''}`,
+        );
       }
       path += `/${token}`;
     }

@@ -38,7 +38,8 @@ function hex4(b: Uint8Array, i: number): number {
   let v = 0;
   for (let k = 0; k < 4; k++) {
     const c = b[i + k]!;
-    const d = c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1;
+    const d =
+      c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1;
     if (d < 0) return -1;
     v = (v << 4) | d;
   }
@@ -135,7 +136,10 @@ export class JsonValueScanner {
         // the text path passes on) is left to PostgreSQL in text format.
         let text: Buffer | undefined;
         try {
-          text = Buffer.from(JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, e - i).toString('utf8')) as string, 'utf8');
+          text = Buffer.from(
+            JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, e - i).toString('utf8')) as string,
+            'utf8',
+          );
         } catch {
           text = undefined;
         }
@@ -189,7 +193,8 @@ export class JsonValueScanner {
     if (k >= n) return NEED;
     const count = k - ds;
     const t = b[k];
-    if (count === 0 || count > 15 || (count > 1 && b[ds] === 0x30) || t === 0x2e || t === 0x65 || t === 0x45) return NOT_PLAIN;
+    if (count === 0 || count > 15 || (count > 1 && b[ds] === 0x30) || t === 0x2e || t === 0x65 || t === 0x45)
+      return NOT_PLAIN;
     this.op = writeInt8Field(this.out, this.op, negative ? -v : v);
     return k;
   }
@@ -198,7 +203,8 @@ export class JsonValueScanner {
   private literal(b: Uint8Array, i: number, n: number, word: 'null' | 'true' | 'false'): number {
     const len = word.length;
     if (i + len > n) {
-      for (let k = 1; i + k < n; k++) if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
+      for (let k = 1; i + k < n; k++)
+        if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
       return NEED;
     }
     for (let k = 1; k < len; k++) if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
@@ -317,7 +323,9 @@ export class JsonValueScanner {
           if (copyEscape) {
             out[op++] = BACKSLASH;
             out[op++] = e;
-          } else out[op++] = e === 0x6e ? LF : e === 0x72 ? CR : e === 0x74 ? TAB : e === 0x62 ? 0x08 : e === 0x66 ? 0x0c : BACKSLASH;
+          } else
+            out[op++] =
+              e === 0x6e ? LF : e === 0x72 ? CR : e === 0x74 ? TAB : e === 0x62 ? 0x08 : e === 0x66 ? 0x0c : BACKSLASH;
         } else this.fail(`bad escape \\${String.fromCharCode(e)}`, i);
         i += 2;
         continue;
@@ -350,7 +358,16 @@ export class JsonValueScanner {
         if (i + 6 > n) return NEED;
         if (hex4(b, i + 2) < 0) this.fail('bad \\u escape', i);
         i += 6;
-      } else if (e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) {
+      } else if (
+        e === QUOTE ||
+        e === BACKSLASH ||
+        e === 0x2f ||
+        e === 0x62 ||
+        e === 0x66 ||
+        e === 0x6e ||
+        e === 0x72 ||
+        e === 0x74
+      ) {
         i += 2;
       } else this.fail(`bad escape \\${String.fromCharCode(e)}`, i);
     }
@@ -365,7 +382,8 @@ export class JsonValueScanner {
     if (c === 0x6e || c === 0x74 || c === 0x66) {
       const word = c === 0x6e ? 'null' : c === 0x74 ? 'true' : 'false';
       if (i + word.length > n) return NEED;
-      for (let k = 1; k < word.length; k++) if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
+      for (let k = 1; k < word.length; k++)
+        if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
       return i + word.length;
     }
     const isObject = c === 0x7b;

@@ -77,8 +77,24 @@ function digitsAt(b: Uint8Array, i: number, count: number): boolean {
  */
 export function isTxtTimestamp(b: Uint8Array, s: number, e: number): boolean {
   const len = e - s;
-  if (len < 19 || len > 29 || b[s + 2] !== 0x2e || b[s + 5] !== 0x2e || b[s + 10] !== 0x20 || b[s + 13] !== 0x3a || b[s + 16] !== 0x3a) return false;
-  if (!digitsAt(b, s, 2) || !digitsAt(b, s + 3, 2) || !digitsAt(b, s + 6, 4) || !digitsAt(b, s + 11, 2) || !digitsAt(b, s + 14, 2) || !digitsAt(b, s + 17, 2)) {
+  if (
+    len < 19 ||
+    len > 29 ||
+    b[s + 2] !== 0x2e ||
+    b[s + 5] !== 0x2e ||
+    b[s + 10] !== 0x20 ||
+    b[s + 13] !== 0x3a ||
+    b[s + 16] !== 0x3a
+  )
+    return false;
+  if (
+    !digitsAt(b, s, 2) ||
+    !digitsAt(b, s + 3, 2) ||
+    !digitsAt(b, s + 6, 4) ||
+    !digitsAt(b, s + 11, 2) ||
+    !digitsAt(b, s + 14, 2) ||
+    !digitsAt(b, s + 17, 2)
+  ) {
     return false;
   }
   if (len === 19) return true;
@@ -95,7 +111,14 @@ export function isIsoTimestampWithOffset(b: Uint8Array, s: number, e: number): b
   if (len < 17 || len > 40 || b[s + 4] !== 0x2d || b[s + 7] !== 0x2d || b[s + 13] !== 0x3a) return false;
   const t = b[s + 10];
   if (t !== 0x54 && t !== 0x20 && t !== 0x74) return false;
-  if (!digitsAt(b, s, 4) || !digitsAt(b, s + 5, 2) || !digitsAt(b, s + 8, 2) || !digitsAt(b, s + 11, 2) || !digitsAt(b, s + 14, 2)) return false;
+  if (
+    !digitsAt(b, s, 4) ||
+    !digitsAt(b, s + 5, 2) ||
+    !digitsAt(b, s + 8, 2) ||
+    !digitsAt(b, s + 11, 2) ||
+    !digitsAt(b, s + 14, 2)
+  )
+    return false;
   let i = s + 16;
   if (b[i] === 0x3a) {
     if (!digitsAt(b, i + 1, 2)) return false;

@@ -47,7 +47,12 @@ export class PlanHolder {
  * @param scan scans whole units from the start of its argument; returns the index after the last whole one
  * @returns the index in `buf` after the last whole unit
  */
-export function scanAcrossPlan(buf: Buffer, st: { offset: number }, scan: (b: Buffer) => number, learned: () => boolean): number {
+export function scanAcrossPlan(
+  buf: Buffer,
+  st: { offset: number },
+  scan: (b: Buffer) => number,
+  learned: () => boolean,
+): number {
   let consumed = scan(buf);
   st.offset += consumed;
   if (learned()) {

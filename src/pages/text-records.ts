@@ -93,7 +93,13 @@ export abstract class TextRecordsDecoder implements PageDecoder {
         buf = carry.next(buf, consumed);
         // An unfinished record is held until it ends: bound it, as the other text decoders do (value-limit.ts).
         if (buf === undefined && held > this.maxValueBytes) {
-          throw valueTooLargeError({ page, row: this.nextRow(st), column: undefined, bytes: held, limit: this.maxValueBytes });
+          throw valueTooLargeError({
+            page,
+            row: this.nextRow(st),
+            column: undefined,
+            bytes: held,
+            limit: this.maxValueBytes,
+          });
         }
         const rows = this.out.takeFull();
         if (rows !== undefined) yield rows;
@@ -110,7 +116,11 @@ export abstract class TextRecordsDecoder implements PageDecoder {
       const buf = Buffer.concat([rest, LF_BUFFER]);
       const consumed = this.consume(buf, 0, st);
       if (consumed < buf.length) {
-        throw new PageFormatError('page ends inside a quoted field', { page, row: st.line + 1, offset: st.offset + consumed });
+        throw new PageFormatError('page ends inside a quoted field', {
+          page,
+          row: st.line + 1,
+          offset: st.offset + consumed,
+        });
       }
     }
     this.endPage(st);

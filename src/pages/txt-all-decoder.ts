@@ -17,7 +17,6 @@ import { LINE_COLUMNS } from './fixed-columns.ts';
 const QUOTE = 0x22;
 const NULL_ELEMENT = Buffer.from('NULL');
 
-
 /**
  * Writes src[s..e) as the inside of a quoted array element, COPY-text-escaped: `"` -> `\\"`, `\` -> `\\\\`,
  * LF/CR/TAB -> `\n` `\r` `\t`. With `undouble`, `""` is one quote (csv quoting). Caller reserved 4 * (e - s).
@@ -101,14 +100,24 @@ export class TxtAllPageDecoder extends TextRecordsDecoder {
     const where = { page: st.page, row: line, offset: st.offset + s };
     try {
       const r = decodeCstr(b, s, e, this.scratch, 0);
-      if (r.nul) throw new PageFormatError(`line ${line}, field ${field + 1}: the value holds a NUL character (\\0), which PostgreSQL text cannot store`, where);
+      if (r.nul)
+        throw new PageFormatError(
+          `line ${line}, field ${field + 1}: the value holds a NUL character (\\0), which PostgreSQL text cannot store`,
+          where,
+        );
       if (r.byteEscapes && !isUtf8(this.scratch.subarray(0, r.end))) {
-        throw new PageFormatError(`line ${line}, field ${field + 1}: the octal or \\x escapes of the value do not form UTF-8 text`, where);
+        throw new PageFormatError(
+          `line ${line}, field ${field + 1}: the octal or \\x escapes of the value do not form UTF-8 text`,
+          where,
+        );
       }
       return r.end;
     } catch (err) {
       if (!(err instanceof CstrError)) throw err;
-      throw new PageFormatError(`line ${line}, field ${field + 1}: malformed C/Java string: ${err.message}`, { ...where, offset: st.offset + err.index });
+      throw new PageFormatError(`line ${line}, field ${field + 1}: malformed C/Java string: ${err.message}`, {
+        ...where,
+        offset: st.offset + err.index,
+      });
     }
   }
 }

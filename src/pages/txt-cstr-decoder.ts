@@ -44,7 +44,11 @@ export class TxtCstrPageDecoder extends TextRecordsDecoder {
     if (sc.count !== ncols) {
       // An empty line cannot be a row of several columns: skip it.
       if (sc.count === 1 && sc.quoted[0] === 0 && sc.start[0] === sc.end[0] && ncols > 1) return;
-      throw new PageFormatError(`${sc.count} fields, the header has ${ncols}`, { page: st.page, row, offset: st.offset + at });
+      throw new PageFormatError(`${sc.count} fields, the header has ${ncols}`, {
+        page: st.page,
+        row,
+        offset: st.offset + at,
+      });
     }
     const out = this.out;
     const inspect = this.inspect;
@@ -77,22 +81,40 @@ export class TxtCstrPageDecoder extends TextRecordsDecoder {
   }
 
   /** Decodes a quoted value into `scratch`; returns its length. */
-  private decodeValue(b: Buffer, s: number, e: number, st: RecordPageState, row: number | undefined, field: number): number {
+  private decodeValue(
+    b: Buffer,
+    s: number,
+    e: number,
+    st: RecordPageState,
+    row: number | undefined,
+    field: number,
+  ): number {
     if (this.scratch.length < e - s) this.scratch = Buffer.alloc(Math.max(e - s, this.scratch.length * 2));
     try {
       const r = decodeCstr(b, s, e, this.scratch, 0);
       const column = this.columns?.[field] ?? `field ${field + 1}`;
       if (r.nul) {
-        throw new PageFormatError(`column "${column}": the value holds a NUL character (\\0), which PostgreSQL text cannot store`, { page: st.page, row, offset: st.offset + s });
+        throw new PageFormatError(
+          `column "${column}": the value holds a NUL character (\\0), which PostgreSQL text cannot store`,
+          { page: st.page, row, offset: st.offset + s },
+        );
       }
       if (r.byteEscapes && !isUtf8(this.scratch.subarray(0, r.end))) {
-        throw new PageFormatError(`column "${column}": the octal or \\x escapes of the value do not form UTF-8 text`, { page: st.page, row, offset: st.offset + s });
+        throw new PageFormatError(`column "${column}": the octal or \\x escapes of the value do not form UTF-8 text`, {
+          page: st.page,
+          row,
+          offset: st.offset + s,
+        });
       }
       return r.end;
     } catch (err) {
       if (!(err instanceof CstrError)) throw err;
       const column = this.columns?.[field] ?? `field ${field + 1}`;
-      throw new PageFormatError(`column "${column}": malformed C/Java string: ${err.message}`, { page: st.page, row, offset: st.offset + err.index });
+      throw new PageFormatError(`column "${column}": malformed C/Java string: ${err.message}`, {
+        page: st.page,
+        row,
+        offset: st.offset + err.index,
+      });
     }
   }
 
@@ -112,7 +134,10 @@ export class TxtCstrPageDecoder extends TextRecordsDecoder {
       return;
     }
     if (names.length !== this.columns.length || names.some((n, k) => n !== this.columns![k])) {
-      throw new PageFormatError(`header ${JSON.stringify(names)} differs from page 1's ${JSON.stringify(this.columns)}`, { page: st.page, offset: st.offset + at });
+      throw new PageFormatError(
+        `header ${JSON.stringify(names)} differs from page 1's ${JSON.stringify(this.columns)}`,
+        { page: st.page, offset: st.offset + at },
+      );
     }
   }
 }

@@ -15,7 +15,7 @@ import { CopyOutput, CR, LF } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, txtFieldIndex, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { KIND, classifyNumber, isTxtTimestamp } from './kinds.ts';
-import { BinaryValueUnsupported, type BinaryEncoding } from '../copy-binary/format.ts';
+import { BinaryValueUnsupported } from '../copy-binary/format.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from '../copy-binary/field-writer.ts';
 import { NEED_MORE, RecordScanner, scanRecord } from './txt-fields.ts';
 import { PlanHolder, scanAcrossPlan, type PlanRows } from './rows-plan.ts';
@@ -82,7 +82,11 @@ function parseHeaderLine(b: Buffer, i: number, st: TxtPageState): HeaderLine | u
     } else {
       const s = i;
       while (i < n && b[i] !== COMMA && b[i] !== LF && b[i] !== CR) {
-        if (b[i] === QUOTE) throw new PageFormatError('header: quote inside an unquoted column name', { page: st.page, offset: st.offset + i });
+        if (b[i] === QUOTE)
+          throw new PageFormatError('header: quote inside an unquoted column name', {
+            page: st.page,
+            offset: st.offset + i,
+          });
         i++;
       }
       if (i >= n) return undefined;
@@ -97,12 +101,19 @@ function parseHeaderLine(b: Buffer, i: number, st: TxtPageState): HeaderLine | u
     const contentEnd = i;
     if (c === CR) {
       if (i + 1 >= n) return undefined;
-      if (b[i + 1] !== LF) throw new PageFormatError('header: carriage return without line feed', { page: st.page, offset: st.offset + i });
+      if (b[i + 1] !== LF)
+        throw new PageFormatError('header: carriage return without line feed', {
+          page: st.page,
+          offset: st.offset + i,
+        });
       i += 2;
     } else if (c === LF) {
       i += 1;
     } else {
-      throw new PageFormatError('header: unexpected byte after a closing quote', { page: st.page, offset: st.offset + i });
+      throw new PageFormatError('header: unexpected byte after a closing quote', {
+        page: st.page,
+        offset: st.offset + i,
+      });
     }
     return { names, raw: Buffer.from(b.subarray(start, contentEnd)), end: i };
   }
@@ -188,11 +199,16 @@ export class TxtPageDecoder implements PageDecoder {
 
   /** consume() over the whole of `buf`, in the plan's format from the first row on (rows-plan.ts). */
   private consumeAll(buf: Buffer, st: TxtPageState): number {
-    return scanAcrossPlan(buf, st, (b) => this.consume(b, st), () => {
-      const learned = this.justLearned;
-      this.justLearned = false;
-      return learned;
-    });
+    return scanAcrossPlan(
+      buf,
+      st,
+      (b) => this.consume(b, st),
+      () => {
+        const learned = this.justLearned;
+        this.justLearned = false;
+        return learned;
+      },
+    );
   }
 
   private takeRows(): Buffer | undefined {
@@ -292,7 +308,11 @@ export class TxtPageDecoder implements PageDecoder {
           const s = i;
           while (c !== COMMA && c !== LF && c !== CR) {
             if (c === QUOTE) {
-              throw new PageFormatError(`field ${field + 1}: quote inside an unquoted field`, { page: st.page, row: row + 1, offset: st.offset + i });
+              throw new PageFormatError(`field ${field + 1}: quote inside an unquoted field`, {
+                page: st.page,
+                row: row + 1,
+                offset: st.offset + i,
+              });
             }
             if (++i >= n) break records;
             c = b[i]!;
@@ -310,11 +330,20 @@ export class TxtPageDecoder implements PageDecoder {
           i++;
         } else if (c === CR) {
           if (i + 1 >= n) break records;
-          if (b[i + 1] !== LF) throw new PageFormatError('carriage return without line feed outside quotes', { page: st.page, row: row + 1, offset: st.offset + i });
+          if (b[i + 1] !== LF)
+            throw new PageFormatError('carriage return without line feed outside quotes', {
+              page: st.page,
+              row: row + 1,
+              offset: st.offset + i,
+            });
           i += 2;
           crlf = true;
         } else {
-          throw new PageFormatError(`field ${field}: unexpected byte 0x${c.toString(16)} after a closing quote`, { page: st.page, row: row + 1, offset: st.offset + i });
+          throw new PageFormatError(`field ${field}: unexpected byte 0x${c.toString(16)} after a closing quote`, {
+            page: st.page,
+            row: row + 1,
+            offset: st.offset + i,
+          });
         }
         if (field !== ncols) {
           if (field === 1 && contentEnd === recStart && ncols > 1) {
@@ -323,7 +352,11 @@ export class TxtPageDecoder implements PageDecoder {
             spanStart = i;
             break;
           }
-          throw new PageFormatError(`${field} fields, the header has ${ncols}`, { page: st.page, row: row + 1, offset: st.offset + recStart });
+          throw new PageFormatError(`${field} fields, the header has ${ncols}`, {
+            page: st.page,
+            row: row + 1,
+            offset: st.offset + recStart,
+          });
         }
         st.row = ++row;
         if (crlf) {
@@ -359,7 +392,11 @@ export class TxtPageDecoder implements PageDecoder {
       if (sc.count !== ncols) {
         // An empty line cannot be a row of several columns: skip it.
         if (!(sc.count === 1 && sc.quoted[0] === 0 && sc.start[0] === sc.end[0] && ncols > 1)) {
-          throw new PageFormatError(`${sc.count} fields, the header has ${ncols}`, { page: st.page, row: row + 1, offset: st.offset + i });
+          throw new PageFormatError(`${sc.count} fields, the header has ${ncols}`, {
+            page: st.page,
+            row: row + 1,
+            offset: st.offset + i,
+          });
         }
         i = next;
         continue;

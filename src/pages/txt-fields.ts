@@ -139,7 +139,15 @@ export class RecordScanner {
  * @returns the index after the record's line end, or {@link NEED_MORE}
  * @throws PageFormatError naming page, row and offset
  */
-export function scanRecord(sc: RecordScanner, b: Uint8Array, i: number, n: number, page: number, row: number, offset: number): number {
+export function scanRecord(
+  sc: RecordScanner,
+  b: Uint8Array,
+  i: number,
+  n: number,
+  page: number,
+  row: number,
+  offset: number,
+): number {
   try {
     return sc.scan(b, i, n);
   } catch (err) {

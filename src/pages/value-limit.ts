@@ -20,12 +20,28 @@ export interface DecoderLimits {
  * The error for a row past the limit: code VALUE_TOO_LARGE, stage parse, not retryable (the page is the same next time).
  * @param column the report column whose value was being read, when known
  */
-export function valueTooLargeError(where: { page: number; row: number; column: string | undefined; bytes: number; limit: number }): EtlError {
+export function valueTooLargeError(where: {
+  page: number;
+  row: number;
+  column: string | undefined;
+  bytes: number;
+  limit: number;
+}): EtlError {
   const col = where.column === undefined ? '' : `, column "${where.column}"`;
   return new EtlError(
     'VALUE_TOO_LARGE',
     `page ${where.page}, row ${where.row}${col}: a value larger than maxValueBytes (${where.limit} bytes; ${where.bytes} read so far) — raise report.maxValueBytes for this job if such values are expected, or shorten the value in the report`,
-    { stage: 'parse', retryable: false, details: { page: where.page, row: where.row, column: where.column, bytes: where.bytes, maxValueBytes: where.limit } },
+    {
+      stage: 'parse',
+      retryable: false,
+      details: {
+        page: where.page,
+        row: where.row,
+        column: where.column,
+        bytes: where.bytes,
+        maxValueBytes: where.limit,
+      },
+    },
   );
 }
 

@@ -60,7 +60,13 @@ export class XlsxRowsPageDecoder implements PageDecoder {
     // Loaded on first use: exceljs costs every worker ~10 MB of RSS, and only this load mode needs it.
     const { default: excel } = await import('exceljs');
     const input = Readable.from(body, { objectMode: false });
-    const reader = new excel.stream.xlsx.WorkbookReader(input, { worksheets: 'emit', sharedStrings: 'cache', styles: 'cache', hyperlinks: 'ignore', entries: 'ignore' });
+    const reader = new excel.stream.xlsx.WorkbookReader(input, {
+      worksheets: 'emit',
+      sharedStrings: 'cache',
+      styles: 'cache',
+      hyperlinks: 'ignore',
+      entries: 'ignore',
+    });
     let sheet = 0;
     let row = 0;
     try {
@@ -94,7 +100,8 @@ export class XlsxRowsPageDecoder implements PageDecoder {
   private header(values: unknown[], page: number, sheetRow: number): void {
     const names = values.map((v, k) => {
       const t = cellText(v);
-      if (t === null || t[0] === '') throw new PageFormatError(`header row ${sheetRow}: column ${k + 1} has no name`, { page });
+      if (t === null || t[0] === '')
+        throw new PageFormatError(`header row ${sheetRow}: column ${k + 1} has no name`, { page });
       return t[0];
     });
     if (this.columns === undefined) {
@@ -104,14 +111,20 @@ export class XlsxRowsPageDecoder implements PageDecoder {
       return;
     }
     if (names.length !== this.columns.length || names.some((n, k) => n !== this.columns![k])) {
-      throw new PageFormatError(`header ${JSON.stringify(names)} differs from page 1's ${JSON.stringify(this.columns)}`, { page });
+      throw new PageFormatError(
+        `header ${JSON.stringify(names)} differs from page 1's ${JSON.stringify(this.columns)}`,
+        { page },
+      );
     }
   }
 
   private write(values: unknown[], page: number, sheetRow: number): void {
     const ncols = this.columns!.length;
     if (values.length > ncols && values.slice(ncols).some((v) => v !== null && v !== undefined)) {
-      throw new PageFormatError(`sheet row ${sheetRow} has a value beyond the ${ncols} columns of the header`, { page, row: sheetRow - 1 });
+      throw new PageFormatError(`sheet row ${sheetRow} has a value beyond the ${ncols} columns of the header`, {
+        page,
+        row: sheetRow - 1,
+      });
     }
     const out = this.out;
     for (let k = 0; k < ncols; k++) {
@@ -122,7 +135,11 @@ export class XlsxRowsPageDecoder implements PageDecoder {
         out.writeNull();
         continue;
       }
-      if (t[0].includes('\0')) throw new PageFormatError(`column "${this.columns![k]}": NUL character in a value`, { page, row: sheetRow - 1 });
+      if (t[0].includes('\0'))
+        throw new PageFormatError(`column "${this.columns![k]}": NUL character in a value`, {
+          page,
+          row: sheetRow - 1,
+        });
       if (this.inspect) this.kinds[k]! |= t[1];
       writeEscapedString(out, t[0]);
     }

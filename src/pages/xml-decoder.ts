@@ -34,7 +34,11 @@ const SAXES_PREFIX: Record<XmlPhase, Buffer | undefined> = {
   after: Buffer.from('<result></result>'),
 };
 
-async function* resume(prefix: Buffer | undefined, head: Buffer, rest: AsyncIterator<Uint8Array>): AsyncGenerator<Uint8Array> {
+async function* resume(
+  prefix: Buffer | undefined,
+  head: Buffer,
+  rest: AsyncIterator<Uint8Array>,
+): AsyncGenerator<Uint8Array> {
   if (prefix) yield prefix;
   if (head.length > 0) yield head;
   for (let r = await rest.next(); !r.done; r = await rest.next()) yield r.value;
@@ -92,7 +96,13 @@ export class XmlQueryPageDecoder implements PageDecoder {
     const chunks = body[Symbol.asyncIterator]();
     let row = 0;
     const carry = new ChunkCarry(this.maxValueBytes, (held, bytes) => {
-      throw valueTooLargeError({ page, row: row + 1, column: xmlLastFieldName(held), bytes, limit: this.maxValueBytes });
+      throw valueTooLargeError({
+        page,
+        row: row + 1,
+        column: xmlLastFieldName(held),
+        bytes,
+        limit: this.maxValueBytes,
+      });
     });
     let rest: Buffer | undefined;
     try {
@@ -111,7 +121,7 @@ export class XmlQueryPageDecoder implements PageDecoder {
         }
         // A row cut off by the last chunk is completed from a small copy of this one's start; the rest is scanned in
         // place (carry.ts pushStitched).
-        for (let buf = carry.pushStitched(next.value); buf !== undefined; ) {
+        for (let buf = carry.pushStitched(next.value); buf !== undefined;) {
           fast.rowBase = row;
           const r = fast.scan(buf);
           row += r.rows;
@@ -218,7 +228,14 @@ export class XmlQueryPageDecoder implements PageDecoder {
     for await (const chunk of body) {
       // saxes holds a text node whole until the next tag: bound what a row may take, as the fast path does.
       sinceRow += chunk.length;
-      if (sinceRow > this.maxValueBytes) throw valueTooLargeError({ page, row: row + 1, column: (place as Place) === 'field' ? this.columns?.[column] ?? firstNames?.[column] : undefined, bytes: sinceRow, limit: this.maxValueBytes });
+      if (sinceRow > this.maxValueBytes)
+        throw valueTooLargeError({
+          page,
+          row: row + 1,
+          column: (place as Place) === 'field' ? (this.columns?.[column] ?? firstNames?.[column]) : undefined,
+          bytes: sinceRow,
+          limit: this.maxValueBytes,
+        });
       let s = decoder.write(chunk as Buffer);
       if (first && s.length > 0) {
         if (s.charCodeAt(0) === 0xfeff) s = s.slice(1);
@@ -230,7 +247,8 @@ export class XmlQueryPageDecoder implements PageDecoder {
     }
     parser.write(decoder.end());
     parser.close();
-    if ((place as Place) !== 'after') throw failure(place === 'document' ? 'no <result> element' : 'the document ends inside an element');
+    if ((place as Place) !== 'after')
+      throw failure(place === 'document' ? 'no <result> element' : 'the document ends inside an element');
     const rows = out.take();
     if (rows !== undefined) yield rows;
   }

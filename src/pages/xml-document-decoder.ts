@@ -8,9 +8,8 @@ import { SaxesParser } from 'saxes';
 import { StringDecoder } from 'node:string_decoder';
 import { LF, writeEscapedBytes } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
-import type { FixedColumn, PageDecoder, PageMeta } from './page-decoder.ts';
+import type { PageDecoder, PageMeta } from './page-decoder.ts';
 import { XML_DOCUMENT_COLUMNS } from './fixed-columns.ts';
-
 
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 

@@ -94,7 +94,14 @@ function skipSpace(b: Uint8Array, i: number, n: number): number {
 
 /** A character XML allows (XML 1.0's Char production), other than NUL-like controls. */
 function isXmlChar(cp: number): boolean {
-  return cp === 0x9 || cp === 0xa || cp === 0xd || (cp >= 0x20 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd) || (cp >= 0x10000 && cp <= 0x10ffff);
+  return (
+    cp === 0x9 ||
+    cp === 0xa ||
+    cp === 0xd ||
+    (cp >= 0x20 && cp <= 0xd7ff) ||
+    (cp >= 0xe000 && cp <= 0xfffd) ||
+    (cp >= 0x10000 && cp <= 0x10ffff)
+  );
 }
 
 /** The code point of the entity or character reference b[s..e) (without & and ;), or -1. */
@@ -113,7 +120,7 @@ function entityCodePoint(b: Uint8Array, s: number, e: number): number {
     const c = b[k]!;
     let d: number;
     if (c >= 0x30 && c <= 0x39) d = c - 0x30;
-    else if (hex && ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66)) d = (c | 0x20) - 0x57;
+    else if (hex && (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66) d = (c | 0x20) - 0x57;
     else return -1;
     cp = cp * (hex ? 16 : 10) + d;
     if (cp > 0x10ffff) return -1;

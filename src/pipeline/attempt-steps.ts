@@ -7,12 +7,30 @@
 import { randomUUID } from 'node:crypto';
 import { AbortedError, coerceError, EtlError, isConnectionLoss, throwIfAborted } from '../errors.ts';
 import { claimAppend, isAppended } from '../history/appends.ts';
-import { completeAttempt, failAttempt, failureOf, insertAttempt, recordAcceptedGuard, runningAttempts, setAttemptReportJob, setAttemptTimeline, type AttemptFailure, type RunningAttempt } from '../history/attempts.ts';
+import {
+  completeAttempt,
+  failAttempt,
+  failureOf,
+  insertAttempt,
+  recordAcceptedGuard,
+  runningAttempts,
+  setAttemptReportJob,
+  setAttemptTimeline,
+  type AttemptFailure,
+  type RunningAttempt,
+} from '../history/attempts.ts';
 import { goneOwners } from '../history/orphans.ts';
 import { insertRunDocuments } from '../history/run-documents.ts';
 import { DocumentPageDecoder } from '../pages/decoder.ts';
 import { SLOT_CLASS, slotOrder, type HeldSlot } from '../report-api/report-slots.ts';
-import { encodeReportName, makeReportClient, type FinishedReport, type ReportClient, type ReportJob, type StartReportRequest } from '../report-api/index.ts';
+import {
+  encodeReportName,
+  makeReportClient,
+  type FinishedReport,
+  type ReportClient,
+  type ReportJob,
+  type StartReportRequest,
+} from '../report-api/index.ts';
 import { StatementCancelledError, untilDatabaseTakesIt, type Queryable } from '../db.ts';
 import { outputShape, type RunTrigger } from '../vocabulary.ts';
 import { useLoadingFlags } from '../runtime-flags.ts';
@@ -22,7 +40,13 @@ import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { countTargetRows, guardTrip, GuardTrippedError, needsRowCount } from '../warehouse/guard.ts';
 import { ATTR, extractTrace, type Attributes } from '../tracing.ts';
-import { AttemptFailedError, defaultWorkerName, type Attempt, type AttemptOptions, type AttemptResult } from './attempt.ts';
+import {
+  AttemptFailedError,
+  defaultWorkerName,
+  type Attempt,
+  type AttemptOptions,
+  type AttemptResult,
+} from './attempt.ts';
 import { AttemptTrace, type StepTimer } from './attempt-trace.ts';
 import { connectionAuthStore } from './auth-store.ts';
 import { deadlinesOf, RunDeadlineReached, RunTimeoutError } from './deadlines.ts';
@@ -77,10 +101,17 @@ export async function waitForSlot(o: AttemptOptions): Promise<HeldSlot | undefin
     onWait: (u) => {
       if (told) return;
       told = true;
-      o.logger.info({ job: name, connection: connectionName, held: u.held, waiting: u.waiting, limit: u.limit }, `waiting for a slot on ${connectionName}: ${u.held} of ${u.limit} busy`);
+      o.logger.info(
+        { job: name, connection: connectionName, held: u.held, waiting: u.waiting, limit: u.limit },
+        `waiting for a slot on ${connectionName}: ${u.held} of ${u.limit} busy`,
+      );
     },
   });
-  if (told) o.logger.info({ job: name, connection: connectionName, waitedMs: Math.round(performance.now() - waitStarted) }, `got a slot on ${connectionName}`);
+  if (told)
+    o.logger.info(
+      { job: name, connection: connectionName, waitedMs: Math.round(performance.now() - waitStarted) },
+      `got a slot on ${connectionName}`,
+    );
   return slot;
 }
 
@@ -92,7 +123,11 @@ export async function waitForSlot(o: AttemptOptions): Promise<HeldSlot | undefin
  * @returns the attempt's context for the next steps (stage `config`)
  * @throws the database's error (nothing was recorded: there is no attempt to fail)
  */
-export async function recordAttempt(o: AttemptOptions, signal: AbortSignal | undefined = o.signal, trace: AttemptTrace = traceAttempt(o)): Promise<Attempt> {
+export async function recordAttempt(
+  o: AttemptOptions,
+  signal: AbortSignal | undefined = o.signal,
+  trace: AttemptTrace = traceAttempt(o),
+): Promise<Attempt> {
   const { name, job } = o.job;
   const request = o.request ?? {};
   const attemptId = randomUUID();
@@ -120,13 +155,34 @@ export async function recordAttempt(o: AttemptOptions, signal: AbortSignal | und
     traceId: trace.traceId,
   };
   const waits = { todo: 'the attempt starts', done: 'the attempt is recorded' };
-  const number = await untilDatabaseTakesIt(o.logger.child({ job: name }), waits, o.signal, () => insertAttempt(o.pool, start));
+  const number = await untilDatabaseTakesIt(o.logger.child({ job: name }), waits, o.signal, () =>
+    insertAttempt(o.pool, start),
+  );
   // o.logger carries the trace id already (runAttempt's).
   const log = o.logger.child({ job: name, attemptId });
-  log.info({ trigger, attempt: number, runKey, report: job.report.name, outputType: job.report.outputType }, 'run started');
+  log.info(
+    { trigger, attempt: number, runKey, report: job.report.name, outputType: job.report.outputType },
+    'run started',
+  );
   trace.setAttributes({ [ATTR.attemptId]: attemptId, [ATTR.attempt]: number, [ATTR.runKey]: runKey });
   const options = signal === o.signal ? o : { ...o, signal };
-  return { options, attemptId, runKey, number, target, targetTable, startedAt: new Date(), startedMs, stage: 'config', log, reportJobId: undefined, pages: 0, bytes: 0, logicalTime, trace };
+  return {
+    options,
+    attemptId,
+    runKey,
+    number,
+    target,
+    targetTable,
+    startedAt: new Date(),
+    startedMs,
+    stage: 'config',
+    log,
+    reportJobId: undefined,
+    pages: 0,
+    bytes: 0,
+    logicalTime,
+    trace,
+  };
 }
 
 /** What {@link checkMayRun} found. */
@@ -157,9 +213,18 @@ export async function checkMayRun(a: Attempt): Promise<MayRun> {
   const others = await otherAttemptsNotAlive(a);
   const declaredTypes = await resolveDeclaredTypes(o.pool, name, job.target.columns);
   const { logicalStart, logicalEnd } = a.logicalTime;
-  const parameters = runParameters(o.job, { ...o.request, logicalStart: logicalStart.toISOString(), logicalEnd: logicalEnd.toISOString() }, new Date());
+  const parameters = runParameters(
+    o.job,
+    { ...o.request, logicalStart: logicalStart.toISOString(), logicalEnd: logicalEnd.toISOString() },
+    new Date(),
+  );
   encodeReportName(job.report.name, connection.pathEncoding, { job: name });
-  return { kind: 'run', dead: o.exclusive ? others : [], request: { ...job.report, job: name, parameters }, declaredTypes };
+  return {
+    kind: 'run',
+    dead: o.exclusive ? others : [],
+    request: { ...job.report, job: name, parameters },
+    declaredTypes,
+  };
 }
 
 /**
@@ -168,7 +233,9 @@ export async function checkMayRun(a: Attempt): Promise<MayRun> {
  */
 export async function finishAlreadyLoaded(a: Attempt): Promise<AttemptResult> {
   const waits = { todo: 'recording the attempt', done: 'the attempt is recorded' };
-  await untilDatabaseTakesIt(a.log, waits, undefined, () => completeAttempt(a.options.pool, a.attemptId, { rows: 0, pages: 0, bytes: 0 }));
+  await untilDatabaseTakesIt(a.log, waits, undefined, () =>
+    completeAttempt(a.options.pool, a.attemptId, { rows: 0, pages: 0, bytes: 0 }),
+  );
   a.log.info({ runKey: a.runKey }, 'rows of this run were already appended by an earlier attempt: nothing to do');
   return resultOf(a, { status: 'already-loaded', plan: 'none', rows: 0 });
 }
@@ -195,7 +262,15 @@ export async function openReportClient(a: Attempt): Promise<ReportClientLease> {
     return { client: lease.client, release: async () => lease.release() };
   }
   const authStore = connectionAuthStore(o.pool, connectionName, connection);
-  const client = await makeReportClient({ connection, connectionName, redis: o.redis, logger: o.logger, authStore, signal: o.signal, ...(o.prefix ? { keyPrefix: `${o.prefix}:` } : {}) });
+  const client = await makeReportClient({
+    connection,
+    connectionName,
+    redis: o.redis,
+    logger: o.logger,
+    authStore,
+    signal: o.signal,
+    ...(o.prefix ? { keyPrefix: `${o.prefix}:` } : {}),
+  });
   return { client, release: () => client.close().catch(() => undefined) };
 }
 
@@ -204,7 +279,11 @@ export async function openReportClient(a: Attempt): Promise<ReportClientLease> {
  * and records those attempts `interrupted` (docs/architecture.md "Liveness").
  * @throws the server's or the database's error (this attempt then fails, retryably where they are)
  */
-export async function clearDeadAttempts(a: Attempt, client: ReportClient, dead: readonly RunningAttempt[]): Promise<void> {
+export async function clearDeadAttempts(
+  a: Attempt,
+  client: ReportClient,
+  dead: readonly RunningAttempt[],
+): Promise<void> {
   a.stage = 'start';
   for (const d of dead) {
     let deleted = 'no report job was started';
@@ -213,7 +292,14 @@ export async function clearDeadAttempts(a: Attempt, client: ReportClient, dead: 
       deleted = `its report job ${d.report_job_id} was deleted`;
     }
     const message = `attempt ${d.attempt} was abandoned by its worker (${d.worker ?? 'unknown'}: stopped or lost its lock); ${deleted} by attempt ${a.number}`;
-    await failAttempt(a.options.pool, d.attempt_id, { status: 'interrupted', stage: 'load', errorKind: 'ABORTED', retryable: true, message, details: { reportJobId: d.report_job_id } });
+    await failAttempt(a.options.pool, d.attempt_id, {
+      status: 'interrupted',
+      stage: 'load',
+      errorKind: 'ABORTED',
+      retryable: true,
+      message,
+      details: { reportJobId: d.report_job_id },
+    });
     a.log.warn({ deadAttemptId: d.attempt_id, reportJobId: d.report_job_id }, 'cleaned up after a dead attempt');
   }
 }
@@ -230,7 +316,11 @@ export interface StartedReportJob {
  * @throws what the start request throws (rights failure, 403, …; the client deletes a job it created then); the
  *   database's error recording the id, after the report job was deleted
  */
-export async function startReportJob(a: Attempt, client: ReportClient, request: StartReportRequest): Promise<StartedReportJob> {
+export async function startReportJob(
+  a: Attempt,
+  client: ReportClient,
+  request: StartReportRequest,
+): Promise<StartedReportJob> {
   a.stage = 'start';
   const job = await client.startReport(request, a.options.signal);
   const answeredAt = Date.now();
@@ -253,7 +343,11 @@ export async function startReportJob(a: Attempt, client: ReportClient, request: 
  * @returns the finished job with the rows and pages it announced
  * @throws ReportFailedError (FinishedError, the server's whole text), poll errors, AbortedError
  */
-export async function waitForReportJob(a: Attempt, client: ReportClient, started: StartedReportJob): Promise<FinishedReport> {
+export async function waitForReportJob(
+  a: Attempt,
+  client: ReportClient,
+  started: StartedReportJob,
+): Promise<FinishedReport> {
   a.stage = 'poll';
   const finished = await client.waitForJob(started.job.id, a.options.signal, started.answeredAt);
   a.log.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
@@ -270,7 +364,12 @@ export async function waitForReportJob(a: Attempt, client: ReportClient, started
  *   OVERLAP_LOCK_LOST; ABORTED when a later attempt declared this one dead, or when the signal aborted before the
  *   commit
  */
-export async function loadAndCommit(a: Attempt, client: ReportClient, finished: FinishedReport, declaredTypes: ReadonlyMap<string, string>): Promise<AttemptResult> {
+export async function loadAndCommit(
+  a: Attempt,
+  client: ReportClient,
+  finished: FinishedReport,
+  declaredTypes: ReadonlyMap<string, string>,
+): Promise<AttemptResult> {
   a.stage = 'load';
   useLoadingFlags();
   const o = a.options;
@@ -278,56 +377,119 @@ export async function loadAndCommit(a: Attempt, client: ReportClient, finished: 
   const shape = outputShape(job.report.outputType, job.target);
   // Lines and documents are not report rows: their count says nothing about rows=, the page count does.
   const expectedRows = shape === 'rows' ? finished.rows : undefined;
-  const limits = { pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs, announced: { pages: finished.pages, rows: expectedRows } };
-  const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, a.startedAt), a.log, o.signal, limits, a.trace.pages);
+  const limits = {
+    pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs,
+    announced: { pages: finished.pages, rows: expectedRows },
+  };
+  const rows = reportRows(
+    client,
+    finished.jobId,
+    () => jobDecoder(o.job, a.startedAt),
+    a.log,
+    o.signal,
+    limits,
+    a.trace.pages,
+  );
   const timed = <T>(step: 'target_delete' | 'copy' | 'apply', fn: () => Promise<T>) => a.trace.step(step, fn);
   let loaded: LoadResult | undefined;
   // The commit step: the attempt's records in the load transaction, then COMMIT (timed to withLoadTransaction's end).
   let commit: StepTimer | undefined;
   try {
-    const committed = await withLoadTransaction(o.pool, { target: a.target, timezone: connection.timezone, signal: o.signal }, async (tx) => {
-      // The guard sees the target as the load would replace it (locked), and typed rows before a page is read.
-      const guard = await targetGuard(a, tx);
-      if (expectedRows !== undefined) await guard(expectedRows);
-      loaded = await loadRows(tx, { job: name, target: a.target, mode: job.target.mode, key: job.target.key, declaredTypes, schemaChanges: job.target.schemaChanges, expectedRows, timezone: connection.timezone, logger: a.log, runKey: a.runKey, timed }, rows);
-      if (expectedRows === undefined) await guard(loaded.rows);
-      a.pages = rows.pages;
-      a.bytes = rows.bytes;
-      if (shape !== 'rows' && rows.pages !== finished.pages) throw new PageCountMismatchError(finished.pages, rows.pages);
-      if (rows.decoder instanceof DocumentPageDecoder) await insertRunDocuments(tx, a.attemptId, a.targetTable, rows.decoder.documents);
-      // An abort (maxRunMs, a shutdown past its grace) that came while PostgreSQL worked, with no page left to cut, still
-      // keeps the attempt from committing.
-      throwIfAborted(o.signal);
-      a.stage = 'commit';
-      commit = a.trace.begin('commit');
-      if (job.target.mode === 'append' && !(await claimAppend(tx, name, a.runKey, a.attemptId, a.targetTable, loaded.rows))) return false;
-      // The target is locked for this transaction; the overlap lock must still be ours, or another run of the job
-      // may be loading too (an older tick must not overwrite a newer one's rows).
-      if (o.exclusive && !(await o.exclusive.confirm())) {
-        throw new EtlError('OVERLAP_LOCK_LOST', 'the overlap lock of this job was lost during the attempt (Redis lost its key, or the process stalled past the lock): its rows are not committed; the attempt is retried', {
-          stage: 'commit',
-        });
-      }
-      if (!(await completeAttempt(tx, a.attemptId, { rows: loaded.rows, pages: a.pages, bytes: a.bytes }))) {
-        throw new EtlError('ABORTED', 'this attempt was declared dead by a later attempt of the same run (it stalled past its lock): its rows are not committed', {
-          stage: 'commit',
-          retryable: false,
-        });
-      }
-      return true;
-    }).catch((err: unknown) => {
+    const committed = await withLoadTransaction(
+      o.pool,
+      { target: a.target, timezone: connection.timezone, signal: o.signal },
+      async (tx) => {
+        // The guard sees the target as the load would replace it (locked), and typed rows before a page is read.
+        const guard = await targetGuard(a, tx);
+        if (expectedRows !== undefined) await guard(expectedRows);
+        loaded = await loadRows(
+          tx,
+          {
+            job: name,
+            target: a.target,
+            mode: job.target.mode,
+            key: job.target.key,
+            declaredTypes,
+            schemaChanges: job.target.schemaChanges,
+            expectedRows,
+            timezone: connection.timezone,
+            logger: a.log,
+            runKey: a.runKey,
+            timed,
+          },
+          rows,
+        );
+        if (expectedRows === undefined) await guard(loaded.rows);
+        a.pages = rows.pages;
+        a.bytes = rows.bytes;
+        if (shape !== 'rows' && rows.pages !== finished.pages)
+          throw new PageCountMismatchError(finished.pages, rows.pages);
+        if (rows.decoder instanceof DocumentPageDecoder)
+          await insertRunDocuments(tx, a.attemptId, a.targetTable, rows.decoder.documents);
+        // An abort (maxRunMs, a shutdown past its grace) that came while PostgreSQL worked, with no page left to cut, still
+        // keeps the attempt from committing.
+        throwIfAborted(o.signal);
+        a.stage = 'commit';
+        commit = a.trace.begin('commit');
+        if (
+          job.target.mode === 'append' &&
+          !(await claimAppend(tx, name, a.runKey, a.attemptId, a.targetTable, loaded.rows))
+        )
+          return false;
+        // The target is locked for this transaction; the overlap lock must still be ours, or another run of the job
+        // may be loading too (an older tick must not overwrite a newer one's rows).
+        if (o.exclusive && !(await o.exclusive.confirm())) {
+          throw new EtlError(
+            'OVERLAP_LOCK_LOST',
+            'the overlap lock of this job was lost during the attempt (Redis lost its key, or the process stalled past the lock): its rows are not committed; the attempt is retried',
+            {
+              stage: 'commit',
+            },
+          );
+        }
+        if (!(await completeAttempt(tx, a.attemptId, { rows: loaded.rows, pages: a.pages, bytes: a.bytes }))) {
+          throw new EtlError(
+            'ABORTED',
+            'this attempt was declared dead by a later attempt of the same run (it stalled past its lock): its rows are not committed',
+            {
+              stage: 'commit',
+              retryable: false,
+            },
+          );
+        }
+        return true;
+      },
+    ).catch((err: unknown) => {
       commit?.fail(err);
       throw err;
     });
     commit?.end();
     if (!committed) {
       const waits = { todo: 'recording the attempt', done: 'the attempt is recorded' };
-      await untilDatabaseTakesIt(a.log, waits, undefined, () => completeAttempt(o.pool, a.attemptId, { rows: 0, pages: a.pages, bytes: a.bytes }));
-      a.log.warn({ runKey: a.runKey }, 'another attempt of this run committed its rows first: this attempt added nothing');
+      await untilDatabaseTakesIt(a.log, waits, undefined, () =>
+        completeAttempt(o.pool, a.attemptId, { rows: 0, pages: a.pages, bytes: a.bytes }),
+      );
+      a.log.warn(
+        { runKey: a.runKey },
+        'another attempt of this run committed its rows first: this attempt added nothing',
+      );
     }
-    const result = resultOf(a, { status: committed ? 'succeeded' : 'already-loaded', plan: loaded!.plan, format: loaded!.format, rows: committed ? loaded!.rows : 0 });
+    const result = resultOf(a, {
+      status: committed ? 'succeeded' : 'already-loaded',
+      plan: loaded!.plan,
+      format: loaded!.format,
+      rows: committed ? loaded!.rows : 0,
+    });
     a.log.info(
-      { plan: loaded!.plan, format: loaded!.format, rows: loaded!.rows, pages: a.pages, bytes: a.bytes, durationMs: Math.round(result.durationMs), rowsPerSec: Math.round((loaded!.rows / result.durationMs) * 1000) },
+      {
+        plan: loaded!.plan,
+        format: loaded!.format,
+        rows: loaded!.rows,
+        pages: a.pages,
+        bytes: a.bytes,
+        durationMs: Math.round(result.durationMs),
+        rowsPerSec: Math.round((loaded!.rows / result.durationMs) * 1000),
+      },
       'run succeeded',
     );
     return result;
@@ -352,7 +514,10 @@ async function targetGuard(a: Attempt, tx: Queryable): Promise<(rows: number) =>
     const trip = guardTrip({ table: a.targetTable, mode, guard, rows, currentRows, runKey: a.runKey });
     if (!trip) return;
     if (!a.options.request?.acceptGuard) throw new GuardTrippedError(trip);
-    a.log.warn({ guard: trip.guard, ...trip.details }, `loading past the target's guard, as asked (--accept-guard): ${trip.finding}`);
+    a.log.warn(
+      { guard: trip.guard, ...trip.details },
+      `loading past the target's guard, as asked (--accept-guard): ${trip.finding}`,
+    );
     await recordAcceptedGuard(tx, a.attemptId, trip.finding);
   };
 }
@@ -375,7 +540,7 @@ export async function deleteReportJob(a: Attempt, client: ReportClient): Promise
  */
 export async function recordTimeline(a: Attempt): Promise<void> {
   await setAttemptTimeline(a.options.pool, a.attemptId, a.trace.timeline()).catch((err: unknown) => {
-    a.log.warn({ err: coerceError(err).message }, 'could not record the attempt\'s timeline');
+    a.log.warn({ err: coerceError(err).message }, "could not record the attempt's timeline");
   });
 }
 
@@ -390,15 +555,22 @@ export async function recordFailedAttempt(a: Attempt, raw: unknown): Promise<Att
   let err = coerceError(raw);
   // Once the attempt's signal aborted, whatever broke on the way is its consequence: maxRunMs, or a shutdown.
   if (o.signal?.aborted && o.signal.reason instanceof RunDeadlineReached) {
-    err = new RunTimeoutError(o.signal.reason.limitMs, { stage: a.stage, pages: a.pages, bytes: a.bytes, cancelled: err instanceof StatementCancelledError ? err.cancelled : undefined });
-  }
-  else if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
+    err = new RunTimeoutError(o.signal.reason.limitMs, {
+      stage: a.stage,
+      pages: a.pages,
+      bytes: a.bytes,
+      cancelled: err instanceof StatementCancelledError ? err.cancelled : undefined,
+    });
+  } else if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
   else if (!(err instanceof EtlError) && isConnectionLoss(err)) err = databaseError(err, a.stage);
   if (err instanceof EtlError && !err.stage) err.stage = a.stage;
   const failure = failureOf(err, a.stage, { rows: 0, pages: a.pages, bytes: a.bytes });
   failure.timeline = a.trace.timeline();
   await recordFailure(a, failure);
-  a.log.error({ code: failure.errorKind, stage: failure.stage, retryable: failure.retryable, reportJobId: a.reportJobId }, `run ${failure.status}: ${err.message}`);
+  a.log.error(
+    { code: failure.errorKind, stage: failure.stage, retryable: failure.retryable, reportJobId: a.reportJobId },
+    `run ${failure.status}: ${err.message}`,
+  );
   return new AttemptFailedError(a.attemptId, err);
 }
 
@@ -408,7 +580,12 @@ export async function recordFailedAttempt(a: Attempt, raw: unknown): Promise<Att
  */
 async function recordFailure(a: Attempt, failure: AttemptFailure): Promise<void> {
   try {
-    await untilDatabaseTakesIt(a.log, { todo: 'recording the failed attempt', done: 'the failed attempt is recorded' }, undefined, () => failAttempt(a.options.pool, a.attemptId, failure));
+    await untilDatabaseTakesIt(
+      a.log,
+      { todo: 'recording the failed attempt', done: 'the failed attempt is recorded' },
+      undefined,
+      () => failAttempt(a.options.pool, a.attemptId, failure),
+    );
   } catch (e) {
     a.log.error({ err: coerceError(e).message }, 'could not record the failed run');
   }
@@ -422,18 +599,40 @@ async function recordFailure(a: Attempt, failure: AttemptFailure): Promise<void>
  */
 async function otherAttemptsNotAlive(a: Attempt): Promise<RunningAttempt[]> {
   const pool = a.options.pool;
-  const others = (await runningAttempts(pool, a.options.job.name, a.runKey)).filter((r) => r.attempt_id !== a.attemptId);
-  const gone = await goneOwners(pool, others.flatMap((r) => (r.owner_lock ? [r.owner_lock] : [])));
+  const others = (await runningAttempts(pool, a.options.job.name, a.runKey)).filter(
+    (r) => r.attempt_id !== a.attemptId,
+  );
+  const gone = await goneOwners(
+    pool,
+    others.flatMap((r) => (r.owner_lock ? [r.owner_lock] : [])),
+  );
   const live = others.find((r) => r.owner_lock && !gone.has(r.owner_lock));
   if (live) {
-    throw new EtlError('RUN_IN_PROGRESS', `attempt ${live.attempt} of this run (${live.worker ?? 'unknown worker'}) is still in progress: this attempt started nothing on the server and is retried later`, {
-      stage: 'start',
-      details: { runKey: a.runKey, otherAttemptId: live.attempt_id },
-    });
+    throw new EtlError(
+      'RUN_IN_PROGRESS',
+      `attempt ${live.attempt} of this run (${live.worker ?? 'unknown worker'}) is still in progress: this attempt started nothing on the server and is retried later`,
+      {
+        stage: 'start',
+        details: { runKey: a.runKey, otherAttemptId: live.attempt_id },
+      },
+    );
   }
   return others;
 }
 
-function resultOf(a: Attempt, r: Pick<AttemptResult, 'status' | 'plan' | 'rows'> & Partial<Pick<AttemptResult, 'format'>>): AttemptResult {
-  return { attemptId: a.attemptId, job: a.options.job.name, runKey: a.runKey, attempt: a.number, pages: a.pages, bytes: a.bytes, durationMs: performance.now() - a.startedMs, reportJobId: a.reportJobId, ...r };
+function resultOf(
+  a: Attempt,
+  r: Pick<AttemptResult, 'status' | 'plan' | 'rows'> & Partial<Pick<AttemptResult, 'format'>>,
+): AttemptResult {
+  return {
+    attemptId: a.attemptId,
+    job: a.options.job.name,
+    runKey: a.runKey,
+    attempt: a.number,
+    pages: a.pages,
+    bytes: a.bytes,
+    durationMs: performance.now() - a.startedMs,
+    reportJobId: a.reportJobId,
+    ...r,
+  };
 }

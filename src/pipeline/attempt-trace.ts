@@ -5,8 +5,27 @@
  * step, and per page a span with its fetch and its reading). When nothing is traced the attempt's span is the API's
  * no-op one and no other span is made: what is left is the timeline's few numbers per step and page.
  */
-import { PageEntries, roundMs, TIMELINE_VERSION, type AttemptTimeline, type TimelinePage, type TimelineStep, type TimelineStepName } from '../history/timeline.ts';
-import { ATTR, epochMs, failSpan, runTracer, startSpan, traceIdOf, type Attributes, type Context, type Span, type Tracer } from '../tracing.ts';
+import {
+  PageEntries,
+  roundMs,
+  TIMELINE_VERSION,
+  type AttemptTimeline,
+  type TimelinePage,
+  type TimelineStep,
+  type TimelineStepName,
+} from '../history/timeline.ts';
+import {
+  ATTR,
+  epochMs,
+  failSpan,
+  runTracer,
+  startSpan,
+  traceIdOf,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from '../tracing.ts';
 import type { PageTiming, PageTimings } from './report-rows.ts';
 
 /** The span name of each step (README "Tracing" lists them). */
@@ -78,7 +97,9 @@ export class AttemptTrace {
   begin(name: TimelineStepName): StepTimer {
     const started = performance.now();
     const parent = IN_LOAD.has(name) && this.loadSpan ? this.loadSpan : this.span;
-    const span = this.recording ? startSpan(this.tracer, STEP_SPAN_NAMES[name], parent, { startTime: epochMs(started) }) : undefined;
+    const span = this.recording
+      ? startSpan(this.tracer, STEP_SPAN_NAMES[name], parent, { startTime: epochMs(started) })
+      : undefined;
     if (name === 'load') this.loadSpan = span;
     let done = false;
     const record = (failed: boolean, extra?: StepEnd): number => {
@@ -153,12 +174,25 @@ export class AttemptTrace {
     this.pageEntries.add(entry);
     if (!this.recording) return;
     const parent = this.loadSpan ?? this.span;
-    const figures = { [ATTR.page]: p.page, [ATTR.rows]: p.rows, [ATTR.bytes]: p.bytes, ...(p.pass > 1 ? { [ATTR.pass]: p.pass } : {}) };
+    const figures = {
+      [ATTR.page]: p.page,
+      [ATTR.rows]: p.rows,
+      [ATTR.bytes]: p.bytes,
+      ...(p.pass > 1 ? { [ATTR.pass]: p.pass } : {}),
+    };
     const pageSpan = startSpan(this.tracer, 'page', parent, { startTime: epochMs(p.requestedAt), attributes: figures });
-    startSpan(this.tracer, 'fetch page', pageSpan, { startTime: epochMs(p.requestedAt), attributes: { [ATTR.page]: p.page } }).end(epochMs(p.answeredAt));
+    startSpan(this.tracer, 'fetch page', pageSpan, {
+      startTime: epochMs(p.requestedAt),
+      attributes: { [ATTR.page]: p.page },
+    }).end(epochMs(p.answeredAt));
     const read = startSpan(this.tracer, 'read page', pageSpan, {
       startTime: epochMs(p.readFrom),
-      attributes: { [ATTR.page]: p.page, [ATTR.networkMs]: entry.net, [ATTR.decodeMs]: entry.decode, [ATTR.copyMs]: entry.copy },
+      attributes: {
+        [ATTR.page]: p.page,
+        [ATTR.networkMs]: entry.net,
+        [ATTR.decodeMs]: entry.decode,
+        [ATTR.copyMs]: entry.copy,
+      },
     });
     if (p.failed) {
       failSpan(read, p.failed, {}, epochMs(p.readUntil));
@@ -200,4 +234,3 @@ export class AttemptTrace {
     failSpan(this.span, err, attributes, epochMs(this.endedMs));
   }
 }
-

@@ -43,7 +43,12 @@ export class PageTimeoutError extends EtlError {
    * @param received whether the server had answered the request (status and headers), the page's body bytes that had
    *   arrived and the rows decoded from them
    */
-  constructor(reportJobId: string, page: number, limitMs: number, received: { answered: boolean; bytes: number; rows: number }) {
+  constructor(
+    reportJobId: string,
+    page: number,
+    limitMs: number,
+    received: { answered: boolean; bytes: number; rows: number },
+  ) {
     const got = !received.answered
       ? 'the server had not answered its request'
       : `${received.bytes} bytes of it had arrived${received.rows > 0 ? ` (${received.rows} rows)` : ''}`;
@@ -51,7 +56,17 @@ export class PageTimeoutError extends EtlError {
       'PAGE_TIMEOUT',
       `page ${page} of report job ${reportJobId} was not read within pageTimeoutMs (${limitMs} ms): ${got}; nothing was committed. ` +
         fixHint('pageTimeoutMs', 'it sends the page too slowly or stopped sending it'),
-      { stage: 'fetch', details: { reportJobId, page, limitMs, bytes: received.bytes, rows: received.rows, answered: received.answered } },
+      {
+        stage: 'fetch',
+        details: {
+          reportJobId,
+          page,
+          limitMs,
+          bytes: received.bytes,
+          rows: received.rows,
+          answered: received.answered,
+        },
+      },
     );
   }
 }
@@ -65,7 +80,10 @@ export class RunTimeoutError extends EtlError {
    * @param at where the attempt was: its stage, the pages read completely and their bytes, and the load's statement
    *   PostgreSQL was still running, cancelled (`details.cancelledStatement`: what it waited for)
    */
-  constructor(limitMs: number, at: { stage: RunStage; pages: number; bytes: number; cancelled?: CancelledStatement | undefined }) {
+  constructor(
+    limitMs: number,
+    at: { stage: RunStage; pages: number; bytes: number; cancelled?: CancelledStatement | undefined },
+  ) {
     const got =
       at.pages === 0 && at.bytes === 0
         ? 'no page had been read'
@@ -77,12 +95,21 @@ export class RunTimeoutError extends EtlError {
           : at.cancelled.unseen
             ? 'Check PostgreSQL (its connections: max_connections was reached; what holds locks on the target)'
             : 'Check PostgreSQL (its load, what else runs there)') +
-        ', or raise maxRunMs in jobs.yaml (the job\'s, or its connection\'s) if loads this long are expected'
+        ", or raise maxRunMs in jobs.yaml (the job's, or its connection's) if loads this long are expected"
       : `; nothing was committed. ${fixHint('maxRunMs', 'a report slow to render, or pages slow to arrive')}`;
-    super('RUN_TIMEOUT', `the attempt did not commit within maxRunMs (${limitMs} ms) of its start: it was at stage ${at.stage}, ${got}${database}`, {
-      stage: at.stage,
-      details: { limitMs, pages: at.pages, bytes: at.bytes, ...(at.cancelled ? { cancelledStatement: { ...at.cancelled } } : {}) },
-    });
+    super(
+      'RUN_TIMEOUT',
+      `the attempt did not commit within maxRunMs (${limitMs} ms) of its start: it was at stage ${at.stage}, ${got}${database}`,
+      {
+        stage: at.stage,
+        details: {
+          limitMs,
+          pages: at.pages,
+          bytes: at.bytes,
+          ...(at.cancelled ? { cancelledStatement: { ...at.cancelled } } : {}),
+        },
+      },
+    );
   }
 }
 

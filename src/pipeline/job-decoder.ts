@@ -17,6 +17,8 @@ export function jobDecoder(job: ResolvedJob, runTime: Date): PageDecoder {
     maxValueBytes: report.maxValueBytes,
     rowsAt: target.rowsAt,
     load: target.load,
-    fileName: isDocumentType(type) ? (page) => documentFileName({ report: report.name, mandant: report.mandant, runTime, page, type }) : undefined,
+    fileName: isDocumentType(type)
+      ? (page) => documentFileName({ report: report.name, mandant: report.mandant, runTime, page, type })
+      : undefined,
   });
 }

@@ -91,14 +91,21 @@ export function formatWithOffset(at: Date, zone: string): string {
  * @returns a new object with every `%{...}` replaced
  * @throws ConfigError naming the parameter for an unknown name (e.g. `%{logicalstart}`)
  */
-export function renderParameters(parameters: Record<string, string>, time: LogicalTime, zone: string, where = 'report.parameters'): Record<string, string> {
+export function renderParameters(
+  parameters: Record<string, string>,
+  time: LogicalTime,
+  zone: string,
+  where = 'report.parameters',
+): Record<string, string> {
   const out: Record<string, string> = {};
   const problems: string[] = [];
   for (const [key, value] of Object.entries(parameters)) {
     out[key] = value.replace(TEMPLATE, (whole, escaped: string, name: string, format: string | undefined) => {
       if (escaped) return whole.slice(1);
       if (!NAMES.has(name)) {
-        problems.push(`${where}.${key}: unknown time "%{${name}}" in "${value}" (write tick, logicalStart or logicalEnd)`);
+        problems.push(
+          `${where}.${key}: unknown time "%{${name}}" in "${value}" (write tick, logicalStart or logicalEnd)`,
+        );
         return whole;
       }
       const at = time[name as keyof LogicalTime];
@@ -118,10 +125,18 @@ export function parseZonedDate(text: string, zone: string): Date {
   const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?$/.exec(text.trim());
   if (!m) {
     const d = new Date(text);
-    if (Number.isNaN(d.getTime())) throw new ConfigError([`not a date: "${text}" (write 2026-01-31, 2026-01-31T06:00 or an ISO time with offset)`]);
+    if (Number.isNaN(d.getTime()))
+      throw new ConfigError([`not a date: "${text}" (write 2026-01-31, 2026-01-31T06:00 or an ISO time with offset)`]);
     return d;
   }
-  const wall = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4] ?? 0), Number(m[5] ?? 0), Number(m[6] ?? 0));
+  const wall = Date.UTC(
+    Number(m[1]),
+    Number(m[2]) - 1,
+    Number(m[3]),
+    Number(m[4] ?? 0),
+    Number(m[5] ?? 0),
+    Number(m[6] ?? 0),
+  );
   // Two rounds settle the offset also next to a DST change.
   let t = wall;
   for (let i = 0; i < 2; i++) {
@@ -145,7 +160,11 @@ export function previousTick(job: ResolvedJob, at: Date): Date | undefined {
  * manual run); `logicalStart` the request's, else the schedule's previous tick before `logicalEnd`, else
  * `logicalEnd` itself (a job without schedule covers no interval); `tick` the scheduled time, else `logicalEnd`.
  */
-export function logicalTimeOf(job: ResolvedJob, req: Pick<RunRequest, 'scheduledFor' | 'logicalStart' | 'logicalEnd'>, now: Date): LogicalTime {
+export function logicalTimeOf(
+  job: ResolvedJob,
+  req: Pick<RunRequest, 'scheduledFor' | 'logicalStart' | 'logicalEnd'>,
+  now: Date,
+): LogicalTime {
   const logicalEnd = new Date(req.logicalEnd ?? req.scheduledFor ?? now.toISOString());
   const logicalStart = req.logicalStart ? new Date(req.logicalStart) : (previousTick(job, logicalEnd) ?? logicalEnd);
   const tick = req.scheduledFor ? new Date(req.scheduledFor) : logicalEnd;
@@ -157,7 +176,16 @@ export function logicalTimeOf(job: ResolvedJob, req: Pick<RunRequest, 'scheduled
  * run's logical time, then the request's explicit parameters on top (README "Run parameters and logical time").
  * @throws ConfigError naming the parameter for an unknown time name
  */
-export function runParameters(job: ResolvedJob, req: Pick<RunRequest, 'scheduledFor' | 'logicalStart' | 'logicalEnd' | 'parameters'>, now: Date): Record<string, string> {
-  const rendered = renderParameters(job.job.report.parameters, logicalTimeOf(job, req, now), job.zone, `jobs.${job.name}.report.parameters`);
+export function runParameters(
+  job: ResolvedJob,
+  req: Pick<RunRequest, 'scheduledFor' | 'logicalStart' | 'logicalEnd' | 'parameters'>,
+  now: Date,
+): Record<string, string> {
+  const rendered = renderParameters(
+    job.job.report.parameters,
+    logicalTimeOf(job, req, now),
+    job.zone,
+    `jobs.${job.name}.report.parameters`,
+  );
   return { ...rendered, ...req.parameters };
 }

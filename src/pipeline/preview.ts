@@ -54,8 +54,19 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
   const { report, target: targetConfig } = o.job.job;
   const target = parseTableName(targetConfig.table);
   const declaredTypes = await resolveDeclaredTypes(o.pool, o.job.name, targetConfig.columns);
-  const parameters = runParameters(o.job, { parameters: o.parameters, ...(o.logicalEnd ? { logicalEnd: o.logicalEnd.toISOString() } : {}) }, new Date());
-  const client = await makeReportClient({ connection: o.job.connection, connectionName: o.job.connectionName, redis: o.redis, logger: o.logger, ...(o.signal ? { signal: o.signal } : {}), ...(o.prefix ? { keyPrefix: `${o.prefix}:` } : {}) });
+  const parameters = runParameters(
+    o.job,
+    { parameters: o.parameters, ...(o.logicalEnd ? { logicalEnd: o.logicalEnd.toISOString() } : {}) },
+    new Date(),
+  );
+  const client = await makeReportClient({
+    connection: o.job.connection,
+    connectionName: o.job.connectionName,
+    redis: o.redis,
+    logger: o.logger,
+    ...(o.signal ? { signal: o.signal } : {}),
+    ...(o.prefix ? { keyPrefix: `${o.prefix}:` } : {}),
+  });
   try {
     const paging = Math.max(MIN_PAGING, o.rows);
     return await withReportJob(
@@ -66,13 +77,28 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
         const announced = { pages: finished.pages, rows: shape === 'rows' ? finished.rows : undefined };
         // A preview loads nothing: the reader's progress lines (`page loaded`) would say otherwise; its warnings stay.
         const quiet = o.logger.isLevelEnabled('info') ? o.logger.child({}, { level: 'warn' }) : o.logger;
-        const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, new Date()), quiet, o.signal, { maxPages: 1, pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs, announced });
+        const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, new Date()), quiet, o.signal, {
+          maxPages: 1,
+          pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs,
+          announced,
+        });
         const db = await o.pool.connect();
         try {
           await db.query('BEGIN');
-          await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [o.job.connection.timezone]);
-          const result = await previewRows(db, { job: o.job.name, target, key: targetConfig.key, declaredTypes, limit: o.rows }, rows);
-          return { reportRows: finished.rows, reportPages: finished.pages, targetTable: `${target.schema}.${target.table}`, result };
+          await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [
+            o.job.connection.timezone,
+          ]);
+          const result = await previewRows(
+            db,
+            { job: o.job.name, target, key: targetConfig.key, declaredTypes, limit: o.rows },
+            rows,
+          );
+          return {
+            reportRows: finished.rows,
+            reportPages: finished.pages,
+            targetTable: `${target.schema}.${target.table}`,
+            result,
+          };
         } finally {
           await db.query('ROLLBACK').catch(() => undefined);
           db.release();

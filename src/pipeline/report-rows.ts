@@ -105,7 +105,15 @@ export function pageOfRow(pageStartRows: readonly number[], row: number): number
  * @param signal the attempt's: aborts every request and body
  * @param timings told of every page read (the attempt's timeline and spans)
  */
-export function reportRows(client: ReportClient, reportJobId: string, makeDecoder: () => PageDecoder, logger: Logger, signal?: AbortSignal, limits: ReportRowsLimits = {}, timings?: PageTimings): ReportRows {
+export function reportRows(
+  client: ReportClient,
+  reportJobId: string,
+  makeDecoder: () => PageDecoder,
+  logger: Logger,
+  signal?: AbortSignal,
+  limits: ReportRowsLimits = {},
+  timings?: PageTimings,
+): ReportRows {
   const { maxPages = Infinity, pageTimeoutMs, announced } = limits;
   let decoder = makeDecoder();
   const pageStartRows: number[] = [];
@@ -205,7 +213,11 @@ export function reportRows(client: ReportClient, reportJobId: string, makeDecode
           failure = err;
           // The page's own deadline cut it (not the attempt's signal, whose abort speaks for itself).
           if (current.stop.signal.reason instanceof PageDeadlineReached && !signal?.aborted) {
-            failure = new PageTimeoutError(reportJobId, page, pageTimeoutMs!, { answered: !!stream, bytes: bytes - bytesBefore, rows: decoder.rows - rowsBefore });
+            failure = new PageTimeoutError(reportJobId, page, pageTimeoutMs!, {
+              answered: !!stream,
+              bytes: bytes - bytesBefore,
+              rows: decoder.rows - rowsBefore,
+            });
           }
           throw failure;
         } finally {
@@ -227,7 +239,8 @@ export function reportRows(client: ReportClient, reportJobId: string, makeDecode
               copyMs,
               rows: decoder.rows - rowsBefore,
               bytes: bytes - bytesBefore,
-              failed: failure === undefined ? undefined : failure instanceof Error ? failure : new Error(String(failure)),
+              failed:
+                failure === undefined ? undefined : failure instanceof Error ? failure : new Error(String(failure)),
             });
           }
         }
@@ -254,7 +267,10 @@ export function reportRows(client: ReportClient, reportJobId: string, makeDecode
       // its body, so that its socket is freed rather than held until the agent closes.
       if (next) {
         next.stop.abort(new Error('reading ended'));
-        void next.answer.then((s) => s?.body.destroy(), () => undefined);
+        void next.answer.then(
+          (s) => s?.body.destroy(),
+          () => undefined,
+        );
       }
     }
   }

@@ -25,7 +25,13 @@ import {
 } from './attempt-steps.ts';
 import { deadlinesOf, startRunDeadline } from './deadlines.ts';
 
-export { AttemptFailedError, defaultWorkerName, type AttemptOptions, type AttemptResult, type ExclusiveLock } from './attempt.ts';
+export {
+  AttemptFailedError,
+  defaultWorkerName,
+  type AttemptOptions,
+  type AttemptResult,
+  type ExclusiveLock,
+} from './attempt.ts';
 
 /**
  * Runs one attempt of a run of `o.job`: wait for a report slot → record it → check it may run → start the report job → wait for it → load
@@ -46,7 +52,14 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
     const slot = await trace.step('slot', () => waitForSlot(opts));
     try {
       const result = await runWithSlot(opts, trace);
-      trace.end({ [ATTR.status]: result.status, [ATTR.rows]: result.rows, [ATTR.pages]: result.pages, [ATTR.bytes]: result.bytes, [ATTR.loadPlan]: result.plan, ...(result.format ? { [ATTR.copyFormat]: result.format } : {}) });
+      trace.end({
+        [ATTR.status]: result.status,
+        [ATTR.rows]: result.rows,
+        [ATTR.pages]: result.pages,
+        [ATTR.bytes]: result.bytes,
+        [ATTR.loadPlan]: result.plan,
+        ...(result.format ? { [ATTR.copyFormat]: result.format } : {}),
+      });
       return result;
     } finally {
       await slot?.release();
@@ -84,7 +97,11 @@ async function runSteps(attempt: Attempt, trace: AttemptTrace): Promise<AttemptR
     const started = await trace.step('start', () => startReportJob(attempt, client, check.request));
     let result: AttemptResult;
     try {
-      const finished = await trace.step('render', () => waitForReportJob(attempt, client, started), (f) => ({ polls: f.polls, serverMs: serverRenderMs(f.job) }));
+      const finished = await trace.step(
+        'render',
+        () => waitForReportJob(attempt, client, started),
+        (f) => ({ polls: f.polls, serverMs: serverRenderMs(f.job) }),
+      );
       result = await trace.step('load', () => loadAndCommit(attempt, client, finished, check.declaredTypes));
     } finally {
       await trace.step('delete', () => deleteReportJob(attempt, client));
@@ -108,5 +125,8 @@ function serverRenderMs(job: { startedAt?: string | undefined; finishedAt?: stri
 function failureAttributes(err: unknown): Record<string, string | boolean> {
   const e = err as { stage?: unknown; retryable?: unknown; code?: unknown; error?: { stage?: unknown } };
   const stage = e.stage ?? e.error?.stage;
-  return { ...(typeof stage === 'string' ? { [ATTR.stage]: stage } : {}), ...(typeof e.retryable === 'boolean' ? { [ATTR.retryable]: e.retryable } : {}) };
+  return {
+    ...(typeof stage === 'string' ? { [ATTR.stage]: stage } : {}),
+    ...(typeof e.retryable === 'boolean' ? { [ATTR.retryable]: e.retryable } : {}),
+  };
 }

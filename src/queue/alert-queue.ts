@@ -12,7 +12,13 @@
 import { createHash } from 'node:crypto';
 import { Queue, UnrecoverableError, Worker, type ConnectionOptions } from 'bullmq';
 import type { AlertMessage } from '../alerts/alert-message.ts';
-import { alertsFor, deliverAlert, DELIVERY_ATTEMPTS, type AlertSender, type TargetedAlert } from '../alerts/webhook-sender.ts';
+import {
+  alertsFor,
+  deliverAlert,
+  DELIVERY_ATTEMPTS,
+  type AlertSender,
+  type TargetedAlert,
+} from '../alerts/webhook-sender.ts';
 import type { AlertTargetConfig } from '../config/schema.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -41,7 +47,10 @@ export interface AlertQueueDeps {
 
 /** The queue job id of one alert for one target: stable for the same target and message. */
 export function alertQueueJobId(a: TargetedAlert): string {
-  return createHash('sha256').update(JSON.stringify([a.target, a.message])).digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update(JSON.stringify([a.target, a.message]))
+    .digest('hex')
+    .slice(0, 32);
 }
 
 /**
@@ -50,7 +59,10 @@ export function alertQueueJobId(a: TargetedAlert): string {
  */
 export function makeQueuedAlertSender(deps: AlertQueueDeps): AlertSender {
   const log = deps.logger.child({ component: 'alerts' });
-  const queue = new Queue<TargetedAlert>(ALERT_QUEUE_NAME, { connection: deps.connection, prefix: deps.prefix ?? DEFAULT_QUEUE_PREFIX });
+  const queue = new Queue<TargetedAlert>(ALERT_QUEUE_NAME, {
+    connection: deps.connection,
+    prefix: deps.prefix ?? DEFAULT_QUEUE_PREFIX,
+  });
   queue.on('error', (err) => log.error({ err: coerceError(err).message }, 'alert queue error'));
   const queued = new Set<Promise<string | undefined>>();
   const ids = new Set<string>();
@@ -68,7 +80,10 @@ export function makeQueuedAlertSender(deps: AlertQueueDeps): AlertSender {
       ids.add(jobId);
       return jobId;
     } catch (err) {
-      log.error({ target: a.target, event: a.message.event, job: a.message.job, err: coerceError(err).message }, 'alert could not be queued');
+      log.error(
+        { target: a.target, event: a.message.event, job: a.message.job, err: coerceError(err).message },
+        'alert could not be queued',
+      );
       return undefined;
     }
   };
@@ -117,13 +132,17 @@ export function makeAlertWorker(deps: AlertQueueDeps & { concurrency?: number })
       const { target: name, message } = job.data;
       const target = deps.targets()[name];
       if (!target) {
-        log.warn({ target: name, event: message.event, job: message.job }, 'alert target no longer in jobs.yaml: alert dropped');
+        log.warn(
+          { target: name, event: message.event, job: message.job },
+          'alert target no longer in jobs.yaml: alert dropped',
+        );
         return 'dropped';
       }
       const outcome = await deliverAlert(name, target, message as AlertMessage, log, job.attemptsMade + 1);
       if (outcome === 'sent') return outcome;
       if (outcome === 'refused') throw new UnrecoverableError('refused by the target');
-      if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) log.error({ target: name, event: message.event, job: message.job }, 'alert not delivered');
+      if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1))
+        log.error({ target: name, event: message.event, job: message.job }, 'alert not delivered');
       throw new Error('not delivered yet');
     },
     { connection: deps.connection, prefix: deps.prefix ?? DEFAULT_QUEUE_PREFIX, concurrency: deps.concurrency ?? 4 },

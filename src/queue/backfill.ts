@@ -57,16 +57,31 @@ export function isDoneState(state: string | undefined): boolean {
  * @throws ConfigError for an unknown job, a job without schedule, an empty or reversed range, or more than
  *   {@link MAX_TICKS} ticks
  */
-export async function backfill(deps: { queue: RunQueue; config: EtlConfig }, job: string, from: Date, to: Date, o: BackfillOptions = {}): Promise<BackfillResult> {
+export async function backfill(
+  deps: { queue: RunQueue; config: EtlConfig },
+  job: string,
+  from: Date,
+  to: Date,
+  o: BackfillOptions = {},
+): Promise<BackfillResult> {
   const r = resolveJob(deps.config, job);
-  if (!r.job.schedule) throw new ConfigError([`jobs.${job} has no schedule: backfill needs one to know the intervals (use enqueue for a manual run)`]);
-  if (!(to.getTime() > from.getTime())) throw new ConfigError([`backfill range is empty: --to (${to.toISOString()}) must be after --from (${from.toISOString()})`]);
+  if (!r.job.schedule)
+    throw new ConfigError([
+      `jobs.${job} has no schedule: backfill needs one to know the intervals (use enqueue for a manual run)`,
+    ]);
+  if (!(to.getTime() > from.getTime()))
+    throw new ConfigError([
+      `backfill range is empty: --to (${to.toISOString()}) must be after --from (${from.toISOString()})`,
+    ]);
   const ticks = cronTicks(r.job.schedule, r.zone);
   const found = ticks.between(from, to, MAX_TICKS);
-  if (found.truncated) throw new ConfigError([`backfill range has more than ${MAX_TICKS} ticks of "${r.job.schedule}": split it`]);
+  if (found.truncated)
+    throw new ConfigError([`backfill range has more than ${MAX_TICKS} ticks of "${r.job.schedule}": split it`]);
   const runs: BackfillRun[] = [];
   for (const tick of found.ticks) {
-    const { jobId, added } = o.force ? await enqueueForced(deps, r, tick) : await enqueueTick(deps.queue, deps.config, job, tick, 'backfill');
+    const { jobId, added } = o.force
+      ? await enqueueForced(deps, r, tick)
+      : await enqueueTick(deps.queue, deps.config, job, tick, 'backfill');
     const run: BackfillRun = { tick, jobId, added };
     if (!added) run.state = (await (await deps.queue.getJob(jobId))?.getState()) ?? 'unknown';
     runs.push(run);
@@ -75,9 +90,19 @@ export async function backfill(deps: { queue: RunQueue; config: EtlConfig }, job
 }
 
 /** Queues `tick` of `job` as a new logical run with the tick's logical time (trigger backfill). */
-async function enqueueForced(deps: { queue: RunQueue; config: EtlConfig }, job: ResolvedJob, tick: Date): Promise<{ jobId: string; added: boolean }> {
+async function enqueueForced(
+  deps: { queue: RunQueue; config: EtlConfig },
+  job: ResolvedJob,
+  tick: Date,
+): Promise<{ jobId: string; added: boolean }> {
   const id = forcedQueueJobId(job.name, tick, randomUUID().slice(0, 8));
-  const req: RunRequest = { job: job.name, trigger: 'backfill', scheduledFor: tick.toISOString(), logicalEnd: tick.toISOString(), runKey: id };
+  const req: RunRequest = {
+    job: job.name,
+    trigger: 'backfill',
+    scheduledFor: tick.toISOString(),
+    logicalEnd: tick.toISOString(),
+    runKey: id,
+  };
   const previous = previousTick(job, tick);
   if (previous) req.logicalStart = previous.toISOString();
   return enqueueRun(deps.queue, req, { jobId: id, ...retryOf(deps.config, job.name) });

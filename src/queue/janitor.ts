@@ -115,13 +115,18 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       try {
         await lease.client.deleteJob(o.report_job_id);
       } catch (err) {
-        log.warn({ job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, err: coerceError(err).message }, 'orphaned attempt: could not delete its report job; trying again at the next sweep');
+        log.warn(
+          { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, err: coerceError(err).message },
+          'orphaned attempt: could not delete its report job; trying again at the next sweep',
+        );
         return result;
       } finally {
         lease.release();
       }
     }
-    const what = o.report_job_id ? `deleted its report job ${o.report_job_id}` : 'found no report job recorded (it died before the server created one)';
+    const what = o.report_job_id
+      ? `deleted its report job ${o.report_job_id}`
+      : 'found no report job recorded (it died before the server created one)';
     const message =
       `orphaned: the process that ran attempt ${o.attempt} (${o.worker ?? 'unknown'}) ended without finishing it ` +
       `(killed, crashed, or lost its database session); nothing was committed; the janitor of ${me} ${what}`;
@@ -133,7 +138,10 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       message,
       details: { reportJobId: o.report_job_id, worker: o.worker, janitor: me },
     });
-    log.warn({ job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, worker: o.worker }, 'orphaned attempt closed: recorded interrupted, report job deleted');
+    log.warn(
+      { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, worker: o.worker },
+      'orphaned attempt closed: recorded interrupted, report job deleted',
+    );
     result.closed = true;
     return result;
   };
@@ -143,10 +151,15 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const known = jobs.filter((j) => Object.hasOwn(config.jobs, j));
     const out: ClosedOrphan[] = [];
     for (const o of await findOrphanedAttempts(deps.pool, known)) {
-      out.push(await closeOne(o, config).catch((err: unknown) => {
-        log.warn({ job: o.job, attemptId: o.attempt_id, err: coerceError(err).message }, 'orphaned attempt: could not close it; trying again at the next sweep');
-        return { attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed: false };
-      }));
+      out.push(
+        await closeOne(o, config).catch((err: unknown) => {
+          log.warn(
+            { job: o.job, attemptId: o.attempt_id, err: coerceError(err).message },
+            'orphaned attempt: could not close it; trying again at the next sweep',
+          );
+          return { attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed: false };
+        }),
+      );
     }
     return out;
   };
@@ -154,7 +167,10 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   const sweep = async (): Promise<SweepResult> => {
     const client = await deps.pool.connect();
     try {
-      const { rows } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS got', [JANITOR_LEASE_CLASS, prefix]);
+      const { rows } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS got', [
+        JANITOR_LEASE_CLASS,
+        prefix,
+      ]);
       if (!rows[0]?.got) return { leased: false, orphans: [], stale: [] };
       try {
         const config = deps.config();
@@ -171,7 +187,11 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
           });
         }
         const keepMs = parseWindow(config.history.keep)!;
-        const pruned = await pruneHistory(deps.pool, [...jobs, ...(deps.invalidJobs?.() ?? [])], new Date(now().getTime() - keepMs)).catch((err: unknown) => {
+        const pruned = await pruneHistory(
+          deps.pool,
+          [...jobs, ...(deps.invalidJobs?.() ?? [])],
+          new Date(now().getTime() - keepMs),
+        ).catch((err: unknown) => {
           log.error({ err: coerceError(err).message }, 'janitor: history pruning failed');
           return undefined;
         });
@@ -181,7 +201,9 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
         }
         return result;
       } finally {
-        await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [JANITOR_LEASE_CLASS, prefix]).catch(() => undefined);
+        await client
+          .query('SELECT pg_advisory_unlock($1, hashtext($2))', [JANITOR_LEASE_CLASS, prefix])
+          .catch(() => undefined);
       }
     } finally {
       client.release();

@@ -4,7 +4,6 @@
  * parameters that override jobs.yaml's.
  */
 import { randomUUID } from 'node:crypto';
-import type { Queue } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import { resolveJob } from '../config/load.ts';
 import { previousTick } from '../pipeline/logical-time.ts';
@@ -19,7 +18,13 @@ import type { RunRequest } from '../vocabulary.ts';
  * @returns the BullMQ job id and the run key
  * @throws ConfigError for an unknown job
  */
-export async function enqueueManual(queue: RunQueue, config: EtlConfig, job: string, parameters: Record<string, string> = {}, now = new Date()): Promise<{ jobId: string; runKey: string }> {
+export async function enqueueManual(
+  queue: RunQueue,
+  config: EtlConfig,
+  job: string,
+  parameters: Record<string, string> = {},
+  now = new Date(),
+): Promise<{ jobId: string; runKey: string }> {
   const r = resolveJob(config, job);
   const runKey = randomUUID();
   const req: RunRequest = { job, trigger: 'manual', runKey, logicalEnd: now.toISOString() };

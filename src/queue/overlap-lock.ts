@@ -39,22 +39,31 @@ export interface HeldLock {
  * @param ttlMs lock TTL in ms (default {@link OVERLAP_LOCK_TTL_MS}); renewed every ttlMs/3 until released
  * @returns the held lock, or undefined when another run holds it
  */
-export async function tryOverlapLock(redis: Redis, key: string, owner: string, logger: Logger, ttlMs = OVERLAP_LOCK_TTL_MS): Promise<HeldLock | undefined> {
+export async function tryOverlapLock(
+  redis: Redis,
+  key: string,
+  owner: string,
+  logger: Logger,
+  ttlMs = OVERLAP_LOCK_TTL_MS,
+): Promise<HeldLock | undefined> {
   const value = `${owner}|${randomUUID()}`;
   const got = (await redis.eval(ACQUIRE, 1, key, `${owner}|`, value, String(ttlMs))) as number;
   if (got !== 1) return undefined;
   let lost = false;
-  const timer = setInterval(() => {
-    extendIfOwner(redis, key, value, ttlMs).then(
-      (ok) => {
-        if (!ok && !lost) {
-          lost = true;
-          logger.warn({ key }, 'overlap lock lost: another run of this job may start');
-        }
-      },
-      (err: unknown) => logger.warn({ key, err: (err as Error).message }, 'could not renew the overlap lock'),
-    );
-  }, Math.max(100, Math.floor(ttlMs / 3)));
+  const timer = setInterval(
+    () => {
+      extendIfOwner(redis, key, value, ttlMs).then(
+        (ok) => {
+          if (!ok && !lost) {
+            lost = true;
+            logger.warn({ key }, 'overlap lock lost: another run of this job may start');
+          }
+        },
+        (err: unknown) => logger.warn({ key, err: (err as Error).message }, 'could not renew the overlap lock'),
+      );
+    },
+    Math.max(100, Math.floor(ttlMs / 3)),
+  );
   timer.unref();
   let released: Promise<void> | undefined;
   return {

@@ -5,7 +5,16 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
-import { ATTR, injectTrace, runTracer, SpanKind, failSpan, startSpan, extractTrace, type TraceCarrier } from '../tracing.ts';
+import {
+  ATTR,
+  injectTrace,
+  runTracer,
+  SpanKind,
+  failSpan,
+  startSpan,
+  extractTrace,
+  type TraceCarrier,
+} from '../tracing.ts';
 import type { RunRequest, RunTrigger } from '../vocabulary.ts';
 import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
 
@@ -74,11 +83,23 @@ export function retryOf(config: EtlConfig, job: string): { attempts: number; bac
  * whose context goes with the queued run, so that its trace begins here.
  * @returns the job id, and whether this call created it (false: it was queued, running or finished already)
  */
-export async function enqueueRun(queue: RunQueue, req: RunRequest, opts: EnqueueOptions = {}): Promise<{ jobId: string; added: boolean }> {
+export async function enqueueRun(
+  queue: RunQueue,
+  req: RunRequest,
+  opts: EnqueueOptions = {},
+): Promise<{ jobId: string; added: boolean }> {
   const jobId = opts.jobId ?? req.runKey;
   const span = startSpan(runTracer(), 'enqueue run', extractTrace(undefined), {
     kind: SpanKind.PRODUCER,
-    attributes: { [ATTR.job]: req.job, [ATTR.runKey]: req.runKey, [ATTR.trigger]: req.trigger, [ATTR.queueJobId]: jobId, 'messaging.system': 'bullmq', 'messaging.destination.name': QUEUE_NAME, 'messaging.operation.type': 'send' },
+    attributes: {
+      [ATTR.job]: req.job,
+      [ATTR.runKey]: req.runKey,
+      [ATTR.trigger]: req.trigger,
+      [ATTR.queueJobId]: jobId,
+      'messaging.system': 'bullmq',
+      'messaging.destination.name': QUEUE_NAME,
+      'messaging.operation.type': 'send',
+    },
   });
   try {
     const added = await addRun(queue, req, jobId, opts, injectTrace(span));
@@ -92,7 +113,13 @@ export async function enqueueRun(queue: RunQueue, req: RunRequest, opts: Enqueue
 }
 
 /** The add of {@link enqueueRun}, with the trace context of its span. */
-async function addRun(queue: RunQueue, req: RunRequest, jobId: string, opts: EnqueueOptions, trace: TraceCarrier): Promise<{ jobId: string; added: boolean }> {
+async function addRun(
+  queue: RunQueue,
+  req: RunRequest,
+  jobId: string,
+  opts: EnqueueOptions,
+  trace: TraceCarrier,
+): Promise<{ jobId: string; added: boolean }> {
   const enqueueId = randomUUID();
   const jobOpts: JobsOptions = {
     jobId,
@@ -102,7 +129,8 @@ async function addRun(queue: RunQueue, req: RunRequest, jobId: string, opts: Enq
   };
   const priority = queuePriorityOf(req.trigger);
   if (priority > 0) jobOpts.priority = priority;
-  if (opts.backoffMs !== undefined && opts.backoffMs > 0) jobOpts.backoff = { type: 'exponential', delay: opts.backoffMs };
+  if (opts.backoffMs !== undefined && opts.backoffMs > 0)
+    jobOpts.backoff = { type: 'exponential', delay: opts.backoffMs };
   if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
   await queue.add(req.job, { ...req, ...trace, enqueueId }, jobOpts);
   const stored = await queue.getJob(jobId);

@@ -6,7 +6,6 @@
  * src/history/run-list.ts) unless asked to include them.
  */
 import type pg from 'pg';
-import type { Queue } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import { EtlError } from '../errors.ts';
 import { hasSucceeded, newestAttempt } from '../history/attempts.ts';
@@ -44,12 +43,25 @@ export interface RunRef {
  *   newest attempt is running, or an attempt of it succeeded (and was not reverted since), or `acceptGuard` is asked
  *   for a run whose newest attempt was not stopped by its guard (GUARD_TRIPPED)
  */
-export async function replayRun(deps: ReplayDeps, ref: RunRef, opts: { acceptGuard?: boolean } = {}): Promise<{ jobId: string; attemptId: string; reverted: boolean }> {
+export async function replayRun(
+  deps: ReplayDeps,
+  ref: RunRef,
+  opts: { acceptGuard?: boolean } = {},
+): Promise<{ jobId: string; attemptId: string; reverted: boolean }> {
   const named = `run ${ref.runKey} of job ${ref.job}`;
-  const [run, newest] = await Promise.all([getRun(deps.pool, ref.job, ref.runKey), newestAttempt(deps.pool, ref.job, ref.runKey)]);
+  const [run, newest] = await Promise.all([
+    getRun(deps.pool, ref.job, ref.runKey),
+    newestAttempt(deps.pool, ref.job, ref.runKey),
+  ]);
   if (!run) throw new EtlError('INTERNAL', `no ${named} in etl.runs`, { retryable: false });
-  if (!newest) throw new EtlError('INTERNAL', `${named} has no attempt yet (it is queued or waits for a report slot): nothing to replay`, { retryable: false });
-  if (newest.status === 'running') throw new EtlError('INTERNAL', `${named} is still running (attempt ${newest.attempt})`, { retryable: false });
+  if (!newest)
+    throw new EtlError(
+      'INTERNAL',
+      `${named} has no attempt yet (it is queued or waits for a report slot): nothing to replay`,
+      { retryable: false },
+    );
+  if (newest.status === 'running')
+    throw new EtlError('INTERNAL', `${named} is still running (attempt ${newest.attempt})`, { retryable: false });
   // A reverted append run (report-etl revert) has no success left: its replay appends it again.
   if (await hasSucceeded(deps.pool, ref.job, ref.runKey)) {
     throw new EtlError('INTERNAL', `${named} succeeded: nothing to replay`, { retryable: false });
@@ -58,12 +70,20 @@ export async function replayRun(deps: ReplayDeps, ref: RunRef, opts: { acceptGua
   if (opts.acceptGuard) {
     const kinds = (await listRunErrors(deps.pool, newest.attempt_id)).map((e) => e.error_kind);
     if (!kinds.includes('GUARD_TRIPPED')) {
-      throw new EtlError('INTERNAL', `${named} was not stopped by its target's guard (its attempt ${newest.attempt} failed with ${kinds[0] ?? newest.status}): replay it without --accept-guard`, { retryable: false });
+      throw new EtlError(
+        'INTERNAL',
+        `${named} was not stopped by its target's guard (its attempt ${newest.attempt} failed with ${kinds[0] ?? newest.status}): replay it without --accept-guard`,
+        { retryable: false },
+      );
     }
   }
   // A job that left jobs.yaml has nothing to run its replay: a worker would drop it, so it is refused here, at once.
   if (deps.config && !deps.config.jobs[run.job]) {
-    throw new EtlError('CONFIG_INVALID', `${named} cannot be replayed: job ${run.job} is no longer in jobs.yaml (add it back to replay its runs)`, { retryable: false });
+    throw new EtlError(
+      'CONFIG_INVALID',
+      `${named} cannot be replayed: job ${run.job} is no longer in jobs.yaml (add it back to replay its runs)`,
+      { retryable: false },
+    );
   }
   const req: RunRequest = { job: run.job, trigger: 'replay', runKey: run.run_key };
   const scheduledFor = run.scheduled_for ?? newest.scheduled_for;
@@ -73,7 +93,10 @@ export async function replayRun(deps: ReplayDeps, ref: RunRef, opts: { acceptGua
   if (run.parameters) req.parameters = run.parameters;
   if (opts.acceptGuard) req.acceptGuard = true;
   const retry = deps.config?.jobs[run.job] ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 };
-  const { jobId } = await enqueueRun(deps.queue, req, { jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id, opts.acceptGuard), ...retry });
+  const { jobId } = await enqueueRun(deps.queue, req, {
+    jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id, opts.acceptGuard),
+    ...retry,
+  });
   return { jobId, attemptId: newest.attempt_id, reverted: newest.status === 'succeeded' };
 }
 
@@ -119,7 +142,11 @@ export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions
     // A replay of its newest attempt queued and not yet taken by a worker is pending too (with or without --accept-guard).
     const request = await getRunRequest(deps.pool, run.job, run.run_key);
     const base = request?.queueJobId ?? run.run_key;
-    const ids = [...(request ? [request.queueJobId] : []), replayQueueJobId(base, run.attempt_id), replayQueueJobId(base, run.attempt_id, true)];
+    const ids = [
+      ...(request ? [request.queueJobId] : []),
+      replayQueueJobId(base, run.attempt_id),
+      replayQueueJobId(base, run.attempt_id, true),
+    ];
     if (await anyPending(deps.queue, ids)) plan.stillRetrying.push(run);
     else if (run.superseded_by_run_key !== null && !o.includeSuperseded) plan.superseded.push(run);
     else plan.toQueue.push(run);
@@ -143,6 +170,7 @@ async function anyPending(queue: ReplayDeps['queue'], ids: readonly string[]): P
  */
 export async function replayFailed(deps: ReplayDeps, o: ReplayFailedOptions = {}): Promise<string[]> {
   const ids: string[] = [];
-  for (const run of (await planFailedReplays(deps, o)).toQueue) ids.push((await replayRun(deps, { job: run.job, runKey: run.run_key })).jobId);
+  for (const run of (await planFailedReplays(deps, o)).toQueue)
+    ids.push((await replayRun(deps, { job: run.job, runKey: run.run_key })).jobId);
   return ids;
 }

@@ -20,7 +20,17 @@ import type { AttemptOwner } from '../history/attempt-owner.ts';
 import { noRunAlerts, type RunAlerts } from '../alerts/run-alerts.ts';
 import type { ReportClients } from '../report-api/index.ts';
 import type { ReportSlots } from '../report-api/report-slots.ts';
-import { ATTR, contextWith, extractTrace, failSpan, runTracer, SpanKind, startSpan, traceIdOf, type Span } from '../tracing.ts';
+import {
+  ATTR,
+  contextWith,
+  extractTrace,
+  failSpan,
+  runTracer,
+  SpanKind,
+  startSpan,
+  traceIdOf,
+  type Span,
+} from '../tracing.ts';
 import { TICK_TRIGGERS } from '../vocabulary.ts';
 import { overlapLockKey } from './names.ts';
 import { tryOverlapLock } from './overlap-lock.ts';
@@ -71,7 +81,12 @@ export interface ProcessDeps {
  * @throws UnrecoverableError for config problems and non-retryable run failures; DelayedError when the run
  *   went back to the queue (overlap wait, shutdown); Error for a retryable failure (BullMQ retries with backoff)
  */
-export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, token: string | undefined, signal: AbortSignal | undefined): Promise<RunOutcome> {
+export async function processRun(
+  deps: ProcessDeps,
+  queueJob: Job<QueuedRun>,
+  token: string | undefined,
+  signal: AbortSignal | undefined,
+): Promise<RunOutcome> {
   const req = queueJob.data;
   // The run's trace goes on from its enqueue span (README "Tracing"): one `process run` span per take of the queue job.
   const span = startSpan(runTracer(), 'process run', extractTrace(req), {
@@ -100,32 +115,60 @@ export async function processRun(deps: ProcessDeps, queueJob: Job<QueuedRun>, to
 }
 
 /** {@link processRun} inside its span. */
-async function processTraced(deps: ProcessDeps, queueJob: Job<QueuedRun>, token: string | undefined, signal: AbortSignal | undefined, span: Span): Promise<RunOutcome> {
+async function processTraced(
+  deps: ProcessDeps,
+  queueJob: Job<QueuedRun>,
+  token: string | undefined,
+  signal: AbortSignal | undefined,
+  span: Span,
+): Promise<RunOutcome> {
   const req = queueJob.data;
   const traceId = traceIdOf(span);
-  const log = deps.logger.child({ job: req.job, queueJobId: queueJob.id, runKey: req.runKey, ...(traceId ? { traceId } : {}) });
+  const log = deps.logger.child({
+    job: req.job,
+    queueJobId: queueJob.id,
+    runKey: req.runKey,
+    ...(traceId ? { traceId } : {}),
+  });
   const config = deps.config();
   let resolved: ResolvedJob;
   try {
     resolved = resolveJob(config, req.job);
   } catch (err) {
     const problems = deps.invalidJobs?.().get(req.job);
-    if (problems) throw new UnrecoverableError(`jobs.yaml: job "${req.job}" is invalid, so its runs are not run until it is fixed:\n${problems.join('\n')}`);
-    throw new UnrecoverableError(`${coerceError(err).message} (the job was removed from jobs.yaml after this run was queued)`);
+    if (problems)
+      throw new UnrecoverableError(
+        `jobs.yaml: job "${req.job}" is invalid, so its runs are not run until it is fixed:\n${problems.join('\n')}`,
+      );
+    throw new UnrecoverableError(
+      `${coerceError(err).message} (the job was removed from jobs.yaml after this run was queued)`,
+    );
   }
   // A full or restarting PostgreSQL is waited for here too: a capacity error must not use up the run's retries.
   const waits = { todo: 'the run starts', done: 'the run goes on' };
-  if (TICK_TRIGGERS.has(req.trigger) && (await untilDatabaseTakesIt(log, waits, signal, () => hasSucceeded(deps.pool, req.job, req.runKey)))) {
+  if (
+    TICK_TRIGGERS.has(req.trigger) &&
+    (await untilDatabaseTakesIt(log, waits, signal, () => hasSucceeded(deps.pool, req.job, req.runKey)))
+  ) {
     log.info('this tick already succeeded: nothing to do');
     return { status: 'already-succeeded' };
   }
-  const lock = await tryOverlapLock(deps.redis, overlapLockKey(deps.prefix, req.job), queueJob.id!, log, deps.overlapLockTtlMs);
+  const lock = await tryOverlapLock(
+    deps.redis,
+    overlapLockKey(deps.prefix, req.job),
+    queueJob.id!,
+    log,
+    deps.overlapLockTtlMs,
+  );
   if (!lock) {
     if (resolved.job.overlap === 'skip') {
       log.warn('the previous run of this job is still going: skipped (overlap: skip)');
       return { status: 'skipped-overlap' };
     }
-    log.info({ retryInMs: deps.overlapRetryMs }, 'the previous run of this job is still going: waiting (overlap: wait)');
+    log.info(
+      { retryInMs: deps.overlapRetryMs },
+      'the previous run of this job is still going: waiting (overlap: wait)',
+    );
     await queueJob.moveToDelayed(Date.now() + deps.overlapRetryMs, token);
     throw new DelayedError();
   }
@@ -134,17 +177,19 @@ async function processTraced(deps: ProcessDeps, queueJob: Job<QueuedRun>, token:
   const onBullAbort = () => controller.abort(signal?.reason ?? new Error('cancelled'));
   signal?.addEventListener('abort', onBullAbort, { once: true });
   try {
-    await untilDatabaseTakesIt(log, waits, controller.signal, () => recordRunRequest(deps.pool, {
-      job: req.job,
-      runKey: req.runKey,
-      queueJobId: queueJob.id!,
-      trigger: req.trigger,
-      scheduledFor: req.scheduledFor ? new Date(req.scheduledFor) : undefined,
-      logicalStart: req.logicalStart ? new Date(req.logicalStart) : undefined,
-      logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
-      parameters: req.parameters,
-      queuedAt: new Date(queueJob.timestamp),
-    }));
+    await untilDatabaseTakesIt(log, waits, controller.signal, () =>
+      recordRunRequest(deps.pool, {
+        job: req.job,
+        runKey: req.runKey,
+        queueJobId: queueJob.id!,
+        trigger: req.trigger,
+        scheduledFor: req.scheduledFor ? new Date(req.scheduledFor) : undefined,
+        logicalStart: req.logicalStart ? new Date(req.logicalStart) : undefined,
+        logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
+        parameters: req.parameters,
+        queuedAt: new Date(queueJob.timestamp),
+      }),
+    );
     const result = await runAttempt({
       job: resolved,
       request: req,
@@ -159,8 +204,20 @@ async function processTraced(deps: ProcessDeps, queueJob: Job<QueuedRun>, token:
       owner: deps.owner,
       traceParent: contextWith(span),
     });
-    await (deps.alerts ?? noRunAlerts).succeeded({ job: req.job, runKey: req.runKey, attemptId: result.attemptId, trigger: req.trigger });
-    return { status: result.status, attemptId: result.attemptId, rows: result.rows, pages: result.pages, bytes: result.bytes, durationMs: Math.round(result.durationMs) };
+    await (deps.alerts ?? noRunAlerts).succeeded({
+      job: req.job,
+      runKey: req.runKey,
+      attemptId: result.attemptId,
+      trigger: req.trigger,
+    });
+    return {
+      status: result.status,
+      attemptId: result.attemptId,
+      rows: result.rows,
+      pages: result.pages,
+      bytes: result.bytes,
+      durationMs: Math.round(result.durationMs),
+    };
   } catch (err) {
     if (err instanceof AttemptFailedError) {
       if (controller.signal.aborted && deps.shuttingDown()) {
@@ -172,7 +229,14 @@ async function processTraced(deps: ProcessDeps, queueJob: Job<QueuedRun>, token:
       const text = `${err.code}: ${err.message} (attempt ${err.attemptId})`;
       // The last attempt BullMQ will make: attemptsMade counts the ones before this one.
       const final = !err.retryable || queueJob.attemptsMade + 1 >= (queueJob.opts.attempts ?? 1);
-      if (final && !controller.signal.aborted) await (deps.alerts ?? noRunAlerts).failed({ job: req.job, runKey: req.runKey, attemptId: err.attemptId, trigger: req.trigger, error: err.error });
+      if (final && !controller.signal.aborted)
+        await (deps.alerts ?? noRunAlerts).failed({
+          job: req.job,
+          runKey: req.runKey,
+          attemptId: err.attemptId,
+          trigger: req.trigger,
+          error: err.error,
+        });
       throw err.retryable ? new Error(text, { cause: err }) : new UnrecoverableError(text);
     }
     if (err instanceof ConfigError) throw new UnrecoverableError(err.message);
@@ -186,6 +250,8 @@ async function processTraced(deps: ProcessDeps, queueJob: Job<QueuedRun>, token:
   } finally {
     signal?.removeEventListener('abort', onBullAbort);
     untrack();
-    await lock.release().catch((e: unknown) => log.warn({ err: coerceError(e).message }, 'could not release the overlap lock'));
+    await lock
+      .release()
+      .catch((e: unknown) => log.warn({ err: coerceError(e).message }, 'could not release the overlap lock'));
   }
 }

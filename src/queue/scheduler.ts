@@ -6,7 +6,6 @@
  * (`catchup: none | latest | { all: window }`, from etl.attempts); config changes add, remove and reschedule tasks.
  */
 import type pg from 'pg';
-import type { Queue } from 'bullmq';
 import { createTask, type ScheduledTask } from 'node-cron';
 import type { EtlConfig, JobConfig } from '../config/schema.ts';
 import { parseWindow, resolveJob, scheduleZone } from '../config/load.ts';
@@ -56,9 +55,21 @@ export const LATE_TICK_MAX_MS = 60_000;
  * @returns the queue job id, and whether this call queued it
  * @throws ConfigError for an unknown job
  */
-export async function enqueueTick(queue: RunQueue, config: EtlConfig, job: string, tick: Date, trigger: TickTrigger): Promise<{ jobId: string; added: boolean }> {
+export async function enqueueTick(
+  queue: RunQueue,
+  config: EtlConfig,
+  job: string,
+  tick: Date,
+  trigger: TickTrigger,
+): Promise<{ jobId: string; added: boolean }> {
   const id = tickQueueJobId(job, tick);
-  const req: RunRequest = { job, trigger, scheduledFor: tick.toISOString(), logicalEnd: tick.toISOString(), runKey: id };
+  const req: RunRequest = {
+    job,
+    trigger,
+    scheduledFor: tick.toISOString(),
+    logicalEnd: tick.toISOString(),
+    runKey: id,
+  };
   const previous = previousTick(resolveJob(config, job), tick);
   if (previous) req.logicalStart = previous.toISOString();
   return enqueueRun(queue, req, { jobId: id, ...retryOf(config, job) });
@@ -86,8 +97,15 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     if (!job?.schedule) return;
     const tick = new Date(Math.floor(at.getTime() / 1000) * 1000);
     // The queued run's trace begins here (README "Tracing"): its enqueue span is this one's child.
-    const { jobId, added } = await inSpan('scheduler tick', { attributes: { [ATTR.job]: name, [ATTR.tick]: tick.toISOString() } }, () => enqueueTick(deps.queue, config, name, tick, 'schedule'));
-    log.info({ job: name, tick: tick.toISOString(), queueJobId: jobId, added }, added ? 'tick: run queued' : 'tick: run was queued by another scheduler');
+    const { jobId, added } = await inSpan(
+      'scheduler tick',
+      { attributes: { [ATTR.job]: name, [ATTR.tick]: tick.toISOString() } },
+      () => enqueueTick(deps.queue, config, name, tick, 'schedule'),
+    );
+    log.info(
+      { job: name, tick: tick.toISOString(), queueJobId: jobId, added },
+      added ? 'tick: run queued' : 'tick: run was queued by another scheduler',
+    );
   };
 
   const apply = (config: EtlConfig) => {
@@ -107,11 +125,17 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     for (const [name, key] of wanted) {
       if (tasks.has(name)) continue;
       const job = config.jobs[name]!;
-      const task = (deps.createTask ?? createTask)(job.schedule!, (ctx) => {
-        const p = onTick(name, ctx.date).catch((err: unknown) => log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'));
-        track(p);
-        return p;
-      }, { timezone: scheduleZone(config, job), name: `report-etl:${name}` });
+      const task = (deps.createTask ?? createTask)(
+        job.schedule!,
+        (ctx) => {
+          const p = onTick(name, ctx.date).catch((err: unknown) =>
+            log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'),
+          );
+          track(p);
+          return p;
+        },
+        { timezone: scheduleZone(config, job), name: `report-etl:${name}` },
+      );
       // node-cron drops a tick it fires more than a second late (a busy event loop): queue it all the same, late
       // is better than never, and the tick's job id keeps it to one run. Ticks missed by far more (the process was
       // paused or the machine slept) are left to the job's catch-up policy at the next start, or a pause of hours
@@ -119,11 +143,16 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
       task.on('execution:missed', (ctx) => {
         const lateMs = now().getTime() - ctx.date.getTime();
         if (lateMs > LATE_TICK_MAX_MS) {
-          log.warn({ job: name, tick: ctx.date.toISOString(), lateMs }, 'tick missed long ago (process paused?): not queued; catch-up applies at the next start');
+          log.warn(
+            { job: name, tick: ctx.date.toISOString(), lateMs },
+            'tick missed long ago (process paused?): not queued; catch-up applies at the next start',
+          );
           return;
         }
         log.warn({ job: name, tick: ctx.date.toISOString(), lateMs }, 'tick fired late: queueing it anyway');
-        const p = onTick(name, ctx.date).catch((err: unknown) => log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'));
+        const p = onTick(name, ctx.date).catch((err: unknown) =>
+          log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'),
+        );
         track(p);
         return p;
       });
@@ -133,10 +162,20 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     }
     const rescheduled = added.filter((n) => removed.includes(n));
     if (added.length || removed.length) {
-      log.info({ added: added.filter((n) => !rescheduled.includes(n)), removed: removed.filter((n) => !rescheduled.includes(n)), rescheduled }, 'schedules in force');
+      log.info(
+        {
+          added: added.filter((n) => !rescheduled.includes(n)),
+          removed: removed.filter((n) => !rescheduled.includes(n)),
+          rescheduled,
+        },
+        'schedules in force',
+      );
     }
     if (tasks.size === 0 && !saidNoSchedule) {
-      const invalid = deps.config.invalid().filter((e) => e.kind === 'job').map((e) => e.name);
+      const invalid = deps.config
+        .invalid()
+        .filter((e) => e.kind === 'job')
+        .map((e) => e.name);
       log.warn(
         { invalid },
         `no schedule in force: no valid job of jobs.yaml has a schedule${invalid.length ? ` (invalid, skipped: ${invalid.join(', ')}; \`report-etl validate\` lists their problems)` : ''}`,
@@ -165,7 +204,10 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
       if ((await enqueueTick(deps.queue, config, name, tick, 'catchup')).added) queued += 1;
     }
     if (found.ticks.length) {
-      log.info({ job: name, missed: found.ticks.length, queued, since: last.toISOString(), truncated: found.truncated }, 'catch-up: missed ticks queued');
+      log.info(
+        { job: name, missed: found.ticks.length, queued, since: last.toISOString(), truncated: found.truncated },
+        'catch-up: missed ticks queued',
+      );
     }
   };
 
@@ -173,7 +215,9 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     async start() {
       const config = deps.config.current();
       for (const [name, job] of Object.entries(config.jobs)) {
-        await catchUp(config, name, job).catch((err: unknown) => log.error({ job: name, err: coerceError(err).message }, 'catch-up failed'));
+        await catchUp(config, name, job).catch((err: unknown) =>
+          log.error({ job: name, err: coerceError(err).message }, 'catch-up failed'),
+        );
       }
       if (closing) return;
       apply(config);

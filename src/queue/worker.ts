@@ -78,7 +78,12 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
   // The fleet's report slots: every worker process shares each connection's maxConcurrentReports through Redis.
   const slots = new ReportSlots(deps.redis, { prefix });
   // Access tokens sit under the installation's prefix too, like every key of it.
-  const clients = makeReportClients(deps.redis, deps.logger, (name, connection) => connectionAuthStore(deps.pool, name, connection), `${prefix}:`);
+  const clients = makeReportClients(
+    deps.redis,
+    deps.logger,
+    (name, connection) => connectionAuthStore(deps.pool, name, connection),
+    `${prefix}:`,
+  );
   const active = new Set<AbortController>();
   let shuttingDown = false;
   const processDeps = {
@@ -120,9 +125,14 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
     () => undefined,
   );
   worker.on('failed', (job, err) => {
-    logger.warn({ queueJobId: job?.id, job: job?.data.job, attemptsMade: job?.attemptsMade, err: err.message }, 'queued run attempt failed');
+    logger.warn(
+      { queueJobId: job?.id, job: job?.data.job, attemptsMade: job?.attemptsMade, err: err.message },
+      'queued run attempt failed',
+    );
   });
-  worker.on('stalled', (jobId) => logger.warn({ queueJobId: jobId }, 'run stalled (its worker died or lost the lock): queued again'));
+  worker.on('stalled', (jobId) =>
+    logger.warn({ queueJobId: jobId }, 'run stalled (its worker died or lost the lock): queued again'),
+  );
   const abortAll = (reason = 'shutdown') => {
     for (const c of active) c.abort(new Error(reason));
   };
@@ -140,7 +150,10 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
         const graceOver = new Promise<'grace-over'>((resolve) => {
           timer = setTimeout(() => resolve('grace-over'), graceMs);
         });
-        if ((await Promise.race([closed.then(() => 'closed' as const), graceOver])) === 'grace-over' && active.size > 0) {
+        if (
+          (await Promise.race([closed.then(() => 'closed' as const), graceOver])) === 'grace-over' &&
+          active.size > 0
+        ) {
           logger.warn({ running: active.size }, 'grace period over: aborting running runs');
           abortAll('shutdown: grace period over');
         }

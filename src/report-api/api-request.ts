@@ -42,7 +42,11 @@ export interface ApiCallerOptions {
   logger: Logger;
 }
 
-async function forbidden(res: Dispatcher.ResponseData, call: ApiCall, tokenScope: string | undefined): Promise<AccessForbiddenError> {
+async function forbidden(
+  res: Dispatcher.ResponseData,
+  call: ApiCall,
+  tokenScope: string | undefined,
+): Promise<AccessForbiddenError> {
   const header = res.headers['svcservletexceptionmessage'] ?? res.headers['servletexceptionmessage'];
   const serverMessage = Array.isArray(header) ? header.join('\n') : header;
   let problem: ProblemDetails | undefined;
@@ -55,7 +59,14 @@ async function forbidden(res: Dispatcher.ResponseData, call: ApiCall, tokenScope
   } catch {
     problem = undefined;
   }
-  return new AccessForbiddenError(call.method, `${REPORT_API_PREFIX}${call.path}`, call.stage, serverMessage || undefined, problem, tokenScope);
+  return new AccessForbiddenError(
+    call.method,
+    `${REPORT_API_PREFIX}${call.path}`,
+    call.stage,
+    serverMessage || undefined,
+    problem,
+    tokenScope,
+  );
 }
 
 /** Sends authorized {report_api} calls; see the module doc. */
@@ -105,7 +116,11 @@ export class ApiCaller {
       },
       retry,
       call.signal,
-      (err, n, delayMs) => logger.debug({ method: call.method, stage: call.stage, attempt: n, delayMs, err: (err as Error).message }, 'retrying'),
+      (err, n, delayMs) =>
+        logger.debug(
+          { method: call.method, stage: call.stage, attempt: n, delayMs, err: (err as Error).message },
+          'retrying',
+        ),
       call.idempotent === false ? isNotSentError : isTransientError,
     );
     if (res.statusCode === 403) throw await forbidden(res, call, tokens.scope());

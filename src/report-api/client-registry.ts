@@ -64,7 +64,14 @@ export function makeReportClients(
           // discovery. Its requests are bounded by the connection's timeout.
           client: Promise.resolve().then(() => {
             const store = authStore?.(name, connection);
-            return makeReportClient({ connection, connectionName: name, redis, logger, ...(store ? { authStore: store } : {}), ...(keyPrefix ? { keyPrefix } : {}) });
+            return makeReportClient({
+              connection,
+              connectionName: name,
+              redis,
+              logger,
+              ...(store ? { authStore: store } : {}),
+              ...(keyPrefix ? { keyPrefix } : {}),
+            });
           }),
           users: 0,
           retired: false,

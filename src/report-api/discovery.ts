@@ -28,7 +28,12 @@ export interface DiscoveredEndpoints {
  * @throws ServerUnreachableError (stage 'token') when the server cannot be reached at all; TokenError (stage
  *   'token') when the document cannot be read otherwise or has no token_endpoint; AbortedError
  */
-export async function discoverTokenEndpoint(baseUrl: string, http: HttpTransport, retry: RetryPolicy, signal?: AbortSignal): Promise<string> {
+export async function discoverTokenEndpoint(
+  baseUrl: string,
+  http: HttpTransport,
+  retry: RetryPolicy,
+  signal?: AbortSignal,
+): Promise<string> {
   return (await discoverEndpoints(baseUrl, http, retry, signal)).tokenEndpoint;
 }
 
@@ -37,18 +42,32 @@ export async function discoverTokenEndpoint(baseUrl: string, http: HttpTransport
  * token endpoint and the authorization endpoint, each resolved against {base_url}.
  * @throws as {@link discoverTokenEndpoint}
  */
-export async function discoverEndpoints(baseUrl: string, http: HttpTransport, retry: RetryPolicy, signal?: AbortSignal): Promise<DiscoveredEndpoints> {
+export async function discoverEndpoints(
+  baseUrl: string,
+  http: HttpTransport,
+  retry: RetryPolicy,
+  signal?: AbortSignal,
+): Promise<DiscoveredEndpoints> {
   const url = joinUrl(baseUrl, DISCOVERY_PATH);
   let doc: unknown;
   try {
     doc = await retryTransient(
       async () => {
-        const res = await http.send({ method: 'GET', url, headers: { accept: 'application/json' }, signal, stage: 'token' });
+        const res = await http.send({
+          method: 'GET',
+          url,
+          headers: { accept: 'application/json' },
+          signal,
+          stage: 'token',
+        });
         if (res.statusCode !== 200) {
           const snippet = await readSnippet(res.body);
-          throw new TokenError(`discovery document ${DISCOVERY_PATH} answered ${res.statusCode}${snippet ? `: ${snippet}` : ''}`, {
-            httpStatus: res.statusCode,
-          });
+          throw new TokenError(
+            `discovery document ${DISCOVERY_PATH} answered ${res.statusCode}${snippet ? `: ${snippet}` : ''}`,
+            {
+              httpStatus: res.statusCode,
+            },
+          );
         }
         return readJsonAnswer(res.body, 'token');
       },
@@ -56,7 +75,12 @@ export async function discoverEndpoints(baseUrl: string, http: HttpTransport, re
       signal,
     );
   } catch (err) {
-    if (err instanceof TokenError || err instanceof ServerUnreachableError || (err as { code?: string }).code === 'ABORTED') throw err;
+    if (
+      err instanceof TokenError ||
+      err instanceof ServerUnreachableError ||
+      (err as { code?: string }).code === 'ABORTED'
+    )
+      throw err;
     throw new TokenError(`discovery document ${url} could not be read: ${(err as Error).message}`, { cause: err });
   }
   const tokenEndpoint = (doc as { token_endpoint?: unknown } | null)?.token_endpoint;
@@ -68,6 +92,9 @@ export async function discoverEndpoints(baseUrl: string, http: HttpTransport, re
   return {
     issuer: typeof d.issuer === 'string' && d.issuer !== '' ? d.issuer : baseUrl,
     tokenEndpoint: new URL(tokenEndpoint, base).toString(),
-    authorizationEndpoint: typeof d.authorization_endpoint === 'string' && d.authorization_endpoint !== '' ? new URL(d.authorization_endpoint, base).toString() : undefined,
+    authorizationEndpoint:
+      typeof d.authorization_endpoint === 'string' && d.authorization_endpoint !== ''
+        ? new URL(d.authorization_endpoint, base).toString()
+        : undefined,
   };
 }

@@ -54,7 +54,12 @@ export class LoginRequiredError extends EtlError {
         stage: 'token',
         retryable: false,
         httpStatus: options.httpStatus,
-        details: { connection, reason, command: `report-etl login ${connection}`, ...(options.oauthError ? { oauthError: options.oauthError } : {}) },
+        details: {
+          connection,
+          reason,
+          command: `report-etl login ${connection}`,
+          ...(options.oauthError ? { oauthError: options.oauthError } : {}),
+        },
       },
     );
     this.connection = connection;
@@ -92,7 +97,13 @@ export class RightsFailureError extends EtlError {
     super(
       'RIGHTS_FAILURE',
       `report "${reportName}" was refused at start (missing report application right or report licence?): ${serverMessage}${scopeNote(tokenScope)}`,
-      { retryable: false, stage: 'start', httpStatus: 200, serverMessage, details: { reportJobId: jobId, ...(tokenScope !== undefined ? { tokenScopes: tokenScope } : {}) } },
+      {
+        retryable: false,
+        stage: 'start',
+        httpStatus: 200,
+        serverMessage,
+        details: { reportJobId: jobId, ...(tokenScope !== undefined ? { tokenScopes: tokenScope } : {}) },
+      },
     );
     this.jobId = jobId;
   }
@@ -104,14 +115,29 @@ export class RightsFailureError extends EtlError {
  * A 403 with neither may mean the data-science licence option is missing; the message says so.
  */
 export class AccessForbiddenError extends EtlError {
-  constructor(method: string, path: string, stage: ReportApiStage, serverMessage: string | undefined, problem: ProblemDetails | undefined, tokenScope?: string) {
+  constructor(
+    method: string,
+    path: string,
+    stage: ReportApiStage,
+    serverMessage: string | undefined,
+    problem: ProblemDetails | undefined,
+    tokenScope?: string,
+  ) {
     const said = serverMessage ?? problem?.detail ?? problem?.title;
     super(
       'ACCESS_FORBIDDEN',
       (said !== undefined
         ? `${method} ${path} was refused with 403: ${said}`
-        : `${method} ${path} was refused with 403 without any message: the service user may lack the data-science licence option (docs/report-export-service.md "Errors")`) + scopeNote(tokenScope),
-      { retryable: false, stage, httpStatus: 403, serverMessage, problem, ...(tokenScope !== undefined ? { details: { tokenScopes: tokenScope } } : {}) },
+        : `${method} ${path} was refused with 403 without any message: the service user may lack the data-science licence option (docs/report-export-service.md "Errors")`) +
+        scopeNote(tokenScope),
+      {
+        retryable: false,
+        stage,
+        httpStatus: 403,
+        serverMessage,
+        problem,
+        ...(tokenScope !== undefined ? { details: { tokenScopes: tokenScope } } : {}),
+      },
     );
   }
 }
@@ -145,7 +171,12 @@ export class PollTimeoutError extends EtlError {
 /** A failure a retry may cure (connection reset, timeout, 500/502/503/504), after the attempts ran out or per attempt. */
 export class TransientHttpError extends EtlError {
   constructor(message: string, options: { stage: ReportApiStage; httpStatus?: number; cause?: unknown }) {
-    super('HTTP_TRANSIENT', message, { stage: options.stage, httpStatus: options.httpStatus, cause: options.cause, retryable: true });
+    super('HTTP_TRANSIENT', message, {
+      stage: options.stage,
+      httpStatus: options.httpStatus,
+      cause: options.cause,
+      retryable: true,
+    });
   }
 }
 
@@ -195,7 +226,10 @@ export class ServerUnreachableError extends EtlError {
 
 /** An answer with a status (or body) the service's description does not lead us to expect; carries a snippet of the body. */
 export class HttpError extends EtlError {
-  constructor(message: string, options: { stage: ReportApiStage; httpStatus?: number; bodySnippet?: string; cause?: unknown }) {
+  constructor(
+    message: string,
+    options: { stage: ReportApiStage; httpStatus?: number; bodySnippet?: string; cause?: unknown },
+  ) {
     super('HTTP_UNEXPECTED', options.bodySnippet ? `${message}: ${options.bodySnippet}` : message, {
       stage: options.stage,
       httpStatus: options.httpStatus,

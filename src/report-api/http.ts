@@ -7,7 +7,13 @@ import { Agent, request } from 'undici';
 import { retry, type RetryPolicy } from '../backoff.ts';
 import { AbortedError, EtlError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { HttpError, ServerUnreachableError, TransientHttpError, UNREACHABLE_CODES, type ReportApiStage } from './errors.ts';
+import {
+  HttpError,
+  ServerUnreachableError,
+  TransientHttpError,
+  UNREACHABLE_CODES,
+  type ReportApiStage,
+} from './errors.ts';
 
 export { backoffDelayMs, sleep, type RetryPolicy } from '../backoff.ts';
 
@@ -18,7 +24,8 @@ export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 200, maxDe
 export const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
 /** Network-level error codes worth another attempt: resets, socket closes, timeouts. */
-const TRANSIENT_CODES = /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|UND_ERR_(SOCKET|CONNECT_TIMEOUT|HEADERS_TIMEOUT|BODY_TIMEOUT|CLOSED|RES_CONTENT_LENGTH_MISMATCH|REQ_CONTENT_LENGTH_MISMATCH))$/;
+const TRANSIENT_CODES =
+  /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|UND_ERR_(SOCKET|CONNECT_TIMEOUT|HEADERS_TIMEOUT|BODY_TIMEOUT|CLOSED|RES_CONTENT_LENGTH_MISMATCH|REQ_CONTENT_LENGTH_MISMATCH))$/;
 
 /** Whether `err` is a failure a retry may cure: a {@link TransientHttpError}, a {@link ServerUnreachableError} or a network error code. */
 export function isTransientError(err: unknown): boolean {
@@ -31,7 +38,13 @@ export function isTransientError(err: unknown): boolean {
  * Unreachable codes that also prove a request was never sent: no connection was ever made. Host or network
  * unreachable are left out: the kernel may report them on a connection already in use, after the bytes went out.
  */
-const NOT_SENT_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'UND_ERR_CONNECT_TIMEOUT']);
+const NOT_SENT_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_NONAME',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /**
  * The code of the network failure in `err` (or its causes, or the errors of an AggregateError) that shows the server
@@ -46,7 +59,8 @@ export function unreachableCode(err: unknown): string | undefined {
     const errors = (e as { errors?: unknown }).errors;
     if (Array.isArray(errors)) {
       const codes = errors.map((x: unknown) => (x as { code?: unknown } | null)?.code);
-      if (codes.length > 0 && codes.every((c) => typeof c === 'string' && UNREACHABLE_CODES.has(c))) return codes[0] as string;
+      if (codes.length > 0 && codes.every((c) => typeof c === 'string' && UNREACHABLE_CODES.has(c)))
+        return codes[0] as string;
     }
   }
   return undefined;
@@ -116,14 +130,21 @@ export const MAX_ANSWER_BYTES = 1024 * 1024;
  * @throws HttpError (HTTP_UNEXPECTED, not retryable) when the body is larger than `maxBytes` (the rest is not read)
  *   or is not JSON
  */
-export async function readJsonAnswer(body: Dispatcher.ResponseData['body'], stage: ReportApiStage, maxBytes = MAX_ANSWER_BYTES): Promise<unknown> {
+export async function readJsonAnswer(
+  body: Dispatcher.ResponseData['body'],
+  stage: ReportApiStage,
+  maxBytes = MAX_ANSWER_BYTES,
+): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
     for await (const chunk of body as AsyncIterable<Buffer>) {
       size += chunk.length;
       if (size > maxBytes) {
-        throw new HttpError(`the server's answer (stage ${stage}) is larger than ${maxBytes} bytes, far more than any job, token or discovery answer holds; it was not read further`, { stage, httpStatus: 200 });
+        throw new HttpError(
+          `the server's answer (stage ${stage}) is larger than ${maxBytes} bytes, far more than any job, token or discovery answer holds; it was not read further`,
+          { stage, httpStatus: 200 },
+        );
       }
       chunks.push(chunk);
     }
@@ -134,7 +155,12 @@ export async function readJsonAnswer(body: Dispatcher.ResponseData['body'], stag
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new HttpError(`the server's answer (stage ${stage}) is not JSON`, { stage, httpStatus: 200, bodySnippet: text.replace(/\s+/g, ' ').trim().slice(0, 300), cause: err });
+    throw new HttpError(`the server's answer (stage ${stage}) is not JSON`, {
+      stage,
+      httpStatus: 200,
+      bodySnippet: text.replace(/\s+/g, ' ').trim().slice(0, 300),
+      cause: err,
+    });
   }
 }
 
@@ -232,7 +258,10 @@ export class HttpTransport {
       let timer: NodeJS.Timeout | undefined;
       // agent.close() never settles once destroy() ran, so race the two rather than await close().
       const forced = new Promise<void>((resolve) => {
-        timer = setTimeout(() => void this.agent.destroy().then(resolve, () => resolve()), Math.min(this.timeoutMs, 5_000));
+        timer = setTimeout(
+          () => void this.agent.destroy().then(resolve, () => resolve()),
+          Math.min(this.timeoutMs, 5_000),
+        );
       });
       await Promise.race([this.agent.close().catch(() => {}), forced]);
       clearTimeout(timer);

@@ -13,7 +13,13 @@
 import * as oauth from 'oauth4webapi';
 import { AbortedError } from '../errors.ts';
 import type { DiscoveredEndpoints } from './discovery.ts';
-import { LoginFailedError, LoginRequiredError, ServerUnreachableError, TokenError, TransientHttpError } from './errors.ts';
+import {
+  LoginFailedError,
+  LoginRequiredError,
+  ServerUnreachableError,
+  TokenError,
+  TransientHttpError,
+} from './errors.ts';
 import { retryTransient, TRANSIENT_STATUSES, unreachableCode, type RetryPolicy } from './http.ts';
 import type { IssuedToken } from './token-request.ts';
 
@@ -82,7 +88,12 @@ function authorizationAdvice(error: string, description: string | undefined): st
  * @returns the parameters, for {@link exchangeAuthorizationCode}
  * @throws LoginFailedError with the server's error_description (`serverMessage`) and what to do
  */
-export function readAuthorizationResponse(endpoints: DiscoveredEndpoints, clientId: string, params: URLSearchParams, expectedState: string): URLSearchParams {
+export function readAuthorizationResponse(
+  endpoints: DiscoveredEndpoints,
+  clientId: string,
+  params: URLSearchParams,
+  expectedState: string,
+): URLSearchParams {
   try {
     return oauth.validateAuthResponse(server(endpoints), { client_id: clientId }, params, expectedState);
   } catch (err) {
@@ -110,7 +121,9 @@ function classifyingFetch(timeoutMs: number, signal: AbortSignal | undefined): t
       if (signal?.aborted) throw new AbortedError(signal.reason);
       const code = unreachableCode(err);
       if (code !== undefined) throw new ServerUnreachableError('POST', url, 'token', code);
-      const what = timeout.aborted ? 'timed out' : ((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name);
+      const what = timeout.aborted
+        ? 'timed out'
+        : ((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name);
       throw new TransientHttpError(`POST ${path} failed: ${what}`, { stage: 'token' });
     }
     if (TRANSIENT_STATUSES.has(res.status)) {
@@ -122,7 +135,11 @@ function classifyingFetch(timeoutMs: number, signal: AbortSignal | undefined): t
   }) as typeof fetch;
 }
 
-function options(endpoints: DiscoveredEndpoints, c: UserClient, signal: AbortSignal | undefined): oauth.TokenEndpointRequestOptions {
+function options(
+  endpoints: DiscoveredEndpoints,
+  c: UserClient,
+  signal: AbortSignal | undefined,
+): oauth.TokenEndpointRequestOptions {
   return {
     [oauth.customFetch]: classifyingFetch(c.timeoutMs, signal),
     ...(new URL(endpoints.tokenEndpoint).protocol === 'http:' ? { [oauth.allowInsecureRequests]: true } : {}),
@@ -134,12 +151,23 @@ function clientAuth(c: UserClient): oauth.ClientAuth {
 }
 
 /** The OAuth error fields of an oauth4webapi error, scrubbed of `secrets`; never its cause (which may hold tokens). */
-function refusal(err: unknown, secrets: string[]): { status: number | undefined; error: string | undefined; description: string | undefined } | undefined {
+function refusal(
+  err: unknown,
+  secrets: string[],
+): { status: number | undefined; error: string | undefined; description: string | undefined } | undefined {
   const e = err as { status?: unknown; error?: unknown; error_description?: unknown; response?: { status?: unknown } };
-  if (err instanceof oauth.ResponseBodyError || err instanceof oauth.WWWAuthenticateChallengeError || (err instanceof oauth.OperationProcessingError && typeof e.response?.status === 'number')) {
+  if (
+    err instanceof oauth.ResponseBodyError ||
+    err instanceof oauth.WWWAuthenticateChallengeError ||
+    (err instanceof oauth.OperationProcessingError && typeof e.response?.status === 'number')
+  ) {
     let description = typeof e.error_description === 'string' ? e.error_description : undefined;
     for (const s of secrets) if (description && s) description = description.split(s).join('[redacted]');
-    return { status: typeof e.status === 'number' ? e.status : (e.response?.status as number | undefined), error: typeof e.error === 'string' ? e.error : undefined, description };
+    return {
+      status: typeof e.status === 'number' ? e.status : (e.response?.status as number | undefined),
+      error: typeof e.error === 'string' ? e.error : undefined,
+      description,
+    };
   }
   return undefined;
 }
@@ -152,7 +180,11 @@ function issued(r: oauth.TokenEndpointResponse, path: string): IssuedToken {
   if (typeof r.expires_in !== 'number' || !(r.expires_in > 0)) {
     throw new TokenError(`token endpoint ${path} answered 200 without a usable expires_in`, { httpStatus: 200 });
   }
-  return { accessToken: r.access_token, expiresInSeconds: r.expires_in, ...(typeof r.scope === 'string' ? { scope: r.scope } : {}) };
+  return {
+    accessToken: r.access_token,
+    expiresInSeconds: r.expires_in,
+    ...(typeof r.scope === 'string' ? { scope: r.scope } : {}),
+  };
 }
 
 /**
@@ -163,16 +195,33 @@ function issued(r: oauth.TokenEndpointResponse, path: string): IssuedToken {
  * @throws LoginFailedError (refused, e.g. invalid_grant for a used or expired code; or no refresh_token in the
  *   answer); ServerUnreachableError; TransientHttpError (attempts exhausted); AbortedError
  */
-export async function exchangeAuthorizationCode(endpoints: DiscoveredEndpoints, c: UserClient, params: URLSearchParams, redirectUri: string, signal?: AbortSignal): Promise<UserTokenResponse> {
+export async function exchangeAuthorizationCode(
+  endpoints: DiscoveredEndpoints,
+  c: UserClient,
+  params: URLSearchParams,
+  redirectUri: string,
+  signal?: AbortSignal,
+): Promise<UserTokenResponse> {
   const path = new URL(endpoints.tokenEndpoint).pathname;
   const code = params.get('code') ?? '';
   try {
     return await retryTransient(
       async () => {
-        const res = await oauth.authorizationCodeGrantRequest(server(endpoints), { client_id: c.clientId }, clientAuth(c), params, redirectUri, oauth.nopkce, options(endpoints, c, signal));
+        const res = await oauth.authorizationCodeGrantRequest(
+          server(endpoints),
+          { client_id: c.clientId },
+          clientAuth(c),
+          params,
+          redirectUri,
+          oauth.nopkce,
+          options(endpoints, c, signal),
+        );
         const r = await oauth.processAuthorizationCodeResponse(server(endpoints), { client_id: c.clientId }, res);
         if (typeof r.refresh_token !== 'string' || r.refresh_token === '') {
-          throw new LoginFailedError(`token endpoint ${path} answered the code without a refresh_token (docs/report-export-service.md "User-dependent service user" step 5 promises one): check that the service user is user-dependent`, { httpStatus: 200 });
+          throw new LoginFailedError(
+            `token endpoint ${path} answered the code without a refresh_token (docs/report-export-service.md "User-dependent service user" step 5 promises one): check that the service user is user-dependent`,
+            { httpStatus: 200 },
+          );
         }
         return { ...issued(r, path), refreshToken: r.refresh_token };
       },
@@ -189,7 +238,9 @@ export async function exchangeAuthorizationCode(endpoints: DiscoveredEndpoints, 
         { ...(r.error ? { oauthError: r.error } : {}), ...(r.status ? { httpStatus: r.status } : {}) },
       );
     }
-    throw new LoginFailedError(`token endpoint ${path} gave an unusable answer to the authorization code: ${(err as Error).message}`);
+    throw new LoginFailedError(
+      `token endpoint ${path} gave an unusable answer to the authorization code: ${(err as Error).message}`,
+    );
   }
 }
 
@@ -202,12 +253,24 @@ export async function exchangeAuthorizationCode(endpoints: DiscoveredEndpoints, 
  *   logged out, regenerated by another client; docs/report-export-service.md "Refresh" rules 2-5); TokenError for any other refusal;
  *   ServerUnreachableError; TransientHttpError (attempts exhausted); AbortedError
  */
-export async function refreshAccessToken(endpoints: DiscoveredEndpoints, c: UserClient, connection: string, refreshToken: string, signal?: AbortSignal): Promise<IssuedToken> {
+export async function refreshAccessToken(
+  endpoints: DiscoveredEndpoints,
+  c: UserClient,
+  connection: string,
+  refreshToken: string,
+  signal?: AbortSignal,
+): Promise<IssuedToken> {
   const path = new URL(endpoints.tokenEndpoint).pathname;
   try {
     return await retryTransient(
       async () => {
-        const res = await oauth.refreshTokenGrantRequest(server(endpoints), { client_id: c.clientId }, clientAuth(c), refreshToken, options(endpoints, c, signal));
+        const res = await oauth.refreshTokenGrantRequest(
+          server(endpoints),
+          { client_id: c.clientId },
+          clientAuth(c),
+          refreshToken,
+          options(endpoints, c, signal),
+        );
         return issued(await oauth.processRefreshTokenResponse(server(endpoints), { client_id: c.clientId }, res), path);
       },
       c.retry,
@@ -218,14 +281,23 @@ export async function refreshAccessToken(endpoints: DiscoveredEndpoints, c: User
     const r = refusal(err, [refreshToken, c.clientSecret ?? '']);
     if (r && (r.error === 'invalid_grant' || r.status === 401)) {
       const reason = `the server refused the refresh token: ${r.error ?? r.status}${r.description ? ` (${r.description})` : ''}`;
-      throw new LoginRequiredError(connection, reason, { ...(r.status ? { httpStatus: r.status } : {}), ...(r.error ? { oauthError: r.error } : {}) });
-    }
-    if (r) {
-      throw new TokenError(`token endpoint ${path} refused the refresh grant for client "${c.clientId}"${r.status ? ` with ${r.status}` : ''}${r.error ? `: ${r.error}` : ''}${r.description ? ` (${r.description})` : ''}`, {
+      throw new LoginRequiredError(connection, reason, {
         ...(r.status ? { httpStatus: r.status } : {}),
         ...(r.error ? { oauthError: r.error } : {}),
       });
     }
-    throw new TokenError(`token endpoint ${path} gave an unusable answer to the refresh grant: ${(err as Error).message}`, { httpStatus: 200 });
+    if (r) {
+      throw new TokenError(
+        `token endpoint ${path} refused the refresh grant for client "${c.clientId}"${r.status ? ` with ${r.status}` : ''}${r.error ? `: ${r.error}` : ''}${r.description ? ` (${r.description})` : ''}`,
+        {
+          ...(r.status ? { httpStatus: r.status } : {}),
+          ...(r.error ? { oauthError: r.error } : {}),
+        },
+      );
+    }
+    throw new TokenError(
+      `token endpoint ${path} gave an unusable answer to the refresh grant: ${(err as Error).message}`,
+      { httpStatus: 200 },
+    );
   }
 }

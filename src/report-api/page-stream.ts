@@ -129,8 +129,17 @@ export class PageBody extends Readable {
       const tailStart = delivered - tail.length;
       const from = Math.max(start, tailStart);
       const to = Math.min(this.pos, delivered);
-      if (from < to && !raw.subarray(from - start, to - start).equals(tail.subarray(from - tailStart, to - tailStart))) {
-        this.fail(new PageBrokenError(this.opts.jobId, this.opts.page, `the re-fetched bytes before offset ${delivered} differ from those already delivered`));
+      if (
+        from < to &&
+        !raw.subarray(from - start, to - start).equals(tail.subarray(from - tailStart, to - tailStart))
+      ) {
+        this.fail(
+          new PageBrokenError(
+            this.opts.jobId,
+            this.opts.page,
+            `the re-fetched bytes before offset ${delivered} differ from those already delivered`,
+          ),
+        );
         return undefined;
       }
       if (this.pos <= delivered) return undefined;
@@ -150,7 +159,13 @@ export class PageBody extends Readable {
       return;
     }
     if (this.pos < this.delivered) {
-      this.fail(new PageBrokenError(this.opts.jobId, this.opts.page, `the re-fetched page has ${this.pos} bytes, fewer than the ${this.delivered} already delivered`));
+      this.fail(
+        new PageBrokenError(
+          this.opts.jobId,
+          this.opts.page,
+          `the re-fetched page has ${this.pos} bytes, fewer than the ${this.delivered} already delivered`,
+        ),
+      );
       return;
     }
     this.detach();
@@ -170,11 +185,21 @@ export class PageBody extends Readable {
     if (signal?.aborted) return this.fail(new AbortedError(signal.reason));
     if (!(isTransientError(err) || err instanceof ShortBodyError)) return this.fail(err);
     if (this.resumes >= retry.attempts) {
-      return this.fail(new PageBrokenError(jobId, page, `still breaking off after ${this.resumes} resumes (last at byte ${this.delivered})`, err));
+      return this.fail(
+        new PageBrokenError(
+          jobId,
+          page,
+          `still breaking off after ${this.resumes} resumes (last at byte ${this.delivered})`,
+          err,
+        ),
+      );
     }
     this.resumes++;
     this.tail = Buffer.from(this.recent.subarray(-RESUME_CHECK_BYTES));
-    logger.debug({ jobId, page, offset: this.delivered, resumes: this.resumes, err: err.message }, 'page broke off; requesting it again');
+    logger.debug(
+      { jobId, page, offset: this.delivered, resumes: this.resumes, err: err.message },
+      'page broke off; requesting it again',
+    );
     let next: Dispatcher.ResponseData | null;
     try {
       await sleep(backoffDelayMs(this.resumes, retry), signal);
@@ -182,14 +207,19 @@ export class PageBody extends Readable {
       next = await this.opts.refetch();
     } catch (refetchErr) {
       if (signal?.aborted) return this.fail(new AbortedError(signal.reason));
-      return this.fail(new PageBrokenError(jobId, page, `requesting it again failed: ${(refetchErr as Error).message}`, refetchErr));
+      return this.fail(
+        new PageBrokenError(jobId, page, `requesting it again failed: ${(refetchErr as Error).message}`, refetchErr),
+      );
     }
-    if (next === null) return this.fail(new PageBrokenError(jobId, page, 'the server answered 404 when it was requested again'));
+    if (next === null)
+      return this.fail(new PageBrokenError(jobId, page, 'the server answered 404 when it was requested again'));
     if (this.destroyed) return void next.body.destroy();
     const nextLength = contentLengthOf(next);
     if (this.contentLength !== undefined && nextLength !== undefined && nextLength !== this.contentLength) {
       next.body.destroy();
-      return this.fail(new PageBrokenError(jobId, page, `Content-Length changed from ${this.contentLength} to ${nextLength} bytes`));
+      return this.fail(
+        new PageBrokenError(jobId, page, `Content-Length changed from ${this.contentLength} to ${nextLength} bytes`),
+      );
     }
     this.attach(next);
     this.pump();

@@ -8,7 +8,15 @@ import { silentLogger } from '../logger.ts';
 import { ApiCaller } from './api-request.ts';
 import { discoverEndpoints } from './discovery.ts';
 import { HttpError, PollTimeoutError, ReportFailedError, RightsFailureError, type ReportApiStage } from './errors.ts';
-import { DEFAULT_RETRY, HttpTransport, isNotSentError, readJsonAnswer, readSnippet, sleep, type RetryPolicy } from './http.ts';
+import {
+  DEFAULT_RETRY,
+  HttpTransport,
+  isNotSentError,
+  readJsonAnswer,
+  readSnippet,
+  sleep,
+  type RetryPolicy,
+} from './http.ts';
 import { resumablePageStream } from './page-stream.ts';
 import { encodeReportName } from './report-name.ts';
 import { startRequestProblems } from './report-rules.ts';
@@ -16,7 +24,14 @@ import { refreshAccessToken } from './oauth-grants.ts';
 import { TokenCache, tokenCacheKey, tokenRequestsKey, type AccessTokens } from './token-cache.ts';
 import { requestClientCredentialsToken, type IssuedToken } from './token-request.ts';
 import { makeUserAccessTokens } from './user-tokens.ts';
-import type { FinishedReport, PageStream, ReportClient, ReportClientOptions, ReportJob, StartReportRequest } from './types.ts';
+import type {
+  FinishedReport,
+  PageStream,
+  ReportClient,
+  ReportClientOptions,
+  ReportJob,
+  StartReportRequest,
+} from './types.ts';
 
 /** Growth factor of the poll interval (docs/report-export-service.md "Limits": start at 250 ms, increase for long-running reports). */
 export const POLL_GROWTH = 1.5;
@@ -28,7 +43,12 @@ const JOB_STATES = new Set(['Running', 'FinishedSuccess', 'FinishedError']);
  * (403, 401 even with a fresh token), no access token to send it with (TOKEN_FAILED: the token is obtained before
  * the POST, or after a 401 that the server did not process), or aborted before sending.
  */
-const NOT_STARTED_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['ACCESS_FORBIDDEN', 'UNAUTHORIZED', 'ABORTED', 'TOKEN_FAILED']);
+const NOT_STARTED_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'ACCESS_FORBIDDEN',
+  'UNAUTHORIZED',
+  'ABORTED',
+  'TOKEN_FAILED',
+]);
 
 /**
  * Parses a Job body (docs/report-export-service.md "Resources and their fields": Job).
@@ -36,14 +56,24 @@ const NOT_STARTED_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['ACCESS_FO
  */
 export function parseJob(body: unknown, stage: ReportApiStage): ReportJob {
   const b = body as Partial<Record<keyof ReportJob, unknown>> | null;
-  if (b === null || typeof b !== 'object' || typeof b.id !== 'string' || typeof b.state !== 'string' || !JOB_STATES.has(b.state)) {
+  if (
+    b === null ||
+    typeof b !== 'object' ||
+    typeof b.id !== 'string' ||
+    typeof b.state !== 'string' ||
+    !JOB_STATES.has(b.state)
+  ) {
     throw new HttpError('the server answered with something that is not a job', {
       stage,
       httpStatus: 200,
       bodySnippet: JSON.stringify(body)?.slice(0, 300),
     });
   }
-  const job: ReportJob = { id: b.id, state: b.state as ReportJob['state'], message: typeof b.message === 'string' ? b.message : '' };
+  const job: ReportJob = {
+    id: b.id,
+    state: b.state as ReportJob['state'],
+    message: typeof b.message === 'string' ? b.message : '',
+  };
   if (typeof b.submittedAt === 'string') job.submittedAt = b.submittedAt;
   if (typeof b.startedAt === 'string') job.startedAt = b.startedAt;
   if (typeof b.finishedAt === 'string') job.finishedAt = b.finishedAt;
@@ -57,7 +87,11 @@ export function parseJob(body: unknown, stage: ReportApiStage): ReportJob {
  */
 export function parseRowsAndPages(message: string, stage: ReportApiStage = 'poll'): { rows: number; pages: number } {
   const m = /^\s*rows=(\d+)\s*;\s*pages=(\d+)\s*$/.exec(message);
-  if (m === null) throw new HttpError('FinishedSuccess message is not rows=<n>;pages=<n>', { stage, bodySnippet: message.slice(0, 300) });
+  if (m === null)
+    throw new HttpError('FinishedSuccess message is not rows=<n>;pages=<n>', {
+      stage,
+      bodySnippet: message.slice(0, 300),
+    });
   return { rows: Number(m[1]), pages: Number(m[2]) };
 }
 
@@ -70,7 +104,13 @@ class HttpReportClient implements ReportClient {
   private readonly retry: RetryPolicy;
   private readonly logger: NonNullable<ReportClientOptions['logger']>;
 
-  constructor(opts: ReportClientOptions, http: HttpTransport, api: ApiCaller, tokenEndpoint: string, retry: RetryPolicy) {
+  constructor(
+    opts: ReportClientOptions,
+    http: HttpTransport,
+    api: ApiCaller,
+    tokenEndpoint: string,
+    retry: RetryPolicy,
+  ) {
     this.opts = opts;
     this.http = http;
     this.api = api;
@@ -82,7 +122,8 @@ class HttpReportClient implements ReportClient {
   async startReport(req: StartReportRequest, signal?: AbortSignal): Promise<ReportJob> {
     const name = encodeReportName(req.name, this.opts.connection.pathEncoding, { job: req.job });
     const problems = startRequestProblems(req);
-    if (problems.length) throw new ConfigError(problems.map((p) => `${req.job === undefined ? '' : `job "${req.job}": `}${p}`));
+    if (problems.length)
+      throw new ConfigError(problems.map((p) => `${req.job === undefined ? '' : `job "${req.job}": `}${p}`));
     if (signal?.aborted) throw new AbortedError(signal.reason);
     const path = `/report/${req.mandant}/${name}`;
     // The POST is not cut by the signal: a job the server created must come back to us so it can be deleted.
@@ -101,7 +142,10 @@ class HttpReportClient implements ReportClient {
         const notStarted = err instanceof EtlError && (NOT_STARTED_CODES.has(err.code) || err.stage === 'token');
         if (!isNotSentError(err) && !notStarted) {
           // the service's description offers no way to list jobs: a job created before the answer was lost cannot be deleted.
-          this.logger.warn({ path, err: (err as Error).message }, 'starting the report failed after the request was sent: the server may hold a report job whose id never came back');
+          this.logger.warn(
+            { path, err: (err as Error).message },
+            'starting the report failed after the request was sent: the server may hold a report job whose id never came back',
+          );
         }
         throw err;
       });
@@ -160,14 +204,26 @@ class HttpReportClient implements ReportClient {
         // for an unknown job) must not pass for "no more pages".
         const snippet = await readSnippet(res.body);
         if (snippet === '') return null;
-        throw new HttpError(`GET ${path} answered 404 with a body (job gone?)`, { stage: 'fetch', httpStatus: 404, bodySnippet: snippet });
+        throw new HttpError(`GET ${path} answered 404 with a body (job gone?)`, {
+          stage: 'fetch',
+          httpStatus: 404,
+          bodySnippet: snippet,
+        });
       }
       if (res.statusCode !== 200) throw await this.unexpected(res, 'GET', path, 'fetch');
       return res;
     };
     const first = await fetchPage();
     if (first === null) return null;
-    return resumablePageStream({ jobId, page, first, refetch: fetchPage, retry: this.retry, signal, logger: this.logger });
+    return resumablePageStream({
+      jobId,
+      page,
+      first,
+      refetch: fetchPage,
+      retry: this.retry,
+      signal,
+      logger: this.logger,
+    });
   }
 
   async deleteJob(jobId: string): Promise<void> {
@@ -194,7 +250,12 @@ class HttpReportClient implements ReportClient {
     }
   }
 
-  private async unexpected(res: Dispatcher.ResponseData, method: string, path: string, stage: ReportApiStage): Promise<HttpError> {
+  private async unexpected(
+    res: Dispatcher.ResponseData,
+    method: string,
+    path: string,
+    stage: ReportApiStage,
+  ): Promise<HttpError> {
     const snippet = await readSnippet(res.body);
     return new HttpError(`${method} ${path} answered ${res.statusCode}`, {
       stage,
@@ -221,11 +282,15 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
   const http = new HttpTransport({ timeoutMs: connection.requestTimeoutMs, logger });
   if ((connection.auth ?? 'client_credentials') === 'client_credentials' && !connection.clientSecret) {
     await http.close();
-    throw new ConfigError([`connection "${opts.connectionName}": clientSecret is missing; a client-credentials service user needs its Client-Secret (docs/report-export-service.md "Client credentials grant")`]);
+    throw new ConfigError([
+      `connection "${opts.connectionName}": clientSecret is missing; a client-credentials service user needs its Client-Secret (docs/report-export-service.md "Client credentials grant")`,
+    ]);
   }
   if (connection.auth === 'authorization_code' && !opts.authStore) {
     await http.close();
-    throw new ConfigError([`connection "${opts.connectionName}": auth: authorization_code needs the login store (PostgreSQL); this caller gave none`]);
+    throw new ConfigError([
+      `connection "${opts.connectionName}": auth: authorization_code needs the login store (PostgreSQL); this caller gave none`,
+    ]);
   }
   let endpoints: Awaited<ReturnType<typeof discoverEndpoints>>;
   try {
@@ -247,7 +312,12 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
   const renewBeforeMs = (opts.tokenRenewBeforeSeconds ?? 30) * 1000;
   let tokens: AccessTokens;
   if (connection.auth === 'authorization_code') {
-    const client = { clientId: connection.clientId, clientSecret: connection.clientSecret, timeoutMs: connection.requestTimeoutMs, retry };
+    const client = {
+      clientId: connection.clientId,
+      clientSecret: connection.clientSecret,
+      timeoutMs: connection.requestTimeoutMs,
+      retry,
+    };
     tokens = makeUserAccessTokens({
       redis: opts.redis,
       keyPrefix,
@@ -264,7 +334,11 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
       countRequest,
     });
   } else {
-    const creds = { clientId: connection.clientId, clientSecret: connection.clientSecret!, credentials: connection.credentials };
+    const creds = {
+      clientId: connection.clientId,
+      clientSecret: connection.clientSecret!,
+      credentials: connection.credentials,
+    };
     tokens = new TokenCache({
       redis: opts.redis,
       key: tokenCacheKey(keyPrefix, connection.baseUrl, connection.clientId, creds.clientSecret),

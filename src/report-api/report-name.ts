@@ -52,7 +52,11 @@ interface SplitName {
  * @returns the first problem, or the split name when it is valid
  */
 export function checkReportName(name: string): ReportNameProblem | SplitName {
-  const fail = (kind: ReportNameProblem['kind'], problem: string, details: Record<string, unknown>): ReportNameProblem => ({ kind, problem, details, howToFix: HOW_TO_FIX });
+  const fail = (
+    kind: ReportNameProblem['kind'],
+    problem: string,
+    details: Record<string, unknown>,
+  ): ReportNameProblem => ({ kind, problem, details, howToFix: HOW_TO_FIX });
   if (name.length === 0) return fail('shape', 'is empty', {});
   const segments = name.split('/');
   const fileSegment = segments[segments.length - 1]!;
@@ -76,22 +80,37 @@ export function checkReportName(name: string): ReportNameProblem | SplitName {
     for (const ch of checked) {
       position++;
       if (!NAME_CHAR.test(ch)) {
-        return fail('character', `contains the character ${describeChar(ch)} at position ${position} (in ${isFile ? 'file name' : 'folder'} "${segment}"), which is not allowed`, {
-          character: ch,
-          position,
-          segment,
-        });
+        return fail(
+          'character',
+          `contains the character ${describeChar(ch)} at position ${position} (in ${isFile ? 'file name' : 'folder'} "${segment}"), which is not allowed`,
+          {
+            character: ch,
+            position,
+            segment,
+          },
+        );
       }
     }
     if (isFile && lastDot !== -1) {
       position++; // the dot
       if (!(REPORT_EXTENSIONS as readonly string[]).includes(extension.toLowerCase())) {
         const bad = [...extension].find((ch) => !/^[A-Za-z0-9]$/.test(ch));
-        if (bad !== undefined) return fail('character', `has the character ${describeChar(bad)} in its extension "${extension}", which is not allowed`, { position, extension });
-        return fail('shape', extension === '' ? `has an empty extension after the dot at position ${position}` : `has the extension "${extension}"; a report is .avw or .avx`, {
-          position,
-          extension,
-        });
+        if (bad !== undefined)
+          return fail(
+            'character',
+            `has the character ${describeChar(bad)} in its extension "${extension}", which is not allowed`,
+            { position, extension },
+          );
+        return fail(
+          'shape',
+          extension === ''
+            ? `has an empty extension after the dot at position ${position}`
+            : `has the extension "${extension}"; a report is .avw or .avx`,
+          {
+            position,
+            extension,
+          },
+        );
       }
     }
     position++; // the "/" separator
@@ -121,8 +140,16 @@ export function encodeReportName(name: string, pathEncoding: PathEncoding, conte
   const checked = checkReportName(name);
   if (isReportNameProblem(checked)) {
     const where = context.job === undefined ? `report name "${name}"` : `job "${context.job}": report name "${name}"`;
-    throw new ReportNameError(`${where} ${checked.problem}. ${checked.howToFix}`, { job: context.job, reportName: name, ...checked.details });
+    throw new ReportNameError(`${where} ${checked.problem}. ${checked.howToFix}`, {
+      job: context.job,
+      reportName: name,
+      ...checked.details,
+    });
   }
   const separator = pathEncoding === 'backslash' ? '%5C' : '%2F';
-  return [...checked.folders.map(encodeURIComponent), encodeURIComponent(checked.file)].join(separator) + '.' + encodeURIComponent(checked.extension);
+  return (
+    [...checked.folders.map(encodeURIComponent), encodeURIComponent(checked.file)].join(separator) +
+    '.' +
+    encodeURIComponent(checked.extension)
+  );
 }

@@ -40,7 +40,8 @@ export const MANDANT_PATTERN = /^[0-9]+$/;
  */
 export function startRequestProblems(r: { paging: number; mandant: string }): string[] {
   const problems: string[] = [];
-  if (!Number.isInteger(r.paging) || r.paging < MIN_PAGING) problems.push(`report.paging is ${r.paging}; ${PAGING_PROBLEM}`);
+  if (!Number.isInteger(r.paging) || r.paging < MIN_PAGING)
+    problems.push(`report.paging is ${r.paging}; ${PAGING_PROBLEM}`);
   if (!MANDANT_PATTERN.test(r.mandant)) problems.push(`report.mandant "${r.mandant}" must be digits`);
   return problems;
 }

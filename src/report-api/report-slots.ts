@@ -161,7 +161,17 @@ export class ReportSlots {
       for (;;) {
         if (signal?.aborted) throw new AbortedError(signal.reason);
         const woken = this.nextWake(keys.held, order, limit, signal);
-        const [got, held, waiting] = (await this.redis.eval(ACQUIRE, 3, keys.held, keys.waiting, keys.waitLease, holder, String(order), String(limit), String(this.leaseMs))) as number[];
+        const [got, held, waiting] = (await this.redis.eval(
+          ACQUIRE,
+          3,
+          keys.held,
+          keys.waiting,
+          keys.waitLease,
+          holder,
+          String(order),
+          String(limit),
+          String(this.leaseMs),
+        )) as number[];
         if (got === 1) {
           woken.cancel();
           return this.hold(keys, holder);
@@ -202,13 +212,21 @@ export class ReportSlots {
 
   private keys(connection: string): { held: string; waiting: string; waitLease: string; channel: string } {
     const base = `${this.options.prefix}:slots:${connection}`;
-    return { held: `${base}:held`, waiting: `${base}:waiting`, waitLease: `${base}:wait-lease`, channel: `${this.options.prefix}:slots:released` };
+    return {
+      held: `${base}:held`,
+      waiting: `${base}:waiting`,
+      waitLease: `${base}:wait-lease`,
+      channel: `${this.options.prefix}:slots:released`,
+    };
   }
 
   private hold(keys: ReturnType<ReportSlots['keys']>, holder: string): HeldSlot {
-    const renew = setInterval(() => {
-      this.redis.eval(RENEW, 1, keys.held, holder, String(this.leaseMs)).catch(() => undefined);
-    }, Math.max(1, Math.floor(this.leaseMs / 3)));
+    const renew = setInterval(
+      () => {
+        this.redis.eval(RENEW, 1, keys.held, holder, String(this.leaseMs)).catch(() => undefined);
+      },
+      Math.max(1, Math.floor(this.leaseMs / 3)),
+    );
     renew.unref();
     let released: Promise<void> | undefined;
     return {
@@ -231,7 +249,12 @@ export class ReportSlots {
    * first few keeps a release from making hundreds of waiters ask Redis at once: only the first `limit` in line can
    * get a slot.
    */
-  private nextWake(heldKey: string, order: number, limit: number, signal?: AbortSignal): { promise: Promise<void>; cancel: () => void } {
+  private nextWake(
+    heldKey: string,
+    order: number,
+    limit: number,
+    signal?: AbortSignal,
+  ): { promise: Promise<void>; cancel: () => void } {
     this.subscribe();
     let done!: () => void;
     const promise = new Promise<void>((resolve) => (done = resolve));

@@ -51,7 +51,6 @@ local ok, t = pcall(cjson.decode, v)
 if ok and type(t) == 'table' and t.accessToken == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
-
 /** The Redis counter of token requests of every process (read by /metrics): `${prefix}metrics:token_requests`. */
 export function tokenRequestsKey(prefix = 'report-etl:'): string {
   return `${prefix}metrics:token_requests`;
@@ -150,14 +149,19 @@ export class TokenCache implements AccessTokens {
       const renewAt = typeof entry.renewAt === 'number' ? entry.renewAt : entry.expiresAt - this.opts.renewBeforeMs;
       const scope = typeof entry.scope === 'string' ? entry.scope : undefined;
       this.lastScope = scope;
-      return { accessToken: entry.accessToken, expiresAt: entry.expiresAt, renewAt, ...(scope !== undefined ? { scope } : {}) };
+      return {
+        accessToken: entry.accessToken,
+        expiresAt: entry.expiresAt,
+        renewAt,
+        ...(scope !== undefined ? { scope } : {}),
+      };
     } catch {
       return undefined;
     }
   }
 
   private async obtain(): Promise<string> {
-    const { redis, key, lockTtlMs } = this.opts;
+    const { redis, lockTtlMs } = this.opts;
     const deadline = Date.now() + this.opts.waitTimeoutMs;
     for (;;) {
       const cached = await this.read();
@@ -166,9 +170,12 @@ export class TokenCache implements AccessTokens {
       if ((await redis.set(this.lockKey, owner, 'PX', lockTtlMs, 'NX')) === 'OK') {
         // A slow token endpoint (timeouts, retries) may take longer than the lock lives: keep it while we fetch,
         // or the others would take it over and ask for tokens of their own.
-        const keep = setInterval(() => {
-          extendIfOwner(redis, this.lockKey, owner, lockTtlMs).catch(() => undefined);
-        }, Math.max(50, Math.floor(lockTtlMs / 3)));
+        const keep = setInterval(
+          () => {
+            extendIfOwner(redis, this.lockKey, owner, lockTtlMs).catch(() => undefined);
+          },
+          Math.max(50, Math.floor(lockTtlMs / 3)),
+        );
         try {
           // Another process may have stored a token between our read and our lock.
           const again = await this.read();
@@ -184,7 +191,9 @@ export class TokenCache implements AccessTokens {
       // Someone else renews; a token that is still valid serves meanwhile.
       if (cached !== undefined && cached.expiresAt > Date.now() + 1_000) return cached.accessToken;
       if (Date.now() > deadline) {
-        throw new TokenError(`waited ${this.opts.waitTimeoutMs} ms for another process to obtain the access token (lock ${this.lockKey})`);
+        throw new TokenError(
+          `waited ${this.opts.waitTimeoutMs} ms for another process to obtain the access token (lock ${this.lockKey})`,
+        );
       }
       await sleep(15 + Math.floor(Math.random() * 20));
     }
@@ -200,10 +209,19 @@ export class TokenCache implements AccessTokens {
     const ttlMs = Math.floor(expiresAt - Date.now());
     this.lastScope = token.scope;
     if (ttlMs > 0) {
-      const entry: CachedToken = { accessToken: token.accessToken, expiresAt, renewAt, ...(token.scope !== undefined ? { scope: token.scope } : {}) };
+      const entry: CachedToken = {
+        accessToken: token.accessToken,
+        expiresAt,
+        renewAt,
+        ...(token.scope !== undefined ? { scope: token.scope } : {}),
+      };
       await this.opts.redis.set(this.opts.key, JSON.stringify(entry), 'PX', ttlMs);
     }
-    await this.opts.onIssued?.(token).catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, 'could not record the token response\'s scope'));
+    await this.opts
+      .onIssued?.(token)
+      .catch((err: unknown) =>
+        this.opts.logger.warn({ err: (err as Error).message }, "could not record the token response's scope"),
+      );
     this.opts.logger.debug({ expiresInSeconds: token.expiresInSeconds }, 'obtained a new access token');
     return token.accessToken;
   }

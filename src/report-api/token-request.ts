@@ -71,7 +71,8 @@ export async function requestClientCredentialsToken(
         }
         if (res.statusCode !== 200) {
           const oauthError = typeof json?.error === 'string' ? json.error : undefined;
-          const description = typeof json?.error_description === 'string' ? scrub(json.error_description, creds.clientSecret) : undefined;
+          const description =
+            typeof json?.error_description === 'string' ? scrub(json.error_description, creds.clientSecret) : undefined;
           throw new TokenError(
             `token endpoint ${path} answered ${res.statusCode} for client "${creds.clientId}"` +
               (oauthError ? `: ${oauthError}` : '') +
@@ -81,13 +82,22 @@ export async function requestClientCredentialsToken(
         }
         const accessToken = json?.access_token;
         const expiresIn = json?.expires_in;
-        if (typeof accessToken !== 'string' || accessToken.length === 0 || typeof expiresIn !== 'number' || !(expiresIn > 0)) {
+        if (
+          typeof accessToken !== 'string' ||
+          accessToken.length === 0 ||
+          typeof expiresIn !== 'number' ||
+          !(expiresIn > 0)
+        ) {
           // The body may hold a token: name the problem, never echo the body.
           throw new TokenError(`token endpoint ${path} answered 200 without a usable access_token and expires_in`, {
             httpStatus: 200,
           });
         }
-        return { accessToken, expiresInSeconds: expiresIn, ...(typeof json?.scope === 'string' ? { scope: json.scope } : {}) };
+        return {
+          accessToken,
+          expiresInSeconds: expiresIn,
+          ...(typeof json?.scope === 'string' ? { scope: json.scope } : {}),
+        };
       },
       retry,
       signal,

@@ -69,7 +69,11 @@ export function makeUserAccessTokens(o: UserAccessTokensOptions): AccessTokens {
           // refused refresh token again.
           const now = await fresh();
           if (now.kind !== 'logged_in') throw new LoginRequiredError(o.connection, now.reason);
-          if (now.login.loginId !== loginId) throw new LoginRequiredError(o.connection, 'a new login replaced this one while the run started; run it again');
+          if (now.login.loginId !== loginId)
+            throw new LoginRequiredError(
+              o.connection,
+              'a new login replaced this one while the run started; run it again',
+            );
           await o.countRequest?.();
           try {
             return await o.refresh(refreshToken);
@@ -77,7 +81,10 @@ export function makeUserAccessTokens(o: UserAccessTokensOptions): AccessTokens {
             if (err instanceof LoginRequiredError) {
               await o.store.markLoginRequired(loginId, err.reason);
               memo = undefined;
-              o.logger.warn({ connection: o.connection, reason: err.reason }, 'refresh token refused: runs of this connection wait for `report-etl login`');
+              o.logger.warn(
+                { connection: o.connection, reason: err.reason },
+                'refresh token refused: runs of this connection wait for `report-etl login`',
+              );
             }
             throw err;
           }

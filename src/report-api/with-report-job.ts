@@ -29,7 +29,12 @@ export interface ReportJobScope {
  * @throws whatever startReport (docs/report-export-service.md "Errors": rights failure, 403 …), onStarted, waitForJob (FinishedError, poll
  *   timeout, abort) or `fn` threw
  */
-export async function withReportJob<T>(client: ReportClient, req: StartReportRequest, fn: (finished: FinishedReport) => Promise<T>, scope: ReportJobScope = {}): Promise<T> {
+export async function withReportJob<T>(
+  client: ReportClient,
+  req: StartReportRequest,
+  fn: (finished: FinishedReport) => Promise<T>,
+  scope: ReportJobScope = {},
+): Promise<T> {
   // startReport deletes the job itself when it throws after creating one (rights failure, abort).
   const job = await client.startReport(req, scope.signal);
   const startedAt = Date.now();
@@ -40,7 +45,10 @@ export async function withReportJob<T>(client: ReportClient, req: StartReportReq
     return await fn(finished);
   } finally {
     await client.deleteJob(job.id).catch((err: unknown) => {
-      (scope.logger ?? silentLogger).warn({ err: coerceError(err).message, reportJobId: job.id }, 'could not delete the report job');
+      (scope.logger ?? silentLogger).warn(
+        { err: coerceError(err).message, reportJobId: job.id },
+        'could not delete the report job',
+      );
     });
   }
 }

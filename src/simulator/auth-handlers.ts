@@ -68,7 +68,8 @@ export async function handleToken(ctx: SimContext, req: IncomingMessage, res: Se
   const grant = form.get('grant_type');
   if (!grant) return oauthError(res, 400, 'invalid_request', 'grant_type is missing');
   if (grant === 'authorization_code' || grant === 'refresh_token') return handleUserGrant(ctx, req, res, grant, form);
-  if (grant !== 'client_credentials') return oauthError(res, 400, 'unsupported_grant_type', `grant_type ${grant} is not supported here`);
+  if (grant !== 'client_credentials')
+    return oauthError(res, 400, 'unsupported_grant_type', `grant_type ${grant} is not supported here`);
   ctx.logins.counters.grants.client_credentials++;
   const fromHeader = basicCredentials(req.headers.authorization);
   const bodyId = form.get('client_id');
@@ -78,7 +79,13 @@ export async function handleToken(ctx: SimContext, req: IncomingMessage, res: Se
   }
   const creds = fromHeader ?? (bodyId !== null && bodySecret !== null ? { id: bodyId, secret: bodySecret } : undefined);
   const client = creds ? ctx.clients.get(creds.id) : undefined;
-  if (!creds || !client || client.userDependent || client.clientSecret === undefined || client.clientSecret !== creds.secret) {
+  if (
+    !creds ||
+    !client ||
+    client.userDependent ||
+    client.clientSecret === undefined ||
+    client.clientSecret !== creds.secret
+  ) {
     ctx.logger.debug({ clientId: creds?.id }, 'simulator: token refused');
     return oauthError(res, 401, 'invalid_client', 'Client authentication failed', fromHeader !== undefined);
   }
@@ -87,7 +94,12 @@ export async function handleToken(ctx: SimContext, req: IncomingMessage, res: Se
   sendJson(
     res,
     200,
-    { access_token: token, token_type: 'Bearer', expires_in: ctx.tokenLifetimeSeconds, ...(client.scopes ? { scope: client.scopes.join(' ') } : {}) },
+    {
+      access_token: token,
+      token_type: 'Bearer',
+      expires_in: ctx.tokenLifetimeSeconds,
+      ...(client.scopes ? { scope: client.scopes.join(' ') } : {}),
+    },
     TOKEN_HEADERS,
     'application/json;charset=utf-8',
   );
@@ -98,14 +110,27 @@ export async function handleToken(ctx: SimContext, req: IncomingMessage, res: Se
  * the refresh grant (docs/report-export-service.md "Refresh": client_id, refresh_token); the first returns scope and refresh_token, the
  * second scope only (Refresh rule 1).
  */
-async function handleUserGrant(ctx: SimContext, req: IncomingMessage, res: ServerResponse, grant: 'authorization_code' | 'refresh_token', form: URLSearchParams): Promise<void> {
+async function handleUserGrant(
+  ctx: SimContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  grant: 'authorization_code' | 'refresh_token',
+  form: URLSearchParams,
+): Promise<void> {
   ctx.logins.counters.grants[grant]++;
   const fromHeader = basicCredentials(req.headers.authorization);
   const clientId = form.get('client_id') ?? fromHeader?.id ?? null;
   const client = clientId ? ctx.clients.get(clientId) : undefined;
-  if (!client || !client.userDependent) return oauthError(res, 401, 'invalid_client', 'Client authentication failed', fromHeader !== undefined);
+  if (!client || !client.userDependent)
+    return oauthError(res, 401, 'invalid_client', 'Client authentication failed', fromHeader !== undefined);
   if (client.clientSecret !== undefined && (form.get('client_secret') ?? fromHeader?.secret) !== client.clientSecret) {
-    return oauthError(res, 401, 'invalid_client', 'Client authentication failed: a trusted client must send its client_secret', fromHeader !== undefined);
+    return oauthError(
+      res,
+      401,
+      'invalid_client',
+      'Client authentication failed: a trusted client must send its client_secret',
+      fromHeader !== undefined,
+    );
   }
   const issuer = `${ctx.baseUrl(req)}${OAUTH_PREFIX}`;
   const body: Record<string, unknown> = { token_type: 'Bearer', expires_in: ctx.tokenLifetimeSeconds };

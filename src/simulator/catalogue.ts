@@ -81,7 +81,8 @@ const none: RowGenerator = () => [];
 const DEFINITIONS: Definition[] = [
   {
     path: 'Sales/Orders.avw',
-    description: 'Sales orders: text with umlauts, quotes, commas and line breaks; exact decimals; integers beyond 2^53; FROM/TO (yyyy-mm-dd) filter "Erfasst Am"',
+    description:
+      'Sales orders: text with umlauts, quotes, commas and line breaks; exact decimals; integers beyond 2^53; FROM/TO (yyyy-mm-dd) filter "Erfasst Am"',
     defaultRows: 2_500,
     columns: SALES_COLUMNS,
     rows: (seed, _n, range) => salesRows(seed, range),
@@ -100,7 +101,8 @@ const DEFINITIONS: Definition[] = [
   },
   {
     path: 'Finance/Ledger.avx',
-    description: 'Ledger (an avx report: the extension must be given); digits-only text "Konto"; FROM/TO filter "Valuta"',
+    description:
+      'Ledger (an avx report: the extension must be given); digits-only text "Konto"; FROM/TO filter "Valuta"',
     defaultRows: 5_000,
     columns: [
       { name: 'Buchung Nr', kind: 'integer' },
@@ -124,7 +126,8 @@ const DEFINITIONS: Definition[] = [
   },
   {
     path: 'Clash/Amounts.avw',
-    description: 'Two columns whose names differ only in letter case ("Amount" holds 100 + n, "amount" holds n): they clash after normalising',
+    description:
+      'Two columns whose names differ only in letter case ("Amount" holds 100 + n, "amount" holds n): they clash after normalising',
     defaultRows: 20,
     columns: [
       { name: 'Nr', kind: 'integer' },
@@ -222,7 +225,8 @@ export function reportData(path: string, parameters: Record<string, string>, see
     if (typeof from === 'string') return failed(def.columns, from);
     const to = parameters.TO === undefined ? from + DEFAULT_RANGE.days : parseDay('TO', parameters.TO);
     if (typeof to === 'string') return failed(def.columns, to);
-    if (to <= from) return failed(def.columns, `Invalid parameters: FROM (${parameters.FROM}) must be before TO (${parameters.TO})`);
+    if (to <= from)
+      return failed(def.columns, `Invalid parameters: FROM (${parameters.FROM}) must be before TO (${parameters.TO})`);
     range = { fromDay: from, days: to - from };
   }
   const gen = def.rows(seed >>> 0, rowCount, range);

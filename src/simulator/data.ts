@@ -101,7 +101,15 @@ export function salesRows(seed: number, range: DayRange): RowGenerator {
     const menge = String(below(1000) - 20);
     const b = below(100);
     const betrag =
-      b < 3 ? '0.10' : b < 5 ? '-0.05' : b === 5 ? '98765432109876.54' : b === 6 ? '0.00' : cents(below(2_000_000) - 200_000);
+      b < 3
+        ? '0.10'
+        : b < 5
+          ? '-0.05'
+          : b === 5
+            ? '98765432109876.54'
+            : b === 6
+              ? '0.00'
+              : cents(below(2_000_000) - 200_000);
     const rk = below(10) < 4 ? -1 : below(301);
     const rabatt = rk < 0 ? null : `${Math.floor(rk / 10)}.${rk % 10}`;
     const erfasst = businessTime(range);
@@ -113,7 +121,14 @@ export function salesRows(seed: number, range: DayRange): RowGenerator {
   };
 }
 
-const ARTIKEL: readonly string[] = ['Schraube M4', 'Mutter M4', 'Kabel 3×1.5 mm²', 'Dübel 8 mm', 'Winkel 90°', 'Leim "Extra"'];
+const ARTIKEL: readonly string[] = [
+  'Schraube M4',
+  'Mutter M4',
+  'Kabel 3×1.5 mm²',
+  'Dübel 8 mm',
+  'Winkel 90°',
+  'Leim "Extra"',
+];
 const LAGER: readonly string[] = ['Zürich', 'Bern', 'Genève', 'Lugano'];
 
 /** Stock level rows: Artikel, Lager, Bestand, Stand (a fixed day, 2024-06-28). */
@@ -121,7 +136,12 @@ export function stockRows(seed: number): RowGenerator {
   const range: DayRange = { fromDay: Date.UTC(2024, 5, 28) / DAY_MS, days: 1 };
   return (i) => {
     seedRow(seed, i, 2);
-    return [`${ARTIKEL[i % ARTIKEL.length]} #${i + 1}`, LAGER[below(LAGER.length)]!, String(below(501)), businessTime(range)];
+    return [
+      `${ARTIKEL[i % ARTIKEL.length]} #${i + 1}`,
+      LAGER[below(LAGER.length)]!,
+      String(below(501)),
+      businessTime(range),
+    ];
   };
 }
 

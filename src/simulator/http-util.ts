@@ -24,7 +24,12 @@ export async function readBody(req: IncomingMessage, limit = 1_048_576): Promise
 }
 
 /** Answers with a complete body (Content-Length set). */
-export function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string | Buffer = ''): void {
+export function send(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  body: string | Buffer = '',
+): void {
   const buf = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
   res.writeHead(status, { ...headers, 'Content-Length': String(buf.length) });
   res.end(buf);

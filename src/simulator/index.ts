@@ -16,9 +16,26 @@ import { makeServer, type SimControl } from './server.ts';
 import { makeZonedFormatter } from './time-format.ts';
 import { TokenStore } from './tokens.ts';
 import { UserLogins } from './user-logins.ts';
-import type { PrerenderResult, Simulator, SimulatorClient, SimulatorCounters, SimulatorOptions, SimulatorUser } from './types.ts';
+import type {
+  PrerenderResult,
+  Simulator,
+  SimulatorClient,
+  SimulatorCounters,
+  SimulatorOptions,
+  SimulatorUser,
+} from './types.ts';
 
-export type { PrerenderResult, Simulator, SimulatorClient, SimulatorCounters, SimulatorEndpoint, SimulatorFaults, SimulatorOAuthCounters, SimulatorOptions, SimulatorUser } from './types.ts';
+export type {
+  PrerenderResult,
+  Simulator,
+  SimulatorClient,
+  SimulatorCounters,
+  SimulatorEndpoint,
+  SimulatorFaults,
+  SimulatorOAuthCounters,
+  SimulatorOptions,
+  SimulatorUser,
+} from './types.ts';
 export { OFFLINE_VALIDITY_MS, ONLINE_VALIDITY_MS } from './user-logins.ts';
 export { AUTH_PATH } from './auth-handlers.ts';
 export { CATALOGUE, FAILING_MESSAGE, reportData } from './catalogue.ts';
@@ -43,7 +60,12 @@ export const DEFAULT_CLIENTS: SimulatorClient[] = [
  * otto without offline access (10 hours), nina has no scope a service user may request (invalid_scope).
  */
 export const DEFAULT_USERS: SimulatorUser[] = [
-  { username: 'anna', password: 'anna-password', scopes: ['svc.pad', 'openid', 'email', 'profile', 'offline_access'], offlineAccess: true },
+  {
+    username: 'anna',
+    password: 'anna-password',
+    scopes: ['svc.pad', 'openid', 'email', 'profile', 'offline_access'],
+    offlineAccess: true,
+  },
   { username: 'otto', password: 'otto-password', scopes: ['svc.pad', 'openid'], offlineAccess: false },
   { username: 'nina', password: 'nina-password', scopes: [], offlineAccess: true },
 ];
@@ -111,7 +133,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       const cache = ctx.pageCache;
       if (!cache) throw new Error('prerender needs SimulatorOptions.pageCache');
       const data = reportData(reportPath, parameters, ctx.seed);
-      if (!data || data.failure) throw new Error(`cannot prerender ${reportPath}: ${data?.failure ?? 'no such report'}`);
+      if (!data || data.failure)
+        throw new Error(`cannot prerender ${reportPath}: ${data?.failure ?? 'no such report'}`);
       const key = dataKey(reportPath, parameters, ctx.seed);
       const pages = pageCount(data.rowCount, paging);
       let bytes = 0;

@@ -20,11 +20,22 @@ export const SESSION_COOKIE = 'sim_session';
 const ESC: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 const esc = (v: string): string => v.replace(/[&<>"']/g, (c) => ESC[c]!);
 
-function htmlPage(res: ServerResponse, status: number, title: string, body: string, headers: Record<string, string> = {}): void {
+function htmlPage(
+  res: ServerResponse,
+  status: number,
+  title: string,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
 <style>body{font:15px system-ui,sans-serif;max-width:28rem;margin:3rem auto}label{display:block;margin:.6rem 0}input{width:100%;padding:.3rem}
 button{padding:.4rem 1rem;margin-top:.6rem}.error{color:#b00}</style></head><body><h1>${esc(title)}</h1>${body}</body></html>`;
-  send(res, status, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store', 'X-Frame-Options': 'DENY', ...headers }, html);
+  send(
+    res,
+    status,
+    { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store', 'X-Frame-Options': 'DENY', ...headers },
+    html,
+  );
 }
 
 function cookie(req: IncomingMessage, name: string): string | undefined {
@@ -47,25 +58,40 @@ interface AuthRequest {
 function readRequest(ctx: SimContext, params: URLSearchParams, res: ServerResponse): AuthRequest | undefined {
   const client = ctx.clients.get(params.get('client_id') ?? '');
   if (!client || !client.userDependent) {
-    htmlPage(res, 400, 'Login not possible', `<p class="error">Unknown client_id or not a user-dependent service user.</p>`);
+    htmlPage(
+      res,
+      400,
+      'Login not possible',
+      `<p class="error">Unknown client_id or not a user-dependent service user.</p>`,
+    );
     return undefined;
   }
   const redirectUri = params.get('redirect_uri') ?? '';
-  let ok = false;
+  let ok: boolean;
   try {
     ok = /^https?:$/.test(new URL(redirectUri).protocol);
   } catch {
     ok = false;
   }
   if (!ok || (client.redirectUris && !client.redirectUris.includes(redirectUri))) {
-    htmlPage(res, 400, 'Login not possible', `<p class="error">redirect_uri is missing or not configured for this service user.</p>`);
+    htmlPage(
+      res,
+      400,
+      'Login not possible',
+      `<p class="error">redirect_uri is missing or not configured for this service user.</p>`,
+    );
     return undefined;
   }
   const scopes = (params.get('scope') ?? '').split(' ').filter((s) => s !== '');
   return { client, redirectUri, scopes, state: params.get('state'), responseType: params.get('response_type') };
 }
 
-function redirect(res: ServerResponse, r: AuthRequest, params: Record<string, string>, headers: Record<string, string> = {}): void {
+function redirect(
+  res: ServerResponse,
+  r: AuthRequest,
+  params: Record<string, string>,
+  headers: Record<string, string> = {},
+): void {
   const url = new URL(r.redirectUri);
   for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
   if (r.state !== null) url.searchParams.set('state', r.state);
@@ -73,7 +99,13 @@ function redirect(res: ServerResponse, r: AuthRequest, params: Record<string, st
 }
 
 function form(r: AuthRequest, adoptable: string | undefined, error?: string): string {
-  const hidden = [['response_type', r.responseType ?? ''], ['client_id', r.client.clientId], ['scope', r.scopes.join(' ')], ['redirect_uri', r.redirectUri], ['state', r.state ?? '']]
+  const hidden = [
+    ['response_type', r.responseType ?? ''],
+    ['client_id', r.client.clientId],
+    ['scope', r.scopes.join(' ')],
+    ['redirect_uri', r.redirectUri],
+    ['state', r.state ?? ''],
+  ]
     .filter(([k, v]) => k !== 'state' || v !== '')
     .map(([k, v]) => `<input type="hidden" name="${k}" value="${esc(v!)}">`)
     .join('');
@@ -91,27 +123,55 @@ ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}<form method="p
  * Issues the redirect for `username`: error=invalid_scope when the user may use none of the requested scopes,
  * else a code for the scopes common to request, service user and user (docs/report-export-service.md "Scope rules" 2-5).
  */
-function finish(ctx: SimContext, res: ServerResponse, r: AuthRequest, username: string, sessionId: string, headers: Record<string, string>): void {
+function finish(
+  ctx: SimContext,
+  res: ServerResponse,
+  r: AuthRequest,
+  username: string,
+  sessionId: string,
+  headers: Record<string, string>,
+): void {
   const user = ctx.logins.users.get(username)!;
   const serviceScopes = r.client.scopes ?? (discoveryDocument('').scopes_supported as string[]);
   const granted = r.scopes.filter((s) => serviceScopes.includes(s) && user.scopes.includes(s));
   const sessionState = ctx.logins.sessionState(sessionId);
   if (granted.length === 0) {
-    return redirect(res, r, { error: 'invalid_scope', error_description: 'The user has no access to any of the requested scopes', session_state: sessionState }, headers);
+    return redirect(
+      res,
+      r,
+      {
+        error: 'invalid_scope',
+        error_description: 'The user has no access to any of the requested scopes',
+        session_state: sessionState,
+      },
+      headers,
+    );
   }
-  const code = ctx.logins.issueCode({ clientId: r.client.clientId, redirectUri: r.redirectUri, username, sessionId, scope: granted.join(' ') });
+  const code = ctx.logins.issueCode({
+    clientId: r.client.clientId,
+    redirectUri: r.redirectUri,
+    username,
+    sessionId,
+    scope: granted.join(' '),
+  });
   redirect(res, r, { code, session_state: sessionState }, headers);
 }
 
 /** GET and POST of the authorization endpoint. */
 export async function handleAuthorize(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const post = req.method === 'POST';
-  const params = post ? new URLSearchParams((await readBody(req, 65_536)).toString('utf8')) : new URL(req.url ?? '/', 'http://x').searchParams;
+  const params = post
+    ? new URLSearchParams((await readBody(req, 65_536)).toString('utf8'))
+    : new URL(req.url ?? '/', 'http://x').searchParams;
   const r = readRequest(ctx, params, res);
   if (!r) return;
-  if (r.responseType !== 'code') return redirect(res, r, { error: 'unsupported_response_type', error_description: 'response_type must be code' });
+  if (r.responseType !== 'code')
+    return redirect(res, r, { error: 'unsupported_response_type', error_description: 'response_type must be code' });
   if (r.scopes.length > MAX_SCOPES) {
-    return redirect(res, r, { error: 'invalid_scope', error_description: `Too many scopes requested: ${r.scopes.length}, at most ${MAX_SCOPES}` });
+    return redirect(res, r, {
+      error: 'invalid_scope',
+      error_description: `Too many scopes requested: ${r.scopes.length}, at most ${MAX_SCOPES}`,
+    });
   }
   const sessionId = cookie(req, SESSION_COOKIE);
   const sessionUser = ctx.logins.sessionUser(sessionId);

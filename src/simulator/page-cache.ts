@@ -32,7 +32,14 @@ export class PageCache {
    * The bytes of page `page` (1-based) holding rows [from, to) of `data`, rendered on first use.
    * @param data the report's rows; `key` is its {@link dataKey}
    */
-  page(key: string, data: ReportData, outputType: StreamedOutputType, paging: number, page: number, zone: ZonedFormatter): Buffer {
+  page(
+    key: string,
+    data: ReportData,
+    outputType: StreamedOutputType,
+    paging: number,
+    page: number,
+    zone: ZonedFormatter,
+  ): Buffer {
     const k = PageCache.key(key, outputType, paging, page);
     let buf = this.pages.get(k);
     if (buf === undefined) {

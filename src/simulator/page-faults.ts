@@ -14,7 +14,17 @@
  */
 
 /** The kinds of `SIM_FAULT`. */
-export const PAGE_FAULTS = ['bad-escape', 'no-rows-array', 'broken-xml', 'empty-document', 'truncated-document', 'wrong-content-type', 'trickle', 'endless-pages', 'extra-row'] as const;
+export const PAGE_FAULTS = [
+  'bad-escape',
+  'no-rows-array',
+  'broken-xml',
+  'empty-document',
+  'truncated-document',
+  'wrong-content-type',
+  'trickle',
+  'endless-pages',
+  'extra-row',
+] as const;
 /** One of {@link PAGE_FAULTS}. */
 export type PageFault = (typeof PAGE_FAULTS)[number];
 
@@ -34,9 +44,11 @@ export interface PageFaultRequest {
 export function pageFaultOf(parameters: Record<string, string>): PageFaultRequest | string | undefined {
   const kind = parameters.SIM_FAULT;
   if (kind === undefined) return undefined;
-  if (!(PAGE_FAULTS as readonly string[]).includes(kind)) return `Invalid value for parameter SIM_FAULT: '${kind}' (expected ${PAGE_FAULTS.join(', ')})`;
+  if (!(PAGE_FAULTS as readonly string[]).includes(kind))
+    return `Invalid value for parameter SIM_FAULT: '${kind}' (expected ${PAGE_FAULTS.join(', ')})`;
   const page = parameters.SIM_FAULT_PAGE ?? '1';
-  if (!/^[1-9]\d{0,8}$/.test(page)) return `Invalid value for parameter SIM_FAULT_PAGE: '${page}' (expected a page number)`;
+  if (!/^[1-9]\d{0,8}$/.test(page))
+    return `Invalid value for parameter SIM_FAULT_PAGE: '${page}' (expected a page number)`;
   return { kind: kind as PageFault, page: Number(page) };
 }
 
@@ -52,7 +64,9 @@ export function applyPageFault(kind: PageFault, page: Buffer): Buffer {
     }
     case 'no-rows-array': {
       const at = page.indexOf('"orders"');
-      return at < 0 ? page : Buffer.concat([page.subarray(0, at), Buffer.from('"bestellungen"'), page.subarray(at + 8)]);
+      return at < 0
+        ? page
+        : Buffer.concat([page.subarray(0, at), Buffer.from('"bestellungen"'), page.subarray(at + 8)]);
     }
     case 'broken-xml': {
       const at = page.lastIndexOf('</orders>');

@@ -12,7 +12,14 @@ import type { SimContext } from './context.ts';
 import { REPORT_API_HEADERS, send, sendProblem } from './http-util.ts';
 import { jobState, type SimJob } from './jobs.ts';
 import { applyPageFault, TRICKLE_INTERVAL_MS, type PageFault } from './page-faults.ts';
-import { hasContentLength, isStreamed, PAGE_CONTENT_TYPES, pageRenderer, type RenderContext, type StreamedOutputType } from './render.ts';
+import {
+  hasContentLength,
+  isStreamed,
+  PAGE_CONTENT_TYPES,
+  pageRenderer,
+  type RenderContext,
+  type StreamedOutputType,
+} from './render.ts';
 import { renderDocument } from './render-documents.ts';
 import { jobNotFound } from './report-handlers.ts';
 
@@ -35,7 +42,8 @@ export function pageLength(job: SimJob, page: number, from: number, to: number, 
   if (len === undefined) {
     len = 0;
     const rctx = renderContext(ctx, job, page);
-    for (const chunk of pageRenderer(job.outputType as StreamedOutputType)(job.data!, from, to, rctx)) len += Buffer.byteLength(chunk);
+    for (const chunk of pageRenderer(job.outputType as StreamedOutputType)(job.data!, from, to, rctx))
+      len += Buffer.byteLength(chunk);
     job.pageLengths.set(page, len);
   }
   return len;
@@ -64,7 +72,11 @@ function wholePage(ctx: SimContext, job: SimJob, page: number, from: number, to:
       if (cached) return cached;
       let buf: Buffer;
       if (isStreamed(type)) {
-        buf = Buffer.concat([...pageRenderer(type)(job.data!, from, to, rctx)].map((c) => (typeof c === 'string' ? Buffer.from(c, 'utf8') : c)));
+        buf = Buffer.concat(
+          [...pageRenderer(type)(job.data!, from, to, rctx)].map((c) =>
+            typeof c === 'string' ? Buffer.from(c, 'utf8') : c,
+          ),
+        );
       } else {
         buf = await renderDocument(type, job.data!, from, to, rctx, type === 'pdf' ? job.padBytes : 0);
       }
@@ -78,7 +90,15 @@ function wholePage(ctx: SimContext, job: SimJob, page: number, from: number, to:
 }
 
 /** Serves a page rendered whole, with Content-Length; the reset fault cuts it. */
-async function sendWhole(ctx: SimContext, job: SimJob, page: number, from: number, to: number, cutFraction: number, res: ServerResponse): Promise<void> {
+async function sendWhole(
+  ctx: SimContext,
+  job: SimJob,
+  page: number,
+  from: number,
+  to: number,
+  cutFraction: number,
+  res: ServerResponse,
+): Promise<void> {
   const buf = await wholePage(ctx, job, page, from, to);
   if (res.destroyed) return;
   const fault = faultOnPage(job, page);
@@ -131,7 +151,13 @@ function closedWithin(res: ServerResponse, ms: number): Promise<boolean> {
  * Serves a page from the page cache: one write of the rendered bytes (txt with Content-Length, the others
  * chunked, as the streaming path sends them).
  */
-async function sendCached(ctx: SimContext, job: SimJob, page: number, data: NonNullable<SimJob['data']>, res: ServerResponse): Promise<void> {
+async function sendCached(
+  ctx: SimContext,
+  job: SimJob,
+  page: number,
+  data: NonNullable<SimJob['data']>,
+  res: ServerResponse,
+): Promise<void> {
   const buf = ctx.pageCache!.page(job.dataKey, data, job.outputType as StreamedOutputType, job.paging, page, ctx.zone);
   const headers: Record<string, string> = { ...REPORT_API_HEADERS, 'Content-Type': PAGE_CONTENT_TYPES[job.outputType] };
   if (hasContentLength(job.outputType)) headers['Content-Length'] = String(buf.length);
@@ -144,12 +170,23 @@ async function sendCached(ctx: SimContext, job: SimJob, page: number, data: NonN
 }
 
 /** Serves one output page. */
-export async function handleOutput(ctx: SimContext, id: string, pageRaw: string | undefined, res: ServerResponse): Promise<void> {
+export async function handleOutput(
+  ctx: SimContext,
+  id: string,
+  pageRaw: string | undefined,
+  res: ServerResponse,
+): Promise<void> {
   const job = ctx.jobs.get(id);
   if (!job) return jobNotFound(res, id);
   const empty404 = (): void => send(res, 404, REPORT_API_HEADERS);
   if (pageRaw === undefined) return empty404();
-  if (!/^\d{1,9}$/.test(pageRaw)) return sendProblem(res, 400, { title: 'Bad Request', detail: 'page must be an integer starting at 1' }, REPORT_API_HEADERS);
+  if (!/^\d{1,9}$/.test(pageRaw))
+    return sendProblem(
+      res,
+      400,
+      { title: 'Bad Request', detail: 'page must be an integer starting at 1' },
+      REPORT_API_HEADERS,
+    );
   let page = Number(pageRaw);
   const data = job.data;
   if (!data || jobState(job, Date.now()) !== 'FinishedSuccess') return empty404();

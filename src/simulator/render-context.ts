@@ -15,7 +15,12 @@ export interface RenderContext {
 }
 
 /** Renders rows [from, to) of `data` as chunks of a page. */
-export type PageRenderer = (data: ReportData, from: number, to: number, ctx: RenderContext) => Generator<string | Buffer>;
+export type PageRenderer = (
+  data: ReportData,
+  from: number,
+  to: number,
+  ctx: RenderContext,
+) => Generator<string | Buffer>;
 
 /** Chunk size the renderers aim for, in UTF-16 code units. */
 export const CHUNK_CHARS = 32_768;

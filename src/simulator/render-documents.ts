@@ -56,9 +56,20 @@ function filler(bytes: number, seed: number): Buffer {
   return buf;
 }
 
-async function renderPdf(data: ReportData, from: number, to: number, ctx: RenderContext, padBytes: number): Promise<Buffer> {
+async function renderPdf(
+  data: ReportData,
+  from: number,
+  to: number,
+  ctx: RenderContext,
+  padBytes: number,
+): Promise<Buffer> {
   // A padded benchmark PDF is not compressed: deflating hundreds of MB of filler would only cost time.
-  const doc = new PDFDocument({ size: 'A4', margin: 40, compress: padBytes === 0, info: { Title: ctx.report ?? 'Report', CreationDate: FIXED_DATE, ModDate: FIXED_DATE } });
+  const doc = new PDFDocument({
+    size: 'A4',
+    margin: 40,
+    compress: padBytes === 0,
+    info: { Title: ctx.report ?? 'Report', CreationDate: FIXED_DATE, ModDate: FIXED_DATE },
+  });
   const parts: Buffer[] = [];
   doc.on('data', (b: Buffer) => parts.push(b));
   const ended = new Promise<void>((resolve, reject) => {
@@ -79,7 +90,13 @@ async function renderPdf(data: ReportData, from: number, to: number, ctx: Render
   return Buffer.concat(parts);
 }
 
-async function renderXlsx(type: 'excel-xlsx_data' | 'excel-xlsx_matrix' | 'excel-xlsx', data: ReportData, from: number, to: number, ctx: RenderContext): Promise<Buffer> {
+async function renderXlsx(
+  type: 'excel-xlsx_data' | 'excel-xlsx_matrix' | 'excel-xlsx',
+  data: ReportData,
+  from: number,
+  to: number,
+  ctx: RenderContext,
+): Promise<Buffer> {
   const wb = new ExcelJS.Workbook();
   wb.creator = 'report-etl simulator';
   wb.created = FIXED_DATE;
@@ -109,11 +126,19 @@ async function renderXlsx(type: 'excel-xlsx_data' | 'excel-xlsx_matrix' | 'excel
 async function renderDocx(data: ReportData, from: number, to: number, ctx: RenderContext): Promise<Buffer> {
   const cell = (text: string): TableCell => new TableCell({ children: [new Paragraph(text)] });
   const rows = [new TableRow({ children: data.columns.map((c) => cell(c.name)) })];
-  for (let r = from; r < to; r++) rows.push(new TableRow({ children: data.columns.map((_, c) => cell(display(data, r, c, ctx))) }));
+  for (let r = from; r < to; r++)
+    rows.push(new TableRow({ children: data.columns.map((_, c) => cell(display(data, r, c, ctx))) }));
   const doc = new Document({
     creator: 'report-etl simulator',
     title: ctx.report ?? 'Report',
-    sections: [{ children: [new Paragraph({ text: `${ctx.report ?? 'Report'} - Seite ${ctx.page}`, heading: HeadingLevel.HEADING_1 }), new Table({ rows })] }],
+    sections: [
+      {
+        children: [
+          new Paragraph({ text: `${ctx.report ?? 'Report'} - Seite ${ctx.page}`, heading: HeadingLevel.HEADING_1 }),
+          new Table({ rows }),
+        ],
+      },
+    ],
   });
   return Packer.toBuffer(doc);
 }
@@ -122,7 +147,14 @@ async function renderDocx(data: ReportData, from: number, to: number, ctx: Rende
  * Renders rows [from, to) as one document of `type`.
  * @param padBytes pdf only: bytes of filler attachment (0: none)
  */
-export async function renderDocument(type: DocumentOutputType, data: ReportData, from: number, to: number, ctx: RenderContext, padBytes = 0): Promise<Buffer> {
+export async function renderDocument(
+  type: DocumentOutputType,
+  data: ReportData,
+  from: number,
+  to: number,
+  ctx: RenderContext,
+  padBytes = 0,
+): Promise<Buffer> {
   switch (type) {
     case 'pdf':
       return renderPdf(data, from, to, ctx, padBytes);

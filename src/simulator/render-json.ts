@@ -11,7 +11,13 @@ import { CHUNK_CHARS, type RenderContext } from './render-context.ts';
  * Renders rows [from, to) as a json page.
  * @param pretty true: json (line feeds and spaces); false: json_compact
  */
-export function* renderJson(data: ReportData, from: number, to: number, ctx: RenderContext, pretty: boolean): Generator<string> {
+export function* renderJson(
+  data: ReportData,
+  from: number,
+  to: number,
+  ctx: RenderContext,
+  pretty: boolean,
+): Generator<string> {
   const cols = data.columns;
   const keys = cols.map((c, i) => {
     const k = JSON.stringify(c.name);

@@ -36,7 +36,12 @@ function detailLine(data: ReportData, r: number, ctx: RenderContext, quote: (s: 
 }
 
 /** Renders rows [from, to) as a txt_cstr page. */
-export function* renderTxtCstr(data: ReportData, from: number, to: number, ctx: RenderContext): Generator<string | Buffer> {
+export function* renderTxtCstr(
+  data: ReportData,
+  from: number,
+  to: number,
+  ctx: RenderContext,
+): Generator<string | Buffer> {
   yield txtBom(ctx.page);
   let buf = `${data.columns.map((c) => cstrQuote(c.name)).join(',')}\r\n`;
   for (let r = from; r < to; r++) {

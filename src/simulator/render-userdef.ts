@@ -22,7 +22,13 @@ function jsonValue(data: ReportData, c: number, v: string | number | null | unde
 }
 
 /** Renders rows [from, to) as a json_userdef (`pretty`) or json_userdef_compact page. */
-export function* renderJsonUserdef(data: ReportData, from: number, to: number, ctx: RenderContext, pretty: boolean): Generator<string> {
+export function* renderJsonUserdef(
+  data: ReportData,
+  from: number,
+  to: number,
+  ctx: RenderContext,
+  pretty: boolean,
+): Generator<string> {
   const nl = pretty ? '\n' : '';
   const sp = pretty ? ' ' : '';
   const ind = (n: number): string => (pretty ? '  '.repeat(n) : '');

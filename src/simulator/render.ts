@@ -3,7 +3,13 @@
  * generator of chunks (~32 KiB), so a page is streamed and never built whole in memory; the same rows always give
  * the same bytes. Documents (pdf, excel, word) are rendered whole by render-documents.ts.
  */
-import { DOCUMENT_FORMATS, OUTPUT_TYPES, isDocumentType, type DocumentOutputType, type OutputType } from '../vocabulary.ts';
+import {
+  DOCUMENT_FORMATS,
+  OUTPUT_TYPES,
+  isDocumentType,
+  type DocumentOutputType,
+  type OutputType,
+} from '../vocabulary.ts';
 import type { PageRenderer } from './render-context.ts';
 import { renderJson } from './render-json.ts';
 import { renderTxtAll, renderTxtCstr } from './render-text-variants.ts';

@@ -62,7 +62,10 @@ export function authorize(ctx: SimContext, req: IncomingMessage, res: ServerResp
         instance: client.clientId,
         detail: 'svcreport engine',
       },
-      { ...REPORT_API_HEADERS, SvcServletExceptionMessage: `User ${client.clientId} has no access to the service svcreport` },
+      {
+        ...REPORT_API_HEADERS,
+        SvcServletExceptionMessage: `User ${client.clientId} has no access to the service svcreport`,
+      },
     );
     return undefined;
   }
@@ -102,23 +105,50 @@ export async function handleStart(
     // An older server does not know the type at all (the simulator's choice, see SimulatorOptions.productVersion).
     return badRequest(res, `Unknown outputType '${outputType}'`);
   }
-  const paging = typeof body.paging === 'number' && Number.isInteger(body.paging) && body.paging >= MIN_PAGING ? body.paging : DEFAULT_PAGING;
+  const paging =
+    typeof body.paging === 'number' && Number.isInteger(body.paging) && body.paging >= MIN_PAGING
+      ? body.paging
+      : DEFAULT_PAGING;
   const parameters: Record<string, string> = {};
   if (body.parameters !== undefined && body.parameters !== null) {
-    if (typeof body.parameters !== 'object' || Array.isArray(body.parameters)) return badRequest(res, 'parameters must be an object');
+    if (typeof body.parameters !== 'object' || Array.isArray(body.parameters))
+      return badRequest(res, 'parameters must be an object');
     for (const [k, v] of Object.entries(body.parameters)) parameters[k] = String(v);
   }
   const fault = pageFaultOf(parameters);
   const now = Date.now();
-  const common = { clientId: client.clientId, mandant, reportPath: name.path, outputType: outputType as SimulatedOutputType, paging, durationMs: ctx.jobDurationMs, now, dataKey: dataKey(name.path, parameters, ctx.seed), fault: typeof fault === 'object' ? fault : undefined, padBytes: padBytesOf(parameters) };
+  const common = {
+    clientId: client.clientId,
+    mandant,
+    reportPath: name.path,
+    outputType: outputType as SimulatedOutputType,
+    paging,
+    durationMs: ctx.jobDurationMs,
+    now,
+    dataKey: dataKey(name.path, parameters, ctx.seed),
+    fault: typeof fault === 'object' ? fault : undefined,
+    padBytes: padBytesOf(parameters),
+  };
   let job: SimJob;
   if (client.reportRights === false) {
-    job = makeJob({ ...common, data: undefined, error: { message: RIGHTS_MESSAGE, immediate: true, withResult: true } });
+    job = makeJob({
+      ...common,
+      data: undefined,
+      error: { message: RIGHTS_MESSAGE, immediate: true, withResult: true },
+    });
   } else {
     const data = reportData(name.path, parameters, ctx.seed);
     job = data
-      ? makeJob({ ...common, data, ...(typeof fault === 'string' ? { error: { message: fault, immediate: false, withResult: false } } : {}) })
-      : makeJob({ ...common, data: undefined, error: { message: `Report '${name.path}' not found`, immediate: true, withResult: false } });
+      ? makeJob({
+          ...common,
+          data,
+          ...(typeof fault === 'string' ? { error: { message: fault, immediate: false, withResult: false } } : {}),
+        })
+      : makeJob({
+          ...common,
+          data: undefined,
+          error: { message: `Report '${name.path}' not found`, immediate: true, withResult: false },
+        });
   }
   ctx.jobs.set(job.id, job);
   ctx.counters.jobsCreated++;

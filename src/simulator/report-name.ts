@@ -25,7 +25,8 @@ export type ParsedReportName =
  * @param raw the raw segment as it appeared in the request path (no unencoded '/')
  */
 export function parseReportName(raw: string, rules: ReportNameRules): ParsedReportName {
-  if (!rules.acceptEncodedSlash && /%2f/i.test(raw)) return { ok: false, reason: 'encoded slash (%2F) is blocked by URL sanitizing' };
+  if (!rules.acceptEncodedSlash && /%2f/i.test(raw))
+    return { ok: false, reason: 'encoded slash (%2F) is blocked by URL sanitizing' };
   let decoded: string;
   try {
     decoded = decodeURIComponent(raw);

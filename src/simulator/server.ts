@@ -32,7 +32,13 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-async function handleSim(control: SimControl, method: string, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handleSim(
+  control: SimControl,
+  method: string,
+  path: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   if (method === 'GET' && path === '/_sim/counters') return sendJson(res, 200, control.counters());
   if (method === 'POST' && path === '/_sim/reset') {
     control.resetCounters();
@@ -49,12 +55,16 @@ async function handleSim(control: SimControl, method: string, path: string, req:
     } catch {
       body = {};
     }
-    if (path === '/_sim/logout' && typeof body.username === 'string') return sendJson(res, 200, { loggedOut: control.logoutUser(body.username) });
+    if (path === '/_sim/logout' && typeof body.username === 'string')
+      return sendJson(res, 200, { loggedOut: control.logoutUser(body.username) });
     if (path === '/_sim/advance-clock' && typeof body.ms === 'number' && body.ms >= 0) {
       control.advanceClock(body.ms);
       return send(res, 204, {});
     }
-    return sendProblem(res, 400, { title: 'Bad Request', detail: 'body must be {"username": "..."} (logout) or {"ms": n} (advance-clock)' });
+    return sendProblem(res, 400, {
+      title: 'Bad Request',
+      detail: 'body must be {"username": "..."} (logout) or {"ms": n} (advance-clock)',
+    });
   }
   if (method === 'POST' && path === '/_sim/faults') {
     let faults: SimulatorFaults;
@@ -70,10 +80,17 @@ async function handleSim(control: SimControl, method: string, path: string, req:
   return send(res, 404, {});
 }
 
-async function handleReportApi(ctx: SimContext, method: string, rest: string[], req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handleReportApi(
+  ctx: SimContext,
+  method: string,
+  rest: string[],
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   let endpoint: Endpoint | undefined;
   if (method === 'POST' && rest.length === 3 && rest[0] === 'report') endpoint = 'start';
-  else if (rest[0] === 'jobs' && rest.length === 2) endpoint = method === 'DELETE' ? 'delete' : method === 'GET' ? 'status' : undefined;
+  else if (rest[0] === 'jobs' && rest.length === 2)
+    endpoint = method === 'DELETE' ? 'delete' : method === 'GET' ? 'status' : undefined;
   else if (rest[0] === 'jobs' && rest[2] === 'output' && rest.length <= 4 && method === 'GET') endpoint = 'output';
   if (!endpoint) return send(res, 404, REPORT_API_HEADERS);
   ctx.counters.requests[endpoint]++;
@@ -121,7 +138,10 @@ async function route(ctx: SimContext, control: SimControl, req: IncomingMessage,
   }
   if (rawPath === AUTH_PATH && (method === 'GET' || method === 'POST')) return handleAuthorize(ctx, req, res);
   if (rawPath.startsWith(`${OAUTH_PREFIX}/`)) {
-    return sendJson(res, 501, { error: 'not_implemented', error_description: 'only discovery, the authorization endpoint and the token endpoint are simulated' });
+    return sendJson(res, 501, {
+      error: 'not_implemented',
+      error_description: 'only discovery, the authorization endpoint and the token endpoint are simulated',
+    });
   }
   return send(res, 404, {});
 }

@@ -157,7 +157,12 @@ export interface Simulator {
    * @param paging rows per page (the start request's paging after docs/report-export-service.md "Limits")
    * @throws Error when the cache is off, the report does not exist or its parameters make it fail
    */
-  prerender(reportPath: string, parameters: Record<string, string>, outputType: Exclude<OutputType, DocumentOutputType>, paging: number): PrerenderResult;
+  prerender(
+    reportPath: string,
+    parameters: Record<string, string>,
+    outputType: Exclude<OutputType, DocumentOutputType>,
+    paging: number,
+  ): PrerenderResult;
   /** Drops every cached page (memory back to the operating system at the next GC). */
   clearPageCache(): void;
   /** Stops listening and drops open connections; a second call waits for the first. */

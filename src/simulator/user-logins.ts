@@ -100,7 +100,11 @@ export class UserLogins {
    * Redeems a code once (RFC 6749 section 4.1.3).
    * @returns the code's grant, or why it is refused
    */
-  redeemCode(code: string, clientId: string, redirectUri: string | null): { ok: true; code: Code } | { ok: false; reason: string } {
+  redeemCode(
+    code: string,
+    clientId: string,
+    redirectUri: string | null,
+  ): { ok: true; code: Code } | { ok: false; reason: string } {
     const c = this.#codes.get(code);
     if (!c) return { ok: false, reason: 'Code not valid' };
     if (c.used) return { ok: false, reason: 'Code already used' };
@@ -113,10 +117,17 @@ export class UserLogins {
 
   /** Issues the refresh token of a redeemed code, replacing the client's earlier one for that user. */
   issueRefreshToken(c: Code): string {
-    for (const [t, r] of this.#refresh) if (r.clientId === c.clientId && r.username === c.username) this.#refresh.delete(t);
+    for (const [t, r] of this.#refresh)
+      if (r.clientId === c.clientId && r.username === c.username) this.#refresh.delete(t);
     const token = randomBytes(36).toString('base64url');
     const offline = this.users.get(c.username)?.offlineAccess ?? true;
-    this.#refresh.set(token, { clientId: c.clientId, username: c.username, sessionId: c.sessionId, scope: c.scope, expiresAt: this.now() + (offline ? OFFLINE_VALIDITY_MS : ONLINE_VALIDITY_MS) });
+    this.#refresh.set(token, {
+      clientId: c.clientId,
+      username: c.username,
+      sessionId: c.sessionId,
+      scope: c.scope,
+      expiresAt: this.now() + (offline ? OFFLINE_VALIDITY_MS : ONLINE_VALIDITY_MS),
+    });
     this.counters.refreshTokensIssued.push(token);
     return token;
   }

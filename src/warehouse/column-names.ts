@@ -7,7 +7,13 @@
  * in order of appearance) the first time, and recorded so from then on.
  */
 import type { Queryable } from '../db.ts';
-import { clashSuffixed, normaliseColumnName, normaliseColumnNames, orderedColumnNames, type TableName } from './identifiers.ts';
+import {
+  clashSuffixed,
+  normaliseColumnName,
+  normaliseColumnNames,
+  orderedColumnNames,
+  type TableName,
+} from './identifiers.ts';
 import type { TargetColumn } from './target-table.ts';
 
 /** Report column name → target column, as recorded for a target. */
@@ -17,7 +23,11 @@ export type RecordedNames = ReadonlyMap<string, string>;
  * The recorded original names of an existing target's columns (those whose column still exists), or an empty map
  * for a new target or one loaded before names were recorded.
  */
-export async function recordedColumnNames(db: Queryable, target: TableName, existing: readonly TargetColumn[] | undefined): Promise<RecordedNames> {
+export async function recordedColumnNames(
+  db: Queryable,
+  target: TableName,
+  existing: readonly TargetColumn[] | undefined,
+): Promise<RecordedNames> {
   if (!existing) return new Map();
   const { rows } = await db.query<{ report_column: string; column_name: string }>(
     'SELECT report_column, column_name FROM etl.target_columns WHERE target_table = $1',
@@ -43,7 +53,11 @@ export interface ColumnNaming {
  * @param raw the report's column names as sent
  * @param existing the target's columns, or undefined for a new target
  */
-export function nameTargetColumns(raw: readonly string[], existing: readonly TargetColumn[] | undefined, recorded: RecordedNames): ColumnNaming {
+export function nameTargetColumns(
+  raw: readonly string[],
+  existing: readonly TargetColumn[] | undefined,
+  recorded: RecordedNames,
+): ColumnNaming {
   const stable = normaliseColumnNames(raw);
   if (!existing) return { names: stable, toRecord: raw.map((r, i) => [r, stable[i]!]) };
   let known = recorded;
@@ -52,7 +66,8 @@ export function nameTargetColumns(raw: readonly string[], existing: readonly Tar
     const ordered = orderedColumnNames(raw);
     known = new Map(raw.flatMap((r, i) => (have.has(ordered[i]!) ? [[r, ordered[i]!] as const] : [])));
   }
-  const ownedByOthers = (name: string, r: string) => [...known].some(([other, column]) => column === name && other !== r);
+  const ownedByOthers = (name: string, r: string) =>
+    [...known].some(([other, column]) => column === name && other !== r);
   const used = new Set<string>();
   const names = raw.map((r, i) => {
     let name = known.get(r);
@@ -65,7 +80,9 @@ export function nameTargetColumns(raw: readonly string[], existing: readonly Tar
     return name;
   });
   // A name the report repeats is recorded for its first column only.
-  const toRecord = raw.flatMap((r, i) => (recorded.get(r) === names[i] || raw.indexOf(r) !== i ? [] : [[r, names[i]!] as [string, string]]));
+  const toRecord = raw.flatMap((r, i) =>
+    recorded.get(r) === names[i] || raw.indexOf(r) !== i ? [] : [[r, names[i]!] as [string, string]],
+  );
   return { names, toRecord };
 }
 
@@ -73,7 +90,12 @@ export function nameTargetColumns(raw: readonly string[], existing: readonly Tar
  * Records which report column each target column was made for, inside the load transaction.
  * @param fresh the target was created by this load: earlier records of a table of the same name are dropped first
  */
-export async function recordColumnNames(db: Queryable, target: TableName, pairs: readonly [string, string][], fresh: boolean): Promise<void> {
+export async function recordColumnNames(
+  db: Queryable,
+  target: TableName,
+  pairs: readonly [string, string][],
+  fresh: boolean,
+): Promise<void> {
   const table = `${target.schema}.${target.table}`;
   if (fresh) await db.query('DELETE FROM etl.target_columns WHERE target_table = $1', [table]);
   if (pairs.length === 0) return;

@@ -33,7 +33,15 @@ import type { SchemaChanges, WriteMode } from '../vocabulary.ts';
 import { inferColumnType } from './column-types.ts';
 import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
 import { nameTargetColumns, recordColumnNames, recordedColumnNames, type RecordedNames } from './column-names.ts';
-import { databaseError, isValueError, mapCopyError, RowCountMismatchError, SchemaChangedError, schemaDifference, type LoadPlace } from './load-errors.ts';
+import {
+  databaseError,
+  isValueError,
+  mapCopyError,
+  RowCountMismatchError,
+  SchemaChangedError,
+  schemaDifference,
+  type LoadPlace,
+} from './load-errors.ts';
 import type { PlanRows, RowSource } from './row-source.ts';
 import { binaryChooser, type BinaryChooser } from '../copy-binary/choose.ts';
 import { BinaryValueUnsupported, framed, type BinaryEncoding } from '../copy-binary/format.ts';
@@ -131,7 +139,9 @@ export async function withLoadTransaction(
     await ensureSchema(db, o.target.schema);
     await db.query('BEGIN');
     try {
-      await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [o.timezone]);
+      await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [
+        o.timezone,
+      ]);
       await lockTarget(db, o.target);
       const commit = await fn(db);
       // No cancel may hit the COMMIT or ROLLBACK; an abort that came while the last statements ran (or while the
@@ -169,7 +179,9 @@ export async function withLoadTransaction(
  */
 export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSource): Promise<LoadResult> {
   const existing = await describeTarget(tx, spec, source);
-  const recorded = source.fixedColumns ? new Map<string, string>() : await recordedColumnNames(tx, spec.target, existing);
+  const recorded = source.fixedColumns
+    ? new Map<string, string>()
+    : await recordedColumnNames(tx, spec.target, existing);
   const lineage = spec.mode === 'append' && spec.runKey !== undefined;
   if (lineage) await startLineage(tx, spec.target, spec.runKey!, existing !== undefined);
   const chooseBinary = await binaryChoice(tx, spec, source, existing);
@@ -185,10 +197,16 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
   // A fixed-shape source knows its columns without asking.
   load ??= planLoad(tx, spec, source, reportColumns, existing, recorded);
   // A direct replace in binary format decodes its first rows while PostgreSQL deletes the old ones.
-  const binaryRows = source.format === 'binary' ? (load.plan === 'direct' && spec.mode === 'replace' ? readAhead(source.rows(), READ_AHEAD_BYTES) : source.rows()) : undefined;
+  const binaryRows =
+    source.format === 'binary'
+      ? load.plan === 'direct' && spec.mode === 'replace'
+        ? readAhead(source.rows(), READ_AHEAD_BYTES)
+        : source.rows()
+      : undefined;
   const into = await prepareTarget(load, binaryRows !== undefined);
   const copied = await copyReport(load, into, binaryRows);
-  if (spec.expectedRows !== undefined && copied.rows !== spec.expectedRows) throw new RowCountMismatchError(spec.expectedRows, copied.rows);
+  if (spec.expectedRows !== undefined && copied.rows !== spec.expectedRows)
+    throw new RowCountMismatchError(spec.expectedRows, copied.rows);
   if (load.plan === 'direct') {
     const { existingType, names } = load;
     await recordNames(load);
@@ -199,7 +217,14 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
     const typed = await createOrEvolveTarget(staged);
     if (lineage && !staged.exists) await addLineageColumns(tx, spec.target);
     await recordNames(staged);
-    await applyFromStaging(tx, { target: spec.target, mode: spec.mode, key: spec.key, columns: typed, cast: staged.plan === 'inference-staging', place: staged.place }).catch((err: unknown) => {
+    await applyFromStaging(tx, {
+      target: spec.target,
+      mode: spec.mode,
+      key: spec.key,
+      columns: typed,
+      cast: staged.plan === 'inference-staging',
+      place: staged.place,
+    }).catch((err: unknown) => {
       throw databaseError(err, 'load');
     });
     return typed;
@@ -230,7 +255,11 @@ interface Load {
 }
 
 /** The target's columns (undefined when it does not exist); a fixed-shape output type creates or completes it first. */
-async function describeTarget(tx: pg.PoolClient, spec: LoadSpec, source: RowSource): Promise<TargetColumn[] | undefined> {
+async function describeTarget(
+  tx: pg.PoolClient,
+  spec: LoadSpec,
+  source: RowSource,
+): Promise<TargetColumn[] | undefined> {
   const existing = await describeTable(tx, spec.target);
   return source.fixedColumns ? ensureFixedTable(tx, spec, existing, source.fixedColumns) : existing;
 }
@@ -240,8 +269,17 @@ async function describeTarget(tx: pg.PoolClient, spec: LoadSpec, source: RowSour
  * staging table for merge, through a text staging table with type inference when the target is new or lacks columns.
  * @throws EtlError TARGET_INVALID when a merge key or a declared column is not a column of the report (target-names.ts)
  */
-function planLoad(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, reportColumns: readonly string[], existing: TargetColumn[] | undefined, recorded: RecordedNames): Load {
-  const { names, toRecord } = source.fixedColumns ? { names: [...reportColumns], toRecord: [] } : nameTargetColumns(reportColumns, existing, recorded);
+function planLoad(
+  tx: pg.PoolClient,
+  spec: LoadSpec,
+  source: RowSource,
+  reportColumns: readonly string[],
+  existing: TargetColumn[] | undefined,
+  recorded: RecordedNames,
+): Load {
+  const { names, toRecord } = source.fixedColumns
+    ? { names: [...reportColumns], toRecord: [] }
+    : nameTargetColumns(reportColumns, existing, recorded);
   checkTargetNames(spec, names, existing);
   const existingType = new Map((existing ?? []).map((c) => [c.name, c.type]));
   if (spec.schemaChanges === 'freeze' && existing && !source.fixedColumns) refuseSchemaChange(spec, names, existing);
@@ -255,7 +293,20 @@ function planLoad(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, reportCo
     reportColumn: (c) => reportColumns[names.indexOf(c)],
     columnType: (c) => types.get(c) ?? existingType.get(c),
   };
-  return { tx, spec, source, reportColumns, names, toRecord, existingType, exists: existing !== undefined, plan, types, place, tableName };
+  return {
+    tx,
+    spec,
+    source,
+    reportColumns,
+    names,
+    toRecord,
+    existingType,
+    exists: existing !== undefined,
+    plan,
+    types,
+    place,
+    tableName,
+  };
 }
 
 /** Records which report column each target column was made for (column-names.ts), in the load transaction. */
@@ -283,12 +334,19 @@ function refuseSchemaChange(spec: LoadSpec, names: readonly string[], existing: 
  */
 async function prepareTarget(load: Load, binary: boolean): Promise<string> {
   const { tx, spec, names, existingType, plan } = load;
-  load.spec.logger.info({ plan, table: load.tableName, columns: names.length, format: binary ? 'binary' : textFormatOf(load.source) }, 'loading');
+  load.spec.logger.info(
+    { plan, table: load.tableName, columns: names.length, format: binary ? 'binary' : textFormatOf(load.source) },
+    'loading',
+  );
   if (plan === 'direct') {
-    if (spec.mode === 'replace') await (spec.timed ?? untimed)('target_delete', () => tx.query(`DELETE FROM ${quoteTable(spec.target)}`));
+    if (spec.mode === 'replace')
+      await (spec.timed ?? untimed)('target_delete', () => tx.query(`DELETE FROM ${quoteTable(spec.target)}`));
     return quoteTable(spec.target);
   }
-  await createStaging(tx, names.map((n) => ({ name: n, type: plan === 'typed-staging' ? existingType.get(n)! : 'text' })));
+  await createStaging(
+    tx,
+    names.map((n) => ({ name: n, type: plan === 'typed-staging' ? existingType.get(n)! : 'text' })),
+  );
   return STAGING;
 }
 
@@ -299,19 +357,31 @@ async function prepareTarget(load: Load, binary: boolean): Promise<string> {
  * in text format, where PostgreSQL reads every value itself.
  * @returns the rows COPY took in and the format that loaded them
  */
-async function copyReport(load: Load, into: string, binaryRows: AsyncIterable<Buffer> | undefined): Promise<{ rows: number; format: CopyFormatUsed }> {
+async function copyReport(
+  load: Load,
+  into: string,
+  binaryRows: AsyncIterable<Buffer> | undefined,
+): Promise<{ rows: number; format: CopyFormatUsed }> {
   const { tx, spec, source, names, place } = load;
   const textFormat = textFormatOf(source);
   if (binaryRows) {
     await tx.query('SAVEPOINT report_etl_binary');
     try {
-      return { rows: await (spec.timed ?? untimed)('copy', () => copyRows(tx, into, names, 'binary', binaryRows)), format: 'binary' };
+      return {
+        rows: await (spec.timed ?? untimed)('copy', () => copyRows(tx, into, names, 'binary', binaryRows)),
+        format: 'binary',
+      };
     } catch (err) {
       const unsupported = err instanceof BinaryValueUnsupported;
       if (!unsupported && !isValueError((err as { code?: string }).code)) throw mapCopyError(err, place);
       await tx.query('ROLLBACK TO SAVEPOINT report_etl_binary');
       spec.logger.info(
-        { table: load.tableName, reason: unsupported ? `${err.message} (report column "${load.reportColumns[err.column]}")` : (err as Error).message },
+        {
+          table: load.tableName,
+          reason: unsupported
+            ? `${err.message} (report column "${load.reportColumns[err.column]}")`
+            : (err as Error).message,
+        },
         'binary COPY stopped at a value: loading the report again in text format, where PostgreSQL reads every value itself',
       );
       await source.restart();
@@ -319,7 +389,10 @@ async function copyReport(load: Load, into: string, binaryRows: AsyncIterable<Bu
     }
   }
   try {
-    return { rows: await (spec.timed ?? untimed)('copy', () => copyRows(tx, into, names, textFormat, source.rows())), format: textFormat };
+    return {
+      rows: await (spec.timed ?? untimed)('copy', () => copyRows(tx, into, names, textFormat, source.rows())),
+      format: textFormat,
+    };
   } catch (err) {
     throw mapCopyError(err, place);
   }
@@ -334,11 +407,17 @@ async function copyReport(load: Load, into: string, binaryRows: AsyncIterable<Bu
 async function createOrEvolveTarget(load: Load): Promise<TargetColumn[]> {
   const { tx, spec, names, existingType, types } = load;
   const kinds = load.source.kinds();
-  for (const [i, n] of names.entries()) types.set(n, existingType.get(n) ?? spec.declaredTypes.get(n) ?? inferColumnType(kinds[i] ?? 0));
+  for (const [i, n] of names.entries())
+    types.set(n, existingType.get(n) ?? spec.declaredTypes.get(n) ?? inferColumnType(kinds[i] ?? 0));
   const columns = names.map((n) => ({ name: n, type: types.get(n)! }));
   try {
     if (!load.exists) await createTable(tx, spec.target, columns, spec.mode === 'merge' ? spec.key : []);
-    else await addColumns(tx, spec.target, columns.filter((c) => !existingType.has(c.name)));
+    else
+      await addColumns(
+        tx,
+        spec.target,
+        columns.filter((c) => !existingType.has(c.name)),
+      );
   } catch (err) {
     throw databaseError(err, 'load');
   }
@@ -355,9 +434,19 @@ function textFormatOf(source: RowSource): 'text' | 'csv' {
  * rows, enough rows to pay for it, a target that exists; then a chooser for the report's columns (copy-binary/choose.ts),
  * with the zone check already asked.
  */
-async function binaryChoice(tx: pg.PoolClient, spec: LoadSpec, source: RowSource, existing: TargetColumn[] | undefined): Promise<BinaryChooser | undefined> {
-  if (!source.writesBinary || !existing || (spec.expectedRows ?? 0) < (spec.binaryMinRows ?? BINARY_MIN_ROWS)) return undefined;
-  return binaryChooser(tx, existing.map((c) => c.type), spec.timezone);
+async function binaryChoice(
+  tx: pg.PoolClient,
+  spec: LoadSpec,
+  source: RowSource,
+  existing: TargetColumn[] | undefined,
+): Promise<BinaryChooser | undefined> {
+  if (!source.writesBinary || !existing || (spec.expectedRows ?? 0) < (spec.binaryMinRows ?? BINARY_MIN_ROWS))
+    return undefined;
+  return binaryChooser(
+    tx,
+    existing.map((c) => c.type),
+    spec.timezone,
+  );
 }
 
 /** The binary encodings of the planned load's target columns (COPY order), or undefined: text format. */
@@ -365,7 +454,11 @@ function binaryEncodings(load: Load, choose: BinaryChooser | undefined): BinaryE
   if (!choose) return undefined;
   const choice = choose(load.names.map((n) => load.existingType.get(n)!));
   if ('refused' in choice) {
-    if (choice.refused === 'the zone offsets disagree') load.spec.logger.info({ timezone: load.spec.timezone }, 'this process and PostgreSQL disagree on the zone\'s offsets: loading in text format');
+    if (choice.refused === 'the zone offsets disagree')
+      load.spec.logger.info(
+        { timezone: load.spec.timezone },
+        "this process and PostgreSQL disagree on the zone's offsets: loading in text format",
+      );
     return undefined;
   }
   return choice.encodings;
@@ -389,7 +482,7 @@ function readAhead(rows: AsyncIterable<Buffer>, maxBytes: number): AsyncIterable
   let ended = false;
   let failure: { err: unknown } | undefined;
   const pumped = (async () => {
-    for (let bytes = 0; !consuming && bytes < maxBytes; ) {
+    for (let bytes = 0; !consuming && bytes < maxBytes;) {
       const r = await it.next();
       if (r.done) {
         ended = true;
@@ -422,12 +515,19 @@ function readAhead(rows: AsyncIterable<Buffer>, maxBytes: number): AsyncIterable
  * One COPY FROM STDIN of `rows`; binary rows are framed with the stream's header and trailer. Each Buffer goes back to
  * the slab pool once written (copy-written.ts).
  */
-async function copyRows(tx: pg.PoolClient, into: string, names: readonly string[], format: CopyFormatUsed, rows: AsyncIterable<Buffer>): Promise<number> {
-  const copy = tx.query(pgCopyStreams.from(`COPY ${into} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${format})`));
+async function copyRows(
+  tx: pg.PoolClient,
+  into: string,
+  names: readonly string[],
+  format: CopyFormatUsed,
+  rows: AsyncIterable<Buffer>,
+): Promise<number> {
+  const copy = tx.query(
+    pgCopyStreams.from(`COPY ${into} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${format})`),
+  );
   await pipeline(rowsGivenBack(format === 'binary' ? framed(rows) : rows, copy, tx), copy);
   return copy.rowCount;
 }
-
 
 /**
  * The target of an output type with a fixed shape: created with exactly those columns when it does not exist (a
@@ -435,12 +535,20 @@ async function copyRows(tx: pg.PoolClient, into: string, names: readonly string[
  * the missing ones otherwise.
  * @returns the target's columns afterwards
  */
-async function ensureFixedTable(tx: pg.PoolClient, spec: LoadSpec, existing: TargetColumn[] | undefined, fixed: readonly TargetColumn[]): Promise<TargetColumn[]> {
+async function ensureFixedTable(
+  tx: pg.PoolClient,
+  spec: LoadSpec,
+  existing: TargetColumn[] | undefined,
+  fixed: readonly TargetColumn[],
+): Promise<TargetColumn[]> {
   try {
     if (!existing) {
       await createTable(tx, spec.target, fixed, spec.mode === 'merge' ? spec.key : []);
       for (const c of fixed) {
-        if (c.type === 'bytea') await tx.query(`ALTER TABLE ${quoteTable(spec.target)} ALTER COLUMN ${quoteIdent(c.name)} SET STORAGE EXTERNAL`);
+        if (c.type === 'bytea')
+          await tx.query(
+            `ALTER TABLE ${quoteTable(spec.target)} ALTER COLUMN ${quoteIdent(c.name)} SET STORAGE EXTERNAL`,
+          );
       }
       return [...fixed];
     }
@@ -457,7 +565,12 @@ async function ensureFixedTable(tx: pg.PoolClient, spec: LoadSpec, existing: Tar
 /** A report with no rows and no header: replace empties an existing target; nothing to create. */
 async function loadEmpty(tx: pg.PoolClient, spec: LoadSpec, existing: TargetColumn[] | undefined): Promise<LoadResult> {
   if (spec.expectedRows !== undefined && spec.expectedRows !== 0) throw new RowCountMismatchError(spec.expectedRows, 0);
-  if (existing && spec.mode === 'replace') await (spec.timed ?? untimed)('target_delete', () => tx.query(`DELETE FROM ${quoteTable(spec.target)}`));
-  if (!existing) spec.logger.warn({ table: `${spec.target.schema}.${spec.target.table}` }, 'report has no rows and no columns: target not created');
+  if (existing && spec.mode === 'replace')
+    await (spec.timed ?? untimed)('target_delete', () => tx.query(`DELETE FROM ${quoteTable(spec.target)}`));
+  if (!existing)
+    spec.logger.warn(
+      { table: `${spec.target.schema}.${spec.target.table}` },
+      'report has no rows and no columns: target not created',
+    );
   return { plan: 'empty', format: 'text', rows: 0, columns: existing ?? [] };
 }

@@ -52,6 +52,9 @@ export async function* readDocument(db: Queryable, doc: RunDocument, sliceBytes 
   }
   const sum = hash.digest('hex');
   if (read !== doc.bytes || sum !== doc.sha256) {
-    throw new EtlError('INTERNAL', `document ${doc.fileName} in ${doc.targetTable} has ${read} bytes with sha256 ${sum}, the run recorded ${doc.bytes} bytes with ${doc.sha256}`);
+    throw new EtlError(
+      'INTERNAL',
+      `document ${doc.fileName} in ${doc.targetTable} has ${read} bytes with sha256 ${sum}, the run recorded ${doc.bytes} bytes with ${doc.sha256}`,
+    );
   }
 }

@@ -22,7 +22,14 @@ export interface GuardTrip {
   finding: string;
   /** The error's whole text: the finding, that the target is untouched, and how to go on. */
   message: string;
-  details: { table: string; rows: number; minRows: number; currentRows?: number; maxShrinkPercent?: number; shrinkPercent?: number };
+  details: {
+    table: string;
+    rows: number;
+    minRows: number;
+    currentRows?: number;
+    maxShrinkPercent?: number;
+    shrinkPercent?: number;
+  };
 }
 
 /** The fewest rows a run of `mode` may load: `guard.minRows`, else 1 for replace (never empty a table), else 0. */
@@ -53,22 +60,44 @@ export async function countTargetRows(db: Queryable, t: TableName): Promise<numb
  * @param o.runKey the run's key, for the replay command in the message
  * @returns the trip, or undefined when the load may go on
  */
-export function guardTrip(o: { table: string; mode: WriteMode; guard: TargetGuard; rows: number; currentRows: number | undefined; runKey: string }): GuardTrip | undefined {
+export function guardTrip(o: {
+  table: string;
+  mode: WriteMode;
+  guard: TargetGuard;
+  rows: number;
+  currentRows: number | undefined;
+  runKey: string;
+}): GuardTrip | undefined {
   const minRows = minRowsOf(o.mode, o.guard);
   const goOn = `If the result is right, load it with "report-etl replay ${o.runKey} --accept-guard"`;
   if (o.rows < minRows) {
-    const which = o.guard.minRows === undefined ? `target.guard.minRows is ${minRows} (the default for ${o.mode})` : `target.guard.minRows is ${minRows}`;
-    const setting = o.guard.minRows === undefined ? ', or set target.guard.minRows: 0 where an empty result is normal' : '';
+    const which =
+      o.guard.minRows === undefined
+        ? `target.guard.minRows is ${minRows} (the default for ${o.mode})`
+        : `target.guard.minRows is ${minRows}`;
+    const setting =
+      o.guard.minRows === undefined ? ', or set target.guard.minRows: 0 where an empty result is normal' : '';
     const finding = `the report returned ${o.rows} row${o.rows === 1 ? '' : 's'} and ${which}`;
     return {
       guard: 'minRows',
       finding,
       message: `guard tripped: ${finding}: ${o.table} is left as it was. ${goOn}${setting}.`,
-      details: { table: o.table, rows: o.rows, minRows, ...(o.currentRows !== undefined ? { currentRows: o.currentRows } : {}) },
+      details: {
+        table: o.table,
+        rows: o.rows,
+        minRows,
+        ...(o.currentRows !== undefined ? { currentRows: o.currentRows } : {}),
+      },
     };
   }
   const max = o.guard.maxShrinkPercent;
-  if (o.mode === 'replace' && max !== undefined && o.currentRows !== undefined && o.currentRows > 0 && o.rows < o.currentRows) {
+  if (
+    o.mode === 'replace' &&
+    max !== undefined &&
+    o.currentRows !== undefined &&
+    o.currentRows > 0 &&
+    o.rows < o.currentRows
+  ) {
     const shrinkPercent = Math.round(((o.currentRows - o.rows) / o.currentRows) * 1000) / 10;
     if (shrinkPercent > max) {
       const finding = `the report returned ${o.rows} rows where ${o.table} holds ${o.currentRows}, ${shrinkPercent}% fewer, and target.guard.maxShrinkPercent is ${max}`;
@@ -76,7 +105,14 @@ export function guardTrip(o: { table: string; mode: WriteMode; guard: TargetGuar
         guard: 'maxShrinkPercent',
         finding,
         message: `guard tripped: ${finding}: ${o.table} is left as it was. ${goOn}, or raise target.guard.maxShrinkPercent.`,
-        details: { table: o.table, rows: o.rows, minRows, currentRows: o.currentRows, maxShrinkPercent: max, shrinkPercent },
+        details: {
+          table: o.table,
+          rows: o.rows,
+          minRows,
+          currentRows: o.currentRows,
+          maxShrinkPercent: max,
+          shrinkPercent,
+        },
       };
     }
   }
@@ -86,7 +122,11 @@ export function guardTrip(o: { table: string; mode: WriteMode; guard: TargetGuar
 /** A run stopped by its target's guard: not retryable (the same report gives the same rows), the target untouched. */
 export class GuardTrippedError extends EtlError {
   constructor(trip: GuardTrip) {
-    super('GUARD_TRIPPED', trip.message, { stage: 'load', retryable: false, details: { guard: trip.guard, ...trip.details } });
+    super('GUARD_TRIPPED', trip.message, {
+      stage: 'load',
+      retryable: false,
+      details: { guard: trip.guard, ...trip.details },
+    });
     this.name = 'GuardTrippedError';
   }
 }

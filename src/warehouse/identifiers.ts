@@ -107,9 +107,13 @@ export interface TableName {
 export function parseTableName(qualified: string): TableName {
   const m = /^(?:([A-Za-z_][A-Za-z0-9_]*)\.)?([A-Za-z_][A-Za-z0-9_]*)$/.exec(qualified);
   if (!m) {
-    throw new EtlError('TARGET_INVALID', `target table "${qualified}" is not schema.table (letters, digits, underscore)`, {
-      retryable: false,
-    });
+    throw new EtlError(
+      'TARGET_INVALID',
+      `target table "${qualified}" is not schema.table (letters, digits, underscore)`,
+      {
+        retryable: false,
+      },
+    );
   }
   return { schema: m[1] ?? 'public', table: m[2]! };
 }

@@ -45,7 +45,12 @@ export function isLineageColumn(name: string): boolean {
  * @param exists whether the target exists now
  * @throws EtlError TARGET_INVALID when the target has a column of that name with another type
  */
-export async function startLineage(tx: pg.PoolClient, target: TableName, runKey: string, exists: boolean): Promise<void> {
+export async function startLineage(
+  tx: pg.PoolClient,
+  target: TableName,
+  runKey: string,
+  exists: boolean,
+): Promise<void> {
   await tx.query(`SELECT set_config('${RUN_KEY_SETTING}', $1, true)`, [runKey]);
   if (exists) await addLineageColumns(tx, target);
 }
@@ -77,7 +82,8 @@ export async function addLineageColumns(db: Queryable, target: TableName): Promi
     }
     if (!found) changes.push(`ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
     // pg_get_expr leaves out the schema when etl is on the session's search_path.
-    if (found?.default?.replace(/^etl\./, '') !== c.default.replace(/^etl\./, '')) changes.push(`ALTER COLUMN ${quoteIdent(c.name)} SET DEFAULT ${c.default}`);
+    if (found?.default?.replace(/^etl\./, '') !== c.default.replace(/^etl\./, ''))
+      changes.push(`ALTER COLUMN ${quoteIdent(c.name)} SET DEFAULT ${c.default}`);
   }
   if (changes.length > 0) await db.query(`ALTER TABLE ${quoteTable(target)} ${changes.join(', ')}`);
 }

@@ -21,7 +21,12 @@ export class RowCountMismatchError extends EtlError {
       page === undefined
         ? `row count mismatch: the server reported rows=${expected}, ${loaded} rows were read; nothing was committed`
         : `row count mismatch: the server reported rows=${expected}, but ${loaded} rows had arrived by page ${page}; reading stopped there and nothing was committed`,
-      { stage: 'load', retryable: true, details: { expected, loaded, ...(page === undefined ? {} : { page }) }, ...rest },
+      {
+        stage: 'load',
+        retryable: true,
+        details: { expected, loaded, ...(page === undefined ? {} : { page }) },
+        ...rest,
+      },
     );
   }
 }
@@ -42,7 +47,12 @@ export class PageCountMismatchError extends EtlError {
       page === undefined
         ? `page count mismatch: the server reported pages=${expected}, ${loaded} pages were read; nothing was committed`
         : `page count mismatch: the server reported pages=${expected}, but answered page ${page} too (past the last page it answers 404); reading stopped there and nothing was committed`,
-      { stage: 'load', retryable: true, details: { expected, loaded, ...(page === undefined ? {} : { page }) }, ...rest },
+      {
+        stage: 'load',
+        retryable: true,
+        details: { expected, loaded, ...(page === undefined ? {} : { page }) },
+        ...rest,
+      },
     );
   }
 }
@@ -69,7 +79,11 @@ export interface SchemaDifference {
  * @param names the report's normalised column names
  * @param declared `target.columns`, resolved by PostgreSQL (column → type as format_type spells it)
  */
-export function schemaDifference(names: readonly string[], existing: readonly { name: string; type: string }[], declared: ReadonlyMap<string, string>): SchemaDifference | undefined {
+export function schemaDifference(
+  names: readonly string[],
+  existing: readonly { name: string; type: string }[],
+  declared: ReadonlyMap<string, string>,
+): SchemaDifference | undefined {
   const have = new Map(existing.map((c) => [c.name, c.type]));
   const report = new Set(names);
   const added = names.filter((n) => !have.has(n));
@@ -87,7 +101,9 @@ export class SchemaChangedError extends EtlError {
     const parts = [
       diff.added.length ? `added ${diff.added.join(', ')}` : '',
       diff.missing.length ? `missing ${diff.missing.join(', ')}` : '',
-      diff.typeChanged.length ? `type changed ${diff.typeChanged.map((t) => `${t.column} (${t.table} in the table, ${t.declared} declared)`).join(', ')}` : '',
+      diff.typeChanged.length
+        ? `type changed ${diff.typeChanged.map((t) => `${t.column} (${t.table} in the table, ${t.declared} declared)`).join(', ')}`
+        : '',
     ].filter(Boolean);
     super(
       'SCHEMA_CHANGED',
@@ -163,10 +179,14 @@ export function databaseError(err: unknown, stage: RunStage): Error {
   if (err instanceof EtlError) return err;
   const pgErr = err as { code?: string; message?: string };
   const lost = isConnectionLoss(err);
-  return new EtlError('DATABASE', `database error${pgErr.code ? ` ${pgErr.code}` : ''}: ${pgErr.message ?? String(err)}${lost ? ' (the connection to PostgreSQL was lost: the attempt is retried once it is back)' : ''}`, {
-    stage,
-    retryable: isRetryableDatabaseError(err),
-    cause: err,
-    details: pgErr.code ? { sqlstate: pgErr.code } : undefined,
-  });
+  return new EtlError(
+    'DATABASE',
+    `database error${pgErr.code ? ` ${pgErr.code}` : ''}: ${pgErr.message ?? String(err)}${lost ? ' (the connection to PostgreSQL was lost: the attempt is retried once it is back)' : ''}`,
+    {
+      stage,
+      retryable: isRetryableDatabaseError(err),
+      cause: err,
+      details: pgErr.code ? { sqlstate: pgErr.code } : undefined,
+    },
+  );
 }

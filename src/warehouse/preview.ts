@@ -55,7 +55,11 @@ export interface PreviewResult {
  * @throws EtlError TARGET_INVALID when a merge key or declared column is not a column of the report (target-names.ts);
  *   what the source throws (fetch, parse), DATABASE errors
  */
-export async function previewRows(tx: pg.PoolClient, o: TargetNames & { limit: number }, source: RowSource): Promise<PreviewResult | undefined> {
+export async function previewRows(
+  tx: pg.PoolClient,
+  o: TargetNames & { limit: number },
+  source: RowSource,
+): Promise<PreviewResult | undefined> {
   // Every value's kind is recorded, in text format: the preview shows the types a first load would infer.
   const reportColumns = await source.open(() => ({ inspect: true }));
   if (!reportColumns) return undefined;
@@ -63,9 +67,21 @@ export async function previewRows(tx: pg.PoolClient, o: TargetNames & { limit: n
   const target = await describeTable(tx, o.target);
   // What a load would refuse, the preview refuses alike, before it reads a row.
   checkTargetNames(o, names, target);
-  await createStaging(tx, names.map((n) => ({ name: n, type: 'text' })));
-  const copy = tx.query(pgCopyStreams.from(`COPY ${STAGING} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${source.copyFormat})`));
-  const place = { table: STAGING, pageOfRow: (row: number) => source.pageOfRow(row), reportColumn: (c: string) => reportColumns[names.indexOf(c)], columnType: () => 'text' };
+  await createStaging(
+    tx,
+    names.map((n) => ({ name: n, type: 'text' })),
+  );
+  const copy = tx.query(
+    pgCopyStreams.from(
+      `COPY ${STAGING} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${source.copyFormat})`,
+    ),
+  );
+  const place = {
+    table: STAGING,
+    pageOfRow: (row: number) => source.pageOfRow(row),
+    reportColumn: (c: string) => reportColumns[names.indexOf(c)],
+    columnType: () => 'text',
+  };
   try {
     await pipeline(Readable.from(source.rows(), { objectMode: false }), copy);
   } catch (err) {
@@ -87,7 +103,8 @@ export async function previewRows(tx: pg.PoolClient, o: TargetNames & { limit: n
   const exprs = columns.map((c, i) => {
     const col = quoteIdent(c.name);
     // A document's content is shown by its size, not its bytes.
-    if (c.type === 'bytea') return `CASE WHEN ${col} IS NULL THEN NULL ELSE ((length(${col}) - 2) / 2)::text || ' bytes' END AS v${i}, true AS f${i}, NULL AS r${i}, $${i + 2}::text AS t${i}`;
+    if (c.type === 'bytea')
+      return `CASE WHEN ${col} IS NULL THEN NULL ELSE ((length(${col}) - 2) / 2)::text || ' bytes' END AS v${i}, true AS f${i}, NULL AS r${i}, $${i + 2}::text AS t${i}`;
     return `CASE WHEN etl.fits_type(${col}, $${i + 2}) THEN CAST(CAST(${col} AS text) AS ${c.type})::text END AS v${i}, etl.fits_type(${col}, $${i + 2}) AS f${i}, ${col} AS r${i}`;
   });
   const { rows } = await tx.query<Record<string, string | boolean | null>>(

@@ -62,7 +62,12 @@ class Refused extends Error {
  * @param revertedBy `user@host`, recorded with the revert
  * @throws the database's errors (nothing was changed)
  */
-export async function revertAppendedRun(pool: pg.Pool, job: string, runKey: string, revertedBy?: string): Promise<RevertOutcome> {
+export async function revertAppendedRun(
+  pool: pg.Pool,
+  job: string,
+  runKey: string,
+  revertedBy?: string,
+): Promise<RevertOutcome> {
   const claim = await getAppendClaim(pool, job, runKey);
   if (!claim) return refusal(await whyNoClaim(pool, job, runKey));
   const target = parseTableName(claim.target_table);
@@ -73,7 +78,10 @@ export async function revertAppendedRun(pool: pg.Pool, job: string, runKey: stri
       const held = await getAppendClaim(tx, job, runKey, true);
       if (!held) throw new Refused(...(await whyNoClaim(tx, job, runKey)));
       await checkRevertible(tx, held, target);
-      const { rowCount } = await tx.query(`DELETE FROM ${quoteTable(target)} WHERE ${quoteIdent(LINEAGE.runKey)} = $1`, [runKey]);
+      const { rowCount } = await tx.query(
+        `DELETE FROM ${quoteTable(target)} WHERE ${quoteIdent(LINEAGE.runKey)} = $1`,
+        [runKey],
+      );
       const rows = rowCount ?? 0;
       if (rows === 0 && Number(held.rows) > 0) throw new Refused('no-lineage', rowsWithoutRunKey(held));
       await dropAppendClaim(tx, job, runKey);
@@ -103,7 +111,10 @@ function refusal([reason, message]: readonly [RevertRefusal, string]): RevertOut
 async function checkRevertible(tx: pg.PoolClient, claim: AppendClaim, target: TableName): Promise<void> {
   const { rows } = await tx.query<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [quoteTable(target)]);
   if (!rows[0]?.ok) {
-    throw new Refused('target-gone', `it appended ${claim.rows} rows into ${claim.target_table}, which no longer exists: nothing to remove. ${forgetClaim(claim)}`);
+    throw new Refused(
+      'target-gone',
+      `it appended ${claim.rows} rows into ${claim.target_table}, which no longer exists: nothing to remove. ${forgetClaim(claim)}`,
+    );
   }
   if (!(await lineageColumnsOf(tx, target)).includes(LINEAGE.runKey)) {
     throw new Refused(
@@ -163,7 +174,9 @@ async function whyNoClaim(db: Queryable, job: string, runKey: string): Promise<[
       `it was already reverted at ${last.reverted_at.toISOString()}${last.reverted_by ? ` by ${last.reverted_by}` : ''}: its ${last.rows} rows were removed from ${last.target_table}; "report-etl replay ${runKey}" appends it again`,
     ];
   }
-  const state = newest ? `its newest attempt (${newest.attempt}) ${newest.status === 'running' ? 'is still running' : newest.status}` : 'it has no attempt yet';
+  const state = newest
+    ? `its newest attempt (${newest.attempt}) ${newest.status === 'running' ? 'is still running' : newest.status}`
+    : 'it has no attempt yet';
   const since = last ? ` since it was reverted at ${last.reverted_at.toISOString()}` : '';
   return ['not-loaded', `it appended no rows${since}: ${state}; nothing to revert`];
 }

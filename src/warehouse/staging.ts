@@ -18,7 +18,10 @@ export const SEQ = '_report_etl_seq';
 /**
  * Creates the staging table: `columns` with the given types (text for inference), plus the order column.
  */
-export async function createStaging(db: pg.PoolClient, columns: readonly { name: string; type: string }[]): Promise<void> {
+export async function createStaging(
+  db: pg.PoolClient,
+  columns: readonly { name: string; type: string }[],
+): Promise<void> {
   const defs = columns.map((c) => `${quoteIdent(c.name)} ${c.type}`);
   await db.query(
     `CREATE TEMP TABLE ${STAGING} (${SEQ} bigint GENERATED ALWAYS AS IDENTITY, ${defs.join(', ')}) ON COMMIT DROP`,
@@ -48,7 +51,12 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
   const cols = o.columns.map((c) => quoteIdent(c.name));
   // Cast the staged text to the base type only (varchar, numeric): an explicit cast to varchar(3) would cut a
   // longer value short without a word, while the assignment into the target column refuses it.
-  const base = o.cast ? await baseTypes(db, o.columns.map((c) => c.type)) : [];
+  const base = o.cast
+    ? await baseTypes(
+        db,
+        o.columns.map((c) => c.type),
+      )
+    : [];
   const exprs = o.columns.map((c, i) => (o.cast ? `${quoteIdent(c.name)}::${base[i]}` : quoteIdent(c.name)));
   if (o.mode === 'merge') await checkKeys(db, o);
   await db.query('SAVEPOINT report_etl_apply');
@@ -57,7 +65,9 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
     let sql: string;
     if (o.mode === 'merge') {
       const keys = o.key.map(quoteIdent);
-      const updates = o.columns.filter((c) => !o.key.includes(c.name)).map((c) => `${quoteIdent(c.name)} = EXCLUDED.${quoteIdent(c.name)}`);
+      const updates = o.columns
+        .filter((c) => !o.key.includes(c.name))
+        .map((c) => `${quoteIdent(c.name)} = EXCLUDED.${quoteIdent(c.name)}`);
       sql =
         `INSERT INTO ${target} (${cols.join(', ')}) ` +
         `SELECT ${cols.join(', ')} FROM (SELECT DISTINCT ON (${keys.join(', ')}) ${cols.join(', ')} FROM ` +
@@ -88,21 +98,30 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
 
 /** The types without their modifiers: `character varying(3)` → `character varying`, `numeric(6,2)` → `numeric`. */
 async function baseTypes(db: pg.PoolClient, types: readonly string[]): Promise<string[]> {
-  const { rows } = await db.query<{ base: string }>('SELECT to_regtype(t)::text AS base FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n', [types]);
+  const { rows } = await db.query<{ base: string }>(
+    'SELECT to_regtype(t)::text AS base FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n',
+    [types],
+  );
   return rows.map((r) => r.base);
 }
 
 /** Merge keys must be present in every row. */
 async function checkKeys(db: pg.PoolClient, o: ApplyOptions): Promise<void> {
   for (const k of o.key) {
-    const { rows } = await db.query<{ seq: string }>(`SELECT ${SEQ} AS seq FROM ${STAGING} WHERE ${quoteIdent(k)} IS NULL ORDER BY ${SEQ} LIMIT 1`);
+    const { rows } = await db.query<{ seq: string }>(
+      `SELECT ${SEQ} AS seq FROM ${STAGING} WHERE ${quoteIdent(k)} IS NULL ORDER BY ${SEQ} LIMIT 1`,
+    );
     if (rows[0]) {
       const row = Number(rows[0].seq);
-      throw new EtlError('TARGET_INVALID', `merge key column ${k} is empty in page ${o.place.pageOfRow(row)}, row ${row} of the run: every row needs a key`, {
-        stage: 'load',
-        retryable: false,
-        details: { column: k, page: o.place.pageOfRow(row), row },
-      });
+      throw new EtlError(
+        'TARGET_INVALID',
+        `merge key column ${k} is empty in page ${o.place.pageOfRow(row)}, row ${row} of the run: every row needs a key`,
+        {
+          stage: 'load',
+          retryable: false,
+          details: { column: k, page: o.place.pageOfRow(row), row },
+        },
+      );
     }
   }
 }

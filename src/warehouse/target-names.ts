@@ -44,7 +44,11 @@ function didYouMean(name: string, candidates: readonly string[]): string {
  * @throws EtlError TARGET_INVALID (stage load, not retryable) naming the job, each option path and unknown name with
  *   a did-you-mean, and the report's columns; nothing has been loaded
  */
-export function checkTargetNames(o: TargetNames, reportColumns: readonly string[], existing: readonly { name: string }[] | undefined): void {
+export function checkTargetNames(
+  o: TargetNames,
+  reportColumns: readonly string[],
+  existing: readonly { name: string }[] | undefined,
+): void {
   const report = new Set(reportColumns);
   const targetColumns = (existing ?? []).map((c) => c.name);
   const inTarget = new Set(targetColumns);

@@ -24,10 +24,14 @@ export async function describeTable(db: Queryable, t: TableName): Promise<Target
   );
   if (rel.rows.length === 0) return undefined;
   if (rel.rows[0]!.relkind !== 'r' && rel.rows[0]!.relkind !== 'p') {
-    throw new EtlError('TARGET_INVALID', `target ${t.schema}.${t.table} exists but is not a table (relkind ${rel.rows[0]!.relkind})`, {
-      retryable: false,
-      stage: 'load',
-    });
+    throw new EtlError(
+      'TARGET_INVALID',
+      `target ${t.schema}.${t.table} exists but is not a table (relkind ${rel.rows[0]!.relkind})`,
+      {
+        retryable: false,
+        stage: 'load',
+      },
+    );
   }
   const { rows } = await db.query<TargetColumn>(
     `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type
@@ -63,9 +67,18 @@ export function isLoadableRelkind(relkind: string): boolean {
  * @param tables target names (schema defaulted)
  * @returns `schema.table` → the relation; a name that is absent does not exist
  */
-export async function describeTargets(db: Queryable, tables: readonly TableName[]): Promise<Map<string, ExistingRelation>> {
+export async function describeTargets(
+  db: Queryable,
+  tables: readonly TableName[],
+): Promise<Map<string, ExistingRelation>> {
   if (tables.length === 0) return new Map();
-  const { rows } = await db.query<{ schema: string; name: string; relkind: string; columns: string[]; unique_keys: string[][] }>(
+  const { rows } = await db.query<{
+    schema: string;
+    name: string;
+    relkind: string;
+    columns: string[];
+    unique_keys: string[][];
+  }>(
     `SELECT n.nspname AS schema, c.relname AS name, c.relkind::text AS relkind,
             coalesce(array_agg(a.attname::text ORDER BY a.attnum) FILTER (WHERE a.attnum > 0 AND NOT a.attisdropped), '{}') AS columns,
             (SELECT coalesce(json_agg(u.cols), '[]'::json)
@@ -81,7 +94,9 @@ export async function describeTargets(db: Queryable, tables: readonly TableName[
       GROUP BY n.nspname, c.relname, c.relkind, c.oid`,
     [tables.map((t) => t.schema), tables.map((t) => t.table)],
   );
-  return new Map(rows.map((r) => [`${r.schema}.${r.name}`, { relkind: r.relkind, columns: r.columns, uniqueKeys: r.unique_keys }]));
+  return new Map(
+    rows.map((r) => [`${r.schema}.${r.name}`, { relkind: r.relkind, columns: r.columns, uniqueKeys: r.unique_keys }]),
+  );
 }
 
 /**
@@ -91,7 +106,11 @@ export async function describeTargets(db: Queryable, tables: readonly TableName[
  * @returns column → canonical type name as `format_type` spells it (e.g. `character varying(80)`)
  * @throws EtlError CONFIG_INVALID naming the job, column and type
  */
-export async function resolveDeclaredTypes(pool: pg.Pool, job: string, declared: Record<string, string>): Promise<Map<string, string>> {
+export async function resolveDeclaredTypes(
+  pool: pg.Pool,
+  job: string,
+  declared: Record<string, string>,
+): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   const entries = Object.entries(declared);
   if (entries.length === 0) return out;
@@ -114,10 +133,14 @@ export async function resolveDeclaredTypes(pool: pg.Pool, job: string, declared:
         await db.query('ROLLBACK');
       }
       if (!canonical) {
-        throw new EtlError('CONFIG_INVALID', `job ${job}: target.columns.${column}: "${type}" is not a PostgreSQL type (try bigint, numeric(12,2), text, timestamptz, date)`, {
-          retryable: false,
-          stage: 'config',
-        });
+        throw new EtlError(
+          'CONFIG_INVALID',
+          `job ${job}: target.columns.${column}: "${type}" is not a PostgreSQL type (try bigint, numeric(12,2), text, timestamptz, date)`,
+          {
+            retryable: false,
+            stage: 'config',
+          },
+        );
       }
       out.set(column, canonical);
     }
@@ -144,7 +167,12 @@ export async function ensureSchema(db: Queryable, schema: string): Promise<void>
 }
 
 /** Creates the table with the given columns (its schema exists, see ensureSchema); merge targets get their key as primary key. */
-export async function createTable(db: Queryable, t: TableName, columns: readonly TargetColumn[], key: readonly string[]): Promise<void> {
+export async function createTable(
+  db: Queryable,
+  t: TableName,
+  columns: readonly TargetColumn[],
+  key: readonly string[],
+): Promise<void> {
   const defs = columns.map((c) => `${quoteIdent(c.name)} ${c.type}`);
   if (key.length > 0) defs.push(`PRIMARY KEY (${key.map(quoteIdent).join(', ')})`);
   await db.query(`CREATE TABLE ${quoteTable(t)} (${defs.join(', ')})`);
@@ -153,7 +181,9 @@ export async function createTable(db: Queryable, t: TableName, columns: readonly
 /** Adds report columns the target does not have yet (nullable, so existing rows stay valid). */
 export async function addColumns(db: Queryable, t: TableName, columns: readonly TargetColumn[]): Promise<void> {
   if (columns.length === 0) return;
-  await db.query(`ALTER TABLE ${quoteTable(t)} ${columns.map((c) => `ADD COLUMN ${quoteIdent(c.name)} ${c.type}`).join(', ')}`);
+  await db.query(
+    `ALTER TABLE ${quoteTable(t)} ${columns.map((c) => `ADD COLUMN ${quoteIdent(c.name)} ${c.type}`).join(', ')}`,
+  );
 }
 
 /** Serialises loads into one target across processes until the transaction ends. */

@@ -16,7 +16,17 @@ const SYSTEM_CHROMIUMS = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/us
  * Flags of a headless Chromium on a machine with a closed network: no sandbox (tests run as root), no GPU, and none
  * of the background connections (component updates, sync, QUIC) that a closed network refuses many times a start.
  */
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--no-zygote', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--no-zygote',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Where the Chromium comes from, and its path. */
 export interface ChromiumBinary {
@@ -31,7 +41,10 @@ export interface ChromiumBinary {
 export async function chromiumBinary(): Promise<ChromiumBinary> {
   const configured = process.env.CHROMIUM_PATH;
   if (configured) {
-    if (!existsSync(configured)) throw new Error(`CHROMIUM_PATH is ${configured}, which does not exist: unset it to use the system's or the npm package's Chromium`);
+    if (!existsSync(configured))
+      throw new Error(
+        `CHROMIUM_PATH is ${configured}, which does not exist: unset it to use the system's or the npm package's Chromium`,
+      );
     return { source: 'CHROMIUM_PATH', path: configured };
   }
   const system = SYSTEM_CHROMIUMS.find((p) => existsSync(p));
@@ -52,7 +65,11 @@ export async function launchBrowser(): Promise<TestBrowser> {
   const binary = await chromiumBinary();
   const userDataDir = await mkdtemp(join(tmpdir(), 'report-etl-chromium-'));
   try {
-    const context = await chromium.launchPersistentContext(userDataDir, { executablePath: binary.path, headless: true, args: ARGS });
+    const context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: binary.path,
+      headless: true,
+      args: ARGS,
+    });
     return {
       context,
       binary,
@@ -63,6 +80,8 @@ export async function launchBrowser(): Promise<TestBrowser> {
     };
   } catch (err) {
     await rm(userDataDir, { recursive: true, force: true });
-    throw new Error(`Chromium (${binary.source}: ${binary.path}) did not start: ${(err as Error).message}`, { cause: err });
+    throw new Error(`Chromium (${binary.source}: ${binary.path}) did not start: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }

@@ -37,7 +37,10 @@ export function startCli(args: string[], env: Record<string, string> = {}): CliP
 }
 
 /** Runs `report-etl <args>` to its end. */
-export async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const p = startCli(args, env);
   const code = await p.exited;
   return { code, stdout: p.stdout(), stderr: p.stderr() };

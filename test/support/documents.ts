@@ -65,7 +65,14 @@ export async function checkDocx(content: Buffer): Promise<string> {
     if (!zip.file(part)) throw new Error(`docx package lacks ${part}`);
   }
   const types = await zip.file('[Content_Types].xml')!.async('string');
-  if (!types.includes('wordprocessingml.document.main+xml')) throw new Error('[Content_Types].xml does not declare a Word document');
+  if (!types.includes('wordprocessingml.document.main+xml'))
+    throw new Error('[Content_Types].xml does not declare a Word document');
   const xml = await zip.file('word/document.xml')!.async('string');
-  return [...xml.matchAll(/<w:t(?: [^>]*)?>([^<]*)<\/w:t>/g)].map((m) => m[1]).join(' ').replaceAll('&amp;', '&').replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&quot;', '"');
+  return [...xml.matchAll(/<w:t(?: [^>]*)?>([^<]*)<\/w:t>/g)]
+    .map((m) => m[1])
+    .join(' ')
+    .replaceAll('&amp;', '&')
+    .replaceAll('&lt;', '<')
+    .replaceAll('&gt;', '>')
+    .replaceAll('&quot;', '"');
 }

@@ -21,11 +21,22 @@ const DATA_DIR = fileURLToPath(new URL('../../.local/postgres-test', import.meta
  * @throws Error with tsc's messages when it fails (a type error too: `npm ci` would refuse that build)
  */
 function build(): void {
-  const tsc = spawnSync(process.execPath, [fileURLToPath(new URL('../../node_modules/typescript/bin/tsc', import.meta.url)), '-p', 'tsconfig.build.json'], {
-    cwd: fileURLToPath(new URL('../..', import.meta.url)),
-    encoding: 'utf8',
-  });
-  if (tsc.status !== 0) throw new Error(`the build failed (tsc -p tsconfig.build.json), so the CLI tests cannot run it:\n${tsc.stdout}${tsc.stderr}`);
+  const tsc = spawnSync(
+    process.execPath,
+    [
+      fileURLToPath(new URL('../../node_modules/@typescript/native/bin/tsc', import.meta.url)),
+      '-p',
+      'tsconfig.build.json',
+    ],
+    {
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      encoding: 'utf8',
+    },
+  );
+  if (tsc.status !== 0)
+    throw new Error(
+      `the build failed (tsc -p tsconfig.build.json), so the CLI tests cannot run it:\n${tsc.stdout}${tsc.stderr}`,
+    );
 }
 
 /**
@@ -48,7 +59,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
     started.push(redis);
     const postgres = await ensurePostgres({ dataDir: DATA_DIR });
     started.push(postgres);
-    for (const [name, service] of [['DATABASE_URL', postgres], ['REDIS_URL', redis]] as const) {
+    for (const [name, service] of [
+      ['DATABASE_URL', postgres],
+      ['REDIS_URL', redis],
+    ] as const) {
       if (service.source === 'configured') continue;
       process.env[name] = service.url;
       process.stderr.write(`test services: ${service.line}\n`);

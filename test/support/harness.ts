@@ -45,7 +45,7 @@ export function useHarness(simOptions: SimulatorOptions = {}): Harness {
   });
   return new Proxy({} as Harness, {
     get(_, key) {
-      if (!started) throw new Error('the harness starts with the test file\'s tests: read it inside a test or hook');
+      if (!started) throw new Error("the harness starts with the test file's tests: read it inside a test or hook");
       return Reflect.get(started, key);
     },
   });
@@ -67,7 +67,15 @@ export async function startHarness(simOptions: SimulatorOptions = {}): Promise<H
     config(jobs, connection = {}) {
       return configSchema.parse({
         connections: {
-          sim: { baseUrl: sim.url, clientId: 'demo-client', clientSecret: 'demo-secret', timezone: 'Europe/Zurich', pollIntervalMs: 20, pollMaxIntervalMs: 100, ...connection },
+          sim: {
+            baseUrl: sim.url,
+            clientId: 'demo-client',
+            clientSecret: 'demo-secret',
+            timezone: 'Europe/Zurich',
+            pollIntervalMs: 20,
+            pollMaxIntervalMs: 100,
+            ...connection,
+          },
         },
         jobs,
       });
@@ -111,14 +119,21 @@ export function servedRows(path: string, params: Record<string, string>, seed: n
 }
 
 /** The loaded rows of a table for the report's columns, as sorted JSON lines comparable with {@link servedRows}. */
-export async function loadedRows(pool: pg.Pool, table: string, path: string, params: Record<string, string> = {}): Promise<string[]> {
+export async function loadedRows(
+  pool: pg.Pool,
+  table: string,
+  path: string,
+  params: Record<string, string> = {},
+): Promise<string[]> {
   const data = reportData(path, params, 1)!;
   const names = normaliseColumnNames(data.columns.map((c) => c.name));
   const exprs = data.columns.map((c, i) => {
     const col = quoteIdent(names[i]!);
     return c.kind === 'timestamp' ? `(extract(epoch FROM ${col}) * 1000)::bigint::text` : `${col}::text`;
   });
-  const { rows } = await pool.query<{ r: (string | null)[] }>({ text: `SELECT ARRAY[${exprs.join(', ')}] AS r FROM ${table}` });
+  const { rows } = await pool.query<{ r: (string | null)[] }>({
+    text: `SELECT ARRAY[${exprs.join(', ')}] AS r FROM ${table}`,
+  });
   return rows.map((r) => JSON.stringify(r.r)).sort();
 }
 

@@ -25,7 +25,12 @@ export async function deleteRuns(pool: pg.Pool, jobPrefix: string): Promise<void
 }
 
 /** Polls `check` every `intervalMs` until it returns a truthy value; throws with `what` after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 20_000, intervalMs = 50): Promise<Exclude<T, undefined | null | false | 0 | ''>> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T> | T,
+  timeoutMs = 20_000,
+  intervalMs = 50,
+): Promise<Exclude<T, undefined | null | false | 0 | ''>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
@@ -40,7 +45,8 @@ export function captureLogger(level = 'info'): { logger: Logger; lines: Record<s
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+      for (const l of chunk.toString('utf8').split('\n'))
+        if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
       done();
     },
   });
@@ -65,7 +71,8 @@ export interface AttemptRec {
 
 /** The attempts of one job, oldest first. */
 export async function attemptsOf(pool: pg.Pool, job: string): Promise<AttemptRec[]> {
-  return (await pool.query<AttemptRec>('SELECT * FROM etl.attempts WHERE job = $1 ORDER BY started_at, attempt', [job])).rows;
+  return (await pool.query<AttemptRec>('SELECT * FROM etl.attempts WHERE job = $1 ORDER BY started_at, attempt', [job]))
+    .rows;
 }
 
 /** One etl.runs row (a logical run) as the tests read it. */

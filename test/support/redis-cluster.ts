@@ -36,8 +36,12 @@ async function freeNodePort(taken: Set<number>): Promise<number> {
 }
 
 function redisCli(port: number, ...args: string[]): string {
-  const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8', timeout: 30_000 });
-  if (r.error) throw new Error(`redis-cli is needed for the Redis Cluster test (apt-get install redis-tools): ${r.error.message}`);
+  const r = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  if (r.error)
+    throw new Error(`redis-cli is needed for the Redis Cluster test (apt-get install redis-tools): ${r.error.message}`);
   return `${r.stdout}${r.stderr}`;
 }
 
@@ -68,19 +72,50 @@ export async function startTestCluster(): Promise<TestCluster> {
       const port = await freeNodePort(taken);
       taken.add(port).add(port + 10_000);
       ports.push(port);
-      const node = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--dir', dir, '--save', '', '--appendonly', 'no'], {
-        stdio: 'ignore',
-      });
+      const node = spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
+          '--dir',
+          dir,
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+        ],
+        {
+          stdio: 'ignore',
+        },
+      );
       await new Promise<void>((resolve, reject) => {
         node.once('spawn', () => resolve());
-        node.once('error', (err) => reject(new Error(`redis-server is needed for the Redis Cluster test: ${err.message}`)));
+        node.once('error', (err) =>
+          reject(new Error(`redis-server is needed for the Redis Cluster test: ${err.message}`)),
+        );
       });
       nodes.push(node);
     }
     await until('every node to answer PING', () => ports.every((p) => redisCli(p, 'PING').includes('PONG')));
-    const created = redisCli(ports[0]!, '--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes');
+    const created = redisCli(
+      ports[0]!,
+      '--cluster',
+      'create',
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    );
     if (!/All 16384 slots covered/.test(created)) throw new Error(`redis-cli --cluster create failed:\n${created}`);
-    await until('cluster_state:ok on every node', () => ports.every((p) => redisCli(p, 'CLUSTER', 'INFO').includes('cluster_state:ok')));
+    await until('cluster_state:ok on every node', () =>
+      ports.every((p) => redisCli(p, 'CLUSTER', 'INFO').includes('cluster_state:ok')),
+    );
     return { url: `redis-cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`, ports, stop };
   } catch (err) {
     await stop();

@@ -18,11 +18,24 @@ export async function loginOnSimulator(authUrl: string, username: string, passwo
   const login = html.slice(html.indexOf('<form method="post" id="login">'));
   const fields = new URLSearchParams();
   for (const m of login.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
-    fields.set(m[1]!, m[2]!.replaceAll('&amp;', '&').replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&lt;', '<').replaceAll('&gt;', '>'));
+    fields.set(
+      m[1]!,
+      m[2]!
+        .replaceAll('&amp;', '&')
+        .replaceAll('&quot;', '"')
+        .replaceAll('&#39;', "'")
+        .replaceAll('&lt;', '<')
+        .replaceAll('&gt;', '>'),
+    );
   }
   fields.set('username', username);
   fields.set('password', password);
-  const res = await fetch(authUrl.split('?')[0]!, { method: 'POST', body: fields, redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const res = await fetch(authUrl.split('?')[0]!, {
+    method: 'POST',
+    body: fields,
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
   if (res.status !== 302) throw new Error(`login form answered ${res.status}: ${await res.text()}`);
   return res.headers.get('location')!;
 }
@@ -36,7 +49,10 @@ export function captureAll(): { logger: Logger; text: () => string } {
       done();
     },
   });
-  return { logger: pino({ level: 'debug', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, sink), text: () => chunks.join('') };
+  return {
+    logger: pino({ level: 'debug', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, sink),
+    text: () => chunks.join(''),
+  };
 }
 
 /** Every string and hash value in Redis, with its key (the whole shared Redis: the needles are unique). */
