@@ -40,6 +40,7 @@ export type ErrorCode =
   | 'ORPHANED'
   | 'RUN_IN_PROGRESS'
   | 'OVERLAP_LOCK_LOST'
+  | 'QUEUE_JOB_LOST'
   | 'INTERNAL';
 
 /** Problem details of an `application/problem+json` answer (docs/report-export-service.md "Error problem body"). */

@@ -268,3 +268,33 @@ it('overlap: two workers never run one job at the same time (wait), or the secon
   expect(results).toEqual(['skipped-overlap', 'succeeded']);
   expect((await attemptsOf(h.pool, skip)).map((r) => r.status)).toEqual(['succeeded']);
 });
+
+it('a run whose queue job vanished from Redis mid-run is failed for good with a clear text and alerted', async () => {
+  const job = `${jp}_lost`;
+  const table = `${h.schema}.orders_lost`;
+  const config = h.config({
+    [job]: { ...jobEntry({ name: 'Sales/Orders' }, { table }), retry: { attempts: 3, backoffMs: 50 } },
+  });
+  const failed: { runKey: string; error: Error }[] = [];
+  startWorker(() => config, {
+    alerts: { succeeded: async () => undefined, failed: async (o) => void failed.push(o) },
+  });
+  const { runKey } = await enqueueManual(queue, config, job);
+  await waitFor('the report job to run', async () => (await attemptsOf(h.pool, job))[0]?.report_job_id);
+  // Redis loses its data (a restart without persistence): the queue job and the overlap lock are gone.
+  await deleteKeys(h.redis, prefix);
+  await waitFor('the failed alert', () => failed.length === 1, 30_000);
+  expect(failed[0]!.runKey).toBe(runKey);
+  expect(failed[0]!.error.message).toMatch(/queue job .* is gone from Redis.*not retried.*report-etl replay/s);
+  const { rows } = await h.pool.query(
+    `SELECT e.error_kind, e.retryable, e.message FROM etl.run_errors e JOIN etl.attempts a USING (attempt_id)
+      WHERE a.job = $1 ORDER BY e.id`,
+    [job],
+  );
+  expect(rows.map((r) => [r.error_kind, r.retryable])).toEqual([
+    ['OVERLAP_LOCK_LOST', true],
+    ['QUEUE_JOB_LOST', false],
+  ]);
+  expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, attempts: 1, status: 'failed' }]);
+  expect(await h.pool.query(`SELECT to_regclass('${table}') AS t`)).toMatchObject({ rows: [{ t: null }] });
+});

@@ -10,9 +10,11 @@ import type { Redis } from 'ioredis';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import { resolveJob, type ResolvedJob } from '../config/load.ts';
-import { AbortedError, coerceError, ConfigError } from '../errors.ts';
+import { AbortedError, coerceError, ConfigError, EtlError } from '../errors.ts';
 import { untilDatabaseTakesIt } from '../db.ts';
-import { hasSucceeded } from '../history/attempts.ts';
+import { failAttempt, failureOf, hasSucceeded } from '../history/attempts.ts';
+import { summaryLine } from '../failure-text.ts';
+import { shellQuote } from '../shell-quote.ts';
 import { recordRunRequest } from '../history/runs.ts';
 import type { Logger } from '../logger.ts';
 import { AttemptFailedError, runAttempt } from '../pipeline/run-attempt.ts';
@@ -228,16 +230,23 @@ async function processTraced(
       }
       const text = `${err.code}: ${err.message} (attempt ${err.attemptId})`;
       // The last attempt BullMQ will make: attemptsMade counts the ones before this one.
-      const final = !err.retryable || queueJob.attemptsMade + 1 >= (queueJob.opts.attempts ?? 1);
+      let final = !err.retryable || queueJob.attemptsMade + 1 >= (queueJob.opts.attempts ?? 1);
+      let error = err.error;
+      if (!final && !controller.signal.aborted && (await queueJobGone(queueJob))) {
+        // Nothing is left to retry it: the run ends here, said so in its history and its alert.
+        error = await recordQueueJobLost(deps.pool, req, queueJob.id!, err);
+        log.error({ attemptId: err.attemptId }, error.message);
+        final = true;
+      }
       if (final && !controller.signal.aborted)
         await (deps.alerts ?? noRunAlerts).failed({
           job: req.job,
           runKey: req.runKey,
           attemptId: err.attemptId,
           trigger: req.trigger,
-          error: err.error,
+          error,
         });
-      throw err.retryable ? new Error(text, { cause: err }) : new UnrecoverableError(text);
+      throw err.retryable && !final ? new Error(text, { cause: err }) : new UnrecoverableError(text);
     }
     if (err instanceof ConfigError) throw new UnrecoverableError(err.message);
     if (err instanceof AbortedError && deps.shuttingDown()) {
@@ -254,4 +263,31 @@ async function processTraced(
       .release()
       .catch((e: unknown) => log.warn({ err: coerceError(e).message }, 'could not release the overlap lock'));
   }
+}
+
+/** Whether the queue job no longer exists in Redis (lost with its data); false when Redis cannot tell now. */
+async function queueJobGone(queueJob: Job<QueuedRun>): Promise<boolean> {
+  return (await queueJob.getState().catch(() => undefined)) === 'unknown';
+}
+
+/**
+ * Records that a failed attempt's run will not be retried because its queue job is gone (Redis lost its data, e.g.
+ * a restart without persistence): an etl.run_errors row QUEUE_JOB_LOST, not retryable, saying how to replay it.
+ * @returns the error for the failed alert; never throws (a history that cannot be written is logged by the caller)
+ */
+async function recordQueueJobLost(
+  pool: pg.Pool,
+  req: QueuedRun,
+  queueJobId: string,
+  err: AttemptFailedError,
+): Promise<EtlError> {
+  const error = new EtlError(
+    'QUEUE_JOB_LOST',
+    `${err.code}: ${summaryLine(err.message)}; its queue job ${queueJobId} is gone from Redis (Redis lost its ` +
+      `data, e.g. a restart without persistence), so it is not retried: ` +
+      `report-etl replay ${shellQuote(req.runKey)} --job ${shellQuote(req.job)}`,
+    { retryable: false, stage: err.error instanceof EtlError ? err.error.stage : undefined, cause: err.error },
+  );
+  await failAttempt(pool, err.attemptId, failureOf(error, 'commit')).catch(() => undefined);
+  return error;
 }
