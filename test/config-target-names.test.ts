@@ -173,7 +173,7 @@ describe('a key or column name that is not a normalised column name', () => {
         `${h.schema}.stock_raw`,
         'mode: merge',
         'key: [Artikel Nr]',
-        'columns: { "Größe (cm)": numeric, "%": text }',
+        'columns: { "Größe (cm)": numeric, "%": text, xmin: bigint }',
       ),
     );
     const v = await cli(['validate', '--config', path]);
@@ -182,7 +182,8 @@ describe('a key or column name that is not a normalised column name', () => {
       `${path}:10:13: jobs.${job}.target.key[0]: "Artikel Nr" is not a normalised column name: did you mean "artikel_nr"? (report columns are loaded lower case, umlauts as ae oe ue ss, every other run of characters as _; README "Loaded tables")`,
       `${path}:11:18: jobs.${job}.target.columns["Größe (cm)"]: "Größe (cm)" is not a normalised column name: did you mean "groesse_cm"? (report columns are loaded lower case, umlauts as ae oe ue ss, every other run of characters as _; README "Loaded tables")`,
       `${path}:11:41: jobs.${job}.target.columns["%"]: "%" is not a column name: it has no letter or digit; write the normalised name of a report column (README "Loaded tables")`,
-      `${path}: 3 problems`,
+      `${path}:11:52: jobs.${job}.target.columns.xmin: "xmin" is the name of a PostgreSQL system column: a report column of that name loads as "xmin_" (README "Loaded tables")`,
+      `${path}: 4 problems`,
     ]);
     const created = h.sim.counters().jobsCreated;
     const run = await cli(['run', job, '--config', path]);

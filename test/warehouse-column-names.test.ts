@@ -92,3 +92,14 @@ it('a replace into a dropped and re-created table of the same name forgets the o
   );
   expect(rows.map((r) => r.report_column)).toEqual(['Artikel', 'Bestand', 'Lager', 'Stand']);
 });
+
+it('report columns named like PostgreSQL system columns load into the name with a trailing _', async () => {
+  const table = `${h.schema}.system_names`;
+  await load(table, 'Clash/System Columns', 'json', 'replace');
+  expect(await targetColumns(table)).toEqual(['nr', 'xmin_', 'ctid_', 'tableoid_', 'cmin_', 'cmax_', 'xmax_']);
+  const { rows } = await h.pool.query(`SELECT nr, xmin_, ctid_, xmax_ FROM ${table} ORDER BY nr LIMIT 2`);
+  expect(rows).toEqual([
+    { nr: '1', xmin_: '10', ctid_: '20', xmax_: '60' },
+    { nr: '2', xmin_: '11', ctid_: '21', xmax_: '61' },
+  ]);
+});

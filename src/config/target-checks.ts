@@ -66,6 +66,8 @@ function columnNameProblem(name: string): string | undefined {
   }
   const normalised = normaliseColumnName(name);
   if (normalised === name) return undefined;
+  if (normalised === `${name}_`)
+    return `"${name}" is the name of a PostgreSQL system column: a report column of that name loads as "${normalised}" (README "Loaded tables")`;
   if (normalised === '')
     return `"${name}" is not a column name: it has no letter or digit; write the normalised name of a report column (README "Loaded tables")`;
   return `"${name}" is not a normalised column name: did you mean "${normalised}"? (report columns are loaded lower case, umlauts as ae oe ue ss, every other run of characters as _; README "Loaded tables")`;

@@ -17,12 +17,15 @@ export function identifierBytes(name: string): number {
 }
 
 const UMLAUTS: Record<string, string> = { ä: 'ae', ö: 'oe', ü: 'ue', ß: 'ss' };
+/** Names PostgreSQL keeps for every table's system columns: no user column may have them. */
+const SYSTEM_COLUMNS = new Set(['tableoid', 'xmin', 'cmin', 'xmax', 'cmax', 'ctid']);
 
 /**
  * Normalises one report column name: lower case, German umlauts transliterated (ä→ae, ö→oe, ü→ue, ß→ss),
  * every run of characters other than a-z and 0-9 becomes `_`, trimmed of `_`, a leading digit gets `_`.
  * `Menge Stk` → `menge_stk`, `Größe (cm)` → `groesse_cm`, `1. Quartal` → `_1_quartal`.
- * Names longer than 63 bytes are cut and given a short hash so two long names stay distinct.
+ * Names longer than 63 bytes are cut and given a short hash so two long names stay distinct; a PostgreSQL system
+ * column's name (xmin, ctid, …) gets a trailing `_`.
  * @returns the normalised name, or `''` when nothing is left (the caller names such columns by position)
  */
 export function normaliseColumnName(raw: string): string {
@@ -32,6 +35,7 @@ export function normaliseColumnName(raw: string): string {
     .replace(/[^a-z0-9]+/g, '_')
     .replace(/^_+|_+$/g, '');
   if (/^[0-9]/.test(name)) name = `_${name}`;
+  if (SYSTEM_COLUMNS.has(name)) name = `${name}_`;
   if (name.length > MAX_IDENT_BYTES) {
     const hash = createHash('sha256').update(raw).digest('hex').slice(0, 8);
     name = `${name.slice(0, MAX_IDENT_BYTES - 9)}_${hash}`;
