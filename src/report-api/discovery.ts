@@ -61,7 +61,7 @@ export async function discoverEndpoints(
           stage: 'token',
         });
         if (res.statusCode !== 200) {
-          const snippet = await readSnippet(res.body);
+          const snippet = await readSnippet(res, http.redact);
           throw new TokenError(
             `discovery document ${DISCOVERY_PATH} answered ${res.statusCode}${snippet ? `: ${snippet}` : ''}`,
             {
@@ -69,7 +69,7 @@ export async function discoverEndpoints(
             },
           );
         }
-        return readJsonAnswer(res.body, 'token');
+        return readJsonAnswer(res, 'token', http.redact);
       },
       retry,
       signal,
