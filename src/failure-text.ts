@@ -58,6 +58,7 @@ export function boundJson<T>(value: T, max = 2 * MAX_TEXT_CHARS): T | { cut: str
     if (typeof v === 'string') return boundText(v);
     if (v === null || typeof v !== 'object') return v;
     if (depth > 8) return '[cut: nested too deep]';
+    if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return walk((v as Date).toJSON(), depth);
     if (Array.isArray(v)) return v.map((x) => walk(x, depth + 1));
     return Object.fromEntries(Object.entries(v).map(([k, x]) => [boundText(k, 200), walk(x, depth + 1)]));
   };

@@ -107,6 +107,8 @@ describe('a Host that does not name this server is refused, with or without cred
       prioritized: 0,
       delayed: 0,
     });
+    const smuggled = await call(port, { host: `evil.example@127.0.0.1:${port}`, path: '/admin/runs', headers: creds });
+    expect(smuggled.status).toBe(403);
     // What is open to everyone stays open.
     expect((await call(port, { host: evil, path: '/healthz' })).status).toBe(200);
 

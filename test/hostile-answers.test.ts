@@ -294,10 +294,11 @@ describe('bounded texts', () => {
   });
 
   it('bound a JSON value: every string, and the whole', () => {
-    expect(boundJson({ title: 'x'.repeat(10_000), n: 1, 'k\u0000': ['a'] })).toEqual({
+    expect(boundJson({ title: 'x'.repeat(10_000), n: 1, 'k\u0000': ['a'], at: new Date(0) })).toEqual({
       title: expect.stringMatching(/^x+… \[cut: 7\.0 kB more\]$/),
       n: 1,
       'k\ufffd': ['a'],
+      at: '1970-01-01T00:00:00.000Z',
     });
     const wide = boundJson(Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`m${i}`, 'v'.repeat(50)])));
     expect(wide).toEqual({ cut: expect.stringMatching(/^\{"m0":"v+","m1".*… \[cut: 5\d\.\d kB more\]$/) });

@@ -108,8 +108,8 @@ export function allowedHostsFromEnv(env: NodeJS.ProcessEnv = process.env): strin
  * page's own origin, never a name an attacker controls.
  */
 export function isAllowedHost(host: string | undefined, allowed: readonly string[]): boolean {
-  if (!host || !URL.canParse(`http://${host}`)) return false;
-  const name = new URL(`http://${host}`).hostname.toLowerCase();
+  const name = /^(\[[0-9a-f:.]+\]|[^\s:/@[\]]+)(:\d*)?$/i.exec(host ?? '')?.[1]?.toLowerCase();
+  if (name === undefined) return false;
   return name === 'localhost' || isIP(name.replace(/^\[(.*)\]$/, '$1')) !== 0 || allowed.includes(name);
 }
 
