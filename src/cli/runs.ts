@@ -123,7 +123,7 @@ export const registerRuns: RegisterCommand = (program, cli) => {
         since?: Date;
         limit: number;
       }) => {
-        const [{ hasRunHistory, jobsWithHistory, listRuns }, { listAttempts }, { closestMatch }] = await Promise.all([
+        const [{ hasRunHistory, listJobNames, listRuns }, { listAttempts }, { closestMatch }] = await Promise.all([
           import('../history/run-list.ts'),
           import('../history/attempt-list.ts'),
           import('../config/problems.ts'),
@@ -137,7 +137,7 @@ export const registerRuns: RegisterCommand = (program, cli) => {
             : formatRunTable(await listRuns(pool, filter));
           if (table.length === 1 && opts.job !== undefined) {
             // Nothing for this job: a job the history has never seen is most likely a typo.
-            const known = await jobsWithHistory(pool);
+            const known = await listJobNames(pool);
             if (!known.includes(opts.job)) unknownJob = { near: closestMatch(opts.job, known), known };
           }
           return table;

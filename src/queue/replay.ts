@@ -14,7 +14,7 @@ import { replayQueueJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest } from '../vocabulary.ts';
 import { failedRunsToReplay, type FailedRunToReplay } from '../history/run-list.ts';
-import { getRun, getRunRequest } from '../history/runs.ts';
+import { getRun } from '../history/runs.ts';
 
 /** What replays need. */
 export interface ReplayDeps {
@@ -140,10 +140,10 @@ export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions
     }
     // Still being retried by the queue: a replay now would only race the next attempt.
     // A replay of its newest attempt queued and not yet taken by a worker is pending too (with or without --accept-guard).
-    const request = await getRunRequest(deps.pool, run.job, run.run_key);
-    const base = request?.queueJobId ?? run.run_key;
+    const queueJobId = (await getRun(deps.pool, run.job, run.run_key))?.queue_job_id;
+    const base = queueJobId ?? run.run_key;
     const ids = [
-      ...(request ? [request.queueJobId] : []),
+      ...(queueJobId != null ? [queueJobId] : []),
       replayQueueJobId(base, run.attempt_id),
       replayQueueJobId(base, run.attempt_id, true),
     ];
