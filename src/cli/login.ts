@@ -57,7 +57,7 @@ export const registerLogin: RegisterCommand = (program, cli) => {
         await Promise.all([
           import('../app/bootstrap.ts'),
           import('../config/load.ts'),
-          import('../config/problems.ts'),
+          import('../closest-match.ts'),
           import('../login/login-flow.ts'),
           import('../logger.ts'),
         ]);

@@ -126,7 +126,7 @@ export const registerRuns: RegisterCommand = (program, cli) => {
         const [{ hasRunHistory, listJobNames, listRuns }, { listAttempts }, { closestMatch }] = await Promise.all([
           import('../history/run-list.ts'),
           import('../history/attempt-list.ts'),
-          import('../config/problems.ts'),
+          import('../closest-match.ts'),
         ]);
         const filter = { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit };
         let unknownJob: { near: string | undefined; known: string[] } | undefined;

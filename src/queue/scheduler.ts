@@ -8,7 +8,8 @@
 import type pg from 'pg';
 import { createTask, type ScheduledTask } from 'node-cron';
 import type { EtlConfig, JobConfig } from '../config/schema.ts';
-import { parseWindow, resolveJob, scheduleZone } from '../config/load.ts';
+import { parseWindow } from '../config/duration.ts';
+import { resolveJob, scheduleZone } from '../config/load.ts';
 import { previousTick } from '../pipeline/logical-time.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
