@@ -31,9 +31,7 @@ export interface IsolatedConfig {
 }
 
 /** The jobs of the config in force, as written (IsolatedConfig.writtenJobs). */
-export interface RunningJobs {
-  writtenJobs: Readonly<Record<string, string>>;
-}
+export type RunningJobs = { writtenJobs: Readonly<Record<string, string>> };
 
 /**
  * Validates jobs.yaml text, isolating invalid jobs, connections and alert targets. Jobs that write one table

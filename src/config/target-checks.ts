@@ -20,11 +20,7 @@ import { targetSchema, type EtlConfig } from './schema.ts';
 export type TargetCatalogue = ReadonlyMap<string, ExistingRelation>;
 
 /** One problem of a job's target; `onKey`: positioned on the map key (a name under `target.columns`). */
-export interface TargetProblem {
-  path: ConfigPath;
-  text: string;
-  onKey?: boolean;
-}
+export type TargetProblem = { path: ConfigPath; text: string; onKey?: boolean };
 
 /** The target of a `target.table` value, schema defaulted to public; undefined when it is no valid name. */
 export function qualifiedTarget(table: unknown): TableName | undefined {
@@ -157,11 +153,7 @@ export function jobTargetProblems(target: unknown, catalogue: TargetCatalogue | 
 }
 
 /** A job's write into a table, with the schema's defaults applied. */
-interface TargetWrite {
-  job: string;
-  mode: string;
-  key: string[];
-}
+type TargetWrite = { job: string; mode: string; key: string[] };
 
 /** `mode merge, key [a, b]` / `mode replace`. */
 const describeWrite = (w: TargetWrite) => `mode ${w.mode}${w.mode === 'merge' ? `, key [${w.key.join(', ')}]` : ''}`;

@@ -93,11 +93,7 @@ export async function setAttemptTimeline(db: Queryable, attemptId: string, timel
 }
 
 /** Figures of a load; bytes of page bodies as downloaded. */
-export interface LoadFigures {
-  rows: number;
-  pages: number;
-  bytes: number;
-}
+export type LoadFigures = { rows: number; pages: number; bytes: number };
 
 /**
  * Marks an attempt and its run succeeded, inside the loading transaction.

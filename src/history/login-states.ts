@@ -33,9 +33,7 @@ function stateHash(state: string): string {
   return createHash('sha256').update(state, 'utf8').digest('hex');
 }
 
-/**
- * Makes a pending login and returns its state (32 random bytes, base64url); removes those expired a day ago.
- */
+/** Makes a pending login and returns its state (32 random bytes, base64url); removes those expired a day ago. */
 export async function createLoginState(
   db: Queryable,
   p: { ref: ConnectionRef; redirectUri: string; scopes: readonly string[]; startedBy: LoginStarter; ttlMs?: number },

@@ -4,16 +4,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db.ts';
-import type { ConnectionAuthStore, LoginState } from '../report-api/types.ts';
+import type { ConnectionAuthStore } from '../report-api/types.ts';
 import type { AuthKind } from '../report-api/report-rules.ts';
 import { open, seal, SECRET_KEY_ENV, type SecretKey } from '../secret-box.ts';
 
 /** The table's key: jobs.yaml connection name, base URL and Client-ID. */
-export interface ConnectionRef {
-  connection: string;
-  baseUrl: string;
-  clientId: string;
-}
+export type ConnectionRef = { connection: string; baseUrl: string; clientId: string };
 
 /** What a refresh token is sealed with, so that it opens for its own row only. */
 function aad(ref: ConnectionRef): string {
@@ -58,66 +54,6 @@ export async function saveLogin(db: Queryable, key: SecretKey, ref: ConnectionRe
   return loginId;
 }
 
-/** Where a connection stands, with the refresh token opened; one sealed with another key counts as none. */
-async function readLoginState(db: Queryable, key: SecretKey, ref: ConnectionRef): Promise<LoginState> {
-  const { rows } = await db.query<{
-    login_id: string | null;
-    refresh_token_sealed: string | null;
-    key_id: string | null;
-    login_required_at: Date | null;
-    login_required_reason: string | null;
-  }>(
-    `SELECT login_id, refresh_token_sealed, key_id, login_required_at, login_required_reason
-       FROM etl.connection_logins WHERE connection = $1 AND base_url = $2 AND client_id = $3`,
-    [ref.connection, ref.baseUrl, ref.clientId],
-  );
-  const row = rows[0];
-  if (!row || row.login_id === null || row.refresh_token_sealed === null)
-    return { kind: 'login_required', reason: 'nobody has logged in for this connection yet' };
-  if (row.login_required_at !== null)
-    return { kind: 'login_required', reason: row.login_required_reason ?? 'the refresh token was refused' };
-  if (row.key_id !== key.id)
-    return { kind: 'login_required', reason: `the login was stored with another ${SECRET_KEY_ENV}` };
-  return {
-    kind: 'logged_in',
-    login: { loginId: row.login_id, refreshToken: open(key, row.refresh_token_sealed, aad(ref)) },
-  };
-}
-
-/**
- * Records that login `loginId`'s refresh token was refused; a newer login is left alone.
- * @returns whether the row changed
- */
-export async function markLoginRequired(
-  db: Queryable,
-  ref: ConnectionRef,
-  loginId: string,
-  reason: string,
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE etl.connection_logins SET login_required_at = now(), login_required_reason = $5, updated_at = now()
-      WHERE connection = $1 AND base_url = $2 AND client_id = $3 AND login_id = $4 AND login_required_at IS NULL`,
-    [ref.connection, ref.baseUrl, ref.clientId, loginId, reason],
-  );
-  return (rowCount ?? 0) > 0;
-}
-
-/** Records the scope of the latest token response of a connection (either kind), creating its row if needed. */
-export async function recordScope(
-  db: Queryable,
-  ref: ConnectionRef,
-  auth: AuthKind,
-  scope: string | undefined,
-): Promise<void> {
-  await db.query(
-    `INSERT INTO etl.connection_logins (connection, base_url, client_id, auth, granted_scope, scope_seen_at)
-     VALUES ($1, $2, $3, $4, $5, now())
-     ON CONFLICT (connection, base_url, client_id) DO UPDATE
-       SET granted_scope = $5, scope_seen_at = now(), updated_at = now()`,
-    [ref.connection, ref.baseUrl, ref.clientId, auth, scope ?? null],
-  );
-}
-
 /** One connection's login state as the admin page and /metrics show it, without secrets. */
 export interface ConnectionLoginRow {
   connection: string;
@@ -155,6 +91,8 @@ export function makeConnectionAuthStore(
   auth: AuthKind,
   key: SecretKey | undefined,
 ): ConnectionAuthStore {
+  const row = 'connection = $1 AND base_url = $2 AND client_id = $3';
+  const refArgs = [ref.connection, ref.baseUrl, ref.clientId];
   return {
     async loginState() {
       if (!key)
@@ -162,11 +100,46 @@ export function makeConnectionAuthStore(
           kind: 'login_required',
           reason: `${SECRET_KEY_ENV} is not set, so the stored refresh token cannot be read`,
         };
-      return readLoginState(db, key, ref);
+      const { rows } = await db.query<{
+        login_id: string | null;
+        refresh_token_sealed: string | null;
+        key_id: string | null;
+        login_required_at: Date | null;
+        login_required_reason: string | null;
+      }>(
+        `SELECT login_id, refresh_token_sealed, key_id, login_required_at, login_required_reason
+           FROM etl.connection_logins WHERE ${row}`,
+        refArgs,
+      );
+      const r = rows[0];
+      if (!r || r.login_id === null || r.refresh_token_sealed === null)
+        return { kind: 'login_required', reason: 'nobody has logged in for this connection yet' };
+      if (r.login_required_at !== null)
+        return { kind: 'login_required', reason: r.login_required_reason ?? 'the refresh token was refused' };
+      // A login sealed with another key counts as none: a new login stores it with this one.
+      if (r.key_id !== key.id)
+        return { kind: 'login_required', reason: `the login was stored with another ${SECRET_KEY_ENV}` };
+      return {
+        kind: 'logged_in',
+        login: { loginId: r.login_id, refreshToken: open(key, r.refresh_token_sealed, aad(ref)) },
+      };
     },
     async markLoginRequired(loginId, reason) {
-      await markLoginRequired(db, ref, loginId, reason);
+      // Only this login: a newer one is left alone.
+      await db.query(
+        `UPDATE etl.connection_logins SET login_required_at = now(), login_required_reason = $5, updated_at = now()
+          WHERE ${row} AND login_id = $4 AND login_required_at IS NULL`,
+        [...refArgs, loginId, reason],
+      );
     },
-    recordScope: (scope) => recordScope(db, ref, auth, scope),
+    async recordScope(scope) {
+      await db.query(
+        `INSERT INTO etl.connection_logins (connection, base_url, client_id, auth, granted_scope, scope_seen_at)
+         VALUES ($1, $2, $3, $4, $5, now())
+         ON CONFLICT (connection, base_url, client_id) DO UPDATE
+           SET granted_scope = $5, scope_seen_at = now(), updated_at = now()`,
+        [...refArgs, auth, scope ?? null],
+      );
+    },
   };
 }

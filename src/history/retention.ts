@@ -8,11 +8,7 @@ import type { Queryable } from '../db.ts';
 import { DURATION_BUCKETS_SECONDS } from './attempt-aggregates.ts';
 
 /** Rows one {@link pruneHistory} call deleted; `more`: it stopped at `maxBatches`. */
-export interface PruneResult {
-  attempts: number;
-  runs: number;
-  more: boolean;
-}
+export type PruneResult = { attempts: number; runs: number; more: boolean };
 
 /**
  * Deletes the history of `jobs` (this jobs.yaml's: another may share the database) older than `before`, in

@@ -13,13 +13,7 @@ export function logicalTimeSql(r: string): string {
 }
 
 /** SQL expressions of a failed run: job, run key, its newest attempt's write mode and target, logical time. */
-export interface FailedRunSql {
-  job: string;
-  runKey: string;
-  writeMode: string;
-  targetTable: string;
-  logicalTime: string;
-}
+export type FailedRunSql = { job: string; runKey: string; writeMode: string; targetTable: string; logicalTime: string };
 
 /** SQL: the run key of the newest run that supersedes the failed run `f`, or NULL. */
 export function supersededBySql(f: FailedRunSql): string {

@@ -25,10 +25,7 @@ export interface BackfillRun {
 }
 
 /** What a backfill queued: every tick, oldest first, and the zone they fall in. */
-export interface BackfillResult {
-  runs: BackfillRun[];
-  zone: string;
-}
+export type BackfillResult = { runs: BackfillRun[]; zone: string };
 
 /** Whether a queue job state counts as done (vs still queued or running). */
 export function isDoneState(state: string | undefined): boolean {

@@ -151,6 +151,13 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     return out;
   };
 
+  /** `p`, or `fallback` with an error logged when one part of a sweep fails. */
+  const orElse = <T>(p: Promise<T>, part: string, fallback: T): Promise<T> =>
+    p.catch((err: unknown) => {
+      log.error({ err: coerceError(err).message }, `janitor: ${part} failed`);
+      return fallback;
+    });
+
   const sweep = async (): Promise<SweepResult> => {
     const client = await deps.pool.connect();
     try {
@@ -163,25 +170,12 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
         const config = deps.config();
         const jobs = Object.keys(config.jobs);
         const result: SweepResult = { leased: true, orphans: [], stale: [] };
-        result.orphans = await closeOrphans(jobs).catch((err: unknown) => {
-          log.error({ err: coerceError(err).message }, 'janitor: orphan check failed');
-          return [];
-        });
-        if (jobs.some((j) => freshnessOf(config, j))) {
-          result.stale = await checkFreshness(deps.pool, config, deps.alerts, now()).catch((err: unknown) => {
-            log.error({ err: coerceError(err).message }, 'janitor: freshness check failed');
-            return [];
-          });
-        }
-        const keepMs = parseWindow(config.history.keep)!;
-        const pruned = await pruneHistory(
-          deps.pool,
-          [...jobs, ...(deps.invalidJobs?.() ?? [])],
-          new Date(now().getTime() - keepMs),
-        ).catch((err: unknown) => {
-          log.error({ err: coerceError(err).message }, 'janitor: history pruning failed');
-          return undefined;
-        });
+        result.orphans = await orElse(closeOrphans(jobs), 'orphan check', []);
+        if (jobs.some((j) => freshnessOf(config, j)))
+          result.stale = await orElse(checkFreshness(deps.pool, config, deps.alerts, now()), 'freshness check', []);
+        const before = new Date(now().getTime() - parseWindow(config.history.keep)!);
+        const allJobs = [...jobs, ...(deps.invalidJobs?.() ?? [])];
+        const pruned = await orElse(pruneHistory(deps.pool, allJobs, before), 'history pruning', undefined);
         if (pruned) {
           result.pruned = pruned;
           if (pruned.attempts || pruned.runs) log.info({ ...pruned, keep: config.history.keep }, 'run history pruned');

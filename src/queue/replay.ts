@@ -24,10 +24,7 @@ export interface ReplayDeps {
 const PENDING = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting-children']);
 
 /** A logical run. */
-export interface RunRef {
-  job: string;
-  runKey: string;
-}
+export type RunRef = { job: string; runKey: string };
 
 /**
  * Queues a replay of `ref`, whose newest attempt failed or was interrupted, or whose rows were reverted; the queue

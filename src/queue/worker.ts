@@ -77,10 +77,7 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
   const active = new Set<AbortController>();
   let shuttingDown = false;
   const processDeps = {
-    config: deps.config,
-    pool: deps.pool,
-    redis: deps.redis,
-    logger: deps.logger,
+    ...deps,
     clients,
     slots,
     prefix,
@@ -88,9 +85,6 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
     overlapLockTtlMs: deps.overlapLockTtlMs ?? OVERLAP_LOCK_TTL_MS,
     workerName: deps.workerName ?? defaultWorkerName(),
     shuttingDown: () => shuttingDown,
-    owner: deps.owner,
-    alerts: deps.alerts,
-    invalidJobs: deps.invalidJobs,
     track: (c: AbortController) => {
       active.add(c);
       return () => active.delete(c);
