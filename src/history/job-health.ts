@@ -35,7 +35,8 @@ export interface JobHealth {
 
 const COLUMNS = `attempt_id, run_key, attempt, status, started_at, finished_at, rows::float8 AS rows,
   duration_ms::float8 AS duration_ms, ${firstErrorLine('r')} AS error_first_line,
-  (SELECT e.error_kind FROM etl.run_errors e WHERE e.attempt_id = r.attempt_id ORDER BY e.id DESC LIMIT 1) AS error_kind,
+  (SELECT e.error_kind FROM etl.run_errors e WHERE e.attempt_id = r.attempt_id ORDER BY e.id DESC LIMIT 1)
+    AS error_kind,
   CASE WHEN r.status = 'failed' THEN ${supersededBySql({
     job: 'r.job',
     runKey: 'r.run_key',
