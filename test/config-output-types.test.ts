@@ -5,7 +5,7 @@
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateConfigText } from '../src/config/index.ts';
+import { validateConfigText } from '../src/config/load.ts';
 import { ConfigError } from '../src/errors.ts';
 import { startSimulator, type Simulator } from '../src/simulator/index.ts';
 import { OUTPUT_TYPES } from '../src/vocabulary.ts';

@@ -1,9 +1,7 @@
 /**
- * What a worker does with one queued run: skip a tick that already succeeded, hold the job's
- * overlap lock, record the run request, and call the pipeline's runAttempt — which numbers the attempt, clears
- * dead attempts of the run, works out its logical time and does the rest. Maps the outcome onto BullMQ: a
- * non-retryable failure is an UnrecoverableError (no further attempts), an attempt interrupted by shutdown goes
- * back to the queue without using up an attempt.
+ * What a worker does with one queued run (docs/architecture.md "Flow of one run"): skip a tick that succeeded, hold
+ * the overlap lock, record the run request, call runAttempt, and map the outcome onto BullMQ: a non-retryable
+ * failure is unrecoverable, an attempt interrupted by shutdown goes back to the queue without using up an attempt.
  */
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
@@ -56,23 +54,22 @@ export interface ProcessDeps {
   redis: Redis;
   logger: Logger;
   clients: ReportClients;
-  /** The fleet's report slots (maxConcurrentReports per connection); without them no limit applies. */
+  /** Without them no maxConcurrentReports applies. */
   slots?: ReportSlots | undefined;
   prefix: string;
-  /** How long a run waits before it looks at the overlap lock again (overlap: wait), in ms. */
+  /** Recheck interval under `overlap: wait`, in ms. */
   overlapRetryMs: number;
   overlapLockTtlMs: number;
   /** Name in etl.attempts.worker. */
   workerName: string;
-  /** Whether the worker is shutting down (an abort then means "interrupted, retry elsewhere"). */
+  /** Whether the worker is shutting down: an abort then means "queue again". */
   shuttingDown: () => boolean;
-  /** Registers the controller of a running run so shutdown can abort it; returns the unregister function. */
+  /** Registers a running run's controller for shutdown; returns the unregister function. */
   track: (controller: AbortController) => () => void;
-  /** The process's owner session, recorded with every attempt (the janitor closes them if the process dies). */
+  /** Recorded with every attempt (history/attempt-owner.ts). */
   owner?: AttemptOwner | undefined;
-  /** Told when a run succeeded or failed for good (alerts). */
   alerts?: RunAlerts | undefined;
-  /** Problems of the jobs left out of the config as invalid, by job name (for a clear failure of their queued runs). */
+  /** Problems of the invalid jobs by name, for a clear failure of their queued runs. */
   invalidJobs?: (() => Map<string, string[]>) | undefined;
 }
 
@@ -90,7 +87,7 @@ export async function processRun(
   signal: AbortSignal | undefined,
 ): Promise<RunOutcome> {
   const req = queueJob.data;
-  // The run's trace goes on from its enqueue span (README "Tracing"): one `process run` span per take of the queue job.
+  // The run's trace goes on from its enqueue span (README "Tracing"), one span per take of the queue job.
   const span = startSpan(runTracer(), 'process run', extractTrace(req), {
     kind: SpanKind.CONSUMER,
     attributes: {
@@ -223,7 +220,7 @@ async function processTraced(
   } catch (err) {
     if (err instanceof AttemptFailedError) {
       if (controller.signal.aborted && deps.shuttingDown()) {
-        // Recorded interrupted by runAttempt; back to the queue at once for another worker, without using up an attempt.
+        // Recorded interrupted; back to the queue for another worker, without using up an attempt.
         log.warn({ attemptId: err.attemptId }, 'attempt interrupted by shutdown: run queued again');
         await queueJob.moveToDelayed(Date.now(), token);
         throw new DelayedError();
