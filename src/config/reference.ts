@@ -34,8 +34,9 @@ function configJsonSchema(): JsonSchemaNode {
     unrepresentable: 'any',
     override: (ctx) => {
       // zod omits some defaults (a record whose values transform); take them from the wrapper itself.
-      const def = (ctx.zodSchema as unknown as { _zod: { def: { type: string; defaultValue?: unknown } } })._zod.def;
-      if (def.type === 'default' && ctx.jsonSchema.default === undefined) ctx.jsonSchema.default = def.defaultValue;
+      const s = ctx.zodSchema;
+      if (s instanceof z.ZodDefault && ctx.jsonSchema.default === undefined)
+        ctx.jsonSchema.default = s.def.defaultValue;
     },
   }) as JsonSchemaNode;
   return cached;
