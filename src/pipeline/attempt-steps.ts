@@ -31,10 +31,11 @@ import {
   type ReportJob,
   type StartReportRequest,
 } from '../report-api/index.ts';
-import { StatementCancelledError, untilDatabaseTakesIt, type Queryable } from '../db.ts';
+import { untilDatabaseTakesIt, type Queryable } from '../db.ts';
 import { outputShape, type RunTrigger } from '../vocabulary.ts';
 import { useLoadingFlags } from '../runtime-flags.ts';
-import { loadRows, withLoadTransaction, type LoadResult } from '../warehouse/copy-load.ts';
+import { loadRows, type LoadResult } from '../warehouse/copy-load.ts';
+import { StatementCancelledError, withLoadTransaction } from '../warehouse/load-transaction.ts';
 import { databaseError, PageCountMismatchError } from '../warehouse/load-errors.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
@@ -49,7 +50,7 @@ import {
 } from './attempt.ts';
 import { AttemptTrace, type StepTimer } from './attempt-trace.ts';
 import { connectionAuthStore } from './auth-store.ts';
-import { deadlinesOf, RunDeadlineReached, RunTimeoutError } from './deadlines.ts';
+import { deadlinesOf, RunDeadlineReached, RunTimeoutError, type RunDeadline } from './deadlines.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { logicalTimeOf, runParameters } from './logical-time.ts';
 import { reportRows } from './report-rows.ts';
@@ -118,14 +119,14 @@ export async function waitForSlot(o: AttemptOptions): Promise<HeldSlot | undefin
 /**
  * Step 1: records the attempt `running` in the run history, numbered one more than its run's attempts so far, with
  * the trace id of its spans when they are exported (`trace`, begun by runAttempt before its slot wait).
- * @param signal what the next steps are cancelled by: the caller's signal joined with the attempt's maxRunMs
- *   (deadlines.ts); recording itself waits on the caller's alone
+ * @param deadline the attempt's maxRunMs (deadlines.ts), whose signal the next steps take; recording waits on the
+ *   caller's alone
  * @returns the attempt's context for the next steps (stage `config`)
  * @throws the database's error (nothing was recorded: there is no attempt to fail)
  */
 export async function recordAttempt(
   o: AttemptOptions,
-  signal: AbortSignal | undefined = o.signal,
+  deadline?: RunDeadline,
   trace: AttemptTrace = traceAttempt(o),
 ): Promise<Attempt> {
   const { name, job } = o.job;
@@ -165,9 +166,9 @@ export async function recordAttempt(
     'run started',
   );
   trace.setAttributes({ [ATTR.attemptId]: attemptId, [ATTR.attempt]: number, [ATTR.runKey]: runKey });
-  const options = signal === o.signal ? o : { ...o, signal };
   return {
-    options,
+    options: deadline ? { ...o, signal: deadline.signal } : o,
+    deadline: deadline?.endsAt,
     attemptId,
     runKey,
     number,
@@ -397,8 +398,9 @@ export async function loadAndCommit(
   try {
     const committed = await withLoadTransaction(
       o.pool,
-      { target: a.target, timezone: connection.timezone, signal: o.signal },
-      async (tx) => {
+      { target: a.target, timezone: connection.timezone, signal: o.signal, deadline: a.deadline },
+      async (lt) => {
+        const tx = lt.tx;
         // The guard sees the target as the load would replace it (locked), and typed rows before a page is read.
         const guard = await targetGuard(a, tx);
         if (expectedRows !== undefined) await guard(expectedRows);
@@ -434,8 +436,10 @@ export async function loadAndCommit(
         if (
           job.target.mode === 'append' &&
           !(await claimAppend(tx, name, a.runKey, a.attemptId, a.targetTable, loaded.rows))
-        )
+        ) {
+          await lt.rollback();
           return false;
+        }
         // The target is locked for this transaction; the overlap lock must still be ours, or another run of the job
         // may be loading too (an older tick must not overwrite a newer one's rows).
         if (o.exclusive && !(await o.exclusive.confirm())) {
@@ -457,6 +461,7 @@ export async function loadAndCommit(
             },
           );
         }
+        await lt.commit();
         return true;
       },
     ).catch((err: unknown) => {

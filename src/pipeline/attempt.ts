@@ -98,6 +98,8 @@ export interface Attempt {
   /** Wall clock at the start (document file names); `performance.now()` at the start (durations). */
   readonly startedAt: Date;
   readonly startedMs: number;
+  /** `performance.now()` when maxRunMs passes (deadlines.ts), which the load transaction's timeouts follow. */
+  readonly deadline: number | undefined;
   stage: RunStage;
   /** The attempt's logger: `{ job, attemptId }`, and `reportJobId` once there is one. */
   log: Logger;

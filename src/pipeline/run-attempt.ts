@@ -75,7 +75,7 @@ async function runWithSlot(o: AttemptOptions, trace: AttemptTrace): Promise<Atte
   // The steps see one signal: the caller's, joined with the attempt's maxRunMs.
   const deadline = startRunDeadline(deadlinesOf(o.job).maxRunMs, o.signal);
   try {
-    return await runSteps(await trace.step('record', () => recordAttempt(o, deadline.signal, trace)), trace);
+    return await runSteps(await trace.step('record', () => recordAttempt(o, deadline, trace)), trace);
   } finally {
     deadline.clear();
   }

@@ -1,7 +1,7 @@
 /**
  * One report's rows into PostgreSQL: a single COPY FROM STDIN (pg-copy-streams) fed with backpressure by a
- * {@link RowSource}, inside the load transaction of the target ({@link withLoadTransaction}), which the caller
- * commits together with the run history or rolls all of it back. The plan (load-plan.ts) says where COPY writes. Should a value not be in a form
+ * {@link RowSource}, inside the caller's load transaction (load-transaction.ts), which commits it together with the
+ * run history or rolls all of it back. The plan (load-plan.ts) says where COPY writes. Should a value not be in a form
  * the binary encoders take, or PostgreSQL refuse a binary value, the load rolls back to a savepoint before the COPY
  * and loads the report again in text format, where PostgreSQL reads every value itself. An append load's rows get
  * their run key and load time from the target's column DEFAULTs (lineage.ts), so COPY carries the report's columns.
@@ -9,13 +9,11 @@
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
-import { cancelOnAbort, releaseClient, StatementCancelledError } from '../db.ts';
-import { isConnectionLoss } from '../errors.ts';
 import { BinaryValueUnsupported, framed } from '../copy-binary/format.ts';
 import { inferColumnType } from './column-types.ts';
 import { recordColumnNames, recordedColumnNames } from './column-names.ts';
 import { rowsGivenBack } from './copy-written.ts';
-import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
+import { quoteIdent, quoteTable } from './identifiers.ts';
 import { addLineageColumns, startLineage } from './lineage.ts';
 import { databaseError, isValueError, mapCopyError, RowCountMismatchError } from './load-errors.ts';
 import {
@@ -30,7 +28,7 @@ import {
 import { readAhead } from './read-ahead.ts';
 import type { PlanRows, RowSource } from './row-source.ts';
 import { applyFromStaging, createStaging, STAGING } from './staging.ts';
-import { addColumns, createTable, describeTable, ensureSchema, lockTarget, type TargetColumn } from './target-table.ts';
+import { addColumns, createTable, describeTable, type TargetColumn } from './target-table.ts';
 
 /** How COPY read the rows: the source's text format, or binary. */
 export type CopyFormatUsed = 'text' | 'csv' | 'binary';
@@ -54,58 +52,6 @@ function textFormatOf(source: RowSource): 'text' | 'csv' {
 
 /** Bytes of rows decoded ahead of COPY while PostgreSQL deletes a replaced target's rows. */
 const READ_AHEAD_BYTES = 8 * 1024 * 1024;
-
-/**
- * Runs `fn` inside the load transaction of `target` on a client of `pool`: the target's schema exists (created
- * outside the transaction, see ensureSchema), the session reads timestamps without offset in `timezone` with
- * DateStyle ISO, DMY (txt), and loads into the same target are serialised until the transaction ends. Once `signal`
- * aborted, the statements that PostgreSQL holds are cancelled (db.ts cancelOnAbort: a load waiting for a lock ends
- * too) and nothing commits.
- * @param fn does the load and the caller's records on `tx`; returns whether to commit
- * @returns whether the transaction was committed (false: `fn` asked for a rollback)
- * @throws the signal's reason when it aborted before the commit; StatementCancelledError wrapping the error of a
- *   statement the abort cancelled; whatever `fn` throws; each after ROLLBACK
- */
-export async function withLoadTransaction(
-  pool: pg.Pool,
-  o: { target: TableName; timezone: string; signal?: AbortSignal | undefined },
-  fn: (tx: pg.PoolClient) => Promise<boolean>,
-): Promise<boolean> {
-  o.signal?.throwIfAborted();
-  const db = await pool.connect();
-  const canceller = cancelOnAbort(pool, db, o.signal);
-  let broken = false;
-  try {
-    await ensureSchema(db, o.target.schema);
-    await db.query('BEGIN');
-    try {
-      await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [
-        o.timezone,
-      ]);
-      await lockTarget(db, o.target);
-      const commit = await fn(db);
-      // No cancel may hit the COMMIT or ROLLBACK; an abort that came while the last statements ran (or while the
-      // canceller ended) commits nothing: not past the deadline, not into a shutdown.
-      await canceller.end();
-      if (commit) o.signal?.throwIfAborted();
-      await db.query(commit ? 'COMMIT' : 'ROLLBACK');
-      return commit;
-    } catch (err) {
-      // No more cancels: the ROLLBACK must run.
-      await canceller.end();
-      await db.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
-  } catch (err) {
-    broken = isConnectionLoss(err) || isConnectionLoss((err as { cause?: unknown }).cause);
-    // canceller.end() is the same answer every time it is asked.
-    const cancelled = await canceller.end();
-    if (cancelled) throw new StatementCancelledError(cancelled, err);
-    throw err;
-  } finally {
-    releaseClient(db, broken || (await canceller.end()) !== undefined);
-  }
-}
 
 /**
  * Loads a report's rows into the target in its write mode, in the caller's load transaction: plan → prepare the
