@@ -12,7 +12,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { givePartBack, slabCounts, SLAB_BYTES } from '../src/copy-slabs.ts';
 import { CopyOutput } from '../src/pages/copy-text.ts';
-import { loadRows, withLoadTransaction } from '../src/warehouse/copy-load.ts';
+import { loadRows } from '../src/warehouse/copy-load.ts';
+import { withLoadTransaction } from '../src/warehouse/load-transaction.ts';
 import { rowsGivenBack } from '../src/warehouse/copy-written.ts';
 import type { RowSource } from '../src/warehouse/row-source.ts';
 import { makePool } from '../src/app/connections.ts';
@@ -192,7 +193,7 @@ describe('COPY gives its rows back to the slab pool', () => {
     // Parts of nearly a slab (each retires its slab), and parts of about 20 KB (many per slab).
     for (const partBytes of [SLAB_BYTES - 60_000, 20_000]) {
       const source = generated(rows, partBytes);
-      await withLoadTransaction(pool, { target: { schema, table }, timezone: 'UTC' }, async (tx) => {
+      await withLoadTransaction(pool, { target: { schema, table }, timezone: 'UTC' }, async (lt) => {
         const spec = {
           target: { schema, table },
           mode: 'replace' as const,
@@ -202,8 +203,8 @@ describe('COPY gives its rows back to the slab pool', () => {
           timezone: 'UTC',
           logger: silentLogger,
         };
-        expect(await loadRows(tx, spec, source)).toMatchObject({ plan: 'direct', rows });
-        return true;
+        expect(await loadRows(lt.tx, spec, source)).toMatchObject({ plan: 'direct', rows });
+        await lt.commit();
       });
       const { rows: got } = await db.query(
         `SELECT count(*)::int AS n, md5(string_agg(s, '' ORDER BY n)) AS md5, bool_and(s = 'row ' || n || ' ' || repeat('xyz', (n % 50)::int) || ' ' || (n * 7919)) AS exact FROM ${schema}.${table}`,
