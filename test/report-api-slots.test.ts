@@ -83,7 +83,7 @@ it('frees the slots of a process killed with SIGKILL once their lease ran out', 
   });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  await waitFor('the child to hold two slots', () => out.includes('held'), 30_000);
+  await waitFor('the child to hold two slots', () => out.includes('held'));
   const slots = processSlots();
   expect(await slots.usage('erp_kill')).toEqual({ held: 2, waiting: 0 });
   child.kill('SIGKILL');
