@@ -19,6 +19,7 @@ import type { RowSource } from '../src/warehouse/row-source.ts';
 import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';
+import { waitFor } from './support/wait.ts';
 
 const schema = uniqueName('slabs');
 let db: pg.Client;
@@ -81,14 +82,6 @@ describe('slab pool', () => {
   });
 });
 
-/** Resolves once `ready()` holds, polling; fails after a generous deadline. */
-async function until(ready: () => boolean): Promise<void> {
-  for (const deadline = Date.now() + 10_000; !ready();) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
-}
-
 describe('the COPY side gives parts back', () => {
   it('only when the feed, the COPY stream and the socket hold none of them, or when the socket drains', async () => {
     // Parts of nearly a slab each, so that a part given back puts its slab on the free list at once; each one made
@@ -117,20 +110,20 @@ describe('the COPY side gives parts back', () => {
     // Part 1 is still in the socket's queue when part 2 is pulled: nothing comes back.
     socket.writableLength = 100;
     gates[0]!();
-    await until(() => copied === 1);
+    await waitFor('part 1 copied', () => copied === 1);
     gates[1]!();
-    await until(() => copied === 2);
+    await waitFor('part 2 copied', () => copied === 2);
     expect(free()).toBe(start);
     // The socket emptied: parts 1 and 2 come back when part 3 is pulled.
     socket.writableLength = 0;
     gates[2]!();
-    await until(() => copied === 3);
+    await waitFor('part 3 copied', () => copied === 3);
     expect(free()).toBe(start + 2);
     // Part 3 is queued and the socket will drain when part 4 is pulled: it comes back on 'drain', not before.
     socket.writableLength = 100;
     socket.writableNeedDrain = true;
     gates[3]!();
-    await until(() => copied === 4);
+    await waitFor('part 4 copied', () => copied === 4);
     expect(socket.listenerCount('drain')).toBe(1);
     expect(free()).toBe(start + 2);
     socket.writableLength = 0;

@@ -98,10 +98,8 @@ it('kill -9 mid-run: the run is picked up as stalled, the dead report job delete
   await exited;
   expect(await snapshot(table)).toBe(before);
   startWorker(() => config);
-  const done = await waitFor(
-    'a new attempt succeeded',
-    async () => (await attemptsOf(h.pool, job)).find((r) => r.status === 'succeeded'),
-    30_000,
+  const done = await waitFor('a new attempt succeeded', async () =>
+    (await attemptsOf(h.pool, job)).find((r) => r.status === 'succeeded'),
   );
   const runs = await attemptsOf(h.pool, job);
   expect(runs).toHaveLength(2);
@@ -178,11 +176,7 @@ it('a non-retryable failure fails at once; a retryable one uses its attempts; re
   h.sim.setFaults({ errorRate: 1 });
   const enqueuedAt = Date.now();
   const { jobId, runKey } = await enqueueManual(queue, config, job);
-  await waitFor(
-    'failed after 2 attempts',
-    async () => (await (await queue.getJob(jobId))?.getState()) === 'failed',
-    40_000,
-  );
+  await waitFor('failed after 2 attempts', async () => (await (await queue.getJob(jobId))?.getState()) === 'failed');
   h.sim.setFaults({});
   let runs = await attemptsOf(h.pool, job);
   expect(runs.map((r) => [r.status, r.attempt])).toEqual([
@@ -254,7 +248,6 @@ it('overlap: two workers never run one job at the same time (wait), or the secon
   await waitFor(
     '3 waiting runs done',
     async () => (await attemptsOf(h.pool, wait)).filter((r) => r.status === 'succeeded').length === 3,
-    30_000,
   );
   const runs = await attemptsOf(h.pool, wait);
   for (let i = 1; i < runs.length; i++)

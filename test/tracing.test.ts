@@ -157,7 +157,7 @@ it('a queued run is one trace from its enqueue to the attempt, its steps and pag
   const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
   const worker = startCli(['worker', '--config', configPath], { ...baseEnv(), ...otel });
   try {
-    await waitFor('the worker takes runs', () => worker.stderr().includes('worker ready'), 30_000);
+    await waitFor('the worker takes runs', () => worker.stderr().includes('worker ready'));
     const enqueued = await runCli(['enqueue', job, '--config', configPath], { ...baseEnv(), ...otel });
     expect(enqueued.code).toBe(0);
     const attempt = await waitFor(
