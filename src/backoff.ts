@@ -37,7 +37,7 @@ export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /** Options of {@link retry}. */
-export interface RetryOptions {
+interface RetryOptions {
   policy: RetryPolicy;
   /** Which failures another attempt may cure. */
   retryable: (err: unknown) => boolean;

@@ -28,7 +28,7 @@ const LINES: Record<string, (r: Record<string, unknown>) => string> = {
   'page loaded': (r) =>
     `page ${r.page}: ${int(r.rows)} rows, ${mb(r.bytes)}, ${int(r.rowsPerSec)} rows/s — ` +
     `${int(r.totalRows)} rows, ${r.totalMB} MB in ${r.elapsedS} s so far`,
-  // A foreground run's key is its first attempt's id: the one UUID is said once.
+  // A foreground run's key is its first attempt's id: the one UUID is said once; the trace id once per attempt.
   'run started': (r) =>
     `run started: ${r.report} as ${r.outputType}, attempt ${r.attempt} (${r.trigger}), run ${r.runKey}` +
     `${r.attemptId === r.runKey ? '' : `, attempt id ${r.attemptId}`}` +

@@ -4,6 +4,17 @@
  * schema, the run history, the queue and the admin pages derive from it.
  */
 
+/** The binary document types (pdf, excel, word): archived one file per page. */
+export const DOCUMENT_OUTPUT_TYPES = [
+  'pdf',
+  'excel-xlsx_data',
+  'excel-xlsx_matrix',
+  'excel-xlsx',
+  'word-docx',
+] as const;
+/** One of {@link DOCUMENT_OUTPUT_TYPES}. */
+export type DocumentOutputType = (typeof DOCUMENT_OUTPUT_TYPES)[number];
+
 /**
  * The service's output types (docs/report-export-service.md "Output types", in its order), every one loaded; the
  * first is the default of `report.outputType`.
@@ -19,28 +30,13 @@ export const OUTPUT_TYPES = [
   'xml',
   'json_userdef',
   'json_userdef_compact',
-  'pdf',
-  'excel-xlsx_data',
-  'excel-xlsx_matrix',
-  'excel-xlsx',
-  'word-docx',
+  ...DOCUMENT_OUTPUT_TYPES,
 ] as const;
 /** One of {@link OUTPUT_TYPES}. */
 export type OutputType = (typeof OUTPUT_TYPES)[number];
 
 /** The output types whose decoders write COPY binary format (test/copy-binary.test.ts checks the decoders). */
 export const BINARY_COPY_OUTPUT_TYPES: readonly OutputType[] = ['json', 'json_compact', 'txt', 'xml_query'];
-
-/** The binary document types (pdf, excel, word): archived one file per page. */
-export const DOCUMENT_OUTPUT_TYPES = [
-  'pdf',
-  'excel-xlsx_data',
-  'excel-xlsx_matrix',
-  'excel-xlsx',
-  'word-docx',
-] as const;
-/** One of {@link DOCUMENT_OUTPUT_TYPES}. */
-export type DocumentOutputType = (typeof DOCUMENT_OUTPUT_TYPES)[number];
 
 /** Whether `t` is a binary document type. */
 export function isDocumentType(t: OutputType): t is DocumentOutputType {

@@ -33,7 +33,7 @@ export function formatTime(t: Date | null | undefined, zone?: string): string {
 }
 
 /** The time zone of a job by name (its schedule's), or undefined for a job jobs.yaml no longer has. */
-export type ZoneOf = (job: string) => string | undefined;
+type ZoneOf = (job: string) => string | undefined;
 
 /** A duration in ms as `850 ms`, `12.3 s` or `4 min 05 s`; empty when unknown. */
 export function formatDuration(ms: string | number | null | undefined): string {

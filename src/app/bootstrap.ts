@@ -16,32 +16,30 @@ const STORE_CONNECT_TIMEOUT_MS = 5_000;
 
 export { StoreUnavailableError } from './store-unavailable.ts';
 
-/** `host:port/database` of a PostgreSQL URL (never user or password); the input's kind when it is no URL. */
-export function describeDatabaseUrl(url: string): string {
+/** `host:port`, and with `path` `/database`, of a URL (never user or password); `bad` when it is no URL. */
+function hostPort(url: string, port: string, bad: string, path = false): string {
   try {
     const u = new URL(url);
-    return `${u.hostname || 'localhost'}:${u.port || '5432'}${u.pathname.length > 1 ? u.pathname : ''}`;
+    return `${u.hostname || 'localhost'}:${u.port || port}${path && u.pathname.length > 1 ? u.pathname : ''}`;
   } catch {
-    return 'a connection string that is no URL';
+    return bad;
   }
+}
+
+/** `host:port/database` of a PostgreSQL URL (never user or password). */
+export function describeDatabaseUrl(url: string): string {
+  return hostPort(url, '5432', 'a connection string that is no URL', true);
 }
 
 /** `host:port` of a Redis URL, or a cluster's nodes (never user or password). */
 function describeRedisUrl(url: string): string {
-  if (isRedisClusterUrl(url)) {
-    try {
-      return `the Redis Cluster at ${parseRedisClusterUrl(url)
-        .nodes.map((n) => `${n.host}:${n.port}`)
-        .join(', ')}`;
-    } catch {
-      return 'a Redis Cluster URL that does not parse';
-    }
-  }
+  if (!isRedisClusterUrl(url)) return hostPort(url, '6379', 'a URL that does not parse');
   try {
-    const u = new URL(url);
-    return `${u.hostname || 'localhost'}:${u.port || '6379'}`;
+    return `the Redis Cluster at ${parseRedisClusterUrl(url)
+      .nodes.map((n) => `${n.host}:${n.port}`)
+      .join(', ')}`;
   } catch {
-    return 'a URL that does not parse';
+    return 'a Redis Cluster URL that does not parse';
   }
 }
 
