@@ -5,12 +5,12 @@
 import { openStores } from './bootstrap.ts';
 import { databasePoolMax, Releasers } from './connections.ts';
 import type { Logger } from '../logger.ts';
-import { watchLiveConfig, type LiveConfig } from '../config/live-config.ts';
+import { watchLiveConfig } from '../config/live-config.ts';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.ts';
 import { makeQueue, type RunQueue } from '../queue/queue.ts';
 import { makeScheduler, type Scheduler } from '../queue/scheduler.ts';
 import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../queue/worker.ts';
-import { makeJanitor, type Janitor } from '../queue/janitor.ts';
+import { makeJanitor } from '../queue/janitor.ts';
 import { openAttemptOwner } from '../history/attempt-owner.ts';
 import { makeAlertWorker, makeQueuedAlertSender } from '../queue/alert-queue.ts';
 import { makeRunAlerts } from '../alerts/run-alerts.ts';
@@ -23,14 +23,12 @@ export interface ServiceOptions {
   logger: Logger;
   scheduler?: boolean;
   worker?: boolean;
-  /** Start the admin HTTP server. */
   admin?: boolean;
   /** Admin server port (default 3000) and host (default 127.0.0.1). */
   adminPort?: number;
   adminHost?: string;
   /** BullMQ prefix (default 'report-etl'). */
   prefix?: string;
-  /** Worker tuning: concurrency, lock and stall settings. */
   workerOptions?: Pick<
     RunWorkerDeps,
     'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'maxStalledCount' | 'overlapRetryMs' | 'overlapLockTtlMs'
@@ -43,12 +41,9 @@ export interface ServiceOptions {
 
 /** A running service. */
 export interface Service {
-  config: LiveConfig;
   queue: RunQueue;
   scheduler?: Scheduler;
   worker?: RunWorker;
-  /** The janitor of this process (every long-running process has one). */
-  janitor: Janitor;
   /** Admin server URL when started. */
   adminUrl?: string;
   /** Graceful stop (see ServiceOptions.graceMs); a second call waits for the first. */
@@ -98,9 +93,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     releasers.add(() => janitor.close());
     let stopped: Promise<void> | undefined;
     const service: Service = {
-      config,
       queue,
-      janitor,
       stop: () => (stopped ??= releasers.releaseAll()),
       abortRuns: () => service.worker?.abortAll('second signal: aborting now'),
     };

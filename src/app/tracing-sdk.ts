@@ -12,9 +12,6 @@ import type { Logger } from '../logger.ts';
 
 /** The SDK of this process, once started. */
 export interface Tracing {
-  /** Where spans go (without credentials), and how. */
-  readonly endpoint: string;
-  readonly protocol: OtlpProtocol;
   /** Exports the spans still batched and stops the SDK, within `timeoutMs` (default 5 000). Never throws. */
   shutdown(timeoutMs?: number): Promise<void>;
 }
@@ -186,8 +183,6 @@ export async function startTracing(logger: Logger, env: Env = process.env): Prom
 
   let stopping: Promise<void> | undefined;
   return {
-    endpoint: shown,
-    protocol: settings.protocol,
     shutdown(timeoutMs = 5_000) {
       stopping ??= (async () => {
         let timer: NodeJS.Timeout | undefined;
