@@ -46,11 +46,8 @@ export function registerOverviewRoutes(
     ]);
     const now = new Date();
     const overview = buildOverview(config, invalid, health, now, seen, waits);
-    const page = renderOverview(
-      overview,
-      now,
-      invalid.filter((e) => e.kind === 'alert'),
-    );
+    const alerts = invalid.filter((e) => e.kind === 'alert');
+    const page = renderOverview(overview, now, alerts);
     return reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(page);
   });
 }

@@ -73,10 +73,8 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const filter = parseRunListFilter(req.query as Record<string, unknown>);
     const [rows, jobs] = await Promise.all([listRecentRuns(deps.pool, filter), listJobNames(deps.pool)]);
     const config = deps.config?.();
-    return htmlPage(
-      reply,
-      renderRunList(rows, filter, jobs, (job) => zoneOf(config, job)),
-    );
+    const zones = (job: string) => zoneOf(config, job);
+    return htmlPage(reply, renderRunList(rows, filter, jobs, zones));
   });
 
   type RunParams = { Params: { job: string; runKey: string } };
