@@ -1,7 +1,7 @@
 /**
  * "Did you mean": the closest of some known names to a name that is not one of them, when it is close enough to be
  * a typo. Shared by jobs.yaml's problems (unknown keys, connections, jobs) and the load's checks of the column names
- * jobs.yaml gives (README "Loaded tables"), which sit in different rooms (docs/architecture.md "Layers").
+ * jobs.yaml gives (docs/loaded-tables.md "Target names"), which sit in different rooms (docs/architecture.md "Layers").
  */
 
 /** Edit distance counting a swap of neighbours as one edit (optimal string alignment), case-insensitive. */

@@ -49,7 +49,8 @@ export function prettyLine(record: Record<string, unknown>): string {
       return `${at} ${job}page ${r.page}: ${int(r.rows)} rows, ${mb(r.bytes)}, ${int(r.rowsPerSec)} rows/s — ${int(r.totalRows)} rows, ${r.totalMB} MB in ${r.elapsedS} s so far\n`;
     case 'run started':
       // A foreground run's key is its first attempt's id: the one UUID is said once.
-      // The trace id, when traces are exported, once per attempt (README "Tracing"): every JSON line carries it.
+      // The trace id, when traces are exported, once per attempt (docs/observability.md "Tracing"): every JSON line
+      // carries it.
       return `${at} ${job}run started: ${r.report} as ${r.outputType}, attempt ${r.attempt} (${r.trigger}), run ${r.runKey}${r.attemptId === r.runKey ? '' : `, attempt id ${r.attemptId}`}${typeof r.traceId === 'string' ? `, trace ${r.traceId}` : ''}\n`;
     case 'loading':
       return `${at} ${job}loading into ${r.table} (plan ${r.plan}, ${r.columns} columns)\n`;

@@ -1,9 +1,9 @@
 /**
- * Traces of runs through the OpenTelemetry API alone (README "Tracing", docs/architecture.md "Observability"): the
- * span names and attribute names every room uses, and W3C trace context in and out of a queued run's data. Nothing
- * here loads the SDK: until app/tracing-sdk.ts registers one (only when an OTLP endpoint is configured), the API's
- * tracer is its no-op one, whose spans record nothing and cost an object each, and every helper here returns
- * "no trace" (no trace id, an empty carrier).
+ * Traces of runs through the OpenTelemetry API alone (docs/observability.md "Tracing", docs/architecture.md
+ * "Observability"): the span names and attribute names every room uses, and W3C trace context in and out of a queued
+ * run's data. Nothing here loads the SDK: until app/tracing-sdk.ts registers one (only when an OTLP endpoint is
+ * configured), the API's tracer is its no-op one, whose spans record nothing and cost an object each, and every helper
+ * here returns "no trace" (no trace id, an empty carrier).
  */
 import {
   context,

@@ -34,9 +34,9 @@ export const OUTPUT_TYPES = [
 export type OutputType = (typeof OUTPUT_TYPES)[number];
 
 /**
- * The output types whose decoders can write COPY binary format (README "Loaded tables": typed columns of 10,000 rows
- * and more), in the order of {@link OUTPUT_TYPES}; the others load in text format. test/copy-binary.test.ts checks
- * this against the decoders.
+ * The output types whose decoders can write COPY binary format (docs/loaded-tables.md "COPY format": typed columns of
+ * 10,000 rows and more), in the order of {@link OUTPUT_TYPES}; the others load in text format. test/copy-binary.test.ts
+ * checks this against the decoders.
  */
 export const BINARY_COPY_OUTPUT_TYPES: readonly OutputType[] = ['json', 'json_compact', 'txt', 'xml_query'];
 
@@ -87,7 +87,7 @@ export const DOCUMENT_FORMATS: Record<DocumentOutputType, { extension: string; c
 };
 
 /**
- * What a run's pages load as (README "Output types"):
+ * What a run's pages load as (docs/loaded-tables.md "Output types"):
  * - `rows`: typed rows, one per report row (json, json_compact, txt, txt_cstr, xml_query; json_userdef with
  *   `target.rowsAt`; excel-xlsx_data with `target.load: rows`); the server's rows= must match;
  * - `lines`: one row per line `page, line, fields text[]` (txt_all, txt_allcstr);
@@ -119,14 +119,14 @@ export function outputShape(
   }
 }
 
-/** How a run's rows reach the target table (README "Loaded tables"); the first is the default. */
+/** How a run's rows reach the target table (docs/loaded-tables.md "Write modes"); the first is the default. */
 export const WRITE_MODES = ['replace', 'append', 'merge'] as const;
 /** One of {@link WRITE_MODES}. */
 export type WriteMode = (typeof WRITE_MODES)[number];
 
 /**
- * What a run does when the report's columns differ from the existing target's (README "Guards and schema changes"):
- * evolve adds the new ones, freeze fails the run listing the difference. The first is the default.
+ * What a run does when the report's columns differ from the existing target's (docs/loaded-tables.md "Guards and schema
+ * changes"): evolve adds the new ones, freeze fails the run listing the difference. The first is the default.
  */
 export const SCHEMA_CHANGES = ['evolve', 'freeze'] as const;
 /** One of {@link SCHEMA_CHANGES}. */
@@ -173,8 +173,8 @@ export interface RunRequest {
   /** Explicit report parameters; they override jobs.yaml's (after its `%{...}` templates are rendered). */
   parameters?: Record<string, string>;
   /**
-   * Load past the target's guards (`replay --accept-guard`, README "Guards and schema changes"): a guard that would
-   * trip is logged and recorded on the attempt (`etl.attempts.accepted_guard`) instead of failing the run.
+   * Load past the target's guards (`replay --accept-guard`, docs/loaded-tables.md "Guards and schema changes"): a guard
+   * that would trip is logged and recorded on the attempt (`etl.attempts.accepted_guard`) instead of failing the run.
    */
   acceptGuard?: boolean;
 }

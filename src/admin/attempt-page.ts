@@ -30,8 +30,8 @@ function prettyJson(value: unknown): string {
 }
 
 /**
- * A SCHEMA_CHANGED error's difference as a table (README "Guards and schema changes"): each column added, missing
- * or of another type, with what the table has and what the run brought. Empty for other errors.
+ * A SCHEMA_CHANGED error's difference as a table (docs/loaded-tables.md "Guards and schema changes"): each column
+ * added, missing or of another type, with what the table has and what the run brought. Empty for other errors.
  */
 function schemaDifferenceTable(e: RunErrorRow): SafeHtml | '' {
   const d = e.details as { added?: unknown; missing?: unknown; typeChanged?: unknown } | null;

@@ -167,8 +167,9 @@ ${documents.map(
 }
 
 /**
- * The reverts of an append run (README "Run history": etl.reverts), newest first: when, how many rows left which
- * table, the attempt that had appended them, and who reverted them; with a note when the run stands reverted.
+ * The reverts of an append run (docs/observability.md "Run history": etl.reverts), newest first: when, how many rows
+ * left which table, the attempt that had appended them, and who reverted them; with a note when the run stands
+ * reverted.
  */
 export function revertTable(run: Pick<RunRow, 'attempts'>, reverts: RevertRow[], zone?: string): SafeHtml | '' {
   if (reverts.length === 0) return '';

@@ -66,7 +66,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
   const releasers = new Releasers();
   const prefix = o.prefix ?? DEFAULT_QUEUE_PREFIX;
   try {
-    // Released last: the spans of everything that stops before it are exported (README "Tracing").
+    // Released last: the spans of everything that stops before it are exported (docs/observability.md "Tracing").
     const tracing = await startTracing(o.logger);
     if (tracing) releasers.add(() => tracing.shutdown());
     const config = await watchLiveConfig(o.configPath, o.logger);

@@ -1,13 +1,13 @@
 /**
- * The OpenTelemetry SDK of a report-etl process (README "Tracing"): started only when an OTLP endpoint is configured
- * (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`), and only then loaded: without them nothing
- * here imports a package, and the spans of src/tracing.ts stay the API's no-op ones. With them it registers a tracer
- * provider exporting batches of spans over OTLP/HTTP — protobuf (`http/protobuf`, OTLP's default) or JSON
- * (`http/json`) by `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL` —, W3C trace context
+ * The OpenTelemetry SDK of a report-etl process (docs/observability.md "Tracing"): started only when an OTLP endpoint
+ * is configured (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`), and only then loaded: without
+ * them nothing here imports a package, and the spans of src/tracing.ts stay the API's no-op ones. With them it
+ * registers a tracer provider exporting batches of spans over OTLP/HTTP — protobuf (`http/protobuf`, OTLP's default) or
+ * JSON (`http/json`) by `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL` —, W3C trace context
  * propagation and the async context of Node. The exporters read the rest of OTLP's variables themselves (headers,
- * timeout, compression, certificates); `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` name the resource
- * (default service name `report-etl`), `OTEL_TRACES_SAMPLER`(`_ARG`) choose the sampler, `OTEL_BSP_*` the batches.
- * Shutting down flushes the spans still batched (docs/architecture.md "Lifecycle": last, after the stores).
+ * timeout, compression, certificates); `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` name the resource (default
+ * service name `report-etl`), `OTEL_TRACES_SAMPLER`(`_ARG`) choose the sampler, `OTEL_BSP_*` the batches. Shutting down
+ * flushes the spans still batched (docs/architecture.md "Lifecycle": last, after the stores).
  */
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';

@@ -501,10 +501,10 @@ export async function loadAndCommit(
 }
 
 /**
- * The target's guard for this attempt (README "Guards and schema changes"), inside the load transaction: counts the
- * target's rows now when maxShrinkPercent needs them, and returns the check of a row count. A guard that trips fails
- * the attempt, unless the run asked to accept it (`replay --accept-guard`): then it is logged and recorded on the
- * attempt (`etl.attempts.accepted_guard`) in the same transaction.
+ * The target's guard for this attempt (docs/loaded-tables.md "Guards and schema changes"), inside the load transaction:
+ * counts the target's rows now when maxShrinkPercent needs them, and returns the check of a row count. A guard that
+ * trips fails the attempt, unless the run asked to accept it (`replay --accept-guard`): then it is logged and recorded
+ * on the attempt (`etl.attempts.accepted_guard`) in the same transaction.
  * @throws GuardTrippedError (from the check; not retryable)
  */
 async function targetGuard(a: Attempt, tx: Queryable): Promise<(rows: number) => Promise<void>> {

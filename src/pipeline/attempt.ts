@@ -65,8 +65,9 @@ export interface AttemptOptions {
    */
   slots?: ReportSlots | undefined;
   /**
-   * The trace context the attempt's span continues (a queued run's span, README "Tracing"); default the active one
-   * (a foreground run's attempt starts its own trace). Nothing is traced unless the process registered the SDK.
+   * The trace context the attempt's span continues (a queued run's span, docs/observability.md "Tracing"); default the
+   * active one (a foreground run's attempt starts its own trace). Nothing is traced unless the process registered the
+   * SDK.
    */
   traceParent?: Context | undefined;
 }

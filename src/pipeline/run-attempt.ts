@@ -1,8 +1,9 @@
 /**
  * runAttempt(): one attempt of a run, from its record in the run history to the committed rows and the deleted
  * report job (docs/architecture.md "Flow of one run"). The steps are in attempt-steps.ts, each with its stage; this
- * file only puts them in order, each timed as a step of the attempt's timeline and spans (attempt-trace.ts, README
- * "Tracing"). Knows nothing of BullMQ; cancellable by AbortSignal (docs/architecture.md "Lifecycle").
+ * file only puts them in order, each timed as a step of the attempt's timeline and spans (attempt-trace.ts,
+ * docs/observability.md "Tracing"). Knows nothing of BullMQ; cancellable by AbortSignal (docs/architecture.md
+ * "Lifecycle").
  */
 import { ATTR } from '../tracing.ts';
 import type { Attempt, AttemptOptions, AttemptResult } from './attempt.ts';
@@ -46,7 +47,7 @@ export {
  */
 export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
   const trace = traceAttempt(o);
-  // The attempt's log lines carry its trace id, from its slot wait on (README "Tracing").
+  // The attempt's log lines carry its trace id, from its slot wait on (docs/observability.md "Tracing").
   const opts = trace.traceId ? { ...o, logger: o.logger.child({ traceId: trace.traceId }) } : o;
   try {
     const slot = await trace.step('slot', () => waitForSlot(opts));

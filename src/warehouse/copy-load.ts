@@ -65,8 +65,8 @@ export interface LoadSpec {
   /** Declared types by normalised column name, already resolved with to_regtype. */
   declaredTypes: ReadonlyMap<string, string>;
   /**
-   * What to do when the report's columns differ from an existing target's (README "Guards and schema changes"):
-   * evolve (default) adds new columns; freeze fails the load with SCHEMA_CHANGED before any row is loaded.
+   * What to do when the report's columns differ from an existing target's (docs/loaded-tables.md "Guards and schema
+   * changes"): evolve (default) adds new columns; freeze fails the load with SCHEMA_CHANGED before any row is loaded.
    */
   schemaChanges?: SchemaChanges;
   /**
@@ -84,7 +84,8 @@ export interface LoadSpec {
   logger: Logger;
   /**
    * The run the rows belong to (etl.runs.run_key). An append load tags every row it loads with it and the load time,
-   * in the target's lineage columns (lineage.ts; README "Loaded tables": lineage); other write modes ignore it.
+   * in the target's lineage columns (lineage.ts; docs/loaded-tables.md "Lineage of appended rows"); other write modes
+   * ignore it.
    */
   runKey?: string | undefined;
   /**
