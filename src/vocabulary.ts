@@ -67,7 +67,7 @@ export const DOCUMENT_FORMATS: Record<DocumentOutputType, { extension: string; c
 };
 
 /**
- * What a run's pages load as (README "Output types"): `rows`, typed rows checked against the server's rows=;
+ * What a run's pages load as (docs/loaded-tables.md "Output types"): `rows`, typed rows checked against the server's rows=;
  * `lines` (`page, line, fields text[]`); `json-document`, `xml-document` (`page, document`); `file` (`page,
  * file_name, content_type, bytes, sha256, content`). Every shape but `rows` checks the page count instead.
  */
@@ -94,13 +94,13 @@ export function outputShape(
   }
 }
 
-/** How a run's rows reach the target table (README "Loaded tables"); the first is the default. */
+/** How a run's rows reach the target table (docs/loaded-tables.md "Write modes"); the first is the default. */
 export const WRITE_MODES = ['replace', 'append', 'merge'] as const;
 /** One of {@link WRITE_MODES}. */
 export type WriteMode = (typeof WRITE_MODES)[number];
 
 /**
- * What a run does when the report's columns differ from the target's (README "Guards and schema changes"): evolve
+ * What a run does when the report's columns differ from the target's (docs/loaded-tables.md "Guards and schema changes"): evolve
  * adds the new ones, freeze fails the run. The first is the default.
  */
 export const SCHEMA_CHANGES = ['evolve', 'freeze'] as const;

@@ -1,6 +1,6 @@
 /**
  * Failed runs: each is recorded with the server's own words, leaves the target exactly as it was, and deletes
- * the report job (docs/report-export-service.md "Errors"; README "Run history").
+ * the report job (docs/report-export-service.md "Errors"; docs/observability.md "Run history").
  */
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';

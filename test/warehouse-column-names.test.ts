@@ -1,7 +1,7 @@
 /**
- * Column names depend on the report column's own name, never on the order (README "Loaded tables"): two reports
- * whose clashing columns `Amount` and `amount` come in opposite orders load each value into the same column of one
- * table, and a load into an existing table maps the report's columns by the original names recorded with it — also
+ * Column names depend on the report column's own name, never on the order (docs/loaded-tables.md "Column names"): two
+ * reports whose clashing columns `Amount` and `amount` come in opposite orders load each value into the same column of
+ * one table, and a load into an existing table maps the report's columns by the original names recorded with it — also
  * for a table loaded before names were recorded. Real runs: simulator over HTTP, real PostgreSQL.
  */
 import { createHash } from 'node:crypto';
@@ -27,7 +27,10 @@ const load = (table: string, report: string, outputType: string, mode = 'append'
     logger: silentLogger,
   });
 
-/** The target's columns in order, without the lineage columns every append target has (README "Loaded tables"). */
+/**
+ * The target's columns in order, without the lineage columns every append target has (docs/loaded-tables.md "Lineage
+ * of appended rows").
+ */
 async function targetColumns(table: string): Promise<string[]> {
   return Object.keys(await columnTypes(h.pool, table)).filter((c) => !isLineageColumn(c));
 }

@@ -59,8 +59,8 @@ export function paramOption(cmd: Command): Command {
 }
 
 /**
- * Adds `--logical-time <time>`: the logical time a run by hand stands for (README "Run parameters and logical
- * time"), read in the job's zone by pipeline/logical-time.ts parseZonedDate. Default: now.
+ * Adds `--logical-time <time>`: the logical time a run by hand stands for (docs/configuration.md "Run parameters and
+ * logical time"), read in the job's zone by pipeline/logical-time.ts parseZonedDate. Default: now.
  */
 export function logicalTimeOption(cmd: Command): Command {
   return cmd.option(

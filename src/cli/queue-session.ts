@@ -23,7 +23,8 @@ export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) 
     import('../app/tracing-sdk.ts'),
   ]);
   const logger = makeLogger();
-  // A queued run's trace begins with its enqueue span, exported before the command ends (README "Tracing").
+  // A queued run's trace begins with its enqueue span, exported before the command ends (docs/observability.md
+  // "Tracing").
   const tracing = await startTracing(logger);
   try {
     const { pool, redis, releasers } = await openStores(logger, { poolMax: 2 });

@@ -1,7 +1,7 @@
 /**
  * `report-etl replay <run-key | attempt-id> [--job J] [--accept-guard]` and `report-etl replay --failed [--job J]
- * [--since 2d] [--dry-run] [--include-superseded]` (README "Replaying failed runs"; queue/replay.ts). Exit 2 when
- * the id names nothing or several jobs' runs, or the run is not replayable.
+ * [--since 2d] [--dry-run] [--include-superseded]` (docs/operations.md "Replaying failed runs"; queue/replay.ts). Exit
+ * 2 when the id names nothing or several jobs' runs, or the run is not replayable.
  */
 import type { Cli, RegisterCommand } from './types.ts';
 import { textTable } from './text-table.ts';

@@ -82,7 +82,8 @@ export const registerRun: RegisterCommand = (program, cli) => {
           const loaded = await loadConfigForJob(cli, opts.config, jobName);
           const job = resolveJob(loaded.config, jobName, opts.config);
           const releasers = new Releasers();
-          // Released last, so that every span of the run is exported before the command ends (README "Tracing").
+          // Released last, so that every span of the run is exported before the command ends (docs/observability.md
+          // "Tracing").
           const tracing = await startTracing(logger);
           if (tracing) releasers.add(() => tracing.shutdown());
           const controller = new AbortController();
@@ -182,7 +183,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
               trigger: 'manual',
             });
             const secs = result.durationMs / 1000;
-            // What a loaded row is depends on the output type (README "Output types").
+            // What a loaded row is depends on the output type (docs/loaded-tables.md "Output types").
             const shape = outputShape(job.job.report.outputType, job.job.target);
             const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
             const pages = `${result.pages} page${result.pages === 1 ? '' : 's'}`;

@@ -1,6 +1,6 @@
 /**
- * `${VAR}` interpolation of jobs.yaml string values, never keys (README "Configuration reference"). Problems name
- * the file, path and variable only: never a resolved value, nor the text of a secret-named key.
+ * `${VAR}` interpolation of jobs.yaml string values, never keys (docs/configuration.md "Configuration reference").
+ * Problems name the file, path and variable only: never a resolved value, nor the text of a secret-named key.
  */
 
 /** A YAML path as zod and the yaml package spell it: map keys and sequence indexes. */

@@ -1,6 +1,6 @@
 /**
  * Loads jobs.yaml: read, check (check.ts), and validate strictly or with invalid jobs isolated (isolate.ts). Every
- * problem is thrown at once in one {@link ConfigError} (README "Configuration reference").
+ * problem is thrown at once in one {@link ConfigError} (docs/configuration.md "Configuration reference").
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';

@@ -1,6 +1,6 @@
 /**
- * The jobs.yaml reference (README "Configuration reference") from the schema's JSON Schema export, so that it
- * cannot drift; also the options at a YAML path, for "did you mean" hints.
+ * The jobs.yaml reference (docs/configuration.md "Configuration reference") from the schema's JSON Schema export, so
+ * that it cannot drift; also the options at a YAML path, for "did you mean" hints.
  */
 import { z } from 'zod';
 import { configSchema } from './schema.ts';
@@ -111,7 +111,7 @@ function referenceSections(): { title: string; path: string[]; node: JsonSchemaN
 
 /**
  * The jobs.yaml reference as markdown: per object a `###` section with a table of option, type, default and
- * description, which the README embeds (scripts/update-readme-reference.ts).
+ * description, which docs/configuration.md embeds (scripts/update-config-reference.ts).
  */
 export function renderConfigReference(): string {
   const out: string[] = [];

@@ -1,6 +1,6 @@
 /**
- * The jobs.yaml schema: one zod schema with a description and a default on every option, from which the README's
- * "Configuration reference" is generated (reference.ts).
+ * The jobs.yaml schema: one zod schema with a description and a default on every option, from which
+ * docs/configuration.md "Configuration reference" is generated (reference.ts).
  */
 import { z } from 'zod';
 import { PATH_ENCODINGS } from '../report-api/report-name.ts';
@@ -211,7 +211,7 @@ const reportSchema = z
       .default('json')
       .describe(
         'Output type, any of the service\'s output types (docs/report-export-service.md "Output types"); what ' +
-          'each loads as: README "Output types" (documents need productVersion 2025+/2026+).',
+          'each loads as: docs/loaded-tables.md "Output types" (documents need productVersion 2025+/2026+).',
       ),
     paging: z
       .number()
@@ -299,7 +299,7 @@ export const targetSchema = z
       .strict()
       .default({})
       .describe(
-        'Guards against a wrong load reaching the dashboards (README "Guards and schema changes"); ' +
+        'Guards against a wrong load reaching the dashboards (docs/loaded-tables.md "Guards and schema changes"); ' +
           '`report-etl replay <run> --accept-guard` loads a run past them.',
       ),
     schemaChanges: z
@@ -408,7 +408,8 @@ export const jobSchema = z
             ? `${k} is of type ${column.type}, which PostgreSQL cannot compare, so it cannot be a merge key: merge ` +
                 `by ${keyable.join(', ')}`
             : `${k} is not a column of what outputType ${type} loads${near ? ` (did you mean "${near}"?)` : ''}: ` +
-                `its table has the fixed columns ${fixed.map((c) => c.name).join(', ')} (README "Output types")`,
+                `its table has the fixed columns ${fixed.map((c) => c.name).join(', ')} ` +
+                '(docs/loaded-tables.md "Output types")',
         );
       });
     }
@@ -416,8 +417,8 @@ export const jobSchema = z
       issue(
         ctx,
         ['target', 'columns'],
-        `columns declares types of typed rows; outputType ${type} loads fixed columns (README "Output types"): ` +
-          'remove it',
+        `columns declares types of typed rows; outputType ${type} loads fixed columns ` +
+          '(docs/loaded-tables.md "Output types"): remove it',
       );
   });
 

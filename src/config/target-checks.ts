@@ -1,7 +1,8 @@
 /**
- * The checks of `target` zod cannot express (README "Loaded tables"): names normalised and within PostgreSQL's 63
- * bytes; with `report-etl validate`'s catalogue, names against an existing target; and jobs that share a target
- * agreeing on write mode and key. Each problem's path is below `jobs.<name>`, so that isolation skips that job.
+ * The checks of `target` zod cannot express (docs/loaded-tables.md "Target names"): names normalised and within
+ * PostgreSQL's 63 bytes; with `report-etl validate`'s catalogue, names against an existing target; and jobs that share
+ * a target agreeing on write mode and key. Each problem's path is below `jobs.<name>`, so that isolation skips that
+ * job.
  */
 import { closestMatch } from '../closest-match.ts';
 import {
@@ -42,7 +43,8 @@ const RELKINDS: Record<string, string> = {
   c: 'composite type',
 };
 
-const LOADED_TABLES = 'README "Loaded tables"';
+const COLUMN_NAMES = 'docs/loaded-tables.md "Column names"';
+const TARGET_NAMES = 'docs/loaded-tables.md "Target names"';
 
 /** What is wrong with a column name in jobs.yaml, unless it is a normalised name PostgreSQL keeps whole. */
 function columnNameProblem(name: string): string | undefined {
@@ -51,20 +53,23 @@ function columnNameProblem(name: string): string | undefined {
     return (
       `"${name}" is ${bytes} bytes, longer than PostgreSQL's limit of ${MAX_IDENT_BYTES} bytes for a name: a ` +
       `report column with a longer name is loaded as its first ${MAX_IDENT_BYTES - 9} characters and a short hash ` +
-      `(${LOADED_TABLES}); write that name (\`report-etl preview\` shows it)`
+      `(${TARGET_NAMES}); write that name (\`report-etl preview\` shows it)`
     );
   const normalised = normaliseColumnName(name);
   if (normalised === name) return undefined;
   if (normalised === `${name}_`)
-    return `"${name}" is the name of a PostgreSQL system column: a report column of that name loads as "${normalised}" (README "Loaded tables")`;
+    return (
+      `"${name}" is the name of a PostgreSQL system column: a report column of that name loads as "${normalised}" ` +
+      `(${COLUMN_NAMES})`
+    );
   if (normalised === '')
     return (
       `"${name}" is not a column name: it has no letter or digit; write the normalised name of a report column ` +
-      `(${LOADED_TABLES})`
+      `(${COLUMN_NAMES})`
     );
   return (
     `"${name}" is not a normalised column name: did you mean "${normalised}"? (report columns are loaded lower ` +
-    `case, umlauts as ae oe ue ss, every other run of characters as _; ${LOADED_TABLES})`
+    `case, umlauts as ae oe ue ss, every other run of characters as _; ${COLUMN_NAMES})`
   );
 }
 
@@ -194,7 +199,7 @@ export function sharedTargetProblems(jobs: unknown): (TargetProblem & { job: str
         text:
           `${table} is also the target of ${named}, but this job writes it with ${describeWrite(w)}: jobs that ` +
           "share a target table must use the same write mode and merge key, or the runs of one undo the other's " +
-          `(${LOADED_TABLES}); give one of them its own table`,
+          `(${TARGET_NAMES}); give one of them its own table`,
       });
     }
   }

@@ -1,6 +1,6 @@
 /**
- * etl.appended_runs (README "Run history"): one claim per appended logical run, made in the loading transaction;
- * `report-etl revert` drops it with the rows, so that a replay appends the run again.
+ * etl.appended_runs (docs/observability.md "Run history"): one claim per appended logical run, made in the loading
+ * transaction; `report-etl revert` drops it with the rows, so that a replay appends the run again.
  */
 import type { Queryable } from '../db.ts';
 

@@ -1,6 +1,6 @@
 /**
- * etl.attempts and etl.run_errors (README "Run history"), one function per statement. Each statement that starts
- * or ends an attempt updates its etl.runs row in the same transaction ({@link UPDATE_RUN_OF_ENDED}).
+ * etl.attempts and etl.run_errors (docs/observability.md "Run history"), one function per statement. Each statement
+ * that starts or ends an attempt updates its etl.runs row in the same transaction ({@link UPDATE_RUN_OF_ENDED}).
  */
 import type pg from 'pg';
 import { withTransaction, type Queryable } from '../db.ts';
@@ -186,7 +186,7 @@ export function failureOf(err: Error, fallbackStage: RunStage, figures?: Partial
   };
 }
 
-/** One etl.attempts row (README "Run history"); bigints as text. */
+/** One etl.attempts row (docs/observability.md "Run history"); bigints as text. */
 export interface AttemptRow {
   attempt_id: string;
   job: string;

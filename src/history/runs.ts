@@ -1,6 +1,6 @@
 /**
- * Logical runs, etl.runs (docs/architecture.md "Vocabulary"; README "Run history"). The request columns are written
- * here when a worker takes a queued run; the status columns by the attempt statements of attempts.ts.
+ * Logical runs, etl.runs (docs/architecture.md "Vocabulary"; docs/observability.md "Run history"). The request columns
+ * are written here when a worker takes a queued run; the status columns by the attempt statements of attempts.ts.
  */
 import type { Queryable } from '../db.ts';
 import type { AttemptStatus, RunTrigger } from '../vocabulary.ts';
@@ -49,7 +49,7 @@ export async function recordRunRequest(db: Queryable, r: RunRequestRow): Promise
   );
 }
 
-/** One etl.runs row (README "Run history"); bigints as text. */
+/** One etl.runs row (docs/observability.md "Run history"); bigints as text. */
 export interface RunRow {
   job: string;
   run_key: string;

@@ -1,6 +1,6 @@
 /**
- * An attempt's timeline, etl.attempts.timeline (README "Tracing"): each step and page as ms offsets from the
- * attempt's start (its slot wait included). Beyond {@link MAX_PAGE_ENTRIES} pages, neighbours merge into groups of
+ * An attempt's timeline, etl.attempts.timeline (docs/observability.md "Tracing"): each step and page as ms offsets from
+ * the attempt's start (its slot wait included). Beyond {@link MAX_PAGE_ENTRIES} pages, neighbours merge into groups of
  * 2, 4, 8 … pages, so a timeline stays small (about 15 kB) however many pages a report has.
  */
 

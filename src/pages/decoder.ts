@@ -36,11 +36,11 @@ export interface DecoderOptions extends Partial<DecoderLimits> {
 }
 
 /**
- * Makes the decoder for an output type (docs/report-export-service.md "Output types"; README "Output types" says what each loads as): txt ->
- * CSV pass-through, json and json_compact -> streaming JSON scanner, xml_query -> byte scanner (xml-fast.ts) with
- * saxes as the fallback, txt_cstr -> typed rows with C/Java escapes decoded, txt_all/txt_allcstr -> lines,
- * json_userdef(_compact) -> jsonb per page or typed rows at `rowsAt`, xml -> xml per page, documents -> bytea per
- * page (excel-xlsx_data with `load: rows` -> typed rows of the first sheet).
+ * Makes the decoder for an output type (docs/report-export-service.md "Output types"; docs/loaded-tables.md "Output
+ * types" says what each loads as): txt -> CSV pass-through, json and json_compact -> streaming JSON scanner, xml_query
+ * -> byte scanner (xml-fast.ts) with saxes as the fallback, txt_cstr -> typed rows with C/Java escapes decoded,
+ * txt_all/txt_allcstr -> lines, json_userdef(_compact) -> jsonb per page or typed rows at `rowsAt`, xml -> xml per
+ * page, documents -> bytea per page (excel-xlsx_data with `load: rows` -> typed rows of the first sheet).
  * @param options.maxValueBytes the largest row (and so value) a page may hold, for json_userdef the largest page
  *   (report.maxValueBytes, default 64 MiB); documents and xml stream through and are not limited
  */

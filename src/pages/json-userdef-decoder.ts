@@ -1,6 +1,6 @@
 /**
  * json_userdef / json_userdef_compact pages (docs/report-export-service.md "Output types": "JSON as defined by the report output"). Two ways
- * to load them (README "Output types"):
+ * to load them (docs/loaded-tables.md "Output types"):
  * - document (default): one row per page, `page integer, document jsonb`; a page that is not JSON fails the run
  *   naming the page and where (V8's position, line and column);
  * - rows (`target.rowsAt`, an RFC 6901 JSON pointer): the array of row objects found at the pointer in every page

@@ -12,7 +12,7 @@ export interface PageMeta {
   contentType?: string | undefined;
 }
 
-/** A column whose type the output type fixes (README "Output types"), as the target table gets it. */
+/** A column whose type the output type fixes (docs/loaded-tables.md "Output types"), as the target table gets it. */
 export interface FixedColumn {
   readonly name: string;
   /** PostgreSQL type, e.g. `integer`, `text[]`, `jsonb`, `xml`, `bytea`. */

@@ -1,10 +1,10 @@
 /**
- * excel-xlsx_data pages with `target.load: rows` (beyond the service's description, README "Output types"): the first sheet of every
- * page's workbook is read with exceljs's streaming reader (rows are handed over one by one, the sheet is not built
- * in memory) and loaded as typed rows like json: the header row gives the column names (every page repeats it), each
- * following row is a row. Cell values: numbers as written by JavaScript's shortest round trip (xlsx stores doubles),
- * dates as ISO 8601 UTC timestamps, booleans, text (rich text joined; a formula's cached result; a hyperlink's text;
- * an error value such as #DIV/0! as text), empty cells NULL.
+ * excel-xlsx_data pages with `target.load: rows` (beyond the service's description, docs/loaded-tables.md "Output
+ * types"): the first sheet of every page's workbook is read with exceljs's streaming reader (rows are handed over one
+ * by one, the sheet is not built in memory) and loaded as typed rows like json: the header row gives the column names
+ * (every page repeats it), each following row is a row. Cell values: numbers as written by JavaScript's shortest round
+ * trip (xlsx stores doubles), dates as ISO 8601 UTC timestamps, booleans, text (rich text joined; a formula's cached
+ * result; a hyperlink's text; an error value such as #DIV/0! as text), empty cells NULL.
  */
 import { Readable } from 'node:stream';
 import type ExcelJS from 'exceljs';

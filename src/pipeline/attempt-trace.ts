@@ -1,5 +1,5 @@
 /**
- * Where one attempt's time goes (README "Tracing", docs/architecture.md "Observability"): each step and each page is
+ * Where one attempt's time goes (docs/observability.md "Tracing", docs/architecture.md "Observability"): each step and each page is
  * timed once, with `performance.now()`, and the same figures make both the attempt's timeline (history/timeline.ts,
  * stored with the attempt whether or not traces are exported) and its spans (one span for the attempt, a child per
  * step, and per page a span with its fetch and its reading). When nothing is traced the attempt's span is the API's
@@ -29,7 +29,7 @@ import {
 import type { RunStage } from '../vocabulary.ts';
 import type { PageTiming, PageTimings } from './report-rows.ts';
 
-/** The span name of each step (README "Tracing" lists them). */
+/** The span name of each step (docs/observability.md "Tracing" lists them). */
 const STEP_SPAN_NAMES: Readonly<Record<TimelineStepName, string>> = {
   slot: 'wait for report slot',
   record: 'record attempt',

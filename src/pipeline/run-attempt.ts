@@ -1,7 +1,7 @@
 /**
  * runAttempt(): one attempt of a run, from its record in the run history to the committed rows and the deleted
  * report job (docs/architecture.md "Flow of one run"). The steps are in attempt-steps.ts; this file only puts them in
- * order, each run by trace.step, which times it (README "Tracing") and sets the stage a failure is recorded at
+ * order, each run by trace.step, which times it (docs/observability.md "Tracing") and sets the stage a failure is recorded at
  * (attempt-trace.ts). Knows nothing of BullMQ; cancellable by AbortSignal (docs/architecture.md "Lifecycle").
  */
 import { ATTR } from '../tracing.ts';
@@ -53,7 +53,7 @@ export {
  */
 export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
   const trace = traceAttempt(o);
-  // The attempt's log lines carry its trace id, from its slot wait on (README "Tracing").
+  // The attempt's log lines carry its trace id, from its slot wait on (docs/observability.md "Tracing").
   const opts = trace.traceId ? { ...o, logger: o.logger.child({ traceId: trace.traceId }) } : o;
   try {
     const slot = await trace.step('slot', () => waitForSlot(opts));

@@ -30,7 +30,7 @@ const KEEP_FAILED_S = 30 * 86_400;
  */
 const BACKFILL_PRIORITY = 10;
 
-/** One queued run: the request, and the trace context of its `enqueue run` span (README "Tracing"). */
+/** One queued run: the request, and the trace context of its `enqueue run` span (docs/observability.md "Tracing"). */
 export interface QueuedRun extends RunRequest, TraceCarrier {
   /** Random id of the enqueue call, to tell whether the add created the queue job or found it. */
   enqueueId?: string;

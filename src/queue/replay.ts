@@ -1,5 +1,5 @@
 /**
- * Replays of failed runs (README "Replaying failed runs"): the same logical run, run key, logical time and
+ * Replays of failed runs (docs/operations.md "Replaying failed runs"): the same logical run, run key, logical time and
  * parameters, from its etl.runs row, with trigger `replay`.
  */
 import type pg from 'pg';
@@ -29,7 +29,7 @@ export type RunRef = { job: string; runKey: string };
 /**
  * Queues a replay of `ref`, whose newest attempt failed or was interrupted, or whose rows were reverted; the queue
  * job id names that attempt ({@link replayQueueJobId}).
- * @param opts.acceptGuard load past the target's guards (README "Guards and schema changes")
+ * @param opts.acceptGuard load past the target's guards (docs/loaded-tables.md "Guards and schema changes")
  * @returns the replay's queue job id, the attempt it replays, and whether that attempt's rows were reverted
  * @throws EtlError, not retryable: INTERNAL when there is no such run, no finished attempt, a running one, a
  *   success not reverted, or `acceptGuard` for a run its guard did not stop; CONFIG_INVALID for a job gone

@@ -92,7 +92,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     const job = config.jobs[name];
     if (!job?.schedule) return;
     const tick = new Date(Math.floor(at.getTime() / 1000) * 1000);
-    // The queued run's trace begins here (README "Tracing").
+    // The queued run's trace begins here (docs/observability.md "Tracing").
     const { jobId, added } = await inSpan(
       'scheduler tick',
       { attributes: { [ATTR.job]: name, [ATTR.tick]: tick.toISOString() } },

@@ -1,5 +1,5 @@
 /**
- * Postgres identifiers: report column names normalised to snake_case (README "Loaded tables") and quoting
+ * Postgres identifiers: report column names normalised to snake_case (docs/loaded-tables.md "Column names") and quoting
  * that no report column or config value can break out of.
  */
 import { createHash } from 'node:crypto';
@@ -7,7 +7,7 @@ import { EtlError } from '../errors.ts';
 
 /**
  * The longest identifier PostgreSQL keeps, in bytes (NAMEDATALEN - 1): a longer one is cut to 63 bytes without an
- * error, so two names that differ after byte 63 would name one table (README "Loaded tables").
+ * error, so two names that differ after byte 63 would name one table (docs/loaded-tables.md "Target names").
  */
 export const MAX_IDENT_BYTES = 63;
 
@@ -45,7 +45,7 @@ export function normaliseColumnName(raw: string): string {
 
 /**
  * Normalises every column name of a report, keeping them distinct, so that each name depends on the report
- * column's own name and never on the order of the columns (README "Loaded tables"):
+ * column's own name and never on the order of the columns (docs/loaded-tables.md "Column names"):
  * - a name that is the only one to normalise to its result gets that result (`Menge Stk` → `menge_stk`);
  * - names that clash after normalising: the one already written exactly so keeps it, every other gets a suffix
  *   from its own original name, `_` + the first 6 hex digits of the SHA-256 of its UTF-8 bytes
@@ -65,7 +65,7 @@ export function normaliseColumnNames(raw: readonly string[]): string[] {
 
 /**
  * The name of a report column whose normalised name `base` is taken by another column: `base` cut to fit, `_`,
- * and the first 6 hex digits of the SHA-256 of the original name (README "Loaded tables").
+ * and the first 6 hex digits of the SHA-256 of the original name (docs/loaded-tables.md "Column names").
  */
 export function clashSuffixed(base: string, raw: string): string {
   const hash = createHash('sha256').update(raw).digest('hex').slice(0, 6);
