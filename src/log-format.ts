@@ -36,10 +36,17 @@ function value(v: unknown): string {
 }
 
 /**
- * One pino record (the parsed JSON line) as a line of text, ending in a newline.
+ * One pino record (the parsed JSON line) as a line of text, ending in a newline. A line break inside (a server's
+ * message) starts an indented continuation line, so no text can pass for a log line of its own.
  * @param record e.g. `{ level: 30, time: 1763870000000, msg: 'page loaded', page: 3, rows: 10000, … }`
  */
 export function prettyLine(record: Record<string, unknown>): string {
+  return `${oneRecord(record)
+    .slice(0, -1)
+    .replace(/\r\n?|[\n\v\f\u0085\u2028\u2029]/g, '\n    ')}\n`;
+}
+
+function oneRecord(record: Record<string, unknown>): string {
   const r = record;
   const level = LEVELS[r.level as number] ?? String(r.level);
   const at = clock(r.time);
