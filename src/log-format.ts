@@ -42,10 +42,17 @@ const LINES: Record<string, (r: Record<string, unknown>) => string> = {
 };
 
 /**
- * One pino record (the parsed JSON line) as a line of text, ending in a newline.
+ * One pino record (the parsed JSON line) as a line of text, ending in a newline. A line break inside (a server's
+ * message) starts an indented continuation line, so no text can pass for a log line of its own.
  * @param record e.g. `{ level: 30, time: 1763870000000, msg: 'page loaded', page: 3, rows: 10000, … }`
  */
-export function prettyLine(r: Record<string, unknown>): string {
+export function prettyLine(record: Record<string, unknown>): string {
+  return `${oneRecord(record)
+    .slice(0, -1)
+    .replace(/\r\n?|[\n\v\f\u0085\u2028\u2029]/g, '\n    ')}\n`;
+}
+
+function oneRecord(r: Record<string, unknown>): string {
   const at = new Date(typeof r.time === 'number' ? r.time : Date.now()).toTimeString().slice(0, 8);
   const job = typeof r.job === 'string' ? `${r.job}: ` : '';
   const line = typeof r.msg === 'string' ? LINES[r.msg] : undefined;

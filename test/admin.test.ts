@@ -9,7 +9,13 @@ import { networkInterfaces } from 'node:os';
 import type { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isAuthorized, isMetricsAuthorized, metricsTokenFromEnv } from '../src/admin/auth.ts';
+import {
+  isAuthorized,
+  isMetricsAuthorized,
+  metricsTokenFromEnv,
+  SESSION_COOKIE,
+  sessionValue,
+} from '../src/admin/auth.ts';
 import { checkReadiness } from '../src/admin/health.ts';
 import { DURATION_BUCKETS_SECONDS, tokenRequestsKey } from '../src/admin/metrics.ts';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
@@ -491,6 +497,42 @@ describe('access control', () => {
     ] as const) {
       const res = await fetch(`${server.url}${path}`, { method, headers: { ...bearer, origin: server.url } });
       expect(res.status, path).toBeGreaterThanOrEqual(400);
+    }
+  });
+
+  it('a session cookie lasts 12 h, ends with POST /admin/logout, and is Secure under an https ADMIN_PUBLIC_URL', async () => {
+    const s = await startAdminServer({
+      pool: h.pool,
+      redis: h.redis,
+      queue,
+      logger: silentLogger,
+      port: 0,
+      auth: { token },
+      keyPrefix,
+      publicUrl: 'https://etl.example.com',
+    });
+    const runs = async (cookie: string) => (await fetch(`${s.url}/admin/runs`, { headers: { cookie } })).status;
+    try {
+      const login = await fetch(`${s.url}/admin/login?token=${encodeURIComponent(token)}`, { redirect: 'manual' });
+      const setCookie = login.headers.get('set-cookie') ?? '';
+      expect(setCookie).toMatch(/; Secure/);
+      const cookie = setCookie.split(';')[0]!;
+      expect(await runs(cookie)).toBe(200);
+      const now = Math.floor(Date.now() / 1000);
+      expect(await runs(`${SESSION_COOKIE}=${sessionValue(token, now - 12 * 3600 - 5)}`)).toBe(401);
+      const other = `${SESSION_COOKIE}=${sessionValue(token, now - 11 * 3600)}`;
+      expect(await runs(other)).toBe(200);
+      // Signed with another issue time than it claims: refused.
+      expect(await runs(other.replace(/=\d+/, `=${now}`))).toBe(401);
+
+      const out = await fetch(`${s.url}/admin/logout`, { method: 'POST', headers: { cookie, origin: s.url } });
+      expect(out.status).toBe(200);
+      expect(out.headers.get('set-cookie')).toMatch(new RegExp(`^${SESSION_COOKIE}=; .*Max-Age=0`));
+      // Ended on the server too: a copy of the cookie no longer opens anything; other sessions go on.
+      expect(await runs(cookie)).toBe(401);
+      expect(await runs(other)).toBe(200);
+    } finally {
+      await s.close();
     }
   });
 

@@ -32,3 +32,23 @@ it("puts every text of the Teams card in RichTextBlocks (no Markdown), the serve
   expect(texts[0]).toContain('[Click here](https://evil.example) **now**');
   expect(texts).toContain('sales_orders_daily');
 });
+
+it('gives every body the same stable id for the same event, job, run and attempt, and another for another', () => {
+  const ids = (m: AlertMessage) =>
+    (['generic', 'slack', 'teams'] as const).map((f) => (alertBody(m, f) as { id?: unknown }).id);
+  const [id] = ids(hostile);
+  expect(id).toMatch(/^[0-9a-f]{32}$/);
+  expect(ids(hostile)).toEqual([id, id, id]);
+  // Sent again later (after a kill -9): the same id, whatever the time or the texts.
+  expect(ids({ ...hostile, at: '2026-11-24T03:00:00Z', error: 'other words' })[0]).toBe(id);
+  for (const other of [
+    { ...hostile, attemptId: 'a2' },
+    { ...hostile, event: 'login_required' as const },
+    { ...hostile, runKey: 'sales_orders_daily__20261125T021500Z' },
+    { ...hostile, job: 'other' },
+  ])
+    expect(ids(other)[0]).not.toBe(id);
+  // A job stale since another success is another alert.
+  const stale: AlertMessage = { event: 'stale', job: 'j', at: hostile.at, lastSuccessAt: '2026-11-20T00:00:00Z' };
+  expect(ids(stale)[0]).not.toBe(ids({ ...stale, lastSuccessAt: '2026-11-23T00:00:00Z' })[0]);
+});

@@ -211,6 +211,19 @@ it('reverts one of two appended runs exactly, records it, refuses a second rever
   expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(80);
 });
 
+it('suggests the replay command quoted for a shell, whatever the run key holds', async () => {
+  const job = `${jp}_ledger`;
+  const key = "it's $(touch x) monday";
+  expect((await cli('run', job, '--run-key', key, '-p', 'ROWS=3')).code).toBe(0);
+  const quoted = `'it'\\''s $(touch x) monday'`;
+  const reverted = await cli('revert', key, '--job', job);
+  expect(reverted.code, reverted.err).toBe(0);
+  expect(reverted.out[0]).toContain(`"report-etl replay ${quoted} --job ${job}" appends it again`);
+  const again = await cli('revert', key, '--job', job);
+  expect(again.code).toBe(2);
+  expect(again.err).toContain(`"report-etl replay ${quoted}" appends it again`);
+});
+
 it("reverts an appended documents run: its archived files leave the target, the other run's stay", async () => {
   const job = `${jp}_docs`;
   const target = table(job);

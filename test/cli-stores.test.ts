@@ -166,3 +166,50 @@ it('`runs` on a fresh database reads, never migrates: no etl schema appears', as
     await admin.end();
   }
 });
+
+/** Runs `fn` with a fresh database and a role made by `roleSql` (`CREATE ROLE <name> …`), dropped afterwards. */
+async function withRole(roleSql: string, fn: (url: string, role: string, db: string) => Promise<void>): Promise<void> {
+  const db = uniqueName('privs');
+  const role = uniqueName('etl_role');
+  const admin = new pg.Client({ connectionString: DATABASE_URL });
+  admin.on('error', () => undefined);
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${db}`);
+  await admin.query(`CREATE ROLE ${role} LOGIN ${roleSql}`);
+  try {
+    const url = new URL(DATABASE_URL);
+    url.pathname = `/${db}`;
+    url.username = role;
+    url.password = '';
+    await fn(url.toString(), role, db);
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+    await admin.query(`DROP ROLE IF EXISTS ${role}`);
+    await admin.end();
+  }
+}
+
+it('a full PostgreSQL (53300) is said to be full, not down: one line, what to do, exit 2', async () => {
+  await withRole('CONNECTION LIMIT 0', async (url) => {
+    for (const args of [['enqueue', 'orders', '--config', configPath], ['migrate']]) {
+      const r = await cli(args, { DATABASE_URL: url });
+      const what = `report-etl ${args[0]}`;
+      expect(r.code, `${what}: ${r.stderr}`).toBe(2);
+      const line = oneLine(r);
+      expect(line, what).toContain('53300');
+      expect(line, what).toMatch(/is running but full/);
+      expect(line, what).toMatch(/max_connections|CONNECTION LIMIT/);
+      expect(line, what).not.toMatch(/start PostgreSQL/);
+    }
+  });
+});
+
+it('`migrate` without CREATE on the database names the privilege and the GRANT in one line; exit 2', async () => {
+  await withRole('', async (url, role, db) => {
+    const r = await cli(['migrate'], { DATABASE_URL: url });
+    expect(r.code, r.stderr).toBe(2);
+    const line = oneLine(r);
+    expect(line).toContain('42501');
+    expect(line).toContain(`GRANT CREATE ON DATABASE ${db} TO ${role}`);
+  });
+});

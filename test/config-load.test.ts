@@ -205,7 +205,7 @@ describe('loadConfig', () => {
     expect(problems).toEqual([
       'jobs.yaml:6:5: connections.erp.pathEncodng: unknown key "pathEncodng" (did you mean "pathEncoding"?)',
       expect.stringMatching(
-        /^jobs\.yaml:7:5: connections\.erp\.zzzzzz: unknown key "zzzzzz" \(allowed: baseUrl, auth, clientId, clientSecret, scopes, redirectUri, credentials, pathEncoding, timezone, /,
+        /^jobs\.yaml:7:5: connections\.erp\.zzzzzz: unknown key "zzzzzz" \(allowed: baseUrl, auth, clientId, clientSecret, scopes, redirectUri, tokenOrigin, credentials, pathEncoding, timezone, /,
       ),
       'jobs.yaml:16:5: jobs.j1.shedule: unknown key "shedule" (did you mean "schedule"?)',
     ]);

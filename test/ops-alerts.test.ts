@@ -125,7 +125,7 @@ it('report-etl run: failed, then recovered, to each target in its format; retrie
   expect(generic.body).toMatchObject({ runKey: attemptId, attemptId });
   expect(generic.body.summary).toContain(`(run ${attemptId})`);
   const slack = at(SECRET_PATH).find((r) => String(r.body.text).includes('failed'))!;
-  expect(Object.keys(slack.body)).toEqual(['text']);
+  expect(Object.keys(slack.body)).toEqual(['text', 'id']);
   expect(slack.body.text).toContain(`report-etl: job ${jp}_main failed (REPORT_FAILED)`);
   // The whole text in a code block, and the run's page as a link.
   expect(slack.body.text).toContain("```Report execution failed:\nDivision by zero in formula 'Marge'\nline 42```");

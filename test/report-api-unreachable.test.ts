@@ -122,7 +122,8 @@ describe('token endpoint', () => {
   });
 
   it('an unreachable token endpoint is SERVER_UNREACHABLE at stage token, and no warning about a left report job', async () => {
-    const c = await client(discovery.url);
+    // Another port is another origin: named in tokenOrigin, as a login server of its own would be.
+    const c = await client(discovery.url, { tokenOrigin: closedUrl });
     const err = await c.startReport(sales).catch((e: unknown) => e);
     expect(err).toMatchObject({
       code: 'SERVER_UNREACHABLE',

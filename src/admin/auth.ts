@@ -3,8 +3,9 @@
  * configured token or basic auth).
  *
  * - Token: `Authorization: Bearer <token>`, or the session cookie that `GET /admin/login?token=<token>` sets for
- *   browsers. The cookie holds an HMAC of the token, not the token itself, and is HttpOnly, SameSite=Strict and
- *   scoped to `/admin`.
+ *   browsers. The cookie holds its issue time and an HMAC of it keyed by the token, never the token; it is
+ *   HttpOnly, SameSite=Strict, scoped to `/admin`, `Secure` under https, taken for 12 h, and `POST /admin/logout`
+ *   ends it (server.ts).
  * - Basic: `Authorization: Basic base64(user:password)`; a 401 asks the browser for it (`WWW-Authenticate`).
  * - Neither configured: a loud warning at start, and only requests from the loopback interface (127.0.0.1, ::1)
  *   are let in, so an unconfigured server is usable on the machine itself and by nobody else.
@@ -70,9 +71,30 @@ export function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(da, db);
 }
 
-/** The session cookie value for `token`: hex HMAC-SHA256, so the cookie never carries the token itself. */
-export function sessionValue(token: string): string {
-  return createHmac('sha256', token).update('report-etl admin session v1').digest('hex');
+/** How long a session cookie is taken, in seconds (12 h). */
+export const SESSION_MAX_AGE_S = 12 * 3600;
+
+/** The session cookie value for `token` issued at `issuedAtS` (Unix seconds): `<issuedAtS>.<hex HMAC-SHA256>`. */
+export function sessionValue(token: string, issuedAtS: number): string {
+  return `${issuedAtS}.${createHmac('sha256', token).update(`report-etl admin session v2 ${issuedAtS}`).digest('hex')}`;
+}
+
+/** Whether `cookie` is a session of `token` issued less than {@link SESSION_MAX_AGE_S} ago. */
+function isLiveSession(cookie: string, token: string, nowS = Date.now() / 1000): boolean {
+  const issued = Number(cookie.slice(0, cookie.indexOf('.')));
+  const age = nowS - issued;
+  // A minute's clock skew between admin servers is allowed.
+  return (
+    Number.isSafeInteger(issued) &&
+    age > -60 &&
+    age < SESSION_MAX_AGE_S &&
+    safeEqual(cookie, sessionValue(token, issued))
+  );
+}
+
+/** The session cookie's value in the request, if any. */
+export function sessionOf(req: FastifyRequest): string | undefined {
+  return cookieOf(req.headers.cookie, SESSION_COOKIE);
 }
 
 /** Whether a request comes over the loopback interface. */
@@ -184,7 +206,7 @@ export function isAuthorized(req: FastifyRequest, auth: AdminAuth | undefined): 
   if (auth!.token) {
     if (scheme === 'bearer') ok = safeEqual(credential, auth!.token) || ok;
     const cookie = cookieOf(req.headers.cookie, SESSION_COOKIE);
-    if (cookie !== undefined) ok = safeEqual(cookie, sessionValue(auth!.token)) || ok;
+    if (cookie !== undefined) ok = isLiveSession(cookie, auth!.token) || ok;
   }
   if (auth!.basic && scheme === 'basic') {
     const decoded = Buffer.from(credential, 'base64').toString('utf8');
@@ -272,11 +294,21 @@ export function rejectMetrics(
 
 /**
  * The `Set-Cookie` header for a browser session after `/admin/login?token=...` (HttpOnly, SameSite=Strict,
- * Path=/admin, 12 h).
- * @param secure add `Secure` (when the request came over https)
+ * Path=/admin, 12 h), or with no `token` the one that removes it (logout).
+ * @param secure add `Secure` (the request came over https, or ADMIN_PUBLIC_URL is https: a TLS proxy)
  */
-export function sessionCookie(token: string, secure: boolean): string {
-  return `${SESSION_COOKIE}=${sessionValue(token)}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=43200${secure ? '; Secure' : ''}`;
+export function sessionCookie(token: string | undefined, secure: boolean): string {
+  const value = token === undefined ? '' : sessionValue(token, Math.floor(Date.now() / 1000));
+  return (
+    `${SESSION_COOKIE}=${value}; Path=/admin; HttpOnly; SameSite=Strict; ` +
+    `Max-Age=${token === undefined ? 0 : SESSION_MAX_AGE_S}${secure ? '; Secure' : ''}`
+  );
+}
+
+/** Seconds until a session cookie value expires (0 when it has, or is no session). */
+export function sessionSecondsLeft(cookie: string): number {
+  const issued = Number(cookie.slice(0, cookie.indexOf('.')));
+  return Number.isSafeInteger(issued) ? Math.max(0, Math.ceil(issued + SESSION_MAX_AGE_S - Date.now() / 1000)) : 0;
 }
 
 /**

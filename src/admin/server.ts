@@ -10,6 +10,7 @@
  * | `/admin/runs`, `/admin/runs/:job/:runKey`, POST `/admin/runs/:job/:runKey/replay`, `/admin/attempts/:attemptId`, `/admin/attempts/:attemptId/documents/:page` | run history: runs, one run, its replay, one attempt, document downloads (run-routes.ts); old `/admin/runs/<attempt id>` links redirect | admin auth |
  * | `/admin/queues` | bull-board, read only, with a link back (bull-board.ts) | admin auth |
  * | `/admin/login?token=...` | sets the browser session cookie, redirects to the home page | the token itself |
+ * | `POST /admin/logout` | ends the session cookie, here and on every admin server sharing Redis | admin |
  * | `/admin/connections`, `/admin/connections/:name/login` | logins of user-dependent service users (login-routes.ts) | admin auth |
  * | `/oauth/callback` | the ERP server's redirect after a login; accepts only a pending login's single-use state | open |
  *
@@ -27,6 +28,7 @@
  */
 import type { RunQueue } from '../queue/queue.ts';
 import { fastify, LogController, type FastifyBaseLogger, type FastifyRequest } from 'fastify';
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import { scheduleZone } from '../config/load.ts';
@@ -50,6 +52,8 @@ import {
   rejectUnauthorized,
   safeEqual,
   sessionCookie,
+  sessionOf,
+  sessionSecondsLeft,
   type AdminAuth,
 } from './auth.ts';
 import { registerBullBoard } from './bull-board.ts';
@@ -84,8 +88,10 @@ export interface AdminServerOptions {
    * loopback when neither is set). Only for a scraper on a network where job names are no secret.
    */
   metricsPublic?: boolean;
-  /** Redis key prefix of the token request counter (default 'report-etl:'). */
+  /** Redis key prefix of the token request counter and of logged-out sessions (default 'report-etl:'). */
   keyPrefix?: string;
+  /** ADMIN_PUBLIC_URL (default from env): when https, the session cookie is `Secure` (a TLS proxy in front). */
+  publicUrl?: string | undefined;
   /** jobs.yaml, so that replays get the job's attempts and backoff (without it: one attempt). */
   config?: EtlConfig;
   /**
@@ -134,6 +140,11 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   const metricsToken = deps.metricsToken ?? metricsTokenFromEnv();
   const metricsPublic = deps.metricsPublic ?? false;
   const allowedHosts = deps.allowedHosts ?? allowedHostsFromEnv();
+  const behindTls = (deps.publicUrl ?? process.env.ADMIN_PUBLIC_URL ?? '').startsWith('https:');
+  const secure = (req: FastifyRequest) => behindTls || req.protocol === 'https';
+  const keyPrefix = deps.keyPrefix ?? `${deps.queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX}:`;
+  const loggedOutKey = (session: string) =>
+    `${keyPrefix}admin:logged-out:${createHash('sha256').update(session).digest('hex')}`;
   const refusals = new RefusalLimit();
   const host = deps.host ?? '127.0.0.1';
   const log = deps.logger.child(
@@ -189,7 +200,8 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
       return rejectMetrics(reply, auth, metricsToken || undefined);
     }
     if (!needsAuth(route)) return;
-    if (!isAuthorized(req, auth)) {
+    const session = sessionOf(req);
+    if (!isAuthorized(req, auth) || (session && (await deps.redis.exists(loggedOutKey(session))))) {
       if (hasCredentials(req)) refusals.refused(remote);
       log.info(refused, 'admin request refused');
       return rejectUnauthorized(reply, auth);
@@ -218,7 +230,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     pool: deps.pool,
     redis: deps.redis,
     queue: deps.queue,
-    keyPrefix: deps.keyPrefix ?? `${deps.queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX}:`,
+    keyPrefix,
     config: deps.liveConfig,
     slots,
   });
@@ -242,11 +254,21 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
         .type('text/plain; charset=utf-8')
         .send(token ? 'wrong token\n' : 'token login is not configured (ADMIN_TOKEN)\n');
     }
-    const secure = req.protocol === 'https';
     return reply
-      .header('set-cookie', sessionCookie(token!, secure))
+      .header('set-cookie', sessionCookie(token!, secure(req)))
       .header('cache-control', 'no-store')
       .redirect(home, 303);
+  });
+  // Ends the session on every admin server (they share Redis), not only in this browser.
+  app.post('/admin/logout', async (req, reply) => {
+    const session = sessionOf(req);
+    const left = session ? sessionSecondsLeft(session) : 0;
+    if (left > 0) await deps.redis.set(loggedOutKey(session!), '1', 'EX', left);
+    return reply
+      .header('set-cookie', sessionCookie(undefined, secure(req)))
+      .header('cache-control', 'no-store')
+      .type('text/plain; charset=utf-8')
+      .send('logged out\n');
   });
   app.get('/', async (_req, reply) => reply.redirect(home, 302));
   if (deps.liveConfig) registerOverviewRoutes(app, { pool: deps.pool, config: deps.liveConfig, slots });

@@ -4,6 +4,7 @@
  * webhook request is received" accepts). The texts name job, event, error kind and the first line of the error;
  * they never hold a credential (errors never do, docs/architecture.md "Errors"), and the webhook URL is not part of them.
  */
+import { createHash } from 'node:crypto';
 import type { AlertEvent, AlertFormat } from '../vocabulary.ts';
 
 /** What happened, as every format carries it. */
@@ -59,14 +60,25 @@ export function summary(m: AlertMessage): string {
 }
 
 /**
- * The JSON body of `m` in `format`:
- * - `generic`: `{ source: "report-etl", event, job, at, summary, runKey?, attemptId?, trigger?, errorKind?, error?,
- *   errorText? (the whole text), url? (the run's page), … }`
- * - `slack`: `{ text }` (Slack incoming webhooks, also Mattermost and Rocket.Chat)
- * - `teams`: `{ type: "message", attachments: [{ contentType: "application/vnd.microsoft.card.adaptive", content }] }`
+ * A receiver's key to drop an alert it got twice (one in flight is sent again after a kill -9): 32 hex digits of
+ * the event, job, run key and attempt, and for `stale` the last success; never of the time or the texts.
+ */
+export function alertId(m: AlertMessage): string {
+  const key = [m.event, m.job, m.runKey ?? '', m.attemptId ?? '', m.event === 'stale' ? (m.lastSuccessAt ?? '') : ''];
+  return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32);
+}
+
+/**
+ * The JSON body of `m` in `format`, each with `id` ({@link alertId}):
+ * - `generic`: `{ source: "report-etl", id, event, job, at, summary, runKey?, attemptId?, trigger?, errorKind?,
+ *   error?, errorText? (the whole text), url? (the run's page), … }`
+ * - `slack`: `{ text, id }` (Slack incoming webhooks, also Mattermost and Rocket.Chat)
+ * - `teams`: `{ type: "message", id, attachments: [{ contentType: "application/vnd.microsoft.card.adaptive",
+ *   content }] }`
  */
 export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
   const text = summary(m);
+  const id = alertId(m);
   if (format === 'slack') {
     // The whole text, as written, below the one-line summary; the run's page as a link of ours.
     const whole =
@@ -76,6 +88,7 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
     const link = m.url ? `\n<${m.url}|Open the run>` : '';
     return {
       text: `${m.event === 'recovered' ? ':large_green_circle:' : ':red_circle:'} ${escapeSlack(text)}${whole}${link}`,
+      id,
     };
   }
   if (format === 'teams') {
@@ -91,6 +104,7 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
     // link (`[Click here](https://…)`) or emphasis.
     return {
       type: 'message',
+      id,
       attachments: [
         {
           contentType: 'application/vnd.microsoft.card.adaptive',
@@ -122,7 +136,7 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
       ],
     };
   }
-  return { source: 'report-etl', ...m, summary: text };
+  return { source: 'report-etl', id, ...m, summary: text };
 }
 
 /**

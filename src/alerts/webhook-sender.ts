@@ -10,7 +10,7 @@ import { request } from 'undici';
 import type { AlertTargetConfig } from '../config/schema.ts';
 import type { Logger } from '../logger.ts';
 import type { AlertEvent } from '../vocabulary.ts';
-import { alertBody, type AlertMessage } from './alert-message.ts';
+import { alertBody, alertId, type AlertMessage } from './alert-message.ts';
 
 /** Tries of one delivery to one target (the first and the retries). */
 export const DELIVERY_ATTEMPTS = 6;
@@ -76,7 +76,7 @@ export async function deliverAlert(
   try {
     const res = await request(target.webhook, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'user-agent': 'report-etl' },
+      headers: { 'content-type': 'application/json', 'user-agent': 'report-etl', 'idempotency-key': alertId(m) },
       body: JSON.stringify(alertBody(m, target.format)),
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,

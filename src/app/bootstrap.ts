@@ -61,18 +61,70 @@ function firstLine(err: unknown): string {
   return text.split('\n', 1)[0]!.trim();
 }
 
-/** What to fix for a PostgreSQL error code; else: start it, or point DATABASE_URL elsewhere. */
-const POSTGRES_HINTS: Record<string, string> = {
-  '28P01': 'check the user and password in DATABASE_URL',
-  '28000': 'check the user and password in DATABASE_URL',
-  '3D000': 'create the database, or fix its name in DATABASE_URL',
-  ENOTFOUND: 'check the host name in DATABASE_URL',
-  EAI_AGAIN: 'check the host name in DATABASE_URL',
-};
+/** What happened to a connection, by SQLSTATE or socket code, and what to do about it (one clause each). */
+function postgresHint(code: string): string {
+  if (code === '28P01' || code === '28000') return 'check the user and password in DATABASE_URL';
+  if (code === '3D000') return 'create the database, or fix its name in DATABASE_URL';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'check the host name in DATABASE_URL';
+  if (code.startsWith('53'))
+    return (
+      'PostgreSQL is running but full (max_connections, or the CONNECTION LIMIT of the role or database); ' +
+      'try again once other clients leave, or raise the limit'
+    );
+  if (code === '57P03') return 'PostgreSQL is running but starting up or shutting down; try again in a moment';
+  if (code === 'ECONNREFUSED')
+    return 'nothing listens there: start PostgreSQL there, or set DATABASE_URL to a server that runs';
+  if (code === 'ETIMEDOUT' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH')
+    return 'the server cannot be reached: check the host and port in DATABASE_URL and the network (firewall)';
+  return 'start PostgreSQL there, or set DATABASE_URL to a server that runs';
+}
+
+/**
+ * `err` of connecting to PostgreSQL at `url` as a one-line {@link StoreUnavailableError}; a privilege PostgreSQL
+ * refused (42501, "permission denied for database d" or "schema s") names the GRANT for `role`.
+ */
+export function postgresUnavailable(err: unknown, url: string, role?: string): StoreUnavailableError {
+  const code = errorCode(err, /timeout/i.test(firstLine(err)) ? 'ETIMEDOUT' : 'ERROR');
+  const on = /permission denied for (database|schema) (\S+)/.exec(firstLine(err));
+  const grant = on && `GRANT ${on[1] === 'schema' ? 'USAGE, CREATE' : 'CREATE'} ON ${on[1]!.toUpperCase()} ${on[2]}`;
+  const hint =
+    code === '42501' && on
+      ? `report-etl needs CREATE on the ${on[1]} (docs/architecture.md "PostgreSQL privileges"): as its owner, run ` +
+        `${grant} TO ${role ?? '<user>'}`
+      : postgresHint(code);
+  return new StoreUnavailableError('PostgreSQL', describeDatabaseUrl(url), code, firstLine(err), hint, { cause: err });
+}
+
+/** `err` as {@link postgresUnavailable} says it when it is one about connecting or privileges, else unchanged. */
+export function explainPostgresError(err: unknown, url: string, role?: string): unknown {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (err instanceof StoreUnavailableError || typeof code !== 'string') return err;
+  return /^(08|53|57P0|28|3D000|42501$|E[A-Z]+$)/.test(code) ? postgresUnavailable(err, url, role) : err;
+}
+
+/**
+ * Applies the migrations, a refused privilege or a full server said in one line ({@link explainPostgresError}).
+ * @throws StoreUnavailableError; what migrate throws otherwise
+ */
+export async function migrateExplained(
+  pool: pg.Pool,
+  logger: Logger,
+  url: string = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
+): Promise<number[]> {
+  try {
+    return await migrate(pool, logger);
+  } catch (err) {
+    const role = await pool.query<{ u: string }>('SELECT current_user AS u').then(
+      (r) => r.rows[0]?.u,
+      () => undefined,
+    );
+    throw explainPostgresError(err, url, role);
+  }
+}
 
 /**
  * Connects once to PostgreSQL at `url` and runs `SELECT 1`, within `timeoutMs`.
- * @throws StoreUnavailableError when the server is not reachable or refuses the connection, with what to fix
+ * @throws StoreUnavailableError ({@link postgresUnavailable}) when the server is not reachable, full or refuses
  */
 export async function checkPostgres(
   url: string = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
@@ -88,9 +140,7 @@ export async function checkPostgres(
     await client.connect();
     await client.query('SELECT 1');
   } catch (err) {
-    const code = errorCode(err, /timeout/i.test(firstLine(err)) ? 'ETIMEDOUT' : 'ERROR');
-    const hint = POSTGRES_HINTS[code] ?? 'start PostgreSQL there, or set DATABASE_URL to a server that runs';
-    throw new StoreUnavailableError('PostgreSQL', describeDatabaseUrl(url), code, firstLine(err), hint, { cause: err });
+    throw postgresUnavailable(err, url);
   } finally {
     await client.end().catch(() => undefined);
   }
@@ -162,7 +212,7 @@ export async function openStores(logger: Logger, o: StoresOptions = {}): Promise
   try {
     const pool = await openHistoryPool(logger, o);
     releasers.add(() => pool.end());
-    if (o.migrate ?? true) await migrate(pool, logger);
+    if (o.migrate ?? true) await migrateExplained(pool, logger);
     await redisChecked;
     const redis = makeRedis(logger);
     releasers.add(() => redis.quit());

@@ -7,17 +7,16 @@ export const registerMigrate: RegisterCommand = (program, cli) => {
     .description('apply the run-history migrations (migrations/*.sql) to DATABASE_URL; safe to run concurrently')
     .action(async () => {
       // Loaded here: `--help` and the other commands need none of it (start-up cost).
-      const [{ checkPostgres }, { makePool }, { migrate }, { makeLogger }] = await Promise.all([
+      const [{ checkPostgres, migrateExplained }, { makePool }, { makeLogger }] = await Promise.all([
         import('../app/bootstrap.ts'),
         import('../app/connections.ts'),
-        import('../history/migrate.ts'),
         import('../logger.ts'),
       ]);
       await checkPostgres();
       const logger = makeLogger();
       const pool = makePool(logger);
       try {
-        const applied = await migrate(pool, logger);
+        const applied = await migrateExplained(pool, logger);
         cli.out(applied.length ? `applied migrations ${applied.join(', ')}` : 'database is up to date');
       } finally {
         await pool.end();

@@ -4,6 +4,7 @@
  * run cannot be reverted, with the reason.
  */
 import { hostname, userInfo } from 'node:os';
+import { shellQuote } from '../shell-quote.ts';
 import { describeNamed, unnamedRunProblem } from './replay.ts';
 import type { RegisterCommand } from './types.ts';
 
@@ -59,7 +60,7 @@ export const registerRevert: RegisterCommand = (program, cli) => {
             ? ''
             : `; the run had appended ${claim.rows}, ` +
               (missing > 0 ? `${missing} of them were gone already` : `${-missing} more carry its run key`);
-        const replay = `report-etl replay ${claim.run_key}${opts.job ? ` --job ${claim.job}` : ''}`;
+        const replay = `report-etl replay ${shellQuote(claim.run_key)}${opts.job ? ` --job ${shellQuote(claim.job)}` : ''}`;
         cli.out(
           `${describeNamed(named)}: reverted: removed ${rows} row${rows === 1 ? '' : 's'} from ${claim.target_table} ` +
             `(appended by attempt ${claim.attempt_id} at ${claim.committed_at.toISOString()}${differs}); ` +

@@ -112,6 +112,14 @@ export const connectionSchema = z
         "authorization_code: the redirect URI configured for the service user; the admin server's " +
           '/oauth/callback, reachable from the ERP server.',
       ),
+    tokenOrigin: z
+      .url({ protocol: /^https?$/, message: 'tokenOrigin must be an http(s) origin, e.g. https://login.example.com' })
+      .transform((u) => new URL(u).origin)
+      .optional()
+      .describe(
+        "The origin of the token endpoint when the discovery document names one off baseUrl's; else such a " +
+          'document is refused, for it would receive the credentials.',
+      ),
     credentials: z
       .enum(CREDENTIALS_WAYS)
       .default('header')

@@ -31,7 +31,7 @@ type LoginConnection = { name: string; connection: ConnectionConfig };
 async function endpointsOf(c: LoginConnection, logger: Logger, signal?: AbortSignal): Promise<DiscoveredEndpoints> {
   const http = new HttpTransport({ timeoutMs: c.connection.requestTimeoutMs, logger });
   try {
-    return await discoverEndpoints(c.connection.baseUrl, http, DEFAULT_RETRY, signal);
+    return await discoverEndpoints(c.connection.baseUrl, http, DEFAULT_RETRY, signal, c.connection.tokenOrigin);
   } finally {
     await http.close();
   }

@@ -26,14 +26,16 @@ export interface DiscoveredEndpoints {
  * Reads the discovery document (docs/report-export-service.md "Obtaining the token endpoint": on every start) and
  * returns the issuer, the token endpoint and the authorization endpoint, each resolved against {base_url}; transient
  * failures are retried.
+ * @param tokenOrigin the one origin besides {base_url}'s that may hold the token endpoint (jobs.yaml `tokenOrigin`)
  * @throws ServerUnreachableError (the server cannot be reached at all); TokenError (the document cannot be read
- *   otherwise or has no token_endpoint); AbortedError
+ *   otherwise, or its endpoints fail {@link endpointsOf}); AbortedError
  */
 export async function discoverEndpoints(
   baseUrl: string,
   http: HttpTransport,
   retry: RetryPolicy,
   signal?: AbortSignal,
+  tokenOrigin?: string,
 ): Promise<DiscoveredEndpoints> {
   const url = joinUrl(baseUrl, DISCOVERY_PATH);
   let doc: unknown;
@@ -70,18 +72,53 @@ export async function discoverEndpoints(
       throw err;
     throw new TokenError(`discovery document ${url} could not be read: ${(err as Error).message}`, { cause: err });
   }
-  const tokenEndpoint = (doc as { token_endpoint?: unknown } | null)?.token_endpoint;
-  if (typeof tokenEndpoint !== 'string' || tokenEndpoint.length === 0) {
-    throw new TokenError(`discovery document ${url} has no token_endpoint`);
+  return endpointsOf(baseUrl, doc, tokenOrigin);
+}
+
+/**
+ * The endpoints of a discovery document, resolved against {base_url}. The client's credentials go to the token
+ * endpoint and a person's browser to the authorization endpoint, so a document may not point them elsewhere
+ * (docs/architecture.md "Errors"): both must be http(s), the token endpoint must not go from https to http, nor to
+ * an origin other than {base_url}'s (the same host upgraded to https is fine) unless it is `tokenOrigin`.
+ * @throws TokenError, not retryable, naming the endpoint
+ */
+export function endpointsOf(baseUrl: string, doc: unknown, tokenOrigin?: string): DiscoveredEndpoints {
+  const d = (doc ?? {}) as { issuer?: unknown; token_endpoint?: unknown; authorization_endpoint?: unknown };
+  if (typeof d.token_endpoint !== 'string' || d.token_endpoint.length === 0) {
+    throw new TokenError(`discovery document ${joinUrl(baseUrl, DISCOVERY_PATH)} has no token_endpoint`);
   }
-  const base = joinUrl(baseUrl, '/');
-  const d = doc as { issuer?: unknown; authorization_endpoint?: unknown };
+  const base = new URL(joinUrl(baseUrl, '/'));
+  const refuse = (field: string, url: string, why: string): never => {
+    throw new TokenError(`the discovery document's ${field} ${url} is refused: ${why}`, { retryable: false });
+  };
+  const resolve = (field: string, value: string): URL => {
+    let url: URL;
+    try {
+      url = new URL(value, base);
+    } catch {
+      return refuse(field, JSON.stringify(value), 'it is no URL');
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') refuse(field, url.href, 'only http(s) URLs are used');
+    return url;
+  };
+  const token = resolve('token_endpoint', d.token_endpoint);
+  if (base.protocol === 'https:' && token.protocol === 'http:') {
+    refuse('token_endpoint', token.href, `baseUrl is https, and the credentials are not sent over plain http`);
+  }
+  const upgraded = token.protocol === 'https:' && token.hostname === base.hostname;
+  if (token.origin !== base.origin && !upgraded && token.origin !== tokenOrigin) {
+    refuse(
+      'token_endpoint',
+      token.href,
+      `it is not on ${base.origin}; if ${token.origin} is the connection's login server, ` +
+        `set tokenOrigin: ${token.origin} on the connection in jobs.yaml`,
+    );
+  }
+  const auth = d.authorization_endpoint;
   return {
     issuer: typeof d.issuer === 'string' && d.issuer !== '' ? d.issuer : baseUrl,
-    tokenEndpoint: new URL(tokenEndpoint, base).toString(),
+    tokenEndpoint: token.toString(),
     authorizationEndpoint:
-      typeof d.authorization_endpoint === 'string' && d.authorization_endpoint !== ''
-        ? new URL(d.authorization_endpoint, base).toString()
-        : undefined,
+      typeof auth === 'string' && auth !== '' ? resolve('authorization_endpoint', auth).toString() : undefined,
   };
 }

@@ -22,16 +22,19 @@ export class ReportNameError extends EtlError {
 /**
  * The token endpoint (or the discovery document that names it) failed (docs/report-export-service.md "Authentication").
  * `oauthError` is the OAuth `error` field of the answer when there was one. Retryable unless the
- * endpoint answered with a 4xx (wrong credentials do not heal by themselves).
+ * endpoint answered with a 4xx (wrong credentials do not heal by themselves) or `retryable` says otherwise.
  */
 export class TokenError extends EtlError {
   readonly oauthError: string | undefined;
-  constructor(message: string, options: { httpStatus?: number; oauthError?: string; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    options: { httpStatus?: number; oauthError?: string; cause?: unknown; retryable?: boolean } = {},
+  ) {
     super('TOKEN_FAILED', message, {
       stage: 'token',
       httpStatus: options.httpStatus,
       cause: options.cause,
-      retryable: options.httpStatus === undefined || options.httpStatus >= 500,
+      retryable: options.retryable ?? (options.httpStatus === undefined || options.httpStatus >= 500),
       details: options.oauthError === undefined ? undefined : { oauthError: options.oauthError },
     });
     this.oauthError = options.oauthError;

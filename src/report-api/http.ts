@@ -240,7 +240,7 @@ export class HttpTransport {
   /**
    * Sends one request (no retry). The caller owns the returned body and must consume or destroy it.
    * @throws ServerUnreachableError (refused, name not found, unreachable, connect timeout), TransientHttpError
-   *   (other network errors, timeouts, 429/5xx), AbortedError (signal aborted)
+   *   (other network errors, timeouts, 429/5xx), HttpError (headers over undici's limit), AbortedError
    */
   async send(req: SendRequest): Promise<Dispatcher.ResponseData> {
     const path = new URL(req.url).pathname;
@@ -263,6 +263,13 @@ export class HttpTransport {
       this.logger.debug({ method: req.method, path, error: code, ms }, 'report-api request failed');
       const unreachable = unreachableCode(err);
       if (unreachable !== undefined) throw new ServerUnreachableError(req.method, req.url, req.stage, unreachable, err);
+      if (code === 'UND_ERR_HEADERS_OVERFLOW') {
+        // Sent again, a broken or hostile server answers the same.
+        throw new HttpError(`${req.method} ${path} failed: the answer's headers are larger than undici takes`, {
+          stage: req.stage,
+          cause: err,
+        });
+      }
       if (isTransientError(err)) {
         throw new TransientHttpError(`${req.method} ${path} failed: ${code}`, { stage: req.stage, cause: err });
       }

@@ -299,7 +299,7 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
   }
   let endpoints: Awaited<ReturnType<typeof discoverEndpoints>>;
   try {
-    endpoints = await discoverEndpoints(connection.baseUrl, http, retry, opts.signal);
+    endpoints = await discoverEndpoints(connection.baseUrl, http, retry, opts.signal, connection.tokenOrigin);
   } catch (err) {
     await http.close();
     throw err;

@@ -52,7 +52,8 @@ export function checkedAccessToken(token: string, path: string): string {
  * POSTs grant_type=client_credentials to the token endpoint (Content-Type application/x-www-form-urlencoded)
  * with the credentials in the Authorization header or in the body. Transient failures are retried per `retry`.
  * @returns the access token and its lifetime in seconds
- * @throws TokenError with httpStatus and oauthError (non-200 answer, unusable body, attempts exhausted);
+ * @throws TokenError with httpStatus and oauthError (non-200 answer, unusable body, attempts exhausted; at once for
+ *   an endpoint that is not http(s));
  *   ServerUnreachableError (the token endpoint cannot be reached at all); AbortedError
  */
 export async function requestClientCredentialsToken(
@@ -74,7 +75,11 @@ export async function requestClientCredentialsToken(
     headers.authorization = `Basic ${Buffer.from(`${creds.clientId}:${creds.clientSecret}`, 'utf8').toString('base64')}`;
   }
   const body = form.toString();
-  const path = new URL(tokenEndpoint).pathname;
+  const url = new URL(tokenEndpoint);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new TokenError(`token endpoint ${url.href} is refused: only http(s) URLs are used`, { retryable: false });
+  }
+  const path = url.pathname;
   const redact = redactor(credentialSecrets(creds.clientId, creds.clientSecret));
 
   try {

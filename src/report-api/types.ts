@@ -31,6 +31,8 @@ export interface ReportConnection {
   scopes?: string[];
   /** Redirect URI configured for the service user (authorization_code; docs/report-export-service.md "User-dependent service user" step 1). */
   redirectUri?: string | undefined;
+  /** The origin off baseUrl's that the discovery document may name for the token endpoint (discovery.ts). */
+  tokenOrigin?: string | undefined;
   pathEncoding: PathEncoding;
   /** Timeout of one HTTP request, ms. */
   requestTimeoutMs: number;

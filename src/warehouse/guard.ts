@@ -5,6 +5,7 @@
  * target locked, so that the count is the one the load would replace.
  */
 import { EtlError } from '../errors.ts';
+import { shellQuote } from '../shell-quote.ts';
 import type { WriteMode } from '../vocabulary.ts';
 import { quoteTable, type TableName } from './identifiers.ts';
 import type { Queryable } from '../db.ts';
@@ -69,7 +70,7 @@ export function guardTrip(o: {
   runKey: string;
 }): GuardTrip | undefined {
   const minRows = minRowsOf(o.mode, o.guard);
-  const goOn = `If the result is right, load it with "report-etl replay ${o.runKey} --accept-guard"`;
+  const goOn = `If the result is right, load it with "report-etl replay ${shellQuote(o.runKey)} --accept-guard"`;
   if (o.rows < minRows) {
     const which =
       o.guard.minRows === undefined

@@ -7,6 +7,7 @@
  */
 import type pg from 'pg';
 import { withTransaction, type Queryable } from '../db.ts';
+import { shellQuote } from '../shell-quote.ts';
 import { dropAppendClaim, getAppendClaim, otherJobsAppendingRunKey, type AppendClaim } from '../history/appends.ts';
 import { newestAttempt } from '../history/attempts.ts';
 import { insertRevert, isReverted, revertsOfRun } from '../history/reverts.ts';
@@ -172,7 +173,7 @@ async function whyNoClaim(db: Queryable, job: string, runKey: string): Promise<[
   if (last && isReverted(run, reverts)) {
     return [
       'already-reverted',
-      `it was already reverted at ${last.reverted_at.toISOString()}${last.reverted_by ? ` by ${last.reverted_by}` : ''}: its ${last.rows} rows were removed from ${last.target_table}; "report-etl replay ${runKey}" appends it again`,
+      `it was already reverted at ${last.reverted_at.toISOString()}${last.reverted_by ? ` by ${last.reverted_by}` : ''}: its ${last.rows} rows were removed from ${last.target_table}; "report-etl replay ${shellQuote(runKey)}" appends it again`,
     ];
   }
   const state = newest
