@@ -1,33 +1,25 @@
-/**
- * The discovery document (docs/report-export-service.md "Endpoints" #5, "Obtaining the token endpoint"): read on every start,
- * because the token endpoint may change.
- */
+/** The discovery document (docs/report-export-service.md "Endpoints" #5), read on every start. */
+import { AbortedError } from '../errors.ts';
 import { ServerUnreachableError, TokenError } from './errors.ts';
 import { readJsonAnswer, readSnippet, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
 
-/** Path of the discovery document below {base_url} (docs/report-export-service.md "Endpoints" #5). */
-export const DISCOVERY_PATH = '/.well-known/openid-configuration';
+const DISCOVERY_PATH = '/.well-known/openid-configuration';
 
-/** Joins {base_url} (with or without a trailing slash, may carry a path) and an absolute path. */
+/** {base_url} (with or without a trailing slash, may carry a path) and an absolute path. */
 export function joinUrl(baseUrl: string, path: string): string {
   return baseUrl.replace(/\/+$/, '') + path;
 }
 
-/** The endpoints of the discovery document report-etl uses, as absolute URLs. */
+/** The endpoints report-etl uses, absolute; `issuer` is {base_url} when the document names none. */
 export interface DiscoveredEndpoints {
-  /** issuer (docs/report-export-service.md "Discovery document"); the {base_url} when the document names none. */
   issuer: string;
   tokenEndpoint: string;
-  /** authorization_endpoint (docs/report-export-service.md "Endpoints" #6), undefined when the document names none. */
   authorizationEndpoint: string | undefined;
 }
 
 /**
- * Reads the discovery document (docs/report-export-service.md "Obtaining the token endpoint": on every start) and
- * returns the issuer, the token endpoint and the authorization endpoint, each resolved against {base_url}; transient
- * failures are retried.
- * @throws ServerUnreachableError (the server cannot be reached at all); TokenError (the document cannot be read
- *   otherwise or has no token_endpoint); AbortedError
+ * Reads the discovery document, retrying transient failures; URLs are resolved against {base_url}.
+ * @throws ServerUnreachableError; TokenError (not readable otherwise, or no token_endpoint); AbortedError
  */
 export async function discoverEndpoints(
   baseUrl: string,
@@ -49,12 +41,8 @@ export async function discoverEndpoints(
         });
         if (res.statusCode !== 200) {
           const snippet = await readSnippet(res, http.redact);
-          throw new TokenError(
-            `discovery document ${DISCOVERY_PATH} answered ${res.statusCode}${snippet ? `: ${snippet}` : ''}`,
-            {
-              httpStatus: res.statusCode,
-            },
-          );
+          const said = `${res.statusCode}${snippet ? `: ${snippet}` : ''}`;
+          throw new TokenError(`discovery document ${DISCOVERY_PATH} answered ${said}`, { httpStatus: res.statusCode });
         }
         return readJsonAnswer(res, 'token', http.redact);
       },
@@ -62,12 +50,7 @@ export async function discoverEndpoints(
       signal,
     );
   } catch (err) {
-    if (
-      err instanceof TokenError ||
-      err instanceof ServerUnreachableError ||
-      (err as { code?: string }).code === 'ABORTED'
-    )
-      throw err;
+    if (err instanceof TokenError || err instanceof ServerUnreachableError || err instanceof AbortedError) throw err;
     throw new TokenError(`discovery document ${url} could not be read: ${(err as Error).message}`, { cause: err });
   }
   const tokenEndpoint = (doc as { token_endpoint?: unknown } | null)?.token_endpoint;
@@ -75,13 +58,10 @@ export async function discoverEndpoints(
     throw new TokenError(`discovery document ${url} has no token_endpoint`);
   }
   const base = joinUrl(baseUrl, '/');
-  const d = doc as { issuer?: unknown; authorization_endpoint?: unknown };
+  const { issuer, authorization_endpoint: auth } = doc as { issuer?: unknown; authorization_endpoint?: unknown };
   return {
-    issuer: typeof d.issuer === 'string' && d.issuer !== '' ? d.issuer : baseUrl,
+    issuer: typeof issuer === 'string' && issuer !== '' ? issuer : baseUrl,
     tokenEndpoint: new URL(tokenEndpoint, base).toString(),
-    authorizationEndpoint:
-      typeof d.authorization_endpoint === 'string' && d.authorization_endpoint !== ''
-        ? new URL(d.authorization_endpoint, base).toString()
-        : undefined,
+    authorizationEndpoint: typeof auth === 'string' && auth !== '' ? new URL(auth, base).toString() : undefined,
   };
 }

@@ -6,7 +6,7 @@ import type { Dispatcher } from 'undici';
 import { sleep } from '../backoff.ts';
 import { AbortedError, ConfigError, EtlError, type ErrorCode } from '../errors.ts';
 import { silentLogger, type Logger } from '../logger.ts';
-import { ApiCaller } from './api-request.ts';
+import { makeApiCaller, type ApiCaller } from './api-request.ts';
 import { discoverEndpoints } from './discovery.ts';
 import { HttpError, PollTimeoutError, ReportFailedError, RightsFailureError, type ReportApiStage } from './errors.ts';
 import {
@@ -286,6 +286,6 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
       },
     });
   }
-  const api = new ApiCaller({ baseUrl, http, tokens, retry, logger });
+  const api = makeApiCaller({ baseUrl, http, tokens, retry, logger });
   return new HttpReportClient({ connection, http, api, tokenEndpoint: endpoints.tokenEndpoint, retry, logger });
 }
