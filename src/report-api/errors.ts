@@ -73,10 +73,8 @@ function scopeNote(tokenScope: string | undefined): string {
 /** A report_api call was answered 401 twice: with the cached token and with a fresh one. */
 export class UnauthorizedError extends EtlError {
   constructor(method: string, path: string, stage: ReportApiStage) {
-    super('UNAUTHORIZED', `${method} ${path} was refused with 401 even with a freshly obtained access token`, {
-      stage,
-      httpStatus: 401,
-    });
+    const message = `${method} ${path} was refused with 401 even with a freshly obtained access token`;
+    super('UNAUTHORIZED', message, { stage, httpStatus: 401 });
   }
 }
 
@@ -135,11 +133,12 @@ export class AccessForbiddenError extends EtlError {
 export class ReportFailedError extends EtlError {
   readonly jobId: string;
   constructor(jobId: string, serverMessage: string) {
+    const details = { reportJobId: jobId };
     super('REPORT_FAILED', `report job ${jobId} failed: ${serverMessage}`, {
       retryable: false,
       stage: 'poll',
       serverMessage,
-      details: { reportJobId: jobId },
+      details,
     });
     this.jobId = jobId;
   }
@@ -149,10 +148,8 @@ export class ReportFailedError extends EtlError {
 export class PollTimeoutError extends EtlError {
   readonly jobId: string;
   constructor(jobId: string, waitedMs: number) {
-    super('POLL_TIMEOUT', `report job ${jobId} was still Running after ${waitedMs} ms (pollTimeoutMs)`, {
-      stage: 'poll',
-      details: { reportJobId: jobId, waitedMs },
-    });
+    const message = `report job ${jobId} was still Running after ${waitedMs} ms (pollTimeoutMs)`;
+    super('POLL_TIMEOUT', message, { stage: 'poll', details: { reportJobId: jobId, waitedMs } });
     this.jobId = jobId;
   }
 }
@@ -219,11 +216,8 @@ export class HttpError extends EtlError {
 /** A page broke off and could not be resumed consistently (bytes differ, too many resumes, page gone). */
 export class PageBrokenError extends EtlError {
   constructor(jobId: string, page: number, reason: string, cause?: unknown) {
-    super('PAGE_BROKEN', `page ${page} of report job ${jobId} broke off and could not be resumed: ${reason}`, {
-      stage: 'fetch',
-      cause,
-      details: { reportJobId: jobId, page },
-    });
+    const message = `page ${page} of report job ${jobId} broke off and could not be resumed: ${reason}`;
+    super('PAGE_BROKEN', message, { stage: 'fetch', cause, details: { reportJobId: jobId, page } });
   }
 }
 

@@ -2,8 +2,7 @@
  * HTTP for the report client: one keep-alive undici Agent per client, per-request timeouts, which failures are
  * transient, bounded reads of answers (docs/architecture.md "Limits") and the one backoff (backoff.ts).
  */
-import type { Dispatcher } from 'undici';
-import { Agent, request } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 import { retry, type RetryPolicy } from '../backoff.ts';
 import { AbortedError, EtlError } from '../errors.ts';
 import { boundText, redactJson, redactor } from '../failure-text.ts';
@@ -187,12 +186,8 @@ export class HttpTransport {
     this.timeoutMs = o.timeoutMs;
     this.logger = o.logger;
     this.secrets = o.secrets ?? [];
-    this.agent = new Agent({
-      connections: 32,
-      keepAliveTimeout: 10_000,
-      headersTimeout: o.timeoutMs,
-      bodyTimeout: o.timeoutMs,
-    });
+    const timeouts = { headersTimeout: o.timeoutMs, bodyTimeout: o.timeoutMs };
+    this.agent = new Agent({ connections: 32, keepAliveTimeout: 10_000, ...timeouts });
   }
 
   /** Adds an access token sent to what {@link redact} removes (the last 4 are kept). */
@@ -235,7 +230,8 @@ export class HttpTransport {
       // A token endpoint's error page may echo the form it got (client_secret and all): never quote it.
       const snippet =
         req.stage === 'token' ? await res.body.dump().then(() => '') : await readSnippet(res, this.redact);
-      throw new TransientHttpError(`${req.method} ${path} answered ${res.statusCode}${snippet ? `: ${snippet}` : ''}`, {
+      const said = `${res.statusCode}${snippet ? `: ${snippet}` : ''}`;
+      throw new TransientHttpError(`${req.method} ${path} answered ${said}`, {
         stage: req.stage,
         httpStatus: res.statusCode,
       });

@@ -143,19 +143,14 @@ function classifyingFetch(timeoutMs: number, signal: AbortSignal | undefined): t
   }) as typeof fetch;
 }
 
-function options(
-  endpoints: DiscoveredEndpoints,
-  c: UserClient,
-  signal: AbortSignal | undefined,
-): oauth.TokenEndpointRequestOptions {
-  return {
+/** The oauth4webapi arguments every token request starts with. */
+function grant(endpoints: DiscoveredEndpoints, c: UserClient, signal: AbortSignal | undefined) {
+  const opts: oauth.TokenEndpointRequestOptions = {
     [oauth.customFetch]: classifyingFetch(c.timeoutMs, signal),
     ...(new URL(endpoints.tokenEndpoint).protocol === 'http:' ? { [oauth.allowInsecureRequests]: true } : {}),
   };
-}
-
-function clientAuth(c: UserClient): oauth.ClientAuth {
-  return c.clientSecret ? oauth.ClientSecretPost(c.clientSecret) : oauth.None();
+  const auth = c.clientSecret ? oauth.ClientSecretPost(c.clientSecret) : oauth.None();
+  return { head: [server(endpoints), { client_id: c.clientId }, auth] as const, opts };
 }
 
 /** The OAuth error fields of an oauth4webapi error, `secrets` redacted; never its cause (it may hold tokens). */
@@ -218,16 +213,9 @@ export async function exchangeAuthorizationCode(
   try {
     return await retryTransient(
       async () => {
-        const res = await oauth.authorizationCodeGrantRequest(
-          server(endpoints),
-          { client_id: c.clientId },
-          clientAuth(c),
-          params,
-          redirectUri,
-          oauth.nopkce,
-          options(endpoints, c, signal),
-        );
-        const r = await oauth.processAuthorizationCodeResponse(server(endpoints), { client_id: c.clientId }, res);
+        const { head, opts } = grant(endpoints, c, signal);
+        const res = await oauth.authorizationCodeGrantRequest(...head, params, redirectUri, oauth.nopkce, opts);
+        const r = await oauth.processAuthorizationCodeResponse(head[0], head[1], res);
         if (typeof r.refresh_token !== 'string' || r.refresh_token === '') {
           throw new LoginFailedError(
             `token endpoint ${path} answered the code without a refresh_token (docs/report-export-service.md ` +
@@ -277,14 +265,9 @@ export async function refreshAccessToken(
   try {
     return await retryTransient(
       async () => {
-        const res = await oauth.refreshTokenGrantRequest(
-          server(endpoints),
-          { client_id: c.clientId },
-          clientAuth(c),
-          refreshToken,
-          options(endpoints, c, signal),
-        );
-        const r = await oauth.processRefreshTokenResponse(server(endpoints), { client_id: c.clientId }, res);
+        const { head, opts } = grant(endpoints, c, signal);
+        const res = await oauth.refreshTokenGrantRequest(...head, refreshToken, opts);
+        const r = await oauth.processRefreshTokenResponse(head[0], head[1], res);
         return issued(r, path, secrets);
       },
       c.retry,

@@ -14,8 +14,8 @@ const REPORT_EXTENSIONS = ['avw', 'avx'] as const;
 const NAME_CHAR = /^[A-Za-z0-9_ ]$/;
 const HOW_TO_FIX =
   'Report folder and file names may contain only A-Z a-z 0-9 _ and space, sub folders are separated by "/", ' +
-  'and the extension is .avw (the default, may be left out) or .avx (docs/report-export-service.md "Report naming ' +
-  'rules"). ' +
+  'and the extension is .avw (the default, may be left out) or .avx ' +
+  '(docs/report-export-service.md "Report naming rules"). ' +
   'Fix report.name in jobs.yaml, or rename the report on the server.';
 
 function describeChar(ch: string): string {

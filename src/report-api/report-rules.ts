@@ -26,7 +26,8 @@ export const SCOPES_PROBLEM =
 export const MIN_PAGING = 10;
 
 /** What is wrong with a paging below {@link MIN_PAGING}. */
-export const PAGING_PROBLEM = `paging must be at least ${MIN_PAGING}: below ${MIN_PAGING} the server silently uses 10000 rows per page`;
+export const PAGING_PROBLEM =
+  `paging must be at least ${MIN_PAGING}: below ${MIN_PAGING} the server silently uses ` + '10000 rows per page';
 
 /** A mandant (client number) is digits: `7777`, or `007` kept as text. */
 export const MANDANT_PATTERN = /^[0-9]+$/;

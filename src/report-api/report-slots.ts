@@ -115,6 +115,8 @@ interface SlotRequest {
   onWait?: (usage: SlotUsage & { limit: number }) => void;
 }
 
+type Keys = ReturnType<ReportSlots['keys']>;
+
 /** A run of this process waiting for a slot. */
 type Waker = { heldKey: string; order: number; limit: number; wake(): void };
 
@@ -153,15 +155,8 @@ export class ReportSlots {
       for (;;) {
         if (signal?.aborted) throw new AbortedError(signal.reason);
         const woken = this.nextWake(keys.held, order, limit, signal);
-        const [got, held, waiting, epoch] = (await this.redis.eval(
-          ACQUIRE,
-          5,
-          ...this.stateKeys(keys),
-          holder,
-          String(order),
-          String(limit),
-          ...this.epochArgs(),
-        )) as [number, number, number, string];
+        const answer = await this.evalState(ACQUIRE, keys, holder, String(order), String(limit));
+        const [got, held, waiting, epoch] = answer as [number, number, number, string];
         this.epoch = epoch;
         if (got === 1) {
           woken.cancel();
@@ -210,20 +205,16 @@ export class ReportSlots {
     };
   }
 
-  private stateKeys(k: ReturnType<ReportSlots['keys']>): string[] {
-    return [k.held, k.waiting, k.waitLease, k.epoch, k.gate];
+  /** Runs ACQUIRE or RENEW; the last ARGV are leaseMs, the epoch known and a new one in case Redis has none. */
+  private evalState(script: string, k: Keys, holder: string, order = '', limit = ''): Promise<unknown> {
+    const keys = [k.held, k.waiting, k.waitLease, k.epoch, k.gate];
+    return this.redis.eval(script, 5, ...keys, holder, order, limit, String(this.leaseMs), this.epoch, randomUUID());
   }
 
-  /** The last ARGV of ACQUIRE and RENEW: leaseMs, the epoch known, a new one in case Redis has none. */
-  private epochArgs(): string[] {
-    return [String(this.leaseMs), this.epoch, randomUUID()];
-  }
-
-  private hold(keys: ReturnType<ReportSlots['keys']>, holder: string): HeldSlot {
+  private hold(keys: Keys, holder: string): HeldSlot {
     const renew = setInterval(
       () => {
-        this.redis
-          .eval(RENEW, 5, ...this.stateKeys(keys), holder, '', '', ...this.epochArgs())
+        this.evalState(RENEW, keys, holder)
           .then((epoch) => (this.epoch = epoch as string))
           .catch(() => undefined);
       },

@@ -1,4 +1,4 @@
-/** The shapes the report client exchanges with its callers (docs/report-export-service.md "Resources and their fields"). */
+/** What the report client exchanges with its callers (docs/report-export-service.md "Resources and their fields"). */
 import type { Readable } from 'node:stream';
 import type { Redis } from 'ioredis';
 import type { OutputType } from '../vocabulary.ts';
