@@ -1,39 +1,27 @@
 /**
- * One alert and the bodies it is sent as: a generic JSON document, a Slack incoming-webhook
- * message, or a Microsoft Teams message with an Adaptive Card (what Teams workflows' "post to a channel when a
- * webhook request is received" accepts). The texts name job, event, error kind and the first line of the error;
- * they never hold a credential (errors never do, docs/architecture.md "Errors"), and the webhook URL is not part of them.
+ * One alert and its bodies: generic JSON, a Slack incoming-webhook message, or a Teams message with an Adaptive Card.
+ * They name job, event, error kind and the error's first line; never a credential or the webhook URL
+ * (docs/architecture.md "Alerts", "Errors").
  */
 import { createHash } from 'node:crypto';
 import type { AlertEvent, AlertFormat } from '../vocabulary.ts';
 
-/** What happened, as every format carries it. */
+/** What happened, as every format carries it; times are ISO 8601. */
 export interface AlertMessage {
   event: AlertEvent;
-  /** jobs.yaml job name. */
-  job: string;
-  /** When it happened (ISO 8601). */
+  job: string; // jobs.yaml job name
   at: string;
-  /** The logical run (`etl.runs.run_key`) that failed or recovered. */
-  runKey?: string | undefined;
-  /** Its attempt (`etl.attempts.attempt_id`) that failed or succeeded. */
-  attemptId?: string | undefined;
-  /** How the run was started (schedule, manual …). */
-  trigger?: string | undefined;
-  /** Stable error code (`etl.run_errors.error_kind`) of a failure. */
-  errorKind?: string | undefined;
-  /** The error's first meaningful line (failure-text.ts): the server's own words when it sent some, else ours. */
+  runKey?: string | undefined; // etl.runs.run_key of the run that failed or recovered
+  attemptId?: string | undefined; // etl.attempts.attempt_id of its attempt
+  trigger?: string | undefined; // how the run was started (schedule, manual …)
+  errorKind?: string | undefined; // etl.run_errors.error_kind of a failure
+  /** The error's first meaningful line (failure-text.ts): the server's words when it sent some, else ours. */
   error?: string | undefined;
-  /** The whole error text, every line of it. */
-  errorText?: string | undefined;
-  /** The run's page on the admin server (ADMIN_PUBLIC_URL), when it is known. */
-  url?: string | undefined;
-  /** Last success (ISO 8601), for `stale` and `recovered`. */
-  lastSuccessAt?: string | undefined;
-  /** The job's freshness (`26h`), for `stale`. */
-  freshness?: string | undefined;
-  /** Since when the job was failing (ISO 8601), for `recovered`. */
-  failingSince?: string | undefined;
+  errorText?: string | undefined; // the whole error text
+  url?: string | undefined; // the run's page on the admin server (ADMIN_PUBLIC_URL)
+  lastSuccessAt?: string | undefined; // for `stale` and `recovered`
+  freshness?: string | undefined; // the job's freshness (`26h`), for `stale`
+  failingSince?: string | undefined; // for `recovered`
 }
 
 const TITLES: Record<AlertEvent, string> = {
@@ -59,6 +47,10 @@ export function summary(m: AlertMessage): string {
   return parts.join('');
 }
 
+// RichTextBlock, not TextBlock: it renders no Markdown, so the server's words cannot make a link or emphasis.
+const rich = (...inlines: object[]) => ({ type: 'RichTextBlock', inlines });
+const run = (text: string, style: object = {}) => ({ type: 'TextRun', text, ...style });
+
 /**
  * A receiver's key to drop an alert it got twice (one in flight is sent again after a kill -9): 32 hex digits of
  * the event, job, run key and attempt, and for `stale` the last success; never of the time or the texts.
@@ -80,7 +72,6 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
   const text = summary(m);
   const id = alertId(m);
   if (format === 'slack') {
-    // The whole text, as written, below the one-line summary; the run's page as a link of ours.
     const whole =
       m.errorText && m.errorText.trim() !== (m.error ?? '')
         ? `\n\`\`\`${escapeSlack(m.errorText.replaceAll('```', "'''"))}\`\`\``
@@ -100,49 +91,24 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
       'error kind': m.errorKind,
       'last success': m.lastSuccessAt,
     }).filter(([, v]) => v !== undefined);
-    // RichTextBlock, not TextBlock: it renders no Markdown, so the server's words show as written and cannot make a
-    // link (`[Click here](https://…)`) or emphasis.
-    return {
-      type: 'message',
-      id,
-      attachments: [
-        {
-          contentType: 'application/vnd.microsoft.card.adaptive',
-          content: {
-            $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
-            type: 'AdaptiveCard',
-            version: '1.4',
-            body: [
-              {
-                type: 'RichTextBlock',
-                inlines: [
-                  { type: 'TextRun', text, weight: 'Bolder', color: m.event === 'recovered' ? 'Good' : 'Attention' },
-                ],
-              },
-              ...facts.map(([title, value]) => ({
-                type: 'RichTextBlock',
-                inlines: [
-                  { type: 'TextRun', text: `${title}: `, weight: 'Bolder' },
-                  { type: 'TextRun', text: String(value) },
-                ],
-              })),
-              ...(m.errorText
-                ? [{ type: 'RichTextBlock', inlines: [{ type: 'TextRun', text: m.errorText, fontType: 'Monospace' }] }]
-                : []),
-            ],
-            ...(m.url ? { actions: [{ type: 'Action.OpenUrl', title: 'Open the run', url: m.url }] } : {}),
-          },
-        },
-      ],
+    const body = [
+      rich(run(text, { weight: 'Bolder', color: m.event === 'recovered' ? 'Good' : 'Attention' })),
+      ...facts.map(([title, value]) => rich(run(`${title}: `, { weight: 'Bolder' }), run(String(value)))),
+      ...(m.errorText ? [rich(run(m.errorText, { fontType: 'Monospace' }))] : []),
+    ];
+    const content = {
+      $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
+      type: 'AdaptiveCard',
+      version: '1.4',
+      body,
+      ...(m.url ? { actions: [{ type: 'Action.OpenUrl', title: 'Open the run', url: m.url }] } : {}),
     };
+    return { type: 'message', id, attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', content }] };
   }
   return { source: 'report-etl', id, ...m, summary: text };
 }
 
-/**
- * Text for a Slack message, as Slack asks: `&`, `<` and `>` escaped, so that the server's words cannot ping a channel
- * (`<!channel>`), mention someone or show a disguised link (`<https://evil.example|Click here>`).
- */
+/** `&`, `<` and `>` escaped, so the server's words cannot ping a channel, mention someone or disguise a link. */
 export function escapeSlack(text: string): string {
   return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }

@@ -1,7 +1,6 @@
 /**
- * Freshness: a job with `freshness: 26h` (or its connection's default) is stale when its last success is
- * older than that; a job that never succeeded counts from when its freshness was first checked. Stale jobs show on
- * the admin pages, in `report_etl_job_stale{job}`, and cause one `stale` alert per breach (the janitor checks).
+ * Freshness: a job with `freshness: 26h` (or its connection's) is stale when its last success is older; one that
+ * never succeeded counts from when its freshness was first checked. One `stale` alert per breach.
  */
 import type pg from 'pg';
 import { parseWindow } from '../config/duration.ts';
@@ -18,32 +17,14 @@ export function freshnessOf(config: EtlConfig, job: string): { text: string; ms:
   return text !== undefined && ms !== undefined ? { text, ms } : undefined;
 }
 
-/**
- * Whether a job is stale at `now`.
- * @param lastSuccess finish (or start) of its newest succeeded attempt
- * @param seen when its freshness was first checked (the base when it never succeeded; without it: not stale)
- * @returns stale, and the base the breach counts from (the alert is sent once per base)
- */
-export function staleness(
-  lastSuccess: Date | undefined,
-  seen: Date | undefined,
-  freshnessMs: number,
-  now: Date,
-): { stale: boolean; base: Date | undefined } {
+/** Whether a job is stale at `now`, and its `base` (last success, else when first `seen`): one alert per base. */
+export function staleness(lastSuccess: Date | undefined, seen: Date | undefined, freshnessMs: number, now: Date) {
   const base = lastSuccess ?? seen;
   return { stale: base !== undefined && now.getTime() - base.getTime() > freshnessMs, base };
 }
 
-/**
- * Checks the freshness of every job of `config` that has one and sends `stale` once per breach.
- * @returns the jobs that are stale now
- */
-export async function checkFreshness(
-  pool: pg.Pool,
-  config: EtlConfig,
-  sender: AlertSender,
-  now = new Date(),
-): Promise<string[]> {
+/** Checks every job that has a freshness and sends `stale` once per breach. @returns the jobs stale now */
+export async function checkFreshness(pool: pg.Pool, config: EtlConfig, sender: AlertSender, now = new Date()) {
   const jobs = Object.keys(config.jobs).filter((j) => freshnessOf(config, j));
   if (jobs.length === 0) return [];
   const [health, seen] = await Promise.all([jobHealth(pool, jobs, 0), firstSeen(pool, jobs)]);
@@ -55,9 +36,8 @@ export async function checkFreshness(
     if (!s.stale) continue;
     stale.push(h.job);
     if (await claimStaleAlert(pool, h.job, s.base!)) {
-      sender.send({ job: h.job, at: now.toISOString(), freshness: f.text, lastSuccessAt: lastSuccess?.toISOString() }, [
-        'stale',
-      ]);
+      const m = { job: h.job, at: now.toISOString(), freshness: f.text, lastSuccessAt: lastSuccess?.toISOString() };
+      sender.send(m, ['stale']);
     }
   }
   return stale;

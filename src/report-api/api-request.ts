@@ -1,7 +1,6 @@
 /**
- * Authorized calls of {report_api} (docs/report-export-service.md "Endpoints", common headers): Bearer token from the shared
- * cache, Accept: application/json, Content-Type: application/json on POST; one retry with a new token
- * after a 401; retries of transient failures; 403 turned into AccessForbiddenError (docs/report-export-service.md "Errors").
+ * Authorized calls of {report_api} (docs/report-export-service.md "Endpoints"): the shared Bearer token, JSON
+ * headers, one retry with a new token after a 401, retries of transient failures, 403 as AccessForbiddenError.
  */
 import type { Dispatcher } from 'undici';
 import type { ProblemDetails } from '../errors.ts';
@@ -19,39 +18,29 @@ import {
 } from './http.ts';
 import type { AccessTokens } from './token-cache.ts';
 
-/** Path prefix of the report interface (docs/report-export-service.md: {report_api}). */
-export const REPORT_API_PREFIX = '/api/svcreport/v1';
+/** Path prefix of {report_api}. */
+const REPORT_API_PREFIX = '/api/svcreport/v1';
 
 /** One call of {report_api}. */
-export interface ApiCall {
+interface ApiCall {
   method: 'GET' | 'POST' | 'DELETE';
   /** Path below {report_api}, already encoded, e.g. `/jobs/<id>`. */
   path: string;
   stage: ReportApiStage;
   /** JSON request body (POST). */
   json?: unknown;
-  /** Aborts backoff sleeps and token waits, and the request itself unless `abortInFlight` is false. */
-  signal?: AbortSignal;
-  /** Whether `signal` also cuts a request already sent (default true). */
+  /** Aborts backoff sleeps, token waits, and the request itself unless `abortInFlight` is false (default true). */
+  signal?: AbortSignal | undefined;
   abortInFlight?: boolean;
   /**
-   * False for a call the server must not see twice (starting a report creates a job whose id only its answer
-   * tells): then only failures that prove the request was never delivered are retried (default true).
+   * False for a call the server must not see twice (a start creates a job only its answer names): then only
+   * failures that prove it was never delivered are retried (default true).
    */
   idempotent?: boolean;
 }
 
-/** What an {@link ApiCaller} needs. */
-export interface ApiCallerOptions {
-  baseUrl: string;
-  http: HttpTransport;
-  tokens: AccessTokens;
-  retry: RetryPolicy;
-  logger: Logger;
-}
-
 /** The most of a 403's problem body read, in bytes (docs/architecture.md "Limits"). */
-export const MAX_PROBLEM_BYTES = 64 * 1024;
+const MAX_PROBLEM_BYTES = 64 * 1024;
 
 async function forbidden(
   res: Dispatcher.ResponseData,
@@ -74,42 +63,31 @@ async function forbidden(
   } catch {
     problem = undefined;
   }
-  return new AccessForbiddenError(
-    call.method,
-    `${REPORT_API_PREFIX}${call.path}`,
-    call.stage,
-    said ? redact(said) : undefined,
-    problem,
-    tokenScope,
-  );
+  const path = `${REPORT_API_PREFIX}${call.path}`;
+  return new AccessForbiddenError(call.method, path, call.stage, said ? redact(said) : undefined, problem, tokenScope);
 }
 
 /** Sends authorized {report_api} calls; see the module doc. */
-export class ApiCaller {
-  private readonly opts: ApiCallerOptions;
+export type ApiCaller = ReturnType<typeof makeApiCaller>;
 
-  constructor(opts: ApiCallerOptions) {
-    this.opts = opts;
-  }
-
-  /** The scope of the access token in use (docs/report-export-service.md "Token response"), undefined when the server named none. */
-  tokenScope(): string | undefined {
-    return this.opts.tokens.scope();
-  }
-
-  /** Absolute URL of a {report_api} path. */
-  url(path: string): string {
-    return joinUrl(this.opts.baseUrl, REPORT_API_PREFIX + path);
-  }
-
+/** Makes an {@link ApiCaller}. */
+export function makeApiCaller(o: {
+  baseUrl: string;
+  http: HttpTransport;
+  tokens: AccessTokens;
+  retry: RetryPolicy;
+  logger: Logger;
+}) {
+  const { http, tokens, retry, logger } = o;
+  /** The scope of the access token in use, undefined when the server named none. */
+  const tokenScope = (): string | undefined => tokens.scope();
   /**
    * Sends the call. Returns every answer except 401, 403 and transient ones; the caller owns the body.
    * @throws AccessForbiddenError (403), UnauthorizedError (401 twice), TokenError, TransientHttpError
    *   (attempts exhausted), AbortedError
    */
-  async send(call: ApiCall): Promise<Dispatcher.ResponseData> {
-    const { http, tokens, retry, logger } = this.opts;
-    const url = this.url(call.path);
+  const send = async (call: ApiCall): Promise<Dispatcher.ResponseData> => {
+    const url = joinUrl(o.baseUrl, REPORT_API_PREFIX + call.path);
     const body = call.json === undefined ? undefined : JSON.stringify(call.json);
     const requestSignal = call.abortInFlight === false ? undefined : call.signal;
     const attempt = (token: string): Promise<Dispatcher.ResponseData> => {
@@ -132,14 +110,14 @@ export class ApiCaller {
       },
       retry,
       call.signal,
-      (err, n, delayMs) =>
-        logger.debug(
-          { method: call.method, stage: call.stage, attempt: n, delayMs, err: (err as Error).message },
-          'retrying',
-        ),
+      (err, attempt, delayMs) => {
+        const { method, stage } = call;
+        logger.debug({ method, stage, attempt, delayMs, err: (err as Error).message }, 'retrying');
+      },
       call.idempotent === false ? isNotSentError : isTransientError,
     );
     if (res.statusCode === 403) throw await forbidden(res, call, tokens.scope(), http.redact);
     return res;
-  }
+  };
+  return { tokenScope, send };
 }

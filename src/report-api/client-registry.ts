@@ -1,48 +1,34 @@
 /**
- * One ReportClient per jobs.yaml connection, reused across runs (its HTTP agent keeps connections alive and its
- * token comes from the Redis-shared cache). A connection whose settings change in jobs.yaml gets a new client;
- * the old one is closed once its in-flight requests are done.
+ * One ReportClient per jobs.yaml connection, reused across runs (keep-alive agent, shared token). A connection whose
+ * settings change gets a new client; the old one is closed when the last run using it gives it back.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import { makeReportClient } from './report-client.ts';
 import type { ConnectionAuthStore, ReportClient, ReportConnection } from './types.ts';
 
-/** A client on loan to one run: give it back with release() when the run is over. */
-export interface ClientLease {
-  client: ReportClient;
-  release(): void;
-}
-
 /** The clients of a worker. */
 export interface ReportClients {
   /**
-   * The client of `name` for these settings, made on first use, on loan until release(). A client whose
-   * connection settings changed is closed only when the last run using it gives it back.
-   * @throws what makeReportClient throws (discovery)
+   * The client of `name` for these settings, made on first use, on loan to one run until release().
+   * @throws what makeReportClient or `authStore` throws
    */
-  acquire(name: string, connection: ReportConnection): Promise<ClientLease>;
-  /** Closes every client (after the runs using them are over: call it once the worker stopped). */
+  acquire(name: string, connection: ReportConnection): Promise<{ client: ReportClient; release(): void }>;
+  /** Closes every client; call it once the worker stopped. */
   close(): Promise<void>;
 }
 
-interface Entry {
-  settings: string;
-  client: Promise<ReportClient>;
-  users: number;
-  retired: boolean;
-}
+type Entry = { settings: string; client: Promise<ReportClient>; users: number; retired: boolean };
 
 /**
  * Makes the per-connection client cache of a worker.
- * @param authStore the login store of a connection (required for auth: authorization_code; records scopes); may
- *   throw ConfigError (e.g. REPORT_ETL_SECRET_KEY missing), which acquire() passes on
+ * @param authStore a connection's login store (required for authorization_code; records scopes)
+ * @param keyPrefix of the shared access tokens' Redis keys, `<prefix>:` (default `report-etl:`)
  */
 export function makeReportClients(
   redis: Redis,
   logger: Logger,
   authStore?: (name: string, connection: ReportConnection) => ConnectionAuthStore,
-  /** Prefix of the Redis keys of the shared access tokens: the installation's, `<prefix>:` (default `report-etl:`). */
   keyPrefix?: string,
 ): ReportClients {
   const clients = new Map<string, Entry>();
@@ -60,8 +46,7 @@ export function makeReportClients(
       if (!entry) {
         const fresh: Entry = {
           settings,
-          // No run's abort signal here: the client is shared, and one run's Ctrl-C must not fail the others'
-          // discovery. Its requests are bounded by the connection's timeout.
+          // No run's abort signal: one run's Ctrl-C must not fail the others' discovery (the timeout bounds it).
           client: Promise.resolve().then(() => {
             const store = authStore?.(name, connection);
             return makeReportClient({

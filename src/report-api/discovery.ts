@@ -1,24 +1,19 @@
-/**
- * The discovery document (docs/report-export-service.md "Endpoints" #5, "Obtaining the token endpoint"): read on every start,
- * because the token endpoint may change.
- */
+/** The discovery document (docs/report-export-service.md "Endpoints" #5), read on every start. */
+import { AbortedError } from '../errors.ts';
 import { ServerUnreachableError, TokenError } from './errors.ts';
 import { readJsonAnswer, readSnippet, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
 
-/** Path of the discovery document below {base_url} (docs/report-export-service.md "Endpoints" #5). */
-export const DISCOVERY_PATH = '/.well-known/openid-configuration';
+const DISCOVERY_PATH = '/.well-known/openid-configuration';
 
-/** Joins {base_url} (with or without a trailing slash, may carry a path) and an absolute path. */
+/** {base_url} (with or without a trailing slash, may carry a path) and an absolute path. */
 export function joinUrl(baseUrl: string, path: string): string {
   return baseUrl.replace(/\/+$/, '') + path;
 }
 
-/** The endpoints of the discovery document report-etl uses, as absolute URLs. */
+/** The endpoints report-etl uses, absolute; `issuer` is {base_url} when the document names none. */
 export interface DiscoveredEndpoints {
-  /** issuer (docs/report-export-service.md "Discovery document"); the {base_url} when the document names none. */
   issuer: string;
   tokenEndpoint: string;
-  /** authorization_endpoint (docs/report-export-service.md "Endpoints" #6), undefined when the document names none. */
   authorizationEndpoint: string | undefined;
 }
 
@@ -51,12 +46,8 @@ export async function discoverEndpoints(
         });
         if (res.statusCode !== 200) {
           const snippet = await readSnippet(res, http.redact);
-          throw new TokenError(
-            `discovery document ${DISCOVERY_PATH} answered ${res.statusCode}${snippet ? `: ${snippet}` : ''}`,
-            {
-              httpStatus: res.statusCode,
-            },
-          );
+          const said = `${res.statusCode}${snippet ? `: ${snippet}` : ''}`;
+          throw new TokenError(`discovery document ${DISCOVERY_PATH} answered ${said}`, { httpStatus: res.statusCode });
         }
         return readJsonAnswer(res, 'token', http.redact);
       },
@@ -64,12 +55,7 @@ export async function discoverEndpoints(
       signal,
     );
   } catch (err) {
-    if (
-      err instanceof TokenError ||
-      err instanceof ServerUnreachableError ||
-      (err as { code?: string }).code === 'ABORTED'
-    )
-      throw err;
+    if (err instanceof TokenError || err instanceof ServerUnreachableError || err instanceof AbortedError) throw err;
     throw new TokenError(`discovery document ${url} could not be read: ${(err as Error).message}`, { cause: err });
   }
   return endpointsOf(baseUrl, doc, tokenOrigin);

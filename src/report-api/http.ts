@@ -1,9 +1,8 @@
 /**
- * HTTP for the report client: one undici Agent per client (keep-alive), per-request timeouts, the table
- * of transient failures, retried with the one backoff (backoff.ts).
+ * HTTP for the report client: one keep-alive undici Agent per client, per-request timeouts, which failures are
+ * transient, bounded reads of answers (docs/architecture.md "Limits") and the one backoff (backoff.ts).
  */
-import type { Dispatcher } from 'undici';
-import { Agent, request } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 import { retry, type RetryPolicy } from '../backoff.ts';
 import { AbortedError, EtlError } from '../errors.ts';
 import { boundText, redactJson, redactor } from '../failure-text.ts';
@@ -16,40 +15,33 @@ import {
   type ReportApiStage,
 } from './errors.ts';
 
-export { backoffDelayMs, sleep, type RetryPolicy } from '../backoff.ts';
+export type { RetryPolicy } from '../backoff.ts';
 
-/** Defaults of {@link RetryPolicy}: 5 attempts, 200 ms base, 10 s cap. */
+/** 5 attempts, 200 ms base, 10 s cap. */
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 200, maxDelayMs: 10_000 };
 
-/** HTTP statuses worth another attempt (docs/architecture.md "Errors": 5xx; 429 for good measure). */
+/** HTTP statuses worth another attempt (docs/architecture.md "Errors"). */
 export const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
-/** Network-level error codes worth another attempt: resets, socket closes, timeouts. */
-const TRANSIENT_CODES =
-  /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|UND_ERR_(SOCKET|CONNECT_TIMEOUT|HEADERS_TIMEOUT|BODY_TIMEOUT|CLOSED|RES_CONTENT_LENGTH_MISMATCH|REQ_CONTENT_LENGTH_MISMATCH))$/;
+const TRANSIENT_CODES = new RegExp(
+  '^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|EAI_AGAIN|UND_ERR_(SOCKET|CONNECT_TIMEOUT|HEADERS_TIMEOUT|' +
+    'BODY_TIMEOUT|CLOSED|RES_CONTENT_LENGTH_MISMATCH|REQ_CONTENT_LENGTH_MISMATCH))$',
+);
 
-/** Whether `err` is a failure a retry may cure: a {@link TransientHttpError}, a {@link ServerUnreachableError} or a network error code. */
+/** Whether a retry may cure `err`: a TransientHttpError, a ServerUnreachableError or a network error code. */
 export function isTransientError(err: unknown): boolean {
   if (err instanceof EtlError) return err.code === 'HTTP_TRANSIENT' || err.code === 'SERVER_UNREACHABLE';
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && TRANSIENT_CODES.test(code);
 }
 
-/**
- * Unreachable codes that also prove a request was never sent: no connection was ever made. Host or network
- * unreachable are left out: the kernel may report them on a connection already in use, after the bytes went out.
- */
-const NOT_SENT_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EAI_NONAME',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
+// Unreachable codes that prove no connection was made. Host or network unreachable are left out: the kernel may
+// report them on a connection in use, after the bytes went out.
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /**
- * The code of the network failure in `err` (or its causes, or the errors of an AggregateError) that shows the server
- * could not be reached at all, one of {@link UNREACHABLE_CODES}; undefined for anything else.
+ * The code (one of UNREACHABLE_CODES) of the failure in `err`, its causes or an AggregateError's errors, that shows
+ * the server could not be reached at all; else undefined.
  */
 export function unreachableCode(err: unknown): string | undefined {
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
@@ -68,10 +60,9 @@ export function unreachableCode(err: unknown): string | undefined {
 }
 
 /**
- * Whether `err` shows the request was not acted on: never delivered (connection refused, name lookup failed,
- * connect timeout, looking through `cause`), or refused before processing (429 Too Many Requests, 503 Service
- * Unavailable). Only such failures may be retried for a call that is not idempotent: after a reset, a timeout or
- * a gateway's 502/504 the server may already have acted on it.
+ * Whether `err` shows the request was not acted on: never delivered (refused, name lookup failed, connect timeout)
+ * or refused before processing (429, 503). Only these may be retried for a call that is not idempotent: after a
+ * reset, a timeout or a gateway's 502/504 the server may have acted on it.
  */
 export function isNotSentError(err: unknown): boolean {
   if (err instanceof TransientHttpError && (err.httpStatus === 429 || err.httpStatus === 503)) return true;
@@ -79,13 +70,7 @@ export function isNotSentError(err: unknown): boolean {
   return code !== undefined && NOT_SENT_CODES.has(code);
 }
 
-/**
- * Runs `fn` until it succeeds, retrying transient failures ({@link isTransientError}) up to
- * `policy.attempts` attempts in all, sleeping {@link backoffDelayMs} between them.
- * @param fn gets the 1-based attempt number
- * @param retryable which failures to retry (default {@link isTransientError})
- * @throws the last error when it is not transient or the attempts ran out; AbortedError on abort
- */
+/** backoff.ts `retry` of `fn`, by default of {@link isTransientError} failures. @throws the last error */
 export async function retryTransient<T>(
   fn: (attempt: number) => Promise<T>,
   policy: RetryPolicy,
@@ -97,8 +82,8 @@ export async function retryTransient<T>(
 }
 
 /**
- * Reads at most `maxBytes` of an answer's body, then drops the rest unread.
- * @returns the bytes read and how many more the body had: 0 when read whole, by Content-Length, else Infinity
+ * Reads at most `maxBytes` of an answer's body and drops the rest unread.
+ * @returns the bytes and how many more the body had: 0 when read whole, by Content-Length, else Infinity
  */
 export async function readBounded(
   res: Dispatcher.ResponseData,
@@ -121,44 +106,34 @@ export async function readBounded(
   return { bytes: bytes.subarray(0, maxBytes), more: length >= size ? length - maxBytes : Infinity };
 }
 
-/** Reads the beginning of an answer's body for an error message: `redact`ed, at most `maxChars`. Never throws. */
-export async function readSnippet(
-  res: Dispatcher.ResponseData,
-  redact: (text: string) => string,
-  maxChars = 300,
-): Promise<string> {
+/** The beginning of an answer's body for an error message: `redact`ed, at most 300 characters. Never throws. */
+export async function readSnippet(res: Dispatcher.ResponseData, redact: (text: string) => string): Promise<string> {
   try {
-    const { bytes, more } = await readBounded(res, maxChars * 4 + 1024);
-    return boundText(redact(bytes.toString('utf8')).replace(/\s+/g, ' ').trim(), maxChars, more);
+    const { bytes, more } = await readBounded(res, 300 * 4 + 1024);
+    return boundText(redact(bytes.toString('utf8')).replace(/\s+/g, ' ').trim(), 300, more);
   } catch {
     return ''; // a snippet is best effort
   }
 }
 
-/**
- * The most a start, poll or discovery answer may hold, in bytes (1 MiB). Each is a small JSON object
- * (docs/report-export-service.md "Resources and their fields"); a server that sends more is broken or hostile, and
- * reading it whole would take the worker's memory with it.
- */
+/** The most a start, poll or discovery answer (a small JSON object) may hold, in bytes. */
 export const MAX_ANSWER_BYTES = 1024 * 1024;
 
 /**
- * Reads a small JSON answer (a job, the discovery document), never more than `maxBytes` of it.
+ * Reads a small JSON answer (a job, the discovery document), at most {@link MAX_ANSWER_BYTES}.
  * @returns the parsed JSON, every string `redact`ed
- * @throws HttpError (HTTP_UNEXPECTED, not retryable) when the body is larger than `maxBytes` (the rest is not read)
- *   or is not JSON
+ * @throws HttpError (not retryable) when the body is larger (the rest is not read) or not JSON
  */
 export async function readJsonAnswer(
   res: Dispatcher.ResponseData,
   stage: ReportApiStage,
   redact: (text: string) => string,
-  maxBytes = MAX_ANSWER_BYTES,
 ): Promise<unknown> {
-  const { bytes, more } = await readBounded(res, maxBytes);
+  const { bytes, more } = await readBounded(res, MAX_ANSWER_BYTES);
   if (more > 0) {
     throw new HttpError(
-      `the server's answer (stage ${stage}) is larger than ${maxBytes} bytes, far more than any job or discovery ` +
-        'answer holds; it was not read further',
+      `the server's answer (stage ${stage}) is larger than ${MAX_ANSWER_BYTES} bytes, far more than any job or ` +
+        'discovery answer holds; it was not read further',
       { stage, httpStatus: res.statusCode },
     );
   }
@@ -185,26 +160,14 @@ export interface SendRequest {
   stage: ReportApiStage;
 }
 
-/** Options of {@link HttpTransport}. */
-export interface HttpTransportOptions {
-  /** Headers and body idle timeout of one request in ms (connection.requestTimeoutMs). */
-  timeoutMs: number;
-  logger: Logger;
-  /** Max sockets per origin; default 32. */
-  connections?: number;
-  /** The connection's credentials ({@link credentialSecrets}): never quoted from an answer. */
-  secrets?: readonly (string | undefined)[];
-}
-
 /** What a server may echo of a client's credentials: the secret, and `id:secret` (a Basic header's base64). */
 export function credentialSecrets(clientId: string, clientSecret: string | undefined): string[] {
   return clientSecret ? [clientSecret, `${clientId}:${clientSecret}`] : [];
 }
 
 /**
- * A keep-alive undici Agent plus one-attempt requests that classify failures:
- * network errors, timeouts and {@link TRANSIENT_STATUSES} become {@link TransientHttpError}, an abort
- * becomes AbortedError; every other status is returned for the caller to judge.
+ * A keep-alive Agent (32 sockets per origin) and one-attempt requests that classify failures: network errors,
+ * timeouts and {@link TRANSIENT_STATUSES} throw, every other status is the caller's to judge.
  */
 export class HttpTransport {
   readonly agent: Agent;
@@ -215,19 +178,19 @@ export class HttpTransport {
   private readonly tokens: string[] = [];
   private redactor: ((text: string) => string) | undefined;
 
-  constructor(options: HttpTransportOptions) {
-    this.timeoutMs = options.timeoutMs;
-    this.logger = options.logger;
-    this.secrets = options.secrets ?? [];
-    this.agent = new Agent({
-      connections: options.connections ?? 32,
-      keepAliveTimeout: 10_000,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-    });
+  /**
+   * @param o.timeoutMs headers and body idle timeout of one request (connection.requestTimeoutMs)
+   * @param o.secrets the connection's {@link credentialSecrets}: never quoted from an answer
+   */
+  constructor(o: { timeoutMs: number; logger: Logger; secrets?: readonly (string | undefined)[] }) {
+    this.timeoutMs = o.timeoutMs;
+    this.logger = o.logger;
+    this.secrets = o.secrets ?? [];
+    const timeouts = { headersTimeout: o.timeoutMs, bodyTimeout: o.timeoutMs };
+    this.agent = new Agent({ connections: 32, keepAliveTimeout: 10_000, ...timeouts });
   }
 
-  /** Adds an access token this transport sends to what {@link redact} removes (the last 4 are kept). */
+  /** Adds an access token sent to what {@link redact} removes (the last 4 are kept). */
   rememberToken(token: string): void {
     if (this.tokens.includes(token)) return;
     if (this.tokens.push(token) > 4) this.tokens.shift();
@@ -247,15 +210,9 @@ export class HttpTransport {
     const started = performance.now();
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(req.url, {
-        dispatcher: this.agent,
-        method: req.method,
-        headers: req.headers,
-        body: req.body,
-        signal: req.signal,
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: this.timeoutMs,
-      });
+      const { method, headers, body, signal } = req;
+      const timeouts = { headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs };
+      res = await request(req.url, { dispatcher: this.agent, method, headers, body, signal, ...timeouts });
     } catch (err) {
       const ms = Math.round(performance.now() - started);
       if (req.signal?.aborted) throw new AbortedError(req.signal.reason);
@@ -281,7 +238,8 @@ export class HttpTransport {
       // A token endpoint's error page may echo the form it got (client_secret and all): never quote it.
       const snippet =
         req.stage === 'token' ? await res.body.dump().then(() => '') : await readSnippet(res, this.redact);
-      throw new TransientHttpError(`${req.method} ${path} answered ${res.statusCode}${snippet ? `: ${snippet}` : ''}`, {
+      const said = `${res.statusCode}${snippet ? `: ${snippet}` : ''}`;
+      throw new TransientHttpError(`${req.method} ${path} answered ${said}`, {
         stage: req.stage,
         httpStatus: res.statusCode,
       });
@@ -290,18 +248,16 @@ export class HttpTransport {
   }
 
   /**
-   * Closes the agent after in-flight requests, destroying it when they take longer than
-   * min(timeoutMs, 5 s) (e.g. a page body nobody reads any more). A second call waits for the first.
+   * Closes the agent after in-flight requests, destroying it after min(timeoutMs, 5 s) (e.g. a page body nobody
+   * reads any more). A second call waits for the first.
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
       let timer: NodeJS.Timeout | undefined;
       // agent.close() never settles once destroy() ran, so race the two rather than await close().
       const forced = new Promise<void>((resolve) => {
-        timer = setTimeout(
-          () => void this.agent.destroy().then(resolve, () => resolve()),
-          Math.min(this.timeoutMs, 5_000),
-        );
+        const destroy = () => void this.agent.destroy().then(resolve, () => resolve());
+        timer = setTimeout(destroy, Math.min(this.timeoutMs, 5_000));
       });
       await Promise.race([this.agent.close().catch(() => {}), forced]);
       clearTimeout(timer);

@@ -1,36 +1,33 @@
 /**
- * A resumable page body (docs/report-export-service.md "Endpoints" #3). Pages are deterministic, so when the connection breaks
- * midway the page is requested again, the bytes already delivered are skipped, and the last up-to-64
- * bytes before the cut are compared with the re-fetched ones: the reader sees every byte exactly once,
- * or a PageBrokenError, never silently different data.
+ * A resumable page body (docs/report-export-service.md "Endpoints" #3). Pages are deterministic, so after a break
+ * the page is requested again, the bytes already delivered are skipped and the last up-to-64 of them compared with
+ * the re-fetched ones: the reader sees every byte exactly once, or a PageBrokenError.
  *
- * Backpressure holds: {@link PageBody} reads synchronously from the undici body only while its own
- * consumer wants more (`_read` until `push` returns false). A pull Readable rather than
- * `Readable.from(asyncGenerator)`: the latter costs about two promise hops per chunk, measurable at
- * loopback speeds (bench/report-api-pages.ts).
+ * A pull Readable that reads the undici body only while its own consumer wants more (backpressure), not
+ * `Readable.from(asyncGenerator)`, which costs two promise hops per chunk (bench/report-api-pages.ts).
  */
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { AbortedError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { PageBrokenError } from './errors.ts';
-import { backoffDelayMs, isTransientError, sleep, type RetryPolicy } from './http.ts';
+import { backoffDelayMs, sleep, type RetryPolicy } from '../backoff.ts';
+import { isTransientError } from './http.ts';
 import type { PageStream } from './types.ts';
 
 /** How many bytes before a cut are compared with the re-fetched page. */
-export const RESUME_CHECK_BYTES = 64;
+const RESUME_CHECK_BYTES = 64;
 
-/** What {@link resumablePageStream} needs. */
-export interface ResumablePageOptions {
+interface ResumablePageOptions {
   jobId: string;
   page: number;
-  /** The first answer (status 200); its body is consumed by the stream. */
+  /** The first answer (status 200). */
   first: Dispatcher.ResponseData;
-  /** Requests the page again; null when the server answers 404. Transient failures are retried inside. */
+  /** Requests the page again (transient failures retried inside); null on 404. */
   refetch: () => Promise<Dispatcher.ResponseData | null>;
-  /** `attempts` bounds the resumes; delays between resumes follow the backoff. */
+  /** `attempts` bounds the resumes, with the backoff between them. */
   retry: RetryPolicy;
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   logger: Logger;
 }
 
@@ -42,16 +39,10 @@ function contentLengthOf(res: Dispatcher.ResponseData): number | undefined {
   return raw !== undefined && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
 
-function headerString(res: Dispatcher.ResponseData, name: string): string {
-  const raw = res.headers[name];
-  return (Array.isArray(raw) ? raw[0] : raw) ?? '';
-}
-
 /** A body that ended before its Content-Length: handled like a reset. */
 class ShortBodyError extends Error {}
 
-/** The page bytes, resumed after breaks; see the module doc. Errors: PageBrokenError, AbortedError. */
-export class PageBody extends Readable {
+class PageBody extends Readable {
   /** Re-requests so far. */
   resumes = 0;
   private readonly opts: ResumablePageOptions;
@@ -133,13 +124,7 @@ export class PageBody extends Readable {
         from < to &&
         !raw.subarray(from - start, to - start).equals(tail.subarray(from - tailStart, to - tailStart))
       ) {
-        this.fail(
-          new PageBrokenError(
-            this.opts.jobId,
-            this.opts.page,
-            `the re-fetched bytes before offset ${delivered} differ from those already delivered`,
-          ),
-        );
+        this.broken(`the re-fetched bytes before offset ${delivered} differ from those already delivered`);
         return undefined;
       }
       if (this.pos <= delivered) return undefined;
@@ -159,13 +144,7 @@ export class PageBody extends Readable {
       return;
     }
     if (this.pos < this.delivered) {
-      this.fail(
-        new PageBrokenError(
-          this.opts.jobId,
-          this.opts.page,
-          `the re-fetched page has ${this.pos} bytes, fewer than the ${this.delivered} already delivered`,
-        ),
-      );
+      this.broken(`the re-fetched page has ${this.pos} bytes, fewer than the ${this.delivered} already delivered`);
       return;
     }
     this.detach();
@@ -177,6 +156,10 @@ export class PageBody extends Readable {
     this.destroy(err);
   }
 
+  private broken(reason: string, cause?: unknown): void {
+    this.fail(new PageBrokenError(this.opts.jobId, this.opts.page, reason, cause));
+  }
+
   /** The current body broke: resume (bounded), or fail the stream. */
   private async broke(err: Error): Promise<void> {
     const { jobId, page, retry, signal, logger } = this.opts;
@@ -184,16 +167,8 @@ export class PageBody extends Readable {
     if (this.destroyed) return;
     if (signal?.aborted) return this.fail(new AbortedError(signal.reason));
     if (!(isTransientError(err) || err instanceof ShortBodyError)) return this.fail(err);
-    if (this.resumes >= retry.attempts) {
-      return this.fail(
-        new PageBrokenError(
-          jobId,
-          page,
-          `still breaking off after ${this.resumes} resumes (last at byte ${this.delivered})`,
-          err,
-        ),
-      );
-    }
+    if (this.resumes >= retry.attempts)
+      return this.broken(`still breaking off after ${this.resumes} resumes (last at byte ${this.delivered})`, err);
     this.resumes++;
     this.tail = Buffer.from(this.recent.subarray(-RESUME_CHECK_BYTES));
     logger.debug(
@@ -207,19 +182,14 @@ export class PageBody extends Readable {
       next = await this.opts.refetch();
     } catch (refetchErr) {
       if (signal?.aborted) return this.fail(new AbortedError(signal.reason));
-      return this.fail(
-        new PageBrokenError(jobId, page, `requesting it again failed: ${(refetchErr as Error).message}`, refetchErr),
-      );
+      return this.broken(`requesting it again failed: ${(refetchErr as Error).message}`, refetchErr);
     }
-    if (next === null)
-      return this.fail(new PageBrokenError(jobId, page, 'the server answered 404 when it was requested again'));
+    if (next === null) return this.broken('the server answered 404 when it was requested again');
     if (this.destroyed) return void next.body.destroy();
     const nextLength = contentLengthOf(next);
     if (this.contentLength !== undefined && nextLength !== undefined && nextLength !== this.contentLength) {
       next.body.destroy();
-      return this.fail(
-        new PageBrokenError(jobId, page, `Content-Length changed from ${this.contentLength} to ${nextLength} bytes`),
-      );
+      return this.broken(`Content-Length changed from ${this.contentLength} to ${nextLength} bytes`);
     }
     this.attach(next);
     this.pump();
@@ -227,15 +197,16 @@ export class PageBody extends Readable {
 }
 
 /**
- * Wraps a 200 page answer in a {@link PageStream} whose body resumes after breaks (see the module doc).
- * The body errors with PageBrokenError (too many resumes, page gone, bytes differ, re-fetch failed) or
- * AbortedError (signal).
+ * A 200 page answer as a {@link PageStream} whose body resumes after breaks. The body errors with PageBrokenError
+ * (too many resumes, page gone, bytes differ, re-fetch failed) or AbortedError.
  */
 export function resumablePageStream(opts: ResumablePageOptions): PageStream {
   const body = new PageBody(opts);
+  const type = opts.first.headers['content-type'];
+  const contentType = (Array.isArray(type) ? type[0] : type) ?? '';
   return {
     page: opts.page,
-    contentType: headerString(opts.first, 'content-type'),
+    contentType,
     contentLength: contentLengthOf(opts.first),
     body,
     resumes: () => body.resumes,

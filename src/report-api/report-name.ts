@@ -1,24 +1,21 @@
 /**
- * Report names (docs/report-export-service.md "Report naming rules"): checked before any request, then encoded as the single
- * {reportname} path segment of docs/report-export-service.md "Endpoints" #1.
+ * Report names (docs/report-export-service.md "Report naming rules"): checked before any request, then encoded as
+ * the single {reportname} path segment of "Endpoints" #1.
  */
 import { ReportNameError } from './errors.ts';
 
-/** How sub folders are written in the encoded name: slash as %2F, or backslash as %5C for sanitizing servers; the first is the default. */
+/** Sub folders in the encoded name: slash as %2F (the default), or backslash as %5C for sanitizing servers. */
 export const PATH_ENCODINGS = ['slash', 'backslash'] as const;
-/** One of {@link PATH_ENCODINGS}. */
 export type PathEncoding = (typeof PATH_ENCODINGS)[number];
 
-/** The extension appended when a report name has none (docs/report-export-service.md "Report naming rules": Extension). */
-export const DEFAULT_REPORT_EXTENSION = 'avw' as const;
-
-/** The extensions a report file has (docs/report-export-service.md "Report naming rules": avw is the default, avx is given explicitly). */
-export const REPORT_EXTENSIONS = [DEFAULT_REPORT_EXTENSION, 'avx'] as const;
+/** A report's extensions; the first is appended when a name has none. */
+const REPORT_EXTENSIONS = ['avw', 'avx'] as const;
 
 const NAME_CHAR = /^[A-Za-z0-9_ ]$/;
 const HOW_TO_FIX =
   'Report folder and file names may contain only A-Z a-z 0-9 _ and space, sub folders are separated by "/", ' +
-  'and the extension is .avw (the default, may be left out) or .avx (docs/report-export-service.md "Report naming rules"). ' +
+  'and the extension is .avw (the default, may be left out) or .avx ' +
+  '(docs/report-export-service.md "Report naming rules"). ' +
   'Fix report.name in jobs.yaml, or rename the report on the server.';
 
 function describeChar(ch: string): string {
@@ -27,36 +24,28 @@ function describeChar(ch: string): string {
   return cp < 0x20 || cp === 0x7f ? hex : `"${ch}" (${hex})`;
 }
 
-/** What is wrong with a report name: a character the server rejects, or a malformed shape (empty part, extension). */
-export interface ReportNameProblem {
+/**
+ * What is wrong with a report name: a character the server rejects, or a malformed shape. `problem` reads e.g.
+ * `contains the character "é" (U+00E9) at position 10 (in file name "Ordérs"), which is not allowed`; `details`
+ * holds position (1-based, in code points), character, segment, extension as they apply.
+ */
+interface ReportNameProblem {
   kind: 'character' | 'shape';
-  /** e.g. `contains the character "é" (U+00E9) at position 10 (in file name "Ordérs"), which is not allowed`. */
   problem: string;
-  /** position (1-based, in code points), character, segment, extension, as far as they apply. */
   details: Record<string, unknown>;
-  /** How to fix it, the same for every problem. */
   howToFix: string;
 }
 
-/** A report name split into folders, file name and extension (the default avw when none is written). */
-interface SplitName {
-  folders: string[];
-  file: string;
-  extension: string;
-}
+/** A report name split into folders, file name and extension (the default when none is written). */
+type SplitName = { folders: string[]; file: string; extension: string };
 
 /**
- * Checks a report name against docs/report-export-service.md "Report naming rules", walking it once by code point so that
- * positions match what a person counts.
- * @param name report name as configured, sub folders separated by "/"
- * @returns the first problem, or the split name when it is valid
+ * Checks a report name (sub folders separated by "/"), walking it by code point so that positions match what a
+ * person counts. @returns the first problem, or the split name when it is valid
  */
 export function checkReportName(name: string): ReportNameProblem | SplitName {
-  const fail = (
-    kind: ReportNameProblem['kind'],
-    problem: string,
-    details: Record<string, unknown>,
-  ): ReportNameProblem => ({ kind, problem, details, howToFix: HOW_TO_FIX });
+  const fail = (kind: ReportNameProblem['kind'], problem: string, details: Record<string, unknown>) =>
+    ({ kind, problem, details, howToFix: HOW_TO_FIX }) as ReportNameProblem;
   if (name.length === 0) return fail('shape', 'is empty', {});
   const segments = name.split('/');
   const fileSegment = segments[segments.length - 1]!;
@@ -68,27 +57,22 @@ export function checkReportName(name: string): ReportNameProblem | SplitName {
     const segment = segments[i]!;
     const isFile = i === segments.length - 1;
     const checked = isFile ? fileBase : segment;
+    const what = isFile ? 'file name' : 'folder';
     if (checked.length === 0) {
+      const where = `${isFile ? 'file name' : 'folder name'} at position ${position + 1}`;
       return fail(
         'shape',
         isFile && segment.length > 0
           ? 'has an empty file name before the extension'
-          : `has an empty ${isFile ? 'file name' : 'folder name'} at position ${position + 1} (leading, trailing or doubled "/")`,
+          : `has an empty ${where} (leading, trailing or doubled "/")`,
         { position: position + 1 },
       );
     }
     for (const ch of checked) {
       position++;
       if (!NAME_CHAR.test(ch)) {
-        return fail(
-          'character',
-          `contains the character ${describeChar(ch)} at position ${position} (in ${isFile ? 'file name' : 'folder'} "${segment}"), which is not allowed`,
-          {
-            character: ch,
-            position,
-            segment,
-          },
-        );
+        const problem = `contains the character ${describeChar(ch)} at position ${position} (in ${what} "${segment}")`;
+        return fail('character', `${problem}, which is not allowed`, { character: ch, position, segment });
       }
     }
     if (isFile && lastDot !== -1) {
@@ -106,10 +90,7 @@ export function checkReportName(name: string): ReportNameProblem | SplitName {
           extension === ''
             ? `has an empty extension after the dot at position ${position}`
             : `has the extension "${extension}"; a report is .avw or .avx`,
-          {
-            position,
-            extension,
-          },
+          { position, extension },
         );
       }
     }
@@ -124,16 +105,9 @@ export function isReportNameProblem(r: ReportNameProblem | SplitName): r is Repo
 }
 
 /**
- * Validates a report name and encodes it for the start-report path.
- *
- * `Sales/Orders` becomes `Sales%2FOrders.avw` (slash) or `Sales%5COrders.avw` (backslash); each folder and
- * the file name are `encodeURIComponent`ed (space -> %20); `.avw` is appended when the file name has no
- * extension, an explicit one (`Ledger.avx`) is kept.
- *
- * @param name report name as configured, sub folders separated by "/"
- * @param pathEncoding sub folder separator on the wire (connection.pathEncoding)
+ * Validates a report name and encodes it for the start path: `Sales/Orders` becomes `Sales%2FOrders.avw` (slash) or
+ * `Sales%5COrders.avw` (backslash), each part `encodeURIComponent`ed, an explicit extension (`Ledger.avx`) kept.
  * @param context names the jobs.yaml job in the error message
- * @returns the encoded {reportname} path segment
  * @throws ReportNameError naming the job, the bad character, its 1-based position and how to fix it
  */
 export function encodeReportName(name: string, pathEncoding: PathEncoding, context: { job?: string } = {}): string {

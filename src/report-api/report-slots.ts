@@ -1,32 +1,23 @@
 /**
- * Report slots: at most N report jobs of one jobs.yaml connection open on its server at once, across every process
- * that shares the Redis (`connections.<name>.maxConcurrentReports`; docs/architecture.md "A fleet"). The server
- * names no limit (docs/report-export-service.md "Limits"), but it is the ERP its users work on: a fleet of workers
- * must not start a hundred report jobs on it because a hundred jobs share a tick.
+ * Report slots: at most `maxConcurrentReports` report jobs of one connection open at once, across every process
+ * sharing the Redis (docs/architecture.md "A fleet"): the server names no limit, but its ERP serves people.
  *
- * A slot is a lease, not a lock: a holder renews it every {@link SlotOptions.leaseMs}/3, so that the slot of a
- * process that died (kill -9, a lost machine) is free again once its lease ran out. Runs beyond the limit wait in
- * line, ordered by a number the caller gives (its fairness class, then its logical time); a waiter's place is a lease
- * too, renewed each time it asks again, so a dead waiter never blocks the line. A release is published, so that
- * waiters in every process ask again at once instead of at their next poll.
- *
- * Three sorted sets per connection, all under the installation's prefix (one hash slot on a Redis Cluster when the
- * prefix carries a hash tag): `held` (holder → lease end), `waiting` (holder → order), `waitLease` (holder → lease
- * end). Lease ends are in the Redis server's clock (TIME), so that the clocks of the machines do not matter. A Redis
- * that lost its data pauses new slots for one lease while the holders register again (see EPOCH below).
+ * A slot is a lease renewed every leaseMs/3, so a dead process's slot frees itself. Runs beyond the limit wait in
+ * line by the order the caller gives; a place in line is a lease too. Releases are published, so waiters in every
+ * process ask again at once. Per connection three sorted sets under the installation's prefix (one hash slot when it
+ * carries a hash tag): `held` (holder → lease end), `waiting` (holder → order), `waitLease` (holder → lease end),
+ * lease ends in the Redis server's clock (TIME).
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Cluster, type Redis } from 'ioredis';
 import { AbortedError } from '../errors.ts';
 
-/** A Redis connection or a Redis Cluster client. */
-export type RedisClient = Redis | Cluster;
+type RedisClient = Redis | Cluster;
 
-// Every script first checks that Redis still has the slots' state (`epoch`, a random id the first caller wrote).
-// A caller that knew an epoch and finds none, or another, saw Redis lose its data (a restart without persistence):
-// no new slot is given for one lease (`gate`), so that every live holder, renewing each third of a lease, has
-// registered again before a waiter can take a slot that only looks free.
+// Every script first checks the slots' `epoch` (a random id the first caller wrote). A caller that knew another saw
+// Redis lose its data: no new slot is given for one lease (`gate`), so every live holder registers again before a
+// waiter can take a slot that only looks free.
 const EPOCH = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -62,9 +53,8 @@ if free > 0 and redis.call('EXISTS', KEYS[5]) == 0 and redis.call('ZRANK', KEYS[
 end
 return {0, held, redis.call('ZCARD', KEYS[2]), epoch}`;
 
-// KEYS and ARGV as ACQUIRE's (order and limit unused). Returns the epoch. A holder whose slot is gone (lost, or its
-// lease ran out while it stalled) takes it again, since its report job is open on the server whatever the count
-// says, and no new slot is given for one lease, so that the other holders can do the same.
+// KEYS and ARGV as ACQUIRE's (order and limit unused). Returns the epoch. A holder whose slot is gone takes it again
+// (its report job is open whatever the count says) and closes the gate for one lease, so the others can too.
 const RENEW = `${EPOCH}
 local had = redis.call('ZSCORE', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[1])
@@ -95,23 +85,18 @@ for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
 end
 return out`;
 
-/** Options of {@link ReportSlots}. */
-export interface SlotOptions {
-  /** The installation's key prefix (the queue prefix; hash-tagged on a Redis Cluster). */
+/**
+ * Options of {@link ReportSlots}: the installation's key `prefix` (the queue's), how long a slot or place in line
+ * outlives its holder (`leaseMs`, default 30 000) and how often a waiter asks unprompted (`pollMs`, default 1 000).
+ */
+interface SlotOptions {
   prefix: string;
-  /** How long a slot or a place in line outlives its holder, ms (default 30 000: a dead process's slot is free within a minute). */
   leaseMs?: number;
-  /** How often a waiter asks again without a release having been published, ms (default 1 000). */
   pollMs?: number;
 }
 
-/** How busy one connection's slots are. */
-export interface SlotUsage {
-  /** Slots held now (report jobs open, or about to be). */
-  held: number;
-  /** Runs waiting for a slot. */
-  waiting: number;
-}
+/** Slots held now (report jobs open, or about to be) and runs waiting for one, of one connection. */
+type SlotUsage = { held: number; waiting: number };
 
 /** A held slot. */
 export interface HeldSlot {
@@ -119,27 +104,21 @@ export interface HeldSlot {
   release(): Promise<void>;
 }
 
-/** What a waiting run is told each time it asks and gets no slot. */
-export type SlotWaitListener = (usage: SlotUsage & { limit: number }) => void;
-
 /** How a run asks for a slot. */
-export interface SlotRequest {
-  /** Place in line: lower goes first (fairness class, then logical time in epoch ms; see slotOrder). Default 0. */
+interface SlotRequest {
+  /** Place in line, lower first ({@link slotOrder}); default 0. */
   order?: number;
-  /** What waits, for the jobs overview: the jobs.yaml job name. */
+  /** The jobs.yaml job name, for the jobs overview. */
   label?: string;
   signal?: AbortSignal | undefined;
-  /** Called after each ask that got no slot (the first call says that the run waits). */
-  onWait?: SlotWaitListener;
+  /** Called after each ask that got no slot (the first says that the run waits). */
+  onWait?: (usage: SlotUsage & { limit: number }) => void;
 }
 
+type Keys = ReturnType<ReportSlots['keys']>;
+
 /** A run of this process waiting for a slot. */
-interface Waker {
-  readonly heldKey: string;
-  readonly order: number;
-  readonly limit: number;
-  wake(): void;
-}
+type Waker = { heldKey: string; order: number; limit: number; wake(): void };
 
 /** The report slots of every connection, for one process. Close it at shutdown (its subscriber connection). */
 export class ReportSlots {
@@ -147,7 +126,7 @@ export class ReportSlots {
   private readonly pollMs: number;
   private readonly processId = `${hostname()}:${process.pid}`;
   private subscriber: RedisClient | undefined;
-  /** The slots' epoch this process last saw in Redis ('' before its first call): a change means Redis lost them. */
+  /** The epoch last seen ('' before the first call). */
   private epoch = '';
   private readonly wakers = new Set<Waker>();
   private closed = false;
@@ -163,10 +142,9 @@ export class ReportSlots {
   }
 
   /**
-   * Waits until `connection` has a free slot and this run is first in line for it, then holds it (renewed until
-   * released).
+   * Waits until `connection` has a free slot and this run is first in line, then holds it until released.
    * @param limit the connection's maxConcurrentReports
-   * @throws AbortedError when `w.signal` aborts while waiting (the place in line is given up); Redis errors
+   * @throws AbortedError when `w.signal` aborts while waiting (the place is given up); Redis errors
    */
   async acquire(connection: string, limit: number, w: SlotRequest = {}): Promise<HeldSlot> {
     const { order = 0, signal, onWait } = w;
@@ -177,15 +155,8 @@ export class ReportSlots {
       for (;;) {
         if (signal?.aborted) throw new AbortedError(signal.reason);
         const woken = this.nextWake(keys.held, order, limit, signal);
-        const [got, held, waiting, epoch] = (await this.redis.eval(
-          ACQUIRE,
-          5,
-          ...this.stateKeys(keys),
-          holder,
-          String(order),
-          String(limit),
-          ...this.epochArgs(),
-        )) as [number, number, number, string];
+        const answer = await this.evalState(ACQUIRE, keys, holder, String(order), String(limit));
+        const [got, held, waiting, epoch] = answer as [number, number, number, string];
         this.epoch = epoch;
         if (got === 1) {
           woken.cancel();
@@ -200,10 +171,7 @@ export class ReportSlots {
     }
   }
 
-  /**
-   * The labels (jobs.yaml job names) of the runs waiting for a slot on `connection` now, first in line first.
-   * Waiters whose lease ran out are left out.
-   */
+  /** The labels of the runs waiting on `connection` with a live lease, first in line first. */
   async waitingLabels(connection: string): Promise<string[]> {
     const keys = this.keys(connection);
     const line = (await this.redis.eval(WAITING, 2, keys.waiting, keys.waitLease)) as string[];
@@ -237,21 +205,16 @@ export class ReportSlots {
     };
   }
 
-  /** KEYS of ACQUIRE and RENEW. */
-  private stateKeys(k: ReturnType<ReportSlots['keys']>): string[] {
-    return [k.held, k.waiting, k.waitLease, k.epoch, k.gate];
+  /** Runs ACQUIRE or RENEW; the last ARGV are leaseMs, the epoch known and a new one in case Redis has none. */
+  private evalState(script: string, k: Keys, holder: string, order = '', limit = ''): Promise<unknown> {
+    const keys = [k.held, k.waiting, k.waitLease, k.epoch, k.gate];
+    return this.redis.eval(script, 5, ...keys, holder, order, limit, String(this.leaseMs), this.epoch, randomUUID());
   }
 
-  /** The last ARGV of ACQUIRE and RENEW: leaseMs, the epoch known, a new one in case Redis has none. */
-  private epochArgs(): string[] {
-    return [String(this.leaseMs), this.epoch, randomUUID()];
-  }
-
-  private hold(keys: ReturnType<ReportSlots['keys']>, holder: string): HeldSlot {
+  private hold(keys: Keys, holder: string): HeldSlot {
     const renew = setInterval(
       () => {
-        this.redis
-          .eval(RENEW, 5, ...this.stateKeys(keys), holder, '', '', ...this.epochArgs())
+        this.evalState(RENEW, keys, holder)
           .then((epoch) => (this.epoch = epoch as string))
           .catch(() => undefined);
       },
@@ -274,10 +237,8 @@ export class ReportSlots {
   }
 
   /**
-   * A promise that resolves at the next published release on the connection whose `held` key is `heldKey` (when
-   * this waiter is among the process's `limit` first in line there), after pollMs, or on abort. Waking only the
-   * first few keeps a release from making hundreds of waiters ask Redis at once: only the first `limit` in line can
-   * get a slot.
+   * Resolves at the next published release on `heldKey`'s connection (for the process's `limit` first in line there:
+   * only they can get a slot, so a release does not make hundreds ask at once), after pollMs, or on abort.
    */
   private nextWake(
     heldKey: string,
@@ -323,9 +284,8 @@ export class ReportSlots {
 export const SLOT_CLASS = { scheduled: 0, manual: 1, backfill: 2 } as const;
 
 /**
- * A run's place in line for a slot: its fairness class, then its logical time, so that a backfill of a thousand
- * old ticks does not go before the scheduled ticks of other jobs.
- * @param logicalTimeMs the run's logical time (its tick), epoch ms
+ * A run's place in line: its fairness class, then its logical time (its tick, epoch ms), so that a backfill of a
+ * thousand old ticks does not go before other jobs' scheduled ticks.
  */
 export function slotOrder(cls: (typeof SLOT_CLASS)[keyof typeof SLOT_CLASS], logicalTimeMs: number): number {
   // 1e13 ms is beyond year 2286: the classes never overlap, and the sum stays an exact double.

@@ -1,14 +1,10 @@
 /**
- * The access token cache shared by every process through Redis (docs/report-export-service.md "Client credentials grant" rule 2:
- * reuse the token for its whole validity, renew shortly before expiry, no token per call).
+ * The access token cache shared by every process through Redis (docs/report-export-service.md "Client credentials
+ * grant" rule 2: reuse the token while it is valid, renew shortly before expiry).
  *
- * Key `${prefix}token:${hmacSha256(clientSecret, baseUrl + '\n' + clientId).slice(0, 16)}` holds JSON
- * `{ accessToken, expiresAt, renewAt }` (epoch ms) with a Redis TTL equal to the remaining lifetime. The key is
- * a fingerprint of the credentials, so a wrong or rotated secret never finds the token obtained with the old one:
- * it asks the token endpoint itself and fails at once when the secret is wrong.
- * Renewal is single flight across processes: whoever wins `SET <key>:lock <owner> NX PX` asks the token
- * endpoint, the others poll the key with short sleeps (or keep using a still-valid token meanwhile). The
- * lock and the entry are only ever deleted by compare-and-delete Lua scripts.
+ * The key ({@link tokenCacheKey}) holds JSON {@link CachedToken} with a TTL of the remaining lifetime. Renewal is
+ * single flight across processes: whoever wins `SET <key>:lock <owner> NX PX` asks the token endpoint, the others
+ * poll the key (or use a still-valid token meanwhile). Lock and entry are deleted only by compare-and-delete.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -16,30 +12,24 @@ import { AbortedError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { deleteIfOwner, extendIfOwner } from '../redis-owned-key.ts';
 import { TokenError } from './errors.ts';
-import { sleep } from './http.ts';
+import { sleep } from '../backoff.ts';
 import type { IssuedToken } from './token-request.ts';
 
-/** One cache entry; times are epoch milliseconds. */
-export interface CachedToken {
+/** One cache entry: `expiresAt` is request time + expires_in, `renewAt` when to obtain a new one (epoch ms). */
+interface CachedToken {
   accessToken: string;
-  /** When the server stops accepting the token (request time + expires_in). */
   expiresAt: number;
-  /** From when on a process should obtain a new one. */
   renewAt: number;
-  /** The token response's `scope` (space-separated), when it had one (docs/report-export-service.md "Token response"). */
   scope?: string;
 }
 
-/**
- * Where authorized calls get their access token: the client-credentials {@link TokenCache}, or the refresh-grant
- * tokens of a user-dependent service user (user-tokens.ts), both shared through Redis.
- */
+/** Where authorized calls get their access token: {@link TokenCache}, or user-tokens.ts for the refresh grant. */
 export interface AccessTokens {
   /** A valid access token. @throws TokenError, LoginRequiredError, ServerUnreachableError, AbortedError */
   get(signal?: AbortSignal): Promise<string>;
   /** Drops the shared entry if it still holds `accessToken` (the one a 401 refused). @returns whether it was deleted */
   invalidate(accessToken: string): Promise<boolean>;
-  /** The scope of the token last obtained or read by this process (space-separated), undefined when none was named. */
+  /** The space-separated scope of the token this process last obtained or read, if the server named one. */
   scope(): string | undefined;
 }
 
@@ -51,40 +41,35 @@ local ok, t = pcall(cjson.decode, v)
 if ok and type(t) == 'table' and t.accessToken == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
-/** The Redis counter of token requests of every process (read by /metrics): `${prefix}metrics:token_requests`. */
+/** The Redis counter of every process's token requests (read by /metrics). */
 export function tokenRequestsKey(prefix = 'report-etl:'): string {
   return `${prefix}metrics:token_requests`;
 }
 
 /**
- * The Redis key of a connection's token: `${prefix}token:` + the first 16 hex digits of
- * HMAC-SHA256(key = clientSecret, data = baseUrl + '\n' + clientId).
- *
- * The secret is in the key's fingerprint, so clients with different secrets for the same server and Client-ID
- * never share a token (a wrong secret passed while a token was cached). Keyed by the secret, the HMAC
- * can only be computed by who holds the secret, and the secret itself never reaches Redis.
- * @param prefix e.g. 'report-etl:'
- * @param baseUrl the connection's baseUrl (the service's base URL), as configured
+ * The Redis key of a connection's token: `${prefix}token:` + 16 hex digits of HMAC-SHA256(key = clientSecret,
+ * baseUrl + '\n' + clientId). With the secret in the fingerprint, a wrong or rotated secret never finds a token
+ * obtained with another, and only who holds the secret can compute the key; the secret never reaches Redis.
  */
 export function tokenCacheKey(prefix: string, baseUrl: string, clientId: string, clientSecret: string): string {
   const fingerprint = createHmac('sha256', clientSecret).update(`${baseUrl}\n${clientId}`).digest('hex').slice(0, 16);
   return `${prefix}token:${fingerprint}`;
 }
 
-/** Options of {@link TokenCache}. */
+/** Options of {@link TokenCache}; times in ms. */
 export interface TokenCacheOptions {
   redis: Redis;
-  /** Full Redis key of the entry, see {@link tokenCacheKey}; the lock is `${key}:lock`. */
+  /** The entry's key ({@link tokenCacheKey}); the lock is `${key}:lock`. */
   key: string;
-  /** Renew this many ms before expiry (at most half the token's lifetime). */
+  /** Renew this long before expiry (at most half the token's lifetime). */
   renewBeforeMs: number;
   /** Asks the token endpoint; called by the lock holder only. */
   fetchToken: () => Promise<IssuedToken>;
-  /** Called after the token endpoint issued a token (e.g. to record its scope); its errors are logged, not thrown. */
+  /** Told of each issued token (records its scope); its errors are logged, not thrown. */
   onIssued?: (token: IssuedToken) => Promise<void>;
-  /** Lock lifetime in ms: a crashed holder blocks the others at most this long. */
+  /** Lock lifetime: a crashed holder blocks the others at most this long. */
   lockTtlMs: number;
-  /** How long a waiter waits for another process's new token before giving up, in ms. */
+  /** How long to wait for another process's new token. */
   waitTimeoutMs: number;
   logger: Logger;
 }
@@ -95,18 +80,13 @@ export class TokenCache implements AccessTokens {
   private readonly lockKey: string;
   private inflight: Promise<string> | undefined;
   private lastScope: string | undefined;
-  /** Tokens this process obtained from the token endpoint (for tests and metrics). */
-  fetched = 0;
 
   constructor(opts: TokenCacheOptions) {
     this.opts = opts;
     this.lockKey = `${opts.key}:lock`;
   }
 
-  /**
-   * A valid access token: the cached one, or a new one obtained once for all processes.
-   * @throws TokenError (token endpoint failed, or waiting for another process timed out); AbortedError
-   */
+  /** The cached token, or a new one obtained once for all processes. @throws TokenError, AbortedError */
   async get(signal?: AbortSignal): Promise<string> {
     if (signal?.aborted) throw new AbortedError(signal.reason);
     const cached = await this.read();
@@ -123,23 +103,17 @@ export class TokenCache implements AccessTokens {
     });
   }
 
-  /** The scope of the token last obtained or read (docs/report-export-service.md "Token response": scope), undefined when none was named. */
   scope(): string | undefined {
     return this.lastScope;
   }
 
-  /**
-   * Drops the cached entry if it still holds `accessToken` (the one a 401 refused).
-   * @returns whether the entry was deleted (false: already gone or replaced by a newer token)
-   */
   async invalidate(accessToken: string): Promise<boolean> {
     const deleted = (await this.opts.redis.eval(DELETE_IF_TOKEN, 1, this.opts.key, accessToken)) === 1;
     this.opts.logger.debug({ deleted }, 'access token refused with 401; cache entry compare-and-delete');
     return deleted;
   }
 
-  /** The current entry, if any and not expired. */
-  async read(): Promise<CachedToken | undefined> {
+  private async read(): Promise<CachedToken | undefined> {
     const raw = await this.opts.redis.get(this.opts.key);
     if (raw === null) return undefined;
     try {
@@ -147,14 +121,8 @@ export class TokenCache implements AccessTokens {
       if (typeof entry.accessToken !== 'string' || typeof entry.expiresAt !== 'number') return undefined;
       if (entry.expiresAt <= Date.now()) return undefined;
       const renewAt = typeof entry.renewAt === 'number' ? entry.renewAt : entry.expiresAt - this.opts.renewBeforeMs;
-      const scope = typeof entry.scope === 'string' ? entry.scope : undefined;
-      this.lastScope = scope;
-      return {
-        accessToken: entry.accessToken,
-        expiresAt: entry.expiresAt,
-        renewAt,
-        ...(scope !== undefined ? { scope } : {}),
-      };
+      this.lastScope = typeof entry.scope === 'string' ? entry.scope : undefined;
+      return { accessToken: entry.accessToken, expiresAt: entry.expiresAt, renewAt };
     } catch {
       return undefined;
     }
@@ -202,19 +170,14 @@ export class TokenCache implements AccessTokens {
   private async fetchAndStore(): Promise<string> {
     const requestedAt = Date.now();
     const token = await this.opts.fetchToken();
-    this.fetched++;
     const lifetimeMs = token.expiresInSeconds * 1000;
     const expiresAt = requestedAt + lifetimeMs;
     const renewAt = expiresAt - Math.min(this.opts.renewBeforeMs, lifetimeMs / 2);
     const ttlMs = Math.floor(expiresAt - Date.now());
     this.lastScope = token.scope;
     if (ttlMs > 0) {
-      const entry: CachedToken = {
-        accessToken: token.accessToken,
-        expiresAt,
-        renewAt,
-        ...(token.scope !== undefined ? { scope: token.scope } : {}),
-      };
+      const entry: CachedToken = { accessToken: token.accessToken, expiresAt, renewAt };
+      if (token.scope !== undefined) entry.scope = token.scope;
       await this.opts.redis.set(this.opts.key, JSON.stringify(entry), 'PX', ttlMs);
     }
     await this.opts

@@ -1,8 +1,6 @@
 /**
- * The client credentials grant (docs/report-export-service.md "Authentication": "Client credentials grant (service user)",
- * "Endpoints" #7, "Token response"). The secret goes only into the request; errors carry the HTTP status
- * and the OAuth `error` field, never the secret or the token. The answer is read to at most
- * {@link MAX_TOKEN_ANSWER_BYTES} (docs/architecture.md "Limits").
+ * The client credentials grant (docs/report-export-service.md "Client credentials grant", "Token response"). Errors
+ * carry the HTTP status and the OAuth `error`, never the secret or the token.
  */
 import { AbortedError } from '../errors.ts';
 import { boundText, formatBytes, redactor } from '../failure-text.ts';
@@ -10,32 +8,19 @@ import { ServerUnreachableError, TokenError } from './errors.ts';
 import { credentialSecrets, readBounded, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
 import type { CredentialsWay } from './report-rules.ts';
 
-/** What a token request needs of the connection. */
-export interface ClientCredentials {
-  clientId: string;
-  clientSecret: string;
-  /** header: Authorization Basic base64(id:secret) (docs/report-export-service.md: recommended); body: client_id/client_secret fields. */
-  credentials: CredentialsWay;
-}
-
-/** A freshly issued access token. */
+/** A freshly issued access token: its lifetime (expires_in) and the response's space-separated scope, if any. */
 export interface IssuedToken {
   accessToken: string;
-  /** Lifetime in seconds, the token response's expires_in. */
   expiresInSeconds: number;
-  /** The token response's scope (space-separated), when it had one (docs/report-export-service.md "Token response"). */
   scope?: string;
 }
 
-/** The most a token answer (a token or an OAuth error) may hold, in bytes (64 KiB). */
+/** The most a token answer (a token or an OAuth error) may hold, in bytes (docs/architecture.md "Limits"). */
 export const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
-/** The longest access token taken, in bytes (8 KiB): it is kept in Redis and sent with every report call. */
-export const MAX_ACCESS_TOKEN_BYTES = 8 * 1024;
+/** The longest access token taken, in bytes: it is kept in Redis and sent with every report call. */
+const MAX_ACCESS_TOKEN_BYTES = 8 * 1024;
 
-/**
- * The access token of a token answer, checked for its size. @throws TokenError (not retryable) when it is longer
- * than {@link MAX_ACCESS_TOKEN_BYTES}, naming its size only
- */
+/** `token`, checked for its size. @throws TokenError (not retryable) naming its size when it is too long */
 export function checkedAccessToken(token: string, path: string): string {
   const size = Buffer.byteLength(token);
   if (size > MAX_ACCESS_TOKEN_BYTES) {
@@ -59,7 +44,7 @@ export function checkedAccessToken(token: string, path: string): string {
 export async function requestClientCredentialsToken(
   http: HttpTransport,
   tokenEndpoint: string,
-  creds: ClientCredentials,
+  creds: { clientId: string; clientSecret: string; credentials: CredentialsWay },
   retry: RetryPolicy,
   signal?: AbortSignal,
 ): Promise<IssuedToken> {
@@ -72,7 +57,8 @@ export async function requestClientCredentialsToken(
     form.set('client_id', creds.clientId);
     form.set('client_secret', creds.clientSecret);
   } else {
-    headers.authorization = `Basic ${Buffer.from(`${creds.clientId}:${creds.clientSecret}`, 'utf8').toString('base64')}`;
+    const basic = Buffer.from(`${creds.clientId}:${creds.clientSecret}`, 'utf8').toString('base64');
+    headers.authorization = `Basic ${basic}`;
   }
   const body = form.toString();
   const url = new URL(tokenEndpoint);
@@ -109,7 +95,7 @@ export async function requestClientCredentialsToken(
         const expiresIn = json?.expires_in;
         if (
           typeof accessToken !== 'string' ||
-          accessToken.length === 0 ||
+          accessToken === '' ||
           typeof expiresIn !== 'number' ||
           !(expiresIn > 0)
         ) {

@@ -1,52 +1,41 @@
 /**
- * Access tokens of a user-dependent service user (docs/report-export-service.md "User-dependent service user", "Refresh"): obtained
- * with the refresh grant and shared through Redis exactly as client-credentials tokens are (token-cache.ts: one
- * renewal at a time across every process). The Redis key is the HMAC fingerprint keyed by the refresh token, so a
- * new login (a new refresh token) never uses an access token of the old one, and the refresh token itself never
- * reaches Redis.
+ * Access tokens of a user-dependent service user (docs/report-export-service.md "Refresh"): from the refresh grant,
+ * shared through Redis as token-cache.ts does, keyed by the refresh token's fingerprint (a new login never uses an
+ * old login's token; the refresh token never reaches Redis).
  *
- * A refused refresh is recorded in the store (LOGIN_REQUIRED): from then on every process fails at once, without
- * asking the token endpoint, until the next login. The store is read at most every `stateTtlMs` per process; the
- * process that is about to ask the token endpoint reads it fresh, so a refused refresh token is sent only once.
+ * A refused refresh is recorded in the store: every process then fails at once until the next login. The store is
+ * read at most every `stateTtlMs` per process, and fresh before asking the token endpoint, so a refused refresh
+ * token is sent once.
  */
-import type { Redis } from 'ioredis';
-import type { Logger } from '../logger.ts';
 import { LoginRequiredError } from './errors.ts';
-import { TokenCache, tokenCacheKey, type AccessTokens } from './token-cache.ts';
+import { TokenCache, tokenCacheKey, type AccessTokens, type TokenCacheOptions } from './token-cache.ts';
 import type { IssuedToken } from './token-request.ts';
 import type { ConnectionAuthStore, LoginState } from './types.ts';
 
-/** Options of {@link makeUserAccessTokens}. */
-export interface UserAccessTokensOptions {
-  redis: Redis;
+/** Options of {@link makeUserAccessTokens}: TokenCacheOptions' and the connection's. */
+interface UserAccessTokensOptions extends Omit<TokenCacheOptions, 'key' | 'fetchToken'> {
   /** Redis key prefix, e.g. 'report-etl:'. */
   keyPrefix: string;
   baseUrl: string;
   clientId: string;
-  /** jobs.yaml connection name (LOGIN_REQUIRED names it and the command to run). */
+  /** jobs.yaml connection name, for LOGIN_REQUIRED. */
   connection: string;
   store: ConnectionAuthStore;
-  /** The refresh grant (oauth-grants.ts refreshAccessToken, bound to the connection). */
+  /** The refresh grant, bound to the connection. */
   refresh: (refreshToken: string) => Promise<IssuedToken>;
-  /** Called after a token was issued (records its scope). */
-  onIssued?: (token: IssuedToken) => Promise<void>;
-  /** As TokenCacheOptions, in ms. */
-  renewBeforeMs: number;
-  lockTtlMs: number;
-  waitTimeoutMs: number;
   /** How long a process trusts its last read of the login state, ms (default 2000). */
   stateTtlMs?: number;
-  logger: Logger;
-  /** Counts requests to the token endpoint (the /metrics counter). */
+  /** Counts requests to the token endpoint (for /metrics). */
   countRequest?: () => Promise<void>;
 }
 
-/** Makes the access-token source of a user-dependent connection; see the module doc. */
+/** The access-token source of a user-dependent connection; see the module doc. */
 export function makeUserAccessTokens(o: UserAccessTokensOptions): AccessTokens {
   const ttl = o.stateTtlMs ?? 2_000;
   let memo: { at: number; state: LoginState } | undefined;
   let current: TokenCache | undefined;
-  const caches = new Map<string, TokenCache>();
+  // Only the current login's cache is kept.
+  let latest: { loginId: string; cache: TokenCache } | undefined;
   const fresh = async (): Promise<LoginState> => {
     const state = await o.store.loginState();
     memo = { at: Date.now(), state };
@@ -54,9 +43,8 @@ export function makeUserAccessTokens(o: UserAccessTokensOptions): AccessTokens {
   };
   const state = async (): Promise<LoginState> => (memo && Date.now() - memo.at < ttl ? memo.state : fresh());
   const cacheFor = (loginId: string, refreshToken: string): TokenCache => {
-    let cache = caches.get(loginId);
-    if (!cache) {
-      cache = new TokenCache({
+    if (latest?.loginId !== loginId) {
+      const cache = new TokenCache({
         redis: o.redis,
         key: tokenCacheKey(o.keyPrefix, o.baseUrl, o.clientId, refreshToken),
         renewBeforeMs: o.renewBeforeMs,
@@ -65,15 +53,13 @@ export function makeUserAccessTokens(o: UserAccessTokensOptions): AccessTokens {
         logger: o.logger,
         ...(o.onIssued ? { onIssued: o.onIssued } : {}),
         fetchToken: async () => {
-          // Another process may have been refused meanwhile, or a new login replaced this one: never send a
-          // refused refresh token again.
+          // Another process may have been refused meanwhile, or a new login replaced this one.
           const now = await fresh();
           if (now.kind !== 'logged_in') throw new LoginRequiredError(o.connection, now.reason);
-          if (now.login.loginId !== loginId)
-            throw new LoginRequiredError(
-              o.connection,
-              'a new login replaced this one while the run started; run it again',
-            );
+          if (now.login.loginId !== loginId) {
+            const reason = 'a new login replaced this one while the run started; run it again';
+            throw new LoginRequiredError(o.connection, reason);
+          }
           await o.countRequest?.();
           try {
             return await o.refresh(refreshToken);
@@ -90,11 +76,9 @@ export function makeUserAccessTokens(o: UserAccessTokensOptions): AccessTokens {
           }
         },
       });
-      // Only the current login's cache is kept.
-      caches.clear();
-      caches.set(loginId, cache);
+      latest = { loginId, cache };
     }
-    return cache;
+    return latest.cache;
   };
   return {
     async get(signal) {
