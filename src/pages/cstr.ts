@@ -9,7 +9,7 @@
  * whose escaped bytes are not valid UTF-8 is refused, as is an unknown escape, a lone surrogate and a backslash at
  * the end of the value. The coding side is the simulator's (simulator/cstr-encode.ts).
  */
-import { writeUtf8 } from './copy-text.ts';
+import { writeUtf8 } from './bytes.ts';
 
 const BACKSLASH = 0x5c;
 

@@ -9,10 +9,12 @@
  * A page is gathered whole before it is checked: a report-defined document has no row boundaries to stream by, and
  * PostgreSQL takes a jsonb value whole anyway. Pages are bounded by `paging`.
  */
-import { LF, writeEscapedBytes } from './copy-text.ts';
+import { writeEscapedBytes } from './copy-text.ts';
+import { LF } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 import { JsonPageDecoder } from './json-decoder.ts';
-import { JsonValueScanner, NEED, skipWs } from './json-values.ts';
+import { JsonValueScanner, NEED } from './json-values.ts';
+import { skipWs } from './bytes.ts';
 import type { PageDecoder, PageMeta } from './page-decoder.ts';
 import { valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import type { PlanRows } from './rows-plan.ts';

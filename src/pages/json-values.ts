@@ -7,7 +7,7 @@
  * strings unescaped from JSON only, numbers from their digits, true/false as t/f text or a boolean.
  * Every method returns the index after the value, or {@link NEED} when the buffer ends inside it.
  */
-import { CR, LF, TAB, BACKSLASH, LETTER_N, writeUtf8 } from './copy-text.ts';
+import { BACKSLASH, CR, escapeLetter, hexAt, LETTER_N, LF, QUOTE, skipWs, TAB, writeUtf8 } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND, digitsFitInt64, isIsoTimestampWithOffset } from './kinds.ts';
 import { BINARY, BinaryValueUnsupported } from '../copy-binary/format.ts';
@@ -16,35 +16,15 @@ import { REFUSED, writeInt8Field, type BinaryFieldWriter } from '../copy-binary/
 /** Returned instead of an index when the value continues beyond the buffer. */
 export const NEED = -1;
 
-const QUOTE = 0x22;
 const MAX_DEPTH = 512;
+/** Bytes a string holds as they are: 0x20 and above but `"` and `\`. */
+const PLAIN = new Uint8Array(256).fill(1, 0x20);
+PLAIN[QUOTE] = PLAIN[BACKSLASH] = 0;
 /** The text forms of true and false, for a binary boolean or text column. */
 const LETTER_T = Buffer.of(0x74);
 const LETTER_F = Buffer.of(0x66);
 /** {@link JsonValueScanner.int8Field}: not a plain short integer, nothing written. */
 const NOT_PLAIN = -3;
-
-/** Index of the first non-whitespace byte at or after i (n if none). */
-export function skipWs(b: Uint8Array, i: number, n: number): number {
-  while (i < n) {
-    const c = b[i]!;
-    if (c !== 0x20 && c !== LF && c !== CR && c !== TAB) return i;
-    i++;
-  }
-  return n;
-}
-
-function hex4(b: Uint8Array, i: number): number {
-  let v = 0;
-  for (let k = 0; k < 4; k++) {
-    const c = b[i + k]!;
-    const d =
-      c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1;
-    if (d < 0) return -1;
-    v = (v << 4) | d;
-  }
-  return v;
-}
 
 /**
  * Scans JSON values of one page. Callers set `out`/`op` (the output buffer with room for twice the input,
@@ -84,7 +64,7 @@ export class JsonValueScanner {
         const x = b[k]!;
         if (x === BACKSLASH || x === LF || x === CR || x === TAB) {
           out[op++] = BACKSLASH;
-          out[op++] = x === LF ? 0x6e : x === CR ? 0x72 : x === TAB ? 0x74 : BACKSLASH;
+          out[op++] = escapeLetter(x);
         } else {
           if (x === 0) this.fail('NUL byte in a value', k);
           out[op++] = x;
@@ -281,26 +261,25 @@ export class JsonValueScanner {
     const s = i;
     let plain = true;
     for (;;) {
-      if (i >= n) return NEED;
-      const c = b[i]!;
-      if (c === QUOTE) break;
-      if (c > BACKSLASH || (c >= 0x20 && c !== BACKSLASH)) {
+      let c = 0;
+      while (i < n && PLAIN[(c = b[i]!)] === 1) {
         out[op++] = c;
         i++;
-        continue;
       }
+      if (i >= n) return NEED;
+      if (c === QUOTE) break;
       plain = false;
       if (c === BACKSLASH) {
         if (i + 1 >= n) return NEED;
         const e = b[i + 1]!;
         if (e === 0x75) {
           if (i + 6 > n) return NEED;
-          let cp = hex4(b, i + 2);
+          let cp = hexAt(b, i + 2, 4);
           if (cp < 0) this.fail('bad \\u escape', i);
           let len = 6;
           if (cp >= 0xd800 && cp <= 0xdbff) {
             if (i + 12 > n) return NEED;
-            const lo = b[i + 6] === BACKSLASH && b[i + 7] === 0x75 ? hex4(b, i + 8) : -1;
+            const lo = b[i + 6] === BACKSLASH && b[i + 7] === 0x75 ? hexAt(b, i + 8, 4) : -1;
             if (lo < 0xdc00 || lo > 0xdfff) this.fail('lone UTF-16 surrogate in \\u escape', i);
             cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
             len = 12;
@@ -311,7 +290,7 @@ export class JsonValueScanner {
           if (cp < 0x80) {
             if (copyEscape && (cp === BACKSLASH || cp === LF || cp === CR || cp === TAB)) {
               out[op++] = BACKSLASH;
-              out[op++] = cp === LF ? 0x6e : cp === CR ? 0x72 : cp === TAB ? 0x74 : BACKSLASH;
+              out[op++] = escapeLetter(cp);
             } else out[op++] = cp;
           } else op = writeUtf8(cp, out, op);
           i += len;
@@ -333,7 +312,7 @@ export class JsonValueScanner {
       if (c === 0) this.fail('NUL byte in a string', i);
       if (copyEscape && (c === LF || c === CR || c === TAB)) {
         out[op++] = BACKSLASH;
-        out[op++] = c === LF ? 0x6e : c === CR ? 0x72 : 0x74;
+        out[op++] = escapeLetter(c);
       } else out[op++] = c;
       i++;
     }
@@ -356,7 +335,7 @@ export class JsonValueScanner {
       const e = b[i + 1]!;
       if (e === 0x75) {
         if (i + 6 > n) return NEED;
-        if (hex4(b, i + 2) < 0) this.fail('bad \\u escape', i);
+        if (hexAt(b, i + 2, 4) < 0) this.fail('bad \\u escape', i);
         i += 6;
       } else if (
         e === QUOTE ||

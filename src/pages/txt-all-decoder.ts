@@ -7,7 +7,7 @@
  * line `{}`. The rows= check does not apply to these types (lines are not report rows); the page count does.
  */
 import { isUtf8 } from 'node:buffer';
-import { BACKSLASH, CR, LF, TAB } from './copy-text.ts';
+import { BACKSLASH, CR, LF, TAB } from './bytes.ts';
 import { CstrError, decodeCstr } from './cstr.ts';
 import { PageFormatError } from './errors.ts';
 import { TextRecordsDecoder, type RecordPageState } from './text-records.ts';

@@ -5,7 +5,8 @@
  * decoded here (cstr.ts) so that a value loads exactly as the server's text was before coding.
  */
 import { isUtf8 } from 'node:buffer';
-import { BACKSLASH, CR, LF, TAB, writeEscapedBytes } from './copy-text.ts';
+import { writeEscapedBytes } from './copy-text.ts';
+import { BACKSLASH, CR, LF, TAB } from './bytes.ts';
 import { CstrError, decodeCstr } from './cstr.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND } from './kinds.ts';

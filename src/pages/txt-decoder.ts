@@ -11,7 +11,8 @@
 import type { PageDecoder } from './page-decoder.ts';
 import { BOM_MAX_BYTES, bomLength } from './bom.ts';
 import { ChunkCarry } from './carry.ts';
-import { CopyOutput, CR, LF } from './copy-text.ts';
+import { CopyOutput } from './copy-text.ts';
+import { CR, LF } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, txtFieldIndex, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { KIND, classifyNumber, isTxtTimestamp } from './kinds.ts';

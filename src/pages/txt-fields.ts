@@ -4,7 +4,7 @@
  * quotings: `csv` (txt, txt_all: an inner quote is doubled, a line break inside quotes is data) and `cstr`
  * (txt_cstr, txt_allcstr: inside the quotes a backslash escapes the next byte, see cstr.ts).
  */
-import { CR, LF } from './copy-text.ts';
+import { CR, LF } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 
 const QUOTE = 0x22;

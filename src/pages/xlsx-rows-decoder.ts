@@ -8,7 +8,8 @@
  */
 import { Readable } from 'node:stream';
 import type ExcelJS from 'exceljs';
-import { CopyOutput, LF, TAB, writeEscapedString } from './copy-text.ts';
+import { CopyOutput, writeEscapedString } from './copy-text.ts';
+import { LF, TAB } from './bytes.ts';
 import { checkContentType } from './document-checks.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND, classifyNumber } from './kinds.ts';

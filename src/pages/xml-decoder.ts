@@ -13,7 +13,8 @@
 import { SaxesParser, type SaxesTagPlain } from 'saxes';
 import { StringDecoder } from 'node:string_decoder';
 import type { PageDecoder } from './page-decoder.ts';
-import { CopyOutput, LF, TAB } from './copy-text.ts';
+import { CopyOutput } from './copy-text.ts';
+import { LF, TAB } from './bytes.ts';
 import { writeEscapedString } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { classifyXmlValue } from './kinds.ts';

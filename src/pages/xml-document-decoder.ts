@@ -6,7 +6,8 @@
  */
 import { SaxesParser } from 'saxes';
 import { StringDecoder } from 'node:string_decoder';
-import { LF, writeEscapedBytes } from './copy-text.ts';
+import { writeEscapedBytes } from './copy-text.ts';
+import { LF } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 import type { PageDecoder, PageMeta } from './page-decoder.ts';
 import { XML_DOCUMENT_COLUMNS } from './fixed-columns.ts';

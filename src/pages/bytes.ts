@@ -1,0 +1,77 @@
+/**
+ * The byte-level helpers every page parser shares: the bytes they look for, whitespace, hex digits, comparing a span
+ * with known bytes, and the one UTF-8 encoder.
+ */
+
+export const TAB = 0x09;
+export const LF = 0x0a;
+export const CR = 0x0d;
+export const QUOTE = 0x22;
+export const COMMA = 0x2c;
+export const BACKSLASH = 0x5c;
+export const LETTER_N = 0x4e;
+
+/** Whether `c` is JSON and XML whitespace (space, LF, CR, tab). */
+export function isWs(c: number): boolean {
+  return c === 0x20 || c === LF || c === CR || c === TAB;
+}
+
+/** Index of the first non-whitespace byte at or after i (n if none). */
+export function skipWs(b: Uint8Array, i: number, n: number): number {
+  while (i < n && isWs(b[i]!)) i++;
+  return i;
+}
+
+/**
+ * Whether b[i..] begins with `bytes`; false when b ends first. A plain loop: the spans compared are a tag or a key,
+ * too short for a native call to pay.
+ */
+export function startsWith(b: Uint8Array, i: number, bytes: Uint8Array): boolean {
+  const len = bytes.length;
+  if (i + len > b.length) return false;
+  for (let k = 0; k < len; k++) if (b[i + k] !== bytes[k]) return false;
+  return true;
+}
+
+/** The value of hex digit `c`, or -1. */
+export function hexDigit(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  const l = c | 0x20;
+  return l >= 0x61 && l <= 0x66 ? l - 0x57 : -1;
+}
+
+/** The `count` hex digits at b[i..] as a number, or -1 (also when they pass `e`). */
+export function hexAt(b: Uint8Array, i: number, count: number, e = b.length): number {
+  if (i + count > e) return -1;
+  let v = 0;
+  for (let k = 0; k < count; k++) {
+    const d = hexDigit(b[i + k]!);
+    if (d < 0) return -1;
+    v = (v << 4) | d;
+  }
+  return v;
+}
+
+/** Writes code point `cp` (no surrogate) as UTF-8 at out[op]; returns the new position. The caller reserved 4 bytes. */
+export function writeUtf8(cp: number, out: Uint8Array, op: number): number {
+  if (cp < 0x80) out[op++] = cp;
+  else if (cp < 0x800) {
+    out[op++] = 0xc0 | (cp >> 6);
+    out[op++] = 0x80 | (cp & 0x3f);
+  } else if (cp < 0x10000) {
+    out[op++] = 0xe0 | (cp >> 12);
+    out[op++] = 0x80 | ((cp >> 6) & 0x3f);
+    out[op++] = 0x80 | (cp & 0x3f);
+  } else {
+    out[op++] = 0xf0 | (cp >> 18);
+    out[op++] = 0x80 | ((cp >> 12) & 0x3f);
+    out[op++] = 0x80 | ((cp >> 6) & 0x3f);
+    out[op++] = 0x80 | (cp & 0x3f);
+  }
+  return op;
+}
+
+/** The COPY text escape letter of LF, CR and tab (`n`, `r`, `t`), else `c` itself (backslash). */
+export function escapeLetter(c: number): number {
+  return c === LF ? 0x6e : c === CR ? 0x72 : c === TAB ? 0x74 : c;
+}
