@@ -101,6 +101,17 @@ export function isTxtTimestamp(b: Uint8Array, s: number, e: number): boolean {
   return len >= 21 && b[s + 19] === 0x2e && digitsAt(b, s + 20, len - 20);
 }
 
+/** Kind of a bare (unquoted, non-empty) txt field: integer, numeric, timestamp, else text. */
+export function classifyBare(b: Uint8Array, s: number, e: number): number {
+  const c = b[s]!;
+  if (e - s >= 19 && b[s + 2] === 0x2e && isTxtTimestamp(b, s, e)) return KIND.timestamp;
+  if ((c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e) {
+    const k = classifyNumber(b, s, e);
+    if (k !== 0) return k;
+  }
+  return KIND.text;
+}
+
 /**
  * Whether b[s..e) is an ISO 8601 timestamp with a UTC offset: `yyyy-mm-ddThh:mm[:ss[.f+]]` followed by `Z`
  * or `+hh:mm` / `-hh:mm` / `+hhmm` / `+hh` (`T` may also be a space). Cheap length and separator checks

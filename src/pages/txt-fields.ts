@@ -145,7 +145,7 @@ export function scanRecord(
   i: number,
   n: number,
   page: number,
-  row: number,
+  row: number | undefined,
   offset: number,
 ): number {
   try {
