@@ -75,3 +75,20 @@ export function writeUtf8(cp: number, out: Uint8Array, op: number): number {
 export function escapeLetter(c: number): number {
   return c === LF ? 0x6e : c === CR ? 0x72 : c === TAB ? 0x74 : c;
 }
+
+/**
+ * Length of the byte order mark at the start of `buf` (docs/report-export-service.md "Output page shapes": text pages
+ * begin with one of 1 to 4 bytes), 0 if none: 00 00 FE FF, FF FE 00 00, EF BB BF, FE FF, FF FE, longest first. Ask
+ * with {@link BOM_MAX_BYTES} bytes of a page (or all of a shorter one): FF FE 00 00 split after two bytes is FF FE.
+ */
+export function bomLength(buf: Uint8Array): number {
+  const n = buf.length;
+  const b0 = buf[0];
+  if (b0 === 0x00) return n >= 4 && buf[1] === 0x00 && buf[2] === 0xfe && buf[3] === 0xff ? 4 : 0;
+  if (b0 === 0xff && n >= 2 && buf[1] === 0xfe) return n >= 4 && buf[2] === 0x00 && buf[3] === 0x00 ? 4 : 2;
+  if (b0 === 0xef) return n >= 3 && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
+  if (b0 === 0xfe) return n >= 2 && buf[1] === 0xff ? 2 : 0;
+  return 0;
+}
+
+export const BOM_MAX_BYTES = 4;

@@ -17,7 +17,7 @@ import { XmlDocumentPageDecoder } from './xml-document-decoder.ts';
 import { XmlQueryPageDecoder } from './xml-decoder.ts';
 
 export { KIND } from './kinds.ts';
-export { bomLength } from './bom.ts';
+export { bomLength } from './bytes.ts';
 export { PageFormatError } from './errors.ts';
 export { DEFAULT_MAX_VALUE_BYTES, type DecoderLimits } from './value-limit.ts';
 

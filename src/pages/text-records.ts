@@ -7,13 +7,12 @@
 import type { OutputType } from '../vocabulary.ts';
 import type { CopyFormat } from '../warehouse/row-source.ts';
 import type { PageDecoder, PageMeta } from './page-decoder.ts';
-import { BOM_MAX_BYTES, bomLength } from './bom.ts';
 import { ChunkCarry } from './carry.ts';
 import { CopyOutput } from './copy-text.ts';
-import { LF } from './bytes.ts';
+import { BOM_MAX_BYTES, bomLength, LF } from './bytes.ts';
 import { CstrError, decodeCstrText } from './cstr.ts';
 import { PageFormatError } from './errors.ts';
-import { NEED_MORE, RecordScanner, scanRecord, type Quoting } from './txt-fields.ts';
+import { NEED_MORE, RecordScanner, type Quoting } from './txt-fields.ts';
 import { txtFieldIndex, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { PlanHolder, type PlanRows, type RowsPlan } from './rows-plan.ts';
 
@@ -139,8 +138,12 @@ export abstract class TextRecordsDecoder implements PageDecoder {
 
   /** Scans whole records from b[i] (the header first, when due); returns the index after the last whole one. */
   private consume(b: Buffer, i: number, st: RecordPageState): number {
+    const sc = this.scanner;
+    sc.page = st.page;
+    sc.offset = st.offset;
     if (this.hasHeader && st.line === 0) {
-      const next = scanRecord(this.scanner, b, i, b.length, st.page, undefined, st.offset);
+      sc.row = undefined;
+      const next = sc.scan(b, i, b.length);
       if (next === NEED_MORE) return i;
       this.header(b, i, st);
       st.line++;
@@ -154,7 +157,8 @@ export abstract class TextRecordsDecoder implements PageDecoder {
     const n = b.length;
     const sc = this.scanner;
     while (i < n) {
-      const next = scanRecord(sc, b, i, n, st.page, this.rowOf(st), st.offset);
+      sc.row = this.rowOf(st);
+      const next = sc.scan(b, i, n);
       if (next === NEED_MORE) break;
       if (this.record(b, i, st)) st.line++;
       i = next;
