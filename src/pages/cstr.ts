@@ -1,13 +1,9 @@
 /**
- * C/Java string literal decoding for the txt_cstr and txt_allcstr output types (docs/report-export-service.md "Output types": "Text coded as
- * C/Java string"). The text between the quotes of a value is decoded back to the server's text before coding:
- * `\\ \" \' \n \r \t \b \f \v \a \0`, octal `\N`, `\NN`, `\NNN` (up to \377), `\xHH` (exactly two hex digits) and
- * `\uXXXX` (UTF-16 code units; a high surrogate must be followed by `\uDC00`-`\uDFFF`, together one code point).
- * Bytes that are not escaped (plain ASCII, UTF-8) pass through unchanged.
- *
- * Choice where C and Java differ: octal and `\xHH` escapes are bytes (C), so `\xC3\xA4` is "ä" in UTF-8; a value
- * whose escaped bytes are not valid UTF-8 is refused, as is an unknown escape, a lone surrogate and a backslash at
- * the end of the value. The coding side is the simulator's (simulator/cstr-encode.ts).
+ * C/Java string literals of txt_cstr and txt_allcstr (docs/report-export-service.md "Output types"), decoded back to
+ * the server's text: `\\ \" \' \n \r \t \b \f \v \a \0`, octal `\N`-`\NNN` (up to \377), `\xHH` and `\uXXXX` (UTF-16
+ * units, surrogate pairs joined). Where C and Java differ, octal and `\x` escapes are bytes (C): `\xC3\xA4` is
+ * "ä"; bytes that are not UTF-8, an unknown escape, a lone surrogate and a trailing backslash are refused. The coding
+ * side is simulator/cstr-encode.ts.
  */
 import { isUtf8 } from 'node:buffer';
 import { BACKSLASH, hexAt, writeUtf8 } from './bytes.ts';

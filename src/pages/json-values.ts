@@ -1,11 +1,9 @@
 /**
- * Byte-level JSON value scanner for the json/json_compact page decoder (docs/report-export-service.md "Output page shapes", json):
- * reads one JSON value from a buffer and writes it as a COPY text-format field, without making strings.
- * Numbers are copied digit for digit (never through a JS number), strings are unescaped from JSON and
- * escaped for COPY in one pass, true/false -> t/f, null -> \N, objects/arrays -> their JSON text, escaped.
- * In COPY binary format ({@link JsonValueScanner.valueBinary}) a value is written by its column's encoder instead:
- * strings unescaped from JSON only, numbers from their digits, true/false as t/f text or a boolean.
- * Every method returns the index after the value, or {@link NEED} when the buffer ends inside it.
+ * The JSON value scanner of json/json_compact (docs/report-export-service.md "Output page shapes", json): one value
+ * from a buffer to a COPY field, without strings. Text format: numbers digit for digit, strings unescaped from JSON
+ * and escaped for COPY in one pass, true/false -> t/f, null -> \N, objects and arrays as their JSON text; binary
+ * format ({@link JsonValueScanner.valueBinary}): each value by its column's encoder. Methods return the index after
+ * the value, or {@link NEED} when the buffer ends inside it.
  */
 import { BACKSLASH, CR, escapeLetter, hexAt, LETTER_N, LF, QUOTE, skipWs, TAB, writeUtf8 } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
@@ -78,7 +76,7 @@ export class JsonValueScanner {
   }
 
   /**
-   * {@link value} in COPY binary format: writes the value at b[i] as field `col` by its encoding (see the file comment).
+   * {@link value} in COPY binary format: the value at b[i] as field `col`, by its encoding.
    * The caller reserved 3 bytes per input byte plus FIELD_OVERHEAD.
    * @throws BinaryValueUnsupported when the encoding does not take the value (the loader then loads in text format)
    */

@@ -1,7 +1,6 @@
 /**
- * Kinds of values seen in a column (type inference input for the warehouse), and the byte-level tests that
- * classify a value without making a string of it (docs/report-export-service.md "Output page shapes": numbers bare or JSON numbers,
- * timestamps dd.mm.yyyy hh:mm:ss.mmm in txt and ISO 8601 with offset in json/xml_query).
+ * The kinds of values seen in a column (the warehouse's type inference), told from the bytes without a string
+ * (docs/report-export-service.md "Output page shapes": bare or JSON numbers, txt's dd.mm.yyyy hh:mm:ss.mmm, ISO 8601).
  */
 
 import { KIND } from '../warehouse/row-source.ts';

@@ -41,42 +41,34 @@ const NAME_ATTR = Buffer.from('name="');
 const PLAIN = new Uint8Array(256);
 for (let c = 0x20; c < 256; c++) PLAIN[c] = c === LT || c === AMP || c === BACKSLASH || c === BRACKET ? 0 : 1;
 
-/** Where the scan of a page is. */
 export type XmlPhase = 'prolog' | 'rows' | 'after';
 
-/** What the decoder shares with the scanner: the columns it learns from the first row, and the kinds. */
-export interface XmlColumnsSink {
+/** The decoder, as the scanner sees it: `learnColumns` asks the plan (rows-plan.ts), which may set `binary`. */
+interface XmlColumnsSink {
   columns: string[] | undefined;
   kinds: number[];
   inspect: boolean;
-  /** The first row told the columns (the decoder asks its plan then, rows-plan.ts, and may set `binary`). */
   learnColumns(names: string[]): void;
 }
 
-/** Outcome of one {@link XmlFastScanner.scan}. */
-export interface XmlScan {
-  /** Index after the last whole unit (prolog, row, closing tag) scanned. */
+/**
+ * One {@link XmlFastScanner.scan}: the index after the last whole unit (prolog, row, closing tag), the rows it wrote,
+ * and whether saxes must take over at `consumed`.
+ */
+interface XmlScan {
   consumed: number;
-  /** Rows completed by this scan (their COPY bytes are in the output). */
   rows: number;
-  /** True: b[consumed..] is not in the fast path's shape; saxes must take over from there. */
   fallback: boolean;
 }
 
-/** Needs more bytes (-1) or not the fast shape (-2): results of the field helpers. */
+/** Needs more bytes, or not the fast shape: results of the field helpers. */
 const MORE = -1;
 const ODD = -2;
 
-/** A character XML allows (XML 1.0's Char production), other than NUL-like controls. */
+/** A character XML 1.0 allows (its Char production). */
 function isXmlChar(cp: number): boolean {
-  return (
-    cp === 0x9 ||
-    cp === 0xa ||
-    cp === 0xd ||
-    (cp >= 0x20 && cp <= 0xd7ff) ||
-    (cp >= 0xe000 && cp <= 0xfffd) ||
-    (cp >= 0x10000 && cp <= 0x10ffff)
-  );
+  if (cp < 0x20) return cp === 0x9 || cp === 0xa || cp === 0xd;
+  return cp <= 0xd7ff || (cp >= 0xe000 && cp <= 0xfffd) || (cp >= 0x10000 && cp <= 0x10ffff);
 }
 
 /** The code point of the entity or character reference b[s..e) (without & and ;), or -1. */
@@ -124,18 +116,18 @@ function attributeText(b: Buffer, s: number, e: number): string | undefined {
 /** The fast scanner of one decoder (all pages of a run); see the file comment. */
 export class XmlFastScanner {
   phase: XmlPhase = 'prolog';
-  /** Set by the decoder when its plan chose COPY binary format, before the first row is written. */
+  /** Set by the decoder when its plan chose COPY binary format. */
   binary: BinaryFieldWriter | undefined = undefined;
-  /** The page being scanned and its rows before the current scan (for BinaryValueUnsupported). */
+  /** The page and its rows before the current scan, for BinaryValueUnsupported. */
   page = 0;
   rowBase = 0;
-  /** Per column: the raw bytes `<field name="…"` of the first row, which every later field must repeat. */
+  /** Per column: the first row's `<field name="…"`, which every later row must repeat. */
   private openTags: Buffer[] = [];
   private readonly out: CopyOutput;
   private readonly sink: XmlColumnsSink;
   /** {@link value}: the index after the value's `</field>`. */
   private end = 0;
-  /** Decoded text of a typed column's value holding a reference (binary format), grown as needed. */
+  /** A typed column's value holding a reference, decoded (binary format). */
   private scratch = Buffer.alloc(256);
 
   constructor(out: CopyOutput, sink: XmlColumnsSink) {
@@ -143,7 +135,6 @@ export class XmlFastScanner {
     this.sink = sink;
   }
 
-  /** Starts a page. */
   startPage(page = 0): void {
     this.phase = 'prolog';
     this.page = page;
@@ -151,17 +142,16 @@ export class XmlFastScanner {
   }
 
   /**
-   * Scans b from index 0 (the carried rest of the last scan plus new bytes) and writes every whole row.
-   * @returns see {@link XmlScan}; rows written by a scan that ends in `fallback` are kept (they are whole and valid)
-   * @throws BinaryValueUnsupported in binary format, for a value its column's encoder does not take
+   * Scans b (the carried rest of the last scan and new bytes), writing every whole row; rows written before a
+   * `fallback` are kept.
+   * @throws BinaryValueUnsupported for a value its column's encoder does not take
    */
   scan(b: Buffer): XmlScan {
     const n = b.length;
     let i = 0;
     let rows = 0;
     const phaseBefore = this.phase;
-    // Output never outgrows twice the input (COPY escapes), in binary format the input (a field is smaller than its
-    // element): room for the whole scan at once, so that the row loop writes without asking.
+    // Output never outgrows twice the input (COPY escapes), in binary the input: room for the whole scan at once.
     this.out.reserve((this.binary === undefined ? 2 : 1) * n + 16);
     const mark = this.out.mark();
     if (this.phase === 'prolog') {
@@ -205,8 +195,7 @@ export class XmlFastScanner {
       if (consumed < n) fallback = true;
     }
     if (consumed > 0 && !isUtf8(b.subarray(0, consumed))) {
-      // Rare: let saxes deal with it from the start of this span, as if nothing had been scanned. Columns learned
-      // from valid names stay: saxes reads the same names.
+      // Rare: saxes takes this span from its start, as if nothing had been scanned (learned columns stay).
       this.out.reset(mark);
       this.phase = phaseBefore;
       return { consumed: 0, rows: 0, fallback: true };
@@ -230,11 +219,7 @@ export class XmlFastScanner {
     return startsWith(b, i, RESULT_OPEN) ? i + RESULT_OPEN.length : ODD;
   }
 
-  /**
-   * The first row's field names, from b[i] (after `<row>`) through `</row>`; when the row is whole and in the fast
-   * shape they become the columns (the plan is asked) and it returns 0, else MORE or ODD. Values are found, not
-   * checked: {@link row} reads the row again and checks them.
-   */
+  /** The first row's field names, from b[i] (after `<row>`), become the columns: 0, MORE or ODD. */
   private firstRow(b: Buffer, i: number, n: number): number {
     const names: string[] = [];
     const tags: Buffer[] = [];
@@ -275,10 +260,7 @@ export class XmlFastScanner {
     return q + 1;
   }
 
-  /**
-   * One row's fields from b[i] (after `<row>`) through `</row>`, written in the plan's format: index after it, MORE
-   * or ODD (nothing written then). `rows` = rows completed by this scan before it.
-   */
+  /** One row from b[i] (after `<row>`), written: the index after `</row>`, MORE or ODD. `rows`: done by this scan. */
   private row(b: Buffer, i: number, n: number, rows: number): number {
     const out = this.out;
     const o = out.buf;
