@@ -50,9 +50,7 @@ export class JsonValueScanner {
     const c = b[i]!;
     if (c === QUOTE) return this.string(b, i + 1, n);
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.number(b, i, n);
-    if (c === 0x6e) return this.literal(b, i, n, 'null');
-    if (c === 0x74) return this.literal(b, i, n, 'true');
-    if (c === 0x66) return this.literal(b, i, n, 'false');
+    if (c === 0x6e || c === 0x74 || c === 0x66) return this.literal(b, i, n, c);
     if (c === 0x7b || c === 0x5b) {
       const e = this.skip(b, i, n, 0);
       if (e === NEED) return NEED;
@@ -134,7 +132,7 @@ export class JsonValueScanner {
       p = code === BINARY.text ? w.text(out, this.op, b, i, e) : w.write(out, this.op, col, b, i, e);
     } else if (c === 0x6e || c === 0x74 || c === 0x66) {
       const at = this.op;
-      e = this.literal(b, i, n, c === 0x6e ? 'null' : c === 0x74 ? 'true' : 'false');
+      e = this.literal(b, i, n, c);
       if (e === NEED) return NEED;
       // literal() wrote \N, t or f (the text form) at `at`: overwritten with the binary field.
       const letter = c === 0x74 ? LETTER_T : LETTER_F;
@@ -177,25 +175,29 @@ export class JsonValueScanner {
     return k;
   }
 
-  /** null / true / false at b[i]: writes \N, t or f. */
-  private literal(b: Uint8Array, i: number, n: number, word: 'null' | 'true' | 'false'): number {
-    const len = word.length;
-    if (i + len > n) {
-      for (let k = 1; i + k < n; k++)
-        if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
-      return NEED;
+  /** Index after the literal null, true or false starting with byte c at b[i] (checked), or NEED. */
+  private literalEnd(b: Uint8Array, i: number, n: number, c: number): number {
+    const word = c === 0x6e ? 'null' : c === 0x74 ? 'true' : 'false';
+    for (let k = 1; k < word.length; k++) {
+      if (i + k >= n) return NEED;
+      if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
     }
-    for (let k = 1; k < len; k++) if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
-    const out = this.out;
-    if (len === 4 && word === 'null') {
-      out[this.op++] = BACKSLASH;
-      out[this.op++] = LETTER_N;
+    return i + word.length;
+  }
+
+  /** null / true / false at b[i]: writes \N, t or f. */
+  private literal(b: Uint8Array, i: number, n: number, c: number): number {
+    const e = this.literalEnd(b, i, n, c);
+    if (e === NEED) return NEED;
+    if (c === 0x6e) {
+      this.out[this.op++] = BACKSLASH;
+      this.out[this.op++] = LETTER_N;
       this.kind = 0;
     } else {
-      out[this.op++] = len === 4 ? 0x74 : 0x66;
+      this.out[this.op++] = c;
       this.kind = KIND.boolean;
     }
-    return i + len;
+    return e;
   }
 
   /** Index after the number at b[i] (JSON grammar checked), or NEED. Sets `kind`. */
@@ -356,13 +358,7 @@ export class JsonValueScanner {
     const c = b[i]!;
     if (c === QUOTE) return this.stringEnd(b, i + 1, n);
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.numberEnd(b, i, n);
-    if (c === 0x6e || c === 0x74 || c === 0x66) {
-      const word = c === 0x6e ? 'null' : c === 0x74 ? 'true' : 'false';
-      if (i + word.length > n) return NEED;
-      for (let k = 1; k < word.length; k++)
-        if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
-      return i + word.length;
-    }
+    if (c === 0x6e || c === 0x74 || c === 0x66) return this.literalEnd(b, i, n, c);
     const isObject = c === 0x7b;
     if (!isObject && c !== 0x5b) this.fail(`unexpected byte 0x${c.toString(16)} where a value should start`, i);
     const close = isObject ? 0x7d : 0x5d;
