@@ -18,8 +18,11 @@ export function isWs(c: number): boolean {
 
 /** Index of the first non-whitespace byte at or after i (n if none). */
 export function skipWs(b: Uint8Array, i: number, n: number): number {
-  while (i < n && isWs(b[i]!)) i++;
-  return i;
+  for (; i < n; i++) {
+    const c = b[i]!;
+    if (c !== 0x20 && c !== LF && c !== CR && c !== TAB) return i;
+  }
+  return n;
 }
 
 /**
@@ -69,11 +72,6 @@ export function writeUtf8(cp: number, out: Uint8Array, op: number): number {
     out[op++] = 0x80 | (cp & 0x3f);
   }
   return op;
-}
-
-/** The COPY text escape letter of LF, CR and tab (`n`, `r`, `t`), else `c` itself (backslash). */
-export function escapeLetter(c: number): number {
-  return c === LF ? 0x6e : c === CR ? 0x72 : c === TAB ? 0x74 : c;
 }
 
 /**

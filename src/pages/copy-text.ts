@@ -1,5 +1,5 @@
 import { lendPart, retireSlab, SLAB_BYTES, takeSlab } from '../copy-slabs.ts';
-import { BACKSLASH, CR, escapeLetter, LETTER_N, LF, TAB } from './bytes.ts';
+import { BACKSLASH, CR, LETTER_N, LF, TAB } from './bytes.ts';
 
 /**
  * Output side of the page decoders: a growing, slab-allocated byte buffer that whole COPY rows are written
@@ -94,7 +94,7 @@ export function writeEscapedBytes(src: Uint8Array, s: number, e: number, out: Ui
       continue;
     }
     out[op++] = BACKSLASH;
-    out[op++] = escapeLetter(c);
+    out[op++] = c === LF ? 0x6e : c === CR ? 0x72 : c === TAB ? 0x74 : BACKSLASH;
   }
   return op;
 }

@@ -5,7 +5,7 @@
  * format ({@link JsonValueScanner.valueBinary}): each value by its column's encoder. Methods return the index after
  * the value, or {@link NEED} when the buffer ends inside it.
  */
-import { BACKSLASH, CR, escapeLetter, hexAt, LETTER_N, LF, QUOTE, skipWs, TAB, writeUtf8 } from './bytes.ts';
+import { BACKSLASH, CR, hexAt, LETTER_N, LF, QUOTE, skipWs, TAB, writeUtf8 } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND, digitsFitInt64, isIsoTimestampWithOffset } from './kinds.ts';
 import { BINARY, BinaryValueUnsupported } from '../copy-binary/format.ts';
@@ -60,7 +60,7 @@ export class JsonValueScanner {
         const x = b[k]!;
         if (x === BACKSLASH || x === LF || x === CR || x === TAB) {
           out[op++] = BACKSLASH;
-          out[op++] = escapeLetter(x);
+          out[op++] = x === LF ? 0x6e : x === CR ? 0x72 : x === TAB ? 0x74 : BACKSLASH;
         } else {
           if (x === 0) this.fail('NUL byte in a value', k);
           out[op++] = x;
@@ -290,7 +290,7 @@ export class JsonValueScanner {
           if (cp < 0x80) {
             if (copyEscape && (cp === BACKSLASH || cp === LF || cp === CR || cp === TAB)) {
               out[op++] = BACKSLASH;
-              out[op++] = escapeLetter(cp);
+              out[op++] = cp === LF ? 0x6e : cp === CR ? 0x72 : cp === TAB ? 0x74 : BACKSLASH;
             } else out[op++] = cp;
           } else op = writeUtf8(cp, out, op);
           i += len;
@@ -312,7 +312,7 @@ export class JsonValueScanner {
       if (c === 0) this.fail('NUL byte in a string', i);
       if (copyEscape && (c === LF || c === CR || c === TAB)) {
         out[op++] = BACKSLASH;
-        out[op++] = escapeLetter(c);
+        out[op++] = c === LF ? 0x6e : c === CR ? 0x72 : c === TAB ? 0x74 : BACKSLASH;
       } else out[op++] = c;
       i++;
     }

@@ -13,7 +13,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { type CopyOutput } from './copy-text.ts';
-import { BACKSLASH, escapeLetter, hexDigit, LF, skipWs, startsWith, TAB, writeUtf8 } from './bytes.ts';
+import { BACKSLASH, CR, hexDigit, LF, skipWs, startsWith, TAB, writeUtf8 } from './bytes.ts';
 import { classifyXmlValue } from './kinds.ts';
 import { BINARY, BinaryValueUnsupported } from '../copy-binary/format.ts';
 import { REFUSED, type BinaryFieldWriter } from '../copy-binary/field-writer.ts';
@@ -362,7 +362,7 @@ export class XmlFastScanner {
       } else if (c === BACKSLASH || c === 0x0a || c === 0x09) {
         if (escape) {
           t[q++] = BACKSLASH;
-          t[q++] = escapeLetter(c);
+          t[q++] = c === LF ? 0x6e : c === TAB ? 0x74 : BACKSLASH;
         } else t[q++] = c;
       } else if (c === AMP) {
         let semi = k + 1;
@@ -373,7 +373,7 @@ export class XmlFastScanner {
         if (cp < 0) return ODD;
         if (escape && (cp === LF || cp === 0x0d || cp === TAB || cp === BACKSLASH)) {
           t[q++] = BACKSLASH;
-          t[q++] = escapeLetter(cp);
+          t[q++] = cp === LF ? 0x6e : cp === CR ? 0x72 : cp === TAB ? 0x74 : BACKSLASH;
         } else q = writeUtf8(cp, t, q);
         k = semi;
       } else {
