@@ -1,7 +1,8 @@
 /**
- * `npm run bench -- append-lineage`: what the lineage columns of an append target (README "Loaded tables": lineage)
- * cost PostgreSQL per row. The same rows (Sales/Orders-shaped, made by generate_series) are COPYed FROM STDIN, in
- * binary and in csv format, with the report's columns in the column list as report-etl's direct plan does, into:
+ * `npm run bench -- append-lineage`: what the lineage columns of an append target (docs/loaded-tables.md "Lineage of
+ * appended rows") cost PostgreSQL per row. The same rows (Sales/Orders-shaped, made by generate_series) are COPYed FROM
+ * STDIN, in binary and in csv format, with the report's columns in the column list as report-etl's direct plan does,
+ * into:
  * - plain: the report's columns alone (a target without lineage);
  * - constant: plus `_etl_run_key text` and `_etl_loaded_at timestamptz` with constant DEFAULTs (what storing the two
  *   values costs, nothing evaluated);

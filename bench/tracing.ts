@@ -1,10 +1,10 @@
 /**
- * `npm run bench -- tracing`: what traces cost (README "Performance", "Tracing"). The same warm-worker runs as the
- * user's path (bench/lib/worker.js, the compiled product, 1 ms polls, pages pre-rendered by the page server) with
- * traces off (no OTEL_ variable: the OpenTelemetry API's no-op tracer; the timeline is recorded all the same) and on
- * (OTEL_EXPORTER_OTLP_ENDPOINT set: the SDK, a batch processor and the OTLP/HTTP exporter, in http/json and
- * http/protobuf, to a receiver in this process that answers 200 at once), interleaved repeat by repeat so that the
- * shared machine's load falls on each alike:
+ * `npm run bench -- tracing`: what traces cost (docs/performance.md "Traces"; docs/observability.md "Tracing"). The
+ * same warm-worker runs as the user's path (bench/lib/worker.js, the compiled product, 1 ms polls, pages pre-rendered
+ * by the page server) with traces off (no OTEL_ variable: the OpenTelemetry API's no-op tracer; the timeline is
+ * recorded all the same) and on (OTEL_EXPORTER_OTLP_ENDPOINT set: the SDK, a batch processor and the OTLP/HTTP
+ * exporter, in http/json and http/protobuf, to a receiver in this process that answers 200 at once), interleaved repeat
+ * by repeat so that the shared machine's load falls on each alike:
  * - 10 rows, json, 1 page (two unmeasured runs first): report-etl's own fixed cost per run;
  * - 100k txt rows in 1 page, and in 1,000 pages of 100 rows (one unmeasured run first): per-row and per-page costs.
  * Prints medians and ranges, and the spans the receiver got per traced run; writes them to

@@ -6,7 +6,7 @@
  * - the same 10 rows inside a warm worker (bench/lib/worker.js: two unmeasured runs first in the same process, 1 ms
  *   polls, so the time is report-etl's own plus the local servers' answers), `repeats` fresh workers.
  * Prints medians, ranges and the load average before and after: the machine is shared, so compare runs taken at a
- * similar load. Goals (README "Performance"): ≤ 0.6 s whole process, ≤ 20 ms in a warm worker.
+ * similar load. Goals (docs/performance.md "The user's path"): ≤ 0.6 s whole process, ≤ 20 ms in a warm worker.
  *
  * Options (argv `--name value` or env): --repeats/BENCH_REPEATS (9), --job-duration/BENCH_JOB_DURATION (how long the
  * simulator keeps a report job Running, ms; 0 as in `npm run bench`, where the rest of the bench's figures come from;

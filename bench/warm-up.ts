@@ -2,9 +2,10 @@
  * `npm run bench -- warm-up`: where a fresh worker's first run spends the time a warm worker does not. For each output
  * type, the same 100k-row report (one page, pre-rendered by the page server) is loaded `repeats` times by a fresh
  * worker process (its first run) and by a warm one (one unmeasured run of the same report before, in the same process),
- * interleaved. Each measured attempt's timeline (etl.attempts.timeline, README "Tracing") splits its time into the
- * attempt's steps and, for the pages, into waiting for the network, decoding and COPY; the table gives the medians of
- * fresh and warm side by side, and what the fresh worker spends outside the attempt (before its first step).
+ * interleaved. Each measured attempt's timeline (etl.attempts.timeline, docs/observability.md "Tracing") splits its
+ * time into the attempt's steps and, for the pages, into waiting for the network, decoding and COPY; the table gives
+ * the medians of fresh and warm side by side, and what the fresh worker spends outside the attempt (before its first
+ * step).
  *
  * Options (argv `--name value` or env): --repeats/BENCH_REPEATS (5), --rows/BENCH_ROWS (100000),
  * --types/BENCH_TYPES (txt,json,xml_query), --worker-args/BENCH_WORKER_ARGS (node flags of the measured worker;

@@ -1,4 +1,4 @@
--- Run history (README "Run history"): one row per attempt in etl.runs, the details of each failure in
+-- Run history (docs/observability.md "Run history"): one row per attempt in etl.runs, the details of each failure in
 -- etl.run_errors. Dashboards and on-call staff query these tables directly: columns are part of the contract.
 CREATE SCHEMA IF NOT EXISTS etl;
 

@@ -1,6 +1,6 @@
--- What a queued run was asked to do (README "Replaying failed runs"): the logical time and explicit parameters of a
--- logical run, so that a replay runs the same logical run (same run_key) with the same report parameters.
--- Written by the worker when the first attempt of a run starts; replays reuse the row.
+-- What a queued run was asked to do (docs/operations.md "Replaying failed runs"): the logical time and explicit
+-- parameters of a logical run, so that a replay runs the same logical run (same run_key) with the same report
+-- parameters. Written by the worker when the first attempt of a run starts; replays reuse the row.
 CREATE TABLE etl.run_requests (
   job            text        NOT NULL,
   run_key        text        NOT NULL,

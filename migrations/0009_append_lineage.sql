@@ -1,4 +1,5 @@
--- Lineage of appended rows and reverts of appended runs (README "Loaded tables", "Run history").
+-- Lineage of appended rows and reverts of appended runs (docs/loaded-tables.md "Lineage of appended rows",
+-- docs/observability.md "Run history").
 
 -- The run key of the append load in progress, NULL outside one: the DEFAULT of an append target's `_etl_run_key`
 -- column (src/warehouse/lineage.ts). The load transaction sets `report_etl.run_key` for itself (set_config(…, true));

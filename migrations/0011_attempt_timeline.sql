@@ -1,4 +1,4 @@
--- Where an attempt's time went (README "Tracing", "Run history"):
+-- Where an attempt's time went (docs/observability.md "Tracing", "Run history"):
 --   trace_id  the W3C trace id of the attempt's spans when traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT set and
 --             the trace sampled), else NULL: the key to the attempt's trace in the tracing backend;
 --   timeline  when each step of the attempt ran and how long it took, and each page's request, download, decoding

@@ -71,7 +71,8 @@ async function main(): Promise<number> {
   out(`redis         ${redis.line}`);
   const started: LocalService[] = [redis];
   try {
-    const postgres = await ensurePostgres();
+    // The tests start the demo with a data folder of their own, never the user's (.local/postgres).
+    const postgres = await ensurePostgres({ dataDir: process.env.DEMO_POSTGRES_DATA_DIR });
     out(`postgres      ${postgres.line}`);
     started.push(postgres);
     process.env.DATABASE_URL = postgres.url;

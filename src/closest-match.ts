@@ -1,8 +1,4 @@
-/**
- * "Did you mean": the closest of some known names to a name that is not one of them, when it is close enough to be
- * a typo. Shared by jobs.yaml's problems (unknown keys, connections, jobs) and the load's checks of the column names
- * jobs.yaml gives (README "Loaded tables"), which sit in different rooms (docs/architecture.md "Layers").
- */
+/** "Did you mean": for jobs.yaml's problems and the load's checks of the column names jobs.yaml gives. */
 
 /** Edit distance counting a swap of neighbours as one edit (optimal string alignment), case-insensitive. */
 function distance(a: string, b: string): number {

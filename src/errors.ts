@@ -6,6 +6,7 @@
  * the HTTP status and the server's own words, unchanged (docs/report-export-service.md "Errors"). Secrets never go into these
  * fields: build messages from names and ids, never from credentials or headers.
  */
+import { boundJson, boundText, MAX_MESSAGE_CHARS } from './failure-text.ts';
 import type { RunStage } from './vocabulary.ts';
 
 /** Stable error codes. They are written to `etl.run_errors.error_kind`; never rename one. */
@@ -40,6 +41,7 @@ export type ErrorCode =
   | 'ORPHANED'
   | 'RUN_IN_PROGRESS'
   | 'OVERLAP_LOCK_LOST'
+  | 'QUEUE_JOB_LOST'
   | 'INTERNAL';
 
 /** Problem details of an `application/problem+json` answer (docs/report-export-service.md "Error problem body"). */
@@ -158,16 +160,17 @@ export class EtlError extends Error {
   readonly problem: ProblemDetails | undefined;
   readonly details: Record<string, unknown> | undefined;
 
+  /** Every text is bounded here, the one place all of them pass (failure-text.ts; docs/architecture.md "Limits"). */
   constructor(code: ErrorCode, message: string, options: EtlErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(boundText(message, MAX_MESSAGE_CHARS), options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
     this.retryable = options.retryable ?? RETRYABLE_CODES.has(code);
     this.stage = options.stage;
     this.httpStatus = options.httpStatus;
-    this.serverMessage = options.serverMessage;
-    this.problem = options.problem;
-    this.details = options.details;
+    this.serverMessage = options.serverMessage === undefined ? undefined : boundText(options.serverMessage);
+    this.problem = options.problem === undefined ? undefined : boundJson(options.problem);
+    this.details = options.details === undefined ? undefined : boundJson(options.details);
   }
 }
 

@@ -1,10 +1,7 @@
 /**
- * Log lines for a person at a terminal: the same pino records
- * as the JSON lines, written as one short line each — a progress line per page (page, rows, MB, rows/s), the
- * start and end of a run, and `LEVEL message key=value …` for everything else. Secrets were redacted by pino
- * before a record reaches this formatter.
+ * Log lines for a person at a terminal: the pino records as one short line each, a progress line per page, the start
+ * and end of a run, and `LEVEL message key=value …` for everything else. Secrets are redacted before this.
  */
-
 import { ConfigError } from './errors.ts';
 
 /** How log records are written: JSON lines (for machines) or {@link prettyLine}s (for a person at a terminal). */
@@ -15,7 +12,7 @@ export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
 
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 /** Fields every record has, or that a line shows in its own words: not repeated as key=value. */
-const OMIT = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'v', 'attemptId', 'traceId']);
+const OMIT = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'v', 'attemptId', 'traceId', 'job']);
 
 const int = (n: unknown) => (typeof n === 'number' ? Math.round(n).toLocaleString('en-US') : String(n));
 /** `1 page`, `3 pages`. */
@@ -24,46 +21,40 @@ const mb = (bytes: unknown) => {
   if (typeof bytes !== 'number') return '? MB';
   return bytes < 1e6 ? `${Math.round(bytes / 1e3)} kB` : `${(bytes / 1e6).toFixed(1)} MB`;
 };
+const value = (v: unknown) => (typeof v === 'string' && !/[\s"=]/.test(v) ? v : JSON.stringify(v));
 
-function clock(time: unknown): string {
-  const d = new Date(typeof time === 'number' ? time : Date.now());
-  return d.toTimeString().slice(0, 8);
-}
-
-function value(v: unknown): string {
-  if (typeof v === 'string') return /[\s"=]/.test(v) ? JSON.stringify(v) : v;
-  return JSON.stringify(v);
-}
+/** The text after `job: ` of the messages that have a line of their own. */
+const LINES: Record<string, (r: Record<string, unknown>) => string> = {
+  'page loaded': (r) =>
+    `page ${r.page}: ${int(r.rows)} rows, ${mb(r.bytes)}, ${int(r.rowsPerSec)} rows/s — ` +
+    `${int(r.totalRows)} rows, ${r.totalMB} MB in ${r.elapsedS} s so far`,
+  // A foreground run's key is its first attempt's id: the one UUID is said once; the trace id once per attempt.
+  'run started': (r) =>
+    `run started: ${r.report} as ${r.outputType}, attempt ${r.attempt} (${r.trigger}), run ${r.runKey}` +
+    `${r.attemptId === r.runKey ? '' : `, attempt id ${r.attemptId}`}` +
+    `${typeof r.traceId === 'string' ? `, trace ${r.traceId}` : ''}`,
+  loading: (r) => `loading into ${r.table} (plan ${r.plan}, ${r.columns} columns)`,
+  'report job finished': (r) =>
+    `report job ${r.reportJobId ?? ''} finished on the server: ${int(r.rows)} rows in ${count(r.pages, 'page')}`,
+  'run succeeded': (r) =>
+    `run succeeded: ${int(r.rows)} rows, ${count(r.pages, 'page')}, ${mb(r.bytes)} in ` +
+    `${((r.durationMs as number) / 1000).toFixed(1)} s (${int(r.rowsPerSec)} rows/s, plan ${r.plan})`,
+};
 
 /**
  * One pino record (the parsed JSON line) as a line of text, ending in a newline.
  * @param record e.g. `{ level: 30, time: 1763870000000, msg: 'page loaded', page: 3, rows: 10000, … }`
  */
-export function prettyLine(record: Record<string, unknown>): string {
-  const r = record;
-  const level = LEVELS[r.level as number] ?? String(r.level);
-  const at = clock(r.time);
+export function prettyLine(r: Record<string, unknown>): string {
+  const at = new Date(typeof r.time === 'number' ? r.time : Date.now()).toTimeString().slice(0, 8);
   const job = typeof r.job === 'string' ? `${r.job}: ` : '';
-  switch (r.msg) {
-    case 'page loaded':
-      return `${at} ${job}page ${r.page}: ${int(r.rows)} rows, ${mb(r.bytes)}, ${int(r.rowsPerSec)} rows/s — ${int(r.totalRows)} rows, ${r.totalMB} MB in ${r.elapsedS} s so far\n`;
-    case 'run started':
-      // A foreground run's key is its first attempt's id: the one UUID is said once.
-      // The trace id, when traces are exported, once per attempt (README "Tracing"): every JSON line carries it.
-      return `${at} ${job}run started: ${r.report} as ${r.outputType}, attempt ${r.attempt} (${r.trigger}), run ${r.runKey}${r.attemptId === r.runKey ? '' : `, attempt id ${r.attemptId}`}${typeof r.traceId === 'string' ? `, trace ${r.traceId}` : ''}\n`;
-    case 'loading':
-      return `${at} ${job}loading into ${r.table} (plan ${r.plan}, ${r.columns} columns)\n`;
-    case 'report job finished':
-      return `${at} ${job}report job ${r.reportJobId ?? ''} finished on the server: ${int(r.rows)} rows in ${count(r.pages, 'page')}\n`;
-    case 'run succeeded':
-      return `${at} ${job}run succeeded: ${int(r.rows)} rows, ${count(r.pages, 'page')}, ${mb(r.bytes)} in ${((r.durationMs as number) / 1000).toFixed(1)} s (${int(r.rowsPerSec)} rows/s, plan ${r.plan})\n`;
-    default: {
-      const rest = Object.entries(r)
-        .filter(([k, v]) => !OMIT.has(k) && k !== 'job' && v !== undefined)
-        .map(([k, v]) => `${k}=${value(v)}`);
-      return `${at} ${level.padEnd(5)} ${job}${String(r.msg ?? '')}${rest.length ? `  ${rest.join(' ')}` : ''}\n`;
-    }
-  }
+  const line = typeof r.msg === 'string' ? LINES[r.msg] : undefined;
+  if (line) return `${at} ${job}${line(r)}\n`;
+  const level = LEVELS[r.level as number] ?? String(r.level);
+  const rest = Object.entries(r)
+    .filter(([k, v]) => !OMIT.has(k) && v !== undefined)
+    .map(([k, v]) => `${k}=${value(v)}`);
+  return `${at} ${level.padEnd(5)} ${job}${String(r.msg ?? '')}${rest.length ? `  ${rest.join(' ')}` : ''}\n`;
 }
 
 /**

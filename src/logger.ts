@@ -1,9 +1,6 @@
 /**
- * The process logger (pino), writing to stderr so that stdout stays free for command output: JSON lines, or on a
- * terminal one readable line per record (log-format.ts; `--log-format`, `LOG_FORMAT`).
- *
- * Secrets are redacted by path (docs/architecture.md "Errors"): whatever a caller logs, a client secret,
- * a token or an Authorization header never reaches the log.
+ * The process logger (pino) on stderr, so that stdout stays free for command output: JSON lines, or on a terminal
+ * one readable line per record (log-format.ts). Secrets are redacted by path (docs/architecture.md "Errors").
  */
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { prettyLine, resolveLogFormat, type LogFormat } from './log-format.ts';
@@ -11,33 +8,19 @@ import { terminalSafe } from './terminal-text.ts';
 
 export type { Logger };
 
+const SECRETS = ['clientSecret', 'client_secret', 'accessToken', 'access_token', 'refreshToken', 'refresh_token'];
+const SECRET_KEYS = [...SECRETS, 'authorization', 'Authorization', 'password'];
 /** Object paths pino blanks out in every log line. */
 export const REDACT_PATHS = [
-  'clientSecret',
-  'client_secret',
-  'accessToken',
-  'access_token',
-  'refreshToken',
-  'refresh_token',
-  'authorization',
-  'Authorization',
-  'password',
-  '*.clientSecret',
-  '*.client_secret',
-  '*.accessToken',
-  '*.access_token',
-  '*.refreshToken',
-  '*.refresh_token',
-  '*.authorization',
-  '*.Authorization',
-  '*.password',
+  ...SECRET_KEYS,
+  ...SECRET_KEYS.map((k) => `*.${k}`),
   'headers.authorization',
   'req.headers.authorization',
   'connection.clientSecret',
   'connections.*.clientSecret',
 ];
 
-/** Writes each record as a {@link prettyLine} to stderr. */
+/** Writes each record as a {@link prettyLine}, made terminal-safe, to stderr. */
 function prettyDestination(): DestinationStream {
   return {
     write(line: string) {
@@ -48,7 +31,6 @@ function prettyDestination(): DestinationStream {
         process.stderr.write(line);
         return;
       }
-      // A terminal gets the server's words without control characters (terminal-text.ts).
       process.stderr.write(terminalSafe(prettyLine(record)));
     },
   };
@@ -58,7 +40,7 @@ function prettyDestination(): DestinationStream {
  * Makes the root logger. Level from `LOG_LEVEL` (default `info`); format from `format`, else `LOG_FORMAT`, else
  * pretty on a terminal and JSON lines otherwise.
  * @param options extra pino options (merged over the defaults)
- * @throws Error for an unknown format
+ * @throws ConfigError for an unknown format
  */
 export function makeLogger(options: LoggerOptions = {}, format: LogFormat | undefined = undefined): Logger {
   const pretty = (format ?? resolveLogFormat()) === 'pretty';

@@ -1,7 +1,6 @@
 /**
- * Compare-and-act on a Redis key that one holder owns (a lock whose value is its owner's token): extend or delete
- * it only while it still holds that value, so that a holder whose key expired and was taken over never touches
- * the new holder's key. Used by the token cache's single-flight lock and the per-job overlap lock.
+ * Compare-and-act on a Redis key whose value is its holder's token: a holder whose key expired and was taken over
+ * never touches the new holder's key.
  */
 import type { Redis } from 'ioredis';
 

@@ -1,7 +1,7 @@
 /**
- * What `REDIS_URL` names: one Redis server (`redis://…`, `rediss://…`, as ioredis reads it) or a Redis Cluster,
- * written `redis-cluster://[user:password@]host:port[,host:port…]` (`rediss-cluster://` for TLS): any of the
- * cluster's nodes will do as a start, ioredis finds the others (docs/architecture.md "A fleet").
+ * `REDIS_URL`: one Redis server (`redis://…`, `rediss://…`) or a Redis Cluster,
+ * `redis-cluster://[user:password@]host:port[,host:port…]` (`rediss-cluster://` for TLS), whose nodes ioredis finds
+ * from any of them (docs/architecture.md "A fleet").
  */
 import { ConfigError } from './errors.ts';
 
@@ -41,16 +41,16 @@ export function parseRedisClusterUrl(url: string): RedisClusterUrl {
 }
 
 /**
- * The installation's key prefix for the Redis at `url`. On a Redis Cluster every multi-key operation (BullMQ's
- * scripts, the report slots) must stay in one hash slot, so the prefix must carry a hash tag (`{…}`): the default
- * becomes `{report-etl}`, and a prefix without one is refused.
- * @param explicit whether the user chose `prefix` (else it is the default, which is then hash-tagged)
+ * The installation's key prefix for the Redis at `url`. On a Redis Cluster, BullMQ's scripts and the report slots
+ * need one hash slot, so the prefix must carry a hash tag (`{…}`): the default gets one, a chosen one must have it.
+ * @param explicit whether the user chose `prefix`
  * @throws ConfigError for a chosen prefix without a hash tag on a cluster
  */
 export function prefixForRedis(prefix: string, url: string | undefined, explicit: boolean): string {
   if (url === undefined || !isRedisClusterUrl(url) || /\{[^}]+\}/.test(prefix)) return prefix;
   if (!explicit) return `{${prefix}}`;
   throw new ConfigError([
-    `the queue prefix "${prefix}" has no hash tag, which a Redis Cluster needs (REDIS_URL is a cluster): write it as "{${prefix}}" (--queue-prefix or REPORT_ETL_QUEUE_PREFIX)`,
+    `the queue prefix "${prefix}" has no hash tag, which a Redis Cluster needs (REDIS_URL is a cluster): ` +
+      `write it as "{${prefix}}" (--queue-prefix or REPORT_ETL_QUEUE_PREFIX)`,
   ]);
 }

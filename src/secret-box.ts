@@ -1,12 +1,8 @@
 /**
- * Encryption at rest of the secrets report-etl must keep (the refresh token of a user-dependent service
- * user), with AES-256-GCM from node:crypto. The key comes from `REPORT_ETL_SECRET_KEY`: 32 bytes written as 64 hex
- * digits or as base64 (`openssl rand -hex 32`). There is no fallback: without a key nothing is stored, never
- * plaintext.
- *
- * A sealed value is `v1:` + base64(iv 12 bytes || auth tag 16 bytes || ciphertext). The caller's `context` (e.g. the
- * connection's base URL and Client-ID) is bound as additional authenticated data, so a sealed value copied to
- * another row does not open there.
+ * Encryption at rest of the refresh tokens of user-dependent service users: AES-256-GCM, keyed by
+ * `REPORT_ETL_SECRET_KEY` (32 bytes as 64 hex digits or base64); without a key nothing is stored, never plaintext.
+ * A sealed value is `v1:` + base64(iv 12 bytes || auth tag 16 bytes || ciphertext), with the caller's `context` as
+ * additional authenticated data, so that a value copied to another row does not open there.
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { ConfigError, EtlError } from './errors.ts';
@@ -14,8 +10,9 @@ import { ConfigError, EtlError } from './errors.ts';
 /** The environment variable that holds the key. */
 export const SECRET_KEY_ENV = 'REPORT_ETL_SECRET_KEY';
 
-/** How to make a key, for error messages. */
-export const SECRET_KEY_HOWTO = `set ${SECRET_KEY_ENV} to 32 random bytes as 64 hex digits, e.g. \`openssl rand -hex 32\` (keep it like a password: it decrypts the stored refresh tokens)`;
+const SECRET_KEY_HOWTO =
+  `set ${SECRET_KEY_ENV} to 32 random bytes as 64 hex digits, e.g. \`openssl rand -hex 32\` ` +
+  '(keep it like a password: it decrypts the stored refresh tokens)';
 
 /** A parsed key: the AES key and a short public id of it (to tell "another key" from "tampered"). */
 export interface SecretKey {
@@ -24,10 +21,7 @@ export interface SecretKey {
   id: string;
 }
 
-/**
- * Why `text` is not a usable key, or undefined when it is one.
- * @param text the value of REPORT_ETL_SECRET_KEY (may be undefined)
- */
+/** Why `text` (the value of REPORT_ETL_SECRET_KEY) is not a usable key, or undefined when it is one. */
 export function secretKeyProblem(text: string | undefined): string | undefined {
   if (text === undefined || text.trim() === '') return `${SECRET_KEY_ENV} is not set: ${SECRET_KEY_HOWTO}`;
   return decodeKey(text.trim())

@@ -1,9 +1,7 @@
 /**
- * Traces of runs through the OpenTelemetry API alone (README "Tracing", docs/architecture.md "Observability"): the
- * span names and attribute names every room uses, and W3C trace context in and out of a queued run's data. Nothing
- * here loads the SDK: until app/tracing-sdk.ts registers one (only when an OTLP endpoint is configured), the API's
- * tracer is its no-op one, whose spans record nothing and cost an object each, and every helper here returns
- * "no trace" (no trace id, an empty carrier).
+ * Traces through the OpenTelemetry API alone (docs/architecture.md "Observability"): span and attribute names, and
+ * W3C trace context in and out of a queued run's data. Until app/tracing-sdk.ts registers an SDK, the tracer is the
+ * no-op one and every helper here returns "no trace".
  */
 import {
   context,
@@ -20,61 +18,47 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 
-/** Name of the instrumentation scope of every span report-etl makes. */
-export const TRACER_NAME = 'report-etl';
-
-/**
- * Attribute names, semantic-convention-like under the `report_etl.` namespace (OpenTelemetry's own `error.type`
- * where one fits). Values: strings and numbers; durations in ms, sizes in bytes.
- */
+/** Attribute names under `report_etl.` (OpenTelemetry's own `error.type`); durations in ms, sizes in bytes. */
 export const ATTR = {
-  /** jobs.yaml job name. */
   job: 'report_etl.job',
-  /** The logical run's key (`etl.runs.run_key`). */
   runKey: 'report_etl.run_key',
-  /** The attempt's id (`etl.attempts.attempt_id`). */
   attemptId: 'report_etl.attempt_id',
   /** 1-based number of the attempt within its run. */
   attempt: 'report_etl.attempt',
   trigger: 'report_etl.trigger',
-  /** The report's output type (`report.outputType`). */
   outputType: 'report_etl.output_type',
   report: 'report_etl.report',
   connection: 'report_etl.connection',
   targetTable: 'report_etl.target_table',
   writeMode: 'report_etl.write_mode',
-  /** The server's report job id. */
   reportJobId: 'report_etl.report_job_id',
-  /** BullMQ job id of a queued run; whether an enqueue added it (false: it was queued already); takes before this one. */
+  /** BullMQ job id of a queued run; whether an enqueue added it (false: queued already); takes before this one. */
   queueJobId: 'report_etl.queue_job_id',
   queueAdded: 'report_etl.queue.added',
   queueAttemptsMade: 'report_etl.queue.attempts_made',
-  /** The schedule's tick a scheduled run stands for (ISO 8601). */
+  /** The tick a scheduled run stands for (ISO 8601). */
   tick: 'report_etl.tick',
-  /** Rows, pages and bytes (page bodies as downloaded) of an attempt or of one page. */
+  /** Of an attempt or of one page; bytes of page bodies as downloaded. */
   rows: 'report_etl.rows',
   pages: 'report_etl.pages',
   bytes: 'report_etl.bytes',
   /** 1-based page number; the pass over the pages (2 after a binary COPY started over in text format). */
   page: 'report_etl.page',
   pass: 'report_etl.pass',
-  /** Of one page's reading: ms waiting for the server's bytes, decoding them, waiting for COPY (PostgreSQL). */
+  /** Of one page's reading: waiting for the server's bytes, decoding them, waiting for COPY. */
   networkMs: 'report_etl.page.network_ms',
   decodeMs: 'report_etl.page.decode_ms',
   copyMs: 'report_etl.page.copy_ms',
   /** Status polls of the report job, and the server's own rendering time (its finishedAt − startedAt). */
   polls: 'report_etl.polls',
   serverRenderMs: 'report_etl.server_render_ms',
-  /** How an attempt ended: succeeded, already-loaded, failed, interrupted. */
+  /** succeeded, already-loaded, failed, interrupted. */
   status: 'report_etl.status',
-  /** How the rows went in: plan and COPY format. */
   loadPlan: 'report_etl.load.plan',
   copyFormat: 'report_etl.load.format',
-  /** The stage a failed attempt failed at. */
   stage: 'report_etl.stage',
   /** A failure's stable error kind (`etl.run_errors.error_kind`). */
   errorType: 'error.type',
-  /** Whether a retry may help. */
   retryable: 'report_etl.retryable',
 } as const;
 
@@ -86,13 +70,10 @@ export interface TraceCarrier {
 
 /** The tracer of report-etl's spans: the SDK's once one is registered, the API's no-op one until then. */
 export function runTracer(): Tracer {
-  return trace.getTracer(TRACER_NAME);
+  return trace.getTracer('report-etl');
 }
 
-/**
- * The trace context of `span` for a queued run's data; empty when nothing is traced (no SDK, or the span not sampled),
- * so that an untraced installation stores nothing extra in Redis.
- */
+/** The trace context of `span` for a queued run's data; empty when nothing is traced (no SDK, or not sampled). */
 export function injectTrace(span: Span): TraceCarrier {
   const carrier: Record<string, string> = {};
   propagation.inject(trace.setSpan(context.active(), span), carrier);
@@ -102,72 +83,47 @@ export function injectTrace(span: Span): TraceCarrier {
   return out;
 }
 
-/**
- * The context a queued run's spans continue: the one in `carrier` (its enqueue's), or the active one when the
- * carrier has none or nothing is traced here.
- */
+/** The context a queued run's spans continue: the one in `carrier` (its enqueue's), else the active one. */
 export function extractTrace(carrier: TraceCarrier | undefined): Context {
   if (!carrier?.traceparent) return context.active();
   return propagation.extract(ROOT_CONTEXT, carrier);
 }
 
-/**
- * The trace id of `span` when it is traced and sampled (its spans reach the OTLP endpoint), else undefined: what the
- * attempt's log lines and its `etl.attempts.trace_id` carry.
- */
+/** The trace id of `span` when it is traced and sampled, else undefined. */
 export function traceIdOf(span: Span): string | undefined {
   const sc = span.spanContext();
   return isSpanContextValid(sc) && (sc.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED ? sc.traceId : undefined;
 }
 
-/**
- * Starts a span as a child of `parent` (a span, or a context such as {@link extractTrace}'s), at `startTime` (epoch
- * ms; default now).
- */
+/** Starts a span as a child of `parent` (a span, or a context), at `o.startTime` (epoch ms; default now). */
 export function startSpan(
   tracer: Tracer,
   name: string,
   parent: Span | Context,
   o: { startTime?: number; attributes?: Attributes; kind?: SpanKind } = {},
 ): Span {
-  const ctx = 'spanContext' in parent ? trace.setSpan(ROOT_CONTEXT, parent) : parent;
-  return tracer.startSpan(
-    name,
-    {
-      ...(o.startTime !== undefined ? { startTime: o.startTime } : {}),
-      ...(o.attributes ? { attributes: o.attributes } : {}),
-      ...(o.kind !== undefined ? { kind: o.kind } : {}),
-    },
-    ctx,
-  );
+  return tracer.startSpan(name, o, 'spanContext' in parent ? trace.setSpan(ROOT_CONTEXT, parent) : parent);
 }
 
-/**
- * Runs `fn` inside a new span `name` (child of the active span; active itself within `fn`, for the spans `fn` makes),
- * ended when `fn` settles, as failed when it throws.
- */
+/** Runs `fn` in a new active span `name`, a child of the active one, ended when `fn` settles (failed on a throw). */
 export async function inSpan<T>(
   name: string,
   o: { attributes?: Attributes; kind?: SpanKind },
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
-  return runTracer().startActiveSpan(
-    name,
-    { ...(o.attributes ? { attributes: o.attributes } : {}), ...(o.kind !== undefined ? { kind: o.kind } : {}) },
-    async (span) => {
-      try {
-        const result = await fn(span);
-        span.end();
-        return result;
-      } catch (err) {
-        failSpan(span, err);
-        throw err;
-      }
-    },
-  );
+  return runTracer().startActiveSpan(name, o, async (span) => {
+    try {
+      const result = await fn(span);
+      span.end();
+      return result;
+    } catch (err) {
+      failSpan(span, err);
+      throw err;
+    }
+  });
 }
 
-/** The active context with `span` as its span: what the spans of work done under `span` continue. */
+/** The active context with `span` as its span. */
 export function contextWith(span: Span): Context {
   return trace.setSpan(context.active(), span);
 }
@@ -177,7 +133,7 @@ export function epochMs(perfNow: number): number {
   return performance.timeOrigin + perfNow;
 }
 
-/** Ends `span` as failed: status ERROR with the error's message, its kind in `error.type`, the exception as an event. */
+/** Ends `span` as failed: status ERROR with the error's message, its code in `error.type`, the exception event. */
 export function failSpan(span: Span, err: unknown, attributes: Attributes = {}, endTime?: number): void {
   if (span.isRecording()) {
     const e = err instanceof Error ? err : new Error(String(err));

@@ -130,7 +130,7 @@ describe('the gauges the dashboard and the rules need', () => {
       prefix,
       alerts: makeRunAlerts(h.pool, noAlerts, silentLogger),
     });
-    await waitFor('the worker counted', async () => sample(await scrape(), 'report_etl_workers_alive') === 1, 30_000);
+    await waitFor('the worker counted', async () => sample(await scrape(), 'report_etl_workers_alive') === 1);
 
     // A run that fails for good (one attempt) turns report_etl_job_failing on; the others stay 0.
     const before = await scrape();
@@ -150,7 +150,7 @@ describe('the gauges the dashboard and the rules need', () => {
 
     await worker.close(0);
     worker = undefined;
-    await waitFor('no worker counted', async () => sample(await scrape(), 'report_etl_workers_alive') === 0, 30_000);
+    await waitFor('no worker counted', async () => sample(await scrape(), 'report_etl_workers_alive') === 0);
   });
 
   it('report_etl_job_freshness_seconds gives the freshness of each job that has one, beside its last success and stale state', async () => {

@@ -70,7 +70,7 @@ async function tableState(): Promise<string> {
 it('runs a job, prints a one-line summary and exits 0', async () => {
   const r = await cli(['run', 'orders', '--config', configPath]);
   expect(r.stderr).not.toContain('demo-secret');
-  expect(r.code).toBe(0);
+  expect(r.code, r.stderr).toBe(0);
   expect(r.stdout).toMatch(
     /^orders: succeeded, 1500 rows, 8 pages, [\d.]+ MB in [\d.]+ s \(\d+ rows\/s\), run [0-9a-f-]{36}\n$/,
   );

@@ -3,7 +3,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../src/errors.ts';
-import { resolveJob, loadConfig, parseWindow, validateConfigText } from '../src/config/index.ts';
+import { resolveJob, loadConfig, validateConfigText } from '../src/config/load.ts';
+import { parseWindow } from '../src/config/duration.ts';
 
 let dir: string;
 beforeAll(async () => {

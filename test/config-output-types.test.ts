@@ -1,11 +1,12 @@
 /**
- * jobs.yaml and the output types (README "Output types"): validate accepts all 15, refuses the ones a connection's
- * productVersion does not have (docs/report-export-service.md "Versioning" 2) naming type, version and connection, and the target options
- * that do not fit the type; the simulator with --product-version answers a too-new type as an older server would.
+ * jobs.yaml and the output types (docs/loaded-tables.md "Output types"): validate accepts all 15, refuses the ones a
+ * connection's productVersion does not have (docs/report-export-service.md "Versioning" 2) naming type, version and
+ * connection, and the target options that do not fit the type; the simulator with --product-version answers a too-new
+ * type as an older server would.
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateConfigText } from '../src/config/index.ts';
+import { validateConfigText } from '../src/config/load.ts';
 import { ConfigError } from '../src/errors.ts';
 import { startSimulator, type Simulator } from '../src/simulator/index.ts';
 import { OUTPUT_TYPES } from '../src/vocabulary.ts';

@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { configSchema } from '../src/config/schema.ts';
 import { renderConfigReference } from '../src/config/reference.ts';
+import { withReference } from '../scripts/update-config-reference.ts';
 
 /**
  * Walks the zod schema itself (not the JSON Schema the renderer uses), collecting every object's option
@@ -92,4 +94,10 @@ describe('renderConfigReference', () => {
   it('is deterministic', () => {
     expect(renderConfigReference()).toBe(md);
   });
+});
+
+it('docs/configuration.md carries the reference generated from the schema (run `npm run docs` to update)', () => {
+  const page = readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8');
+  expect(page).toBe(withReference(page, renderConfigReference()));
+  expect(page).toContain('| `paging` | integer (≥ 10) | `10000` |');
 });

@@ -18,6 +18,14 @@ let h: Harness;
 let dir: string;
 const jp = uniqueName('names');
 const prefix = uniqueName('namesq');
+/** The end of every "not a normalised column name" problem: the naming rule and where it is written. */
+const RULES =
+  '(report columns are loaded lower case, umlauts as ae oe ue ss, every other run of characters as _; ' +
+  'docs/loaded-tables.md "Column names")';
+/** The end of every shared-target problem. */
+const SHARED =
+  "jobs that share a target table must use the same write mode and merge key, or the runs of one undo the other's " +
+  '(docs/loaded-tables.md "Target names"); give one of them its own table';
 
 beforeAll(async () => {
   h = await startHarness();
@@ -173,16 +181,21 @@ describe('a key or column name that is not a normalised column name', () => {
         `${h.schema}.stock_raw`,
         'mode: merge',
         'key: [Artikel Nr]',
-        'columns: { "Größe (cm)": numeric, "%": text }',
+        'columns: { "Größe (cm)": numeric, "%": text, xmin: bigint }',
       ),
     );
     const v = await cli(['validate', '--config', path]);
     expect(v.code).toBe(2);
     expect(v.stderr.trim().split('\n')).toEqual([
-      `${path}:10:13: jobs.${job}.target.key[0]: "Artikel Nr" is not a normalised column name: did you mean "artikel_nr"? (report columns are loaded lower case, umlauts as ae oe ue ss, every other run of characters as _; README "Loaded tables")`,
-      `${path}:11:18: jobs.${job}.target.columns["Größe (cm)"]: "Größe (cm)" is not a normalised column name: did you mean "groesse_cm"? (report columns are loaded lower case, umlauts as ae oe ue ss, every other run of characters as _; README "Loaded tables")`,
-      `${path}:11:41: jobs.${job}.target.columns["%"]: "%" is not a column name: it has no letter or digit; write the normalised name of a report column (README "Loaded tables")`,
-      `${path}: 3 problems`,
+      `${path}:10:13: jobs.${job}.target.key[0]: "Artikel Nr" is not a normalised column name: did you mean ` +
+        `"artikel_nr"? ${RULES}`,
+      `${path}:11:18: jobs.${job}.target.columns["Größe (cm)"]: "Größe (cm)" is not a normalised column name: ` +
+        `did you mean "groesse_cm"? ${RULES}`,
+      `${path}:11:41: jobs.${job}.target.columns["%"]: "%" is not a column name: it has no letter or digit; write ` +
+        'the normalised name of a report column (docs/loaded-tables.md "Column names")',
+      `${path}:11:52: jobs.${job}.target.columns.xmin: "xmin" is the name of a PostgreSQL system column: a report ` +
+        'column of that name loads as "xmin_" (docs/loaded-tables.md "Column names")',
+      `${path}: 4 problems`,
     ]);
     const created = h.sim.counters().jobsCreated;
     const run = await cli(['run', job, '--config', path]);
@@ -270,10 +283,12 @@ describe('two jobs writing one target table', () => {
     expect(v.code).toBe(2);
     const lines = v.stderr.trim().split('\n');
     expect(lines).toContain(
-      `${path}:8:14: jobs.${jp}_sh_replace.target.table: ${table} is also the target of job "${jp}_sh_merge" (mode merge, key [artikel, lager]), but this job writes it with mode replace: jobs that share a target table must use the same write mode and merge key, or the runs of one undo the other's (README "Loaded tables"); give one of them its own table`,
+      `${path}:8:14: jobs.${jp}_sh_replace.target.table: ${table} is also the target of job "${jp}_sh_merge" ` +
+        `(mode merge, key [artikel, lager]), but this job writes it with mode replace: ${SHARED}`,
     );
     expect(lines).toContain(
-      `${path}:13:14: jobs.${jp}_sh_merge.target.table: ${table} is also the target of job "${jp}_sh_replace" (mode replace), but this job writes it with mode merge, key [artikel, lager]: jobs that share a target table must use the same write mode and merge key, or the runs of one undo the other's (README "Loaded tables"); give one of them its own table`,
+      `${path}:13:14: jobs.${jp}_sh_merge.target.table: ${table} is also the target of job "${jp}_sh_replace" ` +
+        `(mode replace), but this job writes it with mode merge, key [artikel, lager]: ${SHARED}`,
     );
     expect(lines.filter((l) => l.includes('public.stock_public_shared is also the target of job'))).toHaveLength(2);
     expect(lines.at(-1)).toBe(`${path}: 4 problems`);

@@ -11,22 +11,17 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: numbe
   const base = { ...process.env };
   for (const k of Object.keys(base)) if (/^REPORT_/.test(k)) delete base[k];
   return new Promise((resolve) => {
-    execFile(
-      'npx',
-      ['report-etl', ...args],
-      { cwd: ROOT, env: { ...base, ...env }, timeout: 20_000 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        resolve({
-          code,
-          stdout,
-          stderr: stderr
-            .split('\n')
-            .filter((l) => !l.startsWith('npm warn'))
-            .join('\n'),
-        });
-      },
-    );
+    execFile('npx', ['report-etl', ...args], { cwd: ROOT, env: { ...base, ...env } }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+      resolve({
+        code,
+        stdout,
+        stderr: stderr
+          .split('\n')
+          .filter((l) => !l.startsWith('npm warn'))
+          .join('\n'),
+      });
+    });
   });
 }
 

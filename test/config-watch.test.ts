@@ -2,13 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError } from '../src/errors.ts';
-import { loadConfig, watchConfig, type LoadedConfig } from '../src/config/index.ts';
-import type { ReadOutcome } from '../src/config/watch.ts';
+import { loadConfig, type LoadedConfig } from '../src/config/load.ts';
+import { watchConfig, type ReadOutcome } from '../src/config/watch.ts';
 import { watchLiveConfig } from '../src/config/live-config.ts';
 import { validateConfigIsolated } from '../src/config/isolate.ts';
 import { pino } from 'pino';
+import { waitFor } from './support/wait.ts';
 
 const ENV = { WATCH_SECRET: 'w-secret' };
 
@@ -35,35 +35,16 @@ function file(paging: number | string): string {
 /** Collects watcher events and lets a test wait for the next one. */
 function recorder() {
   const events: ({ kind: 'change'; c: LoadedConfig } | { kind: 'error'; e: ConfigError })[] = [];
-  let wake: (() => void) | undefined;
-  const push = (ev: (typeof events)[number]) => {
-    events.push(ev);
-    wake?.();
-  };
+  const push = (ev: (typeof events)[number]) => events.push(ev);
   return {
     events,
     handlers: {
       onChange: (c: LoadedConfig) => push({ kind: 'change', c }),
       onError: (e: ConfigError) => push({ kind: 'error', e }),
     },
-    async next(count: number, timeoutMs = 5_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (events.length < count) {
-        if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for event ${count}, have ${events.length}`);
-        await Promise.race([new Promise<void>((r) => (wake = r)), sleep(50)]);
-      }
-      return events[count - 1]!;
-    },
+    /** The `count`th event, once it came. */
+    next: (count: number) => waitFor(`event ${count}`, () => events[count - 1]),
   };
-}
-
-/** Polls `cond` every 20 ms until it holds; throws naming `what` after 10 s. */
-async function waitUntil(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
-    await sleep(20);
-  }
 }
 
 let dir: string;
@@ -116,7 +97,7 @@ describe('watchConfig', () => {
       // Saving the same invalid text again is not reported twice: once the watcher has read it, still two events.
       const readsBefore = reads.length;
       await writeFile(path, file(5));
-      await waitUntil('the watcher read the identical save', () => reads.slice(readsBefore).includes('unchanged'));
+      await waitFor('the watcher read the identical save', () => reads.slice(readsBefore).includes('unchanged'));
       expect(rec.events).toHaveLength(2);
 
       // Several quick saves are debounced into one delivery of the last text.
@@ -176,7 +157,7 @@ describe("a live jobs.yaml that gives a running job's table to a job that writes
     try {
       expect(Object.keys(live.current().jobs)).toEqual(['j1']);
       await writeFile(path, withNewcomer(100));
-      await waitUntil('the newcomer is skipped', () => live.invalid().some((e) => e.name === 'j2'));
+      await waitFor('the newcomer is skipped', () => live.invalid().some((e) => e.name === 'j2'));
       expect(Object.keys(live.current().jobs)).toEqual(['j1']);
       expect(live.invalid().map((e) => e.name)).toEqual(['j2']);
       expect(live.invalid()[0]!.problems[0]).toContain(
@@ -189,7 +170,7 @@ describe("a live jobs.yaml that gives a running job's table to a job that writes
       ).toBe(true);
       // The running job itself changed: which of the two is meant cannot be told any more, and both are skipped.
       await writeFile(path, withNewcomer(200));
-      await waitUntil('both are skipped', () => live.invalid().length === 2);
+      await waitFor('both are skipped', () => live.invalid().length === 2);
       expect(Object.keys(live.current().jobs)).toEqual([]);
     } finally {
       await live.close();

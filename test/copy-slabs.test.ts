@@ -12,12 +12,14 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { givePartBack, slabCounts, SLAB_BYTES } from '../src/copy-slabs.ts';
 import { CopyOutput } from '../src/pages/copy-text.ts';
-import { loadRows, withLoadTransaction } from '../src/warehouse/copy-load.ts';
+import { loadRows } from '../src/warehouse/copy-load.ts';
+import { withLoadTransaction } from '../src/warehouse/load-transaction.ts';
 import { rowsGivenBack } from '../src/warehouse/copy-written.ts';
 import type { RowSource } from '../src/warehouse/row-source.ts';
 import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';
+import { waitFor } from './support/wait.ts';
 
 const schema = uniqueName('slabs');
 let db: pg.Client;
@@ -80,14 +82,6 @@ describe('slab pool', () => {
   });
 });
 
-/** Resolves once `ready()` holds, polling; fails after a generous deadline. */
-async function until(ready: () => boolean): Promise<void> {
-  for (const deadline = Date.now() + 10_000; !ready();) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
-}
-
 describe('the COPY side gives parts back', () => {
   it('only when the feed, the COPY stream and the socket hold none of them, or when the socket drains', async () => {
     // Parts of nearly a slab each, so that a part given back puts its slab on the free list at once; each one made
@@ -116,20 +110,20 @@ describe('the COPY side gives parts back', () => {
     // Part 1 is still in the socket's queue when part 2 is pulled: nothing comes back.
     socket.writableLength = 100;
     gates[0]!();
-    await until(() => copied === 1);
+    await waitFor('part 1 copied', () => copied === 1);
     gates[1]!();
-    await until(() => copied === 2);
+    await waitFor('part 2 copied', () => copied === 2);
     expect(free()).toBe(start);
     // The socket emptied: parts 1 and 2 come back when part 3 is pulled.
     socket.writableLength = 0;
     gates[2]!();
-    await until(() => copied === 3);
+    await waitFor('part 3 copied', () => copied === 3);
     expect(free()).toBe(start + 2);
     // Part 3 is queued and the socket will drain when part 4 is pulled: it comes back on 'drain', not before.
     socket.writableLength = 100;
     socket.writableNeedDrain = true;
     gates[3]!();
-    await until(() => copied === 4);
+    await waitFor('part 4 copied', () => copied === 4);
     expect(socket.listenerCount('drain')).toBe(1);
     expect(free()).toBe(start + 2);
     socket.writableLength = 0;
@@ -192,7 +186,7 @@ describe('COPY gives its rows back to the slab pool', () => {
     // Parts of nearly a slab (each retires its slab), and parts of about 20 KB (many per slab).
     for (const partBytes of [SLAB_BYTES - 60_000, 20_000]) {
       const source = generated(rows, partBytes);
-      await withLoadTransaction(pool, { target: { schema, table }, timezone: 'UTC' }, async (tx) => {
+      await withLoadTransaction(pool, { target: { schema, table }, timezone: 'UTC' }, async (lt) => {
         const spec = {
           target: { schema, table },
           mode: 'replace' as const,
@@ -202,8 +196,8 @@ describe('COPY gives its rows back to the slab pool', () => {
           timezone: 'UTC',
           logger: silentLogger,
         };
-        expect(await loadRows(tx, spec, source)).toMatchObject({ plan: 'direct', rows });
-        return true;
+        expect(await loadRows(lt.tx, spec, source)).toMatchObject({ plan: 'direct', rows });
+        await lt.commit();
       });
       const { rows: got } = await db.query(
         `SELECT count(*)::int AS n, md5(string_agg(s, '' ORDER BY n)) AS md5, bool_and(s = 'row ' || n || ' ' || repeat('xyz', (n % 50)::int) || ' ' || (n * 7919)) AS exact FROM ${schema}.${table}`,

@@ -11,6 +11,7 @@ import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 import { portAcceptsConnections } from '../scripts/lib/service-probes.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DEMO_DATA_DIR = fileURLToPath(new URL('../.local/postgres-demo-test', import.meta.url));
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -30,7 +31,10 @@ interface DemoResult {
   adminPort: number;
 }
 
-/** Runs `scripts/demo.ts --once` with DATABASE_URL / REDIS_URL as given and free ports for simulator and admin. */
+/**
+ * Runs `scripts/demo.ts --once` with DATABASE_URL / REDIS_URL as given and free ports for simulator and admin; an
+ * embedded PostgreSQL it starts keeps its data in `.local/postgres-demo-test`, not in the user's `.local/postgres`.
+ */
 async function runDemo(databaseUrl: string, redisUrl: string): Promise<DemoResult> {
   const [simPort, adminPort] = [await freePort(), await freePort()];
   return new Promise<DemoResult>((resolve, reject) => {
@@ -43,6 +47,7 @@ async function runDemo(databaseUrl: string, redisUrl: string): Promise<DemoResul
         REPORT_BASE_URL: `http://127.0.0.1:${simPort}`,
         ADMIN_PORT: String(adminPort),
         REPORT_ETL_QUEUE_PREFIX: uniqueName('demo'),
+        DEMO_POSTGRES_DATA_DIR: DEMO_DATA_DIR,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -94,7 +99,7 @@ it('with no PostgreSQL and no Redis answering, starts embedded PostgreSQL and re
   );
   expectRoundDone(result, true);
   const pgLine =
-    /^postgres +started embedded PostgreSQL [\d.]+ at 127\.0\.0\.1:(\d+) in [\d.]+ s.*data in (?:\.local\/postgres|\/\S*report-etl-embedded-postgres\/data-[0-9a-f]{12}) .*nothing answered at 127\.0\.0\.1:(\d+)/m.exec(
+    /^postgres +started embedded PostgreSQL [\d.]+ at 127\.0\.0\.1:(\d+) in [\d.]+ s.*data in (?:\.local\/postgres-demo-test|\/\S*report-etl-embedded-postgres\/data-[0-9a-f]{12}) .*nothing answered at 127\.0\.0\.1:(\d+)/m.exec(
       result.stdout,
     );
   const redisLine =

@@ -306,11 +306,11 @@ describe('deploy/: the Grafana dashboard and the Prometheus rules', () => {
       expect(r.for, r.alert).toMatch(/^\d+[smh]$/);
       expect(['warning', 'critical'], r.alert).toContain(r.labels?.severity);
       expect(r.annotations?.summary, r.alert).toBeTruthy();
-      expect(r.annotations?.description, r.alert).toContain('Troubleshooting');
+      expect(r.annotations?.description, r.alert).toContain('docs/troubleshooting.md');
     }
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    expect(readme).toContain('## Troubleshooting');
-    expect(readme).toContain('| `LOGIN_REQUIRED`');
+    const troubleshooting = readFileSync(new URL('../docs/troubleshooting.md', import.meta.url), 'utf8');
+    expect(troubleshooting).toContain('# Troubleshooting');
+    expect(troubleshooting).toContain('| `LOGIN_REQUIRED`');
   });
 
   it('the dashboard imports into a current Grafana: a Prometheus datasource variable every query uses, unique panel ids, grid positions', () => {

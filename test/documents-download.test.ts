@@ -1,7 +1,7 @@
 /**
- * Getting archived documents back (README "Output types"): `report-etl documents <run-key | attempt-id> --out DIR`
- * writes each page's file byte for byte, and the admin run and attempt pages list them with a download link each,
- * behind the admin auth. A document a later replace removed is reported, not served half.
+ * Getting archived documents back (docs/loaded-tables.md "Output types"): `report-etl documents <run-key | attempt-id>
+ * --out DIR` writes each page's file byte for byte, and the admin run and attempt pages list them with a download link
+ * each, behind the admin auth. A document a later replace removed is reported, not served half.
  */
 import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

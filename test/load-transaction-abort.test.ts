@@ -1,15 +1,14 @@
 /**
  * An abort (maxRunMs, a shutdown) ends a load transaction whatever PostgreSQL holds it with, and nothing commits after
- * it (docs/architecture.md "Limits"): a statement sent after the abort that waits for a lock another session holds is
- * cancelled too, and an abort that comes between statements stops the COMMIT. Real PostgreSQL.
+ * it (docs/architecture.md "Limits"): a statement waiting for a lock another session holds is cancelled, one sent
+ * after the abort is refused, the deadline's own timeouts end it when no connection is left to cancel it, and an abort
+ * that comes between statements stops the COMMIT. Real PostgreSQL.
  */
 import pg from 'pg';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { makePool } from '../src/app/connections.ts';
-import { StatementCancelledError } from '../src/db.ts';
 import { silentLogger } from '../src/logger.ts';
-import { withLoadTransaction } from '../src/warehouse/copy-load.ts';
+import { StatementCancelledError, withLoadTransaction } from '../src/warehouse/load-transaction.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';
 
 const schema = uniqueName('ltabort');
@@ -28,32 +27,63 @@ afterAll(async () => {
 const rowsOf = async (): Promise<number[]> =>
   (await pool.query<{ n: number }>(`SELECT n FROM ${schema}.t ORDER BY n`)).rows.map((r) => r.n);
 
-it('cancels a statement sent after the abort that waits for a lock another session holds', async () => {
+/** Waits until a session waits for a lock on the test's table. */
+const waitingForLock = () =>
+  vi.waitFor(
+    async () => {
+      const { rows } = await pool.query(
+        `SELECT 1 FROM pg_locks WHERE relation = '${schema}.t'::regclass AND NOT granted`,
+      );
+      expect(rows).toHaveLength(1);
+    },
+    { timeout: 30_000, interval: 50 },
+  );
+
+it('an abort cancels a statement waiting for a lock, naming lock and holder, and refuses later ones', async () => {
   const blocker = await pool.connect();
   try {
     await blocker.query('BEGIN');
     await blocker.query(`LOCK TABLE ${schema}.t IN ACCESS EXCLUSIVE MODE`);
+    const { rows } = await blocker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const controller = new AbortController();
-    const started = Date.now();
     const load = withLoadTransaction(
       pool,
       { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal },
-      async (tx) => {
-        // The abort comes while this process is busy elsewhere; the DELETE is sent after it, and waits for the lock.
-        await sleep(300);
-        await tx.query(`DELETE FROM ${schema}.t`);
-        return true;
+      async (lt) => {
+        await lt.tx.query(`DELETE FROM ${schema}.t`);
+        await lt.commit();
       },
     );
-    setTimeout(() => controller.abort(new Error('deadline')), 100);
+    await waitingForLock();
+    controller.abort(new Error('shutdown'));
     const err = await load.then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(StatementCancelledError);
-    expect((err as StatementCancelledError).cancelled).toEqual({ waitEventType: 'Lock', waitEvent: 'relation' });
-    // Ended while the other session still held its lock (it would otherwise have waited for it for good).
-    expect(Date.now() - started).toBeLessThan(30_000);
+    expect((err as StatementCancelledError).cancelled).toEqual({
+      by: 'cancel',
+      waitEventType: 'Lock',
+      waitEvent: 'relation',
+      relation: `${schema}.t`,
+      heldBy: `pid ${rows[0]!.pid} (report-etl, idle in transaction)`,
+    });
+
+    // The abort comes while this process is busy elsewhere: the DELETE after it is never sent.
+    const later = new AbortController();
+    const refused = await withLoadTransaction(
+      pool,
+      { target: { schema, table: 't' }, timezone: 'UTC', signal: later.signal },
+      async (lt) => {
+        later.abort(new Error('deadline'));
+        await lt.tx.query(`DELETE FROM ${schema}.t`);
+      },
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((refused as Error).message).toBe('deadline');
+    // Both ended while the other session still held its lock: it is released only now.
   } finally {
     await blocker.query('ROLLBACK');
     blocker.release();
@@ -61,8 +91,8 @@ it('cancels a statement sent after the abort that waits for a lock another sessi
   expect(await rowsOf()).toEqual([1, 2]);
 });
 
-it("cancels by the protocol's cancel request when PostgreSQL has no connection to spare", async () => {
-  // A role allowed one connection: the load holds it, so the canceller cannot connect to ask pg_cancel_backend.
+it("with no connection to spare for a cancel, PostgreSQL's lock_timeout ends a load past its deadline", async () => {
+  // A role allowed one connection: the load holds it, so no other can ask pg_cancel_backend.
   const role = uniqueName('ltrole');
   await pool.query(
     `CREATE ROLE ${role} LOGIN CONNECTION LIMIT 1; GRANT USAGE ON SCHEMA ${schema} TO ${role}; GRANT ALL ON ${schema}.t TO ${role}`,
@@ -75,21 +105,31 @@ it("cancels by the protocol's cancel request when PostgreSQL has no connection t
     await blocker.query('BEGIN');
     await blocker.query(`LOCK TABLE ${schema}.t IN ACCESS EXCLUSIVE MODE`);
     const controller = new AbortController();
-    const load = withLoadTransaction(
-      limited,
-      { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal },
-      async (tx) => {
-        await tx.query(`DELETE FROM ${schema}.t`);
-        return true;
-      },
-    );
-    setTimeout(() => controller.abort(new Error('deadline')), 300);
+    const o = {
+      target: { schema, table: 't' },
+      timezone: 'UTC',
+      signal: controller.signal,
+      deadline: performance.now() + 300,
+    };
+    const load = withLoadTransaction(limited, o, async (lt) => {
+      await lt.tx.query(`DELETE FROM ${schema}.t`);
+      await lt.commit();
+    });
+    await waitingForLock();
+    controller.abort(new Error('deadline'));
     const err = await load.then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(StatementCancelledError);
-    expect((err as StatementCancelledError).cancelled).toEqual({ waitEventType: null, waitEvent: null, unseen: true });
+    expect((err as StatementCancelledError).cancelled).toEqual({
+      by: 'lock_timeout',
+      waitEventType: 'Lock',
+      waitEvent: null,
+      relation: null,
+      heldBy: null,
+    });
+    expect(((err as Error).cause as { code?: string }).code).toBe('55P03');
   } finally {
     await blocker.query('ROLLBACK');
     blocker.release();
@@ -106,10 +146,10 @@ it('does not commit when the abort came between statements, and not at all when 
   const err = await withLoadTransaction(
     pool,
     { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal },
-    async (tx) => {
-      await tx.query(`INSERT INTO ${schema}.t VALUES (3)`);
+    async (lt) => {
+      await lt.tx.query(`INSERT INTO ${schema}.t VALUES (3)`);
       controller.abort(new Error('deadline passed'));
-      return true;
+      await lt.commit();
     },
   ).then(
     () => undefined,
@@ -123,7 +163,6 @@ it('does not commit when the abort came between statements, and not at all when 
     { target: { schema, table: 't' }, timezone: 'UTC', signal: controller.signal },
     async () => {
       ran = true;
-      return true;
     },
   ).then(
     () => undefined,

@@ -107,11 +107,7 @@ it('report-etl run: failed, then recovered, to each target in its format; retrie
   failNext = 1; // the first delivery is refused with 500 and must be tried again
   const failed = await runCli(['run', `${jp}_main`, '-c', configPath], env());
   expect(failed.code).toBe(1);
-  const generic = await waitFor(
-    'failed alert (generic)',
-    () => at('/generic').find((r) => r.body.event === 'failed'),
-    30_000,
-  );
+  const generic = await waitFor('failed alert (generic)', () => at('/generic').find((r) => r.body.event === 'failed'));
   expect(generic.body).toMatchObject({
     source: 'report-etl',
     event: 'failed',
@@ -141,11 +137,7 @@ it('report-etl run: failed, then recovered, to each target in its format; retrie
   await writeConfig('Sales/Orders');
   const ok = await runCli(['run', `${jp}_main`, '-c', configPath], env());
   expect(ok.code).toBe(0);
-  const recovered = await waitFor(
-    'recovered alert',
-    () => at('/generic').find((r) => r.body.event === 'recovered'),
-    30_000,
-  );
+  const recovered = await waitFor('recovered alert', () => at('/generic').find((r) => r.body.event === 'recovered'));
   expect(recovered.body.job).toBe(`${jp}_main`);
   const teams = await waitFor('teams card', () => at('/teams')[0]);
   expect(teams.body).toMatchObject({
@@ -225,7 +217,7 @@ it('a queued run alerts failed once, after its last retry; LOGIN_REQUIRED goes o
       async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'failed').length === 2,
       60_000,
     );
-    const alert = await waitFor('failed alert', () => at('/queued')[0], 30_000);
+    const alert = await waitFor('failed alert', () => at('/queued')[0]);
     expect(alert.body).toMatchObject({ event: 'failed', job, errorKind: 'SERVER_UNREACHABLE' });
     expect(await sender.flush(10_000)).toBe(true);
     expect(at('/queued')).toHaveLength(1);
@@ -314,10 +306,8 @@ jobs:
     worker = startCli(['worker', '--config', restartConfig], workerEnv);
     const delivered = await waitFor('the alert after the restart', () => at(path)[0], 60_000);
     expect(delivered.body).toMatchObject({ event: 'failed', job, errorKind: 'REPORT_FAILED' });
-    await waitFor(
-      'the alert recorded as delivered',
-      async () => (await alerts.getJob(queued!.id!))?.getState().then((s) => s === 'completed'),
-      30_000,
+    await waitFor('the alert recorded as delivered', async () =>
+      (await alerts.getJob(queued!.id!))?.getState().then((s) => s === 'completed'),
     );
     expect(at(path)).toHaveLength(1);
   } finally {

@@ -88,7 +88,7 @@ async function closedAfter(
   attemptId: string,
   reportJobId: string,
   t0: number,
-  timeoutMs: number,
+  timeoutMs?: number,
 ): Promise<number> {
   await waitFor(
     `attempt ${attemptId} closed and report job ${reportJobId} deleted`,
@@ -126,10 +126,8 @@ it('report-etl run killed -9 while polling: the next run of the job closes the o
   const before = await snapshot(`${h.schema}.poll`);
   const first = startCli(['run', job, '-c', configPath], env());
   children.push(first);
-  const dead = await waitFor(
-    'the report job is recorded',
-    async () => (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
-    30_000,
+  const dead = await waitFor('the report job is recorded', async () =>
+    (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
   );
   expect(slow.counters().openJobs).toContain(dead.report_job_id);
   await killHard(first);
@@ -139,7 +137,7 @@ it('report-etl run killed -9 while polling: the next run of the job closes the o
   expect(await snapshot(`${h.schema}.poll`)).toBe(before);
   const second = startCli(['run', job, '-c', configPath], env());
   children.push(second);
-  const ms = await closedAfter(slow, dead.attempt_id, dead.report_job_id!, t0, 30_000);
+  const ms = await closedAfter(slow, dead.attempt_id, dead.report_job_id!, t0);
   console.log(
     `[measured] run killed while polling: row closed and report job deleted ${ms} ms after kill -9 (by the next run, while it waited for the server)`,
   );
@@ -170,7 +168,7 @@ it('report-etl run killed -9 mid-load (pages being copied): the target is untouc
   expect(await snapshot(`${h.schema}.load`)).toBe(before);
   const second = startCli(['run', job, '-c', configPath], env());
   children.push(second);
-  const ms = await closedAfter(paged, dead.attempt_id, dead.report_job_id!, t0, 30_000);
+  const ms = await closedAfter(paged, dead.attempt_id, dead.report_job_id!, t0);
   console.log(
     `[measured] run killed mid-load: row closed and report job deleted ${ms} ms after kill -9 (by the next run, while it waited for the server)`,
   );
@@ -185,10 +183,10 @@ it('a worker killed -9 mid-run: the janitor of another process (a scheduler, def
   const job = `${jp}_worker`;
   const scheduler = startCli(['scheduler', '-c', configPath], env());
   children.push(scheduler);
-  await waitFor('scheduler running', () => scheduler.stdout().includes('running'), 30_000);
+  await waitFor('scheduler running', () => scheduler.stdout().includes('running'));
   const worker = startCli(['worker', '-c', configPath], env());
   children.push(worker);
-  await waitFor('worker running', () => worker.stdout().includes('running'), 30_000);
+  await waitFor('worker running', () => worker.stdout().includes('running'));
   const config = configSchema.parse({
     connections: { slow: { baseUrl: slow.url, clientId: 'demo-client', clientSecret: 'x' } },
     jobs: {
@@ -200,10 +198,8 @@ it('a worker killed -9 mid-run: the janitor of another process (a scheduler, def
     },
   });
   await enqueueManual(queue, config, job);
-  const dead = await waitFor(
-    'the worker recorded the report job',
-    async () => (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
-    30_000,
+  const dead = await waitFor('the worker recorded the report job', async () =>
+    (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
   );
   await killHard(worker);
   const t0 = Date.now();
@@ -212,13 +208,10 @@ it('a worker killed -9 mid-run: the janitor of another process (a scheduler, def
   console.log(
     `[measured] worker killed mid-run: row closed and report job deleted ${ms} ms after kill -9 (by the scheduler's janitor)`,
   );
-  expect(ms).toBeLessThan(120_000);
   await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
   // The janitor logs after it recorded the attempt: the line may reach this process a moment after the row is seen.
-  await waitFor(
-    "the scheduler's janitor says it closed the orphan",
-    () => scheduler.stderr().includes('orphaned attempt closed'),
-    30_000,
+  await waitFor("the scheduler's janitor says it closed the orphan", () =>
+    scheduler.stderr().includes('orphaned attempt closed'),
   );
   scheduler.child.kill('SIGTERM');
   expect(await scheduler.exited).toBe(0);

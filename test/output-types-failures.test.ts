@@ -1,7 +1,8 @@
 /**
- * Bad pages of the new output types (README "Output types"): each fails the run with PAGE_FORMAT naming the page and
- * what was wrong, recorded in the run history; the target stays exactly as it was (it holds an earlier good load);
- * the report job is deleted. The simulator makes page 2 bad on request (SIM_FAULT, simulator/page-faults.ts).
+ * Bad pages of the new output types (docs/loaded-tables.md "Output types"): each fails the run with PAGE_FORMAT naming
+ * the page and what was wrong, recorded in the run history; the target stays exactly as it was (it holds an earlier
+ * good load); the report job is deleted. The simulator makes page 2 bad on request (SIM_FAULT,
+ * simulator/page-faults.ts).
  */
 import { expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';

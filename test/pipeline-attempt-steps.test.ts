@@ -11,9 +11,13 @@ import type { AttemptOptions } from '../src/pipeline/attempt.ts';
 import {
   checkMayRun,
   clearDeadAttempts,
+  commitLoad,
   deleteReportJob,
-  loadAndCommit,
+  loadedResult,
+  loadReport,
+  loadTransactionOf,
   openReportClient,
+  openReport,
   recordAttempt,
   recordFailedAttempt,
   startReportJob,
@@ -21,6 +25,7 @@ import {
 } from '../src/pipeline/attempt-steps.ts';
 import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { ReportFailedError } from '../src/report-api/errors.ts';
+import { withLoadTransaction } from '../src/warehouse/load-transaction.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 
@@ -53,7 +58,7 @@ it('recordAttempt records the attempt running, numbered within its run', async (
   const first = await recordAttempt(o);
   const second = await recordAttempt(o);
   expect([first.number, second.number]).toEqual([1, 2]);
-  expect(first.stage).toBe('config');
+  expect(first.trace.stage).toBe('config');
   expect(await getAttempt(h.pool, second.attemptId)).toMatchObject({
     status: 'running',
     run_key: 'k1',
@@ -103,15 +108,15 @@ it('checkMayRun says already-loaded for an append whose run was appended, and re
   expect(await checkMayRun(await recordAttempt(o))).toEqual({ kind: 'already-loaded' });
 
   const bad = await recordAttempt(options('replace', { name: 'Sales/../Orders' }));
-  await expect(checkMayRun(bad)).rejects.toMatchObject({ code: 'REPORT_NAME_INVALID' });
-  expect(bad.stage).toBe('config');
+  await expect(bad.trace.step('check', () => checkMayRun(bad))).rejects.toMatchObject({ code: 'REPORT_NAME_INVALID' });
+  expect(bad.trace.stage).toBe('config');
 });
 
 it('openReportClient names stage token and fails there when the server cannot be reached', async () => {
   const o = options();
   const a = await recordAttempt(o);
-  const lease = await openReportClient(a);
-  expect(a.stage).toBe('token');
+  const lease = await a.trace.step('token', () => openReportClient(a));
+  expect(a.trace.stage).toBe('token');
   await lease.release();
   const free = createServer();
   await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
@@ -131,17 +136,17 @@ it('startReportJob records the report job id, waitForReportJob waits for its row
   if (check.kind !== 'run') throw new Error('expected a run');
   const lease = await openReportClient(a);
   try {
-    const started = await startReportJob(a, lease.client, check.request);
-    expect(a.stage).toBe('start');
+    const started = await a.trace.step('start', () => startReportJob(a, lease.client, check.request));
+    expect(a.trace.stage).toBe('start');
     expect((await getAttempt(h.pool, a.attemptId))!.report_job_id).toBe(started.job.id);
     expect(h.sim.counters().openJobs).toContain(started.job.id);
-    const finished = await waitForReportJob(a, lease.client, started);
-    expect(a.stage).toBe('poll');
+    const finished = await a.trace.step('render', () => waitForReportJob(a, lease.client, started));
+    expect(a.trace.stage).toBe('poll');
     expect(finished).toMatchObject({ jobId: started.job.id, rows: 250, pages: 3 });
-    await deleteReportJob(a, lease.client);
+    await deleteReportJob(started, lease.client);
     expect(h.sim.counters().openJobs).not.toContain(started.job.id);
     // A second DELETE of the same job (the server answers 404) is logged, not thrown.
-    await deleteReportJob(a, lease.client);
+    await deleteReportJob(started, lease.client);
   } finally {
     await lease.release();
   }
@@ -166,46 +171,60 @@ it("clearDeadAttempts deletes a dead attempt's report job and records it interru
   }
 });
 
-it('loadAndCommit loads every page and records the attempt succeeded in the same transaction', async () => {
+it('loadReport loads every page and commitLoad records the attempt succeeded in the same transaction', async () => {
   const o = options();
   const a = await recordAttempt(o);
   const check = await checkMayRun(a);
   if (check.kind !== 'run') throw new Error('expected a run');
   const lease = await openReportClient(a);
+  const started = await startReportJob(a, lease.client, check.request);
   try {
-    const finished = await waitForReportJob(a, lease.client, await startReportJob(a, lease.client, check.request));
-    const result = await loadAndCommit(a, lease.client, finished, check.declaredTypes);
-    expect(result).toMatchObject({ status: 'succeeded', rows: 250, pages: 3, plan: 'inference-staging', attempt: 1 });
-    expect(a.stage).toBe('commit');
-    const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${a.targetTable}`);
-    expect(rows[0].n).toBe(250);
+    const finished = await waitForReportJob(a, lease.client, started);
+    const report = openReport(a, lease.client, started, finished);
+    const loaded = await withLoadTransaction(h.pool, loadTransactionOf(a), async (lt) => {
+      const l = await loadReport(a, lt.tx, report, check.declaredTypes);
+      // Not committed yet: readers see no rows and the attempt running.
+      expect(await getAttempt(h.pool, a.attemptId)).toMatchObject({ status: 'running' });
+      return { ...l, committed: await a.trace.step('commit', () => commitLoad(a, lt, l, report.rows)) };
+    });
+    await report.rows.close();
+    expect(a.trace.stage).toBe('commit');
+    expect(await loadedResult(a, report, loaded)).toMatchObject({
+      status: 'succeeded',
+      rows: 250,
+      pages: 3,
+      plan: 'inference-staging',
+      attempt: 1,
+    });
+    const { rows: counted } = await h.pool.query(`SELECT count(*)::int AS n FROM ${a.targetTable}`);
+    expect(counted[0].n).toBe(250);
     expect(await getAttempt(h.pool, a.attemptId)).toMatchObject({ status: 'succeeded', rows: '250', pages: 3 });
   } finally {
-    await deleteReportJob(a, lease.client);
+    await deleteReportJob(started, lease.client);
     await lease.release();
   }
 });
 
 it("recordFailedAttempt records the failure at the stage the attempt was in, or the one the error names, with the server's words", async () => {
   const a = await recordAttempt(options());
-  a.stage = 'fetch';
+  await a.trace.step('token', async () => undefined);
   const failed = await recordFailedAttempt(a, new Error('socket hang up'));
   expect(failed).toMatchObject({ attemptId: a.attemptId, code: 'INTERNAL', retryable: false });
   const b = await recordAttempt(options());
-  b.stage = 'load';
+  await b.trace.step('load', async () => undefined);
   await recordFailedAttempt(b, new ReportFailedError('job-1', 'Report execution failed:\nDivision by zero'));
   const { rows } = await h.pool.query(
     'SELECT attempt_id, stage, error_kind, server_message FROM etl.run_errors WHERE attempt_id = ANY($1) ORDER BY stage',
     [[a.attemptId, b.attemptId]],
   );
   expect(rows).toEqual([
-    { attempt_id: a.attemptId, stage: 'fetch', error_kind: 'INTERNAL', server_message: null },
     {
       attempt_id: b.attemptId,
       stage: 'poll',
       error_kind: 'REPORT_FAILED',
       server_message: 'Report execution failed:\nDivision by zero',
     },
+    { attempt_id: a.attemptId, stage: 'token', error_kind: 'INTERNAL', server_message: null },
   ]);
   expect(await getAttempt(h.pool, a.attemptId)).toMatchObject({ status: 'failed' });
 });

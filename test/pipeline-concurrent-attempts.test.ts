@@ -169,4 +169,4 @@ it('an attempt that ends before it needs the server (already loaded) does not wa
     for (const socket of sockets) socket.destroy();
     silent.close();
   }
-}, 30_000);
+});

@@ -46,10 +46,8 @@ it('an attempt that finds PostgreSQL full (53300) waits for room, then records i
   let released = false;
   try {
     const pending = runAttempt({ job: resolveJob(config, 'o'), pool, redis: h.redis, logger });
-    await waitFor(
-      'the attempt to wait for room',
-      () => lines.some((l) => l.msg === 'PostgreSQL cannot be reached or has no room: the attempt starts once it can'),
-      30_000,
+    await waitFor('the attempt to wait for room', () =>
+      lines.some((l) => l.msg === 'PostgreSQL cannot be reached or has no room: the attempt starts once it can'),
     );
     expect(String(lines.find((l) => String(l.msg).startsWith('PostgreSQL cannot'))!.err)).toMatch(
       /too many connections/,

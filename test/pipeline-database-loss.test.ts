@@ -13,6 +13,7 @@ import { captureLogger } from './support/queue-env.ts';
 import { DATABASE_URL } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
+import { waitFor } from './support/wait.ts';
 
 let h: Harness;
 let proxy: TcpProxy;
@@ -57,9 +58,9 @@ it('an attempt that loses PostgreSQL mid-load fails retryable, is recorded once 
   try {
     const pending = runAttempt({ job: resolveJob(config, 'o'), pool, redis: h.redis, logger });
     // Take the database away once rows are flowing, and bring it back a few seconds later.
-    await waitFor(() => lines.some((l) => l.msg === 'page loaded'));
+    await waitFor('a page loaded', () => lines.some((l) => l.msg === 'page loaded'));
     proxy.cut();
-    await waitFor(() =>
+    await waitFor('the attempt to wait for PostgreSQL', () =>
       lines.some(
         (l) => l.msg === 'PostgreSQL cannot be reached or has no room: recording the failed attempt once it can',
       ),
@@ -91,11 +92,3 @@ it('an attempt that loses PostgreSQL mid-load fails retryable, is recorded once 
     await pool.end();
   }
 });
-
-async function waitFor(cond: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

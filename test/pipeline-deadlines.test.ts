@@ -187,6 +187,7 @@ it('a load waiting past maxRunMs for a lock another session holds fails with RUN
   try {
     await blocker.query('BEGIN');
     await blocker.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+    const { rows: held } = await blocker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const attempt = runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: silentLogger });
     // The attempt ends while the lock is still held: it does not wait for the other session.
     const err = await within(
@@ -206,12 +207,16 @@ it('a load waiting past maxRunMs for a lock another session holds fails with RUN
         stage: 'load',
         error_kind: 'RUN_TIMEOUT',
         retryable: true,
-        details: { limitMs: 3_000, cancelledStatement: { waitEventType: 'Lock', waitEvent: 'relation' } },
+        details: {
+          limitMs: 3_000,
+          cancelledStatement: { by: 'cancel', waitEventType: 'Lock', waitEvent: 'relation', relation: table },
+        },
       },
     ]);
     // On-call reads what held it, not "a report slow to render".
     expect(failed.message).toContain(
-      'PostgreSQL was still running a statement of the load, waiting for a lock another session held (relation), and it was cancelled',
+      `PostgreSQL was still running a statement of the load, waiting for a lock on ${table} (relation) held by ` +
+        `pid ${held[0]!.pid} (report-etl, idle in transaction), and it was cancelled`,
     );
     expect(failed.message).toContain('Check what holds locks on the target');
     expect(failed.message).not.toContain('slow to render');

@@ -1,6 +1,6 @@
 /**
  * Failed runs: each is recorded with the server's own words, leaves the target exactly as it was, and deletes
- * the report job (docs/report-export-service.md "Errors"; README "Run history").
+ * the report job (docs/report-export-service.md "Errors"; docs/observability.md "Run history").
  */
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -9,6 +9,7 @@ import { resolveJob } from '../src/config/load.ts';
 import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { waitFor } from './support/wait.ts';
 
 let h: Harness;
 let table: string;
@@ -179,9 +180,7 @@ it('an aborted run rolls back, deletes its report job and is recorded interrupte
     signal: controller.signal,
   });
   // Abort once a few pages are in the COPY stream.
-  const started = Date.now();
-  while (h.sim.counters().requests.output < 3 && Date.now() - started < 20_000)
-    await new Promise((r) => setTimeout(r, 20));
+  await waitFor('three pages asked for', () => h.sim.counters().requests.output >= 3);
   controller.abort(new Error('test abort'));
   const err = (await pending.catch((e: unknown) => e)) as AttemptFailedError;
   h.sim.setFaults({});
@@ -235,17 +234,14 @@ it('an attempt declared dead by a later attempt while it stalled does not commit
   const pending = runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
   try {
     // What recoverDeadAttempts of the next attempt does to an attempt it finds still `running`.
-    const started = Date.now();
-    let marked = 0;
-    while (marked === 0 && Date.now() - started < 20_000) {
-      await new Promise((r) => setTimeout(r, 20));
-      if (h.sim.counters().requests.output < 2) continue;
+    const marked = await waitFor('the attempt, loading, marked interrupted', async () => {
+      if (h.sim.counters().requests.output < 2) return 0;
       const res = await h.pool.query(
         `UPDATE etl.attempts SET status = 'interrupted', error = 'abandoned (test)' WHERE job = 'j' AND status = 'running' AND target_table = $1`,
         [table],
       );
-      marked = res.rowCount ?? 0;
-    }
+      return res.rowCount;
+    });
     expect(marked).toBe(1);
   } finally {
     h.sim.setFaults({});

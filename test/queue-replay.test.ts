@@ -162,7 +162,7 @@ it('replay --failed skips failures a later successful run superseded, says why, 
   const unknown = await cli('replay', 'wednesday', '--queue-prefix', prefix);
   expect(unknown.code).toBe(2);
   expect(unknown.err).toContain('no run with run key "wednesday" and no attempt with that id');
-});
+}, 180_000);
 
 it('refuses at once to replay a run of a job that left jobs.yaml, and --failed skips such runs saying why', async () => {
   const gone = `${jp}_gone`;

@@ -101,14 +101,14 @@ it('jobs.yaml changed and broken while scheduler and worker run', async () => {
     await waitFor('a ran', async () => (await attemptsOf(h.pool, a)).some((r) => r.status === 'succeeded'));
     // A valid change: a removed, b added.
     writeJobs({ [b]: 'schedule: "*/2 * * * * *"' });
-    await waitFor('b scheduled', () => service.scheduler!.scheduled()[b] !== undefined, 5_000);
+    await waitFor('b scheduled', () => service.scheduler!.scheduled()[b] !== undefined);
     expect(Object.keys(service.scheduler!.scheduled())).toEqual([b]);
     await waitFor('b ran', async () => (await attemptsOf(h.pool, b)).some((r) => r.status === 'succeeded'));
     const aRuns = (await attemptsOf(h.pool, a)).length;
     // A change that breaks b (isolation of invalid jobs): b is left out with every problem logged; c, valid, runs.
     const c = `${jp}_c`;
     writeJobs({ [b]: 'schedule: "61 * * * *"\nretries: 3', [c]: 'schedule: "*/2 * * * * *"' });
-    const logged = await waitFor('problems logged', () => lines.find((l) => Array.isArray(l.problems)), 5_000);
+    const logged = await waitFor('problems logged', () => lines.find((l) => Array.isArray(l.problems)));
     const problems = logged.problems as string[];
     expect(logged.job).toBe(b);
     expect(problems.some((p) => p.includes(`jobs.${b}.schedule`) && p.includes('invalid cron expression'))).toBe(true);
@@ -117,16 +117,13 @@ it('jobs.yaml changed and broken while scheduler and worker run', async () => {
     await waitFor(
       'c scheduled, b not',
       () => JSON.stringify(service.scheduler!.scheduled()) === JSON.stringify({ [c]: '*/2 * * * * *@UTC' }),
-      5_000,
     );
-    await waitFor('c runs', async () => (await attemptsOf(h.pool, c)).some((r) => r.status === 'succeeded'), 10_000);
+    await waitFor('c runs', async () => (await attemptsOf(h.pool, c)).some((r) => r.status === 'succeeded'));
     expect((await attemptsOf(h.pool, a)).length).toBe(aRuns);
     // A file that cannot be parsed at all: logged, the running config kept.
     writeFileSync(path, 'jobs: [unclosed');
-    const unparseable = await waitFor(
-      'unparseable file logged',
-      () => lines.find((l) => String(l.msg).includes('keeping the running config')),
-      5_000,
+    const unparseable = await waitFor('unparseable file logged', () =>
+      lines.find((l) => String(l.msg).includes('keeping the running config')),
     );
     expect(String(unparseable.msg)).toContain('YAML syntax error');
     expect(service.scheduler!.scheduled()).toEqual({ [c]: '*/2 * * * * *@UTC' });
@@ -216,7 +213,7 @@ it('`report-etl worker` stops on SIGTERM with exit code 0', async () => {
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await waitFor('worker running', () => out.includes('running'), 15_000);
+  await waitFor('worker running', () => out.includes('running'));
   child.kill('SIGTERM');
   expect(await exit).toBe(0);
   expect(out).toContain('report-etl stopped');

@@ -98,10 +98,8 @@ it('kill -9 mid-run: the run is picked up as stalled, the dead report job delete
   await exited;
   expect(await snapshot(table)).toBe(before);
   startWorker(() => config);
-  const done = await waitFor(
-    'a new attempt succeeded',
-    async () => (await attemptsOf(h.pool, job)).find((r) => r.status === 'succeeded'),
-    30_000,
+  const done = await waitFor('a new attempt succeeded', async () =>
+    (await attemptsOf(h.pool, job)).find((r) => r.status === 'succeeded'),
   );
   const runs = await attemptsOf(h.pool, job);
   expect(runs).toHaveLength(2);
@@ -178,11 +176,7 @@ it('a non-retryable failure fails at once; a retryable one uses its attempts; re
   h.sim.setFaults({ errorRate: 1 });
   const enqueuedAt = Date.now();
   const { jobId, runKey } = await enqueueManual(queue, config, job);
-  await waitFor(
-    'failed after 2 attempts',
-    async () => (await (await queue.getJob(jobId))?.getState()) === 'failed',
-    40_000,
-  );
+  await waitFor('failed after 2 attempts', async () => (await (await queue.getJob(jobId))?.getState()) === 'failed');
   h.sim.setFaults({});
   let runs = await attemptsOf(h.pool, job);
   expect(runs.map((r) => [r.status, r.attempt])).toEqual([
@@ -254,7 +248,6 @@ it('overlap: two workers never run one job at the same time (wait), or the secon
   await waitFor(
     '3 waiting runs done',
     async () => (await attemptsOf(h.pool, wait)).filter((r) => r.status === 'succeeded').length === 3,
-    30_000,
   );
   const runs = await attemptsOf(h.pool, wait);
   for (let i = 1; i < runs.length; i++)
@@ -267,4 +260,34 @@ it('overlap: two workers never run one job at the same time (wait), or the secon
   });
   expect(results).toEqual(['skipped-overlap', 'succeeded']);
   expect((await attemptsOf(h.pool, skip)).map((r) => r.status)).toEqual(['succeeded']);
+});
+
+it('a run whose queue job vanished from Redis mid-run is failed for good with a clear text and alerted', async () => {
+  const job = `${jp}_lost`;
+  const table = `${h.schema}.orders_lost`;
+  const config = h.config({
+    [job]: { ...jobEntry({ name: 'Sales/Orders' }, { table }), retry: { attempts: 3, backoffMs: 50 } },
+  });
+  const failed: { runKey: string; error: Error }[] = [];
+  startWorker(() => config, {
+    alerts: { succeeded: async () => undefined, failed: async (o) => void failed.push(o) },
+  });
+  const { runKey } = await enqueueManual(queue, config, job);
+  await waitFor('the report job to run', async () => (await attemptsOf(h.pool, job))[0]?.report_job_id);
+  // Redis loses its data (a restart without persistence): the queue job and the overlap lock are gone.
+  await deleteKeys(h.redis, prefix);
+  await waitFor('the failed alert', () => failed.length === 1, 30_000);
+  expect(failed[0]!.runKey).toBe(runKey);
+  expect(failed[0]!.error.message).toMatch(/queue job .* is gone from Redis.*not retried.*report-etl replay/s);
+  const { rows } = await h.pool.query(
+    `SELECT e.error_kind, e.retryable, e.message FROM etl.run_errors e JOIN etl.attempts a USING (attempt_id)
+      WHERE a.job = $1 ORDER BY e.id`,
+    [job],
+  );
+  expect(rows.map((r) => [r.error_kind, r.retryable])).toEqual([
+    ['OVERLAP_LOCK_LOST', true],
+    ['QUEUE_JOB_LOST', false],
+  ]);
+  expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, attempts: 1, status: 'failed' }]);
+  expect(await h.pool.query(`SELECT to_regclass('${table}') AS t`)).toMatchObject({ rows: [{ t: null }] });
 });

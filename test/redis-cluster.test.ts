@@ -1,8 +1,8 @@
 /**
- * report-etl on a Redis Cluster (README "Operations"): a real three-node cluster started with redis-server, and on
- * it a worker that takes queued runs (BullMQ under a hash-tagged prefix), the shared access token, the overlap lock
- * and the report slots (Lua scripts over three keys, one hash slot), with two runs of a connection limited to one
- * report job never overlapping on the server. A prefix without a hash tag is refused.
+ * report-etl on a Redis Cluster (docs/operations.md "Redis Cluster"): a real three-node cluster started with
+ * redis-server, and on it a worker that takes queued runs (BullMQ under a hash-tagged prefix), the shared access token,
+ * the overlap lock and the report slots (Lua scripts over three keys, one hash slot), with two runs of a connection
+ * limited to one report job never overlapping on the server. A prefix without a hash tag is refused.
  */
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';

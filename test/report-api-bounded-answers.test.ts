@@ -38,7 +38,7 @@ afterAll(async () => {
 
 it('refuses an endless answer after MAX_ANSWER_BYTES, with a clear error, having read no further', async () => {
   const res = await request(`${url}/endless`);
-  const err = await readJsonAnswer(res.body, 'poll').catch((e: unknown) => e);
+  const err = await readJsonAnswer(res, 'poll', (t) => t).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(EtlError);
   expect(err).toMatchObject({ code: 'HTTP_UNEXPECTED', stage: 'poll', retryable: false });
   expect((err as Error).message).toContain(`larger than ${MAX_ANSWER_BYTES} bytes`);
@@ -48,12 +48,12 @@ it('refuses an endless answer after MAX_ANSWER_BYTES, with a clear error, having
 
 it('names an answer that is not JSON, with its beginning', async () => {
   const res = await request(`${url}/not-json`);
-  const err = await readJsonAnswer(res.body, 'start').catch((e: unknown) => e);
+  const err = await readJsonAnswer(res, 'start', (t) => t).catch((e: unknown) => e);
   expect(err).toMatchObject({ code: 'HTTP_UNEXPECTED', stage: 'start' });
   expect((err as Error).message).toContain('is not JSON: <html>gateway</html>');
 });
 
 it('reads a small answer as JSON', async () => {
   const res = await request(`${url}/small`);
-  expect(await readJsonAnswer(res.body, 'poll')).toEqual({ id: 'j1', state: 'Running' });
+  expect(await readJsonAnswer(res, 'poll', (t) => t)).toEqual({ id: 'j1', state: 'Running' });
 });

@@ -14,6 +14,7 @@ import {
   type ScriptedServer,
   type SeenRequest,
 } from './fixtures/report-api-helpers.ts';
+import { waitFor } from './support/wait.ts';
 
 const prefix = `${uniqueName('rapi_proto')}:`;
 let redis: Redis;
@@ -388,11 +389,7 @@ describe('page resume', () => {
     const firstChunk = await iterator.next();
     expect(firstChunk.value!.length).toBeGreaterThan(0);
     // The server writes until the socket pushes back; then it waits for a drain that only reading would bring.
-    const until = Date.now() + 20_000;
-    while (blocked === 0 || written < 1024 * 1024) {
-      if (Date.now() > until) throw new Error(`the server never had to wait (wrote ${written} bytes)`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor('the server to wait for a drain', () => blocked > 0 && written >= 1024 * 1024);
     // socket buffers and the stream's high-water marks hold a few MiB at most, far from the 64 MiB page
     expect(written).toBeLessThan(16 * 1024 * 1024);
     let read = firstChunk.value!.length;
@@ -410,9 +407,7 @@ describe('page resume', () => {
     );
     const p = (await client.openPage(JOB.id, 1))!;
     expect(p.page).toBe(1);
-    const t0 = Date.now();
     await Promise.all([client.close(), client.close()]);
-    expect(Date.now() - t0).toBeLessThan(1_000);
     p.body.destroy();
   });
 });

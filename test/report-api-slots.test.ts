@@ -83,7 +83,7 @@ it('frees the slots of a process killed with SIGKILL once their lease ran out', 
   });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  await waitFor('the child to hold two slots', () => out.includes('held'), 30_000);
+  await waitFor('the child to hold two slots', () => out.includes('held'));
   const slots = processSlots();
   expect(await slots.usage('erp_kill')).toEqual({ held: 2, waiting: 0 });
   child.kill('SIGKILL');
@@ -92,7 +92,11 @@ it('frees the slots of a process killed with SIGKILL once their lease ran out', 
   const slot = await slots.acquire('erp_kill', 2, { onWait: () => (waited = true) });
   // It had to wait: the dead child's slots were still leased (3 s) when it first asked.
   expect(waited).toBe(true);
-  expect(await slots.usage('erp_kill')).toEqual({ held: 1, waiting: 0 });
+  // The child took its two slots one after the other: their leases run out one after the other too.
+  await waitFor("the child's second lease to run out", async () => {
+    const usage = await slots.usage('erp_kill');
+    return usage.held === 1 && usage.waiting === 0;
+  });
   await slot.release();
 });
 
@@ -118,4 +122,40 @@ it('orders a backfill after scheduled ticks, whatever their logical times', () =
   const now = Date.parse('2026-11-24T02:00:00Z');
   expect(slotOrder(SLOT_CLASS.scheduled, now)).toBeLessThan(slotOrder(SLOT_CLASS.backfill, now - 365 * 86_400_000));
   expect(slotOrder(SLOT_CLASS.backfill, now - 1000)).toBeLessThan(slotOrder(SLOT_CLASS.backfill, now));
+});
+
+it('holds the cap through a Redis that lost its data: holders register again before any waiter gets a slot', async () => {
+  // A restart without persistence, for this installation: every key under its prefix is gone at once.
+  const forget = async () => {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+  };
+  const [a, b] = [processSlots(3_000), processSlots(3_000)];
+  const holders = await Promise.all([a.acquire('erp_lost', 2), a.acquire('erp_lost', 2)]);
+  let holding = 2;
+  let most = 2;
+  let asks = 0;
+  const waiters = [1, 2, 3, 4].map(async (order) => {
+    const slot = await b.acquire('erp_lost', 2, { order, onWait: () => asks++ });
+    most = Math.max(most, ++holding);
+    return slot;
+  });
+  await waitFor('four runs to wait in line', async () => (await a.usage('erp_lost')).waiting === 4);
+  await forget();
+  // The holders' renewals find their slots gone and take them again; the line waits behind them.
+  await waitFor('both holders to hold their slots again', async () => (await a.usage('erp_lost')).held === 2, 30_000);
+  await waitFor('the waiters to be back in line', async () => (await a.usage('erp_lost')).waiting === 4, 30_000);
+  // No slot is given while the holders may still be on their way back (one lease), nor after it.
+  await waitFor('the pause after the loss to end', async () => (await redis.pttl(`${prefix}:slots:gate`)) === -2);
+  const asked = asks;
+  await waitFor('each waiter to ask again after the pause', () => asks >= asked + 4);
+  expect(most).toBe(2);
+  const release = async (slots: HeldSlot[]) => {
+    holding -= slots.length;
+    await Promise.all(slots.map((h) => h.release()));
+  };
+  await release(holders);
+  await release(await Promise.all(waiters.slice(0, 2)));
+  await release(await Promise.all(waiters.slice(2)));
+  expect(most).toBe(2);
 });

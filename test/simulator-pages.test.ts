@@ -15,10 +15,10 @@ import {
   type Simulator,
   type SimulatorOptions,
 } from '../src/simulator/index.ts';
+import { waitFor } from './support/wait.ts';
 
 const API = '/api/svcreport/v1';
 const sims: Simulator[] = [];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function sim(opts: SimulatorOptions = {}): Promise<{ s: Simulator; tok: string }> {
   const s = await startSimulator({ jobDurationMs: 20, ...opts });
@@ -51,12 +51,12 @@ async function run(
     body: JSON.stringify({ outputType, paging, parameters }),
   });
   const job = (await r.body.json()) as { id: string };
-  for (;;) {
+  const done = await waitFor(`job ${job.id} to finish`, async () => {
     const st = await request(`${s.url}${API}/jobs/${job.id}`, { headers });
     const b = (await st.body.json()) as { state: string; message: string };
-    if (b.state !== 'Running') return { id: job.id, message: b.message };
-    await sleep(10);
-  }
+    return b.state !== 'Running' && b;
+  });
+  return { id: job.id, message: done.message };
 }
 
 async function page(s: Simulator, tok: string, id: string, n: number) {

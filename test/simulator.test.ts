@@ -12,6 +12,7 @@ import {
   type Simulator,
   type SimulatorOptions,
 } from '../src/simulator/index.ts';
+import { waitFor } from './support/wait.ts';
 
 const API = '/api/svcreport/v1';
 const ISO_MS_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}[+-]\d{2}:\d{2}$/;
@@ -26,8 +27,6 @@ async function sim(opts: SimulatorOptions = {}): Promise<Simulator> {
 afterAll(async () => {
   await Promise.all(sims.map((s) => s.close()));
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function token(s: Simulator, id = 'demo-client', secret = 'demo-secret'): Promise<string> {
   const r = await request(`${s.url}/oauth/oauth2/v1/token`, {
@@ -71,22 +70,12 @@ function start(
   return call(s, tok, 'POST', `/report/${mandant}/${name}`, body);
 }
 
-async function finished(s: Simulator, tok: string, id: string): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 200; i++) {
+/** The job once it is no longer Running. */
+function finished(s: Simulator, tok: string, id: string): Promise<Record<string, unknown>> {
+  return waitFor(`job ${id} to finish`, async () => {
     const job = (await call(s, tok, 'GET', `/jobs/${id}`)).json();
-    if (job.state !== 'Running') return job;
-    await sleep(10);
-  }
-  throw new Error('job did not finish');
-}
-
-/** Polls `check` every 50 ms until it holds; throws naming `what` after 10 s. */
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
+    return job.state !== 'Running' && job;
+  });
 }
 
 describe('discovery and tokens', () => {
@@ -186,7 +175,7 @@ describe('discovery and tokens', () => {
     const short = await sim({ tokenLifetimeSeconds: 1 });
     const t1 = await token(short);
     expect((await call(short, t1, 'GET', '/jobs/x')).status).toBe(404);
-    await until('the 1 s token to expire', async () => (await call(short, t1, 'GET', '/jobs/x')).status === 401);
+    await waitFor('the 1 s token to expire', async () => (await call(short, t1, 'GET', '/jobs/x')).status === 401);
 
     const early = await sim({ tokenLifetimeSeconds: 600, faults: { tokenLifetimeFactor: 0.0005 } }); // 300 ms
     const r = await request(`${early.url}/oauth/oauth2/v1/token`, {
@@ -197,8 +186,8 @@ describe('discovery and tokens', () => {
     const body = (await r.body.json()) as { access_token: string; expires_in: number };
     expect(body.expires_in).toBe(600);
     expect((await call(early, body.access_token, 'GET', '/jobs/x')).status).toBe(404);
-    // Refused long before its announced 600 s: within the 10 s the wait allows.
-    await until(
+    // Refused long before its announced 600 s: within the wait's deadline.
+    await waitFor(
       'the token to expire early',
       async () => (await call(early, body.access_token, 'GET', '/jobs/x')).status === 401,
     );

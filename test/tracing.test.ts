@@ -1,9 +1,9 @@
 /**
- * Traces as an operator gets them (README "Tracing"): a real OTLP/HTTP receiver (node:http, POST /v1/traces) and
- * report-etl as child processes with the standard OTEL_ variables: a queued run (`enqueue` → `worker` → simulator →
- * PostgreSQL) is one trace from its enqueue span to the attempt's steps and pages, whose id is the attempt's
- * `etl.attempts.trace_id` and in its log lines; `report-etl run` exports in OTLP's default http/protobuf and flushes
- * at its end; without an endpoint nothing is traced and the timeline is recorded all the same.
+ * Traces as an operator gets them (docs/observability.md "Tracing"): a real OTLP/HTTP receiver (node:http, POST
+ * /v1/traces) and report-etl as child processes with the standard OTEL_ variables: a queued run (`enqueue` → `worker` →
+ * simulator → PostgreSQL) is one trace from its enqueue span to the attempt's steps and pages, whose id is the
+ * attempt's `etl.attempts.trace_id` and in its log lines; `report-etl run` exports in OTLP's default http/protobuf and
+ * flushes at its end; without an endpoint nothing is traced and the timeline is recorded all the same.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -157,7 +157,7 @@ it('a queued run is one trace from its enqueue to the attempt, its steps and pag
   const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
   const worker = startCli(['worker', '--config', configPath], { ...baseEnv(), ...otel });
   try {
-    await waitFor('the worker takes runs', () => worker.stderr().includes('worker ready'), 30_000);
+    await waitFor('the worker takes runs', () => worker.stderr().includes('worker ready'));
     const enqueued = await runCli(['enqueue', job, '--config', configPath], { ...baseEnv(), ...otel });
     expect(enqueued.code).toBe(0);
     const attempt = await waitFor(

@@ -1,7 +1,7 @@
 /**
- * Column names depend on the report column's own name, never on the order (README "Loaded tables"): two reports
- * whose clashing columns `Amount` and `amount` come in opposite orders load each value into the same column of one
- * table, and a load into an existing table maps the report's columns by the original names recorded with it — also
+ * Column names depend on the report column's own name, never on the order (docs/loaded-tables.md "Column names"): two
+ * reports whose clashing columns `Amount` and `amount` come in opposite orders load each value into the same column of
+ * one table, and a load into an existing table maps the report's columns by the original names recorded with it — also
  * for a table loaded before names were recorded. Real runs: simulator over HTTP, real PostgreSQL.
  */
 import { createHash } from 'node:crypto';
@@ -27,7 +27,10 @@ const load = (table: string, report: string, outputType: string, mode = 'append'
     logger: silentLogger,
   });
 
-/** The target's columns in order, without the lineage columns every append target has (README "Loaded tables"). */
+/**
+ * The target's columns in order, without the lineage columns every append target has (docs/loaded-tables.md "Lineage
+ * of appended rows").
+ */
 async function targetColumns(table: string): Promise<string[]> {
   return Object.keys(await columnTypes(h.pool, table)).filter((c) => !isLineageColumn(c));
 }
@@ -91,4 +94,15 @@ it('a replace into a dropped and re-created table of the same name forgets the o
     [table],
   );
   expect(rows.map((r) => r.report_column)).toEqual(['Artikel', 'Bestand', 'Lager', 'Stand']);
+});
+
+it('report columns named like PostgreSQL system columns load into the name with a trailing _', async () => {
+  const table = `${h.schema}.system_names`;
+  await load(table, 'Clash/System Columns', 'json', 'replace');
+  expect(await targetColumns(table)).toEqual(['nr', 'xmin_', 'ctid_', 'tableoid_', 'cmin_', 'cmax_', 'xmax_']);
+  const { rows } = await h.pool.query(`SELECT nr, xmin_, ctid_, xmax_ FROM ${table} ORDER BY nr LIMIT 2`);
+  expect(rows).toEqual([
+    { nr: '1', xmin_: '10', ctid_: '20', xmax_: '60' },
+    { nr: '2', xmin_: '11', ctid_: '21', xmax_: '61' },
+  ]);
 });

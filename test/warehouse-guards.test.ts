@@ -1,9 +1,9 @@
 /**
- * Guards and schema changes of a target (README "Guards and schema changes"), run against the simulator over HTTP
- * and a real PostgreSQL: an empty replace never empties the table, a replace that would shrink it past
- * maxShrinkPercent is stopped, `replay --accept-guard` loads it anyway and the history says so; under
- * `schemaChanges: freeze` a report whose columns differ fails listing the difference. Every stopped run leaves the
- * target exactly as it was, is recorded failed (not retryable), and its report job is deleted.
+ * Guards and schema changes of a target (docs/loaded-tables.md "Guards and schema changes"), run against the simulator
+ * over HTTP and a real PostgreSQL: an empty replace never empties the table, a replace that would shrink it past
+ * maxShrinkPercent is stopped, `replay --accept-guard` loads it anyway and the history says so; under `schemaChanges:
+ * freeze` a report whose columns differ fails listing the difference. Every stopped run leaves the target exactly as it
+ * was, is recorded failed (not retryable), and its report job is deleted.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

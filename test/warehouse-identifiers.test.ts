@@ -1,4 +1,4 @@
-/** Column name normalisation (README "Loaded tables") and identifier quoting. */
+/** Column name normalisation (docs/loaded-tables.md "Column names") and identifier quoting. */
 import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { normaliseColumnName, normaliseColumnNames, parseTableName, quoteIdent } from '../src/warehouse/identifiers.ts';

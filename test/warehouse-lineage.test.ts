@@ -1,9 +1,9 @@
 /**
- * Lineage of appended rows (README "Loaded tables": lineage), end to end (simulator over HTTP → runAttempt → real
- * PostgreSQL): every row an append run loads carries its run key and one load time per run in `_etl_run_key` and
- * `_etl_loaded_at`, on every load plan and COPY format and for every output shape (typed rows, lines, json and xml
- * documents, archived files); an existing target gains the columns with its older rows NULL; and revertAppendedRun
- * removes exactly one run's rows.
+ * Lineage of appended rows (docs/loaded-tables.md "Lineage of appended rows"), end to end (simulator over HTTP →
+ * runAttempt → real PostgreSQL): every row an append run loads carries its run key and one load time per run in
+ * `_etl_run_key` and `_etl_loaded_at`, on every load plan and COPY format and for every output shape (typed rows,
+ * lines, json and xml documents, archived files); an existing target gains the columns with its older rows NULL; and
+ * revertAppendedRun removes exactly one run's rows.
  */
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

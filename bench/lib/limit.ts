@@ -36,7 +36,7 @@ export async function psql(databaseUrl: string, commands: string[]): Promise<{ m
 /**
  * Writes `table`'s report columns to `file` as CSV and makes the two limit tables `<table>_lim` (holding the same
  * rows) and `<table>_empty` (empty), both `LIKE table INCLUDING ALL` without the lineage columns an append target
- * has (README "Loaded tables"): the limit is PostgreSQL's COPY of the report's values alone.
+ * has (docs/loaded-tables.md "Lineage of appended rows"): the limit is PostgreSQL's COPY of the report's values alone.
  * @returns the CSV's size in bytes
  */
 export async function dumpCsv(db: pg.Client, table: string, file: string): Promise<number> {

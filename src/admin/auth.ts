@@ -13,8 +13,13 @@
  * opens nothing else; the admin credentials also admit there. With neither configured, loopback callers only.
  *
  * Every secret comparison is constant-time over SHA-256 digests (equal lengths, no early exit on length).
+ *
+ * Whatever is configured, `/admin…` and `/metrics` answer only a Host header that names this server
+ * ({@link isAllowedHost}: DNS rebinding), and a client address with 10 refused credentials within a minute is
+ * answered 429 until the minute is over ({@link RefusalLimit}); docs/architecture.md "Limits".
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /** Configured credentials; both may be set, and either then admits. */
@@ -85,6 +90,62 @@ export function isLoopbackHost(host: string | undefined): boolean {
   if (!host) return false;
   const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
   return name === 'localhost' || name === '127.0.0.1' || name === '[::1]';
+}
+
+/**
+ * The names besides `localhost` a Host header may give (lower case): the host of ADMIN_PUBLIC_URL and those of
+ * ADMIN_ALLOWED_HOSTS (comma-separated, e.g. `etl.example.com,etl-admin.internal`).
+ */
+export function allowedHostsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
+  const names = (env.ADMIN_ALLOWED_HOSTS ?? '').split(',').map((n) => n.trim().toLowerCase());
+  if (URL.canParse(env.ADMIN_PUBLIC_URL ?? '')) names.push(new URL(env.ADMIN_PUBLIC_URL!).hostname.toLowerCase());
+  return names.filter(Boolean);
+}
+
+/**
+ * Whether a Host header names this server: `localhost`, an IP address, or one of `allowed` (any port). A page whose
+ * DNS name was rebound to this server's address sends that name, so it is refused; an IP address can only be the
+ * page's own origin, never a name an attacker controls.
+ */
+export function isAllowedHost(host: string | undefined, allowed: readonly string[]): boolean {
+  const name = /^(\[[0-9a-f:.]+\]|[^\s:/@[\]]+)(:\d*)?$/i.exec(host ?? '')?.[1]?.toLowerCase();
+  if (name === undefined) return false;
+  return name === 'localhost' || isIP(name.replace(/^\[(.*)\]$/, '$1')) !== 0 || allowed.includes(name);
+}
+
+/**
+ * Refused credentials per client address: at most `max` within `windowMs` (a fixed window, counted in this process),
+ * then every request of that address that needs credentials waits for the window's end. Behind a proxy every
+ * caller shares its address.
+ */
+export class RefusalLimit {
+  private readonly refusals = new Map<string, { count: number; until: number }>();
+  private readonly max: number;
+  private readonly windowMs: number;
+
+  constructor(max = 10, windowMs = 60_000) {
+    this.max = max;
+    this.windowMs = windowMs;
+  }
+
+  /** Seconds until `address` may try again; 0 when it may now. */
+  waitSeconds(address: string, now = Date.now()): number {
+    const r = this.refusals.get(address);
+    return r && r.until > now && r.count >= this.max ? Math.ceil((r.until - now) / 1000) : 0;
+  }
+
+  /** Counts a refused credential of `address`. */
+  refused(address: string, now = Date.now()): void {
+    if (this.refusals.size > 10_000) for (const [a, r] of this.refusals) if (r.until <= now) this.refusals.delete(a);
+    const r = this.refusals.get(address);
+    if (r && r.until > now) r.count++;
+    else this.refusals.set(address, { count: 1, until: now + this.windowMs });
+  }
+}
+
+/** Whether the request carries a credential: an Authorization header or the session cookie. */
+export function hasCredentials(req: FastifyRequest): boolean {
+  return Boolean(req.headers.authorization) || cookieOf(req.headers.cookie, SESSION_COOKIE) !== undefined;
 }
 
 /** A caller trusted without credentials: over loopback, naming this machine in its Host header. */

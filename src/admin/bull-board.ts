@@ -1,10 +1,8 @@
 /**
- * bull-board, the BullMQ dashboard, at `/admin/queues`: job lists per state, job data and errors, read only. Its
- * retry, promote, clean and remove buttons (one job, or "all" of a state) would go around report-etl's own rules — a
- * retry of a superseded failure overwrites newer rows, a cleaned queue job frees its tick's id for a second run —, so
- * failed runs are replayed from report-etl's run pages or `report-etl replay`, which apply them. Links lead back to
- * the jobs overview and the run history. Mounted as an encapsulated fastify plugin; the server's onRequest hook
- * guards it like every other `/admin` path.
+ * bull-board, the BullMQ dashboard, at `/admin/queues`, read only: its retry, promote, clean and remove buttons would
+ * go around report-etl's own rules (a retry of a superseded failure overwrites newer rows, a cleaned queue job frees
+ * its tick's id for a second run), so failed runs are replayed from the run pages or `report-etl replay`. Guarded by
+ * the server's onRequest hook like every other `/admin` path.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -17,20 +15,20 @@ export const BULL_BOARD_PATH = '/admin/queues';
 
 /** The link back to report-etl's pages that every bull-board page shows, outside bull-board's own app root. */
 const BACK_LINK =
-  '<a id="report-etl-back" href="/admin" style="position:fixed;right:1rem;bottom:1rem;z-index:10000;background:#fff;color:#0969da;' +
-  'padding:.4rem .8rem;border-radius:.4rem;font:600 14px system-ui,sans-serif;box-shadow:0 1px 6px rgba(0,0,0,.35)">← report-etl jobs overview</a>';
+  '<a id="report-etl-back" href="/admin" style="position:fixed;right:1rem;bottom:1rem;z-index:10000;' +
+  'background:#fff;color:#0969da;padding:.4rem .8rem;border-radius:.4rem;font:600 14px system-ui,sans-serif;' +
+  'box-shadow:0 1px 6px rgba(0,0,0,.35)">← report-etl jobs overview</a>';
 
 /** `<link>` elements of bull-board's page that point at another host. */
 const OUTSIDE_LINKS = /<link\b[^>]*\bhref="(?:https?:)?\/\/[^"]*"[^>]*>/g;
 
 /**
- * Registers bull-board for `queue` on `app` under {@link BULL_BOARD_PATH}, read only, with a visible link back to
- * the jobs overview on every page.
- * @param timeZone the zone bull-board shows its times in, each with its UTC offset (the jobs' zone when they share
- *   one; else UTC), rather than the browser's
- * Resolves when the plugin is registered.
+ * Registers bull-board for `queue` on `app` under {@link BULL_BOARD_PATH}, with a link back on every page.
+ * @param timeZone the zone bull-board shows its times in, with their UTC offset, rather than the browser's
  */
 export async function registerBullBoard(app: FastifyInstance, queue: Queue, timeZone = 'UTC'): Promise<void> {
+  const time = { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' } as const;
+  const zoned = (o: Intl.DateTimeFormatOptions) => ({ timeZone, timeZoneName: 'shortOffset', ...o, ...time }) as const;
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BULL_BOARD_PATH);
   createBullBoard({
@@ -45,48 +43,21 @@ export async function registerBullBoard(app: FastifyInstance, queue: Queue, time
           { text: 'Run history', url: '/admin/runs' },
         ],
         dateFormats: {
-          short: {
-            timeZone,
-            timeZoneName: 'shortOffset',
-            hour: '2-digit',
-            minute: '2-digit',
-            second: '2-digit',
-            hourCycle: 'h23',
-          },
-          common: {
-            timeZone,
-            timeZoneName: 'shortOffset',
-            month: 'short',
-            day: 'numeric',
-            hour: '2-digit',
-            minute: '2-digit',
-            second: '2-digit',
-            hourCycle: 'h23',
-          },
-          full: {
-            timeZone,
-            timeZoneName: 'shortOffset',
-            year: 'numeric',
-            month: 'short',
-            day: 'numeric',
-            hour: '2-digit',
-            minute: '2-digit',
-            second: '2-digit',
-            hourCycle: 'h23',
-          },
+          short: zoned({}),
+          common: zoned({ month: 'short', day: 'numeric' }),
+          full: zoned({ year: 'numeric', month: 'short', day: 'numeric' }),
         },
       },
     },
   });
   await app.register(
     async (scope) => {
-      // bull-board's page is one HTML document whose app renders into #root; the link sits beside it, untouched.
+      // Its page renders into #root: the link goes beside it. Its web fonts from an outside host are dropped (the
+      // admin pages load nothing from elsewhere: a visitor's address is nobody else's business, and an offline
+      // installation waits for nothing); the system's fonts stand in.
       scope.addHook('onSend', async (_req, reply, payload) => {
         const type = String(reply.getHeader('content-type') ?? '');
         if (typeof payload !== 'string' || !type.startsWith('text/html')) return payload;
-        // Its page asks an outside host for web fonts: the admin pages load nothing from outside this server (a
-        // visitor's address is nobody else's business, and an offline installation waits for nothing); the
-        // system's fonts stand in.
         return payload.replace(OUTSIDE_LINKS, '').replace('<div id="root">', `${BACK_LINK}<div id="root">`);
       });
       await scope.register(serverAdapter.registerPlugin());

@@ -1,7 +1,6 @@
 /**
- * Server-rendered HTML for the admin pages: escaping, and the page frame with its small inline stylesheet.
- * No build step, no scripts: every value that reaches a page goes through {@link escapeHtml} (the server's
- * error text included, which on-call staff must see verbatim but never as markup).
+ * Server-rendered HTML for the admin pages: escaping, the page frame and its inline stylesheet. No scripts; every
+ * value that reaches a page goes through {@link escapeHtml} (the server's error text too: verbatim, never markup).
  */
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -12,15 +11,10 @@ export function escapeHtml(value: unknown): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 }
 
-/**
- * A tagged template that escapes every interpolated value except {@link SafeHtml} (already escaped markup) and
- * arrays of them (joined without separator).
- */
+/** A tagged template that escapes every value but {@link SafeHtml} and arrays of it (joined without separator). */
 export function html(strings: TemplateStringsArray, ...values: unknown[]): SafeHtml {
   let out = strings[0]!;
-  for (let i = 0; i < values.length; i++) {
-    out += toHtml(values[i]) + strings[i + 1]!;
-  }
+  for (let i = 0; i < values.length; i++) out += toHtml(values[i]) + strings[i + 1]!;
   return new SafeHtml(out);
 }
 
@@ -41,6 +35,12 @@ function toHtml(v: unknown): string {
   return escapeHtml(v);
 }
 
+/** A count with thin thousands separators (`1 234 567`); empty when unknown. */
+export function formatCount(n: string | number | null | undefined): string {
+  if (n === null || n === undefined) return '';
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '\u202f');
+}
+
 /** The column names of the tables that become cards on a narrow screen: their headers and the cards' labels. */
 export const COLUMNS = {
   overview: ['Job', 'State', 'Last attempt', 'Last success', 'Next tick', 'Rows', 'Duration'],
@@ -54,19 +54,19 @@ export function headerRow(columns: readonly string[]): SafeHtml {
 }
 
 /**
- * CSS that shows each row of the table `selector` as a card on a narrow screen: one cell per line under its
- * column's name (from `columns`), the first cell as the card's title; the first `bare` columns get no name (the
- * title, and a cell that names itself, such as a state badge).
+ * CSS that shows each row of the table `t` as a card on a narrow screen: one cell per line under its column's name,
+ * the first cell as the card's title; the first `bare` columns get no name (the title, a cell that names itself).
  */
-function stackedTable(selector: string, columns: readonly string[], bare = 1): string {
-  const t = selector;
+function stackedTable(t: string, columns: readonly string[], bare = 1): string {
   return [
     `${t},${t} tbody,${t} tr,${t} td{display:block}${t} thead{display:none}${t}{background:none}`,
     `${t} tr{background:#fff;border:1px solid #d0d7de;margin-bottom:.8rem}`,
-    `${t} td:empty{display:none}${t} td{border:0;border-top:1px solid #eaeef2;overflow-wrap:anywhere;text-align:left}${t} td:first-child{border-top:0;font-weight:600}`,
+    `${t} td:empty{display:none}${t} td{border:0;border-top:1px solid #eaeef2;overflow-wrap:anywhere;text-align:left}`,
+    `${t} td:first-child{border-top:0;font-weight:600}`,
     ...columns.map((l, i) =>
       i >= bare
-        ? `${t} td:nth-child(${i + 1})::before{content:"${l}";display:block;font-weight:600;font-size:.85em;color:#57606a}`
+        ? `${t} td:nth-child(${i + 1})::before{content:"${l}";display:block;font-weight:600;font-size:.85em;` +
+          'color:#57606a}'
         : '',
     ),
   ].join('\n');
@@ -79,26 +79,37 @@ nav a{margin-right:1rem}table{border-collapse:collapse;width:100%;background:#ff
 th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}th{background:#f0f3f6}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#fff;border:1px solid #d0d7de;padding:.6rem;white-space:pre-wrap;word-break:break-word;margin:.3rem 0}
-.s-succeeded{color:#116329}.s-failed{color:#cf222e;font-weight:600}.s-interrupted{color:#9a6700}.s-running{color:#0969da}
+.s-succeeded{color:#116329}.s-failed{color:#cf222e;font-weight:600}.s-interrupted{color:#9a6700}
+.s-running{color:#0969da}
 .notice{padding:.5rem .8rem;border:1px solid #2da44e;background:#dafbe1;margin-bottom:1rem}
 .problem{padding:.5rem .8rem;border:1px solid #cf222e;background:#ffebe9;margin-bottom:1rem}
 form.inline{display:inline}button{font:inherit;padding:.3rem .9rem;cursor:pointer}
 .muted{color:#57606a;font-size:.9em}.state{padding:.05rem .4rem;border-radius:.6rem;white-space:nowrap;font-weight:600}
 .st-healthy{background:#dafbe1;color:#116329}.st-failing,.st-login_required{background:#ffebe9;color:#cf222e}
-.st-stale{background:#fff8c5;color:#9a6700}.st-invalid{background:#fbefff;color:#8250df}.st-never_run{background:#eaeef2;color:#57606a}
-.failure{margin-top:.3rem}.error-line{color:#cf222e;margin-right:.5rem}.superseded{margin-top:.3rem;color:#57606a;font-size:.9em}
+.st-stale{background:#fff8c5;color:#9a6700}.st-invalid{background:#fbefff;color:#8250df}
+.st-never_run{background:#eaeef2;color:#57606a}
+.failure{margin-top:.3rem}.error-line{color:#cf222e;margin-right:.5rem}
+.superseded{margin-top:.3rem;color:#57606a;font-size:.9em}
 ul.problems{margin:.3rem 0 0;padding-left:1.1rem;font-size:.9em}svg.spark{display:block}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0;min-width:0;overflow-wrap:anywhere}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dt{font-weight:600}
+dd{margin:0;min-width:0;overflow-wrap:anywhere}
 .timeline{margin:.4rem 0 1rem}.tl-legend{display:flex;flex-wrap:wrap;gap:.2rem 1rem;font-size:.85em;margin-bottom:.4rem}
-.tl-legend-item{white-space:nowrap}.tl-legend-item.muted{white-space:normal}.sw{display:inline-block;width:.8em;height:.8em;margin-right:.3em;vertical-align:-.05em;border-radius:2px}
-.tl-grid-wrap{display:grid;grid-template-columns:150px minmax(0,1fr);background:#fff;border:1px solid #d0d7de;padding:0 .5rem .3rem}
+.tl-legend-item{white-space:nowrap}.tl-legend-item.muted{white-space:normal}
+.sw{display:inline-block;width:.8em;height:.8em;margin-right:.3em;vertical-align:-.05em;border-radius:2px}
+.tl-grid-wrap{display:grid;grid-template-columns:150px minmax(0,1fr);background:#fff;border:1px solid #d0d7de;
+padding:0 .5rem .3rem}
 .tl-head{grid-column:1/-1;padding:.45rem 0 .25rem;border-top:1px solid #d0d7de}.tl-head:first-child{border-top:0}
 .tl-spent{font-size:.9em;margin-top:.15rem}.tl-spent-item{margin-right:.9rem;white-space:nowrap;display:inline-block}
-svg.tl-labels text{font-size:11px;fill:#1b1f24}svg.tl-labels text.tl-small{font-size:9px}.tl-detail{fill:#57606a}.tl-failed-text{fill:#cf222e;font-weight:600}
-svg.tl-bars,svg.tl-labels,svg.tl-axis{display:block;overflow:hidden}svg.tl-axis text{font-size:10px;fill:#57606a}.tl-note{margin:.3rem 0}
-.tl-server{fill:#e16f24;background:#e16f24}.tl-fetch{fill:#f6b88d;background:#f6b88d}.tl-network{fill:#d4a72c;background:#d4a72c}
-.tl-decode{fill:#8250df;background:#8250df}.tl-db{fill:#0969da;background:#0969da}.tl-slot{fill:#afb8c1;background:#afb8c1}
-.tl-span{fill:#ddf4ff;stroke:#54aeff;vector-effect:non-scaling-stroke}.tl-unknown{fill:#eaeef2;stroke:#afb8c1;stroke-dasharray:4 3;vector-effect:non-scaling-stroke}
+svg.tl-labels text{font-size:11px;fill:#1b1f24}svg.tl-labels text.tl-small{font-size:9px}.tl-detail{fill:#57606a}
+.tl-failed-text{fill:#cf222e;font-weight:600}
+svg.tl-bars,svg.tl-labels,svg.tl-axis{display:block;overflow:hidden}svg.tl-axis text{font-size:10px;fill:#57606a}
+.tl-note{margin:.3rem 0}
+.tl-server{fill:#e16f24;background:#e16f24}.tl-fetch{fill:#f6b88d;background:#f6b88d}
+.tl-network{fill:#d4a72c;background:#d4a72c}
+.tl-decode{fill:#8250df;background:#8250df}.tl-db{fill:#0969da;background:#0969da}
+.tl-slot{fill:#afb8c1;background:#afb8c1}
+.tl-span{fill:#ddf4ff;stroke:#54aeff;vector-effect:non-scaling-stroke}
+.tl-unknown{fill:#eaeef2;stroke:#afb8c1;stroke-dasharray:4 3;vector-effect:non-scaling-stroke}
 .tl-outline{fill:none}.tl-grid{stroke:#eaeef2;vector-effect:non-scaling-stroke}
 rect.tl-failed,.tl-failed rect.tl-outline{stroke:#cf222e;stroke-width:2;vector-effect:non-scaling-stroke}
 @media (max-width:700px){
@@ -109,20 +120,25 @@ ${stackedTable('#attempts', COLUMNS.attempts, 0)}
 }
 `;
 
+const NAV = [
+  ['/admin', 'Jobs'],
+  ['/admin/runs', 'Runs'],
+  ['/admin/connections', 'Connections'],
+  ['/admin/queues', 'Queue'],
+  ['/metrics', 'Metrics'],
+];
+
 /** A full HTML page around `body`, with navigation and the inline stylesheet. */
 export function page(title: string, body: SafeHtml): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title} · report-etl</title><style>${new SafeHtml(STYLE)}</style></head>
-<body><nav><a href="/admin">Jobs</a><a href="/admin/runs">Runs</a><a href="/admin/connections">Connections</a><a href="/admin/queues">Queue</a><a href="/metrics">Metrics</a></nav>
+<body><nav>${NAV.map(([href, text]) => html`<a href="${href}">${text}</a>`)}</nav>
 <h1>${title}</h1>
 ${body}
 </body></html>`.value;
 }
 
-/**
- * Content-Security-Policy of the run pages: no scripts at all, inline styles only, forms post to this origin.
- * (bull-board serves its own scripts and is not covered.)
- */
+/** Content-Security-Policy of the pages: no scripts, inline styles only, forms post to this origin (not bull-board). */
 export const PAGE_CSP =
   "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";

@@ -1,10 +1,7 @@
 /**
- * The state of each jobs.yaml job for the jobs overview and the metrics:
- * a pure function of the config, the invalid jobs and the run history's health figures.
- *
- * States, the first that applies: `invalid` (jobs.yaml problems keep it from running), `login_required` (its last
- * attempt failed with LOGIN_REQUIRED), `failing` (its last finished attempt failed), `stale` (its last success is
- * older than its freshness), `never_run`, `healthy`.
+ * The state of each jobs.yaml job for the jobs overview, the first that applies: `invalid` (jobs.yaml problems keep it
+ * from running), `login_required` (its last attempt failed with LOGIN_REQUIRED), `failing` (its last finished attempt
+ * failed), `stale` (its last success is older than its freshness), `never_run`, `healthy`.
  */
 import { freshnessOf, staleness } from '../alerts/freshness.ts';
 import { LOGIN_REQUIRED } from '../alerts/run-alerts.ts';
@@ -60,7 +57,7 @@ export interface SlotWait {
 }
 
 /** The first tick of `schedule` after `now`, or undefined (none, or a bad expression). */
-export function nextTick(schedule: string, zone: string, now: Date): Date | undefined {
+function nextTick(schedule: string, zone: string, now: Date): Date | undefined {
   try {
     return cronTicks(schedule, zone).next(now);
   } catch {
@@ -85,17 +82,11 @@ export function buildOverview(
   slotWaits: ReadonlyMap<string, SlotWait> = new Map(),
 ): JobOverview[] {
   const byJob = new Map(health.map((h) => [h.job, h]));
-  const empty = (job: string): JobHealth => ({
-    job,
-    last: undefined,
-    lastSuccess: undefined,
-    lastFailure: undefined,
-    failingSince: undefined,
-    recent: [],
-  });
+  const none = { last: undefined, lastSuccess: undefined, lastFailure: undefined, failingSince: undefined };
+  const healthOf = (job: string): JobHealth => byJob.get(job) ?? { job, ...none, recent: [] };
   const out: JobOverview[] = [];
   for (const [job, j] of Object.entries(config.jobs).sort(([a], [b]) => a.localeCompare(b))) {
-    const h = byJob.get(job) ?? empty(job);
+    const h = healthOf(job);
     const zone = scheduleZone(config, j);
     const f = freshnessOf(config, job);
     const lastFinished = [...h.recent].reverse()[0];
@@ -130,7 +121,7 @@ export function buildOverview(
       state: 'invalid',
       problems: e.problems,
       schedule: e.schedule,
-      health: byJob.get(e.name) ?? empty(e.name),
+      health: healthOf(e.name),
     });
   }
   return out;

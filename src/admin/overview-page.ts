@@ -1,29 +1,32 @@
 /**
- * The admin home page: the jobs overview for on-call staff. One line per jobs.yaml job with its state (healthy,
- * failing now, stale, invalid config, login required), its last attempt (linked to its run, with its number in
- * it), last success, next scheduled tick, and sparklines of the rows and the duration of its last attempts; a
- * Replay button on the run of a failing job's last failure; the jobs.yaml problems of an invalid job (file:line,
- * what, how to fix). Server-rendered, every value escaped.
+ * The admin home page for on-call staff: a line per jobs.yaml job with its state, last attempt, last success, next
+ * tick and sparklines of its last attempts' rows and durations; a Replay button for a failing job's last failure, the
+ * jobs.yaml problems of an invalid job.
  */
 import type { RecentAttempt } from '../history/job-health.ts';
-import { COLUMNS, headerRow, html, page, type SafeHtml } from './html.ts';
+import { COLUMNS, formatCount, headerRow, html, page, type SafeHtml } from './html.ts';
 import { STATE_LABELS, type JobOverview } from './job-overview.ts';
-import { formatCount, formatDuration, formatTime, replayButton, runPath } from './run-pages.ts';
+import { formatDuration, formatTime, replayButton, runPath } from './run-pages.ts';
 import { sparkline } from './sparkline.ts';
 
-/** A link to the run of attempt `a` (the job's), with the attempt's start, status and, after the first, its number. */
+const muted = (text: unknown) => html`<span class="muted">${text}</span>`;
+
+/** A link to `a`'s start on its run's page, at `zone`. */
+const runLink = (job: string, a: RecentAttempt, zone: string | undefined) =>
+  html`<a href="${runPath(job, a.run_key)}">${formatTime(a.started_at, zone)}</a>`;
+
+/** The last attempt: its start, status and, after the first, its number. */
 function attemptCell(job: string, a: RecentAttempt | undefined, zone: string | undefined): SafeHtml {
-  if (!a) return html`<span class="muted">—</span>`;
+  if (!a) return muted('—');
   const nth = a.attempt > 1 ? html` <span class="muted">attempt ${a.attempt}</span>` : '';
-  return html`<a href="${runPath(job, a.run_key)}">${formatTime(a.started_at, zone)}</a> <span class="s-${a.status}">${a.status}</span>${nth}`;
+  return html`${runLink(job, a, zone)} <span class="s-${a.status}">${a.status}</span>${nth}`;
 }
 
-function failureNote(o: JobOverview): SafeHtml | '' {
-  const wait = o.waitingForSlot;
-  const slot = wait
-    ? html`<div class="slot-wait">waiting for a slot on ${wait.connection}: ${wait.held} of ${wait.limit} busy${wait.waiting > 1 ? ` (${wait.waiting} runs waiting)` : ''}</div>`
-    : '';
-  return html`${slot}${runNote(o)}`;
+function slotNote(o: JobOverview): SafeHtml | '' {
+  const w = o.waitingForSlot;
+  if (!w) return '';
+  const more = w.waiting > 1 ? ` (${w.waiting} runs waiting)` : '';
+  return html`<div class="slot-wait">waiting for a slot on ${w.connection}: ${w.held} of ${w.limit} busy${more}</div>`;
 }
 
 function runNote(o: JobOverview): SafeHtml | '' {
@@ -31,11 +34,16 @@ function runNote(o: JobOverview): SafeHtml | '' {
     return html`<div class="failure"><span class="error-line">${o.failure.error_first_line ?? ''}</span>
 ${replayButton({ job: o.job, run_key: o.failure.run_key }, { className: 'replay' })}</div>`;
   }
-  if (o.superseded) {
-    const by = o.superseded.superseded_by_run_key!;
-    return html`<div class="superseded">last failure <a href="${runPath(o.job, o.superseded.run_key)}">${formatTime(o.superseded.started_at, o.zone)}</a> superseded by the success of the later run <a href="${runPath(o.job, by)}">${by}</a></div>`;
-  }
-  return '';
+  if (!o.superseded) return '';
+  const by = o.superseded.superseded_by_run_key!;
+  return html`<div class="superseded">last failure ${runLink(o.job, o.superseded, o.zone)} superseded by the \
+success of the later run <a href="${runPath(o.job, by)}">${by}</a></div>`;
+}
+
+function nextTickCell(o: JobOverview): SafeHtml {
+  const none = o.state === 'invalid' && o.schedule ? 'paused while invalid' : o.schedule ? '—' : 'manual only';
+  const schedule = o.schedule ? html`<div class="muted">${o.schedule}</div>` : '';
+  return html`${o.nextTick ? formatTime(o.nextTick, o.zone) : muted(none)}${schedule}`;
 }
 
 function row(o: JobOverview): SafeHtml {
@@ -44,22 +52,24 @@ function row(o: JobOverview): SafeHtml {
   const rows = sparkline(
     recent.map((a) => ({ value: failed(a) ? null : a.rows, failed: failed(a) })),
     `rows of the last ${recent.length} attempts`,
-    (v) => formatCount(v),
+    formatCount,
   );
   const durations = sparkline(
     recent.map((a) => ({ value: a.duration_ms, failed: failed(a) })),
     `duration of the last ${recent.length} attempts`,
-    (v) => formatDuration(v),
+    formatDuration,
   );
   const problems = o.problems.length
     ? html`<ul class="problems">${o.problems.map((p) => html`<li><code>${p}</code></li>`)}</ul>`
     : '';
+  const freshness = o.freshness ? html`<div class="muted">freshness ${o.freshness}</div>` : '';
+  const success = o.health.lastSuccess;
   return html`<tr class="job state-${o.state}" data-job="${o.job}">
 <td><a href="/admin/runs?job=${encodeURIComponent(o.job)}">${o.job}</a>${problems}</td>
-<td><span class="state st-${o.state}">${STATE_LABELS[o.state]}</span>${o.freshness ? html`<div class="muted">freshness ${o.freshness}</div>` : ''}</td>
-<td class="last-run">${attemptCell(o.job, o.health.last, o.zone)}${failureNote(o)}</td>
-<td class="last-success">${o.health.lastSuccess ? html`<a href="${runPath(o.job, o.health.lastSuccess.run_key)}">${formatTime(o.health.lastSuccess.started_at, o.zone)}</a>` : html`<span class="muted">never</span>`}</td>
-<td class="next-tick">${o.nextTick ? formatTime(o.nextTick, o.zone) : html`<span class="muted">${o.state === 'invalid' && o.schedule ? 'paused while invalid' : o.schedule ? '—' : 'manual only'}</span>`}${o.schedule ? html`<div class="muted">${o.schedule}</div>` : ''}</td>
+<td><span class="state st-${o.state}">${STATE_LABELS[o.state]}</span>${freshness}</td>
+<td class="last-run">${attemptCell(o.job, o.health.last, o.zone)}${slotNote(o)}${runNote(o)}</td>
+<td class="last-success">${success ? runLink(o.job, success, o.zone) : muted('never')}</td>
+<td class="next-tick">${nextTickCell(o)}</td>
 <td class="spark-rows">${rows}</td><td class="spark-duration">${durations}</td></tr>
 `;
 }
@@ -75,15 +85,18 @@ export function renderOverview(
   const summary = [...counts].map(
     ([s, n]) => html`<span class="state st-${s}">${n} ${STATE_LABELS[s as JobOverview['state']]}</span> `,
   );
+  const alertItems = invalidAlerts.map(
+    (a) => html`<li>${a.name}: ${a.problems.map((p) => html`<code>${p}</code> `)}</li>`,
+  );
   const alerts = invalidAlerts.length
-    ? html`<div class="problem" role="alert">Alert targets not used because jobs.yaml is wrong about them:<ul>${invalidAlerts.map((a) => html`<li>${a.name}: ${a.problems.map((p) => html`<code>${p}</code> `)}</li>`)}</ul></div>`
+    ? html`<div class="problem" role="alert">Alert targets not used because jobs.yaml is wrong about them:<ul>\
+${alertItems}</ul></div>`
     : '';
   const table = jobs.length
     ? html`<table class="overview">${headerRow(COLUMNS.overview)}<tbody>
 ${jobs.map(row)}</tbody></table>`
     : html`<p>No jobs in jobs.yaml.</p>`;
-  return page(
-    'Jobs',
-    html`<p class="summary">${summary}<span class="muted">as of ${formatTime(now)}; times in each job's time zone, with its UTC offset</span></p>${alerts}${table}`,
-  );
+  const asOf = html`<span class="muted">as of ${formatTime(now)}; times in each job's time zone, with its UTC \
+offset</span>`;
+  return page('Jobs', html`<p class="summary">${summary}${asOf}</p>${alerts}${table}`);
 }

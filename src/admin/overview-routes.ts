@@ -1,7 +1,4 @@
-/**
- * `GET /admin`: the jobs overview (overview-page.ts), from the live jobs.yaml (valid and invalid jobs) and the run
- * history. Access control is the server's onRequest hook.
- */
+/** `GET /admin`: the jobs overview, from the live jobs.yaml (valid and invalid jobs) and the run history. */
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import type { LiveConfig } from '../config/live-config.ts';
@@ -14,12 +11,9 @@ import type { ReportSlots } from '../report-api/report-slots.ts';
 import { renderOverview } from './overview-page.ts';
 
 /** Finished attempts per job in the sparklines. */
-export const SPARKLINE_RUNS = 20;
+const SPARKLINE_RUNS = 20;
 
-/**
- * The jobs with a run waiting for a report slot, and their connection's slots, read from Redis for the connections
- * of `config`.
- */
+/** The jobs with a run waiting for a report slot on one of `connections`, and that connection's slots. */
 async function slotWaits(
   slots: Pick<ReportSlots, 'usage' | 'waitingLabels'>,
   connections: EtlConfig['connections'],
@@ -53,9 +47,7 @@ export function registerOverviewRoutes(
     const now = new Date();
     const overview = buildOverview(config, invalid, health, now, seen, waits);
     const alerts = invalid.filter((e) => e.kind === 'alert');
-    return reply
-      .header('content-security-policy', PAGE_CSP)
-      .type('text/html; charset=utf-8')
-      .send(renderOverview(overview, now, alerts));
+    const page = renderOverview(overview, now, alerts);
+    return reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(page);
   });
 }

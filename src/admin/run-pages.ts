@@ -1,8 +1,7 @@
 /**
- * The run history pages for on-call staff (see what failed, why in the server's own words, and replay a failed run
- * with one click): the run list (logical runs, with their attempt counts) and one run's page (what it was asked to
- * do, how it stands, its attempts), rendered to HTML strings. The page of one attempt is attempt-page.ts. Pure
- * functions of the rows read by src/history; every value is escaped. Words: docs/architecture.md "Vocabulary".
+ * The run history pages for on-call staff: the run list (logical runs, with their attempt counts) and one run's page
+ * (what it was asked to do, how it stands, its attempts), as HTML strings from the rows of src/history. The page of
+ * one attempt is attempt-page.ts. Words: docs/architecture.md "Vocabulary".
  */
 import { QUEUE_NAME } from '../queue/names.ts';
 import type { AttemptListRow } from '../history/attempt-list.ts';
@@ -14,13 +13,12 @@ import { isReverted, type RevertRow } from '../history/reverts.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { formatWithOffset } from '../pipeline/logical-time.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
-import { COLUMNS, headerRow, html, page, type SafeHtml } from './html.ts';
+import { COLUMNS, formatCount, headerRow, html, page, type SafeHtml } from './html.ts';
 import { timelineChart, type ChartAttempt } from './timeline-chart.ts';
 
 /**
- * A time as on-call reads it: in the job's time zone (its schedule's; docs/architecture.md "Vocabulary", logical
- * time) with the zone's UTC offset, `2026-01-22 03:15:00+01:00`; in UTC as `2026-01-22 02:15:00Z` when `zone` is
- * UTC, unknown or not given; an empty string for no time.
+ * A time in the job's time zone with its UTC offset, `2026-01-22 03:15:00+01:00`; in UTC, `2026-01-22 02:15:00Z`, when
+ * `zone` is UTC, unknown or not given; empty for no time.
  */
 export function formatTime(t: Date | null | undefined, zone?: string): string {
   if (!t) return '';
@@ -35,7 +33,7 @@ export function formatTime(t: Date | null | undefined, zone?: string): string {
 }
 
 /** The time zone of a job by name (its schedule's), or undefined for a job jobs.yaml no longer has. */
-export type ZoneOf = (job: string) => string | undefined;
+type ZoneOf = (job: string) => string | undefined;
 
 /** A duration in ms as `850 ms`, `12.3 s` or `4 min 05 s`; empty when unknown. */
 export function formatDuration(ms: string | number | null | undefined): string {
@@ -45,12 +43,6 @@ export function formatDuration(ms: string | number | null | undefined): string {
   if (n < 60_000) return `${(n / 1000).toFixed(1)} s`;
   const s = Math.round(n / 1000);
   return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
-}
-
-/** A count with thin thousands separators (`1 234 567`); empty when unknown. */
-export function formatCount(n: string | number | null | undefined): string {
-  if (n === null || n === undefined) return '';
-  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '\u202f');
 }
 
 /** Path of the page of a logical run. */
@@ -70,7 +62,8 @@ export function statusLabel(s: string | null): SafeHtml {
 
 /** Said instead of a Replay button when the run's job is no longer in jobs.yaml. */
 export function jobGoneNote(run: Pick<RunRow, 'job'>): SafeHtml {
-  return html`<p class="muted" id="no-replay">Job ${run.job} is no longer in jobs.yaml: add it back to replay its runs.</p>`;
+  return html`<p class="muted" id="no-replay">Job ${run.job} is no longer in jobs.yaml: add it back to replay its \
+runs.</p>`;
 }
 
 /** Whether a run can be replayed: its newest attempt failed or was interrupted. */
@@ -83,8 +76,16 @@ export function replayButton(
   run: Pick<RunRow, 'job' | 'run_key'>,
   attrs: { id?: string; className?: string } = {},
 ): SafeHtml {
-  return html`<form class="inline" method="post" action="${runPath(run.job, run.run_key)}/replay"><button type="submit"${attrs.id ? html` id="${attrs.id}"` : ''}${attrs.className ? html` class="${attrs.className}"` : ''}>Replay run</button></form>`;
+  const id = attrs.id ? html` id="${attrs.id}"` : '';
+  const cls = attrs.className ? html` class="${attrs.className}"` : '';
+  return html`<form class="inline" method="post" action="${runPath(run.job, run.run_key)}/replay">\
+<button type="submit"${id}${cls}>Replay run</button></form>`;
 }
+
+/** A queue job's id, linked to it on bull-board. */
+const queueJobLink = (id: string) =>
+  html`<a href="${BULL_BOARD_PATH}/queue/${encodeURIComponent(QUEUE_NAME)}/${encodeURIComponent(id)}"><code>${id}\
+</code></a>`;
 
 /** Milliseconds from a run's first attempt's start to its last finish, or null while unknown or running. */
 function runDurationMs(r: RunRow): number | null {
@@ -93,20 +94,29 @@ function runDurationMs(r: RunRow): number | null {
 }
 
 function filterForm(f: RunListFilter, jobs: string[]): SafeHtml {
-  const jobOptions = jobs.map((j) => html`<option value="${j}"${f.job === j ? html` selected` : ''}>${j}</option>`);
-  const statusOptions = ATTEMPT_STATUSES.map(
-    (s) => html`<option value="${s}"${f.status === s ? html` selected` : ''}>${s}</option>`,
-  );
+  const option = (v: string, chosen: string | undefined) =>
+    html`<option value="${v}"${chosen === v ? html` selected` : ''}>${v}</option>`;
   return html`<form method="get" action="/admin/runs">
-<label>Job <select name="job"><option value="">all</option>${jobOptions}</select></label>
-<label>Status of the newest attempt <select name="status"><option value="">all</option>${statusOptions}</select></label>
+<label>Job <select name="job"><option value="">all</option>${jobs.map((j) => option(j, f.job))}</select></label>
+<label>Status of the newest attempt <select name="status"><option value="">all</option>\
+${ATTEMPT_STATUSES.map((s) => option(s, f.status))}</select></label>
 <label>Per job <input name="limit" type="number" min="1" max="200" value="${f.perJob}" size="4"></label>
 <button type="submit">Filter</button></form>`;
 }
 
+function runListRow(r: RunListRow, zone: string | undefined): SafeHtml {
+  const reverted = r.reverted_at ? html` <span class="muted reverted">(reverted)</span>` : '';
+  return html`<tr><td><a href="${runPath(r.job, r.run_key)}">${r.run_key}</a></td>\
+<td>${formatTime(r.first_started_at ?? r.created_at, zone)}</td><td>${statusLabel(r.status)}${reverted}</td>\
+<td>${r.trigger}</td><td class="num attempts">${r.attempts}</td>\
+<td class="num">${formatDuration(runDurationMs(r))}</td><td class="num">${formatCount(r.rows)}</td>\
+<td>${r.error_first_line ?? ''}</td></tr>
+`;
+}
+
 /**
- * The run list: per job its latest logical runs (run key, first start, status of the newest attempt, trigger,
- * attempts, duration from first start to last finish, rows loaded, the newest attempt's first error line).
+ * The run list: per job its latest logical runs, each with the first start, the newest attempt's status and first
+ * error line, the trigger, the attempts, the duration from first start to last finish and the rows loaded.
  * @param rows from listRecentRuns, ordered by job then newest first
  */
 export function renderRunList(
@@ -120,22 +130,16 @@ export function renderRunList(
   const sections = [...byJob].map(
     ([job, runs]) => html`<h2><a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a></h2>
 <table class="runs">${headerRow(COLUMNS.runs)}<tbody>
-${runs.map(
-  (
-    r,
-  ) => html`<tr><td><a href="${runPath(r.job, r.run_key)}">${r.run_key}</a></td><td>${formatTime(r.first_started_at ?? r.created_at, zoneOf(r.job))}</td><td>${statusLabel(r.status)}${r.reverted_at ? html` <span class="muted reverted">(reverted)</span>` : ''}</td><td>${r.trigger}</td><td class="num attempts">${r.attempts}</td><td class="num">${formatDuration(runDurationMs(r))}</td><td class="num">${formatCount(r.rows)}</td><td>${r.error_first_line ?? ''}</td></tr>
-`,
-)}</tbody></table>`,
+${runs.map((r) => runListRow(r, zoneOf(r.job)))}</tbody></table>`,
   );
   const empty = rows.length === 0 ? html`<p>No runs match.</p>` : '';
-  return page(
-    'Runs',
-    html`<p class="muted">One line per run (its run key): every retry and replay of it is one of its attempts. Times are in each job's time zone, with its UTC offset.</p>${filterForm(f, jobs)}${empty}${sections}`,
-  );
+  const intro = html`<p class="muted">One line per run (its run key): every retry and replay of it is one of its \
+attempts. Times are in each job's time zone, with its UTC offset.</p>`;
+  return page('Runs', html`${intro}${filterForm(f, jobs)}${empty}${sections}`);
 }
 
 /** What the run page shows above the run: the outcome of a replay request. */
-export interface RunPageNotice {
+interface RunPageNotice {
   /** BullMQ job id of the queued replay. */
   replayedJobId?: string | undefined;
   /** Why a replay could not be queued. */
@@ -144,10 +148,9 @@ export interface RunPageNotice {
   jobGone?: boolean | undefined;
 }
 
-/** The banner of a replay request's outcome, or nothing. */
-export function replayBanner(notice: RunPageNotice): SafeHtml | '' {
+function replayBanner(notice: RunPageNotice): SafeHtml | '' {
   if (notice.replayedJobId) {
-    return html`<div class="notice" role="status">Replay queued as job <a href="${BULL_BOARD_PATH}/queue/${encodeURIComponent(QUEUE_NAME)}/${encodeURIComponent(notice.replayedJobId)}"><code>${notice.replayedJobId}</code></a>.</div>`;
+    return html`<div class="notice" role="status">Replay queued as job ${queueJobLink(notice.replayedJobId)}.</div>`;
   }
   return notice.replayError
     ? html`<div class="problem" role="alert">Replay not queued: ${notice.replayError}</div>`
@@ -157,52 +160,52 @@ export function replayBanner(notice: RunPageNotice): SafeHtml | '' {
 /** The documents an attempt archived, each a download link (`/admin/attempts/:attemptId/documents/:page`). */
 export function documentTable(attemptId: string, documents: RunDocument[]): SafeHtml | '' {
   if (documents.length === 0) return '';
-  return html`<h2>Documents</h2><table id="documents"><thead><tr><th>Page</th><th>File</th><th>Type</th><th>Bytes</th><th>sha256</th></tr></thead><tbody>
-${documents.map(
-  (
-    d,
-  ) => html`<tr><td class="num">${d.page}</td><td><a href="${attemptPath(attemptId)}/documents/${d.page}" download="${d.fileName}">${d.fileName}</a></td><td>${d.contentType}</td><td class="num">${formatCount(d.bytes)}</td><td><code>${d.sha256.slice(0, 16)}…</code></td></tr>
-`,
-)}</tbody></table>`;
+  const row = (d: RunDocument) => html`<tr><td class="num">${d.page}</td>\
+<td><a href="${attemptPath(attemptId)}/documents/${d.page}" download="${d.fileName}">${d.fileName}</a></td>\
+<td>${d.contentType}</td><td class="num">${formatCount(d.bytes)}</td>\
+<td><code>${d.sha256.slice(0, 16)}…</code></td></tr>
+`;
+  return html`<h2>Documents</h2><table id="documents"><thead><tr><th>Page</th><th>File</th><th>Type</th>\
+<th>Bytes</th><th>sha256</th></tr></thead><tbody>
+${documents.map(row)}</tbody></table>`;
 }
 
-/**
- * The reverts of an append run (README "Run history": etl.reverts), newest first: when, how many rows left which
- * table, the attempt that had appended them, and who reverted them; with a note when the run stands reverted.
- */
-export function revertTable(run: Pick<RunRow, 'attempts'>, reverts: RevertRow[], zone?: string): SafeHtml | '' {
+/** The reverts of an append run (etl.reverts), newest first, with a note when the run stands reverted. */
+function revertTable(run: Pick<RunRow, 'attempts'>, reverts: RevertRow[], zone?: string): SafeHtml | '' {
   if (reverts.length === 0) return '';
   const last = reverts[0]!;
   const note = isReverted(run, reverts)
-    ? html`<p class="notice" id="reverted" role="status">Reverted at ${formatTime(last.reverted_at, zone)}: its ${formatCount(last.rows)} rows were removed from ${last.target_table}. A replay appends the run again.</p>`
+    ? html`<p class="notice" id="reverted" role="status">Reverted at ${formatTime(last.reverted_at, zone)}: its \
+${formatCount(last.rows)} rows were removed from ${last.target_table}. A replay appends the run again.</p>`
     : '';
-  return html`<h2>Reverts</h2>${note}<table id="reverts"><thead><tr><th>Reverted</th><th>Rows removed</th><th>Of rows appended</th><th>Table</th><th>Appended by attempt</th><th>By</th></tr></thead><tbody>
-${reverts.map(
-  (
-    v,
-  ) => html`<tr><td>${formatTime(v.reverted_at, zone)}</td><td class="num">${formatCount(v.rows)}</td><td class="num">${formatCount(v.appended_rows)}</td><td>${v.target_table}</td><td><a href="${attemptPath(v.attempt_id)}">${v.attempt_id.slice(0, 8)}</a></td><td>${v.reverted_by ?? ''}</td></tr>
-`,
-)}</tbody></table>`;
+  const row = (v: RevertRow) => html`<tr><td>${formatTime(v.reverted_at, zone)}</td>\
+<td class="num">${formatCount(v.rows)}</td><td class="num">${formatCount(v.appended_rows)}</td>\
+<td>${v.target_table}</td><td><a href="${attemptPath(v.attempt_id)}">${v.attempt_id.slice(0, 8)}</a></td>\
+<td>${v.reverted_by ?? ''}</td></tr>
+`;
+  return html`<h2>Reverts</h2>${note}<table id="reverts"><thead><tr><th>Reverted</th><th>Rows removed</th>\
+<th>Of rows appended</th><th>Table</th><th>Appended by attempt</th><th>By</th></tr></thead><tbody>
+${reverts.map(row)}</tbody></table>`;
 }
 
-/** The attempts of a run, newest first, each linked to its page; `current` (an attempt id) is marked; times in `zone`. */
-export function attemptTable(attempts: AttemptListRow[], current?: string, zone?: string): SafeHtml {
+/** The attempts of a run, newest first, each linked to its page; times in `zone`. */
+export function attemptTable(attempts: AttemptListRow[], zone?: string): SafeHtml {
+  const row = (a: AttemptListRow) => html`<tr><td class="num">${a.attempt}</td>\
+<td><a href="${attemptPath(a.attempt_id)}">${a.attempt_id.slice(0, 8)}</a></td>\
+<td>${formatTime(a.started_at, zone)}</td><td>${statusLabel(a.status)}</td><td>${a.trigger}</td>\
+<td class="num">${formatDuration(a.duration_ms)}</td><td class="num">${formatCount(a.rows)}</td>\
+<td>${a.worker ?? ''}</td><td>${a.error_first_line ?? ''}</td></tr>
+`;
   return html`<table id="attempts">${headerRow(COLUMNS.attempts)}<tbody>
-${attempts.map(
-  (
-    a,
-  ) => html`<tr${a.attempt_id === current ? html` class="current"` : ''}><td class="num">${a.attempt}</td><td><a href="${attemptPath(a.attempt_id)}">${a.attempt_id.slice(0, 8)}</a></td><td>${formatTime(a.started_at, zone)}</td><td>${statusLabel(a.status)}</td><td>${a.trigger}</td><td class="num">${formatDuration(a.duration_ms)}</td><td class="num">${formatCount(a.rows)}</td><td>${a.worker ?? ''}</td><td>${a.error_first_line ?? ''}</td></tr>
-`,
-)}</tbody></table>`;
+${attempts.map(row)}</tbody></table>`;
 }
-
-/** Attempts drawn on a run's timeline at most: the newest ones. */
-export const TIMELINE_ATTEMPTS = 5;
 
 /** An attempt as the timeline chart draws it: its heading links to its page. */
 export function chartAttempt(a: AttemptRow, zone?: string): ChartAttempt {
+  const took = a.duration_ms !== null ? `, ${formatDuration(a.duration_ms)}` : '';
   return {
-    heading: html`<a href="${attemptPath(a.attempt_id)}">Attempt ${a.attempt}</a> ${statusLabel(a.status)} <span class="muted">started ${formatTime(a.started_at, zone)}${a.duration_ms !== null ? `, ${formatDuration(a.duration_ms)}` : ''}</span>`,
+    heading: html`<a href="${attemptPath(a.attempt_id)}">Attempt ${a.attempt}</a> ${statusLabel(a.status)} \
+<span class="muted">started ${formatTime(a.started_at, zone)}${took}</span>`,
     status: a.status,
     startedAt: a.started_at,
     finishedAt: a.finished_at,
@@ -210,33 +213,32 @@ export function chartAttempt(a: AttemptRow, zone?: string): ChartAttempt {
   };
 }
 
-/**
- * "Where the time went": the run's newest attempts (at most {@link TIMELINE_ATTEMPTS}, oldest first) on one time axis
- * (admin/timeline-chart.ts), so that retries and the time between them show too.
- */
-export function runTimeline(attempts: AttemptRow[], zone?: string): SafeHtml | '' {
+/** Attempts drawn on a run's timeline at most: the newest ones. */
+const TIMELINE_ATTEMPTS = 5;
+
+/** "Where the time went": the run's newest attempts, oldest first, on one time axis. */
+function runTimeline(attempts: AttemptRow[], zone?: string): SafeHtml | '' {
   if (attempts.length === 0) return '';
   const drawn = [...attempts].sort((a, b) => a.started_at.getTime() - b.started_at.getTime()).slice(-TIMELINE_ATTEMPTS);
   const left = attempts.length - drawn.length;
-  return html`<h2 id="timeline">Where the time went</h2>${left > 0 ? html`<p class="muted">The ${drawn.length} newest of ${attempts.length} attempts; each attempt's page draws it alone.</p>` : ''}${timelineChart(drawn.map((a) => chartAttempt(a, zone)))}`;
+  const note = html`<p class="muted">The ${drawn.length} newest of ${attempts.length} attempts; each attempt's page \
+draws it alone.</p>`;
+  return html`<h2 id="timeline">Where the time went</h2>${left > 0 ? note : ''}\
+${timelineChart(drawn.map((a) => chartAttempt(a, zone)))}`;
 }
 
-/**
- * When a queued run was put on the queue and how long it waited there before a worker began it (for a free worker,
- * or for the job's previous run under overlap: wait); nothing for a foreground run.
- */
+/** When a queued run was queued and how long it waited for a worker; nothing for a foreground run. */
 function queuedField(run: RunRow, zone?: string): SafeHtml | string {
   if (!run.queued_at) return '';
-  const waited = run.created_at.getTime() - run.queued_at.getTime();
-  return html`<dt>Queued</dt><dd class="queued">${formatTime(run.queued_at, zone)} <span class="muted">(a worker began it ${formatDuration(Math.max(0, waited))} later)</span></dd>`;
+  const waited = formatDuration(Math.max(0, run.created_at.getTime() - run.queued_at.getTime()));
+  return html`<dt>Queued</dt><dd class="queued">${formatTime(run.queued_at, zone)} <span class="muted">(a worker \
+began it ${waited} later)</span></dd>`;
 }
 
 /**
- * One logical run: what it was asked to do (trigger, logical time, parameters, queue job, when it was queued and how
- * long it waited for a worker), how it stands (the
- * newest attempt's status, attempts, first start, last finish, rows), its attempts with their errors' first lines,
- * the documents it loaded, its reverts, and a Replay button (POST /admin/runs/:job/:runKey/replay) when its newest
- * attempt failed or was interrupted, or its rows were reverted.
+ * One logical run: what it was asked to do, how it stands, its attempts with their errors' first lines, the
+ * documents it loaded, its reverts, and a Replay button when its newest attempt failed or was interrupted, or its
+ * rows were reverted.
  * @param documents those of the attempt that loaded the run (`loadingAttemptId`)
  * @param zone the job's time zone, for its times (UTC when not given)
  * @param reverts the run's reverts (`report-etl revert`), newest first
@@ -250,33 +252,29 @@ export function renderRunPage(
   zone?: string,
   reverts: RevertRow[] = [],
 ): string {
+  const t = (d: Date | null) => formatTime(d, zone);
   const queueJob = run.queue_job_id
-    ? html`<a href="${BULL_BOARD_PATH}/queue/${encodeURIComponent(QUEUE_NAME)}/${encodeURIComponent(run.queue_job_id)}"><code>${run.queue_job_id}</code></a>`
+    ? queueJobLink(run.queue_job_id)
     : html`<span class="muted">none (a foreground report-etl run)</span>`;
-  const interval =
-    run.logical_start || run.logical_end
-      ? `${formatTime(run.logical_start, zone)} – ${formatTime(run.logical_end, zone)}`
-      : '';
+  const interval = run.logical_start || run.logical_end ? `${t(run.logical_start)} – ${t(run.logical_end)}` : '';
+  const parameters = run.parameters ? html`<code>${JSON.stringify(run.parameters)}</code>` : '';
   const fields = html`<dl>
-<dt>Job</dt><dd><a href="/admin/runs?job=${encodeURIComponent(run.job)}">${run.job}</a></dd><dt>Run key</dt><dd class="run-key">${run.run_key}</dd>
-<dt>Status</dt><dd class="status">${statusLabel(run.status)} <span class="muted">(its newest attempt's)</span></dd><dt>Attempts</dt><dd class="attempts">${run.attempts}</dd>
-<dt>Trigger</dt><dd>${run.trigger}</dd><dt>Scheduled for</dt><dd>${formatTime(run.scheduled_for, zone)}</dd>
-<dt>Logical interval</dt><dd>${interval}</dd><dt>Parameters</dt><dd>${run.parameters ? html`<code>${JSON.stringify(run.parameters)}</code>` : ''}</dd>
-<dt>Queue job</dt><dd>${queueJob}</dd>${queuedField(run, zone)}<dt>First started</dt><dd>${formatTime(run.first_started_at, zone)}</dd>
-<dt>Last finished</dt><dd>${formatTime(run.last_finished_at, zone)}</dd><dt>Rows</dt><dd class="rows">${formatCount(run.rows)}</dd>
+<dt>Job</dt><dd><a href="/admin/runs?job=${encodeURIComponent(run.job)}">${run.job}</a></dd>\
+<dt>Run key</dt><dd class="run-key">${run.run_key}</dd>
+<dt>Status</dt><dd class="status">${statusLabel(run.status)} <span class="muted">(its newest attempt's)</span></dd>\
+<dt>Attempts</dt><dd class="attempts">${run.attempts}</dd>
+<dt>Trigger</dt><dd>${run.trigger}</dd><dt>Scheduled for</dt><dd>${t(run.scheduled_for)}</dd>
+<dt>Logical interval</dt><dd>${interval}</dd><dt>Parameters</dt><dd>${parameters}</dd>
+<dt>Queue job</dt><dd>${queueJob}</dd>${queuedField(run, zone)}<dt>First started</dt><dd>${t(run.first_started_at)}</dd>
+<dt>Last finished</dt><dd>${t(run.last_finished_at)}</dd><dt>Rows</dt><dd class="rows">${formatCount(run.rows)}</dd>
 </dl>`;
-  const replay =
-    !replayable(run) && !isReverted(run, reverts)
-      ? ''
-      : notice.jobGone
-        ? jobGoneNote(run)
-        : replayButton(run, { id: 'replay' });
+  const offered = replayable(run) || isReverted(run, reverts);
+  const replay = !offered ? '' : notice.jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
   const list = attempts.length
-    ? html`<h2>Attempts</h2>${attemptTable(attempts, undefined, zone)}`
+    ? html`<h2>Attempts</h2>${attemptTable(attempts, zone)}`
     : html`<p>No attempt recorded yet: the run is queued or waits for a report slot.</p>`;
   const docs = loadingAttemptId ? documentTable(loadingAttemptId, documents) : '';
-  return page(
-    `Run ${run.job} ${run.run_key}`,
-    html`${replayBanner(notice)}${replay}${fields}${revertTable(run, reverts, zone)}${list}${runTimeline(attempts, zone)}${docs}`,
-  );
+  const body = html`${replayBanner(notice)}${replay}${fields}${revertTable(run, reverts, zone)}${list}\
+${runTimeline(attempts, zone)}${docs}`;
+  return page(`Run ${run.job} ${run.run_key}`, body);
 }

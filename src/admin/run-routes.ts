@@ -2,12 +2,10 @@
  * Routes of the run history pages:
  * - `GET /admin/runs`: the logical runs (filters `job`, `status` of the newest attempt, `limit` per job);
  * - `GET /admin/runs/:job/:runKey`: one run, its attempts, the documents it loaded and its reverts;
- * - `POST /admin/runs/:job/:runKey/replay`: re-queues the failed run through the queue's replayRun (the same logical
- *   run, so append loads stay exactly-once) and redirects back to the run (303) with a notice;
- * - `GET /admin/attempts/:attemptId`: one attempt, its errors (the server's own words) and documents;
+ * - `POST /admin/runs/:job/:runKey/replay`: queues the failed run again, under its run key, and redirects back (303);
+ * - `GET /admin/attempts/:attemptId`: one attempt, its errors and documents;
  * - `GET /admin/attempts/:attemptId/documents/:page`: one document, streamed from its target table as an attachment.
- * Links sent before runs and attempts had pages of their own (`/admin/runs/<attempt id>`, and its
- * `/documents/<page>`) are redirected (301) to the attempt's. Access control is the server's onRequest hook.
+ * Older links to an attempt (`/admin/runs/<attempt id>`, and its `/documents/<page>`) are redirected (301).
  */
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -26,11 +24,11 @@ import { revertsOfRun } from '../history/reverts.ts';
 import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
 import { renderAttemptPage } from './attempt-page.ts';
 import { PAGE_CSP } from './html.ts';
-import { attemptPath, renderRunList, renderRunPage, runPath, type ZoneOf } from './run-pages.ts';
+import { attemptPath, renderRunList, renderRunPage, runPath } from './run-pages.ts';
 import { DocumentNotFoundError, listRunDocuments, readDocument } from '../warehouse/documents.ts';
 
 /** What the run routes need. */
-export interface RunRoutesDeps {
+interface RunRoutesDeps {
   pool: pg.Pool;
   queue: RunQueue;
   logger: Logger;
@@ -41,10 +39,10 @@ export interface RunRoutesDeps {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Default and largest number of runs shown per job on the run list. */
-export const RUNS_PER_JOB = { default: 10, max: 200 } as const;
+const RUNS_PER_JOB = { default: 10, max: 200 } as const;
 
 /** Parses the run list's query string; unknown or malformed values fall back to "all" / the default. */
-export function parseRunListFilter(q: Record<string, unknown>): RunListFilter {
+function parseRunListFilter(q: Record<string, unknown>): RunListFilter {
   const job = typeof q.job === 'string' && q.job !== '' && q.job.length <= 200 ? q.job : undefined;
   const status =
     typeof q.status === 'string' && (ATTEMPT_STATUSES as readonly string[]).includes(q.status)
@@ -55,12 +53,10 @@ export function parseRunListFilter(q: Record<string, unknown>): RunListFilter {
   return { job, status, perJob };
 }
 
-/** Each job's time zone in `config` (its schedule's); undefined, so UTC, without a config or for a job it lacks. */
-function zoneOf(config: EtlConfig | undefined): ZoneOf {
-  return (job) => {
-    const j = config?.jobs[job];
-    return config && j ? scheduleZone(config, j) : undefined;
-  };
+/** A job's time zone in `config` (its schedule's); undefined, so UTC, without a config or for a job it lacks. */
+function zoneOf(config: EtlConfig | undefined, job: string): string | undefined {
+  const j = config?.jobs[job];
+  return config && j ? scheduleZone(config, j) : undefined;
 }
 
 function htmlPage(reply: FastifyReply, body: string): FastifyReply {
@@ -71,15 +67,18 @@ function notFound(reply: FastifyReply, text: string): FastifyReply {
   return reply.code(404).type('text/plain; charset=utf-8').send(`${text}\n`);
 }
 
-/** Registers the run history routes on `app`. */
+/** Registers the run history routes on `app` (access control is the server's onRequest hook). */
 export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): void {
   app.get('/admin/runs', async (req, reply) => {
     const filter = parseRunListFilter(req.query as Record<string, unknown>);
     const [rows, jobs] = await Promise.all([listRecentRuns(deps.pool, filter), listJobNames(deps.pool)]);
-    return htmlPage(reply, renderRunList(rows, filter, jobs, zoneOf(deps.config?.())));
+    const config = deps.config?.();
+    const zones = (job: string) => zoneOf(config, job);
+    return htmlPage(reply, renderRunList(rows, filter, jobs, zones));
   });
 
-  app.get<{ Params: { job: string; runKey: string }; Querystring: Record<string, string | undefined> }>(
+  type RunParams = { Params: { job: string; runKey: string } };
+  app.get<RunParams & { Querystring: Record<string, string | undefined> }>(
     '/admin/runs/:job/:runKey',
     async (req, reply) => {
       const { job, runKey } = req.params;
@@ -92,23 +91,17 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
       ]);
       const documents = loading ? await listRunDocuments(deps.pool, loading) : [];
       const config = deps.config?.();
-      const jobGone = config !== undefined && !config.jobs[run.job];
-      return htmlPage(
-        reply,
-        renderRunPage(
-          run,
-          attempts,
-          { replayedJobId: req.query.replayed, replayError: req.query.replayError, jobGone },
-          loading,
-          documents,
-          zoneOf(config)(run.job),
-          reverts,
-        ),
-      );
+      const notice = {
+        replayedJobId: req.query.replayed,
+        replayError: req.query.replayError,
+        jobGone: config !== undefined && !config.jobs[run.job],
+      };
+      const zone = zoneOf(config, run.job);
+      return htmlPage(reply, renderRunPage(run, attempts, notice, loading, documents, zone, reverts));
     },
   );
 
-  app.post<{ Params: { job: string; runKey: string } }>('/admin/runs/:job/:runKey/replay', async (req, reply) => {
+  app.post<RunParams>('/admin/runs/:job/:runKey/replay', async (req, reply) => {
     const { job, runKey } = req.params;
     const back = runPath(job, runKey);
     try {
@@ -137,66 +130,48 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
       listRunDocuments(deps.pool, attemptId),
     ]);
     const config = deps.config?.();
-    return htmlPage(
-      reply,
-      renderAttemptPage(
-        attempt,
-        run,
-        errors,
-        attempts,
-        documents,
-        config !== undefined && !config.jobs[run.job],
-        zoneOf(config)(run.job),
-      ),
-    );
+    const jobGone = config !== undefined && !config.jobs[run.job];
+    const page = renderAttemptPage(attempt, run, errors, attempts, documents, jobGone, zoneOf(config, run.job));
+    return htmlPage(reply, page);
   });
 
-  app.get<{ Params: { attemptId: string; page: string } }>(
-    '/admin/attempts/:attemptId/documents/:page',
-    async (req, reply) => {
-      const { attemptId, page } = req.params;
-      const doc =
-        UUID.test(attemptId) && /^[1-9]\d{0,8}$/.test(page)
-          ? (await listRunDocuments(deps.pool, attemptId)).find((d) => d.page === Number(page))
-          : undefined;
-      if (!doc) return notFound(reply, `no document on page ${page} of attempt ${attemptId}`);
-      const body = readDocument(deps.pool, doc);
-      // The first slice is read before the answer starts, so that a document gone from its target is a clean 404.
-      let first: IteratorResult<Buffer>;
-      try {
-        first = await body.next();
-      } catch (err) {
-        if (err instanceof DocumentNotFoundError) return notFound(reply, err.message);
-        throw err;
-      }
-      async function* all(): AsyncGenerator<Buffer> {
-        if (!first.done) yield first.value;
-        yield* body;
-      }
-      return reply
-        .header('content-type', doc.contentType)
-        .header('content-length', String(doc.bytes))
-        .header('content-disposition', `attachment; filename="${doc.fileName.replace(/[^A-Za-z0-9_.-]/g, '_')}"`)
-        .header('x-content-type-options', 'nosniff')
-        .send(Readable.from(all()));
-    },
-  );
+  type DocumentParams = { Params: { attemptId: string; page: string } };
+  app.get<DocumentParams>('/admin/attempts/:attemptId/documents/:page', async (req, reply) => {
+    const { attemptId, page } = req.params;
+    const doc =
+      UUID.test(attemptId) && /^[1-9]\d{0,8}$/.test(page)
+        ? (await listRunDocuments(deps.pool, attemptId)).find((d) => d.page === Number(page))
+        : undefined;
+    if (!doc) return notFound(reply, `no document on page ${page} of attempt ${attemptId}`);
+    const body = readDocument(deps.pool, doc);
+    // The first slice is read before the answer starts, so that a document gone from its target is a clean 404.
+    let first: IteratorResult<Buffer>;
+    try {
+      first = await body.next();
+    } catch (err) {
+      if (err instanceof DocumentNotFoundError) return notFound(reply, err.message);
+      throw err;
+    }
+    async function* all(): AsyncGenerator<Buffer> {
+      if (!first.done) yield first.value;
+      yield* body;
+    }
+    return reply
+      .header('content-type', doc.contentType)
+      .header('content-length', String(doc.bytes))
+      .header('content-disposition', `attachment; filename="${doc.fileName.replace(/[^A-Za-z0-9_.-]/g, '_')}"`)
+      .header('x-content-type-options', 'nosniff')
+      .send(Readable.from(all()));
+  });
 
-  // Links in alerts and chat from before: `/admin/runs/<id>` named an attempt.
   app.get<{ Params: { attemptId: string } }>('/admin/runs/:attemptId', async (req, reply) => {
     const { attemptId } = req.params;
-    if (!UUID.test(attemptId))
-      return notFound(
-        reply,
-        `no page /admin/runs/${attemptId}: a run's page is /admin/runs/<job>/<run key>, an attempt's /admin/attempts/<attempt id>`,
-      );
-    return reply.redirect(attemptPath(attemptId), 301);
+    if (UUID.test(attemptId)) return reply.redirect(attemptPath(attemptId), 301);
+    const pages = "a run's page is /admin/runs/<job>/<run key>, an attempt's /admin/attempts/<attempt id>";
+    return notFound(reply, `no page /admin/runs/${attemptId}: ${pages}`);
   });
-  app.get<{ Params: { attemptId: string; page: string } }>(
-    '/admin/runs/:attemptId/documents/:page',
-    async (req, reply) => {
-      const { attemptId, page } = req.params;
-      return reply.redirect(`${attemptPath(attemptId)}/documents/${encodeURIComponent(page)}`, 301);
-    },
-  );
+  app.get<DocumentParams>('/admin/runs/:attemptId/documents/:page', async (req, reply) => {
+    const { attemptId, page } = req.params;
+    return reply.redirect(`${attemptPath(attemptId)}/documents/${encodeURIComponent(page)}`, 301);
+  });
 }

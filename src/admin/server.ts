@@ -19,6 +19,10 @@
  * proxy on the same machine every caller looks local: configure a token there. Requests that change state (any
  * method but GET/HEAD under /admin) must come from our own origin when the browser sends `Origin`.
  *
+ * Whatever is configured, `/admin…` and `/metrics` answer only a Host header that names this server (localhost, an
+ * IP address, the host of ADMIN_PUBLIC_URL, ADMIN_ALLOWED_HOSTS: DNS rebinding), and an address with 10 refused
+ * credentials (a wrong `/admin/login` token included) within a minute gets 429 (auth.ts RefusalLimit).
+ *
  * Query strings are never logged (the login URL carries the token).
  */
 import type { RunQueue } from '../queue/queue.ts';
@@ -32,6 +36,9 @@ import { registerOverviewRoutes } from './overview-routes.ts';
 import type { Logger } from '../logger.ts';
 import {
   adminAuthFromEnv,
+  allowedHostsFromEnv,
+  hasCredentials,
+  isAllowedHost,
   isAuthConfigured,
   isAuthorized,
   isLoopback,
@@ -39,6 +46,7 @@ import {
   isSameOrigin,
   metricsTokenFromEnv,
   rejectMetrics,
+  RefusalLimit,
   rejectUnauthorized,
   safeEqual,
   sessionCookie,
@@ -67,6 +75,8 @@ export interface AdminServerOptions {
   host?: string;
   /** Admin credentials; default from env ADMIN_TOKEN / ADMIN_USER + ADMIN_PASSWORD. `{}` means none. */
   auth?: AdminAuth;
+  /** Host names besides localhost and IP addresses (auth.ts isAllowedHost); default from env (allowedHostsFromEnv). */
+  allowedHosts?: readonly string[];
   /** Bearer token of metrics scrapers (`/metrics` only); default from env METRICS_TOKEN. `''` means none. */
   metricsToken?: string;
   /**
@@ -123,6 +133,8 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   const auth = deps.auth ?? adminAuthFromEnv();
   const metricsToken = deps.metricsToken ?? metricsTokenFromEnv();
   const metricsPublic = deps.metricsPublic ?? false;
+  const allowedHosts = deps.allowedHosts ?? allowedHostsFromEnv();
+  const refusals = new RefusalLimit();
   const host = deps.host ?? '127.0.0.1';
   const log = deps.logger.child(
     { component: 'admin' },
@@ -152,14 +164,34 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
 
   app.addHook('onRequest', async (req, reply) => {
     const route = req.routeOptions.url ?? pathOf(req);
+    if (route !== '/metrics' && route !== '/admin' && !route.startsWith('/admin/')) return;
+    const remote = req.socket.remoteAddress ?? '';
+    const refused = { method: req.method, path: pathOf(req), remote };
+    if (!isAllowedHost(req.headers.host, allowedHosts)) {
+      log.info(refused, 'admin request refused: its Host is not this server (ADMIN_ALLOWED_HOSTS)');
+      return reply
+        .code(403)
+        .type('text/plain; charset=utf-8')
+        .send('this server answers to localhost, its IP addresses and the names of ADMIN_ALLOWED_HOSTS\n');
+    }
+    const wait = refusals.waitSeconds(remote);
+    if (wait > 0) {
+      return reply
+        .code(429)
+        .header('retry-after', String(wait))
+        .type('text/plain; charset=utf-8')
+        .send(`too many refused credentials from this address: try again in ${wait} s\n`);
+    }
     if (route === '/metrics') {
       if (metricsPublic || isMetricsAuthorized(req, auth, metricsToken || undefined)) return;
-      log.info({ method: req.method, path: route, remote: req.socket.remoteAddress }, 'metrics request refused');
+      if (hasCredentials(req)) refusals.refused(remote);
+      log.info(refused, 'metrics request refused');
       return rejectMetrics(reply, auth, metricsToken || undefined);
     }
     if (!needsAuth(route)) return;
     if (!isAuthorized(req, auth)) {
-      log.info({ method: req.method, path: pathOf(req), remote: req.socket.remoteAddress }, 'admin request refused');
+      if (hasCredentials(req)) refusals.refused(remote);
+      log.info(refused, 'admin request refused');
       return rejectUnauthorized(reply, auth);
     }
     if (req.method !== 'GET' && req.method !== 'HEAD' && !isSameOrigin(req)) {
@@ -203,6 +235,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     // Compare even when no token is configured, so timing says nothing about the configuration.
     const ok = safeEqual(given, token ?? '') && Boolean(token);
     if (!ok) {
+      refusals.refused(req.socket.remoteAddress ?? '');
       log.info({ remote: req.socket.remoteAddress }, 'admin login refused');
       return reply
         .code(401)
@@ -257,7 +290,12 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
         ? 'admin'
         : 'loopback-only';
   log.info(
-    { url, auth: auth?.token ? 'token' : auth?.basic ? 'basic' : 'loopback-only', metrics: metricsAccess },
+    {
+      url,
+      auth: auth?.token ? 'token' : auth?.basic ? 'basic' : 'loopback-only',
+      metrics: metricsAccess,
+      allowedHosts,
+    },
     'admin server listening',
   );
   let closing: Promise<void> | undefined;

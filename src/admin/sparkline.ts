@@ -1,21 +1,19 @@
 /**
- * Sparklines for the jobs overview: small inline SVG charts drawn on the server, so the page needs no
- * script and no CDN (its CSP allows neither). One point per finished attempt, oldest left; a failed or interrupted
- * attempt is a red dot on the baseline, so a gap in the line reads as "no rows because it failed".
+ * Sparklines for the jobs overview, inline SVG drawn on the server (the pages' CSP allows no script). One point per
+ * finished attempt, oldest left; a failure is a red dot on the baseline, so a gap in the line reads as "it failed".
  */
 import { html, type SafeHtml } from './html.ts';
 
 /** One point: the value (rows, ms) of a succeeded attempt, or a failure. */
-export interface SparkPoint {
+interface SparkPoint {
   value: number | null;
   failed: boolean;
 }
 
 /**
- * An SVG sparkline of `points`, `width` x `height` px, with a `<title>` that names what it shows and the
- * last value (screen readers and hover).
+ * An SVG sparkline of `points`, `width` x `height` px, titled with what it shows and the last value.
  * @param label e.g. "rows of the last 20 runs"
- * @param format renders a value for the title (e.g. thousands separators)
+ * @param format renders a value for the title
  */
 export function sparkline(
   points: SparkPoint[],
@@ -24,11 +22,13 @@ export function sparkline(
   width = 120,
   height = 24,
 ): SafeHtml {
+  if (points.length === 0) {
+    return html`<svg class="spark" width="${width}" height="${height}" role="img" aria-label="${label}: no runs yet">\
+<title>${label}: no runs yet</title></svg>`;
+  }
   const values = points.map((p) => p.value).filter((v): v is number => v !== null && Number.isFinite(v));
   const last = [...points].reverse().find((p) => p.value !== null)?.value;
   const title = `${label}${last !== undefined && last !== null ? `; last ${format(last)}` : ''}`;
-  if (points.length === 0)
-    return html`<svg class="spark" width="${width}" height="${height}" role="img" aria-label="${label}: no runs yet"><title>${label}: no runs yet</title></svg>`;
   const max = Math.max(1, ...values);
   const step = points.length > 1 ? (width - 4) / (points.length - 1) : 0;
   const x = (i: number) => (2 + i * step).toFixed(1);
@@ -48,5 +48,6 @@ export function sparkline(
         ? html`<circle cx="${x(i)}" cy="${y(p.value)}" r="1.3" fill="#0969da"/>`
         : '',
   );
-  return html`<svg class="spark" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${title}"><title>${title}</title>${lines}${dots}</svg>`;
+  return html`<svg class="spark" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" \
+aria-label="${title}"><title>${title}</title>${lines}${dots}</svg>`;
 }

@@ -1,12 +1,8 @@
 /**
- * Where a run's time went, drawn on the server as inline SVG (no script: the pages' CSP allows none): each attempt's
- * timeline (history/timeline.ts) on one time axis — the slot wait, the record, the token, the start request, the
- * server's rendering, the load and inside it each page's fetch and reading, the commit, the report job's DELETE —,
- * coloured by whom the attempt waited for (the server, the network, PostgreSQL, its own decoding, a report slot), with
- * a line per attempt saying how much each took. Details are in tooltips (SVG `<title>`). Every text is escaped.
- *
- * Layout: a grid of a label column (an SVG of fixed width) and a bar column (an SVG whose viewBox is stretched to the
- * column's width, rows keeping their pixel height), so that the chart fills a wide screen and still fits a phone.
+ * Where a run's time went (docs/architecture.md "Observability"), drawn on the server as inline SVG: each attempt's
+ * timeline (history/timeline.ts) on one time axis, coloured by whom the attempt waited for, with a line per attempt
+ * saying how much each took; details in tooltips (SVG `<title>`). A grid of a label column of fixed width and a bar
+ * column whose viewBox stretches to its width (rows keep their pixel height): it fills a wide screen, fits a phone.
  */
 import {
   readTimeline,
@@ -16,7 +12,7 @@ import {
   type TimelineStep,
   type TimelineStepName,
 } from '../history/timeline.ts';
-import { html, type SafeHtml } from './html.ts';
+import { formatCount, html, type SafeHtml } from './html.ts';
 
 /** One attempt to draw. */
 export interface ChartAttempt {
@@ -37,36 +33,33 @@ const STEP_H = 16;
 /** Who an attempt waited for in a step: the class that colours it. */
 type Actor = 'slot' | 'server' | 'network' | 'decode' | 'db' | 'span';
 
-const STEP_INFO: Record<TimelineStepName, { label: string; actor: Actor; what: string }> = {
-  slot: {
-    label: 'slot wait',
-    actor: 'slot',
-    what: 'waiting for a report slot on the connection (maxConcurrentReports)',
-  },
-  record: { label: 'record', actor: 'db', what: 'recording the attempt (PostgreSQL)' },
-  check: { label: 'check', actor: 'db', what: 'checking the attempt may run (PostgreSQL)' },
-  token: {
-    label: 'token',
-    actor: 'server',
-    what: 'the report client: discovery and access token (the server, or the token shared in Redis)',
-  },
-  clear: { label: 'clear dead', actor: 'server', what: "deleting dead attempts' report jobs (the server)" },
-  start: { label: 'start', actor: 'server', what: 'the start request (the server)' },
-  render: { label: 'render', actor: 'server', what: 'the server renders the report (status polls)' },
-  load: { label: 'load', actor: 'span', what: 'the load transaction (PostgreSQL); the pages are read inside it' },
-  target_delete: {
-    label: 'DELETE rows',
-    actor: 'db',
-    what: "DELETE of the target's old rows (PostgreSQL; readers keep them until the commit)",
-  },
-  copy: {
-    label: 'COPY',
-    actor: 'span',
-    what: "COPY FROM STDIN open: every page's rows stream through it; PostgreSQL's own share is the blue part of each page",
-  },
-  apply: { label: 'apply', actor: 'db', what: 'applying the write mode from the staging table (PostgreSQL)' },
-  commit: { label: 'commit', actor: 'db', what: "the attempt's records and COMMIT (PostgreSQL)" },
-  delete: { label: 'DELETE job', actor: 'server', what: 'DELETE of the report job (the server)' },
+/** Each step's label, actor and tooltip. */
+const STEP_INFO: Record<TimelineStepName, [label: string, actor: Actor, what: string]> = {
+  slot: ['slot wait', 'slot', 'waiting for a report slot on the connection (maxConcurrentReports)'],
+  record: ['record', 'db', 'recording the attempt (PostgreSQL)'],
+  check: ['check', 'db', 'checking the attempt may run (PostgreSQL)'],
+  token: [
+    'token',
+    'server',
+    'the report client: discovery and access token (the server, or the token shared in Redis)',
+  ],
+  clear: ['clear dead', 'server', "deleting dead attempts' report jobs (the server)"],
+  start: ['start', 'server', 'the start request (the server)'],
+  render: ['render', 'server', 'the server renders the report (status polls)'],
+  load: ['load', 'span', 'the load transaction (PostgreSQL); the pages are read inside it'],
+  target_delete: [
+    'DELETE rows',
+    'db',
+    "DELETE of the target's old rows (PostgreSQL; readers keep them until the commit)",
+  ],
+  copy: [
+    'COPY',
+    'span',
+    "COPY FROM STDIN open: every page's rows stream through it; PostgreSQL's own share is the blue part of each page",
+  ],
+  apply: ['apply', 'db', 'applying the write mode from the staging table (PostgreSQL)'],
+  commit: ['commit', 'db', "the attempt's records and COMMIT (PostgreSQL)"],
+  delete: ['DELETE job', 'server', 'DELETE of the report job (the server)'],
 };
 
 /** The legend's entries: class, name, what it means. */
@@ -80,7 +73,7 @@ const LEGEND: [Actor | 'fetch', string, string][] = [
 ];
 
 /** A duration for labels: `0.4 ms`, `85 ms`, `1.2 s`, `4 min 05 s`, `2 h 03 min`. */
-export function formatSpan(ms: number): string {
+function formatSpan(ms: number): string {
   if (ms < 10) return `${ms.toFixed(1)} ms`;
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
@@ -93,10 +86,6 @@ function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-}
-
-function formatRows(n: number): string {
-  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '\u202f');
 }
 
 /** A tick's label: round values read short (`500 ms`, `1.5 s`, `2 min`, `1.5 h`). */
@@ -122,10 +111,9 @@ export function axisTicks(len: number): number[] {
   return ticks;
 }
 
-/** One row of an attempt's section: its label, its height and the bars drawn at `y`. */
+/** One row of an attempt's section: its label, its grey detail (a duration), its height and its bars at `y`. */
 interface Row {
   label: string;
-  /** The label's extra, in grey (a duration). */
   detail: string;
   h: number;
   bars: (y: number) => SafeHtml;
@@ -139,47 +127,47 @@ interface Axis {
 }
 
 function rect(cls: string, x: number, y: number, w: number, h: number, title?: string): SafeHtml {
-  return html`<rect class="${cls}" x="${x.toFixed(2)}" y="${y}" width="${Math.max(w, 1.2).toFixed(2)}" height="${h}">${title ? html`<title>${title}</title>` : ''}</rect>`;
+  const tip = title ? html`<title>${title}</title>` : '';
+  return html`<rect class="${cls}" x="${x.toFixed(2)}" y="${y}" width="${Math.max(w, 1.2).toFixed(2)}" \
+height="${h}">${tip}</rect>`;
 }
 
-function at(ms: number): string {
-  return `+${formatSpan(ms)}`;
-}
+const at = (ms: number) => `+${formatSpan(ms)}`;
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 function stepRow(s: TimelineStep, axis: Axis): Row {
-  const info = STEP_INFO[s.step];
+  const [label, actor, what] = STEP_INFO[s.step];
   const extra = [
-    s.polls !== undefined ? `${s.polls} status poll${s.polls === 1 ? '' : 's'}` : '',
+    s.polls !== undefined ? `${plural(s.polls, 'status poll')}` : '',
     s.serverMs !== undefined ? `the server says it rendered for ${formatSpan(s.serverMs)}` : '',
     s.failed ? 'the attempt failed here' : '',
   ].filter(Boolean);
-  const title = `${info.label}: ${formatSpan(s.ms)}, ${at(s.at)} to ${at(s.at + s.ms)}. ${info.what}${extra.length ? `; ${extra.join('; ')}` : ''}.`;
-  const cls = `tl-${info.actor}${s.failed ? ' tl-failed' : ''}`;
-  const h = STEP_H - 4;
+  const title =
+    `${label}: ${formatSpan(s.ms)}, ${at(s.at)} to ${at(s.at + s.ms)}. ${what}` +
+    `${extra.length ? `; ${extra.join('; ')}` : ''}.`;
+  const cls = `tl-${actor}${s.failed ? ' tl-failed' : ''}`;
   return {
-    label:
-      s.step === 'render' && s.polls !== undefined ? `render (${s.polls} poll${s.polls === 1 ? '' : 's'})` : info.label,
+    label: s.step === 'render' && s.polls !== undefined ? `render (${plural(s.polls, 'poll')})` : label,
     detail: formatSpan(s.ms),
     h: STEP_H,
     failed: s.failed === true,
-    bars: (y) => rect(cls, axis.x(s.at), y + 2, axis.w(s.at, s.at + s.ms), h, title),
+    bars: (y) => rect(cls, axis.x(s.at), y + 2, axis.w(s.at, s.at + s.ms), STEP_H - 4, title),
   };
-}
-
-function pageName(p: TimelinePage): string {
-  return `${p.to !== undefined ? `pages ${p.page}–${p.to}` : `page ${p.page}`}${p.pass ? ` (pass ${p.pass})` : ''}`;
 }
 
 function pageRow(p: TimelinePage, axis: Axis, h: number, showLabel: boolean): Row {
   const read = Math.max(0, p.end - p.start);
+  const name =
+    (p.to !== undefined ? `pages ${p.page}–${p.to}` : `page ${p.page}`) + (p.pass ? ` (pass ${p.pass})` : '');
+  const waited = p.wait >= 0.5 ? ` (the attempt waited ${formatSpan(p.wait)} for it)` : '';
   const title =
-    `${pageName(p)}: ${formatRows(p.rows)} rows, ${formatBytes(p.bytes)}. ` +
-    `Requested ${at(p.req)}, answered after ${formatSpan(Math.max(0, p.hdr - p.req))}${p.wait >= 0.5 ? ` (the attempt waited ${formatSpan(p.wait)} for it)` : ''}; ` +
-    `read ${at(p.start)} for ${formatSpan(read)}: ${formatSpan(p.net)} waiting for the server's bytes, ${formatSpan(p.decode)} decoding, ${formatSpan(p.copy)} waiting for COPY (PostgreSQL)` +
+    `${name}: ${formatCount(p.rows)} rows, ${formatBytes(p.bytes)}. ` +
+    `Requested ${at(p.req)}, answered after ${formatSpan(Math.max(0, p.hdr - p.req))}${waited}; ` +
+    `read ${at(p.start)} for ${formatSpan(read)}: ${formatSpan(p.net)} waiting for the server's bytes, ` +
+    `${formatSpan(p.decode)} decoding, ${formatSpan(p.copy)} waiting for COPY (PostgreSQL)` +
     `${p.failed ? '; the attempt failed here' : ''}.`;
-  const label = p.to !== undefined ? `p${p.page}–${p.to}` : `p${p.page}`;
   return {
-    label: showLabel ? label : '',
+    label: showLabel ? (p.to !== undefined ? `p${p.page}–${p.to}` : `p${p.page}`) : '',
     detail: showLabel ? formatSpan(read) : '',
     h,
     failed: p.failed === true,
@@ -187,46 +175,33 @@ function pageRow(p: TimelinePage, axis: Axis, h: number, showLabel: boolean): Ro
       // The fetch: a thin bar from the request to the answer; the reading: its time split by whom it waited for.
       const x0 = axis.x(p.start);
       const full = axis.w(p.start, p.end);
-      const parts = [
-        ['tl-network', p.net],
-        ['tl-decode', p.decode],
-        ['tl-db', p.copy],
-      ] as const;
       const total = p.net + p.decode + p.copy || 1;
       let x = x0;
-      const segments = parts.map(([cls, ms]) => {
+      const segment = (cls: string, ms: number) => {
         const w = (full * ms) / total;
-        const s =
-          w > 0
-            ? html`<rect class="${cls}" x="${x.toFixed(2)}" y="${y + 1}" width="${w.toFixed(2)}" height="${h - 2}"/>`
-            : '';
+        const bar = html`<rect class="${cls}" x="${x.toFixed(2)}" y="${y + 1}" width="${w.toFixed(2)}" \
+height="${h - 2}"/>`;
         x += w;
-        return s;
-      });
-      return html`<g class="tl-page${p.failed ? ' tl-failed' : ''}"><title>${title}</title>${rect('tl-fetch', axis.x(p.req), y + h / 2 - 1, axis.w(p.req, p.hdr), 2)}${segments}${rect('tl-outline', x0, y + 1, full, h - 2)}</g>`;
+        return w > 0 ? bar : '';
+      };
+      const segments = [segment('tl-network', p.net), segment('tl-decode', p.decode), segment('tl-db', p.copy)];
+      const fetch = rect('tl-fetch', axis.x(p.req), y + h / 2 - 1, axis.w(p.req, p.hdr), 2);
+      return html`<g class="tl-page${p.failed ? ' tl-failed' : ''}"><title>${title}</title>${fetch}${segments}\
+${rect('tl-outline', x0, y + 1, full, h - 2)}</g>`;
     },
   };
 }
 
-/** The rows of one attempt's timeline: its steps in order, the pages inside the load after its first steps. */
+/** The rows of one attempt's timeline: its steps in order, the pages after the load's first steps. */
 function attemptRows(t: AttemptTimeline, axis: Axis): Row[] {
-  const rows: Row[] = [];
   const h = t.pages.length > 40 ? 8 : 12;
-  // With small rows, one label in five (and the first and last) keeps them legible; every page keeps its tooltip.
+  // With small rows, one label in five (and the last) keeps them legible; every page keeps its tooltip.
   const labelEvery = h < 12 ? 5 : 1;
   const pages = t.pages.map((p, i) => pageRow(p, axis, h, i % labelEvery === 0 || i === t.pages.length - 1));
-  let pagesPlaced = false;
-  const placePages = () => {
-    if (!pagesPlaced) rows.push(...pages);
-    pagesPlaced = true;
-  };
-  for (const s of t.steps) {
-    // Pages go after the load's own first steps (DELETE rows, COPY) and before its last (apply, commit).
-    if (s.step === 'apply' || s.step === 'commit' || s.step === 'delete') placePages();
-    rows.push(stepRow(s, axis));
-  }
-  placePages();
-  return rows;
+  // Pages go after the load's own first steps (DELETE rows, COPY) and before its last (apply, commit).
+  const last = t.steps.findIndex((s) => s.step === 'apply' || s.step === 'commit' || s.step === 'delete');
+  const steps = t.steps.map((s) => stepRow(s, axis));
+  return last < 0 ? [...steps, ...pages] : [...steps.slice(0, last), ...pages, ...steps.slice(last)];
 }
 
 /** A line of how much of the attempt's time went where, coloured as the bars are. */
@@ -244,10 +219,13 @@ function spentLine(t: AttemptTimeline): SafeHtml {
     .filter(([, , ms]) => ms >= 0.05)
     .map(([cls, name, ms]) => {
       const pct = spent.total > 0 ? Math.round((ms / spent.total) * 100) : 0;
-      const text = html`<span class="sw tl-${cls}"></span>${name} ${formatSpan(ms)} <span class="muted">(${pct} %)</span>`;
+      const text = html`<span class="sw tl-${cls}"></span>${name} ${formatSpan(ms)} <span class="muted">(${pct} %)\
+</span>`;
       return html`<span class="tl-spent-item">${ms === biggest ? html`<strong>${text}</strong>` : text}</span>`;
     });
-  return html`<div class="tl-spent">From its slot wait to its DELETE, ${formatSpan(spent.total)}: ${items}${spent.other >= 1 ? html`<span class="tl-spent-item muted">other ${formatSpan(spent.other)}</span>` : ''}</div>`;
+  const other = spent.other >= 1 ? html`<span class="tl-spent-item muted">other ${formatSpan(spent.other)}</span>` : '';
+  return html`<div class="tl-spent">From its slot wait to its DELETE, ${formatSpan(spent.total)}: ${items}${other}\
+</div>`;
 }
 
 function labels(rows: Row[], height: number): SafeHtml {
@@ -256,8 +234,9 @@ function labels(rows: Row[], height: number): SafeHtml {
     const baseline = y + r.h / 2 + 4;
     y += r.h;
     if (!r.label) return '';
-    const small = r.h < STEP_H;
-    return html`<text x="4" y="${baseline}" class="${small ? 'tl-small' : ''}${r.failed ? ' tl-failed-text' : ''}">${r.label}<tspan class="tl-detail" dx="6">${r.detail}</tspan></text>`;
+    const cls = `${r.h < STEP_H ? 'tl-small' : ''}${r.failed ? ' tl-failed-text' : ''}`;
+    return html`<text x="4" y="${baseline}" class="${cls}">${r.label}<tspan class="tl-detail" dx="6">${r.detail}\
+</tspan></text>`;
   });
   return html`<svg class="tl-labels" width="${LABEL_W}" height="${height}" role="presentation">${texts}</svg>`;
 }
@@ -272,14 +251,14 @@ function bars(rows: Row[], height: number, grid: number[], label: string): SafeH
   const lines = grid.map(
     (x) => html`<line class="tl-grid" x1="${x.toFixed(2)}" x2="${x.toFixed(2)}" y1="0" y2="${height}"/>`,
   );
-  return html`<svg class="tl-bars" viewBox="0 0 ${W} ${height}" preserveAspectRatio="none" width="100%" height="${height}" role="img" aria-label="${label}">${lines}${drawn}</svg>`;
+  return html`<svg class="tl-bars" viewBox="0 0 ${W} ${height}" preserveAspectRatio="none" width="100%" \
+height="${height}" role="img" aria-label="${label}">${lines}${drawn}</svg>`;
 }
 
 /**
  * The timeline chart of `attempts` (oldest first) on one time axis, from the first one's start to the last one's end
- * (`now` for one still running), with a legend; a section per attempt with its heading, where its time went, and
- * its rows.
- * @param o.now the time a running attempt is drawn up to (default now)
+ * (`o.now`, default now, for one still running), with a legend; a section per attempt with its heading, where its
+ * time went, and its rows.
  */
 export function timelineChart(attempts: ChartAttempt[], o: { now?: Date } = {}): SafeHtml {
   if (attempts.length === 0) return html``;
@@ -301,27 +280,26 @@ export function timelineChart(attempts: ChartAttempt[], o: { now?: Date } = {}):
     if (r.t) {
       rows = attemptRows(r.t, axis);
       spent = spentLine(r.t);
-      if (r.t.pageGroup)
+      if (r.t.pageGroup) {
         notes.push(
-          `${formatRows(r.t.pagesRead)} pages were read: drawn as ${r.t.pages.length} rows of up to ${r.t.pageGroup} consecutive pages each (their times and counts summed), which keeps a timeline small.`,
+          `${formatCount(r.t.pagesRead)} pages were read: drawn as ${r.t.pages.length} rows of up to ` +
+            `${r.t.pageGroup} consecutive pages each (their times and counts summed), which keeps a timeline small.`,
         );
+      }
     } else {
-      const why =
-        r.a.status === 'running'
-          ? 'running: its timeline is written when it ends'
-          : 'no timeline recorded (an attempt from before migration 0011, or one the janitor closed)';
+      const running = r.a.status === 'running';
+      const why = running
+        ? 'running: its timeline is written when it ends'
+        : 'no timeline recorded (an attempt from before migration 0011, or one the janitor closed)';
       const ms = endOf(r) - startOf(r);
-      rows = [
-        {
-          label: r.a.status === 'running' ? 'running…' : 'no timeline',
-          detail: formatSpan(ms),
-          h: STEP_H,
-          bars: (y) => rect('tl-unknown', axis.x(0), y + 2, axis.w(0, ms), STEP_H - 4, `${why}; ${formatSpan(ms)}`),
-        },
-      ];
+      const bar = (y: number) =>
+        rect('tl-unknown', axis.x(0), y + 2, axis.w(0, ms), STEP_H - 4, `${why}; ${formatSpan(ms)}`);
+      rows = [{ label: running ? 'running…' : 'no timeline', detail: formatSpan(ms), h: STEP_H, bars: bar }];
     }
     const height = rows.reduce((n, row) => n + row.h, 0);
-    return html`<div class="tl-head">${r.a.heading}${spent}</div>${labels(rows, height)}${bars(rows, height, grid, `timeline of the attempt: ${rows.length} rows`)}`;
+    const label = `timeline of the attempt: ${rows.length} rows`;
+    return html`<div class="tl-head">${r.a.heading}${spent}</div>${labels(rows, height)}\
+${bars(rows, height, grid, label)}`;
   });
   const axisLabels = ticks.map((t, i) => {
     const anchor = i === 0 ? 'start' : i === ticks.length - 1 && (t / len) * 100 > 90 ? 'end' : 'middle';
@@ -332,8 +310,10 @@ export function timelineChart(attempts: ChartAttempt[], o: { now?: Date } = {}):
       html`<span class="tl-legend-item" title="${what}"><span class="sw tl-${cls}"></span>${name}</span>`,
   );
   return html`<div class="timeline">
-<div class="tl-legend">${legend}<span class="tl-legend-item muted">hover a bar for its times; a page's bar is split into network, decoding and database as its reading waited for them</span></div>
-<div class="tl-grid-wrap">${sections}<div></div><svg class="tl-axis" width="100%" height="16" role="presentation">${axisLabels}</svg></div>
+<div class="tl-legend">${legend}<span class="tl-legend-item muted">hover a bar for its times; a page's bar is split \
+into network, decoding and database as its reading waited for them</span></div>
+<div class="tl-grid-wrap">${sections}<div></div><svg class="tl-axis" width="100%" height="16" role="presentation">\
+${axisLabels}</svg></div>
 ${notes.map((n) => html`<p class="muted tl-note">${n}</p>`)}
 </div>`;
 }

@@ -1,11 +1,7 @@
 /**
- * The start-up wiring every command shares (docs/architecture.md "Layers": app/): one PostgreSQL pool and one Redis
- * connection for the process, the run history migrated, and a last-in-first-out release stack
- * (docs/architecture.md "Lifecycle") that closes them in the right order whatever happens.
- *
- * Both stores are checked first with one bounded connection each, so that a server that is down, a wrong URL or
- * a refused login fails the command within seconds as a {@link StoreUnavailableError} (one line: which store,
- * where, the error code, what to do) instead of a stack trace, or ioredis's endless reconnects.
+ * The start-up wiring every command shares: one PostgreSQL pool and one Redis connection, the run history migrated,
+ * and a release stack (docs/architecture.md "Lifecycle"). Each store is checked first with one bounded connection,
+ * so that a store that is down or refuses us fails the command within seconds as a {@link StoreUnavailableError}.
  */
 import pg from 'pg';
 import { Redis } from 'ioredis';
@@ -16,36 +12,34 @@ import { isRedisClusterUrl, parseRedisClusterUrl } from '../redis-url.ts';
 import { StoreUnavailableError } from './store-unavailable.ts';
 
 /** How long the first connection to PostgreSQL or Redis may take before a command gives up, in ms. */
-export const STORE_CONNECT_TIMEOUT_MS = 5_000;
+const STORE_CONNECT_TIMEOUT_MS = 5_000;
 
-export { StoreUnavailableError, type StoreName } from './store-unavailable.ts';
+export { StoreUnavailableError } from './store-unavailable.ts';
 
-/** `host:port/database` of a PostgreSQL URL (never user or password); the input's kind when it is no URL. */
-export function describeDatabaseUrl(url: string): string {
+/** `host:port`, and with `path` `/database`, of a URL (never user or password); `bad` when it is no URL. */
+function hostPort(url: string, port: string, bad: string, path = false): string {
   try {
     const u = new URL(url);
-    return `${u.hostname || 'localhost'}:${u.port || '5432'}${u.pathname.length > 1 ? u.pathname : ''}`;
+    return `${u.hostname || 'localhost'}:${u.port || port}${path && u.pathname.length > 1 ? u.pathname : ''}`;
   } catch {
-    return 'a connection string that is no URL';
+    return bad;
   }
 }
 
-/** `host:port` of a Redis URL (never user or password). */
-export function describeRedisUrl(url: string): string {
-  if (isRedisClusterUrl(url)) {
-    try {
-      return `the Redis Cluster at ${parseRedisClusterUrl(url)
-        .nodes.map((n) => `${n.host}:${n.port}`)
-        .join(', ')}`;
-    } catch {
-      return 'a Redis Cluster URL that does not parse';
-    }
-  }
+/** `host:port/database` of a PostgreSQL URL (never user or password). */
+export function describeDatabaseUrl(url: string): string {
+  return hostPort(url, '5432', 'a connection string that is no URL', true);
+}
+
+/** `host:port` of a Redis URL, or a cluster's nodes (never user or password). */
+function describeRedisUrl(url: string): string {
+  if (!isRedisClusterUrl(url)) return hostPort(url, '6379', 'a URL that does not parse');
   try {
-    const u = new URL(url);
-    return `${u.hostname || 'localhost'}:${u.port || '6379'}`;
+    return `the Redis Cluster at ${parseRedisClusterUrl(url)
+      .nodes.map((n) => `${n.host}:${n.port}`)
+      .join(', ')}`;
   } catch {
-    return 'a URL that does not parse';
+    return 'a Redis Cluster URL that does not parse';
   }
 }
 
@@ -67,10 +61,18 @@ function firstLine(err: unknown): string {
   return text.split('\n', 1)[0]!.trim();
 }
 
+/** What to fix for a PostgreSQL error code; else: start it, or point DATABASE_URL elsewhere. */
+const POSTGRES_HINTS: Record<string, string> = {
+  '28P01': 'check the user and password in DATABASE_URL',
+  '28000': 'check the user and password in DATABASE_URL',
+  '3D000': 'create the database, or fix its name in DATABASE_URL',
+  ENOTFOUND: 'check the host name in DATABASE_URL',
+  EAI_AGAIN: 'check the host name in DATABASE_URL',
+};
+
 /**
  * Connects once to PostgreSQL at `url` and runs `SELECT 1`, within `timeoutMs`.
- * @throws StoreUnavailableError when the server is not reachable or refuses the connection; the hint says what to
- *   fix (start it or set DATABASE_URL; the password; the database name; the host name)
+ * @throws StoreUnavailableError when the server is not reachable or refuses the connection, with what to fix
  */
 export async function checkPostgres(
   url: string = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
@@ -86,49 +88,35 @@ export async function checkPostgres(
     await client.connect();
     await client.query('SELECT 1');
   } catch (err) {
-    const timedOut = /timeout/i.test(firstLine(err));
-    const code = errorCode(err, timedOut ? 'ETIMEDOUT' : 'ERROR');
-    const hint =
-      code === '28P01' || code === '28000'
-        ? 'check the user and password in DATABASE_URL'
-        : code === '3D000'
-          ? 'create the database, or fix its name in DATABASE_URL'
-          : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
-            ? 'check the host name in DATABASE_URL'
-            : 'start PostgreSQL there, or set DATABASE_URL to a server that runs';
+    const code = errorCode(err, /timeout/i.test(firstLine(err)) ? 'ETIMEDOUT' : 'ERROR');
+    const hint = POSTGRES_HINTS[code] ?? 'start PostgreSQL there, or set DATABASE_URL to a server that runs';
     throw new StoreUnavailableError('PostgreSQL', describeDatabaseUrl(url), code, firstLine(err), hint, { cause: err });
   } finally {
     await client.end().catch(() => undefined);
   }
 }
 
+const ONE_TRY = { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false };
+
 /**
- * Connects once to Redis at `url` and sends PING, within `timeoutMs`, without reconnecting: ioredis by itself
- * retries a refused connection for ever, which would leave a short command hanging silently.
+ * Connects once to Redis at `url` and sends PING, within `timeoutMs`, without reconnecting (ioredis alone retries a
+ * refused connection for ever, which would leave a short command hanging silently).
  * @throws StoreUnavailableError when Redis is not reachable or refuses us (password)
  */
-export async function checkRedis(
+async function checkRedis(
   url: string = process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
   timeoutMs = STORE_CONNECT_TIMEOUT_MS,
 ): Promise<void> {
   const probe = isRedisClusterUrl(url)
     ? makeCluster(parseRedisClusterUrl(url), { lazyConnect: true, retry: false })
-    : new Redis(url, {
-        lazyConnect: true,
-        connectTimeout: timeoutMs,
-        retryStrategy: () => null,
-        maxRetriesPerRequest: 0,
-        enableOfflineQueue: false,
-      });
+    : new Redis(url, { ...ONE_TRY, connectTimeout: timeoutMs });
   let lastError: unknown;
   probe.on('error', (err: unknown) => (lastError = err));
   let timer: NodeJS.Timeout | undefined;
   try {
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })),
-        timeoutMs + 1_000,
-      );
+      const late = Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' });
+      timer = setTimeout(() => reject(late), timeoutMs + 1_000);
     });
     await Promise.race([probe.connect().then(() => probe.ping()), deadline]);
   } catch (err) {
@@ -148,32 +136,29 @@ export async function checkRedis(
 export interface Stores {
   pool: pg.Pool;
   redis: Redis;
-  /** Release steps; the pool and Redis are on it already. Add more as you open them; call `releaseAll()` once. */
+  /** Release steps, the pool and Redis on it already; add what you open, call `releaseAll()` once. */
   releasers: Releasers;
 }
 
 /** Options of {@link openStores}. */
-export interface StoresOptions {
+interface StoresOptions {
   /** Most connections of the pool (default 10). */
   poolMax?: number;
   /** Apply the migrations (default true): every command that writes the run history does; read-only ones must not. */
   migrate?: boolean;
-  /** How long the first connection to each store may take, in ms (default {@link STORE_CONNECT_TIMEOUT_MS}). */
+  /** How long the first connection to each store may take, in ms (default 5 000). */
   connectTimeoutMs?: number;
 }
 
 /**
  * Checks PostgreSQL (DATABASE_URL), opens the pool and migrates the run history (unless `migrate: false`) while it
- * checks Redis (REDIS_URL), then opens the process's Redis connection.
- * @returns the stores; on error everything opened so far is released before the error is thrown
- * @throws StoreUnavailableError when either store cannot be reached or refuses the connection (within
- *   `connectTimeoutMs` each); migration errors
+ * checks Redis (REDIS_URL), then opens the process's Redis connection. On error, what was opened is released.
+ * @throws StoreUnavailableError when either store cannot be reached or refuses the connection; migration errors
  */
 export async function openStores(logger: Logger, o: StoresOptions = {}): Promise<Stores> {
   const releasers = new Releasers();
-  // Redis is checked while PostgreSQL connects and migrates (start-up); PostgreSQL's error comes first.
   const redisChecked = checkRedis(undefined, o.connectTimeoutMs);
-  redisChecked.catch(() => undefined);
+  redisChecked.catch(() => undefined); // PostgreSQL's error comes first
   try {
     const pool = await openHistoryPool(logger, o);
     releasers.add(() => pool.end());

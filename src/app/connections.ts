@@ -1,7 +1,6 @@
 /**
- * The process's PostgreSQL pool and Redis connection, from DATABASE_URL and REDIS_URL (defaults: the local
- * servers, README "Commands"), with error listeners so an idle connection's error is logged instead of
- * killing the process (docs/architecture.md "Lifecycle", graphile-worker `installErrorHandlers`).
+ * The process's PostgreSQL pool and Redis connection, from DATABASE_URL and REDIS_URL, with error listeners so that
+ * an idle connection's error is logged instead of killing the process (docs/architecture.md "Lifecycle").
  */
 import pg from 'pg';
 import { Cluster, Redis } from 'ioredis';
@@ -24,36 +23,29 @@ export function makePool(logger: Logger, url = process.env.DATABASE_URL ?? DEFAU
   return pool;
 }
 
-/** Default of DATABASE_POOL_MAX: PostgreSQL connections one process holds for its runs. */
-export const DEFAULT_DATABASE_POOL_MAX = 10;
-
 /**
- * The most PostgreSQL connections one process holds for its runs (`DATABASE_POOL_MAX`, default
- * {@link DEFAULT_DATABASE_POOL_MAX}), whatever its `--concurrency`: a run takes one only while it talks to
- * PostgreSQL, so a worker's concurrency costs no connections while its runs wait for the server or a report slot
- * (docs/architecture.md "A fleet"). The owner session comes on top.
+ * `DATABASE_POOL_MAX` (default 10): the PostgreSQL connections one process holds for its runs, whatever its
+ * `--concurrency` (docs/architecture.md "A fleet").
  * @throws ConfigError when the variable is not a whole number of at least 1
  */
 export function databasePoolMax(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env.DATABASE_POOL_MAX;
-  if (raw === undefined || raw.trim() === '') return DEFAULT_DATABASE_POOL_MAX;
+  if (raw === undefined || raw.trim() === '') return 10;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) {
     throw new ConfigError([
-      `DATABASE_POOL_MAX must be a whole number of at least 1 (got "${raw}"): the most PostgreSQL connections one process holds for its runs, default ${DEFAULT_DATABASE_POOL_MAX}`,
+      `DATABASE_POOL_MAX must be a whole number of at least 1 (got "${raw}"): ` +
+        'the most PostgreSQL connections one process holds for its runs, default 10',
     ]);
   }
   return n;
 }
 
 /**
- * An ioredis connection for REDIS_URL: one server, or a Redis Cluster (`redis-cluster://host:port,host:port`,
- * src/redis-url.ts). `maxRetriesPerRequest: null` as BullMQ requires for its blocking connections; errors are logged
- * (ioredis reconnects by itself).
- *
- * A Cluster client is handed out typed as `Redis`: the commands report-etl sends (single-key commands, Lua scripts
- * whose keys share the installation's hash tag, PUBLISH/SUBSCRIBE, `duplicate()`) behave alike on both, BullMQ
- * recognises a Cluster by itself, and this is the one place that knows the difference.
+ * An ioredis connection for REDIS_URL, one server or a Redis Cluster, with `maxRetriesPerRequest: null` as BullMQ
+ * requires; errors are logged (ioredis reconnects by itself). A Cluster client is typed as `Redis`: the commands
+ * report-etl sends behave alike on both (their keys share the installation's hash tag), and BullMQ recognises a
+ * Cluster by itself.
  */
 export function makeRedis(logger: Logger, url = process.env.REDIS_URL ?? DEFAULT_REDIS_URL): Redis {
   const redis = isRedisClusterUrl(url)
@@ -78,14 +70,14 @@ export function makeCluster(c: RedisClusterUrl, options: { lazyConnect?: boolean
   return cluster as unknown as Redis;
 }
 
-/** A last-in-first-out stack of things to release (graphile-worker `withReleasers`). */
+/** A last-in-first-out stack of things to release (docs/architecture.md "Lifecycle"). */
 export class Releasers {
   private readonly stack: Array<() => Promise<unknown> | unknown> = [];
   /** Adds a release step; it runs before every step added earlier. */
   add(release: () => Promise<unknown> | unknown): void {
     this.stack.push(release);
   }
-  /** Runs every step, last added first; errors are collected, not thrown midway. */
+  /** Runs every step, last added first; errors are collected, then thrown as one AggregateError. */
   async releaseAll(): Promise<void> {
     const errors: unknown[] = [];
     while (this.stack.length) {

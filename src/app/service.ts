@@ -1,17 +1,16 @@
 /**
- * The long-running process (`scheduler`, `worker`, `start`): opens Postgres and Redis, migrates,
- * watches jobs.yaml and runs the chosen parts. Stops in the order docs/architecture.md "Lifecycle" gives: scheduler,
- * worker (graceful, see makeRunWorker), HTTP server, then the pg pool and Redis.
+ * The long-running process (`scheduler`, `worker`, `start`): the stores, the watched jobs.yaml and the chosen parts,
+ * stopped last-in-first-out (docs/architecture.md "Lifecycle").
  */
 import { openStores } from './bootstrap.ts';
 import { databasePoolMax, Releasers } from './connections.ts';
 import type { Logger } from '../logger.ts';
-import { watchLiveConfig, type LiveConfig } from '../config/live-config.ts';
+import { watchLiveConfig } from '../config/live-config.ts';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.ts';
 import { makeQueue, type RunQueue } from '../queue/queue.ts';
 import { makeScheduler, type Scheduler } from '../queue/scheduler.ts';
 import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../queue/worker.ts';
-import { makeJanitor, type Janitor } from '../queue/janitor.ts';
+import { makeJanitor } from '../queue/janitor.ts';
 import { openAttemptOwner } from '../history/attempt-owner.ts';
 import { makeAlertWorker, makeQueuedAlertSender } from '../queue/alert-queue.ts';
 import { makeRunAlerts } from '../alerts/run-alerts.ts';
@@ -24,32 +23,27 @@ export interface ServiceOptions {
   logger: Logger;
   scheduler?: boolean;
   worker?: boolean;
-  /** Start the admin HTTP server (src/admin/server.ts). */
   admin?: boolean;
   /** Admin server port (default 3000) and host (default 127.0.0.1). */
   adminPort?: number;
   adminHost?: string;
   /** BullMQ prefix (default 'report-etl'). */
   prefix?: string;
-  /** Worker tuning: concurrency, lock and stall settings (see RunWorkerDeps). */
   workerOptions?: Pick<
     RunWorkerDeps,
     'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'maxStalledCount' | 'overlapRetryMs' | 'overlapLockTtlMs'
   >;
   /** How long running runs may finish on shutdown, in ms (default 60 000). */
   graceMs?: number;
-  /** Time between janitor sweeps in ms (default 30 000; see src/queue/janitor.ts). */
+  /** Time between janitor sweeps in ms (default 30 000). */
   janitorIntervalMs?: number;
 }
 
 /** A running service. */
 export interface Service {
-  config: LiveConfig;
   queue: RunQueue;
   scheduler?: Scheduler;
   worker?: RunWorker;
-  /** The janitor of this process (every long-running process has one). */
-  janitor: Janitor;
   /** Admin server URL when started. */
   adminUrl?: string;
   /** Graceful stop (see ServiceOptions.graceMs); a second call waits for the first. */
@@ -60,13 +54,14 @@ export interface Service {
 
 /**
  * Starts the chosen parts.
- * @throws ConfigError for an invalid jobs.yaml at start; connection and migration errors (after releasing what was opened)
+ * @throws ConfigError for an invalid jobs.yaml at start; connection and migration errors (after releasing what was
+ *   opened)
  */
 export async function startService(o: ServiceOptions): Promise<Service> {
   const releasers = new Releasers();
   const prefix = o.prefix ?? DEFAULT_QUEUE_PREFIX;
   try {
-    // Released last: the spans of everything that stops before it are exported (README "Tracing").
+    // Released last, so that the spans of everything that stops before it are exported.
     const tracing = await startTracing(o.logger);
     if (tracing) releasers.add(() => tracing.shutdown());
     const config = await watchLiveConfig(o.configPath, o.logger);
@@ -74,6 +69,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     // DATABASE_POOL_MAX for the runs, whatever the concurrency, and one more for the owner session.
     const { pool, redis, releasers: stores } = await openStores(o.logger, { poolMax: databasePoolMax() + 1 });
     releasers.add(() => stores.releaseAll());
+    const deps = { pool, redis, logger: o.logger };
     const queue = makeQueue(redis, prefix);
     releasers.add(() => queue.close());
     // Alerts wait in their own queue until a target took them; every long-running process delivers them.
@@ -86,32 +82,26 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     releasers.add(() => clients.close());
     const invalidJobs = () => config.invalid().filter((e) => e.kind === 'job');
     const janitor = makeJanitor({
-      pool,
-      redis,
-      logger: o.logger,
+      ...deps,
       config: config.current,
       invalidJobs: () => invalidJobs().map((e) => e.name),
       alerts: sender,
       clients,
       prefix,
-      ...(o.janitorIntervalMs !== undefined ? { intervalMs: o.janitorIntervalMs } : {}),
+      intervalMs: o.janitorIntervalMs,
     });
     releasers.add(() => janitor.close());
     let stopped: Promise<void> | undefined;
     const service: Service = {
-      config,
       queue,
-      janitor,
       stop: () => (stopped ??= releasers.releaseAll()),
       abortRuns: () => service.worker?.abortAll('second signal: aborting now'),
     };
     if (o.admin) {
       const { startAdminServer } = await import('../admin/server.ts');
       const admin = await startAdminServer({
-        pool,
-        redis,
+        ...deps,
         queue,
-        logger: o.logger,
         liveConfig: config,
         port: o.adminPort ?? 3000,
         connections: () => config.current().connections,
@@ -124,10 +114,8 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       const owner = await openAttemptOwner(pool, o.logger);
       releasers.add(() => owner.close());
       const worker = makeRunWorker({
+        ...deps,
         config: config.current,
-        pool,
-        redis,
-        logger: o.logger,
         prefix,
         owner,
         alerts: makeRunAlerts(pool, sender, o.logger),

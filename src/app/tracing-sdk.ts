@@ -1,13 +1,9 @@
 /**
- * The OpenTelemetry SDK of a report-etl process (README "Tracing"): started only when an OTLP endpoint is configured
- * (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`), and only then loaded: without them nothing
- * here imports a package, and the spans of src/tracing.ts stay the API's no-op ones. With them it registers a tracer
- * provider exporting batches of spans over OTLP/HTTP — protobuf (`http/protobuf`, OTLP's default) or JSON
- * (`http/json`) by `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` / `OTEL_EXPORTER_OTLP_PROTOCOL` —, W3C trace context
- * propagation and the async context of Node. The exporters read the rest of OTLP's variables themselves (headers,
- * timeout, compression, certificates); `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` name the resource
- * (default service name `report-etl`), `OTEL_TRACES_SAMPLER`(`_ARG`) choose the sampler, `OTEL_BSP_*` the batches.
- * Shutting down flushes the spans still batched (docs/architecture.md "Lifecycle": last, after the stores).
+ * The OpenTelemetry SDK (docs/architecture.md "Observability"), started and loaded only when an OTLP endpoint is
+ * configured (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`): batches of spans over
+ * OTLP/HTTP in protobuf or JSON (`OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL`), W3C propagation, Node's async context. The
+ * exporters read OTLP's other variables themselves; `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
+ * `OTEL_TRACES_SAMPLER[_ARG]` and `OTEL_BSP_*` are followed as OpenTelemetry specifies them.
  */
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
@@ -16,29 +12,17 @@ import type { Logger } from '../logger.ts';
 
 /** The SDK of this process, once started. */
 export interface Tracing {
-  /** Where spans go (without credentials, {@link shownEndpoint}), and how. */
-  readonly endpoint: string;
-  readonly protocol: OtlpProtocol;
-  /**
-   * Exports the spans still batched and stops the SDK (at most `timeoutMs`, default 5 000: a collector that does not
-   * answer must not hold up a shutdown). Idempotent; never throws.
-   */
+  /** Exports the spans still batched and stops the SDK, within `timeoutMs` (default 5 000). Never throws. */
   shutdown(timeoutMs?: number): Promise<void>;
 }
 
 /** OTLP over HTTP in protobuf or JSON: the transports report-etl exports with. */
-export type OtlpProtocol = 'http/protobuf' | 'http/json';
-
-/** What {@link tracingSettings} read from the environment: undefined when nothing is to be traced. */
-export interface TracingSettings {
-  endpoint: string;
-  protocol: OtlpProtocol;
-}
+type OtlpProtocol = 'http/protobuf' | 'http/json';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** An address as it may be shown: without a user name or password in it (a collector's credentials). */
-export function shownEndpoint(raw: string): string {
+/** An address without a user name or password in it (a collector's credentials). */
+function shownEndpoint(raw: string): string {
   return raw.replace(/\/\/[^/@]*@/, '//…@');
 }
 
@@ -52,7 +36,7 @@ function envValue(env: Env, name: string): string | undefined {
  * @returns undefined without an OTLP endpoint, or with `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`
  * @throws ConfigError for an endpoint that is not an http(s) URL, or a protocol other than http/protobuf and http/json
  */
-export function tracingSettings(env: Env = process.env): TracingSettings | undefined {
+export function tracingSettings(env: Env = process.env): { endpoint: string; protocol: OtlpProtocol } | undefined {
   const specific = envValue(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
   const general = envValue(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
   if (!specific && !general) return undefined;
@@ -63,7 +47,8 @@ export function tracingSettings(env: Env = process.env): TracingSettings | undef
   if (exporters?.includes('none')) return undefined;
   if (exporters && !exporters.includes('otlp')) {
     throw new ConfigError([
-      `OTEL_TRACES_EXPORTER is "${exporters.join(',')}": report-etl exports traces over OTLP only; set it to otlp, or none to export nothing`,
+      `OTEL_TRACES_EXPORTER is "${exporters.join(',')}": report-etl exports traces over OTLP only; ` +
+        'set it to otlp, or none to export nothing',
     ]);
   }
   const name = specific ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
@@ -73,12 +58,14 @@ export function tracingSettings(env: Env = process.env): TracingSettings | undef
     url = new URL(raw);
   } catch {
     throw new ConfigError([
-      `${name} is "${shownEndpoint(raw)}", which is not a URL: write the collector's OTLP/HTTP address, e.g. http://otel-collector:4318`,
+      `${name} is "${shownEndpoint(raw)}", which is not a URL: ` +
+        "write the collector's OTLP/HTTP address, e.g. http://otel-collector:4318",
     ]);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new ConfigError([
-      `${name} is "${shownEndpoint(raw)}": report-etl exports traces over OTLP/HTTP, so the address must start with http:// or https:// (e.g. http://otel-collector:4318)`,
+      `${name} is "${shownEndpoint(raw)}": report-etl exports traces over OTLP/HTTP, ` +
+        'so the address must start with http:// or https:// (e.g. http://otel-collector:4318)',
     ]);
   }
   // The spec's rule: the general endpoint gets the signal's path appended, the traces one is used as it is.
@@ -89,7 +76,8 @@ export function tracingSettings(env: Env = process.env): TracingSettings | undef
   const protocol = envValue(env, protocolName) ?? 'http/protobuf';
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
     throw new ConfigError([
-      `${protocolName} is "${protocol}": report-etl exports traces over OTLP/HTTP only; set http/protobuf (the default) or http/json, and the collector's HTTP port (4318)`,
+      `${protocolName} is "${protocol}": report-etl exports traces over OTLP/HTTP only; ` +
+        "set http/protobuf (the default) or http/json, and the collector's HTTP port (4318)",
     ]);
   }
   return { endpoint, protocol };
@@ -98,14 +86,8 @@ export function tracingSettings(env: Env = process.env): TracingSettings | undef
 /** The sampler's name and argument from `OTEL_TRACES_SAMPLER`(`_ARG`), as the spec names them. */
 function samplerSettings(env: Env): { name: string; ratio: number } {
   const name = envValue(env, 'OTEL_TRACES_SAMPLER')?.toLowerCase() ?? 'parentbased_always_on';
-  const known = [
-    'always_on',
-    'always_off',
-    'traceidratio',
-    'parentbased_always_on',
-    'parentbased_always_off',
-    'parentbased_traceidratio',
-  ];
+  const root = ['always_on', 'always_off', 'traceidratio'];
+  const known = [...root, ...root.map((r) => `parentbased_${r}`)];
   if (!known.includes(name))
     throw new ConfigError([`OTEL_TRACES_SAMPLER is "${name}": use one of ${known.join(', ')}`]);
   const arg = envValue(env, 'OTEL_TRACES_SAMPLER_ARG');
@@ -135,10 +117,10 @@ function packageVersion(): string {
 }
 
 /**
- * Starts the SDK when the environment asks for traces (see the module doc), and registers it globally.
- * @param logger where export failures are told (once a minute each at most), and the first line says where spans go
+ * Starts the SDK when the environment asks for traces, and registers it globally.
+ * @param logger where export failures are told (each at most once a minute)
  * @returns the started SDK, or undefined when nothing is to be traced (nothing was loaded then)
- * @throws ConfigError for a bad endpoint, protocol, sampler or batch setting (see {@link tracingSettings})
+ * @throws ConfigError for a bad endpoint, protocol, sampler or batch setting
  */
 export async function startTracing(logger: Logger, env: Env = process.env): Promise<Tracing | undefined> {
   const settings = tracingSettings(env);
@@ -161,25 +143,17 @@ export async function startTracing(logger: Logger, env: Env = process.env): Prom
       : import('@opentelemetry/exporter-trace-otlp-proto'),
   ]);
 
-  // Export failures (a collector down) reach the log, each distinct message at most once a minute.
+  const shown = shownEndpoint(settings.endpoint);
   const told = new Map<string, number>();
   const tell = (message: string) => {
     const now = Date.now();
     if ((told.get(message) ?? 0) > now - 60_000) return;
     told.set(message, now);
-    logger.warn({ endpoint: shownEndpoint(settings.endpoint), err: message }, 'could not export spans');
+    logger.warn({ endpoint: shown, err: message }, 'could not export spans');
   };
   core.setGlobalErrorHandler((ex) => tell(typeof ex === 'string' ? ex : (ex.message ?? String(ex))));
-  api.diag.setLogger(
-    {
-      error: (m) => tell(m),
-      warn: (m) => tell(m),
-      info: () => undefined,
-      debug: () => undefined,
-      verbose: () => undefined,
-    },
-    api.DiagLogLevel.WARN,
-  );
+  const ignore = () => undefined;
+  api.diag.setLogger({ error: tell, warn: tell, info: ignore, debug: ignore, verbose: ignore }, api.DiagLogLevel.WARN);
 
   const ratio = sampler.name.endsWith('traceidratio') ? new sdk.TraceIdRatioBasedSampler(sampler.ratio) : undefined;
   const root = sampler.name.endsWith('always_off') ? new sdk.AlwaysOffSampler() : (ratio ?? new sdk.AlwaysOnSampler());
@@ -202,26 +176,20 @@ export async function startTracing(logger: Logger, env: Env = process.env): Prom
       }),
     ],
   });
-  const contextManager = new AsyncLocalStorageContextManager();
-  api.context.setGlobalContextManager(contextManager.enable());
+  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   api.propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
   api.trace.setGlobalTracerProvider(provider);
-  logger.info(
-    { endpoint: shownEndpoint(settings.endpoint), protocol: settings.protocol },
-    'tracing: spans go to the OTLP endpoint',
-  );
+  logger.info({ endpoint: shown, protocol: settings.protocol }, 'tracing: spans go to the OTLP endpoint');
 
   let stopping: Promise<void> | undefined;
   return {
-    endpoint: shownEndpoint(settings.endpoint),
-    protocol: settings.protocol,
     shutdown(timeoutMs = 5_000) {
       stopping ??= (async () => {
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<void>((resolve) => {
           timer = setTimeout(() => {
             logger.warn(
-              { endpoint: shownEndpoint(settings.endpoint), timeoutMs },
+              { endpoint: shown, timeoutMs },
               'tracing: the OTLP endpoint did not take the last spans in time; they are dropped',
             );
             resolve();

@@ -1,12 +1,8 @@
-/** `report-etl admin`: the admin HTTP server alone (bull-board, run history with replay, /healthz, /readyz, /metrics). */
-import type { RegisterCommand } from './types.ts';
-import { runService, serviceOptions, type ServiceCommandOptions } from './service-command.ts';
+/** `report-etl admin`: the admin HTTP server alone. */
+import { serviceCommand } from './service-command.ts';
 
-export const registerAdmin: RegisterCommand = (program, cli) => {
-  serviceOptions(
-    program
-      .command('admin')
-      .description('the admin HTTP server alone: bull-board, run history, replay, health and metrics'),
-    { admin: true },
-  ).action(async (opts: ServiceCommandOptions) => runService(cli, opts, { admin: true }));
-};
+export const registerAdmin = serviceCommand(
+  'admin',
+  'the admin HTTP server alone: bull-board, run history, replay, health and metrics',
+  { admin: true },
+);

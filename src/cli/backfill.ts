@@ -1,8 +1,6 @@
 /**
- * `report-etl backfill <job> --from <date> --to <date> [--force]`: one run per schedule interval (see
- * src/queue/backfill.ts). Prints each tick in UTC and in the job's time zone with its offset, the queue job id and
- * what happened to it; the summary says how many ticks were already queued or done (BullMQ keeps a finished tick's
- * id for 7 days, so it is not queued again) and that `--force` runs them again as new logical runs.
+ * `report-etl backfill <job> --from <date> --to <date> [--force]`: one run per schedule interval (queue/backfill.ts),
+ * each tick printed in UTC and in the job's zone, with its queue job id and what happened to it.
  */
 import type { RegisterCommand } from './types.ts';
 import type { BackfillRun } from '../queue/backfill.ts';
@@ -10,20 +8,16 @@ import { formatWithOffset, parseZonedDate } from '../pipeline/logical-time.ts';
 import { configOption, queuePrefixOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
 
-/** What happened to one tick, in words. */
 function outcome(run: BackfillRun, force: boolean, done: boolean): string {
   if (run.added) return force ? 'queued (forced: new logical run)' : 'queued';
   return `${done ? 'already done' : 'already queued'} (${run.state})`;
 }
 
 export const registerBackfill: RegisterCommand = (program, cli) => {
-  queuePrefixOption(
-    configOption(
-      program
-        .command('backfill')
-        .description('queue one run per schedule tick t with from < t <= to, each with its own logical time'),
-    ),
-  )
+  const cmd = program
+    .command('backfill')
+    .description('queue one run per schedule tick t with from < t <= to, each with its own logical time');
+  queuePrefixOption(configOption(cmd))
     .argument('<job>', 'job name in jobs.yaml (needs a schedule)')
     .requiredOption(
       '--from <date>',
@@ -32,40 +26,39 @@ export const registerBackfill: RegisterCommand = (program, cli) => {
     .requiredOption('--to <date>', 'end, inclusive, same forms')
     .option(
       '--force',
-      'queue every tick as a new logical run, also ticks already queued or done (an append target gets their rows again)',
+      'queue every tick as a new logical run, also ticks already queued or done (an append target gets their rows ' +
+        'again)',
     )
     .action(
       async (job: string, opts: { config: string; queuePrefix: string; from: string; to: string; force?: boolean }) => {
-        // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser.
+        // Loaded here: `--help` and the other commands need neither BullMQ nor the config parser (start-up cost).
         const [{ resolveJob }, { loadConfigForJob }, { backfill, isDoneState }] = await Promise.all([
           import('../config/load.ts'),
           import('./job-config.ts'),
           import('../queue/backfill.ts'),
         ]);
         const { config } = await loadConfigForJob(cli, opts.config, job);
-        const r = resolveJob(config, job);
-        const zone = r.zone;
+        const zone = resolveJob(config, job).zone;
         const from = parseZonedDate(opts.from, zone);
         const to = parseZonedDate(opts.to, zone);
         const force = opts.force === true;
         const { runs } = await withQueueSession(opts.queuePrefix, ({ queue }) =>
           backfill({ queue, config }, job, from, to, { force }),
         );
-        for (const run of runs)
-          cli.out(
-            `${run.tick.toISOString()}  ${formatWithOffset(run.tick, zone)} ${zone}  ${run.jobId}  ${outcome(run, force, isDoneState(run.state))}`,
-          );
+        for (const run of runs) {
+          const what = outcome(run, force, isDoneState(run.state));
+          cli.out(`${run.tick.toISOString()}  ${formatWithOffset(run.tick, zone)} ${zone}  ${run.jobId}  ${what}`);
+        }
         const added = runs.filter((x) => x.added).length;
         const done = runs.filter((x) => !x.added && isDoneState(x.state)).length;
         const pending = runs.length - added - done;
         let summary = `${job}: ${added} of ${runs.length} runs queued`;
         if (force && added) summary += " as new logical runs (--force: append targets get these ticks' rows again)";
         if (pending) summary += `; ${pending} already queued (a worker runs them)`;
-        if (done) {
+        if (done)
           summary +=
             `; ${done} already done (a tick's queue id is kept for 7 days after it ran, so it is not queued again): ` +
             'pass --force to run them again as new logical runs';
-        }
         cli.out(summary);
       },
     );

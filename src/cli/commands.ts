@@ -1,15 +1,12 @@
 /**
- * The commands of the CLI, each in its own module that adds it to the program (README "Commands"). A
- * command's module is loaded only when it is registered: `report-etl run <job>` loads `run.ts` alone, not the 15
- * others with their imports (start-up cost); `--help` and anything that names no command load them all.
+ * The commands (README "Commands"), each in its own module, loaded only when registered: `report-etl run <job>`
+ * loads `run.ts` alone (start-up cost); `--help` and anything that names no command load them all.
  */
 import type { RegisterCommand } from './types.ts';
 
-/** One command: its name on the command line, and the import of the module that registers it. */
+/** One command: its name, as its module registers it, and the import of that module. */
 export interface CommandEntry {
-  /** The first word after `report-etl`, as the module registers it (test/cli-commands.test.ts checks that they agree). */
   readonly name: string;
-  /** Imports the command's module; resolves to its {@link RegisterCommand}. */
   readonly load: () => Promise<RegisterCommand>;
 }
 
@@ -34,18 +31,15 @@ export const commands: readonly CommandEntry[] = [
 ];
 
 /**
- * The registrations the command line `args` needs: only the named command's when the first argument names one,
- * else every command (`--help`, `help <command>`, `--version`, a misspelt command, for which commander suggests
- * the closest name among all of them).
- * @param args the arguments after the script, e.g. `['run', 'orders', '--param', 'X=1']`
- * @returns the registrations, in `--help` order
+ * The registrations the arguments after the script need: the named command's, else every command's (`--help`,
+ * `help <command>`, a misspelt command, for which commander suggests the closest name), in `--help` order.
  */
 export async function commandsFor(args: readonly string[]): Promise<RegisterCommand[]> {
   const named = commands.find((c) => c.name === args[0]);
   return Promise.all((named ? [named] : commands).map((c) => c.load()));
 }
 
-/** Every command's registration, in `--help` order (tests, and the checks of the Dockerfile and README). */
+/** Every command's registration, in `--help` order. */
 export function allCommands(): Promise<RegisterCommand[]> {
   return commandsFor([]);
 }

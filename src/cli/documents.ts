@@ -1,9 +1,7 @@
 /**
- * `report-etl documents <run-key | attempt-id> [--job J] [--out DIR] [--page N]`: writes the documents a run archived
- * (pdf, xlsx, docx; README "Output types") to files named as in the target table, streaming each from PostgreSQL,
- * and prints one line per file. A run key names the run's documents (those of its attempt that loaded them), an
- * attempt id that attempt's. Exit 1 when it archived none or a document is gone from its target (replaced by a
- * later run), 2 when the key or id names nothing, or runs of several jobs.
+ * `report-etl documents <run-key | attempt-id> [--job J] [--out DIR] [--page N]` (README "Commands"): writes the
+ * documents a run or attempt archived to files, streamed from PostgreSQL. Exit 1 when there are none or one is gone
+ * from its target, 2 when the id names nothing or runs of several jobs.
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
@@ -22,7 +20,7 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
     .option('--out <dir>', 'directory to write to (created when missing)', '.')
     .option('--page <n>', 'only this page', wholeNumber(1))
     .action(async (id: string, opts: { job?: string; out: string; page?: number }) => {
-      // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost).
+      // Loaded here: `--help` and the other commands need none of it (start-up cost).
       const [
         { openStores },
         { makeLogger },
@@ -43,7 +41,8 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
         if (named.kind === 'none' || named.kind === 'ambiguous') {
           cli.err(
             named.kind === 'none'
-              ? `error: "${id}" is not a run key nor an attempt id${opts.job ? ` of job ${opts.job}` : ''} (see "report-etl runs", or "report-etl runs --attempts")`
+              ? `error: "${id}" is not a run key nor an attempt id${opts.job ? ` of job ${opts.job}` : ''} ` +
+                  '(see "report-etl runs", or "report-etl runs --attempts")'
               : `error: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`,
           );
           cli.exit(2);
@@ -59,7 +58,8 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
         );
         if (docs.length === 0) {
           cli.err(
-            `${what} archived no documents${opts.page === undefined ? '' : ` on page ${opts.page}`} (only pdf, excel and word runs do, when they succeed; see "report-etl runs")`,
+            `${what} archived no documents${opts.page === undefined ? '' : ` on page ${opts.page}`} (only pdf, ` +
+              'excel and word runs do, when they succeed; see "report-etl runs")',
           );
           cli.exit(1);
           return;

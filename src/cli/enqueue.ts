@@ -1,16 +1,12 @@
-/** `report-etl enqueue <job> [--param K=V]`: queues a manual run (see src/queue/manual-run.ts). */
+/** `report-etl enqueue <job> [--param K=V]`: queues a manual run (queue/manual-run.ts). */
 import type { RegisterCommand } from './types.ts';
 import { configOption, logicalTimeOption, paramOption, queuePrefixOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
 
 export const registerEnqueue: RegisterCommand = (program, cli) => {
-  logicalTimeOption(
-    paramOption(
-      queuePrefixOption(
-        configOption(program.command('enqueue').description('queue a manual run of a job; a worker runs it')),
-      ),
-    ),
-  )
+  const cmd = program.command('enqueue').description('queue a manual run of a job; a worker runs it');
+  for (const add of [configOption, queuePrefixOption, paramOption, logicalTimeOption]) add(cmd);
+  cmd
     .argument('<job>', 'job name in jobs.yaml')
     .action(
       async (

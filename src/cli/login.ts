@@ -1,10 +1,8 @@
 /**
- * `report-etl login <connection>`: the one-time login of a user-dependent service user
- * (docs/report-export-service.md "User-dependent service user"). Prints the authorization URL and waits for the code, which arrives either at the
- * admin server's `/oauth/callback` (when redirectUri points there; this command sees the outcome in PostgreSQL) or as
- * the URL the browser was redirected to, pasted at the prompt or given with `--redirected-url`. `--print-url` only
- * prints the URL (its state stays valid for 10 minutes). Exit 0 logged in, 1 the login failed or timed out, 2 usage
- * or config error (also: REPORT_ETL_SECRET_KEY missing).
+ * `report-etl login <connection>`: the one-time login of a user-dependent service user (docs/report-export-service.md
+ * "User-dependent service user"). Prints the authorization URL and waits for the code: at the admin server's
+ * `/oauth/callback` (seen in PostgreSQL), or as the redirected URL pasted or given with `--redirected-url`. Exit 0
+ * logged in, 1 the login failed or timed out, 2 usage or config error.
  */
 import { createInterface } from 'node:readline';
 import { Option } from 'commander';
@@ -21,12 +19,16 @@ import type { Cli, RegisterCommand } from './types.ts';
 /** How often a waiting login looks for the callback's outcome, ms. */
 const POLL_MS = 1_000;
 
+/** Error codes that mean the login failed (exit 1), not the command. */
+const LOGIN_FAILURES = new Set(['LOGIN_FAILED', 'SERVER_UNREACHABLE', 'TOKEN_FAILED', 'HTTP_TRANSIENT']);
+
 function parseRedirected(text: string): URLSearchParams {
   try {
     return new URL(text.trim()).searchParams;
   } catch {
     throw new ConfigError([
-      `--redirected-url: "${text.slice(0, 80)}" is not a URL: paste the whole address the browser was sent to (it starts with your redirectUri and carries code= and state=)`,
+      `--redirected-url: "${text.slice(0, 80)}" is not a URL: paste the whole address the browser was sent to (it ` +
+        'starts with your redirectUri and carries code= and state=)',
     ]);
   }
 }
@@ -34,7 +36,8 @@ function parseRedirected(text: string): URLSearchParams {
 function done(cli: Cli, r: CompletedLogin | string): void {
   if (typeof r === 'string') return cli.out(r);
   cli.out(
-    `${r.connection}: logged in; scopes granted: ${r.grantedScope ?? '(none named)'}; the refresh token lasts until ${r.expiresBy.toISOString()} at the latest (docs/report-export-service.md "Limits")`,
+    `${r.connection}: logged in; scopes granted: ${r.grantedScope ?? '(none named)'}; the refresh token lasts ` +
+      `until ${r.expiresBy.toISOString()} at the latest (docs/report-export-service.md "Limits")`,
   );
 }
 
@@ -52,34 +55,28 @@ export const registerLogin: RegisterCommand = (program, cli) => {
       ),
     )
     .action(async (name: string, opts: { config: string; redirectedUrl?: string; printUrl?: boolean }) => {
-      // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost).
-      const [{ openStores }, { loadConfig }, { closestMatch }, { completeLogin, startLogin }, { makeLogger }] =
+      // Loaded here: `--help` and the other commands need none of it (start-up cost).
+      const [{ openStores }, { loadConfig, unknownName }, { completeLogin, startLogin }, { makeLogger }] =
         await Promise.all([
           import('../app/bootstrap.ts'),
           import('../config/load.ts'),
-          import('../config/problems.ts'),
           import('../login/login-flow.ts'),
           import('../logger.ts'),
         ]);
       const { config } = await loadConfig(opts.config);
-      const connection = Object.hasOwn(config.connections, name) ? config.connections[name] : undefined;
-      if (!connection) {
-        const known = Object.keys(config.connections);
-        const near = closestMatch(name, known);
+      const find = (n: string): ConnectionConfig | undefined =>
+        Object.hasOwn(config.connections, n) ? config.connections[n] : undefined;
+      const connection = find(name);
+      if (!connection)
+        throw new ConfigError([unknownName('connection', name, Object.keys(config.connections), opts.config)]);
+      if (connection.auth !== 'authorization_code')
         throw new ConfigError([
-          `unknown connection "${name}" in ${opts.config} (${near ? `did you mean "${near}"? ` : ''}known: ${known.join(', ') || 'none'})`,
+          `connection "${name}" has auth: ${connection.auth}: only a user-dependent service user (auth: ` +
+            'authorization_code) logs in',
         ]);
-      }
-      if (connection.auth !== 'authorization_code') {
-        throw new ConfigError([
-          `connection "${name}" has auth: ${connection.auth}: only a user-dependent service user (auth: authorization_code) logs in`,
-        ]);
-      }
       const key = secretKeyFromEnv();
       const logger = makeLogger();
       const { pool, releasers } = await openStores(logger, { poolMax: 2 });
-      const find = (n: string): ConnectionConfig | undefined =>
-        Object.hasOwn(config.connections, n) ? config.connections[n] : undefined;
       try {
         if (opts.redirectedUrl !== undefined) {
           done(cli, await completeLogin(pool, key, find, parseRedirected(opts.redirectedUrl), { logger }));
@@ -95,18 +92,13 @@ export const registerLogin: RegisterCommand = (program, cli) => {
         );
         cli.out(started.url);
         cli.err(
-          `Waiting for the redirect to ${connection.redirectUri} (the admin server's /oauth/callback completes the login),`,
+          `Waiting for the redirect to ${connection.redirectUri} (the admin server's /oauth/callback completes the ` +
+            'login),',
         );
         cli.err('or paste the URL the browser was redirected to and press Enter. The link expires in 10 minutes.');
         done(cli, await waitForCode(pool, key, find, started.state, logger));
       } catch (err) {
-        if (
-          err instanceof EtlError &&
-          (err.code === 'LOGIN_FAILED' ||
-            err.code === 'SERVER_UNREACHABLE' ||
-            err.code === 'TOKEN_FAILED' ||
-            err.code === 'HTTP_TRANSIENT')
-        ) {
+        if (err instanceof EtlError && LOGIN_FAILURES.has(err.code)) {
           cli.err(`${name}: login failed (${err.code}): ${err.message}`);
           cli.exit(1);
           return;

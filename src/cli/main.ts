@@ -1,7 +1,6 @@
 /**
- * Command-line entry (README "Commands"): one module per command in this folder, each exporting a
- * {@link RegisterCommand}. Exit codes: 0 ok, 1 run failed, 2 usage or config error, or PostgreSQL / Redis not
- * usable (one line saying which, where and what to do).
+ * Command-line entry (README "Commands"). Exit codes: 0 ok, 1 run failed, 2 usage or config error, or PostgreSQL /
+ * Redis not usable (one line saying which, where and what to do).
  */
 import { terminalSafe } from '../terminal-text.ts';
 import { Command, CommanderError } from 'commander';
@@ -17,11 +16,7 @@ export function packageVersion(): string {
   return pkg.version;
 }
 
-/**
- * Runs the command line.
- * @param argv process.argv shape: [node, script, ...args]
- * @returns the exit code
- */
+/** Runs the command line `argv` ([node, script, ...args]); returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
   let exitCode = 0;
   const cli: Cli = {
@@ -49,7 +44,7 @@ export async function main(argv: string[]): Promise<number> {
       cli.err(`report-etl: config error: ${err.message}`);
       return 2;
     }
-    // PostgreSQL or Redis down or refusing us: what, where and what to do in one line, not a stack trace.
+    // PostgreSQL or Redis down or refusing us: one line, not a stack trace.
     if (err instanceof StoreUnavailableError) {
       cli.err(`report-etl: ${err.message}`);
       return 2;

@@ -6,7 +6,7 @@ export const registerMigrate: RegisterCommand = (program, cli) => {
     .command('migrate')
     .description('apply the run-history migrations (migrations/*.sql) to DATABASE_URL; safe to run concurrently')
     .action(async () => {
-      // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost).
+      // Loaded here: `--help` and the other commands need none of it (start-up cost).
       const [{ checkPostgres }, { makePool }, { migrate }, { makeLogger }] = await Promise.all([
         import('../app/bootstrap.ts'),
         import('../app/connections.ts'),

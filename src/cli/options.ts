@@ -1,7 +1,7 @@
 /**
- * The options several commands share, each defined once (README "Commands"). Option values are parsed
- * by commander argument parsers that throw `InvalidArgumentError`, so every bad value exits the same way:
- * `error: option '--since <when>' argument 'x' is invalid. <why>` and exit code 2.
+ * The options several commands share, each defined once (README "Commands"). Bad values throw
+ * `InvalidArgumentError`, so that each exits the same way: `error: option '--since <when>' argument 'x' is
+ * invalid. <why>`, exit code 2.
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseWindow } from '../config/duration.ts';
@@ -9,20 +9,18 @@ import { LOG_FORMATS, type LogFormat } from '../log-format.ts';
 import { queuePrefixFromEnv } from '../queue/names.ts';
 import { prefixForRedis } from '../redis-url.ts';
 
-/** Config path of every command that reads jobs.yaml: `$REPORT_ETL_CONFIG`, else `./jobs.yaml`. */
-export function defaultConfigPath(): string {
-  return process.env.REPORT_ETL_CONFIG ?? 'jobs.yaml';
-}
-
-/** Adds `-c, --config <path>` (default {@link defaultConfigPath}). */
+/** Adds `-c, --config <path>` (default `$REPORT_ETL_CONFIG`, else `./jobs.yaml`). */
 export function configOption(cmd: Command, description = 'jobs.yaml to read'): Command {
-  return cmd.option('-c, --config <path>', `${description} ($REPORT_ETL_CONFIG)`, defaultConfigPath());
+  return cmd.option(
+    '-c, --config <path>',
+    `${description} ($REPORT_ETL_CONFIG)`,
+    process.env.REPORT_ETL_CONFIG ?? 'jobs.yaml',
+  );
 }
 
 /**
- * Adds `--queue-prefix <prefix>` (default `$REPORT_ETL_QUEUE_PREFIX` or `report-etl`; `{report-etl}` on a Redis
- * Cluster). A prefix without a hash tag on a Redis Cluster is refused (exit 2), whether given here or in the
- * environment: the command then stops before its action with the reason.
+ * Adds `--queue-prefix <prefix>` (default queue/names.ts queuePrefixFromEnv). A prefix without a hash tag on a Redis
+ * Cluster, given here or in the environment, stops the command before its action (exit 2).
  */
 export function queuePrefixOption(cmd: Command): Command {
   let fallback: string;
@@ -46,35 +44,29 @@ export function queuePrefixOption(cmd: Command): Command {
   return cmd.addOption(option);
 }
 
-/**
- * Parses one `--param NAME=VALUE` and adds it to the earlier ones (a repeatable option's reducer).
- * @throws InvalidArgumentError without a `=` or with an empty name
- */
-export function collectParam(value: string, previous: Record<string, string>): Record<string, string> {
-  const eq = value.indexOf('=');
-  if (eq <= 0) throw new InvalidArgumentError('write NAME=VALUE, e.g. -p FROM=2026-01-01');
-  return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
-}
-
-/** Adds `-p, --param <NAME=VALUE>` (repeatable; the value is `{}` when not given). */
+/** Adds `-p, --param <NAME=VALUE>`, repeatable; `{}` when not given. */
 export function paramOption(cmd: Command): Command {
+  const collect = (value: string, previous: Record<string, string>): Record<string, string> => {
+    const eq = value.indexOf('=');
+    if (eq <= 0) throw new InvalidArgumentError('write NAME=VALUE, e.g. -p FROM=2026-01-01');
+    return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
+  };
   return cmd.addOption(
     new Option('-p, --param <NAME=VALUE>', 'report parameter for this run (repeatable; overrides jobs.yaml)')
-      .argParser(collectParam)
+      .argParser(collect)
       .default({}, 'none'),
   );
 }
 
 /**
- * Adds `--logical-time <time>`: the logical time a run by hand stands for, as a scheduled tick would (README "Run
- * parameters and logical time"): `%{logicalEnd}` is it, `%{logicalStart}` the schedule's tick before it. Written
- * `2026-11-24` (midnight in the job's zone), `2026-11-24T06:00` (wall time there) or an ISO time with an offset;
- * read with the job's zone by {@link logicalTimeIn}. Default: now.
+ * Adds `--logical-time <time>`: the logical time a run by hand stands for (docs/configuration.md "Run parameters and
+ * logical time"), read in the job's zone by pipeline/logical-time.ts parseZonedDate. Default: now.
  */
 export function logicalTimeOption(cmd: Command): Command {
   return cmd.option(
     '--logical-time <time>',
-    "the logical time this run stands for, as a tick would: 2026-11-24 (midnight in the job's zone), 2026-11-24T06:00, or ISO with offset (default now)",
+    "the logical time this run stands for, as a tick would: 2026-11-24 (midnight in the job's zone), " +
+      '2026-11-24T06:00, or ISO with offset (default now)',
   );
 }
 
@@ -91,24 +83,16 @@ export function wholeNumber(min: number): (value: string) => number {
   };
 }
 
-/**
- * Parses `--since`: a window back from `now` (`30m`, `12h`, `2d`, `1w`) or a date/time (`2026-01-31`, ISO).
- * @throws InvalidArgumentError when it is neither
- */
-export function parseSince(text: string, now = new Date()): Date {
-  const ms = parseWindow(text);
-  if (ms !== undefined) return new Date(now.getTime() - ms);
-  const d = new Date(text);
-  if (Number.isNaN(d.getTime()))
-    throw new InvalidArgumentError('write a window such as 2d or 12h, or a date such as 2026-01-31');
-  return d;
-}
-
-/** Adds `--since <when>` parsed by {@link parseSince}. */
+/** Adds `--since <when>`: a window back from now (`30m`, `12h`, `2d`, `1w`) or a date/time (`2026-01-31`, ISO). */
 export function sinceOption(cmd: Command, description: string): Command {
-  return cmd.option('--since <when>', `${description}: a window (30m, 12h, 2d) or a date`, (v: string) =>
-    parseSince(v),
-  );
+  return cmd.option('--since <when>', `${description}: a window (30m, 12h, 2d) or a date`, (text: string) => {
+    const ms = parseWindow(text);
+    if (ms !== undefined) return new Date(Date.now() - ms);
+    const d = new Date(text);
+    if (Number.isNaN(d.getTime()))
+      throw new InvalidArgumentError('write a window such as 2d or 12h, or a date such as 2026-01-31');
+    return d;
+  });
 }
 
 /** Adds `--log-format <json|pretty>` (default: `LOG_FORMAT`, else pretty on a terminal, JSON lines otherwise). */

@@ -1,8 +1,6 @@
 /**
- * Shared by the short commands: {@link withQueueSession} (`enqueue`, `replay`, `backfill`) opens PostgreSQL
- * (migrated), Redis and the queue; {@link withHistory} (`runs`, read-only) opens PostgreSQL alone and never
- * migrates. Both close what they opened after the action, whatever happens, and fail within seconds with a
- * StoreUnavailableError (one line, exit 2 in main) when a store does not answer.
+ * The stores of the short commands, closed after the action whatever happens; a store that does not answer fails
+ * within seconds with a StoreUnavailableError.
  */
 import type pg from 'pg';
 import type { Logger } from '../logger.ts';
@@ -15,12 +13,9 @@ export interface QueueSession {
   logger: Logger;
 }
 
-/**
- * Runs `fn` with a migrated pool and the queue of `prefix`; closes both after.
- * @throws StoreUnavailableError when PostgreSQL or Redis cannot be reached; whatever `fn` throws
- */
+/** Runs `fn` with a migrated pool and the queue of `prefix` (`enqueue`, `replay`, `backfill`). */
 export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) => Promise<T>): Promise<T> {
-  // Loaded on use, so that registering the commands loads neither the drivers nor BullMQ (start-up cost).
+  // Loaded on use: registering the commands loads neither the drivers nor BullMQ (start-up cost).
   const [{ openStores }, { makeLogger }, { makeQueue }, { startTracing }] = await Promise.all([
     import('../app/bootstrap.ts'),
     import('../logger.ts'),
@@ -28,7 +23,8 @@ export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) 
     import('../app/tracing-sdk.ts'),
   ]);
   const logger = makeLogger();
-  // A queued run's trace begins with its enqueue span: exported before the command ends (README "Tracing").
+  // A queued run's trace begins with its enqueue span, exported before the command ends (docs/observability.md
+  // "Tracing").
   const tracing = await startTracing(logger);
   try {
     const { pool, redis, releasers } = await openStores(logger, { poolMax: 2 });
@@ -45,11 +41,7 @@ export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) 
   }
 }
 
-/**
- * Runs `fn` with a pool on DATABASE_URL for reading the run history: no migrations (a read must not change the
- * schema of the database it reads, which may be the wrong one), no Redis.
- * @throws StoreUnavailableError when PostgreSQL cannot be reached; whatever `fn` throws
- */
+/** Runs `fn` with a pool for reading the run history (`runs`): no Redis, no migrations (it may be the wrong one). */
 export async function withHistory<T>(fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
   const [{ openHistoryPool }, { makeLogger }] = await Promise.all([
     import('../app/bootstrap.ts'),

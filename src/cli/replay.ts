@@ -1,24 +1,22 @@
 /**
  * `report-etl replay <run-key | attempt-id> [--job J] [--accept-guard]` and `report-etl replay --failed [--job J]
- * [--since 2d] [--dry-run] [--include-superseded]`: re-queue failed (or reverted) runs as the same logical run (see
- * src/queue/replay.ts). The one-run form takes a run key, or the id of any attempt of the run, and says which it
- * got. `--failed` skips superseded failures (a later logical run of the same job succeeded into the same replace or
- * merge target) and says how many and why; `--dry-run` lists what would be queued and queues nothing. Exit 2 when
- * the run key or attempt id is unknown, names runs of several jobs (give --job), or the run is not replayable.
+ * [--since 2d] [--dry-run] [--include-superseded]` (docs/operations.md "Replaying failed runs"; queue/replay.ts). Exit
+ * 2 when the id names nothing or several jobs' runs, or the run is not replayable.
  */
-import type { RegisterCommand } from './types.ts';
+import type { Cli, RegisterCommand } from './types.ts';
 import { textTable } from './text-table.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { EtlError } from '../errors.ts';
 import type { FailedRunToReplay } from '../history/run-list.ts';
 import type { RunOrAttempt } from '../history/run-or-attempt.ts';
+import type { RunQueue } from '../queue/queue.ts';
 import { configOption, queuePrefixOption, sinceOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
 
 const HEADERS = ['run key', 'job', 'failed attempt', 'started', 'error'] as const;
 
-/** Failed runs as an aligned table: run key, job, its newest (failed) attempt's id, start (UTC) and first error line (80 characters). */
-export function formatFailedRuns(runs: FailedRunToReplay[], extra?: (r: FailedRunToReplay) => string): string[] {
+/** Failed runs as an indented table: run key, job, failed attempt, its start (UTC) and first error line. */
+function formatFailedRuns(runs: FailedRunToReplay[], extra?: (r: FailedRunToReplay) => string): string[] {
   const cells = runs.map((r) => [
     r.run_key,
     r.job,
@@ -40,25 +38,19 @@ export function describeNamed(named: Extract<RunOrAttempt, { kind: 'run' | 'atte
 }
 
 /**
- * Says on stderr when no worker takes runs from the queue now, so that "queued" is not read as "running": the replay
- * waits until one starts. Silent when the count cannot be read (a Redis that refuses CLIENT LIST).
+ * Says when no worker takes runs now, so that "queued" is not read as "running"; silent when the count cannot be
+ * read (a Redis that refuses CLIENT LIST).
  */
-async function sayWhenNoWorker(
-  queue: { getWorkersCount(): Promise<number> },
-  prefix: string,
-  cli: { err(line: string): void },
-): Promise<void> {
+async function sayWhenNoWorker(queue: RunQueue, prefix: string, cli: Cli): Promise<void> {
   const workers = await queue.getWorkersCount().catch(() => undefined);
   if (workers === 0)
     cli.err(
-      `note: no worker is taking runs from queue prefix "${prefix}" now: the replay runs once one starts (npx report-etl worker, or start)`,
+      `note: no worker is taking runs from queue prefix "${prefix}" now: the replay runs once one starts (npx ` +
+        'report-etl worker, or start)',
     );
 }
 
-/**
- * Why `report-etl <command> <id>` names no single run: no run key or attempt id `id` (in `job`), or a run key of
- * several jobs; undefined when it names one.
- */
+/** Why `report-etl <command> <id>` names no single run; undefined when it names one. */
 export function unnamedRunProblem(
   command: string,
   id: string,
@@ -66,23 +58,23 @@ export function unnamedRunProblem(
   named: RunOrAttempt,
 ): string | undefined {
   if (named.kind === 'none')
-    return `report-etl ${command}: no run with run key "${id}" and no attempt with that id${job ? ` in job ${job}` : ''} (see "report-etl runs", or "report-etl runs --attempts")`;
+    return (
+      `report-etl ${command}: no run with run key "${id}" and no attempt with that id${job ? ` in job ${job}` : ''} ` +
+      '(see "report-etl runs", or "report-etl runs --attempts")'
+    );
   if (named.kind === 'ambiguous')
-    return `report-etl ${command}: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`;
+    return (
+      `report-etl ${command}: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which ` +
+      'with --job'
+    );
   return undefined;
 }
 
 export const registerReplay: RegisterCommand = (program, cli) => {
-  sinceOption(
-    queuePrefixOption(
-      configOption(
-        program
-          .command('replay')
-          .description('re-queue a failed run (same logical run), or every failed run with --failed'),
-      ),
-    ),
-    'with --failed: only runs started since',
-  )
+  const cmd = program
+    .command('replay')
+    .description('re-queue a failed run (same logical run), or every failed run with --failed');
+  sinceOption(queuePrefixOption(configOption(cmd)), 'with --failed: only runs started since')
     .argument(
       '[run-key|attempt-id]',
       'the failed run: its run key (etl.runs.run_key), or the id of one of its attempts (etl.attempts.attempt_id)',
@@ -95,7 +87,8 @@ export const registerReplay: RegisterCommand = (program, cli) => {
     .option('--dry-run', 'with --failed: list what would be queued (and what is skipped), queue nothing')
     .option(
       '--accept-guard',
-      "with a run key: load the run even where its target's guard (target.guard) would stop it; recorded in the run history",
+      "with a run key: load the run even where its target's guard (target.guard) would stop it; recorded in the run " +
+        'history',
     )
     .option(
       '--include-superseded',
@@ -115,26 +108,23 @@ export const registerReplay: RegisterCommand = (program, cli) => {
           acceptGuard?: boolean;
         },
       ) => {
-        // Loaded here, not at the top: `--help` and the other commands need neither BullMQ nor the config parser.
+        // Loaded here: `--help` and the other commands need neither BullMQ nor the config parser (start-up cost).
         const [{ loadConfig }, { planFailedReplays, replayRun }, { findRunOrAttempt }] = await Promise.all([
           import('../config/load.ts'),
           import('../queue/replay.ts'),
           import('../history/run-or-attempt.ts'),
         ]);
-        if (!id === !opts.failed) {
-          cli.err('report-etl replay: give either a run key or attempt id, or --failed');
-          cli.exit(2);
-          return;
-        }
-        if (!id && opts.acceptGuard) {
-          cli.err(
-            'report-etl replay: --accept-guard goes with one run key or attempt id: accept a guard run by run, after looking at what it stopped',
-          );
-          cli.exit(2);
-          return;
-        }
-        if (id && (opts.dryRun || opts.includeSuperseded)) {
-          cli.err('report-etl replay: --dry-run and --include-superseded go with --failed');
+        const usage =
+          !id === !opts.failed
+            ? 'give either a run key or attempt id, or --failed'
+            : !id && opts.acceptGuard
+              ? '--accept-guard goes with one run key or attempt id: accept a guard run by run, after looking at ' +
+                'what it stopped'
+              : id && (opts.dryRun || opts.includeSuperseded)
+                ? '--dry-run and --include-superseded go with --failed'
+                : undefined;
+        if (usage) {
+          cli.err(`report-etl replay: ${usage}`);
           cli.exit(2);
           return;
         }
@@ -162,9 +152,8 @@ export const registerReplay: RegisterCommand = (program, cli) => {
                 named.kind === 'attempt' && named.attempt.attempt_id === attemptId
                   ? ''
                   : `, after its ${reverted ? 'reverted' : 'failed'} attempt ${attemptId}`;
-              cli.out(
-                `${describeNamed(named)}: replay of the run queued as ${jobId}${after}${opts.acceptGuard ? ", past its target's guard" : ''}`,
-              );
+              const guard = opts.acceptGuard ? ", past its target's guard" : '';
+              cli.out(`${describeNamed(named)}: replay of the run queued as ${jobId}${after}${guard}`);
               await sayWhenNoWorker(queue, opts.queuePrefix, cli);
             } catch (err) {
               if (!(err instanceof EtlError)) throw err;
@@ -181,10 +170,9 @@ export const registerReplay: RegisterCommand = (program, cli) => {
           const supersededBy = (r: FailedRunToReplay) =>
             r.superseded_by_run_key ? `  [superseded by ${r.superseded_by_run_key}]` : '';
           if (opts.dryRun) {
-            cli.out(
-              `dry run, nothing queued: would queue ${plural(plan.toQueue.length, 'failed run')}${plan.toQueue.length ? ':' : ''}`,
-            );
-            if (plan.toQueue.length) for (const l of formatFailedRuns(plan.toQueue, supersededBy)) cli.out(l);
+            const n = plan.toQueue.length;
+            cli.out(`dry run, nothing queued: would queue ${plural(n, 'failed run')}${n ? ':' : ''}`);
+            if (n) for (const l of formatFailedRuns(plan.toQueue, supersededBy)) cli.out(l);
           } else {
             for (const run of plan.toQueue) {
               const { jobId } = await replayRun(deps, { job: run.job, runKey: run.run_key });
@@ -193,25 +181,20 @@ export const registerReplay: RegisterCommand = (program, cli) => {
             cli.out(`${plural(plan.toQueue.length, 'failed run')} queued again`);
             if (plan.toQueue.length) await sayWhenNoWorker(queue, opts.queuePrefix, cli);
           }
-          if (plan.superseded.length) {
-            cli.out(
-              `skipped ${plural(plan.superseded.length, 'superseded failed run')}: a later logical run of the same job succeeded into the same ` +
-                'replace/merge target, so a replay would overwrite its newer rows with older ones (--include-superseded replays them anyway):',
-            );
-            for (const l of formatFailedRuns(plan.superseded, supersededBy)) cli.out(l);
-          }
-          if (plan.stillRetrying.length) {
-            cli.out(
-              `skipped ${plural(plan.stillRetrying.length, 'failed run')} the queue still retries (waiting, delayed or active):`,
-            );
-            for (const l of formatFailedRuns(plan.stillRetrying)) cli.out(l);
-          }
-          if (plan.jobGone.length) {
-            cli.out(
-              `skipped ${plural(plan.jobGone.length, 'failed run')} of jobs no longer in jobs.yaml (add a job back to replay its runs):`,
-            );
-            for (const l of formatFailedRuns(plan.jobGone)) cli.out(l);
-          }
+          const skipped = (runs: FailedRunToReplay[], what: string, why: string, superseded = false) => {
+            if (!runs.length) return;
+            cli.out(`skipped ${plural(runs.length, what)}${why}`);
+            for (const l of formatFailedRuns(runs, superseded ? supersededBy : undefined)) cli.out(l);
+          };
+          skipped(
+            plan.superseded,
+            'superseded failed run',
+            ': a later logical run of the same job succeeded into the same replace/merge target, so a replay ' +
+              'would overwrite its newer rows with older ones (--include-superseded replays them anyway):',
+            true,
+          );
+          skipped(plan.stillRetrying, 'failed run', ' the queue still retries (waiting, delayed or active):');
+          skipped(plan.jobGone, 'failed run', ' of jobs no longer in jobs.yaml (add a job back to replay its runs):');
         });
       },
     );

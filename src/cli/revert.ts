@@ -1,17 +1,13 @@
 /**
- * `report-etl revert <run-key | attempt-id> [--job J]`: removes the rows one append run loaded from its target
- * (found by their run key in the lineage column, README "Loaded tables"), and its claim in etl.appended_runs so that
- * `report-etl replay` can append it again, in one transaction; records the revert in etl.reverts (README "Run
- * history") and prints what it removed. The run is named as `replay` names it: its run key, or the id of any of its
- * attempts. Exit 0 reverted; 2 when the key or id names nothing or runs of several jobs, or the run cannot be
- * reverted (not an append, not loaded, already reverted, rows without a run key), with the reason and what to do.
- * Needs PostgreSQL only.
+ * `report-etl revert <run-key | attempt-id> [--job J]` (README "Commands"): removes one append run's rows and claim
+ * (warehouse/revert.ts) and prints what it removed. Exit 2 when the id names nothing or several jobs' runs, or the
+ * run cannot be reverted, with the reason.
  */
 import { hostname, userInfo } from 'node:os';
 import { describeNamed, unnamedRunProblem } from './replay.ts';
 import type { RegisterCommand } from './types.ts';
 
-/** `user@host` of this process, recorded with a revert (the host alone when the user has no name here). */
+/** `user@host` of this process (the host alone when the user has no name here). */
 function whoAmI(): string {
   let user = '';
   try {
@@ -26,11 +22,12 @@ export const registerRevert: RegisterCommand = (program, cli) => {
   program
     .command('revert <run-key|attempt-id>')
     .description(
-      "remove one append run's rows from its target, so that a replay can append it again; give its run key, or an attempt id",
+      "remove one append run's rows from its target, so that a replay can append it again; give its run key, or an " +
+        'attempt id',
     )
     .option('--job <job>', 'the job the run key is of, when run keys of several jobs match')
     .action(async (id: string, opts: { job?: string }) => {
-      // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost).
+      // Loaded here: `--help` and the other commands need none of it (start-up cost).
       const [{ openHistoryPool }, { migrate }, { makeLogger }, { findRunOrAttempt }, { revertAppendedRun }] =
         await Promise.all([
           import('../app/bootstrap.ts'),
@@ -57,11 +54,17 @@ export const registerRevert: RegisterCommand = (program, cli) => {
         }
         const { claim, rows } = outcome;
         const missing = Number(claim.rows) - rows;
+        const differs =
+          missing === 0
+            ? ''
+            : `; the run had appended ${claim.rows}, ` +
+              (missing > 0 ? `${missing} of them were gone already` : `${-missing} more carry its run key`);
+        const replay = `report-etl replay ${claim.run_key}${opts.job ? ` --job ${claim.job}` : ''}`;
         cli.out(
           `${describeNamed(named)}: reverted: removed ${rows} row${rows === 1 ? '' : 's'} from ${claim.target_table} ` +
-            `(appended by attempt ${claim.attempt_id} at ${claim.committed_at.toISOString()}` +
-            `${missing !== 0 ? `; the run had appended ${claim.rows}, ${missing > 0 ? `${missing} of them were gone already` : `${-missing} more carry its run key`}` : ''}); ` +
-            `recorded as revert ${outcome.revertId} at ${outcome.revertedAt.toISOString()}. "report-etl replay ${claim.run_key}${opts.job ? ` --job ${claim.job}` : ''}" appends it again`,
+            `(appended by attempt ${claim.attempt_id} at ${claim.committed_at.toISOString()}${differs}); ` +
+            `recorded as revert ${outcome.revertId} at ${outcome.revertedAt.toISOString()}. ` +
+            `"${replay}" appends it again`,
         );
       } finally {
         await pool.end().catch(() => undefined);

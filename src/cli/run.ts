@@ -1,43 +1,34 @@
 /**
- * `report-etl run <job>`: one run now, in the foreground. Exit 0 ok, 1 run failed, 2 usage or config error.
- * Ctrl-C aborts the run: the transaction rolls back, the report job is deleted, the run is recorded interrupted;
- * a second Ctrl-C exits at once.
+ * `report-etl run <job>`: one run now, in the foreground. Exit 0 ok, 1 run failed, 2 usage or config error. Ctrl-C
+ * aborts the run (rolled back, report job deleted, recorded interrupted); a second Ctrl-C exits at once.
  */
-import { Option } from 'commander';
 import { configOption, logFormatOption, logicalTimeOption, paramOption, type LogFormatFlag } from './options.ts';
 import type { RegisterCommand } from './types.ts';
 
-/** How long `run` waits at its end for alerts still being delivered, in ms (the run's outcome is already printed). */
+/** How long `run` waits at its end for alerts still being delivered, in ms. */
 const ALERT_FLUSH_MS = 30_000;
 
-/**
- * `run <run key>`, plus `, attempt <attempt id>` when they differ: without `--run-key` a foreground run's key is its
- * first attempt's id, and both are the one UUID.
- */
+/** `run <run key>`, plus `, attempt <attempt id>` unless they are the one UUID (no `--run-key`). */
 function runAndAttempt(runKey: string, attemptId: string): string {
   return runKey === attemptId ? `run ${runKey}` : `run ${runKey}, attempt ${attemptId}`;
 }
 
 export const registerRun: RegisterCommand = (program, cli) => {
-  logicalTimeOption(
-    logFormatOption(
-      paramOption(configOption(program.command('run').description('run one job of jobs.yaml now, in the foreground'))),
-    ),
-  )
+  const cmd = program.command('run').description('run one job of jobs.yaml now, in the foreground');
+  for (const add of [configOption, paramOption, logFormatOption, logicalTimeOption]) add(cmd);
+  cmd
     .argument('<job>', 'job name in jobs.yaml')
-    .addOption(
-      new Option(
-        '--run-key <key>',
-        'run key of this logical run (default: the id of its attempt); append loads are exactly-once per key',
-      ),
+    .option(
+      '--run-key <key>',
+      'run key of this logical run (default: the id of its attempt); append loads are exactly-once per key',
     )
     .action(
       async (
         jobName: string,
         opts: { config: string; param: Record<string, string>; runKey?: string; logicalTime?: string } & LogFormatFlag,
       ) => {
-        // Loaded here, not at the top: `--help` and the other commands need none of it (start-up cost). The
-        // stores (DATABASE_URL, REDIS_URL: not jobs.yaml) connect and migrate while the rest loads and jobs.yaml is read.
+        // Loaded here: `--help` and the other commands need none of it (start-up cost). The stores (not in
+        // jobs.yaml) connect and migrate while the rest loads and jobs.yaml is read.
         const [{ openStores }, { makeLogger }] = await Promise.all([
           import('../app/bootstrap.ts'),
           import('../logger.ts'),
@@ -91,7 +82,8 @@ export const registerRun: RegisterCommand = (program, cli) => {
           const loaded = await loadConfigForJob(cli, opts.config, jobName);
           const job = resolveJob(loaded.config, jobName, opts.config);
           const releasers = new Releasers();
-          // Released last, so that every span of the run is exported before the command ends (README "Tracing").
+          // Released last, so that every span of the run is exported before the command ends (docs/observability.md
+          // "Tracing").
           const tracing = await startTracing(logger);
           if (tracing) releasers.add(() => tracing.shutdown());
           const controller = new AbortController();
@@ -120,15 +112,10 @@ export const registerRun: RegisterCommand = (program, cli) => {
             releasers.add(() => stores.releaseAll());
             const owner = await openAttemptOwner(pool, logger);
             releasers.add(() => owner.close());
-            // Alerts wait in the alert queue until a target took them: this command delivers them while the run goes on
-            // and waits for them a little at its end, never failing; what is left, a long-running process delivers.
-            const alertDeps = {
-              connection: redis,
-              prefix: queuePrefixFromEnv(),
-              targets: () => loaded.config.alerts,
-              logger,
-            };
-            // The alert queue (and BullMQ with it) is loaded only when jobs.yaml has alert targets.
+            const prefix = queuePrefixFromEnv();
+            // This command delivers alerts while the run goes on and waits for them a little at its end; what is
+            // left, a long-running process delivers. BullMQ is loaded only when jobs.yaml has alert targets.
+            const alertDeps = { connection: redis, prefix, targets: () => loaded.config.alerts, logger };
             const alertQueue = Object.keys(loaded.config.alerts).length
               ? await import('../queue/alert-queue.ts')
               : undefined;
@@ -147,17 +134,14 @@ export const registerRun: RegisterCommand = (program, cli) => {
               config: () => loaded.config,
               invalidJobs: () => loaded.invalid.filter((e) => e.kind === 'job').map((e) => e.name),
               alerts: sender,
-              prefix: queuePrefixFromEnv(),
+              prefix,
             });
             releasers.add(() => janitor.close());
-            // A run in the foreground takes a report slot like a queued one: the server's limit is the fleet's.
-            const slots = new ReportSlots(redis, { prefix: queuePrefixFromEnv() });
+            // A foreground run takes a report slot like a queued one: the server's limit is the fleet's.
+            const slots = new ReportSlots(redis, { prefix });
             releasers.add(() => slots.close());
-            // A `run` of this job killed earlier leaves no orphan behind this one; then a sweep, if no other process is
-            // doing one. Both go on while the run waits for the server (start-up), or at the end when the run
-            // started no report job, unless it was interrupted (Ctrl-C does not wait for orphans' DELETEs to a server
-            // that may be down); the command ends after them. Closing orphans is idempotent, and never touches this
-            // run's attempt: its owner session is alive.
+            // Close the orphans of this job's earlier runs, then sweep: while the server renders, or at the end when
+            // no report job started, unless interrupted (Ctrl-C does not wait for DELETEs to a server maybe down).
             let janitorWork: Promise<unknown> | undefined;
             const startJanitorWork = () =>
               (janitorWork ??= janitor
@@ -179,7 +163,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
               signal: controller.signal,
               owner,
               slots,
-              prefix: queuePrefixFromEnv(),
+              prefix,
               onReportJobStarted: startJanitorWork,
             }).catch(async (err: unknown) => {
               if (err instanceof AttemptFailedError && !controller.signal.aborted)
@@ -199,20 +183,21 @@ export const registerRun: RegisterCommand = (program, cli) => {
               trigger: 'manual',
             });
             const secs = result.durationMs / 1000;
-            // What a loaded row is depends on the output type (README "Output types").
+            // What a loaded row is depends on the output type (docs/loaded-tables.md "Output types").
             const shape = outputShape(job.job.report.outputType, job.job.target);
             const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
+            const pages = `${result.pages} page${result.pages === 1 ? '' : 's'}`;
+            const rate = `${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s`;
             cli.out(
-              `${jobName}: ${result.status}, ${result.rows} ${unit}, ${result.pages} page${result.pages === 1 ? '' : 's'}, ${(result.bytes / 1e6).toFixed(1)} MB in ` +
-                `${secs.toFixed(1)} s (${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s), ${runAndAttempt(result.runKey, result.attemptId)}`,
+              `${jobName}: ${result.status}, ${result.rows} ${unit}, ${pages}, ${(result.bytes / 1e6).toFixed(1)} MB ` +
+                `in ${secs.toFixed(1)} s (${rate}), ${runAndAttempt(result.runKey, result.attemptId)}`,
             );
           } catch (err) {
             if (!(err instanceof AttemptFailedError)) throw err;
             // The summary goes to stdout whatever the outcome (README "Commands"); the log lines went to stderr.
-            cli.out(
-              `${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), ${runAndAttempt(opts.runKey ?? err.attemptId, err.attemptId)}: ${err.message}`,
-            );
-            // A config problem found only at run time (a declared type PostgreSQL does not know, a bad report name).
+            const which = runAndAttempt(opts.runKey ?? err.attemptId, err.attemptId);
+            cli.out(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), ${which}: ${err.message}`);
+            // A config problem found only at run time (a type PostgreSQL does not know, a bad report name).
             cli.exit(err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
           } finally {
             await releasers.releaseAll().catch(() => undefined);

@@ -1,8 +1,6 @@
 /**
  * `report-etl runs [--attempts] [--job J] [--status S] [--since 2d] [--limit N]`: the run history as a table, newest
- * first: one line per logical run (etl.runs: run key, status of its newest attempt, attempt count), or with
- * `--attempts` one line per attempt (etl.attempts: attempt id, its run key and number). Read-only: it never
- * migrates and needs no Redis; a database without the run history says so on stderr.
+ * first, one line per logical run or per attempt. Read-only: it never migrates and needs no Redis.
  */
 import type { RegisterCommand } from './types.ts';
 import { textTable } from './text-table.ts';
@@ -13,32 +11,12 @@ import { queuePrefixOption, sinceOption, wholeNumber } from './options.ts';
 import { withHistory } from './queue-session.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 
-const RUN_HEADERS = [
-  'run key',
-  'job',
-  'status',
-  'attempts',
-  'trigger',
-  'started',
-  'duration',
-  'rows',
-  'error',
-] as const;
-const ATTEMPT_HEADERS = [
-  'attempt id',
-  'job',
-  'run key',
-  'attempt',
-  'status',
-  'trigger',
-  'started',
-  'duration',
-  'rows',
-  'error',
-] as const;
+const TAIL = ['trigger', 'started', 'duration', 'rows', 'error'];
+const RUN_HEADERS = ['run key', 'job', 'status', 'attempts', ...TAIL];
+const ATTEMPT_HEADERS = ['attempt id', 'job', 'run key', 'attempt', 'status', ...TAIL];
 
 /** Duration in ms as `850ms`, `12.3s`, `4m05s`. */
-export function formatDuration(ms: number | null): string {
+function formatDuration(ms: number | null): string {
   if (ms === null) return '-';
   if (ms < 1000) return `${ms}ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
@@ -49,11 +27,10 @@ export function formatDuration(ms: number | null): string {
 const time = (t: Date | null) => (t ? t.toISOString().replace('T', ' ').slice(0, 19) : '-');
 
 /**
- * Logical runs as an aligned table. `duration` runs from the first attempt's start to the last finish (retries and
- * their waits included), and on to now while the newest attempt runs; errors are the newest attempt's, cut to 80
- * characters. A run whose first attempt is not recorded yet (waiting for a report slot) shows `-` as its status.
+ * Logical runs as a table; `duration` from the first attempt's start to the last finish, or to now while the newest
+ * attempt runs; status `-` while the first attempt waits for a report slot.
  */
-export function formatRunTable(rows: RunListRow[], now = Date.now()): string[] {
+function formatRunTable(rows: RunListRow[], now = Date.now()): string[] {
   return textTable(
     RUN_HEADERS,
     rows.map((r) => {
@@ -73,8 +50,8 @@ export function formatRunTable(rows: RunListRow[], now = Date.now()): string[] {
   );
 }
 
-/** Attempts as an aligned table; a running attempt's duration runs on to now; errors cut to 80 characters. */
-export function formatAttemptTable(rows: AttemptListRow[], now = Date.now()): string[] {
+/** Attempts as a table; a running attempt's duration runs on to now. */
+function formatAttemptTable(rows: AttemptListRow[], now = Date.now()): string[] {
   return textTable(
     ATTEMPT_HEADERS,
     rows.map((a) => [
@@ -95,14 +72,14 @@ export function formatAttemptTable(rows: AttemptListRow[], now = Date.now()): st
 }
 
 export const registerRuns: RegisterCommand = (program, cli) => {
+  const cmd = program
+    .command('runs')
+    .description(
+      'show the run history, newest first: one line per run (etl.runs), or per attempt with --attempts ' +
+        '(etl.attempts)',
+    );
   sinceOption(
-    queuePrefixOption(
-      program
-        .command('runs')
-        .description(
-          'show the run history, newest first: one line per run (etl.runs), or per attempt with --attempts (etl.attempts)',
-        ),
-    ),
+    queuePrefixOption(cmd),
     'only runs taken from the queue or started since (with --attempts: attempts started since)',
   )
     .option('--attempts', 'one line per attempt (attempt id, run key, attempt number) instead of per run')
@@ -123,10 +100,10 @@ export const registerRuns: RegisterCommand = (program, cli) => {
         since?: Date;
         limit: number;
       }) => {
-        const [{ hasRunHistory, jobsWithHistory, listRuns }, { listAttempts }, { closestMatch }] = await Promise.all([
+        const [{ hasRunHistory, listJobNames, listRuns }, { listAttempts }, { closestMatch }] = await Promise.all([
           import('../history/run-list.ts'),
           import('../history/attempt-list.ts'),
-          import('../config/problems.ts'),
+          import('../closest-match.ts'),
         ]);
         const filter = { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit };
         let unknownJob: { near: string | undefined; known: string[] } | undefined;
@@ -137,7 +114,7 @@ export const registerRuns: RegisterCommand = (program, cli) => {
             : formatRunTable(await listRuns(pool, filter));
           if (table.length === 1 && opts.job !== undefined) {
             // Nothing for this job: a job the history has never seen is most likely a typo.
-            const known = await jobsWithHistory(pool);
+            const known = await listJobNames(pool);
             if (!known.includes(opts.job)) unknownJob = { near: closestMatch(opts.job, known), known };
           }
           return table;
@@ -145,9 +122,8 @@ export const registerRuns: RegisterCommand = (program, cli) => {
         if (unknownJob) {
           const { near, known } = unknownJob;
           const some = known.length > 10 ? `${known.slice(0, 10).join(', ')}, …` : known.join(', ') || 'none';
-          cli.err(
-            `report-etl runs: no job "${opts.job}" in the run history (${near ? `did you mean "${near}"? ` : ''}jobs with runs: ${some})`,
-          );
+          const hint = near ? `did you mean "${near}"? ` : '';
+          cli.err(`report-etl runs: no job "${opts.job}" in the run history (${hint}jobs with runs: ${some})`);
           cli.exit(2);
           return;
         }
@@ -155,7 +131,8 @@ export const registerRuns: RegisterCommand = (program, cli) => {
         if (lines === undefined) {
           cli.out(`no ${what}`);
           cli.err(
-            'report-etl runs: no run history in this database yet (schema etl has no attempts table): check DATABASE_URL, or run `report-etl migrate` / start a worker to create it',
+            'report-etl runs: no run history in this database yet (schema etl has no attempts table): check ' +
+              'DATABASE_URL, or run `report-etl migrate` / start a worker to create it',
           );
           return;
         }

@@ -1,19 +1,21 @@
 /**
- * Shared by the long-running commands `scheduler`, `worker` and `start`: starts the service, then waits for
- * SIGTERM/SIGINT. The first signal drains gracefully (scheduler stops, the worker takes no new runs and lets
- * running ones finish up to --grace seconds, then aborts them); a second signal aborts running runs at once
- * (rolled back, report job deleted, recorded interrupted) and exits within 10 s whatever happens.
+ * The long-running commands `scheduler`, `worker`, `start` and `admin`: start the service, then wait for
+ * SIGTERM/SIGINT. The first signal drains (running runs may finish for --grace seconds); a second aborts running
+ * runs at once and exits within {@link FORCE_EXIT_MS} whatever happens.
  */
 import { Option, type Command } from 'commander';
 import type { ServiceOptions } from '../app/service.ts';
 import { configOption, logFormatOption, queuePrefixOption, wholeNumber, type LogFormatFlag } from './options.ts';
-import type { Cli } from './types.ts';
+import type { Cli, RegisterCommand } from './types.ts';
+
+/** The parts of the service a command runs. */
+type ServiceParts = Pick<ServiceOptions, 'scheduler' | 'worker' | 'admin'>;
 
 /** How long a second signal waits for the aborted runs before the process exits, in ms. */
 const FORCE_EXIT_MS = 10_000;
 
-/** Options every long-running command takes, as commander parsed them. */
-export interface ServiceCommandOptions extends LogFormatFlag {
+/** Options of the long-running commands, as commander parsed them. */
+interface ServiceCommandOptions extends LogFormatFlag {
   config: string;
   queuePrefix: string;
   /** Runs at the same time (worker). */
@@ -27,8 +29,16 @@ export interface ServiceCommandOptions extends LogFormatFlag {
   janitorInterval?: number;
 }
 
-/** Adds the options of the long-running commands: always config and queue prefix, then the worker's and the admin server's. */
-export function serviceOptions(cmd: Command, parts: { worker?: boolean; admin?: boolean }): Command {
+/** A long-running command running `parts` of the service. */
+export function serviceCommand(name: string, description: string, parts: ServiceParts): RegisterCommand {
+  return (program, cli) =>
+    serviceOptions(program.command(name).description(description), parts).action((opts: ServiceCommandOptions) =>
+      runService(cli, opts, parts),
+    );
+}
+
+/** Adds the options of a long-running command: config and queue prefix, then the worker's and the admin's. */
+function serviceOptions(cmd: Command, parts: ServiceParts): Command {
   configOption(cmd, 'jobs.yaml to read (watched for changes)');
   queuePrefixOption(cmd);
   logFormatOption(cmd);
@@ -58,13 +68,9 @@ export function serviceOptions(cmd: Command, parts: { worker?: boolean; admin?: 
   return cmd;
 }
 
-/** Runs the service until a signal stops it. Resolves when everything is closed. */
-export async function runService(
-  cli: Cli,
-  opts: ServiceCommandOptions,
-  parts: Pick<ServiceOptions, 'scheduler' | 'worker' | 'admin'>,
-): Promise<void> {
-  // Loaded here, not at the top: `--help` and the short commands need none of the service (start-up cost).
+/** Runs the service until a signal stops it; resolves when everything is closed. */
+async function runService(cli: Cli, opts: ServiceCommandOptions, parts: ServiceParts): Promise<void> {
+  // Loaded here: `--help` and the short commands need none of the service (start-up cost).
   const [{ startService }, { makeLogger }] = await Promise.all([import('../app/service.ts'), import('../logger.ts')]);
   const logger = makeLogger({}, opts.logFormat);
   const graceMs = (opts.grace ?? 60) * 1000;
@@ -92,9 +98,8 @@ export async function runService(
     .filter(([, on]) => on)
     .map(([k]) => k)
     .join(' + ');
-  cli.out(
-    `report-etl ${what} running (queue prefix ${opts.queuePrefix}${service.adminUrl ? `, admin ${service.adminUrl}` : ''}); SIGTERM/SIGINT to stop`,
-  );
+  const admin = service.adminUrl ? `, admin ${service.adminUrl}` : '';
+  cli.out(`report-etl ${what} running (queue prefix ${opts.queuePrefix}${admin}); SIGTERM/SIGINT to stop`);
   await new Promise<void>((resolve) => {
     let signals = 0;
     const onSignal = (sig: NodeJS.Signals) => {

@@ -1,7 +1,4 @@
-/**
- * `report-etl simulate`: serves the built-in Report Export Service simulator (docs/architecture.md "Tests")
- * until SIGINT or SIGTERM, then closes it.
- */
+/** `report-etl simulate`: serves the built-in simulator (docs/architecture.md "Tests") until SIGINT or SIGTERM. */
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Cli } from './types.ts';
 import type { SimulatorOptions } from '../simulator/index.ts';
@@ -21,7 +18,6 @@ function rate(value: string): number {
   return n;
 }
 
-/** Options of the simulate command, as commander parses them. */
 interface SimulateFlags {
   port: number;
   host: string;
@@ -35,7 +31,6 @@ interface SimulateFlags {
   productVersion?: number;
 }
 
-/** Registers `simulate` on `program`. */
 export function registerSimulate(program: Command, cli: Cli): void {
   program
     .command('simulate')
@@ -51,7 +46,8 @@ export function registerSimulate(program: Command, cli: Cli): void {
     .option('--latency <ms>', 'latency added to every response, in ms', int('--latency', 0), 0)
     .option(
       '--product-version <year>',
-      'product version of the simulated server: pdf needs 2025, excel/word 2026 (older: 400 "Unknown outputType"); default: every type',
+      'product version of the simulated server: pdf needs 2025, excel/word 2026 (older: 400 "Unknown outputType"); ' +
+        'default: every type',
       int('--product-version', 2000),
     )
     .action(async (flags: SimulateFlags) => {
@@ -90,8 +86,9 @@ export function registerSimulate(program: Command, cli: Cli): void {
         cli.out(`  client: ${c.clientId}${c.clientSecret ? ` / ${c.clientSecret}` : ''}${note}`);
       }
       for (const u of DEFAULT_USERS) {
+        const offline = u.offlineAccess === false ? 'no offline access: 10 h' : 'offline access: 60 d';
         cli.out(
-          `  login page user: ${u.username} / ${u.password} (scopes: ${u.scopes.join(' ') || 'none'}; ${u.offlineAccess === false ? 'no offline access: 10 h' : 'offline access: 60 d'})`,
+          `  login page user: ${u.username} / ${u.password} (scopes: ${u.scopes.join(' ') || 'none'}; ${offline})`,
         );
       }
       cli.out('Press Ctrl-C to stop.');

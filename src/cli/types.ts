@@ -1,13 +1,13 @@
-/** What every command module gets (README "Commands"); its own module so that commands and main do not import each other. */
+/** What every command module gets; its own module so that commands and main do not import each other. */
 import type { Command } from 'commander';
 
 /** Where a command writes, and how it sets the process's exit code. */
 export interface Cli {
-  /** Writes a line of command output to stdout. */
+  /** A line to stdout. */
   out(line: string): void;
-  /** Writes a line of human-facing error output to stderr. */
+  /** A line to stderr. */
   err(line: string): void;
-  /** Sets the exit code main() returns (0 ok, 1 run failed, 2 usage or config error). */
+  /** Sets the exit code main() returns. */
   exit(code: number): void;
 }
 

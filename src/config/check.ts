@@ -1,9 +1,6 @@
 /**
- * Checking jobs.yaml text (docs/architecture.md): parse
- * keeping positions, interpolate `${VAR}`, validate with the zod schema and the checks zod cannot do (cron, time
- * zones, catch-up windows, report names, secrets from the environment, target names: target-checks.ts). Every problem is collected with its
- * position and YAML path; load.ts decides whether they fail the file (strict) or only the jobs they are about
- * (isolate.ts).
+ * Checks jobs.yaml text: parse keeping positions, interpolate `${VAR}`, validate with zod and the checks zod
+ * cannot do. Every problem is collected with its position and path; load.ts decides what fails (isolate.ts).
  */
 import { isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import { validateDetailed } from 'node-cron';
@@ -14,21 +11,13 @@ import { secretKeyProblem, SECRET_KEY_ENV } from '../secret-box.ts';
 import { configSchema, jobSchema } from './schema.ts';
 import { parseWindow } from './duration.ts';
 import { formatPath, interpolate, WHOLE_REFERENCE, type ConfigPath } from './interpolate.ts';
-import {
-  closestMatch,
-  get,
-  issueProblems,
-  makeLocator,
-  syntaxProblems,
-  type Located,
-  type Locator,
-} from './problems.ts';
+import { closestMatch } from '../closest-match.ts';
+import { get, isObj, issueProblems, makeLocator, syntaxProblems, type Located, type Locator } from './problems.ts';
 import { jobTargetProblems, sharedTargetProblems, type TargetCatalogue } from './target-checks.ts';
 
-/** Whether `zone` is an IANA time zone this Node knows (Intl throws RangeError otherwise). */
-export function isTimeZone(zone: string): boolean {
-  // The list of canonical names costs 1-2 ms; a formatter loads the zone data (10 ms of a run's start), so it
-  // is asked only about other spellings (aliases such as Asia/Kolkata or US/Eastern, other letter case).
+/** Whether `zone` is an IANA time zone this Node knows. */
+function isTimeZone(zone: string): boolean {
+  // The canonical names cost 1-2 ms; a formatter loads the zone data (10 ms), so it is asked only about aliases.
   canonicalZones ??= new Set(Intl.supportedValuesOf('timeZone'));
   if (zone === 'UTC' || canonicalZones.has(zone)) return true;
   try {
@@ -62,7 +51,11 @@ function extraChecks(
       ...(sharedTarget ? { sharedTarget: true as const } : {}),
     });
   };
-  const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  /** Whether the source text at `path` matches `re`. */
+  const writtenAs = (path: ConfigPath, re: RegExp) => {
+    const node = doc.getIn(path, true);
+    return isScalar(node) && typeof node.value === 'string' && re.test(node.value);
+  };
   const zone = (path: ConfigPath, v: unknown) => {
     if (typeof v === 'string' && !isTimeZone(v))
       add(path, `unknown time zone "${v}": write an IANA zone name such as Europe/Zurich or UTC`);
@@ -71,21 +64,19 @@ function extraChecks(
   const known = isObj(connections) ? Object.keys(connections) : [];
   for (const name of known) {
     const path = ['connections', name];
-    const secretNode = doc.getIn([...path, 'clientSecret'], true);
-    // The source text decides, not the resolved value: a secret written into the file is a leak already.
-    // Through a merge key (<<: *template) there is no node to check: refuse that too.
-    const written = secretNode !== undefined || get(data, [...path, 'clientSecret']) !== undefined;
-    if (
-      written &&
-      !(isScalar(secretNode) && typeof secretNode.value === 'string' && WHOLE_REFERENCE.test(secretNode.value))
-    ) {
+    const secret = [...path, 'clientSecret'];
+    // The source text decides: a secret written into the file is a leak already. Through a merge key
+    // (<<: *template) there is no node to check: refuse that too.
+    const written = doc.getIn(secret, true) !== undefined || get(data, secret) !== undefined;
+    if (written && !writtenAs(secret, WHOLE_REFERENCE)) {
       add(
-        [...path, 'clientSecret'],
-        'clientSecret must come from the environment: write ${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself',
+        secret,
+        'clientSecret must come from the environment: write ${REPORT_CLIENT_SECRET} (any variable name) instead of ' +
+          'the secret itself',
       );
     }
     zone([...path, 'timezone'], get(data, [...path, 'timezone']));
-    // The refresh token of a user-dependent service user is stored encrypted, never in plaintext: no key, no login.
+    // The refresh token is stored encrypted: no key, no login.
     const keyProblem =
       get(data, [...path, 'auth']) === 'authorization_code' ? secretKeyProblem(env[SECRET_KEY_ENV]) : undefined;
     if (keyProblem !== undefined)
@@ -97,14 +88,11 @@ function extraChecks(
   const alerts = get(data, ['alerts']);
   for (const name of isObj(alerts) ? Object.keys(alerts) : []) {
     const path = ['alerts', name, 'webhook'];
-    const node = doc.getIn(path, true);
-    if (
-      get(data, path) !== undefined &&
-      !(isScalar(node) && typeof node.value === 'string' && /\$\{[A-Za-z_]/.test(node.value))
-    ) {
+    if (get(data, path) !== undefined && !writtenAs(path, /\$\{[A-Za-z_]/)) {
       add(
         path,
-        'a webhook URL holds its own credential: write it as ${SLACK_WEBHOOK_URL} (any variable name) and set the variable in the environment',
+        'a webhook URL holds its own credential: write it as ${SLACK_WEBHOOK_URL} (any variable name) and set the ' +
+          'variable in the environment',
       );
     }
   }
@@ -114,10 +102,8 @@ function extraChecks(
     const path = ['jobs', name];
     if (typeof job.connection === 'string' && known.length > 0 && !known.includes(job.connection)) {
       const near = closestMatch(job.connection, known);
-      add(
-        [...path, 'connection'],
-        `unknown connection "${job.connection}" (${near ? `did you mean "${near}"? ` : ''}known: ${known.join(', ')})`,
-      );
+      const hint = near ? `did you mean "${near}"? ` : '';
+      add([...path, 'connection'], `unknown connection "${job.connection}" (${hint}known: ${known.join(', ')})`);
     }
     if (typeof job.schedule === 'string') {
       const v = validateDetailed(job.schedule);
@@ -125,7 +111,8 @@ function extraChecks(
         const why = v.errors.map((e) => e.message).join('; ');
         add(
           [...path, 'schedule'],
-          `invalid cron expression "${job.schedule}": ${why} (5 fields "min hour day month weekday", or 6 with seconds first, e.g. "15 2 * * *")`,
+          `invalid cron expression "${job.schedule}": ${why} (5 fields "min hour day month weekday", or 6 with ` +
+            'seconds first, e.g. "15 2 * * *")',
         );
       }
     }
@@ -156,26 +143,22 @@ function extraChecks(
 
 /** Every problem of a jobs.yaml text, and what could be parsed of it. */
 export interface CheckedText {
-  /** The interpolated data (plain JS). */
+  /** The interpolated data. */
   data: unknown;
-  /** Every problem, positioned, with the YAML path it is about. */
+  /** Sorted by position. */
   problems: Located[];
-  /** `${VAR}`-interpolated paths (JSON of the path), for number coercion on a second parse. */
+  /** `${VAR}`-interpolated paths (JSON of the path), for {@link parseCoercing}. */
   interpolated: Set<string>;
 }
 
 /** Options of {@link checkConfigText}. */
 export interface CheckOptions {
-  /**
-   * The relations PostgreSQL holds under the jobs' target names (`report-etl validate` reads them): the names under
-   * `target.key` and `target.columns` are then checked against an existing target's columns too (target-checks.ts).
-   */
+  /** What PostgreSQL holds under the target names, to check `target.key` and `target.columns` against. */
   targets?: TargetCatalogue | undefined;
 }
 
 /**
- * Checks jobs.yaml text and collects every problem (the work of {@link loadConfig} without the file read and
- * without deciding what to do about them).
+ * Checks jobs.yaml text and collects every problem.
  * @throws ConfigError only when the text cannot be parsed at all (YAML syntax, alias bombs, an empty file)
  */
 export function checkConfigText(
@@ -242,8 +225,8 @@ export function checkConfigText(
 }
 
 /**
- * safeParse, but where the schema wants a number and the value came from `${VAR}` as numeric text, convert it
- * (in place) and parse again: interpolation yields text, and `paging: "${PAGING}"` should work.
+ * safeParse, but a numeric text from `${VAR}` where the schema wants a number is converted (in place) and parsed
+ * again: `paging: "${PAGING}"` should work.
  */
 export function parseCoercing<S extends z.ZodType>(
   schema: S,

@@ -1,14 +1,12 @@
 /**
- * Cron ticks as instants: whether an instant is a tick of a schedule, the ticks in a range, and the tick before a
- * tick (the start of the logical interval a run stands for), from cron-parser's next/prev in the job's time zone.
- * node-cron (which schedules the running ticks) also checks the expression, so that an expression one of them
- * refuses never gets as far as the scheduler.
+ * Cron ticks as instants, from cron-parser in the job's zone. node-cron, which schedules the running ticks, checks
+ * the expression too, so that one either refuses never reaches the scheduler.
  */
 import { CronExpressionParser } from 'cron-parser';
 import { parse } from 'node-cron';
 import { ConfigError } from '../errors.ts';
 
-/** Most ticks {@link CronTicks.between} returns (a guard against `* * * * * *` over a year). */
+/** Most ticks {@link CronTicks.between} returns (`* * * * * *` over a year). */
 export const MAX_TICKS = 10_000;
 
 /** Ticks of one schedule in one time zone. */
@@ -19,22 +17,17 @@ export interface CronTicks {
   readonly stepMs: number;
   /** Whether `at` (truncated to the step) is a tick. */
   matches(at: Date): boolean;
-  /**
-   * Ticks t with from < t <= to, oldest first, at most `limit` (default {@link MAX_TICKS}); `truncated` says
-   * whether older ticks were left out (the newest are kept).
-   */
+  /** Ticks t with from < t <= to, oldest first, at most `limit`; `truncated`: older ones were left out. */
   between(from: Date, to: Date, limit?: number): { ticks: Date[]; truncated: boolean };
-  /** The last tick strictly before `tick`, or undefined when there is none (cron-parser looks back for years). */
+  /** The last tick strictly before `tick`. */
   previous(tick: Date): Date | undefined;
-  /** The first tick strictly after `instant`, or undefined when there is none. */
+  /** The first tick strictly after `instant`. */
   next(instant: Date): Date | undefined;
 }
 
 /**
- * Makes the tick calculator of a schedule.
- * @param schedule cron expression, 5 fields or 6 with seconds first (node-cron syntax)
- * @param timezone IANA zone the expression is read in
- * @throws ConfigError when node-cron rejects the expression
+ * The ticks of a cron expression (5 fields, or 6 with seconds first) read in an IANA zone; cached.
+ * @throws ConfigError when node-cron or cron-parser rejects the expression
  */
 export function cronTicks(schedule: string, timezone: string): CronTicks {
   const key = `${schedule}@${timezone}`;
@@ -63,7 +56,7 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
   }
   const stepMs = fields.second.length === 1 && fields.second[0] === 0 ? 60_000 : 1_000;
   const floor = (ms: number) => Math.floor(ms / stepMs) * stepMs;
-  /** The expression with its cursor at `ms`: next() gives the first tick after it, prev() the last one before. */
+  /** The expression with its cursor at `ms`. */
   const at = (ms: number) => CronExpressionParser.parse(schedule, { tz: timezone, currentDate: new Date(ms) });
   return {
     schedule,

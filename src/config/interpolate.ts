@@ -1,26 +1,22 @@
 /**
- * `${VAR}` interpolation of jobs.yaml values (README "Configuration reference": "${VAR} or ${VAR:-default};
- * a missing VAR is a config error").
- *
- * Only string scalars are interpolated, never map keys. Values of keys named like a secret (secret, token,
- * password) are never written into a problem text, and neither is any resolved value: problems name the
- * file, the YAML path and the variable only.
+ * `${VAR}` interpolation of jobs.yaml string values, never keys (docs/configuration.md "Configuration reference").
+ * Problems name the file, path and variable only: never a resolved value, nor the text of a secret-named key.
  */
 
 /** A YAML path as zod and the yaml package spell it: map keys and sequence indexes. */
 export type ConfigPath = readonly (string | number)[];
 
-/** Optional extras {@link interpolate} uses when the caller has the parsed document at hand. */
+/** What {@link interpolate} tells the caller, and asks it. */
 export interface InterpolateHooks {
-  /** Returns `line:col` (1-based) of the node at `path`, or undefined when unknown. */
+  /** `line:col` (1-based) of the node at `path`. */
   locate?(path: ConfigPath): string | undefined;
-  /** Called for every string value that contained at least one `${...}` reference. */
+  /** Called for every string value with a `${...}` reference. */
   onInterpolated?(path: ConfigPath): void;
-  /** Called once per problem pushed, in the same order, with the path of the value it is about. */
+  /** Called once per problem pushed, in order. */
   onProblem?(path: ConfigPath): void;
 }
 
-/** Key names whose values are secrets (an alert webhook URL carries its own credential): never echoed in a problem or a log line. */
+/** Key names whose values are secrets (a webhook URL carries a credential): never echoed in a problem or log. */
 export const SECRET_KEY = /secret|token|password|passwd|webhook/i;
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -28,10 +24,7 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** The whole value is one `${VAR}` or `${VAR:-default}` reference (how a secret must be written). */
 export const WHOLE_REFERENCE = /^\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}$/;
 
-/**
- * Renders a path for humans: `jobs.sales_orders.report.paging`, `target.key[0]`; keys that are not plain
- * words are quoted (`jobs["a b"]`).
- */
+/** A path for humans: `jobs.sales_orders.report.paging`, `target.key[0]`, `jobs["a b"]`. */
 export function formatPath(path: ConfigPath): string {
   let out = '';
   for (const part of path) {
@@ -43,17 +36,12 @@ export function formatPath(path: ConfigPath): string {
 }
 
 /**
- * Replaces `${VAR}` and `${VAR:-default}` in every string scalar of `value` (recursively through arrays and
- * plain objects); `$${` writes a literal `${`. As in the shell, the default applies when VAR is unset or empty.
- *
- * @param value the parsed YAML value (plain JS: objects, arrays, scalars); not modified
- * @param env the environment to read variables from
- * @param path YAML path of `value` (`[]` for the document root)
- * @param problems receives one line per problem: `file[:line:col]: yaml.path: what is wrong (how to fix)`;
- *   a missing VAR without default, or a malformed reference
- * @param file the file name to put in problems
- * @param hooks optional node locator and interpolation callback
- * @returns a copy of `value` with every reference resolved (a missing VAR resolves to the empty string)
+ * Replaces `${VAR}` and `${VAR:-default}` in every string of `value`; `$${` writes a literal `${`. As in the shell,
+ * the default applies when VAR is unset or empty.
+ * @param path YAML path of `value` (`[]` for the root)
+ * @param problems receives `file[:line:col]: yaml.path: what is wrong (how to fix)` per missing VAR without
+ *   default or malformed reference
+ * @returns a copy of `value`; a missing VAR resolves to ''
  */
 export function interpolate(
   value: unknown,
@@ -118,7 +106,8 @@ function interpolateString(
       const shown = secret ? '' : ` near ${JSON.stringify(s.slice(at, close < 0 ? at + 20 : close + 1))}`;
       hooks.onProblem?.(path);
       problems.push(
-        `${where()}: malformed variable reference${shown}: write \${VAR} or \${VAR:-default} (VAR: letters, digits, _), or $\${ for a literal "\${"`,
+        `${where()}: malformed variable reference${shown}: write \${VAR} or \${VAR:-default} (VAR: letters, digits, ` +
+          '_), or $${ for a literal "${"',
       );
       out += s.slice(at, close < 0 ? s.length : close + 1);
       i = close < 0 ? s.length : close + 1;
@@ -129,11 +118,8 @@ function interpolateString(
     else if (sep >= 0) out += body.slice(sep + 2);
     else {
       hooks.onProblem?.(path);
-      problems.push(
-        secret
-          ? `${where()}: environment variable ${name} is not set: export ${name} before starting report-etl`
-          : `${where()}: environment variable ${name} is not set: export ${name}, or write \${${name}:-default} in the file`,
-      );
+      const fix = secret ? ' before starting report-etl' : `, or write \${${name}:-default} in the file`;
+      problems.push(`${where()}: environment variable ${name} is not set: export ${name}${fix}`);
     }
     i = close + 1;
   }

@@ -1,58 +1,44 @@
 /**
- * Isolation of invalid jobs (docs/architecture.md; the model is Airflow's per-DAG import errors): the problems of a jobs.yaml are attributed to the
- * job, connection or alert target they are about. A job with a problem, or whose connection has one, is left out
- * of the config and listed as invalid; so is a broken alert target. Everything else runs. Only a file that cannot
- * be parsed, or a problem outside jobs, connections and alerts (the top level, `defaults`, `history`), fails the
- * whole file, since it would change every job.
+ * Isolation of invalid jobs: each problem is attributed to the job, connection or alert target it is about; a job
+ * with a problem, or whose connection has one, is left out, and so is a broken alert target. Only an unparseable
+ * file or a problem elsewhere (top level, `defaults`, `history`) fails the whole file: it would change every job.
  */
 import { ConfigError } from '../errors.ts';
 import { checkConfigText, parseCoercing } from './check.ts';
 import { formatPath } from './interpolate.ts';
-import { get, type Located } from './problems.ts';
+import { get, isObj, type Located } from './problems.ts';
 import { configSchema, type EtlConfig } from './schema.ts';
 
 /** A job or alert target left out because it is invalid. */
 export interface InvalidEntry {
   kind: 'job' | 'alert';
-  /** The jobs.yaml job name or alert target name. */
   name: string;
-  /** Every problem of it, each `file:line:col: yaml.path: what is wrong (how to fix)`, in file order. */
+  /** Every problem of it, in file order. */
   problems: string[];
-  /** An invalid job's `schedule` as written, when it is a string: the scheduler does not run it while it is invalid. */
+  /** An invalid job's `schedule` as written, when a string. */
   schedule?: string | undefined;
 }
 
 /** A config with its invalid jobs and alert targets left out. */
 export interface IsolatedConfig {
-  /** The valid jobs, their connections and the valid alert targets. */
   config: EtlConfig;
-  /** What was left out, jobs first, each sorted by name. */
+  /** Jobs first, each kind sorted by name. */
   invalid: InvalidEntry[];
   /** Each valid job as written (interpolated, before defaults), as JSON: what a later change is compared with. */
   writtenJobs: Record<string, string>;
-  /**
-   * Jobs kept running although they share their target with a job that writes it otherwise: they ran before the
-   * change, as written now, so the job the change brought is the one left out. Each with the problem it would have.
-   */
+  /** Jobs kept although a job the change brought writes their target otherwise; with the problem they would have. */
   keptRunning: InvalidEntry[];
 }
 
-/** What the change is compared with: the jobs of the config in force, as written (IsolatedConfig.writtenJobs). */
-export interface RunningJobs {
-  writtenJobs: Readonly<Record<string, string>>;
-}
-
-const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+/** The jobs of the config in force, as written (IsolatedConfig.writtenJobs). */
+export type RunningJobs = { writtenJobs: Readonly<Record<string, string>> };
 
 /**
  * Validates jobs.yaml text, isolating invalid jobs, connections and alert targets. Jobs that write one table
- * otherwise (a different write mode or merge key) are each invalid, since the file cannot say which one is meant;
- * given the jobs `running` now, one of them that runs and is written as before keeps running, and only the other
- * ones are left out: adding a job must not stop one that works.
- * @param file the name to show in problems
- * @param running the jobs of the config in force (a live reload); absent at a start and for `validate`
- * @throws ConfigError when the text cannot be parsed, or with every problem when one is outside jobs,
- *   connections and alerts (then nothing can be trusted to run as written)
+ * otherwise are each invalid, except one in `running` written as before: adding a job must not stop one that works.
+ * @param running the jobs in force (a live reload)
+ * @throws ConfigError when the text cannot be parsed, or with every problem when one is outside jobs, connections
+ *   and alerts
  */
 export function validateConfigIsolated(
   text: string,
@@ -115,7 +101,7 @@ export function validateConfigIsolated(
   }
   const result = parseCoercing(configSchema, data, [], checked.interpolated);
   if (!result.success) {
-    // Every problem was attributed, yet what is left does not validate: say all there is rather than guess.
+    // Every problem was attributed, yet what is left does not validate: say all there is.
     const texts = checked.problems.map((p) => p.text);
     throw new ConfigError(
       texts.length
@@ -127,12 +113,10 @@ export function validateConfigIsolated(
   return { config: result.data, invalid, writtenJobs, keptRunning };
 }
 
-/**
- * One line about an invalid job or alert target, for the warning a command prints and the log:
- * `jobs.yaml:12:5: jobs.x.report.name: … (job "x" is skipped; 2 more problems: report-etl validate lists them)`.
- */
+/** One line about an invalid entry: its first problem `(job "x" is skipped; 2 more problems: …)`. */
 export function describeInvalid(e: InvalidEntry): string {
   const more = e.problems.length - 1;
   const what = e.kind === 'job' ? `job "${e.name}" is skipped` : `alert target "${e.name}" is not used`;
-  return `${e.problems[0] ?? e.name} (${what}${more > 0 ? `; ${more} more problem${more === 1 ? '' : 's'}: report-etl validate lists them` : ''})`;
+  const rest = more > 0 ? `; ${more} more problem${more === 1 ? '' : 's'}: report-etl validate lists them` : '';
+  return `${e.problems[0] ?? e.name} (${what}${rest})`;
 }

@@ -1,6 +1,6 @@
 /**
- * The running jobs.yaml of a long-lived process: a valid change replaces it and
- * is announced to subscribers; an invalid change is logged with every problem and the running config is kept.
+ * The jobs.yaml of a long-running process: a valid change replaces it and is announced; an invalid one is logged
+ * and the running config kept.
  */
 import type { EtlConfig } from './schema.ts';
 import { loadConfig } from './load.ts';
@@ -10,24 +10,14 @@ import type { Logger } from '../logger.ts';
 
 /** The current config and its changes. */
 export interface LiveConfig {
-  /** The config in force now: the valid jobs and alert targets. */
+  /** The valid jobs and alert targets in force. */
   current(): EtlConfig;
-  /** The jobs and alert targets of the file in force that are invalid and left out (config/isolate.ts). */
+  /** The invalid ones, left out (isolate.ts). */
   invalid(): InvalidEntry[];
   /** Calls `fn` after every valid change; returns the unsubscribe function. */
   onChange(fn: (config: EtlConfig) => void): () => void;
   /** Stops watching. Idempotent. */
   close(): Promise<void>;
-}
-
-/** A config that never changes (tests, one-shot commands). */
-export function staticConfig(config: EtlConfig, invalid: InvalidEntry[] = []): LiveConfig {
-  return {
-    current: () => config,
-    invalid: () => invalid,
-    onChange: () => () => undefined,
-    close: async () => undefined,
-  };
 }
 
 /** A config whose changes the caller applies with `set` (tests, embedding). */
@@ -54,8 +44,10 @@ export function settableConfig(
   };
 }
 
-/** Logs one warning per invalid job or alert target, with every problem of it (file:line, what, how to fix). */
-export function logInvalid(log: Logger, invalid: InvalidEntry[]): void {
+/** A config that never changes (tests, one-shot commands). */
+export const staticConfig: (config: EtlConfig, invalid?: InvalidEntry[]) => LiveConfig = settableConfig;
+
+function logInvalid(log: Logger, invalid: InvalidEntry[]): void {
   for (const e of invalid)
     log.warn(
       { [e.kind]: e.name, problems: e.problems },
@@ -63,21 +55,10 @@ export function logInvalid(log: Logger, invalid: InvalidEntry[]): void {
     );
 }
 
-/** Logs one warning per job kept running although a changed file gives its target to a job that writes it otherwise. */
-export function logKeptRunning(log: Logger, kept: InvalidEntry[]): void {
-  for (const e of kept) {
-    log.warn(
-      { job: e.name, problems: e.problems },
-      `jobs.yaml: job "${e.name}" keeps running as it was; the job the change brought for its table is skipped (problems: why)`,
-    );
-  }
-}
-
 /**
- * Loads `path` and watches it. Invalid jobs and alert targets are left out and logged (config/isolate.ts), at
- * start and at every change; the valid ones run.
- * @param options.debounceMs quiet time after a file event before it is read, in ms (default 200)
- * @throws ConfigError when the file is invalid at start (every problem listed)
+ * Loads `path` with invalid jobs isolated, and watches it; the invalid ones are logged at start and each change.
+ * @param options.debounceMs see watch.ts WatchOptions
+ * @throws ConfigError when the file cannot be used at start
  */
 export async function watchLiveConfig(
   path: string,
@@ -99,7 +80,12 @@ export async function watchLiveConfig(
           'jobs.yaml changed: new config in force',
         );
         logInvalid(log, c.invalid);
-        logKeptRunning(log, c.keptRunning ?? []);
+        for (const e of c.keptRunning ?? [])
+          log.warn(
+            { job: e.name, problems: e.problems },
+            `jobs.yaml: job "${e.name}" keeps running as it was; the job the change brought for its table is ` +
+              'skipped (problems: why)',
+          );
         running = { writtenJobs: c.writtenJobs ?? {} };
         live.set(c.config, c.invalid);
       },

@@ -1,7 +1,6 @@
 /**
- * Problem texts for jobs.yaml: positions (file:line:col) from the parsed YAML document, zod issues turned
- * into "what is wrong and how to fix it", YAML syntax errors without quoting the file, "did you mean" hints.
- * No problem text ever contains the value of a secret-named key.
+ * Problem texts for jobs.yaml: positions from the parsed document, zod issues as "what is wrong and how to fix it",
+ * YAML syntax errors without quoting the file. No problem text holds the value of a secret-named key.
  */
 import type { Document, LineCounter, Node, YAMLError } from 'yaml';
 import { isMap, isScalar } from 'yaml';
@@ -10,21 +9,19 @@ import { formatPath, SECRET_KEY, type ConfigPath } from './interpolate.ts';
 import { optionsAt, schemaAt, typeText } from './reference.ts';
 import { closestMatch } from '../closest-match.ts';
 
-export { closestMatch };
-
 /** A problem text with the position it sorts by. */
 export interface Located {
   line: number;
   col: number;
   text: string;
-  /** The YAML path the problem is about (absent for syntax problems); isolation attributes problems by it. */
+  /** What it is about (absent for syntax problems); isolation attributes problems by it. */
   path?: ConfigPath;
-  /**
-   * The job shares its target table with a job that writes it otherwise (target-checks.ts sharedTargetProblems): a
-   * running job, unchanged, keeps running when a change brings such a job (isolate.ts).
-   */
+  /** target-checks.ts sharedTargetProblems: a running job may keep running despite it (isolate.ts). */
   sharedTarget?: true;
 }
+
+export const isObj = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The value at `path` in plain data, or undefined. */
 export function get(data: unknown, path: ConfigPath): unknown {
@@ -36,7 +33,7 @@ export function get(data: unknown, path: ConfigPath): unknown {
   return v;
 }
 
-/** Finds line:col (1-based) of the node at `path`, falling back to the nearest parent that exists. */
+/** Finds line:col (1-based) of the node at `path`, else of its nearest parent that exists. */
 export function makeLocator(doc: Document, lines: LineCounter) {
   const at = (offset: number) => lines.linePos(offset);
   const nodeAt = (path: ConfigPath): Node | undefined => {
@@ -46,11 +43,12 @@ export function makeLocator(doc: Document, lines: LineCounter) {
     }
     return undefined;
   };
+  const node = (path: ConfigPath) => {
+    const n = nodeAt(path);
+    return n?.range ? at(n.range[0]) : { line: 1, col: 1 };
+  };
   return {
-    node: (path: ConfigPath) => {
-      const node = nodeAt(path);
-      return node?.range ? at(node.range[0]) : { line: 1, col: 1 };
-    },
+    node,
     /** Position of a map key (for unknown or badly named keys). */
     key: (path: ConfigPath, key: string) => {
       const map = doc.getIn(path, true);
@@ -58,8 +56,7 @@ export function makeLocator(doc: Document, lines: LineCounter) {
         const pair = map.items.find((p) => isScalar(p.key) && String(p.key.value) === key);
         if (pair && isScalar(pair.key) && pair.key.range) return at(pair.key.range[0]);
       }
-      const node = nodeAt(path);
-      return node?.range ? at(node.range[0]) : { line: 1, col: 1 };
+      return node(path);
     },
   };
 }
@@ -82,73 +79,61 @@ export function issueProblems(
     text: `${file}:${pos.line}:${pos.col}: ${formatPath(p)}: ${text}`,
   });
   const key = path[path.length - 1];
-  const secret = path.some((p) => typeof p === 'string' && SECRET_KEY.test(p));
+  if (issue.code === 'unrecognized_keys')
+    return issue.keys.map((k) => {
+      const allowed = optionsAt(path);
+      const near = closestMatch(k, allowed);
+      const hint = near ? `did you mean "${near}"?` : `allowed: ${allowed.join(', ')}`;
+      return here([...path, k], `unknown key "${k}" (${hint})`, loc.key(path, k));
+    });
+  if (issue.code === 'invalid_key') {
+    const why = issue.issues.map((i) => i.message).join('; ');
+    return [here(path, `bad name "${String(key)}": ${why}`, loc.key(path.slice(0, -1), String(key)))];
+  }
   const node = schemaAt(path);
   const about = node?.description ? ` (${node.description.replace(/\.$/, '')})` : '';
-  if ((issue.code === 'invalid_type' || issue.code === 'invalid_union') && get(data, path) === undefined) {
-    return [here(path, `missing required key "${String(key)}"${about}`)];
-  }
-  switch (issue.code) {
-    case 'unrecognized_keys':
-      return issue.keys.map((k) => {
-        const allowed = optionsAt(path);
-        const near = closestMatch(k, allowed);
-        const hint = near ? `did you mean "${near}"?` : `allowed: ${allowed.join(', ')}`;
-        return here([...path, k], `unknown key "${k}" (${hint})`, loc.key(path, k));
-      });
-    case 'invalid_key':
-      return [
-        here(
-          path,
-          `bad name "${String(key)}": ${issue.issues.map((i) => i.message).join('; ')}`,
-          loc.key(path.slice(0, -1), String(key)),
-        ),
-      ];
-    case 'invalid_type': {
-      const got = get(data, path);
-      const gotText =
-        got === null ? 'null' : Array.isArray(got) ? 'a list' : typeof got === 'object' ? 'a map' : `a ${typeof got}`;
-      return [here(path, `expected ${node ? typeText(node) : issue.expected}, got ${gotText}${about}`)];
+  const got = get(data, path);
+  const text = ((): string => {
+    if ((issue.code === 'invalid_type' || issue.code === 'invalid_union') && got === undefined)
+      return `missing required key "${String(key)}"${about}`;
+    switch (issue.code) {
+      case 'invalid_type': {
+        const gotText =
+          got === null ? 'null' : Array.isArray(got) ? 'a list' : typeof got === 'object' ? 'a map' : `a ${typeof got}`;
+        return `expected ${node ? typeText(node) : issue.expected}, got ${gotText}${about}`;
+      }
+      case 'invalid_value': {
+        const secret = path.some((p) => typeof p === 'string' && SECRET_KEY.test(p));
+        const allowed = issue.values.map((v) => String(v)).join(' | ');
+        return `${secret ? '' : `${JSON.stringify(got)} `}is not allowed: write one of ${allowed}`;
+      }
+      case 'invalid_union':
+        return `invalid value: expected ${node ? typeText(node) : 'another value'}${about}`;
+      case 'too_small':
+      case 'too_big': {
+        // zod's own wording ("Too small: expected ...") is replaced; a schema's custom message is kept.
+        if (!/^Too (small|big)/.test(issue.message)) return issue.message;
+        const limit = issue.code === 'too_small' ? issue.minimum : issue.maximum;
+        if (issue.origin === 'string' && issue.code === 'too_small' && Number(limit) === 1) return 'must not be empty';
+        const unit = issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' entries' : '';
+        return `must be ${issue.code === 'too_small' ? 'at least' : 'at most'} ${String(limit)}${unit}${about}`;
+      }
+      case 'invalid_format':
+        return issue.format === 'url' && /^Invalid/i.test(issue.message)
+          ? 'not a valid URL: write it with its scheme, e.g. https://erp.example.com'
+          : issue.message;
+      default:
+        return issue.message;
     }
-    case 'invalid_value': {
-      const shown = secret ? '' : `${JSON.stringify(get(data, path))} `;
-      return [here(path, `${shown}is not allowed: write one of ${issue.values.map((v) => String(v)).join(' | ')}`)];
-    }
-    case 'invalid_union':
-      return [here(path, `invalid value: expected ${node ? typeText(node) : 'another value'}${about}`)];
-    case 'too_small':
-    case 'too_big': {
-      // zod's own wording ("Too small: expected ...") is replaced; a schema's custom message is kept.
-      if (!/^Too (small|big)/.test(issue.message)) return [here(path, issue.message)];
-      const limit = issue.code === 'too_small' ? issue.minimum : issue.maximum;
-      if (issue.origin === 'string' && issue.code === 'too_small' && Number(limit) === 1)
-        return [here(path, 'must not be empty')];
-      const unit = issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' entries' : '';
-      return [
-        here(path, `must be ${issue.code === 'too_small' ? 'at least' : 'at most'} ${String(limit)}${unit}${about}`),
-      ];
-    }
-    case 'invalid_format':
-      if (issue.format === 'url')
-        return [
-          here(
-            path,
-            /^Invalid/i.test(issue.message)
-              ? 'not a valid URL: write it with its scheme, e.g. https://erp.example.com'
-              : issue.message,
-          ),
-        ];
-      return [here(path, issue.message)];
-    default:
-      return [here(path, issue.message)];
-  }
+  })();
+  return [here(path, text)];
 }
 
 const MAX_SYNTAX_PROBLEMS = 10;
 
 /**
- * YAML syntax errors as problems. Only the first line of yaml's message, with quoted source removed: the
- * rest quotes the file, which may hold a secret. One error cascades into many, so only the first ten are kept.
+ * YAML syntax errors as problems: the first line of yaml's message without quoted source (the file may hold a
+ * secret). One error cascades into many: only the first ten are kept.
  */
 export function syntaxProblems(errors: readonly YAMLError[], text: string, lines: LineCounter, file: string): string[] {
   const out = errors.slice(0, MAX_SYNTAX_PROBLEMS).map((e) => {
@@ -167,7 +152,8 @@ export function syntaxProblems(errors: readonly YAMLError[], text: string, lines
   });
   if (errors.length > MAX_SYNTAX_PROBLEMS)
     out.push(
-      `${file}: ${errors.length - MAX_SYNTAX_PROBLEMS} more YAML syntax errors follow from the ones above; fix those first`,
+      `${file}: ${errors.length - MAX_SYNTAX_PROBLEMS} more YAML syntax errors follow from the ones above; ` +
+        'fix those first',
     );
   return out;
 }

@@ -1,7 +1,6 @@
 /**
- * The configuration reference of jobs.yaml, derived from the zod schema (src/config/schema.ts) through
- * zod 4's JSON Schema export, so the docs cannot drift from what is validated (README "Configuration reference").
- * Also answers "what options exist at this YAML path", used by the loader for "did you mean" hints.
+ * The jobs.yaml reference (docs/configuration.md "Configuration reference") from the schema's JSON Schema export, so
+ * that it cannot drift; also the options at a YAML path, for "did you mean" hints.
  */
 import { z } from 'zod';
 import { configSchema } from './schema.ts';
@@ -28,15 +27,16 @@ export interface JsonSchemaNode {
 
 let cached: JsonSchemaNode | undefined;
 
-/** The input-side JSON Schema of jobs.yaml (defaults filled in from zod's `.default()` wrappers); memoized. */
-export function configJsonSchema(): JsonSchemaNode {
+/** The input-side JSON Schema of jobs.yaml; memoized. */
+function configJsonSchema(): JsonSchemaNode {
   cached ??= z.toJSONSchema(configSchema, {
     io: 'input',
     unrepresentable: 'any',
     override: (ctx) => {
       // zod omits some defaults (a record whose values transform); take them from the wrapper itself.
-      const def = (ctx.zodSchema as unknown as { _zod: { def: { type: string; defaultValue?: unknown } } })._zod.def;
-      if (def.type === 'default' && ctx.jsonSchema.default === undefined) ctx.jsonSchema.default = def.defaultValue;
+      const s = ctx.zodSchema;
+      if (s instanceof z.ZodDefault && ctx.jsonSchema.default === undefined)
+        ctx.jsonSchema.default = s.def.defaultValue;
     },
   }) as JsonSchemaNode;
   return cached;
@@ -54,10 +54,7 @@ function step(node: JsonSchemaNode, key: string | number): JsonSchemaNode | unde
   return undefined;
 }
 
-/**
- * The schema node of the option at a YAML path (`['jobs', 'x', 'report', 'paging']`), or undefined when the
- * path leads nowhere in the schema.
- */
+/** The schema node of the option at a YAML path (`['jobs', 'x', 'report', 'paging']`), if any. */
 export function schemaAt(path: ConfigPath): JsonSchemaNode | undefined {
   let node: JsonSchemaNode | undefined = configJsonSchema();
   for (const key of path) {
@@ -95,8 +92,8 @@ function cell(text: string): string {
   return text.replaceAll('|', '\\|').replaceAll('\n', ' ');
 }
 
-/** The fixed-key object sections of the schema, in document order, with their reference titles. */
-export function referenceSections(): { title: string; path: string[]; node: JsonSchemaNode }[] {
+/** The fixed-key object sections of the schema, in document order, with their titles. */
+function referenceSections(): { title: string; path: string[]; node: JsonSchemaNode }[] {
   const sections: { title: string; path: string[]; node: JsonSchemaNode }[] = [];
   const visit = (node: JsonSchemaNode, title: string, path: string[]) => {
     if (node.properties) {
@@ -113,9 +110,8 @@ export function referenceSections(): { title: string; path: string[]; node: Json
 }
 
 /**
- * Renders the jobs.yaml reference as markdown: one `###` section per object (`connections.<name>`,
- * `jobs.<name>.report` ...), each a table of option, type, default and description. The README embeds the
- * result between `<!-- config-reference:start -->` and `<!-- config-reference:end -->`.
+ * The jobs.yaml reference as markdown: per object a `###` section with a table of option, type, default and
+ * description, which docs/configuration.md embeds (scripts/update-config-reference.ts).
  */
 export function renderConfigReference(): string {
   const out: string[] = [];

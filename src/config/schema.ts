@@ -1,7 +1,6 @@
 /**
- * The jobs.yaml schema (README "Configuration reference"), one zod schema with a description and a
- * default on every option (README "Configuration reference"). The README's configuration reference is checked
- * against this file.
+ * The jobs.yaml schema: one zod schema with a description and a default on every option, from which
+ * docs/configuration.md "Configuration reference" is generated (reference.ts).
  */
 import { z } from 'zod';
 import { PATH_ENCODINGS } from '../report-api/report-name.ts';
@@ -28,41 +27,49 @@ import { DEFAULT_MAX_VALUE_BYTES } from '../pages/value-limit.ts';
 import { FIXED_COLUMNS } from '../pages/fixed-columns.ts';
 import { closestMatch } from '../closest-match.ts';
 
-/** A Postgres identifier as written in config (schema or table): letters, digits, underscore. */
-const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** A Postgres identifier as written in config (schema or table). */
+const IDENT = '[A-Za-z_][A-Za-z0-9_]*';
 
-/** A duration such as `26h` (src/config/duration.ts). */
+/** A duration such as `26h` (duration.ts). */
 const duration = () =>
   z.string().refine((t) => parseWindow(t) !== undefined, { message: `not a duration: ${DURATION_HINT}` });
 
-/** Default of `history.keep`. */
+const positiveInt = () => z.number().int().positive();
+
+/** Adds a custom issue at `path` in a superRefine. */
+const issue = (ctx: z.core.$RefinementCtx, path: (string | number)[], message: string) =>
+  ctx.addIssue({ code: 'custom', path, message });
+
 export const DEFAULT_HISTORY_KEEP = '90d';
 
-/** Default `maxConcurrentReports` of a connection: report jobs open on one server at once (docs/architecture.md "A fleet"). */
+/** Report jobs open on one server at once (docs/architecture.md "A fleet"). */
 export const DEFAULT_MAX_CONCURRENT_REPORTS = 4;
 
-/** Default `pageTimeoutMs` of a connection: 10 min for one output page, request to last byte (docs/architecture.md "Limits"). */
+/** Longest time for one output page, in ms (docs/architecture.md "Limits"). */
 export const DEFAULT_PAGE_TIMEOUT_MS = 600_000;
 
-/** Default `maxRunMs` of a connection: 6 h for one attempt, from its start to its commit (docs/architecture.md "Limits"). */
+/** Longest time for one attempt, in ms (docs/architecture.md "Limits"). */
 export const DEFAULT_MAX_RUN_MS = 21_600_000;
 
-/** The longest deadline a timer can hold, in ms (2^31 - 1, about 24.8 days): a longer one would fire at once. */
+/** The longest delay a timer holds, in ms (2^31 - 1): a longer one fires at once. */
 export const MAX_DEADLINE_MS = 2_147_483_647;
 
-/** A deadline in ms: a positive integer a timer can hold. */
 const deadlineMs = () =>
-  z
-    .number()
-    .int()
-    .positive()
-    .max(MAX_DEADLINE_MS, { message: `at most ${MAX_DEADLINE_MS} ms (about 24 days)` });
+  positiveInt().max(MAX_DEADLINE_MS, { message: `at most ${MAX_DEADLINE_MS} ms (about 24 days)` });
 
 const PAGE_TIMEOUT_TEXT =
-  'Longest time one output page may take, in ms: its request, its headers and its body to the last byte (while its rows are copied; a page asked for ahead counts from when the page before it was read). A slower page fails the attempt with PAGE_TIMEOUT, which is retried. requestTimeoutMs only bounds one pause between bytes, so without this a server that trickles a page holds the run, its load transaction, its locks and its report slot for good. 10 min: a page of 10 000 rows takes seconds, one of a large paging tens of seconds, on a slow ERP.';
+  'Longest time one output page may take, in ms: its request, its headers and its body to the last byte (while ' +
+  'its rows are copied; a page asked for ahead counts from when the page before it was read). A slower page fails ' +
+  'the attempt with PAGE_TIMEOUT, which is retried. requestTimeoutMs only bounds one pause between bytes, so ' +
+  'without this a server that trickles a page holds the run, its load transaction, its locks and its report slot ' +
+  'for good. 10 min: a page of 10 000 rows takes seconds, one of a large paging tens of seconds, on a slow ERP.';
 
 const MAX_RUN_TEXT =
-  'Longest time one attempt may take from its start to its commit, in ms: waiting for the report (at most pollTimeoutMs, 1 h) and every page (each at most pageTimeoutMs). A longer attempt fails with RUN_TIMEOUT, which is retried; it rolls back and frees its transaction, locks and report slot. 6 h leaves a report its hour to render and five more for tens of millions of rows; the wait for a report slot before the attempt does not count.';
+  'Longest time one attempt may take from its start to its commit, in ms: waiting for the report (at most ' +
+  'pollTimeoutMs, 1 h) and every page (each at most pageTimeoutMs). A longer attempt fails with RUN_TIMEOUT, ' +
+  'which is retried; it rolls back and frees its transaction, locks and report slot. 6 h leaves a report its hour ' +
+  'to render and five more for tens of millions of rows; the wait for a report slot before the attempt does not ' +
+  'count.';
 
 export const connectionSchema = z
   .object({
@@ -71,7 +78,9 @@ export const connectionSchema = z
       .enum(AUTH_KINDS)
       .default('client_credentials')
       .describe(
-        'Kind of service user (docs/report-export-service.md "Authentication"): client_credentials (Client-ID + Client-Secret) or authorization_code (user-dependent: a product user logs in once with `report-etl login <connection>`).',
+        'Kind of service user (docs/report-export-service.md "Authentication"): client_credentials (Client-ID + ' +
+          'Client-Secret) or authorization_code (user-dependent: a product user logs in once with ' +
+          '`report-etl login <connection>`).',
       ),
     clientId: z
       .string()
@@ -82,14 +91,16 @@ export const connectionSchema = z
       .min(1)
       .optional()
       .describe(
-        'Client-Secret of the service user, as ${VAR} from the environment; required for client_credentials, for authorization_code only of a trusted (confidential) client.',
+        'Client-Secret of the service user, as ${VAR} from the environment; required for client_credentials, for ' +
+          'authorization_code only of a trusted (confidential) client.',
       ),
     scopes: z
       .array(z.string().regex(/^[^\s]+$/, { message: 'a scope name has no spaces (scopes are sent space-separated)' }))
       .max(MAX_SCOPES, { message: SCOPES_PROBLEM })
       .optional()
       .describe(
-        'authorization_code: the scopes the login requests, e.g. [svc.pad, offline_access] (at most 25; offline_access gives a refresh token of 60 days instead of 10 hours).',
+        'authorization_code: the scopes the login requests, e.g. [svc.pad, offline_access] (at most 25; ' +
+          'offline_access gives a refresh token of 60 days instead of 10 hours).',
       ),
     redirectUri: z
       .url({
@@ -98,7 +109,8 @@ export const connectionSchema = z
       })
       .optional()
       .describe(
-        "authorization_code: the redirect URI configured for the service user; the admin server's /oauth/callback, reachable from the ERP server.",
+        "authorization_code: the redirect URI configured for the service user; the admin server's " +
+          '/oauth/callback, reachable from the ERP server.',
       ),
     credentials: z
       .enum(CREDENTIALS_WAYS)
@@ -112,33 +124,24 @@ export const connectionSchema = z
       .string()
       .default('UTC')
       .describe('IANA time zone of txt timestamps (they carry no offset) and of the default schedule zone.'),
-    requestTimeoutMs: z
-      .number()
-      .int()
-      .positive()
+    requestTimeoutMs: positiveInt()
       .default(60_000)
       .describe(
-        "Timeout of one HTTP request in ms: for its answer's headers, and for each pause between two bytes of its body (a whole page is bounded by pageTimeoutMs).",
+        "Timeout of one HTTP request in ms: for its answer's headers, and for each pause between two bytes of its " +
+          'body (a whole page is bounded by pageTimeoutMs).',
       ),
-    pollIntervalMs: z
-      .number()
-      .int()
-      .positive()
+    pollIntervalMs: positiveInt()
       .default(250)
       .describe('First job status poll interval in ms (docs/report-export-service.md "Limits": 250).'),
-    pollMaxIntervalMs: z.number().int().positive().default(5_000).describe('Cap of the growing poll interval in ms.'),
-    maxConcurrentReports: z
-      .number()
-      .int()
-      .positive()
+    pollMaxIntervalMs: positiveInt().default(5_000).describe('Cap of the growing poll interval in ms.'),
+    maxConcurrentReports: positiveInt()
       .default(DEFAULT_MAX_CONCURRENT_REPORTS)
       .describe(
-        'Most report jobs of this connection open on its server at once, across every worker process and machine sharing the Redis (from the start request to the DELETE); runs beyond it wait for a slot in order of their logical time. The server names no limit; 4 protects an ERP that also serves its users.',
+        'Most report jobs of this connection open on its server at once, across every worker process and machine ' +
+          'sharing the Redis (from the start request to the DELETE); runs beyond it wait for a slot in order of ' +
+          'their logical time. The server names no limit; 4 protects an ERP that also serves its users.',
       ),
-    pollTimeoutMs: z
-      .number()
-      .int()
-      .positive()
+    pollTimeoutMs: positiveInt()
       .default(3_600_000)
       .describe('How long a job may stay Running before the run fails, in ms.'),
     pageTimeoutMs: deadlineMs().default(DEFAULT_PAGE_TIMEOUT_MS).describe(PAGE_TIMEOUT_TEXT),
@@ -153,49 +156,47 @@ export const connectionSchema = z
       .max(9999)
       .optional()
       .describe(
-        'Product version of the server, e.g. 2025; gates pdf (2025+) and the excel/word types (2026+) (docs/report-export-service.md "Versioning" 2). Unset: any.',
+        'Product version of the server, e.g. 2025; gates pdf (2025+) and the excel/word types (2026+) ' +
+          '(docs/report-export-service.md "Versioning" 2). Unset: any.',
       ),
   })
   .strict()
   .superRefine((c, ctx) => {
     if (c.auth === 'client_credentials') {
       if (c.clientSecret === undefined)
-        ctx.addIssue({
-          code: 'custom',
-          path: ['clientSecret'],
-          message:
-            'missing required key "clientSecret": a client_credentials service user needs its Client-Secret (or set auth: authorization_code for a user-dependent service user)',
-        });
+        issue(
+          ctx,
+          ['clientSecret'],
+          'missing required key "clientSecret": a client_credentials service user needs its Client-Secret (or set ' +
+            'auth: authorization_code for a user-dependent service user)',
+        );
       for (const key of ['scopes', 'redirectUri'] as const) {
         if (c[key] !== undefined)
-          ctx.addIssue({
-            code: 'custom',
-            path: [key],
-            message: `${key} is used by auth: authorization_code only (auth is client_credentials)`,
-          });
+          issue(ctx, [key], `${key} is used by auth: authorization_code only (auth is client_credentials)`);
       }
     } else {
       if (c.redirectUri === undefined)
-        ctx.addIssue({
-          code: 'custom',
-          path: ['redirectUri'],
-          message:
-            'missing required key "redirectUri": auth: authorization_code needs the redirect URI configured for the service user (docs/report-export-service.md "User-dependent service user" step 1), e.g. https://etl.example.com/oauth/callback',
-        });
+        issue(
+          ctx,
+          ['redirectUri'],
+          'missing required key "redirectUri": auth: authorization_code needs the redirect URI configured for the ' +
+            'service user (docs/report-export-service.md "User-dependent service user" step 1), e.g. ' +
+            'https://etl.example.com/oauth/callback',
+        );
       if (c.scopes === undefined || c.scopes.length === 0)
-        ctx.addIssue({
-          code: 'custom',
-          path: ['scopes'],
-          message:
-            'auth: authorization_code needs scopes, e.g. [svc.pad, offline_access] (docs/report-export-service.md "Scope rules" 4: requested scopes must be named)',
-        });
+        issue(
+          ctx,
+          ['scopes'],
+          'auth: authorization_code needs scopes, e.g. [svc.pad, offline_access] (docs/report-export-service.md ' +
+            '"Scope rules" 4: requested scopes must be named)',
+        );
     }
   });
 
-/** One connection to a Report Export Service, as validated from jobs.yaml. */
+/** One connection to a Report Export Service. */
 export type ConnectionConfig = z.infer<typeof connectionSchema>;
 
-export const reportSchema = z
+const reportSchema = z
   .object({
     mandant: z
       .union([z.number().int().nonnegative(), z.string().regex(MANDANT_PATTERN)])
@@ -209,7 +210,8 @@ export const reportSchema = z
       .enum(OUTPUT_TYPES)
       .default('json')
       .describe(
-        'Output type, any of the service\'s output types (docs/report-export-service.md "Output types"); what each loads as: README "Output types" (documents need productVersion 2025+/2026+).',
+        'Output type, any of the service\'s output types (docs/report-export-service.md "Output types"); what ' +
+          'each loads as: docs/loaded-tables.md "Output types" (documents need productVersion 2025+/2026+).',
       ),
     paging: z
       .number()
@@ -223,7 +225,8 @@ export const reportSchema = z
       .min(1024)
       .default(DEFAULT_MAX_VALUE_BYTES)
       .describe(
-        'Largest value (in bytes) a page may hold; a larger one fails the run naming page, row and column, so memory stays bounded (default 64 MiB).',
+        'Largest value (in bytes) a page may hold; a larger one fails the run naming page, row and column, so ' +
+          'memory stays bounded (default 64 MiB).',
       ),
     parameters: z
       .record(
@@ -235,30 +238,31 @@ export const reportSchema = z
   })
   .strict();
 
-export type ReportConfig = z.infer<typeof reportSchema>;
-
 export const targetSchema = z
   .object({
     table: z
       .string()
-      .regex(new RegExp(`^(${IDENT.source.slice(1, -1)}\\.)?${IDENT.source.slice(1, -1)}$`), {
+      .regex(new RegExp(`^(${IDENT}\\.)?${IDENT}$`), {
         message: 'table must be schema.table (letters, digits, underscore)',
       })
       .describe(
-        'Target table, schema-qualified (schema "public" when not given); schema and table at most 63 bytes each. Jobs that write one table must use the same mode and key.',
+        'Target table, schema-qualified (schema "public" when not given); schema and table at most 63 bytes each. ' +
+          'Jobs that write one table must use the same mode and key.',
       ),
     mode: z.enum(WRITE_MODES).default('replace').describe('Write mode: replace | append | merge.'),
     key: z
       .array(z.string().min(1))
       .default([])
       .describe(
-        'Key columns for merge: normalised report column names (Artikel Nr → artikel_nr), each a column of the report and of an existing target.',
+        'Key columns for merge: normalised report column names (Artikel Nr → artikel_nr), each a column of the ' +
+          'report and of an existing target.',
       ),
     columns: z
       .record(z.string(), z.string().regex(/^[A-Za-z][A-Za-z0-9_ ,()[\]]*$/, { message: 'not a type name' }))
       .default({})
       .describe(
-        'Declared Postgres types by normalised column name; a declared type wins over inference. A name that is a column of neither the report nor the target fails the run before anything is loaded.',
+        'Declared Postgres types by normalised column name; a declared type wins over inference. A name that is a ' +
+          'column of neither the report nor the target fails the run before anything is loaded.',
       ),
     rowsAt: z
       .string()
@@ -267,7 +271,8 @@ export const targetSchema = z
       })
       .optional()
       .describe(
-        'json_userdef(_compact) only: JSON pointer (RFC 6901) to the array of row objects in every page, loaded as typed rows like json; unset: one jsonb document per page.',
+        'json_userdef(_compact) only: JSON pointer (RFC 6901) to the array of row objects in every page, loaded ' +
+          'as typed rows like json; unset: one jsonb document per page.',
       ),
     guard: z
       .object({
@@ -277,7 +282,9 @@ export const targetSchema = z
           .min(0)
           .optional()
           .describe(
-            'Fewest rows a run may load; fewer fails the run with GUARD_TRIPPED and the target untouched. Default 1 for replace (an empty result never empties the table), 0 otherwise; set 0 where an empty result is right.',
+            'Fewest rows a run may load; fewer fails the run with GUARD_TRIPPED and the target untouched. Default ' +
+              '1 for replace (an empty result never empties the table), 0 otherwise; set 0 where an empty result ' +
+              'is right.',
           ),
         maxShrinkPercent: z
           .number()
@@ -285,47 +292,48 @@ export const targetSchema = z
           .max(100)
           .optional()
           .describe(
-            'replace only: most the target may shrink, in percent of the rows it holds now; a run that would shrink it more fails with GUARD_TRIPPED and the target untouched. Unset: no limit.',
+            'replace only: most the target may shrink, in percent of the rows it holds now; a run that would ' +
+              'shrink it more fails with GUARD_TRIPPED and the target untouched. Unset: no limit.',
           ),
       })
       .strict()
       .default({})
       .describe(
-        'Guards against a wrong load reaching the dashboards (README "Guards and schema changes"); `report-etl replay <run> --accept-guard` loads a run past them.',
+        'Guards against a wrong load reaching the dashboards (docs/loaded-tables.md "Guards and schema changes"); ' +
+          '`report-etl replay <run> --accept-guard` loads a run past them.',
       ),
     schemaChanges: z
       .enum(SCHEMA_CHANGES)
       .default('evolve')
       .describe(
-        "When the report's columns differ from the existing table's: evolve adds new columns (missing ones are loaded NULL); freeze fails the run with the difference listed (added, missing, type changed) and the target untouched.",
+        "When the report's columns differ from the existing table's: evolve adds new columns (missing ones are " +
+          'loaded NULL); freeze fails the run with the difference listed (added, missing, type changed) and the ' +
+          'target untouched.',
       ),
     load: z
       .enum(['document', 'rows'])
       .default('document')
       .describe(
-        "excel-xlsx_data only: document archives each page's workbook; rows loads its first sheet as typed rows (header row = column names).",
+        "excel-xlsx_data only: document archives each page's workbook; rows loads its first sheet as typed rows " +
+          '(header row = column names).',
       ),
   })
   .strict()
   .superRefine((t, ctx) => {
-    if (t.mode === 'merge' && t.key.length === 0) {
-      ctx.addIssue({ code: 'custom', path: ['key'], message: 'merge needs key: the columns that identify a row' });
-    }
-    if (t.mode !== 'merge' && t.key.length > 0) {
-      ctx.addIssue({ code: 'custom', path: ['key'], message: `key is used by mode merge only (mode is ${t.mode})` });
-    }
-    if (t.mode !== 'replace' && t.guard.maxShrinkPercent !== undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['guard', 'maxShrinkPercent'],
-        message: `maxShrinkPercent guards mode replace only (mode is ${t.mode}, which never removes rows): remove it, or use minRows`,
-      });
-    }
+    if (t.mode === 'merge' && t.key.length === 0)
+      issue(ctx, ['key'], 'merge needs key: the columns that identify a row');
+    if (t.mode !== 'merge' && t.key.length > 0)
+      issue(ctx, ['key'], `key is used by mode merge only (mode is ${t.mode})`);
+    if (t.mode !== 'replace' && t.guard.maxShrinkPercent !== undefined)
+      issue(
+        ctx,
+        ['guard', 'maxShrinkPercent'],
+        `maxShrinkPercent guards mode replace only (mode is ${t.mode}, which never removes rows): remove it, or ` +
+          'use minRows',
+      );
   });
 
-export type TargetConfig = z.infer<typeof targetSchema>;
-
-export const retrySchema = z
+const retrySchema = z
   .object({
     attempts: z.number().int().min(1).default(3).describe('Attempts per run before it is failed for good.'),
     backoffMs: z.number().int().min(0).default(30_000).describe('First retry delay in ms; doubles each attempt.'),
@@ -350,75 +358,73 @@ export const jobSchema = z
     freshness: duration()
       .optional()
       .describe(
-        "Longest time since the last successful run before the job is stale (admin pages, metric, stale alert), e.g. 26h; default the connection's, else none.",
+        'Longest time since the last successful run before the job is stale (admin pages, metric, stale alert), ' +
+          "e.g. 26h; default the connection's, else none.",
       ),
     pageTimeoutMs: deadlineMs()
       .optional()
       .describe(
-        "This job's longest time for one output page, in ms (see connections.<name>.pageTimeoutMs), e.g. for a report of a large paging; default the connection's.",
+        "This job's longest time for one output page, in ms (see connections.<name>.pageTimeoutMs), e.g. for a " +
+          "report of a large paging; default the connection's.",
       ),
     maxRunMs: deadlineMs()
       .optional()
       .describe(
-        "This job's longest time for one attempt from its start to its commit, in ms (see connections.<name>.maxRunMs); default the connection's.",
+        "This job's longest time for one attempt from its start to its commit, in ms (see " +
+          "connections.<name>.maxRunMs); default the connection's.",
       ),
   })
   .strict()
   .superRefine((j, ctx) => {
     const type = j.report.outputType;
-    const userdef = type === 'json_userdef' || type === 'json_userdef_compact';
-    if (j.target.rowsAt !== undefined && !userdef) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['target', 'rowsAt'],
-        message: `rowsAt applies to json_userdef and json_userdef_compact only (outputType is ${type}): remove it`,
-      });
-    }
-    if (j.target.load === 'rows' && type !== 'excel-xlsx_data') {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['target', 'load'],
-        message: `load: rows applies to excel-xlsx_data only (outputType is ${type}): remove it`,
-      });
-    }
+    const { key, mode } = j.target;
+    if (j.target.rowsAt !== undefined && type !== 'json_userdef' && type !== 'json_userdef_compact')
+      issue(
+        ctx,
+        ['target', 'rowsAt'],
+        `rowsAt applies to json_userdef and json_userdef_compact only (outputType is ${type}): remove it`,
+      );
+    if (j.target.load === 'rows' && type !== 'excel-xlsx_data')
+      issue(ctx, ['target', 'load'], `load: rows applies to excel-xlsx_data only (outputType is ${type}): remove it`);
     const shape = outputShape(type, j.target);
-    if (shape === 'file' && j.target.mode === 'merge') {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['target', 'mode'],
-        message: `mode merge does not apply to documents (outputType ${type}): use replace or append`,
-      });
-    }
-    if (shape !== 'rows' && shape !== 'file' && j.target.mode === 'merge') {
-      // A lines or document table has fixed columns: a key that is none of them, or one PostgreSQL cannot compare
-      // (xml has no equality), would fail the first load in PostgreSQL.
+    if (shape === 'file' && mode === 'merge')
+      issue(
+        ctx,
+        ['target', 'mode'],
+        `mode merge does not apply to documents (outputType ${type}): use replace or append`,
+      );
+    if (shape !== 'rows' && shape !== 'file' && mode === 'merge') {
+      // A key PostgreSQL cannot compare (xml has no equality) would fail the first load.
       const fixed = FIXED_COLUMNS[shape];
       const keyable = fixed.filter((c) => c.type !== 'xml').map((c) => c.name);
-      j.target.key.forEach((k, i) => {
+      key.forEach((k, i) => {
         if (keyable.includes(k)) return;
         const column = fixed.find((c) => c.name === k);
         const near = closestMatch(k, keyable);
-        ctx.addIssue({
-          code: 'custom',
-          path: ['target', 'key', i],
-          message: column
-            ? `${k} is of type ${column.type}, which PostgreSQL cannot compare, so it cannot be a merge key: merge by ${keyable.join(', ')}`
-            : `${k} is not a column of what outputType ${type} loads${near ? ` (did you mean "${near}"?)` : ''}: its table has the fixed columns ${fixed.map((c) => c.name).join(', ')} (README "Output types")`,
-        });
+        issue(
+          ctx,
+          ['target', 'key', i],
+          column
+            ? `${k} is of type ${column.type}, which PostgreSQL cannot compare, so it cannot be a merge key: merge ` +
+                `by ${keyable.join(', ')}`
+            : `${k} is not a column of what outputType ${type} loads${near ? ` (did you mean "${near}"?)` : ''}: ` +
+                `its table has the fixed columns ${fixed.map((c) => c.name).join(', ')} ` +
+                '(docs/loaded-tables.md "Output types")',
+        );
       });
     }
-    if (shape !== 'rows' && Object.keys(j.target.columns).length > 0) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['target', 'columns'],
-        message: `columns declares types of typed rows; outputType ${type} loads fixed columns (README "Output types"): remove it`,
-      });
-    }
+    if (shape !== 'rows' && Object.keys(j.target.columns).length > 0)
+      issue(
+        ctx,
+        ['target', 'columns'],
+        `columns declares types of typed rows; outputType ${type} loads fixed columns ` +
+          '(docs/loaded-tables.md "Output types"): remove it',
+      );
   });
 
 export type JobConfig = z.infer<typeof jobSchema>;
 
-export const alertTargetSchema = z
+const alertTargetSchema = z
   .object({
     webhook: z
       .url()
@@ -438,13 +444,14 @@ export const alertTargetSchema = z
 /** One alert target of jobs.yaml `alerts:`. */
 export type AlertTargetConfig = z.infer<typeof alertTargetSchema>;
 
-export const historySchema = z
+const historySchema = z
   .object({
     keep: duration()
       .refine((t) => (parseWindow(t) ?? 0) >= 86_400_000, { message: 'keep at least 1d of run history' })
       .default(DEFAULT_HISTORY_KEEP)
       .describe(
-        "How long etl.attempts, etl.run_errors and etl.runs are kept (at least 1d); a job's last success and last failure are always kept.",
+        "How long etl.attempts, etl.run_errors and etl.runs are kept (at least 1d); a job's last success and last " +
+          'failure are always kept.',
       ),
   })
   .strict();
@@ -479,20 +486,20 @@ export const configSchema = z
     for (const [name, job] of Object.entries(c.jobs)) {
       const connection = c.connections[job.connection];
       const since = MIN_PRODUCT_VERSION[job.report.outputType];
-      if (connection?.productVersion !== undefined && since !== undefined && connection.productVersion < since) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['jobs', name, 'report', 'outputType'],
-          message: `output type ${job.report.outputType} needs product version ${since} or later, but connection "${job.connection}" has productVersion ${connection.productVersion} (docs/report-export-service.md "Versioning" 2): choose another output type or raise productVersion if the server is newer`,
-        });
-      }
-      if (!(job.connection in c.connections)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['jobs', name, 'connection'],
-          message: `unknown connection "${job.connection}" (known: ${Object.keys(c.connections).join(', ') || 'none'})`,
-        });
-      }
+      if (connection?.productVersion !== undefined && since !== undefined && connection.productVersion < since)
+        issue(
+          ctx,
+          ['jobs', name, 'report', 'outputType'],
+          `output type ${job.report.outputType} needs product version ${since} or later, but connection ` +
+            `"${job.connection}" has productVersion ${connection.productVersion} (docs/report-export-service.md ` +
+            '"Versioning" 2): choose another output type or raise productVersion if the server is newer',
+        );
+      if (!(job.connection in c.connections))
+        issue(
+          ctx,
+          ['jobs', name, 'connection'],
+          `unknown connection "${job.connection}" (known: ${Object.keys(c.connections).join(', ') || 'none'})`,
+        );
     }
   });
 

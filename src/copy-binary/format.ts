@@ -1,9 +1,9 @@
 /**
  * COPY FORMAT binary: PostgreSQL skips parsing text when rows arrive in its binary wire format, which
- * halves its share of a load of typed columns (README "Performance"). This module holds the loader's side: the
- * stream's header and trailer, which column types have a binary encoding here, and the error a source throws when a
- * value is not in a form its encoder takes, upon which the loader loads the report again in text format, so that
- * every value still means exactly what PostgreSQL's own text input makes of it.
+ * halves its share of a load of typed columns (docs/performance.md "Throughput against psql"). This module holds the
+ * loader's side: the stream's header and trailer, which column types have a binary encoding here, and the error a
+ * source throws when a value is not in a form its encoder takes, upon which the loader loads the report again in text
+ * format, so that every value still means exactly what PostgreSQL's own text input makes of it.
  *
  * Stream layout (PostgreSQL documentation, "COPY", "Binary Format"): an 11-byte signature, int32 flags (0), int32
  * header extension length (0); per row int16 field count, then per field int32 length (-1 = NULL) and the bytes

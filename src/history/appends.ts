@@ -1,7 +1,6 @@
 /**
- * Exactly-once append loads (README "Loaded tables": append): `etl.appended_runs` holds one row per logical run
- * whose rows were appended, claimed inside the loading transaction (migrations/0001); `report-etl revert` deletes a
- * run's claim with its rows (README "Run history"), after which a replay appends the run again.
+ * etl.appended_runs (docs/observability.md "Run history"): one claim per appended logical run, made in the loading
+ * transaction; `report-etl revert` drops it with the rows, so that a replay appends the run again.
  */
 import type { Queryable } from '../db.ts';
 
@@ -13,7 +12,7 @@ export async function isAppended(db: Queryable, job: string, runKey: string): Pr
 
 /**
  * Claims (job, runKey) for an append inside the loading transaction.
- * @returns false when another attempt already committed this logical run (the caller rolls back)
+ * @returns false when another attempt already committed this logical run
  */
 export async function claimAppend(
   db: Queryable,
@@ -31,20 +30,19 @@ export async function claimAppend(
   return (rowCount ?? 0) > 0;
 }
 
-/** A run's claim in etl.appended_runs: the attempt that appended its rows, where, how many and when. */
+/** A run's claim; rows as text. */
 export interface AppendClaim {
   job: string;
   run_key: string;
   attempt_id: string;
   target_table: string;
-  /** Rows the append loaded (bigint as text). */
   rows: string;
   committed_at: Date;
 }
 
 /**
- * Reads the claim of (job, runKey), or undefined when its rows are not appended (never, or reverted since).
- * @param forUpdate lock the claim until the transaction ends (`report-etl revert`, README "Run history")
+ * Reads the claim of (job, runKey), or undefined (never appended, or reverted).
+ * @param forUpdate lock it until the transaction ends (`report-etl revert`)
  */
 export async function getAppendClaim(
   db: Queryable,
@@ -53,13 +51,14 @@ export async function getAppendClaim(
   forUpdate = false,
 ): Promise<AppendClaim | undefined> {
   const { rows } = await db.query<AppendClaim>(
-    `SELECT job, run_key, attempt_id, target_table, rows::text AS rows, committed_at FROM etl.appended_runs WHERE job = $1 AND run_key = $2${forUpdate ? ' FOR UPDATE' : ''}`,
+    `SELECT job, run_key, attempt_id, target_table, rows::text AS rows, committed_at
+       FROM etl.appended_runs WHERE job = $1 AND run_key = $2${forUpdate ? ' FOR UPDATE' : ''}`,
     [job, runKey],
   );
   return rows[0];
 }
 
-/** The jobs other than `job` that appended a run with this run key into the same target (their rows share the key). */
+/** The other jobs that appended a run with this run key into the same target (their rows share the key). */
 export async function otherJobsAppendingRunKey(
   db: Queryable,
   job: string,
@@ -73,7 +72,7 @@ export async function otherJobsAppendingRunKey(
   return rows.map((r) => r.job);
 }
 
-/** Deletes the claim of (job, runKey) inside a revert's transaction, so that a replay appends the run again. */
+/** Deletes the claim of (job, runKey), inside a revert's transaction. */
 export async function dropAppendClaim(db: Queryable, job: string, runKey: string): Promise<void> {
   await db.query('DELETE FROM etl.appended_runs WHERE job = $1 AND run_key = $2', [job, runKey]);
 }

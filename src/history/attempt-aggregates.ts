@@ -1,10 +1,7 @@
-/**
- * What /metrics derives from the run history (etl.attempts): totals and duration histograms of finished attempts per
- * job, computed when scraped so that every process reports the same numbers.
- */
+/** What /metrics derives from etl.attempts when scraped, so that every process reports the same numbers. */
 import type { Queryable } from '../db.ts';
 
-/** Finished attempts per (job, status) with their loaded rows and bytes (succeeded attempts only). */
+/** Finished attempts per (job, status); rows and bytes of succeeded ones. */
 export interface AttemptTotals {
   job: string;
   status: string;
@@ -13,36 +10,31 @@ export interface AttemptTotals {
   bytes: number;
 }
 
-/** Cumulative duration histogram of one job: counts per upper bound (s), plus sum (s) and count. */
+/** Cumulative duration histogram of one job. */
 export interface DurationHistogram {
   job: string;
-  /** Cumulative counts, one per bound of the `bounds` passed in, in the same order. */
+  /** One count per bound passed in. */
   buckets: number[];
   sumSeconds: number;
   count: number;
 }
 
-/** What /metrics derives from etl.attempts. */
 export interface AttemptAggregates {
   totals: AttemptTotals[];
   durations: DurationHistogram[];
 }
 
-/** Upper bounds of the attempt duration histogram, in seconds (1 s .. 2 h): the `le` labels of /metrics. */
+/** Upper bounds of the attempt duration histogram in s: the `le` labels of /metrics. */
 export const DURATION_BUCKETS_SECONDS: readonly number[] = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200];
 
 /**
- * Totals and the duration histogram over all finished attempts, in one pass of etl.attempts grouped by (job, status)
- * with one `count(*) FILTER (WHERE duration_ms <= bound)` per bucket, which is already the cumulative `le` count.
- * Attempts still `running` are left out, and what retention pruned is added back from etl.pruned_attempts, so every
- * counted value only grows.
- * @param bounds histogram upper bounds in seconds, ascending (the `le` labels; +Inf is the count); pruned attempts'
- *   bucket counts are added only where they were kept under the same bounds
+ * Totals and duration histograms of finished attempts in one pass, plus what retention pruned (etl.pruned_attempts),
+ * so every value only grows.
+ * @param bounds upper bounds in s, ascending; pruned counts are added only where kept under the same bounds
  */
 export async function attemptAggregates(db: Queryable, bounds: readonly number[]): Promise<AttemptAggregates> {
-  const bucketColumns = bounds
-    .map((_, i) => `count(*) FILTER (WHERE duration_ms <= $${i + 1})::text AS b${i}`)
-    .join(', ');
+  const bucketColumns = bounds.map((_, i) => `count(*) FILTER (WHERE duration_ms <= $${i + 1}) AS b${i}`).join(', ');
+  const summedBuckets = bounds.map((_, i) => `sum(b${i})::text AS b${i}`).join(', ');
   const boundsMs = bounds.map((b) => Math.round(b * 1000));
   const prunedBuckets = bounds
     .map((_, i) => `CASE WHEN bounds_ms = $${bounds.length + 1}::bigint[] THEN buckets[${i + 1}] ELSE 0 END AS b${i}`)
@@ -50,10 +42,11 @@ export async function attemptAggregates(db: Queryable, bounds: readonly number[]
   const { rows } = await db.query<
     Record<string, string | null> & { job: string; status: string; n: string; timed: string }
   >(
-    `SELECT job, status, sum(n)::text AS n, sum(timed)::text AS timed, ${bounds.map((_, i) => `sum(b${i})::text AS b${i}`).join(', ')},
+    `SELECT job, status, sum(n)::text AS n, sum(timed)::text AS timed, ${summedBuckets},
             sum(sum_ms)::text AS sum_ms, sum(rows)::text AS rows, sum(bytes)::text AS bytes
-       FROM (SELECT job, status, count(*) AS n, count(duration_ms) AS timed, ${bucketColumns.replaceAll('::text', '')},
-                    coalesce(sum(duration_ms), 0) AS sum_ms, coalesce(sum(rows), 0) AS rows, coalesce(sum(bytes), 0) AS bytes
+       FROM (SELECT job, status, count(*) AS n, count(duration_ms) AS timed, ${bucketColumns},
+                    coalesce(sum(duration_ms), 0) AS sum_ms, coalesce(sum(rows), 0) AS rows,
+                    coalesce(sum(bytes), 0) AS bytes
                FROM etl.attempts WHERE status <> 'running' GROUP BY job, status
              UNION ALL
              SELECT job, status, attempts, timed, ${prunedBuckets}, sum_ms, rows, bytes FROM etl.pruned_attempts) t

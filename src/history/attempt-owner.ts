@@ -1,12 +1,7 @@
 /**
- * The owner of the attempts a process runs: one PostgreSQL session per process that holds
- * a session-level advisory lock on a random key for the life of the process. Every attempt the process records
- * carries that key (`etl.attempts.owner_lock`, migrations/0007). When the process dies in any way (kill -9, crash, OOM,
- * lost machine) PostgreSQL ends the session and frees the lock, so "is the owner gone?" is one
- * `pg_try_advisory_lock` away, with no clock, heartbeat interval or Redis TTL to wait for (see orphans.ts).
- *
- * Needs a direct session to PostgreSQL: a pooler in transaction mode (PgBouncer) would hand the lock to
- * whichever session runs the statement.
+ * The owner session of a process's attempts (docs/architecture.md "Liveness"): a session-level advisory lock on a
+ * random key, held for the life of the process and recorded with each attempt (etl.attempts.owner_lock). Needs a
+ * direct session: a pooler in transaction mode would hand the lock to whichever session runs the statement.
  */
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
@@ -15,18 +10,18 @@ import type { Logger } from '../logger.ts';
 
 /** The owner session of one process. */
 export interface AttemptOwner {
-  /** The advisory lock key, a positive bigint as decimal text (`etl.attempts.owner_lock`). */
+  /** The advisory lock key, a positive bigint as decimal text. */
   readonly key: string;
-  /** Whether the session holds the lock now (false while it reconnects after losing its connection). */
+  /** False while it reconnects after losing its connection. */
   holds(): boolean;
   /** Frees the lock and gives the session back. Idempotent. */
   close(): Promise<void>;
 }
 
-/** How long the owner waits before it opens a new session after losing one, in ms. */
+/** Wait before opening a new session after losing one, in ms. */
 const RECONNECT_MS = 2_000;
 
-/** A random positive 63-bit key, so owners never share one. */
+/** A random positive 63-bit key. */
 function randomKey(): string {
   const b = randomBytes(8);
   b[0]! &= 0x7f;
@@ -34,10 +29,9 @@ function randomKey(): string {
 }
 
 /**
- * Opens the owner session: takes a connection out of `pool` for the life of the process and locks a fresh key on
- * it. A lost connection is replaced (and the key locked again) every {@link RECONNECT_MS} until it works; in
- * between, the janitor may take the process's attempts for orphans: they are then recorded interrupted and do not
- * commit (runAttempt's commit checks the attempt is still `running`), which is safe.
+ * Takes a connection out of `pool` for the life of the process and locks a fresh key on it; a lost connection is
+ * replaced every {@link RECONNECT_MS}. Meanwhile the janitor may close the process's attempts as orphans, which is
+ * safe: a commit checks its attempt is still `running`.
  * @throws pg errors when the first session cannot be opened
  */
 export async function openAttemptOwner(pool: pg.Pool, logger: Logger): Promise<AttemptOwner> {

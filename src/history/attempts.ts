@@ -1,10 +1,6 @@
 /**
- * Attempts in the run history (README "Run history": `etl.attempts`, one row per try, and
- * `etl.run_errors`), each SQL operation one small typed function. An attempt is recorded `running` when it starts,
- * then `succeeded` inside the loading transaction, or `failed`/`interrupted` after the load rolled back. Each of these
- * statements also brings its logical run's `etl.runs` row up to date in the same transaction (see
- * {@link UPDATE_RUN_OF_ENDED}), so the two tables never disagree. An attempt's trace id is recorded with it, its
- * timeline when it ends (history/timeline.ts). Tables: migrations/0001, 0008, 0011.
+ * etl.attempts and etl.run_errors (docs/observability.md "Run history"), one function per statement. Each statement
+ * that starts or ends an attempt updates its etl.runs row in the same transaction ({@link UPDATE_RUN_OF_ENDED}).
  */
 import type pg from 'pg';
 import { withTransaction, type Queryable } from '../db.ts';
@@ -14,43 +10,40 @@ import type { AttemptTimeline } from './timeline.ts';
 
 /** What is known when an attempt starts. */
 export interface AttemptStart {
-  /** The attempt's id (`etl.attempts.attempt_id`), a UUID. */
   attemptId: string;
-  /** jobs.yaml job name. */
   job: string;
-  /** The logical run (`etl.runs.run_key`). */
   runKey: string;
   scheduledFor?: Date | undefined;
   trigger: RunTrigger;
   targetTable: string;
   writeMode: string;
-  /** `host:pid` of the process running it. */
+  /** `host:pid`. */
   worker: string;
-  /** The interval the run covers and its explicit parameters: kept with a run this attempt makes (a foreground run's). */
+  /** Kept on a run this attempt makes (a foreground run's). */
   logicalStart?: Date | undefined;
   logicalEnd?: Date | undefined;
   parameters?: Record<string, string> | undefined;
-  /** Advisory lock key of the process's owner session (attempt-owner.ts), so the janitor can tell it died. */
+  /** The owner session's lock key (attempt-owner.ts). */
   ownerLock?: string | undefined;
-  /** The W3C trace id of the attempt's spans, when they are exported (README "Tracing"). */
   traceId?: string | undefined;
 }
 
 /**
- * Inserts the `running` row of an attempt and counts it on its run's `etl.runs` row (made here when the run has
- * none yet: a foreground run, or a run whose request was not recorded), in one statement. The attempt's number is
- * the run's new attempt count: the run row's lock hands out each number once, and attempts after a stall, a
- * shutdown or a replay keep counting (BullMQ's own counters skip stalls and restarts).
+ * Inserts the `running` attempt and counts it on its etl.runs row (made when missing), in one statement. The run
+ * row's lock hands out each number once, also after stalls and replays, which BullMQ's counters skip.
  * @returns the attempt number, 1-based
  */
 export async function insertAttempt(db: Queryable, a: AttemptStart): Promise<number> {
   const { rows } = await db.query<{ attempt: number }>(
     `WITH run AS (
-       INSERT INTO etl.runs AS r (job, run_key, trigger, scheduled_for, attempts, status, first_started_at, logical_start, logical_end, parameters)
+       INSERT INTO etl.runs AS r (job, run_key, trigger, scheduled_for, attempts, status, first_started_at,
+                                  logical_start, logical_end, parameters)
        VALUES ($2, $3, $5, $4, 1, 'running', now(), $10, $11, $12)
-       ON CONFLICT (job, run_key) DO UPDATE SET attempts = r.attempts + 1, status = 'running', first_started_at = coalesce(r.first_started_at, now())
+       ON CONFLICT (job, run_key) DO UPDATE
+         SET attempts = r.attempts + 1, status = 'running', first_started_at = coalesce(r.first_started_at, now())
        RETURNING r.attempts)
-     INSERT INTO etl.attempts (attempt_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode, worker, owner_lock, trace_id)
+     INSERT INTO etl.attempts (attempt_id, job, run_key, scheduled_for, trigger, attempt, status, target_table,
+                               write_mode, worker, owner_lock, trace_id)
      SELECT $1, $2, $3, $4, $5, run.attempts, 'running', $6, $7, $8, $9::bigint, $13 FROM run
      RETURNING attempt`,
     [
@@ -73,10 +66,8 @@ export async function insertAttempt(db: Queryable, a: AttemptStart): Promise<num
 }
 
 /**
- * SQL: folds the attempt that CTE `ended` (job, run_key, attempt, status, finished_at, rows) just ended into its
- * run. The run takes the status only from its newest attempt (an older one closed late, e.g. found dead by a later
- * attempt or the janitor, does not change it), its rows from its first success (an attempt that found the rows
- * already appended loaded none), and the latest finish.
+ * SQL: folds the attempt CTE `ended` just ended into its run. Status comes only from the run's newest attempt (an
+ * older one closed late does not change it), rows from its first success.
  */
 const UPDATE_RUN_OF_ENDED = `UPDATE etl.runs r
     SET status = CASE WHEN e.attempt = r.attempts THEN e.status ELSE r.status END,
@@ -84,15 +75,16 @@ const UPDATE_RUN_OF_ENDED = `UPDATE etl.runs r
         last_finished_at = greatest(r.last_finished_at, e.finished_at)
    FROM ended e WHERE r.job = e.job AND r.run_key = e.run_key`;
 
-/** Stores the server's report job id as soon as the report job exists, so that a leftover can be deleted later. */
+/** SQL: the columns every ending attempt sets. */
+const ENDED_NOW = `finished_at = clock_timestamp(),
+  duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint`;
+
+/** Stores the report job id as soon as it exists, so that a leftover can be deleted later. */
 export async function setAttemptReportJob(db: Queryable, attemptId: string, reportJobId: string): Promise<void> {
   await db.query('UPDATE etl.attempts SET report_job_id = $2 WHERE attempt_id = $1', [attemptId, reportJobId]);
 }
 
-/**
- * Stores the timeline of an attempt that succeeded, once its report job is deleted (a failed attempt's comes with
- * {@link failAttempt}). Only while the attempt has none, so a late write never replaces another.
- */
+/** Stores a succeeded attempt's timeline, unless it has one (a late write never replaces another). */
 export async function setAttemptTimeline(db: Queryable, attemptId: string, timeline: AttemptTimeline): Promise<void> {
   await db.query('UPDATE etl.attempts SET timeline = $2 WHERE attempt_id = $1 AND timeline IS NULL', [
     attemptId,
@@ -100,24 +92,17 @@ export async function setAttemptTimeline(db: Queryable, attemptId: string, timel
   ]);
 }
 
-/** Figures of a load: rows, pages, bytes (of page bodies as downloaded). */
-export interface LoadFigures {
-  rows: number;
-  pages: number;
-  bytes: number;
-}
+/** Figures of a load; bytes of page bodies as downloaded. */
+export type LoadFigures = { rows: number; pages: number; bytes: number };
 
 /**
- * Marks an attempt succeeded, and its run; called inside the loading transaction so that both commit with the rows.
- * @returns false when the attempt is no longer `running`: a later attempt declared it dead (it stalled past its
- *   lock) and took the run over, so this one must not commit
+ * Marks an attempt and its run succeeded, inside the loading transaction.
+ * @returns false when the attempt is no longer `running` (a later attempt took the run over): it must not commit
  */
 export async function completeAttempt(db: Queryable, attemptId: string, f: LoadFigures): Promise<boolean> {
-  // Every attempt has its run (foreign key), so a row counted here is the attempt that was still running.
   const { rowCount } = await db.query(
     `WITH ended AS (
-       UPDATE etl.attempts SET status = 'succeeded', rows = $2, pages = $3, bytes = $4, finished_at = clock_timestamp(),
-              duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint, error = NULL
+       UPDATE etl.attempts SET status = 'succeeded', rows = $2, pages = $3, bytes = $4, error = NULL, ${ENDED_NOW}
         WHERE attempt_id = $1 AND status = 'running'
         RETURNING job, run_key, attempt, status, finished_at, rows)
      ${UPDATE_RUN_OF_ENDED}`,
@@ -138,21 +123,19 @@ export interface AttemptFailure {
   problem?: unknown;
   details?: Record<string, unknown> | undefined;
   figures?: Partial<LoadFigures>;
-  /** Where the attempt's time went until it failed (history/timeline.ts). */
   timeline?: AttemptTimeline | undefined;
 }
 
 /**
- * Marks an attempt failed (or interrupted), and its run, and writes its etl.run_errors row, in one transaction. An
- * attempt that is no longer `running` keeps its status (a later attempt already recorded it interrupted), and so
- * does its run; the error row is still written.
+ * Marks an attempt and its run failed (or interrupted) and writes its etl.run_errors row, in one transaction. An
+ * attempt no longer `running` keeps its status; the error row is still written.
  */
 export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFailure): Promise<void> {
   await withTransaction(pool, async (tx) => {
     await tx.query(
       `WITH ended AS (
-         UPDATE etl.attempts SET status = $2, error = $3, rows = $4, pages = $5, bytes = $6, finished_at = clock_timestamp(),
-                duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint, timeline = coalesce($7, timeline)
+         UPDATE etl.attempts SET status = $2, error = $3, rows = $4, pages = $5, bytes = $6,
+                timeline = coalesce($7, timeline), ${ENDED_NOW}
           WHERE attempt_id = $1 AND status = 'running'
           RETURNING job, run_key, attempt, status, finished_at, rows)
        ${UPDATE_RUN_OF_ENDED}`,
@@ -167,7 +150,8 @@ export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFa
       ],
     );
     await tx.query(
-      `INSERT INTO etl.run_errors (attempt_id, stage, error_kind, retryable, http_status, message, server_message, problem, details)
+      `INSERT INTO etl.run_errors (attempt_id, stage, error_kind, retryable, http_status, message, server_message,
+                                   problem, details)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
       [
         attemptId,
@@ -184,14 +168,14 @@ export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFa
   });
 }
 
-/** Turns any error into the failure record of an attempt. */
+/** Turns any error into the failure record of an attempt; a pg error's code becomes `PG_<code>`. */
 export function failureOf(err: Error, fallbackStage: RunStage, figures?: Partial<LoadFigures>): AttemptFailure {
   const e = err instanceof EtlError ? err : undefined;
+  const pgCode = (err as { code?: unknown }).code;
   return {
     status: e?.code === 'ABORTED' ? 'interrupted' : 'failed',
     stage: e?.stage ?? fallbackStage,
-    errorKind:
-      e?.code ?? ((err as { code?: unknown }).code ? `PG_${String((err as { code?: unknown }).code)}` : 'INTERNAL'),
+    errorKind: e?.code ?? (pgCode ? `PG_${String(pgCode)}` : 'INTERNAL'),
     retryable: e?.retryable ?? false,
     message: err.message,
     httpStatus: e?.httpStatus,
@@ -202,11 +186,10 @@ export function failureOf(err: Error, fallbackStage: RunStage, figures?: Partial
   };
 }
 
-/** One row of etl.attempts as the CLI and the admin pages read it. */
+/** One etl.attempts row (docs/observability.md "Run history"); bigints as text. */
 export interface AttemptRow {
   attempt_id: string;
   job: string;
-  /** The logical run. */
   run_key: string;
   scheduled_for: Date | null;
   trigger: RunTrigger;
@@ -223,18 +206,13 @@ export interface AttemptRow {
   duration_ms: string | null;
   error: string | null;
   worker: string | null;
-  /** The guard this attempt loaded past with `replay --accept-guard` (its words), or null. */
   accepted_guard: string | null;
-  /** The W3C trace id of its spans, when they were exported. */
   trace_id: string | null;
-  /** Where its time went (history/timeline.ts `readTimeline` reads it); null until it ended, or before migration 0011. */
+  /** Read with timeline.ts `readTimeline`; null until the attempt ended. */
   timeline: unknown;
 }
 
-/**
- * Records, in the load transaction, that the attempt loaded past a guard that would have tripped (README "Guards
- * and schema changes"): `words` is the guard's message.
- */
+/** Records, in the load transaction, the guard's `words` the attempt loaded past (`replay --accept-guard`). */
 export async function recordAcceptedGuard(db: Queryable, attemptId: string, words: string): Promise<void> {
   await db.query('UPDATE etl.attempts SET accepted_guard = $2 WHERE attempt_id = $1', [attemptId, words]);
 }
@@ -245,7 +223,7 @@ export async function getAttempt(db: Queryable, attemptId: string): Promise<Atte
   return rows[0];
 }
 
-/** The newest attempt of a logical run (the highest number), or undefined before its first. */
+/** The newest attempt of a logical run, or undefined before its first. */
 export async function newestAttempt(db: Queryable, job: string, runKey: string): Promise<AttemptRow | undefined> {
   const { rows } = await db.query<AttemptRow>(
     'SELECT * FROM etl.attempts WHERE job = $1 AND run_key = $2 ORDER BY attempt DESC, started_at DESC LIMIT 1',
@@ -260,37 +238,37 @@ export interface RunningAttempt {
   attempt: number;
   report_job_id: string | null;
   worker: string | null;
-  /** The owner session's advisory lock key (history/attempt-owner.ts), or null for an attempt recorded without one. */
+  /** Null for an attempt recorded without an owner session. */
   owner_lock: string | null;
 }
 
-/** Attempts of a logical run still recorded `running` (left behind by a worker that died, or still going). */
+/** Attempts of a logical run still recorded `running` (alive, or left by a dead worker), oldest first. */
 export async function runningAttempts(db: Queryable, job: string, runKey: string): Promise<RunningAttempt[]> {
   const { rows } = await db.query<RunningAttempt>(
-    `SELECT attempt_id, attempt, report_job_id, worker, owner_lock::text AS owner_lock FROM etl.attempts WHERE job = $1 AND run_key = $2 AND status = 'running' ORDER BY started_at`,
+    `SELECT attempt_id, attempt, report_job_id, worker, owner_lock::text AS owner_lock
+       FROM etl.attempts WHERE job = $1 AND run_key = $2 AND status = 'running' ORDER BY started_at`,
     [job, runKey],
   );
   return rows;
 }
 
-/**
- * Whether some attempt of the logical run succeeded and was not reverted since: a `report-etl revert` of an append run
- * (etl.reverts, README "Run history") undoes the attempts made before it, so that the run may be replayed.
- */
+/** Whether an attempt of the logical run succeeded and was not reverted since (etl.reverts). */
 export async function hasSucceeded(db: Queryable, job: string, runKey: string): Promise<boolean> {
   const { rowCount } = await db.query(
     `SELECT 1 FROM etl.attempts a WHERE a.job = $1 AND a.run_key = $2 AND a.status = 'succeeded'
-        AND a.attempt > coalesce((SELECT max(v.after_attempt) FROM etl.reverts v WHERE v.job = $1 AND v.run_key = $2), 0)
+        AND a.attempt > coalesce(
+          (SELECT max(v.after_attempt) FROM etl.reverts v WHERE v.job = $1 AND v.run_key = $2), 0)
       LIMIT 1`,
     [job, runKey],
   );
   return (rowCount ?? 0) > 0;
 }
 
-/** The newest tick a scheduled or caught-up attempt of `job` was recorded for (any status), or undefined. */
+/** The newest tick a scheduled or caught-up attempt of `job` was recorded for, or undefined. */
 export async function lastScheduledTick(db: Queryable, job: string): Promise<Date | undefined> {
   const { rows } = await db.query<{ t: Date | null }>(
-    `SELECT max(scheduled_for) AS t FROM etl.attempts WHERE job = $1 AND trigger IN ('schedule', 'catchup') AND scheduled_for IS NOT NULL`,
+    `SELECT max(scheduled_for) AS t FROM etl.attempts
+      WHERE job = $1 AND trigger IN ('schedule', 'catchup') AND scheduled_for IS NOT NULL`,
     [job],
   );
   return rows[0]?.t ?? undefined;

@@ -1,18 +1,18 @@
 /**
- * What the alerts of each job last said (`etl.job_alerts`, migrations/0007), so that every event is sent once
- * however many processes see it: each change is one atomic statement that tells its caller whether it was the one
- * that made it.
+ * What each job's alerts last said (etl.job_alerts): each change is one atomic statement that tells its caller
+ * whether it made it, so that an event is sent once however many processes see it.
  */
 import type { Queryable } from '../db.ts';
 
 /**
- * Records that `job` failed for good in attempt `attemptId` (it is failing from now on, or still).
- * @returns when the job started failing (now, or the earlier failure's time when it was failing already)
+ * Records that `job` failed for good in attempt `attemptId`.
+ * @returns since when the job is failing (now, or an earlier failure's time)
  */
 export async function markFailing(db: Queryable, job: string, attemptId: string): Promise<Date> {
   const { rows } = await db.query<{ failing_since: Date }>(
     `INSERT INTO etl.job_alerts (job, failing_since, failed_attempt_id) VALUES ($1, now(), $2)
-     ON CONFLICT (job) DO UPDATE SET failing_since = coalesce(etl.job_alerts.failing_since, now()), failed_attempt_id = $2, updated_at = now()
+     ON CONFLICT (job) DO UPDATE
+       SET failing_since = coalesce(etl.job_alerts.failing_since, now()), failed_attempt_id = $2, updated_at = now()
      RETURNING failing_since`,
     [job, attemptId],
   );
@@ -20,9 +20,8 @@ export async function markFailing(db: Queryable, job: string, attemptId: string)
 }
 
 /**
- * Records that `job` succeeded: clears its failing state.
- * @returns the failure it recovered from (since when, and the last failed attempt), or undefined when it was not
- *   failing (then no `recovered` is due; a second process seeing the same success also gets undefined)
+ * Records that `job` succeeded, clearing its failing state.
+ * @returns the failure it recovered from, or undefined when it was not failing (no `recovered` is due)
  */
 export async function clearFailing(
   db: Queryable,
@@ -41,7 +40,7 @@ export async function clearFailing(
 
 /**
  * When the freshness of each job was first checked.
- * @param record insert now for jobs seen for the first time (the janitor does; pages and metrics only read)
+ * @param record insert now for jobs seen for the first time (the janitor; pages and metrics only read)
  */
 export async function firstSeen(db: Queryable, jobs: readonly string[], record = true): Promise<Map<string, Date>> {
   if (jobs.length === 0) return new Map();
@@ -55,12 +54,13 @@ export async function firstSeen(db: Queryable, jobs: readonly string[], record =
 }
 
 /**
- * Claims the `stale` alert of `job` for the breach that started from `base` (its last success, or its first_seen):
- * @returns true for the one caller that claims it; false when it was claimed already (once per breach)
+ * Claims the `stale` alert of `job` for the breach counted from `base` (its last success, or its first_seen).
+ * @returns true for the one caller that claims it
  */
 export async function claimStaleAlert(db: Queryable, job: string, base: Date): Promise<boolean> {
   const { rowCount } = await db.query(
-    `UPDATE etl.job_alerts SET stale_alerted_for = $2, updated_at = now() WHERE job = $1 AND stale_alerted_for IS DISTINCT FROM $2`,
+    `UPDATE etl.job_alerts SET stale_alerted_for = $2, updated_at = now()
+      WHERE job = $1 AND stale_alerted_for IS DISTINCT FROM $2`,
     [job, base],
   );
   return (rowCount ?? 0) > 0;

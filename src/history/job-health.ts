@@ -1,49 +1,42 @@
-/**
- * The figures of each job that on-call staff and Prometheus ask for first (the jobs overview, freshness metrics):
- * last attempt, last success, last failure, failing state, and the rows and duration of its last attempts. Read
- * from etl.attempts by the (job, started_at) index, one LATERAL probe per job.
- */
+/** Each job's health for the overview and /metrics, by the (job, started_at) index: one probe per job. */
 import type { Queryable } from '../db.ts';
 import type { AttemptStatus } from '../vocabulary.ts';
 import { firstErrorLine } from './attempt-list.ts';
 import { logicalTimeSql, supersededBySql } from './superseded.ts';
 
-/** One finished or running attempt as the overview shows it, with its run (run key) and number in it. */
+/** An attempt as the overview shows it. */
 export interface RecentAttempt {
   attempt_id: string;
   run_key: string;
-  /** Its number within its run, 1-based. */
   attempt: number;
   status: AttemptStatus;
   started_at: Date;
   finished_at: Date | null;
   rows: number | null;
   duration_ms: number | null;
-  /** First non-blank line of the server's own message, else of our error. */
   error_first_line: string | null;
-  /** Stable error kind of the attempt's last error (`etl.run_errors.error_kind`). */
+  /** Of its last error. */
   error_kind: string | null;
-  /** The run that supersedes this attempt's run (history/superseded.ts), when it failed and one does. */
+  /** When it failed: the run that supersedes its run (superseded.ts). */
   superseded_by_run_key: string | null;
 }
 
 /** The health figures of one job. */
 export interface JobHealth {
   job: string;
-  /** Newest attempt, any status. */
   last: RecentAttempt | undefined;
-  /** Newest succeeded attempt. */
   lastSuccess: RecentAttempt | undefined;
-  /** Newest failed attempt. */
   lastFailure: RecentAttempt | undefined;
-  /** Set while a failure that was final has not been followed by a success (etl.job_alerts). */
+  /** While a final failure has not been followed by a success (etl.job_alerts). */
   failingSince: Date | undefined;
-  /** The last finished attempts, oldest first (at most `recent` of them), for sparklines. */
+  /** The last finished attempts, oldest first. */
   recent: RecentAttempt[];
 }
 
-const COLUMNS = `attempt_id, run_key, attempt, status, started_at, finished_at, rows::float8 AS rows, duration_ms::float8 AS duration_ms, ${firstErrorLine('r')} AS error_first_line,
-  (SELECT e.error_kind FROM etl.run_errors e WHERE e.attempt_id = r.attempt_id ORDER BY e.id DESC LIMIT 1) AS error_kind,
+const COLUMNS = `attempt_id, run_key, attempt, status, started_at, finished_at, rows::float8 AS rows,
+  duration_ms::float8 AS duration_ms, ${firstErrorLine('r')} AS error_first_line,
+  (SELECT e.error_kind FROM etl.run_errors e WHERE e.attempt_id = r.attempt_id ORDER BY e.id DESC LIMIT 1)
+    AS error_kind,
   CASE WHEN r.status = 'failed' THEN ${supersededBySql({
     job: 'r.job',
     runKey: 'r.run_key',
@@ -53,13 +46,14 @@ const COLUMNS = `attempt_id, run_key, attempt, status, started_at, finished_at, 
   })} END AS superseded_by_run_key`;
 
 /**
- * Health figures of `jobs`, in the order given.
- * @param recent how many finished attempts per job for the sparklines (default 20)
+ * Health of `jobs`, in the order given.
+ * @param recent finished attempts per job for the sparklines
  */
 export async function jobHealth(db: Queryable, jobs: readonly string[], recent = 20): Promise<JobHealth[]> {
   if (jobs.length === 0) return [];
   const one = (where: string) =>
-    `(SELECT to_jsonb(x) FROM (SELECT ${COLUMNS} FROM etl.attempts r WHERE r.job = j.job ${where} ORDER BY started_at DESC LIMIT 1) x)`;
+    `(SELECT to_jsonb(x) FROM (SELECT ${COLUMNS} FROM etl.attempts r WHERE r.job = j.job ${where}
+                                ORDER BY started_at DESC LIMIT 1) x)`;
   const { rows } = await db.query<{
     job: string;
     last: RecentAttempt | null;
@@ -68,9 +62,11 @@ export async function jobHealth(db: Queryable, jobs: readonly string[], recent =
     failing_since: Date | null;
     recent: RecentAttempt[] | null;
   }>(
-    `SELECT j.job, ${one('')} AS last, ${one(`AND status = 'succeeded'`)} AS success, ${one(`AND status = 'failed'`)} AS failure,
-            a.failing_since,
-            (SELECT jsonb_agg(to_jsonb(x) ORDER BY x.started_at) FROM (SELECT ${COLUMNS} FROM etl.attempts r WHERE r.job = j.job AND status <> 'running' ORDER BY started_at DESC LIMIT $2) x) AS recent
+    `SELECT j.job, ${one('')} AS last, ${one(`AND status = 'succeeded'`)} AS success,
+            ${one(`AND status = 'failed'`)} AS failure, a.failing_since,
+            (SELECT jsonb_agg(to_jsonb(x) ORDER BY x.started_at)
+               FROM (SELECT ${COLUMNS} FROM etl.attempts r WHERE r.job = j.job AND status <> 'running'
+                      ORDER BY started_at DESC LIMIT $2) x) AS recent
        FROM unnest($1::text[]) AS j(job) LEFT JOIN etl.job_alerts a ON a.job = j.job`,
     [jobs, recent],
   );

@@ -1,20 +1,18 @@
 /**
- * Pending logins, table etl.login_states (migrations/0006): the OAuth `state` of each authorization
- * request, the CSRF protection of RFC 6749 section 10.12. A state is made by `report-etl login` or the admin page's
- * "Log in" link, accepted once, and only within its lifetime (10 minutes). Only its SHA-256 is stored, so reading
- * the table does not let anyone complete someone else's login.
+ * Pending logins, etl.login_states: the OAuth `state` of each authorization request (RFC 6749 10.12), accepted once
+ * within 10 minutes. Only its SHA-256 is stored, so reading the table completes nobody's login.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Queryable } from '../db.ts';
 import type { ConnectionRef } from './logins.ts';
 
-/** How long a pending login waits for its redirect: 10 minutes, in ms. */
+/** How long a pending login waits for its redirect, in ms. */
 export const LOGIN_STATE_TTL_MS = 10 * 60_000;
 
 /** Who started a login. */
 export type LoginStarter = 'cli' | 'admin';
 
-/** A pending (or finished) login as stored. */
+/** A login as stored. */
 export interface LoginStateRow {
   state_hash: string;
   connection: string;
@@ -30,15 +28,12 @@ export interface LoginStateRow {
   message: string | null;
 }
 
-/** SHA-256 of a state, hex: how the table knows it. */
-export function stateHash(state: string): string {
+/** SHA-256 of a state, hex. */
+function stateHash(state: string): string {
   return createHash('sha256').update(state, 'utf8').digest('hex');
 }
 
-/**
- * Makes a new pending login and returns its state: 32 random bytes, base64url (43 characters). Removes pending
- * logins that expired more than a day ago.
- */
+/** Makes a pending login and returns its state (32 random bytes, base64url); removes those expired a day ago. */
 export async function createLoginState(
   db: Queryable,
   p: { ref: ConnectionRef; redirectUri: string; scopes: readonly string[]; startedBy: LoginStarter; ttlMs?: number },
@@ -46,7 +41,8 @@ export async function createLoginState(
   const state = randomBytes(32).toString('base64url');
   await db.query(`DELETE FROM etl.login_states WHERE expires_at < now() - interval '1 day'`);
   await db.query(
-    `INSERT INTO etl.login_states (state_hash, connection, base_url, client_id, redirect_uri, scopes, started_by, expires_at)
+    `INSERT INTO etl.login_states (state_hash, connection, base_url, client_id, redirect_uri, scopes, started_by,
+                                   expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 millisecond')`,
     [
       stateHash(state),
@@ -63,13 +59,13 @@ export async function createLoginState(
 }
 
 /**
- * Takes a pending login for its redirect: only once, and only before it expires (atomic: of two callers with the
- * same state, one gets it).
- * @returns the pending login, or undefined when the state is unknown (forged), used already (replayed) or expired
+ * Takes a pending login for its redirect, atomically: once, and before it expires.
+ * @returns undefined when the state is unknown (forged), used already (replayed) or expired
  */
 export async function consumeLoginState(db: Queryable, state: string): Promise<LoginStateRow | undefined> {
   const { rows } = await db.query<LoginStateRow>(
-    `UPDATE etl.login_states SET used_at = now() WHERE state_hash = $1 AND used_at IS NULL AND expires_at > now() RETURNING *`,
+    `UPDATE etl.login_states SET used_at = now()
+      WHERE state_hash = $1 AND used_at IS NULL AND expires_at > now() RETURNING *`,
     [stateHash(state)],
   );
   return rows[0];

@@ -1,25 +1,17 @@
 /**
- * Logins and scopes of connections, table etl.connection_logins (migrations/0006): the refresh token of a
- * user-dependent service user sealed with AES-256-GCM (src/secret-box.ts; never stored in plaintext, never read
- * back by the listing queries), when the login happened, the scopes it asked for, the scope of the latest token
- * response (both kinds of service user), and whether runs must wait for a new login (LOGIN_REQUIRED).
- * Each SQL operation is one small function; {@link makeConnectionAuthStore} binds them to one connection for the
- * report client (report-api's ConnectionAuthStore).
+ * etl.connection_logins: a user-dependent service user's refresh token, sealed (secret-box.ts) and never read by
+ * the listings; its login and scopes; the latest token's scope (either kind); and whether runs need a new login.
  */
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db.ts';
-import type { ConnectionAuthStore, LoginState } from '../report-api/types.ts';
+import type { ConnectionAuthStore } from '../report-api/types.ts';
 import type { AuthKind } from '../report-api/report-rules.ts';
 import { open, seal, SECRET_KEY_ENV, type SecretKey } from '../secret-box.ts';
 
-/** A connection as the server knows it: jobs.yaml name, {base_url} and Client-ID (the table's key). */
-export interface ConnectionRef {
-  connection: string;
-  baseUrl: string;
-  clientId: string;
-}
+/** The table's key: jobs.yaml connection name, base URL and Client-ID. */
+export type ConnectionRef = { connection: string; baseUrl: string; clientId: string };
 
-/** The additional authenticated data a refresh token is sealed with: it opens for its own row only. */
+/** What a refresh token is sealed with, so that it opens for its own row only. */
 function aad(ref: ConnectionRef): string {
   return `report-etl refresh token\n${ref.connection}\n${ref.baseUrl}\n${ref.clientId}`;
 }
@@ -28,24 +20,26 @@ function aad(ref: ConnectionRef): string {
 export interface NewLogin {
   refreshToken: string;
   requestedScopes: readonly string[];
-  /** The token response's scope, when it named one. */
+  /** The token response's scope. */
   grantedScope: string | undefined;
 }
 
 /**
- * Stores a new login of a user-dependent connection, replacing the previous one (docs/report-export-service.md "Refresh" rule 3: a new login
- * renews the refresh token) and clearing LOGIN_REQUIRED.
+ * Stores a new login, replacing the previous one (docs/report-export-service.md "Refresh" rule 3), and clears
+ * LOGIN_REQUIRED.
  * @returns the new login id (a UUID)
  */
 export async function saveLogin(db: Queryable, key: SecretKey, ref: ConnectionRef, login: NewLogin): Promise<string> {
   const loginId = randomUUID();
   await db.query(
-    `INSERT INTO etl.connection_logins (connection, base_url, client_id, auth, login_id, refresh_token_sealed, key_id, logged_in_at,
-                                        requested_scopes, granted_scope, scope_seen_at, login_required_at, login_required_reason, updated_at)
+    `INSERT INTO etl.connection_logins (connection, base_url, client_id, auth, login_id, refresh_token_sealed, key_id,
+                                        logged_in_at, requested_scopes, granted_scope, scope_seen_at,
+                                        login_required_at, login_required_reason, updated_at)
      VALUES ($1, $2, $3, 'authorization_code', $4, $5, $6, now(), $7, $8, now(), NULL, NULL, now())
      ON CONFLICT (connection, base_url, client_id) DO UPDATE SET
        auth = 'authorization_code', login_id = $4, refresh_token_sealed = $5, key_id = $6, logged_in_at = now(),
-       requested_scopes = $7, granted_scope = $8, scope_seen_at = now(), login_required_at = NULL, login_required_reason = NULL, updated_at = now()`,
+       requested_scopes = $7, granted_scope = $8, scope_seen_at = now(), login_required_at = NULL,
+       login_required_reason = NULL, updated_at = now()`,
     [
       ref.connection,
       ref.baseUrl,
@@ -60,69 +54,7 @@ export async function saveLogin(db: Queryable, key: SecretKey, ref: ConnectionRe
   return loginId;
 }
 
-/**
- * Where a user-dependent connection stands, with the refresh token decrypted when it is logged in.
- * A login sealed with another key than `key` counts as no login (a new login stores it with the current key).
- */
-export async function readLoginState(db: Queryable, key: SecretKey, ref: ConnectionRef): Promise<LoginState> {
-  const { rows } = await db.query<{
-    login_id: string | null;
-    refresh_token_sealed: string | null;
-    key_id: string | null;
-    login_required_at: Date | null;
-    login_required_reason: string | null;
-  }>(
-    `SELECT login_id, refresh_token_sealed, key_id, login_required_at, login_required_reason
-       FROM etl.connection_logins WHERE connection = $1 AND base_url = $2 AND client_id = $3`,
-    [ref.connection, ref.baseUrl, ref.clientId],
-  );
-  const row = rows[0];
-  if (!row || row.login_id === null || row.refresh_token_sealed === null)
-    return { kind: 'login_required', reason: 'nobody has logged in for this connection yet' };
-  if (row.login_required_at !== null)
-    return { kind: 'login_required', reason: row.login_required_reason ?? 'the refresh token was refused' };
-  if (row.key_id !== key.id)
-    return { kind: 'login_required', reason: `the login was stored with another ${SECRET_KEY_ENV}` };
-  return {
-    kind: 'logged_in',
-    login: { loginId: row.login_id, refreshToken: open(key, row.refresh_token_sealed, aad(ref)) },
-  };
-}
-
-/**
- * Records that the refresh token of login `loginId` was refused; a newer login is left alone.
- * @returns whether the row changed (false: already marked, or replaced by a newer login)
- */
-export async function markLoginRequired(
-  db: Queryable,
-  ref: ConnectionRef,
-  loginId: string,
-  reason: string,
-): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE etl.connection_logins SET login_required_at = now(), login_required_reason = $5, updated_at = now()
-      WHERE connection = $1 AND base_url = $2 AND client_id = $3 AND login_id = $4 AND login_required_at IS NULL`,
-    [ref.connection, ref.baseUrl, ref.clientId, loginId, reason],
-  );
-  return (rowCount ?? 0) > 0;
-}
-
-/** Records the scope of the latest token response of a connection (either kind), creating its row if needed. */
-export async function recordScope(
-  db: Queryable,
-  ref: ConnectionRef,
-  auth: AuthKind,
-  scope: string | undefined,
-): Promise<void> {
-  await db.query(
-    `INSERT INTO etl.connection_logins (connection, base_url, client_id, auth, granted_scope, scope_seen_at)
-     VALUES ($1, $2, $3, $4, $5, now())
-     ON CONFLICT (connection, base_url, client_id) DO UPDATE SET granted_scope = $5, scope_seen_at = now(), updated_at = now()`,
-    [ref.connection, ref.baseUrl, ref.clientId, auth, scope ?? null],
-  );
-}
-
-/** One connection's login state as the admin page and /metrics show it: no secret in it. */
+/** One connection's login state as the admin page and /metrics show it, without secrets. */
 export interface ConnectionLoginRow {
   connection: string;
   base_url: string;
@@ -137,20 +69,21 @@ export interface ConnectionLoginRow {
   login_required_reason: string | null;
 }
 
-/** Every recorded connection (optionally only these names), by name. Never selects the sealed refresh token. */
+/** Every recorded connection (or only these names), by name. */
 export async function listConnectionLogins(db: Queryable, names?: readonly string[]): Promise<ConnectionLoginRow[]> {
   const { rows } = await db.query<ConnectionLoginRow>(
-    `SELECT connection, base_url, client_id, auth, login_id IS NOT NULL AS logged_in, logged_in_at, requested_scopes, granted_scope,
-            scope_seen_at, login_required_at, login_required_reason
-       FROM etl.connection_logins WHERE $1::text[] IS NULL OR connection = ANY($1) ORDER BY connection, base_url, client_id`,
+    `SELECT connection, base_url, client_id, auth, login_id IS NOT NULL AS logged_in, logged_in_at, requested_scopes,
+            granted_scope, scope_seen_at, login_required_at, login_required_reason
+       FROM etl.connection_logins WHERE $1::text[] IS NULL OR connection = ANY($1)
+      ORDER BY connection, base_url, client_id`,
     [names ? [...names] : null],
   );
   return rows;
 }
 
 /**
- * The ConnectionAuthStore of one connection (report-api/types.ts), on `db`.
- * @param key needed for `auth: authorization_code` (loginState decrypts the refresh token); unused otherwise
+ * The ConnectionAuthStore (report-api/types.ts) of one connection.
+ * @param key opens the refresh token of `auth: authorization_code`
  */
 export function makeConnectionAuthStore(
   db: Queryable,
@@ -158,6 +91,8 @@ export function makeConnectionAuthStore(
   auth: AuthKind,
   key: SecretKey | undefined,
 ): ConnectionAuthStore {
+  const row = 'connection = $1 AND base_url = $2 AND client_id = $3';
+  const refArgs = [ref.connection, ref.baseUrl, ref.clientId];
   return {
     async loginState() {
       if (!key)
@@ -165,11 +100,46 @@ export function makeConnectionAuthStore(
           kind: 'login_required',
           reason: `${SECRET_KEY_ENV} is not set, so the stored refresh token cannot be read`,
         };
-      return readLoginState(db, key, ref);
+      const { rows } = await db.query<{
+        login_id: string | null;
+        refresh_token_sealed: string | null;
+        key_id: string | null;
+        login_required_at: Date | null;
+        login_required_reason: string | null;
+      }>(
+        `SELECT login_id, refresh_token_sealed, key_id, login_required_at, login_required_reason
+           FROM etl.connection_logins WHERE ${row}`,
+        refArgs,
+      );
+      const r = rows[0];
+      if (!r || r.login_id === null || r.refresh_token_sealed === null)
+        return { kind: 'login_required', reason: 'nobody has logged in for this connection yet' };
+      if (r.login_required_at !== null)
+        return { kind: 'login_required', reason: r.login_required_reason ?? 'the refresh token was refused' };
+      // A login sealed with another key counts as none: a new login stores it with this one.
+      if (r.key_id !== key.id)
+        return { kind: 'login_required', reason: `the login was stored with another ${SECRET_KEY_ENV}` };
+      return {
+        kind: 'logged_in',
+        login: { loginId: r.login_id, refreshToken: open(key, r.refresh_token_sealed, aad(ref)) },
+      };
     },
     async markLoginRequired(loginId, reason) {
-      await markLoginRequired(db, ref, loginId, reason);
+      // Only this login: a newer one is left alone.
+      await db.query(
+        `UPDATE etl.connection_logins SET login_required_at = now(), login_required_reason = $5, updated_at = now()
+          WHERE ${row} AND login_id = $4 AND login_required_at IS NULL`,
+        [...refArgs, loginId, reason],
+      );
     },
-    recordScope: (scope) => recordScope(db, ref, auth, scope),
+    async recordScope(scope) {
+      await db.query(
+        `INSERT INTO etl.connection_logins (connection, base_url, client_id, auth, granted_scope, scope_seen_at)
+         VALUES ($1, $2, $3, $4, $5, now())
+         ON CONFLICT (connection, base_url, client_id) DO UPDATE
+           SET granted_scope = $5, scope_seen_at = now(), updated_at = now()`,
+        [...refArgs, auth, scope ?? null],
+      );
+    },
   };
 }

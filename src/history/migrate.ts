@@ -1,7 +1,6 @@
 /**
- * Forward-only numbered SQL migrations from `migrations/` (0001_name.sql, ...), applied in order, each in its
- * own transaction. Safe when several processes start at once: a session advisory lock serialises them, and
- * whoever comes second finds the work done.
+ * Forward-only numbered migrations from `migrations/`, each in its own transaction; an advisory lock serialises
+ * processes that start at once.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import type pg from 'pg';
@@ -9,10 +8,9 @@ import type { Logger } from '../logger.ts';
 import { silentLogger } from '../logger.ts';
 import { EtlError } from '../errors.ts';
 
-/** Directory of the shipped migrations. */
-export const MIGRATIONS_DIR = new URL('../../migrations/', import.meta.url);
+const MIGRATIONS_DIR = new URL('../../migrations/', import.meta.url);
 
-/** Advisory lock key of the migrator (any constant; shared by every report-etl process). */
+/** Advisory lock key of the migrator. */
 const MIGRATE_LOCK_KEY = 7_310_221_001;
 
 /** One migration file. */
@@ -22,7 +20,10 @@ export interface Migration {
   sql: string;
 }
 
-/** Reads `migrations/`: files named `<4 digits>_<name>.sql`, sorted by version. Throws on a duplicate version. */
+/**
+ * Reads `<4 digits>_<name>.sql` files, sorted by version.
+ * @throws EtlError on a duplicate version
+ */
 export async function readMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migration[]> {
   const files = (await readdir(dir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
   const migrations: Migration[] = [];
@@ -36,23 +37,19 @@ export async function readMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migrati
   return migrations;
 }
 
-/** Choices of {@link migrate}. */
-export interface MigrateOptions {
-  /**
-   * Apply the migrations up to and including this version only: a database as an older release left it, for the
-   * test of a later migration over its data. Default: all of them.
-   */
-  through?: number | undefined;
-}
-
 /**
  * Applies every migration not yet recorded in `etl.schema_migrations`.
- * @returns the versions applied by this call (empty when the database was up to date)
- * @throws pg errors of a failing migration (its transaction is rolled back; earlier ones stay)
+ * @param o.through only up to this version (tests of a later migration over an older release's data)
+ * @returns the versions applied by this call
+ * @throws pg errors of a failing migration (rolled back; earlier ones stay)
  */
-export async function migrate(pool: pg.Pool, logger: Logger = silentLogger, o: MigrateOptions = {}): Promise<number[]> {
+export async function migrate(
+  pool: pg.Pool,
+  logger: Logger = silentLogger,
+  o: { through?: number | undefined } = {},
+): Promise<number[]> {
   const migrations = (await readMigrations()).filter((m) => o.through === undefined || m.version <= o.through);
-  // Every start of every command comes here: when all are applied already, one query says so, without the lock.
+  // Every command start comes here: one query, without the lock, when all are applied.
   const alreadyApplied = await pool.query<{ version: number }>('SELECT version FROM etl.schema_migrations').then(
     (r) => new Set(r.rows.map((row) => row.version)),
     () => undefined,

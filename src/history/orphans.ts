@@ -1,7 +1,4 @@
-/**
- * Orphaned attempts: attempts still recorded `running` whose owner session
- * (attempt-owner.ts) is gone. Each SQL operation one small function (docs/architecture.md).
- */
+/** Orphaned attempts: recorded `running`, but their owner session (attempt-owner.ts) is gone. */
 import type pg from 'pg';
 
 /** An attempt recorded `running` under an owner lock. */
@@ -17,19 +14,15 @@ export interface OwnedAttempt {
 }
 
 /**
- * Attempts of `jobs` still `running` whose owner session no longer holds its lock, oldest first. Attempts without
- * an owner (recorded before migration 0007, or by a caller without one) are never returned: nothing says whether
+ * Orphaned attempts of `jobs`, oldest first. Attempts without an owner are never returned: nothing says whether
  * they are alive.
- *
- * Each distinct owner is probed once with `pg_try_advisory_lock` on one session of `pool`: getting the lock means
- * the owner is gone (it is released again at once); a live owner's session still holds it.
- * @param jobs the jobs.yaml jobs to look at (the caller knows their connections)
  */
 export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[]): Promise<OwnedAttempt[]> {
   if (jobs.length === 0) return [];
   const { rows } = await pool.query<OwnedAttempt>(
     `SELECT attempt_id, job, run_key, attempt, report_job_id, worker, owner_lock::text AS owner_lock, started_at
-       FROM etl.attempts WHERE status = 'running' AND owner_lock IS NOT NULL AND job = ANY($1::text[]) ORDER BY started_at`,
+       FROM etl.attempts WHERE status = 'running' AND owner_lock IS NOT NULL AND job = ANY($1::text[])
+      ORDER BY started_at`,
     [jobs],
   );
   if (rows.length === 0) return [];
@@ -41,9 +34,8 @@ export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[
 }
 
 /**
- * Which of the owner keys no session holds any more (their process is gone), probed once each with
- * `pg_try_advisory_lock` on one session of `pool` (a lock got is released again at once). A key held by this
- * process's own owner session counts as alive, like any other holder.
+ * The owner keys no session holds any more, each probed once with `pg_try_advisory_lock` on one session (a lock
+ * got is released at once). This process's own key counts as held.
  */
 export async function goneOwners(pool: pg.Pool, ownerKeys: readonly string[]): Promise<Set<string>> {
   const gone = new Set<string>();

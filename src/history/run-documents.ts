@@ -1,23 +1,18 @@
-/**
- * `etl.run_documents` (migrations/0005, 0008): which documents an attempt archived, for `report-etl documents` and
- * the admin attempt page. The content lives in the target table (warehouse/documents.ts reads it).
- */
+/** etl.run_documents: the documents an attempt archived; their content is in the target (warehouse/documents.ts). */
 import type { Queryable } from '../db.ts';
 
-/** One archived document of a run, as recorded. */
+/** One archived document; `sha256` of the content in hex. */
 export interface RunDocument {
   page: number;
-  /** "schema.table" the content was loaded into. */
+  /** schema.table */
   targetTable: string;
   fileName: string;
   contentType: string;
-  /** Length in bytes. */
   bytes: number;
-  /** sha256 of the content, hex. */
   sha256: string;
 }
 
-/** Records the documents of attempt `attemptId`, inside the loading transaction (so they commit with the content). */
+/** Records the documents of an attempt, inside the loading transaction. */
 export async function insertRunDocuments(
   db: Queryable,
   attemptId: string,
@@ -28,7 +23,8 @@ export async function insertRunDocuments(
   await db.query(
     `INSERT INTO etl.run_documents (attempt_id, page, target_table, file_name, content_type, bytes, sha256)
      SELECT $1, d.page, $2, d.file_name, d.content_type, d.bytes, d.sha256
-     FROM unnest($3::int[], $4::text[], $5::text[], $6::bigint[], $7::text[]) AS d(page, file_name, content_type, bytes, sha256)`,
+     FROM unnest($3::int[], $4::text[], $5::text[], $6::bigint[], $7::text[])
+          AS d(page, file_name, content_type, bytes, sha256)`,
     [
       attemptId,
       targetTable,
@@ -41,7 +37,7 @@ export async function insertRunDocuments(
   );
 }
 
-/** The documents attempt `attemptId` archived, by page (empty when it archived none or does not exist). */
+/** The documents an attempt archived, by page. */
 export async function listRunDocuments(db: Queryable, attemptId: string): Promise<RunDocument[]> {
   const { rows } = await db.query<{
     page: number;
@@ -51,7 +47,8 @@ export async function listRunDocuments(db: Queryable, attemptId: string): Promis
     bytes: string;
     sha256: string;
   }>(
-    `SELECT page, target_table, file_name, content_type, bytes, sha256 FROM etl.run_documents WHERE attempt_id = $1 ORDER BY page`,
+    `SELECT page, target_table, file_name, content_type, bytes, sha256
+       FROM etl.run_documents WHERE attempt_id = $1 ORDER BY page`,
     [attemptId],
   );
   return rows.map((r) => ({

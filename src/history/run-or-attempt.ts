@@ -1,7 +1,4 @@
-/**
- * What a user means by an id on the command line (`replay <run-key | attempt-id>`, `documents <run-key |
- * attempt-id>`): a logical run by its run key, or one attempt by its attempt id (docs/architecture.md "Vocabulary").
- */
+/** What an id on the command line names: a run by its run key, or an attempt by its id. */
 import type { Queryable } from '../db.ts';
 import { getAttempt, type AttemptRow } from './attempts.ts';
 import { findRunsByKey, getRun, type RunRow } from './runs.ts';
@@ -16,9 +13,8 @@ export type RunOrAttempt =
   | { kind: 'none' };
 
 /**
- * Looks `id` up as a run key first (of `job` when given), then as an attempt id. A foreground run's run key is its
- * first attempt's id, so both readings name the same run.
- * @returns `ambiguous` when the run key belongs to runs of several jobs (the caller asks for the job)
+ * Looks `id` up as a run key (of `job` when given), then as an attempt id (a foreground run's key is its first
+ * attempt's id: both name the same run).
  */
 export async function findRunOrAttempt(db: Queryable, id: string, job?: string): Promise<RunOrAttempt> {
   const runs = await findRunsByKey(db, id, job);

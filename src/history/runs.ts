@@ -1,8 +1,6 @@
 /**
- * Logical runs (`etl.runs`, migrations/0008; docs/architecture.md "Vocabulary": a run is named by its run key, an
- * attempt is one try of it): one row per (job, run key) with what the run was asked to do and how it stands. The
- * request part is written here when a worker takes a queued run; the attempt count, status, times and rows are
- * written by the attempt statements of attempts.ts. Replays read the request back to run the same logical run again.
+ * Logical runs, etl.runs (docs/architecture.md "Vocabulary"; docs/observability.md "Run history"). The request columns
+ * are written here when a worker takes a queued run; the status columns by the attempt statements of attempts.ts.
  */
 import type { Queryable } from '../db.ts';
 import type { AttemptStatus, RunTrigger } from '../vocabulary.ts';
@@ -18,22 +16,23 @@ export interface RunRequestRow {
   logicalStart?: Date | undefined;
   logicalEnd?: Date | undefined;
   parameters?: Record<string, string> | undefined;
-  /** When the run was put on the queue (the queue job's timestamp). */
+  /** The queue job's timestamp. */
   queuedAt?: Date | undefined;
 }
 
 /**
- * Records the request of a logical run: makes its etl.runs row (no attempt yet: the first one may still wait for a
- * report slot), or fills in the request of a row that has none. The first request wins: a retry or replay of the
- * run changes nothing.
+ * Records the request of a logical run, making its row (its first attempt may still wait for a report slot) or
+ * filling in a row without one. The first request wins: a retry or replay changes nothing.
  */
 export async function recordRunRequest(db: Queryable, r: RunRequestRow): Promise<void> {
   await db.query(
-    `INSERT INTO etl.runs AS run (job, run_key, queue_job_id, trigger, scheduled_for, logical_start, logical_end, parameters, queued_at)
+    `INSERT INTO etl.runs AS run (job, run_key, queue_job_id, trigger, scheduled_for, logical_start, logical_end,
+                                  parameters, queued_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
      ON CONFLICT (job, run_key) DO UPDATE
-       SET queue_job_id = excluded.queue_job_id, logical_start = excluded.logical_start, logical_end = excluded.logical_end,
-           parameters = excluded.parameters, scheduled_for = coalesce(run.scheduled_for, excluded.scheduled_for),
+       SET queue_job_id = excluded.queue_job_id, logical_start = excluded.logical_start,
+           logical_end = excluded.logical_end, parameters = excluded.parameters,
+           scheduled_for = coalesce(run.scheduled_for, excluded.scheduled_for),
            queued_at = coalesce(run.queued_at, excluded.queued_at)
        WHERE run.queue_job_id IS NULL`,
     [
@@ -50,23 +49,7 @@ export async function recordRunRequest(db: Queryable, r: RunRequestRow): Promise
   );
 }
 
-/** Reads the request of a logical run, or undefined (runs made by `run` in the foreground have none). */
-export async function getRunRequest(db: Queryable, job: string, runKey: string): Promise<RunRequestRow | undefined> {
-  const r = await getRun(db, job, runKey);
-  if (!r || r.queue_job_id === null) return undefined;
-  return {
-    job,
-    runKey,
-    queueJobId: r.queue_job_id,
-    trigger: r.trigger,
-    scheduledFor: r.scheduled_for ?? undefined,
-    logicalStart: r.logical_start ?? undefined,
-    logicalEnd: r.logical_end ?? undefined,
-    parameters: r.parameters ?? undefined,
-  };
-}
-
-/** One etl.runs row: a logical run. Counts and figures come back as pg returns them (bigint as text). */
+/** One etl.runs row (docs/observability.md "Run history"); bigints as text. */
 export interface RunRow {
   job: string;
   run_key: string;
@@ -75,18 +58,17 @@ export interface RunRow {
   logical_start: Date | null;
   logical_end: Date | null;
   parameters: Record<string, string> | null;
+  /** Null for a foreground run until it is replayed. */
   queue_job_id: string | null;
-  /** When a worker began the run (its first take off the queue), or its first attempt in the foreground. */
   created_at: Date;
-  /** When the run was put on the queue; null for a foreground run (and runs recorded before migration 0016). */
   queued_at: Date | null;
-  /** Attempts made so far (the newest one's number); 0 while the first waits for a report slot. */
+  /** 0 while the first attempt waits for a report slot. */
   attempts: number;
-  /** The newest attempt's status; null before the first attempt. */
+  /** The newest attempt's; null before the first. */
   status: AttemptStatus | null;
   first_started_at: Date | null;
   last_finished_at: Date | null;
-  /** Rows of the run's first succeeded attempt; null until one succeeded. */
+  /** Of the first succeeded attempt. */
   rows: string | null;
 }
 
@@ -97,8 +79,8 @@ export async function getRun(db: Queryable, job: string, runKey: string): Promis
 }
 
 /**
- * The logical runs with this run key, of any job or of `job` only. Run keys are unique per job; the ones report-etl
- * makes name their job or are UUIDs, so more than one row means someone chose the same `run --run-key` for two jobs.
+ * The logical runs with this run key, of any job or of `job` only. More than one means someone chose the same
+ * `run --run-key` for two jobs: the keys report-etl makes name their job or are UUIDs.
  */
 export async function findRunsByKey(db: Queryable, runKey: string, job?: string): Promise<RunRow[]> {
   const { rows } = await db.query<RunRow>(

@@ -1,24 +1,16 @@
 /**
- * An attempt's timeline as `etl.attempts.timeline` keeps it (jsonb, migrations/0011): when each step of the attempt
- * ran and how long it took, and each page's request, download, decoding and COPY, as offsets in ms from the
- * attempt's start (its wait for a report slot included). The pipeline records it whether or not traces are exported
- * (the spans are made from the same figures, README "Tracing"); the run and attempt pages draw it. Bounded: beyond
- * {@link MAX_PAGE_ENTRIES} pages, consecutive pages are merged into groups of 2, 4, 8 … pages, so a report of
- * thousands of pages keeps a timeline of at most that many entries (about 15 kB).
+ * An attempt's timeline, etl.attempts.timeline (docs/observability.md "Tracing"): each step and page as ms offsets from
+ * the attempt's start (its slot wait included). Beyond {@link MAX_PAGE_ENTRIES} pages, neighbours merge into groups of
+ * 2, 4, 8 … pages, so a timeline stays small (about 15 kB) however many pages a report has.
  */
 
-/** Version of the stored shape; a reader ignores a timeline of another version. */
+/** Version of the stored shape; a reader ignores another. */
 export const TIMELINE_VERSION = 1;
 
-/** Most page entries a timeline keeps (see the module doc). */
+/** Most page entries a timeline keeps. */
 export const MAX_PAGE_ENTRIES = 100;
 
-/**
- * The steps of an attempt, in the order they run (docs/architecture.md "Flow of one run"): waiting for a report slot,
- * recording the attempt, checking it may run, the report client (discovery, access token), clearing dead attempts,
- * the start request, the server's rendering (the polls), the load transaction and inside it the DELETE of a replaced
- * target's rows, COPY, applying the write mode from a staging table and the commit; the DELETE of the report job.
- */
+/** The steps of an attempt in the order they run (docs/architecture.md "Flow of one run"). */
 export const TIMELINE_STEPS = [
   'slot',
   'record',
@@ -43,27 +35,22 @@ export interface TimelineStep {
   step: TimelineStepName;
   at: number;
   ms: number;
-  /** The attempt failed in this step. */
   failed?: true;
   /** render: status polls made. */
   polls?: number;
-  /** render: the server's own rendering time (its finishedAt − startedAt), when it said both. */
+  /** render: the server's finishedAt − startedAt, when it said both. */
   serverMs?: number;
 }
 
 /**
- * One page, or a group of consecutive pages (`page` to `to`). Times are ms after the attempt's start: `req` the page
- * was requested (one page ahead: while the page before it was read), `hdr` its answer's headers arrived, `start` and
- * `end` its body was read (decoded and handed to COPY). Of that reading, `net` ms waited for the server's bytes,
- * `copy` ms for COPY (PostgreSQL taking the rows), `decode` ms the rest (decoding here); `wait` ms the attempt waited
- * for the page's answer before reading it. A group sums the durations and counts, and spans its first page's `req`
- * to its last page's `end`.
+ * One page, or consecutive pages `page` to `to`. Offsets: `req` requested (one page ahead), `hdr` headers arrived,
+ * `start`..`end` body read. Durations: `wait` for the answer before reading, and of the reading `net` for the
+ * server's bytes, `copy` for COPY, `decode` the rest. A group sums durations and counts.
  */
 export interface TimelinePage {
   page: number;
-  /** Last page of a group; absent for a single page. */
   to?: number;
-  /** 2 for the second pass over the pages (a binary COPY that started over in text format); absent for the first. */
+  /** 2 for the second pass (a binary COPY started over in text format). */
   pass?: number;
   req: number;
   hdr: number;
@@ -75,26 +62,24 @@ export interface TimelinePage {
   copy: number;
   rows: number;
   bytes: number;
-  /** The attempt failed while reading this page. */
   failed?: true;
 }
 
 /** The timeline of one attempt (the jsonb document). */
 export interface AttemptTimeline {
   v: typeof TIMELINE_VERSION;
-  /** Wall clock of the attempt's start (before its slot wait), ISO 8601 UTC. */
+  /** The attempt's start, ISO 8601 UTC. */
   start: string;
-  /** ms from the start to the attempt's end. */
   ms: number;
   steps: TimelineStep[];
   pages: TimelinePage[];
-  /** Pages read in all (every pass), however many entries `pages` has. */
+  /** Pages read in all passes. */
   pagesRead: number;
-  /** Pages per entry once merged (2, 4, 8 …); absent while every page has its own entry. */
+  /** Pages per entry once merged; absent while each page has its own. */
   pageGroup?: number;
 }
 
-/** Rounds ms to 0.1 (what the page and the spans show). */
+/** Rounds ms to 0.1. */
 export function roundMs(ms: number): number {
   return Math.round(ms * 10) / 10;
 }
@@ -121,15 +106,11 @@ function mergePages(a: TimelinePage, b: TimelinePage): TimelinePage {
   return merged;
 }
 
-/**
- * The page entries of a timeline as pages are read: each page is added to the last entry until it holds `group`
- * pages; when there would be more than `max` entries, neighbours are merged pairwise and `group` doubles.
- */
+/** Page entries as pages are read: at `max` entries, neighbours merge pairwise and `group` doubles. */
 export class PageEntries {
   readonly entries: TimelinePage[] = [];
   /** Pages per entry. */
   group = 1;
-  /** Pages in each entry. */
   private readonly counts: number[] = [];
   private readonly max: number;
 
@@ -146,7 +127,7 @@ export class PageEntries {
       return;
     }
     if (n === this.max) {
-      // Neighbours merged pairwise; a last entry left with fewer than `group` pages keeps taking pages until full.
+      // A last entry left with fewer than `group` pages keeps taking pages until full.
       const entries = this.entries.splice(0);
       const counts = this.counts.splice(0);
       for (let i = 0; i < entries.length; i += 2) {
@@ -167,10 +148,7 @@ function isNumber(v: unknown): v is number {
   return typeof v === 'number' && Number.isFinite(v);
 }
 
-/**
- * Reads a stored timeline for display: undefined unless it is one of this version with its numbers in place (a
- * timeline is written by report-etl only, but a row may come from an older or newer release).
- */
+/** Reads a stored timeline: undefined unless of this version with its numbers in place (rows of other releases). */
 export function readTimeline(value: unknown): AttemptTimeline | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const t = value as Partial<AttemptTimeline>;
@@ -188,29 +166,24 @@ export function readTimeline(value: unknown): AttemptTimeline | undefined {
   return { ...t, steps, pages, pagesRead: isNumber(t.pagesRead) ? t.pagesRead : pages.length } as AttemptTimeline;
 }
 
-/** Where an attempt's time went, in ms, along its path (see {@link timeSpent}). */
+/** Where an attempt's time went, in ms, by whom it waited for (see {@link timeSpent}). */
 export interface TimeSpent {
-  /** Waiting in line for a report slot (the fleet's maxConcurrentReports). */
   slot: number;
-  /** Waiting for the server's answers: the token, start request, rendering (polls), page answers, the DELETE. */
+  /** The server's answers: token, start, polls, page answers, DELETE. */
   server: number;
-  /** Waiting for page bytes to arrive (the network, or a server sending slowly). */
+  /** Page bytes arriving. */
   network: number;
-  /** Decoding pages here. */
   decode: number;
-  /** PostgreSQL: recording and checking the attempt, and everything of the load transaction not spent on pages' answers, bytes or decoding (DELETE, COPY, applying the write mode, COMMIT). */
+  /** Recording, checking, and the load not spent on pages (DELETE, COPY, write mode, COMMIT). */
   database: number;
-  /** The rest: the worker's own bookkeeping between steps. */
+  /** The worker's own bookkeeping between steps. */
   other: number;
-  /** The attempt's whole time. */
   total: number;
 }
 
 /**
- * Splits an attempt's time by who it waited for, along its path: steps one after another, and within the load the
- * pages' waits for answers and bytes and their decoding; what else the load took is PostgreSQL's (its DELETE, COPY
- * taking rows, the write mode, COMMIT). Overlaps are not counted twice: a page fetched ahead counts only as long as
- * the attempt waited for it; decoding while PostgreSQL deletes a replaced target's rows counts as decoding.
+ * Splits an attempt's time by whom it waited for along its path, never counting an overlap twice: a page fetched
+ * ahead counts only as long as the attempt waited for it.
  */
 export function timeSpent(t: AttemptTimeline): TimeSpent {
   const step = (name: TimelineStepName) => t.steps.filter((s) => s.step === name).reduce((n, s) => n + s.ms, 0);

@@ -32,10 +32,10 @@ export interface DecoderOptions extends Partial<DecoderLimits> {
 }
 
 /**
- * Makes the decoder of an output type (docs/report-export-service.md "Output types"; README "Output types"). Each
- * format has at most a fast path for the shape servers write and a general path: txt passes rows through (the record
- * scanner for binary format, txt_cstr, txt_all), json learns the bytes before each value (a row by key names),
- * xml_query scans bytes (saxes).
+ * Makes the decoder of an output type (docs/report-export-service.md "Output types"; docs/loaded-tables.md
+ * "Output types"). Each format has at most a fast path for the shape servers write and a general path: txt passes
+ * rows through (the record scanner for binary format, txt_cstr, txt_all), json learns the bytes before each value
+ * (a row by key names), xml_query scans bytes (saxes).
  * @param options.maxValueBytes the largest row a page may hold, for json_userdef the largest page (default 64 MiB)
  */
 export function makePageDecoder(outputType: OutputType, options: DecoderOptions = {}): PageDecoder {

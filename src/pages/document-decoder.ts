@@ -39,7 +39,8 @@ export function hexOf(chunk: Buffer, into?: Buffer): Buffer {
  * How many content buffers the decoder reuses in turn, and their usual size. A content Buffer is written again
  * RING yields later: by then COPY has long sent it, since its backpressure lets at most a few Buffers wait between
  * this decoder and the socket (Readable.from's and pg-copy-streams' 16 KiB high-water marks, the socket's queue).
- * Reusing them keeps a 200 MB page from leaving 400 MB of hex garbage for V8 to collect (RSS, see the README).
+ * Reusing them keeps a 200 MB page from leaving 400 MB of hex garbage for V8 to collect (RSS: docs/performance.md
+ * "Documents").
  */
 const RING = 32;
 const RING_BUFFER_BYTES = 256 * 1024;
@@ -62,7 +63,7 @@ export interface ArchivedDocument {
 export type FileNamer = (page: number) => string;
 
 /**
- * The file name of a document page (README "Output types"): `<report>_<mandant>_<attempt start, UTC
+ * The file name of a document page (docs/loaded-tables.md "Output types"): `<report>_<mandant>_<attempt start, UTC
  * yyyyMMddTHHmmssSSSZ>_<page>.<ext>`, the report without folders and extension, other than [A-Za-z0-9_-] as `_`.
  */
 export function documentFileName(o: {

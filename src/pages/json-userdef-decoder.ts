@@ -1,8 +1,8 @@
 /**
- * json_userdef(_compact) pages (docs/report-export-service.md "Output types"; README "Output types"): one
- * `page, document jsonb` row per page, or with `target.rowsAt` (an RFC 6901 pointer) the array of rows there, decoded
- * as the `data` of a json page. A page is gathered whole (bounded by maxValueBytes): such a document has no row
- * boundaries to stream by, and jsonb is taken whole anyway.
+ * json_userdef(_compact) pages (docs/report-export-service.md "Output types"; docs/loaded-tables.md "Output types"):
+ * one `page, document jsonb` row per page, or with `target.rowsAt` (an RFC 6901 pointer) the array of rows there,
+ * decoded as the `data` of a json page. A page is gathered whole (bounded by maxValueBytes): such a document has no
+ * row boundaries to stream by, and jsonb is taken whole anyway.
  */
 import { writeEscapedBytes } from './copy-text.ts';
 import { LF } from './bytes.ts';

@@ -11,7 +11,7 @@ export interface PageMeta {
   contentType?: string | undefined;
 }
 
-/** A column whose type the output type fixes (README "Output types"); `type` is PostgreSQL's, e.g. `text[]`. */
+/** A column whose type the output type fixes (docs/loaded-tables.md "Output types"); `type` is PostgreSQL's. */
 export interface FixedColumn {
   readonly name: string;
   readonly type: string;

@@ -1,11 +1,11 @@
 /**
  * The steps of one attempt, in the order runAttempt (run-attempt.ts) takes them (docs/architecture.md "Flow of one
  * run"): record the attempt → check it may run → open the report client → clear dead attempts → start the report
- * job → wait for it → load and commit → delete the report job; or record the failure. Each step names its stage
- * once, as it begins: a failure inside it is recorded with that stage unless the error names a more precise one.
+ * job → wait for it → load → commit → delete the report job; or record the failure. Each returns what it produced;
+ * the stage a failure is recorded at is the trace's (attempt-trace.ts), set as runAttempt runs each step.
  */
 import { randomUUID } from 'node:crypto';
-import { AbortedError, coerceError, EtlError, isConnectionLoss, throwIfAborted } from '../errors.ts';
+import { AbortedError, coerceError, EtlError, isConnectionLoss } from '../errors.ts';
 import { claimAppend, isAppended } from '../history/appends.ts';
 import {
   completeAttempt,
@@ -16,11 +16,11 @@ import {
   runningAttempts,
   setAttemptReportJob,
   setAttemptTimeline,
-  type AttemptFailure,
   type RunningAttempt,
 } from '../history/attempts.ts';
 import { goneOwners } from '../history/orphans.ts';
 import { insertRunDocuments } from '../history/run-documents.ts';
+import type { Logger } from '../logger.ts';
 import { DocumentPageDecoder } from '../pages/decoder.ts';
 import { SLOT_CLASS, slotOrder, type HeldSlot } from '../report-api/report-slots.ts';
 import {
@@ -31,11 +31,16 @@ import {
   type ReportJob,
   type StartReportRequest,
 } from '../report-api/index.ts';
-import { StatementCancelledError, untilDatabaseTakesIt, type Queryable } from '../db.ts';
+import { untilDatabaseTakesIt, type Queryable } from '../db.ts';
 import { outputShape, type RunTrigger } from '../vocabulary.ts';
 import { useLoadingFlags } from '../runtime-flags.ts';
-import { loadRows, withLoadTransaction, type LoadResult } from '../warehouse/copy-load.ts';
+import { loadRows, type LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError, PageCountMismatchError } from '../warehouse/load-errors.ts';
+import {
+  StatementCancelledError,
+  type LoadTransaction,
+  type LoadTransactionOptions,
+} from '../warehouse/load-transaction.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { countTargetRows, guardTrip, GuardTrippedError, needsRowCount } from '../warehouse/guard.ts';
@@ -47,14 +52,14 @@ import {
   type AttemptOptions,
   type AttemptResult,
 } from './attempt.ts';
-import { AttemptTrace, type StepTimer } from './attempt-trace.ts';
+import { AttemptTrace } from './attempt-trace.ts';
 import { connectionAuthStore } from './auth-store.ts';
-import { deadlinesOf, RunDeadlineReached, RunTimeoutError } from './deadlines.ts';
+import { deadlinesOf, RunDeadlineReached, RunTimeoutError, type RunDeadline } from './deadlines.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { logicalTimeOf, runParameters } from './logical-time.ts';
-import { reportRows } from './report-rows.ts';
+import { reportRows, type ReportRows } from './report-rows.ts';
 
-/** Fairness class of a run by its trigger: scheduled ticks first, then runs asked for by hand, then backfills and replays. */
+/** Fairness class of a run: scheduled ticks first, then runs asked for by hand, then backfills and replays. */
 function slotClass(trigger: RunTrigger | undefined): (typeof SLOT_CLASS)[keyof typeof SLOT_CLASS] {
   if (trigger === 'schedule' || trigger === 'catchup') return SLOT_CLASS.scheduled;
   if (trigger === 'backfill' || trigger === 'replay') return SLOT_CLASS.backfill;
@@ -116,16 +121,14 @@ export async function waitForSlot(o: AttemptOptions): Promise<HeldSlot | undefin
 }
 
 /**
- * Step 1: records the attempt `running` in the run history, numbered one more than its run's attempts so far, with
- * the trace id of its spans when they are exported (`trace`, begun by runAttempt before its slot wait).
- * @param signal what the next steps are cancelled by: the caller's signal joined with the attempt's maxRunMs
- *   (deadlines.ts); recording itself waits on the caller's alone
- * @returns the attempt's context for the next steps (stage `config`)
+ * Step 1: records the attempt `running`, numbered one more than its run's attempts so far, with its trace id.
+ * @param deadline the attempt's maxRunMs (deadlines.ts), whose signal the next steps take; recording waits on the
+ *   caller's alone
  * @throws the database's error (nothing was recorded: there is no attempt to fail)
  */
 export async function recordAttempt(
   o: AttemptOptions,
-  signal: AbortSignal | undefined = o.signal,
+  deadline?: RunDeadline,
   trace: AttemptTrace = traceAttempt(o),
 ): Promise<Attempt> {
   const { name, job } = o.job;
@@ -165,9 +168,9 @@ export async function recordAttempt(
     'run started',
   );
   trace.setAttributes({ [ATTR.attemptId]: attemptId, [ATTR.attempt]: number, [ATTR.runKey]: runKey });
-  const options = signal === o.signal ? o : { ...o, signal };
   return {
-    options,
+    options: deadline ? { ...o, signal: deadline.signal } : o,
+    deadline: deadline?.endsAt,
     attemptId,
     runKey,
     number,
@@ -175,11 +178,7 @@ export async function recordAttempt(
     targetTable,
     startedAt: new Date(),
     startedMs,
-    stage: 'config',
     log,
-    reportJobId: undefined,
-    pages: 0,
-    bytes: 0,
     logicalTime,
     trace,
   };
@@ -206,7 +205,6 @@ export type MayRun =
  *   CONFIG_INVALID (not retryable) for a bad name, type or parameter
  */
 export async function checkMayRun(a: Attempt): Promise<MayRun> {
-  a.stage = 'config';
   const o = a.options;
   const { name, job, connection } = o.job;
   if (job.target.mode === 'append' && (await isAppended(o.pool, name, a.runKey))) return { kind: 'already-loaded' };
@@ -227,17 +225,19 @@ export async function checkMayRun(a: Attempt): Promise<MayRun> {
   };
 }
 
-/**
- * Ends an attempt whose run was already appended by an earlier attempt: recorded succeeded with nothing added.
- * @returns the result, status `already-loaded`
- */
+/** Ends an attempt whose run an earlier attempt appended: recorded succeeded with nothing added. */
 export async function finishAlreadyLoaded(a: Attempt): Promise<AttemptResult> {
-  const waits = { todo: 'recording the attempt', done: 'the attempt is recorded' };
-  await untilDatabaseTakesIt(a.log, waits, undefined, () =>
-    completeAttempt(a.options.pool, a.attemptId, { rows: 0, pages: 0, bytes: 0 }),
-  );
+  await recordNothingAdded(a, a.log, { pages: 0, bytes: 0 });
   a.log.info({ runKey: a.runKey }, 'rows of this run were already appended by an earlier attempt: nothing to do');
-  return resultOf(a, { status: 'already-loaded', plan: 'none', rows: 0 });
+  return resultOf(a, { status: 'already-loaded', plan: 'none', rows: 0, pages: 0, bytes: 0 });
+}
+
+/** Records the attempt succeeded with no rows (outside any transaction, waiting until PostgreSQL takes it). */
+async function recordNothingAdded(a: Attempt, log: Logger, figures: { pages: number; bytes: number }): Promise<void> {
+  const waits = { todo: 'recording the attempt', done: 'the attempt is recorded' };
+  await untilDatabaseTakesIt(log, waits, undefined, () =>
+    completeAttempt(a.options.pool, a.attemptId, { rows: 0, ...figures }),
+  );
 }
 
 /** A report client for one attempt, and how to give it back. */
@@ -248,13 +248,11 @@ export interface ReportClientLease {
 }
 
 /**
- * Step 3: the report client of the job's connection (stage `token`): a lease on the caller's shared one (a
- * worker's), else one of the attempt's own, which reads the discovery document and so fails here when the server
- * cannot be reached.
+ * Step 3: the report client of the job's connection: a lease on the caller's shared one (a worker's), else one of
+ * the attempt's own, which reads the discovery document and so fails here when the server cannot be reached.
  * @throws ServerUnreachableError, TokenError, AbortedError, ConfigError (a user-dependent connection without its key)
  */
 export async function openReportClient(a: Attempt): Promise<ReportClientLease> {
-  a.stage = 'token';
   const o = a.options;
   const { connectionName, connection } = o.job;
   if (o.clients) {
@@ -284,7 +282,6 @@ export async function clearDeadAttempts(
   client: ReportClient,
   dead: readonly RunningAttempt[],
 ): Promise<void> {
-  a.stage = 'start';
   for (const d of dead) {
     let deleted = 'no report job was started';
     if (d.report_job_id) {
@@ -304,10 +301,11 @@ export async function clearDeadAttempts(
   }
 }
 
-/** A started report job and when the server answered the start request (epoch ms; the first poll counts from it). */
+/** A started report job, when the server answered (the first poll counts from it), and the log naming it. */
 export interface StartedReportJob {
   readonly job: ReportJob;
   readonly answeredAt: number;
+  readonly log: Logger;
 }
 
 /**
@@ -321,25 +319,21 @@ export async function startReportJob(
   client: ReportClient,
   request: StartReportRequest,
 ): Promise<StartedReportJob> {
-  a.stage = 'start';
   const job = await client.startReport(request, a.options.signal);
-  const answeredAt = Date.now();
-  a.reportJobId = job.id;
-  a.log = a.log.child({ reportJobId: job.id });
+  const started = { job, answeredAt: Date.now(), log: a.log.child({ reportJobId: job.id }) };
   a.trace.setAttributes({ [ATTR.reportJobId]: job.id });
   try {
     await setAttemptReportJob(a.options.pool, a.attemptId, job.id);
   } catch (err) {
-    await deleteReportJob(a, client);
+    await deleteReportJob(started, client);
     throw err;
   }
   a.options.onReportJobStarted?.();
-  return { job, answeredAt };
+  return started;
 }
 
 /**
- * Step 6: polls the report job until the server finished rendering it (docs/report-export-service.md "States and
- * transitions").
+ * Step 6: polls the report job until rendered (docs/report-export-service.md "States and transitions").
  * @returns the finished job with the rows and pages it announced
  * @throws ReportFailedError (FinishedError, the server's whole text), poll errors, AbortedError
  */
@@ -348,173 +342,183 @@ export async function waitForReportJob(
   client: ReportClient,
   started: StartedReportJob,
 ): Promise<FinishedReport> {
-  a.stage = 'poll';
   const finished = await client.waitForJob(started.job.id, a.options.signal, started.answeredAt);
-  a.log.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
+  started.log.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
   return finished;
 }
 
-/**
- * Step 7: reads every page into the target in one load transaction, which also records the attempt `succeeded`
- * (and, for append, claims the run key), so that rows and history commit together or not at all. Each page has its
- * pageTimeoutMs, and reading stops at the first page or row past the job's announced `pages=` and `rows=`
- * (docs/architecture.md "Limits").
- * @returns the result; status `already-loaded` when another attempt of the run appended first (nothing added)
- * @throws fetch, parse and load errors naming page and row; PAGE_TIMEOUT; PAGE_COUNT_MISMATCH and ROW_COUNT_MISMATCH;
- *   OVERLAP_LOCK_LOST; ABORTED when a later attempt declared this one dead, or when the signal aborted before the
- *   commit
- */
-export async function loadAndCommit(
+/** The announced rows=, where pages hold report rows (not lines or documents). */
+function announcedRows(a: Attempt, finished: FinishedReport): number | undefined {
+  const { job } = a.options.job;
+  return outputShape(job.report.outputType, job.target) === 'rows' ? finished.rows : undefined;
+}
+
+/** A rendered report job and its pages as rows (close them once the load ended). */
+export interface ReportToLoad {
+  readonly started: StartedReportJob;
+  readonly finished: FinishedReport;
+  readonly rows: ReportRows;
+}
+
+/** The pages as rows, nothing requested yet, within pageTimeoutMs, pages= and rows= (architecture.md "Limits"). */
+export function openReport(
   a: Attempt,
   client: ReportClient,
+  started: StartedReportJob,
   finished: FinishedReport,
-  declaredTypes: ReadonlyMap<string, string>,
-): Promise<AttemptResult> {
-  a.stage = 'load';
-  useLoadingFlags();
+): ReportToLoad {
   const o = a.options;
-  const { name, job, connection } = o.job;
-  const shape = outputShape(job.report.outputType, job.target);
-  // Lines and documents are not report rows: their count says nothing about rows=, the page count does.
-  const expectedRows = shape === 'rows' ? finished.rows : undefined;
   const limits = {
     pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs,
-    announced: { pages: finished.pages, rows: expectedRows },
+    announced: { pages: finished.pages, rows: announcedRows(a, finished) },
   };
-  const rows = reportRows(
-    client,
-    finished.jobId,
-    () => jobDecoder(o.job, a.startedAt),
-    a.log,
-    o.signal,
-    limits,
-    a.trace.pages,
-  );
-  const timed = <T>(step: 'target_delete' | 'copy' | 'apply', fn: () => Promise<T>) => a.trace.step(step, fn);
-  let loaded: LoadResult | undefined;
-  // The commit step: the attempt's records in the load transaction, then COMMIT (timed to withLoadTransaction's end).
-  let commit: StepTimer | undefined;
-  try {
-    const committed = await withLoadTransaction(
-      o.pool,
-      { target: a.target, timezone: connection.timezone, signal: o.signal },
-      async (tx) => {
-        // The guard sees the target as the load would replace it (locked), and typed rows before a page is read.
-        const guard = await targetGuard(a, tx);
-        if (expectedRows !== undefined) await guard(expectedRows);
-        loaded = await loadRows(
-          tx,
-          {
-            job: name,
-            target: a.target,
-            mode: job.target.mode,
-            key: job.target.key,
-            declaredTypes,
-            schemaChanges: job.target.schemaChanges,
-            expectedRows,
-            timezone: connection.timezone,
-            logger: a.log,
-            runKey: a.runKey,
-            timed,
-          },
-          rows,
-        );
-        if (expectedRows === undefined) await guard(loaded.rows);
-        a.pages = rows.pages;
-        a.bytes = rows.bytes;
-        if (shape !== 'rows' && rows.pages !== finished.pages)
-          throw new PageCountMismatchError(finished.pages, rows.pages);
-        if (rows.decoder instanceof DocumentPageDecoder)
-          await insertRunDocuments(tx, a.attemptId, a.targetTable, rows.decoder.documents);
-        // An abort (maxRunMs, a shutdown past its grace) that came while PostgreSQL worked, with no page left to cut, still
-        // keeps the attempt from committing.
-        throwIfAborted(o.signal);
-        a.stage = 'commit';
-        commit = a.trace.begin('commit');
-        if (
-          job.target.mode === 'append' &&
-          !(await claimAppend(tx, name, a.runKey, a.attemptId, a.targetTable, loaded.rows))
-        )
-          return false;
-        // The target is locked for this transaction; the overlap lock must still be ours, or another run of the job
-        // may be loading too (an older tick must not overwrite a newer one's rows).
-        if (o.exclusive && !(await o.exclusive.confirm())) {
-          throw new EtlError(
-            'OVERLAP_LOCK_LOST',
-            'the overlap lock of this job was lost during the attempt (Redis lost its key, or the process stalled past the lock): its rows are not committed; the attempt is retried',
-            {
-              stage: 'commit',
-            },
-          );
-        }
-        if (!(await completeAttempt(tx, a.attemptId, { rows: loaded.rows, pages: a.pages, bytes: a.bytes }))) {
-          throw new EtlError(
-            'ABORTED',
-            'this attempt was declared dead by a later attempt of the same run (it stalled past its lock): its rows are not committed',
-            {
-              stage: 'commit',
-              retryable: false,
-            },
-          );
-        }
-        return true;
-      },
-    ).catch((err: unknown) => {
-      commit?.fail(err);
-      throw err;
-    });
-    commit?.end();
-    if (!committed) {
-      const waits = { todo: 'recording the attempt', done: 'the attempt is recorded' };
-      await untilDatabaseTakesIt(a.log, waits, undefined, () =>
-        completeAttempt(o.pool, a.attemptId, { rows: 0, pages: a.pages, bytes: a.bytes }),
-      );
-      a.log.warn(
-        { runKey: a.runKey },
-        'another attempt of this run committed its rows first: this attempt added nothing',
-      );
-    }
-    const result = resultOf(a, {
-      status: committed ? 'succeeded' : 'already-loaded',
-      plan: loaded!.plan,
-      format: loaded!.format,
-      rows: committed ? loaded!.rows : 0,
-    });
-    a.log.info(
-      {
-        plan: loaded!.plan,
-        format: loaded!.format,
-        rows: loaded!.rows,
-        pages: a.pages,
-        bytes: a.bytes,
-        durationMs: Math.round(result.durationMs),
-        rowsPerSec: Math.round((loaded!.rows / result.durationMs) * 1000),
-      },
-      'run succeeded',
-    );
-    return result;
-  } finally {
-    a.pages = rows.pages;
-    a.bytes = rows.bytes;
-    await rows.close();
-  }
+  const decoder = () => jobDecoder(o.job, a.startedAt);
+  const rows = reportRows(client, finished.jobId, decoder, started.log, o.signal, limits, a.trace.pages);
+  return { started, finished, rows };
+}
+
+/** The attempt's load transaction: its target, zone, signal and deadline. */
+export function loadTransactionOf(a: Attempt): LoadTransactionOptions {
+  const { target, deadline, options } = a;
+  return { target, timezone: options.job.connection.timezone, signal: options.signal, deadline };
 }
 
 /**
- * The target's guard for this attempt (README "Guards and schema changes"), inside the load transaction: counts the
- * target's rows now when maxShrinkPercent needs them, and returns the check of a row count. A guard that trips fails
- * the attempt, unless the run asked to accept it (`replay --accept-guard`): then it is logged and recorded on the
- * attempt (`etl.attempts.accepted_guard`) in the same transaction.
+ * Step 7, in the load transaction: every page into the target, within its guard (typed rows checked before a page is
+ * read) and the announced pages; a documents report's documents are recorded.
+ * @throws fetch, parse and load errors naming page and row; PAGE_TIMEOUT; PAGE_COUNT_MISMATCH, ROW_COUNT_MISMATCH;
+ *   GuardTrippedError
+ */
+export async function loadReport(
+  a: Attempt,
+  tx: LoadTransaction['tx'],
+  { started, finished, rows }: ReportToLoad,
+  declaredTypes: ReadonlyMap<string, string>,
+): Promise<LoadResult> {
+  useLoadingFlags();
+  const { name, job, connection } = a.options.job;
+  const expectedRows = announcedRows(a, finished);
+  const guard = await targetGuard(a, tx, started.log);
+  if (expectedRows !== undefined) await guard(expectedRows);
+  const loaded = await loadRows(
+    tx,
+    {
+      job: name,
+      target: a.target,
+      mode: job.target.mode,
+      key: job.target.key,
+      declaredTypes,
+      schemaChanges: job.target.schemaChanges,
+      expectedRows,
+      timezone: connection.timezone,
+      logger: started.log,
+      runKey: a.runKey,
+      timed: (step, fn) => a.trace.step(step, fn),
+    },
+    rows,
+  );
+  if (expectedRows === undefined) {
+    await guard(loaded.rows);
+    // Lines and documents are not report rows: the page count checks them.
+    if (rows.pages !== finished.pages) throw new PageCountMismatchError(finished.pages, rows.pages);
+  }
+  if (rows.decoder instanceof DocumentPageDecoder)
+    await insertRunDocuments(tx, a.attemptId, a.targetTable, rows.decoder.documents);
+  return loaded;
+}
+
+/**
+ * Step 8: the attempt's records in the load transaction, then COMMIT, so that rows and history commit together: an
+ * append claims its run key (claimed already: rolled back), the overlap lock is confirmed, the attempt `succeeded`.
+ * @returns whether it committed
+ * @throws OVERLAP_LOCK_LOST; ABORTED when a later attempt declared this one dead; the signal's reason
+ */
+export async function commitLoad(
+  a: Attempt,
+  lt: LoadTransaction,
+  loaded: LoadResult,
+  rows: ReportRows,
+): Promise<boolean> {
+  const o = a.options;
+  const { name, job } = o.job;
+  const claimed =
+    job.target.mode !== 'append' || (await claimAppend(lt.tx, name, a.runKey, a.attemptId, a.targetTable, loaded.rows));
+  if (!claimed) {
+    await lt.rollback();
+    return false;
+  }
+  // Without the overlap lock another run of the job may be loading too: an older tick must not overwrite a newer one.
+  if (o.exclusive && !(await o.exclusive.confirm()))
+    throw new EtlError(
+      'OVERLAP_LOCK_LOST',
+      'the overlap lock of this job was lost during the attempt (Redis lost its key, or the process stalled past ' +
+        'the lock): its rows are not committed; the attempt is retried',
+      { stage: 'commit' },
+    );
+  if (!(await completeAttempt(lt.tx, a.attemptId, { rows: loaded.rows, pages: rows.pages, bytes: rows.bytes })))
+    throw new EtlError(
+      'ABORTED',
+      'this attempt was declared dead by a later attempt of the same run (it stalled past its lock): ' +
+        'its rows are not committed',
+      { stage: 'commit', retryable: false },
+    );
+  await lt.commit();
+  return true;
+}
+
+/** The result of a load: committed, or rolled back as another attempt appended the run first (then recorded). */
+export async function loadedResult(
+  a: Attempt,
+  { started, rows }: ReportToLoad,
+  loaded: LoadResult & { committed: boolean },
+): Promise<AttemptResult> {
+  const { pages, bytes } = rows;
+  if (!loaded.committed) {
+    await recordNothingAdded(a, started.log, { pages, bytes });
+    started.log.warn(
+      { runKey: a.runKey },
+      'another attempt of this run committed its rows first: this attempt added nothing',
+    );
+  }
+  const { plan, format } = loaded;
+  const result = resultOf(a, {
+    status: loaded.committed ? 'succeeded' : 'already-loaded',
+    plan,
+    format,
+    rows: loaded.committed ? loaded.rows : 0,
+    pages,
+    bytes,
+    reportJobId: started.job.id,
+  });
+  started.log.info(
+    {
+      plan,
+      format,
+      rows: loaded.rows,
+      pages,
+      bytes,
+      durationMs: Math.round(result.durationMs),
+      rowsPerSec: Math.round((loaded.rows / result.durationMs) * 1000),
+    },
+    'run succeeded',
+  );
+  return result;
+}
+
+/**
+ * The target's guard (docs/loaded-tables.md "Guards and schema changes"), in the load transaction: counts the target's rows now
+ * when maxShrinkPercent needs them, and returns the check of a row count. A trip fails the attempt, unless the run
+ * accepts it (`replay --accept-guard`): then it is logged and recorded on the attempt in the same transaction.
  * @throws GuardTrippedError (from the check; not retryable)
  */
-async function targetGuard(a: Attempt, tx: Queryable): Promise<(rows: number) => Promise<void>> {
+async function targetGuard(a: Attempt, tx: Queryable, log: Logger): Promise<(rows: number) => Promise<void>> {
   const { mode, guard } = a.options.job.job.target;
   const currentRows = needsRowCount(mode, guard) ? await countTargetRows(tx, a.target) : undefined;
   return async (rows) => {
     const trip = guardTrip({ table: a.targetTable, mode, guard, rows, currentRows, runKey: a.runKey });
     if (!trip) return;
     if (!a.options.request?.acceptGuard) throw new GuardTrippedError(trip);
-    a.log.warn(
+    log.warn(
       { guard: trip.guard, ...trip.details },
       `loading past the target's guard, as asked (--accept-guard): ${trip.finding}`,
     );
@@ -523,21 +527,17 @@ async function targetGuard(a: Attempt, tx: Queryable): Promise<(rows: number) =>
 }
 
 /**
- * Step 8, in every outcome once a report job was started: deletes it (docs/report-export-service.md "What the
- * service does"). A failing DELETE is logged with the job id and not thrown: the outcome stands (a committed load
- * stays committed), and the janitor cannot find a job the server still holds by any other way than its id.
+ * Step 9, in every outcome once a report job was started: deletes it (docs/report-export-service.md "What the
+ * service does"). A failing DELETE is logged with the job id, not thrown: the outcome stands.
  */
-export async function deleteReportJob(a: Attempt, client: ReportClient): Promise<void> {
-  if (a.reportJobId === undefined) return;
-  await client.deleteJob(a.reportJobId).catch((err: unknown) => {
-    a.log.warn({ err: coerceError(err).message, reportJobId: a.reportJobId }, 'could not delete the report job');
+export async function deleteReportJob(started: StartedReportJob | undefined, client: ReportClient): Promise<void> {
+  if (!started) return;
+  await client.deleteJob(started.job.id).catch((err: unknown) => {
+    started.log.warn({ err: coerceError(err).message }, 'could not delete the report job');
   });
 }
 
-/**
- * After the report job's DELETE, stores where a succeeded attempt's time went (its timeline; a failed attempt's goes
- * with its failure). A database that does not take it is logged, not thrown: the attempt succeeded.
- */
+/** After the report job's DELETE, stores a succeeded attempt's timeline; a failure to is logged, not thrown. */
 export async function recordTimeline(a: Attempt): Promise<void> {
   await setAttemptTimeline(a.options.pool, a.attemptId, a.trace.timeline()).catch((err: unknown) => {
     a.log.warn({ err: coerceError(err).message }, "could not record the attempt's timeline");
@@ -545,50 +545,39 @@ export async function recordTimeline(a: Attempt): Promise<void> {
 }
 
 /**
- * Records a failed attempt (`failed`, or `interrupted` when aborted) with its stage, kind and the server's words.
- * When PostgreSQL cannot be reached or has no room (often why the attempt failed), tries again with a growing delay
- * until it takes the record, so that the attempt does not stay `running` for good.
+ * Records a failed attempt (`failed`, or `interrupted` when aborted) at the trace's stage unless the error names one,
+ * with its kind, the server's words and how far it got; until PostgreSQL takes it (docs/architecture.md "Liveness").
+ * @param at the report job started and the rows read, if it got that far
  * @returns the error to throw: the typed cause, with the attempt's id
  */
-export async function recordFailedAttempt(a: Attempt, raw: unknown): Promise<AttemptFailedError> {
+export async function recordFailedAttempt(
+  a: Attempt,
+  raw: unknown,
+  at: { started?: StartedReportJob | undefined; rows?: ReportRows | undefined } = {},
+): Promise<AttemptFailedError> {
   const o = a.options;
+  const { stage } = a.trace;
+  const figures = { rows: 0, pages: at.rows?.pages ?? 0, bytes: at.rows?.bytes ?? 0 };
   let err = coerceError(raw);
   // Once the attempt's signal aborted, whatever broke on the way is its consequence: maxRunMs, or a shutdown.
   if (o.signal?.aborted && o.signal.reason instanceof RunDeadlineReached) {
-    err = new RunTimeoutError(o.signal.reason.limitMs, {
-      stage: a.stage,
-      pages: a.pages,
-      bytes: a.bytes,
-      cancelled: err instanceof StatementCancelledError ? err.cancelled : undefined,
-    });
+    const cancelled = err instanceof StatementCancelledError ? err.cancelled : undefined;
+    err = new RunTimeoutError(o.signal.reason.limitMs, { stage, ...figures, cancelled });
   } else if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
-  else if (!(err instanceof EtlError) && isConnectionLoss(err)) err = databaseError(err, a.stage);
-  if (err instanceof EtlError && !err.stage) err.stage = a.stage;
-  const failure = failureOf(err, a.stage, { rows: 0, pages: a.pages, bytes: a.bytes });
+  else if (!(err instanceof EtlError) && isConnectionLoss(err)) err = databaseError(err, stage);
+  if (err instanceof EtlError && !err.stage) err.stage = stage;
+  const failure = failureOf(err, stage, figures);
   failure.timeline = a.trace.timeline();
-  await recordFailure(a, failure);
-  a.log.error(
-    { code: failure.errorKind, stage: failure.stage, retryable: failure.retryable, reportJobId: a.reportJobId },
+  const log = at.started?.log ?? a.log;
+  const waits = { todo: 'recording the failed attempt', done: 'the failed attempt is recorded' };
+  await untilDatabaseTakesIt(log, waits, undefined, () => failAttempt(o.pool, a.attemptId, failure)).catch(
+    (e: unknown) => log.error({ err: coerceError(e).message }, 'could not record the failed run'),
+  );
+  log.error(
+    { code: failure.errorKind, stage: failure.stage, retryable: failure.retryable },
     `run ${failure.status}: ${err.message}`,
   );
   return new AttemptFailedError(a.attemptId, err);
-}
-
-/**
- * Writes the failure. While PostgreSQL cannot be reached or has no room, again and again: an attempt's end is never
- * dropped (a process killed meanwhile leaves it to the janitor, docs/architecture.md "Liveness").
- */
-async function recordFailure(a: Attempt, failure: AttemptFailure): Promise<void> {
-  try {
-    await untilDatabaseTakesIt(
-      a.log,
-      { todo: 'recording the failed attempt', done: 'the failed attempt is recorded' },
-      undefined,
-      () => failAttempt(a.options.pool, a.attemptId, failure),
-    );
-  } catch (e) {
-    a.log.error({ err: coerceError(e).message }, 'could not record the failed run');
-  }
 }
 
 /**
@@ -611,10 +600,7 @@ async function otherAttemptsNotAlive(a: Attempt): Promise<RunningAttempt[]> {
     throw new EtlError(
       'RUN_IN_PROGRESS',
       `attempt ${live.attempt} of this run (${live.worker ?? 'unknown worker'}) is still in progress: this attempt started nothing on the server and is retried later`,
-      {
-        stage: 'start',
-        details: { runKey: a.runKey, otherAttemptId: live.attempt_id },
-      },
+      { stage: 'start', details: { runKey: a.runKey, otherAttemptId: live.attempt_id } },
     );
   }
   return others;
@@ -622,17 +608,14 @@ async function otherAttemptsNotAlive(a: Attempt): Promise<RunningAttempt[]> {
 
 function resultOf(
   a: Attempt,
-  r: Pick<AttemptResult, 'status' | 'plan' | 'rows'> & Partial<Pick<AttemptResult, 'format'>>,
+  r: Omit<AttemptResult, 'attemptId' | 'job' | 'runKey' | 'attempt' | 'durationMs'>,
 ): AttemptResult {
   return {
     attemptId: a.attemptId,
     job: a.options.job.name,
     runKey: a.runKey,
     attempt: a.number,
-    pages: a.pages,
-    bytes: a.bytes,
     durationMs: performance.now() - a.startedMs,
-    reportJobId: a.reportJobId,
     ...r,
   };
 }

@@ -1,5 +1,5 @@
 /**
- * Where one attempt's time goes (README "Tracing", docs/architecture.md "Observability"): each step and each page is
+ * Where one attempt's time goes (docs/observability.md "Tracing", docs/architecture.md "Observability"): each step and each page is
  * timed once, with `performance.now()`, and the same figures make both the attempt's timeline (history/timeline.ts,
  * stored with the attempt whether or not traces are exported) and its spans (one span for the attempt, a child per
  * step, and per page a span with its fetch and its reading). When nothing is traced the attempt's span is the API's
@@ -26,10 +26,11 @@ import {
   type Span,
   type Tracer,
 } from '../tracing.ts';
+import type { RunStage } from '../vocabulary.ts';
 import type { PageTiming, PageTimings } from './report-rows.ts';
 
-/** The span name of each step (README "Tracing" lists them). */
-export const STEP_SPAN_NAMES: Readonly<Record<TimelineStepName, string>> = {
+/** The span name of each step (docs/observability.md "Tracing" lists them). */
+const STEP_SPAN_NAMES: Readonly<Record<TimelineStepName, string>> = {
   slot: 'wait for report slot',
   record: 'record attempt',
   check: 'check attempt',
@@ -45,23 +46,27 @@ export const STEP_SPAN_NAMES: Readonly<Record<TimelineStepName, string>> = {
   delete: 'delete report job',
 };
 
+/** The stage a failure in each step is recorded at, unless the error names its own; steps not named keep the last. */
+const STEP_STAGES: Partial<Record<TimelineStepName, RunStage>> = {
+  check: 'config',
+  token: 'token',
+  clear: 'start',
+  start: 'start',
+  render: 'poll',
+  load: 'load',
+  commit: 'commit',
+};
+
 /** The steps that run inside the load transaction: their spans are children of the load's. */
 const IN_LOAD: ReadonlySet<TimelineStepName> = new Set(['target_delete', 'copy', 'apply', 'commit']);
 
-/** What a step may add when it ends: render's polls and the server's own rendering time, and span attributes. */
+/** What a step may add when it ends: render's polls and the server's own rendering time. */
 export interface StepEnd {
   polls?: number | undefined;
   serverMs?: number | undefined;
-  attributes?: Attributes;
 }
 
-/** A step begun with {@link AttemptTrace.begin}: end it once, or fail it. */
-export interface StepTimer {
-  end(extra?: StepEnd): void;
-  fail(err: unknown): void;
-}
-
-/** One attempt's timeline and spans; see the module doc. */
+/** One attempt's timeline and spans, and the stage it is at; see the module doc. */
 export class AttemptTrace {
   /** The attempt's span (the API's no-op span when nothing is traced). */
   readonly span: Span;
@@ -76,6 +81,7 @@ export class AttemptTrace {
   private pagesRead = 0;
   private loadSpan: Span | undefined;
   private endedMs: number | undefined;
+  private current: RunStage = 'config';
 
   /**
    * Starts the attempt's span as a child of `parent` (a queued run's span, from its data), else of the active context.
@@ -88,21 +94,29 @@ export class AttemptTrace {
     this.traceId = traceIdOf(this.span);
   }
 
+  /** Where a failure now is recorded (docs/architecture.md "Vocabulary": stage): the last step begun sets it. */
+  get stage(): RunStage {
+    return this.current;
+  }
+
   /** Sets attributes on the attempt's span (what becomes known as it goes: attempt id, report job id, figures). */
   setAttributes(attributes: Attributes): void {
     if (this.recording) this.span.setAttributes(attributes);
   }
 
-  /** Begins step `name` now. */
-  begin(name: TimelineStepName): StepTimer {
+  /**
+   * Runs `fn` as step `name`: sets the stage, times it, and makes its span.
+   * @param describe what the step adds from its result (render: its polls)
+   */
+  async step<T>(name: TimelineStepName, fn: () => Promise<T>, describe?: (result: T) => StepEnd): Promise<T> {
+    this.current = STEP_STAGES[name] ?? this.current;
     const started = performance.now();
     const parent = IN_LOAD.has(name) && this.loadSpan ? this.loadSpan : this.span;
     const span = this.recording
       ? startSpan(this.tracer, STEP_SPAN_NAMES[name], parent, { startTime: epochMs(started) })
       : undefined;
     if (name === 'load') this.loadSpan = span;
-    let done = false;
-    const record = (failed: boolean, extra?: StepEnd): number => {
+    const record = (extra: StepEnd | undefined, failed: boolean): number => {
       const now = performance.now();
       const step: TimelineStep = { step: name, at: roundMs(started - this.t0), ms: roundMs(now - started) };
       if (failed) step.failed = true;
@@ -111,47 +125,23 @@ export class AttemptTrace {
       this.steps.push(step);
       return now;
     };
-    return {
-      end: (extra) => {
-        if (done) return;
-        done = true;
-        const now = record(false, extra);
-        if (span) {
-          if (extra?.attributes) span.setAttributes(extra.attributes);
-          if (extra?.polls !== undefined) span.setAttribute(ATTR.polls, extra.polls);
-          if (extra?.serverMs !== undefined) span.setAttribute(ATTR.serverRenderMs, roundMs(extra.serverMs));
-          span.end(epochMs(now));
-        }
-      },
-      fail: (err) => {
-        if (done) return;
-        done = true;
-        const now = record(true);
-        if (span) failSpan(span, err, {}, epochMs(now));
-      },
-    };
-  }
-
-  /**
-   * Runs `fn` as step `name` (see {@link begin}).
-   * @param describe what the step adds from its result (render: its polls)
-   */
-  async step<T>(name: TimelineStepName, fn: () => Promise<T>, describe?: (result: T) => StepEnd): Promise<T> {
-    const timer = this.begin(name);
     try {
       const result = await fn();
-      timer.end(describe?.(result));
+      const extra = describe?.(result);
+      const now = record(extra, false);
+      if (extra?.polls !== undefined) span?.setAttribute(ATTR.polls, extra.polls);
+      if (extra?.serverMs !== undefined) span?.setAttribute(ATTR.serverRenderMs, roundMs(extra.serverMs));
+      span?.end(epochMs(now));
       return result;
     } catch (err) {
-      timer.fail(err);
+      const now = record(undefined, true);
+      if (span) failSpan(span, err, {}, epochMs(now));
       throw err;
     }
   }
 
   /** Where report-rows.ts reports each page read (or failed while read). */
-  readonly pages: PageTimings = {
-    page: (p: PageTiming) => this.page(p),
-  };
+  readonly pages: PageTimings = { page: (p: PageTiming) => this.page(p) };
 
   private page(p: PageTiming): void {
     this.pagesRead += 1;
@@ -194,18 +184,12 @@ export class AttemptTrace {
         [ATTR.copyMs]: entry.copy,
       },
     });
-    if (p.failed) {
-      failSpan(read, p.failed, {}, epochMs(p.readUntil));
-      failSpan(pageSpan, p.failed, {}, epochMs(p.readUntil));
-    } else {
-      read.end(epochMs(p.readUntil));
-      pageSpan.end(epochMs(p.readUntil));
-    }
+    for (const span of [read, pageSpan])
+      if (p.failed) failSpan(span, p.failed, {}, epochMs(p.readUntil));
+      else span.end(epochMs(p.readUntil));
   }
 
-  /**
-   * The timeline so far (the attempt's end is now, unless {@link end} or {@link fail} ended it), for the run history.
-   */
+  /** The timeline so far (its end is now, unless {@link end} or {@link fail} ended it), for the run history. */
   timeline(): AttemptTimeline {
     const t: AttemptTimeline = {
       v: TIMELINE_VERSION,

@@ -12,8 +12,9 @@ import type { AttemptOwner } from '../history/attempt-owner.ts';
 import type { Logger } from '../logger.ts';
 import type { ReportClients } from '../report-api/index.ts';
 import type { ReportSlots } from '../report-api/report-slots.ts';
-import type { RunRequest, RunStage } from '../vocabulary.ts';
-import type { CopyFormatUsed, LoadPlan } from '../warehouse/copy-load.ts';
+import type { RunRequest } from '../vocabulary.ts';
+import type { CopyFormatUsed } from '../warehouse/copy-load.ts';
+import type { LoadPlan } from '../warehouse/load-plan.ts';
 import type { TableName } from '../warehouse/identifiers.ts';
 import type { Context } from '../tracing.ts';
 import type { AttemptTrace } from './attempt-trace.ts';
@@ -23,10 +24,7 @@ import type { LogicalTime } from './logical-time.ts';
 export interface AttemptOptions {
   /** The jobs.yaml job, resolved once by the caller (config `resolveJob`). */
   job: ResolvedJob;
-  /**
-   * The logical run this attempt belongs to: trigger, run key, logical time, explicit parameters. Default: a
-   * manual run of its own (run key = the attempt id), logical time now.
-   */
+  /** Trigger, run key, logical time, parameters. Default: a manual run of its own (run key = attempt id), now. */
   request?: Partial<Omit<RunRequest, 'job'>>;
   pool: pg.Pool;
   /** Holds the access token shared by every process. */
@@ -37,37 +35,21 @@ export interface AttemptOptions {
   /** Clients shared across attempts (a worker's). Default: one made for this attempt and closed at its end. */
   clients?: ReportClients;
   /**
-   * The job's overlap lock, held by the caller (one run of the job at a time, across processes;
-   * docs/architecture.md "Liveness"). With it, attempts of this run still recorded `running` whose owner is gone
-   * (or unknown) are dead: their report jobs are deleted and they are recorded `interrupted` first. Before the
-   * commit the lock must still be confirmed: an attempt whose lock was lost meanwhile (Redis emptied, a stall past
-   * the lock's TTL) does not commit.
+   * The job's overlap lock, held by the caller (docs/architecture.md "Liveness"). With it, attempts of this run still
+   * `running` whose owner is gone are cleared first, and the lock is confirmed before the commit.
    */
   exclusive?: ExclusiveLock;
-  /** The installation's prefix (the queue prefix): the attempt's own report client keeps its access token under it (default `report-etl`). */
+  /** The installation's prefix: the attempt's own report client keeps its access token under it. */
   prefix?: string | undefined;
   /** Name of the process in the attempt's `worker` column (default host:pid). */
   worker?: string;
-  /**
-   * The process's owner session (history/attempt-owner.ts): recorded with the attempt so that the janitor can close
-   * it and delete its report job when the process dies. Without it, only a later attempt of the same run can.
-   */
+  /** The process's owner session (history/attempt-owner.ts), recorded so that the janitor can close a dead attempt. */
   owner?: AttemptOwner | undefined;
-  /**
-   * Called once, as soon as the report job is started and its id recorded, while the server renders the report
-   * (`report-etl run` starts its janitor work here). Not called when the attempt ends before it starts a report job.
-   */
+  /** Called once the report job is started and its id recorded (`report-etl run` starts its janitor work here). */
   onReportJobStarted?: () => void;
-  /**
-   * The fleet's report slots (docs/architecture.md "A fleet"): with them, the attempt first waits for a slot on its
-   * connection (`maxConcurrentReports`), before it is recorded and without a PostgreSQL connection, and holds it
-   * until its report job is deleted. Without them (tests, tools), no limit applies.
-   */
+  /** The fleet's report slots (docs/architecture.md "A fleet"); without them no limit applies. */
   slots?: ReportSlots | undefined;
-  /**
-   * The trace context the attempt's span continues (a queued run's span, README "Tracing"); default the active one
-   * (a foreground run's attempt starts its own trace). Nothing is traced unless the process registered the SDK.
-   */
+  /** The trace context the attempt's span continues (a queued run's); default the active one. */
   traceParent?: Context | undefined;
 }
 
@@ -81,8 +63,8 @@ export interface ExclusiveLock {
 }
 
 /**
- * One attempt while it runs, shared by its steps (attempt-steps.ts). `stage` is where a failure is recorded: each
- * step sets it once, as it begins; the figures grow while pages are read.
+ * One attempt once recorded, as its steps (attempt-steps.ts) share it; what changes as it runs is in its trace (the
+ * stage) and in what the steps return.
  */
 export interface Attempt {
   readonly options: AttemptOptions;
@@ -97,17 +79,13 @@ export interface Attempt {
   /** Wall clock at the start (document file names); `performance.now()` at the start (durations). */
   readonly startedAt: Date;
   readonly startedMs: number;
-  stage: RunStage;
-  /** The attempt's logger: `{ job, attemptId }`, and `reportJobId` once there is one. */
-  log: Logger;
-  /** The report job, once started. */
-  reportJobId: string | undefined;
+  /** `performance.now()` when maxRunMs passes (deadlines.ts), which the load transaction's timeouts follow. */
+  readonly deadline: number | undefined;
+  /** The attempt's logger: `{ job, attemptId }`. */
+  readonly log: Logger;
   /** The run's logical time, worked out once from the request (a manual run's "now" is the attempt's start). */
   readonly logicalTime: LogicalTime;
-  /** Pages read completely, and bytes of page bodies downloaded, so far. */
-  pages: number;
-  bytes: number;
-  /** Where the attempt's time goes: its timeline and spans (attempt-trace.ts). */
+  /** Where the attempt's time goes, and the stage it is at (attempt-trace.ts). */
   readonly trace: AttemptTrace;
 }
 

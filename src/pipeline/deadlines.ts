@@ -8,7 +8,7 @@
  */
 import { DEFAULT_MAX_RUN_MS, DEFAULT_PAGE_TIMEOUT_MS } from '../config/schema.ts';
 import type { ResolvedJob } from '../config/load.ts';
-import { describeWait, type CancelledStatement } from '../db.ts';
+import { describeWait, type CancelledStatement } from '../warehouse/load-transaction.ts';
 import { EtlError } from '../errors.ts';
 import type { RunStage } from '../vocabulary.ts';
 
@@ -88,13 +88,13 @@ export class RunTimeoutError extends EtlError {
       at.pages === 0 && at.bytes === 0
         ? 'no page had been read'
         : `${at.pages === 0 ? 'no page' : `${at.pages} page${at.pages === 1 ? '' : 's'}`} had been read completely (${at.bytes} bytes had arrived)`;
-    const database = at.cancelled
-      ? `; PostgreSQL was still running a statement of the load, ${describeWait(at.cancelled)}, and it was cancelled; nothing was committed. ` +
-        (at.cancelled.waitEventType === 'Lock'
+    const c = at.cancelled;
+    const database = c
+      ? `; PostgreSQL was still running a statement of the load, ${describeWait(c)}, and ` +
+        `${c.by === 'cancel' ? 'it was cancelled' : `its ${c.by} ended it`}; nothing was committed. ` +
+        (c.waitEventType === 'Lock'
           ? 'Check what holds locks on the target (pg_locks joined with pg_stat_activity)'
-          : at.cancelled.unseen
-            ? 'Check PostgreSQL (its connections: max_connections was reached; what holds locks on the target)'
-            : 'Check PostgreSQL (its load, what else runs there)') +
+          : 'Check PostgreSQL (its load, what else runs there)') +
         ", or raise maxRunMs in jobs.yaml (the job's, or its connection's) if loads this long are expected"
       : `; nothing was committed. ${fixHint('maxRunMs', 'a report slow to render, or pages slow to arrive')}`;
     super(
@@ -106,7 +106,7 @@ export class RunTimeoutError extends EtlError {
           limitMs,
           pages: at.pages,
           bytes: at.bytes,
-          ...(at.cancelled ? { cancelledStatement: { ...at.cancelled } } : {}),
+          ...(c ? { cancelledStatement: { ...c } } : {}),
         },
       },
     );
@@ -137,6 +137,8 @@ export class RunDeadlineReached extends Error {
 export interface RunDeadline {
   /** Aborts when `outer` does (with its reason) or when the deadline passes (with a {@link RunDeadlineReached}). */
   readonly signal: AbortSignal;
+  /** `performance.now()` when it passes (the load transaction's timeouts). */
+  readonly endsAt: number;
   /** Stops the timer; call it once the attempt ended, in every outcome. */
   clear(): void;
 }
@@ -148,5 +150,9 @@ export interface RunDeadline {
 export function startRunDeadline(limitMs: number, outer: AbortSignal | undefined): RunDeadline {
   const own = new AbortController();
   const timer = setTimeout(() => own.abort(new RunDeadlineReached(limitMs)), limitMs);
-  return { signal: outer ? AbortSignal.any([outer, own.signal]) : own.signal, clear: () => clearTimeout(timer) };
+  return {
+    signal: outer ? AbortSignal.any([outer, own.signal]) : own.signal,
+    endsAt: performance.now() + limitMs,
+    clear: () => clearTimeout(timer),
+  };
 }

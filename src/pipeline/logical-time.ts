@@ -173,7 +173,8 @@ export function logicalTimeOf(
 
 /**
  * The report parameters of a run: jobs.yaml's with their `%{...}` templates rendered in the job's zone for the
- * run's logical time, then the request's explicit parameters on top (README "Run parameters and logical time").
+ * run's logical time, then the request's explicit parameters on top (docs/configuration.md "Run parameters and logical
+ * time").
  * @throws ConfigError naming the parameter for an unknown time name
  */
 export function runParameters(

@@ -1,19 +1,24 @@
 /**
  * runAttempt(): one attempt of a run, from its record in the run history to the committed rows and the deleted
- * report job (docs/architecture.md "Flow of one run"). The steps are in attempt-steps.ts, each with its stage; this
- * file only puts them in order, each timed as a step of the attempt's timeline and spans (attempt-trace.ts, README
- * "Tracing"). Knows nothing of BullMQ; cancellable by AbortSignal (docs/architecture.md "Lifecycle").
+ * report job (docs/architecture.md "Flow of one run"). The steps are in attempt-steps.ts; this file only puts them in
+ * order, each run by trace.step, which times it (docs/observability.md "Tracing") and sets the stage a failure is recorded at
+ * (attempt-trace.ts). Knows nothing of BullMQ; cancellable by AbortSignal (docs/architecture.md "Lifecycle").
  */
 import { ATTR } from '../tracing.ts';
+import { withLoadTransaction } from '../warehouse/load-transaction.ts';
 import type { Attempt, AttemptOptions, AttemptResult } from './attempt.ts';
 import type { AttemptTrace } from './attempt-trace.ts';
 import {
   checkMayRun,
   clearDeadAttempts,
+  commitLoad,
   deleteReportJob,
   finishAlreadyLoaded,
-  loadAndCommit,
+  loadedResult,
+  loadReport,
+  loadTransactionOf,
   openReportClient,
+  openReport,
   recordAttempt,
   recordFailedAttempt,
   recordTimeline,
@@ -22,6 +27,8 @@ import {
   waitForReportJob,
   waitForSlot,
   type ReportClientLease,
+  type ReportToLoad,
+  type StartedReportJob,
 } from './attempt-steps.ts';
 import { deadlinesOf, startRunDeadline } from './deadlines.ts';
 
@@ -34,9 +41,9 @@ export {
 } from './attempt.ts';
 
 /**
- * Runs one attempt of a run of `o.job`: wait for a report slot → record it → check it may run → start the report job → wait for it → load
- * and commit → delete the report job, in every outcome once started. From its start the attempt has the job's
- * maxRunMs to commit, each page its pageTimeoutMs (docs/architecture.md "Limits").
+ * Runs one attempt of a run of `o.job`: wait for a report slot → record it → check it may run → start the report
+ * job → wait for it → load → commit → delete the report job, in every outcome once started. From its start the
+ * attempt has the job's maxRunMs to commit, each page its pageTimeoutMs (docs/architecture.md "Limits").
  * @returns figures of the committed load (status `already-loaded` when the run's rows were appended already)
  * @throws AttemptFailedError (already recorded as failed or interrupted; the target is untouched and the report
  *   job deleted): `.error` is the typed cause (RUN_TIMEOUT, PAGE_TIMEOUT for the deadlines), `.retryable` says
@@ -46,7 +53,7 @@ export {
  */
 export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
   const trace = traceAttempt(o);
-  // The attempt's log lines carry its trace id, from its slot wait on (README "Tracing").
+  // The attempt's log lines carry its trace id, from its slot wait on (docs/observability.md "Tracing").
   const opts = trace.traceId ? { ...o, logger: o.logger.child({ traceId: trace.traceId }) } : o;
   try {
     const slot = await trace.step('slot', () => waitForSlot(opts));
@@ -75,41 +82,53 @@ async function runWithSlot(o: AttemptOptions, trace: AttemptTrace): Promise<Atte
   // The steps see one signal: the caller's, joined with the attempt's maxRunMs.
   const deadline = startRunDeadline(deadlinesOf(o.job).maxRunMs, o.signal);
   try {
-    return await runSteps(await trace.step('record', () => recordAttempt(o, deadline.signal, trace)), trace);
+    return await runSteps(await trace.step('record', () => recordAttempt(o, deadline, trace)));
   } finally {
     deadline.clear();
   }
 }
 
-/** The steps after the attempt's record, each timed (attempt-trace.ts). */
-async function runSteps(attempt: Attempt, trace: AttemptTrace): Promise<AttemptResult> {
+/** The steps after the attempt's record, each timed and setting the stage (attempt-trace.ts). */
+async function runSteps(a: Attempt): Promise<AttemptResult> {
+  const { trace } = a;
   let lease: ReportClientLease | undefined;
+  let started: StartedReportJob | undefined;
+  let report: ReportToLoad | undefined;
   try {
-    const check = await trace.step('check', () => checkMayRun(attempt));
+    const check = await trace.step('check', () => checkMayRun(a));
     if (check.kind === 'already-loaded') {
-      const done = await finishAlreadyLoaded(attempt);
-      await recordTimeline(attempt);
+      const done = await finishAlreadyLoaded(a);
+      await recordTimeline(a);
       return done;
     }
-    lease = await trace.step('token', () => openReportClient(attempt));
+    lease = await trace.step('token', () => openReportClient(a));
     const client = lease.client;
-    if (check.dead.length > 0) await trace.step('clear', () => clearDeadAttempts(attempt, client, check.dead));
-    const started = await trace.step('start', () => startReportJob(attempt, client, check.request));
+    if (check.dead.length > 0) await trace.step('clear', () => clearDeadAttempts(a, client, check.dead));
+    const job = (started = await trace.step('start', () => startReportJob(a, client, check.request)));
     let result: AttemptResult;
     try {
       const finished = await trace.step(
         'render',
-        () => waitForReportJob(attempt, client, started),
+        () => waitForReportJob(a, client, job),
         (f) => ({ polls: f.polls, serverMs: serverRenderMs(f.job) }),
       );
-      result = await trace.step('load', () => loadAndCommit(attempt, client, finished, check.declaredTypes));
+      const opened = (report = openReport(a, client, job, finished));
+      // Rows and the attempt's records in one load transaction: committed together or not at all.
+      const loaded = await trace.step('load', () =>
+        withLoadTransaction(a.options.pool, loadTransactionOf(a), async (lt) => {
+          const l = await loadReport(a, lt.tx, opened, check.declaredTypes);
+          return { ...l, committed: await trace.step('commit', () => commitLoad(a, lt, l, opened.rows)) };
+        }),
+      );
+      result = await loadedResult(a, opened, loaded);
     } finally {
-      await trace.step('delete', () => deleteReportJob(attempt, client));
+      await report?.rows.close();
+      await trace.step('delete', () => deleteReportJob(job, client));
     }
-    await recordTimeline(attempt);
+    await recordTimeline(a);
     return result;
   } catch (err) {
-    throw await recordFailedAttempt(attempt, err);
+    throw await recordFailedAttempt(a, err, { started, rows: report?.rows });
   } finally {
     await lease?.release();
   }

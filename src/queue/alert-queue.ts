@@ -1,13 +1,7 @@
 /**
- * The alert queue (docs/architecture.md "Alerts"): alerts wait in a BullMQ queue of their own, next to the runs'
- * queue under the installation's prefix, until their target took them, so that a process that stops (SIGTERM, a
- * deploy, kill -9) loses none: any process of the installation that runs an alert worker delivers what is left.
- * BullMQ retries a delivery with exponential backoff (1 s, doubling; {@link DELIVERY_ATTEMPTS} tries).
- *
- * A queued alert holds the target's name and the message, never the webhook URL (a secret): the worker reads the URL
- * from the jobs.yaml in force when it delivers. Its queue job id is a hash of target and message, so sending the
- * same alert twice queues it once; a target delivers it once, unless the process dies between the target's answer
- * and BullMQ's record of it (then BullMQ's stalled check delivers it again: at least once).
+ * The alert queue (docs/architecture.md "Alerts"): alerts wait in BullMQ until their target took them, so that a
+ * process that stops loses none. A queued alert holds the target's name, never the webhook URL (a secret), and its
+ * id is a hash of target and message, so that the same alert is queued once; delivery is at least once.
  */
 import { createHash } from 'node:crypto';
 import { Queue, UnrecoverableError, Worker, type ConnectionOptions } from 'bullmq';
@@ -27,36 +21,31 @@ import { DEFAULT_QUEUE_PREFIX } from './names.ts';
 /** The BullMQ queue of alerts. */
 export const ALERT_QUEUE_NAME = 'report-etl-alerts';
 
-/** Delivered alerts are kept a day, given-up ones a week (their ids stay taken, so a resend does not repeat them). */
+/** Delivered alerts are kept a day, given-up ones a week: their ids stay taken. */
 const KEEP_DELIVERED_S = 86_400;
 const KEEP_GIVEN_UP_S = 7 * 86_400;
 
 /** First retry delay of a delivery, in ms (doubling). */
-export const ALERT_BACKOFF_MS = 1_000;
+const ALERT_BACKOFF_MS = 1_000;
 
 /** What the alert queue, its sender and its worker share. */
 export interface AlertQueueDeps {
-  /** BullMQ's connection (a Redis client or its options). */
   connection: ConnectionOptions;
-  /** The installation's prefix (default {@link DEFAULT_QUEUE_PREFIX}). */
   prefix?: string | undefined;
-  /** The targets now in force (jobs.yaml `alerts:`), read at each send and each delivery. */
+  /** The targets in force, read at each send and delivery. */
   targets: () => Record<string, AlertTargetConfig>;
   logger: Logger;
 }
 
-/** The queue job id of one alert for one target: stable for the same target and message. */
-export function alertQueueJobId(a: TargetedAlert): string {
+/** The queue job id of one alert for one target. */
+function alertQueueJobId(a: TargetedAlert): string {
   return createHash('sha256')
     .update(JSON.stringify([a.target, a.message]))
     .digest('hex')
     .slice(0, 32);
 }
 
-/**
- * An {@link AlertSender} that queues each alert for each of its targets. `flush` waits until those queued by this
- * sender were delivered or given up (the `report-etl run` command waits so at its end).
- */
+/** An {@link AlertSender} that queues each alert per target; `flush` waits for those it queued to be done. */
 export function makeQueuedAlertSender(deps: AlertQueueDeps): AlertSender {
   const log = deps.logger.child({ component: 'alerts' });
   const queue = new Queue<TargetedAlert>(ALERT_QUEUE_NAME, {
@@ -121,8 +110,8 @@ export interface AlertWorker {
 }
 
 /**
- * Starts delivering queued alerts: each to its target as jobs.yaml names it now. A target no longer in jobs.yaml
- * drops its alerts (logged); a refused one (4xx) is given up at once; a retryable failure is tried again by BullMQ.
+ * Starts delivering queued alerts to their targets as jobs.yaml names them now: a target gone drops its alerts, a
+ * refusal (4xx) gives up at once, other failures are retried.
  */
 export function makeAlertWorker(deps: AlertQueueDeps & { concurrency?: number }): AlertWorker {
   const log = deps.logger.child({ component: 'alerts' });

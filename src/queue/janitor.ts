@@ -1,19 +1,8 @@
 /**
- * The janitor ("history that does not grow forever"; docs/architecture.md "Flow of one run"): runs in
- * every long-running process and during each `report-etl run` (while its report job renders). A sweep
- *
- * 1. closes orphaned attempts: `running` attempts whose owner session is gone (history/attempt-owner.ts, found by
- *    history/orphans.ts). Each one's report job is DELETEd with its connection's token, then the attempt is
- *    recorded `interrupted` with an error that says so. When the DELETE fails (server unreachable) the attempt stays
- *    `running` and the next sweep tries again, so that no report job is forgotten;
- * 2. sends `stale` alerts (alerts/freshness.ts);
- * 3. prunes the run history older than `history.keep` in small batches (history/retention.ts).
- *
- * Periodic sweeps hold a lease, a PostgreSQL advisory lock of the installation (its prefix) taken with
- * `pg_try_advisory_lock` for the sweep, so one process of an installation at a time does the work and the others
- * skip that round. Closing orphans is idempotent (a second DELETE of
- * a report job is harmless, the status changes only from `running`), so `report-etl run` closes the orphans of its
- * own job without waiting for the lease.
+ * The janitor (docs/architecture.md "Liveness"), in every long-running process and each `report-etl run`. A sweep
+ * closes orphaned attempts (their report job DELETEd first: one whose DELETE fails stays `running` for the next
+ * sweep), sends `stale` alerts and prunes old history. Closing orphans is idempotent, so `report-etl run` closes
+ * its own job's without the lease.
  */
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
@@ -31,14 +20,13 @@ import { makeReportClients, type ReportClients } from '../report-api/client-regi
 import { DEFAULT_QUEUE_PREFIX } from './names.ts';
 
 /**
- * First half of the janitor lease's two-part advisory lock key; the second is PostgreSQL's `hashtext` of the
- * installation's prefix, so that installations sharing a PostgreSQL (or test files with their own prefix) sweep
- * without waiting for each other. Two-part keys never meet the one-part keys of the owner sessions.
+ * First half of the lease's two-part advisory lock key; the second is `hashtext` of the installation's prefix.
+ * Two-part keys never meet the owner sessions' one-part keys.
  */
 export const JANITOR_LEASE_CLASS = 731_022;
 
 /** Default time between sweeps, in ms. */
-export const JANITOR_INTERVAL_MS = 30_000;
+const JANITOR_INTERVAL_MS = 30_000;
 
 /** What {@link makeJanitor} needs. */
 export interface JanitorDeps {
@@ -46,18 +34,17 @@ export interface JanitorDeps {
   /** For the report clients' shared tokens. */
   redis: Redis;
   logger: Logger;
-  /** The valid jobs now (orphans, freshness, retention). */
   config: () => EtlConfig;
-  /** Names of the invalid jobs now (their history is pruned too). */
+  /** The invalid jobs now: their history is pruned too. */
   invalidJobs?: () => string[];
   alerts: AlertSender;
   /** Report clients to share (a worker's); default its own. */
   clients?: ReportClients;
   /** This process in messages (default host:pid). */
   name?: string;
-  /** The installation's prefix (the queue prefix; default {@link DEFAULT_QUEUE_PREFIX}): one lease per installation. */
+  /** The queue prefix: one lease per installation. */
   prefix?: string;
-  /** Time between periodic sweeps in ms (default {@link JANITOR_INTERVAL_MS}). */
+  /** Default {@link JANITOR_INTERVAL_MS}. */
   intervalMs?: number;
   /** The clock (tests). */
   now?: () => Date;
@@ -68,25 +55,25 @@ export interface ClosedOrphan {
   attemptId: string;
   job: string;
   reportJobId: string | null;
-  /** Recorded interrupted (false: its report job could not be deleted; tried again next sweep). */
+  /** False: its report job could not be deleted; tried again next sweep. */
   closed: boolean;
 }
 
 /** What one sweep did. */
 export interface SweepResult {
-  /** Whether this process held the lease (false: another one is sweeping, nothing was done). */
+  /** False: another process is sweeping, nothing was done. */
   leased: boolean;
   orphans: ClosedOrphan[];
-  /** Jobs that are stale now. */
+  /** Jobs stale now. */
   stale: string[];
   pruned?: PruneResult;
 }
 
 /** A janitor. */
 export interface Janitor {
-  /** One full sweep under the lease. Errors of one part are logged and do not stop the others. */
+  /** One sweep under the lease; an error of one part is logged and does not stop the others. */
   sweep(): Promise<SweepResult>;
-  /** Closes the orphaned attempts of `jobs` now, without the lease (`report-etl run`, for its own job). */
+  /** Closes the orphaned attempts of `jobs` now, without the lease. */
   closeOrphans(jobs: readonly string[]): Promise<ClosedOrphan[]>;
   /** Sweeps now and then every `intervalMs` until close(). */
   start(): void;
@@ -164,6 +151,13 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     return out;
   };
 
+  /** `p`, or `fallback` with an error logged when one part of a sweep fails. */
+  const orElse = <T>(p: Promise<T>, part: string, fallback: T): Promise<T> =>
+    p.catch((err: unknown) => {
+      log.error({ err: coerceError(err).message }, `janitor: ${part} failed`);
+      return fallback;
+    });
+
   const sweep = async (): Promise<SweepResult> => {
     const client = await deps.pool.connect();
     try {
@@ -176,25 +170,12 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
         const config = deps.config();
         const jobs = Object.keys(config.jobs);
         const result: SweepResult = { leased: true, orphans: [], stale: [] };
-        result.orphans = await closeOrphans(jobs).catch((err: unknown) => {
-          log.error({ err: coerceError(err).message }, 'janitor: orphan check failed');
-          return [];
-        });
-        if (jobs.some((j) => freshnessOf(config, j))) {
-          result.stale = await checkFreshness(deps.pool, config, deps.alerts, now()).catch((err: unknown) => {
-            log.error({ err: coerceError(err).message }, 'janitor: freshness check failed');
-            return [];
-          });
-        }
-        const keepMs = parseWindow(config.history.keep)!;
-        const pruned = await pruneHistory(
-          deps.pool,
-          [...jobs, ...(deps.invalidJobs?.() ?? [])],
-          new Date(now().getTime() - keepMs),
-        ).catch((err: unknown) => {
-          log.error({ err: coerceError(err).message }, 'janitor: history pruning failed');
-          return undefined;
-        });
+        result.orphans = await orElse(closeOrphans(jobs), 'orphan check', []);
+        if (jobs.some((j) => freshnessOf(config, j)))
+          result.stale = await orElse(checkFreshness(deps.pool, config, deps.alerts, now()), 'freshness check', []);
+        const before = new Date(now().getTime() - parseWindow(config.history.keep)!);
+        const allJobs = [...jobs, ...(deps.invalidJobs?.() ?? [])];
+        const pruned = await orElse(pruneHistory(deps.pool, allJobs, before), 'history pruning', undefined);
         if (pruned) {
           result.pruned = pruned;
           if (pruned.attempts || pruned.runs) log.info({ ...pruned, keep: config.history.keep }, 'run history pruned');

@@ -1,8 +1,4 @@
-/**
- * A manual run through the queue (`report-etl enqueue <job>`): its own logical run (a new run key),
- * logical time "now" (the interval since the schedule's previous tick, when the job has a schedule), and explicit
- * parameters that override jobs.yaml's.
- */
+/** A manual run through the queue (`report-etl enqueue`): a new run key, and parameters that override jobs.yaml's. */
 import { randomUUID } from 'node:crypto';
 import type { EtlConfig } from '../config/schema.ts';
 import { resolveJob } from '../config/load.ts';
@@ -12,10 +8,7 @@ import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest } from '../vocabulary.ts';
 
 /**
- * Queues a manual run of `job`.
- * @param parameters explicit report parameters (name to value)
- * @param now the clock (default now)
- * @returns the BullMQ job id and the run key
+ * Queues a manual run of `job` with the logical time `now` (its interval from the schedule's previous tick).
  * @throws ConfigError for an unknown job
  */
 export async function enqueueManual(

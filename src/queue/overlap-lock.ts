@@ -1,15 +1,13 @@
 /**
- * The overlap lock of a job: at most one run of a job at a time across all workers. A Redis
- * key held with a TTL and renewed while the run lasts, so that a worker killed mid-run frees it after the TTL.
- * The holder is the BullMQ job id: a new attempt of the same queued run (after a stall) takes the lock over at
- * once instead of waiting for the dead attempt's TTL.
+ * The overlap lock of a job (docs/architecture.md "Liveness"): a Redis key with a TTL, renewed while the run lasts.
+ * Its holder is the queue job id, so that a new attempt of the same queued run (after a stall) takes it over at once.
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
 import { deleteIfOwner, extendIfOwner } from '../redis-owned-key.ts';
 
-/** Default TTL of the lock in ms; it is renewed every third of it. */
+/** Default TTL of the lock in ms; renewed every third of it. */
 export const OVERLAP_LOCK_TTL_MS = 30_000;
 
 // KEYS[1] lock key; ARGV[1] owner prefix ("<queue job id>|"), ARGV[2] full value, ARGV[3] ttl ms.
@@ -24,20 +22,16 @@ return 0`;
 /** A held lock; `release()` is idempotent. */
 export interface HeldLock {
   readonly key: string;
-  /** Whether a renewal found the lock taken by someone else (the TTL ran out while the process stalled). */
+  /** Whether a renewal found it taken by someone else (the TTL ran out while the process stalled). */
   lost(): boolean;
-  /**
-   * Extends the lock now and says whether it is still ours: false when it was lost (now or by an earlier renewal)
-   * or Redis cannot be asked (then nobody can tell, so it counts as lost).
-   */
+  /** Extends the lock now: false when it is lost, or Redis cannot be asked (nobody can tell). */
   confirm(): Promise<boolean>;
   release(): Promise<void>;
 }
 
 /**
- * Tries to take the lock `key` for the queued run `owner` (BullMQ job id).
- * @param ttlMs lock TTL in ms (default {@link OVERLAP_LOCK_TTL_MS}); renewed every ttlMs/3 until released
- * @returns the held lock, or undefined when another run holds it
+ * Tries to take the lock `key` for the queued run `owner` (queue job id).
+ * @returns undefined when another run holds it
  */
 export async function tryOverlapLock(
   redis: Redis,
@@ -50,18 +44,18 @@ export async function tryOverlapLock(
   const got = (await redis.eval(ACQUIRE, 1, key, `${owner}|`, value, String(ttlMs))) as number;
   if (got !== 1) return undefined;
   let lost = false;
+  const renewed = (ok: boolean) => {
+    if (!ok && !lost) {
+      lost = true;
+      logger.warn({ key }, 'overlap lock lost: another run of this job may start');
+    }
+    return ok;
+  };
   const timer = setInterval(
-    () => {
-      extendIfOwner(redis, key, value, ttlMs).then(
-        (ok) => {
-          if (!ok && !lost) {
-            lost = true;
-            logger.warn({ key }, 'overlap lock lost: another run of this job may start');
-          }
-        },
-        (err: unknown) => logger.warn({ key, err: (err as Error).message }, 'could not renew the overlap lock'),
-      );
-    },
+    () =>
+      void extendIfOwner(redis, key, value, ttlMs).then(renewed, (err: unknown) =>
+        logger.warn({ key, err: (err as Error).message }, 'could not renew the overlap lock'),
+      ),
     Math.max(100, Math.floor(ttlMs / 3)),
   );
   timer.unref();
@@ -70,13 +64,7 @@ export async function tryOverlapLock(
     key,
     lost: () => lost,
     async confirm() {
-      if (lost) return false;
-      const ok = await extendIfOwner(redis, key, value, ttlMs).catch(() => false);
-      if (!ok && !lost) {
-        lost = true;
-        logger.warn({ key }, 'overlap lock lost: another run of this job may start');
-      }
-      return ok;
+      return !lost && renewed(await extendIfOwner(redis, key, value, ttlMs).catch(() => false));
     },
     release() {
       released ??= (async () => {

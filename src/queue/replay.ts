@@ -1,9 +1,6 @@
 /**
- * Replay of failed runs from the queue: the same logical run (same run key, so an append load stays exactly-once),
- * the same logical time and explicit parameters (its etl.runs row), trigger 'replay'. Used by `report-etl replay`
- * and the admin pages' Replay buttons. `replay --failed` skips superseded failures (a later logical run of the same
- * job succeeded into the same replace or merge target; precisely defined at failedRunsToReplay in
- * src/history/run-list.ts) unless asked to include them.
+ * Replays of failed runs (docs/operations.md "Replaying failed runs"): the same logical run, run key, logical time and
+ * parameters, from its etl.runs row, with trigger `replay`.
  */
 import type pg from 'pg';
 import type { EtlConfig } from '../config/schema.ts';
@@ -14,34 +11,28 @@ import { replayQueueJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest } from '../vocabulary.ts';
 import { failedRunsToReplay, type FailedRunToReplay } from '../history/run-list.ts';
-import { getRun, getRunRequest } from '../history/runs.ts';
+import { getRun } from '../history/runs.ts';
 
 /** What replays need. */
 export interface ReplayDeps {
   queue: RunQueue;
   pool: pg.Pool;
-  /** jobs.yaml, for the job's attempts and backoff; without it a replay gets one attempt. */
+  /** For the job's attempts and backoff; without it a replay gets one attempt. */
   config?: EtlConfig;
 }
 
 const PENDING = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting-children']);
 
-/** A logical run: its jobs.yaml job and run key. */
-export interface RunRef {
-  job: string;
-  runKey: string;
-}
+/** A logical run. */
+export type RunRef = { job: string; runKey: string };
 
 /**
- * Queues a replay of the logical run `ref`, whose newest attempt failed or was interrupted, or whose rows were
- * reverted (README "Commands": revert). The queue job id names
- * that attempt, so replaying the run twice before its replay made a new attempt queues it once.
- * @param opts.acceptGuard load past the target's guards (README "Guards and schema changes"); recorded on the attempt
- * @returns the BullMQ job id of the replay, the newest attempt it replays, and whether that attempt's rows were
- *   reverted (else it failed or was interrupted)
- * @throws EtlError (code INTERNAL, not retryable) when there is no such run, it has no finished attempt yet, its
- *   newest attempt is running, or an attempt of it succeeded (and was not reverted since), or `acceptGuard` is asked
- *   for a run whose newest attempt was not stopped by its guard (GUARD_TRIPPED)
+ * Queues a replay of `ref`, whose newest attempt failed or was interrupted, or whose rows were reverted; the queue
+ * job id names that attempt ({@link replayQueueJobId}).
+ * @param opts.acceptGuard load past the target's guards (docs/loaded-tables.md "Guards and schema changes")
+ * @returns the replay's queue job id, the attempt it replays, and whether that attempt's rows were reverted
+ * @throws EtlError, not retryable: INTERNAL when there is no such run, no finished attempt, a running one, a
+ *   success not reverted, or `acceptGuard` for a run its guard did not stop; CONFIG_INVALID for a job gone
  */
 export async function replayRun(
   deps: ReplayDeps,
@@ -70,14 +61,15 @@ export async function replayRun(
   if (opts.acceptGuard) {
     const kinds = (await listRunErrors(deps.pool, newest.attempt_id)).map((e) => e.error_kind);
     if (!kinds.includes('GUARD_TRIPPED')) {
+      const failed = `its attempt ${newest.attempt} failed with ${kinds[0] ?? newest.status}`;
       throw new EtlError(
         'INTERNAL',
-        `${named} was not stopped by its target's guard (its attempt ${newest.attempt} failed with ${kinds[0] ?? newest.status}): replay it without --accept-guard`,
+        `${named} was not stopped by its target's guard (${failed}): replay it without --accept-guard`,
         { retryable: false },
       );
     }
   }
-  // A job that left jobs.yaml has nothing to run its replay: a worker would drop it, so it is refused here, at once.
+  // A worker would drop a replay of a job gone from jobs.yaml: refused here, at once.
   if (deps.config && !deps.config.jobs[run.job]) {
     throw new EtlError(
       'CONFIG_INVALID',
@@ -100,37 +92,26 @@ export async function replayRun(
   return { jobId, attemptId: newest.attempt_id, reverted: newest.status === 'succeeded' };
 }
 
-/** What `replay --failed` would do with the failed runs it found (see {@link planFailedReplays}). */
+/** What `replay --failed` does with the failed runs it found, each list newest first. */
 export interface FailedReplayPlan {
-  /** Failed runs to queue again, newest first. */
   toQueue: FailedRunToReplay[];
-  /**
-   * Failed runs skipped because a later logical run of the same job succeeded into the same replace or merge
-   * target (`superseded_by_*` says which); queued too with `includeSuperseded`.
-   */
+  /** Skipped unless `includeSuperseded` (history/superseded.ts). */
   superseded: FailedRunToReplay[];
-  /** Failed runs the queue still retries (their queue job is waiting, delayed or active): left to the queue. */
+  /** Left to the queue, which still retries them. */
   stillRetrying: FailedRunToReplay[];
-  /** Failed runs of jobs no longer in jobs.yaml (when the config is known): nothing could run their replay. */
+  /** Of jobs no longer in jobs.yaml (when the config is known). */
   jobGone: FailedRunToReplay[];
 }
 
-/** Filter and choices of {@link planFailedReplays} and {@link replayFailed}. */
+/** Filter and choices of {@link planFailedReplays}. */
 export interface ReplayFailedOptions {
-  /** Only this job. */
   job?: string | undefined;
-  /** Only failures whose newest attempt started at or after this instant. */
+  /** Only failures whose newest attempt started since. */
   since?: Date | undefined;
-  /** Queue superseded failures too (default false: they are skipped). */
   includeSuperseded?: boolean | undefined;
 }
 
-/**
- * Sorts every logical run whose newest attempt failed and that never succeeded into what to queue again, what is
- * superseded (see failedRunsToReplay in src/history/run-list.ts for the precise definition: a later logical run of
- * the same job succeeded into the same replace or merge target, so a replay would overwrite newer rows with older
- * ones) and what the queue still retries. Queues nothing: `replay --failed --dry-run` prints this.
- */
+/** Sorts the runs whose newest attempt failed and that never succeeded into a {@link FailedReplayPlan}. */
 export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions = {}): Promise<FailedReplayPlan> {
   const plan: FailedReplayPlan = { toQueue: [], superseded: [], stillRetrying: [], jobGone: [] };
   for (const run of await failedRunsToReplay(deps.pool, { job: o.job, since: o.since })) {
@@ -138,12 +119,11 @@ export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions
       plan.jobGone.push(run);
       continue;
     }
-    // Still being retried by the queue: a replay now would only race the next attempt.
-    // A replay of its newest attempt queued and not yet taken by a worker is pending too (with or without --accept-guard).
-    const request = await getRunRequest(deps.pool, run.job, run.run_key);
-    const base = request?.queueJobId ?? run.run_key;
+    // A replay now would race the queue's next attempt, or a replay of this attempt queued already.
+    const queueJobId = (await getRun(deps.pool, run.job, run.run_key))?.queue_job_id;
+    const base = queueJobId ?? run.run_key;
     const ids = [
-      ...(request ? [request.queueJobId] : []),
+      ...(queueJobId != null ? [queueJobId] : []),
       replayQueueJobId(base, run.attempt_id),
       replayQueueJobId(base, run.attempt_id, true),
     ];
@@ -154,7 +134,7 @@ export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions
   return plan;
 }
 
-/** Whether any of the queue jobs `ids` is waiting, delayed or active. */
+/** Whether any of the queue jobs `ids` is still to run. */
 async function anyPending(queue: ReplayDeps['queue'], ids: readonly string[]): Promise<boolean> {
   for (const id of ids) {
     const job = await queue.getJob(id);
@@ -163,11 +143,7 @@ async function anyPending(queue: ReplayDeps['queue'], ids: readonly string[]): P
   return false;
 }
 
-/**
- * Queues a replay of every logical run whose newest attempt failed and that never succeeded, except superseded ones
- * (unless `includeSuperseded`) and runs the queue still retries (see {@link planFailedReplays}).
- * @returns the BullMQ job ids queued (one per logical run)
- */
+/** Queues the runs of {@link planFailedReplays}'s `toQueue`; returns their queue job ids. */
 export async function replayFailed(deps: ReplayDeps, o: ReplayFailedOptions = {}): Promise<string[]> {
   const ids: string[] = [];
   for (const run of (await planFailedReplays(deps, o)).toQueue)

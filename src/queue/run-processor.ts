@@ -1,18 +1,18 @@
 /**
- * What a worker does with one queued run: skip a tick that already succeeded, hold the job's
- * overlap lock, record the run request, and call the pipeline's runAttempt — which numbers the attempt, clears
- * dead attempts of the run, works out its logical time and does the rest. Maps the outcome onto BullMQ: a
- * non-retryable failure is an UnrecoverableError (no further attempts), an attempt interrupted by shutdown goes
- * back to the queue without using up an attempt.
+ * What a worker does with one queued run (docs/architecture.md "Flow of one run"): skip a tick that succeeded, hold
+ * the overlap lock, record the run request, call runAttempt, and map the outcome onto BullMQ: a non-retryable
+ * failure is unrecoverable, an attempt interrupted by shutdown goes back to the queue without using up an attempt.
  */
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import { resolveJob, type ResolvedJob } from '../config/load.ts';
-import { AbortedError, coerceError, ConfigError } from '../errors.ts';
+import { AbortedError, coerceError, ConfigError, EtlError } from '../errors.ts';
 import { untilDatabaseTakesIt } from '../db.ts';
-import { hasSucceeded } from '../history/attempts.ts';
+import { failAttempt, failureOf, hasSucceeded } from '../history/attempts.ts';
+import { summaryLine } from '../failure-text.ts';
+import { shellQuote } from '../shell-quote.ts';
 import { recordRunRequest } from '../history/runs.ts';
 import type { Logger } from '../logger.ts';
 import { AttemptFailedError, runAttempt } from '../pipeline/run-attempt.ts';
@@ -54,23 +54,22 @@ export interface ProcessDeps {
   redis: Redis;
   logger: Logger;
   clients: ReportClients;
-  /** The fleet's report slots (maxConcurrentReports per connection); without them no limit applies. */
+  /** Without them no maxConcurrentReports applies. */
   slots?: ReportSlots | undefined;
   prefix: string;
-  /** How long a run waits before it looks at the overlap lock again (overlap: wait), in ms. */
+  /** Recheck interval under `overlap: wait`, in ms. */
   overlapRetryMs: number;
   overlapLockTtlMs: number;
   /** Name in etl.attempts.worker. */
   workerName: string;
-  /** Whether the worker is shutting down (an abort then means "interrupted, retry elsewhere"). */
+  /** Whether the worker is shutting down: an abort then means "queue again". */
   shuttingDown: () => boolean;
-  /** Registers the controller of a running run so shutdown can abort it; returns the unregister function. */
+  /** Registers a running run's controller for shutdown; returns the unregister function. */
   track: (controller: AbortController) => () => void;
-  /** The process's owner session, recorded with every attempt (the janitor closes them if the process dies). */
+  /** Recorded with every attempt (history/attempt-owner.ts). */
   owner?: AttemptOwner | undefined;
-  /** Told when a run succeeded or failed for good (alerts). */
   alerts?: RunAlerts | undefined;
-  /** Problems of the jobs left out of the config as invalid, by job name (for a clear failure of their queued runs). */
+  /** Problems of the invalid jobs by name, for a clear failure of their queued runs. */
   invalidJobs?: (() => Map<string, string[]>) | undefined;
 }
 
@@ -88,7 +87,8 @@ export async function processRun(
   signal: AbortSignal | undefined,
 ): Promise<RunOutcome> {
   const req = queueJob.data;
-  // The run's trace goes on from its enqueue span (README "Tracing"): one `process run` span per take of the queue job.
+  // The run's trace goes on from its enqueue span (docs/observability.md "Tracing"), one span per take of the queue
+  // job.
   const span = startSpan(runTracer(), 'process run', extractTrace(req), {
     kind: SpanKind.CONSUMER,
     attributes: {
@@ -221,23 +221,30 @@ async function processTraced(
   } catch (err) {
     if (err instanceof AttemptFailedError) {
       if (controller.signal.aborted && deps.shuttingDown()) {
-        // Recorded interrupted by runAttempt; back to the queue at once for another worker, without using up an attempt.
+        // Recorded interrupted; back to the queue for another worker, without using up an attempt.
         log.warn({ attemptId: err.attemptId }, 'attempt interrupted by shutdown: run queued again');
         await queueJob.moveToDelayed(Date.now(), token);
         throw new DelayedError();
       }
       const text = `${err.code}: ${err.message} (attempt ${err.attemptId})`;
       // The last attempt BullMQ will make: attemptsMade counts the ones before this one.
-      const final = !err.retryable || queueJob.attemptsMade + 1 >= (queueJob.opts.attempts ?? 1);
+      let final = !err.retryable || queueJob.attemptsMade + 1 >= (queueJob.opts.attempts ?? 1);
+      let error = err.error;
+      if (!final && !controller.signal.aborted && (await queueJobGone(queueJob))) {
+        // Nothing is left to retry it: the run ends here, said so in its history and its alert.
+        error = await recordQueueJobLost(deps.pool, req, queueJob.id!, err);
+        log.error({ attemptId: err.attemptId }, error.message);
+        final = true;
+      }
       if (final && !controller.signal.aborted)
         await (deps.alerts ?? noRunAlerts).failed({
           job: req.job,
           runKey: req.runKey,
           attemptId: err.attemptId,
           trigger: req.trigger,
-          error: err.error,
+          error,
         });
-      throw err.retryable ? new Error(text, { cause: err }) : new UnrecoverableError(text);
+      throw err.retryable && !final ? new Error(text, { cause: err }) : new UnrecoverableError(text);
     }
     if (err instanceof ConfigError) throw new UnrecoverableError(err.message);
     if (err instanceof AbortedError && deps.shuttingDown()) {
@@ -254,4 +261,31 @@ async function processTraced(
       .release()
       .catch((e: unknown) => log.warn({ err: coerceError(e).message }, 'could not release the overlap lock'));
   }
+}
+
+/** Whether the queue job no longer exists in Redis (lost with its data); false when Redis cannot tell now. */
+async function queueJobGone(queueJob: Job<QueuedRun>): Promise<boolean> {
+  return (await queueJob.getState().catch(() => undefined)) === 'unknown';
+}
+
+/**
+ * Records that a failed attempt's run will not be retried because its queue job is gone (Redis lost its data, e.g.
+ * a restart without persistence): an etl.run_errors row QUEUE_JOB_LOST, not retryable, saying how to replay it.
+ * @returns the error for the failed alert; never throws (a history that cannot be written is logged by the caller)
+ */
+async function recordQueueJobLost(
+  pool: pg.Pool,
+  req: QueuedRun,
+  queueJobId: string,
+  err: AttemptFailedError,
+): Promise<EtlError> {
+  const error = new EtlError(
+    'QUEUE_JOB_LOST',
+    `${err.code}: ${summaryLine(err.message)}; its queue job ${queueJobId} is gone from Redis (Redis lost its ` +
+      `data, e.g. a restart without persistence), so it is not retried: ` +
+      `report-etl replay ${shellQuote(req.runKey)} --job ${shellQuote(req.job)}`,
+    { retryable: false, stage: err.error instanceof EtlError ? err.error.stage : undefined, cause: err.error },
+  );
+  await failAttempt(pool, err.attemptId, failureOf(error, 'commit')).catch(() => undefined);
+  return error;
 }

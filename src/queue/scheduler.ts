@@ -1,14 +1,13 @@
 /**
- * The scheduler: one node-cron task per scheduled job, in the job's (or its connection's)
- * time zone. Each tick enqueues one run with the id `<job>__<tick>` ({@link tickQueueJobId}), so any number of
- * schedulers side by side queue exactly one run per tick. (BullMQ's own Job Schedulers are not used: their races,
- * taskforcesh/bullmq #2876, #2988, #3085.) On start it catches up on ticks missed while no scheduler ran
- * (`catchup: none | latest | { all: window }`, from etl.attempts); config changes add, remove and reschedule tasks.
+ * The scheduler: one node-cron task per scheduled job in its zone. Each tick queues its run under
+ * {@link tickQueueJobId}, so that schedulers side by side queue one run per tick (BullMQ's own Job Schedulers race).
+ * On start it catches up on missed ticks (`catchup`); config changes add, remove and reschedule tasks.
  */
 import type pg from 'pg';
 import { createTask, type ScheduledTask } from 'node-cron';
 import type { EtlConfig, JobConfig } from '../config/schema.ts';
-import { parseWindow, resolveJob, scheduleZone } from '../config/load.ts';
+import { parseWindow } from '../config/duration.ts';
+import { resolveJob, scheduleZone } from '../config/load.ts';
 import { previousTick } from '../pipeline/logical-time.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -26,12 +25,9 @@ export interface SchedulerDeps {
   queue: RunQueue;
   pool: pg.Pool;
   logger: Logger;
-  /** The clock (tests); default `() => new Date()`. */
+  /** The clock (tests). */
   now?: () => Date;
-  /**
-   * Makes the cron task of a job: node-cron's `createTask` (default). Tests give their own to fire ticks and missed
-   * ticks at will instead of waiting for the wall clock.
-   */
+  /** Default node-cron's; tests fire ticks with their own. */
   createTask?: typeof createTask;
 }
 
@@ -41,18 +37,18 @@ export interface Scheduler {
   start(): Promise<void>;
   /** Stops every task and waits for enqueues in flight. Idempotent. */
   close(): Promise<void>;
-  /** Names of the jobs with a running task and their `schedule@zone`. */
+  /** The jobs with a running task, to their `schedule@zone`. */
   scheduled(): Record<string, string>;
 }
 
 /** How late a tick node-cron reports as missed may be and still be queued, in ms. */
-export const LATE_TICK_MAX_MS = 60_000;
+const LATE_TICK_MAX_MS = 60_000;
 
 /**
- * Enqueues the run of `job` for `tick` (deduplicated by id across schedulers). Its logical interval ends at the tick
- * and starts at the schedule's previous tick (pipeline/logical-time.ts), fixed now so that a replay runs the same
- * interval even if the schedule changes later.
- * @returns the queue job id, and whether this call queued it
+ * Queues the run of `job` for `tick`, its logical interval from the schedule's previous tick fixed now, so that a
+ * replay runs the same interval even after a change of schedule.
+ * @param id queue job id and run key
+ * @returns whether this call queued it
  * @throws ConfigError for an unknown job
  */
 export async function enqueueTick(
@@ -61,8 +57,8 @@ export async function enqueueTick(
   job: string,
   tick: Date,
   trigger: TickTrigger,
+  id = tickQueueJobId(job, tick),
 ): Promise<{ jobId: string; added: boolean }> {
-  const id = tickQueueJobId(job, tick);
   const req: RunRequest = {
     job,
     trigger,
@@ -81,7 +77,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
   const now = deps.now ?? (() => new Date());
   const tasks = new Map<string, { key: string; task: ScheduledTask }>();
   const inFlight = new Set<Promise<unknown>>();
-  // Said once when no schedule is in force (at the start, or after a change removed the last one), not at every change.
+  // Said once when no schedule is in force, not at every change.
   let saidNoSchedule = false;
   let unsubscribe: (() => void) | undefined;
   let closing: Promise<void> | undefined;
@@ -96,7 +92,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     const job = config.jobs[name];
     if (!job?.schedule) return;
     const tick = new Date(Math.floor(at.getTime() / 1000) * 1000);
-    // The queued run's trace begins here (README "Tracing"): its enqueue span is this one's child.
+    // The queued run's trace begins here (docs/observability.md "Tracing").
     const { jobId, added } = await inSpan(
       'scheduler tick',
       { attributes: { [ATTR.job]: name, [ATTR.tick]: tick.toISOString() } },
@@ -106,6 +102,14 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
       { job: name, tick: tick.toISOString(), queueJobId: jobId, added },
       added ? 'tick: run queued' : 'tick: run was queued by another scheduler',
     );
+  };
+
+  const queueTick = (name: string, date: Date) => {
+    const p = onTick(name, date).catch((err: unknown) =>
+      log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'),
+    );
+    track(p);
+    return p;
   };
 
   const apply = (config: EtlConfig) => {
@@ -125,21 +129,12 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     for (const [name, key] of wanted) {
       if (tasks.has(name)) continue;
       const job = config.jobs[name]!;
-      const task = (deps.createTask ?? createTask)(
-        job.schedule!,
-        (ctx) => {
-          const p = onTick(name, ctx.date).catch((err: unknown) =>
-            log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'),
-          );
-          track(p);
-          return p;
-        },
-        { timezone: scheduleZone(config, job), name: `report-etl:${name}` },
-      );
-      // node-cron drops a tick it fires more than a second late (a busy event loop): queue it all the same, late
-      // is better than never, and the tick's job id keeps it to one run. Ticks missed by far more (the process was
-      // paused or the machine slept) are left to the job's catch-up policy at the next start, or a pause of hours
-      // would queue every tick in it whatever `catchup` says.
+      const task = (deps.createTask ?? createTask)(job.schedule!, (ctx) => queueTick(name, ctx.date), {
+        timezone: scheduleZone(config, job),
+        name: `report-etl:${name}`,
+      });
+      // node-cron drops a tick it fires over a second late (a busy event loop): queue it anyway, its id keeps it
+      // to one run. Ticks missed by far more (a paused process) are left to `catchup` at the next start.
       task.on('execution:missed', (ctx) => {
         const lateMs = now().getTime() - ctx.date.getTime();
         if (lateMs > LATE_TICK_MAX_MS) {
@@ -150,11 +145,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
           return;
         }
         log.warn({ job: name, tick: ctx.date.toISOString(), lateMs }, 'tick fired late: queueing it anyway');
-        const p = onTick(name, ctx.date).catch((err: unknown) =>
-          log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'),
-        );
-        track(p);
-        return p;
+        return queueTick(name, ctx.date);
       });
       void task.start();
       tasks.set(name, { key, task });
@@ -176,10 +167,10 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
         .invalid()
         .filter((e) => e.kind === 'job')
         .map((e) => e.name);
-      log.warn(
-        { invalid },
-        `no schedule in force: no valid job of jobs.yaml has a schedule${invalid.length ? ` (invalid, skipped: ${invalid.join(', ')}; \`report-etl validate\` lists their problems)` : ''}`,
-      );
+      const skipped = invalid.length
+        ? ` (invalid, skipped: ${invalid.join(', ')}; \`report-etl validate\` lists their problems)`
+        : '';
+      log.warn({ invalid }, `no schedule in force: no valid job of jobs.yaml has a schedule${skipped}`);
     }
     saidNoSchedule = tasks.size === 0;
   };

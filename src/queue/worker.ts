@@ -1,7 +1,6 @@
 /**
- * The run worker: a BullMQ Worker on the run queue calling the pipeline's runAttempt through
- * {@link processRun} (run-processor.ts), with graceful shutdown: stop taking work, let running runs finish for a grace period, then
- * abort them (rolled back, report job deleted, recorded interrupted, queued again).
+ * The run worker: a BullMQ Worker calling {@link processRun}, with graceful shutdown: take no new runs, let
+ * running ones finish for a grace period, then abort them.
  */
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
@@ -22,33 +21,31 @@ import type { RunAlerts } from '../alerts/run-alerts.ts';
 
 /** What {@link makeRunWorker} needs. */
 export interface RunWorkerDeps {
-  /** The current jobs.yaml (read at the start of every run, so a watched config applies to the next run). */
+  /** Read at the start of every run. */
   config: () => EtlConfig;
   pool: pg.Pool;
-  /** Token cache, overlap locks, and BullMQ's connection (BullMQ duplicates it for its blocking reads). */
+  /** Tokens, locks, and BullMQ's connection (duplicated for its blocking reads). */
   redis: Redis;
   logger: Logger;
-  /** Runs at the same time in this process (default 1). */
+  /** Runs at the same time (default 1). */
   concurrency?: number;
-  /** BullMQ key prefix (default 'report-etl'). */
   prefix?: string;
-  /** BullMQ job lock in ms, renewed every half (default 30 000); a dead worker's run is stalled after it. */
+  /** BullMQ job lock in ms (default 30 000); a dead worker's run is stalled after it. */
   lockDurationMs?: number;
-  /** How often stalled runs are looked for, in ms (default 30 000). */
+  /** Default 30 000 ms. */
   stalledIntervalMs?: number;
-  /** Stalls a run may have before it fails for good (default 2). */
+  /** Stalls before a run fails for good (default 2). */
   maxStalledCount?: number;
-  /** Recheck interval of a run waiting for the previous run of its job (overlap: wait), in ms (default 5 000). */
+  /** Recheck interval under `overlap: wait`, in ms (default 5 000). */
   overlapRetryMs?: number;
-  /** TTL of the overlap lock in ms (default 30 000), renewed every third. */
+  /** Default {@link OVERLAP_LOCK_TTL_MS}. */
   overlapLockTtlMs?: number;
   /** Name in etl.attempts.worker (default host:pid). */
   workerName?: string;
-  /** The process's owner session (history/attempt-owner.ts): without it a dead worker's attempts wait for a later attempt of their run. */
+  /** Without it a dead worker's attempts wait for a later attempt of their run. */
   owner?: AttemptOwner | undefined;
-  /** Told when a run succeeded or failed for good (alerts/run-alerts.ts). */
   alerts?: RunAlerts | undefined;
-  /** Problems of the invalid jobs by name (config/isolate.ts), for a clear failure of their queued runs. */
+  /** Problems of the invalid jobs by name, for a clear failure of their queued runs. */
   invalidJobs?: (() => Map<string, string[]>) | undefined;
 }
 
@@ -56,28 +53,21 @@ export interface RunWorkerDeps {
 export interface RunWorker {
   worker: Worker<QueuedRun, RunOutcome>;
   /**
-   * Graceful shutdown: stop taking runs, wait up to `graceMs` for running ones, then abort them (each is rolled
-   * back, its report job deleted, recorded interrupted and queued again). Closes the report clients; the pool and
-   * the Redis connection are the caller's. A second call waits for the first.
-   * @param graceMs how long running runs may go on, in ms (0: abort at once)
+   * Takes no new runs, waits up to `graceMs` for running ones, then aborts them (recorded interrupted, queued
+   * again). The pool and Redis are the caller's. A second call waits for the first.
    */
   close(graceMs: number): Promise<void>;
-  /** Aborts every running run now (a second signal); close() still completes the shutdown. */
+  /** Aborts every running run now (a second signal). */
   abortAll(reason?: string): void;
-  /** Runs in progress in this process. */
+  /** Runs in progress. */
   running(): number;
 }
 
-/**
- * Starts a worker on the run queue.
- * @returns the worker; it is already taking runs
- */
+/** Starts a worker on the run queue; it takes runs at once. */
 export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
   const prefix = deps.prefix ?? DEFAULT_QUEUE_PREFIX;
   const logger = deps.logger.child({ component: 'worker' });
-  // The fleet's report slots: every worker process shares each connection's maxConcurrentReports through Redis.
   const slots = new ReportSlots(deps.redis, { prefix });
-  // Access tokens sit under the installation's prefix too, like every key of it.
   const clients = makeReportClients(
     deps.redis,
     deps.logger,
@@ -87,10 +77,7 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
   const active = new Set<AbortController>();
   let shuttingDown = false;
   const processDeps = {
-    config: deps.config,
-    pool: deps.pool,
-    redis: deps.redis,
-    logger: deps.logger,
+    ...deps,
     clients,
     slots,
     prefix,
@@ -98,9 +85,6 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
     overlapLockTtlMs: deps.overlapLockTtlMs ?? OVERLAP_LOCK_TTL_MS,
     workerName: deps.workerName ?? defaultWorkerName(),
     shuttingDown: () => shuttingDown,
-    owner: deps.owner,
-    alerts: deps.alerts,
-    invalidJobs: deps.invalidJobs,
     track: (c: AbortController) => {
       active.add(c);
       return () => active.delete(c);

@@ -5,10 +5,18 @@
  */
 import type { Dispatcher } from 'undici';
 import type { ProblemDetails } from '../errors.ts';
+import { boundText, MAX_TEXT_CHARS, redactJson } from '../failure-text.ts';
 import type { Logger } from '../logger.ts';
 import { AccessForbiddenError, UnauthorizedError, type ReportApiStage } from './errors.ts';
 import { joinUrl } from './discovery.ts';
-import { isNotSentError, isTransientError, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
+import {
+  isNotSentError,
+  isTransientError,
+  readBounded,
+  retryTransient,
+  type HttpTransport,
+  type RetryPolicy,
+} from './http.ts';
 import type { AccessTokens } from './token-cache.ts';
 
 /** Path prefix of the report interface (docs/report-export-service.md: {report_api}). */
@@ -42,19 +50,26 @@ export interface ApiCallerOptions {
   logger: Logger;
 }
 
+/** The most of a 403's problem body read, in bytes (docs/architecture.md "Limits"). */
+export const MAX_PROBLEM_BYTES = 64 * 1024;
+
 async function forbidden(
   res: Dispatcher.ResponseData,
   call: ApiCall,
   tokenScope: string | undefined,
+  redact: (text: string) => string,
 ): Promise<AccessForbiddenError> {
   const header = res.headers['svcservletexceptionmessage'] ?? res.headers['servletexceptionmessage'];
-  const serverMessage = Array.isArray(header) ? header.join('\n') : header;
+  let said = Array.isArray(header) ? header.join('\n') : header;
   let problem: ProblemDetails | undefined;
   try {
-    const text = await res.body.text();
-    if (text.trim().length > 0) {
+    const { bytes, more } = await readBounded(res, MAX_PROBLEM_BYTES);
+    const text = bytes.toString('utf8');
+    // Too large for a problem body: its beginning stands for the server's words.
+    if (more > 0) said ||= boundText(redact(text), MAX_TEXT_CHARS, more);
+    else if (text.trim().length > 0) {
       const parsed: unknown = JSON.parse(text);
-      if (parsed !== null && typeof parsed === 'object') problem = parsed as ProblemDetails;
+      if (parsed !== null && typeof parsed === 'object') problem = redactJson(parsed, redact) as ProblemDetails;
     }
   } catch {
     problem = undefined;
@@ -63,7 +78,7 @@ async function forbidden(
     call.method,
     `${REPORT_API_PREFIX}${call.path}`,
     call.stage,
-    serverMessage || undefined,
+    said ? redact(said) : undefined,
     problem,
     tokenScope,
   );
@@ -98,6 +113,7 @@ export class ApiCaller {
     const body = call.json === undefined ? undefined : JSON.stringify(call.json);
     const requestSignal = call.abortInFlight === false ? undefined : call.signal;
     const attempt = (token: string): Promise<Dispatcher.ResponseData> => {
+      http.rememberToken(token);
       const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
       if (call.method === 'POST') headers['content-type'] = 'application/json';
       return http.send({ method: call.method, url, headers, body, signal: requestSignal, stage: call.stage });
@@ -123,7 +139,7 @@ export class ApiCaller {
         ),
       call.idempotent === false ? isNotSentError : isTransientError,
     );
-    if (res.statusCode === 403) throw await forbidden(res, call, tokens.scope());
+    if (res.statusCode === 403) throw await forbidden(res, call, tokens.scope(), http.redact);
     return res;
   }
 }

@@ -23,24 +23,11 @@ export interface DiscoveredEndpoints {
 }
 
 /**
- * Reads the discovery document and returns its token_endpoint as an absolute URL (a relative value is
- * resolved against {base_url}). Transient failures are retried per `retry`.
- * @throws ServerUnreachableError (stage 'token') when the server cannot be reached at all; TokenError (stage
- *   'token') when the document cannot be read otherwise or has no token_endpoint; AbortedError
- */
-export async function discoverTokenEndpoint(
-  baseUrl: string,
-  http: HttpTransport,
-  retry: RetryPolicy,
-  signal?: AbortSignal,
-): Promise<string> {
-  return (await discoverEndpoints(baseUrl, http, retry, signal)).tokenEndpoint;
-}
-
-/**
- * Reads the discovery document (docs/report-export-service.md "Obtaining the token endpoint": on every start) and returns the issuer, the
- * token endpoint and the authorization endpoint, each resolved against {base_url}.
- * @throws as {@link discoverTokenEndpoint}
+ * Reads the discovery document (docs/report-export-service.md "Obtaining the token endpoint": on every start) and
+ * returns the issuer, the token endpoint and the authorization endpoint, each resolved against {base_url}; transient
+ * failures are retried.
+ * @throws ServerUnreachableError (the server cannot be reached at all); TokenError (the document cannot be read
+ *   otherwise or has no token_endpoint); AbortedError
  */
 export async function discoverEndpoints(
   baseUrl: string,
@@ -61,7 +48,7 @@ export async function discoverEndpoints(
           stage: 'token',
         });
         if (res.statusCode !== 200) {
-          const snippet = await readSnippet(res.body);
+          const snippet = await readSnippet(res, http.redact);
           throw new TokenError(
             `discovery document ${DISCOVERY_PATH} answered ${res.statusCode}${snippet ? `: ${snippet}` : ''}`,
             {
@@ -69,7 +56,7 @@ export async function discoverEndpoints(
             },
           );
         }
-        return readJsonAnswer(res.body, 'token');
+        return readJsonAnswer(res, 'token', http.redact);
       },
       retry,
       signal,

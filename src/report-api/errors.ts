@@ -6,6 +6,7 @@
  * statuses only: never from credentials, tokens or request headers.
  */
 import { EtlError, type ProblemDetails } from '../errors.ts';
+import { boundText } from '../failure-text.ts';
 import type { RunStage } from '../vocabulary.ts';
 
 /** The stages of a run the report client works in. */
@@ -63,7 +64,7 @@ export class LoginRequiredError extends EtlError {
       },
     );
     this.connection = connection;
-    this.reason = reason;
+    this.reason = boundText(reason);
   }
 }
 

@@ -6,6 +6,7 @@ import type { Dispatcher } from 'undici';
 import { Agent, request } from 'undici';
 import { retry, type RetryPolicy } from '../backoff.ts';
 import { AbortedError, EtlError } from '../errors.ts';
+import { boundText, redactJson, redactor } from '../failure-text.ts';
 import type { Logger } from '../logger.ts';
 import {
   HttpError,
@@ -96,70 +97,80 @@ export async function retryTransient<T>(
 }
 
 /**
- * Reads at most `maxChars` characters of a body as text (for error messages), then discards the rest.
- * Never throws; an unreadable body gives ''.
+ * Reads at most `maxBytes` of an answer's body, then drops the rest unread.
+ * @returns the bytes read and how many more the body had: 0 when read whole, by Content-Length, else Infinity
  */
-export async function readSnippet(body: Dispatcher.ResponseData['body'], maxChars = 300): Promise<string> {
+export async function readBounded(
+  res: Dispatcher.ResponseData,
+  maxBytes: number,
+): Promise<{ bytes: Buffer; more: number }> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
       chunks.push(chunk);
       size += chunk.length;
-      if (size >= maxChars * 4) break;
+      if (size > maxBytes) break;
     }
-  } catch {
-    // a snippet is best effort
   } finally {
-    body.destroy();
+    res.body.destroy();
   }
-  const text = Buffer.concat(chunks).toString('utf8').replace(/\s+/g, ' ').trim();
-  return text.length > maxChars ? `${text.slice(0, maxChars)}...` : text;
+  const bytes = Buffer.concat(chunks);
+  if (size <= maxBytes) return { bytes, more: 0 };
+  const length = Number(res.headers['content-length']);
+  return { bytes: bytes.subarray(0, maxBytes), more: length >= size ? length - maxBytes : Infinity };
+}
+
+/** Reads the beginning of an answer's body for an error message: `redact`ed, at most `maxChars`. Never throws. */
+export async function readSnippet(
+  res: Dispatcher.ResponseData,
+  redact: (text: string) => string,
+  maxChars = 300,
+): Promise<string> {
+  try {
+    const { bytes, more } = await readBounded(res, maxChars * 4 + 1024);
+    return boundText(redact(bytes.toString('utf8')).replace(/\s+/g, ' ').trim(), maxChars, more);
+  } catch {
+    return ''; // a snippet is best effort
+  }
 }
 
 /**
- * The most a start, poll, token or discovery answer may hold, in bytes (1 MiB). Each is a small JSON object
+ * The most a start, poll or discovery answer may hold, in bytes (1 MiB). Each is a small JSON object
  * (docs/report-export-service.md "Resources and their fields"); a server that sends more is broken or hostile, and
  * reading it whole would take the worker's memory with it.
  */
 export const MAX_ANSWER_BYTES = 1024 * 1024;
 
 /**
- * Reads a small JSON answer (a job, a token, the discovery document), never more than `maxBytes` of it.
- * @returns the parsed JSON
+ * Reads a small JSON answer (a job, the discovery document), never more than `maxBytes` of it.
+ * @returns the parsed JSON, every string `redact`ed
  * @throws HttpError (HTTP_UNEXPECTED, not retryable) when the body is larger than `maxBytes` (the rest is not read)
  *   or is not JSON
  */
 export async function readJsonAnswer(
-  body: Dispatcher.ResponseData['body'],
+  res: Dispatcher.ResponseData,
   stage: ReportApiStage,
+  redact: (text: string) => string,
   maxBytes = MAX_ANSWER_BYTES,
 ): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > maxBytes) {
-        throw new HttpError(
-          `the server's answer (stage ${stage}) is larger than ${maxBytes} bytes, far more than any job, token or discovery answer holds; it was not read further`,
-          { stage, httpStatus: 200 },
-        );
-      }
-      chunks.push(chunk);
-    }
-  } finally {
-    body.destroy();
+  const { bytes, more } = await readBounded(res, maxBytes);
+  if (more > 0) {
+    throw new HttpError(
+      `the server's answer (stage ${stage}) is larger than ${maxBytes} bytes, far more than any job or discovery ` +
+        'answer holds; it was not read further',
+      { stage, httpStatus: res.statusCode },
+    );
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const text = bytes.toString('utf8');
   try {
-    return JSON.parse(text);
-  } catch (err) {
+    return redactJson(JSON.parse(text), redact);
+  } catch {
+    // No cause: JSON.parse quotes the text.
     throw new HttpError(`the server's answer (stage ${stage}) is not JSON`, {
       stage,
-      httpStatus: 200,
-      bodySnippet: text.replace(/\s+/g, ' ').trim().slice(0, 300),
-      cause: err,
+      httpStatus: res.statusCode,
+      bodySnippet: boundText(redact(text).replace(/\s+/g, ' ').trim(), 300),
     });
   }
 }
@@ -181,6 +192,13 @@ export interface HttpTransportOptions {
   logger: Logger;
   /** Max sockets per origin; default 32. */
   connections?: number;
+  /** The connection's credentials ({@link credentialSecrets}): never quoted from an answer. */
+  secrets?: readonly (string | undefined)[];
+}
+
+/** What a server may echo of a client's credentials: the secret, and `id:secret` (a Basic header's base64). */
+export function credentialSecrets(clientId: string, clientSecret: string | undefined): string[] {
+  return clientSecret ? [clientSecret, `${clientId}:${clientSecret}`] : [];
 }
 
 /**
@@ -193,10 +211,14 @@ export class HttpTransport {
   private readonly timeoutMs: number;
   private readonly logger: Logger;
   private closing: Promise<void> | undefined;
+  private readonly secrets: readonly (string | undefined)[];
+  private readonly tokens: string[] = [];
+  private redactor: ((text: string) => string) | undefined;
 
   constructor(options: HttpTransportOptions) {
     this.timeoutMs = options.timeoutMs;
     this.logger = options.logger;
+    this.secrets = options.secrets ?? [];
     this.agent = new Agent({
       connections: options.connections ?? 32,
       keepAliveTimeout: 10_000,
@@ -204,6 +226,16 @@ export class HttpTransport {
       bodyTimeout: options.timeoutMs,
     });
   }
+
+  /** Adds an access token this transport sends to what {@link redact} removes (the last 4 are kept). */
+  rememberToken(token: string): void {
+    if (this.tokens.includes(token)) return;
+    if (this.tokens.push(token) > 4) this.tokens.shift();
+    this.redactor = undefined;
+  }
+
+  /** `text` without the connection's credentials or a remembered access token, in any form (failure-text.ts). */
+  readonly redact = (text: string): string => (this.redactor ??= redactor([...this.secrets, ...this.tokens]))(text);
 
   /**
    * Sends one request (no retry). The caller owns the returned body and must consume or destroy it.
@@ -240,7 +272,8 @@ export class HttpTransport {
     this.logger.debug({ method: req.method, path, status: res.statusCode, ms }, 'report-api request');
     if (TRANSIENT_STATUSES.has(res.statusCode)) {
       // A token endpoint's error page may echo the form it got (client_secret and all): never quote it.
-      const snippet = req.stage === 'token' ? await res.body.dump().then(() => '') : await readSnippet(res.body);
+      const snippet =
+        req.stage === 'token' ? await res.body.dump().then(() => '') : await readSnippet(res, this.redact);
       throw new TransientHttpError(`${req.method} ${path} answered ${res.statusCode}${snippet ? `: ${snippet}` : ''}`, {
         stage: req.stage,
         httpStatus: res.statusCode,

@@ -20,8 +20,9 @@ import {
   TokenError,
   TransientHttpError,
 } from './errors.ts';
-import { retryTransient, TRANSIENT_STATUSES, unreachableCode, type RetryPolicy } from './http.ts';
-import type { IssuedToken } from './token-request.ts';
+import { boundText, redactor } from '../failure-text.ts';
+import { credentialSecrets, retryTransient, TRANSIENT_STATUSES, unreachableCode, type RetryPolicy } from './http.ts';
+import { checkedAccessToken, MAX_TOKEN_ANSWER_BYTES, type IssuedToken } from './token-request.ts';
 
 /** What the grants need of the connection. */
 export interface UserClient {
@@ -108,7 +109,29 @@ export function readAuthorizationResponse(
   }
 }
 
-/** fetch for oauth4webapi that classifies failures as the rest of the client does, and honours a timeout. */
+/** The body of `res`, at most {@link MAX_TOKEN_ANSWER_BYTES}. @throws TokenError when it has more */
+async function boundedBody(res: Response, path: string): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body ?? []) {
+    size += chunk.length;
+    if (size > MAX_TOKEN_ANSWER_BYTES) {
+      await res.body?.cancel().catch(() => undefined);
+      throw new TokenError(
+        `token endpoint ${path} answered ${res.status} with more than ${MAX_TOKEN_ANSWER_BYTES} bytes, ` +
+          'not read further',
+        { httpStatus: res.status },
+      );
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * fetch for oauth4webapi that classifies failures as the rest of the client does, honours a timeout and reads at most
+ * {@link MAX_TOKEN_ANSWER_BYTES} of an answer.
+ */
 function classifyingFetch(timeoutMs: number, signal: AbortSignal | undefined): typeof fetch {
   return (async (input: string | URL | Request, init?: RequestInit) => {
     const url = String(input instanceof Request ? input.url : input);
@@ -131,7 +154,8 @@ function classifyingFetch(timeoutMs: number, signal: AbortSignal | undefined): t
       await res.body?.cancel().catch(() => undefined);
       throw new TransientHttpError(`POST ${path} answered ${res.status}`, { stage: 'token', httpStatus: res.status });
     }
-    return res;
+    const body = await boundedBody(res, path);
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   }) as typeof fetch;
 }
 
@@ -150,7 +174,10 @@ function clientAuth(c: UserClient): oauth.ClientAuth {
   return c.clientSecret ? oauth.ClientSecretPost(c.clientSecret) : oauth.None();
 }
 
-/** The OAuth error fields of an oauth4webapi error, scrubbed of `secrets`; never its cause (which may hold tokens). */
+/**
+ * The OAuth error fields of an oauth4webapi error, without any form of `secrets` (failure-text.ts redactor); never its
+ * cause (which may hold tokens).
+ */
 function refusal(
   err: unknown,
   secrets: string[],
@@ -161,12 +188,11 @@ function refusal(
     err instanceof oauth.WWWAuthenticateChallengeError ||
     (err instanceof oauth.OperationProcessingError && typeof e.response?.status === 'number')
   ) {
-    let description = typeof e.error_description === 'string' ? e.error_description : undefined;
-    for (const s of secrets) if (description && s) description = description.split(s).join('[redacted]');
+    const redact = redactor(secrets);
     return {
       status: typeof e.status === 'number' ? e.status : (e.response?.status as number | undefined),
-      error: typeof e.error === 'string' ? e.error : undefined,
-      description,
+      error: typeof e.error === 'string' ? boundText(redact(e.error), 100) : undefined,
+      description: typeof e.error_description === 'string' ? redact(e.error_description) : undefined,
     };
   }
   return undefined;
@@ -176,14 +202,14 @@ function isOurs(err: unknown): boolean {
   return err instanceof TransientHttpError || err instanceof ServerUnreachableError || err instanceof AbortedError;
 }
 
-function issued(r: oauth.TokenEndpointResponse, path: string): IssuedToken {
+function issued(r: oauth.TokenEndpointResponse, path: string, secrets: string[]): IssuedToken {
   if (typeof r.expires_in !== 'number' || !(r.expires_in > 0)) {
     throw new TokenError(`token endpoint ${path} answered 200 without a usable expires_in`, { httpStatus: 200 });
   }
   return {
-    accessToken: r.access_token,
+    accessToken: checkedAccessToken(r.access_token, path),
     expiresInSeconds: r.expires_in,
-    ...(typeof r.scope === 'string' ? { scope: r.scope } : {}),
+    ...(typeof r.scope === 'string' ? { scope: boundText(redactor(secrets)(r.scope)) } : {}),
   };
 }
 
@@ -204,6 +230,7 @@ export async function exchangeAuthorizationCode(
 ): Promise<UserTokenResponse> {
   const path = new URL(endpoints.tokenEndpoint).pathname;
   const code = params.get('code') ?? '';
+  const secrets = [code, ...credentialSecrets(c.clientId, c.clientSecret)];
   try {
     return await retryTransient(
       async () => {
@@ -223,7 +250,7 @@ export async function exchangeAuthorizationCode(
             { httpStatus: 200 },
           );
         }
-        return { ...issued(r, path), refreshToken: r.refresh_token };
+        return { ...issued(r, path, secrets), refreshToken: r.refresh_token };
       },
       c.retry,
       signal,
@@ -231,7 +258,7 @@ export async function exchangeAuthorizationCode(
   } catch (err) {
     if (isOurs(err) || err instanceof LoginFailedError) throw err;
     if (err instanceof TokenError) throw new LoginFailedError(err.message, { httpStatus: 200 });
-    const r = refusal(err, [code, c.clientSecret ?? '']);
+    const r = refusal(err, secrets);
     if (r) {
       throw new LoginFailedError(
         `token endpoint ${path} refused the authorization code for client "${c.clientId}"${r.status ? ` with ${r.status}` : ''}${r.error ? `: ${r.error}` : ''}${r.description ? ` (${r.description})` : ''}; start the login again (a code is single use and short-lived)`,
@@ -261,6 +288,7 @@ export async function refreshAccessToken(
   signal?: AbortSignal,
 ): Promise<IssuedToken> {
   const path = new URL(endpoints.tokenEndpoint).pathname;
+  const secrets = [refreshToken, ...credentialSecrets(c.clientId, c.clientSecret)];
   try {
     return await retryTransient(
       async () => {
@@ -271,14 +299,15 @@ export async function refreshAccessToken(
           refreshToken,
           options(endpoints, c, signal),
         );
-        return issued(await oauth.processRefreshTokenResponse(server(endpoints), { client_id: c.clientId }, res), path);
+        const r = await oauth.processRefreshTokenResponse(server(endpoints), { client_id: c.clientId }, res);
+        return issued(r, path, secrets);
       },
       c.retry,
       signal,
     );
   } catch (err) {
     if (isOurs(err) || err instanceof TokenError) throw err;
-    const r = refusal(err, [refreshToken, c.clientSecret ?? '']);
+    const r = refusal(err, secrets);
     if (r && (r.error === 'invalid_grant' || r.status === 401)) {
       const reason = `the server refused the refresh token: ${r.error ?? r.status}${r.description ? ` (${r.description})` : ''}`;
       throw new LoginRequiredError(connection, reason, {

@@ -9,6 +9,7 @@ import { ApiCaller } from './api-request.ts';
 import { discoverEndpoints } from './discovery.ts';
 import { HttpError, PollTimeoutError, ReportFailedError, RightsFailureError, type ReportApiStage } from './errors.ts';
 import {
+  credentialSecrets,
   DEFAULT_RETRY,
   HttpTransport,
   isNotSentError,
@@ -150,7 +151,7 @@ class HttpReportClient implements ReportClient {
         throw err;
       });
     if (res.statusCode !== 200) throw await this.unexpected(res, 'POST', path, 'start');
-    const job = parseJob(await readJsonAnswer(res.body, 'start'), 'start');
+    const job = parseJob(await readJsonAnswer(res, 'start', this.http.redact), 'start');
     this.logger.debug({ reportJobId: job.id, state: job.state }, 'report started');
     if (job.state === 'FinishedError') {
       await this.deleteQuietly(job.id);
@@ -181,7 +182,7 @@ class HttpReportClient implements ReportClient {
       const res = await this.api.send({ method: 'GET', path, stage: 'poll', signal });
       polls += 1;
       if (res.statusCode !== 200) throw await this.unexpected(res, 'GET', path, 'poll');
-      const job = parseJob(await readJsonAnswer(res.body, 'poll'), 'poll');
+      const job = parseJob(await readJsonAnswer(res, 'poll', this.http.redact), 'poll');
       if (job.state === 'FinishedSuccess') {
         const { rows, pages } = parseRowsAndPages(job.message);
         return { jobId, rows, pages, job, polls };
@@ -202,7 +203,7 @@ class HttpReportClient implements ReportClient {
       if (res.statusCode === 404) {
         // docs/report-export-service.md "Errors": past the last page is 404 with an empty body; a 404 with a body (e.g. problem+json
         // for an unknown job) must not pass for "no more pages".
-        const snippet = await readSnippet(res.body);
+        const snippet = await readSnippet(res, this.http.redact);
         if (snippet === '') return null;
         throw new HttpError(`GET ${path} answered 404 with a body (job gone?)`, {
           stage: 'fetch',
@@ -256,7 +257,7 @@ class HttpReportClient implements ReportClient {
     path: string,
     stage: ReportApiStage,
   ): Promise<HttpError> {
-    const snippet = await readSnippet(res.body);
+    const snippet = await readSnippet(res, this.http.redact);
     return new HttpError(`${method} ${path} answered ${res.statusCode}`, {
       stage,
       httpStatus: res.statusCode,
@@ -279,7 +280,11 @@ export async function makeReportClient(opts: ReportClientOptions): Promise<Repor
     baseDelayMs: opts.retry?.baseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
     maxDelayMs: opts.retry?.maxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
   };
-  const http = new HttpTransport({ timeoutMs: connection.requestTimeoutMs, logger });
+  const http = new HttpTransport({
+    timeoutMs: connection.requestTimeoutMs,
+    logger,
+    secrets: credentialSecrets(connection.clientId, connection.clientSecret),
+  });
   if ((connection.auth ?? 'client_credentials') === 'client_credentials' && !connection.clientSecret) {
     await http.close();
     throw new ConfigError([

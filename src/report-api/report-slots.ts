@@ -12,7 +12,8 @@
  *
  * Three sorted sets per connection, all under the installation's prefix (one hash slot on a Redis Cluster when the
  * prefix carries a hash tag): `held` (holder → lease end), `waiting` (holder → order), `waitLease` (holder → lease
- * end). Lease ends are in the Redis server's clock (TIME), so that the clocks of the machines do not matter.
+ * end). Lease ends are in the Redis server's clock (TIME), so that the clocks of the machines do not matter. A Redis
+ * that lost its data pauses new slots for one lease while the holders register again (see EPOCH below).
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -22,10 +23,24 @@ import { AbortedError } from '../errors.ts';
 /** A Redis connection or a Redis Cluster client. */
 export type RedisClient = Redis | Cluster;
 
-// KEYS: held, waiting, waitLease. ARGV: holder, order, limit, leaseMs. Returns {got (0|1), held, waiting}.
-const ACQUIRE = `
+// Every script first checks that Redis still has the slots' state (`epoch`, a random id the first caller wrote).
+// A caller that knew an epoch and finds none, or another, saw Redis lose its data (a restart without persistence):
+// no new slot is given for one lease (`gate`), so that every live holder, renewing each third of a lease, has
+// registered again before a waiter can take a slot that only looks free.
+const EPOCH = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local epoch = redis.call('GET', KEYS[4])
+if not epoch then
+  epoch = ARGV[6]
+  redis.call('SET', KEYS[4], epoch)
+end
+if ARGV[5] ~= '' and ARGV[5] ~= epoch then redis.call('SET', KEYS[5], '1', 'PX', ARGV[4], 'NX') end
+`;
+
+// KEYS: held, waiting, waitLease, epoch, gate. ARGV: holder, order, limit, leaseMs, known epoch, new epoch.
+// Returns {got (0|1), held, waiting, epoch}.
+const ACQUIRE = `${EPOCH}
 local lease = tonumber(ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
@@ -34,28 +49,27 @@ redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 local held = redis.call('ZCARD', KEYS[1])
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
-  return {1, held, redis.call('ZCARD', KEYS[2])}
+  return {1, held, redis.call('ZCARD', KEYS[2]), epoch}
 end
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[3], now + lease, ARGV[1])
 local free = tonumber(ARGV[3]) - held
-if free > 0 and redis.call('ZRANK', KEYS[2], ARGV[1]) < free then
+if free > 0 and redis.call('EXISTS', KEYS[5]) == 0 and redis.call('ZRANK', KEYS[2], ARGV[1]) < free then
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('ZREM', KEYS[3], ARGV[1])
   redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
-  return {1, held + 1, redis.call('ZCARD', KEYS[2])}
+  return {1, held + 1, redis.call('ZCARD', KEYS[2]), epoch}
 end
-return {0, held, redis.call('ZCARD', KEYS[2])}`;
+return {0, held, redis.call('ZCARD', KEYS[2]), epoch}`;
 
-// KEYS: held. ARGV: holder, leaseMs. Returns 1 when the holder still had its slot, 0 when its lease had run out
-// (it is taken again: the report job is open on the server whatever the count says).
-const RENEW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+// KEYS and ARGV as ACQUIRE's (order and limit unused). Returns the epoch. A holder whose slot is gone (lost, or its
+// lease ran out while it stalled) takes it again, since its report job is open on the server whatever the count
+// says, and no new slot is given for one lease, so that the other holders can do the same.
+const RENEW = `${EPOCH}
 local had = redis.call('ZSCORE', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-if had and tonumber(had) > now then return 1 end
-return 0`;
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[1])
+if not (had and tonumber(had) > now) then redis.call('SET', KEYS[5], '1', 'PX', ARGV[4], 'NX') end
+return epoch`;
 
 // KEYS: held, waiting, waitLease. ARGV: holder.
 const RELEASE = `
@@ -133,6 +147,8 @@ export class ReportSlots {
   private readonly pollMs: number;
   private readonly processId = `${hostname()}:${process.pid}`;
   private subscriber: RedisClient | undefined;
+  /** The slots' epoch this process last saw in Redis ('' before its first call): a change means Redis lost them. */
+  private epoch = '';
   private readonly wakers = new Set<Waker>();
   private closed = false;
 
@@ -161,22 +177,21 @@ export class ReportSlots {
       for (;;) {
         if (signal?.aborted) throw new AbortedError(signal.reason);
         const woken = this.nextWake(keys.held, order, limit, signal);
-        const [got, held, waiting] = (await this.redis.eval(
+        const [got, held, waiting, epoch] = (await this.redis.eval(
           ACQUIRE,
-          3,
-          keys.held,
-          keys.waiting,
-          keys.waitLease,
+          5,
+          ...this.stateKeys(keys),
           holder,
           String(order),
           String(limit),
-          String(this.leaseMs),
-        )) as number[];
+          ...this.epochArgs(),
+        )) as [number, number, number, string];
+        this.epoch = epoch;
         if (got === 1) {
           woken.cancel();
           return this.hold(keys, holder);
         }
-        onWait?.({ held: held!, waiting: waiting!, limit });
+        onWait?.({ held, waiting, limit });
         await woken.promise;
       }
     } catch (err) {
@@ -210,20 +225,35 @@ export class ReportSlots {
     if (s) await s.quit().catch(() => s.disconnect());
   }
 
-  private keys(connection: string): { held: string; waiting: string; waitLease: string; channel: string } {
+  private keys(connection: string) {
     const base = `${this.options.prefix}:slots:${connection}`;
     return {
       held: `${base}:held`,
       waiting: `${base}:waiting`,
       waitLease: `${base}:wait-lease`,
       channel: `${this.options.prefix}:slots:released`,
+      epoch: `${this.options.prefix}:slots:epoch`,
+      gate: `${this.options.prefix}:slots:gate`,
     };
+  }
+
+  /** KEYS of ACQUIRE and RENEW. */
+  private stateKeys(k: ReturnType<ReportSlots['keys']>): string[] {
+    return [k.held, k.waiting, k.waitLease, k.epoch, k.gate];
+  }
+
+  /** The last ARGV of ACQUIRE and RENEW: leaseMs, the epoch known, a new one in case Redis has none. */
+  private epochArgs(): string[] {
+    return [String(this.leaseMs), this.epoch, randomUUID()];
   }
 
   private hold(keys: ReturnType<ReportSlots['keys']>, holder: string): HeldSlot {
     const renew = setInterval(
       () => {
-        this.redis.eval(RENEW, 1, keys.held, holder, String(this.leaseMs)).catch(() => undefined);
+        this.redis
+          .eval(RENEW, 5, ...this.stateKeys(keys), holder, '', '', ...this.epochArgs())
+          .then((epoch) => (this.epoch = epoch as string))
+          .catch(() => undefined);
       },
       Math.max(1, Math.floor(this.leaseMs / 3)),
     );

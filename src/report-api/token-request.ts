@@ -1,11 +1,13 @@
 /**
  * The client credentials grant (docs/report-export-service.md "Authentication": "Client credentials grant (service user)",
  * "Endpoints" #7, "Token response"). The secret goes only into the request; errors carry the HTTP status
- * and the OAuth `error` field, never the secret or the token.
+ * and the OAuth `error` field, never the secret or the token. The answer is read to at most
+ * {@link MAX_TOKEN_ANSWER_BYTES} (docs/architecture.md "Limits").
  */
 import { AbortedError } from '../errors.ts';
+import { boundText, formatBytes, redactor } from '../failure-text.ts';
 import { ServerUnreachableError, TokenError } from './errors.ts';
-import { retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
+import { credentialSecrets, readBounded, retryTransient, type HttpTransport, type RetryPolicy } from './http.ts';
 import type { CredentialsWay } from './report-rules.ts';
 
 /** What a token request needs of the connection. */
@@ -25,8 +27,25 @@ export interface IssuedToken {
   scope?: string;
 }
 
-function scrub(text: string, secret: string): string {
-  return secret.length > 0 ? text.split(secret).join('[redacted]') : text;
+/** The most a token answer (a token or an OAuth error) may hold, in bytes (64 KiB). */
+export const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
+/** The longest access token taken, in bytes (8 KiB): it is kept in Redis and sent with every report call. */
+export const MAX_ACCESS_TOKEN_BYTES = 8 * 1024;
+
+/**
+ * The access token of a token answer, checked for its size. @throws TokenError (not retryable) when it is longer
+ * than {@link MAX_ACCESS_TOKEN_BYTES}, naming its size only
+ */
+export function checkedAccessToken(token: string, path: string): string {
+  const size = Buffer.byteLength(token);
+  if (size > MAX_ACCESS_TOKEN_BYTES) {
+    throw new TokenError(
+      `token endpoint ${path} answered an access token of ${formatBytes(size)}, ` +
+        `more than the ${MAX_ACCESS_TOKEN_BYTES} bytes taken: it was not used or stored`,
+      { httpStatus: 200 },
+    );
+  }
+  return token;
 }
 
 /**
@@ -56,25 +75,26 @@ export async function requestClientCredentialsToken(
   }
   const body = form.toString();
   const path = new URL(tokenEndpoint).pathname;
+  const redact = redactor(credentialSecrets(creds.clientId, creds.clientSecret));
 
   try {
     return await retryTransient(
       async () => {
         const res = await http.send({ method: 'POST', url: tokenEndpoint, headers, body, signal, stage: 'token' });
-        const text = await res.body.text();
+        const { bytes, more } = await readBounded(res, MAX_TOKEN_ANSWER_BYTES);
         let json: Record<string, unknown> | undefined;
         try {
-          const parsed: unknown = JSON.parse(text);
+          const parsed: unknown = JSON.parse(bytes.toString('utf8'));
           if (parsed !== null && typeof parsed === 'object') json = parsed as Record<string, unknown>;
         } catch {
           json = undefined;
         }
+        const tooLarge = more > 0 ? ` with more than ${MAX_TOKEN_ANSWER_BYTES} bytes, not read further` : '';
         if (res.statusCode !== 200) {
-          const oauthError = typeof json?.error === 'string' ? json.error : undefined;
-          const description =
-            typeof json?.error_description === 'string' ? scrub(json.error_description, creds.clientSecret) : undefined;
+          const oauthError = typeof json?.error === 'string' ? boundText(redact(json.error), 100) : undefined;
+          const description = typeof json?.error_description === 'string' ? redact(json.error_description) : undefined;
           throw new TokenError(
-            `token endpoint ${path} answered ${res.statusCode} for client "${creds.clientId}"` +
+            `token endpoint ${path} answered ${res.statusCode}${tooLarge} for client "${creds.clientId}"` +
               (oauthError ? `: ${oauthError}` : '') +
               (description ? ` (${description})` : ''),
             { httpStatus: res.statusCode, oauthError },
@@ -89,14 +109,16 @@ export async function requestClientCredentialsToken(
           !(expiresIn > 0)
         ) {
           // The body may hold a token: name the problem, never echo the body.
-          throw new TokenError(`token endpoint ${path} answered 200 without a usable access_token and expires_in`, {
-            httpStatus: 200,
-          });
+          throw new TokenError(
+            `token endpoint ${path} answered 200${tooLarge || ' without a usable access_token and expires_in'}`,
+            { httpStatus: 200 },
+          );
         }
+        checkedAccessToken(accessToken, path);
         return {
           accessToken,
           expiresInSeconds: expiresIn,
-          ...(typeof json?.scope === 'string' ? { scope: json.scope } : {}),
+          ...(typeof json?.scope === 'string' ? { scope: boundText(redact(json.scope)) } : {}),
         };
       },
       retry,

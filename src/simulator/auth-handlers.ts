@@ -64,8 +64,14 @@ export async function handleToken(ctx: SimContext, req: IncomingMessage, res: Se
   if (type !== 'application/x-www-form-urlencoded') {
     return oauthError(res, 400, 'invalid_request', 'Content-Type must be application/x-www-form-urlencoded');
   }
-  const form = new URLSearchParams((await readBody(req, 65_536)).toString('utf8'));
+  const raw = (await readBody(req, 65_536)).toString('utf8');
+  const form = new URLSearchParams(raw);
   const grant = form.get('grant_type');
+  if (ctx.faults.faults.echo === 'token') {
+    const refresh = grant === 'refresh_token';
+    const echoed = `received Authorization: ${req.headers.authorization ?? '(none)'} and body: ${raw}`;
+    return oauthError(res, refresh ? 400 : 401, refresh ? 'invalid_grant' : 'invalid_client', echoed);
+  }
   if (!grant) return oauthError(res, 400, 'invalid_request', 'grant_type is missing');
   if (grant === 'authorization_code' || grant === 'refresh_token') return handleUserGrant(ctx, req, res, grant, form);
   if (grant !== 'client_credentials')

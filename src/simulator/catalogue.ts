@@ -147,6 +147,13 @@ const DEFINITIONS: Definition[] = [
     ],
     rows: () => (i) => [String(i + 1), String(i + 1), String(101 + i)],
   },
+  {
+    path: 'Clash/System Columns.avw',
+    description: 'Columns named like PostgreSQL system columns (xmin, ctid, tableoid, cmin, cmax, xmax)',
+    defaultRows: 5,
+    columns: ['Nr', 'xmin', 'CTID', 'tableoid', 'cmin', 'cmax', 'xmax'].map((name) => ({ name, kind: 'integer' })),
+    rows: () => (i) => [String(i + 1), ...[1, 2, 3, 4, 5, 6].map((k) => String(k * 10 + i))],
+  },
   { path: 'Empty.avw', description: 'No rows at all', defaultRows: 0, columns: SIMPLE_COLUMNS, rows: () => none },
   {
     path: 'Failing.avw',

@@ -1,6 +1,6 @@
 /**
- * Bad pages on request, for tests and dry runs of the error paths (README "Output types"): report parameters that the
- * simulator reads itself, besides the report's own.
+ * Bad pages on request, for tests and dry runs of the error paths (docs/loaded-tables.md "Output types"): report
+ * parameters that the simulator reads itself, besides the report's own.
  * - `SIM_FAULT`: `bad-escape` (the first quoted value of the page's third line gets the unknown escape `\q`), `no-rows-array`
  *   (json_userdef: the rows member `orders` is renamed `bestellungen`), `broken-xml` (xml: a stray `<oops>` before
  *   the closing `</orders>`, so the page is not well-formed), `empty-document` (the page has no bytes),

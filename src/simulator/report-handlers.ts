@@ -51,6 +51,16 @@ export function authorize(ctx: SimContext, req: IncomingMessage, res: ServerResp
     send(res, 401, { ...REPORT_API_HEADERS, 'WWW-Authenticate': 'Bearer error="invalid_token"' });
     return undefined;
   }
+  if (ctx.faults.faults.echo === 'report') {
+    const echoed = `received Authorization: ${req.headers.authorization ?? ''}`;
+    sendProblem(
+      res,
+      403,
+      { title: 'Forbidden', detail: echoed },
+      { ...REPORT_API_HEADERS, SvcServletExceptionMessage: echoed },
+    );
+    return undefined;
+  }
   if (client.interfaceAccess === false) {
     // docs/report-export-service.md "Errors": 403, problem+json, SvcServletExceptionMessage header.
     sendProblem(

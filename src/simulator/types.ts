@@ -47,6 +47,12 @@ export interface SimulatorFaults {
   tokenLifetimeFactor?: number;
   /** FinishedSuccess messages claim this many rows more than are served (rows= and pages= from the claim). */
   misreportRows?: number;
+  /**
+   * A server that echoes what it received: `token` refuses every grant (401 invalid_client; 400 invalid_grant for a
+   * refresh) with the request's Authorization header and form in error_description; `report` refuses every
+   * {report_api} call with 403, its Authorization header in SvcServletExceptionMessage and the problem's detail.
+   */
+  echo?: 'token' | 'report';
 }
 
 /** What the OAuth side of the simulator saw. */

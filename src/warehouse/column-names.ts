@@ -1,10 +1,10 @@
 /**
- * Which target column each report column loads into (README "Loaded tables"). A new target gets the names of
- * {@link normaliseColumnNames}, which depend on each report column's own name, never on the columns' order. The
+ * Which target column each report column loads into (docs/loaded-tables.md "Column names"). A new target gets the names
+ * of {@link normaliseColumnNames}, which depend on each report column's own name, never on the columns' order. The
  * original names are recorded with the target (`etl.target_columns`), and a load into an existing target maps its
- * report columns by them: a column once made for `Amount` keeps taking `Amount`, whatever else the report sends
- * and in whatever order. A target loaded before names were recorded is read the way it was made (clashes numbered
- * in order of appearance) the first time, and recorded so from then on.
+ * report columns by them: a column once made for `Amount` keeps taking `Amount`, whatever else the report sends and in
+ * whatever order. A target loaded before names were recorded is read the way it was made (clashes numbered in order of
+ * appearance) the first time, and recorded so from then on.
  */
 import type { Queryable } from '../db.ts';
 import {
@@ -46,9 +46,9 @@ export interface ColumnNaming {
 }
 
 /**
- * Maps a report's columns to the target's (README "Loaded tables"): by the recorded original names first; a report
- * column without one gets its normalised name, or, when another report column's recorded column has that name, the
- * name suffixed from its own original name. A target without any recorded names that exists already is read as it
+ * Maps a report's columns to the target's (docs/loaded-tables.md "Column names"): by the recorded original names first;
+ * a report column without one gets its normalised name, or, when another report column's recorded column has that name,
+ * the name suffixed from its own original name. A target without any recorded names that exists already is read as it
  * was made (clashes numbered in order), where those columns exist.
  * @param raw the report's column names as sent
  * @param existing the target's columns, or undefined for a new target

@@ -1,5 +1,5 @@
 /**
- * Which PostgreSQL type a column gets (README "Loaded tables"): a declared type wins; an existing target's
+ * Which PostgreSQL type a column gets (docs/loaded-tables.md "Types"): a declared type wins; an existing target's
  * type is kept; otherwise the type is inferred from the kinds of value the page decoder saw in the whole report
  * (not just the first page), so that integers on page 1 and decimals on page 3 give `numeric` on the first run.
  */

@@ -1,5 +1,5 @@
 /**
- * Reading archived documents back out of their target table (README "Output types": documents), for
+ * Reading archived documents back out of their target table (docs/loaded-tables.md "Output types": documents), for
  * `report-etl documents` and the admin run page's download links. A document is read in slices of
  * {@link SLICE_BYTES} with `substring(content …)` (the bytea is stored EXTERNAL, so a slice reads only its own
  * part), so a 200 MB document never sits whole in the reader's memory; its sha256 is checked on the way.

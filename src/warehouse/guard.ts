@@ -1,8 +1,8 @@
 /**
- * Guards of a target (README "Guards and schema changes"): a run that would load too few rows, or shrink a replaced
- * target by more than its job allows, fails with GUARD_TRIPPED before its rows reach the dashboards. The verdict is
- * a pure function of the figures; the caller counts the target's rows inside its load transaction, with the target
- * locked, so that the count is the one the load would replace.
+ * Guards of a target (docs/loaded-tables.md "Guards and schema changes"): a run that would load too few rows, or shrink
+ * a replaced target by more than its job allows, fails with GUARD_TRIPPED before its rows reach the dashboards. The
+ * verdict is a pure function of the figures; the caller counts the target's rows inside its load transaction, with the
+ * target locked, so that the count is the one the load would replace.
  */
 import { EtlError } from '../errors.ts';
 import type { WriteMode } from '../vocabulary.ts';

@@ -1,5 +1,5 @@
 /**
- * Postgres identifiers: report column names normalised to snake_case (README "Loaded tables") and quoting
+ * Postgres identifiers: report column names normalised to snake_case (docs/loaded-tables.md "Column names") and quoting
  * that no report column or config value can break out of.
  */
 import { createHash } from 'node:crypto';
@@ -7,7 +7,7 @@ import { EtlError } from '../errors.ts';
 
 /**
  * The longest identifier PostgreSQL keeps, in bytes (NAMEDATALEN - 1): a longer one is cut to 63 bytes without an
- * error, so two names that differ after byte 63 would name one table (README "Loaded tables").
+ * error, so two names that differ after byte 63 would name one table (docs/loaded-tables.md "Target names").
  */
 export const MAX_IDENT_BYTES = 63;
 
@@ -17,12 +17,15 @@ export function identifierBytes(name: string): number {
 }
 
 const UMLAUTS: Record<string, string> = { ä: 'ae', ö: 'oe', ü: 'ue', ß: 'ss' };
+/** Names PostgreSQL keeps for every table's system columns: no user column may have them. */
+const SYSTEM_COLUMNS = new Set(['tableoid', 'xmin', 'cmin', 'xmax', 'cmax', 'ctid']);
 
 /**
  * Normalises one report column name: lower case, German umlauts transliterated (ä→ae, ö→oe, ü→ue, ß→ss),
  * every run of characters other than a-z and 0-9 becomes `_`, trimmed of `_`, a leading digit gets `_`.
  * `Menge Stk` → `menge_stk`, `Größe (cm)` → `groesse_cm`, `1. Quartal` → `_1_quartal`.
- * Names longer than 63 bytes are cut and given a short hash so two long names stay distinct.
+ * Names longer than 63 bytes are cut and given a short hash so two long names stay distinct; a PostgreSQL system
+ * column's name (xmin, ctid, …) gets a trailing `_`.
  * @returns the normalised name, or `''` when nothing is left (the caller names such columns by position)
  */
 export function normaliseColumnName(raw: string): string {
@@ -32,6 +35,7 @@ export function normaliseColumnName(raw: string): string {
     .replace(/[^a-z0-9]+/g, '_')
     .replace(/^_+|_+$/g, '');
   if (/^[0-9]/.test(name)) name = `_${name}`;
+  if (SYSTEM_COLUMNS.has(name)) name = `${name}_`;
   if (name.length > MAX_IDENT_BYTES) {
     const hash = createHash('sha256').update(raw).digest('hex').slice(0, 8);
     name = `${name.slice(0, MAX_IDENT_BYTES - 9)}_${hash}`;
@@ -41,7 +45,7 @@ export function normaliseColumnName(raw: string): string {
 
 /**
  * Normalises every column name of a report, keeping them distinct, so that each name depends on the report
- * column's own name and never on the order of the columns (README "Loaded tables"):
+ * column's own name and never on the order of the columns (docs/loaded-tables.md "Column names"):
  * - a name that is the only one to normalise to its result gets that result (`Menge Stk` → `menge_stk`);
  * - names that clash after normalising: the one already written exactly so keeps it, every other gets a suffix
  *   from its own original name, `_` + the first 6 hex digits of the SHA-256 of its UTF-8 bytes
@@ -61,7 +65,7 @@ export function normaliseColumnNames(raw: readonly string[]): string[] {
 
 /**
  * The name of a report column whose normalised name `base` is taken by another column: `base` cut to fit, `_`,
- * and the first 6 hex digits of the SHA-256 of the original name (README "Loaded tables").
+ * and the first 6 hex digits of the SHA-256 of the original name (docs/loaded-tables.md "Column names").
  */
 export function clashSuffixed(base: string, raw: string): string {
   const hash = createHash('sha256').update(raw).digest('hex').slice(0, 6);

@@ -1,12 +1,12 @@
 /**
- * Lineage of appended rows (README "Loaded tables": lineage): every row an append run loads carries the run's key in
- * `_etl_run_key` and its load time in `_etl_loaded_at`, so that one run's rows can be found and removed again
- * (`report-etl revert`). The values never travel with the rows: both columns have a DEFAULT that PostgreSQL fills in
- * for every row COPY or INSERT writes without them — the run key from a setting local to the load transaction (read
- * by `etl.load_run_key()` once per statement), the load time from `now()`, the transaction's start (one load time per
- * run). COPY's column list stays the report's, in text and binary format alike, and the staging plans' INSERT …
- * SELECT get the same defaults. Neither expression is VOLATILE: a volatile default (clock_timestamp(), a sequence)
- * would make COPY insert row by row instead of in batches.
+ * Lineage of appended rows (docs/loaded-tables.md "Lineage of appended rows"): every row an append run loads carries
+ * the run's key in `_etl_run_key` and its load time in `_etl_loaded_at`, so that one run's rows can be found and
+ * removed again (`report-etl revert`). The values never travel with the rows: both columns have a DEFAULT that
+ * PostgreSQL fills in for every row COPY or INSERT writes without them — the run key from a setting local to the load
+ * transaction (read by `etl.load_run_key()` once per statement), the load time from `now()`, the transaction's start
+ * (one load time per run). COPY's column list stays the report's, in text and binary format alike, and the staging
+ * plans' INSERT … SELECT get the same defaults. Neither expression is VOLATILE: a volatile default (clock_timestamp(),
+ * a sequence) would make COPY insert row by row instead of in batches.
  *
  * A report column can never be called like these: normalised names (identifiers.ts) start with a letter, or with `_`
  * and a digit.
@@ -76,7 +76,9 @@ export async function addLineageColumns(db: Queryable, target: TableName): Promi
     if (found && found.type !== c.type) {
       throw new EtlError(
         'TARGET_INVALID',
-        `column ${c.name} of ${target.schema}.${target.table} is ${found.type}; report-etl keeps the lineage of appended rows in it as ${c.type} (README "Loaded tables"): rename or drop that column`,
+        `column ${c.name} of ${target.schema}.${target.table} is ${found.type}; report-etl keeps the lineage of ` +
+          `appended rows in it as ${c.type} (docs/loaded-tables.md "Lineage of appended rows"): ` +
+          'rename or drop that column',
         { stage: 'load', retryable: false, details: { column: c.name, type: found.type } },
       );
     }

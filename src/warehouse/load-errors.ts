@@ -64,7 +64,7 @@ export class ValueDoesNotFitError extends EtlError {
   }
 }
 
-/** How a report's columns differ from its existing target's (README "Guards and schema changes"). */
+/** How a report's columns differ from its existing target's (docs/loaded-tables.md "Guards and schema changes"). */
 export interface SchemaDifference {
   /** Report columns the target lacks (normalised names). */
   added: string[];

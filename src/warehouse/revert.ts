@@ -1,8 +1,9 @@
 /**
- * Reverting one appended run (README "Commands": revert; "Run history"): its rows leave its append target, found by
- * their run key in the lineage column (lineage.ts), its claim leaves etl.appended_runs so that a replay may append it
- * again, and the revert is recorded in etl.reverts — in one transaction holding the target's load lock, so that no
- * load into the target interleaves with it. A run that cannot be reverted is refused with the reason and what to do.
+ * Reverting one appended run (README "Commands": revert; docs/observability.md "Run history"): its rows leave its
+ * append target, found by their run key in the lineage column (lineage.ts), its claim leaves etl.appended_runs so that
+ * a replay may append it again, and the revert is recorded in etl.reverts — in one transaction holding the target's
+ * load lock, so that no load into the target interleaves with it. A run that cannot be reverted is refused with the
+ * reason and what to do.
  */
 import type pg from 'pg';
 import { withTransaction, type Queryable } from '../db.ts';

@@ -50,9 +50,9 @@ export interface RowSource {
   /** Whether the rows can be written in COPY binary format (a plan's `binary` is ignored otherwise). */
   readonly writesBinary: boolean;
   /**
-   * Set when the output type fixes the table's shape (lines, one document per page; README "Output types"): the
-   * target's columns in table order with their PostgreSQL types. open() then returns the same names in COPY order,
-   * and no type is inferred.
+   * Set when the output type fixes the table's shape (lines, one document per page; docs/loaded-tables.md "Output
+   * types"): the target's columns in table order with their PostgreSQL types. open() then returns the same names in
+   * COPY order, and no type is inferred.
    */
   readonly fixedColumns?: readonly { readonly name: string; readonly type: string }[] | undefined;
   /**

@@ -1,9 +1,9 @@
 /**
  * The column names jobs.yaml gives for a target (`target.key`, the names under `target.columns`), checked against
- * the report's columns once they are known and before anything is loaded (README "Loaded tables"). `report-etl
- * validate` checks them against a target that exists already; a target that does not exist yet is checked here, at
- * its first run, and by `report-etl preview`. A name that matches nothing would otherwise be ignored without a word
- * (a declared type of `bestnd` never reaches the column `bestand`) or fail the load later with a database error.
+ * the report's columns once they are known and before anything is loaded (docs/loaded-tables.md "Target names").
+ * `report-etl validate` checks them against a target that exists already; a target that does not exist yet is checked
+ * here, at its first run, and by `report-etl preview`. A name that matches nothing would otherwise be ignored without a
+ * word (a declared type of `bestnd` never reaches the column `bestand`) or fail the load later with a database error.
  */
 import { closestMatch } from '../closest-match.ts';
 import { EtlError } from '../errors.ts';
@@ -76,7 +76,8 @@ export function checkTargetNames(
   throw new EtlError(
     'TARGET_INVALID',
     `${job}${problems.join('; ')}. The report's columns: ${listed(reportColumns)}${existing && others.length > 0 ? `; the target's other columns: ${listed(others)}` : ''}. ` +
-      'Write normalised column names in jobs.yaml (README "Loaded tables"; `report-etl preview` shows them) or remove the entry; nothing was loaded',
+      'Write normalised column names in jobs.yaml (docs/loaded-tables.md "Target names"; `report-etl preview` shows ' +
+      'them) or remove the entry; nothing was loaded',
     { stage: 'load', retryable: false, details: { job: o.job, table, unknown, reportColumns: [...reportColumns] } },
   );
 }

@@ -1,11 +1,15 @@
 /**
- * Where the integration tests find their real services: DATABASE_URL and REDIS_URL when set,
- * the local servers otherwise (docs/architecture.md "Tests"). Each test file works in its own schema and
- * Redis key prefix, made unique with {@link uniqueName}, so files can run in parallel.
+ * Where the integration tests find their real services (docs/architecture.md "Tests"): the suite's own database,
+ * which test/support/global-setup.ts made (never the one DATABASE_URL names), and REDIS_URL or the local Redis.
+ * Each test file works in its own schema and Redis key prefix, made unique with {@link uniqueName}, so files can run
+ * in parallel.
  */
 import { randomUUID } from 'node:crypto';
+import { inject } from 'vitest';
 
-export const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const DATABASE_URL = inject('testDatabaseUrl');
+if (!DATABASE_URL)
+  throw new Error('no test database: run the tests with vitest.config.ts, whose global setup makes it');
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** A short unique lower-case name for a schema, queue or key prefix: `<prefix>_<8 hex>`. */

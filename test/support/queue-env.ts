@@ -1,11 +1,13 @@
 /**
- * Helpers of the queue tests: a unique BullMQ prefix and job-name prefix per file, cleanup of both, polling,
- * and a pino logger whose lines the test can read.
+ * Helpers of the queue tests: a unique BullMQ prefix and job-name prefix per file, cleanup of both, waiting (the
+ * suite's one {@link waitFor}), and a pino logger whose lines the test can read.
  */
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
+
+export { waitFor } from './wait.ts';
 
 /** Deletes every Redis key under `prefix:` (BullMQ keys and overlap locks of one test file). */
 export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
@@ -22,22 +24,6 @@ export async function deleteRuns(pool: pg.Pool, jobPrefix: string): Promise<void
   await pool.query(`DELETE FROM etl.runs WHERE job LIKE $1`, [`${jobPrefix}%`]);
   await pool.query(`DELETE FROM etl.appended_runs WHERE job LIKE $1`, [`${jobPrefix}%`]);
   await pool.query(`DELETE FROM etl.reverts WHERE job LIKE $1`, [`${jobPrefix}%`]);
-}
-
-/** Polls `check` every `intervalMs` until it returns a truthy value; throws with `what` after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T> | T,
-  timeoutMs = 20_000,
-  intervalMs = 50,
-): Promise<Exclude<T, undefined | null | false | 0 | ''>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v as Exclude<T, undefined | null | false | 0 | ''>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
 }
 
 /** A logger that keeps its lines (parsed JSON) in `lines`. */

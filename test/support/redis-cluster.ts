@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from './wait.ts';
 
 /** A running test cluster. */
 export interface TestCluster {
@@ -102,7 +103,7 @@ export async function startTestCluster(): Promise<TestCluster> {
       });
       nodes.push(node);
     }
-    await until('every node to answer PING', () => ports.every((p) => redisCli(p, 'PING').includes('PONG')));
+    await waitFor('every node to answer PING', () => ports.every((p) => redisCli(p, 'PING').includes('PONG')), 60_000);
     const created = redisCli(
       ports[0]!,
       '--cluster',
@@ -113,20 +114,14 @@ export async function startTestCluster(): Promise<TestCluster> {
       '--cluster-yes',
     );
     if (!/All 16384 slots covered/.test(created)) throw new Error(`redis-cli --cluster create failed:\n${created}`);
-    await until('cluster_state:ok on every node', () =>
-      ports.every((p) => redisCli(p, 'CLUSTER', 'INFO').includes('cluster_state:ok')),
+    await waitFor(
+      'cluster_state:ok on every node',
+      () => ports.every((p) => redisCli(p, 'CLUSTER', 'INFO').includes('cluster_state:ok')),
+      60_000,
     );
     return { url: `redis-cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`, ports, stop };
   } catch (err) {
     await stop();
     throw err;
-  }
-}
-
-async function until(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`the Redis Cluster did not get ready: timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
   }
 }
