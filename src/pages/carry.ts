@@ -1,20 +1,14 @@
 /**
- * Joins a page's chunks for a parser that works on whole units (a row, a record) and leaves an incomplete
- * last unit for the next chunk. The incomplete tail is carried and prepended to the next chunk. A unit
- * bigger than a chunk (a huge text value) is not re-scanned for every chunk: once the tail is large, chunks
- * are gathered until the data at least doubles, so the work stays linear in the page size.
- *
- * A unit may not grow past `maxUnitBytes` (a row holding a value larger than the job's `maxValueBytes`):
- * the carry then calls `tooLarge` with what it holds, which throws the decoder's error naming page, row and
- * column. So a page holding one enormous value costs at most about twice the limit, never the value's size.
+ * Joins a page's chunks for a parser of whole units (rows, records): the incomplete last unit is carried to the next
+ * chunk. A large tail waits until the data doubles, so a huge value is not scanned again for every chunk; a unit past
+ * `maxUnitBytes` calls `tooLarge`, which throws the decoder's error: memory stays about twice the limit at most.
  */
 
-/** Tails smaller than this (bytes) are joined with every next chunk; larger ones wait for 2x the data. */
+/** Tails under this many bytes are joined with every next chunk; larger ones wait for twice the data. */
 const SMALL_TAIL = 64 * 1024;
-/** {@link ChunkCarry.pushStitched}: bytes of the next chunk joined with a small tail; chunks of over twice this. */
+/** {@link ChunkCarry.pushStitched}: bytes of a chunk joined with a small tail. */
 const STITCH_BYTES = 4096;
 
-/** Carries an incomplete tail between chunks; see the file comment. */
 export class ChunkCarry {
   private parts: Buffer[] = [];
   private bytes = 0;
@@ -22,19 +16,13 @@ export class ChunkCarry {
   private readonly maxUnitBytes: number;
   private readonly tooLarge: ((held: readonly Buffer[], bytes: number) => never) | undefined;
 
-  /**
-   * @param maxUnitBytes largest unit (row) the parser may need whole, in bytes (default: no limit)
-   * @param tooLarge throws the decoder's error for a unit past the limit; gets the held bytes, the unit's start first
-   */
+  /** @param tooLarge throws the decoder's error for a unit past `maxUnitBytes`, given the held bytes */
   constructor(maxUnitBytes = Infinity, tooLarge?: (held: readonly Buffer[], bytes: number) => never) {
     this.maxUnitBytes = maxUnitBytes;
     this.tooLarge = tooLarge;
   }
 
-  /**
-   * Adds a chunk; returns the bytes to parse now (tail + gathered chunks), or undefined to wait for more.
-   * The returned Buffer may be a view of `chunk` itself (no copy) when nothing is carried.
-   */
+  /** Adds a chunk: the bytes to parse now (the tail and the chunks, or a view of the chunk), or undefined: wait. */
   push(chunk: Uint8Array): Buffer | undefined {
     const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     if (this.bytes === 0) return b;
@@ -46,9 +34,8 @@ export class ChunkCarry {
   }
 
   /**
-   * {@link push} without copying a large chunk behind a small tail: returns the tail joined with only the chunk's
-   * first 4 KiB, and keeps the rest of the chunk. Parse what it returns, then call {@link next} with how much was
-   * consumed, parse what that returns, and so on until it returns undefined.
+   * {@link push} without copying a large chunk behind a small tail: the tail and the chunk's first 4 KiB. Parse it,
+   * then parse what {@link next} returns, until undefined.
    */
   pushStitched(chunk: Uint8Array): Buffer | undefined {
     if (this.bytes === 0 || this.bytes >= SMALL_TAIL || chunk.length <= 2 * STITCH_BYTES) return this.push(chunk);
@@ -62,10 +49,7 @@ export class ChunkCarry {
     return Buffer.concat([tail, b.subarray(0, STITCH_BYTES)], tail.length + STITCH_BYTES);
   }
 
-  /**
-   * After `buf` (what push, pushStitched or next returned) was parsed up to `consumed`: the next bytes to parse — the
-   * rest of a stitched chunk, as a view of it once the tail was consumed — or undefined, with the unparsed end kept.
-   */
+  /** After `buf` was parsed up to `consumed`: the rest of a stitched chunk, or undefined (the unparsed end kept). */
   next(buf: Buffer, consumed: number): Buffer | undefined {
     const chunk = this.stitchedChunk;
     if (chunk === undefined) {
@@ -77,11 +61,7 @@ export class ChunkCarry {
     return Buffer.concat([buf.subarray(consumed), chunk.subarray(STITCH_BYTES)]);
   }
 
-  /**
-   * After `buf` (what push, pushStitched or next returned) was parsed up to `consumed`, when the parser stops for good
-   * (another parser takes the rest): every byte not parsed yet — the rest of a stitched chunk included — and nothing
-   * is kept.
-   */
+  /** After `buf` was parsed up to `consumed`, for another parser: every byte not parsed yet; nothing is kept. */
   remainder(buf: Buffer, consumed: number): Buffer {
     const chunk = this.stitchedChunk;
     this.stitchedChunk = undefined;

@@ -1,17 +1,11 @@
 import { lendPart, retireSlab, SLAB_BYTES, takeSlab } from '../copy-slabs.ts';
+import { BACKSLASH, CR, LETTER_N, LF, TAB } from './bytes.ts';
 
 /**
  * Output side of the page decoders: a growing, slab-allocated byte buffer that whole COPY rows are written
  * into, and the COPY text-format escaping (PostgreSQL COPY ... (FORMAT text)): backslash -> \\,
  * newline -> \n, carriage return -> \r, tab -> \t, NULL -> \N, columns separated by a tab, rows end with \n.
  */
-
-/** Bytes of COPY text format. */
-export const TAB = 0x09;
-export const LF = 0x0a;
-export const CR = 0x0d;
-export const BACKSLASH = 0x5c;
-export const LETTER_N = 0x4e;
 
 /** Bytes of rows a decoder gathers before it hands them out ({@link CopyOutput.takeFull}). */
 export const TAKE_BYTES = 128 * 1024;
@@ -81,35 +75,11 @@ export class CopyOutput {
     return this.pos - this.start >= TAKE_BYTES ? this.take() : undefined;
   }
 
-  /** Drops the bytes written since the last take (a decoder starting over). */
-  discard(): void {
-    this.pos = this.start;
-  }
-
   /** Writes `\N` (NULL). Caller reserved 2 bytes. */
   writeNull(): void {
     this.buf[this.pos++] = BACKSLASH;
     this.buf[this.pos++] = LETTER_N;
   }
-}
-
-/** Writes code point `cp` (0..0x10FFFF, no surrogate) as UTF-8 at out[op]; returns the new position. The caller reserved 4 bytes. */
-export function writeUtf8(cp: number, out: Uint8Array, op: number): number {
-  if (cp < 0x80) out[op++] = cp;
-  else if (cp < 0x800) {
-    out[op++] = 0xc0 | (cp >> 6);
-    out[op++] = 0x80 | (cp & 0x3f);
-  } else if (cp < 0x10000) {
-    out[op++] = 0xe0 | (cp >> 12);
-    out[op++] = 0x80 | ((cp >> 6) & 0x3f);
-    out[op++] = 0x80 | (cp & 0x3f);
-  } else {
-    out[op++] = 0xf0 | (cp >> 18);
-    out[op++] = 0x80 | ((cp >> 12) & 0x3f);
-    out[op++] = 0x80 | ((cp >> 6) & 0x3f);
-    out[op++] = 0x80 | (cp & 0x3f);
-  }
-  return op;
 }
 
 /**

@@ -1,17 +1,12 @@
 /**
- * C/Java string literal decoding for the txt_cstr and txt_allcstr output types (docs/report-export-service.md "Output types": "Text coded as
- * C/Java string"). The text between the quotes of a value is decoded back to the server's text before coding:
- * `\\ \" \' \n \r \t \b \f \v \a \0`, octal `\N`, `\NN`, `\NNN` (up to \377), `\xHH` (exactly two hex digits) and
- * `\uXXXX` (UTF-16 code units; a high surrogate must be followed by `\uDC00`-`\uDFFF`, together one code point).
- * Bytes that are not escaped (plain ASCII, UTF-8) pass through unchanged.
- *
- * Choice where C and Java differ: octal and `\xHH` escapes are bytes (C), so `\xC3\xA4` is "ä" in UTF-8; a value
- * whose escaped bytes are not valid UTF-8 is refused, as is an unknown escape, a lone surrogate and a backslash at
- * the end of the value. The coding side is the simulator's (simulator/cstr-encode.ts).
+ * C/Java string literals of txt_cstr and txt_allcstr (docs/report-export-service.md "Output types"), decoded back to
+ * the server's text: `\\ \" \' \n \r \t \b \f \v \a \0`, octal `\N`-`\NNN` (up to \377), `\xHH` and `\uXXXX` (UTF-16
+ * units, surrogate pairs joined). Where C and Java differ, octal and `\x` escapes are bytes (C): `\xC3\xA4` is
+ * "ä"; bytes that are not UTF-8, an unknown escape, a lone surrogate and a trailing backslash are refused. The coding
+ * side is simulator/cstr-encode.ts.
  */
-import { writeUtf8 } from './copy-text.ts';
-
-const BACKSLASH = 0x5c;
+import { isUtf8 } from 'node:buffer';
+import { BACKSLASH, hexAt, writeUtf8 } from './bytes.ts';
 
 /** Single-character escapes: the byte after the backslash → the byte it stands for. */
 const SIMPLE = new Int16Array(256).fill(-1);
@@ -29,24 +24,6 @@ for (const [c, v] of [
   ['?', 0x3f],
 ] as const) {
   SIMPLE[c.charCodeAt(0)] = v;
-}
-
-function hexDigit(c: number): number {
-  if (c >= 0x30 && c <= 0x39) return c - 0x30;
-  if (c >= 0x61 && c <= 0x66) return c - 0x57;
-  if (c >= 0x41 && c <= 0x46) return c - 0x37;
-  return -1;
-}
-
-function hex(b: Uint8Array, i: number, count: number, e: number): number {
-  if (i + count > e) return -1;
-  let v = 0;
-  for (let k = 0; k < count; k++) {
-    const d = hexDigit(b[i + k]!);
-    if (d < 0) return -1;
-    v = (v << 4) | d;
-  }
-  return v;
 }
 
 /** Thrown by {@link decodeCstr}: what is wrong, and the index in the input of the offending escape. */
@@ -104,18 +81,18 @@ export function decodeCstr(b: Uint8Array, s: number, e: number, out: Uint8Array,
       out[op++] = v;
       i = j;
     } else if (x === 0x78) {
-      const v = hex(b, i + 2, 2, e);
+      const v = hexAt(b, i + 2, 2, e);
       if (v < 0) throw new CstrError('\\x needs two hex digits', i);
       if (v === 0) result.nul = true;
       else if (v >= 0x80) result.byteEscapes = true;
       out[op++] = v;
       i += 4;
     } else if (x === 0x75) {
-      let cp = hex(b, i + 2, 4, e);
+      let cp = hexAt(b, i + 2, 4, e);
       if (cp < 0) throw new CstrError('\\u needs four hex digits', i);
       let next = i + 6;
       if (cp >= 0xd800 && cp <= 0xdbff) {
-        const low = b[next] === BACKSLASH && b[next + 1] === 0x75 ? hex(b, next + 2, 4, e) : -1;
+        const low = b[next] === BACKSLASH && b[next + 1] === 0x75 ? hexAt(b, next + 2, 4, e) : -1;
         if (low < 0xdc00 || low > 0xdfff)
           throw new CstrError(`high surrogate \\u${cp.toString(16).toUpperCase()} without a low surrogate after it`, i);
         cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
@@ -133,4 +110,24 @@ export function decodeCstr(b: Uint8Array, s: number, e: number, out: Uint8Array,
   }
   result.end = op;
   return result;
+}
+
+/**
+ * {@link decodeCstr} of a quoted value into `out` (room for e - s bytes), refusing what PostgreSQL text cannot hold;
+ * returns its length.
+ * @throws CstrError (message and index for the caller's PageFormatError) for a malformed escape, a NUL, or byte escapes
+ *   that are not UTF-8
+ */
+export function decodeCstrText(b: Uint8Array, s: number, e: number, out: Buffer): number {
+  let r: CstrResult;
+  try {
+    r = decodeCstr(b, s, e, out, 0);
+  } catch (err) {
+    if (err instanceof CstrError) throw new CstrError(`malformed C/Java string: ${err.message}`, err.index);
+    throw err;
+  }
+  if (r.nul) throw new CstrError('the value holds a NUL character (\\0), which PostgreSQL text cannot store', s);
+  if (r.byteEscapes && !isUtf8(out.subarray(0, r.end)))
+    throw new CstrError('the octal or \\x escapes of the value do not form UTF-8 text', s);
+  return r.end;
 }

@@ -1,7 +1,6 @@
 /**
- * Page decoders: page bytes (docs/report-export-service.md "Output page shapes") -> bytes that go straight into PostgreSQL
- * COPY FROM STDIN. The loader runs one COPY stream for all pages of a run and feeds it every Buffer that
- * {@link PageDecoder.decodePage} yields; `columns` and `kinds` tell it the table's columns and what types fit.
+ * Page decoders: page bytes (docs/report-export-service.md "Output page shapes") -> bytes for PostgreSQL COPY FROM
+ * STDIN, one COPY stream per run fed every Buffer that {@link PageDecoder.decodePage} yields.
  */
 import { isDocumentType, type OutputType } from '../vocabulary.ts';
 import type { PageDecoder } from './page-decoder.ts';
@@ -17,7 +16,7 @@ import { XmlDocumentPageDecoder } from './xml-document-decoder.ts';
 import { XmlQueryPageDecoder } from './xml-decoder.ts';
 
 export { KIND } from './kinds.ts';
-export { bomLength } from './bom.ts';
+export { bomLength } from './bytes.ts';
 export { PageFormatError } from './errors.ts';
 export { DEFAULT_MAX_VALUE_BYTES, type DecoderLimits } from './value-limit.ts';
 
@@ -25,24 +24,19 @@ export type { CopyFormat } from '../warehouse/row-source.ts';
 export type { FixedColumn, PageDecoder, PageMeta } from './page-decoder.ts';
 export { DocumentPageDecoder, documentFileName, type ArchivedDocument, type FileNamer } from './document-decoder.ts';
 
-/** How a job wants its pages decoded besides the output type (jobs.yaml `report.maxValueBytes`, `target`). */
+/** jobs.yaml's `report.maxValueBytes`, `target.rowsAt` (json_userdef), `target.load` (excel-xlsx_data), file names. */
 export interface DecoderOptions extends Partial<DecoderLimits> {
-  /** json_userdef(_compact): JSON pointer to the array of rows (typed rows instead of one document per page). */
   rowsAt?: string | undefined;
-  /** excel-xlsx_data: `rows` loads the first sheet as typed rows instead of archiving the workbook. */
   load?: 'document' | 'rows' | undefined;
-  /** Document types: the file name of each page (default `page_<n>`). */
   fileName?: FileNamer | undefined;
 }
 
 /**
- * Makes the decoder for an output type (docs/report-export-service.md "Output types"; docs/loaded-tables.md "Output
- * types" says what each loads as): txt -> CSV pass-through, json and json_compact -> streaming JSON scanner, xml_query
- * -> byte scanner (xml-fast.ts) with saxes as the fallback, txt_cstr -> typed rows with C/Java escapes decoded,
- * txt_all/txt_allcstr -> lines, json_userdef(_compact) -> jsonb per page or typed rows at `rowsAt`, xml -> xml per
- * page, documents -> bytea per page (excel-xlsx_data with `load: rows` -> typed rows of the first sheet).
- * @param options.maxValueBytes the largest row (and so value) a page may hold, for json_userdef the largest page
- *   (report.maxValueBytes, default 64 MiB); documents and xml stream through and are not limited
+ * Makes the decoder of an output type (docs/report-export-service.md "Output types"; docs/loaded-tables.md
+ * "Output types"). Each format has at most a fast path for the shape servers write and a general path: txt passes
+ * rows through (the record scanner for binary format, txt_cstr, txt_all), json learns the bytes before each value
+ * (a row by key names), xml_query scans bytes (saxes).
+ * @param options.maxValueBytes the largest row a page may hold, for json_userdef the largest page (default 64 MiB)
  */
 export function makePageDecoder(outputType: OutputType, options: DecoderOptions = {}): PageDecoder {
   const limits: DecoderLimits = { maxValueBytes: options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES };

@@ -1,9 +1,7 @@
 /**
- * What a document page (docs/report-export-service.md "Output types": pdf, excel-xlsx*, word-docx) must look like before it is archived:
- * the Content-Type that fits its output type (vocabulary DOCUMENT_FORMATS; docs/report-export-service.md "Endpoints" note 4
- * shows none, these are the IANA types), the file signature at its start and the end marker that a complete file
- * has (`%%EOF` near the end of a PDF; the end-of-central-directory record of a zip, which xlsx and docx are). All
- * checks work on a stream: the first bytes and a bounded tail, never the whole document.
+ * What a document page (docs/report-export-service.md "Output types") must be before it is archived: the IANA
+ * Content-Type of its type (vocabulary DOCUMENT_FORMATS), the file signature at its start and the end marker of a
+ * complete file (`%%EOF` of a PDF, a zip's end-of-central-directory record), checked on the stream: first bytes, tail.
  */
 import { DOCUMENT_FORMATS, type DocumentOutputType } from '../vocabulary.ts';
 import { PageFormatError } from './errors.ts';
@@ -31,7 +29,8 @@ export function checkContentType(type: DocumentOutputType, contentType: string |
   const expected = DOCUMENT_FORMATS[type].contentType;
   if (mediaType(contentType) !== expected) {
     throw new PageFormatError(
-      `Content-Type ${contentType === undefined ? '(none)' : JSON.stringify(contentType)} does not fit output type ${type} (expected ${expected})`,
+      `Content-Type ${contentType === undefined ? '(none)' : JSON.stringify(contentType)} ` +
+        `does not fit output type ${type} (expected ${expected})`,
       { page },
     );
   }
@@ -49,7 +48,8 @@ export function checkSignature(type: DocumentOutputType, head: Buffer, page: num
         ? 'a PDF starts with %PDF-'
         : `an ${DOCUMENT_FORMATS[type].extension} file is a zip package and starts with PK\\x03\\x04`;
     throw new PageFormatError(
-      `not a ${DOCUMENT_FORMATS[type].extension} document: ${what}, this page starts with ${JSON.stringify(head.subarray(0, 8).toString('latin1'))}`,
+      `not a ${DOCUMENT_FORMATS[type].extension} document: ${what}, ` +
+        `this page starts with ${JSON.stringify(head.subarray(0, 8).toString('latin1'))}`,
       { page, offset: 0 },
     );
   }
@@ -73,7 +73,8 @@ export function checkEnd(type: DocumentOutputType, tail: Buffer, bytes: number, 
   }
   if (tail.lastIndexOf(ZIP_END) < 0) {
     throw new PageFormatError(
-      `truncated ${DOCUMENT_FORMATS[type].extension} package: the zip has no end-of-central-directory record (${bytes} bytes)`,
+      `truncated ${DOCUMENT_FORMATS[type].extension} package: ` +
+        `the zip has no end-of-central-directory record (${bytes} bytes)`,
       { page, offset: bytes },
     );
   }

@@ -1,11 +1,8 @@
 /**
- * Document pages (docs/report-export-service.md "Output types": pdf, excel-xlsx_data, excel-xlsx_matrix, excel-xlsx, word-docx) -> one COPY
- * text row per page: `page, file_name, content_type, content, bytes, sha256` in COPY order (the table's order is
- * page, file_name, content_type, bytes, sha256, content; COPY names its columns, so the length and the hash, known
- * only at the end of the page, can follow the content). The content streams through as bytea hex (`\\x…`), chunk by
- * chunk, while the length and sha256 are counted: a page is never held whole, so a 200 MB page costs report-etl
- * about one chunk of memory. Before the row is ended the page is checked (document-checks.ts): Content-Type,
- * signature, end marker; a failed check throws, which aborts the COPY, so nothing of the page is loaded.
+ * Document pages (docs/report-export-service.md "Output types": pdf, excel-*, word-docx) -> one COPY text row per page,
+ * `page, file_name, content_type, content, bytes, sha256` (COPY names its columns, so the length and hash follow the
+ * content). The content streams through as bytea hex chunk by chunk, a page is never held whole; the checks of
+ * document-checks.ts throw before the row ends, which aborts the COPY.
  */
 import { createHash } from 'node:crypto';
 import { DOCUMENT_FORMATS, type DocumentOutputType } from '../vocabulary.ts';
@@ -66,9 +63,8 @@ export interface ArchivedDocument {
 export type FileNamer = (page: number) => string;
 
 /**
- * The file name of a document page (docs/loaded-tables.md "Output types"): the report's name without folders and
- * extension, the mandant, the attempt's start as UTC `yyyyMMddTHHmmssSSSZ` (milliseconds, so that attempts differ), the
- * page, the type's extension; characters other than letters, digits, `-` and `_` become `_`.
+ * The file name of a document page (docs/loaded-tables.md "Output types"): `<report>_<mandant>_<attempt start, UTC
+ * yyyyMMddTHHmmssSSSZ>_<page>.<ext>`, the report without folders and extension, other than [A-Za-z0-9_-] as `_`.
  */
 export function documentFileName(o: {
   report: string;
@@ -86,7 +82,7 @@ export function documentFileName(o: {
   return `${safe(base)}_${safe(o.mandant)}_${time}_${o.page}.${DOCUMENT_FORMATS[o.type].extension}`;
 }
 
-/** The document decoder; see the file comment. Made by makePageDecoder for the document types. */
+/** The document decoder; see the file comment. */
 export class DocumentPageDecoder implements PageDecoder {
   readonly outputType: DocumentOutputType;
   readonly copyFormat = 'text' as const;

@@ -1,7 +1,4 @@
-/**
- * The error a page decoder throws when page bytes do not have the shape the service's description promises
- * (docs/report-export-service.md "Output page shapes"). Not retryable: the same page decodes the same way every time.
- */
+/** The error of page bytes without the shape docs/report-export-service.md "Output page shapes" promises. */
 import { EtlError } from '../errors.ts';
 
 /** Where in a page a {@link PageFormatError} happened. */

@@ -1,8 +1,4 @@
-/**
- * The fixed columns of every output shape but typed rows (docs/loaded-tables.md "Output types"): what a lines, document
- * or file table holds whatever the report, in table order. The decoders write them; the configuration checks a merge
- * key against them before any run.
- */
+/** The fixed columns of the shapes that are not typed rows (docs/loaded-tables.md "Output types"), in table order. */
 import type { OutputShape } from '../vocabulary.ts';
 import type { FixedColumn } from './page-decoder.ts';
 

@@ -1,18 +1,15 @@
 /**
- * json_userdef / json_userdef_compact pages (docs/report-export-service.md "Output types": "JSON as defined by the report output"). Two ways
- * to load them (docs/loaded-tables.md "Output types"):
- * - document (default): one row per page, `page integer, document jsonb`; a page that is not JSON fails the run
- *   naming the page and where (V8's position, line and column);
- * - rows (`target.rowsAt`, an RFC 6901 JSON pointer): the array of row objects found at the pointer in every page
- *   is loaded as typed rows exactly like json (type inference, digit-exact numbers, drift across pages, rows=),
- *   by handing the array's bytes to the json decoder as if it were the `data` member of a json page.
- * A page is gathered whole before it is checked: a report-defined document has no row boundaries to stream by, and
- * PostgreSQL takes a jsonb value whole anyway. Pages are bounded by `paging`.
+ * json_userdef(_compact) pages (docs/report-export-service.md "Output types"; docs/loaded-tables.md "Output types"):
+ * one `page, document jsonb` row per page, or with `target.rowsAt` (an RFC 6901 pointer) the array of rows there,
+ * decoded as the `data` of a json page. A page is gathered whole (bounded by maxValueBytes): such a document has no
+ * row boundaries to stream by, and jsonb is taken whole anyway.
  */
-import { LF, writeEscapedBytes } from './copy-text.ts';
+import { writeEscapedBytes } from './copy-text.ts';
+import { LF } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 import { JsonPageDecoder } from './json-decoder.ts';
-import { JsonValueScanner, NEED, skipWs } from './json-values.ts';
+import { JsonValueScanner, NEED } from './json-values.ts';
+import { skipWs } from './bytes.ts';
 import type { PageDecoder, PageMeta } from './page-decoder.ts';
 import { valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import type { PlanRows } from './rows-plan.ts';
@@ -180,7 +177,7 @@ export class JsonUserdefRowsPageDecoder implements PageDecoder {
         if (i < 0) missing(`${path || 'the document'} has no element ${token}`);
       } else {
         missing(
-          `${path || 'the document'} is not an object${c === 0x5b ? ' (an array, and "' + token + '" is no index)' : ''}`,
+          `${path || 'the document'} is not an object` + (c === 0x5b ? ` (an array, and "${token}" is no index)` : ''),
         );
       }
       path += `/${token}`;

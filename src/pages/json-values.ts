@@ -1,13 +1,11 @@
 /**
- * Byte-level JSON value scanner for the json/json_compact page decoder (docs/report-export-service.md "Output page shapes", json):
- * reads one JSON value from a buffer and writes it as a COPY text-format field, without making strings.
- * Numbers are copied digit for digit (never through a JS number), strings are unescaped from JSON and
- * escaped for COPY in one pass, true/false -> t/f, null -> \N, objects/arrays -> their JSON text, escaped.
- * In COPY binary format ({@link JsonValueScanner.valueBinary}) a value is written by its column's encoder instead:
- * strings unescaped from JSON only, numbers from their digits, true/false as t/f text or a boolean.
- * Every method returns the index after the value, or {@link NEED} when the buffer ends inside it.
+ * The JSON value scanner of json/json_compact (docs/report-export-service.md "Output page shapes", json): one value
+ * from a buffer to a COPY field, without strings. Text format: numbers digit for digit, strings unescaped from JSON
+ * and escaped for COPY in one pass, true/false -> t/f, null -> \N, objects and arrays as their JSON text; binary
+ * format ({@link JsonValueScanner.valueBinary}): each value by its column's encoder. Methods return the index after
+ * the value, or {@link NEED} when the buffer ends inside it.
  */
-import { CR, LF, TAB, BACKSLASH, LETTER_N, writeUtf8 } from './copy-text.ts';
+import { BACKSLASH, CR, hexAt, LETTER_N, LF, QUOTE, skipWs, TAB, writeUtf8 } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND, digitsFitInt64, isIsoTimestampWithOffset } from './kinds.ts';
 import { BINARY, BinaryValueUnsupported } from '../copy-binary/format.ts';
@@ -16,35 +14,15 @@ import { REFUSED, writeInt8Field, type BinaryFieldWriter } from '../copy-binary/
 /** Returned instead of an index when the value continues beyond the buffer. */
 export const NEED = -1;
 
-const QUOTE = 0x22;
 const MAX_DEPTH = 512;
+/** Bytes a string holds as they are: 0x20 and above but `"` and `\`. */
+const PLAIN = new Uint8Array(256).fill(1, 0x20);
+PLAIN[QUOTE] = PLAIN[BACKSLASH] = 0;
 /** The text forms of true and false, for a binary boolean or text column. */
 const LETTER_T = Buffer.of(0x74);
 const LETTER_F = Buffer.of(0x66);
 /** {@link JsonValueScanner.int8Field}: not a plain short integer, nothing written. */
 const NOT_PLAIN = -3;
-
-/** Index of the first non-whitespace byte at or after i (n if none). */
-export function skipWs(b: Uint8Array, i: number, n: number): number {
-  while (i < n) {
-    const c = b[i]!;
-    if (c !== 0x20 && c !== LF && c !== CR && c !== TAB) return i;
-    i++;
-  }
-  return n;
-}
-
-function hex4(b: Uint8Array, i: number): number {
-  let v = 0;
-  for (let k = 0; k < 4; k++) {
-    const c = b[i + k]!;
-    const d =
-      c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1;
-    if (d < 0) return -1;
-    v = (v << 4) | d;
-  }
-  return v;
-}
 
 /**
  * Scans JSON values of one page. Callers set `out`/`op` (the output buffer with room for twice the input,
@@ -72,9 +50,7 @@ export class JsonValueScanner {
     const c = b[i]!;
     if (c === QUOTE) return this.string(b, i + 1, n);
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.number(b, i, n);
-    if (c === 0x6e) return this.literal(b, i, n, 'null');
-    if (c === 0x74) return this.literal(b, i, n, 'true');
-    if (c === 0x66) return this.literal(b, i, n, 'false');
+    if (c === 0x6e || c === 0x74 || c === 0x66) return this.literal(b, i, n, c);
     if (c === 0x7b || c === 0x5b) {
       const e = this.skip(b, i, n, 0);
       if (e === NEED) return NEED;
@@ -98,7 +74,7 @@ export class JsonValueScanner {
   }
 
   /**
-   * {@link value} in COPY binary format: writes the value at b[i] as field `col` by its encoding (see the file comment).
+   * {@link value} in COPY binary format: the value at b[i] as field `col`, by its encoding.
    * The caller reserved 3 bytes per input byte plus FIELD_OVERHEAD.
    * @throws BinaryValueUnsupported when the encoding does not take the value (the loader then loads in text format)
    */
@@ -156,7 +132,7 @@ export class JsonValueScanner {
       p = code === BINARY.text ? w.text(out, this.op, b, i, e) : w.write(out, this.op, col, b, i, e);
     } else if (c === 0x6e || c === 0x74 || c === 0x66) {
       const at = this.op;
-      e = this.literal(b, i, n, c === 0x6e ? 'null' : c === 0x74 ? 'true' : 'false');
+      e = this.literal(b, i, n, c);
       if (e === NEED) return NEED;
       // literal() wrote \N, t or f (the text form) at `at`: overwritten with the binary field.
       const letter = c === 0x74 ? LETTER_T : LETTER_F;
@@ -199,25 +175,29 @@ export class JsonValueScanner {
     return k;
   }
 
-  /** null / true / false at b[i]: writes \N, t or f. */
-  private literal(b: Uint8Array, i: number, n: number, word: 'null' | 'true' | 'false'): number {
-    const len = word.length;
-    if (i + len > n) {
-      for (let k = 1; i + k < n; k++)
-        if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
-      return NEED;
+  /** Index after the literal null, true or false starting with byte c at b[i] (checked), or NEED. */
+  private literalEnd(b: Uint8Array, i: number, n: number, c: number): number {
+    const word = c === 0x6e ? 'null' : c === 0x74 ? 'true' : 'false';
+    for (let k = 1; k < word.length; k++) {
+      if (i + k >= n) return NEED;
+      if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
     }
-    for (let k = 1; k < len; k++) if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
-    const out = this.out;
-    if (len === 4 && word === 'null') {
-      out[this.op++] = BACKSLASH;
-      out[this.op++] = LETTER_N;
+    return i + word.length;
+  }
+
+  /** null / true / false at b[i]: writes \N, t or f. */
+  private literal(b: Uint8Array, i: number, n: number, c: number): number {
+    const e = this.literalEnd(b, i, n, c);
+    if (e === NEED) return NEED;
+    if (c === 0x6e) {
+      this.out[this.op++] = BACKSLASH;
+      this.out[this.op++] = LETTER_N;
       this.kind = 0;
     } else {
-      out[this.op++] = len === 4 ? 0x74 : 0x66;
+      this.out[this.op++] = c;
       this.kind = KIND.boolean;
     }
-    return i + len;
+    return e;
   }
 
   /** Index after the number at b[i] (JSON grammar checked), or NEED. Sets `kind`. */
@@ -281,26 +261,25 @@ export class JsonValueScanner {
     const s = i;
     let plain = true;
     for (;;) {
-      if (i >= n) return NEED;
-      const c = b[i]!;
-      if (c === QUOTE) break;
-      if (c > BACKSLASH || (c >= 0x20 && c !== BACKSLASH)) {
+      let c = 0;
+      while (i < n && PLAIN[(c = b[i]!)] === 1) {
         out[op++] = c;
         i++;
-        continue;
       }
+      if (i >= n) return NEED;
+      if (c === QUOTE) break;
       plain = false;
       if (c === BACKSLASH) {
         if (i + 1 >= n) return NEED;
         const e = b[i + 1]!;
         if (e === 0x75) {
           if (i + 6 > n) return NEED;
-          let cp = hex4(b, i + 2);
+          let cp = hexAt(b, i + 2, 4);
           if (cp < 0) this.fail('bad \\u escape', i);
           let len = 6;
           if (cp >= 0xd800 && cp <= 0xdbff) {
             if (i + 12 > n) return NEED;
-            const lo = b[i + 6] === BACKSLASH && b[i + 7] === 0x75 ? hex4(b, i + 8) : -1;
+            const lo = b[i + 6] === BACKSLASH && b[i + 7] === 0x75 ? hexAt(b, i + 8, 4) : -1;
             if (lo < 0xdc00 || lo > 0xdfff) this.fail('lone UTF-16 surrogate in \\u escape', i);
             cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
             len = 12;
@@ -333,7 +312,7 @@ export class JsonValueScanner {
       if (c === 0) this.fail('NUL byte in a string', i);
       if (copyEscape && (c === LF || c === CR || c === TAB)) {
         out[op++] = BACKSLASH;
-        out[op++] = c === LF ? 0x6e : c === CR ? 0x72 : 0x74;
+        out[op++] = c === LF ? 0x6e : c === CR ? 0x72 : c === TAB ? 0x74 : BACKSLASH;
       } else out[op++] = c;
       i++;
     }
@@ -356,7 +335,7 @@ export class JsonValueScanner {
       const e = b[i + 1]!;
       if (e === 0x75) {
         if (i + 6 > n) return NEED;
-        if (hex4(b, i + 2) < 0) this.fail('bad \\u escape', i);
+        if (hexAt(b, i + 2, 4) < 0) this.fail('bad \\u escape', i);
         i += 6;
       } else if (
         e === QUOTE ||
@@ -379,13 +358,7 @@ export class JsonValueScanner {
     const c = b[i]!;
     if (c === QUOTE) return this.stringEnd(b, i + 1, n);
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return this.numberEnd(b, i, n);
-    if (c === 0x6e || c === 0x74 || c === 0x66) {
-      const word = c === 0x6e ? 'null' : c === 0x74 ? 'true' : 'false';
-      if (i + word.length > n) return NEED;
-      for (let k = 1; k < word.length; k++)
-        if (b[i + k] !== word.charCodeAt(k)) this.fail(`bad literal, expected ${word}`, i);
-      return i + word.length;
-    }
+    if (c === 0x6e || c === 0x74 || c === 0x66) return this.literalEnd(b, i, n, c);
     const isObject = c === 0x7b;
     if (!isObject && c !== 0x5b) this.fail(`unexpected byte 0x${c.toString(16)} where a value should start`, i);
     const close = isObject ? 0x7d : 0x5d;

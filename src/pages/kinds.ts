@@ -1,7 +1,6 @@
 /**
- * Kinds of values seen in a column (type inference input for the warehouse), and the byte-level tests that
- * classify a value without making a string of it (docs/report-export-service.md "Output page shapes": numbers bare or JSON numbers,
- * timestamps dd.mm.yyyy hh:mm:ss.mmm in txt and ISO 8601 with offset in json/xml_query).
+ * The kinds of values seen in a column (the warehouse's type inference), told from the bytes without a string
+ * (docs/report-export-service.md "Output page shapes": bare or JSON numbers, txt's dd.mm.yyyy hh:mm:ss.mmm, ISO 8601).
  */
 
 import { KIND } from '../warehouse/row-source.ts';
@@ -99,6 +98,17 @@ export function isTxtTimestamp(b: Uint8Array, s: number, e: number): boolean {
   }
   if (len === 19) return true;
   return len >= 21 && b[s + 19] === 0x2e && digitsAt(b, s + 20, len - 20);
+}
+
+/** Kind of a bare (unquoted, non-empty) txt field: integer, numeric, timestamp, else text. */
+export function classifyBare(b: Uint8Array, s: number, e: number): number {
+  const c = b[s]!;
+  if (e - s >= 19 && b[s + 2] === 0x2e && isTxtTimestamp(b, s, e)) return KIND.timestamp;
+  if ((c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e) {
+    const k = classifyNumber(b, s, e);
+    if (k !== 0) return k;
+  }
+  return KIND.text;
 }
 
 /**

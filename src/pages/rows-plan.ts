@@ -1,28 +1,18 @@
 /**
- * The life cycle every page decoder shares (docs/architecture.md "Flow of one run"):
- *
- * 1. made for one pass over a report's pages, and given the loader's plan (`planRows`) before the first page;
- * 2. learns the report's columns from page 1 (its header, or its first row; fixed-shape types know them from the
- *    start) and asks the plan, once and synchronously, how to write the rows — record the kinds of every value for
- *    type inference? COPY binary format with these encodings? — before it decodes any row;
- * 3. decodes every row in that format, page after page (later pages' columns must be page 1's);
- * 4. is done: a load that must start over (its binary COPY met a value it must leave to PostgreSQL) makes a fresh
- *    decoder for a second pass, in text format.
- *
- * The plan is synchronous because the loader asks everything it needs of PostgreSQL before the first page (the
- * target's columns, whether the zone rules agree): the decoder never has to pause between learning the columns and
- * writing the first row.
+ * The life cycle of a page decoder (docs/architecture.md "Flow of one run"): made for one pass over a report's pages
+ * and given the loader's plan before the first page; learns the columns from page 1 and asks the plan, once and
+ * synchronously (the loader asked PostgreSQL everything before the first page), whether to record the kinds of the
+ * values and whether to write COPY binary format, before it decodes a row; decodes every row so. A load whose binary
+ * COPY met a value it must leave to PostgreSQL makes a fresh decoder for a second pass, in text format.
  */
 import type { PlanRows, RowsPlan } from '../warehouse/row-source.ts';
 
 export type { PlanRows, RowsPlan } from '../warehouse/row-source.ts';
 
 /** The plan of a decoder nobody planned (previews, tests): inspect every value, text format. */
-export const INSPECT_IN_TEXT: PlanRows = () => ({ inspect: true });
+const INSPECT_IN_TEXT: PlanRows = () => ({ inspect: true });
 
-/**
- * A decoder's hold of its plan: set before the first page, asked once when the columns are known.
- */
+/** A decoder's hold of its plan: set before the first page, asked once when the columns are known. */
 export class PlanHolder {
   private plan: PlanRows = INSPECT_IN_TEXT;
   private asked = false;
@@ -38,27 +28,4 @@ export class PlanHolder {
     this.asked = true;
     return this.plan(columns);
   }
-}
-
-/**
- * Runs `scan` over `buf`, advancing `st.offset` by what it consumed. A scan stops right after the columns were
- * learned (`learned()` then says so), so that the rows after them are scanned in the format the plan chose: then the
- * rest of `buf` is scanned too.
- * @param scan scans whole units from the start of its argument; returns the index after the last whole one
- * @returns the index in `buf` after the last whole unit
- */
-export function scanAcrossPlan(
-  buf: Buffer,
-  st: { offset: number },
-  scan: (b: Buffer) => number,
-  learned: () => boolean,
-): number {
-  let consumed = scan(buf);
-  st.offset += consumed;
-  if (learned()) {
-    const more = scan(buf.subarray(consumed));
-    st.offset += more;
-    consumed += more;
-  }
-  return consumed;
 }

@@ -1,80 +1,99 @@
 /**
- * The page loop of the text decoders that look at every field (txt_cstr, txt_all, txt_allcstr; docs/report-export-service.md "Output types"):
- * strip the byte order mark (docs/report-export-service.md "Output page shapes": 1 to 4 bytes), split the page into records with a
- * {@link RecordScanner}, hand each record to the subclass, which writes COPY text rows into `out`. A record that a
- * chunk cut off is carried to the next chunk (ChunkCarry), so memory stays flat whatever the page size.
+ * The page loop of the text output types (txt, txt_cstr, txt_all, txt_allcstr; docs/report-export-service.md "Output
+ * page shapes" and "Output types"): strip the byte order mark (1 to 4 bytes), read the header line that every page
+ * repeats (txt, txt_cstr), then hand each record that {@link RecordScanner} splits off to the subclass, which writes
+ * its COPY row. A record that a chunk cut off is carried to the next chunk (carry.ts), bounded by maxValueBytes.
  */
 import type { OutputType } from '../vocabulary.ts';
+import type { CopyFormat } from '../warehouse/row-source.ts';
 import type { PageDecoder, PageMeta } from './page-decoder.ts';
-import { BOM_MAX_BYTES, bomLength } from './bom.ts';
 import { ChunkCarry } from './carry.ts';
-import { CopyOutput, LF } from './copy-text.ts';
+import { CopyOutput } from './copy-text.ts';
+import { BOM_MAX_BYTES, bomLength, LF } from './bytes.ts';
+import { CstrError, decodeCstrText } from './cstr.ts';
 import { PageFormatError } from './errors.ts';
-import { NEED_MORE, RecordScanner, scanRecord, type Quoting } from './txt-fields.ts';
-import { valueTooLargeError, type DecoderLimits } from './value-limit.ts';
-import { PlanHolder, type PlanRows } from './rows-plan.ts';
+import { NEED_MORE, RecordScanner, type Quoting } from './txt-fields.ts';
+import { txtFieldIndex, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
+import { PlanHolder, type PlanRows, type RowsPlan } from './rows-plan.ts';
 
 const LF_BUFFER = Buffer.from([LF]);
 
-/** Progress through one page. */
+/** Progress through one page: records (lines) done, the header included; page offset of the scanned buffer. */
 export interface RecordPageState {
   page: number;
-  /** Records (lines) completed in this page, the header included. */
   line: number;
-  /** Page offset of the first byte of the buffer being scanned. */
   offset: number;
 }
 
-/** Base of the record-by-record text decoders; see the file comment. */
+/** Base of the text decoders; see the file comment. */
 export abstract class TextRecordsDecoder implements PageDecoder {
   abstract readonly outputType: OutputType;
-  readonly copyFormat = 'text' as const;
-  readonly writesBinary = false;
-  readonly format = 'text' as const;
-  /** The loader's plan, asked when page 1's header told the columns (rows-plan.ts). */
-  protected readonly plan = new PlanHolder();
-
-  /** See {@link PageDecoder.planRows}: asked for `inspect` once the columns are known (this type writes text). */
-  planRows(plan: PlanRows): void {
-    this.plan.set(plan);
-  }
+  readonly copyFormat: CopyFormat = 'text';
+  readonly writesBinary: boolean = false;
+  format: CopyFormat | 'binary' = 'text';
   abstract readonly columns: readonly string[] | undefined;
   kinds: number[] = [];
   inspect = true;
   rows = 0;
+  protected readonly plan = new PlanHolder();
   protected readonly out = new CopyOutput();
   protected readonly scanner: RecordScanner;
+  /** A quoted value decoded (cstr) or unquoted (csv), grown as needed. */
+  protected scratch = Buffer.alloc(1024);
+  protected readonly quoting: Quoting;
   private readonly maxValueBytes: number;
+  private readonly hasHeader: boolean;
 
-  /** @param limits a record held longer than `maxValueBytes` (report.maxValueBytes) fails the page */
-  constructor(quoting: Quoting, limits: DecoderLimits) {
+  /** @param hasHeader whether every page begins with a header line of the column names */
+  constructor(quoting: Quoting, limits: DecoderLimits, hasHeader: boolean) {
+    this.quoting = quoting;
     this.scanner = new RecordScanner(quoting);
     this.maxValueBytes = limits.maxValueBytes;
+    this.hasHeader = hasHeader;
   }
 
-  /** The row number errors give the record after `st.line` records (default: the line number). */
-  protected nextRow(st: RecordPageState): number {
-    return st.line + 1;
+  planRows(plan: PlanRows): void {
+    this.plan.set(plan);
+  }
+
+  /** The row that errors name for the record after `st.line` records: data rows count from 1 after the header. */
+  protected rowOf(st: RecordPageState): number {
+    return this.hasHeader ? st.line : st.line + 1;
   }
 
   /**
-   * Handles the record just scanned (fields in `this.scanner`, indexes into `b`): writes its COPY row, if any.
-   * @param at index of the record's first byte in `b` (for error offsets)
-   * @throws PageFormatError naming page, row and offset
+   * Writes the COPY row of the record just scanned (fields in `scanner`, indexes into b, starting at b[at]).
+   * @returns false for a record that is skipped, not counted as a line (an empty line of txt, txt_cstr)
    */
-  protected abstract record(b: Buffer, at: number, st: RecordPageState): void;
+  protected abstract record(b: Buffer, at: number, st: RecordPageState): boolean;
+
+  /** Page 1's header told the columns: the plan is asked. */
+  protected learnColumns(names: string[]): RowsPlan {
+    const plan = this.plan.ask(names);
+    this.kinds = names.map(() => 0);
+    this.inspect = plan.inspect;
+    return plan;
+  }
+
+  /** The rows to hand out now (`end`: at the end of the page, all of them). */
+  protected takeRows(end: boolean): Buffer | undefined {
+    return end ? this.out.take() : this.out.takeFull();
+  }
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number, _meta?: PageMeta): AsyncGenerator<Buffer> {
     const st: RecordPageState = { page, line: 0, offset: 0 };
-    // A record cut off by a chunk is held until it ends: bounded by maxValueBytes as it grows (value-limit.ts), so a
-    // page holding one enormous value costs at most about the limit.
-    const carry = new ChunkCarry(this.maxValueBytes, (_held, bytes) => {
-      throw valueTooLargeError({ page, row: this.nextRow(st), column: undefined, bytes, limit: this.maxValueBytes });
+    const carry = new ChunkCarry(this.maxValueBytes, (held, bytes) => {
+      const column = !this.hasHeader
+        ? undefined
+        : st.line === 0
+          ? 'the header line'
+          : this.quoting === 'csv'
+            ? this.columns?.[txtFieldIndex(held)]
+            : undefined;
+      throw valueTooLargeError({ page, row: Math.max(1, this.rowOf(st)), column, bytes, limit: this.maxValueBytes });
     });
     let bomDone = false;
     for await (const chunk of body) {
-      // A record cut off by the chunk before is completed from the start of this one, the rest parsed in place
-      // (carry.ts pushStitched), rather than joining the whole chunk to it.
       let buf = carry.pushStitched(chunk);
       if (buf === undefined) continue;
       if (!bomDone && buf.length < BOM_MAX_BYTES) {
@@ -88,20 +107,10 @@ export abstract class TextRecordsDecoder implements PageDecoder {
           bomDone = true;
         }
         const consumed = this.consume(buf, start, st);
-        const held = buf.length - consumed;
         st.offset += consumed;
         buf = carry.next(buf, consumed);
-        // An unfinished record is held until it ends: bound it, as the other text decoders do (value-limit.ts).
-        if (buf === undefined && held > this.maxValueBytes) {
-          throw valueTooLargeError({
-            page,
-            row: this.nextRow(st),
-            column: undefined,
-            bytes: held,
-            limit: this.maxValueBytes,
-          });
-        }
-        const rows = this.out.takeFull();
+        // Before the next scan: rows may be a view of the scanned buffer (txt).
+        const rows = this.takeRows(false);
         if (rows !== undefined) yield rows;
       }
     }
@@ -118,31 +127,100 @@ export abstract class TextRecordsDecoder implements PageDecoder {
       if (consumed < buf.length) {
         throw new PageFormatError('page ends inside a quoted field', {
           page,
-          row: st.line + 1,
+          row: Math.max(1, this.rowOf(st)),
           offset: st.offset + consumed,
         });
       }
     }
-    this.endPage(st);
-    const rows = this.out.take();
+    const rows = this.takeRows(true);
     if (rows !== undefined) yield rows;
   }
 
-  /** Called after the last record of a page (a page without records included). */
-  protected endPage(_st: RecordPageState): void {}
-
-  /** Scans whole records from b[start]; returns the index after the last whole one. */
-  private consume(b: Buffer, start: number, st: RecordPageState): number {
-    const n = b.length;
+  /** Scans whole records from b[i] (the header first, when due); returns the index after the last whole one. */
+  private consume(b: Buffer, i: number, st: RecordPageState): number {
     const sc = this.scanner;
-    let i = start;
-    while (i < n) {
-      const next = scanRecord(sc, b, i, n, st.page, st.line + 1, st.offset);
-      if (next === NEED_MORE) break;
-      this.record(b, i, st);
+    sc.page = st.page;
+    sc.offset = st.offset;
+    if (this.hasHeader && st.line === 0) {
+      sc.row = undefined;
+      const next = sc.scan(b, i, b.length);
+      if (next === NEED_MORE) return i;
+      this.header(b, i, st);
       st.line++;
       i = next;
     }
+    return this.records(b, i, st);
+  }
+
+  /** Scans and writes records from b[i]; returns the index after the last whole one. */
+  protected records(b: Buffer, i: number, st: RecordPageState): number {
+    const n = b.length;
+    const sc = this.scanner;
+    while (i < n) {
+      sc.row = this.rowOf(st);
+      const next = sc.scan(b, i, n);
+      if (next === NEED_MORE) break;
+      if (this.record(b, i, st)) st.line++;
+      i = next;
+    }
     return i;
+  }
+
+  /** The header line: page 1's names become the columns, later pages' must equal them. */
+  private header(b: Buffer, at: number, st: RecordPageState): void {
+    const sc = this.scanner;
+    const names: string[] = [];
+    for (let k = 0; k < sc.count; k++) names.push(this.fieldText(b, k, st, undefined));
+    if (this.columns === undefined) {
+      this.learnColumns(names);
+      return;
+    }
+    if (names.length !== this.columns.length || names.some((n, k) => n !== this.columns![k])) {
+      throw new PageFormatError(
+        `header ${JSON.stringify(names)} differs from page 1's ${JSON.stringify(this.columns)}`,
+        { page: st.page, offset: st.offset + at },
+      );
+    }
+  }
+
+  /** Field k of the scanned record as a string: unquoted, its escapes decoded. */
+  private fieldText(b: Buffer, k: number, st: RecordPageState, row: number | undefined): string {
+    const sc = this.scanner;
+    const s = sc.start[k]!;
+    const e = sc.end[k]!;
+    if (sc.escaped[k] === 0) return b.toString('utf8', s, e);
+    if (this.quoting === 'csv') return b.toString('utf8', s, e).replaceAll('""', '"');
+    return this.scratch.toString('utf8', 0, this.decodeQuoted(b, s, e, st, row, k));
+  }
+
+  /**
+   * Decodes the cstr-quoted value b[s..e) of field `k` into `scratch`; returns its length.
+   * @throws PageFormatError naming the value's {@link label}
+   */
+  protected decodeQuoted(
+    b: Buffer,
+    s: number,
+    e: number,
+    st: RecordPageState,
+    row: number | undefined,
+    k: number,
+  ): number {
+    if (this.scratch.length < e - s) this.scratch = Buffer.alloc(Math.max(e - s, this.scratch.length * 2));
+    try {
+      return decodeCstrText(b, s, e, this.scratch);
+    } catch (err) {
+      if (!(err instanceof CstrError)) throw err;
+      throw new PageFormatError(`${this.label(k, row)}: ${err.message}`, {
+        page: st.page,
+        row,
+        offset: st.offset + err.index,
+      });
+    }
+  }
+
+  /** How errors name field k of a record: its column (by default) or, in the header, the field. */
+  protected label(k: number, row: number | undefined): string {
+    const column = row === undefined ? undefined : this.columns?.[k];
+    return column === undefined ? `field ${k + 1}` : `column "${column}"`;
   }
 }

@@ -1,20 +1,16 @@
 /**
- * txt_all and txt_allcstr pages -> COPY text rows `page, line, fields` (docs/report-export-service.md "Output types": "all report component
- * elements": header, group, detail and footer lines of differing shapes). Lossless, one row per line: `page` and
- * `line` (1-based within the page, after the byte order mark; a quoted line break keeps a line together), and
- * `fields text[]`: the comma-separated fields with their quotes removed — txt_all undoubles `""`, txt_allcstr
- * decodes the C/Java escapes (cstr.ts). An empty bare field is a NULL element, `""` an empty string, an empty
- * line `{}`. The rows= check does not apply to these types (lines are not report rows); the page count does.
+ * txt_all and txt_allcstr pages -> COPY text rows `page, line, fields` (docs/report-export-service.md "Output types":
+ * "all report component elements": header, group, detail and footer lines of differing shapes). Lossless, one row per
+ * line: `line` is 1-based within the page, after the byte order mark (a quoted line break keeps a line together);
+ * `fields text[]` holds the fields unquoted — txt_all undoubles `""`, txt_allcstr decodes the C/Java escapes (cstr.ts).
+ * An empty bare field is a NULL element, `""` an empty string, an empty line `{}`. The rows= check does not apply
+ * (lines are not report rows); the page count does.
  */
-import { isUtf8 } from 'node:buffer';
-import { BACKSLASH, CR, LF, TAB } from './copy-text.ts';
-import { CstrError, decodeCstr } from './cstr.ts';
-import { PageFormatError } from './errors.ts';
+import { BACKSLASH, CR, LF, QUOTE, TAB } from './bytes.ts';
 import { TextRecordsDecoder, type RecordPageState } from './text-records.ts';
 import type { DecoderLimits } from './value-limit.ts';
 import { LINE_COLUMNS } from './fixed-columns.ts';
 
-const QUOTE = 0x22;
 const NULL_ELEMENT = Buffer.from('NULL');
 
 /**
@@ -44,21 +40,24 @@ function writeElement(src: Uint8Array, s: number, e: number, out: Uint8Array, op
   return op;
 }
 
-/** The txt_all / txt_allcstr decoder; see the file comment. Made by makePageDecoder('txt_all' | 'txt_allcstr'). */
+/** The txt_all / txt_allcstr decoder; see the file comment. */
 export class TxtAllPageDecoder extends TextRecordsDecoder {
   readonly outputType: 'txt_all' | 'txt_allcstr';
   readonly columns = LINE_COLUMNS.map((c) => c.name);
   readonly fixedColumns = LINE_COLUMNS;
-  private scratch = Buffer.alloc(1024);
   private prefix = Buffer.alloc(0);
 
   constructor(outputType: 'txt_all' | 'txt_allcstr', limits: DecoderLimits) {
-    super(outputType === 'txt_allcstr' ? 'cstr' : 'csv', limits);
+    super(outputType === 'txt_allcstr' ? 'cstr' : 'csv', limits, false);
     this.outputType = outputType;
     this.kinds = [0, 0, 0];
   }
 
-  protected record(b: Buffer, at: number, st: RecordPageState): void {
+  protected override label(k: number, line: number | undefined): string {
+    return `line ${line}, field ${k + 1}`;
+  }
+
+  protected record(b: Buffer, at: number, st: RecordPageState): boolean {
     const sc = this.scanner;
     const out = this.out;
     const line = st.line + 1;
@@ -69,55 +68,27 @@ export class TxtAllPageDecoder extends TextRecordsDecoder {
     out.pos += out.buf.write(lineText, out.pos, 'latin1');
     out.buf[out.pos++] = 0x7b;
     const emptyLine = sc.count === 1 && sc.quoted[0] === 0 && sc.start[0] === sc.end[0];
-    if (!emptyLine) {
-      for (let k = 0; k < sc.count; k++) {
-        if (k > 0) out.buf[out.pos++] = 0x2c;
-        const s = sc.start[k]!;
-        const e = sc.end[k]!;
-        if (sc.quoted[k] === 0 && s === e) {
-          out.pos += NULL_ELEMENT.copy(out.buf, out.pos);
-          continue;
-        }
-        out.buf[out.pos++] = QUOTE;
-        if (sc.quoted[k] === 1 && this.outputType === 'txt_allcstr') {
-          const len = this.decodeValue(b, s, e, st, line, k);
-          out.reserve(4 * len + 8 * (sc.count - k) + 4);
-          out.pos = writeElement(this.scratch, 0, len, out.buf, out.pos, false);
-        } else {
-          out.pos = writeElement(b, s, e, out.buf, out.pos, sc.quoted[k] === 1);
-        }
-        out.buf[out.pos++] = QUOTE;
+    for (let k = 0; k < sc.count && !emptyLine; k++) {
+      if (k > 0) out.buf[out.pos++] = 0x2c;
+      const s = sc.start[k]!;
+      const e = sc.end[k]!;
+      if (sc.quoted[k] === 0 && s === e) {
+        out.pos += NULL_ELEMENT.copy(out.buf, out.pos);
+        continue;
       }
+      out.buf[out.pos++] = QUOTE;
+      if (sc.quoted[k] === 1 && this.quoting === 'cstr') {
+        const len = this.decodeQuoted(b, s, e, st, line, k);
+        out.reserve(4 * len + 8 * (sc.count - k) + 4);
+        out.pos = writeElement(this.scratch, 0, len, out.buf, out.pos, false);
+      } else {
+        out.pos = writeElement(b, s, e, out.buf, out.pos, sc.quoted[k] === 1);
+      }
+      out.buf[out.pos++] = QUOTE;
     }
     out.buf[out.pos++] = 0x7d;
     out.buf[out.pos++] = LF;
     this.rows++;
-  }
-
-  /** Decodes a quoted txt_allcstr field into `scratch`; returns its length. */
-  private decodeValue(b: Buffer, s: number, e: number, st: RecordPageState, line: number, field: number): number {
-    if (this.scratch.length < e - s) this.scratch = Buffer.alloc(Math.max(e - s, this.scratch.length * 2));
-    const where = { page: st.page, row: line, offset: st.offset + s };
-    try {
-      const r = decodeCstr(b, s, e, this.scratch, 0);
-      if (r.nul)
-        throw new PageFormatError(
-          `line ${line}, field ${field + 1}: the value holds a NUL character (\\0), which PostgreSQL text cannot store`,
-          where,
-        );
-      if (r.byteEscapes && !isUtf8(this.scratch.subarray(0, r.end))) {
-        throw new PageFormatError(
-          `line ${line}, field ${field + 1}: the octal or \\x escapes of the value do not form UTF-8 text`,
-          where,
-        );
-      }
-      return r.end;
-    } catch (err) {
-      if (!(err instanceof CstrError)) throw err;
-      throw new PageFormatError(`line ${line}, field ${field + 1}: malformed C/Java string: ${err.message}`, {
-        ...where,
-        offset: st.offset + err.index,
-      });
-    }
+    return true;
   }
 }

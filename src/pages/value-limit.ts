@@ -1,9 +1,6 @@
 /**
- * The largest value a page may hold: a row is parsed whole,
- * so a single enormous value would be held in memory whole (and copied while it grows). Above the job's
- * `report.maxValueBytes` (default {@link DEFAULT_MAX_VALUE_BYTES}) the page is refused with an error naming the
- * page, the row and the column, so memory stays bounded by the limit, whatever the page holds. The limit applies to
- * the row being read: a row is at least as large as its largest value.
+ * The largest row a page may hold (`report.maxValueBytes`): a row is parsed whole, so past the limit the page is
+ * refused naming page, row and column, and memory stays bounded whatever a value's size.
  */
 import { EtlError } from '../errors.ts';
 
@@ -17,7 +14,7 @@ export interface DecoderLimits {
 }
 
 /**
- * The error for a row past the limit: code VALUE_TOO_LARGE, stage parse, not retryable (the page is the same next time).
+ * The error for a row past the limit: VALUE_TOO_LARGE, stage parse, not retryable (the page is the same next time).
  * @param column the report column whose value was being read, when known
  */
 export function valueTooLargeError(where: {
@@ -30,7 +27,9 @@ export function valueTooLargeError(where: {
   const col = where.column === undefined ? '' : `, column "${where.column}"`;
   return new EtlError(
     'VALUE_TOO_LARGE',
-    `page ${where.page}, row ${where.row}${col}: a value larger than maxValueBytes (${where.limit} bytes; ${where.bytes} read so far) — raise report.maxValueBytes for this job if such values are expected, or shorten the value in the report`,
+    `page ${where.page}, row ${where.row}${col}: a value larger than maxValueBytes ` +
+      `(${where.limit} bytes; ${where.bytes} read so far) — raise report.maxValueBytes for this job ` +
+      'if such values are expected, or shorten the value in the report',
     {
       stage: 'parse',
       retryable: false,

@@ -1,14 +1,13 @@
 /**
- * excel-xlsx_data pages with `target.load: rows` (beyond the service's description, docs/loaded-tables.md "Output
- * types"): the first sheet of every page's workbook is read with exceljs's streaming reader (rows are handed over one
- * by one, the sheet is not built in memory) and loaded as typed rows like json: the header row gives the column names
- * (every page repeats it), each following row is a row. Cell values: numbers as written by JavaScript's shortest round
- * trip (xlsx stores doubles), dates as ISO 8601 UTC timestamps, booleans, text (rich text joined; a formula's cached
- * result; a hyperlink's text; an error value such as #DIV/0! as text), empty cells NULL.
+ * excel-xlsx_data pages with `target.load: rows` (docs/loaded-tables.md "Output types"): the first sheet, read with
+ * exceljs's streaming reader, as typed rows: its header row names the columns (every page repeats it). Numbers as
+ * JavaScript's shortest round trip, dates as ISO UTC, rich text joined, a formula's cached result, errors such as
+ * #DIV/0! as text.
  */
 import { Readable } from 'node:stream';
 import type ExcelJS from 'exceljs';
-import { CopyOutput, LF, TAB, writeEscapedString } from './copy-text.ts';
+import { CopyOutput, writeEscapedString } from './copy-text.ts';
+import { LF, TAB } from './bytes.ts';
 import { checkContentType } from './document-checks.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND, classifyNumber } from './kinds.ts';
@@ -37,7 +36,7 @@ function cellText(v: unknown): [string, number] | null {
   return [String(v), KIND.text];
 }
 
-/** The excel-xlsx_data rows decoder; see the file comment. Made by makePageDecoder('excel-xlsx_data', { load: 'rows' }). */
+/** The excel-xlsx_data rows decoder; see the file comment. */
 export class XlsxRowsPageDecoder implements PageDecoder {
   readonly outputType = 'excel-xlsx_data' as const;
   readonly copyFormat = 'text' as const;

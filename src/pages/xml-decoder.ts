@@ -1,19 +1,15 @@
 /**
- * xml_query pages -> COPY text format, or binary format when the plan chooses it (pages/rows-plan.ts)
- * (docs/report-export-service.md "Output page shapes", xml_query): an XML declaration (UTF-8),
- * root element `result`, one `row` element per row, inside it one `field` element per column with the
- * attribute `name` and the value as text content. The byte scanner of xml-fast.ts takes the shape servers
- * write; from the first thing it does not know to the end of the page, saxes parses instead (entities and
- * CDATA decoded by saxes), with the same rules and errors. Column order is the field order of the first row; a missing field is NULL,
- * a field name the first row did not have is a PageFormatError.
- *
- * Empty text is loaded as NULL (\N): the service's description gives empty text for "empty values" and no way to tell an
- * empty string from a null in XML, so both arrive as NULL.
+ * xml_query pages -> COPY rows (docs/report-export-service.md "Output page shapes", xml_query): `result`, a `row` per
+ * row, in it a `field` per column with attribute `name`. The fast path (xml-fast.ts) takes the shape servers write;
+ * from the first thing it does not know to the end of the page saxes parses instead, with the same rules. Columns
+ * follow the first row; a missing field is NULL, an unknown one a PageFormatError. Empty text is NULL: XML cannot
+ * tell an empty string from a null.
  */
 import { SaxesParser, type SaxesTagPlain } from 'saxes';
 import { StringDecoder } from 'node:string_decoder';
 import type { PageDecoder } from './page-decoder.ts';
-import { CopyOutput, LF, TAB } from './copy-text.ts';
+import { CopyOutput } from './copy-text.ts';
+import { LF, TAB } from './bytes.ts';
 import { writeEscapedString } from './copy-text.ts';
 import { PageFormatError } from './errors.ts';
 import { classifyXmlValue } from './kinds.ts';
@@ -44,7 +40,7 @@ async function* resume(
   for (let r = await rest.next(); !r.done; r = await rest.next()) yield r.value;
 }
 
-/** The xml_query decoder; see the file comment. Made by makePageDecoder('xml_query'). */
+/** The xml_query decoder; see the file comment. */
 export class XmlQueryPageDecoder implements PageDecoder {
   readonly outputType = 'xml_query' as const;
   readonly copyFormat = 'text' as const;

@@ -1,19 +1,18 @@
 /**
- * xml pages -> one COPY text row per page, `page integer, document xml` (docs/report-export-service.md "Output types": "XML as defined by the
- * report output"). The page streams through: every chunk is fed to saxes, which checks that the page is
- * well-formed, and is written COPY-escaped at once, so a page is never held whole by report-etl. A page that is not
- * well-formed fails the run naming the page, line and column (saxes' count: line 1-based, column in characters).
+ * xml pages -> one `page, document xml` row per page (docs/report-export-service.md "Output types"). Each chunk is
+ * checked by saxes and written COPY-escaped at once; a page that is not well-formed fails naming line and column.
  */
 import { SaxesParser } from 'saxes';
 import { StringDecoder } from 'node:string_decoder';
-import { LF, writeEscapedBytes } from './copy-text.ts';
+import { writeEscapedBytes } from './copy-text.ts';
+import { LF } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 import type { PageDecoder, PageMeta } from './page-decoder.ts';
 import { XML_DOCUMENT_COLUMNS } from './fixed-columns.ts';
 
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
-/** The xml decoder; see the file comment. Made by makePageDecoder('xml'). */
+/** The xml decoder; see the file comment. */
 export class XmlDocumentPageDecoder implements PageDecoder {
   readonly outputType = 'xml' as const;
   readonly copyFormat = 'text' as const;

@@ -1,26 +1,20 @@
 /**
- * The fast path of the xml_query decoder: a byte scanner for the shape the service's description gives (docs/report-export-service.md "Output page
- * shapes", xml_query) and servers write — `<?xml …?><result><row><field name="…">text</field>…</row>…</result>`,
- * whitespace between elements allowed — that writes COPY rows straight from the page bytes, without strings: COPY
- * text format (COPY escaping applied on the way), or COPY binary format once the plan chose it (pages/rows-plan.ts),
- * each value written by its column's encoder (copy-binary/field-writer.ts).
- * Text content is copied byte for byte (UTF-8 checked per scanned span with isUtf8), the five named entities and
- * numeric character references are decoded.
+ * The fast path of the xml_query decoder: a byte scanner for the shape servers write (docs/report-export-service.md
+ * "Output page shapes", xml_query) — `<?xml …?><result><row><field name="…">text</field>…</row>…</result>`,
+ * whitespace between elements allowed — writing COPY rows (text, or binary once the plan chose it) straight from the
+ * page bytes. Text is copied byte for byte (UTF-8 checked per scanned span), the five named entities and character
+ * references decoded. The first row is read twice: for its field names, which become the columns, then as every later
+ * row, whose open tags must repeat the first row's byte for byte.
  *
- * The first row is read twice: once for its field names, which become the columns (the decoder then asks its plan
- * how to write the rows), then as every later row, whose open tags must repeat the first row's byte for byte. They
- * are compared eight bytes at a time (byte-run.ts).
- *
- * It never guesses: anything else (CDATA, comments, processing instructions or a DOCTYPE after the prolog,
- * other attributes, fields out of the first row's order or missing, a raw CR, NUL or another control
- * character, an unknown entity, invalid UTF-8, a truncated page) makes {@link XmlFastScanner.scan} report
- * `fallback` at the last row boundary, and the decoder hands the rest of the page to saxes, whose rules and
- * error messages then apply (xml-decoder.ts).
+ * It never guesses: anything else (CDATA, comments, processing instructions or a DOCTYPE after the prolog, other
+ * attributes, fields out of the first row's order or missing, a raw CR, NUL or other control character, an unknown
+ * entity, invalid UTF-8, a truncated page) makes {@link XmlFastScanner.scan} report `fallback` at the last row
+ * boundary, and the decoder hands the rest of the page to saxes (xml-decoder.ts), whose rules and errors then apply.
  */
 import { isUtf8 } from 'node:buffer';
-import { BACKSLASH, LF, TAB, type CopyOutput } from './copy-text.ts';
+import { type CopyOutput } from './copy-text.ts';
+import { BACKSLASH, CR, hexDigit, LF, skipWs, startsWith, TAB, writeUtf8 } from './bytes.ts';
 import { classifyXmlValue } from './kinds.ts';
-import { ByteRun, viewOf } from './byte-run.ts';
 import { BINARY, BinaryValueUnsupported } from '../copy-binary/format.ts';
 import { REFUSED, type BinaryFieldWriter } from '../copy-binary/field-writer.ts';
 
@@ -42,66 +36,39 @@ const ROW_CLOSE = Buffer.from('</row>');
 const FIELD_OPEN = Buffer.from('<field');
 const FIELD_CLOSE = Buffer.from('</field>');
 const NAME_ATTR = Buffer.from('name="');
-/** `</field>` as a little-endian float64 word (a normal number: its bytes are ASCII). */
-const FIELD_CLOSE_WORD = new DataView(FIELD_CLOSE.buffer, FIELD_CLOSE.byteOffset, 8).getFloat64(0, true);
 
-/**
- * Bytes a value's text holds as they are, in both formats: 0x20 and above, except `<` (its end), `&` (a
- * reference), `\` (COPY text's escape) and `]` (`]]>` is not allowed in text). Everything else is looked at.
- */
+/** Bytes a value's text holds as they are: 0x20 and above but `<`, `&`, `\` (COPY's escape) and `]` (`]]>`). */
 const PLAIN = new Uint8Array(256);
 for (let c = 0x20; c < 256; c++) PLAIN[c] = c === LT || c === AMP || c === BACKSLASH || c === BRACKET ? 0 : 1;
 
-/** Where the scan of a page is. */
 export type XmlPhase = 'prolog' | 'rows' | 'after';
 
-/** What the decoder shares with the scanner: the columns it learns from the first row, and the kinds. */
-export interface XmlColumnsSink {
+/** The decoder, as the scanner sees it: `learnColumns` asks the plan (rows-plan.ts), which may set `binary`. */
+interface XmlColumnsSink {
   columns: string[] | undefined;
   kinds: number[];
   inspect: boolean;
-  /** The first row told the columns (the decoder asks its plan then, rows-plan.ts, and may set `binary`). */
   learnColumns(names: string[]): void;
 }
 
-/** Outcome of one {@link XmlFastScanner.scan}. */
-export interface XmlScan {
-  /** Index after the last whole unit (prolog, row, closing tag) scanned. */
+/**
+ * One {@link XmlFastScanner.scan}: the index after the last whole unit (prolog, row, closing tag), the rows it wrote,
+ * and whether saxes must take over at `consumed`.
+ */
+interface XmlScan {
   consumed: number;
-  /** Rows completed by this scan (their COPY bytes are in the output). */
   rows: number;
-  /** True: b[consumed..] is not in the fast path's shape; saxes must take over from there. */
   fallback: boolean;
 }
 
-/** Needs more bytes (-1) or not the fast shape (-2): results of the field helpers. */
+/** Needs more bytes, or not the fast shape: results of the field helpers. */
 const MORE = -1;
 const ODD = -2;
 
-function matches(b: Uint8Array, i: number, lit: Uint8Array): boolean {
-  for (let k = 0; k < lit.length; k++) if (b[i + k] !== lit[k]) return false;
-  return true;
-}
-
-function skipSpace(b: Uint8Array, i: number, n: number): number {
-  while (i < n) {
-    const c = b[i]!;
-    if (c !== 0x20 && c !== 0x0a && c !== 0x09 && c !== 0x0d) break;
-    i++;
-  }
-  return i;
-}
-
-/** A character XML allows (XML 1.0's Char production), other than NUL-like controls. */
+/** A character XML 1.0 allows (its Char production). */
 function isXmlChar(cp: number): boolean {
-  return (
-    cp === 0x9 ||
-    cp === 0xa ||
-    cp === 0xd ||
-    (cp >= 0x20 && cp <= 0xd7ff) ||
-    (cp >= 0xe000 && cp <= 0xfffd) ||
-    (cp >= 0x10000 && cp <= 0x10ffff)
-  );
+  if (cp < 0x20) return cp === 0x9 || cp === 0xa || cp === 0xd;
+  return cp <= 0xd7ff || (cp >= 0xe000 && cp <= 0xfffd) || (cp >= 0x10000 && cp <= 0x10ffff);
 }
 
 /** The code point of the entity or character reference b[s..e) (without & and ;), or -1. */
@@ -117,40 +84,12 @@ function entityCodePoint(b: Uint8Array, s: number, e: number): number {
   const from = s + (hex ? 2 : 1);
   if (from >= e) return -1;
   for (let k = from; k < e; k++) {
-    const c = b[k]!;
-    let d: number;
-    if (c >= 0x30 && c <= 0x39) d = c - 0x30;
-    else if (hex && (c | 0x20) >= 0x61 && (c | 0x20) <= 0x66) d = (c | 0x20) - 0x57;
-    else return -1;
+    const d = hexDigit(b[k]!);
+    if (d < 0 || (!hex && d > 9)) return -1;
     cp = cp * (hex ? 16 : 10) + d;
     if (cp > 0x10ffff) return -1;
   }
   return isXmlChar(cp) ? cp : -1;
-}
-
-/** Writes code point `cp` as UTF-8 into o at p, COPY-text-escaped when `escape`; returns the new position. */
-function writeCodePoint(o: Uint8Array, p: number, cp: number, escape: boolean): number {
-  if (cp < 0x80) {
-    if (escape && (cp === 0x0a || cp === 0x0d || cp === 0x09 || cp === BACKSLASH)) {
-      o[p++] = BACKSLASH;
-      o[p++] = cp === 0x0a ? 0x6e : cp === 0x0d ? 0x72 : cp === 0x09 ? 0x74 : BACKSLASH;
-    } else {
-      o[p++] = cp;
-    }
-  } else if (cp < 0x800) {
-    o[p++] = 0xc0 | (cp >> 6);
-    o[p++] = 0x80 | (cp & 0x3f);
-  } else if (cp < 0x10000) {
-    o[p++] = 0xe0 | (cp >> 12);
-    o[p++] = 0x80 | ((cp >> 6) & 0x3f);
-    o[p++] = 0x80 | (cp & 0x3f);
-  } else {
-    o[p++] = 0xf0 | (cp >> 18);
-    o[p++] = 0x80 | ((cp >> 12) & 0x3f);
-    o[p++] = 0x80 | ((cp >> 6) & 0x3f);
-    o[p++] = 0x80 | (cp & 0x3f);
-  }
-  return p;
 }
 
 /** Decodes an attribute value b[s..e) (entities allowed, no `<`), or undefined when it is not plain. */
@@ -168,7 +107,7 @@ function attributeText(b: Buffer, s: number, e: number): string | undefined {
     if (semi < 0 || semi >= e) return undefined;
     const cp = entityCodePoint(b, k + 1, semi);
     if (cp < 0x20) return undefined;
-    p = writeCodePoint(tmp, p, cp, true);
+    p = writeUtf8(cp, tmp, p);
     k = semi;
   }
   return isUtf8(tmp.subarray(0, p)) ? tmp.toString('utf8', 0, p) : undefined;
@@ -177,18 +116,18 @@ function attributeText(b: Buffer, s: number, e: number): string | undefined {
 /** The fast scanner of one decoder (all pages of a run); see the file comment. */
 export class XmlFastScanner {
   phase: XmlPhase = 'prolog';
-  /** Set by the decoder when its plan chose COPY binary format, before the first row is written. */
+  /** Set by the decoder when its plan chose COPY binary format. */
   binary: BinaryFieldWriter | undefined = undefined;
-  /** The page being scanned and its rows before the current scan (for BinaryValueUnsupported). */
+  /** The page and its rows before the current scan, for BinaryValueUnsupported. */
   page = 0;
   rowBase = 0;
-  /** Per column: the raw bytes `<field name="…"` of the first row, which every later field must repeat. */
-  private openTags: ByteRun[] = [];
+  /** Per column: the first row's `<field name="…"`, which every later row must repeat. */
+  private openTags: Buffer[] = [];
   private readonly out: CopyOutput;
   private readonly sink: XmlColumnsSink;
   /** {@link value}: the index after the value's `</field>`. */
   private end = 0;
-  /** Decoded text of a typed column's value holding a reference (binary format), grown as needed. */
+  /** A typed column's value holding a reference, decoded (binary format). */
   private scratch = Buffer.alloc(256);
 
   constructor(out: CopyOutput, sink: XmlColumnsSink) {
@@ -196,7 +135,6 @@ export class XmlFastScanner {
     this.sink = sink;
   }
 
-  /** Starts a page. */
   startPage(page = 0): void {
     this.phase = 'prolog';
     this.page = page;
@@ -204,17 +142,16 @@ export class XmlFastScanner {
   }
 
   /**
-   * Scans b from index 0 (the carried rest of the last scan plus new bytes) and writes every whole row.
-   * @returns see {@link XmlScan}; rows written by a scan that ends in `fallback` are kept (they are whole and valid)
-   * @throws BinaryValueUnsupported in binary format, for a value its column's encoder does not take
+   * Scans b (the carried rest of the last scan and new bytes), writing every whole row; rows written before a
+   * `fallback` are kept.
+   * @throws BinaryValueUnsupported for a value its column's encoder does not take
    */
   scan(b: Buffer): XmlScan {
     const n = b.length;
     let i = 0;
     let rows = 0;
     const phaseBefore = this.phase;
-    // Output never outgrows twice the input (COPY escapes), in binary format the input (a field is smaller than its
-    // element): room for the whole scan at once, so that the row loop writes without asking.
+    // Output never outgrows twice the input (COPY escapes), in binary the input: room for the whole scan at once.
     this.out.reserve((this.binary === undefined ? 2 : 1) * n + 16);
     const mark = this.out.mark();
     if (this.phase === 'prolog') {
@@ -222,16 +159,15 @@ export class XmlFastScanner {
       if (i < 0) return { consumed: 0, rows: 0, fallback: i === ODD };
       this.phase = 'rows';
     }
-    const dv = viewOf(b);
     let consumed = i;
     let fallback = false;
     while (this.phase === 'rows') {
-      i = skipSpace(b, consumed, n);
+      i = skipWs(b, consumed, n);
       if (n - i < RESULT_CLOSE.length) {
         if (i < n && b[i] !== LT) fallback = true;
         break;
       }
-      if (matches(b, i, ROW_OPEN)) {
+      if (startsWith(b, i, ROW_OPEN)) {
         if (this.sink.columns === undefined) {
           const learned = this.firstRow(b, i + ROW_OPEN.length, n);
           if (learned < 0) {
@@ -239,14 +175,14 @@ export class XmlFastScanner {
             break;
           }
         }
-        const end = this.row(b, dv, i + ROW_OPEN.length, n, rows);
+        const end = this.row(b, i + ROW_OPEN.length, n, rows);
         if (end < 0) {
           fallback = end === ODD;
           break;
         }
         consumed = end;
         rows++;
-      } else if (matches(b, i, RESULT_CLOSE)) {
+      } else if (startsWith(b, i, RESULT_CLOSE)) {
         consumed = i + RESULT_CLOSE.length;
         this.phase = 'after';
       } else {
@@ -255,12 +191,11 @@ export class XmlFastScanner {
       }
     }
     if (this.phase === 'after') {
-      consumed = skipSpace(b, consumed, n);
+      consumed = skipWs(b, consumed, n);
       if (consumed < n) fallback = true;
     }
     if (consumed > 0 && !isUtf8(b.subarray(0, consumed))) {
-      // Rare: let saxes deal with it from the start of this span, as if nothing had been scanned. Columns learned
-      // from valid names stay: saxes reads the same names.
+      // Rare: saxes takes this span from its start, as if nothing had been scanned (learned columns stay).
       this.out.reset(mark);
       this.phase = phaseBefore;
       return { consumed: 0, rows: 0, fallback: true };
@@ -273,29 +208,25 @@ export class XmlFastScanner {
     let i = 0;
     if (n < 3) return MORE;
     if (b[0] === BOM[0] && b[1] === BOM[1] && b[2] === BOM[2]) i = 3;
-    i = skipSpace(b, i, n);
+    i = skipWs(b, i, n);
     if (n - i < XML_DECL.length) return MORE;
-    if (matches(b, i, XML_DECL)) {
+    if (startsWith(b, i, XML_DECL)) {
       const end = b.indexOf(DECL_END, i);
       if (end < 0) return MORE;
-      i = skipSpace(b, end + 2, n);
+      i = skipWs(b, end + 2, n);
     }
     if (n - i < RESULT_OPEN.length) return MORE;
-    return matches(b, i, RESULT_OPEN) ? i + RESULT_OPEN.length : ODD;
+    return startsWith(b, i, RESULT_OPEN) ? i + RESULT_OPEN.length : ODD;
   }
 
-  /**
-   * The first row's field names, from b[i] (after `<row>`) through `</row>`; when the row is whole and in the fast
-   * shape they become the columns (the plan is asked) and it returns 0, else MORE or ODD. Values are found, not
-   * checked: {@link row} reads the row again and checks them.
-   */
+  /** The first row's field names, from b[i] (after `<row>`), become the columns: 0, MORE or ODD. */
   private firstRow(b: Buffer, i: number, n: number): number {
     const names: string[] = [];
-    const tags: ByteRun[] = [];
+    const tags: Buffer[] = [];
     for (let col = 0; ; col++) {
-      i = skipSpace(b, i, n);
+      i = skipWs(b, i, n);
       if (n - i < FIELD_CLOSE.length) return MORE;
-      if (col > 0 && matches(b, i, ROW_CLOSE)) {
+      if (col > 0 && startsWith(b, i, ROW_CLOSE)) {
         this.openTags = tags;
         this.sink.learnColumns(names);
         return 0;
@@ -309,31 +240,28 @@ export class XmlFastScanner {
       if (b[end] !== GT) return ODD;
       const lt = b.indexOf(LT, end + 1);
       if (lt < 0 || n - lt < FIELD_CLOSE.length) return MORE;
-      if (!matches(b, lt, FIELD_CLOSE)) return ODD;
+      if (!startsWith(b, lt, FIELD_CLOSE)) return ODD;
       i = lt + FIELD_CLOSE.length;
     }
   }
 
   /** First row: `<field name="…"` at b[i]; records the name and its raw tag; index after the closing quote. */
-  private firstOpenTag(b: Buffer, i: number, n: number, names: string[], tags: ByteRun[]): number {
+  private firstOpenTag(b: Buffer, i: number, n: number, names: string[], tags: Buffer[]): number {
     const at = i + FIELD_OPEN.length + 1;
     if (n - at < NAME_ATTR.length + 1) return MORE;
-    if (!matches(b, i, FIELD_OPEN) || b[at - 1] !== 0x20 || !matches(b, at, NAME_ATTR)) return ODD;
+    if (!startsWith(b, i, FIELD_OPEN) || b[at - 1] !== 0x20 || !startsWith(b, at, NAME_ATTR)) return ODD;
     const s = at + NAME_ATTR.length;
     const q = b.indexOf(QUOT, s);
     if (q < 0 || q + 2 >= n) return MORE;
     const name = attributeText(b, s, q);
     if (name === undefined || names.includes(name)) return ODD;
     names.push(name);
-    tags.push(new ByteRun(b.subarray(i, q + 1)));
+    tags.push(Buffer.from(b.subarray(i, q + 1)));
     return q + 1;
   }
 
-  /**
-   * One row's fields from b[i] (after `<row>`) through `</row>`, written in the plan's format: index after it, MORE
-   * or ODD (nothing written then). `rows` = rows completed by this scan before it.
-   */
-  private row(b: Buffer, dv: DataView, i: number, n: number, rows: number): number {
+  /** One row from b[i] (after `<row>`), written: the index after `</row>`, MORE or ODD. `rows`: done by this scan. */
+  private row(b: Buffer, i: number, n: number, rows: number): number {
     const out = this.out;
     const o = out.buf;
     const start = out.pos;
@@ -342,11 +270,11 @@ export class XmlFastScanner {
     const ncols = tags.length;
     let p = binary === undefined ? start : binary.rowStart(o, start);
     for (let col = 0; col < ncols; col++) {
-      if (b[i] !== LT) i = skipSpace(b, i, n);
+      if (b[i] !== LT) i = skipWs(b, i, n);
       const tag = tags[col]!;
       const tagLength = tag.length;
       if (n - i < tagLength + 2) return MORE;
-      if (!tag.at(dv, b, i)) return ODD;
+      if (!startsWith(b, i, tag)) return ODD;
       const end = i + tagLength;
       if (binary === undefined && col > 0) o[p++] = TAB;
       if (b[end] === SLASH) {
@@ -363,7 +291,7 @@ export class XmlFastScanner {
       if (k >= n) return MORE;
       if (b[k] === LT) {
         if (n - k < 8) return MORE;
-        if (dv.getFloat64(k, true) !== FIELD_CLOSE_WORD) return ODD;
+        if (!startsWith(b, k, FIELD_CLOSE)) return ODD;
         if (k === s) p = binary === undefined ? writeTextNull(o, p) : binary.writeNull(o, p);
         else if (binary === undefined) p = this.plainText(b, s, k, o, p, col);
         else {
@@ -378,9 +306,9 @@ export class XmlFastScanner {
       if (p < 0) return p;
       i = this.end;
     }
-    if (b[i] !== LT) i = skipSpace(b, i, n);
+    if (b[i] !== LT) i = skipWs(b, i, n);
     if (n - i < ROW_CLOSE.length) return MORE;
-    if (!matches(b, i, ROW_CLOSE)) return ODD;
+    if (!startsWith(b, i, ROW_CLOSE)) return ODD;
     if (binary === undefined) o[p++] = LF;
     out.pos = p;
     return i + ROW_CLOSE.length;
@@ -434,7 +362,7 @@ export class XmlFastScanner {
       } else if (c === BACKSLASH || c === 0x0a || c === 0x09) {
         if (escape) {
           t[q++] = BACKSLASH;
-          t[q++] = c === 0x0a ? 0x6e : c === 0x09 ? 0x74 : BACKSLASH;
+          t[q++] = c === LF ? 0x6e : c === TAB ? 0x74 : BACKSLASH;
         } else t[q++] = c;
       } else if (c === AMP) {
         let semi = k + 1;
@@ -443,14 +371,17 @@ export class XmlFastScanner {
         if (semi >= n) return MORE;
         const cp = b[semi] === SEMI ? entityCodePoint(b, k + 1, semi) : -1;
         if (cp < 0) return ODD;
-        q = writeCodePoint(t, q, cp, escape);
+        if (escape && (cp === LF || cp === 0x0d || cp === TAB || cp === BACKSLASH)) {
+          t[q++] = BACKSLASH;
+          t[q++] = cp === LF ? 0x6e : cp === CR ? 0x72 : cp === TAB ? 0x74 : BACKSLASH;
+        } else q = writeUtf8(cp, t, q);
         k = semi;
       } else {
         return ODD; // raw CR (XML normalises it), NUL and other controls: saxes decides
       }
     }
     if (k >= n || n - k < FIELD_CLOSE.length) return MORE;
-    if (!matches(b, k, FIELD_CLOSE)) return ODD;
+    if (!startsWith(b, k, FIELD_CLOSE)) return ODD;
     this.end = k + FIELD_CLOSE.length;
     if (binary === undefined) {
       if (this.sink.inspect && q > start) this.sink.kinds[col]! |= classifyXmlValue(o, start, q);
