@@ -9,7 +9,7 @@
  *   `client as { connection?: … }`): the way around the two rules above;
  * - `setFlagsFromString`: V8 flags changed at run time.
  * Nothing is allowed per file today ({@link ALLOWED} lists a member with its reason when one must be). Being
- * removed by another branch (the slab pool and the run-time V8 flag): warehouse/copy-written.ts, runtime-flags.ts.
+ * removed by another branch (the run-time V8 flag): runtime-flags.ts.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -24,7 +24,7 @@ const PG_TYPED_INTERNALS = new Set(['connection', 'cancel']);
 /** Members allowed per file (see the file comment). */
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {};
 /** Files another branch deletes (see the file comment). */
-const BEING_REMOVED = new Set(['warehouse/copy-written.ts', 'runtime-flags.ts']);
+const BEING_REMOVED = new Set(['runtime-flags.ts']);
 
 const PACKAGES = ['pg', 'pg-copy-streams', 'undici', 'undici-types', 'bullmq', 'ioredis', '@types/pg'];
 
