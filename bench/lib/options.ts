@@ -2,7 +2,7 @@
  * Options of `npm run bench` (bench/run.ts), from argv (`--rows 1000000`, `--rows=1000000`) or the
  * environment (BENCH_ROWS=1000000); argv wins.
  */
-import { NODE_FLAGS } from '../../src/runtime-flags.ts';
+import { LONG_RUNNING_FLAGS, NODE_FLAGS } from '../../src/runtime-flags.ts';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -92,8 +92,10 @@ export function readOptions(argv: string[] = process.argv.slice(2)): BenchOption
       : full
         ? [100_000, 5_000_000]
         : [100_000];
-  // Default: the flags the product runs with, so the measured worker is the real one.
-  const workerArgs = (arg(argv, 'worker-args') ?? NODE_FLAGS.join(' ')).split(' ').filter(Boolean);
+  // Default: the flags a worker runs with, so the measured worker is the real one.
+  const workerArgs = (arg(argv, 'worker-args') ?? [...NODE_FLAGS, ...LONG_RUNNING_FLAGS].join(' '))
+    .split(' ')
+    .filter(Boolean);
   const mode = arg(argv, 'mode') ?? 'replace';
   if (mode !== 'replace' && mode !== 'append') throw new Error(`mode: expected replace or append, got '${mode}'`);
   return {
