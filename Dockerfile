@@ -1,6 +1,6 @@
 # report-etl: one image for every part (scheduler, worker, admin, start, simulate, run ...).
-# The image runs the one build (npm run build: tsc compiles src/ to dist/), as `npx report-etl` does: Node could run the
-# TypeScript sources directly, but its type stripper costs about 30 MB of memory per process.
+# The image runs the one build (npm run build: tsc compiles src/ to dist/) through bin/, as `npx report-etl` does: Node
+# could run the TypeScript sources directly, but its type stripper costs about 30 MB of memory per process.
 
 FROM node:24-slim AS build
 WORKDIR /app
@@ -25,6 +25,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY bin ./bin
 COPY package.json ./
 COPY migrations ./migrations
 COPY jobs.yaml ./jobs.yaml
@@ -36,6 +37,6 @@ EXPOSE 3000 8080
 # ADMIN_USER + ADMIN_PASSWORD), the admin pages the latter; with none of them set, loopback callers only.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ADMIN_PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Node flags: see src/runtime-flags.ts.
-ENTRYPOINT ["node", "--max-semi-space-size=1", "dist/main.js"]
+# Node flags: see src/runtime-flags.ts; bin/report-etl.js restarts worker and start with the long-running ones.
+ENTRYPOINT ["node", "--max-semi-space-size=1", "bin/report-etl.js"]
 CMD ["start", "--host", "0.0.0.0"]

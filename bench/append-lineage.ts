@@ -6,10 +6,11 @@
  * - plain: the report's columns alone (a target without lineage);
  * - constant: plus `_etl_run_key text` and `_etl_loaded_at timestamptz` with constant DEFAULTs (what storing the two
  *   values costs, nothing evaluated);
- * - per-row: with DEFAULT `nullif(current_setting('report_etl.run_key', true), '')` and `now()` (a STABLE
- *   expression, evaluated for every row);
- * - lineage: as src/warehouse/lineage.ts makes them (DEFAULT `etl.load_run_key()`, evaluated once per statement,
- *   and `now()`).
+ * - immutable: with DEFAULT a function like `etl.load_run_key()` but declared IMMUTABLE although it reads a setting
+ *   (migrations/0009 did so until 0018: the planner folds it into a constant once per statement), and `now()`;
+ * - lineage: as src/warehouse/lineage.ts makes them (DEFAULT `etl.load_run_key()`, STABLE: evaluated for every row,
+ *   and `now()`);
+ * - column: the run key written in the COPY stream as one more column of every row, `_etl_loaded_at` DEFAULT `now()`.
  * Each COPY runs in a transaction that sets the run key, as a load does; the order of the tables changes every round.
  * Measured: the backend's CPU time (user + system, from /proc/<pid>/stat, when PostgreSQL runs on this machine: it
  * moves far less with the machine's load than wall time) and the wall time. Prints medians; writes
@@ -44,7 +45,7 @@ const ROWS = option('rows', '1000000');
 const REPEATS = option('repeats', '5');
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const COLUMNS = 'auftrag_nr, kunde, menge_stk, betrag, rabatt, erfasst_am, bemerkung, beleg_id';
-const TABLES = ['plain', 'constant', 'per-row', 'lineage'] as const;
+const TABLES = ['plain', 'constant', 'immutable', 'lineage', 'column'] as const;
 const FORMATS = ['binary', 'csv'] as const;
 const load = (): string =>
   loadavg()
@@ -75,17 +76,30 @@ try {
     `ALTER TABLE ${table('constant')} ADD COLUMN _etl_run_key text DEFAULT 'sales_orders__2026-11-24T02:15:00.000Z', ADD COLUMN _etl_loaded_at timestamptz DEFAULT '2026-11-25 10:00:00+00'`,
   );
   await db.query(
-    `ALTER TABLE ${table('per-row')} ADD COLUMN _etl_run_key text, ADD COLUMN _etl_loaded_at timestamptz,
-       ALTER COLUMN _etl_run_key SET DEFAULT nullif(current_setting('report_etl.run_key', true), ''), ALTER COLUMN _etl_loaded_at SET DEFAULT now()`,
+    `CREATE FUNCTION ${schema}.immutable_run_key() RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+       AS $$ SELECT nullif(current_setting('report_etl.run_key', true), '') $$`,
+  );
+  await db.query(
+    `ALTER TABLE ${table('immutable')} ADD COLUMN _etl_run_key text DEFAULT ${schema}.immutable_run_key(),
+       ADD COLUMN _etl_loaded_at timestamptz DEFAULT now()`,
   );
   await addLineageColumns(db, { schema, table: 'lineage' });
-  // The rows once in each format, held in memory, so that every COPY reads the same bytes.
+  await db.query(
+    `ALTER TABLE ${table('column')} ADD COLUMN _etl_run_key text, ADD COLUMN _etl_loaded_at timestamptz DEFAULT now()`,
+  );
+  // The rows once in each format, held in memory, so that every COPY reads the same bytes; `column`'s rows carry a
+  // run key of a scheduled tick's length.
   const data: Record<string, Buffer> = {};
   for (const f of FORMATS) {
-    const chunks: Buffer[] = [];
-    const out = db.query(pgCopyStreams.to(`COPY ${schema}.src (${COLUMNS}) TO STDOUT WITH (FORMAT ${f})`));
-    for await (const c of out) chunks.push(c as Buffer);
-    data[f] = Buffer.concat(chunks);
+    for (const [key, select] of [
+      [f, COLUMNS],
+      [`${f} column`, `${COLUMNS}, 'sales_orders__2026-11-24T02:15:00.000Z'::text`],
+    ]) {
+      const chunks: Buffer[] = [];
+      const out = db.query(pgCopyStreams.to(`COPY (SELECT ${select} FROM ${schema}.src) TO STDOUT WITH (FORMAT ${f})`));
+      for await (const c of out) chunks.push(c as Buffer);
+      data[key!] = Buffer.concat(chunks);
+    }
   }
   const pid = (await db.query<{ p: number }>('SELECT pg_backend_pid() AS p')).rows[0]!.p;
   const backendCpuMs = (): number => {
@@ -104,9 +118,10 @@ try {
         await db.query(`SELECT set_config('report_etl.run_key', $1, true)`, [`sales_orders__${randomUUID()}`]);
         const cpu0 = backendCpuMs();
         const wall0 = performance.now();
+        const columns = t === 'column' ? `${COLUMNS}, _etl_run_key` : COLUMNS;
         await pipeline(
-          Readable.from([data[f]!]),
-          db.query(pgCopyStreams.from(`COPY ${table(t)} (${COLUMNS}) FROM STDIN WITH (FORMAT ${f})`)),
+          Readable.from([data[t === 'column' ? `${f} column` : f]!]),
+          db.query(pgCopyStreams.from(`COPY ${table(t)} (${columns}) FROM STDIN WITH (FORMAT ${f})`)),
         );
         const wallMs = performance.now() - wall0;
         const cpuMs = backendCpuMs() - cpu0;

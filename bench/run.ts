@@ -20,7 +20,9 @@
  * Options (argv or env): --rows/BENCH_ROWS (1000000), --types/BENCH_TYPES (txt,json,json_compact,xml_query,txt_cstr,pdf),
  * --paging/BENCH_PAGING (100000,all), --repeats/BENCH_REPEATS (3), --sizes/BENCH_SIZES (growth check,
  * 100000; BENCH_FULL=1 adds 5000000), --worker-args/BENCH_WORKER_ARGS (node flags of the worker, e.g.
- * "--cpu-prof --cpu-prof-dir=/tmp/prof").
+ * "--cpu-prof --cpu-prof-dir=/tmp/prof"), --variants/BENCH_VARIANTS (other builds or flags measured in the same
+ * repeats, interleaved, e.g. `main=/tmp/main;flag=.|--max-semi-space-size=1 --heap-growing-percent=100`; see
+ * bench/lib/options.ts), --warm/BENCH_WARM (1; 0 skips the warm workers).
  */
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -103,78 +105,105 @@ try {
           if (!warm.ok) throw new Error(`warm-up run failed: ${warm.error}`);
           csvBytes = await dumpCsv(db, table, csv);
         }
-        const runs: CaseResult['runs'] = [];
+        // This checkout's worker first, then the variants' (--variants), each measured in every repeat.
+        const workers = [
+          { label: '', worker: undefined as string | undefined, args: opts.workerArgs },
+          ...opts.variants,
+        ];
+        const runs: CaseResult['runs'][] = workers.map(() => []);
         let bytes = 0;
         for (let r = 0; r < opts.repeats; r++) {
           // Alternate the order, so that a slow spell of the machine does not always hit the same side.
           const limitFirst = r % 2 === 1;
           const limFirst = limitFirst ? await copyReplace(opts.databaseUrl, table, csv) : undefined;
-          // append: start from an empty target, as the COPY into an empty table it is compared with.
-          if (opts.mode === 'append') await db.query(`TRUNCATE ${table}`);
-          const e2e = await measureWorker(input, opts.workerArgs);
-          if (!e2e.ok) throw new Error(`run failed: ${e2e.error}`);
-          if (e2e.rows !== size || e2e.plan !== 'direct')
-            throw new Error(`run loaded ${e2e.rows} rows with plan ${e2e.plan}; expected ${size}, direct`);
-          bytes = e2e.bytes;
+          const e2es: { k: number; e2e: Awaited<ReturnType<typeof measureWorker>> }[] = [];
+          for (let j = 0; j < workers.length; j++) {
+            const k = (j + r) % workers.length;
+            // append: start from an empty target, as the COPY into an empty table it is compared with.
+            if (opts.mode === 'append') await db.query(`TRUNCATE ${table}`);
+            const e2e = await measureWorker(input, workers[k]!.args, workers[k]!.worker);
+            if (!e2e.ok) throw new Error(`run failed: ${e2e.error}`);
+            if (e2e.rows !== size || e2e.plan !== 'direct')
+              throw new Error(`run loaded ${e2e.rows} rows with plan ${e2e.plan}; expected ${size}, direct`);
+            bytes = e2e.bytes;
+            e2es.push({ k, e2e });
+          }
           const lim = limFirst ?? (await copyReplace(opts.databaseUrl, table, csv));
           const emp = await copyEmpty(db, opts.databaseUrl, table, csv);
           if (lim.rows !== size || emp.rows !== size)
             throw new Error(`limit COPY took ${lim.rows}/${emp.rows} rows, expected ${size}`);
-          const run = {
-            e2eMs: e2e.durationMs,
-            limitMs: lim.durationMs,
-            emptyCopyMs: emp.durationMs,
-            firstRowMs: e2e.firstRowMs,
-            rssMB: (e2e.maxRssKiB * 1024) / 1e6,
-            baseRssMB: (e2e.baseRssKiB * 1024) / 1e6,
-            peaks: e2e.peaks,
-            cpuMs: e2e.cpuMs,
-          };
-          runs.push(run);
-          log(
-            `  run ${r + 1}: e2e ${(run.e2eMs / 1000).toFixed(2)} s, limit ${(run.limitMs / 1000).toFixed(2)} s, empty ${(run.emptyCopyMs / 1000).toFixed(2)} s, first row ${Math.round(run.firstRowMs)} ms, worker CPU ${(run.cpuMs / 1000).toFixed(2)} s, RSS ${run.rssMB.toFixed(0)} MB (${run.baseRssMB.toFixed(0)} MB before the run; peak heap ${(run.peaks.heapTotal / 1e6).toFixed(0)} MB, external ${(run.peaks.external / 1e6).toFixed(0)} MB)`,
-          );
+          for (const { k, e2e } of e2es.sort((a, b) => a.k - b.k)) {
+            const run = {
+              e2eMs: e2e.durationMs,
+              limitMs: lim.durationMs,
+              emptyCopyMs: emp.durationMs,
+              firstRowMs: e2e.firstRowMs,
+              rssMB: (e2e.maxRssKiB * 1024) / 1e6,
+              baseRssMB: (e2e.baseRssKiB * 1024) / 1e6,
+              peaks: e2e.peaks,
+              cpuMs: e2e.cpuMs,
+            };
+            runs[k]!.push(run);
+            const name = workers[k]!.label ? ` ${workers[k]!.label}` : '';
+            const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+            const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(0)} MB`;
+            log(
+              `  run ${r + 1}${name}: e2e ${s(run.e2eMs)}, limit ${s(run.limitMs)}, empty ${s(run.emptyCopyMs)}, ` +
+                `first row ${Math.round(run.firstRowMs)} ms, worker CPU ${s(run.cpuMs)}, RSS ${mb(run.rssMB * 1e6)} ` +
+                `(${mb(run.baseRssMB * 1e6)} before the run; peak heap ${mb(run.peaks.heapTotal)}, ` +
+                `external ${mb(run.peaks.external)})`,
+            );
+          }
         }
         // The same run in a warm worker (one unmeasured run of the same report before it, in the same process): the
         // rows/s of a long-running worker, without a fresh process's start (cold modules and connections, V8 warm-up).
-        const warmRowsPerSec: number[] = [];
-        if (pi === 0) {
+        const warmRowsPerSec: number[][] = workers.map(() => []);
+        if (pi === 0 && opts.warm) {
           for (let r = 0; r < (size <= 1_000_000 ? opts.repeats : 1); r++) {
-            // append: the target holds only the warm-up's rows when the measured run appends, not earlier repeats'.
-            if (opts.mode === 'append') await db.query(`TRUNCATE ${table}`);
-            const warm = await measureWorker({ ...input, warmups: 1 }, opts.workerArgs);
-            if (!warm.ok || warm.rows !== size || warm.plan !== 'direct')
-              throw new Error(`warm run failed: ${warm.error ?? `${warm.rows} rows, plan ${warm.plan}`}`);
-            warmRowsPerSec.push((size / warm.durationMs) * 1000);
+            for (let j = 0; j < workers.length; j++) {
+              const k = (j + r) % workers.length;
+              // append: the target holds only the warm-up's rows when the measured run appends, not earlier repeats'.
+              if (opts.mode === 'append') await db.query(`TRUNCATE ${table}`);
+              const warm = await measureWorker({ ...input, warmups: 1 }, workers[k]!.args, workers[k]!.worker);
+              if (!warm.ok || warm.rows !== size || warm.plan !== 'direct')
+                throw new Error(`warm run failed: ${warm.error ?? `${warm.rows} rows, plan ${warm.plan}`}`);
+              warmRowsPerSec[k]!.push((size / warm.durationMs) * 1000);
+            }
           }
-          log(`  warm worker: ${warmRowsPerSec.map((x) => Math.round(x)).join(', ')} rows/s`);
+          for (const [k, w] of workers.entries())
+            log(
+              `  warm worker${w.label ? ` ${w.label}` : ''}: ${warmRowsPerSec[k]!.map(Math.round).join(', ')} rows/s`,
+            );
         }
-        const e2eMs = median(runs.map((x) => x.e2eMs));
-        const limitMs = median(runs.map((x) => x.limitMs));
-        const emptyCopyMs = median(runs.map((x) => x.emptyCopyMs));
-        results.push({
-          rows: size,
-          outputType,
-          paging: pagingOpt,
-          pages: pre.pages,
-          bytes,
-          csvBytes,
-          e2eMs,
-          limitMs,
-          emptyCopyMs,
-          firstRowMs: median(runs.map((x) => x.firstRowMs)),
-          rowsPerSec: (size / e2eMs) * 1000,
-          ...(warmRowsPerSec.length > 0 ? { warmRowsPerSec: median(warmRowsPerSec) } : {}),
-          limitRowsPerSec: (size / (opts.mode === 'append' ? emptyCopyMs : limitMs)) * 1000,
-          mbPerSec: bytes / 1e6 / (e2eMs / 1000),
-          ratio: (opts.mode === 'append' ? emptyCopyMs : limitMs) / e2eMs,
-          ratioEmpty: emptyCopyMs / e2eMs,
-          rssMB: median(runs.map((x) => x.rssMB)),
-          rssMaxMB: Math.max(...runs.map((x) => x.rssMB)),
-          baseRssMB: median(runs.map((x) => x.baseRssMB)),
-          cpuMs: median(runs.map((x) => x.cpuMs)),
-          runs,
-        });
+        for (const [k, w] of workers.entries()) {
+          const mine = runs[k]!;
+          const e2eMs = median(mine.map((x) => x.e2eMs));
+          const limitMs = median(mine.map((x) => x.limitMs));
+          const emptyCopyMs = median(mine.map((x) => x.emptyCopyMs));
+          results.push({
+            rows: size,
+            outputType: w.label ? `${outputType}@${w.label}` : outputType,
+            paging: pagingOpt,
+            pages: pre.pages,
+            bytes,
+            csvBytes,
+            e2eMs,
+            limitMs,
+            emptyCopyMs,
+            firstRowMs: median(mine.map((x) => x.firstRowMs)),
+            rowsPerSec: (size / e2eMs) * 1000,
+            ...(warmRowsPerSec[k]!.length > 0 ? { warmRowsPerSec: median(warmRowsPerSec[k]!) } : {}),
+            limitRowsPerSec: (size / (opts.mode === 'append' ? emptyCopyMs : limitMs)) * 1000,
+            mbPerSec: bytes / 1e6 / (e2eMs / 1000),
+            ratio: (opts.mode === 'append' ? emptyCopyMs : limitMs) / e2eMs,
+            ratioEmpty: emptyCopyMs / e2eMs,
+            rssMB: median(mine.map((x) => x.rssMB)),
+            rssMaxMB: Math.max(...mine.map((x) => x.rssMB)),
+            baseRssMB: median(mine.map((x) => x.baseRssMB)),
+            cpuMs: median(mine.map((x) => x.cpuMs)),
+            runs: mine,
+          });
+        }
       }
       await db.query(`DROP TABLE IF EXISTS ${table}, ${table}_lim, ${table}_empty`);
       await rm(csv, { force: true });

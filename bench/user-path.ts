@@ -22,7 +22,7 @@ import { randomUUID } from 'node:crypto';
 import { makePool } from '../src/app/connections.ts';
 import { migrate } from '../src/history/migrate.ts';
 import { silentLogger } from '../src/logger.ts';
-import { NODE_FLAGS } from '../src/runtime-flags.ts';
+import { LONG_RUNNING_FLAGS, NODE_FLAGS } from '../src/runtime-flags.ts';
 import { fixedCost, writeJobs } from './lib/cli-cases.ts';
 import { measureWorker } from './lib/children.ts';
 import { median } from './lib/report.ts';
@@ -89,7 +89,7 @@ try {
         mode: 'replace',
         warmups: 2,
       },
-      [...NODE_FLAGS],
+      [...NODE_FLAGS, ...LONG_RUNNING_FLAGS],
     );
     if (!r.ok) throw new Error(`warm 10-row run failed: ${r.error}`);
     warm.push(r.durationMs);

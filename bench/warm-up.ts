@@ -9,7 +9,7 @@
  *
  * Options (argv `--name value` or env): --repeats/BENCH_REPEATS (5), --rows/BENCH_ROWS (100000),
  * --types/BENCH_TYPES (txt,json,xml_query), --worker-args/BENCH_WORKER_ARGS (node flags of the measured worker;
- * default the product's own, src/runtime-flags.ts), --baseline/BENCH_BASELINE DIR: also a fresh worker of another
+ * default a worker's, src/runtime-flags.ts), --baseline/BENCH_BASELINE DIR: also a fresh worker of another
  * checkout's build (DIR/bench/lib/worker.js and DIR/dist, built) in every repeat, to compare builds under the same load
  * (split by its timeline when its worker says the attempt's id, else only its total and CPU).
  */
@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { makePool } from '../src/app/connections.ts';
 import { migrate } from '../src/history/migrate.ts';
 import { silentLogger } from '../src/logger.ts';
-import { NODE_FLAGS } from '../src/runtime-flags.ts';
+import { LONG_RUNNING_FLAGS, NODE_FLAGS } from '../src/runtime-flags.ts';
 import { TIMELINE_STEPS, type AttemptTimeline } from '../src/history/timeline.ts';
 import { measureWorker, startPageServer } from './lib/children.ts';
 import { arg, count } from './lib/options.ts';
@@ -32,7 +32,9 @@ const whole = (name: string, fallback: string): number => count(option(name, fal
 const REPEATS = whole('repeats', '5');
 const ROWS = whole('rows', '100000');
 const TYPES = option('types', 'txt,json,xml_query').split(',') as WorkerInput['outputType'][];
-const WORKER_ARGS = option('worker-args', NODE_FLAGS.join(' ')).split(' ').filter(Boolean);
+const WORKER_ARGS = option('worker-args', [...NODE_FLAGS, ...LONG_RUNNING_FLAGS].join(' '))
+  .split(' ')
+  .filter(Boolean);
 const BASELINE_DIR = option('baseline', '');
 const BASELINE = BASELINE_DIR ? join(BASELINE_DIR, 'bench', 'lib', 'worker.js') : undefined;
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

@@ -6,6 +6,7 @@
 // and an old one is told what to do (Node.js 20 has no enableCompileCache).
 import { existsSync } from 'node:fs';
 import nodeModule from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { nodeVersionProblem } from './node-version.js';
 
 const problem = nodeVersionProblem(process.versions.node);
@@ -19,6 +20,22 @@ if (problem !== undefined) {
   );
   process.exitCode = 2;
 } else {
+  const flags = await import(new URL('../dist/runtime-flags.js', import.meta.url).href);
+  const missing = flags.LONG_RUNNING_COMMANDS.includes(process.argv[2])
+    ? flags.LONG_RUNNING_FLAGS.filter((f) => !process.execArgv.includes(f))
+    : [];
+  // V8 reads these flags only when it starts: the process starts again with them, in its own place (same pid, so
+  // signals and supervisors are unaffected). Without execve (Windows, Node.js < 22.15) it runs without them.
+  if (missing.length > 0 && typeof process.execve === 'function') {
+    const self = fileURLToPath(import.meta.url);
+    process.execve(process.execPath, [
+      process.execPath,
+      ...process.execArgv,
+      ...missing,
+      self,
+      ...process.argv.slice(2),
+    ]);
+  }
   // V8's code cache on disk (os.tmpdir()/node-compile-cache): a process's modules load in about half the time after
   // the first start. NODE_DISABLE_COMPILE_CACHE=1 turns it off; a cache that cannot be written is skipped.
   nodeModule.enableCompileCache?.();

@@ -1,5 +1,3 @@
-import { setFlagsFromString } from 'node:v8';
-
 /**
  * Node flags report-etl runs with (bin/report-etl.js's shebang, the Dockerfile's ENTRYPOINT; test/docker.test.ts
  * checks they agree, and the benchmark's worker uses them by default).
@@ -10,21 +8,15 @@ import { setFlagsFromString } from 'node:v8';
  */
 export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
 
-/**
- * V8 flags for a process that loads report rows, set when it begins its first load rather than at its start, where
- * they would slow every command's start (a 10-row `report-etl run` by some 50 ms: V8 would collect more often while
- * the modules load). Set once per process; they stay set.
- *
- * `--heap-growing-percent=100`: after each mark-compact the old generation may grow to twice what survived, rather
- * than to V8's own choice, which for a loading process is 1.1 times (its collections are fast next to the little it
- * keeps). V8 counts the page chunks the network delivered since the last mark-compact as old-generation bytes, so with
- * V8's slack of some 9 MB a long load ran a mark-compact every 60-100 ms once the first one had happened (json, 5M rows:
- * 50-90 of them and 5.1-6.4 s of worker CPU; with the flag 3 and 4.0-4.7 s, peak RSS unchanged).
- */
-export function useLoadingFlags(): void {
-  if (loadingFlagsSet) return;
-  loadingFlagsSet = true;
-  setFlagsFromString('--heap-growing-percent=100');
-}
+/** Commands whose process loads report after report for as long as it runs: they get {@link LONG_RUNNING_FLAGS}. */
+export const LONG_RUNNING_COMMANDS: readonly string[] = ['worker', 'start'];
 
-let loadingFlagsSet = false;
+/**
+ * V8 flags of a long-running process besides {@link NODE_FLAGS}; bin/report-etl.js restarts such a process with them
+ * (a one-off command does without: the flag cost a 10-row `report-etl run` some 50 ms of start).
+ *
+ * `--heap-growing-percent=100`: after a mark-compact the old generation may grow to twice what survived, not V8's
+ * 1.1 times for a process that keeps little. V8 counts the network's page chunks as old-generation bytes, so a long
+ * load ran a mark-compact every 60-100 ms without it (json 2M rows: worker CPU 4.1 s, with it 2.8 s; bench/results).
+ */
+export const LONG_RUNNING_FLAGS: readonly string[] = ['--heap-growing-percent=100'];

@@ -13,13 +13,22 @@
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { appendFileSync, cpSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NODE_FLAGS } from '../src/runtime-flags.ts';
+import { LONG_RUNNING_FLAGS, NODE_FLAGS } from '../src/runtime-flags.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 import { deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
@@ -167,6 +176,10 @@ jobs:
           (await h.pool.query<{ status: string }>('SELECT status FROM etl.attempts WHERE job = $1', [`${jobs}_queued`]))
             .rows[0]?.status === 'succeeded',
         60_000,
+      );
+      // The worker restarted itself with the long-running flags, in the process that was spawned (same pid).
+      expect(readFileSync(`/proc/${worker.pid}/cmdline`, 'utf8').split('\0')).toEqual(
+        expect.arrayContaining([...NODE_FLAGS, ...LONG_RUNNING_FLAGS, 'worker']),
       );
     } finally {
       worker.kill('SIGTERM');

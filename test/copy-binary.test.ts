@@ -16,15 +16,8 @@ import { BINARY, binaryEncodingOf, COPY_BINARY_HEADER, COPY_BINARY_TRAILER } fro
 import { loadRows } from '../src/warehouse/copy-load.ts';
 import { withLoadTransaction } from '../src/warehouse/load-transaction.ts';
 import type { RowSource } from '../src/warehouse/row-source.ts';
-import { zoneAgreesWithDatabase } from '../src/copy-binary/zone-check.ts';
+import { findTransitions, zoneAgreesWithDatabase } from '../src/copy-binary/zone-check.ts';
 import { makeLocalTimeOffset } from '../src/copy-binary/local-time.ts';
-import {
-  agreedRulesOf,
-  computeZoneRules,
-  findTransitions,
-  intlTzdata,
-  rememberAgreedRules,
-} from '../src/copy-binary/zone-rules.ts';
 import { migrate } from '../src/history/migrate.ts';
 import { makeExactZoneOffset } from '../src/zone-offset.ts';
 import { BINARY_COPY_OUTPUT_TYPES, OUTPUT_TYPES } from '../src/vocabulary.ts';
@@ -270,8 +263,6 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
 
   it('asks PostgreSQL once per zone, also for calls while it asks, and asks again after a failure', async () => {
     const zone = 'America/Sao_Paulo';
-    // No kept table: this call makes it from Intl (a query for the kept one, one for PostgreSQL's offsets, one keeping it).
-    await pool.query('DELETE FROM etl.zone_rules WHERE zone = $1', [zone]);
     let queries = 0;
     let fail = true;
     const counting = {
@@ -290,17 +281,7 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
     ]);
     expect([a, b, c]).toEqual([true, true, true]);
     expect(await zoneAgreesWithDatabase(counting, zone)).toBe(true);
-    expect(queries).toBe(1 + 3);
-    const { rows } = await pool.query<{ transitions: string[]; offsets: number[] }>(
-      'SELECT transitions, offsets FROM etl.zone_rules WHERE zone = $1 AND tzdata = $2',
-      [zone, intlTzdata()],
-    );
-    const made = computeZoneRules(zone, makeExactZoneOffset(zone));
-    expect({ transitions: rows[0]!.transitions.map(Number), offsets: rows[0]!.offsets }).toEqual({
-      transitions: made.transitions,
-      offsets: made.offsets,
-    });
-    expect(made.transitions.length).toBeGreaterThan(50);
+    expect(queries).toBe(2);
   });
 
   it("a call waiting on another load's question that fails asks on its own transaction", async () => {
@@ -312,66 +293,6 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
     const [a, b] = await Promise.allSettled([zoneAgreesWithDatabase(failing, zone), zoneAgreesWithDatabase(db, zone)]);
     expect(a).toMatchObject({ status: 'rejected', reason: { message: 'canceling statement due to user request' } });
     expect(b).toEqual({ status: 'fulfilled', value: true });
-  });
-
-  it('a table that cannot be kept (its table locked by another session) neither fails nor holds up the load transaction', async () => {
-    const zone = 'Asia/Kathmandu';
-    await pool.query('DELETE FROM etl.zone_rules WHERE zone = $1', [zone]);
-    const blocker = await pool.connect();
-    const tx = await pool.connect();
-    try {
-      // Reading etl.zone_rules goes on; inserting into it waits for the other session.
-      await blocker.query('BEGIN');
-      await blocker.query('LOCK TABLE etl.zone_rules IN SHARE ROW EXCLUSIVE MODE');
-      await tx.query('BEGIN');
-      expect(await zoneAgreesWithDatabase(tx, zone)).toBe(true);
-      // The load transaction is fine: its next statements run.
-      expect((await tx.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
-      await tx.query('COMMIT');
-    } finally {
-      await tx.query('ROLLBACK').catch(() => undefined);
-      tx.release();
-      await blocker.query('ROLLBACK');
-      blocker.release();
-    }
-    expect((await pool.query('SELECT count(*)::int AS n FROM etl.zone_rules WHERE zone = $1', [zone])).rows[0].n).toBe(
-      0,
-    );
-  });
-
-  it('a kept table costs one query, and PostgreSQL compares it again: one offset changed and the zone disagrees', async () => {
-    const tzdata = intlTzdata()!;
-    const make = async (zone: string, change: (offsets: number[]) => void): Promise<void> => {
-      await pool.query('DELETE FROM etl.zone_rules WHERE zone = $1', [zone]);
-      const rules = computeZoneRules(zone, makeExactZoneOffset(zone));
-      // The instants the zone check compares: both sides of every transition, and a few others.
-      const instants = [...rules.transitions.flatMap((t) => [t / 1000 - 1, t / 1000]), Date.UTC(2000, 0, 1) / 1000];
-      const offsetAt = makeExactZoneOffset(zone);
-      const offsets = instants.map((s) => offsetAt(s * 1000) / 1000);
-      change(offsets);
-      await pool.query(
-        'INSERT INTO etl.zone_rules (zone, tzdata, transitions, offsets, instants, instant_offsets) VALUES ($1, $2, $3, $4, $5, $6)',
-        [zone, tzdata, rules.transitions, rules.offsets, instants, offsets],
-      );
-    };
-    await make('Asia/Tokyo', () => undefined);
-    await make('Europe/Lisbon', (offsets) => void (offsets[7]! += 3600));
-    for (const [zone, agrees] of [
-      ['Asia/Tokyo', true],
-      ['Europe/Lisbon', false],
-    ] as const) {
-      let queries = 0;
-      const counting = {
-        query: (text: string, values?: unknown[]) => ((queries += 1), db.query(text, values)),
-      } as unknown as pg.Client;
-      expect({ zone, agrees: await zoneAgreesWithDatabase(counting, zone), queries }).toEqual({
-        zone,
-        agrees,
-        queries: 1,
-      });
-      // Local times are read from the table only where PostgreSQL agreed with it.
-      expect({ zone, table: agreedRulesOf(zone) !== undefined }).toEqual({ zone, table: agrees });
-    }
   });
 
   it('BINARY_COPY_OUTPUT_TYPES are exactly the output types whose decoders can write binary format', () => {
@@ -493,8 +414,6 @@ describe("local times read from a day's cached transition", () => {
     let compared = 0;
     for (const zone of zones) {
       const exact = reference(zone);
-      // Read from the zone's table of transitions, as a load does once the zone check agreed on it.
-      rememberAgreedRules(computeZoneRules(zone, makeExactZoneOffset(zone)));
       const cached = makeLocalTimeOffset(zone);
       const offsetAt = makeExactZoneOffset(zone);
       const all = findTransitions(offsetAt, Date.UTC(1850, 0, 1), Date.UTC(2041, 0, 1), 7 * 86_400_000);

@@ -161,8 +161,8 @@ describe('Dockerfile', () => {
     const deps = stages.find((s) => named(s) === modulesFrom);
     expect(deps, `the stage node_modules come from (${modulesFrom})`).toBeDefined();
     expect(deps).toMatch(/^RUN npm ci --omit=dev\b/m);
-    // The image holds the build, not the sources, and builds nothing itself.
-    expect(runtime).not.toMatch(/^COPY (src|bin|tsconfig)/m);
+    // The image holds the build and its launcher (bin/, plain JavaScript), not the sources, and builds nothing itself.
+    expect(runtime).not.toMatch(/^COPY (src|tsconfig)/m);
     expect(runtime).not.toMatch(/^RUN /m);
   });
 
@@ -184,9 +184,10 @@ describe('Dockerfile', () => {
     }
   });
 
-  it('runs Node with the flags of src/runtime-flags.ts, as bin/report-etl.js does', () => {
+  it('runs bin/report-etl.js with the flags of src/runtime-flags.ts, as its shebang does', () => {
     const entry = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)![1]!;
-    expect(JSON.parse(entry)).toEqual(['node', ...NODE_FLAGS, 'dist/main.js']);
+    expect(JSON.parse(entry)).toEqual(['node', ...NODE_FLAGS, 'bin/report-etl.js']);
+    expect(dockerfile.split(/^FROM /m).at(-1)).toMatch(/^COPY bin \.\/bin$/m);
     expect(read('bin/report-etl.js').split('\n')[0]).toBe(`#!/usr/bin/env -S node ${NODE_FLAGS.join(' ')}`);
   });
 

@@ -8,8 +8,7 @@
  * - a cast that gives one of these libraries' objects members its types lack (`client as pg.Client & { cancel… }`,
  *   `client as { connection?: … }`): the way around the two rules above;
  * - `setFlagsFromString`: V8 flags changed at run time.
- * Nothing is allowed per file today ({@link ALLOWED} lists a member with its reason when one must be). Being
- * removed by another branch (the slab pool and the run-time V8 flag): warehouse/copy-written.ts, runtime-flags.ts.
+ * Nothing is allowed per file today ({@link ALLOWED} lists a member with its reason when one must be).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -23,8 +22,6 @@ const PG_INTERNALS = new Set(['activeQuery', 'queryQueue', 'secretKey']);
 const PG_TYPED_INTERNALS = new Set(['connection', 'cancel']);
 /** Members allowed per file (see the file comment). */
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {};
-/** Files another branch deletes (see the file comment). */
-const BEING_REMOVED = new Set(['warehouse/copy-written.ts', 'runtime-flags.ts']);
 
 const PACKAGES = ['pg', 'pg-copy-streams', 'undici', 'undici-types', 'bullmq', 'ioredis', '@types/pg'];
 
@@ -72,7 +69,6 @@ function libraryInternals(dir: string): string[] {
   for (const file of files) {
     const source = program.getSourceFile(file)!;
     const name = relative(dir, file);
-    if (BEING_REMOVED.has(name)) continue;
     const report = (node: ts.Node, what: string, key: string): void => {
       if (ALLOWED[name]?.includes(key)) return;
       found.push(`${name}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}: ${what}`);

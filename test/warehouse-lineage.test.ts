@@ -165,6 +165,33 @@ it('refuses to load into a target whose lineage column has another type, naming 
   expect(rows[0].n).toBe(1);
 });
 
+it("a statement planned once and run in two append transactions tags each row with its own transaction's run key", async () => {
+  const table = `${h.schema}.planned_once`;
+  await h.pool.query(`CREATE TABLE ${table} (n int, _etl_run_key text DEFAULT etl.load_run_key())`);
+  const c = await single.connect();
+  try {
+    // A named statement's generic plan is made once and kept: a run key folded into it while planning would tag both.
+    await c.query('SET plan_cache_mode = force_generic_plan');
+    for (const [n, key] of [
+      [1, 'first'],
+      [2, 'second'],
+    ] as const) {
+      await c.query('BEGIN');
+      await c.query(`SELECT set_config('report_etl.run_key', $1, true)`, [key]);
+      await c.query({ name: 'planned_once', text: `INSERT INTO ${table} (n) VALUES ($1)`, values: [n] });
+      await c.query('COMMIT');
+    }
+    await c.query('DEALLOCATE planned_once; RESET plan_cache_mode');
+  } finally {
+    c.release();
+  }
+  const { rows } = await h.pool.query(`SELECT n, _etl_run_key AS k FROM ${table} ORDER BY n`);
+  expect(rows).toEqual([
+    { n: 1, k: 'first' },
+    { n: 2, k: 'second' },
+  ]);
+});
+
 it('no report column can be named like a lineage column: normalised names never start with _ and a letter', () => {
   expect(normaliseColumnNames(['_etl_run_key', '_ETL_LOADED_AT', '_1 etl'])).toEqual([
     'etl_run_key',

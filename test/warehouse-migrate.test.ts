@@ -44,6 +44,7 @@ it('applies every migration exactly once when four processes migrate a fresh dat
       expect.arrayContaining(['appended_runs', 'attempts', 'run_errors', 'runs', 'schema_migrations']),
     );
     expect(tables.rows.map((r) => r.tablename)).not.toContain('run_requests');
+    expect(tables.rows.map((r) => r.tablename)).not.toContain('zone_rules');
   } finally {
     await Promise.all(pools.map((p) => p.end()));
   }

@@ -2,8 +2,9 @@
  * Options of `npm run bench` (bench/run.ts), from argv (`--rows 1000000`, `--rows=1000000`) or the
  * environment (BENCH_ROWS=1000000); argv wins.
  */
-import { NODE_FLAGS } from '../../src/runtime-flags.ts';
+import { LONG_RUNNING_FLAGS, NODE_FLAGS } from '../../src/runtime-flags.ts';
 import { cpus } from 'node:os';
+import { join, resolve } from 'node:path';
 
 /** Output types the benchmark can measure; pdf is the document case (bench/lib/documents.ts), the others row cases. */
 export const BENCH_TYPES = ['txt', 'json', 'json_compact', 'xml_query', 'txt_cstr', 'pdf'] as const;
@@ -24,6 +25,14 @@ export interface BenchOptions {
   sizes: number[];
   /** Extra node flags of the measured worker, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (BENCH_WORKER_ARGS). */
   workerArgs: string[];
+  /**
+   * Other workers measured in the same repeats, interleaved with this checkout's (BENCH_VARIANTS): each
+   * `label=DIR` or `label=DIR|FLAGS`, separated by `;` — DIR another checkout with its dist/ built (`.` this one),
+   * FLAGS its node flags (default workerArgs). Their cases are reported as `<type>@<label>`.
+   */
+  variants: { label: string; worker?: string; args: string[] }[];
+  /** Whether to measure warm workers too (BENCH_WARM, default 1). */
+  warm: boolean;
   /**
    * Write mode of the measured runs. replace (default): DELETE + COPY into the target, compared with the same
    * DELETE + COPY done by PostgreSQL alone. append: COPY into the emptied target, compared with COPY into an empty
@@ -83,6 +92,10 @@ export function readOptions(argv: string[] = process.argv.slice(2)): BenchOption
       : full
         ? [100_000, 5_000_000]
         : [100_000];
+  // Default: the flags a worker runs with, so the measured worker is the real one.
+  const workerArgs = (arg(argv, 'worker-args') ?? [...NODE_FLAGS, ...LONG_RUNNING_FLAGS].join(' '))
+    .split(' ')
+    .filter(Boolean);
   const mode = arg(argv, 'mode') ?? 'replace';
   if (mode !== 'replace' && mode !== 'append') throw new Error(`mode: expected replace or append, got '${mode}'`);
   return {
@@ -94,8 +107,21 @@ export function readOptions(argv: string[] = process.argv.slice(2)): BenchOption
     paging,
     repeats,
     sizes: [...new Set([...sizes, rows])].sort((a, b) => a - b),
-    // Default: the flags the product runs with, so the measured worker is the real one.
-    workerArgs: (arg(argv, 'worker-args') ?? NODE_FLAGS.join(' ')).split(' ').filter(Boolean),
+    workerArgs,
+    variants: (arg(argv, 'variants') ?? '')
+      .split(';')
+      .filter((v) => v.trim() !== '')
+      .map((v) => {
+        const m = /^\s*([\w.-]+)=([^|]*)(?:\|(.*))?$/.exec(v);
+        if (!m) throw new Error(`variants: expected label=DIR or label=DIR|FLAGS, got '${v}'`);
+        const dir = m[2]!.trim();
+        return {
+          label: m[1]!,
+          ...(dir === '' || dir === '.' ? {} : { worker: join(resolve(dir), 'bench', 'lib', 'worker.js') }),
+          args: m[3] === undefined ? workerArgs : m[3].split(' ').filter(Boolean),
+        };
+      }),
+    warm: (arg(argv, 'warm') ?? '1') !== '0',
     latencyMs: Number(arg(argv, 'latency') ?? '0'),
     cli: (arg(argv, 'cli') ?? '1') !== '0',
     databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',

@@ -5,7 +5,6 @@
  * "Flow of one run"), and zone-check.ts makes sure the two databases agree before binary format is used.
  */
 import { makeExactZoneOffset, type OffsetAt } from '../zone-offset.ts';
-import { agreedRulesOf, rulesOffsetAt } from './zone-rules.ts';
 
 const DAY_MS = 86_400_000;
 const HOURS_36_MS = 129_600_000;
@@ -21,15 +20,13 @@ interface Transition {
  * Makes a function giving the offset from UTC in ms of a local wall-clock time in `zone` (the wall clock's fields
  * read as if UTC, in epoch ms), resolved as PostgreSQL resolves a timestamp without offset (its
  * DetermineTimeZoneOffset): a time that a spring-forward transition skips takes the offset before the transition, a
- * time that a fall-back transition repeats takes the offset after it. Each local day is resolved once and cached,
+ * time that a fall-back transition repeats takes the offset after it. Each local day is asked of Intl once and cached,
  * so that a column of a million timestamps costs one Map lookup each: a day without a transition near keeps its one
  * offset; a day with one keeps that transition, found to the second (historical transitions fall on any second), and
- * each of its times is resolved from it. A day whose window holds more than one transition (never in tzdata;
- * PostgreSQL assumes them at least 2 days apart) resolves each time on its own.
- *
- * The offsets come from the zone's table of transitions (zone-rules.ts) when the zone check agreed on it in this
- * process, else from Intl, asked at the first call (not before: a load without timestamps never asks).
- * @throws RangeError at the first call, when the zone is unknown to Intl and this process has no table of it
+ * each of its times is resolved from it without asking Intl again. A day whose window holds more than one transition
+ * (never in tzdata; PostgreSQL assumes them at least 2 days apart) asks Intl for each time. Intl is first asked at
+ * the first call: a load without timestamps never loads its zone data.
+ * @throws RangeError at the first call, when the zone is unknown to Intl
  */
 export function makeLocalTimeOffset(zone: string): (localMs: number) => number {
   let offsetAt: OffsetAt | undefined;
@@ -39,7 +36,7 @@ export function makeLocalTimeOffset(zone: string): (localMs: number) => number {
     const day = Math.floor(local / DAY_MS);
     let o = days.get(day);
     if (o === undefined) {
-      offsetAt ??= offsetsOf(zone);
+      offsetAt ??= makeExactZoneOffset(zone);
       o = dayOffsets(offsetAt, day);
       if (days.size > 100_000) days.clear();
       days.set(day, o);
@@ -48,12 +45,6 @@ export function makeLocalTimeOffset(zone: string): (localMs: number) => number {
     const t = o;
     return resolve((x) => (x < t.at ? t.before : t.after), local);
   };
-}
-
-/** The zone's agreed table of transitions in this process, else Intl's exact offsets. */
-function offsetsOf(zone: string): OffsetAt {
-  const rules = agreedRulesOf(zone);
-  return rules ? rulesOffsetAt(rules) : makeExactZoneOffset(zone);
 }
 
 /**

@@ -1,4 +1,3 @@
-import { lendPart, retireSlab, SLAB_BYTES, takeSlab } from '../copy-slabs.ts';
 import { BACKSLASH, CR, LETTER_N, LF, TAB } from './bytes.ts';
 
 /**
@@ -7,14 +6,16 @@ import { BACKSLASH, CR, LETTER_N, LF, TAB } from './bytes.ts';
  * newline -> \n, carriage return -> \r, tab -> \t, NULL -> \N, columns separated by a tab, rows end with \n.
  */
 
+/** Default slab size in bytes: big enough that one 64 KiB input chunk's rows fit several times. */
+const SLAB_BYTES = 1 << 20;
+
 /** Bytes of rows a decoder gathers before it hands them out ({@link CopyOutput.takeFull}). */
 export const TAKE_BYTES = 128 * 1024;
 
 /**
  * Where decoders write COPY bytes. `buf[start..pos)` holds rows not yet handed out; {@link take} hands them
  * out as a subarray and never writes those bytes again (a consumer such as a COPY stream may keep them),
- * so memory is one slab in use plus the slabs consumers still hold. Slabs of the default size come from the slab
- * pool (src/copy-slabs.ts), and go back to it once the loader wrote every part handed out of them.
+ * so memory is one slab in use plus the slabs consumers still hold.
  * Hot paths read `buf`/`pos` into locals, write, and store `pos` back, after {@link reserve} made room.
  */
 export class CopyOutput {
@@ -23,7 +24,7 @@ export class CopyOutput {
   start = 0;
 
   constructor(slabBytes: number = SLAB_BYTES) {
-    this.buf = slabBytes === SLAB_BYTES ? takeSlab() : Buffer.allocUnsafe(slabBytes);
+    this.buf = Buffer.allocUnsafe(slabBytes);
   }
 
   /**
@@ -33,10 +34,8 @@ export class CopyOutput {
   reserve(bytes: number): void {
     if (this.pos + bytes <= this.buf.length) return;
     const pending = this.pos - this.start;
-    const size = Math.max(SLAB_BYTES, (pending + bytes) * 2);
-    const next = size === SLAB_BYTES ? takeSlab() : Buffer.allocUnsafe(size);
+    const next = Buffer.allocUnsafe(Math.max(SLAB_BYTES, (pending + bytes) * 2));
     this.buf.copy(next, 0, this.start, this.pos);
-    retireSlab(this.buf);
     this.buf = next;
     this.start = 0;
     this.pos = pending;
@@ -56,11 +55,9 @@ export class CopyOutput {
   take(): Buffer | undefined {
     if (this.pos === this.start) return undefined;
     const out = this.buf.subarray(this.start, this.pos);
-    lendPart(out);
     this.start = this.pos;
     if (this.buf.length - this.pos < SLAB_BYTES >> 4) {
-      retireSlab(this.buf);
-      this.buf = takeSlab();
+      this.buf = Buffer.allocUnsafe(SLAB_BYTES);
       this.start = this.pos = 0;
     }
     return out;

@@ -33,7 +33,6 @@ import {
 } from '../report-api/index.ts';
 import { untilDatabaseTakesIt, type Queryable } from '../db.ts';
 import { outputShape, type RunTrigger } from '../vocabulary.ts';
-import { useLoadingFlags } from '../runtime-flags.ts';
 import { loadRows, type LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError, PageCountMismatchError } from '../warehouse/load-errors.ts';
 import {
@@ -395,7 +394,6 @@ export async function loadReport(
   { started, finished, rows }: ReportToLoad,
   declaredTypes: ReadonlyMap<string, string>,
 ): Promise<LoadResult> {
-  useLoadingFlags();
   const { name, job, connection } = a.options.job;
   const expectedRows = announcedRows(a, finished);
   const guard = await targetGuard(a, tx, started.log);

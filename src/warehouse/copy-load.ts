@@ -6,13 +6,13 @@
  * and loads the report again in text format, where PostgreSQL reads every value itself. An append load's rows get
  * their run key and load time from the target's column DEFAULTs (lineage.ts), so COPY carries the report's columns.
  */
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
 import { BinaryValueUnsupported, framed } from '../copy-binary/format.ts';
 import { inferColumnType } from './column-types.ts';
 import { recordColumnNames, recordedColumnNames } from './column-names.ts';
-import { rowsGivenBack } from './copy-written.ts';
 import { quoteIdent, quoteTable } from './identifiers.ts';
 import { addLineageColumns, startLineage } from './lineage.ts';
 import { databaseError, isValueError, mapCopyError, RowCountMismatchError } from './load-errors.ts';
@@ -197,10 +197,7 @@ async function createOrEvolveTarget(load: Load): Promise<TargetColumn[]> {
   return columns;
 }
 
-/**
- * One COPY FROM STDIN of `rows`; binary rows are framed with the stream's header and trailer. Each Buffer goes back to
- * the slab pool once written (copy-written.ts).
- */
+/** One COPY FROM STDIN of `rows`; binary rows are framed with the stream's header and trailer. */
 async function copyRows(
   tx: pg.PoolClient,
   into: string,
@@ -211,7 +208,7 @@ async function copyRows(
   const copy = tx.query(
     pgCopyStreams.from(`COPY ${into} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${format})`),
   );
-  await pipeline(rowsGivenBack(format === 'binary' ? framed(rows) : rows, copy, tx), copy);
+  await pipeline(Readable.from(format === 'binary' ? framed(rows) : rows, { objectMode: false }), copy);
   return copy.rowCount;
 }
 

@@ -3,10 +3,11 @@
  * the run's key in `_etl_run_key` and its load time in `_etl_loaded_at`, so that one run's rows can be found and
  * removed again (`report-etl revert`). The values never travel with the rows: both columns have a DEFAULT that
  * PostgreSQL fills in for every row COPY or INSERT writes without them — the run key from a setting local to the load
- * transaction (read by `etl.load_run_key()` once per statement), the load time from `now()`, the transaction's start
- * (one load time per run). COPY's column list stays the report's, in text and binary format alike, and the staging
- * plans' INSERT … SELECT get the same defaults. Neither expression is VOLATILE: a volatile default (clock_timestamp(),
- * a sequence) would make COPY insert row by row instead of in batches.
+ * transaction (read by the STABLE `etl.load_run_key()` for every row: 10-12 % more of COPY's CPU than a constant
+ * folded once per statement, bench/append-lineage.ts), the load time from `now()`, the transaction's start (one load
+ * time per run). COPY's column list stays the report's, in text and binary format alike, and the staging plans'
+ * INSERT … SELECT get the same defaults. Neither expression is VOLATILE: a volatile default (clock_timestamp(), a
+ * sequence) would make COPY insert row by row instead of in batches.
  *
  * A report column can never be called like these: normalised names (identifiers.ts) start with a letter, or with `_`
  * and a digit.
@@ -24,9 +25,8 @@ export const RUN_KEY_SETTING = 'report_etl.run_key';
 
 /**
  * The columns, their types (as format_type spells them) and DEFAULTs, as PostgreSQL gives them back (pg_get_expr).
- * `etl.load_run_key()` (migrations/0009) reads {@link RUN_KEY_SETTING}, NULL outside an append load, so that rows
- * written otherwise (by hand, by a load in another write mode) get NULL; it is evaluated once per statement, not per
- * row (see the migration).
+ * `etl.load_run_key()` (migrations/0009, 0018) reads {@link RUN_KEY_SETTING}, NULL outside an append load, so that
+ * rows written otherwise (by hand, by a load in another write mode) get NULL.
  */
 const COLUMNS = [
   { name: LINEAGE.runKey, type: 'text', default: 'etl.load_run_key()' },
