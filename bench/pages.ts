@@ -56,20 +56,20 @@ interface Row {
   rabatt: string | null;
 }
 
+/** `cents` (>= 0) as a decimal with two places: 1234 -> "12.34". */
+const decimal = (cents: number) => `${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`;
+
 function makeRow(i: number): Row {
   const menge = (i * 7) % 500;
   const cents = ((i * 7919) % 200_000) - 10_000;
-  const preis =
-    `${cents < 0 ? '-' : ''}${Math.floor(Math.abs(cents) / 100)}.` +
-    `${String(Math.abs(cents) % 100).padStart(2, '0')}`;
+  const preis = `${cents < 0 ? '-' : ''}${decimal(Math.abs(cents))}`;
   return {
     nr: String(1_000_000 + i),
     kunde: NAMES[i % NAMES.length]!,
     artikel: ARTICLES[i % ARTICLES.length]!,
     menge: String(menge),
     preis,
-    betrag:
-      `${Math.floor((menge * Math.abs(cents)) / 100)}.` + `${String((menge * Math.abs(cents)) % 100).padStart(2, '0')}`,
+    betrag: decimal(menge * Math.abs(cents)),
     beleg: (9_007_199_254_740_993n + BigInt(i) * 1_000_003n).toString(),
     ts: new Date(Date.UTC(2024, 0, 1) + i * 61_123),
     bemerkung: i % 3 === 0 ? null : i % 3 === 1 ? '' : `Lieferung ${i % 17} / Tür ${i % 5}`,

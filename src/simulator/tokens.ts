@@ -32,8 +32,11 @@ export class TokenStore {
       exp: Math.floor(now / 1000) + lifetimeSeconds,
       jti: randomUUID(),
     };
-    const token =
-      `${b64url('{"alg":"RS256","typ":"JWT"}')}.${b64url(JSON.stringify(payload))}.` + `${b64url(randomBytes(64))}`;
+    const token = [
+      b64url('{"alg":"RS256","typ":"JWT"}'),
+      b64url(JSON.stringify(payload)),
+      b64url(randomBytes(64)),
+    ].join('.');
     if (++this.#issued % 1000 === 0) this.#purge(now);
     this.#tokens.set(token, { clientId, expiresAt: now + lifetimeSeconds * factor * 1000 });
     return token;
