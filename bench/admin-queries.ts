@@ -34,9 +34,11 @@ const db = await pool.connect();
 try {
   await db.query('BEGIN');
   const t0 = performance.now();
-  // Runs of one attempt each spread over 90 days; ~85 % succeeded, 12 % failed, 3 % interrupted; durations 0.2 s .. ~2 h.
+  // Runs of one attempt each spread over 90 days; ~85 % succeeded, 12 % failed, 3 % interrupted;
+  // durations 0.2 s .. ~2 h.
   await db.query(
-    `INSERT INTO etl.runs (job, run_key, trigger, created_at, attempts, status, first_started_at, last_finished_at, rows)
+    `INSERT INTO etl.runs (job, run_key, trigger, created_at, attempts, status, first_started_at, last_finished_at,
+                         rows)
      SELECT 'bench_job_' || (i % $2), 'k' || i, 'schedule', now() - (i || ' seconds')::interval * 38, 1,
             CASE WHEN i % 100 < 85 THEN 'succeeded' WHEN i % 100 < 97 THEN 'failed' ELSE 'interrupted' END,
             now() - (i || ' seconds')::interval * 38, now() - (i || ' seconds')::interval * 38 + interval '1 minute',
@@ -45,9 +47,10 @@ try {
     [N, JOBS],
   );
   await db.query(
-    `INSERT INTO etl.attempts (attempt_id, job, run_key, trigger, attempt, status, target_table, write_mode, rows, pages, bytes,
-                               started_at, finished_at, duration_ms, error)
-     SELECT gen_random_uuid(), r.job, r.run_key, 'schedule', 1, r.status, 'erp.t', 'replace', (i % 10000), 1 + i % 10, (i % 10000) * 120,
+    `INSERT INTO etl.attempts (attempt_id, job, run_key, trigger, attempt, status, target_table, write_mode,
+                               rows, pages, bytes, started_at, finished_at, duration_ms, error)
+     SELECT gen_random_uuid(), r.job, r.run_key, 'schedule', 1, r.status, 'erp.t', 'replace',
+            (i % 10000), 1 + i % 10, (i % 10000) * 120,
             r.first_started_at, r.last_finished_at, (200 + (i * 7919) % 7200000)::bigint,
             CASE WHEN r.status <> 'succeeded' THEN E'report job failed: Report execution failed:\\nDivision by zero' END
        FROM generate_series(1, $1) i JOIN etl.runs r ON r.job = 'bench_job_' || (i % $2) AND r.run_key = 'k' || i`,
@@ -56,7 +59,8 @@ try {
   await db.query('ANALYZE etl.runs');
   await db.query('ANALYZE etl.attempts');
   console.log(
-    `inserted ${N} runs of ${JOBS} jobs in ${((performance.now() - t0) / 1000).toFixed(1)} s (rolled back at the end); run ${randomUUID().slice(0, 8)}`,
+    `inserted ${N} runs of ${JOBS} jobs in ${((performance.now() - t0) / 1000).toFixed(1)} s (rolled back at ` +
+      `the end); run ${randomUUID().slice(0, 8)}`,
   );
   await median('metrics: attemptAggregates (one scrape)', () => attemptAggregates(db, DURATION_BUCKETS_SECONDS));
   await median('runs page: listRecentRuns (10 per job)', () => listRecentRuns(db, { perJob: 10 }));

@@ -80,7 +80,8 @@ async function writeJobs(path: string, names: string[], limit: number | undefine
       `  ${n}:`,
       '    connection: erp',
       '    schedule: "0 6 * * *"',
-      `    report: { mandant: 7777, name: Stock/Levels, outputType: txt, paging: 100, parameters: { ROWS: "${ROWS}" } }`,
+      `    report: { mandant: 7777, name: Stock/Levels, outputType: txt, paging: 100, ` +
+        `parameters: { ROWS: "${ROWS}" } }`,
       `    target: { table: ${schema}.${n}, mode: replace }`,
     );
   }
@@ -146,8 +147,10 @@ async function counts(): Promise<Counts> {
     runs: number;
     last_end: Date | null;
   }>(
-    `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded, count(*) FILTER (WHERE status IN ('failed', 'interrupted'))::int AS failed,
-            count(*) FILTER (WHERE status = 'running')::int AS running, count(*)::int AS attempts, count(DISTINCT run_key)::int AS runs, max(finished_at) AS last_end
+    `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded,
+            count(*) FILTER (WHERE status IN ('failed', 'interrupted'))::int AS failed,
+            count(*) FILTER (WHERE status = 'running')::int AS running, count(*)::int AS attempts,
+            count(DISTINCT run_key)::int AS runs, max(finished_at) AS last_end
        FROM etl.attempts WHERE job LIKE $1`,
     [`${jobPrefix}%`],
   );
@@ -171,7 +174,8 @@ try {
   await writeJobs(config, names, LIMIT);
   const { config: parsed } = await loadConfig(config, { ...process.env, FLEET_SECRET: 'demo-secret' });
   log(
-    `fleet: ${N} jobs × ${ROWS} rows (txt, replace), ${W} workers × concurrency ${C}, DATABASE_POOL_MAX ${POOL_MAX}, limit ${LIMIT ?? 'none'}, report rendering ${JOB_MS} ms`,
+    `fleet: ${N} jobs × ${ROWS} rows (txt, replace), ${W} workers × concurrency ${C}, ` +
+      `DATABASE_POOL_MAX ${POOL_MAX}, limit ${LIMIT ?? 'none'}, report rendering ${JOB_MS} ms`,
   );
   await Promise.all(Array.from({ length: W }, (_, k) => startWorker(config, k)));
 
@@ -240,7 +244,8 @@ try {
   c = await counts();
   const makespanS = ((c.lastEnd ?? new Date()).getTime() - started.getTime()) / 1000;
   const { rows: dup } = await pool.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM (SELECT run_key FROM etl.attempts WHERE job LIKE $1 AND status = 'succeeded' GROUP BY run_key HAVING count(*) > 1) d`,
+    `SELECT count(*)::int AS n FROM (SELECT run_key FROM etl.attempts WHERE job LIKE $1 AND status = ` +
+      `'succeeded' GROUP BY run_key HAVING count(*) > 1) d`,
     [`${jobPrefix}%`],
   );
   const result = {
@@ -266,8 +271,10 @@ try {
   };
   log(JSON.stringify(result, null, 2));
   log(
-    `fleet: ${c.succeeded}/${N} succeeded in ${makespanS.toFixed(1)} s (${result.runsPerSec} runs/s), ${c.failed} failed attempts, ${dup[0]!.n} duplicates, ` +
-      `${c.running} left running; most report jobs open ${mostOpen}${LIMIT ? ` (limit ${LIMIT})` : ''}, most PostgreSQL connections ${mostPg}` +
+    `fleet: ${c.succeeded}/${N} succeeded in ${makespanS.toFixed(1)} s (${result.runsPerSec} runs/s), ` +
+      `${c.failed} failed attempts, ${dup[0]!.n} duplicates, ` +
+      `${c.running} left running; most report jobs open ${mostOpen}${LIMIT ? ` (limit ${LIMIT})` : ''}, ` +
+      `most PostgreSQL connections ${mostPg}` +
       (result.boundS ? `; bound 1.5 × (N/limit) × one run (${result.oneRunMs} ms) = ${result.boundS} s` : ''),
   );
 } finally {

@@ -38,7 +38,8 @@ for (const [type, s] of Object.entries(SHAPES)) {
   clearInterval(timer);
   peak = Math.max(peak, process.memoryUsage().rss);
   process.stdout.write(
-    `${type.padEnd(10)} ${MB} MB value: ${outcome}, peak RSS +${((peak - before) / 1e6).toFixed(0)} MB, ${((performance.now() - started) / 1000).toFixed(2)} s\n`,
+    `${type.padEnd(10)} ${MB} MB value: ${outcome}, peak RSS +${((peak - before) / 1e6).toFixed(0)} MB, ` +
+      `${((performance.now() - started) / 1000).toFixed(2)} s\n`,
   );
   global.gc?.();
 }

@@ -56,17 +56,20 @@ interface Row {
   rabatt: string | null;
 }
 
+/** `cents` (>= 0) as a decimal with two places: 1234 -> "12.34". */
+const decimal = (cents: number) => `${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`;
+
 function makeRow(i: number): Row {
   const menge = (i * 7) % 500;
   const cents = ((i * 7919) % 200_000) - 10_000;
-  const preis = `${cents < 0 ? '-' : ''}${Math.floor(Math.abs(cents) / 100)}.${String(Math.abs(cents) % 100).padStart(2, '0')}`;
+  const preis = `${cents < 0 ? '-' : ''}${decimal(Math.abs(cents))}`;
   return {
     nr: String(1_000_000 + i),
     kunde: NAMES[i % NAMES.length]!,
     artikel: ARTICLES[i % ARTICLES.length]!,
     menge: String(menge),
     preis,
-    betrag: `${Math.floor((menge * Math.abs(cents)) / 100)}.${String((menge * Math.abs(cents)) % 100).padStart(2, '0')}`,
+    betrag: decimal(menge * Math.abs(cents)),
     beleg: (9_007_199_254_740_993n + BigInt(i) * 1_000_003n).toString(),
     ts: new Date(Date.UTC(2024, 0, 1) + i * 61_123),
     bemerkung: i % 3 === 0 ? null : i % 3 === 1 ? '' : `Lieferung ${i % 17} / Tür ${i % 5}`,
@@ -76,7 +79,8 @@ function makeRow(i: number): Row {
 
 const pad = (n: number, w = 2): string => String(n).padStart(w, '0');
 const txtTs = (d: Date): string =>
-  `${pad(d.getUTCDate())}.${pad(d.getUTCMonth() + 1)}.${d.getUTCFullYear()} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(d.getUTCMilliseconds(), 3)}`;
+  `${pad(d.getUTCDate())}.${pad(d.getUTCMonth() + 1)}.${d.getUTCFullYear()} ` +
+  `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(d.getUTCMilliseconds(), 3)}`;
 const isoTs = (d: Date): string => d.toISOString().replace('Z', '+00:00');
 const q = (s: string): string => `"${s.replaceAll('"', '""')}"`;
 const xmlEsc = (s: string): string => s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
@@ -200,8 +204,10 @@ for (const type of types) {
     }
     const s = best / 1000;
     console.log(
-      `${type.padEnd(12)} inspect=${String(inspect).padEnd(5)} in ${(bytes / 1e6).toFixed(0).padStart(4)} MB  out ${(outBytes / 1e6).toFixed(0).padStart(4)} MB  ` +
-        `${(bytes / 1e6 / s).toFixed(0).padStart(5)} MB/s  ${(ROWS / s / 1e6).toFixed(2)} M rows/s  (${best.toFixed(0)} ms)`,
+      `${type.padEnd(12)} inspect=${String(inspect).padEnd(5)} in ${(bytes / 1e6).toFixed(0).padStart(4)} MB  ` +
+        `out ${(outBytes / 1e6).toFixed(0).padStart(4)} MB  ` +
+        `${(bytes / 1e6 / s).toFixed(0).padStart(5)} MB/s  ${(ROWS / s / 1e6).toFixed(2)} M ` +
+        `rows/s  (${best.toFixed(0)} ms)`,
     );
   }
 }

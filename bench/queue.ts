@@ -20,7 +20,8 @@ const queue = makeQueue(redis, prefix);
 
 function report(label: string, n: number, ms: number): void {
   console.log(
-    `${label.padEnd(52)} ${String(n).padStart(7)} in ${ms.toFixed(0).padStart(6)} ms  ${((n / ms) * 1000).toFixed(0).padStart(8)} /s  ${((ms / n) * 1000).toFixed(0).padStart(6)} µs each`,
+    `${label.padEnd(52)} ${String(n).padStart(7)} in ${ms.toFixed(0).padStart(6)} ms  ` +
+      `${((n / ms) * 1000).toFixed(0).padStart(8)} /s  ${((ms / n) * 1000).toFixed(0).padStart(6)} µs each`,
   );
 }
 

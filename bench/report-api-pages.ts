@@ -104,7 +104,8 @@ async function compare(
   const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
   console.log(
     `${label}: ${(bytes / 1_048_576).toFixed(0)} MiB in ${count} pages, median of ${rounds}: ` +
-      `client ${median(c).toFixed(0)} ms (${mibps(bytes, median(c))} MiB/s), bare undici ${median(b).toFixed(0)} ms (${mibps(bytes, median(b))} MiB/s), ` +
+      `client ${median(c).toFixed(0)} ms (${mibps(bytes, median(c))} MiB/s), ` +
+      `bare undici ${median(b).toFixed(0)} ms (${mibps(bytes, median(b))} MiB/s), ` +
       `rss ${(process.memoryUsage().rss / 1_048_576).toFixed(0)} MiB`,
   );
 }

@@ -31,7 +31,8 @@ for (const outputType of types) {
   const s = (performance.now() - t0) / 1000;
   const rss = process.memoryUsage().rss / 1e6;
   console.log(
-    `${outputType.padEnd(12)} ${rows} rows  ${(bytes / 1e6).toFixed(1)} MB  ${s.toFixed(2)} s  ${Math.round(rows / s)} rows/s  ${(bytes / 1e6 / s).toFixed(0)} MB/s  rss ${rss.toFixed(0)} MB`,
+    `${outputType.padEnd(12)} ${rows} rows  ${(bytes / 1e6).toFixed(1)} MB  ${s.toFixed(2)} s  ` +
+      `${Math.round(rows / s)} rows/s  ${(bytes / 1e6 / s).toFixed(0)} MB/s  rss ${rss.toFixed(0)} MB`,
   );
   await (await request(`${sim.url}/api/svcreport/v1/jobs/${id}`, { method: 'DELETE', headers })).body.dump();
 }

@@ -207,7 +207,8 @@ try {
       const ms = got.get(v)!.map((r) => r.ms);
       const cpu = median(got.get(v)!.map((r) => r.cpuMs));
       const figure = c.rowsPerSec
-        ? `${Math.round((c.rows / median(ms)) * 1000)} rows/s (${ms.map((x) => Math.round((c.rows / x) * 1000)).join(', ')})`
+        ? `${Math.round((c.rows / median(ms)) * 1000)} rows/s ` +
+          `(${ms.map((x) => Math.round((c.rows / x) * 1000)).join(', ')})`
         : `${median(ms).toFixed(1)} ms (${Math.min(...ms).toFixed(1)}-${Math.max(...ms).toFixed(1)})`;
       process.stdout.write(`  traces ${v.padEnd(13)} ${figure}, CPU ${cpu.toFixed(1)} ms\n`);
     }
@@ -223,7 +224,17 @@ try {
   await mkdir(join(import.meta.dirname, 'results'), { recursive: true });
   await writeFile(
     file,
-    `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), loadAverage: { before: loadBefore, after: load() }, baseline: BASELINE ? baselineCommit() : null, results }, null, 2)}\n`,
+    JSON.stringify(
+      {
+        date: new Date().toISOString(),
+        machine: machine(),
+        loadAverage: { before: loadBefore, after: load() },
+        baseline: BASELINE ? baselineCommit() : null,
+        results,
+      },
+      null,
+      2,
+    ) + '\n',
   );
   process.stdout.write(`results: ${file}\n`);
 } finally {

@@ -13,7 +13,8 @@ export function nodeVersionProblem(version) {
   const major = Number(String(version).split('.')[0]);
   if (major >= MIN_NODE_MAJOR) return undefined;
   return (
-    `Node.js >= ${MIN_NODE_MAJOR} is needed, this is Node.js ${version}: after \`npm ci\`, use \`npx report-etl ...\` or ` +
+    `Node.js >= ${MIN_NODE_MAJOR} is needed, this is Node.js ${version}: after \`npm ci\`, ` +
+    `use \`npx report-etl ...\` or ` +
     '`npm run report-etl -- ...` (they run the Node.js 24 that `npm ci` installs), or install Node.js 24'
   );
 }

@@ -82,8 +82,12 @@ export interface ImportEdge {
 
 // import x from '…' | import type { a } from '…' | import * as x from '…' | import x, { a } from '…' |
 // export { a } from '…' | export * from '…' | export type * from '…'; also bare `import '…'` and `import('…')`.
-const STATIC =
-  /^[ \t]*(?:import|export)(?:[ \t]+type)?[ \t]*(?:\{[^}]*\}|\*(?:[ \t]+as[ \t]+\w+)?|\w+(?:[ \t]*,[ \t]*(?:\{[^}]*\}|\*[ \t]+as[ \t]+\w+))?)[ \t\n]*from[ \t]*['"]([^'"]+)['"]/gm;
+const STATIC = new RegExp(
+  /^[ \t]*(?:import|export)(?:[ \t]+type)?[ \t]*/.source +
+    /(?:\{[^}]*\}|\*(?:[ \t]+as[ \t]+\w+)?|\w+(?:[ \t]*,[ \t]*(?:\{[^}]*\}|\*[ \t]+as[ \t]+\w+))?)/.source +
+    /[ \t\n]*from[ \t]*['"]([^'"]+)['"]/.source,
+  'gm',
+);
 const BARE = /^[ \t]*import[ \t]*['"]([^'"]+)['"]/gm;
 const DYNAMIC = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
 
@@ -224,7 +228,8 @@ export function checkArchitecture(srcDir: string, packagesDir = join(srcDir, '..
         );
       else if (LAYERS.indexOf(to) > rank)
         problems.push(
-          `${e.from}:${e.line}: ${from} imports ${e.to}, a higher layer (${to}); imports point down: ${LAYERS.join(' < ')}`,
+          `${e.from}:${e.line}: ${from} imports ${e.to}, a higher layer (${to}); ` +
+            `imports point down: ${LAYERS.join(' < ')}`,
         );
     } else if (FORBIDDEN_PACKAGES[from]?.includes(e.to)) {
       problems.push(`${e.from}:${e.line}: ${from} must not import the package ${e.to}`);
@@ -234,7 +239,8 @@ export function checkArchitecture(srcDir: string, packagesDir = join(srcDir, '..
       );
     } else if (!isPublicEntry(e.spec, e.to, packagesDir)) {
       problems.push(
-        `${e.from}:${e.line}: imports ${e.spec}, which the package ${e.to} does not export; import its name or a subpath its package.json "exports" names`,
+        `${e.from}:${e.line}: imports ${e.spec}, which the package ${e.to} does not export; ` +
+          `import its name or a subpath its package.json "exports" names`,
       );
     }
   }

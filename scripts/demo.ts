@@ -95,7 +95,8 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
     (err: NodeJS.ErrnoException) => {
       throw new Error(
         err.code === 'EADDRINUSE'
-          ? `port ${simUrl.port} is in use: stop what listens there, or set REPORT_BASE_URL=http://127.0.0.1:<free port> for the demo`
+          ? `port ${simUrl.port} is in use: stop what listens there, ` +
+              `or set REPORT_BASE_URL=http://127.0.0.1:<free port> for the demo`
           : err.message,
       );
     },
@@ -113,7 +114,8 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
     graceMs: 10_000,
   });
   out(
-    `admin         ${service.adminUrl}/admin   (jobs overview; runs: ${service.adminUrl}/admin/runs, queues: ${service.adminUrl}/admin/queues)`,
+    `admin         ${service.adminUrl}/admin   (jobs overview; runs: ${service.adminUrl}/admin/runs, queues: ` +
+      `${service.adminUrl}/admin/queues)`,
   );
   const pool = makePool(logger, databaseUrl, 2);
   let exitCode = 0;
@@ -129,8 +131,10 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
       const expected = EXPECTED_TO_FAIL.has(job) ? r?.status === 'failed' : r?.status === 'succeeded';
       if (!expected) exitCode = 1;
       out(
-        `${job.padEnd(16)} ${(r?.status ?? 'timed out').padEnd(10)} ${String(r?.rows ?? '').padStart(7)} ${String(r?.pages ?? '').padStart(6)} ` +
-          `${r?.duration_ms ? (Number(r.duration_ms) / 1000).toFixed(1).padStart(8) : '        '}  ${r?.error ? summaryLine(r.error) : ''}${expected ? '' : '   <-- unexpected'}`,
+        `${job.padEnd(16)} ${(r?.status ?? 'timed out').padEnd(10)} ${String(r?.rows ?? '').padStart(7)} ` +
+          `${String(r?.pages ?? '').padStart(6)} ` +
+          `${r?.duration_ms ? (Number(r.duration_ms) / 1000).toFixed(1).padStart(8) : '        '}  ` +
+          `${r?.error ? summaryLine(r.error) : ''}${expected ? '' : '   <-- unexpected'}`,
       );
     }
     out();
@@ -141,18 +145,22 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
       out('Where to look, now that the demo has ended:');
       if (startedStores) {
         out(
-          '  the PostgreSQL and Redis the demo started are gone with it, and so are the admin pages: run `npm run demo`',
+          '  the PostgreSQL and Redis the demo started are gone with it, ' +
+            'and so are the admin pages: run `npm run demo`',
         );
         out(
-          '  in a terminal to keep everything running and look around, or point DATABASE_URL and REDIS_URL at your own.',
+          '  in a terminal to keep everything running and look around, ' +
+            'or point DATABASE_URL and REDIS_URL at your own.',
         );
       } else {
         out(
-          `  run history   npx report-etl runs --since 1h   (the admin pages ended with the demo: \`npm run demo\` in a terminal keeps them)`,
+          `  run history   npx report-etl runs --since 1h   (the admin pages ended with the demo: ` +
+            `\`npm run demo\` in a terminal keeps them)`,
         );
         out(`  loaded rows   psql ${databaseUrl} -c 'SELECT * FROM erp.sales_orders LIMIT 5'`);
         out(
-          `  the failure   npx report-etl runs --job broken_report --status failed   (replay: npx report-etl replay <run key>, with a worker)`,
+          `  the failure   npx report-etl runs --job broken_report --status failed   (replay: ` +
+            `npx report-etl replay <run key>, with a worker)`,
         );
       }
     } else {
@@ -160,7 +168,8 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
       out(`  run history   ${service.adminUrl}/admin/runs   or   npx report-etl runs --since 1h`);
       out(`  loaded rows   psql ${databaseUrl} -c 'SELECT * FROM erp.sales_orders LIMIT 5'`);
       out(
-        `  the failure   npx report-etl runs --job broken_report --status failed   (replay: npx report-etl replay <run key>)`,
+        `  the failure   npx report-etl runs --job broken_report --status failed   (replay: ` +
+          `npx report-etl replay <run key>)`,
       );
       if (startedStores) {
         out(`  the commands above in another terminal need:`);
@@ -214,7 +223,8 @@ async function printRounds(pool: pg.Pool, stopped: Promise<void>, zone: string):
     if (done) break;
     const { rows } = await pool.query<{ tick: Date; attempts: RoundAttempt[] }>(
       `SELECT scheduled_for AS tick,
-              json_agg(json_build_object('job', job, 'status', status, 'rows', rows, 'error', error) ORDER BY job) AS attempts
+              json_agg(json_build_object('job', job, 'status', status, 'rows', rows, 'error', error) ORDER BY job)
+                AS attempts
          FROM etl.attempts
         WHERE scheduled_for IS NOT NULL AND trigger IN ('schedule', 'catchup') AND started_at >= $1
         GROUP BY scheduled_for
@@ -243,7 +253,8 @@ async function waitForRuns(pool: pg.Pool, runKeys: Map<string, string>): Promise
     for (const [job, runKey] of runKeys) {
       if (result.get(job)) continue;
       const { rows } = await pool.query<AttemptRow>(
-        `SELECT status, rows, pages, duration_ms, error FROM etl.attempts WHERE job = $1 AND run_key = $2 AND status IN ('succeeded', 'failed')
+        `SELECT status, rows, pages, duration_ms, error FROM etl.attempts WHERE job = $1 AND run_key = $2 AND status IN
+           ('succeeded', 'failed')
           ORDER BY started_at DESC LIMIT 1`,
         [job, runKey],
       );

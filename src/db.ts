@@ -40,7 +40,9 @@ export function releaseClient(client: pg.PoolClient, broken: boolean): void {
   client.release(broken ? new Error('connection lost') : undefined);
 }
 
-/** What {@link untilDatabaseTakesIt} logs: what waits (`recording the failed attempt`) and what happened once it could. */
+/**
+ * What {@link untilDatabaseTakesIt} logs: what waits (`recording the failed attempt`) and what happened once it could.
+ */
 export interface DatabaseWait {
   todo: string;
   done: string;

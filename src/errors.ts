@@ -3,8 +3,8 @@
  *
  * Every error report-etl throws on purpose is an {@link EtlError}: it has a stable `code`, says whether
  * a retry can help (`retryable`), and carries what on-call staff need to act on it: the stage of the run,
- * the HTTP status and the server's own words, unchanged (docs/report-export-service.md "Errors"). Secrets never go into these
- * fields: build messages from names and ids, never from credentials or headers.
+ * the HTTP status and the server's own words, unchanged (docs/report-export-service.md "Errors"). Secrets never go into
+ * these fields: build messages from names and ids, never from credentials or headers.
  */
 import { boundJson, boundText, MAX_MESSAGE_CHARS } from './failure-text.ts';
 import type { RunStage } from './vocabulary.ts';
@@ -73,8 +73,8 @@ export interface EtlErrorOptions {
 /**
  * The codes a retry can cure (graphile-worker's RETRYABLE_ERROR_CODES): network resets, 5xx, timeouts (of the poll, of
  * a page, of the whole attempt: a server that was slow or stuck may not be next time), a server that cannot be reached
- * (it may come back), a broken page, serialization failures and deadlocks. Everything else (bad config, bad report name,
- * rights failure, 403, a failed report, a value that does not fit) fails the same way every time.
+ * (it may come back), a broken page, serialization failures and deadlocks. Everything else (bad config, bad report
+ * name, rights failure, 403, a failed report, a value that does not fit) fails the same way every time.
  */
 export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'HTTP_TRANSIENT',
@@ -118,8 +118,15 @@ export const CONNECTION_LOSS_CODES: ReadonlySet<string> = new Set([
 ]);
 
 /** What node-postgres says when the server or the network went away mid-conversation (it sets no code then). */
-const PG_CONNECTION_LOSS =
-  /Connection terminated|connection error and is not queryable|Client was closed and is not queryable|timeout exceeded when trying to connect/i;
+const PG_CONNECTION_LOSS = new RegExp(
+  [
+    'Connection terminated',
+    'connection error and is not queryable',
+    'Client was closed and is not queryable',
+    'timeout exceeded when trying to connect',
+  ].join('|'),
+  'i',
+);
 
 /**
  * Whether a database error says the connection was lost or could not be made (socket codes, SQLSTATE class 08,

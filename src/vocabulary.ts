@@ -67,8 +67,8 @@ export const DOCUMENT_FORMATS: Record<DocumentOutputType, { extension: string; c
 };
 
 /**
- * What a run's pages load as (docs/loaded-tables.md "Output types"): `rows`, typed rows checked against the server's rows=;
- * `lines` (`page, line, fields text[]`); `json-document`, `xml-document` (`page, document`); `file` (`page,
+ * What a run's pages load as (docs/loaded-tables.md "Output types"): `rows`, typed rows checked against the server's
+ * rows=; `lines` (`page, line, fields text[]`); `json-document`, `xml-document` (`page, document`); `file` (`page,
  * file_name, content_type, bytes, sha256, content`). Every shape but `rows` checks the page count instead.
  */
 export type OutputShape = 'rows' | 'lines' | 'json-document' | 'xml-document' | 'file';
@@ -100,8 +100,8 @@ export const WRITE_MODES = ['replace', 'append', 'merge'] as const;
 export type WriteMode = (typeof WRITE_MODES)[number];
 
 /**
- * What a run does when the report's columns differ from the target's (docs/loaded-tables.md "Guards and schema changes"): evolve
- * adds the new ones, freeze fails the run. The first is the default.
+ * What a run does when the report's columns differ from the target's (docs/loaded-tables.md "Guards and schema
+ * changes"): evolve adds the new ones, freeze fails the run. The first is the default.
  */
 export const SCHEMA_CHANGES = ['evolve', 'freeze'] as const;
 /** One of {@link SCHEMA_CHANGES}. */

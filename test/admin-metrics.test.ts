@@ -119,83 +119,94 @@ const failingOf = (text: string, job: string): number | undefined =>
   sample(text, `report_etl_job_failing{job="${job}",connection="sim"}`);
 
 describe('the gauges the dashboard and the rules need', () => {
-  it('report_etl_workers_alive counts the worker processes on the queue (0, 1 while one runs, 0 after it closed); report_etl_job_failing turns 1 when a run fails for good', async () => {
-    expect(await scrape()).toContain('# TYPE report_etl_workers_alive gauge');
-    expect(sample(await scrape(), 'report_etl_workers_alive')).toBe(0);
-    worker = makeRunWorker({
-      config: () => config,
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      prefix,
-      alerts: makeRunAlerts(h.pool, noAlerts, silentLogger),
-    });
-    await waitFor('the worker counted', async () => sample(await scrape(), 'report_etl_workers_alive') === 1);
+  it(
+    'report_etl_workers_alive counts the worker processes on the queue (0, 1 while one runs, 0 after it closed); ' +
+      'report_etl_job_failing turns 1 when a run fails for good',
+    async () => {
+      expect(await scrape()).toContain('# TYPE report_etl_workers_alive gauge');
+      expect(sample(await scrape(), 'report_etl_workers_alive')).toBe(0);
+      worker = makeRunWorker({
+        config: () => config,
+        pool: h.pool,
+        redis: h.redis,
+        logger: silentLogger,
+        prefix,
+        alerts: makeRunAlerts(h.pool, noAlerts, silentLogger),
+      });
+      await waitFor('the worker counted', async () => sample(await scrape(), 'report_etl_workers_alive') === 1);
 
-    // A run that fails for good (one attempt) turns report_etl_job_failing on; the others stay 0.
-    const before = await scrape();
-    expect(failingOf(before, failJob)).toBe(0);
-    await enqueueManual(queue, config, failJob);
-    const after = await waitFor(
-      'the failing gauge',
-      async () => {
-        const text = await scrape();
-        return failingOf(text, failJob) === 1 && text;
-      },
-      60_000,
-    );
-    expect(failingOf(after, okJob)).toBe(0);
-    expect(failingOf(after, plainJob)).toBe(0);
-    expect(sample(after, `report_etl_attempts_total{job="${failJob}",status="failed"}`)).toBe(1);
+      // A run that fails for good (one attempt) turns report_etl_job_failing on; the others stay 0.
+      const before = await scrape();
+      expect(failingOf(before, failJob)).toBe(0);
+      await enqueueManual(queue, config, failJob);
+      const after = await waitFor(
+        'the failing gauge',
+        async () => {
+          const text = await scrape();
+          return failingOf(text, failJob) === 1 && text;
+        },
+        60_000,
+      );
+      expect(failingOf(after, okJob)).toBe(0);
+      expect(failingOf(after, plainJob)).toBe(0);
+      expect(sample(after, `report_etl_attempts_total{job="${failJob}",status="failed"}`)).toBe(1);
 
-    await worker.close(0);
-    worker = undefined;
-    await waitFor('no worker counted', async () => sample(await scrape(), 'report_etl_workers_alive') === 0);
-  });
+      await worker.close(0);
+      worker = undefined;
+      await waitFor('no worker counted', async () => sample(await scrape(), 'report_etl_workers_alive') === 0);
+    },
+  );
 
-  it('report_etl_job_freshness_seconds gives the freshness of each job that has one, beside its last success and stale state', async () => {
-    const text = await scrape();
-    expect(sample(text, `report_etl_job_freshness_seconds{job="${okJob}"}`)).toBe(26 * 3600);
-    expect(sample(text, `report_etl_job_freshness_seconds{job="${failJob}"}`)).toBe(3600);
-    expect(text).not.toContain(`report_etl_job_freshness_seconds{job="${plainJob}"}`);
-    const lastSuccess = sample(text, `report_etl_job_last_success_timestamp_seconds{job="${okJob}"}`)!;
-    expect(Date.now() / 1000 - lastSuccess).toBeGreaterThanOrEqual(0);
-    expect(Date.now() / 1000 - lastSuccess).toBeLessThan(26 * 3600);
-    expect(sample(text, `report_etl_job_stale{job="${okJob}"}`)).toBe(0);
-  });
-
-  it('a Redis user that may not run CLIENT LIST leaves report_etl_workers_alive out, and /metrics still answers', async () => {
-    const user = uniqueName('noclient');
-    const password = uniqueName('pw');
-    await h.redis.call('ACL', 'SETUSER', user, 'on', `>${password}`, '~*', '&*', '+@all', '-client');
-    const url = new URL(REDIS_URL);
-    url.username = user;
-    url.password = password;
-    const redis = makeRedis(silentLogger, url.toString());
-    const limitedQueue = makeQueue(redis, prefix);
-    const limited = await startAdminServer({
-      pool: h.pool,
-      redis,
-      queue: limitedQueue,
-      logger: silentLogger,
-      port: 0,
-      auth: { token },
-      liveConfig: staticConfig(config),
-    });
-    try {
-      expect(await redis.call('ACL', 'WHOAMI')).toBe(user);
-      await expect(redis.call('CLIENT', 'LIST')).rejects.toThrow(/NOPERM/);
-      const res = await fetch(`${limited.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
-      expect(res.status).toBe(200);
-      const text = await res.text();
-      expect(text).not.toMatch(/^report_etl_workers_alive /m);
-      expect(sample(text, 'report_etl_queue_jobs{state="waiting"}')).toBe(0);
+  it(
+    'report_etl_job_freshness_seconds gives the freshness of each job that has one, ' +
+      'beside its last success and stale state',
+    async () => {
+      const text = await scrape();
       expect(sample(text, `report_etl_job_freshness_seconds{job="${okJob}"}`)).toBe(26 * 3600);
-    } finally {
-      await limited.close();
-      await limitedQueue.close();
-      redis.disconnect();
-      await h.redis.call('ACL', 'DELUSER', user);
-    }
-  });
+      expect(sample(text, `report_etl_job_freshness_seconds{job="${failJob}"}`)).toBe(3600);
+      expect(text).not.toContain(`report_etl_job_freshness_seconds{job="${plainJob}"}`);
+      const lastSuccess = sample(text, `report_etl_job_last_success_timestamp_seconds{job="${okJob}"}`)!;
+      expect(Date.now() / 1000 - lastSuccess).toBeGreaterThanOrEqual(0);
+      expect(Date.now() / 1000 - lastSuccess).toBeLessThan(26 * 3600);
+      expect(sample(text, `report_etl_job_stale{job="${okJob}"}`)).toBe(0);
+    },
+  );
+
+  it(
+    'a Redis user that may not run CLIENT LIST leaves report_etl_workers_alive out, ' + 'and /metrics still answers',
+    async () => {
+      const user = uniqueName('noclient');
+      const password = uniqueName('pw');
+      await h.redis.call('ACL', 'SETUSER', user, 'on', `>${password}`, '~*', '&*', '+@all', '-client');
+      const url = new URL(REDIS_URL);
+      url.username = user;
+      url.password = password;
+      const redis = makeRedis(silentLogger, url.toString());
+      const limitedQueue = makeQueue(redis, prefix);
+      const limited = await startAdminServer({
+        pool: h.pool,
+        redis,
+        queue: limitedQueue,
+        logger: silentLogger,
+        port: 0,
+        auth: { token },
+        liveConfig: staticConfig(config),
+      });
+      try {
+        expect(await redis.call('ACL', 'WHOAMI')).toBe(user);
+        await expect(redis.call('CLIENT', 'LIST')).rejects.toThrow(/NOPERM/);
+        const res = await fetch(`${limited.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+        expect(res.status).toBe(200);
+        const text = await res.text();
+        expect(text).not.toMatch(/^report_etl_workers_alive /m);
+        expect(sample(text, 'report_etl_queue_jobs{state="waiting"}')).toBe(0);
+        expect(sample(text, `report_etl_job_freshness_seconds{job="${okJob}"}`)).toBe(26 * 3600);
+      } finally {
+        await limited.close();
+        await limitedQueue.close();
+        redis.disconnect();
+        await h.redis.call('ACL', 'DELUSER', user);
+      }
+    },
+  );
 });

@@ -72,7 +72,8 @@ beforeAll(async () => {
   await run(now, `${jp}_appended`);
   // The stale job's success is made an hour old (its freshness is 1 s), rather than waiting for the clock.
   await h.pool.query(
-    `UPDATE etl.attempts SET started_at = started_at - interval '1 hour', finished_at = finished_at - interval '1 hour' WHERE job = $1`,
+    `UPDATE etl.attempts SET started_at = started_at - interval '1 hour', finished_at = finished_at - ` +
+      `interval '1 hour' WHERE job = $1`,
     [`${jp}_stale`],
   );
   const invalid = [
@@ -80,7 +81,8 @@ beforeAll(async () => {
       kind: 'job' as const,
       name: `${jp}_invalid`,
       problems: [
-        'jobs.yaml:40:13: jobs.x.report.name: report name "Sales-Orders" has characters the server rejects (fix report.name)',
+        'jobs.yaml:40:13: jobs.x.report.name: report name "Sales-Orders" has characters the ' +
+          'server rejects (fix report.name)',
       ],
       schedule: '0 6 * * *',
     },
@@ -153,31 +155,35 @@ it('shows every job with its state, sparklines and a Replay on the failing one',
   await page.screenshot({ path: '/tmp/report-etl-overview-runs.png', fullPage: true });
 }, 60_000);
 
-it('the overview, the run list and a run page fit a 420 px phone and a 1400 px screen without sideways scrolling', async () => {
-  const page = await context!.newPage();
-  await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
-  const { rows } = await h.pool.query<{ run_key: string }>(
-    'SELECT run_key FROM etl.runs WHERE job = $1 ORDER BY first_started_at DESC LIMIT 1',
-    [`${jp}_failing`],
-  );
-  const pages = {
-    overview: '/admin',
-    runs: `/admin/runs?job=${encodeURIComponent(`${jp}_failing`)}`,
-    run: `/admin/runs/${jp}_failing/${rows[0]!.run_key}`,
-  };
-  for (const width of [420, 1400]) {
-    await page.setViewportSize({ width, height: 900 });
-    for (const [name, path] of Object.entries(pages)) {
-      await page.goto(`${server.url}${path}`);
-      const { scroll, client } = (await page.evaluate(
-        '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
-      )) as { scroll: number; client: number };
-      await page.screenshot({ path: `/tmp/report-etl-${name}-${width}.png`, fullPage: true });
-      expect({ page: name, width, scroll }).toEqual({ page: name, width, scroll: client });
+it(
+  'the overview, the run list and a run page fit a 420 px phone and a 1400 px screen ' + 'without sideways scrolling',
+  async () => {
+    const page = await context!.newPage();
+    await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
+    const { rows } = await h.pool.query<{ run_key: string }>(
+      'SELECT run_key FROM etl.runs WHERE job = $1 ORDER BY first_started_at DESC LIMIT 1',
+      [`${jp}_failing`],
+    );
+    const pages = {
+      overview: '/admin',
+      runs: `/admin/runs?job=${encodeURIComponent(`${jp}_failing`)}`,
+      run: `/admin/runs/${jp}_failing/${rows[0]!.run_key}`,
+    };
+    for (const width of [420, 1400]) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const [name, path] of Object.entries(pages)) {
+        await page.goto(`${server.url}${path}`);
+        const { scroll, client } = (await page.evaluate(
+          '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
+        )) as { scroll: number; client: number };
+        await page.screenshot({ path: `/tmp/report-etl-${name}-${width}.png`, fullPage: true });
+        expect({ page: name, width, scroll }).toEqual({ page: name, width, scroll: client });
+      }
     }
-  }
-  // At 420 px every job's state and its link to its runs are still on the screen.
-  await page.setViewportSize({ width: 420, height: 900 });
-  await page.goto(`${server.url}/admin`);
-  expect(await page.locator(`tr[data-job="${jp}_failing"] .state`).isVisible()).toBe(true);
-}, 60_000);
+    // At 420 px every job's state and its link to its runs are still on the screen.
+    await page.setViewportSize({ width: 420, height: 900 });
+    await page.goto(`${server.url}/admin`);
+    expect(await page.locator(`tr[data-job="${jp}_failing"] .state`).isVisible()).toBe(true);
+  },
+  60_000,
+);

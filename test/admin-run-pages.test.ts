@@ -108,24 +108,27 @@ describe('run history pages', () => {
   // The failed run ran in the foreground: its run key is its first attempt's id.
   const failedRunPath = () => `/admin/runs/${failJob}/${failedAttemptId}`;
 
-  it("the run list shows the failed run, its attempts and the whole first line of the server's own message", async () => {
-    const res = await get(`/admin/runs?job=${encodeURIComponent(failJob)}`, bearer);
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
-    const body = await res.text();
-    expect(body).toContain(`<a href="${failedRunPath()}">${failedAttemptId}</a>`);
-    expect(body).toContain('<span class="s-failed">failed</span>');
-    expect(body).toContain('<th>Attempts</th>');
-    expect(body).toContain('<td class="num attempts">1</td>');
-    const { rows } = await h.pool.query<{ server_message: string }>(
-      'SELECT server_message FROM etl.run_errors WHERE attempt_id = $1',
-      [failedAttemptId],
-    );
-    expect(rows[0]!.server_message).toBe(FAILING_MESSAGE);
-    expect(body).toContain(`<td>${escapeHtml("Report execution failed: Division by zero in formula 'Marge'")}</td>`);
-    expect(body).toContain(`<h2><a href="/admin/runs?job=${failJob}">`);
-    expect(body).not.toContain(`<h2><a href="/admin/runs?job=${okJob}">`);
-  });
+  it(
+    'the run list shows the failed run, its attempts and the whole first line of ' + "the server's own message",
+    async () => {
+      const res = await get(`/admin/runs?job=${encodeURIComponent(failJob)}`, bearer);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
+      const body = await res.text();
+      expect(body).toContain(`<a href="${failedRunPath()}">${failedAttemptId}</a>`);
+      expect(body).toContain('<span class="s-failed">failed</span>');
+      expect(body).toContain('<th>Attempts</th>');
+      expect(body).toContain('<td class="num attempts">1</td>');
+      const { rows } = await h.pool.query<{ server_message: string }>(
+        'SELECT server_message FROM etl.run_errors WHERE attempt_id = $1',
+        [failedAttemptId],
+      );
+      expect(rows[0]!.server_message).toBe(FAILING_MESSAGE);
+      expect(body).toContain(`<td>${escapeHtml("Report execution failed: Division by zero in formula 'Marge'")}</td>`);
+      expect(body).toContain(`<h2><a href="/admin/runs?job=${failJob}">`);
+      expect(body).not.toContain(`<h2><a href="/admin/runs?job=${okJob}">`);
+    },
+  );
 
   it('filters by the status of the newest attempt across jobs', async () => {
     const body = await (await get('/admin/runs?status=succeeded&limit=200', bearer)).text();
@@ -160,7 +163,10 @@ describe('run history pages', () => {
     });
     const body = await (await get(`/admin/runs/${okJob}/${runKey}`, bearer)).text();
     expect(body).toMatch(
-      /<dt>Queued<\/dt><dd class="queued">[\d: -]+\+0[12]:00 <span class="muted">\(a worker began it 2 min 0[4-9] s later\)<\/span><\/dd>/,
+      new RegExp(
+        /<dt>Queued<\/dt><dd class="queued">[\d: -]+\+0[12]:00 <span class="muted">\(a worker /.source +
+          /began it 2 min 0[4-9] s later\)<\/span><\/dd>/.source,
+      ),
     );
   });
 
@@ -222,36 +228,40 @@ describe('run history pages', () => {
     expect(await malformed.text()).toContain("a run's page is /admin/runs/<job>/<run key>");
   });
 
-  it('POST replay re-queues the failed run with the same run key and redirects back to the run with a notice', async () => {
-    const res = await fetch(`${server.url}${failedRunPath()}/replay`, {
-      method: 'POST',
-      headers: { ...bearer, 'content-type': 'application/x-www-form-urlencoded', origin: server.url },
-      body: '',
-      redirect: 'manual',
-    });
-    expect(res.status).toBe(303);
-    const location = new URL(res.headers.get('location')!, server.url);
-    expect(location.pathname).toBe(failedRunPath());
-    const jobId = location.searchParams.get('replayed');
-    expect(jobId).toBeTruthy();
-    const job = await queue.getJob(jobId!);
-    expect(job).toBeDefined();
-    expect(job!.data).toMatchObject({ job: failJob, runKey: failedAttemptId, trigger: 'replay' });
-    const page = await (await get(`${location.pathname}${location.search}`, bearer)).text();
-    expect(page).toContain(
-      `Replay queued as job <a href="/admin/queues/queue/report-etl/${encodeURIComponent(jobId!)}"><code>${escapeHtml(jobId)}</code></a>`,
-    );
-    // A run that succeeded is not replayed: back to its page with the reason.
-    const refused = await fetch(`${server.url}/admin/runs/${okJob}/${okResult.runKey}/replay`, {
-      method: 'POST',
-      headers: { ...bearer, origin: server.url },
-      redirect: 'manual',
-    });
-    expect(refused.status).toBe(303);
-    expect(new URL(refused.headers.get('location')!, server.url).searchParams.get('replayError')).toMatch(
-      /succeeded: nothing to replay/,
-    );
-  });
+  it(
+    'POST replay re-queues the failed run with the same run key and redirects ' + 'back to the run with a notice',
+    async () => {
+      const res = await fetch(`${server.url}${failedRunPath()}/replay`, {
+        method: 'POST',
+        headers: { ...bearer, 'content-type': 'application/x-www-form-urlencoded', origin: server.url },
+        body: '',
+        redirect: 'manual',
+      });
+      expect(res.status).toBe(303);
+      const location = new URL(res.headers.get('location')!, server.url);
+      expect(location.pathname).toBe(failedRunPath());
+      const jobId = location.searchParams.get('replayed');
+      expect(jobId).toBeTruthy();
+      const job = await queue.getJob(jobId!);
+      expect(job).toBeDefined();
+      expect(job!.data).toMatchObject({ job: failJob, runKey: failedAttemptId, trigger: 'replay' });
+      const page = await (await get(`${location.pathname}${location.search}`, bearer)).text();
+      expect(page).toContain(
+        `Replay queued as job <a href="/admin/queues/queue/report-etl/${encodeURIComponent(jobId!)}"><code>` +
+          `${escapeHtml(jobId)}</code></a>`,
+      );
+      // A run that succeeded is not replayed: back to its page with the reason.
+      const refused = await fetch(`${server.url}/admin/runs/${okJob}/${okResult.runKey}/replay`, {
+        method: 'POST',
+        headers: { ...bearer, origin: server.url },
+        redirect: 'manual',
+      });
+      expect(refused.status).toBe(303);
+      expect(new URL(refused.headers.get('location')!, server.url).searchParams.get('replayError')).toMatch(
+        /succeeded: nothing to replay/,
+      );
+    },
+  );
 
   it('offers no Replay for a run whose job left jobs.yaml, and refuses a replay posted anyway', async () => {
     const config = h.config({
@@ -326,11 +336,13 @@ describe('run history pages', () => {
       const page = await (await fetch(`${withConfig.url}${path}`, { headers: bearer })).text();
       expect(page).toMatch(
         new RegExp(
-          `<p class="notice" id="reverted" role="status">Reverted at [\\d: -]+\\+0[12]:00: its ${loaded.rows} rows were removed from ${h.schema}.stock_append. A replay appends the run again.</p>`,
+          `<p class="notice" id="reverted" role="status">Reverted at [\\d: -]+\\+0[12]:00: ` +
+            `its ${loaded.rows} rows were removed from ${h.schema}.stock_append. A replay appends the run again.</p>`,
         ),
       );
       expect(page).toContain(
-        `<td><a href="/admin/attempts/${loaded.attemptId}">${loaded.attemptId.slice(0, 8)}</a></td><td>oncall@here</td>`,
+        `<td><a href="/admin/attempts/${loaded.attemptId}">${loaded.attemptId.slice(0, 8)}</` +
+          `a></td><td>oncall@here</td>`,
       );
       expect(page).toContain('id="replay"');
       const replayed = await fetch(`${withConfig.url}${path}/replay`, {

@@ -66,22 +66,26 @@ const chart = (t: unknown, status = 'succeeded') =>
     },
   ]).value;
 
-it('keeps the pages of a long report as at most MAX_PAGE_ENTRIES groups of consecutive pages, and says so on the page', () => {
-  const t = timeline(5000);
-  expect(t.pages.length).toBeLessThanOrEqual(MAX_PAGE_ENTRIES);
-  expect(t.pageGroup).toBe(64);
-  expect(t.pages[0]).toMatchObject({ page: 1, to: 64, req: 104, rows: 640, bytes: 6400, net: 64 });
-  expect(t.pages.at(-1)!.to).toBe(5000);
-  expect(t.pages.reduce((n, p) => n + p.rows, 0)).toBe(50_000);
-  expect(JSON.stringify(t).length).toBeLessThan(16_000);
-  const out = chart(t);
-  expect(out).toContain('5\u202f000 pages were read: drawn as 79 rows of up to 64 consecutive pages each');
-  expect(out.match(/<g class="tl-page/g)).toHaveLength(t.pages.length);
-  expect(out).toContain('<title>pages 1–64: 640 rows, 6.3 KiB.');
-  // Fewer pages than the cap: one entry each.
-  expect(timeline(50).pages).toHaveLength(50);
-  expect(timeline(50).pageGroup).toBeUndefined();
-});
+it(
+  'keeps the pages of a long report as at most MAX_PAGE_ENTRIES groups of consecutive ' +
+    'pages, and says so on the page',
+  () => {
+    const t = timeline(5000);
+    expect(t.pages.length).toBeLessThanOrEqual(MAX_PAGE_ENTRIES);
+    expect(t.pageGroup).toBe(64);
+    expect(t.pages[0]).toMatchObject({ page: 1, to: 64, req: 104, rows: 640, bytes: 6400, net: 64 });
+    expect(t.pages.at(-1)!.to).toBe(5000);
+    expect(t.pages.reduce((n, p) => n + p.rows, 0)).toBe(50_000);
+    expect(JSON.stringify(t).length).toBeLessThan(16_000);
+    const out = chart(t);
+    expect(out).toContain('5\u202f000 pages were read: drawn as 79 rows of up to 64 consecutive pages each');
+    expect(out.match(/<g class="tl-page/g)).toHaveLength(t.pages.length);
+    expect(out).toContain('<title>pages 1–64: 640 rows, 6.3 KiB.');
+    // Fewer pages than the cap: one entry each.
+    expect(timeline(50).pages).toHaveLength(50);
+    expect(timeline(50).pageGroup).toBeUndefined();
+  },
+);
 
 it("splits an attempt's time by whom it waited for, adding up to its whole time", () => {
   const t = timeline(10);

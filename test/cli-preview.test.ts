@@ -20,7 +20,8 @@ beforeAll(async () => {
   await writeFile(
     configPath,
     `connections:
-  sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", timezone: Europe/Zurich, pollIntervalMs: 20 }
+  sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", timezone: Europe/Zurich,
+    pollIntervalMs: 20 }
 jobs:
   ${job}:
     connection: sim

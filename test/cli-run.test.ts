@@ -43,7 +43,8 @@ jobs:
     target: { table: ${h.schema}.broken }
   templated:
     connection: sim
-    report: { mandant: 7777, name: Sales/Orders, paging: 500, parameters: { ROWS: "400", FROM: "%{logicalEnd:yyyy-MM-dd}" } }
+    report: { mandant: 7777, name: Sales/Orders, paging: 500, parameters: { ROWS: "400",
+      FROM: "%{logicalEnd:yyyy-MM-dd}" } }
     target: { table: ${h.schema}.templated }
 `,
   );
@@ -138,33 +139,36 @@ it('renders the logical time in report parameters for a run in the foreground to
   expect(rows[0].n).toBeGreaterThan(0);
 });
 
-it('--logical-time picks the period by hand; the run keeps it and its parameters, so a replay asks for the same', async () => {
-  const r = await cli([
-    'run',
-    'templated',
-    '--config',
-    configPath,
-    '--logical-time',
-    '2026-03-15',
-    '-p',
-    'ROWS=300',
-    '--run-key',
-    'march15',
-  ]);
-  expect(r.code, r.stderr).toBe(0);
-  // FROM is the logical time's day in the job's zone: the rows the server has for it.
-  const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.templated`);
-  expect(rows[0].n).toBe(reportData('Sales/Orders.avw', { ROWS: '300', FROM: '2026-03-15' }, 1)!.rowCount);
-  const { rows: run } = await h.pool.query(
-    `SELECT logical_end, parameters FROM etl.runs WHERE job = 'templated' AND run_key = 'march15'`,
-  );
-  // Midnight of 15 March in Europe/Zurich (UTC+1).
-  expect(run[0].logical_end.toISOString()).toBe('2026-03-14T23:00:00.000Z');
-  expect(run[0].parameters).toEqual({ ROWS: '300' });
-  const bad = await cli(['run', 'templated', '--config', configPath, '--logical-time', 'yesterday']);
-  expect(bad.code).toBe(2);
-  expect(bad.stderr + bad.stdout).toContain('not a date: "yesterday"');
-});
+it(
+  '--logical-time picks the period by hand; the run keeps it and its parameters, ' + 'so a replay asks for the same',
+  async () => {
+    const r = await cli([
+      'run',
+      'templated',
+      '--config',
+      configPath,
+      '--logical-time',
+      '2026-03-15',
+      '-p',
+      'ROWS=300',
+      '--run-key',
+      'march15',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    // FROM is the logical time's day in the job's zone: the rows the server has for it.
+    const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.templated`);
+    expect(rows[0].n).toBe(reportData('Sales/Orders.avw', { ROWS: '300', FROM: '2026-03-15' }, 1)!.rowCount);
+    const { rows: run } = await h.pool.query(
+      `SELECT logical_end, parameters FROM etl.runs WHERE job = 'templated' AND run_key = 'march15'`,
+    );
+    // Midnight of 15 March in Europe/Zurich (UTC+1).
+    expect(run[0].logical_end.toISOString()).toBe('2026-03-14T23:00:00.000Z');
+    expect(run[0].parameters).toEqual({ ROWS: '300' });
+    const bad = await cli(['run', 'templated', '--config', configPath, '--logical-time', 'yesterday']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr + bad.stdout).toContain('not a date: "yesterday"');
+  },
+);
 
 it('writes a readable progress line per page on a terminal, JSON lines otherwise', async () => {
   const pretty = await cli(['run', 'orders', '--config', configPath, '--log-format', 'pretty']);

@@ -35,8 +35,10 @@ describe('interpolate', () => {
       locate: () => '7:13',
     });
     expect(problems).toEqual([
-      'cfg/jobs.yaml:7:13: jobs.a.report.name: environment variable R1 is not set: export R1, or write ${R1:-default} in the file',
-      'cfg/jobs.yaml:7:13: jobs.a.report.name: environment variable R2 is not set: export R2, or write ${R2:-default} in the file',
+      'cfg/jobs.yaml:7:13: jobs.a.report.name: environment variable R1 is not set: export R1, ' +
+        'or write ${R1:-default} in the file',
+      'cfg/jobs.yaml:7:13: jobs.a.report.name: environment variable R2 is not set: export R2, ' +
+        'or write ${R2:-default} in the file',
     ]);
   });
 
@@ -51,7 +53,8 @@ describe('interpolate', () => {
     );
     expect(problems).toHaveLength(3);
     expect(problems[0]).toBe(
-      'j.yaml: connections.c.host: malformed variable reference near "${HOST": write ${VAR} or ${VAR:-default} (VAR: letters, digits, _), or $${ for a literal "${"',
+      'j.yaml: connections.c.host: malformed variable reference near "${HOST": write ${VAR} or ${VAR:-default} ' +
+        '(VAR: letters, digits, _), or $${ for a literal "${"',
     );
     expect(problems[1]).toMatch(/^j\.yaml: connections\.c\.clientSecret: malformed variable reference: write/);
     expect(problems[1]).not.toContain('1abc');

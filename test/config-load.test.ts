@@ -16,7 +16,10 @@ afterAll(async () => {
 
 const ENV = { REPORT_CLIENT_SECRET: 's3cr3t-from-env' };
 
-/** A minimal valid file (14 lines): `connection` becomes line 6 (inside connections.erp), `job` line 15 (inside jobs.j1). */
+/**
+ * A minimal valid file (14 lines): `connection` becomes line 6 (inside connections.erp), `job` line 15 (inside
+ * jobs.j1).
+ */
 function minimal(over: { connection?: string; job?: string } = {}): string {
   return [
     'connections:',
@@ -101,7 +104,8 @@ describe('loadConfig', () => {
     }).replace(
       '      name: Sales/Orders',
       () =>
-        '      name: Sales/Orders\n      paging: ${PAGING:-20}\n      parameters: { NOTE: "cost $${X} for ${WHO}", N: "${ATTEMPTS}" }',
+        '      name: Sales/Orders\n      paging: ${PAGING:-20}\n      parameters: { NOTE: ' +
+        '"cost $${X} for ${WHO}", N: "${ATTEMPTS}" }',
     );
     const cfg = validateConfigText(text, 'jobs.yaml', { ...ENV, ATTEMPTS: '7', WHO: 'ops' });
     expect(cfg.jobs.j1!.retry).toEqual({ attempts: 7, backoffMs: 1500 });
@@ -113,14 +117,16 @@ describe('loadConfig', () => {
     ).toBe('007');
     // a non-numeric value is still an error, positioned on its node
     expect(problemsOf(text, { ...ENV, ATTEMPTS: 'many', WHO: 'x' })).toEqual([
-      'jobs.yaml:18:17: jobs.j1.retry.attempts: expected integer (≥ 1), got a string (Attempts per run before it is failed for good)',
+      'jobs.yaml:18:17: jobs.j1.retry.attempts: expected integer (≥ 1), got a string (Attempts per ' +
+        'run before it is failed for good)',
     ]);
   });
 
   it('names file, line, path and variable when an env var is missing', () => {
     const problems = problemsOf(minimal(), {});
     expect(problems).toEqual([
-      'jobs.yaml:5:19: connections.erp.clientSecret: environment variable REPORT_CLIENT_SECRET is not set: export REPORT_CLIENT_SECRET before starting report-etl',
+      'jobs.yaml:5:19: connections.erp.clientSecret: environment variable REPORT_CLIENT_SECRET is not set: ' +
+        'export REPORT_CLIENT_SECRET before starting report-etl',
     ]);
   });
 
@@ -152,16 +158,25 @@ describe('loadConfig', () => {
     ].join('\n');
     const problems = problemsOf(text);
     expect(problems).toEqual([
-      'jobs.yaml:4:15: connections.erp.clientId: environment variable ETL_CLIENT_ID is not set: export ETL_CLIENT_ID, or write ${ETL_CLIENT_ID:-default} in the file',
-      'jobs.yaml:6:15: connections.erp.timezone: unknown time zone "Europe/Zurik": write an IANA zone name such as Europe/Zurich or UTC',
+      'jobs.yaml:4:15: connections.erp.clientId: environment variable ETL_CLIENT_ID is not set: ' +
+        'export ETL_CLIENT_ID, or write ${ETL_CLIENT_ID:-default} in the file',
+      'jobs.yaml:6:15: connections.erp.timezone: unknown time zone "Europe/Zurik": ' +
+        'write an IANA zone name such as Europe/Zurich or UTC',
       expect.stringMatching(
-        /^jobs\.yaml:10:15: jobs\.sales_orders\.schedule: invalid cron expression "61 \* \* \* \*": 61 is a invalid expression for minute/,
+        new RegExp(
+          /^jobs\.yaml:10:15: jobs\.sales_orders\.schedule: invalid cron expression "61 \* \* \* /.source +
+            /\*": 61 is a invalid expression for minute/.source,
+        ),
       ),
-      'jobs.yaml:14:19: jobs.sales_orders.report.outputType: "csv" is not allowed: write one of json | json_compact | txt | xml_query | txt_all | txt_cstr | txt_allcstr | xml | json_userdef | json_userdef_compact | pdf | excel-xlsx_data | excel-xlsx_matrix | excel-xlsx | word-docx',
-      'jobs.yaml:15:15: jobs.sales_orders.report.paging: paging must be at least 10: below 10 the server silently uses 10000 rows per page',
+      'jobs.yaml:14:19: jobs.sales_orders.report.outputType: "csv" is not allowed: ' +
+        'write one of json | json_compact | txt | xml_query | txt_all | txt_cstr | txt_allcstr | xml | ' +
+        'json_userdef | json_userdef_compact | pdf | excel-xlsx_data | excel-xlsx_matrix | excel-xlsx | word-docx',
+      'jobs.yaml:15:15: jobs.sales_orders.report.paging: paging must be at least 10: ' +
+        'below 10 the server silently uses 10000 rows per page',
       'jobs.yaml:17:7: jobs.sales_orders.target.key: merge needs key: the columns that identify a row',
       'jobs.yaml:20:17: jobs.stock.connection: unknown connection "erpp" (did you mean "erp"? known: erp)',
-      'jobs.yaml:21:21: jobs.stock.catchup.all: invalid catch-up window "3 days": write a number and a unit s, m, h, d or w, e.g. 30m, 12h, 2d',
+      'jobs.yaml:21:21: jobs.stock.catchup.all: invalid catch-up window "3 days": write a number and a unit ' +
+        's, m, h, d or w, e.g. 30m, 12h, 2d',
       expect.stringMatching(
         /^jobs\.yaml:22:33: jobs\.stock\.report\.name: report name "Lager\/Bestände" has characters the server rejects/,
       ),
@@ -173,7 +188,8 @@ describe('loadConfig', () => {
     const secret = 'hunter2-Literal-9f8e';
     const problems = problemsOf(minimal().replace('${REPORT_CLIENT_SECRET}', secret));
     expect(problems).toEqual([
-      'jobs.yaml:5:19: connections.erp.clientSecret: clientSecret must come from the environment: write ${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself',
+      'jobs.yaml:5:19: connections.erp.clientSecret: clientSecret must come from the environment: ' +
+        'write ${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself',
     ]);
     // Also when the literal breaks the YAML: the syntax error must not quote the line.
     const broken = problemsOf(minimal().replace('${REPORT_CLIENT_SECRET}', `"${secret}`));
@@ -205,7 +221,11 @@ describe('loadConfig', () => {
     expect(problems).toEqual([
       'jobs.yaml:6:5: connections.erp.pathEncodng: unknown key "pathEncodng" (did you mean "pathEncoding"?)',
       expect.stringMatching(
-        /^jobs\.yaml:7:5: connections\.erp\.zzzzzz: unknown key "zzzzzz" \(allowed: baseUrl, auth, clientId, clientSecret, scopes, redirectUri, tokenOrigin, credentials, pathEncoding, timezone, /,
+        new RegExp(
+          /^jobs\.yaml:7:5: connections\.erp\.zzzzzz: unknown key "zzzzzz" \(allowed: baseUrl, /.source +
+            /auth, clientId, clientSecret, scopes, redirectUri, tokenOrigin, credentials, /.source +
+            /pathEncoding, timezone, /.source,
+        ),
       ),
       'jobs.yaml:16:5: jobs.j1.shedule: unknown key "shedule" (did you mean "schedule"?)',
     ]);
@@ -244,18 +264,22 @@ describe('loadConfig', () => {
       minimal({ connection: '    timezone: Mars/Olympus', job: '    timezone: Europe/Zurich2' }),
     );
     expect(problems).toEqual([
-      'jobs.yaml:6:15: connections.erp.timezone: unknown time zone "Mars/Olympus": write an IANA zone name such as Europe/Zurich or UTC',
-      'jobs.yaml:15:15: jobs.j1.timezone: unknown time zone "Europe/Zurich2": write an IANA zone name such as Europe/Zurich or UTC',
+      'jobs.yaml:6:15: connections.erp.timezone: unknown time zone "Mars/Olympus": ' +
+        'write an IANA zone name such as Europe/Zurich or UTC',
+      'jobs.yaml:15:15: jobs.j1.timezone: unknown time zone "Europe/Zurich2": ' +
+        'write an IANA zone name such as Europe/Zurich or UTC',
     ]);
   });
 
   it('names missing required keys and validates a badly named job anyway', () => {
     const problems = problemsOf(
       minimal().replace('      mandant: 7777\n', '') +
-        '\n  "bad job!":\n    connection: erp\n    report: { mandant: 1, name: x, pagign: 100 }\n    target: { table: t }',
+        '\n  "bad job!":\n    connection: erp\n    report: { mandant: 1, name: x, pagign: ' +
+        '100 }\n    target: { table: t }',
     );
     expect(problems).toEqual([
-      'jobs.yaml:11:7: jobs.j1.report.mandant: missing required key "mandant" (Client number (mandant) the report runs in)',
+      'jobs.yaml:11:7: jobs.j1.report.mandant: missing required key "mandant" (Client number ' +
+        '(mandant) the report runs in)',
       'jobs.yaml:15:3: jobs["bad job!"]: bad name "bad job!": job names use letters, digits, _ . -',
       'jobs.yaml:17:36: jobs["bad job!"].report.pagign: unknown key "pagign" (did you mean "paging"?)',
     ]);
@@ -264,7 +288,10 @@ describe('loadConfig', () => {
   it('hints at quoting when ${VAR} breaks a flow map, and caps the cascade of syntax errors', () => {
     const problems = problemsOf(minimal({ job: '    retry: { attempts: ${N}, backoffMs: 1 }\n    x: [1,\n' }));
     expect(problems[0]).toMatch(
-      /^jobs\.yaml:15:\d+: YAML syntax error: .*\(inside \{ \} or \[ \], write values that use \$\{VAR\} in quotes: "\$\{VAR\}"\)$/,
+      new RegExp(
+        /^jobs\.yaml:15:\d+: YAML syntax error: .*\(inside \{ \} or \[ \], write values that use /.source +
+          /\$\{VAR\} in quotes: "\$\{VAR\}"\)$/.source,
+      ),
     );
     expect(problems.length).toBeLessThanOrEqual(11);
   });

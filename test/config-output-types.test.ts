@@ -51,7 +51,9 @@ describe('validate', () => {
 
   it('refuses pdf before 2025 and excel/word before 2026, naming type, version and connection', () => {
     expect(problems(yaml({ outputType: 'pdf', productVersion: 2024 }))).toEqual([
-      'jobs.yaml:13:19: jobs.j.report.outputType: output type pdf needs product version 2025 or later, but connection "erp" has productVersion 2024 (docs/report-export-service.md "Versioning" 2): choose another output type or raise productVersion if the server is newer',
+      'jobs.yaml:13:19: jobs.j.report.outputType: output type pdf needs product version 2025 or later, ' +
+        'but connection "erp" has productVersion 2024 (docs/report-export-service.md "Versioning" 2): ' +
+        'choose another output type or raise productVersion if the server is newer',
     ]);
     expect(problems(yaml({ outputType: 'pdf', productVersion: 2025 }))).toEqual([]);
     for (const t of ['excel-xlsx_data', 'excel-xlsx_matrix', 'excel-xlsx', 'word-docx']) {
@@ -92,17 +94,20 @@ describe('validate', () => {
   it('refuses a merge key that is none of the fixed columns of a lines or document table, before any run', () => {
     expect(problems(yaml({ outputType: 'txt_all', target: ['mode: merge', 'key: [page, lin]'] }))).toEqual([
       expect.stringContaining(
-        'target.key[1]: lin is not a column of what outputType txt_all loads (did you mean "line"?): its table has the fixed columns page, line, fields',
+        'target.key[1]: lin is not a column of what outputType txt_all loads (did you mean "line"?): ' +
+          'its table has the fixed columns page, line, fields',
       ),
     ]);
     expect(problems(yaml({ outputType: 'xml', target: ['mode: merge', 'key: [seite]'] }))).toEqual([
       expect.stringContaining(
-        'target.key[0]: seite is not a column of what outputType xml loads: its table has the fixed columns page, document',
+        'target.key[0]: seite is not a column of what outputType xml loads: ' +
+          'its table has the fixed columns page, document',
       ),
     ]);
     expect(problems(yaml({ outputType: 'xml', target: ['mode: merge', 'key: [document]'] }))).toEqual([
       expect.stringContaining(
-        'target.key[0]: document is of type xml, which PostgreSQL cannot compare, so it cannot be a merge key: merge by page',
+        'target.key[0]: document is of type xml, which PostgreSQL cannot compare, ' +
+          'so it cannot be a merge key: merge by page',
       ),
     ]);
     expect(problems(yaml({ outputType: 'xml', target: ['mode: merge', 'key: [page]'] }))).toEqual([]);

@@ -79,7 +79,9 @@ describe('renderConfigReference', () => {
       '| `paging` | integer (≥ 10) | `10000` | Rows per page (docs/report-export-service.md "Limits": at least 10). |',
     );
     expect(report).toContain(
-      '| `outputType` | "json" \\| "json_compact" \\| "txt" \\| "xml_query" \\| "txt_all" \\| "txt_cstr" \\| "txt_allcstr" \\| "xml" \\| "json_userdef" \\| "json_userdef_compact" \\| "pdf" \\| "excel-xlsx_data" \\| "excel-xlsx_matrix" \\| "excel-xlsx" \\| "word-docx" | `"json"` |',
+      '| `outputType` | "json" \\| "json_compact" \\| "txt" \\| "xml_query" \\| "txt_all" \\| "txt_cstr" \\| ' +
+        '"txt_allcstr" \\| "xml" \\| "json_userdef" \\| "json_userdef_compact" \\| "pdf" \\| "excel-xlsx_data" \\| ' +
+        '"excel-xlsx_matrix" \\| "excel-xlsx" \\| "word-docx" | `"json"` |',
     );
     expect(report).toContain(
       '| `mandant` | integer (≥ 0) \\| string | required | Client number (mandant) the report runs in. |',

@@ -66,14 +66,18 @@ describe('report-etl validate', () => {
     expect(r.stdout).toBe('');
     const lines = r.stderr.trim().split('\n');
     expect(lines).toEqual([
-      `${path}:4:15: connections.erp.clientId: environment variable CLI_TEST_ID is not set: export CLI_TEST_ID, or write \${CLI_TEST_ID:-default} in the file`,
-      `${path}:5:19: connections.erp.clientSecret: clientSecret must come from the environment: write \${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself`,
+      `${path}:4:15: connections.erp.clientId: environment variable CLI_TEST_ID is not set: export CLI_TEST_ID, ` +
+        `or write \${CLI_TEST_ID:-default} in the file`,
+      `${path}:5:19: connections.erp.clientSecret: clientSecret must come from the environment: ` +
+        `write \${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself`,
       expect.stringMatching(
         new RegExp(
-          `^${path.replaceAll('.', '\\.')}:9:15: jobs\\.a\\.schedule: invalid cron expression "every day": expected 5 or 6 fields but got 2`,
+          `^${path.replaceAll('.', '\\.')}:9:15: jobs\\.a\\.schedule: invalid cron expression "every day": ` +
+            `expected 5 or 6 fields but got 2`,
         ),
       ),
-      `${path}:10:44: jobs.a.report.paging: paging must be at least 10: below 10 the server silently uses 10000 rows per page`,
+      `${path}:10:44: jobs.a.report.paging: paging must be at least 10: ` +
+        `below 10 the server silently uses 10000 rows per page`,
       `${path}: 4 problems`,
     ]);
     expect(r.stderr).not.toContain('plain-Secret-4711');

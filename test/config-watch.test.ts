@@ -90,7 +90,8 @@ describe('watchConfig', () => {
       if (second.kind !== 'error') throw new Error('unreachable');
       expect(second.e).toBeInstanceOf(ConfigError);
       expect(second.e.problems).toEqual([
-        `${path}:12:15: jobs.j1.report.paging: paging must be at least 10: below 10 the server silently uses 10000 rows per page`,
+        `${path}:12:15: jobs.j1.report.paging: paging must be at least 10: ` +
+          `below 10 the server silently uses 10000 rows per page`,
       ]);
       expect(running.config.jobs.j1!.report.paging).toBe(200);
 
@@ -146,37 +147,41 @@ describe('watchConfig', () => {
 describe("a live jobs.yaml that gives a running job's table to a job that writes it otherwise", () => {
   /** `file(paging)` with a second job `j2` writing j1's table erp.orders by merge. */
   const withNewcomer = (paging: number): string =>
-    `${file(paging)}  j2:\n    connection: erp\n    report:\n      mandant: 1\n      name: Sales/Returns\n    target:\n      table: erp.orders\n      mode: merge\n      key: [auftrag_nr]\n`;
+    `${file(paging)}  j2:\n    connection: erp\n    report:\n      mandant: 1\n      name: ` +
+    `Sales/Returns\n    target:\n      table: erp.orders\n      mode: merge\n      key: [auftrag_nr]\n`;
 
-  it('keeps the running job as it was and skips the newcomer; a changed or restarted one is skipped with it', async () => {
-    const path = join(dir, 'shared.yaml');
-    await writeFile(path, file(100));
-    const lines: string[] = [];
-    const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
-    const live = await watchLiveConfig(path, logger, { env: ENV, debounceMs: 50 });
-    try {
-      expect(Object.keys(live.current().jobs)).toEqual(['j1']);
-      await writeFile(path, withNewcomer(100));
-      await waitFor('the newcomer is skipped', () => live.invalid().some((e) => e.name === 'j2'));
-      expect(Object.keys(live.current().jobs)).toEqual(['j1']);
-      expect(live.invalid().map((e) => e.name)).toEqual(['j2']);
-      expect(live.invalid()[0]!.problems[0]).toContain(
-        'erp.orders is also the target of job "j1" (mode replace), but this job writes it with mode merge',
-      );
-      expect(
-        lines.some((l) =>
-          l.includes('job \\"j1\\" keeps running as it was; the job the change brought for its table is skipped'),
-        ),
-      ).toBe(true);
-      // The running job itself changed: which of the two is meant cannot be told any more, and both are skipped.
-      await writeFile(path, withNewcomer(200));
-      await waitFor('both are skipped', () => live.invalid().length === 2);
-      expect(Object.keys(live.current().jobs)).toEqual([]);
-    } finally {
-      await live.close();
-    }
-    // At a start there is no running job to keep: both are skipped, as `validate` reports both.
-    const started = validateConfigIsolated(withNewcomer(100), path, ENV);
-    expect(started.invalid.map((e) => e.name)).toEqual(['j1', 'j2']);
-  });
+  it(
+    'keeps the running job as it was and skips the newcomer; ' + 'a changed or restarted one is skipped with it',
+    async () => {
+      const path = join(dir, 'shared.yaml');
+      await writeFile(path, file(100));
+      const lines: string[] = [];
+      const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
+      const live = await watchLiveConfig(path, logger, { env: ENV, debounceMs: 50 });
+      try {
+        expect(Object.keys(live.current().jobs)).toEqual(['j1']);
+        await writeFile(path, withNewcomer(100));
+        await waitFor('the newcomer is skipped', () => live.invalid().some((e) => e.name === 'j2'));
+        expect(Object.keys(live.current().jobs)).toEqual(['j1']);
+        expect(live.invalid().map((e) => e.name)).toEqual(['j2']);
+        expect(live.invalid()[0]!.problems[0]).toContain(
+          'erp.orders is also the target of job "j1" (mode replace), but this job writes it with mode merge',
+        );
+        expect(
+          lines.some((l) =>
+            l.includes('job \\"j1\\" keeps running as it was; the job the change brought for its table is skipped'),
+          ),
+        ).toBe(true);
+        // The running job itself changed: which of the two is meant cannot be told any more, and both are skipped.
+        await writeFile(path, withNewcomer(200));
+        await waitFor('both are skipped', () => live.invalid().length === 2);
+        expect(Object.keys(live.current().jobs)).toEqual([]);
+      } finally {
+        await live.close();
+      }
+      // At a start there is no running job to keep: both are skipped, as `validate` reports both.
+      const started = validateConfigIsolated(withNewcomer(100), path, ENV);
+      expect(started.invalid.map((e) => e.name)).toEqual(['j1', 'j2']);
+    },
+  );
 });

@@ -91,29 +91,37 @@ it('loads every sample report, shows the failing one, prints where to look, and 
   expect(result.stdout).not.toContain('stopped ');
 }, 120_000);
 
-it('with no PostgreSQL and no Redis answering, starts embedded PostgreSQL and redis-server, says so, runs the round, and stops them', async () => {
-  const [pgClosed, redisClosed] = [await freePort(), await freePort()];
-  const result = await runDemo(
-    `postgres://postgres@127.0.0.1:${pgClosed}/postgres`,
-    `redis://127.0.0.1:${redisClosed}`,
-  );
-  expectRoundDone(result, true);
-  const pgLine =
-    /^postgres +started embedded PostgreSQL [\d.]+ at 127\.0\.0\.1:(\d+) in [\d.]+ s.*data in (?:\.local\/postgres-demo-test|\/\S*report-etl-embedded-postgres\/data-[0-9a-f]{12}) .*nothing answered at 127\.0\.0\.1:(\d+)/m.exec(
-      result.stdout,
+it(
+  'with no PostgreSQL and no Redis answering, starts embedded PostgreSQL and redis-server, ' +
+    'says so, runs the round, and stops them',
+  async () => {
+    const [pgClosed, redisClosed] = [await freePort(), await freePort()];
+    const result = await runDemo(
+      `postgres://postgres@127.0.0.1:${pgClosed}/postgres`,
+      `redis://127.0.0.1:${redisClosed}`,
     );
-  const redisLine =
-    /^redis +started \S*redis-server at 127\.0\.0\.1:(\d+) in [\d.]+ s \(nothing answered at 127\.0\.0\.1:(\d+)/m.exec(
-      result.stdout,
-    );
-  expect(pgLine?.[2], result.stdout).toBe(String(pgClosed));
-  expect(redisLine?.[2], result.stdout).toBe(String(redisClosed));
-  expect(result.stdout).toMatch(/^stopped +embedded PostgreSQL, redis-server$/m);
-  expect(await portAcceptsConnections(Number(pgLine![1]))).toBe(false);
-  expect(await portAcceptsConnections(Number(redisLine![1]))).toBe(false);
-  // No process of the two is left (the demo prints no pids: find them by their ports).
-  const processes = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).split('\n');
-  expect(
-    processes.filter((l) => l.includes(`-p ${pgLine![1]} `) || l.includes(`redis-server 127.0.0.1:${redisLine![1]}`)),
-  ).toEqual([]);
-}, 120_000);
+    expectRoundDone(result, true);
+    const pgLine = new RegExp(
+      /^postgres +started embedded PostgreSQL [\d.]+ at 127\.0\.0\.1:(\d+) in [\d.]+ s.*data /.source +
+        /in (?:\.local\/postgres-demo-test|\/\S*report-etl-embedded-postgres\/data-[0-9a-f]{12}) /.source +
+        /.*nothing answered at 127\.0\.0\.1:(\d+)/.source,
+      'm',
+    ).exec(result.stdout);
+    const redisLine = new RegExp(
+      /^redis +started \S*redis-server at 127\.0\.0\.1:(\d+) in [\d.]+ s \(nothing answered at /.source +
+        /127\.0\.0\.1:(\d+)/.source,
+      'm',
+    ).exec(result.stdout);
+    expect(pgLine?.[2], result.stdout).toBe(String(pgClosed));
+    expect(redisLine?.[2], result.stdout).toBe(String(redisClosed));
+    expect(result.stdout).toMatch(/^stopped +embedded PostgreSQL, redis-server$/m);
+    expect(await portAcceptsConnections(Number(pgLine![1]))).toBe(false);
+    expect(await portAcceptsConnections(Number(redisLine![1]))).toBe(false);
+    // No process of the two is left (the demo prints no pids: find them by their ports).
+    const processes = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).split('\n');
+    expect(
+      processes.filter((l) => l.includes(`-p ${pgLine![1]} `) || l.includes(`redis-server 127.0.0.1:${redisLine![1]}`)),
+    ).toEqual([]);
+  },
+  120_000,
+);

@@ -291,52 +291,60 @@ describe('deploy/: the Grafana dashboard and the Prometheus rules', () => {
     }
   });
 
-  it('the rules are alerting rules Prometheus loads: expr, for, a severity, a summary and a description that says what to do', () => {
-    const file = rulesFile();
-    const rules = file.groups.flatMap((g) => g.rules);
-    expect(file.groups.map((g) => g.name)).toEqual(['report-etl']);
-    expect(rules.map((r) => r.alert)).toEqual([
-      'ReportEtlRunFailed',
-      'ReportEtlJobStale',
-      'ReportEtlLoginRequired',
-      'ReportEtlNoWorkerAlive',
-    ]);
-    for (const r of rules) {
-      expect(Object.keys(r).sort(), r.alert).toEqual(['alert', 'annotations', 'expr', 'for', 'labels']);
-      expect(r.for, r.alert).toMatch(/^\d+[smh]$/);
-      expect(['warning', 'critical'], r.alert).toContain(r.labels?.severity);
-      expect(r.annotations?.summary, r.alert).toBeTruthy();
-      expect(r.annotations?.description, r.alert).toContain('docs/troubleshooting.md');
-    }
-    const troubleshooting = readFileSync(new URL('../docs/troubleshooting.md', import.meta.url), 'utf8');
-    expect(troubleshooting).toContain('# Troubleshooting');
-    expect(troubleshooting).toContain('| `LOGIN_REQUIRED`');
-  });
+  it(
+    'the rules are alerting rules Prometheus loads: expr, for, a severity, ' +
+      'a summary and a description that says what to do',
+    () => {
+      const file = rulesFile();
+      const rules = file.groups.flatMap((g) => g.rules);
+      expect(file.groups.map((g) => g.name)).toEqual(['report-etl']);
+      expect(rules.map((r) => r.alert)).toEqual([
+        'ReportEtlRunFailed',
+        'ReportEtlJobStale',
+        'ReportEtlLoginRequired',
+        'ReportEtlNoWorkerAlive',
+      ]);
+      for (const r of rules) {
+        expect(Object.keys(r).sort(), r.alert).toEqual(['alert', 'annotations', 'expr', 'for', 'labels']);
+        expect(r.for, r.alert).toMatch(/^\d+[smh]$/);
+        expect(['warning', 'critical'], r.alert).toContain(r.labels?.severity);
+        expect(r.annotations?.summary, r.alert).toBeTruthy();
+        expect(r.annotations?.description, r.alert).toContain('docs/troubleshooting.md');
+      }
+      const troubleshooting = readFileSync(new URL('../docs/troubleshooting.md', import.meta.url), 'utf8');
+      expect(troubleshooting).toContain('# Troubleshooting');
+      expect(troubleshooting).toContain('| `LOGIN_REQUIRED`');
+    },
+  );
 
-  it('the dashboard imports into a current Grafana: a Prometheus datasource variable every query uses, unique panel ids, grid positions', () => {
-    const d = dashboard();
-    expect(d.schemaVersion).toBeGreaterThanOrEqual(39);
-    expect(d.uid).toBe('report-etl');
-    const ds = d.templating.list.find((v) => v.type === 'datasource');
-    expect(ds).toMatchObject({ name: 'datasource', query: 'prometheus' });
-    const panels = allPanels(d);
-    const ids = panels.map((p) => p.id);
-    expect(new Set(ids).size).toBe(ids.length);
-    for (const p of panels.filter((x) => x.type !== 'row')) {
-      expect(p.datasource, p.title).toEqual({ type: 'prometheus', uid: '${datasource}' });
-      expect(p.targets?.length, p.title).toBeGreaterThan(0);
-      for (const t of p.targets ?? []) expect(t.datasource?.uid, p.title).toBe('${datasource}');
-    }
-    // No panel overlaps another on Grafana's 24-column grid.
-    const cells = new Set<string>();
-    for (const p of panels as Array<Panel & { gridPos: { x: number; y: number; w: number; h: number } }>) {
-      expect(p.gridPos.x + p.gridPos.w, p.title).toBeLessThanOrEqual(24);
-      for (let x = p.gridPos.x; x < p.gridPos.x + p.gridPos.w; x++) {
-        for (let y = p.gridPos.y; y < p.gridPos.y + p.gridPos.h; y++) {
-          expect(cells.has(`${x},${y}`), `${p.title} overlaps at ${x},${y}`).toBe(false);
-          cells.add(`${x},${y}`);
+  it(
+    'the dashboard imports into a current Grafana: a Prometheus datasource variable every query uses, ' +
+      'unique panel ids, grid positions',
+    () => {
+      const d = dashboard();
+      expect(d.schemaVersion).toBeGreaterThanOrEqual(39);
+      expect(d.uid).toBe('report-etl');
+      const ds = d.templating.list.find((v) => v.type === 'datasource');
+      expect(ds).toMatchObject({ name: 'datasource', query: 'prometheus' });
+      const panels = allPanels(d);
+      const ids = panels.map((p) => p.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      for (const p of panels.filter((x) => x.type !== 'row')) {
+        expect(p.datasource, p.title).toEqual({ type: 'prometheus', uid: '${datasource}' });
+        expect(p.targets?.length, p.title).toBeGreaterThan(0);
+        for (const t of p.targets ?? []) expect(t.datasource?.uid, p.title).toBe('${datasource}');
+      }
+      // No panel overlaps another on Grafana's 24-column grid.
+      const cells = new Set<string>();
+      for (const p of panels as Array<Panel & { gridPos: { x: number; y: number; w: number; h: number } }>) {
+        expect(p.gridPos.x + p.gridPos.w, p.title).toBeLessThanOrEqual(24);
+        for (let x = p.gridPos.x; x < p.gridPos.x + p.gridPos.w; x++) {
+          for (let y = p.gridPos.y; y < p.gridPos.y + p.gridPos.h; y++) {
+            expect(cells.has(`${x},${y}`), `${p.title} overlaps at ${x},${y}`).toBe(false);
+            cells.add(`${x},${y}`);
+          }
         }
       }
-    }
-  });
+    },
+  );
 });

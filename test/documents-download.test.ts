@@ -71,76 +71,88 @@ async function stored(): Promise<Map<string, Buffer>> {
   return new Map(rows.map((r) => [r.file_name, r.content]));
 }
 
-it('report-etl documents writes every page of the run (by run key) to DIR, byte for byte; of an attempt (by id) too', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'docs-'));
-  const r = await cli(['documents', runKey, '--out', dir]);
-  expect(r.stderr).toBe('');
-  expect(r.code).toBe(0);
-  const want = await stored();
-  expect((await readdir(dir)).sort()).toEqual([...want.keys()].sort());
-  expect(want.size).toBe(3);
-  for (const [name, content] of want) expect((await readFile(join(dir, name))).equals(content)).toBe(true);
-  expect(r.stdout.trim().split('\n')).toHaveLength(3);
-  expect(r.stdout).toMatch(/_1\.pdf {2}\d+ bytes {2}sha256 [0-9a-f]{64}/);
-  const one = await cli([
-    'documents',
-    pdfRun.attemptId,
-    '--page',
-    '2',
-    '--out',
-    await mkdtemp(join(tmpdir(), 'docs-')),
-  ]);
-  expect(one.code, one.stderr).toBe(0);
-  expect(one.stdout).toMatch(/^\S+_2\.pdf {2}\d+ bytes {2}sha256 [0-9a-f]{64}\n$/);
-});
+it(
+  'report-etl documents writes every page of the run (by run key) to DIR, ' +
+    'byte for byte; of an attempt (by id) too',
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'docs-'));
+    const r = await cli(['documents', runKey, '--out', dir]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const want = await stored();
+    expect((await readdir(dir)).sort()).toEqual([...want.keys()].sort());
+    expect(want.size).toBe(3);
+    for (const [name, content] of want) expect((await readFile(join(dir, name))).equals(content)).toBe(true);
+    expect(r.stdout.trim().split('\n')).toHaveLength(3);
+    expect(r.stdout).toMatch(/_1\.pdf {2}\d+ bytes {2}sha256 [0-9a-f]{64}/);
+    const one = await cli([
+      'documents',
+      pdfRun.attemptId,
+      '--page',
+      '2',
+      '--out',
+      await mkdtemp(join(tmpdir(), 'docs-')),
+    ]);
+    expect(one.code, one.stderr).toBe(0);
+    expect(one.stdout).toMatch(/^\S+_2\.pdf {2}\d+ bytes {2}sha256 [0-9a-f]{64}\n$/);
+  },
+);
 
-it('report-etl documents says so for a run without documents (exit 1) and for a key or id that names nothing (exit 2)', async () => {
-  const attemptId = crypto.randomUUID();
-  await insertAttempt(h.pool, {
-    attemptId,
-    job: jobName,
-    runKey: `${jobName}__nodocs`,
-    trigger: 'manual',
-    targetTable: table,
-    writeMode: 'replace',
-    worker: 'test',
-  });
-  await completeAttempt(h.pool, attemptId, { rows: 0, pages: 0, bytes: 0 });
-  const none = await cli(['documents', `${jobName}__nodocs`]);
-  expect(none.code).toBe(1);
-  expect(none.stderr).toContain(`run ${jobName}__nodocs archived no documents`);
-  for (const id of ['00000000-0000-4000-8000-000000000000', 'nope']) {
-    const bad = await cli(['documents', id]);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain(`"${id}" is not a run key nor an attempt id`);
-  }
-});
+it(
+  'report-etl documents says so for a run without documents (exit 1) ' +
+    'and for a key or id that names nothing (exit 2)',
+  async () => {
+    const attemptId = crypto.randomUUID();
+    await insertAttempt(h.pool, {
+      attemptId,
+      job: jobName,
+      runKey: `${jobName}__nodocs`,
+      trigger: 'manual',
+      targetTable: table,
+      writeMode: 'replace',
+      worker: 'test',
+    });
+    await completeAttempt(h.pool, attemptId, { rows: 0, pages: 0, bytes: 0 });
+    const none = await cli(['documents', `${jobName}__nodocs`]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain(`run ${jobName}__nodocs archived no documents`);
+    for (const id of ['00000000-0000-4000-8000-000000000000', 'nope']) {
+      const bad = await cli(['documents', id]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain(`"${id}" is not a run key nor an attempt id`);
+    }
+  },
+);
 
-it('the admin run and attempt pages list the documents with a download link each; downloads need the admin credentials', async () => {
-  const auth = { authorization: `Bearer ${token}` };
-  const linksOf = async (path: string) => {
-    const page = await fetch(`${server.url}${path}`, { headers: auth });
-    expect(page.status).toBe(200);
-    return [...(await page.text()).matchAll(/href="(\/admin\/attempts\/[^"]+\/documents\/(\d+))"[^>]*>([^<]+)</g)];
-  };
-  const links = await linksOf(`/admin/runs/${jobName}/${runKey}`);
-  expect(links.map((l) => l[1])).toEqual([1, 2, 3].map((p) => `/admin/attempts/${pdfRun.attemptId}/documents/${p}`));
-  expect((await linksOf(`/admin/attempts/${pdfRun.attemptId}`)).map((l) => l[1])).toEqual(links.map((l) => l[1]));
-  const want = await stored();
-  for (const [, href, , name] of links) {
-    const res = await fetch(`${server.url}${href}`, { headers: auth });
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toBe('application/pdf');
-    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="${name}"`);
-    expect(Buffer.from(await res.arrayBuffer()).equals(want.get(name!)!)).toBe(true);
-  }
-  const anonymous = await fetch(`${server.url}${links[0]![1]}`, { redirect: 'manual' });
-  expect(anonymous.status).toBeGreaterThanOrEqual(300);
-  expect(anonymous.status).not.toBe(200);
-  expect((await fetch(`${server.url}/admin/attempts/${pdfRun.attemptId}/documents/9`, { headers: auth })).status).toBe(
-    404,
-  );
-});
+it(
+  'the admin run and attempt pages list the documents with a download link each; ' +
+    'downloads need the admin credentials',
+  async () => {
+    const auth = { authorization: `Bearer ${token}` };
+    const linksOf = async (path: string) => {
+      const page = await fetch(`${server.url}${path}`, { headers: auth });
+      expect(page.status).toBe(200);
+      return [...(await page.text()).matchAll(/href="(\/admin\/attempts\/[^"]+\/documents\/(\d+))"[^>]*>([^<]+)</g)];
+    };
+    const links = await linksOf(`/admin/runs/${jobName}/${runKey}`);
+    expect(links.map((l) => l[1])).toEqual([1, 2, 3].map((p) => `/admin/attempts/${pdfRun.attemptId}/documents/${p}`));
+    expect((await linksOf(`/admin/attempts/${pdfRun.attemptId}`)).map((l) => l[1])).toEqual(links.map((l) => l[1]));
+    const want = await stored();
+    for (const [, href, , name] of links) {
+      const res = await fetch(`${server.url}${href}`, { headers: auth });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('application/pdf');
+      expect(res.headers.get('content-disposition')).toBe(`attachment; filename="${name}"`);
+      expect(Buffer.from(await res.arrayBuffer()).equals(want.get(name!)!)).toBe(true);
+    }
+    const anonymous = await fetch(`${server.url}${links[0]![1]}`, { redirect: 'manual' });
+    expect(anonymous.status).toBeGreaterThanOrEqual(300);
+    expect(anonymous.status).not.toBe(200);
+    expect(
+      (await fetch(`${server.url}/admin/attempts/${pdfRun.attemptId}/documents/9`, { headers: auth })).status,
+    ).toBe(404);
+  },
+);
 
 it('a document that a later replace removed is reported as gone, not served', async () => {
   const config = h.config({

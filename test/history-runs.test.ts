@@ -43,63 +43,67 @@ const failure = {
   message: 'report job failed',
 };
 
-it('a run whose first attempt failed and second succeeded is one run row: 2 attempts, succeeded, the rows of the success', async () => {
-  const job = `${jp}_orders`;
-  const runKey = `${job}__manual_1`;
-  const table = `${h.schema}.orders`;
-  const request = { runKey, trigger: 'manual' as const };
-  const failing = h.config({ [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table }) });
-  const err = await runAttempt({
-    job: resolveJob(failing, job),
-    request,
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, attempts: 1, status: 'failed', rows: null }]);
+it(
+  'a run whose first attempt failed and second succeeded is one run row: 2 attempts, ' +
+    'succeeded, the rows of the success',
+  async () => {
+    const job = `${jp}_orders`;
+    const runKey = `${job}__manual_1`;
+    const table = `${h.schema}.orders`;
+    const request = { runKey, trigger: 'manual' as const };
+    const failing = h.config({ [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table }) });
+    const err = await runAttempt({
+      job: resolveJob(failing, job),
+      request,
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AttemptFailedError);
+    expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, attempts: 1, status: 'failed', rows: null }]);
 
-  const working = h.config({
-    [job]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } }, { table }),
-  });
-  const ok = await runAttempt({
-    job: resolveJob(working, job),
-    request,
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  });
-  expect(ok).toMatchObject({ runKey, attempt: 2, rows: 120 });
+    const working = h.config({
+      [job]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } }, { table }),
+    });
+    const ok = await runAttempt({
+      job: resolveJob(working, job),
+      request,
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+    });
+    expect(ok).toMatchObject({ runKey, attempt: 2, rows: 120 });
 
-  const attempts = await attemptsOf(h.pool, job);
-  expect(attempts.map((a) => [a.attempt_id, a.attempt, a.status, a.rows])).toEqual([
-    [(err as AttemptFailedError).attemptId, 1, 'failed', '0'],
-    [ok.attemptId, 2, 'succeeded', '120'],
-  ]);
-  const runs = await runsOf(h.pool, job);
-  // A run made by its first attempt keeps the logical time it asked for: "now" then, with no schedule an instant.
-  expect(runs[0]!.logical_end).toEqual(runs[0]!.logical_start);
-  expect(Math.abs(runs[0]!.logical_end!.getTime() - attempts[0]!.started_at.getTime())).toBeLessThan(60_000);
-  expect(runs).toEqual([
-    {
-      job,
-      run_key: runKey,
-      trigger: 'manual',
-      scheduled_for: null,
-      logical_start: expect.any(Date),
-      logical_end: expect.any(Date),
-      parameters: null,
-      queue_job_id: null,
-      queued_at: null,
-      created_at: attempts[0]!.started_at,
-      attempts: 2,
-      status: 'succeeded',
-      first_started_at: attempts[0]!.started_at,
-      last_finished_at: attempts[1]!.finished_at,
-      rows: '120',
-    },
-  ]);
-});
+    const attempts = await attemptsOf(h.pool, job);
+    expect(attempts.map((a) => [a.attempt_id, a.attempt, a.status, a.rows])).toEqual([
+      [(err as AttemptFailedError).attemptId, 1, 'failed', '0'],
+      [ok.attemptId, 2, 'succeeded', '120'],
+    ]);
+    const runs = await runsOf(h.pool, job);
+    // A run made by its first attempt keeps the logical time it asked for: "now" then, with no schedule an instant.
+    expect(runs[0]!.logical_end).toEqual(runs[0]!.logical_start);
+    expect(Math.abs(runs[0]!.logical_end!.getTime() - attempts[0]!.started_at.getTime())).toBeLessThan(60_000);
+    expect(runs).toEqual([
+      {
+        job,
+        run_key: runKey,
+        trigger: 'manual',
+        scheduled_for: null,
+        logical_start: expect.any(Date),
+        logical_end: expect.any(Date),
+        parameters: null,
+        queue_job_id: null,
+        queued_at: null,
+        created_at: attempts[0]!.started_at,
+        attempts: 2,
+        status: 'succeeded',
+        first_started_at: attempts[0]!.started_at,
+        last_finished_at: attempts[1]!.finished_at,
+        rows: '120',
+      },
+    ]);
+  },
+);
 
 it('attempts of one run started at the same time get distinct numbers, and the run counts them all', async () => {
   const job = `${jp}_race`;
@@ -130,69 +134,77 @@ it('the run takes its status from its newest attempt only: an older one closed l
   expect(run!.last_finished_at).toEqual(rows[0].finished_at);
 });
 
-it('an attempt that found the rows already appended (succeeded, 0 rows) keeps the rows of the success that loaded them', async () => {
-  const job = `${jp}_append`;
-  const loaded = start(job, 'k', { writeMode: 'append' });
-  const again = start(job, 'k', { writeMode: 'append' });
-  await insertAttempt(h.pool, loaded);
-  await completeAttempt(h.pool, loaded.attemptId, { rows: 7, pages: 1, bytes: 70 });
-  await insertAttempt(h.pool, again);
-  await completeAttempt(h.pool, again.attemptId, { rows: 0, pages: 0, bytes: 0 });
-  expect(await runsOf(h.pool, job)).toMatchObject([{ attempts: 2, status: 'succeeded', rows: '7' }]);
-});
+it(
+  'an attempt that found the rows already appended (succeeded, 0 rows) ' +
+    'keeps the rows of the success that loaded them',
+  async () => {
+    const job = `${jp}_append`;
+    const loaded = start(job, 'k', { writeMode: 'append' });
+    const again = start(job, 'k', { writeMode: 'append' });
+    await insertAttempt(h.pool, loaded);
+    await completeAttempt(h.pool, loaded.attemptId, { rows: 7, pages: 1, bytes: 70 });
+    await insertAttempt(h.pool, again);
+    await completeAttempt(h.pool, again.attemptId, { rows: 0, pages: 0, bytes: 0 });
+    expect(await runsOf(h.pool, job)).toMatchObject([{ attempts: 2, status: 'succeeded', rows: '7' }]);
+  },
+);
 
-it('a queued run has its row from its request on: no attempt yet, then its attempts; a replay keeps the trigger it was made with', async () => {
-  const job = `${jp}_queued`;
-  const tick = new Date('2026-01-22T02:15:00Z');
-  const runKey = `${job}__20260122T021500Z`;
-  const queuedAt = new Date(Date.now() - 90_000);
-  const req = {
-    job,
-    runKey,
-    queueJobId: runKey,
-    trigger: 'schedule' as const,
-    scheduledFor: tick,
-    logicalStart: new Date('2026-01-21T02:15:00Z'),
-    logicalEnd: tick,
-    queuedAt,
-  };
-  await recordRunRequest(h.pool, req);
-  expect(await runsOf(h.pool, job)).toMatchObject([
-    {
-      trigger: 'schedule',
-      scheduled_for: tick,
-      queue_job_id: runKey,
-      queued_at: queuedAt,
-      attempts: 0,
-      status: null,
-      first_started_at: null,
-    },
-  ]);
-  const first = start(job, runKey, { trigger: 'schedule', scheduledFor: tick });
-  await insertAttempt(h.pool, first);
-  await failAttempt(h.pool, first.attemptId, failure);
-  // The replay's worker records its request too: the first one stays.
-  // The first request wins: a replay queued later keeps the run's queue job, parameters and queue time.
-  await recordRunRequest(h.pool, {
-    ...req,
-    queueJobId: `${runKey}__replay_${first.attemptId}`,
-    trigger: 'replay',
-    parameters: { X: '1' },
-    queuedAt: new Date(),
-  });
-  const replay = start(job, runKey, { trigger: 'replay', scheduledFor: tick });
-  expect(await insertAttempt(h.pool, replay)).toBe(2);
-  expect(await runsOf(h.pool, job)).toMatchObject([
-    {
-      trigger: 'schedule',
-      queue_job_id: runKey,
-      parameters: null,
-      queued_at: queuedAt,
-      attempts: 2,
-      status: 'running',
-    },
-  ]);
-});
+it(
+  'a queued run has its row from its request on: no attempt yet, then its attempts; ' +
+    'a replay keeps the trigger it was made with',
+  async () => {
+    const job = `${jp}_queued`;
+    const tick = new Date('2026-01-22T02:15:00Z');
+    const runKey = `${job}__20260122T021500Z`;
+    const queuedAt = new Date(Date.now() - 90_000);
+    const req = {
+      job,
+      runKey,
+      queueJobId: runKey,
+      trigger: 'schedule' as const,
+      scheduledFor: tick,
+      logicalStart: new Date('2026-01-21T02:15:00Z'),
+      logicalEnd: tick,
+      queuedAt,
+    };
+    await recordRunRequest(h.pool, req);
+    expect(await runsOf(h.pool, job)).toMatchObject([
+      {
+        trigger: 'schedule',
+        scheduled_for: tick,
+        queue_job_id: runKey,
+        queued_at: queuedAt,
+        attempts: 0,
+        status: null,
+        first_started_at: null,
+      },
+    ]);
+    const first = start(job, runKey, { trigger: 'schedule', scheduledFor: tick });
+    await insertAttempt(h.pool, first);
+    await failAttempt(h.pool, first.attemptId, failure);
+    // The replay's worker records its request too: the first one stays.
+    // The first request wins: a replay queued later keeps the run's queue job, parameters and queue time.
+    await recordRunRequest(h.pool, {
+      ...req,
+      queueJobId: `${runKey}__replay_${first.attemptId}`,
+      trigger: 'replay',
+      parameters: { X: '1' },
+      queuedAt: new Date(),
+    });
+    const replay = start(job, runKey, { trigger: 'replay', scheduledFor: tick });
+    expect(await insertAttempt(h.pool, replay)).toBe(2);
+    expect(await runsOf(h.pool, job)).toMatchObject([
+      {
+        trigger: 'schedule',
+        queue_job_id: runKey,
+        parameters: null,
+        queued_at: queuedAt,
+        attempts: 2,
+        status: 'running',
+      },
+    ]);
+  },
+);
 
 it('a run key or an attempt id names its run; a run key of two jobs is ambiguous until the job is given', async () => {
   const a = `${jp}_name_a`;

@@ -95,7 +95,8 @@ it("with no connection to spare for a cancel, PostgreSQL's lock_timeout ends a l
   // A role allowed one connection: the load holds it, so no other can ask pg_cancel_backend.
   const role = uniqueName('ltrole');
   await pool.query(
-    `CREATE ROLE ${role} LOGIN CONNECTION LIMIT 1; GRANT USAGE ON SCHEMA ${schema} TO ${role}; GRANT ALL ON ${schema}.t TO ${role}`,
+    `CREATE ROLE ${role} LOGIN CONNECTION LIMIT 1; GRANT USAGE ON SCHEMA ${schema} TO ${role}; ` +
+      `GRANT ALL ON ${schema}.t TO ${role}`,
   );
   const url = new URL(DATABASE_URL);
   url.username = role;

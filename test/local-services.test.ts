@@ -38,83 +38,91 @@ describe('embedded PostgreSQL when nothing answers', () => {
   let usedDir = dataDir;
   afterAll(() => rmSync(usedDir, { recursive: true, force: true }));
 
-  it('initialises a cluster, serves real queries on a free port, stops without a trace, and reuses its data', async () => {
-    const closed = await freePort();
-    const configured = `postgres://postgres@127.0.0.1:${closed}/postgres`;
-    const first = await ensurePostgres({ url: configured, dataDir });
-    usedDir = first.dataDir!;
-    try {
-      expect(first.source).toBe('embedded-postgres');
-      expect(first.line).toMatch(
-        new RegExp(
-          `^started embedded PostgreSQL \\d+\\.\\d+ at 127\\.0\\.0\\.1:\\d+ in [\\d.]+ s \\(new cluster\\).*nothing answered at 127\\.0\\.0\\.1:${closed}: ECONNREFUSED`,
-        ),
-      );
-      expect(first.url).not.toBe(configured);
-      const client = new pg.Client(first.url);
-      await client.connect();
+  it(
+    'initialises a cluster, serves real queries on a free port, ' + 'stops without a trace, and reuses its data',
+    async () => {
+      const closed = await freePort();
+      const configured = `postgres://postgres@127.0.0.1:${closed}/postgres`;
+      const first = await ensurePostgres({ url: configured, dataDir });
+      usedDir = first.dataDir!;
       try {
-        const { rows } = await client.query<{ dir: string; v: number }>(
-          `SELECT current_setting('data_directory') AS dir, current_setting('server_version_num')::int AS v`,
+        expect(first.source).toBe('embedded-postgres');
+        expect(first.line).toMatch(
+          new RegExp(
+            `^started embedded PostgreSQL \\d+\\.\\d+ at 127\\.0\\.0\\.1:\\d+ in [\\d.]+ s \\(new ` +
+              `cluster\\).*nothing answered at 127\\.0\\.0\\.1:${closed}: ECONNREFUSED`,
+          ),
         );
-        expect(rows[0]!.dir).toBe(usedDir);
-        expect(rows[0]!.v).toBeGreaterThanOrEqual(150000);
-        await client.query(`CREATE TABLE kept (n int); INSERT INTO kept VALUES (1), (2), (3)`);
+        expect(first.url).not.toBe(configured);
+        const client = new pg.Client(first.url);
+        await client.connect();
+        try {
+          const { rows } = await client.query<{ dir: string; v: number }>(
+            `SELECT current_setting('data_directory') AS dir, current_setting('server_version_num')::int AS v`,
+          );
+          expect(rows[0]!.dir).toBe(usedDir);
+          expect(rows[0]!.v).toBeGreaterThanOrEqual(150000);
+          await client.query(`CREATE TABLE kept (n int); INSERT INTO kept VALUES (1), (2), (3)`);
+        } finally {
+          await client.end();
+        }
       } finally {
-        await client.end();
+        await first.stop();
       }
-    } finally {
-      await first.stop();
-    }
-    const port = Number(new URL(first.url).port);
-    expect(alive(first.pid!)).toBe(false);
-    expect(await portAcceptsConnections(port)).toBe(false);
-    expect((await probePostgres(first.url, 500)).kind).toBe('nothing');
+      const port = Number(new URL(first.url).port);
+      expect(alive(first.pid!)).toBe(false);
+      expect(await portAcceptsConnections(port)).toBe(false);
+      expect((await probePostgres(first.url, 500)).kind).toBe('nothing');
 
-    // The demo keeps its folder between runs: the second start skips initdb and finds the data.
-    const second = await ensurePostgres({ url: configured, dataDir });
-    try {
-      expect(second.line).not.toContain('new cluster');
-      const client = new pg.Client(second.url);
-      await client.connect();
-      expect((await client.query('SELECT sum(n)::int AS s FROM kept')).rows[0]).toEqual({ s: 6 });
-      await client.end();
-    } finally {
-      await second.stop();
-    }
-    expect(alive(second.pid!)).toBe(false);
-  });
+      // The demo keeps its folder between runs: the second start skips initdb and finds the data.
+      const second = await ensurePostgres({ url: configured, dataDir });
+      try {
+        expect(second.line).not.toContain('new cluster');
+        const client = new pg.Client(second.url);
+        await client.connect();
+        expect((await client.query('SELECT sum(n)::int AS s FROM kept')).rows[0]).toEqual({ s: 6 });
+        await client.end();
+      } finally {
+        await second.stop();
+      }
+      expect(alive(second.pid!)).toBe(false);
+    },
+  );
 });
 
 describe('redis-server when nothing answers', () => {
-  it('starts the binary from PATH on a free port without persistence, answers PING, and is gone after stop()', async () => {
-    const closed = await freePort();
-    const redis = await ensureRedis({ url: `redis://127.0.0.1:${closed}` });
-    const port = Number(new URL(redis.url).port);
-    try {
-      expect(redis.source).toBe('redis-server');
-      expect(redis.line).toMatch(
-        new RegExp(
-          `^started \\S*redis-server at 127\\.0\\.0\\.1:${port} in [\\d.]+ s \\(nothing answered at 127\\.0\\.0\\.1:${closed}: ECONNREFUSED\\)$`,
-        ),
-      );
-      const client = new Redis(redis.url);
+  it(
+    'starts the binary from PATH on a free port without persistence, ' + 'answers PING, and is gone after stop()',
+    async () => {
+      const closed = await freePort();
+      const redis = await ensureRedis({ url: `redis://127.0.0.1:${closed}` });
+      const port = Number(new URL(redis.url).port);
       try {
-        expect(await client.ping()).toBe('PONG');
-        await client.set('k', 'v');
-        expect(await client.get('k')).toBe('v');
-        expect(await client.config('GET', 'save')).toEqual(['save', '']);
-        expect(await client.config('GET', 'appendonly')).toEqual(['appendonly', 'no']);
+        expect(redis.source).toBe('redis-server');
+        expect(redis.line).toMatch(
+          new RegExp(
+            `^started \\S*redis-server at 127\\.0\\.0\\.1:${port} in [\\d.]+ s \\(nothing answered at ` +
+              `127\\.0\\.0\\.1:${closed}: ECONNREFUSED\\)$`,
+          ),
+        );
+        const client = new Redis(redis.url);
+        try {
+          expect(await client.ping()).toBe('PONG');
+          await client.set('k', 'v');
+          expect(await client.get('k')).toBe('v');
+          expect(await client.config('GET', 'save')).toEqual(['save', '']);
+          expect(await client.config('GET', 'appendonly')).toEqual(['appendonly', 'no']);
+        } finally {
+          client.disconnect();
+        }
       } finally {
-        client.disconnect();
+        await redis.stop();
       }
-    } finally {
-      await redis.stop();
-    }
-    expect(alive(redis.pid!)).toBe(false);
-    expect(await portAcceptsConnections(port)).toBe(false);
-    expect((await probeRedis(redis.url, 500)).kind).toBe('nothing');
-  });
+      expect(alive(redis.pid!)).toBe(false);
+      expect(await portAcceptsConnections(port)).toBe(false);
+      expect((await probeRedis(redis.url, 500)).kind).toBe('nothing');
+    },
+  );
 });
 
 describe('what answers is used, what refuses is reported', () => {
@@ -136,18 +144,24 @@ describe('what answers is used, what refuses is reported', () => {
     expect((await probePostgres(DATABASE_URL)).kind).toBe('answers');
   });
 
-  it('a PostgreSQL that answers but refuses (no such database) is an error, not a reason to start another', async () => {
-    const url = new URL(DATABASE_URL);
-    url.pathname = '/no_such_database_here';
-    const err = await ensurePostgres({ url: url.href, dataDir: join(LOCAL, 'must-not-exist') }).catch(
-      (e: unknown) => e,
-    );
-    expect(err).toBeInstanceOf(ConfiguredServiceRefusedError);
-    expect((err as Error).message).toMatch(
-      /^PostgreSQL at .* answers but refuses: 3D000: database "no_such_database_here" does not exist \(fix DATABASE_URL/,
-    );
-    expect(existsSync(join(LOCAL, 'must-not-exist'))).toBe(false);
-  });
+  it(
+    'a PostgreSQL that answers but refuses (no such database) is an error, ' + 'not a reason to start another',
+    async () => {
+      const url = new URL(DATABASE_URL);
+      url.pathname = '/no_such_database_here';
+      const err = await ensurePostgres({ url: url.href, dataDir: join(LOCAL, 'must-not-exist') }).catch(
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ConfiguredServiceRefusedError);
+      expect((err as Error).message).toMatch(
+        new RegExp(
+          /^PostgreSQL at .* answers but refuses: 3D000: database "no_such_database_here" does not /.source +
+            /exist \(fix DATABASE_URL/.source,
+        ),
+      );
+      expect(existsSync(join(LOCAL, 'must-not-exist'))).toBe(false);
+    },
+  );
 });
 
 describe('neither redis-server nor Docker', () => {
@@ -167,7 +181,9 @@ describe('neither redis-server nor Docker', () => {
       expect(message).not.toContain('\n');
       expect(message).toMatch(
         new RegExp(
-          `^No Redis answers at 127\\.0\\.0\\.1:${closed} and none can be started here: install redis-server so that it is on PATH .*, or start Docker so that a redis:7 container can run .*; or set REDIS_URL to a Redis that runs\\.$`,
+          `^No Redis answers at 127\\.0\\.0\\.1:${closed} and none can be started here: ` +
+            `install redis-server so that it is on PATH .*, or start Docker so that a redis:7 container can run ` +
+            `.*; or set REDIS_URL to a Redis that runs\\.$`,
         ),
       );
     } finally {

@@ -1,7 +1,7 @@
 /**
  * The Node.js check of bin/report-etl.js: the check itself, the bin under a Node.js that reports an old version (and
- * one that also has Node.js 20's node:module), the bin still starting on this Node.js, and package.json `engines` saying
- * the same. The bin without a build: test/build.test.ts.
+ * one that also has Node.js 20's node:module), the bin still starting on this Node.js, and package.json `engines`
+ * saying the same. The bin without a build: test/build.test.ts.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';

@@ -40,7 +40,8 @@ beforeAll(async () => {
   const dir = await mkdtemp(join(tmpdir(), 'report-etl-orphans-'));
   configPath = join(dir, 'jobs.yaml');
   const conn = (v: string) =>
-    `    baseUrl: \${${v}}\n    clientId: demo-client\n    clientSecret: \${SIM_SECRET}\n    pollIntervalMs: 50\n    pollMaxIntervalMs: 200\n`;
+    `    baseUrl: \${${v}}\n    clientId: demo-client\n    clientSecret: ` +
+    `\${SIM_SECRET}\n    pollIntervalMs: 50\n    pollMaxIntervalMs: 200\n`;
   await writeFile(
     configPath,
     `connections:
@@ -119,100 +120,118 @@ async function expectClosedAsOrphan(attemptId: string, reportJobId: string): Pro
   expect(errors.map((e) => e.error_kind)).toEqual(['ORPHANED']);
 }
 
-it('report-etl run killed -9 while polling: the next run of the job closes the orphan while it waits for its own report job', async () => {
-  const job = `${jp}_poll`;
-  await h.pool.query(`CREATE TABLE ${h.schema}.poll (auftrag_nr bigint)`);
-  await h.pool.query(`INSERT INTO ${h.schema}.poll VALUES (42)`);
-  const before = await snapshot(`${h.schema}.poll`);
-  const first = startCli(['run', job, '-c', configPath], env());
-  children.push(first);
-  const dead = await waitFor('the report job is recorded', async () =>
-    (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
-  );
-  expect(slow.counters().openJobs).toContain(dead.report_job_id);
-  await killHard(first);
-  const t0 = Date.now();
-  // Nothing else runs this job: the orphan stays until the next run.
-  expect((await attemptsOf(h.pool, job))[0]!.status).toBe('running');
-  expect(await snapshot(`${h.schema}.poll`)).toBe(before);
-  const second = startCli(['run', job, '-c', configPath], env());
-  children.push(second);
-  const ms = await closedAfter(slow, dead.attempt_id, dead.report_job_id!, t0);
-  console.log(
-    `[measured] run killed while polling: row closed and report job deleted ${ms} ms after kill -9 (by the next run, while it waited for the server)`,
-  );
-  expect(await second.exited).toBe(0);
-  await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
-  const runs = await attemptsOf(h.pool, job);
-  expect(runs.map((r) => r.status)).toEqual(['interrupted', 'succeeded']);
-  expect(slow.counters().openJobs).toEqual([]);
-}, 90_000);
+it(
+  'report-etl run killed -9 while polling: the next run of the job closes the orphan while ' +
+    'it waits for its own report job',
+  async () => {
+    const job = `${jp}_poll`;
+    await h.pool.query(`CREATE TABLE ${h.schema}.poll (auftrag_nr bigint)`);
+    await h.pool.query(`INSERT INTO ${h.schema}.poll VALUES (42)`);
+    const before = await snapshot(`${h.schema}.poll`);
+    const first = startCli(['run', job, '-c', configPath], env());
+    children.push(first);
+    const dead = await waitFor('the report job is recorded', async () =>
+      (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
+    );
+    expect(slow.counters().openJobs).toContain(dead.report_job_id);
+    await killHard(first);
+    const t0 = Date.now();
+    // Nothing else runs this job: the orphan stays until the next run.
+    expect((await attemptsOf(h.pool, job))[0]!.status).toBe('running');
+    expect(await snapshot(`${h.schema}.poll`)).toBe(before);
+    const second = startCli(['run', job, '-c', configPath], env());
+    children.push(second);
+    const ms = await closedAfter(slow, dead.attempt_id, dead.report_job_id!, t0);
+    console.log(
+      `[measured] run killed while polling: row closed and report job deleted ${ms} ms after kill -9 (by the next ` +
+        `run, while it waited for the server)`,
+    );
+    expect(await second.exited).toBe(0);
+    await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
+    const runs = await attemptsOf(h.pool, job);
+    expect(runs.map((r) => r.status)).toEqual(['interrupted', 'succeeded']);
+    expect(slow.counters().openJobs).toEqual([]);
+  },
+  90_000,
+);
 
-it('report-etl run killed -9 mid-load (pages being copied): the target is untouched, the next run closes the orphan', async () => {
-  const job = `${jp}_load`;
-  await h.pool.query(`CREATE TABLE ${h.schema}.load (auftrag_nr bigint, kunde text)`);
-  await h.pool.query(`INSERT INTO ${h.schema}.load VALUES (1, 'before')`);
-  const before = await snapshot(`${h.schema}.load`);
-  paged.resetCounters();
-  const first = startCli(['run', job, '-c', configPath], env());
-  children.push(first);
-  const dead = await waitFor(
-    'the run is loading pages',
-    async () => paged.counters().pagesServed >= 3 && (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
-    60_000,
-  );
-  await killHard(first);
-  const t0 = Date.now();
-  expect(paged.counters().openJobs).toContain(dead.report_job_id);
-  // kill -9 mid-COPY: PostgreSQL rolled the transaction back when the session died.
-  expect(await snapshot(`${h.schema}.load`)).toBe(before);
-  const second = startCli(['run', job, '-c', configPath], env());
-  children.push(second);
-  const ms = await closedAfter(paged, dead.attempt_id, dead.report_job_id!, t0);
-  console.log(
-    `[measured] run killed mid-load: row closed and report job deleted ${ms} ms after kill -9 (by the next run, while it waited for the server)`,
-  );
-  expect(await second.exited).toBe(0);
-  await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
-  const { rows } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${h.schema}.load`);
-  expect(rows[0]!.n).toBe(3000);
-  expect(paged.counters().openJobs).toEqual([]);
-}, 120_000);
+it(
+  'report-etl run killed -9 mid-load (pages being copied): the target is untouched, ' +
+    'the next run closes the orphan',
+  async () => {
+    const job = `${jp}_load`;
+    await h.pool.query(`CREATE TABLE ${h.schema}.load (auftrag_nr bigint, kunde text)`);
+    await h.pool.query(`INSERT INTO ${h.schema}.load VALUES (1, 'before')`);
+    const before = await snapshot(`${h.schema}.load`);
+    paged.resetCounters();
+    const first = startCli(['run', job, '-c', configPath], env());
+    children.push(first);
+    const dead = await waitFor(
+      'the run is loading pages',
+      async () => paged.counters().pagesServed >= 3 && (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
+      60_000,
+    );
+    await killHard(first);
+    const t0 = Date.now();
+    expect(paged.counters().openJobs).toContain(dead.report_job_id);
+    // kill -9 mid-COPY: PostgreSQL rolled the transaction back when the session died.
+    expect(await snapshot(`${h.schema}.load`)).toBe(before);
+    const second = startCli(['run', job, '-c', configPath], env());
+    children.push(second);
+    const ms = await closedAfter(paged, dead.attempt_id, dead.report_job_id!, t0);
+    console.log(
+      `[measured] run killed mid-load: row closed and report job deleted ${ms} ms after kill -9 (by the next ` +
+        `run, while it waited for the server)`,
+    );
+    expect(await second.exited).toBe(0);
+    await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
+    const { rows } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${h.schema}.load`);
+    expect(rows[0]!.n).toBe(3000);
+    expect(paged.counters().openJobs).toEqual([]);
+  },
+  120_000,
+);
 
-it('a worker killed -9 mid-run: the janitor of another process (a scheduler, default 30 s sweeps) closes it within 2 minutes', async () => {
-  const job = `${jp}_worker`;
-  const scheduler = startCli(['scheduler', '-c', configPath], env());
-  children.push(scheduler);
-  await waitFor('scheduler running', () => scheduler.stdout().includes('running'));
-  const worker = startCli(['worker', '-c', configPath], env());
-  children.push(worker);
-  await waitFor('worker running', () => worker.stdout().includes('running'));
-  const config = configSchema.parse({
-    connections: { slow: { baseUrl: slow.url, clientId: 'demo-client', clientSecret: 'x' } },
-    jobs: {
-      [job]: {
-        connection: 'slow',
-        report: { mandant: 7777, name: 'Sales/Orders' },
-        target: { table: `${h.schema}.worker` },
+it(
+  'a worker killed -9 mid-run: the janitor of another process (a scheduler, ' +
+    'default 30 s sweeps) closes it within 2 minutes',
+  async () => {
+    const job = `${jp}_worker`;
+    const scheduler = startCli(['scheduler', '-c', configPath], env());
+    children.push(scheduler);
+    await waitFor('scheduler running', () => scheduler.stdout().includes('running'));
+    const worker = startCli(['worker', '-c', configPath], env());
+    children.push(worker);
+    await waitFor('worker running', () => worker.stdout().includes('running'));
+    const config = configSchema.parse({
+      connections: { slow: { baseUrl: slow.url, clientId: 'demo-client', clientSecret: 'x' } },
+      jobs: {
+        [job]: {
+          connection: 'slow',
+          report: { mandant: 7777, name: 'Sales/Orders' },
+          target: { table: `${h.schema}.worker` },
+        },
       },
-    },
-  });
-  await enqueueManual(queue, config, job);
-  const dead = await waitFor('the worker recorded the report job', async () =>
-    (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
-  );
-  await killHard(worker);
-  const t0 = Date.now();
-  expect(slow.counters().openJobs).toContain(dead.report_job_id);
-  const ms = await closedAfter(slow, dead.attempt_id, dead.report_job_id!, t0, 120_000);
-  console.log(
-    `[measured] worker killed mid-run: row closed and report job deleted ${ms} ms after kill -9 (by the scheduler's janitor)`,
-  );
-  await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
-  // The janitor logs after it recorded the attempt: the line may reach this process a moment after the row is seen.
-  await waitFor("the scheduler's janitor says it closed the orphan", () =>
-    scheduler.stderr().includes('orphaned attempt closed'),
-  );
-  scheduler.child.kill('SIGTERM');
-  expect(await scheduler.exited).toBe(0);
-}, 180_000);
+    });
+    await enqueueManual(queue, config, job);
+    const dead = await waitFor('the worker recorded the report job', async () =>
+      (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
+    );
+    await killHard(worker);
+    const t0 = Date.now();
+    expect(slow.counters().openJobs).toContain(dead.report_job_id);
+    const ms = await closedAfter(slow, dead.attempt_id, dead.report_job_id!, t0, 120_000);
+    console.log(
+      `[measured] worker killed mid-run: row closed and report job deleted ${ms} ms after kill ` +
+        `-9 (by the scheduler's janitor)`,
+    );
+    await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
+    // The janitor logs after it recorded the attempt: the line may reach this process a moment after the row is seen.
+    await waitFor("the scheduler's janitor says it closed the orphan", () =>
+      scheduler.stderr().includes('orphaned attempt closed'),
+    );
+    scheduler.child.kill('SIGTERM');
+    expect(await scheduler.exited).toBe(0);
+  },
+  180_000,
+);

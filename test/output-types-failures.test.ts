@@ -105,7 +105,8 @@ it('excel-xlsx: a truncated page', async () => {
 it('word-docx: a Content-Type that does not fit the output type', async () => {
   const { err } = await failsOnPage2('word-docx', 'wrong-content-type');
   expect(err.message).toBe(
-    'page 2: Content-Type "text/html" does not fit output type word-docx (expected application/vnd.openxmlformats-officedocument.wordprocessingml.document)',
+    'page 2: Content-Type "text/html" does not fit output type word-docx (expected ' +
+      'application/vnd.openxmlformats-officedocument.wordprocessingml.document)',
   );
 });
 

@@ -24,27 +24,32 @@ const run = (config: ReturnType<Harness['config']>, job: string) =>
   runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger: silentLogger });
 const SALES = 'Sales/Orders.avw';
 
-it("txt_cstr loads the served rows value for value (umlauts, emoji, CR/LF, tabs, backslashes, quotes) with txt's types", async () => {
-  const table = `${h.schema}.cstr`;
-  const params = { ROWS: '700' };
-  const config = h.config({
-    j: jobEntry({ name: 'Sales/Orders', outputType: 'txt_cstr', paging: 150, parameters: params }, { table }),
-  });
-  const r = await run(config, 'j');
-  expect(r).toMatchObject({ status: 'succeeded', rows: 700, pages: 5 });
-  expect(await loadedRows(h.pool, table, SALES, params)).toEqual(servedRows(SALES, params, 1));
-  expect(await columnTypes(h.pool, table)).toMatchObject({
-    auftrag_nr: 'bigint',
-    kunde: 'text',
-    betrag: 'numeric',
-    erfasst_am: 'timestamp with time zone',
-    beleg_id: 'bigint',
-  });
-  const { rows } = await h.pool.query(
-    `SELECT count(*)::int AS n FROM ${table} WHERE bemerkung LIKE '%🚀👍🏽 mit' || chr(9) || 'Tab' OR kunde LIKE '%\\%'`,
-  );
-  expect(rows[0].n).toBeGreaterThan(0);
-});
+it(
+  'txt_cstr loads the served rows value for value (umlauts, emoji, CR/LF, tabs, ' +
+    "backslashes, quotes) with txt's types",
+  async () => {
+    const table = `${h.schema}.cstr`;
+    const params = { ROWS: '700' };
+    const config = h.config({
+      j: jobEntry({ name: 'Sales/Orders', outputType: 'txt_cstr', paging: 150, parameters: params }, { table }),
+    });
+    const r = await run(config, 'j');
+    expect(r).toMatchObject({ status: 'succeeded', rows: 700, pages: 5 });
+    expect(await loadedRows(h.pool, table, SALES, params)).toEqual(servedRows(SALES, params, 1));
+    expect(await columnTypes(h.pool, table)).toMatchObject({
+      auftrag_nr: 'bigint',
+      kunde: 'text',
+      betrag: 'numeric',
+      erfasst_am: 'timestamp with time zone',
+      beleg_id: 'bigint',
+    });
+    const { rows } = await h.pool.query(
+      `SELECT count(*)::int AS n FROM ${table} WHERE bemerkung LIKE '%🚀👍🏽 mit' || chr(9) ` +
+        `|| 'Tab' OR kunde LIKE '%\\%'`,
+    );
+    expect(rows[0].n).toBeGreaterThan(0);
+  },
+);
 
 /** The lines the simulator's txt_all layout has for a report, per page: [page, line, fields]. */
 function expectedLines(path: string, params: Record<string, string>, paging: number): string[] {
@@ -99,7 +104,8 @@ describe.each(['json_userdef', 'json_userdef_compact'] as const)('%s', (outputTy
     expect(r).toMatchObject({ status: 'succeeded', rows: 3, pages: 3 });
     expect(await columnTypes(h.pool, table)).toEqual({ page: 'integer', document: 'jsonb' });
     const { rows } = await h.pool.query<{ page: number; n: number; report: string }>(
-      `SELECT page, jsonb_array_length(document #> '{body,orders}') AS n, document #>> '{meta,report}' AS report FROM ${table} ORDER BY page`,
+      `SELECT page, jsonb_array_length(document #> '{body,orders}') AS n, document #>> '{meta,report}' AS ` +
+        `report FROM ${table} ORDER BY page`,
     );
     expect(rows).toEqual([
       { page: 1, n: 50, report: SALES },
@@ -108,7 +114,9 @@ describe.each(['json_userdef', 'json_userdef_compact'] as const)('%s', (outputTy
     ]);
     // Every value, as text, from the loaded documents: jsonb keeps numbers exact (Beleg ID beyond 2^53).
     const values = await h.pool.query<{ r: (string | null)[] }>(
-      `SELECT ARRAY[o->>'Auftrag Nr', o->>'Kunde', o->>'Menge Stk', o->>'Betrag', o->>'Rabatt %', (extract(epoch FROM (o->>'Erfasst Am')::timestamptz) * 1000)::bigint::text, o->>'Bemerkung', o->>'Beleg ID'] AS r
+      `SELECT ARRAY[o->>'Auftrag Nr', o->>'Kunde', o->>'Menge Stk', o->>'Betrag', o->>'Rabatt %',
+         (extract(epoch FROM (o->>'Erfasst Am')::timestamptz) * 1000)::bigint::text, o->>'Bemerkung',
+         o->>'Beleg ID'] AS r
        FROM ${table}, jsonb_array_elements(document #> '{body,orders}') AS o`,
     );
     expect(values.rows.map((x) => JSON.stringify(x.r)).sort()).toEqual(servedRows(SALES, params, 1));
@@ -173,7 +181,8 @@ it('xml loads one xml document per page, values exact (XML specials, CR, line br
   ]);
   // Text content unescaped by PostgreSQL's own XPath: compare every customer name, in order.
   const k = await h.pool.query<{ v: string }>(
-    `SELECT x.v FROM ${table}, XMLTABLE('/report/orders/order' PASSING document COLUMNS v text PATH '${kunde}') AS x ORDER BY page`,
+    `SELECT x.v FROM ${table}, XMLTABLE('/report/orders/order' PASSING document COLUMNS v text PATH ` +
+      `'${kunde}') AS x ORDER BY page`,
   );
   expect(k.rows.map((x) => x.v)).toEqual(Array.from({ length: 90 }, (_, i) => data.row(i)[1]));
 });
@@ -196,7 +205,8 @@ describe('documents', () => {
       content: 'bytea',
     });
     const { rows } = await h.pool.query(
-      `SELECT page, file_name, content_type, bytes::int, sha256, octet_length(content) AS len, encode(sha256(content), 'hex') AS sum, content FROM ${table} ORDER BY page`,
+      `SELECT page, file_name, content_type, bytes::int, sha256, octet_length(content) AS len, ` +
+        `encode(sha256(content), 'hex') AS sum, content FROM ${table} ORDER BY page`,
     );
     expect(rows.map((x) => x.page)).toEqual([1, 2, 3]);
     for (const x of rows) {

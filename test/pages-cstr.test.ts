@@ -114,7 +114,8 @@ describe('txt_cstr pages', () => {
       );
     };
     expect((await bad(String.raw`"a\0b"`)).message).toBe(
-      'page 1, row 1, byte offset 6: column "A": the value holds a NUL character (\\0), which PostgreSQL text cannot store',
+      'page 1, row 1, byte offset 6: column "A": the value holds a NUL character (\\0), ' +
+        'which PostgreSQL text cannot store',
     );
     expect((await bad(String.raw`"\xE4"`)).message).toBe(
       'page 1, row 1, byte offset 6: column "A": the octal or \\x escapes of the value do not form UTF-8 text',
@@ -151,10 +152,10 @@ describe('records cut off by network chunks of any size', () => {
   // Chunks past 8 KiB behind a short cut-off record are stitched (the record completed from the chunk's first 4 KiB,
   // the rest parsed in place); a page with a byte order mark, escapes, quotes and line breaks inside quotes.
   const lines = ['\ufeff"Nr","Text","Betrag"'];
-  for (let k = 0; k < 3000; k++)
-    lines.push(
-      `${k},"${k % 7 === 0 ? String.raw`tab\there \"q\" \u00FC` : `text ${'x'.repeat(k % 50)}`}",${(k * 1.25).toFixed(2)}`,
-    );
+  for (let k = 0; k < 3000; k++) {
+    const text = k % 7 === 0 ? String.raw`tab\there \"q\" \u00FC` : `text ${'x'.repeat(k % 50)}`;
+    lines.push(`${k},"${text}",${(k * 1.25).toFixed(2)}`);
+  }
   const cstrPage = Buffer.from(`${lines.join('\r\n')}\r\n`);
   // txt_all is CSV: a quote inside quotes is doubled, a backslash is just a byte.
   const allPage = Buffer.from(`${lines.map((l) => l.replaceAll('\\"', '""')).join('\r\n')}\r\n"multi\r\nline",1\r\n`);

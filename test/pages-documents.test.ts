@@ -59,7 +59,8 @@ describe('document pages', () => {
       'page 3: Content-Type (none) does not fit output type pdf (expected application/pdf)',
     );
     expect(await message(decode(Buffer.from('PK\x03\x04rest of a zip'), 'application/pdf'))).toBe(
-      'page 3, byte offset 0: not a pdf document: a PDF starts with %PDF-, this page starts with "PK\\u0003\\u0004rest"',
+      'page 3, byte offset 0: not a pdf document: a PDF starts with %PDF-, ' +
+        'this page starts with "PK\\u0003\\u0004rest"',
     );
     expect(await message(decode(Buffer.alloc(0), 'application/pdf'))).toBe(
       'page 3: empty document: the pdf page has no bytes',

@@ -48,7 +48,9 @@ const cases = [
   },
   {
     type: 'xml_query' as const,
-    head: '<?xml version="1.0" encoding="UTF-8"?><result><row><field name="Nr">1</field><field name="Kunde">A</field></row><row><field name="Nr">2</field><field name="Kunde">',
+    head:
+      '<?xml version="1.0" encoding="UTF-8"?><result><row><field name="Nr">1</field><field ' +
+      'name="Kunde">A</field></row><row><field name="Nr">2</field><field name="Kunde">',
     tail: '</field></row></result>',
     column: 'Kunde',
     rows: 2,
@@ -83,7 +85,8 @@ describe.each(cases)('$type', ({ type, head, tail, column, rows }) => {
 it('xml_query outside the fast shape (saxes) is bounded too', async () => {
   // Attributes in another order and a comment: the fast scanner hands the page to saxes.
   const head =
-    '<?xml version="1.0" encoding="UTF-8"?><result><!-- x --><row><field name="Nr">1</field></row><row><field name="Nr">';
+    '<?xml version="1.0" encoding="UTF-8"?><result><!-- x --><row><field ' +
+    'name="Nr">1</field></row><row><field name="Nr">';
   const fed = { bytes: 0 };
   const d = makePageDecoder('xml_query', { maxValueBytes: LIMIT });
   const err = (await drain(d, page(head, 50 * LIMIT, '</field></row></result>', fed)).catch(

@@ -157,30 +157,33 @@ describe('json decoder', () => {
     ]);
   });
 
-  it('reads rows whose whitespace or key order differs from the rows the bytes before each value were learned from', async () => {
-    const rows = [
-      '{\n    "a" : 1,\n    "bb" : "x",\n    "c" : null\n  }',
-      '{\n    "a" : 2,\n    "bb" : "y",\n    "c" : 3\n  }',
-      // More whitespace after a colon than the learned rows had, then none at all, then another key order.
-      '{\n    "a" :  4,\n    "bb" :\t"z",\n    "c" : 5\n  }',
-      '{"a":6,"bb":"w","c":7}',
-      '{\n    "bb" : "v",\n    "a" : 8\n  }',
-      '{\n    "a" : 9,\n    "bb" : "u",\n    "c" : 10 }',
-    ];
-    const p = Buffer.from(`{\n  "data" : [ ${rows.join(', ')} ]\n}`);
-    const one = [
-      ['1', 'x', null],
-      ['2', 'y', '3'],
-      ['4', 'z', '5'],
-      ['6', 'w', '7'],
-      ['8', 'v', null],
-      ['9', 'u', '10'],
-    ];
-    for (const size of [1, 7, 65536]) {
-      const d = makePageDecoder('json');
-      expect(parseCopyText(await decodeAll(d, [p, p], size))).toEqual([...one, ...one]);
-    }
-  });
+  it(
+    'reads rows whose whitespace or key order differs from the rows the bytes before ' + 'each value were learned from',
+    async () => {
+      const rows = [
+        '{\n    "a" : 1,\n    "bb" : "x",\n    "c" : null\n  }',
+        '{\n    "a" : 2,\n    "bb" : "y",\n    "c" : 3\n  }',
+        // More whitespace after a colon than the learned rows had, then none at all, then another key order.
+        '{\n    "a" :  4,\n    "bb" :\t"z",\n    "c" : 5\n  }',
+        '{"a":6,"bb":"w","c":7}',
+        '{\n    "bb" : "v",\n    "a" : 8\n  }',
+        '{\n    "a" : 9,\n    "bb" : "u",\n    "c" : 10 }',
+      ];
+      const p = Buffer.from(`{\n  "data" : [ ${rows.join(', ')} ]\n}`);
+      const one = [
+        ['1', 'x', null],
+        ['2', 'y', '3'],
+        ['4', 'z', '5'],
+        ['6', 'w', '7'],
+        ['8', 'v', null],
+        ['9', 'u', '10'],
+      ];
+      for (const size of [1, 7, 65536]) {
+        const d = makePageDecoder('json');
+        expect(parseCopyText(await decodeAll(d, [p, p], size))).toEqual([...one, ...one]);
+      }
+    },
+  );
 
   it('skips timestamp checks when inspect is off and leaves kinds at 0', async () => {
     const p = page(14, 30, false);
@@ -221,7 +224,8 @@ describe('json decoder', () => {
 
   it('decodes a ~200 MB page streamed from a generator in bounded memory', async () => {
     const row = Buffer.from(
-      '{"Kunde": "Bäckerei \\"Zum Löwen\\", Zürich", "Menge": 12, "Betrag": -12.50, "Erfasst am": "2024-03-01T12:34:56.789+01:00", "Notiz": null, "Text": "' +
+      '{"Kunde": "Bäckerei \\"Zum Löwen\\", Zürich", "Menge": 12, "Betrag": -12.50, "Erfasst am": ' +
+        '"2024-03-01T12:34:56.789+01:00", "Notiz": null, "Text": "' +
         'x'.repeat(120) +
         '"},\n',
     );

@@ -30,7 +30,8 @@ export async function* chunked(page: Buffer, size: number | 'random', seed = 1, 
 
 /**
  * Decodes pages (1-based numbers in order) in chunks of `size` (random sizes 1..`max` for 'random') and returns all
- * output bytes, checking each Buffer ends a row and none is empty (a decoder tells its columns through its plan, never in the rows: pages/rows-plan.ts).
+ * output bytes, checking each Buffer ends a row and none is empty (a decoder tells its columns through its plan, never
+ * in the rows: pages/rows-plan.ts).
  */
 export async function decodeAll(
   decoder: PageDecoder,

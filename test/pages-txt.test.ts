@@ -43,7 +43,9 @@ function cell(r: () => number, col: number): Cell {
     return { raw: v, value: v };
   }
   if (col === 3) {
-    const v = `0${1 + Math.floor(r() * 9)}.1${Math.floor(r() * 3)}.2024 1${Math.floor(r() * 10)}:3${Math.floor(r() * 10)}:5${Math.floor(r() * 10)}.${Math.floor(r() * 900 + 100)}`;
+    const v =
+      `0${1 + Math.floor(r() * 9)}.1${Math.floor(r() * 3)}.2024 ` +
+      `1${Math.floor(r() * 10)}:3${Math.floor(r() * 10)}:5${Math.floor(r() * 10)}.${Math.floor(r() * 900 + 100)}`;
     return { raw: v, value: v };
   }
   const v = r() < 0.5 ? '9007199254740993' : '92233720368547758070';
@@ -104,24 +106,27 @@ describe('txt decoder', () => {
     });
   }
 
-  it('classifies fields into kinds: quoted -> text, bare numbers, big ints, timestamps; NULLs add nothing', async () => {
-    const d = makePageDecoder('txt');
-    await decodeAll(d, [page(4, 300).bytes], 'random');
-    expect(d.kinds).toEqual([
-      KIND.text,
-      KIND.integer,
-      KIND.numeric,
-      KIND.timestamp,
-      KIND.integer | KIND.numeric,
-      KIND.text,
-    ]);
-    const bare = Buffer.from(
-      '\uFEFFa,b,c,d\r\n-0,abc,01.02.2024 10:11:12,\r\n9223372036854775807,1e5,-9223372036854775808,\r\n',
-    );
-    const d2 = makePageDecoder('txt');
-    await decodeAll(d2, [bare], 3);
-    expect(d2.kinds).toEqual([KIND.integer, KIND.text | KIND.numeric, KIND.timestamp | KIND.integer, 0]);
-  });
+  it(
+    'classifies fields into kinds: quoted -> text, bare numbers, big ints, ' + 'timestamps; NULLs add nothing',
+    async () => {
+      const d = makePageDecoder('txt');
+      await decodeAll(d, [page(4, 300).bytes], 'random');
+      expect(d.kinds).toEqual([
+        KIND.text,
+        KIND.integer,
+        KIND.numeric,
+        KIND.timestamp,
+        KIND.integer | KIND.numeric,
+        KIND.text,
+      ]);
+      const bare = Buffer.from(
+        '\uFEFFa,b,c,d\r\n-0,abc,01.02.2024 10:11:12,\r\n9223372036854775807,1e5,-9223372036854775808,\r\n',
+      );
+      const d2 = makePageDecoder('txt');
+      await decodeAll(d2, [bare], 3);
+      expect(d2.kinds).toEqual([KIND.integer, KIND.text | KIND.numeric, KIND.timestamp | KIND.integer, 0]);
+    },
+  );
 
   it('skips classification when inspect is off, rows unchanged', async () => {
     const d = makePageDecoder('txt');
@@ -150,14 +155,17 @@ describe('txt decoder', () => {
     [0xff, 0xfe, 0x00, 0x00],
     [],
   ]) {
-    it(`strips the BOM ${Buffer.from(bom).toString('hex') || '(none)'} even when split over 1-byte chunks`, async () => {
-      const p = page(7, 5, { bom });
-      for (const size of [1, 2, 3, 65536]) {
-        const d = makePageDecoder('txt');
-        expect(parsePgCsv(await decodeAll(d, [p.bytes, p.bytes], size))).toEqual([...p.values, ...p.values]);
-        expect(d.columns).toEqual(HEADER);
-      }
-    });
+    it(
+      `strips the BOM ${Buffer.from(bom).toString('hex') || '(none)'} even when ` + `split over 1-byte chunks`,
+      async () => {
+        const p = page(7, 5, { bom });
+        for (const size of [1, 2, 3, 65536]) {
+          const d = makePageDecoder('txt');
+          expect(parsePgCsv(await decodeAll(d, [p.bytes, p.bytes], size))).toEqual([...p.values, ...p.values]);
+          expect(d.columns).toEqual(HEADER);
+        }
+      },
+    );
   }
 
   it('rejects a header that differs from page 1, naming the page', async () => {

@@ -22,9 +22,8 @@ function page(rows: (string | null)[][], names: string[], orderOf?: (i: number) 
   const parts = ['<?xml version="1.0" encoding="UTF-8"?>\n<result>\n'];
   rows.forEach((row, i) => {
     const order = orderOf?.(i) ?? names.map((_n, k) => k);
-    parts.push(
-      `  <row>${order.map((k) => `<field name="${esc(names[k]!)}">${row[k] === null ? '' : esc(row[k]!)}</field>`).join('')}</row>\n`,
-    );
+    const fields = order.map((k) => `<field name="${esc(names[k]!)}">${row[k] === null ? '' : esc(row[k]!)}</field>`);
+    parts.push(`  <row>${fields.join('')}</row>\n`);
   });
   parts.push('</result>\n');
   return Buffer.from(parts.join(''));
@@ -58,7 +57,8 @@ describe('xml_query decoder', () => {
 
   it('reads CDATA, maps empty text and a missing field to NULL', async () => {
     const xml =
-      '<?xml version="1.0" encoding="UTF-8"?><result><row><field name="a"><![CDATA[x<&>\ty]]></field><field name="b">1</field></row>' +
+      '<?xml version="1.0" encoding="UTF-8"?><result><row><field ' +
+      'name="a"><![CDATA[x<&>\ty]]></field><field name="b">1</field></row>' +
       '<row><field name="b"/></row><row><field name="b">&#228;&#x20AC;</field><field name="a"></field></row></result>';
     const d = makePageDecoder('xml_query');
     expect(parseCopyText(await decodeAll(d, [Buffer.from(xml)], 3))).toEqual([

@@ -102,15 +102,21 @@ it('checkMayRun renders the start request and finds dead attempts only with the 
   expect(withLock.kind === 'run' && withLock.dead.map((d) => d.attempt_id)).toContain(deadId);
 });
 
-it('checkMayRun says already-loaded for an append whose run was appended, and refuses a bad report name at stage config', async () => {
-  const o = options('append', {}, { runKey: uniqueName('k') });
-  expect(await runAttempt(o)).toMatchObject({ status: 'succeeded', rows: 250 });
-  expect(await checkMayRun(await recordAttempt(o))).toEqual({ kind: 'already-loaded' });
+it(
+  'checkMayRun says already-loaded for an append whose run was appended, ' +
+    'and refuses a bad report name at stage config',
+  async () => {
+    const o = options('append', {}, { runKey: uniqueName('k') });
+    expect(await runAttempt(o)).toMatchObject({ status: 'succeeded', rows: 250 });
+    expect(await checkMayRun(await recordAttempt(o))).toEqual({ kind: 'already-loaded' });
 
-  const bad = await recordAttempt(options('replace', { name: 'Sales/../Orders' }));
-  await expect(bad.trace.step('check', () => checkMayRun(bad))).rejects.toMatchObject({ code: 'REPORT_NAME_INVALID' });
-  expect(bad.trace.stage).toBe('config');
-});
+    const bad = await recordAttempt(options('replace', { name: 'Sales/../Orders' }));
+    await expect(bad.trace.step('check', () => checkMayRun(bad))).rejects.toMatchObject({
+      code: 'REPORT_NAME_INVALID',
+    });
+    expect(bad.trace.stage).toBe('config');
+  },
+);
 
 it('openReportClient names stage token and fails there when the server cannot be reached', async () => {
   const o = options();
@@ -130,27 +136,30 @@ it('openReportClient names stage token and fails there when the server cannot be
   await expect(openReportClient(far)).rejects.toMatchObject({ code: 'SERVER_UNREACHABLE' });
 });
 
-it('startReportJob records the report job id, waitForReportJob waits for its rows, deleteReportJob deletes it', async () => {
-  const a = await recordAttempt(options());
-  const check = await checkMayRun(a);
-  if (check.kind !== 'run') throw new Error('expected a run');
-  const lease = await openReportClient(a);
-  try {
-    const started = await a.trace.step('start', () => startReportJob(a, lease.client, check.request));
-    expect(a.trace.stage).toBe('start');
-    expect((await getAttempt(h.pool, a.attemptId))!.report_job_id).toBe(started.job.id);
-    expect(h.sim.counters().openJobs).toContain(started.job.id);
-    const finished = await a.trace.step('render', () => waitForReportJob(a, lease.client, started));
-    expect(a.trace.stage).toBe('poll');
-    expect(finished).toMatchObject({ jobId: started.job.id, rows: 250, pages: 3 });
-    await deleteReportJob(started, lease.client);
-    expect(h.sim.counters().openJobs).not.toContain(started.job.id);
-    // A second DELETE of the same job (the server answers 404) is logged, not thrown.
-    await deleteReportJob(started, lease.client);
-  } finally {
-    await lease.release();
-  }
-});
+it(
+  'startReportJob records the report job id, waitForReportJob waits for its rows, ' + 'deleteReportJob deletes it',
+  async () => {
+    const a = await recordAttempt(options());
+    const check = await checkMayRun(a);
+    if (check.kind !== 'run') throw new Error('expected a run');
+    const lease = await openReportClient(a);
+    try {
+      const started = await a.trace.step('start', () => startReportJob(a, lease.client, check.request));
+      expect(a.trace.stage).toBe('start');
+      expect((await getAttempt(h.pool, a.attemptId))!.report_job_id).toBe(started.job.id);
+      expect(h.sim.counters().openJobs).toContain(started.job.id);
+      const finished = await a.trace.step('render', () => waitForReportJob(a, lease.client, started));
+      expect(a.trace.stage).toBe('poll');
+      expect(finished).toMatchObject({ jobId: started.job.id, rows: 250, pages: 3 });
+      await deleteReportJob(started, lease.client);
+      expect(h.sim.counters().openJobs).not.toContain(started.job.id);
+      // A second DELETE of the same job (the server answers 404) is logged, not thrown.
+      await deleteReportJob(started, lease.client);
+    } finally {
+      await lease.release();
+    }
+  },
+);
 
 it("clearDeadAttempts deletes a dead attempt's report job and records it interrupted", async () => {
   const o = options();
@@ -205,26 +214,31 @@ it('loadReport loads every page and commitLoad records the attempt succeeded in 
   }
 });
 
-it("recordFailedAttempt records the failure at the stage the attempt was in, or the one the error names, with the server's words", async () => {
-  const a = await recordAttempt(options());
-  await a.trace.step('token', async () => undefined);
-  const failed = await recordFailedAttempt(a, new Error('socket hang up'));
-  expect(failed).toMatchObject({ attemptId: a.attemptId, code: 'INTERNAL', retryable: false });
-  const b = await recordAttempt(options());
-  await b.trace.step('load', async () => undefined);
-  await recordFailedAttempt(b, new ReportFailedError('job-1', 'Report execution failed:\nDivision by zero'));
-  const { rows } = await h.pool.query(
-    'SELECT attempt_id, stage, error_kind, server_message FROM etl.run_errors WHERE attempt_id = ANY($1) ORDER BY stage',
-    [[a.attemptId, b.attemptId]],
-  );
-  expect(rows).toEqual([
-    {
-      attempt_id: b.attemptId,
-      stage: 'poll',
-      error_kind: 'REPORT_FAILED',
-      server_message: 'Report execution failed:\nDivision by zero',
-    },
-    { attempt_id: a.attemptId, stage: 'token', error_kind: 'INTERNAL', server_message: null },
-  ]);
-  expect(await getAttempt(h.pool, a.attemptId)).toMatchObject({ status: 'failed' });
-});
+it(
+  'recordFailedAttempt records the failure at the stage the attempt was in, ' +
+    "or the one the error names, with the server's words",
+  async () => {
+    const a = await recordAttempt(options());
+    await a.trace.step('token', async () => undefined);
+    const failed = await recordFailedAttempt(a, new Error('socket hang up'));
+    expect(failed).toMatchObject({ attemptId: a.attemptId, code: 'INTERNAL', retryable: false });
+    const b = await recordAttempt(options());
+    await b.trace.step('load', async () => undefined);
+    await recordFailedAttempt(b, new ReportFailedError('job-1', 'Report execution failed:\nDivision by zero'));
+    const { rows } = await h.pool.query(
+      'SELECT attempt_id, stage, error_kind, server_message FROM etl.run_errors WHERE ' +
+        'attempt_id = ANY($1) ORDER BY stage',
+      [[a.attemptId, b.attemptId]],
+    );
+    expect(rows).toEqual([
+      {
+        attempt_id: b.attemptId,
+        stage: 'poll',
+        error_kind: 'REPORT_FAILED',
+        server_message: 'Report execution failed:\nDivision by zero',
+      },
+      { attempt_id: a.attemptId, stage: 'token', error_kind: 'INTERNAL', server_message: null },
+    ]);
+    expect(await getAttempt(h.pool, a.attemptId)).toMatchObject({ status: 'failed' });
+  },
+);

@@ -26,147 +26,161 @@ afterAll(async () => {
   await h?.close();
 });
 
-it('a second attempt of an append run that is still loading starts no report job, and the run is appended once', async () => {
-  const job = uniqueName('dup');
-  const table = `${h.schema}.ledger_dup`;
-  const config = h.config({
-    [job]: jobEntry(
-      { name: 'Finance/Ledger.avx', outputType: 'json', paging: 100, parameters: { ROWS: '300' } },
+it(
+  'a second attempt of an append run that is still loading starts no report job, ' + 'and the run is appended once',
+  async () => {
+    const job = uniqueName('dup');
+    const table = `${h.schema}.ledger_dup`;
+    const config = h.config({
+      [job]: jobEntry(
+        { name: 'Finance/Ledger.avx', outputType: 'json', paging: 100, parameters: { ROWS: '300' } },
+        { table, mode: 'append' },
+      ),
+    });
+    const runKey = uniqueName('tick');
+    // Two processes: each has its own owner session, as a worker or `report-etl run` does.
+    const [ownerA, ownerB] = await Promise.all([
+      openAttemptOwner(h.pool, silentLogger),
+      openAttemptOwner(h.pool, silentLogger),
+    ]);
+    try {
+      const first = runAttempt({
+        job: resolveJob(config, job),
+        request: { runKey },
+        pool: h.pool,
+        redis: h.redis,
+        logger: silentLogger,
+        owner: ownerA,
+      });
+      await waitFor('the first attempt started its report job', async () => {
+        const { rows } = await h.pool.query('SELECT report_job_id FROM etl.attempts WHERE job = $1 AND run_key = $2', [
+          job,
+          runKey,
+        ]);
+        return rows[0]?.report_job_id;
+      });
+      const created = h.sim.counters().jobsCreated;
+      const second = await runAttempt({
+        job: resolveJob(config, job),
+        request: { runKey },
+        pool: h.pool,
+        redis: h.redis,
+        logger: silentLogger,
+        owner: ownerB,
+      }).catch((e: unknown) => e);
+      expect(second).toBeInstanceOf(AttemptFailedError);
+      expect(second).toMatchObject({ code: 'RUN_IN_PROGRESS', retryable: true });
+      expect(h.sim.counters().jobsCreated).toBe(created);
+      expect(await first).toMatchObject({ status: 'succeeded', rows: 300 });
+      // Retried after the first committed: nothing to download, nothing added.
+      const retried = await runAttempt({
+        job: resolveJob(config, job),
+        request: { runKey },
+        pool: h.pool,
+        redis: h.redis,
+        logger: silentLogger,
+        owner: ownerB,
+      });
+      expect(retried).toMatchObject({ status: 'already-loaded', rows: 0 });
+      expect(h.sim.counters().jobsCreated).toBe(created);
+      const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`);
+      expect(rows[0].n).toBe(300);
+      expect(h.sim.counters().openJobs).toEqual([]);
+    } finally {
+      await Promise.all([ownerA.close(), ownerB.close()]);
+    }
+  },
+);
+
+it(
+  'an attempt whose overlap lock was lost before the commit rolls back, ' + 'deletes its report job and is retryable',
+  async () => {
+    const job = uniqueName('lost');
+    const table = `${h.schema}.orders_lost_lock`;
+    const config = h.config({
+      [job]: jobEntry(
+        { name: 'Sales/Orders', outputType: 'json', paging: 200, parameters: { ROWS: '600' } },
+        { table },
+      ),
+    });
+    await h.pool.query(`CREATE TABLE ${table} (auftrag_nr bigint, kunde text)`);
+    await h.pool.query(`INSERT INTO ${table} VALUES (1, 'before')`);
+    const prefix = uniqueName('ol');
+    const key = overlapLockKey(prefix, job);
+    const lock = (await tryOverlapLock(h.redis, key, 'queue-job-1', silentLogger, 60_000))!;
+    try {
+      const pending = runAttempt({
+        job: resolveJob(config, job),
+        request: { runKey: uniqueName('tick') },
+        pool: h.pool,
+        redis: h.redis,
+        logger: silentLogger,
+        exclusive: lock,
+      });
+      await waitFor('the report job exists', async () => {
+        const { rows } = await h.pool.query(`SELECT report_job_id FROM etl.attempts WHERE job = $1`, [job]);
+        return rows[0]?.report_job_id;
+      });
+      // Redis comes back empty, and another worker takes the lock for another run of the job.
+      await h.redis.set(key, 'queue-job-2|someone-else', 'PX', 60_000);
+      const err = await pending.catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'OVERLAP_LOCK_LOST', retryable: true });
+      const { rows } = await h.pool.query(`SELECT count(*)::int AS n, min(kunde) AS k FROM ${table}`);
+      expect(rows[0]).toEqual({ n: 1, k: 'before' });
+      expect(h.sim.counters().openJobs).toEqual([]);
+      const recorded = await h.pool.query(
+        `SELECT r.status, e.error_kind, e.stage FROM etl.attempts r JOIN etl.run_errors e USING ` +
+          `(attempt_id) WHERE r.job = $1`,
+        [job],
+      );
+      expect(recorded.rows).toEqual([{ status: 'failed', error_kind: 'OVERLAP_LOCK_LOST', stage: 'commit' }]);
+    } finally {
+      await lock.release();
+      await h.redis.del(key);
+    }
+  },
+);
+
+it(
+  'an attempt that ends before it needs the server (already loaded) ' +
+    'does not wait for a server that does not answer',
+  async () => {
+    const job = uniqueName('hang');
+    const table = `${h.schema}.ledger_hang`;
+    const entry = jobEntry(
+      { name: 'Finance/Ledger.avx', outputType: 'json', paging: 100, parameters: { ROWS: '50' } },
       { table, mode: 'append' },
-    ),
-  });
-  const runKey = uniqueName('tick');
-  // Two processes: each has its own owner session, as a worker or `report-etl run` does.
-  const [ownerA, ownerB] = await Promise.all([
-    openAttemptOwner(h.pool, silentLogger),
-    openAttemptOwner(h.pool, silentLogger),
-  ]);
-  try {
-    const first = runAttempt({
-      job: resolveJob(config, job),
-      request: { runKey },
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      owner: ownerA,
-    });
-    await waitFor('the first attempt started its report job', async () => {
-      const { rows } = await h.pool.query('SELECT report_job_id FROM etl.attempts WHERE job = $1 AND run_key = $2', [
-        job,
-        runKey,
-      ]);
-      return rows[0]?.report_job_id;
-    });
-    const created = h.sim.counters().jobsCreated;
-    const second = await runAttempt({
-      job: resolveJob(config, job),
-      request: { runKey },
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      owner: ownerB,
-    }).catch((e: unknown) => e);
-    expect(second).toBeInstanceOf(AttemptFailedError);
-    expect(second).toMatchObject({ code: 'RUN_IN_PROGRESS', retryable: true });
-    expect(h.sim.counters().jobsCreated).toBe(created);
-    expect(await first).toMatchObject({ status: 'succeeded', rows: 300 });
-    // Retried after the first committed: nothing to download, nothing added.
-    const retried = await runAttempt({
-      job: resolveJob(config, job),
-      request: { runKey },
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      owner: ownerB,
-    });
-    expect(retried).toMatchObject({ status: 'already-loaded', rows: 0 });
-    expect(h.sim.counters().jobsCreated).toBe(created);
-    const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`);
-    expect(rows[0].n).toBe(300);
-    expect(h.sim.counters().openJobs).toEqual([]);
-  } finally {
-    await Promise.all([ownerA.close(), ownerB.close()]);
-  }
-});
-
-it('an attempt whose overlap lock was lost before the commit rolls back, deletes its report job and is retryable', async () => {
-  const job = uniqueName('lost');
-  const table = `${h.schema}.orders_lost_lock`;
-  const config = h.config({
-    [job]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 200, parameters: { ROWS: '600' } }, { table }),
-  });
-  await h.pool.query(`CREATE TABLE ${table} (auftrag_nr bigint, kunde text)`);
-  await h.pool.query(`INSERT INTO ${table} VALUES (1, 'before')`);
-  const prefix = uniqueName('ol');
-  const key = overlapLockKey(prefix, job);
-  const lock = (await tryOverlapLock(h.redis, key, 'queue-job-1', silentLogger, 60_000))!;
-  try {
-    const pending = runAttempt({
-      job: resolveJob(config, job),
-      request: { runKey: uniqueName('tick') },
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      exclusive: lock,
-    });
-    await waitFor('the report job exists', async () => {
-      const { rows } = await h.pool.query(`SELECT report_job_id FROM etl.attempts WHERE job = $1`, [job]);
-      return rows[0]?.report_job_id;
-    });
-    // Redis comes back empty, and another worker takes the lock for another run of the job.
-    await h.redis.set(key, 'queue-job-2|someone-else', 'PX', 60_000);
-    const err = await pending.catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'OVERLAP_LOCK_LOST', retryable: true });
-    const { rows } = await h.pool.query(`SELECT count(*)::int AS n, min(kunde) AS k FROM ${table}`);
-    expect(rows[0]).toEqual({ n: 1, k: 'before' });
-    expect(h.sim.counters().openJobs).toEqual([]);
-    const recorded = await h.pool.query(
-      `SELECT r.status, e.error_kind, e.stage FROM etl.attempts r JOIN etl.run_errors e USING (attempt_id) WHERE r.job = $1`,
-      [job],
     );
-    expect(recorded.rows).toEqual([{ status: 'failed', error_kind: 'OVERLAP_LOCK_LOST', stage: 'commit' }]);
-  } finally {
-    await lock.release();
-    await h.redis.del(key);
-  }
-});
-
-it('an attempt that ends before it needs the server (already loaded) does not wait for a server that does not answer', async () => {
-  const job = uniqueName('hang');
-  const table = `${h.schema}.ledger_hang`;
-  const entry = jobEntry(
-    { name: 'Finance/Ledger.avx', outputType: 'json', paging: 100, parameters: { ROWS: '50' } },
-    { table, mode: 'append' },
-  );
-  const runKey = uniqueName('tick');
-  expect(
-    await runAttempt({
-      job: resolveJob(h.config({ [job]: entry }), job),
-      request: { runKey },
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }),
-  ).toMatchObject({ status: 'succeeded', rows: 50 });
-  // A server that accepts connections and never answers: discovery would wait requestTimeoutMs (60 s), retried.
-  const sockets = new Set<Socket>();
-  const silent = createServer((socket) => void sockets.add(socket));
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  try {
-    const hanging = h.config(
-      { [job]: entry },
-      { baseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, requestTimeoutMs: 60_000 },
-    );
-    const again = await runAttempt({
-      job: resolveJob(hanging, job),
-      request: { runKey },
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    });
-    expect(again).toMatchObject({ status: 'already-loaded', rows: 0 });
-  } finally {
-    for (const socket of sockets) socket.destroy();
-    silent.close();
-  }
-});
+    const runKey = uniqueName('tick');
+    expect(
+      await runAttempt({
+        job: resolveJob(h.config({ [job]: entry }), job),
+        request: { runKey },
+        pool: h.pool,
+        redis: h.redis,
+        logger: silentLogger,
+      }),
+    ).toMatchObject({ status: 'succeeded', rows: 50 });
+    // A server that accepts connections and never answers: discovery would wait requestTimeoutMs (60 s), retried.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const hanging = h.config(
+        { [job]: entry },
+        { baseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, requestTimeoutMs: 60_000 },
+      );
+      const again = await runAttempt({
+        job: resolveJob(hanging, job),
+        request: { runKey },
+        pool: h.pool,
+        redis: h.redis,
+        logger: silentLogger,
+      });
+      expect(again).toMatchObject({ status: 'already-loaded', rows: 0 });
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
+  },
+);

@@ -110,51 +110,58 @@ async function failingRun(config: EtlConfig, name: string, sim: Simulator = h.si
   return { err: failed, error: errors[0] };
 }
 
-it("a page that trickles (one byte every 2 s) fails at its pageTimeoutMs with PAGE_TIMEOUT, the job's own over its connection's", async () => {
-  const name = `${jp}_trickle`;
-  // Page 2 is asked for ahead, while page 1 is read: its deadline counts from when page 1 was done.
-  const config = h.config(
-    { [name]: ordersJob({ parameters: { SIM_FAULT: 'trickle', SIM_FAULT_PAGE: '2' } }, { pageTimeoutMs: 1_500 }) },
-    { pageTimeoutMs: 3_600_000 },
-  );
-  h.sim.resetCounters();
-  const { err, error } = await failingRun(config, name);
-  expect(err.code).toBe('PAGE_TIMEOUT');
-  expect(err.retryable).toBe(true);
-  expect(error).toMatchObject({
-    stage: 'fetch',
-    error_kind: 'PAGE_TIMEOUT',
-    retryable: true,
-    details: { page: 2, limitMs: 1_500, answered: true },
-  });
-  expect(error.details.bytes).toBeGreaterThan(0);
-  expect(err.message).toMatch(
-    /^page 2 of report job [0-9a-f-]{36} was not read within pageTimeoutMs \(1500 ms\): \d+ bytes of it had arrived/,
-  );
-  expect(err.message).toContain('raise pageTimeoutMs in jobs.yaml');
-  // Page 3 was asked for ahead once page 2 answered, and nothing after it: reading stopped at page 2.
-  expect(h.sim.counters().requests.output).toBe(3);
-});
+it(
+  'a page that trickles (one byte every 2 s) fails at its pageTimeoutMs with PAGE_TIMEOUT, ' +
+    "the job's own over its connection's",
+  async () => {
+    const name = `${jp}_trickle`;
+    // Page 2 is asked for ahead, while page 1 is read: its deadline counts from when page 1 was done.
+    const config = h.config(
+      { [name]: ordersJob({ parameters: { SIM_FAULT: 'trickle', SIM_FAULT_PAGE: '2' } }, { pageTimeoutMs: 1_500 }) },
+      { pageTimeoutMs: 3_600_000 },
+    );
+    h.sim.resetCounters();
+    const { err, error } = await failingRun(config, name);
+    expect(err.code).toBe('PAGE_TIMEOUT');
+    expect(err.retryable).toBe(true);
+    expect(error).toMatchObject({
+      stage: 'fetch',
+      error_kind: 'PAGE_TIMEOUT',
+      retryable: true,
+      details: { page: 2, limitMs: 1_500, answered: true },
+    });
+    expect(error.details.bytes).toBeGreaterThan(0);
+    expect(err.message).toMatch(
+      /^page 2 of report job [0-9a-f-]{36} was not read within pageTimeoutMs \(1500 ms\): \d+ bytes of it had arrived/,
+    );
+    expect(err.message).toContain('raise pageTimeoutMs in jobs.yaml');
+    // Page 3 was asked for ahead once page 2 answered, and nothing after it: reading stopped at page 2.
+    expect(h.sim.counters().requests.output).toBe(3);
+  },
+);
 
-it('a report job that renders past maxRunMs fails at stage poll with RUN_TIMEOUT, and its report job is deleted', async () => {
-  const slow = await startSimulator({ jobDurationMs: 600_000 });
-  extra.sims.push(slow);
-  const name = `${jp}_slow_render`;
-  const config = h.config({ [name]: ordersJob() }, { baseUrl: slow.url, maxRunMs: 1_500 });
-  const { err, error } = await failingRun(config, name, slow);
-  expect(err.code).toBe('RUN_TIMEOUT');
-  expect(error).toMatchObject({
-    stage: 'poll',
-    error_kind: 'RUN_TIMEOUT',
-    retryable: true,
-    details: { limitMs: 1_500, pages: 0 },
-  });
-  expect(err.message).toContain(
-    'did not commit within maxRunMs (1500 ms) of its start: it was at stage poll, no page had been read',
-  );
-  expect(err.message).toContain('raise maxRunMs in jobs.yaml');
-  expect(slow.counters().jobsDeleted).toBe(1);
-});
+it(
+  'a report job that renders past maxRunMs fails at stage poll with RUN_TIMEOUT, ' + 'and its report job is deleted',
+  async () => {
+    const slow = await startSimulator({ jobDurationMs: 600_000 });
+    extra.sims.push(slow);
+    const name = `${jp}_slow_render`;
+    const config = h.config({ [name]: ordersJob() }, { baseUrl: slow.url, maxRunMs: 1_500 });
+    const { err, error } = await failingRun(config, name, slow);
+    expect(err.code).toBe('RUN_TIMEOUT');
+    expect(error).toMatchObject({
+      stage: 'poll',
+      error_kind: 'RUN_TIMEOUT',
+      retryable: true,
+      details: { limitMs: 1_500, pages: 0 },
+    });
+    expect(err.message).toContain(
+      'did not commit within maxRunMs (1500 ms) of its start: it was at stage poll, no page had been read',
+    );
+    expect(err.message).toContain('raise maxRunMs in jobs.yaml');
+    expect(slow.counters().jobsDeleted).toBe(1);
+  },
+);
 
 it('an attempt whose pages trickle past maxRunMs fails with RUN_TIMEOUT, the load rolled back', async () => {
   const name = `${jp}_run_timeout`;
@@ -178,61 +185,66 @@ it('an attempt whose pages trickle past maxRunMs fails with RUN_TIMEOUT, the loa
   expect(err.message).toContain('a report slow to render, or pages slow to arrive');
 });
 
-it('a load waiting past maxRunMs for a lock another session holds fails with RUN_TIMEOUT: its statement is cancelled', async () => {
-  const name = `${jp}_locked`;
-  const config = h.config({ [name]: ordersJob({}, { maxRunMs: 3_000 }) });
-  const before = await snapshot();
-  // A session that keeps the target locked (a migration, a long ALTER): the load's first statement on it waits.
-  const blocker = await h.pool.connect();
-  try {
-    await blocker.query('BEGIN');
-    await blocker.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
-    const { rows: held } = await blocker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    const attempt = runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: silentLogger });
-    // The attempt ends while the lock is still held: it does not wait for the other session.
-    const err = await within(
-      'the attempt to end while the lock is held',
-      OUTCOME_WAIT_MS,
-      attempt.then(
-        () => 'succeeded',
-        (e: unknown) => e,
-      ),
-    );
-    expect(err).toBeInstanceOf(AttemptFailedError);
-    const failed = err as AttemptFailedError;
-    expect(failed.code).toBe('RUN_TIMEOUT');
-    const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId])).rows;
-    expect(errors).toMatchObject([
-      {
-        stage: 'load',
-        error_kind: 'RUN_TIMEOUT',
-        retryable: true,
-        details: {
-          limitMs: 3_000,
-          cancelledStatement: { by: 'cancel', waitEventType: 'Lock', waitEvent: 'relation', relation: table },
+it(
+  'a load waiting past maxRunMs for a lock another session holds fails with ' +
+    'RUN_TIMEOUT: its statement is cancelled',
+  async () => {
+    const name = `${jp}_locked`;
+    const config = h.config({ [name]: ordersJob({}, { maxRunMs: 3_000 }) });
+    const before = await snapshot();
+    // A session that keeps the target locked (a migration, a long ALTER): the load's first statement on it waits.
+    const blocker = await h.pool.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+      const { rows: held } = await blocker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      const attempt = runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: silentLogger });
+      // The attempt ends while the lock is still held: it does not wait for the other session.
+      const err = await within(
+        'the attempt to end while the lock is held',
+        OUTCOME_WAIT_MS,
+        attempt.then(
+          () => 'succeeded',
+          (e: unknown) => e,
+        ),
+      );
+      expect(err).toBeInstanceOf(AttemptFailedError);
+      const failed = err as AttemptFailedError;
+      expect(failed.code).toBe('RUN_TIMEOUT');
+      const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId]))
+        .rows;
+      expect(errors).toMatchObject([
+        {
+          stage: 'load',
+          error_kind: 'RUN_TIMEOUT',
+          retryable: true,
+          details: {
+            limitMs: 3_000,
+            cancelledStatement: { by: 'cancel', waitEventType: 'Lock', waitEvent: 'relation', relation: table },
+          },
         },
-      },
-    ]);
-    // On-call reads what held it, not "a report slow to render".
-    expect(failed.message).toContain(
-      `PostgreSQL was still running a statement of the load, waiting for a lock on ${table} (relation) held by ` +
-        `pid ${held[0]!.pid} (report-etl, idle in transaction), and it was cancelled`,
-    );
-    expect(failed.message).toContain('Check what holds locks on the target');
-    expect(failed.message).not.toContain('slow to render');
-    const { rows: waiting } = await h.pool.query(
-      'SELECT count(*)::int AS n FROM pg_locks WHERE relation = $1::regclass AND NOT granted',
-      [table],
-    );
-    expect(waiting[0].n).toBe(0);
-  } finally {
-    await blocker.query('ROLLBACK');
-    blocker.release();
-  }
-  expect(await snapshot()).toBe(before);
-  expect(h.sim.counters().openJobs).toEqual([]);
-  expect((await attemptsOf(h.pool, name)).filter((r) => r.status === 'running')).toEqual([]);
-});
+      ]);
+      // On-call reads what held it, not "a report slow to render".
+      expect(failed.message).toContain(
+        `PostgreSQL was still running a statement of the load, waiting for a lock on ${table} (relation) held by ` +
+          `pid ${held[0]!.pid} (report-etl, idle in transaction), and it was cancelled`,
+      );
+      expect(failed.message).toContain('Check what holds locks on the target');
+      expect(failed.message).not.toContain('slow to render');
+      const { rows: waiting } = await h.pool.query(
+        'SELECT count(*)::int AS n FROM pg_locks WHERE relation = $1::regclass AND NOT granted',
+        [table],
+      );
+      expect(waiting[0].n).toBe(0);
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    expect(await snapshot()).toBe(before);
+    expect(h.sim.counters().openJobs).toEqual([]);
+    expect((await attemptsOf(h.pool, name)).filter((r) => r.status === 'running')).toEqual([]);
+  },
+);
 
 it('a server that serves pages past pages= without end fails at page pages+1 with PAGE_COUNT_MISMATCH', async () => {
   for (const outputType of ['json', 'txt_all']) {
@@ -245,7 +257,8 @@ it('a server that serves pages past pages= without end fails at page pages+1 wit
     expect(err.code, outputType).toBe('PAGE_COUNT_MISMATCH');
     expect(error).toMatchObject({ stage: 'load', retryable: true, details: { expected: 5, loaded: 5, page: 6 } });
     expect(err.message).toBe(
-      'page count mismatch: the server reported pages=5, but answered page 6 too (past the last page it answers 404); reading stopped there and nothing was committed',
+      'page count mismatch: the server reported pages=5, but answered page 6 too (past the last page it answers ' +
+        '404); reading stopped there and nothing was committed',
     );
     // Pages 1-6 and not one more.
     expect(h.sim.counters().requests.output).toBe(6);
@@ -265,7 +278,8 @@ it('rows past rows= fail with ROW_COUNT_MISMATCH as the first of them arrives, w
       details: { expected: 449, loaded: 450, page: 5 },
     });
     expect(err.message).toBe(
-      'row count mismatch: the server reported rows=449, but 450 rows had arrived by page 5; reading stopped there and nothing was committed',
+      'row count mismatch: the server reported rows=449, but 450 rows had arrived by page 5; ' +
+        'reading stopped there and nothing was committed',
     );
   }
 });
@@ -289,65 +303,68 @@ it('rows past rows= stop the reading in the page that brings them, not at the en
   }
 });
 
-it("in a worker, a page that trickles frees the run's concurrency and its report slot: the next run goes through", async () => {
-  extra.prefix = uniqueName('qd');
-  extra.queue = makeQueue(h.redis, extra.prefix);
-  const stuck = `${jp}_w_trickle`;
-  const next = `${jp}_w_next`;
-  const config = h.config(
-    {
-      [stuck]: {
-        ...ordersJob({ parameters: { SIM_FAULT: 'trickle', SIM_FAULT_PAGE: '1' } }),
-        pageTimeoutMs: 1_000,
-        retry: { attempts: 1, backoffMs: 0 },
+it(
+  "in a worker, a page that trickles frees the run's concurrency and its report " + 'slot: the next run goes through',
+  async () => {
+    extra.prefix = uniqueName('qd');
+    extra.queue = makeQueue(h.redis, extra.prefix);
+    const stuck = `${jp}_w_trickle`;
+    const next = `${jp}_w_next`;
+    const config = h.config(
+      {
+        [stuck]: {
+          ...ordersJob({ parameters: { SIM_FAULT: 'trickle', SIM_FAULT_PAGE: '1' } }),
+          pageTimeoutMs: 1_000,
+          retry: { attempts: 1, backoffMs: 0 },
+        },
+        [next]: jobEntry(
+          { name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '20' } },
+          { table: `${h.schema}.stock_next` },
+        ),
       },
-      [next]: jobEntry(
-        { name: 'Stock/Levels', outputType: 'txt', parameters: { ROWS: '20' } },
-        { table: `${h.schema}.stock_next` },
-      ),
-    },
-    { maxConcurrentReports: 1 },
-  );
-  // One run at a time, one report job at a time on the connection.
-  extra.workers.push(
-    makeRunWorker({
-      config: () => config,
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      prefix: extra.prefix,
-      concurrency: 1,
-    }),
-  );
-  const before = await snapshot();
-  const a = await enqueueManual(extra.queue, config, stuck);
-  const b = await enqueueManual(extra.queue, config, next);
-  await waitFor(
-    'the trickling run to fail for good',
-    async () => (await (await extra.queue!.getJob(a.jobId))?.getState()) === 'failed',
-    OUTCOME_WAIT_MS,
-  );
-  await waitFor(
-    'the next run to succeed',
-    async () => (await (await extra.queue!.getJob(b.jobId))?.getState()) === 'completed',
-    OUTCOME_WAIT_MS,
-  );
-  expect((await attemptsOf(h.pool, stuck)).map((r) => r.status)).toEqual(['failed']);
-  expect(
-    (
-      await h.pool.query(
-        'SELECT error_kind FROM etl.run_errors e JOIN etl.attempts a USING (attempt_id) WHERE a.job = $1',
-        [stuck],
-      )
-    ).rows,
-  ).toEqual([{ error_kind: 'PAGE_TIMEOUT' }]);
-  expect((await attemptsOf(h.pool, next)).map((r) => r.status)).toEqual(['succeeded']);
-  expect(await snapshot()).toBe(before);
-  await waitFor('every report job deleted', () => h.sim.counters().openJobs.length === 0);
-  const slots = new ReportSlots(h.redis, { prefix: extra.prefix });
-  try {
-    expect((await slots.usage('sim')).held).toBe(0);
-  } finally {
-    await slots.close();
-  }
-});
+      { maxConcurrentReports: 1 },
+    );
+    // One run at a time, one report job at a time on the connection.
+    extra.workers.push(
+      makeRunWorker({
+        config: () => config,
+        pool: h.pool,
+        redis: h.redis,
+        logger: silentLogger,
+        prefix: extra.prefix,
+        concurrency: 1,
+      }),
+    );
+    const before = await snapshot();
+    const a = await enqueueManual(extra.queue, config, stuck);
+    const b = await enqueueManual(extra.queue, config, next);
+    await waitFor(
+      'the trickling run to fail for good',
+      async () => (await (await extra.queue!.getJob(a.jobId))?.getState()) === 'failed',
+      OUTCOME_WAIT_MS,
+    );
+    await waitFor(
+      'the next run to succeed',
+      async () => (await (await extra.queue!.getJob(b.jobId))?.getState()) === 'completed',
+      OUTCOME_WAIT_MS,
+    );
+    expect((await attemptsOf(h.pool, stuck)).map((r) => r.status)).toEqual(['failed']);
+    expect(
+      (
+        await h.pool.query(
+          'SELECT error_kind FROM etl.run_errors e JOIN etl.attempts a USING (attempt_id) WHERE a.job = $1',
+          [stuck],
+        )
+      ).rows,
+    ).toEqual([{ error_kind: 'PAGE_TIMEOUT' }]);
+    expect((await attemptsOf(h.pool, next)).map((r) => r.status)).toEqual(['succeeded']);
+    expect(await snapshot()).toBe(before);
+    await waitFor('every report job deleted', () => h.sim.counters().openJobs.length === 0);
+    const slots = new ReportSlots(h.redis, { prefix: extra.prefix });
+    try {
+      expect((await slots.usage('sim')).held).toBe(0);
+    } finally {
+      await slots.close();
+    }
+  },
+);

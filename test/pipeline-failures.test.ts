@@ -17,7 +17,8 @@ beforeAll(async () => {
   h = await startHarness();
   table = `${h.schema}.orders`;
   await h.pool.query(
-    `CREATE TABLE ${table} (auftrag_nr bigint, kunde text, menge_stk bigint, betrag numeric, rabatt numeric, erfasst_am timestamptz, bemerkung text, beleg_id bigint)`,
+    `CREATE TABLE ${table} (auftrag_nr bigint, kunde text, menge_stk bigint, betrag numeric, rabatt numeric, ` +
+      `erfasst_am timestamptz, bemerkung text, beleg_id bigint)`,
   );
   await h.pool.query(`INSERT INTO ${table} (auftrag_nr, kunde) VALUES (1, 'old row'), (2, 'old row')`);
 });
@@ -99,24 +100,28 @@ it('a 403 is recorded with the SvcServletExceptionMessage text and the problem d
   expect(error.problem).toMatchObject({ status: 403, type: expect.stringContaining('user-service-access-forbidden') });
 });
 
-it('a server that cannot be reached is recorded as SERVER_UNREACHABLE (retryable) with what to check, not as TOKEN_FAILED', async () => {
-  const free = createServer();
-  await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
-  const baseUrl = `http://127.0.0.1:${(free.address() as AddressInfo).port}`;
-  await new Promise<void>((resolve) => free.close(() => resolve()));
-  const { err, run, error } = await failingRun({}, { baseUrl });
-  expect(err.code).toBe('SERVER_UNREACHABLE');
-  expect(err.retryable).toBe(true);
-  expect(error).toMatchObject({
-    stage: 'token',
-    error_kind: 'SERVER_UNREACHABLE',
-    retryable: true,
-    details: { networkCode: 'ECONNREFUSED', server: baseUrl },
-  });
-  expect(error.message).toContain(`the server ${baseUrl} cannot be reached (connection refused, ECONNREFUSED)`);
-  expect(error.message).toContain('check that baseUrl in jobs.yaml is right, that the server is up');
-  expect(run.error).not.toMatch(/credential|secret/i);
-});
+it(
+  'a server that cannot be reached is recorded as SERVER_UNREACHABLE (retryable) ' +
+    'with what to check, not as TOKEN_FAILED',
+  async () => {
+    const free = createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const baseUrl = `http://127.0.0.1:${(free.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => free.close(() => resolve()));
+    const { err, run, error } = await failingRun({}, { baseUrl });
+    expect(err.code).toBe('SERVER_UNREACHABLE');
+    expect(err.retryable).toBe(true);
+    expect(error).toMatchObject({
+      stage: 'token',
+      error_kind: 'SERVER_UNREACHABLE',
+      retryable: true,
+      details: { networkCode: 'ECONNREFUSED', server: baseUrl },
+    });
+    expect(error.message).toContain(`the server ${baseUrl} cannot be reached (connection refused, ECONNREFUSED)`);
+    expect(error.message).toContain('check that baseUrl in jobs.yaml is right, that the server is up');
+    expect(run.error).not.toMatch(/credential|secret/i);
+  },
+);
 
 it('a row-count mismatch fails the run and commits nothing', async () => {
   h.sim.setFaults({ misreportRows: 1 });
@@ -225,33 +230,37 @@ it('names the column whose value does not fit, not one whose modifier merely rou
   expect(rows[0].n).toBe(0);
 });
 
-it('an attempt declared dead by a later attempt while it stalled does not commit, and its record stays interrupted', async () => {
-  const before = await snapshot();
-  h.sim.setFaults({ latencyMs: 60 });
-  const config = h.config({
-    j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '600' } }, { table }),
-  });
-  const pending = runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
-  try {
-    // What recoverDeadAttempts of the next attempt does to an attempt it finds still `running`.
-    const marked = await waitFor('the attempt, loading, marked interrupted', async () => {
-      if (h.sim.counters().requests.output < 2) return 0;
-      const res = await h.pool.query(
-        `UPDATE etl.attempts SET status = 'interrupted', error = 'abandoned (test)' WHERE job = 'j' AND status = 'running' AND target_table = $1`,
-        [table],
-      );
-      return res.rowCount;
+it(
+  'an attempt declared dead by a later attempt while it stalled does not commit, ' + 'and its record stays interrupted',
+  async () => {
+    const before = await snapshot();
+    h.sim.setFaults({ latencyMs: 60 });
+    const config = h.config({
+      j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '600' } }, { table }),
     });
-    expect(marked).toBe(1);
-  } finally {
-    h.sim.setFaults({});
-  }
-  const err = (await pending.catch((e: unknown) => e)) as AttemptFailedError;
-  expect(err.code).toBe('ABORTED');
-  expect(err.message).toMatch(/declared dead by a later attempt/);
-  const run = (await h.pool.query('SELECT status, error FROM etl.attempts WHERE attempt_id = $1', [err.attemptId]))
-    .rows[0];
-  expect(run).toEqual({ status: 'interrupted', error: 'abandoned (test)' });
-  expect(await snapshot()).toBe(before);
-  expect(h.sim.counters().openJobs).toEqual([]);
-});
+    const pending = runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
+    try {
+      // What recoverDeadAttempts of the next attempt does to an attempt it finds still `running`.
+      const marked = await waitFor('the attempt, loading, marked interrupted', async () => {
+        if (h.sim.counters().requests.output < 2) return 0;
+        const res = await h.pool.query(
+          `UPDATE etl.attempts SET status = 'interrupted', error = 'abandoned (test)' WHERE job = 'j' AND status ` +
+            `= 'running' AND target_table = $1`,
+          [table],
+        );
+        return res.rowCount;
+      });
+      expect(marked).toBe(1);
+    } finally {
+      h.sim.setFaults({});
+    }
+    const err = (await pending.catch((e: unknown) => e)) as AttemptFailedError;
+    expect(err.code).toBe('ABORTED');
+    expect(err.message).toMatch(/declared dead by a later attempt/);
+    const run = (await h.pool.query('SELECT status, error FROM etl.attempts WHERE attempt_id = $1', [err.attemptId]))
+      .rows[0];
+    expect(run).toEqual({ status: 'interrupted', error: 'abandoned (test)' });
+    expect(await snapshot()).toBe(before);
+    expect(h.sim.counters().openJobs).toEqual([]);
+  },
+);

@@ -73,17 +73,20 @@ describe.each(['json', 'json_compact', 'txt', 'xml_query'] as const)('output typ
   });
 });
 
-it('infers numeric for a column with integers on the first page and decimals on later pages, on the first run', async () => {
-  const table = `${h.schema}.drift`;
-  const config = h.config({
-    drift: jobEntry({ name: 'Drift', outputType: 'json', paging: 50, parameters: { ROWS: '200' } }, { table }),
-  });
-  await run(config, 'drift');
-  expect(await columnTypes(h.pool, table)).toEqual({ nr: 'bigint', wert: 'numeric' });
-  expect(await loadedRows(h.pool, table, 'Drift.avw', { ROWS: '200' })).toEqual(
-    servedRows('Drift.avw', { ROWS: '200' }, 1),
-  );
-});
+it(
+  'infers numeric for a column with integers on the first page and decimals on ' + 'later pages, on the first run',
+  async () => {
+    const table = `${h.schema}.drift`;
+    const config = h.config({
+      drift: jobEntry({ name: 'Drift', outputType: 'json', paging: 50, parameters: { ROWS: '200' } }, { table }),
+    });
+    await run(config, 'drift');
+    expect(await columnTypes(h.pool, table)).toEqual({ nr: 'bigint', wert: 'numeric' });
+    expect(await loadedRows(h.pool, table, 'Drift.avw', { ROWS: '200' })).toEqual(
+      servedRows('Drift.avw', { ROWS: '200' }, 1),
+    );
+  },
+);
 
 it('declared column types win over inference', async () => {
   const table = `${h.schema}.declared`;
@@ -128,27 +131,30 @@ describe('write modes', () => {
     expect(z[0].n).toBeGreaterThan(0);
   });
 
-  it('append stays exactly-once when two attempts of one run load at the same time: the second adds nothing', async () => {
-    const table = `${h.schema}.ledger_race`;
-    const params = { ROWS: '400' };
-    const config = h.config({
-      l: jobEntry(
-        { name: 'Finance/Ledger.avx', outputType: 'json', paging: 100, parameters: params },
-        { table, mode: 'append' },
-      ),
-    });
-    await run(config, 'l', { runKey: uniqueName('seed') });
-    const runKey = uniqueName('race');
-    // Both pass the early "already appended?" check; the target lock lets one commit, the other finds the claim.
-    const results = await Promise.all([run(config, 'l', { runKey }), run(config, 'l', { runKey })]);
-    expect(results.map((r) => r.status).sort()).toEqual(['already-loaded', 'succeeded']);
-    const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`);
-    expect(rows[0].n).toBe(800);
-    const ledger = await h.pool.query(`SELECT rows::int FROM etl.appended_runs WHERE job = 'l' AND run_key = $1`, [
-      runKey,
-    ]);
-    expect(ledger.rows).toEqual([{ rows: 400 }]);
-  });
+  it(
+    'append stays exactly-once when two attempts of one run load at the same ' + 'time: the second adds nothing',
+    async () => {
+      const table = `${h.schema}.ledger_race`;
+      const params = { ROWS: '400' };
+      const config = h.config({
+        l: jobEntry(
+          { name: 'Finance/Ledger.avx', outputType: 'json', paging: 100, parameters: params },
+          { table, mode: 'append' },
+        ),
+      });
+      await run(config, 'l', { runKey: uniqueName('seed') });
+      const runKey = uniqueName('race');
+      // Both pass the early "already appended?" check; the target lock lets one commit, the other finds the claim.
+      const results = await Promise.all([run(config, 'l', { runKey }), run(config, 'l', { runKey })]);
+      expect(results.map((r) => r.status).sort()).toEqual(['already-loaded', 'succeeded']);
+      const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`);
+      expect(rows[0].n).toBe(800);
+      const ledger = await h.pool.query(`SELECT rows::int FROM etl.appended_runs WHERE job = 'l' AND run_key = $1`, [
+        runKey,
+      ]);
+      expect(ledger.rows).toEqual([{ rows: 400 }]);
+    },
+  );
 
   it('merge upserts by key, and within one run the last row for a key wins', async () => {
     const table = `${h.schema}.ledger_merge`;
@@ -187,52 +193,55 @@ describe('write modes', () => {
     expect(rows[0]).toEqual({ n: last.size, stale: 0 });
   });
 
-  it('replace keeps views, grants and indexes, and a concurrent reader sees only complete old or complete new rows', async () => {
-    const table = `${h.schema}.orders_replace`;
-    const cfg = (rows: string) =>
-      h.config({
-        r: jobEntry({ name: 'Sales/Orders', outputType: 'txt', paging: 500, parameters: { ROWS: rows } }, { table }),
-      });
-    await run(cfg('3000'), 'r');
-    await h.pool.query(`CREATE VIEW ${h.schema}.orders_view AS SELECT auftrag_nr, betrag FROM ${table}`);
-    await h.pool.query(`CREATE INDEX orders_replace_kunde_idx ON ${table} (kunde)`);
-    await h.pool.query(`GRANT SELECT ON ${table} TO PUBLIC`);
-    h.sim.setFaults({ latencyMs: 40 });
-    const counts = new Set<number>();
-    let loading = true;
-    const reader = (async () => {
-      while (loading) {
-        const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.orders_view`);
-        counts.add(rows[0].n);
-        await new Promise((r) => setTimeout(r, 5));
+  it(
+    'replace keeps views, grants and indexes, and a concurrent reader sees only ' + 'complete old or complete new rows',
+    async () => {
+      const table = `${h.schema}.orders_replace`;
+      const cfg = (rows: string) =>
+        h.config({
+          r: jobEntry({ name: 'Sales/Orders', outputType: 'txt', paging: 500, parameters: { ROWS: rows } }, { table }),
+        });
+      await run(cfg('3000'), 'r');
+      await h.pool.query(`CREATE VIEW ${h.schema}.orders_view AS SELECT auftrag_nr, betrag FROM ${table}`);
+      await h.pool.query(`CREATE INDEX orders_replace_kunde_idx ON ${table} (kunde)`);
+      await h.pool.query(`GRANT SELECT ON ${table} TO PUBLIC`);
+      h.sim.setFaults({ latencyMs: 40 });
+      const counts = new Set<number>();
+      let loading = true;
+      const reader = (async () => {
+        while (loading) {
+          const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.orders_view`);
+          counts.add(rows[0].n);
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      })();
+      let result: Awaited<ReturnType<typeof run>>;
+      try {
+        result = await run(cfg('2000'), 'r');
+      } finally {
+        loading = false;
+        h.sim.setFaults({});
       }
-    })();
-    let result: Awaited<ReturnType<typeof run>>;
-    try {
-      result = await run(cfg('2000'), 'r');
-    } finally {
-      loading = false;
-      h.sim.setFaults({});
-    }
-    await reader;
-    // The recorded duration covers the whole run, the slow page downloads included (not only until the load began).
-    const recorded = await getAttempt(h.pool, result.attemptId);
-    expect(Number(recorded!.duration_ms)).toBeGreaterThanOrEqual(result.durationMs * 0.8);
-    expect(recorded!.finished_at!.getTime() - recorded!.started_at.getTime()).toBeGreaterThanOrEqual(
-      result.durationMs * 0.8,
-    );
-    const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.orders_view`);
-    expect(rows[0].n).toBe(2000);
-    expect([...counts].every((n) => n === 3000 || n === 2000)).toBe(true);
-    expect(counts.has(3000)).toBe(true);
-    const idx = await h.pool.query(
-      `SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 'orders_replace_kunde_idx'`,
-      [h.schema],
-    );
-    expect(idx.rowCount).toBe(1);
-    const grant = await h.pool.query(`SELECT has_table_privilege('public', $1, 'SELECT') AS ok`, [table]);
-    expect(grant.rows[0].ok).toBe(true);
-  });
+      await reader;
+      // The recorded duration covers the whole run, the slow page downloads included (not only until the load began).
+      const recorded = await getAttempt(h.pool, result.attemptId);
+      expect(Number(recorded!.duration_ms)).toBeGreaterThanOrEqual(result.durationMs * 0.8);
+      expect(recorded!.finished_at!.getTime() - recorded!.started_at.getTime()).toBeGreaterThanOrEqual(
+        result.durationMs * 0.8,
+      );
+      const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${h.schema}.orders_view`);
+      expect(rows[0].n).toBe(2000);
+      expect([...counts].every((n) => n === 3000 || n === 2000)).toBe(true);
+      expect(counts.has(3000)).toBe(true);
+      const idx = await h.pool.query(
+        `SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 'orders_replace_kunde_idx'`,
+        [h.schema],
+      );
+      expect(idx.rowCount).toBe(1);
+      const grant = await h.pool.query(`SELECT has_table_privilege('public', $1, 'SELECT') AS ok`, [table]);
+      expect(grant.rows[0].ok).toBe(true);
+    },
+  );
 });
 
 it('adds new report columns to an existing target and keeps the types it has', async () => {

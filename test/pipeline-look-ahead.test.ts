@@ -78,45 +78,52 @@ afterAll(async () => {
   await sim.close();
 });
 
-it('asks for page n+1 before page n is read to its end, one page ahead at most, and delivers every row once', async () => {
-  const { client: c, seen } = recording();
-  const rows = await withReportJob(client, REQ, async (f) => {
-    const source = reportRows(c, f.jobId, () => makePageDecoder('json'), silentLogger);
-    await source.open(() => ({ inspect: false }));
-    let text = '';
-    for await (const chunk of source.rows()) text += chunk.toString();
-    await source.close();
-    expect(source.pages).toBe(f.pages);
-    return text.split('\n').filter(Boolean);
-  });
-  expect(rows).toHaveLength(2500);
-  expect(new Set(rows).size).toBe(2500);
-  // 10 pages and the 404 after them; page n+1 is requested before page n ends, page n+2 only after it.
-  for (let n = 1; n <= 10; n++) {
-    expect(seen.events.indexOf(`request ${n + 1}`), seen.events.join(', ')).toBeLessThan(
-      seen.events.indexOf(`end ${n}`),
-    );
-    if (n > 1)
-      expect(seen.events.indexOf(`request ${n + 1}`), seen.events.join(', ')).toBeGreaterThan(
-        seen.events.indexOf(`end ${n - 1}`),
+it(
+  'asks for page n+1 before page n is read to its end, one page ahead at most, ' + 'and delivers every row once',
+  async () => {
+    const { client: c, seen } = recording();
+    const rows = await withReportJob(client, REQ, async (f) => {
+      const source = reportRows(c, f.jobId, () => makePageDecoder('json'), silentLogger);
+      await source.open(() => ({ inspect: false }));
+      let text = '';
+      for await (const chunk of source.rows()) text += chunk.toString();
+      await source.close();
+      expect(source.pages).toBe(f.pages);
+      return text.split('\n').filter(Boolean);
+    });
+    expect(rows).toHaveLength(2500);
+    expect(new Set(rows).size).toBe(2500);
+    // 10 pages and the 404 after them; page n+1 is requested before page n ends, page n+2 only after it.
+    for (let n = 1; n <= 10; n++) {
+      expect(seen.events.indexOf(`request ${n + 1}`), seen.events.join(', ')).toBeLessThan(
+        seen.events.indexOf(`end ${n}`),
       );
-  }
-  expect(seen.events.filter((e) => e.startsWith('request'))).toHaveLength(11);
-  expect(seen.events.filter((e) => e.startsWith('closed'))).toEqual([]);
-});
+      if (n > 1)
+        expect(seen.events.indexOf(`request ${n + 1}`), seen.events.join(', ')).toBeGreaterThan(
+          seen.events.indexOf(`end ${n - 1}`),
+        );
+    }
+    expect(seen.events.filter((e) => e.startsWith('request'))).toHaveLength(11);
+    expect(seen.events.filter((e) => e.startsWith('closed'))).toEqual([]);
+  },
+);
 
-it('closes the body of the page asked for ahead, or cuts its request, when the reader stops early (close after the first rows)', async () => {
-  const { client: c, seen } = recording();
-  await withReportJob(client, REQ, async (f) => {
-    const source = reportRows(c, f.jobId, () => makePageDecoder('json'), silentLogger);
-    await source.open(() => ({ inspect: false }));
-    for await (const _ of source.rows()) break;
-    await source.close();
-  });
-  // Its answer had come (its body is closed unread) or not yet (its request is cut, not left waiting for it).
-  await expect.poll(() => seen.events.filter((e) => e === 'closed 2' || e === 'cut 2')).toHaveLength(1);
-  expect(seen.events).not.toContain('request 3');
-});
+it(
+  'closes the body of the page asked for ahead, or cuts its request, ' +
+    'when the reader stops early (close after the first rows)',
+  async () => {
+    const { client: c, seen } = recording();
+    await withReportJob(client, REQ, async (f) => {
+      const source = reportRows(c, f.jobId, () => makePageDecoder('json'), silentLogger);
+      await source.open(() => ({ inspect: false }));
+      for await (const _ of source.rows()) break;
+      await source.close();
+    });
+    // Its answer had come (its body is closed unread) or not yet (its request is cut, not left waiting for it).
+    await expect.poll(() => seen.events.filter((e) => e === 'closed 2' || e === 'cut 2')).toHaveLength(1);
+    expect(seen.events).not.toContain('request 3');
+  },
+);
 
 it('closes the body of the page asked for ahead when the run is aborted midway', async () => {
   const { client: c, seen } = recording();

@@ -39,61 +39,67 @@ afterAll(async () => {
   await h?.close();
 });
 
-it('never has more report jobs open on the server than maxConcurrentReports, across workers, and every run succeeds', async () => {
-  const names = Array.from({ length: 10 }, (_, k) => `${jp}_lim${k}`);
-  const config = h.config(
-    Object.fromEntries(
-      names.map((n) => [
-        n,
-        {
-          ...jobEntry(
-            { name: 'Stock/Levels', outputType: 'txt', paging: 100, parameters: { ROWS: '10' } },
-            { table: `${h.schema}.${n}`, mode: 'replace' },
-          ),
-          schedule: '0 6 * * *',
-        },
-      ]),
-    ),
-    { maxConcurrentReports: 2 },
-  );
-  let most = 0;
-  const sampler = setInterval(() => (most = Math.max(most, h.sim.counters().openJobs.length)), 5);
-  try {
-    // Two "processes" of four concurrent runs each.
-    for (let k = 0; k < 2; k++)
-      workers.push(
-        makeRunWorker({
-          config: () => config,
-          pool: h.pool,
-          redis: h.redis,
-          logger: captureLogger().logger,
-          prefix,
-          concurrency: 4,
-          workerName: `w${k}`,
-        }),
-      );
-    const tick = new Date('2026-11-24T05:00:00Z');
-    for (const n of names) await enqueueTick(queue, config, n, tick, 'schedule');
-    await waitFor(
-      'every run to succeed',
-      async () => {
-        const ok = await h.pool.query(
-          `SELECT count(*)::int AS n FROM etl.attempts WHERE job LIKE $1 AND status = 'succeeded'`,
-          [`${jp}_lim%`],
-        );
-        return ok.rows[0].n === names.length;
-      },
-      60_000,
+it(
+  'never has more report jobs open on the server than maxConcurrentReports, ' +
+    'across workers, and every run succeeds',
+  async () => {
+    const names = Array.from({ length: 10 }, (_, k) => `${jp}_lim${k}`);
+    const config = h.config(
+      Object.fromEntries(
+        names.map((n) => [
+          n,
+          {
+            ...jobEntry(
+              { name: 'Stock/Levels', outputType: 'txt', paging: 100, parameters: { ROWS: '10' } },
+              { table: `${h.schema}.${n}`, mode: 'replace' },
+            ),
+            schedule: '0 6 * * *',
+          },
+        ]),
+      ),
+      { maxConcurrentReports: 2 },
     );
-  } finally {
-    clearInterval(sampler);
-  }
-  expect(most).toBeGreaterThan(0);
-  expect(most).toBeLessThanOrEqual(2);
-  const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM etl.attempts WHERE job LIKE $1`, [`${jp}_lim%`]);
-  expect(rows[0].n).toBe(names.length);
-  await Promise.all(workers.splice(0).map((w) => w.close(0)));
-});
+    let most = 0;
+    const sampler = setInterval(() => (most = Math.max(most, h.sim.counters().openJobs.length)), 5);
+    try {
+      // Two "processes" of four concurrent runs each.
+      for (let k = 0; k < 2; k++)
+        workers.push(
+          makeRunWorker({
+            config: () => config,
+            pool: h.pool,
+            redis: h.redis,
+            logger: captureLogger().logger,
+            prefix,
+            concurrency: 4,
+            workerName: `w${k}`,
+          }),
+        );
+      const tick = new Date('2026-11-24T05:00:00Z');
+      for (const n of names) await enqueueTick(queue, config, n, tick, 'schedule');
+      await waitFor(
+        'every run to succeed',
+        async () => {
+          const ok = await h.pool.query(
+            `SELECT count(*)::int AS n FROM etl.attempts WHERE job LIKE $1 AND status = 'succeeded'`,
+            [`${jp}_lim%`],
+          );
+          return ok.rows[0].n === names.length;
+        },
+        60_000,
+      );
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(2);
+    const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM etl.attempts WHERE job LIKE $1`, [
+      `${jp}_lim%`,
+    ]);
+    expect(rows[0].n).toBe(names.length);
+    await Promise.all(workers.splice(0).map((w) => w.close(0)));
+  },
+);
 
 it('a run in the foreground waits for a slot before it records an attempt, and says so', async () => {
   const job = `${jp}_fg`;

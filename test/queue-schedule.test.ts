@@ -185,7 +185,8 @@ it('says when no schedule is in force, naming the invalid jobs, once', async () 
   const said = lines.filter((l) => l.includes('no schedule in force'));
   expect(said).toHaveLength(1);
   expect(JSON.parse(said[0]!).msg).toBe(
-    `no schedule in force: no valid job of jobs.yaml has a schedule (invalid, skipped: ${jp}_broken; \`report-etl validate\` lists their problems)`,
+    `no schedule in force: no valid job of jobs.yaml has a schedule (invalid, skipped: ${jp}_broken; ` +
+      `\`report-etl validate\` lists their problems)`,
   );
 });
 

@@ -93,23 +93,31 @@ it("tick calculators do not stay in node-cron's task registry", async () => {
   );
 });
 
-it('reads ticks across DST in the job zone as node-cron fires them: a skipped local time has no tick, a repeated one two', () => {
-  const daily = cronTicks('30 2 * * *', 'Europe/Zurich');
-  // 29 March 2026: 02:00 CET jumps to 03:00 CEST, so 02:30 does not exist that day.
-  expect(
-    daily.between(new Date('2026-03-27T00:00:00Z'), new Date('2026-03-31T00:00:00Z')).ticks.map((d) => d.toISOString()),
-  ).toEqual(['2026-03-27T01:30:00.000Z', '2026-03-28T01:30:00.000Z', '2026-03-30T00:30:00.000Z']);
-  // 25 October 2026: 03:00 CEST goes back to 02:00 CET, so 02:30 comes twice.
-  expect(
-    daily.between(new Date('2026-10-24T00:00:00Z'), new Date('2026-10-27T00:00:00Z')).ticks.map((d) => d.toISOString()),
-  ).toEqual([
-    '2026-10-24T00:30:00.000Z',
-    '2026-10-25T00:30:00.000Z',
-    '2026-10-25T01:30:00.000Z',
-    '2026-10-26T01:30:00.000Z',
-  ]);
-  expect(daily.previous(new Date('2026-10-25T01:30:00Z'))?.toISOString()).toBe('2026-10-25T00:30:00.000Z');
-});
+it(
+  'reads ticks across DST in the job zone as node-cron fires them: ' +
+    'a skipped local time has no tick, a repeated one two',
+  () => {
+    const daily = cronTicks('30 2 * * *', 'Europe/Zurich');
+    // 29 March 2026: 02:00 CET jumps to 03:00 CEST, so 02:30 does not exist that day.
+    expect(
+      daily
+        .between(new Date('2026-03-27T00:00:00Z'), new Date('2026-03-31T00:00:00Z'))
+        .ticks.map((d) => d.toISOString()),
+    ).toEqual(['2026-03-27T01:30:00.000Z', '2026-03-28T01:30:00.000Z', '2026-03-30T00:30:00.000Z']);
+    // 25 October 2026: 03:00 CEST goes back to 02:00 CET, so 02:30 comes twice.
+    expect(
+      daily
+        .between(new Date('2026-10-24T00:00:00Z'), new Date('2026-10-27T00:00:00Z'))
+        .ticks.map((d) => d.toISOString()),
+    ).toEqual([
+      '2026-10-24T00:30:00.000Z',
+      '2026-10-25T00:30:00.000Z',
+      '2026-10-25T01:30:00.000Z',
+      '2026-10-26T01:30:00.000Z',
+    ]);
+    expect(daily.previous(new Date('2026-10-25T01:30:00Z'))?.toISOString()).toBe('2026-10-25T00:30:00.000Z');
+  },
+);
 
 it('finds the previous tick of a schedule years apart (29 February), where a scan of a year found none', () => {
   const leap = cronTicks('0 0 29 2 *', 'UTC');

@@ -121,115 +121,129 @@ it('kill -9 mid-run: the run is picked up as stalled, the dead report job delete
   await stop(workers[0]!);
 });
 
-it('graceful shutdown: a run that ends within the grace period finishes; one that does not is aborted and queued again', async () => {
-  const job = `${jp}_grace`;
-  const table = `${h.schema}.stock_grace`;
-  const config = h.config({ [job]: jobEntry({ name: 'Stock/Levels' }, { table }) });
-  // 1) Finishes within the grace period.
-  let w = startWorker(() => config);
-  await enqueueManual(queue, config, job);
-  await waitFor('run started', async () => (await attemptsOf(h.pool, job)).some((r) => r.report_job_id));
-  await stop(w, 10_000);
-  let runs = await attemptsOf(h.pool, job);
-  expect(runs.map((r) => r.status)).toEqual(['succeeded']);
-  // 2) Grace period over: aborted, rolled back, report job deleted, recorded interrupted, queued again without using an attempt.
-  w = startWorker(() => config);
-  const { jobId } = await enqueueManual(queue, config, job);
-  await waitFor(
-    'second run started',
-    async () => (await attemptsOf(h.pool, job)).filter((r) => r.report_job_id).length === 2,
-  );
-  // A grace period far shorter than the run: the run is aborted, not waited for.
-  await stop(w, 200);
-  runs = await attemptsOf(h.pool, job);
-  expect(runs[1]!.status).toBe('interrupted');
-  expect(h.sim.counters().openJobs).toEqual([]);
-  const queued = await queue.getJob(jobId);
-  expect(['delayed', 'waiting']).toContain(await queued!.getState());
-  expect(queued!.attemptsMade).toBe(0);
-  // Another worker takes it.
-  startWorker(() => config);
-  await waitFor(
-    'requeued run succeeded',
-    async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 2,
-  );
-  await stop(workers[0]!);
-});
+it(
+  'graceful shutdown: a run that ends within the grace period finishes; ' +
+    'one that does not is aborted and queued again',
+  async () => {
+    const job = `${jp}_grace`;
+    const table = `${h.schema}.stock_grace`;
+    const config = h.config({ [job]: jobEntry({ name: 'Stock/Levels' }, { table }) });
+    // 1) Finishes within the grace period.
+    let w = startWorker(() => config);
+    await enqueueManual(queue, config, job);
+    await waitFor('run started', async () => (await attemptsOf(h.pool, job)).some((r) => r.report_job_id));
+    await stop(w, 10_000);
+    let runs = await attemptsOf(h.pool, job);
+    expect(runs.map((r) => r.status)).toEqual(['succeeded']);
+    // 2) Grace period over: aborted, rolled back, report job deleted, recorded interrupted, queued again without using
+    //    an attempt.
+    w = startWorker(() => config);
+    const { jobId } = await enqueueManual(queue, config, job);
+    await waitFor(
+      'second run started',
+      async () => (await attemptsOf(h.pool, job)).filter((r) => r.report_job_id).length === 2,
+    );
+    // A grace period far shorter than the run: the run is aborted, not waited for.
+    await stop(w, 200);
+    runs = await attemptsOf(h.pool, job);
+    expect(runs[1]!.status).toBe('interrupted');
+    expect(h.sim.counters().openJobs).toEqual([]);
+    const queued = await queue.getJob(jobId);
+    expect(['delayed', 'waiting']).toContain(await queued!.getState());
+    expect(queued!.attemptsMade).toBe(0);
+    // Another worker takes it.
+    startWorker(() => config);
+    await waitFor(
+      'requeued run succeeded',
+      async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'succeeded').length === 2,
+    );
+    await stop(workers[0]!);
+  },
+);
 
-it('a non-retryable failure fails at once; a retryable one uses its attempts; replay after the fault is gone', async () => {
-  const job = `${jp}_fail`;
-  const table = `${h.schema}.stock_fail`;
-  const config = h.config({
-    [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table, mode: 'append' }), retry: { attempts: 2, backoffMs: 50 } },
-    [`${job}_forbidden`]: {
-      ...jobEntry({ name: 'Failing' }, { table: `${h.schema}.never` }),
-      retry: { attempts: 3, backoffMs: 50 },
-    },
-  });
-  const worker = startWorker(() => config);
-  // FinishedError of the report: not retryable, one attempt only although 3 are allowed.
-  const bad = await enqueueManual(queue, config, `${job}_forbidden`);
-  await waitFor('failed for good', async () => (await (await queue.getJob(bad.jobId))?.getState()) === 'failed');
-  expect((await attemptsOf(h.pool, `${job}_forbidden`)).map((r) => [r.status, r.attempt])).toEqual([['failed', 1]]);
-  expect((await queue.getJob(bad.jobId))?.failedReason).toMatch(/^REPORT_FAILED: /);
-  // Every report API call answers 503: both attempts fail.
-  h.sim.setFaults({ errorRate: 1 });
-  const enqueuedAt = Date.now();
-  const { jobId, runKey } = await enqueueManual(queue, config, job);
-  await waitFor('failed after 2 attempts', async () => (await (await queue.getJob(jobId))?.getState()) === 'failed');
-  h.sim.setFaults({});
-  let runs = await attemptsOf(h.pool, job);
-  expect(runs.map((r) => [r.status, r.attempt])).toEqual([
-    ['failed', 1],
-    ['failed', 2],
-  ]);
-  expect(await runsOf(h.pool, job)).toMatchObject([
-    { run_key: runKey, trigger: 'manual', attempts: 2, status: 'failed', rows: null },
-  ]);
-  // When the run was put on the queue (the queue job's timestamp), before a worker began it (created_at).
-  const [queued] = await runsOf(h.pool, job);
-  expect(queued!.queued_at!.getTime()).toBeGreaterThanOrEqual(enqueuedAt - 1_000);
-  expect(queued!.queued_at!.getTime()).toBeLessThanOrEqual(queued!.created_at.getTime() + 1_000);
-  // No worker takes the replay until it was asked for twice.
-  await stop(worker);
-  const ref = { job, runKey };
-  const replay = await replayRun({ queue, pool: h.pool, config }, ref);
-  // The replay's queue job names the run's newest failed attempt.
-  expect(replay).toEqual({
-    jobId: `${jobId}__replay_${runs[1]!.attempt_id}`,
-    attemptId: runs[1]!.attempt_id,
-    reverted: false,
-  });
-  // Replaying the run again before its replay made an attempt is deduplicated; --failed finds nothing pending once it succeeded.
-  expect((await replayRun({ queue, pool: h.pool, config }, ref)).jobId).toBe(replay.jobId);
-  startWorker(() => config);
-  await waitFor('replay succeeded', async () => (await attemptsOf(h.pool, job)).some((r) => r.status === 'succeeded'));
-  runs = await attemptsOf(h.pool, job);
-  expect(runs.map((r) => [r.status, r.trigger])).toEqual([
-    ['failed', 'manual'],
-    ['failed', 'manual'],
-    ['succeeded', 'replay'],
-  ]);
-  expect(new Set(runs.map((r) => r.run_key))).toEqual(new Set([runKey]));
-  expect(await loadedRows(h.pool, table, 'Stock/Levels.avw')).toEqual(servedRows('Stock/Levels.avw', {}, 1));
-  // One logical run of three attempts; it stands as its newest attempt does, with that attempt's rows.
-  expect(await runsOf(h.pool, job)).toMatchObject([
-    { run_key: runKey, trigger: 'manual', attempts: 3, status: 'succeeded', rows: runs[2]!.rows },
-  ]);
-  // The logical run has succeeded: replaying it again is refused (the append ledger would make it add nothing
-  // anyway; test/pipeline-load.test.ts shows that).
-  await expect(replayRun({ queue, pool: h.pool, config }, ref)).rejects.toThrow(/succeeded: nothing to replay/);
-  expect(await attemptsOf(h.pool, job)).toHaveLength(3);
-  expect(await loadedRows(h.pool, table, 'Stock/Levels.avw')).toEqual(servedRows('Stock/Levels.avw', {}, 1));
-  expect(await replayFailed({ queue, pool: h.pool, config }, { job })).toEqual([]);
-  // The report failure is still failed and is what --failed replays.
-  expect(await replayFailed({ queue, pool: h.pool, config }, { job: `${job}_forbidden` })).toHaveLength(1);
-  await expect(replayRun({ queue, pool: h.pool }, { job, runKey: 'no-such-run' })).rejects.toThrow(
-    /no run no-such-run of job/,
-  );
-  await waitFor('every report job deleted', () => h.sim.counters().openJobs.length === 0);
-  await stop(workers[0]!);
-});
+it(
+  'a non-retryable failure fails at once; a retryable one uses its attempts; ' + 'replay after the fault is gone',
+  async () => {
+    const job = `${jp}_fail`;
+    const table = `${h.schema}.stock_fail`;
+    const config = h.config({
+      [job]: {
+        ...jobEntry({ name: 'Stock/Levels' }, { table, mode: 'append' }),
+        retry: { attempts: 2, backoffMs: 50 },
+      },
+      [`${job}_forbidden`]: {
+        ...jobEntry({ name: 'Failing' }, { table: `${h.schema}.never` }),
+        retry: { attempts: 3, backoffMs: 50 },
+      },
+    });
+    const worker = startWorker(() => config);
+    // FinishedError of the report: not retryable, one attempt only although 3 are allowed.
+    const bad = await enqueueManual(queue, config, `${job}_forbidden`);
+    await waitFor('failed for good', async () => (await (await queue.getJob(bad.jobId))?.getState()) === 'failed');
+    expect((await attemptsOf(h.pool, `${job}_forbidden`)).map((r) => [r.status, r.attempt])).toEqual([['failed', 1]]);
+    expect((await queue.getJob(bad.jobId))?.failedReason).toMatch(/^REPORT_FAILED: /);
+    // Every report API call answers 503: both attempts fail.
+    h.sim.setFaults({ errorRate: 1 });
+    const enqueuedAt = Date.now();
+    const { jobId, runKey } = await enqueueManual(queue, config, job);
+    await waitFor('failed after 2 attempts', async () => (await (await queue.getJob(jobId))?.getState()) === 'failed');
+    h.sim.setFaults({});
+    let runs = await attemptsOf(h.pool, job);
+    expect(runs.map((r) => [r.status, r.attempt])).toEqual([
+      ['failed', 1],
+      ['failed', 2],
+    ]);
+    expect(await runsOf(h.pool, job)).toMatchObject([
+      { run_key: runKey, trigger: 'manual', attempts: 2, status: 'failed', rows: null },
+    ]);
+    // When the run was put on the queue (the queue job's timestamp), before a worker began it (created_at).
+    const [queued] = await runsOf(h.pool, job);
+    expect(queued!.queued_at!.getTime()).toBeGreaterThanOrEqual(enqueuedAt - 1_000);
+    expect(queued!.queued_at!.getTime()).toBeLessThanOrEqual(queued!.created_at.getTime() + 1_000);
+    // No worker takes the replay until it was asked for twice.
+    await stop(worker);
+    const ref = { job, runKey };
+    const replay = await replayRun({ queue, pool: h.pool, config }, ref);
+    // The replay's queue job names the run's newest failed attempt.
+    expect(replay).toEqual({
+      jobId: `${jobId}__replay_${runs[1]!.attempt_id}`,
+      attemptId: runs[1]!.attempt_id,
+      reverted: false,
+    });
+    // Replaying the run again before its replay made an attempt is deduplicated; --failed finds nothing pending once it
+    // succeeded.
+    expect((await replayRun({ queue, pool: h.pool, config }, ref)).jobId).toBe(replay.jobId);
+    startWorker(() => config);
+    await waitFor('replay succeeded', async () =>
+      (await attemptsOf(h.pool, job)).some((r) => r.status === 'succeeded'),
+    );
+    runs = await attemptsOf(h.pool, job);
+    expect(runs.map((r) => [r.status, r.trigger])).toEqual([
+      ['failed', 'manual'],
+      ['failed', 'manual'],
+      ['succeeded', 'replay'],
+    ]);
+    expect(new Set(runs.map((r) => r.run_key))).toEqual(new Set([runKey]));
+    expect(await loadedRows(h.pool, table, 'Stock/Levels.avw')).toEqual(servedRows('Stock/Levels.avw', {}, 1));
+    // One logical run of three attempts; it stands as its newest attempt does, with that attempt's rows.
+    expect(await runsOf(h.pool, job)).toMatchObject([
+      { run_key: runKey, trigger: 'manual', attempts: 3, status: 'succeeded', rows: runs[2]!.rows },
+    ]);
+    // The logical run has succeeded: replaying it again is refused (the append ledger would make it add nothing
+    // anyway; test/pipeline-load.test.ts shows that).
+    await expect(replayRun({ queue, pool: h.pool, config }, ref)).rejects.toThrow(/succeeded: nothing to replay/);
+    expect(await attemptsOf(h.pool, job)).toHaveLength(3);
+    expect(await loadedRows(h.pool, table, 'Stock/Levels.avw')).toEqual(servedRows('Stock/Levels.avw', {}, 1));
+    expect(await replayFailed({ queue, pool: h.pool, config }, { job })).toEqual([]);
+    // The report failure is still failed and is what --failed replays.
+    expect(await replayFailed({ queue, pool: h.pool, config }, { job: `${job}_forbidden` })).toHaveLength(1);
+    await expect(replayRun({ queue, pool: h.pool }, { job, runKey: 'no-such-run' })).rejects.toThrow(
+      /no run no-such-run of job/,
+    );
+    await waitFor('every report job deleted', () => h.sim.counters().openJobs.length === 0);
+    await stop(workers[0]!);
+  },
+);
 
 it('overlap: two workers never run one job at the same time (wait), or the second run is skipped (skip)', async () => {
   const wait = `${jp}_ov_wait`;

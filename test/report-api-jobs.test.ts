@@ -144,13 +144,16 @@ describe('a report run', () => {
     expect(c.openJobs).toEqual([]);
   });
 
-  it('an unknown report (FinishedError at start without result) -> REPORT_FAILED at stage start, job deleted', async () => {
-    const client = await newClient();
-    const err = await client.startReport({ ...sales(10), name: 'No/Such Report' }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'REPORT_FAILED', stage: 'start' });
-    expect((err as { serverMessage: string }).serverMessage).toContain('No/Such Report.avw');
-    expect(sim.counters().openJobs).toEqual([]);
-  });
+  it(
+    'an unknown report (FinishedError at start without result) ' + '-> REPORT_FAILED at stage start, job deleted',
+    async () => {
+      const client = await newClient();
+      const err = await client.startReport({ ...sales(10), name: 'No/Such Report' }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'REPORT_FAILED', stage: 'start' });
+      expect((err as { serverMessage: string }).serverMessage).toContain('No/Such Report.avw');
+      expect(sim.counters().openJobs).toEqual([]);
+    },
+  );
 
   it('a wrong client secret -> TOKEN_FAILED with status and OAuth error, without the secret, and no job', async () => {
     const client = await newClient({ clientSecret: 'wrong-secret-123' });

@@ -224,28 +224,32 @@ describe('report_api calls', () => {
     await expect(client.waitForJob(JOB.id)).rejects.toMatchObject({ serverMessage: 'plain header' });
   });
 
-  it('retries 502/503/504 with backoff and gives HTTP_TRANSIENT when attempts run out; other statuses are HTTP_UNEXPECTED', async () => {
-    let fails = 2;
-    const { server, client } = await setup((req, res) => {
-      if (req.method === 'DELETE') return json(res, 418, { detail: 'teapot here' });
-      if (req.method === 'GET' && fails-- > 0) {
-        res.writeHead(503, { 'content-type': 'text/plain' });
-        return res.end('busy');
-      }
-      json(res, 200, req.method === 'GET' ? { ...JOB, state: 'FinishedSuccess', message: 'rows=3;pages=1' } : JOB);
-    });
-    await expect(client.waitForJob(JOB.id)).resolves.toMatchObject({ rows: 3, pages: 1 });
-    expect(server.seen.filter((r) => r.method === 'GET' && r.url.startsWith('/api/')).length).toBe(3);
-    fails = 10;
-    await expect(client.waitForJob(JOB.id)).rejects.toMatchObject({
-      code: 'HTTP_TRANSIENT',
-      httpStatus: 503,
-      retryable: true,
-    });
-    const err = await client.deleteJob(JOB.id).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'HTTP_UNEXPECTED', httpStatus: 418, stage: 'delete' });
-    expect((err as Error).message).toContain('teapot here');
-  });
+  it(
+    'retries 502/503/504 with backoff and gives HTTP_TRANSIENT when attempts run out; ' +
+      'other statuses are HTTP_UNEXPECTED',
+    async () => {
+      let fails = 2;
+      const { server, client } = await setup((req, res) => {
+        if (req.method === 'DELETE') return json(res, 418, { detail: 'teapot here' });
+        if (req.method === 'GET' && fails-- > 0) {
+          res.writeHead(503, { 'content-type': 'text/plain' });
+          return res.end('busy');
+        }
+        json(res, 200, req.method === 'GET' ? { ...JOB, state: 'FinishedSuccess', message: 'rows=3;pages=1' } : JOB);
+      });
+      await expect(client.waitForJob(JOB.id)).resolves.toMatchObject({ rows: 3, pages: 1 });
+      expect(server.seen.filter((r) => r.method === 'GET' && r.url.startsWith('/api/')).length).toBe(3);
+      fails = 10;
+      await expect(client.waitForJob(JOB.id)).rejects.toMatchObject({
+        code: 'HTTP_TRANSIENT',
+        httpStatus: 503,
+        retryable: true,
+      });
+      const err = await client.deleteJob(JOB.id).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'HTTP_UNEXPECTED', httpStatus: 418, stage: 'delete' });
+      expect((err as Error).message).toContain('teapot here');
+    },
+  );
 
   it('does not send the start of a report twice after a 5xx: the server may have created the job already', async () => {
     const { server, client } = await setup((_req, res) => {
@@ -277,46 +281,53 @@ describe('report_api calls', () => {
 });
 
 describe('timeouts', () => {
-  it('treats a request that exceeds requestTimeoutMs as transient: retried, then HTTP_TRANSIENT; a start is sent once', async () => {
-    let hang = 1;
-    const { server } = await setup((req, res) => {
-      if (hang-- > 0) return; // no answer at all
-      json(res, 200, req.method === 'GET' ? { ...JOB, state: 'FinishedSuccess', message: 'rows=3;pages=1' } : JOB);
-    });
-    const client = await makeReportClient({
-      connection: testConnection(server.url, { requestTimeoutMs: 150 }),
-      connectionName: 'timeouts',
-      redis,
-      keyPrefix: prefix,
-      retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
-    });
-    open.push({ client, server: { ...server, close: async () => {} } });
-    const count = (method: string) =>
-      server.seen.filter((r) => r.method === method && r.url.startsWith('/api/')).length;
-    hang = 1;
-    const t0 = Date.now();
-    expect((await client.waitForJob(JOB.id)).rows).toBe(3);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(140);
-    expect(count('GET')).toBe(2);
-    hang = 2;
-    const err = await client.waitForJob(JOB.id).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'HTTP_TRANSIENT', stage: 'poll', cause: { code: 'UND_ERR_HEADERS_TIMEOUT' } });
-    expect(count('GET')).toBe(4);
-    hang = 1;
-    const startErr = await client.startReport(start).catch((e: unknown) => e);
-    expect(startErr).toMatchObject({
-      code: 'HTTP_TRANSIENT',
-      stage: 'start',
-      cause: { code: 'UND_ERR_HEADERS_TIMEOUT' },
-    });
-    expect(count('POST')).toBe(1);
-  });
+  it(
+    'treats a request that exceeds requestTimeoutMs as transient: retried, ' +
+      'then HTTP_TRANSIENT; a start is sent once',
+    async () => {
+      let hang = 1;
+      const { server } = await setup((req, res) => {
+        if (hang-- > 0) return; // no answer at all
+        json(res, 200, req.method === 'GET' ? { ...JOB, state: 'FinishedSuccess', message: 'rows=3;pages=1' } : JOB);
+      });
+      const client = await makeReportClient({
+        connection: testConnection(server.url, { requestTimeoutMs: 150 }),
+        connectionName: 'timeouts',
+        redis,
+        keyPrefix: prefix,
+        retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
+      });
+      open.push({ client, server: { ...server, close: async () => {} } });
+      const count = (method: string) =>
+        server.seen.filter((r) => r.method === method && r.url.startsWith('/api/')).length;
+      hang = 1;
+      const t0 = Date.now();
+      expect((await client.waitForJob(JOB.id)).rows).toBe(3);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(140);
+      expect(count('GET')).toBe(2);
+      hang = 2;
+      const err = await client.waitForJob(JOB.id).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'HTTP_TRANSIENT', stage: 'poll', cause: { code: 'UND_ERR_HEADERS_TIMEOUT' } });
+      expect(count('GET')).toBe(4);
+      hang = 1;
+      const startErr = await client.startReport(start).catch((e: unknown) => e);
+      expect(startErr).toMatchObject({
+        code: 'HTTP_TRANSIENT',
+        stage: 'start',
+        cause: { code: 'UND_ERR_HEADERS_TIMEOUT' },
+      });
+      expect(count('POST')).toBe(1);
+    },
+  );
 });
 
 describe('page resume', () => {
   const page = Buffer.from(Array.from({ length: 5000 }, (_, i) => `row ${i}\n`).join(''));
 
-  /** Serves `page`, cutting the connection after `cut` bytes on the first `cuts` requests; `variant` alters later answers. */
+  /**
+   * Serves `page`, cutting the connection after `cut` bytes on the first `cuts` requests; `variant` alters later
+   * answers.
+   */
   function pageServer(cuts: number, cut: number, variant?: (b: Buffer) => Buffer) {
     let served = 0;
     return (_req: SeenRequest, res: ServerResponse) => {

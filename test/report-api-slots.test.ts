@@ -124,38 +124,41 @@ it('orders a backfill after scheduled ticks, whatever their logical times', () =
   expect(slotOrder(SLOT_CLASS.backfill, now - 1000)).toBeLessThan(slotOrder(SLOT_CLASS.backfill, now));
 });
 
-it('holds the cap through a Redis that lost its data: holders register again before any waiter gets a slot', async () => {
-  // A restart without persistence, for this installation: every key under its prefix is gone at once.
-  const forget = async () => {
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length) await redis.del(...keys);
-  };
-  const [a, b] = [processSlots(3_000), processSlots(3_000)];
-  const holders = await Promise.all([a.acquire('erp_lost', 2), a.acquire('erp_lost', 2)]);
-  let holding = 2;
-  let most = 2;
-  let asks = 0;
-  const waiters = [1, 2, 3, 4].map(async (order) => {
-    const slot = await b.acquire('erp_lost', 2, { order, onWait: () => asks++ });
-    most = Math.max(most, ++holding);
-    return slot;
-  });
-  await waitFor('four runs to wait in line', async () => (await a.usage('erp_lost')).waiting === 4);
-  await forget();
-  // The holders' renewals find their slots gone and take them again; the line waits behind them.
-  await waitFor('both holders to hold their slots again', async () => (await a.usage('erp_lost')).held === 2, 30_000);
-  await waitFor('the waiters to be back in line', async () => (await a.usage('erp_lost')).waiting === 4, 30_000);
-  // No slot is given while the holders may still be on their way back (one lease), nor after it.
-  await waitFor('the pause after the loss to end', async () => (await redis.pttl(`${prefix}:slots:gate`)) === -2);
-  const asked = asks;
-  await waitFor('each waiter to ask again after the pause', () => asks >= asked + 4);
-  expect(most).toBe(2);
-  const release = async (slots: HeldSlot[]) => {
-    holding -= slots.length;
-    await Promise.all(slots.map((h) => h.release()));
-  };
-  await release(holders);
-  await release(await Promise.all(waiters.slice(0, 2)));
-  await release(await Promise.all(waiters.slice(2)));
-  expect(most).toBe(2);
-});
+it(
+  'holds the cap through a Redis that lost its data: ' + 'holders register again before any waiter gets a slot',
+  async () => {
+    // A restart without persistence, for this installation: every key under its prefix is gone at once.
+    const forget = async () => {
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length) await redis.del(...keys);
+    };
+    const [a, b] = [processSlots(3_000), processSlots(3_000)];
+    const holders = await Promise.all([a.acquire('erp_lost', 2), a.acquire('erp_lost', 2)]);
+    let holding = 2;
+    let most = 2;
+    let asks = 0;
+    const waiters = [1, 2, 3, 4].map(async (order) => {
+      const slot = await b.acquire('erp_lost', 2, { order, onWait: () => asks++ });
+      most = Math.max(most, ++holding);
+      return slot;
+    });
+    await waitFor('four runs to wait in line', async () => (await a.usage('erp_lost')).waiting === 4);
+    await forget();
+    // The holders' renewals find their slots gone and take them again; the line waits behind them.
+    await waitFor('both holders to hold their slots again', async () => (await a.usage('erp_lost')).held === 2, 30_000);
+    await waitFor('the waiters to be back in line', async () => (await a.usage('erp_lost')).waiting === 4, 30_000);
+    // No slot is given while the holders may still be on their way back (one lease), nor after it.
+    await waitFor('the pause after the loss to end', async () => (await redis.pttl(`${prefix}:slots:gate`)) === -2);
+    const asked = asks;
+    await waitFor('each waiter to ask again after the pause', () => asks >= asked + 4);
+    expect(most).toBe(2);
+    const release = async (slots: HeldSlot[]) => {
+      holding -= slots.length;
+      await Promise.all(slots.map((h) => h.release()));
+    };
+    await release(holders);
+    await release(await Promise.all(waiters.slice(0, 2)));
+    await release(await Promise.all(waiters.slice(2)));
+    expect(most).toBe(2);
+  },
+);

@@ -82,67 +82,75 @@ afterAll(async () => {
 });
 
 describe('token cache', () => {
-  it('reads the discovery document once per client and caches the token under the documented key with the remaining lifetime as TTL', async () => {
-    sim.resetCounters();
-    const client = await newClient();
-    expect(sim.counters().discoveryRequests).toBe(1);
-    expect(client.tokenEndpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/oauth\/oauth2\/v1\/token$/);
-    const asked = Date.now();
-    await runReport(client);
-    const key = tokenCacheKey(prefix, sim.url, 'demo-client', 'demo-secret');
-    expect(key).toMatch(new RegExp(`^${prefix}token:[0-9a-f]{16}$`));
-    const entry = JSON.parse((await redises[0]!.get(key))!) as { accessToken: string; expiresAt: number };
-    expect(entry.accessToken.split('.')).toHaveLength(3);
-    // The token's whole 600 s from when it was asked for; the TTL at least what is left of it, never more than 600 s.
-    expect(entry.expiresAt).toBeGreaterThanOrEqual(asked + 600_000);
-    const ttl = await redises[0]!.pttl(key);
-    expect(ttl).toBeGreaterThanOrEqual(entry.expiresAt - Date.now() - 1);
-    expect(ttl).toBeLessThanOrEqual(600_000);
-    expect(sim.counters().tokenRequests).toBe(1);
-  });
+  it(
+    'reads the discovery document once per client and caches the token under the documented key ' +
+      'with the remaining lifetime as TTL',
+    async () => {
+      sim.resetCounters();
+      const client = await newClient();
+      expect(sim.counters().discoveryRequests).toBe(1);
+      expect(client.tokenEndpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/oauth\/oauth2\/v1\/token$/);
+      const asked = Date.now();
+      await runReport(client);
+      const key = tokenCacheKey(prefix, sim.url, 'demo-client', 'demo-secret');
+      expect(key).toMatch(new RegExp(`^${prefix}token:[0-9a-f]{16}$`));
+      const entry = JSON.parse((await redises[0]!.get(key))!) as { accessToken: string; expiresAt: number };
+      expect(entry.accessToken.split('.')).toHaveLength(3);
+      // The token's whole 600 s from when it was asked for; the TTL at least what is left of it, never more than 600 s.
+      expect(entry.expiresAt).toBeGreaterThanOrEqual(asked + 600_000);
+      const ttl = await redises[0]!.pttl(key);
+      expect(ttl).toBeGreaterThanOrEqual(entry.expiresAt - Date.now() - 1);
+      expect(ttl).toBeLessThanOrEqual(600_000);
+      expect(sim.counters().tokenRequests).toBe(1);
+    },
+  );
 
-  it('a wrong client secret does not ride on the token cached for the right one: it asks the token endpoint and fails at once', async () => {
-    const wrongSecret = 'wrong-secret-B-7f3e91';
-    sim.resetCounters();
-    const good = await newClient();
-    await runReport(good);
-    expect(sim.counters().tokenRequests).toBe(1);
+  it(
+    'a wrong client secret does not ride on the token cached for the right one: ' +
+      'it asks the token endpoint and fails at once',
+    async () => {
+      const wrongSecret = 'wrong-secret-B-7f3e91';
+      sim.resetCounters();
+      const good = await newClient();
+      await runReport(good);
+      expect(sim.counters().tokenRequests).toBe(1);
 
-    const wrong = await newClient({ clientSecret: wrongSecret });
-    const err = await wrong.startReport(report(10)).catch((e: unknown) => e);
-    expect(err).toMatchObject({
-      code: 'TOKEN_FAILED',
-      stage: 'token',
-      httpStatus: 401,
-      oauthError: 'invalid_client',
-      retryable: false,
-    });
-    expect((err as Error).message).not.toContain(wrongSecret);
-    let c = sim.counters();
-    expect(c.tokenRequests).toBe(2);
-    expect(c.requests.start).toBe(1); // the good client's run only: the wrong secret started nothing
+      const wrong = await newClient({ clientSecret: wrongSecret });
+      const err = await wrong.startReport(report(10)).catch((e: unknown) => e);
+      expect(err).toMatchObject({
+        code: 'TOKEN_FAILED',
+        stage: 'token',
+        httpStatus: 401,
+        oauthError: 'invalid_client',
+        retryable: false,
+      });
+      expect((err as Error).message).not.toContain(wrongSecret);
+      let c = sim.counters();
+      expect(c.tokenRequests).toBe(2);
+      expect(c.requests.start).toBe(1); // the good client's run only: the wrong secret started nothing
 
-    // The right secret keeps its cached token; the wrong one left no entry of its own.
-    await runReport(good);
-    c = sim.counters();
-    expect(c.tokenRequests).toBe(2);
-    expect(c.openJobs).toEqual([]);
-    const goodKey = tokenCacheKey(prefix, sim.url, 'demo-client', 'demo-secret');
-    const wrongKey = tokenCacheKey(prefix, sim.url, 'demo-client', wrongSecret);
-    expect(wrongKey).not.toBe(goodKey);
-    const r = redises[0]!;
-    expect(await r.exists(goodKey)).toBe(1);
-    expect(await r.exists(wrongKey, `${wrongKey}:lock`)).toBe(0);
+      // The right secret keeps its cached token; the wrong one left no entry of its own.
+      await runReport(good);
+      c = sim.counters();
+      expect(c.tokenRequests).toBe(2);
+      expect(c.openJobs).toEqual([]);
+      const goodKey = tokenCacheKey(prefix, sim.url, 'demo-client', 'demo-secret');
+      const wrongKey = tokenCacheKey(prefix, sim.url, 'demo-client', wrongSecret);
+      expect(wrongKey).not.toBe(goodKey);
+      const r = redises[0]!;
+      expect(await r.exists(goodKey)).toBe(1);
+      expect(await r.exists(wrongKey, `${wrongKey}:lock`)).toBe(0);
 
-    // Neither secret is in any key or value this test left in Redis.
-    const keys = await r.keys(`${prefix}*`);
-    expect(keys.length).toBeGreaterThanOrEqual(2); // the token entry and the token request counter
-    const values = await Promise.all(
-      keys.map(async (k) => ((await r.type(k)) === 'string' ? await r.get(k) : JSON.stringify(await r.dump(k)))),
-    );
-    const everything = [...keys, ...values].join('\n');
-    for (const secret of ['demo-secret', wrongSecret]) expect(everything).not.toContain(secret);
-  });
+      // Neither secret is in any key or value this test left in Redis.
+      const keys = await r.keys(`${prefix}*`);
+      expect(keys.length).toBeGreaterThanOrEqual(2); // the token entry and the token request counter
+      const values = await Promise.all(
+        keys.map(async (k) => ((await r.type(k)) === 'string' ? await r.get(k) : JSON.stringify(await r.dump(k)))),
+      );
+      const everything = [...keys, ...values].join('\n');
+      for (const secret of ['demo-secret', wrongSecret]) expect(everything).not.toContain(secret);
+    },
+  );
 
   it('two processes and two clients running reports concurrently need exactly one token request', async () => {
     sim.resetCounters();

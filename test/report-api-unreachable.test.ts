@@ -82,21 +82,24 @@ afterAll(async () => {
 });
 
 describe('discovery', () => {
-  it('a refused connection is SERVER_UNREACHABLE at stage token, retryable, naming the server and what to check', async () => {
-    const err = await client(closedUrl).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ServerUnreachableError);
-    expect(err).toMatchObject({
-      code: 'SERVER_UNREACHABLE',
-      stage: 'token',
-      retryable: true,
-      networkCode: 'ECONNREFUSED',
-      details: { networkCode: 'ECONNREFUSED', server: closedUrl },
-    });
-    expect((err as Error).message).toContain(
-      `the server ${closedUrl} cannot be reached (connection refused, ECONNREFUSED)`,
-    );
-    expectHint(err);
-  });
+  it(
+    'a refused connection is SERVER_UNREACHABLE at stage token, retryable, ' + 'naming the server and what to check',
+    async () => {
+      const err = await client(closedUrl).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ServerUnreachableError);
+      expect(err).toMatchObject({
+        code: 'SERVER_UNREACHABLE',
+        stage: 'token',
+        retryable: true,
+        networkCode: 'ECONNREFUSED',
+        details: { networkCode: 'ECONNREFUSED', server: closedUrl },
+      });
+      expect((err as Error).message).toContain(
+        `the server ${closedUrl} cannot be reached (connection refused, ECONNREFUSED)`,
+      );
+      expectHint(err);
+    },
+  );
 
   it('a host name that does not resolve is SERVER_UNREACHABLE (ENOTFOUND, or EAI_AGAIN without DNS)', async () => {
     const err = await client('http://report-etl-test.invalid:8080').catch((e: unknown) => e);
@@ -121,22 +124,25 @@ describe('token endpoint', () => {
     await discovery.close();
   });
 
-  it('an unreachable token endpoint is SERVER_UNREACHABLE at stage token, and no warning about a left report job', async () => {
-    // Another port is another origin: named in tokenOrigin, as a login server of its own would be.
-    const c = await client(discovery.url, { tokenOrigin: closedUrl });
-    const err = await c.startReport(sales).catch((e: unknown) => e);
-    expect(err).toMatchObject({
-      code: 'SERVER_UNREACHABLE',
-      stage: 'token',
-      retryable: true,
-      details: { server: closedUrl },
-    });
-    expect((err as Error).message).toMatch(/^POST \/oauth\/token failed: /);
-    expectHint(err);
-    expect(isNotSentError(err)).toBe(true);
-    expect(discovery.seen.filter((r) => r.method === 'POST')).toEqual([]);
-    expect(warnings()).toEqual([]);
-  });
+  it(
+    'an unreachable token endpoint is SERVER_UNREACHABLE at stage token, ' + 'and no warning about a left report job',
+    async () => {
+      // Another port is another origin: named in tokenOrigin, as a login server of its own would be.
+      const c = await client(discovery.url, { tokenOrigin: closedUrl });
+      const err = await c.startReport(sales).catch((e: unknown) => e);
+      expect(err).toMatchObject({
+        code: 'SERVER_UNREACHABLE',
+        stage: 'token',
+        retryable: true,
+        details: { server: closedUrl },
+      });
+      expect((err as Error).message).toMatch(/^POST \/oauth\/token failed: /);
+      expectHint(err);
+      expect(isNotSentError(err)).toBe(true);
+      expect(discovery.seen.filter((r) => r.method === 'POST')).toEqual([]);
+      expect(warnings()).toEqual([]);
+    },
+  );
 });
 
 describe('report calls', () => {
@@ -148,39 +154,46 @@ describe('report calls', () => {
     await sim.close();
   });
 
-  it('a refused token request is TOKEN_FAILED and does not warn that a report job may be left on the server', async () => {
-    sim.resetCounters();
-    const c = await client(sim.url, { clientSecret: 'wrong-secret-for-warning-test' });
-    const err = await c.startReport(sales).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'TOKEN_FAILED', stage: 'token', httpStatus: 401, retryable: false });
-    expect(sim.counters().requests.start ?? 0).toBe(0);
-    expect(lines.join('')).not.toContain(LEFT_JOB_WARNING);
-    expect(warnings()).toEqual([]);
-  });
+  it(
+    'a refused token request is TOKEN_FAILED and does not warn that a report job ' + 'may be left on the server',
+    async () => {
+      sim.resetCounters();
+      const c = await client(sim.url, { clientSecret: 'wrong-secret-for-warning-test' });
+      const err = await c.startReport(sales).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'TOKEN_FAILED', stage: 'token', httpStatus: 401, retryable: false });
+      expect(sim.counters().requests.start ?? 0).toBe(0);
+      expect(lines.join('')).not.toContain(LEFT_JOB_WARNING);
+      expect(warnings()).toEqual([]);
+    },
+  );
 
-  it('a server that goes down after the token: start and poll are SERVER_UNREACHABLE at their stage, without the warning', async () => {
-    const down = await startSimulator({ port: 0, jobDurationMs: 30 });
-    const c = await client(down.url);
-    const job = await c.startReport(sales); // discovery, token and one report job while the server is up
-    await down.close();
-    const startErr = await c.startReport(sales).catch((e: unknown) => e);
-    expect(startErr).toMatchObject({
-      code: 'SERVER_UNREACHABLE',
-      stage: 'start',
-      retryable: true,
-      networkCode: 'ECONNREFUSED',
-      details: { server: down.url },
-    });
-    expect((startErr as Error).message).toMatch(
-      /^POST \/api\/svcreport\/v1\/report\/7777\/Sales%2FOrders\.avw failed: /,
-    );
-    expectHint(startErr);
-    const pollErr = await c.waitForJob(job.id).catch((e: unknown) => e);
-    expect(pollErr).toMatchObject({ code: 'SERVER_UNREACHABLE', stage: 'poll', retryable: true });
-    const pageErr = await c.openPage(job.id, 1).catch((e: unknown) => e);
-    expect(pageErr).toMatchObject({ code: 'SERVER_UNREACHABLE', stage: 'fetch', retryable: true });
-    expect(lines.join('')).not.toContain(LEFT_JOB_WARNING);
-  });
+  it(
+    'a server that goes down after the token: start and poll are SERVER_UNREACHABLE at ' +
+      'their stage, without the warning',
+    async () => {
+      const down = await startSimulator({ port: 0, jobDurationMs: 30 });
+      const c = await client(down.url);
+      const job = await c.startReport(sales); // discovery, token and one report job while the server is up
+      await down.close();
+      const startErr = await c.startReport(sales).catch((e: unknown) => e);
+      expect(startErr).toMatchObject({
+        code: 'SERVER_UNREACHABLE',
+        stage: 'start',
+        retryable: true,
+        networkCode: 'ECONNREFUSED',
+        details: { server: down.url },
+      });
+      expect((startErr as Error).message).toMatch(
+        /^POST \/api\/svcreport\/v1\/report\/7777\/Sales%2FOrders\.avw failed: /,
+      );
+      expectHint(startErr);
+      const pollErr = await c.waitForJob(job.id).catch((e: unknown) => e);
+      expect(pollErr).toMatchObject({ code: 'SERVER_UNREACHABLE', stage: 'poll', retryable: true });
+      const pageErr = await c.openPage(job.id, 1).catch((e: unknown) => e);
+      expect(pageErr).toMatchObject({ code: 'SERVER_UNREACHABLE', stage: 'fetch', retryable: true });
+      expect(lines.join('')).not.toContain(LEFT_JOB_WARNING);
+    },
+  );
 });
 
 describe('unreachableCode', () => {
@@ -200,12 +213,16 @@ describe('unreachableCode', () => {
       expect(isNotSentError(withCode(code)), code).toBe(false);
   });
 
-  it('an AggregateError of refused addresses (happy eyeballs) is unreachable; resets and timeouts after connecting are not', () => {
-    expect(unreachableCode(new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNREFUSED')]))).toBe(
-      'ECONNREFUSED',
-    );
-    expect(unreachableCode(new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNRESET')]))).toBeUndefined();
-    for (const code of ['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_SOCKET'])
-      expect(unreachableCode(withCode(code))).toBeUndefined();
-  });
+  it(
+    'an AggregateError of refused addresses (happy eyeballs) is unreachable; ' +
+      'resets and timeouts after connecting are not',
+    () => {
+      expect(unreachableCode(new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNREFUSED')]))).toBe(
+        'ECONNREFUSED',
+      );
+      expect(unreachableCode(new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNRESET')]))).toBeUndefined();
+      for (const code of ['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_SOCKET'])
+        expect(unreachableCode(withCode(code))).toBeUndefined();
+    },
+  );
 });

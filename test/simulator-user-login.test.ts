@@ -1,7 +1,8 @@
 /**
  * The simulator's user-dependent service user: refresh-token validity of 60 days with
- * offline access and 10 hours without (docs/report-export-service.md "Limits", on the simulator's clock), the adoption of a logged-in
- * session (docs/report-export-service.md "User-dependent service user" step 2), trusted vs public clients at the token endpoint, single-use codes, logout.
+ * offline access and 10 hours without (docs/report-export-service.md "Limits", on the simulator's clock), the adoption
+ * of a logged-in session (docs/report-export-service.md "User-dependent service user" step 2), trusted vs public
+ * clients at the token endpoint, single-use codes, logout.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/simulator/index.ts';
@@ -17,7 +18,8 @@ afterAll(async () => {
 });
 
 const authUrl = (clientId: string, scope = 'svc.pad offline_access') =>
-  `${sim.url}/oauth/oauth2/v1/auth?${new URLSearchParams({ response_type: 'code', client_id: clientId, scope, redirect_uri: REDIRECT, state: 's1' })}`;
+  `${sim.url}/oauth/oauth2/v1/auth?` +
+  new URLSearchParams({ response_type: 'code', client_id: clientId, scope, redirect_uri: REDIRECT, state: 's1' });
 
 async function token(form: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(`${sim.url}/oauth/oauth2/v1/token`, { method: 'POST', body: new URLSearchParams(form) });
@@ -61,54 +63,60 @@ it('refresh tokens live 10 hours without offline access and 60 days with it, on 
   expect((await refresh(anna.body.refresh_token)).status).toBe(400);
 });
 
-it('adopts a logged-in session, uses a code once, asks a trusted client for its secret, and logout kills the refresh token', async () => {
-  // Log in with the password: the session cookie is set.
-  const page = await fetch(authUrl('demo-trusted-user-client'));
-  const html = await page.text();
-  const hidden = new URLSearchParams(
-    [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].slice(0, 5).map((m) => [m[1]!, m[2]!]),
-  );
-  const first = await fetch(`${sim.url}/oauth/oauth2/v1/auth`, {
-    method: 'POST',
-    redirect: 'manual',
-    body: new URLSearchParams({ ...Object.fromEntries(hidden), username: 'anna', password: 'anna-password' }),
-  });
-  const cookie = first.headers.get('set-cookie')!.split(';')[0]!;
-  // A second login page offers the session; adopting it needs no password.
-  const again = await (await fetch(authUrl('demo-trusted-user-client'), { headers: { cookie } })).text();
-  expect(again).toContain('Continue as anna');
-  const adopted = await fetch(`${sim.url}/oauth/oauth2/v1/auth`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie },
-    body: new URLSearchParams({ ...Object.fromEntries(hidden), adopt: '1' }),
-  });
-  expect(adopted.status).toBe(302);
-  const code = new URL(adopted.headers.get('location')!).searchParams.get('code')!;
-  const exchange = {
-    grant_type: 'authorization_code',
-    client_id: 'demo-trusted-user-client',
-    code,
-    redirect_uri: REDIRECT,
-  };
-  expect((await token(exchange)).body).toMatchObject({ error: 'invalid_client' });
-  const ok = await token({ ...exchange, client_secret: 'demo-trusted-secret' });
-  expect(ok.status).toBe(200);
-  expect((await token({ ...exchange, client_secret: 'demo-trusted-secret' })).body).toEqual({
-    error: 'invalid_grant',
-    error_description: 'Code already used',
-  });
-  const refresh = {
-    grant_type: 'refresh_token',
-    client_id: 'demo-trusted-user-client',
-    client_secret: 'demo-trusted-secret',
-    refresh_token: String(ok.body.refresh_token),
-  };
-  expect((await token(refresh)).status).toBe(200);
-  expect(sim.logoutUser('anna')).toBe(true);
-  expect((await token(refresh)).body).toMatchObject({ error: 'invalid_grant' });
-  // The session is gone too: no adoption offered any more.
-  expect(await (await fetch(authUrl('demo-trusted-user-client'), { headers: { cookie } })).text()).not.toContain(
-    'Continue as',
-  );
-});
+it(
+  'adopts a logged-in session, uses a code once, asks a trusted client for its secret, ' +
+    'and logout kills the refresh token',
+  async () => {
+    // Log in with the password: the session cookie is set.
+    const page = await fetch(authUrl('demo-trusted-user-client'));
+    const html = await page.text();
+    const hidden = new URLSearchParams(
+      [...html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)]
+        .slice(0, 5)
+        .map((m) => [m[1]!, m[2]!]),
+    );
+    const first = await fetch(`${sim.url}/oauth/oauth2/v1/auth`, {
+      method: 'POST',
+      redirect: 'manual',
+      body: new URLSearchParams({ ...Object.fromEntries(hidden), username: 'anna', password: 'anna-password' }),
+    });
+    const cookie = first.headers.get('set-cookie')!.split(';')[0]!;
+    // A second login page offers the session; adopting it needs no password.
+    const again = await (await fetch(authUrl('demo-trusted-user-client'), { headers: { cookie } })).text();
+    expect(again).toContain('Continue as anna');
+    const adopted = await fetch(`${sim.url}/oauth/oauth2/v1/auth`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie },
+      body: new URLSearchParams({ ...Object.fromEntries(hidden), adopt: '1' }),
+    });
+    expect(adopted.status).toBe(302);
+    const code = new URL(adopted.headers.get('location')!).searchParams.get('code')!;
+    const exchange = {
+      grant_type: 'authorization_code',
+      client_id: 'demo-trusted-user-client',
+      code,
+      redirect_uri: REDIRECT,
+    };
+    expect((await token(exchange)).body).toMatchObject({ error: 'invalid_client' });
+    const ok = await token({ ...exchange, client_secret: 'demo-trusted-secret' });
+    expect(ok.status).toBe(200);
+    expect((await token({ ...exchange, client_secret: 'demo-trusted-secret' })).body).toEqual({
+      error: 'invalid_grant',
+      error_description: 'Code already used',
+    });
+    const refresh = {
+      grant_type: 'refresh_token',
+      client_id: 'demo-trusted-user-client',
+      client_secret: 'demo-trusted-secret',
+      refresh_token: String(ok.body.refresh_token),
+    };
+    expect((await token(refresh)).status).toBe(200);
+    expect(sim.logoutUser('anna')).toBe(true);
+    expect((await token(refresh)).body).toMatchObject({ error: 'invalid_grant' });
+    // The session is gone too: no adoption offered any more.
+    expect(await (await fetch(authUrl('demo-trusted-user-client'), { headers: { cookie } })).text()).not.toContain(
+      'Continue as',
+    );
+  },
+);

@@ -61,16 +61,19 @@ it('report-etl runs prints a recorded server text with escapes as plain text; th
   expect(rows[0].message).toBe(hostile);
 });
 
-it('report-etl runs refuses a status it does not know, listing the allowed ones, and suggests a job for a typo', async () => {
-  const bad = await runCli(['runs', '--status', 'failure']);
-  expect(bad.code).toBe(2);
-  expect(bad.stderr).toContain(
-    "argument 'failure' is invalid. Allowed choices are running, succeeded, failed, interrupted.",
-  );
-  const typo = await runCli(['runs', '--job', `${job}x`]);
-  expect(typo.code).toBe(2);
-  expect(typo.stderr).toContain(`no job "${job}x" in the run history (did you mean "${job}"?`);
-  const ok = await runCli(['runs', '--job', job, '--status', 'succeeded']);
-  expect(ok.code).toBe(0);
-  expect(ok.stdout.trim()).toBe('no runs');
-});
+it(
+  'report-etl runs refuses a status it does not know, listing the allowed ones, ' + 'and suggests a job for a typo',
+  async () => {
+    const bad = await runCli(['runs', '--status', 'failure']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(
+      "argument 'failure' is invalid. Allowed choices are running, succeeded, failed, interrupted.",
+    );
+    const typo = await runCli(['runs', '--job', `${job}x`]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain(`no job "${job}x" in the run history (did you mean "${job}"?`);
+    const ok = await runCli(['runs', '--job', job, '--status', 'succeeded']);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout.trim()).toBe('no runs');
+  },
+);

@@ -152,119 +152,126 @@ const baseEnv = () => ({
   LOG_LEVEL: 'info',
 });
 
-it('a queued run is one trace from its enqueue to the attempt, its steps and pages, keyed by etl.attempts.trace_id', async () => {
-  const job = `${jp}_queued`;
-  const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
-  const worker = startCli(['worker', '--config', configPath], { ...baseEnv(), ...otel });
-  try {
-    await waitFor('the worker takes runs', () => worker.stderr().includes('worker ready'));
-    const enqueued = await runCli(['enqueue', job, '--config', configPath], { ...baseEnv(), ...otel });
-    expect(enqueued.code).toBe(0);
-    const attempt = await waitFor(
-      'the attempt succeeded',
-      async () => {
-        const { rows } = await h.pool.query<{
-          attempt_id: string;
-          status: string;
-          trace_id: string | null;
-          run_key: string;
-          timeline: unknown;
-        }>(`SELECT attempt_id, status, trace_id, run_key, timeline FROM etl.attempts WHERE job = $1`, [job]);
-        return rows[0]?.status === 'succeeded' && rows[0].timeline ? rows[0] : undefined;
-      },
-      60_000,
-    );
-    // A graceful stop exports the spans still batched.
-    worker.child.kill('SIGTERM');
-    expect(await worker.exited).toBe(0);
-
-    expect(attempt.trace_id).toMatch(/^[0-9a-f]{32}$/);
-    const spans = receiver.received.spans.filter((s) => s.traceId === attempt.trace_id);
-    const one = (name: string) => {
-      const found = spans.filter((s) => s.name === name);
-      expect(found, name).toHaveLength(1);
-      return found[0]!;
-    };
-    // The trace begins at the enqueue: enqueue run → process run → attempt.
-    const enqueue = one('enqueue run');
-    expect(enqueue.parentSpanId).toBeUndefined();
-    expect(enqueue.attributes['report_etl.run_key']).toBe(attempt.run_key);
-    const processRun = one('process run');
-    expect(processRun.parentSpanId).toBe(enqueue.spanId);
-    const root = one('attempt');
-    expect(root.parentSpanId).toBe(processRun.spanId);
-    expect(root.attributes).toMatchObject({
-      'report_etl.attempt_id': attempt.attempt_id,
-      'report_etl.job': job,
-      'report_etl.run_key': attempt.run_key,
-      'report_etl.output_type': 'json',
-      'report_etl.rows': 250,
-      'report_etl.pages': 3,
-      'report_etl.status': 'succeeded',
-    });
-    expect(root.attributes['report_etl.bytes']).toBeGreaterThan(0);
-    for (const step of [
-      'wait for report slot',
-      'record attempt',
-      'check attempt',
-      'access token',
-      'start report job',
-      'render report',
-      'load',
-      'delete report job',
-    ]) {
-      expect(one(step).parentSpanId, step).toBe(root.spanId);
-    }
-    expect(one('render report').attributes['report_etl.polls']).toBeGreaterThanOrEqual(1);
-    const load = one('load');
-    for (const step of ['copy', 'commit']) expect(one(step).parentSpanId, step).toBe(load.spanId);
-    // Each page: a span under the load with its fetch and its reading; rows and bytes per page.
-    const pages = spans
-      .filter((s) => s.name === 'page')
-      .sort((a, b) => Number(a.attributes['report_etl.page']) - Number(b.attributes['report_etl.page']));
-    expect(
-      pages.map((p) => [p.parentSpanId, p.attributes['report_etl.page'], p.attributes['report_etl.rows']]),
-    ).toEqual([
-      [load.spanId, 1, 100],
-      [load.spanId, 2, 100],
-      [load.spanId, 3, 50],
-    ]);
-    const child = (page: OtlpSpan, name: string) =>
-      spans.find((s) => s.parentSpanId === page.spanId && s.name === name)!;
-    for (const p of pages) {
-      expect(p.attributes['report_etl.bytes']).toBeGreaterThan(0);
-      expect(child(p, 'fetch page').start).toBe(p.start);
-      expect(Object.keys(child(p, 'read page').attributes)).toEqual(
-        expect.arrayContaining(['report_etl.page.network_ms', 'report_etl.page.decode_ms', 'report_etl.page.copy_ms']),
+it(
+  'a queued run is one trace from its enqueue to the attempt, its steps and pages, ' + 'keyed by etl.attempts.trace_id',
+  async () => {
+    const job = `${jp}_queued`;
+    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
+    const worker = startCli(['worker', '--config', configPath], { ...baseEnv(), ...otel });
+    try {
+      await waitFor('the worker takes runs', () => worker.stderr().includes('worker ready'));
+      const enqueued = await runCli(['enqueue', job, '--config', configPath], { ...baseEnv(), ...otel });
+      expect(enqueued.code).toBe(0);
+      const attempt = await waitFor(
+        'the attempt succeeded',
+        async () => {
+          const { rows } = await h.pool.query<{
+            attempt_id: string;
+            status: string;
+            trace_id: string | null;
+            run_key: string;
+            timeline: unknown;
+          }>(`SELECT attempt_id, status, trace_id, run_key, timeline FROM etl.attempts WHERE job = $1`, [job]);
+          return rows[0]?.status === 'succeeded' && rows[0].timeline ? rows[0] : undefined;
+        },
+        60_000,
       );
+      // A graceful stop exports the spans still batched.
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toBe(0);
+
+      expect(attempt.trace_id).toMatch(/^[0-9a-f]{32}$/);
+      const spans = receiver.received.spans.filter((s) => s.traceId === attempt.trace_id);
+      const one = (name: string) => {
+        const found = spans.filter((s) => s.name === name);
+        expect(found, name).toHaveLength(1);
+        return found[0]!;
+      };
+      // The trace begins at the enqueue: enqueue run → process run → attempt.
+      const enqueue = one('enqueue run');
+      expect(enqueue.parentSpanId).toBeUndefined();
+      expect(enqueue.attributes['report_etl.run_key']).toBe(attempt.run_key);
+      const processRun = one('process run');
+      expect(processRun.parentSpanId).toBe(enqueue.spanId);
+      const root = one('attempt');
+      expect(root.parentSpanId).toBe(processRun.spanId);
+      expect(root.attributes).toMatchObject({
+        'report_etl.attempt_id': attempt.attempt_id,
+        'report_etl.job': job,
+        'report_etl.run_key': attempt.run_key,
+        'report_etl.output_type': 'json',
+        'report_etl.rows': 250,
+        'report_etl.pages': 3,
+        'report_etl.status': 'succeeded',
+      });
+      expect(root.attributes['report_etl.bytes']).toBeGreaterThan(0);
+      for (const step of [
+        'wait for report slot',
+        'record attempt',
+        'check attempt',
+        'access token',
+        'start report job',
+        'render report',
+        'load',
+        'delete report job',
+      ]) {
+        expect(one(step).parentSpanId, step).toBe(root.spanId);
+      }
+      expect(one('render report').attributes['report_etl.polls']).toBeGreaterThanOrEqual(1);
+      const load = one('load');
+      for (const step of ['copy', 'commit']) expect(one(step).parentSpanId, step).toBe(load.spanId);
+      // Each page: a span under the load with its fetch and its reading; rows and bytes per page.
+      const pages = spans
+        .filter((s) => s.name === 'page')
+        .sort((a, b) => Number(a.attributes['report_etl.page']) - Number(b.attributes['report_etl.page']));
+      expect(
+        pages.map((p) => [p.parentSpanId, p.attributes['report_etl.page'], p.attributes['report_etl.rows']]),
+      ).toEqual([
+        [load.spanId, 1, 100],
+        [load.spanId, 2, 100],
+        [load.spanId, 3, 50],
+      ]);
+      const child = (page: OtlpSpan, name: string) =>
+        spans.find((s) => s.parentSpanId === page.spanId && s.name === name)!;
+      for (const p of pages) {
+        expect(p.attributes['report_etl.bytes']).toBeGreaterThan(0);
+        expect(child(p, 'fetch page').start).toBe(p.start);
+        expect(Object.keys(child(p, 'read page').attributes)).toEqual(
+          expect.arrayContaining([
+            'report_etl.page.network_ms',
+            'report_etl.page.decode_ms',
+            'report_etl.page.copy_ms',
+          ]),
+        );
+      }
+      // One page is fetched ahead: page 2 is asked for while page 1 is read.
+      const read1 = child(pages[0]!, 'read page');
+      const fetch2 = child(pages[1]!, 'fetch page');
+      expect(fetch2.start >= read1.start && fetch2.start < read1.end).toBe(true);
+      // Every span of the trace is report-etl's, and the worker's log lines of the attempt carry its trace id.
+      expect(spans.every((s) => s.status?.code !== 2)).toBe(true);
+      const lines = worker
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes(attempt.attempt_id))
+        .map((l) => JSON.parse(l) as { traceId?: string; msg: string });
+      expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['run started', 'page loaded', 'run succeeded']));
+      expect(lines.every((l) => l.traceId === attempt.trace_id)).toBe(true);
+      // The timeline on the attempt's row has the same steps and pages.
+      const timeline = readTimeline(attempt.timeline)!;
+      expect(timeline.pages.map((p) => [p.page, p.rows])).toEqual([
+        [1, 100],
+        [2, 100],
+        [3, 50],
+      ]);
+      expect(timeline.steps.map((s) => s.step)).toEqual(
+        expect.arrayContaining(['slot', 'record', 'token', 'start', 'render', 'load', 'copy', 'commit', 'delete']),
+      );
+    } finally {
+      if (worker.child.exitCode === null) worker.child.kill('SIGKILL');
     }
-    // One page is fetched ahead: page 2 is asked for while page 1 is read.
-    const read1 = child(pages[0]!, 'read page');
-    const fetch2 = child(pages[1]!, 'fetch page');
-    expect(fetch2.start >= read1.start && fetch2.start < read1.end).toBe(true);
-    // Every span of the trace is report-etl's, and the worker's log lines of the attempt carry its trace id.
-    expect(spans.every((s) => s.status?.code !== 2)).toBe(true);
-    const lines = worker
-      .stderr()
-      .split('\n')
-      .filter((l) => l.includes(attempt.attempt_id))
-      .map((l) => JSON.parse(l) as { traceId?: string; msg: string });
-    expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining(['run started', 'page loaded', 'run succeeded']));
-    expect(lines.every((l) => l.traceId === attempt.trace_id)).toBe(true);
-    // The timeline on the attempt's row has the same steps and pages.
-    const timeline = readTimeline(attempt.timeline)!;
-    expect(timeline.pages.map((p) => [p.page, p.rows])).toEqual([
-      [1, 100],
-      [2, 100],
-      [3, 50],
-    ]);
-    expect(timeline.steps.map((s) => s.step)).toEqual(
-      expect.arrayContaining(['slot', 'record', 'token', 'start', 'render', 'load', 'copy', 'commit', 'delete']),
-    );
-  } finally {
-    if (worker.child.exitCode === null) worker.child.kill('SIGKILL');
-  }
-});
+  },
+);
 
 it("report-etl run exports over http/protobuf (OTLP's default) and flushes its spans before it exits", async () => {
   const job = `${jp}_run`;
@@ -298,39 +305,43 @@ it("report-etl run exports over http/protobuf (OTLP's default) and flushes its s
   expect(sent.some((p) => p.body.includes(Buffer.from(rows[0]!.trace_id!, 'hex')))).toBe(true);
 });
 
-it('without an OTLP endpoint nothing is traced: no trace id, no tracing line; the timeline is recorded all the same', async () => {
-  const job = `${jp}_run`;
-  await h.pool.query(`DELETE FROM etl.runs WHERE job = $1`, [job]);
-  const before = receiver.received.paths.length;
-  const r = await runCli(['run', job, '--config', configPath], { ...baseEnv(), ...WATCH_LOADS });
-  expect(r.code).toBe(0);
-  // The API alone: the SDK and its exporters are imported only when an endpoint is set.
-  expect(loadedPackages(r.stderr)).toEqual(['@opentelemetry/api']);
-  expect(r.stderr).not.toContain('tracing:');
-  expect(r.stderr).not.toContain('traceId');
-  const { rows } = await h.pool.query<{ trace_id: string | null; timeline: unknown }>(
-    `SELECT trace_id, timeline FROM etl.attempts WHERE job = $1`,
-    [job],
-  );
-  expect(rows[0]!.trace_id).toBeNull();
-  const timeline = readTimeline(rows[0]!.timeline)!;
-  expect(timeline.pages).toHaveLength(1);
-  // The target exists from the run before with every column: a replace deletes its rows, then COPY goes straight in.
-  expect(timeline.steps.map((s) => s.step)).toEqual([
-    'slot',
-    'record',
-    'check',
-    'token',
-    'start',
-    'render',
-    'load',
-    'target_delete',
-    'copy',
-    'commit',
-    'delete',
-  ]);
-  expect(receiver.received.paths.length).toBe(before);
-});
+it(
+  'without an OTLP endpoint nothing is traced: no trace id, no tracing line; ' +
+    'the timeline is recorded all the same',
+  async () => {
+    const job = `${jp}_run`;
+    await h.pool.query(`DELETE FROM etl.runs WHERE job = $1`, [job]);
+    const before = receiver.received.paths.length;
+    const r = await runCli(['run', job, '--config', configPath], { ...baseEnv(), ...WATCH_LOADS });
+    expect(r.code).toBe(0);
+    // The API alone: the SDK and its exporters are imported only when an endpoint is set.
+    expect(loadedPackages(r.stderr)).toEqual(['@opentelemetry/api']);
+    expect(r.stderr).not.toContain('tracing:');
+    expect(r.stderr).not.toContain('traceId');
+    const { rows } = await h.pool.query<{ trace_id: string | null; timeline: unknown }>(
+      `SELECT trace_id, timeline FROM etl.attempts WHERE job = $1`,
+      [job],
+    );
+    expect(rows[0]!.trace_id).toBeNull();
+    const timeline = readTimeline(rows[0]!.timeline)!;
+    expect(timeline.pages).toHaveLength(1);
+    // The target exists from the run before with every column: a replace deletes its rows, then COPY goes straight in.
+    expect(timeline.steps.map((s) => s.step)).toEqual([
+      'slot',
+      'record',
+      'check',
+      'token',
+      'start',
+      'render',
+      'load',
+      'target_delete',
+      'copy',
+      'commit',
+      'delete',
+    ]);
+    expect(receiver.received.paths.length).toBe(before);
+  },
+);
 
 it('a tracing setting report-etl cannot follow stops the command with a clear error (exit 2)', async () => {
   const r = await runCli(['run', `${jp}_run`, '--config', configPath], {

@@ -1,8 +1,8 @@
 /**
  * `report-etl login` and `validate` as a user runs them: the interactive login that waits for the admin
  * server's callback, `--print-url` then `--redirected-url` (and its replay refused, exit 1), invalid_scope (exit 1
- * with the server's words), 26 scopes refused by `validate` (exit 2, citing the service's description), the localhost warning and a
- * missing REPORT_ETL_SECRET_KEY (exit 2). The refresh token never appears in the output.
+ * with the server's words), 26 scopes refused by `validate` (exit 2, citing the service's description), the localhost
+ * warning and a missing REPORT_ETL_SECRET_KEY (exit 2). The refresh token never appears in the output.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -127,67 +127,83 @@ it('waits for the admin callback: prints the URL, the browser logs in, the comma
   expect(res.stdout).toMatch(/connection "erp_user" logged in; scopes granted: svc\.pad offline_access/);
 }, 90_000);
 
-it('--print-url then --redirected-url logs in without the callback; a replayed URL is refused with exit 1', async () => {
-  const printed = await cli(['login', 'erp_user', '-c', configPath, '--print-url']);
-  expect(printed.code).toBe(0);
-  const url = printed.stdout.trim();
-  expect(new URL(url).searchParams.get('response_type')).toBe('code');
-  expect(new URL(url).searchParams.get('state')).toMatch(/^[A-Za-z0-9_-]{43}$/);
-  const redirect = await loginOnSimulator(url, 'anna', 'anna-password');
-  const done = await cli(['login', 'erp_user', '-c', configPath, '--redirected-url', redirect]);
-  outputs.push(printed.stdout, printed.stderr, done.stdout, done.stderr);
-  expect(done.code).toBe(0);
-  expect(done.stdout).toMatch(
-    /erp_user: logged in; scopes granted: svc\.pad offline_access; the refresh token lasts until/,
-  );
-  const again = await cli(['login', 'erp_user', '-c', configPath, '--redirected-url', redirect]);
-  outputs.push(again.stdout, again.stderr);
-  expect(again.code).toBe(1);
-  expect(again.stderr).toContain(
-    'login failed (LOGIN_FAILED): this login link is unknown, was used already or expired',
-  );
-}, 90_000);
+it(
+  '--print-url then --redirected-url logs in without the callback; ' + 'a replayed URL is refused with exit 1',
+  async () => {
+    const printed = await cli(['login', 'erp_user', '-c', configPath, '--print-url']);
+    expect(printed.code).toBe(0);
+    const url = printed.stdout.trim();
+    expect(new URL(url).searchParams.get('response_type')).toBe('code');
+    expect(new URL(url).searchParams.get('state')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const redirect = await loginOnSimulator(url, 'anna', 'anna-password');
+    const done = await cli(['login', 'erp_user', '-c', configPath, '--redirected-url', redirect]);
+    outputs.push(printed.stdout, printed.stderr, done.stdout, done.stderr);
+    expect(done.code).toBe(0);
+    expect(done.stdout).toMatch(
+      /erp_user: logged in; scopes granted: svc\.pad offline_access; the refresh token lasts until/,
+    );
+    const again = await cli(['login', 'erp_user', '-c', configPath, '--redirected-url', redirect]);
+    outputs.push(again.stdout, again.stderr);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(
+      'login failed (LOGIN_FAILED): this login link is unknown, was used already or expired',
+    );
+  },
+  90_000,
+);
 
-it("ends with exit 1 and the server's words on invalid_scope (a trusted client, a user without the scope)", async () => {
-  const printed = await cli(['login', 'nina_scopes', '-c', configPath, '--print-url']);
-  const redirect = await loginOnSimulator(printed.stdout.trim(), 'nina', 'nina-password');
-  const res = await cli(['login', 'nina_scopes', '-c', configPath, '--redirected-url', redirect]);
-  expect(res.code).toBe(1);
-  expect(res.stderr).toContain(
-    'the server refused the login: invalid_scope (The user has no access to any of the requested scopes); assign the requested scopes to the user',
-  );
-}, 90_000);
+it(
+  "ends with exit 1 and the server's words on invalid_scope (a trusted client, " + 'a user without the scope)',
+  async () => {
+    const printed = await cli(['login', 'nina_scopes', '-c', configPath, '--print-url']);
+    const redirect = await loginOnSimulator(printed.stdout.trim(), 'nina', 'nina-password');
+    const res = await cli(['login', 'nina_scopes', '-c', configPath, '--redirected-url', redirect]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain(
+      'the server refused the login: invalid_scope (The user has no access to any of the requested scopes); ' +
+        'assign the requested scopes to the user',
+    );
+  },
+  90_000,
+);
 
-it("validate refuses 26 scopes citing the service's limit, warns about localhost, and login needs REPORT_ETL_SECRET_KEY", async () => {
-  const bad = join(dir, 'bad.yaml');
-  const scopes = Array.from({ length: 26 }, (_, i) => `s${i}`).join(', ');
-  await writeFile(
-    bad,
-    `connections:\n  u:\n    baseUrl: ${h.sim.url}\n    auth: authorization_code\n    clientId: demo-user-client\n    scopes: [${scopes}]\n    redirectUri: https://etl.example.com/cb\njobs: {}\n`,
-  );
-  const res = await cli(['validate', '-c', bad]);
-  expect(res.code).toBe(2);
-  expect(res.stderr).toContain(
-    'connections.u.scopes: at most 25 scopes per authorization request (docs/report-export-service.md "Limits"',
-  );
+it(
+  "validate refuses 26 scopes citing the service's limit, warns about localhost, " +
+    'and login needs REPORT_ETL_SECRET_KEY',
+  async () => {
+    const bad = join(dir, 'bad.yaml');
+    const scopes = Array.from({ length: 26 }, (_, i) => `s${i}`).join(', ');
+    await writeFile(
+      bad,
+      `connections:\n  u:\n    baseUrl: ${h.sim.url}\n    auth: authorization_code\n    clientId: ` +
+        `demo-user-client\n    scopes: [${scopes}]\n    redirectUri: https://etl.example.com/cb\njobs: {}\n`,
+    );
+    const res = await cli(['validate', '-c', bad]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain(
+      'connections.u.scopes: at most 25 scopes per authorization request (docs/report-export-service.md "Limits"',
+    );
 
-  const local = join(dir, 'local.yaml');
-  await writeFile(
-    local,
-    `connections:\n  u:\n    baseUrl: ${h.sim.url}\n    auth: authorization_code\n    clientId: demo-user-client\n    scopes: [svc.pad]\n    redirectUri: http://localhost:3000/oauth/callback\njobs: {}\n`,
-  );
-  const warned = await cli(['validate', '-c', local]);
-  expect(warned.code).toBe(0);
-  expect(warned.stderr).toContain('warning: ');
-  expect(warned.stderr).toContain('localhost is generally not possible');
+    const local = join(dir, 'local.yaml');
+    await writeFile(
+      local,
+      `connections:\n  u:\n    baseUrl: ${h.sim.url}\n    auth: authorization_code\n    clientId: ` +
+        `demo-user-client\n    scopes: [svc.pad]\n    redirectUri: http://localhost:3000/oauth/callback\njobs: {}\n`,
+    );
+    const warned = await cli(['validate', '-c', local]);
+    expect(warned.code).toBe(0);
+    expect(warned.stderr).toContain('warning: ');
+    expect(warned.stderr).toContain('localhost is generally not possible');
 
-  const noKey = await cli(['validate', '-c', local], { [SECRET_KEY_ENV]: '' });
-  expect(noKey.code).toBe(2);
-  expect(noKey.stderr).toContain('REPORT_ETL_SECRET_KEY is not set');
-  const loginNoKey = await cli(['login', 'u', '-c', local], { [SECRET_KEY_ENV]: '' });
-  expect(loginNoKey.code).toBe(2);
-  expect(loginNoKey.stderr).toContain('REPORT_ETL_SECRET_KEY is not set');
-}, 90_000);
+    const noKey = await cli(['validate', '-c', local], { [SECRET_KEY_ENV]: '' });
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toContain('REPORT_ETL_SECRET_KEY is not set');
+    const loginNoKey = await cli(['login', 'u', '-c', local], { [SECRET_KEY_ENV]: '' });
+    expect(loginNoKey.code).toBe(2);
+    expect(loginNoKey.stderr).toContain('REPORT_ETL_SECRET_KEY is not set');
+  },
+  90_000,
+);
 
 it('never prints a refresh token', () => {
   const issued = h.sim.oauthCounters().refreshTokensIssued;

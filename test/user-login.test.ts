@@ -99,7 +99,9 @@ const run = (name = job) =>
 const adminGet = (path: string) =>
   fetch(`${admin.url}${path}`, { headers: { authorization: `Bearer ${token}` }, redirect: 'manual' });
 
-/** Starts a login on the admin page and logs in on the simulator; @returns the redirect to the callback (not followed). */
+/**
+ * Starts a login on the admin page and logs in on the simulator; @returns the redirect to the callback (not followed).
+ */
 async function adminLoginRedirect(user = 'anna'): Promise<string> {
   // A GET starts nothing: a login begins with the page's POST.
   expect((await adminGet('/admin/connections/sim/login')).status).toBe(405);
@@ -126,45 +128,51 @@ async function adminLoginRedirect(user = 'anna'): Promise<string> {
 }
 
 describe.sequential('a user-dependent service user', () => {
-  it('has no login yet: the run fails with LOGIN_REQUIRED naming the command, without asking the token endpoint', async () => {
-    const err = (await run().catch((e: unknown) => e)) as AttemptFailedError;
-    expect(err).toBeInstanceOf(AttemptFailedError);
-    expect(err.code).toBe('LOGIN_REQUIRED');
-    expect(err.retryable).toBe(false);
-    expect(err.message).toContain('report-etl login sim');
-    expect(h.sim.oauthCounters().grants.refresh_token).toBe(0);
-    const { rows } = await h.pool.query(
-      'SELECT stage, error_kind, retryable FROM etl.run_errors WHERE attempt_id = $1',
-      [err.attemptId],
-    );
-    expect(rows).toEqual([{ stage: 'token', error_kind: 'LOGIN_REQUIRED', retryable: false }]);
-    // The start request was never sent: no warning that the server may hold a report job.
-    expect(log.text()).not.toContain('starting the report failed after the request was sent');
-  });
+  it(
+    'has no login yet: the run fails with LOGIN_REQUIRED naming the command, ' + 'without asking the token endpoint',
+    async () => {
+      const err = (await run().catch((e: unknown) => e)) as AttemptFailedError;
+      expect(err).toBeInstanceOf(AttemptFailedError);
+      expect(err.code).toBe('LOGIN_REQUIRED');
+      expect(err.retryable).toBe(false);
+      expect(err.message).toContain('report-etl login sim');
+      expect(h.sim.oauthCounters().grants.refresh_token).toBe(0);
+      const { rows } = await h.pool.query(
+        'SELECT stage, error_kind, retryable FROM etl.run_errors WHERE attempt_id = $1',
+        [err.attemptId],
+      );
+      expect(rows).toEqual([{ stage: 'token', error_kind: 'LOGIN_REQUIRED', retryable: false }]);
+      // The start request was never sent: no warning that the server may hold a report job.
+      expect(log.text()).not.toContain('starting the report failed after the request was sent');
+    },
+  );
 
-  it('logs in through the admin page and the callback, then runs on refreshed tokens across access-token expiry', async () => {
-    const redirect = await adminLoginRedirect();
-    expect(new URL(redirect).searchParams.get('session_state')).toBeTruthy();
-    const callback = await fetch(redirect, { redirect: 'manual' });
-    expect(callback.status).toBe(303);
-    expect(callback.headers.get('location')).toBe('/admin/connections?loggedIn=sim');
-    const page = await (await adminGet('/admin/connections?loggedIn=sim')).text();
-    expect(page).toContain('is logged in');
-    expect(page).toMatch(/<tr data-connection="sim">[\s\S]*logged in<\/span> since[\s\S]*svc.pad offline_access/);
+  it(
+    'logs in through the admin page and the callback, then runs on refreshed tokens ' + 'across access-token expiry',
+    async () => {
+      const redirect = await adminLoginRedirect();
+      expect(new URL(redirect).searchParams.get('session_state')).toBeTruthy();
+      const callback = await fetch(redirect, { redirect: 'manual' });
+      expect(callback.status).toBe(303);
+      expect(callback.headers.get('location')).toBe('/admin/connections?loggedIn=sim');
+      const page = await (await adminGet('/admin/connections?loggedIn=sim')).text();
+      expect(page).toContain('is logged in');
+      expect(page).toMatch(/<tr data-connection="sim">[\s\S]*logged in<\/span> since[\s\S]*svc.pad offline_access/);
 
-    const first = await run();
-    expect(first.status).toBe('succeeded');
-    expect(first.rows).toBe(120);
-    expect(h.sim.oauthCounters().grants.refresh_token).toBe(1);
-    // The access token is shared: a second run inside its lifetime asks nobody.
-    await run();
-    expect(h.sim.oauthCounters().grants.refresh_token).toBe(1);
-    h.sim.expireTokens();
-    const third = await run();
-    expect(third.status).toBe('succeeded');
-    expect(h.sim.oauthCounters().grants.refresh_token).toBe(2);
-    expect(h.sim.oauthCounters().refreshTokensIssued).toHaveLength(1);
-  });
+      const first = await run();
+      expect(first.status).toBe('succeeded');
+      expect(first.rows).toBe(120);
+      expect(h.sim.oauthCounters().grants.refresh_token).toBe(1);
+      // The access token is shared: a second run inside its lifetime asks nobody.
+      await run();
+      expect(h.sim.oauthCounters().grants.refresh_token).toBe(1);
+      h.sim.expireTokens();
+      const third = await run();
+      expect(third.status).toBe('succeeded');
+      expect(h.sim.oauthCounters().grants.refresh_token).toBe(2);
+      expect(h.sim.oauthCounters().refreshTokensIssued).toHaveLength(1);
+    },
+  );
 
   it('a logged-out user stops the runs with LOGIN_REQUIRED once, then fails fast until the next login', async () => {
     expect(h.sim.logoutUser('anna')).toBe(true);
@@ -222,19 +230,22 @@ describe.sequential('a user-dependent service user', () => {
     ).rejects.toThrow(/expired \(10 minutes; RFC 6749 section 10\.12\)/);
   });
 
-  it("ends a login with invalid_scope when the user has none of the scopes, with the server's words and what to do", async () => {
-    const redirect = await adminLoginRedirect('nina');
-    const params = new URL(redirect).searchParams;
-    expect(params.get('error')).toBe('invalid_scope');
-    expect(params.get('session_state')).toBeTruthy();
-    const page = await fetch(redirect, { redirect: 'manual' });
-    expect(page.status).toBe(400);
-    const text = await page.text();
-    expect(text).toContain('invalid_scope (The user has no access to any of the requested scopes)');
-    expect(text).toContain('assign the requested scopes to the user');
-    // The failed login left the earlier one in place.
-    expect((await run()).status).toBe('succeeded');
-  });
+  it(
+    'ends a login with invalid_scope when the user has none of the scopes, ' + "with the server's words and what to do",
+    async () => {
+      const redirect = await adminLoginRedirect('nina');
+      const params = new URL(redirect).searchParams;
+      expect(params.get('error')).toBe('invalid_scope');
+      expect(params.get('session_state')).toBeTruthy();
+      const page = await fetch(redirect, { redirect: 'manual' });
+      expect(page.status).toBe(400);
+      const text = await page.text();
+      expect(text).toContain('invalid_scope (The user has no access to any of the requested scopes)');
+      expect(text).toContain('assign the requested scopes to the user');
+      // The failed login left the earlier one in place.
+      expect((await run()).status).toBe('succeeded');
+    },
+  );
 
   it('refuses 26 scopes at the simulator with the second invalid_scope redirect', async () => {
     const started = await startLogin(
@@ -265,68 +276,79 @@ describe.sequential('a user-dependent service user', () => {
     expect(rows).toEqual([{ auth: 'client_credentials', granted_scope: 'svc.pad openid' }]);
   });
 
-  it('keeps every refresh token out of logs, Redis, the run history, the pages and /metrics, and stores it sealed', async () => {
-    const issued = h.sim.oauthCounters().refreshTokensIssued;
-    expect(issued.length).toBeGreaterThanOrEqual(2);
-    const { rows: sealed } = await h.pool.query<{ refresh_token_sealed: string }>(
-      'SELECT refresh_token_sealed FROM etl.connection_logins WHERE connection = $1 AND base_url = $2 AND client_id = $3',
-      ['sim', h.sim.url, 'demo-user-client'],
-    );
-    expect(sealed[0]!.refresh_token_sealed).toMatch(/^v1:/);
-    const { rows: history } = await h.pool.query<{ t: string }>(
-      `SELECT coalesce(json_agg(r)::text, '') || coalesce((SELECT json_agg(e)::text FROM etl.run_errors e WHERE e.attempt_id IN (SELECT attempt_id FROM etl.attempts WHERE job = $1)), '') AS t FROM etl.attempts r WHERE job = $1`,
-      [job],
-    );
-    const { rows: states } = await h.pool.query<{ t: string }>(
-      "SELECT coalesce(json_agg(s)::text, '') AS t FROM etl.login_states s WHERE base_url = $1",
-      [h.sim.url],
-    );
-    const haystacks = {
-      logs: log.text(),
-      redis: await redisDump(h.redis),
-      history: history[0]!.t,
-      loginStates: states[0]!.t,
-      sealedRow: sealed[0]!.refresh_token_sealed,
-      page: await (await adminGet('/admin/connections')).text(),
-      metrics: await (await adminGet('/metrics')).text(),
-    };
-    expect(haystacks.logs).toContain('user-dependent service user logged in');
-    expect(haystacks.history).toContain('LOGIN_REQUIRED');
-    for (const refreshToken of issued) {
-      for (const [where, text] of Object.entries(haystacks))
-        expect(text.includes(refreshToken), `refresh token found in ${where}`).toBe(false);
-    }
-  });
-});
-
-it('the login_required gauge counts a user-dependent connection of the live jobs.yaml that never logged in', async () => {
-  const { staticConfig } = await import('../src/config/live-config.ts');
-  const fresh = h.config(
-    {},
-    {
-      auth: 'authorization_code',
-      clientId: `never-${uniqueName('c')}`,
-      clientSecret: undefined,
-      scopes: ['svc.pad'],
-      redirectUri: 'https://etl.example.com/oauth/callback',
+  it(
+    'keeps every refresh token out of logs, Redis, the run history, ' + 'the pages and /metrics, and stores it sealed',
+    async () => {
+      const issued = h.sim.oauthCounters().refreshTokensIssued;
+      expect(issued.length).toBeGreaterThanOrEqual(2);
+      const { rows: sealed } = await h.pool.query<{ refresh_token_sealed: string }>(
+        'SELECT refresh_token_sealed FROM etl.connection_logins WHERE connection = $1 AND ' +
+          'base_url = $2 AND client_id = $3',
+        ['sim', h.sim.url, 'demo-user-client'],
+      );
+      expect(sealed[0]!.refresh_token_sealed).toMatch(/^v1:/);
+      const { rows: history } = await h.pool.query<{ t: string }>(
+        `SELECT coalesce(json_agg(r)::text, '') || coalesce((SELECT json_agg(e)::text FROM etl.run_errors e WHERE ` +
+          `e.attempt_id IN (SELECT attempt_id FROM etl.attempts WHERE job = $1)), '') AS t FROM etl.attempts r WHERE ` +
+          `job = $1`,
+        [job],
+      );
+      const { rows: states } = await h.pool.query<{ t: string }>(
+        "SELECT coalesce(json_agg(s)::text, '') AS t FROM etl.login_states s WHERE base_url = $1",
+        [h.sim.url],
+      );
+      const haystacks = {
+        logs: log.text(),
+        redis: await redisDump(h.redis),
+        history: history[0]!.t,
+        loginStates: states[0]!.t,
+        sealedRow: sealed[0]!.refresh_token_sealed,
+        page: await (await adminGet('/admin/connections')).text(),
+        metrics: await (await adminGet('/metrics')).text(),
+      };
+      expect(haystacks.logs).toContain('user-dependent service user logged in');
+      expect(haystacks.history).toContain('LOGIN_REQUIRED');
+      for (const refreshToken of issued) {
+        for (const [where, text] of Object.entries(haystacks))
+          expect(text.includes(refreshToken), `refresh token found in ${where}`).toBe(false);
+      }
     },
   );
-  const live = { ...config, connections: { ...config.connections, never: fresh.connections.sim! } };
-  const second = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: log.logger,
-    port: 0,
-    auth: { token },
-    liveConfig: staticConfig(live),
-  });
-  try {
-    const text = await (await fetch(`${second.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
-    expect(text).toMatch(/report_etl_login_required\{connection="never"\} 1/);
-    // The client-credentials connection is no login's business.
-    expect(text).not.toMatch(/report_etl_login_required\{connection="cc"\}/);
-  } finally {
-    await second.close();
-  }
 });
+
+it(
+  'the login_required gauge counts a user-dependent connection of the live ' + 'jobs.yaml that never logged in',
+  async () => {
+    const { staticConfig } = await import('../src/config/live-config.ts');
+    const fresh = h.config(
+      {},
+      {
+        auth: 'authorization_code',
+        clientId: `never-${uniqueName('c')}`,
+        clientSecret: undefined,
+        scopes: ['svc.pad'],
+        redirectUri: 'https://etl.example.com/oauth/callback',
+      },
+    );
+    const live = { ...config, connections: { ...config.connections, never: fresh.connections.sim! } };
+    const second = await startAdminServer({
+      pool: h.pool,
+      redis: h.redis,
+      queue,
+      logger: log.logger,
+      port: 0,
+      auth: { token },
+      liveConfig: staticConfig(live),
+    });
+    try {
+      const text = await (
+        await fetch(`${second.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })
+      ).text();
+      expect(text).toMatch(/report_etl_login_required\{connection="never"\} 1/);
+      // The client-credentials connection is no login's business.
+      expect(text).not.toMatch(/report_etl_login_required\{connection="cc"\}/);
+    } finally {
+      await second.close();
+    }
+  },
+);

@@ -70,19 +70,23 @@ it.each(['json', 'txt', 'xml_query'])(
   },
 );
 
-it('a table loaded before names were recorded keeps its columns as they were made, and is mapped by name from then on', async () => {
-  const table = `${h.schema}.clash_legacy`;
-  // As the earlier version made it from Clash/Amounts: clashes numbered in order of appearance.
-  await h.pool.query(`CREATE TABLE ${table} (nr bigint, amount bigint, amount_2 bigint)`);
-  await h.pool.query(`INSERT INTO ${table} VALUES (0, 100, 0)`);
-  await load(table, 'Clash/Amounts', 'json');
-  expect(await targetColumns(table)).toEqual(['nr', 'amount', 'amount_2']);
-  // Now recorded: the reversed report maps by name, not by the order it sends.
-  await load(table, 'Clash/Amounts Reversed', 'json');
-  expect(await targetColumns(table)).toEqual(['nr', 'amount', 'amount_2']);
-  const expected = ['0:100:0', ...[1, 2, 3, 4, 5].flatMap((n) => [`${n}:${100 + n}:${n}`, `${n}:${100 + n}:${n}`])];
-  expect(await pairs(table, 'amount', 'amount_2')).toEqual(expected);
-});
+it(
+  'a table loaded before names were recorded keeps its columns as they were made, ' +
+    'and is mapped by name from then on',
+  async () => {
+    const table = `${h.schema}.clash_legacy`;
+    // As the earlier version made it from Clash/Amounts: clashes numbered in order of appearance.
+    await h.pool.query(`CREATE TABLE ${table} (nr bigint, amount bigint, amount_2 bigint)`);
+    await h.pool.query(`INSERT INTO ${table} VALUES (0, 100, 0)`);
+    await load(table, 'Clash/Amounts', 'json');
+    expect(await targetColumns(table)).toEqual(['nr', 'amount', 'amount_2']);
+    // Now recorded: the reversed report maps by name, not by the order it sends.
+    await load(table, 'Clash/Amounts Reversed', 'json');
+    expect(await targetColumns(table)).toEqual(['nr', 'amount', 'amount_2']);
+    const expected = ['0:100:0', ...[1, 2, 3, 4, 5].flatMap((n) => [`${n}:${100 + n}:${n}`, `${n}:${100 + n}:${n}`])];
+    expect(await pairs(table, 'amount', 'amount_2')).toEqual(expected);
+  },
+);
 
 it('a replace into a dropped and re-created table of the same name forgets the old records', async () => {
   const table = `${h.schema}.clash_recreated`;

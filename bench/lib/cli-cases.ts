@@ -2,8 +2,8 @@
  * The user's-path cases of `npm run bench`, measured on the README's command `npx report-etl run <job>`:
  * the bin (bin/report-etl.js, which runs the build, dist/main.js) started as npx starts it, with the shebang's node
  * flags, against the page server (bench/user-path.ts: against `report-etl simulate`):
- * - {@link fixedCost}: a 10-row run as a whole process, wall time from spawn to exit (the recommended first status poll,
- *   250 ms, included: the connection keeps the default pollIntervalMs), median and spread of `repeats` after one
+ * - {@link fixedCost}: a 10-row run as a whole process, wall time from spawn to exit (the recommended first status
+ *   poll, 250 ms, included: the connection keeps the default pollIntervalMs), median and spread of `repeats` after one
  *   warm-up start (which fills the compile cache, as any first run on a machine does);
  * - {@link cliPeakRss}: the process's peak RSS and wall time during a run of `rows` (or 100,000) rows (txt, paging
  *   100,000).
@@ -18,7 +18,9 @@ import { median } from './report.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/report-etl.js', import.meta.url));
 /** Written to stderr at exit by the --import module: `BENCH_MAXRSS_KIB <n>`. */
-const RSS_HOOK = `data:text/javascript,process.on('exit',()=>process.stderr.write('BENCH_MAXRSS_KIB '+process.resourceUsage().maxRSS+'\\n'))`;
+const RSS_HOOK =
+  `data:text/javascript,process.on('exit',()=>process.stderr.write('BENCH_MAXRSS_KIB ` +
+  `'+process.resourceUsage().maxRSS+'\\n'))`;
 
 /** One whole-process run of the CLI. */
 export interface CliRun {

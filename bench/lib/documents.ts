@@ -83,9 +83,12 @@ export async function documentCase(c: DocumentCaseContext): Promise<CaseResult> 
     };
     runs.push(run);
     log(
-      `  run ${r + 1}: e2e ${(run.e2eMs / 1000).toFixed(2)} s (${(bytes / 1e6 / (run.e2eMs / 1000)).toFixed(0)} MB/s), psql \\copy ${(limitMs / 1000).toFixed(2)} s ` +
-        `(${(bytes / 1e6 / (limitMs / 1000)).toFixed(0)} MB/s), into empty ${(emptyCopyMs / 1000).toFixed(2)} s, worker CPU ${(run.cpuMs / 1000).toFixed(2)} s, ` +
-        `RSS ${run.rssMB.toFixed(0)} MB = ${run.baseRssMB.toFixed(0)} MB before the run + ${(run.rssMB - run.baseRssMB).toFixed(0)} MB`,
+      `  run ${r + 1}: e2e ${(run.e2eMs / 1000).toFixed(2)} s (${(bytes / 1e6 / (run.e2eMs / 1000)).toFixed(0)} ` +
+        `MB/s), psql \\copy ${(limitMs / 1000).toFixed(2)} s ` +
+        `(${(bytes / 1e6 / (limitMs / 1000)).toFixed(0)} MB/s), into empty ${(emptyCopyMs / 1000).toFixed(2)} ` +
+        `s, worker CPU ${(run.cpuMs / 1000).toFixed(2)} s, ` +
+        `RSS ${run.rssMB.toFixed(0)} MB = ${run.baseRssMB.toFixed(0)} MB before the run + ` +
+        `${(run.rssMB - run.baseRssMB).toFixed(0)} MB`,
     );
   }
   await rm(dump, { force: true });
@@ -96,8 +99,10 @@ export async function documentCase(c: DocumentCaseContext): Promise<CaseResult> 
   const rssMB = median(runs.map((x) => x.rssMB));
   const baseRssMB = median(runs.map((x) => x.baseRssMB));
   log(
-    `pdf documents: ${(bytes / 1e6 / (e2eMs / 1000)).toFixed(0)} MB/s vs psql \\copy ${(bytes / 1e6 / (limitMs / 1000)).toFixed(0)} MB/s (ratio ${(limitMs / e2eMs).toFixed(2)}); ` +
-      `worker RSS +${Math.max(...runs.map((x) => x.rssMB - x.baseRssMB)).toFixed(0)} MB over its ${baseRssMB.toFixed(0)} MB before the run (max of ${runs.length})`,
+    `pdf documents: ${(bytes / 1e6 / (e2eMs / 1000)).toFixed(0)} MB/s vs psql \\copy ` +
+      `${(bytes / 1e6 / (limitMs / 1000)).toFixed(0)} MB/s (ratio ${(limitMs / e2eMs).toFixed(2)}); ` +
+      `worker RSS +${Math.max(...runs.map((x) => x.rssMB - x.baseRssMB)).toFixed(0)} MB over its ` +
+      `${baseRssMB.toFixed(0)} MB before the run (max of ${runs.length})`,
   );
   return {
     rows: pages,

@@ -41,7 +41,8 @@ export async function psql(databaseUrl: string, commands: string[]): Promise<{ m
  */
 export async function dumpCsv(db: pg.Client, table: string, file: string): Promise<number> {
   const { rows } = await db.query<{ name: string }>(
-    `SELECT quote_ident(attname) AS name FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND attname NOT IN ('_etl_run_key', '_etl_loaded_at') ORDER BY attnum`,
+    `SELECT quote_ident(attname) AS name FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT ` +
+      `attisdropped AND attname NOT IN ('_etl_run_key', '_etl_loaded_at') ORDER BY attnum`,
     [table],
   );
   await pipeline(

@@ -125,11 +125,14 @@ export function summary(
   const limit = mode === 'append' ? 'of psql \\copy into an empty table' : 'of psql DELETE + \\copy';
   const rowPart =
     main.length > 0
-      ? `${short(rows)} rows paging ${paging === 'all' ? 'all' : short(paging)}: ${ratios} ${limit} (goals: txt >= 1.0, json >= 0.95, xml_query >= 1.0); `
+      ? `${short(rows)} rows paging ${paging === 'all' ? 'all' : short(paging)}: ${ratios} ${limit} (goals: ` +
+        `txt >= 1.0, json >= 0.95, xml_query >= 1.0); `
       : '';
   const docs = results.find((r) => r.outputType === 'pdf');
   const docPart = docs
-    ? `pdf ${(docs.bytes / 1e6).toFixed(0)} MB in ${docs.pages} pages: ${docs.mbPerSec.toFixed(0)} MB/s, ${docs.ratio.toFixed(2)} of psql \\copy, worker RSS +${Math.max(...docs.runs.map((x) => x.rssMB - x.baseRssMB)).toFixed(0)} MB; `
+    ? `pdf ${(docs.bytes / 1e6).toFixed(0)} MB in ${docs.pages} pages: ${docs.mbPerSec.toFixed(0)} MB/s, ` +
+      `${docs.ratio.toFixed(2)} of psql \\copy, worker RSS ` +
+      `+${Math.max(...docs.runs.map((x) => x.rssMB - x.baseRssMB)).toFixed(0)} MB; `
     : '';
   return `bench ${mode} ${rowPart}${docPart}peak RSS max ${rss.toFixed(0)} MB`;
 }
@@ -164,8 +167,10 @@ export function cliMarginalRowsPerSec(u: UserPathResult): { rows100k?: number; r
 /** The user's path in the summary line, against its goals (<= 0.6 s, <= 20 ms, <= 150 MB). */
 export function userPath(u: UserPathResult): string {
   return (
-    `10-row run ${(u.wholeProcessMs.median / 1000).toFixed(2)} s whole process (goal <= 0.6), ${u.warmWorkerMs.median.toFixed(0)} ms in a warm worker (goal <= 20); ` +
-    `report-etl run of ${short(u.cliRows)} rows peak RSS max ${Math.max(...u.cliPeakRssMB).toFixed(0)} MB (goal <= 150); ` +
+    `10-row run ${(u.wholeProcessMs.median / 1000).toFixed(2)} s whole process (goal <= 0.6), ` +
+    `${u.warmWorkerMs.median.toFixed(0)} ms in a warm worker (goal <= 20); ` +
+    `report-etl run of ${short(u.cliRows)} rows peak RSS max ` +
+    `${Math.max(...u.cliPeakRssMB).toFixed(0)} MB (goal <= 150); ` +
     `100k txt rows in a warm worker ${Math.round(u.warm100kRowsPerSec / 1000)}k rows/s` +
     marginal(u)
   );
@@ -175,7 +180,8 @@ function marginal(u: UserPathResult): string {
   const m = cliMarginalRowsPerSec(u);
   return m.rows100k === undefined
     ? ''
-    : `; report-etl run, whole process, rows/s beyond the 10-row run: 100k ${Math.round(m.rows100k / 1000)}k, ${short(u.cliRows)} ${Math.round(m.rowsBig / 1000)}k`;
+    : `; report-etl run, whole process, rows/s beyond the 10-row run: 100k ${Math.round(m.rows100k / 1000)}k, ` +
+        `${short(u.cliRows)} ${Math.round(m.rowsBig / 1000)}k`;
 }
 
 /**
@@ -191,7 +197,10 @@ export function levelLine(results: CaseResult[], paging: number | 'all'): string
   const types = [...new Set(cases.map((r) => r.outputType))].map((type) => {
     const of = (pick: (r: CaseResult) => number | undefined) =>
       sizes.map((n) => k(pick(cases.find((r) => r.rows === n && r.outputType === type)!))).join('/');
-    return `${type} fresh ${of((r) => r.rowsPerSec)}, warm ${of((r) => r.warmRowsPerSec)}, psql ${of((r) => r.limitRowsPerSec)}`;
+    return (
+      `${type} fresh ${of((r) => r.rowsPerSec)}, warm ${of((r) => r.warmRowsPerSec)}, ` +
+      `psql ${of((r) => r.limitRowsPerSec)}`
+    );
   });
   return `; rows/s ${sizes.map(short).join('/')}: ${types.join('; ')}`;
 }

@@ -1,10 +1,11 @@
 // The measured worker of `npm run bench` (bench/run.ts): one fresh process per measurement, so that its peak RSS
 // is its own. It runs the compiled product (dist/, built by `npm run bench` first), as the Docker image does.
-// Runs runAttempt once (after input.warmups unmeasured runs) against the page server and sends one WorkerResult (bench/lib/worker-types.ts) to the parent
-// over IPC, then exits. Input: argv[2] is a JSON WorkerInput. Time to the first row is taken from the loader's
-// 'loading' log line, which copy-load.ts writes once the first rows are decoded, right before COPY starts.
-// The product's processes enable Node's compile cache before loading their modules (src/main.ts): so does this one, so
-// that a measurement does not pay compiling every module, which no report-etl process does after its first start.
+// Runs runAttempt once (after input.warmups unmeasured runs) against the page server and sends one WorkerResult
+// (bench/lib/worker-types.ts) to the parent over IPC, then exits. Input: argv[2] is a JSON WorkerInput. Time to the
+// first row is taken from the loader's 'loading' log line, which copy-load.ts writes once the first rows are decoded,
+// right before COPY starts. The product's processes enable Node's compile cache before loading their modules
+// (src/main.ts): so does this one, so that a measurement does not pay compiling every module, which no report-etl
+// process does after its first start.
 import { enableCompileCache } from 'node:module';
 
 enableCompileCache?.();

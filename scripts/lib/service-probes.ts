@@ -44,7 +44,8 @@ function networkCode(err: unknown): string | undefined {
 /**
  * Connects to `url` and runs `SELECT 1`.
  * @param timeoutMs connect timeout in ms ({@link PROBE_TIMEOUT_MS})
- * @returns `answers`, `nothing` (refused, timeout, unknown host) or `refuses` (the server's own error, e.g. 28P01, 3D000)
+ * @returns `answers`, `nothing` (refused, timeout, unknown host) or `refuses` (the server's own error, e.g. 28P01,
+ * 3D000)
  */
 export async function probePostgres(url: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<ProbeResult> {
   const client = new pg.Client({

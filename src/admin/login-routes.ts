@@ -120,7 +120,8 @@ export function registerLoginRoutes(app: FastifyInstance, deps: LoginRoutesDeps)
       return send(
         200,
         true,
-        `Connection "${done.connection}" is logged in (scopes granted: ${done.grantedScope ?? 'none named'}). report-etl login finishes in the terminal; you can close this window.`,
+        `Connection "${done.connection}" is logged in (scopes granted: ${done.grantedScope ?? 'none named'}). ` +
+          `report-etl login finishes in the terminal; you can close this window.`,
       );
     } catch (err) {
       return send(400, false, coerceError(err).message);

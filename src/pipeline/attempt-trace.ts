@@ -1,9 +1,9 @@
 /**
- * Where one attempt's time goes (docs/observability.md "Tracing", docs/architecture.md "Observability"): each step and each page is
- * timed once, with `performance.now()`, and the same figures make both the attempt's timeline (history/timeline.ts,
- * stored with the attempt whether or not traces are exported) and its spans (one span for the attempt, a child per
- * step, and per page a span with its fetch and its reading). When nothing is traced the attempt's span is the API's
- * no-op one and no other span is made: what is left is the timeline's few numbers per step and page.
+ * Where one attempt's time goes (docs/observability.md "Tracing", docs/architecture.md "Observability"): each step and
+ * each page is timed once, with `performance.now()`, and the same figures make both the attempt's timeline
+ * (history/timeline.ts, stored with the attempt whether or not traces are exported) and its spans (one span for the
+ * attempt, a child per step, and per page a span with its fetch and its reading). When nothing is traced the attempt's
+ * span is the API's no-op one and no other span is made: what is left is the timeline's few numbers per step and page.
  */
 import {
   PageEntries,

@@ -30,7 +30,10 @@ export function deadlinesOf(job: ResolvedJob): AttemptDeadlines {
 
 /** How to fix a deadline that was too short, or the server behind it; ends every deadline's message. */
 function fixHint(option: 'pageTimeoutMs' | 'maxRunMs', slow: string): string {
-  return `Check the server (${slow}), or raise ${option} in jobs.yaml (the job's, or its connection's) if it is this slow by nature`;
+  return (
+    `Check the server (${slow}), or raise ${option} in jobs.yaml (the job's, ` +
+    `or its connection's) if it is this slow by nature`
+  );
 }
 
 /**
@@ -54,7 +57,8 @@ export class PageTimeoutError extends EtlError {
       : `${received.bytes} bytes of it had arrived${received.rows > 0 ? ` (${received.rows} rows)` : ''}`;
     super(
       'PAGE_TIMEOUT',
-      `page ${page} of report job ${reportJobId} was not read within pageTimeoutMs (${limitMs} ms): ${got}; nothing was committed. ` +
+      `page ${page} of report job ${reportJobId} was not read within pageTimeoutMs (${limitMs} ms): ` +
+        `${got}; nothing was committed. ` +
         fixHint('pageTimeoutMs', 'it sends the page too slowly or stopped sending it'),
       {
         stage: 'fetch',
@@ -87,7 +91,8 @@ export class RunTimeoutError extends EtlError {
     const got =
       at.pages === 0 && at.bytes === 0
         ? 'no page had been read'
-        : `${at.pages === 0 ? 'no page' : `${at.pages} page${at.pages === 1 ? '' : 's'}`} had been read completely (${at.bytes} bytes had arrived)`;
+        : `${at.pages === 0 ? 'no page' : `${at.pages} page${at.pages === 1 ? '' : 's'}`} had been read ` +
+          `completely (${at.bytes} bytes had arrived)`;
     const c = at.cancelled;
     const database = c
       ? `; PostgreSQL was still running a statement of the load, ${describeWait(c)}, and ` +
@@ -99,7 +104,8 @@ export class RunTimeoutError extends EtlError {
       : `; nothing was committed. ${fixHint('maxRunMs', 'a report slow to render, or pages slow to arrive')}`;
     super(
       'RUN_TIMEOUT',
-      `the attempt did not commit within maxRunMs (${limitMs} ms) of its start: it was at stage ${at.stage}, ${got}${database}`,
+      `the attempt did not commit within maxRunMs (${limitMs} ms) of its start: ` +
+        `it was at stage ${at.stage}, ${got}${database}`,
       {
         stage: at.stage,
         details: {

@@ -79,7 +79,10 @@ export function formatWithOffset(at: Date, zone: string): string {
   const asUtc = Date.parse(`${date}T${time}Z`);
   const offsetMin = Math.round((asUtc - Math.floor(at.getTime() / 1000) * 1000) / 60_000);
   const abs = Math.abs(offsetMin);
-  return `${wall}${offsetMin < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+  return (
+    `${wall}${offsetMin < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:` +
+    `${String(abs % 60).padStart(2, '0')}`
+  );
 }
 
 /**

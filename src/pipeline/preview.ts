@@ -2,8 +2,8 @@
  * `report-etl preview`: what a job would load, before a first load — the dbt `show` / Airbyte "test
  * read" of this tool. Runs the report with a small paging, reads its first page only, and shows the target columns
  * with the types they would get and the first rows as PostgreSQL would store them. Loads nothing (the rows go into
- * a staging table of a transaction that is rolled back), records no run, and deletes the report job (docs/report-export-service.md "What the
- * service does" 3).
+ * a staging table of a transaction that is rolled back), records no run, and deletes the report job
+ * (docs/report-export-service.md "What the service does" 3).
  */
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
@@ -36,9 +36,15 @@ export interface PreviewOptions {
   prefix?: string | undefined;
 }
 
-/** What a preview found: the server's counts, the target table and {@link PreviewResult} (undefined: no rows, no header). */
+/**
+ * What a preview found: the server's counts, the target table and {@link PreviewResult} (undefined: no rows, no
+ * header).
+ */
 export interface JobPreview {
-  /** The report's rows and pages at the preview's paging (docs/report-export-service.md "Job (report session)": rows=;pages=). */
+  /**
+   * The report's rows and pages at the preview's paging (docs/report-export-service.md "Job (report session)":
+   * rows=;pages=).
+   */
   reportRows: number;
   reportPages: number;
   targetTable: string;

@@ -1,8 +1,9 @@
 /**
- * The pages of one finished report job as one {@link RowSource}: GET output/1, 2, … until 404 (docs/report-export-service.md "Endpoints" #3
- * and note 1), each page's body fed through the page decoder of the output type. Pulling drives everything: COPY
- * pulls rows, the decoder pulls page bytes, undici reads the socket only as fast as PostgreSQL takes rows. One page
- * is requested ahead, so that the server's rendering of page n+1 and the network overlap the COPY of page n.
+ * The pages of one finished report job as one {@link RowSource}: GET output/1, 2, … until 404
+ * (docs/report-export-service.md "Endpoints" #3 and note 1), each page's body fed through the page decoder of the
+ * output type. Pulling drives everything: COPY pulls rows, the decoder pulls page bytes, undici reads the socket only
+ * as fast as PostgreSQL takes rows. One page is requested ahead, so that the server's rendering of page n+1 and the
+ * network overlap the COPY of page n.
  *
  * A broken or hostile server is bounded (docs/architecture.md "Limits"): each page has `pageTimeoutMs` from its
  * request to its last byte, and reading stops at the first page past the announced `pages=` and at the first row past
@@ -155,7 +156,9 @@ export function reportRows(
     return req;
   }
 
-  /** Starts the page's deadline: from now, as the reader turns to it, its request, headers and body must end in time. */
+  /**
+   * Starts the page's deadline: from now, as the reader turns to it, its request, headers and body must end in time.
+   */
   function startDeadline(req: PageRequest): void {
     if (pageTimeoutMs === undefined || !Number.isFinite(pageTimeoutMs)) return;
     req.deadline = setTimeout(() => req.stop.abort(new PageDeadlineReached(pageTimeoutMs)), pageTimeoutMs);

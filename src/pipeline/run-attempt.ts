@@ -1,8 +1,9 @@
 /**
  * runAttempt(): one attempt of a run, from its record in the run history to the committed rows and the deleted
  * report job (docs/architecture.md "Flow of one run"). The steps are in attempt-steps.ts; this file only puts them in
- * order, each run by trace.step, which times it (docs/observability.md "Tracing") and sets the stage a failure is recorded at
- * (attempt-trace.ts). Knows nothing of BullMQ; cancellable by AbortSignal (docs/architecture.md "Lifecycle").
+ * order, each run by trace.step, which times it (docs/observability.md "Tracing") and sets the stage a failure is
+ * recorded at (attempt-trace.ts). Knows nothing of BullMQ; cancellable by AbortSignal (docs/architecture.md
+ * "Lifecycle").
  */
 import { ATTR } from '../tracing.ts';
 import { withLoadTransaction } from '../warehouse/load-transaction.ts';

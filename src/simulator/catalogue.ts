@@ -1,7 +1,7 @@
 /**
- * The simulator's report catalogue: which reports exist (docs/report-export-service.md "Report naming rules": sub folders,
- * extensions avw/avx) and the rows each one returns, deterministic by seed. Tests use
- * {@link reportData} to compare what was loaded with what was served.
+ * The simulator's report catalogue: which reports exist (docs/report-export-service.md "Report naming rules": sub
+ * folders, extensions avw/avx) and the rows each one returns, deterministic by seed. Tests use {@link reportData} to
+ * compare what was loaded with what was served.
  */
 import { isoUtc } from './time-format.ts';
 import {
@@ -40,7 +40,10 @@ export interface ReportData {
   row(index: number): CanonicalValue[];
   /** The renderers' fast form of row `index`: like {@link row} but timestamps as epoch ms. */
   cells(index: number): Cell[];
-  /** When set, the job ends FinishedError with this text (docs/report-export-service.md "Job (report session)": message may contain line breaks). */
+  /**
+   * When set, the job ends FinishedError with this text (docs/report-export-service.md "Job (report session)": message
+   * may contain line breaks).
+   */
   failure?: string;
 }
 
@@ -82,7 +85,8 @@ const DEFINITIONS: Definition[] = [
   {
     path: 'Sales/Orders.avw',
     description:
-      'Sales orders: text with umlauts, quotes, commas and line breaks; exact decimals; integers beyond 2^53; FROM/TO (yyyy-mm-dd) filter "Erfasst Am"',
+      'Sales orders: text with umlauts, quotes, commas and line breaks; exact decimals; integers beyond 2^53; ' +
+      'FROM/TO (yyyy-mm-dd) filter "Erfasst Am"',
     defaultRows: 2_500,
     columns: SALES_COLUMNS,
     rows: (seed, _n, range) => salesRows(seed, range),
@@ -127,7 +131,8 @@ const DEFINITIONS: Definition[] = [
   {
     path: 'Clash/Amounts.avw',
     description:
-      'Two columns whose names differ only in letter case ("Amount" holds 100 + n, "amount" holds n): they clash after normalising',
+      'Two columns whose names differ only in letter case ("Amount" holds 100 + n, ' +
+      '"amount" holds n): they clash after normalising',
     defaultRows: 20,
     columns: [
       { name: 'Nr', kind: 'integer' },
@@ -179,7 +184,10 @@ const DEFINITIONS: Definition[] = [
   },
 ];
 
-/** Every report the simulator knows (docs/report-export-service.md "What the service does" 1: reports are pre-configured). */
+/**
+ * Every report the simulator knows (docs/report-export-service.md "What the service does" 1: reports are
+ * pre-configured).
+ */
 export const CATALOGUE: ReadonlyArray<CatalogueEntry> = DEFINITIONS.map(({ path, description, defaultRows }) => ({
   path,
   description,

@@ -1,4 +1,6 @@
-/** C/Java string literal coding of the txt_cstr and txt_allcstr pages (docs/report-export-service.md "Output types"). */
+/**
+ * C/Java string literal coding of the txt_cstr and txt_allcstr pages (docs/report-export-service.md "Output types").
+ */
 
 /**
  * Codes `text` as the simulator and a C/Java server do: `\\ \" \n \r \t \b \f \v \a`, other control characters as

@@ -1,7 +1,9 @@
 /** Small node:http helpers of the simulator: bodies, JSON answers, problem+json answers. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-/** Headers every {report_api} answer carries (docs/report-export-service.md "Endpoints": common to report_api calls). */
+/**
+ * Headers every {report_api} answer carries (docs/report-export-service.md "Endpoints": common to report_api calls).
+ */
 export const REPORT_API_HEADERS = { 'Cache-Control': 'no-store', 'Access-Control-Allow-Origin': '*' } as const;
 
 /** Thrown by {@link readBody} when the body exceeds the limit. */
@@ -46,7 +48,10 @@ export function sendJson(
   send(res, status, { ...headers, 'Content-Type': contentType }, JSON.stringify(value));
 }
 
-/** Answers application/problem+json (docs/report-export-service.md "Error problem body"; also our choice for answers the service's description does not show). */
+/**
+ * Answers application/problem+json (docs/report-export-service.md "Error problem body"; also our choice for answers the
+ * service's description does not show).
+ */
 export function sendProblem(
   res: ServerResponse,
   status: number,

@@ -1,8 +1,9 @@
 /**
- * A faithful to docs/report-export-service.md Report Export Service simulator over real HTTP (docs/report-export-service.md), for tests, the
- * demo and users' dry runs. {@link startSimulator} serves discovery, the client credentials token
- * endpoint and {report_api} (start, status, output pages in json, json_compact, txt and xml_query,
- * delete), with faults on demand. See the handler modules for the choices made where the service's description shows nothing.
+ * A faithful to docs/report-export-service.md Report Export Service simulator over real HTTP
+ * (docs/report-export-service.md), for tests, the demo and users' dry runs. {@link startSimulator} serves discovery,
+ * the client credentials token endpoint and {report_api} (start, status, output pages in json, json_compact, txt and
+ * xml_query, delete), with faults on demand. See the handler modules for the choices made where the service's
+ * description shows nothing.
  */
 import type { AddressInfo } from 'node:net';
 import { silentLogger } from '../logger.ts';
@@ -50,7 +51,8 @@ export const DEFAULT_CLIENTS: SimulatorClient[] = [
   { clientId: 'demo-client', clientSecret: 'demo-secret' },
   { clientId: 'no-access-client', clientSecret: 'no-access-secret', interfaceAccess: false },
   { clientId: 'no-rights-client', clientSecret: 'no-rights-secret', reportRights: false },
-  // User-dependent service users (docs/report-export-service.md "User-dependent service user"): a public one (Client-ID only) and a trusted one.
+  // User-dependent service users (docs/report-export-service.md "User-dependent service user"): a public one (Client-ID
+  // only) and a trusted one.
   { clientId: 'demo-user-client', userDependent: true },
   { clientId: 'demo-trusted-user-client', clientSecret: 'demo-trusted-secret', userDependent: true },
 ];

@@ -2,8 +2,9 @@
  * Rendered output pages kept in memory (SimulatorOptions.pageCache), so that serving a page costs next to
  * nothing: the benchmark (bench/run.ts) measures the worker, not the renderers. A page is keyed by report,
  * parameters, seed, output type, paging and page number, and holds exactly the bytes the streaming renderer
- * would send (docs/report-export-service.md "Output page shapes"). Memory is the sum of the cached pages: {@link PageCache.clear}
- * between report shapes. Documents (rendered whole, asynchronously) are kept once served ({@link PageCache.keepWhole}).
+ * would send (docs/report-export-service.md "Output page shapes"). Memory is the sum of the cached pages:
+ * {@link PageCache.clear} between report shapes. Documents (rendered whole, asynchronously) are kept once served
+ * ({@link PageCache.keepWhole}).
  */
 import type { ReportData } from './catalogue.ts';
 import type { OutputType } from '../vocabulary.ts';

@@ -1,13 +1,13 @@
 /**
  * Bad pages on request, for tests and dry runs of the error paths (docs/loaded-tables.md "Output types"): report
  * parameters that the simulator reads itself, besides the report's own.
- * - `SIM_FAULT`: `bad-escape` (the first quoted value of the page's third line gets the unknown escape `\q`), `no-rows-array`
- *   (json_userdef: the rows member `orders` is renamed `bestellungen`), `broken-xml` (xml: a stray `<oops>` before
- *   the closing `</orders>`, so the page is not well-formed), `empty-document` (the page has no bytes),
+ * - `SIM_FAULT`: `bad-escape` (the first quoted value of the page's third line gets the unknown escape `\q`),
+ *   `no-rows-array` (json_userdef: the rows member `orders` is renamed `bestellungen`), `broken-xml` (xml: a stray
+ *   `<oops>` before the closing `</orders>`, so the page is not well-formed), `empty-document` (the page has no bytes),
  *   `truncated-document` (only the first half of the page is sent, with a Content-Length that says so),
  *   `wrong-content-type` (the page is sent as `text/html`); a server that is broken or hostile in time or volume:
- *   `trickle` (the page's headers come at once, then one byte every {@link TRICKLE_INTERVAL_MS}), `endless-pages` (every
- *   page past the last is answered with the last page again, never 404, while `pages=` stays the true count),
+ *   `trickle` (the page's headers come at once, then one byte every {@link TRICKLE_INTERVAL_MS}), `endless-pages`
+ *   (every page past the last is answered with the last page again, never 404, while `pages=` stays the true count),
  *   `extra-row` (`rows=` announces one row fewer than the pages hold: the last page's last row is one too many).
  * - `SIM_FAULT_PAGE`: the page that gets it (default 1; `endless-pages` and `extra-row` concern the whole job).
  * - `PAD_MB`: pdf pages carry an attachment of that many MB (1e6 bytes) of filler, for benchmarks.

@@ -1,11 +1,11 @@
 /**
- * GET {report_api}/jobs/{id}/output/{page} (docs/report-export-service.md "Endpoints" #3, "Output page shapes"). Pages are
- * streamed chunk by chunk with backpressure (a false res.write() waits for 'drain'); txt pages carry
- * Content-Length (measured by a first rendering pass and cached per page), json and xml_query are
- * chunked. The reset fault sends a prefix of the page, then closes the connection; the SIM_FAULT parameter asks for a bad
- * page (page-faults.ts): one sent whole with its fault, or one byte at a time. Choices where the
- * service's description shows nothing: a job still Running or finished with an error has no pages (404, empty body); a page
- * that is not a positive integer is 400 problem+json; GET .../output without a page is 404, empty body.
+ * GET {report_api}/jobs/{id}/output/{page} (docs/report-export-service.md "Endpoints" #3, "Output page shapes"). Pages
+ * are streamed chunk by chunk with backpressure (a false res.write() waits for 'drain'); txt pages carry Content-Length
+ * (measured by a first rendering pass and cached per page), json and xml_query are chunked. The reset fault sends a
+ * prefix of the page, then closes the connection; the SIM_FAULT parameter asks for a bad page (page-faults.ts): one
+ * sent whole with its fault, or one byte at a time. Choices where the service's description shows nothing: a job still
+ * Running or finished with an error has no pages (404, empty body); a page that is not a positive integer is 400
+ * problem+json; GET .../output without a page is 404, empty body.
  */
 import type { ServerResponse } from 'node:http';
 import type { SimContext } from './context.ts';

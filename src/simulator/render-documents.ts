@@ -1,7 +1,8 @@
 /**
- * Document pages (docs/report-export-service.md "Output types": pdf, excel-xlsx_data, excel-xlsx_matrix, excel-xlsx, word-docx; their page
- * layout is not shown): real files made with well-kept libraries — pdfkit (a PDF that viewers and pdftoppm render),
- * exceljs (xlsx workbooks), docx (a Word package) — one file per output page holding that page's rows.
+ * Document pages (docs/report-export-service.md "Output types": pdf, excel-xlsx_data, excel-xlsx_matrix, excel-xlsx,
+ * word-docx; their page layout is not shown): real files made with well-kept libraries — pdfkit (a PDF that viewers and
+ * pdftoppm render), exceljs (xlsx workbooks), docx (a Word package) — one file per output page holding that page's
+ * rows.
  * - pdf: a title line, then one text line per row (values separated by " | "); `padBytes` adds an attachment
  *   stream of that many deterministic bytes (for benchmarks of large pages).
  * - excel-xlsx_data: sheet "Daten": the header row (column names), then one row per report row: integers that fit

@@ -1,8 +1,8 @@
 /**
- * json and json_compact pages (docs/report-export-service.md "Output page shapes": an object with one member data, an array of
- * row objects keyed by column name; numbers are JSON numbers, timestamps ISO 8601 strings with offset).
- * Pretty output follows the layout of Jackson's default pretty printer. Numbers are written with their
- * exact digits, never through a JS number.
+ * json and json_compact pages (docs/report-export-service.md "Output page shapes": an object with one member data, an
+ * array of row objects keyed by column name; numbers are JSON numbers, timestamps ISO 8601 strings with offset). Pretty
+ * output follows the layout of Jackson's default pretty printer. Numbers are written with their exact digits, never
+ * through a JS number.
  */
 import type { ReportData } from './catalogue.ts';
 import { CHUNK_CHARS, type RenderContext } from './render-context.ts';

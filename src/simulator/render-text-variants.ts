@@ -1,6 +1,7 @@
 /**
- * txt_cstr, txt_all and txt_allcstr pages (docs/report-export-service.md "Output types"; their layout is not shown, these are the
- * simulator's choices). All begin with a byte order mark like txt (render-txt.ts txtBom) and end lines with CR LF.
+ * txt_cstr, txt_all and txt_allcstr pages (docs/report-export-service.md "Output types"; their layout is not shown,
+ * these are the simulator's choices). All begin with a byte order mark like txt (render-txt.ts txtBom) and end lines
+ * with CR LF.
  * - txt_cstr: the txt shape, every quoted value (and column name) coded as a C/Java string literal (pages/cstr.ts
  *   encodeCstr: `\\ \" \n \r \t …`, non-ASCII as `\uXXXX`, emoji as surrogate pairs).
  * - txt_all / txt_allcstr ("all report component elements"): a title line `"<report>","Seite",<page>`, the column

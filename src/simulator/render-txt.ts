@@ -1,8 +1,8 @@
 /**
- * txt pages (docs/report-export-service.md "Output page shapes": a header line of column names, repeated on every page; text in
- * double quotes, numbers bare, timestamps bare as dd.mm.yyyy hh:mm:ss.mmm), each page led by a byte
- * order mark (docs/report-export-service.md: "generally 1 to 4 bytes"). Choices where the service's description shows nothing: CSV quoting (inner
- * quotes doubled), NULL as an empty bare field, the empty string as "", lines ended by CR LF, the column
+ * txt pages (docs/report-export-service.md "Output page shapes": a header line of column names, repeated on every page;
+ * text in double quotes, numbers bare, timestamps bare as dd.mm.yyyy hh:mm:ss.mmm), each page led by a byte order mark
+ * (docs/report-export-service.md: "generally 1 to 4 bytes"). Choices where the service's description shows nothing: CSV
+ * quoting (inner quotes doubled), NULL as an empty bare field, the empty string as "", lines ended by CR LF, the column
  * names in double quotes, timestamps in the simulator's zone.
  */
 import type { ReportData } from './catalogue.ts';

@@ -1,6 +1,6 @@
 /**
- * The report-defined shapes (docs/report-export-service.md "Output types": json_userdef, json_userdef_compact, xml — "as defined by the
- * report output"; not shown, so the simulator defines one for every report):
+ * The report-defined shapes (docs/report-export-service.md "Output types": json_userdef, json_userdef_compact, xml —
+ * "as defined by the report output"; not shown, so the simulator defines one for every report):
  * - json_userdef: `{"meta": {"report", "page", "rows"}, "body": {"orders": [ row objects like json ]},
  *   "totals": {"rows"}}`, pretty (two-space indent); json_userdef_compact the same without white space. The rows
  *   are at the JSON pointer `/body/orders` (jobs.yaml `target.rowsAt`).
@@ -32,13 +32,17 @@ export function* renderJsonUserdef(
   const nl = pretty ? '\n' : '';
   const sp = pretty ? ' ' : '';
   const ind = (n: number): string => (pretty ? '  '.repeat(n) : '');
-  const meta = `{${nl}${ind(1)}"meta":${sp}{${sp}"report":${sp}${JSON.stringify(ctx.report ?? 'Report')},${sp}"page":${sp}${ctx.page},${sp}"rows":${sp}${to - from}${sp}},${nl}`;
+  const meta =
+    `{${nl}${ind(1)}"meta":${sp}{${sp}"report":${sp}${JSON.stringify(ctx.report ?? 'Report')},${sp}"page":` +
+    `${sp}${ctx.page},${sp}"rows":${sp}${to - from}${sp}},${nl}`;
   let buf = `${meta}${ind(1)}"body":${sp}{${nl}${ind(2)}"orders":${sp}[`;
   for (let r = from; r < to; r++) {
     const cells = data.cells(r);
     buf += `${r === from ? '' : ','}${nl}${ind(3)}{`;
     for (let c = 0; c < data.columns.length; c++) {
-      buf += `${c === 0 ? '' : ','}${sp}${JSON.stringify(data.columns[c]!.name)}:${sp}${jsonValue(data, c, cells[c], ctx)}`;
+      buf +=
+        `${c === 0 ? '' : ','}${sp}${JSON.stringify(data.columns[c]!.name)}:${sp}` +
+        `${jsonValue(data, c, cells[c], ctx)}`;
     }
     buf += `${sp}}`;
     if (buf.length >= CHUNK_CHARS) {
@@ -46,7 +50,9 @@ export function* renderJsonUserdef(
       buf = '';
     }
   }
-  buf += `${to > from ? `${nl}${ind(2)}` : ''}]${nl}${ind(1)}},${nl}${ind(1)}"totals":${sp}{${sp}"rows":${sp}${data.rowCount}${sp}}${nl}}${nl}`;
+  buf +=
+    `${to > from ? `${nl}${ind(2)}` : ''}]${nl}${ind(1)}},${nl}${ind(1)}"totals":${sp}{${sp}"rows":${sp}` +
+    `${data.rowCount}${sp}}${nl}}${nl}`;
   yield buf;
 }
 
@@ -59,7 +65,9 @@ export function xmlElementName(column: string): string {
 /** Renders rows [from, to) as an xml page. */
 export function* renderXmlUserdef(data: ReportData, from: number, to: number, ctx: RenderContext): Generator<string> {
   const names = data.columns.map((c) => xmlElementName(c.name));
-  let buf = `<?xml version="1.0" encoding="UTF-8"?>\n<report name="${xmlEscape(ctx.report ?? 'Report')}" page="${ctx.page}">\n  <orders>\n`;
+  let buf =
+    `<?xml version="1.0" encoding="UTF-8"?>\n<report name="${xmlEscape(ctx.report ?? 'Report')}" ` +
+    `page="${ctx.page}">\n  <orders>\n`;
   for (let r = from; r < to; r++) {
     const cells = data.cells(r);
     buf += '    <order>';

@@ -1,9 +1,9 @@
 /**
- * xml_query pages (docs/report-export-service.md "Output page shapes": XML declaration, root element result, one row element per
- * row, one field element per column with attribute name and the value as text; empty text for empty
- * values). Choices where the service's description shows nothing: no whitespace between elements, NULL written as an empty
- * element <field name="X"/> and the empty string as <field name="X"></field> (both empty text), CR
- * written as &#13; so that XML line-end normalisation keeps it, timestamps ISO 8601 with offset.
+ * xml_query pages (docs/report-export-service.md "Output page shapes": XML declaration, root element result, one row
+ * element per row, one field element per column with attribute name and the value as text; empty text for empty
+ * values). Choices where the service's description shows nothing: no whitespace between elements, NULL written as an
+ * empty element <field name="X"/> and the empty string as <field name="X"></field> (both empty text), CR written as
+ * &#13; so that XML line-end normalisation keeps it, timestamps ISO 8601 with offset.
  */
 import type { ReportData } from './catalogue.ts';
 import { CHUNK_CHARS, type RenderContext } from './render-context.ts';

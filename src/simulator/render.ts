@@ -1,7 +1,7 @@
 /**
- * Page renderers shared types and dispatch (docs/report-export-service.md "Output page shapes", "Output types"). A text renderer is a
- * generator of chunks (~32 KiB), so a page is streamed and never built whole in memory; the same rows always give
- * the same bytes. Documents (pdf, excel, word) are rendered whole by render-documents.ts.
+ * Page renderers shared types and dispatch (docs/report-export-service.md "Output page shapes", "Output types"). A text
+ * renderer is a generator of chunks (~32 KiB), so a page is streamed and never built whole in memory; the same rows
+ * always give the same bytes. Documents (pdf, excel, word) are rendered whole by render-documents.ts.
  */
 import {
   DOCUMENT_FORMATS,
@@ -26,9 +26,9 @@ export type StreamedOutputType = Exclude<OutputType, DocumentOutputType>;
 export { CHUNK_CHARS, type PageRenderer, type RenderContext } from './render-context.ts';
 
 /**
- * Content-Type of a page per output type: docs/report-export-service.md "Output page shapes" for txt, xml_query and json; for the others the
- * service's description shows none, and the simulator sends text/plain (txt variants), application/json (json_userdef), text/xml
- * (xml) and the IANA type of each document (vocabulary DOCUMENT_FORMATS).
+ * Content-Type of a page per output type: docs/report-export-service.md "Output page shapes" for txt, xml_query and
+ * json; for the others the service's description shows none, and the simulator sends text/plain (txt variants),
+ * application/json (json_userdef), text/xml (xml) and the IANA type of each document (vocabulary DOCUMENT_FORMATS).
  */
 export const PAGE_CONTENT_TYPES: Record<SimulatedOutputType, string> = {
   json: 'application/json',

@@ -1,7 +1,7 @@
 /**
- * {report_api} start, status and delete (docs/report-export-service.md "Endpoints" #1, #2, #4), and the bearer/interface-access
- * checks every {report_api} call passes first. Answers the service's description does not show, and the simulator's
- * choice for them:
+ * {report_api} start, status and delete (docs/report-export-service.md "Endpoints" #1, #2, #4), and the
+ * bearer/interface-access checks every {report_api} call passes first. Answers the service's description does not show,
+ * and the simulator's choice for them:
  * - missing, unknown or expired token: 401, empty body, WWW-Authenticate: Bearer error="invalid_token" (RFC 6750);
  * - forbidden report name, bad mandant, bad JSON body, missing or unsupported outputType: 400 problem+json;
  * - unknown report: 200 Job, FinishedError at once, message "Report '<path>' not found";
@@ -29,7 +29,10 @@ export const MIN_PAGING = 10;
 export const RIGHTS_MESSAGE =
   'Access denied: the service user has no report application right or no report licence for the report interface.';
 
-/** Docs URL prefix of the problem type (docs/report-export-service.md "Error problem body": {docs_url}/erp/authorization/...). */
+/**
+ * Docs URL prefix of the problem type (docs/report-export-service.md "Error problem body":
+ * {docs_url}/erp/authorization/...).
+ */
 export const DOCS_URL = 'https://docs.report-export.example';
 
 /**

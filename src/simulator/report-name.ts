@@ -1,6 +1,6 @@
 /**
- * The reportname path segment (docs/report-export-service.md "Report naming rules"): URL-encoded, sub folders separated by %2F
- * (or %5C on servers that sanitize %2F), default extension avw, file name characters A-Z a-z 0-9 _ space.
+ * The reportname path segment (docs/report-export-service.md "Report naming rules"): URL-encoded, sub folders separated
+ * by %2F (or %5C on servers that sanitize %2F), default extension avw, file name characters A-Z a-z 0-9 _ space.
  */
 
 /** Allowed characters of a report file name and (our choice) of every folder name. */

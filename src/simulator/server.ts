@@ -1,8 +1,8 @@
 /**
  * The simulator's HTTP router over node:http: the service's paths (discovery, token, {report_api}) plus the
- * control paths under /_sim (GET counters, POST reset, POST faults, POST expire-tokens, POST logout, POST advance-clock). Latency and 5xx
- * faults are applied here, before a {report_api} request is authorised (as a gateway in front of the
- * server would).
+ * control paths under /_sim (GET counters, POST reset, POST faults, POST expire-tokens, POST logout, POST
+ * advance-clock). Latency and 5xx faults are applied here, before a {report_api} request is authorised (as a gateway in
+ * front of the server would).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { AUTH_PATH, handleDiscovery, handleToken, OAUTH_PREFIX, TOKEN_PATH } from './auth-handlers.ts';

@@ -74,7 +74,10 @@ export interface ZonedFormatter {
   readonly timeZone: string;
   /** UTC offset in minutes at epoch ms `ms` (e.g. 60 for CET). */
   offsetMinutes(ms: number): number;
-  /** ISO 8601 with ms and offset, e.g. "2024-03-01T12:34:56.789+01:00" (docs/report-export-service.md "Job (report session)" timestamps, json pages). */
+  /**
+   * ISO 8601 with ms and offset, e.g. "2024-03-01T12:34:56.789+01:00" (docs/report-export-service.md "Job (report
+   * session)" timestamps, json pages).
+   */
   iso(ms: number): string;
   /** Local time as dd.mm.yyyy hh:mm:ss.mmm (docs/report-export-service.md "Output page shapes": txt). */
   txt(ms: number): string;

@@ -1,7 +1,7 @@
 /**
- * Access tokens of the simulator (docs/report-export-service.md "Client credentials grant", "Token response"): opaque strings
- * that look like signed JWTs, valid for expires_in seconds, or for expires_in * tokenLifetimeFactor when
- * the early-expiry fault is set, and refused once {@link TokenStore.expireAll} ran.
+ * Access tokens of the simulator (docs/report-export-service.md "Client credentials grant", "Token response"): opaque
+ * strings that look like signed JWTs, valid for expires_in seconds, or for expires_in * tokenLifetimeFactor when the
+ * early-expiry fault is set, and refused once {@link TokenStore.expireAll} ran.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 
@@ -32,7 +32,11 @@ export class TokenStore {
       exp: Math.floor(now / 1000) + lifetimeSeconds,
       jti: randomUUID(),
     };
-    const token = `${b64url('{"alg":"RS256","typ":"JWT"}')}.${b64url(JSON.stringify(payload))}.${b64url(randomBytes(64))}`;
+    const token = [
+      b64url('{"alg":"RS256","typ":"JWT"}'),
+      b64url(JSON.stringify(payload)),
+      b64url(randomBytes(64)),
+    ].join('.');
     if (++this.#issued % 1000 === 0) this.#purge(now);
     this.#tokens.set(token, { clientId, expiresAt: now + lifetimeSeconds * factor * 1000 });
     return token;

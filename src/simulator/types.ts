@@ -2,22 +2,33 @@
 import type { Logger } from '../logger.ts';
 import type { DocumentOutputType, OutputType } from '../vocabulary.ts';
 
-/** A service user the simulator knows (docs/report-export-service.md "What the service does" 4-5, "Rights for report access"). */
+/**
+ * A service user the simulator knows (docs/report-export-service.md "What the service does" 4-5, "Rights for report
+ * access").
+ */
 export interface SimulatorClient {
   clientId: string;
   /**
    * Client-Secret. A client-credentials service user has one; a user-dependent one only when it is a trusted
-   * (confidential) client, which must then send it with the authorization-code and refresh grants (docs/report-export-service.md "User-dependent service user" step 4).
+   * (confidential) client, which must then send it with the authorization-code and refresh grants
+   * (docs/report-export-service.md "User-dependent service user" step 4).
    */
   clientSecret?: string;
-  /** A user-dependent service user (docs/report-export-service.md "User-dependent service user"): the authorization-code and refresh grants. */
+  /**
+   * A user-dependent service user (docs/report-export-service.md "User-dependent service user"): the authorization-code
+   * and refresh grants.
+   */
   userDependent?: boolean;
   /**
-   * Scopes configured for the service user (docs/report-export-service.md "Scope rules" 1). Client credentials: returned as the token
-   * response's scope when set (an entity API kind user). User-dependent: default every scope of discovery.
+   * Scopes configured for the service user (docs/report-export-service.md "Scope rules" 1). Client credentials:
+   * returned as the token response's scope when set (an entity API kind user). User-dependent: default every scope of
+   * discovery.
    */
   scopes?: string[];
-  /** Redirect URIs configured in advance (docs/report-export-service.md "User-dependent service user" step 1); default: any absolute http(s) URI. */
+  /**
+   * Redirect URIs configured in advance (docs/report-export-service.md "User-dependent service user" step 1); default:
+   * any absolute http(s) URI.
+   */
   redirectUris?: string[];
   /** Report interface access option; false => every {report_api} call answers 403 problem+json. Default true. */
   interfaceAccess?: boolean;
@@ -25,13 +36,19 @@ export interface SimulatorClient {
   reportRights?: boolean;
 }
 
-/** A product user who can log in on the simulator's login page (docs/report-export-service.md "User-dependent service user" step 2). */
+/**
+ * A product user who can log in on the simulator's login page (docs/report-export-service.md "User-dependent service
+ * user" step 2).
+ */
 export interface SimulatorUser {
   username: string;
   password: string;
   /** Scopes assigned in the standard user management (docs/report-export-service.md "Scope rules" 2). */
   scopes: string[];
-  /** Offline access active: refresh tokens live 60 days; disabled: 10 hours (docs/report-export-service.md "Refresh" rule 2). Default true. */
+  /**
+   * Offline access active: refresh tokens live 60 days; disabled: 10 hours (docs/report-export-service.md "Refresh"
+   * rule 2). Default true.
+   */
   offlineAccess?: boolean;
 }
 
@@ -93,9 +110,9 @@ export interface SimulatorOptions {
   faultSeed?: number;
   logger?: Logger;
   /**
-   * Product version of the simulated server (docs/report-export-service.md "Versioning" 2): a start with an output type that needs a later
-   * version (pdf 2025, excel/word 2026) is answered 400 problem+json "Unknown outputType", as a server that does not
-   * know the type. Default: undefined, every type works.
+   * Product version of the simulated server (docs/report-export-service.md "Versioning" 2): a start with an output type
+   * that needs a later version (pdf 2025, excel/word 2026) is answered 400 problem+json "Unknown outputType", as a
+   * server that does not know the type. Default: undefined, every type works.
    */
   productVersion?: number;
   /**
@@ -147,12 +164,14 @@ export interface Simulator {
   /** Every issued token is refused (401) from now on. */
   expireTokens(): void;
   /**
-   * Logs a product user out (by self or an administrator, docs/report-export-service.md "Refresh" rule 4): their login sessions end and their
-   * refresh tokens become invalid. Also POST /_sim/logout {"username": "..."}.
+   * Logs a product user out (by self or an administrator, docs/report-export-service.md "Refresh" rule 4): their login
+   * sessions end and their refresh tokens become invalid. Also POST /_sim/logout {"username": "..."}.
    * @returns whether the user had a session or a refresh token
    */
   logoutUser(username: string): boolean;
-  /** Moves the clock of refresh-token validity forward by `ms` (e.g. 11 hours). Also POST /_sim/advance-clock {"ms": n}. */
+  /**
+   * Moves the clock of refresh-token validity forward by `ms` (e.g. 11 hours). Also POST /_sim/advance-clock {"ms": n}.
+   */
   advanceClock(ms: number): void;
   /** Requests per grant type at the token endpoint, and logins on the login page, since start. */
   oauthCounters(): SimulatorOAuthCounters;

@@ -1,6 +1,7 @@
 /**
- * The simulator's state of user-dependent service users (docs/report-export-service.md "User-dependent service user", "Refresh"): login sessions of product users, authorization codes and refresh tokens, on a clock that
- * tests can move forward. Rules:
+ * The simulator's state of user-dependent service users (docs/report-export-service.md "User-dependent service user",
+ * "Refresh"): login sessions of product users, authorization codes and refresh tokens, on a clock that tests can move
+ * forward. Rules:
  * - a code is single use, valid 60 s, bound to client, redirect URI, user, session and granted scopes;
  * - a refresh token is issued by the code grant only (Refresh rule 1), replaces the earlier one of the same client
  *   and user (rule 3; rule 4: "regenerated"), and lives 60 days with offline access, 10 hours without (rule 2),
@@ -83,7 +84,10 @@ export class UserLogins {
     return id;
   }
 
-  /** The session_state of a session (docs/report-export-service.md "User-dependent service user" step 3: identifies the session): a hash, not the cookie value. */
+  /**
+   * The session_state of a session (docs/report-export-service.md "User-dependent service user" step 3: identifies the
+   * session): a hash, not the cookie value.
+   */
   sessionState(sessionId: string): string {
     return createHash('sha256').update(sessionId).digest('base64url').slice(0, 22);
   }

@@ -15,12 +15,16 @@ export { listRunDocuments, type RunDocument };
 /** Bytes read per query. */
 export const SLICE_BYTES = 4 * 1024 * 1024;
 
-/** The document of a run's page is no longer in its target table (a later replace, or a revert of its run, removed it). */
+/**
+ * The document of a run's page is no longer in its target table (a later replace, or a revert of its run, removed it).
+ */
 export class DocumentNotFoundError extends EtlError {
   constructor(doc: RunDocument) {
     super(
       'DOCUMENT_NOT_FOUND',
-      `document ${doc.fileName} (page ${doc.page}) is no longer in ${doc.targetTable}: a later run replaced it, or report-etl revert removed its run's rows (write mode replace keeps the latest run's documents; use append to keep them all)`,
+      `document ${doc.fileName} (page ${doc.page}) is no longer in ${doc.targetTable}: a later run replaced it, ` +
+        `or report-etl revert removed its run's rows (write mode replace keeps the latest run's documents; ` +
+        `use append to keep them all)`,
       { retryable: false, details: { page: doc.page, fileName: doc.fileName, table: doc.targetTable } },
     );
   }
@@ -39,7 +43,9 @@ export async function* readDocument(db: Queryable, doc: RunDocument, sliceBytes 
   let read = 0;
   for (;;) {
     const { rows } = await db.query<{ part: Buffer | null }>({
-      text: `SELECT substring(content FROM $3::int + 1 FOR $4::int) AS part FROM ${table} WHERE file_name = $1 AND sha256 = $2 LIMIT 1`,
+      text:
+        `SELECT substring(content FROM $3::int + 1 FOR $4::int) AS part FROM ${table} WHERE ` +
+        `file_name = $1 AND sha256 = $2 LIMIT 1`,
       values: [doc.fileName, doc.sha256, read, sliceBytes],
     });
     if (rows.length === 0) throw new DocumentNotFoundError(doc);
@@ -54,7 +60,8 @@ export async function* readDocument(db: Queryable, doc: RunDocument, sliceBytes 
   if (read !== doc.bytes || sum !== doc.sha256) {
     throw new EtlError(
       'INTERNAL',
-      `document ${doc.fileName} in ${doc.targetTable} has ${read} bytes with sha256 ${sum}, the run recorded ${doc.bytes} bytes with ${doc.sha256}`,
+      `document ${doc.fileName} in ${doc.targetTable} has ${read} bytes with sha256 ${sum}, ` +
+        `the run recorded ${doc.bytes} bytes with ${doc.sha256}`,
     );
   }
 }

@@ -20,7 +20,8 @@ export class RowCountMismatchError extends EtlError {
       'ROW_COUNT_MISMATCH',
       page === undefined
         ? `row count mismatch: the server reported rows=${expected}, ${loaded} rows were read; nothing was committed`
-        : `row count mismatch: the server reported rows=${expected}, but ${loaded} rows had arrived by page ${page}; reading stopped there and nothing was committed`,
+        : `row count mismatch: the server reported rows=${expected}, but ${loaded} rows had arrived by page ` +
+            `${page}; reading stopped there and nothing was committed`,
       {
         stage: 'load',
         retryable: true,
@@ -46,7 +47,8 @@ export class PageCountMismatchError extends EtlError {
       'PAGE_COUNT_MISMATCH',
       page === undefined
         ? `page count mismatch: the server reported pages=${expected}, ${loaded} pages were read; nothing was committed`
-        : `page count mismatch: the server reported pages=${expected}, but answered page ${page} too (past the last page it answers 404); reading stopped there and nothing was committed`,
+        : `page count mismatch: the server reported pages=${expected}, but answered page ${page} too (past the ` +
+            `last page it answers 404); reading stopped there and nothing was committed`,
       {
         stage: 'load',
         retryable: true,
@@ -102,13 +104,16 @@ export class SchemaChangedError extends EtlError {
       diff.added.length ? `added ${diff.added.join(', ')}` : '',
       diff.missing.length ? `missing ${diff.missing.join(', ')}` : '',
       diff.typeChanged.length
-        ? `type changed ${diff.typeChanged.map((t) => `${t.column} (${t.table} in the table, ${t.declared} declared)`).join(', ')}`
+        ? 'type changed ' +
+          diff.typeChanged.map((t) => `${t.column} (${t.table} in the table, ${t.declared} declared)`).join(', ')
         : '',
     ].filter(Boolean);
     super(
       'SCHEMA_CHANGED',
-      `the report's columns differ from ${table} and its job has target.schemaChanges: freeze: ${parts.join('; ')}. ${table} is left as it was. ` +
-        'Change the table to match (ALTER TABLE), or fix the report, or set schemaChanges: evolve to let runs add columns',
+      `the report's columns differ from ${table} and its job has target.schemaChanges: freeze: ` +
+        `${parts.join('; ')}. ${table} is left as it was. ` +
+        'Change the table to match (ALTER TABLE), or fix the report, or set schemaChanges: ' +
+        'evolve to let runs add columns',
       { stage: 'load', retryable: false, details: { table, ...diff } },
     );
     this.name = 'SchemaChangedError';
@@ -162,7 +167,8 @@ export function mapCopyError(err: unknown, place: LoadPlace): Error {
     return new ValueDoesNotFitError(
       `value ${pos.value === undefined ? '' : `"${pos.value}" `}does not fit column ${col ?? '?'}` +
         `${reportCol && reportCol !== col ? ` (report column "${reportCol}")` : ''}` +
-        `${col && place.columnType(col) ? ` of type ${place.columnType(col)}` : ''} in ${place.table}, page ${page}, row ${pos.line} of the run: ${pgErr.message}`,
+        `${col && place.columnType(col) ? ` of type ${place.columnType(col)}` : ''} in ${place.table}, ` +
+        `page ${page}, row ${pos.line} of the run: ${pgErr.message}`,
       { column: col, reportColumn: reportCol, page, row: pos.line, value: pos.value, sqlstate: pgErr.code },
       err,
     );
@@ -181,7 +187,8 @@ export function databaseError(err: unknown, stage: RunStage): Error {
   const lost = isConnectionLoss(err);
   return new EtlError(
     'DATABASE',
-    `database error${pgErr.code ? ` ${pgErr.code}` : ''}: ${pgErr.message ?? String(err)}${lost ? ' (the connection to PostgreSQL was lost: the attempt is retried once it is back)' : ''}`,
+    `database error${pgErr.code ? ` ${pgErr.code}` : ''}: ${pgErr.message ?? String(err)}` +
+      (lost ? ' (the connection to PostgreSQL was lost: the attempt is retried once it is back)' : ''),
     {
       stage,
       retryable: isRetryableDatabaseError(err),

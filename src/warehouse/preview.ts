@@ -41,7 +41,10 @@ export interface PreviewMisfit {
 /** What {@link previewRows} found. */
 export interface PreviewResult {
   columns: PreviewColumn[];
-  /** Up to `limit` rows, each value as PostgreSQL would store and print it (null for NULL, the raw text when it does not fit). */
+  /**
+   * Up to `limit` rows, each value as PostgreSQL would store and print it (null for NULL, the raw text when it does not
+   * fit).
+   */
   rows: (string | null)[][];
   misfits: PreviewMisfit[];
 }
@@ -104,8 +107,14 @@ export async function previewRows(
     const col = quoteIdent(c.name);
     // A document's content is shown by its size, not its bytes.
     if (c.type === 'bytea')
-      return `CASE WHEN ${col} IS NULL THEN NULL ELSE ((length(${col}) - 2) / 2)::text || ' bytes' END AS v${i}, true AS f${i}, NULL AS r${i}, $${i + 2}::text AS t${i}`;
-    return `CASE WHEN etl.fits_type(${col}, $${i + 2}) THEN CAST(CAST(${col} AS text) AS ${c.type})::text END AS v${i}, etl.fits_type(${col}, $${i + 2}) AS f${i}, ${col} AS r${i}`;
+      return (
+        `CASE WHEN ${col} IS NULL THEN NULL ELSE ((length(${col}) - 2) / 2)::text || ' bytes' END AS v${i}, ` +
+        `true AS f${i}, NULL AS r${i}, $${i + 2}::text AS t${i}`
+      );
+    return (
+      `CASE WHEN etl.fits_type(${col}, $${i + 2}) THEN CAST(CAST(${col} AS text) AS ${c.type})::text END AS ` +
+      `v${i}, etl.fits_type(${col}, $${i + 2}) AS f${i}, ${col} AS r${i}`
+    );
   });
   const { rows } = await tx.query<Record<string, string | boolean | null>>(
     `SELECT ${exprs.join(', ')} FROM ${STAGING} ORDER BY ${SEQ} LIMIT $1`,

@@ -71,7 +71,9 @@ export interface RowSource {
   rows(): AsyncIterable<Buffer>;
   /** Starts a second pass at the report's first row, with a fresh decoder; open() and rows() are called again. */
   restart(): Promise<void>;
-  /** Per column: OR of {@link KIND} bits over all non-null values; complete once rows() of an inspecting plan ran out. */
+  /**
+   * Per column: OR of {@link KIND} bits over all non-null values; complete once rows() of an inspecting plan ran out.
+   */
   kinds(): readonly number[];
   /** The 1-based page that holds the 1-based row of the report (for error messages). */
   pageOfRow(row: number): number;

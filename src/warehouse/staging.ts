@@ -86,7 +86,8 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
     if (code === '42P10') {
       throw new EtlError(
         'TARGET_INVALID',
-        `merge into ${o.target.schema}.${o.target.table} needs a primary key or unique index on (${o.key.join(', ')}); ` +
+        `merge into ${o.target.schema}.${o.target.table} needs a primary key or unique ` +
+          `index on (${o.key.join(', ')}); ` +
           `add one: CREATE UNIQUE INDEX ON ${o.target.schema}.${o.target.table} (${o.key.join(', ')})`,
         { stage: 'load', retryable: false, cause: err },
       );
@@ -115,7 +116,8 @@ async function checkKeys(db: pg.PoolClient, o: ApplyOptions): Promise<void> {
       const row = Number(rows[0].seq);
       throw new EtlError(
         'TARGET_INVALID',
-        `merge key column ${k} is empty in page ${o.place.pageOfRow(row)}, row ${row} of the run: every row needs a key`,
+        `merge key column ${k} is empty in page ${o.place.pageOfRow(row)}, ` +
+          `row ${row} of the run: every row needs a key`,
         {
           stage: 'load',
           retryable: false,
@@ -141,7 +143,8 @@ async function findBadValue(db: pg.PoolClient, o: ApplyOptions, cause: unknown):
       const page = o.place.pageOfRow(row);
       const reportCol = o.place.reportColumn(c.name);
       return new ValueDoesNotFitError(
-        `value "${bad.value}" does not fit column ${c.name}${reportCol && reportCol !== c.name ? ` (report column "${reportCol}")` : ''} ` +
+        `value "${bad.value}" does not fit column ${c.name}` +
+          `${reportCol && reportCol !== c.name ? ` (report column "${reportCol}")` : ''} ` +
           `of type ${c.type} in ${o.place.table}, page ${page}, row ${row} of the run: ${(cause as Error).message}`,
         { column: c.name, reportColumn: reportCol, page, row, value: bad.value, type: c.type },
         cause,

@@ -66,8 +66,11 @@ export function checkTargetNames(
     unknown.push({ option, name: c });
     problems.push(
       existing
-        ? `${option}: neither the report nor the target ${table} has a column ${c}${didYouMean(c, [...reportColumns, ...targetColumns.filter((n) => !report.has(n))])}, so its declared type applies to nothing`
-        : `${option}: the report has no column ${c}${didYouMean(c, reportColumns)}, so its declared type applies to nothing`,
+        ? `${option}: neither the report nor the target ${table} has a column ` +
+            `${c}${didYouMean(c, [...reportColumns, ...targetColumns.filter((n) => !report.has(n))])}, ` +
+            `so its declared type applies to nothing`
+        : `${option}: the report has no column ${c}${didYouMean(c, reportColumns)}, ` +
+            `so its declared type applies to nothing`,
     );
   }
   if (problems.length === 0) return;
@@ -75,7 +78,10 @@ export function checkTargetNames(
   const job = o.job === undefined ? '' : `job ${o.job}: `;
   throw new EtlError(
     'TARGET_INVALID',
-    `${job}${problems.join('; ')}. The report's columns: ${listed(reportColumns)}${existing && others.length > 0 ? `; the target's other columns: ${listed(others)}` : ''}. ` +
+    `${job}${problems.join('; ')}. The report's columns: ` +
+      listed(reportColumns) +
+      (existing && others.length > 0 ? `; the target's other columns: ${listed(others)}` : '') +
+      '. ' +
       'Write normalised column names in jobs.yaml (docs/loaded-tables.md "Target names"; `report-etl preview` shows ' +
       'them) or remove the entry; nothing was loaded',
     { stage: 'load', retryable: false, details: { job: o.job, table, unknown, reportColumns: [...reportColumns] } },

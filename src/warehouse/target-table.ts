@@ -19,7 +19,8 @@ export interface TargetColumn {
  */
 export async function describeTable(db: Queryable, t: TableName): Promise<TargetColumn[] | undefined> {
   const rel = await db.query<{ relkind: string }>(
-    `SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`,
+    `SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE ` +
+      `n.nspname = $1 AND c.relname = $2`,
     [t.schema, t.table],
   );
   if (rel.rows.length === 0) return undefined;
@@ -43,7 +44,9 @@ export async function describeTable(db: Queryable, t: TableName): Promise<Target
   return rows;
 }
 
-/** What PostgreSQL holds under a target's name: the relation's kind (pg_class.relkind) and its column names in order. */
+/**
+ * What PostgreSQL holds under a target's name: the relation's kind (pg_class.relkind) and its column names in order.
+ */
 export interface ExistingRelation {
   /** `r` a table, `p` a partitioned table (both load); `v` a view, `m` a materialized view, `f` a foreign table, ... */
   relkind: string;
@@ -80,7 +83,8 @@ export async function describeTargets(
     unique_keys: string[][];
   }>(
     `SELECT n.nspname AS schema, c.relname AS name, c.relkind::text AS relkind,
-            coalesce(array_agg(a.attname::text ORDER BY a.attnum) FILTER (WHERE a.attnum > 0 AND NOT a.attisdropped), '{}') AS columns,
+            coalesce(array_agg(a.attname::text ORDER BY a.attnum) FILTER (WHERE a.attnum > 0 AND NOT a.attisdropped),
+              '{}') AS columns,
             (SELECT coalesce(json_agg(u.cols), '[]'::json)
                FROM (SELECT array_agg(ia.attname::text ORDER BY ia.attname) AS cols
                        FROM pg_index i JOIN pg_attribute ia ON ia.attrelid = i.indrelid AND ia.attnum = ANY (i.indkey)
@@ -124,7 +128,8 @@ export async function resolveDeclaredTypes(
         // column must come out, so a declared type cannot smuggle in anything else.
         await db.query(`CREATE TEMP TABLE report_etl_type_probe (x ${type})`);
         const { rows } = await db.query<{ t: string }>(
-          `SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'report_etl_type_probe'::regclass AND attnum > 0`,
+          `SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = ` +
+            `'report_etl_type_probe'::regclass AND attnum > 0`,
         );
         if (rows.length === 1) canonical = rows[0]!.t;
       } catch {
@@ -135,7 +140,8 @@ export async function resolveDeclaredTypes(
       if (!canonical) {
         throw new EtlError(
           'CONFIG_INVALID',
-          `job ${job}: target.columns.${column}: "${type}" is not a PostgreSQL type (try bigint, numeric(12,2), text, timestamptz, date)`,
+          `job ${job}: target.columns.${column}: "${type}" is not a PostgreSQL type (try bigint, ` +
+            `numeric(12,2), text, timestamptz, date)`,
           {
             retryable: false,
             stage: 'config',
@@ -166,7 +172,10 @@ export async function ensureSchema(db: Queryable, schema: string): Promise<void>
   }
 }
 
-/** Creates the table with the given columns (its schema exists, see ensureSchema); merge targets get their key as primary key. */
+/**
+ * Creates the table with the given columns (its schema exists, see ensureSchema); merge targets get their key as
+ * primary key.
+ */
 export async function createTable(
   db: Queryable,
   t: TableName,

@@ -43,7 +43,8 @@ export async function chromiumBinary(): Promise<ChromiumBinary> {
   if (configured) {
     if (!existsSync(configured))
       throw new Error(
-        `CHROMIUM_PATH is ${configured}, which does not exist: unset it to use the system's or the npm package's Chromium`,
+        `CHROMIUM_PATH is ${configured}, which does not exist: unset it to use the system's ` +
+          `or the npm package's Chromium`,
       );
     return { source: 'CHROMIUM_PATH', path: configured };
   }

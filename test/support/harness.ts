@@ -140,7 +140,8 @@ export async function loadedRows(
 /** Column name → type of a table, as format_type spells it. */
 export async function columnTypes(pool: pg.Pool, table: string): Promise<Record<string, string>> {
   const { rows } = await pool.query<{ name: string; type: string }>(
-    `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
+    `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = ` +
+      `$1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
     [table],
   );
   return Object.fromEntries(rows.map((r) => [r.name, r.type]));
