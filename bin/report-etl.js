@@ -16,7 +16,8 @@ if (problem !== undefined) {
   process.exitCode = 2;
 } else if (!existsSync(entry)) {
   process.stderr.write(
-    'report-etl: the build is missing (dist/main.js): run `npm run build` (`npm ci` also builds it), or run the sources with `npm run dev -- <args>`\n',
+    'report-etl: the build is missing (dist/main.js): run `npm run build` (`npm ci` also builds it), or run the ' +
+      'sources with `npm run dev -- <args>`\n',
   );
   process.exitCode = 2;
 } else {

@@ -228,7 +228,8 @@ export function rejectUnauthorized(reply: FastifyReply, auth: AdminAuth | undefi
       .code(403)
       .type('text/plain; charset=utf-8')
       .send(
-        'admin access is limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set ADMIN_TOKEN or ADMIN_USER and ADMIN_PASSWORD\n',
+        'admin access is limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set ADMIN_TOKEN or ' +
+          'ADMIN_USER and ADMIN_PASSWORD\n',
       );
   }
   if (auth!.basic) reply.header('www-authenticate', `Basic realm="${REALM}", charset="UTF-8"`);
@@ -273,7 +274,8 @@ export function rejectMetrics(
       .code(403)
       .type('text/plain; charset=utf-8')
       .send(
-        'metrics are limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set METRICS_TOKEN (or ADMIN_TOKEN) to let a scraper in\n',
+        'metrics are limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set METRICS_TOKEN (or ' +
+          'ADMIN_TOKEN) to let a scraper in\n',
       );
   }
   const bearer = Boolean(metricsToken || auth?.token);

@@ -1,23 +1,27 @@
 /**
  * The admin HTTP server for on-call staff (docs/architecture.md), fastify 5:
  *
- * | path | what | access |
- * |---|---|---|
- * | `/healthz` | 200 while the process serves HTTP | open |
- * | `/readyz` | 200 when PostgreSQL and Redis answer, else 503 naming the failed one | open |
- * | `/metrics` | Prometheus metrics (metrics.ts) | `Bearer <METRICS_TOKEN>` or admin auth; loopback only when neither is set |
- * | `/admin` | the jobs overview (overview-routes.ts), with the live jobs.yaml; else a redirect to `/admin/runs` | admin auth |
- * | `/admin/runs`, `/admin/runs/:job/:runKey`, POST `/admin/runs/:job/:runKey/replay`, `/admin/attempts/:attemptId`, `/admin/attempts/:attemptId/documents/:page` | run history: runs, one run, its replay, one attempt, document downloads (run-routes.ts); old `/admin/runs/<attempt id>` links redirect | admin auth |
- * | `/admin/queues` | bull-board, read only, with a link back (bull-board.ts) | admin auth |
- * | `/admin/login?token=...` | sets the browser session cookie, redirects to the home page | the token itself |
- * | `POST /admin/logout` | ends the session cookie, here and on every admin server sharing Redis | admin |
- * | `/admin/connections`, `/admin/connections/:name/login` | logins of user-dependent service users (login-routes.ts) | admin auth |
- * | `/oauth/callback` | the ERP server's redirect after a login; accepts only a pending login's single-use state | open |
+ * - `/healthz` (open): 200 while the process serves HTTP.
+ * - `/readyz` (open): 200 when PostgreSQL and Redis answer, else 503 naming the failed one.
+ * - `/metrics` (`Bearer <METRICS_TOKEN>` or admin auth; loopback only when neither is set): Prometheus metrics
+ *   (metrics.ts).
+ * - `/admin` (admin auth): the jobs overview (overview-routes.ts), with the live jobs.yaml; else a redirect to
+ *   `/admin/runs`.
+ * - `/admin/runs`, `/admin/runs/:job/:runKey`, POST `/admin/runs/:job/:runKey/replay`, `/admin/attempts/:attemptId`,
+ *   `/admin/attempts/:attemptId/documents/:page` (admin auth): run history: runs, one run, its replay, one attempt,
+ *   document downloads (run-routes.ts); old `/admin/runs/<attempt id>` links redirect.
+ * - `/admin/queues` (admin auth): bull-board, read only, with a link back (bull-board.ts).
+ * - `/admin/login?token=...` (the token itself): sets the browser session cookie, redirects to the home page.
+ * - `POST /admin/logout` (admin): ends the session cookie, here and on every admin server sharing Redis.
+ * - `/admin/connections`, `/admin/connections/:name/login` (admin auth): logins of user-dependent service users
+ *   (login-routes.ts).
+ * - `/oauth/callback` (open): the ERP server's redirect after a login; accepts only a pending login's single-use
+ *   state.
  *
- * Admin auth (auth.ts): bearer token or its session cookie, or basic auth; with neither configured a loud
- * warning is logged and only loopback callers (127.0.0.1, ::1) get in. `/metrics` also admits the scrapers' own
- * METRICS_TOKEN, which opens nothing else (job names are not for everyone who can reach the port). `trustProxy` is off, so behind a reverse
- * proxy on the same machine every caller looks local: configure a token there. Requests that change state (any
+ * Admin auth (auth.ts): bearer token or its session cookie, or basic auth; with neither configured a loud warning is
+ * logged and only loopback callers (127.0.0.1, ::1) get in. `/metrics` also admits the scrapers' own METRICS_TOKEN,
+ * which opens nothing else (job names are not for everyone who can reach the port). `trustProxy` is off, so behind a
+ * reverse proxy on the same machine every caller looks local: configure a token there. Requests that change state (any
  * method but GET/HEAD under /admin) must come from our own origin when the browser sends `Origin`.
  *
  * Whatever is configured, `/admin…` and `/metrics` answer only a Host header that names this server (localhost, an
@@ -165,7 +169,8 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   if (!isAuthConfigured(auth)) {
     log.warn(
       { host },
-      '!!! ADMIN ACCESS IS NOT PROTECTED: neither ADMIN_TOKEN nor ADMIN_USER/ADMIN_PASSWORD is set; the admin pages (and /metrics, unless METRICS_TOKEN is set) answer only requests from 127.0.0.1 / ::1 !!!',
+      '!!! ADMIN ACCESS IS NOT PROTECTED: neither ADMIN_TOKEN nor ADMIN_USER/ADMIN_PASSWORD is set; the admin pages ' +
+        '(and /metrics, unless METRICS_TOKEN is set) answer only requests from 127.0.0.1 / ::1 !!!',
     );
   }
 

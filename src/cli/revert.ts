@@ -60,7 +60,8 @@ export const registerRevert: RegisterCommand = (program, cli) => {
             ? ''
             : `; the run had appended ${claim.rows}, ` +
               (missing > 0 ? `${missing} of them were gone already` : `${-missing} more carry its run key`);
-        const replay = `report-etl replay ${shellQuote(claim.run_key)}${opts.job ? ` --job ${shellQuote(claim.job)}` : ''}`;
+        const job = opts.job ? ` --job ${shellQuote(claim.job)}` : '';
+        const replay = `report-etl replay ${shellQuote(claim.run_key)}${job}`;
         cli.out(
           `${describeNamed(named)}: reverted: removed ${rows} row${rows === 1 ? '' : 's'} from ${claim.target_table} ` +
             `(appended by attempt ${claim.attempt_id} at ${claim.committed_at.toISOString()}${differs}); ` +

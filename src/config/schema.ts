@@ -307,8 +307,8 @@ export const targetSchema = z
       .strict()
       .default({})
       .describe(
-        'Guards against a wrong load reaching the dashboards (docs/loaded-tables.md "Guards and schema changes"); ' +
-          '`report-etl replay <run> --accept-guard` loads a run past them.',
+        'Guards against a wrong load (docs/loaded-tables.md "Guards and schema changes"); ' +
+          '`replay --accept-guard` overrides them.',
       ),
     schemaChanges: z
       .enum(SCHEMA_CHANGES)

@@ -1,10 +1,10 @@
 /**
- * Output side of the page decoders in COPY binary format (warehouse/copy-binary.ts): one field at a time,
- * from the value's text form — the bytes PostgreSQL's text input function would have read — to the target column's
- * binary form. Each encoder takes the forms report servers write (docs/report-export-service.md "Output page shapes": digits, decimals with a
- * point, ISO 8601 timestamps with offset, txt's dd.mm.yyyy hh:mm:ss.mmm, JSON true/false) and answers false for
- * anything else, so that the loader falls back to text format and PostgreSQL reads the value itself: a value never
- * means something else in binary than in text.
+ * Output side of the page decoders in COPY binary format (warehouse/copy-binary.ts): one field at a time, from the
+ * value's text form — the bytes PostgreSQL's text input function would have read — to the target column's binary form.
+ * Each encoder takes the forms report servers write (docs/report-export-service.md "Output page shapes": digits,
+ * decimals with a point, ISO 8601 timestamps with offset, txt's dd.mm.yyyy hh:mm:ss.mmm, JSON true/false) and answers
+ * false for anything else, so that the loader falls back to text format and PostgreSQL reads the value itself: a value
+ * never means something else in binary than in text.
  */
 import { BINARY, type BinaryEncoding } from './format.ts';
 import { makeLocalTimeOffset } from './local-time.ts';
@@ -87,7 +87,10 @@ function digits(b: Uint8Array, i: number, count: number): number {
 
 const INT64_MAX_DIGITS = '9223372036854775807';
 
-/** Microseconds per unit of a fraction of 1 to 6 digits (10 ** (6 - digits)): a look-up, not a call of Math.pow per value. */
+/**
+ * Microseconds per unit of a fraction of 1 to 6 digits (10 ** (6 - digits)): a look-up, not a call of Math.pow per
+ * value.
+ */
 const MICROS_PER_DIGITS = [0, 100_000, 10_000, 1000, 100, 10, 1];
 
 /** What a write method returns for a text form its encoder does not take (nothing was written). */

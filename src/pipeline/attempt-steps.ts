@@ -188,7 +188,9 @@ export type MayRun =
   | { readonly kind: 'already-loaded' }
   | {
       readonly kind: 'run';
-      /** Attempts of this run recorded `running` whose owner is gone: to clear before starting (with the overlap lock). */
+      /**
+       * Attempts of this run recorded `running` whose owner is gone: to clear before starting (with the overlap lock).
+       */
       readonly dead: readonly RunningAttempt[];
       /** The start request: the job's report with its parameters rendered for the run's logical time. */
       readonly request: StartReportRequest;
@@ -287,7 +289,9 @@ export async function clearDeadAttempts(
       await client.deleteJob(d.report_job_id);
       deleted = `its report job ${d.report_job_id} was deleted`;
     }
-    const message = `attempt ${d.attempt} was abandoned by its worker (${d.worker ?? 'unknown'}: stopped or lost its lock); ${deleted} by attempt ${a.number}`;
+    const message =
+      `attempt ${d.attempt} was abandoned by its worker (${d.worker ?? 'unknown'}: stopped or lost its ` +
+      `lock); ${deleted} by attempt ${a.number}`;
     await failAttempt(a.options.pool, d.attempt_id, {
       status: 'interrupted',
       stage: 'load',
@@ -504,9 +508,9 @@ export async function loadedResult(
 }
 
 /**
- * The target's guard (docs/loaded-tables.md "Guards and schema changes"), in the load transaction: counts the target's rows now
- * when maxShrinkPercent needs them, and returns the check of a row count. A trip fails the attempt, unless the run
- * accepts it (`replay --accept-guard`): then it is logged and recorded on the attempt in the same transaction.
+ * The target's guard (docs/loaded-tables.md "Guards and schema changes"), in the load transaction: counts the target's
+ * rows now when maxShrinkPercent needs them, and returns the check of a row count. A trip fails the attempt, unless the
+ * run accepts it (`replay --accept-guard`): then it is logged and recorded on the attempt in the same transaction.
  * @throws GuardTrippedError (from the check; not retryable)
  */
 async function targetGuard(a: Attempt, tx: Queryable, log: Logger): Promise<(rows: number) => Promise<void>> {
@@ -597,7 +601,8 @@ async function otherAttemptsNotAlive(a: Attempt): Promise<RunningAttempt[]> {
   if (live) {
     throw new EtlError(
       'RUN_IN_PROGRESS',
-      `attempt ${live.attempt} of this run (${live.worker ?? 'unknown worker'}) is still in progress: this attempt started nothing on the server and is retried later`,
+      `attempt ${live.attempt} of this run (${live.worker ?? 'unknown worker'}) is still in progress: this attempt ` +
+        `started nothing on the server and is retried later`,
       { stage: 'start', details: { runKey: a.runKey, otherAttemptId: live.attempt_id } },
     );
   }

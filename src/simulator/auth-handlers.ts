@@ -1,11 +1,11 @@
 /**
- * Discovery and token endpoints (docs/report-export-service.md "Endpoints" #5 and #7, "Authentication"): the client credentials grant, and
- * for user-dependent service users the authorization-code and refresh grants (state in user-logins.ts; a trusted
- * client must send its client_secret, a public one only its client_id). A refused code or refresh token is 400
- * invalid_grant (RFC 6749 section 5.2). Failures at the token endpoint are not shown in the service's description; the simulator
- * answers as RFC 6749 section 5.2 says: 400 invalid_request / unsupported_grant_type, 401 invalid_client
- * (with WWW-Authenticate: Basic when the credentials came in the header), JSON bodies
- * {error, error_description}.
+ * Discovery and token endpoints (docs/report-export-service.md "Endpoints" #5 and #7, "Authentication"): the client
+ * credentials grant, and for user-dependent service users the authorization-code and refresh grants (state in
+ * user-logins.ts; a trusted client must send its client_secret, a public one only its client_id). A refused code or
+ * refresh token is 400 invalid_grant (RFC 6749 section 5.2). Failures at the token endpoint are not shown in the
+ * service's description; the simulator answers as RFC 6749 section 5.2 says: 400 invalid_request /
+ * unsupported_grant_type, 401 invalid_client (with WWW-Authenticate: Basic when the credentials came in the header),
+ * JSON bodies {error, error_description}.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SimContext } from './context.ts';
@@ -112,9 +112,9 @@ export async function handleToken(ctx: SimContext, req: IncomingMessage, res: Se
 }
 
 /**
- * The authorization-code grant (docs/report-export-service.md "User-dependent service user" step 4: client_id, code, redirect_uri, client_secret for a trusted client) and
- * the refresh grant (docs/report-export-service.md "Refresh": client_id, refresh_token); the first returns scope and refresh_token, the
- * second scope only (Refresh rule 1).
+ * The authorization-code grant (docs/report-export-service.md "User-dependent service user" step 4: client_id, code,
+ * redirect_uri, client_secret for a trusted client) and the refresh grant (docs/report-export-service.md "Refresh":
+ * client_id, refresh_token); the first returns scope and refresh_token, the second scope only (Refresh rule 1).
  */
 async function handleUserGrant(
   ctx: SimContext,

@@ -1,10 +1,11 @@
 /**
- * The authorization endpoint (docs/report-export-service.md "Endpoints" #6, "User-dependent service user" steps 1-3): a real HTML login form,
- * the adoption of a session that is logged in already (step 2), and the redirect with code and session_state (step 3)
- * or with error=invalid_scope (docs/report-export-service.md "Errors": no access to any requested scope, with session_state; more than 25
- * scopes). Choices where the service's description shows nothing: an unknown client or a redirect URI that is not configured is a
- * 400 page, never a redirect (RFC 6749 section 4.1.2.1); `state` is echoed (RFC 6749 section 4.1.2); a wrong
- * password shows the form again with 401; the session is a cookie `sim_session` (HttpOnly, SameSite=Lax).
+ * The authorization endpoint (docs/report-export-service.md "Endpoints" #6, "User-dependent service user" steps 1-3): a
+ * real HTML login form, the adoption of a session that is logged in already (step 2), and the redirect with code and
+ * session_state (step 3) or with error=invalid_scope (docs/report-export-service.md "Errors": no access to any
+ * requested scope, with session_state; more than 25 scopes). Choices where the service's description shows nothing: an
+ * unknown client or a redirect URI that is not configured is a 400 page, never a redirect (RFC 6749 section 4.1.2.1);
+ * `state` is echoed (RFC 6749 section 4.1.2); a wrong password shows the form again with 401; the session is a cookie
+ * `sim_session` (HttpOnly, SameSite=Lax).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { discoveryDocument } from './auth-handlers.ts';
@@ -27,9 +28,12 @@ function htmlPage(
   body: string,
   headers: Record<string, string> = {},
 ): void {
-  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
-<style>body{font:15px system-ui,sans-serif;max-width:28rem;margin:3rem auto}label{display:block;margin:.6rem 0}input{width:100%;padding:.3rem}
-button{padding:.4rem 1rem;margin-top:.6rem}.error{color:#b00}</style></head><body><h1>${esc(title)}</h1>${body}</body></html>`;
+  const html =
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>\n` +
+    '<style>body{font:15px system-ui,sans-serif;max-width:28rem;margin:3rem auto}label{display:block;margin:.6rem 0}' +
+    'input{width:100%;padding:.3rem}\n' +
+    `button{padding:.4rem 1rem;margin-top:.6rem}.error{color:#b00}</style></head><body><h1>${esc(title)}</h1>${body}` +
+    '</body></html>';
   send(
     res,
     status,
@@ -110,7 +114,9 @@ function form(r: AuthRequest, adoptable: string | undefined, error?: string): st
     .map(([k, v]) => `<input type="hidden" name="${k}" value="${esc(v!)}">`)
     .join('');
   const adopt = adoptable
-    ? `<form method="post"><p>Logged in as <b id="session-user">${esc(adoptable)}</b>.</p>${hidden}<input type="hidden" name="adopt" value="1"><button type="submit" id="adopt">Continue as ${esc(adoptable)}</button></form><hr>`
+    ? `<form method="post"><p>Logged in as <b id="session-user">${esc(adoptable)}</b>.</p>${hidden}` +
+      '<input type="hidden" name="adopt" value="1">' +
+      `<button type="submit" id="adopt">Continue as ${esc(adoptable)}</button></form><hr>`
     : '';
   return `<p>Client <code>${esc(r.client.clientId)}</code> asks for: <code>${esc(r.scopes.join(' '))}</code></p>${adopt}
 ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}<form method="post" id="login">${hidden}
@@ -121,7 +127,8 @@ ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}<form method="p
 
 /**
  * Issues the redirect for `username`: error=invalid_scope when the user may use none of the requested scopes,
- * else a code for the scopes common to request, service user and user (docs/report-export-service.md "Scope rules" 2-5).
+ * else a code for the scopes common to request, service user and user (docs/report-export-service.md "Scope rules"
+ * 2-5).
  */
 function finish(
   ctx: SimContext,

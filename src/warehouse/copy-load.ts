@@ -158,7 +158,8 @@ async function copyReport(
             ? `${err.message} (report column "${load.reportColumns[err.column]}")`
             : (err as Error).message,
         },
-        'binary COPY stopped at a value: loading the report again in text format, where PostgreSQL reads every value itself',
+        'binary COPY stopped at a value: loading the report again in text format, where PostgreSQL reads every value ' +
+          'itself',
       );
       await source.restart();
       await source.open(() => ({ inspect: load.plan === 'inference-staging' }));

@@ -19,7 +19,9 @@ export interface TargetGuard {
 /** A guard that would trip: which, and the words that say so (what, where, how to go on). */
 export interface GuardTrip {
   guard: 'minRows' | 'maxShrinkPercent';
-  /** What the guard found, e.g. `the report returned 0 rows and target.guard.minRows is 1 (the default for replace)`. */
+  /**
+   * What the guard found, e.g. `the report returned 0 rows and target.guard.minRows is 1 (the default for replace)`.
+   */
   finding: string;
   /** The error's whole text: the finding, that the target is untouched, and how to go on. */
   message: string;
@@ -101,11 +103,15 @@ export function guardTrip(o: {
   ) {
     const shrinkPercent = Math.round(((o.currentRows - o.rows) / o.currentRows) * 1000) / 10;
     if (shrinkPercent > max) {
-      const finding = `the report returned ${o.rows} rows where ${o.table} holds ${o.currentRows}, ${shrinkPercent}% fewer, and target.guard.maxShrinkPercent is ${max}`;
+      const finding =
+        `the report returned ${o.rows} rows where ${o.table} holds ${o.currentRows}, ${shrinkPercent}% ` +
+        `fewer, and target.guard.maxShrinkPercent is ${max}`;
       return {
         guard: 'maxShrinkPercent',
         finding,
-        message: `guard tripped: ${finding}: ${o.table} is left as it was. ${goOn}, or raise target.guard.maxShrinkPercent.`,
+        message:
+          `guard tripped: ${finding}: ${o.table} is left as it was. ${goOn}, or raise ` +
+          `target.guard.maxShrinkPercent.`,
         details: {
           table: o.table,
           rows: o.rows,

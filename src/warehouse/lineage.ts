@@ -66,7 +66,8 @@ export async function addLineageColumns(db: Queryable, target: TableName): Promi
   const { rows } = await db.query<{ name: string; type: string; default: string | null }>(
     `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, pg_get_expr(d.adbin, d.adrelid) AS default
        FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-      WHERE a.attrelid = (quote_ident($1) || '.' || quote_ident($2))::regclass AND a.attname = ANY($3::text[]) AND NOT a.attisdropped`,
+      WHERE a.attrelid = (quote_ident($1) || '.' || quote_ident($2))::regclass AND a.attname = ANY($3::text[])
+        AND NOT a.attisdropped`,
     [target.schema, target.table, COLUMNS.map((c) => c.name)],
   );
   const have = new Map(rows.map((r) => [r.name, r]));
@@ -94,7 +95,8 @@ export async function addLineageColumns(db: Queryable, target: TableName): Promi
 export async function lineageColumnsOf(db: Queryable, target: TableName): Promise<string[]> {
   const { rows } = await db.query<{ name: string }>(
     `SELECT a.attname AS name FROM pg_attribute a
-      WHERE a.attrelid = to_regclass(quote_ident($1) || '.' || quote_ident($2)) AND a.attname = ANY($3::text[]) AND NOT a.attisdropped ORDER BY a.attnum`,
+      WHERE a.attrelid = to_regclass(quote_ident($1) || '.' || quote_ident($2)) AND a.attname = ANY($3::text[])
+        AND NOT a.attisdropped ORDER BY a.attnum`,
     [target.schema, target.table, COLUMNS.map((c) => c.name)],
   );
   return rows.map((r) => r.name);

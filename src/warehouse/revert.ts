@@ -115,21 +115,25 @@ async function checkRevertible(tx: pg.PoolClient, claim: AppendClaim, target: Ta
   if (!rows[0]?.ok) {
     throw new Refused(
       'target-gone',
-      `it appended ${claim.rows} rows into ${claim.target_table}, which no longer exists: nothing to remove. ${forgetClaim(claim)}`,
+      `it appended ${claim.rows} rows into ${claim.target_table}, which no longer exists: nothing to remove. ` +
+        `${forgetClaim(claim)}`,
     );
   }
   if (!(await lineageColumnsOf(tx, target)).includes(LINEAGE.runKey)) {
     throw new Refused(
       'no-lineage',
-      `${claim.target_table} has no ${LINEAGE.runKey} column: the run appended its ${claim.rows} rows (at ${claim.committed_at.toISOString()}) before report-etl tagged appended rows with their run ` +
-        `(the next append run into the table adds the column), so they cannot be told from other runs' rows. ${byHand(claim)}`,
+      `${claim.target_table} has no ${LINEAGE.runKey} column: the run appended its ${claim.rows} rows (at ` +
+        `${claim.committed_at.toISOString()}) before report-etl tagged appended rows with their run ` +
+        `(the next append run into the table adds the column), so they cannot be told from other runs' rows. ` +
+        `${byHand(claim)}`,
     );
   }
   const others = await otherJobsAppendingRunKey(tx, claim.job, claim.run_key, claim.target_table);
   if (others.length > 0) {
     throw new Refused(
       'shared-run-key',
-      `runs of job ${others.join(', ')} appended rows with the same run key into ${claim.target_table}: their rows cannot be told apart. ${byHand(claim)}`,
+      `runs of job ${others.join(', ')} appended rows with the same run key into ${claim.target_table}: their rows ` +
+        `cannot be told apart. ${byHand(claim)}`,
     );
   }
 }
@@ -138,18 +142,25 @@ async function checkRevertible(tx: pg.PoolClient, claim: AppendClaim, target: Ta
 function rowsWithoutRunKey(claim: AppendClaim): string {
   return (
     `no row of ${claim.target_table} carries run key ${claim.run_key}: the run appended its ${claim.rows} rows ` +
-    `(at ${claim.committed_at.toISOString()}) before the table had the ${LINEAGE.runKey} column, so they cannot be told from other runs' rows; nothing was changed. ${byHand(claim)}`
+    `(at ${claim.committed_at.toISOString()}) before the table had the ${LINEAGE.runKey} column, so they cannot be ` +
+    `told from other runs' rows; nothing was changed. ${byHand(claim)}`
   );
 }
 
 /** How to delete a run's rows by hand, and then its claim. */
 function byHand(claim: AppendClaim): string {
-  return `Delete them by hand if something in the rows tells them apart (they have ${LINEAGE.runKey} NULL), then ${forgetClaim(claim)}`;
+  return (
+    `Delete them by hand if something in the rows tells them apart (they have ${LINEAGE.runKey} NULL), then ` +
+    `${forgetClaim(claim)}`
+  );
 }
 
 /** The SQL that removes a run's claim, so that a replay may append it again. */
 function forgetClaim(claim: AppendClaim): string {
-  return `DELETE FROM etl.appended_runs WHERE job = ${sqlText(claim.job)} AND run_key = ${sqlText(claim.run_key)}; lets "report-etl replay" append the run again.`;
+  return (
+    `DELETE FROM etl.appended_runs WHERE job = ${sqlText(claim.job)} AND run_key = ${sqlText(claim.run_key)}; ` +
+    `lets "report-etl replay" append the run again.`
+  );
 }
 
 /** A SQL string literal. */
@@ -166,14 +177,18 @@ async function whyNoClaim(db: Queryable, job: string, runKey: string): Promise<[
   if (newest && newest.write_mode !== 'append') {
     return [
       'not-append',
-      `it loaded ${newest.target_table} in write mode ${newest.write_mode}: only the rows of an append run can be reverted (a ${newest.write_mode} run's rows are ${newest.write_mode === 'merge' ? 'upserted' : 'replaced'} by the next run of the job)`,
+      `it loaded ${newest.target_table} in write mode ${newest.write_mode}: only the rows of an append run can be ` +
+        `reverted (a ${newest.write_mode} run's rows are ${newest.write_mode === 'merge' ? 'upserted' : 'replaced'} ` +
+        `by the next run of the job)`,
     ];
   }
   const last = reverts[0];
   if (last && isReverted(run, reverts)) {
     return [
       'already-reverted',
-      `it was already reverted at ${last.reverted_at.toISOString()}${last.reverted_by ? ` by ${last.reverted_by}` : ''}: its ${last.rows} rows were removed from ${last.target_table}; "report-etl replay ${shellQuote(runKey)}" appends it again`,
+      `it was already reverted at ` +
+        `${last.reverted_at.toISOString()}${last.reverted_by ? ` by ${last.reverted_by}` : ''}: its ${last.rows} ` +
+        `rows were removed from ${last.target_table}; "report-etl replay ${shellQuote(runKey)}" appends it again`,
     ];
   }
   const state = newest
