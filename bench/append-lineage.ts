@@ -65,7 +65,8 @@ const results: Record<string, { cpuMs: number[]; wallMs: number[] }> = {};
 try {
   await db.query(`CREATE SCHEMA ${schema}`);
   await db.query(
-    `CREATE TABLE ${schema}.src AS SELECT g::bigint AS auftrag_nr, 'Kunde ' || (g % 977) AS kunde, (g % 50)::bigint AS menge_stk,
+    `CREATE TABLE ${schema}.src AS SELECT g::bigint AS auftrag_nr, 'Kunde ' || (g % 977) AS kunde,
+       (g % 50)::bigint AS menge_stk,
        (g * 1.37)::numeric(12,2) AS betrag, (g % 7)::numeric AS rabatt, now() - g * interval '1 second' AS erfasst_am,
        CASE WHEN g % 3 = 0 THEN NULL ELSE 'Bemerkung ' || g END AS bemerkung, g::bigint * 1000003 AS beleg_id
        FROM generate_series(1, $1::int) g`,
@@ -73,7 +74,8 @@ try {
   );
   for (const t of TABLES) await db.query(`CREATE TABLE ${table(t)} (LIKE ${schema}.src)`);
   await db.query(
-    `ALTER TABLE ${table('constant')} ADD COLUMN _etl_run_key text DEFAULT 'sales_orders__2026-11-24T02:15:00.000Z', ADD COLUMN _etl_loaded_at timestamptz DEFAULT '2026-11-25 10:00:00+00'`,
+    `ALTER TABLE ${table('constant')} ADD COLUMN _etl_run_key text DEFAULT 'sales_orders__2026-11-24T02:15:00.000Z',
+       ADD COLUMN _etl_loaded_at timestamptz DEFAULT '2026-11-25 10:00:00+00'`,
   );
   await db.query(
     `CREATE FUNCTION ${schema}.immutable_run_key() RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -151,7 +153,9 @@ for (const f of FORMATS) {
     const cpuMs = median(r.cpuMs);
     summary[`${f} ${t}`] = { cpuMs, wallMs: median(r.wallMs), cpuOverPlain: cpuMs / plain };
     lines.push(
-      `  ${f.padEnd(6)} ${t.padEnd(8)} ${String(Math.round(cpuMs)).padStart(6)} ms (${String(Math.round(median(r.wallMs))).padStart(5)} ms)  ${(cpuMs / plain).toFixed(2)}  [${r.cpuMs.map(Math.round).join(' ')}]`,
+      `  ${f.padEnd(6)} ${t.padEnd(8)} ${String(Math.round(cpuMs)).padStart(6)} ms ` +
+        `(${String(Math.round(median(r.wallMs))).padStart(5)} ms)  ${(cpuMs / plain).toFixed(2)}  ` +
+        `[${r.cpuMs.map(Math.round).join(' ')}]`,
     );
   }
 }
@@ -161,6 +165,18 @@ const file = join(import.meta.dirname, 'results', `${date}-append-lineage.json`)
 await mkdir(join(import.meta.dirname, 'results'), { recursive: true });
 await writeFile(
   file,
-  `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), rows: ROWS, repeats: REPEATS, seconds: Math.round((Date.now() - started) / 1000), summary, results }, null, 2)}\n`,
+  JSON.stringify(
+    {
+      date: new Date().toISOString(),
+      machine: machine(),
+      rows: ROWS,
+      repeats: REPEATS,
+      seconds: Math.round((Date.now() - started) / 1000),
+      summary,
+      results,
+    },
+    null,
+    2,
+  ) + '\n',
 );
 process.stdout.write(`${lines.join('\n')}\nresults: ${file}\n`);

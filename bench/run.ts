@@ -17,11 +17,11 @@
  * The document case (type pdf, bench/lib/documents.ts): --doc-mb/BENCH_DOC_MB (1000) MB of pdf pages of
  * --doc-page-mb/BENCH_DOC_PAGE_MB (200) MB each, archived as bytea, against psql's \copy of the same bytes.
  *
- * Options (argv or env): --rows/BENCH_ROWS (1000000), --types/BENCH_TYPES (txt,json,json_compact,xml_query,txt_cstr,pdf),
- * --paging/BENCH_PAGING (100000,all), --repeats/BENCH_REPEATS (3), --sizes/BENCH_SIZES (growth check,
- * 100000; BENCH_FULL=1 adds 5000000), --worker-args/BENCH_WORKER_ARGS (node flags of the worker, e.g.
- * "--cpu-prof --cpu-prof-dir=/tmp/prof"), --variants/BENCH_VARIANTS (other builds or flags measured in the same
- * repeats, interleaved, e.g. `main=/tmp/main;flag=.|--max-semi-space-size=1 --heap-growing-percent=100`; see
+ * Options (argv or env): --rows/BENCH_ROWS (1000000), --types/BENCH_TYPES
+ * (txt,json,json_compact,xml_query,txt_cstr,pdf), --paging/BENCH_PAGING (100000,all), --repeats/BENCH_REPEATS (3),
+ * --sizes/BENCH_SIZES (growth check, 100000; BENCH_FULL=1 adds 5000000), --worker-args/BENCH_WORKER_ARGS (node flags of
+ * the worker, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), --variants/BENCH_VARIANTS (other builds or flags measured in
+ * the same repeats, interleaved, e.g. `main=/tmp/main;flag=.|--max-semi-space-size=1 --heap-growing-percent=100`; see
  * bench/lib/options.ts), --warm/BENCH_WARM (1; 0 skips the warm workers).
  */
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -41,10 +41,11 @@ import { documentCase } from './lib/documents.ts';
 import { cliPeakRss, fixedCost, writeJobs } from './lib/cli-cases.ts';
 import { userPath, type UserPathResult } from './lib/report.ts';
 
-// `npm run bench -- fleet`: the fleet benchmark instead (bench/fleet.ts, its own options); `npm run bench -- user-path`:
-// the README's path alone (bench/user-path.ts); `npm run bench -- append-lineage`: what an append target's lineage
-// columns cost COPY (bench/append-lineage.ts); `npm run bench -- tracing`: what traces cost (bench/tracing.ts);
-// `npm run bench -- warm-up`: where a fresh worker's first run spends its extra time (bench/warm-up.ts).
+// `npm run bench -- fleet`: the fleet benchmark instead (bench/fleet.ts, its own options);
+// `npm run bench -- user-path`: the README's path alone (bench/user-path.ts); `npm run bench -- append-lineage`: what
+// an append target's lineage columns cost COPY (bench/append-lineage.ts); `npm run bench -- tracing`: what traces cost
+// (bench/tracing.ts); `npm run bench -- warm-up`: where a fresh worker's first run spends its extra time
+// (bench/warm-up.ts).
 const OTHER_BENCHES: Record<string, string> = {
   fleet: './fleet.ts',
   'user-path': './user-path.ts',
@@ -87,7 +88,8 @@ try {
         const paging = pagingOpt === 'all' ? size : pagingOpt;
         const pre = await server.prerender({ report: REPORT, parameters: { ROWS: String(size) }, outputType, paging });
         log(
-          `${short(size)} ${outputType} paging ${pagingOpt}: ${pre.pages} pages, ${(pre.bytes / 1e6).toFixed(1)} MB rendered in ${(pre.ms / 1000).toFixed(1)} s`,
+          `${short(size)} ${outputType} paging ${pagingOpt}: ${pre.pages} pages, ${(pre.bytes / 1e6).toFixed(1)} MB ` +
+            `rendered in ${(pre.ms / 1000).toFixed(1)} s`,
         );
         const input: WorkerInput = {
           simUrl: server.url,
@@ -227,7 +229,19 @@ const file = join(import.meta.dirname, 'results', `${date}-${short(opts.rows)}.j
 await mkdir(join(import.meta.dirname, 'results'), { recursive: true });
 await writeFile(
   file,
-  `${JSON.stringify({ date: new Date().toISOString(), machine: machine(), options: { ...opts, databaseUrl: undefined, redisUrl: undefined }, seconds: Math.round((Date.now() - started) / 1000), summary: line, results, userPath: user }, null, 2)}\n`,
+  JSON.stringify(
+    {
+      date: new Date().toISOString(),
+      machine: machine(),
+      options: { ...opts, databaseUrl: undefined, redisUrl: undefined },
+      seconds: Math.round((Date.now() - started) / 1000),
+      summary: line,
+      results,
+      userPath: user,
+    },
+    null,
+    2,
+  ) + '\n',
 );
 process.stdout.write(`${table(results)}\n\nresults: ${file}\n${line}\n`);
 
@@ -241,7 +255,8 @@ async function userPathCases(): Promise<UserPathResult> {
   const config = await writeJobs(ctx, opts.rows);
   const cost = await fixedCost(ctx, config, 7);
   log(
-    `10-row run, whole process (report-etl run): median ${Math.round(cost.medianMs)} ms (${Math.round(cost.minMs)}-${Math.round(cost.maxMs)} of 7), RSS ${cost.rssMB.toFixed(0)} MB`,
+    `10-row run, whole process (report-etl run): median ${Math.round(cost.medianMs)} ms ` +
+      `(${Math.round(cost.minMs)}-${Math.round(cost.maxMs)} of 7), RSS ${cost.rssMB.toFixed(0)} MB`,
   );
   const warm: { ms: number; cpuMs: number }[] = [];
   for (let i = 0; i < 7; i++) {
@@ -263,7 +278,9 @@ async function userPathCases(): Promise<UserPathResult> {
   }
   const warmMs = warm.map((w) => w.ms);
   log(
-    `10-row run, warm worker: median ${median(warmMs).toFixed(1)} ms (${Math.min(...warmMs).toFixed(1)}-${Math.max(...warmMs).toFixed(1)} of 7), CPU ${median(warm.map((w) => w.cpuMs)).toFixed(1)} ms`,
+    `10-row run, warm worker: median ${median(warmMs).toFixed(1)} ms ` +
+      `(${Math.min(...warmMs).toFixed(1)}-${Math.max(...warmMs).toFixed(1)} of 7), CPU ` +
+      `${median(warm.map((w) => w.cpuMs)).toFixed(1)} ms`,
   );
   // 100k txt rows in a warm worker (one unmeasured run before): a long-running worker's rows/s for a mid-sized report,
   // without the first run's start-up that the fresh-process cases above include.
@@ -287,7 +304,8 @@ async function userPathCases(): Promise<UserPathResult> {
     warm100k.push((100_000 / r.durationMs) * 1000);
   }
   log(
-    `100k txt rows, warm worker: median ${Math.round(median(warm100k))} rows/s (${warm100k.map((x) => Math.round(x)).join(', ')})`,
+    `100k txt rows, warm worker: median ${Math.round(median(warm100k))} rows/s ` +
+      `(${warm100k.map((x) => Math.round(x)).join(', ')})`,
   );
   // The same 100k rows through `report-etl run`, whole process: with the 10-row run's time, the rows/s a fresh
   // process adds per row (marginal), to compare with the big run's below.
@@ -301,7 +319,8 @@ async function userPathCases(): Promise<UserPathResult> {
   });
   const big = await cliPeakRss(ctx, config, 3);
   log(
-    `${short(opts.rows)} txt rows through report-etl run: peak RSS ${big.rssMB.map((x) => x.toFixed(0)).join(', ')} MB, ${big.ms.map((x) => (x / 1000).toFixed(2)).join(', ')} s`,
+    `${short(opts.rows)} txt rows through report-etl run: peak RSS ${big.rssMB.map((x) => x.toFixed(0)).join(', ')} ` +
+      `MB, ${big.ms.map((x) => (x / 1000).toFixed(2)).join(', ')} s`,
   );
   return {
     wholeProcessMs: { median: cost.medianMs, min: cost.minMs, max: cost.maxMs },

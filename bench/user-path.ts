@@ -45,7 +45,8 @@ const load = (): string =>
     .map((x) => x.toFixed(2))
     .join(' ');
 const range = (xs: number[], digits: number): string =>
-  `median ${median(xs).toFixed(digits)} ms (${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)} of ${xs.length})`;
+  `median ${median(xs).toFixed(digits)} ms ` +
+  `(${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)} of ${xs.length})`;
 
 const pool = makePool(silentLogger, databaseUrl, 2);
 await migrate(pool);
@@ -97,7 +98,9 @@ try {
   }
   process.stdout.write(
     `report-etl simulate --job-duration ${JOB_DURATION_MS}; load average ${loadBefore} before, ${load()} after\n` +
-      `10-row report-etl run, whole process: median ${(cost.medianMs / 1000).toFixed(3)} s (${(cost.minMs / 1000).toFixed(3)}-${(cost.maxMs / 1000).toFixed(3)} of ${REPEATS}), RSS ${cost.rssMB.toFixed(0)} MB (goal <= 0.6 s)\n` +
+      `10-row report-etl run, whole process: median ${(cost.medianMs / 1000).toFixed(3)} s ` +
+      `(${(cost.minMs / 1000).toFixed(3)}-${(cost.maxMs / 1000).toFixed(3)} of ${REPEATS}), RSS ` +
+      `${cost.rssMB.toFixed(0)} MB (goal <= 0.6 s)\n` +
       `10-row run in a warm worker: ${range(warm, 1)}, CPU ${median(warmCpu).toFixed(1)} ms (goal <= 20 ms)\n`,
   );
 } finally {

@@ -114,7 +114,9 @@ try {
       ];
       for (const [warmups, into, worker] of i % 2 === 0 ? order : order.reverse()) await measure(warmups, into, worker);
       log(
-        `${outputType}: fresh ${fresh.at(-1)!.total!.toFixed(0)} ms, warm ${warm.at(-1)!.total!.toFixed(0)} ms${BASELINE ? `, baseline fresh ${baseline.at(-1)!.total!.toFixed(0)} ms` : ''}`,
+        `${outputType}: fresh ${fresh.at(-1)!.total!.toFixed(0)} ms, ` +
+          `warm ${warm.at(-1)!.total!.toFixed(0)} ms` +
+          (BASELINE ? `, baseline fresh ${baseline.at(-1)!.total!.toFixed(0)} ms` : ''),
       );
     }
     results.push({ type: outputType, fresh, warm, baseline });
@@ -125,12 +127,17 @@ try {
       xs.length > 0 && k in xs[0]! ? median(xs.map((s) => s[k]!)).toFixed(1) : '';
     const lines = keys.map(
       (k) =>
-        `| ${k} | ${med(fresh, k)} | ${med(warm, k)} | ${(Number(med(fresh, k)) - Number(med(warm, k))).toFixed(1)} |${BASELINE ? ` ${med(baseline, k)} |` : ''}`,
+        `| ${k} | ${med(fresh, k)} | ${med(warm, k)} | ` +
+        `${(Number(med(fresh, k)) - Number(med(warm, k))).toFixed(1)} |${BASELINE ? ` ${med(baseline, k)} |` : ''}`,
     );
     const rate = (xs: Split[]): string =>
       `${Math.round(ROWS / (median(xs.map((s) => s.total!)) / 1000) / 1000)}k rows/s`;
-    text += `\n${outputType}, ${ROWS} rows, medians of ${REPEATS} (ms): fresh ${rate(fresh)}, warm ${rate(warm)}${BASELINE ? `, baseline fresh ${rate(baseline)}` : ''}\n\n`;
-    text += `| part | fresh | warm | fresh − warm |${BASELINE ? ' baseline fresh |' : ''}\n|---|---|---|---|${BASELINE ? '---|' : ''}\n${lines.join('\n')}\n`;
+    text +=
+      `\n${outputType}, ${ROWS} rows, medians of ${REPEATS} (ms): fresh ${rate(fresh)}, ` +
+      `warm ${rate(warm)}${BASELINE ? `, baseline fresh ${rate(baseline)}` : ''}\n\n`;
+    text +=
+      `| part | fresh | warm | fresh − warm |${BASELINE ? ' baseline fresh |' : ''}\n` +
+      `|---|---|---|---|${BASELINE ? '---|' : ''}\n${lines.join('\n')}\n`;
   }
 } finally {
   await server.close();
@@ -143,7 +150,19 @@ await mkdir(join(import.meta.dirname, 'results'), { recursive: true });
 const load = `load average ${loadBefore.toFixed(2)} before, ${loadavg()[0]!.toFixed(2)} after`;
 await writeFile(
   file,
-  `${JSON.stringify({ date: new Date().toISOString(), rows: ROWS, baseline: BASELINE_DIR || null, repeats: REPEATS, workerArgs: WORKER_ARGS, load, results }, null, 2)}\n`,
+  JSON.stringify(
+    {
+      date: new Date().toISOString(),
+      rows: ROWS,
+      baseline: BASELINE_DIR || null,
+      repeats: REPEATS,
+      workerArgs: WORKER_ARGS,
+      load,
+      results,
+    },
+    null,
+    2,
+  ) + '\n',
 );
 const LEGEND = [
   'How to read the rows (they overlap, so they do not add up to total):',

@@ -21,7 +21,9 @@ export interface BenchOptions {
   paging: (number | 'all')[];
   /** Measurements per case; the median is reported. Default 3. */
   repeats: number;
-  /** Row counts of the growth check (first paging only) besides `rows`; default 100000, plus 5000000 with BENCH_FULL=1. */
+  /**
+   * Row counts of the growth check (first paging only) besides `rows`; default 100000, plus 5000000 with BENCH_FULL=1.
+   */
   sizes: number[];
   /** Extra node flags of the measured worker, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (BENCH_WORKER_ARGS). */
   workerArgs: string[];
@@ -39,18 +41,26 @@ export interface BenchOptions {
    * table — the cost of report-etl itself, without replace's DELETE.
    */
   mode: 'replace' | 'append';
-  /** Document case: MB (1e6 bytes) of pdf pages in all (BENCH_DOC_MB, default 1000) and per page (BENCH_DOC_PAGE_MB, 200). */
+  /**
+   * Document case: MB (1e6 bytes) of pdf pages in all (BENCH_DOC_MB, default 1000) and per page (BENCH_DOC_PAGE_MB,
+   * 200).
+   */
   docMB: number;
   docPageMB: number;
   /** Latency the page server adds to every response, ms (BENCH_LATENCY, default 0): the simulator's latencyMs fault. */
   latencyMs: number;
-  /** The user's-path cases (bench/lib/cli-cases.ts): fixed cost of a 10-row run, peak RSS of the README's command (BENCH_CLI, default 1). */
+  /**
+   * The user's-path cases (bench/lib/cli-cases.ts): fixed cost of a 10-row run, peak RSS of the README's command
+   * (BENCH_CLI, default 1).
+   */
   cli: boolean;
   databaseUrl: string;
   redisUrl: string;
 }
 
-/** An option from argv (`--name value`, `--name=value`) or else the environment (BENCH_NAME); undefined when neither. */
+/**
+ * An option from argv (`--name value`, `--name=value`) or else the environment (BENCH_NAME); undefined when neither.
+ */
 export function arg(argv: string[], name: string): string | undefined {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
