@@ -158,135 +158,152 @@ function sample(text: string, series: string): number | undefined {
 }
 
 describe('metrics', () => {
-  it('derives runs, rows, bytes and durations from etl.attempts, token requests from Redis, queue depth from BullMQ', async () => {
-    await h.redis.set(tokenRequestsKey(keyPrefix), '41');
-    await h.redis.incr(tokenRequestsKey(keyPrefix));
-    await queue.add(okJob, { job: okJob, trigger: 'manual', runKey: 'm1' }, { jobId: `${okJob}__m1` });
-    await queue.add(okJob, { job: okJob, trigger: 'manual', runKey: 'm2' }, { jobId: `${okJob}__m2`, delay: 60_000 });
-    const res = await get('/metrics', bearer);
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toContain('text/plain');
-    const text = await res.text();
-    expect(text).toContain('# TYPE report_etl_attempts_total counter');
-    expect(text).toContain('# TYPE report_etl_attempt_duration_seconds histogram');
-    expect(text).not.toContain('report_etl_runs_total');
-    expect(sample(text, `report_etl_attempts_total{job="${failJob}",status="failed"}`)).toBe(1);
-    expect(sample(text, `report_etl_attempts_total{job="${okJob}",status="succeeded"}`)).toBe(1);
-    expect(sample(text, `report_etl_attempts_total{job="${okJob}",status="failed"}`)).toBeUndefined();
-    expect(okResult.rows).toBe(120);
-    expect(sample(text, `report_etl_rows_loaded_total{job="${okJob}"}`)).toBe(okResult.rows);
-    expect(sample(text, `report_etl_bytes_loaded_total{job="${okJob}"}`)).toBe(okResult.bytes);
-    expect(okResult.bytes).toBeGreaterThan(0);
-    expect(sample(text, `report_etl_rows_loaded_total{job="${failJob}"}`)).toBeUndefined();
+  it(
+    'derives runs, rows, bytes and durations from etl.attempts, ' +
+      'token requests from Redis, queue depth from BullMQ',
+    async () => {
+      await h.redis.set(tokenRequestsKey(keyPrefix), '41');
+      await h.redis.incr(tokenRequestsKey(keyPrefix));
+      await queue.add(okJob, { job: okJob, trigger: 'manual', runKey: 'm1' }, { jobId: `${okJob}__m1` });
+      await queue.add(okJob, { job: okJob, trigger: 'manual', runKey: 'm2' }, { jobId: `${okJob}__m2`, delay: 60_000 });
+      const res = await get('/metrics', bearer);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toContain('text/plain');
+      const text = await res.text();
+      expect(text).toContain('# TYPE report_etl_attempts_total counter');
+      expect(text).toContain('# TYPE report_etl_attempt_duration_seconds histogram');
+      expect(text).not.toContain('report_etl_runs_total');
+      expect(sample(text, `report_etl_attempts_total{job="${failJob}",status="failed"}`)).toBe(1);
+      expect(sample(text, `report_etl_attempts_total{job="${okJob}",status="succeeded"}`)).toBe(1);
+      expect(sample(text, `report_etl_attempts_total{job="${okJob}",status="failed"}`)).toBeUndefined();
+      expect(okResult.rows).toBe(120);
+      expect(sample(text, `report_etl_rows_loaded_total{job="${okJob}"}`)).toBe(okResult.rows);
+      expect(sample(text, `report_etl_bytes_loaded_total{job="${okJob}"}`)).toBe(okResult.bytes);
+      expect(okResult.bytes).toBeGreaterThan(0);
+      expect(sample(text, `report_etl_rows_loaded_total{job="${failJob}"}`)).toBeUndefined();
 
-    const { rows } = await h.pool.query<{ duration_ms: string }>(
-      'SELECT duration_ms FROM etl.attempts WHERE job = $1',
-      [okJob],
-    );
-    const seconds = Number(rows[0]!.duration_ms) / 1000;
-    expect(sample(text, `report_etl_attempt_duration_seconds_count{job="${okJob}"}`)).toBe(1);
-    expect(sample(text, `report_etl_attempt_duration_seconds_sum{job="${okJob}"}`)).toBeCloseTo(seconds, 6);
-    expect(sample(text, `report_etl_attempt_duration_seconds_bucket{le="+Inf",job="${okJob}"}`)).toBe(1);
-    for (const le of DURATION_BUCKETS_SECONDS) {
-      expect(sample(text, `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${okJob}"}`)).toBe(
-        seconds <= le ? 1 : 0,
+      const { rows } = await h.pool.query<{ duration_ms: string }>(
+        'SELECT duration_ms FROM etl.attempts WHERE job = $1',
+        [okJob],
       );
-    }
+      const seconds = Number(rows[0]!.duration_ms) / 1000;
+      expect(sample(text, `report_etl_attempt_duration_seconds_count{job="${okJob}"}`)).toBe(1);
+      expect(sample(text, `report_etl_attempt_duration_seconds_sum{job="${okJob}"}`)).toBeCloseTo(seconds, 6);
+      expect(sample(text, `report_etl_attempt_duration_seconds_bucket{le="+Inf",job="${okJob}"}`)).toBe(1);
+      for (const le of DURATION_BUCKETS_SECONDS) {
+        expect(sample(text, `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${okJob}"}`)).toBe(
+          seconds <= le ? 1 : 0,
+        );
+      }
 
-    expect(sample(text, 'report_etl_token_requests_total')).toBe(42);
-    expect(sample(text, 'report_etl_queue_jobs{state="waiting"}')).toBe(1);
-    expect(sample(text, 'report_etl_queue_jobs{state="delayed"}')).toBe(1);
-    expect(sample(text, 'report_etl_queue_jobs{state="failed"}')).toBe(0);
-    await queue.remove(`${okJob}__m1`);
-    await queue.remove(`${okJob}__m2`);
-    const after = await (await get('/metrics', bearer)).text();
-    expect(sample(after, 'report_etl_queue_jobs{state="waiting"}')).toBe(0);
-  });
+      expect(sample(text, 'report_etl_token_requests_total')).toBe(42);
+      expect(sample(text, 'report_etl_queue_jobs{state="waiting"}')).toBe(1);
+      expect(sample(text, 'report_etl_queue_jobs{state="delayed"}')).toBe(1);
+      expect(sample(text, 'report_etl_queue_jobs{state="failed"}')).toBe(0);
+      await queue.remove(`${okJob}__m1`);
+      await queue.remove(`${okJob}__m2`);
+      const after = await (await get('/metrics', bearer)).text();
+      expect(sample(after, 'report_etl_queue_jobs{state="waiting"}')).toBe(0);
+    },
+  );
 
-  it('a duration exactly on a bucket bound counts in that bucket (le is inclusive); running attempts are not counted', async () => {
-    for (const [ms, status] of [
-      [1000, 'succeeded'],
-      [1001, 'failed'],
-      [5000, 'succeeded'],
-      [null, 'running'],
-    ] as const) {
-      const attemptId = crypto.randomUUID();
-      await insertAttempt(h.pool, {
-        attemptId,
-        job: edgeJob,
-        runKey: attemptId,
-        trigger: 'manual',
-        targetTable: 'x.y',
-        writeMode: 'replace',
-        worker: 'test',
-      });
-      await h.pool.query(
-        'UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 7, bytes = 70 WHERE attempt_id = $1',
-        [attemptId, status, ms],
+  it(
+    'a duration exactly on a bucket bound counts in that bucket (le is inclusive); ' +
+      'running attempts are not counted',
+    async () => {
+      for (const [ms, status] of [
+        [1000, 'succeeded'],
+        [1001, 'failed'],
+        [5000, 'succeeded'],
+        [null, 'running'],
+      ] as const) {
+        const attemptId = crypto.randomUUID();
+        await insertAttempt(h.pool, {
+          attemptId,
+          job: edgeJob,
+          runKey: attemptId,
+          trigger: 'manual',
+          targetTable: 'x.y',
+          writeMode: 'replace',
+          worker: 'test',
+        });
+        await h.pool.query(
+          'UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 7, bytes = 70 WHERE attempt_id = $1',
+          [attemptId, status, ms],
+        );
+      }
+      const text = await (await get('/metrics', bearer)).text();
+      const bucket = (le: string) =>
+        sample(text, `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${edgeJob}"}`);
+      expect([bucket('1'), bucket('5'), bucket('15'), bucket('+Inf')]).toEqual([1, 3, 3, 3]);
+      expect(sample(text, `report_etl_attempt_duration_seconds_sum{job="${edgeJob}"}`)).toBeCloseTo(7.001, 9);
+      expect(sample(text, `report_etl_attempts_total{job="${edgeJob}",status="succeeded"}`)).toBe(2);
+      expect(sample(text, `report_etl_attempts_total{job="${edgeJob}",status="failed"}`)).toBe(1);
+      expect(sample(text, `report_etl_attempts_total{job="${edgeJob}",status="running"}`)).toBeUndefined();
+      expect(sample(text, `report_etl_rows_loaded_total{job="${edgeJob}"}`)).toBe(14);
+      expect(sample(text, `report_etl_bytes_loaded_total{job="${edgeJob}"}`)).toBe(140);
+    },
+  );
+
+  it(
+    'counters never drop when retention prunes old attempts: ' +
+      'what was pruned is added back, and a second prune adds to it',
+    async () => {
+      const job = uniqueName('adm_prune');
+      const add = async (ms: number, status: string, daysAgo: number) => {
+        const attemptId = crypto.randomUUID();
+        await insertAttempt(h.pool, {
+          attemptId,
+          job,
+          runKey: attemptId,
+          trigger: 'manual',
+          targetTable: 'x.y',
+          writeMode: 'replace',
+          worker: 'test',
+        });
+        await h.pool.query(
+          `UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 5, bytes = 50, started_at = now() - ` +
+            `make_interval(days => $4) WHERE attempt_id = $1`,
+          [attemptId, status, ms, daysAgo],
+        );
+      };
+      for (const [ms, status, days] of [
+        [900, 'succeeded', 30],
+        [4000, 'succeeded', 29],
+        [20_000, 'failed', 28],
+        [700, 'succeeded', 1],
+        [1500, 'failed', 1],
+      ] as const)
+        await add(ms, status, days);
+      const series = (text: string) =>
+        [
+          `report_etl_attempts_total{job="${job}",status="succeeded"}`,
+          `report_etl_attempts_total{job="${job}",status="failed"}`,
+          `report_etl_rows_loaded_total{job="${job}"}`,
+          `report_etl_bytes_loaded_total{job="${job}"}`,
+          `report_etl_attempt_duration_seconds_count{job="${job}"}`,
+          `report_etl_attempt_duration_seconds_sum{job="${job}"}`,
+          ...['1', '5', '30', '+Inf'].map(
+            (le) => `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${job}"}`,
+          ),
+        ].map((name) => sample(text, name));
+      const before = series(await (await get('/metrics', bearer)).text());
+      expect(before).toEqual([3, 2, 15, 150, 5, 27.1, 2, 4, 5, 5]);
+      const pruned = await pruneHistory(h.pool, [job], new Date(Date.now() - 7 * 86_400_000));
+      expect(pruned.attempts).toBe(3);
+      expect((await h.pool.query('SELECT count(*)::int AS n FROM etl.attempts WHERE job = $1', [job])).rows[0].n).toBe(
+        2,
       );
-    }
-    const text = await (await get('/metrics', bearer)).text();
-    const bucket = (le: string) =>
-      sample(text, `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${edgeJob}"}`);
-    expect([bucket('1'), bucket('5'), bucket('15'), bucket('+Inf')]).toEqual([1, 3, 3, 3]);
-    expect(sample(text, `report_etl_attempt_duration_seconds_sum{job="${edgeJob}"}`)).toBeCloseTo(7.001, 9);
-    expect(sample(text, `report_etl_attempts_total{job="${edgeJob}",status="succeeded"}`)).toBe(2);
-    expect(sample(text, `report_etl_attempts_total{job="${edgeJob}",status="failed"}`)).toBe(1);
-    expect(sample(text, `report_etl_attempts_total{job="${edgeJob}",status="running"}`)).toBeUndefined();
-    expect(sample(text, `report_etl_rows_loaded_total{job="${edgeJob}"}`)).toBe(14);
-    expect(sample(text, `report_etl_bytes_loaded_total{job="${edgeJob}"}`)).toBe(140);
-  });
-
-  it('counters never drop when retention prunes old attempts: what was pruned is added back, and a second prune adds to it', async () => {
-    const job = uniqueName('adm_prune');
-    const add = async (ms: number, status: string, daysAgo: number) => {
-      const attemptId = crypto.randomUUID();
-      await insertAttempt(h.pool, {
-        attemptId,
-        job,
-        runKey: attemptId,
-        trigger: 'manual',
-        targetTable: 'x.y',
-        writeMode: 'replace',
-        worker: 'test',
-      });
-      await h.pool.query(
-        `UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 5, bytes = 50, started_at = now() - make_interval(days => $4) WHERE attempt_id = $1`,
-        [attemptId, status, ms, daysAgo],
-      );
-    };
-    for (const [ms, status, days] of [
-      [900, 'succeeded', 30],
-      [4000, 'succeeded', 29],
-      [20_000, 'failed', 28],
-      [700, 'succeeded', 1],
-      [1500, 'failed', 1],
-    ] as const)
-      await add(ms, status, days);
-    const series = (text: string) =>
-      [
-        `report_etl_attempts_total{job="${job}",status="succeeded"}`,
-        `report_etl_attempts_total{job="${job}",status="failed"}`,
-        `report_etl_rows_loaded_total{job="${job}"}`,
-        `report_etl_bytes_loaded_total{job="${job}"}`,
-        `report_etl_attempt_duration_seconds_count{job="${job}"}`,
-        `report_etl_attempt_duration_seconds_sum{job="${job}"}`,
-        ...['1', '5', '30', '+Inf'].map((le) => `report_etl_attempt_duration_seconds_bucket{le="${le}",job="${job}"}`),
-      ].map((name) => sample(text, name));
-    const before = series(await (await get('/metrics', bearer)).text());
-    expect(before).toEqual([3, 2, 15, 150, 5, 27.1, 2, 4, 5, 5]);
-    const pruned = await pruneHistory(h.pool, [job], new Date(Date.now() - 7 * 86_400_000));
-    expect(pruned.attempts).toBe(3);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM etl.attempts WHERE job = $1', [job])).rows[0].n).toBe(2);
-    expect(series(await (await get('/metrics', bearer)).text())).toEqual(before);
-    // Later attempts grow the counters on top of what was pruned, and a second prune adds to it.
-    await add(2000, 'succeeded', 20);
-    await add(600, 'succeeded', 0);
-    const grown = series(await (await get('/metrics', bearer)).text());
-    expect(grown).toEqual([5, 2, 25, 250, 7, 29.7, 3, 6, 7, 7]);
-    expect((await pruneHistory(h.pool, [job], new Date(Date.now() - 7 * 86_400_000))).attempts).toBe(1);
-    expect(series(await (await get('/metrics', bearer)).text())).toEqual(grown);
-  });
+      expect(series(await (await get('/metrics', bearer)).text())).toEqual(before);
+      // Later attempts grow the counters on top of what was pruned, and a second prune adds to it.
+      await add(2000, 'succeeded', 20);
+      await add(600, 'succeeded', 0);
+      const grown = series(await (await get('/metrics', bearer)).text());
+      expect(grown).toEqual([5, 2, 25, 250, 7, 29.7, 3, 6, 7, 7]);
+      expect((await pruneHistory(h.pool, [job], new Date(Date.now() - 7 * 86_400_000))).attempts).toBe(1);
+      expect(series(await (await get('/metrics', bearer)).text())).toEqual(grown);
+    },
+  );
 
   it('metricsPublic: true opens /metrics to every caller, as an explicit choice', async () => {
     const open = await startAdminServer({
@@ -317,76 +334,87 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
   const status = async (url: string, headers: Record<string, string> = {}) =>
     (await fetch(url, { headers, redirect: 'manual' })).status;
 
-  it('with admin credentials set, /metrics needs them (bearer, basic or the login cookie); /healthz and /readyz stay open', async () => {
-    const res = await get('/metrics');
-    expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe('Bearer realm="report-etl metrics"');
-    expect(await res.text()).not.toContain('report_etl');
-    expect((await get('/metrics', { authorization: `Bearer ${token}x` })).status).toBe(401);
-    expect((await get('/metrics', bearer)).status).toBe(200);
-    expect((await get('/metrics', { authorization: `Basic ${b64(`${basic.user}:${basic.password}`)}` })).status).toBe(
-      200,
-    );
-    const login = await get(`/admin/login?token=${encodeURIComponent(token)}`);
-    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
-    expect((await get('/metrics', { cookie })).status).toBe(200);
-    expect((await get('/healthz')).status).toBe(200);
-    expect((await get('/readyz')).status).toBe(200);
-  });
+  it(
+    'with admin credentials set, /metrics needs them (bearer, ' +
+      'basic or the login cookie); /healthz and /readyz stay open',
+    async () => {
+      const res = await get('/metrics');
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer realm="report-etl metrics"');
+      expect(await res.text()).not.toContain('report_etl');
+      expect((await get('/metrics', { authorization: `Bearer ${token}x` })).status).toBe(401);
+      expect((await get('/metrics', bearer)).status).toBe(200);
+      expect((await get('/metrics', { authorization: `Basic ${b64(`${basic.user}:${basic.password}`)}` })).status).toBe(
+        200,
+      );
+      const login = await get(`/admin/login?token=${encodeURIComponent(token)}`);
+      const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+      expect((await get('/metrics', { cookie })).status).toBe(200);
+      expect((await get('/healthz')).status).toBe(200);
+      expect((await get('/readyz')).status).toBe(200);
+    },
+  );
 
-  it('METRICS_TOKEN admits a scraper to /metrics only; the admin token still reads it; wrong tokens are refused', async () => {
-    const s = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      auth: { token },
-      metricsToken,
-      keyPrefix,
-    });
-    try {
-      const scraper = { authorization: `Bearer ${metricsToken}` };
-      const ok = await fetch(`${s.url}/metrics`, { headers: scraper });
-      expect(ok.status).toBe(200);
-      expect(await ok.text()).toContain('report_etl_token_requests_total');
-      expect(await status(`${s.url}/metrics`, bearer)).toBe(200);
-      const refused = await fetch(`${s.url}/metrics`);
-      expect(refused.status).toBe(401);
-      const body = await refused.text();
-      expect(body).toContain('Bearer <METRICS_TOKEN>');
-      expect(body).not.toContain(metricsToken);
-      expect(await status(`${s.url}/metrics`, { authorization: `Bearer ${metricsToken.slice(0, -1)}` })).toBe(401);
-      expect(await status(`${s.url}/metrics`, { authorization: `Basic ${b64(`x:${metricsToken}`)}` })).toBe(401);
-      // The metrics token opens nothing else.
-      expect(await status(`${s.url}/admin/runs`, scraper)).toBe(401);
-      expect(await status(`${s.url}/admin/queues/api/queues`, scraper)).toBe(401);
-      expect(await status(`${s.url}/admin/login?token=${encodeURIComponent(metricsToken)}`)).toBe(401);
-      expect(await status(`${s.url}/healthz`)).toBe(200);
-    } finally {
-      await s.close();
-    }
-  });
+  it(
+    'METRICS_TOKEN admits a scraper to /metrics only; ' + 'the admin token still reads it; wrong tokens are refused',
+    async () => {
+      const s = await startAdminServer({
+        pool: h.pool,
+        redis: h.redis,
+        queue,
+        logger: silentLogger,
+        port: 0,
+        auth: { token },
+        metricsToken,
+        keyPrefix,
+      });
+      try {
+        const scraper = { authorization: `Bearer ${metricsToken}` };
+        const ok = await fetch(`${s.url}/metrics`, { headers: scraper });
+        expect(ok.status).toBe(200);
+        expect(await ok.text()).toContain('report_etl_token_requests_total');
+        expect(await status(`${s.url}/metrics`, bearer)).toBe(200);
+        const refused = await fetch(`${s.url}/metrics`);
+        expect(refused.status).toBe(401);
+        const body = await refused.text();
+        expect(body).toContain('Bearer <METRICS_TOKEN>');
+        expect(body).not.toContain(metricsToken);
+        expect(await status(`${s.url}/metrics`, { authorization: `Bearer ${metricsToken.slice(0, -1)}` })).toBe(401);
+        expect(await status(`${s.url}/metrics`, { authorization: `Basic ${b64(`x:${metricsToken}`)}` })).toBe(401);
+        // The metrics token opens nothing else.
+        expect(await status(`${s.url}/admin/runs`, scraper)).toBe(401);
+        expect(await status(`${s.url}/admin/queues/api/queues`, scraper)).toBe(401);
+        expect(await status(`${s.url}/admin/login?token=${encodeURIComponent(metricsToken)}`)).toBe(401);
+        expect(await status(`${s.url}/healthz`)).toBe(200);
+      } finally {
+        await s.close();
+      }
+    },
+  );
 
-  it('METRICS_TOKEN without admin credentials: required from loopback too, while the admin pages stay loopback-only', async () => {
-    const s = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      auth: {},
-      metricsToken,
-      keyPrefix,
-    });
-    try {
-      expect(await status(`${s.url}/metrics`)).toBe(401);
-      expect(await status(`${s.url}/metrics`, { authorization: `Bearer ${metricsToken}` })).toBe(200);
-      expect(await status(`${s.url}/admin/runs`)).toBe(200);
-    } finally {
-      await s.close();
-    }
-  });
+  it(
+    'METRICS_TOKEN without admin credentials: ' +
+      'required from loopback too, while the admin pages stay loopback-only',
+    async () => {
+      const s = await startAdminServer({
+        pool: h.pool,
+        redis: h.redis,
+        queue,
+        logger: silentLogger,
+        port: 0,
+        auth: {},
+        metricsToken,
+        keyPrefix,
+      });
+      try {
+        expect(await status(`${s.url}/metrics`)).toBe(401);
+        expect(await status(`${s.url}/metrics`, { authorization: `Bearer ${metricsToken}` })).toBe(200);
+        expect(await status(`${s.url}/admin/runs`)).toBe(200);
+      } finally {
+        await s.close();
+      }
+    },
+  );
 
   it('with nothing configured, /metrics answers loopback callers only', async () => {
     const s = await startAdminServer({
@@ -500,41 +528,44 @@ describe('access control', () => {
     }
   });
 
-  it('a session cookie lasts 12 h, ends with POST /admin/logout, and is Secure under an https ADMIN_PUBLIC_URL', async () => {
-    const s = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      auth: { token },
-      keyPrefix,
-      publicUrl: 'https://etl.example.com',
-    });
-    const runs = async (cookie: string) => (await fetch(`${s.url}/admin/runs`, { headers: { cookie } })).status;
-    try {
-      const login = await fetch(`${s.url}/admin/login?token=${encodeURIComponent(token)}`, { redirect: 'manual' });
-      const setCookie = login.headers.get('set-cookie') ?? '';
-      expect(setCookie).toMatch(/; Secure/);
-      const cookie = setCookie.split(';')[0]!;
-      expect(await runs(cookie)).toBe(200);
-      const now = Math.floor(Date.now() / 1000);
-      expect(await runs(`${SESSION_COOKIE}=${sessionValue(token, now - 12 * 3600 - 5)}`)).toBe(401);
-      const other = `${SESSION_COOKIE}=${sessionValue(token, now - 11 * 3600)}`;
-      expect(await runs(other)).toBe(200);
-      // Signed with another issue time than it claims: refused.
-      expect(await runs(other.replace(/=\d+/, `=${now}`))).toBe(401);
+  it(
+    'a session cookie lasts 12 h, ends with POST /admin/logout, ' + 'and is Secure under an https ADMIN_PUBLIC_URL',
+    async () => {
+      const s = await startAdminServer({
+        pool: h.pool,
+        redis: h.redis,
+        queue,
+        logger: silentLogger,
+        port: 0,
+        auth: { token },
+        keyPrefix,
+        publicUrl: 'https://etl.example.com',
+      });
+      const runs = async (cookie: string) => (await fetch(`${s.url}/admin/runs`, { headers: { cookie } })).status;
+      try {
+        const login = await fetch(`${s.url}/admin/login?token=${encodeURIComponent(token)}`, { redirect: 'manual' });
+        const setCookie = login.headers.get('set-cookie') ?? '';
+        expect(setCookie).toMatch(/; Secure/);
+        const cookie = setCookie.split(';')[0]!;
+        expect(await runs(cookie)).toBe(200);
+        const now = Math.floor(Date.now() / 1000);
+        expect(await runs(`${SESSION_COOKIE}=${sessionValue(token, now - 12 * 3600 - 5)}`)).toBe(401);
+        const other = `${SESSION_COOKIE}=${sessionValue(token, now - 11 * 3600)}`;
+        expect(await runs(other)).toBe(200);
+        // Signed with another issue time than it claims: refused.
+        expect(await runs(other.replace(/=\d+/, `=${now}`))).toBe(401);
 
-      const out = await fetch(`${s.url}/admin/logout`, { method: 'POST', headers: { cookie, origin: s.url } });
-      expect(out.status).toBe(200);
-      expect(out.headers.get('set-cookie')).toMatch(new RegExp(`^${SESSION_COOKIE}=; .*Max-Age=0`));
-      // Ended on the server too: a copy of the cookie no longer opens anything; other sessions go on.
-      expect(await runs(cookie)).toBe(401);
-      expect(await runs(other)).toBe(200);
-    } finally {
-      await s.close();
-    }
-  });
+        const out = await fetch(`${s.url}/admin/logout`, { method: 'POST', headers: { cookie, origin: s.url } });
+        expect(out.status).toBe(200);
+        expect(out.headers.get('set-cookie')).toMatch(new RegExp(`^${SESSION_COOKIE}=; .*Max-Age=0`));
+        // Ended on the server too: a copy of the cookie no longer opens anything; other sessions go on.
+        expect(await runs(cookie)).toBe(401);
+        expect(await runs(other)).toBe(200);
+      } finally {
+        await s.close();
+      }
+    },
+  );
 
   it('without configured credentials only loopback callers naming this machine get in (no DNS rebinding)', async () => {
     const open = await startAdminServer({

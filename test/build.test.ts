@@ -35,7 +35,8 @@ import { startHarness, type Harness } from './support/harness.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MISSING =
-  'report-etl: the build is missing (dist/main.js): run `npm run build` (`npm ci` also builds it), or run the sources with `npm run dev -- <args>`\n';
+  'report-etl: the build is missing (dist/main.js): run `npm run build` (`npm ci` also builds it), or run the ' +
+  'sources with `npm run dev -- <args>`\n';
 const jobs = uniqueName('build');
 const queuePrefix = uniqueName('buildq');
 
@@ -94,46 +95,50 @@ afterAll(async () => {
 });
 
 describe('the one build, in a copy of the project', () => {
-  it('without a build the bin says how to make one; `npm run build` makes it, and it runs the command line and real jobs', async () => {
-    const before = await bin('--version');
-    expect(before.stderr).toBe(MISSING);
-    expect(before.status).toBe(2);
+  it(
+    'without a build the bin says how to make one; ' +
+      '`npm run build` makes it, and it runs the command line and real jobs',
+    async () => {
+      const before = await bin('--version');
+      expect(before.stderr).toBe(MISSING);
+      expect(before.status).toBe(2);
 
-    const build = spawnSync('npm', ['run', 'build'], { cwd: project, encoding: 'utf8', env: process.env });
-    expect(build.status, build.stdout + build.stderr).toBe(0);
-    expect(existsSync(join(project, 'dist/main.js'))).toBe(true);
+      const build = spawnSync('npm', ['run', 'build'], { cwd: project, encoding: 'utf8', env: process.env });
+      expect(build.status, build.stdout + build.stderr).toBe(0);
+      expect(existsSync(join(project, 'dist/main.js'))).toBe(true);
 
-    const version = await bin('--version');
-    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
-    const help = await bin('--help');
-    for (const command of [
-      'run',
-      'validate',
-      'migrate',
-      'scheduler',
-      'worker',
-      'admin',
-      'start',
-      'enqueue',
-      'runs',
-      'replay',
-      'backfill',
-      'simulate',
-    ]) {
-      expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
-    }
-    const validate = await bin('validate', '--config', 'jobs.yaml');
-    expect(validate.status, validate.stderr).toBe(0);
-    expect(validate.stdout).toMatch(/jobs\.yaml: ok, \d+ jobs/);
-    const migrate = await bin('migrate');
-    expect(migrate.status, migrate.stderr).toBe(0);
-    expect(migrate.stdout).toMatch(/database is up to date|applied migrations/);
+      const version = await bin('--version');
+      expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+      const help = await bin('--help');
+      for (const command of [
+        'run',
+        'validate',
+        'migrate',
+        'scheduler',
+        'worker',
+        'admin',
+        'start',
+        'enqueue',
+        'runs',
+        'replay',
+        'backfill',
+        'simulate',
+      ]) {
+        expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
+      }
+      const validate = await bin('validate', '--config', 'jobs.yaml');
+      expect(validate.status, validate.stderr).toBe(0);
+      expect(validate.stdout).toMatch(/jobs\.yaml: ok, \d+ jobs/);
+      const migrate = await bin('migrate');
+      expect(migrate.status, migrate.stderr).toBe(0);
+      expect(migrate.stdout).toMatch(/database is up to date|applied migrations/);
 
-    const config = join(project, 'build-test.yaml');
-    writeFileSync(
-      config,
-      `connections:
-  sim: { baseUrl: "${h.sim.url}", clientId: demo-client, clientSecret: "\${BUILD_TEST_SECRET}", timezone: Europe/Zurich, pollIntervalMs: 20, productVersion: 2026 }
+      const config = join(project, 'build-test.yaml');
+      writeFileSync(
+        config,
+        `connections:
+  sim: { baseUrl: "${h.sim.url}", clientId: demo-client, clientSecret: "\${BUILD_TEST_SECRET}",
+    timezone: Europe/Zurich, pollIntervalMs: 20, productVersion: 2026 }
 jobs:
   ${jobs}_orders:
     connection: sim
@@ -148,62 +153,72 @@ jobs:
     report: { mandant: 7777, name: Stock/Levels, outputType: json, paging: 100 }
     target: { table: ${h.schema}.queued, mode: replace }
 `,
-    );
-    const orders = await bin('run', `${jobs}_orders`, '--config', config);
-    expect(orders.status, orders.stderr).toBe(0);
-    expect(orders.stdout).toMatch(new RegExp(`^${jobs}_orders: succeeded, 450 rows, 3 pages`));
-    const workbook = await bin('run', `${jobs}_workbook`, '--config', config);
-    expect(workbook.status, workbook.stderr).toBe(0);
-    expect(workbook.stdout).toMatch(new RegExp(`^${jobs}_workbook: succeeded, 75 rows, 3 pages`));
-    const counts = await h.pool.query<{ orders: string; workbook: string }>(
-      `SELECT (SELECT count(*) FROM ${h.schema}.orders) AS orders, (SELECT count(*) FROM ${h.schema}.workbook) AS workbook`,
-    );
-    expect(counts.rows[0]).toEqual({ orders: '450', workbook: '75' });
-
-    // The queue from the build: enqueue, then its worker takes the run.
-    const enqueue = await bin('enqueue', `${jobs}_queued`, '--config', config);
-    expect(enqueue.status, enqueue.stderr).toBe(0);
-    const worker = spawn(
-      process.execPath,
-      [...NODE_FLAGS, join(project, 'bin/report-etl.js'), 'worker', '--config', config],
-      { cwd: project, env: env(), stdio: 'ignore' },
-    );
-    const exited = once(worker, 'exit');
-    try {
-      await waitFor(
-        "the build's worker ran the queued job",
-        async () =>
-          (await h.pool.query<{ status: string }>('SELECT status FROM etl.attempts WHERE job = $1', [`${jobs}_queued`]))
-            .rows[0]?.status === 'succeeded',
-        60_000,
       );
-      // The worker restarted itself with the long-running flags, in the process that was spawned (same pid).
-      expect(readFileSync(`/proc/${worker.pid}/cmdline`, 'utf8').split('\0')).toEqual(
-        expect.arrayContaining([...NODE_FLAGS, ...LONG_RUNNING_FLAGS, 'worker']),
+      const orders = await bin('run', `${jobs}_orders`, '--config', config);
+      expect(orders.status, orders.stderr).toBe(0);
+      expect(orders.stdout).toMatch(new RegExp(`^${jobs}_orders: succeeded, 450 rows, 3 pages`));
+      const workbook = await bin('run', `${jobs}_workbook`, '--config', config);
+      expect(workbook.status, workbook.stderr).toBe(0);
+      expect(workbook.stdout).toMatch(new RegExp(`^${jobs}_workbook: succeeded, 75 rows, 3 pages`));
+      const counts = await h.pool.query<{ orders: string; workbook: string }>(
+        `SELECT (SELECT count(*) FROM ${h.schema}.orders) AS orders, ` +
+          `(SELECT count(*) FROM ${h.schema}.workbook) AS workbook`,
       );
-    } finally {
-      worker.kill('SIGTERM');
-    }
-    // A worker stops on SIGTERM after its runs (graceful shutdown), with exit code 0.
-    expect((await exited)[0]).toBe(0);
-  }, 180_000);
+      expect(counts.rows[0]).toEqual({ orders: '450', workbook: '75' });
 
-  it('prepare (npm ci) fails on a source that does not compile and removes dist/main.js; the bin then says so', async () => {
-    appendFileSync(join(project, 'src/main.ts'), "\nexport const broken: number = 'not a number';\n");
-    const prepare = await promisify(execFile)(process.execPath, ['scripts/prepare-build.js'], { cwd: project }).then(
-      () => undefined,
-      (err: { code: number; stdout: string; stderr: string }) => err,
-    );
-    expect(prepare?.code).toBe(1);
-    expect(prepare?.stdout + (prepare?.stderr ?? '')).toMatch(/src\/main\.ts.*TS2322/);
-    expect(prepare?.stderr).toContain(
-      'report-etl prepare: `tsc -p tsconfig.build.json` failed (above); dist/main.js removed',
-    );
-    expect(existsSync(join(project, 'dist/main.js'))).toBe(false);
-    const after = await bin('--version');
-    expect(after.stderr).toBe(MISSING);
-    expect(after.status).toBe(2);
-  }, 120_000);
+      // The queue from the build: enqueue, then its worker takes the run.
+      const enqueue = await bin('enqueue', `${jobs}_queued`, '--config', config);
+      expect(enqueue.status, enqueue.stderr).toBe(0);
+      const worker = spawn(
+        process.execPath,
+        [...NODE_FLAGS, join(project, 'bin/report-etl.js'), 'worker', '--config', config],
+        { cwd: project, env: env(), stdio: 'ignore' },
+      );
+      const exited = once(worker, 'exit');
+      try {
+        await waitFor(
+          "the build's worker ran the queued job",
+          async () =>
+            (
+              await h.pool.query<{ status: string }>('SELECT status FROM etl.attempts WHERE job = $1', [
+                `${jobs}_queued`,
+              ])
+            ).rows[0]?.status === 'succeeded',
+          60_000,
+        );
+        // The worker restarted itself with the long-running flags, in the process that was spawned (same pid).
+        expect(readFileSync(`/proc/${worker.pid}/cmdline`, 'utf8').split('\0')).toEqual(
+          expect.arrayContaining([...NODE_FLAGS, ...LONG_RUNNING_FLAGS, 'worker']),
+        );
+      } finally {
+        worker.kill('SIGTERM');
+      }
+      // A worker stops on SIGTERM after its runs (graceful shutdown), with exit code 0.
+      expect((await exited)[0]).toBe(0);
+    },
+    180_000,
+  );
+
+  it(
+    'prepare (npm ci) fails on a source that does not ' + 'compile and removes dist/main.js; the bin then says so',
+    async () => {
+      appendFileSync(join(project, 'src/main.ts'), "\nexport const broken: number = 'not a number';\n");
+      const prepare = await promisify(execFile)(process.execPath, ['scripts/prepare-build.js'], { cwd: project }).then(
+        () => undefined,
+        (err: { code: number; stdout: string; stderr: string }) => err,
+      );
+      expect(prepare?.code).toBe(1);
+      expect(prepare?.stdout + (prepare?.stderr ?? '')).toMatch(/src\/main\.ts.*TS2322/);
+      expect(prepare?.stderr).toContain(
+        'report-etl prepare: `tsc -p tsconfig.build.json` failed (above); dist/main.js removed',
+      );
+      expect(existsSync(join(project, 'dist/main.js'))).toBe(false);
+      const after = await bin('--version');
+      expect(after.stderr).toBe(MISSING);
+      expect(after.status).toBe(2);
+    },
+    120_000,
+  );
 });
 
 describe('prepare where there is nothing to build', () => {

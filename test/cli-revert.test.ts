@@ -55,7 +55,8 @@ beforeAll(async () => {
     yaml.push(
       `  ${name}:`,
       '    connection: sim',
-      `    report: { mandant: 7777, name: ${report}, outputType: ${outputType}, paging: 30, parameters: { ROWS: "60" } }`,
+      `    report: { mandant: 7777, name: ${report}, outputType: ${outputType}, ` +
+        `paging: 30, parameters: { ROWS: "60" } }`,
       `    target: { table: ${table(name)}, mode: ${mode} }`,
     );
   }
@@ -74,7 +75,10 @@ function table(job: string): string {
   return `${h.schema}.${job.slice(jp.length + 1)}`;
 }
 
-/** Runs the CLI as a user would (with this file's jobs.yaml for the commands that read one); returns exit code, stdout lines and stderr. */
+/**
+ * Runs the CLI as a user would (with this file's jobs.yaml for the commands that read one); returns exit code, stdout
+ * lines and stderr.
+ */
 async function cli(...args: string[]): Promise<{ code: number | null; out: string[]; err: string }> {
   const config = ['run', 'replay'].includes(args[0]!) ? ['--config', path] : [];
   const r = await runCli([...args, ...config], { env: { QV_SECRET: 'demo-secret', LOG_LEVEL: 'warn' } });
@@ -86,130 +90,141 @@ async function count(sql: string, values: unknown[] = []): Promise<number> {
   return rows[0]!.n;
 }
 
-it('reverts one of two appended runs exactly, records it, refuses a second revert, and a replay appends the run again', async () => {
-  const job = `${jp}_ledger`;
-  const target = table(job);
-  // Two runs of different sizes, so that what stays can be compared with what the server served.
-  expect((await cli('run', job, '--run-key', 'monday', '-p', 'ROWS=120')).code).toBe(0);
-  expect((await cli('run', job, '--run-key', 'tuesday', '-p', 'ROWS=80')).code).toBe(0);
-  expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(200);
-  const monday = (await attemptsOf(h.pool, job)).find((a) => a.run_key === 'monday')!;
+it(
+  'reverts one of two appended runs exactly, records it, ' +
+    'refuses a second revert, and a replay appends the run again',
+  async () => {
+    const job = `${jp}_ledger`;
+    const target = table(job);
+    // Two runs of different sizes, so that what stays can be compared with what the server served.
+    expect((await cli('run', job, '--run-key', 'monday', '-p', 'ROWS=120')).code).toBe(0);
+    expect((await cli('run', job, '--run-key', 'tuesday', '-p', 'ROWS=80')).code).toBe(0);
+    expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(200);
+    const monday = (await attemptsOf(h.pool, job)).find((a) => a.run_key === 'monday')!;
 
-  const reverted = await cli('revert', 'monday', '--job', job);
-  expect(reverted.code, reverted.err).toBe(0);
-  expect(reverted.out).toHaveLength(1);
-  expect(reverted.out[0]).toMatch(
-    new RegExp(
-      `^run monday of job ${job}: reverted: removed 120 rows from ${target} \\(appended by attempt ${monday.attempt_id} at \\S+\\); recorded as revert \\d+ at \\S+\\. "report-etl replay monday --job ${job}" appends it again$`,
-    ),
-  );
-  // Exactly monday's rows are gone: what is left is tuesday's, value for value.
-  expect(await loadedRows(h.pool, target, 'Finance/Ledger.avx', { ROWS: '80' })).toEqual(
-    servedRows('Finance/Ledger.avx', { ROWS: '80' }, 1),
-  );
-  expect(await count(`SELECT count(*)::int AS n FROM ${target} WHERE _etl_run_key = 'tuesday'`)).toBe(80);
-  // The history: the revert, no claim for monday (tuesday's stays), monday's rows back to NULL, its attempts as they were.
-  const { rows: reverts } = await h.pool.query(
-    `SELECT run_key, attempt_id, after_attempt, target_table, appended_rows::int, rows::int, reverted_by FROM etl.reverts WHERE job = $1`,
-    [job],
-  );
-  expect(reverts).toEqual([
-    {
-      run_key: 'monday',
-      attempt_id: monday.attempt_id,
-      after_attempt: 1,
-      target_table: target,
-      appended_rows: 120,
-      rows: 120,
-      reverted_by: expect.stringContaining('@'),
-    },
-  ]);
-  const { rows: claims } = await h.pool.query(`SELECT run_key FROM etl.appended_runs WHERE job = $1 ORDER BY run_key`, [
-    job,
-  ]);
-  expect(claims).toEqual([{ run_key: 'tuesday' }]);
-  const { rows: runs } = await h.pool.query(
-    `SELECT run_key, status, rows::int FROM etl.runs WHERE job = $1 ORDER BY run_key`,
-    [job],
-  );
-  expect(runs).toEqual([
-    { run_key: 'monday', status: 'succeeded', rows: null },
-    { run_key: 'tuesday', status: 'succeeded', rows: 80 },
-  ]);
-
-  // `runs` says so, until an attempt runs again.
-  const listed = await cli('runs', '--job', job);
-  expect(listed.out.find((l) => l.startsWith('monday '))).toMatch(/ succeeded \(reverted\) +1 /);
-  expect(listed.out.find((l) => l.startsWith('tuesday '))).not.toContain('reverted');
-
-  // Twice: refused, nothing changes.
-  const again = await cli('revert', 'monday', '--job', job);
-  expect(again.code).toBe(2);
-  expect(again.out).toEqual([]);
-  expect(again.err).toMatch(
-    new RegExp(
-      `^report-etl revert: run monday of job ${job}: not reverted: it was already reverted at \\S+ by \\S+@\\S+: its 120 rows were removed from ${target}; "report-etl replay monday" appends it again\\n$`,
-    ),
-  );
-  expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(80);
-
-  // Replayed: a worker appends monday again, tagged with its run key.
-  workers.push(
-    makeRunWorker({
-      config: () =>
-        h.config(
-          Object.fromEntries(
-            Object.entries(jobs).map(([name, [report, outputType, mode]]) => [
-              name,
-              jobEntry(
-                { name: report, outputType, paging: 30, parameters: { ROWS: '120' } },
-                { table: table(name), mode },
-              ),
-            ]),
-          ),
-        ),
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      prefix,
-    }),
-  );
-  const replay = await cli('replay', 'monday', '--job', job, '--queue-prefix', prefix);
-  expect(replay.code, replay.err).toBe(0);
-  expect(replay.out[0]).toMatch(
-    new RegExp(
-      `^run monday of job ${job}: replay of the run queued as \\S+, after its reverted attempt ${monday.attempt_id}$`,
-    ),
-  );
-  await waitFor('the replay to append monday again', () =>
-    count(`SELECT count(*)::int AS n FROM etl.appended_runs WHERE job = $1 AND run_key = 'monday'`, [job]),
-  );
-  expect(await count(`SELECT count(*)::int AS n FROM ${target} WHERE _etl_run_key = 'monday'`)).toBe(120);
-  expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(200);
-  const { rows: after } = await h.pool.query(
-    `SELECT attempts, status, rows::int FROM etl.runs WHERE job = $1 AND run_key = 'monday'`,
-    [job],
-  );
-  expect(after).toEqual([{ attempts: 2, status: 'succeeded', rows: 120 }]);
-  expect((await cli('runs', '--job', job)).out.find((l) => l.startsWith('monday '))).not.toContain('reverted');
-
-  // Appended again, it can be reverted again, this time named by the replay's attempt.
-  const replayed = (await attemptsOf(h.pool, job)).find((a) => a.run_key === 'monday' && a.attempt === 2)!;
-  const second = await cli('revert', replayed.attempt_id);
-  expect(second.code, second.err).toBe(0);
-  expect(second.out[0]).toMatch(
-    new RegExp(
-      `^attempt ${replayed.attempt_id} \\(attempt 2 of run monday of job ${job}\\): reverted: removed 120 rows from ${target} `,
-    ),
-  );
-  expect(
-    await count(
-      `SELECT count(*)::int AS n FROM etl.reverts WHERE job = $1 AND run_key = 'monday' AND after_attempt = 2`,
+    const reverted = await cli('revert', 'monday', '--job', job);
+    expect(reverted.code, reverted.err).toBe(0);
+    expect(reverted.out).toHaveLength(1);
+    expect(reverted.out[0]).toMatch(
+      new RegExp(
+        `^run monday of job ${job}: reverted: removed 120 rows from ${target} \\(appended by attempt ` +
+          `${monday.attempt_id} at \\S+\\); recorded as revert \\d+ at \\S+\\. "report-etl replay monday --job ` +
+          `${job}" appends it again$`,
+      ),
+    );
+    // Exactly monday's rows are gone: what is left is tuesday's, value for value.
+    expect(await loadedRows(h.pool, target, 'Finance/Ledger.avx', { ROWS: '80' })).toEqual(
+      servedRows('Finance/Ledger.avx', { ROWS: '80' }, 1),
+    );
+    expect(await count(`SELECT count(*)::int AS n FROM ${target} WHERE _etl_run_key = 'tuesday'`)).toBe(80);
+    // The history: the revert, no claim for monday (tuesday's stays), monday's rows back to NULL, its attempts as
+    // they were.
+    const { rows: reverts } = await h.pool.query(
+      `SELECT run_key, attempt_id, after_attempt, target_table, appended_rows::int, rows::int, reverted_by FROM ` +
+        `etl.reverts WHERE job = $1`,
       [job],
-    ),
-  ).toBe(1);
-  expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(80);
-});
+    );
+    expect(reverts).toEqual([
+      {
+        run_key: 'monday',
+        attempt_id: monday.attempt_id,
+        after_attempt: 1,
+        target_table: target,
+        appended_rows: 120,
+        rows: 120,
+        reverted_by: expect.stringContaining('@'),
+      },
+    ]);
+    const { rows: claims } = await h.pool.query(
+      `SELECT run_key FROM etl.appended_runs WHERE job = $1 ORDER BY run_key`,
+      [job],
+    );
+    expect(claims).toEqual([{ run_key: 'tuesday' }]);
+    const { rows: runs } = await h.pool.query(
+      `SELECT run_key, status, rows::int FROM etl.runs WHERE job = $1 ORDER BY run_key`,
+      [job],
+    );
+    expect(runs).toEqual([
+      { run_key: 'monday', status: 'succeeded', rows: null },
+      { run_key: 'tuesday', status: 'succeeded', rows: 80 },
+    ]);
+
+    // `runs` says so, until an attempt runs again.
+    const listed = await cli('runs', '--job', job);
+    expect(listed.out.find((l) => l.startsWith('monday '))).toMatch(/ succeeded \(reverted\) +1 /);
+    expect(listed.out.find((l) => l.startsWith('tuesday '))).not.toContain('reverted');
+
+    // Twice: refused, nothing changes.
+    const again = await cli('revert', 'monday', '--job', job);
+    expect(again.code).toBe(2);
+    expect(again.out).toEqual([]);
+    expect(again.err).toMatch(
+      new RegExp(
+        `^report-etl revert: run monday of job ${job}: not reverted: it was already reverted at \\S+ by \\S+@\\S+: ` +
+          `its 120 rows were removed from ${target}; "report-etl replay monday" appends it again\\n$`,
+      ),
+    );
+    expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(80);
+
+    // Replayed: a worker appends monday again, tagged with its run key.
+    workers.push(
+      makeRunWorker({
+        config: () =>
+          h.config(
+            Object.fromEntries(
+              Object.entries(jobs).map(([name, [report, outputType, mode]]) => [
+                name,
+                jobEntry(
+                  { name: report, outputType, paging: 30, parameters: { ROWS: '120' } },
+                  { table: table(name), mode },
+                ),
+              ]),
+            ),
+          ),
+        pool: h.pool,
+        redis: h.redis,
+        logger: silentLogger,
+        prefix,
+      }),
+    );
+    const replay = await cli('replay', 'monday', '--job', job, '--queue-prefix', prefix);
+    expect(replay.code, replay.err).toBe(0);
+    expect(replay.out[0]).toMatch(
+      new RegExp(
+        `^run monday of job ${job}: replay of the run queued as \\S+, after its reverted attempt ${monday.attempt_id}$`,
+      ),
+    );
+    await waitFor('the replay to append monday again', () =>
+      count(`SELECT count(*)::int AS n FROM etl.appended_runs WHERE job = $1 AND run_key = 'monday'`, [job]),
+    );
+    expect(await count(`SELECT count(*)::int AS n FROM ${target} WHERE _etl_run_key = 'monday'`)).toBe(120);
+    expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(200);
+    const { rows: after } = await h.pool.query(
+      `SELECT attempts, status, rows::int FROM etl.runs WHERE job = $1 AND run_key = 'monday'`,
+      [job],
+    );
+    expect(after).toEqual([{ attempts: 2, status: 'succeeded', rows: 120 }]);
+    expect((await cli('runs', '--job', job)).out.find((l) => l.startsWith('monday '))).not.toContain('reverted');
+
+    // Appended again, it can be reverted again, this time named by the replay's attempt.
+    const replayed = (await attemptsOf(h.pool, job)).find((a) => a.run_key === 'monday' && a.attempt === 2)!;
+    const second = await cli('revert', replayed.attempt_id);
+    expect(second.code, second.err).toBe(0);
+    expect(second.out[0]).toMatch(
+      new RegExp(
+        `^attempt ${replayed.attempt_id} \\(attempt 2 of run monday of job ${job}\\): reverted: removed 120 rows ` +
+          `from ${target} `,
+      ),
+    );
+    expect(
+      await count(
+        `SELECT count(*)::int AS n FROM etl.reverts WHERE job = $1 AND run_key = 'monday' AND after_attempt = 2`,
+        [job],
+      ),
+    ).toBe(1);
+    expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(80);
+  },
+);
 
 it('suggests the replay command quoted for a shell, whatever the run key holds', async () => {
   const job = `${jp}_ledger`;
@@ -249,7 +264,8 @@ it('refuses what it cannot revert, with exit 2, the reason and what to do, and c
   const replace = await cli('revert', 'full', '--job', stock);
   expect(replace.code).toBe(2);
   expect(replace.err).toContain(
-    `run full of job ${stock}: not reverted: it loaded ${table(stock)} in write mode replace: only the rows of an append run can be reverted`,
+    `run full of job ${stock}: not reverted: it loaded ${table(stock)} in write mode replace: only the rows of an ` +
+      `append run can be reverted`,
   );
 
   const failing = `${jp}_failing`;
@@ -281,7 +297,8 @@ it('refuses a run appended before its target had lineage columns, saying how to 
     `run before of job ${job}: not reverted: ${target} has no _etl_run_key column: the run appended its ${n} rows (at `,
   );
   expect(noColumn.err).toContain(
-    `DELETE FROM etl.appended_runs WHERE job = '${job}' AND run_key = 'before'; lets "report-etl replay" append the run again`,
+    `DELETE FROM etl.appended_runs WHERE job = '${job}' AND run_key = 'before'; lets "report-etl replay" ` +
+      `append the run again`,
   );
 
   // The next append gives the target the columns; the older run's rows stay untagged (NULL).
@@ -292,7 +309,8 @@ it('refuses a run appended before its target had lineage columns, saying how to 
   const untagged = await cli('revert', 'before', '--job', job);
   expect(untagged.code).toBe(2);
   expect(untagged.err).toContain(
-    `run before of job ${job}: not reverted: no row of ${target} carries run key before: the run appended its ${n} rows (at `,
+    `run before of job ${job}: not reverted: no row of ${target} carries run key before: ` +
+      `the run appended its ${n} rows (at `,
   );
   expect(untagged.err).toContain('nothing was changed');
   expect(await count(`SELECT count(*)::int AS n FROM ${target}`)).toBe(2 * n);

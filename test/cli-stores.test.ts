@@ -88,27 +88,30 @@ function oneLine(r: Exit): string {
   return lines[0]!;
 }
 
-it('a database that does not answer: one line naming DATABASE_URL (no password), the code and what to do; exit 2', async () => {
-  const url = `postgres://etl_user:s3cret-pw@127.0.0.1:${closedPort}/warehouse`;
-  for (const args of [
-    ['runs'],
-    ['run', 'orders', '--config', configPath],
-    ['migrate'],
-    ['replay', '--failed', '--config', configPath],
-    ['worker', '--config', configPath],
-  ]) {
-    const r = await cli(args, { DATABASE_URL: url });
-    const what = `report-etl ${args[0]}`;
-    expect(r.code, `${what}: ${r.stderr}`).toBe(2);
-    const line = oneLine(r);
-    expect(line, what).toContain(`PostgreSQL at 127.0.0.1:${closedPort}/warehouse`);
-    expect(line, what).toContain('DATABASE_URL');
-    expect(line, what).toContain('ECONNREFUSED');
-    expect(line, what).toMatch(/start PostgreSQL/);
-    expect(line, what).not.toContain('s3cret-pw');
-    expect(r.stdout, what).toBe('');
-  }
-});
+it(
+  'a database that does not answer: ' + 'one line naming DATABASE_URL (no password), the code and what to do; exit 2',
+  async () => {
+    const url = `postgres://etl_user:s3cret-pw@127.0.0.1:${closedPort}/warehouse`;
+    for (const args of [
+      ['runs'],
+      ['run', 'orders', '--config', configPath],
+      ['migrate'],
+      ['replay', '--failed', '--config', configPath],
+      ['worker', '--config', configPath],
+    ]) {
+      const r = await cli(args, { DATABASE_URL: url });
+      const what = `report-etl ${args[0]}`;
+      expect(r.code, `${what}: ${r.stderr}`).toBe(2);
+      const line = oneLine(r);
+      expect(line, what).toContain(`PostgreSQL at 127.0.0.1:${closedPort}/warehouse`);
+      expect(line, what).toContain('DATABASE_URL');
+      expect(line, what).toContain('ECONNREFUSED');
+      expect(line, what).toMatch(/start PostgreSQL/);
+      expect(line, what).not.toContain('s3cret-pw');
+      expect(r.stdout, what).toBe('');
+    }
+  },
+);
 
 it('a Redis that does not answer: one line naming REDIS_URL (no password), not endless retries; exit 2', async () => {
   const url = `redis://:r3dis-pw@127.0.0.1:${closedPort}`;

@@ -96,7 +96,8 @@ describe('COPY under backpressure', () => {
         await lt.commit();
       });
       const { rows: got } = await db.query(
-        `SELECT count(*)::int AS n, md5(string_agg(s, '' ORDER BY n)) AS md5, bool_and(s = 'row ' || n || ' ' || repeat('xyz', (n % 50)::int) || ' ' || (n * 7919)) AS exact FROM ${schema}.${table}`,
+        `SELECT count(*)::int AS n, md5(string_agg(s, '' ORDER BY n)) AS md5, bool_and(s = 'row ' || n || ' ' || ` +
+          `repeat('xyz', (n % 50)::int) || ' ' || (n * 7919)) AS exact FROM ${schema}.${table}`,
       );
       expect({ partBytes, got }).toEqual({ partBytes, got: [{ n: rows, md5: source.md5, exact: true }] });
     }

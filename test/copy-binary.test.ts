@@ -200,66 +200,73 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
     await expectSame('timestamp(3) with time zone', ['2024-03-05T10:15:30.1234Z', '2024-03-05T10:15:30.9995Z']);
   });
 
-  it('txt timestamps and ISO times without offset, in the zone, through every quarter hour of transition days', async () => {
-    for (const zone of ['Europe/Zurich', 'America/New_York', 'Australia/Lord_Howe', 'Asia/Kolkata', 'UTC']) {
-      expect(await zoneAgreesWithDatabase(db, zone)).toBe(true);
-    }
-    const zurich = [
-      ...quarterHours('2024-03-31'),
-      ...quarterHours('2024-10-27'),
-      ...quarterHours('1981-03-29'),
-      '29.02.2024 23:59:59.999',
-      '01.01.1900 00:00:00',
-      '15.06.1850 12:00:00',
-      '31.12.9999 23:59:59.999',
-      '2024-03-31 02:30:00',
-      '2024-10-27T02:30:00.5',
-    ];
-    await expectSame('timestamp with time zone', zurich, 'Europe/Zurich');
-    await expectSame(
-      'timestamp with time zone',
-      [...quarterHours('2024-03-10'), ...quarterHours('2024-11-03')],
-      'America/New_York',
-    );
-    await expectSame(
-      'timestamp with time zone',
-      [...quarterHours('2024-04-07'), ...quarterHours('2024-10-06')],
-      'Australia/Lord_Howe',
-    );
-  });
+  it(
+    'txt timestamps and ISO times without offset, ' + 'in the zone, through every quarter hour of transition days',
+    async () => {
+      for (const zone of ['Europe/Zurich', 'America/New_York', 'Australia/Lord_Howe', 'Asia/Kolkata', 'UTC']) {
+        expect(await zoneAgreesWithDatabase(db, zone)).toBe(true);
+      }
+      const zurich = [
+        ...quarterHours('2024-03-31'),
+        ...quarterHours('2024-10-27'),
+        ...quarterHours('1981-03-29'),
+        '29.02.2024 23:59:59.999',
+        '01.01.1900 00:00:00',
+        '15.06.1850 12:00:00',
+        '31.12.9999 23:59:59.999',
+        '2024-03-31 02:30:00',
+        '2024-10-27T02:30:00.5',
+      ];
+      await expectSame('timestamp with time zone', zurich, 'Europe/Zurich');
+      await expectSame(
+        'timestamp with time zone',
+        [...quarterHours('2024-03-10'), ...quarterHours('2024-11-03')],
+        'America/New_York',
+      );
+      await expectSame(
+        'timestamp with time zone',
+        [...quarterHours('2024-04-07'), ...quarterHours('2024-10-06')],
+        'Australia/Lord_Howe',
+      );
+    },
+  );
 
-  it('local times of years 1 to 99 and near historical transitions that fall on odd seconds, where the zone check passes', async () => {
-    const cases: [string, string[]][] = [
-      [
-        'Europe/Berlin',
+  it(
+    'local times of years 1 to 99 and near historical transitions ' +
+      'that fall on odd seconds, where the zone check passes',
+    async () => {
+      const cases: [string, string[]][] = [
         [
-          '0050-06-01 12:00:00',
-          '01.06.0050 12:00:00',
-          '0001-01-01 00:00:00',
-          '1893-03-31 23:59:59',
-          '1893-04-01 00:00:00',
-          '1893-04-01 00:06:31',
-          '1893-04-01 00:06:32',
-          '1893-04-01 00:10:00',
+          'Europe/Berlin',
+          [
+            '0050-06-01 12:00:00',
+            '01.06.0050 12:00:00',
+            '0001-01-01 00:00:00',
+            '1893-03-31 23:59:59',
+            '1893-04-01 00:00:00',
+            '1893-04-01 00:06:31',
+            '1893-04-01 00:06:32',
+            '1893-04-01 00:10:00',
+          ],
         ],
-      ],
-      [
-        'Asia/Kolkata',
         [
-          '1906-01-01 00:00:00',
-          '1906-01-01 00:10:00',
-          '1906-01-01 00:30:00',
-          '1941-10-01 00:00:00',
-          '1942-05-15 00:00:00',
+          'Asia/Kolkata',
+          [
+            '1906-01-01 00:00:00',
+            '1906-01-01 00:10:00',
+            '1906-01-01 00:30:00',
+            '1941-10-01 00:00:00',
+            '1942-05-15 00:00:00',
+          ],
         ],
-      ],
-      ['Europe/Zurich', ['1894-05-31 23:50:00', '1894-06-01 00:10:00', '0099-12-31 23:59:59']],
-    ];
-    for (const [zone, values] of cases) {
-      if (await zoneAgreesWithDatabase(db, zone)) await expectSame('timestamp with time zone', values, zone);
-    }
-    expect(await zoneAgreesWithDatabase(db, 'Europe/Zurich')).toBe(true);
-  });
+        ['Europe/Zurich', ['1894-05-31 23:50:00', '1894-06-01 00:10:00', '0099-12-31 23:59:59']],
+      ];
+      for (const [zone, values] of cases) {
+        if (await zoneAgreesWithDatabase(db, zone)) await expectSame('timestamp with time zone', values, zone);
+      }
+      expect(await zoneAgreesWithDatabase(db, 'Europe/Zurich')).toBe(true);
+    },
+  );
 
   it('asks PostgreSQL once per zone, also for calls while it asks, and asks again after a failure', async () => {
     const zone = 'America/Sao_Paulo';
@@ -387,7 +394,10 @@ describe('binary encoders load what PostgreSQL reads from the text form', () => 
 });
 
 describe("local times read from a day's cached transition", () => {
-  /** PostgreSQL's rule for a local time, asking Intl at every instant it needs (what each time near a transition once cost). */
+  /**
+   * PostgreSQL's rule for a local time, asking Intl at every instant it needs (what each time near a transition once
+   * cost).
+   */
   function reference(zone: string): (local: number) => number {
     const offsetAt = makeExactZoneOffset(zone);
     return (local) => {
@@ -420,7 +430,8 @@ describe("local times read from a day's cached transition", () => {
       // The first transitions (local mean time, odd seconds), a few from the middle, the last ones.
       const some = [...all.slice(0, 3), ...all.filter((_t, k) => k % 40 === 20), ...all.slice(-2)];
       for (const t of some) {
-        // Every second within 10 minutes of the transition as the wall clock shows it before and after, then every 193 s
+        // Every second within 10 minutes of the transition as the wall clock shows it before and after, then every 193
+        // s
         // for a day.
         const locals: number[] = [];
         for (const wall of [t + offsetAt(t - 1000), t + offsetAt(t)])
@@ -571,17 +582,20 @@ describe('the loader in binary format', () => {
     expect(rows.map((r: { same: boolean }) => r.same)).toEqual(ints.map(() => true));
   });
 
-  it('takes an escaped string with a raw control byte in a typed column as PostgreSQL does: in text format', async () => {
-    await db.query(`CREATE TABLE ${schema}.escaped (nr bigint, n bigint)`);
-    const pages = [`{"data":[{"nr":1,"n":"\\u0031\t"},{"nr":2,"n":7}]}`];
-    const { result, starts } = await load('escaped', pages);
-    expect(result).toMatchObject({ plan: 'direct', format: 'text', rows: 2 });
-    expect(starts).toBe(2);
-    expect((await db.query(`SELECT nr::int, n::int FROM ${schema}.escaped ORDER BY nr`)).rows).toEqual([
-      { nr: 1, n: 1 },
-      { nr: 2, n: 7 },
-    ]);
-  });
+  it(
+    'takes an escaped string with a raw control byte in ' + 'a typed column as PostgreSQL does: in text format',
+    async () => {
+      await db.query(`CREATE TABLE ${schema}.escaped (nr bigint, n bigint)`);
+      const pages = [`{"data":[{"nr":1,"n":"\\u0031\t"},{"nr":2,"n":7}]}`];
+      const { result, starts } = await load('escaped', pages);
+      expect(result).toMatchObject({ plan: 'direct', format: 'text', rows: 2 });
+      expect(starts).toBe(2);
+      expect((await db.query(`SELECT nr::int, n::int FROM ${schema}.escaped ORDER BY nr`)).rows).toEqual([
+        { nr: 1, n: 1 },
+        { nr: 2, n: 7 },
+      ]);
+    },
+  );
 
   it('writes wide rows whose keys are missing (NULLs from no input) without running out of room', async () => {
     const cols = Array.from({ length: 200 }, (_, k) => `c${k}`);
@@ -594,7 +608,8 @@ describe('the loader in binary format', () => {
     const { result } = await load('wide', [`{"data":[${rows.join(',')}]}`], 65_536);
     expect(result).toMatchObject({ plan: 'direct', format: 'binary', rows: 20_000 });
     const { rows: sums } = await db.query(
-      `SELECT count(*)::int AS n, sum(c0)::text AS s0, sum(c199)::text AS s199, count(c1)::int AS c1 FROM ${schema}.wide`,
+      `SELECT count(*)::int AS n, sum(c0)::text AS s0, sum(c199)::text AS s199, count(c1)::int AS c1 FROM ` +
+        `${schema}.wide`,
     );
     expect(sums).toEqual([
       {

@@ -132,19 +132,23 @@ describe('docker-compose.yml', () => {
 });
 
 describe('Dockerfile', () => {
-  it('is multi-stage on node:24-slim, production dependencies only, non-root, the compiled entry, with a /healthz check', () => {
-    expect(dockerfile.match(/^FROM node:24-slim/gm)).toHaveLength(3);
-    expect(dockerfile).toMatch(/^RUN npm run build$/m);
-    expect(dockerfile).toMatch(/npm ci --omit=dev/);
-    expect(dockerfile).toMatch(/^USER node$/m);
-    expect(dockerfile).toMatch(/HEALTHCHECK[\s\S]*\/healthz/);
-    expect(dockerfile).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m);
-    for (const path of ['package.json', 'migrations', 'jobs.yaml'])
-      expect(dockerfile).toMatch(new RegExp(`^COPY ${path}\\b`, 'm'));
-    // The build stage compiles exactly what tsconfig.build.json names.
-    expect(dockerfile).toMatch(/^COPY tsconfig.json tsconfig.build.json \.\/$/m);
-    expect(dockerfile).toMatch(/^COPY src \.\/src$/m);
-  });
+  it(
+    'is multi-stage on node:24-slim, production dependencies only, ' +
+      'non-root, the compiled entry, with a /healthz check',
+    () => {
+      expect(dockerfile.match(/^FROM node:24-slim/gm)).toHaveLength(3);
+      expect(dockerfile).toMatch(/^RUN npm run build$/m);
+      expect(dockerfile).toMatch(/npm ci --omit=dev/);
+      expect(dockerfile).toMatch(/^USER node$/m);
+      expect(dockerfile).toMatch(/HEALTHCHECK[\s\S]*\/healthz/);
+      expect(dockerfile).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m);
+      for (const path of ['package.json', 'migrations', 'jobs.yaml'])
+        expect(dockerfile).toMatch(new RegExp(`^COPY ${path}\\b`, 'm'));
+      // The build stage compiles exactly what tsconfig.build.json names.
+      expect(dockerfile).toMatch(/^COPY tsconfig.json tsconfig.build.json \.\/$/m);
+      expect(dockerfile).toMatch(/^COPY src \.\/src$/m);
+    },
+  );
 
   it('compiles in the build stage (all dependencies) and runs the build with the production dependencies alone', () => {
     const stages = dockerfile.split(/^FROM /m).slice(1);

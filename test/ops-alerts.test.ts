@@ -102,55 +102,62 @@ const env = () => ({
 });
 const at = (path: string) => received.filter((r) => r.path === path);
 
-it('report-etl run: failed, then recovered, to each target in its format; retried after a 500; the webhook URL never logged', async () => {
-  await writeConfig('Failing');
-  failNext = 1; // the first delivery is refused with 500 and must be tried again
-  const failed = await runCli(['run', `${jp}_main`, '-c', configPath], env());
-  expect(failed.code).toBe(1);
-  const generic = await waitFor('failed alert (generic)', () => at('/generic').find((r) => r.body.event === 'failed'));
-  expect(generic.body).toMatchObject({
-    source: 'report-etl',
-    event: 'failed',
-    job: `${jp}_main`,
-    errorKind: 'REPORT_FAILED',
-    trigger: 'manual',
-  });
-  // The server's own first meaningful line, not our prefix, and its whole text; a link to the run's page.
-  expect(generic.body.error).toBe("Report execution failed: Division by zero in formula 'Marge'");
-  expect(generic.body.errorText).toBe(FAILING_MESSAGE);
-  const runKeyOf = (await attemptsOf(h.pool, `${jp}_main`))[0]!.run_key;
-  expect(generic.body.url).toBe(`https://etl.example.com/admin/runs/${jp}_main/${runKeyOf}`);
-  // A foreground run's key is its first attempt's id.
-  const attemptId = (await attemptsOf(h.pool, `${jp}_main`))[0]!.attempt_id;
-  expect(generic.body).toMatchObject({ runKey: attemptId, attemptId });
-  expect(generic.body.summary).toContain(`(run ${attemptId})`);
-  const slack = at(SECRET_PATH).find((r) => String(r.body.text).includes('failed'))!;
-  expect(Object.keys(slack.body)).toEqual(['text', 'id']);
-  expect(slack.body.text).toContain(`report-etl: job ${jp}_main failed (REPORT_FAILED)`);
-  // The whole text in a code block, and the run's page as a link.
-  expect(slack.body.text).toContain("```Report execution failed:\nDivision by zero in formula 'Marge'\nline 42```");
-  expect(slack.body.text).toContain(`<https://etl.example.com/admin/runs/${jp}_main/${runKeyOf}|Open the run>`);
-  expect(at('/teams')).toEqual([]); // teams listens to recovered only
-  expect(`${failed.stdout}${failed.stderr}`).not.toContain(SECRET_PATH.split('/').pop()!);
-  expect(failed.stderr).toContain('alert not accepted: trying again');
+it(
+  'report-etl run: failed, then recovered, to each target in its format; ' +
+    'retried after a 500; the webhook URL never logged',
+  async () => {
+    await writeConfig('Failing');
+    failNext = 1; // the first delivery is refused with 500 and must be tried again
+    const failed = await runCli(['run', `${jp}_main`, '-c', configPath], env());
+    expect(failed.code).toBe(1);
+    const generic = await waitFor('failed alert (generic)', () =>
+      at('/generic').find((r) => r.body.event === 'failed'),
+    );
+    expect(generic.body).toMatchObject({
+      source: 'report-etl',
+      event: 'failed',
+      job: `${jp}_main`,
+      errorKind: 'REPORT_FAILED',
+      trigger: 'manual',
+    });
+    // The server's own first meaningful line, not our prefix, and its whole text; a link to the run's page.
+    expect(generic.body.error).toBe("Report execution failed: Division by zero in formula 'Marge'");
+    expect(generic.body.errorText).toBe(FAILING_MESSAGE);
+    const runKeyOf = (await attemptsOf(h.pool, `${jp}_main`))[0]!.run_key;
+    expect(generic.body.url).toBe(`https://etl.example.com/admin/runs/${jp}_main/${runKeyOf}`);
+    // A foreground run's key is its first attempt's id.
+    const attemptId = (await attemptsOf(h.pool, `${jp}_main`))[0]!.attempt_id;
+    expect(generic.body).toMatchObject({ runKey: attemptId, attemptId });
+    expect(generic.body.summary).toContain(`(run ${attemptId})`);
+    const slack = at(SECRET_PATH).find((r) => String(r.body.text).includes('failed'))!;
+    expect(Object.keys(slack.body)).toEqual(['text', 'id']);
+    expect(slack.body.text).toContain(`report-etl: job ${jp}_main failed (REPORT_FAILED)`);
+    // The whole text in a code block, and the run's page as a link.
+    expect(slack.body.text).toContain("```Report execution failed:\nDivision by zero in formula 'Marge'\nline 42```");
+    expect(slack.body.text).toContain(`<https://etl.example.com/admin/runs/${jp}_main/${runKeyOf}|Open the run>`);
+    expect(at('/teams')).toEqual([]); // teams listens to recovered only
+    expect(`${failed.stdout}${failed.stderr}`).not.toContain(SECRET_PATH.split('/').pop()!);
+    expect(failed.stderr).toContain('alert not accepted: trying again');
 
-  await writeConfig('Sales/Orders');
-  const ok = await runCli(['run', `${jp}_main`, '-c', configPath], env());
-  expect(ok.code).toBe(0);
-  const recovered = await waitFor('recovered alert', () => at('/generic').find((r) => r.body.event === 'recovered'));
-  expect(recovered.body.job).toBe(`${jp}_main`);
-  const teams = await waitFor('teams card', () => at('/teams')[0]);
-  expect(teams.body).toMatchObject({
-    type: 'message',
-    attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', content: { type: 'AdaptiveCard' } }],
-  });
-  expect(JSON.stringify(teams.body)).toContain('recovered');
-  // A second success is no recovery.
-  const again = await runCli(['run', `${jp}_main`, '-c', configPath], env());
-  expect(again.code).toBe(0);
-  expect(at('/generic').filter((r) => r.body.event === 'recovered')).toHaveLength(1);
-  expect(`${ok.stderr}${again.stderr}`).not.toContain(SECRET_PATH.split('/').pop()!);
-}, 120_000);
+    await writeConfig('Sales/Orders');
+    const ok = await runCli(['run', `${jp}_main`, '-c', configPath], env());
+    expect(ok.code).toBe(0);
+    const recovered = await waitFor('recovered alert', () => at('/generic').find((r) => r.body.event === 'recovered'));
+    expect(recovered.body.job).toBe(`${jp}_main`);
+    const teams = await waitFor('teams card', () => at('/teams')[0]);
+    expect(teams.body).toMatchObject({
+      type: 'message',
+      attachments: [{ contentType: 'application/vnd.microsoft.card.adaptive', content: { type: 'AdaptiveCard' } }],
+    });
+    expect(JSON.stringify(teams.body)).toContain('recovered');
+    // A second success is no recovery.
+    const again = await runCli(['run', `${jp}_main`, '-c', configPath], env());
+    expect(again.code).toBe(0);
+    expect(at('/generic').filter((r) => r.body.event === 'recovered')).toHaveLength(1);
+    expect(`${ok.stderr}${again.stderr}`).not.toContain(SECRET_PATH.split('/').pop()!);
+  },
+  120_000,
+);
 
 it('stale: once per breach of freshness, checked by the janitor at the start of report-etl run', async () => {
   const stale = `${jp}_stale`;
@@ -182,91 +189,100 @@ it('stale: once per breach of freshness, checked by the janitor at the start of 
   expect(at('/generic').filter((r) => r.body.event === 'stale' && r.body.job === stale)).toHaveLength(1);
 }, 120_000);
 
-it('a queued run alerts failed once, after its last retry; LOGIN_REQUIRED goes out as login_required where listed', async () => {
-  const prefix = uniqueName('alrtq');
-  const queue: RunQueue = makeQueue(h.redis, prefix);
-  const job = `${jp}_queued`;
-  const targets = { oncall: { webhook: `${base}/queued`, events: ['failed' as const], format: 'generic' as const } };
-  // A server that cannot be reached: SERVER_UNREACHABLE is retryable, so both attempts are made.
-  const config = configSchema.parse({
-    connections: { down: { baseUrl: 'http://127.0.0.1:9', clientId: 'c', clientSecret: 's', requestTimeoutMs: 2_000 } },
-    jobs: {
-      [job]: {
-        connection: 'down',
-        retry: { attempts: 2, backoffMs: 10 },
-        report: { mandant: 1, name: 'X' },
-        target: { table: `${h.schema}.q` },
+it(
+  'a queued run alerts failed once, after its last retry; ' + 'LOGIN_REQUIRED goes out as login_required where listed',
+  async () => {
+    const prefix = uniqueName('alrtq');
+    const queue: RunQueue = makeQueue(h.redis, prefix);
+    const job = `${jp}_queued`;
+    const targets = { oncall: { webhook: `${base}/queued`, events: ['failed' as const], format: 'generic' as const } };
+    // A server that cannot be reached: SERVER_UNREACHABLE is retryable, so both attempts are made.
+    const config = configSchema.parse({
+      connections: {
+        down: { baseUrl: 'http://127.0.0.1:9', clientId: 'c', clientSecret: 's', requestTimeoutMs: 2_000 },
       },
-    },
-    alerts: targets,
-  });
-  const sender = makeQueuedAlertSender({ connection: h.redis, prefix, targets: () => targets, logger: silentLogger });
-  const alertWorker = makeAlertWorker({ connection: h.redis, prefix, targets: () => targets, logger: silentLogger });
-  const worker = makeRunWorker({
-    config: () => config,
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-    prefix,
-    alerts: makeRunAlerts(h.pool, sender, silentLogger),
-  });
-  try {
-    await enqueueManual(queue, config, job);
-    await waitFor(
-      'two failed attempts',
-      async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'failed').length === 2,
-      60_000,
-    );
-    const alert = await waitFor('failed alert', () => at('/queued')[0]);
-    expect(alert.body).toMatchObject({ event: 'failed', job, errorKind: 'SERVER_UNREACHABLE' });
-    expect(await sender.flush(10_000)).toBe(true);
-    expect(at('/queued')).toHaveLength(1);
-  } finally {
-    await worker.close(0);
-    await alertWorker.close();
-    await sender.close();
-    await queue.obliterate({ force: true }).catch(() => undefined);
-    await queue.close();
-    await deleteKeys(h.redis, prefix);
-  }
+      jobs: {
+        [job]: {
+          connection: 'down',
+          retry: { attempts: 2, backoffMs: 10 },
+          report: { mandant: 1, name: 'X' },
+          target: { table: `${h.schema}.q` },
+        },
+      },
+      alerts: targets,
+    });
+    const sender = makeQueuedAlertSender({ connection: h.redis, prefix, targets: () => targets, logger: silentLogger });
+    const alertWorker = makeAlertWorker({ connection: h.redis, prefix, targets: () => targets, logger: silentLogger });
+    const worker = makeRunWorker({
+      config: () => config,
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+      prefix,
+      alerts: makeRunAlerts(h.pool, sender, silentLogger),
+    });
+    try {
+      await enqueueManual(queue, config, job);
+      await waitFor(
+        'two failed attempts',
+        async () => (await attemptsOf(h.pool, job)).filter((r) => r.status === 'failed').length === 2,
+        60_000,
+      );
+      const alert = await waitFor('failed alert', () => at('/queued')[0]);
+      expect(alert.body).toMatchObject({ event: 'failed', job, errorKind: 'SERVER_UNREACHABLE' });
+      expect(await sender.flush(10_000)).toBe(true);
+      expect(at('/queued')).toHaveLength(1);
+    } finally {
+      await worker.close(0);
+      await alertWorker.close();
+      await sender.close();
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      await deleteKeys(h.redis, prefix);
+    }
 
-  const { logger, lines } = captureLogger();
-  const two = {
-    both: {
-      webhook: `${base}/both`,
-      events: ['failed' as const, 'login_required' as const],
-      format: 'generic' as const,
-    },
-    onlyFailed: { webhook: `${base}/only-failed`, events: ['failed' as const], format: 'generic' as const },
-  };
-  const prefix2 = uniqueName('alrtq');
-  const s2 = makeQueuedAlertSender({ connection: h.redis, prefix: prefix2, targets: () => two, logger });
-  const w2 = makeAlertWorker({ connection: h.redis, prefix: prefix2, targets: () => two, logger });
-  const loginError = new EtlError('TOKEN_FAILED', 'refresh refused');
-  (loginError as unknown as { code: string }).code = 'LOGIN_REQUIRED';
-  await makeRunAlerts(h.pool, s2, logger).failed({
-    job: `${jp}_login`,
-    runKey: `${jp}_login__manual`,
-    attemptId: '00000000-0000-0000-0000-000000000001',
-    error: loginError,
-  });
-  expect(await s2.flush(10_000)).toBe(true);
-  expect(at('/both').map((r) => r.body.event)).toEqual(['login_required']);
-  expect(at('/only-failed').map((r) => r.body.event)).toEqual(['failed']);
-  expect(JSON.stringify(lines)).not.toContain(base);
-  await w2.close();
-  await s2.close();
-  await deleteKeys(h.redis, prefix2);
-}, 120_000);
+    const { logger, lines } = captureLogger();
+    const two = {
+      both: {
+        webhook: `${base}/both`,
+        events: ['failed' as const, 'login_required' as const],
+        format: 'generic' as const,
+      },
+      onlyFailed: { webhook: `${base}/only-failed`, events: ['failed' as const], format: 'generic' as const },
+    };
+    const prefix2 = uniqueName('alrtq');
+    const s2 = makeQueuedAlertSender({ connection: h.redis, prefix: prefix2, targets: () => two, logger });
+    const w2 = makeAlertWorker({ connection: h.redis, prefix: prefix2, targets: () => two, logger });
+    const loginError = new EtlError('TOKEN_FAILED', 'refresh refused');
+    (loginError as unknown as { code: string }).code = 'LOGIN_REQUIRED';
+    await makeRunAlerts(h.pool, s2, logger).failed({
+      job: `${jp}_login`,
+      runKey: `${jp}_login__manual`,
+      attemptId: '00000000-0000-0000-0000-000000000001',
+      error: loginError,
+    });
+    expect(await s2.flush(10_000)).toBe(true);
+    expect(at('/both').map((r) => r.body.event)).toEqual(['login_required']);
+    expect(at('/only-failed').map((r) => r.body.event)).toEqual(['failed']);
+    expect(JSON.stringify(lines)).not.toContain(base);
+    await w2.close();
+    await s2.close();
+    await deleteKeys(h.redis, prefix2);
+  },
+  120_000,
+);
 
-it('an alert pending when its process stops is delivered by the next one, once; the queue never holds the webhook URL', async () => {
-  const prefix = uniqueName('alrtr');
-  const job = `${jp}_restart`;
-  const path = `/restart/${uniqueName('tok')}`;
-  const restartConfig = join(await mkdtemp(join(tmpdir(), 'report-etl-alerts-')), 'jobs.yaml');
-  await writeFile(
-    restartConfig,
-    `connections:
+it(
+  'an alert pending when its process stops is delivered by the next one, once; ' +
+    'the queue never holds the webhook URL',
+  async () => {
+    const prefix = uniqueName('alrtr');
+    const job = `${jp}_restart`;
+    const path = `/restart/${uniqueName('tok')}`;
+    const restartConfig = join(await mkdtemp(join(tmpdir(), 'report-etl-alerts-')), 'jobs.yaml');
+    await writeFile(
+      restartConfig,
+      `connections:
   sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", pollIntervalMs: 20 }
 alerts:
   oncall: { webhook: "\${RESTART_WEBHOOK}", events: [failed] }
@@ -277,45 +293,47 @@ jobs:
     report: { mandant: 7777, name: Failing }
     target: { table: ${h.schema}.restart }
 `,
-  );
-  const workerEnv = { ...env(), RESTART_WEBHOOK: `${base}${path}`, REPORT_ETL_QUEUE_PREFIX: prefix };
-  const queue = makeQueue(h.redis, prefix);
-  const alerts = new Queue(ALERT_QUEUE_NAME, { connection: h.redis, prefix });
-  down.add(path);
-  let worker = startCli(['worker', '--config', restartConfig], workerEnv);
-  try {
-    await waitFor('the worker to take runs', () => worker.stderr().includes('worker ready'), 60_000);
-    await enqueueManual(
-      queue,
-      configSchema.parse({
-        connections: { sim: { baseUrl: h.sim.url, clientId: 'demo-client', clientSecret: 'x' } },
-        jobs: { [job]: { connection: 'sim', report: { mandant: 7777, name: 'Failing' }, target: { table: 'x.y' } } },
-      }),
-      job,
     );
-    // The target is down: the alert is tried and waits in the queue for its next try.
-    await waitFor('a first delivery try', () => (tries.get(path) ?? 0) >= 1, 60_000);
-    const [queued] = await alerts.getJobs(['delayed', 'waiting', 'active']);
-    expect(queued).toBeDefined();
-    expect(JSON.stringify(queued!.data)).not.toContain(path);
-    worker.child.kill('SIGTERM');
-    expect(await worker.exited).toBe(0);
-    expect(at(path)).toEqual([]);
-    // The target is back; a new process of the installation delivers the alert that was left.
-    down.delete(path);
-    worker = startCli(['worker', '--config', restartConfig], workerEnv);
-    const delivered = await waitFor('the alert after the restart', () => at(path)[0], 60_000);
-    expect(delivered.body).toMatchObject({ event: 'failed', job, errorKind: 'REPORT_FAILED' });
-    await waitFor('the alert recorded as delivered', async () =>
-      (await alerts.getJob(queued!.id!))?.getState().then((s) => s === 'completed'),
-    );
-    expect(at(path)).toHaveLength(1);
-  } finally {
-    worker.child.kill('SIGTERM');
-    await worker.exited;
-    await alerts.close();
-    await queue.obliterate({ force: true }).catch(() => undefined);
-    await queue.close();
-    await deleteKeys(h.redis, prefix);
-  }
-}, 180_000);
+    const workerEnv = { ...env(), RESTART_WEBHOOK: `${base}${path}`, REPORT_ETL_QUEUE_PREFIX: prefix };
+    const queue = makeQueue(h.redis, prefix);
+    const alerts = new Queue(ALERT_QUEUE_NAME, { connection: h.redis, prefix });
+    down.add(path);
+    let worker = startCli(['worker', '--config', restartConfig], workerEnv);
+    try {
+      await waitFor('the worker to take runs', () => worker.stderr().includes('worker ready'), 60_000);
+      await enqueueManual(
+        queue,
+        configSchema.parse({
+          connections: { sim: { baseUrl: h.sim.url, clientId: 'demo-client', clientSecret: 'x' } },
+          jobs: { [job]: { connection: 'sim', report: { mandant: 7777, name: 'Failing' }, target: { table: 'x.y' } } },
+        }),
+        job,
+      );
+      // The target is down: the alert is tried and waits in the queue for its next try.
+      await waitFor('a first delivery try', () => (tries.get(path) ?? 0) >= 1, 60_000);
+      const [queued] = await alerts.getJobs(['delayed', 'waiting', 'active']);
+      expect(queued).toBeDefined();
+      expect(JSON.stringify(queued!.data)).not.toContain(path);
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toBe(0);
+      expect(at(path)).toEqual([]);
+      // The target is back; a new process of the installation delivers the alert that was left.
+      down.delete(path);
+      worker = startCli(['worker', '--config', restartConfig], workerEnv);
+      const delivered = await waitFor('the alert after the restart', () => at(path)[0], 60_000);
+      expect(delivered.body).toMatchObject({ event: 'failed', job, errorKind: 'REPORT_FAILED' });
+      await waitFor('the alert recorded as delivered', async () =>
+        (await alerts.getJob(queued!.id!))?.getState().then((s) => s === 'completed'),
+      );
+      expect(at(path)).toHaveLength(1);
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+      await alerts.close();
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      await deleteKeys(h.redis, prefix);
+    }
+  },
+  180_000,
+);

@@ -1,4 +1,6 @@
-/** The migrator: forward-only, safe when several processes run it at once (advisory lock), and carrying history over. */
+/**
+ * The migrator: forward-only, safe when several processes run it at once (advisory lock), and carrying history over.
+ */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -119,7 +121,8 @@ it('0008 turns the attempts of a 0007 database into etl.attempts and gives each 
     for (const [i, a] of old.entries()) {
       const finished = a.status === 'running' ? null : at(a.startMin + 1);
       await pool.query(
-        `INSERT INTO etl.runs (run_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode, rows, started_at, finished_at, duration_ms, error)
+        `INSERT INTO etl.runs (run_id, job, run_key, scheduled_for, trigger, attempt, status, target_table, write_mode,
+                               rows, started_at, finished_at, duration_ms, error)
          VALUES ($1, $2, $3, $4, $5, $6, $7, 'erp.t', 'replace', $8, $9, $10, 60000, $11)`,
         [
           ids[i],
@@ -137,15 +140,18 @@ it('0008 turns the attempts of a 0007 database into etl.attempts and gives each 
       );
     }
     await pool.query(
-      `INSERT INTO etl.run_errors (run_id, stage, error_kind, retryable, message) VALUES ($1, 'poll', 'REPORT_FAILED', false, 'report job failed')`,
+      `INSERT INTO etl.run_errors (run_id, stage, error_kind, retryable, message) VALUES ($1, 'poll', ` +
+        `'REPORT_FAILED', false, 'report job failed')`,
       [ids[0]],
     );
     await pool.query(
-      `INSERT INTO etl.run_documents (run_id, page, target_table, file_name, content_type, bytes, sha256) VALUES ($1, 1, 'erp.t', 'a.pdf', 'application/pdf', 3, 'x')`,
+      `INSERT INTO etl.run_documents (run_id, page, target_table, file_name, content_type, bytes, sha256) VALUES ` +
+        `($1, 1, 'erp.t', 'a.pdf', 'application/pdf', 3, 'x')`,
       [ids[1]],
     );
     await pool.query(
-      `INSERT INTO etl.appended_runs (job, run_key, run_id, target_table, rows) VALUES ('stock', 'stock__manual', $1, 'erp.t', 7)`,
+      `INSERT INTO etl.appended_runs (job, run_key, run_id, target_table, rows) VALUES ('stock', 'stock__manual', ` +
+        `$1, 'erp.t', 7)`,
       [ids[4]],
     );
     await pool.query(`INSERT INTO etl.job_alerts (job, failing_since, failed_run_id) VALUES ('orders', now(), $1)`, [
@@ -153,8 +159,10 @@ it('0008 turns the attempts of a 0007 database into etl.attempts and gives each 
     ]);
     const requested = at(-1);
     await pool.query(
-      `INSERT INTO etl.run_requests (job, run_key, queue_job_id, trigger, scheduled_for, logical_start, logical_end, parameters, created_at)
-       VALUES ('orders', 'orders__20260122T021500Z', 'orders__20260122T021500Z', 'schedule', $1, $2, $1, '{"FROM":"2026-01-21"}', $3),
+      `INSERT INTO etl.run_requests (job, run_key, queue_job_id, trigger, scheduled_for, logical_start, logical_end,
+                                     parameters, created_at)
+       VALUES ('orders', 'orders__20260122T021500Z', 'orders__20260122T021500Z', 'schedule', $1, $2, $1,
+               '{"FROM":"2026-01-21"}', $3),
               ('orders', 'waiting', 'orders__manual_waiting', 'manual', NULL, NULL, $1, NULL, $3)`,
       [tick, at(-1440), requested],
     );
@@ -290,7 +298,8 @@ it('0008 turns the attempts of a 0007 database into etl.attempts and gives each 
       message: 'x',
     });
     const { rows: after } = await pool.query(
-      `SELECT run_key, attempts, status, rows FROM etl.runs WHERE job = 'orders' AND run_key IN ('fg-1', 'waiting') ORDER BY run_key`,
+      `SELECT run_key, attempts, status, rows FROM etl.runs WHERE job = 'orders' AND run_key IN ('fg-1', 'waiting') ` +
+        `ORDER BY run_key`,
     );
     expect(after).toEqual([
       { run_key: 'fg-1', attempts: 3, status: 'succeeded', rows: '5' },
