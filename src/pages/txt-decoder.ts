@@ -4,8 +4,10 @@
  * (dd.mm.yyyy hh:mm:ss.mmm) bare, NULL an empty bare field, empty string "". COPY ... (FORMAT csv) reads exactly
  * this, so the fast path passes rows through: it finds record ends (a line break inside quotes is data), checks the
  * field count, classifies fields while `inspect` is on, and ends every record with \n (COPY wants one line-end
- * style): LF-ended records leave as views of the input, CRLF ones are copied without the CR. In COPY binary format
- * (rows-plan.ts) the general path splits each record into fields (txt-fields.ts), written by the columns' encoders.
+ * style): LF-ended records leave as views of the input, CRLF ones are copied without the CR. Each span of records is
+ * checked for bytes no PostgreSQL text takes (unfit-bytes.ts), so that their error names the column. In COPY binary
+ * format (rows-plan.ts) the general path splits each record into fields (txt-fields.ts), written by the columns'
+ * encoders.
  */
 import { COMMA, CR, LF, QUOTE } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
@@ -14,6 +16,7 @@ import { classifyBare, KIND } from './kinds.ts';
 import { BinaryValueUnsupported } from '../copy-binary/format.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from '../copy-binary/field-writer.ts';
 import { TextRecordsDecoder, type RecordPageState } from './text-records.ts';
+import { textFits, unfitBytesError } from './unfit-bytes.ts';
 import type { RowsPlan } from './rows-plan.ts';
 
 /** The txt decoder; see the file comment. */
@@ -53,8 +56,19 @@ export class TxtPageDecoder extends TextRecordsDecoder {
     // The row count is kept here, once per scan: code after the scan's loop would first run after V8 optimized the
     // loop, without type feedback, and leave the optimized code at every chunk's end.
     const before = st.line;
+    const rowsBefore = this.rows;
     const end = this.scan(b, i, st);
     this.rows += st.line - before;
+    // Rows pass through to COPY, which checks the encoding line by line and so names no column: check here first.
+    if (end > i && !textFits(b, i, end)) {
+      const err = unfitBytesError(b, i, end, {
+        page: st.page,
+        firstRow: rowsBefore + 1,
+        bufferOffset: st.offset,
+        columns: this.columns!,
+      });
+      if (err) throw err;
+    }
     return end;
   }
 

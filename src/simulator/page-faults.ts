@@ -2,6 +2,8 @@
  * Bad pages on request, for tests and dry runs of the error paths (docs/loaded-tables.md "Output types"): report
  * parameters that the simulator reads itself, besides the report's own.
  * - `SIM_FAULT`: `bad-escape` (the first quoted value of the page's third line gets the unknown escape `\q`),
+ *   `invalid-utf8` and `nul-byte` (that value gets the byte 0xff, which is never UTF-8, or a NUL byte: PostgreSQL's
+ *   text takes neither),
  *   `no-rows-array` (json_userdef: the rows member `orders` is renamed `bestellungen`), `broken-xml` (xml: a stray
  *   `<oops>` before the closing `</orders>`, so the page is not well-formed), `empty-document` (the page has no bytes),
  *   `truncated-document` (only the first half of the page is sent, with a Content-Length that says so),
@@ -16,6 +18,8 @@
 /** The kinds of `SIM_FAULT`. */
 export const PAGE_FAULTS = [
   'bad-escape',
+  'invalid-utf8',
+  'nul-byte',
   'no-rows-array',
   'broken-xml',
   'empty-document',
@@ -55,13 +59,12 @@ export function pageFaultOf(parameters: Record<string, string>): PageFaultReques
 /** Applies a content fault to the bytes of a page (the Content-Type fault is the handler's). */
 export function applyPageFault(kind: PageFault, page: Buffer): Buffer {
   switch (kind) {
-    case 'bad-escape': {
-      // The first quoted value of the third line.
-      const header = page.indexOf('\n');
-      const quote = page.indexOf('"', page.indexOf('\n', header + 1) + 1);
-      if (header < 0 || quote < 0) return page;
-      return Buffer.concat([page.subarray(0, quote + 1), Buffer.from('\\q'), page.subarray(quote + 1)]);
-    }
+    case 'bad-escape':
+      return intoThirdLine(page, Buffer.from('\\q'));
+    case 'invalid-utf8':
+      return intoThirdLine(page, Buffer.from([0xff]));
+    case 'nul-byte':
+      return intoThirdLine(page, Buffer.from([0]));
     case 'no-rows-array': {
       const at = page.indexOf('"orders"');
       return at < 0
@@ -82,6 +85,14 @@ export function applyPageFault(kind: PageFault, page: Buffer): Buffer {
     case 'extra-row':
       return page;
   }
+}
+
+/** `bytes` put at the start of the first quoted value of the page's third line (the page as it was without one). */
+function intoThirdLine(page: Buffer, bytes: Buffer): Buffer {
+  const header = page.indexOf('\n');
+  const quote = page.indexOf('"', page.indexOf('\n', header + 1) + 1);
+  if (header < 0 || quote < 0) return page;
+  return Buffer.concat([page.subarray(0, quote + 1), bytes, page.subarray(quote + 1)]);
 }
 
 /** Bytes of the pdf filler attachment asked for by `PAD_MB` (0 when not given or not a number). */

@@ -66,6 +66,68 @@ export class ValueDoesNotFitError extends EtlError {
   }
 }
 
+/** A byte of a value that no PostgreSQL text takes, and where it is (see {@link UnfitBytesError}). */
+export interface UnfitBytes {
+  /** 0-based report column (COPY order). */
+  columnIndex: number;
+  /** The report's name of the column, when known. */
+  reportColumn: string | undefined;
+  /** 1-based page (docs/report-export-service.md "Endpoints" #3). */
+  page: number;
+  /** 1-based row of the run. */
+  row: number;
+  /** Byte offset within the page body, counted from its first byte (BOM included). */
+  offset: number;
+  /** The byte: 0 (NUL), or one that begins no valid UTF-8 sequence. */
+  byte: number;
+  /** 1-based position of the byte within the value's bytes. */
+  byteInValue: number;
+  /** The value's first characters, the unfit bytes as U+FFFD. */
+  value: string;
+}
+
+/** Where the load would have put a value: the target's column, its type (when known yet) and the table. */
+export interface UnfitTarget {
+  table: string;
+  column: string | undefined;
+  type: string | undefined;
+}
+
+/**
+ * A value whose bytes no PostgreSQL text takes: invalid UTF-8, or a NUL byte (docs/loaded-tables.md "Values that
+ * cannot load"). A page decoder finds it before COPY does, whose error would name no column; the message names the
+ * report column, page and row, and once {@link mapCopyError} knows the load also the target column and table. Not
+ * retryable: the server sends the same bytes again.
+ */
+export class UnfitBytesError extends ValueDoesNotFitError {
+  readonly unfit: UnfitBytes;
+  constructor(unfit: UnfitBytes, target?: UnfitTarget) {
+    const report = unfit.reportColumn === undefined ? '' : `report column "${unfit.reportColumn}"`;
+    const column = target?.column
+      ? `column ${target.column}${report && unfit.reportColumn !== target.column ? ` (${report})` : ''}` +
+        `${target.type ? ` of type ${target.type}` : ''} in ${target.table}`
+      : report || `field ${unfit.columnIndex + 1}`;
+    const hex = `0x${unfit.byte.toString(16).padStart(2, '0')}`;
+    const at = `byte ${unfit.byteInValue} of the value, byte offset ${unfit.offset} of the page`;
+    const why =
+      unfit.byte === 0
+        ? `it holds a NUL byte (${at}), which PostgreSQL text cannot hold: remove it from the value in the ERP, ` +
+          'then replay the run'
+        : `byte ${hex} (${at}) is not UTF-8, the only encoding PostgreSQL text takes here: the report sent the value ` +
+          'in another encoding; correct it in the ERP, then replay the run';
+    super(`value "${unfit.value}" does not fit ${column}, page ${unfit.page}, row ${unfit.row} of the run: ${why}`, {
+      column: target?.column,
+      reportColumn: unfit.reportColumn,
+      page: unfit.page,
+      row: unfit.row,
+      offset: unfit.offset,
+      byte: hex,
+      value: unfit.value,
+    });
+    this.unfit = unfit;
+  }
+}
+
 /** How a report's columns differ from its existing target's (docs/loaded-tables.md "Guards and schema changes"). */
 export interface SchemaDifference {
   /** Report columns the target lacks (normalised names). */
@@ -149,14 +211,25 @@ export interface LoadPlace {
   reportColumn(column: string): string | undefined;
   /** Normalised column name → target type. */
   columnType(column: string): string | undefined;
+  /** 0-based report column (COPY order) → its normalised name. */
+  columnAt(index: number): string | undefined;
 }
 
 /**
  * Turns a PostgreSQL error from COPY into an error a person can act on: a value that does not fit becomes
- * {@link ValueDoesNotFitError} naming column, page, row and value; serialization failures and lost
- * connections stay retryable; anything else becomes a DATABASE error with the server's text.
+ * {@link ValueDoesNotFitError} naming column, page, row and value (an {@link UnfitBytesError} of the decoder gets the
+ * target's column and table); serialization failures and lost connections stay retryable; anything else becomes a
+ * DATABASE error with the server's text.
  */
 export function mapCopyError(err: unknown, place: LoadPlace): Error {
+  if (err instanceof UnfitBytesError) {
+    const column = place.columnAt(err.unfit.columnIndex);
+    return new UnfitBytesError(err.unfit, {
+      table: place.table,
+      column,
+      type: column === undefined ? undefined : place.columnType(column),
+    });
+  }
   if (err instanceof EtlError) return err;
   const pgErr = err as { code?: string; message?: string; where?: string };
   const pos = parseCopyContext(pgErr.where);

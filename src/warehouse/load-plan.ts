@@ -104,6 +104,7 @@ export function planLoad(
     pageOfRow: (row) => source.pageOfRow(row),
     reportColumn: (c) => reportColumns[names.indexOf(c)],
     columnType: (c) => types.get(c) ?? existingType.get(c),
+    columnAt: (i) => names[i],
   };
   const plan = complete ? (spec.mode === 'merge' ? 'typed-staging' : 'direct') : 'inference-staging';
   return { tx, spec, source, plan, reportColumns, names, toRecord, existingType, exists: !!existing, types, place };

@@ -84,6 +84,7 @@ export async function previewRows(
     pageOfRow: (row: number) => source.pageOfRow(row),
     reportColumn: (c: string) => reportColumns[names.indexOf(c)],
     columnType: () => 'text',
+    columnAt: (i: number) => names[i],
   };
   try {
     await pipeline(Readable.from(source.rows(), { objectMode: false }), copy);
