@@ -29,6 +29,7 @@ interface SimulateFlags {
   resetRate: number;
   latency: number;
   productVersion?: number;
+  pkce: boolean;
 }
 
 export function registerSimulate(program: Command, cli: Cli): void {
@@ -50,6 +51,7 @@ export function registerSimulate(program: Command, cli: Cli): void {
         'default: every type',
       int('--product-version', 2000),
     )
+    .option('--no-pkce', 'a server without PKCE: the login ignores code_challenge and code_verifier')
     .action(async (flags: SimulateFlags) => {
       // Loaded here: the simulator brings pdfkit, exceljs and docx, which no other command needs.
       const [{ makeLogger }, { DEFAULT_CLIENTS, DEFAULT_USERS, startSimulator }] = await Promise.all([
@@ -66,6 +68,7 @@ export function registerSimulate(program: Command, cli: Cli): void {
         timezone: flags.timezone,
         faults: { errorRate: flags.errorRate, resetRate: flags.resetRate, latencyMs: flags.latency },
         ...(flags.productVersion === undefined ? {} : { productVersion: flags.productVersion }),
+        pkce: flags.pkce,
         logger,
       };
       const sim = await startSimulator(options);

@@ -167,6 +167,13 @@ export const connectionSchema = z
         'Product version of the server, e.g. 2025; gates pdf (2025+) and the excel/word types (2026+) ' +
           '(docs/report-export-service.md "Versioning" 2). Unset: any.',
       ),
+    pkce: z
+      .boolean()
+      .default(true)
+      .describe(
+        'authorization_code: send PKCE (RFC 7636, S256) with the login; a server that does not know it ignores it. ' +
+          'false only for a server that refuses the login because of it.',
+      ),
   })
   .strict()
   .superRefine((c, ctx) => {

@@ -1,9 +1,12 @@
 /**
  * Pending logins, etl.login_states: the OAuth `state` of each authorization request (RFC 6749 10.12), accepted once
- * within 10 minutes. Only its SHA-256 is stored, so reading the table completes nobody's login.
+ * within 10 minutes. Only its SHA-256 is stored, so reading the table completes nobody's login. The PKCE code verifier
+ * of a login (RFC 7636) is stored sealed under a key derived from the state: it opens only for the redirect that
+ * brings the state back (migrations/0019).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Queryable } from '../db.ts';
+import { open, seal, type SecretKey } from '../secret-box.ts';
 import type { ConnectionRef } from './logins.ts';
 
 /** How long a pending login waits for its redirect, in ms. */
@@ -26,6 +29,8 @@ export interface LoginStateRow {
   used_at: Date | null;
   outcome: 'logged_in' | 'failed' | null;
   message: string | null;
+  /** The PKCE code verifier, sealed (see the file comment); null for a login without PKCE. */
+  code_verifier_sealed: string | null;
 }
 
 /** SHA-256 of a state, hex. */
@@ -33,19 +38,35 @@ function stateHash(state: string): string {
   return createHash('sha256').update(state, 'utf8').digest('hex');
 }
 
-/** Makes a pending login and returns its state (32 random bytes, base64url); removes those expired a day ago. */
+/** The key that seals a login's code verifier: derived from its state, which only the redirect brings back. */
+function verifierKey(state: string): SecretKey {
+  return { key: createHash('sha256').update(`report-etl code verifier\0${state}`, 'utf8').digest(), id: '' };
+}
+
+/**
+ * Makes a pending login and returns its state (32 random bytes, base64url); removes those expired a day ago.
+ * @param p.codeVerifier the login's PKCE code verifier, stored sealed (never logged); none for a login without PKCE
+ */
 export async function createLoginState(
   db: Queryable,
-  p: { ref: ConnectionRef; redirectUri: string; scopes: readonly string[]; startedBy: LoginStarter; ttlMs?: number },
+  p: {
+    ref: ConnectionRef;
+    redirectUri: string;
+    scopes: readonly string[];
+    startedBy: LoginStarter;
+    ttlMs?: number;
+    codeVerifier?: string | undefined;
+  },
 ): Promise<string> {
   const state = randomBytes(32).toString('base64url');
+  const hash = stateHash(state);
   await db.query(`DELETE FROM etl.login_states WHERE expires_at < now() - interval '1 day'`);
   await db.query(
     `INSERT INTO etl.login_states (state_hash, connection, base_url, client_id, redirect_uri, scopes, started_by,
-                                   expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 millisecond')`,
+                                   expires_at, code_verifier_sealed)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 millisecond', $9)`,
     [
-      stateHash(state),
+      hash,
       p.ref.connection,
       p.ref.baseUrl,
       p.ref.clientId,
@@ -53,9 +74,20 @@ export async function createLoginState(
       [...p.scopes],
       p.startedBy,
       p.ttlMs ?? LOGIN_STATE_TTL_MS,
+      p.codeVerifier === undefined ? null : seal(verifierKey(state), p.codeVerifier, hash),
     ],
   );
   return state;
+}
+
+/**
+ * The PKCE code verifier of a pending login, opened with its state; undefined for a login without one.
+ * @throws EtlError CONFIG_INVALID when it does not open (the row was altered, or the state is not this row's)
+ */
+export function codeVerifierOf(row: LoginStateRow, state: string): string | undefined {
+  return row.code_verifier_sealed === null
+    ? undefined
+    : open(verifierKey(state), row.code_verifier_sealed, row.state_hash);
 }
 
 /**

@@ -6,7 +6,13 @@
 import type { Queryable } from '../db.ts';
 import type { ConnectionConfig } from '../config/schema.ts';
 import { ConfigError, coerceError } from '../errors.ts';
-import { consumeLoginState, createLoginState, finishLoginState, type LoginStarter } from '../history/login-states.ts';
+import {
+  codeVerifierOf,
+  consumeLoginState,
+  createLoginState,
+  finishLoginState,
+  type LoginStarter,
+} from '../history/login-states.ts';
 import { saveLogin } from '../history/logins.ts';
 import { silentLogger, type Logger } from '../logger.ts';
 import {
@@ -16,6 +22,7 @@ import {
   exchangeAuthorizationCode,
   HttpTransport,
   LoginFailedError,
+  newPkce,
   readAuthorizationResponse,
   type DiscoveredEndpoints,
 } from '../report-api/index.ts';
@@ -38,7 +45,8 @@ async function endpointsOf(c: LoginConnection, logger: Logger, signal?: AbortSig
 }
 
 /**
- * Starts a login: discovery, a pending login with a new state (valid 10 minutes).
+ * Starts a login: discovery, a pending login with a new state (valid 10 minutes) and, unless the connection says
+ * `pkce: false` or the server offers no S256, a PKCE code verifier kept sealed with it (never logged).
  * @returns the URL to open in a browser, and the state (a secret of the person logging in)
  * @throws ConfigError (not a user-dependent connection); LoginFailedError (no authorization_endpoint); what
  *   discovery throws (ServerUnreachableError, TokenError)
@@ -64,8 +72,18 @@ export async function startLogin(
     );
   }
   const ref = { connection: c.name, baseUrl, clientId };
-  const state = await createLoginState(db, { ref, redirectUri, scopes, startedBy });
-  return { url: authorizationUrl(endpoints.authorizationEndpoint, { clientId, scopes, redirectUri, state }), state };
+  const pkce = await newPkce(endpoints, c.connection.pkce);
+  const codeVerifier = pkce?.codeVerifier;
+  const state = await createLoginState(db, { ref, redirectUri, scopes, startedBy, codeVerifier });
+  const codeChallenge = pkce?.codeChallenge;
+  const url = authorizationUrl(endpoints.authorizationEndpoint, {
+    clientId,
+    scopes,
+    redirectUri,
+    state,
+    codeChallenge,
+  });
+  return { url, state };
 }
 
 /** A finished login. */
@@ -127,7 +145,15 @@ export async function completeLogin(
     const checked = readAuthorizationResponse(endpoints, connection.clientId, params, state);
     const { clientId, clientSecret, requestTimeoutMs: timeoutMs } = connection;
     const client = { clientId, clientSecret, timeoutMs, retry: DEFAULT_RETRY };
-    const tokens = await exchangeAuthorizationCode(endpoints, client, checked, pending.redirect_uri, o.signal);
+    const verifier = codeVerifierOf(pending, state);
+    const tokens = await exchangeAuthorizationCode(
+      endpoints,
+      client,
+      checked,
+      pending.redirect_uri,
+      verifier,
+      o.signal,
+    );
     const login = { refreshToken: tokens.refreshToken, requestedScopes: pending.scopes, grantedScope: tokens.scope };
     await saveLogin(db, key, { connection: c.name, baseUrl: connection.baseUrl, clientId }, login);
     const expiresBy = new Date(Date.now() + expectedRefreshValidityMs(tokens.scope));

@@ -15,6 +15,11 @@ export interface DiscoveredEndpoints {
   issuer: string;
   tokenEndpoint: string;
   authorizationEndpoint: string | undefined;
+  /**
+   * The document's `code_challenge_methods_supported` (RFC 8414), which the service's document does not show
+   * (docs/report-export-service.md "Discovery document"): undefined when it names none.
+   */
+  codeChallengeMethods: string[] | undefined;
 }
 
 /**
@@ -69,7 +74,12 @@ export async function discoverEndpoints(
  * @throws TokenError, not retryable, naming the endpoint
  */
 export function endpointsOf(baseUrl: string, doc: unknown, tokenOrigin?: string): DiscoveredEndpoints {
-  const d = (doc ?? {}) as { issuer?: unknown; token_endpoint?: unknown; authorization_endpoint?: unknown };
+  const d = (doc ?? {}) as {
+    issuer?: unknown;
+    token_endpoint?: unknown;
+    authorization_endpoint?: unknown;
+    code_challenge_methods_supported?: unknown;
+  };
   if (typeof d.token_endpoint !== 'string' || d.token_endpoint.length === 0) {
     throw new TokenError(`discovery document ${joinUrl(baseUrl, DISCOVERY_PATH)} has no token_endpoint`);
   }
@@ -101,10 +111,14 @@ export function endpointsOf(baseUrl: string, doc: unknown, tokenOrigin?: string)
     );
   }
   const auth = d.authorization_endpoint;
+  const methods = d.code_challenge_methods_supported;
   return {
     issuer: typeof d.issuer === 'string' && d.issuer !== '' ? d.issuer : baseUrl,
     tokenEndpoint: token.toString(),
     authorizationEndpoint:
       typeof auth === 'string' && auth !== '' ? resolve('authorization_endpoint', auth).toString() : undefined,
+    codeChallengeMethods: Array.isArray(methods)
+      ? methods.filter((m): m is string => typeof m === 'string').slice(0, 20)
+      : undefined,
   };
 }

@@ -5,7 +5,13 @@ export { makeReportClients, type ReportClients } from './client-registry.ts';
 export { withReportJob } from './with-report-job.ts';
 export { encodeReportName } from './report-name.ts';
 export { tokenCacheKey, TokenCache } from './token-cache.ts';
-export { authorizationUrl, exchangeAuthorizationCode, readAuthorizationResponse } from './oauth-grants.ts';
+export {
+  authorizationUrl,
+  exchangeAuthorizationCode,
+  newPkce,
+  readAuthorizationResponse,
+  type Pkce,
+} from './oauth-grants.ts';
 export { discoverEndpoints, type DiscoveredEndpoints } from './discovery.ts';
 export { DEFAULT_RETRY, HttpTransport } from './http.ts';
 export { sleep } from '../backoff.ts';

@@ -3,7 +3,11 @@
  * "Refresh") on oauth4webapi: the authorization URL, the redirect's checks (state, error), the authorization-code
  * and refresh grants, at the discovery document's token endpoint.
  *
- * No PKCE: the service's authorization request has none; `state` guards against CSRF (RFC 6749 section 10.12).
+ * `state` guards against CSRF (RFC 6749 section 10.12). PKCE (RFC 7636, S256) guards the code against a thief who
+ * is not this client: the service's description shows no PKCE, and a server that does not know it ignores the
+ * parameters (RFC 6749 section 3.1: unrecognised parameters are ignored), so it is sent unless the connection says
+ * `pkce: false` or the discovery document offers other methods only
+ * (docs/report-export-service.md "User-dependent service user").
  * client_secret goes in the body only for a trusted client. oauth4webapi errors may carry the token response as
  * their cause: every error leaving this module is ours, built from the OAuth error fields, with secrets scrubbed.
  */
@@ -29,13 +33,32 @@ interface UserClient {
   retry: RetryPolicy;
 }
 
+/** A login's PKCE pair (RFC 7636): the verifier stays with the pending login, the challenge goes to the browser. */
+export interface Pkce {
+  /** 43 characters of base64url from 32 random bytes; a secret until the code is exchanged. */
+  codeVerifier: string;
+  /** base64url(SHA-256(codeVerifier)), sent with code_challenge_method=S256. */
+  codeChallenge: string;
+}
+
+/**
+ * A new PKCE pair for a login, or undefined when the connection does not want one (`pkce: false`) or the discovery
+ * document names challenge methods without S256 (see the file comment).
+ */
+export async function newPkce(endpoints: DiscoveredEndpoints, wanted: boolean): Promise<Pkce | undefined> {
+  if (!wanted || (endpoints.codeChallengeMethods && !endpoints.codeChallengeMethods.includes('S256'))) return undefined;
+  const codeVerifier = oauth.generateRandomCodeVerifier();
+  return { codeVerifier, codeChallenge: await oauth.calculatePKCECodeChallenge(codeVerifier) };
+}
+
 /**
  * The URL to open in a browser (step 1): response_type=code, client_id, scope (space-separated), redirect_uri and
- * `state` (the single-use CSRF value the redirect must bring back), every value URL-encoded.
+ * `state` (the single-use CSRF value the redirect must bring back), with a PKCE `codeChallenge` also code_challenge
+ * and code_challenge_method=S256; every value URL-encoded.
  */
 export function authorizationUrl(
   authorizationEndpoint: string,
-  r: { clientId: string; scopes: readonly string[]; redirectUri: string; state: string },
+  r: { clientId: string; scopes: readonly string[]; redirectUri: string; state: string; codeChallenge?: string },
 ): string {
   const url = new URL(authorizationEndpoint);
   url.searchParams.set('response_type', 'code');
@@ -43,6 +66,10 @@ export function authorizationUrl(
   url.searchParams.set('scope', r.scopes.join(' '));
   url.searchParams.set('redirect_uri', r.redirectUri);
   url.searchParams.set('state', r.state);
+  if (r.codeChallenge !== undefined) {
+    url.searchParams.set('code_challenge', r.codeChallenge);
+    url.searchParams.set('code_challenge_method', 'S256');
+  }
   // URLSearchParams writes a space as '+'; the service asks for URL-encoding: %20, which every server reads.
   return url.toString().replace(/\+/g, '%20');
 }
@@ -194,8 +221,10 @@ function issued(r: oauth.TokenEndpointResponse, path: string, secrets: string[])
 }
 
 /**
- * The authorization-code grant (step 4); transient failures are retried per `c.retry`.
+ * The authorization-code grant (step 4), with `code_verifier` when the login sent a PKCE challenge; transient
+ * failures are retried per `c.retry`.
  * @param params the redirect's parameters as {@link readAuthorizationResponse} returned them
+ * @param codeVerifier the login's PKCE code verifier (never logged, redacted from every error), or undefined
  * @returns the access token, its lifetime in s, the scope and the refresh token (step 5)
  * @throws LoginFailedError (refused, e.g. invalid_grant for a used or expired code; no refresh_token);
  *   ServerUnreachableError; TransientHttpError (attempts exhausted); AbortedError
@@ -205,16 +234,18 @@ export async function exchangeAuthorizationCode(
   c: UserClient,
   params: URLSearchParams,
   redirectUri: string,
+  codeVerifier: string | undefined,
   signal?: AbortSignal,
 ): Promise<IssuedToken & { refreshToken: string }> {
   const path = new URL(endpoints.tokenEndpoint).pathname;
   const code = params.get('code') ?? '';
-  const secrets = [code, ...credentialSecrets(c.clientId, c.clientSecret)];
+  const secrets = [code, ...(codeVerifier ? [codeVerifier] : []), ...credentialSecrets(c.clientId, c.clientSecret)];
   try {
     return await retryTransient(
       async () => {
         const { head, opts } = grant(endpoints, c, signal);
-        const res = await oauth.authorizationCodeGrantRequest(...head, params, redirectUri, oauth.nopkce, opts);
+        const verifier = codeVerifier ?? oauth.nopkce;
+        const res = await oauth.authorizationCodeGrantRequest(...head, params, redirectUri, verifier, opts);
         const r = await oauth.processAuthorizationCodeResponse(head[0], head[1], res);
         if (typeof r.refresh_token !== 'string' || r.refresh_token === '') {
           throw new LoginFailedError(
@@ -235,7 +266,11 @@ export async function exchangeAuthorizationCode(
     if (r) {
       throw new LoginFailedError(
         `token endpoint ${path} refused the authorization code for client "${c.clientId}"${r.said}; start the ` +
-          'login again (a code is single use and short-lived)',
+          'login again (a code is single use and short-lived)' +
+          (codeVerifier
+            ? '; the login used PKCE (S256): should the server refuse it every time, set pkce: false on the ' +
+              'connection in jobs.yaml'
+            : ''),
         r.options,
       );
     }

@@ -141,7 +141,8 @@ async function handleUserGrant(
   const issuer = `${ctx.baseUrl(req)}${OAUTH_PREFIX}`;
   const body: Record<string, unknown> = { token_type: 'Bearer', expires_in: ctx.tokenLifetimeSeconds };
   if (grant === 'authorization_code') {
-    const redeemed = ctx.logins.redeemCode(form.get('code') ?? '', client.clientId, form.get('redirect_uri'));
+    const verifier = ctx.pkce ? form.get('code_verifier') : null;
+    const redeemed = ctx.logins.redeemCode(form.get('code') ?? '', client.clientId, form.get('redirect_uri'), verifier);
     if (!redeemed.ok) return oauthError(res, 400, 'invalid_grant', redeemed.reason);
     body.scope = redeemed.code.scope;
     body.refresh_token = ctx.logins.issueRefreshToken(redeemed.code);

@@ -48,6 +48,8 @@ export interface SimContext {
   jobDurationMs: number;
   seed: number;
   nameRules: ReportNameRules;
+  /** SimulatorOptions.pkce: whether the authorization endpoint and the code grant know PKCE. */
+  pkce: boolean;
   /** SimulatorOptions.productVersion: types that need a later version are unknown to this server. */
   productVersion?: number | undefined;
   /** Set when SimulatorOptions.pageCache is on: pages are rendered once and served from memory. */

@@ -100,6 +100,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     nameRules: { acceptBackslash: opts.acceptBackslash ?? true, acceptEncodedSlash: opts.acceptEncodedSlash ?? true },
     pageCache: opts.pageCache ? new PageCache() : undefined,
     productVersion: opts.productVersion,
+    pkce: opts.pkce ?? true,
   };
   const control: SimControl = {
     counters: (): SimulatorCounters => ({ ...structuredClone(ctx.counters), openJobs: [...jobs.keys()] }),

@@ -5,13 +5,16 @@
  * requested scope, with session_state; more than 25 scopes). Choices where the service's description shows nothing: an
  * unknown client or a redirect URI that is not configured is a 400 page, never a redirect (RFC 6749 section 4.1.2.1);
  * `state` is echoed (RFC 6749 section 4.1.2); a wrong password shows the form again with 401; the session is a cookie
- * `sim_session` (HttpOnly, SameSite=Lax).
+ * `sim_session` (HttpOnly, SameSite=Lax). With SimulatorOptions.pkce (default) a code_challenge binds the code (RFC
+ * 7636: S256 or plain, plain when no method is named; another method or a malformed challenge is an
+ * error=invalid_request redirect); without, both PKCE parameters are ignored.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { discoveryDocument } from './auth-handlers.ts';
 import type { SimContext } from './context.ts';
 import { readBody, send } from './http-util.ts';
 import type { SimulatorClient } from './types.ts';
+import type { PkceMethod } from './user-logins.ts';
 
 /** Scopes per authorization request (docs/report-export-service.md "Limits"). */
 export const MAX_SCOPES = 25;
@@ -57,7 +60,12 @@ interface AuthRequest {
   scopes: string[];
   state: string | null;
   responseType: string | null;
+  /** The PKCE parameters as sent (checked in handleAuthorize); undefined without PKCE. */
+  challenge: { value: string; method: string } | undefined;
 }
+
+/** RFC 7636 section 4.2: a challenge is 43 to 128 characters of the unreserved set. */
+const CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/;
 
 function readRequest(ctx: SimContext, params: URLSearchParams, res: ServerResponse): AuthRequest | undefined {
   const client = ctx.clients.get(params.get('client_id') ?? '');
@@ -87,7 +95,15 @@ function readRequest(ctx: SimContext, params: URLSearchParams, res: ServerRespon
     return undefined;
   }
   const scopes = (params.get('scope') ?? '').split(' ').filter((s) => s !== '');
-  return { client, redirectUri, scopes, state: params.get('state'), responseType: params.get('response_type') };
+  const value = ctx.pkce ? params.get('code_challenge') : null;
+  return {
+    client,
+    redirectUri,
+    scopes,
+    state: params.get('state'),
+    responseType: params.get('response_type'),
+    challenge: value === null ? undefined : { value, method: params.get('code_challenge_method') ?? 'plain' },
+  };
 }
 
 function redirect(
@@ -109,8 +125,10 @@ function form(r: AuthRequest, adoptable: string | undefined, error?: string): st
     ['scope', r.scopes.join(' ')],
     ['redirect_uri', r.redirectUri],
     ['state', r.state ?? ''],
+    ['code_challenge', r.challenge?.value ?? ''],
+    ['code_challenge_method', r.challenge?.method ?? ''],
   ]
-    .filter(([k, v]) => k !== 'state' || v !== '')
+    .filter(([k, v]) => (k !== 'state' && !k!.startsWith('code_challenge')) || v !== '')
     .map(([k, v]) => `<input type="hidden" name="${k}" value="${esc(v!)}">`)
     .join('');
   const adopt = adoptable
@@ -160,6 +178,7 @@ function finish(
     username,
     sessionId,
     scope: granted.join(' '),
+    challenge: r.challenge && { value: r.challenge.value, method: r.challenge.method as PkceMethod },
   });
   redirect(res, r, { code, session_state: sessionState }, headers);
 }
@@ -174,6 +193,12 @@ export async function handleAuthorize(ctx: SimContext, req: IncomingMessage, res
   if (!r) return;
   if (r.responseType !== 'code')
     return redirect(res, r, { error: 'unsupported_response_type', error_description: 'response_type must be code' });
+  if (r.challenge && (!['S256', 'plain'].includes(r.challenge.method) || !CHALLENGE.test(r.challenge.value))) {
+    return redirect(res, r, {
+      error: 'invalid_request',
+      error_description: 'code_challenge must be 43-128 unreserved characters, code_challenge_method S256 or plain',
+    });
+  }
   if (r.scopes.length > MAX_SCOPES) {
     return redirect(res, r, {
       error: 'invalid_scope',

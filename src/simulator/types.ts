@@ -81,6 +81,11 @@ export interface SimulatorOAuthCounters {
   logins: number;
   /** Refresh tokens issued so far (each a new one). */
   refreshTokensIssued: string[];
+  /**
+   * PKCE (RFC 7636): codes issued for a code_challenge (by method), code grants whose code_verifier matched, and
+   * those refused for a missing or wrong one. All stay 0 with SimulatorOptions.pkce false.
+   */
+  pkce: { challenged: { S256: number; plain: number }; verified: number; refused: number };
 }
 
 /** Options of {@link startSimulator}. */
@@ -93,6 +98,12 @@ export interface SimulatorOptions {
   clients?: SimulatorClient[];
   /** Product users of the login page; default DEFAULT_USERS. */
   users?: SimulatorUser[];
+  /**
+   * Whether the authorization endpoint knows PKCE (RFC 7636; the service's description shows none): true (default)
+   * binds a code to its code_challenge and refuses a code grant without the matching code_verifier; false ignores
+   * both parameters, as a server without PKCE does.
+   */
+  pkce?: boolean;
   /** expires_in of issued tokens, in s; default 600 (docs/report-export-service.md "Limits"). */
   tokenLifetimeSeconds?: number;
   /** How long a job stays Running before it finishes, in ms; default 300. */

@@ -2,12 +2,14 @@
  * The simulator's state of user-dependent service users (docs/report-export-service.md "User-dependent service user",
  * "Refresh"): login sessions of product users, authorization codes and refresh tokens, on a clock that tests can move
  * forward. Rules:
- * - a code is single use, valid 60 s, bound to client, redirect URI, user, session and granted scopes;
+ * - a code is single use, valid 60 s, bound to client, redirect URI, user, session and granted scopes, and to its
+ *   PKCE code_challenge when the request had one (RFC 7636 section 4.6: the grant must bring the matching
+ *   code_verifier; any try, right or wrong, uses the code up);
  * - a refresh token is issued by the code grant only (Refresh rule 1), replaces the earlier one of the same client
  *   and user (rule 3; rule 4: "regenerated"), and lives 60 days with offline access, 10 hours without (rule 2),
  *   as long as the user's session lives (logout ends it, rule 4).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { SimulatorOAuthCounters, SimulatorUser } from './types.ts';
 
 /** Refresh token validity with offline access (docs/report-export-service.md "Limits"), ms. */
@@ -28,8 +30,21 @@ interface Code {
   username: string;
   sessionId: string;
   scope: string;
+  /** The authorization request's PKCE challenge, when it had one. */
+  challenge?: { value: string; method: PkceMethod } | undefined;
   expiresAt: number;
   used: boolean;
+}
+
+/** The PKCE methods of RFC 7636 section 4.2. */
+export type PkceMethod = 'S256' | 'plain';
+
+/** Whether `verifier` answers `challenge` (RFC 7636 section 4.6). */
+function verifies(verifier: string, challenge: { value: string; method: PkceMethod }): boolean {
+  const derived = challenge.method === 'S256' ? createHash('sha256').update(verifier).digest('base64url') : verifier;
+  const a = Buffer.from(derived);
+  const b = Buffer.from(challenge.value);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 interface RefreshToken {
@@ -55,6 +70,7 @@ export class UserLogins {
     refusedRefreshes: 0,
     logins: 0,
     refreshTokensIssued: [],
+    pkce: { challenged: { S256: 0, plain: 0 }, verified: 0, refused: 0 },
   };
 
   constructor(users: SimulatorUser[]) {
@@ -97,17 +113,20 @@ export class UserLogins {
     const code = randomBytes(24).toString('base64url');
     this.#codes.set(code, { ...c, expiresAt: this.now() + CODE_LIFETIME_MS, used: false });
     this.counters.logins++;
+    if (c.challenge) this.counters.pkce.challenged[c.challenge.method]++;
     return code;
   }
 
   /**
-   * Redeems a code once (RFC 6749 section 4.1.3).
+   * Redeems a code once (RFC 6749 section 4.1.3), checking its PKCE challenge when it has one (RFC 7636 section 4.6).
+   * @param codeVerifier the grant's code_verifier (null: none sent; ignored for a code without a challenge)
    * @returns the code's grant, or why it is refused
    */
   redeemCode(
     code: string,
     clientId: string,
     redirectUri: string | null,
+    codeVerifier: string | null,
   ): { ok: true; code: Code } | { ok: false; reason: string } {
     const c = this.#codes.get(code);
     if (!c) return { ok: false, reason: 'Code not valid' };
@@ -116,6 +135,13 @@ export class UserLogins {
     if (c.clientId !== clientId) return { ok: false, reason: 'Code was issued to another client' };
     if (c.redirectUri !== redirectUri) return { ok: false, reason: 'Incorrect redirect_uri' };
     c.used = true;
+    if (c.challenge) {
+      if (codeVerifier === null || !verifies(codeVerifier, c.challenge)) {
+        this.counters.pkce.refused++;
+        return { ok: false, reason: codeVerifier === null ? 'Missing code_verifier' : 'PKCE verification failed' };
+      }
+      this.counters.pkce.verified++;
+    }
     return { ok: true, code: c };
   }
 
