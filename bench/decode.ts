@@ -9,8 +9,10 @@
  *   valgrind --tool=callgrind --smc-check=all-non-file --callgrind-out-file=/dev/null \
  *     node --single-threaded bench/decode.ts decode xml_query /tmp/pages binary 6
  *
- * Modes: `render <type> <rows> <dir>` (pages of 100,000 rows as files `<type>.0001`, …) and
- * `decode <type> <dir> <text|binary> <repeats>` (prints ms and output bytes per decode).
+ * Modes: `render <type> <rows> <dir>` (pages of 100,000 rows as files `<type>.0001`, …),
+ * `decode <type> <dir> <text|binary> <repeats>` (prints ms and output bytes per decode) and
+ * `check <type> <dir> <repeats>` (CPU ms of the txt fast path's check for bytes no PostgreSQL text takes,
+ * pages/unfit-bytes.ts textFits, over the same chunks: what the check adds to a decode).
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -73,7 +75,35 @@ if (mode === 'render') {
       for await (const x of d.decodePage(chunks(pages[p]!), p + 1)) out += x.length;
     console.log(`${type} ${d.format}: ${d.rows} rows, ${out} bytes out, ${(performance.now() - t0).toFixed(0)} ms`);
   }
+} else if (mode === 'check') {
+  const { textFits } = await import('../src/pages/unfit-bytes.ts');
+  const chunks = readdirSync(a)
+    .filter((f) => f.startsWith(`${type}.`))
+    .sort()
+    .flatMap((f) => {
+      const page = readFileSync(join(a, f));
+      // Chunks end at a line end, as the spans the decoder checks do (a cut UTF-8 sequence would end a check early).
+      const out: Buffer[] = [];
+      for (let i = 0; i < page.length;) {
+        const end = i + CHUNK < page.length ? page.indexOf(0x0a, i + CHUNK) + 1 || page.length : page.length;
+        out.push(Buffer.from(page.subarray(i, end)));
+        i = end;
+      }
+      return out;
+    });
+  const mb = chunks.reduce((n, x) => n + x.length, 0) / 1e6;
+  for (let r = 0; r < Number(b ?? 1); r++) {
+    const before = process.cpuUsage();
+    let fit = 0;
+    for (const x of chunks) if (textFits(x, 0, x.length)) fit++;
+    const spent = process.cpuUsage(before);
+    const ms = (spent.user + spent.system) / 1000;
+    console.log(`${type} check: ${mb.toFixed(1)} MB in ${chunks.length} chunks (${fit} fit), ${ms.toFixed(1)} ms CPU`);
+  }
 } else {
-  console.error('usage: node bench/decode.ts render <type> <rows> <dir> | decode <type> <dir> <text|binary> <repeats>');
+  console.error(
+    'usage: node bench/decode.ts render <type> <rows> <dir> | decode <type> <dir> <text|binary> <repeats> | ' +
+      'check <type> <dir> <repeats>',
+  );
   process.exitCode = 2;
 }

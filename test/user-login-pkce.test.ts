@@ -1,9 +1,9 @@
 /**
- * PKCE (RFC 7636, S256) in the login of a user-dependent service user (docs/report-export-service.md "User-dependent service user"):
- * the authorization URL carries the challenge, the pending login keeps the verifier sealed, the code grant sends it,
- * and a simulator that knows PKCE refuses a code without its verifier or with a wrong one. A server that ignores PKCE
- * still logs in, and `pkce: false` or a discovery document without S256 sends none. Real PostgreSQL, the simulator
- * over HTTP; the verifier appears in no log line.
+ * PKCE (RFC 7636, S256) in the login of a user-dependent service user
+ * (docs/report-export-service.md "User-dependent service user"): the authorization URL carries the challenge, the
+ * pending login keeps the verifier sealed, the code grant sends it, and a simulator that knows PKCE refuses a code
+ * without its verifier or with a wrong one. A server that ignores PKCE still logs in, and `pkce: false` or a discovery
+ * document without S256 sends none. Real PostgreSQL, the simulator over HTTP; the verifier appears in no log line.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
