@@ -64,6 +64,7 @@ export class TxtPageDecoder extends TextRecordsDecoder {
     const ncols = this.columns!.length;
     const inspect = this.inspect;
     const kinds = this.kinds;
+    const fit = this.fit;
     const out = this.out;
     let spanStart = i;
     let consumed = i;
@@ -75,6 +76,8 @@ export class TxtPageDecoder extends TextRecordsDecoder {
         if (i >= n) break records;
         let c = b[i]!;
         if (c === QUOTE) {
+          const qs = i + 1;
+          let doubled = false;
           let j = i + 1;
           for (;;) {
             // Short texts are the rule: a plain loop beats indexOf's call cost up to a few dozen bytes.
@@ -84,6 +87,7 @@ export class TxtPageDecoder extends TextRecordsDecoder {
             if (q === stop) q = stop < n ? b.indexOf(QUOTE, stop) : -1;
             if (q < 0 || q + 1 >= n) break records;
             if (b[q + 1] === QUOTE) {
+              doubled = true;
               j = q + 2;
               continue;
             }
@@ -92,6 +96,10 @@ export class TxtPageDecoder extends TextRecordsDecoder {
           }
           c = b[i]!;
           if (inspect && field < ncols) kinds[field]! |= KIND.text;
+          if (fit !== undefined && field < ncols && fit.onText[field] !== 0) {
+            if (doubled) fit.check(field, this.scratch, 0, this.unquote(b, qs, i - 1), true, st.page, row);
+            else fit.check(field, b, qs, i - 1, true, st.page, row);
+          }
         } else {
           const s = i;
           while (c !== COMMA && c !== LF && c !== CR) {
@@ -106,6 +114,8 @@ export class TxtPageDecoder extends TextRecordsDecoder {
             c = b[i]!;
           }
           if (inspect && i > s && field < ncols) kinds[field]! |= classifyBare(b, s, i);
+          if (fit !== undefined && i > s && field < ncols && fit.onNumber[field] !== 0)
+            fit.check(field, b, s, i, false, st.page, row);
         }
         field++;
         if (c === COMMA) {
@@ -180,6 +190,7 @@ export class TxtPageDecoder extends TextRecordsDecoder {
       });
     }
     const w = this.binary!;
+    const fit = this.fit;
     const out = this.out;
     out.reserve(sc.contentEnd - at + 2 + ncols * FIELD_OVERHEAD);
     const buf = out.buf;
@@ -187,9 +198,17 @@ export class TxtPageDecoder extends TextRecordsDecoder {
     for (let k = 0; k < ncols; k++) {
       const s = sc.start[k]!;
       const e = sc.end[k]!;
-      if (sc.quoted[k] === 0 && s === e) p = w.writeNull(buf, p);
-      else if (sc.escaped[k] === 0) p = w.write(buf, p, k, b, s, e);
-      else p = w.write(buf, p, k, this.scratch, 0, this.unquote(b, s, e));
+      const quoted = sc.quoted[k] === 1;
+      if (!quoted && s === e) p = w.writeNull(buf, p);
+      else if (sc.escaped[k] === 0) {
+        if (fit !== undefined && (quoted ? fit.onText[k] : fit.onNumber[k]) !== 0)
+          fit.check(k, b, s, e, quoted, st.page, st.line);
+        p = w.write(buf, p, k, b, s, e);
+      } else {
+        const len = this.unquote(b, s, e);
+        if (fit !== undefined && fit.onText[k] !== 0) fit.check(k, this.scratch, 0, len, true, st.page, st.line);
+        p = w.write(buf, p, k, this.scratch, 0, len);
+      }
       if (p === REFUSED) throw new BinaryValueUnsupported(k, st.page, st.line);
     }
     out.pos = p;

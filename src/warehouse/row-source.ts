@@ -5,6 +5,7 @@
  * type inference — are known after the last. The loader pulls; nothing is buffered whole.
  */
 import type { BinaryEncoding } from '../copy-binary/format.ts';
+import type { ValueFit } from './value-fit.ts';
 
 /**
  * Bit flags of the kinds of value seen in a column; a column's kind is the OR over its non-null values.
@@ -35,6 +36,11 @@ export interface RowsPlan {
    * without offset read in `timezone`. Ignored by sources that cannot (`writesBinary` false).
    */
   binary?: { encodings: readonly BinaryEncoding[]; timezone: string } | undefined;
+  /**
+   * Set when a column's type is known before COPY (an existing or declared column): every value of such a column is
+   * checked where it is examined, and one the column would change fails the run (value-fit.ts).
+   */
+  fit?: ValueFit | undefined;
 }
 
 /** The loader's plan: called once per pass, synchronously, with the report's raw column names, before any row. */
