@@ -6,7 +6,7 @@
 import { writeEscapedBytes } from './copy-text.ts';
 import { BACKSLASH, CR, LF, TAB } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
-import { classifyBare, KIND } from './kinds.ts';
+import { classifyBare, classifyIsoText, KIND } from './kinds.ts';
 import { TextRecordsDecoder, type RecordPageState } from './text-records.ts';
 import type { DecoderLimits } from './value-limit.ts';
 import type { RowsPlan } from './rows-plan.ts';
@@ -66,13 +66,14 @@ export class TxtCstrPageDecoder extends TextRecordsDecoder {
         out.pos = writeEscapedBytes(b, s, e, out.buf, out.pos);
         continue;
       }
-      if (inspect) kinds[k]! |= KIND.text;
       if (plain(b, s, e)) {
+        if (inspect) kinds[k]! |= classifyIsoText(b, s, e);
         if (fit !== undefined && fit.onText[k] !== 0) fit.check(k, b, s, e, true, st.page, row);
         b.copy(out.buf, out.pos, s, e);
         out.pos += e - s;
         continue;
       }
+      if (inspect) kinds[k]! |= KIND.text;
       const len = this.decodeQuoted(b, s, e, st, row, k);
       if (fit !== undefined && fit.onText[k] !== 0) fit.check(k, this.scratch, 0, len, true, st.page, row);
       out.pos = writeEscapedBytes(this.scratch, 0, len, out.buf, out.pos);

@@ -10,7 +10,7 @@
 import { COMMA, CR, LF, QUOTE } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, type DecoderLimits } from './value-limit.ts';
-import { classifyBare, KIND } from './kinds.ts';
+import { classifyBare, classifyIsoText, KIND } from './kinds.ts';
 import { BinaryValueUnsupported } from '../copy-binary/format.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from '../copy-binary/field-writer.ts';
 import { TextRecordsDecoder, type RecordPageState } from './text-records.ts';
@@ -95,7 +95,7 @@ export class TxtPageDecoder extends TextRecordsDecoder {
             break;
           }
           c = b[i]!;
-          if (inspect && field < ncols) kinds[field]! |= KIND.text;
+          if (inspect && field < ncols) kinds[field]! |= doubled ? KIND.text : classifyIsoText(b, qs, i - 1);
           if (fit !== undefined && field < ncols && fit.onText[field] !== 0) {
             if (doubled) fit.check(field, this.scratch, 0, this.unquote(b, qs, i - 1), true, st.page, row);
             else fit.check(field, b, qs, i - 1, true, st.page, row);

@@ -11,12 +11,13 @@ import type { ValueFit } from './value-fit.ts';
  * Bit flags of the kinds of value seen in a column; a column's kind is the OR over its non-null values.
  * - integer: an integer that fits int64
  * - numeric: a decimal, or an integer beyond int64
- * - timestamp: txt bare `dd.mm.yyyy hh:mm:ss.mmm`, or a JSON/XML string in ISO 8601 with a UTC offset
+ * - timestamp: txt bare `dd.mm.yyyy hh:mm:ss.mmm`, or an ISO 8601 timestamp with a UTC offset or without one
+ * - date: an ISO 8601 date `yyyy-mm-dd`
  * - boolean: JSON true/false
- * - text: any other string (in txt: any quoted field, whatever it contains)
+ * - text: any other string (in txt: any quoted field but an ISO date or timestamp)
  * - json: a JSON object/array value
  */
-export const KIND = { integer: 1, numeric: 2, timestamp: 4, boolean: 8, text: 16, json: 32 } as const;
+export const KIND = { integer: 1, numeric: 2, timestamp: 4, boolean: 8, text: 16, json: 32, date: 64 } as const;
 
 /** One of the {@link KIND} bits. */
 export type KindBit = (typeof KIND)[keyof typeof KIND];
