@@ -1,7 +1,15 @@
 /** bomLength (src/pages/bom.ts) and the byte-level classifiers (src/pages/kinds.ts). */
 import { describe, expect, it } from 'vitest';
 import { bomLength } from '../src/pages/decoder.ts';
-import { KIND, classifyNumber, isIsoTimestampWithOffset, isTxtTimestamp } from '../src/pages/kinds.ts';
+import {
+  KIND,
+  classifyBare,
+  classifyIsoText,
+  classifyNumber,
+  isIsoTimestampWithOffset,
+  isTxtTimestamp,
+} from '../src/pages/kinds.ts';
+import { inferColumnType } from '../src/warehouse/column-types.ts';
 
 const b = (s: string): Buffer => Buffer.from(s);
 const num = (s: string): number => classifyNumber(b(s), 0, Buffer.byteLength(s));
@@ -69,5 +77,55 @@ describe('classifiers', () => {
         '2024-03-01T12:34:56.+01:00',
       ].map(iso),
     ).toEqual(Array(5).fill(false));
+  });
+
+  it('tells ISO dates and ISO timestamps without offset from other date styles', () => {
+    const iso = (s: string): number => classifyIsoText(b(s), 0, s.length);
+    expect(['2012-01-01', '2000-02-29', '0001-01-01', '9999-12-31'].map(iso)).toEqual(Array(4).fill(KIND.date));
+    expect(
+      [
+        '2010-01-01T01:00:00',
+        '2010-01-01 01:00:00',
+        '2010-01-01T01:00',
+        '2010-01-01T01:00:00.123456',
+        '2010-01-01T23:59:59.5',
+        '2024-03-01T12:34:56.789+01:00',
+        '2024-03-01T11:34:56Z',
+      ].map(iso),
+    ).toEqual(Array(7).fill(KIND.timestamp));
+    expect(
+      [
+        '2015/01/01 01:00:00',
+        '01.02.2015',
+        'Jun 12 1998',
+        '2015-02-30',
+        '1900-02-29',
+        '0000-01-01',
+        '2015-1-01',
+        '2015-01-01T24:00:00',
+        '2010-01-01T01:00:00.1234567',
+        '2010-01-01T01:00:',
+        '2010-01-01X01:00:00',
+        '2012-01-01 and more',
+        '20120101',
+      ].map(iso),
+    ).toEqual(Array(13).fill(KIND.text));
+  });
+
+  it('reads a bare txt field with a minus at the fifth byte as a number, a date or a timestamp', () => {
+    const bare = (s: string): number => classifyBare(b(s), 0, s.length);
+    expect(['1.5e-7', '2012-01-01', '2010-01-01 01:00:00', '2015/01/01'].map(bare)).toEqual([
+      KIND.numeric,
+      KIND.date,
+      KIND.timestamp,
+      KIND.text,
+    ]);
+  });
+
+  it('infers date for a column of ISO dates, and text when dates and timestamps mix', () => {
+    expect(inferColumnType(KIND.date)).toBe('date');
+    expect(inferColumnType(KIND.timestamp)).toBe('timestamptz');
+    expect(inferColumnType(KIND.date | KIND.timestamp)).toBe('text');
+    expect(inferColumnType(KIND.date | KIND.text)).toBe('text');
   });
 });

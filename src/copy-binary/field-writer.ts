@@ -2,9 +2,9 @@
  * Output side of the page decoders in COPY binary format (warehouse/copy-binary.ts): one field at a time, from the
  * value's text form — the bytes PostgreSQL's text input function would have read — to the target column's binary form.
  * Each encoder takes the forms report servers write (docs/report-export-service.md "Output page shapes": digits,
- * decimals with a point, ISO 8601 timestamps with offset, txt's dd.mm.yyyy hh:mm:ss.mmm, JSON true/false) and answers
- * false for anything else, so that the loader falls back to text format and PostgreSQL reads the value itself: a value
- * never means something else in binary than in text.
+ * decimals with a point, ISO 8601 timestamps with offset, ISO dates, txt's dd.mm.yyyy hh:mm:ss.mmm, JSON true/false)
+ * and answers false for anything else, so that the loader falls back to text format and PostgreSQL reads the value
+ * itself: a value never means something else in binary than in text.
  */
 import { BINARY, type BinaryEncoding } from './format.ts';
 import { makeLocalTimeOffset } from './local-time.ts';
@@ -149,6 +149,8 @@ export class BinaryFieldWriter {
         return this.timestamptz(buf, p, b, s, e);
       case BINARY.bool:
         return this.bool(buf, p, b, s, e);
+      case BINARY.date:
+        return this.date(buf, p, b, s, e);
       default:
         return REFUSED;
     }
@@ -351,6 +353,18 @@ export class BinaryFieldWriter {
     writeInt32(buf, p, 8);
     writeInt64(buf, p + 4, localSec - offsetSec, 1e6, micros);
     return p + 12;
+  }
+
+  /** An ISO 8601 date `yyyy-mm-dd` of a real day, years 1 to 9999 (the form type inference makes a date of). */
+  date(buf: Uint8Array, p: number, b: Uint8Array, s: number, e: number): number {
+    if (e - s !== 10 || b[s + 4] !== 0x2d || b[s + 7] !== 0x2d) return REFUSED;
+    const y = digits(b, s, 4);
+    const mo = digits(b, s + 5, 2);
+    const d = digits(b, s + 8, 2);
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return REFUSED;
+    writeInt32(buf, p, 4);
+    writeInt32(buf, p + 4, daysFromCivil(y, mo, d) - PG_EPOCH_DAYS);
+    return p + 8;
   }
 
   /** `t`, `true`, `f`, `false` (what COPY text carries for JSON booleans). */

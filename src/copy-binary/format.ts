@@ -25,8 +25,9 @@ export const COPY_BINARY_TRAILER: Buffer = Buffer.from([0xff, 0xff]);
  * - numeric: base-10000 digits with weight, sign and display scale (numeric(p,s): PostgreSQL still rounds and checks)
  * - timestamptz: int64 microseconds since 2000-01-01 00:00:00 UTC
  * - bool: one byte, 1 or 0
+ * - date: int32 days since 2000-01-01
  */
-export const BINARY = { text: 1, int8: 2, int4: 3, int2: 4, numeric: 5, timestamptz: 6, bool: 7 } as const;
+export const BINARY = { text: 1, int8: 2, int4: 3, int2: 4, numeric: 5, timestamptz: 6, bool: 7, date: 8 } as const;
 
 /** One of the {@link BINARY} codes. */
 export type BinaryEncoding = (typeof BINARY)[keyof typeof BINARY];
@@ -53,6 +54,8 @@ export function binaryEncodingOf(type: string): BinaryEncoding | undefined {
       return BINARY.bool;
     case 'timestamp with time zone':
       return BINARY.timestamptz;
+    case 'date':
+      return BINARY.date;
   }
   if (/^character varying\(\d+\)$/.test(type)) return BINARY.text;
   if (/^numeric\(\d+(,-?\d+)?\)$/.test(type)) return BINARY.numeric;

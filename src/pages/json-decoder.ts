@@ -19,6 +19,7 @@ import { DEFAULT_MAX_VALUE_BYTES, jsonLastKey, valueTooLargeError, type DecoderL
 import { JsonValueScanner, NEED } from './json-values.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD } from '../copy-binary/field-writer.ts';
 import { PlanHolder, type PlanRows } from './rows-plan.ts';
+import type { ValueFit } from '../warehouse/value-fit.ts';
 
 const DATA = Buffer.from('data');
 
@@ -66,6 +67,8 @@ export class JsonPageDecoder implements PageDecoder {
   private scratch = Buffer.alloc(0);
   private readonly maxValueBytes: number;
   private binary: BinaryFieldWriter | undefined;
+  /** The plan's value checks (rows-plan.ts), when a column's type is known before COPY. */
+  private fit: ValueFit | undefined;
   private readonly plan = new PlanHolder();
 
   constructor(outputType: 'json' | 'json_compact', limits: DecoderLimits = { maxValueBytes: DEFAULT_MAX_VALUE_BYTES }) {
@@ -281,6 +284,7 @@ export class JsonPageDecoder implements PageDecoder {
   private applyPlan(columns: readonly string[]): void {
     const plan = this.plan.ask(columns);
     this.inspect = plan.inspect;
+    this.fit = plan.fit;
     if (plan.binary) {
       this.binary = this.sc.binary = new BinaryFieldWriter(plan.binary.encodings, plan.binary.timezone);
       this.format = 'binary';
@@ -296,6 +300,7 @@ export class JsonPageDecoder implements PageDecoder {
     const kinds = this.kinds;
     const inspect = this.inspect;
     const binary = this.binary !== undefined;
+    const fit = this.fit;
     if (binary) sc.op = this.binary!.rowStart(sc.out, sc.op);
     let at = rowStart + 1;
     for (let col = 0; col < ncols; col++) {
@@ -311,6 +316,8 @@ export class JsonPageDecoder implements PageDecoder {
       }
       if (e === NEED) return NEED;
       if (inspect) kinds[col]! |= sc.kind;
+      if (fit !== undefined && (b[v] === QUOTE ? fit.onText[col] : fit.onNumber[col]) !== 0)
+        this.checkValue(fit, b, v, e, col);
       at = e;
     }
     const i = skipWs(b, at, n);
@@ -318,6 +325,29 @@ export class JsonPageDecoder implements PageDecoder {
     if (b[i] !== 0x7d) return this.slowRow(b, rowStart, n, rowOp);
     if (!binary) sc.out[sc.op++] = LF;
     return i + 1;
+  }
+
+  /**
+   * Checks the JSON value b[v..e) of column `col` (value-fit.ts): a string's content (unescaped) as text, a number
+   * as a number; null needs nothing.
+   * @throws ValueDoesNotFitError when the column would change it
+   */
+  private checkValue(fit: ValueFit, b: Buffer, v: number, e: number, col: number): void {
+    const sc = this.sc;
+    const row = sc.row ?? 0;
+    if (b[v] === QUOTE) {
+      if (fit.onText[col] === 0) return;
+      let k = v + 1;
+      while (k < e - 1 && b[k] !== BACKSLASH) k++;
+      if (k === e - 1) return fit.check(col, b, v + 1, e - 1, true, sc.page, row);
+      // Raw control bytes (which JSON.parse refuses and the text path passes on) as the escapes they stand for.
+      let json = '';
+      for (const ch of b.toString('utf8', v, e))
+        json += ch < ' ' ? `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}` : ch;
+      const t = Buffer.from(JSON.parse(json) as string, 'utf8');
+      return fit.check(col, t, 0, t.length, true, sc.page, row);
+    }
+    if (b[v] !== 0x6e && fit.onNumber[col] !== 0) fit.check(col, b, v, e, false, sc.page, row);
   }
 
   /** General path: values go to `scratch` by key name, then out in column order, NULL for a missing key. */
@@ -351,6 +381,7 @@ export class JsonPageDecoder implements PageDecoder {
           if (e === NEED) return NEED;
           spans[2 * col + 1] = sc.op;
           if (this.inspect) this.kinds[col]! |= sc.kind;
+          if (this.fit !== undefined) this.checkValue(this.fit, b, v, e, col);
           const next = this.afterValue(b, e, n);
           if (next === NEED) return NEED;
           if (next <= -2) {

@@ -129,7 +129,10 @@ export class JsonUserdefRowsPageDecoder implements PageDecoder {
 
   /** See {@link PageDecoder.planRows}: the rows at the pointer are decoded as json rows, in text format only. */
   planRows(plan: PlanRows): void {
-    this.inner.planRows((columns) => ({ inspect: plan(columns).inspect }));
+    this.inner.planRows((columns) => {
+      const { inspect, fit } = plan(columns);
+      return { inspect, fit };
+    });
   }
 
   async *decodePage(body: AsyncIterable<Uint8Array>, page: number, _meta?: PageMeta): AsyncGenerator<Buffer> {

@@ -7,7 +7,7 @@
  */
 import { BACKSLASH, CR, hexAt, LETTER_N, LF, QUOTE, skipWs, TAB, writeUtf8 } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
-import { KIND, digitsFitInt64, isIsoTimestampWithOffset } from './kinds.ts';
+import { KIND, classifyIsoText, digitsFitInt64 } from './kinds.ts';
 import { BINARY, BinaryValueUnsupported } from '../copy-binary/format.ts';
 import { REFUSED, writeInt8Field, type BinaryFieldWriter } from '../copy-binary/field-writer.ts';
 
@@ -317,7 +317,7 @@ export class JsonValueScanner {
       i++;
     }
     this.op = op;
-    if (this.inspect) this.kind = plain && isIsoTimestampWithOffset(b, s, i) ? KIND.timestamp : KIND.text;
+    if (this.inspect) this.kind = plain ? classifyIsoText(b, s, i) : KIND.text;
     return i + 1;
   }
 

@@ -100,10 +100,15 @@ export function isTxtTimestamp(b: Uint8Array, s: number, e: number): boolean {
   return len >= 21 && b[s + 19] === 0x2e && digitsAt(b, s + 20, len - 20);
 }
 
-/** Kind of a bare (unquoted, non-empty) txt field: integer, numeric, timestamp, else text. */
+/** Kind of a bare (unquoted, non-empty) txt field: integer, numeric, timestamp, date (ISO), else text. */
 export function classifyBare(b: Uint8Array, s: number, e: number): number {
   const c = b[s]!;
   if (e - s >= 19 && b[s + 2] === 0x2e && isTxtTimestamp(b, s, e)) return KIND.timestamp;
+  if (b[s + 4] === 0x2d) {
+    // A date or timestamp; `1.5e-7` has its minus there too.
+    const k = classifyIsoText(b, s, e);
+    if (k !== KIND.text) return k;
+  }
   if ((c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e) {
     const k = classifyNumber(b, s, e);
     if (k !== 0) return k;
@@ -163,14 +168,63 @@ function isCanonicalNumber(b: Uint8Array, s: number, e: number): boolean {
 
 /**
  * Kind of a non-empty xml_query value already written as COPY text bytes at b[s..e): integer, numeric (both
- * only in canonical form, see isCanonicalNumber), ISO timestamp with offset, else text.
+ * only in canonical form, see isCanonicalNumber), ISO date or timestamp (classifyIsoText), else text.
  */
 export function classifyXmlValue(b: Uint8Array, s: number, e: number): number {
   const c = b[s]!;
   if ((c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e) {
     const k = isCanonicalNumber(b, s, e) ? classifyNumber(b, s, e) : 0;
     if (k !== 0) return k;
-    if (isIsoTimestampWithOffset(b, s, e)) return KIND.timestamp;
+    return classifyIsoText(b, s, e);
   }
   return KIND.text;
+}
+
+function daysInMonth(y: number, m: number): number {
+  if (m === 2) return y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28;
+  return m === 4 || m === 6 || m === 9 || m === 11 ? 30 : 31;
+}
+
+function twoDigits(b: Uint8Array, i: number): number {
+  return (b[i]! - 0x30) * 10 + b[i + 1]! - 0x30;
+}
+
+/** Whether b[s..s+10) is an ISO 8601 date `yyyy-mm-dd` of a real day, years 0001 to 9999. */
+function isIsoDateAt(b: Uint8Array, s: number): boolean {
+  if (b[s + 4] !== 0x2d || b[s + 7] !== 0x2d || !digitsAt(b, s, 4) || !digitsAt(b, s + 5, 2) || !digitsAt(b, s + 8, 2))
+    return false;
+  const y = twoDigits(b, s) * 100 + twoDigits(b, s + 2);
+  const m = twoDigits(b, s + 5);
+  const d = twoDigits(b, s + 8);
+  return y >= 1 && m >= 1 && m <= 12 && d >= 1 && d <= daysInMonth(y, m);
+}
+
+/**
+ * Whether b[s..e) (its date checked by the caller) is an ISO 8601 timestamp without offset:
+ * `yyyy-mm-dd[T ]hh:mm[:ss[.f]]`, hours 0 to 23, minutes and seconds 0 to 59, 1 to 6 fraction digits (more would be
+ * rounded to PostgreSQL's microseconds).
+ */
+function isIsoLocalTimestamp(b: Uint8Array, s: number, e: number): boolean {
+  const len = e - s;
+  const t = b[s + 10];
+  if ((t !== 0x54 && t !== 0x20 && t !== 0x74) || (len !== 16 && len < 19) || b[s + 13] !== 0x3a) return false;
+  if (!digitsAt(b, s + 11, 2) || !digitsAt(b, s + 14, 2) || twoDigits(b, s + 11) > 23 || twoDigits(b, s + 14) > 59)
+    return false;
+  if (len === 16) return true;
+  if (b[s + 16] !== 0x3a || !digitsAt(b, s + 17, 2) || twoDigits(b, s + 17) > 59) return false;
+  if (len === 19) return true;
+  return b[s + 19] === 0x2e && len >= 21 && len <= 26 && digitsAt(b, s + 20, len - 20);
+}
+
+/**
+ * Kind of a text value (a JSON string, an xml_query value, a txt field) by its bytes (docs/loaded-tables.md "Types"):
+ * an ISO 8601 date `yyyy-mm-dd` → date; an ISO 8601 timestamp with offset, or without one (read in the connection's
+ * zone, as txt's local times) → timestamp; anything else, other date styles included (`2015/01/01`, `Jun 12 1998`),
+ * → text. A few byte reads reject ordinary text.
+ */
+export function classifyIsoText(b: Uint8Array, s: number, e: number): number {
+  const len = e - s;
+  if (len < 10 || len > 40 || b[s + 4] !== 0x2d || b[s + 7] !== 0x2d || !isIsoDateAt(b, s)) return KIND.text;
+  if (len === 10) return KIND.date;
+  return isIsoTimestampWithOffset(b, s, e) || isIsoLocalTimestamp(b, s, e) ? KIND.timestamp : KIND.text;
 }

@@ -15,6 +15,7 @@ import { PageFormatError } from './errors.ts';
 import { NEED_MORE, RecordScanner, type Quoting } from './txt-fields.ts';
 import { txtFieldIndex, valueTooLargeError, type DecoderLimits } from './value-limit.ts';
 import { PlanHolder, type PlanRows, type RowsPlan } from './rows-plan.ts';
+import type { ValueFit } from '../warehouse/value-fit.ts';
 
 const LF_BUFFER = Buffer.from([LF]);
 
@@ -34,6 +35,8 @@ export abstract class TextRecordsDecoder implements PageDecoder {
   abstract readonly columns: readonly string[] | undefined;
   kinds: number[] = [];
   inspect = true;
+  /** The plan's value checks (rows-plan.ts), when a column's type is known before COPY. */
+  protected fit: ValueFit | undefined = undefined;
   rows = 0;
   protected readonly plan = new PlanHolder();
   protected readonly out = new CopyOutput();
@@ -72,6 +75,7 @@ export abstract class TextRecordsDecoder implements PageDecoder {
     const plan = this.plan.ask(names);
     this.kinds = names.map(() => 0);
     this.inspect = plan.inspect;
+    this.fit = plan.fit;
     return plan;
   }
 

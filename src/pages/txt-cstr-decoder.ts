@@ -6,7 +6,7 @@
 import { writeEscapedBytes } from './copy-text.ts';
 import { BACKSLASH, CR, LF, TAB } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
-import { classifyBare, KIND } from './kinds.ts';
+import { classifyBare, classifyIsoText, KIND } from './kinds.ts';
 import { TextRecordsDecoder, type RecordPageState } from './text-records.ts';
 import type { DecoderLimits } from './value-limit.ts';
 import type { RowsPlan } from './rows-plan.ts';
@@ -50,6 +50,7 @@ export class TxtCstrPageDecoder extends TextRecordsDecoder {
     const out = this.out;
     const inspect = this.inspect;
     const kinds = this.kinds;
+    const fit = this.fit;
     out.reserve(2 * (sc.contentEnd - at) + ncols + 2);
     for (let k = 0; k < ncols; k++) {
       if (k > 0) out.buf[out.pos++] = TAB;
@@ -61,16 +62,20 @@ export class TxtCstrPageDecoder extends TextRecordsDecoder {
           continue;
         }
         if (inspect) kinds[k]! |= classifyBare(b, s, e);
+        if (fit !== undefined && fit.onNumber[k] !== 0) fit.check(k, b, s, e, false, st.page, row);
         out.pos = writeEscapedBytes(b, s, e, out.buf, out.pos);
         continue;
       }
-      if (inspect) kinds[k]! |= KIND.text;
       if (plain(b, s, e)) {
+        if (inspect) kinds[k]! |= classifyIsoText(b, s, e);
+        if (fit !== undefined && fit.onText[k] !== 0) fit.check(k, b, s, e, true, st.page, row);
         b.copy(out.buf, out.pos, s, e);
         out.pos += e - s;
         continue;
       }
+      if (inspect) kinds[k]! |= KIND.text;
       const len = this.decodeQuoted(b, s, e, st, row, k);
+      if (fit !== undefined && fit.onText[k] !== 0) fit.check(k, this.scratch, 0, len, true, st.page, row);
       out.pos = writeEscapedBytes(this.scratch, 0, len, out.buf, out.pos);
     }
     out.buf[out.pos++] = LF;

@@ -12,7 +12,7 @@
 import { COMMA, CR, LF, QUOTE } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, type DecoderLimits } from './value-limit.ts';
-import { classifyBare, KIND } from './kinds.ts';
+import { classifyBare, classifyIsoText, KIND } from './kinds.ts';
 import { BinaryValueUnsupported } from '../copy-binary/format.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from '../copy-binary/field-writer.ts';
 import { TextRecordsDecoder, type RecordPageState } from './text-records.ts';
@@ -78,6 +78,7 @@ export class TxtPageDecoder extends TextRecordsDecoder {
     const ncols = this.columns!.length;
     const inspect = this.inspect;
     const kinds = this.kinds;
+    const fit = this.fit;
     const out = this.out;
     let spanStart = i;
     let consumed = i;
@@ -89,6 +90,8 @@ export class TxtPageDecoder extends TextRecordsDecoder {
         if (i >= n) break records;
         let c = b[i]!;
         if (c === QUOTE) {
+          const qs = i + 1;
+          let doubled = false;
           let j = i + 1;
           for (;;) {
             // Short texts are the rule: a plain loop beats indexOf's call cost up to a few dozen bytes.
@@ -98,6 +101,7 @@ export class TxtPageDecoder extends TextRecordsDecoder {
             if (q === stop) q = stop < n ? b.indexOf(QUOTE, stop) : -1;
             if (q < 0 || q + 1 >= n) break records;
             if (b[q + 1] === QUOTE) {
+              doubled = true;
               j = q + 2;
               continue;
             }
@@ -105,7 +109,11 @@ export class TxtPageDecoder extends TextRecordsDecoder {
             break;
           }
           c = b[i]!;
-          if (inspect && field < ncols) kinds[field]! |= KIND.text;
+          if (inspect && field < ncols) kinds[field]! |= doubled ? KIND.text : classifyIsoText(b, qs, i - 1);
+          if (fit !== undefined && field < ncols && fit.onText[field] !== 0) {
+            if (doubled) fit.check(field, this.scratch, 0, this.unquote(b, qs, i - 1), true, st.page, row);
+            else fit.check(field, b, qs, i - 1, true, st.page, row);
+          }
         } else {
           const s = i;
           while (c !== COMMA && c !== LF && c !== CR) {
@@ -120,6 +128,8 @@ export class TxtPageDecoder extends TextRecordsDecoder {
             c = b[i]!;
           }
           if (inspect && i > s && field < ncols) kinds[field]! |= classifyBare(b, s, i);
+          if (fit !== undefined && i > s && field < ncols && fit.onNumber[field] !== 0)
+            fit.check(field, b, s, i, false, st.page, row);
         }
         field++;
         if (c === COMMA) {
@@ -194,6 +204,7 @@ export class TxtPageDecoder extends TextRecordsDecoder {
       });
     }
     const w = this.binary!;
+    const fit = this.fit;
     const out = this.out;
     out.reserve(sc.contentEnd - at + 2 + ncols * FIELD_OVERHEAD);
     const buf = out.buf;
@@ -201,9 +212,17 @@ export class TxtPageDecoder extends TextRecordsDecoder {
     for (let k = 0; k < ncols; k++) {
       const s = sc.start[k]!;
       const e = sc.end[k]!;
-      if (sc.quoted[k] === 0 && s === e) p = w.writeNull(buf, p);
-      else if (sc.escaped[k] === 0) p = w.write(buf, p, k, b, s, e);
-      else p = w.write(buf, p, k, this.scratch, 0, this.unquote(b, s, e));
+      const quoted = sc.quoted[k] === 1;
+      if (!quoted && s === e) p = w.writeNull(buf, p);
+      else if (sc.escaped[k] === 0) {
+        if (fit !== undefined && (quoted ? fit.onText[k] : fit.onNumber[k]) !== 0)
+          fit.check(k, b, s, e, quoted, st.page, st.line);
+        p = w.write(buf, p, k, b, s, e);
+      } else {
+        const len = this.unquote(b, s, e);
+        if (fit !== undefined && fit.onText[k] !== 0) fit.check(k, this.scratch, 0, len, true, st.page, st.line);
+        p = w.write(buf, p, k, this.scratch, 0, len);
+      }
       if (p === REFUSED) throw new BinaryValueUnsupported(k, st.page, st.line);
     }
     out.pos = p;

@@ -11,6 +11,7 @@ import { LF, TAB } from './bytes.ts';
 import { checkContentType } from './document-checks.ts';
 import { PageFormatError } from './errors.ts';
 import { KIND, classifyNumber } from './kinds.ts';
+import type { ValueFit } from '../warehouse/value-fit.ts';
 import type { PageDecoder, PageMeta } from './page-decoder.ts';
 import { PlanHolder, type PlanRows } from './rows-plan.ts';
 
@@ -106,7 +107,9 @@ export class XlsxRowsPageDecoder implements PageDecoder {
     if (this.columns === undefined) {
       this.columns = names;
       this.kinds = names.map(() => 0);
-      this.inspect = this.plan.ask(names).inspect;
+      const plan = this.plan.ask(names);
+      this.inspect = plan.inspect;
+      this.fit = plan.fit;
       return;
     }
     if (names.length !== this.columns.length || names.some((n, k) => n !== this.columns![k])) {
@@ -116,6 +119,9 @@ export class XlsxRowsPageDecoder implements PageDecoder {
       );
     }
   }
+
+  /** The plan's value checks, when a column's type is known before COPY. */
+  private fit: ValueFit | undefined;
 
   private write(values: unknown[], page: number, sheetRow: number): void {
     const ncols = this.columns!.length;
@@ -140,6 +146,12 @@ export class XlsxRowsPageDecoder implements PageDecoder {
           row: sheetRow - 1,
         });
       if (this.inspect) this.kinds[k]! |= t[1];
+      const fit = this.fit;
+      if (fit !== undefined && (fit.onText[k] !== 0 || fit.onNumber[k] !== 0)) {
+        const bytes = Buffer.from(t[0], 'utf8');
+        const number = t[1] === KIND.integer || t[1] === KIND.numeric;
+        fit.check(k, bytes, 0, bytes.length, !number, page, sheetRow - 1);
+      }
       writeEscapedString(out, t[0]);
     }
     out.reserve(1);

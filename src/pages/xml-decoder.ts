@@ -15,7 +15,8 @@ import { PageFormatError } from './errors.ts';
 import { classifyXmlValue } from './kinds.ts';
 import { ChunkCarry } from './carry.ts';
 import { DEFAULT_MAX_VALUE_BYTES, valueTooLargeError, xmlLastFieldName, type DecoderLimits } from './value-limit.ts';
-import { XmlFastScanner, type XmlPhase } from './xml-fast.ts';
+import { checkXmlValue, XmlFastScanner, type XmlPhase } from './xml-fast.ts';
+import type { ValueFit } from '../warehouse/value-fit.ts';
 import { PlanHolder, type PlanRows } from './rows-plan.ts';
 import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from '../copy-binary/field-writer.ts';
 import { BinaryValueUnsupported } from '../copy-binary/format.ts';
@@ -73,6 +74,7 @@ export class XmlQueryPageDecoder implements PageDecoder {
     this.kinds = names.map(() => 0);
     const plan = this.plan.ask(names);
     this.inspect = plan.inspect;
+    this.fit = this.fast.fit = plan.fit;
     if (plan.binary) {
       this.binary = this.fast.binary = new BinaryFieldWriter(plan.binary.encodings, plan.binary.timezone);
       this.format = 'binary';
@@ -82,6 +84,8 @@ export class XmlQueryPageDecoder implements PageDecoder {
 
   /** Set when the plan chose binary format. */
   private binary: BinaryFieldWriter | undefined;
+  /** The plan's value checks, when a column's type is known before COPY. */
+  private fit: ValueFit | undefined;
 
   /** Pages (or page ends) saxes parsed since the decoder was made: for tests and diagnostics. */
   saxesPages = 0;
@@ -262,8 +266,13 @@ export class XmlQueryPageDecoder implements PageDecoder {
       out.pos = binary.rowStart(out.buf, out.pos);
     }
     const inspect = this.inspect;
+    const fit = this.fit;
     for (let col = 0; col < ncols; col++) {
       const v = values[col];
+      if (fit !== undefined && v !== undefined && v !== '' && (fit.onText[col] !== 0 || fit.onNumber[col] !== 0)) {
+        const bytes = Buffer.from(v, 'utf8');
+        checkXmlValue(fit, col, bytes, 0, bytes.length, page, row);
+      }
       if (binary) {
         if (v === undefined || v === '') {
           out.reserve(4);

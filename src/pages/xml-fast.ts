@@ -14,7 +14,8 @@
 import { isUtf8 } from 'node:buffer';
 import { type CopyOutput } from './copy-text.ts';
 import { BACKSLASH, CR, hexDigit, LF, skipWs, startsWith, TAB, writeUtf8 } from './bytes.ts';
-import { classifyXmlValue } from './kinds.ts';
+import { classifyXmlValue, KIND } from './kinds.ts';
+import type { ValueFit } from '../warehouse/value-fit.ts';
 import { BINARY, BinaryValueUnsupported } from '../copy-binary/format.ts';
 import { REFUSED, type BinaryFieldWriter } from '../copy-binary/field-writer.ts';
 
@@ -118,6 +119,8 @@ export class XmlFastScanner {
   phase: XmlPhase = 'prolog';
   /** Set by the decoder when its plan chose COPY binary format. */
   binary: BinaryFieldWriter | undefined = undefined;
+  /** Set by the decoder when its plan checks values (rows-plan.ts). */
+  fit: ValueFit | undefined = undefined;
   /** The page and its rows before the current scan, for BinaryValueUnsupported. */
   page = 0;
   rowBase = 0;
@@ -292,6 +295,9 @@ export class XmlFastScanner {
       if (b[k] === LT) {
         if (n - k < 8) return MORE;
         if (!startsWith(b, k, FIELD_CLOSE)) return ODD;
+        const fit = this.fit;
+        if (fit !== undefined && k > s && (fit.onText[col] !== 0 || fit.onNumber[col] !== 0))
+          checkXmlValue(fit, col, b, s, k, this.page, this.rowBase + rows + 1);
         if (k === s) p = binary === undefined ? writeTextNull(o, p) : binary.writeNull(o, p);
         else if (binary === undefined) p = this.plainText(b, s, k, o, p, col);
         else {
@@ -348,6 +354,7 @@ export class XmlFastScanner {
     }
     const start = q;
     const escape = binary === undefined;
+    let escaped = false;
     let k = i;
     for (; k < n; k++) {
       const c = b[k]!;
@@ -361,6 +368,7 @@ export class XmlFastScanner {
         t[q++] = c;
       } else if (c === BACKSLASH || c === 0x0a || c === 0x09) {
         if (escape) {
+          escaped = true;
           t[q++] = BACKSLASH;
           t[q++] = c === LF ? 0x6e : c === TAB ? 0x74 : BACKSLASH;
         } else t[q++] = c;
@@ -372,6 +380,7 @@ export class XmlFastScanner {
         const cp = b[semi] === SEMI ? entityCodePoint(b, k + 1, semi) : -1;
         if (cp < 0) return ODD;
         if (escape && (cp === LF || cp === 0x0d || cp === TAB || cp === BACKSLASH)) {
+          escaped = true;
           t[q++] = BACKSLASH;
           t[q++] = cp === LF ? 0x6e : cp === CR ? 0x72 : cp === TAB ? 0x74 : BACKSLASH;
         } else q = writeUtf8(cp, t, q);
@@ -383,6 +392,14 @@ export class XmlFastScanner {
     if (k >= n || n - k < FIELD_CLOSE.length) return MORE;
     if (!startsWith(b, k, FIELD_CLOSE)) return ODD;
     this.end = k + FIELD_CLOSE.length;
+    const fit = this.fit;
+    if (fit !== undefined && q > start && (fit.onText[col] !== 0 || fit.onNumber[col] !== 0)) {
+      const row = this.rowBase + rows + 1;
+      if (escaped) {
+        const v = unescapeCopyText(t, start, q);
+        checkXmlValue(fit, col, v, 0, v.length, this.page, row);
+      } else checkXmlValue(fit, col, t, start, q, this.page, row);
+    }
     if (binary === undefined) {
       if (this.sink.inspect && q > start) this.sink.kinds[col]! |= classifyXmlValue(o, start, q);
       return q;
@@ -406,4 +423,37 @@ function writeTextNull(o: Uint8Array, p: number): number {
   o[p] = BACKSLASH;
   o[p + 1] = 0x4e;
   return p + 2;
+}
+
+/**
+ * Checks an xml_query value b[s..e) of column `col` (value-fit.ts): one in number form (classifyXmlValue) as a
+ * number, any other as text.
+ * @throws ValueDoesNotFitError when the column would change it
+ */
+export function checkXmlValue(
+  fit: ValueFit,
+  col: number,
+  b: Uint8Array,
+  s: number,
+  e: number,
+  page: number,
+  row: number,
+): void {
+  const kind = classifyXmlValue(b, s, e);
+  fit.check(col, b, s, e, kind !== KIND.integer && kind !== KIND.numeric, page, row);
+}
+
+/** COPY text bytes b[s..e) with their escapes (`\\ \\n \\r \\t`) undone. */
+function unescapeCopyText(b: Uint8Array, s: number, e: number): Buffer {
+  const out = Buffer.allocUnsafe(e - s);
+  let p = 0;
+  for (let k = s; k < e; k++) {
+    let c = b[k]!;
+    if (c === BACKSLASH && k + 1 < e) {
+      const x = b[++k]!;
+      c = x === 0x6e ? LF : x === 0x72 ? CR : x === 0x74 ? TAB : x;
+    }
+    out[p++] = c;
+  }
+  return out.subarray(0, p);
 }

@@ -36,6 +36,10 @@ export interface ReportData {
   columns: ReportColumn[];
   /** Number of data rows. */
   rowCount: number;
+  /**
+   * Set when a row may lack a column's key in json: a cell `undefined` in {@link cells} (NULL in every other type).
+   */
+  missingKeys?: boolean;
   /** Canonical values of row `index` (0-based, < rowCount). */
   row(index: number): CanonicalValue[];
   /** The renderers' fast form of row `index`: like {@link row} but timestamps as epoch ms. */
@@ -215,15 +219,58 @@ function failed(columns: ReportColumn[], failure: string): ReportData {
 }
 
 /**
+ * A report given to the simulator besides its catalogue (SimulatorOptions.reports), e.g. a public dataset as test
+ * data: its rows as canonical values (see {@link CanonicalValue}; a timestamp as ISO 8601 with offset).
+ */
+export interface ExtraReport {
+  /** folders/name.ext, e.g. 'Real/Weather.avw'. */
+  path: string;
+  columns: ReportColumn[];
+  /** Canonical values per row; `undefined` leaves the key out of the row in json (NULL in every other type). */
+  rows: readonly (readonly (string | null | undefined)[])[];
+}
+
+/** The data of an extra report, the first `rowCount` rows (ROWS, default all). */
+function extraReportData(report: ExtraReport, parameters: Record<string, string>): ReportData {
+  const rows = report.rows;
+  let rowCount = rows.length;
+  if (parameters.ROWS !== undefined) {
+    if (!/^\d{1,9}$/.test(parameters.ROWS))
+      return failed(report.columns, `Invalid value for parameter ROWS: '${parameters.ROWS}' (expected 0..${rowCount})`);
+    rowCount = Math.min(rowCount, Number(parameters.ROWS));
+  }
+  const timestampAt = report.columns.flatMap((c, i) => (c.kind === 'timestamp' ? [i] : []));
+  return {
+    columns: report.columns,
+    rowCount,
+    missingKeys: rows.some((r) => r.includes(undefined)),
+    row: (index) => rows[index]!.map((v) => v ?? null),
+    cells(index) {
+      const cells: (Cell | undefined)[] = [...rows[index]!];
+      for (const i of timestampAt) if (typeof cells[i] === 'string') cells[i] = Date.parse(cells[i] as string);
+      return cells as Cell[];
+    },
+  };
+}
+
+/**
  * The rows a report returns.
  * @param path folders/name.ext with '/' separators, e.g. 'Sales/Orders.avw' (case-sensitive)
  * @param parameters the report's input parameters: ROWS (row count, any report), FROM and TO
  *   (yyyy-mm-dd, UTC days, [FROM, TO)) for the reports with a date column; others are ignored
  * @param seed data seed (SimulatorOptions.seed)
+ * @param extra the reports given besides the catalogue (SimulatorOptions.reports), by path; they win
  * @returns the data, with `failure` set when a parameter is invalid or the report fails;
  *   undefined when no such report exists
  */
-export function reportData(path: string, parameters: Record<string, string>, seed: number): ReportData | undefined {
+export function reportData(
+  path: string,
+  parameters: Record<string, string>,
+  seed: number,
+  extra?: ReadonlyMap<string, ExtraReport>,
+): ReportData | undefined {
+  const given = extra?.get(path);
+  if (given) return extraReportData(given, parameters);
   const def = BY_PATH.get(path);
   if (!def) return undefined;
   if (def.failure) return failed(def.columns, def.failure);

@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from '../logger.ts';
 import type { FaultInjector } from './faults.ts';
 import type { SimJob } from './jobs.ts';
+import type { ExtraReport } from './catalogue.ts';
 import type { PageCache } from './page-cache.ts';
 import type { ReportNameRules } from './report-name.ts';
 import type { ZonedFormatter } from './time-format.ts';
@@ -47,6 +48,8 @@ export interface SimContext {
   tokenLifetimeSeconds: number;
   jobDurationMs: number;
   seed: number;
+  /** SimulatorOptions.reports by path. */
+  reports: ReadonlyMap<string, ExtraReport>;
   nameRules: ReportNameRules;
   /** SimulatorOptions.pkce: whether the authorization endpoint and the code grant know PKCE. */
   pkce: boolean;

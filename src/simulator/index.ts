@@ -39,7 +39,7 @@ export type {
 } from './types.ts';
 export { OFFLINE_VALIDITY_MS, ONLINE_VALIDITY_MS } from './user-logins.ts';
 export { AUTH_PATH } from './auth-handlers.ts';
-export { CATALOGUE, FAILING_MESSAGE, reportData } from './catalogue.ts';
+export { CATALOGUE, FAILING_MESSAGE, reportData, type ExtraReport } from './catalogue.ts';
 export type { CanonicalValue, CatalogueEntry, ColumnKind, ReportColumn, ReportData } from './catalogue.ts';
 export { txtBom } from './render-txt.ts';
 export { REPORT_API } from './server.ts';
@@ -97,6 +97,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     tokenLifetimeSeconds: opts.tokenLifetimeSeconds ?? 600,
     jobDurationMs: opts.jobDurationMs ?? 300,
     seed: opts.seed ?? 1,
+    reports: new Map((opts.reports ?? []).map((r) => [r.path, r])),
     nameRules: { acceptBackslash: opts.acceptBackslash ?? true, acceptEncodedSlash: opts.acceptEncodedSlash ?? true },
     pageCache: opts.pageCache ? new PageCache() : undefined,
     productVersion: opts.productVersion,
@@ -135,7 +136,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     prerender(reportPath, parameters, outputType, paging): PrerenderResult {
       const cache = ctx.pageCache;
       if (!cache) throw new Error('prerender needs SimulatorOptions.pageCache');
-      const data = reportData(reportPath, parameters, ctx.seed);
+      const data = reportData(reportPath, parameters, ctx.seed, ctx.reports);
       if (!data || data.failure)
         throw new Error(`cannot prerender ${reportPath}: ${data?.failure ?? 'no such report'}`);
       const key = dataKey(reportPath, parameters, ctx.seed);

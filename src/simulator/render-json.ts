@@ -34,6 +34,10 @@ export function* renderJson(
   for (let r = from; r < to; r++) {
     const cells = data.cells(r);
     if (r !== from) buf += rowSep;
+    if (data.missingKeys && cells.includes(undefined as unknown as null)) {
+      buf += rowLackingKeys(cells, cols, pretty, zone);
+      continue;
+    }
     for (let c = 0; c < n; c++) {
       const v = cells[c];
       buf += keys[c]!;
@@ -50,4 +54,23 @@ export function* renderJson(
   }
   buf += pretty ? ' ]\n}' : ']}';
   yield buf;
+}
+
+/** A row whose `undefined` cells leave their keys out (ReportData.missingKeys), in the layout of the others. */
+function rowLackingKeys(
+  cells: readonly (string | number | null | undefined)[],
+  cols: ReportData['columns'],
+  pretty: boolean,
+  zone: RenderContext['zone'],
+): string {
+  const parts: string[] = [];
+  for (const [c, col] of cols.entries()) {
+    const v = cells[c];
+    if (v === undefined) continue;
+    const value =
+      v === null ? 'null' : typeof v === 'number' ? `"${zone.iso(v)}"` : col.kind === 'text' ? JSON.stringify(v) : v;
+    parts.push(`${JSON.stringify(col.name)}${pretty ? ' : ' : ':'}${value}`);
+  }
+  if (parts.length === 0) return pretty ? '{ }' : '{}';
+  return pretty ? `{\n    ${parts.join(',\n    ')}\n  }` : `{${parts.join(',')}}`;
 }

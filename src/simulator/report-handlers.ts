@@ -150,7 +150,7 @@ export async function handleStart(
       error: { message: RIGHTS_MESSAGE, immediate: true, withResult: true },
     });
   } else {
-    const data = reportData(name.path, parameters, ctx.seed);
+    const data = reportData(name.path, parameters, ctx.seed, ctx.reports);
     job = data
       ? makeJob({
           ...common,

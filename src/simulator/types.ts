@@ -1,4 +1,5 @@
 /** Public option, fault and counter types of the Report Export Service simulator. */
+import type { ExtraReport } from './catalogue.ts';
 import type { Logger } from '../logger.ts';
 import type { DocumentOutputType, OutputType } from '../vocabulary.ts';
 
@@ -132,6 +133,8 @@ export interface SimulatorOptions {
    * and clearPageCache. Reset faults bypass the cache. Default false.
    */
   pageCache?: boolean;
+  /** Reports served besides the catalogue (e.g. public datasets as test data); a path of the catalogue is replaced. */
+  reports?: readonly ExtraReport[];
 }
 
 /** What {@link Simulator.prerender} rendered. */

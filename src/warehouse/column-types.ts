@@ -8,8 +8,8 @@ import { KIND } from './row-source.ts';
 /**
  * The type for a column from the OR of its {@link KIND} bits.
  * Numbers are digit-exact: integers that fit int64 → bigint, any decimal or larger integer → numeric (never a
- * float). Timestamps → timestamptz. Booleans → boolean. JSON objects/arrays → jsonb. Anything mixed with text,
- * or a column with no non-null value → text.
+ * float). Timestamps → timestamptz, ISO dates → date (dates mixed with timestamps: text). Booleans → boolean.
+ * JSON objects/arrays → jsonb. Anything mixed with text, or a column with no non-null value → text.
  */
 export function inferColumnType(kinds: number): string {
   if (kinds === 0) return 'text';
@@ -17,6 +17,7 @@ export function inferColumnType(kinds: number): string {
   if (kinds === KIND.json) return 'jsonb';
   if (kinds === KIND.boolean) return 'boolean';
   if (kinds === KIND.timestamp) return 'timestamptz';
+  if (kinds === KIND.date) return 'date';
   if (kinds === KIND.integer) return 'bigint';
   if ((kinds & ~(KIND.integer | KIND.numeric)) === 0) return 'numeric';
   return 'text';

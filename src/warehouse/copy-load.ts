@@ -79,6 +79,7 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
     return {
       inspect: planned.plan === 'inference-staging',
       binary: encodings && { encodings, timezone: spec.timezone },
+      fit: planned.fit,
     };
   };
   const reportColumns = await source.open(planRows);
@@ -162,7 +163,7 @@ async function copyReport(
           'itself',
       );
       await source.restart();
-      await source.open(() => ({ inspect: load.plan === 'inference-staging' }));
+      await source.open(() => ({ inspect: load.plan === 'inference-staging', fit: load.fit }));
     }
   }
   const format = textFormatOf(source);

@@ -4,6 +4,7 @@
 import { EtlError, isConnectionLoss, isRetryableDatabaseError, type EtlErrorOptions } from '../errors.ts';
 import { isLineageColumn } from './lineage.ts';
 import type { RunStage } from '../vocabulary.ts';
+import type { ValueChange } from './value-fit.ts';
 
 /**
  * The row count differs from the server's `rows=` (docs/report-export-service.md "Job (report session)": message on
@@ -126,6 +127,41 @@ export class UnfitBytesError extends ValueDoesNotFitError {
     });
     this.unfit = unfit;
   }
+}
+
+/**
+ * A value that the target column would change on its way in (value-fit.ts; docs/loaded-tables.md "Values that would
+ * change"), found by the page decoder before COPY committed anything: names the target column, the report column, the
+ * page, the row and the value, and says how to make the column take such values.
+ * @param change where the value is and why it would change
+ * @param column the target column (normalised name), `type` its type, `reportColumn` the report's own name
+ */
+export function valueChangeError(
+  change: ValueChange,
+  table: string,
+  column: string,
+  type: string,
+  reportColumn: string,
+): ValueDoesNotFitError {
+  // Text and lengths: text keeps every character; rounded numbers: numeric keeps every digit.
+  const fix = change.problem.startsWith('it is text') || /^character/.test(type) ? 'text' : 'numeric';
+  return new ValueDoesNotFitError(
+    `value "${change.value}" does not fit column ${column}` +
+      `${reportColumn !== column ? ` (report column "${reportColumn}")` : ''} of type ${type} in ${table}, page ` +
+      `${change.page}, row ${change.row} of the page: ${change.problem}, so it would change on its way in. ` +
+      `Nothing was loaded and ${table} is left as it was. To keep such values, change the column's type ` +
+      `(ALTER TABLE ${table} ALTER COLUMN ${column} TYPE ${fix}) and declare it under the job's target.columns ` +
+      `(${column}: ${fix}); schemaChanges: evolve adds new columns but never changes an existing one`,
+    {
+      column,
+      reportColumn,
+      type,
+      page: change.page,
+      row: change.row,
+      value: change.value,
+      problem: change.problem,
+    },
+  );
 }
 
 /** How a report's columns differ from its existing target's (docs/loaded-tables.md "Guards and schema changes"). */

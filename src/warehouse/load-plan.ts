@@ -16,10 +16,11 @@ import type { Logger } from '../logger.ts';
 import type { SchemaChanges, WriteMode } from '../vocabulary.ts';
 import { nameTargetColumns, type RecordedNames } from './column-names.ts';
 import type { TableName } from './identifiers.ts';
-import { SchemaChangedError, schemaDifference, type LoadPlace } from './load-errors.ts';
+import { SchemaChangedError, schemaDifference, valueChangeError, type LoadPlace } from './load-errors.ts';
 import type { RowSource } from './row-source.ts';
 import { checkTargetNames } from './target-names.ts';
 import type { TargetColumn } from './target-table.ts';
+import { ValueFit } from './value-fit.ts';
 
 /** How the rows reached the target. */
 export type LoadPlan = 'direct' | 'typed-staging' | 'inference-staging' | 'empty';
@@ -73,6 +74,8 @@ export interface Load {
   types: Map<string, string>;
   /** Where a failing value is, for errors. */
   place: LoadPlace;
+  /** The checks of the values of columns whose type is known before COPY (existing or declared), or none. */
+  fit: ValueFit | undefined;
 }
 
 /**
@@ -107,7 +110,40 @@ export function planLoad(
     columnAt: (i) => names[i],
   };
   const plan = complete ? (spec.mode === 'merge' ? 'typed-staging' : 'direct') : 'inference-staging';
-  return { tx, spec, source, plan, reportColumns, names, toRecord, existingType, exists: !!existing, types, place };
+  const fit = source.fixedColumns ? undefined : valueFitOf(names, reportColumns, existingType, spec, place);
+  return {
+    tx,
+    spec,
+    source,
+    plan,
+    reportColumns,
+    names,
+    toRecord,
+    existingType,
+    exists: !!existing,
+    types,
+    place,
+    fit,
+  };
+}
+
+/**
+ * The checks that no value changes on its way into a column whose type is known before COPY: an existing column's,
+ * else a declared one's (value-fit.ts); undefined when no column has a rule.
+ */
+function valueFitOf(
+  names: readonly string[],
+  reportColumns: readonly string[],
+  existingType: ReadonlyMap<string, string>,
+  spec: LoadSpec,
+  place: LoadPlace,
+): ValueFit | undefined {
+  const types = names.map((n) => existingType.get(n) ?? spec.declaredTypes.get(n));
+  const fit = new ValueFit(types, (change) => {
+    const k = change.column;
+    throw valueChangeError(change, place.table, names[k]!, types[k]!, reportColumns[k]!);
+  });
+  return fit.any ? fit : undefined;
 }
 
 /**

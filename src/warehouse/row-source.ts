@@ -5,17 +5,19 @@
  * type inference — are known after the last. The loader pulls; nothing is buffered whole.
  */
 import type { BinaryEncoding } from '../copy-binary/format.ts';
+import type { ValueFit } from './value-fit.ts';
 
 /**
  * Bit flags of the kinds of value seen in a column; a column's kind is the OR over its non-null values.
  * - integer: an integer that fits int64
  * - numeric: a decimal, or an integer beyond int64
- * - timestamp: txt bare `dd.mm.yyyy hh:mm:ss.mmm`, or a JSON/XML string in ISO 8601 with a UTC offset
+ * - timestamp: txt bare `dd.mm.yyyy hh:mm:ss.mmm`, or an ISO 8601 timestamp with a UTC offset or without one
+ * - date: an ISO 8601 date `yyyy-mm-dd`
  * - boolean: JSON true/false
- * - text: any other string (in txt: any quoted field, whatever it contains)
+ * - text: any other string (in txt: any quoted field but an ISO date or timestamp)
  * - json: a JSON object/array value
  */
-export const KIND = { integer: 1, numeric: 2, timestamp: 4, boolean: 8, text: 16, json: 32 } as const;
+export const KIND = { integer: 1, numeric: 2, timestamp: 4, boolean: 8, text: 16, json: 32, date: 64 } as const;
 
 /** One of the {@link KIND} bits. */
 export type KindBit = (typeof KIND)[keyof typeof KIND];
@@ -35,6 +37,11 @@ export interface RowsPlan {
    * without offset read in `timezone`. Ignored by sources that cannot (`writesBinary` false).
    */
   binary?: { encodings: readonly BinaryEncoding[]; timezone: string } | undefined;
+  /**
+   * Set when a column's type is known before COPY (an existing or declared column): every value of such a column is
+   * checked where it is examined, and one the column would change fails the run (value-fit.ts).
+   */
+  fit?: ValueFit | undefined;
 }
 
 /** The loader's plan: called once per pass, synchronously, with the report's raw column names, before any row. */
