@@ -74,7 +74,7 @@ it('a run by hand stands for the latest complete interval of its schedule, --log
   );
 });
 
-it('records the rendered request and the interval on the attempt; the pages and runs --attempts show them', async () => {
+it('records the rendered request and interval on the attempt; the pages and runs --attempts show them', async () => {
   // A secret of the connection in a parameter is kept out of the record.
   const job = dailyJob({ NOTE: 'demo-secret' });
   const result = await runAttempt({ job, pool: h.pool, redis: h.redis, logger: silentLogger });
