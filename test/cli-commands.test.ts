@@ -52,3 +52,25 @@ describe('the command line with lazily loaded commands', () => {
     expect(typo.stderr).toContain('(Did you mean run?)');
   });
 });
+
+describe('--config', () => {
+  it('every command takes it, so that a wrapper may pass it to each', async () => {
+    const program = new Command('report-etl');
+    for (const register of await allCommands()) register(program, quiet);
+    for (const c of program.commands)
+      expect(
+        c.options.map((o) => o.long),
+        c.name(),
+      ).toContain('--config');
+  });
+
+  it('a command that needs no jobs.yaml accepts it and goes on; runs warns that it gives no zones', async () => {
+    const migrate = await runCli(['migrate', '--config', '/nonexistent/jobs.yaml']);
+    expect(migrate.stderr).not.toContain('unknown option');
+    expect(migrate.code, migrate.stderr).toBe(0);
+    const runs = await runCli(['runs', '--job', 'no_such_job_anywhere', '--config', '/nonexistent/jobs.yaml']);
+    expect(runs.stderr).not.toContain('unknown option');
+    expect(runs.stderr).toContain('/nonexistent/jobs.yaml: file not found');
+    expect(runs.stderr).toContain('times are printed in UTC');
+  });
+});

@@ -17,6 +17,8 @@ import { uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
 import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
 
+/** A time as commands print it (src/time-text.ts): the job's zone with its offset, or UTC marked Z. */
+const TIME = '\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d(?:Z|[+-]\\d\\d:\\d\\d)';
 let h: Harness;
 let queue: RunQueue;
 let prefix: string;
@@ -108,7 +110,7 @@ it(
     expect(reverted.out[0]).toMatch(
       new RegExp(
         `^run monday of job ${job}: reverted: removed 120 rows from ${target} \\(appended by attempt ` +
-          `${monday.attempt_id} at \\S+\\); recorded as revert \\d+ at \\S+\\. "report-etl replay monday --job ` +
+          `${monday.attempt_id} at ${TIME}\\); recorded as revert \\d+ at ${TIME}\\. "report-etl replay monday --job ` +
           `${job}" appends it again$`,
       ),
     );
@@ -160,7 +162,8 @@ it(
     expect(again.out).toEqual([]);
     expect(again.err).toMatch(
       new RegExp(
-        `^report-etl revert: run monday of job ${job}: not reverted: it was already reverted at \\S+ by \\S+@\\S+: ` +
+        `^report-etl revert: run monday of job ${job}: not reverted: it was already reverted at ${TIME} ` +
+          `by \\S+@\\S+: ` +
           `its 120 rows were removed from ${target}; "report-etl replay monday" appends it again\\n$`,
       ),
     );

@@ -165,7 +165,7 @@ describe('loadConfig', () => {
       expect.stringMatching(
         new RegExp(
           /^jobs\.yaml:10:15: jobs\.sales_orders\.schedule: invalid cron expression "61 \* \* \* /.source +
-            /\*": 61 is a invalid expression for minute/.source,
+            /\*": 61 is not a minute: the minute field takes 0 to 59/.source,
         ),
       ),
       'jobs.yaml:14:19: jobs.sales_orders.report.outputType: "csv" is not allowed: ' +
@@ -349,6 +349,24 @@ describe('parseWindow', () => {
       undefined,
       undefined,
       undefined,
+    ]);
+  });
+});
+
+describe('schedule and output type in their own words', () => {
+  it('refuses a step beyond its field (node-cron reads */61 as hourly), and suggests the output type meant', () => {
+    const problems = problemsOf(minimal({ job: '    schedule: "*/61 * * * *"\n    timezone: UTC' }));
+    expect(problems).toEqual([
+      expect.stringContaining(
+        'invalid cron expression "*/61 * * * *": step "/61" of the minute field must be 1 to 59 (a step of 60 or ' +
+          'more matches only the first minute: write 0 instead of */61)',
+      ),
+    ]);
+    const typo = problemsOf(
+      minimal().replace('      name: Sales/Orders', '      name: Sales/Orders\n      outputType: xml-query'),
+    );
+    expect(typo).toEqual([
+      expect.stringContaining('"xml-query" is not allowed (did you mean "xml_query"?): write one of'),
     ]);
   });
 });

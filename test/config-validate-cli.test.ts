@@ -37,9 +37,15 @@ describe('report-etl validate', () => {
   it('accepts the sample jobs.yaml: exit 0 and a summary', async () => {
     const r = await cli(['validate', '--config', 'jobs.yaml']);
     expect(r.stderr.trim()).toBe('');
-    expect(r.stdout).toBe(
-      'jobs.yaml: ok, 5 jobs (sales_orders, stock_levels, ledger, orders_compact, broken_report) on 1 connection\n',
+    const out = r.stdout.split('\n');
+    expect(out[0]).toBe(
+      'jobs.yaml: ok, 5 jobs (sales_orders, stock_levels, ledger, orders_compact, broken_report) on 1 connection',
     );
+    // Each job's next tick, in its zone with its offset.
+    expect(out[1]).toMatch(
+      /^ {2}sales_orders: "\* \* \* \* \*" in Europe\/Zurich, next tick \d{4}-\d\d-\d\d \d\d:\d\d:00\+0[12]:00$/,
+    );
+    expect(out).toContain('  orders_compact: no schedule (runs by hand or enqueue only)');
     expect(r.code).toBe(0);
   });
 

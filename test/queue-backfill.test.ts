@@ -87,8 +87,8 @@ it(
       const first = await cli('backfill', job, '--from', '2026-01-01', '--to', '2026-01-03');
       expect(first.code, first.err).toBe(0);
       expect(first.out).toEqual([
-        `2026-01-01T05:00:00.000Z  2026-01-01 06:00:00+01:00 Europe/Zurich  ${job}__20260101T050000Z  queued`,
-        `2026-01-02T05:00:00.000Z  2026-01-02 06:00:00+01:00 Europe/Zurich  ${job}__20260102T050000Z  queued`,
+        `2026-01-01 06:00:00+01:00  ${job}__20260101T050000Z  queued`,
+        `2026-01-02 06:00:00+01:00  ${job}__20260102T050000Z  queued`,
         `${job}: 2 of 2 runs queued`,
       ]);
       await waitFor(
@@ -105,7 +105,9 @@ it(
       // The same period again: nothing is queued, and it says why and what to do.
       const again = await cli('backfill', job, '--from', '2026-01-01', '--to', '2026-01-03');
       expect(again.code, again.err).toBe(0);
-      expect(again.out[0]).toMatch(/Europe\/Zurich {2}\S+__20260101T050000Z {2}already done \(completed\)$/);
+      expect(again.out[0]).toMatch(
+        /^2026-01-01 06:00:00\+01:00 {2}\S+__20260101T050000Z {2}already done \(completed\)$/,
+      );
       expect(again.out[2]).toBe(
         `${job}: 0 of 2 runs queued; 2 already done (a tick's queue id is kept for 7 days after it ` +
           `ran, so it is not queued again): ` +

@@ -48,6 +48,28 @@ const checksum = async (table: string) =>
 
 describe('target.guard', () => {
   it(
+    'an empty report without columns into a target that does not exist: the guard says no table exists, and an ' +
+      'accepted run says it created none',
+    async () => {
+      const table = `${h.schema}.${uniqueName('empty_replace')}`;
+      const config = h.config({ e: jobEntry({ name: 'Empty' }, { table, mode: 'replace' }) });
+      const { err } = await failing(config, 'e');
+      expect(err.code).toBe('GUARD_TRIPPED');
+      expect(err.message).toContain(`${table} does not exist, and no table was created`);
+      expect(err.message).not.toContain('left as it was');
+
+      const accepted = await run(config, 'e', { acceptGuard: true });
+      expect(accepted.status).toBe('succeeded');
+      expect(accepted.noTarget).toContain(`${table} was not created and does not exist`);
+      const attempt = (await getAttempt(h.pool, accepted.attemptId))!;
+      expect(attempt.accepted_guard).toContain('the report returned 0 rows and target.guard.minRows is 1');
+      expect(attempt.accepted_guard).toContain('no table: the report had no rows and no columns');
+      const { rows } = await h.pool.query('SELECT to_regclass($1) AS t', [table]);
+      expect(rows[0].t).toBeNull();
+    },
+  );
+
+  it(
     'an empty replace result fails with GUARD_TRIPPED and leaves the table as it was (minRows 1 by default); ' +
       'minRows 0 lets it empty the table',
     async () => {

@@ -21,6 +21,8 @@ import {
   statusLabel,
 } from './run-pages.ts';
 import { timelineChart } from './timeline-chart.ts';
+import { requestSection, scheduledForText } from './request-section.ts';
+import { readAttemptRequest } from '../history/attempt-request.ts';
 
 /** A SCHEMA_CHANGED error's difference as a table: each column added, missing or of another type. */
 function schemaDifferenceTable(e: RunErrorRow): SafeHtml | '' {
@@ -86,12 +88,14 @@ export function renderAttemptPage(
   const traceId = a.trace_id
     ? html`<code>${a.trace_id}</code>`
     : html`<span class="muted">none (traces are exported when OTEL_EXPORTER_OTLP_ENDPOINT is set)</span>`;
+  const scheduledFor = scheduledForText(a.scheduled_for, readAttemptRequest(a.request)?.logicalEnd, zone);
   const fields = html`<dl>
 <dt>Attempt id</dt><dd class="attempt-id">${a.attempt_id}</dd>\
 <dt>Run</dt><dd class="run">${runLink} <span class="muted">(${run.job}; its status: ${statusLabel(run.status)})\
 </span></dd>
 <dt>Attempt</dt><dd>${a.attempt} of ${run.attempts}</dd><dt>Status</dt><dd class="status">${statusLabel(a.status)}</dd>
-<dt>Trigger</dt><dd>${a.trigger}</dd><dt>Scheduled for</dt><dd>${t(a.scheduled_for)}</dd>
+<dt>Trigger</dt><dd>${a.trigger}</dd>\
+<dt>Scheduled for</dt><dd class="scheduled-for">${scheduledFor}</dd>
 <dt>Started</dt><dd>${t(a.started_at)}</dd><dt>Finished</dt><dd>${t(a.finished_at)}</dd>
 <dt>Duration</dt><dd>${formatDuration(a.duration_ms)}</dd><dt>Target</dt><dd>${a.target_table} (${a.write_mode})</dd>
 <dt>Rows</dt><dd>${formatCount(a.rows)}</dd><dt>Pages</dt><dd>${a.pages ?? ''}</dd>\
@@ -106,7 +110,7 @@ ${guard}
   const replay = !replayable(run) ? '' : jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
   const others = attempts.filter((o) => o.attempt_id !== a.attempt_id);
   const otherTable = others.length ? html`<h2>Other attempts of this run</h2>${attemptTable(others, zone)}` : '';
-  const body = html`${replay}${fields}${errorText}${errors.map((e) => errorSection(e, zone))}\
+  const body = html`${replay}${fields}${errorText}${errors.map((e) => errorSection(e, zone))}${requestSection(a, zone)}\
 <h2 id="timeline">Where the time went</h2>${timelineChart([chartAttempt(a, zone)])}\
 ${documentTable(a.attempt_id, documents)}${otherTable}`;
   return page(`Attempt ${a.attempt} of run ${run.job} ${run.run_key}`, body);

@@ -11,26 +11,14 @@ import type { RunListFilter, RunListRow } from '../history/run-list.ts';
 import type { RunRow } from '../history/runs.ts';
 import { isReverted, type RevertRow } from '../history/reverts.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
-import { formatWithOffset } from '../pipeline/logical-time.ts';
+import { formatTime } from '../time-text.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
 import { COLUMNS, formatCount, headerRow, html, page, type SafeHtml } from './html.ts';
 import { timelineChart, type ChartAttempt } from './timeline-chart.ts';
+import { requestSection, scheduledForText } from './request-section.ts';
 
-/**
- * A time in the job's time zone with its UTC offset, `2026-01-22 03:15:00+01:00`; in UTC, `2026-01-22 02:15:00Z`, when
- * `zone` is UTC, unknown or not given; empty for no time.
- */
-export function formatTime(t: Date | null | undefined, zone?: string): string {
-  if (!t) return '';
-  if (zone && zone !== 'UTC') {
-    try {
-      return formatWithOffset(t, zone);
-    } catch {
-      // An unknown zone: UTC, which is never wrong.
-    }
-  }
-  return `${t.toISOString().slice(0, 19).replace('T', ' ')}Z`;
-}
+/** A time as every page and command prints it (time-text.ts: the job's zone with its offset, or UTC marked Z). */
+export { formatTime };
 
 /** The time zone of a job by name (its schedule's), or undefined for a job jobs.yaml no longer has. */
 type ZoneOf = (job: string) => string | undefined;
@@ -263,7 +251,8 @@ export function renderRunPage(
 <dt>Run key</dt><dd class="run-key">${run.run_key}</dd>
 <dt>Status</dt><dd class="status">${statusLabel(run.status)} <span class="muted">(its newest attempt's)</span></dd>\
 <dt>Attempts</dt><dd class="attempts">${run.attempts}</dd>
-<dt>Trigger</dt><dd>${run.trigger}</dd><dt>Scheduled for</dt><dd>${t(run.scheduled_for)}</dd>
+<dt>Trigger</dt><dd>${run.trigger}</dd>\
+<dt>Scheduled for</dt><dd class="scheduled-for">${scheduledForText(run.scheduled_for, run.logical_end, zone)}</dd>
 <dt>Logical interval</dt><dd>${interval}</dd><dt>Parameters</dt><dd>${parameters}</dd>
 <dt>Queue job</dt><dd>${queueJob}</dd>${queuedField(run, zone)}<dt>First started</dt><dd>${t(run.first_started_at)}</dd>
 <dt>Last finished</dt><dd>${t(run.last_finished_at)}</dd><dt>Rows</dt><dd class="rows">${formatCount(run.rows)}</dd>
@@ -274,7 +263,8 @@ export function renderRunPage(
     ? html`<h2>Attempts</h2>${attemptTable(attempts, zone)}`
     : html`<p>No attempt recorded yet: the run is queued or waits for a report slot.</p>`;
   const docs = loadingAttemptId ? documentTable(loadingAttemptId, documents) : '';
-  const body = html`${replayBanner(notice)}${replay}${fields}${revertTable(run, reverts, zone)}${list}\
+  const sent = attempts[0] ? requestSection(attempts[0], zone, `What attempt ${attempts[0].attempt} sent`) : '';
+  const body = html`${replayBanner(notice)}${replay}${fields}${sent}${revertTable(run, reverts, zone)}${list}\
 ${runTimeline(attempts, zone)}${docs}`;
   return page(`Run ${run.job} ${run.run_key}`, body);
 }

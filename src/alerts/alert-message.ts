@@ -1,9 +1,12 @@
 /**
  * One alert and its bodies: generic JSON, a Slack incoming-webhook message, or a Teams message with an Adaptive Card.
- * They name job, event, error kind and the error's first line; never a credential or the webhook URL
+ * They name job, event, error kind and the error's first line, and for a failure what was sent (its interval and
+ * report request); never a credential or the webhook URL
  * (docs/architecture.md "Alerts", "Errors").
  */
 import { createHash } from 'node:crypto';
+import { requestLines, type AttemptRequest } from '../history/attempt-request.ts';
+import { formatTime } from '../time-text.ts';
 import type { AlertEvent, AlertFormat } from '../vocabulary.ts';
 
 /** What happened, as every format carries it; times are ISO 8601. */
@@ -22,6 +25,13 @@ export interface AlertMessage {
   lastSuccessAt?: string | undefined; // for `stale` and `recovered`
   freshness?: string | undefined; // the job's freshness (`26h`), for `stale`
   failingSince?: string | undefined; // for `recovered`
+  /** What the failed attempt asked the server for: its interval and report request (history/attempt-request.ts). */
+  request?: AttemptRequest | undefined;
+}
+
+/** The request of a failed attempt as lines (`interval: …`, `report: …`, `parameters: …`), none without one. */
+export function requestText(m: AlertMessage): string[] {
+  return m.request ? requestLines(m.request, (t) => formatTime(t)) : [];
 }
 
 const TITLES: Record<AlertEvent, string> = {
@@ -63,7 +73,8 @@ export function alertId(m: AlertMessage): string {
 /**
  * The JSON body of `m` in `format`, each with `id` ({@link alertId}):
  * - `generic`: `{ source: "report-etl", id, event, job, at, summary, runKey?, attemptId?, trigger?, errorKind?,
- *   error?, errorText? (the whole text), url? (the run's page), … }`
+ *   error?, errorText? (the whole text), url? (the run's page), request? (of a failure: logicalStart, logicalEnd,
+ *   tick, report: { mandant, name, outputType, paging, parameters }), … }`
  * - `slack`: `{ text, id }` (Slack incoming webhooks, also Mattermost and Rocket.Chat)
  * - `teams`: `{ type: "message", id, attachments: [{ contentType: "application/vnd.microsoft.card.adaptive",
  *   content }] }`
@@ -77,8 +88,13 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
         ? `\n\`\`\`${escapeSlack(m.errorText.replaceAll('```', "'''"))}\`\`\``
         : '';
     const link = m.url ? `\n<${m.url}|Open the run>` : '';
+    const sent = requestText(m)
+      .map((l) => `\n${escapeSlack(l)}`)
+      .join('');
     return {
-      text: `${m.event === 'recovered' ? ':large_green_circle:' : ':red_circle:'} ${escapeSlack(text)}${whole}${link}`,
+      text:
+        `${m.event === 'recovered' ? ':large_green_circle:' : ':red_circle:'} ${escapeSlack(text)}${sent}${whole}` +
+        link,
       id,
     };
   }
@@ -94,6 +110,10 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
     const body = [
       rich(run(text, { weight: 'Bolder', color: m.event === 'recovered' ? 'Good' : 'Attention' })),
       ...facts.map(([title, value]) => rich(run(`${title}: `, { weight: 'Bolder' }), run(String(value)))),
+      ...requestText(m).map((l) => {
+        const colon = l.indexOf(': ');
+        return rich(run(l.slice(0, colon + 2), { weight: 'Bolder' }), run(l.slice(colon + 2)));
+      }),
       ...(m.errorText ? [rich(run(m.errorText, { fontType: 'Monospace' }))] : []),
     ];
     const content = {

@@ -6,6 +6,7 @@
 import type pg from 'pg';
 import { coerceError, EtlError } from '../errors.ts';
 import { summaryLine } from '../failure-text.ts';
+import { readAttemptRequest } from '../history/attempt-request.ts';
 import { clearFailing, markFailing } from '../history/job-alerts.ts';
 import type { Logger } from '../logger.ts';
 import type { AlertEvent } from '../vocabulary.ts';
@@ -63,7 +64,12 @@ export function makeRunAlerts(
         const events: AlertEvent[] = kind === LOGIN_REQUIRED ? ['login_required', 'failed'] : ['failed'];
         const text = o.error instanceof EtlError && o.error.serverMessage ? o.error.serverMessage : o.error.message;
         const errorKind = typeof kind === 'string' ? kind : 'INTERNAL';
-        send(o, { errorKind, error: summaryLine(text), errorText: text }, events);
+        const { rows } = await pool.query<{ request: unknown }>(
+          'SELECT request FROM etl.attempts WHERE attempt_id = $1',
+          [o.attemptId],
+        );
+        const request = readAttemptRequest(rows[0]?.request);
+        send(o, { errorKind, error: summaryLine(text), errorText: text, ...(request ? { request } : {}) }, events);
       } catch (err) {
         warn('failed', o, err);
       }

@@ -4,7 +4,8 @@
  */
 import type { RegisterCommand } from './types.ts';
 import type { BackfillRun } from '../queue/backfill.ts';
-import { formatWithOffset, parseZonedDate } from '../pipeline/logical-time.ts';
+import { parseZonedDate } from '../pipeline/logical-time.ts';
+import { formatTime } from '../time-text.ts';
 import { configOption, queuePrefixOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
 
@@ -47,7 +48,7 @@ export const registerBackfill: RegisterCommand = (program, cli) => {
         );
         for (const run of runs) {
           const what = outcome(run, force, isDoneState(run.state));
-          cli.out(`${run.tick.toISOString()}  ${formatWithOffset(run.tick, zone)} ${zone}  ${run.jobId}  ${what}`);
+          cli.out(`${formatTime(run.tick, zone)}  ${run.jobId}  ${what}`);
         }
         const added = runs.filter((x) => x.added).length;
         const done = runs.filter((x) => !x.added && isDoneState(x.state)).length;

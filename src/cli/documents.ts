@@ -9,7 +9,7 @@ import { basename, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { EtlError } from '../errors.ts';
-import { wholeNumber } from './options.ts';
+import { CONFIG_NOT_READ, wholeNumber } from './options.ts';
 import type { RegisterCommand } from './types.ts';
 
 export const registerDocuments: RegisterCommand = (program, cli) => {
@@ -19,6 +19,7 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
     .option('--job <job>', 'the job the run key is of, when run keys of several jobs match')
     .option('--out <dir>', 'directory to write to (created when missing)', '.')
     .option('--page <n>', 'only this page', wholeNumber(1))
+    .option('-c, --config <path>', CONFIG_NOT_READ)
     .action(async (id: string, opts: { job?: string; out: string; page?: number }) => {
       // Loaded here: `--help` and the other commands need none of it (start-up cost).
       const [

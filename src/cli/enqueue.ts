@@ -13,18 +13,24 @@ export const registerEnqueue: RegisterCommand = (program, cli) => {
         job: string,
         opts: { config: string; queuePrefix: string; param: Record<string, string>; logicalTime?: string },
       ) => {
-        const [{ loadConfigForJob }, { enqueueManual }, { resolveJob }, { parseZonedDate }] = await Promise.all([
-          import('./job-config.ts'),
-          import('../queue/manual-run.ts'),
-          import('../config/load.ts'),
-          import('../pipeline/logical-time.ts'),
-        ]);
+        const [{ loadConfigForJob }, { enqueueManual }, { resolveJob }, { parseZonedDate, describeInterval }, time] =
+          await Promise.all([
+            import('./job-config.ts'),
+            import('../queue/manual-run.ts'),
+            import('../config/load.ts'),
+            import('../pipeline/logical-time.ts'),
+            import('../time-text.ts'),
+          ]);
         const { config } = await loadConfigForJob(cli, opts.config, job);
-        const at = opts.logicalTime ? parseZonedDate(opts.logicalTime, resolveJob(config, job).zone) : new Date();
-        const { jobId, runKey } = await withQueueSession(opts.queuePrefix, ({ queue }) =>
-          enqueueManual(queue, config, job, opts.param, at),
+        const resolved = resolveJob(config, job);
+        const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, resolved.zone) : undefined;
+        const { jobId, runKey, interval } = await withQueueSession(opts.queuePrefix, ({ queue }) =>
+          enqueueManual(queue, config, job, opts.param, chosen),
         );
-        cli.out(`${job}: queued as ${jobId} (run key ${runKey})`);
+        const at = (t: Date) => time.formatTime(t, resolved.zone);
+        const stands =
+          resolved.job.schedule || chosen ? `, ${describeInterval(resolved, interval, chosen !== undefined, at)}` : '';
+        cli.out(`${job}: queued as ${jobId} (run key ${runKey})${stands}`);
       },
     );
 };

@@ -18,6 +18,9 @@ export function configOption(cmd: Command, description = 'jobs.yaml to read'): C
   );
 }
 
+/** The words of `--config` of a command that needs no jobs.yaml: taken, so that wrappers may pass it to every one. */
+export const CONFIG_NOT_READ = 'jobs.yaml: accepted like every command, not read (this command needs none)';
+
 /**
  * Adds `--queue-prefix <prefix>` (default queue/names.ts queuePrefixFromEnv). A prefix without a hash tag on a Redis
  * Cluster, given here or in the environment, stops the command before its action (exit 2).

@@ -88,7 +88,8 @@ export const registerPreview: RegisterCommand = (program, cli) => {
           { previewJob },
           { loadConfigForJob },
           { queuePrefixFromEnv },
-          { parseZonedDate },
+          { parseZonedDate, manualInterval, describeInterval },
+          time,
         ] = await Promise.all([
           import('../app/bootstrap.ts'),
           import('../config/load.ts'),
@@ -97,9 +98,12 @@ export const registerPreview: RegisterCommand = (program, cli) => {
           import('./job-config.ts'),
           import('../queue/names.ts'),
           import('../pipeline/logical-time.ts'),
+          import('../time-text.ts'),
         ]);
         const loaded = await loadConfigForJob(cli, opts.config, jobName);
         const job = resolveJob(loaded.config, jobName, opts.config);
+        const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
+        const interval = manualInterval(job, new Date(), chosen);
         const logger = makeLogger({}, opts.logFormat);
         const controller = new AbortController();
         const onSignal = () => controller.abort(new Error('interrupted'));
@@ -116,8 +120,13 @@ export const registerPreview: RegisterCommand = (program, cli) => {
               logger,
               signal: controller.signal,
               prefix: queuePrefixFromEnv(),
-              logicalEnd: opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined,
+              interval,
             });
+            // A job without schedule stands for no interval: said only when --logical-time chose a time.
+            if (job.job.schedule || chosen) {
+              const stands = describeInterval(job, interval, chosen !== undefined, (t) => time.formatTime(t, job.zone));
+              cli.out(`${jobName}: ${stands}`);
+            }
             printPreview(cli, jobName, preview, opts.rows);
           } catch (err) {
             if (!(err instanceof EtlError) || err.code === 'CONFIG_INVALID') throw err;

@@ -6,6 +6,7 @@
 import type { Cli, RegisterCommand } from './types.ts';
 import { textTable } from './text-table.ts';
 import type { EtlConfig } from '../config/schema.ts';
+import { formatTime } from '../time-text.ts';
 import { EtlError } from '../errors.ts';
 import type { FailedRunToReplay } from '../history/run-list.ts';
 import type { RunOrAttempt } from '../history/run-or-attempt.ts';
@@ -15,13 +16,25 @@ import { withQueueSession } from './queue-session.ts';
 
 const HEADERS = ['run key', 'job', 'failed attempt', 'started', 'error'] as const;
 
-/** Failed runs as an indented table: run key, job, failed attempt, its start (UTC) and first error line. */
-function formatFailedRuns(runs: FailedRunToReplay[], extra?: (r: FailedRunToReplay) => string): string[] {
+/**
+ * Failed runs as an indented table: run key, job, failed attempt, its start (time-text.ts, in the job's zone from
+ * `config` when known) and first error line.
+ */
+function formatFailedRuns(
+  runs: FailedRunToReplay[],
+  config: EtlConfig | undefined,
+  extra?: (r: FailedRunToReplay) => string,
+): string[] {
+  const zoneOf = (job: string) => {
+    const j = config?.jobs[job];
+    // config/load.ts scheduleZone, without loading the config parser here (start-up cost).
+    return j ? (j.timezone ?? config?.connections[j.connection]?.timezone ?? 'UTC') : undefined;
+  };
   const cells = runs.map((r) => [
     r.run_key,
     r.job,
     r.attempt_id,
-    r.started_at.toISOString().replace('T', ' ').slice(0, 19),
+    formatTime(r.started_at, zoneOf(r.job)),
     (r.error_first_line ?? '') + (extra ? extra(r) : ''),
   ]);
   return textTable(HEADERS, cells).map((l) => `  ${l}`);
@@ -172,7 +185,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
           if (opts.dryRun) {
             const n = plan.toQueue.length;
             cli.out(`dry run, nothing queued: would queue ${plural(n, 'failed run')}${n ? ':' : ''}`);
-            if (n) for (const l of formatFailedRuns(plan.toQueue, supersededBy)) cli.out(l);
+            if (n) for (const l of formatFailedRuns(plan.toQueue, config, supersededBy)) cli.out(l);
           } else {
             for (const run of plan.toQueue) {
               const { jobId } = await replayRun(deps, { job: run.job, runKey: run.run_key });
@@ -184,7 +197,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
           const skipped = (runs: FailedRunToReplay[], what: string, why: string, superseded = false) => {
             if (!runs.length) return;
             cli.out(`skipped ${plural(runs.length, what)}${why}`);
-            for (const l of formatFailedRuns(runs, superseded ? supersededBy : undefined)) cli.out(l);
+            for (const l of formatFailedRuns(runs, config, superseded ? supersededBy : undefined)) cli.out(l);
           };
           skipped(
             plan.superseded,

@@ -5,6 +5,8 @@
  */
 import { hostname, userInfo } from 'node:os';
 import { shellQuote } from '../shell-quote.ts';
+import { configGiven, jobZones } from './job-zones.ts';
+import { configOption } from './options.ts';
 import { describeNamed, unnamedRunProblem } from './replay.ts';
 import type { RegisterCommand } from './types.ts';
 
@@ -20,23 +22,26 @@ function whoAmI(): string {
 }
 
 export const registerRevert: RegisterCommand = (program, cli) => {
-  program
-    .command('revert <run-key|attempt-id>')
+  const cmd = program.command('revert <run-key|attempt-id>');
+  configOption(cmd, "jobs.yaml, read for the job's time zone only");
+  cmd
     .description(
       "remove one append run's rows from its target, so that a replay can append it again; give its run key, or an " +
         'attempt id',
     )
     .option('--job <job>', 'the job the run key is of, when run keys of several jobs match')
-    .action(async (id: string, opts: { job?: string }) => {
+    .action(async (id: string, opts: { job?: string; config: string }) => {
       // Loaded here: `--help` and the other commands need none of it (start-up cost).
-      const [{ openHistoryPool }, { migrate }, { makeLogger }, { findRunOrAttempt }, { revertAppendedRun }] =
+      const [{ openHistoryPool }, { migrate }, { makeLogger }, { findRunOrAttempt }, { revertAppendedRun }, time] =
         await Promise.all([
           import('../app/bootstrap.ts'),
           import('../history/migrate.ts'),
           import('../logger.ts'),
           import('../history/run-or-attempt.ts'),
           import('../warehouse/revert.ts'),
+          import('../time-text.ts'),
         ]);
+      const zoneOf = await jobZones(cli, opts.config, configGiven(cmd));
       const logger = makeLogger();
       const pool = await openHistoryPool(logger, { poolMax: 2 });
       try {
@@ -47,7 +52,8 @@ export const registerRevert: RegisterCommand = (program, cli) => {
           cli.exit(2);
           return;
         }
-        const outcome = await revertAppendedRun(pool, named.run.job, named.run.run_key, whoAmI());
+        const at = (t: Date) => time.formatTime(t, zoneOf(named.run.job));
+        const outcome = await revertAppendedRun(pool, named.run.job, named.run.run_key, whoAmI(), at);
         if (outcome.kind === 'refused') {
           cli.err(`report-etl revert: ${describeNamed(named)}: not reverted: ${outcome.message}`);
           cli.exit(2);
@@ -64,8 +70,8 @@ export const registerRevert: RegisterCommand = (program, cli) => {
         const replay = `report-etl replay ${shellQuote(claim.run_key)}${job}`;
         cli.out(
           `${describeNamed(named)}: reverted: removed ${rows} row${rows === 1 ? '' : 's'} from ${claim.target_table} ` +
-            `(appended by attempt ${claim.attempt_id} at ${claim.committed_at.toISOString()}${differs}); ` +
-            `recorded as revert ${outcome.revertId} at ${outcome.revertedAt.toISOString()}. ` +
+            `(appended by attempt ${claim.attempt_id} at ${at(claim.committed_at)}${differs}); ` +
+            `recorded as revert ${outcome.revertId} at ${at(outcome.revertedAt)}. ` +
             `"${replay}" appends it again`,
         );
       } finally {

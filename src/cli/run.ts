@@ -62,8 +62,9 @@ export const registerRun: RegisterCommand = (program, cli) => {
             { outputShape },
             { ReportSlots },
             { queuePrefixFromEnv },
-            { parseZonedDate },
+            { parseZonedDate, manualInterval, describeInterval },
             { startTracing },
+            time,
           ] = await Promise.all([
             import('../app/connections.ts'),
             import('../config/load.ts'),
@@ -78,9 +79,18 @@ export const registerRun: RegisterCommand = (program, cli) => {
             import('../queue/names.ts'),
             import('../pipeline/logical-time.ts'),
             import('../app/tracing-sdk.ts'),
+            import('../time-text.ts'),
           ]);
           const loaded = await loadConfigForJob(cli, opts.config, jobName);
           const job = resolveJob(loaded.config, jobName, opts.config);
+          const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
+          const interval = manualInterval(job, new Date(), chosen);
+          // Said first, on stderr with the log lines: the summary on stdout stays one line (README "Commands"). A job
+          // without schedule stands for no interval: said only when --logical-time chose a time.
+          if (job.job.schedule || chosen) {
+            const stands = describeInterval(job, interval, chosen !== undefined, (t) => time.formatTime(t, job.zone));
+            cli.err(`${jobName}: ${stands}`);
+          }
           const releasers = new Releasers();
           // Released last, so that every span of the run is exported before the command ends (docs/observability.md
           // "Tracing").
@@ -155,7 +165,8 @@ export const registerRun: RegisterCommand = (program, cli) => {
                 trigger: 'manual',
                 parameters: opts.param,
                 ...(opts.runKey ? { runKey: opts.runKey } : {}),
-                ...(opts.logicalTime ? { logicalEnd: parseZonedDate(opts.logicalTime, job.zone).toISOString() } : {}),
+                logicalStart: interval.logicalStart.toISOString(),
+                logicalEnd: interval.logicalEnd.toISOString(),
               },
               pool,
               redis,
@@ -190,7 +201,8 @@ export const registerRun: RegisterCommand = (program, cli) => {
             const rate = `${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s`;
             cli.out(
               `${jobName}: ${result.status}, ${result.rows} ${unit}, ${pages}, ${(result.bytes / 1e6).toFixed(1)} MB ` +
-                `in ${secs.toFixed(1)} s (${rate}), ${runAndAttempt(result.runKey, result.attemptId)}`,
+                `in ${secs.toFixed(1)} s (${rate}), ${runAndAttempt(result.runKey, result.attemptId)}` +
+                (result.noTarget ? `; ${result.noTarget}` : ''),
             );
           } catch (err) {
             if (!(err instanceof AttemptFailedError)) throw err;

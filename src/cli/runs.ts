@@ -1,19 +1,34 @@
 /**
  * `report-etl runs [--attempts] [--job J] [--status S] [--since 2d] [--limit N]`: the run history as a table, newest
- * first, one line per logical run or per attempt. Read-only: it never migrates and needs no Redis.
+ * first, one line per logical run or per attempt (with what each attempt asked the server for), and how many the
+ * limit left out. Times as time-text.ts prints them, in each job's zone read from jobs.yaml when it can be.
+ * Read-only: it never migrates and needs no Redis.
  */
 import type { RegisterCommand } from './types.ts';
 import { textTable } from './text-table.ts';
 import type { AttemptListRow } from '../history/attempt-list.ts';
 import type { RunListRow } from '../history/run-list.ts';
 import { Option } from 'commander';
-import { queuePrefixOption, sinceOption, wholeNumber } from './options.ts';
+import { configOption, queuePrefixOption, sinceOption, wholeNumber } from './options.ts';
+import { configGiven, jobZones, type ZoneOf } from './job-zones.ts';
+import { readAttemptRequest } from '../history/attempt-request.ts';
+import { formatTime } from '../time-text.ts';
 import { withHistory } from './queue-session.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 
 const TAIL = ['trigger', 'started', 'duration', 'rows', 'error'];
 const RUN_HEADERS = ['run key', 'job', 'status', 'attempts', ...TAIL];
-const ATTEMPT_HEADERS = ['attempt id', 'job', 'run key', 'attempt', 'status', ...TAIL];
+const ATTEMPT_HEADERS = [
+  'attempt id',
+  'job',
+  'run key',
+  'attempt',
+  'status',
+  ...TAIL.slice(0, -1),
+  'interval',
+  'request sent',
+  'error',
+];
 
 /** Duration in ms as `850ms`, `12.3s`, `4m05s`. */
 function formatDuration(ms: number | null): string {
@@ -24,13 +39,31 @@ function formatDuration(ms: number | null): string {
   return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
 }
 
-const time = (t: Date | null) => (t ? t.toISOString().replace('T', ' ').slice(0, 19) : '-');
+/** A time of `job` (time-text.ts formatTime), `-` for none. */
+const timeOf = (zoneOf: ZoneOf) => (t: Date | null, job: string) => (t ? formatTime(t, zoneOf(job)) : '-');
+
+/**
+ * What an attempt asked for, as two cells: its interval `(start, end]` and its request as sent,
+ * `7777 Sales/Orders txt/500 FROM=2026-11-24 TO=2026-11-25`; `-` for an attempt recorded before that was kept.
+ */
+function requestCells(a: AttemptListRow, time: (t: Date) => string): [string, string] {
+  const r = readAttemptRequest(a.request);
+  if (!r) return ['-', '-'];
+  const start = new Date(r.logicalStart);
+  const end = new Date(r.logicalEnd);
+  const interval = start.getTime() === end.getTime() ? time(end) : `(${time(start)}, ${time(end)}]`;
+  if (!r.report) return [interval, 'not sent'];
+  const { mandant, name, outputType, paging, parameters } = r.report;
+  const params = Object.entries(parameters).map(([k, v]) => `${k}=${v}`);
+  return [interval, [`${mandant} ${name} ${outputType}/${paging}`, ...params].join(' ')];
+}
 
 /**
  * Logical runs as a table; `duration` from the first attempt's start to the last finish, or to now while the newest
  * attempt runs; status `-` while the first attempt waits for a report slot.
  */
-function formatRunTable(rows: RunListRow[], now = Date.now()): string[] {
+function formatRunTable(rows: RunListRow[], zoneOf: ZoneOf, now = Date.now()): string[] {
+  const time = timeOf(zoneOf);
   return textTable(
     RUN_HEADERS,
     rows.map((r) => {
@@ -41,7 +74,7 @@ function formatRunTable(rows: RunListRow[], now = Date.now()): string[] {
         r.reverted_at ? `${r.status} (reverted)` : (r.status ?? '-'),
         String(r.attempts),
         r.trigger,
-        time(r.first_started_at),
+        time(r.first_started_at, r.job),
         formatDuration(r.first_started_at && end !== undefined ? end - r.first_started_at.getTime() : null),
         r.rows ?? '-',
         r.error_first_line ?? '',
@@ -51,7 +84,8 @@ function formatRunTable(rows: RunListRow[], now = Date.now()): string[] {
 }
 
 /** Attempts as a table; a running attempt's duration runs on to now. */
-function formatAttemptTable(rows: AttemptListRow[], now = Date.now()): string[] {
+function formatAttemptTable(rows: AttemptListRow[], zoneOf: ZoneOf, now = Date.now()): string[] {
+  const time = timeOf(zoneOf);
   return textTable(
     ATTEMPT_HEADERS,
     rows.map((a) => [
@@ -61,11 +95,12 @@ function formatAttemptTable(rows: AttemptListRow[], now = Date.now()): string[] 
       String(a.attempt),
       a.status,
       a.trigger,
-      time(a.started_at),
+      time(a.started_at, a.job),
       formatDuration(
         a.duration_ms === null ? (a.status === 'running' ? now - a.started_at.getTime() : null) : Number(a.duration_ms),
       ),
       a.rows ?? '-',
+      ...requestCells(a, (t) => time(t, a.job)),
       a.error_first_line ?? '',
     ]),
   );
@@ -79,7 +114,7 @@ export const registerRuns: RegisterCommand = (program, cli) => {
         '(etl.attempts)',
     );
   sinceOption(
-    queuePrefixOption(cmd),
+    queuePrefixOption(configOption(cmd, "jobs.yaml, read for each job's time zone only")),
     'only runs taken from the queue or started since (with --attempts: attempts started since)',
   )
     .option('--attempts', 'one line per attempt (attempt id, run key, attempt number) instead of per run')
@@ -93,6 +128,7 @@ export const registerRuns: RegisterCommand = (program, cli) => {
     .option('--limit <n>', 'most rows', wholeNumber(1), 50)
     .action(
       async (opts: {
+        config: string;
         queuePrefix: string;
         attempts?: boolean;
         job?: string;
@@ -106,12 +142,16 @@ export const registerRuns: RegisterCommand = (program, cli) => {
           import('../closest-match.ts'),
         ]);
         const filter = { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit };
+        const zoneOf = await jobZones(cli, opts.config, configGiven(cmd));
         let unknownJob: { near: string | undefined; known: string[] } | undefined;
+        let matching = 0;
         const lines = await withHistory(async (pool) => {
           if (!(await hasRunHistory(pool))) return undefined;
+          const rows = opts.attempts ? await listAttempts(pool, filter) : await listRuns(pool, filter);
+          matching = rows[0]?.matching ?? 0;
           const table = opts.attempts
-            ? formatAttemptTable(await listAttempts(pool, filter))
-            : formatRunTable(await listRuns(pool, filter));
+            ? formatAttemptTable(rows as AttemptListRow[], zoneOf)
+            : formatRunTable(rows as RunListRow[], zoneOf);
           if (table.length === 1 && opts.job !== undefined) {
             // Nothing for this job: a job the history has never seen is most likely a typo.
             const known = await listJobNames(pool);
@@ -141,6 +181,9 @@ export const registerRuns: RegisterCommand = (program, cli) => {
           return;
         }
         for (const line of lines) cli.out(line);
+        const shown = lines.length - 1;
+        // Said on stderr: a script reading the table gets the table alone.
+        if (matching > shown) cli.err(`${shown} of ${matching} ${what}; --limit N shows more`);
       },
     );
 };

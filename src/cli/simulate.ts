@@ -1,5 +1,6 @@
 /** `report-etl simulate`: serves the built-in simulator (docs/architecture.md "Tests") until SIGINT or SIGTERM. */
 import { InvalidArgumentError, type Command } from 'commander';
+import { CONFIG_NOT_READ } from './options.ts';
 import type { Cli } from './types.ts';
 import type { SimulatorOptions } from '../simulator/index.ts';
 
@@ -37,6 +38,7 @@ export function registerSimulate(program: Command, cli: Cli): void {
     .command('simulate')
     .description('Serve the built-in Report Export Service simulator (for the demo and dry runs)')
     .option('--port <n>', 'TCP port', int('--port', 0), 8080)
+    .option('-c, --config <path>', CONFIG_NOT_READ)
     .option('--host <host>', 'interface to bind', '127.0.0.1')
     .option('--token-lifetime <s>', 'expires_in of issued tokens, in seconds', int('--token-lifetime', 1), 600)
     .option('--job-duration <ms>', 'how long a job stays Running, in ms', int('--job-duration', 0), 300)

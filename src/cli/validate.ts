@@ -38,7 +38,11 @@ export const registerValidate: RegisterCommand = (program, cli) => {
   )
     .option('--no-database', 'check the file alone, without reading existing targets from PostgreSQL (DATABASE_URL)')
     .action(async (opts: { config: string; database: boolean }) => {
-      const { configWarnings, loadConfig } = await import('../config/load.ts');
+      const [{ configWarnings, loadConfig, scheduleZone }, { cronTicks }, { formatTime }] = await Promise.all([
+        import('../config/load.ts'),
+        import('../config/cron-ticks.ts'),
+        import('../time-text.ts'),
+      ]);
       const targets = opts.database ? await existingTargets(cli, opts.config) : undefined;
       try {
         const { config } = await loadConfig(opts.config, process.env, { targets });
@@ -48,6 +52,16 @@ export const registerValidate: RegisterCommand = (program, cli) => {
         const named = jobs.length ? ` (${jobs.join(', ')})` : '';
         const connections = plural(Object.keys(config.connections).length, 'connection');
         cli.out(`${opts.config}: ok, ${plural(jobs.length, 'job')}${named} on ${connections}`);
+        // Each job's next tick, so that a schedule that reads otherwise than meant shows at once.
+        const now = new Date();
+        for (const [name, job] of Object.entries(config.jobs)) {
+          const zone = scheduleZone(config, job);
+          const next = job.schedule ? cronTicks(job.schedule, zone).next(now) : undefined;
+          const when = !job.schedule
+            ? 'no schedule (runs by hand or enqueue only)'
+            : `"${job.schedule}" in ${zone}, next tick ${next ? formatTime(next, zone) : 'none within a year'}`;
+          cli.out(`  ${name}: ${when}`);
+        }
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         for (const problem of err.problems) cli.err(problem);

@@ -10,6 +10,7 @@ import { checkReportName, isReportNameProblem } from '../report-api/report-name.
 import { secretKeyProblem, SECRET_KEY_ENV } from '../secret-box.ts';
 import { configSchema, jobSchema } from './schema.ts';
 import { parseWindow } from './duration.ts';
+import { cronRangeProblems } from './cron-ticks.ts';
 import { formatPath, interpolate, WHOLE_REFERENCE, type ConfigPath } from './interpolate.ts';
 import { closestMatch } from '../closest-match.ts';
 import { get, isObj, issueProblems, makeLocator, syntaxProblems, type Located, type Locator } from './problems.ts';
@@ -106,9 +107,11 @@ function extraChecks(
       add([...path, 'connection'], `unknown connection "${job.connection}" (${hint}known: ${known.join(', ')})`);
     }
     if (typeof job.schedule === 'string') {
-      const v = validateDetailed(job.schedule);
+      // Our range check first: node-cron reads some numbers out of range as others, and words it "is a invalid".
+      const outOfRange = cronRangeProblems(job.schedule);
+      const v = outOfRange.length ? { valid: false, errors: [] } : validateDetailed(job.schedule);
       if (!v.valid) {
-        const why = v.errors.map((e) => e.message).join('; ');
+        const why = outOfRange.length ? outOfRange.join('; ') : v.errors.map((e) => e.message).join('; ');
         add(
           [...path, 'schedule'],
           `invalid cron expression "${job.schedule}": ${why} (5 fields "min hour day month weekday", or 6 with ` +

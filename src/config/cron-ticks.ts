@@ -43,7 +43,50 @@ export function cronTicks(schedule: string, timezone: string): CronTicks {
 const CACHE_SIZE = 256;
 const CACHE = new Map<string, CronTicks>();
 
+/** The fields of a cron expression with their ranges, 5 fields or 6 with seconds first. */
+const FIELDS = [
+  { name: 'minute', min: 0, max: 59 },
+  { name: 'hour', min: 0, max: 23 },
+  { name: 'day of month', min: 1, max: 31 },
+  { name: 'month', min: 1, max: 12 },
+  { name: 'day of week', min: 0, max: 7 },
+] as const;
+const SECOND = { name: 'second', min: 0, max: 59 } as const;
+
+/**
+ * What is out of range in `schedule`'s numbers and steps, checked here because node-cron reads some of them as
+ * something else (a step of 61 in the minute field as every hour); names (`mon`, `jan`) are left to the parsers.
+ * @returns one sentence per problem, none when every number is in range
+ */
+export function cronRangeProblems(schedule: string): string[] {
+  const parts = schedule.trim().split(/\s+/);
+  const fields = parts.length === 6 ? [SECOND, ...FIELDS] : parts.length === 5 ? FIELDS : undefined;
+  if (!fields) return [];
+  const problems: string[] = [];
+  parts.forEach((part, i) => {
+    const f = fields[i]!;
+    for (const item of part.split(',')) {
+      const [range = '', step] = item.split('/');
+      if (step !== undefined) {
+        const n = Number(step);
+        const span = f.max - f.min + 1;
+        if (!/^\d+$/.test(step) || n < 1 || n >= span)
+          problems.push(
+            `step "/${step}" of the ${f.name} field must be 1 to ${span - 1} (a step of ${span} or more matches only ` +
+              `the first ${f.name}: write ${f.min} instead of */${step})`,
+          );
+      }
+      for (const v of range.split('-'))
+        if (/^\d+$/.test(v) && (Number(v) < f.min || Number(v) > f.max))
+          problems.push(`${v} is not a ${f.name}: the ${f.name} field takes ${f.min} to ${f.max}`);
+    }
+  });
+  return problems;
+}
+
 function makeCronTicks(schedule: string, timezone: string): CronTicks {
+  const outOfRange = cronRangeProblems(schedule);
+  if (outOfRange.length) throw new ConfigError([`invalid cron expression "${schedule}": ${outOfRange.join('; ')}`]);
   let fields: ReturnType<typeof parse>;
   try {
     fields = parse(schedule);

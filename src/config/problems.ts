@@ -105,7 +105,9 @@ export function issueProblems(
       case 'invalid_value': {
         const secret = path.some((p) => typeof p === 'string' && SECRET_KEY.test(p));
         const allowed = issue.values.map((v) => String(v)).join(' | ');
-        return `${secret ? '' : `${JSON.stringify(got)} `}is not allowed: write one of ${allowed}`;
+        const near = !secret && typeof got === 'string' ? closestMatch(got, issue.values.map(String)) : undefined;
+        const hint = near ? ` (did you mean "${near}"?)` : '';
+        return `${secret ? '' : `${JSON.stringify(got)} `}is not allowed${hint}: write one of ${allowed}`;
       }
       case 'invalid_union':
         return `invalid value: expected ${node ? typeText(node) : 'another value'}${about}`;

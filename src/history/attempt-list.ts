@@ -34,10 +34,16 @@ export interface ListFilter {
   limit?: number | undefined;
 }
 
-/** Attempts, newest first (`report-etl runs --attempts`). */
-export async function listAttempts(db: Queryable, f: ListFilter = {}): Promise<AttemptListRow[]> {
-  const { rows } = await db.query<AttemptListRow>(
-    `SELECT a.*, ${firstErrorLine('a')} AS error_first_line
+/**
+ * Attempts, newest first (`report-etl runs --attempts`); each row carries `matching`, how many match the filter
+ * without its limit.
+ */
+export async function listAttempts(
+  db: Queryable,
+  f: ListFilter = {},
+): Promise<(AttemptListRow & { matching: number })[]> {
+  const { rows } = await db.query<AttemptListRow & { matching: number }>(
+    `SELECT a.*, ${firstErrorLine('a')} AS error_first_line, (count(*) OVER ())::int AS matching
        FROM etl.attempts a
       WHERE ($1::text IS NULL OR a.job = $1) AND ($2::text IS NULL OR a.status = $2)
         AND ($3::timestamptz IS NULL OR a.started_at >= $3)

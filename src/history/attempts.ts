@@ -26,6 +26,8 @@ export interface AttemptStart {
   /** The owner session's lock key (attempt-owner.ts). */
   ownerLock?: string | undefined;
   traceId?: string | undefined;
+  /** The interval the attempt stands for, ISO 8601 (etl.attempts.request, attempt-request.ts). */
+  interval?: { logicalStart: string; logicalEnd: string; tick: string } | undefined;
 }
 
 /**
@@ -43,8 +45,8 @@ export async function insertAttempt(db: Queryable, a: AttemptStart): Promise<num
          SET attempts = r.attempts + 1, status = 'running', first_started_at = coalesce(r.first_started_at, now())
        RETURNING r.attempts)
      INSERT INTO etl.attempts (attempt_id, job, run_key, scheduled_for, trigger, attempt, status, target_table,
-                               write_mode, worker, owner_lock, trace_id)
-     SELECT $1, $2, $3, $4, $5, run.attempts, 'running', $6, $7, $8, $9::bigint, $13 FROM run
+                               write_mode, worker, owner_lock, trace_id, request)
+     SELECT $1, $2, $3, $4, $5, run.attempts, 'running', $6, $7, $8, $9::bigint, $13, $14::jsonb FROM run
      RETURNING attempt`,
     [
       a.attemptId,
@@ -60,6 +62,7 @@ export async function insertAttempt(db: Queryable, a: AttemptStart): Promise<num
       a.logicalEnd ?? null,
       a.parameters && Object.keys(a.parameters).length ? JSON.stringify(a.parameters) : null,
       a.traceId ?? null,
+      a.interval ? JSON.stringify(a.interval) : null,
     ],
   );
   return rows[0]!.attempt;
@@ -208,6 +211,8 @@ export interface AttemptRow {
   worker: string | null;
   accepted_guard: string | null;
   trace_id: string | null;
+  /** What it asked the server for: read with attempt-request.ts `readAttemptRequest`; null before migration 0020. */
+  request: unknown;
   /** Read with timeline.ts `readTimeline`; null until the attempt ended. */
   timeline: unknown;
 }
@@ -215,6 +220,18 @@ export interface AttemptRow {
 /** Records, in the load transaction, the guard's `words` the attempt loaded past (`replay --accept-guard`). */
 export async function recordAcceptedGuard(db: Queryable, attemptId: string, words: string): Promise<void> {
   await db.query('UPDATE etl.attempts SET accepted_guard = $2 WHERE attempt_id = $1', [attemptId, words]);
+}
+
+/**
+ * Adds `words` to the guard's words an attempt loaded past (`replay --accept-guard`), in the load transaction; nothing
+ * for an attempt that accepted no guard.
+ */
+export async function addToAcceptedGuard(db: Queryable, attemptId: string, words: string): Promise<void> {
+  await db.query(
+    `UPDATE etl.attempts SET accepted_guard = accepted_guard || '; ' || $2
+      WHERE attempt_id = $1 AND accepted_guard IS NOT NULL`,
+    [attemptId, words],
+  );
 }
 
 /** Reads one attempt by id, or undefined. */

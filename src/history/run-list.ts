@@ -26,10 +26,13 @@ const NEWEST_ATTEMPT = `(SELECT a.attempt_id AS newest_attempt_id, ${firstErrorL
      FROM etl.attempts a WHERE a.job = r.job AND a.run_key = r.run_key
      ORDER BY a.attempt DESC, a.started_at DESC LIMIT 1)`;
 
-/** Logical runs, newest first (`report-etl runs`). */
-export async function listRuns(db: Queryable, f: ListFilter = {}): Promise<RunListRow[]> {
-  const { rows } = await db.query<RunListRow>(
-    `SELECT r.*, n.newest_attempt_id, n.error_first_line,
+/**
+ * Logical runs, newest first (`report-etl runs`); each row carries `matching`, how many match the filter without its
+ * limit.
+ */
+export async function listRuns(db: Queryable, f: ListFilter = {}): Promise<(RunListRow & { matching: number })[]> {
+  const { rows } = await db.query<RunListRow & { matching: number }>(
+    `SELECT r.*, n.newest_attempt_id, n.error_first_line, (count(*) OVER ())::int AS matching,
             (SELECT max(v.reverted_at) FROM etl.reverts v
               WHERE v.job = r.job AND v.run_key = r.run_key AND v.after_attempt >= r.attempts) AS reverted_at
        FROM etl.runs r LEFT JOIN LATERAL ${NEWEST_ATTEMPT} n ON true

@@ -6,13 +6,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { AbortedError, coerceError, EtlError, isConnectionLoss } from '../errors.ts';
+import { redactor } from '../failure-text.ts';
 import { claimAppend, isAppended } from '../history/appends.ts';
+import { setAttemptReportRequest } from '../history/attempt-request.ts';
 import {
   completeAttempt,
   failAttempt,
   failureOf,
   insertAttempt,
   recordAcceptedGuard,
+  addToAcceptedGuard,
   runningAttempts,
   setAttemptReportJob,
   setAttemptTimeline,
@@ -42,7 +45,14 @@ import {
 } from '../warehouse/load-transaction.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
-import { countTargetRows, guardTrip, GuardTrippedError, needsRowCount } from '../warehouse/guard.ts';
+import {
+  countTargetRows,
+  guardTrip,
+  GuardTrippedError,
+  needsRowCount,
+  noTargetWords,
+  targetExists,
+} from '../warehouse/guard.ts';
 import { ATTR, extractTrace, type Attributes } from '../tracing.ts';
 import {
   AttemptFailedError,
@@ -155,6 +165,11 @@ export async function recordAttempt(
     logicalEnd: logicalTime.logicalEnd,
     parameters: request.parameters,
     traceId: trace.traceId,
+    interval: {
+      logicalStart: logicalTime.logicalStart.toISOString(),
+      logicalEnd: logicalTime.logicalEnd.toISOString(),
+      tick: logicalTime.tick.toISOString(),
+    },
   };
   const waits = { todo: 'the attempt starts', done: 'the attempt is recorded' };
   const number = await untilDatabaseTakesIt(o.logger.child({ job: name }), waits, o.signal, () =>
@@ -217,6 +232,15 @@ export async function checkMayRun(a: Attempt): Promise<MayRun> {
     { ...o.request, logicalStart: logicalStart.toISOString(), logicalEnd: logicalEnd.toISOString() },
     new Date(),
   );
+  // Recorded before the name is checked: a refused name shows what was asked for.
+  const redact = redactor([connection.clientSecret]);
+  await setAttemptReportRequest(o.pool, a.attemptId, {
+    mandant: job.report.mandant,
+    name: job.report.name,
+    outputType: job.report.outputType,
+    paging: job.report.paging,
+    parameters: Object.fromEntries(Object.entries(parameters).map(([k, v]) => [k, redact(v)])),
+  });
   encodeReportName(job.report.name, connection.pathEncoding, { job: name });
   return {
     kind: 'run',
@@ -397,12 +421,12 @@ export async function loadReport(
   tx: LoadTransaction['tx'],
   { started, finished, rows }: ReportToLoad,
   declaredTypes: ReadonlyMap<string, string>,
-): Promise<LoadResult> {
+): Promise<LoadResult & { noTarget?: string }> {
   const { name, job, connection } = a.options.job;
   const expectedRows = announcedRows(a, finished);
   const guard = await targetGuard(a, tx, started.log);
   if (expectedRows !== undefined) await guard(expectedRows);
-  const loaded = await loadRows(
+  let loaded: LoadResult & { noTarget?: string } = await loadRows(
     tx,
     {
       job: name,
@@ -419,6 +443,12 @@ export async function loadReport(
     },
     rows,
   );
+  if (loaded.plan === 'empty' && loaded.columns.length === 0) {
+    // Said where the run's outcome is read: the attempt's record (its page) and the result (`run`'s summary).
+    const words = noTargetWords(a.targetTable);
+    await addToAcceptedGuard(tx, a.attemptId, words);
+    loaded = { ...loaded, noTarget: words };
+  }
   if (expectedRows === undefined) {
     await guard(loaded.rows);
     // Lines and documents are not report rows: the page count checks them.
@@ -472,7 +502,7 @@ export async function commitLoad(
 export async function loadedResult(
   a: Attempt,
   { started, rows }: ReportToLoad,
-  loaded: LoadResult & { committed: boolean },
+  loaded: LoadResult & { committed: boolean; noTarget?: string | undefined },
 ): Promise<AttemptResult> {
   const { pages, bytes } = rows;
   if (!loaded.committed) {
@@ -491,6 +521,7 @@ export async function loadedResult(
     pages,
     bytes,
     reportJobId: started.job.id,
+    ...(loaded.noTarget ? { noTarget: loaded.noTarget } : {}),
   });
   started.log.info(
     {
@@ -516,8 +547,17 @@ export async function loadedResult(
 async function targetGuard(a: Attempt, tx: Queryable, log: Logger): Promise<(rows: number) => Promise<void>> {
   const { mode, guard } = a.options.job.job.target;
   const currentRows = needsRowCount(mode, guard) ? await countTargetRows(tx, a.target) : undefined;
+  const exists = currentRows !== undefined || (await targetExists(tx, a.target));
   return async (rows) => {
-    const trip = guardTrip({ table: a.targetTable, mode, guard, rows, currentRows, runKey: a.runKey });
+    const trip = guardTrip({
+      table: a.targetTable,
+      mode,
+      guard,
+      rows,
+      currentRows,
+      targetExists: exists,
+      runKey: a.runKey,
+    });
     if (!trip) return;
     if (!a.options.request?.acceptGuard) throw new GuardTrippedError(trip);
     log.warn(

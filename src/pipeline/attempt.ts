@@ -109,6 +109,11 @@ export interface AttemptResult {
   /** Wall time of the attempt, ms. */
   durationMs: number;
   reportJobId?: string;
+  /**
+   * Set when no target exists after the run: the report had no rows and no columns, so none was created
+   * (warehouse/guard.ts noTargetWords).
+   */
+  noTarget?: string;
 }
 
 /** An attempt that failed; recorded in the run history before this is thrown. `error` is the typed cause. */

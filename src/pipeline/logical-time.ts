@@ -15,6 +15,7 @@
 import { cronTicks } from '../config/cron-ticks.ts';
 import type { ResolvedJob } from '../config/load.ts';
 import { ConfigError } from '../errors.ts';
+import { formatWithOffset } from '../time-text.ts';
 import type { RunRequest } from '../vocabulary.ts';
 
 /** The instants a template can refer to. */
@@ -69,21 +70,8 @@ export function formatZoned(at: Date, pattern: string, zone: string): string {
   return pattern.replace(TOKENS, (t) => (t.startsWith("'") ? t.slice(1, -1) : parts[t as keyof typeof parts]));
 }
 
-/**
- * `at` as wall time in `zone` with the zone's UTC offset at that instant: `2026-01-01 07:00:00+01:00`.
- * @throws RangeError for an unknown zone
- */
-export function formatWithOffset(at: Date, zone: string): string {
-  const wall = formatZoned(at, 'yyyy-MM-dd HH:mm:ss', zone);
-  const [date, time] = wall.split(' ') as [string, string];
-  const asUtc = Date.parse(`${date}T${time}Z`);
-  const offsetMin = Math.round((asUtc - Math.floor(at.getTime() / 1000) * 1000) / 60_000);
-  const abs = Math.abs(offsetMin);
-  return (
-    `${wall}${offsetMin < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:` +
-    `${String(abs % 60).padStart(2, '0')}`
-  );
-}
+/** `at` as wall time in `zone` with its UTC offset: time-text.ts formatWithOffset, kept here for its callers. */
+export { formatWithOffset };
 
 /**
  * Renders the templates of every parameter value.
@@ -159,16 +147,50 @@ export function previousTick(job: ResolvedJob, at: Date): Date | undefined {
 }
 
 /**
- * The logical time of a run, worked out here only: `logicalEnd` is the request's, else its tick, else `now` (a
- * manual run); `logicalStart` the request's, else the schedule's previous tick before `logicalEnd`, else
- * `logicalEnd` itself (a job without schedule covers no interval); `tick` the scheduled time, else `logicalEnd`.
+ * The interval a run by hand stands for (docs/configuration.md "Run parameters and logical time"), as Airflow's
+ * manual runs do: without `chosen`, the latest complete interval of the job's schedule at `now` (for `15 2 * * *` at
+ * 22:40, from 02:15 yesterday to 02:15 today); with `chosen` (`--logical-time`), the interval ending at it. A job
+ * without a schedule covers no interval: both ends are `chosen`, else `now`.
+ */
+export function manualInterval(job: ResolvedJob, now: Date, chosen?: Date): { logicalStart: Date; logicalEnd: Date } {
+  const logicalEnd = chosen ?? previousTick(job, now) ?? now;
+  return { logicalStart: previousTick(job, logicalEnd) ?? logicalEnd, logicalEnd };
+}
+
+/**
+ * The interval `(logicalStart, logicalEnd]` as one line, each end by `format` (time-text.ts formatTime), with what
+ * chose it: `(2026-11-24 02:15:00+01:00, 2026-11-25 02:15:00+01:00], the latest complete interval of "15 2 * * *"`.
+ * @param chosen whether `--logical-time` chose it
+ */
+export function describeInterval(
+  job: ResolvedJob,
+  interval: { logicalStart: Date; logicalEnd: Date },
+  chosen: boolean,
+  format: (t: Date) => string,
+): string {
+  const { logicalStart, logicalEnd } = interval;
+  const schedule = job.job.schedule;
+  if (logicalStart.getTime() === logicalEnd.getTime())
+    return `logical time ${format(logicalEnd)} (no schedule, so no interval)`;
+  const why = chosen
+    ? 'the one --logical-time ends'
+    : `the latest complete interval of "${schedule}"; --logical-time chooses another`;
+  return `interval (${format(logicalStart)}, ${format(logicalEnd)}], ${why}`;
+}
+
+/**
+ * The logical time of a run, worked out here only: `logicalEnd` is the request's, else its tick, else (a manual run
+ * without one) the end of the schedule's latest complete interval ({@link manualInterval}; `now` without schedule);
+ * `logicalStart` the request's, else the schedule's previous tick before `logicalEnd`, else `logicalEnd` itself (a
+ * job without schedule covers no interval); `tick` the scheduled time, else `logicalEnd`.
  */
 export function logicalTimeOf(
   job: ResolvedJob,
   req: Pick<RunRequest, 'scheduledFor' | 'logicalStart' | 'logicalEnd'>,
   now: Date,
 ): LogicalTime {
-  const logicalEnd = new Date(req.logicalEnd ?? req.scheduledFor ?? now.toISOString());
+  const given = req.logicalEnd ?? req.scheduledFor;
+  const logicalEnd = given ? new Date(given) : manualInterval(job, now).logicalEnd;
   const logicalStart = req.logicalStart ? new Date(req.logicalStart) : (previousTick(job, logicalEnd) ?? logicalEnd);
   const tick = req.scheduledFor ? new Date(req.scheduledFor) : logicalEnd;
   return { tick, logicalStart, logicalEnd };

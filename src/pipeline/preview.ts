@@ -30,8 +30,11 @@ export interface PreviewOptions {
   redis: Redis;
   logger: Logger;
   signal?: AbortSignal;
-  /** The logical time the preview stands for (`--logical-time`; default now). */
-  logicalEnd?: Date | undefined;
+  /**
+   * The interval the preview stands for (default: the latest complete interval of the job's schedule,
+   * logical-time.ts manualInterval).
+   */
+  interval?: { logicalStart: Date; logicalEnd: Date } | undefined;
   /** The installation's prefix: the access token is shared under it (default `report-etl`). */
   prefix?: string | undefined;
 }
@@ -62,7 +65,12 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
   const declaredTypes = await resolveDeclaredTypes(o.pool, o.job.name, targetConfig.columns);
   const parameters = runParameters(
     o.job,
-    { parameters: o.parameters, ...(o.logicalEnd ? { logicalEnd: o.logicalEnd.toISOString() } : {}) },
+    {
+      parameters: o.parameters,
+      ...(o.interval
+        ? { logicalStart: o.interval.logicalStart.toISOString(), logicalEnd: o.interval.logicalEnd.toISOString() }
+        : {}),
+    },
     new Date(),
   );
   const client = await makeReportClient({

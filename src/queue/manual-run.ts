@@ -2,13 +2,15 @@
 import { randomUUID } from 'node:crypto';
 import type { EtlConfig } from '../config/schema.ts';
 import { resolveJob } from '../config/load.ts';
-import { previousTick } from '../pipeline/logical-time.ts';
+import { manualInterval } from '../pipeline/logical-time.ts';
 import { manualQueueJobId } from './names.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest } from '../vocabulary.ts';
 
 /**
- * Queues a manual run of `job` with the logical time `now` (its interval from the schedule's previous tick).
+ * Queues a manual run of `job` for the latest complete interval of its schedule, or the interval ending at `chosen`
+ * (`--logical-time`; pipeline/logical-time.ts manualInterval).
+ * @returns the queue job id, the run key and the interval the run stands for
  * @throws ConfigError for an unknown job
  */
 export async function enqueueManual(
@@ -16,14 +18,19 @@ export async function enqueueManual(
   config: EtlConfig,
   job: string,
   parameters: Record<string, string> = {},
+  chosen?: Date,
   now = new Date(),
-): Promise<{ jobId: string; runKey: string }> {
-  const r = resolveJob(config, job);
+): Promise<{ jobId: string; runKey: string; interval: { logicalStart: Date; logicalEnd: Date } }> {
+  const interval = manualInterval(resolveJob(config, job), now, chosen);
   const runKey = randomUUID();
-  const req: RunRequest = { job, trigger: 'manual', runKey, logicalEnd: now.toISOString() };
-  const previous = previousTick(r, now);
-  if (previous) req.logicalStart = previous.toISOString();
+  const req: RunRequest = {
+    job,
+    trigger: 'manual',
+    runKey,
+    logicalStart: interval.logicalStart.toISOString(),
+    logicalEnd: interval.logicalEnd.toISOString(),
+  };
   if (Object.keys(parameters).length) req.parameters = parameters;
   const { jobId } = await enqueueRun(queue, req, { jobId: manualQueueJobId(job, runKey), ...retryOf(config, job) });
-  return { jobId, runKey };
+  return { jobId, runKey, interval };
 }

@@ -45,6 +45,23 @@ export function needsRowCount(mode: WriteMode, guard: TargetGuard): boolean {
   return mode === 'replace' && guard.maxShrinkPercent !== undefined;
 }
 
+/** Whether the target table exists now. */
+export async function targetExists(db: Queryable, t: TableName): Promise<boolean> {
+  const { rows } = await db.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [quoteTable(t)]);
+  return rows[0]?.exists === true;
+}
+
+/**
+ * The words for a load that leaves no target: the report had no rows and no columns, so nothing says what to create
+ * (docs/loaded-tables.md "Guards and schema changes").
+ */
+export function noTargetWords(table: string): string {
+  return (
+    `no table: the report had no rows and no columns, so ${table} was not created and does not exist (queries of it ` +
+    'fail with "relation does not exist"; the first run whose report has columns creates it)'
+  );
+}
+
 /**
  * The target's rows now, or undefined when it does not exist yet. An exact `count(*)`: call it only when
  * {@link needsRowCount} says so, inside the load transaction after the target's lock.
@@ -60,6 +77,7 @@ export async function countTargetRows(db: Queryable, t: TableName): Promise<numb
  * Whether loading `rows` into `table` trips its guard.
  * @param o.rows rows the run loads (the server's rows= for typed rows, else the rows loaded)
  * @param o.currentRows the target's rows now (undefined: a new target, or not counted)
+ * @param o.targetExists whether the target exists now (false: the message says no table exists, none is created)
  * @param o.runKey the run's key, for the replay command in the message
  * @returns the trip, or undefined when the load may go on
  */
@@ -69,9 +87,13 @@ export function guardTrip(o: {
   guard: TargetGuard;
   rows: number;
   currentRows: number | undefined;
+  targetExists?: boolean | undefined;
   runKey: string;
 }): GuardTrip | undefined {
   const minRows = minRowsOf(o.mode, o.guard);
+  // Never "left as it was" for a table that is not there: dashboards reading it get "relation does not exist".
+  const untouched =
+    o.targetExists === false ? `${o.table} does not exist, and no table was created` : `${o.table} is left as it was`;
   const goOn = `If the result is right, load it with "report-etl replay ${shellQuote(o.runKey)} --accept-guard"`;
   if (o.rows < minRows) {
     const which =
@@ -84,7 +106,7 @@ export function guardTrip(o: {
     return {
       guard: 'minRows',
       finding,
-      message: `guard tripped: ${finding}: ${o.table} is left as it was. ${goOn}${setting}.`,
+      message: `guard tripped: ${finding}: ${untouched}. ${goOn}${setting}.`,
       details: {
         table: o.table,
         rows: o.rows,
@@ -109,9 +131,7 @@ export function guardTrip(o: {
       return {
         guard: 'maxShrinkPercent',
         finding,
-        message:
-          `guard tripped: ${finding}: ${o.table} is left as it was. ${goOn}, or raise ` +
-          `target.guard.maxShrinkPercent.`,
+        message: `guard tripped: ${finding}: ${untouched}. ${goOn}, or raise ` + `target.guard.maxShrinkPercent.`,
         details: {
           table: o.table,
           rows: o.rows,

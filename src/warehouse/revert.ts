@@ -8,6 +8,7 @@
 import type pg from 'pg';
 import { withTransaction, type Queryable } from '../db.ts';
 import { shellQuote } from '../shell-quote.ts';
+import { formatTime } from '../time-text.ts';
 import { dropAppendClaim, getAppendClaim, otherJobsAppendingRunKey, type AppendClaim } from '../history/appends.ts';
 import { newestAttempt } from '../history/attempts.ts';
 import { insertRevert, isReverted, revertsOfRun } from '../history/reverts.ts';
@@ -62,6 +63,7 @@ class Refused extends Error {
  * the target's load lock (target-table.ts lockTarget). Refuses, changing nothing, a run that is not an append, did
  * not load, was reverted already, or whose rows carry no run key (appended before lineage).
  * @param revertedBy `user@host`, recorded with the revert
+ * @param time how its messages print a time (default time-text.ts formatTime without the job's zone)
  * @throws the database's errors (nothing was changed)
  */
 export async function revertAppendedRun(
@@ -69,23 +71,24 @@ export async function revertAppendedRun(
   job: string,
   runKey: string,
   revertedBy?: string,
+  time: (t: Date) => string = (t) => formatTime(t),
 ): Promise<RevertOutcome> {
   const claim = await getAppendClaim(pool, job, runKey);
-  if (!claim) return refusal(await whyNoClaim(pool, job, runKey));
+  if (!claim) return refusal(await whyNoClaim(pool, job, runKey, time));
   const target = parseTableName(claim.target_table);
   try {
     return await withTransaction(pool, async (tx) => {
       await lockTarget(tx, target);
       // Read again under the lock: a revert that got the lock first has removed the claim.
       const held = await getAppendClaim(tx, job, runKey, true);
-      if (!held) throw new Refused(...(await whyNoClaim(tx, job, runKey)));
-      await checkRevertible(tx, held, target);
+      if (!held) throw new Refused(...(await whyNoClaim(tx, job, runKey, time)));
+      await checkRevertible(tx, held, target, time);
       const { rowCount } = await tx.query(
         `DELETE FROM ${quoteTable(target)} WHERE ${quoteIdent(LINEAGE.runKey)} = $1`,
         [runKey],
       );
       const rows = rowCount ?? 0;
-      if (rows === 0 && Number(held.rows) > 0) throw new Refused('no-lineage', rowsWithoutRunKey(held));
+      if (rows === 0 && Number(held.rows) > 0) throw new Refused('no-lineage', rowsWithoutRunKey(held, time));
       await dropAppendClaim(tx, job, runKey);
       const { revertId, revertedAt } = await insertRevert(tx, {
         job,
@@ -110,7 +113,12 @@ function refusal([reason, message]: readonly [RevertRefusal, string]): RevertOut
 }
 
 /** The target exists, has the run key column, and no other job appended a run of the same key into it. */
-async function checkRevertible(tx: pg.PoolClient, claim: AppendClaim, target: TableName): Promise<void> {
+async function checkRevertible(
+  tx: pg.PoolClient,
+  claim: AppendClaim,
+  target: TableName,
+  time: (t: Date) => string,
+): Promise<void> {
   const { rows } = await tx.query<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [quoteTable(target)]);
   if (!rows[0]?.ok) {
     throw new Refused(
@@ -123,7 +131,7 @@ async function checkRevertible(tx: pg.PoolClient, claim: AppendClaim, target: Ta
     throw new Refused(
       'no-lineage',
       `${claim.target_table} has no ${LINEAGE.runKey} column: the run appended its ${claim.rows} rows (at ` +
-        `${claim.committed_at.toISOString()}) before report-etl tagged appended rows with their run ` +
+        `${time(claim.committed_at)}) before report-etl tagged appended rows with their run ` +
         `(the next append run into the table adds the column), so they cannot be told from other runs' rows. ` +
         `${byHand(claim)}`,
     );
@@ -139,10 +147,10 @@ async function checkRevertible(tx: pg.PoolClient, claim: AppendClaim, target: Ta
 }
 
 /** The message for a run whose rows carry no run key although the target has the column: appended before it had. */
-function rowsWithoutRunKey(claim: AppendClaim): string {
+function rowsWithoutRunKey(claim: AppendClaim, time: (t: Date) => string): string {
   return (
     `no row of ${claim.target_table} carries run key ${claim.run_key}: the run appended its ${claim.rows} rows ` +
-    `(at ${claim.committed_at.toISOString()}) before the table had the ${LINEAGE.runKey} column, so they cannot be ` +
+    `(at ${time(claim.committed_at)}) before the table had the ${LINEAGE.runKey} column, so they cannot be ` +
     `told from other runs' rows; nothing was changed. ${byHand(claim)}`
   );
 }
@@ -169,7 +177,12 @@ function sqlText(s: string): string {
 }
 
 /** Why a run without a claim in etl.appended_runs cannot be reverted (a reason to follow "run K of job J: "). */
-async function whyNoClaim(db: Queryable, job: string, runKey: string): Promise<[RevertRefusal, string]> {
+async function whyNoClaim(
+  db: Queryable,
+  job: string,
+  runKey: string,
+  time: (t: Date) => string,
+): Promise<[RevertRefusal, string]> {
   const run = await getRun(db, job, runKey);
   const newest = await newestAttempt(db, job, runKey);
   const reverts = await revertsOfRun(db, job, runKey);
@@ -187,13 +200,13 @@ async function whyNoClaim(db: Queryable, job: string, runKey: string): Promise<[
     return [
       'already-reverted',
       `it was already reverted at ` +
-        `${last.reverted_at.toISOString()}${last.reverted_by ? ` by ${last.reverted_by}` : ''}: its ${last.rows} ` +
+        `${time(last.reverted_at)}${last.reverted_by ? ` by ${last.reverted_by}` : ''}: its ${last.rows} ` +
         `rows were removed from ${last.target_table}; "report-etl replay ${shellQuote(runKey)}" appends it again`,
     ];
   }
   const state = newest
     ? `its newest attempt (${newest.attempt}) ${newest.status === 'running' ? 'is still running' : newest.status}`
     : 'it has no attempt yet';
-  const since = last ? ` since it was reverted at ${last.reverted_at.toISOString()}` : '';
+  const since = last ? ` since it was reverted at ${time(last.reverted_at)}` : '';
   return ['not-loaded', `it appended no rows${since}: ${state}; nothing to revert`];
 }

@@ -1,0 +1,100 @@
+/**
+ * What an attempt asked the server for (etl.attempts.request, migration 0020; docs/observability.md "Run history"):
+ * the logical interval it stood for, written when the attempt is recorded, and the report request as sent, written
+ * once its parameters are rendered.
+ */
+import type { Queryable } from '../db.ts';
+
+/** The report request of an attempt, as sent to the server's start endpoint (docs/report-export-service.md). */
+export interface SentReportRequest {
+  mandant: string;
+  /** Report name as in jobs.yaml, sub folders separated by "/". */
+  name: string;
+  outputType: string;
+  /** Rows per page. */
+  paging: number;
+  /** The parameters after their `%{...}` templates were rendered and `-p` applied, name to value. */
+  parameters: Record<string, string>;
+}
+
+/**
+ * etl.attempts.request as read: times ISO 8601 UTC; `report` missing when the attempt failed before it was rendered.
+ * (Stored, `report.parameters` is a list of `[name, value]` pairs.)
+ */
+export interface AttemptRequest {
+  /** The interval `(logicalStart, logicalEnd]` the run stands for, and its tick. */
+  logicalStart: string;
+  logicalEnd: string;
+  tick: string;
+  report?: SentReportRequest;
+}
+
+/**
+ * Stores the report request as sent on the attempt, next to its interval (the attempt is recorded already). The
+ * parameters are kept as `[name, value]` pairs: jsonb would reorder an object's keys, and they read best in the
+ * order jobs.yaml gives them.
+ */
+export async function setAttemptReportRequest(
+  db: Queryable,
+  attemptId: string,
+  report: SentReportRequest,
+): Promise<void> {
+  await db.query(
+    `UPDATE etl.attempts SET request = coalesce(request, '{}'::jsonb) || jsonb_build_object('report', $2::jsonb)
+      WHERE attempt_id = $1`,
+    [attemptId, JSON.stringify({ ...report, parameters: Object.entries(report.parameters) })],
+  );
+}
+
+/** etl.attempts.request read back, or undefined when missing or not of this shape (an older attempt). */
+export function readAttemptRequest(value: unknown): AttemptRequest | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const v = value as Record<string, unknown>;
+  if (typeof v.logicalStart !== 'string' || typeof v.logicalEnd !== 'string') return undefined;
+  const r = v.report as Record<string, unknown> | undefined;
+  const report =
+    r && typeof r === 'object' && typeof r.name === 'string'
+      ? {
+          mandant: String(r.mandant),
+          name: r.name,
+          outputType: String(r.outputType),
+          paging: Number(r.paging),
+          parameters: Object.fromEntries(
+            (Array.isArray(r.parameters)
+              ? (r.parameters as unknown[]).filter((p): p is unknown[] => Array.isArray(p) && p.length === 2)
+              : Object.entries((r.parameters as Record<string, unknown> | null) ?? {})
+            ).map(([k, x]) => [String(k), String(x)]),
+          ),
+        }
+      : undefined;
+  return {
+    logicalStart: v.logicalStart,
+    logicalEnd: v.logicalEnd,
+    tick: typeof v.tick === 'string' ? v.tick : v.logicalEnd,
+    ...(report ? { report } : {}),
+  };
+}
+
+/**
+ * An attempt's request as lines of text for a terminal or an alert: the interval (each end by `format`), the report
+ * and its parameters as sent: `interval: (…, …]`, `report: mandant 7777, Sales/Orders, txt, paging 500`,
+ * `parameters: FROM=2026-11-24, TO=2026-11-25`.
+ */
+export function requestLines(r: AttemptRequest, format: (t: Date) => string): string[] {
+  const start = new Date(r.logicalStart);
+  const end = new Date(r.logicalEnd);
+  const lines = [
+    start.getTime() === end.getTime()
+      ? `logical time: ${format(end)} (no interval)`
+      : `interval: (${format(start)}, ${format(end)}]`,
+  ];
+  if (!r.report) {
+    lines.push('report: not sent (the attempt failed before its parameters were rendered)');
+    return lines;
+  }
+  const { mandant, name, outputType, paging, parameters } = r.report;
+  lines.push(`report: mandant ${mandant}, ${name}, ${outputType}, paging ${paging}`);
+  const params = Object.entries(parameters).map(([k, x]) => `${k}=${x}`);
+  lines.push(`parameters: ${params.length ? params.join(', ') : '(none)'}`);
+  return lines;
+}
