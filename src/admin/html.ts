@@ -84,6 +84,14 @@ pre{background:#fff;border:1px solid #d0d7de;padding:.6rem;white-space:pre-wrap;
 .notice{padding:.5rem .8rem;border:1px solid #2da44e;background:#dafbe1;margin-bottom:1rem}
 .problem{padding:.5rem .8rem;border:1px solid #cf222e;background:#ffebe9;margin-bottom:1rem}
 form.inline{display:inline}button{font:inherit;padding:.3rem .9rem;cursor:pointer}
+button.primary{background:#1f883d;color:#fff;border:1px solid #1a7f37;border-radius:6px;font-weight:600;
+padding:.45rem 1.2rem}
+button.secondary{background:#f6f8fa;color:#1b1f24;border:1px solid #d0d7de;border-radius:6px;font-size:.9em;
+padding:.2rem .7rem}
+.failure-box{border:1px solid #cf222e;border-left-width:4px;background:#fff;padding:.2rem .8rem .5rem;
+margin-bottom:1rem}
+.failure-box h2{margin-top:.5rem}.hint{background:#fff8c5;border:1px solid #d4a72c;padding:.4rem .6rem}
+.replay-advice{border:1px solid #d4a72c;background:#fff8c5;padding:.2rem .8rem .6rem;margin-bottom:1rem}
 .muted{color:#57606a;font-size:.9em}.state{padding:.05rem .4rem;border-radius:.6rem;white-space:nowrap;font-weight:600}
 .st-healthy{background:#dafbe1;color:#116329}.st-failing,.st-login_required{background:#ffebe9;color:#cf222e}
 .st-stale{background:#fff8c5;color:#9a6700}.st-invalid{background:#fbefff;color:#8250df}

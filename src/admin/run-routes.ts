@@ -17,14 +17,14 @@ import type { Logger } from '../logger.ts';
 import type { RunQueue } from '../queue/queue.ts';
 import { replayRun } from '../queue/replay.ts';
 import { getAttempt } from '../history/attempts.ts';
-import { attemptsOfRun, listRunErrors, loadingAttemptOf } from '../history/attempt-list.ts';
+import { attemptsOfRun, listRunErrors, loadingAttemptOf, type AttemptListRow } from '../history/attempt-list.ts';
 import { listJobNames, listRecentRuns, type RunListFilter } from '../history/run-list.ts';
-import { getRun } from '../history/runs.ts';
+import { getRun, type RunRow } from '../history/runs.ts';
 import { revertsOfRun } from '../history/reverts.ts';
 import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
 import { renderAttemptPage } from './attempt-page.ts';
 import { PAGE_CSP } from './html.ts';
-import { attemptPath, renderRunList, renderRunPage, runPath } from './run-pages.ts';
+import { attemptPath, renderRunList, renderRunPage, replayable, runPath, type NewestFailure } from './run-pages.ts';
 import { DocumentNotFoundError, listRunDocuments, readDocument } from '../warehouse/documents.ts';
 
 /** What the run routes need. */
@@ -67,6 +67,18 @@ function notFound(reply: FastifyReply, text: string): FastifyReply {
   return reply.code(404).type('text/plain; charset=utf-8').send(`${text}\n`);
 }
 
+/** The failure of a run's newest attempt when the run stands failed or interrupted (`attempts` newest first). */
+async function newestFailure(
+  pool: pg.Pool,
+  run: RunRow,
+  attempts: AttemptListRow[],
+): Promise<NewestFailure | undefined> {
+  const newest = attempts[0];
+  if (!replayable(run) || !newest || (newest.status !== 'failed' && newest.status !== 'interrupted')) return undefined;
+  const errors = await listRunErrors(pool, newest.attempt_id);
+  return { attempt: newest, error: errors.at(-1) };
+}
+
 /** Registers the run history routes on `app` (access control is the server's onRequest hook). */
 export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): void {
   app.get('/admin/runs', async (req, reply) => {
@@ -89,7 +101,10 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
         loadingAttemptOf(deps.pool, job, runKey),
         revertsOfRun(deps.pool, job, runKey),
       ]);
-      const documents = loading ? await listRunDocuments(deps.pool, loading) : [];
+      const [documents, failure] = await Promise.all([
+        loading ? listRunDocuments(deps.pool, loading) : [],
+        newestFailure(deps.pool, run, attempts),
+      ]);
       const config = deps.config?.();
       const notice = {
         replayedJobId: req.query.replayed,
@@ -97,7 +112,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
         jobGone: config !== undefined && !config.jobs[run.job],
       };
       const zone = zoneOf(config, run.job);
-      return htmlPage(reply, renderRunPage(run, attempts, notice, loading, documents, zone, reverts));
+      return htmlPage(reply, renderRunPage(run, attempts, notice, loading, documents, zone, reverts, failure));
     },
   );
 
@@ -129,9 +144,16 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
       attemptsOfRun(deps.pool, run.job, run.run_key),
       listRunDocuments(deps.pool, attemptId),
     ]);
+    const failure =
+      attempts[0]?.attempt_id === attemptId
+        ? replayable(run) && errors.length > 0
+          ? { attempt: attempts[0], error: errors.at(-1) }
+          : undefined
+        : await newestFailure(deps.pool, run, attempts);
     const config = deps.config?.();
     const jobGone = config !== undefined && !config.jobs[run.job];
-    const page = renderAttemptPage(attempt, run, errors, attempts, documents, jobGone, zoneOf(config, run.job));
+    const zone = zoneOf(config, run.job);
+    const page = renderAttemptPage(attempt, run, errors, attempts, documents, jobGone, zone, failure);
     return htmlPage(reply, page);
   });
 
