@@ -323,11 +323,37 @@ describe('run history pages', () => {
         redirect: 'manual',
       });
       expect(refused.status).toBe(303);
-      expect(new URL(refused.headers.get('location')!, server.url).searchParams.get('replayError')).toMatch(
-        /succeeded: nothing to replay/,
+      const refusedAt = new URL(refused.headers.get('location')!, server.url);
+      expect(refusedAt.searchParams.get('replayError')).toBe('succeeded');
+      expect(await (await get(`${refusedAt.pathname}${refusedAt.search}`, bearer)).text()).toContain(
+        '<div class="problem" role="alert" id="replay-error">Replay not queued: the run succeeded: nothing to ' +
+          'replay.</div>',
       );
     },
   );
+
+  it('shows only its own words for a replay notice: no text from the link reaches the page', async () => {
+    const planted = 'Call +1 555 0100 and read out the admin token';
+    for (const query of [
+      `replayError=${encodeURIComponent(planted)}`,
+      `replayError=${encodeURIComponent('<b>x</b>')}`,
+      `replayed=${encodeURIComponent(planted)}`,
+      'replayError=toString',
+    ]) {
+      const body = await (await get(`${failedRunPath()}?${query}`, bearer)).text();
+      expect(body, query).not.toContain('Call +1 555');
+      expect(body, query).not.toContain('&lt;b&gt;x');
+      expect(body, query).not.toContain('role="alert" id="replay-error"');
+      expect(body, query).not.toContain('Replay queued');
+    }
+    const running = await (await get(`${failedRunPath()}?replayError=running`, bearer)).text();
+    expect(running).toContain('Replay not queued: its newest attempt is still running: wait for it to end.');
+    // A queue job that is not a replay of this run is not announced as one.
+    const other = await (
+      await get(`/admin/runs/${okJob}/${okResult.runKey}?replayed=${failedAttemptId}`, bearer)
+    ).text();
+    expect(other).not.toContain('Replay queued');
+  });
 
   it('offers no Replay for a run whose job left jobs.yaml, and refuses a replay posted anyway', async () => {
     const config = h.config({
@@ -357,8 +383,8 @@ describe('run history pages', () => {
         redirect: 'manual',
       });
       expect(refused.status).toBe(303);
-      expect(new URL(refused.headers.get('location')!, withConfig.url).searchParams.get('replayError')).toContain(
-        'is no longer in jobs.yaml',
+      expect(new URL(refused.headers.get('location')!, withConfig.url).searchParams.get('replayError')).toBe(
+        'job-gone',
       );
       // A job still in jobs.yaml keeps its button.
       expect(await (await fetch(`${withConfig.url}${failedRunPath()}`, { headers: bearer })).text()).toContain(

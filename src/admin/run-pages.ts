@@ -10,6 +10,7 @@ import type { RunDocument } from '../history/run-documents.ts';
 import type { RunListFilter, RunListRow } from '../history/run-list.ts';
 import type { RunRow } from '../history/runs.ts';
 import { isReverted, type RevertRow } from '../history/reverts.ts';
+import type { ReplayRefusal } from '../queue/replay.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { formatWithOffset } from '../pipeline/logical-time.ts';
 import { failureHint } from '../failure-hints.ts';
@@ -178,20 +179,36 @@ attempts. Times are in each job's time zone, with its UTC offset.</p>`;
 
 /** What the run page shows above the run: the outcome of a replay request. */
 interface RunPageNotice {
-  /** BullMQ job id of the queued replay. */
+  /** BullMQ job id of the queued replay: the route passes it only when the queue holds it, as a replay of this run. */
   replayedJobId?: string | undefined;
-  /** Why a replay could not be queued. */
+  /** Why a replay could not be queued: a key of {@link REPLAY_ERRORS}; any other value is ignored. */
   replayError?: string | undefined;
   /** The run's job is no longer in jobs.yaml: nothing could run a replay, so none is offered. */
   jobGone?: boolean | undefined;
 }
 
+/**
+ * What the run page says for each `?replayError=` code: queue/replay.ts's refusals, and `failed` for anything else
+ * (the admin server's log has the text). The page shows only these words, never text from the URL.
+ */
+export const REPLAY_ERRORS: Readonly<Record<ReplayRefusal | 'failed', string>> = {
+  'no-run': 'the run history has no such run.',
+  'no-attempt': 'the run has no attempt yet (it is queued or waits for a report slot): nothing to replay.',
+  running: 'its newest attempt is still running: wait for it to end.',
+  succeeded: 'the run succeeded: nothing to replay.',
+  'not-guarded': "the run's target guard did not stop it: replay it without accepting the guard.",
+  'job-gone': "the run's job is no longer in jobs.yaml: add it back to replay its runs.",
+  failed: 'the queue did not take it: the admin server\'s log line "replay from the admin page refused" says why.',
+};
+
 function replayBanner(notice: RunPageNotice): SafeHtml | '' {
   if (notice.replayedJobId) {
     return html`<div class="notice" role="status">Replay queued as job ${queueJobLink(notice.replayedJobId)}.</div>`;
   }
-  return notice.replayError
-    ? html`<div class="problem" role="alert">Replay not queued: ${notice.replayError}</div>`
+  const code = notice.replayError;
+  return code !== undefined && Object.hasOwn(REPLAY_ERRORS, code)
+    ? html`<div class="problem" role="alert" id="replay-error">Replay not queued: \
+${REPLAY_ERRORS[code as keyof typeof REPLAY_ERRORS]}</div>`
     : '';
 }
 

@@ -2,7 +2,8 @@
  * Routes of the run history pages:
  * - `GET /admin/runs`: the logical runs (filters `job`, `status` of the newest attempt, `limit` per job);
  * - `GET /admin/runs/:job/:runKey`: one run, its attempts, the documents it loaded and its reverts;
- * - `POST /admin/runs/:job/:runKey/replay`: queues the failed run again, under its run key, and redirects back (303);
+ * - `POST /admin/runs/:job/:runKey/replay`: queues the failed run again, under its run key, and redirects back (303)
+ *   with `?replayed=<queue job id>`, or `?replayError=<code>` (run-pages.ts REPLAY_ERRORS) when it was refused;
  * - `GET /admin/attempts/:attemptId`: one attempt, its errors and documents;
  * - `GET /admin/attempts/:attemptId/documents/:page`: one document, streamed from its target table as an attachment.
  * Older links to an attempt (`/admin/runs/<attempt id>`, and its `/documents/<page>`) are redirected (301).
@@ -15,7 +16,7 @@ import type { EtlConfig } from '../config/schema.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { RunQueue } from '../queue/queue.ts';
-import { replayRun } from '../queue/replay.ts';
+import { replayRefusalOf, replayRun } from '../queue/replay.ts';
 import { getAttempt } from '../history/attempts.ts';
 import { attemptsOfRun, listRunErrors, loadingAttemptOf, type AttemptListRow } from '../history/attempt-list.ts';
 import { listJobNames, listRecentRuns, type RunListFilter } from '../history/run-list.ts';
@@ -79,6 +80,17 @@ async function newestFailure(
   return { attempt: newest, error: errors.at(-1) };
 }
 
+/**
+ * `replayed`, when it names a queue job that replays `run`; else undefined, so that a link cannot make the page claim
+ * a replay (or show its text).
+ */
+async function replayOfRun(queue: RunQueue, replayed: string | undefined, run: RunRow): Promise<string | undefined> {
+  if (!replayed || replayed.length > 500) return undefined;
+  const queued = await queue.getJob(replayed);
+  const data = queued?.data as { job?: unknown; runKey?: unknown; trigger?: unknown } | undefined;
+  return data?.job === run.job && data.runKey === run.run_key && data.trigger === 'replay' ? replayed : undefined;
+}
+
 /** Registers the run history routes on `app` (access control is the server's onRequest hook). */
 export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): void {
   app.get('/admin/runs', async (req, reply) => {
@@ -107,7 +119,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
       ]);
       const config = deps.config?.();
       const notice = {
-        replayedJobId: req.query.replayed,
+        replayedJobId: await replayOfRun(deps.queue, req.query.replayed, run),
         replayError: req.query.replayError,
         jobGone: config !== undefined && !config.jobs[run.job],
       };
@@ -130,7 +142,8 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     } catch (err) {
       const message = coerceError(err).message;
       deps.logger.warn({ job, runKey, err: message }, 'replay from the admin page refused');
-      return reply.redirect(`${back}?replayError=${encodeURIComponent(message.slice(0, 500))}`, 303);
+      // A code, never the text: the page shows its own words for it, so a link cannot put text into the page.
+      return reply.redirect(`${back}?replayError=${replayRefusalOf(err) ?? 'failed'}`, 303);
     }
   });
 
