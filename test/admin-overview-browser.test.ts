@@ -19,6 +19,7 @@ import { summaryLine } from '../src/failure-text.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 import { deleteRuns } from './support/queue-env.ts';
+import { logInInBrowser } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const jp = uniqueName('ovw');
@@ -111,7 +112,7 @@ afterAll(async () => {
 
 it('shows every job with its state, sparklines and a Replay on the failing one', async () => {
   const page = await context!.newPage();
-  await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
+  await logInInBrowser(page, server.url, token);
   expect(new URL(page.url()).pathname).toBe('/admin');
   const line = (job: string) => page.locator(`tr[data-job="${jp}_${job}"]`);
   expect(await line('healthy').locator('.state').textContent()).toBe('healthy');
@@ -159,7 +160,7 @@ it(
   'the overview, the run list and a run page fit a 420 px phone and a 1400 px screen ' + 'without sideways scrolling',
   async () => {
     const page = await context!.newPage();
-    await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
+    await logInInBrowser(page, server.url, token);
     const { rows } = await h.pool.query<{ run_key: string }>(
       'SELECT run_key FROM etl.runs WHERE job = $1 ORDER BY first_started_at DESC LIMIT 1',
       [`${jp}_failing`],

@@ -75,7 +75,10 @@ function stackedTable(t: string, columns: readonly string[], bare = 1): string {
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#1b1f24;background:#fafafa}
 h1{font-size:1.3rem;margin:0 0 .8rem}h2{font-size:1.1rem;margin:1.2rem 0 .4rem}
-nav a{margin-right:1rem}table{border-collapse:collapse;width:100%;background:#fff;margin-bottom:1rem}
+nav{display:flex;flex-wrap:wrap;align-items:center;gap:.3rem 1rem}nav form.logout{margin-left:auto}
+#logout{font-size:.9em;padding:.15rem .7rem}
+form.login{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}form.login input{font:inherit;padding:.3rem}
+table{border-collapse:collapse;width:100%;background:#fff;margin-bottom:1rem}
 th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}th{background:#f0f3f6}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#fff;border:1px solid #d0d7de;padding:.6rem;white-space:pre-wrap;word-break:break-word;margin:.3rem 0}
@@ -136,12 +139,23 @@ const NAV = [
   ['/metrics', 'Metrics'],
 ];
 
-/** A full HTML page around `body`, with navigation and the inline stylesheet. */
-export function page(title: string, body: SafeHtml): string {
+/**
+ * The Log out button of every page: a POST to `/admin/logout` (server.ts), which state-changing requests must send
+ * from this origin (the Origin check, with the session cookie's SameSite=Strict), as every form of these pages does.
+ */
+const LOGOUT = html`<form class="inline logout" method="post" action="/admin/logout">\
+<button type="submit" id="logout">Log out</button></form>`;
+
+/**
+ * A full HTML page around `body`, with navigation, a Log out button and the inline stylesheet.
+ * @param opts.logout false for a page seen before logging in (the login form): no Log out button
+ */
+export function page(title: string, body: SafeHtml, opts: { logout?: boolean } = {}): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title} · report-etl</title><style>${new SafeHtml(STYLE)}</style></head>
-<body><nav>${NAV.map(([href, text]) => html`<a href="${href}">${text}</a>`)}</nav>
+<body><nav>${NAV.map(([href, text]) => html`<a href="${href}">${text}</a>`)}${opts.logout === false ? '' : LOGOUT}\
+</nav>
 <h1>${title}</h1>
 ${body}
 </body></html>`.value;

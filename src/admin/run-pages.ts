@@ -282,9 +282,9 @@ draws it alone.</p>`;
 ${timelineChart(drawn.map((a) => chartAttempt(a, zone)))}`;
 }
 
-/** What an attempt that did not finish had done: its pages read and rows, as far as it recorded them. */
+/** What an attempt that did not finish had done: its pages read and rows; nothing for a failure before any page. */
 function doneSoFar(a: NewestFailure['attempt']): string {
-  if (a.pages === null && a.rows === null) return '';
+  if (!a.pages && a.status !== 'interrupted') return '';
   return `${formatCount(a.pages ?? 0)} pages read, ${formatCount(a.rows ?? 0)} rows`;
 }
 
