@@ -46,6 +46,7 @@ export const COLUMNS = {
   overview: ['Job', 'State', 'Last attempt', 'Last success', 'Next tick', 'Rows', 'Duration'],
   runs: ['Run', 'Started', 'Status', 'Trigger', 'Attempts', 'Duration', 'Rows', 'Error'],
   attempts: ['Attempt', 'Attempt id', 'Started', 'Status', 'Trigger', 'Duration', 'Rows', 'Worker', 'Error'],
+  connections: ['Connection', 'Service user', 'Server', 'Client-ID', 'Login', 'Token scopes'],
 } as const;
 
 /** A table's header row of `columns`. */
@@ -74,13 +75,13 @@ function stackedTable(t: string, columns: readonly string[], bare = 1): string {
 
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#1b1f24;background:#fafafa}
-h1{font-size:1.3rem;margin:0 0 .8rem}h2{font-size:1.1rem;margin:1.2rem 0 .4rem}
+h1{font-size:1.3rem;margin:0 0 .8rem}h2{font-size:1.1rem;margin:1.2rem 0 .4rem}h1,h2,h3{overflow-wrap:anywhere}
 nav{display:flex;flex-wrap:wrap;align-items:center;gap:.3rem 1rem}nav form.logout{margin-left:auto}
 #logout{font-size:.9em;padding:.15rem .7rem}
 form.login{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}form.login input{font:inherit;padding:.3rem}
 table{border-collapse:collapse;width:100%;background:#fff;margin-bottom:1rem}
 th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}th{background:#f0f3f6}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td{overflow-wrap:anywhere}td.num{text-align:right;font-variant-numeric:tabular-nums;overflow-wrap:normal}
 pre{background:#fff;border:1px solid #d0d7de;padding:.6rem;white-space:pre-wrap;word-break:break-word;margin:.3rem 0}
 .s-succeeded{color:#116329}.s-failed{color:#cf222e;font-weight:600}.s-interrupted{color:#9a6700}
 .s-running{color:#0969da}
@@ -128,6 +129,7 @@ body{margin:.8rem}dl{grid-template-columns:1fr}dt{margin-top:.3rem}#documents{di
 ${stackedTable('table.overview', COLUMNS.overview, 2)}
 ${stackedTable('table.runs', COLUMNS.runs)}
 ${stackedTable('#attempts', COLUMNS.attempts, 0)}
+${stackedTable('table.connections', COLUMNS.connections)}
 }
 `;
 

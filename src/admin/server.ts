@@ -178,6 +178,8 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: false,
     bodyLimit: 1024 * 1024,
+    // Run keys and job names are path parameters: fastify's default of 100 characters answered 414 for long run keys.
+    maxParamLength: 1000,
   });
 
   if (!isAuthConfigured(auth)) {
