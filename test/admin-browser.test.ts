@@ -16,6 +16,7 @@ import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { logInInBrowser } from './support/admin-login.ts';
 
 const SCREENSHOT_RUN = '/tmp/report-etl-admin-run.png';
 const SCREENSHOT_REPLAYED = '/tmp/report-etl-admin-replayed.png';
@@ -66,9 +67,19 @@ afterAll(async () => {
 
 it("shows a failed run with the server's text and replays it by clicking", async () => {
   const page = await context!.newPage();
-  // Logging in sets the session cookie and lands on the run list.
-  const login = await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
-  expect(login?.status()).toBe(200);
+  const visited: string[] = [];
+  page.on('request', (r) => visited.push(r.url()));
+  // An admin page without a session shows the login form (a 401); a wrong token says so and keeps the form.
+  const refused = await page.goto(`${server.url}/admin/runs`);
+  expect(refused?.status()).toBe(401);
+  expect(await page.locator('#login-notice').textContent()).toBe('Log in to see the admin pages.');
+  expect(await page.locator('#logout').count()).toBe(0);
+  await page.locator('#token').fill(`${token}x`);
+  await Promise.all([page.waitForLoadState(), page.locator('#login button').click()]);
+  await expect.poll(() => page.locator('#login-notice').textContent()).toContain('Wrong token');
+  await page.screenshot({ path: '/tmp/report-etl-admin-login.png', fullPage: true });
+  // The form sets the session cookie and lands on the run list; the token is in no URL the browser visited.
+  await logInInBrowser(page, server.url, token);
   expect(new URL(page.url()).pathname).toBe('/admin/runs');
 
   await page.goto(`${server.url}/admin/runs?job=${encodeURIComponent(job)}&status=failed`);
@@ -117,4 +128,11 @@ it("shows a failed run with the server's text and replays it by clicking", async
   await page.screenshot({ path: '/tmp/report-etl-admin-bull-board.png', fullPage: true });
   await page.locator('#report-etl-back').click();
   await page.waitForURL((u) => u.pathname === '/admin' || u.pathname === '/admin/runs');
+
+  // Log out, from any page: the login form says so, and the pages ask for a login again.
+  await page.goto(`${server.url}/admin/runs/${job}/${failedAttemptId}`);
+  await Promise.all([page.waitForURL('**/admin/login?loggedOut'), page.locator('#logout').click()]);
+  expect(await page.locator('#login-notice').textContent()).toContain('Logged out');
+  expect((await page.goto(`${server.url}/admin/runs`))?.status()).toBe(401);
+  expect(visited.filter((u) => u.includes(token))).toEqual([]);
 }, 60_000);

@@ -19,6 +19,8 @@ import { summaryLine } from '../src/failure-text.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 import { deleteRuns } from './support/queue-env.ts';
+import { logInInBrowser } from './support/admin-login.ts';
+import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const jp = uniqueName('ovw');
@@ -111,7 +113,7 @@ afterAll(async () => {
 
 it('shows every job with its state, sparklines and a Replay on the failing one', async () => {
   const page = await context!.newPage();
-  await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
+  await logInInBrowser(page, server.url, token);
   expect(new URL(page.url()).pathname).toBe('/admin');
   const line = (job: string) => page.locator(`tr[data-job="${jp}_${job}"]`);
   expect(await line('healthy').locator('.state').textContent()).toBe('healthy');
@@ -156,23 +158,46 @@ it('shows every job with its state, sparklines and a Replay on the failing one',
 }, 60_000);
 
 it(
-  'the overview, the run list and a run page fit a 420 px phone and a 1400 px screen ' + 'without sideways scrolling',
+  'the overview, the run list, run and attempt pages (long run keys) and the connections fit a 420 px phone and a ' +
+    '1400 px screen without sideways scrolling',
   async () => {
     const page = await context!.newPage();
-    await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
+    await logInInBrowser(page, server.url, token);
     const { rows } = await h.pool.query<{ run_key: string }>(
       'SELECT run_key FROM etl.runs WHERE job = $1 ORDER BY first_started_at DESC LIMIT 1',
       [`${jp}_failing`],
     );
+    // A run key of a scheduled run is one long word: it must wrap in the page's heading.
+    const longKey = `${jp}_failing__2026-11-25T02:15:00.000Z__replay_of_${'0123456789abcdef'.repeat(4)}`;
+    const longAttempt = crypto.randomUUID();
+    await insertAttempt(h.pool, {
+      attemptId: longAttempt,
+      job: `${jp}_failing`,
+      runKey: longKey,
+      trigger: 'schedule',
+      targetTable: `${h.schema}.failing_table_with_a_long_name_for_the_narrow_screen`,
+      writeMode: 'replace',
+      worker: 'test',
+    });
+    await failAttempt(h.pool, longAttempt, {
+      status: 'failed',
+      stage: 'poll',
+      errorKind: 'REPORT_FAILED',
+      retryable: false,
+      message: `report job failed: ${'a_long_word_without_spaces_'.repeat(8)}`,
+    });
     const pages = {
       overview: '/admin',
       runs: `/admin/runs?job=${encodeURIComponent(`${jp}_failing`)}`,
       run: `/admin/runs/${jp}_failing/${rows[0]!.run_key}`,
+      'long-run': `/admin/runs/${jp}_failing/${encodeURIComponent(longKey)}`,
+      attempt: `/admin/attempts/${longAttempt}`,
+      connections: '/admin/connections',
     };
     for (const width of [420, 1400]) {
       await page.setViewportSize({ width, height: 900 });
       for (const [name, path] of Object.entries(pages)) {
-        await page.goto(`${server.url}${path}`);
+        expect((await page.goto(`${server.url}${path}`))?.status(), path).toBe(200);
         const { scroll, client } = (await page.evaluate(
           '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
         )) as { scroll: number; client: number };

@@ -53,10 +53,20 @@ async function start(auth: AdminAuth): Promise<{ port: number }> {
   return { port: Number(new URL(server.url).port) };
 }
 
+/** The login form's POST of `token`, as a browser at `host` sends it. */
+const logIn = (host: string, token: string, from?: string) => ({
+  host,
+  path: '/admin/login',
+  method: 'POST',
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  body: new URLSearchParams({ token }).toString(),
+  ...(from ? { from } : {}),
+});
+
 /** A request to 127.0.0.1:`port` with the given Host header, from `from` (a loopback address). */
 function call(
   port: number,
-  o: { host: string; path: string; method?: string; headers?: Record<string, string>; from?: string },
+  o: { host: string; path: string; method?: string; headers?: Record<string, string>; from?: string; body?: string },
 ): Promise<{ status: number; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -73,7 +83,7 @@ function call(
         resolve({ status: res.statusCode ?? 0, headers: res.headers });
       },
     );
-    req.on('error', reject).end();
+    req.on('error', reject).end(o.body);
   });
 }
 
@@ -90,7 +100,7 @@ describe('a Host that does not name this server is refused, with or without cred
     const creds = 'token' in auth ? bearer : 'basic' in auth ? basicAuth : {};
 
     // The rebound page: the right token, a replay with its own origin, the pages, /metrics — all refused.
-    const login = await call(port, { host: evil, path: `/admin/login?token=${token}` });
+    const login = await call(port, logIn(evil, token));
     expect(login.status).toBe(403);
     expect(login.headers['set-cookie']).toBeUndefined();
     for (const path of ['/admin/runs', '/admin', '/admin/queues/api/queues', '/metrics'])
@@ -118,7 +128,7 @@ describe('a Host that does not name this server is refused, with or without cred
         'token' in auth || 'basic' in auth || !host.startsWith('ETL') ? 200 : 403,
       );
     if ('token' in auth) {
-      const ok = await call(port, { host: 'etl.example.com', path: `/admin/login?token=${token}` });
+      const ok = await call(port, logIn('etl.example.com', token));
       expect(ok.status).toBe(303);
       expect(String(ok.headers['set-cookie'])).toContain('report_etl_admin=');
     }
@@ -139,13 +149,12 @@ describe('guessing', () => {
   it('10 wrong /admin/login tokens from an address: then 429, the right token too; other addresses go on', async () => {
     const { port } = await start({ token });
     const host = `127.0.0.1:${port}`;
-    for (let i = 0; i < 10; i++)
-      expect((await call(port, { host, path: `/admin/login?token=guess${i}`, from: '127.0.0.2' })).status).toBe(401);
-    const blocked = await call(port, { host, path: `/admin/login?token=${token}`, from: '127.0.0.2' });
+    for (let i = 0; i < 10; i++) expect((await call(port, logIn(host, `guess${i}`, '127.0.0.2'))).status).toBe(401);
+    const blocked = await call(port, logIn(host, token, '127.0.0.2'));
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
     expect(Number(blocked.headers['retry-after'])).toBeLessThanOrEqual(60);
-    expect((await call(port, { host, path: `/admin/login?token=${token}`, from: '127.0.0.3' })).status).toBe(303);
+    expect((await call(port, logIn(host, token, '127.0.0.3'))).status).toBe(303);
   });
 
   it('wrong bearer tokens count as much', async () => {

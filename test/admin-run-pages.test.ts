@@ -25,6 +25,7 @@ const failJob = uniqueName('adp_fail');
 const okJob = uniqueName('adp_ok');
 const markupJob = uniqueName('adp_markup');
 const revJob = uniqueName('adp_rev');
+const moreJob = uniqueName('adp_more');
 
 let h: Harness;
 let queue: Queue;
@@ -42,6 +43,7 @@ beforeAll(async () => {
       { name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } },
       { table: `${h.schema}.orders` },
     ),
+    [moreJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.more` }),
   });
   const err = await runAttempt({
     job: resolveJob(config, failJob),
@@ -94,7 +96,7 @@ afterAll(async () => {
   await server?.close();
   await queue?.obliterate({ force: true }).catch(() => undefined);
   await queue?.close();
-  await h?.pool.query('DELETE FROM etl.runs WHERE job = ANY($1)', [[failJob, okJob, markupJob, revJob]]);
+  await h?.pool.query('DELETE FROM etl.runs WHERE job = ANY($1)', [[failJob, okJob, markupJob, revJob, moreJob]]);
   await h?.pool.query('DELETE FROM etl.appended_runs WHERE job = $1', [revJob]);
   await h?.pool.query('DELETE FROM etl.reverts WHERE job = $1', [revJob]);
   await h?.close();
@@ -150,6 +152,70 @@ describe('run history pages', () => {
     expect(ok).not.toContain('id="replay"');
     // A foreground run was never queued: no Queued line.
     expect(ok).not.toContain('<dt>Queued</dt>');
+  });
+
+  it(
+    "the failed run page leads with the failure: code, stage, retryable, the server's whole text and the " +
+      'troubleshooting hint, and Replay says what must change first',
+    async () => {
+      const body = await (await get(failedRunPath(), bearer)).text();
+      const lead = body.slice(body.indexOf('<section id="failure"'), body.indexOf('</section>'));
+      expect(lead).toContain(`<a href="/admin/attempts/${failedAttemptId}">attempt 1</a>`);
+      expect(lead).toContain('<dd class="code">REPORT_FAILED</dd>');
+      expect(lead).toContain('<dd class="stage">poll</dd>');
+      expect(lead).toContain('<dd class="retryable">no: the same failure comes back until something changes</dd>');
+      // The server's every line, before the run's fields.
+      expect(lead).toContain(`<pre class="failure-text">${escapeHtml(FAILING_MESSAGE)}</pre>`);
+      expect(body.indexOf('<section id="failure"')).toBeLessThan(body.indexOf('<dt>Run key</dt>'));
+      expect(lead).toContain(
+        '<strong>What to do:</strong> read the server&#39;s text; an avx report needs its <code>.avx</code> ' +
+          'extension in <code>report.name</code>.',
+      );
+      // Not the primary button: what must change first, then a plain one.
+      const advice = body.slice(body.indexOf('<div class="replay-advice" id="replay-advice">'));
+      expect(advice).toMatch(/^<div class="replay-advice" id="replay-advice"><p><strong>REPORT_FAILED is not retried/);
+      expect(advice).toContain('First: read the server&#39;s text');
+      expect(body).toContain(
+        '<button type="submit" id="replay" class="secondary">Replay once that is changed</button>',
+      );
+      expect(body).not.toContain('class="primary"');
+      // The attempt page offers it the same way.
+      const attempt = await (await get(`/admin/attempts/${failedAttemptId}`, bearer)).text();
+      expect(attempt).toContain('id="replay-advice"');
+      expect(attempt).toContain('id="replay" class="secondary"');
+    },
+  );
+
+  it('a retryable failure keeps the primary Replay; an interrupted attempt says what it had done', async () => {
+    const record = async (job: string, status: 'failed' | 'interrupted', errorKind: string, retryable: boolean) => {
+      const attemptId = crypto.randomUUID();
+      await insertAttempt(h.pool, {
+        attemptId,
+        job,
+        runKey: attemptId,
+        trigger: 'manual',
+        targetTable: 'x.y',
+        writeMode: 'replace',
+        worker: 'test',
+      });
+      await failAttempt(h.pool, attemptId, {
+        status,
+        stage: 'fetch',
+        errorKind,
+        retryable,
+        message: `${errorKind} on page 34`,
+        figures: { pages: 33, rows: 3300 },
+      });
+      return (await get(`/admin/runs/${job}/${attemptId}`, bearer)).text();
+    };
+    const transient = await record(moreJob, 'failed', 'HTTP_TRANSIENT', true);
+    expect(transient).toContain('<dd class="retryable">yes: retried automatically while the job has attempts left');
+    expect(transient).toContain('<button type="submit" id="replay" class="primary">Replay run</button>');
+    expect(transient).not.toContain('id="replay-advice"');
+    const orphaned = await record(moreJob, 'interrupted', 'ORPHANED', false);
+    expect(orphaned).toContain('<h2>Why it stopped:');
+    expect(orphaned).toContain('<dd class="done">33 pages read, 3\u202f300 rows</dd>');
+    expect(orphaned).toContain('<button type="submit" id="replay" class="primary">Replay run</button>');
   });
 
   it('the run page of a queued run says when it was queued and how long it waited for a worker', async () => {
@@ -257,11 +323,37 @@ describe('run history pages', () => {
         redirect: 'manual',
       });
       expect(refused.status).toBe(303);
-      expect(new URL(refused.headers.get('location')!, server.url).searchParams.get('replayError')).toMatch(
-        /succeeded: nothing to replay/,
+      const refusedAt = new URL(refused.headers.get('location')!, server.url);
+      expect(refusedAt.searchParams.get('replayError')).toBe('succeeded');
+      expect(await (await get(`${refusedAt.pathname}${refusedAt.search}`, bearer)).text()).toContain(
+        '<div class="problem" role="alert" id="replay-error">Replay not queued: the run succeeded: nothing to ' +
+          'replay.</div>',
       );
     },
   );
+
+  it('shows only its own words for a replay notice: no text from the link reaches the page', async () => {
+    const planted = 'Call +1 555 0100 and read out the admin token';
+    for (const query of [
+      `replayError=${encodeURIComponent(planted)}`,
+      `replayError=${encodeURIComponent('<b>x</b>')}`,
+      `replayed=${encodeURIComponent(planted)}`,
+      'replayError=toString',
+    ]) {
+      const body = await (await get(`${failedRunPath()}?${query}`, bearer)).text();
+      expect(body, query).not.toContain('Call +1 555');
+      expect(body, query).not.toContain('&lt;b&gt;x');
+      expect(body, query).not.toContain('role="alert" id="replay-error"');
+      expect(body, query).not.toContain('Replay queued');
+    }
+    const running = await (await get(`${failedRunPath()}?replayError=running`, bearer)).text();
+    expect(running).toContain('Replay not queued: its newest attempt is still running: wait for it to end.');
+    // A queue job that is not a replay of this run is not announced as one.
+    const other = await (
+      await get(`/admin/runs/${okJob}/${okResult.runKey}?replayed=${failedAttemptId}`, bearer)
+    ).text();
+    expect(other).not.toContain('Replay queued');
+  });
 
   it('offers no Replay for a run whose job left jobs.yaml, and refuses a replay posted anyway', async () => {
     const config = h.config({
@@ -291,8 +383,8 @@ describe('run history pages', () => {
         redirect: 'manual',
       });
       expect(refused.status).toBe(303);
-      expect(new URL(refused.headers.get('location')!, withConfig.url).searchParams.get('replayError')).toContain(
-        'is no longer in jobs.yaml',
+      expect(new URL(refused.headers.get('location')!, withConfig.url).searchParams.get('replayError')).toBe(
+        'job-gone',
       );
       // A job still in jobs.yaml keeps its button.
       expect(await (await fetch(`${withConfig.url}${failedRunPath()}`, { headers: bearer })).text()).toContain(

@@ -19,6 +19,7 @@ import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, useHarness } from './support/harness.ts';
+import { logInInBrowser } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const small = uniqueName('tl_small');
@@ -88,7 +89,7 @@ beforeAll(async () => {
   browser = await launchBrowser();
   context = browser.context;
   const login = await context.newPage();
-  await login.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
+  await logInInBrowser(login, server.url, token);
   await login.close();
 }, 120_000);
 

@@ -28,6 +28,7 @@ import { insertAttempt } from '../src/history/attempts.ts';
 import { pruneHistory } from '../src/history/retention.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { adminSessionCookie, postLogin } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const basic = { user: 'oncall', password: `pw-${randomBytes(8).toString('hex')}` };
@@ -347,8 +348,7 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
       expect((await get('/metrics', { authorization: `Basic ${b64(`${basic.user}:${basic.password}`)}` })).status).toBe(
         200,
       );
-      const login = await get(`/admin/login?token=${encodeURIComponent(token)}`);
-      const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+      const cookie = await adminSessionCookie(server.url, token);
       expect((await get('/metrics', { cookie })).status).toBe(200);
       expect((await get('/healthz')).status).toBe(200);
       expect((await get('/readyz')).status).toBe(200);
@@ -384,7 +384,7 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
         // The metrics token opens nothing else.
         expect(await status(`${s.url}/admin/runs`, scraper)).toBe(401);
         expect(await status(`${s.url}/admin/queues/api/queues`, scraper)).toBe(401);
-        expect(await status(`${s.url}/admin/login?token=${encodeURIComponent(metricsToken)}`)).toBe(401);
+        expect((await postLogin(s.url, metricsToken)).status).toBe(401);
         expect(await status(`${s.url}/healthz`)).toBe(200);
       } finally {
         await s.close();
@@ -489,8 +489,10 @@ describe('access control', () => {
       401,
     );
 
-    expect((await get('/admin/login?token=nope')).status).toBe(401);
-    const login = await get(`/admin/login?token=${encodeURIComponent(token)}`);
+    const wrong = await postLogin(server.url, 'nope');
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('set-cookie')).toBeNull();
+    const login = await postLogin(server.url, token);
     expect(login.status).toBe(303);
     expect(login.headers.get('location')).toBe('/admin/runs');
     const setCookie = login.headers.get('set-cookie') ?? '';
@@ -500,6 +502,42 @@ describe('access control', () => {
     const cookie = setCookie.split(';')[0]!;
     expect((await get('/admin/runs', { cookie })).status).toBe(200);
     expect((await get('/admin/runs', { cookie: `${cookie}0` })).status).toBe(401);
+  });
+
+  it('logs in through a form that POSTs the token: 401 says if it was missing or wrong; no token in URLs', async () => {
+    const form = await get('/admin/login');
+    expect(form.status).toBe(200);
+    expect(form.headers.get('cache-control')).toBe('no-store');
+    const page = await form.text();
+    expect(page).toContain('<form method="post" action="/admin/login" id="login" class="login">');
+    expect(page).toContain('name="token" type="password"');
+    expect(page).not.toContain('id="logout"');
+    const said = async (res: Response) => /id="login-notice">([^<]*)/.exec(await res.text())?.[1];
+    const missing = await postLogin(server.url, '');
+    expect(missing.status).toBe(401);
+    expect(await said(missing)).toMatch(/^No token was given/);
+    const wrong = await postLogin(server.url, `${token}x`);
+    expect(wrong.status).toBe(401);
+    expect(await said(wrong)).toMatch(/^Wrong token/);
+    // The old login link is not taken: the token would stay in the history.
+    const link = await get(`/admin/login?token=${encodeURIComponent(token)}`);
+    expect(link.status).toBe(400);
+    expect(link.headers.get('set-cookie')).toBeNull();
+    expect(await said(link)).toMatch(/no longer taken from the URL/);
+    // A form posted from another site is refused.
+    const forged = await fetch(`${server.url}/admin/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'http://evil.example' },
+      body: `token=${encodeURIComponent(token)}`,
+      redirect: 'manual',
+    });
+    expect(forged.status).toBe(403);
+    // Every admin page has the Log out button.
+    const cookie = await adminSessionCookie(server.url, token);
+    for (const path of ['/admin/runs', '/admin/connections', `/admin/runs/${failJob}/${failedAttemptId}`])
+      expect(await (await get(path, { cookie })).text(), path).toContain(
+        '<form class="inline logout" method="post" action="/admin/logout"><button type="submit" id="logout">',
+      );
   });
 
   it('bull-board is served with our queue', async () => {
@@ -543,7 +581,7 @@ describe('access control', () => {
       });
       const runs = async (cookie: string) => (await fetch(`${s.url}/admin/runs`, { headers: { cookie } })).status;
       try {
-        const login = await fetch(`${s.url}/admin/login?token=${encodeURIComponent(token)}`, { redirect: 'manual' });
+        const login = await postLogin(s.url, token);
         const setCookie = login.headers.get('set-cookie') ?? '';
         expect(setCookie).toMatch(/; Secure/);
         const cookie = setCookie.split(';')[0]!;
@@ -555,8 +593,13 @@ describe('access control', () => {
         // Signed with another issue time than it claims: refused.
         expect(await runs(other.replace(/=\d+/, `=${now}`))).toBe(401);
 
-        const out = await fetch(`${s.url}/admin/logout`, { method: 'POST', headers: { cookie, origin: s.url } });
-        expect(out.status).toBe(200);
+        const out = await fetch(`${s.url}/admin/logout`, {
+          method: 'POST',
+          headers: { cookie, origin: s.url },
+          redirect: 'manual',
+        });
+        expect(out.status).toBe(303);
+        expect(out.headers.get('location')).toBe('/admin/login?loggedOut');
         expect(out.headers.get('set-cookie')).toMatch(new RegExp(`^${SESSION_COOKIE}=; .*Max-Age=0`));
         // Ended on the server too: a copy of the cookie no longer opens anything; other sessions go on.
         expect(await runs(cookie)).toBe(401);

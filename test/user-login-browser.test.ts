@@ -15,6 +15,7 @@ import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { SECRET_KEY_ENV } from '../src/secret-box.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
+import { logInInBrowser } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const previousKey = process.env[SECRET_KEY_ENV];
@@ -66,7 +67,7 @@ afterAll(async () => {
 
 it("logs in from the admin page through the simulator's form and shows the connection logged in", async () => {
   const page = await context!.newPage();
-  await page.goto(`${server.url}/admin/login?token=${encodeURIComponent(token)}`);
+  await logInInBrowser(page, server.url, token);
   await page.goto(`${server.url}/admin/connections`);
   const row = page.locator('tr[data-connection="sim"]');
   expect(await row.locator('.login-state').textContent()).toBe('not logged in');

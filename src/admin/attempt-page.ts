@@ -14,11 +14,11 @@ import {
   documentTable,
   formatDuration,
   formatTime,
-  jobGoneNote,
   replayable,
-  replayButton,
+  replayOffer,
   runPath,
   statusLabel,
+  type NewestFailure,
 } from './run-pages.ts';
 import { timelineChart } from './timeline-chart.ts';
 import { requestSection, scheduledForText } from './request-section.ts';
@@ -68,6 +68,8 @@ ${preSection(html`Details`, 'details', e.details)}
  * One attempt of `run`.
  * @param attempts every attempt of the run (this one among them), newest first
  * @param zone the job's time zone, for its times (UTC when not given)
+ * @param failure the failure of the run's newest attempt: it decides how Replay is offered (run-pages.ts
+ *   replayOffer)
  */
 export function renderAttemptPage(
   attempt: AttemptRow,
@@ -77,6 +79,7 @@ export function renderAttemptPage(
   documents: RunDocument[] = [],
   jobGone = false,
   zone?: string,
+  failure?: NewestFailure,
 ): string {
   const a = attempt;
   const t = (d: Date | null) => formatTime(d, zone);
@@ -107,7 +110,7 @@ ${guard}
   // etl.attempts.error is our message plus the server's, which the error rows show apart: shown only without them.
   const errorText =
     a.error !== null && errors.length === 0 ? html`<h2>Error</h2><pre class="run-error-text">${a.error}</pre>` : '';
-  const replay = !replayable(run) ? '' : jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
+  const replay = !replayable(run) ? '' : replayOffer(run, failure, jobGone);
   const others = attempts.filter((o) => o.attempt_id !== a.attempt_id);
   const otherTable = others.length ? html`<h2>Other attempts of this run</h2>${attemptTable(others, zone)}` : '';
   const body = html`${replay}${fields}${errorText}${errors.map((e) => errorSection(e, zone))}${requestSection(a, zone)}\

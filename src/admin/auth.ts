@@ -2,8 +2,8 @@
  * Access control of the admin HTTP server (the admin pages are protected by a
  * configured token or basic auth).
  *
- * - Token: `Authorization: Bearer <token>`, or the session cookie that `GET /admin/login?token=<token>` sets for
- *   browsers. The cookie holds its issue time and an HMAC of it keyed by the token, never the token; it is
+ * - Token: `Authorization: Bearer <token>`, or the session cookie that the login form (`POST /admin/login`) sets
+ *   for browsers. The cookie holds its issue time and an HMAC of it keyed by the token, never the token; it is
  *   HttpOnly, SameSite=Strict, scoped to `/admin`, `Secure` under https, taken for 12 h, and `POST /admin/logout`
  *   ends it (server.ts).
  * - Basic: `Authorization: Basic base64(user:password)`; a 401 asks the browser for it (`WWW-Authenticate`).
@@ -234,7 +234,7 @@ export function rejectUnauthorized(reply: FastifyReply, auth: AdminAuth | undefi
   }
   if (auth!.basic) reply.header('www-authenticate', `Basic realm="${REALM}", charset="UTF-8"`);
   const hint = auth!.token
-    ? 'send Authorization: Bearer <token>, or open /admin/login?token=<token> once'
+    ? 'send Authorization: Bearer <token>, or log in with the form of /admin/login'
     : 'use basic auth';
   return reply.code(401).type('text/plain; charset=utf-8').send(`unauthorized: ${hint}\n`);
 }
@@ -295,7 +295,7 @@ export function rejectMetrics(
 }
 
 /**
- * The `Set-Cookie` header for a browser session after `/admin/login?token=...` (HttpOnly, SameSite=Strict,
+ * The `Set-Cookie` header for a browser session after the login form (HttpOnly, SameSite=Strict,
  * Path=/admin, 12 h), or with no `token` the one that removes it (logout).
  * @param secure add `Secure` (the request came over https, or ADMIN_PUBLIC_URL is https: a TLS proxy)
  */

@@ -6,7 +6,7 @@
 import type { ConnectionConfig } from '../config/schema.ts';
 import type { ConnectionLoginRow } from '../history/logins.ts';
 import { expectedRefreshValidityMs } from '../login/login-flow.ts';
-import { headerRow, html, page, type SafeHtml } from './html.ts';
+import { COLUMNS, headerRow, html, page, type SafeHtml } from './html.ts';
 import { formatTime } from './run-pages.ts';
 
 /** One connection as the page shows it. */
@@ -48,8 +48,6 @@ function loginCell(v: ConnectionView, now: number): SafeHtml {
 expires by ${formatTime(expires)} at the latest${link}`;
 }
 
-const HEADER = ['Connection', 'Service user', 'Server', 'Client-ID', 'Login', 'Token scopes'];
-
 /**
  * The page. `notice` names a connection that just logged in (after the callback).
  * @param now epoch ms, for ages
@@ -73,7 +71,10 @@ export function renderConnections(
 `;
   });
   const empty = views.length === 0 ? html`<p>No connections.</p>` : '';
-  return page('Connections', html`${banner}${empty}<table>${headerRow(HEADER)}<tbody>${rows}</tbody></table>`);
+  return page(
+    'Connections',
+    html`${banner}${empty}<table class="connections">${headerRow(COLUMNS.connections)}<tbody>${rows}</tbody></table>`,
+  );
 }
 
 /** The page the callback shows: a finished login started by `report-etl login`, or a failed one. */

@@ -46,6 +46,7 @@ export const COLUMNS = {
   overview: ['Job', 'State', 'Last attempt', 'Last success', 'Next tick', 'Rows', 'Duration'],
   runs: ['Run', 'Started', 'Status', 'Trigger', 'Attempts', 'Duration', 'Rows', 'Error'],
   attempts: ['Attempt', 'Attempt id', 'Started', 'Status', 'Trigger', 'Duration', 'Rows', 'Worker', 'Error'],
+  connections: ['Connection', 'Service user', 'Server', 'Client-ID', 'Login', 'Token scopes'],
 } as const;
 
 /** A table's header row of `columns`. */
@@ -74,16 +75,27 @@ function stackedTable(t: string, columns: readonly string[], bare = 1): string {
 
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#1b1f24;background:#fafafa}
-h1{font-size:1.3rem;margin:0 0 .8rem}h2{font-size:1.1rem;margin:1.2rem 0 .4rem}
-nav a{margin-right:1rem}table{border-collapse:collapse;width:100%;background:#fff;margin-bottom:1rem}
+h1{font-size:1.3rem;margin:0 0 .8rem}h2{font-size:1.1rem;margin:1.2rem 0 .4rem}h1,h2,h3{overflow-wrap:anywhere}
+nav{display:flex;flex-wrap:wrap;align-items:center;gap:.3rem 1rem}nav form.logout{margin-left:auto}
+#logout{font-size:.9em;padding:.15rem .7rem}
+form.login{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}form.login input{font:inherit;padding:.3rem}
+table{border-collapse:collapse;width:100%;background:#fff;margin-bottom:1rem}
 th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}th{background:#f0f3f6}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td{overflow-wrap:anywhere}td.num{text-align:right;font-variant-numeric:tabular-nums;overflow-wrap:normal}
 pre{background:#fff;border:1px solid #d0d7de;padding:.6rem;white-space:pre-wrap;word-break:break-word;margin:.3rem 0}
 .s-succeeded{color:#116329}.s-failed{color:#cf222e;font-weight:600}.s-interrupted{color:#9a6700}
 .s-running{color:#0969da}
 .notice{padding:.5rem .8rem;border:1px solid #2da44e;background:#dafbe1;margin-bottom:1rem}
 .problem{padding:.5rem .8rem;border:1px solid #cf222e;background:#ffebe9;margin-bottom:1rem}
 form.inline{display:inline}button{font:inherit;padding:.3rem .9rem;cursor:pointer}
+button.primary{background:#1f883d;color:#fff;border:1px solid #1a7f37;border-radius:6px;font-weight:600;
+padding:.45rem 1.2rem}
+button.secondary{background:#f6f8fa;color:#1b1f24;border:1px solid #d0d7de;border-radius:6px;font-size:.9em;
+padding:.2rem .7rem}
+.failure-box{border:1px solid #cf222e;border-left-width:4px;background:#fff;padding:.2rem .8rem .5rem;
+margin-bottom:1rem}
+.failure-box h2{margin-top:.5rem}.hint{background:#fff8c5;border:1px solid #d4a72c;padding:.4rem .6rem}
+.replay-advice{border:1px solid #d4a72c;background:#fff8c5;padding:.2rem .8rem .6rem;margin-bottom:1rem}
 .muted{color:#57606a;font-size:.9em}.state{padding:.05rem .4rem;border-radius:.6rem;white-space:nowrap;font-weight:600}
 .st-healthy{background:#dafbe1;color:#116329}.st-failing,.st-login_required{background:#ffebe9;color:#cf222e}
 .st-stale{background:#fff8c5;color:#9a6700}.st-invalid{background:#fbefff;color:#8250df}
@@ -117,6 +129,7 @@ body{margin:.8rem}dl{grid-template-columns:1fr}dt{margin-top:.3rem}#documents{di
 ${stackedTable('table.overview', COLUMNS.overview, 2)}
 ${stackedTable('table.runs', COLUMNS.runs)}
 ${stackedTable('#attempts', COLUMNS.attempts, 0)}
+${stackedTable('table.connections', COLUMNS.connections)}
 }
 `;
 
@@ -128,12 +141,23 @@ const NAV = [
   ['/metrics', 'Metrics'],
 ];
 
-/** A full HTML page around `body`, with navigation and the inline stylesheet. */
-export function page(title: string, body: SafeHtml): string {
+/**
+ * The Log out button of every page: a POST to `/admin/logout` (server.ts), which state-changing requests must send
+ * from this origin (the Origin check, with the session cookie's SameSite=Strict), as every form of these pages does.
+ */
+const LOGOUT = html`<form class="inline logout" method="post" action="/admin/logout">\
+<button type="submit" id="logout">Log out</button></form>`;
+
+/**
+ * A full HTML page around `body`, with navigation, a Log out button and the inline stylesheet.
+ * @param opts.logout false for a page seen before logging in (the login form): no Log out button
+ */
+export function page(title: string, body: SafeHtml, opts: { logout?: boolean } = {}): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title} · report-etl</title><style>${new SafeHtml(STYLE)}</style></head>
-<body><nav>${NAV.map(([href, text]) => html`<a href="${href}">${text}</a>`)}</nav>
+<body><nav>${NAV.map(([href, text]) => html`<a href="${href}">${text}</a>`)}${opts.logout === false ? '' : LOGOUT}\
+</nav>
 <h1>${title}</h1>
 ${body}
 </body></html>`.value;

@@ -4,16 +4,18 @@
  * one attempt is attempt-page.ts. Words: docs/architecture.md "Vocabulary".
  */
 import { QUEUE_NAME } from '../queue/names.ts';
-import type { AttemptListRow } from '../history/attempt-list.ts';
+import type { AttemptListRow, RunErrorRow } from '../history/attempt-list.ts';
 import type { AttemptRow } from '../history/attempts.ts';
 import type { RunDocument } from '../history/run-documents.ts';
 import type { RunListFilter, RunListRow } from '../history/run-list.ts';
 import type { RunRow } from '../history/runs.ts';
 import { isReverted, type RevertRow } from '../history/reverts.ts';
+import type { ReplayRefusal } from '../queue/replay.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { formatTime } from '../time-text.ts';
+import { failureHint } from '../failure-hints.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
-import { COLUMNS, formatCount, headerRow, html, page, type SafeHtml } from './html.ts';
+import { COLUMNS, escapeHtml, formatCount, headerRow, html, page, SafeHtml } from './html.ts';
 import { timelineChart, type ChartAttempt } from './timeline-chart.ts';
 import { requestSection, scheduledForText } from './request-section.ts';
 
@@ -59,15 +61,52 @@ export function replayable(run: Pick<RunRow, 'status'>): boolean {
   return run.status === 'failed' || run.status === 'interrupted';
 }
 
-/** The Replay button of a run (POST to its replay route). */
+/**
+ * The Replay button of a run (POST to its replay route): the page's primary button unless `className` says otherwise
+ * (`secondary`: for a failure a replay alone does not cure).
+ */
 export function replayButton(
   run: Pick<RunRow, 'job' | 'run_key'>,
-  attrs: { id?: string; className?: string } = {},
+  attrs: { id?: string; className?: string; label?: string } = {},
 ): SafeHtml {
   const id = attrs.id ? html` id="${attrs.id}"` : '';
-  const cls = attrs.className ? html` class="${attrs.className}"` : '';
   return html`<form class="inline" method="post" action="${runPath(run.job, run.run_key)}/replay">\
-<button type="submit"${id}${cls}>Replay run</button></form>`;
+<button type="submit"${id} class="${attrs.className ?? 'primary'}">${attrs.label ?? 'Replay run'}</button></form>`;
+}
+
+/** Text with the docs' backticks as `<code>`, everything escaped. */
+export function withCode(text: string): SafeHtml {
+  return new SafeHtml(escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>'));
+}
+
+/** The failure a run's page leads with: its newest attempt (failed or interrupted) and the error recorded for it. */
+export interface NewestFailure {
+  attempt: Pick<AttemptRow, 'attempt' | 'attempt_id' | 'status' | 'error' | 'pages' | 'rows'>;
+  /** The attempt's last etl.run_errors row; none for an attempt recorded without one. */
+  error?: RunErrorRow | undefined;
+}
+
+/** Whether a replay alone cannot cure `f`: its attempt failed (not interrupted) with an error not retryable. */
+export function needsChangeFirst(f: NewestFailure | undefined): boolean {
+  return f?.attempt.status === 'failed' && f.error !== undefined && !f.error.retryable;
+}
+
+/**
+ * A run's Replay: the primary button; for a failure that is not retryable, what must change first and a secondary
+ * button (a replay of the unchanged run fails the same way); for a job gone from jobs.yaml, a note instead.
+ */
+export function replayOffer(
+  run: Pick<RunRow, 'job' | 'run_key'>,
+  failure: NewestFailure | undefined,
+  jobGone: boolean,
+): SafeHtml {
+  if (jobGone) return jobGoneNote(run);
+  if (!needsChangeFirst(failure)) return replayButton(run, { id: 'replay' });
+  const hint = failureHint(failure!.error!.error_kind);
+  const first = hint ? html` First: ${withCode(hint.todo)}.` : '';
+  return html`<div class="replay-advice" id="replay-advice"><p><strong>${failure!.error!.error_kind} is not \
+retried:</strong> a replay of the unchanged run fails the same way.${first}</p>\
+${replayButton(run, { id: 'replay', className: 'secondary', label: 'Replay once that is changed' })}</div>`;
 }
 
 /** A queue job's id, linked to it on bull-board. */
@@ -128,20 +167,36 @@ attempts. Times are in each job's time zone, with its UTC offset.</p>`;
 
 /** What the run page shows above the run: the outcome of a replay request. */
 interface RunPageNotice {
-  /** BullMQ job id of the queued replay. */
+  /** BullMQ job id of the queued replay: the route passes it only when the queue holds it, as a replay of this run. */
   replayedJobId?: string | undefined;
-  /** Why a replay could not be queued. */
+  /** Why a replay could not be queued: a key of {@link REPLAY_ERRORS}; any other value is ignored. */
   replayError?: string | undefined;
   /** The run's job is no longer in jobs.yaml: nothing could run a replay, so none is offered. */
   jobGone?: boolean | undefined;
 }
 
+/**
+ * What the run page says for each `?replayError=` code: queue/replay.ts's refusals, and `failed` for anything else
+ * (the admin server's log has the text). The page shows only these words, never text from the URL.
+ */
+export const REPLAY_ERRORS: Readonly<Record<ReplayRefusal | 'failed', string>> = {
+  'no-run': 'the run history has no such run.',
+  'no-attempt': 'the run has no attempt yet (it is queued or waits for a report slot): nothing to replay.',
+  running: 'its newest attempt is still running: wait for it to end.',
+  succeeded: 'the run succeeded: nothing to replay.',
+  'not-guarded': "the run's target guard did not stop it: replay it without accepting the guard.",
+  'job-gone': "the run's job is no longer in jobs.yaml: add it back to replay its runs.",
+  failed: 'the queue did not take it: the admin server\'s log line "replay from the admin page refused" says why.',
+};
+
 function replayBanner(notice: RunPageNotice): SafeHtml | '' {
   if (notice.replayedJobId) {
     return html`<div class="notice" role="status">Replay queued as job ${queueJobLink(notice.replayedJobId)}.</div>`;
   }
-  return notice.replayError
-    ? html`<div class="problem" role="alert">Replay not queued: ${notice.replayError}</div>`
+  const code = notice.replayError;
+  return code !== undefined && Object.hasOwn(REPLAY_ERRORS, code)
+    ? html`<div class="problem" role="alert" id="replay-error">Replay not queued: \
+${REPLAY_ERRORS[code as keyof typeof REPLAY_ERRORS]}</div>`
     : '';
 }
 
@@ -215,6 +270,44 @@ draws it alone.</p>`;
 ${timelineChart(drawn.map((a) => chartAttempt(a, zone)))}`;
 }
 
+/** What an attempt that did not finish had done: its pages read and rows; nothing for a failure before any page. */
+function doneSoFar(a: NewestFailure['attempt']): string {
+  if (!a.pages && a.status !== 'interrupted') return '';
+  return `${formatCount(a.pages ?? 0)} pages read, ${formatCount(a.rows ?? 0)} rows`;
+}
+
+/**
+ * "Why it failed": the newest attempt's code, stage, whether a retry can help, the server's whole text (as recorded:
+ * bounded, docs/architecture.md "Errors") and what docs/troubleshooting.md says it means and what to do.
+ */
+function failureSection(f: NewestFailure): SafeHtml {
+  const { attempt: a, error: e } = f;
+  const link = html`<a href="${attemptPath(a.attempt_id)}">attempt ${a.attempt}</a>`;
+  const hint = failureHint(e?.error_kind);
+  const retry = !e
+    ? ''
+    : e.retryable
+      ? 'yes: retried automatically while the job has attempts left'
+      : 'no: the same failure comes back until something changes';
+  const text = e ? (e.server_message ?? e.message) : a.error;
+  const textTitle = e?.server_message ? html`The server's message` : html`Message`;
+  const done = doneSoFar(a);
+  const verb = a.status === 'interrupted' ? 'stopped' : 'failed';
+  const where = e ? html`at stage <span class="stage">${e.stage}</span>: <code>${e.error_kind}</code>` : a.status;
+  const status = e?.http_status ? html`<dt>HTTP status</dt><dd>${e.http_status}</dd>` : '';
+  const doneField = done ? html`<dt>Done before it stopped</dt><dd class="done">${done}</dd>` : '';
+  const textBlock = text ? html`<h3>${textTitle}</h3><pre class="failure-text">${text}</pre>` : '';
+  const hintBlock = hint
+    ? html`<p class="hint"><strong>What it means:</strong> ${withCode(hint.means)}.<br>\
+<strong>What to do:</strong> ${withCode(hint.todo)}.</p>`
+    : '';
+  return html`<section id="failure" class="failure-box"><h2>Why it ${verb}: ${link} ${where}</h2>
+<dl><dt>Code</dt><dd class="code">${e?.error_kind ?? ''}</dd><dt>Stage</dt><dd class="stage">${e?.stage ?? ''}</dd>
+<dt>Retryable</dt><dd class="retryable">${retry}</dd>${status}${doneField}</dl>
+${textBlock}${hintBlock}<p class="muted">Every error of the attempt, with the problem details: ${link}'s page.</p>\
+</section>`;
+}
+
 /** When a queued run was queued and how long it waited for a worker; nothing for a foreground run. */
 function queuedField(run: RunRow, zone?: string): SafeHtml | string {
   if (!run.queued_at) return '';
@@ -230,6 +323,7 @@ began it ${waited} later)</span></dd>`;
  * @param documents those of the attempt that loaded the run (`loadingAttemptId`)
  * @param zone the job's time zone, for its times (UTC when not given)
  * @param reverts the run's reverts (`report-etl revert`), newest first
+ * @param failure the newest attempt's failure, when the run stands failed or interrupted: the page leads with it
  */
 export function renderRunPage(
   run: RunRow,
@@ -239,6 +333,7 @@ export function renderRunPage(
   documents: RunDocument[] = [],
   zone?: string,
   reverts: RevertRow[] = [],
+  failure?: NewestFailure,
 ): string {
   const t = (d: Date | null) => formatTime(d, zone);
   const queueJob = run.queue_job_id
@@ -258,13 +353,15 @@ export function renderRunPage(
 <dt>Last finished</dt><dd>${t(run.last_finished_at)}</dd><dt>Rows</dt><dd class="rows">${formatCount(run.rows)}</dd>
 </dl>`;
   const offered = replayable(run) || isReverted(run, reverts);
-  const replay = !offered ? '' : notice.jobGone ? jobGoneNote(run) : replayButton(run, { id: 'replay' });
+  const shown = replayable(run) ? failure : undefined;
+  const replay = !offered ? '' : replayOffer(run, shown, notice.jobGone === true);
   const list = attempts.length
     ? html`<h2>Attempts</h2>${attemptTable(attempts, zone)}`
     : html`<p>No attempt recorded yet: the run is queued or waits for a report slot.</p>`;
   const docs = loadingAttemptId ? documentTable(loadingAttemptId, documents) : '';
   const sent = attempts[0] ? requestSection(attempts[0], zone, `What attempt ${attempts[0].attempt} sent`) : '';
-  const body = html`${replayBanner(notice)}${replay}${fields}${sent}${revertTable(run, reverts, zone)}${list}\
+  const lead = shown ? failureSection(shown) : '';
+  const body = html`${replayBanner(notice)}${lead}${replay}${fields}${sent}${revertTable(run, reverts, zone)}${list}\
 ${runTimeline(attempts, zone)}${docs}`;
   return page(`Run ${run.job} ${run.run_key}`, body);
 }

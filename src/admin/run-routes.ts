@@ -2,7 +2,8 @@
  * Routes of the run history pages:
  * - `GET /admin/runs`: the logical runs (filters `job`, `status` of the newest attempt, `limit` per job);
  * - `GET /admin/runs/:job/:runKey`: one run, its attempts, the documents it loaded and its reverts;
- * - `POST /admin/runs/:job/:runKey/replay`: queues the failed run again, under its run key, and redirects back (303);
+ * - `POST /admin/runs/:job/:runKey/replay`: queues the failed run again, under its run key, and redirects back (303)
+ *   with `?replayed=<queue job id>`, or `?replayError=<code>` (run-pages.ts REPLAY_ERRORS) when it was refused;
  * - `GET /admin/attempts/:attemptId`: one attempt, its errors and documents;
  * - `GET /admin/attempts/:attemptId/documents/:page`: one document, streamed from its target table as an attachment.
  * Older links to an attempt (`/admin/runs/<attempt id>`, and its `/documents/<page>`) are redirected (301).
@@ -15,16 +16,16 @@ import type { EtlConfig } from '../config/schema.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { RunQueue } from '../queue/queue.ts';
-import { replayRun } from '../queue/replay.ts';
+import { replayRefusalOf, replayRun } from '../queue/replay.ts';
 import { getAttempt } from '../history/attempts.ts';
-import { attemptsOfRun, listRunErrors, loadingAttemptOf } from '../history/attempt-list.ts';
+import { attemptsOfRun, listRunErrors, loadingAttemptOf, type AttemptListRow } from '../history/attempt-list.ts';
 import { listJobNames, listRecentRuns, type RunListFilter } from '../history/run-list.ts';
-import { getRun } from '../history/runs.ts';
+import { getRun, type RunRow } from '../history/runs.ts';
 import { revertsOfRun } from '../history/reverts.ts';
 import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
 import { renderAttemptPage } from './attempt-page.ts';
 import { PAGE_CSP } from './html.ts';
-import { attemptPath, renderRunList, renderRunPage, runPath } from './run-pages.ts';
+import { attemptPath, renderRunList, renderRunPage, replayable, runPath, type NewestFailure } from './run-pages.ts';
 import { DocumentNotFoundError, listRunDocuments, readDocument } from '../warehouse/documents.ts';
 
 /** What the run routes need. */
@@ -67,6 +68,29 @@ function notFound(reply: FastifyReply, text: string): FastifyReply {
   return reply.code(404).type('text/plain; charset=utf-8').send(`${text}\n`);
 }
 
+/** The failure of a run's newest attempt when the run stands failed or interrupted (`attempts` newest first). */
+async function newestFailure(
+  pool: pg.Pool,
+  run: RunRow,
+  attempts: AttemptListRow[],
+): Promise<NewestFailure | undefined> {
+  const newest = attempts[0];
+  if (!replayable(run) || !newest || (newest.status !== 'failed' && newest.status !== 'interrupted')) return undefined;
+  const errors = await listRunErrors(pool, newest.attempt_id);
+  return { attempt: newest, error: errors.at(-1) };
+}
+
+/**
+ * `replayed`, when it names a queue job that replays `run`; else undefined, so that a link cannot make the page claim
+ * a replay (or show its text).
+ */
+async function replayOfRun(queue: RunQueue, replayed: string | undefined, run: RunRow): Promise<string | undefined> {
+  if (!replayed || replayed.length > 500) return undefined;
+  const queued = await queue.getJob(replayed);
+  const data = queued?.data as { job?: unknown; runKey?: unknown; trigger?: unknown } | undefined;
+  return data?.job === run.job && data.runKey === run.run_key && data.trigger === 'replay' ? replayed : undefined;
+}
+
 /** Registers the run history routes on `app` (access control is the server's onRequest hook). */
 export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): void {
   app.get('/admin/runs', async (req, reply) => {
@@ -89,15 +113,18 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
         loadingAttemptOf(deps.pool, job, runKey),
         revertsOfRun(deps.pool, job, runKey),
       ]);
-      const documents = loading ? await listRunDocuments(deps.pool, loading) : [];
+      const [documents, failure] = await Promise.all([
+        loading ? listRunDocuments(deps.pool, loading) : [],
+        newestFailure(deps.pool, run, attempts),
+      ]);
       const config = deps.config?.();
       const notice = {
-        replayedJobId: req.query.replayed,
+        replayedJobId: await replayOfRun(deps.queue, req.query.replayed, run),
         replayError: req.query.replayError,
         jobGone: config !== undefined && !config.jobs[run.job],
       };
       const zone = zoneOf(config, run.job);
-      return htmlPage(reply, renderRunPage(run, attempts, notice, loading, documents, zone, reverts));
+      return htmlPage(reply, renderRunPage(run, attempts, notice, loading, documents, zone, reverts, failure));
     },
   );
 
@@ -115,7 +142,8 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     } catch (err) {
       const message = coerceError(err).message;
       deps.logger.warn({ job, runKey, err: message }, 'replay from the admin page refused');
-      return reply.redirect(`${back}?replayError=${encodeURIComponent(message.slice(0, 500))}`, 303);
+      // A code, never the text: the page shows its own words for it, so a link cannot put text into the page.
+      return reply.redirect(`${back}?replayError=${replayRefusalOf(err) ?? 'failed'}`, 303);
     }
   });
 
@@ -129,9 +157,16 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
       attemptsOfRun(deps.pool, run.job, run.run_key),
       listRunDocuments(deps.pool, attemptId),
     ]);
+    const failure =
+      attempts[0]?.attempt_id === attemptId
+        ? replayable(run) && errors.length > 0
+          ? { attempt: attempts[0], error: errors.at(-1) }
+          : undefined
+        : await newestFailure(deps.pool, run, attempts);
     const config = deps.config?.();
     const jobGone = config !== undefined && !config.jobs[run.job];
-    const page = renderAttemptPage(attempt, run, errors, attempts, documents, jobGone, zoneOf(config, run.job));
+    const zone = zoneOf(config, run.job);
+    const page = renderAttemptPage(attempt, run, errors, attempts, documents, jobGone, zone, failure);
     return htmlPage(reply, page);
   });
 

@@ -11,8 +11,11 @@
  *   `/admin/attempts/:attemptId/documents/:page` (admin auth): run history: runs, one run, its replay, one attempt,
  *   document downloads (run-routes.ts); old `/admin/runs/<attempt id>` links redirect.
  * - `/admin/queues` (admin auth): bull-board, read only, with a link back (bull-board.ts).
- * - `/admin/login?token=...` (the token itself): sets the browser session cookie, redirects to the home page.
- * - `POST /admin/logout` (admin): ends the session cookie, here and on every admin server sharing Redis.
+ * - `/admin/login` (open): the login form (login-page.ts); `POST /admin/login` with the form's `token` sets the browser
+ *   session cookie and redirects to the home page, or answers 401 saying whether the token was missing or wrong. A
+ *   token in the URL is not taken (it would stay in the history): the form says so.
+ * - `POST /admin/logout` (admin; the Log out button of every page): ends the session cookie, here and on every admin
+ *   server sharing Redis, and redirects to the login form.
  * - `/admin/connections`, `/admin/connections/:name/login` (admin auth): logins of user-dependent service users
  *   (login-routes.ts).
  * - `/oauth/callback` (open): the ERP server's redirect after a login; accepts only a pending login's single-use
@@ -28,10 +31,10 @@
  * IP address, the host of ADMIN_PUBLIC_URL, ADMIN_ALLOWED_HOSTS: DNS rebinding), and an address with 10 refused
  * credentials (a wrong `/admin/login` token included) within a minute gets 429 (auth.ts RefusalLimit).
  *
- * Query strings are never logged (the login URL carries the token).
+ * Query strings are never logged (an old login link carries the token), nor form bodies.
  */
 import type { RunQueue } from '../queue/queue.ts';
-import { fastify, LogController, type FastifyBaseLogger, type FastifyRequest } from 'fastify';
+import { fastify, LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
@@ -67,6 +70,8 @@ import { ReportSlots } from '../report-api/report-slots.ts';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.ts';
 import { registerRunRoutes } from './run-routes.ts';
 import { registerLoginRoutes } from './login-routes.ts';
+import { PAGE_CSP } from './html.ts';
+import { renderLoginPage, type LoginNotice } from './login-page.ts';
 
 /** Dependencies and options of {@link startAdminServer}. */
 export interface AdminServerOptions {
@@ -150,6 +155,15 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   const loggedOutKey = (session: string) =>
     `${keyPrefix}admin:logged-out:${createHash('sha256').update(session).digest('hex')}`;
   const refusals = new RefusalLimit();
+  const loginPage = (reply: FastifyReply, status: number, notice?: LoginNotice) =>
+    reply
+      .code(status)
+      .header('content-security-policy', PAGE_CSP)
+      .header('cache-control', 'no-store')
+      // Not no-referrer: Chromium then posts the form with `Origin: null`, which the same-origin check refuses.
+      .header('referrer-policy', 'same-origin')
+      .type('text/html; charset=utf-8')
+      .send(renderLoginPage(notice));
   const host = deps.host ?? '127.0.0.1';
   const log = deps.logger.child(
     { component: 'admin' },
@@ -164,6 +178,8 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: false,
     bodyLimit: 1024 * 1024,
+    // Run keys and job names are path parameters: fastify's default of 100 characters answered 414 for long run keys.
+    maxParamLength: 1000,
   });
 
   if (!isAuthConfigured(auth)) {
@@ -209,6 +225,9 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     if (!isAuthorized(req, auth) || (session && (await deps.redis.exists(loggedOutKey(session))))) {
       if (hasCredentials(req)) refusals.refused(remote);
       log.info(refused, 'admin request refused');
+      // A browser (no basic auth to ask for) gets the login form, still as a 401.
+      const browser = req.method === 'GET' && (req.headers.accept ?? '').includes('text/html');
+      if (auth?.token && !auth.basic && browser) return loginPage(reply, 401, 'required');
       return rejectUnauthorized(reply, auth);
     }
     if (req.method !== 'GET' && req.method !== 'HEAD' && !isSameOrigin(req)) {
@@ -246,25 +265,31 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     return reply.type(metrics.contentType).send(text);
   });
 
-  app.get<{ Querystring: { token?: string } }>('/admin/login', async (req, reply) => {
+  // The form. A token in the query (the old login link) is not taken: it would stay in the history and in logs.
+  app.get<{ Querystring: { token?: string; loggedOut?: string } }>('/admin/login', async (req, reply) => {
+    if (req.query.token !== undefined) return loginPage(reply, 400, 'token-in-url');
+    if (!auth?.token) return loginPage(reply, 200, 'not-configured');
+    return loginPage(reply, 200, req.query.loggedOut !== undefined ? 'logged-out' : undefined);
+  });
+  app.post<{ Body: { token?: unknown } | undefined }>('/admin/login', async (req, reply) => {
+    if (!isSameOrigin(req)) {
+      return reply.code(403).type('text/plain; charset=utf-8').send('cross-origin request refused\n');
+    }
     const token = auth?.token;
-    const given = req.query.token ?? '';
-    // Compare even when no token is configured, so timing says nothing about the configuration.
-    const ok = safeEqual(given, token ?? '') && Boolean(token);
-    if (!ok) {
+    const given = typeof req.body?.token === 'string' ? req.body.token : '';
+    if (!token) return loginPage(reply, 401, 'not-configured');
+    if (given === '') return loginPage(reply, 401, 'missing');
+    if (!safeEqual(given, token)) {
       refusals.refused(req.socket.remoteAddress ?? '');
-      log.info({ remote: req.socket.remoteAddress }, 'admin login refused');
-      return reply
-        .code(401)
-        .type('text/plain; charset=utf-8')
-        .send(token ? 'wrong token\n' : 'token login is not configured (ADMIN_TOKEN)\n');
+      log.info({ remote: req.socket.remoteAddress }, 'admin login refused: wrong token');
+      return loginPage(reply, 401, 'wrong');
     }
     return reply
-      .header('set-cookie', sessionCookie(token!, secure(req)))
+      .header('set-cookie', sessionCookie(token, secure(req)))
       .header('cache-control', 'no-store')
       .redirect(home, 303);
   });
-  // Ends the session on every admin server (they share Redis), not only in this browser.
+  // Ends the session on every admin server (they share Redis), not only in this browser; then the login form.
   app.post('/admin/logout', async (req, reply) => {
     const session = sessionOf(req);
     const left = session ? sessionSecondsLeft(session) : 0;
@@ -272,8 +297,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     return reply
       .header('set-cookie', sessionCookie(undefined, secure(req)))
       .header('cache-control', 'no-store')
-      .type('text/plain; charset=utf-8')
-      .send('logged out\n');
+      .redirect('/admin/login?loggedOut', 303);
   });
   app.get('/', async (_req, reply) => reply.redirect(home, 302));
   if (deps.liveConfig) registerOverviewRoutes(app, { pool: deps.pool, config: deps.liveConfig, slots });

@@ -27,6 +27,20 @@ const PENDING = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting
 export type RunRef = { job: string; runKey: string };
 
 /**
+ * Why {@link replayRun} refused, in its error's `details.refusal`: no such run, no attempt yet, one still running, a
+ * success, a guard that did not stop it (`--accept-guard`), a job gone from jobs.yaml.
+ */
+export type ReplayRefusal = 'no-run' | 'no-attempt' | 'running' | 'succeeded' | 'not-guarded' | 'job-gone';
+
+/** The refusal a {@link replayRun} error names, if it is one. */
+export function replayRefusalOf(err: unknown): ReplayRefusal | undefined {
+  const refusal = err instanceof EtlError ? err.details?.refusal : undefined;
+  return typeof refusal === 'string' ? (refusal as ReplayRefusal) : undefined;
+}
+
+const refused = (refusal: ReplayRefusal) => ({ retryable: false, details: { refusal } });
+
+/**
  * Queues a replay of `ref`, whose newest attempt failed or was interrupted, or whose rows were reverted; the queue
  * job id names that attempt ({@link replayQueueJobId}).
  * @param opts.acceptGuard load past the target's guards (docs/loaded-tables.md "Guards and schema changes")
@@ -44,18 +58,18 @@ export async function replayRun(
     getRun(deps.pool, ref.job, ref.runKey),
     newestAttempt(deps.pool, ref.job, ref.runKey),
   ]);
-  if (!run) throw new EtlError('INTERNAL', `no ${named} in etl.runs`, { retryable: false });
+  if (!run) throw new EtlError('INTERNAL', `no ${named} in etl.runs`, refused('no-run'));
   if (!newest)
     throw new EtlError(
       'INTERNAL',
       `${named} has no attempt yet (it is queued or waits for a report slot): nothing to replay`,
-      { retryable: false },
+      refused('no-attempt'),
     );
   if (newest.status === 'running')
-    throw new EtlError('INTERNAL', `${named} is still running (attempt ${newest.attempt})`, { retryable: false });
+    throw new EtlError('INTERNAL', `${named} is still running (attempt ${newest.attempt})`, refused('running'));
   // A reverted append run (report-etl revert) has no success left: its replay appends it again.
   if (await hasSucceeded(deps.pool, ref.job, ref.runKey)) {
-    throw new EtlError('INTERNAL', `${named} succeeded: nothing to replay`, { retryable: false });
+    throw new EtlError('INTERNAL', `${named} succeeded: nothing to replay`, refused('succeeded'));
   }
   // --accept-guard is for a run its guard stopped: on any other failure it would accept nothing the user has seen.
   if (opts.acceptGuard) {
@@ -65,7 +79,7 @@ export async function replayRun(
       throw new EtlError(
         'INTERNAL',
         `${named} was not stopped by its target's guard (${failed}): replay it without --accept-guard`,
-        { retryable: false },
+        refused('not-guarded'),
       );
     }
   }
@@ -74,7 +88,7 @@ export async function replayRun(
     throw new EtlError(
       'CONFIG_INVALID',
       `${named} cannot be replayed: job ${run.job} is no longer in jobs.yaml (add it back to replay its runs)`,
-      { retryable: false },
+      refused('job-gone'),
     );
   }
   const req: RunRequest = { job: run.job, trigger: 'replay', runKey: run.run_key };

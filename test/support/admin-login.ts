@@ -1,0 +1,36 @@
+/**
+ * Logging in to the admin server as its users do: the login form's POST of the token (never a token in a URL), over
+ * plain HTTP for a session cookie, or by filling in the form in Chromium.
+ */
+import type { Page } from 'playwright-core';
+
+/**
+ * POSTs `token` as the login form does.
+ * @returns the answer, not followed (303 with the session cookie, or 401 with the form and why)
+ */
+export function postLogin(url: string, token: string): Promise<Response> {
+  return fetch(`${url}/admin/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: url },
+    body: new URLSearchParams({ token }).toString(),
+    redirect: 'manual',
+  });
+}
+
+/**
+ * The session cookie (`name=value`) of a login with `token`.
+ * @throws when the login is refused
+ */
+export async function adminSessionCookie(url: string, token: string): Promise<string> {
+  const res = await postLogin(url, token);
+  const cookie = res.headers.get('set-cookie');
+  if (res.status !== 303 || !cookie) throw new Error(`login answered ${res.status}: ${await res.text()}`);
+  return cookie.split(';')[0]!;
+}
+
+/** Opens the login form in `page`, types `token` and submits it; resolves on the page it lands on. */
+export async function logInInBrowser(page: Page, url: string, token: string): Promise<void> {
+  await page.goto(`${url}/admin/login`);
+  await page.locator('#token').fill(token);
+  await Promise.all([page.waitForURL((u) => u.pathname !== '/admin/login'), page.locator('#login button').click()]);
+}
