@@ -271,6 +271,20 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('renders the time templates of report parameters at validate, offsets included', () => {
+    const text = minimal().replace(
+      '      name: Sales/Orders',
+      '      name: Sales/Orders\n      parameters:\n        FROM: "%{logicalEnd-7d:yyyy-MM-dd}"\n' +
+        '        TO: "%{logicalEnd-2w}"\n        AT: "%{tik}"',
+    );
+    expect(problemsOf(text)).toEqual([
+      'jobs.yaml:15:13: jobs.j1.report.parameters.TO: malformed time "%{logicalEnd-2w}" in "%{logicalEnd-2w}" ' +
+        '(write a name and an optional offset, e.g. %{logicalEnd-7d:yyyy-MM-dd}; units d, h, min)',
+      'jobs.yaml:16:13: jobs.j1.report.parameters.AT: unknown time "%{tik}" in "%{tik}" (write tick, logicalStart ' +
+        'or logicalEnd)',
+    ]);
+  });
+
   it('names missing required keys and validates a badly named job anyway', () => {
     const problems = problemsOf(
       minimal().replace('      mandant: 7777\n', '') +
