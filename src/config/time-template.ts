@@ -134,6 +134,12 @@ export function templateProblems(value: string): string[] {
   return problems;
 }
 
+/** `value` rendered for a sample time (2026-01-31 02:15 UTC), to check what its templates give. */
+export function renderSample(value: string): string {
+  const at = new Date(Date.UTC(2026, 0, 31, 2, 15));
+  return renderTemplate(value, { tick: at, logicalStart: at, logicalEnd: at }, 'UTC', () => undefined);
+}
+
 /**
  * `at` moved by `days` calendar days in `zone`: the same wall-clock time on the other day (a day across a DST change
  * is 23 or 25 hours long); a wall time that day does not have is read as the zone reads it (parseZonedDate).

@@ -4,7 +4,9 @@
  */
 import { cronTicks } from '../config/cron-ticks.ts';
 import type { ResolvedJob } from '../config/load.ts';
-import { renderParameters, type LogicalTime } from '../config/time-template.ts';
+import { renderParameters, renderTemplate, type LogicalTime } from '../config/time-template.ts';
+import { ConfigError } from '../errors.ts';
+import type { ReplaceRange } from '../warehouse/replace-range.ts';
 import type { RunRequest } from '../vocabulary.ts';
 
 export {
@@ -60,4 +62,22 @@ export function runParameters(
     `jobs.${job.name}.report.parameters`,
   );
   return { ...rendered, ...req.parameters };
+}
+
+/**
+ * The period a run replaces: jobs.yaml's `target.replaceRange` with its `from` and `to` templates rendered in the
+ * job's zone for the run's logical time (docs/loaded-tables.md "Replacing one period"); undefined without one.
+ * @throws ConfigError naming the bound for an unknown time name or a malformed offset
+ */
+export function runRange(job: ResolvedJob, time: LogicalTime): ReplaceRange | undefined {
+  const r = job.job.target.replaceRange;
+  if (!r) return undefined;
+  const problems: string[] = [];
+  const render = (bound: 'from' | 'to') =>
+    renderTemplate(r[bound], time, job.zone, (text) =>
+      problems.push(`jobs.${job.name}.target.replaceRange.${bound}: ${text}`),
+    );
+  const range = { column: r.column, from: render('from'), to: render('to') };
+  if (problems.length) throw new ConfigError(problems);
+  return range;
 }

@@ -47,6 +47,8 @@ export interface SimContext {
   tokenLifetimeSeconds: number;
   jobDurationMs: number;
   seed: number;
+  /** The revision of the server's data (SimulatorControl.setRevision). */
+  revision: number;
   nameRules: ReportNameRules;
   /** SimulatorOptions.productVersion: types that need a later version are unknown to this server. */
   productVersion?: number | undefined;

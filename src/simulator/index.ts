@@ -97,6 +97,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     tokenLifetimeSeconds: opts.tokenLifetimeSeconds ?? 600,
     jobDurationMs: opts.jobDurationMs ?? 300,
     seed: opts.seed ?? 1,
+    revision: 0,
     nameRules: { acceptBackslash: opts.acceptBackslash ?? true, acceptEncodedSlash: opts.acceptEncodedSlash ?? true },
     pageCache: opts.pageCache ? new PageCache() : undefined,
     productVersion: opts.productVersion,
@@ -112,6 +113,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     expireTokens: () => tokens.expireAll(),
     logoutUser: (username) => ctx.logins.logout(username),
     advanceClock: (ms) => ctx.logins.advance(ms),
+    setRevision: (revision) => {
+      ctx.revision = revision;
+    },
   };
   const server = makeServer(ctx, control);
   await new Promise<void>((resolve, reject) => {
@@ -134,10 +138,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     prerender(reportPath, parameters, outputType, paging): PrerenderResult {
       const cache = ctx.pageCache;
       if (!cache) throw new Error('prerender needs SimulatorOptions.pageCache');
-      const data = reportData(reportPath, parameters, ctx.seed);
+      const data = reportData(reportPath, parameters, ctx.seed, { mandant: '', revision: ctx.revision });
       if (!data || data.failure)
         throw new Error(`cannot prerender ${reportPath}: ${data?.failure ?? 'no such report'}`);
-      const key = dataKey(reportPath, parameters, ctx.seed);
+      const key = dataKey(reportPath, parameters, ctx.seed, { mandant: '', revision: ctx.revision });
       const pages = pageCount(data.rowCount, paging);
       let bytes = 0;
       for (let p = 1; p <= pages; p++) bytes += cache.page(key, data, outputType, paging, p, ctx.zone).length;
