@@ -145,4 +145,45 @@ describe('target.replaceRange', () => {
     );
     expect(await loaded(table)).toEqual(before);
   });
+
+  it(
+    'an empty period deletes the range alone, compared in the connection zone; a bound the column cannot read ' +
+      'fails with CONFIG_INVALID',
+    async () => {
+      const table = `${h.schema}.orders_period`;
+      const orders = (rows: string, from: string, to: string) =>
+        h.config({
+          o: jobEntry(
+            {
+              name: 'Sales/Orders',
+              outputType: 'json',
+              parameters: { ROWS: rows, FROM: '2024-01-01', TO: '2024-01-11' },
+            },
+            { table, replaceRange: { column: 'erfasst_am', from, to }, guard: { minRows: 0 } },
+          ),
+        });
+      await run(orders('200', '2024-01-01', '2024-01-11'), 'o');
+      const earlier = `erfasst_am < timestamptz '2024-01-05 00:00+01'`;
+      const kept = Number((await h.pool.query(`SELECT count(*) AS n FROM ${table} WHERE ${earlier}`)).rows[0].n);
+      expect(kept).toBeGreaterThan(0);
+      expect(kept).toBeLessThan(200);
+
+      const bad = await run(orders('0', '2024-Q1', '2024-01-11'), 'o').then(
+        () => undefined,
+        (e: unknown) => e as AttemptFailedError,
+      );
+      expect(bad?.code).toBe('CONFIG_INVALID');
+      expect(bad?.message).toContain(
+        'target.replaceRange.from rendered "2024-Q1", which is not a value of column erfasst_am (type timestamp with ' +
+          'time zone)',
+      );
+      expect(Number((await h.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n)).toBe(200);
+
+      expect((await run(orders('0', '2024-01-05', '2024-01-11'), 'o')).status).toBe('succeeded');
+      const { rows } = await h.pool.query<{ n: string; outside: string }>(
+        `SELECT count(*) AS n, count(*) FILTER (WHERE ${earlier}) AS outside FROM ${table}`,
+      );
+      expect(rows[0]).toEqual({ n: String(kept), outside: String(kept) });
+    },
+  );
 });
