@@ -35,6 +35,7 @@ export type ErrorCode =
   | 'VALUE_TOO_LARGE'
   | 'TARGET_INVALID'
   | 'GUARD_TRIPPED'
+  | 'RANGE_VIOLATION'
   | 'SCHEMA_CHANGED'
   | 'DATABASE'
   | 'ABORTED'

@@ -165,8 +165,23 @@ export const FAILURE_HINTS: Readonly<Record<ErrorCode, FailureHint>> = {
     todo: 'use `append` for targets whose documents must all be kept',
   },
   VALUE_DOES_NOT_FIT: {
-    means: "a value does not fit the target column's type (column, page, row and value in the message)",
-    todo: 'widen the column (`ALTER TABLE … TYPE numeric`) or declare the type under `target.columns`',
+    means:
+      'a value does not fit the target column\'s type, or the column would change it (a code `"08057"` ' +
+      'into `bigint`, `1.234` into `numeric(10,2)`, a text longer than `varchar(n)`; column, page, row ' +
+      'and value in the message); or, "is not UTF-8" / "holds a NUL byte", a txt value has bytes no ' +
+      'PostgreSQL text takes (docs/loaded-tables.md "Values that cannot load")',
+    todo:
+      'change the column (`ALTER TABLE \u2026 TYPE text` or `numeric`, as the message says) and declare the ' +
+      'type under `target.columns`; see loaded-tables.md; for bytes, correct the value in the ERP, ' +
+      'then replay',
+  },
+  RANGE_VIOLATION: {
+    means:
+      "with `target.replaceRange`, a row of the run lies outside the run's period `[from, to)`, or its " +
+      'range column is empty (the message names page, row and value)',
+    todo:
+      "nothing was committed and the table is as it was. Make the report's parameters ask for the same " +
+      'period as `replaceRange` (the same templates), or widen `from`/`to`; see Replacing one period',
   },
   VALUE_TOO_LARGE: {
     means:

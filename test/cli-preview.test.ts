@@ -27,6 +27,17 @@ jobs:
     connection: sim
     report: { mandant: 7777, name: Sales/Orders, outputType: txt, parameters: { ROWS: "800" } }
     target: { table: ${h.schema}.orders_preview, columns: { kunde: bigint } }
+  ${job}_range:
+    connection: sim
+    report:
+      mandant: 7777
+      name: Finance/Bookings
+      outputType: json
+      parameters: { FROM: "%{logicalEnd-8d:yyyy-MM-dd}", TO: "%{logicalEnd:yyyy-MM-dd}" }
+    target:
+      table: ${h.schema}.bookings_preview
+      columns: { buchungstag: date }
+      replaceRange: { column: buchungstag, from: "%{logicalEnd-7d:yyyy-MM-dd}", to: "%{logicalEnd:yyyy-MM-dd}" }
   ${job}_pdf:
     connection: sim
     report: { mandant: 7777, name: Sales/Orders, outputType: pdf, paging: 100, parameters: { ROWS: "250" } }
@@ -86,4 +97,36 @@ it('shows a document by its file name, content type and size', async () => {
   expect(h.sim.counters().openJobs).toEqual([]);
   const table = await h.pool.query('SELECT to_regclass($1) AS t', [`${h.schema}.orders_pdf`]);
   expect(table.rows[0].t).toBeNull();
+});
+
+it('with replaceRange: names the period, the rows it holds now, and warns of shown rows outside it', async () => {
+  const table = `${h.schema}.bookings_preview`;
+  await h.pool.query(`CREATE TABLE ${table} (buchung_nr text, buchungstag date, betrag numeric, text text)`);
+  await h.pool.query(
+    `INSERT INTO ${table} VALUES ('a', '2026-01-13', 1, 'in'), ('b', '2026-01-19', 1, 'in'), ` +
+      `('c', '2026-01-12', 1, 'out')`,
+  );
+  const r = await cli([
+    'preview',
+    `${job}_range`,
+    '--config',
+    configPath,
+    '--rows',
+    '50',
+    '--logical-time',
+    '2026-01-20',
+  ]);
+  expect(r.code).toBe(0);
+  expect(r.stdout).toMatch(
+    new RegExp(
+      `a load replaces the period buchungstag in \\[2026-01-13, 2026-01-20\\) of ${table} \\(it holds 2\\) with ` +
+        "the report's \\d+ rows, in one transaction; rows outside the period stay",
+    ),
+  );
+  // The report reads 8 days, the period is 7: the first day's rows would fail a load.
+  expect(r.stderr).toMatch(
+    /warning: row 1, column buchungstag: "2026-01-12" lies outside the period: a load would fail with RANGE_VIOLATION/,
+  );
+  expect(r.stderr).not.toMatch(/"2026-01-13" lies outside/);
+  expect((await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n).toBe(3);
 });

@@ -271,6 +271,52 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('renders the time templates of report parameters at validate, offsets included', () => {
+    const text = minimal().replace(
+      '      name: Sales/Orders',
+      '      name: Sales/Orders\n      parameters:\n        FROM: "%{logicalEnd-7d:yyyy-MM-dd}"\n' +
+        '        TO: "%{logicalEnd-2w}"\n        AT: "%{tik}"',
+    );
+    expect(problemsOf(text)).toEqual([
+      'jobs.yaml:15:13: jobs.j1.report.parameters.TO: malformed time "%{logicalEnd-2w}" in "%{logicalEnd-2w}" ' +
+        '(write a name and an optional offset, e.g. %{logicalEnd-7d:yyyy-MM-dd}; units d, h, min)',
+      'jobs.yaml:16:13: jobs.j1.report.parameters.AT: unknown time "%{tik}" in "%{tik}" (write tick, logicalStart ' +
+        'or logicalEnd)',
+    ]);
+  });
+
+  it('checks target.replaceRange: mode replace, a normalised column, templates that render, a type that fits', () => {
+    const range = (mode: string, column: string, from: string, type: string) =>
+      minimal({
+        job:
+          `      mode: ${mode}\n      columns: { buchungstag: ${type} }\n      replaceRange:\n` +
+          `        column: ${column}\n        from: "${from}"\n        to: "%{logicalEnd:yyyy-MM-dd}"`,
+      });
+    const ok = validateConfigText(range('replace', 'buchungstag', '%{logicalEnd-7d:yyyy-MM-dd}', 'date'), 'j', ENV);
+    expect(ok.jobs.j1!.target.replaceRange).toEqual({
+      column: 'buchungstag',
+      from: '%{logicalEnd-7d:yyyy-MM-dd}',
+      to: '%{logicalEnd:yyyy-MM-dd}',
+    });
+    expect(problemsOf(range('append', 'buchungstag', '%{logicalEnd-7d:yyyy-MM-dd}', 'date'))).toEqual([
+      "jobs.yaml:18:9: jobs.j1.target.replaceRange: replaceRange replaces one period's rows and needs mode replace " +
+        '(mode is append): set mode: replace, or remove replaceRange',
+    ]);
+    expect(problemsOf(range('replace', 'Buchungstag', '%{logicalEnd-7x}', 'date'))).toEqual([
+      'jobs.yaml:18:17: jobs.j1.target.replaceRange.column: "Buchungstag" is not a normalised column name: did you ' +
+        'mean "buchungstag"? (report columns are loaded lower case, umlauts as ae oe ue ss, every other run of ' +
+        'characters as _; docs/loaded-tables.md "Column names")',
+      'jobs.yaml:19:15: jobs.j1.target.replaceRange.from: malformed time "%{logicalEnd-7x}" in "%{logicalEnd-7x}" ' +
+        '(write a name and an optional offset, e.g. %{logicalEnd-7d:yyyy-MM-dd}; units d, h, min)',
+    ]);
+    expect(problemsOf(range('replace', 'buchungstag', '%{logicalEnd-7d:dd.MM.yyyy}', 'date'))).toEqual([
+      'jobs.yaml:19:15: jobs.j1.target.replaceRange.from: the range column buchungstag is declared date, but from ' +
+        'renders as "24.01.2026" is not a date (yyyy-MM-dd): give the template a format the type reads, e.g. ' +
+        '"%{logicalEnd:yyyy-MM-dd}" for a date (docs/loaded-tables.md "Replacing one period")',
+    ]);
+    expect(problemsOf(range('replace', 'buchungstag', '%{logicalEnd-7d}', 'boolean'))).toHaveLength(2);
+  });
+
   it('names missing required keys and validates a badly named job anyway', () => {
     const problems = problemsOf(
       minimal().replace('      mandant: 7777\n', '') +

@@ -59,6 +59,7 @@ describe('renderConfigReference', () => {
         'jobs.<name>.report',
         'jobs.<name>.target',
         'jobs.<name>.target.guard',
+        'jobs.<name>.target.replaceRange',
       ].sort(),
     );
     let rows = 0;

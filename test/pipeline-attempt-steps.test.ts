@@ -191,7 +191,7 @@ it('loadReport loads every page and commitLoad records the attempt succeeded in 
     const finished = await waitForReportJob(a, lease.client, started);
     const report = openReport(a, lease.client, started, finished);
     const loaded = await withLoadTransaction(h.pool, loadTransactionOf(a), async (lt) => {
-      const l = await loadReport(a, lt.tx, report, check.declaredTypes);
+      const l = await loadReport(a, lt.tx, report, check);
       // Not committed yet: readers see no rows and the attempt running.
       expect(await getAttempt(h.pool, a.attemptId)).toMatchObject({ status: 'running' });
       return { ...l, committed: await a.trace.step('commit', () => commitLoad(a, lt, l, report.rows)) };

@@ -128,3 +128,40 @@ it('finds the previous tick of a schedule years apart (29 February), where a sca
     leap.between(new Date('2023-01-01T00:00:00Z'), new Date('2029-01-01T00:00:00Z')).ticks.map((d) => d.toISOString()),
   ).toEqual(['2024-02-29T00:00:00.000Z', '2028-02-29T00:00:00.000Z']);
 });
+
+it('moves a template by an offset: d in calendar days of the job zone, h and min exactly', () => {
+  const time = {
+    tick: new Date('2026-04-01T00:15:00Z'),
+    logicalStart: new Date('2026-03-31T00:15:00Z'),
+    logicalEnd: new Date('2026-04-01T00:15:00Z'),
+  };
+  const out = renderParameters(
+    {
+      FROM: '%{logicalEnd-7d:yyyy-MM-dd}',
+      // 7 days before 02:15 CEST on 1 April is 02:15 CET on 25 March: 167 hours across the DST change.
+      FROM_ISO: '%{logicalEnd-7d}',
+      LATER: '%{logicalStart+2h:HH:mm}',
+      EARLIER: '%{tick-30min:HH:mm}',
+      NO_OFFSET: '%{logicalEnd:yyyy-MM-dd HH:mm}',
+    },
+    time,
+    'Europe/Zurich',
+  );
+  expect(out).toEqual({
+    FROM: '2026-03-25',
+    FROM_ISO: '2026-03-25T01:15:00.000Z',
+    LATER: '04:15',
+    EARLIER: '01:45',
+    NO_OFFSET: '2026-04-01 02:15',
+  });
+  expect(() =>
+    renderParameters({ FROM: '%{logicalEnd-7w:yyyy}', TO: '%{logicalEnd - 1d}' }, time, 'UTC', 'jobs.j.p'),
+  ).toThrow(
+    new ConfigError([
+      'jobs.j.p.FROM: malformed time "%{logicalEnd-7w}" in "%{logicalEnd-7w:yyyy}" (write a name and an optional ' +
+        'offset, e.g. %{logicalEnd-7d:yyyy-MM-dd}; units d, h, min)',
+      'jobs.j.p.TO: malformed time "%{logicalEnd - 1d}" in "%{logicalEnd - 1d}" (write a name and an optional ' +
+        'offset, e.g. %{logicalEnd-7d:yyyy-MM-dd}; units d, h, min)',
+    ]),
+  );
+});

@@ -5,6 +5,7 @@
  */
 import { EtlError } from '../errors.ts';
 import type { JobPreview } from '../pipeline/preview.ts';
+import { describeRange } from '../warehouse/replace-range.ts';
 import {
   configOption,
   logFormatOption,
@@ -31,7 +32,7 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
   if (!p.result) {
     cli.out(
       `${job}: the report has no rows and no columns (rows=${p.reportRows}); a load would leave ${p.targetTable} as ` +
-        'it is (replace empties it)',
+        `it is (replace empties ${p.range ? `the period ${describeRange(p.range.range)}` : 'it'})`,
     );
     return;
   }
@@ -57,6 +58,19 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
     cli.out(
       '\ninferred types come from these rows only; a load infers them from every row (declare a type under ' +
         'target.columns to fix it)',
+    );
+  if (p.range) {
+    const { range, deletes } = p.range;
+    const now = deletes === undefined ? 'the table does not exist yet' : `it holds ${deletes.toLocaleString('en-US')}`;
+    cli.out(
+      `\na load replaces the period ${range.column} in [${range.from}, ${range.to}) of ${p.targetTable} (` +
+        `${now}) with the report's ${count} rows, in one transaction; rows outside the period stay`,
+    );
+  }
+  for (const m of p.result.outsideRange)
+    cli.err(
+      `warning: row ${m.row}, column ${m.column}: "${cell(m.value)}" lies outside the period: a load would fail ` +
+        'with RANGE_VIOLATION',
     );
   for (const m of misfits) {
     const type = columns.find((c) => c.name === m.column)?.type;

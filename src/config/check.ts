@@ -14,6 +14,7 @@ import { cronRangeProblems } from './cron-ticks.ts';
 import { formatPath, interpolate, WHOLE_REFERENCE, type ConfigPath } from './interpolate.ts';
 import { closestMatch } from '../closest-match.ts';
 import { get, isObj, issueProblems, makeLocator, syntaxProblems, type Located, type Locator } from './problems.ts';
+import { templateProblems } from './time-template.ts';
 import { jobTargetProblems, sharedTargetProblems, type TargetCatalogue } from './target-checks.ts';
 
 /** Whether `zone` is an IANA time zone this Node knows. */
@@ -137,6 +138,11 @@ function extraChecks(
           `report name "${report}" ${what}: it ${checked.problem} (${checked.howToFix})`,
         );
       }
+    }
+    const parameters = get(job, ['report', 'parameters']);
+    for (const [key, value] of Object.entries(isObj(parameters) ? parameters : {})) {
+      if (typeof value === 'string')
+        for (const text of templateProblems(value)) add([...path, 'report', 'parameters', key], text);
     }
     for (const p of jobTargetProblems(job.target, targets)) add([...path, ...p.path], p.text, p.onKey);
   }

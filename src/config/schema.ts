@@ -307,8 +307,9 @@ export const targetSchema = z
           .max(100)
           .optional()
           .describe(
-            'replace only: most the target may shrink, in percent of the rows it holds now; a run that would ' +
-              'shrink it more fails with GUARD_TRIPPED and the target untouched. Unset: no limit.',
+            'replace only: most the target may shrink, in percent of the rows it holds now (with replaceRange: of ' +
+              "the rows in the run's range); a run that would shrink it more fails with GUARD_TRIPPED and the " +
+              'target untouched. Unset: no limit.',
           ),
       })
       .strict()
@@ -317,6 +318,27 @@ export const targetSchema = z
         'Guards against a wrong load (docs/loaded-tables.md "Guards and schema changes"); ' +
           '`replay --accept-guard` overrides them.',
       ),
+    replaceRange: z
+      .object({
+        column: z
+          .string()
+          .min(1)
+          .describe(
+            'The normalised report column that places a row in a period (Buchungstag → buchungstag), a column of ' +
+              'every run; declare its type under target.columns (date, timestamptz, …) for a new target.',
+          ),
+        from: z
+          .string()
+          .min(1)
+          .describe('First value of the run\'s period (inclusive), a template such as "%{logicalEnd-7d:yyyy-MM-dd}".'),
+        to: z
+          .string()
+          .min(1)
+          .describe('End of the run\'s period (exclusive), a template such as "%{logicalEnd:yyyy-MM-dd}".'),
+      })
+      .strict()
+      .optional()
+      .describe('replace only: replace the rows in [from, to) alone (docs/loaded-tables.md "Replacing one period").'),
     schemaChanges: z
       .enum(SCHEMA_CHANGES)
       .default('evolve')
@@ -339,6 +361,13 @@ export const targetSchema = z
       issue(ctx, ['key'], 'merge needs key: the columns that identify a row');
     if (t.mode !== 'merge' && t.key.length > 0)
       issue(ctx, ['key'], `key is used by mode merge only (mode is ${t.mode})`);
+    if (t.mode !== 'replace' && t.replaceRange !== undefined)
+      issue(
+        ctx,
+        ['replaceRange'],
+        `replaceRange replaces one period's rows and needs mode replace (mode is ${t.mode}): set mode: replace, or ` +
+          'remove replaceRange',
+      );
     if (t.mode !== 'replace' && t.guard.maxShrinkPercent !== undefined)
       issue(
         ctx,

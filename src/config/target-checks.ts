@@ -14,6 +14,7 @@ import {
 } from '../warehouse/identifiers.ts';
 import { isLoadableRelkind, type ExistingRelation } from '../warehouse/target-table.ts';
 import type { ConfigPath } from './interpolate.ts';
+import { renderSample, templateProblems } from './time-template.ts';
 import { isObj } from './problems.ts';
 import { targetSchema, type EtlConfig } from './schema.ts';
 
@@ -142,6 +143,7 @@ export function jobTargetProblems(target: unknown, catalogue: TargetCatalogue | 
           `it updates by one, so every run would fail; add it: CREATE UNIQUE INDEX ON ${name} (${keys.join(', ')})`,
       });
   }
+  out.push(...replaceRangeProblems(target, columns, name));
   for (const c of isObj(target.columns) ? Object.keys(target.columns) : []) {
     const path = ['target', 'columns', c];
     const problem = columnNameProblem(c);
@@ -155,6 +157,74 @@ export function jobTargetProblems(target: unknown, catalogue: TargetCatalogue | 
           `column of that name (its columns: ${listed(columns!)})`,
         onKey: true,
       });
+  }
+  return out;
+}
+
+const RANGE_SECTION = 'docs/loaded-tables.md "Replacing one period"';
+
+/**
+ * What a declared type makes of a bound rendered for a sample time: undefined when it reads it, else why not. Types
+ * that cannot order a period (boolean, jsonb, bytea …) hold no range.
+ */
+function boundProblem(type: string, sample: string): string | undefined {
+  const t = type.trim().toLowerCase();
+  if (/^(text|varchar|character varying|char|character)\b/.test(t)) return undefined;
+  if (/^date$/.test(t))
+    return /^\d{4}-\d{2}-\d{2}([T ]|$)/.test(sample) ? undefined : `"${sample}" is not a date (yyyy-MM-dd)`;
+  if (/^timestamp|^timestamptz$/.test(t))
+    return /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}.*)?$/.test(sample) ? undefined : `"${sample}" is not a timestamp`;
+  if (/^(bigint|integer|int|int[248]|smallint|numeric|decimal)\b/.test(t))
+    return /^-?\d+(\.\d+)?$/.test(sample) ? undefined : `"${sample}" is not a number`;
+  return `type ${type} cannot order a period: declare date, timestamptz, a number or text`;
+}
+
+/**
+ * The problems of `target.replaceRange`: a column name that is not normalised, templates that do not render, with the
+ * catalogue a column an existing target lacks without a declared type, and a declared type the bounds do not fit.
+ */
+function replaceRangeProblems(
+  target: Record<string, unknown>,
+  columns: readonly string[] | undefined,
+  table: string | undefined,
+): TargetProblem[] {
+  const range = target.replaceRange;
+  if (!isObj(range)) return [];
+  const out: TargetProblem[] = [];
+  const column = typeof range.column === 'string' && range.column !== '' ? range.column : undefined;
+  const columnProblem = column && columnNameProblem(column);
+  if (columnProblem) out.push({ path: ['target', 'replaceRange', 'column'], text: columnProblem });
+  const rendered: Partial<Record<'from' | 'to', string>> = {};
+  for (const bound of ['from', 'to'] as const) {
+    const value = range[bound];
+    if (typeof value !== 'string') continue;
+    const problems = templateProblems(value);
+    for (const text of problems) out.push({ path: ['target', 'replaceRange', bound], text });
+    if (problems.length === 0) rendered[bound] = renderSample(value);
+  }
+  if (!column || columnProblem) return out;
+  const declared = isObj(target.columns) ? target.columns[column] : undefined;
+  if (typeof declared === 'string') {
+    for (const bound of ['from', 'to'] as const) {
+      const sample = rendered[bound];
+      const problem = sample === undefined ? undefined : boundProblem(declared, sample);
+      if (problem)
+        out.push({
+          path: ['target', 'replaceRange', bound],
+          text:
+            `the range column ${column} is declared ${declared}, but ${bound} renders as ${problem}: give the ` +
+            `template a format the type reads, e.g. "%{logicalEnd:yyyy-MM-dd}" for a date (${RANGE_SECTION})`,
+        });
+    }
+  } else if (columns && !columns.includes(column)) {
+    const near = closestMatch(column, columns);
+    out.push({
+      path: ['target', 'replaceRange', 'column'],
+      text:
+        `the target ${table} has no column ${column}${near ? ` (did you mean "${near}"?)` : ''}: the range column ` +
+        `must be a column of the report and of the target, or declared under target.columns with its type ` +
+        `(${RANGE_SECTION})`,
+    });
   }
   return out;
 }

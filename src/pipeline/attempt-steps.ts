@@ -34,7 +34,7 @@ import {
   type ReportJob,
   type StartReportRequest,
 } from '../report-api/index.ts';
-import { untilDatabaseTakesIt, type Queryable } from '../db.ts';
+import { untilDatabaseTakesIt } from '../db.ts';
 import { outputShape, type RunTrigger } from '../vocabulary.ts';
 import { loadRows, type LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError, PageCountMismatchError } from '../warehouse/load-errors.ts';
@@ -53,6 +53,7 @@ import {
   noTargetWords,
   targetExists,
 } from '../warehouse/guard.ts';
+import { countRangeRows, describeRange, type ReplaceRange } from '../warehouse/replace-range.ts';
 import { ATTR, extractTrace, type Attributes } from '../tracing.ts';
 import {
   AttemptFailedError,
@@ -65,7 +66,7 @@ import { AttemptTrace } from './attempt-trace.ts';
 import { connectionAuthStore } from './auth-store.ts';
 import { deadlinesOf, RunDeadlineReached, RunTimeoutError, type RunDeadline } from './deadlines.ts';
 import { jobDecoder } from './job-decoder.ts';
-import { logicalTimeOf, runParameters } from './logical-time.ts';
+import { logicalTimeOf, runParameters, runRange } from './logical-time.ts';
 import { reportRows, type ReportRows } from './report-rows.ts';
 
 /** Fairness class of a run: scheduled ticks first, then runs asked for by hand, then backfills and replays. */
@@ -211,6 +212,8 @@ export type MayRun =
       readonly request: StartReportRequest;
       /** Declared column types, resolved by PostgreSQL (normalised column → type). */
       readonly declaredTypes: ReadonlyMap<string, string>;
+      /** The period whose rows the run replaces (target.replaceRange rendered for its logical time), if any. */
+      readonly range: ReplaceRange | undefined;
     };
 
 /**
@@ -247,6 +250,7 @@ export async function checkMayRun(a: Attempt): Promise<MayRun> {
     dead: o.exclusive ? others : [],
     request: { ...job.report, job: name, parameters },
     declaredTypes,
+    range: runRange(o.job, a.logicalTime),
   };
 }
 
@@ -420,11 +424,11 @@ export async function loadReport(
   a: Attempt,
   tx: LoadTransaction['tx'],
   { started, finished, rows }: ReportToLoad,
-  declaredTypes: ReadonlyMap<string, string>,
+  { declaredTypes, range }: { declaredTypes: ReadonlyMap<string, string>; range?: ReplaceRange | undefined },
 ): Promise<LoadResult & { noTarget?: string }> {
   const { name, job, connection } = a.options.job;
   const expectedRows = announcedRows(a, finished);
-  const guard = await targetGuard(a, tx, started.log);
+  const guard = await targetGuard(a, tx, started.log, range);
   if (expectedRows !== undefined) await guard(expectedRows);
   let loaded: LoadResult & { noTarget?: string } = await loadRows(
     tx,
@@ -433,6 +437,7 @@ export async function loadReport(
       target: a.target,
       mode: job.target.mode,
       key: job.target.key,
+      range,
       declaredTypes,
       schemaChanges: job.target.schemaChanges,
       expectedRows,
@@ -540,17 +545,28 @@ export async function loadedResult(
 
 /**
  * The target's guard (docs/loaded-tables.md "Guards and schema changes"), in the load transaction: counts the target's
- * rows now when maxShrinkPercent needs them, and returns the check of a row count. A trip fails the attempt, unless the
+ * rows now when maxShrinkPercent needs them (with a range: the rows in it, which the run replaces), and returns the
+ * check of a row count. A trip fails the attempt, unless the
  * run accepts it (`replay --accept-guard`): then it is logged and recorded on the attempt in the same transaction.
  * @throws GuardTrippedError (from the check; not retryable)
  */
-async function targetGuard(a: Attempt, tx: Queryable, log: Logger): Promise<(rows: number) => Promise<void>> {
+async function targetGuard(
+  a: Attempt,
+  tx: LoadTransaction['tx'],
+  log: Logger,
+  range: ReplaceRange | undefined,
+): Promise<(rows: number) => Promise<void>> {
   const { mode, guard } = a.options.job.job.target;
-  const currentRows = needsRowCount(mode, guard) ? await countTargetRows(tx, a.target) : undefined;
+  const currentRows = !needsRowCount(mode, guard)
+    ? undefined
+    : range
+      ? await countRangeRows(tx, a.target, range)
+      : await countTargetRows(tx, a.target);
   const exists = currentRows !== undefined || (await targetExists(tx, a.target));
+  const table = range ? `${a.targetTable} (${describeRange(range)})` : a.targetTable;
   return async (rows) => {
     const trip = guardTrip({
-      table: a.targetTable,
+      table,
       mode,
       guard,
       rows,

@@ -15,7 +15,8 @@ import { parseTableName } from '../warehouse/identifiers.ts';
 import { previewRows, type PreviewResult } from '../warehouse/preview.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { deadlinesOf } from './deadlines.ts';
-import { runParameters } from './logical-time.ts';
+import { logicalTimeOf, runParameters, runRange } from './logical-time.ts';
+import { countRangeRows, type ReplaceRange } from '../warehouse/replace-range.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { reportRows } from './report-rows.ts';
 
@@ -52,6 +53,11 @@ export interface JobPreview {
   reportPages: number;
   targetTable: string;
   result: PreviewResult | undefined;
+  /**
+   * With target.replaceRange: the run's period and the target's rows in it now, which a load would delete (undefined:
+   * no target yet).
+   */
+  range?: { range: ReplaceRange; deletes: number | undefined } | undefined;
 }
 
 /**
@@ -63,16 +69,14 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
   const { report, target: targetConfig } = o.job.job;
   const target = parseTableName(targetConfig.table);
   const declaredTypes = await resolveDeclaredTypes(o.pool, o.job.name, targetConfig.columns);
-  const parameters = runParameters(
-    o.job,
-    {
-      parameters: o.parameters,
-      ...(o.interval
-        ? { logicalStart: o.interval.logicalStart.toISOString(), logicalEnd: o.interval.logicalEnd.toISOString() }
-        : {}),
-    },
-    new Date(),
-  );
+  const request = {
+    parameters: o.parameters,
+    ...(o.interval
+      ? { logicalStart: o.interval.logicalStart.toISOString(), logicalEnd: o.interval.logicalEnd.toISOString() }
+      : {}),
+  };
+  const parameters = runParameters(o.job, request, new Date());
+  const range = runRange(o.job, logicalTimeOf(o.job, request, new Date()));
   const client = await makeReportClient({
     connection: o.job.connection,
     connectionName: o.job.connectionName,
@@ -104,7 +108,7 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
           ]);
           const result = await previewRows(
             db,
-            { job: o.job.name, target, key: targetConfig.key, declaredTypes, limit: o.rows },
+            { job: o.job.name, target, key: targetConfig.key, declaredTypes, limit: o.rows, range },
             rows,
           );
           return {
@@ -112,6 +116,7 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
             reportPages: finished.pages,
             targetTable: `${target.schema}.${target.table}`,
             result,
+            range: range && { range, deletes: await countRangeRows(db, target, range) },
           };
         } finally {
           await db.query('ROLLBACK').catch(() => undefined);

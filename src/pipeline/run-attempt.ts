@@ -117,7 +117,7 @@ async function runSteps(a: Attempt): Promise<AttemptResult> {
       // Rows and the attempt's records in one load transaction: committed together or not at all.
       const loaded = await trace.step('load', () =>
         withLoadTransaction(a.options.pool, loadTransactionOf(a), async (lt) => {
-          const l = await loadReport(a, lt.tx, opened, check.declaredTypes);
+          const l = await loadReport(a, lt.tx, opened, check);
           return { ...l, committed: await trace.step('commit', () => commitLoad(a, lt, l, opened.rows)) };
         }),
       );

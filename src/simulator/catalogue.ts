@@ -7,6 +7,7 @@ import { isoUtc } from './time-format.ts';
 import {
   DEFAULT_RANGE,
   driftRows,
+  bookingRows,
   ledgerRows,
   salesRows,
   simpleRows,
@@ -77,9 +78,17 @@ const SIMPLE_COLUMNS: ReportColumn[] = [
   { name: 'Wert', kind: 'decimal' },
 ];
 
+/** The server's side of a report's data: the mandant it runs in and the revision of its data (SimServerData). */
+export interface DataState {
+  mandant: string;
+  revision: number;
+}
+
 interface Definition extends CatalogueEntry {
   columns: ReportColumn[];
   rows(seed: number, rowCount: number, range: DayRange): RowGenerator;
+  /** A report whose rows, and so its row count, follow its range, mandant and revision (ROWS does not apply). */
+  sized?(seed: number, range: DayRange, state: DataState): { rowCount: number; rows: RowGenerator };
   failure?: string;
 }
 
@@ -121,6 +130,21 @@ const DEFINITIONS: Definition[] = [
       { name: 'Text', kind: 'text' },
     ],
     rows: (seed, _n, range) => ledgerRows(seed, range),
+  },
+  {
+    path: 'Finance/Bookings.avw',
+    description:
+      'Bookings of the mandant, up to four per day of FROM/TO (yyyy-mm-dd) in "Buchungstag"; the data revision ' +
+      '(/_sim/revision) corrects, adds and deletes bookings',
+    defaultRows: 0,
+    columns: [
+      { name: 'Buchung Nr', kind: 'text' },
+      { name: 'Buchungstag', kind: 'text' },
+      { name: 'Betrag', kind: 'decimal' },
+      { name: 'Text', kind: 'text' },
+    ],
+    rows: () => none,
+    sized: (seed, range, state) => bookingRows(seed, range, state.mandant, state.revision),
   },
   {
     path: 'Drift.avw',
@@ -200,6 +224,11 @@ export const CATALOGUE: ReadonlyArray<CatalogueEntry> = DEFINITIONS.map(({ path,
 
 const BY_PATH = new Map(DEFINITIONS.map((d) => [d.path, d]));
 
+/** Whether the rows of the report at `path` follow the mandant and the data revision (DataState). */
+export function followsState(path: string): boolean {
+  return BY_PATH.get(path)?.sized !== undefined;
+}
+
 /** Most rows a ROWS parameter may ask for. */
 export const MAX_ROWS = 50_000_000;
 
@@ -259,6 +288,7 @@ function extraReportData(report: ExtraReport, parameters: Record<string, string>
  * @param parameters the report's input parameters: ROWS (row count, any report), FROM and TO
  *   (yyyy-mm-dd, UTC days, [FROM, TO)) for the reports with a date column; others are ignored
  * @param seed data seed (SimulatorOptions.seed)
+ * @param state the mandant the report runs in and the revision of the server's data (the reports that follow them)
  * @param extra the reports given besides the catalogue (SimulatorOptions.reports), by path; they win
  * @returns the data, with `failure` set when a parameter is invalid or the report fails;
  *   undefined when no such report exists
@@ -267,6 +297,7 @@ export function reportData(
   path: string,
   parameters: Record<string, string>,
   seed: number,
+  state: DataState = { mandant: '', revision: 0 },
   extra?: ReadonlyMap<string, ExtraReport>,
 ): ReportData | undefined {
   const given = extra?.get(path);
@@ -291,7 +322,9 @@ export function reportData(
       return failed(def.columns, `Invalid parameters: FROM (${parameters.FROM}) must be before TO (${parameters.TO})`);
     range = { fromDay: from, days: to - from };
   }
-  const gen = def.rows(seed >>> 0, rowCount, range);
+  const sized = def.sized?.(seed >>> 0, range, state);
+  if (sized) rowCount = sized.rowCount;
+  const gen = sized?.rows ?? def.rows(seed >>> 0, rowCount, range);
   const timestampAt = def.columns.flatMap((c, i) => (c.kind === 'timestamp' ? [i] : []));
   return {
     columns: def.columns,

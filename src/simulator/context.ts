@@ -50,6 +50,8 @@ export interface SimContext {
   seed: number;
   /** SimulatorOptions.reports by path. */
   reports: ReadonlyMap<string, ExtraReport>;
+  /** The revision of the server's data (SimulatorControl.setRevision). */
+  revision: number;
   nameRules: ReportNameRules;
   /** SimulatorOptions.pkce: whether the authorization endpoint and the code grant know PKCE. */
   pkce: boolean;

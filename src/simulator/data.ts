@@ -177,3 +177,49 @@ export function simpleRows(seed: number): RowGenerator {
     return [String(i + 1), `Eintrag ${i + 1}`, cents(below(100_000))];
   };
 }
+
+/** Most bookings a day of one mandant holds (slots 1..BOOKING_SLOTS, each present or not in a revision). */
+const BOOKING_SLOTS = 4;
+
+/** A uint32 hash of (seed, mandant, day, slot, revision), murmur3-style. */
+function bookingHash(seed: number, mandant: string, day: number, slot: number, revision: number): number {
+  let h = seed ^ 0x2545f491;
+  for (const v of [...Array.from(mandant, (c) => c.charCodeAt(0)), day, slot, revision]) {
+    h = Math.imul(h ^ v, 0xcc9e2d51);
+    h = Math.imul((h << 15) | (h >>> 17), 0x1b873593);
+  }
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/**
+ * Bookings of a mandant: per day of `range`, up to four bookings (Buchung Nr `yyyymmdd-k`, Buchungstag `yyyy-mm-dd`,
+ * Betrag, Text). Which exist and their amounts depend on (seed, mandant, day, revision): a new revision of the
+ * server's data corrects, adds and deletes bookings of every day, as an ERP's late postings do.
+ * @returns the row count and the generator
+ */
+export function bookingRows(
+  seed: number,
+  range: DayRange,
+  mandant: string,
+  revision: number,
+): { rowCount: number; rows: RowGenerator } {
+  const present: [number, number, number][] = [];
+  for (let d = 0; d < range.days; d++) {
+    const day = range.fromDay + d;
+    for (let k = 1; k <= BOOKING_SLOTS; k++) {
+      const h = bookingHash(seed, mandant, day, k, revision);
+      if (h % 3 !== 0) present.push([day, k, h]);
+    }
+  }
+  return {
+    rowCount: present.length,
+    rows: (i) => {
+      const [day, k, h] = present[i]!;
+      const date = new Date(day * DAY_MS).toISOString().slice(0, 10);
+      const nr = `${date.replace(/-/g, '')}-${k}`;
+      return [nr, date, cents((h >>> 2) % 1_000_000), `Mandant ${mandant} Buchung ${nr}`];
+    },
+  };
+}

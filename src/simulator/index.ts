@@ -98,6 +98,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     jobDurationMs: opts.jobDurationMs ?? 300,
     seed: opts.seed ?? 1,
     reports: new Map((opts.reports ?? []).map((r) => [r.path, r])),
+    revision: 0,
     nameRules: { acceptBackslash: opts.acceptBackslash ?? true, acceptEncodedSlash: opts.acceptEncodedSlash ?? true },
     pageCache: opts.pageCache ? new PageCache() : undefined,
     productVersion: opts.productVersion,
@@ -114,6 +115,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     expireTokens: () => tokens.expireAll(),
     logoutUser: (username) => ctx.logins.logout(username),
     advanceClock: (ms) => ctx.logins.advance(ms),
+    setRevision: (revision) => {
+      ctx.revision = revision;
+    },
   };
   const server = makeServer(ctx, control);
   await new Promise<void>((resolve, reject) => {
@@ -136,10 +140,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     prerender(reportPath, parameters, outputType, paging): PrerenderResult {
       const cache = ctx.pageCache;
       if (!cache) throw new Error('prerender needs SimulatorOptions.pageCache');
-      const data = reportData(reportPath, parameters, ctx.seed, ctx.reports);
+      const data = reportData(reportPath, parameters, ctx.seed, { mandant: '', revision: ctx.revision }, ctx.reports);
       if (!data || data.failure)
         throw new Error(`cannot prerender ${reportPath}: ${data?.failure ?? 'no such report'}`);
-      const key = dataKey(reportPath, parameters, ctx.seed);
+      const key = dataKey(reportPath, parameters, ctx.seed, { mandant: '', revision: ctx.revision });
       const pages = pageCount(data.rowCount, paging);
       let bytes = 0;
       for (let p = 1; p <= pages; p++) bytes += cache.page(key, data, outputType, paging, p, ctx.zone).length;

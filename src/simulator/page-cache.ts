@@ -10,13 +10,21 @@ import type { ReportData } from './catalogue.ts';
 import type { OutputType } from '../vocabulary.ts';
 import { pageRenderer, type StreamedOutputType } from './render.ts';
 import type { ZonedFormatter } from './time-format.ts';
+import { followsState, type DataState } from './catalogue.ts';
 
-/** Identifies one report run's rows: report path, parameters and seed (what reportData() takes). */
-export function dataKey(reportPath: string, parameters: Record<string, string>, seed: number): string {
+/** Identifies one report run's rows: report path, parameters, seed and data state (what reportData() takes). */
+export function dataKey(
+  reportPath: string,
+  parameters: Record<string, string>,
+  seed: number,
+  state: DataState = { mandant: '', revision: 0 },
+): string {
   const sorted = Object.keys(parameters)
     .sort()
     .map((k) => [k, parameters[k]]);
-  return `${reportPath}|${JSON.stringify(sorted)}|${seed}`;
+  // Most reports serve every mandant the same rows: one rendering serves them all (and prerender, which names none).
+  const follows = followsState(reportPath) ? `|${state.mandant}|${state.revision}` : '';
+  return `${reportPath}|${JSON.stringify(sorted)}|${seed}${follows}`;
 }
 
 /** The rendered pages of the simulator; see the file comment. */

@@ -138,7 +138,7 @@ export async function handleStart(
     paging,
     durationMs: ctx.jobDurationMs,
     now,
-    dataKey: dataKey(name.path, parameters, ctx.seed),
+    dataKey: dataKey(name.path, parameters, ctx.seed, { mandant: String(mandant), revision: ctx.revision }),
     fault: typeof fault === 'object' ? fault : undefined,
     padBytes: padBytesOf(parameters),
   };
@@ -150,7 +150,13 @@ export async function handleStart(
       error: { message: RIGHTS_MESSAGE, immediate: true, withResult: true },
     });
   } else {
-    const data = reportData(name.path, parameters, ctx.seed, ctx.reports);
+    const data = reportData(
+      name.path,
+      parameters,
+      ctx.seed,
+      { mandant: String(mandant), revision: ctx.revision },
+      ctx.reports,
+    );
     job = data
       ? makeJob({
           ...common,

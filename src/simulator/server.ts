@@ -24,6 +24,7 @@ export interface SimControl {
   expireTokens(): void;
   logoutUser(username: string): boolean;
   advanceClock(ms: number): void;
+  setRevision(revision: number): void;
 }
 
 const GATEWAY_TEXT: Record<number, string> = { 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' };
@@ -65,6 +66,18 @@ async function handleSim(
       title: 'Bad Request',
       detail: 'body must be {"username": "..."} (logout) or {"ms": n} (advance-clock)',
     });
+  }
+  if (method === 'POST' && path === '/_sim/revision') {
+    let body: { revision?: unknown };
+    try {
+      body = JSON.parse((await readBody(req)).toString('utf8') || '{}') as typeof body;
+    } catch {
+      body = {};
+    }
+    if (typeof body.revision !== 'number' || !Number.isInteger(body.revision) || body.revision < 0)
+      return sendProblem(res, 400, { title: 'Bad Request', detail: 'body must be {"revision": n} (n ≥ 0)' });
+    control.setRevision(body.revision);
+    return send(res, 204, {});
   }
   if (method === 'POST' && path === '/_sim/faults') {
     let faults: SimulatorFaults;

@@ -187,6 +187,11 @@ export interface Simulator {
    * Moves the clock of refresh-token validity forward by `ms` (e.g. 11 hours). Also POST /_sim/advance-clock {"ms": n}.
    */
   advanceClock(ms: number): void;
+  /**
+   * Sets the revision of the server's data (0 at start): the reports that follow it (Finance/Bookings) correct, add
+   * and delete rows, as an ERP's late postings do. Also POST /_sim/revision {"revision": n}.
+   */
+  setRevision(revision: number): void;
   /** Requests per grant type at the token endpoint, and logins on the login page, since start. */
   oauthCounters(): SimulatorOAuthCounters;
   /**

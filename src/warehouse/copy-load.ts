@@ -26,6 +26,7 @@ import {
   type TimeLoadStep,
 } from './load-plan.ts';
 import { readAhead } from './read-ahead.ts';
+import { deleteRange } from './replace-range.ts';
 import type { PlanRows, RowSource } from './row-source.ts';
 import { applyFromStaging, createStaging, STAGING } from './staging.ts';
 import { addColumns, createTable, describeTable, type TargetColumn } from './target-table.ts';
@@ -116,6 +117,7 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
       key: spec.key,
       columns: typed,
       cast: plan === 'inference-staging',
+      range: spec.range,
       place: load.place,
     }).catch((err: unknown) => {
       throw databaseError(err, 'load');
@@ -247,11 +249,15 @@ async function ensureFixedTable(
   }
 }
 
-/** A report with no rows and no header: replace empties an existing target; nothing to create. */
+/** A report with no rows and no header: replace empties an existing target (or its range); nothing to create. */
 async function loadEmpty(tx: pg.PoolClient, spec: LoadSpec, existing: TargetColumn[] | undefined): Promise<LoadResult> {
   if (spec.expectedRows !== undefined && spec.expectedRows !== 0) throw new RowCountMismatchError(spec.expectedRows, 0);
   if (existing && spec.mode === 'replace')
-    await (spec.timed ?? untimed)('target_delete', () => tx.query(`DELETE FROM ${quoteTable(spec.target)}`));
+    await (spec.timed ?? untimed)('target_delete', () =>
+      spec.range
+        ? deleteRange(tx, spec.target, spec.range)
+        : tx.query(`DELETE FROM ${quoteTable(spec.target)}`).then((r) => r.rowCount ?? 0),
+    );
   if (!existing)
     spec.logger.warn(
       { table: `${spec.target.schema}.${spec.target.table}` },

@@ -3,7 +3,8 @@
  * report's columns and before a row is read:
  * - direct: the target exists with every report column, mode replace or append → COPY straight into it (a replace
  *   DELETEs first; readers see the old rows until the commit, a staging table's guarantee without a second copy);
- * - typed staging: merge into an existing target → COPY into a temporary table shaped like it, then upsert;
+ * - typed staging: merge, or a replace of one period (replace-range.ts), into an existing target → COPY into a
+ *   temporary table shaped like it, then upsert, or check the range and delete+insert;
  * - inference staging: the target is new or lacks report columns → COPY into text columns while the source records
  *   the kinds of every value; the target is then created or extended with declared, existing or inferred types.
  * COPY goes binary on the direct and typed-staging plans when every column has a binary encoding
@@ -19,6 +20,7 @@ import type { TableName } from './identifiers.ts';
 import { SchemaChangedError, schemaDifference, valueChangeError, type LoadPlace } from './load-errors.ts';
 import type { RowSource } from './row-source.ts';
 import { checkTargetNames } from './target-names.ts';
+import type { ReplaceRange } from './replace-range.ts';
 import type { TargetColumn } from './target-table.ts';
 import { ValueFit } from './value-fit.ts';
 
@@ -33,6 +35,8 @@ export interface LoadSpec {
   mode: WriteMode;
   /** Merge key columns (normalised names). */
   key: readonly string[];
+  /** replace only: the period whose rows the run replaces (target.replaceRange, rendered); unset: the whole table. */
+  range?: ReplaceRange | undefined;
   /** Declared types by normalised column name, resolved with to_regtype. */
   declaredTypes: ReadonlyMap<string, string>;
   /** evolve (default) adds new report columns; freeze fails with SCHEMA_CHANGED before a row is loaded. */
@@ -109,7 +113,9 @@ export function planLoad(
     columnType: (c) => types.get(c) ?? existingType.get(c),
     columnAt: (i) => names[i],
   };
-  const plan = complete ? (spec.mode === 'merge' ? 'typed-staging' : 'direct') : 'inference-staging';
+  // A range's rows are checked before the target is touched: in a staging table.
+  const staged = spec.mode === 'merge' || spec.range !== undefined;
+  const plan = complete ? (staged ? 'typed-staging' : 'direct') : 'inference-staging';
   const fit = source.fixedColumns ? undefined : valueFitOf(names, reportColumns, existingType, spec, place);
   return {
     tx,

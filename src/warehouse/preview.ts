@@ -15,6 +15,7 @@ import type { RowSource } from './row-source.ts';
 import { createStaging, SEQ, STAGING } from './staging.ts';
 import { describeTable } from './target-table.ts';
 import { checkTargetNames, type TargetNames } from './target-names.ts';
+import { checkRangeBounds, type ReplaceRange } from './replace-range.ts';
 
 /** A target column as a load would make it. */
 export interface PreviewColumn {
@@ -47,6 +48,8 @@ export interface PreviewResult {
    */
   rows: (string | null)[][];
   misfits: PreviewMisfit[];
+  /** With a range (replace-range.ts): the shown rows whose range column lies outside it, which a load refuses. */
+  outsideRange: PreviewMisfit[];
 }
 
 /**
@@ -60,7 +63,7 @@ export interface PreviewResult {
  */
 export async function previewRows(
   tx: pg.PoolClient,
-  o: TargetNames & { limit: number },
+  o: TargetNames & { limit: number; range?: ReplaceRange | undefined },
   source: RowSource,
 ): Promise<PreviewResult | undefined> {
   // Every value's kind is recorded, in text format: the preview shows the types a first load would infer.
@@ -131,5 +134,26 @@ export async function previewRows(
       return (r[`v${i}`] as string | null) ?? null;
     }),
   );
-  return { columns, rows: values, misfits };
+  return { columns, rows: values, misfits, outsideRange: await rowsOutside(tx, o, columns) };
+}
+
+/** The preview's rows whose range column fits its type but lies outside the range (a load's RANGE_VIOLATION). */
+async function rowsOutside(
+  tx: pg.PoolClient,
+  o: { limit: number; range?: ReplaceRange | undefined },
+  columns: readonly PreviewColumn[],
+): Promise<PreviewMisfit[]> {
+  const c = o.range && columns.find((col) => col.name === o.range!.column);
+  if (!o.range || !c) return [];
+  await checkRangeBounds(tx, o.range, c.type);
+  const col = quoteIdent(c.name);
+  const value = `CAST(CAST(${col} AS text) AS ${c.type})`;
+  const { rows } = await tx.query<{ row: string; value: string | null }>(
+    `SELECT n AS row, r AS value FROM (SELECT row_number() OVER (ORDER BY ${SEQ}) AS n, ${col} AS r,
+            CASE WHEN etl.fits_type(${col}, $3) THEN (${value} >= $1 AND ${value} < $2) END AS inside
+       FROM ${STAGING} ORDER BY ${SEQ} LIMIT $4) s
+      WHERE inside IS NOT TRUE AND (r IS NULL OR etl.fits_type(r, $3))`,
+    [o.range.from, o.range.to, c.type, o.limit],
+  );
+  return rows.map((r) => ({ row: Number(r.row), column: c.name, value: r.value ?? 'NULL' }));
 }

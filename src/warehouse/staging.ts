@@ -9,6 +9,7 @@ import type { WriteMode } from '../vocabulary.ts';
 import { EtlError } from '../errors.ts';
 import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
 import { ValueDoesNotFitError, type LoadPlace } from './load-errors.ts';
+import { checkRangeBounds, checkStagedRange, deleteRange, type ReplaceRange } from './replace-range.ts';
 
 /** Name of the per-transaction staging table (a temporary table dropped at commit or rollback). */
 export const STAGING = 'report_etl_staging';
@@ -37,14 +38,18 @@ export interface ApplyOptions {
   columns: readonly { name: string; type: string }[];
   /** Whether the staging columns are text that must be cast (inference path) or already typed. */
   cast: boolean;
+  /** replace only: the period whose rows are replaced (replace-range.ts); unset: every row. */
+  range?: ReplaceRange | undefined;
   place: LoadPlace;
 }
 
 /**
  * Moves the staged rows into the target in the job's write mode. Replace deletes the old rows first (readers keep
- * seeing them until commit); merge keeps, per key, the last staged row and upserts it (`ON CONFLICT`).
+ * seeing them until commit), with a range only those in it once every staged row is found in it; merge keeps, per
+ * key, the last staged row and upserts it (`ON CONFLICT`).
  * @throws ValueDoesNotFitError naming column, page, row and value when a cast fails
- * @throws EtlError TARGET_INVALID when merge finds NULL keys or the target lacks a unique key on `key`
+ * @throws EtlError TARGET_INVALID when merge finds NULL keys or the target lacks a unique key on `key`;
+ *   RangeViolationError for a staged row outside the range; EtlError CONFIG_INVALID for a bound the column cannot read
  */
 export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Promise<number> {
   const target = quoteTable(o.target);
@@ -59,9 +64,17 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
     : [];
   const exprs = o.columns.map((c, i) => (o.cast ? `${quoteIdent(c.name)}::${base[i]}` : quoteIdent(c.name)));
   if (o.mode === 'merge') await checkKeys(db, o);
+  const range = o.mode === 'replace' ? o.range : undefined;
+  const rangeAt = range ? o.columns.findIndex((c) => c.name === range.column) : -1;
+  if (range && rangeAt >= 0) await checkRangeBounds(db, range, o.columns[rangeAt]!.type);
   await db.query('SAVEPOINT report_etl_apply');
   try {
-    if (o.mode === 'replace') await db.query(`DELETE FROM ${target}`);
+    if (range) {
+      // checkTargetNames refused a report without the range column before anything was loaded.
+      if (rangeAt < 0) throw new Error(`the range column ${range.column} is not a column of the run`);
+      await checkStagedRange(db, range, { table: STAGING, seq: SEQ, expr: exprs[rangeAt]! }, o.place);
+      await deleteRange(db, o.target, range);
+    } else if (o.mode === 'replace') await db.query(`DELETE FROM ${target}`);
     let sql: string;
     if (o.mode === 'merge') {
       const keys = o.key.map(quoteIdent);
@@ -92,6 +105,7 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
         { stage: 'load', retryable: false, cause: err },
       );
     }
+    if (err instanceof EtlError) throw err;
     if (o.cast && code && (code.startsWith('22') || code === '23502')) throw await findBadValue(db, o, err);
     throw err;
   }

@@ -18,6 +18,8 @@ export interface TargetNames {
   key: readonly string[];
   /** Declared types by normalised column name (`target.columns`). */
   declaredTypes: ReadonlyMap<string, string>;
+  /** The range a replace of one period replaces (`target.replaceRange`): its column must be the report's. */
+  range?: { column: string } | undefined;
 }
 
 /** Most column names an error lists; the rest are counted. */
@@ -37,8 +39,9 @@ function didYouMean(name: string, candidates: readonly string[]): string {
 }
 
 /**
- * Checks that every merge key column is a column of the report, and that every column with a declared type is a
- * column of the report or of the existing target (a declared type applies to the columns a load creates).
+ * Checks that every merge key column and the replaceRange column are columns of the report, and that every column
+ * with a declared type is a column of the report or of the existing target (a declared type applies to the columns a
+ * load creates).
  * @param reportColumns the report's column names, normalised (the target's names), in COPY order
  * @param existing the target's columns, or undefined when it does not exist yet
  * @throws EtlError TARGET_INVALID (stage load, not retryable) naming the job, each option path and unknown name with
@@ -59,6 +62,14 @@ export function checkTargetNames(
     if (report.has(k)) continue;
     unknown.push({ option: 'target.key', name: k });
     problems.push(`target.key: merge key column ${k} is not a column of the report${didYouMean(k, reportColumns)}`);
+  }
+  if (o.range && !report.has(o.range.column)) {
+    const c = o.range.column;
+    unknown.push({ option: 'target.replaceRange.column', name: c });
+    problems.push(
+      `target.replaceRange.column: range column ${c} is not a column of the report${didYouMean(c, reportColumns)}, ` +
+        'so no row could be placed in the period',
+    );
   }
   for (const c of o.declaredTypes.keys()) {
     if (report.has(c) || inTarget.has(c)) continue;

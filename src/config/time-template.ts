@@ -1,0 +1,195 @@
+/**
+ * Templates of a run's logical time in jobs.yaml values (the run's logical time itself: pipeline/logical-time.ts).
+ *
+ * A parameter value in jobs.yaml (and a `target.replaceRange` bound) may contain `%{name}`, `%{name:format}`,
+ * `%{name-7d}` or `%{name-7d:format}` where name is
+ * - `tick`: the scheduled time the run stands for,
+ * - `logicalStart`: the previous tick of the schedule (start of the interval the run covers),
+ * - `logicalEnd`: the tick itself (end of the interval, exclusive),
+ * an optional offset `+N` or `-N` with unit `d` (calendar days in the job's time zone: the same wall-clock time N days
+ * earlier or later, also across a DST change), `h` or `min` (exact hours or minutes) moves it, and format is built
+ * from `yyyy MM dd HH mm ss SSS` (other characters are copied; text in single quotes is copied verbatim), rendered in
+ * the job's time zone. Without a format the value is ISO 8601 UTC with ms. `%%{` writes a literal `%{`. Example:
+ * `FROM: "%{logicalEnd-7d:yyyy-MM-dd}"`, `TO: "%{logicalEnd:yyyy-MM-dd}"` (docs/configuration.md "Run parameters
+ * and logical time").
+ *
+ * The syntax is `%{...}`, not `${...}`, because the config loader interpolates `${VAR}` from the environment
+ * when it reads jobs.yaml; templates are rendered by the worker when the run starts.
+ */
+import { ConfigError } from '../errors.ts';
+
+/** The instants a template can refer to. */
+export interface LogicalTime {
+  tick: Date;
+  logicalStart: Date;
+  logicalEnd: Date;
+}
+
+const TEMPLATE = /%(%?)\{([^}:]*)(?::([^}]*))?\}/g;
+/** The part before the format: a name and an optional offset. */
+const NAME_AND_OFFSET = /^([A-Za-z]+)(?:([+-])(\d{1,5})(d|h|min))?$/;
+const UNIT_MS = { h: 3_600_000, min: 60_000 } as const;
+const NAMES = new Set(['tick', 'logicalStart', 'logicalEnd']);
+const TOKENS = /yyyy|MM|dd|HH|mm|ss|SSS|'[^']*'/g;
+
+/** Whether a value contains a `%{...}` template. */
+export function hasTemplate(value: string): boolean {
+  TEMPLATE.lastIndex = 0;
+  for (const m of value.matchAll(TEMPLATE)) if (m[1] === '') return true;
+  return false;
+}
+
+/** Wall-clock parts of `at` in `zone`. */
+function zonedParts(at: Date, zone: string): Record<'yyyy' | 'MM' | 'dd' | 'HH' | 'mm' | 'ss' | 'SSS', string> {
+  const p: Record<string, string> = {};
+  const format = new Intl.DateTimeFormat('en-US', {
+    timeZone: zone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  });
+  for (const part of format.formatToParts(at)) if (part.type !== 'literal') p[part.type] = part.value;
+  return {
+    yyyy: p.year!.padStart(4, '0'),
+    MM: p.month!,
+    dd: p.day!,
+    HH: p.hour!,
+    mm: p.minute!,
+    ss: p.second!,
+    SSS: String(at.getUTCMilliseconds()).padStart(3, '0'),
+  };
+}
+
+/**
+ * Formats `at` in `zone` with a `yyyy-MM-dd HH:mm:ss.SSS`-style pattern (see the module doc).
+ * @throws RangeError for an unknown zone
+ */
+export function formatZoned(at: Date, pattern: string, zone: string): string {
+  const parts = zonedParts(at, zone);
+  return pattern.replace(TOKENS, (t) => (t.startsWith("'") ? t.slice(1, -1) : parts[t as keyof typeof parts]));
+}
+
+/**
+ * Renders the `%{...}` templates of one value (see the module doc).
+ * @param time the run's logical time
+ * @param zone IANA zone the formats and day offsets are rendered in (the job's schedule zone)
+ * @param problem called with `what is wrong (how to fix)` per unknown name or malformed offset
+ * @returns the value with every template replaced (a bad one left as written)
+ */
+export function renderTemplate(
+  value: string,
+  time: LogicalTime,
+  zone: string,
+  problem: (text: string) => void,
+): string {
+  return value.replace(TEMPLATE, (whole, escaped: string, head: string, format: string | undefined) => {
+    if (escaped) return whole.slice(1);
+    const m = NAME_AND_OFFSET.exec(head);
+    if (!m) {
+      problem(
+        `malformed time "%{${head}}" in "${value}" (write a name and an optional offset, e.g. ` +
+          '%{logicalEnd-7d:yyyy-MM-dd}; units d, h, min)',
+      );
+      return whole;
+    }
+    const [, name, sign, amount, unit] = m as unknown as [string, string, string?, string?, ('d' | 'h' | 'min')?];
+    if (!NAMES.has(name)) {
+      problem(`unknown time "%{${name}}" in "${value}" (write tick, logicalStart or logicalEnd)`);
+      return whole;
+    }
+    let at = time[name as keyof LogicalTime];
+    if (sign && amount && unit) {
+      const n = Number(amount) * (sign === '-' ? -1 : 1);
+      at = unit === 'd' ? addZonedDays(at, n, zone) : new Date(at.getTime() + n * UNIT_MS[unit]);
+    }
+    return format === undefined || format === '' ? at.toISOString() : formatZoned(at, format, zone);
+  });
+}
+
+/** What is wrong with the `%{...}` templates of `value` (rendered for a sample time): none when they render. */
+export function templateProblems(value: string): string[] {
+  const problems: string[] = [];
+  const at = new Date(0);
+  renderTemplate(value, { tick: at, logicalStart: at, logicalEnd: at }, 'UTC', (text) => problems.push(text));
+  return problems;
+}
+
+/** `value` rendered for a sample time (2026-01-31 02:15 UTC), to check what its templates give. */
+export function renderSample(value: string): string {
+  const at = new Date(Date.UTC(2026, 0, 31, 2, 15));
+  return renderTemplate(value, { tick: at, logicalStart: at, logicalEnd: at }, 'UTC', () => undefined);
+}
+
+/**
+ * `at` moved by `days` calendar days in `zone`: the same wall-clock time on the other day (a day across a DST change
+ * is 23 or 25 hours long); a wall time that day does not have is read as the zone reads it (parseZonedDate).
+ */
+export function addZonedDays(at: Date, days: number, zone: string): Date {
+  const p = zonedParts(at, zone);
+  const [y, mo, d, h, mi, s] = [p.yyyy, p.MM, p.dd, p.HH, p.mm, p.ss].map(Number) as [number, ...number[]];
+  const wall = Date.UTC(y, mo! - 1, d! + days, h, mi, s);
+  return new Date(settleWall(wall, zone) + at.getUTCMilliseconds());
+}
+
+/** The instant whose wall time in `zone` is `wall` (ms of a UTC date holding the wall time). */
+function settleWall(wall: number, zone: string): number {
+  // Two rounds settle the offset also next to a DST change.
+  let t = wall;
+  for (let i = 0; i < 2; i++) {
+    const p = zonedParts(new Date(t), zone);
+    const seen = Date.UTC(Number(p.yyyy), Number(p.MM) - 1, Number(p.dd), Number(p.HH), Number(p.mm), Number(p.ss));
+    t += wall - seen;
+  }
+  return t;
+}
+
+/**
+ * Renders the templates of every parameter value.
+ * @param parameters report parameters from jobs.yaml, name to value
+ * @param time the run's logical time
+ * @param zone IANA zone the formats are rendered in (the job's schedule zone)
+ * @param where `jobs.<name>.report.parameters`, for error messages
+ * @returns a new object with every `%{...}` replaced
+ * @throws ConfigError naming the parameter for an unknown name (e.g. `%{logicalstart}`) or a malformed offset
+ */
+export function renderParameters(
+  parameters: Record<string, string>,
+  time: LogicalTime,
+  zone: string,
+  where = 'report.parameters',
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  const problems: string[] = [];
+  for (const [key, value] of Object.entries(parameters))
+    out[key] = renderTemplate(value, time, zone, (text) => problems.push(`${where}.${key}: ${text}`));
+  if (problems.length) throw new ConfigError(problems);
+  return out;
+}
+
+/**
+ * Parses a `--from`/`--to` date of the command line: a date `2026-01-31` is midnight in `zone`; a date and time
+ * without offset `2026-01-31T06:00` is wall time in `zone`; anything with `Z` or an offset is taken as is.
+ * @throws ConfigError when the text is not a date
+ */
+export function parseZonedDate(text: string, zone: string): Date {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?$/.exec(text.trim());
+  if (!m) {
+    const d = new Date(text);
+    if (Number.isNaN(d.getTime()))
+      throw new ConfigError([`not a date: "${text}" (write 2026-01-31, 2026-01-31T06:00 or an ISO time with offset)`]);
+    return d;
+  }
+  const wall = Date.UTC(
+    Number(m[1]),
+    Number(m[2]) - 1,
+    Number(m[3]),
+    Number(m[4] ?? 0),
+    Number(m[5] ?? 0),
+    Number(m[6] ?? 0),
+  );
+  return new Date(settleWall(wall, zone));
+}
