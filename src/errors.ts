@@ -36,6 +36,7 @@ export type ErrorCode =
   | 'TARGET_INVALID'
   | 'GUARD_TRIPPED'
   | 'SCHEMA_CHANGED'
+  | 'PAGES_NOT_KEPT'
   | 'DATABASE'
   | 'ABORTED'
   | 'ORPHANED'

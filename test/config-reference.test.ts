@@ -50,7 +50,9 @@ describe('renderConfigReference', () => {
         '',
         'alerts.<name>',
         'connections.<name>',
+        'connections.<name>.archive',
         'defaults',
+        'defaults.archive',
         'defaults.retry',
         'history',
         'jobs.<name>',
@@ -58,6 +60,7 @@ describe('renderConfigReference', () => {
         'jobs.<name>.retry',
         'jobs.<name>.report',
         'jobs.<name>.target',
+        'jobs.<name>.target.archive',
         'jobs.<name>.target.guard',
       ].sort(),
     );
