@@ -5,7 +5,7 @@
  * while the server would now answer differently.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -17,7 +17,7 @@ import { silentLogger } from '../src/logger.ts';
 import { AttemptFailedError } from '../src/pipeline/attempt.ts';
 import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
-import { runCli } from './support/cli.ts';
+import { lines, runCli } from './support/cli.ts';
 import { deleteKeys } from './support/queue-env.ts';
 import { uniqueName } from './support/env.ts';
 import { waitFor } from './support/wait.ts';
@@ -89,11 +89,32 @@ describe('target.archive', () => {
         { table, archive: { keepDays: 3 } },
       ),
     });
-    const result = await run(config, 'k');
+    const runKey = uniqueName('k');
+    const result = await run(config, 'k', { runKey });
     expect(result.pages).toBe(4);
     const pages = await listKeptPages(h.pool, result.attemptId);
     expect(pages.map((p) => p.page)).toEqual([1, 2, 3, 4]);
-    expect(pages.map((p) => p.sha256)).toEqual(await servedPageHashes('json', 100, { ROWS: '350' }));
+    const served = await servedPageHashes('json', 100, { ROWS: '350' });
+    expect(pages.map((p) => p.sha256)).toEqual(served);
+
+    // report-etl pages writes them to files, byte for byte as served.
+    const out = mkdtempSync(join(tmpdir(), 'kept-out-'));
+    try {
+      const r = await runCli(['pages', runKey, '--job', 'k', '--out', out], { env: { LOG_LEVEL: 'warn' } });
+      expect(r.code).toBe(0);
+      expect(readdirSync(out).sort()).toEqual(['1.json', '2.json', '3.json', '4.json']);
+      const written = ['1', '2', '3', '4'].map((n) =>
+        createHash('sha256')
+          .update(readFileSync(join(out, `${n}.json`)))
+          .digest('hex'),
+      );
+      expect(written).toEqual(served);
+      expect(lines(r.stdout)[0]).toContain(`1.json  application/json`);
+      const none = await runCli(['pages', uniqueName('nope')], { env: { LOG_LEVEL: 'warn' } });
+      expect(none.code).toBe(2);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
     expect(pages.every((p) => p.contentType.startsWith('application/json'))).toBe(true);
     expect(pages.reduce((n, p) => n + p.bytes!, 0)).toBe(result.bytes);
     expect(pages.every((p) => p.storedBytes! < p.bytes!)).toBe(true);
@@ -218,7 +239,7 @@ describe('target.archive', () => {
     expect(err.message).toContain(`attempt ${other.attemptId} kept no pages`);
   });
 
-  it('report-etl replay --from-pages queues the run with its kept pages, and refuses a run that kept none', async () => {
+  it('report-etl replay --from-pages queues the run with its kept pages, refuses a run that kept none', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kept-pages-'));
     const path = join(dir, 'jobs.yaml');
     const prefix = uniqueName('qk');

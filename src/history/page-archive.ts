@@ -179,7 +179,7 @@ export async function listKeptPages(db: Queryable, attemptId: string): Promise<K
   }));
 }
 
-/** Chunk `chunk` of a kept page, compressed; undefined past its last. One chunk at a time: a page is never read whole. */
+/** Chunk `chunk` of a kept page, compressed; undefined past its last (one chunk a query: no page is read whole). */
 export async function readPageChunk(
   db: Queryable,
   attemptId: string,
