@@ -79,9 +79,18 @@ export interface PageArchive {
 export function makePageArchive(o: PageArchiveOptions): PageArchive {
   let client: pg.Client | undefined;
   let completed = false;
-  const db = (): pg.Client => {
-    if (!client) throw new Error('page archive used before begin()');
-    return client;
+  // One statement at a time on the archive's connection (pg queues them, but that is deprecated): chunks compress in
+  // parallel on the thread pool, and their INSERTs take turns.
+  let last: Promise<unknown> = Promise.resolve();
+  const serially = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => {
+    const db = client;
+    if (!db) return Promise.reject(new Error('page archive used before begin()'));
+    const next = last.then(
+      () => fn(db),
+      () => fn(db),
+    );
+    last = next.catch(() => undefined);
+    return next;
   };
   return {
     get completed() {
@@ -95,31 +104,33 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
         await c.connect();
         client = c;
       }
-      await beginArchive(
-        db(),
-        {
-          attemptId: o.attemptId,
-          outputType: o.outputType,
-          announcedPages: o.announced.pages,
-          announcedRows: o.announced.rows,
-        },
-        o.keepDays,
+      const { attemptId, outputType, announced } = o;
+      await serially((db) =>
+        beginArchive(
+          db,
+          { attemptId, outputType, announcedPages: announced.pages, announcedRows: announced.rows },
+          o.keepDays,
+        ),
       );
     },
     page(page, contentType) {
-      return keptPageSink(db(), o.attemptId, page, contentType);
+      return keptPageSink(serially, o.attemptId, page, contentType);
     },
     async complete() {
-      await completeArchive(db(), o.attemptId);
+      await serially((db) => completeArchive(db, o.attemptId));
       completed = true;
     },
     async close() {
       const c = client;
       client = undefined;
+      await last;
       await c?.end().catch(() => undefined);
     },
   };
 }
+
+/** Runs one statement on the archive's connection once the statements before it are done. */
+type Serially = <T>(fn: (db: pg.Client) => Promise<T>) => Promise<T>;
 
 /**
  * Keeps every page of a report job from its first, for a load that failed before it read them all (a guard, a frozen
@@ -154,9 +165,9 @@ export async function keepAllPages(
   return announcedPages;
 }
 
-function keptPageSink(db: pg.Client, attemptId: string, page: number, contentType: string): KeptPageSink {
+function keptPageSink(serially: Serially, attemptId: string, page: number, contentType: string): KeptPageSink {
   const hash: Hash = createHash('sha256');
-  const begun = beginPage(db, attemptId, page, contentType, CODEC);
+  const begun = serially((db) => beginPage(db, attemptId, page, contentType, CODEC));
   begun.catch(() => undefined); // awaited before the first insert and at the end, which throw it
   const inFlight: Promise<number>[] = [];
   let buffer = Buffer.allocUnsafe(CHUNK_BYTES);
@@ -175,7 +186,7 @@ function keptPageSink(db: pg.Client, attemptId: string, page: number, contentTyp
     const done = (async () => {
       const data = await gzipAsync(raw, { level: GZIP_LEVEL });
       await begun;
-      await insertPageChunk(db, attemptId, page, n, data);
+      await serially((db) => insertPageChunk(db, attemptId, page, n, data));
       return data.length;
     })();
     // Kept for the await that takes it; never an unhandled rejection meanwhile.
@@ -206,7 +217,8 @@ function keptPageSink(db: pg.Client, attemptId: string, page: number, contentTyp
       if (filled > 0 || chunks === 0) flush();
       await drain(0);
       await begun;
-      await finishPage(db, attemptId, page, { bytes, storedBytes: stored, sha256: hash.digest('hex') });
+      const figures = { bytes, storedBytes: stored, sha256: hash.digest('hex') };
+      await serially((db) => finishPage(db, attemptId, page, figures));
     },
   };
 }
