@@ -1,7 +1,8 @@
 /**
  * What compressing kept pages costs per codec: the simulator's Big.avw pages (txt and json, one page of `rows` rows)
  * cut into 1 MiB chunks as the page archive stores them (src/pipeline/page-archive.ts), each compressed on its own
- * with gzip (levels 1 and 6) and brotli (qualities 4 and 5). Prints kB stored per MB of page and MB/s on one thread.
+ * with gzip (levels 1 and 6), brotli (qualities 4 and 5) and zstd (levels 1 and 3). Prints kB stored per MB of page
+ * and MB/s on one thread.
  * Run: npx node bench/kept-pages-codec.ts [rows=200000]
  */
 import { promisify } from 'node:util';
@@ -11,6 +12,7 @@ import { startSimulator } from '../src/simulator/index.ts';
 
 const gzip = promisify(zlib.gzip);
 const brotli = promisify(zlib.brotliCompress);
+const zstd = promisify(zlib.zstdCompress);
 const rows = Number(process.argv[2] ?? 200_000);
 const CHUNK = 1024 * 1024;
 const sim = await startSimulator({ jobDurationMs: 0 });
@@ -30,6 +32,8 @@ const codecs: [string, (b: Buffer) => Promise<Buffer>][] = [
   ['gzip 6', (b) => gzip(b, { level: 6 })],
   ['brotli 4', br(4)],
   ['brotli 5', br(5)],
+  ['zstd 1', (b) => zstd(b, { params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 } })],
+  ['zstd 3', (b) => zstd(b, { params: { [zlib.constants.ZSTD_c_compressionLevel]: 3 } })],
 ];
 
 for (const outputType of ['txt', 'json']) {
