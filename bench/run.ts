@@ -45,13 +45,14 @@ import { userPath, type UserPathResult } from './lib/report.ts';
 // `npm run bench -- user-path`: the README's path alone (bench/user-path.ts); `npm run bench -- append-lineage`: what
 // an append target's lineage columns cost COPY (bench/append-lineage.ts); `npm run bench -- tracing`: what traces cost
 // (bench/tracing.ts); `npm run bench -- warm-up`: where a fresh worker's first run spends its extra time
-// (bench/warm-up.ts).
+// (bench/warm-up.ts); `npm run bench -- kept-pages`: what keeping the pages costs (bench/kept-pages.ts).
 const OTHER_BENCHES: Record<string, string> = {
   fleet: './fleet.ts',
   'user-path': './user-path.ts',
   'append-lineage': './append-lineage.ts',
   tracing: './tracing.ts',
   'warm-up': './warm-up.ts',
+  'kept-pages': './kept-pages.ts',
 };
 if (process.argv[2] !== undefined && OTHER_BENCHES[process.argv[2]]) {
   await import(OTHER_BENCHES[process.argv[2]]!);

@@ -37,6 +37,7 @@ export type ErrorCode =
   | 'GUARD_TRIPPED'
   | 'RANGE_VIOLATION'
   | 'SCHEMA_CHANGED'
+  | 'PAGES_NOT_KEPT'
   | 'DATABASE'
   | 'ABORTED'
   | 'ORPHANED'

@@ -183,6 +183,14 @@ export const FAILURE_HINTS: Readonly<Record<ErrorCode, FailureHint>> = {
       "nothing was committed and the table is as it was. Make the report's parameters ask for the same " +
       'period as `replaceRange` (the same templates), or widen `from`/`to`; see Replacing one period',
   },
+  PAGES_NOT_KEPT: {
+    means:
+      'a replay `--from-pages` (or `--accept-guard`) found the kept pages incomplete, pruned after ' +
+      '`keepDays`, of another run or output type, or damaged (sha256)',
+    todo:
+      'nothing was committed. Replay the run from the server: `npx report-etl replay <run>` without ' +
+      '`--from-pages`',
+  },
   VALUE_TOO_LARGE: {
     means:
       'a row of a page holds a value larger than `report.maxValueBytes` (page, row and column in the ' + 'message)',

@@ -138,6 +138,11 @@ export interface RunRequest {
   parameters?: Record<string, string>;
   /** `replay --accept-guard`: a guard that would trip is recorded on the attempt instead of failing the run. */
   acceptGuard?: boolean;
+  /**
+   * `replay --from-pages`: the attempt whose kept pages to load instead of asking the server (docs/operations.md
+   * "Kept pages").
+   */
+  pagesOf?: string;
 }
 
 /**

@@ -21,6 +21,8 @@ export interface WorkerInput {
   mode: 'replace' | 'append';
   /** Unmeasured runs of the same job in the same process before the measured one (a warm worker); default 0. */
   warmups?: number;
+  /** Keeps the pages (target.archive) for this many days; default off. */
+  archiveKeepDays?: number;
 }
 
 /** What one measurement gives. */

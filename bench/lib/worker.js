@@ -52,7 +52,11 @@ const config = configSchema.parse({
         paging: input.paging,
         parameters: { ROWS: String(input.rows), ...input.parameters },
       },
-      target: { table: input.target, mode: input.mode },
+      target: {
+        table: input.target,
+        mode: input.mode,
+        ...(input.archiveKeepDays ? { archive: { keepDays: input.archiveKeepDays } } : {}),
+      },
     },
   },
 });

@@ -26,6 +26,7 @@ export const commands: readonly CommandEntry[] = [
   { name: 'revert', load: async () => (await import('./revert.ts')).registerRevert },
   { name: 'backfill', load: async () => (await import('./backfill.ts')).registerBackfill },
   { name: 'documents', load: async () => (await import('./documents.ts')).registerDocuments },
+  { name: 'pages', load: async () => (await import('./pages.ts')).registerPages },
   { name: 'admin', load: async () => (await import('./admin.ts')).registerAdmin },
   { name: 'login', load: async () => (await import('./login.ts')).registerLogin },
 ];

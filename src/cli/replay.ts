@@ -1,7 +1,7 @@
 /**
- * `report-etl replay <run-key | attempt-id> [--job J] [--accept-guard]` and `report-etl replay --failed [--job J]
- * [--since 2d] [--dry-run] [--include-superseded]` (docs/operations.md "Replaying failed runs"; queue/replay.ts). Exit
- * 2 when the id names nothing or several jobs' runs, or the run is not replayable.
+ * `report-etl replay <run-key | attempt-id> [--job J] [--accept-guard] [--from-pages]` and `report-etl replay --failed
+ * [--job J] [--since 2d] [--dry-run] [--include-superseded]` (docs/operations.md "Replaying failed runs", "Kept pages";
+ * queue/replay.ts). Exit 2 when the id names nothing or several jobs' runs, or the run is not replayable.
  */
 import type { Cli, RegisterCommand } from './types.ts';
 import { textTable } from './text-table.ts';
@@ -104,6 +104,10 @@ export const registerReplay: RegisterCommand = (program, cli) => {
         'history',
     )
     .option(
+      '--from-pages',
+      'with a run key: load the pages the run kept (target.archive) instead of asking the server again',
+    )
+    .option(
       '--include-superseded',
       'with --failed: replay failures a later successful run of the same replace/merge target superseded, too',
     )
@@ -119,6 +123,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
           dryRun?: boolean;
           includeSuperseded?: boolean;
           acceptGuard?: boolean;
+          fromPages?: boolean;
         },
       ) => {
         // Loaded here: `--help` and the other commands need neither BullMQ nor the config parser (start-up cost).
@@ -133,9 +138,11 @@ export const registerReplay: RegisterCommand = (program, cli) => {
             : !id && opts.acceptGuard
               ? '--accept-guard goes with one run key or attempt id: accept a guard run by run, after looking at ' +
                 'what it stopped'
-              : id && (opts.dryRun || opts.includeSuperseded)
-                ? '--dry-run and --include-superseded go with --failed'
-                : undefined;
+              : !id && opts.fromPages
+                ? '--from-pages goes with one run key or attempt id'
+                : id && (opts.dryRun || opts.includeSuperseded)
+                  ? '--dry-run and --include-superseded go with --failed'
+                  : undefined;
         if (usage) {
           cli.err(`report-etl replay: ${usage}`);
           cli.exit(2);
@@ -156,10 +163,10 @@ export const registerReplay: RegisterCommand = (program, cli) => {
               return;
             }
             try {
-              const { jobId, attemptId, reverted } = await replayRun(
+              const { jobId, attemptId, reverted, pagesOf } = await replayRun(
                 deps,
                 { job: named.run.job, runKey: named.run.run_key },
-                { acceptGuard: opts.acceptGuard === true },
+                { acceptGuard: opts.acceptGuard === true, fromPages: opts.fromPages === true },
               );
               const after =
                 named.kind === 'attempt' && named.attempt.attempt_id === attemptId
@@ -167,6 +174,13 @@ export const registerReplay: RegisterCommand = (program, cli) => {
                   : `, after its ${reverted ? 'reverted' : 'failed'} attempt ${attemptId}`;
               const guard = opts.acceptGuard ? ", past its target's guard" : '';
               cli.out(`${describeNamed(named)}: replay of the run queued as ${jobId}${after}${guard}`);
+              if (pagesOf)
+                cli.out(
+                  `it loads the pages attempt ${pagesOf.attempt} (${pagesOf.attemptId}) kept, without asking the ` +
+                    `server${opts.fromPages ? '' : ': exactly the pages its guard stopped'}`,
+                );
+              else if (opts.acceptGuard)
+                cli.out('the tripped attempt kept no pages (target.archive): the replay runs the report again');
               await sayWhenNoWorker(queue, opts.queuePrefix, cli);
             } catch (err) {
               if (!(err instanceof EtlError)) throw err;

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../errors.ts';
 import { validateConfigIsolated, type InvalidEntry, type RunningJobs } from './isolate.ts';
-import { configSchema, type ConnectionConfig, type EtlConfig, type JobConfig } from './schema.ts';
+import { configSchema, type ArchiveConfig, type ConnectionConfig, type EtlConfig, type JobConfig } from './schema.ts';
 import { checkConfigText, parseCoercing, type CheckOptions } from './check.ts';
 import { get } from './problems.ts';
 import { closestMatch } from '../closest-match.ts';
@@ -46,6 +46,8 @@ export interface ResolvedJob {
   connectionName: string;
   /** IANA zone of its schedule and logical time: its own `timezone`, else its connection's. */
   zone: string;
+  /** How long its attempts' pages are kept: its target's `archive`, else its connection's, else the defaults'. */
+  archive?: ArchiveConfig | undefined;
 }
 
 /** The zone of a job's schedule: its own `timezone`, else its connection's, else UTC. */
@@ -162,7 +164,15 @@ export function resolveJob(cfg: EtlConfig, name: string, file = 'jobs.yaml'): Re
   if (!job) throw new ConfigError([unknownName('job', name, Object.keys(cfg.jobs), file)]);
   const connection = cfg.connections[job.connection];
   if (!connection) throw new ConfigError([`${file}: jobs.${name}.connection: unknown connection "${job.connection}"`]);
-  return { name, job, connection, connectionName: job.connection, zone: job.timezone ?? connection.timezone };
+  const archive = job.target.archive ?? connection.archive ?? cfg.defaults.archive;
+  return {
+    name,
+    job,
+    connection,
+    connectionName: job.connection,
+    zone: job.timezone ?? connection.timezone,
+    ...(archive ? { archive } : {}),
+  };
 }
 
 /** `unknown job "x" in jobs.yaml (did you mean "y"? known: a, b)`. */

@@ -71,6 +71,28 @@ const MAX_RUN_TEXT =
   'to render and five more for tens of millions of rows; the wait for a report slot before the attempt does not ' +
   'count.';
 
+/**
+ * Kept pages (docs/operations.md "Kept pages"): `{ keepDays }` on a job's target, its connection or the defaults (the
+ * nearest wins); unset everywhere: no pages are kept.
+ */
+export const archiveSchema = z
+  .object({
+    keepDays: z
+      .number()
+      .int()
+      .min(1)
+      .max(3650)
+      .describe(
+        'Days the pages of each attempt are kept (1 to 3650), compressed, in PostgreSQL; the janitor deletes them ' +
+          'after, or with the attempt when history.keep is shorter. On a target, a connection or in defaults: the ' +
+          'nearest wins; unset everywhere: off. Documents (pdf, excel, word) are kept in their target already.',
+      ),
+  })
+  .strict();
+
+/** jobs.yaml `archive`: how long the pages of each attempt are kept. */
+export type ArchiveConfig = z.infer<typeof archiveSchema>;
+
 export const connectionSchema = z
   .object({
     baseUrl: z.url().describe("Base URL of the server, e.g. https://erp.example.com (the service's base URL)."),
@@ -173,6 +195,11 @@ export const connectionSchema = z
       .describe(
         'authorization_code: send PKCE (RFC 7636, S256) with the login; a server that does not know it ignores it. ' +
           'false only for a server that refuses the login because of it.',
+      ),
+    archive: archiveSchema
+      .optional()
+      .describe(
+        'Keep the pages of its jobs\' attempts (docs/operations.md "Kept pages") unless a target sets its own.',
       ),
   })
   .strict()
@@ -354,6 +381,11 @@ export const targetSchema = z
         "excel-xlsx_data only: document archives each page's workbook; rows loads its first sheet as typed rows " +
           '(header row = column names).',
       ),
+    archive: archiveSchema
+      .optional()
+      .describe(
+        'Keep the pages of each attempt as served, also when its load fails (docs/operations.md "Kept pages").',
+      ),
   })
   .strict()
   .superRefine((t, ctx) => {
@@ -508,6 +540,9 @@ export const configSchema = z
         retry: retrySchema
           .default({ attempts: 3, backoffMs: 30_000 })
           .describe('Attempts and backoff of every job that sets none.'),
+        archive: archiveSchema
+          .optional()
+          .describe('Keep the pages of every job\'s attempts (docs/operations.md "Kept pages"), unless set nearer.'),
       })
       .strict()
       .default({ retry: { attempts: 3, backoffMs: 30_000 } })

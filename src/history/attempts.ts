@@ -87,6 +87,11 @@ export async function setAttemptReportJob(db: Queryable, attemptId: string, repo
   await db.query('UPDATE etl.attempts SET report_job_id = $2 WHERE attempt_id = $1', [attemptId, reportJobId]);
 }
 
+/** Records that an attempt loads the kept pages of attempt `from` instead of asking the server. */
+export async function setAttemptPagesFrom(db: Queryable, attemptId: string, from: string): Promise<void> {
+  await db.query('UPDATE etl.attempts SET pages_from = $2 WHERE attempt_id = $1', [attemptId, from]);
+}
+
 /** Stores a succeeded attempt's timeline, unless it has one (a late write never replaces another). */
 export async function setAttemptTimeline(db: Queryable, attemptId: string, timeline: AttemptTimeline): Promise<void> {
   await db.query('UPDATE etl.attempts SET timeline = $2 WHERE attempt_id = $1 AND timeline IS NULL', [
@@ -210,6 +215,8 @@ export interface AttemptRow {
   error: string | null;
   worker: string | null;
   accepted_guard: string | null;
+  /** The attempt whose kept pages it loaded (`replay --from-pages`); null: from the server. */
+  pages_from: string | null;
   trace_id: string | null;
   /** What it asked the server for: read with attempt-request.ts `readAttemptRequest`; null before migration 0020. */
   request: unknown;

@@ -17,11 +17,13 @@ import {
   recordAcceptedGuard,
   addToAcceptedGuard,
   runningAttempts,
+  setAttemptPagesFrom,
   setAttemptReportJob,
   setAttemptTimeline,
   type RunningAttempt,
 } from '../history/attempts.ts';
 import { goneOwners } from '../history/orphans.ts';
+import { getArchive } from '../history/page-archive.ts';
 import { insertRunDocuments } from '../history/run-documents.ts';
 import type { Logger } from '../logger.ts';
 import { DocumentPageDecoder } from '../pages/decoder.ts';
@@ -67,6 +69,8 @@ import { connectionAuthStore } from './auth-store.ts';
 import { deadlinesOf, RunDeadlineReached, RunTimeoutError, type RunDeadline } from './deadlines.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { logicalTimeOf, runParameters, runRange } from './logical-time.ts';
+import { openKeptPages, type KeptPages } from './kept-pages.ts';
+import { keepAllPages, makePageArchive, type PageArchive } from './page-archive.ts';
 import { reportRows, type ReportRows } from './report-rows.ts';
 
 /** Fairness class of a run: scheduled ticks first, then runs asked for by hand, then backfills and replays. */
@@ -384,11 +388,31 @@ function announcedRows(a: Attempt, finished: FinishedReport): number | undefined
   return outputShape(job.report.outputType, job.target) === 'rows' ? finished.rows : undefined;
 }
 
-/** A rendered report job and its pages as rows (close them once the load ended). */
+/** A rendered report job and its pages as rows (close them, and the archive, once the load ended). */
 export interface ReportToLoad {
   readonly started: StartedReportJob;
   readonly finished: FinishedReport;
   readonly rows: ReportRows;
+  /** Keeps the pages as they are read, with `target.archive` (docs/operations.md "Kept pages"). */
+  readonly archive?: PageArchive | undefined;
+}
+
+/**
+ * The page archive of an attempt whose job keeps its pages (`target.archive`, else its connection's or the
+ * defaults'); none for documents (pdf, excel, word), which the target keeps already and count as kept pages.
+ */
+function pageArchiveOf(a: Attempt, finished: FinishedReport): PageArchive | undefined {
+  const o = a.options;
+  const { job, archive } = o.job;
+  if (!archive || outputShape(job.report.outputType, job.target) === 'file') return undefined;
+  return makePageArchive({
+    pool: o.pool,
+    attemptId: a.attemptId,
+    outputType: job.report.outputType,
+    keepDays: archive.keepDays,
+    announced: { pages: finished.pages, rows: finished.rows },
+    logger: a.log,
+  });
 }
 
 /** The pages as rows, nothing requested yet, within pageTimeoutMs, pages= and rows= (architecture.md "Limits"). */
@@ -404,8 +428,78 @@ export function openReport(
     announced: { pages: finished.pages, rows: announcedRows(a, finished) },
   };
   const decoder = () => jobDecoder(o.job, a.startedAt);
-  const rows = reportRows(client, finished.jobId, decoder, started.log, o.signal, limits, a.trace.pages);
-  return { started, finished, rows };
+  const archive = pageArchiveOf(a, finished);
+  const rows = reportRows(client, finished.jobId, decoder, started.log, o.signal, limits, a.trace.pages, archive);
+  return { started, finished, rows, archive };
+}
+
+/**
+ * Instead of steps 3 to 6, for `replay --from-pages`: the kept pages of attempt `pagesOf` of the same run as the
+ * report to load, read from PostgreSQL with no request to the server, checked against what the server announced then.
+ * Records on the attempt where its rows come from.
+ * @returns the report, and the kept pages to close once the load ended
+ * @throws EtlError PAGES_NOT_KEPT (not retryable) when that attempt kept no complete pages (none, pruned, another run's
+ *   or output type); the database's errors
+ */
+export async function openKeptReport(a: Attempt, pagesOf: string): Promise<ReportToLoad & { kept: KeptPages }> {
+  const o = a.options;
+  const { name, job } = o.job;
+  const archive = await getArchive(o.pool, pagesOf);
+  const notKept = (why: string) =>
+    new EtlError('PAGES_NOT_KEPT', `attempt ${pagesOf} ${why}: replay the run from the server instead`, {
+      retryable: false,
+    });
+  if (!archive) throw notKept('kept no pages, or they were deleted after target.archive.keepDays');
+  if (archive.job !== name || archive.runKey !== a.runKey)
+    throw notKept(`is of run ${archive.runKey} of job ${archive.job}, not of this run`);
+  if (archive.outputType !== job.report.outputType)
+    throw notKept(`kept ${archive.outputType} pages, and the job's output type is now ${job.report.outputType}`);
+  const kept = await openKeptPages(o.pool, archive);
+  try {
+    await setAttemptPagesFrom(o.pool, a.attemptId, pagesOf);
+  } catch (err) {
+    await kept.close();
+    throw err;
+  }
+  const id = `kept pages of attempt ${pagesOf}`;
+  const finished: FinishedReport = {
+    jobId: id,
+    rows: archive.announcedRows ?? 0,
+    pages: archive.announcedPages,
+    job: { id, state: 'FinishedSuccess', message: '' },
+  };
+  const started: StartedReportJob = { job: finished.job, answeredAt: Date.now(), log: a.log.child({ pagesOf }) };
+  started.log.info(
+    { pages: kept.pages.length, keptAttempt: archive.attempt },
+    `loading the pages attempt ${archive.attempt} of this run kept, without the server`,
+  );
+  const limits = { announced: { pages: finished.pages, rows: announcedRows(a, finished) } };
+  const decoder = () => jobDecoder(o.job, a.startedAt);
+  const rows = reportRows(kept, id, decoder, started.log, o.signal, limits, a.trace.pages);
+  return { started, finished, rows, kept };
+}
+
+/**
+ * After a load that failed before it read every page, with `target.archive`: keeps the pages from the server all the
+ * same (docs/operations.md "Kept pages": a failed load keeps its pages), before the report job is deleted. Not once
+ * the attempt's signal aborted (a shutdown, maxRunMs). A failure to keep them is logged, not thrown: the load's
+ * failure stands.
+ */
+export async function keepPagesOfFailedLoad(a: Attempt, client: ReportClient, report: ReportToLoad): Promise<void> {
+  const { archive, finished, started } = report;
+  const signal = a.options.signal;
+  if (!archive || signal?.aborted) return;
+  try {
+    const pages = await keepAllPages(
+      archive,
+      (page) => client.openPage(finished.jobId, page, signal),
+      finished.pages,
+      signal,
+    );
+    started.log.info({ pages }, 'the load failed: its pages are kept all the same (replay --from-pages)');
+  } catch (err) {
+    started.log.warn({ err: coerceError(err).message }, 'the load failed, and so did keeping its pages');
+  }
 }
 
 /** The attempt's load transaction: its target, zone, signal and deadline. */

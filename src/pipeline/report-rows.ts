@@ -17,6 +17,7 @@ import type { PageStream, ReportClient } from '../report-api/index.ts';
 import { PageCountMismatchError, RowCountMismatchError } from '../warehouse/load-errors.ts';
 import type { RowSource } from '../warehouse/row-source.ts';
 import { PageDeadlineReached, PageTimeoutError } from './deadlines.ts';
+import type { KeptPageSink, PageArchive } from './page-archive.ts';
 
 /** A report's rows, with running figures of the download. */
 export interface ReportRows extends RowSource {
@@ -105,15 +106,17 @@ export function pageOfRow(pageStartRows: readonly number[], row: number): number
  * @param makeDecoder makes a fresh decoder of the report's output type, one per pass over the pages
  * @param signal the attempt's: aborts every request and body
  * @param timings told of every page read (the attempt's timeline and spans)
+ * @param archive keeps every page's bytes as they are read (docs/operations.md "Kept pages"); the reading waits for it
  */
 export function reportRows(
-  client: ReportClient,
+  client: Pick<ReportClient, 'openPage'>,
   reportJobId: string,
   makeDecoder: () => PageDecoder,
   logger: Logger,
   signal?: AbortSignal,
   limits: ReportRowsLimits = {},
   timings?: PageTimings,
+  archive?: PageArchive,
 ): ReportRows {
   const { maxPages = Infinity, pageTimeoutMs, announced } = limits;
   let decoder = makeDecoder();
@@ -125,15 +128,18 @@ export function reportRows(
   let networkMs = 0;
   let copyMs = 0;
 
-  async function* counted(body: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  /** The page's bytes, counted, and kept by `kept` before the decoder sees them (it may reuse their memory). */
+  async function* counted(body: AsyncIterable<Uint8Array>, kept?: KeptPageSink): AsyncGenerator<Uint8Array> {
     let asked = performance.now();
     for await (const chunk of body) {
       networkMs += performance.now() - asked;
       bytes += chunk.length;
+      if (kept) await kept.write(chunk);
       yield chunk;
       asked = performance.now();
     }
     networkMs += performance.now() - asked;
+    if (kept) await kept.end();
   }
 
   /** Requests page `page`; a failure is kept for the `await` that takes the page (never an unhandled rejection). */
@@ -169,7 +175,8 @@ export function reportRows(
    * COPY's: the loader pulls the next rows once PostgreSQL took these.
    */
   async function* pageRows(stream: PageStream, page: number): AsyncGenerator<Buffer> {
-    const chunks = decoder.decodePage(counted(stream.body), page, { contentType: stream.contentType });
+    const kept = archive?.page(page, stream.contentType);
+    const chunks = decoder.decodePage(counted(stream.body, kept), page, { contentType: stream.contentType });
     const most = announced?.rows ?? Infinity;
     for await (const chunk of chunks) {
       // A chunk holds whole rows; the first that goes past rows= stops the reading before it reaches COPY.
@@ -185,6 +192,7 @@ export function reportRows(
     pass += 1;
     let next: PageRequest | undefined = maxPages >= 1 ? request(1) : undefined;
     try {
+      await archive?.begin();
       for (let page = 1; page <= maxPages; page++) {
         throwIfAborted(signal);
         const pageStarted = performance.now();
@@ -201,7 +209,10 @@ export function reportRows(
         try {
           stream = await current.answer;
           readFrom = performance.now();
-          if (!stream) break;
+          if (!stream) {
+            await archive?.complete();
+            break;
+          }
           if (announced && page > announced.pages) {
             current.stop.abort(new Error('past the announced pages'));
             throw new PageCountMismatchError(announced.pages, pages, { page });

@@ -15,10 +15,12 @@ import {
   commitLoad,
   deleteReportJob,
   finishAlreadyLoaded,
+  keepPagesOfFailedLoad,
   loadedResult,
   loadReport,
   loadTransactionOf,
   openReportClient,
+  openKeptReport,
   openReport,
   recordAttempt,
   recordFailedAttempt,
@@ -32,6 +34,7 @@ import {
   type StartedReportJob,
 } from './attempt-steps.ts';
 import { deadlinesOf, startRunDeadline } from './deadlines.ts';
+import type { KeptPages } from './kept-pages.ts';
 
 export {
   AttemptFailedError,
@@ -57,7 +60,8 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
   // The attempt's log lines carry its trace id, from its slot wait on (docs/observability.md "Tracing").
   const opts = trace.traceId ? { ...o, logger: o.logger.child({ traceId: trace.traceId }) } : o;
   try {
-    const slot = await trace.step('slot', () => waitForSlot(opts));
+    // Kept pages ask nothing of the server: no report slot to wait for.
+    const slot = opts.request?.pagesOf === undefined ? await trace.step('slot', () => waitForSlot(opts)) : undefined;
     try {
       const result = await runWithSlot(opts, trace);
       trace.end({
@@ -95,6 +99,7 @@ async function runSteps(a: Attempt): Promise<AttemptResult> {
   let lease: ReportClientLease | undefined;
   let started: StartedReportJob | undefined;
   let report: ReportToLoad | undefined;
+  let result: AttemptResult;
   try {
     const check = await trace.step('check', () => checkMayRun(a));
     if (check.kind === 'already-loaded') {
@@ -102,11 +107,16 @@ async function runSteps(a: Attempt): Promise<AttemptResult> {
       await recordTimeline(a);
       return done;
     }
+    const pagesOf = a.options.request?.pagesOf;
+    if (pagesOf !== undefined) {
+      result = await loadKeptReport(a, pagesOf, check);
+      await recordTimeline(a);
+      return result;
+    }
     lease = await trace.step('token', () => openReportClient(a));
     const client = lease.client;
     if (check.dead.length > 0) await trace.step('clear', () => clearDeadAttempts(a, client, check.dead));
     const job = (started = await trace.step('start', () => startReportJob(a, client, check.request)));
-    let result: AttemptResult;
     try {
       const finished = await trace.step(
         'render',
@@ -122,8 +132,12 @@ async function runSteps(a: Attempt): Promise<AttemptResult> {
         }),
       );
       result = await loadedResult(a, opened, loaded);
+    } catch (err) {
+      if (report && !report.archive?.completed) await keepPagesOfFailedLoad(a, client, report);
+      throw err;
     } finally {
       await report?.rows.close();
+      await report?.archive?.close();
       await trace.step('delete', () => deleteReportJob(job, client));
     }
     await recordTimeline(a);
@@ -132,6 +146,32 @@ async function runSteps(a: Attempt): Promise<AttemptResult> {
     throw await recordFailedAttempt(a, err, { started, rows: report?.rows });
   } finally {
     await lease?.release();
+  }
+}
+
+/**
+ * `replay --from-pages`: the kept pages of attempt `pagesOf` loaded in the load transaction as the server's pages
+ * would be, with no request to the server (docs/operations.md "Kept pages").
+ */
+async function loadKeptReport(
+  a: Attempt,
+  pagesOf: string,
+  check: Parameters<typeof loadReport>[3],
+): Promise<AttemptResult> {
+  const { trace } = a;
+  let report: (ReportToLoad & { kept: KeptPages }) | undefined;
+  try {
+    const loaded = await trace.step('load', async () => {
+      const opened = (report = await openKeptReport(a, pagesOf));
+      return withLoadTransaction(a.options.pool, loadTransactionOf(a), async (lt) => {
+        const l = await loadReport(a, lt.tx, opened, check);
+        return { ...l, committed: await trace.step('commit', () => commitLoad(a, lt, l, opened.rows)) };
+      });
+    });
+    return await loadedResult(a, report!, loaded);
+  } finally {
+    await report?.rows.close();
+    await report?.kept.close();
   }
 }
 

@@ -13,6 +13,7 @@ import type { EtlConfig } from '../config/schema.ts';
 import { coerceError } from '../errors.ts';
 import { failAttempt } from '../history/attempts.ts';
 import { findOrphanedAttempts, type OwnedAttempt } from '../history/orphans.ts';
+import { pruneKeptPages } from '../history/page-archive.ts';
 import { pruneHistory, type PruneResult } from '../history/retention.ts';
 import type { Logger } from '../logger.ts';
 import { defaultWorkerName } from '../pipeline/run-attempt.ts';
@@ -180,6 +181,8 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
           result.pruned = pruned;
           if (pruned.attempts || pruned.runs) log.info({ ...pruned, keep: config.history.keep }, 'run history pruned');
         }
+        const keptPages = await orElse(pruneKeptPages(deps.pool, allJobs, now()), 'kept pages pruning', 0);
+        if (keptPages) log.info({ attempts: keptPages }, 'kept pages past their keepDays deleted');
         return result;
       } finally {
         await client

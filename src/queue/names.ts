@@ -46,12 +46,18 @@ export function manualQueueJobId(job: string, runKey: string): string {
 }
 
 /**
- * Queue job id of a replay after a failed attempt, `<original id>__replay_<attempt id>[_accept_guard]`: a second
- * replay after the same attempt is deduplicated, and one past the guard is not taken for a plain one.
+ * Queue job id of a replay after a failed attempt, `<original id>__replay_<attempt id>[_accept_guard][_from_pages]`: a
+ * second replay after the same attempt is deduplicated, and one past the guard or from kept pages is not taken for a
+ * plain one.
  */
-export function replayQueueJobId(queueJobId: string, failedAttemptId: string, acceptGuard = false): string {
-  const original = queueJobId.replace(/__replay_[0-9a-f-]{36}(?:_accept_guard)?$/, '');
-  return `${original}__replay_${failedAttemptId}${acceptGuard ? '_accept_guard' : ''}`;
+export function replayQueueJobId(
+  queueJobId: string,
+  failedAttemptId: string,
+  acceptGuard = false,
+  fromPages = false,
+): string {
+  const original = queueJobId.replace(/__replay_[0-9a-f-]{36}(?:_accept_guard)?(?:_from_pages)?$/, '');
+  return `${original}__replay_${failedAttemptId}${acceptGuard ? '_accept_guard' : ''}${fromPages ? '_from_pages' : ''}`;
 }
 
 /** Redis key of the overlap lock of `job` (overlap-lock.ts). */

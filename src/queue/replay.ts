@@ -12,6 +12,7 @@ import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest } from '../vocabulary.ts';
 import { failedRunsToReplay, type FailedRunToReplay } from '../history/run-list.ts';
 import { getRun } from '../history/runs.ts';
+import { getArchive, newestCompleteArchive, type AttemptArchive } from '../history/page-archive.ts';
 
 /** What replays need. */
 export interface ReplayDeps {
@@ -51,8 +52,8 @@ const refused = (refusal: ReplayRefusal) => ({ retryable: false, details: { refu
 export async function replayRun(
   deps: ReplayDeps,
   ref: RunRef,
-  opts: { acceptGuard?: boolean } = {},
-): Promise<{ jobId: string; attemptId: string; reverted: boolean }> {
+  opts: { acceptGuard?: boolean; fromPages?: boolean } = {},
+): Promise<{ jobId: string; attemptId: string; reverted: boolean; pagesOf?: AttemptArchive | undefined }> {
   const named = `run ${ref.runKey} of job ${ref.job}`;
   const [run, newest] = await Promise.all([
     getRun(deps.pool, ref.job, ref.runKey),
@@ -91,6 +92,7 @@ export async function replayRun(
       refused('job-gone'),
     );
   }
+  const pagesOf = await keptPagesToReplay(deps, ref, newest.attempt_id, opts);
   const req: RunRequest = { job: run.job, trigger: 'replay', runKey: run.run_key };
   const scheduledFor = run.scheduled_for ?? newest.scheduled_for;
   if (scheduledFor) req.scheduledFor = scheduledFor.toISOString();
@@ -98,12 +100,40 @@ export async function replayRun(
   if (run.logical_end) req.logicalEnd = run.logical_end.toISOString();
   if (run.parameters) req.parameters = run.parameters;
   if (opts.acceptGuard) req.acceptGuard = true;
+  if (pagesOf) req.pagesOf = pagesOf.attemptId;
   const retry = deps.config?.jobs[run.job] ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 };
   const { jobId } = await enqueueRun(deps.queue, req, {
-    jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id, opts.acceptGuard),
+    jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id, opts.acceptGuard, !!pagesOf),
     ...retry,
   });
-  return { jobId, attemptId: newest.attempt_id, reverted: newest.status === 'succeeded' };
+  return { jobId, attemptId: newest.attempt_id, reverted: newest.status === 'succeeded', pagesOf };
+}
+
+/**
+ * The kept pages a replay loads (docs/operations.md "Kept pages"): with `fromPages`, the run's newest complete ones;
+ * with `acceptGuard`, those of the tripped attempt when it kept them (the pages reviewed), else none.
+ * @throws EtlError INTERNAL (not retryable) for `fromPages` when the run kept no complete pages
+ */
+async function keptPagesToReplay(
+  deps: ReplayDeps,
+  ref: RunRef,
+  newestAttemptId: string,
+  opts: { acceptGuard?: boolean; fromPages?: boolean },
+): Promise<AttemptArchive | undefined> {
+  if (opts.fromPages) {
+    const kept = await newestCompleteArchive(deps.pool, ref.job, ref.runKey);
+    if (!kept)
+      throw new EtlError(
+        'INTERNAL',
+        `run ${ref.runKey} of job ${ref.job} has no kept pages (target.archive was off, its reading stopped early, ` +
+          'or keepDays ran out): replay it without --from-pages',
+        { retryable: false },
+      );
+    return kept;
+  }
+  if (!opts.acceptGuard) return undefined;
+  const tripped = await getArchive(deps.pool, newestAttemptId);
+  return tripped?.complete ? tripped : undefined;
 }
 
 /** What `replay --failed` does with the failed runs it found, each list newest first. */

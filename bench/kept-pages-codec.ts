@@ -1,0 +1,66 @@
+/**
+ * What compressing kept pages costs per codec: the simulator's Big.avw pages (txt and json, one page of `rows` rows)
+ * cut into 1 MiB chunks as the page archive stores them (src/pipeline/page-archive.ts), each compressed on its own
+ * with gzip (levels 1 and 6), brotli (qualities 4 and 5) and zstd (levels 1 and 3). Prints kB stored per MB of page
+ * and MB/s on one thread.
+ * Run: npx node bench/kept-pages-codec.ts [rows=200000]
+ */
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+import { request } from 'undici';
+import { startSimulator } from '../src/simulator/index.ts';
+
+const gzip = promisify(zlib.gzip);
+const brotli = promisify(zlib.brotliCompress);
+const zstd = promisify(zlib.zstdCompress);
+const rows = Number(process.argv[2] ?? 200_000);
+const CHUNK = 1024 * 1024;
+const sim = await startSimulator({ jobDurationMs: 0 });
+const tokenRes = await request(`${sim.url}/oauth/oauth2/v1/token`, {
+  method: 'POST',
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  body: 'grant_type=client_credentials&client_id=demo-client&client_secret=demo-secret',
+});
+const { access_token: token } = (await tokenRes.body.json()) as { access_token: string };
+const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+const br = (quality: number) => (b: Buffer) =>
+  brotli(b, {
+    params: { [zlib.constants.BROTLI_PARAM_QUALITY]: quality, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: b.length },
+  });
+const codecs: [string, (b: Buffer) => Promise<Buffer>][] = [
+  ['gzip 1', (b) => gzip(b, { level: 1 })],
+  ['gzip 6', (b) => gzip(b, { level: 6 })],
+  ['brotli 4', br(4)],
+  ['brotli 5', br(5)],
+  ['zstd 1', (b) => zstd(b, { params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 } })],
+  ['zstd 3', (b) => zstd(b, { params: { [zlib.constants.ZSTD_c_compressionLevel]: 3 } })],
+];
+
+for (const outputType of ['txt', 'json']) {
+  const start = await request(`${sim.url}/api/svcreport/v1/report/7777/Big`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ outputType, paging: rows, parameters: { ROWS: String(rows) } }),
+  });
+  const { id } = (await start.body.json()) as { id: string };
+  for (;;) {
+    const job = await request(`${sim.url}/api/svcreport/v1/jobs/${id}`, { headers });
+    if (((await job.body.json()) as { state: string }).state !== 'Running') break;
+  }
+  const res = await request(`${sim.url}/api/svcreport/v1/jobs/${id}/output/1`, { headers });
+  const page = Buffer.from(await res.body.arrayBuffer());
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < page.length; i += CHUNK) chunks.push(page.subarray(i, i + CHUNK));
+  for (const [name, compress] of codecs) {
+    const t0 = performance.now();
+    let stored = 0;
+    for (const c of chunks) stored += (await compress(c)).length;
+    const s = (performance.now() - t0) / 1000;
+    console.log(
+      `${outputType.padEnd(5)} ${name.padEnd(9)} ${(page.length / 1e6).toFixed(1)} MB -> ` +
+        `${((stored / page.length) * 1000).toFixed(0)} kB per MB, ${(page.length / 1e6 / s).toFixed(0)} MB/s`,
+    );
+  }
+  await (await request(`${sim.url}/api/svcreport/v1/jobs/${id}`, { method: 'DELETE', headers })).body.dump();
+}
+await sim.close();

@@ -1,0 +1,98 @@
+/**
+ * `report-etl pages <run-key | attempt-id> [--job J] [--out DIR]` (docs/operations.md "Kept pages"): writes the pages
+ * an attempt kept (`target.archive`) to files named by page number, with an extension from the Content-Type the server
+ * sent, byte for byte as served (checked against the sha256 taken as they were read), for the ERP vendor's support.
+ * A run key names its newest attempt that kept every page. Exit 1 when there are none or one is damaged, 2 when the id
+ * names nothing or runs of several jobs.
+ */
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { EtlError } from '../errors.ts';
+import type { RegisterCommand } from './types.ts';
+
+/** File extensions by the media type of a page's Content-Type; `bin` for any other. */
+const EXTENSIONS: Readonly<Record<string, string>> = {
+  'application/json': 'json',
+  'text/plain': 'txt',
+  'text/xml': 'xml',
+  'application/xml': 'xml',
+  'text/csv': 'csv',
+};
+
+/** The file extension of a Content-Type, e.g. `text/plain; charset=utf-8` → `txt`. */
+export function pageExtension(contentType: string): string {
+  return EXTENSIONS[contentType.split(';')[0]!.trim().toLowerCase()] ?? 'bin';
+}
+
+export const registerPages: RegisterCommand = (program, cli) => {
+  program
+    .command('pages <run-key|attempt-id>')
+    .description('write the pages a run kept (target.archive) to files, byte for byte as the server sent them')
+    .option('--job <job>', 'the job the run key is of, when run keys of several jobs match')
+    .option('--out <dir>', 'directory to write to (created when missing)', '.')
+    .action(async (id: string, opts: { job?: string; out: string }) => {
+      // Loaded here: `--help` and the other commands need none of it (start-up cost).
+      const [{ openStores }, { makeLogger }, { findRunOrAttempt }, archives, { openKeptPages }] = await Promise.all([
+        import('../app/bootstrap.ts'),
+        import('../logger.ts'),
+        import('../history/run-or-attempt.ts'),
+        import('../history/page-archive.ts'),
+        import('../pipeline/kept-pages.ts'),
+      ]);
+      const logger = makeLogger();
+      const { pool, releasers } = await openStores(logger, { poolMax: 2 });
+      try {
+        const named = await findRunOrAttempt(pool, id, opts.job);
+        if (named.kind === 'none' || named.kind === 'ambiguous') {
+          cli.err(
+            named.kind === 'none'
+              ? `error: "${id}" is not a run key nor an attempt id${opts.job ? ` of job ${opts.job}` : ''} ` +
+                  '(see "report-etl runs", or "report-etl runs --attempts")'
+              : `error: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`,
+          );
+          cli.exit(2);
+          return;
+        }
+        const archive =
+          named.kind === 'attempt'
+            ? await archives.getArchive(pool, named.attempt.attempt_id)
+            : await archives.newestCompleteArchive(pool, named.run.job, named.run.run_key);
+        const what = named.kind === 'attempt' ? `attempt ${named.attempt.attempt_id}` : `run ${named.run.run_key}`;
+        if (!archive?.complete) {
+          cli.err(
+            `${what} kept no complete pages (target.archive off, its reading stopped early, or keepDays ran out); ` +
+              'documents (pdf, excel, word) are kept in their target: see "report-etl documents"',
+          );
+          cli.exit(1);
+          return;
+        }
+        const kept = await openKeptPages(pool, archive);
+        try {
+          const dir = resolve(opts.out);
+          await mkdir(dir, { recursive: true });
+          const width = String(kept.pages.length).length;
+          for (const page of kept.pages) {
+            const file = join(dir, `${String(page.page).padStart(width, '0')}.${pageExtension(page.contentType)}`);
+            const stream = await kept.openPage(archive.attemptId, page.page);
+            try {
+              await pipeline(stream!.body, createWriteStream(file));
+            } catch (err) {
+              await rm(file, { force: true });
+              if (!(err instanceof EtlError)) throw err;
+              cli.err(`page ${page.page}: ${err.message}`);
+              cli.exit(1);
+              continue;
+            }
+            cli.out(`${file}  ${page.contentType}  ${page.bytes} bytes  sha256 ${page.sha256}`);
+          }
+        } finally {
+          await kept.close();
+        }
+      } finally {
+        await releasers.releaseAll().catch(() => undefined);
+        logger.flush();
+      }
+    });
+};

@@ -1,0 +1,96 @@
+/**
+ * Kept pages, read (docs/operations.md "Kept pages"): an attempt's pages from etl.attempt_page_chunks as
+ * {@link PageStream}s, the way the report client serves the server's, so that the same reader, decoders and COPY load
+ * them (`replay --from-pages`, `--accept-guard`, `preview --from-pages`) and `report-etl pages` writes them out. A page
+ * is read one chunk at a time (one query, one gunzip each) as its consumer pulls, and checked against the sha256 it was
+ * served with at its end.
+ */
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
+import pg from 'pg';
+import { EtlError } from '../errors.ts';
+import { listKeptPages, readPageChunk, type AttemptArchive, type KeptPage } from '../history/page-archive.ts';
+import type { PageStream, ReportClient } from '../report-api/index.ts';
+
+const gunzipAsync = promisify(gunzip);
+
+/** The pages of one archive, opened by number as a report client opens the server's; close it after. */
+export interface KeptPages extends Pick<ReportClient, 'openPage'> {
+  readonly archive: AttemptArchive;
+  readonly pages: readonly KeptPage[];
+  /** Closes the connection the pages are read over; never throws. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the kept pages of `archive` over a connection of their own (of `pool`'s settings, outside the pool: the load
+ * transaction that reads them holds a pool connection already).
+ * @throws EtlError PAGES_NOT_KEPT (not retryable) when the archive is not complete or a page was not stored whole;
+ *   the database's errors
+ */
+export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Promise<KeptPages> {
+  const client = new pg.Client({ ...pool.options, application_name: 'report-etl pages' });
+  client.on('error', () => undefined); // a broken connection fails the query that uses it
+  await client.connect();
+  try {
+    const pages = await listKeptPages(client, archive.attemptId);
+    const broken = pages.find((p) => p.sha256 === undefined);
+    if (!archive.complete || broken || pages.some((p, i) => p.page !== i + 1))
+      throw new EtlError(
+        'PAGES_NOT_KEPT',
+        `the kept pages of attempt ${archive.attemptId} are not complete (${
+          broken ? `page ${broken.page} was ` + 'not stored whole' : 'its reading stopped before the last page'
+        }): replay the run from the server instead`,
+        { retryable: false },
+      );
+    return {
+      archive,
+      pages,
+      openPage: (_reportJobId, page) => Promise.resolve(pageStream(client, archive.attemptId, pages[page - 1])),
+      close: () => client.end().catch(() => undefined),
+    };
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** A kept page as a stream of its bytes as served; null past the last page (the server's 404). */
+function pageStream(db: pg.Client, attemptId: string, kept: KeptPage | undefined): PageStream | null {
+  if (!kept) return null;
+  const hash = createHash('sha256');
+  let chunk = 0;
+  const next = (): void => {
+    readPageChunk(db, attemptId, kept.page, chunk++)
+      .then(async (data) => {
+        if (data === undefined) {
+          const sha256 = hash.digest('hex');
+          if (sha256 !== kept.sha256)
+            throw new EtlError(
+              'PAGES_NOT_KEPT',
+              `kept page ${kept.page} of attempt ${attemptId} is damaged: its sha256 is ${sha256}, it was served ` +
+                `with ${kept.sha256}: replay the run from the server instead`,
+              { retryable: false },
+            );
+          body.push(null);
+          return;
+        }
+        const raw = await gunzipAsync(data);
+        hash.update(raw);
+        // An empty chunk (an empty page's) pushes nothing: read the next one instead.
+        if (raw.length === 0) next();
+        else body.push(raw);
+      })
+      .catch((err: unknown) => body.destroy(err instanceof Error ? err : new Error(String(err))));
+  };
+  const body = new Readable({ highWaterMark: 64 * 1024, read: next });
+  return {
+    page: kept.page,
+    contentType: kept.contentType,
+    ...(kept.bytes !== undefined ? { contentLength: kept.bytes } : {}),
+    body,
+    resumes: () => 0,
+  };
+}

@@ -1,0 +1,224 @@
+/**
+ * Kept pages, written (docs/operations.md "Kept pages"): with `target.archive` every page an attempt reads from the
+ * server is stored as it was sent (after HTTP content decoding), compressed, in etl.attempt_pages and
+ * etl.attempt_page_chunks, as it is read: the page's bytes are copied into a chunk of {@link CHUNK_BYTES}, each full
+ * chunk is gzipped on libuv's thread pool and inserted while the next fills, and the reader waits (backpressure) when
+ * {@link CHUNKS_IN_FLIGHT} chunks are not stored yet. So no page is held whole, and a slow database slows the download
+ * as COPY does.
+ *
+ * The pages go over a PostgreSQL connection of the archive's own, outside the load transaction and committed chunk by
+ * chunk: a failed load keeps them (that is their point), and an attempt whose load transaction holds a pool connection
+ * never waits for a second one from a pool its peers may fill.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+import pg from 'pg';
+import {
+  beginArchive,
+  beginPage,
+  completeArchive,
+  finishPage,
+  insertPageChunk,
+  type PageCodec,
+} from '../history/page-archive.ts';
+import { throwIfAborted } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { PageStream } from '../report-api/index.ts';
+
+/** Bytes of a page per stored chunk, before compression. */
+export const CHUNK_BYTES = 1024 * 1024;
+/** Chunks compressed or inserted at once per attempt, before the page's reader waits for the oldest. */
+const CHUNKS_IN_FLIGHT = 3;
+/**
+ * gzip at level 1: on the simulator's txt and json pages brotli stores a little less but compresses several times
+ * slower, and compression is what archiving costs (docs/performance.md "Kept pages").
+ */
+const CODEC: PageCodec = 'gzip';
+const GZIP_LEVEL = 1;
+const gzipAsync = promisify(gzip);
+
+/** Where one attempt's pages are kept, and for how long. */
+export interface PageArchiveOptions {
+  pool: pg.Pool;
+  attemptId: string;
+  outputType: string;
+  keepDays: number;
+  /** What the server announced, kept for the replay's checks. */
+  announced: { pages: number; rows?: number | undefined };
+  logger: Logger;
+}
+
+/** One page being kept: its bytes in order, then its end. */
+export interface KeptPageSink {
+  /** Stores `chunk` (copied: the caller may reuse it); resolves once fewer than the most chunks are in flight. */
+  write(chunk: Uint8Array): Promise<void>;
+  /** Waits until every chunk is stored, then records the page's size and sha256. */
+  end(): Promise<void>;
+}
+
+/** The kept pages of one attempt as it reads them. */
+export interface PageArchive {
+  /** Begins a pass over the pages; a second pass (a COPY started over in text) drops the first one's pages. */
+  begin(): Promise<void>;
+  /** A sink for page `page`, whose Content-Type was `contentType`. */
+  page(page: number, contentType: string): KeptPageSink;
+  /** Every page up to the server's 404 was stored: a replay may read them. */
+  complete(): Promise<void>;
+  /** Whether {@link PageArchive.complete} was done (and no pass began since). */
+  readonly completed: boolean;
+  /** Closes the archive's connection; never throws. */
+  close(): Promise<void>;
+}
+
+/**
+ * Makes the page archive of an attempt; its connection (of `pool`'s settings, outside the pool) opens with
+ * {@link PageArchive.begin}.
+ * @throws from its methods: the database's errors, which fail the attempt (a connection loss retryably)
+ */
+export function makePageArchive(o: PageArchiveOptions): PageArchive {
+  let client: pg.Client | undefined;
+  let completed = false;
+  // One statement at a time on the archive's connection (pg queues them, but that is deprecated): chunks compress in
+  // parallel on the thread pool, and their INSERTs take turns.
+  let last: Promise<unknown> = Promise.resolve();
+  const serially = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => {
+    const db = client;
+    if (!db) return Promise.reject(new Error('page archive used before begin()'));
+    const next = last.then(
+      () => fn(db),
+      () => fn(db),
+    );
+    last = next.catch(() => undefined);
+    return next;
+  };
+  return {
+    get completed() {
+      return completed;
+    },
+    async begin() {
+      completed = false;
+      if (!client) {
+        const c = new pg.Client({ ...o.pool.options, application_name: 'report-etl pages' });
+        c.on('error', (err) => o.logger.warn({ err: err.message }, "the page archive's connection broke"));
+        await c.connect();
+        client = c;
+      }
+      const { attemptId, outputType, announced } = o;
+      await serially((db) =>
+        beginArchive(
+          db,
+          { attemptId, outputType, announcedPages: announced.pages, announcedRows: announced.rows },
+          o.keepDays,
+        ),
+      );
+    },
+    page(page, contentType) {
+      return keptPageSink(serially, o.attemptId, page, contentType);
+    },
+    async complete() {
+      await serially((db) => completeArchive(db, o.attemptId));
+      completed = true;
+    },
+    async close() {
+      const c = client;
+      client = undefined;
+      await last;
+      await c?.end().catch(() => undefined);
+    },
+  };
+}
+
+/** Runs one statement on the archive's connection once the statements before it are done. */
+type Serially = <T>(fn: (db: pg.Client) => Promise<T>) => Promise<T>;
+
+/**
+ * Keeps every page of a report job from its first, for a load that failed before it read them all (a guard, a frozen
+ * schema, a value that does not fit, the database): the pages were fine, and a replay `--from-pages` needs them whole.
+ * Drops what an earlier pass kept. Stops, incomplete, past the announced pages.
+ * @param openPage the report client's, for the report job (null: the server's 404 after the last page)
+ * @returns how many pages were kept
+ * @throws the server's and the database's errors; AbortedError
+ */
+export async function keepAllPages(
+  archive: PageArchive,
+  openPage: (page: number) => Promise<PageStream | null>,
+  announcedPages: number,
+  signal?: AbortSignal,
+): Promise<number> {
+  await archive.begin();
+  for (let page = 1; page <= announcedPages + 1; page++) {
+    throwIfAborted(signal);
+    const stream = await openPage(page);
+    if (!stream) {
+      await archive.complete();
+      return page - 1;
+    }
+    if (page > announcedPages) {
+      stream.body.destroy();
+      break;
+    }
+    const sink = archive.page(page, stream.contentType);
+    for await (const chunk of stream.body as AsyncIterable<Uint8Array>) await sink.write(chunk);
+    await sink.end();
+  }
+  return announcedPages;
+}
+
+function keptPageSink(serially: Serially, attemptId: string, page: number, contentType: string): KeptPageSink {
+  const hash: Hash = createHash('sha256');
+  const begun = serially((db) => beginPage(db, attemptId, page, contentType, CODEC));
+  begun.catch(() => undefined); // awaited before the first insert and at the end, which throw it
+  const inFlight: Promise<number>[] = [];
+  let buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  let filled = 0;
+  let chunks = 0;
+  let bytes = 0;
+  let stored = 0;
+  let failed: unknown;
+
+  /** Compresses and inserts the buffer's bytes as the next chunk; the promise gives the stored size. */
+  function flush(): void {
+    const raw = buffer.subarray(0, filled);
+    const n = chunks++;
+    buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+    filled = 0;
+    const done = (async () => {
+      const data = await gzipAsync(raw, { level: GZIP_LEVEL });
+      await begun;
+      await serially((db) => insertPageChunk(db, attemptId, page, n, data));
+      return data.length;
+    })();
+    // Kept for the await that takes it; never an unhandled rejection meanwhile.
+    done.catch((err: unknown) => (failed ??= err));
+    inFlight.push(done);
+  }
+
+  async function drain(most: number): Promise<void> {
+    while (inFlight.length > most) stored += await inFlight.shift()!;
+    if (failed !== undefined) throw failed;
+  }
+
+  return {
+    async write(chunk) {
+      hash.update(chunk);
+      bytes += chunk.length;
+      let at = 0;
+      while (at < chunk.length) {
+        const n = Math.min(chunk.length - at, CHUNK_BYTES - filled);
+        buffer.set(chunk.subarray(at, at + n), filled);
+        filled += n;
+        at += n;
+        if (filled === CHUNK_BYTES) flush();
+      }
+      await drain(CHUNKS_IN_FLIGHT - 1);
+    },
+    async end() {
+      if (filled > 0 || chunks === 0) flush();
+      await drain(0);
+      await begun;
+      const figures = { bytes, storedBytes: stored, sha256: hash.digest('hex') };
+      await serially((db) => finishPage(db, attemptId, page, figures));
+    },
+  };
+}

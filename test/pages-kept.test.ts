@@ -1,0 +1,308 @@
+/**
+ * Kept pages (docs/operations.md "Kept pages"), against the simulator over HTTP and a real PostgreSQL: with
+ * `target.archive` every page is stored as served (sha256 equal to the simulator's bytes), also when the load fails;
+ * `--from-pages` loads them again with no request to the server, and `--accept-guard` loads exactly the pages reviewed
+ * while the server would now answer differently.
+ */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { describe, expect, it } from 'vitest';
+import { resolveJob } from '../src/config/load.ts';
+import { getAttempt } from '../src/history/attempts.ts';
+import { getArchive, listKeptPages, pruneKeptPages } from '../src/history/page-archive.ts';
+import { silentLogger } from '../src/logger.ts';
+import { AttemptFailedError } from '../src/pipeline/attempt.ts';
+import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
+import { makeQueue } from '../src/queue/queue.ts';
+import { lines, runCli } from './support/cli.ts';
+import { deleteKeys } from './support/queue-env.ts';
+import { uniqueName } from './support/env.ts';
+import { waitFor } from './support/wait.ts';
+import { jobEntry, loadedRows, servedRows, useHarness, type Harness } from './support/harness.ts';
+
+const h = useHarness();
+
+const run = (config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}) =>
+  runAttempt({ job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger });
+
+async function failing(config: ReturnType<Harness['config']>, job: string, req: AttemptOptions['request'] = {}) {
+  const err = await run(config, job, req).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AttemptFailedError);
+  return err as AttemptFailedError;
+}
+
+/** Requests the simulator made so far, all endpoints together. */
+const requests = () => Object.values(h.sim.counters().requests).reduce((a, b) => a + b, 0);
+
+/** sha256 of each page the simulator serves for a report, fetched straight over HTTP. */
+async function servedPageHashes(outputType: string, paging: number, parameters: Record<string, string>) {
+  const token = await request(`${h.sim.url}/oauth/oauth2/v1/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'grant_type=client_credentials&client_id=demo-client&client_secret=demo-secret',
+  });
+  const { access_token } = (await token.body.json()) as { access_token: string };
+  const headers = { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' };
+  const start = await request(`${h.sim.url}/api/svcreport/v1/report/7777/Sales%2FOrders.avw`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ outputType, paging, parameters }),
+  });
+  const { id } = (await start.body.json()) as { id: string };
+  const hashes: string[] = [];
+  try {
+    await waitFor('the report job to finish', async () => {
+      const job = await request(`${h.sim.url}/api/svcreport/v1/jobs/${id}`, { headers });
+      return ((await job.body.json()) as { state: string }).state === 'FinishedSuccess';
+    });
+    for (let page = 1; ; page++) {
+      const res = await request(`${h.sim.url}/api/svcreport/v1/jobs/${id}/output/${page}`, { headers });
+      if (res.statusCode === 404) {
+        await res.body.dump();
+        break;
+      }
+      expect(res.statusCode).toBe(200);
+      hashes.push(
+        createHash('sha256')
+          .update(Buffer.from(await res.body.arrayBuffer()))
+          .digest('hex'),
+      );
+    }
+  } finally {
+    await (await request(`${h.sim.url}/api/svcreport/v1/jobs/${id}`, { method: 'DELETE', headers })).body.dump();
+  }
+  return hashes;
+}
+
+describe('target.archive', () => {
+  it('keeps every page as served: its sha256, content type and size, compressed', async () => {
+    const table = `${h.schema}.kept_json`;
+    const config = h.config({
+      k: jobEntry(
+        { name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '350' } },
+        { table, archive: { keepDays: 3 } },
+      ),
+    });
+    const runKey = uniqueName('k');
+    const result = await run(config, 'k', { runKey });
+    expect(result.pages).toBe(4);
+    const pages = await listKeptPages(h.pool, result.attemptId);
+    expect(pages.map((p) => p.page)).toEqual([1, 2, 3, 4]);
+    const served = await servedPageHashes('json', 100, { ROWS: '350' });
+    expect(pages.map((p) => p.sha256)).toEqual(served);
+
+    // report-etl pages writes them to files, byte for byte as served.
+    const out = mkdtempSync(join(tmpdir(), 'kept-out-'));
+    try {
+      const r = await runCli(['pages', runKey, '--job', 'k', '--out', out], { env: { LOG_LEVEL: 'warn' } });
+      expect(r.code).toBe(0);
+      expect(readdirSync(out).sort()).toEqual(['1.json', '2.json', '3.json', '4.json']);
+      const written = ['1', '2', '3', '4'].map((n) =>
+        createHash('sha256')
+          .update(readFileSync(join(out, `${n}.json`)))
+          .digest('hex'),
+      );
+      expect(written).toEqual(served);
+      expect(lines(r.stdout)[0]).toContain(`1.json  application/json`);
+      const none = await runCli(['pages', uniqueName('nope')], { env: { LOG_LEVEL: 'warn' } });
+      expect(none.code).toBe(2);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+    expect(pages.every((p) => p.contentType.startsWith('application/json'))).toBe(true);
+    expect(pages.reduce((n, p) => n + p.bytes!, 0)).toBe(result.bytes);
+    expect(pages.every((p) => p.storedBytes! < p.bytes!)).toBe(true);
+    const archive = await getArchive(h.pool, result.attemptId);
+    expect(archive).toMatchObject({ complete: true, announcedPages: 4, announcedRows: 350, outputType: 'json' });
+    expect(archive!.keepUntil.getTime()).toBeGreaterThan(Date.now() + 2.9 * 86_400_000);
+  });
+
+  it('deletes kept pages once their keepDays ran out, the attempt staying', async () => {
+    const table = `${h.schema}.kept_pruned`;
+    const config = h.config({
+      p: jobEntry(
+        { name: 'Sales/Orders', outputType: 'txt', parameters: { ROWS: '30' } },
+        { table, archive: { keepDays: 1 } },
+      ),
+    });
+    const old = await run(config, 'p');
+    const fresh = await run(config, 'p');
+    await h.pool.query(
+      `UPDATE etl.attempt_archives SET keep_until = now() - interval '1 minute' WHERE attempt_id = $1`,
+      [old.attemptId],
+    );
+    expect(await pruneKeptPages(h.pool, ['p'], new Date())).toBe(1);
+    expect(await getArchive(h.pool, old.attemptId)).toBeUndefined();
+    expect(await listKeptPages(h.pool, old.attemptId)).toEqual([]);
+    const chunks = await h.pool.query('SELECT count(*)::int AS n FROM etl.attempt_page_chunks WHERE attempt_id = $1', [
+      old.attemptId,
+    ]);
+    expect(chunks.rows[0].n).toBe(0);
+    expect(await getAttempt(h.pool, old.attemptId)).toBeDefined();
+    expect(await getArchive(h.pool, fresh.attemptId)).toMatchObject({ complete: true });
+  });
+
+  it("keeps nothing when unset, and takes the connection's or the defaults' archive", async () => {
+    const table = `${h.schema}.kept_none`;
+    const entry = jobEntry({ name: 'Sales/Orders', outputType: 'txt', parameters: { ROWS: '20' } }, { table });
+    const off = await run(h.config({ n: entry }), 'n');
+    expect(await getArchive(h.pool, off.attemptId)).toBeUndefined();
+    const byConnection = await run(h.config({ n: entry }, { archive: { keepDays: 1 } }), 'n');
+    expect(await getArchive(h.pool, byConnection.attemptId)).toMatchObject({ complete: true, outputType: 'txt' });
+  });
+
+  it(
+    'a load that failed on a frozen schema keeps its pages; --from-pages loads them after the table is fixed, ' +
+      'with zero requests to the server',
+    async () => {
+      const table = `${h.schema}.kept_frozen`;
+      const params = { ROWS: '250' };
+      await h.pool.query(`CREATE TABLE ${table} (something_else text)`);
+      const config = h.config({
+        f: jobEntry(
+          { name: 'Sales/Orders', outputType: 'txt', paging: 100, parameters: params },
+          { table, schemaChanges: 'freeze', archive: { keepDays: 7 } },
+        ),
+      });
+      const runKey = uniqueName('f');
+      const failed = await failing(config, 'f', { runKey, trigger: 'manual' });
+      expect(failed.code).toBe('SCHEMA_CHANGED');
+      expect(await getArchive(h.pool, failed.attemptId)).toMatchObject({ complete: true, announcedPages: 3 });
+
+      await h.pool.query(`DROP TABLE ${table}`);
+      const before = requests();
+      const replayed = await run(config, 'f', { runKey, trigger: 'replay', pagesOf: failed.attemptId });
+      expect(requests()).toBe(before);
+      expect(replayed).toMatchObject({ status: 'succeeded', rows: 250, pages: 3 });
+      expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(
+        servedRows('Sales/Orders.avw', params, 1),
+      );
+      const attempt = await getAttempt(h.pool, replayed.attemptId);
+      expect(attempt).toMatchObject({ pages_from: failed.attemptId, status: 'succeeded' });
+      expect(Number(attempt?.attempt)).toBe(2);
+      // Pages are kept once, by the attempt that read them from the server.
+      expect(await getArchive(h.pool, replayed.attemptId)).toBeUndefined();
+    },
+  );
+
+  it(
+    'a guard trip accepted loads exactly the rows of the pages reviewed, while the server now answers ' + 'differently',
+    async () => {
+      const table = `${h.schema}.kept_guard`;
+      const job = (rows: string) =>
+        h.config({
+          g: jobEntry(
+            { name: 'Sales/Orders', outputType: 'json', paging: 10, parameters: { ROWS: rows } },
+            { table, mode: 'replace', guard: { maxShrinkPercent: 50 }, archive: { keepDays: 7 } },
+          ),
+        });
+      await run(job('400'), 'g');
+      const runKey = uniqueName('g');
+      const tripped = await failing(job('12'), 'g', { runKey });
+      expect(tripped.code).toBe('GUARD_TRIPPED');
+      expect(Number((await h.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n)).toBe(400);
+
+      // The server would now answer with 30 rows; the reviewed pages had 12.
+      const before = requests();
+      const accepted = await run(job('30'), 'g', {
+        runKey,
+        trigger: 'replay',
+        acceptGuard: true,
+        pagesOf: tripped.attemptId,
+      });
+      expect(requests()).toBe(before);
+      expect(accepted.rows).toBe(12);
+      expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', { ROWS: '12' })).toEqual(
+        servedRows('Sales/Orders.avw', { ROWS: '12' }, 1),
+      );
+      const attempt = await getAttempt(h.pool, accepted.attemptId);
+      expect(attempt?.accepted_guard).toContain('12 rows');
+      expect(attempt?.pages_from).toBe(tripped.attemptId);
+    },
+  );
+
+  it('refuses pages that were not kept, or are of another run, with PAGES_NOT_KEPT and nothing loaded', async () => {
+    const table = `${h.schema}.kept_refused`;
+    const config = h.config({
+      r: jobEntry({ name: 'Sales/Orders', outputType: 'json', parameters: { ROWS: '5' } }, { table }),
+    });
+    const other = await run(config, 'r', { runKey: uniqueName('r') });
+    const err = await failing(config, 'r', { runKey: uniqueName('r'), trigger: 'replay', pagesOf: other.attemptId });
+    expect(err.code).toBe('PAGES_NOT_KEPT');
+    expect(err.retryable).toBe(false);
+    expect(err.message).toContain(`attempt ${other.attemptId} kept no pages`);
+  });
+
+  it('report-etl replay --from-pages queues the run with its kept pages, refuses a run that kept none', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kept-pages-'));
+    const path = join(dir, 'jobs.yaml');
+    const prefix = uniqueName('qk');
+    const job = uniqueName('kept');
+    const table = `${h.schema}.kept_cli`;
+    const entry = (archive: boolean) =>
+      jobEntry(
+        { name: 'Sales/Orders', outputType: 'txt', paging: 100, parameters: { ROWS: '150' } },
+        { table, schemaChanges: 'freeze', ...(archive ? { archive: { keepDays: 2 } } : {}) },
+      );
+    writeFileSync(
+      path,
+      [
+        'connections:',
+        '  sim:',
+        `    baseUrl: ${h.sim.url}`,
+        '    clientId: demo-client',
+        '    clientSecret: ${KP_SECRET}',
+        'jobs:',
+        `  ${job}:`,
+        '    connection: sim',
+        '    report: { mandant: 7777, name: Sales/Orders, outputType: txt, paging: 100, parameters: { ROWS: "150" } }',
+        `    target: { table: ${table}, schemaChanges: freeze, archive: { keepDays: 2 } }`,
+        '',
+      ].join('\n'),
+    );
+    const queue = makeQueue(h.redis, prefix);
+    try {
+      await h.pool.query(`CREATE TABLE ${table} (not_the_report text)`);
+      const runKey = uniqueName('rk');
+      const failed = await failing(h.config({ [job]: entry(true) }), job, { runKey });
+      expect(failed.code).toBe('SCHEMA_CHANGED');
+      const noPagesKey = uniqueName('rk');
+      const noPages = await failing(h.config({ [job]: entry(false) }), job, { runKey: noPagesKey });
+      expect(noPages.code).toBe('SCHEMA_CHANGED');
+
+      const cli = (...args: string[]) =>
+        runCli([...args, '--config', path, '--queue-prefix', prefix], {
+          env: { KP_SECRET: 'demo-secret', LOG_LEVEL: 'warn' },
+        });
+      const refused = await cli('replay', noPagesKey, '--from-pages');
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(`run ${noPagesKey} of job ${job} has no kept pages`);
+
+      const r = await cli('replay', runKey, '--from-pages');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(`it loads the pages attempt 1 (${failed.attemptId}) kept, without asking the server`);
+      const queued = await queue.getJobs(['waiting', 'prioritized', 'delayed']);
+      const replay = queued.find((q) => q.data.runKey === runKey);
+      expect(replay?.id).toMatch(/__replay_[0-9a-f-]{36}_from_pages$/);
+      expect(replay!.data).toMatchObject({ job, runKey, trigger: 'replay', pagesOf: failed.attemptId });
+
+      // What a worker does with it, once the table is fixed: no request to the server.
+      await h.pool.query(`DROP TABLE ${table}`);
+      const before = requests();
+      const { job: _j, ...request } = replay!.data;
+      const done = await run(h.config({ [job]: entry(true) }), job, request);
+      expect(requests()).toBe(before);
+      expect(done).toMatchObject({ status: 'succeeded', rows: 150, pages: 2 });
+    } finally {
+      await queue.close();
+      await deleteKeys(h.redis, prefix);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
