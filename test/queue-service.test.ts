@@ -156,7 +156,10 @@ it('enqueue, runs, replay and backfill from the command line', async () => {
     // ... or one per attempt, by attempt id, with its run key and number.
     const attemptTable = await cli('runs', '--attempts', '--job', job);
     expect(attemptTable.out[0]).toMatch(
-      /^attempt id\s+job\s+run key\s+attempt\s+status\s+trigger\s+started\s+duration\s+rows\s+error$/,
+      new RegExp(
+        '^attempt id\\s+job\\s+run key\\s+attempt\\s+status\\s+trigger\\s+started\\s+duration\\s+rows\\s+' +
+          'interval\\s+request sent\\s+error$',
+      ),
     );
     expect(attemptTable.out[1]).toMatch(
       new RegExp(`^${attempts[0]!.attempt_id}\\s+${job}\\s+${attempts[0]!.run_key}\\s+1\\s+succeeded\\s+manual\\s`),

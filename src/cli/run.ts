@@ -85,12 +85,6 @@ export const registerRun: RegisterCommand = (program, cli) => {
           const job = resolveJob(loaded.config, jobName, opts.config);
           const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
           const interval = manualInterval(job, new Date(), chosen);
-          // Said first, on stderr with the log lines: the summary on stdout stays one line (README "Commands"). A job
-          // without schedule stands for no interval: said only when --logical-time chose a time.
-          if (job.job.schedule || chosen) {
-            const stands = describeInterval(job, interval, chosen !== undefined, (t) => time.formatTime(t, job.zone));
-            cli.err(`${jobName}: ${stands}`);
-          }
           const releasers = new Releasers();
           // Released last, so that every span of the run is exported before the command ends (docs/observability.md
           // "Tracing").
@@ -120,6 +114,13 @@ export const registerRun: RegisterCommand = (program, cli) => {
             storesTaken = true;
             const { pool, redis, releasers: stores } = await storesOpening;
             releasers.add(() => stores.releaseAll());
+            // Said once the stores answer (an unusable one is the one line said instead), on stderr with the log lines:
+            // the summary on stdout stays one line (README "Commands"). A job without schedule stands for no
+            // interval: said only when --logical-time chose a time.
+            if (job.job.schedule || chosen) {
+              const stands = describeInterval(job, interval, chosen !== undefined, (t) => time.formatTime(t, job.zone));
+              cli.err(`${jobName}: ${stands}`);
+            }
             const owner = await openAttemptOwner(pool, logger);
             releasers.add(() => owner.close());
             const prefix = queuePrefixFromEnv();
