@@ -188,8 +188,8 @@ it('enqueue, runs, replay and backfill from the command line', async () => {
     );
     expect(bf.code).toBe(0);
     expect(bf.out).toEqual([
-      `2026-01-01T06:00:00.000Z  2026-01-01 06:00:00+00:00 UTC  ${job}__20260101T060000Z  queued`,
-      `2026-01-02T06:00:00.000Z  2026-01-02 06:00:00+00:00 UTC  ${job}__20260102T060000Z  queued`,
+      `2026-01-01 06:00:00Z  ${job}__20260101T060000Z  queued`,
+      `2026-01-02 06:00:00Z  ${job}__20260102T060000Z  queued`,
       `${job}: 2 of 2 runs queued`,
     ]);
     await waitFor(
