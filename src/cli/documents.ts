@@ -26,7 +26,7 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
         { openStores },
         { makeLogger },
         { listRunDocuments, readDocument },
-        { findRunOrAttempt },
+        { findRunOrAttempt, unnamedRunText },
         { loadingAttemptOf },
       ] = await Promise.all([
         import('../app/bootstrap.ts'),
@@ -40,12 +40,7 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
       try {
         const named = await findRunOrAttempt(pool, id, opts.job);
         if (named.kind === 'none' || named.kind === 'ambiguous') {
-          cli.err(
-            named.kind === 'none'
-              ? `error: "${id}" is not a run key nor an attempt id${opts.job ? ` of job ${opts.job}` : ''} ` +
-                  '(see "report-etl runs", or "report-etl runs --attempts")'
-              : `error: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`,
-          );
+          cli.err(unnamedRunText(named, id, opts.job));
           cli.exit(2);
           return;
         }

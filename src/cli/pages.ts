@@ -10,6 +10,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { EtlError } from '../errors.ts';
+import { CONFIG_NOT_READ } from './options.ts';
 import type { RegisterCommand } from './types.ts';
 
 /** File extensions by the media type of a page's Content-Type; `bin` for any other. */
@@ -32,26 +33,23 @@ export const registerPages: RegisterCommand = (program, cli) => {
     .description('write the pages a run kept (target.archive) to files, byte for byte as the server sent them')
     .option('--job <job>', 'the job the run key is of, when run keys of several jobs match')
     .option('--out <dir>', 'directory to write to (created when missing)', '.')
+    .option('-c, --config <path>', CONFIG_NOT_READ)
     .action(async (id: string, opts: { job?: string; out: string }) => {
       // Loaded here: `--help` and the other commands need none of it (start-up cost).
-      const [{ openStores }, { makeLogger }, { findRunOrAttempt }, archives, { openKeptPages }] = await Promise.all([
-        import('../app/bootstrap.ts'),
-        import('../logger.ts'),
-        import('../history/run-or-attempt.ts'),
-        import('../history/page-archive.ts'),
-        import('../pipeline/kept-pages.ts'),
-      ]);
+      const [{ openStores }, { makeLogger }, { findRunOrAttempt, unnamedRunText }, archives, { openKeptPages }] =
+        await Promise.all([
+          import('../app/bootstrap.ts'),
+          import('../logger.ts'),
+          import('../history/run-or-attempt.ts'),
+          import('../history/page-archive.ts'),
+          import('../pipeline/kept-pages.ts'),
+        ]);
       const logger = makeLogger();
       const { pool, releasers } = await openStores(logger, { poolMax: 2 });
       try {
         const named = await findRunOrAttempt(pool, id, opts.job);
         if (named.kind === 'none' || named.kind === 'ambiguous') {
-          cli.err(
-            named.kind === 'none'
-              ? `error: "${id}" is not a run key nor an attempt id${opts.job ? ` of job ${opts.job}` : ''} ` +
-                  '(see "report-etl runs", or "report-etl runs --attempts")'
-              : `error: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`,
-          );
+          cli.err(unnamedRunText(named, id, opts.job));
           cli.exit(2);
           return;
         }

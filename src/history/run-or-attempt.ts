@@ -25,3 +25,14 @@ export async function findRunOrAttempt(db: Queryable, id: string, job?: string):
   const run = await getRun(db, attempt.job, attempt.run_key);
   return run ? { kind: 'attempt', attempt, run } : { kind: 'none' };
 }
+
+/**
+ * The line a command prints (then exits 2) when `id` named no single run.
+ * @param job the command's `--job`, when given
+ */
+export function unnamedRunText(named: Extract<RunOrAttempt, { kind: 'none' | 'ambiguous' }>, id: string, job?: string) {
+  return named.kind === 'none'
+    ? `error: "${id}" is not a run key nor an attempt id${job ? ` of job ${job}` : ''} ` +
+        '(see "report-etl runs", or "report-etl runs --attempts")'
+    : `error: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which with --job`;
+}
