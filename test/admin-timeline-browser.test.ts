@@ -1,10 +1,10 @@
 /**
  * "Where the time went" on the run and attempt pages, in a real headless Chromium (test/support/browser.ts): a 1-page
- * run, and a 50-page run whose first attempt was interrupted mid-load and whose second succeeded, drawn on one time
- * axis — slot wait, token, start, the server's rendering, each page's fetch and reading with rows and bytes in its
- * tooltip, COPY, commit, the report job's DELETE —, with a legend and a line per attempt saying how much the server,
- * the network, the database and decoding took; on a wide screen and a phone (no sideways scrolling). Screenshots go
- * to /tmp/report-etl-timeline-*.png.
+ * run, and a 50-page run whose first attempt was interrupted mid-load and whose second succeeded, each drawn on
+ * its own time axis — slot wait, token, start, the server's rendering, each page's fetch and reading with rows and
+ * bytes in its tooltip, COPY, commit, the report job's DELETE —, with a legend and a line per attempt saying how
+ * much the server, the network, the database and decoding took; on a wide screen and a phone (no sideways
+ * scrolling). Screenshots go to /tmp/report-etl-timeline-*.png.
  */
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
@@ -163,7 +163,7 @@ it(
 );
 
 it(
-  'a 50-page run retried: both attempts on one axis, pages fetched one ahead, ' +
+  'a 50-page run retried: each attempt on its own axis, pages fetched one ahead, ' +
     'the interrupted one marked where it failed',
   async () => {
     for (const width of [1400, 420]) {
@@ -181,7 +181,8 @@ it(
       expect(pages.filter((t) => t.startsWith('page 50: 100 rows'))).toHaveLength(1);
       expect(pages.length).toBeGreaterThanOrEqual(70);
       expect(await page.locator('.timeline g.tl-page.tl-failed, .timeline rect.tl-failed').count()).toBeGreaterThan(0);
-      // The second attempt starts after the first ended: one axis for the run.
+      // Each attempt on its own axis: each begins near its left edge (within 2 % of it; on one axis for the run the
+      // second began after the first had ended), with its own ticks under it.
       const x = await page
         .locator('.tl-bars')
         .evaluateAll((svgs) =>
@@ -189,7 +190,22 @@ it(
             Math.min(...[...s.querySelectorAll('rect:not(.tl-grid)')].map((r) => Number(r.getAttribute('x')))),
           ),
         );
-      expect(x[1]).toBeGreaterThan(x[0]!);
+      expect(x).toHaveLength(2);
+      for (const left of x) expect(left).toBeLessThan(20);
+      expect(await page.locator('.tl-grid-wrap svg.tl-axis').count()).toBe(2);
+      await page.close();
+    }
+    // Without its timeline (as when its process was killed and the janitor closed it), the interrupted attempt says
+    // what it had recorded and where it stopped.
+    await h.pool.query('UPDATE etl.attempts SET timeline = NULL WHERE job = $1 AND attempt = 1', [big]);
+    for (const width of [1400, 420]) {
+      const page = await open(`/admin/runs/${big}/${bigRunKey}`, width);
+      await page.locator('#timeline').scrollIntoViewIfNeeded();
+      await page.locator('.timeline').screenshot({ path: `/tmp/report-etl-timeline-stopped-${width}-chart.png` });
+      expect(await page.locator('.tl-done').innerText()).toMatch(
+        /^Done before it stopped: 20 pages read; nothing committed; it stopped after starting its report job/,
+      );
+      expect(Number(await page.evaluate('document.documentElement.scrollWidth'))).toBeLessThanOrEqual(width);
       await page.close();
     }
     // The attempt's own page draws it alone, with its trace id line (none: nothing was traced here).

@@ -127,3 +127,61 @@ it('labels the time axis with round, short values', () => {
   expect(axisTicks(14 * 60_000).map(formatTick)).toEqual(['0', '5 min', '10 min']);
   expect(axisTicks(0)).toEqual([0]);
 });
+
+it('draws each attempt on its own time axis, so that a short attempt minutes after another stays legible', () => {
+  const first = timeline(10);
+  const second = { ...timeline(10), start: '2026-11-24T02:17:00.000Z' };
+  const out = timelineChart([
+    {
+      heading: html`Attempt 1`,
+      status: 'failed',
+      startedAt: new Date(first.start),
+      finishedAt: new Date(Date.parse(first.start) + first.ms),
+      timeline: first,
+    },
+    {
+      heading: html`Attempt 2`,
+      status: 'succeeded',
+      startedAt: new Date(second.start),
+      finishedAt: new Date(Date.parse(second.start) + second.ms),
+      timeline: second,
+    },
+  ]).value;
+  // Two axes of 160 ms each, not one of two minutes: ticks of 50 ms under each attempt.
+  expect(out.match(/<svg class="tl-axis"/g)).toHaveLength(2);
+  expect(out.match(/>50 ms<\/text>/g)).toHaveLength(2);
+  expect(out).not.toContain('>1 min<');
+  // The second attempt's first step starts at the left edge and its DELETE ends at the right, as the first one's do.
+  const slots = [...out.matchAll(/<rect class="tl-slot" x="([\d.]+)"/g)].map((m) => Number(m[1]));
+  expect(slots).toEqual([0, 0]);
+  const deletes = [
+    ...out.matchAll(/<rect class="tl-server" x="([\d.]+)" y="\d+" width="([\d.]+)" height="12"><title>DELETE job/g),
+  ];
+  expect(deletes.map((m) => Number(m[1]) + Number(m[2]))).toEqual([1000, 1000]);
+});
+
+it('says what an interrupted attempt without a timeline had done and where it stopped', () => {
+  const attempt = (done: Parameters<typeof timelineChart>[0][number]['done']) =>
+    timelineChart([
+      {
+        heading: html`Attempt 1`,
+        status: 'interrupted',
+        startedAt: new Date('2026-11-24T02:15:00Z'),
+        finishedAt: new Date('2026-11-24T02:15:11.900Z'),
+        timeline: null,
+        done,
+      },
+    ]).value;
+  const loaded = attempt({ pages: 33, rows: '1650', reportJobStarted: true });
+  expect(loaded).toContain(
+    '<strong>Done before it stopped:</strong> 33 pages read, 1\u202f650 rows; nothing committed; it stopped after ' +
+      'starting its report job (rendering or loading); recorded ended 11.9 s after its start.',
+  );
+  // Rows 0 (its load rolled back) are not said as if it had read no rows.
+  expect(attempt({ pages: 20, rows: '0', reportJobStarted: true })).toContain('20 pages read; nothing committed;');
+  const unknown = attempt({ pages: null, rows: null, reportJobStarted: false });
+  expect(unknown).toContain('no pages or rows recorded (its process ended before it could record them)');
+  expect(unknown).toContain('it stopped before starting a report job');
+  // Its own axis: 11.9 s long, not a sliver of a longer one.
+  expect(unknown).toContain('>10 s</text>');
+});

@@ -115,7 +115,8 @@ padding:0 .5rem .3rem}
 svg.tl-labels text{font-size:11px;fill:#1b1f24}svg.tl-labels text.tl-small{font-size:9px}.tl-detail{fill:#57606a}
 .tl-failed-text{fill:#cf222e;font-weight:600}
 svg.tl-bars,svg.tl-labels,svg.tl-axis{display:block;overflow:hidden}svg.tl-axis text{font-size:10px;fill:#57606a}
-.tl-note{margin:.3rem 0}
+.tl-note{margin:.3rem 0}.tl-axis-label{font-size:10px;padding:2px 0 0 4px}
+.tl-done{font-size:.9em;margin-top:.15rem}
 .tl-server{fill:#e16f24;background:#e16f24}.tl-fetch{fill:#f6b88d;background:#f6b88d}
 .tl-network{fill:#d4a72c;background:#d4a72c}
 .tl-decode{fill:#8250df;background:#8250df}.tl-db{fill:#0969da;background:#0969da}

@@ -253,13 +253,14 @@ export function chartAttempt(a: AttemptRow, zone?: string): ChartAttempt {
     startedAt: a.started_at,
     finishedAt: a.finished_at,
     timeline: a.timeline,
+    done: { pages: a.pages, rows: a.rows, reportJobStarted: a.report_job_id !== null },
   };
 }
 
 /** Attempts drawn on a run's timeline at most: the newest ones. */
 const TIMELINE_ATTEMPTS = 5;
 
-/** "Where the time went": the run's newest attempts, oldest first, on one time axis. */
+/** "Where the time went": the run's newest attempts, oldest first, each on its own time axis. */
 function runTimeline(attempts: AttemptRow[], zone?: string): SafeHtml | '' {
   if (attempts.length === 0) return '';
   const drawn = [...attempts].sort((a, b) => a.started_at.getTime() - b.started_at.getTime()).slice(-TIMELINE_ATTEMPTS);

@@ -1,8 +1,10 @@
 /**
  * Where a run's time went (docs/architecture.md "Observability"), drawn on the server as inline SVG: each attempt's
- * timeline (history/timeline.ts) on one time axis, coloured by whom the attempt waited for, with a line per attempt
- * saying how much each took; details in tooltips (SVG `<title>`). A grid of a label column of fixed width and a bar
- * column whose viewBox stretches to its width (rows keep their pixel height): it fills a wide screen, fits a phone.
+ * timeline (history/timeline.ts) on its own time axis (from its start to its end, so that a short attempt minutes
+ * after another is as legible as the other), coloured by whom the attempt waited for, with a line per attempt saying
+ * how much each took, or for an attempt without a timeline what it had done; details in tooltips (SVG `<title>`).
+ * A grid of a label column of fixed width and a bar column whose viewBox stretches to its width (rows keep their
+ * pixel height): it fills a wide screen, fits a phone.
  */
 import {
   readTimeline,
@@ -23,9 +25,14 @@ export interface ChartAttempt {
   finishedAt: Date | null;
   /** `etl.attempts.timeline` as read (checked here with readTimeline). */
   timeline: unknown;
+  /**
+   * What the attempt recorded of its work (`etl.attempts.pages`, `rows`: null when its process ended before it could
+   * say) and whether it had started its report job: said for an attempt without a timeline.
+   */
+  done?: { pages: number | null; rows: string | number | null; reportJobStarted: boolean };
 }
 
-/** Width of the bar column's viewBox: x is in thousandths of the time axis. */
+/** Width of the bar column's viewBox: x is in thousandths of the attempt's time axis. */
 const W = 1000;
 const LABEL_W = 150;
 const STEP_H = 16;
@@ -228,6 +235,28 @@ function spentLine(t: AttemptTimeline): SafeHtml {
 </div>`;
 }
 
+/**
+ * What an attempt without a timeline had done and where it stopped: its recorded pages and rows, whether it had
+ * started its report job, and when it was recorded ended (for a killed attempt, when the janitor closed it).
+ */
+function stoppedLine(a: ChartAttempt, ms: number): SafeHtml {
+  const d = a.done;
+  // A failed attempt's rows are those it committed: none, its load being rolled back; 0 says nothing of its reading.
+  const rows = d && Number(d.rows ?? 0) > 0 ? `, ${formatCount(d.rows)} rows` : '';
+  const figures =
+    d && d.pages !== null
+      ? `${formatCount(d.pages)} ${d.pages === 1 ? 'page' : 'pages'} read${rows}`
+      : 'no pages or rows recorded (its process ended before it could record them)';
+  const where = !d
+    ? ''
+    : d.reportJobStarted
+      ? '; it stopped after starting its report job (rendering or loading)'
+      : '; it stopped before starting a report job';
+  const loaded = a.status === 'succeeded' ? '' : '; nothing committed';
+  return html`<div class="tl-done"><strong>Done before it stopped:</strong> ${figures}${loaded}${where}; recorded \
+ended ${formatSpan(ms)} after its start.</div>`;
+}
+
 function labels(rows: Row[], height: number): SafeHtml {
   let y = 0;
   const texts = rows.map((r) => {
@@ -255,65 +284,69 @@ function bars(rows: Row[], height: number, grid: number[], label: string): SafeH
 height="${height}" role="img" aria-label="${label}">${lines}${drawn}</svg>`;
 }
 
+/** The axis row under an attempt's rows: its length in the label column, its ticks over the bars. */
+function axisRow(len: number, ticks: number[]): SafeHtml {
+  const axisLabels = ticks.map((t, i) => {
+    const anchor = i === 0 ? 'start' : i === ticks.length - 1 && (t / len) * 100 > 90 ? 'end' : 'middle';
+    return html`<text x="${((t / len) * 100).toFixed(2)}%" y="12" text-anchor="${anchor}">${formatTick(t)}</text>`;
+  });
+  return html`<div class="tl-axis-label muted">from its start</div><svg class="tl-axis" width="100%" height="16" \
+role="presentation">${axisLabels}</svg>`;
+}
+
 /**
- * The timeline chart of `attempts` (oldest first) on one time axis, from the first one's start to the last one's end
- * (`o.now`, default now, for one still running), with a legend; a section per attempt with its heading, where its
- * time went, and its rows.
+ * The timeline chart of `attempts` (oldest first), with a legend; a section per attempt with its heading, where its
+ * time went (or, without a timeline, what it had done), its rows, and its own time axis from its start to its end
+ * (`o.now`, default now, for one still running).
  */
 export function timelineChart(attempts: ChartAttempt[], o: { now?: Date } = {}): SafeHtml {
   if (attempts.length === 0) return html``;
   const now = (o.now ?? new Date()).getTime();
-  const read = attempts.map((a) => ({ a, t: readTimeline(a.timeline) }));
-  const startOf = (r: (typeof read)[number]) => (r.t ? Date.parse(r.t.start) : r.a.startedAt.getTime());
-  const endOf = (r: (typeof read)[number]) =>
-    r.t ? Date.parse(r.t.start) + r.t.ms : (r.a.finishedAt?.getTime() ?? now);
-  const origin = Math.min(...read.map(startOf));
-  const len = Math.max(1, Math.max(...read.map(endOf)) - origin);
-  const ticks = axisTicks(len);
-  const grid = ticks.map((t) => (t / len) * W);
   const notes: string[] = [];
-  const sections = read.map((r) => {
-    const offset = startOf(r) - origin;
-    const axis: Axis = { x: (ms) => ((offset + ms) / len) * W, w: (from, to) => ((to - from) / len) * W };
+  const sections = attempts.map((a) => {
+    const t = readTimeline(a.timeline);
+    const start = t ? Date.parse(t.start) : a.startedAt.getTime();
+    const end = t ? start + t.ms : (a.finishedAt?.getTime() ?? now);
+    const len = Math.max(1, end - start);
+    const ticks = axisTicks(len);
+    const grid = ticks.map((tick) => (tick / len) * W);
+    const axis: Axis = { x: (ms) => (ms / len) * W, w: (from, to) => ((to - from) / len) * W };
     let rows: Row[];
-    let spent: SafeHtml | '' = '';
-    if (r.t) {
-      rows = attemptRows(r.t, axis);
-      spent = spentLine(r.t);
-      if (r.t.pageGroup) {
+    let line: SafeHtml;
+    if (t) {
+      rows = attemptRows(t, axis);
+      line = spentLine(t);
+      if (t.pageGroup) {
         notes.push(
-          `${formatCount(r.t.pagesRead)} pages were read: drawn as ${r.t.pages.length} rows of up to ` +
-            `${r.t.pageGroup} consecutive pages each (their times and counts summed), which keeps a timeline small.`,
+          `${formatCount(t.pagesRead)} pages were read: drawn as ${t.pages.length} rows of up to ` +
+            `${t.pageGroup} consecutive pages each (their times and counts summed), which keeps a timeline small.`,
         );
       }
     } else {
-      const running = r.a.status === 'running';
+      const running = a.status === 'running';
       const why = running
         ? 'running: its timeline is written when it ends'
         : 'no timeline recorded (an attempt from before migration 0011, or one the janitor closed)';
-      const ms = endOf(r) - startOf(r);
+      const ms = end - start;
+      line = running ? html`` : stoppedLine(a, ms);
       const bar = (y: number) =>
         rect('tl-unknown', axis.x(0), y + 2, axis.w(0, ms), STEP_H - 4, `${why}; ${formatSpan(ms)}`);
       rows = [{ label: running ? 'running…' : 'no timeline', detail: formatSpan(ms), h: STEP_H, bars: bar }];
     }
     const height = rows.reduce((n, row) => n + row.h, 0);
     const label = `timeline of the attempt: ${rows.length} rows`;
-    return html`<div class="tl-head">${r.a.heading}${spent}</div>${labels(rows, height)}\
-${bars(rows, height, grid, label)}`;
-  });
-  const axisLabels = ticks.map((t, i) => {
-    const anchor = i === 0 ? 'start' : i === ticks.length - 1 && (t / len) * 100 > 90 ? 'end' : 'middle';
-    return html`<text x="${((t / len) * 100).toFixed(2)}%" y="12" text-anchor="${anchor}">${formatTick(t)}</text>`;
+    return html`<div class="tl-head">${a.heading}${line}</div>${labels(rows, height)}\
+${bars(rows, height, grid, label)}${axisRow(len, ticks)}`;
   });
   const legend = LEGEND.map(
     ([cls, name, what]) =>
       html`<span class="tl-legend-item" title="${what}"><span class="sw tl-${cls}"></span>${name}</span>`,
   );
   return html`<div class="timeline">
-<div class="tl-legend">${legend}<span class="tl-legend-item muted">hover a bar for its times; a page's bar is split \
-into network, decoding and database as its reading waited for them</span></div>
-<div class="tl-grid-wrap">${sections}<div></div><svg class="tl-axis" width="100%" height="16" role="presentation">\
-${axisLabels}</svg></div>
+<div class="tl-legend">${legend}<span class="tl-legend-item muted">each attempt on its own time axis, from its \
+start; hover a bar for its times; a page's bar is split into network, decoding and database as its reading waited \
+for them</span></div>
+<div class="tl-grid-wrap">${sections}</div>
 ${notes.map((n) => html`<p class="muted tl-note">${n}</p>`)}
 </div>`;
 }
