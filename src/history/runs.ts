@@ -123,3 +123,14 @@ export async function queuedRunsNotBegun(db: Queryable, jobs: readonly string[],
   );
   return rows;
 }
+
+/**
+ * Deletes the row {@link recordQueuedRun} made for a run a worker finished without an attempt (skipped under
+ * `overlap: skip`): no attempt ever stands for it, and its queue job, removed later, must not read as lost.
+ */
+export async function forgetQueuedRun(db: Queryable, job: string, runKey: string): Promise<void> {
+  await db.query('DELETE FROM etl.runs WHERE job = $1 AND run_key = $2 AND attempts = 0 AND status IS NULL', [
+    job,
+    runKey,
+  ]);
+}
