@@ -264,7 +264,8 @@ export const FAILURE_HINTS: Readonly<Record<ErrorCode, FailureHint>> = {
   QUEUE_JOB_LOST: {
     means:
       'an attempt failed and its queue job is gone from Redis (Redis lost its data, e.g. a restart ' +
-      'without persistence), so nothing is left to retry it; the message names the first failure',
+      'without persistence), so nothing is left to retry it; the message names the first failure. Or a ' +
+      "queued run's queue job vanished before a worker began it: the janitor records it failed (nothing ran)",
     todo:
       'run the `report-etl replay …` command the message gives (a worker runs it); keep Redis ' +
       'persistent, see Redis in production',

@@ -267,13 +267,19 @@ it('overlap: two workers never run one job at the same time (wait), or the secon
   for (let i = 1; i < runs.length; i++)
     expect(runs[i]!.started_at.getTime()).toBeGreaterThanOrEqual(runs[i - 1]!.finished_at!.getTime());
   expect(new Set(runs.map((r) => r.run_key))).toEqual(new Set(waits.map((x) => x.runKey)));
-  const skips = await Promise.all([enqueueManual(queue, config, skip), enqueueManual(queue, config, skip)]);
+  // Recorded as queued by their enqueue: the skipped one's row goes, so that it never reads as lost.
+  const skips = await Promise.all([
+    enqueueManual(queue, config, skip, {}, undefined, undefined, h.pool),
+    enqueueManual(queue, config, skip, {}, undefined, undefined, h.pool),
+  ]);
   const results = await waitFor('both skip jobs finished', async () => {
     const js = await Promise.all(skips.map((s) => queue.getJob(s.jobId)));
     return js.every((j) => j?.finishedOn) ? js.map((j) => j!.returnvalue.status).sort() : undefined;
   });
   expect(results).toEqual(['skipped-overlap', 'succeeded']);
   expect((await attemptsOf(h.pool, skip)).map((r) => r.status)).toEqual(['succeeded']);
+  const { rows: skipRuns } = await h.pool.query('SELECT attempts, status FROM etl.runs WHERE job = $1', [skip]);
+  expect(skipRuns).toEqual([{ attempts: 1, status: 'succeeded' }]);
 });
 
 it('a run whose queue job vanished from Redis mid-run is failed for good with a clear text and alerted', async () => {

@@ -43,8 +43,8 @@ export const registerBackfill: RegisterCommand = (program, cli) => {
         const from = parseZonedDate(opts.from, zone);
         const to = parseZonedDate(opts.to, zone);
         const force = opts.force === true;
-        const { runs } = await withQueueSession(opts.queuePrefix, ({ queue }) =>
-          backfill({ queue, config }, job, from, to, { force }),
+        const { runs } = await withQueueSession(opts.queuePrefix, ({ queue, pool }) =>
+          backfill({ queue, config, history: pool }, job, from, to, { force }),
         );
         for (const run of runs) {
           const what = outcome(run, force, isDoneState(run.state));

@@ -24,8 +24,8 @@ export const registerEnqueue: RegisterCommand = (program, cli) => {
         const { config } = await loadConfigForJob(cli, opts.config, job);
         const resolved = resolveJob(config, job);
         const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, resolved.zone) : undefined;
-        const { jobId, runKey, interval } = await withQueueSession(opts.queuePrefix, ({ queue }) =>
-          enqueueManual(queue, config, job, opts.param, chosen),
+        const { jobId, runKey, interval } = await withQueueSession(opts.queuePrefix, ({ queue, pool }) =>
+          enqueueManual(queue, config, job, opts.param, chosen, undefined, pool),
         );
         const at = (t: Date) => time.formatTime(t, resolved.zone);
         const stands =

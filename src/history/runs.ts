@@ -20,33 +20,52 @@ export interface RunRequestRow {
   queuedAt?: Date | undefined;
 }
 
+/** The columns of a run request, in the order of {@link REQUEST_INSERT}'s parameters. */
+function requestValues(r: RunRequestRow): unknown[] {
+  return [
+    r.job,
+    r.runKey,
+    r.queueJobId,
+    r.trigger,
+    r.scheduledFor ?? null,
+    r.logicalStart ?? null,
+    r.logicalEnd ?? null,
+    r.parameters ? JSON.stringify(r.parameters) : null,
+    r.queuedAt ?? null,
+  ];
+}
+
+/** SQL: inserts a run request; its ON CONFLICT clause follows. */
+const REQUEST_INSERT = `INSERT INTO etl.runs AS run (job, run_key, queue_job_id, trigger, scheduled_for, logical_start,
+                                  logical_end, parameters, queued_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
+
 /**
- * Records the request of a logical run, making its row (its first attempt may still wait for a report slot) or
- * filling in a row without one. The first request wins: a retry or replay changes nothing.
+ * Records the request of a logical run as a worker takes it, making its row (its first attempt may still wait for a
+ * report slot) or filling in a row without one. The first request wins: a retry or replay changes nothing. A row
+ * its enqueue made ({@link recordQueuedRun}) and no attempt yet gets `created_at` now: when a worker began it.
  */
 export async function recordRunRequest(db: Queryable, r: RunRequestRow): Promise<void> {
   await db.query(
-    `INSERT INTO etl.runs AS run (job, run_key, queue_job_id, trigger, scheduled_for, logical_start, logical_end,
-                                  parameters, queued_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+    `${REQUEST_INSERT}
      ON CONFLICT (job, run_key) DO UPDATE
        SET queue_job_id = excluded.queue_job_id, logical_start = excluded.logical_start,
            logical_end = excluded.logical_end, parameters = excluded.parameters,
            scheduled_for = coalesce(run.scheduled_for, excluded.scheduled_for),
-           queued_at = coalesce(run.queued_at, excluded.queued_at)
-       WHERE run.queue_job_id IS NULL`,
-    [
-      r.job,
-      r.runKey,
-      r.queueJobId,
-      r.trigger,
-      r.scheduledFor ?? null,
-      r.logicalStart ?? null,
-      r.logicalEnd ?? null,
-      r.parameters ? JSON.stringify(r.parameters) : null,
-      r.queuedAt ?? null,
-    ],
+           queued_at = coalesce(run.queued_at, excluded.queued_at),
+           created_at = CASE WHEN run.queue_job_id IS NULL THEN run.created_at ELSE now() END
+       WHERE run.queue_job_id IS NULL OR (run.queue_job_id = excluded.queue_job_id AND run.attempts = 0)`,
+    requestValues(r),
   );
+}
+
+/**
+ * Records a run as its enqueue adds its queue job: its row with `queued_at` and no attempt, so that a run whose
+ * queue job vanishes before a worker begins it is still on record (docs/operations.md "Redis in production"). A row
+ * that exists already (a replay's run, or a worker was quicker) is left as it is.
+ */
+export async function recordQueuedRun(db: Queryable, r: RunRequestRow): Promise<void> {
+  await db.query(`${REQUEST_INSERT} ON CONFLICT (job, run_key) DO NOTHING`, requestValues(r));
 }
 
 /** One etl.runs row (docs/observability.md "Run history"); bigints as text. */
@@ -88,4 +107,30 @@ export async function findRunsByKey(db: Queryable, runKey: string, job?: string)
     [runKey, job ?? null],
   );
   return rows;
+}
+
+/**
+ * The runs of `jobs` queued before `before` that no worker has begun (no attempt, a queue job id, `queued_at` set):
+ * the janitor's candidates for runs whose queue job vanished (docs/operations.md "Redis in production").
+ */
+export async function queuedRunsNotBegun(db: Queryable, jobs: readonly string[], before: Date): Promise<RunRow[]> {
+  const { rows } = await db.query<RunRow>(
+    `SELECT * FROM etl.runs
+      WHERE job = ANY($1::text[]) AND attempts = 0 AND status IS NULL AND queue_job_id IS NOT NULL
+        AND queued_at < $2
+      ORDER BY queued_at LIMIT 500`,
+    [jobs, before],
+  );
+  return rows;
+}
+
+/**
+ * Deletes the row {@link recordQueuedRun} made for a run a worker finished without an attempt (skipped under
+ * `overlap: skip`): no attempt ever stands for it, and its queue job, removed later, must not read as lost.
+ */
+export async function forgetQueuedRun(db: Queryable, job: string, runKey: string): Promise<void> {
+  await db.query('DELETE FROM etl.runs WHERE job = $1 AND run_key = $2 AND attempts = 0 AND status IS NULL', [
+    job,
+    runKey,
+  ]);
 }

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { EtlConfig } from '../config/schema.ts';
+import type { Queryable } from '../db.ts';
 import { resolveJob } from '../config/load.ts';
 import { ConfigError } from '../errors.ts';
 import { cronTicks, MAX_TICKS } from '../config/cron-ticks.ts';
@@ -34,12 +35,13 @@ export function isDoneState(state: string | undefined): boolean {
 
 /**
  * Queues the ticks t of `job`'s schedule with from < t <= to, each with the logical interval ending at it.
+ * @param deps.history records each run it adds as queued (queue.ts enqueueRun)
  * @param o.force queue every tick as a new logical run, even one queued or done already
  * @throws ConfigError for an unknown job, a job without schedule, an empty range, or more than {@link MAX_TICKS}
  *   ticks
  */
 export async function backfill(
-  deps: { queue: RunQueue; config: EtlConfig },
+  deps: { queue: RunQueue; config: EtlConfig; history?: Queryable },
   job: string,
   from: Date,
   to: Date,
@@ -60,7 +62,7 @@ export async function backfill(
   const runs: BackfillRun[] = [];
   for (const tick of found.ticks) {
     const id = o.force ? forcedQueueJobId(job, tick, randomUUID().slice(0, 8)) : undefined;
-    const { jobId, added } = await enqueueTick(deps.queue, deps.config, job, tick, 'backfill', id);
+    const { jobId, added } = await enqueueTick(deps.queue, deps.config, job, tick, 'backfill', id, deps.history);
     const run: BackfillRun = { tick, jobId, added };
     if (!added) run.state = (await (await deps.queue.getJob(jobId))?.getState()) ?? 'unknown';
     runs.push(run);

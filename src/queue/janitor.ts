@@ -1,17 +1,23 @@
 /**
  * The janitor (docs/architecture.md "Liveness"), in every long-running process and each `report-etl run`. A sweep
  * closes orphaned attempts (their report job DELETEd first: one whose DELETE fails stays `running` for the next
- * sweep), sends `stale` alerts and prunes old history. Closing orphans is idempotent, so `report-etl run` closes
+ * sweep), records failed the queued runs whose queue job vanished before a worker began them, sends `stale` alerts
+ * and prunes old history. Closing orphans is idempotent, so `report-etl run` closes
  * its own job's without the lease.
  */
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
 import { freshnessOf, checkFreshness } from '../alerts/freshness.ts';
+import { makeRunAlerts } from '../alerts/run-alerts.ts';
 import type { AlertSender } from '../alerts/webhook-sender.ts';
 import { parseWindow } from '../config/duration.ts';
 import type { EtlConfig } from '../config/schema.ts';
-import { coerceError } from '../errors.ts';
-import { failAttempt } from '../history/attempts.ts';
+import { coerceError, EtlError } from '../errors.ts';
+import { failAttempt, insertAttempt } from '../history/attempts.ts';
+import { queuedRunsNotBegun, type RunRow } from '../history/runs.ts';
+import { shellQuote } from '../shell-quote.ts';
+import { parseTableName } from '../warehouse/identifiers.ts';
 import { findOrphanedAttempts, type OwnedAttempt } from '../history/orphans.ts';
 import { pruneKeptPages } from '../history/page-archive.ts';
 import { pruneHistory, type PruneResult } from '../history/retention.ts';
@@ -19,6 +25,7 @@ import type { Logger } from '../logger.ts';
 import { defaultWorkerName } from '../pipeline/run-attempt.ts';
 import { makeReportClients, type ReportClients } from '../report-api/client-registry.ts';
 import { DEFAULT_QUEUE_PREFIX } from './names.ts';
+import { makeQueue, type RunQueue } from './queue.ts';
 
 /**
  * First half of the lease's two-part advisory lock key; the second is `hashtext` of the installation's prefix.
@@ -28,6 +35,12 @@ export const JANITOR_LEASE_CLASS = 731_022;
 
 /** Default time between sweeps, in ms. */
 const JANITOR_INTERVAL_MS = 30_000;
+
+/**
+ * How long a run stays queued without a worker beginning it before the janitor checks its queue job, in ms: longer
+ * than the moment between a queue job's add and its etl.runs row.
+ */
+export const QUEUED_GRACE_MS = 5 * 60_000;
 
 /** What {@link makeJanitor} needs. */
 export interface JanitorDeps {
@@ -60,11 +73,22 @@ export interface ClosedOrphan {
   closed: boolean;
 }
 
+/** A queued run whose queue job vanished before a worker began it, recorded failed with QUEUE_JOB_LOST. */
+export interface LostQueuedRun {
+  job: string;
+  runKey: string;
+  queueJobId: string;
+  /** The attempt recorded to hold the failure. */
+  attemptId: string;
+}
+
 /** What one sweep did. */
 export interface SweepResult {
   /** False: another process is sweeping, nothing was done. */
   leased: boolean;
   orphans: ClosedOrphan[];
+  /** Queued runs found lost this sweep. */
+  lostQueued: LostQueuedRun[];
   /** Jobs stale now. */
   stale: string[];
   pruned?: PruneResult;
@@ -90,6 +114,8 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   const ownClients = deps.clients ? undefined : makeReportClients(deps.redis, deps.logger, undefined, `${prefix}:`);
   const clients = deps.clients ?? ownClients!;
   const now = deps.now ?? (() => new Date());
+  const runAlerts = makeRunAlerts(deps.pool, deps.alerts, deps.logger);
+  let queue: RunQueue | undefined;
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<unknown> | undefined;
   let closing: Promise<void> | undefined;
@@ -152,6 +178,67 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     return out;
   };
 
+  /** Whether the queue job is gone from Redis; throws when Redis cannot tell. */
+  const queueJobGone = async (id: string): Promise<boolean> => {
+    queue ??= makeQueue(deps.redis, prefix);
+    return (await queue.getJob(id)) === undefined;
+  };
+
+  /** Records one lost queued run failed: an attempt `failed` at once with QUEUE_JOB_LOST, and its alert. */
+  const recordLost = async (run: RunRow, config: EtlConfig): Promise<LostQueuedRun> => {
+    const job = config.jobs[run.job]!;
+    const target = parseTableName(job.target.table);
+    const queueJobId = run.queue_job_id!;
+    const attemptId = randomUUID();
+    const queuedAt = run.queued_at?.toISOString() ?? 'unknown';
+    const error = new EtlError(
+      'QUEUE_JOB_LOST',
+      `${run.trigger} run queued at ${queuedAt} as queue job ${queueJobId}: the queue job vanished from Redis ` +
+        `before a worker began it (Redis lost its data, e.g. a restart without persistence); nothing ran, ` +
+        `nothing was loaded; the janitor of ${me} recorded it: ` +
+        `report-etl replay ${shellQuote(run.run_key)} --job ${shellQuote(run.job)}`,
+      { retryable: false, stage: 'start' },
+    );
+    await insertAttempt(deps.pool, {
+      attemptId,
+      job: run.job,
+      runKey: run.run_key,
+      scheduledFor: run.scheduled_for ?? undefined,
+      trigger: run.trigger,
+      targetTable: `${target.schema}.${target.table}`,
+      writeMode: job.target.mode,
+      worker: me,
+    });
+    await failAttempt(deps.pool, attemptId, {
+      status: 'failed',
+      stage: 'start',
+      errorKind: 'QUEUE_JOB_LOST',
+      retryable: false,
+      message: error.message,
+      details: { queueJobId, queuedAt, janitor: me },
+    });
+    log.error({ job: run.job, runKey: run.run_key, queueJobId, attemptId }, error.message);
+    await runAlerts.failed({ job: run.job, runKey: run.run_key, attemptId, trigger: run.trigger, error });
+    return { job: run.job, runKey: run.run_key, queueJobId, attemptId };
+  };
+
+  /**
+   * The queued runs older than {@link QUEUED_GRACE_MS} with no attempt whose queue job is gone, checked twice (a
+   * worker may begin one between the query and the check), recorded failed and alerted.
+   */
+  const closeLostQueued = async (jobs: readonly string[]): Promise<LostQueuedRun[]> => {
+    const config = deps.config();
+    const before = new Date(now().getTime() - QUEUED_GRACE_MS);
+    const out: LostQueuedRun[] = [];
+    for (const run of await queuedRunsNotBegun(deps.pool, jobs, before)) {
+      if (!(await queueJobGone(run.queue_job_id!))) continue;
+      const again = await queuedRunsNotBegun(deps.pool, [run.job], before);
+      if (!again.some((r) => r.run_key === run.run_key) || !(await queueJobGone(run.queue_job_id!))) continue;
+      out.push(await recordLost(run, config));
+    }
+    return out;
+  };
+
   /** `p`, or `fallback` with an error logged when one part of a sweep fails. */
   const orElse = <T>(p: Promise<T>, part: string, fallback: T): Promise<T> =>
     p.catch((err: unknown) => {
@@ -166,12 +253,13 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
         JANITOR_LEASE_CLASS,
         prefix,
       ]);
-      if (!rows[0]?.got) return { leased: false, orphans: [], stale: [] };
+      if (!rows[0]?.got) return { leased: false, orphans: [], lostQueued: [], stale: [] };
       try {
         const config = deps.config();
         const jobs = Object.keys(config.jobs);
-        const result: SweepResult = { leased: true, orphans: [], stale: [] };
+        const result: SweepResult = { leased: true, orphans: [], lostQueued: [], stale: [] };
         result.orphans = await orElse(closeOrphans(jobs), 'orphan check', []);
+        result.lostQueued = await orElse(closeLostQueued(jobs), 'lost queued runs check', []);
         if (jobs.some((j) => freshnessOf(config, j)))
           result.stale = await orElse(checkFreshness(deps.pool, config, deps.alerts, now()), 'freshness check', []);
         const before = new Date(now().getTime() - parseWindow(config.history.keep)!);
@@ -216,6 +304,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       closing ??= (async () => {
         if (timer) clearTimeout(timer);
         await current;
+        await queue?.close();
         await ownClients?.close();
       })();
       return closing;

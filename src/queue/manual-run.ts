@@ -1,6 +1,7 @@
 /** A manual run through the queue (`report-etl enqueue`): a new run key, and parameters that override jobs.yaml's. */
 import { randomUUID } from 'node:crypto';
 import type { EtlConfig } from '../config/schema.ts';
+import type { Queryable } from '../db.ts';
 import { resolveJob } from '../config/load.ts';
 import { manualInterval } from '../pipeline/logical-time.ts';
 import { manualQueueJobId } from './names.ts';
@@ -10,6 +11,7 @@ import type { RunRequest } from '../vocabulary.ts';
 /**
  * Queues a manual run of `job` for the latest complete interval of its schedule, or the interval ending at `chosen`
  * (`--logical-time`; pipeline/logical-time.ts manualInterval).
+ * @param history records the run as queued when given (queue.ts enqueueRun)
  * @returns the queue job id, the run key and the interval the run stands for
  * @throws ConfigError for an unknown job
  */
@@ -20,6 +22,7 @@ export async function enqueueManual(
   parameters: Record<string, string> = {},
   chosen?: Date,
   now = new Date(),
+  history?: Queryable,
 ): Promise<{ jobId: string; runKey: string; interval: { logicalStart: Date; logicalEnd: Date } }> {
   const interval = manualInterval(resolveJob(config, job), now, chosen);
   const runKey = randomUUID();
@@ -31,6 +34,10 @@ export async function enqueueManual(
     logicalEnd: interval.logicalEnd.toISOString(),
   };
   if (Object.keys(parameters).length) req.parameters = parameters;
-  const { jobId } = await enqueueRun(queue, req, { jobId: manualQueueJobId(job, runKey), ...retryOf(config, job) });
+  const { jobId } = await enqueueRun(queue, req, {
+    jobId: manualQueueJobId(job, runKey),
+    ...retryOf(config, job),
+    history,
+  });
   return { jobId, runKey, interval };
 }

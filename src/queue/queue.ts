@@ -5,6 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
+import type { Queryable } from '../db.ts';
+import { recordQueuedRun } from '../history/runs.ts';
 import {
   ATTR,
   injectTrace,
@@ -56,6 +58,11 @@ export interface EnqueueOptions {
   /** First retry delay in ms, doubling. */
   backoffMs?: number;
   delayMs?: number;
+  /**
+   * The run history: a run this call adds gets its etl.runs row now, `queued_at` set and no attempt, so that a run
+   * whose queue job vanishes before a worker begins it is still on record (docs/operations.md "Redis in production").
+   */
+  history?: Queryable | undefined;
 }
 
 /** Attempts and backoff of a job (job.retry, else defaults.retry). */
@@ -66,8 +73,9 @@ export function retryOf(config: EtlConfig, job: string): { attempts: number; bac
 
 /**
  * Adds a run unless a queue job with its id exists (BullMQ then changes nothing), traced as `enqueue run`, a child
- * of the active span, whose context goes with the run.
+ * of the active span, whose context goes with the run; with `opts.history`, records the run it added as queued.
  * @returns the id, and whether this call created the queue job
+ * @throws the queue's or the database's error (a run queued but not recorded is recorded by its worker)
  */
 export async function enqueueRun(
   queue: RunQueue,
@@ -100,7 +108,20 @@ export async function enqueueRun(
       jobOpts.backoff = { type: 'exponential', delay: opts.backoffMs };
     if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
     await queue.add(req.job, { ...req, ...injectTrace(span), enqueueId }, jobOpts);
-    const added = (await queue.getJob(jobId))?.data.enqueueId === enqueueId;
+    const queued = await queue.getJob(jobId);
+    const added = queued?.data.enqueueId === enqueueId;
+    if (added && opts.history)
+      await recordQueuedRun(opts.history, {
+        job: req.job,
+        runKey: req.runKey,
+        queueJobId: jobId,
+        trigger: req.trigger,
+        scheduledFor: req.scheduledFor ? new Date(req.scheduledFor) : undefined,
+        logicalStart: req.logicalStart ? new Date(req.logicalStart) : undefined,
+        logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
+        parameters: req.parameters,
+        queuedAt: new Date(queued.timestamp),
+      });
     span.setAttribute(ATTR.queueAdded, added);
     span.end();
     return { jobId, added };

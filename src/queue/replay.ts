@@ -105,6 +105,7 @@ export async function replayRun(
   const { jobId } = await enqueueRun(deps.queue, req, {
     jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id, opts.acceptGuard, !!pagesOf),
     ...retry,
+    history: deps.pool,
   });
   return { jobId, attemptId: newest.attempt_id, reverted: newest.status === 'succeeded', pagesOf };
 }

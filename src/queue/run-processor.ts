@@ -13,7 +13,7 @@ import { untilDatabaseTakesIt } from '../db.ts';
 import { failAttempt, failureOf, hasSucceeded } from '../history/attempts.ts';
 import { summaryLine } from '../failure-text.ts';
 import { shellQuote } from '../shell-quote.ts';
-import { recordRunRequest } from '../history/runs.ts';
+import { recordRunRequest, forgetQueuedRun } from '../history/runs.ts';
 import type { Logger } from '../logger.ts';
 import { AttemptFailedError, runAttempt } from '../pipeline/run-attempt.ts';
 import type { AttemptOwner } from '../history/attempt-owner.ts';
@@ -163,6 +163,7 @@ async function processTraced(
   if (!lock) {
     if (resolved.job.overlap === 'skip') {
       log.warn('the previous run of this job is still going: skipped (overlap: skip)');
+      await untilDatabaseTakesIt(log, waits, signal, () => forgetQueuedRun(deps.pool, req.job, req.runKey));
       return { status: 'skipped-overlap' };
     }
     log.info(

@@ -4,6 +4,7 @@
  * On start it catches up on missed ticks (`catchup`); config changes add, remove and reschedule tasks.
  */
 import type pg from 'pg';
+import type { Queryable } from '../db.ts';
 import { createTask, type ScheduledTask } from 'node-cron';
 import type { EtlConfig, JobConfig } from '../config/schema.ts';
 import { parseWindow } from '../config/duration.ts';
@@ -48,6 +49,7 @@ const LATE_TICK_MAX_MS = 60_000;
  * Queues the run of `job` for `tick`, its logical interval from the schedule's previous tick fixed now, so that a
  * replay runs the same interval even after a change of schedule.
  * @param id queue job id and run key
+ * @param history records the run as queued when given (queue.ts enqueueRun)
  * @returns whether this call queued it
  * @throws ConfigError for an unknown job
  */
@@ -58,6 +60,7 @@ export async function enqueueTick(
   tick: Date,
   trigger: TickTrigger,
   id = tickQueueJobId(job, tick),
+  history?: Queryable,
 ): Promise<{ jobId: string; added: boolean }> {
   const req: RunRequest = {
     job,
@@ -68,7 +71,7 @@ export async function enqueueTick(
   };
   const previous = previousTick(resolveJob(config, job), tick);
   if (previous) req.logicalStart = previous.toISOString();
-  return enqueueRun(queue, req, { jobId: id, ...retryOf(config, job) });
+  return enqueueRun(queue, req, { jobId: id, ...retryOf(config, job), history });
 }
 
 /** Makes a scheduler; nothing runs before start(). */
@@ -96,7 +99,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     const { jobId, added } = await inSpan(
       'scheduler tick',
       { attributes: { [ATTR.job]: name, [ATTR.tick]: tick.toISOString() } },
-      () => enqueueTick(deps.queue, config, name, tick, 'schedule'),
+      () => enqueueTick(deps.queue, config, name, tick, 'schedule', undefined, deps.pool),
     );
     log.info(
       { job: name, tick: tick.toISOString(), queueJobId: jobId, added },
@@ -192,7 +195,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     const found = ticks.between(from, until, job.catchup === 'latest' ? 1 : undefined);
     let queued = 0;
     for (const tick of found.ticks) {
-      if ((await enqueueTick(deps.queue, config, name, tick, 'catchup')).added) queued += 1;
+      if ((await enqueueTick(deps.queue, config, name, tick, 'catchup', undefined, deps.pool)).added) queued += 1;
     }
     if (found.ticks.length) {
       log.info(
