@@ -241,9 +241,24 @@ export type ConnectionConfig = z.infer<typeof connectionSchema>;
 const reportSchema = z
   .object({
     mandant: z
-      .union([z.number().int().nonnegative(), z.string().regex(MANDANT_PATTERN)])
-      .transform((v) => String(v))
-      .describe('Client number (mandant) the report runs in.'),
+      .union([
+        z
+          .union([z.number().int().nonnegative(), z.string().regex(MANDANT_PATTERN)])
+          .transform((v) => String(v)),
+        z
+          .array(positiveInt())
+          .min(1, { message: 'a list of mandants needs at least one, e.g. [7777, 8888]' })
+          .superRefine((list, ctx) => {
+            list.forEach((m, i) => {
+              if (list.indexOf(m) !== i)
+                issue(ctx, [i], `mandant ${m} is listed twice: each mandant is one run per tick, list it once`);
+            });
+          }),
+      ])
+      .describe(
+        'Client number (mandant) the report runs in, or a list of them (e.g. [7777, 8888]): then each mandant of a ' +
+          'tick is its own run into one table with a mandant column (docs/loaded-tables.md "Many mandants").',
+      ),
     name: z
       .string()
       .min(1)
@@ -366,6 +381,20 @@ export const targetSchema = z
       .strict()
       .optional()
       .describe('replace only: replace the rows in [from, to) alone (docs/loaded-tables.md "Replacing one period").'),
+    mandantColumn: z
+      .string()
+      .regex(new RegExp(`^${IDENT}$`), {
+        message: 'mandantColumn must be a column name (letters, digits, underscore), e.g. mandant',
+      })
+      .max(63, { message: 'mandantColumn is at most 63 bytes (a PostgreSQL name)' })
+      .refine((c) => !c.startsWith('_etl_'), {
+        message: 'mandantColumn may not start with _etl_ (the lineage columns, docs/loaded-tables.md): choose another',
+      })
+      .optional()
+      .describe(
+        'With a list under report.mandant only (default mandant): the integer column of the target holding each row\'s mandant ' +
+          '(docs/loaded-tables.md "Many mandants"); no report column may have this normalised name.',
+      ),
     schemaChanges: z
       .enum(SCHEMA_CHANGES)
       .default('evolve')

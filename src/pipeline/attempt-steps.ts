@@ -4,6 +4,7 @@
  * job → wait for it → load → commit → delete the report job; or record the failure. Each returns what it produced;
  * the stage a failure is recorded at is the trace's (attempt-trace.ts), set as runAttempt runs each step.
  */
+import { requestMandant } from '../config/mandants.ts';
 import { randomUUID } from 'node:crypto';
 import { AbortedError, coerceError, EtlError, isConnectionLoss } from '../errors.ts';
 import { redactor } from '../failure-text.ts';
@@ -242,7 +243,7 @@ export async function checkMayRun(a: Attempt): Promise<MayRun> {
   // Recorded before the name is checked: a refused name shows what was asked for.
   const redact = redactor([connection.clientSecret]);
   await setAttemptReportRequest(o.pool, a.attemptId, {
-    mandant: job.report.mandant,
+    mandant: requestMandant(name, job),
     name: job.report.name,
     outputType: job.report.outputType,
     paging: job.report.paging,
@@ -252,7 +253,7 @@ export async function checkMayRun(a: Attempt): Promise<MayRun> {
   return {
     kind: 'run',
     dead: o.exclusive ? others : [],
-    request: { ...job.report, job: name, parameters },
+    request: { ...job.report, mandant: requestMandant(name, job), job: name, parameters },
     declaredTypes,
     range: runRange(o.job, a.logicalTime),
   };

@@ -5,6 +5,7 @@
  * a staging table of a transaction that is rolled back), records no run, and deletes the report job
  * (docs/report-export-service.md "What the service does" 3).
  */
+import { requestMandant } from '../config/mandants.ts';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
 import type { ResolvedJob } from '../config/load.ts';
@@ -89,7 +90,7 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
     const paging = Math.max(MIN_PAGING, o.rows);
     return await withReportJob(
       client,
-      { ...report, paging, parameters, job: o.job.name },
+      { ...report, mandant: requestMandant(o.job.name, o.job.job), paging, parameters, job: o.job.name },
       async (finished) => {
         const shape = outputShape(report.outputType, targetConfig);
         const announced = { pages: finished.pages, rows: shape === 'rows' ? finished.rows : undefined };
