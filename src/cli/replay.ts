@@ -13,6 +13,7 @@ import type { RunOrAttempt } from '../history/run-or-attempt.ts';
 import type { RunQueue } from '../queue/queue.ts';
 import { configOption, queuePrefixOption, sinceOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
+import { jobOfSubject } from '../config/mandants.ts';
 
 const HEADERS = ['run key', 'job', 'failed attempt', 'started', 'error'] as const;
 
@@ -26,7 +27,7 @@ function formatFailedRuns(
   extra?: (r: FailedRunToReplay) => string,
 ): string[] {
   const zoneOf = (job: string) => {
-    const j = config?.jobs[job];
+    const j = config && jobOfSubject(config, job);
     // config/load.ts scheduleZone, without loading the config parser here (start-up cost).
     return j ? (j.timezone ?? config?.connections[j.connection]?.timezone ?? 'UTC') : undefined;
   };

@@ -539,6 +539,7 @@ export async function loadReport(
       timezone: connection.timezone,
       logger: started.log,
       runKey: a.runKey,
+      mandant: a.options.job.mandant,
       timed: (step, fn) => a.trace.step(step, fn),
     },
     rows,
@@ -652,13 +653,15 @@ async function targetGuard(
   range: ReplaceRange | undefined,
 ): Promise<(rows: number) => Promise<void>> {
   const { mode, guard } = a.options.job.job.target;
+  const mandant = a.options.job.mandant;
   const currentRows = !needsRowCount(mode, guard)
     ? undefined
     : range
-      ? await countRangeRows(tx, a.target, range)
-      : await countTargetRows(tx, a.target);
+      ? await countRangeRows(tx, a.target, range, mandant)
+      : await countTargetRows(tx, a.target, mandant);
   const exists = currentRows !== undefined || (await targetExists(tx, a.target));
-  const table = range ? `${a.targetTable} (${describeRange(range)})` : a.targetTable;
+  const scope = [range && describeRange(range), mandant && `${mandant.column} ${mandant.value}`].filter(Boolean);
+  const table = scope.length > 0 ? `${a.targetTable} (${scope.join(', ')})` : a.targetTable;
   return async (rows) => {
     const trip = guardTrip({
       table,
