@@ -10,6 +10,7 @@ import {
   configOption,
   logFormatOption,
   logicalTimeOption,
+  mandantOption,
   paramOption,
   wholeNumber,
   type LogFormatFlag,
@@ -85,14 +86,20 @@ export const registerPreview: RegisterCommand = (program, cli) => {
   const cmd = program
     .command('preview')
     .description('show what a job would load (columns, types, first rows) without loading anything');
-  for (const add of [configOption, paramOption, logFormatOption, logicalTimeOption]) add(cmd);
+  for (const add of [configOption, paramOption, logFormatOption, logicalTimeOption, mandantOption]) add(cmd);
   cmd
     .argument('<job>', 'job name in jobs.yaml')
     .option('--rows <n>', 'rows to show (1-1000)', wholeNumber(1), 10)
     .action(
       async (
         jobName: string,
-        opts: { config: string; param: Record<string, string>; rows: number; logicalTime?: string } & LogFormatFlag,
+        opts: {
+          config: string;
+          param: Record<string, string>;
+          rows: number;
+          logicalTime?: string;
+          mandant?: string[];
+        } & LogFormatFlag,
       ) => {
         // Loaded here: `--help` and the other commands need none of it (start-up cost).
         const [
@@ -104,6 +111,7 @@ export const registerPreview: RegisterCommand = (program, cli) => {
           { queuePrefixFromEnv },
           { parseZonedDate, manualInterval, describeInterval },
           time,
+          { chooseSubjects },
         ] = await Promise.all([
           import('../app/bootstrap.ts'),
           import('../config/load.ts'),
@@ -113,9 +121,12 @@ export const registerPreview: RegisterCommand = (program, cli) => {
           import('../queue/names.ts'),
           import('../pipeline/logical-time.ts'),
           import('../time-text.ts'),
+          import('../config/mandants.ts'),
         ]);
         const loaded = await loadConfigForJob(cli, opts.config, jobName);
         const job = resolveJob(loaded.config, jobName, opts.config);
+        // A job with many mandants: one preview per mandant (docs/loaded-tables.md "Many mandants").
+        const subjects = chooseSubjects(jobName, job.job, opts.mandant);
         const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
         const interval = manualInterval(job, new Date(), chosen);
         const logger = makeLogger({}, opts.logFormat);
@@ -125,29 +136,36 @@ export const registerPreview: RegisterCommand = (program, cli) => {
         try {
           const { pool, redis, releasers } = await openStores(logger, { poolMax: 2 });
           try {
-            const preview = await previewJob({
-              job,
-              parameters: opts.param,
-              rows: Math.min(opts.rows, 1000),
-              pool,
-              redis,
-              logger,
-              signal: controller.signal,
-              prefix: queuePrefixFromEnv(),
-              interval,
-            });
-            // A job without schedule stands for no interval: said only when --logical-time chose a time.
-            if (job.job.schedule || chosen) {
-              const stands = describeInterval(job, interval, chosen !== undefined, (t) => time.formatTime(t, job.zone));
-              cli.out(`${jobName}: ${stands}`);
+            for (const subject of subjects) {
+              const name = subject.name;
+              try {
+                const preview = await previewJob({
+                  job: resolveJob(loaded.config, name, opts.config),
+                  parameters: opts.param,
+                  rows: Math.min(opts.rows, 1000),
+                  pool,
+                  redis,
+                  logger,
+                  signal: controller.signal,
+                  prefix: queuePrefixFromEnv(),
+                  interval,
+                });
+                // A job without schedule stands for no interval: said only when --logical-time chose a time.
+                if (job.job.schedule || chosen) {
+                  const stands = describeInterval(job, interval, chosen !== undefined, (t) =>
+                    time.formatTime(t, job.zone),
+                  );
+                  cli.out(`${name}: ${stands}`);
+                }
+                printPreview(cli, name, preview, opts.rows);
+              } catch (err) {
+                if (!(err instanceof EtlError) || err.code === 'CONFIG_INVALID') throw err;
+                const server =
+                  err.serverMessage && !err.message.includes(err.serverMessage) ? `\n${err.serverMessage}` : '';
+                cli.err(`${name}: preview failed (${err.code}): ${err.message}${server}`);
+                cli.exit(err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
+              }
             }
-            printPreview(cli, jobName, preview, opts.rows);
-          } catch (err) {
-            if (!(err instanceof EtlError) || err.code === 'CONFIG_INVALID') throw err;
-            const server =
-              err.serverMessage && !err.message.includes(err.serverMessage) ? `\n${err.serverMessage}` : '';
-            cli.err(`${jobName}: preview failed (${err.code}): ${err.message}${server}`);
-            cli.exit(err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
           } finally {
             await releasers.releaseAll().catch(() => undefined);
           }

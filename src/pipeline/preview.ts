@@ -117,7 +117,7 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
             reportPages: finished.pages,
             targetTable: `${target.schema}.${target.table}`,
             result,
-            range: range && { range, deletes: await countRangeRows(db, target, range) },
+            range: range && { range, deletes: await countRangeRows(db, target, range, o.job.mandant) },
           };
         } finally {
           await db.query('ROLLBACK').catch(() => undefined);
