@@ -518,6 +518,7 @@ export const jobSchema = z
         );
       });
     }
+    mandantProblems(j, shape, (path, message) => issue(ctx, path, message));
     if (shape !== 'rows' && Object.keys(j.target.columns).length > 0)
       issue(
         ctx,
@@ -528,6 +529,37 @@ export const jobSchema = z
   });
 
 export type JobConfig = z.infer<typeof jobSchema>;
+
+/**
+ * The checks of a job's mandants that know its columns (docs/loaded-tables.md "Many mandants"): mandantColumn only
+ * with a list of mandants, and no column the job names (key, declared, range, a fixed shape's) of its name; a report
+ * column of that name is found at the first run, before anything is loaded (warehouse/mandant-column.ts).
+ */
+function mandantProblems(
+  j: { report: { mandant: string | number[] }; target: z.infer<typeof targetSchema> },
+  shape: ReturnType<typeof outputShape>,
+  add: (path: (string | number)[], message: string) => void,
+): void {
+  const t = j.target;
+  if (!Array.isArray(j.report.mandant)) {
+    if (t.mandantColumn !== undefined)
+      add(
+        ['target', 'mandantColumn'],
+        `mandantColumn names the column of a job with a list of mandants (report.mandant is ${j.report.mandant}): ` +
+          'remove it, or give report.mandant a list',
+      );
+    return;
+  }
+  const column = t.mandantColumn ?? 'mandant';
+  const fix = `set target.mandantColumn to another name, e.g. ${column}_nr`;
+  const clash = (path: (string | number)[], what: string) =>
+    add(path, `${what} is ${column}, the column that holds each row's mandant: ${fix}`);
+  t.key.forEach((k, i) => (k === column ? clash(['target', 'key', i], 'this merge key column') : undefined));
+  if (column in t.columns) clash(['target', 'columns'], `a declared column`);
+  if (t.replaceRange?.column === column) clash(['target', 'replaceRange', 'column'], 'the range column');
+  if (shape !== 'rows' && FIXED_COLUMNS[shape].some((c) => c.name === column))
+    clash(['report', 'outputType'], `a fixed column of what this output type loads (${shape})`);
+}
 
 const alertTargetSchema = z
   .object({
