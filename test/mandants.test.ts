@@ -336,3 +336,29 @@ jobs:
   expect(unknown.code).toBe(2);
   expect(unknown.stderr).toContain('--mandant 9999: not a mandant of job "books" (its mandants: 7001, 7002, 7003)');
 });
+
+it("maxShrinkPercent measures a mandant's run against that mandant's rows alone", async () => {
+  const job = `${jp}_guard`;
+  const table = `${h.schema}.bookings_guard`;
+  const config = bookingsConfig(job, table, [7001, 7002], { target: { guard: { maxShrinkPercent: 30 } } });
+  h.sim.setRevision(0);
+  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m))).status).toBe('succeeded');
+  // Revision 1 keeps most of 7001's rows: within 30% of its own, though half the table's.
+  h.sim.setRevision(1);
+  expect(served(7001, 1).length).toBeGreaterThanOrEqual(served(7001, 0).length * 0.7);
+  expect(served(7001, 1).length).toBeLessThan((served(7001, 0).length + served(7002, 0).length) * 0.7);
+  expect((await run(config, subjectName(job, 7001))).status).toBe('succeeded');
+  expect(await loaded(table, 7001)).toEqual(served(7001, 1));
+  // One day of bookings instead of seven shrinks 7001's rows by more than 30%: the guard trips, nothing changes.
+  const oneDay = { parameters: { FROM: '2026-01-01', TO: '2026-01-02' } };
+  const err = await run(config, subjectName(job, 7001), oneDay).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect((err as AttemptFailedError).code).toBe('GUARD_TRIPPED');
+  expect((err as AttemptFailedError).message).toContain(
+    `where ${table} (mandant 7001) holds ${served(7001, 1).length}`,
+  );
+  expect(await loaded(table)).toEqual([...served(7001, 1), ...served(7002, 0)].sort());
+  h.sim.setRevision(0);
+});
