@@ -196,7 +196,7 @@ it('20 mandants on one tick: 20 runs, each mandant loaded into one table, the re
   await Promise.all(workers.splice(0).map((w) => w.close(0)));
 });
 
-it("one mandant's failure leaves the other 19 loaded and its own rows untouched; its replay touches no other", async () => {
+it("one mandant's failure leaves the other 19 loaded, its own rows untouched; its replay no other's", async () => {
   const job = `${jp}_fail`;
   const table = `${h.schema}.bookings_fail`;
   const subjects = MANDANTS.map((m) => subjectName(job, m));
@@ -305,7 +305,7 @@ it('a report column named like the mandant column fails the first run before any
   expect(rows[0].t).toBeNull();
 });
 
-it('run --mandant runs the mandants asked for, one summary line each; an unknown mandant is a usage error', async () => {
+it('run --mandant runs the mandants asked for, a summary line each; an unknown mandant is a usage error', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'report-etl-mandants-'));
   const configPath = join(dir, 'jobs.yaml');
   const table = `${h.schema}.bookings_cli`;

@@ -39,7 +39,10 @@ export function registerOverviewRoutes(
   app.get('/admin', async (_req, reply) => {
     const config = deps.config.current();
     const invalid = deps.config.invalid();
-    const jobs = [...runSubjects(config).map((s) => s.name), ...invalid.filter((e) => e.kind === 'job').map((e) => e.name)];
+    const jobs = [
+      ...runSubjects(config).map((s) => s.name),
+      ...invalid.filter((e) => e.kind === 'job').map((e) => e.name),
+    ];
     const [health, seen, waits] = await Promise.all([
       jobHealth(deps.pool, jobs, SPARKLINE_RUNS),
       firstSeen(deps.pool, jobs, false),

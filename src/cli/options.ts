@@ -68,8 +68,10 @@ export function paramOption(cmd: Command): Command {
  */
 export function mandantOption(cmd: Command): Command {
   return cmd.addOption(
-    new Option('--mandant <N>', 'with a list of mandants: only this mandant (repeatable, or 7777,8888; default all)')
-      .argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]),
+    new Option(
+      '--mandant <N>',
+      'with a list of mandants: only this mandant (repeatable, or 7777,8888; default all)',
+    ).argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]),
   );
 }
 

@@ -231,8 +231,9 @@ export const registerRun: RegisterCommand = (program, cli) => {
                 const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
                 const pages = `${result.pages} page${result.pages === 1 ? '' : 's'}`;
                 const rate = `${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s`;
+                const mb = (result.bytes / 1e6).toFixed(1);
                 cli.out(
-                  `${name}: ${result.status}, ${result.rows} ${unit}, ${pages}, ${(result.bytes / 1e6).toFixed(1)} MB ` +
+                  `${name}: ${result.status}, ${result.rows} ${unit}, ${pages}, ${mb} MB ` +
                     `in ${secs.toFixed(1)} s (${rate}), ${runAndAttempt(result.runKey, result.attemptId)}` +
                     (result.noTarget ? `; ${result.noTarget}` : ''),
                 );

@@ -171,7 +171,8 @@ export function resolveJob(cfg: EtlConfig, name: string, file = 'jobs.yaml'): Re
   const listed = Object.hasOwn(cfg.jobs, base) ? cfg.jobs[base] : undefined;
   if (!listed) throw new ConfigError([unknownName('job', base, Object.keys(cfg.jobs), file)]);
   const connection = cfg.connections[listed.connection];
-  if (!connection) throw new ConfigError([`${file}: jobs.${base}.connection: unknown connection "${listed.connection}"`]);
+  if (!connection)
+    throw new ConfigError([`${file}: jobs.${base}.connection: unknown connection "${listed.connection}"`]);
   const archive = listed.target.archive ?? connection.archive ?? cfg.defaults.archive;
   let job = listed;
   let mandant: MandantOfRun | undefined;

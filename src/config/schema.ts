@@ -242,9 +242,7 @@ const reportSchema = z
   .object({
     mandant: z
       .union([
-        z
-          .union([z.number().int().nonnegative(), z.string().regex(MANDANT_PATTERN)])
-          .transform((v) => String(v)),
+        z.union([z.number().int().nonnegative(), z.string().regex(MANDANT_PATTERN)]).transform((v) => String(v)),
         z
           .array(positiveInt())
           .min(1, { message: 'a list of mandants needs at least one, e.g. [7777, 8888]' })
@@ -392,8 +390,8 @@ export const targetSchema = z
       })
       .optional()
       .describe(
-        'With a list under report.mandant only (default mandant): the integer column of the target holding each row\'s mandant ' +
-          '(docs/loaded-tables.md "Many mandants"); no report column may have this normalised name.',
+        'With a list under report.mandant only (default mandant): the integer column of the target holding each ' +
+          'row\'s mandant (docs/loaded-tables.md "Many mandants"); no report column may have this normalised name.',
       ),
     schemaChanges: z
       .enum(SCHEMA_CHANGES)

@@ -19,7 +19,8 @@ export function jobDecoder(job: ResolvedJob, runTime: Date): PageDecoder {
     rowsAt: target.rowsAt,
     load: target.load,
     fileName: isDocumentType(type)
-      ? (page) => documentFileName({ report: report.name, mandant: requestMandant(job.name, job.job), runTime, page, type })
+      ? (page) =>
+          documentFileName({ report: report.name, mandant: requestMandant(job.name, job.job), runTime, page, type })
       : undefined,
   });
 }

@@ -102,7 +102,8 @@ export async function replayRun(
   if (run.parameters) req.parameters = run.parameters;
   if (opts.acceptGuard) req.acceptGuard = true;
   if (pagesOf) req.pagesOf = pagesOf.attemptId;
-  const retry = deps.config && jobOfSubject(deps.config, run.job) ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 };
+  const retry =
+    deps.config && jobOfSubject(deps.config, run.job) ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 };
   const { jobId } = await enqueueRun(deps.queue, req, {
     jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id, opts.acceptGuard, !!pagesOf),
     ...retry,

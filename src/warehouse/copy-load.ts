@@ -195,8 +195,7 @@ async function createOrEvolveTarget(load: Load): Promise<TargetColumn[]> {
     if (!load.exists) {
       const created = withMandantColumn(columns, spec.mode === 'merge' ? spec.key : [], spec.mandant);
       await createTable(tx, spec.target, created.columns, created.key);
-    }
-    else
+    } else
       await addColumns(
         tx,
         spec.target,

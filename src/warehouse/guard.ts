@@ -64,8 +64,8 @@ export function noTargetWords(table: string): string {
 }
 
 /**
- * The target's rows now (with `mandant`: the mandant's), or undefined when it does not exist yet. An exact `count(*)`: call it only when
- * {@link needsRowCount} says so, inside the load transaction after the target's lock.
+ * The target's rows now (with `mandant`: the mandant's), or undefined when it does not exist yet. An exact
+ * `count(*)`: call it only when {@link needsRowCount} says so, inside the load transaction after the target's lock.
  */
 export async function countTargetRows(
   db: Queryable,
@@ -76,9 +76,10 @@ export async function countTargetRows(
   if (!rows[0]?.exists) return undefined;
   if (mandant && !(await hasColumn(db, t, mandant.column))) return 0;
   const count = mandant
-    ? await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${quoteTable(t)} WHERE ${mandantCondition(mandant, 1)}`, [
-        mandant.value,
-      ])
+    ? await db.query<{ n: string }>(
+        `SELECT count(*) AS n FROM ${quoteTable(t)} WHERE ${mandantCondition(mandant, 1)}`,
+        [mandant.value],
+      )
     : await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${quoteTable(t)}`);
   return Number(count.rows[0]!.n);
 }

@@ -79,8 +79,8 @@ export async function checkRangeBounds(db: pg.PoolClient, r: ReplaceRange, type:
 }
 
 /**
- * The target's rows in the range now (what a replace of the range removes; with `mandant`, the mandant's), 0 when the target or its range column
- * does not exist yet; undefined when the target does not exist.
+ * The target's rows in the range now (what a replace of the range removes; with `mandant`, the mandant's), 0 when
+ * the target or its range column does not exist yet; undefined when the target does not exist.
  * @throws EtlError CONFIG_INVALID when a bound is not a value of the column's type
  */
 export async function countRangeRows(
