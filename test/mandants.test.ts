@@ -332,6 +332,11 @@ jobs:
   expect(lines.map((l) => l.split(':')[0])).toEqual(['books[7001]', 'books[7002]', 'books[7003]']);
   expect(lines[2]).toContain('books[7003]: failed (REPORT_FAILED)');
   expect(await loaded(table)).toEqual([...served(7001, 0), ...served(7002, 0)].sort());
+  const preview = await cli(['preview', 'books', '--mandant', '7002', '--rows', '1', '--config', configPath]);
+  expect(preview.code, preview.stderr).toBe(0);
+  expect(preview.stdout).toContain(
+    `a load replaces the rows of mandant 7002 (mandant = 7002) of ${table} (it holds ${served(7002, 0).length})`,
+  );
   const unknown = await cli(['run', 'books', '--mandant', '9999', '--config', configPath]);
   expect(unknown.code).toBe(2);
   expect(unknown.stderr).toContain('--mandant 9999: not a mandant of job "books" (its mandants: 7001, 7002, 7003)');

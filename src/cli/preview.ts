@@ -31,9 +31,14 @@ export function cell(v: string | null): string {
 /** Prints a preview for a person. */
 function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number): void {
   if (!p.result) {
+    const emptied = p.range
+      ? `the period ${describeRange(p.range.range)}`
+      : p.mandant
+        ? `mandant ${p.mandant.value}'s rows`
+        : 'it';
     cli.out(
       `${job}: the report has no rows and no columns (rows=${p.reportRows}); a load would leave ${p.targetTable} as ` +
-        `it is (replace empties ${p.range ? `the period ${describeRange(p.range.range)}` : 'it'})`,
+        `it is (replace empties ${emptied})`,
     );
     return;
   }
@@ -66,6 +71,14 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
     cli.out(
       `\na load replaces the period ${range.column} in [${range.from}, ${range.to}) of ${p.targetTable} (` +
         `${now}) with the report's ${count} rows, in one transaction; rows outside the period stay`,
+    );
+  }
+  if (p.mandant) {
+    const { column, value, deletes } = p.mandant;
+    const now = deletes === undefined ? 'the table does not exist yet' : `it holds ${deletes.toLocaleString('en-US')}`;
+    cli.out(
+      `\na load replaces the rows of mandant ${value} (${column} = ${value}) of ${p.targetTable} (${now}) with the ` +
+        `report's ${count} rows, in one transaction; the other mandants' rows stay`,
     );
   }
   for (const m of p.result.outsideRange)

@@ -254,8 +254,7 @@ const reportSchema = z
           }),
       ])
       .describe(
-        'Client number (mandant) the report runs in, or a list of them (e.g. [7777, 8888]): then each mandant of a ' +
-          'tick is its own run into one table with a mandant column (docs/loaded-tables.md "Many mandants").',
+        'Client number (mandant) the report runs in, or a list of them (docs/loaded-tables.md "Many mandants").',
       ),
     name: z
       .string()

@@ -18,6 +18,7 @@ import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { deadlinesOf } from './deadlines.ts';
 import { logicalTimeOf, runParameters, runRange } from './logical-time.ts';
 import { countRangeRows, type ReplaceRange } from '../warehouse/replace-range.ts';
+import { countTargetRows } from '../warehouse/guard.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { reportRows } from './report-rows.ts';
 
@@ -59,6 +60,11 @@ export interface JobPreview {
    * no target yet).
    */
   range?: { range: ReplaceRange; deletes: number | undefined } | undefined;
+  /**
+   * A mandant's run of a job with many mandants, mode replace without a range: the mandant and the target's rows of it
+   * now, which a load would delete (undefined: no target yet; docs/loaded-tables.md "Many mandants").
+   */
+  mandant?: { column: string; value: number; deletes: number | undefined } | undefined;
 }
 
 /**
@@ -118,6 +124,10 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
             targetTable: `${target.schema}.${target.table}`,
             result,
             range: range && { range, deletes: await countRangeRows(db, target, range, o.job.mandant) },
+            mandant:
+              o.job.mandant && !range && targetConfig.mode === 'replace'
+                ? { ...o.job.mandant, deletes: await countTargetRows(db, target, o.job.mandant) }
+                : undefined,
           };
         } finally {
           await db.query('ROLLBACK').catch(() => undefined);
