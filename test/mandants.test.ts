@@ -21,6 +21,7 @@ import { replayRun } from '../src/queue/replay.ts';
 import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
 import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
+import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
@@ -366,4 +367,23 @@ it("maxShrinkPercent measures a mandant's run against that mandant's rows alone"
   );
   expect(await loaded(table)).toEqual([...served(7001, 1), ...served(7002, 0)].sort());
   h.sim.setRevision(0);
+});
+
+it("append tags a mandant's rows with its own run key: reverting one mandant's run removes its rows alone", async () => {
+  const job = `${jp}_append`;
+  const table = `${h.schema}.bookings_append`;
+  const config = bookingsConfig(job, table, [7001, 7002], { target: { mode: 'append' } });
+  const tick = new Date('2026-01-08T03:00:00Z');
+  const request = (m: number) => ({
+    trigger: 'schedule' as const,
+    scheduledFor: tick.toISOString(),
+    runKey: tickQueueJobId(subjectName(job, m), tick),
+  });
+  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m), request(m))).status).toBe('succeeded');
+  // The same run again appends nothing: it is exactly-once per mandant's run key.
+  expect((await run(config, subjectName(job, 7001), request(7001))).status).toBe('already-loaded');
+  expect(await loaded(table)).toEqual([...served(7001, 0), ...served(7002, 0)].sort());
+  const outcome = await revertAppendedRun(h.pool, subjectName(job, 7001), request(7001).runKey);
+  expect(outcome).toMatchObject({ kind: 'reverted', rows: served(7001, 0).length });
+  expect(await loaded(table)).toEqual(served(7002, 0));
 });
