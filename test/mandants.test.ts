@@ -369,7 +369,7 @@ it("maxShrinkPercent measures a mandant's run against that mandant's rows alone"
   h.sim.setRevision(0);
 });
 
-it("append tags a mandant's rows with its own run key: reverting one mandant's run removes its rows alone", async () => {
+it("append tags a mandant's rows with its own run key: reverting one mandant's run removes its rows", async () => {
   const job = `${jp}_append`;
   const table = `${h.schema}.bookings_append`;
   const config = bookingsConfig(job, table, [7001, 7002], { target: { mode: 'append' } });
