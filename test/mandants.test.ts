@@ -323,6 +323,11 @@ jobs:
 `,
   );
   const cli = (args: string[]) => runCli(args, { env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret' } });
+  const validate = await cli(['validate', '--config', configPath]);
+  expect(validate.code, validate.stderr).toBe(0);
+  expect(validate.stdout).toContain(
+    '  books: no schedule (runs by hand or enqueue only); 3 mandants: 7001, 7002, 7003',
+  );
   const one = await cli(['run', 'books', '--mandant', '7002', '--config', configPath]);
   expect(one.code, one.stderr).toBe(0);
   expect(one.stdout).toMatch(/^books\[7002\]: succeeded, \d+ rows, /);
