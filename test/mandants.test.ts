@@ -16,6 +16,7 @@ import { silentLogger } from '../src/logger.ts';
 import { AttemptFailedError } from '../src/pipeline/attempt.ts';
 import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { tickQueueJobId } from '../src/queue/names.ts';
+import { makeAdminMetrics } from '../src/admin/metrics.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { replayRun } from '../src/queue/replay.ts';
 import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
@@ -391,4 +392,19 @@ it("append tags a mandant's rows with its own run key: reverting one mandant's r
   const outcome = await revertAppendedRun(h.pool, subjectName(job, 7001), request(7001).runKey);
   expect(outcome).toMatchObject({ kind: 'reverted', rows: served(7001, 0).length });
   expect(await loaded(table)).toEqual(served(7002, 0));
+});
+
+it('the metrics carry each mandant of a job in a mandant label beside the job', async () => {
+  const job = `${jp}_metrics`;
+  const table = `${h.schema}.bookings_metrics`;
+  const config = bookingsConfig(job, table, [7001, 7002]);
+  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m))).status).toBe('succeeded');
+  const metrics = makeAdminMetrics({ pool: h.pool, redis: h.redis, queue, config: staticConfig(config) });
+  const text = await metrics.render();
+  for (const m of [7001, 7002]) {
+    expect(text).toContain(`report_etl_attempts_total{job="${job}",status="succeeded",mandant="${m}"} 1`);
+    expect(text).toContain(`report_etl_rows_loaded_total{job="${job}",mandant="${m}"} ${served(m, 0).length}`);
+    expect(text).toMatch(new RegExp(`report_etl_job_failing\\{job="${job}",connection="sim",mandant="${m}"\\} 0`));
+  }
+  expect(text).not.toContain(`job="${job}[`);
 });
