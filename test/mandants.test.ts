@@ -12,6 +12,7 @@ import { resolveJob } from '../src/config/load.ts';
 import { staticConfig } from '../src/config/live-config.ts';
 import { chooseSubjects, subjectName } from '../src/config/mandants.ts';
 import { configSchema, type EtlConfig } from '../src/config/schema.ts';
+import { jobTargetProblems } from '../src/config/target-checks.ts';
 import { silentLogger } from '../src/logger.ts';
 import { AttemptFailedError } from '../src/pipeline/attempt.ts';
 import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
@@ -407,4 +408,20 @@ it('the metrics carry each mandant of a job in a mandant label beside the job', 
     expect(text).toMatch(new RegExp(`report_etl_job_failing\\{job="${job}",connection="sim",mandant="${m}"\\} 0`));
   }
   expect(text).not.toContain(`job="${job}[`);
+});
+
+it("validate with the database wants a merge target's unique index on the key and the mandant column", () => {
+  const catalogue = new Map([['public.t', { relkind: 'r', columns: ['nr', 'x', 'mandant'], uniqueKeys: [['nr']] }]]);
+  const target = { table: 't', mode: 'merge', key: ['nr'] };
+  expect(jobTargetProblems(target, catalogue)).toEqual([]);
+  expect(jobTargetProblems(target, catalogue, 'mandant')).toEqual([
+    {
+      path: ['target', 'key'],
+      text:
+        'the target public.t has no primary key or unique index on (nr, mandant): a merge finds the rows it updates ' +
+        'by one, so every run would fail; add it: CREATE UNIQUE INDEX ON public.t (nr, mandant)',
+    },
+  ]);
+  const indexed = new Map([['public.t', { ...catalogue.get('public.t')!, uniqueKeys: [['mandant', 'nr']] }]]);
+  expect(jobTargetProblems(target, indexed, 'mandant')).toEqual([]);
 });
