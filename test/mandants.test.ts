@@ -312,12 +312,13 @@ it('run --mandant runs the mandants asked for, a summary line each; an unknown m
   const dir = await mkdtemp(join(tmpdir(), 'report-etl-mandants-'));
   const configPath = join(dir, 'jobs.yaml');
   const table = `${h.schema}.bookings_cli`;
+  const books = `${jp}_books`;
   await writeFile(
     configPath,
     `connections:
   sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", pollIntervalMs: 20 }
 jobs:
-  books:
+  ${books}:
     connection: sim
     report: { mandant: [7001, 7002, 7003], name: Finance/Bookings, parameters: { FROM: "2026-01-01",
       TO: "2026-01-08", SIM_FAIL_MANDANT: "7003" } }
@@ -328,26 +329,29 @@ jobs:
   const validate = await cli(['validate', '--config', configPath]);
   expect(validate.code, validate.stderr).toBe(0);
   expect(validate.stdout).toContain(
-    '  books: no schedule (runs by hand or enqueue only); 3 mandants: 7001, 7002, 7003',
+    `  ${books}: no schedule (runs by hand or enqueue only); 3 mandants: 7001, 7002, 7003`,
   );
-  const one = await cli(['run', 'books', '--mandant', '7002', '--config', configPath]);
+  const one = await cli(['run', books, '--mandant', '7002', '--config', configPath]);
   expect(one.code, one.stderr).toBe(0);
-  expect(one.stdout).toMatch(/^books\[7002\]: succeeded, \d+ rows, /);
+  expect(one.stdout).toMatch(new RegExp(`^${books}\\[7002\\]: succeeded, \\d+ rows, `));
   expect(await loaded(table)).toEqual(served(7002, 0));
-  const all = await cli(['run', 'books', '--config', configPath]);
+  const all = await cli(['run', books, '--config', configPath]);
   expect(all.code, all.stderr).toBe(1);
   const lines = all.stdout.trim().split('\n');
-  expect(lines.map((l) => l.split(':')[0])).toEqual(['books[7001]', 'books[7002]', 'books[7003]']);
-  expect(lines[2]).toContain('books[7003]: failed (REPORT_FAILED)');
+  expect(lines.map((l) => l.split(':')[0])).toEqual([7001, 7002, 7003].map((m) => `${books}[${m}]`));
+  expect(lines[2]).toContain(`${books}[7003]: failed (REPORT_FAILED)`);
   expect(await loaded(table)).toEqual([...served(7001, 0), ...served(7002, 0)].sort());
-  const preview = await cli(['preview', 'books', '--mandant', '7002', '--rows', '1', '--config', configPath]);
+  const preview = await cli(['preview', books, '--mandant', '7002', '--rows', '1', '--config', configPath]);
   expect(preview.code, preview.stderr).toBe(0);
   expect(preview.stdout).toContain(
     `a load replaces the rows of mandant 7002 (mandant = 7002) of ${table} (it holds ${served(7002, 0).length})`,
   );
-  const unknown = await cli(['run', 'books', '--mandant', '9999', '--config', configPath]);
+  const runs = await cli(['runs', '--job', books, '--config', configPath]);
+  expect(runs.code, runs.stderr).toBe(0);
+  expect(runs.stdout.split('\n').filter((l) => l.includes(` ${books}[700`))).toHaveLength(4);
+  const unknown = await cli(['run', books, '--mandant', '9999', '--config', configPath]);
   expect(unknown.code).toBe(2);
-  expect(unknown.stderr).toContain('--mandant 9999: not a mandant of job "books" (its mandants: 7001, 7002, 7003)');
+  expect(unknown.stderr).toContain(`--mandant 9999: not a mandant of job "${books}" (its mandants: 7001, 7002, 7003)`);
 });
 
 it("maxShrinkPercent measures a mandant's run against that mandant's rows alone", async () => {
