@@ -1,8 +1,7 @@
 /**
- * The page loop of the text output types (txt, txt_cstr, txt_all, txt_allcstr; docs/report-export-service.md "Output
- * page shapes" and "Output types"): strip the byte order mark (1 to 4 bytes), read the header line that every page
- * repeats (txt, txt_cstr), then hand each record that {@link RecordScanner} splits off to the subclass, which writes
- * its COPY row. A record that a chunk cut off is carried to the next chunk (carry.ts), bounded by maxValueBytes.
+ * The page loop of the text output types (docs/report-export-service.md "Output page shapes", "Output types"): strip
+ * the byte order mark, read the header line every page repeats (txt, txt_cstr), then hand each record that
+ * {@link RecordScanner} splits off to the subclass, which writes its COPY row. Records cut off by a chunk are carried.
  */
 import type { OutputType } from '../vocabulary.ts';
 import type { CopyFormat } from '../warehouse/row-source.ts';
