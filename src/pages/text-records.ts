@@ -221,6 +221,22 @@ export abstract class TextRecordsDecoder implements PageDecoder {
     }
   }
 
+  /**
+   * Whether the record just scanned has the header's field count; false for an empty line (skipped).
+   * @throws PageFormatError for any other count
+   */
+  protected hasHeaderFields(at: number, st: RecordPageState): boolean {
+    const sc = this.scanner;
+    const ncols = this.columns!.length;
+    if (sc.count === ncols) return true;
+    if (sc.count === 1 && sc.quoted[0] === 0 && sc.start[0] === sc.end[0] && ncols > 1) return false;
+    throw new PageFormatError(`${sc.count} fields, the header has ${ncols}`, {
+      page: st.page,
+      row: st.line,
+      offset: st.offset + at,
+    });
+  }
+
   /** How errors name field k of a record: its column (by default) or, in the header, the field. */
   protected label(k: number, row: number | undefined): string {
     const column = row === undefined ? undefined : this.columns?.[k];

@@ -191,15 +191,7 @@ export class TxtPageDecoder extends TextRecordsDecoder {
   protected record(b: Buffer, at: number, st: RecordPageState): boolean {
     const sc = this.scanner;
     const ncols = this.columns!.length;
-    if (sc.count !== ncols) {
-      // An empty line cannot be a row of several columns: skip it.
-      if (sc.count === 1 && sc.quoted[0] === 0 && sc.start[0] === sc.end[0] && ncols > 1) return false;
-      throw new PageFormatError(`${sc.count} fields, the header has ${ncols}`, {
-        page: st.page,
-        row: st.line,
-        offset: st.offset + at,
-      });
-    }
+    if (!this.hasHeaderFields(at, st)) return false;
     const w = this.binary!;
     const fit = this.fit;
     const out = this.out;
