@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync, zstdDecompressSync } from 'node:zlib';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
@@ -80,6 +81,24 @@ async function servedPageHashes(outputType: string, paging: number, parameters: 
   return hashes;
 }
 
+/** Stores page `page` of an attempt's kept pages again as gzip chunks, as pages were kept before zstd. */
+async function regzip(attemptId: string, page: number): Promise<void> {
+  const { rows } = await h.pool.query<{ chunk: number; data: Buffer }>(
+    'SELECT chunk, data FROM etl.attempt_page_chunks WHERE attempt_id = $1 AND page = $2',
+    [attemptId, page],
+  );
+  expect(rows.length).toBeGreaterThan(0);
+  for (const r of rows)
+    await h.pool.query(
+      'UPDATE etl.attempt_page_chunks SET data = $4 WHERE attempt_id = $1 AND page = $2 AND chunk = $3',
+      [attemptId, page, r.chunk, gzipSync(zstdDecompressSync(r.data), { level: 1 })],
+    );
+  await h.pool.query(`UPDATE etl.attempt_pages SET codec = 'gzip' WHERE attempt_id = $1 AND page = $2`, [
+    attemptId,
+    page,
+  ]);
+}
+
 describe('target.archive', () => {
   it('keeps every page as served: its sha256, content type and size, compressed', async () => {
     const table = `${h.schema}.kept_json`;
@@ -116,6 +135,7 @@ describe('target.archive', () => {
       rmSync(out, { recursive: true, force: true });
     }
     expect(pages.every((p) => p.contentType.startsWith('application/json'))).toBe(true);
+    expect(pages.map((p) => p.codec)).toEqual(['zstd', 'zstd', 'zstd', 'zstd']);
     expect(pages.reduce((n, p) => n + p.bytes!, 0)).toBe(result.bytes);
     expect(pages.every((p) => p.storedBytes! < p.bytes!)).toBe(true);
     const archive = await getArchive(h.pool, result.attemptId);
@@ -174,6 +194,8 @@ describe('target.archive', () => {
       const failed = await failing(config, 'f', { runKey, trigger: 'manual' });
       expect(failed.code).toBe('SCHEMA_CHANGED');
       expect(await getArchive(h.pool, failed.attemptId)).toMatchObject({ complete: true, announcedPages: 3 });
+      // Page 2 as a page kept before zstd was: gzip chunks, read by the codec recorded with the page.
+      await regzip(failed.attemptId, 2);
 
       await h.pool.query(`DROP TABLE ${table}`);
       const before = requests();
