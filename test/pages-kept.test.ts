@@ -261,6 +261,64 @@ describe('target.archive', () => {
     expect(err.message).toContain(`attempt ${other.attemptId} kept no pages`);
   });
 
+  it('report-etl preview --from-pages shows what preview shows, from the kept pages, with no request', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kept-preview-'));
+    const path = join(dir, 'jobs.yaml');
+    const job = uniqueName('kprev');
+    const table = `${h.schema}.kept_preview`;
+    const report = { name: 'Sales/Orders', outputType: 'json', paging: 40, parameters: { ROWS: '90' } };
+    writeFileSync(
+      path,
+      [
+        'connections:',
+        '  sim:',
+        `    baseUrl: ${h.sim.url}`,
+        '    clientId: demo-client',
+        '    clientSecret: ${KP_SECRET}',
+        'jobs:',
+        `  ${job}:`,
+        '    connection: sim',
+        `    report: { mandant: 7777, name: Sales/Orders, outputType: json, paging: 40, parameters: { ROWS: "90" } }`,
+        `    target: { table: ${table}, archive: { keepDays: 2 } }`,
+        '',
+      ].join('\n'),
+    );
+    const cli = (...args: string[]) =>
+      runCli([...args, '--config', path], { env: { KP_SECRET: 'demo-secret', LOG_LEVEL: 'warn' } });
+    try {
+      const runKey = uniqueName('pv');
+      const kept = await run(h.config({ [job]: jobEntry(report, { table, archive: { keepDays: 2 } }) }), job, {
+        runKey,
+      });
+      await h.pool.query(`DROP TABLE ${table}`);
+      const fromServer = await cli('preview', job, '--rows', '4');
+      expect(fromServer.code).toBe(0);
+
+      const before = requests();
+      const fromPages = await cli('preview', '--from-pages', runKey, '--rows', '4');
+      expect(fromPages.code).toBe(0);
+      expect(requests()).toBe(before);
+      const out = lines(fromPages.stdout);
+      expect(out[0]).toBe(
+        `${job}: the pages attempt 1 (${kept.attemptId}) of run ${runKey} kept, with no request to the server`,
+      );
+      // Columns, types and the first rows: as preview shows them from the server.
+      expect(out.slice(1)).toEqual(lines(fromServer.stdout));
+      expect(out[1]).toBe(`${job}: first 4 of 90 rows, into ${table} — nothing was loaded`);
+      // An attempt id names that attempt's pages.
+      const byAttempt = await cli('preview', '--from-pages', kept.attemptId, '--rows', '4');
+      expect(lines(byAttempt.stdout).slice(1)).toEqual(lines(fromServer.stdout));
+
+      const refused = await cli('preview', '--from-pages', runKey, '-p', 'ROWS=3');
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('-p and --logical-time do not go with --from-pages');
+      const unknown = await cli('preview', '--from-pages', uniqueName('nope'));
+      expect(unknown.code).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('report-etl replay --from-pages queues the run with its kept pages, refuses a run that kept none', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kept-pages-'));
     const path = join(dir, 'jobs.yaml');
