@@ -143,6 +143,35 @@ describe('target.archive', () => {
     expect(archive!.keepUntil.getTime()).toBeGreaterThan(Date.now() + 2.9 * 86_400_000);
   });
 
+  it('keeps a page of several chunks whole, and loads it again from them', async () => {
+    const table = `${h.schema}.kept_big`;
+    const params = { ROWS: '60000' };
+    const config = h.config({
+      b: jobEntry(
+        { name: 'Sales/Orders', outputType: 'txt', paging: 40000, parameters: params },
+        { table, archive: { keepDays: 1 } },
+      ),
+    });
+    const runKey = uniqueName('b');
+    const kept = await run(config, 'b', { runKey });
+    const pages = await listKeptPages(h.pool, kept.attemptId);
+    expect(pages.map((p) => p.sha256)).toEqual(await servedPageHashes('txt', 40000, params));
+    const { rows } = await h.pool.query<{ page: number; n: string }>(
+      'SELECT page, count(*) AS n FROM etl.attempt_page_chunks WHERE attempt_id = $1 GROUP BY page ORDER BY page',
+      [kept.attemptId],
+    );
+    // More chunks than are in flight at once: chunk buffers are filled again after their compression.
+    expect(Number(rows[0]!.n)).toBeGreaterThan(3);
+    expect(rows.map((r) => Number(r.n))).toEqual(pages.map((p) => Math.ceil(p.bytes! / (1024 * 1024))));
+
+    await h.pool.query(`TRUNCATE ${table}`);
+    const again = await run(config, 'b', { runKey, trigger: 'replay', pagesOf: kept.attemptId });
+    expect(again).toMatchObject({ status: 'succeeded', rows: 60000, pages: 2 });
+    expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(
+      servedRows('Sales/Orders.avw', params, 1),
+    );
+  });
+
   it('deletes kept pages once their keepDays ran out, the attempt staying', async () => {
     const table = `${h.schema}.kept_pruned`;
     const config = h.config({

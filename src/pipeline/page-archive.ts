@@ -38,10 +38,16 @@ const CHUNKS_IN_FLIGHT = 3;
 const CODEC: PageCodec = 'zstd';
 const ZSTD_LEVEL = 1;
 const zstdAsync = promisify(zstdCompress);
+/**
+ * A chunk compressed on the thread pool with an output buffer of 256 KiB, which holds most compressed chunks whole:
+ * zlib's default (16 KiB) takes a round trip to the main thread per 16 KiB of output (docs/performance.md "Kept
+ * pages").
+ */
 const compress = (raw: Buffer): Promise<Buffer> =>
   zstdAsync(raw, {
     params: { [constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL },
     pledgedSrcSize: raw.length,
+    chunkSize: 256 * 1024,
   });
 
 /** Where one attempt's pages are kept, and for how long. */
@@ -88,6 +94,8 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
   // One statement at a time on the archive's connection (pg queues them, but that is deprecated): chunks compress in
   // parallel on the thread pool, and their INSERTs take turns.
   let last: Promise<unknown> = Promise.resolve();
+  // Chunk buffers compressed already, for the next chunks of any page: a page's megabytes are not allocated anew.
+  const spare: Buffer[] = [];
   const serially = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => {
     const db = client;
     if (!db) return Promise.reject(new Error('page archive used before begin()'));
@@ -120,7 +128,7 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
       );
     },
     page(page, contentType) {
-      return keptPageSink(serially, o.attemptId, page, contentType);
+      return keptPageSink(serially, o.attemptId, page, contentType, spare);
     },
     async complete() {
       await serially((db) => completeArchive(db, o.attemptId));
@@ -171,12 +179,23 @@ export async function keepAllPages(
   return announcedPages;
 }
 
-function keptPageSink(serially: Serially, attemptId: string, page: number, contentType: string): KeptPageSink {
+/**
+ * @param spare chunk buffers to fill before allocating one; each goes back once its chunk is compressed (at most
+ *   {@link CHUNKS_IN_FLIGHT} + 1 are in use at once)
+ */
+function keptPageSink(
+  serially: Serially,
+  attemptId: string,
+  page: number,
+  contentType: string,
+  spare: Buffer[],
+): KeptPageSink {
   const hash: Hash = createHash('sha256');
   const begun = serially((db) => beginPage(db, attemptId, page, contentType, CODEC));
   begun.catch(() => undefined); // awaited before the first insert and at the end, which throw it
   const inFlight: Promise<number>[] = [];
-  let buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  const nextBuffer = (): Buffer => spare.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES);
+  let buffer = nextBuffer();
   let filled = 0;
   let chunks = 0;
   let bytes = 0;
@@ -185,12 +204,14 @@ function keptPageSink(serially: Serially, attemptId: string, page: number, conte
 
   /** Compresses and inserts the buffer's bytes as the next chunk; the promise gives the stored size. */
   function flush(): void {
-    const raw = buffer.subarray(0, filled);
+    const full = buffer;
+    const raw = full.subarray(0, filled);
     const n = chunks++;
-    buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+    buffer = nextBuffer();
     filled = 0;
     const done = (async () => {
       const data = await compress(raw);
+      spare.push(full);
       await begun;
       await serially((db) => insertPageChunk(db, attemptId, page, n, data));
       return data.length;
@@ -221,6 +242,7 @@ function keptPageSink(serially: Serially, attemptId: string, page: number, conte
     },
     async end() {
       if (filled > 0 || chunks === 0) flush();
+      spare.push(buffer);
       await drain(0);
       await begun;
       const figures = { bytes, storedBytes: stored, sha256: hash.digest('hex') };
