@@ -278,6 +278,68 @@ describe('target.archive', () => {
     },
   );
 
+  it(
+    'documents count as kept pages: not stored twice, written by pages from their target; a failed documents ' +
+      'load keeps its pages, and a replay loads them',
+    async () => {
+      const table = `${h.schema}.kept_pdf`;
+      const params = { ROWS: '100' };
+      const job = (guard: Record<string, number>) =>
+        h.config({
+          d: jobEntry(
+            { name: 'Sales/Orders', outputType: 'pdf', paging: 40, parameters: params },
+            { table, mode: 'append', guard, archive: { keepDays: 2 } },
+          ),
+        });
+      const config = job({});
+      const served = await servedPageHashes('pdf', 40, params);
+      expect(served).toHaveLength(3);
+      const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+      // A load that fails keeps the pages: the documents did not reach their target.
+      const runKey = uniqueName('d');
+      const failed = await failing(job({ minRows: 4 }), 'd', { runKey });
+      expect(failed.code).toBe('GUARD_TRIPPED');
+      expect(await getArchive(h.pool, failed.attemptId)).toMatchObject({ complete: true, announcedPages: 3 });
+      expect((await listKeptPages(h.pool, failed.attemptId)).map((p) => p.sha256)).toEqual(served);
+
+      // Accepted, they are loaded from the kept pages with no request to the server: the documents as served.
+      const before = requests();
+      const replayed = await run(job({ minRows: 4 }), 'd', {
+        runKey,
+        trigger: 'replay',
+        acceptGuard: true,
+        pagesOf: failed.attemptId,
+      });
+      expect(requests()).toBe(before);
+      expect(replayed).toMatchObject({ status: 'succeeded', pages: 3 });
+      const { rows } = await h.pool.query<{ content: Buffer }>(
+        `SELECT content FROM ${table} WHERE _etl_run_key = $1 ORDER BY page`,
+        [runKey],
+      );
+      expect(rows.map((r) => sha(r.content))).toEqual(served);
+
+      // A load that succeeds keeps no pages of its own: its documents are its kept pages.
+      const okKey = uniqueName('d');
+      const ok = await run(config, 'd', { runKey: okKey });
+      expect(await getArchive(h.pool, ok.attemptId)).toBeUndefined();
+      expect(await listKeptPages(h.pool, ok.attemptId)).toEqual([]);
+      const out = mkdtempSync(join(tmpdir(), 'kept-docs-'));
+      try {
+        for (const key of [okKey, runKey, ok.attemptId]) {
+          rmSync(out, { recursive: true, force: true });
+          const r = await runCli(['pages', key, '--out', out], { env: { LOG_LEVEL: 'warn' } });
+          expect(r.code, r.stderr).toBe(0);
+          expect(readdirSync(out).sort()).toEqual(['1.pdf', '2.pdf', '3.pdf']);
+          expect(['1', '2', '3'].map((n) => sha(readFileSync(join(out, `${n}.pdf`))))).toEqual(served);
+          expect(lines(r.stdout)[0]).toContain('1.pdf  application/pdf');
+        }
+      } finally {
+        rmSync(out, { recursive: true, force: true });
+      }
+    },
+  );
+
   it('refuses pages that were not kept, or are of another run, with PAGES_NOT_KEPT and nothing loaded', async () => {
     const table = `${h.schema}.kept_refused`;
     const config = h.config({
