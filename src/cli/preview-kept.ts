@@ -7,7 +7,7 @@
  */
 import { EtlError } from '../errors.ts';
 import type { LogFormatFlag } from './options.ts';
-import { printPreview } from './preview.ts';
+import type { JobPreview } from '../pipeline/preview.ts';
 import type { Cli } from './types.ts';
 
 /** The options of `preview --from-pages`. */
@@ -22,9 +22,15 @@ export interface KeptPreviewFlags extends LogFormatFlag {
 
 /**
  * Previews the kept pages `id` names.
+ * @param printPreview how `preview` prints a preview (cli/preview.ts), for the same lines
  * @throws ConfigError when jobs.yaml cannot be used or the run's job in it is invalid (the caller's exit 2)
  */
-export async function previewKeptPagesCommand(cli: Cli, id: string, opts: KeptPreviewFlags): Promise<void> {
+export async function previewKeptPagesCommand(
+  cli: Cli,
+  id: string,
+  opts: KeptPreviewFlags,
+  printPreview: (cli: Cli, job: string, p: JobPreview, rowsWanted: number) => void,
+): Promise<void> {
   if (Object.keys(opts.param ?? {}).length > 0 || opts.logicalTime !== undefined) {
     cli.err(
       'report-etl preview: -p and --logical-time do not go with --from-pages: the kept pages were rendered with ' +

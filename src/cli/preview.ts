@@ -28,7 +28,7 @@ export function cell(v: string | null): string {
 }
 
 /** Prints a preview for a person (also `preview --from-pages`, cli/preview-kept.ts). */
-export function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number): void {
+function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number): void {
   if (!p.result) {
     cli.out(
       `${job}: the report has no rows and no columns (rows=${p.reportRows}); a load would leave ${p.targetTable} as ` +
@@ -105,7 +105,7 @@ export const registerPreview: RegisterCommand = (program, cli) => {
       ) => {
         if (opts.fromPages) {
           const { previewKeptPagesCommand } = await import('./preview-kept.ts');
-          await previewKeptPagesCommand(cli, jobName, opts);
+          await previewKeptPagesCommand(cli, jobName, opts, printPreview);
           return;
         }
         // Loaded here: `--help` and the other commands need none of it (start-up cost).
