@@ -84,7 +84,10 @@ export function keptPagesButton(
   kept: Pick<AttemptArchive, 'attempt'>,
   className = 'primary',
 ): SafeHtml {
-  return html`<form class="inline" method="post" action="${runPath(run.job, run.run_key)}/replay"><input type="hidden" name="from" value="pages"><button type="submit" id="replay-from-pages" class="${className}" title="Loads the pages attempt ${kept.attempt} kept, with no request to the server">Replay from kept pages</button></form> <span class="muted kept-pages-note">(the pages attempt ${kept.attempt} kept: no request to the server)</span>`;
+  return html`<form class="inline" method="post" action="${runPath(run.job, run.run_key)}/replay">\
+<input type="hidden" name="from" value="pages"><button type="submit" id="replay-from-pages" class="${className}" \
+title="Loads the pages attempt ${kept.attempt} kept, with no request to the server">Replay from kept pages</button>\
+</form> <span class="muted kept-pages-note">(the pages attempt ${kept.attempt} kept: no request to the server)</span>`;
 }
 
 /** Text with the docs' backticks as `<code>`, everything escaped. */
@@ -124,7 +127,8 @@ export function replayOffer(
   const first = hint ? html` First: ${withCode(hint.todo)}.` : '';
   return html`<div class="replay-advice" id="replay-advice"><p><strong>${failure!.error!.error_kind} is not \
 retried:</strong> a replay of the unchanged run fails the same way.${first}</p>\
-${replayButton(run, { id: 'replay', className: 'secondary', label: 'Replay once that is changed' })}${kept ? html` ${keptPagesButton(run, kept, 'secondary')}` : ''}</div>`;
+${replayButton(run, { id: 'replay', className: 'secondary', label: 'Replay once that is changed' })}\
+${kept ? html` ${keptPagesButton(run, kept, 'secondary')}` : ''}</div>`;
 }
 
 /** A queue job's id, linked to it on bull-board. */

@@ -2,8 +2,8 @@
  * Kept pages, read (docs/operations.md "Kept pages"): an attempt's pages from etl.attempt_page_chunks as
  * {@link PageStream}s, the way the report client serves the server's, so that the same reader, decoders and COPY load
  * them (`replay --from-pages`, `--accept-guard`, `preview --from-pages`) and `report-etl pages` writes them out. A page
- * is read one chunk at a time (one query, one decompression each, by the codec recorded with the page) as its consumer pulls, and checked against the sha256 it was
- * served with at its end.
+ * is read one chunk at a time (one query, one decompression each, by the codec recorded with the page) as its
+ * consumer pulls, and checked against the sha256 it was served with at its end.
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';

@@ -1,7 +1,7 @@
 /**
- * `report-etl preview --from-pages <run>` (docs/operations.md "Kept pages"): what `report-etl preview` shows (the target
- * columns with their types, the first rows, a replaceRange's plan), from the first page a run kept instead of a new
- * rendering: no request to the server. The pages are read with the reader `replay --from-pages` loads them with
+ * `report-etl preview --from-pages <run>` (docs/operations.md "Kept pages"): what `report-etl preview` shows (the
+ * target columns with their types, the first rows, a replaceRange's plan), from the first page a run kept instead of a
+ * new rendering: no request to the server. The pages are read with the reader `replay --from-pages` loads them with
  * (pipeline/kept-pages.ts), through the same decoders; nothing is loaded (the rows go into a staging table of a
  * transaction that is rolled back) and no run is recorded.
  */
