@@ -405,6 +405,9 @@ describe('target.archive', () => {
       expect(refused.stderr).toContain('-p and --logical-time do not go with --from-pages');
       const unknown = await cli('preview', '--from-pages', uniqueName('nope'));
       expect(unknown.code).toBe(2);
+      const stray = await cli('preview', job, '--job', job);
+      expect(stray.code).toBe(2);
+      expect(stray.stderr).toContain('--job goes with --from-pages');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

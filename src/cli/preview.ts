@@ -103,6 +103,11 @@ export const registerPreview: RegisterCommand = (program, cli) => {
           job?: string;
         } & LogFormatFlag,
       ) => {
+        if (opts.job !== undefined && !opts.fromPages) {
+          cli.err('report-etl preview: --job goes with --from-pages; without it, the argument is the job');
+          cli.exit(2);
+          return;
+        }
         if (opts.fromPages) {
           const { previewKeptPagesCommand } = await import('./preview-kept.ts');
           await previewKeptPagesCommand(cli, jobName, opts, printPreview);
