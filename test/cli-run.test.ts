@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startHarness, type Harness } from './support/harness.ts';
 import { BIN, runCli, type CliExit as Exit } from './support/cli.ts';
@@ -60,6 +61,17 @@ function cli(args: string[], onStderr?: (text: string, child: ChildProcess) => v
     ...(onStderr ? { onStderr } : {}),
   });
 }
+
+it('loads no BullMQ for a run by hand of a jobs.yaml without alert targets', async () => {
+  const watch = fileURLToPath(new URL('./fixtures/packages-loaded.mjs', import.meta.url));
+  const r = await runCli(['run', 'orders', '--config', configPath], {
+    env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret', LOG_LEVEL: 'warn', NODE_OPTIONS: `--import=${watch}` },
+  });
+  expect(r.code, r.stderr).toBe(0);
+  const loaded = JSON.parse(/packages loaded: (.*)\n/.exec(r.stderr)![1]!) as string[];
+  expect(loaded).toContain('pg');
+  expect(loaded).not.toContain('bullmq');
+});
 
 async function tableState(): Promise<string> {
   const { rows } = await h.pool.query(
