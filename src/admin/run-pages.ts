@@ -14,6 +14,7 @@ import type { ReplayRefusal } from '../queue/replay.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { formatTime } from '../time-text.ts';
 import { failureHint } from '../failure-hints.ts';
+import { readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
 import { COLUMNS, escapeHtml, formatCount, headerRow, html, page, SafeHtml } from './html.ts';
 import { timelineChart, type ChartAttempt } from './timeline-chart.ts';
@@ -81,7 +82,8 @@ export function withCode(text: string): SafeHtml {
 
 /** The failure a run's page leads with: its newest attempt (failed or interrupted) and the error recorded for it. */
 export interface NewestFailure {
-  attempt: Pick<AttemptRow, 'attempt' | 'attempt_id' | 'status' | 'error' | 'pages' | 'rows'>;
+  attempt: Pick<AttemptRow, 'attempt' | 'attempt_id' | 'status' | 'error' | 'pages' | 'rows'> &
+    Partial<Pick<AttemptRow, 'progress'>>;
   /** The attempt's last etl.run_errors row; none for an attempt recorded without one. */
   error?: RunErrorRow | undefined;
 }
@@ -253,7 +255,12 @@ export function chartAttempt(a: AttemptRow, zone?: string): ChartAttempt {
     startedAt: a.started_at,
     finishedAt: a.finished_at,
     timeline: a.timeline,
-    done: { pages: a.pages, rows: a.rows, reportJobStarted: a.report_job_id !== null },
+    done: {
+      pages: a.pages,
+      rows: a.rows,
+      reportJobStarted: a.report_job_id !== null,
+      progress: readProgress(a.progress),
+    },
   };
 }
 
@@ -273,6 +280,9 @@ ${timelineChart(drawn.map((a) => chartAttempt(a, zone)))}`;
 
 /** What an attempt that did not finish had done: its pages read and rows; nothing for a failure before any page. */
 function doneSoFar(a: NewestFailure['attempt']): string {
+  // Without figures of its own (a killed attempt: the janitor closed it), what it recorded as it read.
+  const progress = a.pages === null ? readProgress(a.progress) : undefined;
+  if (progress) return `${stoppedAtWords(progress, formatCount)}, nothing committed`;
   if (!a.pages && a.status !== 'interrupted') return '';
   return `${formatCount(a.pages ?? 0)} pages read, ${formatCount(a.rows ?? 0)} rows`;
 }
