@@ -63,7 +63,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
             { ReportSlots },
             { queuePrefixFromEnv },
             { parseZonedDate, manualInterval, describeInterval },
-            { startTracing },
+            { startTracing, SHORT_COMMAND_EXPORT_MS },
             time,
           ] = await Promise.all([
             import('../app/connections.ts'),
@@ -88,7 +88,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
           const releasers = new Releasers();
           // Released last, so that every span of the run is exported before the command ends (docs/observability.md
           // "Tracing").
-          const tracing = await startTracing(logger);
+          const tracing = await startTracing(logger, process.env, { maxExportMs: SHORT_COMMAND_EXPORT_MS });
           if (tracing) releasers.add(() => tracing.shutdown());
           const controller = new AbortController();
           let signals = 0;
