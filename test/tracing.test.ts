@@ -362,9 +362,8 @@ it(
       .filter((l) => l.includes(`127.0.0.1:${port}/v1/traces`) && l.includes('"level":40'));
     // The exporter's retries (at most 2 s in a short command) end in one line, not one per failure and a timeout.
     expect(told).toHaveLength(1);
-    expect(told[0]).toMatch(
-      /tracing: the OTLP endpoint did not take the last \d+ spans before exit \(.*ECONNREFUSED.*\); these traces were dropped/,
-    );
+    expect(told[0]).toMatch(/tracing: the OTLP endpoint did not take the last \d+ spans before exit \(.*ECONNREFUSED/);
+    expect(told[0]).toContain('); these traces were dropped');
     expect(r.stderr).not.toContain('could not export spans');
   },
 );

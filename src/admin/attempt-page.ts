@@ -16,6 +16,7 @@ import {
   formatTime,
   replayable,
   replayOffer,
+  traceIdHtml,
   runPath,
   statusLabel,
   type NewestFailure,
@@ -106,7 +107,7 @@ export function renderAttemptPage(
 <span class="muted">(replay --accept-guard)</span></dd>`
     : '';
   const traceId = a.trace_id
-    ? html`<code>${a.trace_id}</code>`
+    ? traceIdHtml(a.trace_id)
     : html`<span class="muted">none (traces are exported when OTEL_EXPORTER_OTLP_ENDPOINT is set)</span>`;
   const scheduledFor = scheduledForText(a.scheduled_for, readAttemptRequest(a.request)?.logicalEnd, zone);
   const fields = html`<dl>

@@ -277,7 +277,8 @@ function runningLine(a: ChartAttempt): SafeHtml {
   if (!p) return html``;
   const reading = p.pagesRead >= p.page ? `page ${formatCount(p.page)}` : `reading page ${formatCount(p.page)}`;
   const of = p.pages === null ? '?' : formatCount(p.pages);
-  return html`<div class="tl-done"><strong>So far:</strong> ${reading} of ${of}, ${formatCount(p.rows)} rows read (as last recorded, ${sinceStart(a, p)}); nothing committed yet.</div>`;
+  return html`<div class="tl-done"><strong>So far:</strong> ${reading} of ${of}, ${formatCount(p.rows)} rows read \
+(as last recorded, ${sinceStart(a, p)}); nothing committed yet.</div>`;
 }
 
 function labels(rows: Row[], height: number): SafeHtml {
