@@ -52,7 +52,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
         async function runWithStores(): Promise<void> {
           const [
             { Releasers },
-            { resolveJob },
+            { resolveJob, scheduleZone },
             { loadConfigForJob },
             { AttemptFailedError, runAttempt },
             { openAttemptOwner },
@@ -126,7 +126,11 @@ export const registerRun: RegisterCommand = (program, cli) => {
             const prefix = queuePrefixFromEnv();
             // This command delivers alerts while the run goes on and waits for them a little at its end; what is
             // left, a long-running process delivers. BullMQ is loaded only when jobs.yaml has alert targets.
-            const alertDeps = { connection: redis, prefix, targets: () => loaded.config.alerts, logger };
+            const zoneOf = (name: string) => {
+              const j = loaded.config.jobs[name];
+              return j ? scheduleZone(loaded.config, j) : undefined;
+            };
+            const alertDeps = { connection: redis, prefix, targets: () => loaded.config.alerts, logger, zoneOf };
             const alertQueue = Object.keys(loaded.config.alerts).length
               ? await import('../queue/alert-queue.ts')
               : undefined;
