@@ -256,11 +256,13 @@ function stoppedLine(a: ChartAttempt, ms: number): SafeHtml {
       : d?.progress
         ? `${stoppedAtWords(d.progress, formatCount)} (as last recorded, ${sinceStart(a, d.progress)})`
         : 'no pages or rows recorded (its process ended before it could record them)';
-  const where = !d
-    ? ''
-    : d.reportJobStarted
-      ? '; it stopped after starting its report job (rendering or loading)'
-      : '; it stopped before starting a report job';
+  // Recorded progress says it was loading already: the report job's start goes without saying.
+  const where =
+    !d || (d.pages === null && d.progress)
+      ? ''
+      : d.reportJobStarted
+        ? '; it stopped after starting its report job (rendering or loading)'
+        : '; it stopped before starting a report job';
   const loaded = a.status === 'succeeded' ? '' : '; nothing committed';
   return html`<div class="tl-done"><strong>Done before it stopped:</strong> ${figures}${loaded}${where}; recorded \
 ended ${formatSpan(ms)} after its start.</div>`;
