@@ -24,10 +24,7 @@ export function backoffDelayMs(retry: number, policy: Pick<RetryPolicy, 'baseDel
   return Math.floor(Math.random() * (cap + 1));
 }
 
-/**
- * Sleeps `ms` milliseconds.
- * @throws AbortedError as soon as `signal` aborts (also when it already has)
- */
+/** Sleeps `ms` milliseconds. @throws AbortedError as soon as `signal` aborts (also when it already has) */
 export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   try {
     await wait(ms, undefined, { signal });

@@ -32,27 +32,21 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
   }
 }
 
-/**
- * Gives a client back to its pool; one whose connection was lost is destroyed instead, so that the pool does not
- * hand it to the next caller.
- */
+/** Gives a client back to its pool, or destroys it when its connection was lost. */
 export function releaseClient(client: pg.PoolClient, broken: boolean): void {
   client.release(broken ? new Error('connection lost') : undefined);
 }
 
-/**
- * What {@link untilDatabaseTakesIt} logs: what waits (`recording the failed attempt`) and what happened once it could.
- */
+/** What {@link untilDatabaseTakesIt} logs: what waits (`recording the failed attempt`), what was done once it could. */
 export interface DatabaseWait {
   todo: string;
   done: string;
 }
 
 /**
- * Runs `fn` until PostgreSQL takes it: on a lost connection, a full server (53300), one starting up (57P03) or a pool
- * timeout (errors.ts isConnectionLoss) it tries again after a growing delay (backoff.ts, up to 10 s), logging
- * once that it waits ("PostgreSQL cannot be reached or has no room: <todo> once it can") and once that it is back.
- * Used where a record must not be dropped: an attempt's start and end (docs/architecture.md "A fleet").
+ * Runs `fn` until PostgreSQL takes it: on a lost connection or a full or starting server (errors.ts isConnectionLoss)
+ * it tries again after a growing delay, up to 10 s, logging once that it waits and once that it is back. For records
+ * that must not be dropped: an attempt's start and end (docs/architecture.md "A fleet").
  * @throws what `fn` throws when it is not such an error; AbortedError when `signal` aborts while it waits
  */
 export async function untilDatabaseTakesIt<T>(

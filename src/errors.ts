@@ -1,10 +1,7 @@
 /**
- * Typed errors with stable codes (docs/architecture.md "Errors").
- *
- * Every error report-etl throws on purpose is an {@link EtlError}: it has a stable `code`, says whether
- * a retry can help (`retryable`), and carries what on-call staff need to act on it: the stage of the run,
- * the HTTP status and the server's own words, unchanged (docs/report-export-service.md "Errors"). Secrets never go into
- * these fields: build messages from names and ids, never from credentials or headers.
+ * Typed errors with stable codes (docs/architecture.md "Errors"): every deliberate error is an {@link EtlError} with a
+ * `code`, whether a retry can help, the stage of the run, the HTTP status and the server's own words
+ * (docs/report-export-service.md "Errors"). Messages are built from names and ids, never from credentials or headers.
  */
 import { boundJson, boundText, MAX_MESSAGE_CHARS } from './failure-text.ts';
 import type { RunStage } from './vocabulary.ts';
@@ -73,10 +70,9 @@ export interface EtlErrorOptions {
 }
 
 /**
- * The codes a retry can cure (graphile-worker's RETRYABLE_ERROR_CODES): network resets, 5xx, timeouts (of the poll, of
- * a page, of the whole attempt: a server that was slow or stuck may not be next time), a server that cannot be reached
- * (it may come back), a broken page, serialization failures and deadlocks. Everything else (bad config, bad report
- * name, rights failure, 403, a failed report, a value that does not fit) fails the same way every time.
+ * The codes a retry can cure: network resets, 5xx, timeouts (a slow server may not be next time), an unreachable
+ * server, a broken page. Everything else (bad config, rights, 403, a failed report, a value that does not fit) fails
+ * the same way every time.
  */
 export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'HTTP_TRANSIENT',
@@ -132,24 +128,13 @@ const PG_CONNECTION_LOSS = new RegExp(
 
 /**
  * Whether a database error says the connection was lost or could not be made (socket codes, SQLSTATE class 08,
- * 57P01-03, 53300 too many connections, node-postgres' "Connection terminated unexpectedly" and its pool's connect
- * timeout), rather than something about the SQL or the data: PostgreSQL will take the same statement once it is
- * back or has room.
+ * 57P01-03, 53300, node-postgres' own messages), rather than something about the SQL or the data.
  */
 export function isConnectionLoss(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   if (!e || typeof e !== 'object') return false;
-  const code = typeof e.code === 'string' ? e.code : undefined;
-  if (
-    code &&
-    (CONNECTION_LOSS_CODES.has(code) ||
-      code.startsWith('08') ||
-      code === '53300' ||
-      code === '57P01' ||
-      code === '57P02' ||
-      code === '57P03')
-  )
-    return true;
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (CONNECTION_LOSS_CODES.has(code) || /^(08|53300$|57P0[123]$)/.test(code)) return true;
   return typeof e.message === 'string' && PG_CONNECTION_LOSS.test(e.message);
 }
 
@@ -187,17 +172,11 @@ export class EtlError extends Error {
 export class ConfigError extends EtlError {
   readonly problems: string[];
   constructor(problems: string[], options: EtlErrorOptions = {}) {
-    super(
-      'CONFIG_INVALID',
+    const message =
       problems.length === 1
         ? problems[0]!
-        : `${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
-      {
-        stage: 'config',
-        ...options,
-        retryable: false,
-      },
-    );
+        : `${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`;
+    super('CONFIG_INVALID', message, { stage: 'config', ...options, retryable: false });
     this.problems = problems;
   }
 }
@@ -216,13 +195,8 @@ export function coerceError(err: unknown): Error {
 /** The error an aborted run throws (Ctrl-C, shutdown, a caller's AbortSignal). */
 export class AbortedError extends EtlError {
   constructor(reason?: unknown) {
-    super(
-      'ABORTED',
-      `run aborted${reason instanceof Error ? `: ${reason.message}` : typeof reason === 'string' ? `: ${reason}` : ''}`,
-      {
-        retryable: true,
-      },
-    );
+    const why = reason instanceof Error ? `: ${reason.message}` : typeof reason === 'string' ? `: ${reason}` : '';
+    super('ABORTED', `run aborted${why}`, { retryable: true });
   }
 }
 

@@ -1,8 +1,7 @@
 /**
  * What a failure's text may hold (docs/architecture.md "Errors"): bounded, well-formed, free of secrets, and summed up
- * by its first meaningful line where there is room for one line. The server's texts often open with a line that only
- * introduces what follows ("Report execution failed:"); the summary then joins the next non-blank line to it.
- * history/attempt-list.ts summaryLineSql says the same in SQL.
+ * by its first meaningful line: one that ends in ':' ("Report execution failed:") gets the next non-blank line joined
+ * to it. history/attempt-list.ts summaryLineSql says the same in SQL.
  */
 
 /** The most characters of a server's text kept (a message, a problem member, a detail). */
@@ -104,10 +103,9 @@ function secretForms(secret: string): string[] {
 }
 
 /**
- * The one redaction of secrets (docs/architecture.md "Errors"): a function that replaces with `[redacted]` every
- * form of each of `secrets` a server may echo — as is, URL-encoded (form encoding, upper- or lower-case hex),
- * JSON-escaped, base64 of it alone or within a longer text (pass `id:secret` too for a Basic header). Empty secrets are
- * skipped.
+ * The one redaction of secrets (docs/architecture.md "Errors"): replaces with `[redacted]` every form of each of
+ * `secrets` a server may echo: as is, URL-encoded, JSON-escaped, base64 alone or within a longer text (pass
+ * `id:secret` too for a Basic header).
  */
 export function redactor(secrets: readonly (string | undefined)[]): (text: string) => string {
   const forms = [...new Set(secrets.filter((s): s is string => Boolean(s)).flatMap(secretForms))];

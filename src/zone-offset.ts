@@ -1,8 +1,4 @@
-/**
- * UTC offsets of an IANA time zone from Intl without a per-call Intl round trip where that matters: the simulator's
- * timestamp rendering needs the offset at millions of instants; binary COPY builds its local-time reading on these
- * (copy-binary/local-time.ts).
- */
+/** UTC offsets of an IANA time zone from Intl, exact or cached per quarter hour (the simulator's rendering). */
 
 /** Quarter hours: every zone of today changes its offset on a quarter-hour boundary (not every historical one). */
 const BUCKET_MS = 900_000;
@@ -11,8 +7,8 @@ const BUCKET_MS = 900_000;
 export type OffsetAt = (ms: number) => number;
 
 /**
- * The exact offset of `zone` at an instant, asked of Intl each call (about 1 µs): its `longOffset` time zone name,
- * `GMT+01:00`, `GMT-03:30`, `GMT+00:53:28` (a local mean time) or `GMT`, read back.
+ * The exact offset of `zone` at an instant, asked of Intl each call: its `longOffset` name (`GMT+01:00`, `GMT-03:30`,
+ * `GMT+00:53:28`, `GMT`) read back.
  * @throws RangeError when the zone is unknown to Intl
  */
 export function makeExactZoneOffset(zone: string): OffsetAt {
@@ -30,8 +26,7 @@ export function makeExactZoneOffset(zone: string): OffsetAt {
 }
 
 /**
- * Makes a function giving the offset of `zone` at an instant, looked up with Intl once per quarter hour and cached
- * (the offset at the quarter hour's start: exact for every zone's rules of today).
+ * The offset of `zone` at an instant, asked of Intl once per quarter hour (exact for every zone's rules of today).
  * @throws RangeError when the zone is unknown to Intl
  */
 export function makeZoneOffset(zone: string): OffsetAt {

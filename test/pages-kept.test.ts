@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync, zstdDecompressSync } from 'node:zlib';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
@@ -80,6 +81,24 @@ async function servedPageHashes(outputType: string, paging: number, parameters: 
   return hashes;
 }
 
+/** Stores page `page` of an attempt's kept pages again as gzip chunks, as pages were kept before zstd. */
+async function regzip(attemptId: string, page: number): Promise<void> {
+  const { rows } = await h.pool.query<{ chunk: number; data: Buffer }>(
+    'SELECT chunk, data FROM etl.attempt_page_chunks WHERE attempt_id = $1 AND page = $2',
+    [attemptId, page],
+  );
+  expect(rows.length).toBeGreaterThan(0);
+  for (const r of rows)
+    await h.pool.query(
+      'UPDATE etl.attempt_page_chunks SET data = $4 WHERE attempt_id = $1 AND page = $2 AND chunk = $3',
+      [attemptId, page, r.chunk, gzipSync(zstdDecompressSync(r.data), { level: 1 })],
+    );
+  await h.pool.query(`UPDATE etl.attempt_pages SET codec = 'gzip' WHERE attempt_id = $1 AND page = $2`, [
+    attemptId,
+    page,
+  ]);
+}
+
 describe('target.archive', () => {
   it('keeps every page as served: its sha256, content type and size, compressed', async () => {
     const table = `${h.schema}.kept_json`;
@@ -116,11 +135,41 @@ describe('target.archive', () => {
       rmSync(out, { recursive: true, force: true });
     }
     expect(pages.every((p) => p.contentType.startsWith('application/json'))).toBe(true);
+    expect(pages.map((p) => p.codec)).toEqual(['zstd', 'zstd', 'zstd', 'zstd']);
     expect(pages.reduce((n, p) => n + p.bytes!, 0)).toBe(result.bytes);
     expect(pages.every((p) => p.storedBytes! < p.bytes!)).toBe(true);
     const archive = await getArchive(h.pool, result.attemptId);
     expect(archive).toMatchObject({ complete: true, announcedPages: 4, announcedRows: 350, outputType: 'json' });
     expect(archive!.keepUntil.getTime()).toBeGreaterThan(Date.now() + 2.9 * 86_400_000);
+  });
+
+  it('keeps a page of several chunks whole, and loads it again from them', async () => {
+    const table = `${h.schema}.kept_big`;
+    const params = { ROWS: '60000' };
+    const config = h.config({
+      b: jobEntry(
+        { name: 'Sales/Orders', outputType: 'txt', paging: 40000, parameters: params },
+        { table, archive: { keepDays: 1 } },
+      ),
+    });
+    const runKey = uniqueName('b');
+    const kept = await run(config, 'b', { runKey });
+    const pages = await listKeptPages(h.pool, kept.attemptId);
+    expect(pages.map((p) => p.sha256)).toEqual(await servedPageHashes('txt', 40000, params));
+    const { rows } = await h.pool.query<{ page: number; n: string }>(
+      'SELECT page, count(*) AS n FROM etl.attempt_page_chunks WHERE attempt_id = $1 GROUP BY page ORDER BY page',
+      [kept.attemptId],
+    );
+    // More chunks than are in flight at once: chunk buffers are filled again after their compression.
+    expect(Number(rows[0]!.n)).toBeGreaterThan(3);
+    expect(rows.map((r) => Number(r.n))).toEqual(pages.map((p) => Math.ceil(p.bytes! / (1024 * 1024))));
+
+    await h.pool.query(`TRUNCATE ${table}`);
+    const again = await run(config, 'b', { runKey, trigger: 'replay', pagesOf: kept.attemptId });
+    expect(again).toMatchObject({ status: 'succeeded', rows: 60000, pages: 2 });
+    expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(
+      servedRows('Sales/Orders.avw', params, 1),
+    );
   });
 
   it('deletes kept pages once their keepDays ran out, the attempt staying', async () => {
@@ -174,6 +223,8 @@ describe('target.archive', () => {
       const failed = await failing(config, 'f', { runKey, trigger: 'manual' });
       expect(failed.code).toBe('SCHEMA_CHANGED');
       expect(await getArchive(h.pool, failed.attemptId)).toMatchObject({ complete: true, announcedPages: 3 });
+      // Page 2 as a page kept before zstd was: gzip chunks, read by the codec recorded with the page.
+      await regzip(failed.attemptId, 2);
 
       await h.pool.query(`DROP TABLE ${table}`);
       const before = requests();
@@ -227,6 +278,68 @@ describe('target.archive', () => {
     },
   );
 
+  it(
+    'documents count as kept pages: not stored twice, written by pages from their target; a failed documents ' +
+      'load keeps its pages, and a replay loads them',
+    async () => {
+      const table = `${h.schema}.kept_pdf`;
+      const params = { ROWS: '100' };
+      const job = (guard: Record<string, number>) =>
+        h.config({
+          d: jobEntry(
+            { name: 'Sales/Orders', outputType: 'pdf', paging: 40, parameters: params },
+            { table, mode: 'append', guard, archive: { keepDays: 2 } },
+          ),
+        });
+      const config = job({});
+      const served = await servedPageHashes('pdf', 40, params);
+      expect(served).toHaveLength(3);
+      const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+      // A load that fails keeps the pages: the documents did not reach their target.
+      const runKey = uniqueName('d');
+      const failed = await failing(job({ minRows: 4 }), 'd', { runKey });
+      expect(failed.code).toBe('GUARD_TRIPPED');
+      expect(await getArchive(h.pool, failed.attemptId)).toMatchObject({ complete: true, announcedPages: 3 });
+      expect((await listKeptPages(h.pool, failed.attemptId)).map((p) => p.sha256)).toEqual(served);
+
+      // Accepted, they are loaded from the kept pages with no request to the server: the documents as served.
+      const before = requests();
+      const replayed = await run(job({ minRows: 4 }), 'd', {
+        runKey,
+        trigger: 'replay',
+        acceptGuard: true,
+        pagesOf: failed.attemptId,
+      });
+      expect(requests()).toBe(before);
+      expect(replayed).toMatchObject({ status: 'succeeded', pages: 3 });
+      const { rows } = await h.pool.query<{ content: Buffer }>(
+        `SELECT content FROM ${table} WHERE _etl_run_key = $1 ORDER BY page`,
+        [runKey],
+      );
+      expect(rows.map((r) => sha(r.content))).toEqual(served);
+
+      // A load that succeeds keeps no pages of its own: its documents are its kept pages.
+      const okKey = uniqueName('d');
+      const ok = await run(config, 'd', { runKey: okKey });
+      expect(await getArchive(h.pool, ok.attemptId)).toBeUndefined();
+      expect(await listKeptPages(h.pool, ok.attemptId)).toEqual([]);
+      const out = mkdtempSync(join(tmpdir(), 'kept-docs-'));
+      try {
+        for (const key of [okKey, runKey, ok.attemptId]) {
+          rmSync(out, { recursive: true, force: true });
+          const r = await runCli(['pages', key, '--out', out], { env: { LOG_LEVEL: 'warn' } });
+          expect(r.code, r.stderr).toBe(0);
+          expect(readdirSync(out).sort()).toEqual(['1.pdf', '2.pdf', '3.pdf']);
+          expect(['1', '2', '3'].map((n) => sha(readFileSync(join(out, `${n}.pdf`))))).toEqual(served);
+          expect(lines(r.stdout)[0]).toContain('1.pdf  application/pdf');
+        }
+      } finally {
+        rmSync(out, { recursive: true, force: true });
+      }
+    },
+  );
+
   it('refuses pages that were not kept, or are of another run, with PAGES_NOT_KEPT and nothing loaded', async () => {
     const table = `${h.schema}.kept_refused`;
     const config = h.config({
@@ -237,6 +350,67 @@ describe('target.archive', () => {
     expect(err.code).toBe('PAGES_NOT_KEPT');
     expect(err.retryable).toBe(false);
     expect(err.message).toContain(`attempt ${other.attemptId} kept no pages`);
+  });
+
+  it('report-etl preview --from-pages shows what preview shows, from the kept pages, with no request', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kept-preview-'));
+    const path = join(dir, 'jobs.yaml');
+    const job = uniqueName('kprev');
+    const table = `${h.schema}.kept_preview`;
+    const report = { name: 'Sales/Orders', outputType: 'json', paging: 40, parameters: { ROWS: '90' } };
+    writeFileSync(
+      path,
+      [
+        'connections:',
+        '  sim:',
+        `    baseUrl: ${h.sim.url}`,
+        '    clientId: demo-client',
+        '    clientSecret: ${KP_SECRET}',
+        'jobs:',
+        `  ${job}:`,
+        '    connection: sim',
+        `    report: { mandant: 7777, name: Sales/Orders, outputType: json, paging: 40, parameters: { ROWS: "90" } }`,
+        `    target: { table: ${table}, archive: { keepDays: 2 } }`,
+        '',
+      ].join('\n'),
+    );
+    const cli = (...args: string[]) =>
+      runCli([...args, '--config', path], { env: { KP_SECRET: 'demo-secret', LOG_LEVEL: 'warn' } });
+    try {
+      const runKey = uniqueName('pv');
+      const kept = await run(h.config({ [job]: jobEntry(report, { table, archive: { keepDays: 2 } }) }), job, {
+        runKey,
+      });
+      await h.pool.query(`DROP TABLE ${table}`);
+      const fromServer = await cli('preview', job, '--rows', '4');
+      expect(fromServer.code).toBe(0);
+
+      const before = requests();
+      const fromPages = await cli('preview', '--from-pages', runKey, '--rows', '4');
+      expect(fromPages.code).toBe(0);
+      expect(requests()).toBe(before);
+      const out = lines(fromPages.stdout);
+      expect(out[0]).toBe(
+        `${job}: the pages attempt 1 (${kept.attemptId}) of run ${runKey} kept, with no request to the server`,
+      );
+      // Columns, types and the first rows: as preview shows them from the server.
+      expect(out.slice(1)).toEqual(lines(fromServer.stdout));
+      expect(out[1]).toBe(`${job}: first 4 of 90 rows, into ${table} — nothing was loaded`);
+      // An attempt id names that attempt's pages.
+      const byAttempt = await cli('preview', '--from-pages', kept.attemptId, '--rows', '4');
+      expect(lines(byAttempt.stdout).slice(1)).toEqual(lines(fromServer.stdout));
+
+      const refused = await cli('preview', '--from-pages', runKey, '-p', 'ROWS=3');
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('-p and --logical-time do not go with --from-pages');
+      const unknown = await cli('preview', '--from-pages', uniqueName('nope'));
+      expect(unknown.code).toBe(2);
+      const stray = await cli('preview', job, '--job', job);
+      expect(stray.code).toBe(2);
+      expect(stray.stderr).toContain('--job goes with --from-pages');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('report-etl replay --from-pages queues the run with its kept pages, refuses a run that kept none', async () => {

@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { makePageDecoder, KIND, PageFormatError } from '../src/pages/decoder.ts';
+import type { XmlQueryPageDecoder } from '../src/pages/xml-decoder.ts';
+import { inferColumnType } from '../src/warehouse/column-types.ts';
 import { decodeAll, parseCopyText } from './pages-support.ts';
 
 const esc = (s: string): string => s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
@@ -67,6 +69,32 @@ describe('xml_query decoder', () => {
       [null, 'ä€'],
     ]);
   });
+
+  for (const size of [65536, 'random'] as const) {
+    it(`saxes: classifies a value that moved the output to a new slab by its bytes, chunks of ${size}`, async () => {
+      // Rows 1-3 take the fast path and are handed out; row 4's CDATA sends the rest to saxes. Its "Nr" value is far
+      // longer than the slab's room (a third of 1 MiB), so writing it moves the pending bytes to a new slab. The value
+      // is text; its bytes after the first few are digits: read from where it began in the old slab, it looked numeric.
+      const long = `x${'7'.repeat(400_000)}`;
+      const xml =
+        '<?xml version="1.0" encoding="UTF-8"?><result>' +
+        [1, 2, 3].map((n) => `<row><field name="Notiz">n${n}</field><field name="Nr">${n}</field></row>`).join('') +
+        `<row><field name="Notiz"><![CDATA[c]]></field><field name="Nr">${long}</field></row>` +
+        '<row><field name="Notiz">n5</field><field name="Nr">5</field></row></result>';
+      const d = makePageDecoder('xml_query') as XmlQueryPageDecoder;
+      const rows = parseCopyText(await decodeAll(d, [Buffer.from(xml)], size, 1, 4096));
+      expect(d.saxesPages).toBe(1);
+      expect(rows).toEqual([
+        ['n1', '1'],
+        ['n2', '2'],
+        ['n3', '3'],
+        ['c', long],
+        ['n5', '5'],
+      ]);
+      expect(d.kinds).toEqual([KIND.text, KIND.integer | KIND.text]);
+      expect(d.kinds.map(inferColumnType)).toEqual(['text', 'text']);
+    });
+  }
 
   it('rejects a field the first row did not have, naming page and row', async () => {
     const d = makePageDecoder('xml_query');

@@ -7,6 +7,7 @@ import type { AttemptListRow, RunErrorRow } from '../history/attempt-list.ts';
 import type { AttemptRow } from '../history/attempts.ts';
 import type { RunDocument } from '../history/run-documents.ts';
 import type { RunRow } from '../history/runs.ts';
+import type { AttemptArchive } from '../history/page-archive.ts';
 import { formatCount, html, page, type SafeHtml } from './html.ts';
 import {
   attemptTable,
@@ -88,6 +89,7 @@ ${formatTime(new Date(p.at), zone)} while it loaded)</span></dd>`;
  * @param zone the job's time zone, for its times (UTC when not given)
  * @param failure the failure of the run's newest attempt: it decides how Replay is offered (run-pages.ts
  *   replayOffer)
+ * @param kept the run's newest complete kept pages: Replay from them is offered beside Replay
  */
 export function renderAttemptPage(
   attempt: AttemptRow,
@@ -98,6 +100,7 @@ export function renderAttemptPage(
   jobGone = false,
   zone?: string,
   failure?: NewestFailure,
+  kept?: Pick<AttemptArchive, 'attempt'>,
 ): string {
   const a = attempt;
   const t = (d: Date | null) => formatTime(d, zone);
@@ -128,7 +131,7 @@ ${guard}
   // etl.attempts.error is our message plus the server's, which the error rows show apart: shown only without them.
   const errorText =
     a.error !== null && errors.length === 0 ? html`<h2>Error</h2><pre class="run-error-text">${a.error}</pre>` : '';
-  const replay = !replayable(run) ? '' : replayOffer(run, failure, jobGone);
+  const replay = !replayable(run) ? '' : replayOffer(run, failure, jobGone, kept);
   const others = attempts.filter((o) => o.attempt_id !== a.attempt_id);
   const otherTable = others.length ? html`<h2>Other attempts of this run</h2>${attemptTable(others, zone)}` : '';
   const body = html`${replay}${fields}${errorText}${errors.map((e) => errorSection(e, zone))}${requestSection(a, zone)}\

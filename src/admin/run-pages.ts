@@ -10,6 +10,7 @@ import type { RunDocument } from '../history/run-documents.ts';
 import type { RunListFilter, RunListRow } from '../history/run-list.ts';
 import type { RunRow } from '../history/runs.ts';
 import { isReverted, type RevertRow } from '../history/reverts.ts';
+import type { AttemptArchive } from '../history/page-archive.ts';
 import type { ReplayRefusal } from '../queue/replay.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { formatTime } from '../time-text.ts';
@@ -86,6 +87,21 @@ export function replayButton(
 <button type="submit"${id} class="${attrs.className ?? 'primary'}">${attrs.label ?? 'Replay run'}</button></form>`;
 }
 
+/**
+ * The "Replay from kept pages" button of a run whose newest complete kept pages are `kept`'s (docs/operations.md
+ * "Kept pages"): it posts `from=pages` to the run's replay route, which queues what `replay --from-pages` queues.
+ */
+export function keptPagesButton(
+  run: Pick<RunRow, 'job' | 'run_key'>,
+  kept: Pick<AttemptArchive, 'attempt'>,
+  className = 'primary',
+): SafeHtml {
+  return html`<form class="inline" method="post" action="${runPath(run.job, run.run_key)}/replay">\
+<input type="hidden" name="from" value="pages"><button type="submit" id="replay-from-pages" class="${className}" \
+title="Loads the pages attempt ${kept.attempt} kept, with no request to the server">Replay from kept pages</button>\
+</form> <span class="muted kept-pages-note">(the pages attempt ${kept.attempt} kept: no request to the server)</span>`;
+}
+
 /** Text with the docs' backticks as `<code>`, everything escaped. */
 export function withCode(text: string): SafeHtml {
   return new SafeHtml(escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>'));
@@ -106,20 +122,26 @@ export function needsChangeFirst(f: NewestFailure | undefined): boolean {
 
 /**
  * A run's Replay: the primary button; for a failure that is not retryable, what must change first and a secondary
- * button (a replay of the unchanged run fails the same way); for a job gone from jobs.yaml, a note instead.
+ * button (a replay of the unchanged run fails the same way); for a job gone from jobs.yaml, a note instead. With
+ * `kept` (the run's newest complete kept pages), "Replay from kept pages" beside it ({@link keptPagesButton}).
  */
 export function replayOffer(
   run: Pick<RunRow, 'job' | 'run_key'>,
   failure: NewestFailure | undefined,
   jobGone: boolean,
+  kept?: Pick<AttemptArchive, 'attempt'>,
 ): SafeHtml {
   if (jobGone) return jobGoneNote(run);
-  if (!needsChangeFirst(failure)) return replayButton(run, { id: 'replay' });
+  if (!needsChangeFirst(failure))
+    return kept
+      ? html`${replayButton(run, { id: 'replay' })} ${keptPagesButton(run, kept, 'secondary')}`
+      : replayButton(run, { id: 'replay' });
   const hint = failureHint(failure!.error!.error_kind);
   const first = hint ? html` First: ${withCode(hint.todo)}.` : '';
   return html`<div class="replay-advice" id="replay-advice"><p><strong>${failure!.error!.error_kind} is not \
 retried:</strong> a replay of the unchanged run fails the same way.${first}</p>\
-${replayButton(run, { id: 'replay', className: 'secondary', label: 'Replay once that is changed' })}</div>`;
+${replayButton(run, { id: 'replay', className: 'secondary', label: 'Replay once that is changed' })}\
+${kept ? html` ${keptPagesButton(run, kept, 'secondary')}` : ''}</div>`;
 }
 
 /** A queue job's id, linked to it on bull-board. */
@@ -199,6 +221,9 @@ export const REPLAY_ERRORS: Readonly<Record<ReplayRefusal | 'failed', string>> =
   succeeded: 'the run succeeded: nothing to replay.',
   'not-guarded': "the run's target guard did not stop it: replay it without accepting the guard.",
   'job-gone': "the run's job is no longer in jobs.yaml: add it back to replay its runs.",
+  'no-kept-pages':
+    'the run has no complete kept pages (target.archive was off, its reading stopped early, or keepDays ran out): ' +
+    'replay it from the server.',
   failed: 'the queue did not take it: the admin server\'s log line "replay from the admin page refused" says why.',
 };
 
@@ -347,6 +372,8 @@ began it ${waited} later)</span></dd>`;
  * @param zone the job's time zone, for its times (UTC when not given)
  * @param reverts the run's reverts (`report-etl revert`), newest first
  * @param failure the newest attempt's failure, when the run stands failed or interrupted: the page leads with it
+ * @param kept the run's newest complete kept pages (history/page-archive.ts newestCompleteArchive): Replay from them
+ *   is offered beside Replay
  */
 export function renderRunPage(
   run: RunRow,
@@ -357,6 +384,7 @@ export function renderRunPage(
   zone?: string,
   reverts: RevertRow[] = [],
   failure?: NewestFailure,
+  kept?: Pick<AttemptArchive, 'attempt'>,
 ): string {
   const t = (d: Date | null) => formatTime(d, zone);
   const queueJob = run.queue_job_id
@@ -377,7 +405,7 @@ export function renderRunPage(
 </dl>`;
   const offered = replayable(run) || isReverted(run, reverts);
   const shown = replayable(run) ? failure : undefined;
-  const replay = !offered ? '' : replayOffer(run, shown, notice.jobGone === true);
+  const replay = !offered ? '' : replayOffer(run, shown, notice.jobGone === true, kept);
   const list = attempts.length
     ? html`<h2>Attempts</h2>${attemptTable(attempts, zone)}`
     : html`<p>No attempt recorded yet: the run is queued or waits for a report slot.</p>`;

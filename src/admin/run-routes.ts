@@ -3,7 +3,9 @@
  * - `GET /admin/runs`: the logical runs (filters `job`, `status` of the newest attempt, `limit` per job);
  * - `GET /admin/runs/:job/:runKey`: one run, its attempts, the documents it loaded and its reverts;
  * - `POST /admin/runs/:job/:runKey/replay`: queues the failed run again, under its run key, and redirects back (303)
- *   with `?replayed=<queue job id>`, or `?replayError=<code>` (run-pages.ts REPLAY_ERRORS) when it was refused;
+ *   with `?replayed=<queue job id>`, or `?replayError=<code>` (run-pages.ts REPLAY_ERRORS) when it was refused; with
+ *   the form field `from=pages`, from the run's newest complete kept pages, as `replay --from-pages` does
+ *   (docs/operations.md "Kept pages");
  * - `GET /admin/attempts/:attemptId`: one attempt, its errors and documents;
  * - `GET /admin/attempts/:attemptId/documents/:page`: one document, streamed from its target table as an attachment.
  * Older links to an attempt (`/admin/runs/<attempt id>`, and its `/documents/<page>`) are redirected (301).
@@ -21,7 +23,8 @@ import { getAttempt } from '../history/attempts.ts';
 import { attemptsOfRun, listRunErrors, loadingAttemptOf, type AttemptListRow } from '../history/attempt-list.ts';
 import { listJobNames, listRecentRuns, type RunListFilter } from '../history/run-list.ts';
 import { getRun, type RunRow } from '../history/runs.ts';
-import { revertsOfRun } from '../history/reverts.ts';
+import { isReverted, revertsOfRun } from '../history/reverts.ts';
+import { newestCompleteArchive, type AttemptArchive } from '../history/page-archive.ts';
 import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
 import { renderAttemptPage } from './attempt-page.ts';
 import { PAGE_CSP } from './html.ts';
@@ -91,6 +94,11 @@ async function replayOfRun(queue: RunQueue, replayed: string | undefined, run: R
   return data?.job === run.job && data.runKey === run.run_key && data.trigger === 'replay' ? replayed : undefined;
 }
 
+/** The run's newest complete kept pages, when Replay is offered on its pages (so only then looked up). */
+async function keptPagesOf(pool: pg.Pool, run: RunRow, offered: boolean): Promise<AttemptArchive | undefined> {
+  return offered ? newestCompleteArchive(pool, run.job, run.run_key) : undefined;
+}
+
 /** Registers the run history routes on `app` (access control is the server's onRequest hook). */
 export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): void {
   app.get('/admin/runs', async (req, reply) => {
@@ -113,9 +121,10 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
         loadingAttemptOf(deps.pool, job, runKey),
         revertsOfRun(deps.pool, job, runKey),
       ]);
-      const [documents, failure] = await Promise.all([
+      const [documents, failure, kept] = await Promise.all([
         loading ? listRunDocuments(deps.pool, loading) : [],
         newestFailure(deps.pool, run, attempts),
+        keptPagesOf(deps.pool, run, replayable(run) || isReverted(run, reverts)),
       ]);
       const config = deps.config?.();
       const notice = {
@@ -124,20 +133,23 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
         jobGone: config !== undefined && !config.jobs[run.job],
       };
       const zone = zoneOf(config, run.job);
-      return htmlPage(reply, renderRunPage(run, attempts, notice, loading, documents, zone, reverts, failure));
+      return htmlPage(reply, renderRunPage(run, attempts, notice, loading, documents, zone, reverts, failure, kept));
     },
   );
 
   app.post<RunParams>('/admin/runs/:job/:runKey/replay', async (req, reply) => {
     const { job, runKey } = req.params;
     const back = runPath(job, runKey);
+    // The same replay as `replay --from-pages` with the form's from=pages ("Replay from kept pages").
+    const fromPages = (req.body as Record<string, string> | undefined)?.from === 'pages';
     try {
       const config = deps.config?.();
       const { jobId } = await replayRun(
         config ? { queue: deps.queue, pool: deps.pool, config } : { queue: deps.queue, pool: deps.pool },
         { job, runKey },
+        { fromPages },
       );
-      deps.logger.info({ job, runKey, jobId }, 'replay queued from the admin page');
+      deps.logger.info({ job, runKey, jobId, fromPages }, 'replay queued from the admin page');
       return reply.redirect(`${back}?replayed=${encodeURIComponent(jobId)}`, 303);
     } catch (err) {
       const message = coerceError(err).message;
@@ -166,7 +178,8 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const config = deps.config?.();
     const jobGone = config !== undefined && !config.jobs[run.job];
     const zone = zoneOf(config, run.job);
-    const page = renderAttemptPage(attempt, run, errors, attempts, documents, jobGone, zone, failure);
+    const kept = await keptPagesOf(deps.pool, run, replayable(run));
+    const page = renderAttemptPage(attempt, run, errors, attempts, documents, jobGone, zone, failure, kept);
     return htmlPage(reply, page);
   });
 

@@ -1,7 +1,7 @@
 /**
- * The start-up wiring every command shares: one PostgreSQL pool and one Redis connection, the run history migrated,
- * and a release stack (docs/architecture.md "Lifecycle"). Each store is checked first with one bounded connection,
- * so that a store that is down or refuses us fails the command within seconds as a {@link StoreUnavailableError}.
+ * The start-up wiring every command shares (docs/architecture.md "Lifecycle"): one PostgreSQL pool and one Redis
+ * connection, the run history migrated, a release stack. Each store is checked first with one bounded connection, so
+ * that one that is down or refuses us fails the command within seconds as a {@link StoreUnavailableError}.
  */
 import pg from 'pg';
 import { Redis } from 'ioredis';
@@ -149,8 +149,7 @@ export async function checkPostgres(
 const ONE_TRY = { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false };
 
 /**
- * Connects once to Redis at `url` and sends PING, within `timeoutMs`, without reconnecting (ioredis alone retries a
- * refused connection for ever, which would leave a short command hanging silently).
+ * Connects once to Redis at `url` and sends PING within `timeoutMs`, without ioredis' endless reconnecting.
  * @throws StoreUnavailableError when Redis is not reachable or refuses us (password)
  */
 async function checkRedis(

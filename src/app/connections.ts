@@ -42,10 +42,8 @@ export function databasePoolMax(env: NodeJS.ProcessEnv = process.env): number {
 }
 
 /**
- * An ioredis connection for REDIS_URL, one server or a Redis Cluster, with `maxRetriesPerRequest: null` as BullMQ
- * requires; errors are logged (ioredis reconnects by itself). A Cluster client is typed as `Redis`: the commands
- * report-etl sends behave alike on both (their keys share the installation's hash tag), and BullMQ recognises a
- * Cluster by itself.
+ * An ioredis connection for REDIS_URL, one server or a Redis Cluster (typed as `Redis`: report-etl's commands behave
+ * alike on both), with `maxRetriesPerRequest: null` as BullMQ requires; errors are logged.
  */
 export function makeRedis(logger: Logger, url = process.env.REDIS_URL ?? DEFAULT_REDIS_URL): Redis {
   const redis = isRedisClusterUrl(url)

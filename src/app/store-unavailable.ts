@@ -1,9 +1,8 @@
 /** The error of a store that cannot be used at start; free of the drivers, so that the CLI's entry loads neither. */
 
 /**
- * PostgreSQL or Redis could not be used at start: not reachable, or it refused us. The message is one line for a
- * person, the URL without its password: `PostgreSQL at 127.0.0.1:5432/postgres (DATABASE_URL): ECONNREFUSED connect
- * ECONNREFUSED 127.0.0.1:5432; start PostgreSQL there, or set DATABASE_URL …`. The CLI prints it and exits 2.
+ * PostgreSQL or Redis could not be used at start. The message is one line, the URL without its password:
+ * `PostgreSQL at 127.0.0.1:5432/postgres (DATABASE_URL): ECONNREFUSED …; start PostgreSQL there, …`; the CLI exits 2.
  */
 export class StoreUnavailableError extends Error {
   /** The driver's error code: a socket code (`ECONNREFUSED`), a SQLSTATE (`28P01`) or a Redis word (`WRONGPASS`). */

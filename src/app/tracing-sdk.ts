@@ -1,9 +1,7 @@
 /**
- * The OpenTelemetry SDK (docs/architecture.md "Observability"), started and loaded only when an OTLP endpoint is
- * configured (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`): batches of spans over
- * OTLP/HTTP in protobuf or JSON (`OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL`), W3C propagation, Node's async context. The
- * exporters read OTLP's other variables themselves; `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
- * `OTEL_TRACES_SAMPLER[_ARG]` and `OTEL_BSP_*` are followed as OpenTelemetry specifies them.
+ * The OpenTelemetry SDK (docs/architecture.md "Observability"), loaded only when an OTLP endpoint is configured:
+ * batches of spans over OTLP/HTTP (protobuf or JSON), W3C propagation, Node's async context. The `OTEL_*` variables
+ * are followed as OpenTelemetry specifies them.
  */
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';

@@ -2,14 +2,18 @@
  * `report-etl pages <run-key | attempt-id> [--job J] [--out DIR]` (docs/operations.md "Kept pages"): writes the pages
  * an attempt kept (`target.archive`) to files named by page number, with an extension from the Content-Type the server
  * sent, byte for byte as served (checked against the sha256 taken as they were read), for the ERP vendor's support.
- * A run key names its newest attempt that kept every page. Exit 1 when there are none or one is damaged, 2 when the id
- * names nothing or runs of several jobs.
+ * A run key names its newest attempt that kept every page. Documents (pdf, excel, word) a load committed count as
+ * kept pages: they are written from their target (as `report-etl documents` does, named by page number here). Exit 1
+ * when there are none or one is damaged, 2 when the id names nothing or runs of several jobs.
  */
+import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { EtlError } from '../errors.ts';
+import type { RunDocument } from '../history/run-documents.ts';
 import { CONFIG_NOT_READ } from './options.ts';
 import type { RegisterCommand } from './types.ts';
 
@@ -20,11 +24,34 @@ const EXTENSIONS: Readonly<Record<string, string>> = {
   'text/xml': 'xml',
   'application/xml': 'xml',
   'text/csv': 'csv',
+  'application/pdf': 'pdf',
+  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': 'xlsx',
+  'application/vnd.openxmlformats-officedocument.wordprocessingml.document': 'docx',
 };
 
 /** The file extension of a Content-Type, e.g. `text/plain; charset=utf-8` → `txt`. */
 export function pageExtension(contentType: string): string {
   return EXTENSIONS[contentType.split(';')[0]!.trim().toLowerCase()] ?? 'bin';
+}
+
+/**
+ * The bytes of a document as its target holds them, checked against the sha256 recorded when it was loaded.
+ * @throws EtlError PAGES_NOT_KEPT (not retryable) at its end when they differ; readDocument's errors
+ */
+async function* checked(body: AsyncIterable<Buffer>, doc: RunDocument): AsyncGenerator<Buffer> {
+  const hash = createHash('sha256');
+  for await (const slice of body) {
+    hash.update(slice);
+    yield slice;
+  }
+  const sha256 = hash.digest('hex');
+  if (sha256 !== doc.sha256)
+    throw new EtlError(
+      'PAGES_NOT_KEPT',
+      `the document of page ${doc.page} in ${doc.targetTable} was changed since it was loaded: its sha256 is ` +
+        `${sha256}, it was loaded with ${doc.sha256}`,
+      { retryable: false },
+    );
 }
 
 export const registerPages: RegisterCommand = (program, cli) => {
@@ -36,14 +63,23 @@ export const registerPages: RegisterCommand = (program, cli) => {
     .option('-c, --config <path>', CONFIG_NOT_READ)
     .action(async (id: string, opts: { job?: string; out: string }) => {
       // Loaded here: `--help` and the other commands need none of it (start-up cost).
-      const [{ openStores }, { makeLogger }, { findRunOrAttempt, unnamedRunText }, archives, { openKeptPages }] =
-        await Promise.all([
-          import('../app/bootstrap.ts'),
-          import('../logger.ts'),
-          import('../history/run-or-attempt.ts'),
-          import('../history/page-archive.ts'),
-          import('../pipeline/kept-pages.ts'),
-        ]);
+      const [
+        { openStores },
+        { makeLogger },
+        { findRunOrAttempt, unnamedRunText },
+        archives,
+        { openKeptPages },
+        { loadingAttemptOf },
+        documents,
+      ] = await Promise.all([
+        import('../app/bootstrap.ts'),
+        import('../logger.ts'),
+        import('../history/run-or-attempt.ts'),
+        import('../history/page-archive.ts'),
+        import('../pipeline/kept-pages.ts'),
+        import('../history/attempt-list.ts'),
+        import('../warehouse/documents.ts'),
+      ]);
       const logger = makeLogger();
       const { pool, releasers } = await openStores(logger, { poolMax: 2 });
       try {
@@ -53,6 +89,31 @@ export const registerPages: RegisterCommand = (program, cli) => {
           cli.exit(2);
           return;
         }
+        // Documents a load committed are the run's kept pages: target.archive stores them only when a load fails.
+        const loaded =
+          named.kind === 'attempt'
+            ? named.attempt.attempt_id
+            : await loadingAttemptOf(pool, named.run.job, named.run.run_key);
+        const docs = loaded ? await documents.listRunDocuments(pool, loaded) : [];
+        if (docs.length > 0) {
+          const dir = resolve(opts.out);
+          await mkdir(dir, { recursive: true });
+          const width = String(Math.max(...docs.map((d) => d.page))).length;
+          for (const doc of docs) {
+            const file = join(dir, `${String(doc.page).padStart(width, '0')}.${pageExtension(doc.contentType)}`);
+            try {
+              await pipeline(Readable.from(checked(documents.readDocument(pool, doc), doc)), createWriteStream(file));
+            } catch (err) {
+              await rm(file, { force: true });
+              if (!(err instanceof EtlError)) throw err;
+              cli.err(`page ${doc.page}: ${err.message}`);
+              cli.exit(1);
+              continue;
+            }
+            cli.out(`${file}  ${doc.contentType}  ${doc.bytes} bytes  sha256 ${doc.sha256}`);
+          }
+          return;
+        }
         const archive =
           named.kind === 'attempt'
             ? await archives.getArchive(pool, named.attempt.attempt_id)
@@ -60,8 +121,8 @@ export const registerPages: RegisterCommand = (program, cli) => {
         const what = named.kind === 'attempt' ? `attempt ${named.attempt.attempt_id}` : `run ${named.run.run_key}`;
         if (!archive?.complete) {
           cli.err(
-            `${what} kept no complete pages (target.archive off, its reading stopped early, or keepDays ran out); ` +
-              'documents (pdf, excel, word) are kept in their target: see "report-etl documents"',
+            `${what} kept no complete pages (target.archive off, its reading stopped early, or keepDays ran out), ` +
+              'nor loaded documents',
           );
           cli.exit(1);
           return;

@@ -27,7 +27,7 @@ export function cell(v: string | null): string {
   return chars.length > CELL_MAX ? `${chars.slice(0, CELL_MAX - 1).join('')}…` : chars.join('');
 }
 
-/** Prints a preview for a person. */
+/** Prints a preview for a person (also `preview --from-pages`, cli/preview-kept.ts). */
 function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number): void {
   if (!p.result) {
     cli.out(
@@ -132,13 +132,32 @@ export const registerPreview: RegisterCommand = (program, cli) => {
     .description('show what a job would load (columns, types, first rows) without loading anything');
   for (const add of [configOption, paramOption, logFormatOption, logicalTimeOption]) add(cmd);
   cmd
-    .argument('<job>', 'job name in jobs.yaml')
+    .argument('<job>', 'job name in jobs.yaml (with --from-pages: a run key or attempt id)')
     .option('--rows <n>', 'rows to show (1-1000)', wholeNumber(1), 10)
+    .option('--from-pages', 'preview the pages a run kept (target.archive), without asking the server')
+    .option('--job <job>', 'with --from-pages: the job the run key is of, when run keys of several jobs match')
     .action(
       async (
         jobName: string,
-        opts: { config: string; param: Record<string, string>; rows: number; logicalTime?: string } & LogFormatFlag,
+        opts: {
+          config: string;
+          param: Record<string, string>;
+          rows: number;
+          logicalTime?: string;
+          fromPages?: boolean;
+          job?: string;
+        } & LogFormatFlag,
       ) => {
+        if (opts.job !== undefined && !opts.fromPages) {
+          cli.err('report-etl preview: --job goes with --from-pages; without it, the argument is the job');
+          cli.exit(2);
+          return;
+        }
+        if (opts.fromPages) {
+          const { previewKeptPagesCommand } = await import('./preview-kept.ts');
+          await previewKeptPagesCommand(cli, jobName, opts, printPreview);
+          return;
+        }
         // Loaded here: `--help` and the other commands need none of it (start-up cost).
         const [
           { openStores },

@@ -85,7 +85,8 @@ export const archiveSchema = z
       .describe(
         'Days the pages of each attempt are kept (1 to 3650), compressed, in PostgreSQL; the janitor deletes them ' +
           'after, or with the attempt when history.keep is shorter. On a target, a connection or in defaults: the ' +
-          'nearest wins; unset everywhere: off. Documents (pdf, excel, word) are kept in their target already.',
+          'nearest wins; unset everywhere: off. Documents (pdf, excel, word) a load commits are kept in their ' +
+          'target, their pages only when the load fails.',
       ),
   })
   .strict();

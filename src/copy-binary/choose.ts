@@ -1,8 +1,7 @@
 /**
  * Whether a load may use COPY binary format, as far as the target's columns decide it: every column type has an
- * encoding here (format.ts), and — for timestamps, whose zone rules this process takes from Intl — the zone's offsets
- * here agree with PostgreSQL's (zone-check.ts). The load adds its own conditions (enough rows, a source that can
- * write binary rows; warehouse/copy-load.ts).
+ * encoding (format.ts), and timestamps' zone offsets agree with PostgreSQL's (zone-check.ts). The load adds its own
+ * conditions (warehouse/copy-load.ts).
  */
 import type { Queryable } from '../db.ts';
 import { BINARY, binaryEncodingOf, type BinaryEncoding } from './format.ts';
@@ -17,9 +16,8 @@ export type BinaryChoice =
 export type BinaryChooser = (types: readonly string[]) => BinaryChoice;
 
 /**
- * Prepares the choice for a load into a target whose columns have `targetTypes`: asks the zone check first when one
- * of them is a timestamp, so that the choice itself, made when the report's columns are known and before any row is
- * decoded, needs no more of PostgreSQL.
+ * Prepares the choice for a load into columns of `targetTypes`: the zone check is asked now (when one of them is a
+ * timestamp), so that the choice, made once the report's columns are known, needs no more of PostgreSQL.
  * @param timezone the load session's TimeZone: the zone of timestamps written without offset
  * @throws the zone check's query error
  */

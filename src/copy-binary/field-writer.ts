@@ -1,10 +1,8 @@
 /**
  * Output side of the page decoders in COPY binary format (warehouse/copy-binary.ts): one field at a time, from the
- * value's text form — the bytes PostgreSQL's text input function would have read — to the target column's binary form.
- * Each encoder takes the forms report servers write (docs/report-export-service.md "Output page shapes": digits,
- * decimals with a point, ISO 8601 timestamps with offset, ISO dates, txt's dd.mm.yyyy hh:mm:ss.mmm, JSON true/false)
- * and answers false for anything else, so that the loader falls back to text format and PostgreSQL reads the value
- * itself: a value never means something else in binary than in text.
+ * value's text form to the target column's binary form. Each encoder takes the forms report servers write
+ * (docs/report-export-service.md "Output page shapes") and refuses anything else, so that the loader falls back to
+ * text format: a value never means something else in binary than in text.
  */
 import { BINARY, type BinaryEncoding } from './format.ts';
 import { makeLocalTimeOffset } from './local-time.ts';
@@ -46,11 +44,7 @@ function writeInt32(buf: Uint8Array, p: number, v: number): void {
   buf[p + 3] = v;
 }
 
-/**
- * Writes an int8 field — length word 8, then `v` — at buf[p] for an integer |v| < 2^53 (the high word is a plain
- * division; writeInt64's splitting is for products beyond 2^53).
- * @returns the position after the field
- */
+/** Writes an int8 field (length word 8, then `v`) at buf[p] for an integer |v| < 2^53; returns the position after. */
 export function writeInt8Field(buf: Uint8Array, p: number, v: number): number {
   writeInt32(buf, p, 8);
   const hi = Math.floor(v / TWO_32);
@@ -97,10 +91,9 @@ const MICROS_PER_DIGITS = [0, 100_000, 10_000, 1000, 100, 10, 1];
 export const REFUSED = -1;
 
 /**
- * Writes the fields of one load's column encodings. Not reentrant; one per decoder.
- * Every write method writes at buf[p] — the caller reserved the text form's length + {@link FIELD_OVERHEAD} bytes —
- * and returns the position after the field, or {@link REFUSED} (nothing written) when the encoder does not take the
- * text form.
+ * Writes the fields of one load's column encodings; one per decoder, not reentrant. Each write method writes at buf[p]
+ * (the caller reserved the text form's length + {@link FIELD_OVERHEAD}) and returns the position after the field, or
+ * {@link REFUSED} (nothing written) when the encoder does not take the text form.
  */
 export class BinaryFieldWriter {
   /** Per column (COPY order), a {@link BINARY} code. */

@@ -1,12 +1,8 @@
 /**
- * COPY FORMAT binary: PostgreSQL skips parsing text when rows arrive in its binary wire format, which
- * halves its share of a load of typed columns (docs/performance.md "Throughput against psql"). This module holds the
- * loader's side: the stream's header and trailer, which column types have a binary encoding here, and the error a
- * source throws when a value is not in a form its encoder takes, upon which the loader loads the report again in text
- * format, so that every value still means exactly what PostgreSQL's own text input makes of it.
- *
- * Stream layout (PostgreSQL documentation, "COPY", "Binary Format"): an 11-byte signature, int32 flags (0), int32
- * header extension length (0); per row int16 field count, then per field int32 length (-1 = NULL) and the bytes
+ * COPY FORMAT binary (docs/performance.md "Throughput against psql"): the stream's header and trailer, which column
+ * types have a binary encoding, and the error a source throws for a value its encoder does not take (the loader then
+ * loads in text format). Layout (PostgreSQL documentation, "COPY", "Binary Format"): an 11-byte signature, int32 flags
+ * and header extension length (0); per row int16 field count, then per field int32 length (-1 = NULL) and the bytes
  * in the type's binary send/recv format; int16 -1 ends the stream. All integers big-endian.
  */
 
@@ -64,10 +60,9 @@ export function binaryEncodingOf(type: string): BinaryEncoding | undefined {
 }
 
 /**
- * Thrown by a page decoder writing binary rows when a value is not in a form its encoder takes (a number with an
- * exponent or blanks, a timestamp in another style, a number beyond its column's range, …). The loader then rolls
- * back to before the COPY and loads the report again in text format, where PostgreSQL reads the value itself: it
- * loads it, or fails the run naming column, page, row and value, exactly as without binary format.
+ * Thrown by a page decoder writing binary rows when a value is not in a form its encoder takes (an exponent, another
+ * timestamp style, out of range, …). The loader then loads the report again in text format, where PostgreSQL reads
+ * the value itself.
  */
 export class BinaryValueUnsupported extends Error {
   /** 0-based column in COPY order. */

@@ -1,10 +1,10 @@
 /**
- * Local times as PostgreSQL reads them, for binary COPY of timestamps written without offset (txt's
- * `dd.mm.yyyy hh:mm:ss`, ISO times without offset): in text format PostgreSQL turns such a time into an instant with
- * its own tz database; in binary format this process does it with Intl's, the same way (docs/architecture.md
- * "Flow of one run"), and zone-check.ts makes sure the two databases agree before binary format is used.
+ * Local times as PostgreSQL reads them, for binary COPY of timestamps written without offset: PostgreSQL's text input
+ * would turn them into instants with its tz database, this module does it with Intl's, the same way
+ * (docs/architecture.md "Flow of one run"); zone-check.ts makes sure the two databases agree.
  */
 import { makeExactZoneOffset, type OffsetAt } from '../zone-offset.ts';
+import { findTransitions } from './zone-check.ts';
 
 const DAY_MS = 86_400_000;
 const HOURS_36_MS = 129_600_000;
@@ -17,15 +17,11 @@ interface Transition {
 }
 
 /**
- * Makes a function giving the offset from UTC in ms of a local wall-clock time in `zone` (the wall clock's fields
- * read as if UTC, in epoch ms), resolved as PostgreSQL resolves a timestamp without offset (its
- * DetermineTimeZoneOffset): a time that a spring-forward transition skips takes the offset before the transition, a
- * time that a fall-back transition repeats takes the offset after it. Each local day is asked of Intl once and cached,
- * so that a column of a million timestamps costs one Map lookup each: a day without a transition near keeps its one
- * offset; a day with one keeps that transition, found to the second (historical transitions fall on any second), and
- * each of its times is resolved from it without asking Intl again. A day whose window holds more than one transition
- * (never in tzdata; PostgreSQL assumes them at least 2 days apart) asks Intl for each time. Intl is first asked at
- * the first call: a load without timestamps never loads its zone data.
+ * Makes a function giving the offset from UTC in ms of a local wall-clock time in `zone` (its fields read as if UTC,
+ * in epoch ms), resolved as PostgreSQL's DetermineTimeZoneOffset does: a time a spring-forward skips takes the offset
+ * before the transition, a time a fall-back repeats the offset after it. Each local day asks Intl once and keeps its
+ * offset or its one transition near (to the second); a day near two transitions asks Intl for each time. Intl is
+ * first asked at the first call.
  * @throws RangeError at the first call, when the zone is unknown to Intl
  */
 export function makeLocalTimeOffset(zone: string): (localMs: number) => number {
@@ -52,18 +48,13 @@ export function makeLocalTimeOffset(zone: string): (localMs: number) => number {
  * (bisected to the second), or NaN when it holds more than one.
  */
 function dayOffsets(offsetAt: OffsetAt, day: number): number | Transition {
-  let lo = day * DAY_MS - 2 * DAY_MS;
-  let hi = day * DAY_MS + 3 * DAY_MS;
-  const before = offsetAt(lo);
-  const after = offsetAt(hi);
+  const from = day * DAY_MS - 2 * DAY_MS;
+  const to = day * DAY_MS + 3 * DAY_MS;
+  const before = offsetAt(from);
+  const after = offsetAt(to);
   if (before === after) return before;
-  // offsetAt(lo) is the old offset, offsetAt(hi) another one: narrow to the second where it changes.
-  while (hi - lo > 1000) {
-    const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
-    if (offsetAt(mid) === before) lo = mid;
-    else hi = mid;
-  }
-  return offsetAt(hi) === after ? { before, at: hi, after } : NaN;
+  const at = findTransitions(offsetAt, from, to, to - from)[0]!;
+  return offsetAt(at) === after ? { before, at, after } : NaN;
 }
 
 /** The offset of local time `local` by PostgreSQL's rule, with `offsetAt` exact over the 36 hours around it. */

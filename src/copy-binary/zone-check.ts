@@ -1,11 +1,8 @@
 /**
- * Whether this process and PostgreSQL agree on a time zone's rules. In binary format the loader turns a
- * timestamp written without offset (txt's dd.mm.yyyy hh:mm:ss, an ISO time without offset) into an instant itself,
- * with the zone rules of Node's Intl, where in text format PostgreSQL does it with its own tz database. The two
- * databases can differ (a country's new rules known to one and not yet to the other), so binary format is used for
- * such columns only when PostgreSQL gives the same offsets as Intl: every 30 days from 1850 to 2040, on both sides of
- * every transition Intl knows in those years (found weekly, bisected to the second), and at a few instants before and
- * after. Asked once per zone and process (some 15,000 Intl look-ups and one query of some 3,000 instants).
+ * Whether this process (Node's Intl) and PostgreSQL (its tz database) agree on a time zone's rules: binary format
+ * turns timestamps without offset into instants here, text format leaves it to PostgreSQL, and the two databases can
+ * differ. Compared every 30 days from 1850 to 2040, on both sides of every transition Intl knows in those years, and
+ * at a few far instants; asked once per zone and process.
  */
 import type { Queryable } from '../db.ts';
 import { makeExactZoneOffset, type OffsetAt } from '../zone-offset.ts';
@@ -36,9 +33,8 @@ function instants(offsetAt: OffsetAt): number[] {
 }
 
 /**
- * Compares the offsets of `zone` in PostgreSQL (whatever the session's TimeZone) with Intl's. The answer is kept for
- * the process; a call while another one asks waits for that one's answer, and asks itself when that one failed (the
- * other's transaction may have been cancelled).
+ * Compares the offsets of `zone` in PostgreSQL with Intl's; the answer is kept for the process (a concurrent call
+ * waits for it, and asks itself when that one failed).
  * @returns true when they agree at every instant compared; false when not, or when Intl does not know the zone
  * @throws the query's error (nothing is kept then: the next call asks again)
  */

@@ -5,8 +5,11 @@
  */
 import type { Queryable } from '../db.ts';
 
-/** The codecs a kept page's chunks may be compressed with (each chunk on its own). */
-export type PageCodec = 'gzip';
+/**
+ * The codecs a kept page's chunks may be compressed with (each chunk on its own): zstd for new pages, gzip for pages
+ * kept before zstd (docs/operations.md "Kept pages").
+ */
+export type PageCodec = 'gzip' | 'zstd';
 
 /** An attempt's kept pages as a whole. */
 export interface AttemptArchive {

@@ -14,10 +14,10 @@ export class ChunkCarry {
   private bytes = 0;
   private want = 0;
   private readonly maxUnitBytes: number;
-  private readonly tooLarge: ((held: readonly Buffer[], bytes: number) => never) | undefined;
+  private readonly tooLarge: (held: readonly Buffer[], bytes: number) => never;
 
   /** @param tooLarge throws the decoder's error for a unit past `maxUnitBytes`, given the held bytes */
-  constructor(maxUnitBytes = Infinity, tooLarge?: (held: readonly Buffer[], bytes: number) => never) {
+  constructor(maxUnitBytes: number, tooLarge: (held: readonly Buffer[], bytes: number) => never) {
     this.maxUnitBytes = maxUnitBytes;
     this.tooLarge = tooLarge;
   }
@@ -101,8 +101,7 @@ export class ChunkCarry {
     const bytes = this.bytes;
     this.parts = [];
     this.bytes = 0;
-    if (this.tooLarge) this.tooLarge(held, bytes);
-    throw new RangeError(`a unit of more than ${this.maxUnitBytes} bytes`);
+    return this.tooLarge(held, bytes);
   }
 
   private drain(): Buffer {

@@ -1,22 +1,20 @@
 import { BACKSLASH, CR, LETTER_N, LF, TAB } from './bytes.ts';
 
 /**
- * Output side of the page decoders: a growing, slab-allocated byte buffer that whole COPY rows are written
- * into, and the COPY text-format escaping (PostgreSQL COPY ... (FORMAT text)): backslash -> \\,
- * newline -> \n, carriage return -> \r, tab -> \t, NULL -> \N, columns separated by a tab, rows end with \n.
+ * Output side of the page decoders: whole COPY rows written into slabs, and COPY text-format escaping (backslash ->
+ * \\, LF -> \n, CR -> \r, tab -> \t, NULL -> \N; columns separated by a tab, rows end with \n).
  */
 
-/** Default slab size in bytes: big enough that one 64 KiB input chunk's rows fit several times. */
+/** Default slab size in bytes: one 64 KiB input chunk's rows fit several times. */
 const SLAB_BYTES = 1 << 20;
 
 /** Bytes of rows a decoder gathers before it hands them out ({@link CopyOutput.takeFull}). */
-export const TAKE_BYTES = 128 * 1024;
+const TAKE_BYTES = 128 * 1024;
 
 /**
- * Where decoders write COPY bytes. `buf[start..pos)` holds rows not yet handed out; {@link take} hands them
- * out as a subarray and never writes those bytes again (a consumer such as a COPY stream may keep them),
- * so memory is one slab in use plus the slabs consumers still hold.
- * Hot paths read `buf`/`pos` into locals, write, and store `pos` back, after {@link reserve} made room.
+ * Where decoders write COPY bytes: `buf[start..pos)` holds rows not yet handed out. {@link take} hands them out as a
+ * subarray and never writes those bytes again (a COPY stream may keep them). Hot paths read `buf`/`pos` into locals,
+ * write, and store `pos` back, after {@link reserve} made room.
  */
 export class CopyOutput {
   buf: Buffer;

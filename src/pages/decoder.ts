@@ -18,11 +18,8 @@ import { XmlQueryPageDecoder } from './xml-decoder.ts';
 export { KIND } from './kinds.ts';
 export { bomLength } from './bytes.ts';
 export { PageFormatError } from './errors.ts';
-export { DEFAULT_MAX_VALUE_BYTES, type DecoderLimits } from './value-limit.ts';
-
-export type { CopyFormat } from '../warehouse/row-source.ts';
-export type { FixedColumn, PageDecoder, PageMeta } from './page-decoder.ts';
-export { DocumentPageDecoder, documentFileName, type ArchivedDocument, type FileNamer } from './document-decoder.ts';
+export type { PageDecoder } from './page-decoder.ts';
+export { DocumentPageDecoder, documentFileName } from './document-decoder.ts';
 
 /** jobs.yaml's `report.maxValueBytes`, `target.rowsAt` (json_userdef), `target.load` (excel-xlsx_data), file names. */
 export interface DecoderOptions extends Partial<DecoderLimits> {

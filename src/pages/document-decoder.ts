@@ -1,8 +1,7 @@
 /**
  * Document pages (docs/report-export-service.md "Output types": pdf, excel-*, word-docx) -> one COPY text row per page,
- * `page, file_name, content_type, content, bytes, sha256` (COPY names its columns, so the length and hash follow the
- * content). The content streams through as bytea hex chunk by chunk, a page is never held whole; the checks of
- * document-checks.ts throw before the row ends, which aborts the COPY.
+ * `page, file_name, content_type, content, bytes, sha256`. The content streams through as bytea hex, chunk by chunk;
+ * the checks of document-checks.ts throw before the row ends, which aborts the COPY.
  */
 import { createHash } from 'node:crypto';
 import { DOCUMENT_FORMATS, type DocumentOutputType } from '../vocabulary.ts';
@@ -20,9 +19,8 @@ for (let v = 0; v < 256; v++) {
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /**
- * `chunk` as lower-case hex, in a new Buffer of twice its length. Written through a table into a 16-bit view, so that
- * no string is made: hex strings of large chunks would land in V8's large-object space and pile up until a full GC,
- * which for a 200 MB page is the difference between a few MB and a hundred MB of RSS.
+ * `chunk` as lower-case hex, in a new Buffer of twice its length (or `into`), written through a table: no string, so
+ * no hex strings pile up in V8's large-object space.
  */
 export function hexOf(chunk: Buffer, into?: Buffer): Buffer {
   const out = into ? into.subarray(0, chunk.length * 2) : Buffer.allocUnsafeSlow(chunk.length * 2);
@@ -36,10 +34,8 @@ export function hexOf(chunk: Buffer, into?: Buffer): Buffer {
 }
 
 /**
- * How many content buffers the decoder reuses in turn, and their usual size. A content Buffer is written again
- * RING yields later: by then COPY has long sent it, since its backpressure lets at most a few Buffers wait between
- * this decoder and the socket (Readable.from's and pg-copy-streams' 16 KiB high-water marks, the socket's queue).
- * Reusing them keeps a 200 MB page from leaving 400 MB of hex garbage for V8 to collect (RSS: docs/performance.md
+ * How many content buffers the decoder reuses in turn: one is written again RING yields later, long after COPY's
+ * backpressure let it reach the socket. Keeps a 200 MB page's hex from becoming garbage (docs/performance.md
  * "Documents").
  */
 const RING = 32;

@@ -1,13 +1,9 @@
 /**
  * json / json_compact pages -> COPY rows (docs/report-export-service.md "Output page shapes", json): an object whose
- * member `data` is an array of row objects keyed by column name; other members are skipped. A streaming byte scanner:
- * a row cut off by a chunk is carried to the next (carry.ts), values go straight into the output (json-values.ts).
- *
- * Column order is the key order of the first row, whose keys are read before any value is written, so that the plan
- * can choose COPY binary format (rows-plan.ts). Fast path: the bytes before each value (whitespace, comma, key,
- * colon) repeat those of the first row, as servers write them, and are compared as one span. General path
- * ({@link JsonPageDecoder.slowRow}): keys by name in any order; a missing key is NULL, a key the first row did not
- * have a PageFormatError.
+ * member `data` is an array of row objects; other members are skipped. Column order is the key order of the first
+ * row, read before any value is written so that the plan can choose binary format. Fast path: the bytes before each
+ * value repeat those of the first row and are compared as one span. General path ({@link JsonPageDecoder.slowRow}):
+ * keys by name in any order; a missing key is NULL, a key the first row did not have a PageFormatError.
  */
 import type { OutputType } from '../vocabulary.ts';
 import type { PageDecoder } from './page-decoder.ts';

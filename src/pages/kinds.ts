@@ -2,17 +2,13 @@
  * The kinds of values seen in a column (the warehouse's type inference), told from the bytes without a string
  * (docs/report-export-service.md "Output page shapes": bare or JSON numbers, txt's dd.mm.yyyy hh:mm:ss.mmm, ISO 8601).
  */
-
 import { KIND } from '../warehouse/row-source.ts';
 
 export { KIND, type KindBit } from '../warehouse/row-source.ts';
 
 const INT64_MAX = [57, 50, 50, 51, 51, 55, 50, 48, 51, 54, 56, 53, 52, 55, 55, 53, 56, 48, 55]; // "9223372036854775807"
 
-/**
- * Whether the `count` ASCII digits at b[start..] (no leading zeros) fit int64; `negative` allows ...808.
- * More than 18 digits is compared digit by digit with 9223372036854775807.
- */
+/** Whether the `count` ASCII digits at b[start..] (no leading zeros) fit int64; `negative` allows ...808. */
 export function digitsFitInt64(b: Uint8Array, start: number, count: number, negative: boolean): boolean {
   if (count < 19) return true;
   if (count > 19) return false;
@@ -70,10 +66,7 @@ function digitsAt(b: Uint8Array, i: number, count: number): boolean {
   return true;
 }
 
-/**
- * Whether b[s..e) is a txt timestamp `dd.mm.yyyy hh:mm:ss` optionally followed by `.` and 1 to 9 digits
- * (the service's form is dd.mm.yyyy hh:mm:ss.mmm).
- */
+/** Whether b[s..e) is a txt timestamp `dd.mm.yyyy hh:mm:ss`, optionally with `.` and 1 to 9 digits. */
 export function isTxtTimestamp(b: Uint8Array, s: number, e: number): boolean {
   const len = e - s;
   if (
@@ -117,9 +110,8 @@ export function classifyBare(b: Uint8Array, s: number, e: number): number {
 }
 
 /**
- * Whether b[s..e) is an ISO 8601 timestamp with a UTC offset: `yyyy-mm-ddThh:mm[:ss[.f+]]` followed by `Z`
- * or `+hh:mm` / `-hh:mm` / `+hhmm` / `+hh` (`T` may also be a space). Cheap length and separator checks
- * come first, so ordinary text is rejected after a few byte reads.
+ * Whether b[s..e) is an ISO 8601 timestamp with a UTC offset: `yyyy-mm-ddThh:mm[:ss[.f+]]` (`T` or a space) followed
+ * by `Z`, `±hh:mm`, `±hhmm` or `±hh`.
  */
 export function isIsoTimestampWithOffset(b: Uint8Array, s: number, e: number): boolean {
   const len = e - s;
@@ -200,9 +192,8 @@ function isIsoDateAt(b: Uint8Array, s: number): boolean {
 }
 
 /**
- * Whether b[s..e) (its date checked by the caller) is an ISO 8601 timestamp without offset:
- * `yyyy-mm-dd[T ]hh:mm[:ss[.f]]`, hours 0 to 23, minutes and seconds 0 to 59, 1 to 6 fraction digits (more would be
- * rounded to PostgreSQL's microseconds).
+ * Whether b[s..e) (its date checked by the caller) is an ISO 8601 timestamp without offset,
+ * `yyyy-mm-dd[T ]hh:mm[:ss[.f]]`: hours 0 to 23, minutes and seconds 0 to 59, 1 to 6 fraction digits.
  */
 function isIsoLocalTimestamp(b: Uint8Array, s: number, e: number): boolean {
   const len = e - s;
@@ -218,9 +209,7 @@ function isIsoLocalTimestamp(b: Uint8Array, s: number, e: number): boolean {
 
 /**
  * Kind of a text value (a JSON string, an xml_query value, a txt field) by its bytes (docs/loaded-tables.md "Types"):
- * an ISO 8601 date `yyyy-mm-dd` → date; an ISO 8601 timestamp with offset, or without one (read in the connection's
- * zone, as txt's local times) → timestamp; anything else, other date styles included (`2015/01/01`, `Jun 12 1998`),
- * → text. A few byte reads reject ordinary text.
+ * an ISO 8601 date → date; an ISO 8601 timestamp with or without offset → timestamp; anything else → text.
  */
 export function classifyIsoText(b: Uint8Array, s: number, e: number): number {
   const len = e - s;

@@ -1,9 +1,7 @@
 /**
- * The life cycle of a page decoder (docs/architecture.md "Flow of one run"): made for one pass over a report's pages
- * and given the loader's plan before the first page; learns the columns from page 1 and asks the plan, once and
- * synchronously (the loader asked PostgreSQL everything before the first page), whether to record the kinds of the
- * values and whether to write COPY binary format, before it decodes a row; decodes every row so. A load whose binary
- * COPY met a value it must leave to PostgreSQL makes a fresh decoder for a second pass, in text format.
+ * The life cycle of a page decoder (docs/architecture.md "Flow of one run"): given the loader's plan before the first
+ * page, it asks it once, when page 1 told the columns, whether to record the kinds of the values and whether to write
+ * COPY binary format. A binary load that met a value it must leave to PostgreSQL makes a fresh decoder, in text format.
  */
 import type { PlanRows, RowsPlan } from '../warehouse/row-source.ts';
 

@@ -1,8 +1,7 @@
 /**
- * The page loop of the text output types (txt, txt_cstr, txt_all, txt_allcstr; docs/report-export-service.md "Output
- * page shapes" and "Output types"): strip the byte order mark (1 to 4 bytes), read the header line that every page
- * repeats (txt, txt_cstr), then hand each record that {@link RecordScanner} splits off to the subclass, which writes
- * its COPY row. A record that a chunk cut off is carried to the next chunk (carry.ts), bounded by maxValueBytes.
+ * The page loop of the text output types (docs/report-export-service.md "Output page shapes", "Output types"): strip
+ * the byte order mark, read the header line every page repeats (txt, txt_cstr), then hand each record that
+ * {@link RecordScanner} splits off to the subclass, which writes its COPY row. Records cut off by a chunk are carried.
  */
 import type { OutputType } from '../vocabulary.ts';
 import type { CopyFormat } from '../warehouse/row-source.ts';
@@ -220,6 +219,22 @@ export abstract class TextRecordsDecoder implements PageDecoder {
         offset: st.offset + err.index,
       });
     }
+  }
+
+  /**
+   * Whether the record just scanned has the header's field count; false for an empty line (skipped).
+   * @throws PageFormatError for any other count
+   */
+  protected hasHeaderFields(at: number, st: RecordPageState): boolean {
+    const sc = this.scanner;
+    const ncols = this.columns!.length;
+    if (sc.count === ncols) return true;
+    if (sc.count === 1 && sc.quoted[0] === 0 && sc.start[0] === sc.end[0] && ncols > 1) return false;
+    throw new PageFormatError(`${sc.count} fields, the header has ${ncols}`, {
+      page: st.page,
+      row: st.line,
+      offset: st.offset + at,
+    });
   }
 
   /** How errors name field k of a record: its column (by default) or, in the header, the field. */

@@ -1,10 +1,8 @@
 /**
  * txt_all and txt_allcstr pages -> COPY text rows `page, line, fields` (docs/report-export-service.md "Output types":
- * "all report component elements": header, group, detail and footer lines of differing shapes). Lossless, one row per
- * line: `line` is 1-based within the page, after the byte order mark (a quoted line break keeps a line together);
- * `fields text[]` holds the fields unquoted — txt_all undoubles `""`, txt_allcstr decodes the C/Java escapes (cstr.ts).
- * An empty bare field is a NULL element, `""` an empty string, an empty line `{}`. The rows= check does not apply
- * (lines are not report rows); the page count does.
+ * "all report component elements"), one row per line, lossless: `line` is 1-based within the page, `fields text[]`
+ * holds the fields unquoted (txt_allcstr's C/Java escapes decoded). An empty bare field is a NULL element, `""` an
+ * empty string, an empty line `{}`.
  */
 import { BACKSLASH, CR, LF, QUOTE, TAB } from './bytes.ts';
 import { TextRecordsDecoder, type RecordPageState } from './text-records.ts';

@@ -5,7 +5,6 @@
  */
 import { writeEscapedBytes } from './copy-text.ts';
 import { BACKSLASH, CR, LF, TAB } from './bytes.ts';
-import { PageFormatError } from './errors.ts';
 import { classifyBare, classifyIsoText, KIND } from './kinds.ts';
 import { TextRecordsDecoder, type RecordPageState } from './text-records.ts';
 import type { DecoderLimits } from './value-limit.ts';
@@ -38,15 +37,7 @@ export class TxtCstrPageDecoder extends TextRecordsDecoder {
     const sc = this.scanner;
     const ncols = this.columns!.length;
     const row = st.line;
-    if (sc.count !== ncols) {
-      // An empty line cannot be a row of several columns: skip it.
-      if (sc.count === 1 && sc.quoted[0] === 0 && sc.start[0] === sc.end[0] && ncols > 1) return false;
-      throw new PageFormatError(`${sc.count} fields, the header has ${ncols}`, {
-        page: st.page,
-        row,
-        offset: st.offset + at,
-      });
-    }
+    if (!this.hasHeaderFields(at, st)) return false;
     const out = this.out;
     const inspect = this.inspect;
     const kinds = this.kinds;

@@ -1,13 +1,10 @@
 /**
  * txt pages -> PostgreSQL CSV (docs/report-export-service.md "Output page shapes", txt): a BOM, a header line that
- * every page repeats, one row per line; text in double quotes with inner quotes doubled, numbers and timestamps
- * (dd.mm.yyyy hh:mm:ss.mmm) bare, NULL an empty bare field, empty string "". COPY ... (FORMAT csv) reads exactly
- * this, so the fast path passes rows through: it finds record ends (a line break inside quotes is data), checks the
- * field count, classifies fields while `inspect` is on, and ends every record with \n (COPY wants one line-end
- * style): LF-ended records leave as views of the input, CRLF ones are copied without the CR. Each span of records is
- * checked for bytes no PostgreSQL text takes (unfit-bytes.ts), so that their error names the column. In COPY binary
- * format (rows-plan.ts) the general path splits each record into fields (txt-fields.ts), written by the columns'
- * encoders.
+ * every page repeats, one row per line; text quoted with inner quotes doubled, NULL an empty bare field, empty string
+ * "". COPY ... (FORMAT csv) reads exactly this, so the fast path passes rows through: it finds record ends, checks the
+ * field count, classifies fields while `inspect` is on, checks for bytes no text takes (unfit-bytes.ts) and ends every
+ * record with \n (CRLF records are copied without the CR). In binary format the general path splits each record into
+ * fields (txt-fields.ts), written by the columns' encoders.
  */
 import { COMMA, CR, LF, QUOTE } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
@@ -194,15 +191,7 @@ export class TxtPageDecoder extends TextRecordsDecoder {
   protected record(b: Buffer, at: number, st: RecordPageState): boolean {
     const sc = this.scanner;
     const ncols = this.columns!.length;
-    if (sc.count !== ncols) {
-      // An empty line cannot be a row of several columns: skip it.
-      if (sc.count === 1 && sc.quoted[0] === 0 && sc.start[0] === sc.end[0] && ncols > 1) return false;
-      throw new PageFormatError(`${sc.count} fields, the header has ${ncols}`, {
-        page: st.page,
-        row: st.line,
-        offset: st.offset + at,
-      });
-    }
+    if (!this.hasHeaderFields(at, st)) return false;
     const w = this.binary!;
     const fit = this.fit;
     const out = this.out;

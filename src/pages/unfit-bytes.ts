@@ -1,8 +1,7 @@
 /**
- * Bytes that no PostgreSQL text takes (docs/loaded-tables.md "Values that cannot load"): a byte sequence that is not
- * UTF-8, or a NUL byte. COPY in text or csv format checks a whole line before it splits it into fields, so its error
- * names no column; the txt fast path checks each span of whole records it passes through with two native scans
- * ({@link textFits}) and only when one fails looks for the record and field ({@link locateUnfitByte}).
+ * Bytes that no PostgreSQL text takes (docs/loaded-tables.md "Values that cannot load"): invalid UTF-8, or NUL. COPY's
+ * own error names no column, so the txt fast path checks each span it passes through ({@link textFits}) and only when
+ * one fails looks for the record and field ({@link locateUnfitByte}).
  */
 import { isUtf8 } from 'node:buffer';
 import { COMMA, CR, LF, QUOTE } from './bytes.ts';

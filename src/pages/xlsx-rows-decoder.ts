@@ -1,8 +1,7 @@
 /**
- * excel-xlsx_data pages with `target.load: rows` (docs/loaded-tables.md "Output types"): the first sheet, read with
- * exceljs's streaming reader, as typed rows: its header row names the columns (every page repeats it). Numbers as
- * JavaScript's shortest round trip, dates as ISO UTC, rich text joined, a formula's cached result, errors such as
- * #DIV/0! as text.
+ * excel-xlsx_data pages with `target.load: rows` (docs/loaded-tables.md "Output types"): the first sheet, streamed by
+ * exceljs, as typed rows under its header row (every page repeats it). Numbers as JavaScript's shortest round trip,
+ * dates as ISO UTC, rich text joined, a formula's cached result, errors such as #DIV/0! as text.
  */
 import { Readable } from 'node:stream';
 import type ExcelJS from 'exceljs';

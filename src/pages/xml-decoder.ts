@@ -292,9 +292,10 @@ export class XmlQueryPageDecoder implements PageDecoder {
         out.writeNull();
         continue;
       }
-      const s = out.pos;
+      // writeEscapedString may move the pending bytes to a new slab: the value's start is kept relative to `start`.
+      const mark = out.mark();
       writeEscapedString(out, v);
-      if (inspect) this.kinds[col]! |= classifyXmlValue(out.buf, out.pos - (out.pos - s), out.pos);
+      if (inspect) this.kinds[col]! |= classifyXmlValue(out.buf, out.start + mark, out.pos);
     }
     if (!binary) {
       out.reserve(1);

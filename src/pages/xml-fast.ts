@@ -1,15 +1,11 @@
 /**
  * The fast path of the xml_query decoder: a byte scanner for the shape servers write (docs/report-export-service.md
  * "Output page shapes", xml_query) — `<?xml …?><result><row><field name="…">text</field>…</row>…</result>`,
- * whitespace between elements allowed — writing COPY rows (text, or binary once the plan chose it) straight from the
- * page bytes. Text is copied byte for byte (UTF-8 checked per scanned span), the five named entities and character
- * references decoded. The first row is read twice: for its field names, which become the columns, then as every later
- * row, whose open tags must repeat the first row's byte for byte.
- *
- * It never guesses: anything else (CDATA, comments, processing instructions or a DOCTYPE after the prolog, other
- * attributes, fields out of the first row's order or missing, a raw CR, NUL or other control character, an unknown
- * entity, invalid UTF-8, a truncated page) makes {@link XmlFastScanner.scan} report `fallback` at the last row
- * boundary, and the decoder hands the rest of the page to saxes (xml-decoder.ts), whose rules and errors then apply.
+ * whitespace between elements allowed — writing COPY rows straight from the page bytes (UTF-8 checked per span,
+ * entities and character references decoded). Every row's open tags must repeat the first row's byte for byte.
+ * Anything else (CDATA, comments, other attributes, fields out of order or missing, a raw CR or control character, an
+ * unknown entity, invalid UTF-8) makes {@link XmlFastScanner.scan} report `fallback` at the last row boundary, and the
+ * decoder hands the rest of the page to saxes (xml-decoder.ts).
  */
 import { isUtf8 } from 'node:buffer';
 import { type CopyOutput } from './copy-text.ts';

@@ -397,7 +397,10 @@ export interface ReportToLoad {
   readonly started: StartedReportJob;
   readonly finished: FinishedReport;
   readonly rows: ReportRows;
-  /** Keeps the pages as they are read, with `target.archive` (docs/operations.md "Kept pages"). */
+  /**
+   * Keeps the pages as they are read, with `target.archive` (docs/operations.md "Kept pages"); documents' pages only
+   * when their load fails.
+   */
   readonly archive?: PageArchive | undefined;
   /** Records how far the reading got (etl.attempts.progress); close it once the load ended. */
   readonly progress?: ProgressTimings | undefined;
@@ -405,12 +408,12 @@ export interface ReportToLoad {
 
 /**
  * The page archive of an attempt whose job keeps its pages (`target.archive`, else its connection's or the
- * defaults'); none for documents (pdf, excel, word), which the target keeps already and count as kept pages.
+ * defaults').
  */
 function pageArchiveOf(a: Attempt, finished: FinishedReport): PageArchive | undefined {
   const o = a.options;
   const { job, archive } = o.job;
-  if (!archive || outputShape(job.report.outputType, job.target) === 'file') return undefined;
+  if (!archive) return undefined;
   return makePageArchive({
     pool: o.pool,
     attemptId: a.attemptId,
@@ -441,8 +444,12 @@ export function openReport(
   };
   const decoder = () => jobDecoder(o.job, a.startedAt);
   const archive = pageArchiveOf(a, finished);
+  // Documents (pdf, excel, word) a load commits are kept by their target and count as kept pages: not stored twice
+  // as they are read; a load that fails keeps their pages from the server (keepPagesOfFailedLoad).
+  const documents = outputShape(o.job.job.report.outputType, o.job.job.target) === 'file';
+  const kept = documents ? undefined : archive;
   const progress = attemptProgress(a, finished.pages);
-  const rows = reportRows(client, finished.jobId, decoder, started.log, o.signal, limits, progress, archive);
+  const rows = reportRows(client, finished.jobId, decoder, started.log, o.signal, limits, progress, kept);
   return { started, finished, rows, archive, progress };
 }
 
@@ -493,10 +500,10 @@ export async function openKeptReport(a: Attempt, pagesOf: string): Promise<Repor
 }
 
 /**
- * After a load that failed before it read every page, with `target.archive`: keeps the pages from the server all the
- * same (docs/operations.md "Kept pages": a failed load keeps its pages), before the report job is deleted. Not once
- * the attempt's signal aborted (a shutdown, maxRunMs). A failure to keep them is logged, not thrown: the load's
- * failure stands.
+ * After a load that failed before it read every page (or a documents load, which keeps no pages as it reads them),
+ * with `target.archive`: keeps the pages from the server all the same (docs/operations.md "Kept pages": a failed load
+ * keeps its pages), before the report job is deleted. Not once the attempt's signal aborted (a shutdown, maxRunMs). A
+ * failure to keep them is logged, not thrown: the load's failure stands.
  */
 export async function keepPagesOfFailedLoad(a: Attempt, client: ReportClient, report: ReportToLoad): Promise<void> {
   const { archive, finished, started } = report;

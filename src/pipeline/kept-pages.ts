@@ -2,19 +2,29 @@
  * Kept pages, read (docs/operations.md "Kept pages"): an attempt's pages from etl.attempt_page_chunks as
  * {@link PageStream}s, the way the report client serves the server's, so that the same reader, decoders and COPY load
  * them (`replay --from-pages`, `--accept-guard`, `preview --from-pages`) and `report-etl pages` writes them out. A page
- * is read one chunk at a time (one query, one gunzip each) as its consumer pulls, and checked against the sha256 it was
- * served with at its end.
+ * is read one chunk at a time (one query, one decompression each, by the codec recorded with the page) as its
+ * consumer pulls, and checked against the sha256 it was served with at its end.
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { gunzip } from 'node:zlib';
+import { gunzip, zstdDecompress } from 'node:zlib';
 import pg from 'pg';
 import { EtlError } from '../errors.ts';
-import { listKeptPages, readPageChunk, type AttemptArchive, type KeptPage } from '../history/page-archive.ts';
+import {
+  listKeptPages,
+  readPageChunk,
+  type AttemptArchive,
+  type KeptPage,
+  type PageCodec,
+} from '../history/page-archive.ts';
 import type { PageStream, ReportClient } from '../report-api/index.ts';
 
-const gunzipAsync = promisify(gunzip);
+/** How each codec's chunks are decompressed: pages kept before zstd are gzip. */
+const DECOMPRESS: Record<PageCodec, (data: Buffer) => Promise<Buffer>> = {
+  gzip: promisify(gunzip),
+  zstd: promisify(zstdDecompress),
+};
 
 /** The pages of one archive, opened by number as a report client opens the server's; close it after. */
 export interface KeptPages extends Pick<ReportClient, 'openPage'> {
@@ -77,7 +87,7 @@ function pageStream(db: pg.Client, attemptId: string, kept: KeptPage | undefined
           body.push(null);
           return;
         }
-        const raw = await gunzipAsync(data);
+        const raw = await DECOMPRESS[kept.codec](data);
         hash.update(raw);
         // An empty chunk (an empty page's) pushes nothing: read the next one instead.
         if (raw.length === 0) next();

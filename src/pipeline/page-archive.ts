@@ -2,9 +2,9 @@
  * Kept pages, written (docs/operations.md "Kept pages"): with `target.archive` every page an attempt reads from the
  * server is stored as it was sent (after HTTP content decoding), compressed, in etl.attempt_pages and
  * etl.attempt_page_chunks, as it is read: the page's bytes are copied into a chunk of {@link CHUNK_BYTES}, each full
- * chunk is gzipped on libuv's thread pool and inserted while the next fills, and the reader waits (backpressure) when
- * {@link CHUNKS_IN_FLIGHT} chunks are not stored yet. So no page is held whole, and a slow database slows the download
- * as COPY does.
+ * chunk is compressed (zstd level 1) on libuv's thread pool and inserted while the next fills, and the reader waits
+ * (backpressure) when {@link CHUNKS_IN_FLIGHT} chunks are not stored yet. So no page is held whole, and a slow
+ * database slows the download as COPY does.
  *
  * The pages go over a PostgreSQL connection of the archive's own, outside the load transaction and committed chunk by
  * chunk: a failed load keeps them (that is their point), and an attempt whose load transaction holds a pool connection
@@ -12,7 +12,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { promisify } from 'node:util';
-import { gzip } from 'node:zlib';
+import { constants, zstdCompress } from 'node:zlib';
 import pg from 'pg';
 import {
   beginArchive,
@@ -31,12 +31,24 @@ export const CHUNK_BYTES = 1024 * 1024;
 /** Chunks compressed or inserted at once per attempt, before the page's reader waits for the oldest. */
 const CHUNKS_IN_FLIGHT = 3;
 /**
- * gzip at level 1: on the simulator's txt and json pages brotli stores a little less but compresses several times
- * slower, and compression is what archiving costs (docs/performance.md "Kept pages").
+ * zstd at level 1: on the simulator's txt and json pages it stores less than gzip level 1 at about twice its speed,
+ * brotli a little less still but several times slower, and compression is what archiving costs (docs/performance.md
+ * "Kept pages").
  */
-const CODEC: PageCodec = 'gzip';
-const GZIP_LEVEL = 1;
-const gzipAsync = promisify(gzip);
+const CODEC: PageCodec = 'zstd';
+const ZSTD_LEVEL = 1;
+const zstdAsync = promisify(zstdCompress);
+/**
+ * A chunk compressed on the thread pool with an output buffer of 256 KiB, which holds most compressed chunks whole:
+ * zlib's default (16 KiB) takes a round trip to the main thread per 16 KiB of output (docs/performance.md "Kept
+ * pages").
+ */
+const compress = (raw: Buffer): Promise<Buffer> =>
+  zstdAsync(raw, {
+    params: { [constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL },
+    pledgedSrcSize: raw.length,
+    chunkSize: 256 * 1024,
+  });
 
 /** Where one attempt's pages are kept, and for how long. */
 export interface PageArchiveOptions {
@@ -82,6 +94,8 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
   // One statement at a time on the archive's connection (pg queues them, but that is deprecated): chunks compress in
   // parallel on the thread pool, and their INSERTs take turns.
   let last: Promise<unknown> = Promise.resolve();
+  // Chunk buffers compressed already, for the next chunks of any page: a page's megabytes are not allocated anew.
+  const spare: Buffer[] = [];
   const serially = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => {
     const db = client;
     if (!db) return Promise.reject(new Error('page archive used before begin()'));
@@ -114,7 +128,7 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
       );
     },
     page(page, contentType) {
-      return keptPageSink(serially, o.attemptId, page, contentType);
+      return keptPageSink(serially, o.attemptId, page, contentType, spare);
     },
     async complete() {
       await serially((db) => completeArchive(db, o.attemptId));
@@ -165,12 +179,23 @@ export async function keepAllPages(
   return announcedPages;
 }
 
-function keptPageSink(serially: Serially, attemptId: string, page: number, contentType: string): KeptPageSink {
+/**
+ * @param spare chunk buffers to fill before allocating one; each goes back once its chunk is compressed (at most
+ *   {@link CHUNKS_IN_FLIGHT} + 1 are in use at once)
+ */
+function keptPageSink(
+  serially: Serially,
+  attemptId: string,
+  page: number,
+  contentType: string,
+  spare: Buffer[],
+): KeptPageSink {
   const hash: Hash = createHash('sha256');
   const begun = serially((db) => beginPage(db, attemptId, page, contentType, CODEC));
   begun.catch(() => undefined); // awaited before the first insert and at the end, which throw it
   const inFlight: Promise<number>[] = [];
-  let buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  const nextBuffer = (): Buffer => spare.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES);
+  let buffer = nextBuffer();
   let filled = 0;
   let chunks = 0;
   let bytes = 0;
@@ -179,12 +204,14 @@ function keptPageSink(serially: Serially, attemptId: string, page: number, conte
 
   /** Compresses and inserts the buffer's bytes as the next chunk; the promise gives the stored size. */
   function flush(): void {
-    const raw = buffer.subarray(0, filled);
+    const full = buffer;
+    const raw = full.subarray(0, filled);
     const n = chunks++;
-    buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+    buffer = nextBuffer();
     filled = 0;
     const done = (async () => {
-      const data = await gzipAsync(raw, { level: GZIP_LEVEL });
+      const data = await compress(raw);
+      spare.push(full);
       await begun;
       await serially((db) => insertPageChunk(db, attemptId, page, n, data));
       return data.length;
@@ -215,6 +242,7 @@ function keptPageSink(serially: Serially, attemptId: string, page: number, conte
     },
     async end() {
       if (filled > 0 || chunks === 0) flush();
+      spare.push(buffer);
       await drain(0);
       await begun;
       const figures = { bytes, storedBytes: stored, sha256: hash.digest('hex') };

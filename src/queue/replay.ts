@@ -29,9 +29,11 @@ export type RunRef = { job: string; runKey: string };
 
 /**
  * Why {@link replayRun} refused, in its error's `details.refusal`: no such run, no attempt yet, one still running, a
- * success, a guard that did not stop it (`--accept-guard`), a job gone from jobs.yaml.
+ * success, a guard that did not stop it (`--accept-guard`), a job gone from jobs.yaml, no complete kept pages
+ * (`--from-pages`).
  */
-export type ReplayRefusal = 'no-run' | 'no-attempt' | 'running' | 'succeeded' | 'not-guarded' | 'job-gone';
+export type ReplayRefusal =
+  'no-run' | 'no-attempt' | 'running' | 'succeeded' | 'not-guarded' | 'job-gone' | 'no-kept-pages';
 
 /** The refusal a {@link replayRun} error names, if it is one. */
 export function replayRefusalOf(err: unknown): ReplayRefusal | undefined {
@@ -128,7 +130,7 @@ async function keptPagesToReplay(
         'INTERNAL',
         `run ${ref.runKey} of job ${ref.job} has no kept pages (target.archive was off, its reading stopped early, ` +
           'or keepDays ran out): replay it without --from-pages',
-        { retryable: false },
+        refused('no-kept-pages'),
       );
     return kept;
   }

@@ -23,9 +23,8 @@ export interface DiscoveredEndpoints {
 }
 
 /**
- * Reads the discovery document (docs/report-export-service.md "Obtaining the token endpoint": on every start) and
- * returns the issuer, the token endpoint and the authorization endpoint, each resolved against {base_url}; transient
- * failures are retried.
+ * Reads the discovery document (docs/report-export-service.md "Obtaining the token endpoint": on every start): the
+ * issuer and endpoints, resolved against {base_url}; transient failures are retried.
  * @param tokenOrigin the one origin besides {base_url}'s that may hold the token endpoint (jobs.yaml `tokenOrigin`)
  * @throws ServerUnreachableError (the server cannot be reached at all); TokenError (the document cannot be read
  *   otherwise, or its endpoints fail {@link endpointsOf}); AbortedError
@@ -67,10 +66,9 @@ export async function discoverEndpoints(
 }
 
 /**
- * The endpoints of a discovery document, resolved against {base_url}. The client's credentials go to the token
- * endpoint and a person's browser to the authorization endpoint, so a document may not point them elsewhere
- * (docs/architecture.md "Errors"): both must be http(s), the token endpoint must not go from https to http, nor to
- * an origin other than {base_url}'s (the same host upgraded to https is fine) unless it is `tokenOrigin`.
+ * The endpoints of a discovery document, resolved against {base_url}. Credentials go to the token endpoint, so it may
+ * not point elsewhere (docs/architecture.md "Errors"): http(s), never from https to http, and {base_url}'s origin
+ * (upgraded to https is fine) or `tokenOrigin`.
  * @throws TokenError, not retryable, naming the endpoint
  */
 export function endpointsOf(baseUrl: string, doc: unknown, tokenOrigin?: string): DiscoveredEndpoints {

@@ -1,7 +1,6 @@
 /**
- * Errors of the report client (docs/report-export-service.md "Errors"; docs/architecture.md "Errors"): each has a
- * stable code, the stage of the run, the HTTP status and the server's own words. Messages are built from names, ids
- * and statuses only, never from credentials, tokens or request headers.
+ * Errors of the report client (docs/report-export-service.md "Errors"; docs/architecture.md "Errors"), their messages
+ * built from names, ids and statuses only, never from credentials, tokens or request headers.
  */
 import { EtlError, type ProblemDetails } from '../errors.ts';
 import { boundText } from '../failure-text.ts';
@@ -177,9 +176,8 @@ const UNREACHABLE_REASONS: Readonly<Record<string, string>> = {
 export const UNREACHABLE_CODES: ReadonlySet<string> = new Set(Object.keys(UNREACHABLE_REASONS));
 
 /**
- * The server (discovery, token endpoint or {report_api}) could not be reached at all: one of
- * {@link UNREACHABLE_CODES}. Retryable: it may come back. The message names scheme, host and port only (never user
- * info) and what to check; `details` holds `networkCode` and `server`.
+ * The server could not be reached at all (one of {@link UNREACHABLE_CODES}); retryable. The message names scheme,
+ * host and port only and what to check; `details` holds `networkCode` and `server`.
  */
 export class ServerUnreachableError extends EtlError {
   readonly networkCode: string;

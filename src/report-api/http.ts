@@ -60,9 +60,8 @@ export function unreachableCode(err: unknown): string | undefined {
 }
 
 /**
- * Whether `err` shows the request was not acted on: never delivered (refused, name lookup failed, connect timeout)
- * or refused before processing (429, 503). Only these may be retried for a call that is not idempotent: after a
- * reset, a timeout or a gateway's 502/504 the server may have acted on it.
+ * Whether `err` shows the request was not acted on: never delivered (refused, no such host, connect timeout) or
+ * refused before processing (429, 503). Only these may be retried for a call that is not idempotent.
  */
 export function isNotSentError(err: unknown): boolean {
   if (err instanceof TransientHttpError && (err.httpStatus === 429 || err.httpStatus === 503)) return true;
@@ -247,10 +246,7 @@ export class HttpTransport {
     return res;
   }
 
-  /**
-   * Closes the agent after in-flight requests, destroying it after min(timeoutMs, 5 s) (e.g. a page body nobody
-   * reads any more). A second call waits for the first.
-   */
+  /** Closes the agent after in-flight requests, destroying it after min(timeoutMs, 5 s). Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
       let timer: NodeJS.Timeout | undefined;

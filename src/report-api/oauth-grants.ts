@@ -1,15 +1,9 @@
 /**
  * The OAuth parts of a user-dependent service user (docs/report-export-service.md "User-dependent service user",
- * "Refresh") on oauth4webapi: the authorization URL, the redirect's checks (state, error), the authorization-code
- * and refresh grants, at the discovery document's token endpoint.
- *
- * `state` guards against CSRF (RFC 6749 section 10.12). PKCE (RFC 7636, S256) guards the code against a thief who
- * is not this client: the service's description shows no PKCE, and a server that does not know it ignores the
- * parameters (RFC 6749 section 3.1: unrecognised parameters are ignored), so it is sent unless the connection says
- * `pkce: false` or the discovery document offers other methods only
- * (docs/report-export-service.md "User-dependent service user").
- * client_secret goes in the body only for a trusted client. oauth4webapi errors may carry the token response as
- * their cause: every error leaving this module is ours, built from the OAuth error fields, with secrets scrubbed.
+ * "Refresh") on oauth4webapi: the authorization URL, the redirect's checks, the authorization-code and refresh grants.
+ * `state` guards against CSRF (RFC 6749 section 10.12); PKCE (RFC 7636, S256), which a server that does not know it
+ * ignores, is sent unless the connection says `pkce: false` or discovery offers other methods only. oauth4webapi
+ * errors may carry the token response as their cause: every error leaving this module is ours, secrets scrubbed.
  */
 import * as oauth from 'oauth4webapi';
 import { AbortedError } from '../errors.ts';
@@ -41,10 +35,7 @@ export interface Pkce {
   codeChallenge: string;
 }
 
-/**
- * A new PKCE pair for a login, or undefined when the connection does not want one (`pkce: false`) or the discovery
- * document names challenge methods without S256 (see the file comment).
- */
+/** A new PKCE pair for a login, or undefined when the connection or the discovery document rules it out. */
 export async function newPkce(endpoints: DiscoveredEndpoints, wanted: boolean): Promise<Pkce | undefined> {
   if (!wanted || (endpoints.codeChallengeMethods && !endpoints.codeChallengeMethods.includes('S256'))) return undefined;
   const codeVerifier = oauth.generateRandomCodeVerifier();
@@ -52,9 +43,8 @@ export async function newPkce(endpoints: DiscoveredEndpoints, wanted: boolean): 
 }
 
 /**
- * The URL to open in a browser (step 1): response_type=code, client_id, scope (space-separated), redirect_uri and
- * `state` (the single-use CSRF value the redirect must bring back), with a PKCE `codeChallenge` also code_challenge
- * and code_challenge_method=S256; every value URL-encoded.
+ * The URL to open in a browser (step 1): response_type=code, client_id, scope, redirect_uri, the single-use `state`
+ * and, with a PKCE `codeChallenge`, code_challenge and code_challenge_method=S256.
  */
 export function authorizationUrl(
   authorizationEndpoint: string,

@@ -1,10 +1,8 @@
 /**
  * A resumable page body (docs/report-export-service.md "Endpoints" #3). Pages are deterministic, so after a break
  * the page is requested again, the bytes already delivered are skipped and the last up-to-64 of them compared with
- * the re-fetched ones: the reader sees every byte exactly once, or a PageBrokenError.
- *
- * A pull Readable that reads the undici body only while its own consumer wants more (backpressure), not
- * `Readable.from(asyncGenerator)`, which costs two promise hops per chunk (bench/report-api-pages.ts).
+ * the re-fetched ones: the reader sees every byte exactly once, or a PageBrokenError. A pull Readable: the undici
+ * body is read only while the consumer wants more.
  */
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';

@@ -215,10 +215,9 @@ class HttpReportClient implements ReportClient {
 }
 
 /**
- * Makes a report client: reads the discovery document (on every start: docs/report-export-service.md "Obtaining
- * the token endpoint"), sets up a keep-alive agent and the Redis-shared token cache. No token is requested yet.
- * @throws ConfigError (no clientSecret, or no authStore for authorization_code); ServerUnreachableError;
- *   TokenError when the discovery document cannot be read otherwise or names no token_endpoint
+ * Makes a report client: reads the discovery document (docs/report-export-service.md "Obtaining the token endpoint"),
+ * sets up a keep-alive agent and the Redis-shared token cache. No token is requested yet.
+ * @throws ConfigError (no clientSecret, or no authStore for authorization_code); ServerUnreachableError; TokenError
  */
 export async function makeReportClient(opts: ReportClientOptions): Promise<ReportClient> {
   const { connection, connectionName } = opts;

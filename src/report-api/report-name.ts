@@ -25,9 +25,8 @@ function describeChar(ch: string): string {
 }
 
 /**
- * What is wrong with a report name: a character the server rejects, or a malformed shape. `problem` reads e.g.
- * `contains the character "é" (U+00E9) at position 10 (in file name "Ordérs"), which is not allowed`; `details`
- * holds position (1-based, in code points), character, segment, extension as they apply.
+ * What is wrong with a report name, e.g. `contains the character "é" (U+00E9) at position 10 (in file name "Ordérs"),
+ * which is not allowed`; `details` holds position (1-based, in code points), character, segment, extension.
  */
 interface ReportNameProblem {
   kind: 'character' | 'shape';

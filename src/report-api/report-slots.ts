@@ -1,12 +1,9 @@
 /**
  * Report slots: at most `maxConcurrentReports` report jobs of one connection open at once, across every process
- * sharing the Redis (docs/architecture.md "A fleet"): the server names no limit, but its ERP serves people.
- *
- * A slot is a lease renewed every leaseMs/3, so a dead process's slot frees itself. Runs beyond the limit wait in
- * line by the order the caller gives; a place in line is a lease too. Releases are published, so waiters in every
- * process ask again at once. Per connection three sorted sets under the installation's prefix (one hash slot when it
- * carries a hash tag): `held` (holder → lease end), `waiting` (holder → order), `waitLease` (holder → lease end),
- * lease ends in the Redis server's clock (TIME).
+ * sharing the Redis (docs/architecture.md "A fleet"). A slot, and a place in line, is a lease renewed every leaseMs/3,
+ * so a dead process's frees itself; releases are published, so waiters everywhere ask again at once. Per connection
+ * three sorted sets: `held` (holder → lease end), `waiting` (holder → order), `waitLease` (holder → lease end), lease
+ * ends in the Redis server's clock.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';

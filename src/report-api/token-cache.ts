@@ -1,10 +1,8 @@
 /**
  * The access token cache shared by every process through Redis (docs/report-export-service.md "Client credentials
- * grant" rule 2: reuse the token while it is valid, renew shortly before expiry).
- *
- * The key ({@link tokenCacheKey}) holds JSON {@link CachedToken} with a TTL of the remaining lifetime. Renewal is
- * single flight across processes: whoever wins `SET <key>:lock <owner> NX PX` asks the token endpoint, the others
- * poll the key (or use a still-valid token meanwhile). Lock and entry are deleted only by compare-and-delete.
+ * grant" rule 2). The key holds a JSON {@link CachedToken} with a TTL of its remaining lifetime. Renewal is single
+ * flight across processes: whoever wins `SET <key>:lock <owner> NX PX` asks the token endpoint, the others poll the
+ * key. Lock and entry are deleted only by compare-and-delete.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -47,9 +45,8 @@ export function tokenRequestsKey(prefix = 'report-etl:'): string {
 }
 
 /**
- * The Redis key of a connection's token: `${prefix}token:` + 16 hex digits of HMAC-SHA256(key = clientSecret,
- * baseUrl + '\n' + clientId). With the secret in the fingerprint, a wrong or rotated secret never finds a token
- * obtained with another, and only who holds the secret can compute the key; the secret never reaches Redis.
+ * The Redis key of a connection's token: `${prefix}token:` + 16 hex digits of HMAC-SHA256(clientSecret, baseUrl +
+ * '\n' + clientId): a rotated secret never finds the old token, and the secret never reaches Redis.
  */
 export function tokenCacheKey(prefix: string, baseUrl: string, clientId: string, clientSecret: string): string {
   const fingerprint = createHmac('sha256', clientSecret).update(`${baseUrl}\n${clientId}`).digest('hex').slice(0, 16);

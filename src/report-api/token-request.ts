@@ -34,12 +34,11 @@ export function checkedAccessToken(token: string, path: string): string {
 }
 
 /**
- * POSTs grant_type=client_credentials to the token endpoint (Content-Type application/x-www-form-urlencoded)
- * with the credentials in the Authorization header or in the body. Transient failures are retried per `retry`.
+ * POSTs grant_type=client_credentials to the token endpoint, the credentials in the Authorization header or the
+ * form body; transient failures are retried per `retry`.
  * @returns the access token and its lifetime in seconds
- * @throws TokenError with httpStatus and oauthError (non-200 answer, unusable body, attempts exhausted; at once for
- *   an endpoint that is not http(s));
- *   ServerUnreachableError (the token endpoint cannot be reached at all); AbortedError
+ * @throws TokenError with httpStatus and oauthError (non-200 answer, unusable body, attempts exhausted, an endpoint
+ *   that is not http(s)); ServerUnreachableError; AbortedError
  */
 export async function requestClientCredentialsToken(
   http: HttpTransport,

@@ -1,11 +1,8 @@
 /**
  * Access tokens of a user-dependent service user (docs/report-export-service.md "Refresh"): from the refresh grant,
- * shared through Redis as token-cache.ts does, keyed by the refresh token's fingerprint (a new login never uses an
- * old login's token; the refresh token never reaches Redis).
- *
- * A refused refresh is recorded in the store: every process then fails at once until the next login. The store is
- * read at most every `stateTtlMs` per process, and fresh before asking the token endpoint, so a refused refresh
- * token is sent once.
+ * shared through Redis as token-cache.ts does, keyed by the refresh token's fingerprint. A refused refresh is recorded
+ * in the store, so every process fails at once until the next login; the store is read fresh before asking the token
+ * endpoint, so a refused refresh token is sent once.
  */
 import { LoginRequiredError } from './errors.ts';
 import { TokenCache, tokenCacheKey, type AccessTokens, type TokenCacheOptions } from './token-cache.ts';

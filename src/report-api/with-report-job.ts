@@ -1,25 +1,20 @@
 /** A report job as a scoped resource (docs/report-export-service.md "What the service does" 3). */
 import { coerceError } from '../errors.ts';
 import { silentLogger, type Logger } from '../logger.ts';
-import type { FinishedReport, ReportClient, ReportJob, StartReportRequest } from './types.ts';
+import type { FinishedReport, ReportClient, StartReportRequest } from './types.ts';
 
 /** Options of {@link withReportJob}. */
 interface ReportJobScope {
   /** Aborts the wait and `fn`; the DELETE still runs. */
   signal?: AbortSignal | undefined;
   logger?: Logger;
-  /**
-   * Told of the job before the first poll, so the caller can record its id (a process that dies later leaves a
-   * job someone can delete). A throw ends the scope like any failure.
-   */
-  onStarted?: (job: ReportJob) => Promise<void>;
 }
 
 /**
  * Starts the report, waits until it finished, runs `fn`, and deletes the job in every outcome. A failing DELETE is
  * logged with the job id, not thrown: the outcome of the work stands (a committed load stays committed).
  * @returns what `fn` returned
- * @throws whatever startReport, onStarted, waitForJob or `fn` threw
+ * @throws whatever startReport, waitForJob or `fn` threw
  */
 export async function withReportJob<T>(
   client: ReportClient,
@@ -30,7 +25,6 @@ export async function withReportJob<T>(
   const job = await client.startReport(req, scope.signal);
   const startedAt = Date.now();
   try {
-    await scope.onStarted?.(job);
     const finished = await client.waitForJob(job.id, scope.signal, startedAt);
     return await fn(finished);
   } finally {

@@ -1,0 +1,95 @@
+/**
+ * `report-etl preview --from-pages <run>` (docs/operations.md "Kept pages"): what `report-etl preview` shows (the
+ * target columns with their types, the first rows, a replaceRange's plan), from the first page a run kept instead of a
+ * new rendering: no request to the server. The pages are read with the reader `replay --from-pages` loads them with
+ * (pipeline/kept-pages.ts), through the same decoders; nothing is loaded (the rows go into a staging table of a
+ * transaction that is rolled back) and no run is recorded.
+ */
+import type pg from 'pg';
+import type { ResolvedJob } from '../config/load.ts';
+import { EtlError } from '../errors.ts';
+import type { AttemptArchive } from '../history/page-archive.ts';
+import type { Logger } from '../logger.ts';
+import { outputShape } from '../vocabulary.ts';
+import { parseTableName } from '../warehouse/identifiers.ts';
+import { previewRows } from '../warehouse/preview.ts';
+import { countRangeRows } from '../warehouse/replace-range.ts';
+import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
+import { jobDecoder } from './job-decoder.ts';
+import { openKeptPages } from './kept-pages.ts';
+import { logicalTimeOf, runRange } from './logical-time.ts';
+import type { JobPreview } from './preview.ts';
+import { reportRows } from './report-rows.ts';
+
+/** Options of {@link previewKeptPages}. */
+export interface KeptPreviewOptions {
+  /** The run's job as jobs.yaml has it now: its decoder, target and declared types. */
+  job: ResolvedJob;
+  /** The kept pages to preview (history/page-archive.ts), complete. */
+  archive: AttemptArchive;
+  /** The run's logical interval (etl.runs), for a replaceRange's plan. */
+  interval?: { logicalStart?: Date | undefined; logicalEnd?: Date | undefined } | undefined;
+  /** Rows to show (1..1000). */
+  rows: number;
+  pool: pg.Pool;
+  logger: Logger;
+  signal?: AbortSignal;
+}
+
+/**
+ * Previews the first kept page of `o.archive` as `o.job` would load it now.
+ * @returns the preview, with the counts the server announced when the pages were read
+ * @throws EtlError PAGES_NOT_KEPT (not retryable) when the pages are incomplete, damaged, or of another output type
+ *   than the job's now; the decoders' and the database's errors, as a preview from the server throws them
+ */
+export async function previewKeptPages(o: KeptPreviewOptions): Promise<JobPreview> {
+  const { archive } = o;
+  const { report, target: targetConfig } = o.job.job;
+  if (archive.outputType !== report.outputType)
+    throw new EtlError(
+      'PAGES_NOT_KEPT',
+      `attempt ${archive.attemptId} kept ${archive.outputType} pages, and the job's output type is now ` +
+        `${report.outputType}: preview the job from the server instead`,
+      { retryable: false },
+    );
+  const target = parseTableName(targetConfig.table);
+  const declaredTypes = await resolveDeclaredTypes(o.pool, o.job.name, targetConfig.columns);
+  const now = new Date();
+  const request = {
+    ...(o.interval?.logicalStart ? { logicalStart: o.interval.logicalStart.toISOString() } : {}),
+    ...(o.interval?.logicalEnd ? { logicalEnd: o.interval.logicalEnd.toISOString() } : {}),
+  };
+  const range = runRange(o.job, logicalTimeOf(o.job, request, now));
+  const kept = await openKeptPages(o.pool, archive);
+  const shape = outputShape(report.outputType, targetConfig);
+  const announced = { pages: archive.announcedPages, rows: shape === 'rows' ? archive.announcedRows : undefined };
+  // A preview loads nothing: the reader's progress lines (`page loaded`) would say otherwise; its warnings stay.
+  const quiet = o.logger.isLevelEnabled('info') ? o.logger.child({}, { level: 'warn' }) : o.logger;
+  const id = `kept pages of attempt ${archive.attemptId}`;
+  const rows = reportRows(kept, id, () => jobDecoder(o.job, now), quiet, o.signal, { maxPages: 1, announced });
+  const db = await o.pool.connect();
+  try {
+    await db.query('BEGIN');
+    await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [
+      o.job.connection.timezone,
+    ]);
+    const limit = Math.min(o.rows, 1000);
+    const result = await previewRows(
+      db,
+      { job: o.job.name, target, key: targetConfig.key, declaredTypes, limit, range },
+      rows,
+    );
+    return {
+      reportRows: archive.announcedRows ?? 0,
+      reportPages: archive.announcedPages,
+      targetTable: `${target.schema}.${target.table}`,
+      result,
+      range: range && { range, deletes: await countRangeRows(db, target, range) },
+    };
+  } finally {
+    await db.query('ROLLBACK').catch(() => undefined);
+    db.release();
+    await rows.close();
+    await kept.close();
+  }
+}
