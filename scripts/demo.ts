@@ -44,7 +44,8 @@ starts its own and stops it at the end.
   -h, --help  this text
 
 Environment: REPORT_BASE_URL (the simulator's address, default http://127.0.0.1:8080), ADMIN_PORT (default 3000),
-LOG_LEVEL (default warn), DATABASE_URL, REDIS_URL, REPORT_ETL_CONFIG, REPORT_ETL_QUEUE_PREFIX (default report-etl).
+LOG_LEVEL (default warn), LOG_FORMAT (default pretty, one readable line each, also when not in a terminal; json for
+JSON lines), DATABASE_URL, REDIS_URL, REPORT_ETL_CONFIG, REPORT_ETL_QUEUE_PREFIX (default report-etl).
 `;
 const args = process.argv.slice(2);
 if (args.includes('--help') || args.includes('-h')) {
@@ -58,6 +59,8 @@ if (unknown.length > 0) {
 }
 const once = args.includes('--once') || !process.stdout.isTTY;
 process.env.LOG_LEVEL ??= 'warn';
+// The demo is read by a person, also when its output goes to a file or a CI log: readable lines unless asked for JSON.
+process.env.LOG_FORMAT ??= 'pretty';
 const configPath = process.env.REPORT_ETL_CONFIG ?? 'jobs.yaml';
 const out = (line = '') => process.stdout.write(`${line}\n`);
 
@@ -122,16 +125,31 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
   try {
     const jobs = Object.keys(config.jobs);
     const runKeys = new Map<string, string>();
+    // Said before it runs, so that its failure reads as the example it is, not as the demo breaking.
+    for (const job of jobs.filter((j) => EXPECTED_TO_FAIL.has(j)))
+      out(`on purpose    ${job} fails: its report errors on the server, to show how a failure looks and is replayed`);
     for (const job of jobs) runKeys.set(job, (await enqueueManual(service.queue, config, job)).runKey);
     out(`queued        one run of each job: ${jobs.join(', ')}`);
     const done = await waitForRuns(pool, runKeys);
     out();
-    out('job              status        rows  pages  seconds  error');
+    const kind = (job: string) => {
+      const j = config.jobs[job];
+      return { output: j?.report.outputType ?? '', mode: j?.target.mode ?? '' };
+    };
+    const outputWidth = Math.max(6, ...jobs.map((j) => kind(j).output.length));
+    const modeWidth = Math.max(5, ...jobs.map((j) => kind(j).mode.length));
+    out(
+      `job              ${'output'.padEnd(outputWidth)}  ${'mode'.padEnd(modeWidth)}  status                  rows  ` +
+        'pages  seconds  error',
+    );
     for (const [job, r] of done) {
-      const expected = EXPECTED_TO_FAIL.has(job) ? r?.status === 'failed' : r?.status === 'succeeded';
+      const onPurpose = EXPECTED_TO_FAIL.has(job);
+      const expected = onPurpose ? r?.status === 'failed' : r?.status === 'succeeded';
       if (!expected) exitCode = 1;
+      const status = `${r?.status ?? 'timed out'}${onPurpose ? ' (on purpose)' : ''}`;
       out(
-        `${job.padEnd(16)} ${(r?.status ?? 'timed out').padEnd(10)} ${String(r?.rows ?? '').padStart(7)} ` +
+        `${job.padEnd(16)} ${kind(job).output.padEnd(outputWidth)}  ${kind(job).mode.padEnd(modeWidth)}  ` +
+          `${status.padEnd(20)} ${String(r?.rows ?? '').padStart(7)} ` +
           `${String(r?.pages ?? '').padStart(6)} ` +
           `${r?.duration_ms ? (Number(r.duration_ms) / 1000).toFixed(1).padStart(8) : '        '}  ` +
           `${r?.error ? summaryLine(r.error) : ''}${expected ? '' : '   <-- unexpected'}`,
@@ -260,7 +278,8 @@ async function waitForRuns(pool: pg.Pool, runKeys: Map<string, string>): Promise
       );
       if (rows[0]) {
         result.set(job, rows[0]);
-        out(`${rows[0].status.padEnd(13)} ${job}${rows[0].rows !== null ? `: ${rows[0].rows} rows` : ''}`);
+        const purpose = EXPECTED_TO_FAIL.has(job) ? ' (on purpose)' : '';
+        out(`${rows[0].status.padEnd(13)} ${job}${rows[0].rows !== null ? `: ${rows[0].rows} rows` : ''}${purpose}`);
       }
     }
     await new Promise((r) => setTimeout(r, 250));

@@ -218,6 +218,64 @@ describe('run history pages', () => {
     expect(orphaned).toContain('<button type="submit" id="replay" class="primary">Replay run</button>');
   });
 
+  it(
+    "a killed attempt's pages say where it stopped (its recorded progress); its trace id links with " +
+      'REPORT_ETL_TRACE_URL, escaped, and only to http(s)',
+    async () => {
+      const attemptId = crypto.randomUUID();
+      const traceId = '0af7651916cd43dd8448eb211c80319c';
+      await insertAttempt(h.pool, {
+        attemptId,
+        job: moreJob,
+        runKey: attemptId,
+        trigger: 'manual',
+        targetTable: 'x.y',
+        writeMode: 'replace',
+        worker: 'test',
+        traceId,
+      });
+      const progress = { page: 33, pagesRead: 32, pages: 40, rows: 3_200_000, at: new Date().toISOString() };
+      await h.pool.query('UPDATE etl.attempts SET report_job_id = $2, progress = $3 WHERE attempt_id = $1', [
+        attemptId,
+        'job-1',
+        JSON.stringify(progress),
+      ]);
+      // As the janitor closes it: no figures of its own.
+      await failAttempt(h.pool, attemptId, {
+        status: 'interrupted',
+        stage: 'load',
+        errorKind: 'ORPHANED',
+        retryable: true,
+        message: 'orphaned: the process that ran attempt 1 (test) ended without finishing it',
+      });
+      const words = 'stopped at page 33 of 40, 3\u202f200\u202f000 rows read';
+      const saved = process.env.REPORT_ETL_TRACE_URL;
+      try {
+        process.env.REPORT_ETL_TRACE_URL = 'https://tempo.example/trace/{traceId}?org=1&view="x"';
+        const runPage = await (await get(`/admin/runs/${moreJob}/${attemptId}`, bearer)).text();
+        expect(runPage).toContain(`<dd class="done">${words}, nothing committed</dd>`);
+        expect(runPage).toContain(`Done before it stopped:</strong> ${words} (as last recorded,`);
+        const link =
+          `<a class="trace-link" href="https://tempo.example/trace/${traceId}?org=1&amp;view=&quot;x&quot;" ` +
+          `target="_blank" rel="noopener noreferrer"><code>${traceId}</code></a>`;
+        expect(runPage).toContain(`<dd class="trace-id">${link}</dd>`);
+        const attemptPage = await (await get(`/admin/attempts/${attemptId}`, bearer)).text();
+        expect(attemptPage).toContain(`<dd class="progress">${words}, nothing committed <span class="muted">`);
+        expect(attemptPage).toContain(`<dd class="trace-id">${link}</dd>`);
+        for (const template of ['javascript:alert(1)//{traceId}', 'https://tempo.example/trace/', undefined]) {
+          if (template === undefined) delete process.env.REPORT_ETL_TRACE_URL;
+          else process.env.REPORT_ETL_TRACE_URL = template;
+          const plain = await (await get(`/admin/attempts/${attemptId}`, bearer)).text();
+          expect(plain).toContain(`<dd class="trace-id"><code>${traceId}</code></dd>`);
+          expect(plain).not.toContain('trace-link');
+        }
+      } finally {
+        if (saved === undefined) delete process.env.REPORT_ETL_TRACE_URL;
+        else process.env.REPORT_ETL_TRACE_URL = saved;
+      }
+    },
+  );
+
   it('the run page of a queued run says when it was queued and how long it waited for a worker', async () => {
     const runKey = `${okJob}__queued`;
     await recordRunRequest(h.pool, {

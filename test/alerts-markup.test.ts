@@ -52,3 +52,37 @@ it('gives every body the same stable id for the same event, job, run and attempt
   const stale: AlertMessage = { event: 'stale', job: 'j', at: hostile.at, lastSuccessAt: '2026-11-20T00:00:00Z' };
   expect(ids(stale)[0]).not.toBe(ids({ ...stale, lastSuccessAt: '2026-11-23T00:00:00Z' })[0]);
 });
+
+it("prints the times of its texts as every command does: in the job's zone with its offset, else UTC marked Z", () => {
+  const failed: AlertMessage = {
+    ...hostile,
+    error: 'Division by zero',
+    request: {
+      logicalStart: '2026-11-23T01:15:00.000Z',
+      logicalEnd: '2026-11-24T01:15:00.000Z',
+      tick: '2026-11-24T01:15:00.000Z',
+    },
+  };
+  const slack = (m: AlertMessage, zone?: string) => (alertBody(m, 'slack', zone) as { text: string }).text;
+  expect(slack(failed, 'Europe/Zurich')).toContain('interval: (2026-11-23 02:15:00+01:00, 2026-11-24 02:15:00+01:00]');
+  expect(slack(failed)).toContain('interval: (2026-11-23 01:15:00Z, 2026-11-24 01:15:00Z]');
+  const stale: AlertMessage = {
+    event: 'stale',
+    job: 'j',
+    at: '2026-11-24T12:00:00.000Z',
+    freshness: '26h',
+    lastSuccessAt: '2026-11-23T01:16:40.123Z',
+  };
+  expect(slack(stale, 'Europe/Zurich')).toContain('(last success 2026-11-23 02:16:40+01:00)');
+  const card = alertBody(stale, 'teams', 'Europe/Zurich') as {
+    attachments: { content: { body: { inlines: { text: string }[] }[] } }[];
+  };
+  const texts = card.attachments[0]!.content.body.map((b) => b.inlines.map((i) => i.text).join(''));
+  expect(texts).toContain('last success: 2026-11-23 02:16:40+01:00');
+  const recovered: AlertMessage = { event: 'recovered', job: 'j', at: stale.at, failingSince: stale.lastSuccessAt };
+  const generic = alertBody(recovered, 'generic') as { summary: string; at: string; failingSince: string };
+  expect(generic.summary).toContain('after failures since 2026-11-23 01:16:40Z');
+  // The fields for machines stay ISO 8601 UTC.
+  expect(generic.at).toBe('2026-11-24T12:00:00.000Z');
+  expect(generic.failingSince).toBe('2026-11-23T01:16:40.123Z');
+});

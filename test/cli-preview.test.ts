@@ -38,6 +38,10 @@ jobs:
       table: ${h.schema}.bookings_preview
       columns: { buchungstag: date }
       replaceRange: { column: buchungstag, from: "%{logicalEnd-7d:yyyy-MM-dd}", to: "%{logicalEnd:yyyy-MM-dd}" }
+  ${job}_key:
+    connection: sim
+    report: { mandant: 7777, name: Sales/Orders, outputType: json, parameters: { ROWS: "many" } }
+    target: { table: ${h.schema}.orders_key, mode: merge, key: [auftrag_nummer] }
   ${job}_pdf:
     connection: sim
     report: { mandant: 7777, name: Sales/Orders, outputType: pdf, paging: 100, parameters: { ROWS: "250" } }
@@ -129,4 +133,25 @@ it('with replaceRange: names the period, the rows it holds now, and warns of sho
   );
   expect(r.stderr).not.toMatch(/"2026-01-13" lies outside/);
   expect((await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n).toBe(3);
+});
+
+it('a name the report lacks, or a parameter the server refuses: says where to fix it, not to run preview', async () => {
+  const wrongKey = await cli(['preview', `${job}_key`, '--config', configPath, '-p', 'ROWS=5']);
+  expect(wrongKey.code).toBe(1);
+  expect(wrongKey.stderr).toContain(
+    'target.key: merge key column auftrag_nummer is not a column of the report (did you mean "auftrag_nr"?). ' +
+      "The report's columns: auftrag_nr, kunde,",
+  );
+  expect(wrongKey.stderr).toContain('or remove the entry, then preview again');
+  expect(wrongKey.stderr).not.toContain('`report-etl preview` shows');
+  // The line and column of the key in jobs.yaml.
+  expect(wrongKey.stderr).toMatch(new RegExp(`\\n  fix ${configPath}:\\d+:\\d+: target\\.key: auftrag_nummer\\n`));
+  const refused = await cli(['preview', `${job}_key`, '--config', configPath]);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain("Invalid value for parameter ROWS: 'many'");
+  expect(refused.stderr).toMatch(
+    new RegExp(`\\n  parameter ROWS: ${configPath}:\\d+:\\d+ \\(report\\.parameters\\.ROWS\\)\\n`),
+  );
+  const given = await cli(['preview', `${job}_key`, '--config', configPath, '-p', 'ROWS=x']);
+  expect(given.stderr).toContain('\n  parameter ROWS: given with -p ROWS=x\n');
 });

@@ -49,6 +49,28 @@ describe('report-etl validate', () => {
     expect(r.code).toBe(0);
   });
 
+  it('checks the settings of the environment: REPORT_ETL_TIME_ZONE and REPORT_ETL_TRACE_URL (exit 2)', async () => {
+    const r = await cli(['validate', '--config', 'jobs.yaml', '--no-database'], {
+      REPORT_ETL_TIME_ZONE: 'Mars/Olympus',
+      REPORT_ETL_TRACE_URL: 'ftp://tempo.example/trace/{traceId}',
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(
+      'environment: REPORT_ETL_TIME_ZONE=Mars/Olympus: unknown time zone (write job, UTC or an IANA zone such as ' +
+        'Europe/Berlin)',
+    );
+    expect(r.stderr).toContain(
+      'environment: REPORT_ETL_TRACE_URL=ftp://tempo.example/trace/{traceId}: only http and https links are made',
+    );
+    expect(r.stderr).toContain('environment: 2 problems');
+    const ok = await cli(['validate', '--config', 'jobs.yaml', '--no-database'], {
+      REPORT_ETL_TIME_ZONE: 'Europe/Berlin',
+      REPORT_ETL_TRACE_URL: 'https://tempo.example/trace/{traceId}',
+    });
+    expect(ok.stderr.trim()).toBe('');
+    expect(ok.code).toBe(0);
+  });
+
   it('uses $REPORT_ETL_CONFIG as the default path, and lists every problem with exit 2', async () => {
     const path = join(dir, 'bad.yaml');
     await writeFile(

@@ -68,9 +68,17 @@ function expectRoundDone(result: DemoResult, startedStores = false): void {
   expect(result.stderr).not.toContain('demo-secret');
   expect(result.code, result.stdout + result.stderr).toBe(0);
   for (const job of ['sales_orders', 'stock_levels', 'ledger', 'orders_compact']) {
-    expect(result.stdout).toMatch(new RegExp(`^${job} +succeeded +[1-9]\\d*`, 'm'));
+    expect(result.stdout).toMatch(new RegExp(`^${job} +[a-z_]+ +[a-z]+ +succeeded +[1-9]\\d*`, 'm'));
   }
-  expect(result.stdout).toMatch(/^broken_report +failed .*Report execution failed/m);
+  // The failing job is labelled before it runs, and in the table, with its output type and write mode.
+  const label = result.stdout.indexOf('on purpose    broken_report fails:');
+  expect(label).toBeGreaterThan(-1);
+  expect(label).toBeLessThan(result.stdout.indexOf('queued        one run of each job'));
+  expect(result.stdout).toMatch(/^job +output +mode +status +rows +pages +seconds +error$/m);
+  expect(result.stdout).toMatch(/^broken_report +json +replace +failed \(on purpose\) .*Report execution failed/m);
+  expect(result.stdout).toMatch(/^sales_orders +json +replace +succeeded /m);
+  // Not in a terminal either, the log lines are readable, not JSON.
+  expect(result.stderr).not.toMatch(/^\{"level"/m);
   expect(result.stdout).toContain(`http://127.0.0.1:${result.adminPort}/admin/runs`);
   expect(result.stdout).toContain('Where to look, now that the demo has ended:');
   if (startedStores) {

@@ -166,9 +166,17 @@ it(
     paged.resetCounters();
     const first = startCli(['run', job, '-c', configPath], env());
     children.push(first);
+    // Its progress, recorded outside the load transaction as it reads, says it is past page 3 before the kill.
     const dead = await waitFor(
-      'the run is loading pages',
-      async () => paged.counters().pagesServed >= 3 && (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
+      'the run is loading pages and has recorded its progress past page 3',
+      async () => {
+        const { rows } = await h.pool.query<{ attempt_id: string; report_job_id: string }>(
+          `SELECT attempt_id, report_job_id FROM etl.attempts
+            WHERE job = $1 AND status = 'running' AND (progress->>'page')::int >= 3`,
+          [job],
+        );
+        return rows[0];
+      },
       60_000,
     );
     await killHard(first);
@@ -185,6 +193,18 @@ it(
     );
     expect(await second.exited).toBe(0);
     await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
+    // It says where it stopped: the page it was reading of the 30 announced, the rows it had read.
+    const { rows: closed } = await h.pool.query<{
+      error: string;
+      progress: { page: number; pagesRead: number; rows: number };
+    }>('SELECT error, progress FROM etl.attempts WHERE attempt_id = $1', [dead.attempt_id]);
+    const p = closed[0]!.progress;
+    expect(p.page).toBeGreaterThanOrEqual(3);
+    expect(p.rows).toBeGreaterThanOrEqual(200);
+    const where = p.pagesRead >= p.page ? 'after' : 'at';
+    expect(closed[0]!.error).toContain(
+      `; it stopped ${where} page ${p.page} of 30, ${p.rows.toLocaleString('en-US')} rows read; nothing was committed;`,
+    );
     const { rows } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${h.schema}.load`);
     expect(rows[0]!.n).toBe(3000);
     expect(paged.counters().openJobs).toEqual([]);

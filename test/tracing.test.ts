@@ -343,6 +343,31 @@ it(
   },
 );
 
+it(
+  'an OTLP endpoint nobody listens on: report-etl run succeeds, its flush is bounded, and one line says the ' +
+    'traces were dropped',
+  async () => {
+    // A port that was just free: nothing answers there, every export is refused.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const r = await runCli(['run', `${jp}_run`, '--config', configPath], {
+      ...baseEnv(),
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+    });
+    expect(r.code).toBe(0);
+    const told = r.stderr
+      .split('\n')
+      .filter((l) => l.includes(`127.0.0.1:${port}/v1/traces`) && l.includes('"level":40'));
+    // The exporter's retries (at most 2 s in a short command) end in one line, not one per failure and a timeout.
+    expect(told).toHaveLength(1);
+    expect(told[0]).toMatch(/tracing: the OTLP endpoint did not take the last \d+ spans before exit \(.*ECONNREFUSED/);
+    expect(told[0]).toContain('); these traces were dropped');
+    expect(r.stderr).not.toContain('could not export spans');
+  },
+);
+
 it('a tracing setting report-etl cannot follow stops the command with a clear error (exit 2)', async () => {
   const r = await runCli(['run', `${jp}_run`, '--config', configPath], {
     ...baseEnv(),

@@ -17,6 +17,7 @@ import {
   formatTime,
   replayable,
   replayOffer,
+  traceIdHtml,
   runPath,
   statusLabel,
   type NewestFailure,
@@ -24,6 +25,7 @@ import {
 import { timelineChart } from './timeline-chart.ts';
 import { requestSection, scheduledForText } from './request-section.ts';
 import { readAttemptRequest } from '../history/attempt-request.ts';
+import { readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 
 /** A SCHEMA_CHANGED error's difference as a table: each column added, missing or of another type. */
 function schemaDifferenceTable(e: RunErrorRow): SafeHtml | '' {
@@ -66,6 +68,22 @@ ${preSection(html`Details`, 'details', e.details)}
 }
 
 /**
+ * How far an attempt without figures of its own got (a running one, or one whose process died), from
+ * etl.attempts.progress: `stopped at page 33 of 40, 3 200 000 rows read, nothing committed`, when it was recorded.
+ */
+function progressField(a: AttemptRow, zone?: string): SafeHtml | '' {
+  const p = a.pages === null ? readProgress(a.progress) : undefined;
+  if (!p) return '';
+  const words =
+    a.status === 'running'
+      ? `reading page ${formatCount(p.page)} of ${p.pages === null ? '?' : formatCount(p.pages)}, ` +
+        `${formatCount(p.rows)} rows read so far`
+      : `${stoppedAtWords(p, formatCount)}, nothing committed`;
+  return html`<dt>Progress</dt><dd class="progress">${words} <span class="muted">(as recorded at \
+${formatTime(new Date(p.at), zone)} while it loaded)</span></dd>`;
+}
+
+/**
  * One attempt of `run`.
  * @param attempts every attempt of the run (this one among them), newest first
  * @param zone the job's time zone, for its times (UTC when not given)
@@ -92,7 +110,7 @@ export function renderAttemptPage(
 <span class="muted">(replay --accept-guard)</span></dd>`
     : '';
   const traceId = a.trace_id
-    ? html`<code>${a.trace_id}</code>`
+    ? traceIdHtml(a.trace_id)
     : html`<span class="muted">none (traces are exported when OTEL_EXPORTER_OTLP_ENDPOINT is set)</span>`;
   const scheduledFor = scheduledForText(a.scheduled_for, readAttemptRequest(a.request)?.logicalEnd, zone);
   const fields = html`<dl>
@@ -104,7 +122,7 @@ export function renderAttemptPage(
 <dt>Scheduled for</dt><dd class="scheduled-for">${scheduledFor}</dd>
 <dt>Started</dt><dd>${t(a.started_at)}</dd><dt>Finished</dt><dd>${t(a.finished_at)}</dd>
 <dt>Duration</dt><dd>${formatDuration(a.duration_ms)}</dd><dt>Target</dt><dd>${a.target_table} (${a.write_mode})</dd>
-<dt>Rows</dt><dd>${formatCount(a.rows)}</dd><dt>Pages</dt><dd>${a.pages ?? ''}</dd>\
+<dt>Rows</dt><dd>${formatCount(a.rows)}</dd><dt>Pages</dt><dd>${a.pages ?? ''}</dd>${progressField(a, zone)}\
 <dt>Bytes</dt><dd>${formatCount(a.bytes)}</dd>
 <dt>Report job</dt><dd>${a.report_job_id ?? ''}</dd><dt>Worker</dt><dd>${a.worker ?? ''}</dd>
 ${guard}

@@ -15,6 +15,8 @@ import type { ReplayRefusal } from '../queue/replay.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 import { formatTime } from '../time-text.ts';
 import { failureHint } from '../failure-hints.ts';
+import { readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
+import { traceUrl } from '../trace-link.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
 import { COLUMNS, escapeHtml, formatCount, headerRow, html, page, SafeHtml } from './html.ts';
 import { timelineChart, type ChartAttempt } from './timeline-chart.ts';
@@ -22,6 +24,16 @@ import { requestSection, scheduledForText } from './request-section.ts';
 
 /** A time as every page and command prints it (time-text.ts: the job's zone with its offset, or UTC marked Z). */
 export { formatTime };
+
+/**
+ * A trace id as code, linked to the trace when `REPORT_ETL_TRACE_URL` is set (docs/observability.md "Tracing"); the
+ * link opens in a new tab and sends no referrer.
+ */
+export function traceIdHtml(traceId: string): SafeHtml {
+  const url = traceUrl(traceId);
+  const code = html`<code>${traceId}</code>`;
+  return url ? html`<a class="trace-link" href="${url}" target="_blank" rel="noopener noreferrer">${code}</a>` : code;
+}
 
 /** The time zone of a job by name (its schedule's), or undefined for a job jobs.yaml no longer has. */
 type ZoneOf = (job: string) => string | undefined;
@@ -97,7 +109,8 @@ export function withCode(text: string): SafeHtml {
 
 /** The failure a run's page leads with: its newest attempt (failed or interrupted) and the error recorded for it. */
 export interface NewestFailure {
-  attempt: Pick<AttemptRow, 'attempt' | 'attempt_id' | 'status' | 'error' | 'pages' | 'rows'>;
+  attempt: Pick<AttemptRow, 'attempt' | 'attempt_id' | 'status' | 'error' | 'pages' | 'rows'> &
+    Partial<Pick<AttemptRow, 'progress' | 'trace_id'>>;
   /** The attempt's last etl.run_errors row; none for an attempt recorded without one. */
   error?: RunErrorRow | undefined;
 }
@@ -278,7 +291,12 @@ export function chartAttempt(a: AttemptRow, zone?: string): ChartAttempt {
     startedAt: a.started_at,
     finishedAt: a.finished_at,
     timeline: a.timeline,
-    done: { pages: a.pages, rows: a.rows, reportJobStarted: a.report_job_id !== null },
+    done: {
+      pages: a.pages,
+      rows: a.rows,
+      reportJobStarted: a.report_job_id !== null,
+      progress: readProgress(a.progress),
+    },
   };
 }
 
@@ -298,6 +316,9 @@ ${timelineChart(drawn.map((a) => chartAttempt(a, zone)))}`;
 
 /** What an attempt that did not finish had done: its pages read and rows; nothing for a failure before any page. */
 function doneSoFar(a: NewestFailure['attempt']): string {
+  // Without figures of its own (a killed attempt: the janitor closed it), what it recorded as it read.
+  const progress = a.pages === null ? readProgress(a.progress) : undefined;
+  if (progress) return `${stoppedAtWords(progress, formatCount)}, nothing committed`;
   if (!a.pages && a.status !== 'interrupted') return '';
   return `${formatCount(a.pages ?? 0)} pages read, ${formatCount(a.rows ?? 0)} rows`;
 }
@@ -322,6 +343,7 @@ function failureSection(f: NewestFailure): SafeHtml {
   const where = e ? html`at stage <span class="stage">${e.stage}</span>: <code>${e.error_kind}</code>` : a.status;
   const status = e?.http_status ? html`<dt>HTTP status</dt><dd>${e.http_status}</dd>` : '';
   const doneField = done ? html`<dt>Done before it stopped</dt><dd class="done">${done}</dd>` : '';
+  const trace = a.trace_id ? html`<dt>Trace</dt><dd class="trace-id">${traceIdHtml(a.trace_id)}</dd>` : '';
   const textBlock = text ? html`<h3>${textTitle}</h3><pre class="failure-text">${text}</pre>` : '';
   const hintBlock = hint
     ? html`<p class="hint"><strong>What it means:</strong> ${withCode(hint.means)}.<br>\
@@ -329,7 +351,7 @@ function failureSection(f: NewestFailure): SafeHtml {
     : '';
   return html`<section id="failure" class="failure-box"><h2>Why it ${verb}: ${link} ${where}</h2>
 <dl><dt>Code</dt><dd class="code">${e?.error_kind ?? ''}</dd><dt>Stage</dt><dd class="stage">${e?.stage ?? ''}</dd>
-<dt>Retryable</dt><dd class="retryable">${retry}</dd>${status}${doneField}</dl>
+<dt>Retryable</dt><dd class="retryable">${retry}</dd>${status}${doneField}${trace}</dl>
 ${textBlock}${hintBlock}<p class="muted">Every error of the attempt, with the problem details: ${link}'s page.</p>\
 </section>`;
 }

@@ -33,6 +33,7 @@
  *
  * Query strings are never logged (an old login link carries the token), nor form bodies.
  */
+import { traceUrlProblem } from '../trace-link.ts';
 import type { RunQueue } from '../queue/queue.ts';
 import { fastify, LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createHash } from 'node:crypto';
@@ -189,6 +190,9 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
         '(and /metrics, unless METRICS_TOKEN is set) answer only requests from 127.0.0.1 / ::1 !!!',
     );
   }
+
+  const traceProblem = traceUrlProblem();
+  if (traceProblem) log.warn(`${traceProblem}; trace ids on the admin pages stay plain text until it is fixed`);
 
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));

@@ -14,6 +14,7 @@ import {
   type TimelineStep,
   type TimelineStepName,
 } from '../history/timeline.ts';
+import { stoppedAtWords, type AttemptProgress } from '../history/attempt-progress.ts';
 import { formatCount, html, type SafeHtml } from './html.ts';
 
 /** One attempt to draw. */
@@ -29,7 +30,13 @@ export interface ChartAttempt {
    * What the attempt recorded of its work (`etl.attempts.pages`, `rows`: null when its process ended before it could
    * say) and whether it had started its report job: said for an attempt without a timeline.
    */
-  done?: { pages: number | null; rows: string | number | null; reportJobStarted: boolean };
+  done?: {
+    pages: number | null;
+    rows: string | number | null;
+    reportJobStarted: boolean;
+    /** How far its reading got (`etl.attempts.progress`), recorded as it loaded: said when `pages` is null. */
+    progress?: AttemptProgress | undefined;
+  };
 }
 
 /** Width of the bar column's viewBox: x is in thousandths of the attempt's time axis. */
@@ -246,15 +253,34 @@ function stoppedLine(a: ChartAttempt, ms: number): SafeHtml {
   const figures =
     d && d.pages !== null
       ? `${formatCount(d.pages)} ${d.pages === 1 ? 'page' : 'pages'} read${rows}`
-      : 'no pages or rows recorded (its process ended before it could record them)';
-  const where = !d
-    ? ''
-    : d.reportJobStarted
-      ? '; it stopped after starting its report job (rendering or loading)'
-      : '; it stopped before starting a report job';
+      : d?.progress
+        ? `${stoppedAtWords(d.progress, formatCount)} (as last recorded, ${sinceStart(a, d.progress)})`
+        : 'no pages or rows recorded (its process ended before it could record them)';
+  // Recorded progress says it was loading already: the report job's start goes without saying.
+  const where =
+    !d || (d.pages === null && d.progress)
+      ? ''
+      : d.reportJobStarted
+        ? '; it stopped after starting its report job (rendering or loading)'
+        : '; it stopped before starting a report job';
   const loaded = a.status === 'succeeded' ? '' : '; nothing committed';
   return html`<div class="tl-done"><strong>Done before it stopped:</strong> ${figures}${loaded}${where}; recorded \
 ended ${formatSpan(ms)} after its start.</div>`;
+}
+
+/** When progress `p` was recorded, as `12.3 s after its start`. */
+function sinceStart(a: ChartAttempt, p: AttemptProgress): string {
+  return `${formatSpan(Math.max(0, Date.parse(p.at) - a.startedAt.getTime()))} after its start`;
+}
+
+/** How far a running attempt's reading got, as last recorded (etl.attempts.progress); nothing before its first page. */
+function runningLine(a: ChartAttempt): SafeHtml {
+  const p = a.done?.progress;
+  if (!p) return html``;
+  const reading = p.pagesRead >= p.page ? `page ${formatCount(p.page)}` : `reading page ${formatCount(p.page)}`;
+  const of = p.pages === null ? '?' : formatCount(p.pages);
+  return html`<div class="tl-done"><strong>So far:</strong> ${reading} of ${of}, ${formatCount(p.rows)} rows read \
+(as last recorded, ${sinceStart(a, p)}); nothing committed yet.</div>`;
 }
 
 function labels(rows: Row[], height: number): SafeHtml {
@@ -328,7 +354,7 @@ export function timelineChart(attempts: ChartAttempt[], o: { now?: Date } = {}):
         ? 'running: its timeline is written when it ends'
         : 'no timeline recorded (an attempt from before migration 0011, or one the janitor closed)';
       const ms = end - start;
-      line = running ? html`` : stoppedLine(a, ms);
+      line = running ? runningLine(a) : stoppedLine(a, ms);
       const bar = (y: number) =>
         rect('tl-unknown', axis.x(0), y + 2, axis.w(0, ms), STEP_H - 4, `${why}; ${formatSpan(ms)}`);
       rows = [{ label: running ? 'running…' : 'no timeline', detail: formatSpan(ms), h: STEP_H, bars: bar }];

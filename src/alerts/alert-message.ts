@@ -29,9 +29,19 @@ export interface AlertMessage {
   request?: AttemptRequest | undefined;
 }
 
-/** The request of a failed attempt as lines (`interval: …`, `report: …`, `parameters: …`), none without one. */
-export function requestText(m: AlertMessage): string[] {
-  return m.request ? requestLines(m.request, (t) => formatTime(t)) : [];
+/**
+ * The request of a failed attempt as lines (`interval: …`, `report: …`, `parameters: …`), none without one; times as
+ * docs/operations.md "Times" prints them, in `zone` (the job's) with its offset, else UTC marked `Z`.
+ */
+export function requestText(m: AlertMessage, zone?: string): string[] {
+  return m.request ? requestLines(m.request, (t) => formatTime(t, zone)) : [];
+}
+
+/** An ISO 8601 time of a message as the texts print it (docs/operations.md "Times"); `?` for none. */
+function shownTime(iso: string | undefined, zone: string | undefined): string {
+  if (!iso) return '?';
+  const t = new Date(iso);
+  return Number.isNaN(t.getTime()) ? iso : formatTime(t, zone);
 }
 
 const TITLES: Record<AlertEvent, string> = {
@@ -41,16 +51,22 @@ const TITLES: Record<AlertEvent, string> = {
   login_required: 'needs a login',
 };
 
-/** One line for humans: `report-etl: job sales_orders failed (REPORT_FAILED): Report …`. */
-export function summary(m: AlertMessage): string {
+/**
+ * One line for humans: `report-etl: job sales_orders failed (REPORT_FAILED): Report …`; times in `zone` (the job's),
+ * as docs/operations.md "Times" prints them.
+ */
+export function summary(m: AlertMessage, zone?: string): string {
   const parts = [`report-etl: job ${m.job} ${TITLES[m.event]}`];
   if (m.event === 'failed' || m.event === 'login_required') {
     parts.push(`${m.errorKind ? ` (${m.errorKind})` : ''}${m.error ? `: ${m.error}` : ''}`);
     if (m.event === 'login_required') parts.push(': run `report-etl login <connection>` as the product user');
   }
   if (m.event === 'stale')
-    parts.push(`: no successful run for more than ${m.freshness ?? '?'} (last success ${m.lastSuccessAt ?? 'never'})`);
-  if (m.event === 'recovered') parts.push(`: a run succeeded after failures since ${m.failingSince ?? '?'}`);
+    parts.push(
+      `: no successful run for more than ${m.freshness ?? '?'} ` +
+        `(last success ${m.lastSuccessAt ? shownTime(m.lastSuccessAt, zone) : 'never'})`,
+    );
+  if (m.event === 'recovered') parts.push(`: a run succeeded after failures since ${shownTime(m.failingSince, zone)}`);
   if (m.runKey)
     parts.push(` (run ${m.runKey}${m.attemptId && m.attemptId !== m.runKey ? `, attempt ${m.attemptId}` : ''})`);
   else if (m.attemptId) parts.push(` (attempt ${m.attemptId})`);
@@ -71,7 +87,10 @@ export function alertId(m: AlertMessage): string {
 }
 
 /**
- * The JSON body of `m` in `format`, each with `id` ({@link alertId}):
+ * The JSON body of `m` in `format`, each with `id` ({@link alertId}). Its texts (summary, Slack's text, the Teams
+ * card) print times in `zone`, the job's (its schedule's), with its offset, or UTC marked `Z` without one or with
+ * `REPORT_ETL_TIME_ZONE=UTC` (docs/operations.md "Times"); the fields `at`, `lastSuccessAt` and `failingSince` stay
+ * ISO 8601 UTC for machines.
  * - `generic`: `{ source: "report-etl", id, event, job, at, summary, runKey?, attemptId?, trigger?, errorKind?,
  *   error?, errorText? (the whole text), url? (the run's page), request? (of a failure: logicalStart, logicalEnd,
  *   tick, report: { mandant, name, outputType, paging, parameters }), … }`
@@ -79,8 +98,8 @@ export function alertId(m: AlertMessage): string {
  * - `teams`: `{ type: "message", id, attachments: [{ contentType: "application/vnd.microsoft.card.adaptive",
  *   content }] }`
  */
-export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
-  const text = summary(m);
+export function alertBody(m: AlertMessage, format: AlertFormat, zone?: string): unknown {
+  const text = summary(m, zone);
   const id = alertId(m);
   if (format === 'slack') {
     const whole =
@@ -88,7 +107,7 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
         ? `\n\`\`\`${escapeSlack(m.errorText.replaceAll('```', "'''"))}\`\`\``
         : '';
     const link = m.url ? `\n<${m.url}|Open the run>` : '';
-    const sent = requestText(m)
+    const sent = requestText(m, zone)
       .map((l) => `\n${escapeSlack(l)}`)
       .join('');
     return {
@@ -105,12 +124,12 @@ export function alertBody(m: AlertMessage, format: AlertFormat): unknown {
       run: m.runKey,
       attempt: m.attemptId,
       'error kind': m.errorKind,
-      'last success': m.lastSuccessAt,
+      'last success': m.lastSuccessAt ? shownTime(m.lastSuccessAt, zone) : undefined,
     }).filter(([, v]) => v !== undefined);
     const body = [
       rich(run(text, { weight: 'Bolder', color: m.event === 'recovered' ? 'Good' : 'Attention' })),
       ...facts.map(([title, value]) => rich(run(`${title}: `, { weight: 'Bolder' }), run(String(value)))),
-      ...requestText(m).map((l) => {
+      ...requestText(m, zone).map((l) => {
         const colon = l.indexOf(': ');
         return rich(run(l.slice(0, colon + 2), { weight: 'Bolder' }), run(l.slice(colon + 2)));
       }),

@@ -48,6 +48,7 @@ const WARNINGS = { retry: 'alert not accepted: trying again', refused: 'alert re
 /**
  * POSTs `m` to `target` once and logs the outcome without the URL. Never throws.
  * @param attempt the 1-based try, for the log
+ * @param zone the job's time zone, in which the message's texts print times (alert-message.ts alertBody)
  * @returns `sent` (2xx), `retry` (network error, 5xx, 408, 429) or `refused` (any other status)
  */
 export async function deliverAlert(
@@ -57,13 +58,14 @@ export async function deliverAlert(
   log: Logger,
   attempt = 1,
   timeoutMs = 10_000,
+  zone?: string,
 ): Promise<'sent' | 'retry' | 'refused'> {
   const about = { target: name, event: m.event, job: m.job, attempt };
   try {
     const res = await request(target.webhook, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'user-agent': 'report-etl', 'idempotency-key': alertId(m) },
-      body: JSON.stringify(alertBody(m, target.format)),
+      body: JSON.stringify(alertBody(m, target.format, zone)),
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });

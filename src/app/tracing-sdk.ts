@@ -7,11 +7,31 @@ import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { ConfigError, coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import type { SpanExporter } from '@opentelemetry/sdk-trace';
 
 /** The SDK of this process, once started. */
 export interface Tracing {
-  /** Exports the spans still batched and stops the SDK, within `timeoutMs` (default 5 000). Never throws. */
+  /**
+   * Exports the spans still batched and stops the SDK, within `timeoutMs` (default 5 000). Spans the endpoint did not
+   * take are dropped, and said so in one log line. Never throws.
+   */
   shutdown(timeoutMs?: number): Promise<void>;
+}
+
+/** The longest one export may take, retries included, in a short command (`run`, `enqueue`, `replay`, `backfill`). */
+export const SHORT_COMMAND_EXPORT_MS = 2_000;
+
+/**
+ * The OTLP exporter's own timeout in ms, as OpenTelemetry specifies it: `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, else
+ * `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10 000. It bounds each export with its retries (the exporter retries a refused
+ * connection with backoff until it runs out), and its retry timers keep a process alive until then.
+ */
+function exporterTimeoutMs(env: Env): number {
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', 'OTEL_EXPORTER_OTLP_TIMEOUT']) {
+    const n = Number(envValue(env, name));
+    if (Number.isFinite(n) && n > 0) return n;
+  }
+  return 10_000;
 }
 
 /** OTLP over HTTP in protobuf or JSON: the transports report-etl exports with. */
@@ -117,10 +137,17 @@ function packageVersion(): string {
 /**
  * Starts the SDK when the environment asks for traces, and registers it globally.
  * @param logger where export failures are told (each at most once a minute)
+ * @param o.maxExportMs the longest one export may take, its retries included (the exporter's `timeoutMillis`; default
+ *   the exporter's own, see {@link exporterTimeoutMs}): a short command passes {@link SHORT_COMMAND_EXPORT_MS}, so
+ *   that an endpoint that does not answer delays its exit by that much at most
  * @returns the started SDK, or undefined when nothing is to be traced (nothing was loaded then)
  * @throws ConfigError for a bad endpoint, protocol, sampler or batch setting
  */
-export async function startTracing(logger: Logger, env: Env = process.env): Promise<Tracing | undefined> {
+export async function startTracing(
+  logger: Logger,
+  env: Env = process.env,
+  o: { maxExportMs?: number } = {},
+): Promise<Tracing | undefined> {
   const settings = tracingSettings(env);
   if (!settings) return undefined;
   const sampler = samplerSettings(env);
@@ -143,7 +170,12 @@ export async function startTracing(logger: Logger, env: Env = process.env): Prom
 
   const shown = shownEndpoint(settings.endpoint);
   const told = new Map<string, number>();
+  // While shutting down, failures are summed up in one line instead (the spans dropped).
+  let stoppingNow = false;
+  let lastFailure: string | undefined;
   const tell = (message: string) => {
+    lastFailure = message;
+    if (stoppingNow) return;
     const now = Date.now();
     if ((told.get(message) ?? 0) > now - 60_000) return;
     told.set(message, now);
@@ -155,7 +187,20 @@ export async function startTracing(logger: Logger, env: Env = process.env): Prom
 
   const ratio = sampler.name.endsWith('traceidratio') ? new sdk.TraceIdRatioBasedSampler(sampler.ratio) : undefined;
   const root = sampler.name.endsWith('always_off') ? new sdk.AlwaysOffSampler() : (ratio ?? new sdk.AlwaysOnSampler());
-  const exporter = new OTLPTraceExporter({ url: settings.endpoint });
+  const timeoutMillis = Math.min(exporterTimeoutMs(env), o.maxExportMs ?? Infinity);
+  const otlp = new OTLPTraceExporter({ url: settings.endpoint, timeoutMillis });
+  // The exporter as the batch processor sees it, counting the spans whose export failed (dropped).
+  let dropped = 0;
+  const exporter: SpanExporter = {
+    export(spans, done) {
+      otlp.export(spans, (result) => {
+        if (result.code !== core.ExportResultCode.SUCCESS) dropped += spans.length;
+        done(result);
+      });
+    },
+    shutdown: () => otlp.shutdown(),
+    forceFlush: () => otlp.forceFlush(),
+  };
   const resource = resources
     .resourceFromAttributes({
       'service.name': 'report-etl',
@@ -183,18 +228,30 @@ export async function startTracing(logger: Logger, env: Env = process.env): Prom
   return {
     shutdown(timeoutMs = 5_000) {
       stopping ??= (async () => {
+        stoppingNow = true;
+        lastFailure = undefined;
+        const droppedBefore = dropped;
         let timer: NodeJS.Timeout | undefined;
-        const late = new Promise<void>((resolve) => {
-          timer = setTimeout(() => {
-            logger.warn(
-              { endpoint: shown, timeoutMs },
-              'tracing: the OTLP endpoint did not take the last spans in time; they are dropped',
-            );
-            resolve();
-          }, timeoutMs);
+        let failure: string | undefined;
+        const late = new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(true), timeoutMs);
         });
-        await Promise.race([provider.shutdown().catch((err: unknown) => tell(coerceError(err).message)), late]);
+        const done = provider.shutdown().then(
+          () => false,
+          (err: unknown) => ((failure = coerceError(err).message), false),
+        );
+        const timedOut = await Promise.race([done, late]);
         clearTimeout(timer);
+        const lost = dropped - droppedBefore;
+        if (timedOut || lost > 0 || failure) {
+          // One line, whatever the exporter's retries said: the last spans are lost, the run itself is not.
+          const why = failure ?? lastFailure ?? `no answer within ${timedOut ? timeoutMs : timeoutMillis} ms`;
+          logger.warn(
+            { endpoint: shown, ...(timedOut ? {} : { spans: lost }) },
+            `tracing: the OTLP endpoint did not take the last ${timedOut ? '' : `${lost} `}spans before exit ` +
+              `(${why}); these traces were dropped`,
+          );
+        }
         // Unregistered, so that a later start in the same process (tests) registers afresh.
         api.trace.disable();
         api.propagation.disable();

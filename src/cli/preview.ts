@@ -95,6 +95,51 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
   }
 }
 
+/**
+ * For a TARGET_INVALID naming options of jobs.yaml (`details.unknown`, warehouse/target-names.ts): one line per name,
+ * `  fix jobs.yaml:17:54: target.key: auftrag_nummer`, where it is written.
+ */
+async function namesToFix(err: EtlError, file: string, job: string): Promise<string[]> {
+  const unknown = (err.details as { unknown?: unknown } | undefined)?.unknown;
+  if (err.code !== 'TARGET_INVALID' || !Array.isArray(unknown)) return [];
+  const { locateJobOption } = await import('../config/locate.ts');
+  const lines: string[] = [];
+  for (const u of unknown as { option?: unknown; name?: unknown }[]) {
+    if (typeof u.option !== 'string') continue;
+    const at = (await locateJobOption(file, job, u.option)) ?? file;
+    lines.push(`  fix ${at}: ${u.option}: ${String(u.name)}`);
+  }
+  return lines;
+}
+
+/**
+ * For a failure whose text (the server's, verbatim) names a report parameter the preview sent: where that parameter
+ * was set, `  parameter ROWS: -p ROWS=abc` or `  parameter FROM: jobs.yaml:12:40 (report.parameters.FROM)`. The
+ * service lists no report's parameters (docs/report-export-service.md), so their names are the report's to know.
+ */
+async function parametersNamed(
+  err: EtlError,
+  file: string,
+  job: string,
+  configured: Record<string, string> | undefined,
+  given: Record<string, string>,
+): Promise<string[]> {
+  const text = `${err.serverMessage ?? ''}\n${err.message}`;
+  const named = (name: string) => new RegExp(`(^|[^\\w])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([^\\w]|$)`);
+  const { locateJobOption } = await import('../config/locate.ts');
+  const lines: string[] = [];
+  for (const name of new Set([...Object.keys(given), ...Object.keys(configured ?? {})])) {
+    if (!named(name).test(text)) continue;
+    if (Object.hasOwn(given, name)) {
+      lines.push(`  parameter ${name}: given with -p ${name}=${given[name]}`);
+      continue;
+    }
+    const at = await locateJobOption(file, job, `report.parameters.${name}`);
+    lines.push(`  parameter ${name}: ${at ?? file} (report.parameters.${name})`);
+  }
+  return lines;
+}
+
 export const registerPreview: RegisterCommand = (program, cli) => {
   const cmd = program
     .command('preview')
@@ -190,6 +235,16 @@ export const registerPreview: RegisterCommand = (program, cli) => {
                 const server =
                   err.serverMessage && !err.message.includes(err.serverMessage) ? `\n${err.serverMessage}` : '';
                 cli.err(`${name}: preview failed (${err.code}): ${err.message}${server}`);
+                // A name the report does not have: where it is written, so that the fix needs no other command.
+                for (const line of await namesToFix(err, opts.config, jobName)) cli.err(line);
+                for (const line of await parametersNamed(
+                  err,
+                  opts.config,
+                  jobName,
+                  job.job.report.parameters,
+                  opts.param,
+                ))
+                  cli.err(line);
                 cli.exit(err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
               }
             }

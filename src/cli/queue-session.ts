@@ -16,7 +16,7 @@ export interface QueueSession {
 /** Runs `fn` with a migrated pool and the queue of `prefix` (`enqueue`, `replay`, `backfill`). */
 export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) => Promise<T>): Promise<T> {
   // Loaded on use: registering the commands loads neither the drivers nor BullMQ (start-up cost).
-  const [{ openStores }, { makeLogger }, { makeQueue }, { startTracing }] = await Promise.all([
+  const [{ openStores }, { makeLogger }, { makeQueue }, { startTracing, SHORT_COMMAND_EXPORT_MS }] = await Promise.all([
     import('../app/bootstrap.ts'),
     import('../logger.ts'),
     import('../queue/queue.ts'),
@@ -25,7 +25,7 @@ export async function withQueueSession<T>(prefix: string, fn: (s: QueueSession) 
   const logger = makeLogger();
   // A queued run's trace begins with its enqueue span, exported before the command ends (docs/observability.md
   // "Tracing").
-  const tracing = await startTracing(logger);
+  const tracing = await startTracing(logger, process.env, { maxExportMs: SHORT_COMMAND_EXPORT_MS });
   try {
     const { pool, redis, releasers } = await openStores(logger, { poolMax: 2 });
     try {

@@ -68,7 +68,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
         async function runWithStores(): Promise<void> {
           const [
             { Releasers },
-            { resolveJob },
+            { resolveJob, scheduleZone },
             { loadConfigForJob },
             { AttemptFailedError, runAttempt },
             { openAttemptOwner },
@@ -79,7 +79,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
             { ReportSlots },
             { queuePrefixFromEnv },
             { parseZonedDate, manualInterval, describeInterval },
-            { startTracing },
+            { startTracing, SHORT_COMMAND_EXPORT_MS },
             time,
             { chooseSubjects, parseSubject },
           ] = await Promise.all([
@@ -115,7 +115,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
           const releasers = new Releasers();
           // Released last, so that every span of the run is exported before the command ends (docs/observability.md
           // "Tracing").
-          const tracing = await startTracing(logger);
+          const tracing = await startTracing(logger, process.env, { maxExportMs: SHORT_COMMAND_EXPORT_MS });
           if (tracing) releasers.add(() => tracing.shutdown());
           const controller = new AbortController();
           let signals = 0;
@@ -153,7 +153,11 @@ export const registerRun: RegisterCommand = (program, cli) => {
             const prefix = queuePrefixFromEnv();
             // This command delivers alerts while the run goes on and waits for them a little at its end; what is
             // left, a long-running process delivers. BullMQ is loaded only when jobs.yaml has alert targets.
-            const alertDeps = { connection: redis, prefix, targets: () => loaded.config.alerts, logger };
+            const zoneOf = (name: string) => {
+              const j = loaded.config.jobs[name];
+              return j ? scheduleZone(loaded.config, j) : undefined;
+            };
+            const alertDeps = { connection: redis, prefix, targets: () => loaded.config.alerts, logger, zoneOf };
             const alertQueue = Object.keys(loaded.config.alerts).length
               ? await import('../queue/alert-queue.ts')
               : undefined;

@@ -12,6 +12,7 @@ import { Option } from 'commander';
 import { configOption, queuePrefixOption, sinceOption, wholeNumber } from './options.ts';
 import { configGiven, jobZones, type ZoneOf } from './job-zones.ts';
 import { readAttemptRequest } from '../history/attempt-request.ts';
+import { commaCount, readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { formatTime } from '../time-text.ts';
 import { withHistory } from './queue-session.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
@@ -101,9 +102,24 @@ function formatAttemptTable(rows: AttemptListRow[], zoneOf: ZoneOf, now = Date.n
       ),
       a.rows ?? '-',
       ...requestCells(a, (t) => time(t, a.job)),
-      a.error_first_line ?? '',
+      errorCell(a),
     ]),
   );
+}
+
+/**
+ * An attempt's error cell: its first error line, led by how far its reading got when it has no figures of its own (a
+ * running attempt, or one whose process died: etl.attempts.progress), unless the error says it already.
+ */
+function errorCell(a: AttemptListRow): string {
+  const error = a.error_first_line ?? '';
+  const p = a.pages === null && a.status !== 'succeeded' ? readProgress(a.progress) : undefined;
+  if (!p || error.includes('stopped at page') || error.includes('stopped after page')) return error;
+  if (a.status === 'running') {
+    const of = p.pages === null ? '?' : commaCount(p.pages);
+    return `reading page ${commaCount(p.page)} of ${of}, ${commaCount(p.rows)} rows read so far`;
+  }
+  return [`${stoppedAtWords(p, commaCount)}, nothing committed`, error].filter(Boolean).join('; ');
 }
 
 export const registerRuns: RegisterCommand = (program, cli) => {

@@ -1,7 +1,9 @@
 /**
  * `report-etl validate [--config PATH] [--no-database]` (README "Commands"): checks jobs.yaml and the environment,
  * and target names against PostgreSQL's catalogue when it can be read. Prints `jobs.yaml: ok, N jobs (a, b) on M
- * connections` and warnings, exit 0; or every problem (`file:line:col: path: what is wrong`), exit 2.
+ * connections` and warnings, exit 0; or every problem (`file:line:col: path: what is wrong`), exit 2. The settings
+ * of the environment report-etl reads besides the file (`REPORT_ETL_TIME_ZONE`, `REPORT_ETL_TRACE_URL`) are checked
+ * too: `environment: REPORT_ETL_TIME_ZONE=Mars/Base: unknown time zone (…)`, exit 2.
  */
 import { configOption } from './options.ts';
 import { ConfigError } from '../errors.ts';
@@ -38,11 +40,11 @@ export const registerValidate: RegisterCommand = (program, cli) => {
   )
     .option('--no-database', 'check the file alone, without reading existing targets from PostgreSQL (DATABASE_URL)')
     .action(async (opts: { config: string; database: boolean }) => {
-      const [{ configWarnings, loadConfig, scheduleZone }, { cronTicks }, { formatTime }] = await Promise.all([
-        import('../config/load.ts'),
-        import('../config/cron-ticks.ts'),
-        import('../time-text.ts'),
-      ]);
+      const [{ configWarnings, loadConfig, scheduleZone }, { cronTicks }, { formatTime, timeZoneSettingProblem }] =
+        await Promise.all([import('../config/load.ts'), import('../config/cron-ticks.ts'), import('../time-text.ts')]);
+      const { traceUrlProblem } = await import('../trace-link.ts');
+      // The settings of the environment itself, checked whatever the file says.
+      const envProblems = [timeZoneSettingProblem(), traceUrlProblem()].filter((p) => p !== undefined);
       const targets = opts.database ? await existingTargets(cli, opts.config) : undefined;
       try {
         const { config } = await loadConfig(opts.config, process.env, { targets });
@@ -71,5 +73,9 @@ export const registerValidate: RegisterCommand = (program, cli) => {
         cli.err(`${opts.config}: ${err.problems.length} problem${err.problems.length === 1 ? '' : 's'}`);
         cli.exit(2);
       }
+      if (envProblems.length === 0) return;
+      for (const problem of envProblems) cli.err(`environment: ${problem}`);
+      cli.err(`environment: ${envProblems.length} problem${envProblems.length === 1 ? '' : 's'}`);
+      cli.exit(2);
     });
 };

@@ -222,6 +222,8 @@ export interface AttemptRow {
   request: unknown;
   /** Read with timeline.ts `readTimeline`; null until the attempt ended. */
   timeline: unknown;
+  /** How far its reading got: read with attempt-progress.ts `readProgress`; null before its first page. */
+  progress: unknown;
 }
 
 /** Records, in the load transaction, the guard's `words` the attempt loaded past (`replay --accept-guard`). */
@@ -264,12 +266,14 @@ export interface RunningAttempt {
   worker: string | null;
   /** Null for an attempt recorded without an owner session. */
   owner_lock: string | null;
+  /** How far its reading got: read with attempt-progress.ts `readProgress`. */
+  progress?: unknown;
 }
 
 /** Attempts of a logical run still recorded `running` (alive, or left by a dead worker), oldest first. */
 export async function runningAttempts(db: Queryable, job: string, runKey: string): Promise<RunningAttempt[]> {
   const { rows } = await db.query<RunningAttempt>(
-    `SELECT attempt_id, attempt, report_job_id, worker, owner_lock::text AS owner_lock
+    `SELECT attempt_id, attempt, report_job_id, worker, owner_lock::text AS owner_lock, progress
        FROM etl.attempts WHERE job = $1 AND run_key = $2 AND status = 'running' ORDER BY started_at`,
     [job, runKey],
   );

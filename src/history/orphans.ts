@@ -11,6 +11,8 @@ export interface OwnedAttempt {
   worker: string | null;
   owner_lock: string;
   started_at: Date;
+  /** How far its reading got (etl.attempts.progress; read with attempt-progress.ts `readProgress`). */
+  progress: unknown;
 }
 
 /**
@@ -20,7 +22,8 @@ export interface OwnedAttempt {
 export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[]): Promise<OwnedAttempt[]> {
   if (jobs.length === 0) return [];
   const { rows } = await pool.query<OwnedAttempt>(
-    `SELECT attempt_id, job, run_key, attempt, report_job_id, worker, owner_lock::text AS owner_lock, started_at
+    `SELECT attempt_id, job, run_key, attempt, report_job_id, worker, owner_lock::text AS owner_lock, started_at,
+            progress
        FROM etl.attempts WHERE status = 'running' AND owner_lock IS NOT NULL AND job = ANY($1::text[])
       ORDER BY started_at`,
     [jobs],

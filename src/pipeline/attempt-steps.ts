@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { AbortedError, coerceError, EtlError, isConnectionLoss } from '../errors.ts';
 import { redactor } from '../failure-text.ts';
 import { claimAppend, isAppended } from '../history/appends.ts';
+import { commaCount, progressRecorder, readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { setAttemptReportRequest } from '../history/attempt-request.ts';
 import {
   completeAttempt,
@@ -72,6 +73,7 @@ import { jobDecoder } from './job-decoder.ts';
 import { logicalTimeOf, runParameters, runRange } from './logical-time.ts';
 import { openKeptPages, type KeptPages } from './kept-pages.ts';
 import { keepAllPages, makePageArchive, type PageArchive } from './page-archive.ts';
+import { progressTimings, type ProgressTimings } from './progress-timings.ts';
 import { reportRows, type ReportRows } from './report-rows.ts';
 
 /** Fairness class of a run: scheduled ticks first, then runs asked for by hand, then backfills and replays. */
@@ -322,16 +324,18 @@ export async function clearDeadAttempts(
       await client.deleteJob(d.report_job_id);
       deleted = `its report job ${d.report_job_id} was deleted`;
     }
+    const progress = readProgress(d.progress);
+    const stopped = progress ? `; it ${stoppedAtWords(progress, commaCount)}, nothing committed` : '';
     const message =
       `attempt ${d.attempt} was abandoned by its worker (${d.worker ?? 'unknown'}: stopped or lost its ` +
-      `lock); ${deleted} by attempt ${a.number}`;
+      `lock)${stopped}; ${deleted} by attempt ${a.number}`;
     await failAttempt(a.options.pool, d.attempt_id, {
       status: 'interrupted',
       stage: 'load',
       errorKind: 'ABORTED',
       retryable: true,
       message,
-      details: { reportJobId: d.report_job_id },
+      details: { reportJobId: d.report_job_id, ...(progress ? { progress } : {}) },
     });
     a.log.warn({ deadAttemptId: d.attempt_id, reportJobId: d.report_job_id }, 'cleaned up after a dead attempt');
   }
@@ -399,6 +403,8 @@ export interface ReportToLoad {
    * when their load fails.
    */
   readonly archive?: PageArchive | undefined;
+  /** Records how far the reading got (etl.attempts.progress); close it once the load ended. */
+  readonly progress?: ProgressTimings | undefined;
 }
 
 /**
@@ -419,6 +425,12 @@ function pageArchiveOf(a: Attempt, finished: FinishedReport): PageArchive | unde
   });
 }
 
+/** The attempt's page timings, recording its progress as it reads (etl.attempts.progress). */
+function attemptProgress(a: Attempt, announcedPages: number | null | undefined): ProgressTimings {
+  const recorder = progressRecorder(a.options.pool, a.attemptId, a.log);
+  return progressTimings(a.trace.pages, recorder, announcedPages ?? null);
+}
+
 /** The pages as rows, nothing requested yet, within pageTimeoutMs, pages= and rows= (architecture.md "Limits"). */
 export function openReport(
   a: Attempt,
@@ -437,8 +449,9 @@ export function openReport(
   // as they are read; a load that fails keeps their pages from the server (keepPagesOfFailedLoad).
   const documents = outputShape(o.job.job.report.outputType, o.job.job.target) === 'file';
   const kept = documents ? undefined : archive;
-  const rows = reportRows(client, finished.jobId, decoder, started.log, o.signal, limits, a.trace.pages, kept);
-  return { started, finished, rows, archive };
+  const progress = attemptProgress(a, finished.pages);
+  const rows = reportRows(client, finished.jobId, decoder, started.log, o.signal, limits, progress, kept);
+  return { started, finished, rows, archive, progress };
 }
 
 /**

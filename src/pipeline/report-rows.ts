@@ -84,6 +84,11 @@ export interface PageTiming {
 /** Told of every page read, or failed while read. */
 export interface PageTimings {
   page(p: PageTiming): void;
+  /**
+   * Told as the reader turns to page `page` (its answer not yet awaited); `rowsRead()` gives the rows read so far, of
+   * the pages before it and of this one while it is read.
+   */
+  pageStarted?(page: number, rowsRead: () => number): void;
 }
 
 /** 1-based row → 1-based page, from the rows before each page (`pageStartRows[i]` = rows before page i+1). */
@@ -199,6 +204,7 @@ export function reportRows(
         const current = next!;
         next = undefined;
         startDeadline(current);
+        timings?.pageStarted?.(page, () => decoder.rows);
         const rowsBefore = decoder.rows;
         const bytesBefore = bytes;
         let stream: PageStream | null | undefined;

@@ -137,6 +137,7 @@ async function runSteps(a: Attempt): Promise<AttemptResult> {
       throw err;
     } finally {
       await report?.rows.close();
+      await report?.progress?.close();
       await report?.archive?.close();
       await trace.step('delete', () => deleteReportJob(job, client));
     }

@@ -34,6 +34,8 @@ export interface AlertQueueDeps {
   prefix?: string | undefined;
   /** The targets in force, read at each send and delivery. */
   targets: () => Record<string, AlertTargetConfig>;
+  /** The time zone of a job by name (its schedule's, jobs.yaml now), for the times in the texts; undefined: UTC. */
+  zoneOf?: ((job: string) => string | undefined) | undefined;
   logger: Logger;
 }
 
@@ -127,7 +129,16 @@ export function makeAlertWorker(deps: AlertQueueDeps & { concurrency?: number })
         );
         return 'dropped';
       }
-      const outcome = await deliverAlert(name, target, message as AlertMessage, log, job.attemptsMade + 1);
+      const zone = deps.zoneOf?.(message.job);
+      const outcome = await deliverAlert(
+        name,
+        target,
+        message as AlertMessage,
+        log,
+        job.attemptsMade + 1,
+        10_000,
+        zone,
+      );
       if (outcome === 'sent') return outcome;
       if (outcome === 'refused') throw new UnrecoverableError('refused by the target');
       if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1))

@@ -19,6 +19,7 @@ import { queuedRunsNotBegun, type RunRow } from '../history/runs.ts';
 import { shellQuote } from '../shell-quote.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
 import { findOrphanedAttempts, type OwnedAttempt } from '../history/orphans.ts';
+import { commaCount, readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { pruneKeptPages } from '../history/page-archive.ts';
 import { pruneHistory, type PruneResult } from '../history/retention.ts';
 import type { Logger } from '../logger.ts';
@@ -142,16 +143,19 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const what = o.report_job_id
       ? `deleted its report job ${o.report_job_id}`
       : 'found no report job recorded (it died before the server created one)';
+    const progress = readProgress(o.progress);
+    // Where it stopped, as it recorded while it loaded (etl.attempts.progress): it had no chance to say more.
+    const stopped = progress ? `; it ${stoppedAtWords(progress, commaCount)}` : '';
     const message =
       `orphaned: the process that ran attempt ${o.attempt} (${o.worker ?? 'unknown'}) ended without finishing it ` +
-      `(killed, crashed, or lost its database session); nothing was committed; the janitor of ${me} ${what}`;
+      `(killed, crashed, or lost its database session)${stopped}; nothing was committed; the janitor of ${me} ${what}`;
     await failAttempt(deps.pool, o.attempt_id, {
       status: 'interrupted',
       stage: o.report_job_id ? 'load' : 'start',
       errorKind: 'ORPHANED',
       retryable: true,
       message,
-      details: { reportJobId: o.report_job_id, worker: o.worker, janitor: me },
+      details: { reportJobId: o.report_job_id, worker: o.worker, janitor: me, ...(progress ? { progress } : {}) },
     });
     log.warn(
       { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, worker: o.worker },

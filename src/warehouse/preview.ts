@@ -72,7 +72,7 @@ export async function previewRows(
   const names = normaliseColumnNames(reportColumns);
   const target = await describeTable(tx, o.target);
   // What a load would refuse, the preview refuses alike, before it reads a row.
-  checkTargetNames(o, names, target);
+  checkTargetNames(o, names, target, 'preview');
   await createStaging(
     tx,
     names.map((n) => ({ name: n, type: 'text' })),

@@ -44,6 +44,7 @@ function didYouMean(name: string, candidates: readonly string[]): string {
  * load creates).
  * @param reportColumns the report's column names, normalised (the target's names), in COPY order
  * @param existing the target's columns, or undefined when it does not exist yet
+ * @param where who asks: a `preview` is not told to run a preview to learn the names, it lists them already
  * @throws EtlError TARGET_INVALID (stage load, not retryable) naming the job, each option path and unknown name with
  *   a did-you-mean, and the report's columns; nothing has been loaded
  */
@@ -51,6 +52,7 @@ export function checkTargetNames(
   o: TargetNames,
   reportColumns: readonly string[],
   existing: readonly { name: string }[] | undefined,
+  where: 'load' | 'preview' = 'load',
 ): void {
   const report = new Set(reportColumns);
   const targetColumns = (existing ?? []).map((c) => c.name);
@@ -93,8 +95,11 @@ export function checkTargetNames(
       listed(reportColumns) +
       (existing && others.length > 0 ? `; the target's other columns: ${listed(others)}` : '') +
       '. ' +
-      'Write normalised column names in jobs.yaml (docs/loaded-tables.md "Target names"; `report-etl preview` shows ' +
-      'them) or remove the entry; nothing was loaded',
+      (where === 'preview'
+        ? 'Write one of these normalised column names in jobs.yaml (docs/loaded-tables.md "Target names") or remove ' +
+          'the entry, then preview again; nothing was read beyond the first page'
+        : 'Write normalised column names in jobs.yaml (docs/loaded-tables.md "Target names"; `report-etl preview` ' +
+          'shows them) or remove the entry; nothing was loaded'),
     { stage: 'load', retryable: false, details: { job: o.job, table, unknown, reportColumns: [...reportColumns] } },
   );
 }
