@@ -325,7 +325,7 @@ describe('loadConfig', () => {
     );
     expect(problems).toEqual([
       'jobs.yaml:11:7: jobs.j1.report.mandant: missing required key "mandant" (Client number ' +
-        '(mandant) the report runs in)',
+        '(mandant) the report runs in, or a list of them (docs/loaded-tables.md "Many mandants"))',
       'jobs.yaml:15:3: jobs["bad job!"]: bad name "bad job!": job names use letters, digits, _ . -',
       'jobs.yaml:17:36: jobs["bad job!"].report.pagign: unknown key "pagign" (did you mean "paging"?)',
     ]);

@@ -88,7 +88,8 @@ describe('renderConfigReference', () => {
         '"excel-xlsx_matrix" \\| "excel-xlsx" \\| "word-docx" | `"json"` |',
     );
     expect(report).toContain(
-      '| `mandant` | integer (≥ 0) \\| string | required | Client number (mandant) the report runs in. |',
+      '| `mandant` | integer (≥ 0) \\| string \\| list of integer (≥ 1) | required | ' +
+        'Client number (mandant) the report runs in, or a list of them',
     );
     expect(report).toContain('| `parameters` | map of string \\| number \\| boolean | `{}` |');
     expect(sections.get('connections.<name>')).toContain('| `baseUrl` | URL | required |');

@@ -10,6 +10,7 @@ import type { InvalidEntry } from '../config/isolate.ts';
 import { scheduleZone } from '../config/load.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import type { JobHealth, RecentAttempt } from '../history/job-health.ts';
+import { subjectsOfJob } from '../config/mandants.ts';
 
 /** What the overview says about a job. */
 export type JobState = 'healthy' | 'failing' | 'stale' | 'invalid' | 'login_required' | 'never_run';
@@ -85,7 +86,11 @@ export function buildOverview(
   const none = { last: undefined, lastSuccess: undefined, lastFailure: undefined, failingSince: undefined };
   const healthOf = (job: string): JobHealth => byJob.get(job) ?? { job, ...none, recent: [] };
   const out: JobOverview[] = [];
-  for (const [job, j] of Object.entries(config.jobs).sort(([a], [b]) => a.localeCompare(b))) {
+  const subjects = Object.entries(config.jobs)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .flatMap(([name, j]) => subjectsOfJob(name, j).map((s) => [s.name, j] as const));
+  // A job with many mandants is one row per mandant (config/mandants.ts), in the order of its list.
+  for (const [job, j] of subjects) {
     const h = healthOf(job);
     const zone = scheduleZone(config, j);
     const f = freshnessOf(config, job);

@@ -17,6 +17,7 @@ import { freshnessOf, staleness } from '../alerts/freshness.ts';
 import { firstSeen } from '../history/job-alerts.ts';
 import { jobHealth } from '../history/job-health.ts';
 import type { ReportSlots } from '../report-api/report-slots.ts';
+import { jobOfSubject, parseSubject, runSubjects } from '../config/mandants.ts';
 
 /** For tests and tools that read or reset the token counter, and the histogram's bounds in seconds. */
 export { tokenRequestsKey, DURATION_BUCKETS_SECONDS };
@@ -102,8 +103,24 @@ function shared<T>(read: () => Promise<T>): () => Promise<T> {
  * there may be none to tell.
  */
 function registerRead(registry: Registry, name: string, type: 'gauge' | 'histogram', read: () => Promise<Sample[]>) {
-  const get = async () => ({ name, help: HELP[name]!, type, aggregator: 'sum', values: await read() });
+  const get = async () => ({
+    name,
+    help: HELP[name]!,
+    type,
+    aggregator: 'sum',
+    values: (await read()).map((s) => ({ ...s, labels: withMandantLabel(s.labels) })),
+  });
   registry.registerMetric({ name, help: HELP[name]!, type, aggregator: 'sum', get } as unknown as Gauge);
+}
+
+/**
+ * The labels of a series of a run subject (config/mandants.ts): `job="sales_orders[8888]"` becomes
+ * `job="sales_orders", mandant="8888"` (docs/observability.md "Metrics"); a job with one mandant has no mandant label.
+ */
+function withMandantLabel<L extends Record<string, string | number>>(labels: L): L {
+  if (typeof labels.job !== 'string') return labels;
+  const { job, mandant } = parseSubject(labels.job);
+  return mandant === undefined ? labels : { ...labels, job, mandant: String(mandant) };
 }
 
 /** Registers on `registry` a Counter or Gauge whose series `read` gives at each scrape. */
@@ -114,14 +131,15 @@ function collected(
   labelNames: string[],
   read: () => Promise<Series[]> | Series[],
 ): void {
-  const config = { name, help: HELP[name]!, labelNames, registers: [registry] };
+  const names = labelNames.includes('job') ? [...labelNames, 'mandant'] : labelNames;
+  const config = { name, help: HELP[name]!, labelNames: names, registers: [registry] };
   if (kind === 'counter') {
     new Counter({
       ...config,
       async collect() {
         const series = await read();
         this.reset();
-        for (const [labels, value] of series) this.inc(labels, value);
+        for (const [labels, value] of series) this.inc(withMandantLabel(labels), value);
       },
     });
   } else {
@@ -130,7 +148,7 @@ function collected(
       async collect() {
         const series = await read();
         this.reset();
-        for (const [labels, value] of series) this.set(labels, value);
+        for (const [labels, value] of series) this.set(withMandantLabel(labels), value);
       },
     });
   }
@@ -203,14 +221,14 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
 function addJobMetrics(registry: Registry, pool: Queryable, config: LiveConfig): void {
   const jobs = shared(async () => {
     const cfg = config.current();
-    const names = Object.keys(cfg.jobs);
+    const names = runSubjects(cfg).map((s) => s.name);
     const [health, seen] = await Promise.all([jobHealth(pool, names, 0), firstSeen(pool, names, false)]);
     const now = new Date();
     return health.map((h) => {
       const at = h.lastSuccess ? (h.lastSuccess.finished_at ?? h.lastSuccess.started_at) : undefined;
       const f = freshnessOf(cfg, h.job);
       const stale = f ? staleness(at, seen.get(h.job), f.ms, now).stale : undefined;
-      const connection = cfg.jobs[h.job]?.connection ?? '';
+      const connection = jobOfSubject(cfg, h.job)?.connection ?? '';
       return { job: h.job, at, freshnessMs: f?.ms, stale, failing: h.failingSince !== undefined, connection };
     });
   });

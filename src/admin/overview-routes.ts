@@ -9,6 +9,7 @@ import { buildOverview, type SlotWait } from './job-overview.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import type { ReportSlots } from '../report-api/report-slots.ts';
 import { renderOverview } from './overview-page.ts';
+import { runSubjects } from '../config/mandants.ts';
 
 /** Finished attempts per job in the sparklines. */
 const SPARKLINE_RUNS = 20;
@@ -38,7 +39,10 @@ export function registerOverviewRoutes(
   app.get('/admin', async (_req, reply) => {
     const config = deps.config.current();
     const invalid = deps.config.invalid();
-    const jobs = [...Object.keys(config.jobs), ...invalid.filter((e) => e.kind === 'job').map((e) => e.name)];
+    const jobs = [
+      ...runSubjects(config).map((s) => s.name),
+      ...invalid.filter((e) => e.kind === 'job').map((e) => e.name),
+    ];
     const [health, seen, waits] = await Promise.all([
       jobHealth(deps.pool, jobs, SPARKLINE_RUNS),
       firstSeen(deps.pool, jobs, false),

@@ -30,6 +30,7 @@ import { renderAttemptPage } from './attempt-page.ts';
 import { PAGE_CSP } from './html.ts';
 import { attemptPath, renderRunList, renderRunPage, replayable, runPath, type NewestFailure } from './run-pages.ts';
 import { DocumentNotFoundError, listRunDocuments, readDocument } from '../warehouse/documents.ts';
+import { jobOfSubject } from '../config/mandants.ts';
 
 /** What the run routes need. */
 interface RunRoutesDeps {
@@ -59,7 +60,7 @@ function parseRunListFilter(q: Record<string, unknown>): RunListFilter {
 
 /** A job's time zone in `config` (its schedule's); undefined, so UTC, without a config or for a job it lacks. */
 function zoneOf(config: EtlConfig | undefined, job: string): string | undefined {
-  const j = config?.jobs[job];
+  const j = config && jobOfSubject(config, job);
   return config && j ? scheduleZone(config, j) : undefined;
 }
 
@@ -130,7 +131,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
       const notice = {
         replayedJobId: await replayOfRun(deps.queue, req.query.replayed, run),
         replayError: req.query.replayError,
-        jobGone: config !== undefined && !config.jobs[run.job],
+        jobGone: config !== undefined && !jobOfSubject(config, run.job),
       };
       const zone = zoneOf(config, run.job);
       return htmlPage(reply, renderRunPage(run, attempts, notice, loading, documents, zone, reverts, failure, kept));
@@ -176,7 +177,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
           : undefined
         : await newestFailure(deps.pool, run, attempts);
     const config = deps.config?.();
-    const jobGone = config !== undefined && !config.jobs[run.job];
+    const jobGone = config !== undefined && !jobOfSubject(config, run.job);
     const zone = zoneOf(config, run.job);
     const kept = await keptPagesOf(deps.pool, run, replayable(run));
     const page = renderAttemptPage(attempt, run, errors, attempts, documents, jobGone, zone, failure, kept);

@@ -8,10 +8,11 @@ import type { EtlConfig } from '../config/schema.ts';
 import { claimStaleAlert, firstSeen } from '../history/job-alerts.ts';
 import { jobHealth } from '../history/job-health.ts';
 import type { AlertSender } from './webhook-sender.ts';
+import { jobOfSubject, runSubjects } from '../config/mandants.ts';
 
 /** A job's freshness as written (`26h`) and in ms, or undefined when it has none. */
 export function freshnessOf(config: EtlConfig, job: string): { text: string; ms: number } | undefined {
-  const j = config.jobs[job];
+  const j = jobOfSubject(config, job);
   const text = j?.freshness ?? (j ? config.connections[j.connection]?.freshness : undefined);
   const ms = text === undefined ? undefined : parseWindow(text);
   return text !== undefined && ms !== undefined ? { text, ms } : undefined;
@@ -25,7 +26,9 @@ export function staleness(lastSuccess: Date | undefined, seen: Date | undefined,
 
 /** Checks every job that has a freshness and sends `stale` once per breach. @returns the jobs stale now */
 export async function checkFreshness(pool: pg.Pool, config: EtlConfig, sender: AlertSender, now = new Date()) {
-  const jobs = Object.keys(config.jobs).filter((j) => freshnessOf(config, j));
+  const jobs = runSubjects(config)
+    .map((s) => s.name)
+    .filter((j) => freshnessOf(config, j));
   if (jobs.length === 0) return [];
   const [health, seen] = await Promise.all([jobHealth(pool, jobs, 0), firstSeen(pool, jobs)]);
   const stale: string[] = [];

@@ -1,12 +1,13 @@
 /**
  * `report-etl backfill <job> --from <date> --to <date> [--force]`: one run per schedule interval (queue/backfill.ts),
- * each tick printed in UTC and in the job's zone, with its queue job id and what happened to it.
+ * each tick printed in UTC and in the job's zone, with its queue job id and what happened to it; for a job with a list
+ * of mandants, the ticks of each mandant (`--mandant` to choose; docs/loaded-tables.md "Many mandants").
  */
 import type { RegisterCommand } from './types.ts';
 import type { BackfillRun } from '../queue/backfill.ts';
 import { parseZonedDate } from '../pipeline/logical-time.ts';
 import { formatTime } from '../time-text.ts';
-import { configOption, queuePrefixOption } from './options.ts';
+import { configOption, mandantOption, queuePrefixOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
 
 function outcome(run: BackfillRun, force: boolean, done: boolean): string {
@@ -18,7 +19,7 @@ export const registerBackfill: RegisterCommand = (program, cli) => {
   const cmd = program
     .command('backfill')
     .description('queue one run per schedule tick t with from < t <= to, each with its own logical time');
-  queuePrefixOption(configOption(cmd))
+  mandantOption(queuePrefixOption(configOption(cmd)))
     .argument('<job>', 'job name in jobs.yaml (needs a schedule)')
     .requiredOption(
       '--from <date>',
@@ -31,21 +32,32 @@ export const registerBackfill: RegisterCommand = (program, cli) => {
         'again)',
     )
     .action(
-      async (job: string, opts: { config: string; queuePrefix: string; from: string; to: string; force?: boolean }) => {
+      async (
+        job: string,
+        opts: { config: string; queuePrefix: string; from: string; to: string; force?: boolean; mandant?: string[] },
+      ) => {
         // Loaded here: `--help` and the other commands need neither BullMQ nor the config parser (start-up cost).
-        const [{ resolveJob }, { loadConfigForJob }, { backfill, isDoneState }] = await Promise.all([
-          import('../config/load.ts'),
-          import('./job-config.ts'),
-          import('../queue/backfill.ts'),
-        ]);
+        const [{ resolveJob }, { loadConfigForJob }, { backfill, isDoneState }, { chooseSubjects }] = await Promise.all(
+          [
+            import('../config/load.ts'),
+            import('./job-config.ts'),
+            import('../queue/backfill.ts'),
+            import('../config/mandants.ts'),
+          ],
+        );
         const { config } = await loadConfigForJob(cli, opts.config, job);
-        const zone = resolveJob(config, job).zone;
+        const resolved = resolveJob(config, job);
+        const subjects = chooseSubjects(job, resolved.job, opts.mandant);
+        const zone = resolved.zone;
         const from = parseZonedDate(opts.from, zone);
         const to = parseZonedDate(opts.to, zone);
         const force = opts.force === true;
-        const { runs } = await withQueueSession(opts.queuePrefix, ({ queue, pool }) =>
-          backfill({ queue, config, history: pool }, job, from, to, { force }),
-        );
+        const runs = await withQueueSession(opts.queuePrefix, async ({ queue, pool }) => {
+          const out: BackfillRun[] = [];
+          for (const s of subjects)
+            out.push(...(await backfill({ queue, config, history: pool }, s.name, from, to, { force })).runs);
+          return out;
+        });
         for (const run of runs) {
           const what = outcome(run, force, isDoneState(run.state));
           cli.out(`${formatTime(run.tick, zone)}  ${run.jobId}  ${what}`);

@@ -1,36 +1,59 @@
-/** `report-etl enqueue <job> [--param K=V]`: queues a manual run (queue/manual-run.ts). */
+/**
+ * `report-etl enqueue <job> [--param K=V] [--mandant N]`: queues a manual run (queue/manual-run.ts); for a job with a
+ * list of mandants one run per mandant (docs/loaded-tables.md "Many mandants").
+ */
 import type { RegisterCommand } from './types.ts';
-import { configOption, logicalTimeOption, paramOption, queuePrefixOption } from './options.ts';
+import { configOption, logicalTimeOption, mandantOption, paramOption, queuePrefixOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
 
 export const registerEnqueue: RegisterCommand = (program, cli) => {
   const cmd = program.command('enqueue').description('queue a manual run of a job; a worker runs it');
-  for (const add of [configOption, queuePrefixOption, paramOption, logicalTimeOption]) add(cmd);
-  cmd
-    .argument('<job>', 'job name in jobs.yaml')
-    .action(
-      async (
-        job: string,
-        opts: { config: string; queuePrefix: string; param: Record<string, string>; logicalTime?: string },
-      ) => {
-        const [{ loadConfigForJob }, { enqueueManual }, { resolveJob }, { parseZonedDate, describeInterval }, time] =
-          await Promise.all([
-            import('./job-config.ts'),
-            import('../queue/manual-run.ts'),
-            import('../config/load.ts'),
-            import('../pipeline/logical-time.ts'),
-            import('../time-text.ts'),
-          ]);
-        const { config } = await loadConfigForJob(cli, opts.config, job);
-        const resolved = resolveJob(config, job);
-        const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, resolved.zone) : undefined;
-        const { jobId, runKey, interval } = await withQueueSession(opts.queuePrefix, ({ queue, pool }) =>
-          enqueueManual(queue, config, job, opts.param, chosen, undefined, pool),
-        );
-        const at = (t: Date) => time.formatTime(t, resolved.zone);
+  for (const add of [configOption, queuePrefixOption, paramOption, logicalTimeOption, mandantOption]) add(cmd);
+  cmd.argument('<job>', 'job name in jobs.yaml').action(
+    async (
+      job: string,
+      opts: {
+        config: string;
+        queuePrefix: string;
+        param: Record<string, string>;
+        logicalTime?: string;
+        mandant?: string[];
+      },
+    ) => {
+      const [
+        { loadConfigForJob },
+        { enqueueManual },
+        { resolveJob },
+        { parseZonedDate, describeInterval },
+        time,
+        { chooseSubjects },
+      ] = await Promise.all([
+        import('./job-config.ts'),
+        import('../queue/manual-run.ts'),
+        import('../config/load.ts'),
+        import('../pipeline/logical-time.ts'),
+        import('../time-text.ts'),
+        import('../config/mandants.ts'),
+      ]);
+      const { config } = await loadConfigForJob(cli, opts.config, job);
+      const resolved = resolveJob(config, job);
+      const subjects = chooseSubjects(job, resolved.job, opts.mandant);
+      const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, resolved.zone) : undefined;
+      const queued = await withQueueSession(opts.queuePrefix, async ({ queue, pool }) => {
+        const out = [];
+        for (const s of subjects)
+          out.push({
+            name: s.name,
+            ...(await enqueueManual(queue, config, s.name, opts.param, chosen, undefined, pool)),
+          });
+        return out;
+      });
+      const at = (t: Date) => time.formatTime(t, resolved.zone);
+      for (const { name, jobId, runKey, interval } of queued) {
         const stands =
           resolved.job.schedule || chosen ? `, ${describeInterval(resolved, interval, chosen !== undefined, at)}` : '';
-        cli.out(`${job}: queued as ${jobId} (run key ${runKey})${stands}`);
-      },
-    );
+        cli.out(`${name}: queued as ${jobId} (run key ${runKey})${stands}`);
+      }
+    },
+  );
 };

@@ -5,6 +5,7 @@
  */
 import { ConfigError } from '../errors.ts';
 import type { Cli } from './types.ts';
+import { jobOfSubject } from '../config/mandants.ts';
 
 /** A job's IANA zone by name, undefined for a job jobs.yaml does not have. */
 export type ZoneOf = (job: string) => string | undefined;
@@ -19,7 +20,7 @@ export async function jobZones(cli: Cli, path: string, given: boolean): Promise<
   try {
     const { config } = await loadConfig(path, process.env, { isolate: true });
     return (job) => {
-      const j = config.jobs[job];
+      const j = jobOfSubject(config, job);
       return j ? scheduleZone(config, j) : undefined;
     };
   } catch (err) {

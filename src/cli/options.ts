@@ -62,6 +62,20 @@ export function paramOption(cmd: Command): Command {
 }
 
 /**
+ * Adds `--mandant <N>`, repeatable or a list (`--mandant 7777,8888`): the mandants of a job with a list under
+ * report.mandant to act on (docs/loaded-tables.md "Many mandants"); not given, all of them (config/mandants.ts
+ * chooseSubjects).
+ */
+export function mandantOption(cmd: Command): Command {
+  return cmd.addOption(
+    new Option(
+      '--mandant <N>',
+      'with a list of mandants: only this mandant (repeatable, or 7777,8888; default all)',
+    ).argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]),
+  );
+}
+
+/**
  * Adds `--logical-time <time>`: the logical time a run by hand stands for (docs/configuration.md "Run parameters and
  * logical time"), read in the job's zone by pipeline/logical-time.ts parseZonedDate. Default: now.
  */

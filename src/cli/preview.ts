@@ -10,6 +10,7 @@ import {
   configOption,
   logFormatOption,
   logicalTimeOption,
+  mandantOption,
   paramOption,
   wholeNumber,
   type LogFormatFlag,
@@ -30,9 +31,14 @@ export function cell(v: string | null): string {
 /** Prints a preview for a person (also `preview --from-pages`, cli/preview-kept.ts). */
 function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number): void {
   if (!p.result) {
+    const emptied = p.range
+      ? `the period ${describeRange(p.range.range)}`
+      : p.mandant
+        ? `mandant ${p.mandant.value}'s rows`
+        : 'it';
     cli.out(
       `${job}: the report has no rows and no columns (rows=${p.reportRows}); a load would leave ${p.targetTable} as ` +
-        `it is (replace empties ${p.range ? `the period ${describeRange(p.range.range)}` : 'it'})`,
+        `it is (replace empties ${emptied})`,
     );
     return;
   }
@@ -65,6 +71,14 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
     cli.out(
       `\na load replaces the period ${range.column} in [${range.from}, ${range.to}) of ${p.targetTable} (` +
         `${now}) with the report's ${count} rows, in one transaction; rows outside the period stay`,
+    );
+  }
+  if (p.mandant) {
+    const { column, value, deletes } = p.mandant;
+    const now = deletes === undefined ? 'the table does not exist yet' : `it holds ${deletes.toLocaleString('en-US')}`;
+    cli.out(
+      `\na load replaces the rows of mandant ${value} (${column} = ${value}) of ${p.targetTable} (${now}) with the ` +
+        `report's ${count} rows, in one transaction; the other mandants' rows stay`,
     );
   }
   for (const m of p.result.outsideRange)
@@ -130,7 +144,7 @@ export const registerPreview: RegisterCommand = (program, cli) => {
   const cmd = program
     .command('preview')
     .description('show what a job would load (columns, types, first rows) without loading anything');
-  for (const add of [configOption, paramOption, logFormatOption, logicalTimeOption]) add(cmd);
+  for (const add of [configOption, paramOption, logFormatOption, logicalTimeOption, mandantOption]) add(cmd);
   cmd
     .argument('<job>', 'job name in jobs.yaml (with --from-pages: a run key or attempt id)')
     .option('--rows <n>', 'rows to show (1-1000)', wholeNumber(1), 10)
@@ -144,6 +158,7 @@ export const registerPreview: RegisterCommand = (program, cli) => {
           param: Record<string, string>;
           rows: number;
           logicalTime?: string;
+          mandant?: string[];
           fromPages?: boolean;
           job?: string;
         } & LogFormatFlag,
@@ -168,6 +183,7 @@ export const registerPreview: RegisterCommand = (program, cli) => {
           { queuePrefixFromEnv },
           { parseZonedDate, manualInterval, describeInterval },
           time,
+          { chooseSubjects },
         ] = await Promise.all([
           import('../app/bootstrap.ts'),
           import('../config/load.ts'),
@@ -177,9 +193,12 @@ export const registerPreview: RegisterCommand = (program, cli) => {
           import('../queue/names.ts'),
           import('../pipeline/logical-time.ts'),
           import('../time-text.ts'),
+          import('../config/mandants.ts'),
         ]);
         const loaded = await loadConfigForJob(cli, opts.config, jobName);
         const job = resolveJob(loaded.config, jobName, opts.config);
+        // A job with many mandants: one preview per mandant (docs/loaded-tables.md "Many mandants").
+        const subjects = chooseSubjects(jobName, job.job, opts.mandant);
         const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
         const interval = manualInterval(job, new Date(), chosen);
         const logger = makeLogger({}, opts.logFormat);
@@ -189,33 +208,46 @@ export const registerPreview: RegisterCommand = (program, cli) => {
         try {
           const { pool, redis, releasers } = await openStores(logger, { poolMax: 2 });
           try {
-            const preview = await previewJob({
-              job,
-              parameters: opts.param,
-              rows: Math.min(opts.rows, 1000),
-              pool,
-              redis,
-              logger,
-              signal: controller.signal,
-              prefix: queuePrefixFromEnv(),
-              interval,
-            });
-            // A job without schedule stands for no interval: said only when --logical-time chose a time.
-            if (job.job.schedule || chosen) {
-              const stands = describeInterval(job, interval, chosen !== undefined, (t) => time.formatTime(t, job.zone));
-              cli.out(`${jobName}: ${stands}`);
+            for (const subject of subjects) {
+              const name = subject.name;
+              try {
+                const preview = await previewJob({
+                  job: resolveJob(loaded.config, name, opts.config),
+                  parameters: opts.param,
+                  rows: Math.min(opts.rows, 1000),
+                  pool,
+                  redis,
+                  logger,
+                  signal: controller.signal,
+                  prefix: queuePrefixFromEnv(),
+                  interval,
+                });
+                // A job without schedule stands for no interval: said only when --logical-time chose a time.
+                if (job.job.schedule || chosen) {
+                  const stands = describeInterval(job, interval, chosen !== undefined, (t) =>
+                    time.formatTime(t, job.zone),
+                  );
+                  cli.out(`${name}: ${stands}`);
+                }
+                printPreview(cli, name, preview, opts.rows);
+              } catch (err) {
+                if (!(err instanceof EtlError) || err.code === 'CONFIG_INVALID') throw err;
+                const server =
+                  err.serverMessage && !err.message.includes(err.serverMessage) ? `\n${err.serverMessage}` : '';
+                cli.err(`${name}: preview failed (${err.code}): ${err.message}${server}`);
+                // A name the report does not have: where it is written, so that the fix needs no other command.
+                for (const line of await namesToFix(err, opts.config, jobName)) cli.err(line);
+                for (const line of await parametersNamed(
+                  err,
+                  opts.config,
+                  jobName,
+                  job.job.report.parameters,
+                  opts.param,
+                ))
+                  cli.err(line);
+                cli.exit(err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
+              }
             }
-            printPreview(cli, jobName, preview, opts.rows);
-          } catch (err) {
-            if (!(err instanceof EtlError) || err.code === 'CONFIG_INVALID') throw err;
-            const server =
-              err.serverMessage && !err.message.includes(err.serverMessage) ? `\n${err.serverMessage}` : '';
-            cli.err(`${jobName}: preview failed (${err.code}): ${err.message}${server}`);
-            // A name the report does not have: where it is written, so that the fix needs no other command.
-            for (const line of await namesToFix(err, opts.config, jobName)) cli.err(line);
-            for (const line of await parametersNamed(err, opts.config, jobName, job.job.report.parameters, opts.param))
-              cli.err(line);
-            cli.exit(err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
           } finally {
             await releasers.releaseAll().catch(() => undefined);
           }

@@ -11,8 +11,9 @@ import { EtlError } from '../errors.ts';
 import type { FailedRunToReplay } from '../history/run-list.ts';
 import type { RunOrAttempt } from '../history/run-or-attempt.ts';
 import type { RunQueue } from '../queue/queue.ts';
-import { configOption, queuePrefixOption, sinceOption } from './options.ts';
+import { configOption, mandantOption, queuePrefixOption, sinceOption } from './options.ts';
 import { withQueueSession } from './queue-session.ts';
+import { chooseSubjects, jobOfSubject } from '../config/mandants.ts';
 
 const HEADERS = ['run key', 'job', 'failed attempt', 'started', 'error'] as const;
 
@@ -26,7 +27,7 @@ function formatFailedRuns(
   extra?: (r: FailedRunToReplay) => string,
 ): string[] {
   const zoneOf = (job: string) => {
-    const j = config?.jobs[job];
+    const j = config && jobOfSubject(config, job);
     // config/load.ts scheduleZone, without loading the config parser here (start-up cost).
     return j ? (j.timezone ?? config?.connections[j.connection]?.timezone ?? 'UTC') : undefined;
   };
@@ -87,7 +88,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
   const cmd = program
     .command('replay')
     .description('re-queue a failed run (same logical run), or every failed run with --failed');
-  sinceOption(queuePrefixOption(configOption(cmd)), 'with --failed: only runs started since')
+  mandantOption(sinceOption(queuePrefixOption(configOption(cmd)), 'with --failed: only runs started since'))
     .argument(
       '[run-key|attempt-id]',
       'the failed run: its run key (etl.runs.run_key), or the id of one of its attempts (etl.attempts.attempt_id)',
@@ -124,6 +125,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
           includeSuperseded?: boolean;
           acceptGuard?: boolean;
           fromPages?: boolean;
+          mandant?: string[];
         },
       ) => {
         // Loaded here: `--help` and the other commands need neither BullMQ nor the config parser (start-up cost).
@@ -142,7 +144,9 @@ export const registerReplay: RegisterCommand = (program, cli) => {
                 ? '--from-pages goes with one run key or attempt id'
                 : id && (opts.dryRun || opts.includeSuperseded)
                   ? '--dry-run and --include-superseded go with --failed'
-                  : undefined;
+                  : opts.mandant && !opts.job
+                    ? '--mandant goes with --job, the job whose mandants it chooses'
+                    : undefined;
         if (usage) {
           cli.err(`report-etl replay: ${usage}`);
           cli.exit(2);
@@ -153,10 +157,21 @@ export const registerReplay: RegisterCommand = (program, cli) => {
           (c) => c.config,
           () => undefined,
         );
+        // A job with a list of mandants stands for its mandants' runs (docs/loaded-tables.md "Many mandants").
+        const listJob = opts.job && config?.jobs[opts.job];
+        let jobs: (string | undefined)[] = [opts.job];
+        try {
+          if (opts.job && listJob) jobs = chooseSubjects(opts.job, listJob, opts.mandant).map((s) => s.name);
+          else if (opts.mandant) throw new EtlError('CONFIG_INVALID', `--mandant: job ${opts.job} is not in jobs.yaml`);
+        } catch (err) {
+          cli.err(`report-etl replay: ${(err as Error).message}`);
+          cli.exit(2);
+          return;
+        }
         await withQueueSession(opts.queuePrefix, async ({ pool, queue }) => {
           const deps = { pool, queue, ...(config ? { config } : {}) };
           if (id) {
-            const named = await findRunOrAttempt(pool, id, opts.job);
+            const named = await findRunOrAttempt(pool, id, jobs.length === 1 ? jobs[0] : undefined);
             if (named.kind === 'none' || named.kind === 'ambiguous') {
               cli.err(unnamedRunProblem('replay', id, opts.job, named)!);
               cli.exit(2);
@@ -189,11 +204,17 @@ export const registerReplay: RegisterCommand = (program, cli) => {
             }
             return;
           }
-          const plan = await planFailedReplays(deps, {
-            job: opts.job,
-            since: opts.since,
-            includeSuperseded: opts.includeSuperseded,
-          });
+          const plan = { toQueue: [], superseded: [], stillRetrying: [], jobGone: [] } as Awaited<
+            ReturnType<typeof planFailedReplays>
+          >;
+          for (const job of jobs) {
+            const one = await planFailedReplays(deps, {
+              job,
+              since: opts.since,
+              includeSuperseded: opts.includeSuperseded,
+            });
+            for (const k of ['toQueue', 'superseded', 'stillRetrying', 'jobGone'] as const) plan[k].push(...one[k]);
+          }
           const supersededBy = (r: FailedRunToReplay) =>
             r.superseded_by_run_key ? `  [superseded by ${r.superseded_by_run_key}]` : '';
           if (opts.dryRun) {

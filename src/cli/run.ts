@@ -1,9 +1,19 @@
 /**
  * `report-etl run <job>`: one run now, in the foreground. Exit 0 ok, 1 run failed, 2 usage or config error. Ctrl-C
- * aborts the run (rolled back, report job deleted, recorded interrupted); a second Ctrl-C exits at once.
+ * aborts the run (rolled back, report job deleted, recorded interrupted); a second Ctrl-C exits at once. A job with a
+ * list of mandants runs each mandant (or those of `--mandant`) one after another, one summary line each, and exits 1
+ * when any failed (docs/loaded-tables.md "Many mandants").
  */
-import { configOption, logFormatOption, logicalTimeOption, paramOption, type LogFormatFlag } from './options.ts';
+import {
+  configOption,
+  logFormatOption,
+  logicalTimeOption,
+  mandantOption,
+  paramOption,
+  type LogFormatFlag,
+} from './options.ts';
 import type { RegisterCommand } from './types.ts';
+import { ConfigError } from '../errors.ts';
 
 /** How long `run` waits at its end for alerts still being delivered, in ms. */
 const ALERT_FLUSH_MS = 30_000;
@@ -15,7 +25,7 @@ function runAndAttempt(runKey: string, attemptId: string): string {
 
 export const registerRun: RegisterCommand = (program, cli) => {
   const cmd = program.command('run').description('run one job of jobs.yaml now, in the foreground');
-  for (const add of [configOption, paramOption, logFormatOption, logicalTimeOption]) add(cmd);
+  for (const add of [configOption, paramOption, logFormatOption, logicalTimeOption, mandantOption]) add(cmd);
   cmd
     .argument('<job>', 'job name in jobs.yaml')
     .option(
@@ -25,7 +35,13 @@ export const registerRun: RegisterCommand = (program, cli) => {
     .action(
       async (
         jobName: string,
-        opts: { config: string; param: Record<string, string>; runKey?: string; logicalTime?: string } & LogFormatFlag,
+        opts: {
+          config: string;
+          param: Record<string, string>;
+          runKey?: string;
+          logicalTime?: string;
+          mandant?: string[];
+        } & LogFormatFlag,
       ) => {
         // Loaded here: `--help` and the other commands need none of it (start-up cost). The stores (not in
         // jobs.yaml) connect and migrate while the rest loads and jobs.yaml is read.
@@ -65,6 +81,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
             { parseZonedDate, manualInterval, describeInterval },
             { startTracing, SHORT_COMMAND_EXPORT_MS },
             time,
+            { chooseSubjects, parseSubject },
           ] = await Promise.all([
             import('../app/connections.ts'),
             import('../config/load.ts'),
@@ -80,9 +97,19 @@ export const registerRun: RegisterCommand = (program, cli) => {
             import('../pipeline/logical-time.ts'),
             import('../app/tracing-sdk.ts'),
             import('../time-text.ts'),
+            import('../config/mandants.ts'),
           ]);
-          const loaded = await loadConfigForJob(cli, opts.config, jobName);
-          const job = resolveJob(loaded.config, jobName, opts.config);
+          // `run sales_orders[8888]` is `run sales_orders --mandant 8888`.
+          const named = parseSubject(jobName);
+          const loaded = await loadConfigForJob(cli, opts.config, named.job);
+          const base = resolveJob(loaded.config, named.job, opts.config);
+          const given = named.mandant === undefined ? opts.mandant : [String(named.mandant), ...(opts.mandant ?? [])];
+          const subjects = chooseSubjects(named.job, base.job, given);
+          if (opts.runKey && subjects.length > 1)
+            throw new ConfigError([
+              `--run-key names one run, and job "${named.job}" runs ${subjects.length} mandants: give one --mandant`,
+            ]);
+          const job = base;
           const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
           const interval = manualInterval(job, new Date(), chosen);
           const releasers = new Releasers();
@@ -160,62 +187,78 @@ export const registerRun: RegisterCommand = (program, cli) => {
             let janitorWork: Promise<unknown> | undefined;
             const startJanitorWork = () =>
               (janitorWork ??= janitor
-                .closeOrphans([jobName])
+                .closeOrphans(subjects.map((s) => s.name))
                 .then(() => janitor.sweep())
                 .catch((err: unknown) => logger.warn({ err: String(err) }, 'janitor sweep failed')));
             releasers.add(() => (janitorWork || !controller.signal.aborted ? startJanitorWork() : undefined));
-            const result = await runAttempt({
-              job,
-              request: {
-                trigger: 'manual',
-                parameters: opts.param,
-                ...(opts.runKey ? { runKey: opts.runKey } : {}),
-                logicalStart: interval.logicalStart.toISOString(),
-                logicalEnd: interval.logicalEnd.toISOString(),
-              },
-              pool,
-              redis,
-              logger,
-              signal: controller.signal,
-              owner,
-              slots,
-              prefix,
-              onReportJobStarted: startJanitorWork,
-            }).catch(async (err: unknown) => {
-              if (err instanceof AttemptFailedError && !controller.signal.aborted)
-                await alerts.failed({
-                  job: jobName,
-                  runKey: opts.runKey ?? err.attemptId,
-                  attemptId: err.attemptId,
-                  trigger: 'manual',
-                  error: err.error,
+            /** One run of `name` (the job, or one mandant's run subject) and its summary line; its exit code. */
+            async function runOne(name: string): Promise<number> {
+              try {
+                const job = resolveJob(loaded.config, name, opts.config);
+                const result = await runAttempt({
+                  job,
+                  request: {
+                    trigger: 'manual',
+                    parameters: opts.param,
+                    ...(opts.runKey ? { runKey: opts.runKey } : {}),
+                    logicalStart: interval.logicalStart.toISOString(),
+                    logicalEnd: interval.logicalEnd.toISOString(),
+                  },
+                  pool,
+                  redis,
+                  logger,
+                  signal: controller.signal,
+                  owner,
+                  slots,
+                  prefix,
+                  onReportJobStarted: startJanitorWork,
+                }).catch(async (err: unknown) => {
+                  if (err instanceof AttemptFailedError && !controller.signal.aborted)
+                    await alerts.failed({
+                      job: name,
+                      runKey: opts.runKey ?? err.attemptId,
+                      attemptId: err.attemptId,
+                      trigger: 'manual',
+                      error: err.error,
+                    });
+                  throw err;
                 });
-              throw err;
-            });
-            await alerts.succeeded({
-              job: jobName,
-              runKey: result.runKey,
-              attemptId: result.attemptId,
-              trigger: 'manual',
-            });
-            const secs = result.durationMs / 1000;
-            // What a loaded row is depends on the output type (docs/loaded-tables.md "Output types").
-            const shape = outputShape(job.job.report.outputType, job.job.target);
-            const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
-            const pages = `${result.pages} page${result.pages === 1 ? '' : 's'}`;
-            const rate = `${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s`;
-            cli.out(
-              `${jobName}: ${result.status}, ${result.rows} ${unit}, ${pages}, ${(result.bytes / 1e6).toFixed(1)} MB ` +
-                `in ${secs.toFixed(1)} s (${rate}), ${runAndAttempt(result.runKey, result.attemptId)}` +
-                (result.noTarget ? `; ${result.noTarget}` : ''),
-            );
-          } catch (err) {
-            if (!(err instanceof AttemptFailedError)) throw err;
-            // The summary goes to stdout whatever the outcome (README "Commands"); the log lines went to stderr.
-            const which = runAndAttempt(opts.runKey ?? err.attemptId, err.attemptId);
-            cli.out(`${jobName}: failed (${err.code}${err.retryable ? ', retryable' : ''}), ${which}: ${err.message}`);
-            // A config problem found only at run time (a type PostgreSQL does not know, a bad report name).
-            cli.exit(err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
+                await alerts.succeeded({
+                  job: name,
+                  runKey: result.runKey,
+                  attemptId: result.attemptId,
+                  trigger: 'manual',
+                });
+                const secs = result.durationMs / 1000;
+                // What a loaded row is depends on the output type (docs/loaded-tables.md "Output types").
+                const shape = outputShape(job.job.report.outputType, job.job.target);
+                const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
+                const pages = `${result.pages} page${result.pages === 1 ? '' : 's'}`;
+                const rate = `${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s`;
+                const mb = (result.bytes / 1e6).toFixed(1);
+                cli.out(
+                  `${name}: ${result.status}, ${result.rows} ${unit}, ${pages}, ${mb} MB ` +
+                    `in ${secs.toFixed(1)} s (${rate}), ${runAndAttempt(result.runKey, result.attemptId)}` +
+                    (result.noTarget ? `; ${result.noTarget}` : ''),
+                );
+                return 0;
+              } catch (err) {
+                if (!(err instanceof AttemptFailedError)) throw err;
+                // The summary goes to stdout whatever the outcome (README "Commands"); the log lines went to stderr.
+                const which = runAndAttempt(opts.runKey ?? err.attemptId, err.attemptId);
+                cli.out(`${name}: failed (${err.code}${err.retryable ? ', retryable' : ''}), ${which}: ${err.message}`);
+                // A config problem found only at run time (a type PostgreSQL does not know, a bad report name).
+                return err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1;
+              }
+            }
+            // One mandant after another: each takes its report slot as its turn comes; any failure exits 1.
+            let code = 0;
+            for (const subject of subjects) {
+              if (controller.signal.aborted) break;
+              const one = await runOne(subject.name);
+              code = code === 0 ? one : Math.min(code, one || code);
+            }
+            if (code !== 0) cli.exit(code);
           } finally {
             await releasers.releaseAll().catch(() => undefined);
             logger.flush();

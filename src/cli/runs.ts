@@ -171,7 +171,8 @@ export const registerRuns: RegisterCommand = (program, cli) => {
           if (table.length === 1 && opts.job !== undefined) {
             // Nothing for this job: a job the history has never seen is most likely a typo.
             const known = await listJobNames(pool);
-            if (!known.includes(opts.job)) unknownJob = { near: closestMatch(opts.job, known), known };
+            if (!known.some((k) => k === opts.job || k.startsWith(`${opts.job}[`)))
+              unknownJob = { near: closestMatch(opts.job, known), known };
           }
           return table;
         });

@@ -62,7 +62,10 @@ export const registerValidate: RegisterCommand = (program, cli) => {
           const when = !job.schedule
             ? 'no schedule (runs by hand or enqueue only)'
             : `"${job.schedule}" in ${zone}, next tick ${next ? formatTime(next, zone) : 'none within a year'}`;
-          cli.out(`  ${name}: ${when}`);
+          // A job with many mandants runs once per mandant (docs/loaded-tables.md "Many mandants").
+          const list = Array.isArray(job.report.mandant) ? job.report.mandant : undefined;
+          const runs = list ? `; ${list.length} mandant${list.length === 1 ? '' : 's'}: ${list.join(', ')}` : '';
+          cli.out(`  ${name}: ${when}${runs}`);
         }
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;

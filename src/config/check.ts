@@ -16,6 +16,7 @@ import { closestMatch } from '../closest-match.ts';
 import { get, isObj, issueProblems, makeLocator, syntaxProblems, type Located, type Locator } from './problems.ts';
 import { templateProblems } from './time-template.ts';
 import { jobTargetProblems, sharedTargetProblems, type TargetCatalogue } from './target-checks.ts';
+import { DEFAULT_MANDANT_COLUMN } from './mandants.ts';
 
 /** Whether `zone` is an IANA time zone this Node knows. */
 function isTimeZone(zone: string): boolean {
@@ -144,7 +145,11 @@ function extraChecks(
       if (typeof value === 'string')
         for (const text of templateProblems(value)) add([...path, 'report', 'parameters', key], text);
     }
-    for (const p of jobTargetProblems(job.target, targets)) add([...path, ...p.path], p.text, p.onKey);
+    // A job with many mandants merges by its key and mandant column (docs/loaded-tables.md "Many mandants").
+    const listed = Array.isArray(get(job, ['report', 'mandant']));
+    const column = get(job, ['target', 'mandantColumn']);
+    const mandantColumn = listed ? (typeof column === 'string' ? column : DEFAULT_MANDANT_COLUMN) : undefined;
+    for (const p of jobTargetProblems(job.target, targets, mandantColumn)) add([...path, ...p.path], p.text, p.onKey);
   }
   for (const p of sharedTargetProblems(jobs)) add(['jobs', p.job, ...p.path], p.text, false, true);
   return out;

@@ -12,6 +12,7 @@ import { get } from './problems.ts';
 import { closestMatch } from '../closest-match.ts';
 import { qualifiedTarget, targetWarnings, type TargetCatalogue } from './target-checks.ts';
 import type { TableName } from '../warehouse/identifiers.ts';
+import { mandantColumnOf, mandantList, parseSubject, type MandantOfRun } from './mandants.ts';
 
 /** A validated jobs.yaml. */
 export interface LoadedConfig {
@@ -48,6 +49,11 @@ export interface ResolvedJob {
   zone: string;
   /** How long its attempts' pages are kept: its target's `archive`, else its connection's, else the defaults'. */
   archive?: ArchiveConfig | undefined;
+  /**
+   * The run's mandant and its target column, for the run subject of one mandant of a list job (mandants.ts); its
+   * `job.report.mandant` is then that mandant alone.
+   */
+  mandant?: MandantOfRun | undefined;
 }
 
 /** The zone of a job's schedule: its own `timezone`, else its connection's, else UTC. */
@@ -160,18 +166,34 @@ export function configWarnings(cfg: EtlConfig, file = 'jobs.yaml', targets?: Tar
  * @throws ConfigError `unknown job "x" in jobs.yaml (known: a, b)`, with a "did you mean" when close
  */
 export function resolveJob(cfg: EtlConfig, name: string, file = 'jobs.yaml'): ResolvedJob {
-  const job = Object.hasOwn(cfg.jobs, name) ? cfg.jobs[name] : undefined;
-  if (!job) throw new ConfigError([unknownName('job', name, Object.keys(cfg.jobs), file)]);
-  const connection = cfg.connections[job.connection];
-  if (!connection) throw new ConfigError([`${file}: jobs.${name}.connection: unknown connection "${job.connection}"`]);
-  const archive = job.target.archive ?? connection.archive ?? cfg.defaults.archive;
+  const subject = parseSubject(name);
+  const base = subject.job;
+  const listed = Object.hasOwn(cfg.jobs, base) ? cfg.jobs[base] : undefined;
+  if (!listed) throw new ConfigError([unknownName('job', base, Object.keys(cfg.jobs), file)]);
+  const connection = cfg.connections[listed.connection];
+  if (!connection)
+    throw new ConfigError([`${file}: jobs.${base}.connection: unknown connection "${listed.connection}"`]);
+  const archive = listed.target.archive ?? connection.archive ?? cfg.defaults.archive;
+  let job = listed;
+  let mandant: MandantOfRun | undefined;
+  if (subject.mandant !== undefined) {
+    const list = mandantList(listed);
+    if (!list?.includes(subject.mandant))
+      throw new ConfigError([
+        `${file}: jobs.${base}.report.mandant: ${subject.mandant} is not a mandant of job "${base}" ` +
+          `(${list ? `its mandants: ${list.join(', ')}` : `it runs in mandant ${String(listed.report.mandant)} only`})`,
+      ]);
+    mandant = { value: subject.mandant, column: mandantColumnOf(listed) };
+    job = { ...listed, report: { ...listed.report, mandant: String(subject.mandant) } };
+  }
   return {
     name,
     job,
     connection,
-    connectionName: job.connection,
-    zone: job.timezone ?? connection.timezone,
+    connectionName: listed.connection,
+    zone: listed.timezone ?? connection.timezone,
     ...(archive ? { archive } : {}),
+    ...(mandant ? { mandant } : {}),
   };
 }
 

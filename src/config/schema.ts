@@ -242,9 +242,21 @@ export type ConnectionConfig = z.infer<typeof connectionSchema>;
 const reportSchema = z
   .object({
     mandant: z
-      .union([z.number().int().nonnegative(), z.string().regex(MANDANT_PATTERN)])
-      .transform((v) => String(v))
-      .describe('Client number (mandant) the report runs in.'),
+      .union([
+        z.union([z.number().int().nonnegative(), z.string().regex(MANDANT_PATTERN)]).transform((v) => String(v)),
+        z
+          .array(positiveInt())
+          .min(1, { message: 'a list of mandants needs at least one, e.g. [7777, 8888]' })
+          .superRefine((list, ctx) => {
+            list.forEach((m, i) => {
+              if (list.indexOf(m) !== i)
+                issue(ctx, [i], `mandant ${m} is listed twice: each mandant is one run per tick, list it once`);
+            });
+          }),
+      ])
+      .describe(
+        'Client number (mandant) the report runs in, or a list of them (docs/loaded-tables.md "Many mandants").',
+      ),
     name: z
       .string()
       .min(1)
@@ -367,6 +379,20 @@ export const targetSchema = z
       .strict()
       .optional()
       .describe('replace only: replace the rows in [from, to) alone (docs/loaded-tables.md "Replacing one period").'),
+    mandantColumn: z
+      .string()
+      .regex(new RegExp(`^${IDENT}$`), {
+        message: 'mandantColumn must be a column name (letters, digits, underscore), e.g. mandant',
+      })
+      .max(63, { message: 'mandantColumn is at most 63 bytes (a PostgreSQL name)' })
+      .refine((c) => !c.startsWith('_etl_'), {
+        message: 'mandantColumn may not start with _etl_ (the lineage columns, docs/loaded-tables.md): choose another',
+      })
+      .optional()
+      .describe(
+        'With a list under report.mandant only (default mandant): the integer column of the target holding each ' +
+          'row\'s mandant (docs/loaded-tables.md "Many mandants"); no report column may have this normalised name.',
+      ),
     schemaChanges: z
       .enum(SCHEMA_CHANGES)
       .default('evolve')
@@ -490,6 +516,7 @@ export const jobSchema = z
         );
       });
     }
+    mandantProblems(j, shape, (path, message) => issue(ctx, path, message));
     if (shape !== 'rows' && Object.keys(j.target.columns).length > 0)
       issue(
         ctx,
@@ -500,6 +527,37 @@ export const jobSchema = z
   });
 
 export type JobConfig = z.infer<typeof jobSchema>;
+
+/**
+ * The checks of a job's mandants that know its columns (docs/loaded-tables.md "Many mandants"): mandantColumn only
+ * with a list of mandants, and no column the job names (key, declared, range, a fixed shape's) of its name; a report
+ * column of that name is found at the first run, before anything is loaded (warehouse/mandant-column.ts).
+ */
+function mandantProblems(
+  j: { report: { mandant: string | number[] }; target: z.infer<typeof targetSchema> },
+  shape: ReturnType<typeof outputShape>,
+  add: (path: (string | number)[], message: string) => void,
+): void {
+  const t = j.target;
+  if (!Array.isArray(j.report.mandant)) {
+    if (t.mandantColumn !== undefined)
+      add(
+        ['target', 'mandantColumn'],
+        `mandantColumn names the column of a job with a list of mandants (report.mandant is ${j.report.mandant}): ` +
+          'remove it, or give report.mandant a list',
+      );
+    return;
+  }
+  const column = t.mandantColumn ?? 'mandant';
+  const fix = `set target.mandantColumn to another name, e.g. ${column}_nr`;
+  const clash = (path: (string | number)[], what: string) =>
+    add(path, `${what} is ${column}, the column that holds each row's mandant: ${fix}`);
+  t.key.forEach((k, i) => (k === column ? clash(['target', 'key', i], 'this merge key column') : undefined));
+  if (column in t.columns) clash(['target', 'columns'], `a declared column`);
+  if (t.replaceRange?.column === column) clash(['target', 'replaceRange', 'column'], 'the range column');
+  if (shape !== 'rows' && FIXED_COLUMNS[shape].some((c) => c.name === column))
+    clash(['report', 'outputType'], `a fixed column of what this output type loads (${shape})`);
+}
 
 const alertTargetSchema = z
   .object({

@@ -81,9 +81,15 @@ const listed = (cs: readonly string[]) =>
  * The problems of one job's raw `target`: names too long or not normalised, and with `catalogue` knowing the
  * target: a relation that is not a table, key columns it lacks, a merge key no unique index serves, and declared
  * columns it lacks that look like a typo (others may be new columns: {@link targetWarnings}).
+ * @param mandantColumn a job with many mandants: its mandant column, which completes a merge's unique key
+ *   (docs/loaded-tables.md "Many mandants")
  * @returns problems with paths relative to the job (`['target', 'key', 0]`)
  */
-export function jobTargetProblems(target: unknown, catalogue: TargetCatalogue | undefined): TargetProblem[] {
+export function jobTargetProblems(
+  target: unknown,
+  catalogue: TargetCatalogue | undefined,
+  mandantColumn?: string,
+): TargetProblem[] {
   const out: TargetProblem[] = [];
   if (!isObj(target)) return out;
   const t = qualifiedTarget(target.table);
@@ -134,13 +140,14 @@ export function jobTargetProblems(target: unknown, catalogue: TargetCatalogue | 
   // would fail in its load, after the server rendered the report.
   const keys = key.filter((k): k is string => typeof k === 'string' && k !== '');
   if (target.mode === 'merge' && existing && columns && keys.length > 0 && keys.every((k) => columns.includes(k))) {
-    const wanted = [...new Set(keys)].sort().join('\0');
+    const unique = mandantColumn ? [...keys, mandantColumn] : keys;
+    const wanted = [...new Set(unique)].sort().join('\0');
     if (!existing.uniqueKeys.some((u) => u.join('\0') === wanted))
       out.push({
         path: ['target', 'key'],
         text:
-          `the target ${name} has no primary key or unique index on (${keys.join(', ')}): a merge finds the rows ` +
-          `it updates by one, so every run would fail; add it: CREATE UNIQUE INDEX ON ${name} (${keys.join(', ')})`,
+          `the target ${name} has no primary key or unique index on (${unique.join(', ')}): a merge finds the rows ` +
+          `it updates by one, so every run would fail; add it: CREATE UNIQUE INDEX ON ${name} (${unique.join(', ')})`,
       });
   }
   out.push(...replaceRangeProblems(target, columns, name));

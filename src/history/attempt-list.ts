@@ -36,7 +36,7 @@ export interface ListFilter {
 
 /**
  * Attempts, newest first (`report-etl runs --attempts`); each row carries `matching`, how many match the filter
- * without its limit.
+ * without its limit. A job's filter takes in its mandants' attempts (docs/loaded-tables.md "Many mandants").
  */
 export async function listAttempts(
   db: Queryable,
@@ -45,8 +45,8 @@ export async function listAttempts(
   const { rows } = await db.query<AttemptListRow & { matching: number }>(
     `SELECT a.*, ${firstErrorLine('a')} AS error_first_line, (count(*) OVER ())::int AS matching
        FROM etl.attempts a
-      WHERE ($1::text IS NULL OR a.job = $1) AND ($2::text IS NULL OR a.status = $2)
-        AND ($3::timestamptz IS NULL OR a.started_at >= $3)
+      WHERE ($1::text IS NULL OR a.job = $1 OR left(a.job, length($1) + 1) = $1 || '[')
+        AND ($2::text IS NULL OR a.status = $2) AND ($3::timestamptz IS NULL OR a.started_at >= $3)
       ORDER BY a.started_at DESC
       LIMIT $4`,
     [f.job ?? null, f.status ?? null, f.since ?? null, f.limit ?? 100],

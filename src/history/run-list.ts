@@ -28,7 +28,7 @@ const NEWEST_ATTEMPT = `(SELECT a.attempt_id AS newest_attempt_id, ${firstErrorL
 
 /**
  * Logical runs, newest first (`report-etl runs`); each row carries `matching`, how many match the filter without its
- * limit.
+ * limit. A job's filter takes in the runs of its mandants (`<job>[<mandant>]`, docs/loaded-tables.md "Many mandants").
  */
 export async function listRuns(db: Queryable, f: ListFilter = {}): Promise<(RunListRow & { matching: number })[]> {
   const { rows } = await db.query<RunListRow & { matching: number }>(
@@ -36,8 +36,8 @@ export async function listRuns(db: Queryable, f: ListFilter = {}): Promise<(RunL
             (SELECT max(v.reverted_at) FROM etl.reverts v
               WHERE v.job = r.job AND v.run_key = r.run_key AND v.after_attempt >= r.attempts) AS reverted_at
        FROM etl.runs r LEFT JOIN LATERAL ${NEWEST_ATTEMPT} n ON true
-      WHERE ($1::text IS NULL OR r.job = $1) AND ($2::text IS NULL OR r.status = $2)
-        AND ($3::timestamptz IS NULL OR r.created_at >= $3)
+      WHERE ($1::text IS NULL OR r.job = $1 OR left(r.job, length($1) + 1) = $1 || '[')
+        AND ($2::text IS NULL OR r.status = $2) AND ($3::timestamptz IS NULL OR r.created_at >= $3)
       ORDER BY r.created_at DESC
       LIMIT $4`,
     [f.job ?? null, f.status ?? null, f.since ?? null, f.limit ?? 100],

@@ -4,6 +4,7 @@
  * job → wait for it → load → commit → delete the report job; or record the failure. Each returns what it produced;
  * the stage a failure is recorded at is the trace's (attempt-trace.ts), set as runAttempt runs each step.
  */
+import { requestMandant } from '../config/mandants.ts';
 import { randomUUID } from 'node:crypto';
 import { AbortedError, coerceError, EtlError, isConnectionLoss } from '../errors.ts';
 import { redactor } from '../failure-text.ts';
@@ -244,7 +245,7 @@ export async function checkMayRun(a: Attempt): Promise<MayRun> {
   // Recorded before the name is checked: a refused name shows what was asked for.
   const redact = redactor([connection.clientSecret]);
   await setAttemptReportRequest(o.pool, a.attemptId, {
-    mandant: job.report.mandant,
+    mandant: requestMandant(name, job),
     name: job.report.name,
     outputType: job.report.outputType,
     paging: job.report.paging,
@@ -254,7 +255,7 @@ export async function checkMayRun(a: Attempt): Promise<MayRun> {
   return {
     kind: 'run',
     dead: o.exclusive ? others : [],
-    request: { ...job.report, job: name, parameters },
+    request: { ...job.report, mandant: requestMandant(name, job), job: name, parameters },
     declaredTypes,
     range: runRange(o.job, a.logicalTime),
   };
@@ -558,6 +559,7 @@ export async function loadReport(
       timezone: connection.timezone,
       logger: started.log,
       runKey: a.runKey,
+      mandant: a.options.job.mandant,
       timed: (step, fn) => a.trace.step(step, fn),
     },
     rows,
@@ -671,13 +673,15 @@ async function targetGuard(
   range: ReplaceRange | undefined,
 ): Promise<(rows: number) => Promise<void>> {
   const { mode, guard } = a.options.job.job.target;
+  const mandant = a.options.job.mandant;
   const currentRows = !needsRowCount(mode, guard)
     ? undefined
     : range
-      ? await countRangeRows(tx, a.target, range)
-      : await countTargetRows(tx, a.target);
+      ? await countRangeRows(tx, a.target, range, mandant)
+      : await countTargetRows(tx, a.target, mandant);
   const exists = currentRows !== undefined || (await targetExists(tx, a.target));
-  const table = range ? `${a.targetTable} (${describeRange(range)})` : a.targetTable;
+  const scope = [range && describeRange(range), mandant && `${mandant.column} ${mandant.value}`].filter(Boolean);
+  const table = scope.length > 0 ? `${a.targetTable} (${scope.join(', ')})` : a.targetTable;
   return async (rows) => {
     const trip = guardTrip({
       table,

@@ -5,6 +5,7 @@
 import type { ResolvedJob } from '../config/load.ts';
 import { documentFileName, makePageDecoder, type PageDecoder } from '../pages/decoder.ts';
 import { isDocumentType } from '../vocabulary.ts';
+import { requestMandant } from '../config/mandants.ts';
 
 /**
  * A fresh decoder for one report job of `job`.
@@ -18,7 +19,8 @@ export function jobDecoder(job: ResolvedJob, runTime: Date): PageDecoder {
     rowsAt: target.rowsAt,
     load: target.load,
     fileName: isDocumentType(type)
-      ? (page) => documentFileName({ report: report.name, mandant: report.mandant, runTime, page, type })
+      ? (page) =>
+          documentFileName({ report: report.name, mandant: requestMandant(job.name, job.job), runTime, page, type })
       : undefined,
   });
 }

@@ -5,6 +5,7 @@
  * a staging table of a transaction that is rolled back), records no run, and deletes the report job
  * (docs/report-export-service.md "What the service does" 3).
  */
+import { requestMandant } from '../config/mandants.ts';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
 import type { ResolvedJob } from '../config/load.ts';
@@ -17,6 +18,7 @@ import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { deadlinesOf } from './deadlines.ts';
 import { logicalTimeOf, runParameters, runRange } from './logical-time.ts';
 import { countRangeRows, type ReplaceRange } from '../warehouse/replace-range.ts';
+import { countTargetRows } from '../warehouse/guard.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { reportRows } from './report-rows.ts';
 
@@ -58,6 +60,11 @@ export interface JobPreview {
    * no target yet).
    */
   range?: { range: ReplaceRange; deletes: number | undefined } | undefined;
+  /**
+   * A mandant's run of a job with many mandants, mode replace without a range: the mandant and the target's rows of it
+   * now, which a load would delete (undefined: no target yet; docs/loaded-tables.md "Many mandants").
+   */
+  mandant?: { column: string; value: number; deletes: number | undefined } | undefined;
 }
 
 /**
@@ -89,7 +96,7 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
     const paging = Math.max(MIN_PAGING, o.rows);
     return await withReportJob(
       client,
-      { ...report, paging, parameters, job: o.job.name },
+      { ...report, mandant: requestMandant(o.job.name, o.job.job), paging, parameters, job: o.job.name },
       async (finished) => {
         const shape = outputShape(report.outputType, targetConfig);
         const announced = { pages: finished.pages, rows: shape === 'rows' ? finished.rows : undefined };
@@ -116,7 +123,11 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
             reportPages: finished.pages,
             targetTable: `${target.schema}.${target.table}`,
             result,
-            range: range && { range, deletes: await countRangeRows(db, target, range) },
+            range: range && { range, deletes: await countRangeRows(db, target, range, o.job.mandant) },
+            mandant:
+              o.job.mandant && !range && targetConfig.mode === 'replace'
+                ? { ...o.job.mandant, deletes: await countTargetRows(db, target, o.job.mandant) }
+                : undefined,
           };
         } finally {
           await db.query('ROLLBACK').catch(() => undefined);

@@ -27,6 +27,7 @@ import { defaultWorkerName } from '../pipeline/run-attempt.ts';
 import { makeReportClients, type ReportClients } from '../report-api/client-registry.ts';
 import { DEFAULT_QUEUE_PREFIX } from './names.ts';
 import type { RunQueue } from './queue.ts';
+import { jobOfSubject, runSubjects } from '../config/mandants.ts';
 
 /**
  * First half of the lease's two-part advisory lock key; the second is `hashtext` of the installation's prefix.
@@ -123,7 +124,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
 
   const closeOne = async (o: OwnedAttempt, config: EtlConfig): Promise<ClosedOrphan> => {
     const result: ClosedOrphan = { attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed: false };
-    const job = config.jobs[o.job];
+    const job = jobOfSubject(config, o.job);
     const connection = job ? config.connections[job.connection] : undefined;
     if (o.report_job_id && job && connection) {
       const lease = await clients.acquire(job.connection, connection);
@@ -166,7 +167,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
 
   const closeOrphans = async (jobs: readonly string[]): Promise<ClosedOrphan[]> => {
     const config = deps.config();
-    const known = jobs.filter((j) => Object.hasOwn(config.jobs, j));
+    const known = jobs.filter((j) => jobOfSubject(config, j) !== undefined);
     const out: ClosedOrphan[] = [];
     for (const o of await findOrphanedAttempts(deps.pool, known)) {
       out.push(
@@ -192,7 +193,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
 
   /** Records one lost queued run failed: an attempt `failed` at once with QUEUE_JOB_LOST, and its alert. */
   const recordLost = async (run: RunRow, config: EtlConfig): Promise<LostQueuedRun> => {
-    const job = config.jobs[run.job]!;
+    const job = jobOfSubject(config, run.job)!;
     const target = parseTableName(job.target.table);
     const queueJobId = run.queue_job_id!;
     const attemptId = randomUUID();
@@ -262,7 +263,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       if (!rows[0]?.got) return { leased: false, orphans: [], lostQueued: [], stale: [] };
       try {
         const config = deps.config();
-        const jobs = Object.keys(config.jobs);
+        const jobs = runSubjects(config).map((s) => s.name);
         const result: SweepResult = { leased: true, orphans: [], lostQueued: [], stale: [] };
         result.orphans = await orElse(closeOrphans(jobs), 'orphan check', []);
         result.lostQueued = await orElse(closeLostQueued(jobs), 'lost queued runs check', []);

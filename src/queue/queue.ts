@@ -19,6 +19,7 @@ import {
 } from '../tracing.ts';
 import type { RunRequest } from '../vocabulary.ts';
 import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
+import { jobOfSubject } from '../config/mandants.ts';
 
 /** How long finished queue jobs stay, in s: a kept id blocks a second enqueue of the same tick. */
 export const KEEP_COMPLETED_S = 7 * 86_400;
@@ -67,7 +68,7 @@ export interface EnqueueOptions {
 
 /** Attempts and backoff of a job (job.retry, else defaults.retry). */
 export function retryOf(config: EtlConfig, job: string): { attempts: number; backoffMs: number } {
-  const retry = config.jobs[job]?.retry ?? config.defaults.retry;
+  const retry = jobOfSubject(config, job)?.retry ?? config.defaults.retry;
   return { attempts: retry.attempts, backoffMs: retry.backoffMs };
 }
 

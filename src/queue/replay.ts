@@ -13,6 +13,7 @@ import type { RunRequest } from '../vocabulary.ts';
 import { failedRunsToReplay, type FailedRunToReplay } from '../history/run-list.ts';
 import { getRun } from '../history/runs.ts';
 import { getArchive, newestCompleteArchive, type AttemptArchive } from '../history/page-archive.ts';
+import { jobOfSubject } from '../config/mandants.ts';
 
 /** What replays need. */
 export interface ReplayDeps {
@@ -87,7 +88,7 @@ export async function replayRun(
     }
   }
   // A worker would drop a replay of a job gone from jobs.yaml: refused here, at once.
-  if (deps.config && !deps.config.jobs[run.job]) {
+  if (deps.config && !jobOfSubject(deps.config, run.job)) {
     throw new EtlError(
       'CONFIG_INVALID',
       `${named} cannot be replayed: job ${run.job} is no longer in jobs.yaml (add it back to replay its runs)`,
@@ -103,7 +104,8 @@ export async function replayRun(
   if (run.parameters) req.parameters = run.parameters;
   if (opts.acceptGuard) req.acceptGuard = true;
   if (pagesOf) req.pagesOf = pagesOf.attemptId;
-  const retry = deps.config?.jobs[run.job] ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 };
+  const retry =
+    deps.config && jobOfSubject(deps.config, run.job) ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 };
   const { jobId } = await enqueueRun(deps.queue, req, {
     jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id, opts.acceptGuard, !!pagesOf),
     ...retry,
@@ -162,7 +164,7 @@ export interface ReplayFailedOptions {
 export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions = {}): Promise<FailedReplayPlan> {
   const plan: FailedReplayPlan = { toQueue: [], superseded: [], stillRetrying: [], jobGone: [] };
   for (const run of await failedRunsToReplay(deps.pool, { job: o.job, since: o.since })) {
-    if (deps.config && !deps.config.jobs[run.job]) {
+    if (deps.config && !jobOfSubject(deps.config, run.job)) {
       plan.jobGone.push(run);
       continue;
     }

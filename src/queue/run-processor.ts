@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import { resolveJob, type ResolvedJob } from '../config/load.ts';
+import { parseSubject } from '../config/mandants.ts';
 import { AbortedError, coerceError, ConfigError, EtlError } from '../errors.ts';
 import { untilDatabaseTakesIt } from '../db.ts';
 import { failAttempt, failureOf, hasSucceeded } from '../history/attempts.ts';
@@ -135,7 +136,7 @@ async function processTraced(
   try {
     resolved = resolveJob(config, req.job);
   } catch (err) {
-    const problems = deps.invalidJobs?.().get(req.job);
+    const problems = deps.invalidJobs?.().get(parseSubject(req.job).job);
     if (problems)
       throw new UnrecoverableError(
         `jobs.yaml: job "${req.job}" is invalid, so its runs are not run until it is fixed:\n${problems.join('\n')}`,

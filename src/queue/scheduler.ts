@@ -15,6 +15,7 @@ import type { Logger } from '../logger.ts';
 import { cronTicks } from '../config/cron-ticks.ts';
 import type { LiveConfig } from '../config/live-config.ts';
 import { tickQueueJobId } from './names.ts';
+import { subjectsOfJob } from '../config/mandants.ts';
 import { enqueueRun, retryOf, type RunQueue } from './queue.ts';
 import type { RunRequest, TickTrigger } from '../vocabulary.ts';
 import { lastScheduledTick } from '../history/attempts.ts';
@@ -95,16 +96,19 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     const job = config.jobs[name];
     if (!job?.schedule) return;
     const tick = new Date(Math.floor(at.getTime() / 1000) * 1000);
-    // The queued run's trace begins here (docs/observability.md "Tracing").
-    const { jobId, added } = await inSpan(
-      'scheduler tick',
-      { attributes: { [ATTR.job]: name, [ATTR.tick]: tick.toISOString() } },
-      () => enqueueTick(deps.queue, config, name, tick, 'schedule', undefined, deps.pool),
-    );
-    log.info(
-      { job: name, tick: tick.toISOString(), queueJobId: jobId, added },
-      added ? 'tick: run queued' : 'tick: run was queued by another scheduler',
-    );
+    // One run per mandant of a list job (config/mandants.ts), each queued on its own.
+    for (const subject of subjectsOfJob(name, job)) {
+      // The queued run's trace begins here (docs/observability.md "Tracing").
+      const { jobId, added } = await inSpan(
+        'scheduler tick',
+        { attributes: { [ATTR.job]: subject.name, [ATTR.tick]: tick.toISOString() } },
+        () => enqueueTick(deps.queue, config, subject.name, tick, 'schedule', undefined, deps.pool),
+      );
+      log.info(
+        { job: subject.name, tick: tick.toISOString(), queueJobId: jobId, added },
+        added ? 'tick: run queued' : 'tick: run was queued by another scheduler',
+      );
+    }
   };
 
   const queueTick = (name: string, date: Date) => {
@@ -179,6 +183,11 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
   };
 
   const catchUp = async (config: EtlConfig, name: string, job: JobConfig) => {
+    if (!job.schedule || job.catchup === 'none') return;
+    for (const subject of subjectsOfJob(name, job)) await catchUpSubject(config, subject.name, job);
+  };
+
+  const catchUpSubject = async (config: EtlConfig, name: string, job: JobConfig) => {
     if (!job.schedule || job.catchup === 'none') return;
     const last = await lastScheduledTick(deps.pool, name);
     if (!last) {

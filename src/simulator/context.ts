@@ -24,6 +24,7 @@ export function zeroCounters(): CounterState {
     discoveryRequests: 0,
     jobsCreated: 0,
     jobsDeleted: 0,
+    peakOpenJobs: 0,
     requests: { discovery: 0, token: 0, start: 0, status: 0, output: 0, delete: 0 },
     unauthorized: 0,
     pagesServed: 0,

@@ -5,6 +5,8 @@
  * - missing, unknown or expired token: 401, empty body, WWW-Authenticate: Bearer error="invalid_token" (RFC 6750);
  * - forbidden report name, bad mandant, bad JSON body, missing or unsupported outputType: 400 problem+json;
  * - unknown report: 200 Job, FinishedError at once, message "Report '<path>' not found";
+ * - the parameter SIM_FAIL_MANDANT (a mandant, or several comma-separated): a report started in one of them fails
+ *   (FinishedError, "Mandant <n> is locked for reports"), so that a test can fail one mandant of many;
  * - unknown job id (status, output, delete): 404 problem+json (an output page past the end is 404 with an
  *   empty body, so a client can tell the two apart).
  */
@@ -89,6 +91,12 @@ function badRequest(res: ServerResponse, detail: string): void {
   sendProblem(res, 400, { title: 'Bad Request', detail }, REPORT_API_HEADERS);
 }
 
+/** Whether the report parameter SIM_FAIL_MANDANT names `mandant` (see the file comment). */
+function lockedMandant(parameters: Record<string, string>, mandant: string): boolean {
+  const listed = parameters.SIM_FAIL_MANDANT;
+  return listed !== undefined && listed.split(',').some((m) => m.trim() === mandant);
+}
+
 /** POST {report_api}/report/{mandant}/{reportname} (docs/report-export-service.md "Endpoints" #1). */
 export async function handleStart(
   ctx: SimContext,
@@ -162,6 +170,9 @@ export async function handleStart(
           ...common,
           data,
           ...(typeof fault === 'string' ? { error: { message: fault, immediate: false, withResult: false } } : {}),
+          ...(lockedMandant(parameters, mandant)
+            ? { error: { message: `Mandant ${mandant} is locked for reports`, immediate: false, withResult: false } }
+            : {}),
         })
       : makeJob({
           ...common,
@@ -171,6 +182,7 @@ export async function handleStart(
   }
   ctx.jobs.set(job.id, job);
   ctx.counters.jobsCreated++;
+  ctx.counters.peakOpenJobs = Math.max(ctx.counters.peakOpenJobs, ctx.jobs.size);
   ctx.logger.debug({ reportJobId: job.id, report: name.path, mandant, outputType, paging }, 'simulator: job created');
   sendJson(res, 200, jobBody(job, now, ctx.zone), REPORT_API_HEADERS);
 }

@@ -154,6 +154,8 @@ export interface SimulatorCounters {
   discoveryRequests: number;
   jobsCreated: number;
   jobsDeleted: number;
+  /** Most jobs open (created and not deleted) at once, seen at each creation. */
+  peakOpenJobs: number;
   /** Ids of jobs created and not deleted (live state: resetCounters() does not clear it). */
   openJobs: string[];
   /** Requests per endpoint (every key always present). */

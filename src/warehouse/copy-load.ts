@@ -15,6 +15,7 @@ import { inferColumnType } from './column-types.ts';
 import { recordColumnNames, recordedColumnNames } from './column-names.ts';
 import { quoteIdent, quoteTable } from './identifiers.ts';
 import { addLineageColumns, startLineage } from './lineage.ts';
+import { addMandantColumn, mandantCondition, startMandant, withMandantColumn } from './mandant-column.ts';
 import { databaseError, isValueError, mapCopyError, RowCountMismatchError } from './load-errors.ts';
 import {
   binaryChoice,
@@ -74,6 +75,7 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
     : await recordedColumnNames(tx, spec.target, existing);
   const lineage = spec.mode === 'append' && spec.runKey !== undefined;
   if (lineage) await startLineage(tx, spec.target, spec.runKey!, existing !== undefined);
+  if (spec.mandant) await startMandant(tx, spec.target, spec.mandant, existing !== undefined);
   const chooseBinary = await binaryChoice(tx, spec, source, existing);
   // Asked by the source when it knows the report's columns, before it decodes any row (pages/rows-plan.ts).
   let planned: Load | undefined;
@@ -102,7 +104,7 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
   const deleting = plan === 'direct' && spec.mode === 'replace';
   const binaryRows =
     format === 'binary' ? (deleting ? readAhead(source.rows(), READ_AHEAD_BYTES) : source.rows()) : undefined;
-  if (deleting) await timed('target_delete', () => tx.query(`DELETE FROM ${quoteTable(spec.target)}`));
+  if (deleting) await timed('target_delete', () => deleteRows(tx, spec));
   const copied = await copyReport(load, plan === 'direct' ? quoteTable(spec.target) : STAGING, binaryRows, timed);
   if (spec.expectedRows !== undefined && copied.rows !== spec.expectedRows)
     throw new RowCountMismatchError(spec.expectedRows, copied.rows);
@@ -113,6 +115,7 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
   const columns = await timed('apply', async () => {
     const typed = await createOrEvolveTarget(load);
     if (lineage && !load.exists) await addLineageColumns(tx, spec.target);
+    if (spec.mandant && !load.exists) await addMandantColumn(tx, spec.target, spec.mandant);
     await recordNames(load);
     await applyFromStaging(tx, {
       target: spec.target,
@@ -121,6 +124,7 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
       columns: typed,
       cast: plan === 'inference-staging',
       range: spec.range,
+      mandant: spec.mandant,
       place: load.place,
     }).catch((err: unknown) => {
       throw databaseError(err, 'load');
@@ -191,8 +195,10 @@ async function createOrEvolveTarget(load: Load): Promise<TargetColumn[]> {
     types.set(n, existingType.get(n) ?? spec.declaredTypes.get(n) ?? inferColumnType(kinds[i] ?? 0));
   const columns = names.map((n) => ({ name: n, type: types.get(n)! }));
   try {
-    if (!load.exists) await createTable(tx, spec.target, columns, spec.mode === 'merge' ? spec.key : []);
-    else
+    if (!load.exists) {
+      const created = withMandantColumn(columns, spec.mode === 'merge' ? spec.key : [], spec.mandant);
+      await createTable(tx, spec.target, created.columns, created.key);
+    } else
       await addColumns(
         tx,
         spec.target,
@@ -233,7 +239,8 @@ async function ensureFixedTable(
   const existing = await describeTable(tx, spec.target);
   try {
     if (!existing) {
-      await createTable(tx, spec.target, fixed, spec.mode === 'merge' ? spec.key : []);
+      const created = withMandantColumn(fixed, spec.mode === 'merge' ? spec.key : [], spec.mandant);
+      await createTable(tx, spec.target, created.columns, created.key);
       for (const c of fixed) {
         if (c.type === 'bytea')
           await tx.query(
@@ -257,9 +264,7 @@ async function loadEmpty(tx: pg.PoolClient, spec: LoadSpec, existing: TargetColu
   if (spec.expectedRows !== undefined && spec.expectedRows !== 0) throw new RowCountMismatchError(spec.expectedRows, 0);
   if (existing && spec.mode === 'replace')
     await (spec.timed ?? untimed)('target_delete', () =>
-      spec.range
-        ? deleteRange(tx, spec.target, spec.range)
-        : tx.query(`DELETE FROM ${quoteTable(spec.target)}`).then((r) => r.rowCount ?? 0),
+      spec.range ? deleteRange(tx, spec.target, spec.range, spec.mandant) : deleteRows(tx, spec),
     );
   if (!existing)
     spec.logger.warn(
@@ -267,4 +272,13 @@ async function loadEmpty(tx: pg.PoolClient, spec: LoadSpec, existing: TargetColu
       'report has no rows and no columns: target not created',
     );
   return { plan: 'empty', format: 'text', rows: 0, columns: existing ?? [] };
+}
+
+/** A replace's DELETE of the target's rows: every row, or the mandant's (mandant-column.ts). */
+async function deleteRows(tx: pg.PoolClient, spec: LoadSpec): Promise<number> {
+  const m = spec.mandant;
+  const res = m
+    ? await tx.query(`DELETE FROM ${quoteTable(spec.target)} WHERE ${mandantCondition(m, 1)}`, [m.value])
+    : await tx.query(`DELETE FROM ${quoteTable(spec.target)}`);
+  return res.rowCount ?? 0;
 }

@@ -9,6 +9,7 @@ import { shellQuote } from '../shell-quote.ts';
 import type { WriteMode } from '../vocabulary.ts';
 import { quoteTable, type TableName } from './identifiers.ts';
 import type { Queryable } from '../db.ts';
+import { mandantCondition, type MandantScope } from './mandant-column.ts';
 
 /** jobs.yaml `target.guard`, as written (both optional). */
 export interface TargetGuard {
@@ -63,13 +64,23 @@ export function noTargetWords(table: string): string {
 }
 
 /**
- * The target's rows now, or undefined when it does not exist yet. An exact `count(*)`: call it only when
- * {@link needsRowCount} says so, inside the load transaction after the target's lock.
+ * The target's rows now (with `mandant`: the mandant's), or undefined when it does not exist yet. An exact
+ * `count(*)`: call it only when {@link needsRowCount} says so, inside the load transaction after the target's lock.
  */
-export async function countTargetRows(db: Queryable, t: TableName): Promise<number | undefined> {
+export async function countTargetRows(
+  db: Queryable,
+  t: TableName,
+  mandant?: MandantScope,
+): Promise<number | undefined> {
   const { rows } = await db.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [quoteTable(t)]);
   if (!rows[0]?.exists) return undefined;
-  const count = await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${quoteTable(t)}`);
+  if (mandant && !(await hasColumn(db, t, mandant.column))) return 0;
+  const count = mandant
+    ? await db.query<{ n: string }>(
+        `SELECT count(*) AS n FROM ${quoteTable(t)} WHERE ${mandantCondition(mandant, 1)}`,
+        [mandant.value],
+      )
+    : await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${quoteTable(t)}`);
   return Number(count.rows[0]!.n);
 }
 
@@ -156,4 +167,13 @@ export class GuardTrippedError extends EtlError {
     });
     this.name = 'GuardTrippedError';
   }
+}
+
+/** Whether table `t` has column `column`. */
+async function hasColumn(db: Queryable, t: TableName, column: string): Promise<boolean> {
+  const { rows } = await db.query(
+    'SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = $2 AND attnum > 0 AND NOT attisdropped',
+    [quoteTable(t), column],
+  );
+  return rows.length > 0;
 }

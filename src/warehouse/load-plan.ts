@@ -23,6 +23,7 @@ import { checkTargetNames } from './target-names.ts';
 import type { ReplaceRange } from './replace-range.ts';
 import type { TargetColumn } from './target-table.ts';
 import { ValueFit } from './value-fit.ts';
+import { checkMandantClash, type MandantScope } from './mandant-column.ts';
 
 /** How the rows reached the target. */
 export type LoadPlan = 'direct' | 'typed-staging' | 'inference-staging' | 'empty';
@@ -48,6 +49,11 @@ export interface LoadSpec {
   /** Fewest `expectedRows` for COPY binary format, default {@link BINARY_MIN_ROWS}. */
   binaryMinRows?: number;
   logger: Logger;
+  /**
+   * A job with many mandants: the run's mandant and its target column (mandant-column.ts); the write mode acts on its
+   * rows alone. Unset: the whole table.
+   */
+  mandant?: MandantScope | undefined;
   /** The run an append load tags its rows with (lineage.ts); other modes ignore it. */
   runKey?: string | undefined;
   /** Times the DELETE of a replaced target's rows, each COPY and the apply; default untimed. */
@@ -99,9 +105,11 @@ export function planLoad(
     ? { names: [...reportColumns], toRecord: [] }
     : nameTargetColumns(reportColumns, existing, recorded);
   checkTargetNames(spec, names, existing);
+  checkMandantClash(spec.job, names, reportColumns, spec.mandant);
   const existingType = new Map((existing ?? []).map((c) => [c.name, c.type]));
   if (spec.schemaChanges === 'freeze' && existing && !source.fixedColumns) {
-    const diff = schemaDifference(names, existing, spec.declaredTypes);
+    const kept = existing.filter((c) => c.name !== spec.mandant?.column);
+    const diff = schemaDifference(names, kept, spec.declaredTypes);
     if (diff) throw new SchemaChangedError(`${spec.target.schema}.${spec.target.table}`, diff);
   }
   const complete = existing !== undefined && names.every((n) => existingType.has(n));

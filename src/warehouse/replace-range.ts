@@ -10,6 +10,7 @@ import { EtlError } from '../errors.ts';
 import type { Queryable } from '../db.ts';
 import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
 import type { LoadPlace } from './load-errors.ts';
+import { mandantCondition, type MandantScope } from './mandant-column.ts';
 
 /** A run's range: the normalised column and its rendered bounds, from inclusive, to exclusive. */
 export interface ReplaceRange {
@@ -26,6 +27,11 @@ export function describeRange(r: ReplaceRange): string {
 /** The SQL condition "`expr` lies in the range", with the bounds as $1 and $2 (typed like `expr` by PostgreSQL). */
 function inRange(expr: string): string {
   return `(${expr} >= $1 AND ${expr} < $2)`;
+}
+
+/** ` AND <the mandant's rows>` with the mandant as $3, for a job with many mandants; else nothing. */
+function ofMandant(mandant: MandantScope | undefined): string {
+  return mandant ? ` AND ${mandantCondition(mandant, 3)}` : '';
 }
 
 /** A run whose row lies outside its range: not retryable (the same report gives the same row), nothing loaded. */
@@ -73,14 +79,15 @@ export async function checkRangeBounds(db: pg.PoolClient, r: ReplaceRange, type:
 }
 
 /**
- * The target's rows in the range now (what a replace of the range removes), 0 when the target or its range column
- * does not exist yet; undefined when the target does not exist.
+ * The target's rows in the range now (what a replace of the range removes; with `mandant`, the mandant's), 0 when
+ * the target or its range column does not exist yet; undefined when the target does not exist.
  * @throws EtlError CONFIG_INVALID when a bound is not a value of the column's type
  */
 export async function countRangeRows(
   db: pg.PoolClient,
   target: TableName,
   r: ReplaceRange,
+  mandant?: MandantScope,
 ): Promise<number | undefined> {
   const exists = await db.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [
     quoteTable(target),
@@ -88,26 +95,32 @@ export async function countRangeRows(
   if (!exists.rows[0]?.exists) return undefined;
   const type = await rangeColumnType(db, target, r.column);
   if (type === undefined) return 0;
+  if (mandant && (await rangeColumnType(db, target, mandant.column)) === undefined) return 0;
   await checkRangeBounds(db, r, type);
   const { rows } = await db.query<{ n: string }>(
-    `SELECT count(*) AS n FROM ${quoteTable(target)} WHERE ${inRange(quoteIdent(r.column))}`,
-    [r.from, r.to],
+    `SELECT count(*) AS n FROM ${quoteTable(target)} WHERE ${inRange(quoteIdent(r.column))}${ofMandant(mandant)}`,
+    mandant ? [r.from, r.to, mandant.value] : [r.from, r.to],
   );
   return Number(rows[0]!.n);
 }
 
 /**
- * Deletes the target's rows in the range (none when it lacks the range column).
+ * Deletes the target's rows in the range (none when it lacks the range column); with `mandant`, that mandant's alone.
  * @returns the rows deleted
  */
-export async function deleteRange(db: pg.PoolClient, target: TableName, r: ReplaceRange): Promise<number> {
+export async function deleteRange(
+  db: pg.PoolClient,
+  target: TableName,
+  r: ReplaceRange,
+  mandant?: MandantScope,
+): Promise<number> {
   const type = await rangeColumnType(db, target, r.column);
   if (type === undefined) return 0;
   await checkRangeBounds(db, r, type);
-  const res = await db.query(`DELETE FROM ${quoteTable(target)} WHERE ${inRange(quoteIdent(r.column))}`, [
-    r.from,
-    r.to,
-  ]);
+  const res = await db.query(
+    `DELETE FROM ${quoteTable(target)} WHERE ${inRange(quoteIdent(r.column))}${ofMandant(mandant)}`,
+    mandant ? [r.from, r.to, mandant.value] : [r.from, r.to],
+  );
   return res.rowCount ?? 0;
 }
 

@@ -10,6 +10,7 @@ import { EtlError } from '../errors.ts';
 import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
 import { ValueDoesNotFitError, type LoadPlace } from './load-errors.ts';
 import { checkRangeBounds, checkStagedRange, deleteRange, type ReplaceRange } from './replace-range.ts';
+import { mandantCondition, type MandantScope } from './mandant-column.ts';
 
 /** Name of the per-transaction staging table (a temporary table dropped at commit or rollback). */
 export const STAGING = 'report_etl_staging';
@@ -40,6 +41,8 @@ export interface ApplyOptions {
   cast: boolean;
   /** replace only: the period whose rows are replaced (replace-range.ts); unset: every row. */
   range?: ReplaceRange | undefined;
+  /** A job with many mandants: replace deletes the mandant's rows alone, merge keys include its column. */
+  mandant?: MandantScope | undefined;
   place: LoadPlace;
 }
 
@@ -73,11 +76,15 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
       // checkTargetNames refused a report without the range column before anything was loaded.
       if (rangeAt < 0) throw new Error(`the range column ${range.column} is not a column of the run`);
       await checkStagedRange(db, range, { table: STAGING, seq: SEQ, expr: exprs[rangeAt]! }, o.place);
-      await deleteRange(db, o.target, range);
-    } else if (o.mode === 'replace') await db.query(`DELETE FROM ${target}`);
+      await deleteRange(db, o.target, range, o.mandant);
+    } else if (o.mode === 'replace' && o.mandant)
+      await db.query(`DELETE FROM ${target} WHERE ${mandantCondition(o.mandant, 1)}`, [o.mandant.value]);
+    else if (o.mode === 'replace') await db.query(`DELETE FROM ${target}`);
     let sql: string;
     if (o.mode === 'merge') {
       const keys = o.key.map(quoteIdent);
+      // A mandant's rows are one mandant's: its column completes the key of the conflict (its DEFAULT fills it).
+      const conflict = o.mandant ? [...keys, quoteIdent(o.mandant.column)] : keys;
       const updates = o.columns
         .filter((c) => !o.key.includes(c.name))
         .map((c) => `${quoteIdent(c.name)} = EXCLUDED.${quoteIdent(c.name)}`);
@@ -86,7 +93,7 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
         `SELECT ${cols.join(', ')} FROM (SELECT DISTINCT ON (${keys.join(', ')}) ${cols.join(', ')} FROM ` +
         `(SELECT ${exprs.map((e, i) => `${e} AS ${cols[i]}`).join(', ')}, ${SEQ} FROM ${STAGING}) s ` +
         `ORDER BY ${keys.join(', ')}, ${SEQ} DESC) d ` +
-        `ON CONFLICT (${keys.join(', ')}) DO ${updates.length ? `UPDATE SET ${updates.join(', ')}` : 'NOTHING'}`;
+        `ON CONFLICT (${conflict.join(', ')}) DO ${updates.length ? `UPDATE SET ${updates.join(', ')}` : 'NOTHING'}`;
     } else {
       sql = `INSERT INTO ${target} (${cols.join(', ')}) SELECT ${exprs.join(', ')} FROM ${STAGING} ORDER BY ${SEQ}`;
     }
@@ -97,11 +104,12 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
     await db.query('ROLLBACK TO SAVEPOINT report_etl_apply');
     const code = (err as { code?: string }).code;
     if (code === '42P10') {
+      const key = o.mandant ? [...o.key, o.mandant.column] : o.key;
       throw new EtlError(
         'TARGET_INVALID',
         `merge into ${o.target.schema}.${o.target.table} needs a primary key or unique ` +
-          `index on (${o.key.join(', ')}); ` +
-          `add one: CREATE UNIQUE INDEX ON ${o.target.schema}.${o.target.table} (${o.key.join(', ')})`,
+          `index on (${key.join(', ')}); ` +
+          `add one: CREATE UNIQUE INDEX ON ${o.target.schema}.${o.target.table} (${key.join(', ')})`,
         { stage: 'load', retryable: false, cause: err },
       );
     }
