@@ -180,7 +180,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     trustProxy: false,
     bodyLimit: 1024 * 1024,
     // Run keys and job names are path parameters: fastify's default of 100 characters answered 414 for long run keys.
-    maxParamLength: 1000,
+    routerOptions: { maxParamLength: 1000 },
   });
 
   if (!isAuthConfigured(auth)) {
