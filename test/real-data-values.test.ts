@@ -1,6 +1,8 @@
 /**
  * Values that reach a table as sent (docs/loaded-tables.md "Values that would change"): JSON true/false into text,
- * boolean and number columns, in text and binary COPY.
+ * boolean and number columns, in text and binary COPY; and errors that name the page and the row in one form,
+ * `page P, row R of the page (row N of the run)`, whether the decoder found the value, or PostgreSQL did in COPY — also
+ * when txt rows before it hold line breaks inside quoted values (COPY counts those as lines).
  */
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.ts';
@@ -8,6 +10,7 @@ import { resolveJob } from '../src/config/load.ts';
 import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { USERDEF_ROWS_POINTER } from '../src/simulator/render-userdef.ts';
 import type { ExtraReport } from '../src/simulator/index.ts';
+import { CopyLines } from '../src/pages/copy-lines.ts';
 import { jobEntry, useHarness } from './support/harness.ts';
 
 const FLAG_ROWS = 12_000;
@@ -25,7 +28,39 @@ const flags: ExtraReport = {
   ]),
 };
 
-const h = useHarness({ reports: [flags] });
+/** 1-based row of the run that holds the bad value: page 4, row 7 of the page at paging 20. */
+const BAD_ROW = 67;
+/** Rows whose name holds line breaks (row → breaks), on pages 1 to 4, before the bad row and one after it. */
+const BREAKS = new Map([
+  [3, 1],
+  [10, 2],
+  [25, 1],
+  [44, 3],
+  [60, 1],
+  [BAD_ROW, 1],
+  [80, 2],
+]);
+const mixed: ExtraReport = {
+  path: 'Test/Mixed.avw',
+  columns: [
+    { name: 'Nr', kind: 'integer' },
+    { name: 'Name', kind: 'text' },
+    { name: 'Code', kind: 'text' },
+    { name: 'Day', kind: 'text' },
+  ],
+  rows: Array.from({ length: 90 }, (_, i) => {
+    const row = i + 1;
+    const name = `Name ${row}${'\nweiter, "zitiert"'.repeat(BREAKS.get(row) ?? 0)}`;
+    return [
+      String(row),
+      name,
+      row === BAD_ROW ? '0815' : String(1000 + row),
+      row === BAD_ROW ? 'kein Tag' : '2024-03-01',
+    ];
+  }),
+};
+
+const h = useHarness({ reports: [flags, mixed] });
 const ALL_TYPES = ['json', 'json_compact', 'json_userdef', 'txt', 'txt_cstr', 'xml_query'] as const;
 type RowType = (typeof ALL_TYPES)[number];
 let n = 0;
@@ -92,10 +127,54 @@ describe('JSON true and false', () => {
         const err = await failure(run(flags.path, outputType, table, rows));
         expect(err.code).toBe('VALUE_DOES_NOT_FIT');
         expect(err.message).toMatch(
-          /^value "false" does not fit column flag \(report column "Flag"\) of type .* page 1, row 1 of the page/,
+          /^value "false" does not fit column flag \(report column "Flag"\) of type .* page 1, row 1 of the page \(row 1 of the run\)/,
         );
         expect(await snapshot(table)).toBe(before);
       });
     }
   }
+});
+
+describe('one form for the row of a value that does not fit', () => {
+  for (const outputType of ALL_TYPES) {
+    it(`found by the decoder: a code "0815" into bigint, page 4 of paging 20: ${outputType}`, async () => {
+      const table = `${h.schema}.mixed_${++n}`;
+      await h.pool.query(`CREATE TABLE ${table} (nr bigint, name text, code bigint, day text)`);
+      const err = await failure(run(mixed.path, outputType, table, 90, 20));
+      expect(err.code).toBe('VALUE_DOES_NOT_FIT');
+      expect(err.message).toMatch(
+        /^value "0815" does not fit column code \(report column "Code"\) of type bigint in \S+, page 4, row 7 of the page \(row 67 of the run\): it is text/,
+      );
+      expect((err.error as unknown as { details: Record<string, unknown> }).details).toMatchObject({
+        page: 4,
+        rowOfPage: 7,
+        row: 67,
+      });
+    });
+
+    it(`found by PostgreSQL in COPY, rows before it holding line breaks: "kein Tag" into date: ${outputType}`, async () => {
+      const table = `${h.schema}.mixed_${++n}`;
+      await h.pool.query(`CREATE TABLE ${table} (nr bigint, name text, code text, day date)`);
+      await h.pool.query(`INSERT INTO ${table} VALUES (1, 'old', '0001', '2020-01-01')`);
+      const before = await snapshot(table);
+      const err = await failure(run(mixed.path, outputType, table, 90, 20));
+      expect(err.code).toBe('VALUE_DOES_NOT_FIT');
+      expect(err.message).toMatch(
+        /^value "kein Tag" does not fit column day \(report column "Day"\) of type date in \S+, page 4, row 7 of the page \(row 67 of the run\): invalid input syntax for type date/,
+      );
+      expect(await snapshot(table)).toBe(before);
+    });
+  }
+
+  it('maps every line COPY counts to its row', () => {
+    const lines = new CopyLines();
+    const expected: number[] = [];
+    for (let row = 1; row <= 90; row++) {
+      const breaks = BREAKS.get(row) ?? 0;
+      if (breaks) lines.note(row, breaks);
+      for (let k = 0; k <= breaks; k++) expected.push(row);
+    }
+    expect(expected.map((_, i) => lines.rowOfLine(i + 1))).toEqual(expected);
+    expect(new CopyLines().rowOfLine(5)).toBe(5);
+  });
 });

@@ -109,6 +109,8 @@ export function planLoad(
   const place: LoadPlace = {
     table: `${spec.target.schema}.${spec.target.table}`,
     pageOfRow: (row) => source.pageOfRow(row),
+    rowsBeforePage: (page) => source.rowsBeforePage(page),
+    rowOfCopyLine: (line) => source.rowOfCopyLine?.(line) ?? line,
     reportColumn: (c) => reportColumns[names.indexOf(c)],
     columnType: (c) => types.get(c) ?? existingType.get(c),
     columnAt: (i) => names[i],
@@ -147,7 +149,14 @@ function valueFitOf(
   const types = names.map((n) => existingType.get(n) ?? spec.declaredTypes.get(n));
   const fit = new ValueFit(types, (change) => {
     const k = change.column;
-    throw valueChangeError(change, place.table, names[k]!, types[k]!, reportColumns[k]!);
+    throw valueChangeError(
+      change,
+      place.table,
+      names[k]!,
+      types[k]!,
+      reportColumns[k]!,
+      place.rowsBeforePage(change.page),
+    );
   });
   return fit.any ? fit : undefined;
 }

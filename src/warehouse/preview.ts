@@ -85,6 +85,8 @@ export async function previewRows(
   const place = {
     table: STAGING,
     pageOfRow: (row: number) => source.pageOfRow(row),
+    rowsBeforePage: (page: number) => source.rowsBeforePage(page),
+    rowOfCopyLine: (line: number) => source.rowOfCopyLine?.(line) ?? line,
     reportColumn: (c: string) => reportColumns[names.indexOf(c)],
     columnType: () => 'text',
     columnAt: (i: number) => names[i],
