@@ -60,7 +60,21 @@ const mixed: ExtraReport = {
   }),
 };
 
-const h = useHarness({ reports: [flags, mixed] });
+/** Hourly local times without offset from 2010-03-27 00:00: row 27 is 02:00 on the day Europe/Zurich skips it. */
+const clock: ExtraReport = {
+  path: 'Test/Clock.avw',
+  columns: [
+    { name: 'Nr', kind: 'integer' },
+    { name: 'At', kind: 'text' },
+  ],
+  rows: Array.from({ length: FLAG_ROWS }, (_, i) => [
+    String(i + 1),
+    new Date(Date.UTC(2010, 2, 27, i)).toISOString().slice(0, 19),
+  ]),
+};
+const SKIPPED_ROW = 27;
+
+const h = useHarness({ reports: [flags, mixed, clock] });
 const ALL_TYPES = ['json', 'json_compact', 'json_userdef', 'txt', 'txt_cstr', 'xml_query'] as const;
 type RowType = (typeof ALL_TYPES)[number];
 let n = 0;
@@ -176,5 +190,47 @@ describe('one form for the row of a value that does not fit', () => {
     }
     expect(expected.map((_, i) => lines.rowOfLine(i + 1))).toEqual(expected);
     expect(new CopyLines().rowOfLine(5)).toBe(5);
+  });
+});
+
+describe("a local time that the connection's zone skips", () => {
+  it('leaves a new column text, every value as sent, where timestamptz would move it an hour', async () => {
+    expect(clock.rows[SKIPPED_ROW - 1]![1]).toBe('2010-03-28T02:00:00');
+    for (const outputType of ALL_TYPES) {
+      const table = `${h.schema}.clock_${++n}`;
+      await run(clock.path, outputType, table, 40);
+      const { rows } = await h.pool.query<{ at: string; type: string }>(
+        `SELECT at, pg_typeof(at)::text AS type FROM ${table} ORDER BY nr`,
+      );
+      expect(rows.map((r) => r.at)).toEqual(clock.rows.slice(0, 40).map((r) => r[1]));
+      expect(rows[0]!.type).toBe('text');
+    }
+  });
+
+  for (const rows of [40, FLAG_ROWS]) {
+    for (const outputType of ALL_TYPES) {
+      it(`fails naming it when the column is timestamptz, the table untouched: ${outputType}, ${rows}`, async () => {
+        const table = `${h.schema}.clock_${++n}`;
+        await h.pool.query(`CREATE TABLE ${table} (nr bigint, at timestamptz)`);
+        await h.pool.query(`INSERT INTO ${table} VALUES (1, '2010-01-01T00:00:00Z')`);
+        const before = await snapshot(table);
+        const err = await failure(run(clock.path, outputType, table, rows));
+        expect(err.code).toBe('VALUE_DOES_NOT_FIT');
+        expect(err.message).toMatch(
+          /^value "2010-03-28T02:00:00" does not fit column at \(report column "At"\) of type timestamp with time zone in \S+, page 1, row 27 of the page \(row 27 of the run\): it is a local time that Europe\/Zurich skips/,
+        );
+        expect(await snapshot(table)).toBe(before);
+      });
+    }
+  }
+
+  it('takes the hours before it into timestamptz, each as sent', async () => {
+    const table = `${h.schema}.clock_${++n}`;
+    await h.pool.query(`CREATE TABLE ${table} (nr bigint, at timestamptz)`);
+    await run(clock.path, 'json', table, SKIPPED_ROW - 1);
+    const { rows } = await h.pool.query<{ at: string }>(
+      `SELECT to_char(at AT TIME ZONE 'Europe/Zurich', 'YYYY-MM-DD"T"HH24:MI:SS') AS at FROM ${table} ORDER BY nr`,
+    );
+    expect(rows.map((r) => r.at)).toEqual(clock.rows.slice(0, SKIPPED_ROW - 1).map((r) => r[1]));
   });
 });

@@ -11,7 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
 import { BinaryValueUnsupported, framed } from '../copy-binary/format.ts';
-import { inferColumnType } from './column-types.ts';
+import { holdsSkippedTime, inferColumnType } from './column-types.ts';
 import { recordColumnNames, recordedColumnNames } from './column-names.ts';
 import { quoteIdent, quoteTable } from './identifiers.ts';
 import { addLineageColumns, startLineage } from './lineage.ts';
@@ -188,6 +188,9 @@ async function createOrEvolveTarget(load: Load): Promise<TargetColumn[]> {
     types.set(n, existingType.get(n) ?? spec.declaredTypes.get(n) ?? inferColumnType(kinds[i] ?? 0));
   const columns = names.map((n) => ({ name: n, type: types.get(n)! }));
   try {
+    for (const c of columns)
+      if (c.type === 'timestamptz' && !existingType.has(c.name) && !spec.declaredTypes.has(c.name))
+        if (await holdsSkippedTime(tx, STAGING, c.name)) types.set(c.name, (c.type = 'text'));
     if (!load.exists) await createTable(tx, spec.target, columns, spec.mode === 'merge' ? spec.key : []);
     else
       await addColumns(

@@ -147,17 +147,21 @@ function valueFitOf(
   place: LoadPlace,
 ): ValueFit | undefined {
   const types = names.map((n) => existingType.get(n) ?? spec.declaredTypes.get(n));
-  const fit = new ValueFit(types, (change) => {
-    const k = change.column;
-    throw valueChangeError(
-      change,
-      place.table,
-      names[k]!,
-      types[k]!,
-      reportColumns[k]!,
-      place.rowsBeforePage(change.page),
-    );
-  });
+  const fit = new ValueFit(
+    types,
+    (change) => {
+      const k = change.column;
+      throw valueChangeError(
+        change,
+        place.table,
+        names[k]!,
+        types[k]!,
+        reportColumns[k]!,
+        place.rowsBeforePage(change.page),
+      );
+    },
+    spec.timezone,
+  );
   return fit.any ? fit : undefined;
 }
 
