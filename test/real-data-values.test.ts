@@ -11,6 +11,7 @@ import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { USERDEF_ROWS_POINTER } from '../src/simulator/render-userdef.ts';
 import type { ExtraReport } from '../src/simulator/index.ts';
 import { CopyLines } from '../src/pages/copy-lines.ts';
+import { ValueFit } from '../src/warehouse/value-fit.ts';
 import { jobEntry, useHarness } from './support/harness.ts';
 
 const FLAG_ROWS = 12_000;
@@ -223,6 +224,40 @@ describe("a local time that the connection's zone skips", () => {
       });
     }
   }
+
+  it('is told from the bytes of every form a time without offset takes, and only of those', () => {
+    const fit = new ValueFit(
+      ['timestamp with time zone'],
+      (change) => {
+        throw new Error(change.problem);
+      },
+      'Europe/Zurich',
+    );
+    const skipped = (v: string): boolean => {
+      const b = Buffer.from(v);
+      try {
+        fit.check(0, b, 0, b.length, true, 1, 1);
+        return false;
+      } catch {
+        return true;
+      }
+    };
+    const cases: [string, boolean][] = [
+      ['2010-03-28T02:00:00', true],
+      ['2010-03-28 02:30', true],
+      ['2010-03-28t02:59:59.999999', true],
+      ['28.03.2010 02:15:00.000', true],
+      ['2010-03-28T01:59:59', false],
+      ['2010-03-28T03:00:00', false],
+      ['2010-10-31T02:30:00', false],
+      ['2010-03-28T02:30:00+01:00', false],
+      ['2010-03-28T02:30:00Z', false],
+      ['0050-03-28T02:30:00', false],
+      ['2010-03-28', false],
+      ['2010-03-28T25:30:00', false],
+    ];
+    expect(cases.map(([v]) => [v, skipped(v)])).toEqual(cases);
+  });
 
   it('takes the hours before it into timestamptz, each as sent', async () => {
     const table = `${h.schema}.clock_${++n}`;

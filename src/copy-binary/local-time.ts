@@ -57,8 +57,11 @@ export function makeLocalTimeOffset(zone: string): (localMs: number) => number {
 export function makeLocalTimeExists(zone: string): (localMs: number) => boolean {
   let offsetAt: OffsetAt | undefined;
   const days = new Map<number, number | Transition>();
+  // The last day asked when it had one offset (consecutive values mostly share their day): no lookup.
+  let plainDay = NaN;
   return (local) => {
     const day = Math.floor(local / DAY_MS);
+    if (day === plainDay) return true;
     let o = days.get(day);
     if (o === undefined) {
       offsetAt ??= makeExactZoneOffset(zone);
@@ -66,7 +69,10 @@ export function makeLocalTimeExists(zone: string): (localMs: number) => boolean 
       if (days.size > 100_000) days.clear();
       days.set(day, o);
     }
-    if (typeof o === 'number' && !Number.isNaN(o)) return true;
+    if (typeof o === 'number' && !Number.isNaN(o)) {
+      plainDay = day;
+      return true;
+    }
     const t = o;
     const at: OffsetAt = typeof t === 'number' ? offsetAt! : (x) => (x < t.at ? t.before : t.after);
     const before = at(local - HOURS_36_MS);

@@ -146,44 +146,37 @@ function digitsAt(b: Uint8Array, i: number, n: number): number {
  */
 function localTimeMs(b: Uint8Array, s: number, e: number): number | undefined {
   const len = e - s;
-  let y: number, mo: number, d: number, h: number, mi: number, sec: number, end: number;
+  let end: number;
+  let txt = false;
   if (len >= 16 && b[s + 4] === 0x2d && b[s + 7] === 0x2d && b[s + 13] === 0x3a) {
     const t = b[s + 10];
     if (t !== 0x54 && t !== 0x74 && t !== 0x20) return undefined;
-    [y, mo, d, h, mi] = [
-      digitsAt(b, s, 4),
-      digitsAt(b, s + 5, 2),
-      digitsAt(b, s + 8, 2),
-      digitsAt(b, s + 11, 2),
-      digitsAt(b, s + 14, 2),
-    ];
-    sec = 0;
-    end = s + 16;
-    if (len >= 19 && b[s + 16] === 0x3a) {
-      sec = digitsAt(b, s + 17, 2);
-      end = s + 19;
-    }
+    end = len >= 19 && b[s + 16] === 0x3a ? s + 19 : s + 16;
   } else if (len >= 19 && b[s + 2] === 0x2e && b[s + 5] === 0x2e && b[s + 10] === 0x20 && b[s + 13] === 0x3a) {
-    [d, mo, y, h, mi, sec] = [
-      digitsAt(b, s, 2),
-      digitsAt(b, s + 3, 2),
-      digitsAt(b, s + 6, 4),
-      digitsAt(b, s + 11, 2),
-      digitsAt(b, s + 14, 2),
-      digitsAt(b, s + 17, 2),
-    ];
     end = s + 19;
+    txt = true;
   } else return undefined;
   if (end < e) {
-    // Only a fraction may follow: an offset or anything else is PostgreSQL's to read.
+    // Only a fraction may follow: an offset or anything else is PostgreSQL's to read (checked first: the common case).
     if (b[end] !== 0x2e && b[end] !== 0x2c) return undefined;
     for (let k = end + 1; k < e; k++) if (b[k]! < 0x30 || b[k]! > 0x39) return undefined;
   }
+  const y = txt ? digitsAt(b, s + 6, 4) : digitsAt(b, s, 4);
+  const mo = digitsAt(b, s + (txt ? 3 : 5), 2);
+  const d = digitsAt(b, s + (txt ? 0 : 8), 2);
+  const h = digitsAt(b, s + 11, 2);
+  const mi = digitsAt(b, s + 14, 2);
+  const sec = txt || end === s + 19 ? digitsAt(b, s + 17, 2) : 0;
   // Out of range (or not digits, NaN): PostgreSQL's to refuse.
   if (!(y >= 1 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h >= 0 && h <= 23 && mi <= 59 && sec <= 59))
     return undefined;
-  const ms = Date.UTC(y, mo - 1, d, h, mi, sec);
-  return y < 100 ? new Date(ms).setUTCFullYear(y) : ms;
+  // Days since 1970-01-01 of the proleptic Gregorian date (Howard Hinnant's days_from_civil; Date.UTC costs more).
+  const yy = mo <= 2 ? y - 1 : y;
+  const era = Math.floor(yy / 400);
+  const yoe = yy - era * 400;
+  const doy = Math.floor((153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5) + d - 1;
+  const days = era * 146_097 + yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy - 719_468;
+  return ((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000;
 }
 
 /** Characters of UTF-8 bytes b[s..e) (continuation bytes not counted). */
