@@ -206,7 +206,8 @@ async function readBack(
   const f = `'YYYY-MM-DD HH24:MI:SS.US'`;
   const exprs = names.map((n) =>
     types[n] === 'timestamp with time zone'
-      ? `to_char(${quoteIdent(n)} AT TIME ZONE '${timezone}', ${f}) || '|' || to_char(${quoteIdent(n)} AT TIME ZONE 'UTC', ${f})`
+      ? `to_char(${quoteIdent(n)} AT TIME ZONE '${timezone}', ${f}) || '|' || ` +
+        `to_char(${quoteIdent(n)} AT TIME ZONE 'UTC', ${f})`
       : `${quoteIdent(n)}::text`,
   );
   const { rows } = await pool.query<{ r: (string | null)[] }>(
@@ -337,10 +338,12 @@ async function compare(report: ExtraReport, outputType: RowType, table: string):
 const results: { dataset: string; outputType: RowType; fresh: Outcome; existing: Outcome }[] = [];
 const started = Date.now();
 log(
-  `real-data trial: ${reports.length} datasets × ${types.length} types, zone ${timezone}, load ${loadavg()[0]!.toFixed(2)}`,
+  `real-data trial: ${reports.length} datasets × ${types.length} types, zone ${timezone}, ` +
+    `load ${loadavg()[0]!.toFixed(2)}`,
 );
 log(
-  `${'dataset'.padEnd(36)} ${'type'.padEnd(12)} ${'rows'.padStart(7)} ${'cols'.padStart(4)}  fresh        existing (first ${FIRST_ROWS}, then all)`,
+  `${'dataset'.padEnd(36)} ${'type'.padEnd(12)} ${'rows'.padStart(7)} ${'cols'.padStart(4)}  fresh        ` +
+    `existing (first ${FIRST_ROWS}, then all)`,
 );
 let k = 0;
 for (const report of reports) {
@@ -392,7 +395,8 @@ for (const report of reports) {
       existing: existingOutcome,
     });
     log(
-      `${datasets[reports.indexOf(report)]!.padEnd(36)} ${outputType.padEnd(12)} ${String(report.rows.length).padStart(7)} ` +
+      `${datasets[reports.indexOf(report)]!.padEnd(36)} ${outputType.padEnd(12)} ` +
+        `${String(report.rows.length).padStart(7)} ` +
         `${String(report.columns.length).padStart(4)}  ${status(freshOutcome).padEnd(12)} ${status(existingOutcome)}` +
         `${freshOutcome.typed.length ? `  typed ${freshOutcome.typed.join(' ')}` : ''}`,
     );
@@ -426,8 +430,10 @@ const bad = all.filter((o) => !o.ok);
 log('');
 log(
   `summary: ${results.length} dataset × type pairs; fresh: ${freshExact.length} exact of ${results.length}, ` +
-    `${freshLoads.reduce((s, r) => s + r.fresh.rows, 0)} rows, ${freshLoads.reduce((s, r) => s + r.fresh.cells, 0)} cells, ` +
-    `${all.reduce((s, o) => s + o.changed, 0)} rows with a changed value; existing: ${results.filter((r) => !r.existing.failed && r.existing.ok).length} exact, ` +
+    `${freshLoads.reduce((s, r) => s + r.fresh.rows, 0)} rows, ` +
+    `${freshLoads.reduce((s, r) => s + r.fresh.cells, 0)} cells, ` +
+    `${all.reduce((s, o) => s + o.changed, 0)} rows with a changed value; ` +
+    `existing: ${results.filter((r) => !r.existing.failed && r.existing.ok).length} exact, ` +
     `${refused.length} refused with VALUE_DOES_NOT_FIT and the table untouched; ${bad.length} loads neither exact ` +
     `nor refused cleanly; ${Math.round((Date.now() - started) / 1000)} s, load ${loadavg()[0]!.toFixed(2)}`,
 );

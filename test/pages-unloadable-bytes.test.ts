@@ -80,7 +80,8 @@ describe('a txt value with bytes no PostgreSQL text takes', () => {
     expect(err.message).toMatch(
       new RegExp(
         `^value "\ufffd[^"]+" does not fit column kunde \\(report column "Kunde"\\) in ${table}, page 2, row 2 of ` +
-          `the page \\(row 22 of the run\\): byte 0xff \\(byte 1 of the value, byte offset \\d+ of the page\\) ${NOT_UTF8}$`,
+          `the page \\(row 22 of the run\\): byte 0xff \\(byte 1 of the value, byte offset \\d+ of the page\\) ` +
+          `${NOT_UTF8}$`,
       ),
     );
     expect(error.details).toMatchObject({ column: 'kunde', reportColumn: 'Kunde', page: 2, row: 22, rowOfPage: 2 });
@@ -91,7 +92,8 @@ describe('a txt value with bytes no PostgreSQL text takes', () => {
     expect(err.message).toMatch(
       new RegExp(
         `^value "\ufffd[^"]+" does not fit column kunde \\(report column "Kunde"\\) of type text in ${table}, ` +
-          'page 2, row 2 of the page \\(row 22 of the run\\): it holds a NUL byte \\(byte 1 of the value, byte offset \\d+ of the page\\), ' +
+          'page 2, row 2 of the page \\(row 22 of the run\\): it holds a NUL byte \\(byte 1 of the value, ' +
+          'byte offset \\d+ of the page\\), ' +
           'which PostgreSQL text cannot hold: remove it from the value in the ERP, then replay the run$',
       ),
     );

@@ -110,7 +110,7 @@ describe('JSON true and false', () => {
   // 40 rows: text COPY; 12,000 rows: binary COPY (at least 10,000 rows into a target that exists).
   for (const rows of [40, FLAG_ROWS]) {
     for (const outputType of ALL_TYPES) {
-      it(`arrive as sent in an existing text column, and as booleans in a boolean one: ${outputType}, ${rows}`, async () => {
+      it(`arrive as sent in a text column, as booleans in a boolean one: ${outputType}, ${rows}`, async () => {
         const table = `${h.schema}.flags_${++n}`;
         await h.pool.query(`CREATE TABLE ${table} (nr bigint, flag text, other boolean)`);
         await run(flags.path, outputType, table, rows);
@@ -142,8 +142,9 @@ describe('JSON true and false', () => {
         const err = await failure(run(flags.path, outputType, table, rows));
         expect(err.code).toBe('VALUE_DOES_NOT_FIT');
         expect(err.message).toMatch(
-          /^value "false" does not fit column flag \(report column "Flag"\) of type .* page 1, row 1 of the page \(row 1 of the run\)/,
+          /^value "false" does not fit column flag \(report column "Flag"\) of type .* page 1, row 1 of the page /,
         );
+        expect(err.message).toContain('page 1, row 1 of the page (row 1 of the run)');
         expect(await snapshot(table)).toBe(before);
       });
     }
@@ -158,8 +159,9 @@ describe('one form for the row of a value that does not fit', () => {
       const err = await failure(run(mixed.path, outputType, table, 90, 20));
       expect(err.code).toBe('VALUE_DOES_NOT_FIT');
       expect(err.message).toMatch(
-        /^value "0815" does not fit column code \(report column "Code"\) of type bigint in \S+, page 4, row 7 of the page \(row 67 of the run\): it is text/,
+        /^value "0815" does not fit column code \(report column "Code"\) of type bigint in \S+, page 4, /,
       );
+      expect(err.message).toContain('page 4, row 7 of the page (row 67 of the run): it is text');
       expect((err.error as unknown as { details: Record<string, unknown> }).details).toMatchObject({
         page: 4,
         rowOfPage: 7,
@@ -167,7 +169,7 @@ describe('one form for the row of a value that does not fit', () => {
       });
     });
 
-    it(`found by PostgreSQL in COPY, rows before it holding line breaks: "kein Tag" into date: ${outputType}`, async () => {
+    it(`found by PostgreSQL in COPY after rows holding line breaks: "kein Tag" into date: ${outputType}`, async () => {
       const table = `${h.schema}.mixed_${++n}`;
       await h.pool.query(`CREATE TABLE ${table} (nr bigint, name text, code text, day date)`);
       await h.pool.query(`INSERT INTO ${table} VALUES (1, 'old', '0001', '2020-01-01')`);
@@ -175,7 +177,10 @@ describe('one form for the row of a value that does not fit', () => {
       const err = await failure(run(mixed.path, outputType, table, 90, 20));
       expect(err.code).toBe('VALUE_DOES_NOT_FIT');
       expect(err.message).toMatch(
-        /^value "kein Tag" does not fit column day \(report column "Day"\) of type date in \S+, page 4, row 7 of the page \(row 67 of the run\): invalid input syntax for type date/,
+        /^value "kein Tag" does not fit column day \(report column "Day"\) of type date in \S+, page 4, row 7 of the /,
+      );
+      expect(err.message).toContain(
+        'page 4, row 7 of the page (row 67 of the run): invalid input syntax for type date',
       );
       expect(await snapshot(table)).toBe(before);
     });
@@ -218,7 +223,10 @@ describe("a local time that the connection's zone skips", () => {
         const err = await failure(run(clock.path, outputType, table, rows));
         expect(err.code).toBe('VALUE_DOES_NOT_FIT');
         expect(err.message).toMatch(
-          /^value "2010-03-28T02:00:00" does not fit column at \(report column "At"\) of type timestamp with time zone in \S+, page 1, row 27 of the page \(row 27 of the run\): it is a local time that Europe\/Zurich skips/,
+          /^value "2010-03-28T02:00:00" does not fit column at \(report column "At"\) of type timestamp with /,
+        );
+        expect(err.message).toContain(
+          'page 1, row 27 of the page (row 27 of the run): it is a local time that Europe/Zurich skips',
         );
         expect(await snapshot(table)).toBe(before);
       });

@@ -26,7 +26,8 @@ export function inferColumnType(kinds: number): string {
 }
 
 /**
- * Whether column `name` (text) of `table` holds a time without offset that the load's zone skips (a spring-forward hour):
+ * Whether column `name` (text) of `table` holds a time without offset that the load's zone skips (a spring-forward
+ * hour):
  * timestamptz would read it as a later time, so an inferred column stays text (docs/loaded-tables.md "Types").
  * Compares each such value read as a local time with the same value read through the zone (one scan, new columns).
  */

@@ -116,8 +116,8 @@ export class UnfitBytesError extends ValueDoesNotFitError {
       unfit.byte === 0
         ? `it holds a NUL byte (${inValue}), which PostgreSQL text cannot hold: remove it from the value in the ERP, ` +
           'then replay the run'
-        : `byte ${hex} (${inValue}) is not UTF-8, the only encoding PostgreSQL text takes here: the report sent the value ` +
-          'in another encoding; correct it in the ERP, then replay the run';
+        : `byte ${hex} (${inValue}) is not UTF-8, the only encoding PostgreSQL text takes here: the report sent the ` +
+          'value in another encoding; correct it in the ERP, then replay the run';
     const at = rowPlaceText({ page: unfit.page, rowOfPage: unfit.rowOfPage, row: unfit.row });
     super(`value "${unfit.value}" does not fit ${column}, ${at}: ${why}`, {
       column: target?.column,

@@ -119,7 +119,9 @@ export class ValueFit {
     if (code === FIT.localTime) {
       const local = localTimeMs(b, s, e);
       if (local === undefined || (this.localTimeExists ??= makeLocalTimeExists(this.timezone))(local)) return;
-      const problem = `it is a local time that ${this.timezone} skips (its clocks go forward over it), which PostgreSQL would read as a later time`;
+      const problem =
+        `it is a local time that ${this.timezone} skips (its clocks go forward over it), ` +
+        'which PostgreSQL would read as a later time';
       this.fail({ column: col, page, row, value: Buffer.from(b.buffer, b.byteOffset + s, e - s).toString(), problem });
     }
     const problem = text
