@@ -187,10 +187,8 @@ async function createOrEvolveTarget(load: Load): Promise<TargetColumn[]> {
   for (const [i, n] of names.entries())
     types.set(n, existingType.get(n) ?? spec.declaredTypes.get(n) ?? inferColumnType(kinds[i] ?? 0));
   const columns = names.map((n) => ({ name: n, type: types.get(n)! }));
+  await keepSkippedTimesText(load, columns);
   try {
-    for (const c of columns)
-      if (c.type === 'timestamptz' && !existingType.has(c.name) && !spec.declaredTypes.has(c.name))
-        if (await holdsSkippedTime(tx, STAGING, c.name)) types.set(c.name, (c.type = 'text'));
     if (!load.exists) await createTable(tx, spec.target, columns, spec.mode === 'merge' ? spec.key : []);
     else
       await addColumns(
@@ -202,6 +200,22 @@ async function createOrEvolveTarget(load: Load): Promise<TargetColumn[]> {
     throw databaseError(err, 'load');
   }
   return columns;
+}
+
+/**
+ * Types `text` the inferred timestamptz columns that hold a local time the load's zone skips (column-types.ts
+ * holdsSkippedTime; docs/loaded-tables.md "Types"), in `columns` and in the load's types.
+ * @throws EtlError DATABASE when the check's query fails
+ */
+async function keepSkippedTimesText(load: Load, columns: TargetColumn[]): Promise<void> {
+  const { tx, spec, existingType, types } = load;
+  try {
+    for (const c of columns)
+      if (c.type === 'timestamptz' && !existingType.has(c.name) && !spec.declaredTypes.has(c.name))
+        if (await holdsSkippedTime(tx, STAGING, c.name)) types.set(c.name, (c.type = 'text'));
+  } catch (err) {
+    throw databaseError(err, 'load');
+  }
 }
 
 /** One COPY FROM STDIN of `rows`; binary rows are framed with the stream's header and trailer. */
