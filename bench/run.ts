@@ -45,7 +45,8 @@ import { userPath, type UserPathResult } from './lib/report.ts';
 // `npm run bench -- user-path`: the README's path alone (bench/user-path.ts); `npm run bench -- append-lineage`: what
 // an append target's lineage columns cost COPY (bench/append-lineage.ts); `npm run bench -- tracing`: what traces cost
 // (bench/tracing.ts); `npm run bench -- warm-up`: where a fresh worker's first run spends its extra time
-// (bench/warm-up.ts); `npm run bench -- kept-pages`: what keeping the pages costs (bench/kept-pages.ts).
+// (bench/warm-up.ts); `npm run bench -- kept-pages`: what keeping the pages costs (bench/kept-pages.ts);
+// `npm run bench -- real-data`: 24 real datasets loaded fresh and into existing tables (bench/real-data-trial.ts).
 const OTHER_BENCHES: Record<string, string> = {
   fleet: './fleet.ts',
   'user-path': './user-path.ts',
@@ -53,6 +54,7 @@ const OTHER_BENCHES: Record<string, string> = {
   tracing: './tracing.ts',
   'warm-up': './warm-up.ts',
   'kept-pages': './kept-pages.ts',
+  'real-data': './real-data-trial.ts',
 };
 if (process.argv[2] !== undefined && OTHER_BENCHES[process.argv[2]]) {
   await import(OTHER_BENCHES[process.argv[2]]!);

@@ -167,9 +167,10 @@ export const FAILURE_HINTS: Readonly<Record<ErrorCode, FailureHint>> = {
   VALUE_DOES_NOT_FIT: {
     means:
       'a value does not fit the target column\'s type, or the column would change it (a code `"08057"` ' +
-      'into `bigint`, `1.234` into `numeric(10,2)`, a text longer than `varchar(n)`; column, page, row ' +
-      'and value in the message); or, "is not UTF-8" / "holds a NUL byte", a txt value has bytes no ' +
-      'PostgreSQL text takes (docs/loaded-tables.md "Values that cannot load")',
+      'into `bigint`, `1.234` into `numeric(10,2)`, a text longer than `varchar(n)`; the message names the ' +
+      'column, the value and its row as `page 3, row 17 of the page (row 200017 of the run)`); or, ' +
+      '"is not UTF-8" / "holds a NUL byte", a txt value has bytes no PostgreSQL text takes ' +
+      '(docs/loaded-tables.md "Values that cannot load")',
     todo:
       'change the column (`ALTER TABLE \u2026 TYPE text` or `numeric`, as the message says) and declare the ' +
       'type under `target.columns`; see loaded-tables.md; for bytes, correct the value in the ERP, ' +

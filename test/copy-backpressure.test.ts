@@ -64,6 +64,7 @@ function generated(rows: number, partBytes: number): RowSource & { md5: string }
     restart: async () => undefined,
     kinds: () => [],
     pageOfRow: () => 1,
+    rowsBeforePage: () => 0,
     close: async () => undefined,
   };
 }

@@ -513,6 +513,7 @@ function jsonPages(pages: string[], chunkBytes = 7): RowSource & { starts: numbe
     },
     kinds: () => decoder.kinds,
     pageOfRow: () => 1,
+    rowsBeforePage: () => 0,
     async close() {
       await gen.return(undefined);
     },
@@ -611,7 +612,7 @@ describe('the loader in binary format', () => {
     // PostgreSQL's int8in skips the tab: "1<tab>" would load as 1, a value changed on its way in.
     const pages = [`{"data":[{"nr":2,"n":7},{"nr":1,"n":"\\u0031\t"}]}`];
     await expect(load('escaped', pages)).rejects.toThrow(
-      /^value "1\t" does not fit column n of type bigint in .*page 1, row 2 of the page: it is text whose characters/,
+      /^value "1\t" does not fit column n of type bigint in .*page 1, row 2 of the page \(row 2 of the run\): it is /,
     );
     expect((await db.query(`SELECT count(*)::int AS n FROM ${schema}.escaped`)).rows).toEqual([{ n: 0 }]);
   });

@@ -63,7 +63,7 @@ function value(col: number, r: () => number): V {
       return { json: JSON.stringify(v), value: v };
     }
     case 4:
-      return r() < 0.5 ? { json: 'true', value: 't' } : { json: 'false', value: 'f' };
+      return r() < 0.5 ? { json: 'true', value: 'true' } : { json: 'false', value: 'false' };
     case 5: {
       const v = { k: [1, 'ä\\"\n', null], n: { x: true } };
       return { json: JSON.stringify(v, null, r() < 0.5 ? 2 : 0), value: JSON.stringify(v, null, 0) };

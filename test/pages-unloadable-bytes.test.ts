@@ -79,11 +79,12 @@ describe('a txt value with bytes no PostgreSQL text takes', () => {
     const { err, error, table } = await fails('invalid-utf8', { loadFirst: false });
     expect(err.message).toMatch(
       new RegExp(
-        `^value "\ufffd[^"]+" does not fit column kunde \\(report column "Kunde"\\) in ${table}, page 2, row 22 of ` +
-          `the run: byte 0xff \\(byte 1 of the value, byte offset \\d+ of the page\\) ${NOT_UTF8}$`,
+        `^value "\ufffd[^"]+" does not fit column kunde \\(report column "Kunde"\\) in ${table}, page 2, row 2 of ` +
+          `the page \\(row 22 of the run\\): byte 0xff \\(byte 1 of the value, byte offset \\d+ of the page\\) ` +
+          `${NOT_UTF8}$`,
       ),
     );
-    expect(error.details).toMatchObject({ column: 'kunde', reportColumn: 'Kunde', page: 2, row: 22, byte: '0xff' });
+    expect(error.details).toMatchObject({ column: 'kunde', reportColumn: 'Kunde', page: 2, row: 22, rowOfPage: 2 });
   });
 
   it('a NUL byte into an existing table (COPY straight into it): named alike, the table as it was', async () => {
@@ -91,7 +92,8 @@ describe('a txt value with bytes no PostgreSQL text takes', () => {
     expect(err.message).toMatch(
       new RegExp(
         `^value "\ufffd[^"]+" does not fit column kunde \\(report column "Kunde"\\) of type text in ${table}, ` +
-          'page 2, row 22 of the run: it holds a NUL byte \\(byte 1 of the value, byte offset \\d+ of the page\\), ' +
+          'page 2, row 2 of the page \\(row 22 of the run\\): it holds a NUL byte \\(byte 1 of the value, ' +
+          'byte offset \\d+ of the page\\), ' +
           'which PostgreSQL text cannot hold: remove it from the value in the ERP, then replay the run$',
       ),
     );
@@ -106,8 +108,8 @@ describe('a txt value with bytes no PostgreSQL text takes', () => {
       target: { mode: 'merge', key: ['auftrag_nr'] },
     });
     expect(err.message).toContain('does not fit column kunde (report column "Kunde") of type text in ');
-    expect(err.message).toContain(', page 2, row 4002 of the run: byte 0xff');
-    expect(error.details).toMatchObject({ column: 'kunde', page: 2, row: 4002 });
+    expect(err.message).toContain(', page 2, row 2 of the page (row 4002 of the run): byte 0xff');
+    expect(error.details).toMatchObject({ column: 'kunde', page: 2, row: 4002, rowOfPage: 2 });
     const stopped = lines
       .map((l) => JSON.parse(l) as { msg: string; reason?: string })
       .filter((l) => /^binary COPY stopped/.test(l.msg));
@@ -136,7 +138,14 @@ describe('finding the byte', () => {
       const err = await decodeAll(decoder, [page(rows(1)), page(page2)], size).catch((e: unknown) => e);
       expect(err, String(size)).toBeInstanceOf(UnfitBytesError);
       const unfit = (err as UnfitBytesError).unfit;
-      expect(unfit).toMatchObject({ columnIndex: 1, reportColumn: 'Name', page: 2, row: 77, byteInValue: 11 });
+      expect(unfit).toMatchObject({
+        columnIndex: 1,
+        reportColumn: 'Name',
+        page: 2,
+        row: 77,
+        rowOfPage: 37,
+        byteInValue: 11,
+      });
       expect(`0x${unfit.byte.toString(16).padStart(2, '0')}`).toBe(hex);
       expect(unfit.value).toMatch(/^Zeile\nmit \ufffd/);
       expect((err as UnfitBytesError).code).toBe('VALUE_DOES_NOT_FIT');
@@ -151,8 +160,15 @@ describe('finding the byte', () => {
       Buffer.from('",4\n'),
     ]);
     expect(locateUnfitByte(b, 0, b.length)).toMatchObject({ record: 1, field: 1, byte: 0xfe });
-    const err = unfitBytesError(b, 0, b.length, { page: 3, firstRow: 10, bufferOffset: 100, columns: ['A', 'B', 'C'] });
-    expect(err!.unfit).toMatchObject({ row: 11, reportColumn: 'B', byteInValue: 301, offset: 100 + 12 + 300 });
+    const where = { page: 3, firstRow: 10, firstRowOfPage: 4, bufferOffset: 100, columns: ['A', 'B', 'C'] };
+    const err = unfitBytesError(b, 0, b.length, where);
+    expect(err!.unfit).toMatchObject({
+      row: 11,
+      rowOfPage: 5,
+      reportColumn: 'B',
+      byteInValue: 301,
+      offset: 100 + 12 + 300,
+    });
     expect(err!.unfit.value).toBe(`${'x'.repeat(80)}…`);
     const bare = Buffer.from([0x31, 0x2c, 0x32, 0xff, 0x0a]);
     expect(locateUnfitByte(bare, 0, bare.length)).toMatchObject({ record: 0, field: 1, at: 3, valueStart: 2 });

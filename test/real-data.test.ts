@@ -105,8 +105,9 @@ describe('real data, into an existing table whose types a smaller first load fix
       expect(err).toBeInstanceOf(AttemptFailedError);
       expect((err as AttemptFailedError).code).toBe('VALUE_DOES_NOT_FIT');
       expect((err as Error).message).toMatch(
-        /^value "0\d{4}" does not fit column county_id of type bigint in .*, page 1, row 37 of the page: it is text/,
+        /^value "0\d{4}" does not fit column county_id of type bigint in .*, page 1, row 37 of the page \(row 37 of /,
       );
+      expect((err as Error).message).toContain('(row 37 of the run): it is text');
       const { rows } = await h.pool.query(`SELECT county_id::text AS c FROM ${table}`);
       expect(rows).toEqual([{ c: '53000' }]);
     });

@@ -145,7 +145,8 @@ describe('a run into an existing table', () => {
         expect(err.message).toMatch(
           new RegExp(
             String.raw`^value "0100" does not fit column konto \(report column "Konto"\) of type bigint in ` +
-              String.raw`${table}, page 1, row \d+ of the page: it is text whose characters bigint would not keep`,
+              String.raw`${table}, page 1, row (\d+) of the page \(row \1 of the run\): it is text whose characters ` +
+              'bigint would not keep',
           ),
         );
         expect(err.message).toContain(`ALTER TABLE ${table} ALTER COLUMN konto TYPE text`);
@@ -179,7 +180,8 @@ describe('a run into an existing table', () => {
     expect(err.message).toMatch(
       new RegExp(
         String.raw`^value "-?\d+\.\d[1-9]" does not fit column betrag \(report column "Betrag"\) of type ` +
-          String.raw`numeric\(12,1\) .*page 1, row \d+ of the page: it has more decimal places than numeric\(12,1\) ` +
+          String.raw`numeric\(12,1\) .*page 1, row (\d+) of the page \(row \1 of the run\): it has more decimal ` +
+          String.raw`places than numeric\(12,1\) ` +
           String.raw`keeps.*TYPE numeric\)`,
       ),
     );

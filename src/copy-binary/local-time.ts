@@ -44,6 +44,41 @@ export function makeLocalTimeOffset(zone: string): (localMs: number) => number {
 }
 
 /**
+ * Makes a function telling whether a local wall-clock time (its fields read as if UTC, in epoch ms) exists in `zone`:
+ * false for a time that a spring-forward transition skips (02:30 on the day Europe/Zurich goes from 02:00 to 03:00),
+ * which PostgreSQL reads as a later time, a value changed on its way in (docs/loaded-tables.md "Values that would
+ * change"). Cached per local day as {@link makeLocalTimeOffset} is: a day without a transition near costs one lookup.
+ * @throws RangeError at the first call, when the zone is unknown to Intl
+ */
+export function makeLocalTimeExists(zone: string): (localMs: number) => boolean {
+  let offsetAt: OffsetAt | undefined;
+  const days = new Map<number, number | Transition>();
+  // The last day asked when it had one offset (consecutive values mostly share their day): no lookup.
+  let plainDay = NaN;
+  return (local) => {
+    const day = Math.floor(local / DAY_MS);
+    if (day === plainDay) return true;
+    let o = days.get(day);
+    if (o === undefined) {
+      offsetAt ??= makeExactZoneOffset(zone);
+      o = dayOffsets(offsetAt, day);
+      if (days.size > 100_000) days.clear();
+      days.set(day, o);
+    }
+    if (typeof o === 'number' && !Number.isNaN(o)) {
+      plainDay = day;
+      return true;
+    }
+    const t = o;
+    const at: OffsetAt = typeof t === 'number' ? offsetAt! : (x) => (x < t.at ? t.before : t.after);
+    const before = at(local - HOURS_36_MS);
+    const after = at(local + HOURS_36_MS);
+    // A reading of the wall clock that gives back the same offset: the time exists (once, or twice when repeated).
+    return at(local - before) === before || at(local - after) === after;
+  };
+}
+
+/**
  * The offsets of a local day's window (2 days before its start to 3 days after): one offset, the one transition in it
  * (bisected to the second), or NaN when it holds more than one.
  */

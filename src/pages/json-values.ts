@@ -1,7 +1,8 @@
 /**
  * The JSON value scanner of json/json_compact (docs/report-export-service.md "Output page shapes", json): one value
  * from a buffer to a COPY field, without strings. Text format: numbers digit for digit, strings unescaped from JSON
- * and escaped for COPY in one pass, true/false -> t/f, null -> \N, objects and arrays as their JSON text; binary
+ * and escaped for COPY in one pass, true/false as the words they are (a text column keeps them as sent, a boolean
+ * column reads them, a number column refuses them), null -> \N, objects and arrays as their JSON text; binary
  * format ({@link JsonValueScanner.valueBinary}): each value by its column's encoder. Methods return the index after
  * the value, or {@link NEED} when the buffer ends inside it.
  */
@@ -18,9 +19,9 @@ const MAX_DEPTH = 512;
 /** Bytes a string holds as they are: 0x20 and above but `"` and `\`. */
 const PLAIN = new Uint8Array(256).fill(1, 0x20);
 PLAIN[QUOTE] = PLAIN[BACKSLASH] = 0;
-/** The text forms of true and false, for a binary boolean or text column. */
-const LETTER_T = Buffer.of(0x74);
-const LETTER_F = Buffer.of(0x66);
+/** JSON's true and false as sent, for a binary boolean or text column. */
+const WORD_TRUE = Buffer.from('true');
+const WORD_FALSE = Buffer.from('false');
 /** {@link JsonValueScanner.int8Field}: not a plain short integer, nothing written. */
 const NOT_PLAIN = -3;
 
@@ -134,11 +135,11 @@ export class JsonValueScanner {
       const at = this.op;
       e = this.literal(b, i, n, c);
       if (e === NEED) return NEED;
-      // literal() wrote \N, t or f (the text form) at `at`: overwritten with the binary field.
-      const letter = c === 0x74 ? LETTER_T : LETTER_F;
+      // literal() wrote \N, true or false (the text form) at `at`: overwritten with the binary field.
+      const word = c === 0x74 ? WORD_TRUE : WORD_FALSE;
       if (c === 0x6e) p = w.writeNull(out, at);
-      else if (code === BINARY.text) p = w.text(out, at, letter, 0, 1);
-      else p = w.write(out, at, col, letter, 0, 1);
+      else if (code === BINARY.text) p = w.text(out, at, word, 0, word.length);
+      else p = w.write(out, at, col, word, 0, word.length);
     } else {
       e = this.skip(b, i, n, 0);
       if (e === NEED) return NEED;
@@ -185,7 +186,10 @@ export class JsonValueScanner {
     return i + word.length;
   }
 
-  /** null / true / false at b[i]: writes \N, t or f. */
+  /**
+   * null / true / false at b[i]: writes \N, or the word as sent (never `t`/`f`: a text column would keep the letter,
+   * a value changed on its way in; docs/loaded-tables.md "Values that would change").
+   */
   private literal(b: Uint8Array, i: number, n: number, c: number): number {
     const e = this.literalEnd(b, i, n, c);
     if (e === NEED) return NEED;
@@ -194,7 +198,10 @@ export class JsonValueScanner {
       this.out[this.op++] = LETTER_N;
       this.kind = 0;
     } else {
-      this.out[this.op++] = c;
+      const out = this.out;
+      let op = this.op;
+      for (let k = i; k < e; k++) out[op++] = b[k]!;
+      this.op = op;
       this.kind = KIND.boolean;
     }
     return e;

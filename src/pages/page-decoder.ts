@@ -37,6 +37,11 @@ export interface PageDecoder {
   /** Rows yielded so far over all pages. */
   readonly rows: number;
   /**
+   * The 1-based row of the run whose COPY input holds 1-based line `line` as PostgreSQL counts it (csv: a line break
+   * inside a quoted value is a line too); unset where every row is one line.
+   */
+  rowOfCopyLine?(line: number): number;
+  /**
    * Decodes one page into Buffers of whole rows in `columns` order, each row ending in \n; the one-row-per-page
    * decoders (xml, documents) stream their row in parts. A yielded Buffer is not written again, except the document
    * decoder's, reused 32 yields later (document-decoder.ts RING): use or copy it before, as COPY does.

@@ -15,6 +15,7 @@ import { BinaryFieldWriter, FIELD_OVERHEAD, REFUSED } from '../copy-binary/field
 import { TextRecordsDecoder, type RecordPageState } from './text-records.ts';
 import { textFits, unfitBytesError } from './unfit-bytes.ts';
 import type { RowsPlan } from './rows-plan.ts';
+import { CopyLines } from './copy-lines.ts';
 
 /** The txt decoder; see the file comment. */
 export class TxtPageDecoder extends TextRecordsDecoder {
@@ -26,9 +27,16 @@ export class TxtPageDecoder extends TextRecordsDecoder {
   /** Rows of the last scan as a view of its buffer, when nothing had to be copied. */
   private view: Buffer | undefined;
   private binary: BinaryFieldWriter | undefined;
+  /** The rows written with line breaks inside a value, for {@link rowOfCopyLine}. */
+  private readonly lines = new CopyLines();
 
   constructor(limits: DecoderLimits = { maxValueBytes: DEFAULT_MAX_VALUE_BYTES }) {
     super('csv', limits, true);
+  }
+
+  /** The run's row whose csv input holds COPY's line `line` (copy-lines.ts; binary rows are one line each). */
+  rowOfCopyLine(line: number): number {
+    return this.lines.rowOfLine(line);
   }
 
   protected override learnColumns(names: string[]): RowsPlan {
@@ -61,6 +69,7 @@ export class TxtPageDecoder extends TextRecordsDecoder {
       const err = unfitBytesError(b, i, end, {
         page: st.page,
         firstRow: rowsBefore + 1,
+        firstRowOfPage: before,
         bufferOffset: st.offset,
         columns: this.columns!,
       });
@@ -80,9 +89,12 @@ export class TxtPageDecoder extends TextRecordsDecoder {
     let spanStart = i;
     let consumed = i;
     let row = st.line;
+    // The run's row of page row `row`: rows counts the run's rows before this scan, st.line the page's.
+    const rowBase = this.rows - st.line;
     records: while (i < n) {
       const recStart = i;
       let field = 0;
+      let breaks = 0;
       for (;;) {
         if (i >= n) break records;
         let c = b[i]!;
@@ -91,11 +103,22 @@ export class TxtPageDecoder extends TextRecordsDecoder {
           let doubled = false;
           let j = i + 1;
           for (;;) {
-            // Short texts are the rule: a plain loop beats indexOf's call cost up to a few dozen bytes.
+            // Short texts are the rule: a plain loop beats indexOf's call cost up to a few dozen bytes. A line break
+            // inside is counted: COPY counts it as a line (copy-lines.ts).
             let q = j;
             const stop = Math.min(n, j + 48);
-            while (q < stop && b[q] !== QUOTE) q++;
-            if (q === stop) q = stop < n ? b.indexOf(QUOTE, stop) : -1;
+            let x = 0;
+            // Most bytes lie above the quote: one comparison each.
+            while (q < stop && ((x = b[q]!) > QUOTE || (x !== QUOTE && x !== LF))) q++;
+            if (q < stop && x === LF) {
+              breaks++;
+              j = q + 1;
+              continue;
+            }
+            if (q === stop) {
+              q = stop < n ? b.indexOf(QUOTE, stop) : -1;
+              for (let m = q < 0 ? -1 : b.indexOf(LF, stop); m >= 0 && m < q; m = b.indexOf(LF, m + 1)) breaks++;
+            }
             if (q < 0 || q + 1 >= n) break records;
             if (b[q + 1] === QUOTE) {
               doubled = true;
@@ -168,6 +191,7 @@ export class TxtPageDecoder extends TextRecordsDecoder {
           });
         }
         st.line = ++row;
+        if (breaks !== 0) this.lines.note(rowBase + row, breaks);
         if (crlf) {
           this.emitCopy(b, spanStart, contentEnd, true);
           spanStart = i;

@@ -110,7 +110,7 @@ const SHOWN_VALUE_CHARS = 80;
 
 /**
  * The error for the first unfit byte of b[s..e), whole txt records of page `page` whose first is row `firstRow` of
- * the run; undefined when the span fits after all.
+ * the run and row `firstRowOfPage` of the page; undefined when the span fits after all.
  * @param where.bufferOffset the page's byte offset of b[0]
  * @param where.columns the report's column names, in field order
  */
@@ -118,7 +118,7 @@ export function unfitBytesError(
   b: Buffer,
   s: number,
   e: number,
-  where: { page: number; firstRow: number; bufferOffset: number; columns: readonly string[] },
+  where: { page: number; firstRow: number; firstRowOfPage: number; bufferOffset: number; columns: readonly string[] },
 ): UnfitBytesError | undefined {
   const place = locateUnfitByte(b, s, e);
   if (!place) return undefined;
@@ -129,6 +129,7 @@ export function unfitBytesError(
     reportColumn: where.columns[place.field],
     page: where.page,
     row: where.firstRow + place.record,
+    rowOfPage: where.firstRowOfPage + place.record,
     offset: where.bufferOffset + place.at,
     byte: place.byte,
     byteInValue: place.at - place.valueStart + 1,

@@ -22,7 +22,7 @@ function cellText(v: unknown): [string, number] | null {
     const b = Buffer.from(s, 'latin1');
     return [s, classifyNumber(b, 0, b.length) || KIND.numeric];
   }
-  if (typeof v === 'boolean') return [v ? 't' : 'f', KIND.boolean];
+  if (typeof v === 'boolean') return [v ? 'true' : 'false', KIND.boolean];
   if (typeof v === 'string') return [v, KIND.text];
   if (v instanceof Date) return [v.toISOString(), KIND.timestamp];
   if (typeof v === 'object') {

@@ -349,6 +349,8 @@ export function reportRows(
     },
     kinds: () => decoder.kinds,
     pageOfRow: (row) => pageOfRow(pageStartRows, row),
+    rowsBeforePage: (page) => pageStartRows[page - 1] ?? 0,
+    rowOfCopyLine: (line) => decoder.rowOfCopyLine?.(line) ?? line,
     async close() {
       await source.return(undefined).catch(() => undefined);
     },

@@ -3,6 +3,8 @@
  * type is kept; otherwise the type is inferred from the kinds of value the page decoder saw in the whole report
  * (not just the first page), so that integers on page 1 and decimals on page 3 give `numeric` on the first run.
  */
+import type { Queryable } from '../db.ts';
+import { quoteIdent } from './identifiers.ts';
 import { KIND } from './row-source.ts';
 
 /**
@@ -21,4 +23,19 @@ export function inferColumnType(kinds: number): string {
   if (kinds === KIND.integer) return 'bigint';
   if ((kinds & ~(KIND.integer | KIND.numeric)) === 0) return 'numeric';
   return 'text';
+}
+
+/**
+ * Whether column `name` (text) of `table` holds a time without offset that the load's zone skips (a spring-forward
+ * hour):
+ * timestamptz would read it as a later time, so an inferred column stays text (docs/loaded-tables.md "Types").
+ * Compares each such value read as a local time with the same value read through the zone (one scan, new columns).
+ */
+export async function holdsSkippedTime(db: Queryable, table: string, name: string): Promise<boolean> {
+  const c = quoteIdent(name);
+  const { rows } = await db.query(
+    `SELECT 1 FROM ${table} WHERE ${c} !~ '([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)$' ` +
+      `AND ${c}::timestamptz::timestamp <> ${c}::timestamp LIMIT 1`,
+  );
+  return rows.length > 0;
 }

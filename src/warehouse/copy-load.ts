@@ -11,7 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
 import { BinaryValueUnsupported, framed } from '../copy-binary/format.ts';
-import { inferColumnType } from './column-types.ts';
+import { holdsSkippedTime, inferColumnType } from './column-types.ts';
 import { recordColumnNames, recordedColumnNames } from './column-names.ts';
 import { quoteIdent, quoteTable } from './identifiers.ts';
 import { addLineageColumns, startLineage } from './lineage.ts';
@@ -194,6 +194,7 @@ async function createOrEvolveTarget(load: Load): Promise<TargetColumn[]> {
   for (const [i, n] of names.entries())
     types.set(n, existingType.get(n) ?? spec.declaredTypes.get(n) ?? inferColumnType(kinds[i] ?? 0));
   const columns = names.map((n) => ({ name: n, type: types.get(n)! }));
+  await keepSkippedTimesText(load, columns);
   try {
     if (!load.exists) {
       const created = withMandantColumn(columns, spec.mode === 'merge' ? spec.key : [], spec.mandant);
@@ -208,6 +209,22 @@ async function createOrEvolveTarget(load: Load): Promise<TargetColumn[]> {
     throw databaseError(err, 'load');
   }
   return columns;
+}
+
+/**
+ * Types `text` the inferred timestamptz columns that hold a local time the load's zone skips (column-types.ts
+ * holdsSkippedTime; docs/loaded-tables.md "Types"), in `columns` and in the load's types.
+ * @throws EtlError DATABASE when the check's query fails
+ */
+async function keepSkippedTimesText(load: Load, columns: TargetColumn[]): Promise<void> {
+  const { tx, spec, existingType, types } = load;
+  try {
+    for (const c of columns)
+      if (c.type === 'timestamptz' && !existingType.has(c.name) && !spec.declaredTypes.has(c.name))
+        if (await holdsSkippedTime(tx, STAGING, c.name)) types.set(c.name, (c.type = 'text'));
+  } catch (err) {
+    throw databaseError(err, 'load');
+  }
 }
 
 /** One COPY FROM STDIN of `rows`; binary rows are framed with the stream's header and trailer. */

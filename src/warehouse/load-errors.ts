@@ -77,6 +77,8 @@ export interface UnfitBytes {
   page: number;
   /** 1-based row of the run. */
   row: number;
+  /** 1-based row within the page. */
+  rowOfPage: number;
   /** Byte offset within the page body, counted from its first byte (BOM included). */
   offset: number;
   /** The byte: 0 (NUL), or one that begins no valid UTF-8 sequence. */
@@ -109,18 +111,20 @@ export class UnfitBytesError extends ValueDoesNotFitError {
         `${target.type ? ` of type ${target.type}` : ''} in ${target.table}`
       : report || `field ${unfit.columnIndex + 1}`;
     const hex = `0x${unfit.byte.toString(16).padStart(2, '0')}`;
-    const at = `byte ${unfit.byteInValue} of the value, byte offset ${unfit.offset} of the page`;
+    const inValue = `byte ${unfit.byteInValue} of the value, byte offset ${unfit.offset} of the page`;
     const why =
       unfit.byte === 0
-        ? `it holds a NUL byte (${at}), which PostgreSQL text cannot hold: remove it from the value in the ERP, ` +
+        ? `it holds a NUL byte (${inValue}), which PostgreSQL text cannot hold: remove it from the value in the ERP, ` +
           'then replay the run'
-        : `byte ${hex} (${at}) is not UTF-8, the only encoding PostgreSQL text takes here: the report sent the value ` +
-          'in another encoding; correct it in the ERP, then replay the run';
-    super(`value "${unfit.value}" does not fit ${column}, page ${unfit.page}, row ${unfit.row} of the run: ${why}`, {
+        : `byte ${hex} (${inValue}) is not UTF-8, the only encoding PostgreSQL text takes here: the report sent the ` +
+          'value in another encoding; correct it in the ERP, then replay the run';
+    const at = rowPlaceText({ page: unfit.page, rowOfPage: unfit.rowOfPage, row: unfit.row });
+    super(`value "${unfit.value}" does not fit ${column}, ${at}: ${why}`, {
       column: target?.column,
       reportColumn: unfit.reportColumn,
       page: unfit.page,
       row: unfit.row,
+      rowOfPage: unfit.rowOfPage,
       offset: unfit.offset,
       byte: hex,
       value: unfit.value,
@@ -135,6 +139,7 @@ export class UnfitBytesError extends ValueDoesNotFitError {
  * page, the row and the value, and says how to make the column take such values.
  * @param change where the value is and why it would change
  * @param column the target column (normalised name), `type` its type, `reportColumn` the report's own name
+ * @param rowsBeforePage the rows of the run before the value's page (to name its row of the run too)
  */
 export function valueChangeError(
   change: ValueChange,
@@ -142,13 +147,15 @@ export function valueChangeError(
   column: string,
   type: string,
   reportColumn: string,
+  rowsBeforePage: number,
 ): ValueDoesNotFitError {
   // Text and lengths: text keeps every character; rounded numbers: numeric keeps every digit.
   const fix = change.problem.startsWith('it is text') || /^character/.test(type) ? 'text' : 'numeric';
+  const at = { page: change.page, rowOfPage: change.row, row: rowsBeforePage + change.row };
   return new ValueDoesNotFitError(
     `value "${change.value}" does not fit column ${column}` +
-      `${reportColumn !== column ? ` (report column "${reportColumn}")` : ''} of type ${type} in ${table}, page ` +
-      `${change.page}, row ${change.row} of the page: ${change.problem}, so it would change on its way in. ` +
+      `${reportColumn !== column ? ` (report column "${reportColumn}")` : ''} of type ${type} in ${table}, ` +
+      `${rowPlaceText(at)}: ${change.problem}, so it would change on its way in. ` +
       `Nothing was loaded and ${table} is left as it was. To keep such values, change the column's type ` +
       `(ALTER TABLE ${table} ALTER COLUMN ${column} TYPE ${fix}) and declare it under the job's target.columns ` +
       `(${column}: ${fix}); schemaChanges: evolve adds new columns but never changes an existing one`,
@@ -156,8 +163,7 @@ export function valueChangeError(
       column,
       reportColumn,
       type,
-      page: change.page,
-      row: change.row,
+      ...at,
       value: change.value,
       problem: change.problem,
     },
@@ -243,12 +249,41 @@ export interface LoadPlace {
   table: string;
   /** 1-based row of the whole run → 1-based page. */
   pageOfRow(row: number): number;
+  /** 1-based page → the rows of the run before it. */
+  rowsBeforePage(page: number): number;
+  /**
+   * 1-based line of COPY's error context → 1-based row of the run: the same but where a row's values hold line
+   * breaks that COPY counts (csv; RowSource.rowOfCopyLine).
+   */
+  rowOfCopyLine(line: number): number;
   /** Normalised column name → the report's own column name. */
   reportColumn(column: string): string | undefined;
   /** Normalised column name → target type. */
   columnType(column: string): string | undefined;
   /** 0-based report column (COPY order) → its normalised name. */
   columnAt(index: number): string | undefined;
+}
+
+/** Where a row is: its page, its row within the page and its row of the run (all 1-based). */
+export interface RowPlace {
+  page: number;
+  rowOfPage: number;
+  row: number;
+}
+
+/**
+ * How every error about a value names its row, one form everywhere (docs/troubleshooting.md, VALUE_DOES_NOT_FIT):
+ * `page 3, row 17 of the page (row 200017 of the run)` — the page and its row to find it in the report's pages, the
+ * row of the run to find it in the run's rows.
+ */
+export function rowPlaceText(at: RowPlace): string {
+  return `page ${at.page}, row ${at.rowOfPage} of the page (row ${at.row} of the run)`;
+}
+
+/** The place of row `row` (1-based) of the run. */
+export function placeOfRow(place: Pick<LoadPlace, 'pageOfRow' | 'rowsBeforePage'>, row: number): RowPlace {
+  const page = place.pageOfRow(row);
+  return { page, rowOfPage: row - place.rowsBeforePage(page), row };
 }
 
 /**
@@ -270,15 +305,15 @@ export function mapCopyError(err: unknown, place: LoadPlace): Error {
   const pgErr = err as { code?: string; message?: string; where?: string };
   const pos = parseCopyContext(pgErr.where);
   if (isValueError(pgErr.code) && pos) {
-    const page = place.pageOfRow(pos.line);
+    const at = placeOfRow(place, place.rowOfCopyLine(pos.line));
     const col = pos.column;
     const reportCol = col ? place.reportColumn(col) : undefined;
     return new ValueDoesNotFitError(
       `value ${pos.value === undefined ? '' : `"${pos.value}" `}does not fit column ${col ?? '?'}` +
         `${reportCol && reportCol !== col ? ` (report column "${reportCol}")` : ''}` +
         `${col && place.columnType(col) ? ` of type ${place.columnType(col)}` : ''} in ${place.table}, ` +
-        `page ${page}, row ${pos.line} of the run: ${pgErr.message}`,
-      { column: col, reportColumn: reportCol, page, row: pos.line, value: pos.value, sqlstate: pgErr.code },
+        `${rowPlaceText(at)}: ${pgErr.message}`,
+      { column: col, reportColumn: reportCol, ...at, value: pos.value, sqlstate: pgErr.code },
       err,
     );
   }

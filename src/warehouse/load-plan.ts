@@ -117,6 +117,8 @@ export function planLoad(
   const place: LoadPlace = {
     table: `${spec.target.schema}.${spec.target.table}`,
     pageOfRow: (row) => source.pageOfRow(row),
+    rowsBeforePage: (page) => source.rowsBeforePage(page),
+    rowOfCopyLine: (line) => source.rowOfCopyLine?.(line) ?? line,
     reportColumn: (c) => reportColumns[names.indexOf(c)],
     columnType: (c) => types.get(c) ?? existingType.get(c),
     columnAt: (i) => names[i],
@@ -153,10 +155,21 @@ function valueFitOf(
   place: LoadPlace,
 ): ValueFit | undefined {
   const types = names.map((n) => existingType.get(n) ?? spec.declaredTypes.get(n));
-  const fit = new ValueFit(types, (change) => {
-    const k = change.column;
-    throw valueChangeError(change, place.table, names[k]!, types[k]!, reportColumns[k]!);
-  });
+  const fit = new ValueFit(
+    types,
+    (change) => {
+      const k = change.column;
+      throw valueChangeError(
+        change,
+        place.table,
+        names[k]!,
+        types[k]!,
+        reportColumns[k]!,
+        place.rowsBeforePage(change.page),
+      );
+    },
+    spec.timezone,
+  );
   return fit.any ? fit : undefined;
 }
 

@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import pgCopyStreams from 'pg-copy-streams';
-import { inferColumnType } from './column-types.ts';
+import { holdsSkippedTime, inferColumnType } from './column-types.ts';
 import { normaliseColumnNames, quoteIdent } from './identifiers.ts';
 import { mapCopyError } from './load-errors.ts';
 import type { RowSource } from './row-source.ts';
@@ -85,6 +85,8 @@ export async function previewRows(
   const place = {
     table: STAGING,
     pageOfRow: (row: number) => source.pageOfRow(row),
+    rowsBeforePage: (page: number) => source.rowsBeforePage(page),
+    rowOfCopyLine: (line: number) => source.rowOfCopyLine?.(line) ?? line,
     reportColumn: (c: string) => reportColumns[names.indexOf(c)],
     columnType: () => 'text',
     columnAt: (i: number) => names[i],
@@ -106,6 +108,10 @@ export async function previewRows(
     if (declared) return { name, reportName: reportColumns[i]!, type: declared, source: 'declared' };
     return { name, reportName: reportColumns[i]!, type: inferColumnType(kinds[i] ?? 0), source: 'inferred' };
   });
+  // As a load does (copy-load.ts): a column with a local time the zone skips stays text.
+  for (const c of columns)
+    if (c.source === 'inferred' && c.type === 'timestamptz' && (await holdsSkippedTime(tx, STAGING, c.name)))
+      c.type = 'text';
   // Per column: the value as its type prints it when it fits (etl.fits_type, migrations/0004), else the raw text.
   const exprs = columns.map((c, i) => {
     const col = quoteIdent(c.name);

@@ -84,6 +84,13 @@ export interface RowSource {
   kinds(): readonly number[];
   /** The 1-based page that holds the 1-based row of the report (for error messages). */
   pageOfRow(row: number): number;
+  /** The rows of the report before 1-based page `page` (for error messages: a row of the page and of the run). */
+  rowsBeforePage(page: number): number;
+  /**
+   * The 1-based row of the report whose COPY input holds 1-based line `line`, as PostgreSQL counts lines in an
+   * error's context: in csv format a line break inside a quoted value counts as a line. Unset: line = row.
+   */
+  rowOfCopyLine?(line: number): number;
   /** Stops reading and frees what is held (an open page stream). Safe at any time, and more than once. */
   close(): Promise<void>;
 }

@@ -13,8 +13,13 @@
  * A value the column's type does not read at all is left to PostgreSQL, which fails the run naming it.
  */
 
-/** Rule codes per column; 0 = none (text, timestamps, dates, booleans, jsonb, …: nothing changes unseen). */
-export const FIT = { none: 0, integer: 1, numeric: 2, float8: 3, float4: 4, chars: 5 } as const;
+import { makeLocalTimeExists } from '../copy-binary/local-time.ts';
+
+/**
+ * Rule codes per column; 0 = none (text, dates, booleans, jsonb, …: nothing changes unseen). localTime: a timestamptz
+ * column, which reads a time without offset in the load's zone, and a time that zone skips as a later one.
+ */
+export const FIT = { none: 0, integer: 1, numeric: 2, float8: 3, float4: 4, chars: 5, localTime: 6 } as const;
 
 /** One of the {@link FIT} codes. */
 export type FitCode = (typeof FIT)[keyof typeof FIT];
@@ -42,6 +47,8 @@ export function fitRuleOf(type: string): FitRule {
       return { code: FIT.float8, param: 0 };
     case 'real':
       return { code: FIT.float4, param: 0 };
+    case 'timestamp with time zone':
+      return { code: FIT.localTime, param: 0 };
   }
   let m = /^numeric\((\d+)(?:,(-?\d+))?\)$/.exec(type);
   if (m) return { code: FIT.numeric, param: m[2] === undefined ? 0 : Number(m[2]) };
@@ -75,12 +82,16 @@ export class ValueFit {
   private readonly params: Float64Array;
   private readonly types: readonly string[];
   private readonly fail: (change: ValueChange) => never;
+  private readonly timezone: string;
+  private localTimeExists: ((localMs: number) => boolean) | undefined;
 
   /**
    * @param types per column in COPY order, the target type (undefined: a new column, nothing to check)
    * @param fail turns a change into the error that fails the run
+   * @param timezone the load's zone (LoadSpec.timezone), in which a timestamptz column reads times without offset
    */
-  constructor(types: readonly (string | undefined)[], fail: (change: ValueChange) => never) {
+  constructor(types: readonly (string | undefined)[], fail: (change: ValueChange) => never, timezone = 'UTC') {
+    this.timezone = timezone;
     const rules = types.map((t) => (t === undefined ? { code: FIT.none, param: 0 } : fitRuleOf(t)));
     this.onText = Uint8Array.from(rules, (r) => r.code);
     // A number keeps its value in an integer column or an unconstrained numeric (PostgreSQL refuses what it cannot
@@ -105,12 +116,69 @@ export class ValueFit {
   check(col: number, b: Uint8Array, s: number, e: number, text: boolean, page: number, row: number): void {
     const code = text ? this.onText[col]! : this.onNumber[col]!;
     if (code === FIT.none) return;
+    if (code === FIT.localTime) {
+      const local = localTimeMs(b, s, e);
+      if (local === undefined || (this.localTimeExists ??= makeLocalTimeExists(this.timezone))(local)) return;
+      const problem =
+        `it is a local time that ${this.timezone} skips (its clocks go forward over it), ` +
+        'which PostgreSQL would read as a later time';
+      this.fail({ column: col, page, row, value: Buffer.from(b.buffer, b.byteOffset + s, e - s).toString(), problem });
+    }
     const problem = text
       ? textProblem(code, this.params[col]!, this.types[col]!, b, s, e)
       : numberProblem(code, this.params[col]!, this.types[col]!, b, s, e);
     if (problem !== undefined)
       this.fail({ column: col, page, row, value: Buffer.from(b.buffer, b.byteOffset + s, e - s).toString(), problem });
   }
+}
+
+function digitsAt(b: Uint8Array, i: number, n: number): number {
+  let v = 0;
+  for (let k = i; k < i + n; k++) {
+    const d = b[k]! - 0x30;
+    if (d < 0 || d > 9) return NaN;
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+/**
+ * The wall clock of a time without offset at b[s..e), its fields read as if UTC (epoch ms, seconds whole), or
+ * undefined for anything else: ISO 8601 `yyyy-mm-dd[T ]hh:mm[:ss[.f]]` and txt's `dd.mm.yyyy hh:mm:ss[.f]`.
+ */
+function localTimeMs(b: Uint8Array, s: number, e: number): number | undefined {
+  const len = e - s;
+  let end: number;
+  let txt = false;
+  if (len >= 16 && b[s + 4] === 0x2d && b[s + 7] === 0x2d && b[s + 13] === 0x3a) {
+    const t = b[s + 10];
+    if (t !== 0x54 && t !== 0x74 && t !== 0x20) return undefined;
+    end = len >= 19 && b[s + 16] === 0x3a ? s + 19 : s + 16;
+  } else if (len >= 19 && b[s + 2] === 0x2e && b[s + 5] === 0x2e && b[s + 10] === 0x20 && b[s + 13] === 0x3a) {
+    end = s + 19;
+    txt = true;
+  } else return undefined;
+  if (end < e) {
+    // Only a fraction may follow: an offset or anything else is PostgreSQL's to read (checked first: the common case).
+    if (b[end] !== 0x2e && b[end] !== 0x2c) return undefined;
+    for (let k = end + 1; k < e; k++) if (b[k]! < 0x30 || b[k]! > 0x39) return undefined;
+  }
+  const y = txt ? digitsAt(b, s + 6, 4) : digitsAt(b, s, 4);
+  const mo = digitsAt(b, s + (txt ? 3 : 5), 2);
+  const d = digitsAt(b, s + (txt ? 0 : 8), 2);
+  const h = digitsAt(b, s + 11, 2);
+  const mi = digitsAt(b, s + 14, 2);
+  const sec = txt || end === s + 19 ? digitsAt(b, s + 17, 2) : 0;
+  // Out of range (or not digits, NaN): PostgreSQL's to refuse.
+  if (!(y >= 1 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h >= 0 && h <= 23 && mi <= 59 && sec <= 59))
+    return undefined;
+  // Days since 1970-01-01 of the proleptic Gregorian date (Howard Hinnant's days_from_civil; Date.UTC costs more).
+  const yy = mo <= 2 ? y - 1 : y;
+  const era = Math.floor(yy / 400);
+  const yoe = yy - era * 400;
+  const doy = Math.floor((153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5) + d - 1;
+  const days = era * 146_097 + yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy - 719_468;
+  return ((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000;
 }
 
 /** Characters of UTF-8 bytes b[s..e) (continuation bytes not counted). */
