@@ -8,6 +8,7 @@ import { silentLogger } from '../src/logger.ts';
 import { resolveJob } from '../src/config/load.ts';
 import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { ValueFit, type ValueChange } from '../src/warehouse/value-fit.ts';
+import { valueChangeError } from '../src/warehouse/load-errors.ts';
 import { jobEntry, useHarness } from './support/harness.ts';
 
 const h = useHarness();
@@ -126,6 +127,34 @@ async function failingRun(report: Record<string, unknown>, target: Record<string
   expect(err).toBeInstanceOf(AttemptFailedError);
   return err as AttemptFailedError;
 }
+
+describe('the error', () => {
+  it('quotes a long value by its first 200 characters and its length, in the message and the details', () => {
+    const value = `x${'7'.repeat(399_999)}`;
+    const problem = 'it has 400000 characters, more than character varying(5) holds';
+    const err = valueChangeError(
+      { column: 0, page: 2, row: 3, value, problem },
+      'erp.t',
+      'nr',
+      'character varying(5)',
+      'Nr',
+      10,
+    );
+    const shown = `x${'7'.repeat(199)}… (400,000 characters)`;
+    expect(err.message).toContain(`value "${shown}" does not fit column nr`);
+    expect(err.message.length).toBeLessThan(1000);
+    expect(err.details).toMatchObject({ value: shown, row: 13 });
+    const short = valueChangeError(
+      { column: 0, page: 1, row: 1, value: '0100', problem },
+      'erp.t',
+      'nr',
+      'bigint',
+      'Nr',
+      0,
+    );
+    expect(short.message).toContain('value "0100" does not fit');
+  });
+});
 
 describe('a run into an existing table', () => {
   const LEDGER = '(buchung_nr bigint, konto bigint, soll numeric, haben numeric, valuta timestamptz, text text)';

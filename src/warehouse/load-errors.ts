@@ -133,6 +133,15 @@ export class UnfitBytesError extends ValueDoesNotFitError {
   }
 }
 
+/** Characters of a value that an error quotes; a longer value is cut there and its length said. */
+const SHOWN_VALUE_CHARS = 200;
+
+/** `value` as an error quotes it: whole up to {@link SHOWN_VALUE_CHARS} characters, else its start and its length. */
+function shownValue(value: string): string {
+  if (value.length <= SHOWN_VALUE_CHARS) return value;
+  return `${value.slice(0, SHOWN_VALUE_CHARS)}… (${value.length.toLocaleString('en-US')} characters)`;
+}
+
 /**
  * A value that the target column would change on its way in (value-fit.ts; docs/loaded-tables.md "Values that would
  * change"), found by the page decoder before COPY committed anything: names the target column, the report column, the
@@ -152,8 +161,9 @@ export function valueChangeError(
   // Text and lengths: text keeps every character; rounded numbers: numeric keeps every digit.
   const fix = change.problem.startsWith('it is text') || /^character/.test(type) ? 'text' : 'numeric';
   const at = { page: change.page, rowOfPage: change.row, row: rowsBeforePage + change.row };
+  const value = shownValue(change.value);
   return new ValueDoesNotFitError(
-    `value "${change.value}" does not fit column ${column}` +
+    `value "${value}" does not fit column ${column}` +
       `${reportColumn !== column ? ` (report column "${reportColumn}")` : ''} of type ${type} in ${table}, ` +
       `${rowPlaceText(at)}: ${change.problem}, so it would change on its way in. ` +
       `Nothing was loaded and ${table} is left as it was. To keep such values, change the column's type ` +
@@ -164,7 +174,7 @@ export function valueChangeError(
       reportColumn,
       type,
       ...at,
-      value: change.value,
+      value,
       problem: change.problem,
     },
   );
