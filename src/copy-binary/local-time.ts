@@ -43,21 +43,27 @@ export function makeLocalTimeOffset(zone: string): (localMs: number) => number {
   };
 }
 
+/** Whether local wall-clock times exist in one zone; see {@link makeLocalTimeExists}. */
+export interface LocalTimeExists {
+  /** True when local day `day` (days since 1970-01-01) has no transition near: every time of it exists. */
+  plainDay(day: number): boolean;
+  /** Whether the local time `localMs` (its fields read as if UTC, in epoch ms) exists. */
+  exists(localMs: number): boolean;
+}
+
 /**
- * Makes a function telling whether a local wall-clock time (its fields read as if UTC, in epoch ms) exists in `zone`:
- * false for a time that a spring-forward transition skips (02:30 on the day Europe/Zurich goes from 02:00 to 03:00),
- * which PostgreSQL reads as a later time, a value changed on its way in (docs/loaded-tables.md "Values that would
- * change"). Cached per local day as {@link makeLocalTimeOffset} is: a day without a transition near costs one lookup.
+ * Tells whether a local wall-clock time exists in `zone`: not for a time that a spring-forward transition skips
+ * (02:30 on the day Europe/Zurich goes from 02:00 to 03:00), which PostgreSQL reads as a later time, a value changed on
+ * its way in (docs/loaded-tables.md "Values that would change"). Cached per local day as {@link makeLocalTimeOffset}
+ * is, so that a caller asks {@link LocalTimeExists.plainDay} first and reads the time of day only when it is not.
  * @throws RangeError at the first call, when the zone is unknown to Intl
  */
-export function makeLocalTimeExists(zone: string): (localMs: number) => boolean {
+export function makeLocalTimeExists(zone: string): LocalTimeExists {
   let offsetAt: OffsetAt | undefined;
   const days = new Map<number, number | Transition>();
-  // The last day asked when it had one offset (consecutive values mostly share their day): no lookup.
-  let plainDay = NaN;
-  return (local) => {
-    const day = Math.floor(local / DAY_MS);
-    if (day === plainDay) return true;
+  // The last day found plain (consecutive values mostly share their day): no lookup.
+  let lastPlain = NaN;
+  const offsetsOf = (day: number): number | Transition => {
     let o = days.get(day);
     if (o === undefined) {
       offsetAt ??= makeExactZoneOffset(zone);
@@ -65,16 +71,26 @@ export function makeLocalTimeExists(zone: string): (localMs: number) => boolean 
       if (days.size > 100_000) days.clear();
       days.set(day, o);
     }
-    if (typeof o === 'number' && !Number.isNaN(o)) {
-      plainDay = day;
+    return o;
+  };
+  return {
+    plainDay(day) {
+      if (day === lastPlain) return true;
+      const o = offsetsOf(day);
+      if (typeof o !== 'number' || Number.isNaN(o)) return false;
+      lastPlain = day;
       return true;
-    }
-    const t = o;
-    const at: OffsetAt = typeof t === 'number' ? offsetAt! : (x) => (x < t.at ? t.before : t.after);
-    const before = at(local - HOURS_36_MS);
-    const after = at(local + HOURS_36_MS);
-    // A reading of the wall clock that gives back the same offset: the time exists (once, or twice when repeated).
-    return at(local - before) === before || at(local - after) === after;
+    },
+    exists(local) {
+      const o = offsetsOf(Math.floor(local / DAY_MS));
+      if (typeof o === 'number' && !Number.isNaN(o)) return true;
+      const t = o;
+      const at: OffsetAt = typeof t === 'number' ? offsetAt! : (x) => (x < t.at ? t.before : t.after);
+      const before = at(local - HOURS_36_MS);
+      const after = at(local + HOURS_36_MS);
+      // A reading of the wall clock that gives back the same offset: the time exists (once, or twice when repeated).
+      return at(local - before) === before || at(local - after) === after;
+    },
   };
 }
 

@@ -13,7 +13,7 @@
  * A value the column's type does not read at all is left to PostgreSQL, which fails the run naming it.
  */
 
-import { makeLocalTimeExists } from '../copy-binary/local-time.ts';
+import { makeLocalTimeExists, type LocalTimeExists } from '../copy-binary/local-time.ts';
 
 /**
  * Rule codes per column; 0 = none (text, dates, booleans, jsonb, …: nothing changes unseen). localTime: a timestamptz
@@ -83,7 +83,7 @@ export class ValueFit {
   private readonly types: readonly string[];
   private readonly fail: (change: ValueChange) => never;
   private readonly timezone: string;
-  private localTimeExists: ((localMs: number) => boolean) | undefined;
+  private localTimes: LocalTimeExists | undefined;
 
   /**
    * @param types per column in COPY order, the target type (undefined: a new column, nothing to check)
@@ -117,8 +117,13 @@ export class ValueFit {
     const code = text ? this.onText[col]! : this.onNumber[col]!;
     if (code === FIT.none) return;
     if (code === FIT.localTime) {
-      const local = localTimeMs(b, s, e);
-      if (local === undefined || (this.localTimeExists ??= makeLocalTimeExists(this.timezone))(local)) return;
+      // Most days have no transition near: their times all exist, and only the date is read.
+      const day = localDay(b, s, e);
+      if (Number.isNaN(day)) return;
+      const times = (this.localTimes ??= makeLocalTimeExists(this.timezone));
+      if (times.plainDay(day)) return;
+      const clock = clockMs(b, s, e);
+      if (Number.isNaN(clock) || times.exists(day * DAY_MS + clock)) return;
       const problem =
         `it is a local time that ${this.timezone} skips (its clocks go forward over it), ` +
         'which PostgreSQL would read as a later time';
@@ -142,43 +147,49 @@ function digitsAt(b: Uint8Array, i: number, n: number): number {
   return v;
 }
 
+const DAY_MS = 86_400_000;
+
 /**
- * The wall clock of a time without offset at b[s..e), its fields read as if UTC (epoch ms, seconds whole), or
- * undefined for anything else: ISO 8601 `yyyy-mm-dd[T ]hh:mm[:ss[.f]]` and txt's `dd.mm.yyyy hh:mm:ss[.f]`.
+ * The local day (days since 1970-01-01, proleptic Gregorian) of a time without offset at b[s..e), or NaN for anything
+ * else: ISO 8601 `yyyy-mm-dd[T ]hh:mm[:ss[.f]]` and txt's `dd.mm.yyyy hh:mm:ss[.f]`.
  */
-function localTimeMs(b: Uint8Array, s: number, e: number): number | undefined {
+function localDay(b: Uint8Array, s: number, e: number): number {
   const len = e - s;
   let end: number;
   let txt = false;
   if (len >= 16 && b[s + 4] === 0x2d && b[s + 7] === 0x2d && b[s + 13] === 0x3a) {
     const t = b[s + 10];
-    if (t !== 0x54 && t !== 0x74 && t !== 0x20) return undefined;
+    if (t !== 0x54 && t !== 0x74 && t !== 0x20) return NaN;
     end = len >= 19 && b[s + 16] === 0x3a ? s + 19 : s + 16;
   } else if (len >= 19 && b[s + 2] === 0x2e && b[s + 5] === 0x2e && b[s + 10] === 0x20 && b[s + 13] === 0x3a) {
     end = s + 19;
     txt = true;
-  } else return undefined;
+  } else return NaN;
   if (end < e) {
     // Only a fraction may follow: an offset or anything else is PostgreSQL's to read (checked first: the common case).
-    if (b[end] !== 0x2e && b[end] !== 0x2c) return undefined;
-    for (let k = end + 1; k < e; k++) if (b[k]! < 0x30 || b[k]! > 0x39) return undefined;
+    if (b[end] !== 0x2e && b[end] !== 0x2c) return NaN;
+    for (let k = end + 1; k < e; k++) if (b[k]! < 0x30 || b[k]! > 0x39) return NaN;
   }
   const y = txt ? digitsAt(b, s + 6, 4) : digitsAt(b, s, 4);
   const mo = digitsAt(b, s + (txt ? 3 : 5), 2);
   const d = digitsAt(b, s + (txt ? 0 : 8), 2);
-  const h = digitsAt(b, s + 11, 2);
-  const mi = digitsAt(b, s + 14, 2);
-  const sec = txt || end === s + 19 ? digitsAt(b, s + 17, 2) : 0;
   // Out of range (or not digits, NaN): PostgreSQL's to refuse.
-  if (!(y >= 1 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h >= 0 && h <= 23 && mi <= 59 && sec <= 59))
-    return undefined;
-  // Days since 1970-01-01 of the proleptic Gregorian date (Howard Hinnant's days_from_civil; Date.UTC costs more).
+  if (!(y >= 1 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31)) return NaN;
+  // Howard Hinnant's days_from_civil (Date.UTC costs more).
   const yy = mo <= 2 ? y - 1 : y;
   const era = Math.floor(yy / 400);
   const yoe = yy - era * 400;
   const doy = Math.floor((153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5) + d - 1;
-  const days = era * 146_097 + yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy - 719_468;
-  return ((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000;
+  return era * 146_097 + yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy - 719_468;
+}
+
+/** Milliseconds since midnight of the wall clock of a value {@link localDay} read (seconds whole), or NaN. */
+function clockMs(b: Uint8Array, s: number, e: number): number {
+  const h = digitsAt(b, s + 11, 2);
+  const mi = digitsAt(b, s + 14, 2);
+  const sec = e - s >= 19 && b[s + 16] === 0x3a ? digitsAt(b, s + 17, 2) : 0;
+  if (!(h >= 0 && h <= 23 && mi <= 59 && sec <= 59)) return NaN;
+  return ((h * 60 + mi) * 60 + sec) * 1000;
 }
 
 /** Characters of UTF-8 bytes b[s..e) (continuation bytes not counted). */
