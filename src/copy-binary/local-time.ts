@@ -25,21 +25,38 @@ interface Transition {
  * @throws RangeError at the first call, when the zone is unknown to Intl
  */
 export function makeLocalTimeOffset(zone: string): (localMs: number) => number {
-  let offsetAt: OffsetAt | undefined;
-  // Local day → its one offset, its one transition near, or NaN (more than one: exact offsets for each time).
-  const days = new Map<number, number | Transition>();
+  const days = makeDayOffsets(zone);
   return (local) => {
-    const day = Math.floor(local / DAY_MS);
-    let o = days.get(day);
-    if (o === undefined) {
-      offsetAt ??= makeExactZoneOffset(zone);
-      o = dayOffsets(offsetAt, day);
-      if (days.size > 100_000) days.clear();
-      days.set(day, o);
-    }
-    if (typeof o === 'number') return Number.isNaN(o) ? resolve(offsetAt!, local) : o;
+    const o = days.of(Math.floor(local / DAY_MS));
+    if (typeof o === 'number') return Number.isNaN(o) ? resolve(days.exact(), local) : o;
     const t = o;
     return resolve((x) => (x < t.at ? t.before : t.after), local);
+  };
+}
+
+/** A zone's local days, each with {@link dayOffsets}' answer, asked of Intl once per day (Intl first at the first). */
+interface DayOffsets {
+  /** Local day `day` (days since 1970-01-01) → its one offset, its one transition near, or NaN (more than one). */
+  of(day: number): number | Transition;
+  /** The zone's exact offset at an instant (Intl), for days near more than one transition. */
+  exact(): OffsetAt;
+}
+
+function makeDayOffsets(zone: string): DayOffsets {
+  let offsetAt: OffsetAt | undefined;
+  const days = new Map<number, number | Transition>();
+  const exact = (): OffsetAt => (offsetAt ??= makeExactZoneOffset(zone));
+  return {
+    of(day) {
+      let o = days.get(day);
+      if (o === undefined) {
+        o = dayOffsets(exact(), day);
+        if (days.size > 100_000) days.clear();
+        days.set(day, o);
+      }
+      return o;
+    },
+    exact,
   };
 }
 
@@ -59,33 +76,22 @@ export interface LocalTimeExists {
  * @throws RangeError at the first call, when the zone is unknown to Intl
  */
 export function makeLocalTimeExists(zone: string): LocalTimeExists {
-  let offsetAt: OffsetAt | undefined;
-  const days = new Map<number, number | Transition>();
+  const days = makeDayOffsets(zone);
   // The last day found plain (consecutive values mostly share their day): no lookup.
   let lastPlain = NaN;
-  const offsetsOf = (day: number): number | Transition => {
-    let o = days.get(day);
-    if (o === undefined) {
-      offsetAt ??= makeExactZoneOffset(zone);
-      o = dayOffsets(offsetAt, day);
-      if (days.size > 100_000) days.clear();
-      days.set(day, o);
-    }
-    return o;
-  };
   return {
     plainDay(day) {
       if (day === lastPlain) return true;
-      const o = offsetsOf(day);
+      const o = days.of(day);
       if (typeof o !== 'number' || Number.isNaN(o)) return false;
       lastPlain = day;
       return true;
     },
     exists(local) {
-      const o = offsetsOf(Math.floor(local / DAY_MS));
+      const o = days.of(Math.floor(local / DAY_MS));
       if (typeof o === 'number' && !Number.isNaN(o)) return true;
       const t = o;
-      const at: OffsetAt = typeof t === 'number' ? offsetAt! : (x) => (x < t.at ? t.before : t.after);
+      const at: OffsetAt = typeof t === 'number' ? days.exact() : (x) => (x < t.at ? t.before : t.after);
       const before = at(local - HOURS_36_MS);
       const after = at(local + HOURS_36_MS);
       // A reading of the wall clock that gives back the same offset: the time exists (once, or twice when repeated).
