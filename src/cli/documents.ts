@@ -26,24 +26,20 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
         { openStores },
         { makeLogger },
         { listRunDocuments, readDocument },
-        { findRunOrAttempt, unnamedRunText },
+        { namedRunOrExit },
         { loadingAttemptOf },
       ] = await Promise.all([
         import('../app/bootstrap.ts'),
         import('../logger.ts'),
         import('../warehouse/documents.ts'),
-        import('../history/run-or-attempt.ts'),
+        import('./named-run.ts'),
         import('../history/attempt-list.ts'),
       ]);
       const logger = makeLogger();
       const { pool, releasers } = await openStores(logger, { poolMax: 2 });
       try {
-        const named = await findRunOrAttempt(pool, id, opts.job);
-        if (named.kind === 'none' || named.kind === 'ambiguous') {
-          cli.err(unnamedRunText(named, id, opts.job));
-          cli.exit(2);
-          return;
-        }
+        const named = await namedRunOrExit(cli, pool, id, opts.job);
+        if (named === undefined) return;
         const attemptId =
           named.kind === 'attempt'
             ? named.attempt.attempt_id

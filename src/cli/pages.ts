@@ -66,7 +66,7 @@ export const registerPages: RegisterCommand = (program, cli) => {
       const [
         { openStores },
         { makeLogger },
-        { findRunOrAttempt, unnamedRunText },
+        { namedRunOrExit },
         archives,
         { openKeptPages },
         { loadingAttemptOf },
@@ -74,7 +74,7 @@ export const registerPages: RegisterCommand = (program, cli) => {
       ] = await Promise.all([
         import('../app/bootstrap.ts'),
         import('../logger.ts'),
-        import('../history/run-or-attempt.ts'),
+        import('./named-run.ts'),
         import('../history/page-archive.ts'),
         import('../pipeline/kept-pages.ts'),
         import('../history/attempt-list.ts'),
@@ -83,12 +83,8 @@ export const registerPages: RegisterCommand = (program, cli) => {
       const logger = makeLogger();
       const { pool, releasers } = await openStores(logger, { poolMax: 2 });
       try {
-        const named = await findRunOrAttempt(pool, id, opts.job);
-        if (named.kind === 'none' || named.kind === 'ambiguous') {
-          cli.err(unnamedRunText(named, id, opts.job));
-          cli.exit(2);
-          return;
-        }
+        const named = await namedRunOrExit(cli, pool, id, opts.job);
+        if (named === undefined) return;
         // Documents a load committed are the run's kept pages: target.archive stores them only when a load fails.
         const loaded =
           named.kind === 'attempt'

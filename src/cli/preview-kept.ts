@@ -45,7 +45,7 @@ export async function previewKeptPagesCommand(
     { resolveJob },
     { makeLogger },
     { loadConfigForJob },
-    { findRunOrAttempt, unnamedRunText },
+    { namedRunOrExit },
     archives,
     { previewKeptPages },
   ] = await Promise.all([
@@ -53,19 +53,15 @@ export async function previewKeptPagesCommand(
     import('../config/load.ts'),
     import('../logger.ts'),
     import('./job-config.ts'),
-    import('../history/run-or-attempt.ts'),
+    import('./named-run.ts'),
     import('../history/page-archive.ts'),
     import('../pipeline/preview-kept.ts'),
   ]);
   const logger = makeLogger({}, opts.logFormat);
   const { pool, releasers } = await openStores(logger, { poolMax: 2 });
   try {
-    const named = await findRunOrAttempt(pool, id, opts.job);
-    if (named.kind === 'none' || named.kind === 'ambiguous') {
-      cli.err(unnamedRunText(named, id, opts.job));
-      cli.exit(2);
-      return;
-    }
+    const named = await namedRunOrExit(cli, pool, id, opts.job);
+    if (named === undefined) return;
     const { run } = named;
     const loaded = await loadConfigForJob(cli, opts.config, run.job);
     if (!loaded.config.jobs[run.job]) {

@@ -1,0 +1,19 @@
+/** The run an id on the command line names, for the commands that take a run key or an attempt id. */
+import type { Queryable } from '../db.ts';
+import { findRunOrAttempt, unnamedRunText, type RunOrAttempt } from '../history/run-or-attempt.ts';
+import type { Cli } from './types.ts';
+
+/** A run, or an attempt with its run: what {@link namedRunOrExit} gives back. */
+export type NamedRun = Extract<RunOrAttempt, { kind: 'run' | 'attempt' }>;
+
+/**
+ * The run or attempt `id` names (a run key, of `job` when given, or an attempt id; docs/operations.md "Replaying
+ * failed runs"). When it names none, or runs of several jobs, prints why on stderr, exits 2 and gives back undefined.
+ */
+export async function namedRunOrExit(cli: Cli, db: Queryable, id: string, job?: string): Promise<NamedRun | undefined> {
+  const named = await findRunOrAttempt(db, id, job);
+  if (named.kind === 'run' || named.kind === 'attempt') return named;
+  cli.err(unnamedRunText(named, id, job));
+  cli.exit(2);
+  return undefined;
+}
