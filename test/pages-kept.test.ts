@@ -413,6 +413,65 @@ describe('target.archive', () => {
     }
   });
 
+  it("a mandant's run of a list job: preview --from-pages, and pages and revert with --job <job>", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kept-mandants-'));
+    const path = join(dir, 'jobs.yaml');
+    const job = uniqueName('kmand');
+    const table = `${h.schema}.kept_mandants`;
+    const report = { name: 'Sales/Orders', outputType: 'json', paging: 40, parameters: { ROWS: '50' } };
+    writeFileSync(
+      path,
+      [
+        'connections:',
+        '  sim:',
+        `    baseUrl: ${h.sim.url}`,
+        '    clientId: demo-client',
+        '    clientSecret: ${KP_SECRET}',
+        'jobs:',
+        `  ${job}:`,
+        '    connection: sim',
+        '    report:',
+        '      { mandant: [7777, 8888], name: Sales/Orders, outputType: json, paging: 40, parameters: { ROWS: "50" } }',
+        `    target: { table: ${table}, mode: append, archive: { keepDays: 2 } }`,
+        '',
+      ].join('\n'),
+    );
+    const cli = (...args: string[]) =>
+      runCli([...args, '--config', path], { env: { KP_SECRET: 'demo-secret', LOG_LEVEL: 'warn' } });
+    const out = mkdtempSync(join(tmpdir(), 'kept-mandants-out-'));
+    try {
+      const config = h.config({
+        [job]: jobEntry({ ...report, mandant: [7777, 8888] }, { table, mode: 'append', archive: { keepDays: 2 } }),
+      });
+      const runKey = uniqueName('pm');
+      const kept = await run(config, `${job}[8888]`, { runKey });
+
+      const preview = await cli('preview', '--from-pages', runKey, '--rows', '3');
+      expect(preview.stderr).toBe('');
+      expect(preview.code).toBe(0);
+      expect(lines(preview.stdout)[0]).toBe(
+        `${job}[8888]: the pages attempt 1 (${kept.attemptId}) of run ${runKey} kept, with no request to the server`,
+      );
+      // --job names the job of jobs.yaml; the run's job is its mandant's run subject.
+      const previewByJob = await cli('preview', '--from-pages', runKey, '--job', job, '--rows', '3');
+      expect(previewByJob.code).toBe(0);
+      const byAttempt = await cli('preview', '--from-pages', kept.attemptId, '--job', job, '--rows', '3');
+      expect(byAttempt.code).toBe(0);
+      const pages = await cli('pages', runKey, '--job', job, '--out', out);
+      expect(pages.stderr).toBe('');
+      expect(pages.code).toBe(0);
+      expect(readdirSync(out)).toEqual(['1.json', '2.json']);
+      const revert = await cli('revert', runKey, '--job', job);
+      expect(revert.code).toBe(0);
+      expect(await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`).then((r) => r.rows[0].n)).toBe(0);
+      const other = await cli('pages', runKey, '--job', `${job}x`);
+      expect(other.code).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+
   it('report-etl replay --from-pages queues the run with its kept pages, refuses a run that kept none', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kept-pages-'));
     const path = join(dir, 'jobs.yaml');

@@ -43,6 +43,7 @@ export async function previewKeptPagesCommand(
   const [
     { openStores },
     { resolveJob },
+    { jobOfSubject, parseSubject },
     { makeLogger },
     { loadConfigForJob },
     { namedRunOrExit },
@@ -51,6 +52,7 @@ export async function previewKeptPagesCommand(
   ] = await Promise.all([
     import('../app/bootstrap.ts'),
     import('../config/load.ts'),
+    import('../config/mandants.ts'),
     import('../logger.ts'),
     import('./job-config.ts'),
     import('./named-run.ts'),
@@ -63,8 +65,8 @@ export async function previewKeptPagesCommand(
     const named = await namedRunOrExit(cli, pool, id, opts.job);
     if (named === undefined) return;
     const { run } = named;
-    const loaded = await loadConfigForJob(cli, opts.config, run.job);
-    if (!loaded.config.jobs[run.job]) {
+    const loaded = await loadConfigForJob(cli, opts.config, parseSubject(run.job).job);
+    if (!jobOfSubject(loaded.config, run.job)) {
       cli.err(`error: run ${run.run_key} is of job ${run.job}, which is no longer in ${opts.config}: add it back`);
       cli.exit(2);
       return;

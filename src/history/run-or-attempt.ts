@@ -13,15 +13,16 @@ export type RunOrAttempt =
   | { kind: 'none' };
 
 /**
- * Looks `id` up as a run key (of `job` when given), then as an attempt id (a foreground run's key is its first
- * attempt's id: both name the same run).
+ * Looks `id` up as a run key (of `job` when given, or of one of its mandants' runs), then as an attempt id (a
+ * foreground run's key is its first attempt's id: both name the same run).
  */
 export async function findRunOrAttempt(db: Queryable, id: string, job?: string): Promise<RunOrAttempt> {
   const runs = await findRunsByKey(db, id, job);
   if (runs.length > 1) return { kind: 'ambiguous', jobs: runs.map((r) => r.job) };
   if (runs.length === 1) return { kind: 'run', run: runs[0]! };
   const attempt = UUID.test(id) ? await getAttempt(db, id) : undefined;
-  if (!attempt || (job !== undefined && attempt.job !== job)) return { kind: 'none' };
+  if (!attempt || (job !== undefined && attempt.job !== job && !attempt.job.startsWith(`${job}[`)))
+    return { kind: 'none' };
   const run = await getRun(db, attempt.job, attempt.run_key);
   return run ? { kind: 'attempt', attempt, run } : { kind: 'none' };
 }

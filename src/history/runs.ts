@@ -98,12 +98,15 @@ export async function getRun(db: Queryable, job: string, runKey: string): Promis
 }
 
 /**
- * The logical runs with this run key, of any job or of `job` only. More than one means someone chose the same
+ * The logical runs with this run key, of any job or of `job` only (a job with a list of mandants standing for its
+ * mandants' runs, docs/loaded-tables.md "Many mandants"). More than one means someone chose the same
  * `run --run-key` for two jobs: the keys report-etl makes name their job or are UUIDs.
  */
 export async function findRunsByKey(db: Queryable, runKey: string, job?: string): Promise<RunRow[]> {
   const { rows } = await db.query<RunRow>(
-    'SELECT * FROM etl.runs WHERE run_key = $1 AND ($2::text IS NULL OR job = $2) ORDER BY job LIMIT 20',
+    `SELECT * FROM etl.runs
+      WHERE run_key = $1 AND ($2::text IS NULL OR job = $2 OR left(job, length($2) + 1) = $2 || '[')
+      ORDER BY job LIMIT 20`,
     [runKey, job ?? null],
   );
   return rows;
