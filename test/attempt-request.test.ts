@@ -67,6 +67,16 @@ it('a run by hand stands for the latest complete interval of its schedule, --log
   const chosen = manualInterval(job, now, new Date('2026-03-14T23:00:00Z'));
   expect(chosen.logicalEnd.toISOString()).toBe('2026-03-14T23:00:00.000Z');
   expect(chosen.logicalStart.toISOString()).toBe('2026-03-14T01:15:00.000Z');
+  const at = (d: Date) => formatTime(d, job.zone, 'job');
+  // A --logical-time that is no tick ends the interval all the same, and the line says which tick was meant.
+  expect(describeInterval(job, chosen, true, at)).toBe(
+    'interval (2026-03-14 02:15:00+01:00, 2026-03-15 00:00:00+01:00], the one --logical-time ends, which is no tick ' +
+      'of "15 2 * * *" (the next is 2026-03-15 02:15:00+01:00: give it for that tick\'s period)',
+  );
+  const onTick = manualInterval(job, now, new Date('2026-03-15T01:15:00Z'));
+  expect(describeInterval(job, onTick, true, at)).toBe(
+    'interval (2026-03-14 02:15:00+01:00, 2026-03-15 02:15:00+01:00], the one --logical-time ends',
+  );
   const line = describeInterval(job, manualInterval(job, now), false, (d) => formatTime(d, job.zone, 'job'));
   expect(line).toBe(
     'interval (2026-11-24 02:15:00+01:00, 2026-11-25 02:15:00+01:00], the latest complete interval of ' +

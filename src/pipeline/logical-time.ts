@@ -54,9 +54,17 @@ export function describeInterval(
   const schedule = job.job.schedule;
   if (logicalStart.getTime() === logicalEnd.getTime())
     return `logical time ${format(logicalEnd)} (no schedule, so no interval)`;
-  const why = chosen
-    ? 'the one --logical-time ends'
-    : `the latest complete interval of "${schedule}"; --logical-time chooses another`;
+  let why = `the latest complete interval of "${schedule}"; --logical-time chooses another`;
+  if (chosen) {
+    // A --logical-time between two ticks still ends the interval: say so, and which tick ends the period meant.
+    const ticks = cronTicks(schedule!, job.zone);
+    const onTick = ticks.previous(new Date(logicalEnd.getTime() + 1))?.getTime() === logicalEnd.getTime();
+    const next = onTick ? undefined : ticks.next(logicalEnd);
+    why = next
+      ? `the one --logical-time ends, which is no tick of "${schedule}" (the next is ${format(next)}: give it ` +
+        "for that tick's period)"
+      : 'the one --logical-time ends';
+  }
   return `interval (${format(logicalStart)}, ${format(logicalEnd)}], ${why}`;
 }
 
