@@ -4,7 +4,7 @@
  * after their templates were rendered), from etl.attempts.request (history/attempt-request.ts). A function of its
  * own, so that a page places it where it fits.
  */
-import { readAttemptRequest } from '../history/attempt-request.ts';
+import { keptPagesText, readAttemptRequest } from '../history/attempt-request.ts';
 import type { AttemptRow } from '../history/attempts.ts';
 import { formatTime } from '../time-text.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -12,12 +12,13 @@ import { html, type SafeHtml } from './html.ts';
 /**
  * The section `<section class="request-sent">` of `attempt`'s request: its interval and the report request with a
  * table of its parameters; a note for an attempt recorded before requests were kept, or one that failed before its
- * parameters were rendered.
+ * parameters were rendered. An attempt that loaded kept pages (`pages_from`, docs/operations.md "Kept pages") says it
+ * sent nothing and which request those pages came from.
  * @param zone the job's time zone (time-text.ts formatTime)
  * @param heading the section's heading (the run page names whose attempt it is)
  */
 export function requestSection(
-  attempt: Pick<AttemptRow, 'request'>,
+  attempt: Pick<AttemptRow, 'request'> & Partial<Pick<AttemptRow, 'pages_from'>>,
   zone?: string,
   heading = 'What was sent',
 ): SafeHtml {
@@ -33,6 +34,12 @@ before report-etl kept what it sent).</p></section>`;
       : html`(${t(r.logicalStart)}, ${t(r.logicalEnd)}]`;
   const fields = html`<dl><dt>Logical interval</dt><dd class="interval">${interval}</dd>\
 <dt>Tick</dt><dd>${t(r.tick)}</dd>`;
+  const pagesFrom = r.pagesFrom ?? attempt.pages_from;
+  if (pagesFrom) {
+    const text = keptPagesText(pagesFrom, r.pagesFrom ? r.report : undefined);
+    return html`<section class="request-sent"><h2>${heading}</h2>${fields}</dl><p class="pages-from">\
+${text[0]!.toUpperCase()}${text.slice(1)}.</p></section>`;
+  }
   if (!r.report) {
     return html`<section class="request-sent"><h2>${heading}</h2>${fields}</dl><p class="muted">No report request \
 was sent: the attempt failed before its parameters were rendered.</p></section>`;

@@ -17,6 +17,7 @@ import { formatTime } from '../time-text.ts';
 import { failureHint } from '../failure-hints.ts';
 import { readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { traceUrl } from '../trace-link.ts';
+import { shellQuote } from '../shell-quote.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
 import { COLUMNS, escapeHtml, formatCount, headerRow, html, page, SafeHtml } from './html.ts';
 import { timelineChart, type ChartAttempt } from './timeline-chart.ts';
@@ -102,6 +103,22 @@ title="Loads the pages attempt ${kept.attempt} kept, with no request to the serv
 </form> <span class="muted kept-pages-note">(the pages attempt ${kept.attempt} kept: no request to the server)</span>`;
 }
 
+/**
+ * What stands instead of "Replay from kept pages" on a run whose newest attempt its guard stopped (docs/operations.md
+ * "Kept pages"): such a replay trips the same guard, and the admin has no accept-guard button, so one sentence names
+ * the command that accepts the reviewed pages, its run key shell-quoted.
+ */
+export function acceptGuardNote(run: Pick<RunRow, 'run_key'>): SafeHtml {
+  return html`<p class="muted accept-guard-note" id="accept-guard-note">A replay from kept pages trips the same \
+guard: once you have reviewed the pages, <code>report-etl replay ${shellQuote(run.run_key)} --accept-guard</code> \
+loads them past it.</p>`;
+}
+
+/** Whether `f` is a failure its guard stopped (GUARD_TRIPPED): replaying the same pages can only trip it again. */
+export function guardTripped(f: NewestFailure | undefined): boolean {
+  return f?.attempt.status === 'failed' && f.error?.error_kind === 'GUARD_TRIPPED';
+}
+
 /** Text with the docs' backticks as `<code>`, everything escaped. */
 export function withCode(text: string): SafeHtml {
   return new SafeHtml(escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>'));
@@ -123,7 +140,8 @@ export function needsChangeFirst(f: NewestFailure | undefined): boolean {
 /**
  * A run's Replay: the primary button; for a failure that is not retryable, what must change first and a secondary
  * button (a replay of the unchanged run fails the same way); for a job gone from jobs.yaml, a note instead. With
- * `kept` (the run's newest complete kept pages), "Replay from kept pages" beside it ({@link keptPagesButton}).
+ * `kept` (the run's newest complete kept pages), "Replay from kept pages" beside it ({@link keptPagesButton}), except
+ * after a guard trip, which gets {@link acceptGuardNote} instead.
  */
 export function replayOffer(
   run: Pick<RunRow, 'job' | 'run_key'>,
@@ -141,7 +159,7 @@ export function replayOffer(
   return html`<div class="replay-advice" id="replay-advice"><p><strong>${failure!.error!.error_kind} is not \
 retried:</strong> a replay of the unchanged run fails the same way.${first}</p>\
 ${replayButton(run, { id: 'replay', className: 'secondary', label: 'Replay once that is changed' })}\
-${kept ? html` ${keptPagesButton(run, kept, 'secondary')}` : ''}</div>`;
+${guardTripped(failure) ? acceptGuardNote(run) : kept ? html` ${keptPagesButton(run, kept, 'secondary')}` : ''}</div>`;
 }
 
 /** A queue job's id, linked to it on bull-board. */

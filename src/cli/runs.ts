@@ -11,7 +11,7 @@ import type { RunListRow } from '../history/run-list.ts';
 import { Option } from 'commander';
 import { configOption, queuePrefixOption, sinceOption, wholeNumber } from './options.ts';
 import { configGiven, jobZones, type ZoneOf } from './job-zones.ts';
-import { readAttemptRequest } from '../history/attempt-request.ts';
+import { keptPagesText, readAttemptRequest, reportRequestText } from '../history/attempt-request.ts';
 import { commaCount, readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { formatTime } from '../time-text.ts';
 import { withHistory } from './queue-session.ts';
@@ -45,7 +45,8 @@ const timeOf = (zoneOf: ZoneOf) => (t: Date | null, job: string) => (t ? formatT
 
 /**
  * What an attempt asked for, as two cells: its interval `(start, end]` and its request as sent,
- * `7777 Sales/Orders txt/500 FROM=2026-11-24 TO=2026-11-25`; `-` for an attempt recorded before that was kept.
+ * `7777 Sales/Orders txt/500 FROM=2026-11-24 TO=2026-11-25`; `-` for an attempt recorded before that was kept; for
+ * one that loaded kept pages, `sent nothing: loaded the kept pages of attempt <id> (which sent …)`.
  */
 function requestCells(a: AttemptListRow, time: (t: Date) => string): [string, string] {
   const r = readAttemptRequest(a.request);
@@ -53,10 +54,10 @@ function requestCells(a: AttemptListRow, time: (t: Date) => string): [string, st
   const start = new Date(r.logicalStart);
   const end = new Date(r.logicalEnd);
   const interval = start.getTime() === end.getTime() ? time(end) : `(${time(start)}, ${time(end)}]`;
+  const pagesFrom = r.pagesFrom ?? a.pages_from;
+  if (pagesFrom) return [interval, keptPagesText(pagesFrom, r.pagesFrom ? r.report : undefined)];
   if (!r.report) return [interval, 'not sent'];
-  const { mandant, name, outputType, paging, parameters } = r.report;
-  const params = Object.entries(parameters).map(([k, v]) => `${k}=${v}`);
-  return [interval, [`${mandant} ${name} ${outputType}/${paging}`, ...params].join(' ')];
+  return [interval, reportRequestText(r.report)];
 }
 
 /**

@@ -26,7 +26,12 @@ export interface AttemptRequest {
   logicalStart: string;
   logicalEnd: string;
   tick: string;
+  /**
+   * The report request: as sent, or for an attempt with `pagesFrom` the one its kept pages came from (it sent none).
+   */
   report?: SentReportRequest;
+  /** The attempt whose kept pages this one loaded, asking the server nothing (`replay --from-pages`). */
+  pagesFrom?: string;
 }
 
 /**
@@ -43,6 +48,21 @@ export async function setAttemptReportRequest(
     `UPDATE etl.attempts SET request = coalesce(request, '{}'::jsonb) || jsonb_build_object('report', $2::jsonb)
       WHERE attempt_id = $1`,
     [attemptId, JSON.stringify({ ...report, parameters: Object.entries(report.parameters) })],
+  );
+}
+
+/**
+ * Records on an attempt that loads the kept pages of attempt `from` (docs/operations.md "Kept pages") that it sends
+ * nothing: `pagesFrom` and, as its `report`, the request of `from` that made those pages (none when `from` kept none).
+ */
+export async function setAttemptRequestFromPages(db: Queryable, attemptId: string, from: string): Promise<void> {
+  await db.query(
+    `UPDATE etl.attempts SET request = (coalesce(request, '{}'::jsonb) - 'report')
+        || jsonb_build_object('pagesFrom', $2::text)
+        || coalesce((SELECT jsonb_build_object('report', o.request -> 'report') FROM etl.attempts o
+                      WHERE o.attempt_id::text = $2::text AND o.request ? 'report'), '{}'::jsonb)
+      WHERE attempt_id = $1`,
+    [attemptId, from],
   );
 }
 
@@ -72,7 +92,24 @@ export function readAttemptRequest(value: unknown): AttemptRequest | undefined {
     logicalEnd: v.logicalEnd,
     tick: typeof v.tick === 'string' ? v.tick : v.logicalEnd,
     ...(report ? { report } : {}),
+    ...(typeof v.pagesFrom === 'string' ? { pagesFrom: v.pagesFrom } : {}),
   };
+}
+
+/** A report request on one line, as `runs --attempts` prints it: `7777 Sales/Orders txt/500 FROM=2026-11-24`. */
+export function reportRequestText(r: SentReportRequest): string {
+  const params = Object.entries(r.parameters).map(([k, v]) => `${k}=${v}`);
+  return [`${r.mandant} ${r.name} ${r.outputType}/${r.paging}`, ...params].join(' ');
+}
+
+/**
+ * What an attempt that loaded kept pages sent (docs/operations.md "Kept pages"): `sent nothing: loaded the kept pages
+ * of attempt <id> (which sent 7777 Sales/Orders txt/500 …)`.
+ * @param report the request the pages came from, when recorded
+ */
+export function keptPagesText(pagesFrom: string, report: SentReportRequest | undefined): string {
+  const which = report ? `which sent ${reportRequestText(report)}` : 'whose request was not recorded';
+  return `sent nothing: loaded the kept pages of attempt ${pagesFrom} (${which})`;
 }
 
 /**
@@ -88,6 +125,10 @@ export function requestLines(r: AttemptRequest, format: (t: Date) => string): st
       ? `logical time: ${format(end)} (no interval)`
       : `interval: (${format(start)}, ${format(end)}]`,
   ];
+  if (r.pagesFrom) {
+    lines.push(keptPagesText(r.pagesFrom, r.report));
+    return lines;
+  }
   if (!r.report) {
     lines.push('report: not sent (the attempt failed before its parameters were rendered)');
     return lines;

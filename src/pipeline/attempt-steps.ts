@@ -10,7 +10,7 @@ import { AbortedError, coerceError, EtlError, isConnectionLoss } from '../errors
 import { redactor } from '../failure-text.ts';
 import { claimAppend, isAppended } from '../history/appends.ts';
 import { commaCount, progressRecorder, readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
-import { setAttemptReportRequest } from '../history/attempt-request.ts';
+import { setAttemptReportRequest, setAttemptRequestFromPages } from '../history/attempt-request.ts';
 import {
   completeAttempt,
   failAttempt,
@@ -242,15 +242,19 @@ export async function checkMayRun(a: Attempt): Promise<MayRun> {
     { ...o.request, logicalStart: logicalStart.toISOString(), logicalEnd: logicalEnd.toISOString() },
     new Date(),
   );
-  // Recorded before the name is checked: a refused name shows what was asked for.
+  // Recorded before the name is checked: a refused name shows what was asked for. An attempt loading kept pages
+  // sends nothing: it records the request those pages came from, never this fresh rendering.
   const redact = redactor([connection.clientSecret]);
-  await setAttemptReportRequest(o.pool, a.attemptId, {
-    mandant: requestMandant(name, job),
-    name: job.report.name,
-    outputType: job.report.outputType,
-    paging: job.report.paging,
-    parameters: Object.fromEntries(Object.entries(parameters).map(([k, v]) => [k, redact(v)])),
-  });
+  const pagesOf = o.request?.pagesOf;
+  if (pagesOf !== undefined) await setAttemptRequestFromPages(o.pool, a.attemptId, pagesOf);
+  else
+    await setAttemptReportRequest(o.pool, a.attemptId, {
+      mandant: requestMandant(name, job),
+      name: job.report.name,
+      outputType: job.report.outputType,
+      paging: job.report.paging,
+      parameters: Object.fromEntries(Object.entries(parameters).map(([k, v]) => [k, redact(v)])),
+    });
   encodeReportName(job.report.name, connection.pathEncoding, { job: name });
   return {
     kind: 'run',
