@@ -3,6 +3,8 @@
  * value that reaches a page goes through {@link escapeHtml} (the server's error text too: verbatim, never markup).
  */
 
+import { commaCount } from '../history/attempt-progress.ts';
+
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
 /** Escapes `& < > " '` so any text is safe in element content and in quoted attribute values. */
@@ -35,10 +37,13 @@ function toHtml(v: unknown): string {
   return escapeHtml(v);
 }
 
-/** A count with thin thousands separators (`1 234 567`); empty when unknown. */
+/**
+ * A count with thousands separated by commas (`1,234,567`), as the CLI, the logs and recorded error messages write
+ * it, so that one page never shows one figure two ways; empty when unknown.
+ */
 export function formatCount(n: string | number | null | undefined): string {
   if (n === null || n === undefined) return '';
-  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '\u202f');
+  return commaCount(n);
 }
 
 /** The column names of the tables that become cards on a narrow screen: their headers and the cards' labels. */
