@@ -78,6 +78,15 @@ function stackedTable(t: string, columns: readonly string[], bare = 1): string {
   ].join('\n');
 }
 
+/**
+ * CSS that keeps the words of the columns `whole` of the table `t` (job names, attempt ids, workers, times) whole on
+ * a wide screen: every cell may break anywhere (a server's message can be one long word), which let a column of
+ * messages squeeze the names beside it to a few characters a line. Their words now set the column's least width.
+ */
+function wholeWords<C extends readonly string[]>(t: string, columns: C, whole: readonly C[number][]): string {
+  return whole.map((c) => `${t} td:nth-child(${columns.indexOf(c) + 1})`).join(',') + '{overflow-wrap:normal}';
+}
+
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#1b1f24;background:#fafafa}
 h1{font-size:1.3rem;margin:0 0 .8rem}h2{font-size:1.1rem;margin:1.2rem 0 .4rem}h1,h2,h3{overflow-wrap:anywhere}
@@ -130,6 +139,11 @@ svg.tl-bars,svg.tl-labels,svg.tl-axis{display:block;overflow:hidden}svg.tl-axis 
 .tl-unknown{fill:#eaeef2;stroke:#afb8c1;stroke-dasharray:4 3;vector-effect:non-scaling-stroke}
 .tl-outline{fill:none}.tl-grid{stroke:#eaeef2;vector-effect:non-scaling-stroke}
 rect.tl-failed,.tl-failed rect.tl-outline{stroke:#cf222e;stroke-width:2;vector-effect:non-scaling-stroke}
+@media (min-width:1000px){
+${wholeWords('table.overview', COLUMNS.overview, ['Job', 'Last success', 'Next tick'])}
+table.overview ul.problems{overflow-wrap:anywhere}
+${wholeWords('#attempts', COLUMNS.attempts, ['Attempt id', 'Started', 'Status', 'Trigger', 'Worker'])}
+}
 @media (max-width:700px){
 body{margin:.8rem}dl{grid-template-columns:1fr}dt{margin-top:.3rem}#documents{display:block;overflow-x:auto}
 ${stackedTable('table.overview', COLUMNS.overview, 2)}
