@@ -56,11 +56,12 @@ describe('report-etl validate', () => {
     });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(
-      'error: environment: REPORT_ETL_TIME_ZONE=Mars/Olympus: unknown time zone (write job, UTC or an IANA zone such as ' +
-        'Europe/Berlin)',
+      'error: environment: REPORT_ETL_TIME_ZONE=Mars/Olympus: unknown time zone (write job, UTC or an IANA zone ' +
+        'such as Europe/Berlin)',
     );
     expect(r.stderr).toContain(
-      'error: environment: REPORT_ETL_TRACE_URL=ftp://tempo.example/trace/{traceId}: only http and https links are made',
+      'error: environment: REPORT_ETL_TRACE_URL=ftp://tempo.example/trace/{traceId}: ' +
+        'only http and https links are made',
     );
     expect(r.stderr).toContain('environment: 2 errors');
     const ok = await cli(['validate', '--config', 'jobs.yaml', '--no-database'], {
@@ -94,8 +95,8 @@ describe('report-etl validate', () => {
     expect(r.stdout).toBe('');
     const lines = r.stderr.trim().split('\n');
     expect(lines).toEqual([
-      `error: ${path}:4:15: connections.erp.clientId: environment variable CLI_TEST_ID is not set: export CLI_TEST_ID, ` +
-        `or write \${CLI_TEST_ID:-default} in the file`,
+      `error: ${path}:4:15: connections.erp.clientId: environment variable CLI_TEST_ID is not set: ` +
+        `export CLI_TEST_ID, or write \${CLI_TEST_ID:-default} in the file`,
       `error: ${path}:5:19: connections.erp.clientSecret: clientSecret must come from the environment: ` +
         `write \${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself`,
       expect.stringMatching(

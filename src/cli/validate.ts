@@ -3,8 +3,8 @@
  * and target names against PostgreSQL's catalogue when it can be read. Prints `jobs.yaml: ok, N jobs (a, b) on M
  * connections` and warnings (`warning: …`), exit 0; or every problem as an error (`error: file:line:col: path: what is
  * wrong`, then `file: N errors`), exit 2. The settings of the environment report-etl reads besides the file
- * (`REPORT_ETL_TIME_ZONE`, `REPORT_ETL_TRACE_URL`) are checked too: `error: environment: REPORT_ETL_TIME_ZONE=Mars/Base:
- * unknown time zone (…)`, exit 2.
+ * (`REPORT_ETL_TIME_ZONE`, `REPORT_ETL_TRACE_URL`) are checked too:
+ * `error: environment: REPORT_ETL_TIME_ZONE=Mars/Base: unknown time zone (…)`, exit 2.
  */
 import { configOption } from './options.ts';
 import { ConfigError } from '../errors.ts';
