@@ -5,7 +5,7 @@
  * the server's own message. Screenshots: /tmp/report-etl-overview*.png.
  */
 import { randomBytes } from 'node:crypto';
-import type { BrowserContext } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
@@ -157,6 +157,24 @@ it('shows every job with its state, sparklines and a Replay on the failing one',
   await page.screenshot({ path: '/tmp/report-etl-overview-runs.png', fullPage: true });
 }, 60_000);
 
+/** The cells whose text is a name or an id, by page of the test below: the job names, attempt ids and workers. */
+const NAME_CELLS: Record<string, string> = {
+  overview: 'table.overview tbody td:first-child > a',
+  run: '#attempts tbody td:nth-child(2) > a, #attempts tbody td:nth-child(8)',
+  'long-run': '#attempts tbody td:nth-child(2) > a, #attempts tbody td:nth-child(8)',
+};
+
+/** The number of lines the text of each element matched by `selector` takes (one client rect top per line). */
+async function linesOf(page: Page, selector: string): Promise<{ text: string; lines: number }[]> {
+  // A string, as the page's other evaluations: the tests are compiled without the DOM's types.
+  return (await page.evaluate(`[...document.querySelectorAll(${JSON.stringify(selector)})].map((e) => {
+    const range = document.createRange();
+    range.selectNodeContents(e);
+    const tops = [...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top));
+    return { text: e.textContent, lines: new Set(tops).size };
+  })`)) as { text: string; lines: number }[];
+}
+
 it(
   'the overview, the run list, run and attempt pages (long run keys) and the connections fit a 420 px phone and a ' +
     '1400 px screen without sideways scrolling',
@@ -184,7 +202,8 @@ it(
       stage: 'poll',
       errorKind: 'REPORT_FAILED',
       retryable: false,
-      message: `report job failed: ${'a_long_word_without_spaces_'.repeat(8)}`,
+      // A long word, and many words: the message's column would take the width of the job names' column.
+      message: `report job failed: ${'a_long_word_without_spaces_'.repeat(8)} ${'and many more words '.repeat(40)}`,
     });
     const pages = {
       overview: '/admin',
@@ -194,6 +213,7 @@ it(
       attempt: `/admin/attempts/${longAttempt}`,
       connections: '/admin/connections',
     };
+    const broken: { page: string; text: string; lines: number }[] = [];
     for (const width of [420, 1400]) {
       await page.setViewportSize({ width, height: 900 });
       for (const [name, path] of Object.entries(pages)) {
@@ -203,8 +223,16 @@ it(
         )) as { scroll: number; client: number };
         await page.screenshot({ path: `/tmp/report-etl-${name}-${width}.png`, fullPage: true });
         expect({ page: name, width, scroll }).toEqual({ page: name, width, scroll: client });
+        // On a wide screen job names, attempt ids and worker names are whole: each on one line, never cut mid-word.
+        const names = NAME_CELLS[name];
+        if (width === 1400 && names) {
+          const lines = await linesOf(page, names);
+          expect(lines.length, name).toBeGreaterThan(0);
+          broken.push(...lines.filter((l) => l.lines !== 1).map((l) => ({ page: name, ...l })));
+        }
       }
     }
+    expect(broken).toEqual([]);
     // At 420 px every job's state and its link to its runs are still on the screen.
     await page.setViewportSize({ width: 420, height: 900 });
     await page.goto(`${server.url}/admin`);

@@ -214,7 +214,7 @@ describe('run history pages', () => {
     expect(transient).not.toContain('id="replay-advice"');
     const orphaned = await record(moreJob, 'interrupted', 'ORPHANED', false);
     expect(orphaned).toContain('<h2>Why it stopped:');
-    expect(orphaned).toContain('<dd class="done">33 pages read, 3\u202f300 rows</dd>');
+    expect(orphaned).toContain('<dd class="done">33 pages read, 3,300 rows</dd>');
     expect(orphaned).toContain('<button type="submit" id="replay" class="primary">Replay run</button>');
   });
 
@@ -240,15 +240,15 @@ describe('run history pages', () => {
         'job-1',
         JSON.stringify(progress),
       ]);
+      const words = 'stopped at page 33 of 40, 3,200,000 rows read';
       // As the janitor closes it: no figures of its own.
       await failAttempt(h.pool, attemptId, {
         status: 'interrupted',
         stage: 'load',
         errorKind: 'ORPHANED',
         retryable: true,
-        message: 'orphaned: the process that ran attempt 1 (test) ended without finishing it',
+        message: 'orphaned: the process that ran attempt 1 (test) ended without finishing it; it ' + words,
       });
-      const words = 'stopped at page 33 of 40, 3\u202f200\u202f000 rows read';
       const saved = process.env.REPORT_ETL_TRACE_URL;
       try {
         process.env.REPORT_ETL_TRACE_URL = 'https://tempo.example/trace/{traceId}?org=1&view="x"';
@@ -261,6 +261,9 @@ describe('run history pages', () => {
         expect(runPage).toContain(`<dd class="trace-id">${link}</dd>`);
         const attemptPage = await (await get(`/admin/attempts/${attemptId}`, bearer)).text();
         expect(attemptPage).toContain(`<dd class="progress">${words}, nothing committed <span class="muted">`);
+        // One format of counts on a page: the recorded message (commas, as the janitor writes it) and the page's own.
+        expect(attemptPage).toContain(`ended without finishing it; it ${words}`);
+        expect(attemptPage).not.toMatch(/\d[\u202f\u00a0 ]\d{3}\b/);
         expect(attemptPage).toContain(`<dd class="trace-id">${link}</dd>`);
         for (const template of ['javascript:alert(1)//{traceId}', 'https://tempo.example/trace/', undefined]) {
           if (template === undefined) delete process.env.REPORT_ETL_TRACE_URL;

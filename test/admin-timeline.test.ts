@@ -78,7 +78,7 @@ it(
     expect(t.pages.reduce((n, p) => n + p.rows, 0)).toBe(50_000);
     expect(JSON.stringify(t).length).toBeLessThan(16_000);
     const out = chart(t);
-    expect(out).toContain('5\u202f000 pages were read: drawn as 79 rows of up to 64 consecutive pages each');
+    expect(out).toContain('5,000 pages were read: drawn as 79 rows of up to 64 consecutive pages each');
     expect(out.match(/<g class="tl-page/g)).toHaveLength(t.pages.length);
     expect(out).toContain('<title>pages 1–64: 640 rows, 6.3 KiB.');
     // Fewer pages than the cap: one entry each.
@@ -174,7 +174,7 @@ it('says what an interrupted attempt without a timeline had done and where it st
     ]).value;
   const loaded = attempt({ pages: 33, rows: '1650', reportJobStarted: true });
   expect(loaded).toContain(
-    '<strong>Done before it stopped:</strong> 33 pages read, 1\u202f650 rows; nothing committed; it stopped after ' +
+    '<strong>Done before it stopped:</strong> 33 pages read, 1,650 rows; nothing committed; it stopped after ' +
       'starting its report job (rendering or loading); recorded ended 11.9 s after its start.',
   );
   // Rows 0 (its load rolled back) are not said as if it had read no rows.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -56,13 +56,14 @@ describe('report-etl validate', () => {
     });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(
-      'environment: REPORT_ETL_TIME_ZONE=Mars/Olympus: unknown time zone (write job, UTC or an IANA zone such as ' +
-        'Europe/Berlin)',
+      'error: environment: REPORT_ETL_TIME_ZONE=Mars/Olympus: unknown time zone (write job, UTC or an IANA zone ' +
+        'such as Europe/Berlin)',
     );
     expect(r.stderr).toContain(
-      'environment: REPORT_ETL_TRACE_URL=ftp://tempo.example/trace/{traceId}: only http and https links are made',
+      'error: environment: REPORT_ETL_TRACE_URL=ftp://tempo.example/trace/{traceId}: ' +
+        'only http and https links are made',
     );
-    expect(r.stderr).toContain('environment: 2 problems');
+    expect(r.stderr).toContain('environment: 2 errors');
     const ok = await cli(['validate', '--config', 'jobs.yaml', '--no-database'], {
       REPORT_ETL_TIME_ZONE: 'Europe/Berlin',
       REPORT_ETL_TRACE_URL: 'https://tempo.example/trace/{traceId}',
@@ -94,21 +95,43 @@ describe('report-etl validate', () => {
     expect(r.stdout).toBe('');
     const lines = r.stderr.trim().split('\n');
     expect(lines).toEqual([
-      `${path}:4:15: connections.erp.clientId: environment variable CLI_TEST_ID is not set: export CLI_TEST_ID, ` +
-        `or write \${CLI_TEST_ID:-default} in the file`,
-      `${path}:5:19: connections.erp.clientSecret: clientSecret must come from the environment: ` +
+      `error: ${path}:4:15: connections.erp.clientId: environment variable CLI_TEST_ID is not set: ` +
+        `export CLI_TEST_ID, or write \${CLI_TEST_ID:-default} in the file`,
+      `error: ${path}:5:19: connections.erp.clientSecret: clientSecret must come from the environment: ` +
         `write \${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself`,
       expect.stringMatching(
         new RegExp(
-          `^${path.replaceAll('.', '\\.')}:9:15: jobs\\.a\\.schedule: invalid cron expression "every day": ` +
+          `^error: ${path.replaceAll('.', '\\.')}:9:15: jobs\\.a\\.schedule: invalid cron expression "every day": ` +
             `expected 5 or 6 fields but got 2`,
         ),
       ),
-      `${path}:10:44: jobs.a.report.paging: paging must be at least 10: ` +
+      `error: ${path}:10:44: jobs.a.report.paging: paging must be at least 10: ` +
         `below 10 the server silently uses 10000 rows per page`,
-      `${path}: 4 problems`,
+      `${path}: 4 errors`,
     ]);
     expect(r.stderr).not.toContain('plain-Secret-4711');
+  });
+
+  it('calls a problem of one job an error, not a warning as run of another job does (exit 2)', async () => {
+    const path = join(dir, 'unknown-key.yaml');
+    const sample = await readFile(join(ROOT, 'jobs.yaml'), 'utf8');
+    const lines = sample.split('\n');
+    const at = lines.indexOf('      paging: 1000');
+    expect(at).toBeGreaterThan(0);
+    lines.splice(at + 1, 0, '      pageSize: 5000');
+    await writeFile(path, lines.join('\n'));
+    const r = await cli(['validate', '--config', path, '--no-database']);
+    expect(r.code).toBe(2);
+    const err = r.stderr.trim().split('\n');
+    expect(err).toHaveLength(2);
+    expect(err[0]).toMatch(
+      new RegExp(
+        `^error: ${path.replaceAll('.', '\\.')}:${at + 2}:7: jobs\\.\\w+\\.report\\.pageSize: unknown key "pageSize"`,
+      ),
+    );
+    expect(err[1]).toBe(`${path}: 1 error`);
+    expect(r.stderr).not.toContain('warning');
+    expect(r.stderr).not.toContain('is skipped');
   });
 
   it('exits 2 when the file is missing', async () => {

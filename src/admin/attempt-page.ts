@@ -122,7 +122,7 @@ export function renderAttemptPage(
 <dt>Scheduled for</dt><dd class="scheduled-for">${scheduledFor}</dd>
 <dt>Started</dt><dd>${t(a.started_at)}</dd><dt>Finished</dt><dd>${t(a.finished_at)}</dd>
 <dt>Duration</dt><dd>${formatDuration(a.duration_ms)}</dd><dt>Target</dt><dd>${a.target_table} (${a.write_mode})</dd>
-<dt>Rows</dt><dd>${formatCount(a.rows)}</dd><dt>Pages</dt><dd>${a.pages ?? ''}</dd>${progressField(a, zone)}\
+<dt>Rows</dt><dd>${formatCount(a.rows)}</dd><dt>Pages</dt><dd>${formatCount(a.pages)}</dd>${progressField(a, zone)}\
 <dt>Bytes</dt><dd>${formatCount(a.bytes)}</dd>
 <dt>Report job</dt><dd>${a.report_job_id ?? ''}</dd><dt>Worker</dt><dd>${a.worker ?? ''}</dd>
 ${guard}

@@ -3,6 +3,8 @@
  * value that reaches a page goes through {@link escapeHtml} (the server's error text too: verbatim, never markup).
  */
 
+import { commaCount } from '../history/attempt-progress.ts';
+
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
 /** Escapes `& < > " '` so any text is safe in element content and in quoted attribute values. */
@@ -35,10 +37,13 @@ function toHtml(v: unknown): string {
   return escapeHtml(v);
 }
 
-/** A count with thin thousands separators (`1 234 567`); empty when unknown. */
+/**
+ * A count with thousands separated by commas (`1,234,567`), as the CLI, the logs and recorded error messages write
+ * it, so that one page never shows one figure two ways; empty when unknown.
+ */
 export function formatCount(n: string | number | null | undefined): string {
   if (n === null || n === undefined) return '';
-  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, '\u202f');
+  return commaCount(n);
 }
 
 /** The column names of the tables that become cards on a narrow screen: their headers and the cards' labels. */
@@ -71,6 +76,15 @@ function stackedTable(t: string, columns: readonly string[], bare = 1): string {
         : '',
     ),
   ].join('\n');
+}
+
+/**
+ * CSS that keeps the words of the columns `whole` of the table `t` (job names, attempt ids, workers, times) whole on
+ * a wide screen: every cell may break anywhere (a server's message can be one long word), which let a column of
+ * messages squeeze the names beside it to a few characters a line. Their words now set the column's least width.
+ */
+function wholeWords<C extends readonly string[]>(t: string, columns: C, whole: readonly C[number][]): string {
+  return whole.map((c) => `${t} td:nth-child(${columns.indexOf(c) + 1})`).join(',') + '{overflow-wrap:normal}';
 }
 
 const STYLE = `
@@ -125,6 +139,11 @@ svg.tl-bars,svg.tl-labels,svg.tl-axis{display:block;overflow:hidden}svg.tl-axis 
 .tl-unknown{fill:#eaeef2;stroke:#afb8c1;stroke-dasharray:4 3;vector-effect:non-scaling-stroke}
 .tl-outline{fill:none}.tl-grid{stroke:#eaeef2;vector-effect:non-scaling-stroke}
 rect.tl-failed,.tl-failed rect.tl-outline{stroke:#cf222e;stroke-width:2;vector-effect:non-scaling-stroke}
+@media (min-width:1000px){
+${wholeWords('table.overview', COLUMNS.overview, ['Job', 'Last success', 'Next tick'])}
+table.overview ul.problems{overflow-wrap:anywhere}
+${wholeWords('#attempts', COLUMNS.attempts, ['Attempt id', 'Started', 'Status', 'Trigger', 'Worker'])}
+}
 @media (max-width:700px){
 body{margin:.8rem}dl{grid-template-columns:1fr}dt{margin-top:.3rem}#documents{display:block;overflow-x:auto}
 ${stackedTable('table.overview', COLUMNS.overview, 2)}

@@ -1,9 +1,10 @@
 /**
  * `report-etl validate [--config PATH] [--no-database]` (README "Commands"): checks jobs.yaml and the environment,
  * and target names against PostgreSQL's catalogue when it can be read. Prints `jobs.yaml: ok, N jobs (a, b) on M
- * connections` and warnings, exit 0; or every problem (`file:line:col: path: what is wrong`), exit 2. The settings
- * of the environment report-etl reads besides the file (`REPORT_ETL_TIME_ZONE`, `REPORT_ETL_TRACE_URL`) are checked
- * too: `environment: REPORT_ETL_TIME_ZONE=Mars/Base: unknown time zone (…)`, exit 2.
+ * connections` and warnings (`warning: …`), exit 0; or every problem as an error (`error: file:line:col: path: what is
+ * wrong`, then `file: N errors`), exit 2. The settings of the environment report-etl reads besides the file
+ * (`REPORT_ETL_TIME_ZONE`, `REPORT_ETL_TRACE_URL`) are checked too:
+ * `error: environment: REPORT_ETL_TIME_ZONE=Mars/Base: unknown time zone (…)`, exit 2.
  */
 import { configOption } from './options.ts';
 import { ConfigError } from '../errors.ts';
@@ -27,6 +28,9 @@ async function existingTargets(cli: Cli, path: string): Promise<TargetCatalogue 
   );
   return undefined;
 }
+
+/** `1 error`, `4 errors`: what validate found, each of which makes it exit 2. */
+const errors = (n: number) => `${n} error${n === 1 ? '' : 's'}`;
 
 export const registerValidate: RegisterCommand = (program, cli) => {
   configOption(
@@ -69,13 +73,14 @@ export const registerValidate: RegisterCommand = (program, cli) => {
         }
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
-        for (const problem of err.problems) cli.err(problem);
-        cli.err(`${opts.config}: ${err.problems.length} problem${err.problems.length === 1 ? '' : 's'}`);
+        // Errors here, whatever `run` of another job calls them (it skips the job with a warning and carries on).
+        for (const problem of err.problems) cli.err(`error: ${problem}`);
+        cli.err(`${opts.config}: ${errors(err.problems.length)}`);
         cli.exit(2);
       }
       if (envProblems.length === 0) return;
-      for (const problem of envProblems) cli.err(`environment: ${problem}`);
-      cli.err(`environment: ${envProblems.length} problem${envProblems.length === 1 ? '' : 's'}`);
+      for (const problem of envProblems) cli.err(`error: environment: ${problem}`);
+      cli.err(`environment: ${errors(envProblems.length)}`);
       cli.exit(2);
     });
 };

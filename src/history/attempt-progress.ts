@@ -113,7 +113,10 @@ export function stoppedAtWords(p: AttemptProgress, count: (n: number) => string)
   return `stopped ${where}, ${count(p.rows)} rows read`;
 }
 
-/** A count with thousands separated by commas: `3,200,000`. */
-export function commaCount(n: number): string {
+/**
+ * A count with thousands separated by commas: `3,200,000` (as `toLocaleString('en-US')` groups an integer); a
+ * bigint column read as a string is grouped alike. The one format of counts in logs, CLI output and admin pages.
+ */
+export function commaCount(n: number | string): string {
   return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
