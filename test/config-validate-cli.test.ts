@@ -95,17 +95,17 @@ describe('report-etl validate', () => {
     expect(r.stdout).toBe('');
     const lines = r.stderr.trim().split('\n');
     expect(lines).toEqual([
-      `error: ${path}:4:15: connections.erp.clientId: environment variable CLI_TEST_ID is not set: ` +
+      `${path}:4:15: error: connections.erp.clientId: environment variable CLI_TEST_ID is not set: ` +
         `export CLI_TEST_ID, or write \${CLI_TEST_ID:-default} in the file`,
-      `error: ${path}:5:19: connections.erp.clientSecret: clientSecret must come from the environment: ` +
+      `${path}:5:19: error: connections.erp.clientSecret: clientSecret must come from the environment: ` +
         `write \${REPORT_CLIENT_SECRET} (any variable name) instead of the secret itself`,
       expect.stringMatching(
         new RegExp(
-          `^error: ${path.replaceAll('.', '\\.')}:9:15: jobs\\.a\\.schedule: invalid cron expression "every day": ` +
+          `^${path.replaceAll('.', '\\.')}:9:15: error: jobs\\.a\\.schedule: invalid cron expression "every day": ` +
             `expected 5 or 6 fields but got 2`,
         ),
       ),
-      `error: ${path}:10:44: jobs.a.report.paging: paging must be at least 10: ` +
+      `${path}:10:44: error: jobs.a.report.paging: paging must be at least 10: ` +
         `below 10 the server silently uses 10000 rows per page`,
       `${path}: 4 errors`,
     ]);
@@ -126,7 +126,7 @@ describe('report-etl validate', () => {
     expect(err).toHaveLength(2);
     expect(err[0]).toMatch(
       new RegExp(
-        `^error: ${path.replaceAll('.', '\\.')}:${at + 2}:7: jobs\\.\\w+\\.report\\.pageSize: unknown key "pageSize"`,
+        `^${path.replaceAll('.', '\\.')}:${at + 2}:7: error: jobs\\.\\w+\\.report\\.pageSize: unknown key "pageSize"`,
       ),
     );
     expect(err[1]).toBe(`${path}: 1 error`);

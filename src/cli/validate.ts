@@ -1,7 +1,7 @@
 /**
  * `report-etl validate [--config PATH] [--no-database]` (README "Commands"): checks jobs.yaml and the environment,
  * and target names against PostgreSQL's catalogue when it can be read. Prints `jobs.yaml: ok, N jobs (a, b) on M
- * connections` and warnings (`warning: …`), exit 0; or every problem as an error (`error: file:line:col: path: what is
+ * connections` and warnings (`warning: …`), exit 0; or every problem as an error (`file:line:col: error: path: what is
  * wrong`, then `file: N errors`), exit 2. The settings of the environment report-etl reads besides the file
  * (`REPORT_ETL_TIME_ZONE`, `REPORT_ETL_TRACE_URL`) are checked too:
  * `error: environment: REPORT_ETL_TIME_ZONE=Mars/Base: unknown time zone (…)`, exit 2.
@@ -74,7 +74,7 @@ export const registerValidate: RegisterCommand = (program, cli) => {
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         // Errors here, whatever `run` of another job calls them (it skips the job with a warning and carries on).
-        for (const problem of err.problems) cli.err(`error: ${problem}`);
+        for (const problem of err.problems) cli.err(errorLine(problem));
         cli.err(`${opts.config}: ${errors(err.problems.length)}`);
         cli.exit(2);
       }
@@ -84,3 +84,12 @@ export const registerValidate: RegisterCommand = (program, cli) => {
       cli.exit(2);
     });
 };
+
+/**
+ * A problem as validate prints it: `file:line:col: error: what` when it has a place (the compilers' form, which
+ * terminals and editors link), else `error: what` (README "Commands").
+ */
+function errorLine(problem: string): string {
+  const placed = /^([^\s:]+:\d+:\d+): (.*)$/s.exec(problem);
+  return placed ? `${placed[1]}: error: ${placed[2]}` : `error: ${problem}`;
+}
