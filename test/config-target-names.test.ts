@@ -124,13 +124,14 @@ describe('a declared column the report does not have (bestnd for bestand)', () =
       expect(v.code).toBe(2);
       expect(v.stdout).toBe('');
       expect(v.stderr.trim().split('\n')).toEqual([
-        `${typo}:10:13: jobs.${job}.target.key[0]: the target ${table} has no column artikl (did you mean ` +
+        `${typo}:10:13: error: jobs.${job}.target.key[0]: the target ${table} has no column artikl (did you mean ` +
           `"artikel"?): a merge key must be a column of the target, with a unique index on the key (its columns: ` +
           `artikel, lager, bestand, stand)`,
-        `${typo}:11:18: jobs.${job}.target.columns.bestnd: the target ${table} has no column bestnd (did you mean ` +
+        `${typo}:11:18: error: jobs.${job}.target.columns.bestnd: the target ${table} has no column bestnd ` +
+          '(did you mean ' +
           `"bestand"?): a declared type applies only to a column of that name (its columns: artikel, lager, bestand, ` +
           `stand)`,
-        `${typo}: 2 problems`,
+        `${typo}: 2 errors`,
       ]);
 
       // A name like none of the target's columns may be a column the report is about to bring: allowed, with a warning.
@@ -218,15 +219,17 @@ describe('a key or column name that is not a normalised column name', () => {
     const v = await cli(['validate', '--config', path]);
     expect(v.code).toBe(2);
     expect(v.stderr.trim().split('\n')).toEqual([
-      `${path}:10:13: jobs.${job}.target.key[0]: "Artikel Nr" is not a normalised column name: did you mean ` +
+      `${path}:10:13: error: jobs.${job}.target.key[0]: "Artikel Nr" is not a normalised column name: did you mean ` +
         `"artikel_nr"? ${RULES}`,
-      `${path}:11:18: jobs.${job}.target.columns["Größe (cm)"]: "Größe (cm)" is not a normalised column name: ` +
+      `${path}:11:18: error: jobs.${job}.target.columns["Größe (cm)"]: "Größe (cm)" is not a normalised column name: ` +
         `did you mean "groesse_cm"? ${RULES}`,
-      `${path}:11:41: jobs.${job}.target.columns["%"]: "%" is not a column name: it has no letter or digit; write ` +
+      `${path}:11:41: error: jobs.${job}.target.columns["%"]: "%" is not a column name: it has no letter or digit; ` +
+        'write ' +
         'the normalised name of a report column (docs/loaded-tables.md "Column names")',
-      `${path}:11:52: jobs.${job}.target.columns.xmin: "xmin" is the name of a PostgreSQL system column: a report ` +
+      `${path}:11:52: error: jobs.${job}.target.columns.xmin: "xmin" is the name of a PostgreSQL system column: ` +
+        'a report ' +
         'column of that name loads as "xmin_" (docs/loaded-tables.md "Column names")',
-      `${path}: 4 problems`,
+      `${path}: 4 errors`,
     ]);
     const created = h.sim.counters().jobsCreated;
     const run = await cli(['run', job, '--config', path]);
@@ -297,7 +300,7 @@ describe('names longer than PostgreSQL keeps (63 bytes)', () => {
       "is 70 bytes, longer than PostgreSQL's limit of 63 bytes",
     );
     expect(lines.some((l) => l.includes(`${jp}_long_ok`))).toBe(false);
-    expect(lines.at(-1)).toBe(`${path}: 5 problems`);
+    expect(lines.at(-1)).toBe(`${path}: 5 errors`);
   });
 });
 
@@ -319,15 +322,17 @@ describe('two jobs writing one target table', () => {
       expect(v.code).toBe(2);
       const lines = v.stderr.trim().split('\n');
       expect(lines).toContain(
-        `${path}:8:14: jobs.${jp}_sh_replace.target.table: ${table} is also the target of job "${jp}_sh_merge" ` +
+        `${path}:8:14: error: jobs.${jp}_sh_replace.target.table: ${table} is also the target of job ` +
+          `"${jp}_sh_merge" ` +
           `(mode merge, key [artikel, lager]), but this job writes it with mode replace: ${SHARED}`,
       );
       expect(lines).toContain(
-        `${path}:13:14: jobs.${jp}_sh_merge.target.table: ${table} is also the target of job "${jp}_sh_replace" ` +
+        `${path}:13:14: error: jobs.${jp}_sh_merge.target.table: ${table} is also the target of job ` +
+          `"${jp}_sh_replace" ` +
           `(mode replace), but this job writes it with mode merge, key [artikel, lager]: ${SHARED}`,
       );
       expect(lines.filter((l) => l.includes('public.stock_public_shared is also the target of job'))).toHaveLength(2);
-      expect(lines.at(-1)).toBe(`${path}: 4 problems`);
+      expect(lines.at(-1)).toBe(`${path}: 4 errors`);
 
       // A running installation skips the four (which of two is meant cannot be told) and runs the others.
       const alone = await cli(['run', `${jp}_sh_alone`, '--config', path]);

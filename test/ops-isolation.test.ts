@@ -67,12 +67,12 @@ it(
     expect(v.code).toBe(2);
     expect(v.stderr).toMatch(
       new RegExp(
-        `jobs\\.yaml:12:\\d+: jobs\\.${jp}_dash\\.report\\.name: report name "Sales-Orders" has ` +
+        `jobs\\.yaml:12:\\d+: error: jobs\\.${jp}_dash\\.report\\.name: report name "Sales-Orders" has ` +
           `characters the server rejects`,
       ),
     );
     expect(v.stderr).toMatch(
-      /jobs\.yaml:3:\d+: connections\.broken\.baseUrl: environment variable BROKEN_URL is not set/,
+      /jobs\.yaml:3:\d+: error: connections\.broken\.baseUrl: environment variable BROKEN_URL is not set/,
     );
 
     const ok = await runCli(['run', `${jp}_good`, '-c', configPath], env());
