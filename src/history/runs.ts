@@ -60,12 +60,14 @@ export async function recordRunRequest(db: Queryable, r: RunRequestRow): Promise
 }
 
 /**
- * Records a run as its enqueue adds its queue job: its row with `queued_at` and no attempt, so that a run whose
+ * Records a run before its enqueue adds its queue job: its row with `queued_at` and no attempt, so that a run whose
  * queue job vanishes before a worker begins it is still on record (docs/operations.md "Redis in production"). A row
- * that exists already (a replay's run, or a worker was quicker) is left as it is.
+ * that exists already (a replay's run) is left as it is.
+ * @returns whether it wrote the row (false: one was there), so that an enqueue that added no queue job takes it back
  */
-export async function recordQueuedRun(db: Queryable, r: RunRequestRow): Promise<void> {
-  await db.query(`${REQUEST_INSERT} ON CONFLICT (job, run_key) DO NOTHING`, requestValues(r));
+export async function recordQueuedRun(db: Queryable, r: RunRequestRow): Promise<boolean> {
+  const { rowCount } = await db.query(`${REQUEST_INSERT} ON CONFLICT (job, run_key) DO NOTHING`, requestValues(r));
+  return rowCount === 1;
 }
 
 /** One etl.runs row (docs/observability.md "Run history"); bigints as text. */

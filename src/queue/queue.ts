@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import type { EtlConfig } from '../config/schema.ts';
 import type { Queryable } from '../db.ts';
-import { recordQueuedRun } from '../history/runs.ts';
+import { forgetQueuedRun, recordQueuedRun } from '../history/runs.ts';
 import {
   ATTR,
   injectTrace,
@@ -76,7 +76,8 @@ export function retryOf(config: EtlConfig, job: string): { attempts: number; bac
  * Adds a run unless a queue job with its id exists (BullMQ then changes nothing), traced as `enqueue run`, a child
  * of the active span, whose context goes with the run; with `opts.history`, records the run it added as queued.
  * @returns the id, and whether this call created the queue job
- * @throws the queue's or the database's error (a run queued but not recorded is recorded by its worker)
+ * @throws the database's error before anything is queued, or the queue's (a row recorded for a run not queued is
+ *   the janitor's to mark lost)
  */
 export async function enqueueRun(
   queue: RunQueue,
@@ -108,21 +109,26 @@ export async function enqueueRun(
     if (opts.backoffMs !== undefined && opts.backoffMs > 0)
       jobOpts.backoff = { type: 'exponential', delay: opts.backoffMs };
     if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
+    // The row first: a worker may take the queue job at once and, skipping it (overlap: skip), forget the row; a row
+    // written after that would read as a lost run.
+    const recorded = opts.history
+      ? await recordQueuedRun(opts.history, {
+          job: req.job,
+          runKey: req.runKey,
+          queueJobId: jobId,
+          trigger: req.trigger,
+          scheduledFor: req.scheduledFor ? new Date(req.scheduledFor) : undefined,
+          logicalStart: req.logicalStart ? new Date(req.logicalStart) : undefined,
+          logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
+          parameters: req.parameters,
+          queuedAt: new Date(),
+        })
+      : false;
     await queue.add(req.job, { ...req, ...injectTrace(span), enqueueId }, jobOpts);
     const queued = await queue.getJob(jobId);
     const added = queued?.data.enqueueId === enqueueId;
-    if (added && opts.history)
-      await recordQueuedRun(opts.history, {
-        job: req.job,
-        runKey: req.runKey,
-        queueJobId: jobId,
-        trigger: req.trigger,
-        scheduledFor: req.scheduledFor ? new Date(req.scheduledFor) : undefined,
-        logicalStart: req.logicalStart ? new Date(req.logicalStart) : undefined,
-        logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
-        parameters: req.parameters,
-        queuedAt: new Date(queued.timestamp),
-      });
+    // Not added (a queue job of that id was there): the row written for it goes again.
+    if (recorded && !added) await forgetQueuedRun(opts.history!, req.job, req.runKey);
     span.setAttribute(ATTR.queueAdded, added);
     span.end();
     return { jobId, added };
