@@ -3,14 +3,12 @@
  * documents a run or attempt archived to files, streamed from PostgreSQL. Exit 1 when there are none or one is gone
  * from its target, 2 when the id names nothing or runs of several jobs.
  */
-import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { EtlError } from '../errors.ts';
 import { CONFIG_NOT_READ, wholeNumber } from './options.ts';
 import type { RegisterCommand } from './types.ts';
+import { writeFileOrReport } from './write-file.ts';
 
 export const registerDocuments: RegisterCommand = (program, cli) => {
   program
@@ -26,24 +24,19 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
         { openStores },
         { makeLogger },
         { listRunDocuments, readDocument },
-        { namedRunOrExit },
-        { loadingAttemptOf },
+        { namedRunOrExit, loadingAttemptOfNamed },
       ] = await Promise.all([
         import('../app/bootstrap.ts'),
         import('../logger.ts'),
         import('../warehouse/documents.ts'),
         import('./named-run.ts'),
-        import('../history/attempt-list.ts'),
       ]);
       const logger = makeLogger();
       const { pool, releasers } = await openStores(logger, { poolMax: 2 });
       try {
         const named = await namedRunOrExit(cli, pool, id, opts.job);
         if (named === undefined) return;
-        const attemptId =
-          named.kind === 'attempt'
-            ? named.attempt.attempt_id
-            : await loadingAttemptOf(pool, named.run.job, named.run.run_key);
+        const attemptId = await loadingAttemptOfNamed(pool, named);
         const what = named.kind === 'attempt' ? `attempt ${attemptId}` : `run ${named.run.run_key}`;
         const docs = (attemptId ? await listRunDocuments(pool, attemptId) : []).filter(
           (d) => opts.page === undefined || d.page === opts.page,
@@ -61,15 +54,7 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
         for (const doc of docs) {
           // The name comes from the target table: keep it a plain file name inside DIR whatever it holds.
           const file = join(dir, basename(doc.fileName).replace(/^\.+/, '_') || `page_${doc.page}`);
-          try {
-            await pipeline(Readable.from(readDocument(pool, doc)), createWriteStream(file));
-          } catch (err) {
-            await rm(file, { force: true });
-            if (!(err instanceof EtlError)) throw err;
-            cli.err(`page ${doc.page}: ${err.message}`);
-            cli.exit(1);
-            continue;
-          }
+          if (!(await writeFileOrReport(cli, file, Readable.from(readDocument(pool, doc)), doc.page))) continue;
           cli.out(`${file}  ${doc.bytes} bytes  sha256 ${doc.sha256}`);
         }
       } finally {

@@ -1,5 +1,6 @@
 /** The run an id on the command line names, for the commands that take a run key or an attempt id. */
 import type { Queryable } from '../db.ts';
+import { loadingAttemptOf } from '../history/attempt-list.ts';
 import { findRunOrAttempt, unnamedRunText, type RunOrAttempt } from '../history/run-or-attempt.ts';
 import type { Cli } from './types.ts';
 
@@ -16,4 +17,14 @@ export async function namedRunOrExit(cli: Cli, db: Queryable, id: string, job?: 
   cli.err(unnamedRunText(named, id, job));
   cli.exit(2);
   return undefined;
+}
+
+/**
+ * The attempt whose load a named run stands for: the attempt named, or the run's attempt that loaded (attempt-list.ts
+ * loadingAttemptOf), undefined when none did.
+ */
+export async function loadingAttemptOfNamed(db: Queryable, named: NamedRun): Promise<string | undefined> {
+  return named.kind === 'attempt'
+    ? named.attempt.attempt_id
+    : await loadingAttemptOf(db, named.run.job, named.run.run_key);
 }

@@ -7,15 +7,14 @@
  * when there are none or one is damaged, 2 when the id names nothing or runs of several jobs.
  */
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { EtlError } from '../errors.ts';
 import type { RunDocument } from '../history/run-documents.ts';
 import { CONFIG_NOT_READ } from './options.ts';
 import type { RegisterCommand } from './types.ts';
+import { writeFileOrReport } from './write-file.ts';
 
 /** File extensions by the media type of a page's Content-Type; `bin` for any other. */
 const EXTENSIONS: Readonly<Record<string, string>> = {
@@ -66,10 +65,9 @@ export const registerPages: RegisterCommand = (program, cli) => {
       const [
         { openStores },
         { makeLogger },
-        { namedRunOrExit },
+        { namedRunOrExit, loadingAttemptOfNamed },
         archives,
         { openKeptPages },
-        { loadingAttemptOf },
         documents,
       ] = await Promise.all([
         import('../app/bootstrap.ts'),
@@ -77,7 +75,6 @@ export const registerPages: RegisterCommand = (program, cli) => {
         import('./named-run.ts'),
         import('../history/page-archive.ts'),
         import('../pipeline/kept-pages.ts'),
-        import('../history/attempt-list.ts'),
         import('../warehouse/documents.ts'),
       ]);
       const logger = makeLogger();
@@ -86,10 +83,7 @@ export const registerPages: RegisterCommand = (program, cli) => {
         const named = await namedRunOrExit(cli, pool, id, opts.job);
         if (named === undefined) return;
         // Documents a load committed are the run's kept pages: target.archive stores them only when a load fails.
-        const loaded =
-          named.kind === 'attempt'
-            ? named.attempt.attempt_id
-            : await loadingAttemptOf(pool, named.run.job, named.run.run_key);
+        const loaded = await loadingAttemptOfNamed(pool, named);
         const docs = loaded ? await documents.listRunDocuments(pool, loaded) : [];
         if (docs.length > 0) {
           const dir = resolve(opts.out);
@@ -97,15 +91,8 @@ export const registerPages: RegisterCommand = (program, cli) => {
           const width = String(Math.max(...docs.map((d) => d.page))).length;
           for (const doc of docs) {
             const file = join(dir, `${String(doc.page).padStart(width, '0')}.${pageExtension(doc.contentType)}`);
-            try {
-              await pipeline(Readable.from(checked(documents.readDocument(pool, doc), doc)), createWriteStream(file));
-            } catch (err) {
-              await rm(file, { force: true });
-              if (!(err instanceof EtlError)) throw err;
-              cli.err(`page ${doc.page}: ${err.message}`);
-              cli.exit(1);
-              continue;
-            }
+            const source = Readable.from(checked(documents.readDocument(pool, doc), doc));
+            if (!(await writeFileOrReport(cli, file, source, doc.page))) continue;
             cli.out(`${file}  ${doc.contentType}  ${doc.bytes} bytes  sha256 ${doc.sha256}`);
           }
           return;
@@ -131,15 +118,7 @@ export const registerPages: RegisterCommand = (program, cli) => {
           for (const page of kept.pages) {
             const file = join(dir, `${String(page.page).padStart(width, '0')}.${pageExtension(page.contentType)}`);
             const stream = await kept.openPage(archive.attemptId, page.page);
-            try {
-              await pipeline(stream!.body, createWriteStream(file));
-            } catch (err) {
-              await rm(file, { force: true });
-              if (!(err instanceof EtlError)) throw err;
-              cli.err(`page ${page.page}: ${err.message}`);
-              cli.exit(1);
-              continue;
-            }
+            if (!(await writeFileOrReport(cli, file, stream!.body, page.page))) continue;
             cli.out(`${file}  ${page.contentType}  ${page.bytes} bytes  sha256 ${page.sha256}`);
           }
         } finally {
