@@ -152,7 +152,9 @@ it('a secret echoed from a Basic header, a form body or a refresh grant, or an a
     'SELECT row_to_json(l)::text AS row FROM etl.connection_logins l WHERE base_url = $1',
     [h.sim.url],
   );
-  expect(logins.rows[0]!.row).toContain('refresh_token=[redacted]');
+  // Both connections share the simulator's base URL: the user-dependent one's row holds the refused refresh.
+  const userLogin = logins.rows.find((r) => r.row.includes('"auth":"authorization_code"'));
+  expect(userLogin?.row).toContain('refresh_token=[redacted]');
   for (const r of logins.rows) texts.push({ where: 'etl.connection_logins', text: r.row });
   const entries = await redisEntries(h.redis, `${queuePrefix}:`);
   const tokenEntry = entries.find((e) => /:token:[0-9a-f]{16}$/.test(e.key));
