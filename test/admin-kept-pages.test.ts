@@ -20,6 +20,7 @@ import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const keptJob = uniqueName('akp_kept');
 const plainJob = uniqueName('akp_plain');
+const guardJob = uniqueName('akp_guard');
 
 let h: Harness;
 let queue: Queue;
@@ -30,18 +31,21 @@ const failed: Record<string, { attemptId: string; runKey: string }> = {};
 beforeAll(async () => {
   h = await startHarness();
   queue = makeQueue(h.redis, uniqueName('akpq'));
-  const entry = (table: string, archive: boolean) =>
+  const entry = (table: string, archive: boolean, guard?: { minRows: number }) =>
     jobEntry(
       { name: 'Sales/Orders', outputType: 'txt', paging: 100, parameters: { ROWS: '150' } },
-      { table, schemaChanges: 'freeze', ...(archive ? { archive: { keepDays: 2 } } : {}) },
+      { table, schemaChanges: 'freeze', ...(archive ? { archive: { keepDays: 2 } } : {}), ...(guard ? { guard } : {}) },
     );
   const config = h.config({
     [keptJob]: entry(`${h.schema}.akp_kept`, true),
     [plainJob]: entry(`${h.schema}.akp_plain`, false),
+    // Its guard wants more rows than the report has: the load trips it, and its pages are kept.
+    [guardJob]: entry(`${h.schema}.akp_guard`, true, { minRows: 1000 }),
   });
-  for (const job of [keptJob, plainJob]) {
+  for (const job of [keptJob, plainJob, guardJob]) {
     // A frozen table the report does not fit: the load fails on the warehouse's side, its pages were fine.
-    await h.pool.query(`CREATE TABLE ${h.schema}.${job === keptJob ? 'akp_kept' : 'akp_plain'} (other text)`);
+    if (job !== guardJob)
+      await h.pool.query(`CREATE TABLE ${h.schema}.${job === keptJob ? 'akp_kept' : 'akp_plain'} (other text)`);
     const runKey = uniqueName('akp');
     const err = await runAttempt({
       job: resolveJob(config, job),
@@ -51,7 +55,7 @@ beforeAll(async () => {
       logger: silentLogger,
     }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AttemptFailedError);
-    expect((err as AttemptFailedError).code).toBe('SCHEMA_CHANGED');
+    expect((err as AttemptFailedError).code).toBe(job === guardJob ? 'GUARD_TRIPPED' : 'SCHEMA_CHANGED');
     failed[job] = { attemptId: (err as AttemptFailedError).attemptId, runKey };
   }
   server = await startAdminServer({
@@ -70,7 +74,7 @@ afterAll(async () => {
   await server?.close();
   await queue?.obliterate({ force: true }).catch(() => undefined);
   await queue?.close();
-  await h?.pool.query('DELETE FROM etl.runs WHERE job = ANY($1)', [[keptJob, plainJob]]);
+  await h?.pool.query('DELETE FROM etl.runs WHERE job = ANY($1)', [[keptJob, plainJob, guardJob]]);
   await h?.close();
 });
 
@@ -126,5 +130,28 @@ describe('the admin Replay with kept pages', () => {
     const plain = await postReplay(plainJob, {});
     const plainId = new URL(plain.headers.get('location')!, server.url).searchParams.get('replayed');
     expect((await queue.getJob(plainId!))!.data.pagesOf).toBeUndefined();
+  });
+
+  it('refuses a replay from kept pages after a guard trip, posted from a page that still offered it', async () => {
+    const page = await get(runPath(guardJob));
+    // The page offers no such button, but the command that accepts the guard.
+    expect(page).not.toContain('replay-from-pages');
+    expect(page).toContain(`report-etl replay ${failed[guardJob]!.runKey} --accept-guard`);
+    const queuedBefore = (await queue.getJobs(['waiting', 'prioritized', 'delayed'])).length;
+    const res = await postReplay(guardJob, { from: 'pages' });
+    expect(res.status).toBe(303);
+    const at = new URL(res.headers.get('location')!, server.url);
+    expect(at.pathname).toBe(runPath(guardJob));
+    expect(at.searchParams.get('replayError')).toBe('guard-tripped');
+    expect(at.searchParams.get('replayed')).toBeNull();
+    expect(await get(`${at.pathname}${at.search}`)).toContain(
+      'Replay not queued: its target&#39;s guard stopped it, and a replay from kept pages trips it again: once you ' +
+        'have reviewed the pages, report-etl replay &lt;run key&gt; --accept-guard loads them past it.',
+    );
+    expect(await queue.getJobs(['waiting', 'prioritized', 'delayed'])).toHaveLength(queuedBefore);
+
+    // The plain Replay (the report run again) is still taken.
+    const plain = await postReplay(guardJob, {});
+    expect(new URL(plain.headers.get('location')!, server.url).searchParams.get('replayed')).not.toBeNull();
   });
 });

@@ -229,10 +229,11 @@ interface RunPageNotice {
 }
 
 /**
- * What the run page says for each `?replayError=` code: queue/replay.ts's refusals, and `failed` for anything else
- * (the admin server's log has the text). The page shows only these words, never text from the URL.
+ * What the run page says for each `?replayError=` code: queue/replay.ts's refusals, `guard-tripped` for a replay
+ * from kept pages after a guard trip (run-routes.ts), and `failed` for anything else (the admin server's log has the
+ * text). The page shows only these words, never text from the URL.
  */
-export const REPLAY_ERRORS: Readonly<Record<ReplayRefusal | 'failed', string>> = {
+export const REPLAY_ERRORS: Readonly<Record<ReplayRefusal | 'guard-tripped' | 'failed', string>> = {
   'no-run': 'the run history has no such run.',
   'no-attempt': 'the run has no attempt yet (it is queued or waits for a report slot): nothing to replay.',
   running: 'its newest attempt is still running: wait for it to end.',
@@ -242,6 +243,9 @@ export const REPLAY_ERRORS: Readonly<Record<ReplayRefusal | 'failed', string>> =
   'no-kept-pages':
     'the run has no complete kept pages (target.archive was off, its reading stopped early, or keepDays ran out): ' +
     'replay it from the server.',
+  'guard-tripped':
+    "its target's guard stopped it, and a replay from kept pages trips it again: once you have reviewed the pages, " +
+    'report-etl replay <run key> --accept-guard loads them past it.',
   failed: 'the queue did not take it: the admin server\'s log line "replay from the admin page refused" says why.',
 };
 

@@ -5,7 +5,7 @@
  * - `POST /admin/runs/:job/:runKey/replay`: queues the failed run again, under its run key, and redirects back (303)
  *   with `?replayed=<queue job id>`, or `?replayError=<code>` (run-pages.ts REPLAY_ERRORS) when it was refused; with
  *   the form field `from=pages`, from the run's newest complete kept pages, as `replay --from-pages` does
- *   (docs/operations.md "Kept pages");
+ *   (docs/operations.md "Kept pages"), except after a guard trip (`?replayError=guard-tripped`: accept it instead);
  * - `GET /admin/attempts/:attemptId`: one attempt, its errors and documents;
  * - `GET /admin/attempts/:attemptId/documents/:page`: one document, streamed from its target table as an attachment.
  * Older links to an attempt (`/admin/runs/<attempt id>`, and its `/documents/<page>`) are redirected (301).
@@ -28,7 +28,15 @@ import { newestCompleteArchive, type AttemptArchive } from '../history/page-arch
 import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
 import { renderAttemptPage } from './attempt-page.ts';
 import { PAGE_CSP } from './html.ts';
-import { attemptPath, renderRunList, renderRunPage, replayable, runPath, type NewestFailure } from './run-pages.ts';
+import {
+  attemptPath,
+  guardTripped,
+  renderRunList,
+  renderRunPage,
+  replayable,
+  runPath,
+  type NewestFailure,
+} from './run-pages.ts';
 import { DocumentNotFoundError, listRunDocuments, readDocument } from '../warehouse/documents.ts';
 import { jobOfSubject } from '../config/mandants.ts';
 
@@ -100,6 +108,12 @@ async function keptPagesOf(pool: pg.Pool, run: RunRow, offered: boolean): Promis
   return offered ? newestCompleteArchive(pool, run.job, run.run_key) : undefined;
 }
 
+/** Whether the newest attempt of a run that stands failed was stopped by its target's guard (GUARD_TRIPPED). */
+async function guardTrippedLast(pool: pg.Pool, job: string, runKey: string): Promise<boolean> {
+  const run = await getRun(pool, job, runKey);
+  return run !== undefined && guardTripped(await newestFailure(pool, run, await attemptsOfRun(pool, job, runKey)));
+}
+
 /** Registers the run history routes on `app` (access control is the server's onRequest hook). */
 export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): void {
   app.get('/admin/runs', async (req, reply) => {
@@ -144,6 +158,12 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     // The same replay as `replay --from-pages` with the form's from=pages ("Replay from kept pages").
     const fromPages = (req.body as Record<string, string> | undefined)?.from === 'pages';
     try {
+      // The page offers no such button after a guard trip (the same pages trip it again) but `replay --accept-guard`;
+      // a form posted from an older page is refused alike.
+      if (fromPages && (await guardTrippedLast(deps.pool, job, runKey))) {
+        deps.logger.warn({ job, runKey }, 'replay from kept pages refused: the guard tripped, accept it instead');
+        return reply.redirect(`${back}?replayError=guard-tripped`, 303);
+      }
       const config = deps.config?.();
       const { jobId } = await replayRun(
         config ? { queue: deps.queue, pool: deps.pool, config } : { queue: deps.queue, pool: deps.pool },
