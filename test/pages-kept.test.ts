@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { getArchive, listKeptPages, pruneKeptPages } from '../src/history/page-archive.ts';
+import { listRunDocuments } from '../src/history/run-documents.ts';
 import { silentLogger } from '../src/logger.ts';
 import { AttemptFailedError } from '../src/pipeline/attempt.ts';
 import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
@@ -408,6 +409,77 @@ describe('target.archive', () => {
       const stray = await cli('preview', job, '--job', job);
       expect(stray.code).toBe(2);
       expect(stray.stderr).toContain('--job goes with --from-pages');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('preview --from-pages of a documents run that loaded previews its documents, from their target', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kept-preview-docs-'));
+    const path = join(dir, 'jobs.yaml');
+    const job = uniqueName('kpdoc');
+    const table = `${h.schema}.kept_preview_docs`;
+    // The preview from the server asks for pages of 10 rows: the job's pages are of 10 too, so the same documents.
+    const report = { name: 'Sales/Orders', outputType: 'pdf', paging: 10, parameters: { ROWS: '25' } };
+    writeFileSync(
+      path,
+      [
+        'connections:',
+        '  sim:',
+        `    baseUrl: ${h.sim.url}`,
+        '    clientId: demo-client',
+        '    clientSecret: ${KP_SECRET}',
+        'jobs:',
+        `  ${job}:`,
+        '    connection: sim',
+        `    report: { mandant: 7777, name: Sales/Orders, outputType: pdf, paging: 10, parameters: { ROWS: "25" } }`,
+        `    target: { table: ${table}, mode: append, archive: { keepDays: 2 } }`,
+        '',
+      ].join('\n'),
+    );
+    const cli = (...args: string[]) =>
+      runCli([...args, '--config', path], { env: { KP_SECRET: 'demo-secret', LOG_LEVEL: 'warn' } });
+    try {
+      const runKey = uniqueName('pd');
+      const loaded = await run(h.config({ [job]: jobEntry(report, { table, mode: 'append' }) }), job, { runKey });
+      expect(loaded).toMatchObject({ status: 'succeeded', pages: 3 });
+      // It kept no pages of its own: its documents are its kept pages.
+      expect(await getArchive(h.pool, loaded.attemptId)).toBeUndefined();
+      const docs = await listRunDocuments(h.pool, loaded.attemptId);
+      expect(docs).toHaveLength(3);
+      const fromServer = await cli('preview', job, '--rows', '2');
+      expect(fromServer.stderr).toBe('');
+      expect(fromServer.code).toBe(0);
+
+      const before = requests();
+      for (const id of [runKey, loaded.attemptId]) {
+        const fromPages = await cli('preview', '--from-pages', id, '--rows', '2');
+        expect(fromPages.stderr).toBe('');
+        expect(fromPages.code).toBe(0);
+        const out = lines(fromPages.stdout);
+        expect(out[0]).toBe(
+          `${job}: the documents attempt 1 (${loaded.attemptId}) of run ${runKey} loaded into ${table}, with no ` +
+            'request to the server',
+        );
+        // The first document, its columns and values: as preview shows them from the server, but for the file name's
+        // time (the preview's) and the report's rows, which a documents run does not record.
+        const timeless = (ls: string[]) => ls.map((l) => l.replace(/_\d{8}T\d{9}Z_/, '_<time>_'));
+        expect(timeless(out.slice(2))).toEqual(timeless(lines(fromServer.stdout).slice(1)));
+        expect(lines(fromServer.stdout)[0]).toBe(
+          `${job}: first 1 documents (one per page) of a report with 25 rows, into ${table} — nothing was loaded`,
+        );
+        expect(out[1]).toBe(
+          `${job}: first 1 documents (one per page) of the 3 the run loaded, into ${table} — nothing was loaded`,
+        );
+        expect(out.find((l) => l.startsWith('1 '))).toContain(`${docs[0]!.sha256.slice(0, 39)}…`);
+      }
+      expect(requests()).toBe(before);
+
+      // A target that lost its documents: said, exit 1.
+      await h.pool.query(`DELETE FROM ${table}`);
+      const gone = await cli('preview', '--from-pages', runKey);
+      expect(gone.code).toBe(1);
+      expect(gone.stderr).toContain('DOCUMENT_NOT_FOUND');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

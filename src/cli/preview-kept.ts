@@ -2,8 +2,9 @@
  * `report-etl preview --from-pages <run-key | attempt-id> [--job J] [--rows N]` (docs/operations.md "Kept pages"):
  * what `report-etl preview` shows, from the pages a run kept (target.archive) instead of a new rendering, with no
  * request to the server (pipeline/preview-kept.ts). A run key names the run's newest complete kept pages, an attempt
- * id that attempt's. Exit 1 when there are none, they are damaged or the database failed, 2 when the id names nothing
- * or runs of several jobs, or the job is no longer in jobs.yaml.
+ * id that attempt's; documents (pdf, excel, word) a load committed count as kept pages, as in `report-etl pages`, and
+ * are read from their target. Exit 1 when there are none, they are damaged or the database failed, 2 when the id
+ * names nothing or runs of several jobs, or the job is no longer in jobs.yaml.
  */
 import { EtlError } from '../errors.ts';
 import type { LogFormatFlag } from './options.ts';
@@ -46,9 +47,11 @@ export async function previewKeptPagesCommand(
     { jobOfSubject, parseSubject },
     { makeLogger },
     { loadConfigForJob },
-    { namedRunOrExit },
+    { namedRunOrExit, loadingAttemptOfNamed },
     archives,
     { previewKeptPages },
+    { listRunDocuments },
+    { getAttempt },
   ] = await Promise.all([
     import('../app/bootstrap.ts'),
     import('../config/load.ts'),
@@ -58,6 +61,8 @@ export async function previewKeptPagesCommand(
     import('./named-run.ts'),
     import('../history/page-archive.ts'),
     import('../pipeline/preview-kept.ts'),
+    import('../history/run-documents.ts'),
+    import('../history/attempts.ts'),
   ]);
   const logger = makeLogger({}, opts.logFormat);
   const { pool, releasers } = await openStores(logger, { poolMax: 2 });
@@ -72,12 +77,17 @@ export async function previewKeptPagesCommand(
       return;
     }
     const job = resolveJob(loaded.config, run.job, opts.config);
-    const archive =
-      named.kind === 'attempt'
+    // Documents a load committed are the run's kept pages: target.archive stores them only when a load fails.
+    const loadedBy = await loadingAttemptOfNamed(pool, named);
+    const docs = loadedBy ? await listRunDocuments(pool, loadedBy) : [];
+    const loader = docs.length > 0 ? await getAttempt(pool, loadedBy!) : undefined;
+    const archive = loader
+      ? undefined
+      : named.kind === 'attempt'
         ? await archives.getArchive(pool, named.attempt.attempt_id)
         : await archives.newestCompleteArchive(pool, run.job, run.run_key);
     const what = named.kind === 'attempt' ? `attempt ${named.attempt.attempt_id}` : `run ${run.run_key}`;
-    if (!archive?.complete) {
+    if (!loader && !archive?.complete) {
       cli.err(
         `${run.job}: ${what} kept no complete pages (target.archive off, its reading stopped early, or keepDays ran ` +
           'out): preview the job from the server (report-etl preview <job>)',
@@ -86,9 +96,10 @@ export async function previewKeptPagesCommand(
       return;
     }
     try {
+      const kept = loader ? { attemptId: loader.attempt_id, docs, reportRows: Number(loader.rows ?? 0) } : archive!;
       const preview = await previewKeptPages({
         job,
-        archive,
+        kept,
         interval: {
           logicalStart: run.logical_start ?? undefined,
           logicalEnd: run.logical_end ?? run.scheduled_for ?? undefined,
@@ -98,8 +109,11 @@ export async function previewKeptPagesCommand(
         logger,
       });
       cli.out(
-        `${run.job}: the pages attempt ${archive.attempt} (${archive.attemptId}) of run ${run.run_key} kept, ` +
-          'with no request to the server',
+        loader
+          ? `${run.job}: the documents attempt ${loader.attempt} (${loader.attempt_id}) of run ${run.run_key} ` +
+              `loaded into ${docs[0]!.targetTable}, with no request to the server`
+          : `${run.job}: the pages attempt ${archive!.attempt} (${archive!.attemptId}) of run ${run.run_key} kept, ` +
+              'with no request to the server',
       );
       printPreview(cli, run.job, preview, opts.rows);
     } catch (err) {

@@ -47,7 +47,12 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
   const lines = !columns.some((c) => c.type === 'bytea') && columns.some((c) => c.name === 'line');
   const unit = !shaped ? '' : lines ? ' lines' : ' documents (one per page)';
   const count = p.reportRows.toLocaleString('en-US');
-  const of = shaped ? `of a report with ${count} rows` : `of ${count} rows`;
+  const of =
+    p.loadedDocuments !== undefined
+      ? `of the ${p.loadedDocuments} the run loaded`
+      : shaped
+        ? `of a report with ${count} rows`
+        : `of ${count} rows`;
   cli.out(`${job}: first ${rows.length}${unit} ${of}, into ${p.targetTable} — nothing was loaded`);
   cli.out('');
   const types = columns.map((c) => [c.name, c.type, c.source, c.reportName]);

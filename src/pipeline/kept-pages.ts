@@ -19,6 +19,7 @@ import {
   type PageCodec,
 } from '../history/page-archive.ts';
 import type { PageStream, ReportClient } from '../report-api/index.ts';
+import { readDocument, type RunDocument } from '../warehouse/documents.ts';
 
 /** How each codec's chunks are decompressed: pages kept before zstd are gzip. */
 const DECOMPRESS: Record<PageCodec, (data: Buffer) => Promise<Buffer>> = {
@@ -65,6 +66,24 @@ export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Pro
     await client.end().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * The documents (pdf, xlsx, docx) a load committed, opened by page number from their target as a report client opens
+ * the server's pages: a documents run's kept pages (docs/operations.md "Kept pages"). Null past the last document.
+ * @param docs the loading attempt's (history/run-documents.ts listRunDocuments)
+ * @returns pages whose bodies fail with readDocument's errors: DocumentNotFoundError when the target no longer holds a
+ *   document, EtlError INTERNAL when its bytes lost their sha256
+ */
+export function documentPages(db: pg.Pool, docs: readonly RunDocument[]): Pick<ReportClient, 'openPage'> {
+  return {
+    openPage(_reportJobId, page) {
+      const doc = docs.find((d) => d.page === page);
+      if (!doc) return Promise.resolve(null);
+      const body = Readable.from(readDocument(db, doc));
+      return Promise.resolve({ page, contentType: doc.contentType, contentLength: doc.bytes, body, resumes: () => 0 });
+    },
+  };
 }
 
 /** A kept page as a stream of its bytes as served; null past the last page (the server's 404). */

@@ -1,7 +1,8 @@
 /**
  * `report-etl preview --from-pages <run>` (docs/operations.md "Kept pages"): what `report-etl preview` shows (the
  * target columns with their types, the first rows, a replaceRange's plan), from the first page a run kept instead of a
- * new rendering: no request to the server. The pages are read with the reader `replay --from-pages` loads them with
+ * new rendering: no request to the server. A documents run that loaded keeps its documents in their target instead:
+ * the first of those is previewed. The pages are read with the reader `replay --from-pages` loads them with
  * (pipeline/kept-pages.ts), through the same decoders; nothing is loaded (the rows go into a staging table of a
  * transaction that is rolled back) and no run is recorded.
  */
@@ -9,6 +10,7 @@ import type pg from 'pg';
 import type { ResolvedJob } from '../config/load.ts';
 import { EtlError } from '../errors.ts';
 import type { AttemptArchive } from '../history/page-archive.ts';
+import type { RunDocument } from '../history/run-documents.ts';
 import type { Logger } from '../logger.ts';
 import { outputShape } from '../vocabulary.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
@@ -16,17 +18,24 @@ import { previewRows } from '../warehouse/preview.ts';
 import { countRangeRows } from '../warehouse/replace-range.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { jobDecoder } from './job-decoder.ts';
-import { openKeptPages } from './kept-pages.ts';
+import { documentPages, openKeptPages } from './kept-pages.ts';
 import { logicalTimeOf, runRange } from './logical-time.ts';
 import type { JobPreview } from './preview.ts';
 import { reportRows } from './report-rows.ts';
+
+/** The documents (pdf, xlsx, docx) an attempt loaded into its target: a documents run's kept pages. */
+export interface LoadedDocuments {
+  attemptId: string;
+  /** history/run-documents.ts listRunDocuments, at least one. */
+  docs: readonly RunDocument[];
+}
 
 /** Options of {@link previewKeptPages}. */
 export interface KeptPreviewOptions {
   /** The run's job as jobs.yaml has it now: its decoder, target and declared types. */
   job: ResolvedJob;
-  /** The kept pages to preview (history/page-archive.ts), complete. */
-  archive: AttemptArchive;
+  /** The kept pages to preview (history/page-archive.ts), complete; or the documents a load committed. */
+  kept: AttemptArchive | LoadedDocuments;
   /** The run's logical interval (etl.runs), for a replaceRange's plan. */
   interval?: { logicalStart?: Date | undefined; logicalEnd?: Date | undefined } | undefined;
   /** Rows to show (1..1000). */
@@ -37,19 +46,24 @@ export interface KeptPreviewOptions {
 }
 
 /**
- * Previews the first kept page of `o.archive` as `o.job` would load it now.
- * @returns the preview, with the counts the server announced when the pages were read
+ * Previews the first kept page of `o.kept` as `o.job` would load it now.
+ * @returns the preview, with the counts the server announced when the pages were read (for documents, their number:
+ *   the server's rows= is not recorded for them)
  * @throws EtlError PAGES_NOT_KEPT (not retryable) when the pages are incomplete, damaged, or of another output type
- *   than the job's now; the decoders' and the database's errors, as a preview from the server throws them
+ *   than the job's now; readDocument's errors for documents (DOCUMENT_NOT_FOUND when their target lost them); the
+ *   decoders' and the database's errors, as a preview from the server throws them
  */
 export async function previewKeptPages(o: KeptPreviewOptions): Promise<JobPreview> {
-  const { archive } = o;
   const { report, target: targetConfig } = o.job.job;
-  if (archive.outputType !== report.outputType)
+  const shape = outputShape(report.outputType, targetConfig);
+  const documents = 'docs' in o.kept ? o.kept : undefined;
+  const archive = 'docs' in o.kept ? undefined : o.kept;
+  const keptType = archive ? `${archive.outputType} pages` : 'documents';
+  if (archive ? archive.outputType !== report.outputType : shape !== 'file')
     throw new EtlError(
       'PAGES_NOT_KEPT',
-      `attempt ${archive.attemptId} kept ${archive.outputType} pages, and the job's output type is now ` +
-        `${report.outputType}: preview the job from the server instead`,
+      `attempt ${o.kept.attemptId} kept ${keptType}, and the job's output type is now ${report.outputType}: ` +
+        'preview the job from the server instead',
       { retryable: false },
     );
   const target = parseTableName(targetConfig.table);
@@ -60,12 +74,15 @@ export async function previewKeptPages(o: KeptPreviewOptions): Promise<JobPrevie
     ...(o.interval?.logicalEnd ? { logicalEnd: o.interval.logicalEnd.toISOString() } : {}),
   };
   const range = runRange(o.job, logicalTimeOf(o.job, request, now));
-  const kept = await openKeptPages(o.pool, archive);
-  const shape = outputShape(report.outputType, targetConfig);
-  const announced = { pages: archive.announcedPages, rows: shape === 'rows' ? archive.announcedRows : undefined };
+  const opened = archive ? await openKeptPages(o.pool, archive) : undefined;
+  const kept = opened ?? documentPages(o.pool, documents!.docs);
+  const counts = archive
+    ? { rows: archive.announcedRows ?? 0, pages: archive.announcedPages }
+    : { rows: documents!.docs.length, pages: documents!.docs.length };
+  const announced = { pages: counts.pages, rows: shape === 'rows' ? archive?.announcedRows : undefined };
   // A preview loads nothing: the reader's progress lines (`page loaded`) would say otherwise; its warnings stay.
   const quiet = o.logger.isLevelEnabled('info') ? o.logger.child({}, { level: 'warn' }) : o.logger;
-  const id = `kept pages of attempt ${archive.attemptId}`;
+  const id = `${archive ? 'kept pages' : 'documents'} of attempt ${o.kept.attemptId}`;
   const rows = reportRows(kept, id, () => jobDecoder(o.job, now), quiet, o.signal, { maxPages: 1, announced });
   const db = await o.pool.connect();
   try {
@@ -80,8 +97,9 @@ export async function previewKeptPages(o: KeptPreviewOptions): Promise<JobPrevie
       rows,
     );
     return {
-      reportRows: archive.announcedRows ?? 0,
-      reportPages: archive.announcedPages,
+      reportRows: counts.rows,
+      reportPages: counts.pages,
+      loadedDocuments: documents?.docs.length,
       targetTable: `${target.schema}.${target.table}`,
       result,
       range: range && { range, deletes: await countRangeRows(db, target, range) },
@@ -90,6 +108,6 @@ export async function previewKeptPages(o: KeptPreviewOptions): Promise<JobPrevie
     await db.query('ROLLBACK').catch(() => undefined);
     db.release();
     await rows.close();
-    await kept.close();
+    await opened?.close();
   }
 }

@@ -65,6 +65,11 @@ export interface JobPreview {
    * now, which a load would delete (undefined: no target yet; docs/loaded-tables.md "Many mandants").
    */
   mandant?: { column: string; value: number; deletes: number | undefined } | undefined;
+  /**
+   * Previewed from the documents a load committed (`preview --from-pages`, pipeline/preview-kept.ts): how many it
+   * loaded; `reportRows` is then that number too, the server's rows= not being recorded for documents.
+   */
+  loadedDocuments?: number | undefined;
 }
 
 /**
