@@ -5,11 +5,14 @@
  * without and with `target.archive`, back to back and in alternating order, `--repeats` (3) times each. Prints the
  * median duration, rows/s, peak RSS and CPU of each side, the throughput ratio, the bytes stored per MB of page (from
  * etl.attempt_pages) and the load average before and after; writes them to bench/results/<date>-kept-pages.json.
+ * `--baseline DIR` (a checkout whose dist/ is built) adds a third side, that checkout's worker with `target.archive`,
+ * interleaved with the other two: two builds compared run by run on a machine whose load changes. `--types json` (or
+ * txt) measures one output type only.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { makePool } from '../src/app/connections.ts';
 import { migrate } from '../src/history/migrate.ts';
@@ -29,7 +32,12 @@ function option(name: string, fallback: string): number {
 const ROWS = option('rows', '1000000');
 const PAGING = option('paging', '100000');
 const REPEATS = option('repeats', '3');
+const typesAt = process.argv.indexOf('--types');
+const TYPES = (typesAt > 0 ? (process.argv[typesAt + 1] ?? '') : 'txt,json').split(',') as ('txt' | 'json')[];
+if (TYPES.some((t) => t !== 'txt' && t !== 'json')) throw new Error(`--types: txt, json or both, got '${TYPES}'`);
 const REPORT = 'Big.avw';
+const baselineAt = process.argv.indexOf('--baseline');
+const BASELINE = baselineAt > 0 ? resolve(process.argv[baselineAt + 1] ?? '.', 'bench', 'lib', 'worker.js') : undefined;
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
@@ -59,7 +67,7 @@ async function stored(attemptId: string): Promise<{ kBPerMB: number; pageMB: num
 }
 
 try {
-  for (const outputType of ['txt', 'json'] as const) {
+  for (const outputType of TYPES) {
     const table = `${schema}.${outputType}`;
     const pre = await server.prerender({
       report: REPORT,
@@ -81,15 +89,21 @@ try {
     };
     const warm = await measureWorker(input);
     if (!warm.ok) throw new Error(`warm-up run failed: ${warm.error}`);
-    const runs: { off: WorkerResult[]; on: WorkerResult[] } = { off: [], on: [] };
+    const runs: { off: WorkerResult[]; on: WorkerResult[]; base: WorkerResult[] } = { off: [], on: [], base: [] };
+    const sides = BASELINE ? (['off', 'on', 'base'] as const) : (['off', 'on'] as const);
     let keptFigures = { kBPerMB: 0, pageMB: 0 };
     for (let r = 0; r < REPEATS; r++) {
-      for (const side of r % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
-        const res = await measureWorker(side === 'on' ? { ...input, archiveKeepDays: 1 } : input);
+      // Each side first, last and between in turn: a trend in the machine's load does not favour one.
+      for (const side of [...sides.slice(r % sides.length), ...sides.slice(0, r % sides.length)]) {
+        const sideInput = side === 'off' ? input : { ...input, archiveKeepDays: 1 };
+        const res = await measureWorker(sideInput, [], side === 'base' ? BASELINE : undefined);
         if (!res.ok || res.rows !== ROWS) throw new Error(`${side} run failed: ${res.error ?? `${res.rows} rows`}`);
         runs[side].push(res);
         if (side === 'on') keptFigures = await stored(res.attemptId!);
-        log(`  ${outputType} archive ${side}: ${(res.durationMs / 1000).toFixed(2)} s, rss ${res.maxRssKiB >> 10} MiB`);
+        log(
+          `  ${outputType} archive ${side}: ${(res.durationMs / 1000).toFixed(2)} s, cpu ` +
+            `${(res.cpuMs / 1000).toFixed(2)} s, rss ${res.maxRssKiB >> 10} MiB`,
+        );
       }
     }
     const sideOf = (rs: WorkerResult[]) => ({
@@ -101,6 +115,7 @@ try {
     });
     const off = sideOf(runs.off);
     const on = sideOf(runs.on);
+    const base = BASELINE ? sideOf(runs.base) : undefined;
     const c = {
       outputType,
       rows: ROWS,
@@ -110,13 +125,19 @@ try {
       on,
       throughputRatio: +(on.rowsPerSec / off.rowsPerSec).toFixed(3),
       storedKBPerMB: Math.round(keptFigures.kBPerMB),
+      ...(base ? { baseline: { ...base, throughputRatio: +(base.rowsPerSec / off.rowsPerSec).toFixed(3) } } : {}),
     };
     cases.push(c);
     console.log(
-      `${outputType.padEnd(5)} ${ROWS} rows: without ${off.rowsPerSec} rows/s (${off.ms} ms, rss ${off.peakRssMiB} ` +
-        `MiB), with ${on.rowsPerSec} rows/s (${on.ms} ms, rss ${on.peakRssMiB} MiB): ratio ` +
-        `${c.throughputRatio}, ${c.storedKBPerMB} kB stored per MB of page`,
+      `${outputType.padEnd(5)} ${ROWS} rows: without ${off.rowsPerSec} rows/s (${off.ms} ms, cpu ${off.cpuMs} ms, ` +
+        `rss ${off.peakRssMiB} MiB), with ${on.rowsPerSec} rows/s (${on.ms} ms, cpu ${on.cpuMs} ms, rss ` +
+        `${on.peakRssMiB} MiB): ratio ${c.throughputRatio}, ${c.storedKBPerMB} kB stored per MB of page`,
     );
+    if (c.baseline)
+      console.log(
+        `${''.padEnd(5)} baseline with ${c.baseline.rowsPerSec} rows/s (${c.baseline.ms} ms, cpu ` +
+          `${c.baseline.cpuMs} ms, rss ${c.baseline.peakRssMiB} MiB): ratio ${c.baseline.throughputRatio}`,
+      );
   }
 } finally {
   await server.close();
