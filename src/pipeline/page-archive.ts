@@ -8,7 +8,10 @@
  *
  * The pages go over a PostgreSQL connection of the archive's own, outside the load transaction and committed chunk by
  * chunk: a failed load keeps them (that is their point), and an attempt whose load transaction holds a pool connection
- * never waits for a second one from a pool its peers may fill.
+ * never waits for a second one from a pool its peers may fill. That connection commits without waiting for the WAL to
+ * reach the disk (`synchronous_commit = off`: one flush per chunk made the inserts, not the reading, set the pace of
+ * a json load), except the archive's completion, whose flush takes every chunk before it along: kept pages a replay
+ * may read are durable, and a crash before their completion leaves them incomplete, as a failed reading does.
  */
 import { createHash, type Hash } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -116,6 +119,7 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
         const c = new pg.Client({ ...o.pool.options, application_name: 'report-etl pages' });
         c.on('error', (err) => o.logger.warn({ err: err.message }, "the page archive's connection broke"));
         await c.connect();
+        await c.query('SET synchronous_commit = off');
         client = c;
       }
       const { attemptId, outputType, announced } = o;
@@ -131,7 +135,18 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
       return keptPageSink(serially, o.attemptId, page, contentType, spare);
     },
     async complete() {
-      await serially((db) => completeArchive(db, o.attemptId));
+      // Committed synchronously: the WAL up to it, so every chunk stored before it, is on disk once it returns.
+      await serially(async (db) => {
+        await db.query('BEGIN');
+        try {
+          await db.query('SET LOCAL synchronous_commit = on');
+          await completeArchive(db, o.attemptId);
+          await db.query('COMMIT');
+        } catch (err) {
+          await db.query('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+      });
       completed = true;
     },
     async close() {
