@@ -96,7 +96,7 @@ export async function previewKeptPagesCommand(
       return;
     }
     try {
-      const kept = loader ? { attemptId: loader.attempt_id, docs, reportRows: Number(loader.rows ?? 0) } : archive!;
+      const kept = loader ? { attemptId: loader.attempt_id, docs } : archive!;
       const preview = await previewKeptPages({
         job,
         kept,
