@@ -48,15 +48,8 @@ import {
   type LoadTransactionOptions,
 } from '../warehouse/load-transaction.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
-import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
-import {
-  countTargetRows,
-  guardTrip,
-  GuardTrippedError,
-  needsRowCount,
-  noTargetWords,
-  targetExists,
-} from '../warehouse/guard.ts';
+import { resolveDeclaredTypes, targetExists } from '../warehouse/target-table.ts';
+import { countTargetRows, guardTrip, GuardTrippedError, needsRowCount, noTargetWords } from '../warehouse/guard.ts';
 import { countRangeRows, describeRange, type ReplaceRange } from '../warehouse/replace-range.ts';
 import { ATTR, extractTrace, type Attributes } from '../tracing.ts';
 import {

@@ -9,6 +9,7 @@ import type { Queryable } from '../db.ts';
 import { EtlError } from '../errors.ts';
 import { listRunDocuments, type RunDocument } from '../history/run-documents.ts';
 import { parseTableName, quoteTable } from './identifiers.ts';
+import { targetExists } from './target-table.ts';
 
 export { listRunDocuments, type RunDocument };
 
@@ -36,9 +37,9 @@ export class DocumentNotFoundError extends EtlError {
  * @throws EtlError INTERNAL when the bytes read do not have the recorded sha256
  */
 export async function* readDocument(db: Queryable, doc: RunDocument, sliceBytes = SLICE_BYTES): AsyncGenerator<Buffer> {
-  const table = quoteTable(parseTableName(doc.targetTable));
-  const exists = await db.query<{ ok: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS ok`, [doc.targetTable]);
-  if (!exists.rows[0]?.ok) throw new DocumentNotFoundError(doc);
+  const target = parseTableName(doc.targetTable);
+  if (!(await targetExists(db, target))) throw new DocumentNotFoundError(doc);
+  const table = quoteTable(target);
   const hash = createHash('sha256');
   let read = 0;
   for (;;) {

@@ -15,7 +15,7 @@ import { insertRevert, isReverted, revertsOfRun } from '../history/reverts.ts';
 import { getRun } from '../history/runs.ts';
 import { parseTableName, quoteIdent, quoteTable, type TableName } from './identifiers.ts';
 import { LINEAGE, lineageColumnsOf } from './lineage.ts';
-import { lockTarget } from './target-table.ts';
+import { lockTarget, targetExists } from './target-table.ts';
 
 /** Why a run cannot be reverted. */
 export type RevertRefusal =
@@ -119,8 +119,7 @@ async function checkRevertible(
   target: TableName,
   time: (t: Date) => string,
 ): Promise<void> {
-  const { rows } = await tx.query<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [quoteTable(target)]);
-  if (!rows[0]?.ok) {
+  if (!(await targetExists(tx, target))) {
     throw new Refused(
       'target-gone',
       `it appended ${claim.rows} rows into ${claim.target_table}, which no longer exists: nothing to remove. ` +
