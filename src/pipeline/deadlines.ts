@@ -62,14 +62,7 @@ export class PageTimeoutError extends EtlError {
         fixHint('pageTimeoutMs', 'it sends the page too slowly or stopped sending it'),
       {
         stage: 'fetch',
-        details: {
-          reportJobId,
-          page,
-          limitMs,
-          bytes: received.bytes,
-          rows: received.rows,
-          answered: received.answered,
-        },
+        details: { reportJobId, page, limitMs, ...received },
       },
     );
   }
@@ -108,12 +101,7 @@ export class RunTimeoutError extends EtlError {
         `it was at stage ${at.stage}, ${got}${database}`,
       {
         stage: at.stage,
-        details: {
-          limitMs,
-          pages: at.pages,
-          bytes: at.bytes,
-          ...(c ? { cancelledStatement: { ...c } } : {}),
-        },
+        details: { limitMs, pages: at.pages, bytes: at.bytes, ...(c ? { cancelledStatement: { ...c } } : {}) },
       },
     );
   }

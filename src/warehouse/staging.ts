@@ -8,7 +8,7 @@ import type pg from 'pg';
 import type { WriteMode } from '../vocabulary.ts';
 import { EtlError } from '../errors.ts';
 import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
-import { placeOfRow, rowPlaceText, ValueDoesNotFitError, type LoadPlace } from './load-errors.ts';
+import { columnText, placeOfRow, rowPlaceText, ValueDoesNotFitError, type LoadPlace } from './load-errors.ts';
 import { checkRangeBounds, checkStagedRange, deleteRange, type ReplaceRange } from './replace-range.ts';
 import { mandantCondition, type MandantScope } from './mandant-column.ts';
 
@@ -164,9 +164,8 @@ async function findBadValue(db: pg.PoolClient, o: ApplyOptions, cause: unknown):
       const at = placeOfRow(o.place, Number(bad.seq));
       const reportCol = o.place.reportColumn(c.name);
       return new ValueDoesNotFitError(
-        `value "${bad.value}" does not fit column ${c.name}` +
-          `${reportCol && reportCol !== c.name ? ` (report column "${reportCol}")` : ''} ` +
-          `of type ${c.type} in ${o.place.table}, ${rowPlaceText(at)}: ${(cause as Error).message}`,
+        `value "${bad.value}" does not fit ${columnText(o.place.table, c.name, reportCol, c.type)}, ` +
+          `${rowPlaceText(at)}: ${(cause as Error).message}`,
         { column: c.name, reportColumn: reportCol, ...at, value: bad.value, type: c.type },
         cause,
       );
