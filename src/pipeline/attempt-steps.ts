@@ -44,6 +44,7 @@ import { loadRows, type LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError, PageCountMismatchError } from '../warehouse/load-errors.ts';
 import {
   StatementCancelledError,
+  withLoadTransaction,
   type LoadTransaction,
   type LoadTransactionOptions,
 } from '../warehouse/load-transaction.ts';
@@ -199,22 +200,24 @@ export async function recordAttempt(
   };
 }
 
+/** What a load needs of {@link checkMayRun}'s findings. */
+export interface ToLoad {
+  /** Declared column types, resolved by PostgreSQL (normalised column → type). */
+  readonly declaredTypes: ReadonlyMap<string, string>;
+  /** The period whose rows the run replaces (target.replaceRange rendered for its logical time), if any. */
+  readonly range?: ReplaceRange | undefined;
+}
+
 /** What {@link checkMayRun} found. */
 export type MayRun =
   | { readonly kind: 'already-loaded' }
-  | {
+  | (ToLoad & {
       readonly kind: 'run';
-      /**
-       * Attempts of this run recorded `running` whose owner is gone: to clear before starting (with the overlap lock).
-       */
+      /** Attempts of this run `running` whose owner is gone: to clear before starting (with the overlap lock). */
       readonly dead: readonly RunningAttempt[];
       /** The start request: the job's report with its parameters rendered for the run's logical time. */
       readonly request: StartReportRequest;
-      /** Declared column types, resolved by PostgreSQL (normalised column → type). */
-      readonly declaredTypes: ReadonlyMap<string, string>;
-      /** The period whose rows the run replaces (target.replaceRange rendered for its logical time), if any. */
-      readonly range: ReplaceRange | undefined;
-    };
+    });
 
 /**
  * Step 2: checks that the attempt may run, before anything is asked of the server: an append whose run is already
@@ -536,7 +539,7 @@ export async function loadReport(
   a: Attempt,
   tx: LoadTransaction['tx'],
   { started, finished, rows }: ReportToLoad,
-  { declaredTypes, range }: { declaredTypes: ReadonlyMap<string, string>; range?: ReplaceRange | undefined },
+  { declaredTypes, range }: ToLoad,
 ): Promise<LoadResult & { noTarget?: string }> {
   const { name, job, connection } = a.options.job;
   const expectedRows = announcedRows(a, finished);
@@ -575,6 +578,18 @@ export async function loadReport(
   if (rows.decoder instanceof DocumentPageDecoder)
     await insertRunDocuments(tx, a.attemptId, a.targetTable, rows.decoder.documents);
   return loaded;
+}
+
+/** Steps 7 and 8 in one load transaction: the rows and the attempt's records commit together or not at all. */
+export function loadAndCommit(
+  a: Attempt,
+  report: ReportToLoad,
+  check: ToLoad,
+): Promise<LoadResult & { committed: boolean; noTarget?: string }> {
+  return withLoadTransaction(a.options.pool, loadTransactionOf(a), async (lt) => {
+    const loaded = await loadReport(a, lt.tx, report, check);
+    return { ...loaded, committed: await a.trace.step('commit', () => commitLoad(a, lt, loaded, report.rows)) };
+  });
 }
 
 /**
