@@ -408,30 +408,9 @@ export interface ReportToLoad {
 }
 
 /**
- * The page archive of an attempt whose job keeps its pages (`target.archive`, else its connection's or the
- * defaults').
+ * The pages as rows, nothing requested yet, within pageTimeoutMs, pages= and rows= (architecture.md "Limits"); kept
+ * as they are read when the job keeps its pages (`target.archive`, else its connection's or the defaults').
  */
-function pageArchiveOf(a: Attempt, finished: FinishedReport): PageArchive | undefined {
-  const o = a.options;
-  const { job, archive } = o.job;
-  if (!archive) return undefined;
-  return makePageArchive({
-    pool: o.pool,
-    attemptId: a.attemptId,
-    outputType: job.report.outputType,
-    keepDays: archive.keepDays,
-    announced: { pages: finished.pages, rows: finished.rows },
-    logger: a.log,
-  });
-}
-
-/** The attempt's page timings, recording its progress as it reads (etl.attempts.progress). */
-function attemptProgress(a: Attempt, announcedPages: number | null | undefined): ProgressTimings {
-  const recorder = progressRecorder(a.options.pool, a.attemptId, a.log);
-  return progressTimings(a.trace.pages, recorder, announcedPages ?? null);
-}
-
-/** The pages as rows, nothing requested yet, within pageTimeoutMs, pages= and rows= (architecture.md "Limits"). */
 export function openReport(
   a: Attempt,
   client: ReportClient,
@@ -439,17 +418,27 @@ export function openReport(
   finished: FinishedReport,
 ): ReportToLoad {
   const o = a.options;
+  const { job, archive: keep } = o.job;
   const limits = {
     pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs,
     announced: { pages: finished.pages, rows: announcedRows(a, finished) },
   };
   const decoder = () => jobDecoder(o.job, a.startedAt);
-  const archive = pageArchiveOf(a, finished);
+  const archive =
+    keep &&
+    makePageArchive({
+      pool: o.pool,
+      attemptId: a.attemptId,
+      outputType: job.report.outputType,
+      keepDays: keep.keepDays,
+      announced: { pages: finished.pages, rows: finished.rows },
+      logger: a.log,
+    });
   // Documents (pdf, excel, word) a load commits are kept by their target and count as kept pages: not stored twice
   // as they are read; a load that fails keeps their pages from the server (keepPagesOfFailedLoad).
-  const documents = outputShape(o.job.job.report.outputType, o.job.job.target) === 'file';
-  const kept = documents ? undefined : archive;
-  const progress = attemptProgress(a, finished.pages);
+  const kept = outputShape(job.report.outputType, job.target) === 'file' ? undefined : archive;
+  const recorder = progressRecorder(o.pool, a.attemptId, a.log);
+  const progress = progressTimings(a.trace.pages, recorder, finished.pages ?? null);
   const rows = reportRows(client, finished.jobId, decoder, started.log, o.signal, limits, progress, kept);
   return { started, finished, rows, archive, progress };
 }
@@ -695,15 +684,7 @@ async function targetGuard(
   const scope = [range && describeRange(range), mandant && `${mandant.column} ${mandant.value}`].filter(Boolean);
   const table = scope.length > 0 ? `${a.targetTable} (${scope.join(', ')})` : a.targetTable;
   return async (rows) => {
-    const trip = guardTrip({
-      table,
-      mode,
-      guard,
-      rows,
-      currentRows,
-      targetExists: exists,
-      runKey: a.runKey,
-    });
+    const trip = guardTrip({ table, mode, guard, rows, currentRows, targetExists: exists, runKey: a.runKey });
     if (!trip) return;
     if (!a.options.request?.acceptGuard) throw new GuardTrippedError(trip);
     log.warn(

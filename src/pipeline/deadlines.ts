@@ -60,10 +60,7 @@ export class PageTimeoutError extends EtlError {
       `page ${page} of report job ${reportJobId} was not read within pageTimeoutMs (${limitMs} ms): ` +
         `${got}; nothing was committed. ` +
         fixHint('pageTimeoutMs', 'it sends the page too slowly or stopped sending it'),
-      {
-        stage: 'fetch',
-        details: { reportJobId, page, limitMs, ...received },
-      },
+      { stage: 'fetch', details: { reportJobId, page, limitMs, ...received } },
     );
   }
 }

@@ -165,14 +165,7 @@ export function valueChangeError(
       `Nothing was loaded and ${table} is left as it was. To keep such values, change the column's type ` +
       `(ALTER TABLE ${table} ALTER COLUMN ${column} TYPE ${fix}) and declare it under the job's target.columns ` +
       `(${column}: ${fix}); schemaChanges: evolve adds new columns but never changes an existing one`,
-    {
-      column,
-      reportColumn,
-      type,
-      ...at,
-      value,
-      problem: change.problem,
-    },
+    { column, reportColumn, type, ...at, value, problem: change.problem },
   );
 }
 

@@ -140,11 +140,7 @@ async function checkKeys(db: pg.PoolClient, o: ApplyOptions): Promise<void> {
         'TARGET_INVALID',
         `merge key column ${k} is empty in page ${o.place.pageOfRow(row)}, ` +
           `row ${row} of the run: every row needs a key`,
-        {
-          stage: 'load',
-          retryable: false,
-          details: { column: k, page: o.place.pageOfRow(row), row },
-        },
+        { stage: 'load', retryable: false, details: { column: k, page: o.place.pageOfRow(row), row } },
       );
     }
   }
