@@ -757,22 +757,20 @@ export async function recordFailedAttempt(
  */
 async function otherAttemptsNotAlive(a: Attempt): Promise<RunningAttempt[]> {
   const pool = a.options.pool;
-  const others = (await runningAttempts(pool, a.options.job.name, a.runKey)).filter(
-    (r) => r.attempt_id !== a.attemptId,
-  );
+  const running = await runningAttempts(pool, a.options.job.name, a.runKey);
+  const others = running.filter((r) => r.attempt_id !== a.attemptId);
   const gone = await goneOwners(
     pool,
     others.flatMap((r) => (r.owner_lock ? [r.owner_lock] : [])),
   );
   const live = others.find((r) => r.owner_lock && !gone.has(r.owner_lock));
-  if (live) {
+  if (live)
     throw new EtlError(
       'RUN_IN_PROGRESS',
       `attempt ${live.attempt} of this run (${live.worker ?? 'unknown worker'}) is still in progress: this attempt ` +
         `started nothing on the server and is retried later`,
       { stage: 'start', details: { runKey: a.runKey, otherAttemptId: live.attempt_id } },
     );
-  }
   return others;
 }
 

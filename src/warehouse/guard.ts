@@ -101,12 +101,9 @@ export function guardTrip(o: {
     o.targetExists === false ? `${o.table} does not exist, and no table was created` : `${o.table} is left as it was`;
   const goOn = `If the result is right, load it with "report-etl replay ${shellQuote(o.runKey)} --accept-guard"`;
   if (o.rows < minRows) {
-    const which =
-      o.guard.minRows === undefined
-        ? `target.guard.minRows is ${minRows} (the default for ${o.mode})`
-        : `target.guard.minRows is ${minRows}`;
-    const setting =
-      o.guard.minRows === undefined ? ', or set target.guard.minRows: 0 where an empty result is normal' : '';
+    const byDefault = o.guard.minRows === undefined;
+    const which = `target.guard.minRows is ${minRows}${byDefault ? ` (the default for ${o.mode})` : ''}`;
+    const setting = byDefault ? ', or set target.guard.minRows: 0 where an empty result is normal' : '';
     const finding = `the report returned ${o.rows} row${o.rows === 1 ? '' : 's'} and ${which}`;
     return {
       guard: 'minRows',
