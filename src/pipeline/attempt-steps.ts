@@ -570,7 +570,7 @@ export async function loadReport(
 }
 
 /** Steps 7 and 8 in one load transaction: the rows and the attempt's records commit together or not at all. */
-export function loadAndCommit(
+export function loadInTransaction(
   a: Attempt,
   report: ReportToLoad,
   check: ToLoad,

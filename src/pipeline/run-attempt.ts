@@ -14,7 +14,7 @@ import {
   deleteReportJob,
   finishAlreadyLoaded,
   keepPagesOfFailedLoad,
-  loadAndCommit,
+  loadInTransaction,
   loadedResult,
   openReportClient,
   openKeptReport,
@@ -115,7 +115,7 @@ async function runSteps(a: Attempt): Promise<AttemptResult> {
           (f) => ({ polls: f.polls, serverMs: serverRenderMs(f.job) }),
         );
         const opened = (report = openReport(a, client, job, finished));
-        result = await loadedResult(a, opened, await trace.step('load', () => loadAndCommit(a, opened, check)));
+        result = await loadedResult(a, opened, await trace.step('load', () => loadInTransaction(a, opened, check)));
       } catch (err) {
         if (report && !report.archive?.completed) await keepPagesOfFailedLoad(a, client, report);
         throw err;
@@ -143,7 +143,7 @@ async function loadKeptReport(a: Attempt, pagesOf: string, check: ToLoad): Promi
   let report: (ReportToLoad & { kept: KeptPages }) | undefined;
   try {
     const loaded = await a.trace.step('load', async () =>
-      loadAndCommit(a, (report = await openKeptReport(a, pagesOf)), check),
+      loadInTransaction(a, (report = await openKeptReport(a, pagesOf)), check),
     );
     return await loadedResult(a, report!, loaded);
   } finally {

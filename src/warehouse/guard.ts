@@ -69,13 +69,12 @@ export async function countTargetRows(
 ): Promise<number | undefined> {
   if (!(await targetExists(db, t))) return undefined;
   if (mandant && (await columnTypeOf(db, t, mandant.column)) === undefined) return 0;
-  const count = mandant
-    ? await db.query<{ n: string }>(
-        `SELECT count(*) AS n FROM ${quoteTable(t)} WHERE ${mandantCondition(mandant, 1)}`,
-        [mandant.value],
-      )
-    : await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${quoteTable(t)}`);
-  return Number(count.rows[0]!.n);
+  const where = mandant ? ` WHERE ${mandantCondition(mandant, 1)}` : '';
+  const { rows } = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM ${quoteTable(t)}${where}`,
+    mandant ? [mandant.value] : [],
+  );
+  return Number(rows[0]!.n);
 }
 
 /**

@@ -79,14 +79,3 @@ export async function addLineageColumns(db: Queryable, target: TableName): Promi
       ),
   );
 }
-
-/** Which lineage columns a table has (empty when it has none, or does not exist). */
-export async function lineageColumnsOf(db: Queryable, target: TableName): Promise<string[]> {
-  const { rows } = await db.query<{ name: string }>(
-    `SELECT a.attname AS name FROM pg_attribute a
-      WHERE a.attrelid = to_regclass(quote_ident($1) || '.' || quote_ident($2)) AND a.attname = ANY($3::text[])
-        AND NOT a.attisdropped ORDER BY a.attnum`,
-    [target.schema, target.table, COLUMNS.map((c) => c.name)],
-  );
-  return rows.map((r) => r.name);
-}

@@ -14,8 +14,8 @@ import { newestAttempt } from '../history/attempts.ts';
 import { insertRevert, isReverted, revertsOfRun } from '../history/reverts.ts';
 import { getRun } from '../history/runs.ts';
 import { parseTableName, quoteIdent, quoteTable, type TableName } from './identifiers.ts';
-import { LINEAGE, lineageColumnsOf } from './lineage.ts';
-import { lockTarget, targetExists } from './target-table.ts';
+import { LINEAGE } from './lineage.ts';
+import { columnTypeOf, lockTarget, targetExists } from './target-table.ts';
 
 /** Why a run cannot be reverted. */
 export type RevertRefusal =
@@ -126,7 +126,7 @@ async function checkRevertible(
         `${forgetClaim(claim)}`,
     );
   }
-  if (!(await lineageColumnsOf(tx, target)).includes(LINEAGE.runKey)) {
+  if ((await columnTypeOf(tx, target, LINEAGE.runKey)) === undefined) {
     throw new Refused(
       'no-lineage',
       `${claim.target_table} has no ${LINEAGE.runKey} column: the run appended its ${claim.rows} rows (at ` +
