@@ -663,8 +663,8 @@ export async function loadedResult(
 /**
  * The target's guard (docs/loaded-tables.md "Guards and schema changes"), in the load transaction: counts the target's
  * rows now when maxShrinkPercent needs them (with a range: the rows in it, which the run replaces), and returns the
- * check of a row count. A trip fails the attempt, unless the
- * run accepts it (`replay --accept-guard`): then it is logged and recorded on the attempt in the same transaction.
+ * check of a row count. A trip fails the attempt, unless the run accepts it (`replay --accept-guard`): then it is
+ * logged and recorded on the attempt in the same transaction.
  * @throws GuardTrippedError (from the check; not retryable)
  */
 async function targetGuard(

@@ -203,13 +203,10 @@ export async function binaryChoice(
   source: RowSource,
   existing: TargetColumn[] | undefined,
 ): Promise<BinaryChooser | undefined> {
-  if (!source.writesBinary || !existing || (spec.expectedRows ?? 0) < (spec.binaryMinRows ?? BINARY_MIN_ROWS))
-    return undefined;
-  return binaryChooser(
-    tx,
-    existing.map((c) => c.type),
-    spec.timezone,
-  );
+  const enough = (spec.expectedRows ?? 0) >= (spec.binaryMinRows ?? BINARY_MIN_ROWS);
+  if (!source.writesBinary || !existing || !enough) return undefined;
+  const types = existing.map((c) => c.type);
+  return binaryChooser(tx, types, spec.timezone);
 }
 
 /** The binary encodings of the planned load's columns (COPY order), or undefined: text format. */
