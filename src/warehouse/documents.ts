@@ -36,7 +36,7 @@ export class DocumentNotFoundError extends EtlError {
  * @throws DocumentNotFoundError when the target no longer holds it (or the table is gone)
  * @throws EtlError INTERNAL when the bytes read do not have the recorded sha256
  */
-export async function* readDocument(db: Queryable, doc: RunDocument, sliceBytes = SLICE_BYTES): AsyncGenerator<Buffer> {
+export async function* readDocument(db: Queryable, doc: RunDocument): AsyncGenerator<Buffer> {
   const target = parseTableName(doc.targetTable);
   if (!(await targetExists(db, target))) throw new DocumentNotFoundError(doc);
   const table = quoteTable(target);
@@ -47,7 +47,7 @@ export async function* readDocument(db: Queryable, doc: RunDocument, sliceBytes 
       text:
         `SELECT substring(content FROM $3::int + 1 FOR $4::int) AS part FROM ${table} WHERE ` +
         `file_name = $1 AND sha256 = $2 LIMIT 1`,
-      values: [doc.fileName, doc.sha256, read, sliceBytes],
+      values: [doc.fileName, doc.sha256, read, SLICE_BYTES],
     });
     if (rows.length === 0) throw new DocumentNotFoundError(doc);
     const part = rows[0]!.part ?? Buffer.alloc(0);
@@ -55,7 +55,7 @@ export async function* readDocument(db: Queryable, doc: RunDocument, sliceBytes 
     hash.update(part);
     read += part.length;
     yield part;
-    if (part.length < sliceBytes) break;
+    if (part.length < SLICE_BYTES) break;
   }
   const sum = hash.digest('hex');
   if (read !== doc.bytes || sum !== doc.sha256) {
