@@ -142,10 +142,11 @@ async function runSteps(a: Attempt): Promise<AttemptResult> {
 async function loadKeptReport(a: Attempt, pagesOf: string, check: ToLoad): Promise<AttemptResult> {
   let report: (ReportToLoad & { kept: KeptPages }) | undefined;
   try {
-    const loaded = await a.trace.step('load', async () =>
-      loadInTransaction(a, (report = await openKeptReport(a, pagesOf)), check),
-    );
-    return await loadedResult(a, report!, loaded);
+    const { opened, loaded } = await a.trace.step('load', async () => {
+      const opened = (report = await openKeptReport(a, pagesOf));
+      return { opened, loaded: await loadInTransaction(a, opened, check) };
+    });
+    return await loadedResult(a, opened, loaded);
   } finally {
     await report?.rows.close();
     await report?.kept.close();
