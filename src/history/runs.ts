@@ -5,16 +5,16 @@
 import type { Queryable } from '../db.ts';
 import type { AttemptStatus, RunTrigger } from '../vocabulary.ts';
 
-/** What a queued logical run was asked to do: the request columns of its etl.runs row. */
+/** What a queued logical run was asked to do: the request columns of its etl.runs row; times as Dates or ISO 8601. */
 export interface RunRequestRow {
   job: string;
   runKey: string;
   /** The BullMQ job id that carried the first attempt. */
   queueJobId: string;
   trigger: RunTrigger;
-  scheduledFor?: Date | undefined;
-  logicalStart?: Date | undefined;
-  logicalEnd?: Date | undefined;
+  scheduledFor?: Date | string | undefined;
+  logicalStart?: Date | string | undefined;
+  logicalEnd?: Date | string | undefined;
   parameters?: Record<string, string> | undefined;
   /** The queue job's timestamp. */
   queuedAt?: Date | undefined;

@@ -50,6 +50,19 @@ export function makeQueue(connection: ConnectionOptions, prefix: string = DEFAUL
   return new Queue<QueuedRun>(QUEUE_NAME, { connection, prefix });
 }
 
+/** The attributes of a queued run's `enqueue run` and `process run` spans (docs/observability.md "Tracing"). */
+export function queuedRunAttributes(req: RunRequest, queueJobId: string, operation: 'send' | 'process') {
+  return {
+    [ATTR.job]: req.job,
+    [ATTR.runKey]: req.runKey,
+    [ATTR.trigger]: req.trigger,
+    [ATTR.queueJobId]: queueJobId,
+    'messaging.system': 'bullmq',
+    'messaging.destination.name': QUEUE_NAME,
+    'messaging.operation.type': operation,
+  };
+}
+
 /** Options of {@link enqueueRun}. */
 export interface EnqueueOptions {
   /** Default the run key. */
@@ -87,15 +100,7 @@ export async function enqueueRun(
   const jobId = opts.jobId ?? req.runKey;
   const span = startSpan(runTracer(), 'enqueue run', extractTrace(undefined), {
     kind: SpanKind.PRODUCER,
-    attributes: {
-      [ATTR.job]: req.job,
-      [ATTR.runKey]: req.runKey,
-      [ATTR.trigger]: req.trigger,
-      [ATTR.queueJobId]: jobId,
-      'messaging.system': 'bullmq',
-      'messaging.destination.name': QUEUE_NAME,
-      'messaging.operation.type': 'send',
-    },
+    attributes: queuedRunAttributes(req, jobId, 'send'),
   });
   try {
     const enqueueId = randomUUID();
@@ -112,17 +117,7 @@ export async function enqueueRun(
     // The row first: a worker may take the queue job at once and, skipping it (overlap: skip), forget the row; a row
     // written after that would read as a lost run.
     const recorded = opts.history
-      ? await recordQueuedRun(opts.history, {
-          job: req.job,
-          runKey: req.runKey,
-          queueJobId: jobId,
-          trigger: req.trigger,
-          scheduledFor: req.scheduledFor ? new Date(req.scheduledFor) : undefined,
-          logicalStart: req.logicalStart ? new Date(req.logicalStart) : undefined,
-          logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
-          parameters: req.parameters,
-          queuedAt: new Date(),
-        })
+      ? await recordQueuedRun(opts.history, { ...req, queueJobId: jobId, queuedAt: new Date() })
       : false;
     await queue.add(req.job, { ...req, ...injectTrace(span), enqueueId }, jobOpts);
     const queued = await queue.getJob(jobId);

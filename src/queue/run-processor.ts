@@ -35,7 +35,7 @@ import {
 import { TICK_TRIGGERS } from '../vocabulary.ts';
 import { overlapLockKey } from './names.ts';
 import { tryOverlapLock } from './overlap-lock.ts';
-import type { QueuedRun } from './queue.ts';
+import { queuedRunAttributes, type QueuedRun } from './queue.ts';
 
 /** What a finished queued run returns (the BullMQ job's return value). */
 export interface RunOutcome {
@@ -93,13 +93,7 @@ export async function processRun(
   const span = startSpan(runTracer(), 'process run', extractTrace(req), {
     kind: SpanKind.CONSUMER,
     attributes: {
-      [ATTR.job]: req.job,
-      [ATTR.runKey]: req.runKey,
-      [ATTR.trigger]: req.trigger,
-      [ATTR.queueJobId]: queueJob.id ?? '',
-      'messaging.system': 'bullmq',
-      'messaging.destination.name': queueJob.queueName,
-      'messaging.operation.type': 'process',
+      ...queuedRunAttributes(req, queueJob.id ?? '', 'process'),
       [ATTR.queueAttemptsMade]: queueJob.attemptsMade,
     },
   });
@@ -180,17 +174,7 @@ async function processTraced(
   signal?.addEventListener('abort', onBullAbort, { once: true });
   try {
     await untilDatabaseTakesIt(log, waits, controller.signal, () =>
-      recordRunRequest(deps.pool, {
-        job: req.job,
-        runKey: req.runKey,
-        queueJobId: queueJob.id!,
-        trigger: req.trigger,
-        scheduledFor: req.scheduledFor ? new Date(req.scheduledFor) : undefined,
-        logicalStart: req.logicalStart ? new Date(req.logicalStart) : undefined,
-        logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
-        parameters: req.parameters,
-        queuedAt: new Date(queueJob.timestamp),
-      }),
+      recordRunRequest(deps.pool, { ...req, queueJobId: queueJob.id!, queuedAt: new Date(queueJob.timestamp) }),
     );
     const result = await runAttempt({
       job: resolved,
