@@ -14,7 +14,7 @@ import type { AlertSender } from '../alerts/webhook-sender.ts';
 import { parseWindow } from '../config/duration.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError, EtlError } from '../errors.ts';
-import { failAttempt, insertAttempt } from '../history/attempts.ts';
+import { failAttempt, failureOf, insertAttempt } from '../history/attempts.ts';
 import { queuedRunsNotBegun, type RunRow } from '../history/runs.ts';
 import { shellQuote } from '../shell-quote.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
@@ -122,8 +122,8 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   let current: Promise<unknown> | undefined;
   let closing: Promise<void> | undefined;
 
-  const closeOne = async (o: OwnedAttempt, config: EtlConfig): Promise<ClosedOrphan> => {
-    const result: ClosedOrphan = { attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed: false };
+  /** Closes one orphaned attempt; false when its report job could not be deleted. */
+  const closeOne = async (o: OwnedAttempt, config: EtlConfig): Promise<boolean> => {
     const job = jobOfSubject(config, o.job);
     const connection = job ? config.connections[job.connection] : undefined;
     if (o.report_job_id && job && connection) {
@@ -135,7 +135,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
           { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, err: coerceError(err).message },
           'orphaned attempt: could not delete its report job; trying again at the next sweep',
         );
-        return result;
+        return false;
       } finally {
         lease.release();
       }
@@ -161,8 +161,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, worker: o.worker },
       'orphaned attempt closed: recorded interrupted, report job deleted',
     );
-    result.closed = true;
-    return result;
+    return true;
   };
 
   const closeOrphans = async (jobs: readonly string[]): Promise<ClosedOrphan[]> => {
@@ -170,15 +169,14 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const known = jobs.filter((j) => jobOfSubject(config, j) !== undefined);
     const out: ClosedOrphan[] = [];
     for (const o of await findOrphanedAttempts(deps.pool, known)) {
-      out.push(
-        await closeOne(o, config).catch((err: unknown) => {
-          log.warn(
-            { job: o.job, attemptId: o.attempt_id, err: coerceError(err).message },
-            'orphaned attempt: could not close it; trying again at the next sweep',
-          );
-          return { attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed: false };
-        }),
-      );
+      const closed = await closeOne(o, config).catch((err: unknown) => {
+        log.warn(
+          { job: o.job, attemptId: o.attempt_id, err: coerceError(err).message },
+          'orphaned attempt: could not close it; trying again at the next sweep',
+        );
+        return false;
+      });
+      out.push({ attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed });
     }
     return out;
   };
@@ -204,7 +202,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
         `before a worker began it (Redis lost its data, e.g. a restart without persistence); nothing ran, ` +
         `nothing was loaded; the janitor of ${me} recorded it: ` +
         `report-etl replay ${shellQuote(run.run_key)} --job ${shellQuote(run.job)}`,
-      { retryable: false, stage: 'start' },
+      { retryable: false, stage: 'start', details: { queueJobId, queuedAt, janitor: me } },
     );
     await insertAttempt(deps.pool, {
       attemptId,
@@ -216,14 +214,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       writeMode: job.target.mode,
       worker: me,
     });
-    await failAttempt(deps.pool, attemptId, {
-      status: 'failed',
-      stage: 'start',
-      errorKind: 'QUEUE_JOB_LOST',
-      retryable: false,
-      message: error.message,
-      details: { queueJobId, queuedAt, janitor: me },
-    });
+    await failAttempt(deps.pool, attemptId, failureOf(error, 'start'));
     log.error({ job: run.job, runKey: run.run_key, queueJobId, attemptId }, error.message);
     await runAlerts.failed({ job: run.job, runKey: run.run_key, attemptId, trigger: run.trigger, error });
     return { job: run.job, runKey: run.run_key, queueJobId, attemptId };

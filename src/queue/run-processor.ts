@@ -50,6 +50,7 @@ export interface RunOutcome {
 
 /** What {@link processRun} needs. */
 export interface ProcessDeps {
+  /** Read at the start of every run. */
   config: () => EtlConfig;
   pool: pg.Pool;
   redis: Redis;
@@ -67,7 +68,7 @@ export interface ProcessDeps {
   shuttingDown: () => boolean;
   /** Registers a running run's controller for shutdown; returns the unregister function. */
   track: (controller: AbortController) => () => void;
-  /** Recorded with every attempt (history/attempt-owner.ts). */
+  /** Recorded with every attempt; without it a dead worker's attempts wait for a later one of their run. */
   owner?: AttemptOwner | undefined;
   alerts?: RunAlerts | undefined;
   /** Problems of the invalid jobs by name, for a clear failure of their queued runs. */
