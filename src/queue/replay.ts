@@ -104,11 +104,9 @@ export async function replayRun(
   if (run.parameters) req.parameters = run.parameters;
   if (opts.acceptGuard) req.acceptGuard = true;
   if (pagesOf) req.pagesOf = pagesOf.attemptId;
-  const retry =
-    deps.config && jobOfSubject(deps.config, run.job) ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 };
   const { jobId } = await enqueueRun(deps.queue, req, {
     jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id, opts.acceptGuard, !!pagesOf),
-    ...retry,
+    ...(deps.config ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 }),
     history: deps.pool,
   });
   return { jobId, attemptId: newest.attempt_id, reverted: newest.status === 'succeeded', pagesOf };
@@ -169,10 +167,9 @@ export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions
       continue;
     }
     // A replay now would race the queue's next attempt, or a replay of this attempt queued already.
-    const queueJobId = (await getRun(deps.pool, run.job, run.run_key))?.queue_job_id;
-    const base = queueJobId ?? run.run_key;
+    const base = run.queue_job_id ?? run.run_key;
     const ids = [
-      ...(queueJobId != null ? [queueJobId] : []),
+      ...(run.queue_job_id !== null ? [run.queue_job_id] : []),
       replayQueueJobId(base, run.attempt_id),
       replayQueueJobId(base, run.attempt_id, true),
     ];
