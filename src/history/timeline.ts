@@ -87,22 +87,15 @@ export function roundMs(ms: number): number {
 /** Merges two consecutive entries into one covering both. */
 function mergePages(a: TimelinePage, b: TimelinePage): TimelinePage {
   const merged: TimelinePage = {
-    page: a.page,
+    ...a,
     to: b.to ?? b.page,
-    req: a.req,
-    hdr: a.hdr,
-    start: a.start,
     end: Math.max(a.end, b.end),
-    wait: roundMs(a.wait + b.wait),
-    net: roundMs(a.net + b.net),
-    decode: roundMs(a.decode + b.decode),
-    copy: roundMs(a.copy + b.copy),
     rows: a.rows + b.rows,
     bytes: a.bytes + b.bytes,
   };
-  const pass = Math.max(a.pass ?? 1, b.pass ?? 1);
-  if (pass > 1) merged.pass = pass;
-  if (a.failed || b.failed) merged.failed = true;
+  for (const k of ['wait', 'net', 'decode', 'copy'] as const) merged[k] = roundMs(a[k] + b[k]);
+  if ((b.pass ?? 1) > (a.pass ?? 1)) merged.pass = b.pass!;
+  if (b.failed) merged.failed = true;
   return merged;
 }
 
