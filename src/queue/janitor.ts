@@ -126,13 +126,14 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   const closeOne = async (o: OwnedAttempt, config: EtlConfig): Promise<boolean> => {
     const job = jobOfSubject(config, o.job);
     const connection = job ? config.connections[job.connection] : undefined;
+    const about = { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id };
     if (o.report_job_id && job && connection) {
       const lease = await clients.acquire(job.connection, connection);
       try {
         await lease.client.deleteJob(o.report_job_id);
       } catch (err) {
         log.warn(
-          { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, err: coerceError(err).message },
+          { ...about, err: coerceError(err).message },
           'orphaned attempt: could not delete its report job; trying again at the next sweep',
         );
         return false;
@@ -157,10 +158,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       message,
       details: { reportJobId: o.report_job_id, worker: o.worker, janitor: me, ...(progress ? { progress } : {}) },
     });
-    log.warn(
-      { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, worker: o.worker },
-      'orphaned attempt closed: recorded interrupted, report job deleted',
-    );
+    log.warn({ ...about, worker: o.worker }, 'orphaned attempt closed: recorded interrupted, report job deleted');
     return true;
   };
 
@@ -244,36 +242,37 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       return fallback;
     });
 
+  /** The parts of a sweep under the lease, in turn; one that fails is logged and the others still run. */
+  const sweepParts = async (): Promise<SweepResult> => {
+    const config = deps.config();
+    const jobs = runSubjects(config).map((s) => s.name);
+    const orphans = await orElse(closeOrphans(jobs), 'orphan check', []);
+    const lostQueued = await orElse(closeLostQueued(jobs), 'lost queued runs check', []);
+    const stale = jobs.some((j) => freshnessOf(config, j))
+      ? await orElse(checkFreshness(deps.pool, config, deps.alerts, now()), 'freshness check', [])
+      : [];
+    const before = new Date(now().getTime() - parseWindow(config.history.keep)!);
+    const allJobs = [...jobs, ...(deps.invalidJobs?.() ?? [])];
+    const pruned = await orElse(pruneHistory(deps.pool, allJobs, before), 'history pruning', undefined);
+    if (pruned?.attempts || pruned?.runs) log.info({ ...pruned, keep: config.history.keep }, 'run history pruned');
+    const keptPages = await orElse(pruneKeptPages(deps.pool, allJobs, now()), 'kept pages pruning', 0);
+    if (keptPages) log.info({ attempts: keptPages }, 'kept pages past their keepDays deleted');
+    return { leased: true, orphans, lostQueued, stale, ...(pruned ? { pruned } : {}) };
+  };
+
   const sweep = async (): Promise<SweepResult> => {
     const client = await deps.pool.connect();
+    const lease = [JANITOR_LEASE_CLASS, prefix];
     try {
-      const { rows } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS got', [
-        JANITOR_LEASE_CLASS,
-        prefix,
-      ]);
+      const { rows } = await client.query<{ got: boolean }>(
+        'SELECT pg_try_advisory_lock($1, hashtext($2)) AS got',
+        lease,
+      );
       if (!rows[0]?.got) return { leased: false, orphans: [], lostQueued: [], stale: [] };
       try {
-        const config = deps.config();
-        const jobs = runSubjects(config).map((s) => s.name);
-        const result: SweepResult = { leased: true, orphans: [], lostQueued: [], stale: [] };
-        result.orphans = await orElse(closeOrphans(jobs), 'orphan check', []);
-        result.lostQueued = await orElse(closeLostQueued(jobs), 'lost queued runs check', []);
-        if (jobs.some((j) => freshnessOf(config, j)))
-          result.stale = await orElse(checkFreshness(deps.pool, config, deps.alerts, now()), 'freshness check', []);
-        const before = new Date(now().getTime() - parseWindow(config.history.keep)!);
-        const allJobs = [...jobs, ...(deps.invalidJobs?.() ?? [])];
-        const pruned = await orElse(pruneHistory(deps.pool, allJobs, before), 'history pruning', undefined);
-        if (pruned) {
-          result.pruned = pruned;
-          if (pruned.attempts || pruned.runs) log.info({ ...pruned, keep: config.history.keep }, 'run history pruned');
-        }
-        const keptPages = await orElse(pruneKeptPages(deps.pool, allJobs, now()), 'kept pages pruning', 0);
-        if (keptPages) log.info({ attempts: keptPages }, 'kept pages past their keepDays deleted');
-        return result;
+        return await sweepParts();
       } finally {
-        await client
-          .query('SELECT pg_advisory_unlock($1, hashtext($2))', [JANITOR_LEASE_CLASS, prefix])
-          .catch(() => undefined);
+        await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', lease).catch(() => undefined);
       }
     } finally {
       client.release();

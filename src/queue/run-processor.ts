@@ -169,6 +169,8 @@ async function processTraced(
     await queueJob.moveToDelayed(Date.now() + deps.overlapRetryMs, token);
     throw new DelayedError();
   }
+  const alerts = deps.alerts ?? noRunAlerts;
+  const run = { job: req.job, runKey: req.runKey, trigger: req.trigger };
   const controller = new AbortController();
   const untrack = deps.track(controller);
   const onBullAbort = () => controller.abort(signal?.reason ?? new Error('cancelled'));
@@ -177,7 +179,7 @@ async function processTraced(
     await untilDatabaseTakesIt(log, waits, controller.signal, () =>
       recordRunRequest(deps.pool, { ...req, queueJobId: queueJob.id!, queuedAt: new Date(queueJob.timestamp) }),
     );
-    const result = await runAttempt({
+    const { status, attemptId, rows, pages, bytes, durationMs } = await runAttempt({
       job: resolved,
       request: req,
       pool: deps.pool,
@@ -191,20 +193,8 @@ async function processTraced(
       owner: deps.owner,
       traceParent: contextWith(span),
     });
-    await (deps.alerts ?? noRunAlerts).succeeded({
-      job: req.job,
-      runKey: req.runKey,
-      attemptId: result.attemptId,
-      trigger: req.trigger,
-    });
-    return {
-      status: result.status,
-      attemptId: result.attemptId,
-      rows: result.rows,
-      pages: result.pages,
-      bytes: result.bytes,
-      durationMs: Math.round(result.durationMs),
-    };
+    await alerts.succeeded({ ...run, attemptId });
+    return { status, attemptId, rows, pages, bytes, durationMs: Math.round(durationMs) };
   } catch (err) {
     if (err instanceof AttemptFailedError) {
       if (controller.signal.aborted && deps.shuttingDown()) {
@@ -223,14 +213,7 @@ async function processTraced(
         log.error({ attemptId: err.attemptId }, error.message);
         final = true;
       }
-      if (final && !controller.signal.aborted)
-        await (deps.alerts ?? noRunAlerts).failed({
-          job: req.job,
-          runKey: req.runKey,
-          attemptId: err.attemptId,
-          trigger: req.trigger,
-          error,
-        });
+      if (final && !controller.signal.aborted) await alerts.failed({ ...run, attemptId: err.attemptId, error });
       throw err.retryable && !final ? new Error(text, { cause: err }) : new UnrecoverableError(text);
     }
     if (err instanceof ConfigError) throw new UnrecoverableError(err.message);

@@ -139,16 +139,12 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
       // node-cron drops a tick it fires over a second late (a busy event loop): queue it anyway, its id keeps it
       // to one run. Ticks missed by far more (a paused process) are left to `catchup` at the next start.
       task.on('execution:missed', (ctx) => {
-        const lateMs = now().getTime() - ctx.date.getTime();
-        if (lateMs > LATE_TICK_MAX_MS) {
-          log.warn(
-            { job: name, tick: ctx.date.toISOString(), lateMs },
-            'tick missed long ago (process paused?): not queued; catch-up applies at the next start',
-          );
-          return;
+        const late = { job: name, tick: ctx.date.toISOString(), lateMs: now().getTime() - ctx.date.getTime() };
+        if (late.lateMs <= LATE_TICK_MAX_MS) {
+          log.warn(late, 'tick fired late: queueing it anyway');
+          return queueTick(name, ctx.date);
         }
-        log.warn({ job: name, tick: ctx.date.toISOString(), lateMs }, 'tick fired late: queueing it anyway');
-        return queueTick(name, ctx.date);
+        log.warn(late, 'tick missed long ago (process paused?): not queued; catch-up applies at the next start');
       });
       void task.start();
       tasks.set(name, { key, task });
