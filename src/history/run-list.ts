@@ -67,13 +67,6 @@ export async function failedRunsToReplay(
   db: Queryable,
   f: { job?: string | undefined; since?: Date | undefined } = {},
 ): Promise<FailedRunToReplay[]> {
-  const supersededBy = supersededBySql({
-    job: 'f.job',
-    runKey: 'f.run_key',
-    writeMode: 'f.write_mode',
-    targetTable: 'f.target_table',
-    logicalTime: 'f.logical_time',
-  });
   const { rows } = await db.query<FailedRunToReplay>(
     `WITH failed AS (
        SELECT r.job, r.run_key, r.queue_job_id, a.attempt_id, a.started_at, a.error, a.write_mode, a.target_table,
@@ -87,7 +80,8 @@ export async function failedRunsToReplay(
                            WHERE s.job = r.job AND s.run_key = r.run_key AND s.status = 'succeeded')
      )
      SELECT f.job, f.run_key, f.queue_job_id, f.attempt_id, f.started_at, ${firstErrorLine('f')} AS error_first_line,
-            f.write_mode, f.target_table, f.logical_time, ${supersededBy} AS superseded_by_run_key
+            f.write_mode, f.target_table, f.logical_time,
+            ${supersededBySql('f', 'f.logical_time')} AS superseded_by_run_key
        FROM failed f
       ORDER BY f.started_at DESC`,
     [f.job ?? null, f.since ?? null],

@@ -71,7 +71,6 @@ export interface EnqueueOptions {
   attempts?: number;
   /** First retry delay in ms, doubling. */
   backoffMs?: number;
-  delayMs?: number;
   /**
    * The run history: a run this call adds gets its etl.runs row now, `queued_at` set and no attempt, so that a run
    * whose queue job vanishes before a worker begins it is still on record (docs/operations.md "Redis in production").
@@ -111,9 +110,7 @@ export async function enqueueRun(
       removeOnFail: { age: KEEP_FAILED_S },
     };
     if (req.trigger === 'backfill' || req.trigger === 'replay') jobOpts.priority = BACKFILL_PRIORITY;
-    if (opts.backoffMs !== undefined && opts.backoffMs > 0)
-      jobOpts.backoff = { type: 'exponential', delay: opts.backoffMs };
-    if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
+    if (opts.backoffMs) jobOpts.backoff = { type: 'exponential', delay: opts.backoffMs };
     // The row first: a worker may take the queue job at once and, skipping it (overlap: skip), forget the row; a row
     // written after that would read as a lost run.
     const recorded = opts.history

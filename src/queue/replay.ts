@@ -4,7 +4,7 @@
  */
 import type pg from 'pg';
 import type { EtlConfig } from '../config/schema.ts';
-import { EtlError } from '../errors.ts';
+import { EtlError, type ErrorCode } from '../errors.ts';
 import { hasSucceeded, newestAttempt } from '../history/attempts.ts';
 import { listRunErrors } from '../history/attempt-list.ts';
 import { replayQueueJobId } from './names.ts';
@@ -42,7 +42,10 @@ export function replayRefusalOf(err: unknown): ReplayRefusal | undefined {
   return typeof refusal === 'string' ? (refusal as ReplayRefusal) : undefined;
 }
 
-const refused = (refusal: ReplayRefusal) => ({ retryable: false, details: { refusal } });
+/** The error of a refused replay, not retryable. */
+function refused(refusal: ReplayRefusal, message: string, code: ErrorCode = 'INTERNAL'): EtlError {
+  return new EtlError(code, message, { retryable: false, details: { refusal } });
+}
 
 /**
  * Queues a replay of `ref`, whose newest attempt failed or was interrupted, or whose rows were reverted; the queue
@@ -62,37 +65,33 @@ export async function replayRun(
     getRun(deps.pool, ref.job, ref.runKey),
     newestAttempt(deps.pool, ref.job, ref.runKey),
   ]);
-  if (!run) throw new EtlError('INTERNAL', `no ${named} in etl.runs`, refused('no-run'));
+  if (!run) throw refused('no-run', `no ${named} in etl.runs`);
   if (!newest)
-    throw new EtlError(
-      'INTERNAL',
+    throw refused(
+      'no-attempt',
       `${named} has no attempt yet (it is queued or waits for a report slot): nothing to replay`,
-      refused('no-attempt'),
     );
-  if (newest.status === 'running')
-    throw new EtlError('INTERNAL', `${named} is still running (attempt ${newest.attempt})`, refused('running'));
+  if (newest.status === 'running') throw refused('running', `${named} is still running (attempt ${newest.attempt})`);
   // A reverted append run (report-etl revert) has no success left: its replay appends it again.
-  if (await hasSucceeded(deps.pool, ref.job, ref.runKey)) {
-    throw new EtlError('INTERNAL', `${named} succeeded: nothing to replay`, refused('succeeded'));
-  }
+  if (await hasSucceeded(deps.pool, ref.job, ref.runKey))
+    throw refused('succeeded', `${named} succeeded: nothing to replay`);
   // --accept-guard is for a run its guard stopped: on any other failure it would accept nothing the user has seen.
   if (opts.acceptGuard) {
     const kinds = (await listRunErrors(deps.pool, newest.attempt_id)).map((e) => e.error_kind);
     if (!kinds.includes('GUARD_TRIPPED')) {
       const failed = `its attempt ${newest.attempt} failed with ${kinds[0] ?? newest.status}`;
-      throw new EtlError(
-        'INTERNAL',
+      throw refused(
+        'not-guarded',
         `${named} was not stopped by its target's guard (${failed}): replay it without --accept-guard`,
-        refused('not-guarded'),
       );
     }
   }
   // A worker would drop a replay of a job gone from jobs.yaml: refused here, at once.
   if (deps.config && !jobOfSubject(deps.config, run.job)) {
-    throw new EtlError(
-      'CONFIG_INVALID',
+    throw refused(
+      'job-gone',
       `${named} cannot be replayed: job ${run.job} is no longer in jobs.yaml (add it back to replay its runs)`,
-      refused('job-gone'),
+      'CONFIG_INVALID',
     );
   }
   const pagesOf = await keptPagesToReplay(deps, ref, newest.attempt_id, opts);
@@ -126,11 +125,10 @@ async function keptPagesToReplay(
   if (opts.fromPages) {
     const kept = await newestCompleteArchive(deps.pool, ref.job, ref.runKey);
     if (!kept)
-      throw new EtlError(
-        'INTERNAL',
+      throw refused(
+        'no-kept-pages',
         `run ${ref.runKey} of job ${ref.job} has no kept pages (target.archive was off, its reading stopped early, ` +
           'or keepDays ran out): replay it without --from-pages',
-        refused('no-kept-pages'),
       );
     return kept;
   }
