@@ -117,7 +117,7 @@ export interface AlertWorker {
  * Starts delivering queued alerts to their targets as jobs.yaml names them now: a target gone drops its alerts, a
  * refusal (4xx) gives up at once, other failures are retried.
  */
-export function makeAlertWorker(deps: AlertQueueDeps & { concurrency?: number }): AlertWorker {
+export function makeAlertWorker(deps: AlertQueueDeps): AlertWorker {
   const log = deps.logger.child({ component: 'alerts' });
   const worker = new Worker<TargetedAlert>(
     ALERT_QUEUE_NAME,
@@ -143,7 +143,7 @@ export function makeAlertWorker(deps: AlertQueueDeps & { concurrency?: number })
       if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) log.error(about(job.data), 'alert not delivered');
       throw new Error('not delivered yet');
     },
-    { ...queueOptions(deps), concurrency: deps.concurrency ?? 4 },
+    { ...queueOptions(deps), concurrency: 4 },
   );
   worker.on('error', (err) => log.error({ err: coerceError(err).message }, 'alert worker error'));
   let closing: Promise<void> | undefined;

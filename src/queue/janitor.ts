@@ -56,8 +56,6 @@ export interface JanitorDeps {
   alerts: AlertSender;
   /** Report clients to share (a worker's); default its own. */
   clients?: ReportClients;
-  /** This process in messages (default host:pid). */
-  name?: string;
   /** The queue prefix: one lease per installation. */
   prefix?: string;
   /** Default {@link JANITOR_INTERVAL_MS}. */
@@ -112,7 +110,7 @@ export interface Janitor {
 export function makeJanitor(deps: JanitorDeps): Janitor {
   const prefix = deps.prefix ?? DEFAULT_QUEUE_PREFIX;
   const log = deps.logger.child({ component: 'janitor' });
-  const me = deps.name ?? defaultWorkerName();
+  const me = defaultWorkerName();
   const ownClients = deps.clients ? undefined : makeReportClients(deps.redis, deps.logger, undefined, `${prefix}:`);
   const clients = deps.clients ?? ownClients!;
   const now = deps.now ?? (() => new Date());

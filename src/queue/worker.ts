@@ -45,8 +45,6 @@ export interface RunWorker {
   close(graceMs: number): Promise<void>;
   /** Aborts every running run now (a second signal). */
   abortAll(reason?: string): void;
-  /** Runs in progress. */
-  running(): number;
 }
 
 /** Starts a worker on the run queue; it takes runs at once. */
@@ -110,7 +108,6 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
   return {
     worker,
     abortAll,
-    running: () => active.size,
     close(graceMs) {
       closing ??= (async () => {
         shuttingDown = true;
