@@ -99,17 +99,12 @@ function mergePages(a: TimelinePage, b: TimelinePage): TimelinePage {
   return merged;
 }
 
-/** Page entries as pages are read: at `max` entries, neighbours merge pairwise and `group` doubles. */
+/** Page entries as pages are read: at {@link MAX_PAGE_ENTRIES}, neighbours merge pairwise and `group` doubles. */
 export class PageEntries {
   readonly entries: TimelinePage[] = [];
   /** Pages per entry. */
   group = 1;
   private readonly counts: number[] = [];
-  private readonly max: number;
-
-  constructor(max = MAX_PAGE_ENTRIES) {
-    this.max = Math.max(2, max);
-  }
 
   add(p: TimelinePage): void {
     const n = this.entries.length;
@@ -119,7 +114,7 @@ export class PageEntries {
       this.counts[n - 1]! += 1;
       return;
     }
-    if (n === this.max) {
+    if (n === MAX_PAGE_ENTRIES) {
       // A last entry left with fewer than `group` pages keeps taking pages until full.
       const entries = this.entries.splice(0);
       const counts = this.counts.splice(0);
