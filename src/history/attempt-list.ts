@@ -23,10 +23,7 @@ export interface AttemptListRow extends AttemptRow {
   error_first_line: string | null;
 }
 
-/**
- * SQL: job column `col` is job `p` or one of its mandants' (`<job>[<mandant>]`, docs/loaded-tables.md "Many
- * mandants"), or `p` is NULL.
- */
+/** SQL: `p` is NULL, or job column `col` is job `p` or one of its mandants' (docs/loaded-tables.md "Many mandants"). */
 export function jobFilterSql(col: string, p: string): string {
   return `(${p}::text IS NULL OR ${col} = ${p} OR left(${col}, length(${p}) + 1) = ${p} || '[')`;
 }

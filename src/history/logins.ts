@@ -25,8 +25,7 @@ export interface NewLogin {
 }
 
 /**
- * Stores a new login, replacing the previous one (docs/report-export-service.md "Refresh" rule 3), and clears
- * LOGIN_REQUIRED.
+ * Stores a new login over the previous one (docs/report-export-service.md "Refresh" rule 3), clearing LOGIN_REQUIRED.
  * @returns the new login id (a UUID)
  */
 export async function saveLogin(db: Queryable, key: SecretKey, ref: ConnectionRef, login: NewLogin): Promise<string> {

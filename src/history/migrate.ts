@@ -1,7 +1,4 @@
-/**
- * Forward-only numbered migrations from `migrations/`, each in its own transaction; an advisory lock serialises
- * processes that start at once.
- */
+/** Forward-only numbered migrations from `migrations/`, each in its own transaction, under an advisory lock. */
 import { readdir, readFile } from 'node:fs/promises';
 import type pg from 'pg';
 import type { Queryable } from '../db.ts';

@@ -5,10 +5,7 @@ import type { AttemptRow, RunningAttempt } from './attempts.ts';
 /** An attempt recorded `running` under an owner lock. */
 export type OwnedAttempt = RunningAttempt & Pick<AttemptRow, 'job' | 'run_key' | 'started_at'> & { owner_lock: string };
 
-/**
- * Orphaned attempts of `jobs`, oldest first. Attempts without an owner are never returned: nothing says whether
- * they are alive.
- */
+/** Orphaned attempts of `jobs`, oldest first; never one without an owner (nothing says whether it is alive). */
 export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[]): Promise<OwnedAttempt[]> {
   if (jobs.length === 0) return [];
   const { rows } = await pool.query<OwnedAttempt>(

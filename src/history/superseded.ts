@@ -1,7 +1,6 @@
 /**
- * When a failed run is superseded (docs/operations.md "Replaying failed runs"), for the overview, the run pages and
- * `replay --failed`: it wrote with replace or merge, and a run of the same job with a later logical time succeeded into
- * the same target.
+ * When a failed run is superseded (docs/operations.md "Replaying failed runs"; the overview, run pages, `replay
+ * --failed`): it wrote with replace or merge, and a later run (by logical time) of its job succeeded into its target.
  */
 
 /** Write modes whose target holds the latest state. */

@@ -2,8 +2,7 @@
  * The janitor (docs/architecture.md "Liveness"), in every long-running process and each `report-etl run`. A sweep
  * closes orphaned attempts (their report job DELETEd first: one whose DELETE fails stays `running` for the next
  * sweep), records failed the queued runs whose queue job vanished before a worker began them, sends `stale` alerts
- * and prunes old history. Closing orphans is idempotent, so `report-etl run` closes
- * its own job's without the lease.
+ * and prunes old history. Closing orphans is idempotent, so `report-etl run` closes its own job's without the lease.
  */
 import type pg from 'pg';
 import type { Redis } from 'ioredis';

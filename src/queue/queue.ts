@@ -27,9 +27,8 @@ export const KEEP_COMPLETED_S = 7 * 86_400;
 const KEEP_FAILED_S = 30 * 86_400;
 
 /**
- * BullMQ serves every job without a priority (scheduled, caught-up, manual runs) before any with one, and one
- * priority first in, first out: backfills and replays go on in order without holding back scheduled ticks
- * (docs/architecture.md "A fleet").
+ * BullMQ serves every job without a priority (scheduled, caught-up, manual runs) before any with one, and one priority
+ * first in, first out: backfills and replays run in order without holding back ticks (docs/architecture.md "A fleet").
  */
 const BACKFILL_PRIORITY = 10;
 
@@ -42,10 +41,7 @@ export interface QueuedRun extends RunRequest, TraceCarrier {
 /** The BullMQ queue of runs. */
 export type RunQueue = Queue<QueuedRun>;
 
-/**
- * The queue of runs.
- * @param connection an ioredis instance (not closed by the queue) or ioredis options
- */
+/** The queue of runs; `connection` an ioredis instance (not closed by the queue) or ioredis options. */
 export function makeQueue(connection: ConnectionOptions, prefix: string = DEFAULT_QUEUE_PREFIX): RunQueue {
   return new Queue<QueuedRun>(QUEUE_NAME, { connection, prefix });
 }

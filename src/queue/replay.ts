@@ -30,8 +30,7 @@ export type RunRef = { job: string; runKey: string };
 
 /**
  * Why {@link replayRun} refused, in its error's `details.refusal`: no such run, no attempt yet, one still running, a
- * success, a guard that did not stop it (`--accept-guard`), a job gone from jobs.yaml, no complete kept pages
- * (`--from-pages`).
+ * success, no guard stopped it (`--accept-guard`), job gone from jobs.yaml, no complete kept pages (`--from-pages`).
  */
 export type ReplayRefusal =
   'no-run' | 'no-attempt' | 'running' | 'succeeded' | 'not-guarded' | 'job-gone' | 'no-kept-pages';

@@ -89,8 +89,7 @@ export async function processRun(
   signal: AbortSignal | undefined,
 ): Promise<RunOutcome> {
   const req = queueJob.data;
-  // The run's trace goes on from its enqueue span (docs/observability.md "Tracing"), one span per take of the queue
-  // job.
+  // The run's trace goes on from its enqueue span (docs/observability.md "Tracing"), one span per take of its job.
   const span = startSpan(runTracer(), 'process run', extractTrace(req), {
     kind: SpanKind.CONSUMER,
     attributes: {
