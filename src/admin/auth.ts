@@ -22,6 +22,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { sendText } from './html.ts';
 
 /** Configured credentials; both may be set, and either then admits. */
 export interface AdminAuth {
@@ -224,19 +225,18 @@ export function isAuthorized(req: FastifyRequest, auth: AdminAuth | undefined): 
 /** Answers 401 (or 403 for a non-loopback caller of an unconfigured server), asking for basic auth when configured. */
 export function rejectUnauthorized(reply: FastifyReply, auth: AdminAuth | undefined): FastifyReply {
   if (!isAuthConfigured(auth)) {
-    return reply
-      .code(403)
-      .type('text/plain; charset=utf-8')
-      .send(
-        'admin access is limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set ADMIN_TOKEN or ' +
-          'ADMIN_USER and ADMIN_PASSWORD\n',
-      );
+    return sendText(
+      reply,
+      403,
+      'admin access is limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set ADMIN_TOKEN or ' +
+        'ADMIN_USER and ADMIN_PASSWORD',
+    );
   }
   if (auth!.basic) reply.header('www-authenticate', `Basic realm="${REALM}", charset="UTF-8"`);
   const hint = auth!.token
     ? 'send Authorization: Bearer <token>, or log in with the form of /admin/login'
     : 'use basic auth';
-  return reply.code(401).type('text/plain; charset=utf-8').send(`unauthorized: ${hint}\n`);
+  return sendText(reply, 401, `unauthorized: ${hint}`);
 }
 
 /**
@@ -270,13 +270,12 @@ export function rejectMetrics(
   metricsToken: string | undefined,
 ): FastifyReply {
   if (!metricsToken && !isAuthConfigured(auth)) {
-    return reply
-      .code(403)
-      .type('text/plain; charset=utf-8')
-      .send(
-        'metrics are limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set METRICS_TOKEN (or ' +
-          'ADMIN_TOKEN) to let a scraper in\n',
-      );
+    return sendText(
+      reply,
+      403,
+      'metrics are limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set METRICS_TOKEN (or ' +
+        'ADMIN_TOKEN) to let a scraper in',
+    );
   }
   const bearer = Boolean(metricsToken || auth?.token);
   reply.header(
@@ -288,10 +287,7 @@ export function rejectMetrics(
     auth?.token ? 'Authorization: Bearer <ADMIN_TOKEN>' : '',
     auth?.basic ? 'the admin basic auth' : '',
   ];
-  return reply
-    .code(401)
-    .type('text/plain; charset=utf-8')
-    .send(`unauthorized: send ${ways.filter(Boolean).join(', or ')}\n`);
+  return sendText(reply, 401, `unauthorized: send ${ways.filter(Boolean).join(', or ')}`);
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
- * Server-rendered HTML for the admin pages: escaping, the page frame and its inline stylesheet. No scripts; every
- * value that reaches a page goes through {@link escapeHtml} (the server's error text too: verbatim, never markup).
+ * Server-rendered HTML for the admin pages: escaping, the page frame and its inline stylesheet, the shapes the pages
+ * share, and the replies that send a page or a line of text. No scripts; every value that reaches a page goes through
+ * {@link escapeHtml} (the server's error text too: verbatim, never markup).
  */
-
+import type { FastifyReply } from 'fastify';
 import { commaCount } from '../history/attempt-progress.ts';
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -184,5 +185,25 @@ ${body}
 }
 
 /** Content-Security-Policy of the pages: no scripts, inline styles only, forms post to this origin (not bull-board). */
-export const PAGE_CSP =
+const PAGE_CSP =
   "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/**
+ * Answers with `body`, a {@link page}, under the pages' Content-Security-Policy.
+ * @param o.noStore `Cache-Control: no-store` (pages of a login); o.referrer the page's Referrer-Policy
+ */
+export function sendPage(
+  reply: FastifyReply,
+  body: string,
+  o: { status?: number; noStore?: boolean; referrer?: string } = {},
+): FastifyReply {
+  reply.code(o.status ?? 200).header('content-security-policy', PAGE_CSP);
+  if (o.noStore) reply.header('cache-control', 'no-store');
+  if (o.referrer) reply.header('referrer-policy', o.referrer);
+  return reply.type('text/html; charset=utf-8').send(body);
+}
+
+/** Answers `status` with `text` and a newline as plain text (refusals, a missing run or document). */
+export function sendText(reply: FastifyReply, status: number, text: string): FastifyReply {
+  return reply.code(status).type('text/plain; charset=utf-8').send(`${text}\n`);
+}

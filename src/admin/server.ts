@@ -71,7 +71,7 @@ import { ReportSlots } from '../report-api/report-slots.ts';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.ts';
 import { registerRunRoutes } from './run-routes.ts';
 import { registerLoginRoutes } from './login-routes.ts';
-import { PAGE_CSP } from './html.ts';
+import { sendPage, sendText } from './html.ts';
 import { renderLoginPage, type LoginNotice } from './login-page.ts';
 
 /** Dependencies and options of {@link startAdminServer}. */
@@ -156,15 +156,9 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   const loggedOutKey = (session: string) =>
     `${keyPrefix}admin:logged-out:${createHash('sha256').update(session).digest('hex')}`;
   const refusals = new RefusalLimit();
+  // Not no-referrer: Chromium then posts the form with `Origin: null`, which the same-origin check refuses.
   const loginPage = (reply: FastifyReply, status: number, notice?: LoginNotice) =>
-    reply
-      .code(status)
-      .header('content-security-policy', PAGE_CSP)
-      .header('cache-control', 'no-store')
-      // Not no-referrer: Chromium then posts the form with `Origin: null`, which the same-origin check refuses.
-      .header('referrer-policy', 'same-origin')
-      .type('text/html; charset=utf-8')
-      .send(renderLoginPage(notice));
+    sendPage(reply, renderLoginPage(notice), { status, noStore: true, referrer: 'same-origin' });
   const host = deps.host ?? '127.0.0.1';
   const log = deps.logger.child(
     { component: 'admin' },
@@ -205,18 +199,16 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     const refused = { method: req.method, path: pathOf(req), remote };
     if (!isAllowedHost(req.headers.host, allowedHosts)) {
       log.info(refused, 'admin request refused: its Host is not this server (ADMIN_ALLOWED_HOSTS)');
-      return reply
-        .code(403)
-        .type('text/plain; charset=utf-8')
-        .send('this server answers to localhost, its IP addresses and the names of ADMIN_ALLOWED_HOSTS\n');
+      return sendText(
+        reply,
+        403,
+        'this server answers to localhost, its IP addresses and the names of ADMIN_ALLOWED_HOSTS',
+      );
     }
     const wait = refusals.waitSeconds(remote);
     if (wait > 0) {
-      return reply
-        .code(429)
-        .header('retry-after', String(wait))
-        .type('text/plain; charset=utf-8')
-        .send(`too many refused credentials from this address: try again in ${wait} s\n`);
+      reply.header('retry-after', String(wait));
+      return sendText(reply, 429, `too many refused credentials from this address: try again in ${wait} s`);
     }
     if (route === '/metrics') {
       if (metricsPublic || isMetricsAuthorized(req, auth, metricsToken || undefined)) return;
@@ -235,7 +227,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
       return rejectUnauthorized(reply, auth);
     }
     if (req.method !== 'GET' && req.method !== 'HEAD' && !isSameOrigin(req)) {
-      return reply.code(403).type('text/plain; charset=utf-8').send('cross-origin request refused\n');
+      return sendText(reply, 403, 'cross-origin request refused');
     }
   });
   app.addHook('onResponse', async (req, reply) => {
@@ -245,7 +237,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     );
   });
 
-  app.get('/healthz', async (_req, reply) => reply.type('text/plain; charset=utf-8').send('ok\n'));
+  app.get('/healthz', async (_req, reply) => sendText(reply, 200, 'ok'));
   app.get('/readyz', async (_req, reply) => {
     const readiness = await checkReadiness(deps);
     if (!readiness.ready) log.warn({ checks: readiness.checks }, 'not ready');
@@ -277,7 +269,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   });
   app.post<{ Body: { token?: unknown } | undefined }>('/admin/login', async (req, reply) => {
     if (!isSameOrigin(req)) {
-      return reply.code(403).type('text/plain; charset=utf-8').send('cross-origin request refused\n');
+      return sendText(reply, 403, 'cross-origin request refused');
     }
     const token = auth?.token;
     const given = typeof req.body?.token === 'string' ? req.body.token : '';
