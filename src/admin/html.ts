@@ -55,9 +55,17 @@ export const COLUMNS = {
   connections: ['Connection', 'Service user', 'Server', 'Client-ID', 'Login', 'Token scopes'],
 } as const;
 
-/** A table's header row of `columns`. */
-export function headerRow(columns: readonly string[]): SafeHtml {
-  return html`<thead><tr>${columns.map((c) => html`<th>${c}</th>`)}</tr></thead>`;
+/** A table, its `id` or `class` as given, with a header row of `columns` and `rows` (each `<tr>…</tr>`) as its body. */
+export function table(attrs: { id: string } | { class: string }, columns: readonly string[], rows: unknown): SafeHtml {
+  const attr = 'id' in attrs ? html`id="${attrs.id}"` : html`class="${attrs.class}"`;
+  return html`<table ${attr}><thead><tr>${columns.map((c) => html`<th>${c}</th>`)}</tr></thead><tbody>
+${rows}</tbody></table>`;
+}
+
+/** A notice above a page's content: good news (`notice`, a status) or a refusal (`problem`, an alert). */
+export function banner(kind: 'notice' | 'problem', body: unknown, id?: string): SafeHtml {
+  const role = kind === 'notice' ? 'status' : 'alert';
+  return html`<div class="${kind}" role="${role}"${id ? html` id="${id}"` : ''}>${body}</div>`;
 }
 
 /**

@@ -4,7 +4,7 @@
  * jobs.yaml problems of an invalid job.
  */
 import type { RecentAttempt } from '../history/job-health.ts';
-import { COLUMNS, formatCount, headerRow, html, page, type SafeHtml } from './html.ts';
+import { banner, COLUMNS, formatCount, html, page, table, type SafeHtml } from './html.ts';
 import { STATE_LABELS, type JobOverview } from './job-overview.ts';
 import { formatDuration, formatTime, replayButton, runPath } from './run-pages.ts';
 import { sparkline } from './sparkline.ts';
@@ -89,14 +89,12 @@ export function renderOverview(
     (a) => html`<li>${a.name}: ${a.problems.map((p) => html`<code>${p}</code> `)}</li>`,
   );
   const alerts = invalidAlerts.length
-    ? html`<div class="problem" role="alert">Alert targets not used because jobs.yaml is wrong about them:<ul>\
-${alertItems}</ul></div>`
+    ? banner('problem', html`Alert targets not used because jobs.yaml is wrong about them:<ul>${alertItems}</ul>`)
     : '';
-  const table = jobs.length
-    ? html`<table class="overview">${headerRow(COLUMNS.overview)}<tbody>
-${jobs.map(row)}</tbody></table>`
+  const jobTable = jobs.length
+    ? table({ class: 'overview' }, COLUMNS.overview, jobs.map(row))
     : html`<p>No jobs in jobs.yaml.</p>`;
   const asOf = html`<span class="muted">as of ${formatTime(now)}; times in each job's time zone, with its UTC \
 offset</span>`;
-  return page('Jobs', html`<p class="summary">${summary}${asOf}</p>${alerts}${table}`);
+  return page('Jobs', html`<p class="summary">${summary}${asOf}</p>${alerts}${jobTable}`);
 }

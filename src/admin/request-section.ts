@@ -7,7 +7,7 @@
 import { keptPagesText, readAttemptRequest } from '../history/attempt-request.ts';
 import type { AttemptRow } from '../history/attempts.ts';
 import { formatTime } from '../time-text.ts';
-import { html, type SafeHtml } from './html.ts';
+import { html, table, type SafeHtml } from './html.ts';
 
 /**
  * The section `<section class="request-sent">` of `attempt`'s request: its interval and the report request with a
@@ -49,13 +49,12 @@ was sent: the attempt failed before its parameters were rendered.</p></section>`
     ([k, v]) => html`<tr><th scope="row">${k}</th><td><code>${v}</code>\
 </td></tr>`,
   );
-  const table = rows.length
-    ? html`<table class="parameters-sent"><thead><tr><th>Parameter</th><th>Value sent</th></tr></thead>\
-<tbody>${rows}</tbody></table>`
+  const sent = rows.length
+    ? table({ class: 'parameters-sent' }, ['Parameter', 'Value sent'], rows)
     : html`<p class="muted">No parameters.</p>`;
   return html`<section class="request-sent"><h2>${heading}</h2>${fields}\
 <dt>Report</dt><dd class="report-sent">${name} <span class="muted">(mandant ${mandant}, ${outputType}, paging \
-${paging})</span></dd></dl>${table}</section>`;
+${paging})</span></dd></dl>${sent}</section>`;
 }
 
 /**

@@ -19,7 +19,7 @@ import { readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { traceUrl } from '../trace-link.ts';
 import { shellQuote } from '../shell-quote.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
-import { COLUMNS, escapeHtml, formatCount, headerRow, html, page, SafeHtml } from './html.ts';
+import { banner, COLUMNS, escapeHtml, formatCount, html, page, SafeHtml, table } from './html.ts';
 import { timelineChart, type ChartAttempt } from './timeline-chart.ts';
 import { requestSection, scheduledForText } from './request-section.ts';
 
@@ -208,9 +208,12 @@ export function renderRunList(
   const byJob = new Map<string, RunListRow[]>();
   for (const r of rows) (byJob.get(r.job) ?? byJob.set(r.job, []).get(r.job)!).push(r);
   const sections = [...byJob].map(
-    ([job, runs]) => html`<h2><a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a></h2>
-<table class="runs">${headerRow(COLUMNS.runs)}<tbody>
-${runs.map((r) => runListRow(r, zoneOf(r.job)))}</tbody></table>`,
+    ([job, runs]) => html`<h2><a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a></h2>\
+${table(
+  { class: 'runs' },
+  COLUMNS.runs,
+  runs.map((r) => runListRow(r, zoneOf(r.job))),
+)}`,
   );
   const empty = rows.length === 0 ? html`<p>No runs match.</p>` : '';
   const intro = html`<p class="muted">One line per run (its run key): every retry and replay of it is one of its \
@@ -246,13 +249,10 @@ export const REPLAY_ERRORS: Readonly<Record<ReplayRefusal | 'failed', string>> =
 };
 
 function replayBanner(notice: RunPageNotice): SafeHtml | '' {
-  if (notice.replayedJobId) {
-    return html`<div class="notice" role="status">Replay queued as job ${queueJobLink(notice.replayedJobId)}.</div>`;
-  }
+  if (notice.replayedJobId) return banner('notice', html`Replay queued as job ${queueJobLink(notice.replayedJobId)}.`);
   const code = notice.replayError;
   return code !== undefined && Object.hasOwn(REPLAY_ERRORS, code)
-    ? html`<div class="problem" role="alert" id="replay-error">Replay not queued: \
-${REPLAY_ERRORS[code as keyof typeof REPLAY_ERRORS]}</div>`
+    ? banner('problem', `Replay not queued: ${REPLAY_ERRORS[code as keyof typeof REPLAY_ERRORS]}`, 'replay-error')
     : '';
 }
 
@@ -264,9 +264,8 @@ export function documentTable(attemptId: string, documents: RunDocument[]): Safe
 <td>${d.contentType}</td><td class="num">${formatCount(d.bytes)}</td>\
 <td><code>${d.sha256.slice(0, 16)}…</code></td></tr>
 `;
-  return html`<h2>Documents</h2><table id="documents"><thead><tr><th>Page</th><th>File</th><th>Type</th>\
-<th>Bytes</th><th>sha256</th></tr></thead><tbody>
-${documents.map(row)}</tbody></table>`;
+  const columns = ['Page', 'File', 'Type', 'Bytes', 'sha256'];
+  return html`<h2>Documents</h2>${table({ id: 'documents' }, columns, documents.map(row))}`;
 }
 
 /** The reverts of an append run (etl.reverts), newest first, with a note when the run stands reverted. */
@@ -282,9 +281,8 @@ ${formatCount(last.rows)} rows were removed from ${last.target_table}. A replay 
 <td>${v.target_table}</td><td><a href="${attemptPath(v.attempt_id)}">${v.attempt_id.slice(0, 8)}</a></td>\
 <td>${v.reverted_by ?? ''}</td></tr>
 `;
-  return html`<h2>Reverts</h2>${note}<table id="reverts"><thead><tr><th>Reverted</th><th>Rows removed</th>\
-<th>Of rows appended</th><th>Table</th><th>Appended by attempt</th><th>By</th></tr></thead><tbody>
-${reverts.map(row)}</tbody></table>`;
+  const columns = ['Reverted', 'Rows removed', 'Of rows appended', 'Table', 'Appended by attempt', 'By'];
+  return html`<h2>Reverts</h2>${note}${table({ id: 'reverts' }, columns, reverts.map(row))}`;
 }
 
 /** The attempts of a run, newest first, each linked to its page; times in `zone`. */
@@ -295,8 +293,7 @@ export function attemptTable(attempts: AttemptListRow[], zone?: string): SafeHtm
 <td class="num">${formatDuration(a.duration_ms)}</td><td class="num">${formatCount(a.rows)}</td>\
 <td>${a.worker ?? ''}</td><td>${a.error_first_line ?? ''}</td></tr>
 `;
-  return html`<table id="attempts">${headerRow(COLUMNS.attempts)}<tbody>
-${attempts.map(row)}</tbody></table>`;
+  return table({ id: 'attempts' }, COLUMNS.attempts, attempts.map(row));
 }
 
 /** An attempt as the timeline chart draws it: its heading links to its page. */
