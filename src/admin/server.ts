@@ -1,37 +1,14 @@
 /**
- * The admin HTTP server for on-call staff (docs/architecture.md), fastify 5:
+ * The admin HTTP server for on-call staff (fastify 5, docs/architecture.md): `/healthz` and `/readyz` (open),
+ * `/metrics` (metrics.ts), the jobs overview at `/admin` (overview-routes.ts; without the live jobs.yaml, a redirect
+ * to the run list), the run history (run-routes.ts), bull-board at `/admin/queues` (bull-board.ts), the login form
+ * (`/admin/login`, login-page.ts) and Log out, and the connections' logins with `/oauth/callback` (login-routes.ts).
  *
- * - `/healthz` (open): 200 while the process serves HTTP.
- * - `/readyz` (open): 200 when PostgreSQL and Redis answer, else 503 naming the failed one.
- * - `/metrics` (`Bearer <METRICS_TOKEN>` or admin auth; loopback only when neither is set): Prometheus metrics
- *   (metrics.ts).
- * - `/admin` (admin auth): the jobs overview (overview-routes.ts), with the live jobs.yaml; else a redirect to
- *   `/admin/runs`.
- * - `/admin/runs`, `/admin/runs/:job/:runKey`, POST `/admin/runs/:job/:runKey/replay`, `/admin/attempts/:attemptId`,
- *   `/admin/attempts/:attemptId/documents/:page` (admin auth): run history: runs, one run, its replay, one attempt,
- *   document downloads (run-routes.ts); old `/admin/runs/<attempt id>` links redirect.
- * - `/admin/queues` (admin auth): bull-board, read only, with a link back (bull-board.ts).
- * - `/admin/login` (open): the login form (login-page.ts); `POST /admin/login` with the form's `token` sets the browser
- *   session cookie and redirects to the home page, or answers 401 saying whether the token was missing or wrong. A
- *   token in the URL is not taken (it would stay in the history): the form says so.
- * - `POST /admin/logout` (admin; the Log out button of every page): ends the session cookie, here and on every admin
- *   server sharing Redis, and redirects to the login form.
- * - `/admin/connections`, `/admin/connections/:name/login` (admin auth): logins of user-dependent service users
- *   (login-routes.ts).
- * - `/oauth/callback` (open): the ERP server's redirect after a login; accepts only a pending login's single-use
- *   state.
- *
- * Admin auth (auth.ts): bearer token or its session cookie, or basic auth; with neither configured a loud warning is
- * logged and only loopback callers (127.0.0.1, ::1) get in. `/metrics` also admits the scrapers' own METRICS_TOKEN,
- * which opens nothing else (job names are not for everyone who can reach the port). `trustProxy` is off, so behind a
- * reverse proxy on the same machine every caller looks local: configure a token there. Requests that change state (any
- * method but GET/HEAD under /admin) must come from our own origin when the browser sends `Origin`.
- *
- * Whatever is configured, `/admin…` and `/metrics` answer only a Host header that names this server (localhost, an
- * IP address, the host of ADMIN_PUBLIC_URL, ADMIN_ALLOWED_HOSTS: DNS rebinding), and an address with 10 refused
- * credentials (a wrong `/admin/login` token included) within a minute gets 429 (auth.ts RefusalLimit).
- *
- * Query strings are never logged (an old login link carries the token), nor form bodies.
+ * Who may read what, the Host check against DNS rebinding and the 429 after refused credentials: auth.ts and
+ * docs/operations.md "Admin access". `trustProxy` is off, so behind a proxy on the same machine every caller looks
+ * local: configure a token there. Requests that change state (any method but GET/HEAD under /admin) must come from
+ * our own origin when the browser sends `Origin`. Query strings (an old login link carries the token) and form
+ * bodies are never logged.
  */
 import { traceUrlProblem } from '../trace-link.ts';
 import type { RunQueue } from '../queue/queue.ts';
@@ -124,22 +101,14 @@ export interface AdminServer {
   close(): Promise<void>;
 }
 
-/** Route patterns (as fastify matched them) that need admin auth (`/metrics` has its own rule). */
 /** The time zone every job of `config` runs in (its schedule's), when they share one; else, or without one, UTC. */
 function sharedZone(config: EtlConfig | undefined): string {
   const zones = new Set(Object.values(config?.jobs ?? {}).map((j) => scheduleZone(config!, j)));
   return zones.size === 1 ? [...zones][0]! : 'UTC';
 }
 
-function needsAuth(route: string): boolean {
-  if (route === '/admin/login') return false;
-  return route === '/admin' || route.startsWith('/admin/');
-}
-
-function pathOf(req: FastifyRequest): string {
-  const q = req.url.indexOf('?');
-  return q < 0 ? req.url : req.url.slice(0, q);
-}
+/** The request's path, without its query string (never logged). */
+const pathOf = (req: { url?: string }) => (req.url ?? '').split('?')[0]!;
 
 /**
  * Starts the admin server and resolves once it listens.
@@ -164,7 +133,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     { component: 'admin' },
     {
       serializers: {
-        req: (req: { method?: string; url?: string }) => ({ method: req.method, path: (req.url ?? '').split('?')[0] }),
+        req: (req: { method?: string; url?: string }) => ({ method: req.method, path: pathOf(req) }),
       },
     },
   );
@@ -216,7 +185,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
       log.info(refused, 'metrics request refused');
       return rejectMetrics(reply, auth, metricsToken || undefined);
     }
-    if (!needsAuth(route)) return;
+    if (route === '/admin/login') return;
     const session = sessionOf(req);
     if (!isAuthorized(req, auth) || (session && (await deps.redis.exists(loggedOutKey(session))))) {
       if (hasCredentials(req)) refusals.refused(remote);
@@ -329,13 +298,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   }
   const metricsAccess = metricsPublic
     ? 'public'
-    : metricsToken
-      ? isAuthConfigured(auth)
-        ? 'metrics-token+admin'
-        : 'metrics-token'
-      : isAuthConfigured(auth)
-        ? 'admin'
-        : 'loopback-only';
+    : [metricsToken && 'metrics-token', isAuthConfigured(auth) && 'admin'].filter(Boolean).join('+') || 'loopback-only';
   log.info(
     {
       url,
