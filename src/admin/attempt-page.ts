@@ -14,7 +14,6 @@ import {
   chartAttempt,
   documentTable,
   formatDuration,
-  formatTime,
   replayable,
   replayOffer,
   traceIdHtml,
@@ -25,6 +24,7 @@ import {
 import { timelineChart } from './timeline-chart.ts';
 import { requestSection, scheduledForText } from './request-section.ts';
 import { readAttemptRequest } from '../history/attempt-request.ts';
+import { formatTime } from '../time-text.ts';
 import { readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 
 /** A SCHEMA_CHANGED error's difference as a table: each column added, missing or of another type. */

@@ -7,7 +7,7 @@ import type { ConnectionConfig } from '../config/schema.ts';
 import type { ConnectionLoginRow } from '../history/logins.ts';
 import { expectedRefreshValidityMs } from '../login/login-flow.ts';
 import { banner, COLUMNS, html, page, table, type SafeHtml } from './html.ts';
-import { formatTime } from './run-pages.ts';
+import { formatTime } from '../time-text.ts';
 
 /** One connection as the page shows it. */
 export interface ConnectionView {

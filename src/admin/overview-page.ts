@@ -6,7 +6,8 @@
 import type { RecentAttempt } from '../history/job-health.ts';
 import { banner, COLUMNS, formatCount, html, page, table, type SafeHtml } from './html.ts';
 import { STATE_LABELS, type JobOverview } from './job-overview.ts';
-import { formatDuration, formatTime, replayButton, runPath } from './run-pages.ts';
+import { formatTime } from '../time-text.ts';
+import { formatDuration, replayButton, runPath } from './run-pages.ts';
 import { sparkline } from './sparkline.ts';
 
 const muted = (text: unknown) => html`<span class="muted">${text}</span>`;

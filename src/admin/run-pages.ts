@@ -23,9 +23,6 @@ import { banner, COLUMNS, escapeHtml, formatCount, html, page, SafeHtml, table }
 import { timelineChart, type ChartAttempt } from './timeline-chart.ts';
 import { requestSection, scheduledForText } from './request-section.ts';
 
-/** A time as every page and command prints it (time-text.ts: the job's zone with its offset, or UTC marked Z). */
-export { formatTime };
-
 /**
  * A trace id as code, linked to the trace when `REPORT_ETL_TRACE_URL` is set (docs/observability.md "Tracing"); the
  * link opens in a new tab and sends no referrer.
@@ -35,9 +32,6 @@ export function traceIdHtml(traceId: string): SafeHtml {
   const code = html`<code>${traceId}</code>`;
   return url ? html`<a class="trace-link" href="${url}" target="_blank" rel="noopener noreferrer">${code}</a>` : code;
 }
-
-/** The time zone of a job by name (its schedule's), or undefined for a job jobs.yaml no longer has. */
-type ZoneOf = (job: string) => string | undefined;
 
 /** A duration in ms as `850 ms`, `12.3 s` or `4 min 05 s`; empty when unknown. */
 export function formatDuration(ms: string | number | null | undefined): string {
@@ -62,12 +56,6 @@ export function attemptPath(attemptId: string): string {
 /** A status as a coloured word; a run without an attempt yet says so. */
 export function statusLabel(s: string | null): SafeHtml {
   return s === null ? html`<span class="muted">no attempt yet</span>` : html`<span class="s-${s}">${s}</span>`;
-}
-
-/** Said instead of a Replay button when the run's job is no longer in jobs.yaml. */
-export function jobGoneNote(run: Pick<RunRow, 'job'>): SafeHtml {
-  return html`<p class="muted" id="no-replay">Job ${run.job} is no longer in jobs.yaml: add it back to replay its \
-runs.</p>`;
 }
 
 /** Whether a run can be replayed: its newest attempt failed or was interrupted. */
@@ -149,7 +137,10 @@ export function replayOffer(
   jobGone: boolean,
   kept?: Pick<AttemptArchive, 'attempt'>,
 ): SafeHtml {
-  if (jobGone) return jobGoneNote(run);
+  if (jobGone) {
+    return html`<p class="muted" id="no-replay">Job ${run.job} is no longer in jobs.yaml: add it back to replay its \
+runs.</p>`;
+  }
   if (!needsChangeFirst(failure))
     return kept
       ? html`${replayButton(run, { id: 'replay' })} ${keptPagesButton(run, kept, 'secondary')}`
@@ -198,12 +189,13 @@ function runListRow(r: RunListRow, zone: string | undefined): SafeHtml {
  * The run list: per job its latest logical runs, each with the first start, the newest attempt's status and first
  * error line, the trigger, the attempts, the duration from first start to last finish and the rows loaded.
  * @param rows from listRecentRuns, ordered by job then newest first
+ * @param zoneOf a job's time zone (its schedule's), undefined (UTC) for a job jobs.yaml no longer has
  */
 export function renderRunList(
   rows: RunListRow[],
   f: RunListFilter,
   jobs: string[],
-  zoneOf: ZoneOf = () => undefined,
+  zoneOf: (job: string) => string | undefined = () => undefined,
 ): string {
   const byJob = new Map<string, RunListRow[]>();
   for (const r of rows) (byJob.get(r.job) ?? byJob.set(r.job, []).get(r.job)!).push(r);

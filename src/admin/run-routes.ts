@@ -24,7 +24,7 @@ import { attemptsOfRun, listRunErrors, loadingAttemptOf, type AttemptListRow } f
 import { listJobNames, listRecentRuns, type RunListFilter } from '../history/run-list.ts';
 import { getRun, type RunRow } from '../history/runs.ts';
 import { isReverted, revertsOfRun } from '../history/reverts.ts';
-import { newestCompleteArchive, type AttemptArchive } from '../history/page-archive.ts';
+import { newestCompleteArchive } from '../history/page-archive.ts';
 import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
 import { renderAttemptPage } from './attempt-page.ts';
 import { sendPage, sendText } from './html.ts';
@@ -87,11 +87,6 @@ async function replayOfRun(queue: RunQueue, replayed: string | undefined, run: R
   return data?.job === run.job && data.runKey === run.run_key && data.trigger === 'replay' ? replayed : undefined;
 }
 
-/** The run's newest complete kept pages, when Replay is offered on its pages (so only then looked up). */
-async function keptPagesOf(pool: pg.Pool, run: RunRow, offered: boolean): Promise<AttemptArchive | undefined> {
-  return offered ? newestCompleteArchive(pool, run.job, run.run_key) : undefined;
-}
-
 /** Registers the run history routes on `app` (access control is the server's onRequest hook). */
 export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): void {
   app.get('/admin/runs', async (req, reply) => {
@@ -117,7 +112,8 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
       const [documents, failure, kept] = await Promise.all([
         loading ? listRunDocuments(deps.pool, loading) : [],
         newestFailure(deps.pool, run, attempts),
-        keptPagesOf(deps.pool, run, replayable(run) || isReverted(run, reverts)),
+        // Looked up only when the page offers Replay.
+        replayable(run) || isReverted(run, reverts) ? newestCompleteArchive(deps.pool, job, runKey) : undefined,
       ]);
       const config = deps.config?.();
       const notice = {
@@ -162,16 +158,13 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
       attemptsOfRun(deps.pool, run.job, run.run_key),
       listRunDocuments(deps.pool, attemptId),
     ]);
-    const failure =
-      attempts[0]?.attempt_id === attemptId
-        ? replayable(run) && errors.length > 0
-          ? { attempt: attempts[0], error: errors.at(-1) }
-          : undefined
-        : await newestFailure(deps.pool, run, attempts);
+    const [failure, kept] = await Promise.all([
+      newestFailure(deps.pool, run, attempts),
+      replayable(run) ? newestCompleteArchive(deps.pool, run.job, run.run_key) : undefined,
+    ]);
     const config = deps.config?.();
     const jobGone = config !== undefined && !jobOfSubject(config, run.job);
     const zone = zoneOf(config, run.job);
-    const kept = await keptPagesOf(deps.pool, run, replayable(run));
     const page = renderAttemptPage(attempt, run, errors, attempts, documents, jobGone, zone, failure, kept);
     return sendPage(reply, page);
   });
