@@ -7,7 +7,7 @@ import type { RecentAttempt } from '../history/job-health.ts';
 import { banner, COLUMNS, formatCount, html, page, table, type SafeHtml } from './html.ts';
 import { STATE_LABELS, type JobOverview } from './job-overview.ts';
 import { formatTime } from '../time-text.ts';
-import { formatDuration, replayButton, runPath } from './run-pages.ts';
+import { formatDuration, jobRunsLink, replayButton, runPath } from './run-pages.ts';
 import { sparkline } from './sparkline.ts';
 
 const muted = (text: unknown) => html`<span class="muted">${text}</span>`;
@@ -66,7 +66,7 @@ function row(o: JobOverview): SafeHtml {
   const freshness = o.freshness ? html`<div class="muted">freshness ${o.freshness}</div>` : '';
   const success = o.health.lastSuccess;
   return html`<tr class="job state-${o.state}" data-job="${o.job}">
-<td><a href="/admin/runs?job=${encodeURIComponent(o.job)}">${o.job}</a>${problems}</td>
+<td>${jobRunsLink(o.job)}${problems}</td>
 <td><span class="state st-${o.state}">${STATE_LABELS[o.state]}</span>${freshness}</td>
 <td class="last-run">${attemptCell(o.job, o.health.last, o.zone)}${slotNote(o)}${runNote(o)}</td>
 <td class="last-success">${success ? runLink(o.job, success, o.zone) : muted('never')}</td>

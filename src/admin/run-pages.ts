@@ -48,6 +48,11 @@ export function runPath(job: string, runKey: string): string {
   return `/admin/runs/${encodeURIComponent(job)}/${encodeURIComponent(runKey)}`;
 }
 
+/** A job's name, linked to its runs on the run list. */
+export function jobRunsLink(job: string): SafeHtml {
+  return html`<a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a>`;
+}
+
 /** Path of the page of one attempt. */
 export function attemptPath(attemptId: string): string {
   return `/admin/attempts/${encodeURIComponent(attemptId)}`;
@@ -200,7 +205,7 @@ export function renderRunList(
   const byJob = new Map<string, RunListRow[]>();
   for (const r of rows) (byJob.get(r.job) ?? byJob.set(r.job, []).get(r.job)!).push(r);
   const sections = [...byJob].map(
-    ([job, runs]) => html`<h2><a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a></h2>\
+    ([job, runs]) => html`<h2>${jobRunsLink(job)}</h2>\
 ${table(
   { class: 'runs' },
   COLUMNS.runs,
@@ -400,7 +405,7 @@ export function renderRunPage(
   const interval = run.logical_start || run.logical_end ? `${t(run.logical_start)} – ${t(run.logical_end)}` : '';
   const parameters = run.parameters ? html`<code>${JSON.stringify(run.parameters)}</code>` : '';
   const fields = html`<dl>
-<dt>Job</dt><dd><a href="/admin/runs?job=${encodeURIComponent(run.job)}">${run.job}</a></dd>\
+<dt>Job</dt><dd>${jobRunsLink(run.job)}</dd>\
 <dt>Run key</dt><dd class="run-key">${run.run_key}</dd>
 <dt>Status</dt><dd class="status">${statusLabel(run.status)} <span class="muted">(its newest attempt's)</span></dd>\
 <dt>Attempts</dt><dd class="attempts">${run.attempts}</dd>
