@@ -82,7 +82,11 @@ function isLiveSession(cookie: string, token: string, nowS = Date.now() / 1000):
 
 /** The session cookie's value in the request, if any. */
 export function sessionOf(req: FastifyRequest): string | undefined {
-  return cookieOf(req.headers.cookie, SESSION_COOKIE);
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim();
+  }
+  return undefined;
 }
 
 /** Whether a request comes over the loopback interface. */
@@ -148,7 +152,7 @@ export class RefusalLimit {
 
 /** Whether the request carries a credential: an Authorization header or the session cookie. */
 export function hasCredentials(req: FastifyRequest): boolean {
-  return Boolean(req.headers.authorization) || cookieOf(req.headers.cookie, SESSION_COOKIE) !== undefined;
+  return Boolean(req.headers.authorization) || sessionOf(req) !== undefined;
 }
 
 /**
@@ -159,15 +163,6 @@ export function hasCredentials(req: FastifyRequest): boolean {
 function isLocalCaller(req: FastifyRequest): boolean {
   const name = hostName(req.headers.host);
   return isLoopback(req.socket.remoteAddress) && (name === 'localhost' || name === '127.0.0.1' || name === '[::1]');
-}
-
-function cookieOf(header: string | undefined, name: string): string | undefined {
-  if (!header) return undefined;
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return undefined;
 }
 
 /** The `Authorization` header split into lower-case scheme and credential ('' when absent). */
@@ -191,7 +186,7 @@ export function isAuthorized(req: FastifyRequest, auth: AdminAuth | undefined): 
   let ok = false;
   if (auth!.token) {
     if (scheme === 'bearer') ok = safeEqual(credential, auth!.token) || ok;
-    const cookie = cookieOf(req.headers.cookie, SESSION_COOKIE);
+    const cookie = sessionOf(req);
     if (cookie !== undefined) ok = isLiveSession(cookie, auth!.token) || ok;
   }
   if (auth!.basic && scheme === 'basic') {
