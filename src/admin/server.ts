@@ -116,7 +116,7 @@ const pathOf = (req: { url?: string }) => (req.url ?? '').split('?')[0]!;
  */
 export async function startAdminServer(deps: AdminServerOptions): Promise<AdminServer> {
   const auth = deps.auth ?? adminAuthFromEnv();
-  const metricsToken = deps.metricsToken ?? metricsTokenFromEnv();
+  const metricsToken = (deps.metricsToken ?? metricsTokenFromEnv()) || undefined;
   const metricsPublic = deps.metricsPublic ?? false;
   const allowedHosts = deps.allowedHosts ?? allowedHostsFromEnv();
   const behindTls = (deps.publicUrl ?? process.env.ADMIN_PUBLIC_URL ?? '').startsWith('https:');
@@ -180,10 +180,10 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
       return sendText(reply, 429, `too many refused credentials from this address: try again in ${wait} s`);
     }
     if (route === '/metrics') {
-      if (metricsPublic || isMetricsAuthorized(req, auth, metricsToken || undefined)) return;
+      if (metricsPublic || isMetricsAuthorized(req, auth, metricsToken)) return;
       if (hasCredentials(req)) refusals.refused(remote);
       log.info(refused, 'metrics request refused');
-      return rejectMetrics(reply, auth, metricsToken || undefined);
+      return rejectMetrics(reply, auth, metricsToken);
     }
     if (route === '/admin/login') return;
     const session = sessionOf(req);
@@ -215,14 +215,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
 
   // The slots' usage is read without waiting in line: no subscriber connection is ever opened for it.
   const slots = new ReportSlots(deps.redis, { prefix: deps.queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX });
-  const metrics = makeAdminMetrics({
-    pool: deps.pool,
-    redis: deps.redis,
-    queue: deps.queue,
-    keyPrefix,
-    config: deps.liveConfig,
-    slots,
-  });
+  const metrics = makeAdminMetrics({ ...deps, keyPrefix, config: deps.liveConfig, slots });
   // The home page: the jobs overview when the live jobs.yaml is known, else the run list.
   const home = deps.liveConfig ? '/admin' : '/admin/runs';
   app.get('/metrics', async (_req, reply) => {
@@ -237,9 +230,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     return loginPage(reply, 200, req.query.loggedOut !== undefined ? 'logged-out' : undefined);
   });
   app.post<{ Body: { token?: unknown } | undefined }>('/admin/login', async (req, reply) => {
-    if (!isSameOrigin(req)) {
-      return sendText(reply, 403, 'cross-origin request refused');
-    }
+    if (!isSameOrigin(req)) return sendText(reply, 403, 'cross-origin request refused');
     const token = auth?.token;
     const given = typeof req.body?.token === 'string' ? req.body.token : '';
     if (!token) return loginPage(reply, 401, 'not-configured');
@@ -268,21 +259,11 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   if (deps.liveConfig) registerOverviewRoutes(app, { pool: deps.pool, config: deps.liveConfig, slots });
   else app.get('/admin', async (_req, reply) => reply.redirect('/admin/runs', 302));
 
-  registerRunRoutes(app, {
-    pool: deps.pool,
-    queue: deps.queue,
-    logger: log,
-    config: () => deps.config ?? deps.liveConfig?.current(),
-  });
-  const config = deps.config;
-  registerLoginRoutes(app, {
-    pool: deps.pool,
-    logger: log,
-    connections:
-      deps.connections ??
-      (config ? () => config.connections : deps.liveConfig ? () => deps.liveConfig!.current().connections : undefined),
-  });
-  await registerBullBoard(app, deps.queue, sharedZone(deps.config ?? deps.liveConfig?.current()));
+  const config = () => deps.config ?? deps.liveConfig?.current();
+  registerRunRoutes(app, { pool: deps.pool, queue: deps.queue, logger: log, config });
+  const connections = deps.config || deps.liveConfig ? () => config()!.connections : undefined;
+  registerLoginRoutes(app, { pool: deps.pool, logger: log, connections: deps.connections ?? connections });
+  await registerBullBoard(app, deps.queue, sharedZone(config()));
 
   try {
     await app.listen({ port: deps.port ?? 3000, host });
