@@ -60,13 +60,10 @@ export function registerLoginRoutes(app: FastifyInstance, deps: LoginRoutesDeps)
 
   // A login changes state (a login state is recorded): it starts with the page's POST, never with a GET a link, an
   // image or a prefetch could send.
-  app.get('/admin/connections/:name/login', async (_req, reply) =>
-    sendText(
-      reply.header('allow', 'POST'),
-      405,
-      'a login starts with the "Log in" button of /admin/connections (POST)',
-    ),
-  );
+  app.get('/admin/connections/:name/login', async (_req, reply) => {
+    reply.header('allow', 'POST');
+    return sendText(reply, 405, 'a login starts with the "Log in" button of /admin/connections (POST)');
+  });
   app.post<{ Params: { name: string } }>('/admin/connections/:name/login', async (req, reply) => {
     const connection = find(req.params.name);
     if (!connection) return sendText(reply, 404, `no connection ${req.params.name} in jobs.yaml`);
