@@ -85,8 +85,5 @@ export function renderCallbackResult(ok: boolean, text: string): string {
 export function renderLoginRedirect(connection: string, authUrl: string): string {
   const body = html`<p>Connection ${connection}: <a id="continue" href="${authUrl}">continue to the server's login \
 page</a>.</p>`;
-  return page('Log in', body).replace(
-    '<meta charset="utf-8">',
-    html`<meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${authUrl}">`.value,
-  );
+  return page('Log in', body, { head: html`<meta http-equiv="refresh" content="0;url=${authUrl}">` });
 }

@@ -180,10 +180,12 @@ const LOGOUT = html`<form class="inline logout" method="post" action="/admin/log
 /**
  * A full HTML page around `body`, with navigation, a Log out button and the inline stylesheet.
  * @param opts.logout false for a page seen before logging in (the login form): no Log out button
+ * @param opts.head more of the page's head (a refresh)
  */
-export function page(title: string, body: SafeHtml, opts: { logout?: boolean } = {}): string {
+export function page(title: string, body: SafeHtml, opts: { logout?: boolean; head?: SafeHtml } = {}): string {
   return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<html lang="en"><head><meta charset="utf-8">${opts.head ?? ''}\
+<meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title} · report-etl</title><style>${new SafeHtml(STYLE)}</style></head>
 <body><nav>${NAV.map(([href, text]) => html`<a href="${href}">${text}</a>`)}${opts.logout === false ? '' : LOGOUT}\
 </nav>
