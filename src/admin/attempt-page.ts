@@ -8,13 +8,12 @@ import type { AttemptRow } from '../history/attempts.ts';
 import type { RunDocument } from '../history/run-documents.ts';
 import type { RunRow } from '../history/runs.ts';
 import type { AttemptArchive } from '../history/page-archive.ts';
-import { formatCount, html, page, type SafeHtml } from './html.ts';
+import { formatCount, html, page, table, type SafeHtml } from './html.ts';
 import {
   attemptTable,
   chartAttempt,
   documentTable,
   formatDuration,
-  formatTime,
   replayable,
   replayOffer,
   traceIdHtml,
@@ -25,6 +24,7 @@ import {
 import { timelineChart } from './timeline-chart.ts';
 import { requestSection, scheduledForText } from './request-section.ts';
 import { readAttemptRequest } from '../history/attempt-request.ts';
+import { formatTime } from '../time-text.ts';
 import { readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 
 /** A SCHEMA_CHANGED error's difference as a table: each column added, missing or of another type. */
@@ -43,8 +43,8 @@ function schemaDifferenceTable(e: RunErrorRow): SafeHtml | '' {
       row('type-changed', [String(t.column), 'type changed', String(t.table), `${String(t.declared)} (declared)`]),
     ),
   ];
-  return html`<h3>Schema difference</h3><table class="schema-difference"><thead><tr><th>column</th><th>change</th>\
-<th>table</th><th>this run</th></tr></thead><tbody>${rows}</tbody></table>`;
+  const columns = ['column', 'change', 'table', 'this run'];
+  return html`<h3>Schema difference</h3>${table({ class: 'schema-difference' }, columns, rows)}`;
 }
 
 /** A section `<h3>title</h3><pre class="cls">` of a value, pretty JSON unless a string; nothing without one. */

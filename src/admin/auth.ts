@@ -1,27 +1,15 @@
 /**
- * Access control of the admin HTTP server (the admin pages are protected by a
- * configured token or basic auth).
- *
- * - Token: `Authorization: Bearer <token>`, or the session cookie that the login form (`POST /admin/login`) sets
- *   for browsers. The cookie holds its issue time and an HMAC of it keyed by the token, never the token; it is
- *   HttpOnly, SameSite=Strict, scoped to `/admin`, `Secure` under https, taken for 12 h, and `POST /admin/logout`
- *   ends it (server.ts).
- * - Basic: `Authorization: Basic base64(user:password)`; a 401 asks the browser for it (`WWW-Authenticate`).
- * - Neither configured: a loud warning at start, and only requests from the loopback interface (127.0.0.1, ::1)
- *   are let in, so an unconfigured server is usable on the machine itself and by nobody else.
- *
- * `/metrics` has a token of its own for scrapers, METRICS_TOKEN (`Authorization: Bearer <token>`), which
- * opens nothing else; the admin credentials also admit there. With neither configured, loopback callers only.
- *
- * Every secret comparison is constant-time over SHA-256 digests (equal lengths, no early exit on length).
- *
- * Whatever is configured, `/admin…` and `/metrics` answer only a Host header that names this server
- * ({@link isAllowedHost}: DNS rebinding), and a client address with 10 refused credentials within a minute is
- * answered 429 until the minute is over ({@link RefusalLimit}); docs/architecture.md "Limits".
+ * Access control of the admin server (docs/operations.md "Admin access"): ADMIN_TOKEN as a bearer token or as the
+ * login form's session cookie (its issue time and an HMAC of it keyed by the token, never the token; HttpOnly,
+ * SameSite=Strict, Path=/admin, taken for 12 h), basic auth (ADMIN_USER, ADMIN_PASSWORD), or with neither, loopback
+ * callers only. `/metrics` also takes the scrapers' METRICS_TOKEN, which opens nothing else. Every secret comparison
+ * is constant-time over SHA-256 digests. Whatever is configured, a Host header must name this server
+ * ({@link isAllowedHost}), and an address with 10 refused credentials within a minute gets 429 ({@link RefusalLimit}).
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { sendText } from './html.ts';
 
 /** Configured credentials; both may be set, and either then admits. */
 export interface AdminAuth {
@@ -94,7 +82,11 @@ function isLiveSession(cookie: string, token: string, nowS = Date.now() / 1000):
 
 /** The session cookie's value in the request, if any. */
 export function sessionOf(req: FastifyRequest): string | undefined {
-  return cookieOf(req.headers.cookie, SESSION_COOKIE);
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim();
+  }
+  return undefined;
 }
 
 /** Whether a request comes over the loopback interface. */
@@ -102,16 +94,9 @@ export function isLoopback(address: string | undefined): boolean {
   return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
 }
 
-/**
- * Whether the request's Host header names this machine: `localhost`, `127.0.0.1` or `[::1]`, with any port. Without
- * credentials the admin server trusts loopback callers; a page of another site that a browser on this machine has
- * open can reach loopback too, by a DNS name it rebinds to 127.0.0.1 — its Host header then names that site, and is
- * refused (DNS rebinding).
- */
-export function isLoopbackHost(host: string | undefined): boolean {
-  if (!host) return false;
-  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
-  return name === 'localhost' || name === '127.0.0.1' || name === '[::1]';
+/** The name of a Host header without its port (an IPv6 address keeps its brackets); undefined when malformed. */
+function hostName(host: string | undefined): string | undefined {
+  return /^(\[[0-9a-f:.]+\]|[^\s:/@[\]]+)(:\d*)?$/i.exec(host ?? '')?.[1];
 }
 
 /**
@@ -130,7 +115,7 @@ export function allowedHostsFromEnv(env: NodeJS.ProcessEnv = process.env): strin
  * page's own origin, never a name an attacker controls.
  */
 export function isAllowedHost(host: string | undefined, allowed: readonly string[]): boolean {
-  const name = /^(\[[0-9a-f:.]+\]|[^\s:/@[\]]+)(:\d*)?$/i.exec(host ?? '')?.[1]?.toLowerCase();
+  const name = hostName(host)?.toLowerCase();
   if (name === undefined) return false;
   return name === 'localhost' || isIP(name.replace(/^\[(.*)\]$/, '$1')) !== 0 || allowed.includes(name);
 }
@@ -167,21 +152,17 @@ export class RefusalLimit {
 
 /** Whether the request carries a credential: an Authorization header or the session cookie. */
 export function hasCredentials(req: FastifyRequest): boolean {
-  return Boolean(req.headers.authorization) || cookieOf(req.headers.cookie, SESSION_COOKIE) !== undefined;
+  return Boolean(req.headers.authorization) || sessionOf(req) !== undefined;
 }
 
-/** A caller trusted without credentials: over loopback, naming this machine in its Host header. */
+/**
+ * A caller trusted without credentials: over loopback, naming this machine in its Host header (`localhost`,
+ * `127.0.0.1` or `[::1]`, any port). A page of another site open in a browser on this machine reaches loopback too,
+ * by a DNS name rebound to 127.0.0.1: its Host header names that site, and is refused (DNS rebinding).
+ */
 function isLocalCaller(req: FastifyRequest): boolean {
-  return isLoopback(req.socket.remoteAddress) && isLoopbackHost(req.headers.host);
-}
-
-function cookieOf(header: string | undefined, name: string): string | undefined {
-  if (!header) return undefined;
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return undefined;
+  const name = hostName(req.headers.host);
+  return isLoopback(req.socket.remoteAddress) && (name === 'localhost' || name === '127.0.0.1' || name === '[::1]');
 }
 
 /** The `Authorization` header split into lower-case scheme and credential ('' when absent). */
@@ -197,7 +178,7 @@ function authorizationOf(req: FastifyRequest): { scheme: string; credential: str
 /**
  * Whether the request carries valid credentials for `auth` (bearer header, session cookie, or basic auth).
  * Without configured credentials: whether it comes from loopback and names this machine in its Host header
- * ({@link isLoopbackHost}).
+ * ({@link isLocalCaller}).
  */
 export function isAuthorized(req: FastifyRequest, auth: AdminAuth | undefined): boolean {
   if (!isAuthConfigured(auth)) return isLocalCaller(req);
@@ -205,7 +186,7 @@ export function isAuthorized(req: FastifyRequest, auth: AdminAuth | undefined): 
   let ok = false;
   if (auth!.token) {
     if (scheme === 'bearer') ok = safeEqual(credential, auth!.token) || ok;
-    const cookie = cookieOf(req.headers.cookie, SESSION_COOKIE);
+    const cookie = sessionOf(req);
     if (cookie !== undefined) ok = isLiveSession(cookie, auth!.token) || ok;
   }
   if (auth!.basic && scheme === 'basic') {
@@ -224,19 +205,18 @@ export function isAuthorized(req: FastifyRequest, auth: AdminAuth | undefined): 
 /** Answers 401 (or 403 for a non-loopback caller of an unconfigured server), asking for basic auth when configured. */
 export function rejectUnauthorized(reply: FastifyReply, auth: AdminAuth | undefined): FastifyReply {
   if (!isAuthConfigured(auth)) {
-    return reply
-      .code(403)
-      .type('text/plain; charset=utf-8')
-      .send(
-        'admin access is limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set ADMIN_TOKEN or ' +
-          'ADMIN_USER and ADMIN_PASSWORD\n',
-      );
+    return sendText(
+      reply,
+      403,
+      'admin access is limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set ADMIN_TOKEN or ' +
+        'ADMIN_USER and ADMIN_PASSWORD',
+    );
   }
   if (auth!.basic) reply.header('www-authenticate', `Basic realm="${REALM}", charset="UTF-8"`);
   const hint = auth!.token
     ? 'send Authorization: Bearer <token>, or log in with the form of /admin/login'
     : 'use basic auth';
-  return reply.code(401).type('text/plain; charset=utf-8').send(`unauthorized: ${hint}\n`);
+  return sendText(reply, 401, `unauthorized: ${hint}`);
 }
 
 /**
@@ -270,13 +250,12 @@ export function rejectMetrics(
   metricsToken: string | undefined,
 ): FastifyReply {
   if (!metricsToken && !isAuthConfigured(auth)) {
-    return reply
-      .code(403)
-      .type('text/plain; charset=utf-8')
-      .send(
-        'metrics are limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set METRICS_TOKEN (or ' +
-          'ADMIN_TOKEN) to let a scraper in\n',
-      );
+    return sendText(
+      reply,
+      403,
+      'metrics are limited to 127.0.0.1 (as http://127.0.0.1 or http://localhost): set METRICS_TOKEN (or ' +
+        'ADMIN_TOKEN) to let a scraper in',
+    );
   }
   const bearer = Boolean(metricsToken || auth?.token);
   reply.header(
@@ -288,10 +267,7 @@ export function rejectMetrics(
     auth?.token ? 'Authorization: Bearer <ADMIN_TOKEN>' : '',
     auth?.basic ? 'the admin basic auth' : '',
   ];
-  return reply
-    .code(401)
-    .type('text/plain; charset=utf-8')
-    .send(`unauthorized: send ${ways.filter(Boolean).join(', or ')}\n`);
+  return sendText(reply, 401, `unauthorized: send ${ways.filter(Boolean).join(', or ')}`);
 }
 
 /**

@@ -6,8 +6,8 @@
 import type { ConnectionConfig } from '../config/schema.ts';
 import type { ConnectionLoginRow } from '../history/logins.ts';
 import { expectedRefreshValidityMs } from '../login/login-flow.ts';
-import { COLUMNS, headerRow, html, page, type SafeHtml } from './html.ts';
-import { formatTime } from './run-pages.ts';
+import { banner, COLUMNS, html, page, table, type SafeHtml } from './html.ts';
+import { formatTime } from '../time-text.ts';
 
 /** One connection as the page shows it. */
 export interface ConnectionView {
@@ -57,9 +57,7 @@ export function renderConnections(
   notice: { loggedIn?: string | undefined } = {},
   now = Date.now(),
 ): string {
-  const banner = notice.loggedIn
-    ? html`<div class="notice" role="status">Connection <b>${notice.loggedIn}</b> is logged in.</div>`
-    : '';
+  const done = notice.loggedIn ? banner('notice', html`Connection <b>${notice.loggedIn}</b> is logged in.`) : '';
   const rows = views.map((v) => {
     const cells = [
       v.config?.auth ?? v.row?.auth,
@@ -71,18 +69,12 @@ export function renderConnections(
 `;
   });
   const empty = views.length === 0 ? html`<p>No connections.</p>` : '';
-  return page(
-    'Connections',
-    html`${banner}${empty}<table class="connections">${headerRow(COLUMNS.connections)}<tbody>${rows}</tbody></table>`,
-  );
+  return page('Connections', html`${done}${empty}${table({ class: 'connections' }, COLUMNS.connections, rows)}`);
 }
 
 /** The page the callback shows: a finished login started by `report-etl login`, or a failed one. */
 export function renderCallbackResult(ok: boolean, text: string): string {
-  return page(
-    ok ? 'Logged in' : 'Login failed',
-    html`<div class="${ok ? 'notice' : 'problem'}" role="${ok ? 'status' : 'alert'}" id="login-result">${text}</div>`,
-  );
+  return page(ok ? 'Logged in' : 'Login failed', banner(ok ? 'notice' : 'problem', text, 'login-result'));
 }
 
 /**
@@ -93,8 +85,5 @@ export function renderCallbackResult(ok: boolean, text: string): string {
 export function renderLoginRedirect(connection: string, authUrl: string): string {
   const body = html`<p>Connection ${connection}: <a id="continue" href="${authUrl}">continue to the server's login \
 page</a>.</p>`;
-  return page('Log in', body).replace(
-    '<meta charset="utf-8">',
-    html`<meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${authUrl}">`.value,
-  );
+  return page('Log in', body, { head: html`<meta http-equiv="refresh" content="0;url=${authUrl}">` });
 }

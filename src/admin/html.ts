@@ -1,8 +1,9 @@
 /**
- * Server-rendered HTML for the admin pages: escaping, the page frame and its inline stylesheet. No scripts; every
- * value that reaches a page goes through {@link escapeHtml} (the server's error text too: verbatim, never markup).
+ * Server-rendered HTML for the admin pages: escaping, the page frame and its inline stylesheet, the shapes the pages
+ * share, and the replies that send a page or a line of text. No scripts; every value that reaches a page goes through
+ * {@link escapeHtml} (the server's error text too: verbatim, never markup).
  */
-
+import type { FastifyReply } from 'fastify';
 import { commaCount } from '../history/attempt-progress.ts';
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -54,9 +55,17 @@ export const COLUMNS = {
   connections: ['Connection', 'Service user', 'Server', 'Client-ID', 'Login', 'Token scopes'],
 } as const;
 
-/** A table's header row of `columns`. */
-export function headerRow(columns: readonly string[]): SafeHtml {
-  return html`<thead><tr>${columns.map((c) => html`<th>${c}</th>`)}</tr></thead>`;
+/** A table, its `id` or `class` as given, with a header row of `columns` and `rows` (each `<tr>…</tr>`) as its body. */
+export function table(attrs: { id: string } | { class: string }, columns: readonly string[], rows: unknown): SafeHtml {
+  const attr = 'id' in attrs ? html`id="${attrs.id}"` : html`class="${attrs.class}"`;
+  return html`<table ${attr}><thead><tr>${columns.map((c) => html`<th>${c}</th>`)}</tr></thead><tbody>
+${rows}</tbody></table>`;
+}
+
+/** A notice above a page's content: good news (`notice`, a status) or a refusal (`problem`, an alert). */
+export function banner(kind: 'notice' | 'problem', body: unknown, id?: string): SafeHtml {
+  const role = kind === 'notice' ? 'status' : 'alert';
+  return html`<div class="${kind}" role="${role}"${id ? html` id="${id}"` : ''}>${body}</div>`;
 }
 
 /**
@@ -171,10 +180,12 @@ const LOGOUT = html`<form class="inline logout" method="post" action="/admin/log
 /**
  * A full HTML page around `body`, with navigation, a Log out button and the inline stylesheet.
  * @param opts.logout false for a page seen before logging in (the login form): no Log out button
+ * @param opts.head more of the page's head (a refresh)
  */
-export function page(title: string, body: SafeHtml, opts: { logout?: boolean } = {}): string {
+export function page(title: string, body: SafeHtml, opts: { logout?: boolean; head?: SafeHtml } = {}): string {
   return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<html lang="en"><head><meta charset="utf-8">${opts.head ?? ''}\
+<meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title} · report-etl</title><style>${new SafeHtml(STYLE)}</style></head>
 <body><nav>${NAV.map(([href, text]) => html`<a href="${href}">${text}</a>`)}${opts.logout === false ? '' : LOGOUT}\
 </nav>
@@ -184,5 +195,25 @@ ${body}
 }
 
 /** Content-Security-Policy of the pages: no scripts, inline styles only, forms post to this origin (not bull-board). */
-export const PAGE_CSP =
+const PAGE_CSP =
   "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/**
+ * Answers with `body`, a {@link page}, under the pages' Content-Security-Policy.
+ * @param o.noStore `Cache-Control: no-store` (pages of a login); o.referrer the page's Referrer-Policy
+ */
+export function sendPage(
+  reply: FastifyReply,
+  body: string,
+  o: { status?: number; noStore?: boolean; referrer?: string } = {},
+): FastifyReply {
+  reply.code(o.status ?? 200).header('content-security-policy', PAGE_CSP);
+  if (o.noStore) reply.header('cache-control', 'no-store');
+  if (o.referrer) reply.header('referrer-policy', o.referrer);
+  return reply.type('text/html; charset=utf-8').send(body);
+}
+
+/** Answers `status` with `text` and a newline as plain text (refusals, a missing run or document). */
+export function sendText(reply: FastifyReply, status: number, text: string): FastifyReply {
+  return reply.code(status).type('text/plain; charset=utf-8').send(`${text}\n`);
+}

@@ -94,7 +94,7 @@ export function buildOverview(
     const h = healthOf(job);
     const zone = scheduleZone(config, j);
     const f = freshnessOf(config, job);
-    const lastFinished = [...h.recent].reverse()[0];
+    const lastFinished = h.recent.at(-1);
     const failingNow = lastFinished !== undefined && lastFinished.status === 'failed';
     const success = h.lastSuccess;
     const stale = f ? staleness(success ? finished(success) : undefined, seen.get(job), f.ms, now).stale : false;
@@ -121,13 +121,7 @@ export function buildOverview(
   }
   for (const e of invalid.filter((i) => i.kind === 'job').sort((a, b) => a.name.localeCompare(b.name))) {
     // Its schedule as written, with no next tick: the scheduler does not run a job while it is invalid.
-    out.push({
-      job: e.name,
-      state: 'invalid',
-      problems: e.problems,
-      schedule: e.schedule,
-      health: healthOf(e.name),
-    });
+    out.push({ job: e.name, state: 'invalid', problems: e.problems, schedule: e.schedule, health: healthOf(e.name) });
   }
   return out;
 }

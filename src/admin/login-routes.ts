@@ -23,7 +23,7 @@ import {
   renderConnections,
   type ConnectionView,
 } from './connection-pages.ts';
-import { PAGE_CSP } from './html.ts';
+import { sendPage, sendText } from './html.ts';
 
 /** Path of the callback route; a redirectUri of the form https://<admin host>/oauth/callback points here. */
 export const CALLBACK_PATH = '/oauth/callback';
@@ -55,56 +55,34 @@ export function registerLoginRoutes(app: FastifyInstance, deps: LoginRoutesDeps)
       : rows.map((row) => ({ name: row.connection, config: undefined, row }));
     const loggedIn =
       typeof req.query.loggedIn === 'string' && find(req.query.loggedIn) ? req.query.loggedIn : undefined;
-    return reply
-      .header('content-security-policy', PAGE_CSP)
-      .header('cache-control', 'no-store')
-      .type('text/html; charset=utf-8')
-      .send(renderConnections(views, { loggedIn }));
+    return sendPage(reply, renderConnections(views, { loggedIn }), { noStore: true });
   });
 
   // A login changes state (a login state is recorded): it starts with the page's POST, never with a GET a link, an
   // image or a prefetch could send.
-  app.get('/admin/connections/:name/login', async (_req, reply) =>
-    reply
-      .code(405)
-      .header('allow', 'POST')
-      .type('text/plain; charset=utf-8')
-      .send('a login starts with the "Log in" button of /admin/connections (POST)\n'),
-  );
+  app.get('/admin/connections/:name/login', async (_req, reply) => {
+    reply.header('allow', 'POST');
+    return sendText(reply, 405, 'a login starts with the "Log in" button of /admin/connections (POST)');
+  });
   app.post<{ Params: { name: string } }>('/admin/connections/:name/login', async (req, reply) => {
     const connection = find(req.params.name);
-    if (!connection)
-      return reply.code(404).type('text/plain; charset=utf-8').send(`no connection ${req.params.name} in jobs.yaml\n`);
+    if (!connection) return sendText(reply, 404, `no connection ${req.params.name} in jobs.yaml`);
     try {
       const { url } = await startLogin(deps.pool, { name: req.params.name, connection }, 'admin', {
         logger: deps.logger,
       });
       deps.logger.info({ connection: req.params.name }, 'login started from the admin page');
-      return reply
-        .header('content-security-policy', PAGE_CSP)
-        .header('cache-control', 'no-store')
-        .header('referrer-policy', 'no-referrer')
-        .type('text/html; charset=utf-8')
-        .send(renderLoginRedirect(req.params.name, url));
+      const page = renderLoginRedirect(req.params.name, url);
+      return sendPage(reply, page, { noStore: true, referrer: 'no-referrer' });
     } catch (err) {
-      return reply
-        .code(400)
-        .header('content-security-policy', PAGE_CSP)
-        .type('text/html; charset=utf-8')
-        .send(renderCallbackResult(false, coerceError(err).message));
+      return sendPage(reply, renderCallbackResult(false, coerceError(err).message), { status: 400 });
     }
   });
 
   app.get(CALLBACK_PATH, async (req, reply) => {
     const params = new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1 || req.url.length));
     const send = (status: number, ok: boolean, text: string) =>
-      reply
-        .code(status)
-        .header('content-security-policy', PAGE_CSP)
-        .header('cache-control', 'no-store')
-        .header('referrer-policy', 'no-referrer')
-        .type('text/html; charset=utf-8')
-        .send(renderCallbackResult(ok, text));
+      sendPage(reply, renderCallbackResult(ok, text), { status, noStore: true, referrer: 'no-referrer' });
     let key;
     try {
       key = secretKeyFromEnv();

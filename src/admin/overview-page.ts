@@ -4,9 +4,10 @@
  * jobs.yaml problems of an invalid job.
  */
 import type { RecentAttempt } from '../history/job-health.ts';
-import { COLUMNS, formatCount, headerRow, html, page, type SafeHtml } from './html.ts';
+import { banner, COLUMNS, formatCount, html, page, table, type SafeHtml } from './html.ts';
 import { STATE_LABELS, type JobOverview } from './job-overview.ts';
-import { formatDuration, formatTime, replayButton, runPath } from './run-pages.ts';
+import { formatTime } from '../time-text.ts';
+import { formatDuration, jobRunsLink, replayButton, runPath } from './run-pages.ts';
 import { sparkline } from './sparkline.ts';
 
 const muted = (text: unknown) => html`<span class="muted">${text}</span>`;
@@ -65,7 +66,7 @@ function row(o: JobOverview): SafeHtml {
   const freshness = o.freshness ? html`<div class="muted">freshness ${o.freshness}</div>` : '';
   const success = o.health.lastSuccess;
   return html`<tr class="job state-${o.state}" data-job="${o.job}">
-<td><a href="/admin/runs?job=${encodeURIComponent(o.job)}">${o.job}</a>${problems}</td>
+<td>${jobRunsLink(o.job)}${problems}</td>
 <td><span class="state st-${o.state}">${STATE_LABELS[o.state]}</span>${freshness}</td>
 <td class="last-run">${attemptCell(o.job, o.health.last, o.zone)}${slotNote(o)}${runNote(o)}</td>
 <td class="last-success">${success ? runLink(o.job, success, o.zone) : muted('never')}</td>
@@ -89,14 +90,12 @@ export function renderOverview(
     (a) => html`<li>${a.name}: ${a.problems.map((p) => html`<code>${p}</code> `)}</li>`,
   );
   const alerts = invalidAlerts.length
-    ? html`<div class="problem" role="alert">Alert targets not used because jobs.yaml is wrong about them:<ul>\
-${alertItems}</ul></div>`
+    ? banner('problem', html`Alert targets not used because jobs.yaml is wrong about them:<ul>${alertItems}</ul>`)
     : '';
-  const table = jobs.length
-    ? html`<table class="overview">${headerRow(COLUMNS.overview)}<tbody>
-${jobs.map(row)}</tbody></table>`
+  const jobTable = jobs.length
+    ? table({ class: 'overview' }, COLUMNS.overview, jobs.map(row))
     : html`<p>No jobs in jobs.yaml.</p>`;
   const asOf = html`<span class="muted">as of ${formatTime(now)}; times in each job's time zone, with its UTC \
 offset</span>`;
-  return page('Jobs', html`<p class="summary">${summary}${asOf}</p>${alerts}${table}`);
+  return page('Jobs', html`<p class="summary">${summary}${asOf}</p>${alerts}${jobTable}`);
 }

@@ -4,7 +4,7 @@ import type pg from 'pg';
 import type { LiveConfig } from '../config/live-config.ts';
 import { firstSeen } from '../history/job-alerts.ts';
 import { jobHealth } from '../history/job-health.ts';
-import { PAGE_CSP } from './html.ts';
+import { sendPage } from './html.ts';
 import { buildOverview, type SlotWait } from './job-overview.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import type { ReportSlots } from '../report-api/report-slots.ts';
@@ -51,7 +51,6 @@ export function registerOverviewRoutes(
     const now = new Date();
     const overview = buildOverview(config, invalid, health, now, seen, waits);
     const alerts = invalid.filter((e) => e.kind === 'alert');
-    const page = renderOverview(overview, now, alerts);
-    return reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(page);
+    return sendPage(reply, renderOverview(overview, now, alerts));
   });
 }

@@ -7,7 +7,7 @@
 import { keptPagesText, readAttemptRequest } from '../history/attempt-request.ts';
 import type { AttemptRow } from '../history/attempts.ts';
 import { formatTime } from '../time-text.ts';
-import { html, type SafeHtml } from './html.ts';
+import { html, table, type SafeHtml } from './html.ts';
 
 /**
  * The section `<section class="request-sent">` of `attempt`'s request: its interval and the report request with a
@@ -22,40 +22,34 @@ export function requestSection(
   zone?: string,
   heading = 'What was sent',
 ): SafeHtml {
+  const section = (body: SafeHtml) => html`<section class="request-sent"><h2>${heading}</h2>${body}</section>`;
   const r = readAttemptRequest(attempt.request);
-  if (!r) {
-    return html`<section class="request-sent"><h2>${heading}</h2><p class="muted">Not recorded (an attempt from \
-before report-etl kept what it sent).</p></section>`;
-  }
+  if (!r)
+    return section(html`<p class="muted">Not recorded (an attempt from before report-etl kept what it sent).</p>`);
   const t = (iso: string) => formatTime(new Date(iso), zone);
   const interval =
     r.logicalStart === r.logicalEnd
       ? html`${t(r.logicalEnd)} <span class="muted">(no schedule: an instant, no interval)</span>`
       : html`(${t(r.logicalStart)}, ${t(r.logicalEnd)}]`;
-  const fields = html`<dl><dt>Logical interval</dt><dd class="interval">${interval}</dd>\
-<dt>Tick</dt><dd>${t(r.tick)}</dd>`;
+  const fields = html`<dt>Logical interval</dt><dd class="interval">${interval}</dd><dt>Tick</dt><dd>${t(r.tick)}</dd>`;
   const pagesFrom = r.pagesFrom ?? attempt.pages_from;
   if (pagesFrom) {
     const text = keptPagesText(pagesFrom, r.pagesFrom ? r.report : undefined);
-    return html`<section class="request-sent"><h2>${heading}</h2>${fields}</dl><p class="pages-from">\
-${text[0]!.toUpperCase()}${text.slice(1)}.</p></section>`;
+    return section(html`<dl>${fields}</dl><p class="pages-from">${text[0]!.toUpperCase()}${text.slice(1)}.</p>`);
   }
   if (!r.report) {
-    return html`<section class="request-sent"><h2>${heading}</h2>${fields}</dl><p class="muted">No report request \
-was sent: the attempt failed before its parameters were rendered.</p></section>`;
+    return section(html`<dl>${fields}</dl><p class="muted">No report request was sent: the attempt failed before its \
+parameters were rendered.</p>`);
   }
   const { mandant, name, outputType, paging, parameters } = r.report;
   const rows = Object.entries(parameters).map(
-    ([k, v]) => html`<tr><th scope="row">${k}</th><td><code>${v}</code>\
-</td></tr>`,
+    ([k, v]) => html`<tr><th scope="row">${k}</th><td><code>${v}</code></td></tr>`,
   );
-  const table = rows.length
-    ? html`<table class="parameters-sent"><thead><tr><th>Parameter</th><th>Value sent</th></tr></thead>\
-<tbody>${rows}</tbody></table>`
+  const sent = rows.length
+    ? table({ class: 'parameters-sent' }, ['Parameter', 'Value sent'], rows)
     : html`<p class="muted">No parameters.</p>`;
-  return html`<section class="request-sent"><h2>${heading}</h2>${fields}\
-<dt>Report</dt><dd class="report-sent">${name} <span class="muted">(mandant ${mandant}, ${outputType}, paging \
-${paging})</span></dd></dl>${table}</section>`;
+  return section(html`<dl>${fields}<dt>Report</dt><dd class="report-sent">${name} <span class="muted">(mandant \
+${mandant}, ${outputType}, paging ${paging})</span></dd></dl>${sent}`);
 }
 
 /**

@@ -19,12 +19,9 @@ import { readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { traceUrl } from '../trace-link.ts';
 import { shellQuote } from '../shell-quote.ts';
 import { BULL_BOARD_PATH } from './bull-board.ts';
-import { COLUMNS, escapeHtml, formatCount, headerRow, html, page, SafeHtml } from './html.ts';
+import { banner, COLUMNS, escapeHtml, formatCount, html, page, SafeHtml, table } from './html.ts';
 import { timelineChart, type ChartAttempt } from './timeline-chart.ts';
 import { requestSection, scheduledForText } from './request-section.ts';
-
-/** A time as every page and command prints it (time-text.ts: the job's zone with its offset, or UTC marked Z). */
-export { formatTime };
 
 /**
  * A trace id as code, linked to the trace when `REPORT_ETL_TRACE_URL` is set (docs/observability.md "Tracing"); the
@@ -35,9 +32,6 @@ export function traceIdHtml(traceId: string): SafeHtml {
   const code = html`<code>${traceId}</code>`;
   return url ? html`<a class="trace-link" href="${url}" target="_blank" rel="noopener noreferrer">${code}</a>` : code;
 }
-
-/** The time zone of a job by name (its schedule's), or undefined for a job jobs.yaml no longer has. */
-type ZoneOf = (job: string) => string | undefined;
 
 /** A duration in ms as `850 ms`, `12.3 s` or `4 min 05 s`; empty when unknown. */
 export function formatDuration(ms: string | number | null | undefined): string {
@@ -54,6 +48,11 @@ export function runPath(job: string, runKey: string): string {
   return `/admin/runs/${encodeURIComponent(job)}/${encodeURIComponent(runKey)}`;
 }
 
+/** A job's name, linked to its runs on the run list. */
+export function jobRunsLink(job: string): SafeHtml {
+  return html`<a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a>`;
+}
+
 /** Path of the page of one attempt. */
 export function attemptPath(attemptId: string): string {
   return `/admin/attempts/${encodeURIComponent(attemptId)}`;
@@ -62,12 +61,6 @@ export function attemptPath(attemptId: string): string {
 /** A status as a coloured word; a run without an attempt yet says so. */
 export function statusLabel(s: string | null): SafeHtml {
   return s === null ? html`<span class="muted">no attempt yet</span>` : html`<span class="s-${s}">${s}</span>`;
-}
-
-/** Said instead of a Replay button when the run's job is no longer in jobs.yaml. */
-export function jobGoneNote(run: Pick<RunRow, 'job'>): SafeHtml {
-  return html`<p class="muted" id="no-replay">Job ${run.job} is no longer in jobs.yaml: add it back to replay its \
-runs.</p>`;
 }
 
 /** Whether a run can be replayed: its newest attempt failed or was interrupted. */
@@ -149,7 +142,10 @@ export function replayOffer(
   jobGone: boolean,
   kept?: Pick<AttemptArchive, 'attempt'>,
 ): SafeHtml {
-  if (jobGone) return jobGoneNote(run);
+  if (jobGone) {
+    return html`<p class="muted" id="no-replay">Job ${run.job} is no longer in jobs.yaml: add it back to replay its \
+runs.</p>`;
+  }
   if (!needsChangeFirst(failure))
     return kept
       ? html`${replayButton(run, { id: 'replay' })} ${keptPagesButton(run, kept, 'secondary')}`
@@ -198,19 +194,23 @@ function runListRow(r: RunListRow, zone: string | undefined): SafeHtml {
  * The run list: per job its latest logical runs, each with the first start, the newest attempt's status and first
  * error line, the trigger, the attempts, the duration from first start to last finish and the rows loaded.
  * @param rows from listRecentRuns, ordered by job then newest first
+ * @param zoneOf a job's time zone (its schedule's), undefined (UTC) for a job jobs.yaml no longer has
  */
 export function renderRunList(
   rows: RunListRow[],
   f: RunListFilter,
   jobs: string[],
-  zoneOf: ZoneOf = () => undefined,
+  zoneOf: (job: string) => string | undefined = () => undefined,
 ): string {
   const byJob = new Map<string, RunListRow[]>();
   for (const r of rows) (byJob.get(r.job) ?? byJob.set(r.job, []).get(r.job)!).push(r);
   const sections = [...byJob].map(
-    ([job, runs]) => html`<h2><a href="/admin/runs?job=${encodeURIComponent(job)}">${job}</a></h2>
-<table class="runs">${headerRow(COLUMNS.runs)}<tbody>
-${runs.map((r) => runListRow(r, zoneOf(r.job)))}</tbody></table>`,
+    ([job, runs]) => html`<h2>${jobRunsLink(job)}</h2>\
+${table(
+  { class: 'runs' },
+  COLUMNS.runs,
+  runs.map((r) => runListRow(r, zoneOf(r.job))),
+)}`,
   );
   const empty = rows.length === 0 ? html`<p>No runs match.</p>` : '';
   const intro = html`<p class="muted">One line per run (its run key): every retry and replay of it is one of its \
@@ -250,13 +250,10 @@ export const REPLAY_ERRORS: Readonly<Record<ReplayRefusal | 'guard-tripped' | 'f
 };
 
 function replayBanner(notice: RunPageNotice): SafeHtml | '' {
-  if (notice.replayedJobId) {
-    return html`<div class="notice" role="status">Replay queued as job ${queueJobLink(notice.replayedJobId)}.</div>`;
-  }
+  if (notice.replayedJobId) return banner('notice', html`Replay queued as job ${queueJobLink(notice.replayedJobId)}.`);
   const code = notice.replayError;
   return code !== undefined && Object.hasOwn(REPLAY_ERRORS, code)
-    ? html`<div class="problem" role="alert" id="replay-error">Replay not queued: \
-${REPLAY_ERRORS[code as keyof typeof REPLAY_ERRORS]}</div>`
+    ? banner('problem', `Replay not queued: ${REPLAY_ERRORS[code as keyof typeof REPLAY_ERRORS]}`, 'replay-error')
     : '';
 }
 
@@ -268,9 +265,8 @@ export function documentTable(attemptId: string, documents: RunDocument[]): Safe
 <td>${d.contentType}</td><td class="num">${formatCount(d.bytes)}</td>\
 <td><code>${d.sha256.slice(0, 16)}…</code></td></tr>
 `;
-  return html`<h2>Documents</h2><table id="documents"><thead><tr><th>Page</th><th>File</th><th>Type</th>\
-<th>Bytes</th><th>sha256</th></tr></thead><tbody>
-${documents.map(row)}</tbody></table>`;
+  const columns = ['Page', 'File', 'Type', 'Bytes', 'sha256'];
+  return html`<h2>Documents</h2>${table({ id: 'documents' }, columns, documents.map(row))}`;
 }
 
 /** The reverts of an append run (etl.reverts), newest first, with a note when the run stands reverted. */
@@ -286,9 +282,8 @@ ${formatCount(last.rows)} rows were removed from ${last.target_table}. A replay 
 <td>${v.target_table}</td><td><a href="${attemptPath(v.attempt_id)}">${v.attempt_id.slice(0, 8)}</a></td>\
 <td>${v.reverted_by ?? ''}</td></tr>
 `;
-  return html`<h2>Reverts</h2>${note}<table id="reverts"><thead><tr><th>Reverted</th><th>Rows removed</th>\
-<th>Of rows appended</th><th>Table</th><th>Appended by attempt</th><th>By</th></tr></thead><tbody>
-${reverts.map(row)}</tbody></table>`;
+  const columns = ['Reverted', 'Rows removed', 'Of rows appended', 'Table', 'Appended by attempt', 'By'];
+  return html`<h2>Reverts</h2>${note}${table({ id: 'reverts' }, columns, reverts.map(row))}`;
 }
 
 /** The attempts of a run, newest first, each linked to its page; times in `zone`. */
@@ -299,8 +294,7 @@ export function attemptTable(attempts: AttemptListRow[], zone?: string): SafeHtm
 <td class="num">${formatDuration(a.duration_ms)}</td><td class="num">${formatCount(a.rows)}</td>\
 <td>${a.worker ?? ''}</td><td>${a.error_first_line ?? ''}</td></tr>
 `;
-  return html`<table id="attempts">${headerRow(COLUMNS.attempts)}<tbody>
-${attempts.map(row)}</tbody></table>`;
+  return table({ id: 'attempts' }, COLUMNS.attempts, attempts.map(row));
 }
 
 /** An attempt as the timeline chart draws it: its heading links to its page. */
@@ -415,7 +409,7 @@ export function renderRunPage(
   const interval = run.logical_start || run.logical_end ? `${t(run.logical_start)} – ${t(run.logical_end)}` : '';
   const parameters = run.parameters ? html`<code>${JSON.stringify(run.parameters)}</code>` : '';
   const fields = html`<dl>
-<dt>Job</dt><dd><a href="/admin/runs?job=${encodeURIComponent(run.job)}">${run.job}</a></dd>\
+<dt>Job</dt><dd>${jobRunsLink(run.job)}</dd>\
 <dt>Run key</dt><dd class="run-key">${run.run_key}</dd>
 <dt>Status</dt><dd class="status">${statusLabel(run.status)} <span class="muted">(its newest attempt's)</span></dd>\
 <dt>Attempts</dt><dd class="attempts">${run.attempts}</dd>

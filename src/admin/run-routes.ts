@@ -11,7 +11,7 @@
  * Older links to an attempt (`/admin/runs/<attempt id>`, and its `/documents/<page>`) are redirected (301).
  */
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { scheduleZone } from '../config/load.ts';
 import type { EtlConfig } from '../config/schema.ts';
@@ -24,10 +24,10 @@ import { attemptsOfRun, listRunErrors, loadingAttemptOf, type AttemptListRow } f
 import { listJobNames, listRecentRuns, type RunListFilter } from '../history/run-list.ts';
 import { getRun, type RunRow } from '../history/runs.ts';
 import { isReverted, revertsOfRun } from '../history/reverts.ts';
-import { newestCompleteArchive, type AttemptArchive } from '../history/page-archive.ts';
+import { newestCompleteArchive } from '../history/page-archive.ts';
 import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
 import { renderAttemptPage } from './attempt-page.ts';
-import { PAGE_CSP } from './html.ts';
+import { sendPage, sendText } from './html.ts';
 import {
   attemptPath,
   guardTripped,
@@ -72,14 +72,6 @@ function zoneOf(config: EtlConfig | undefined, job: string): string | undefined 
   return config && j ? scheduleZone(config, j) : undefined;
 }
 
-function htmlPage(reply: FastifyReply, body: string): FastifyReply {
-  return reply.header('content-security-policy', PAGE_CSP).type('text/html; charset=utf-8').send(body);
-}
-
-function notFound(reply: FastifyReply, text: string): FastifyReply {
-  return reply.code(404).type('text/plain; charset=utf-8').send(`${text}\n`);
-}
-
 /** The failure of a run's newest attempt when the run stands failed or interrupted (`attempts` newest first). */
 async function newestFailure(
   pool: pg.Pool,
@@ -103,11 +95,6 @@ async function replayOfRun(queue: RunQueue, replayed: string | undefined, run: R
   return data?.job === run.job && data.runKey === run.run_key && data.trigger === 'replay' ? replayed : undefined;
 }
 
-/** The run's newest complete kept pages, when Replay is offered on its pages (so only then looked up). */
-async function keptPagesOf(pool: pg.Pool, run: RunRow, offered: boolean): Promise<AttemptArchive | undefined> {
-  return offered ? newestCompleteArchive(pool, run.job, run.run_key) : undefined;
-}
-
 /** Whether the newest attempt of a run that stands failed was stopped by its target's guard (GUARD_TRIPPED). */
 async function guardTrippedLast(pool: pg.Pool, job: string, runKey: string): Promise<boolean> {
   const run = await getRun(pool, job, runKey);
@@ -121,7 +108,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const [rows, jobs] = await Promise.all([listRecentRuns(deps.pool, filter), listJobNames(deps.pool)]);
     const config = deps.config?.();
     const zones = (job: string) => zoneOf(config, job);
-    return htmlPage(reply, renderRunList(rows, filter, jobs, zones));
+    return sendPage(reply, renderRunList(rows, filter, jobs, zones));
   });
 
   type RunParams = { Params: { job: string; runKey: string } };
@@ -130,7 +117,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     async (req, reply) => {
       const { job, runKey } = req.params;
       const run = await getRun(deps.pool, job, runKey);
-      if (!run) return notFound(reply, `no run ${runKey} of job ${job}`);
+      if (!run) return sendText(reply, 404, `no run ${runKey} of job ${job}`);
       const [attempts, loading, reverts] = await Promise.all([
         attemptsOfRun(deps.pool, job, runKey),
         loadingAttemptOf(deps.pool, job, runKey),
@@ -139,7 +126,8 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
       const [documents, failure, kept] = await Promise.all([
         loading ? listRunDocuments(deps.pool, loading) : [],
         newestFailure(deps.pool, run, attempts),
-        keptPagesOf(deps.pool, run, replayable(run) || isReverted(run, reverts)),
+        // Looked up only when the page offers Replay.
+        replayable(run) || isReverted(run, reverts) ? newestCompleteArchive(deps.pool, job, runKey) : undefined,
       ]);
       const config = deps.config?.();
       const notice = {
@@ -148,7 +136,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
         jobGone: config !== undefined && !jobOfSubject(config, run.job),
       };
       const zone = zoneOf(config, run.job);
-      return htmlPage(reply, renderRunPage(run, attempts, notice, loading, documents, zone, reverts, failure, kept));
+      return sendPage(reply, renderRunPage(run, attempts, notice, loading, documents, zone, reverts, failure, kept));
     },
   );
 
@@ -184,24 +172,21 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const { attemptId } = req.params;
     const attempt = UUID.test(attemptId) ? await getAttempt(deps.pool, attemptId) : undefined;
     const run = attempt ? await getRun(deps.pool, attempt.job, attempt.run_key) : undefined;
-    if (!attempt || !run) return notFound(reply, `no attempt ${attemptId}`);
+    if (!attempt || !run) return sendText(reply, 404, `no attempt ${attemptId}`);
     const [errors, attempts, documents] = await Promise.all([
       listRunErrors(deps.pool, attemptId),
       attemptsOfRun(deps.pool, run.job, run.run_key),
       listRunDocuments(deps.pool, attemptId),
     ]);
-    const failure =
-      attempts[0]?.attempt_id === attemptId
-        ? replayable(run) && errors.length > 0
-          ? { attempt: attempts[0], error: errors.at(-1) }
-          : undefined
-        : await newestFailure(deps.pool, run, attempts);
+    const [failure, kept] = await Promise.all([
+      newestFailure(deps.pool, run, attempts),
+      replayable(run) ? newestCompleteArchive(deps.pool, run.job, run.run_key) : undefined,
+    ]);
     const config = deps.config?.();
     const jobGone = config !== undefined && !jobOfSubject(config, run.job);
     const zone = zoneOf(config, run.job);
-    const kept = await keptPagesOf(deps.pool, run, replayable(run));
     const page = renderAttemptPage(attempt, run, errors, attempts, documents, jobGone, zone, failure, kept);
-    return htmlPage(reply, page);
+    return sendPage(reply, page);
   });
 
   type DocumentParams = { Params: { attemptId: string; page: string } };
@@ -211,14 +196,14 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
       UUID.test(attemptId) && /^[1-9]\d{0,8}$/.test(page)
         ? (await listRunDocuments(deps.pool, attemptId)).find((d) => d.page === Number(page))
         : undefined;
-    if (!doc) return notFound(reply, `no document on page ${page} of attempt ${attemptId}`);
+    if (!doc) return sendText(reply, 404, `no document on page ${page} of attempt ${attemptId}`);
     const body = readDocument(deps.pool, doc);
     // The first slice is read before the answer starts, so that a document gone from its target is a clean 404.
     let first: IteratorResult<Buffer>;
     try {
       first = await body.next();
     } catch (err) {
-      if (err instanceof DocumentNotFoundError) return notFound(reply, err.message);
+      if (err instanceof DocumentNotFoundError) return sendText(reply, 404, err.message);
       throw err;
     }
     async function* all(): AsyncGenerator<Buffer> {
@@ -237,7 +222,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const { attemptId } = req.params;
     if (UUID.test(attemptId)) return reply.redirect(attemptPath(attemptId), 301);
     const pages = "a run's page is /admin/runs/<job>/<run key>, an attempt's /admin/attempts/<attempt id>";
-    return notFound(reply, `no page /admin/runs/${attemptId}: ${pages}`);
+    return sendText(reply, 404, `no page /admin/runs/${attemptId}: ${pages}`);
   });
   app.get<DocumentParams>('/admin/runs/:attemptId/documents/:page', async (req, reply) => {
     const { attemptId, page } = req.params;

@@ -1,37 +1,14 @@
 /**
- * The admin HTTP server for on-call staff (docs/architecture.md), fastify 5:
+ * The admin HTTP server for on-call staff (fastify 5, docs/architecture.md): `/healthz` and `/readyz` (open),
+ * `/metrics` (metrics.ts), the jobs overview at `/admin` (overview-routes.ts; without the live jobs.yaml, a redirect
+ * to the run list), the run history (run-routes.ts), bull-board at `/admin/queues` (bull-board.ts), the login form
+ * (`/admin/login`, login-page.ts) and Log out, and the connections' logins with `/oauth/callback` (login-routes.ts).
  *
- * - `/healthz` (open): 200 while the process serves HTTP.
- * - `/readyz` (open): 200 when PostgreSQL and Redis answer, else 503 naming the failed one.
- * - `/metrics` (`Bearer <METRICS_TOKEN>` or admin auth; loopback only when neither is set): Prometheus metrics
- *   (metrics.ts).
- * - `/admin` (admin auth): the jobs overview (overview-routes.ts), with the live jobs.yaml; else a redirect to
- *   `/admin/runs`.
- * - `/admin/runs`, `/admin/runs/:job/:runKey`, POST `/admin/runs/:job/:runKey/replay`, `/admin/attempts/:attemptId`,
- *   `/admin/attempts/:attemptId/documents/:page` (admin auth): run history: runs, one run, its replay, one attempt,
- *   document downloads (run-routes.ts); old `/admin/runs/<attempt id>` links redirect.
- * - `/admin/queues` (admin auth): bull-board, read only, with a link back (bull-board.ts).
- * - `/admin/login` (open): the login form (login-page.ts); `POST /admin/login` with the form's `token` sets the browser
- *   session cookie and redirects to the home page, or answers 401 saying whether the token was missing or wrong. A
- *   token in the URL is not taken (it would stay in the history): the form says so.
- * - `POST /admin/logout` (admin; the Log out button of every page): ends the session cookie, here and on every admin
- *   server sharing Redis, and redirects to the login form.
- * - `/admin/connections`, `/admin/connections/:name/login` (admin auth): logins of user-dependent service users
- *   (login-routes.ts).
- * - `/oauth/callback` (open): the ERP server's redirect after a login; accepts only a pending login's single-use
- *   state.
- *
- * Admin auth (auth.ts): bearer token or its session cookie, or basic auth; with neither configured a loud warning is
- * logged and only loopback callers (127.0.0.1, ::1) get in. `/metrics` also admits the scrapers' own METRICS_TOKEN,
- * which opens nothing else (job names are not for everyone who can reach the port). `trustProxy` is off, so behind a
- * reverse proxy on the same machine every caller looks local: configure a token there. Requests that change state (any
- * method but GET/HEAD under /admin) must come from our own origin when the browser sends `Origin`.
- *
- * Whatever is configured, `/admin…` and `/metrics` answer only a Host header that names this server (localhost, an
- * IP address, the host of ADMIN_PUBLIC_URL, ADMIN_ALLOWED_HOSTS: DNS rebinding), and an address with 10 refused
- * credentials (a wrong `/admin/login` token included) within a minute gets 429 (auth.ts RefusalLimit).
- *
- * Query strings are never logged (an old login link carries the token), nor form bodies.
+ * Who may read what, the Host check against DNS rebinding and the 429 after refused credentials: auth.ts and
+ * docs/operations.md "Admin access". `trustProxy` is off, so behind a proxy on the same machine every caller looks
+ * local: configure a token there. Requests that change state (any method but GET/HEAD under /admin) must come from
+ * our own origin when the browser sends `Origin`. Query strings (an old login link carries the token) and form
+ * bodies are never logged.
  */
 import { traceUrlProblem } from '../trace-link.ts';
 import type { RunQueue } from '../queue/queue.ts';
@@ -71,7 +48,7 @@ import { ReportSlots } from '../report-api/report-slots.ts';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.ts';
 import { registerRunRoutes } from './run-routes.ts';
 import { registerLoginRoutes } from './login-routes.ts';
-import { PAGE_CSP } from './html.ts';
+import { sendPage, sendText } from './html.ts';
 import { renderLoginPage, type LoginNotice } from './login-page.ts';
 
 /** Dependencies and options of {@link startAdminServer}. */
@@ -124,22 +101,14 @@ export interface AdminServer {
   close(): Promise<void>;
 }
 
-/** Route patterns (as fastify matched them) that need admin auth (`/metrics` has its own rule). */
 /** The time zone every job of `config` runs in (its schedule's), when they share one; else, or without one, UTC. */
 function sharedZone(config: EtlConfig | undefined): string {
   const zones = new Set(Object.values(config?.jobs ?? {}).map((j) => scheduleZone(config!, j)));
   return zones.size === 1 ? [...zones][0]! : 'UTC';
 }
 
-function needsAuth(route: string): boolean {
-  if (route === '/admin/login') return false;
-  return route === '/admin' || route.startsWith('/admin/');
-}
-
-function pathOf(req: FastifyRequest): string {
-  const q = req.url.indexOf('?');
-  return q < 0 ? req.url : req.url.slice(0, q);
-}
+/** The request's path, without its query string (never logged). */
+const pathOf = (req: { url?: string }) => (req.url ?? '').split('?')[0]!;
 
 /**
  * Starts the admin server and resolves once it listens.
@@ -147,7 +116,7 @@ function pathOf(req: FastifyRequest): string {
  */
 export async function startAdminServer(deps: AdminServerOptions): Promise<AdminServer> {
   const auth = deps.auth ?? adminAuthFromEnv();
-  const metricsToken = deps.metricsToken ?? metricsTokenFromEnv();
+  const metricsToken = (deps.metricsToken ?? metricsTokenFromEnv()) || undefined;
   const metricsPublic = deps.metricsPublic ?? false;
   const allowedHosts = deps.allowedHosts ?? allowedHostsFromEnv();
   const behindTls = (deps.publicUrl ?? process.env.ADMIN_PUBLIC_URL ?? '').startsWith('https:');
@@ -156,21 +125,15 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   const loggedOutKey = (session: string) =>
     `${keyPrefix}admin:logged-out:${createHash('sha256').update(session).digest('hex')}`;
   const refusals = new RefusalLimit();
+  // Not no-referrer: Chromium then posts the form with `Origin: null`, which the same-origin check refuses.
   const loginPage = (reply: FastifyReply, status: number, notice?: LoginNotice) =>
-    reply
-      .code(status)
-      .header('content-security-policy', PAGE_CSP)
-      .header('cache-control', 'no-store')
-      // Not no-referrer: Chromium then posts the form with `Origin: null`, which the same-origin check refuses.
-      .header('referrer-policy', 'same-origin')
-      .type('text/html; charset=utf-8')
-      .send(renderLoginPage(notice));
+    sendPage(reply, renderLoginPage(notice), { status, noStore: true, referrer: 'same-origin' });
   const host = deps.host ?? '127.0.0.1';
   const log = deps.logger.child(
     { component: 'admin' },
     {
       serializers: {
-        req: (req: { method?: string; url?: string }) => ({ method: req.method, path: (req.url ?? '').split('?')[0] }),
+        req: (req: { method?: string; url?: string }) => ({ method: req.method, path: pathOf(req) }),
       },
     },
   );
@@ -205,26 +168,24 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     const refused = { method: req.method, path: pathOf(req), remote };
     if (!isAllowedHost(req.headers.host, allowedHosts)) {
       log.info(refused, 'admin request refused: its Host is not this server (ADMIN_ALLOWED_HOSTS)');
-      return reply
-        .code(403)
-        .type('text/plain; charset=utf-8')
-        .send('this server answers to localhost, its IP addresses and the names of ADMIN_ALLOWED_HOSTS\n');
+      return sendText(
+        reply,
+        403,
+        'this server answers to localhost, its IP addresses and the names of ADMIN_ALLOWED_HOSTS',
+      );
     }
     const wait = refusals.waitSeconds(remote);
     if (wait > 0) {
-      return reply
-        .code(429)
-        .header('retry-after', String(wait))
-        .type('text/plain; charset=utf-8')
-        .send(`too many refused credentials from this address: try again in ${wait} s\n`);
+      reply.header('retry-after', String(wait));
+      return sendText(reply, 429, `too many refused credentials from this address: try again in ${wait} s`);
     }
     if (route === '/metrics') {
-      if (metricsPublic || isMetricsAuthorized(req, auth, metricsToken || undefined)) return;
+      if (metricsPublic || isMetricsAuthorized(req, auth, metricsToken)) return;
       if (hasCredentials(req)) refusals.refused(remote);
       log.info(refused, 'metrics request refused');
-      return rejectMetrics(reply, auth, metricsToken || undefined);
+      return rejectMetrics(reply, auth, metricsToken);
     }
-    if (!needsAuth(route)) return;
+    if (route === '/admin/login') return;
     const session = sessionOf(req);
     if (!isAuthorized(req, auth) || (session && (await deps.redis.exists(loggedOutKey(session))))) {
       if (hasCredentials(req)) refusals.refused(remote);
@@ -235,7 +196,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
       return rejectUnauthorized(reply, auth);
     }
     if (req.method !== 'GET' && req.method !== 'HEAD' && !isSameOrigin(req)) {
-      return reply.code(403).type('text/plain; charset=utf-8').send('cross-origin request refused\n');
+      return sendText(reply, 403, 'cross-origin request refused');
     }
   });
   app.addHook('onResponse', async (req, reply) => {
@@ -245,7 +206,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     );
   });
 
-  app.get('/healthz', async (_req, reply) => reply.type('text/plain; charset=utf-8').send('ok\n'));
+  app.get('/healthz', async (_req, reply) => sendText(reply, 200, 'ok'));
   app.get('/readyz', async (_req, reply) => {
     const readiness = await checkReadiness(deps);
     if (!readiness.ready) log.warn({ checks: readiness.checks }, 'not ready');
@@ -254,14 +215,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
 
   // The slots' usage is read without waiting in line: no subscriber connection is ever opened for it.
   const slots = new ReportSlots(deps.redis, { prefix: deps.queue.opts.prefix ?? DEFAULT_QUEUE_PREFIX });
-  const metrics = makeAdminMetrics({
-    pool: deps.pool,
-    redis: deps.redis,
-    queue: deps.queue,
-    keyPrefix,
-    config: deps.liveConfig,
-    slots,
-  });
+  const metrics = makeAdminMetrics({ ...deps, keyPrefix, config: deps.liveConfig, slots });
   // The home page: the jobs overview when the live jobs.yaml is known, else the run list.
   const home = deps.liveConfig ? '/admin' : '/admin/runs';
   app.get('/metrics', async (_req, reply) => {
@@ -276,9 +230,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
     return loginPage(reply, 200, req.query.loggedOut !== undefined ? 'logged-out' : undefined);
   });
   app.post<{ Body: { token?: unknown } | undefined }>('/admin/login', async (req, reply) => {
-    if (!isSameOrigin(req)) {
-      return reply.code(403).type('text/plain; charset=utf-8').send('cross-origin request refused\n');
-    }
+    if (!isSameOrigin(req)) return sendText(reply, 403, 'cross-origin request refused');
     const token = auth?.token;
     const given = typeof req.body?.token === 'string' ? req.body.token : '';
     if (!token) return loginPage(reply, 401, 'not-configured');
@@ -307,21 +259,11 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   if (deps.liveConfig) registerOverviewRoutes(app, { pool: deps.pool, config: deps.liveConfig, slots });
   else app.get('/admin', async (_req, reply) => reply.redirect('/admin/runs', 302));
 
-  registerRunRoutes(app, {
-    pool: deps.pool,
-    queue: deps.queue,
-    logger: log,
-    config: () => deps.config ?? deps.liveConfig?.current(),
-  });
-  const config = deps.config;
-  registerLoginRoutes(app, {
-    pool: deps.pool,
-    logger: log,
-    connections:
-      deps.connections ??
-      (config ? () => config.connections : deps.liveConfig ? () => deps.liveConfig!.current().connections : undefined),
-  });
-  await registerBullBoard(app, deps.queue, sharedZone(deps.config ?? deps.liveConfig?.current()));
+  const config = () => deps.config ?? deps.liveConfig?.current();
+  registerRunRoutes(app, { pool: deps.pool, queue: deps.queue, logger: log, config });
+  const connections = deps.config || deps.liveConfig ? () => config()!.connections : undefined;
+  registerLoginRoutes(app, { pool: deps.pool, logger: log, connections: deps.connections ?? connections });
+  await registerBullBoard(app, deps.queue, sharedZone(config()));
 
   try {
     await app.listen({ port: deps.port ?? 3000, host });
@@ -337,13 +279,7 @@ export async function startAdminServer(deps: AdminServerOptions): Promise<AdminS
   }
   const metricsAccess = metricsPublic
     ? 'public'
-    : metricsToken
-      ? isAuthConfigured(auth)
-        ? 'metrics-token+admin'
-        : 'metrics-token'
-      : isAuthConfigured(auth)
-        ? 'admin'
-        : 'loopback-only';
+    : [metricsToken && 'metrics-token', isAuthConfigured(auth) && 'admin'].filter(Boolean).join('+') || 'loopback-only';
   log.info(
     {
       url,

@@ -134,11 +134,8 @@ interface Row {
   failed?: boolean;
 }
 
-/** Maps times of one attempt (ms after its start) onto the chart's axis. */
-interface Axis {
-  x(attemptMs: number): number;
-  w(fromMs: number, toMs: number): number;
-}
+/** Maps a time of one attempt (ms after its start), or a duration, onto the chart's x axis. */
+type Scale = (ms: number) => number;
 
 function rect(cls: string, x: number, y: number, w: number, h: number, title?: string): SafeHtml {
   const tip = title ? html`<title>${title}</title>` : '';
@@ -149,7 +146,7 @@ height="${h}">${tip}</rect>`;
 const at = (ms: number) => `+${formatSpan(ms)}`;
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-function stepRow(s: TimelineStep, axis: Axis): Row {
+function stepRow(s: TimelineStep, x: Scale): Row {
   const [label, actor, what] = STEP_INFO[s.step];
   const extra = [
     s.polls !== undefined ? `${plural(s.polls, 'status poll')}` : '',
@@ -165,11 +162,11 @@ function stepRow(s: TimelineStep, axis: Axis): Row {
     detail: formatSpan(s.ms),
     h: STEP_H,
     failed: s.failed === true,
-    bars: (y) => rect(cls, axis.x(s.at), y + 2, axis.w(s.at, s.at + s.ms), STEP_H - 4, title),
+    bars: (y) => rect(cls, x(s.at), y + 2, x(s.ms), STEP_H - 4, title),
   };
 }
 
-function pageRow(p: TimelinePage, axis: Axis, h: number, showLabel: boolean): Row {
+function pageRow(p: TimelinePage, scale: Scale, h: number, showLabel: boolean): Row {
   const read = Math.max(0, p.end - p.start);
   const name =
     (p.to !== undefined ? `pages ${p.page}–${p.to}` : `page ${p.page}`) + (p.pass ? ` (pass ${p.pass})` : '');
@@ -187,8 +184,8 @@ function pageRow(p: TimelinePage, axis: Axis, h: number, showLabel: boolean): Ro
     failed: p.failed === true,
     bars: (y) => {
       // The fetch: a thin bar from the request to the answer; the reading: its time split by whom it waited for.
-      const x0 = axis.x(p.start);
-      const full = axis.w(p.start, p.end);
+      const x0 = scale(p.start);
+      const full = scale(p.end - p.start);
       const total = p.net + p.decode + p.copy || 1;
       let x = x0;
       const segment = (cls: string, ms: number) => {
@@ -199,7 +196,7 @@ height="${h - 2}"/>`;
         return w > 0 ? bar : '';
       };
       const segments = [segment('tl-network', p.net), segment('tl-decode', p.decode), segment('tl-db', p.copy)];
-      const fetch = rect('tl-fetch', axis.x(p.req), y + h / 2 - 1, axis.w(p.req, p.hdr), 2);
+      const fetch = rect('tl-fetch', scale(p.req), y + h / 2 - 1, scale(p.hdr - p.req), 2);
       return html`<g class="tl-page${p.failed ? ' tl-failed' : ''}"><title>${title}</title>${fetch}${segments}\
 ${rect('tl-outline', x0, y + 1, full, h - 2)}</g>`;
     },
@@ -207,14 +204,14 @@ ${rect('tl-outline', x0, y + 1, full, h - 2)}</g>`;
 }
 
 /** The rows of one attempt's timeline: its steps in order, the pages after the load's first steps. */
-function attemptRows(t: AttemptTimeline, axis: Axis): Row[] {
+function attemptRows(t: AttemptTimeline, x: Scale): Row[] {
   const h = t.pages.length > 40 ? 8 : 12;
   // With small rows, one label in five (and the last) keeps them legible; every page keeps its tooltip.
   const labelEvery = h < 12 ? 5 : 1;
-  const pages = t.pages.map((p, i) => pageRow(p, axis, h, i % labelEvery === 0 || i === t.pages.length - 1));
+  const pages = t.pages.map((p, i) => pageRow(p, x, h, i % labelEvery === 0 || i === t.pages.length - 1));
   // Pages go after the load's own first steps (DELETE rows, COPY) and before its last (apply, commit).
   const last = t.steps.findIndex((s) => s.step === 'apply' || s.step === 'commit' || s.step === 'delete');
-  const steps = t.steps.map((s) => stepRow(s, axis));
+  const steps = t.steps.map((s) => stepRow(s, x));
   return last < 0 ? [...steps, ...pages] : [...steps.slice(0, last), ...pages, ...steps.slice(last)];
 }
 
@@ -335,12 +332,11 @@ export function timelineChart(attempts: ChartAttempt[], o: { now?: Date } = {}):
     const end = t ? start + t.ms : (a.finishedAt?.getTime() ?? now);
     const len = Math.max(1, end - start);
     const ticks = axisTicks(len);
-    const grid = ticks.map((tick) => (tick / len) * W);
-    const axis: Axis = { x: (ms) => (ms / len) * W, w: (from, to) => ((to - from) / len) * W };
+    const x: Scale = (ms) => (ms / len) * W;
     let rows: Row[];
     let line: SafeHtml;
     if (t) {
-      rows = attemptRows(t, axis);
+      rows = attemptRows(t, x);
       line = spentLine(t);
       if (t.pageGroup) {
         notes.push(
@@ -355,14 +351,13 @@ export function timelineChart(attempts: ChartAttempt[], o: { now?: Date } = {}):
         : 'no timeline recorded (an attempt from before migration 0011, or one the janitor closed)';
       const ms = end - start;
       line = running ? runningLine(a) : stoppedLine(a, ms);
-      const bar = (y: number) =>
-        rect('tl-unknown', axis.x(0), y + 2, axis.w(0, ms), STEP_H - 4, `${why}; ${formatSpan(ms)}`);
+      const bar = (y: number) => rect('tl-unknown', 0, y + 2, x(ms), STEP_H - 4, `${why}; ${formatSpan(ms)}`);
       rows = [{ label: running ? 'running…' : 'no timeline', detail: formatSpan(ms), h: STEP_H, bars: bar }];
     }
     const height = rows.reduce((n, row) => n + row.h, 0);
     const label = `timeline of the attempt: ${rows.length} rows`;
     return html`<div class="tl-head">${a.heading}${line}</div>${labels(rows, height)}\
-${bars(rows, height, grid, label)}${axisRow(len, ticks)}`;
+${bars(rows, height, ticks.map(x), label)}${axisRow(len, ticks)}`;
   });
   const legend = LEGEND.map(
     ([cls, name, what]) =>

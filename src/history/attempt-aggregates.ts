@@ -28,8 +28,7 @@ export interface AttemptAggregates {
 export const DURATION_BUCKETS_SECONDS: readonly number[] = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200];
 
 /**
- * Totals and duration histograms of finished attempts in one pass, plus what retention pruned (etl.pruned_attempts),
- * so every value only grows.
+ * Totals and duration histograms of finished attempts, pruned ones (etl.pruned_attempts) included: they never drop.
  * @param bounds upper bounds in s, ascending; pruned counts are added only where kept under the same bounds
  */
 export async function attemptAggregates(db: Queryable, bounds: readonly number[]): Promise<AttemptAggregates> {

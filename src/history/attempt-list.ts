@@ -23,6 +23,14 @@ export interface AttemptListRow extends AttemptRow {
   error_first_line: string | null;
 }
 
+/** SQL: `p` is NULL, or job column `col` is job `p` or one of its mandants' (docs/loaded-tables.md "Many mandants"). */
+export function jobFilterSql(col: string, p: string): string {
+  return `(${p}::text IS NULL OR ${col} = ${p} OR left(${col}, length(${p}) + 1) = ${p} || '[')`;
+}
+
+/** A row of a list, with how many rows match the list's filter without its limit. */
+export type Counted<T> = T & { matching: number };
+
 /** Filter of {@link listAttempts} and run-list.ts listRuns. */
 export interface ListFilter {
   job?: string | undefined;
@@ -34,18 +42,12 @@ export interface ListFilter {
   limit?: number | undefined;
 }
 
-/**
- * Attempts, newest first (`report-etl runs --attempts`); each row carries `matching`, how many match the filter
- * without its limit. A job's filter takes in its mandants' attempts (docs/loaded-tables.md "Many mandants").
- */
-export async function listAttempts(
-  db: Queryable,
-  f: ListFilter = {},
-): Promise<(AttemptListRow & { matching: number })[]> {
-  const { rows } = await db.query<AttemptListRow & { matching: number }>(
+/** Attempts, newest first (`report-etl runs --attempts`); a job's filter takes in its mandants' attempts. */
+export async function listAttempts(db: Queryable, f: ListFilter = {}): Promise<Counted<AttemptListRow>[]> {
+  const { rows } = await db.query<Counted<AttemptListRow>>(
     `SELECT a.*, ${firstErrorLine('a')} AS error_first_line, (count(*) OVER ())::int AS matching
        FROM etl.attempts a
-      WHERE ($1::text IS NULL OR a.job = $1 OR left(a.job, length($1) + 1) = $1 || '[')
+      WHERE ${jobFilterSql('a.job', '$1')}
         AND ($2::text IS NULL OR a.status = $2) AND ($3::timestamptz IS NULL OR a.started_at >= $3)
       ORDER BY a.started_at DESC
       LIMIT $4`,

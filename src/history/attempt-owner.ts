@@ -12,8 +12,6 @@ import type { Logger } from '../logger.ts';
 export interface AttemptOwner {
   /** The advisory lock key, a positive bigint as decimal text. */
   readonly key: string;
-  /** False while it reconnects after losing its connection. */
-  holds(): boolean;
   /** Frees the lock and gives the session back. Idempotent. */
   close(): Promise<void>;
 }
@@ -38,7 +36,6 @@ export async function openAttemptOwner(pool: pg.Pool, logger: Logger): Promise<A
   const key = randomKey();
   const log = logger.child({ component: 'attempt-owner', ownerLock: key });
   let client: pg.PoolClient | undefined;
-  let holding = false;
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
 
@@ -46,7 +43,6 @@ export async function openAttemptOwner(pool: pg.Pool, logger: Logger): Promise<A
     const c = await pool.connect();
     c.on('error', (err) => {
       if (closed || client !== c) return;
-      holding = false;
       client = undefined;
       c.release(err);
       log.warn({ err: err.message }, 'owner session lost: its attempts may be taken for orphans until it is back');
@@ -54,7 +50,6 @@ export async function openAttemptOwner(pool: pg.Pool, logger: Logger): Promise<A
     });
     await c.query('SELECT pg_advisory_lock($1::bigint)', [key]);
     client = c;
-    holding = true;
   };
   const schedule = () => {
     if (closed) return;
@@ -73,14 +68,12 @@ export async function openAttemptOwner(pool: pg.Pool, logger: Logger): Promise<A
   let closing: Promise<void> | undefined;
   return {
     key,
-    holds: () => holding,
     close() {
       closing ??= (async () => {
         closed = true;
         if (timer) clearTimeout(timer);
         const c = client;
         client = undefined;
-        holding = false;
         if (!c) return;
         await c.query('SELECT pg_advisory_unlock($1::bigint)', [key]).catch(() => undefined);
         c.release();

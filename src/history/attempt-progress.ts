@@ -30,8 +30,7 @@ export interface ProgressRecorder {
 }
 
 /**
- * A recorder for attempt `attemptId` on `pool` (which lends it a connection of its own per UPDATE: never the load
- * transaction's).
+ * A recorder for attempt `attemptId` on `pool`, which lends each UPDATE a connection (never the load transaction's).
  * @param minIntervalMs the least time between two UPDATEs (default 1000)
  */
 export function progressRecorder(

@@ -1,7 +1,6 @@
 /**
  * What an attempt asked the server for (etl.attempts.request, migration 0020; docs/observability.md "Run history"):
- * the logical interval it stood for, written when the attempt is recorded, and the report request as sent, written
- * once its parameters are rendered.
+ * the logical interval it stood for, written with the attempt, and the report request as sent, once rendered.
  */
 import type { Queryable } from '../db.ts';
 
@@ -35,9 +34,8 @@ export interface AttemptRequest {
 }
 
 /**
- * Stores the report request as sent on the attempt, next to its interval (the attempt is recorded already). The
- * parameters are kept as `[name, value]` pairs: jsonb would reorder an object's keys, and they read best in the
- * order jobs.yaml gives them.
+ * Stores the report request as sent on the (recorded) attempt, next to its interval. The parameters are kept as
+ * `[name, value]` pairs: jsonb would reorder an object's keys, and they read best in jobs.yaml's order.
  */
 export async function setAttemptReportRequest(
   db: Queryable,

@@ -1,6 +1,6 @@
 /**
  * etl.attempts and etl.run_errors (docs/observability.md "Run history"), one function per statement. Each statement
- * that starts or ends an attempt updates its etl.runs row in the same transaction ({@link UPDATE_RUN_OF_ENDED}).
+ * that starts or ends an attempt updates its etl.runs row in the same statement ({@link endAttemptSql}).
  */
 import type pg from 'pg';
 import { withTransaction, type Queryable } from '../db.ts';
@@ -69,18 +69,21 @@ export async function insertAttempt(db: Queryable, a: AttemptStart): Promise<num
 }
 
 /**
- * SQL: folds the attempt CTE `ended` just ended into its run. Status comes only from the run's newest attempt (an
- * older one closed late does not change it), rows from its first success.
+ * SQL: ends attempt $1, unless no longer `running`, with `set` and its end time, and folds it into its run. Status
+ * comes only from the run's newest attempt (an older one closed late does not change it), rows from its first success.
  */
-const UPDATE_RUN_OF_ENDED = `UPDATE etl.runs r
-    SET status = CASE WHEN e.attempt = r.attempts THEN e.status ELSE r.status END,
-        rows = CASE WHEN e.status = 'succeeded' THEN coalesce(r.rows, e.rows) ELSE r.rows END,
-        last_finished_at = greatest(r.last_finished_at, e.finished_at)
-   FROM ended e WHERE r.job = e.job AND r.run_key = e.run_key`;
-
-/** SQL: the columns every ending attempt sets. */
-const ENDED_NOW = `finished_at = clock_timestamp(),
-  duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint`;
+function endAttemptSql(set: string): string {
+  return `WITH ended AS (
+       UPDATE etl.attempts SET ${set}, finished_at = clock_timestamp(),
+              duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint
+        WHERE attempt_id = $1 AND status = 'running'
+        RETURNING job, run_key, attempt, status, finished_at, rows)
+     UPDATE etl.runs r
+        SET status = CASE WHEN e.attempt = r.attempts THEN e.status ELSE r.status END,
+            rows = CASE WHEN e.status = 'succeeded' THEN coalesce(r.rows, e.rows) ELSE r.rows END,
+            last_finished_at = greatest(r.last_finished_at, e.finished_at)
+       FROM ended e WHERE r.job = e.job AND r.run_key = e.run_key`;
+}
 
 /** Stores the report job id as soon as it exists, so that a leftover can be deleted later. */
 export async function setAttemptReportJob(db: Queryable, attemptId: string, reportJobId: string): Promise<void> {
@@ -109,11 +112,7 @@ export type LoadFigures = { rows: number; pages: number; bytes: number };
  */
 export async function completeAttempt(db: Queryable, attemptId: string, f: LoadFigures): Promise<boolean> {
   const { rowCount } = await db.query(
-    `WITH ended AS (
-       UPDATE etl.attempts SET status = 'succeeded', rows = $2, pages = $3, bytes = $4, error = NULL, ${ENDED_NOW}
-        WHERE attempt_id = $1 AND status = 'running'
-        RETURNING job, run_key, attempt, status, finished_at, rows)
-     ${UPDATE_RUN_OF_ENDED}`,
+    endAttemptSql(`status = 'succeeded', rows = $2, pages = $3, bytes = $4, error = NULL`),
     [attemptId, f.rows, f.pages, f.bytes],
   );
   return (rowCount ?? 0) > 0;
@@ -141,12 +140,7 @@ export interface AttemptFailure {
 export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFailure): Promise<void> {
   await withTransaction(pool, async (tx) => {
     await tx.query(
-      `WITH ended AS (
-         UPDATE etl.attempts SET status = $2, error = $3, rows = $4, pages = $5, bytes = $6,
-                timeline = coalesce($7, timeline), ${ENDED_NOW}
-          WHERE attempt_id = $1 AND status = 'running'
-          RETURNING job, run_key, attempt, status, finished_at, rows)
-       ${UPDATE_RUN_OF_ENDED}`,
+      endAttemptSql('status = $2, error = $3, rows = $4, pages = $5, bytes = $6, timeline = coalesce($7, timeline)'),
       [
         attemptId,
         f.status,
@@ -214,6 +208,8 @@ export interface AttemptRow {
   duration_ms: string | null;
   error: string | null;
   worker: string | null;
+  /** The owner session's lock key (attempt-owner.ts); null for an attempt recorded without one. */
+  owner_lock: string | null;
   accepted_guard: string | null;
   /** The attempt whose kept pages it loaded (`replay --from-pages`); null: from the server. */
   pages_from: string | null;
@@ -259,16 +255,9 @@ export async function newestAttempt(db: Queryable, job: string, runKey: string):
 }
 
 /** An attempt still recorded `running`. */
-export interface RunningAttempt {
-  attempt_id: string;
-  attempt: number;
-  report_job_id: string | null;
-  worker: string | null;
-  /** Null for an attempt recorded without an owner session. */
-  owner_lock: string | null;
-  /** How far its reading got: read with attempt-progress.ts `readProgress`. */
+export type RunningAttempt = Pick<AttemptRow, 'attempt_id' | 'attempt' | 'report_job_id' | 'worker' | 'owner_lock'> & {
   progress?: unknown;
-}
+};
 
 /** Attempts of a logical run still recorded `running` (alive, or left by a dead worker), oldest first. */
 export async function runningAttempts(db: Queryable, job: string, runKey: string): Promise<RunningAttempt[]> {

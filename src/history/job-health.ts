@@ -33,17 +33,15 @@ export interface JobHealth {
   recent: RecentAttempt[];
 }
 
+/** SQL: the logical time of the run of attempt `r`. */
+const LOGICAL_TIME_OF_R = `(SELECT ${logicalTimeSql('rr')} FROM etl.runs rr
+    WHERE rr.job = r.job AND rr.run_key = r.run_key)`;
+
 const COLUMNS = `attempt_id, run_key, attempt, status, started_at, finished_at, rows::float8 AS rows,
   duration_ms::float8 AS duration_ms, ${firstErrorLine('r')} AS error_first_line,
   (SELECT e.error_kind FROM etl.run_errors e WHERE e.attempt_id = r.attempt_id ORDER BY e.id DESC LIMIT 1)
     AS error_kind,
-  CASE WHEN r.status = 'failed' THEN ${supersededBySql({
-    job: 'r.job',
-    runKey: 'r.run_key',
-    writeMode: 'r.write_mode',
-    targetTable: 'r.target_table',
-    logicalTime: `(SELECT ${logicalTimeSql('rr')} FROM etl.runs rr WHERE rr.job = r.job AND rr.run_key = r.run_key)`,
-  })} END AS superseded_by_run_key`;
+  CASE WHEN r.status = 'failed' THEN ${supersededBySql('r', LOGICAL_TIME_OF_R)} END AS superseded_by_run_key`;
 
 /**
  * Health of `jobs`, in the order given.

@@ -25,8 +25,7 @@ export interface NewLogin {
 }
 
 /**
- * Stores a new login, replacing the previous one (docs/report-export-service.md "Refresh" rule 3), and clears
- * LOGIN_REQUIRED.
+ * Stores a new login over the previous one (docs/report-export-service.md "Refresh" rule 3), clearing LOGIN_REQUIRED.
  * @returns the new login id (a UUID)
  */
 export async function saveLogin(db: Queryable, key: SecretKey, ref: ConnectionRef, login: NewLogin): Promise<string> {
@@ -93,13 +92,10 @@ export function makeConnectionAuthStore(
 ): ConnectionAuthStore {
   const row = 'connection = $1 AND base_url = $2 AND client_id = $3';
   const refArgs = [ref.connection, ref.baseUrl, ref.clientId];
+  const required = (reason: string) => ({ kind: 'login_required' as const, reason });
   return {
     async loginState() {
-      if (!key)
-        return {
-          kind: 'login_required',
-          reason: `${SECRET_KEY_ENV} is not set, so the stored refresh token cannot be read`,
-        };
+      if (!key) return required(`${SECRET_KEY_ENV} is not set, so the stored refresh token cannot be read`);
       const { rows } = await db.query<{
         login_id: string | null;
         refresh_token_sealed: string | null;
@@ -113,12 +109,10 @@ export function makeConnectionAuthStore(
       );
       const r = rows[0];
       if (!r || r.login_id === null || r.refresh_token_sealed === null)
-        return { kind: 'login_required', reason: 'nobody has logged in for this connection yet' };
-      if (r.login_required_at !== null)
-        return { kind: 'login_required', reason: r.login_required_reason ?? 'the refresh token was refused' };
+        return required('nobody has logged in for this connection yet');
+      if (r.login_required_at !== null) return required(r.login_required_reason ?? 'the refresh token was refused');
       // A login sealed with another key counts as none: a new login stores it with this one.
-      if (r.key_id !== key.id)
-        return { kind: 'login_required', reason: `the login was stored with another ${SECRET_KEY_ENV}` };
+      if (r.key_id !== key.id) return required(`the login was stored with another ${SECRET_KEY_ENV}`);
       return {
         kind: 'logged_in',
         login: { loginId: r.login_id, refreshToken: open(key, r.refresh_token_sealed, aad(ref)) },

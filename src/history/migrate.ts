@@ -1,9 +1,7 @@
-/**
- * Forward-only numbered migrations from `migrations/`, each in its own transaction; an advisory lock serialises
- * processes that start at once.
- */
+/** Forward-only numbered migrations from `migrations/`, each in its own transaction, under an advisory lock. */
 import { readdir, readFile } from 'node:fs/promises';
 import type pg from 'pg';
+import type { Queryable } from '../db.ts';
 import type { Logger } from '../logger.ts';
 import { silentLogger } from '../logger.ts';
 import { EtlError } from '../errors.ts';
@@ -37,6 +35,11 @@ export async function readMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migrati
   return migrations;
 }
 
+async function appliedVersions(db: Queryable): Promise<Set<number>> {
+  const { rows } = await db.query<{ version: number }>('SELECT version FROM etl.schema_migrations');
+  return new Set(rows.map((r) => r.version));
+}
+
 /**
  * Applies every migration not yet recorded in `etl.schema_migrations`.
  * @param o.through only up to this version (tests of a later migration over an older release's data)
@@ -50,10 +53,7 @@ export async function migrate(
 ): Promise<number[]> {
   const migrations = (await readMigrations()).filter((m) => o.through === undefined || m.version <= o.through);
   // Every command start comes here: one query, without the lock, when all are applied.
-  const alreadyApplied = await pool.query<{ version: number }>('SELECT version FROM etl.schema_migrations').then(
-    (r) => new Set(r.rows.map((row) => row.version)),
-    () => undefined,
-  );
+  const alreadyApplied = await appliedVersions(pool).catch(() => undefined);
   if (alreadyApplied && migrations.every((m) => alreadyApplied.has(m.version))) return [];
   const client = await pool.connect();
   const applied: number[] = [];
@@ -64,9 +64,7 @@ export async function migrate(
       `CREATE TABLE IF NOT EXISTS etl.schema_migrations (
          version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
     );
-    const done = new Set(
-      (await client.query<{ version: number }>('SELECT version FROM etl.schema_migrations')).rows.map((r) => r.version),
-    );
+    const done = await appliedVersions(client);
     for (const m of migrations) {
       if (done.has(m.version)) continue;
       await client.query('BEGIN');

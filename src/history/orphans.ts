@@ -1,24 +1,11 @@
 /** Orphaned attempts: recorded `running`, but their owner session (attempt-owner.ts) is gone. */
 import type pg from 'pg';
+import type { AttemptRow, RunningAttempt } from './attempts.ts';
 
 /** An attempt recorded `running` under an owner lock. */
-export interface OwnedAttempt {
-  attempt_id: string;
-  job: string;
-  run_key: string;
-  attempt: number;
-  report_job_id: string | null;
-  worker: string | null;
-  owner_lock: string;
-  started_at: Date;
-  /** How far its reading got (etl.attempts.progress; read with attempt-progress.ts `readProgress`). */
-  progress: unknown;
-}
+export type OwnedAttempt = RunningAttempt & Pick<AttemptRow, 'job' | 'run_key' | 'started_at'> & { owner_lock: string };
 
-/**
- * Orphaned attempts of `jobs`, oldest first. Attempts without an owner are never returned: nothing says whether
- * they are alive.
- */
+/** Orphaned attempts of `jobs`, oldest first; never one without an owner (nothing says whether it is alive). */
 export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[]): Promise<OwnedAttempt[]> {
   if (jobs.length === 0) return [];
   const { rows } = await pool.query<OwnedAttempt>(

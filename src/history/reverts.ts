@@ -1,7 +1,6 @@
 /**
  * etl.reverts (docs/observability.md "Run history"): one row per `report-etl revert`, in the transaction that deleted
- * the rows. A run stays reverted while its newest revert counts every attempt it had (`after_attempt` ≥ its attempt
- * count).
+ * the rows. A run stays reverted while its newest revert counts every attempt it had (`after_attempt` ≥ attempts).
  */
 import type { Queryable } from '../db.ts';
 

@@ -1,7 +1,7 @@
 /** Lists of logical runs (etl.runs with each run's newest attempt) for `runs`, `replay --failed` and the admin. */
 import type { Queryable } from '../db.ts';
 import type { AttemptStatus } from '../vocabulary.ts';
-import { firstErrorLine, type ListFilter } from './attempt-list.ts';
+import { firstErrorLine, jobFilterSql, type Counted, type ListFilter } from './attempt-list.ts';
 import { logicalTimeSql, supersededBySql } from './superseded.ts';
 import type { RunRow } from './runs.ts';
 
@@ -26,18 +26,15 @@ const NEWEST_ATTEMPT = `(SELECT a.attempt_id AS newest_attempt_id, ${firstErrorL
      FROM etl.attempts a WHERE a.job = r.job AND a.run_key = r.run_key
      ORDER BY a.attempt DESC, a.started_at DESC LIMIT 1)`;
 
-/**
- * Logical runs, newest first (`report-etl runs`); each row carries `matching`, how many match the filter without its
- * limit. A job's filter takes in the runs of its mandants (`<job>[<mandant>]`, docs/loaded-tables.md "Many mandants").
- */
-export async function listRuns(db: Queryable, f: ListFilter = {}): Promise<(RunListRow & { matching: number })[]> {
-  const { rows } = await db.query<RunListRow & { matching: number }>(
+/** Logical runs, newest first (`report-etl runs`); a job's filter takes in the runs of its mandants. */
+export async function listRuns(db: Queryable, f: ListFilter = {}): Promise<Counted<RunListRow>[]> {
+  const { rows } = await db.query<Counted<RunListRow>>(
     `SELECT r.*, n.newest_attempt_id, n.error_first_line, (count(*) OVER ())::int AS matching,
             (SELECT max(v.reverted_at) FROM etl.reverts v
               WHERE v.job = r.job AND v.run_key = r.run_key AND v.after_attempt >= r.attempts) AS reverted_at
        FROM etl.runs r LEFT JOIN LATERAL ${NEWEST_ATTEMPT} n ON true
-      WHERE ($1::text IS NULL OR r.job = $1 OR left(r.job, length($1) + 1) = $1 || '[')
-        AND ($2::text IS NULL OR r.status = $2) AND ($3::timestamptz IS NULL OR r.created_at >= $3)
+      WHERE ${jobFilterSql('r.job', '$1')} AND ($2::text IS NULL OR r.status = $2)
+        AND ($3::timestamptz IS NULL OR r.created_at >= $3)
       ORDER BY r.created_at DESC
       LIMIT $4`,
     [f.job ?? null, f.status ?? null, f.since ?? null, f.limit ?? 100],
@@ -45,12 +42,12 @@ export async function listRuns(db: Queryable, f: ListFilter = {}): Promise<(RunL
   return rows;
 }
 
-export { STATE_WRITE_MODES } from './superseded.ts';
-
 /** A failed logical run `replay --failed` considers, with its newest (failed) attempt. */
 export interface FailedRunToReplay {
   job: string;
   run_key: string;
+  /** The run's; null for a foreground run never replayed. */
+  queue_job_id: string | null;
   attempt_id: string;
   started_at: Date;
   error_first_line: string | null;
@@ -70,16 +67,9 @@ export async function failedRunsToReplay(
   db: Queryable,
   f: { job?: string | undefined; since?: Date | undefined } = {},
 ): Promise<FailedRunToReplay[]> {
-  const supersededBy = supersededBySql({
-    job: 'f.job',
-    runKey: 'f.run_key',
-    writeMode: 'f.write_mode',
-    targetTable: 'f.target_table',
-    logicalTime: 'f.logical_time',
-  });
   const { rows } = await db.query<FailedRunToReplay>(
     `WITH failed AS (
-       SELECT r.job, r.run_key, a.attempt_id, a.started_at, a.error, a.write_mode, a.target_table,
+       SELECT r.job, r.run_key, r.queue_job_id, a.attempt_id, a.started_at, a.error, a.write_mode, a.target_table,
               ${logicalTimeSql('r')} AS logical_time
          FROM etl.runs r
          JOIN LATERAL (SELECT * FROM etl.attempts x WHERE x.job = r.job AND x.run_key = r.run_key
@@ -89,8 +79,9 @@ export async function failedRunsToReplay(
           AND NOT EXISTS (SELECT 1 FROM etl.attempts s
                            WHERE s.job = r.job AND s.run_key = r.run_key AND s.status = 'succeeded')
      )
-     SELECT f.job, f.run_key, f.attempt_id, f.started_at, ${firstErrorLine('f')} AS error_first_line, f.write_mode,
-            f.target_table, f.logical_time, ${supersededBy} AS superseded_by_run_key
+     SELECT f.job, f.run_key, f.queue_job_id, f.attempt_id, f.started_at, ${firstErrorLine('f')} AS error_first_line,
+            f.write_mode, f.target_table, f.logical_time,
+            ${supersededBySql('f', 'f.logical_time')} AS superseded_by_run_key
        FROM failed f
       ORDER BY f.started_at DESC`,
     [f.job ?? null, f.since ?? null],

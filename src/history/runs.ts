@@ -3,18 +3,19 @@
  * are written here when a worker takes a queued run; the status columns by the attempt statements of attempts.ts.
  */
 import type { Queryable } from '../db.ts';
+import { jobFilterSql } from './attempt-list.ts';
 import type { AttemptStatus, RunTrigger } from '../vocabulary.ts';
 
-/** What a queued logical run was asked to do: the request columns of its etl.runs row. */
+/** What a queued logical run was asked to do: the request columns of its etl.runs row; times as Dates or ISO 8601. */
 export interface RunRequestRow {
   job: string;
   runKey: string;
   /** The BullMQ job id that carried the first attempt. */
   queueJobId: string;
   trigger: RunTrigger;
-  scheduledFor?: Date | undefined;
-  logicalStart?: Date | undefined;
-  logicalEnd?: Date | undefined;
+  scheduledFor?: Date | string | undefined;
+  logicalStart?: Date | string | undefined;
+  logicalEnd?: Date | string | undefined;
   parameters?: Record<string, string> | undefined;
   /** The queue job's timestamp. */
   queuedAt?: Date | undefined;
@@ -107,8 +108,7 @@ export async function getRun(db: Queryable, job: string, runKey: string): Promis
 export async function findRunsByKey(db: Queryable, runKey: string, job?: string): Promise<RunRow[]> {
   const { rows } = await db.query<RunRow>(
     `SELECT * FROM etl.runs
-      WHERE run_key = $1 AND ($2::text IS NULL OR job = $2 OR left(job, length($2) + 1) = $2 || '[')
-      ORDER BY job LIMIT 20`,
+      WHERE run_key = $1 AND ${jobFilterSql('job', '$2')} ORDER BY job LIMIT 20`,
     [runKey, job ?? null],
   );
   return rows;

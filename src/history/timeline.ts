@@ -87,36 +87,24 @@ export function roundMs(ms: number): number {
 /** Merges two consecutive entries into one covering both. */
 function mergePages(a: TimelinePage, b: TimelinePage): TimelinePage {
   const merged: TimelinePage = {
-    page: a.page,
+    ...a,
     to: b.to ?? b.page,
-    req: a.req,
-    hdr: a.hdr,
-    start: a.start,
     end: Math.max(a.end, b.end),
-    wait: roundMs(a.wait + b.wait),
-    net: roundMs(a.net + b.net),
-    decode: roundMs(a.decode + b.decode),
-    copy: roundMs(a.copy + b.copy),
     rows: a.rows + b.rows,
     bytes: a.bytes + b.bytes,
   };
-  const pass = Math.max(a.pass ?? 1, b.pass ?? 1);
-  if (pass > 1) merged.pass = pass;
-  if (a.failed || b.failed) merged.failed = true;
+  for (const k of ['wait', 'net', 'decode', 'copy'] as const) merged[k] = roundMs(a[k] + b[k]);
+  if ((b.pass ?? 1) > (a.pass ?? 1)) merged.pass = b.pass!;
+  if (b.failed) merged.failed = true;
   return merged;
 }
 
-/** Page entries as pages are read: at `max` entries, neighbours merge pairwise and `group` doubles. */
+/** Page entries as pages are read: at {@link MAX_PAGE_ENTRIES}, neighbours merge pairwise and `group` doubles. */
 export class PageEntries {
   readonly entries: TimelinePage[] = [];
   /** Pages per entry. */
   group = 1;
   private readonly counts: number[] = [];
-  private readonly max: number;
-
-  constructor(max = MAX_PAGE_ENTRIES) {
-    this.max = Math.max(2, max);
-  }
 
   add(p: TimelinePage): void {
     const n = this.entries.length;
@@ -126,7 +114,7 @@ export class PageEntries {
       this.counts[n - 1]! += 1;
       return;
     }
-    if (n === this.max) {
+    if (n === MAX_PAGE_ENTRIES) {
       // A last entry left with fewer than `group` pages keeps taking pages until full.
       const entries = this.entries.splice(0);
       const counts = this.counts.splice(0);

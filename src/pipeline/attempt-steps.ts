@@ -44,19 +44,13 @@ import { loadRows, type LoadResult } from '../warehouse/copy-load.ts';
 import { databaseError, PageCountMismatchError } from '../warehouse/load-errors.ts';
 import {
   StatementCancelledError,
+  withLoadTransaction,
   type LoadTransaction,
   type LoadTransactionOptions,
 } from '../warehouse/load-transaction.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
-import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
-import {
-  countTargetRows,
-  guardTrip,
-  GuardTrippedError,
-  needsRowCount,
-  noTargetWords,
-  targetExists,
-} from '../warehouse/guard.ts';
+import { resolveDeclaredTypes, targetExists } from '../warehouse/target-table.ts';
+import { countTargetRows, guardTrip, GuardTrippedError, needsRowCount, noTargetWords } from '../warehouse/guard.ts';
 import { countRangeRows, describeRange, type ReplaceRange } from '../warehouse/replace-range.ts';
 import { ATTR, extractTrace, type Attributes } from '../tracing.ts';
 import {
@@ -206,22 +200,24 @@ export async function recordAttempt(
   };
 }
 
+/** What a load needs of {@link checkMayRun}'s findings. */
+export interface ToLoad {
+  /** Declared column types, resolved by PostgreSQL (normalised column → type). */
+  readonly declaredTypes: ReadonlyMap<string, string>;
+  /** The period whose rows the run replaces (target.replaceRange rendered for its logical time), if any. */
+  readonly range?: ReplaceRange | undefined;
+}
+
 /** What {@link checkMayRun} found. */
 export type MayRun =
   | { readonly kind: 'already-loaded' }
-  | {
+  | (ToLoad & {
       readonly kind: 'run';
-      /**
-       * Attempts of this run recorded `running` whose owner is gone: to clear before starting (with the overlap lock).
-       */
+      /** Attempts of this run `running` whose owner is gone: to clear before starting (with the overlap lock). */
       readonly dead: readonly RunningAttempt[];
       /** The start request: the job's report with its parameters rendered for the run's logical time. */
       readonly request: StartReportRequest;
-      /** Declared column types, resolved by PostgreSQL (normalised column → type). */
-      readonly declaredTypes: ReadonlyMap<string, string>;
-      /** The period whose rows the run replaces (target.replaceRange rendered for its logical time), if any. */
-      readonly range: ReplaceRange | undefined;
-    };
+    });
 
 /**
  * Step 2: checks that the attempt may run, before anything is asked of the server: an append whose run is already
@@ -412,30 +408,9 @@ export interface ReportToLoad {
 }
 
 /**
- * The page archive of an attempt whose job keeps its pages (`target.archive`, else its connection's or the
- * defaults').
+ * The pages as rows, nothing requested yet, within pageTimeoutMs, pages= and rows= (architecture.md "Limits"); kept
+ * as they are read when the job keeps its pages (`target.archive`, else its connection's or the defaults').
  */
-function pageArchiveOf(a: Attempt, finished: FinishedReport): PageArchive | undefined {
-  const o = a.options;
-  const { job, archive } = o.job;
-  if (!archive) return undefined;
-  return makePageArchive({
-    pool: o.pool,
-    attemptId: a.attemptId,
-    outputType: job.report.outputType,
-    keepDays: archive.keepDays,
-    announced: { pages: finished.pages, rows: finished.rows },
-    logger: a.log,
-  });
-}
-
-/** The attempt's page timings, recording its progress as it reads (etl.attempts.progress). */
-function attemptProgress(a: Attempt, announcedPages: number | null | undefined): ProgressTimings {
-  const recorder = progressRecorder(a.options.pool, a.attemptId, a.log);
-  return progressTimings(a.trace.pages, recorder, announcedPages ?? null);
-}
-
-/** The pages as rows, nothing requested yet, within pageTimeoutMs, pages= and rows= (architecture.md "Limits"). */
 export function openReport(
   a: Attempt,
   client: ReportClient,
@@ -443,17 +418,27 @@ export function openReport(
   finished: FinishedReport,
 ): ReportToLoad {
   const o = a.options;
+  const { job, archive: keep } = o.job;
   const limits = {
     pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs,
     announced: { pages: finished.pages, rows: announcedRows(a, finished) },
   };
   const decoder = () => jobDecoder(o.job, a.startedAt);
-  const archive = pageArchiveOf(a, finished);
+  const archive =
+    keep &&
+    makePageArchive({
+      pool: o.pool,
+      attemptId: a.attemptId,
+      outputType: job.report.outputType,
+      keepDays: keep.keepDays,
+      announced: { pages: finished.pages, rows: finished.rows },
+      logger: a.log,
+    });
   // Documents (pdf, excel, word) a load commits are kept by their target and count as kept pages: not stored twice
   // as they are read; a load that fails keeps their pages from the server (keepPagesOfFailedLoad).
-  const documents = outputShape(o.job.job.report.outputType, o.job.job.target) === 'file';
-  const kept = documents ? undefined : archive;
-  const progress = attemptProgress(a, finished.pages);
+  const kept = outputShape(job.report.outputType, job.target) === 'file' ? undefined : archive;
+  const recorder = progressRecorder(o.pool, a.attemptId, a.log);
+  const progress = progressTimings(a.trace.pages, recorder, finished.pages ?? null);
   const rows = reportRows(client, finished.jobId, decoder, started.log, o.signal, limits, progress, kept);
   return { started, finished, rows, archive, progress };
 }
@@ -543,7 +528,7 @@ export async function loadReport(
   a: Attempt,
   tx: LoadTransaction['tx'],
   { started, finished, rows }: ReportToLoad,
-  { declaredTypes, range }: { declaredTypes: ReadonlyMap<string, string>; range?: ReplaceRange | undefined },
+  { declaredTypes, range }: ToLoad,
 ): Promise<LoadResult & { noTarget?: string }> {
   const { name, job, connection } = a.options.job;
   const expectedRows = announcedRows(a, finished);
@@ -582,6 +567,18 @@ export async function loadReport(
   if (rows.decoder instanceof DocumentPageDecoder)
     await insertRunDocuments(tx, a.attemptId, a.targetTable, rows.decoder.documents);
   return loaded;
+}
+
+/** Steps 7 and 8 in one load transaction: the rows and the attempt's records commit together or not at all. */
+export function loadInTransaction(
+  a: Attempt,
+  report: ReportToLoad,
+  check: ToLoad,
+): Promise<LoadResult & { committed: boolean; noTarget?: string }> {
+  return withLoadTransaction(a.options.pool, loadTransactionOf(a), async (lt) => {
+    const loaded = await loadReport(a, lt.tx, report, check);
+    return { ...loaded, committed: await a.trace.step('commit', () => commitLoad(a, lt, loaded, report.rows)) };
+  });
 }
 
 /**
@@ -666,8 +663,8 @@ export async function loadedResult(
 /**
  * The target's guard (docs/loaded-tables.md "Guards and schema changes"), in the load transaction: counts the target's
  * rows now when maxShrinkPercent needs them (with a range: the rows in it, which the run replaces), and returns the
- * check of a row count. A trip fails the attempt, unless the
- * run accepts it (`replay --accept-guard`): then it is logged and recorded on the attempt in the same transaction.
+ * check of a row count. A trip fails the attempt, unless the run accepts it (`replay --accept-guard`): then it is
+ * logged and recorded on the attempt in the same transaction.
  * @throws GuardTrippedError (from the check; not retryable)
  */
 async function targetGuard(
@@ -687,15 +684,7 @@ async function targetGuard(
   const scope = [range && describeRange(range), mandant && `${mandant.column} ${mandant.value}`].filter(Boolean);
   const table = scope.length > 0 ? `${a.targetTable} (${scope.join(', ')})` : a.targetTable;
   return async (rows) => {
-    const trip = guardTrip({
-      table,
-      mode,
-      guard,
-      rows,
-      currentRows,
-      targetExists: exists,
-      runKey: a.runKey,
-    });
+    const trip = guardTrip({ table, mode, guard, rows, currentRows, targetExists: exists, runKey: a.runKey });
     if (!trip) return;
     if (!a.options.request?.acceptGuard) throw new GuardTrippedError(trip);
     log.warn(
@@ -768,22 +757,20 @@ export async function recordFailedAttempt(
  */
 async function otherAttemptsNotAlive(a: Attempt): Promise<RunningAttempt[]> {
   const pool = a.options.pool;
-  const others = (await runningAttempts(pool, a.options.job.name, a.runKey)).filter(
-    (r) => r.attempt_id !== a.attemptId,
-  );
+  const running = await runningAttempts(pool, a.options.job.name, a.runKey);
+  const others = running.filter((r) => r.attempt_id !== a.attemptId);
   const gone = await goneOwners(
     pool,
     others.flatMap((r) => (r.owner_lock ? [r.owner_lock] : [])),
   );
   const live = others.find((r) => r.owner_lock && !gone.has(r.owner_lock));
-  if (live) {
+  if (live)
     throw new EtlError(
       'RUN_IN_PROGRESS',
       `attempt ${live.attempt} of this run (${live.worker ?? 'unknown worker'}) is still in progress: this attempt ` +
         `started nothing on the server and is retried later`,
       { stage: 'start', details: { runKey: a.runKey, otherAttemptId: live.attempt_id } },
     );
-  }
   return others;
 }
 

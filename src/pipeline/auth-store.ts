@@ -11,14 +11,9 @@ import { secretKeyFromEnv } from '../secret-box.ts';
  * The ConnectionAuthStore of jobs.yaml connection `name`.
  * @throws ConfigError when the connection is user-dependent and REPORT_ETL_SECRET_KEY is missing or malformed
  */
-export function connectionAuthStore(
-  db: Queryable,
-  name: string,
-  connection: ReportConnection,
-  env: NodeJS.ProcessEnv = process.env,
-): ConnectionAuthStore {
+export function connectionAuthStore(db: Queryable, name: string, connection: ReportConnection): ConnectionAuthStore {
   const auth = connection.auth ?? 'client_credentials';
-  const key = auth === 'authorization_code' ? secretKeyFromEnv(env) : undefined;
+  const key = auth === 'authorization_code' ? secretKeyFromEnv() : undefined;
   return makeConnectionAuthStore(
     db,
     { connection: name, baseUrl: connection.baseUrl, clientId: connection.clientId },

@@ -60,17 +60,7 @@ export class PageTimeoutError extends EtlError {
       `page ${page} of report job ${reportJobId} was not read within pageTimeoutMs (${limitMs} ms): ` +
         `${got}; nothing was committed. ` +
         fixHint('pageTimeoutMs', 'it sends the page too slowly or stopped sending it'),
-      {
-        stage: 'fetch',
-        details: {
-          reportJobId,
-          page,
-          limitMs,
-          bytes: received.bytes,
-          rows: received.rows,
-          answered: received.answered,
-        },
-      },
+      { stage: 'fetch', details: { reportJobId, page, limitMs, ...received } },
     );
   }
 }
@@ -108,12 +98,7 @@ export class RunTimeoutError extends EtlError {
         `it was at stage ${at.stage}, ${got}${database}`,
       {
         stage: at.stage,
-        details: {
-          limitMs,
-          pages: at.pages,
-          bytes: at.bytes,
-          ...(c ? { cancelledStatement: { ...c } } : {}),
-        },
+        details: { limitMs, pages: at.pages, bytes: at.bytes, ...(c ? { cancelledStatement: { ...c } } : {}) },
       },
     );
   }

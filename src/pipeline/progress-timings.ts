@@ -15,13 +15,11 @@ export interface ProgressTimings extends PageTimings {
 /**
  * Wraps `inner` (the attempt's trace) so that `recorder` learns of every page.
  * @param announcedPages the pages the server announced (`pages=`), or null when unknown
- * @param everyMs how often the figures of a page being read are noted (default 1000 ms)
  */
 export function progressTimings(
   inner: PageTimings,
   recorder: ProgressRecorder,
   announcedPages: number | null,
-  everyMs = 1000,
 ): ProgressTimings {
   let page = 0;
   let pagesRead = 0;
@@ -41,7 +39,7 @@ export function progressTimings(
       if (n === 1) pagesRead = 0;
       note();
       if (!ticker) {
-        ticker = setInterval(note, everyMs);
+        ticker = setInterval(note, 1000);
         ticker.unref();
       }
     },

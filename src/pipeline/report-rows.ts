@@ -10,7 +10,7 @@
  * `rows=`, rather than at the end. Each page's times (requested, answered, read; of the reading: waiting for bytes,
  * for COPY) go to the attempt's timeline and spans (attempt-trace.ts).
  */
-import { throwIfAborted } from '../errors.ts';
+import { coerceError, throwIfAborted } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { PageDecoder } from '../pages/decoder.ts';
 import type { PageStream, ReportClient } from '../report-api/index.ts';
@@ -91,18 +91,6 @@ export interface PageTimings {
   pageStarted?(page: number, rowsRead: () => number): void;
 }
 
-/** 1-based row → 1-based page, from the rows before each page (`pageStartRows[i]` = rows before page i+1). */
-export function pageOfRow(pageStartRows: readonly number[], row: number): number {
-  let lo = 0;
-  let hi = pageStartRows.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (pageStartRows[mid]! < row) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo + 1;
-}
-
 /**
  * Opens the rows of the finished report job `reportJobId`, logging each page's rows, bytes and rate.
  * Nothing is requested before {@link RowSource.open}. Reading throws, besides the errors of the pages and decoders:
@@ -125,6 +113,7 @@ export function reportRows(
 ): ReportRows {
   const { maxPages = Infinity, pageTimeoutMs, announced } = limits;
   let decoder = makeDecoder();
+  /** Rows of the run before each page: `pageStartRows[i]` before page i+1. */
   const pageStartRows: number[] = [];
   let pages = 0;
   let bytes = 0;
@@ -259,8 +248,7 @@ export function reportRows(
               copyMs,
               rows: decoder.rows - rowsBefore,
               bytes: bytes - bytesBefore,
-              failed:
-                failure === undefined ? undefined : failure instanceof Error ? failure : new Error(String(failure)),
+              failed: failure === undefined ? undefined : coerceError(failure),
             });
           }
         }
@@ -348,7 +336,8 @@ export function reportRows(
       source = allPages();
     },
     kinds: () => decoder.kinds,
-    pageOfRow: (row) => pageOfRow(pageStartRows, row),
+    // Only errors ask: the last page whose rows before it are fewer than `row`.
+    pageOfRow: (row) => Math.max(1, pageStartRows.findLastIndex((before) => before < row) + 1),
     rowsBeforePage: (page) => pageStartRows[page - 1] ?? 0,
     rowOfCopyLine: (line) => decoder.rowOfCopyLine?.(line) ?? line,
     async close() {

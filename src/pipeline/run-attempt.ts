@@ -6,19 +6,16 @@
  * "Lifecycle").
  */
 import { ATTR } from '../tracing.ts';
-import { withLoadTransaction } from '../warehouse/load-transaction.ts';
 import type { Attempt, AttemptOptions, AttemptResult } from './attempt.ts';
 import type { AttemptTrace } from './attempt-trace.ts';
 import {
   checkMayRun,
   clearDeadAttempts,
-  commitLoad,
   deleteReportJob,
   finishAlreadyLoaded,
   keepPagesOfFailedLoad,
+  loadInTransaction,
   loadedResult,
-  loadReport,
-  loadTransactionOf,
   openReportClient,
   openKeptReport,
   openReport,
@@ -32,6 +29,7 @@ import {
   type ReportClientLease,
   type ReportToLoad,
   type StartedReportJob,
+  type ToLoad,
 } from './attempt-steps.ts';
 import { deadlinesOf, startRunDeadline } from './deadlines.ts';
 import type { KeptPages } from './kept-pages.ts';
@@ -96,50 +94,37 @@ async function runWithSlot(o: AttemptOptions, trace: AttemptTrace): Promise<Atte
 /** The steps after the attempt's record, each timed and setting the stage (attempt-trace.ts). */
 async function runSteps(a: Attempt): Promise<AttemptResult> {
   const { trace } = a;
+  const pagesOf = a.options.request?.pagesOf;
   let lease: ReportClientLease | undefined;
   let started: StartedReportJob | undefined;
   let report: ReportToLoad | undefined;
-  let result: AttemptResult;
   try {
     const check = await trace.step('check', () => checkMayRun(a));
-    if (check.kind === 'already-loaded') {
-      const done = await finishAlreadyLoaded(a);
-      await recordTimeline(a);
-      return done;
-    }
-    const pagesOf = a.options.request?.pagesOf;
-    if (pagesOf !== undefined) {
-      result = await loadKeptReport(a, pagesOf, check);
-      await recordTimeline(a);
-      return result;
-    }
-    lease = await trace.step('token', () => openReportClient(a));
-    const client = lease.client;
-    if (check.dead.length > 0) await trace.step('clear', () => clearDeadAttempts(a, client, check.dead));
-    const job = (started = await trace.step('start', () => startReportJob(a, client, check.request)));
-    try {
-      const finished = await trace.step(
-        'render',
-        () => waitForReportJob(a, client, job),
-        (f) => ({ polls: f.polls, serverMs: serverRenderMs(f.job) }),
-      );
-      const opened = (report = openReport(a, client, job, finished));
-      // Rows and the attempt's records in one load transaction: committed together or not at all.
-      const loaded = await trace.step('load', () =>
-        withLoadTransaction(a.options.pool, loadTransactionOf(a), async (lt) => {
-          const l = await loadReport(a, lt.tx, opened, check);
-          return { ...l, committed: await trace.step('commit', () => commitLoad(a, lt, l, opened.rows)) };
-        }),
-      );
-      result = await loadedResult(a, opened, loaded);
-    } catch (err) {
-      if (report && !report.archive?.completed) await keepPagesOfFailedLoad(a, client, report);
-      throw err;
-    } finally {
-      await report?.rows.close();
-      await report?.progress?.close();
-      await report?.archive?.close();
-      await trace.step('delete', () => deleteReportJob(job, client));
+    let result: AttemptResult;
+    if (check.kind === 'already-loaded') result = await finishAlreadyLoaded(a);
+    else if (pagesOf !== undefined) result = await loadKeptReport(a, pagesOf, check);
+    else {
+      lease = await trace.step('token', () => openReportClient(a));
+      const client = lease.client;
+      if (check.dead.length > 0) await trace.step('clear', () => clearDeadAttempts(a, client, check.dead));
+      const job = (started = await trace.step('start', () => startReportJob(a, client, check.request)));
+      try {
+        const finished = await trace.step(
+          'render',
+          () => waitForReportJob(a, client, job),
+          (f) => ({ polls: f.polls, serverMs: serverRenderMs(f.job) }),
+        );
+        const opened = (report = openReport(a, client, job, finished));
+        result = await loadedResult(a, opened, await trace.step('load', () => loadInTransaction(a, opened, check)));
+      } catch (err) {
+        if (report && !report.archive?.completed) await keepPagesOfFailedLoad(a, client, report);
+        throw err;
+      } finally {
+        await report?.rows.close();
+        await report?.progress?.close();
+        await report?.archive?.close();
+        await trace.step('delete', () => deleteReportJob(job, client));
+      }
     }
     await recordTimeline(a);
     return result;
@@ -154,22 +139,14 @@ async function runSteps(a: Attempt): Promise<AttemptResult> {
  * `replay --from-pages`: the kept pages of attempt `pagesOf` loaded in the load transaction as the server's pages
  * would be, with no request to the server (docs/operations.md "Kept pages").
  */
-async function loadKeptReport(
-  a: Attempt,
-  pagesOf: string,
-  check: Parameters<typeof loadReport>[3],
-): Promise<AttemptResult> {
-  const { trace } = a;
+async function loadKeptReport(a: Attempt, pagesOf: string, check: ToLoad): Promise<AttemptResult> {
   let report: (ReportToLoad & { kept: KeptPages }) | undefined;
   try {
-    const loaded = await trace.step('load', async () => {
+    const { opened, loaded } = await a.trace.step('load', async () => {
       const opened = (report = await openKeptReport(a, pagesOf));
-      return withLoadTransaction(a.options.pool, loadTransactionOf(a), async (lt) => {
-        const l = await loadReport(a, lt.tx, opened, check);
-        return { ...l, committed: await trace.step('commit', () => commitLoad(a, lt, l, opened.rows)) };
-      });
+      return { opened, loaded: await loadInTransaction(a, opened, check) };
     });
-    return await loadedResult(a, report!, loaded);
+    return await loadedResult(a, opened, loaded);
   } finally {
     await report?.rows.close();
     await report?.kept.close();

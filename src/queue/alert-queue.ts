@@ -47,18 +47,25 @@ function alertQueueJobId(a: TargetedAlert): string {
     .slice(0, 32);
 }
 
+/** BullMQ options of the alert queue and its worker. */
+function queueOptions(deps: AlertQueueDeps): { connection: ConnectionOptions; prefix: string } {
+  return { connection: deps.connection, prefix: deps.prefix ?? DEFAULT_QUEUE_PREFIX };
+}
+
+/** What a log line about one alert names. */
+function about(a: TargetedAlert): { target: string; event: string; job: string } {
+  return { target: a.target, event: a.message.event, job: a.message.job };
+}
+
 /** An {@link AlertSender} that queues each alert per target; `flush` waits for those it queued to be done. */
 export function makeQueuedAlertSender(deps: AlertQueueDeps): AlertSender {
   const log = deps.logger.child({ component: 'alerts' });
-  const queue = new Queue<TargetedAlert>(ALERT_QUEUE_NAME, {
-    connection: deps.connection,
-    prefix: deps.prefix ?? DEFAULT_QUEUE_PREFIX,
-  });
+  const queue = new Queue<TargetedAlert>(ALERT_QUEUE_NAME, queueOptions(deps));
   queue.on('error', (err) => log.error({ err: coerceError(err).message }, 'alert queue error'));
-  const queued = new Set<Promise<string | undefined>>();
+  const queued = new Set<Promise<void>>();
   const ids = new Set<string>();
   let closed = false;
-  const enqueue = async (a: TargetedAlert): Promise<string | undefined> => {
+  const enqueue = async (a: TargetedAlert): Promise<void> => {
     const jobId = alertQueueJobId(a);
     try {
       await queue.add(a.target, a, {
@@ -69,13 +76,8 @@ export function makeQueuedAlertSender(deps: AlertQueueDeps): AlertSender {
         removeOnFail: { age: KEEP_GIVEN_UP_S },
       });
       ids.add(jobId);
-      return jobId;
     } catch (err) {
-      log.error(
-        { target: a.target, event: a.message.event, job: a.message.job, err: coerceError(err).message },
-        'alert could not be queued',
-      );
-      return undefined;
+      log.error({ ...about(a), err: coerceError(err).message }, 'alert could not be queued');
     }
   };
   return {
@@ -115,7 +117,7 @@ export interface AlertWorker {
  * Starts delivering queued alerts to their targets as jobs.yaml names them now: a target gone drops its alerts, a
  * refusal (4xx) gives up at once, other failures are retried.
  */
-export function makeAlertWorker(deps: AlertQueueDeps & { concurrency?: number }): AlertWorker {
+export function makeAlertWorker(deps: AlertQueueDeps): AlertWorker {
   const log = deps.logger.child({ component: 'alerts' });
   const worker = new Worker<TargetedAlert>(
     ALERT_QUEUE_NAME,
@@ -123,10 +125,7 @@ export function makeAlertWorker(deps: AlertQueueDeps & { concurrency?: number })
       const { target: name, message } = job.data;
       const target = deps.targets()[name];
       if (!target) {
-        log.warn(
-          { target: name, event: message.event, job: message.job },
-          'alert target no longer in jobs.yaml: alert dropped',
-        );
+        log.warn(about(job.data), 'alert target no longer in jobs.yaml: alert dropped');
         return 'dropped';
       }
       const zone = deps.zoneOf?.(message.job);
@@ -141,11 +140,10 @@ export function makeAlertWorker(deps: AlertQueueDeps & { concurrency?: number })
       );
       if (outcome === 'sent') return outcome;
       if (outcome === 'refused') throw new UnrecoverableError('refused by the target');
-      if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1))
-        log.error({ target: name, event: message.event, job: message.job }, 'alert not delivered');
+      if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) log.error(about(job.data), 'alert not delivered');
       throw new Error('not delivered yet');
     },
-    { connection: deps.connection, prefix: deps.prefix ?? DEFAULT_QUEUE_PREFIX, concurrency: deps.concurrency ?? 4 },
+    { ...queueOptions(deps), concurrency: 4 },
   );
   worker.on('error', (err) => log.error({ err: coerceError(err).message }, 'alert worker error'));
   let closing: Promise<void> | undefined;

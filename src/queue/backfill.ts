@@ -37,8 +37,7 @@ export function isDoneState(state: string | undefined): boolean {
  * Queues the ticks t of `job`'s schedule with from < t <= to, each with the logical interval ending at it.
  * @param deps.history records each run it adds as queued (queue.ts enqueueRun)
  * @param o.force queue every tick as a new logical run, even one queued or done already
- * @throws ConfigError for an unknown job, a job without schedule, an empty range, or more than {@link MAX_TICKS}
- *   ticks
+ * @throws ConfigError for an unknown job, a job without schedule, an empty range, or over {@link MAX_TICKS} ticks
  */
 export async function backfill(
   deps: { queue: RunQueue; config: EtlConfig; history?: Queryable },

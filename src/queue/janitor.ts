@@ -2,8 +2,7 @@
  * The janitor (docs/architecture.md "Liveness"), in every long-running process and each `report-etl run`. A sweep
  * closes orphaned attempts (their report job DELETEd first: one whose DELETE fails stays `running` for the next
  * sweep), records failed the queued runs whose queue job vanished before a worker began them, sends `stale` alerts
- * and prunes old history. Closing orphans is idempotent, so `report-etl run` closes
- * its own job's without the lease.
+ * and prunes old history. Closing orphans is idempotent, so `report-etl run` closes its own job's without the lease.
  */
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
@@ -14,7 +13,7 @@ import type { AlertSender } from '../alerts/webhook-sender.ts';
 import { parseWindow } from '../config/duration.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError, EtlError } from '../errors.ts';
-import { failAttempt, insertAttempt } from '../history/attempts.ts';
+import { failAttempt, failureOf, insertAttempt } from '../history/attempts.ts';
 import { queuedRunsNotBegun, type RunRow } from '../history/runs.ts';
 import { shellQuote } from '../shell-quote.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
@@ -56,8 +55,6 @@ export interface JanitorDeps {
   alerts: AlertSender;
   /** Report clients to share (a worker's); default its own. */
   clients?: ReportClients;
-  /** This process in messages (default host:pid). */
-  name?: string;
   /** The queue prefix: one lease per installation. */
   prefix?: string;
   /** Default {@link JANITOR_INTERVAL_MS}. */
@@ -112,7 +109,7 @@ export interface Janitor {
 export function makeJanitor(deps: JanitorDeps): Janitor {
   const prefix = deps.prefix ?? DEFAULT_QUEUE_PREFIX;
   const log = deps.logger.child({ component: 'janitor' });
-  const me = deps.name ?? defaultWorkerName();
+  const me = defaultWorkerName();
   const ownClients = deps.clients ? undefined : makeReportClients(deps.redis, deps.logger, undefined, `${prefix}:`);
   const clients = deps.clients ?? ownClients!;
   const now = deps.now ?? (() => new Date());
@@ -122,20 +119,21 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   let current: Promise<unknown> | undefined;
   let closing: Promise<void> | undefined;
 
-  const closeOne = async (o: OwnedAttempt, config: EtlConfig): Promise<ClosedOrphan> => {
-    const result: ClosedOrphan = { attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed: false };
+  /** Closes one orphaned attempt; false when its report job could not be deleted. */
+  const closeOne = async (o: OwnedAttempt, config: EtlConfig): Promise<boolean> => {
     const job = jobOfSubject(config, o.job);
     const connection = job ? config.connections[job.connection] : undefined;
+    const about = { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id };
     if (o.report_job_id && job && connection) {
       const lease = await clients.acquire(job.connection, connection);
       try {
         await lease.client.deleteJob(o.report_job_id);
       } catch (err) {
         log.warn(
-          { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, err: coerceError(err).message },
+          { ...about, err: coerceError(err).message },
           'orphaned attempt: could not delete its report job; trying again at the next sweep',
         );
-        return result;
+        return false;
       } finally {
         lease.release();
       }
@@ -157,12 +155,8 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       message,
       details: { reportJobId: o.report_job_id, worker: o.worker, janitor: me, ...(progress ? { progress } : {}) },
     });
-    log.warn(
-      { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id, worker: o.worker },
-      'orphaned attempt closed: recorded interrupted, report job deleted',
-    );
-    result.closed = true;
-    return result;
+    log.warn({ ...about, worker: o.worker }, 'orphaned attempt closed: recorded interrupted, report job deleted');
+    return true;
   };
 
   const closeOrphans = async (jobs: readonly string[]): Promise<ClosedOrphan[]> => {
@@ -170,15 +164,14 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const known = jobs.filter((j) => jobOfSubject(config, j) !== undefined);
     const out: ClosedOrphan[] = [];
     for (const o of await findOrphanedAttempts(deps.pool, known)) {
-      out.push(
-        await closeOne(o, config).catch((err: unknown) => {
-          log.warn(
-            { job: o.job, attemptId: o.attempt_id, err: coerceError(err).message },
-            'orphaned attempt: could not close it; trying again at the next sweep',
-          );
-          return { attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed: false };
-        }),
-      );
+      const closed = await closeOne(o, config).catch((err: unknown) => {
+        log.warn(
+          { job: o.job, attemptId: o.attempt_id, err: coerceError(err).message },
+          'orphaned attempt: could not close it; trying again at the next sweep',
+        );
+        return false;
+      });
+      out.push({ attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed });
     }
     return out;
   };
@@ -204,7 +197,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
         `before a worker began it (Redis lost its data, e.g. a restart without persistence); nothing ran, ` +
         `nothing was loaded; the janitor of ${me} recorded it: ` +
         `report-etl replay ${shellQuote(run.run_key)} --job ${shellQuote(run.job)}`,
-      { retryable: false, stage: 'start' },
+      { retryable: false, stage: 'start', details: { queueJobId, queuedAt, janitor: me } },
     );
     await insertAttempt(deps.pool, {
       attemptId,
@@ -216,14 +209,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       writeMode: job.target.mode,
       worker: me,
     });
-    await failAttempt(deps.pool, attemptId, {
-      status: 'failed',
-      stage: 'start',
-      errorKind: 'QUEUE_JOB_LOST',
-      retryable: false,
-      message: error.message,
-      details: { queueJobId, queuedAt, janitor: me },
-    });
+    await failAttempt(deps.pool, attemptId, failureOf(error, 'start'));
     log.error({ job: run.job, runKey: run.run_key, queueJobId, attemptId }, error.message);
     await runAlerts.failed({ job: run.job, runKey: run.run_key, attemptId, trigger: run.trigger, error });
     return { job: run.job, runKey: run.run_key, queueJobId, attemptId };
@@ -253,36 +239,37 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       return fallback;
     });
 
+  /** The parts of a sweep under the lease, in turn; one that fails is logged and the others still run. */
+  const sweepParts = async (): Promise<SweepResult> => {
+    const config = deps.config();
+    const jobs = runSubjects(config).map((s) => s.name);
+    const orphans = await orElse(closeOrphans(jobs), 'orphan check', []);
+    const lostQueued = await orElse(closeLostQueued(jobs), 'lost queued runs check', []);
+    const stale = jobs.some((j) => freshnessOf(config, j))
+      ? await orElse(checkFreshness(deps.pool, config, deps.alerts, now()), 'freshness check', [])
+      : [];
+    const before = new Date(now().getTime() - parseWindow(config.history.keep)!);
+    const allJobs = [...jobs, ...(deps.invalidJobs?.() ?? [])];
+    const pruned = await orElse(pruneHistory(deps.pool, allJobs, before), 'history pruning', undefined);
+    if (pruned?.attempts || pruned?.runs) log.info({ ...pruned, keep: config.history.keep }, 'run history pruned');
+    const keptPages = await orElse(pruneKeptPages(deps.pool, allJobs, now()), 'kept pages pruning', 0);
+    if (keptPages) log.info({ attempts: keptPages }, 'kept pages past their keepDays deleted');
+    return { leased: true, orphans, lostQueued, stale, ...(pruned ? { pruned } : {}) };
+  };
+
   const sweep = async (): Promise<SweepResult> => {
     const client = await deps.pool.connect();
+    const lease = [JANITOR_LEASE_CLASS, prefix];
     try {
-      const { rows } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS got', [
-        JANITOR_LEASE_CLASS,
-        prefix,
-      ]);
+      const { rows } = await client.query<{ got: boolean }>(
+        'SELECT pg_try_advisory_lock($1, hashtext($2)) AS got',
+        lease,
+      );
       if (!rows[0]?.got) return { leased: false, orphans: [], lostQueued: [], stale: [] };
       try {
-        const config = deps.config();
-        const jobs = runSubjects(config).map((s) => s.name);
-        const result: SweepResult = { leased: true, orphans: [], lostQueued: [], stale: [] };
-        result.orphans = await orElse(closeOrphans(jobs), 'orphan check', []);
-        result.lostQueued = await orElse(closeLostQueued(jobs), 'lost queued runs check', []);
-        if (jobs.some((j) => freshnessOf(config, j)))
-          result.stale = await orElse(checkFreshness(deps.pool, config, deps.alerts, now()), 'freshness check', []);
-        const before = new Date(now().getTime() - parseWindow(config.history.keep)!);
-        const allJobs = [...jobs, ...(deps.invalidJobs?.() ?? [])];
-        const pruned = await orElse(pruneHistory(deps.pool, allJobs, before), 'history pruning', undefined);
-        if (pruned) {
-          result.pruned = pruned;
-          if (pruned.attempts || pruned.runs) log.info({ ...pruned, keep: config.history.keep }, 'run history pruned');
-        }
-        const keptPages = await orElse(pruneKeptPages(deps.pool, allJobs, now()), 'kept pages pruning', 0);
-        if (keptPages) log.info({ attempts: keptPages }, 'kept pages past their keepDays deleted');
-        return result;
+        return await sweepParts();
       } finally {
-        await client
-          .query('SELECT pg_advisory_unlock($1, hashtext($2))', [JANITOR_LEASE_CLASS, prefix])
-          .catch(() => undefined);
+        await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', lease).catch(() => undefined);
       }
     } finally {
       client.release();

@@ -47,8 +47,7 @@ export function manualQueueJobId(job: string, runKey: string): string {
 
 /**
  * Queue job id of a replay after a failed attempt, `<original id>__replay_<attempt id>[_accept_guard][_from_pages]`: a
- * second replay after the same attempt is deduplicated, and one past the guard or from kept pages is not taken for a
- * plain one.
+ * second replay after the same attempt is deduplicated; one past the guard or from kept pages is not a plain one.
  */
 export function replayQueueJobId(
   queueJobId: string,

@@ -21,9 +21,6 @@ return 0`;
 
 /** A held lock; `release()` is idempotent. */
 export interface HeldLock {
-  readonly key: string;
-  /** Whether a renewal found it taken by someone else (the TTL ran out while the process stalled). */
-  lost(): boolean;
   /** Extends the lock now: false when it is lost, or Redis cannot be asked (nobody can tell). */
   confirm(): Promise<boolean>;
   release(): Promise<void>;
@@ -61,8 +58,6 @@ export async function tryOverlapLock(
   timer.unref();
   let released: Promise<void> | undefined;
   return {
-    key,
-    lost: () => lost,
     async confirm() {
       return !lost && renewed(await extendIfOwner(redis, key, value, ttlMs).catch(() => false));
     },

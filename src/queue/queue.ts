@@ -27,9 +27,8 @@ export const KEEP_COMPLETED_S = 7 * 86_400;
 const KEEP_FAILED_S = 30 * 86_400;
 
 /**
- * BullMQ serves every job without a priority (scheduled, caught-up, manual runs) before any with one, and one
- * priority first in, first out: backfills and replays go on in order without holding back scheduled ticks
- * (docs/architecture.md "A fleet").
+ * BullMQ serves every job without a priority (scheduled, caught-up, manual runs) before any with one, and one priority
+ * first in, first out: backfills and replays run in order without holding back ticks (docs/architecture.md "A fleet").
  */
 const BACKFILL_PRIORITY = 10;
 
@@ -42,12 +41,22 @@ export interface QueuedRun extends RunRequest, TraceCarrier {
 /** The BullMQ queue of runs. */
 export type RunQueue = Queue<QueuedRun>;
 
-/**
- * The queue of runs.
- * @param connection an ioredis instance (not closed by the queue) or ioredis options
- */
+/** The queue of runs; `connection` an ioredis instance (not closed by the queue) or ioredis options. */
 export function makeQueue(connection: ConnectionOptions, prefix: string = DEFAULT_QUEUE_PREFIX): RunQueue {
   return new Queue<QueuedRun>(QUEUE_NAME, { connection, prefix });
+}
+
+/** The attributes of a queued run's `enqueue run` and `process run` spans (docs/observability.md "Tracing"). */
+export function queuedRunAttributes(req: RunRequest, queueJobId: string, operation: 'send' | 'process') {
+  return {
+    [ATTR.job]: req.job,
+    [ATTR.runKey]: req.runKey,
+    [ATTR.trigger]: req.trigger,
+    [ATTR.queueJobId]: queueJobId,
+    'messaging.system': 'bullmq',
+    'messaging.destination.name': QUEUE_NAME,
+    'messaging.operation.type': operation,
+  };
 }
 
 /** Options of {@link enqueueRun}. */
@@ -58,7 +67,6 @@ export interface EnqueueOptions {
   attempts?: number;
   /** First retry delay in ms, doubling. */
   backoffMs?: number;
-  delayMs?: number;
   /**
    * The run history: a run this call adds gets its etl.runs row now, `queued_at` set and no attempt, so that a run
    * whose queue job vanishes before a worker begins it is still on record (docs/operations.md "Redis in production").
@@ -87,15 +95,7 @@ export async function enqueueRun(
   const jobId = opts.jobId ?? req.runKey;
   const span = startSpan(runTracer(), 'enqueue run', extractTrace(undefined), {
     kind: SpanKind.PRODUCER,
-    attributes: {
-      [ATTR.job]: req.job,
-      [ATTR.runKey]: req.runKey,
-      [ATTR.trigger]: req.trigger,
-      [ATTR.queueJobId]: jobId,
-      'messaging.system': 'bullmq',
-      'messaging.destination.name': QUEUE_NAME,
-      'messaging.operation.type': 'send',
-    },
+    attributes: queuedRunAttributes(req, jobId, 'send'),
   });
   try {
     const enqueueId = randomUUID();
@@ -106,23 +106,11 @@ export async function enqueueRun(
       removeOnFail: { age: KEEP_FAILED_S },
     };
     if (req.trigger === 'backfill' || req.trigger === 'replay') jobOpts.priority = BACKFILL_PRIORITY;
-    if (opts.backoffMs !== undefined && opts.backoffMs > 0)
-      jobOpts.backoff = { type: 'exponential', delay: opts.backoffMs };
-    if (opts.delayMs !== undefined && opts.delayMs > 0) jobOpts.delay = opts.delayMs;
+    if (opts.backoffMs) jobOpts.backoff = { type: 'exponential', delay: opts.backoffMs };
     // The row first: a worker may take the queue job at once and, skipping it (overlap: skip), forget the row; a row
     // written after that would read as a lost run.
     const recorded = opts.history
-      ? await recordQueuedRun(opts.history, {
-          job: req.job,
-          runKey: req.runKey,
-          queueJobId: jobId,
-          trigger: req.trigger,
-          scheduledFor: req.scheduledFor ? new Date(req.scheduledFor) : undefined,
-          logicalStart: req.logicalStart ? new Date(req.logicalStart) : undefined,
-          logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
-          parameters: req.parameters,
-          queuedAt: new Date(),
-        })
+      ? await recordQueuedRun(opts.history, { ...req, queueJobId: jobId, queuedAt: new Date() })
       : false;
     await queue.add(req.job, { ...req, ...injectTrace(span), enqueueId }, jobOpts);
     const queued = await queue.getJob(jobId);

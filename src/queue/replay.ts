@@ -4,7 +4,7 @@
  */
 import type pg from 'pg';
 import type { EtlConfig } from '../config/schema.ts';
-import { EtlError } from '../errors.ts';
+import { EtlError, type ErrorCode } from '../errors.ts';
 import { hasSucceeded, newestAttempt } from '../history/attempts.ts';
 import { listRunErrors } from '../history/attempt-list.ts';
 import { replayQueueJobId } from './names.ts';
@@ -30,8 +30,7 @@ export type RunRef = { job: string; runKey: string };
 
 /**
  * Why {@link replayRun} refused, in its error's `details.refusal`: no such run, no attempt yet, one still running, a
- * success, a guard that did not stop it (`--accept-guard`), a job gone from jobs.yaml, no complete kept pages
- * (`--from-pages`).
+ * success, no guard stopped it (`--accept-guard`), job gone from jobs.yaml, no complete kept pages (`--from-pages`).
  */
 export type ReplayRefusal =
   'no-run' | 'no-attempt' | 'running' | 'succeeded' | 'not-guarded' | 'job-gone' | 'no-kept-pages';
@@ -42,7 +41,10 @@ export function replayRefusalOf(err: unknown): ReplayRefusal | undefined {
   return typeof refusal === 'string' ? (refusal as ReplayRefusal) : undefined;
 }
 
-const refused = (refusal: ReplayRefusal) => ({ retryable: false, details: { refusal } });
+/** The error of a refused replay, not retryable. */
+function refused(refusal: ReplayRefusal, message: string, code: ErrorCode = 'INTERNAL'): EtlError {
+  return new EtlError(code, message, { retryable: false, details: { refusal } });
+}
 
 /**
  * Queues a replay of `ref`, whose newest attempt failed or was interrupted, or whose rows were reverted; the queue
@@ -62,37 +64,33 @@ export async function replayRun(
     getRun(deps.pool, ref.job, ref.runKey),
     newestAttempt(deps.pool, ref.job, ref.runKey),
   ]);
-  if (!run) throw new EtlError('INTERNAL', `no ${named} in etl.runs`, refused('no-run'));
+  if (!run) throw refused('no-run', `no ${named} in etl.runs`);
   if (!newest)
-    throw new EtlError(
-      'INTERNAL',
+    throw refused(
+      'no-attempt',
       `${named} has no attempt yet (it is queued or waits for a report slot): nothing to replay`,
-      refused('no-attempt'),
     );
-  if (newest.status === 'running')
-    throw new EtlError('INTERNAL', `${named} is still running (attempt ${newest.attempt})`, refused('running'));
+  if (newest.status === 'running') throw refused('running', `${named} is still running (attempt ${newest.attempt})`);
   // A reverted append run (report-etl revert) has no success left: its replay appends it again.
-  if (await hasSucceeded(deps.pool, ref.job, ref.runKey)) {
-    throw new EtlError('INTERNAL', `${named} succeeded: nothing to replay`, refused('succeeded'));
-  }
+  if (await hasSucceeded(deps.pool, ref.job, ref.runKey))
+    throw refused('succeeded', `${named} succeeded: nothing to replay`);
   // --accept-guard is for a run its guard stopped: on any other failure it would accept nothing the user has seen.
   if (opts.acceptGuard) {
     const kinds = (await listRunErrors(deps.pool, newest.attempt_id)).map((e) => e.error_kind);
     if (!kinds.includes('GUARD_TRIPPED')) {
       const failed = `its attempt ${newest.attempt} failed with ${kinds[0] ?? newest.status}`;
-      throw new EtlError(
-        'INTERNAL',
+      throw refused(
+        'not-guarded',
         `${named} was not stopped by its target's guard (${failed}): replay it without --accept-guard`,
-        refused('not-guarded'),
       );
     }
   }
   // A worker would drop a replay of a job gone from jobs.yaml: refused here, at once.
   if (deps.config && !jobOfSubject(deps.config, run.job)) {
-    throw new EtlError(
-      'CONFIG_INVALID',
+    throw refused(
+      'job-gone',
       `${named} cannot be replayed: job ${run.job} is no longer in jobs.yaml (add it back to replay its runs)`,
-      refused('job-gone'),
+      'CONFIG_INVALID',
     );
   }
   const pagesOf = await keptPagesToReplay(deps, ref, newest.attempt_id, opts);
@@ -104,11 +102,9 @@ export async function replayRun(
   if (run.parameters) req.parameters = run.parameters;
   if (opts.acceptGuard) req.acceptGuard = true;
   if (pagesOf) req.pagesOf = pagesOf.attemptId;
-  const retry =
-    deps.config && jobOfSubject(deps.config, run.job) ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 };
   const { jobId } = await enqueueRun(deps.queue, req, {
     jobId: replayQueueJobId(run.queue_job_id ?? run.run_key, newest.attempt_id, opts.acceptGuard, !!pagesOf),
-    ...retry,
+    ...(deps.config ? retryOf(deps.config, run.job) : { attempts: 1, backoffMs: 0 }),
     history: deps.pool,
   });
   return { jobId, attemptId: newest.attempt_id, reverted: newest.status === 'succeeded', pagesOf };
@@ -128,11 +124,10 @@ async function keptPagesToReplay(
   if (opts.fromPages) {
     const kept = await newestCompleteArchive(deps.pool, ref.job, ref.runKey);
     if (!kept)
-      throw new EtlError(
-        'INTERNAL',
+      throw refused(
+        'no-kept-pages',
         `run ${ref.runKey} of job ${ref.job} has no kept pages (target.archive was off, its reading stopped early, ` +
           'or keepDays ran out): replay it without --from-pages',
-        refused('no-kept-pages'),
       );
     return kept;
   }
@@ -169,10 +164,9 @@ export async function planFailedReplays(deps: ReplayDeps, o: ReplayFailedOptions
       continue;
     }
     // A replay now would race the queue's next attempt, or a replay of this attempt queued already.
-    const queueJobId = (await getRun(deps.pool, run.job, run.run_key))?.queue_job_id;
-    const base = queueJobId ?? run.run_key;
+    const base = run.queue_job_id ?? run.run_key;
     const ids = [
-      ...(queueJobId != null ? [queueJobId] : []),
+      ...(run.queue_job_id !== null ? [run.queue_job_id] : []),
       replayQueueJobId(base, run.attempt_id),
       replayQueueJobId(base, run.attempt_id, true),
     ];

@@ -35,7 +35,7 @@ import {
 import { TICK_TRIGGERS } from '../vocabulary.ts';
 import { overlapLockKey } from './names.ts';
 import { tryOverlapLock } from './overlap-lock.ts';
-import type { QueuedRun } from './queue.ts';
+import { queuedRunAttributes, type QueuedRun } from './queue.ts';
 
 /** What a finished queued run returns (the BullMQ job's return value). */
 export interface RunOutcome {
@@ -50,6 +50,7 @@ export interface RunOutcome {
 
 /** What {@link processRun} needs. */
 export interface ProcessDeps {
+  /** Read at the start of every run. */
   config: () => EtlConfig;
   pool: pg.Pool;
   redis: Redis;
@@ -67,7 +68,7 @@ export interface ProcessDeps {
   shuttingDown: () => boolean;
   /** Registers a running run's controller for shutdown; returns the unregister function. */
   track: (controller: AbortController) => () => void;
-  /** Recorded with every attempt (history/attempt-owner.ts). */
+  /** Recorded with every attempt; without it a dead worker's attempts wait for a later one of their run. */
   owner?: AttemptOwner | undefined;
   alerts?: RunAlerts | undefined;
   /** Problems of the invalid jobs by name, for a clear failure of their queued runs. */
@@ -88,18 +89,11 @@ export async function processRun(
   signal: AbortSignal | undefined,
 ): Promise<RunOutcome> {
   const req = queueJob.data;
-  // The run's trace goes on from its enqueue span (docs/observability.md "Tracing"), one span per take of the queue
-  // job.
+  // The run's trace goes on from its enqueue span (docs/observability.md "Tracing"), one span per take of its job.
   const span = startSpan(runTracer(), 'process run', extractTrace(req), {
     kind: SpanKind.CONSUMER,
     attributes: {
-      [ATTR.job]: req.job,
-      [ATTR.runKey]: req.runKey,
-      [ATTR.trigger]: req.trigger,
-      [ATTR.queueJobId]: queueJob.id ?? '',
-      'messaging.system': 'bullmq',
-      'messaging.destination.name': queueJob.queueName,
-      'messaging.operation.type': 'process',
+      ...queuedRunAttributes(req, queueJob.id ?? '', 'process'),
       [ATTR.queueAttemptsMade]: queueJob.attemptsMade,
     },
   });
@@ -174,25 +168,17 @@ async function processTraced(
     await queueJob.moveToDelayed(Date.now() + deps.overlapRetryMs, token);
     throw new DelayedError();
   }
+  const alerts = deps.alerts ?? noRunAlerts;
+  const run = { job: req.job, runKey: req.runKey, trigger: req.trigger };
   const controller = new AbortController();
   const untrack = deps.track(controller);
   const onBullAbort = () => controller.abort(signal?.reason ?? new Error('cancelled'));
   signal?.addEventListener('abort', onBullAbort, { once: true });
   try {
     await untilDatabaseTakesIt(log, waits, controller.signal, () =>
-      recordRunRequest(deps.pool, {
-        job: req.job,
-        runKey: req.runKey,
-        queueJobId: queueJob.id!,
-        trigger: req.trigger,
-        scheduledFor: req.scheduledFor ? new Date(req.scheduledFor) : undefined,
-        logicalStart: req.logicalStart ? new Date(req.logicalStart) : undefined,
-        logicalEnd: req.logicalEnd ? new Date(req.logicalEnd) : undefined,
-        parameters: req.parameters,
-        queuedAt: new Date(queueJob.timestamp),
-      }),
+      recordRunRequest(deps.pool, { ...req, queueJobId: queueJob.id!, queuedAt: new Date(queueJob.timestamp) }),
     );
-    const result = await runAttempt({
+    const { status, attemptId, rows, pages, bytes, durationMs } = await runAttempt({
       job: resolved,
       request: req,
       pool: deps.pool,
@@ -206,20 +192,8 @@ async function processTraced(
       owner: deps.owner,
       traceParent: contextWith(span),
     });
-    await (deps.alerts ?? noRunAlerts).succeeded({
-      job: req.job,
-      runKey: req.runKey,
-      attemptId: result.attemptId,
-      trigger: req.trigger,
-    });
-    return {
-      status: result.status,
-      attemptId: result.attemptId,
-      rows: result.rows,
-      pages: result.pages,
-      bytes: result.bytes,
-      durationMs: Math.round(result.durationMs),
-    };
+    await alerts.succeeded({ ...run, attemptId });
+    return { status, attemptId, rows, pages, bytes, durationMs: Math.round(durationMs) };
   } catch (err) {
     if (err instanceof AttemptFailedError) {
       if (controller.signal.aborted && deps.shuttingDown()) {
@@ -238,14 +212,7 @@ async function processTraced(
         log.error({ attemptId: err.attemptId }, error.message);
         final = true;
       }
-      if (final && !controller.signal.aborted)
-        await (deps.alerts ?? noRunAlerts).failed({
-          job: req.job,
-          runKey: req.runKey,
-          attemptId: err.attemptId,
-          trigger: req.trigger,
-          error,
-        });
+      if (final && !controller.signal.aborted) await alerts.failed({ ...run, attemptId: err.attemptId, error });
       throw err.retryable && !final ? new Error(text, { cause: err }) : new UnrecoverableError(text);
     }
     if (err instanceof ConfigError) throw new UnrecoverableError(err.message);

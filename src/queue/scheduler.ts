@@ -86,11 +86,6 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
   let unsubscribe: (() => void) | undefined;
   let closing: Promise<void> | undefined;
 
-  const track = (p: Promise<unknown>) => {
-    inFlight.add(p);
-    void p.finally(() => inFlight.delete(p));
-  };
-
   const onTick = async (name: string, at: Date) => {
     const config = deps.config.current();
     const job = config.jobs[name];
@@ -115,7 +110,8 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     const p = onTick(name, date).catch((err: unknown) =>
       log.error({ job: name, err: coerceError(err).message }, 'tick: could not queue the run'),
     );
-    track(p);
+    inFlight.add(p);
+    void p.finally(() => inFlight.delete(p));
     return p;
   };
 
@@ -143,16 +139,12 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
       // node-cron drops a tick it fires over a second late (a busy event loop): queue it anyway, its id keeps it
       // to one run. Ticks missed by far more (a paused process) are left to `catchup` at the next start.
       task.on('execution:missed', (ctx) => {
-        const lateMs = now().getTime() - ctx.date.getTime();
-        if (lateMs > LATE_TICK_MAX_MS) {
-          log.warn(
-            { job: name, tick: ctx.date.toISOString(), lateMs },
-            'tick missed long ago (process paused?): not queued; catch-up applies at the next start',
-          );
-          return;
+        const late = { job: name, tick: ctx.date.toISOString(), lateMs: now().getTime() - ctx.date.getTime() };
+        if (late.lateMs <= LATE_TICK_MAX_MS) {
+          log.warn(late, 'tick fired late: queueing it anyway');
+          return queueTick(name, ctx.date);
         }
-        log.warn({ job: name, tick: ctx.date.toISOString(), lateMs }, 'tick fired late: queueing it anyway');
-        return queueTick(name, ctx.date);
+        log.warn(late, 'tick missed long ago (process paused?): not queued; catch-up applies at the next start');
       });
       void task.start();
       tasks.set(name, { key, task });
@@ -170,10 +162,7 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
       );
     }
     if (tasks.size === 0 && !saidNoSchedule) {
-      const invalid = deps.config
-        .invalid()
-        .filter((e) => e.kind === 'job')
-        .map((e) => e.name);
+      const invalid = deps.config.invalid().flatMap((e) => (e.kind === 'job' ? [e.name] : []));
       const skipped = invalid.length
         ? ` (invalid, skipped: ${invalid.join(', ')}; \`report-etl validate\` lists their problems)`
         : '';
@@ -184,17 +173,16 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
 
   const catchUp = async (config: EtlConfig, name: string, job: JobConfig) => {
     if (!job.schedule || job.catchup === 'none') return;
-    for (const subject of subjectsOfJob(name, job)) await catchUpSubject(config, subject.name, job);
+    for (const subject of subjectsOfJob(name, job)) await catchUpSubject(config, subject.name, job, job.schedule);
   };
 
-  const catchUpSubject = async (config: EtlConfig, name: string, job: JobConfig) => {
-    if (!job.schedule || job.catchup === 'none') return;
+  const catchUpSubject = async (config: EtlConfig, name: string, job: JobConfig, schedule: string) => {
     const last = await lastScheduledTick(deps.pool, name);
     if (!last) {
       log.info({ job: name }, 'catch-up: no scheduled run recorded yet, nothing missed');
       return;
     }
-    const ticks = cronTicks(job.schedule, scheduleZone(config, job));
+    const ticks = cronTicks(schedule, scheduleZone(config, job));
     const until = now();
     let from = last;
     if (typeof job.catchup === 'object') {

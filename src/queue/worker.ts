@@ -2,12 +2,8 @@
  * The run worker: a BullMQ Worker calling {@link processRun}, with graceful shutdown: take no new runs, let
  * running ones finish for a grace period, then abort them.
  */
-import type pg from 'pg';
-import type { Redis } from 'ioredis';
 import { Worker } from 'bullmq';
-import type { EtlConfig } from '../config/schema.ts';
 import { coerceError } from '../errors.ts';
-import type { Logger } from '../logger.ts';
 import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
 import { OVERLAP_LOCK_TTL_MS } from './overlap-lock.ts';
 import type { QueuedRun } from './queue.ts';
@@ -15,18 +11,13 @@ import { makeReportClients } from '../report-api/client-registry.ts';
 import { connectionAuthStore } from '../pipeline/auth-store.ts';
 import { defaultWorkerName } from '../pipeline/run-attempt.ts';
 import { ReportSlots } from '../report-api/report-slots.ts';
-import { processRun, type RunOutcome } from './run-processor.ts';
-import type { AttemptOwner } from '../history/attempt-owner.ts';
-import type { RunAlerts } from '../alerts/run-alerts.ts';
+import { processRun, type ProcessDeps, type RunOutcome } from './run-processor.ts';
 
-/** What {@link makeRunWorker} needs. */
-export interface RunWorkerDeps {
-  /** Read at the start of every run. */
-  config: () => EtlConfig;
-  pool: pg.Pool;
-  /** Tokens, locks, and BullMQ's connection (duplicated for its blocking reads). */
-  redis: Redis;
-  logger: Logger;
+/** What {@link makeRunWorker} needs; `redis` is BullMQ's connection too (duplicated for its blocking reads). */
+export interface RunWorkerDeps extends Pick<
+  ProcessDeps,
+  'config' | 'pool' | 'redis' | 'logger' | 'owner' | 'alerts' | 'invalidJobs'
+> {
   /** Runs at the same time (default 1). */
   concurrency?: number;
   prefix?: string;
@@ -42,11 +33,6 @@ export interface RunWorkerDeps {
   overlapLockTtlMs?: number;
   /** Name in etl.attempts.worker (default host:pid). */
   workerName?: string;
-  /** Without it a dead worker's attempts wait for a later attempt of their run. */
-  owner?: AttemptOwner | undefined;
-  alerts?: RunAlerts | undefined;
-  /** Problems of the invalid jobs by name, for a clear failure of their queued runs. */
-  invalidJobs?: (() => Map<string, string[]>) | undefined;
 }
 
 /** A running worker. */
@@ -59,8 +45,6 @@ export interface RunWorker {
   close(graceMs: number): Promise<void>;
   /** Aborts every running run now (a second signal). */
   abortAll(reason?: string): void;
-  /** Runs in progress. */
-  running(): number;
 }
 
 /** Starts a worker on the run queue; it takes runs at once. */
@@ -124,25 +108,16 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
   return {
     worker,
     abortAll,
-    running: () => active.size,
     close(graceMs) {
       closing ??= (async () => {
         shuttingDown = true;
         logger.info({ running: active.size, graceMs }, 'worker stopping: no new runs');
-        const closed = worker.close();
-        let timer: NodeJS.Timeout | undefined;
-        const graceOver = new Promise<'grace-over'>((resolve) => {
-          timer = setTimeout(() => resolve('grace-over'), graceMs);
-        });
-        if (
-          (await Promise.race([closed.then(() => 'closed' as const), graceOver])) === 'grace-over' &&
-          active.size > 0
-        ) {
+        const graceOver = setTimeout(() => {
+          if (active.size === 0) return;
           logger.warn({ running: active.size }, 'grace period over: aborting running runs');
           abortAll('shutdown: grace period over');
-        }
-        clearTimeout(timer);
-        await closed;
+        }, graceMs);
+        await worker.close().finally(() => clearTimeout(graceOver));
         await clients.close();
         await slots.close();
         logger.info('worker stopped');

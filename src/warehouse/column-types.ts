@@ -27,8 +27,7 @@ export function inferColumnType(kinds: number): string {
 
 /**
  * Whether column `name` (text) of `table` holds a time without offset that the load's zone skips (a spring-forward
- * hour):
- * timestamptz would read it as a later time, so an inferred column stays text (docs/loaded-tables.md "Types").
+ * hour): timestamptz would read it as a later time, so an inferred column stays text (docs/loaded-tables.md "Types").
  * Compares each such value read as a local time with the same value read through the zone (one scan, new columns).
  */
 export async function holdsSkippedTime(db: Queryable, table: string, name: string): Promise<boolean> {

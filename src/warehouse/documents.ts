@@ -9,6 +9,7 @@ import type { Queryable } from '../db.ts';
 import { EtlError } from '../errors.ts';
 import { listRunDocuments, type RunDocument } from '../history/run-documents.ts';
 import { parseTableName, quoteTable } from './identifiers.ts';
+import { targetExists } from './target-table.ts';
 
 export { listRunDocuments, type RunDocument };
 
@@ -35,10 +36,10 @@ export class DocumentNotFoundError extends EtlError {
  * @throws DocumentNotFoundError when the target no longer holds it (or the table is gone)
  * @throws EtlError INTERNAL when the bytes read do not have the recorded sha256
  */
-export async function* readDocument(db: Queryable, doc: RunDocument, sliceBytes = SLICE_BYTES): AsyncGenerator<Buffer> {
-  const table = quoteTable(parseTableName(doc.targetTable));
-  const exists = await db.query<{ ok: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS ok`, [doc.targetTable]);
-  if (!exists.rows[0]?.ok) throw new DocumentNotFoundError(doc);
+export async function* readDocument(db: Queryable, doc: RunDocument): AsyncGenerator<Buffer> {
+  const target = parseTableName(doc.targetTable);
+  if (!(await targetExists(db, target))) throw new DocumentNotFoundError(doc);
+  const table = quoteTable(target);
   const hash = createHash('sha256');
   let read = 0;
   for (;;) {
@@ -46,7 +47,7 @@ export async function* readDocument(db: Queryable, doc: RunDocument, sliceBytes 
       text:
         `SELECT substring(content FROM $3::int + 1 FOR $4::int) AS part FROM ${table} WHERE ` +
         `file_name = $1 AND sha256 = $2 LIMIT 1`,
-      values: [doc.fileName, doc.sha256, read, sliceBytes],
+      values: [doc.fileName, doc.sha256, read, SLICE_BYTES],
     });
     if (rows.length === 0) throw new DocumentNotFoundError(doc);
     const part = rows[0]!.part ?? Buffer.alloc(0);
@@ -54,7 +55,7 @@ export async function* readDocument(db: Queryable, doc: RunDocument, sliceBytes 
     hash.update(part);
     read += part.length;
     yield part;
-    if (part.length < sliceBytes) break;
+    if (part.length < SLICE_BYTES) break;
   }
   const sum = hash.digest('hex');
   if (read !== doc.bytes || sum !== doc.sha256) {

@@ -8,6 +8,7 @@ import { EtlError } from '../errors.ts';
 import { shellQuote } from '../shell-quote.ts';
 import type { WriteMode } from '../vocabulary.ts';
 import { quoteTable, type TableName } from './identifiers.ts';
+import { columnTypeOf, targetExists } from './target-table.ts';
 import type { Queryable } from '../db.ts';
 import { mandantCondition, type MandantScope } from './mandant-column.ts';
 
@@ -46,12 +47,6 @@ export function needsRowCount(mode: WriteMode, guard: TargetGuard): boolean {
   return mode === 'replace' && guard.maxShrinkPercent !== undefined;
 }
 
-/** Whether the target table exists now. */
-export async function targetExists(db: Queryable, t: TableName): Promise<boolean> {
-  const { rows } = await db.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [quoteTable(t)]);
-  return rows[0]?.exists === true;
-}
-
 /**
  * The words for a load that leaves no target: the report had no rows and no columns, so nothing says what to create
  * (docs/loaded-tables.md "Guards and schema changes").
@@ -72,16 +67,14 @@ export async function countTargetRows(
   t: TableName,
   mandant?: MandantScope,
 ): Promise<number | undefined> {
-  const { rows } = await db.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [quoteTable(t)]);
-  if (!rows[0]?.exists) return undefined;
-  if (mandant && !(await hasColumn(db, t, mandant.column))) return 0;
-  const count = mandant
-    ? await db.query<{ n: string }>(
-        `SELECT count(*) AS n FROM ${quoteTable(t)} WHERE ${mandantCondition(mandant, 1)}`,
-        [mandant.value],
-      )
-    : await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${quoteTable(t)}`);
-  return Number(count.rows[0]!.n);
+  if (!(await targetExists(db, t))) return undefined;
+  if (mandant && (await columnTypeOf(db, t, mandant.column)) === undefined) return 0;
+  const where = mandant ? ` WHERE ${mandantCondition(mandant, 1)}` : '';
+  const { rows } = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM ${quoteTable(t)}${where}`,
+    mandant ? [mandant.value] : [],
+  );
+  return Number(rows[0]!.n);
 }
 
 /**
@@ -107,12 +100,9 @@ export function guardTrip(o: {
     o.targetExists === false ? `${o.table} does not exist, and no table was created` : `${o.table} is left as it was`;
   const goOn = `If the result is right, load it with "report-etl replay ${shellQuote(o.runKey)} --accept-guard"`;
   if (o.rows < minRows) {
-    const which =
-      o.guard.minRows === undefined
-        ? `target.guard.minRows is ${minRows} (the default for ${o.mode})`
-        : `target.guard.minRows is ${minRows}`;
-    const setting =
-      o.guard.minRows === undefined ? ', or set target.guard.minRows: 0 where an empty result is normal' : '';
+    const byDefault = o.guard.minRows === undefined;
+    const which = `target.guard.minRows is ${minRows}${byDefault ? ` (the default for ${o.mode})` : ''}`;
+    const setting = byDefault ? ', or set target.guard.minRows: 0 where an empty result is normal' : '';
     const finding = `the report returned ${o.rows} row${o.rows === 1 ? '' : 's'} and ${which}`;
     return {
       guard: 'minRows',
@@ -127,34 +117,19 @@ export function guardTrip(o: {
     };
   }
   const max = o.guard.maxShrinkPercent;
-  if (
-    o.mode === 'replace' &&
-    max !== undefined &&
-    o.currentRows !== undefined &&
-    o.currentRows > 0 &&
-    o.rows < o.currentRows
-  ) {
-    const shrinkPercent = Math.round(((o.currentRows - o.rows) / o.currentRows) * 1000) / 10;
-    if (shrinkPercent > max) {
-      const finding =
-        `the report returned ${o.rows} rows where ${o.table} holds ${o.currentRows}, ${shrinkPercent}% ` +
-        `fewer, and target.guard.maxShrinkPercent is ${max}`;
-      return {
-        guard: 'maxShrinkPercent',
-        finding,
-        message: `guard tripped: ${finding}: ${untouched}. ${goOn}, or raise ` + `target.guard.maxShrinkPercent.`,
-        details: {
-          table: o.table,
-          rows: o.rows,
-          minRows,
-          currentRows: o.currentRows,
-          maxShrinkPercent: max,
-          shrinkPercent,
-        },
-      };
-    }
-  }
-  return undefined;
+  const current = o.currentRows ?? 0;
+  if (o.mode !== 'replace' || max === undefined || current === 0 || o.rows >= current) return undefined;
+  const shrinkPercent = Math.round(((current - o.rows) / current) * 1000) / 10;
+  if (shrinkPercent <= max) return undefined;
+  const finding =
+    `the report returned ${o.rows} rows where ${o.table} holds ${current}, ${shrinkPercent}% ` +
+    `fewer, and target.guard.maxShrinkPercent is ${max}`;
+  return {
+    guard: 'maxShrinkPercent',
+    finding,
+    message: `guard tripped: ${finding}: ${untouched}. ${goOn}, or raise target.guard.maxShrinkPercent.`,
+    details: { table: o.table, rows: o.rows, minRows, currentRows: current, maxShrinkPercent: max, shrinkPercent },
+  };
 }
 
 /** A run stopped by its target's guard: not retryable (the same report gives the same rows), the target untouched. */
@@ -167,13 +142,4 @@ export class GuardTrippedError extends EtlError {
     });
     this.name = 'GuardTrippedError';
   }
-}
-
-/** Whether table `t` has column `column`. */
-async function hasColumn(db: Queryable, t: TableName, column: string): Promise<boolean> {
-  const { rows } = await db.query(
-    'SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = $2 AND attnum > 0 AND NOT attisdropped',
-    [quoteTable(t), column],
-  );
-  return rows.length > 0;
 }

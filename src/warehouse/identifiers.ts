@@ -114,9 +114,7 @@ export function parseTableName(qualified: string): TableName {
     throw new EtlError(
       'TARGET_INVALID',
       `target table "${qualified}" is not schema.table (letters, digits, underscore)`,
-      {
-        retryable: false,
-      },
+      { retryable: false },
     );
   }
   return { schema: m[1] ?? 'public', table: m[2]! };

@@ -15,7 +15,8 @@
 import type pg from 'pg';
 import { EtlError } from '../errors.ts';
 import type { Queryable } from '../db.ts';
-import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
+import type { TableName } from './identifiers.ts';
+import { addDefaultedColumns, type DefaultedColumn } from './target-table.ts';
 
 /** The lineage columns' names. */
 export const LINEAGE = { runKey: '_etl_run_key', loadedAt: '_etl_loaded_at' } as const;
@@ -24,14 +25,17 @@ export const LINEAGE = { runKey: '_etl_run_key', loadedAt: '_etl_loaded_at' } as
 export const RUN_KEY_SETTING = 'report_etl.run_key';
 
 /**
- * The columns, their types (as format_type spells them) and DEFAULTs, as PostgreSQL gives them back (pg_get_expr).
- * `etl.load_run_key()` (migrations/0009, 0018) reads {@link RUN_KEY_SETTING}, NULL outside an append load, so that
- * rows written otherwise (by hand, by a load in another write mode) get NULL.
+ * The columns, their types and DEFAULTs. `etl.load_run_key()` (migrations/0009, 0018) reads {@link RUN_KEY_SETTING},
+ * NULL outside an append load, so that rows written otherwise (by hand, by a load in another write mode) get NULL.
  */
-const COLUMNS = [
+const COLUMNS: readonly DefaultedColumn[] = [
   { name: LINEAGE.runKey, type: 'text', default: 'etl.load_run_key()' },
   { name: LINEAGE.loadedAt, type: 'timestamp with time zone', default: 'now()' },
-] as const;
+].map((c) => ({
+  ...c,
+  // pg_get_expr leaves out the schema when etl is on the session's search_path.
+  hasDefault: (found: string | null) => found?.replace(/^etl\./, '') === c.default.replace(/^etl\./, ''),
+}));
 
 /** Whether a column of a target is one of the lineage columns. */
 export function isLineageColumn(name: string): boolean {
@@ -56,48 +60,22 @@ export async function startLineage(
 }
 
 /**
- * Gives the target the lineage columns and DEFAULTs it lacks: one catalog query, and an ALTER TABLE only when
- * something is missing (the first append after this feature, or a table report-etl just created). The columns are
- * added without a default and get it in the same statement, so rows already there stay NULL rather than taking the
- * default's value of now.
+ * Gives the target the lineage columns and DEFAULTs it lacks (the first append after this feature, or a table
+ * report-etl just created; target-table.ts addDefaultedColumns): rows already there keep NULL.
  * @throws EtlError TARGET_INVALID when the target has a column of that name with another type
  */
 export async function addLineageColumns(db: Queryable, target: TableName): Promise<void> {
-  const { rows } = await db.query<{ name: string; type: string; default: string | null }>(
-    `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, pg_get_expr(d.adbin, d.adrelid) AS default
-       FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-      WHERE a.attrelid = (quote_ident($1) || '.' || quote_ident($2))::regclass AND a.attname = ANY($3::text[])
-        AND NOT a.attisdropped`,
-    [target.schema, target.table, COLUMNS.map((c) => c.name)],
-  );
-  const have = new Map(rows.map((r) => [r.name, r]));
-  const changes: string[] = [];
-  for (const c of COLUMNS) {
-    const found = have.get(c.name);
-    if (found && found.type !== c.type) {
-      throw new EtlError(
+  await addDefaultedColumns(
+    db,
+    target,
+    COLUMNS,
+    (c, type) =>
+      new EtlError(
         'TARGET_INVALID',
-        `column ${c.name} of ${target.schema}.${target.table} is ${found.type}; report-etl keeps the lineage of ` +
+        `column ${c.name} of ${target.schema}.${target.table} is ${type}; report-etl keeps the lineage of ` +
           `appended rows in it as ${c.type} (docs/loaded-tables.md "Lineage of appended rows"): ` +
           'rename or drop that column',
-        { stage: 'load', retryable: false, details: { column: c.name, type: found.type } },
-      );
-    }
-    if (!found) changes.push(`ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
-    // pg_get_expr leaves out the schema when etl is on the session's search_path.
-    if (found?.default?.replace(/^etl\./, '') !== c.default.replace(/^etl\./, ''))
-      changes.push(`ALTER COLUMN ${quoteIdent(c.name)} SET DEFAULT ${c.default}`);
-  }
-  if (changes.length > 0) await db.query(`ALTER TABLE ${quoteTable(target)} ${changes.join(', ')}`);
-}
-
-/** Which lineage columns a table has (empty when it has none, or does not exist). */
-export async function lineageColumnsOf(db: Queryable, target: TableName): Promise<string[]> {
-  const { rows } = await db.query<{ name: string }>(
-    `SELECT a.attname AS name FROM pg_attribute a
-      WHERE a.attrelid = to_regclass(quote_ident($1) || '.' || quote_ident($2)) AND a.attname = ANY($3::text[])
-        AND NOT a.attisdropped ORDER BY a.attnum`,
-    [target.schema, target.table, COLUMNS.map((c) => c.name)],
+        { stage: 'load', retryable: false, details: { column: c.name, type } },
+      ),
   );
-  return rows.map((r) => r.name);
 }

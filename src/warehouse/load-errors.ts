@@ -6,6 +6,15 @@ import { isLineageColumn } from './lineage.ts';
 import type { RunStage } from '../vocabulary.ts';
 import type { ValueChange } from './value-fit.ts';
 
+/** The options of a count mismatch: with `page`, the page at which the reading stopped. */
+type MismatchOptions = EtlErrorOptions & { page?: number };
+
+/** The error options of a count mismatch: stage load, retryable, the figures as details. */
+function mismatchOptions(expected: number, loaded: number, { page, ...rest }: MismatchOptions): EtlErrorOptions {
+  const details = { expected, loaded, ...(page === undefined ? {} : { page }) };
+  return { stage: 'load', retryable: true, details, ...rest };
+}
+
 /**
  * The row count differs from the server's `rows=` (docs/report-export-service.md "Job (report session)": message on
  * FinishedSuccess). With `page`, rows went past it while page `page` was read: reading stopped at once.
@@ -15,20 +24,14 @@ export class RowCountMismatchError extends EtlError {
    * @param loaded rows read: all of them, or with `options.page` those read when the count went past `expected`
    * @param options.page the page that brought more rows than announced
    */
-  constructor(expected: number, loaded: number, options: EtlErrorOptions & { page?: number } = {}) {
-    const { page, ...rest } = options;
+  constructor(expected: number, loaded: number, options: MismatchOptions = {}) {
     super(
       'ROW_COUNT_MISMATCH',
-      page === undefined
+      options.page === undefined
         ? `row count mismatch: the server reported rows=${expected}, ${loaded} rows were read; nothing was committed`
         : `row count mismatch: the server reported rows=${expected}, but ${loaded} rows had arrived by page ` +
-            `${page}; reading stopped there and nothing was committed`,
-      {
-        stage: 'load',
-        retryable: true,
-        details: { expected, loaded, ...(page === undefined ? {} : { page }) },
-        ...rest,
-      },
+            `${options.page}; reading stopped there and nothing was committed`,
+      mismatchOptions(expected, loaded, options),
     );
   }
 }
@@ -42,20 +45,14 @@ export class PageCountMismatchError extends EtlError {
    * @param loaded pages read completely
    * @param options.page the page past `expected` that the server answered
    */
-  constructor(expected: number, loaded: number, options: EtlErrorOptions & { page?: number } = {}) {
-    const { page, ...rest } = options;
+  constructor(expected: number, loaded: number, options: MismatchOptions = {}) {
     super(
       'PAGE_COUNT_MISMATCH',
-      page === undefined
+      options.page === undefined
         ? `page count mismatch: the server reported pages=${expected}, ${loaded} pages were read; nothing was committed`
-        : `page count mismatch: the server reported pages=${expected}, but answered page ${page} too (past the ` +
-            `last page it answers 404); reading stopped there and nothing was committed`,
-      {
-        stage: 'load',
-        retryable: true,
-        details: { expected, loaded, ...(page === undefined ? {} : { page }) },
-        ...rest,
-      },
+        : `page count mismatch: the server reported pages=${expected}, but answered page ${options.page} too (past ` +
+            `the last page it answers 404); reading stopped there and nothing was committed`,
+      mismatchOptions(expected, loaded, options),
     );
   }
 }
@@ -105,11 +102,11 @@ export interface UnfitTarget {
 export class UnfitBytesError extends ValueDoesNotFitError {
   readonly unfit: UnfitBytes;
   constructor(unfit: UnfitBytes, target?: UnfitTarget) {
-    const report = unfit.reportColumn === undefined ? '' : `report column "${unfit.reportColumn}"`;
     const column = target?.column
-      ? `column ${target.column}${report && unfit.reportColumn !== target.column ? ` (${report})` : ''}` +
-        `${target.type ? ` of type ${target.type}` : ''} in ${target.table}`
-      : report || `field ${unfit.columnIndex + 1}`;
+      ? columnText(target.table, target.column, unfit.reportColumn, target.type)
+      : unfit.reportColumn === undefined
+        ? `field ${unfit.columnIndex + 1}`
+        : `report column "${unfit.reportColumn}"`;
     const hex = `0x${unfit.byte.toString(16).padStart(2, '0')}`;
     const inValue = `byte ${unfit.byteInValue} of the value, byte offset ${unfit.offset} of the page`;
     const why =
@@ -163,20 +160,12 @@ export function valueChangeError(
   const at = { page: change.page, rowOfPage: change.row, row: rowsBeforePage + change.row };
   const value = shownValue(change.value);
   return new ValueDoesNotFitError(
-    `value "${value}" does not fit column ${column}` +
-      `${reportColumn !== column ? ` (report column "${reportColumn}")` : ''} of type ${type} in ${table}, ` +
+    `value "${value}" does not fit ${columnText(table, column, reportColumn, type)}, ` +
       `${rowPlaceText(at)}: ${change.problem}, so it would change on its way in. ` +
       `Nothing was loaded and ${table} is left as it was. To keep such values, change the column's type ` +
       `(ALTER TABLE ${table} ALTER COLUMN ${column} TYPE ${fix}) and declare it under the job's target.columns ` +
       `(${column}: ${fix}); schemaChanges: evolve adds new columns but never changes an existing one`,
-    {
-      column,
-      reportColumn,
-      type,
-      ...at,
-      value,
-      problem: change.problem,
-    },
+    { column, reportColumn, type, ...at, value, problem: change.problem },
   );
 }
 
@@ -290,6 +279,17 @@ export function rowPlaceText(at: RowPlace): string {
   return `page ${at.page}, row ${at.rowOfPage} of the page (row ${at.row} of the run)`;
 }
 
+/** `column c (report column "r") of type t in s.table`: the column a value does not fit, as every error names it. */
+export function columnText(
+  table: string,
+  column: string | undefined,
+  reportColumn: string | undefined,
+  type: string | undefined,
+): string {
+  const report = reportColumn && reportColumn !== column ? ` (report column "${reportColumn}")` : '';
+  return `column ${column ?? '?'}${report}${type ? ` of type ${type}` : ''} in ${table}`;
+}
+
 /** The place of row `row` (1-based) of the run. */
 export function placeOfRow(place: Pick<LoadPlace, 'pageOfRow' | 'rowsBeforePage'>, row: number): RowPlace {
   const page = place.pageOfRow(row);
@@ -318,11 +318,10 @@ export function mapCopyError(err: unknown, place: LoadPlace): Error {
     const at = placeOfRow(place, place.rowOfCopyLine(pos.line));
     const col = pos.column;
     const reportCol = col ? place.reportColumn(col) : undefined;
+    const column = columnText(place.table, col, reportCol, col && place.columnType(col));
     return new ValueDoesNotFitError(
-      `value ${pos.value === undefined ? '' : `"${pos.value}" `}does not fit column ${col ?? '?'}` +
-        `${reportCol && reportCol !== col ? ` (report column "${reportCol}")` : ''}` +
-        `${col && place.columnType(col) ? ` of type ${place.columnType(col)}` : ''} in ${place.table}, ` +
-        `${rowPlaceText(at)}: ${pgErr.message}`,
+      `value ${pos.value === undefined ? '' : `"${pos.value}" `}does not fit ${column}, ${rowPlaceText(at)}: ` +
+        `${pgErr.message}`,
       { column: col, reportColumn: reportCol, ...at, value: pos.value, sqlstate: pgErr.code },
       err,
     );

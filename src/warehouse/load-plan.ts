@@ -114,15 +114,13 @@ export function planLoad(
   }
   const complete = existing !== undefined && names.every((n) => existingType.has(n));
   const types = new Map<string, string>();
-  const place: LoadPlace = {
-    table: `${spec.target.schema}.${spec.target.table}`,
-    pageOfRow: (row) => source.pageOfRow(row),
-    rowsBeforePage: (page) => source.rowsBeforePage(page),
-    rowOfCopyLine: (line) => source.rowOfCopyLine?.(line) ?? line,
-    reportColumn: (c) => reportColumns[names.indexOf(c)],
-    columnType: (c) => types.get(c) ?? existingType.get(c),
-    columnAt: (i) => names[i],
-  };
+  const place = loadPlace(
+    `${spec.target.schema}.${spec.target.table}`,
+    source,
+    reportColumns,
+    names,
+    (c) => types.get(c) ?? existingType.get(c),
+  );
   // A range's rows are checked before the target is touched: in a staging table.
   const staged = spec.mode === 'merge' || spec.range !== undefined;
   const plan = complete ? (staged ? 'typed-staging' : 'direct') : 'inference-staging';
@@ -140,6 +138,28 @@ export function planLoad(
     types,
     place,
     fit,
+  };
+}
+
+/**
+ * Where the rows of `source` are, for errors about a value: the report's columns, the names they load as (in COPY
+ * order) and the type of each.
+ */
+export function loadPlace(
+  table: string,
+  source: RowSource,
+  reportColumns: readonly string[],
+  names: readonly string[],
+  columnType: (column: string) => string | undefined,
+): LoadPlace {
+  return {
+    table,
+    pageOfRow: (row) => source.pageOfRow(row),
+    rowsBeforePage: (page) => source.rowsBeforePage(page),
+    rowOfCopyLine: (line) => source.rowOfCopyLine?.(line) ?? line,
+    reportColumn: (c) => reportColumns[names.indexOf(c)],
+    columnType,
+    columnAt: (i) => names[i],
   };
 }
 
@@ -183,13 +203,10 @@ export async function binaryChoice(
   source: RowSource,
   existing: TargetColumn[] | undefined,
 ): Promise<BinaryChooser | undefined> {
-  if (!source.writesBinary || !existing || (spec.expectedRows ?? 0) < (spec.binaryMinRows ?? BINARY_MIN_ROWS))
-    return undefined;
-  return binaryChooser(
-    tx,
-    existing.map((c) => c.type),
-    spec.timezone,
-  );
+  const enough = (spec.expectedRows ?? 0) >= (spec.binaryMinRows ?? BINARY_MIN_ROWS);
+  if (!source.writesBinary || !existing || !enough) return undefined;
+  const types = existing.map((c) => c.type);
+  return binaryChooser(tx, types, spec.timezone);
 }
 
 /** The binary encodings of the planned load's columns (COPY order), or undefined: text format. */

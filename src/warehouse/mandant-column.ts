@@ -10,7 +10,8 @@
 import type pg from 'pg';
 import { EtlError } from '../errors.ts';
 import type { Queryable } from '../db.ts';
-import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
+import { quoteIdent, type TableName } from './identifiers.ts';
+import { addDefaultedColumns, type DefaultedColumn } from './target-table.ts';
 
 /** The mandant of a load and the target column holding it. */
 export interface MandantScope {
@@ -20,9 +21,6 @@ export interface MandantScope {
 
 /** The transaction-local setting the mandant column's DEFAULT reads. */
 export const MANDANT_SETTING = 'report_etl.mandant';
-
-/** The mandant column's DEFAULT: the setting as an integer, NULL when unset (also after a load: '' then). */
-const MANDANT_DEFAULT = `NULLIF(current_setting('${MANDANT_SETTING}', true), '')::integer`;
 
 /** The mandant column's type as format_type spells it. */
 const MANDANT_TYPE = 'integer';
@@ -49,33 +47,31 @@ export async function startMandant(
 }
 
 /**
- * Gives the target the mandant column and its DEFAULT when it lacks them: one catalog query, an ALTER TABLE only when
- * something is missing. The column is added without a default and gets it in the same statement, so that rows
- * already there stay NULL rather than taking this run's mandant.
+ * Gives the target the mandant column and its DEFAULT when it lacks them (target-table.ts addDefaultedColumns): rows
+ * already there stay NULL rather than taking this run's mandant. The DEFAULT is the setting as an integer, NULL when
+ * unset (also after a load: '' then).
  * @throws EtlError TARGET_INVALID when the target has a column of that name of another type
  */
 export async function addMandantColumn(db: Queryable, target: TableName, scope: MandantScope): Promise<void> {
-  const { rows } = await db.query<{ type: string; default: string | null }>(
-    `SELECT format_type(a.atttypid, a.atttypmod) AS type, pg_get_expr(d.adbin, d.adrelid) AS default
-       FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-      WHERE a.attrelid = (quote_ident($1) || '.' || quote_ident($2))::regclass AND a.attname = $3
-        AND NOT a.attisdropped`,
-    [target.schema, target.table, scope.column],
+  const column: DefaultedColumn = {
+    name: scope.column,
+    type: MANDANT_TYPE,
+    default: `NULLIF(current_setting('${MANDANT_SETTING}', true), '')::integer`,
+    hasDefault: (found) => !!found?.includes(MANDANT_SETTING),
+  };
+  await addDefaultedColumns(
+    db,
+    target,
+    [column],
+    (_, type) =>
+      new EtlError(
+        'TARGET_INVALID',
+        `column ${scope.column} of ${target.schema}.${target.table} is ${type}; report-etl keeps the mandant of ` +
+          `each row of a job with many mandants in it as ${MANDANT_TYPE} (docs/loaded-tables.md "Many mandants"): ` +
+          'set target.mandantColumn to another name, or rename or drop that column',
+        { stage: 'load', retryable: false, details: { column: scope.column, type } },
+      ),
   );
-  const found = rows[0];
-  if (found && found.type !== MANDANT_TYPE)
-    throw new EtlError(
-      'TARGET_INVALID',
-      `column ${scope.column} of ${target.schema}.${target.table} is ${found.type}; report-etl keeps the mandant of ` +
-        `each row of a job with many mandants in it as ${MANDANT_TYPE} (docs/loaded-tables.md "Many mandants"): ` +
-        'set target.mandantColumn to another name, or rename or drop that column',
-      { stage: 'load', retryable: false, details: { column: scope.column, type: found.type } },
-    );
-  const changes: string[] = [];
-  if (!found) changes.push(`ADD COLUMN ${quoteIdent(scope.column)} ${MANDANT_TYPE}`);
-  if (!found?.default?.includes(MANDANT_SETTING))
-    changes.push(`ALTER COLUMN ${quoteIdent(scope.column)} SET DEFAULT ${MANDANT_DEFAULT}`);
-  if (changes.length > 0) await db.query(`ALTER TABLE ${quoteTable(target)} ${changes.join(', ')}`);
 }
 
 /**

@@ -11,6 +11,7 @@ import pgCopyStreams from 'pg-copy-streams';
 import { holdsSkippedTime, inferColumnType } from './column-types.ts';
 import { normaliseColumnNames, quoteIdent } from './identifiers.ts';
 import { mapCopyError } from './load-errors.ts';
+import { loadPlace } from './load-plan.ts';
 import type { RowSource } from './row-source.ts';
 import { createStaging, SEQ, STAGING } from './staging.ts';
 import { describeTable } from './target-table.ts';
@@ -82,31 +83,26 @@ export async function previewRows(
       `COPY ${STAGING} (${names.map(quoteIdent).join(', ')}) FROM STDIN WITH (FORMAT ${source.copyFormat})`,
     ),
   );
-  const place = {
-    table: STAGING,
-    pageOfRow: (row: number) => source.pageOfRow(row),
-    rowsBeforePage: (page: number) => source.rowsBeforePage(page),
-    rowOfCopyLine: (line: number) => source.rowOfCopyLine?.(line) ?? line,
-    reportColumn: (c: string) => reportColumns[names.indexOf(c)],
-    columnType: () => 'text',
-    columnAt: (i: number) => names[i],
-  };
   try {
     await pipeline(Readable.from(source.rows(), { objectMode: false }), copy);
   } catch (err) {
-    throw mapCopyError(err, place);
+    throw mapCopyError(
+      err,
+      loadPlace(STAGING, source, reportColumns, names, () => 'text'),
+    );
   }
   const existing = new Map(target?.map((c) => [c.name, c.type]) ?? []);
   const fixed = new Map(source.fixedColumns?.map((c) => [c.name, c.type]) ?? []);
   const kinds = source.kinds();
-  const columns: PreviewColumn[] = names.map((name, i) => {
-    const shaped = fixed.get(name);
-    if (shaped) return { name, reportName: reportColumns[i]!, type: shaped, source: 'fixed' };
-    const known = existing.get(name);
-    if (known) return { name, reportName: reportColumns[i]!, type: known, source: 'existing' };
-    const declared = o.declaredTypes.get(name);
-    if (declared) return { name, reportName: reportColumns[i]!, type: declared, source: 'declared' };
-    return { name, reportName: reportColumns[i]!, type: inferColumnType(kinds[i] ?? 0), source: 'inferred' };
+  const columns = names.map((name, i): PreviewColumn => {
+    const [type, from]: [string, PreviewColumn['source']] = fixed.has(name)
+      ? [fixed.get(name)!, 'fixed']
+      : existing.has(name)
+        ? [existing.get(name)!, 'existing']
+        : o.declaredTypes.has(name)
+          ? [o.declaredTypes.get(name)!, 'declared']
+          : [inferColumnType(kinds[i] ?? 0), 'inferred'];
+    return { name, reportName: reportColumns[i]!, type, source: from };
   });
   // As a load does (copy-load.ts): a column with a local time the zone skips stays text.
   for (const c of columns)

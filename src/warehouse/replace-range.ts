@@ -7,10 +7,10 @@
  */
 import type pg from 'pg';
 import { EtlError } from '../errors.ts';
-import type { Queryable } from '../db.ts';
 import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
 import type { LoadPlace } from './load-errors.ts';
 import { mandantCondition, type MandantScope } from './mandant-column.ts';
+import { columnTypeOf, targetExists } from './target-table.ts';
 
 /** A run's range: the normalised column and its rendered bounds, from inclusive, to exclusive. */
 export interface ReplaceRange {
@@ -40,19 +40,6 @@ export class RangeViolationError extends EtlError {
     super('RANGE_VIOLATION', message, { stage: 'load', retryable: false, details });
     this.name = 'RangeViolationError';
   }
-}
-
-/**
- * The type of the range column in `target`, or undefined when the target or the column does not exist (then no
- * row of it is in the range).
- */
-export async function rangeColumnType(db: Queryable, target: TableName, column: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ type: string }>(
-    `SELECT format_type(a.atttypid, a.atttypmod) AS type FROM pg_attribute a
-      WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped`,
-    [quoteTable(target), column],
-  );
-  return rows[0]?.type;
 }
 
 /**
@@ -89,13 +76,10 @@ export async function countRangeRows(
   r: ReplaceRange,
   mandant?: MandantScope,
 ): Promise<number | undefined> {
-  const exists = await db.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [
-    quoteTable(target),
-  ]);
-  if (!exists.rows[0]?.exists) return undefined;
-  const type = await rangeColumnType(db, target, r.column);
+  if (!(await targetExists(db, target))) return undefined;
+  const type = await columnTypeOf(db, target, r.column);
   if (type === undefined) return 0;
-  if (mandant && (await rangeColumnType(db, target, mandant.column)) === undefined) return 0;
+  if (mandant && (await columnTypeOf(db, target, mandant.column)) === undefined) return 0;
   await checkRangeBounds(db, r, type);
   const { rows } = await db.query<{ n: string }>(
     `SELECT count(*) AS n FROM ${quoteTable(target)} WHERE ${inRange(quoteIdent(r.column))}${ofMandant(mandant)}`,
@@ -114,7 +98,7 @@ export async function deleteRange(
   r: ReplaceRange,
   mandant?: MandantScope,
 ): Promise<number> {
-  const type = await rangeColumnType(db, target, r.column);
+  const type = await columnTypeOf(db, target, r.column);
   if (type === undefined) return 0;
   await checkRangeBounds(db, r, type);
   const res = await db.query(

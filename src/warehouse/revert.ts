@@ -14,8 +14,8 @@ import { newestAttempt } from '../history/attempts.ts';
 import { insertRevert, isReverted, revertsOfRun } from '../history/reverts.ts';
 import { getRun } from '../history/runs.ts';
 import { parseTableName, quoteIdent, quoteTable, type TableName } from './identifiers.ts';
-import { LINEAGE, lineageColumnsOf } from './lineage.ts';
-import { lockTarget } from './target-table.ts';
+import { LINEAGE } from './lineage.ts';
+import { columnTypeOf, lockTarget, targetExists } from './target-table.ts';
 
 /** Why a run cannot be reverted. */
 export type RevertRefusal =
@@ -119,15 +119,14 @@ async function checkRevertible(
   target: TableName,
   time: (t: Date) => string,
 ): Promise<void> {
-  const { rows } = await tx.query<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [quoteTable(target)]);
-  if (!rows[0]?.ok) {
+  if (!(await targetExists(tx, target))) {
     throw new Refused(
       'target-gone',
       `it appended ${claim.rows} rows into ${claim.target_table}, which no longer exists: nothing to remove. ` +
         `${forgetClaim(claim)}`,
     );
   }
-  if (!(await lineageColumnsOf(tx, target)).includes(LINEAGE.runKey)) {
+  if ((await columnTypeOf(tx, target, LINEAGE.runKey)) === undefined) {
     throw new Refused(
       'no-lineage',
       `${claim.target_table} has no ${LINEAGE.runKey} column: the run appended its ${claim.rows} rows (at ` +

@@ -8,7 +8,14 @@ import type pg from 'pg';
 import type { WriteMode } from '../vocabulary.ts';
 import { EtlError } from '../errors.ts';
 import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
-import { placeOfRow, rowPlaceText, ValueDoesNotFitError, type LoadPlace } from './load-errors.ts';
+import {
+  columnText,
+  isValueError,
+  placeOfRow,
+  rowPlaceText,
+  ValueDoesNotFitError,
+  type LoadPlace,
+} from './load-errors.ts';
 import { checkRangeBounds, checkStagedRange, deleteRange, type ReplaceRange } from './replace-range.ts';
 import { mandantCondition, type MandantScope } from './mandant-column.ts';
 
@@ -59,12 +66,7 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
   const cols = o.columns.map((c) => quoteIdent(c.name));
   // Cast the staged text to the base type only (varchar, numeric): an explicit cast to varchar(3) would cut a
   // longer value short without a word, while the assignment into the target column refuses it.
-  const base = o.cast
-    ? await baseTypes(
-        db,
-        o.columns.map((c) => c.type),
-      )
-    : [];
+  const base = o.cast ? await baseTypes(db, o.columns) : [];
   const exprs = o.columns.map((c, i) => (o.cast ? `${quoteIdent(c.name)}::${base[i]}` : quoteIdent(c.name)));
   if (o.mode === 'merge') await checkKeys(db, o);
   const range = o.mode === 'replace' ? o.range : undefined;
@@ -114,16 +116,16 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
       );
     }
     if (err instanceof EtlError) throw err;
-    if (o.cast && code && (code.startsWith('22') || code === '23502')) throw await findBadValue(db, o, err);
+    if (o.cast && isValueError(code)) throw await findBadValue(db, o, err);
     throw err;
   }
 }
 
-/** The types without their modifiers: `character varying(3)` → `character varying`, `numeric(6,2)` → `numeric`. */
-async function baseTypes(db: pg.PoolClient, types: readonly string[]): Promise<string[]> {
+/** The columns' types without modifiers: `character varying(3)` → `character varying`, `numeric(6,2)` → `numeric`. */
+async function baseTypes(db: pg.PoolClient, columns: readonly { type: string }[]): Promise<string[]> {
   const { rows } = await db.query<{ base: string }>(
     'SELECT to_regtype(t)::text AS base FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n',
-    [types],
+    [columns.map((c) => c.type)],
   );
   return rows.map((r) => r.base);
 }
@@ -140,11 +142,7 @@ async function checkKeys(db: pg.PoolClient, o: ApplyOptions): Promise<void> {
         'TARGET_INVALID',
         `merge key column ${k} is empty in page ${o.place.pageOfRow(row)}, ` +
           `row ${row} of the run: every row needs a key`,
-        {
-          stage: 'load',
-          retryable: false,
-          details: { column: k, page: o.place.pageOfRow(row), row },
-        },
+        { stage: 'load', retryable: false, details: { column: k, page: o.place.pageOfRow(row), row } },
       );
     }
   }
@@ -164,9 +162,8 @@ async function findBadValue(db: pg.PoolClient, o: ApplyOptions, cause: unknown):
       const at = placeOfRow(o.place, Number(bad.seq));
       const reportCol = o.place.reportColumn(c.name);
       return new ValueDoesNotFitError(
-        `value "${bad.value}" does not fit column ${c.name}` +
-          `${reportCol && reportCol !== c.name ? ` (report column "${reportCol}")` : ''} ` +
-          `of type ${c.type} in ${o.place.table}, ${rowPlaceText(at)}: ${(cause as Error).message}`,
+        `value "${bad.value}" does not fit ${columnText(o.place.table, c.name, reportCol, c.type)}, ` +
+          `${rowPlaceText(at)}: ${(cause as Error).message}`,
         { column: c.name, reportColumn: reportCol, ...at, value: bad.value, type: c.type },
         cause,
       );

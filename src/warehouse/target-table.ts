@@ -23,17 +23,17 @@ export async function describeTable(db: Queryable, t: TableName): Promise<Target
       `n.nspname = $1 AND c.relname = $2`,
     [t.schema, t.table],
   );
-  if (rel.rows.length === 0) return undefined;
-  if (rel.rows[0]!.relkind !== 'r' && rel.rows[0]!.relkind !== 'p') {
+  const relkind = rel.rows[0]?.relkind;
+  if (relkind === undefined) return undefined;
+  if (!isLoadableRelkind(relkind))
     throw new EtlError(
       'TARGET_INVALID',
-      `target ${t.schema}.${t.table} exists but is not a table (relkind ${rel.rows[0]!.relkind})`,
+      `target ${t.schema}.${t.table} exists but is not a table (relkind ${relkind})`,
       {
         retryable: false,
         stage: 'load',
       },
     );
-  }
   const { rows } = await db.query<TargetColumn>(
     `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type
        FROM pg_attribute a
@@ -137,17 +137,13 @@ export async function resolveDeclaredTypes(
       } finally {
         await db.query('ROLLBACK');
       }
-      if (!canonical) {
+      if (!canonical)
         throw new EtlError(
           'CONFIG_INVALID',
           `job ${job}: target.columns.${column}: "${type}" is not a PostgreSQL type (try bigint, ` +
             `numeric(12,2), text, timestamptz, date)`,
-          {
-            retryable: false,
-            stage: 'config',
-          },
+          { retryable: false, stage: 'config' },
         );
-      }
       out.set(column, canonical);
     }
   } finally {
@@ -193,6 +189,64 @@ export async function addColumns(db: Queryable, t: TableName, columns: readonly 
   await db.query(
     `ALTER TABLE ${quoteTable(t)} ${columns.map((c) => `ADD COLUMN ${quoteIdent(c.name)} ${c.type}`).join(', ')}`,
   );
+}
+
+/** Whether the table `t` exists now. */
+export async function targetExists(db: Queryable, t: TableName): Promise<boolean> {
+  const { rows } = await db.query<{ exists: boolean }>('SELECT to_regclass($1) IS NOT NULL AS exists', [quoteTable(t)]);
+  return rows[0]?.exists === true;
+}
+
+/** The type of column `column` of `t` (as format_type spells it), or undefined when the table or column is absent. */
+export async function columnTypeOf(db: Queryable, t: TableName, column: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ type: string }>(
+    `SELECT format_type(a.atttypid, a.atttypmod) AS type FROM pg_attribute a
+      WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped`,
+    [quoteTable(t), column],
+  );
+  return rows[0]?.type;
+}
+
+/** A column report-etl keeps in a target beside the report's, filled by its DEFAULT (lineage.ts, mandant-column.ts). */
+export interface DefaultedColumn {
+  name: string;
+  /** As format_type spells it. */
+  type: string;
+  /** The DEFAULT expression to set. */
+  default: string;
+  /** Whether the column's DEFAULT as pg_get_expr gives it back (null: none) is this one. */
+  hasDefault(found: string | null): boolean;
+}
+
+/**
+ * Gives the target the columns and DEFAULTs it lacks: one catalog query, and an ALTER TABLE only when something is
+ * missing. A column is added without a default and gets it in the same statement, so that rows already there stay
+ * NULL rather than taking the default's value.
+ * @param wrongType the error for a column of that name with another type
+ * @throws that error
+ */
+export async function addDefaultedColumns(
+  db: Queryable,
+  target: TableName,
+  columns: readonly DefaultedColumn[],
+  wrongType: (column: DefaultedColumn, type: string) => Error,
+): Promise<void> {
+  const { rows } = await db.query<{ name: string; type: string; default: string | null }>(
+    `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type, pg_get_expr(d.adbin, d.adrelid) AS default
+       FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+      WHERE a.attrelid = to_regclass($1) AND a.attname = ANY($2::text[]) AND NOT a.attisdropped`,
+    [quoteTable(target), columns.map((c) => c.name)],
+  );
+  const have = new Map(rows.map((r) => [r.name, r]));
+  const changes: string[] = [];
+  for (const c of columns) {
+    const found = have.get(c.name);
+    if (found && found.type !== c.type) throw wrongType(c, found.type);
+    if (!found) changes.push(`ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
+    if (!c.hasDefault(found?.default ?? null))
+      changes.push(`ALTER COLUMN ${quoteIdent(c.name)} SET DEFAULT ${c.default}`);
+  }
+  if (changes.length > 0) await db.query(`ALTER TABLE ${quoteTable(target)} ${changes.join(', ')}`);
 }
 
 /** Serialises loads into one target across processes until the transaction ends. */
