@@ -8,7 +8,7 @@ import type { BackfillRun } from '../queue/backfill.ts';
 import { parseZonedDate } from '../pipeline/logical-time.ts';
 import { formatTime } from '../time-text.ts';
 import { configOption, mandantOption, queuePrefixOption } from './options.ts';
-import { withQueueSession } from './queue-session.ts';
+import { withQueueSession } from './stores.ts';
 
 function outcome(run: BackfillRun, force: boolean, done: boolean): string {
   if (run.added) return force ? 'queued (forced: new logical run)' : 'queued';

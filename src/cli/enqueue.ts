@@ -4,7 +4,7 @@
  */
 import type { RegisterCommand } from './types.ts';
 import { configOption, logicalTimeOption, mandantOption, paramOption, queuePrefixOption } from './options.ts';
-import { withQueueSession } from './queue-session.ts';
+import { withQueueSession } from './stores.ts';
 
 export const registerEnqueue: RegisterCommand = (program, cli) => {
   const cmd = program.command('enqueue').description('queue a manual run of a job; a worker runs it');

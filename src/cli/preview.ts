@@ -15,7 +15,8 @@ import {
   wholeNumber,
   type LogFormatFlag,
 } from './options.ts';
-import type { Cli, RegisterCommand } from './types.ts';
+import { withStores } from './stores.ts';
+import { fail, type Cli, type RegisterCommand } from './types.ts';
 import { textTable } from './text-table.ts';
 
 /** Widest value shown in a cell, in characters. */
@@ -163,11 +164,8 @@ export const registerPreview: RegisterCommand = (program, cli) => {
           job?: string;
         } & LogFormatFlag,
       ) => {
-        if (opts.job !== undefined && !opts.fromPages) {
-          cli.err('report-etl preview: --job goes with --from-pages; without it, the argument is the job');
-          cli.exit(2);
-          return;
-        }
+        if (opts.job !== undefined && !opts.fromPages)
+          return fail(cli, 'report-etl preview: --job goes with --from-pages; without it, the argument is the job');
         if (opts.fromPages) {
           const { previewKeptPagesCommand } = await import('./preview-kept.ts');
           await previewKeptPagesCommand(cli, jobName, opts, printPreview);
@@ -175,9 +173,7 @@ export const registerPreview: RegisterCommand = (program, cli) => {
         }
         // Loaded here: `--help` and the other commands need none of it (start-up cost).
         const [
-          { openStores },
           { resolveJob },
-          { makeLogger },
           { previewJob },
           { loadConfigForJob },
           { queuePrefixFromEnv },
@@ -185,9 +181,7 @@ export const registerPreview: RegisterCommand = (program, cli) => {
           time,
           { chooseSubjects },
         ] = await Promise.all([
-          import('../app/bootstrap.ts'),
           import('../config/load.ts'),
-          import('../logger.ts'),
           import('../pipeline/preview.ts'),
           import('./job-config.ts'),
           import('../queue/names.ts'),
@@ -201,59 +195,57 @@ export const registerPreview: RegisterCommand = (program, cli) => {
         const subjects = chooseSubjects(jobName, job.job, opts.mandant);
         const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
         const interval = manualInterval(job, new Date(), chosen);
-        const logger = makeLogger({}, opts.logFormat);
         const controller = new AbortController();
         const onSignal = () => controller.abort(new Error('interrupted'));
         process.once('SIGINT', onSignal);
         try {
-          const { pool, redis, releasers } = await openStores(logger, { poolMax: 2 });
-          try {
-            for (const subject of subjects) {
-              const name = subject.name;
-              try {
-                const preview = await previewJob({
-                  job: resolveJob(loaded.config, name, opts.config),
-                  parameters: opts.param,
-                  rows: Math.min(opts.rows, 1000),
-                  pool,
-                  redis,
-                  logger,
-                  signal: controller.signal,
-                  prefix: queuePrefixFromEnv(),
-                  interval,
-                });
-                // A job without schedule stands for no interval: said only when --logical-time chose a time.
-                if (job.job.schedule || chosen) {
-                  const stands = describeInterval(job, interval, chosen !== undefined, (t) =>
-                    time.formatTime(t, job.zone),
-                  );
-                  cli.out(`${name}: ${stands}`);
+          await withStores(
+            async ({ pool, redis, logger }) => {
+              for (const subject of subjects) {
+                const name = subject.name;
+                try {
+                  const preview = await previewJob({
+                    job: resolveJob(loaded.config, name, opts.config),
+                    parameters: opts.param,
+                    rows: Math.min(opts.rows, 1000),
+                    pool,
+                    redis,
+                    logger,
+                    signal: controller.signal,
+                    prefix: queuePrefixFromEnv(),
+                    interval,
+                  });
+                  // A job without schedule stands for no interval: said only when --logical-time chose a time.
+                  if (job.job.schedule || chosen) {
+                    const stands = describeInterval(job, interval, chosen !== undefined, (t) =>
+                      time.formatTime(t, job.zone),
+                    );
+                    cli.out(`${name}: ${stands}`);
+                  }
+                  printPreview(cli, name, preview, opts.rows);
+                } catch (err) {
+                  if (!(err instanceof EtlError) || err.code === 'CONFIG_INVALID') throw err;
+                  const server =
+                    err.serverMessage && !err.message.includes(err.serverMessage) ? `\n${err.serverMessage}` : '';
+                  cli.err(`${name}: preview failed (${err.code}): ${err.message}${server}`);
+                  // A name the report does not have: where it is written, so that the fix needs no other command.
+                  for (const line of await namesToFix(err, opts.config, jobName)) cli.err(line);
+                  for (const line of await parametersNamed(
+                    err,
+                    opts.config,
+                    jobName,
+                    job.job.report.parameters,
+                    opts.param,
+                  ))
+                    cli.err(line);
+                  cli.exit(err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
                 }
-                printPreview(cli, name, preview, opts.rows);
-              } catch (err) {
-                if (!(err instanceof EtlError) || err.code === 'CONFIG_INVALID') throw err;
-                const server =
-                  err.serverMessage && !err.message.includes(err.serverMessage) ? `\n${err.serverMessage}` : '';
-                cli.err(`${name}: preview failed (${err.code}): ${err.message}${server}`);
-                // A name the report does not have: where it is written, so that the fix needs no other command.
-                for (const line of await namesToFix(err, opts.config, jobName)) cli.err(line);
-                for (const line of await parametersNamed(
-                  err,
-                  opts.config,
-                  jobName,
-                  job.job.report.parameters,
-                  opts.param,
-                ))
-                  cli.err(line);
-                cli.exit(err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
               }
-            }
-          } finally {
-            await releasers.releaseAll().catch(() => undefined);
-          }
+            },
+            { logFormat: opts.logFormat },
+          );
         } finally {
           process.off('SIGINT', onSignal);
-          logger.flush();
         }
       },
     );

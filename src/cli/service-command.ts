@@ -6,7 +6,7 @@
 import { Option, type Command } from 'commander';
 import type { ServiceOptions } from '../app/service.ts';
 import { configOption, logFormatOption, queuePrefixOption, wholeNumber, type LogFormatFlag } from './options.ts';
-import type { Cli, RegisterCommand } from './types.ts';
+import { fail, type Cli, type RegisterCommand } from './types.ts';
 
 /** The parts of the service a command runs. */
 type ServiceParts = Pick<ServiceOptions, 'scheduler' | 'worker' | 'admin'>;
@@ -77,11 +77,8 @@ async function runService(cli: Cli, opts: ServiceCommandOptions, parts: ServiceP
   let adminPort: number | undefined;
   if (opts.port !== undefined) {
     adminPort = Number(opts.port);
-    if (!Number.isInteger(adminPort) || adminPort < 1) {
-      cli.err(`report-etl: ADMIN_PORT is "${String(opts.port)}": write a port number, or pass --port`);
-      cli.exit(2);
-      return;
-    }
+    if (!Number.isInteger(adminPort) || adminPort < 1)
+      return fail(cli, `report-etl: ADMIN_PORT is "${String(opts.port)}": write a port number, or pass --port`);
   }
   const service = await startService({
     configPath: opts.config,
