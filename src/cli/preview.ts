@@ -3,7 +3,11 @@
  * and where each comes from, then the first rows. Loads nothing, records no run. Exit 0 ok, 1 the report or the
  * database failed, 2 usage or config error.
  */
+import { chooseSubjects } from '../config/mandants.ts';
 import { EtlError } from '../errors.ts';
+import { describeInterval, manualInterval, parseZonedDate } from '../pipeline/logical-time.ts';
+import { queuePrefixFromEnv } from '../queue/names.ts';
+import { formatTime } from '../time-text.ts';
 import type { JobPreview } from '../pipeline/preview.ts';
 import { describeRange } from '../warehouse/replace-range.ts';
 import {
@@ -172,22 +176,10 @@ export const registerPreview: RegisterCommand = (program, cli) => {
           return;
         }
         // Loaded here: `--help` and the other commands need none of it (start-up cost).
-        const [
-          { resolveJob },
-          { previewJob },
-          { loadConfigForJob },
-          { queuePrefixFromEnv },
-          { parseZonedDate, manualInterval, describeInterval },
-          time,
-          { chooseSubjects },
-        ] = await Promise.all([
+        const [{ resolveJob }, { previewJob }, { loadConfigForJob }] = await Promise.all([
           import('../config/load.ts'),
           import('../pipeline/preview.ts'),
           import('./job-config.ts'),
-          import('../queue/names.ts'),
-          import('../pipeline/logical-time.ts'),
-          import('../time-text.ts'),
-          import('../config/mandants.ts'),
         ]);
         const loaded = await loadConfigForJob(cli, opts.config, jobName);
         const job = resolveJob(loaded.config, jobName, opts.config);
@@ -218,7 +210,7 @@ export const registerPreview: RegisterCommand = (program, cli) => {
                   // A job without schedule stands for no interval: said only when --logical-time chose a time.
                   if (job.job.schedule || chosen) {
                     const stands = describeInterval(job, interval, chosen !== undefined, (t) =>
-                      time.formatTime(t, job.zone),
+                      formatTime(t, job.zone),
                     );
                     cli.out(`${name}: ${stands}`);
                   }

@@ -14,6 +14,11 @@ import {
 } from './options.ts';
 import type { RegisterCommand } from './types.ts';
 import { ConfigError } from '../errors.ts';
+import { chooseSubjects, parseSubject } from '../config/mandants.ts';
+import { describeInterval, manualInterval, parseZonedDate } from '../pipeline/logical-time.ts';
+import { queuePrefixFromEnv } from '../queue/names.ts';
+import { formatTime } from '../time-text.ts';
+import { outputShape } from '../vocabulary.ts';
 
 /** How long `run` waits at its end for alerts still being delivered, in ms. */
 const ALERT_FLUSH_MS = 30_000;
@@ -75,13 +80,8 @@ export const registerRun: RegisterCommand = (program, cli) => {
             { noAlerts },
             { makeRunAlerts },
             { makeJanitor },
-            { outputShape },
             { ReportSlots },
-            { queuePrefixFromEnv },
-            { parseZonedDate, manualInterval, describeInterval },
             { startTracing, SHORT_COMMAND_EXPORT_MS },
-            time,
-            { chooseSubjects, parseSubject },
           ] = await Promise.all([
             import('../app/connections.ts'),
             import('../config/load.ts'),
@@ -91,25 +91,19 @@ export const registerRun: RegisterCommand = (program, cli) => {
             import('../alerts/webhook-sender.ts'),
             import('../alerts/run-alerts.ts'),
             import('../queue/janitor.ts'),
-            import('../vocabulary.ts'),
             import('../report-api/report-slots.ts'),
-            import('../queue/names.ts'),
-            import('../pipeline/logical-time.ts'),
             import('../app/tracing-sdk.ts'),
-            import('../time-text.ts'),
-            import('../config/mandants.ts'),
           ]);
           // `run sales_orders[8888]` is `run sales_orders --mandant 8888`.
           const named = parseSubject(jobName);
           const loaded = await loadConfigForJob(cli, opts.config, named.job);
-          const base = resolveJob(loaded.config, named.job, opts.config);
+          const job = resolveJob(loaded.config, named.job, opts.config);
           const given = named.mandant === undefined ? opts.mandant : [String(named.mandant), ...(opts.mandant ?? [])];
-          const subjects = chooseSubjects(named.job, base.job, given);
+          const subjects = chooseSubjects(named.job, job.job, given);
           if (opts.runKey && subjects.length > 1)
             throw new ConfigError([
               `--run-key names one run, and job "${named.job}" runs ${subjects.length} mandants: give one --mandant`,
             ]);
-          const job = base;
           const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
           const interval = manualInterval(job, new Date(), chosen);
           const releasers = new Releasers();
@@ -118,18 +112,10 @@ export const registerRun: RegisterCommand = (program, cli) => {
           const tracing = await startTracing(logger, process.env, { maxExportMs: SHORT_COMMAND_EXPORT_MS });
           if (tracing) releasers.add(() => tracing.shutdown());
           const controller = new AbortController();
-          let signals = 0;
           const onSignal = (sig: NodeJS.Signals) => {
-            signals += 1;
-            if (signals === 1) {
-              logger.warn(
-                { signal: sig },
-                'aborting the run: rolling back and deleting the report job (again to force)',
-              );
-              controller.abort(new Error(`received ${sig}`));
-            } else {
-              process.exit(130);
-            }
+            if (controller.signal.aborted) process.exit(130);
+            logger.warn({ signal: sig }, 'aborting the run: rolling back and deleting the report job (again to force)');
+            controller.abort(new Error(`received ${sig}`));
           };
           process.on('SIGINT', onSignal);
           process.on('SIGTERM', onSignal);
@@ -145,7 +131,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
             // the summary on stdout stays one line (README "Commands"). A job without schedule stands for no
             // interval: said only when --logical-time chose a time.
             if (job.job.schedule || chosen) {
-              const stands = describeInterval(job, interval, chosen !== undefined, (t) => time.formatTime(t, job.zone));
+              const stands = describeInterval(job, interval, chosen !== undefined, (t) => formatTime(t, job.zone));
               cli.err(`${jobName}: ${stands}`);
             }
             const owner = await openAttemptOwner(pool, logger);
@@ -193,9 +179,11 @@ export const registerRun: RegisterCommand = (program, cli) => {
             releasers.add(() => (janitorWork || !controller.signal.aborted ? startJanitorWork() : undefined));
             /** One run of `name` (the job, or one mandant's run subject) and its summary line; its exit code. */
             async function runOne(name: string): Promise<number> {
+              const job = resolveJob(loaded.config, name, opts.config);
+              const alert = { job: name, trigger: 'manual' as const };
+              let result;
               try {
-                const job = resolveJob(loaded.config, name, opts.config);
-                const result = await runAttempt({
+                result = await runAttempt({
                   job,
                   request: {
                     trigger: 'manual',
@@ -212,44 +200,32 @@ export const registerRun: RegisterCommand = (program, cli) => {
                   slots,
                   prefix,
                   onReportJobStarted: startJanitorWork,
-                }).catch(async (err: unknown) => {
-                  if (err instanceof AttemptFailedError && !controller.signal.aborted)
-                    await alerts.failed({
-                      job: name,
-                      runKey: opts.runKey ?? err.attemptId,
-                      attemptId: err.attemptId,
-                      trigger: 'manual',
-                      error: err.error,
-                    });
-                  throw err;
                 });
-                await alerts.succeeded({
-                  job: name,
-                  runKey: result.runKey,
-                  attemptId: result.attemptId,
-                  trigger: 'manual',
-                });
-                const secs = result.durationMs / 1000;
-                // What a loaded row is depends on the output type (docs/loaded-tables.md "Output types").
-                const shape = outputShape(job.job.report.outputType, job.job.target);
-                const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
-                const pages = `${result.pages} page${result.pages === 1 ? '' : 's'}`;
-                const rate = `${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s`;
-                const mb = (result.bytes / 1e6).toFixed(1);
-                cli.out(
-                  `${name}: ${result.status}, ${result.rows} ${unit}, ${pages}, ${mb} MB ` +
-                    `in ${secs.toFixed(1)} s (${rate}), ${runAndAttempt(result.runKey, result.attemptId)}` +
-                    (result.noTarget ? `; ${result.noTarget}` : ''),
-                );
-                return 0;
               } catch (err) {
                 if (!(err instanceof AttemptFailedError)) throw err;
+                const { attemptId } = err;
+                const runKey = opts.runKey ?? attemptId;
+                if (!controller.signal.aborted) await alerts.failed({ ...alert, runKey, attemptId, error: err.error });
                 // The summary goes to stdout whatever the outcome (README "Commands"); the log lines went to stderr.
-                const which = runAndAttempt(opts.runKey ?? err.attemptId, err.attemptId);
+                const which = runAndAttempt(runKey, attemptId);
                 cli.out(`${name}: failed (${err.code}${err.retryable ? ', retryable' : ''}), ${which}: ${err.message}`);
                 // A config problem found only at run time (a type PostgreSQL does not know, a bad report name).
                 return err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1;
               }
+              await alerts.succeeded({ ...alert, runKey: result.runKey, attemptId: result.attemptId });
+              const secs = result.durationMs / 1000;
+              // What a loaded row is depends on the output type (docs/loaded-tables.md "Output types").
+              const shape = outputShape(job.job.report.outputType, job.job.target);
+              const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
+              const pages = `${result.pages} page${result.pages === 1 ? '' : 's'}`;
+              const rate = `${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s`;
+              const mb = (result.bytes / 1e6).toFixed(1);
+              cli.out(
+                `${name}: ${result.status}, ${result.rows} ${unit}, ${pages}, ${mb} MB ` +
+                  `in ${secs.toFixed(1)} s (${rate}), ${runAndAttempt(result.runKey, result.attemptId)}` +
+                  (result.noTarget ? `; ${result.noTarget}` : ''),
+              );
+              return 0;
             }
             // One mandant after another: each takes its report slot as its turn comes; any failure exits 1.
             let code = 0;
