@@ -13,7 +13,16 @@ import { parseWindow } from './duration.ts';
 import { cronRangeProblems } from './cron-ticks.ts';
 import { formatPath, interpolate, WHOLE_REFERENCE, type ConfigPath } from './interpolate.ts';
 import { closestMatch } from '../closest-match.ts';
-import { get, isObj, issueProblems, makeLocator, syntaxProblems, type Located, type Locator } from './problems.ts';
+import {
+  get,
+  isObj,
+  issueProblems,
+  makeLocator,
+  problemAt,
+  syntaxProblems,
+  type Located,
+  type Locator,
+} from './problems.ts';
 import { templateProblems } from './time-template.ts';
 import { jobTargetProblems, sharedTargetProblems, type TargetCatalogue } from './target-checks.ts';
 import { DEFAULT_MANDANT_COLUMN } from './mandants.ts';
@@ -45,14 +54,10 @@ function extraChecks(
 ): Located[] {
   const out: Located[] = [];
   const add = (path: ConfigPath, text: string, onKey = false, sharedTarget = false) => {
-    const pos = onKey ? loc.key(path.slice(0, -1), String(path[path.length - 1])) : loc.node(path);
     flagged.add(formatPath(path));
-    out.push({
-      ...pos,
-      path,
-      text: `${file}:${pos.line}:${pos.col}: ${formatPath(path)}: ${text}`,
-      ...(sharedTarget ? { sharedTarget: true as const } : {}),
-    });
+    const pos = onKey ? loc.key(path.slice(0, -1), String(path[path.length - 1])) : undefined;
+    const p = problemAt(loc, file, path, text, pos);
+    out.push(sharedTarget ? { ...p, sharedTarget: true } : p);
   };
   /** Whether the source text at `path` matches `re`. */
   const writtenAs = (path: ConfigPath, re: RegExp) => {

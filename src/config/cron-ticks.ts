@@ -107,11 +107,8 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
     stepMs,
     matches(instant) {
       const t = floor(instant.getTime());
-      return (
-        at(t - 1)
-          .next()
-          .getTime() === t
-      );
+      const next = at(t - 1).next();
+      return next.getTime() === t;
     },
     between(from, to, limit = MAX_TICKS) {
       const found: Date[] = [];
