@@ -58,8 +58,9 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
   const types = columns.map((c) => [c.name, c.type, c.source, c.reportName]);
   for (const l of textTable(['column', 'type', 'from', 'report column'], types)) cli.out(l);
   cli.out('');
+  const names = columns.map((c) => c.name);
   for (const l of textTable(
-    columns.map((c) => c.name),
+    names,
     rows.map((r) => r.map(cell)),
   ))
     cli.out(l);
@@ -70,20 +71,20 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
       '\ninferred types come from these rows only; a load infers them from every row (declare a type under ' +
         'target.columns to fix it)',
     );
+  const holds = (deletes: number | undefined) =>
+    deletes === undefined ? 'the table does not exist yet' : `it holds ${deletes.toLocaleString('en-US')}`;
   if (p.range) {
     const { range, deletes } = p.range;
-    const now = deletes === undefined ? 'the table does not exist yet' : `it holds ${deletes.toLocaleString('en-US')}`;
     cli.out(
       `\na load replaces the period ${range.column} in [${range.from}, ${range.to}) of ${p.targetTable} (` +
-        `${now}) with the report's ${count} rows, in one transaction; rows outside the period stay`,
+        `${holds(deletes)}) with the report's ${count} rows, in one transaction; rows outside the period stay`,
     );
   }
   if (p.mandant) {
     const { column, value, deletes } = p.mandant;
-    const now = deletes === undefined ? 'the table does not exist yet' : `it holds ${deletes.toLocaleString('en-US')}`;
     cli.out(
-      `\na load replaces the rows of mandant ${value} (${column} = ${value}) of ${p.targetTable} (${now}) with the ` +
-        `report's ${count} rows, in one transaction; the other mandants' rows stay`,
+      `\na load replaces the rows of mandant ${value} (${column} = ${value}) of ${p.targetTable} (${holds(deletes)}) ` +
+        `with the report's ${count} rows, in one transaction; the other mandants' rows stay`,
     );
   }
   for (const m of p.result.outsideRange)
@@ -101,46 +102,37 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
 }
 
 /**
- * For a TARGET_INVALID naming options of jobs.yaml (`details.unknown`, warehouse/target-names.ts): one line per name,
- * `  fix jobs.yaml:17:54: target.key: auftrag_nummer`, where it is written.
+ * Where to fix what a failed preview names, so that the fix needs no other command: for a TARGET_INVALID naming
+ * options of jobs.yaml (`details.unknown`, warehouse/target-names.ts) one line per name, `  fix jobs.yaml:17:54:
+ * target.key: auftrag_nummer`; for a failure whose text (the server's, verbatim) names a report parameter the preview
+ * sent, where it was set, `  parameter ROWS: given with -p ROWS=abc` or `  parameter FROM: jobs.yaml:12:40
+ * (report.parameters.FROM)`. The service lists no report's parameters (docs/report-export-service.md), so their names
+ * are the report's to know.
  */
-async function namesToFix(err: EtlError, file: string, job: string): Promise<string[]> {
-  const unknown = (err.details as { unknown?: unknown } | undefined)?.unknown;
-  if (err.code !== 'TARGET_INVALID' || !Array.isArray(unknown)) return [];
-  const { locateJobOption } = await import('../config/locate.ts');
-  const lines: string[] = [];
-  for (const u of unknown as { option?: unknown; name?: unknown }[]) {
-    if (typeof u.option !== 'string') continue;
-    const at = (await locateJobOption(file, job, u.option)) ?? file;
-    lines.push(`  fix ${at}: ${u.option}: ${String(u.name)}`);
-  }
-  return lines;
-}
-
-/**
- * For a failure whose text (the server's, verbatim) names a report parameter the preview sent: where that parameter
- * was set, `  parameter ROWS: -p ROWS=abc` or `  parameter FROM: jobs.yaml:12:40 (report.parameters.FROM)`. The
- * service lists no report's parameters (docs/report-export-service.md), so their names are the report's to know.
- */
-async function parametersNamed(
+async function whereToFix(
   err: EtlError,
   file: string,
   job: string,
   configured: Record<string, string> | undefined,
   given: Record<string, string>,
 ): Promise<string[]> {
-  const text = `${err.serverMessage ?? ''}\n${err.message}`;
-  const named = (name: string) => new RegExp(`(^|[^\\w])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([^\\w]|$)`);
   const { locateJobOption } = await import('../config/locate.ts');
   const lines: string[] = [];
+  const unknown = (err.details as { unknown?: unknown } | undefined)?.unknown;
+  for (const u of err.code === 'TARGET_INVALID' && Array.isArray(unknown) ? unknown : []) {
+    const { option, name } = u as { option?: unknown; name?: unknown };
+    if (typeof option === 'string')
+      lines.push(`  fix ${(await locateJobOption(file, job, option)) ?? file}: ${option}: ${String(name)}`);
+  }
+  const text = `${err.serverMessage ?? ''}\n${err.message}`;
+  const named = (name: string) => new RegExp(`(^|[^\\w])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([^\\w]|$)`);
   for (const name of new Set([...Object.keys(given), ...Object.keys(configured ?? {})])) {
     if (!named(name).test(text)) continue;
-    if (Object.hasOwn(given, name)) {
-      lines.push(`  parameter ${name}: given with -p ${name}=${given[name]}`);
-      continue;
+    if (Object.hasOwn(given, name)) lines.push(`  parameter ${name}: given with -p ${name}=${given[name]}`);
+    else {
+      const at = await locateJobOption(file, job, `report.parameters.${name}`);
+      lines.push(`  parameter ${name}: ${at ?? file} (report.parameters.${name})`);
     }
-    const at = await locateJobOption(file, job, `report.parameters.${name}`);
-    lines.push(`  parameter ${name}: ${at ?? file} (report.parameters.${name})`);
   }
   return lines;
 }
@@ -220,16 +212,8 @@ export const registerPreview: RegisterCommand = (program, cli) => {
                   const server =
                     err.serverMessage && !err.message.includes(err.serverMessage) ? `\n${err.serverMessage}` : '';
                   cli.err(`${name}: preview failed (${err.code}): ${err.message}${server}`);
-                  // A name the report does not have: where it is written, so that the fix needs no other command.
-                  for (const line of await namesToFix(err, opts.config, jobName)) cli.err(line);
-                  for (const line of await parametersNamed(
-                    err,
-                    opts.config,
-                    jobName,
-                    job.job.report.parameters,
-                    opts.param,
-                  ))
-                    cli.err(line);
+                  const fixes = await whereToFix(err, opts.config, jobName, job.job.report.parameters, opts.param);
+                  for (const line of fixes) cli.err(line);
                   cli.exit(err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
                 }
               }

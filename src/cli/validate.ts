@@ -29,8 +29,8 @@ async function existingTargets(cli: Cli, path: string): Promise<TargetCatalogue 
   return undefined;
 }
 
-/** `1 error`, `4 errors`: what validate found, each of which makes it exit 2. */
-const errors = (n: number) => `${n} error${n === 1 ? '' : 's'}`;
+/** `1 job`, `4 errors`. */
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 export const registerValidate: RegisterCommand = (program, cli) => {
   configOption(
@@ -54,7 +54,6 @@ export const registerValidate: RegisterCommand = (program, cli) => {
         const { config } = await loadConfig(opts.config, process.env, { targets });
         for (const warning of configWarnings(config, opts.config, targets)) cli.err(`warning: ${warning}`);
         const jobs = Object.keys(config.jobs);
-        const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
         const named = jobs.length ? ` (${jobs.join(', ')})` : '';
         const connections = plural(Object.keys(config.connections).length, 'connection');
         cli.out(`${opts.config}: ok, ${plural(jobs.length, 'job')}${named} on ${connections}`);
@@ -68,19 +67,19 @@ export const registerValidate: RegisterCommand = (program, cli) => {
             : `"${job.schedule}" in ${zone}, next tick ${next ? formatTime(next, zone) : 'none within a year'}`;
           // A job with many mandants runs once per mandant (docs/loaded-tables.md "Many mandants").
           const list = Array.isArray(job.report.mandant) ? job.report.mandant : undefined;
-          const runs = list ? `; ${list.length} mandant${list.length === 1 ? '' : 's'}: ${list.join(', ')}` : '';
+          const runs = list ? `; ${plural(list.length, 'mandant')}: ${list.join(', ')}` : '';
           cli.out(`  ${name}: ${when}${runs}`);
         }
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         // Errors here, whatever `run` of another job calls them (it skips the job with a warning and carries on).
         for (const problem of err.problems) cli.err(errorLine(problem));
-        cli.err(`${opts.config}: ${errors(err.problems.length)}`);
+        cli.err(`${opts.config}: ${plural(err.problems.length, 'error')}`);
         cli.exit(2);
       }
       if (envProblems.length === 0) return;
       for (const problem of envProblems) cli.err(`error: environment: ${problem}`);
-      cli.err(`environment: ${errors(envProblems.length)}`);
+      cli.err(`environment: ${plural(envProblems.length, 'error')}`);
       cli.exit(2);
     });
 };
