@@ -12,7 +12,8 @@ import type { FailedRunToReplay } from '../history/run-list.ts';
 import type { RunQueue } from '../queue/queue.ts';
 import { configOption, mandantOption, queuePrefixOption, sinceOption } from './options.ts';
 import { withQueueSession } from './stores.ts';
-import { chooseSubjects, jobOfSubject } from '../config/mandants.ts';
+import { chooseSubjects } from '../config/mandants.ts';
+import { zonesOf } from './job-zones.ts';
 
 const HEADERS = ['run key', 'job', 'failed attempt', 'started', 'error'] as const;
 
@@ -25,11 +26,7 @@ function formatFailedRuns(
   config: EtlConfig | undefined,
   extra?: (r: FailedRunToReplay) => string,
 ): string[] {
-  const zoneOf = (job: string) => {
-    const j = config && jobOfSubject(config, job);
-    // config/load.ts scheduleZone, without loading the config parser here (start-up cost).
-    return j ? (j.timezone ?? config?.connections[j.connection]?.timezone ?? 'UTC') : undefined;
-  };
+  const zoneOf = zonesOf(config);
   const cells = runs.map((r) => [
     r.run_key,
     r.job,

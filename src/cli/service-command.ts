@@ -74,12 +74,9 @@ async function runService(cli: Cli, opts: ServiceCommandOptions, parts: ServiceP
   const [{ startService }, { makeLogger }] = await Promise.all([import('../app/service.ts'), import('../logger.ts')]);
   const logger = makeLogger({}, opts.logFormat);
   const graceMs = (opts.grace ?? 60) * 1000;
-  let adminPort: number | undefined;
-  if (opts.port !== undefined) {
-    adminPort = Number(opts.port);
-    if (!Number.isInteger(adminPort) || adminPort < 1)
-      return fail(cli, `report-etl: ADMIN_PORT is "${String(opts.port)}": write a port number, or pass --port`);
-  }
+  const adminPort = opts.port === undefined ? undefined : Number(opts.port);
+  if (adminPort !== undefined && !(Number.isInteger(adminPort) && adminPort >= 1))
+    return fail(cli, `report-etl: ADMIN_PORT is "${String(opts.port)}": write a port number, or pass --port`);
   const service = await startService({
     configPath: opts.config,
     logger,
@@ -106,13 +103,10 @@ async function runService(cli: Cli, opts: ServiceCommandOptions, parts: ServiceP
           { signal: sig, graceMs },
           'stopping: no new runs; running runs may finish (signal again to abort them)',
         );
-        service.stop().then(
-          () => resolve(),
-          (err: unknown) => {
-            logger.error({ err: String(err) }, 'errors while stopping');
-            resolve();
-          },
-        );
+        service
+          .stop()
+          .catch((err: unknown) => logger.error({ err: String(err) }, 'errors while stopping'))
+          .finally(resolve);
       } else {
         logger.warn({ signal: sig }, 'second signal: aborting running runs now');
         service.abortRuns();
