@@ -5,6 +5,7 @@
  * logged in, 1 the login failed or timed out, 2 usage or config error.
  */
 import { createInterface } from 'node:readline';
+import { setTimeout } from 'node:timers/promises';
 import { Option } from 'commander';
 import type pg from 'pg';
 import type { ConnectionConfig } from '../config/schema.ts';
@@ -108,10 +109,8 @@ async function waitForCode(
   state: string,
   logger: Logger,
 ): Promise<CompletedLogin | string> {
-  const [{ completeLogin }, { sleep }] = await Promise.all([
-    import('../login/login-flow.ts'),
-    import('../report-api/index.ts'),
-  ]);
+  const { completeLogin } = await import('../login/login-flow.ts');
+  const failed = (text: string) => new EtlError('LOGIN_FAILED', text, { retryable: false, stage: 'token' });
   const controller = new AbortController();
   const lines = createInterface({ input: process.stdin, terminal: false });
   const pasted = new Promise<CompletedLogin>((resolve, reject) => {
@@ -124,19 +123,12 @@ async function waitForCode(
   const callback = (async (): Promise<string> => {
     const deadline = Date.now() + LOGIN_STATE_TTL_MS + POLL_MS;
     while (Date.now() < deadline) {
-      await sleep(POLL_MS, controller.signal);
+      await setTimeout(POLL_MS, undefined, { signal: controller.signal });
       const row = await getLoginState(pool, state);
       if (row?.outcome === 'logged_in') return row.message ?? `connection "${row.connection}" logged in`;
-      if (row?.outcome === 'failed')
-        throw new EtlError('LOGIN_FAILED', row.message ?? 'the login failed at the callback', {
-          retryable: false,
-          stage: 'token',
-        });
+      if (row?.outcome === 'failed') throw failed(row.message ?? 'the login failed at the callback');
     }
-    throw new EtlError('LOGIN_FAILED', 'no redirect arrived within 10 minutes: start the login again', {
-      retryable: false,
-      stage: 'token',
-    });
+    throw failed('no redirect arrived within 10 minutes: start the login again');
   })();
   try {
     return await Promise.race([
