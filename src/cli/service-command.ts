@@ -8,7 +8,7 @@ import type { ServiceOptions } from '../app/service.ts';
 import { configOption, logFormatOption, queuePrefixOption, wholeNumber, type LogFormatFlag } from './options.ts';
 import { fail, type Cli, type RegisterCommand } from './types.ts';
 
-/** The parts of the service a command runs. */
+/** The parts of the service a command runs, each named only to be run. */
 type ServiceParts = Pick<ServiceOptions, 'scheduler' | 'worker' | 'admin'>;
 
 /** How long a second signal waits for the aborted runs before the process exits, in ms. */
@@ -88,10 +88,7 @@ async function runService(cli: Cli, opts: ServiceCommandOptions, parts: ServiceP
     ...(adminPort !== undefined ? { adminPort } : {}),
     ...(opts.host !== undefined ? { adminHost: opts.host } : {}),
   });
-  const what = Object.entries(parts)
-    .filter(([, on]) => on)
-    .map(([k]) => k)
-    .join(' + ');
+  const what = Object.keys(parts).join(' + ');
   const admin = service.adminUrl ? `, admin ${service.adminUrl}` : '';
   cli.out(`report-etl ${what} running (queue prefix ${opts.queuePrefix}${admin}); SIGTERM/SIGINT to stop`);
   await new Promise<void>((resolve) => {

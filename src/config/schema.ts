@@ -214,10 +214,9 @@ export const connectionSchema = z
           'missing required key "clientSecret": a client_credentials service user needs its Client-Secret (or set ' +
             'auth: authorization_code for a user-dependent service user)',
         );
-      for (const key of ['scopes', 'redirectUri'] as const) {
+      for (const key of ['scopes', 'redirectUri'] as const)
         if (c[key] !== undefined)
           issue(ctx, [key], `${key} is used by auth: authorization_code only (auth is client_credentials)`);
-      }
     } else {
       if (c.redirectUri === undefined)
         issue(
