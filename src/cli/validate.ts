@@ -6,6 +6,9 @@
  * (`REPORT_ETL_TIME_ZONE`, `REPORT_ETL_TRACE_URL`) are checked too:
  * `error: environment: REPORT_ETL_TIME_ZONE=Mars/Base: unknown time zone (…)`, exit 2.
  */
+import { cronTicks } from '../config/cron-ticks.ts';
+import { formatTime, timeZoneSettingProblem } from '../time-text.ts';
+import { traceUrlProblem } from '../trace-link.ts';
 import { configOption } from './options.ts';
 import { ConfigError } from '../errors.ts';
 import type { TargetCatalogue } from '../config/target-checks.ts';
@@ -44,9 +47,7 @@ export const registerValidate: RegisterCommand = (program, cli) => {
   )
     .option('--no-database', 'check the file alone, without reading existing targets from PostgreSQL (DATABASE_URL)')
     .action(async (opts: { config: string; database: boolean }) => {
-      const [{ configWarnings, loadConfig, scheduleZone }, { cronTicks }, { formatTime, timeZoneSettingProblem }] =
-        await Promise.all([import('../config/load.ts'), import('../config/cron-ticks.ts'), import('../time-text.ts')]);
-      const { traceUrlProblem } = await import('../trace-link.ts');
+      const { configWarnings, loadConfig, scheduleZone } = await import('../config/load.ts');
       // The settings of the environment itself, checked whatever the file says.
       const envProblems = [timeZoneSettingProblem(), traceUrlProblem()].filter((p) => p !== undefined);
       const targets = opts.database ? await existingTargets(cli, opts.config) : undefined;
