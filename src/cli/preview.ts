@@ -10,15 +10,7 @@ import { queuePrefixFromEnv } from '../queue/names.ts';
 import { formatTime } from '../time-text.ts';
 import type { JobPreview } from '../pipeline/preview.ts';
 import { describeRange } from '../warehouse/replace-range.ts';
-import {
-  configOption,
-  logFormatOption,
-  logicalTimeOption,
-  mandantOption,
-  paramOption,
-  wholeNumber,
-  type LogFormatFlag,
-} from './options.ts';
+import { manualRunOptions, wholeNumber, type ManualRunFlags } from './options.ts';
 import { withStores } from './stores.ts';
 import { fail, type Cli, type RegisterCommand } from './types.ts';
 import { textTable } from './text-table.ts';
@@ -141,88 +133,72 @@ export const registerPreview: RegisterCommand = (program, cli) => {
   const cmd = program
     .command('preview')
     .description('show what a job would load (columns, types, first rows) without loading anything');
-  for (const add of [configOption, paramOption, logFormatOption, logicalTimeOption, mandantOption]) add(cmd);
-  cmd
+  manualRunOptions(cmd)
     .argument('<job>', 'job name in jobs.yaml (with --from-pages: a run key or attempt id)')
     .option('--rows <n>', 'rows to show (1-1000)', wholeNumber(1), 10)
     .option('--from-pages', 'preview the pages a run kept (target.archive), without asking the server')
     .option('--job <job>', 'with --from-pages: the job the run key is of, when run keys of several jobs match')
-    .action(
-      async (
-        jobName: string,
-        opts: {
-          config: string;
-          param: Record<string, string>;
-          rows: number;
-          logicalTime?: string;
-          mandant?: string[];
-          fromPages?: boolean;
-          job?: string;
-        } & LogFormatFlag,
-      ) => {
-        if (opts.job !== undefined && !opts.fromPages)
-          return fail(cli, 'report-etl preview: --job goes with --from-pages; without it, the argument is the job');
-        if (opts.fromPages) {
-          const { previewKeptPagesCommand } = await import('./preview-kept.ts');
-          await previewKeptPagesCommand(cli, jobName, opts, printPreview);
-          return;
-        }
-        // Loaded here: `--help` and the other commands need none of it (start-up cost).
-        const [{ resolveJob }, { previewJob }, { loadConfigForJob }] = await Promise.all([
-          import('../config/load.ts'),
-          import('../pipeline/preview.ts'),
-          import('./job-config.ts'),
-        ]);
-        const loaded = await loadConfigForJob(cli, opts.config, jobName);
-        const job = resolveJob(loaded.config, jobName, opts.config);
-        // A job with many mandants: one preview per mandant (docs/loaded-tables.md "Many mandants").
-        const subjects = chooseSubjects(jobName, job.job, opts.mandant);
-        const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
-        const interval = manualInterval(job, new Date(), chosen);
-        const controller = new AbortController();
-        const onSignal = () => controller.abort(new Error('interrupted'));
-        process.once('SIGINT', onSignal);
-        try {
-          await withStores(
-            async ({ pool, redis, logger }) => {
-              for (const subject of subjects) {
-                const name = subject.name;
-                try {
-                  const preview = await previewJob({
-                    job: resolveJob(loaded.config, name, opts.config),
-                    parameters: opts.param,
-                    rows: Math.min(opts.rows, 1000),
-                    pool,
-                    redis,
-                    logger,
-                    signal: controller.signal,
-                    prefix: queuePrefixFromEnv(),
-                    interval,
-                  });
-                  // A job without schedule stands for no interval: said only when --logical-time chose a time.
-                  if (job.job.schedule || chosen) {
-                    const stands = describeInterval(job, interval, chosen !== undefined, (t) =>
-                      formatTime(t, job.zone),
-                    );
-                    cli.out(`${name}: ${stands}`);
-                  }
-                  printPreview(cli, name, preview, opts.rows);
-                } catch (err) {
-                  if (!(err instanceof EtlError) || err.code === 'CONFIG_INVALID') throw err;
-                  const server =
-                    err.serverMessage && !err.message.includes(err.serverMessage) ? `\n${err.serverMessage}` : '';
-                  cli.err(`${name}: preview failed (${err.code}): ${err.message}${server}`);
-                  const fixes = await whereToFix(err, opts.config, jobName, job.job.report.parameters, opts.param);
-                  for (const line of fixes) cli.err(line);
-                  cli.exit(err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
+    .action(async (jobName: string, opts: ManualRunFlags & { rows: number; fromPages?: boolean; job?: string }) => {
+      if (opts.job !== undefined && !opts.fromPages)
+        return fail(cli, 'report-etl preview: --job goes with --from-pages; without it, the argument is the job');
+      if (opts.fromPages) {
+        const { previewKeptPagesCommand } = await import('./preview-kept.ts');
+        await previewKeptPagesCommand(cli, jobName, opts, printPreview);
+        return;
+      }
+      // Loaded here: `--help` and the other commands need none of it (start-up cost).
+      const [{ resolveJob }, { previewJob }, { loadConfigForJob }] = await Promise.all([
+        import('../config/load.ts'),
+        import('../pipeline/preview.ts'),
+        import('./job-config.ts'),
+      ]);
+      const loaded = await loadConfigForJob(cli, opts.config, jobName);
+      const job = resolveJob(loaded.config, jobName, opts.config);
+      // A job with many mandants: one preview per mandant (docs/loaded-tables.md "Many mandants").
+      const subjects = chooseSubjects(jobName, job.job, opts.mandant);
+      const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
+      const interval = manualInterval(job, new Date(), chosen);
+      const controller = new AbortController();
+      const onSignal = () => controller.abort(new Error('interrupted'));
+      process.once('SIGINT', onSignal);
+      try {
+        await withStores(
+          async ({ pool, redis, logger }) => {
+            for (const subject of subjects) {
+              const name = subject.name;
+              try {
+                const preview = await previewJob({
+                  job: resolveJob(loaded.config, name, opts.config),
+                  parameters: opts.param,
+                  rows: Math.min(opts.rows, 1000),
+                  pool,
+                  redis,
+                  logger,
+                  signal: controller.signal,
+                  prefix: queuePrefixFromEnv(),
+                  interval,
+                });
+                // A job without schedule stands for no interval: said only when --logical-time chose a time.
+                if (job.job.schedule || chosen) {
+                  const stands = describeInterval(job, interval, chosen !== undefined, (t) => formatTime(t, job.zone));
+                  cli.out(`${name}: ${stands}`);
                 }
+                printPreview(cli, name, preview, opts.rows);
+              } catch (err) {
+                if (!(err instanceof EtlError) || err.code === 'CONFIG_INVALID') throw err;
+                const server =
+                  err.serverMessage && !err.message.includes(err.serverMessage) ? `\n${err.serverMessage}` : '';
+                cli.err(`${name}: preview failed (${err.code}): ${err.message}${server}`);
+                const fixes = await whereToFix(err, opts.config, jobName, job.job.report.parameters, opts.param);
+                for (const line of fixes) cli.err(line);
+                cli.exit(err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
               }
-            },
-            { logFormat: opts.logFormat },
-          );
-        } finally {
-          process.off('SIGINT', onSignal);
-        }
-      },
-    );
+            }
+          },
+          { logFormat: opts.logFormat },
+        );
+      } finally {
+        process.off('SIGINT', onSignal);
+      }
+    });
 };
