@@ -5,6 +5,7 @@
  * logged in, 1 the login failed or timed out, 2 usage or config error.
  */
 import { createInterface } from 'node:readline';
+import { setTimeout } from 'node:timers/promises';
 import { Option } from 'commander';
 import type pg from 'pg';
 import type { ConnectionConfig } from '../config/schema.ts';
@@ -14,7 +15,8 @@ import type { CompletedLogin } from '../login/login-flow.ts';
 import type { Logger } from '../logger.ts';
 import { secretKeyFromEnv } from '../secret-box.ts';
 import { configOption } from './options.ts';
-import type { Cli, RegisterCommand } from './types.ts';
+import { withStores } from './stores.ts';
+import { fail, type Cli, type RegisterCommand } from './types.ts';
 
 /** How often a waiting login looks for the callback's outcome, ms. */
 const POLL_MS = 1_000;
@@ -56,13 +58,10 @@ export const registerLogin: RegisterCommand = (program, cli) => {
     )
     .action(async (name: string, opts: { config: string; redirectedUrl?: string; printUrl?: boolean }) => {
       // Loaded here: `--help` and the other commands need none of it (start-up cost).
-      const [{ openStores }, { loadConfig, unknownName }, { completeLogin, startLogin }, { makeLogger }] =
-        await Promise.all([
-          import('../app/bootstrap.ts'),
-          import('../config/load.ts'),
-          import('../login/login-flow.ts'),
-          import('../logger.ts'),
-        ]);
+      const [{ loadConfig, unknownName }, { completeLogin, startLogin }] = await Promise.all([
+        import('../config/load.ts'),
+        import('../login/login-flow.ts'),
+      ]);
       const { config } = await loadConfig(opts.config);
       const find = (n: string): ConnectionConfig | undefined =>
         Object.hasOwn(config.connections, n) ? config.connections[n] : undefined;
@@ -75,39 +74,27 @@ export const registerLogin: RegisterCommand = (program, cli) => {
             'authorization_code) logs in',
         ]);
       const key = secretKeyFromEnv();
-      const logger = makeLogger();
-      const { pool, releasers } = await openStores(logger, { poolMax: 2 });
-      try {
-        if (opts.redirectedUrl !== undefined) {
-          done(cli, await completeLogin(pool, key, find, parseRedirected(opts.redirectedUrl), { logger }));
-          return;
-        }
-        const started = await startLogin(pool, { name, connection }, 'cli', { logger });
-        if (opts.printUrl) {
+      await withStores(async ({ pool, logger }) => {
+        try {
+          if (opts.redirectedUrl !== undefined)
+            return done(cli, await completeLogin(pool, key, find, parseRedirected(opts.redirectedUrl), { logger }));
+          const started = await startLogin(pool, { name, connection }, 'cli', { logger });
+          if (opts.printUrl) return cli.out(started.url);
+          cli.err(
+            `Open this URL in a browser and log in as the product user whose rights the runs of "${name}" should have:`,
+          );
           cli.out(started.url);
-          return;
+          cli.err(
+            `Waiting for the redirect to ${connection.redirectUri} (the admin server's /oauth/callback completes the ` +
+              'login),',
+          );
+          cli.err('or paste the URL the browser was redirected to and press Enter. The link expires in 10 minutes.');
+          done(cli, await waitForCode(pool, key, find, started.state, logger));
+        } catch (err) {
+          if (!(err instanceof EtlError && LOGIN_FAILURES.has(err.code))) throw err;
+          fail(cli, `${name}: login failed (${err.code}): ${err.message}`, 1);
         }
-        cli.err(
-          `Open this URL in a browser and log in as the product user whose rights the runs of "${name}" should have:`,
-        );
-        cli.out(started.url);
-        cli.err(
-          `Waiting for the redirect to ${connection.redirectUri} (the admin server's /oauth/callback completes the ` +
-            'login),',
-        );
-        cli.err('or paste the URL the browser was redirected to and press Enter. The link expires in 10 minutes.');
-        done(cli, await waitForCode(pool, key, find, started.state, logger));
-      } catch (err) {
-        if (err instanceof EtlError && LOGIN_FAILURES.has(err.code)) {
-          cli.err(`${name}: login failed (${err.code}): ${err.message}`);
-          cli.exit(1);
-          return;
-        }
-        throw err;
-      } finally {
-        await releasers.releaseAll().catch(() => undefined);
-        logger.flush();
-      }
+      });
     });
 };
 
@@ -122,10 +109,8 @@ async function waitForCode(
   state: string,
   logger: Logger,
 ): Promise<CompletedLogin | string> {
-  const [{ completeLogin }, { sleep }] = await Promise.all([
-    import('../login/login-flow.ts'),
-    import('../report-api/index.ts'),
-  ]);
+  const { completeLogin } = await import('../login/login-flow.ts');
+  const failed = (text: string) => new EtlError('LOGIN_FAILED', text, { retryable: false, stage: 'token' });
   const controller = new AbortController();
   const lines = createInterface({ input: process.stdin, terminal: false });
   const pasted = new Promise<CompletedLogin>((resolve, reject) => {
@@ -138,19 +123,12 @@ async function waitForCode(
   const callback = (async (): Promise<string> => {
     const deadline = Date.now() + LOGIN_STATE_TTL_MS + POLL_MS;
     while (Date.now() < deadline) {
-      await sleep(POLL_MS, controller.signal);
+      await setTimeout(POLL_MS, undefined, { signal: controller.signal });
       const row = await getLoginState(pool, state);
       if (row?.outcome === 'logged_in') return row.message ?? `connection "${row.connection}" logged in`;
-      if (row?.outcome === 'failed')
-        throw new EtlError('LOGIN_FAILED', row.message ?? 'the login failed at the callback', {
-          retryable: false,
-          stage: 'token',
-        });
+      if (row?.outcome === 'failed') throw failed(row.message ?? 'the login failed at the callback');
     }
-    throw new EtlError('LOGIN_FAILED', 'no redirect arrived within 10 minutes: start the login again', {
-      retryable: false,
-      stage: 'token',
-    });
+    throw failed('no redirect arrived within 10 minutes: start the login again');
   })();
   try {
     return await Promise.race([
