@@ -24,12 +24,13 @@ const POLL_MS = 1_000;
 /** Error codes that mean the login failed (exit 1), not the command. */
 const LOGIN_FAILURES = new Set(['LOGIN_FAILED', 'SERVER_UNREACHABLE', 'TOKEN_FAILED', 'HTTP_TRANSIENT']);
 
-function parseRedirected(text: string): URLSearchParams {
+/** The query of the URL the browser was redirected to; `from` names where the text came from. @throws ConfigError */
+function parseRedirected(text: string, from: string): URLSearchParams {
   try {
     return new URL(text.trim()).searchParams;
   } catch {
     throw new ConfigError([
-      `--redirected-url: "${text.slice(0, 80)}" is not a URL: paste the whole address the browser was sent to (it ` +
+      `${from}: "${text.slice(0, 80)}" is not a URL: paste the whole address the browser was sent to (it ` +
         'starts with your redirectUri and carries code= and state=)',
     ]);
   }
@@ -77,7 +78,10 @@ export const registerLogin: RegisterCommand = (program, cli) => {
       await withStores(async ({ pool, logger }) => {
         try {
           if (opts.redirectedUrl !== undefined)
-            return done(cli, await completeLogin(pool, key, find, parseRedirected(opts.redirectedUrl), { logger }));
+            return done(
+              cli,
+              await completeLogin(pool, key, find, parseRedirected(opts.redirectedUrl, '--redirected-url'), { logger }),
+            );
           const started = await startLogin(pool, { name, connection }, 'cli', { logger });
           if (opts.printUrl) return cli.out(started.url);
           cli.err(
@@ -89,7 +93,7 @@ export const registerLogin: RegisterCommand = (program, cli) => {
               'login),',
           );
           cli.err('or paste the URL the browser was redirected to and press Enter. The link expires in 10 minutes.');
-          done(cli, await waitForCode(pool, key, find, started.state, logger));
+          done(cli, await waitForCode(pool, key, find, started.state, logger, (line) => cli.err(line)));
         } catch (err) {
           if (!(err instanceof EtlError && LOGIN_FAILURES.has(err.code))) throw err;
           fail(cli, `${name}: login failed (${err.code}): ${err.message}`, 1);
@@ -99,7 +103,8 @@ export const registerLogin: RegisterCommand = (program, cli) => {
 };
 
 /**
- * Waits for whichever comes first: the callback's outcome in etl.login_states, or a URL pasted on stdin.
+ * Waits for whichever comes first: the callback's outcome in etl.login_states, or a URL pasted on stdin. A pasted
+ * line that is no URL is explained through `say` and the wait goes on.
  * @throws LoginFailedError from a pasted URL or the callback's failure; EtlError LOGIN_FAILED after 10 minutes
  */
 async function waitForCode(
@@ -108,6 +113,7 @@ async function waitForCode(
   find: (n: string) => ConnectionConfig | undefined,
   state: string,
   logger: Logger,
+  say: (line: string) => void,
 ): Promise<CompletedLogin | string> {
   const { completeLogin } = await import('../login/login-flow.ts');
   const failed = (text: string) => new EtlError('LOGIN_FAILED', text, { retryable: false, stage: 'token' });
@@ -116,8 +122,15 @@ async function waitForCode(
   const pasted = new Promise<CompletedLogin>((resolve, reject) => {
     lines.on('line', (line) => {
       if (line.trim() === '') return;
+      let params: URLSearchParams;
+      try {
+        params = parseRedirected(line, 'the pasted line');
+      } catch (err) {
+        // A stray line is not the end of the login: say what is wrong and keep waiting.
+        return say(`${(err as Error).message}; still waiting`);
+      }
       controller.abort();
-      completeLogin(pool, key, find, parseRedirected(line), { logger }).then(resolve, reject);
+      completeLogin(pool, key, find, params, { logger }).then(resolve, reject);
     });
   });
   const callback = (async (): Promise<string> => {
