@@ -5,6 +5,7 @@
  * warning and a missing REPORT_ETL_SECRET_KEY (exit 2). The refresh token never appears in the output.
  */
 import { spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -84,7 +85,7 @@ interface Exit {
 function cli(
   args: string[],
   env: Record<string, string | undefined> = {},
-  onStdout?: (text: string) => void,
+  onStdout?: (text: string, stdin: Writable) => void,
 ): Promise<Exit> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
@@ -103,7 +104,7 @@ function cli(
     let stderr = '';
     child.stdout!.on('data', (d: Buffer) => {
       stdout += d.toString();
-      onStdout?.(stdout);
+      onStdout?.(stdout, child.stdin!);
     });
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
@@ -125,6 +126,22 @@ it('waits for the admin callback: prints the URL, the browser logs in, the comma
   expect(res.stderr).toContain('Open this URL in a browser');
   expect(res.code).toBe(0);
   expect(res.stdout).toMatch(/connection "erp_user" logged in; scopes granted: svc\.pad offline_access/);
+}, 90_000);
+
+it('a pasted line that is no URL is explained, and the URL pasted next logs in', async () => {
+  let pasted = false;
+  const res = await cli(['login', 'erp_user', '-c', configPath], {}, (text, stdin) => {
+    const url = /^(http\S+)$/m.exec(text)?.[1];
+    if (!url || pasted) return;
+    pasted = true;
+    stdin.write('code=abc but not a URL\n');
+    void loginOnSimulator(url, 'anna', 'anna-password').then((redirect) => stdin.write(`${redirect}\n`));
+  });
+  outputs.push(res.stdout, res.stderr);
+  expect(res.stderr).toContain('the pasted line: "code=abc but not a URL" is not a URL');
+  expect(res.stderr).toContain('still waiting');
+  expect(res.code).toBe(0);
+  expect(res.stdout).toMatch(/erp_user: logged in; scopes granted: svc\.pad offline_access/);
 }, 90_000);
 
 it(

@@ -7,8 +7,9 @@ import type { RegisterCommand } from './types.ts';
 import type { BackfillRun } from '../queue/backfill.ts';
 import { parseZonedDate } from '../pipeline/logical-time.ts';
 import { formatTime } from '../time-text.ts';
+import { chooseSubjects } from '../config/mandants.ts';
 import { configOption, mandantOption, queuePrefixOption } from './options.ts';
-import { withQueueSession } from './queue-session.ts';
+import { withQueueSession } from './stores.ts';
 
 function outcome(run: BackfillRun, force: boolean, done: boolean): string {
   if (run.added) return force ? 'queued (forced: new logical run)' : 'queued';
@@ -37,14 +38,11 @@ export const registerBackfill: RegisterCommand = (program, cli) => {
         opts: { config: string; queuePrefix: string; from: string; to: string; force?: boolean; mandant?: string[] },
       ) => {
         // Loaded here: `--help` and the other commands need neither BullMQ nor the config parser (start-up cost).
-        const [{ resolveJob }, { loadConfigForJob }, { backfill, isDoneState }, { chooseSubjects }] = await Promise.all(
-          [
-            import('../config/load.ts'),
-            import('./job-config.ts'),
-            import('../queue/backfill.ts'),
-            import('../config/mandants.ts'),
-          ],
-        );
+        const [{ resolveJob }, { loadConfigForJob }, { backfill, isDoneState }] = await Promise.all([
+          import('../config/load.ts'),
+          import('./job-config.ts'),
+          import('../queue/backfill.ts'),
+        ]);
         const { config } = await loadConfigForJob(cli, opts.config, job);
         const resolved = resolveJob(config, job);
         const subjects = chooseSubjects(job, resolved.job, opts.mandant);

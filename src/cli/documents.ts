@@ -7,7 +7,8 @@ import { mkdir } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { CONFIG_NOT_READ, wholeNumber } from './options.ts';
-import type { RegisterCommand } from './types.ts';
+import { withStores } from './stores.ts';
+import { fail, type RegisterCommand } from './types.ts';
 import { writeFileOrReport } from './write-file.ts';
 
 export const registerDocuments: RegisterCommand = (program, cli) => {
@@ -20,20 +21,11 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
     .option('-c, --config <path>', CONFIG_NOT_READ)
     .action(async (id: string, opts: { job?: string; out: string; page?: number }) => {
       // Loaded here: `--help` and the other commands need none of it (start-up cost).
-      const [
-        { openStores },
-        { makeLogger },
-        { listRunDocuments, readDocument },
-        { namedRunOrExit, loadingAttemptOfNamed },
-      ] = await Promise.all([
-        import('../app/bootstrap.ts'),
-        import('../logger.ts'),
+      const [{ listRunDocuments, readDocument }, { namedRunOrExit, loadingAttemptOfNamed }] = await Promise.all([
         import('../warehouse/documents.ts'),
         import('./named-run.ts'),
       ]);
-      const logger = makeLogger();
-      const { pool, releasers } = await openStores(logger, { poolMax: 2 });
-      try {
+      await withStores(async ({ pool }) => {
         const named = await namedRunOrExit(cli, pool, id, opts.job);
         if (named === undefined) return;
         const attemptId = await loadingAttemptOfNamed(pool, named);
@@ -41,14 +33,13 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
         const docs = (attemptId ? await listRunDocuments(pool, attemptId) : []).filter(
           (d) => opts.page === undefined || d.page === opts.page,
         );
-        if (docs.length === 0) {
-          cli.err(
+        if (docs.length === 0)
+          return fail(
+            cli,
             `${what} archived no documents${opts.page === undefined ? '' : ` on page ${opts.page}`} (only pdf, ` +
               'excel and word runs do, when they succeed; see "report-etl runs")',
+            1,
           );
-          cli.exit(1);
-          return;
-        }
         const dir = resolve(opts.out);
         await mkdir(dir, { recursive: true });
         for (const doc of docs) {
@@ -57,9 +48,6 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
           if (!(await writeFileOrReport(cli, file, Readable.from(readDocument(pool, doc)), doc.page))) continue;
           cli.out(`${file}  ${doc.bytes} bytes  sha256 ${doc.sha256}`);
         }
-      } finally {
-        await releasers.releaseAll().catch(() => undefined);
-        logger.flush();
-      }
+      });
     });
 };

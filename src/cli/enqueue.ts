@@ -4,7 +4,10 @@
  */
 import type { RegisterCommand } from './types.ts';
 import { configOption, logicalTimeOption, mandantOption, paramOption, queuePrefixOption } from './options.ts';
-import { withQueueSession } from './queue-session.ts';
+import { withQueueSession } from './stores.ts';
+import { chooseSubjects } from '../config/mandants.ts';
+import { describeInterval, parseZonedDate } from '../pipeline/logical-time.ts';
+import { formatTime } from '../time-text.ts';
 
 export const registerEnqueue: RegisterCommand = (program, cli) => {
   const cmd = program.command('enqueue').description('queue a manual run of a job; a worker runs it');
@@ -20,20 +23,11 @@ export const registerEnqueue: RegisterCommand = (program, cli) => {
         mandant?: string[];
       },
     ) => {
-      const [
-        { loadConfigForJob },
-        { enqueueManual },
-        { resolveJob },
-        { parseZonedDate, describeInterval },
-        time,
-        { chooseSubjects },
-      ] = await Promise.all([
+      // Loaded here: `--help` and the other commands need neither BullMQ nor the config parser (start-up cost).
+      const [{ loadConfigForJob }, { enqueueManual }, { resolveJob }] = await Promise.all([
         import('./job-config.ts'),
         import('../queue/manual-run.ts'),
         import('../config/load.ts'),
-        import('../pipeline/logical-time.ts'),
-        import('../time-text.ts'),
-        import('../config/mandants.ts'),
       ]);
       const { config } = await loadConfigForJob(cli, opts.config, job);
       const resolved = resolveJob(config, job);
@@ -48,7 +42,7 @@ export const registerEnqueue: RegisterCommand = (program, cli) => {
           });
         return out;
       });
-      const at = (t: Date) => time.formatTime(t, resolved.zone);
+      const at = (t: Date) => formatTime(t, resolved.zone);
       for (const { name, jobId, runKey, interval } of queued) {
         const stands =
           resolved.job.schedule || chosen ? `, ${describeInterval(resolved, interval, chosen !== undefined, at)}` : '';

@@ -6,23 +6,31 @@
 import { ConfigError } from '../errors.ts';
 import type { Cli } from './types.ts';
 import { jobOfSubject } from '../config/mandants.ts';
+import type { EtlConfig } from '../config/schema.ts';
 
 /** A job's IANA zone by name, undefined for a job jobs.yaml does not have. */
 export type ZoneOf = (job: string) => string | undefined;
 
 /**
- * The zones of the jobs of jobs.yaml at `path`, valid or not (a job's own `timezone`, else its connection's).
+ * The zones of the jobs and run subjects of `config` (config/load.ts scheduleZone: a job's own `timezone`, else its
+ * connection's, else UTC); none without a config.
+ */
+export function zonesOf(config: EtlConfig | undefined): ZoneOf {
+  return (job) => {
+    const j = config && jobOfSubject(config, job);
+    return j ? (j.timezone ?? config!.connections[j.connection]?.timezone ?? 'UTC') : undefined;
+  };
+}
+
+/**
+ * The zones of the jobs of jobs.yaml at `path`, valid or not ({@link zonesOf}).
  * @param given whether `--config` or `REPORT_ETL_CONFIG` named the file: only then is a file that cannot be read
  *   worth a warning
  */
 export async function jobZones(cli: Cli, path: string, given: boolean): Promise<ZoneOf> {
-  const { loadConfig, scheduleZone } = await import('../config/load.ts');
+  const { loadConfig } = await import('../config/load.ts');
   try {
-    const { config } = await loadConfig(path, process.env, { isolate: true });
-    return (job) => {
-      const j = jobOfSubject(config, job);
-      return j ? scheduleZone(config, j) : undefined;
-    };
+    return zonesOf((await loadConfig(path, process.env, { isolate: true })).config);
   } catch (err) {
     const missing = err instanceof ConfigError && (err.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
     if (given || !missing)

@@ -5,6 +5,7 @@
  * logged in, 1 the login failed or timed out, 2 usage or config error.
  */
 import { createInterface } from 'node:readline';
+import { setTimeout } from 'node:timers/promises';
 import { Option } from 'commander';
 import type pg from 'pg';
 import type { ConnectionConfig } from '../config/schema.ts';
@@ -14,7 +15,8 @@ import type { CompletedLogin } from '../login/login-flow.ts';
 import type { Logger } from '../logger.ts';
 import { secretKeyFromEnv } from '../secret-box.ts';
 import { configOption } from './options.ts';
-import type { Cli, RegisterCommand } from './types.ts';
+import { withStores } from './stores.ts';
+import { fail, type Cli, type RegisterCommand } from './types.ts';
 
 /** How often a waiting login looks for the callback's outcome, ms. */
 const POLL_MS = 1_000;
@@ -22,12 +24,13 @@ const POLL_MS = 1_000;
 /** Error codes that mean the login failed (exit 1), not the command. */
 const LOGIN_FAILURES = new Set(['LOGIN_FAILED', 'SERVER_UNREACHABLE', 'TOKEN_FAILED', 'HTTP_TRANSIENT']);
 
-function parseRedirected(text: string): URLSearchParams {
+/** The query of the URL the browser was redirected to; `from` names where the text came from. @throws ConfigError */
+function parseRedirected(text: string, from: string): URLSearchParams {
   try {
     return new URL(text.trim()).searchParams;
   } catch {
     throw new ConfigError([
-      `--redirected-url: "${text.slice(0, 80)}" is not a URL: paste the whole address the browser was sent to (it ` +
+      `${from}: "${text.slice(0, 80)}" is not a URL: paste the whole address the browser was sent to (it ` +
         'starts with your redirectUri and carries code= and state=)',
     ]);
   }
@@ -56,13 +59,10 @@ export const registerLogin: RegisterCommand = (program, cli) => {
     )
     .action(async (name: string, opts: { config: string; redirectedUrl?: string; printUrl?: boolean }) => {
       // Loaded here: `--help` and the other commands need none of it (start-up cost).
-      const [{ openStores }, { loadConfig, unknownName }, { completeLogin, startLogin }, { makeLogger }] =
-        await Promise.all([
-          import('../app/bootstrap.ts'),
-          import('../config/load.ts'),
-          import('../login/login-flow.ts'),
-          import('../logger.ts'),
-        ]);
+      const [{ loadConfig, unknownName }, { completeLogin, startLogin }] = await Promise.all([
+        import('../config/load.ts'),
+        import('../login/login-flow.ts'),
+      ]);
       const { config } = await loadConfig(opts.config);
       const find = (n: string): ConnectionConfig | undefined =>
         Object.hasOwn(config.connections, n) ? config.connections[n] : undefined;
@@ -75,44 +75,36 @@ export const registerLogin: RegisterCommand = (program, cli) => {
             'authorization_code) logs in',
         ]);
       const key = secretKeyFromEnv();
-      const logger = makeLogger();
-      const { pool, releasers } = await openStores(logger, { poolMax: 2 });
-      try {
-        if (opts.redirectedUrl !== undefined) {
-          done(cli, await completeLogin(pool, key, find, parseRedirected(opts.redirectedUrl), { logger }));
-          return;
-        }
-        const started = await startLogin(pool, { name, connection }, 'cli', { logger });
-        if (opts.printUrl) {
+      await withStores(async ({ pool, logger }) => {
+        try {
+          if (opts.redirectedUrl !== undefined)
+            return done(
+              cli,
+              await completeLogin(pool, key, find, parseRedirected(opts.redirectedUrl, '--redirected-url'), { logger }),
+            );
+          const started = await startLogin(pool, { name, connection }, 'cli', { logger });
+          if (opts.printUrl) return cli.out(started.url);
+          cli.err(
+            `Open this URL in a browser and log in as the product user whose rights the runs of "${name}" should have:`,
+          );
           cli.out(started.url);
-          return;
+          cli.err(
+            `Waiting for the redirect to ${connection.redirectUri} (the admin server's /oauth/callback completes the ` +
+              'login),',
+          );
+          cli.err('or paste the URL the browser was redirected to and press Enter. The link expires in 10 minutes.');
+          done(cli, await waitForCode(pool, key, find, started.state, logger, (line) => cli.err(line)));
+        } catch (err) {
+          if (!(err instanceof EtlError && LOGIN_FAILURES.has(err.code))) throw err;
+          fail(cli, `${name}: login failed (${err.code}): ${err.message}`, 1);
         }
-        cli.err(
-          `Open this URL in a browser and log in as the product user whose rights the runs of "${name}" should have:`,
-        );
-        cli.out(started.url);
-        cli.err(
-          `Waiting for the redirect to ${connection.redirectUri} (the admin server's /oauth/callback completes the ` +
-            'login),',
-        );
-        cli.err('or paste the URL the browser was redirected to and press Enter. The link expires in 10 minutes.');
-        done(cli, await waitForCode(pool, key, find, started.state, logger));
-      } catch (err) {
-        if (err instanceof EtlError && LOGIN_FAILURES.has(err.code)) {
-          cli.err(`${name}: login failed (${err.code}): ${err.message}`);
-          cli.exit(1);
-          return;
-        }
-        throw err;
-      } finally {
-        await releasers.releaseAll().catch(() => undefined);
-        logger.flush();
-      }
+      });
     });
 };
 
 /**
- * Waits for whichever comes first: the callback's outcome in etl.login_states, or a URL pasted on stdin.
+ * Waits for whichever comes first: the callback's outcome in etl.login_states, or a URL pasted on stdin. A pasted
+ * line that is no URL is explained through `say` and the wait goes on.
  * @throws LoginFailedError from a pasted URL or the callback's failure; EtlError LOGIN_FAILED after 10 minutes
  */
 async function waitForCode(
@@ -121,36 +113,35 @@ async function waitForCode(
   find: (n: string) => ConnectionConfig | undefined,
   state: string,
   logger: Logger,
+  say: (line: string) => void,
 ): Promise<CompletedLogin | string> {
-  const [{ completeLogin }, { sleep }] = await Promise.all([
-    import('../login/login-flow.ts'),
-    import('../report-api/index.ts'),
-  ]);
+  const { completeLogin } = await import('../login/login-flow.ts');
+  const failed = (text: string) => new EtlError('LOGIN_FAILED', text, { retryable: false, stage: 'token' });
   const controller = new AbortController();
   const lines = createInterface({ input: process.stdin, terminal: false });
   const pasted = new Promise<CompletedLogin>((resolve, reject) => {
     lines.on('line', (line) => {
       if (line.trim() === '') return;
+      let params: URLSearchParams;
+      try {
+        params = parseRedirected(line, 'the pasted line');
+      } catch (err) {
+        // A stray line is not the end of the login: say what is wrong and keep waiting.
+        return say(`${(err as Error).message}; still waiting`);
+      }
       controller.abort();
-      completeLogin(pool, key, find, parseRedirected(line), { logger }).then(resolve, reject);
+      completeLogin(pool, key, find, params, { logger }).then(resolve, reject);
     });
   });
   const callback = (async (): Promise<string> => {
     const deadline = Date.now() + LOGIN_STATE_TTL_MS + POLL_MS;
     while (Date.now() < deadline) {
-      await sleep(POLL_MS, controller.signal);
+      await setTimeout(POLL_MS, undefined, { signal: controller.signal });
       const row = await getLoginState(pool, state);
       if (row?.outcome === 'logged_in') return row.message ?? `connection "${row.connection}" logged in`;
-      if (row?.outcome === 'failed')
-        throw new EtlError('LOGIN_FAILED', row.message ?? 'the login failed at the callback', {
-          retryable: false,
-          stage: 'token',
-        });
+      if (row?.outcome === 'failed') throw failed(row.message ?? 'the login failed at the callback');
     }
-    throw new EtlError('LOGIN_FAILED', 'no redirect arrived within 10 minutes: start the login again', {
-      retryable: false,
-      stage: 'token',
-    });
+    throw failed('no redirect arrived within 10 minutes: start the login again');
   })();
   try {
     return await Promise.race([

@@ -2,7 +2,7 @@
 import type { Queryable } from '../db.ts';
 import { loadingAttemptOf } from '../history/attempt-list.ts';
 import { findRunOrAttempt, unnamedRunText, type RunOrAttempt } from '../history/run-or-attempt.ts';
-import type { Cli } from './types.ts';
+import { fail, type Cli } from './types.ts';
 
 /** A run, or an attempt with its run: what {@link namedRunOrExit} gives back. */
 export type NamedRun = Extract<RunOrAttempt, { kind: 'run' | 'attempt' }>;
@@ -10,13 +10,40 @@ export type NamedRun = Extract<RunOrAttempt, { kind: 'run' | 'attempt' }>;
 /**
  * The run or attempt `id` names (a run key, of `job` when given, or an attempt id; docs/operations.md "Replaying
  * failed runs"). When it names none, or runs of several jobs, prints why on stderr, exits 2 and gives back undefined.
+ * @param command `replay` and `revert` say why as `report-etl <command>: …`, naming `shownJob` (default `job`)
  */
-export async function namedRunOrExit(cli: Cli, db: Queryable, id: string, job?: string): Promise<NamedRun | undefined> {
+export async function namedRunOrExit(
+  cli: Cli,
+  db: Queryable,
+  id: string,
+  job?: string,
+  command?: string,
+  shownJob = job,
+): Promise<NamedRun | undefined> {
   const named = await findRunOrAttempt(db, id, job);
   if (named.kind === 'run' || named.kind === 'attempt') return named;
-  cli.err(unnamedRunText(named, id, job));
-  cli.exit(2);
+  if (!command) fail(cli, unnamedRunText(named, id, job));
+  else if (named.kind === 'none')
+    fail(
+      cli,
+      `report-etl ${command}: no run with run key "${id}" and no attempt with that id` +
+        `${shownJob ? ` in job ${shownJob}` : ''} (see "report-etl runs", or "report-etl runs --attempts")`,
+    );
+  else
+    fail(
+      cli,
+      `report-etl ${command}: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which ` +
+        'with --job',
+    );
   return undefined;
+}
+
+/** What the user named, in words: `run K of job J`, or `attempt A (attempt 2 of run K of job J)`. */
+export function describeNamed(named: NamedRun): string {
+  const run = `run ${named.run.run_key} of job ${named.run.job}`;
+  return named.kind === 'run'
+    ? run
+    : `attempt ${named.attempt.attempt_id} (attempt ${named.attempt.attempt} of ${run})`;
 }
 
 /**

@@ -124,3 +124,17 @@ export function logFormatOption(cmd: Command): Command {
 
 /** The parsed `--log-format`, for makeLogger. */
 export type LogFormatFlag = { logFormat?: LogFormat };
+
+/** Adds the options of a job run by hand (`run`, `preview`): config, param, log format, logical time, mandant. */
+export function manualRunOptions(cmd: Command): Command {
+  for (const add of [configOption, paramOption, logFormatOption, logicalTimeOption, mandantOption]) add(cmd);
+  return cmd;
+}
+
+/** What {@link manualRunOptions} parses. */
+export interface ManualRunFlags extends LogFormatFlag {
+  config: string;
+  param: Record<string, string>;
+  logicalTime?: string;
+  mandant?: string[];
+}

@@ -3,19 +3,16 @@
  * and where each comes from, then the first rows. Loads nothing, records no run. Exit 0 ok, 1 the report or the
  * database failed, 2 usage or config error.
  */
+import { chooseSubjects } from '../config/mandants.ts';
 import { EtlError } from '../errors.ts';
+import { describeInterval, manualInterval, parseZonedDate } from '../pipeline/logical-time.ts';
+import { queuePrefixFromEnv } from '../queue/names.ts';
+import { formatTime } from '../time-text.ts';
 import type { JobPreview } from '../pipeline/preview.ts';
 import { describeRange } from '../warehouse/replace-range.ts';
-import {
-  configOption,
-  logFormatOption,
-  logicalTimeOption,
-  mandantOption,
-  paramOption,
-  wholeNumber,
-  type LogFormatFlag,
-} from './options.ts';
-import type { Cli, RegisterCommand } from './types.ts';
+import { manualRunOptions, wholeNumber, type ManualRunFlags } from './options.ts';
+import { withStores } from './stores.ts';
+import { fail, type Cli, type RegisterCommand } from './types.ts';
 import { textTable } from './text-table.ts';
 
 /** Widest value shown in a cell, in characters. */
@@ -58,8 +55,9 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
   const types = columns.map((c) => [c.name, c.type, c.source, c.reportName]);
   for (const l of textTable(['column', 'type', 'from', 'report column'], types)) cli.out(l);
   cli.out('');
+  const names = columns.map((c) => c.name);
   for (const l of textTable(
-    columns.map((c) => c.name),
+    names,
     rows.map((r) => r.map(cell)),
   ))
     cli.out(l);
@@ -70,20 +68,20 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
       '\ninferred types come from these rows only; a load infers them from every row (declare a type under ' +
         'target.columns to fix it)',
     );
+  const holds = (deletes: number | undefined) =>
+    deletes === undefined ? 'the table does not exist yet' : `it holds ${deletes.toLocaleString('en-US')}`;
   if (p.range) {
     const { range, deletes } = p.range;
-    const now = deletes === undefined ? 'the table does not exist yet' : `it holds ${deletes.toLocaleString('en-US')}`;
     cli.out(
       `\na load replaces the period ${range.column} in [${range.from}, ${range.to}) of ${p.targetTable} (` +
-        `${now}) with the report's ${count} rows, in one transaction; rows outside the period stay`,
+        `${holds(deletes)}) with the report's ${count} rows, in one transaction; rows outside the period stay`,
     );
   }
   if (p.mandant) {
     const { column, value, deletes } = p.mandant;
-    const now = deletes === undefined ? 'the table does not exist yet' : `it holds ${deletes.toLocaleString('en-US')}`;
     cli.out(
-      `\na load replaces the rows of mandant ${value} (${column} = ${value}) of ${p.targetTable} (${now}) with the ` +
-        `report's ${count} rows, in one transaction; the other mandants' rows stay`,
+      `\na load replaces the rows of mandant ${value} (${column} = ${value}) of ${p.targetTable} (${holds(deletes)}) ` +
+        `with the report's ${count} rows, in one transaction; the other mandants' rows stay`,
     );
   }
   for (const m of p.result.outsideRange)
@@ -101,46 +99,37 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
 }
 
 /**
- * For a TARGET_INVALID naming options of jobs.yaml (`details.unknown`, warehouse/target-names.ts): one line per name,
- * `  fix jobs.yaml:17:54: target.key: auftrag_nummer`, where it is written.
+ * Where to fix what a failed preview names, so that the fix needs no other command: for a TARGET_INVALID naming
+ * options of jobs.yaml (`details.unknown`, warehouse/target-names.ts) one line per name, `  fix jobs.yaml:17:54:
+ * target.key: auftrag_nummer`; for a failure whose text (the server's, verbatim) names a report parameter the preview
+ * sent, where it was set, `  parameter ROWS: given with -p ROWS=abc` or `  parameter FROM: jobs.yaml:12:40
+ * (report.parameters.FROM)`. The service lists no report's parameters (docs/report-export-service.md), so their names
+ * are the report's to know.
  */
-async function namesToFix(err: EtlError, file: string, job: string): Promise<string[]> {
-  const unknown = (err.details as { unknown?: unknown } | undefined)?.unknown;
-  if (err.code !== 'TARGET_INVALID' || !Array.isArray(unknown)) return [];
-  const { locateJobOption } = await import('../config/locate.ts');
-  const lines: string[] = [];
-  for (const u of unknown as { option?: unknown; name?: unknown }[]) {
-    if (typeof u.option !== 'string') continue;
-    const at = (await locateJobOption(file, job, u.option)) ?? file;
-    lines.push(`  fix ${at}: ${u.option}: ${String(u.name)}`);
-  }
-  return lines;
-}
-
-/**
- * For a failure whose text (the server's, verbatim) names a report parameter the preview sent: where that parameter
- * was set, `  parameter ROWS: -p ROWS=abc` or `  parameter FROM: jobs.yaml:12:40 (report.parameters.FROM)`. The
- * service lists no report's parameters (docs/report-export-service.md), so their names are the report's to know.
- */
-async function parametersNamed(
+async function whereToFix(
   err: EtlError,
   file: string,
   job: string,
   configured: Record<string, string> | undefined,
   given: Record<string, string>,
 ): Promise<string[]> {
-  const text = `${err.serverMessage ?? ''}\n${err.message}`;
-  const named = (name: string) => new RegExp(`(^|[^\\w])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([^\\w]|$)`);
   const { locateJobOption } = await import('../config/locate.ts');
   const lines: string[] = [];
+  const unknown = (err.details as { unknown?: unknown } | undefined)?.unknown;
+  for (const u of err.code === 'TARGET_INVALID' && Array.isArray(unknown) ? unknown : []) {
+    const { option, name } = u as { option?: unknown; name?: unknown };
+    if (typeof option === 'string')
+      lines.push(`  fix ${(await locateJobOption(file, job, option)) ?? file}: ${option}: ${String(name)}`);
+  }
+  const text = `${err.serverMessage ?? ''}\n${err.message}`;
+  const named = (name: string) => new RegExp(`(^|[^\\w])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([^\\w]|$)`);
   for (const name of new Set([...Object.keys(given), ...Object.keys(configured ?? {})])) {
     if (!named(name).test(text)) continue;
-    if (Object.hasOwn(given, name)) {
-      lines.push(`  parameter ${name}: given with -p ${name}=${given[name]}`);
-      continue;
+    if (Object.hasOwn(given, name)) lines.push(`  parameter ${name}: given with -p ${name}=${given[name]}`);
+    else {
+      const at = await locateJobOption(file, job, `report.parameters.${name}`);
+      lines.push(`  parameter ${name}: ${at ?? file} (report.parameters.${name})`);
     }
-    const at = await locateJobOption(file, job, `report.parameters.${name}`);
-    lines.push(`  parameter ${name}: ${at ?? file} (report.parameters.${name})`);
   }
   return lines;
 }
@@ -149,70 +138,37 @@ export const registerPreview: RegisterCommand = (program, cli) => {
   const cmd = program
     .command('preview')
     .description('show what a job would load (columns, types, first rows) without loading anything');
-  for (const add of [configOption, paramOption, logFormatOption, logicalTimeOption, mandantOption]) add(cmd);
-  cmd
+  manualRunOptions(cmd)
     .argument('<job>', 'job name in jobs.yaml (with --from-pages: a run key or attempt id)')
     .option('--rows <n>', 'rows to show (1-1000)', wholeNumber(1), 10)
     .option('--from-pages', 'preview the pages a run kept (target.archive), without asking the server')
     .option('--job <job>', 'with --from-pages: the job the run key is of, when run keys of several jobs match')
-    .action(
-      async (
-        jobName: string,
-        opts: {
-          config: string;
-          param: Record<string, string>;
-          rows: number;
-          logicalTime?: string;
-          mandant?: string[];
-          fromPages?: boolean;
-          job?: string;
-        } & LogFormatFlag,
-      ) => {
-        if (opts.job !== undefined && !opts.fromPages) {
-          cli.err('report-etl preview: --job goes with --from-pages; without it, the argument is the job');
-          cli.exit(2);
-          return;
-        }
-        if (opts.fromPages) {
-          const { previewKeptPagesCommand } = await import('./preview-kept.ts');
-          await previewKeptPagesCommand(cli, jobName, opts, printPreview);
-          return;
-        }
-        // Loaded here: `--help` and the other commands need none of it (start-up cost).
-        const [
-          { openStores },
-          { resolveJob },
-          { makeLogger },
-          { previewJob },
-          { loadConfigForJob },
-          { queuePrefixFromEnv },
-          { parseZonedDate, manualInterval, describeInterval },
-          time,
-          { chooseSubjects },
-        ] = await Promise.all([
-          import('../app/bootstrap.ts'),
-          import('../config/load.ts'),
-          import('../logger.ts'),
-          import('../pipeline/preview.ts'),
-          import('./job-config.ts'),
-          import('../queue/names.ts'),
-          import('../pipeline/logical-time.ts'),
-          import('../time-text.ts'),
-          import('../config/mandants.ts'),
-        ]);
-        const loaded = await loadConfigForJob(cli, opts.config, jobName);
-        const job = resolveJob(loaded.config, jobName, opts.config);
-        // A job with many mandants: one preview per mandant (docs/loaded-tables.md "Many mandants").
-        const subjects = chooseSubjects(jobName, job.job, opts.mandant);
-        const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
-        const interval = manualInterval(job, new Date(), chosen);
-        const logger = makeLogger({}, opts.logFormat);
-        const controller = new AbortController();
-        const onSignal = () => controller.abort(new Error('interrupted'));
-        process.once('SIGINT', onSignal);
-        try {
-          const { pool, redis, releasers } = await openStores(logger, { poolMax: 2 });
-          try {
+    .action(async (jobName: string, opts: ManualRunFlags & { rows: number; fromPages?: boolean; job?: string }) => {
+      if (opts.job !== undefined && !opts.fromPages)
+        return fail(cli, 'report-etl preview: --job goes with --from-pages; without it, the argument is the job');
+      if (opts.fromPages) {
+        const { previewKeptPagesCommand } = await import('./preview-kept.ts');
+        await previewKeptPagesCommand(cli, jobName, opts, printPreview);
+        return;
+      }
+      // Loaded here: `--help` and the other commands need none of it (start-up cost).
+      const [{ resolveJob }, { previewJob }, { loadConfigForJob }] = await Promise.all([
+        import('../config/load.ts'),
+        import('../pipeline/preview.ts'),
+        import('./job-config.ts'),
+      ]);
+      const loaded = await loadConfigForJob(cli, opts.config, jobName);
+      const job = resolveJob(loaded.config, jobName, opts.config);
+      // A job with many mandants: one preview per mandant (docs/loaded-tables.md "Many mandants").
+      const subjects = chooseSubjects(jobName, job.job, opts.mandant);
+      const chosen = opts.logicalTime ? parseZonedDate(opts.logicalTime, job.zone) : undefined;
+      const interval = manualInterval(job, new Date(), chosen);
+      const controller = new AbortController();
+      const onSignal = () => controller.abort(new Error('interrupted'));
+      process.once('SIGINT', onSignal);
+      try {
+        await withStores(
+          async ({ pool, redis, logger }) => {
             for (const subject of subjects) {
               const name = subject.name;
               try {
@@ -229,9 +185,7 @@ export const registerPreview: RegisterCommand = (program, cli) => {
                 });
                 // A job without schedule stands for no interval: said only when --logical-time chose a time.
                 if (job.job.schedule || chosen) {
-                  const stands = describeInterval(job, interval, chosen !== undefined, (t) =>
-                    time.formatTime(t, job.zone),
-                  );
+                  const stands = describeInterval(job, interval, chosen !== undefined, (t) => formatTime(t, job.zone));
                   cli.out(`${name}: ${stands}`);
                 }
                 printPreview(cli, name, preview, opts.rows);
@@ -240,26 +194,16 @@ export const registerPreview: RegisterCommand = (program, cli) => {
                 const server =
                   err.serverMessage && !err.message.includes(err.serverMessage) ? `\n${err.serverMessage}` : '';
                 cli.err(`${name}: preview failed (${err.code}): ${err.message}${server}`);
-                // A name the report does not have: where it is written, so that the fix needs no other command.
-                for (const line of await namesToFix(err, opts.config, jobName)) cli.err(line);
-                for (const line of await parametersNamed(
-                  err,
-                  opts.config,
-                  jobName,
-                  job.job.report.parameters,
-                  opts.param,
-                ))
-                  cli.err(line);
+                const fixes = await whereToFix(err, opts.config, jobName, job.job.report.parameters, opts.param);
+                for (const line of fixes) cli.err(line);
                 cli.exit(err.code === 'REPORT_NAME_INVALID' ? 2 : 1);
               }
             }
-          } finally {
-            await releasers.releaseAll().catch(() => undefined);
-          }
-        } finally {
-          process.off('SIGINT', onSignal);
-          logger.flush();
-        }
-      },
-    );
+          },
+          { logFormat: opts.logFormat },
+        );
+      } finally {
+        process.off('SIGINT', onSignal);
+      }
+    });
 };

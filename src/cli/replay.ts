@@ -3,17 +3,17 @@
  * [--job J] [--since 2d] [--dry-run] [--include-superseded]` (docs/operations.md "Replaying failed runs", "Kept pages";
  * queue/replay.ts). Exit 2 when the id names nothing or several jobs' runs, or the run is not replayable.
  */
-import type { Cli, RegisterCommand } from './types.ts';
+import { fail, type Cli, type RegisterCommand } from './types.ts';
 import { textTable } from './text-table.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { formatTime } from '../time-text.ts';
 import { EtlError } from '../errors.ts';
 import type { FailedRunToReplay } from '../history/run-list.ts';
-import type { RunOrAttempt } from '../history/run-or-attempt.ts';
 import type { RunQueue } from '../queue/queue.ts';
 import { configOption, mandantOption, queuePrefixOption, sinceOption } from './options.ts';
-import { withQueueSession } from './queue-session.ts';
-import { chooseSubjects, jobOfSubject } from '../config/mandants.ts';
+import { withQueueSession } from './stores.ts';
+import { chooseSubjects } from '../config/mandants.ts';
+import { zonesOf } from './job-zones.ts';
 
 const HEADERS = ['run key', 'job', 'failed attempt', 'started', 'error'] as const;
 
@@ -26,11 +26,7 @@ function formatFailedRuns(
   config: EtlConfig | undefined,
   extra?: (r: FailedRunToReplay) => string,
 ): string[] {
-  const zoneOf = (job: string) => {
-    const j = config && jobOfSubject(config, job);
-    // config/load.ts scheduleZone, without loading the config parser here (start-up cost).
-    return j ? (j.timezone ?? config?.connections[j.connection]?.timezone ?? 'UTC') : undefined;
-  };
+  const zoneOf = zonesOf(config);
   const cells = runs.map((r) => [
     r.run_key,
     r.job,
@@ -43,14 +39,6 @@ function formatFailedRuns(
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-/** What the user named, in words: `run K of job J`, or `attempt A (attempt 2 of run K of job J)`. */
-export function describeNamed(named: Extract<RunOrAttempt, { kind: 'run' | 'attempt' }>): string {
-  const run = `run ${named.run.run_key} of job ${named.run.job}`;
-  return named.kind === 'run'
-    ? run
-    : `attempt ${named.attempt.attempt_id} (attempt ${named.attempt.attempt} of ${run})`;
-}
-
 /**
  * Says when no worker takes runs now, so that "queued" is not read as "running"; silent when the count cannot be
  * read (a Redis that refuses CLIENT LIST).
@@ -62,26 +50,6 @@ async function sayWhenNoWorker(queue: RunQueue, prefix: string, cli: Cli): Promi
       `note: no worker is taking runs from queue prefix "${prefix}" now: the replay runs once one starts (npx ` +
         'report-etl worker, or start)',
     );
-}
-
-/** Why `report-etl <command> <id>` names no single run; undefined when it names one. */
-export function unnamedRunProblem(
-  command: string,
-  id: string,
-  job: string | undefined,
-  named: RunOrAttempt,
-): string | undefined {
-  if (named.kind === 'none')
-    return (
-      `report-etl ${command}: no run with run key "${id}" and no attempt with that id${job ? ` in job ${job}` : ''} ` +
-      '(see "report-etl runs", or "report-etl runs --attempts")'
-    );
-  if (named.kind === 'ambiguous')
-    return (
-      `report-etl ${command}: run key "${id}" is a run of several jobs (${named.jobs.join(', ')}): say which ` +
-      'with --job'
-    );
-  return undefined;
 }
 
 export const registerReplay: RegisterCommand = (program, cli) => {
@@ -129,11 +97,9 @@ export const registerReplay: RegisterCommand = (program, cli) => {
         },
       ) => {
         // Loaded here: `--help` and the other commands need neither BullMQ nor the config parser (start-up cost).
-        const [{ loadConfig }, { planFailedReplays, replayRun }, { findRunOrAttempt }] = await Promise.all([
-          import('../config/load.ts'),
-          import('../queue/replay.ts'),
-          import('../history/run-or-attempt.ts'),
-        ]);
+        const [{ loadConfig }, { planFailedReplays, replayRun }, { describeNamed, namedRunOrExit }] = await Promise.all(
+          [import('../config/load.ts'), import('../queue/replay.ts'), import('./named-run.ts')],
+        );
         const usage =
           !id === !opts.failed
             ? 'give either a run key or attempt id, or --failed'
@@ -147,11 +113,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
                   : opts.mandant && !opts.job
                     ? '--mandant goes with --job, the job whose mandants it chooses'
                     : undefined;
-        if (usage) {
-          cli.err(`report-etl replay: ${usage}`);
-          cli.exit(2);
-          return;
-        }
+        if (usage) return fail(cli, `report-etl replay: ${usage}`);
         // The config gives the job's attempts and backoff; a replay still works when jobs.yaml is unreadable.
         const config: EtlConfig | undefined = await loadConfig(opts.config, process.env, { isolate: true }).then(
           (c) => c.config,
@@ -164,19 +126,20 @@ export const registerReplay: RegisterCommand = (program, cli) => {
           if (opts.job && listJob) jobs = chooseSubjects(opts.job, listJob, opts.mandant).map((s) => s.name);
           else if (opts.mandant) throw new EtlError('CONFIG_INVALID', `--mandant: job ${opts.job} is not in jobs.yaml`);
         } catch (err) {
-          cli.err(`report-etl replay: ${(err as Error).message}`);
-          cli.exit(2);
-          return;
+          return fail(cli, `report-etl replay: ${(err as Error).message}`);
         }
         await withQueueSession(opts.queuePrefix, async ({ pool, queue }) => {
           const deps = { pool, queue, ...(config ? { config } : {}) };
           if (id) {
-            const named = await findRunOrAttempt(pool, id, jobs.length === 1 ? jobs[0] : undefined);
-            if (named.kind === 'none' || named.kind === 'ambiguous') {
-              cli.err(unnamedRunProblem('replay', id, opts.job, named)!);
-              cli.exit(2);
-              return;
-            }
+            const named = await namedRunOrExit(
+              cli,
+              pool,
+              id,
+              jobs.length === 1 ? jobs[0] : undefined,
+              'replay',
+              opts.job,
+            );
+            if (!named) return;
             try {
               const { jobId, attemptId, reverted, pagesOf } = await replayRun(
                 deps,
@@ -199,8 +162,7 @@ export const registerReplay: RegisterCommand = (program, cli) => {
               await sayWhenNoWorker(queue, opts.queuePrefix, cli);
             } catch (err) {
               if (!(err instanceof EtlError)) throw err;
-              cli.err(`report-etl replay: ${err.message}`);
-              cli.exit(2);
+              fail(cli, `report-etl replay: ${err.message}`);
             }
             return;
           }

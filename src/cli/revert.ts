@@ -7,8 +7,8 @@ import { hostname, userInfo } from 'node:os';
 import { shellQuote } from '../shell-quote.ts';
 import { configGiven, jobZones } from './job-zones.ts';
 import { configOption } from './options.ts';
-import { describeNamed, unnamedRunProblem } from './replay.ts';
-import type { RegisterCommand } from './types.ts';
+import { withPool } from './stores.ts';
+import { fail, type RegisterCommand } from './types.ts';
 
 /** `user@host` of this process (the host alone when the user has no name here). */
 function whoAmI(): string {
@@ -32,33 +32,21 @@ export const registerRevert: RegisterCommand = (program, cli) => {
     .option('--job <job>', 'the job the run key is of, when run keys of several jobs match')
     .action(async (id: string, opts: { job?: string; config: string }) => {
       // Loaded here: `--help` and the other commands need none of it (start-up cost).
-      const [{ openHistoryPool }, { migrate }, { makeLogger }, { findRunOrAttempt }, { revertAppendedRun }, time] =
-        await Promise.all([
-          import('../app/bootstrap.ts'),
-          import('../history/migrate.ts'),
-          import('../logger.ts'),
-          import('../history/run-or-attempt.ts'),
-          import('../warehouse/revert.ts'),
-          import('../time-text.ts'),
-        ]);
+      const [{ migrate }, { describeNamed, namedRunOrExit }, { revertAppendedRun }, time] = await Promise.all([
+        import('../history/migrate.ts'),
+        import('./named-run.ts'),
+        import('../warehouse/revert.ts'),
+        import('../time-text.ts'),
+      ]);
       const zoneOf = await jobZones(cli, opts.config, configGiven(cmd));
-      const logger = makeLogger();
-      const pool = await openHistoryPool(logger, { poolMax: 2 });
-      try {
+      await withPool(async (pool, logger) => {
         await migrate(pool, logger);
-        const named = await findRunOrAttempt(pool, id, opts.job);
-        if (named.kind === 'none' || named.kind === 'ambiguous') {
-          cli.err(unnamedRunProblem('revert', id, opts.job, named)!);
-          cli.exit(2);
-          return;
-        }
+        const named = await namedRunOrExit(cli, pool, id, opts.job, 'revert');
+        if (!named) return;
         const at = (t: Date) => time.formatTime(t, zoneOf(named.run.job));
         const outcome = await revertAppendedRun(pool, named.run.job, named.run.run_key, whoAmI(), at);
-        if (outcome.kind === 'refused') {
-          cli.err(`report-etl revert: ${describeNamed(named)}: not reverted: ${outcome.message}`);
-          cli.exit(2);
-          return;
-        }
+        if (outcome.kind === 'refused')
+          return fail(cli, `report-etl revert: ${describeNamed(named)}: not reverted: ${outcome.message}`);
         const { claim, rows } = outcome;
         const missing = Number(claim.rows) - rows;
         const differs =
@@ -74,9 +62,6 @@ export const registerRevert: RegisterCommand = (program, cli) => {
             `recorded as revert ${outcome.revertId} at ${at(outcome.revertedAt)}. ` +
             `"${replay}" appends it again`,
         );
-      } finally {
-        await pool.end().catch(() => undefined);
-        logger.flush();
-      }
+      });
     });
 };

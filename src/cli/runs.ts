@@ -4,7 +4,7 @@
  * limit left out. Times as time-text.ts prints them, in each job's zone read from jobs.yaml when it can be.
  * Read-only: it never migrates and needs no Redis.
  */
-import type { RegisterCommand } from './types.ts';
+import { fail, type RegisterCommand } from './types.ts';
 import { textTable } from './text-table.ts';
 import type { AttemptListRow } from '../history/attempt-list.ts';
 import type { RunListRow } from '../history/run-list.ts';
@@ -14,7 +14,7 @@ import { configGiven, jobZones, type ZoneOf } from './job-zones.ts';
 import { keptPagesText, readAttemptRequest, reportRequestText } from '../history/attempt-request.ts';
 import { commaCount, readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { formatTime } from '../time-text.ts';
-import { withHistory } from './queue-session.ts';
+import { withPool } from './stores.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
 
 const TAIL = ['trigger', 'started', 'duration', 'rows', 'error'];
@@ -160,9 +160,9 @@ export const registerRuns: RegisterCommand = (program, cli) => {
         ]);
         const filter = { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit };
         const zoneOf = await jobZones(cli, opts.config, configGiven(cmd));
-        let unknownJob: { near: string | undefined; known: string[] } | undefined;
+        let unknownJob: string | undefined;
         let matching = 0;
-        const lines = await withHistory(async (pool) => {
+        const lines = await withPool(async (pool) => {
           if (!(await hasRunHistory(pool))) return undefined;
           const rows = opts.attempts ? await listAttempts(pool, filter) : await listRuns(pool, filter);
           matching = rows[0]?.matching ?? 0;
@@ -172,30 +172,24 @@ export const registerRuns: RegisterCommand = (program, cli) => {
           if (table.length === 1 && opts.job !== undefined) {
             // Nothing for this job: a job the history has never seen is most likely a typo.
             const known = await listJobNames(pool);
-            if (!known.some((k) => k === opts.job || k.startsWith(`${opts.job}[`)))
-              unknownJob = { near: closestMatch(opts.job, known), known };
+            if (!known.some((k) => k === opts.job || k.startsWith(`${opts.job}[`))) {
+              const near = closestMatch(opts.job, known);
+              const some = known.length > 10 ? `${known.slice(0, 10).join(', ')}, …` : known.join(', ') || 'none';
+              const hint = near ? `did you mean "${near}"? ` : '';
+              unknownJob = `report-etl runs: no job "${opts.job}" in the run history (${hint}jobs with runs: ${some})`;
+            }
           }
           return table;
         });
-        if (unknownJob) {
-          const { near, known } = unknownJob;
-          const some = known.length > 10 ? `${known.slice(0, 10).join(', ')}, …` : known.join(', ') || 'none';
-          const hint = near ? `did you mean "${near}"? ` : '';
-          cli.err(`report-etl runs: no job "${opts.job}" in the run history (${hint}jobs with runs: ${some})`);
-          cli.exit(2);
-          return;
-        }
+        if (unknownJob) return fail(cli, unknownJob);
         const what = opts.attempts ? 'attempts' : 'runs';
-        if (lines === undefined) {
+        if (lines === undefined || lines.length === 1) {
           cli.out(`no ${what}`);
-          cli.err(
-            'report-etl runs: no run history in this database yet (schema etl has no attempts table): check ' +
-              'DATABASE_URL, or run `report-etl migrate` / start a worker to create it',
-          );
-          return;
-        }
-        if (lines.length === 1) {
-          cli.out(`no ${what}`);
+          if (lines === undefined)
+            cli.err(
+              'report-etl runs: no run history in this database yet (schema etl has no attempts table): check ' +
+                'DATABASE_URL, or run `report-etl migrate` / start a worker to create it',
+            );
           return;
         }
         for (const line of lines) cli.out(line);

@@ -6,9 +6,9 @@
 import { Option, type Command } from 'commander';
 import type { ServiceOptions } from '../app/service.ts';
 import { configOption, logFormatOption, queuePrefixOption, wholeNumber, type LogFormatFlag } from './options.ts';
-import type { Cli, RegisterCommand } from './types.ts';
+import { fail, type Cli, type RegisterCommand } from './types.ts';
 
-/** The parts of the service a command runs. */
+/** The parts of the service a command runs, each named only to be run. */
 type ServiceParts = Pick<ServiceOptions, 'scheduler' | 'worker' | 'admin'>;
 
 /** How long a second signal waits for the aborted runs before the process exits, in ms. */
@@ -74,15 +74,9 @@ async function runService(cli: Cli, opts: ServiceCommandOptions, parts: ServiceP
   const [{ startService }, { makeLogger }] = await Promise.all([import('../app/service.ts'), import('../logger.ts')]);
   const logger = makeLogger({}, opts.logFormat);
   const graceMs = (opts.grace ?? 60) * 1000;
-  let adminPort: number | undefined;
-  if (opts.port !== undefined) {
-    adminPort = Number(opts.port);
-    if (!Number.isInteger(adminPort) || adminPort < 1) {
-      cli.err(`report-etl: ADMIN_PORT is "${String(opts.port)}": write a port number, or pass --port`);
-      cli.exit(2);
-      return;
-    }
-  }
+  const adminPort = opts.port === undefined ? undefined : Number(opts.port);
+  if (adminPort !== undefined && !(Number.isInteger(adminPort) && adminPort >= 1))
+    return fail(cli, `report-etl: ADMIN_PORT is "${String(opts.port)}": write a port number, or pass --port`);
   const service = await startService({
     configPath: opts.config,
     logger,
@@ -94,10 +88,7 @@ async function runService(cli: Cli, opts: ServiceCommandOptions, parts: ServiceP
     ...(adminPort !== undefined ? { adminPort } : {}),
     ...(opts.host !== undefined ? { adminHost: opts.host } : {}),
   });
-  const what = Object.entries(parts)
-    .filter(([, on]) => on)
-    .map(([k]) => k)
-    .join(' + ');
+  const what = Object.keys(parts).join(' + ');
   const admin = service.adminUrl ? `, admin ${service.adminUrl}` : '';
   cli.out(`report-etl ${what} running (queue prefix ${opts.queuePrefix}${admin}); SIGTERM/SIGINT to stop`);
   await new Promise<void>((resolve) => {
@@ -109,13 +100,10 @@ async function runService(cli: Cli, opts: ServiceCommandOptions, parts: ServiceP
           { signal: sig, graceMs },
           'stopping: no new runs; running runs may finish (signal again to abort them)',
         );
-        service.stop().then(
-          () => resolve(),
-          (err: unknown) => {
-            logger.error({ err: String(err) }, 'errors while stopping');
-            resolve();
-          },
-        );
+        service
+          .stop()
+          .catch((err: unknown) => logger.error({ err: String(err) }, 'errors while stopping'))
+          .finally(resolve);
       } else {
         logger.warn({ signal: sig }, 'second signal: aborting running runs now');
         service.abortRuns();

@@ -13,3 +13,9 @@ export interface Cli {
 
 /** Adds one command to `program`. */
 export type RegisterCommand = (program: Command, cli: Cli) => void;
+
+/** Prints `line` on stderr and sets exit code `code` (default 2, usage): a command's refusal, before it returns. */
+export function fail(cli: Cli, line: string, code = 2): void {
+  cli.err(line);
+  cli.exit(code);
+}

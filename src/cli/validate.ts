@@ -6,6 +6,9 @@
  * (`REPORT_ETL_TIME_ZONE`, `REPORT_ETL_TRACE_URL`) are checked too:
  * `error: environment: REPORT_ETL_TIME_ZONE=Mars/Base: unknown time zone (…)`, exit 2.
  */
+import { cronTicks } from '../config/cron-ticks.ts';
+import { formatTime, timeZoneSettingProblem } from '../time-text.ts';
+import { traceUrlProblem } from '../trace-link.ts';
 import { configOption } from './options.ts';
 import { ConfigError } from '../errors.ts';
 import type { TargetCatalogue } from '../config/target-checks.ts';
@@ -29,8 +32,8 @@ async function existingTargets(cli: Cli, path: string): Promise<TargetCatalogue 
   return undefined;
 }
 
-/** `1 error`, `4 errors`: what validate found, each of which makes it exit 2. */
-const errors = (n: number) => `${n} error${n === 1 ? '' : 's'}`;
+/** `1 job`, `4 errors`. */
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 export const registerValidate: RegisterCommand = (program, cli) => {
   configOption(
@@ -44,9 +47,7 @@ export const registerValidate: RegisterCommand = (program, cli) => {
   )
     .option('--no-database', 'check the file alone, without reading existing targets from PostgreSQL (DATABASE_URL)')
     .action(async (opts: { config: string; database: boolean }) => {
-      const [{ configWarnings, loadConfig, scheduleZone }, { cronTicks }, { formatTime, timeZoneSettingProblem }] =
-        await Promise.all([import('../config/load.ts'), import('../config/cron-ticks.ts'), import('../time-text.ts')]);
-      const { traceUrlProblem } = await import('../trace-link.ts');
+      const { configWarnings, loadConfig, scheduleZone } = await import('../config/load.ts');
       // The settings of the environment itself, checked whatever the file says.
       const envProblems = [timeZoneSettingProblem(), traceUrlProblem()].filter((p) => p !== undefined);
       const targets = opts.database ? await existingTargets(cli, opts.config) : undefined;
@@ -54,7 +55,6 @@ export const registerValidate: RegisterCommand = (program, cli) => {
         const { config } = await loadConfig(opts.config, process.env, { targets });
         for (const warning of configWarnings(config, opts.config, targets)) cli.err(`warning: ${warning}`);
         const jobs = Object.keys(config.jobs);
-        const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
         const named = jobs.length ? ` (${jobs.join(', ')})` : '';
         const connections = plural(Object.keys(config.connections).length, 'connection');
         cli.out(`${opts.config}: ok, ${plural(jobs.length, 'job')}${named} on ${connections}`);
@@ -68,19 +68,19 @@ export const registerValidate: RegisterCommand = (program, cli) => {
             : `"${job.schedule}" in ${zone}, next tick ${next ? formatTime(next, zone) : 'none within a year'}`;
           // A job with many mandants runs once per mandant (docs/loaded-tables.md "Many mandants").
           const list = Array.isArray(job.report.mandant) ? job.report.mandant : undefined;
-          const runs = list ? `; ${list.length} mandant${list.length === 1 ? '' : 's'}: ${list.join(', ')}` : '';
+          const runs = list ? `; ${plural(list.length, 'mandant')}: ${list.join(', ')}` : '';
           cli.out(`  ${name}: ${when}${runs}`);
         }
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         // Errors here, whatever `run` of another job calls them (it skips the job with a warning and carries on).
         for (const problem of err.problems) cli.err(errorLine(problem));
-        cli.err(`${opts.config}: ${errors(err.problems.length)}`);
+        cli.err(`${opts.config}: ${plural(err.problems.length, 'error')}`);
         cli.exit(2);
       }
       if (envProblems.length === 0) return;
       for (const problem of envProblems) cli.err(`error: environment: ${problem}`);
-      cli.err(`environment: ${errors(envProblems.length)}`);
+      cli.err(`environment: ${plural(envProblems.length, 'error')}`);
       cli.exit(2);
     });
 };

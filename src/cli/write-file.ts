@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { EtlError } from '../errors.ts';
-import type { Cli } from './types.ts';
+import { fail, type Cli } from './types.ts';
 
 /**
  * Streams `source` into `file`. When the source fails with an EtlError (a document gone from its target, a kept page
@@ -19,8 +19,7 @@ export async function writeFileOrReport(cli: Cli, file: string, source: Readable
   } catch (err) {
     await rm(file, { force: true });
     if (!(err instanceof EtlError)) throw err;
-    cli.err(`page ${page}: ${err.message}`);
-    cli.exit(1);
+    fail(cli, `page ${page}: ${err.message}`, 1);
     return false;
   }
 }

@@ -13,7 +13,16 @@ import { parseWindow } from './duration.ts';
 import { cronRangeProblems } from './cron-ticks.ts';
 import { formatPath, interpolate, WHOLE_REFERENCE, type ConfigPath } from './interpolate.ts';
 import { closestMatch } from '../closest-match.ts';
-import { get, isObj, issueProblems, makeLocator, syntaxProblems, type Located, type Locator } from './problems.ts';
+import {
+  get,
+  isObj,
+  issueProblems,
+  makeLocator,
+  problemAt,
+  syntaxProblems,
+  type Located,
+  type Locator,
+} from './problems.ts';
 import { templateProblems } from './time-template.ts';
 import { jobTargetProblems, sharedTargetProblems, type TargetCatalogue } from './target-checks.ts';
 import { DEFAULT_MANDANT_COLUMN } from './mandants.ts';
@@ -45,14 +54,10 @@ function extraChecks(
 ): Located[] {
   const out: Located[] = [];
   const add = (path: ConfigPath, text: string, onKey = false, sharedTarget = false) => {
-    const pos = onKey ? loc.key(path.slice(0, -1), String(path[path.length - 1])) : loc.node(path);
     flagged.add(formatPath(path));
-    out.push({
-      ...pos,
-      path,
-      text: `${file}:${pos.line}:${pos.col}: ${formatPath(path)}: ${text}`,
-      ...(sharedTarget ? { sharedTarget: true as const } : {}),
-    });
+    const pos = onKey ? loc.key(path.slice(0, -1), String(path[path.length - 1])) : undefined;
+    const p = problemAt(loc, file, path, text, pos);
+    out.push(sharedTarget ? { ...p, sharedTarget: true } : p);
   };
   /** Whether the source text at `path` matches `re`. */
   const writtenAs = (path: ConfigPath, re: RegExp) => {
@@ -71,13 +76,12 @@ function extraChecks(
     // The source text decides: a secret written into the file is a leak already. Through a merge key
     // (<<: *template) there is no node to check: refuse that too.
     const written = doc.getIn(secret, true) !== undefined || get(data, secret) !== undefined;
-    if (written && !writtenAs(secret, WHOLE_REFERENCE)) {
+    if (written && !writtenAs(secret, WHOLE_REFERENCE))
       add(
         secret,
         'clientSecret must come from the environment: write ${REPORT_CLIENT_SECRET} (any variable name) instead of ' +
           'the secret itself',
       );
-    }
     zone([...path, 'timezone'], get(data, [...path, 'timezone']));
     // The refresh token is stored encrypted: no key, no login.
     const keyProblem =
@@ -91,13 +95,12 @@ function extraChecks(
   const alerts = get(data, ['alerts']);
   for (const name of isObj(alerts) ? Object.keys(alerts) : []) {
     const path = ['alerts', name, 'webhook'];
-    if (get(data, path) !== undefined && !writtenAs(path, /\$\{[A-Za-z_]/)) {
+    if (get(data, path) !== undefined && !writtenAs(path, /\$\{[A-Za-z_]/))
       add(
         path,
         'a webhook URL holds its own credential: write it as ${SLACK_WEBHOOK_URL} (any variable name) and set the ' +
           'variable in the environment',
       );
-    }
   }
   const jobs = get(data, ['jobs']);
   for (const [name, job] of Object.entries(isObj(jobs) ? jobs : {})) {
@@ -123,28 +126,24 @@ function extraChecks(
     }
     zone([...path, 'timezone'], job.timezone);
     const all = get(job, ['catchup', 'all']);
-    if (typeof all === 'string' && parseWindow(all) === undefined) {
+    if (typeof all === 'string' && parseWindow(all) === undefined)
       add(
         [...path, 'catchup', 'all'],
         `invalid catch-up window "${all}": write a number and a unit s, m, h, d or w, e.g. 30m, 12h, 2d`,
       );
-    }
     const report = get(job, ['report', 'name']);
-    if (typeof report === 'string' && report !== '') {
-      const checked = checkReportName(report);
-      if (isReportNameProblem(checked)) {
-        const what = checked.kind === 'character' ? 'has characters the server rejects' : 'is malformed';
-        add(
-          [...path, 'report', 'name'],
-          `report name "${report}" ${what}: it ${checked.problem} (${checked.howToFix})`,
-        );
-      }
+    const checked = typeof report === 'string' && report !== '' ? checkReportName(report) : undefined;
+    if (checked && isReportNameProblem(checked)) {
+      const what = checked.kind === 'character' ? 'has characters the server rejects' : 'is malformed';
+      add(
+        [...path, 'report', 'name'],
+        `report name "${String(report)}" ${what}: it ${checked.problem} (${checked.howToFix})`,
+      );
     }
     const parameters = get(job, ['report', 'parameters']);
-    for (const [key, value] of Object.entries(isObj(parameters) ? parameters : {})) {
+    for (const [key, value] of Object.entries(isObj(parameters) ? parameters : {}))
       if (typeof value === 'string')
         for (const text of templateProblems(value)) add([...path, 'report', 'parameters', key], text);
-    }
     // A job with many mandants merges by its key and mandant column (docs/loaded-tables.md "Many mandants").
     const listed = Array.isArray(get(job, ['report', 'mandant']));
     const column = get(job, ['target', 'mandantColumn']);
@@ -203,9 +202,8 @@ export function checkConfigText(
     onInterpolated: (p) => interpolated.add(JSON.stringify(p)),
     onProblem: (p) => envPaths.push(p),
   });
-  if (data === null || data === undefined) {
+  if (data === null || data === undefined)
     throw new ConfigError([`${file}:1:1: the file is empty: it needs connections and jobs (see the sample jobs.yaml)`]);
-  }
   const located: Located[] = envProblems.map((text, i) => ({
     ...loc.node(envPaths[i] ?? []),
     path: envPaths[i] ?? [],

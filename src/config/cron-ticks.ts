@@ -107,28 +107,20 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
     stepMs,
     matches(instant) {
       const t = floor(instant.getTime());
-      return (
-        at(t - 1)
-          .next()
-          .getTime() === t
-      );
+      const next = at(t - 1).next();
+      return next.getTime() === t;
     },
     between(from, to, limit = MAX_TICKS) {
       const found: Date[] = [];
-      let truncated = false;
       // Newest first, so that a limit keeps the most recent ticks; returned oldest first.
       const cursor = at(floor(to.getTime()) + 1);
-      for (;;) {
-        if (!cursor.hasPrev()) break;
+      while (cursor.hasPrev()) {
         const t = cursor.prev().getTime();
         if (t <= from.getTime()) break;
-        if (found.length >= limit) {
-          truncated = true;
-          break;
-        }
+        if (found.length >= limit) return { ticks: found.reverse(), truncated: true };
         found.push(new Date(t));
       }
-      return { ticks: found.reverse(), truncated };
+      return { ticks: found.reverse(), truncated: false };
     },
     previous(tick) {
       const cursor = at(floor(tick.getTime() - 1) + 1);

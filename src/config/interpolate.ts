@@ -51,19 +51,21 @@ export function interpolate(
   file: string,
   hooks: InterpolateHooks = {},
 ): unknown {
-  if (typeof value === 'string') {
-    if (!value.includes('${')) return value;
-    hooks.onInterpolated?.(path);
-    return interpolateString(value, env, path, problems, file, hooks);
-  }
-  if (Array.isArray(value)) return value.map((v, i) => interpolate(v, env, [...path, i], problems, file, hooks));
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = interpolate(v, env, [...path, k], problems, file, hooks);
-    return out;
-  }
-  return value;
+  const walk = (v: unknown, at: (string | number)[]): unknown => {
+    if (typeof v === 'string') {
+      if (!v.includes('${')) return v;
+      hooks.onInterpolated?.(at);
+      return interpolateString(v, env, at, problems, file, hooks);
+    }
+    if (Array.isArray(v)) return v.map((x, i) => walk(x, [...at, i]));
+    if (v === null || typeof v !== 'object') return v;
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, [...at, k])]));
+  };
+  return walk(value, path);
 }
+
+/** One reference: `$${` (a literal `${`), or `${…}` up to its `}`, or to the end when it has none. */
+const REFERENCE = /\$\$\{|\$\{([^}]*)(\}?)/g;
 
 function interpolateString(
   s: string,
@@ -78,50 +80,26 @@ function interpolateString(
     return `${file}${pos ? `:${pos}` : ''}: ${formatPath(path)}`;
   };
   const secret = path.some((p) => typeof p === 'string' && SECRET_KEY.test(p));
-  let out = '';
-  let i = 0;
-  while (i < s.length) {
-    const at = s.indexOf('$', i);
-    if (at < 0) {
-      out += s.slice(i);
-      break;
-    }
-    out += s.slice(i, at);
-    if (s.startsWith('$${', at)) {
-      out += '${';
-      i = at + 3;
-      continue;
-    }
-    if (!s.startsWith('${', at)) {
-      out += '$';
-      i = at + 1;
-      continue;
-    }
-    const close = s.indexOf('}', at + 2);
-    const body = close < 0 ? '' : s.slice(at + 2, close);
+  return s.replace(REFERENCE, (whole, body: string | undefined, close: string | undefined) => {
+    if (body === undefined) return '${';
     const sep = body.indexOf(':-');
     const name = sep < 0 ? body : body.slice(0, sep);
-    if (close < 0 || !NAME.test(name)) {
+    if (!close || !NAME.test(name)) {
       // The reference text is not echoed for secrets: it may be the secret itself, mistyped.
-      const shown = secret ? '' : ` near ${JSON.stringify(s.slice(at, close < 0 ? at + 20 : close + 1))}`;
+      const shown = secret ? '' : ` near ${JSON.stringify(close ? whole : whole.slice(0, 20))}`;
       hooks.onProblem?.(path);
       problems.push(
         `${where()}: malformed variable reference${shown}: write \${VAR} or \${VAR:-default} (VAR: letters, digits, ` +
           '_), or $${ for a literal "${"',
       );
-      out += s.slice(at, close < 0 ? s.length : close + 1);
-      i = close < 0 ? s.length : close + 1;
-      continue;
+      return whole;
     }
     const set = env[name];
-    if (set !== undefined && (set !== '' || sep < 0)) out += set;
-    else if (sep >= 0) out += body.slice(sep + 2);
-    else {
-      hooks.onProblem?.(path);
-      const fix = secret ? ' before starting report-etl' : `, or write \${${name}:-default} in the file`;
-      problems.push(`${where()}: environment variable ${name} is not set: export ${name}${fix}`);
-    }
-    i = close + 1;
-  }
-  return out;
+    if (set !== undefined && (set !== '' || sep < 0)) return set;
+    if (sep >= 0) return body.slice(sep + 2);
+    hooks.onProblem?.(path);
+    const fix = secret ? ' before starting report-etl' : `, or write \${${name}:-default} in the file`;
+    problems.push(`${where()}: environment variable ${name} is not set: export ${name}${fix}`);
+    return '';
+  });
 }

@@ -64,6 +64,11 @@ export function makeLocator(doc: Document, lines: LineCounter) {
 /** Positions of nodes and map keys in one parsed document. */
 export type Locator = ReturnType<typeof makeLocator>;
 
+/** The problem `text` about `path`, at `pos` (default: its node): `file:line:col: yaml.path: text`. */
+export function problemAt(loc: Locator, file: string, path: ConfigPath, text: string, pos = loc.node(path)): Located {
+  return { ...pos, path, text: `${file}:${pos.line}:${pos.col}: ${formatPath(path)}: ${text}` };
+}
+
 /** Turns one zod issue into problems positioned on the YAML node (or its parent). */
 export function issueProblems(
   issue: z.core.$ZodIssue,
@@ -73,11 +78,7 @@ export function issueProblems(
   file: string,
 ): Located[] {
   const path = [...base, ...(issue.path as (string | number)[])];
-  const here = (p: ConfigPath, text: string, pos = loc.node(p)): Located => ({
-    ...pos,
-    path: p,
-    text: `${file}:${pos.line}:${pos.col}: ${formatPath(p)}: ${text}`,
-  });
+  const here = (p: ConfigPath, text: string, pos?: { line: number; col: number }) => problemAt(loc, file, p, text, pos);
   const key = path[path.length - 1];
   if (issue.code === 'unrecognized_keys')
     return issue.keys.map((k) => {

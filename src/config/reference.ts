@@ -116,7 +116,7 @@ function referenceSections(): { title: string; path: string[]; node: JsonSchemaN
 export function renderConfigReference(): string {
   const out: string[] = [];
   const sections = referenceSections();
-  const titles = new Map(sections.map((s) => [s.title, s.title]));
+  const titles = new Set(sections.map((s) => s.title));
   for (const { title, node } of sections) {
     out.push(`### \`${title === '' ? '(top level)' : title}\``, '');
     if (node.description) out.push(node.description, '');
@@ -125,9 +125,8 @@ export function renderConfigReference(): string {
     for (const [key, child] of Object.entries(node.properties ?? {})) {
       const dflt =
         child.default !== undefined ? `\`${JSON.stringify(child.default)}\`` : required.has(key) ? 'required' : '—';
-      const nested =
-        titles.get(`${title === '' ? '' : `${title}.`}${key}`) ??
-        titles.get(`${title === '' ? '' : `${title}.`}${key}.<name>`);
+      const at = `${title === '' ? '' : `${title}.`}${key}`;
+      const nested = [at, `${at}.<name>`].find((t) => titles.has(t));
       const see = nested ? `${child.description ? ' ' : ''}See \`${nested}\`.` : '';
       out.push(
         `| \`${key}\` | ${cell(typeText(child))} | ${cell(dflt)} | ${cell(`${child.description ?? ''}${see}`)} |`,

@@ -36,6 +36,13 @@ const duration = () =>
 
 const positiveInt = () => z.number().int().positive();
 
+/** A whole number of at least `min`. */
+const int = (min: number, message?: string) =>
+  z
+    .number()
+    .int()
+    .min(min, message === undefined ? undefined : { message });
+
 /** Adds a custom issue at `path` in a superRefine. */
 const issue = (ctx: z.core.$RefinementCtx, path: (string | number)[], message: string) =>
   ctx.addIssue({ code: 'custom', path, message });
@@ -77,10 +84,7 @@ const MAX_RUN_TEXT =
  */
 export const archiveSchema = z
   .object({
-    keepDays: z
-      .number()
-      .int()
-      .min(1)
+    keepDays: int(1)
       .max(3650)
       .describe(
         'Days the pages of each attempt are kept (1 to 3650), compressed, in PostgreSQL; the janitor deletes them ' +
@@ -180,10 +184,7 @@ export const connectionSchema = z
     freshness: duration()
       .optional()
       .describe('Default freshness of the jobs on this connection, e.g. 26h; see jobs.<name>.freshness.'),
-    productVersion: z
-      .number()
-      .int()
-      .min(2000)
+    productVersion: int(2000)
       .max(9999)
       .optional()
       .describe(
@@ -213,10 +214,9 @@ export const connectionSchema = z
           'missing required key "clientSecret": a client_credentials service user needs its Client-Secret (or set ' +
             'auth: authorization_code for a user-dependent service user)',
         );
-      for (const key of ['scopes', 'redirectUri'] as const) {
+      for (const key of ['scopes', 'redirectUri'] as const)
         if (c[key] !== undefined)
           issue(ctx, [key], `${key} is used by auth: authorization_code only (auth is client_credentials)`);
-      }
     } else {
       if (c.redirectUri === undefined)
         issue(
@@ -268,16 +268,10 @@ const reportSchema = z
         'Output type, any of the service\'s output types (docs/report-export-service.md "Output types"); what ' +
           'each loads as: docs/loaded-tables.md "Output types" (documents need productVersion 2025+/2026+).',
       ),
-    paging: z
-      .number()
-      .int()
-      .min(MIN_PAGING, { message: PAGING_PROBLEM })
+    paging: int(MIN_PAGING, PAGING_PROBLEM)
       .default(10_000)
       .describe('Rows per page (docs/report-export-service.md "Limits": at least 10).'),
-    maxValueBytes: z
-      .number()
-      .int()
-      .min(1024)
+    maxValueBytes: int(1024)
       .default(DEFAULT_MAX_VALUE_BYTES)
       .describe(
         'Largest value (in bytes) a page may hold; a larger one fails the run naming page, row and column, so ' +
@@ -331,10 +325,7 @@ export const targetSchema = z
       ),
     guard: z
       .object({
-        minRows: z
-          .number()
-          .int()
-          .min(0)
+        minRows: int(0)
           .optional()
           .describe(
             'Fewest rows a run may load; fewer fails the run with GUARD_TRIPPED and the target untouched. Default ' +
@@ -438,8 +429,8 @@ export const targetSchema = z
 
 const retrySchema = z
   .object({
-    attempts: z.number().int().min(1).default(3).describe('Attempts per run before it is failed for good.'),
-    backoffMs: z.number().int().min(0).default(30_000).describe('First retry delay in ms; doubles each attempt.'),
+    attempts: int(1).default(3).describe('Attempts per run before it is failed for good.'),
+    backoffMs: int(0).default(30_000).describe('First retry delay in ms; doubles each attempt.'),
   })
   .strict();
 

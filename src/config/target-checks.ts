@@ -93,12 +93,8 @@ export function jobTargetProblems(
   const out: TargetProblem[] = [];
   if (!isObj(target)) return out;
   const t = qualifiedTarget(target.table);
-  for (const [what, part] of t
-    ? ([
-        ['schema', t.schema],
-        ['table', t.table],
-      ] as const)
-    : []) {
+  for (const what of t ? (['schema', 'table'] as const) : []) {
+    const part = t![what];
     const bytes = identifierBytes(part);
     if (bytes > MAX_IDENT_BYTES)
       out.push({

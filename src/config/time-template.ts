@@ -129,21 +129,21 @@ export function renderSample(value: string): string {
  * is 23 or 25 hours long); a wall time that day does not have is read as the zone reads it (parseZonedDate).
  */
 export function addZonedDays(at: Date, days: number, zone: string): Date {
-  const p = zonedParts(at, zone);
-  const [y, mo, d, h, mi, s] = [p.yyyy, p.MM, p.dd, p.HH, p.mm, p.ss].map(Number) as [number, ...number[]];
-  const wall = Date.UTC(y, mo! - 1, d! + days, h, mi, s);
+  const wall = wallTime(zone, at) + days * 86_400_000;
   return new Date(settleWall(wall, zone) + at.getUTCMilliseconds());
+}
+
+/** The wall time of `at` in `zone` to the second, as the ms of a UTC date holding it. */
+function wallTime(zone: string, at: Date): number {
+  const p = zonedParts(at, zone);
+  return Date.UTC(Number(p.yyyy), Number(p.MM) - 1, Number(p.dd), Number(p.HH), Number(p.mm), Number(p.ss));
 }
 
 /** The instant whose wall time in `zone` is `wall` (ms of a UTC date holding the wall time). */
 function settleWall(wall: number, zone: string): number {
   // Two rounds settle the offset also next to a DST change.
   let t = wall;
-  for (let i = 0; i < 2; i++) {
-    const p = zonedParts(new Date(t), zone);
-    const seen = Date.UTC(Number(p.yyyy), Number(p.MM) - 1, Number(p.dd), Number(p.HH), Number(p.mm), Number(p.ss));
-    t += wall - seen;
-  }
+  for (let i = 0; i < 2; i++) t += wall - wallTime(zone, new Date(t));
   return t;
 }
 
@@ -183,13 +183,6 @@ export function parseZonedDate(text: string, zone: string): Date {
       throw new ConfigError([`not a date: "${text}" (write 2026-01-31, 2026-01-31T06:00 or an ISO time with offset)`]);
     return d;
   }
-  const wall = Date.UTC(
-    Number(m[1]),
-    Number(m[2]) - 1,
-    Number(m[3]),
-    Number(m[4] ?? 0),
-    Number(m[5] ?? 0),
-    Number(m[6] ?? 0),
-  );
-  return new Date(settleWall(wall, zone));
+  const [y, mo, d, h, mi, s] = m.slice(1).map((v) => Number(v ?? 0));
+  return new Date(settleWall(Date.UTC(y!, mo! - 1, d, h, mi, s), zone));
 }
