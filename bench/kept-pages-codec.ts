@@ -1,6 +1,6 @@
 /**
  * What compressing kept pages costs per codec: the simulator's Big.avw pages (txt and json, one page of `rows` rows)
- * cut into 1 MiB chunks as the page archive stores them (src/pipeline/page-archive.ts), each compressed on its own
+ * cut into 1 MiB chunks (the page archive's before it took 4 MiB: src/pipeline/page-archive.ts), each compressed alone
  * with gzip (levels 1 and 6), brotli (qualities 4 and 5) and zstd (levels 1 and 3, and the fast levels -1 and -3),
  * and what the sha256 the archive takes of every page costs. Prints kB stored per MB of page, MB/s on one thread and
  * MB per CPU second (the figure that holds on a busy machine).

@@ -17,6 +17,7 @@ import { getArchive, listKeptPages, pruneKeptPages } from '../src/history/page-a
 import { listRunDocuments } from '../src/history/run-documents.ts';
 import { silentLogger } from '../src/logger.ts';
 import { AttemptFailedError } from '../src/pipeline/attempt.ts';
+import { CHUNK_BYTES } from '../src/pipeline/page-archive.ts';
 import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { lines, runCli } from './support/cli.ts';
@@ -146,28 +147,28 @@ describe('target.archive', () => {
 
   it('keeps a page of several chunks whole, and loads it again from them', async () => {
     const table = `${h.schema}.kept_big`;
-    const params = { ROWS: '60000' };
+    const params = { ROWS: '150000' };
     const config = h.config({
       b: jobEntry(
-        { name: 'Sales/Orders', outputType: 'txt', paging: 40000, parameters: params },
+        { name: 'Sales/Orders', outputType: 'txt', paging: 140000, parameters: params },
         { table, archive: { keepDays: 1 } },
       ),
     });
     const runKey = uniqueName('b');
     const kept = await run(config, 'b', { runKey });
     const pages = await listKeptPages(h.pool, kept.attemptId);
-    expect(pages.map((p) => p.sha256)).toEqual(await servedPageHashes('txt', 40000, params));
+    expect(pages.map((p) => p.sha256)).toEqual(await servedPageHashes('txt', 140000, params));
     const { rows } = await h.pool.query<{ page: number; n: string }>(
       'SELECT page, count(*) AS n FROM etl.attempt_page_chunks WHERE attempt_id = $1 GROUP BY page ORDER BY page',
       [kept.attemptId],
     );
     // More chunks than are in flight at once: chunk buffers are filled again after their compression.
     expect(Number(rows[0]!.n)).toBeGreaterThan(3);
-    expect(rows.map((r) => Number(r.n))).toEqual(pages.map((p) => Math.ceil(p.bytes! / (1024 * 1024))));
+    expect(rows.map((r) => Number(r.n))).toEqual(pages.map((p) => Math.ceil(p.bytes! / CHUNK_BYTES)));
 
     await h.pool.query(`TRUNCATE ${table}`);
     const again = await run(config, 'b', { runKey, trigger: 'replay', pagesOf: kept.attemptId });
-    expect(again).toMatchObject({ status: 'succeeded', rows: 60000, pages: 2 });
+    expect(again).toMatchObject({ status: 'succeeded', rows: 150000, pages: 2 });
     expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(
       servedRows('Sales/Orders.avw', params, 1),
     );
