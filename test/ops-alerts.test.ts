@@ -159,6 +159,26 @@ it(
   120_000,
 );
 
+it("a mandant's failed alert prints its times in the job's zone", async () => {
+  const job = `${jp}_mandants`;
+  await writeConfig(
+    'Sales/Orders',
+    `  ${job}:
+    connection: sim
+    timezone: Asia/Tokyo
+    report: { mandant: [7777, 8888], name: Failing }
+    target: { table: ${h.schema}.mandants }
+`,
+  );
+  const failed = await runCli(['run', job, '--mandant', '8888', '-c', configPath], env());
+  expect(failed.code).toBe(1);
+  const slack = await waitFor("the mandant run's slack alert", () =>
+    at(SECRET_PATH).find((r) => String(r.body.text).includes(`job ${job}[8888] failed`)),
+  );
+  // Tokyo has no summer time: the logical time is printed with +09:00, not in UTC marked Z.
+  expect(String(slack.body.text)).toMatch(/logical time: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+09:00/);
+}, 120_000);
+
 it('stale: once per breach of freshness, checked by the janitor at the start of report-etl run', async () => {
   const stale = `${jp}_stale`;
   await writeConfig(

@@ -7,7 +7,7 @@ import { freshnessOf, staleness } from '../alerts/freshness.ts';
 import { LOGIN_REQUIRED } from '../alerts/run-alerts.ts';
 import { cronTicks } from '../config/cron-ticks.ts';
 import type { InvalidEntry } from '../config/isolate.ts';
-import { scheduleZone } from '../config/load.ts';
+import { scheduleZone } from '../config/job-zone.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import type { JobHealth, RecentAttempt } from '../history/job-health.ts';
 import { subjectsOfJob } from '../config/mandants.ts';

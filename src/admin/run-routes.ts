@@ -13,7 +13,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
-import { scheduleZone } from '../config/load.ts';
+import { subjectZone } from '../config/job-zone.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -66,12 +66,6 @@ function parseRunListFilter(q: Record<string, unknown>): RunListFilter {
   return { job, status, perJob };
 }
 
-/** A job's time zone in `config` (its schedule's); undefined, so UTC, without a config or for a job it lacks. */
-function zoneOf(config: EtlConfig | undefined, job: string): string | undefined {
-  const j = config && jobOfSubject(config, job);
-  return config && j ? scheduleZone(config, j) : undefined;
-}
-
 /** The failure of a run's newest attempt when the run stands failed or interrupted (`attempts` newest first). */
 async function newestFailure(
   pool: pg.Pool,
@@ -107,7 +101,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const filter = parseRunListFilter(req.query as Record<string, unknown>);
     const [rows, jobs] = await Promise.all([listRecentRuns(deps.pool, filter), listJobNames(deps.pool)]);
     const config = deps.config?.();
-    const zones = (job: string) => zoneOf(config, job);
+    const zones = (job: string) => subjectZone(config, job);
     return sendPage(reply, renderRunList(rows, filter, jobs, zones));
   });
 
@@ -135,7 +129,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
         replayError: req.query.replayError,
         jobGone: config !== undefined && !jobOfSubject(config, run.job),
       };
-      const zone = zoneOf(config, run.job);
+      const zone = subjectZone(config, run.job);
       return sendPage(reply, renderRunPage(run, attempts, notice, loading, documents, zone, reverts, failure, kept));
     },
   );
@@ -184,7 +178,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     ]);
     const config = deps.config?.();
     const jobGone = config !== undefined && !jobOfSubject(config, run.job);
-    const zone = zoneOf(config, run.job);
+    const zone = subjectZone(config, run.job);
     const page = renderAttemptPage(attempt, run, errors, attempts, documents, jobGone, zone, failure, kept);
     return sendPage(reply, page);
   });

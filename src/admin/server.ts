@@ -16,7 +16,7 @@ import { fastify, LogController, type FastifyBaseLogger, type FastifyReply, type
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
-import { scheduleZone } from '../config/load.ts';
+import { scheduleZone } from '../config/job-zone.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import type { LiveConfig } from '../config/live-config.ts';
 import { registerOverviewRoutes } from './overview-routes.ts';

@@ -6,7 +6,7 @@ import { openStores } from './bootstrap.ts';
 import { databasePoolMax, Releasers } from './connections.ts';
 import type { Logger } from '../logger.ts';
 import { watchLiveConfig } from '../config/live-config.ts';
-import { scheduleZone } from '../config/load.ts';
+import { subjectZone } from '../config/job-zone.ts';
 import { DEFAULT_QUEUE_PREFIX } from '../queue/names.ts';
 import { makeQueue, type RunQueue } from '../queue/queue.ts';
 import { makeScheduler, type Scheduler } from '../queue/scheduler.ts';
@@ -74,11 +74,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     const queue = makeQueue(redis, prefix);
     releasers.add(() => queue.close());
     // Alerts wait in their own queue until a target took them; every long-running process delivers them.
-    const zoneOf = (job: string) => {
-      const cfg = config.current();
-      const j = cfg.jobs[job];
-      return j ? scheduleZone(cfg, j) : undefined;
-    };
+    const zoneOf = (subject: string) => subjectZone(config.current(), subject);
     const alertDeps = { connection: redis, prefix, targets: () => config.current().alerts, logger: o.logger, zoneOf };
     const sender = makeQueuedAlertSender(alertDeps);
     releasers.add(() => sender.close());

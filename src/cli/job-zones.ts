@@ -5,21 +5,18 @@
  */
 import { ConfigError } from '../errors.ts';
 import type { Cli } from './types.ts';
-import { jobOfSubject } from '../config/mandants.ts';
+import { subjectZone } from '../config/job-zone.ts';
 import type { EtlConfig } from '../config/schema.ts';
 
 /** A job's IANA zone by name, undefined for a job jobs.yaml does not have. */
 export type ZoneOf = (job: string) => string | undefined;
 
 /**
- * The zones of the jobs and run subjects of `config` (config/load.ts scheduleZone: a job's own `timezone`, else its
+ * The zones of the jobs and run subjects of `config` (config/job-zone.ts: a job's own `timezone`, else its
  * connection's, else UTC); none without a config.
  */
 export function zonesOf(config: EtlConfig | undefined): ZoneOf {
-  return (job) => {
-    const j = config && jobOfSubject(config, job);
-    return j ? (j.timezone ?? config!.connections[j.connection]?.timezone ?? 'UTC') : undefined;
-  };
+  return (subject) => subjectZone(config, subject);
 }
 
 /**

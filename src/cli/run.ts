@@ -12,6 +12,7 @@ import { describeInterval, manualInterval, parseZonedDate } from '../pipeline/lo
 import { queuePrefixFromEnv } from '../queue/names.ts';
 import { formatTime } from '../time-text.ts';
 import { outputShape } from '../vocabulary.ts';
+import { subjectZone } from '../config/job-zone.ts';
 
 /** How long `run` waits at its end for alerts still being delivered, in ms. */
 const ALERT_FLUSH_MS = 30_000;
@@ -55,7 +56,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
       async function runWithStores(): Promise<void> {
         const [
           { Releasers },
-          { resolveJob, scheduleZone },
+          { resolveJob },
           { loadConfigForJob },
           { AttemptFailedError, runAttempt },
           { openAttemptOwner },
@@ -121,10 +122,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
           const prefix = queuePrefixFromEnv();
           // This command delivers alerts while the run goes on and waits for them a little at its end; what is
           // left, a long-running process delivers. BullMQ is loaded only when jobs.yaml has alert targets.
-          const zoneOf = (name: string) => {
-            const j = loaded.config.jobs[name];
-            return j ? scheduleZone(loaded.config, j) : undefined;
-          };
+          const zoneOf = (subject: string) => subjectZone(loaded.config, subject);
           const alertDeps = { connection: redis, prefix, targets: () => loaded.config.alerts, logger, zoneOf };
           const alertQueue = Object.keys(loaded.config.alerts).length
             ? await import('../queue/alert-queue.ts')

@@ -13,6 +13,7 @@ import { configOption } from './options.ts';
 import { ConfigError } from '../errors.ts';
 import type { TargetCatalogue } from '../config/target-checks.ts';
 import type { Cli, RegisterCommand } from './types.ts';
+import { scheduleZone } from '../config/job-zone.ts';
 
 /** The existing targets of the jobs in `path`; undefined when none is named or PostgreSQL cannot be read (said). */
 async function existingTargets(cli: Cli, path: string): Promise<TargetCatalogue | undefined> {
@@ -47,7 +48,7 @@ export const registerValidate: RegisterCommand = (program, cli) => {
   )
     .option('--no-database', 'check the file alone, without reading existing targets from PostgreSQL (DATABASE_URL)')
     .action(async (opts: { config: string; database: boolean }) => {
-      const { configWarnings, loadConfig, scheduleZone } = await import('../config/load.ts');
+      const { configWarnings, loadConfig } = await import('../config/load.ts');
       // The settings of the environment itself, checked whatever the file says.
       const envProblems = [timeZoneSettingProblem(), traceUrlProblem()].filter((p) => p !== undefined);
       const targets = opts.database ? await existingTargets(cli, opts.config) : undefined;

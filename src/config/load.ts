@@ -56,11 +56,6 @@ export interface ResolvedJob {
   mandant?: MandantOfRun | undefined;
 }
 
-/** The zone of a job's schedule: its own `timezone`, else its connection's, else UTC. */
-export function scheduleZone(cfg: EtlConfig, job: JobConfig): string {
-  return job.timezone ?? cfg.connections[job.connection]?.timezone ?? 'UTC';
-}
-
 /** sha256 of a jobs.yaml text, hex. */
 export function textHash(text: string): string {
   return createHash('sha256').update(text).digest('hex');

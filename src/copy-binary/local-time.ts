@@ -42,12 +42,21 @@ interface DayOffsets {
   exact(): OffsetAt;
 }
 
+/** Local days kept in an array around the first one asked (about 22 years each way); days beyond in a Map. */
+const NEAR_DAYS = 16_384;
+
 function makeDayOffsets(zone: string): DayOffsets {
   let offsetAt: OffsetAt | undefined;
+  // An array index is cheaper than a Map look-up, which every timestamp without offset asks.
+  let origin = NaN;
+  const near = new Array<number | Transition | undefined>(NEAR_DAYS);
   const days = new Map<number, number | Transition>();
   const exact = (): OffsetAt => (offsetAt ??= makeExactZoneOffset(zone));
   return {
     of(day) {
+      if (Number.isNaN(origin)) origin = day - NEAR_DAYS / 2;
+      const k = day - origin;
+      if (k >= 0 && k < NEAR_DAYS) return (near[k] ??= dayOffsets(exact(), day));
       let o = days.get(day);
       if (o === undefined) {
         o = dayOffsets(exact(), day);

@@ -11,6 +11,10 @@ export const COMMA = 0x2c;
 export const BACKSLASH = 0x5c;
 export const LETTER_N = 0x4e;
 
+/** 1 for the bytes that end a bare (unquoted) txt field: comma, LF, CR, and a quote, which it may not hold. */
+export const BARE_END = new Uint8Array(256);
+BARE_END[COMMA] = BARE_END[LF] = BARE_END[CR] = BARE_END[QUOTE] = 1;
+
 /** Whether `c` is JSON and XML whitespace (space, LF, CR, tab). */
 export function isWs(c: number): boolean {
   return c === 0x20 || c === LF || c === CR || c === TAB;

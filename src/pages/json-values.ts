@@ -152,7 +152,7 @@ export class JsonValueScanner {
   }
 
   /**
-   * A JSON integer of 1 to 15 digits at b[i] (`-?(0|[1-9][0-9]*)`, followed by neither `.` nor an exponent) as a
+   * A JSON integer of 1 to 19 digits at b[i] (`-?(0|[1-9][0-9]*)`, followed by neither `.` nor an exponent) as a
    * binary int8 field; returns the index after it, NEED, or {@link NOT_PLAIN} (nothing written) for any other number,
    * which the general path then checks and writes.
    */
@@ -170,9 +170,15 @@ export class JsonValueScanner {
     if (k >= n) return NEED;
     const count = k - ds;
     const t = b[k];
-    if (count === 0 || count > 15 || (count > 1 && b[ds] === 0x30) || t === 0x2e || t === 0x65 || t === 0x45)
+    if (count === 0 || count > 19 || (count > 1 && b[ds] === 0x30) || t === 0x2e || t === 0x65 || t === 0x45)
       return NOT_PLAIN;
-    this.op = writeInt8Field(this.out, this.op, negative ? -v : v);
+    if (count <= 15) this.op = writeInt8Field(this.out, this.op, negative ? -v : v);
+    else {
+      // 16 to 19 digits (v is not exact): read again by the encoder, beyond int64 left to the general path.
+      const p = this.binary!.integer(this.out, this.op, b, i, k, 8);
+      if (p === REFUSED) return NOT_PLAIN;
+      this.op = p;
+    }
     return k;
   }
 

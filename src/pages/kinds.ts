@@ -163,6 +163,20 @@ function isCanonicalNumber(b: Uint8Array, s: number, e: number): boolean {
  * only in canonical form, see isCanonicalNumber), ISO date or timestamp (classifyIsoText), else text.
  */
 export function classifyXmlValue(b: Uint8Array, s: number, e: number): number {
+  // The common number in one pass: -?(0|[1-9][0-9]*)(.[0-9]+)? (anything else as below).
+  let i = s;
+  if (b[i] === 0x2d) i++;
+  const ds = i;
+  while (i < e && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
+  const count = i - ds;
+  if (count > 0 && (count === 1 || b[ds] !== 0x30)) {
+    if (i === e) return digitsFitInt64(b, ds, count, ds > s) ? KIND.integer : KIND.numeric;
+    if (b[i] === 0x2e && i + 1 < e) {
+      let f = i + 1;
+      while (f < e && b[f]! >= 0x30 && b[f]! <= 0x39) f++;
+      if (f === e) return KIND.numeric;
+    }
+  }
   const c = b[s]!;
   if ((c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e) {
     const k = isCanonicalNumber(b, s, e) ? classifyNumber(b, s, e) : 0;

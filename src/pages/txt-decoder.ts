@@ -6,7 +6,7 @@
  * record with \n (CRLF records are copied without the CR). In binary format the general path splits each record into
  * fields (txt-fields.ts), written by the columns' encoders.
  */
-import { COMMA, CR, LF, QUOTE } from './bytes.ts';
+import { BARE_END, COMMA, CR, LF, QUOTE } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 import { DEFAULT_MAX_VALUE_BYTES, type DecoderLimits } from './value-limit.ts';
 import { classifyBare, classifyIsoText, KIND } from './kinds.ts';
@@ -136,16 +136,16 @@ export class TxtPageDecoder extends TextRecordsDecoder {
           }
         } else {
           const s = i;
-          while (c !== COMMA && c !== LF && c !== CR) {
-            if (c === QUOTE) {
-              throw new PageFormatError(`field ${field + 1}: quote inside an unquoted field`, {
-                page: st.page,
-                row,
-                offset: st.offset + i,
-              });
-            }
+          while (BARE_END[c] === 0) {
             if (++i >= n) break records;
             c = b[i]!;
+          }
+          if (c === QUOTE) {
+            throw new PageFormatError(`field ${field + 1}: quote inside an unquoted field`, {
+              page: st.page,
+              row,
+              offset: st.offset + i,
+            });
           }
           if (inspect && i > s && field < ncols) kinds[field]! |= classifyBare(b, s, i);
           if (fit !== undefined && i > s && field < ncols && fit.onNumber[field] !== 0)

@@ -4,7 +4,7 @@
  * (txt, txt_all: an inner quote doubled, a line break inside quotes is data) or `cstr` (txt_cstr, txt_allcstr: inside
  * the quotes a backslash escapes the next byte, see cstr.ts).
  */
-import { BACKSLASH, COMMA, CR, LF, QUOTE } from './bytes.ts';
+import { BACKSLASH, BARE_END, COMMA, CR, LF, QUOTE } from './bytes.ts';
 import { PageFormatError } from './errors.ts';
 
 export type Quoting = 'csv' | 'cstr';
@@ -98,11 +98,11 @@ export class RecordScanner {
         c = b[i]!;
       } else {
         const s = i;
-        while (c !== COMMA && c !== LF && c !== CR) {
-          if (c === QUOTE) this.fail(`field ${this.count + 1}: quote inside an unquoted field`, i);
+        while (BARE_END[c] === 0) {
           if (++i >= n) return NEED_MORE;
           c = b[i]!;
         }
+        if (c === QUOTE) this.fail(`field ${this.count + 1}: quote inside an unquoted field`, i);
         this.push(s, i, 0, 0);
       }
       if (c === COMMA) {

@@ -435,8 +435,12 @@ export function checkXmlValue(
   page: number,
   row: number,
 ): void {
-  const kind = classifyXmlValue(b, s, e);
-  fit.check(col, b, s, e, kind !== KIND.integer && kind !== KIND.numeric, page, row);
+  let text = true;
+  if (fit.byKind[col] !== 0) {
+    const kind = classifyXmlValue(b, s, e);
+    text = kind !== KIND.integer && kind !== KIND.numeric;
+  }
+  fit.check(col, b, s, e, text, page, row);
 }
 
 /** COPY text bytes b[s..e) with their escapes (`\\ \\n \\r \\t`) undone. */

@@ -79,6 +79,11 @@ export interface ValueChange {
 export class ValueFit {
   readonly onText: Uint8Array;
   readonly onNumber: Uint8Array;
+  /**
+   * Per column: 1 when a text and a number are checked differently, so that the caller must tell which the value is;
+   * 0 when either is checked alike (a length, a local time) or not at all.
+   */
+  readonly byKind: Uint8Array;
   private readonly params: Float64Array;
   private readonly types: readonly string[];
   private readonly fail: (change: ValueChange) => never;
@@ -98,6 +103,9 @@ export class ValueFit {
     // read); numeric(p,s), floats and lengths can change it.
     this.onNumber = Uint8Array.from(rules, (r) =>
       r.code === FIT.integer || (r.code === FIT.numeric && Number.isNaN(r.param)) ? FIT.none : r.code,
+    );
+    this.byKind = Uint8Array.from(rules, (r, k) =>
+      this.onText[k] === this.onNumber[k] && (r.code === FIT.chars || r.code === FIT.localTime) ? 0 : 1,
     );
     this.params = Float64Array.from(rules, (r) => r.param);
     this.types = types.map((t) => t ?? 'text');
