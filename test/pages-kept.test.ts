@@ -40,6 +40,31 @@ async function failing(config: ReturnType<Harness['config']>, job: string, req: 
   return err as AttemptFailedError;
 }
 
+/**
+ * Writes a jobs.yaml of one job of Sales/Orders at `path`, kept pages on, and gives a report-etl runner of it.
+ * @param output the report's `outputType: …, paging: …` text; @param target the target's text before `archive`
+ */
+function oneJobCli(path: string, job: string, output: string, rows: string, target: string) {
+  writeFileSync(
+    path,
+    [
+      'connections:',
+      '  sim:',
+      `    baseUrl: ${h.sim.url}`,
+      '    clientId: demo-client',
+      '    clientSecret: ${KP_SECRET}',
+      'jobs:',
+      `  ${job}:`,
+      '    connection: sim',
+      `    report: { mandant: 7777, name: Sales/Orders, outputType: ${output}, parameters: { ROWS: "${rows}" } }`,
+      `    target: { ${target}, archive: { keepDays: 2 } }`,
+      '',
+    ].join('\n'),
+  );
+  return (...args: string[]) =>
+    runCli([...args, '--config', path], { env: { KP_SECRET: 'demo-secret', LOG_LEVEL: 'warn' } });
+}
+
 /** Requests the simulator made so far, all endpoints together. */
 const requests = () => Object.values(h.sim.counters().requests).reduce((a, b) => a + b, 0);
 
@@ -360,24 +385,7 @@ describe('target.archive', () => {
     const job = uniqueName('kprev');
     const table = `${h.schema}.kept_preview`;
     const report = { name: 'Sales/Orders', outputType: 'json', paging: 40, parameters: { ROWS: '90' } };
-    writeFileSync(
-      path,
-      [
-        'connections:',
-        '  sim:',
-        `    baseUrl: ${h.sim.url}`,
-        '    clientId: demo-client',
-        '    clientSecret: ${KP_SECRET}',
-        'jobs:',
-        `  ${job}:`,
-        '    connection: sim',
-        `    report: { mandant: 7777, name: Sales/Orders, outputType: json, paging: 40, parameters: { ROWS: "90" } }`,
-        `    target: { table: ${table}, archive: { keepDays: 2 } }`,
-        '',
-      ].join('\n'),
-    );
-    const cli = (...args: string[]) =>
-      runCli([...args, '--config', path], { env: { KP_SECRET: 'demo-secret', LOG_LEVEL: 'warn' } });
+    const cli = oneJobCli(path, job, 'json, paging: 40', '90', `table: ${table}`);
     try {
       const runKey = uniqueName('pv');
       const kept = await run(h.config({ [job]: jobEntry(report, { table, archive: { keepDays: 2 } }) }), job, {
@@ -422,24 +430,7 @@ describe('target.archive', () => {
     const table = `${h.schema}.kept_preview_docs`;
     // The preview from the server asks for pages of 10 rows: the job's pages are of 10 too, so the same documents.
     const report = { name: 'Sales/Orders', outputType: 'pdf', paging: 10, parameters: { ROWS: '25' } };
-    writeFileSync(
-      path,
-      [
-        'connections:',
-        '  sim:',
-        `    baseUrl: ${h.sim.url}`,
-        '    clientId: demo-client',
-        '    clientSecret: ${KP_SECRET}',
-        'jobs:',
-        `  ${job}:`,
-        '    connection: sim',
-        `    report: { mandant: 7777, name: Sales/Orders, outputType: pdf, paging: 10, parameters: { ROWS: "25" } }`,
-        `    target: { table: ${table}, mode: append, archive: { keepDays: 2 } }`,
-        '',
-      ].join('\n'),
-    );
-    const cli = (...args: string[]) =>
-      runCli([...args, '--config', path], { env: { KP_SECRET: 'demo-secret', LOG_LEVEL: 'warn' } });
+    const cli = oneJobCli(path, job, 'pdf, paging: 10', '25', `table: ${table}, mode: append`);
     try {
       const runKey = uniqueName('pd');
       const loaded = await run(h.config({ [job]: jobEntry(report, { table, mode: 'append' }) }), job, { runKey });
