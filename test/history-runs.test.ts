@@ -7,7 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
 import { completeAttempt, failAttempt, insertAttempt, type AttemptStart } from '../src/history/attempts.ts';
+import { jobFilterSql, listAttempts } from '../src/history/attempt-list.ts';
 import { findRunOrAttempt } from '../src/history/run-or-attempt.ts';
+import { listRuns } from '../src/history/run-list.ts';
 import { recordRunRequest } from '../src/history/runs.ts';
 import { silentLogger } from '../src/logger.ts';
 import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
@@ -226,4 +228,36 @@ it('a run key or an attempt id names its run; a run key of two jobs is ambiguous
   expect(await findRunOrAttempt(h.pool, attempt.attemptId, b)).toEqual({ kind: 'none' });
   expect(await findRunOrAttempt(h.pool, randomUUID())).toEqual({ kind: 'none' });
   expect(await findRunOrAttempt(h.pool, 'no such key')).toEqual({ kind: 'none' });
+});
+
+it("a job's filter takes in its mandants' runs and attempts, reads `_` and `%` literally, by an index", async () => {
+  // The job names allow `_`, LIKE's one-character wildcard; `runs --job` takes any text.
+  const job = `${jp}_f_b`;
+  const jobs = [job, `${job}[7777]`, `${job}[8888]`, `${jp}_fxb[7777]`, `${job}c`, `${job}c[7777]`, `${job}%[1]`];
+  for (const j of jobs) await insertAttempt(h.pool, start(j, `${jp}_filter`));
+  const mine = [job, `${job}[7777]`, `${job}[8888]`];
+  expect((await listRuns(h.pool, { job })).map((r) => r.job).sort()).toEqual(mine);
+  expect((await listAttempts(h.pool, { job })).map((a) => a.job).sort()).toEqual(mine);
+  expect((await listRuns(h.pool, { job: `${jp}_f%` })).map((r) => r.job)).toEqual([]);
+  expect((await listRuns(h.pool, { job: `${job}%` })).map((r) => r.job)).toEqual([`${job}%[1]`]);
+  // The plan the filter gets when the index is the cheaper way (a table of many runs): its prefix is an index
+  // range, where left(job, …) was a filter over every row.
+  for (const table of ['etl.runs', 'etl.attempts']) {
+    const client = await h.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL enable_seqscan = off');
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN SELECT * FROM ${table} t WHERE ${jobFilterSql('t.job', '$1')}`,
+        [job],
+      );
+      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(plan, table).toMatch(
+        /Index Cond: \(\(job ~>=~ '[^']*_f_b\['::text\) AND \(job ~<~ '[^']*_f_b\\'::text\)\)/,
+      );
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  }
 });

@@ -12,6 +12,7 @@ import { gzipSync, zstdDecompressSync } from 'node:zlib';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
+import { readProgress } from '../src/history/attempt-progress.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { getArchive, listKeptPages, pruneKeptPages } from '../src/history/page-archive.ts';
 import { listRunDocuments } from '../src/history/run-documents.ts';
@@ -194,6 +195,12 @@ describe('target.archive', () => {
     await h.pool.query(`TRUNCATE ${table}`);
     const again = await run(config, 'b', { runKey, trigger: 'replay', pagesOf: kept.attemptId });
     expect(again).toMatchObject({ status: 'succeeded', rows: 150000, pages: 2 });
+    // Its progress is recorded as a server load's is (page being read, pages read, rows read), so that one killed
+    // mid-load says where it stopped.
+    const progressOf = async (attemptId: string) => readProgress((await getAttempt(h.pool, attemptId))!.progress);
+    const server = await progressOf(kept.attemptId);
+    expect(server).toMatchObject({ pagesRead: 2, pages: 2, rows: 150000 });
+    expect(await progressOf(again.attemptId)).toEqual({ ...server, at: expect.any(String) as unknown });
     expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(
       servedRows('Sales/Orders.avw', params, 1),
     );

@@ -6,7 +6,7 @@
  * flushes at its end; without an endpoint nothing is traced and the timeline is recorded all the same.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -365,6 +365,56 @@ it(
     expect(told[0]).toMatch(/tracing: the OTLP endpoint did not take the last \d+ spans before exit \(.*ECONNREFUSED/);
     expect(told[0]).toContain('); these traces were dropped');
     expect(r.stderr).not.toContain('could not export spans');
+  },
+);
+
+it(
+  'a worker whose collector takes connections and never answers stops after SIGTERM with its last export bounded, ' +
+    'and one line counts the spans dropped',
+  async () => {
+    // A black hole: a TCP listener that accepts every connection and never says a word.
+    const held = new Set<Socket>();
+    const hole = createNetServer((s) => {
+      held.add(s);
+      s.on('close', () => held.delete(s));
+    });
+    await new Promise<void>((resolve) => hole.listen(0, '127.0.0.1', resolve));
+    const port = (hole.address() as AddressInfo).port;
+    const job = `${jp}_queued`;
+    // No export before the stop (a batch waits 10 min): the run's spans all go in the final flush.
+    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '600000' };
+    const worker = startCli(['worker', '--config', configPath, '--grace', '30'], { ...baseEnv(), ...otel });
+    try {
+      await waitFor('the worker takes runs', () => worker.stderr().includes('worker ready'));
+      const succeeded = async () =>
+        (
+          await h.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM etl.attempts WHERE job = $1 AND status = 'succeeded'`,
+            [job],
+          )
+        ).rows[0]!.n;
+      const before = await succeeded();
+      expect((await runCli(['enqueue', job, '--config', configPath], baseEnv())).code).toBe(0);
+      await waitFor('the run succeeded', async () => (await succeeded()) > before, 60_000);
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toBe(0);
+      const told = worker
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes(`127.0.0.1:${port}/v1/traces`) && l.includes('"level":40'));
+      // The final export gave up on its own (capped at 2 s), so the line counts the spans; a flush that outlived
+      // the shutdown's 5 s would say "the last spans … (no answer within 5000 ms)" and leave the request pending.
+      expect(told).toHaveLength(1);
+      expect(told[0]).toMatch(
+        /tracing: the OTLP endpoint did not take the last \d+ spans before exit \(Request timed out\)/,
+      );
+      expect(JSON.parse(told[0]!)).toMatchObject({ spans: expect.any(Number) as unknown });
+      expect(worker.stdout()).toContain('report-etl stopped');
+    } finally {
+      if (worker.child.exitCode === null) worker.child.kill('SIGKILL');
+      for (const s of held) s.destroy();
+      await new Promise((resolve) => hole.close(resolve));
+    }
   },
 );
 

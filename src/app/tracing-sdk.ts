@@ -18,8 +18,13 @@ export interface Tracing {
   shutdown(timeoutMs?: number): Promise<void>;
 }
 
-/** The longest one export may take, retries included, in a short command (`run`, `enqueue`, `replay`, `backfill`). */
-export const SHORT_COMMAND_EXPORT_MS = 2_000;
+/**
+ * The longest one export may take, retries included, in every process (the short commands and the long-running
+ * ones alike; less if the exporter's timeout says less): the exporter's retries and its request keep a process alive
+ * until they end, so a collector that is down or does not answer delays an exit by about this much, not by the
+ * exporter's 10 s (docs/observability.md "Tracing").
+ */
+export const EXPORT_CAP_MS = 2_000;
 
 /**
  * The OTLP exporter's own timeout in ms, as OpenTelemetry specifies it: `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, else
@@ -137,9 +142,9 @@ function packageVersion(): string {
 /**
  * Starts the SDK when the environment asks for traces, and registers it globally.
  * @param logger where export failures are told (each at most once a minute)
- * @param o.maxExportMs the longest one export may take, its retries included (the exporter's `timeoutMillis`; default
- *   the exporter's own, see {@link exporterTimeoutMs}): a short command passes {@link SHORT_COMMAND_EXPORT_MS}, so
- *   that an endpoint that does not answer delays its exit by that much at most
+ * @param o.maxExportMs the longest one export may take, its retries included (the exporter's `timeoutMillis` is the
+ *   lesser of this and its own, see {@link exporterTimeoutMs}); default {@link EXPORT_CAP_MS}, so that an endpoint
+ *   that does not answer delays an exit, a short command's or a worker's after SIGTERM, by that much at most
  * @returns the started SDK, or undefined when nothing is to be traced (nothing was loaded then)
  * @throws ConfigError for a bad endpoint, protocol, sampler or batch setting
  */
@@ -187,7 +192,7 @@ export async function startTracing(
 
   const ratio = sampler.name.endsWith('traceidratio') ? new sdk.TraceIdRatioBasedSampler(sampler.ratio) : undefined;
   const root = sampler.name.endsWith('always_off') ? new sdk.AlwaysOffSampler() : (ratio ?? new sdk.AlwaysOnSampler());
-  const timeoutMillis = Math.min(exporterTimeoutMs(env), o.maxExportMs ?? Infinity);
+  const timeoutMillis = Math.min(exporterTimeoutMs(env), o.maxExportMs ?? EXPORT_CAP_MS);
   const otlp = new OTLPTraceExporter({ url: settings.endpoint, timeoutMillis });
   // The exporter as the batch processor sees it, counting the spans whose export failed (dropped).
   let dropped = 0;

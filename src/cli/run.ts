@@ -64,7 +64,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
           { makeRunAlerts },
           { makeJanitor },
           { ReportSlots },
-          { startTracing, SHORT_COMMAND_EXPORT_MS },
+          { startTracing },
         ] = await Promise.all([
           import('../app/connections.ts'),
           import('../config/load.ts'),
@@ -92,7 +92,7 @@ export const registerRun: RegisterCommand = (program, cli) => {
         const releasers = new Releasers();
         // Released last, so that every span of the run is exported before the command ends (docs/observability.md
         // "Tracing").
-        const tracing = await startTracing(logger, process.env, { maxExportMs: SHORT_COMMAND_EXPORT_MS });
+        const tracing = await startTracing(logger);
         if (tracing) releasers.add(() => tracing.shutdown());
         const controller = new AbortController();
         const onSignal = (sig: NodeJS.Signals) => {

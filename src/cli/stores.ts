@@ -29,13 +29,13 @@ export async function withStores<T>(
   o: StoresOptions = {},
 ): Promise<T> {
   // Loaded on use: registering the commands loads neither the drivers nor BullMQ (start-up cost).
-  const [{ openStores }, { makeLogger }, { startTracing, SHORT_COMMAND_EXPORT_MS }] = await Promise.all([
+  const [{ openStores }, { makeLogger }, { startTracing }] = await Promise.all([
     import('../app/bootstrap.ts'),
     import('../logger.ts'),
     import('../app/tracing-sdk.ts'),
   ]);
   const logger = makeLogger({}, o.logFormat);
-  const tracing = o.tracing ? await startTracing(logger, process.env, { maxExportMs: SHORT_COMMAND_EXPORT_MS }) : null;
+  const tracing = o.tracing ? await startTracing(logger) : null;
   try {
     const stores = await openStores(logger, { poolMax: 2 });
     try {

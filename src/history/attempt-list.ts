@@ -23,9 +23,14 @@ export interface AttemptListRow extends AttemptRow {
   error_first_line: string | null;
 }
 
-/** SQL: `p` is NULL, or job column `col` is job `p` or one of its mandants' (docs/loaded-tables.md "Many mandants"). */
+/**
+ * SQL: `p` is NULL, or job column `col` is job `p` or one of its mandants' `p[…]` (docs/loaded-tables.md "Many
+ * mandants"). The mandants' as a LIKE prefix with `p`'s wildcards escaped (`a_b` takes in `a_b[1]`, not `axb[1]`),
+ * which the `text_pattern_ops` indexes of migration 0027 serve as a range of the index.
+ */
 export function jobFilterSql(col: string, p: string): string {
-  return `(${p}::text IS NULL OR ${col} = ${p} OR left(${col}, length(${p}) + 1) = ${p} || '[')`;
+  const literal = `replace(replace(replace(${p}, '\\', '\\\\'), '%', '\\%'), '_', '\\_')`;
+  return `(${p}::text IS NULL OR ${col} = ${p} OR ${col} LIKE ${literal} || '[%')`;
 }
 
 /** A row of a list, with how many rows match the list's filter without its limit. */

@@ -446,8 +446,9 @@ export function openReport(
 /**
  * Instead of steps 3 to 6, for `replay --from-pages`: the kept pages of attempt `pagesOf` of the same run as the
  * report to load, read from PostgreSQL with no request to the server, checked against what the server announced then.
- * Records on the attempt where its rows come from.
- * @returns the report, and the kept pages to close once the load ended
+ * Records on the attempt where its rows come from, and how far the reading got (etl.attempts.progress) as
+ * {@link openReport} does.
+ * @returns the report, and the kept pages and its progress to close once the load ended
  * @throws EtlError PAGES_NOT_KEPT (not retryable) when that attempt kept no complete pages (none, pruned, another run's
  *   or output type); the database's errors
  */
@@ -485,8 +486,10 @@ export async function openKeptReport(a: Attempt, pagesOf: string): Promise<Repor
   );
   const limits = { announced: { pages: finished.pages, rows: announcedRows(a, finished) } };
   const decoder = () => jobDecoder(o.job, a.startedAt);
-  const rows = reportRows(kept, id, decoder, started.log, o.signal, limits, a.trace.pages);
-  return { started, finished, rows, kept };
+  // Progress as a server load records it, so that a replay killed mid-load says where it stopped.
+  const progress = progressTimings(a.trace.pages, progressRecorder(o.pool, a.attemptId, a.log), finished.pages ?? null);
+  const rows = reportRows(kept, id, decoder, started.log, o.signal, limits, progress);
+  return { started, finished, rows, kept, progress };
 }
 
 /**

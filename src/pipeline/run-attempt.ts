@@ -149,6 +149,7 @@ async function loadKeptReport(a: Attempt, pagesOf: string, check: ToLoad): Promi
     return await loadedResult(a, opened, loaded);
   } finally {
     await report?.rows.close();
+    await report?.progress?.close();
     await report?.kept.close();
   }
 }
