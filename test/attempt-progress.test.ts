@@ -71,6 +71,9 @@ it('says where an attempt stopped', () => {
   expect(stoppedAtWords(p, commaCount)).toBe('stopped at page 33 of ?, 3,200,000 rows read');
   const done = readProgress({ page: 40, pagesRead: 40, pages: 40, rows: 4_000_000, at })!;
   expect(stoppedAtWords(done, commaCount)).toBe('stopped after page 40 of 40, 4,000,000 rows read');
+  // Asking past the last page (for the server's 404 that ends the pages) is no page 41 of 40.
+  const past = readProgress({ page: 41, pagesRead: 40, pages: 40, rows: 4_000_000, at })!;
+  expect(stoppedAtWords(past, commaCount)).toBe('stopped after page 40 of 40, 4,000,000 rows read');
   expect(readProgress(null)).toBeUndefined();
   expect(readProgress({ page: 'x' })).toBeUndefined();
 });

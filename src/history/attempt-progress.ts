@@ -104,11 +104,13 @@ export function readProgress(value: unknown): AttemptProgress | undefined {
 
 /**
  * Where an attempt that did not finish stopped, in words: `stopped at page 33 of 40, 3,200,000 rows read` (`of ?`
- * when the pages were not announced; `after page 40 of 40` once every page was read). Counts grouped by `count`.
+ * when the pages were not announced; `after page 40 of 40` once every page was read, also while the request past
+ * the last page waits for the server's 404). Counts grouped by `count`.
  */
 export function stoppedAtWords(p: AttemptProgress, count: (n: number) => string): string {
   const of = `of ${p.pages === null ? '?' : count(p.pages)}`;
-  const where = p.pagesRead >= p.page ? `after page ${count(p.page)} ${of}` : `at page ${count(p.page)} ${of}`;
+  const page = p.pages === null ? p.page : Math.min(p.page, p.pages);
+  const where = p.pagesRead >= page ? `after page ${count(page)} ${of}` : `at page ${count(page)} ${of}`;
   return `stopped ${where}, ${count(p.rows)} rows read`;
 }
 

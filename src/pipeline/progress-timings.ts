@@ -34,7 +34,8 @@ export function progressTimings(
     },
     pageStarted(n, rows) {
       inner.pageStarted?.(n, rows);
-      page = n;
+      // The request past the last page (for the server's 404 that ends them) reads no page of its own.
+      page = announcedPages === null ? n : Math.min(n, announcedPages);
       rowsRead = rows;
       if (n === 1) pagesRead = 0;
       note();
