@@ -196,9 +196,13 @@ it(
     // It says where it stopped: the page it was reading of the 30 announced, the rows it had read.
     const { rows: closed } = await h.pool.query<{
       error: string;
-      progress: { page: number; pagesRead: number; rows: number };
-    }>('SELECT error, progress FROM etl.attempts WHERE attempt_id = $1', [dead.attempt_id]);
+      finished_at: Date;
+      progress: { page: number; pagesRead: number; rows: number; at: string };
+    }>('SELECT error, finished_at, progress FROM etl.attempts WHERE attempt_id = $1', [dead.attempt_id]);
     const p = closed[0]!.progress;
+    // It ended when it was last heard of, before the kill, not when the next run noticed.
+    expect(closed[0]!.finished_at.getTime()).toBe(new Date(p.at).getTime());
+    expect(closed[0]!.finished_at.getTime()).toBeLessThanOrEqual(t0);
     expect(p.page).toBeGreaterThanOrEqual(3);
     expect(p.rows).toBeGreaterThanOrEqual(200);
     const where = p.pagesRead >= p.page ? 'after' : 'at';

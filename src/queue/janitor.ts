@@ -43,6 +43,12 @@ const JANITOR_INTERVAL_MS = 30_000;
  */
 export const QUEUED_GRACE_MS = 5 * 60_000;
 
+/** The time an attempt's progress was written, or undefined when it has none (or one that is not a time). */
+function lastHeardOf(at: string | undefined): Date | undefined {
+  const t = at === undefined ? NaN : Date.parse(at);
+  return Number.isNaN(t) ? undefined : new Date(t);
+}
+
 /** What {@link makeJanitor} needs. */
 export interface JanitorDeps {
   pool: pg.Pool;
@@ -147,13 +153,22 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const message =
       `orphaned: the process that ran attempt ${o.attempt} (${o.worker ?? 'unknown'}) ended without finishing it ` +
       `(killed, crashed, or lost its database session)${stopped}; nothing was committed; the janitor of ${me} ${what}`;
+    const noticedAt = now();
     await failAttempt(deps.pool, o.attempt_id, {
       status: 'interrupted',
       stage: o.report_job_id ? 'load' : 'start',
       errorKind: 'ORPHANED',
       retryable: true,
       message,
-      details: { reportJobId: o.report_job_id, worker: o.worker, janitor: me, ...(progress ? { progress } : {}) },
+      details: {
+        reportJobId: o.report_job_id,
+        worker: o.worker,
+        janitor: me,
+        noticedAt: noticedAt.toISOString(),
+        ...(progress ? { progress } : {}),
+      },
+      // It ended when it was last heard of (its last progress), not when the janitor came by: else its start.
+      lastAliveAt: lastHeardOf(progress?.at) ?? o.started_at,
     });
     log.warn({ ...about, worker: o.worker }, 'orphaned attempt closed: recorded interrupted, report job deleted');
     return true;
