@@ -237,7 +237,7 @@ it(
         },
       },
     });
-    await enqueueManual(queue, config, job);
+    const { jobId } = await enqueueManual(queue, config, job);
     const dead = await waitFor('the worker recorded the report job', async () =>
       (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
     );
@@ -254,6 +254,9 @@ it(
     await waitFor("the scheduler's janitor says it closed the orphan", () =>
       scheduler.stderr().includes('orphaned attempt closed'),
     );
+    // It handed the run's queue job, held by the dead worker, back to the queue for the next worker (there is none).
+    expect(scheduler.stderr()).toContain('handed back to the queue');
+    expect(await (await queue.getJob(jobId))!.getState()).toBe('waiting');
     scheduler.child.kill('SIGTERM');
     expect(await scheduler.exited).toBe(0);
   },

@@ -24,7 +24,7 @@ import { pruneHistory, type PruneResult } from '../history/retention.ts';
 import type { Logger } from '../logger.ts';
 import { defaultWorkerName } from '../pipeline/run-attempt.ts';
 import { makeReportClients, type ReportClients } from '../report-api/client-registry.ts';
-import { DEFAULT_QUEUE_PREFIX } from './names.ts';
+import { DEFAULT_QUEUE_PREFIX, ownerWorkerName } from './names.ts';
 import type { RunQueue } from './queue.ts';
 import { jobOfSubject, runSubjects } from '../config/mandants.ts';
 
@@ -42,6 +42,13 @@ const JANITOR_INTERVAL_MS = 30_000;
  * than the moment between a queue job's add and its etl.runs row.
  */
 export const QUEUED_GRACE_MS = 5 * 60_000;
+
+/**
+ * How many orphaned attempts a queued run may have had before the janitor stops handing its queue job back at once:
+ * later ones wait for BullMQ's stalled-job check, whose `maxStalledCount` fails a run that kills its worker each time
+ * (out of memory, say) instead of running it for ever.
+ */
+export const MAX_HANDBACKS = 2;
 
 /** The time an attempt's progress was written, or undefined when it has none (or one that is not a time). */
 function lastHeardOf(at: string | undefined): Date | undefined {
@@ -76,6 +83,8 @@ export interface ClosedOrphan {
   reportJobId: string | null;
   /** False: its report job could not be deleted; tried again next sweep. */
   closed: boolean;
+  /** Its run's queue job, still held by the dead process, was handed back to the queue for the next worker. */
+  handedBack?: boolean;
 }
 
 /** A queued run whose queue job vanished before a worker began it, recorded failed with QUEUE_JOB_LOST. */
@@ -174,19 +183,52 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     return true;
   };
 
+  /**
+   * Hands the queue job of a closed orphan's run back to the queue, so that the next worker takes the run now rather
+   * than when BullMQ's lock of the dead worker runs out and its stalled-job check comes by (up to a minute and a half
+   * by default). Only a queue job still active and taken by the dead owner's worker (its `processedBy`), of a run with
+   * fewer than {@link MAX_HANDBACKS} orphans before: a job another worker took meanwhile is left alone.
+   * @returns whether it was handed back
+   */
+  const handBack = async (o: OwnedAttempt): Promise<boolean> => {
+    if (!o.queue_job_id || o.orphaned_before >= MAX_HANDBACKS) return false;
+    const { makeQueue } = await import('./queue.ts');
+    queue ??= makeQueue(deps.redis, prefix);
+    const job = await queue.getJob(o.queue_job_id);
+    if (job?.data.runKey !== o.run_key || job.processedBy !== ownerWorkerName(o.owner_lock)) return false;
+    if ((await job.getState()) !== 'active') return false;
+    // No token: the dead worker's cannot be known. Its lock key stays until it expires; the next worker's replaces it.
+    if ((await job.moveToWait()) < 0) return false;
+    log.info(
+      { job: o.job, runKey: o.run_key, queueJobId: o.queue_job_id, attemptId: o.attempt_id },
+      "orphaned attempt's run handed back to the queue: the next worker takes it now",
+    );
+    return true;
+  };
+
   const closeOrphans = async (jobs: readonly string[]): Promise<ClosedOrphan[]> => {
     const config = deps.config();
     const known = jobs.filter((j) => jobOfSubject(config, j) !== undefined);
     const out: ClosedOrphan[] = [];
     for (const o of await findOrphanedAttempts(deps.pool, known)) {
+      const about = { job: o.job, attemptId: o.attempt_id };
       const closed = await closeOne(o, config).catch((err: unknown) => {
         log.warn(
-          { job: o.job, attemptId: o.attempt_id, err: coerceError(err).message },
+          { ...about, err: coerceError(err).message },
           'orphaned attempt: could not close it; trying again at the next sweep',
         );
         return false;
       });
-      out.push({ attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed });
+      const handedBack =
+        closed &&
+        (await handBack(o).catch((err: unknown) => {
+          log.warn(
+            { ...about, err: coerceError(err).message },
+            "orphaned attempt: could not hand its run back to the queue; BullMQ's stalled-job check will",
+          );
+          return false;
+        }));
+      out.push({ attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed, handedBack });
     }
     return out;
   };
