@@ -1,7 +1,7 @@
 /**
  * No orphans: report-etl processes killed with kill -9 at several stages leave no `running` row and no
  * open report job: the next `report-etl run` of the job closes them at once, and the janitor of any other
- * long-running process closes them within its sweep interval. Real child processes, real SIGKILL, the simulator
+ * long-running process closes them within its orphan check interval. Real child processes, real SIGKILL, the simulator
  * over HTTP; the times from the kill to a closed row and a deleted report job are printed.
  */
 import { mkdtemp, writeFile } from 'node:fs/promises';
@@ -218,7 +218,7 @@ it(
 
 it(
   'a worker killed -9 mid-run: the janitor of another process (a scheduler, ' +
-    'default 30 s sweeps) closes it within 2 minutes',
+    'orphan checks every 5 s) closes it and hands its run back',
   async () => {
     const job = `${jp}_worker`;
     const scheduler = startCli(['scheduler', '-c', configPath], env());

@@ -194,6 +194,55 @@ it(
 );
 
 it(
+  "a worker killed -9 beside an idle one: the idle worker's orphan check, between its sweeps, closes the attempt " +
+    'and takes the run before BullMQ would call it stalled',
+  async () => {
+    const job = `${jp}_load`;
+    await deleteRuns(h.pool, jp);
+    await h.pool.query(`TRUNCATE ${h.schema}.killed`);
+    const first = await startWorker();
+    const jobId = await enqueue(job);
+    await loading(job, 1);
+    // Started before the kill: its first sweep finds nothing, a later orphan check does.
+    const idle = await startWorker();
+    await waitFor('the idle worker ready', () => idle.stderr().includes('worker ready'));
+    await killHard(first);
+    const killedAt = Date.now();
+    const done = await waitFor(
+      'attempt 2 succeeded',
+      async () => {
+        const rows = await attemptsOf(h.pool, job);
+        return rows[1]?.status === 'succeeded' && rows;
+      },
+      120_000,
+      100,
+    );
+    expect(done.map((a) => [a.attempt, a.status])).toEqual([
+      [1, 'interrupted'],
+      [2, 'succeeded'],
+    ]);
+    const closedLine = logLines(idle, /^orphaned attempt closed/);
+    const handedBack = logLines(idle, /handed back to the queue/);
+    expect(closedLine).toHaveLength(1);
+    expect(handedBack).toHaveLength(1);
+    expect(logLines(idle, /^run stalled/)).toEqual([]);
+    const queued = await waitFor('the queue job completed', async () => {
+      const j = (await queue.getJob(jobId))!;
+      return (await j.getState()) === 'completed' && j;
+    });
+    expect(queued.stalledCounter).toBe(0);
+    console.log(
+      `[measured] worker killed -9 beside an idle worker: dead attempt closed and run handed back ` +
+        `${handedBack[0]!.time - killedAt} ms after the kill, next attempt started ` +
+        `${done[1]!.started_at.getTime() - killedAt} ms after`,
+    );
+    idle.child.kill('SIGTERM');
+    expect(await idle.exited).toBe(0);
+  },
+  240_000,
+);
+
+it(
   'a run that killed its worker three times: the first two are handed back at once, the third waits for ' +
     "BullMQ's stalled-job check, whose maxStalledCount bounds a run that kills every worker",
   async () => {

@@ -38,6 +38,12 @@ export const JANITOR_LEASE_CLASS = 731_022;
 const JANITOR_INTERVAL_MS = 30_000;
 
 /**
+ * Default time between the orphan checks done between sweeps, in ms: a dead worker's run goes on within seconds. A
+ * check is one query on the running attempts (an index) and one advisory lock probe per owner.
+ */
+const ORPHAN_CHECK_MS = 5_000;
+
+/**
  * How long a run stays queued without a worker beginning it before the janitor checks its queue job, in ms: longer
  * than the moment between a queue job's add and its etl.runs row.
  */
@@ -72,6 +78,8 @@ export interface JanitorDeps {
   prefix?: string;
   /** Default {@link JANITOR_INTERVAL_MS}. */
   intervalMs?: number;
+  /** Time between orphan checks in ms; default {@link ORPHAN_CHECK_MS}, or `intervalMs` when shorter. */
+  orphanCheckMs?: number;
   /** The clock (tests). */
   now?: () => Date;
 }
@@ -114,7 +122,7 @@ export interface Janitor {
   sweep(): Promise<SweepResult>;
   /** Closes the orphaned attempts of `jobs` now, without the lease. */
   closeOrphans(jobs: readonly string[]): Promise<ClosedOrphan[]>;
-  /** Sweeps now and then every `intervalMs` until close(). */
+  /** Sweeps now and then every `intervalMs`, and closes orphans every `orphanCheckMs` in between, until close(). */
   start(): void;
   /** Stops sweeping and waits for a sweep in progress. Idempotent. */
   close(): Promise<void>;
@@ -314,7 +322,15 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     return { leased: true, orphans, lostQueued, stale, ...(pruned ? { pruned } : {}) };
   };
 
-  const sweep = async (): Promise<SweepResult> => {
+  /** The orphan check between sweeps: the first part of a sweep alone. */
+  const orphanParts = async (): Promise<SweepResult> => {
+    const jobs = runSubjects(deps.config()).map((s) => s.name);
+    const orphans = await orElse(closeOrphans(jobs), 'orphan check', []);
+    return { leased: true, orphans, lostQueued: [], stale: [] };
+  };
+
+  /** `parts` under the lease; nothing when another process holds it. */
+  const leased = async (parts: () => Promise<SweepResult>): Promise<SweepResult> => {
     const client = await deps.pool.connect();
     const lease = [JANITOR_LEASE_CLASS, prefix];
     try {
@@ -324,7 +340,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       );
       if (!rows[0]?.got) return { leased: false, orphans: [], lostQueued: [], stale: [] };
       try {
-        return await sweepParts();
+        return await parts();
       } finally {
         await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', lease).catch(() => undefined);
       }
@@ -337,16 +353,22 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     current = p.catch(() => undefined);
     return p;
   };
+  const intervalMs = deps.intervalMs ?? JANITOR_INTERVAL_MS;
+  const checkMs = Math.min(deps.orphanCheckMs ?? ORPHAN_CHECK_MS, intervalMs);
+  let lastSweep = -Infinity;
+  // Every checkMs: a whole sweep once intervalMs went by since the last one, else the orphan check alone.
   const tick = () => {
     if (closing) return;
-    void tracked(sweep())
+    const whole = performance.now() - lastSweep >= intervalMs - checkMs / 2;
+    if (whole) lastSweep = performance.now();
+    void tracked(leased(whole ? sweepParts : orphanParts))
       .catch((err: unknown) => log.error({ err: coerceError(err).message }, 'janitor sweep failed'))
       .finally(() => {
-        if (!closing) timer = setTimeout(tick, deps.intervalMs ?? JANITOR_INTERVAL_MS);
+        if (!closing) timer = setTimeout(tick, checkMs);
       });
   };
   return {
-    sweep: () => tracked(sweep()),
+    sweep: () => tracked(leased(sweepParts)),
     closeOrphans: (jobs) => tracked(closeOrphans(jobs)),
     start() {
       if (!timer && !closing) timer = setTimeout(tick, 0);
