@@ -12,6 +12,12 @@ import { startSimulator, type Simulator } from '../src/simulator/index.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { configSchema } from '../src/config/schema.ts';
+import { randomUUID } from 'node:crypto';
+import { makeJanitor } from '../src/queue/janitor.ts';
+import { noAlerts } from '../src/alerts/webhook-sender.ts';
+import { silentLogger } from '../src/logger.ts';
+import { insertAttempt } from '../src/history/attempts.ts';
+import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 import { attemptsOf, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
@@ -286,4 +292,52 @@ it(
     expect(sim.counters().openJobs).toEqual([]);
   },
   300_000,
+);
+
+it(
+  'an attempt whose process died before its first page (no progress): recorded finished when an orphan check ' +
+    'last found its owner alive, not when the death was noticed',
+  async () => {
+    const job = `${jp}_load`;
+    await deleteRuns(h.pool, jp);
+    const config = configSchema.parse({
+      connections: { sim: { baseUrl: sim.url, clientId: 'demo-client', clientSecret: 'x' } },
+      jobs: { [job]: { connection: 'sim', report: { mandant: 7777, name: 'Sales/Orders' }, target: { table: 'x.y' } } },
+    });
+    const janitor = makeJanitor({
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+      config: () => config,
+      alerts: noAlerts,
+      prefix,
+    });
+    // A process's owner session, and its attempt polling the server: nothing recorded but its start.
+    const owner = await openAttemptOwner(h.pool, silentLogger);
+    const attemptId = randomUUID();
+    const base = { job, runKey: randomUUID(), trigger: 'manual' as const, targetTable: 'x.y', writeMode: 'replace' };
+    await insertAttempt(h.pool, { ...base, attemptId, worker: 'elsewhere:1', ownerLock: owner.key });
+    try {
+      const before = new Date();
+      expect(await janitor.closeOrphans([job])).toEqual([]);
+      const after = new Date();
+      // The process dies: its session ends, its lock is free.
+      await owner.close();
+      const closed = await janitor.closeOrphans([job]);
+      expect(closed.map((c) => [c.attemptId, c.closed])).toEqual([[attemptId, true]]);
+      const { rows } = await h.pool.query<{ status: string; started_at: Date; finished_at: Date }>(
+        'SELECT status, started_at, finished_at FROM etl.attempts WHERE attempt_id = $1',
+        [attemptId],
+      );
+      expect(rows[0]!.status).toBe('interrupted');
+      // The first check found it alive: its end is that check, before the second one noticed the death.
+      expect(rows[0]!.finished_at.getTime()).toBeGreaterThanOrEqual(before.getTime());
+      expect(rows[0]!.finished_at.getTime()).toBeLessThanOrEqual(after.getTime());
+      expect(rows[0]!.finished_at.getTime()).toBeGreaterThan(rows[0]!.started_at.getTime());
+    } finally {
+      await owner.close();
+      await janitor.close();
+    }
+  },
+  60_000,
 );

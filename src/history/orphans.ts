@@ -13,8 +13,15 @@ export type OwnedAttempt = RunningAttempt &
     orphaned_before: number;
   };
 
-/** Orphaned attempts of `jobs`, oldest first; never one without an owner (nothing says whether it is alive). */
-export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[]): Promise<OwnedAttempt[]> {
+/**
+ * Orphaned attempts of `jobs`, oldest first; never one without an owner (nothing says whether it is alive).
+ * @param onAlive called with the owner keys of the other running attempts, found alive now
+ */
+export async function findOrphanedAttempts(
+  pool: pg.Pool,
+  jobs: readonly string[],
+  onAlive?: (ownerKeys: readonly string[]) => void,
+): Promise<OwnedAttempt[]> {
   if (jobs.length === 0) return [];
   const { rows } = await pool.query<OwnedAttempt>(
     `SELECT a.attempt_id, a.job, a.run_key, a.attempt, a.report_job_id, a.worker, a.owner_lock::text AS owner_lock,
@@ -31,6 +38,7 @@ export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[
     pool,
     rows.map((r) => r.owner_lock),
   );
+  onAlive?.([...new Set(rows.map((r) => r.owner_lock))].filter((k) => !gone.has(k)));
   return rows.filter((r) => gone.has(r.owner_lock));
 }
 

@@ -62,6 +62,12 @@ function lastHeardOf(at: string | undefined): Date | undefined {
   return Number.isNaN(t) ? undefined : new Date(t);
 }
 
+/** The later of two times, either of them unknown. */
+function latest(a: Date | undefined, b: Date | undefined): Date | undefined {
+  if (!a || !b) return a ?? b;
+  return a > b ? a : b;
+}
+
 /** What {@link makeJanitor} needs. */
 export interface JanitorDeps {
   pool: pg.Pool;
@@ -138,6 +144,8 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   const now = deps.now ?? (() => new Date());
   const runAlerts = makeRunAlerts(deps.pool, deps.alerts, deps.logger);
   let queue: RunQueue | undefined;
+  /** When this process's orphan checks last found each owner of a running attempt alive (owner key → time). */
+  const seenAlive = new Map<string, Date>();
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<unknown> | undefined;
   let closing: Promise<void> | undefined;
@@ -184,8 +192,9 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
         noticedAt: noticedAt.toISOString(),
         ...(progress ? { progress } : {}),
       },
-      // It ended when it was last heard of (its last progress), not when the janitor came by: else its start.
-      lastAliveAt: lastHeardOf(progress?.at) ?? o.started_at,
+      // It ended when it was last known alive (its last progress, or an orphan check here that found its owner
+      // alive), not when the janitor came by; else at its start.
+      lastAliveAt: latest(lastHeardOf(progress?.at), seenAlive.get(o.owner_lock)) ?? o.started_at,
     });
     log.warn({ ...about, worker: o.worker }, 'orphaned attempt closed: recorded interrupted, report job deleted');
     return true;
@@ -218,7 +227,14 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const config = deps.config();
     const known = jobs.filter((j) => jobOfSubject(config, j) !== undefined);
     const out: ClosedOrphan[] = [];
-    for (const o of await findOrphanedAttempts(deps.pool, known)) {
+    const checkedAt = now();
+    let alive: readonly string[] = [];
+    const orphans = await findOrphanedAttempts(deps.pool, known, (keys) => (alive = keys));
+    // Kept only for the owners of running attempts, alive or orphaned: as many as there are running attempts.
+    const keep = new Set([...alive, ...orphans.map((o) => o.owner_lock)]);
+    for (const k of seenAlive.keys()) if (!keep.has(k)) seenAlive.delete(k);
+    for (const k of alive) seenAlive.set(k, checkedAt);
+    for (const o of orphans) {
       const about = { job: o.job, attemptId: o.attempt_id };
       const closed = await closeOne(o, config).catch((err: unknown) => {
         log.warn(
