@@ -227,7 +227,8 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const config = deps.config();
     const known = jobs.filter((j) => jobOfSubject(config, j) !== undefined);
     const out: ClosedOrphan[] = [];
-    const checkedAt = now();
+    // The real clock, not deps.now: it is compared with the attempts' times in PostgreSQL.
+    const checkedAt = new Date();
     let alive: readonly string[] = [];
     const orphans = await findOrphanedAttempts(deps.pool, known, (keys) => (alive = keys));
     // Kept only for the owners of running attempts, alive or orphaned: as many as there are running attempts.
