@@ -245,8 +245,8 @@ export const FAILURE_HINTS: Readonly<Record<ErrorCode, FailureHint>> = {
       'the process running the attempt died (kill -9, crash, OOM, lost machine); the janitor deleted ' +
       'its report job and closed it',
     todo:
-      'nothing was committed; a queued run is retried by BullMQ as stalled, a foreground run can ' +
-      'simply be run again',
+      'nothing was committed; the janitor hands a queued run back to the queue for the next worker, ' +
+      'without using a retry; a foreground run can simply be run again',
   },
   RUN_IN_PROGRESS: {
     means:

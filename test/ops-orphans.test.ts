@@ -1,7 +1,7 @@
 /**
  * No orphans: report-etl processes killed with kill -9 at several stages leave no `running` row and no
  * open report job: the next `report-etl run` of the job closes them at once, and the janitor of any other
- * long-running process closes them within its sweep interval. Real child processes, real SIGKILL, the simulator
+ * long-running process closes them within its orphan check interval. Real child processes, real SIGKILL, the simulator
  * over HTTP; the times from the kill to a closed row and a deleted report job are printed.
  */
 import { mkdtemp, writeFile } from 'node:fs/promises';
@@ -196,9 +196,13 @@ it(
     // It says where it stopped: the page it was reading of the 30 announced, the rows it had read.
     const { rows: closed } = await h.pool.query<{
       error: string;
-      progress: { page: number; pagesRead: number; rows: number };
-    }>('SELECT error, progress FROM etl.attempts WHERE attempt_id = $1', [dead.attempt_id]);
+      finished_at: Date;
+      progress: { page: number; pagesRead: number; rows: number; at: string };
+    }>('SELECT error, finished_at, progress FROM etl.attempts WHERE attempt_id = $1', [dead.attempt_id]);
     const p = closed[0]!.progress;
+    // It ended when it was last heard of, before the kill, not when the next run noticed.
+    expect(closed[0]!.finished_at.getTime()).toBe(new Date(p.at).getTime());
+    expect(closed[0]!.finished_at.getTime()).toBeLessThanOrEqual(t0);
     expect(p.page).toBeGreaterThanOrEqual(3);
     expect(p.rows).toBeGreaterThanOrEqual(200);
     const where = p.pagesRead >= p.page ? 'after' : 'at';
@@ -214,7 +218,7 @@ it(
 
 it(
   'a worker killed -9 mid-run: the janitor of another process (a scheduler, ' +
-    'default 30 s sweeps) closes it within 2 minutes',
+    'orphan checks every 5 s) closes it and hands its run back',
   async () => {
     const job = `${jp}_worker`;
     const scheduler = startCli(['scheduler', '-c', configPath], env());
@@ -233,7 +237,7 @@ it(
         },
       },
     });
-    await enqueueManual(queue, config, job);
+    const { jobId } = await enqueueManual(queue, config, job);
     const dead = await waitFor('the worker recorded the report job', async () =>
       (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
     );
@@ -250,6 +254,9 @@ it(
     await waitFor("the scheduler's janitor says it closed the orphan", () =>
       scheduler.stderr().includes('orphaned attempt closed'),
     );
+    // It handed the run's queue job, held by the dead worker, back to the queue for the next worker (there is none).
+    expect(scheduler.stderr()).toContain('handed back to the queue');
+    expect(await (await queue.getJob(jobId))!.getState()).toBe('waiting');
     scheduler.child.kill('SIGTERM');
     expect(await scheduler.exited).toBe(0);
   },

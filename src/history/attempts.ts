@@ -69,13 +69,14 @@ export async function insertAttempt(db: Queryable, a: AttemptStart): Promise<num
 }
 
 /**
- * SQL: ends attempt $1, unless no longer `running`, with `set` and its end time, and folds it into its run. Status
- * comes only from the run's newest attempt (an older one closed late does not change it), rows from its first success.
+ * SQL: ends attempt $1, unless no longer `running`, with `set` and its end time `end` (an SQL expression; now unless
+ * told), and folds it into its run. Status comes only from the run's newest attempt (an older one closed late does not
+ * change it), rows from its first success.
  */
-function endAttemptSql(set: string): string {
+function endAttemptSql(set: string, end = 'clock_timestamp()'): string {
   return `WITH ended AS (
-       UPDATE etl.attempts SET ${set}, finished_at = clock_timestamp(),
-              duration_ms = (extract(epoch FROM clock_timestamp() - started_at) * 1000)::bigint
+       UPDATE etl.attempts SET ${set}, finished_at = ${end},
+              duration_ms = (extract(epoch FROM ${end} - started_at) * 1000)::bigint
         WHERE attempt_id = $1 AND status = 'running'
         RETURNING job, run_key, attempt, status, finished_at, rows)
      UPDATE etl.runs r
@@ -131,6 +132,11 @@ export interface AttemptFailure {
   details?: Record<string, unknown> | undefined;
   figures?: Partial<LoadFigures>;
   timeline?: AttemptTimeline | undefined;
+  /**
+   * When the attempt's process was last known alive (an orphan's last progress): its end is recorded then, not when
+   * its death was noticed, kept between its start and now (clocks of other hosts may differ). Default now.
+   */
+  lastAliveAt?: Date | undefined;
 }
 
 /**
@@ -140,7 +146,10 @@ export interface AttemptFailure {
 export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFailure): Promise<void> {
   await withTransaction(pool, async (tx) => {
     await tx.query(
-      endAttemptSql('status = $2, error = $3, rows = $4, pages = $5, bytes = $6, timeline = coalesce($7, timeline)'),
+      endAttemptSql(
+        'status = $2, error = $3, rows = $4, pages = $5, bytes = $6, timeline = coalesce($7, timeline)',
+        'least(clock_timestamp(), greatest(started_at, coalesce($8::timestamptz, clock_timestamp())))',
+      ),
       [
         attemptId,
         f.status,
@@ -149,6 +158,7 @@ export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFa
         f.figures?.pages ?? null,
         f.figures?.bytes ?? null,
         f.timeline ? JSON.stringify(f.timeline) : null,
+        f.lastAliveAt ?? null,
       ],
     );
     await tx.query(

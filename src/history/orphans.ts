@@ -2,17 +2,35 @@
 import type pg from 'pg';
 import type { AttemptRow, RunningAttempt } from './attempts.ts';
 
-/** An attempt recorded `running` under an owner lock. */
-export type OwnedAttempt = RunningAttempt & Pick<AttemptRow, 'job' | 'run_key' | 'started_at'> & { owner_lock: string };
+/**
+ * An attempt recorded `running` under an owner lock, with the queue job of its run (null: a foreground run, or a run
+ * recorded before queue jobs were) and how many of its run's attempts were closed as orphans before.
+ */
+export type OwnedAttempt = RunningAttempt &
+  Pick<AttemptRow, 'job' | 'run_key' | 'started_at'> & {
+    owner_lock: string;
+    queue_job_id: string | null;
+    orphaned_before: number;
+  };
 
-/** Orphaned attempts of `jobs`, oldest first; never one without an owner (nothing says whether it is alive). */
-export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[]): Promise<OwnedAttempt[]> {
+/**
+ * Orphaned attempts of `jobs`, oldest first; never one without an owner (nothing says whether it is alive).
+ * @param onAlive called with the owner keys of the other running attempts, found alive now
+ */
+export async function findOrphanedAttempts(
+  pool: pg.Pool,
+  jobs: readonly string[],
+  onAlive?: (ownerKeys: readonly string[]) => void,
+): Promise<OwnedAttempt[]> {
   if (jobs.length === 0) return [];
   const { rows } = await pool.query<OwnedAttempt>(
-    `SELECT attempt_id, job, run_key, attempt, report_job_id, worker, owner_lock::text AS owner_lock, started_at,
-            progress
-       FROM etl.attempts WHERE status = 'running' AND owner_lock IS NOT NULL AND job = ANY($1::text[])
-      ORDER BY started_at`,
+    `SELECT a.attempt_id, a.job, a.run_key, a.attempt, a.report_job_id, a.worker, a.owner_lock::text AS owner_lock,
+            a.started_at, a.progress, r.queue_job_id,
+            (SELECT count(*)::int FROM etl.attempts o JOIN etl.run_errors e USING (attempt_id)
+              WHERE o.job = a.job AND o.run_key = a.run_key AND e.error_kind = 'ORPHANED') AS orphaned_before
+       FROM etl.attempts a LEFT JOIN etl.runs r ON r.job = a.job AND r.run_key = a.run_key
+      WHERE a.status = 'running' AND a.owner_lock IS NOT NULL AND a.job = ANY($1::text[])
+      ORDER BY a.started_at`,
     [jobs],
   );
   if (rows.length === 0) return [];
@@ -20,6 +38,7 @@ export async function findOrphanedAttempts(pool: pg.Pool, jobs: readonly string[
     pool,
     rows.map((r) => r.owner_lock),
   );
+  onAlive?.([...new Set(rows.map((r) => r.owner_lock))].filter((k) => !gone.has(k)));
   return rows.filter((r) => gone.has(r.owner_lock));
 }
 

@@ -24,7 +24,7 @@ import { pruneHistory, type PruneResult } from '../history/retention.ts';
 import type { Logger } from '../logger.ts';
 import { defaultWorkerName } from '../pipeline/run-attempt.ts';
 import { makeReportClients, type ReportClients } from '../report-api/client-registry.ts';
-import { DEFAULT_QUEUE_PREFIX } from './names.ts';
+import { DEFAULT_QUEUE_PREFIX, ownerWorkerName } from './names.ts';
 import type { RunQueue } from './queue.ts';
 import { jobOfSubject, runSubjects } from '../config/mandants.ts';
 
@@ -38,10 +38,35 @@ export const JANITOR_LEASE_CLASS = 731_022;
 const JANITOR_INTERVAL_MS = 30_000;
 
 /**
+ * Default time between the orphan checks done between sweeps, in ms: a dead worker's run goes on within seconds. A
+ * check is one query on the running attempts (an index) and one advisory lock probe per owner.
+ */
+const ORPHAN_CHECK_MS = 5_000;
+
+/**
  * How long a run stays queued without a worker beginning it before the janitor checks its queue job, in ms: longer
  * than the moment between a queue job's add and its etl.runs row.
  */
 export const QUEUED_GRACE_MS = 5 * 60_000;
+
+/**
+ * How many orphaned attempts a queued run may have had before the janitor stops handing its queue job back at once:
+ * later ones wait for BullMQ's stalled-job check, whose `maxStalledCount` fails a run that kills its worker each time
+ * (out of memory, say) instead of running it for ever.
+ */
+export const MAX_HANDBACKS = 2;
+
+/** The time an attempt's progress was written, or undefined when it has none (or one that is not a time). */
+function lastHeardOf(at: string | undefined): Date | undefined {
+  const t = at === undefined ? NaN : Date.parse(at);
+  return Number.isNaN(t) ? undefined : new Date(t);
+}
+
+/** The later of two times, either of them unknown. */
+function latest(a: Date | undefined, b: Date | undefined): Date | undefined {
+  if (!a || !b) return a ?? b;
+  return a > b ? a : b;
+}
 
 /** What {@link makeJanitor} needs. */
 export interface JanitorDeps {
@@ -59,6 +84,8 @@ export interface JanitorDeps {
   prefix?: string;
   /** Default {@link JANITOR_INTERVAL_MS}. */
   intervalMs?: number;
+  /** Time between orphan checks in ms; default {@link ORPHAN_CHECK_MS}, or `intervalMs` when shorter. */
+  orphanCheckMs?: number;
   /** The clock (tests). */
   now?: () => Date;
 }
@@ -70,6 +97,8 @@ export interface ClosedOrphan {
   reportJobId: string | null;
   /** False: its report job could not be deleted; tried again next sweep. */
   closed: boolean;
+  /** Its run's queue job, still held by the dead process, was handed back to the queue for the next worker. */
+  handedBack?: boolean;
 }
 
 /** A queued run whose queue job vanished before a worker began it, recorded failed with QUEUE_JOB_LOST. */
@@ -99,7 +128,7 @@ export interface Janitor {
   sweep(): Promise<SweepResult>;
   /** Closes the orphaned attempts of `jobs` now, without the lease. */
   closeOrphans(jobs: readonly string[]): Promise<ClosedOrphan[]>;
-  /** Sweeps now and then every `intervalMs` until close(). */
+  /** Sweeps now and then every `intervalMs`, and closes orphans every `orphanCheckMs` in between, until close(). */
   start(): void;
   /** Stops sweeping and waits for a sweep in progress. Idempotent. */
   close(): Promise<void>;
@@ -115,6 +144,8 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   const now = deps.now ?? (() => new Date());
   const runAlerts = makeRunAlerts(deps.pool, deps.alerts, deps.logger);
   let queue: RunQueue | undefined;
+  /** When this process's orphan checks last found each owner of a running attempt alive (owner key → time). */
+  const seenAlive = new Map<string, Date>();
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<unknown> | undefined;
   let closing: Promise<void> | undefined;
@@ -147,15 +178,48 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const message =
       `orphaned: the process that ran attempt ${o.attempt} (${o.worker ?? 'unknown'}) ended without finishing it ` +
       `(killed, crashed, or lost its database session)${stopped}; nothing was committed; the janitor of ${me} ${what}`;
+    const noticedAt = now();
     await failAttempt(deps.pool, o.attempt_id, {
       status: 'interrupted',
       stage: o.report_job_id ? 'load' : 'start',
       errorKind: 'ORPHANED',
       retryable: true,
       message,
-      details: { reportJobId: o.report_job_id, worker: o.worker, janitor: me, ...(progress ? { progress } : {}) },
+      details: {
+        reportJobId: o.report_job_id,
+        worker: o.worker,
+        janitor: me,
+        noticedAt: noticedAt.toISOString(),
+        ...(progress ? { progress } : {}),
+      },
+      // It ended when it was last known alive (its last progress, or an orphan check here that found its owner
+      // alive), not when the janitor came by; else at its start.
+      lastAliveAt: latest(lastHeardOf(progress?.at), seenAlive.get(o.owner_lock)) ?? o.started_at,
     });
     log.warn({ ...about, worker: o.worker }, 'orphaned attempt closed: recorded interrupted, report job deleted');
+    return true;
+  };
+
+  /**
+   * Hands the queue job of a closed orphan's run back to the queue, so that the next worker takes the run now rather
+   * than when BullMQ's lock of the dead worker runs out and its stalled-job check comes by (up to a minute and a half
+   * by default). Only a queue job still active and taken by the dead owner's worker (its `processedBy`), of a run with
+   * fewer than {@link MAX_HANDBACKS} orphans before: a job another worker took meanwhile is left alone.
+   * @returns whether it was handed back
+   */
+  const handBack = async (o: OwnedAttempt): Promise<boolean> => {
+    if (!o.queue_job_id || o.orphaned_before >= MAX_HANDBACKS) return false;
+    const { makeQueue } = await import('./queue.ts');
+    queue ??= makeQueue(deps.redis, prefix);
+    const job = await queue.getJob(o.queue_job_id);
+    if (job?.data.runKey !== o.run_key || job.processedBy !== ownerWorkerName(o.owner_lock)) return false;
+    if ((await job.getState()) !== 'active') return false;
+    // No token: the dead worker's cannot be known. Its lock key stays until it expires; the next worker's replaces it.
+    if ((await job.moveToWait()) < 0) return false;
+    log.info(
+      { job: o.job, runKey: o.run_key, queueJobId: o.queue_job_id, attemptId: o.attempt_id },
+      "orphaned attempt's run handed back to the queue: the next worker takes it now",
+    );
     return true;
   };
 
@@ -163,15 +227,33 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const config = deps.config();
     const known = jobs.filter((j) => jobOfSubject(config, j) !== undefined);
     const out: ClosedOrphan[] = [];
-    for (const o of await findOrphanedAttempts(deps.pool, known)) {
+    // The real clock, not deps.now: it is compared with the attempts' times in PostgreSQL.
+    const checkedAt = new Date();
+    let alive: readonly string[] = [];
+    const orphans = await findOrphanedAttempts(deps.pool, known, (keys) => (alive = keys));
+    // Kept only for the owners of running attempts, alive or orphaned: as many as there are running attempts.
+    const keep = new Set([...alive, ...orphans.map((o) => o.owner_lock)]);
+    for (const k of seenAlive.keys()) if (!keep.has(k)) seenAlive.delete(k);
+    for (const k of alive) seenAlive.set(k, checkedAt);
+    for (const o of orphans) {
+      const about = { job: o.job, attemptId: o.attempt_id };
       const closed = await closeOne(o, config).catch((err: unknown) => {
         log.warn(
-          { job: o.job, attemptId: o.attempt_id, err: coerceError(err).message },
+          { ...about, err: coerceError(err).message },
           'orphaned attempt: could not close it; trying again at the next sweep',
         );
         return false;
       });
-      out.push({ attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed });
+      const handedBack =
+        closed &&
+        (await handBack(o).catch((err: unknown) => {
+          log.warn(
+            { ...about, err: coerceError(err).message },
+            "orphaned attempt: could not hand its run back to the queue; BullMQ's stalled-job check will",
+          );
+          return false;
+        }));
+      out.push({ attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed, handedBack });
     }
     return out;
   };
@@ -257,7 +339,15 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     return { leased: true, orphans, lostQueued, stale, ...(pruned ? { pruned } : {}) };
   };
 
-  const sweep = async (): Promise<SweepResult> => {
+  /** The orphan check between sweeps: the first part of a sweep alone. */
+  const orphanParts = async (): Promise<SweepResult> => {
+    const jobs = runSubjects(deps.config()).map((s) => s.name);
+    const orphans = await orElse(closeOrphans(jobs), 'orphan check', []);
+    return { leased: true, orphans, lostQueued: [], stale: [] };
+  };
+
+  /** `parts` under the lease; nothing when another process holds it. */
+  const leased = async (parts: () => Promise<SweepResult>): Promise<SweepResult> => {
     const client = await deps.pool.connect();
     const lease = [JANITOR_LEASE_CLASS, prefix];
     try {
@@ -267,7 +357,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       );
       if (!rows[0]?.got) return { leased: false, orphans: [], lostQueued: [], stale: [] };
       try {
-        return await sweepParts();
+        return await parts();
       } finally {
         await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', lease).catch(() => undefined);
       }
@@ -280,16 +370,22 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     current = p.catch(() => undefined);
     return p;
   };
+  const intervalMs = deps.intervalMs ?? JANITOR_INTERVAL_MS;
+  const checkMs = Math.min(deps.orphanCheckMs ?? ORPHAN_CHECK_MS, intervalMs);
+  let lastSweep = -Infinity;
+  // Every checkMs: a whole sweep once intervalMs went by since the last one, else the orphan check alone.
   const tick = () => {
     if (closing) return;
-    void tracked(sweep())
+    const whole = performance.now() - lastSweep >= intervalMs - checkMs / 2;
+    if (whole) lastSweep = performance.now();
+    void tracked(leased(whole ? sweepParts : orphanParts))
       .catch((err: unknown) => log.error({ err: coerceError(err).message }, 'janitor sweep failed'))
       .finally(() => {
-        if (!closing) timer = setTimeout(tick, deps.intervalMs ?? JANITOR_INTERVAL_MS);
+        if (!closing) timer = setTimeout(tick, checkMs);
       });
   };
   return {
-    sweep: () => tracked(sweep()),
+    sweep: () => tracked(leased(sweepParts)),
     closeOrphans: (jobs) => tracked(closeOrphans(jobs)),
     start() {
       if (!timer && !closing) timer = setTimeout(tick, 0);

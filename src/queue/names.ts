@@ -63,3 +63,12 @@ export function replayQueueJobId(
 export function overlapLockKey(prefix: string, job: string): string {
   return `${prefix}:${QUEUE_NAME}:overlap:${job}`;
 }
+
+/**
+ * The BullMQ worker name of a process whose attempts are owned by the owner lock `ownerKey` (attempt-owner.ts): stored
+ * on each queue job it takes (`processedBy`), so that the janitor can tell that a queue job is held by a dead process
+ * (docs/operations.md "No orphans (the janitor)").
+ */
+export function ownerWorkerName(ownerKey: string): string {
+  return `owner:${ownerKey}`;
+}

@@ -4,7 +4,7 @@
  */
 import { Worker } from 'bullmq';
 import { coerceError } from '../errors.ts';
-import { DEFAULT_QUEUE_PREFIX, QUEUE_NAME } from './names.ts';
+import { DEFAULT_QUEUE_PREFIX, ownerWorkerName, QUEUE_NAME } from './names.ts';
 import { OVERLAP_LOCK_TTL_MS } from './overlap-lock.ts';
 import type { QueuedRun } from './queue.ts';
 import { makeReportClients } from '../report-api/client-registry.ts';
@@ -85,6 +85,8 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
       lockDuration: deps.lockDurationMs ?? 30_000,
       stalledInterval: deps.stalledIntervalMs ?? 30_000,
       maxStalledCount: deps.maxStalledCount ?? 2,
+      // Names its owner session on each queue job it takes: the janitor hands the run of a dead one back at once.
+      ...(deps.owner ? { name: ownerWorkerName(deps.owner.key) } : {}),
     },
   );
   worker.on('error', (err) => logger.error({ err: coerceError(err).message }, 'worker error'));
