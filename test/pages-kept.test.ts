@@ -43,9 +43,10 @@ async function failing(config: ReturnType<Harness['config']>, job: string, req: 
 
 /**
  * Writes a jobs.yaml of one job of Sales/Orders at `path`, kept pages on, and gives a report-etl runner of it.
- * @param output the report's `outputType: …, paging: …` text; @param target the target's text before `archive`
+ * @param report the report's fields after `name` (`outputType: json, paging: 40, parameters: …`)
+ * @param target the target's fields before `archive`
  */
-function oneJobCli(path: string, job: string, output: string, rows: string, target: string) {
+function oneJobCli(path: string, job: string, mandant: string, report: string, target: string) {
   writeFileSync(
     path,
     [
@@ -57,7 +58,7 @@ function oneJobCli(path: string, job: string, output: string, rows: string, targ
       'jobs:',
       `  ${job}:`,
       '    connection: sim',
-      `    report: { mandant: 7777, name: Sales/Orders, outputType: ${output}, parameters: { ROWS: "${rows}" } }`,
+      `    report: { mandant: ${mandant}, name: Sales/Orders, ${report} }`,
       `    target: { ${target}, archive: { keepDays: 2 } }`,
       '',
     ].join('\n'),
@@ -393,7 +394,13 @@ describe('target.archive', () => {
     const job = uniqueName('kprev');
     const table = `${h.schema}.kept_preview`;
     const report = { name: 'Sales/Orders', outputType: 'json', paging: 40, parameters: { ROWS: '90' } };
-    const cli = oneJobCli(path, job, 'json, paging: 40', '90', `table: ${table}`);
+    const cli = oneJobCli(
+      path,
+      job,
+      '7777',
+      'outputType: json, paging: 40, parameters: { ROWS: "90" }',
+      `table: ${table}`,
+    );
     try {
       const runKey = uniqueName('pv');
       const kept = await run(h.config({ [job]: jobEntry(report, { table, archive: { keepDays: 2 } }) }), job, {
@@ -438,7 +445,13 @@ describe('target.archive', () => {
     const table = `${h.schema}.kept_preview_docs`;
     // The preview from the server asks for pages of 10 rows: the job's pages are of 10 too, so the same documents.
     const report = { name: 'Sales/Orders', outputType: 'pdf', paging: 10, parameters: { ROWS: '25' } };
-    const cli = oneJobCli(path, job, 'pdf, paging: 10', '25', `table: ${table}, mode: append`);
+    const cli = oneJobCli(
+      path,
+      job,
+      '7777',
+      'outputType: pdf, paging: 10, parameters: { ROWS: "25" }',
+      `table: ${table}, mode: append`,
+    );
     try {
       const runKey = uniqueName('pd');
       const loaded = await run(h.config({ [job]: jobEntry(report, { table, mode: 'append' }) }), job, { runKey });
@@ -491,25 +504,13 @@ describe('target.archive', () => {
     const job = uniqueName('kmand');
     const table = `${h.schema}.kept_mandants`;
     const report = { name: 'Sales/Orders', outputType: 'json', paging: 40, parameters: { ROWS: '50' } };
-    writeFileSync(
+    const cli = oneJobCli(
       path,
-      [
-        'connections:',
-        '  sim:',
-        `    baseUrl: ${h.sim.url}`,
-        '    clientId: demo-client',
-        '    clientSecret: ${KP_SECRET}',
-        'jobs:',
-        `  ${job}:`,
-        '    connection: sim',
-        '    report:',
-        '      { mandant: [7777, 8888], name: Sales/Orders, outputType: json, paging: 40, parameters: { ROWS: "50" } }',
-        `    target: { table: ${table}, mode: append, archive: { keepDays: 2 } }`,
-        '',
-      ].join('\n'),
+      job,
+      '[7777, 8888]',
+      'outputType: json, paging: 40, parameters: { ROWS: "50" }',
+      `table: ${table}, mode: append`,
     );
-    const cli = (...args: string[]) =>
-      runCli([...args, '--config', path], { env: { KP_SECRET: 'demo-secret', LOG_LEVEL: 'warn' } });
     const out = mkdtempSync(join(tmpdir(), 'kept-mandants-out-'));
     try {
       const config = h.config({
