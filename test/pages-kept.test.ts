@@ -545,6 +545,30 @@ describe('target.archive', () => {
     }
   });
 
+  it("preview --from-pages of a mandant's replace run says which rows a load would replace", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kept-mandant-replace-'));
+    const job = uniqueName('kmrep');
+    const table = `${h.schema}.kept_mandant_replace`;
+    const report = { name: 'Sales/Orders', outputType: 'json', paging: 40, parameters: { ROWS: '50' } };
+    const fields = 'outputType: json, paging: 40, parameters: { ROWS: "50" }';
+    const cli = oneJobCli(join(dir, 'jobs.yaml'), job, '[7777, 8888]', fields, `table: ${table}`);
+    try {
+      const config = h.config({
+        [job]: jobEntry({ ...report, mandant: [7777, 8888] }, { table, archive: { keepDays: 2 } }),
+      });
+      const runKey = uniqueName('pr');
+      await run(config, `${job}[8888]`, { runKey });
+      const fromServer = await cli('preview', job, '--mandant', '8888', '--rows', '2');
+      const fromPages = await cli('preview', '--from-pages', runKey, '--job', job, '--rows', '2');
+      expect(fromPages.code).toBe(0);
+      const replaces = `a load replaces the rows of mandant 8888 (mandant = 8888) of ${table} (it holds 50`;
+      expect(fromServer.stdout).toContain(replaces);
+      expect(fromPages.stdout).toContain(replaces);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('report-etl replay --from-pages queues the run with its kept pages, refuses a run that kept none', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kept-pages-'));
     const path = join(dir, 'jobs.yaml');

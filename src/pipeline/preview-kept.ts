@@ -13,14 +13,11 @@ import type { AttemptArchive } from '../history/page-archive.ts';
 import type { RunDocument } from '../history/run-documents.ts';
 import type { Logger } from '../logger.ts';
 import { outputShape } from '../vocabulary.ts';
-import { parseTableName } from '../warehouse/identifiers.ts';
-import { previewRows } from '../warehouse/preview.ts';
-import { countRangeRows } from '../warehouse/replace-range.ts';
 import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { documentPages, openKeptPages } from './kept-pages.ts';
 import { logicalTimeOf, runRange } from './logical-time.ts';
-import type { JobPreview } from './preview.ts';
+import { previewInRollback, previewLogger, type JobPreview } from './preview.ts';
 import { reportRows } from './report-rows.ts';
 
 /** The documents (pdf, xlsx, docx) an attempt loaded into its target: a documents run's kept pages. */
@@ -66,7 +63,6 @@ export async function previewKeptPages(o: KeptPreviewOptions): Promise<JobPrevie
         'preview the job from the server instead',
       { retryable: false },
     );
-  const target = parseTableName(targetConfig.table);
   const declaredTypes = await resolveDeclaredTypes(o.pool, o.job.name, targetConfig.columns);
   const now = new Date();
   const request = {
@@ -80,34 +76,14 @@ export async function previewKeptPages(o: KeptPreviewOptions): Promise<JobPrevie
     ? { rows: archive.announcedRows ?? 0, pages: archive.announcedPages }
     : { rows: documents!.docs.length, pages: documents!.docs.length };
   const announced = { pages: counts.pages, rows: shape === 'rows' ? archive?.announcedRows : undefined };
-  // A preview loads nothing: the reader's progress lines (`page loaded`) would say otherwise; its warnings stay.
-  const quiet = o.logger.isLevelEnabled('info') ? o.logger.child({}, { level: 'warn' }) : o.logger;
   const id = `${archive ? 'kept pages' : 'documents'} of attempt ${o.kept.attemptId}`;
-  const rows = reportRows(kept, id, () => jobDecoder(o.job, now), quiet, o.signal, { maxPages: 1, announced });
-  const db = await o.pool.connect();
+  const decoder = () => jobDecoder(o.job, now);
+  const rows = reportRows(kept, id, decoder, previewLogger(o.logger), o.signal, { maxPages: 1, announced });
   try {
-    await db.query('BEGIN');
-    await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [
-      o.job.connection.timezone,
-    ]);
     const limit = Math.min(o.rows, 1000);
-    const result = await previewRows(
-      db,
-      { job: o.job.name, target, key: targetConfig.key, declaredTypes, limit, range },
-      rows,
-    );
-    return {
-      reportRows: counts.rows,
-      reportPages: counts.pages,
-      loadedDocuments: documents?.docs.length,
-      targetTable: `${target.schema}.${target.table}`,
-      result,
-      range: range && { range, deletes: await countRangeRows(db, target, range) },
-    };
+    const shown = await previewInRollback(o.pool, o.job, rows, { declaredTypes, limit, range });
+    return { reportRows: counts.rows, reportPages: counts.pages, loadedDocuments: documents?.docs.length, ...shown };
   } finally {
-    await db.query('ROLLBACK').catch(() => undefined);
-    db.release();
-    await rows.close();
     await opened?.close();
   }
 }

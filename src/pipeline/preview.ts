@@ -20,7 +20,7 @@ import { logicalTimeOf, runParameters, runRange } from './logical-time.ts';
 import { countRangeRows, type ReplaceRange } from '../warehouse/replace-range.ts';
 import { countTargetRows } from '../warehouse/guard.ts';
 import { jobDecoder } from './job-decoder.ts';
-import { reportRows } from './report-rows.ts';
+import { reportRows, type ReportRows } from './report-rows.ts';
 
 /** Options of {@link previewJob}. */
 export interface PreviewOptions {
@@ -79,7 +79,6 @@ export interface JobPreview {
  */
 export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
   const { report, target: targetConfig } = o.job.job;
-  const target = parseTableName(targetConfig.table);
   const declaredTypes = await resolveDeclaredTypes(o.pool, o.job.name, targetConfig.columns);
   const request = {
     parameters: o.parameters,
@@ -105,44 +104,65 @@ export async function previewJob(o: PreviewOptions): Promise<JobPreview> {
       async (finished) => {
         const shape = outputShape(report.outputType, targetConfig);
         const announced = { pages: finished.pages, rows: shape === 'rows' ? finished.rows : undefined };
-        // A preview loads nothing: the reader's progress lines (`page loaded`) would say otherwise; its warnings stay.
-        const quiet = o.logger.isLevelEnabled('info') ? o.logger.child({}, { level: 'warn' }) : o.logger;
-        const rows = reportRows(client, finished.jobId, () => jobDecoder(o.job, new Date()), quiet, o.signal, {
-          maxPages: 1,
-          pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs,
-          announced,
-        });
-        const db = await o.pool.connect();
-        try {
-          await db.query('BEGIN');
-          await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [
-            o.job.connection.timezone,
-          ]);
-          const result = await previewRows(
-            db,
-            { job: o.job.name, target, key: targetConfig.key, declaredTypes, limit: o.rows, range },
-            rows,
-          );
-          return {
-            reportRows: finished.rows,
-            reportPages: finished.pages,
-            targetTable: `${target.schema}.${target.table}`,
-            result,
-            range: range && { range, deletes: await countRangeRows(db, target, range, o.job.mandant) },
-            mandant:
-              o.job.mandant && !range && targetConfig.mode === 'replace'
-                ? { ...o.job.mandant, deletes: await countTargetRows(db, target, o.job.mandant) }
-                : undefined,
-          };
-        } finally {
-          await db.query('ROLLBACK').catch(() => undefined);
-          db.release();
-          await rows.close();
-        }
+        const rows = reportRows(
+          client,
+          finished.jobId,
+          () => jobDecoder(o.job, new Date()),
+          previewLogger(o.logger),
+          o.signal,
+          { maxPages: 1, pageTimeoutMs: deadlinesOf(o.job).pageTimeoutMs, announced },
+        );
+        const shown = await previewInRollback(o.pool, o.job, rows, { declaredTypes, limit: o.rows, range });
+        return { reportRows: finished.rows, reportPages: finished.pages, ...shown };
       },
       { signal: o.signal, logger: o.logger },
     );
   } finally {
     await client.close().catch(() => undefined);
+  }
+}
+
+/** The logger of a preview's page reader: its progress lines (`page loaded`) would say it loaded; warnings stay. */
+export function previewLogger(logger: Logger): Logger {
+  return logger.isLevelEnabled('info') ? logger.child({}, { level: 'warn' }) : logger;
+}
+
+/**
+ * Puts the first page of `rows` through a staging table of a transaction that is rolled back, in the job's session
+ * settings (DateStyle, TimeZone), as a load would: the target columns with their types, the first `limit` rows as
+ * PostgreSQL stores them, and what a load would delete now (a replaceRange's period, or a mandant's rows in mode
+ * replace: docs/loaded-tables.md "Many mandants"). Loads nothing; closes `rows`.
+ * @throws the decoders' and the database's errors, as a load throws them
+ */
+export async function previewInRollback(
+  pool: pg.Pool,
+  job: ResolvedJob,
+  rows: ReportRows,
+  o: { declaredTypes: Map<string, string>; limit: number; range: ReplaceRange | undefined },
+): Promise<Pick<JobPreview, 'targetTable' | 'result' | 'range' | 'mandant'>> {
+  const targetConfig = job.job.target;
+  const target = parseTableName(targetConfig.table);
+  const { range } = o;
+  const db = await pool.connect();
+  try {
+    await db.query('BEGIN');
+    await db.query(`SELECT set_config('DateStyle', 'ISO, DMY', true), set_config('TimeZone', $1, true)`, [
+      job.connection.timezone,
+    ]);
+    const names = { job: job.name, target, key: targetConfig.key, declaredTypes: o.declaredTypes };
+    const result = await previewRows(db, { ...names, limit: o.limit, range }, rows);
+    return {
+      targetTable: `${target.schema}.${target.table}`,
+      result,
+      range: range && { range, deletes: await countRangeRows(db, target, range, job.mandant) },
+      mandant:
+        job.mandant && !range && targetConfig.mode === 'replace'
+          ? { ...job.mandant, deletes: await countTargetRows(db, target, job.mandant) }
+          : undefined,
+    };
+  } finally {
+    await db.query('ROLLBACK').catch(() => undefined);
+    db.release();
+    await rows.close();
   }
 }
