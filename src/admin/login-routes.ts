@@ -13,7 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError } from '../errors.ts';
-import { listConnectionLogins } from '../history/logins.ts';
+import { listConnectionLogins, loginRowOf } from '../history/logins.ts';
 import type { Logger } from '../logger.ts';
 import { completeLogin, startLogin } from '../login/login-flow.ts';
 import { secretKeyFromEnv } from '../secret-box.ts';
@@ -48,9 +48,7 @@ export function registerLoginRoutes(app: FastifyInstance, deps: LoginRoutesDeps)
       ? Object.entries(conns).map(([name, config]) => ({
           name,
           config,
-          row: rows.find(
-            (r) => r.connection === name && r.base_url === config.baseUrl && r.client_id === config.clientId,
-          ),
+          row: loginRowOf(rows, name, config),
         }))
       : rows.map((row) => ({ name: row.connection, config: undefined, row }));
     const loggedIn =

@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { attemptAggregates, DURATION_BUCKETS_SECONDS } from '../history/attempt-aggregates.ts';
 import type { Queryable } from '../db.ts';
-import { listConnectionLogins } from '../history/logins.ts';
+import { listConnectionLogins, loginRowOf } from '../history/logins.ts';
 import type { LiveConfig } from '../config/live-config.ts';
 import { freshnessOf, staleness } from '../alerts/freshness.ts';
 import { firstSeen } from '../history/job-alerts.ts';
@@ -208,7 +208,7 @@ export function makeAdminMetrics(src: MetricsSources): AdminMetrics {
     // The live jobs.yaml's connections, each by its current server and client: one never logged in waits too.
     return Object.entries(configured).flatMap(([name, c]): Series[] => {
       if (c.auth !== 'authorization_code') return [];
-      const r = rows.find((x) => x.connection === name && x.base_url === c.baseUrl && x.client_id === c.clientId);
+      const r = loginRowOf(rows, name, c);
       return [[{ connection: name }, r ? waiting(r) : 1]];
     });
   });

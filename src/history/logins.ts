@@ -81,6 +81,18 @@ export async function listConnectionLogins(db: Queryable, names?: readonly strin
 }
 
 /**
+ * The login row of connection `name` as jobs.yaml has it now: a row is kept per (name, server, client), so a
+ * connection pointed at another server or client has none until it logs in there.
+ */
+export function loginRowOf(
+  rows: readonly ConnectionLoginRow[],
+  name: string,
+  c: { baseUrl: string; clientId: string },
+): ConnectionLoginRow | undefined {
+  return rows.find((r) => r.connection === name && r.base_url === c.baseUrl && r.client_id === c.clientId);
+}
+
+/**
  * The ConnectionAuthStore (report-api/types.ts) of one connection.
  * @param key opens the refresh token of `auth: authorization_code`
  */
