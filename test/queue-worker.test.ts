@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { replayFailed, replayRun } from '../src/queue/replay.ts';
+import { planFailedReplays, replayRun } from '../src/queue/replay.ts';
 import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../src/queue/worker.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
@@ -234,9 +234,11 @@ it(
     await expect(replayRun({ queue, pool: h.pool, config }, ref)).rejects.toThrow(/succeeded: nothing to replay/);
     expect(await attemptsOf(h.pool, job)).toHaveLength(3);
     expect(await loadedRows(h.pool, table, 'Stock/Levels.avw')).toEqual(servedRows('Stock/Levels.avw', {}, 1));
-    expect(await replayFailed({ queue, pool: h.pool, config }, { job })).toEqual([]);
+    const toReplay = async (j: string) =>
+      (await planFailedReplays({ queue, pool: h.pool, config }, { job: j })).toQueue;
+    expect(await toReplay(job)).toEqual([]);
     // The report failure is still failed and is what --failed replays.
-    expect(await replayFailed({ queue, pool: h.pool, config }, { job: `${job}_forbidden` })).toHaveLength(1);
+    expect(await toReplay(`${job}_forbidden`)).toHaveLength(1);
     await expect(replayRun({ queue, pool: h.pool }, { job, runKey: 'no-such-run' })).rejects.toThrow(
       /no run no-such-run of job/,
     );

@@ -185,11 +185,3 @@ async function anyPending(queue: ReplayDeps['queue'], ids: readonly string[]): P
   }
   return false;
 }
-
-/** Queues the runs of {@link planFailedReplays}'s `toQueue`; returns their queue job ids. */
-export async function replayFailed(deps: ReplayDeps, o: ReplayFailedOptions = {}): Promise<string[]> {
-  const ids: string[] = [];
-  for (const run of (await planFailedReplays(deps, o)).toQueue)
-    ids.push((await replayRun(deps, { job: run.job, runKey: run.run_key })).jobId);
-  return ids;
-}
