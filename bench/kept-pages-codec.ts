@@ -9,8 +9,8 @@
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import { request } from 'undici';
 import { startSimulator } from '../src/simulator/index.ts';
+import { firstBigPage, simulatorHeaders } from './lib/simulator-page.ts';
 
 const gzip = promisify(zlib.gzip);
 const brotli = promisify(zlib.brotliCompress);
@@ -18,13 +18,7 @@ const zstd = promisify(zlib.zstdCompress);
 const rows = Number(process.argv[2] ?? 200_000);
 const CHUNK = 1024 * 1024;
 const sim = await startSimulator({ jobDurationMs: 0 });
-const tokenRes = await request(`${sim.url}/oauth/oauth2/v1/token`, {
-  method: 'POST',
-  headers: { 'content-type': 'application/x-www-form-urlencoded' },
-  body: 'grant_type=client_credentials&client_id=demo-client&client_secret=demo-secret',
-});
-const { access_token: token } = (await tokenRes.body.json()) as { access_token: string };
-const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+const headers = await simulatorHeaders(sim.url);
 const br = (quality: number) => (b: Buffer) =>
   brotli(b, {
     params: { [zlib.constants.BROTLI_PARAM_QUALITY]: quality, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: b.length },
@@ -48,18 +42,7 @@ const codecs: [string, (b: Buffer) => Promise<Buffer>][] = [
 ];
 
 for (const outputType of ['txt', 'json']) {
-  const start = await request(`${sim.url}/api/svcreport/v1/report/7777/Big`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({ outputType, paging: rows, parameters: { ROWS: String(rows) } }),
-  });
-  const { id } = (await start.body.json()) as { id: string };
-  for (;;) {
-    const job = await request(`${sim.url}/api/svcreport/v1/jobs/${id}`, { headers });
-    if (((await job.body.json()) as { state: string }).state !== 'Running') break;
-  }
-  const res = await request(`${sim.url}/api/svcreport/v1/jobs/${id}/output/1`, { headers });
-  const page = Buffer.from(await res.body.arrayBuffer());
+  const page = await firstBigPage(sim.url, headers, outputType, rows);
   const chunks: Buffer[] = [];
   for (let i = 0; i < page.length; i += CHUNK) chunks.push(page.subarray(i, i + CHUNK));
   for (const [name, compress] of codecs) {
@@ -76,6 +59,5 @@ for (const outputType of ['txt', 'json']) {
         `${(page.length / 1e6 / cpuS).toFixed(0)} MB per CPU second`,
     );
   }
-  await (await request(`${sim.url}/api/svcreport/v1/jobs/${id}`, { method: 'DELETE', headers })).body.dump();
 }
 await sim.close();

@@ -10,7 +10,6 @@
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { request } from 'undici';
 import { makePool } from '../src/app/connections.ts';
 import { insertAttempt } from '../src/history/attempts.ts';
 import { migrate } from '../src/history/migrate.ts';
@@ -18,6 +17,7 @@ import { silentLogger } from '../src/logger.ts';
 import type { makePageArchive as MakePageArchive } from '../src/pipeline/page-archive.ts';
 import { startSimulator } from '../src/simulator/index.ts';
 import { median } from './lib/report.ts';
+import { firstBigPage, simulatorHeaders } from './lib/simulator-page.ts';
 
 const arg = (name: string): string | undefined => {
   const k = process.argv.indexOf(`--${name}`);
@@ -44,25 +44,7 @@ if (arg('baseline')) sides.push(['baseline', await archiveOf(arg('baseline')!)])
 async function servedPage(): Promise<Buffer> {
   const sim = await startSimulator({ jobDurationMs: 0 });
   try {
-    const tokenRes = await request(`${sim.url}/oauth/oauth2/v1/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'grant_type=client_credentials&client_id=demo-client&client_secret=demo-secret',
-    });
-    const { access_token: token } = (await tokenRes.body.json()) as { access_token: string };
-    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const start = await request(`${sim.url}/api/svcreport/v1/report/7777/Big`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ outputType: TYPE, paging: ROWS, parameters: { ROWS: String(ROWS) } }),
-    });
-    const { id } = (await start.body.json()) as { id: string };
-    for (;;) {
-      const job = await request(`${sim.url}/api/svcreport/v1/jobs/${id}`, { headers });
-      if (((await job.body.json()) as { state: string }).state !== 'Running') break;
-    }
-    const res = await request(`${sim.url}/api/svcreport/v1/jobs/${id}/output/1`, { headers });
-    return Buffer.from(await res.body.arrayBuffer());
+    return await firstBigPage(sim.url, await simulatorHeaders(sim.url), TYPE, ROWS);
   } finally {
     await sim.close();
   }

@@ -5,17 +5,12 @@
  */
 import { request } from 'undici';
 import { startSimulator } from '../src/simulator/index.ts';
+import { simulatorHeaders } from './lib/simulator-page.ts';
 
 const rows = Number(process.argv[2] ?? 1_000_000);
 const types = (process.argv[3] ?? 'json,json_compact,txt,xml_query').split(',');
 const sim = await startSimulator({ jobDurationMs: 0 });
-const tokenRes = await request(`${sim.url}/oauth/oauth2/v1/token`, {
-  method: 'POST',
-  headers: { 'content-type': 'application/x-www-form-urlencoded' },
-  body: 'grant_type=client_credentials&client_id=demo-client&client_secret=demo-secret',
-});
-const { access_token: token } = (await tokenRes.body.json()) as { access_token: string };
-const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+const headers = await simulatorHeaders(sim.url);
 
 for (const outputType of types) {
   const start = await request(`${sim.url}/api/svcreport/v1/report/7777/Big`, {
