@@ -6,12 +6,9 @@
  * kept pages: they are written from their target (as `report-etl documents` does, named by page number here). Exit 1
  * when there are none or one is damaged, 2 when the id names nothing or runs of several jobs.
  */
-import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
-import { EtlError } from '../errors.ts';
-import type { RunDocument } from '../history/run-documents.ts';
 import { CONFIG_NOT_READ } from './options.ts';
 import type { RegisterCommand } from './types.ts';
 import { writeFileOrReport } from './write-file.ts';
@@ -31,26 +28,6 @@ const EXTENSIONS: Readonly<Record<string, string>> = {
 /** The file extension of a Content-Type, e.g. `text/plain; charset=utf-8` → `txt`. */
 export function pageExtension(contentType: string): string {
   return EXTENSIONS[contentType.split(';')[0]!.trim().toLowerCase()] ?? 'bin';
-}
-
-/**
- * The bytes of a document as its target holds them, checked against the sha256 recorded when it was loaded.
- * @throws EtlError PAGES_NOT_KEPT (not retryable) at its end when they differ; readDocument's errors
- */
-async function* checked(body: AsyncIterable<Buffer>, doc: RunDocument): AsyncGenerator<Buffer> {
-  const hash = createHash('sha256');
-  for await (const slice of body) {
-    hash.update(slice);
-    yield slice;
-  }
-  const sha256 = hash.digest('hex');
-  if (sha256 !== doc.sha256)
-    throw new EtlError(
-      'PAGES_NOT_KEPT',
-      `the document of page ${doc.page} in ${doc.targetTable} was changed since it was loaded: its sha256 is ` +
-        `${sha256}, it was loaded with ${doc.sha256}`,
-      { retryable: false },
-    );
 }
 
 export const registerPages: RegisterCommand = (program, cli) => {
@@ -91,7 +68,8 @@ export const registerPages: RegisterCommand = (program, cli) => {
           const width = String(Math.max(...docs.map((d) => d.page))).length;
           for (const doc of docs) {
             const file = join(dir, `${String(doc.page).padStart(width, '0')}.${pageExtension(doc.contentType)}`);
-            const source = Readable.from(checked(documents.readDocument(pool, doc), doc));
+            // readDocument checks the bytes against the sha256 recorded when they were loaded.
+            const source = Readable.from(documents.readDocument(pool, doc));
             if (!(await writeFileOrReport(cli, file, source, doc.page))) continue;
             cli.out(`${file}  ${doc.contentType}  ${doc.bytes} bytes  sha256 ${doc.sha256}`);
           }
