@@ -1,6 +1,8 @@
 /** The run an id on the command line names, for the commands that take a run key or an attempt id. */
 import type { Queryable } from '../db.ts';
 import { loadingAttemptOf } from '../history/attempt-list.ts';
+import { getArchive, newestCompleteArchive, type AttemptArchive } from '../history/page-archive.ts';
+import { listRunDocuments, type RunDocument } from '../history/run-documents.ts';
 import { findRunOrAttempt, unnamedRunText, type RunOrAttempt } from '../history/run-or-attempt.ts';
 import { fail, type Cli } from './types.ts';
 
@@ -54,4 +56,29 @@ export async function loadingAttemptOfNamed(db: Queryable, named: NamedRun): Pro
   return named.kind === 'attempt'
     ? named.attempt.attempt_id
     : await loadingAttemptOf(db, named.run.job, named.run.run_key);
+}
+
+/**
+ * What a named run kept (docs/operations.md "Kept pages"): the documents its load committed (pdf, excel, word: a
+ * documents run's kept pages, target.archive storing them only when a load fails), else the kept pages of the
+ * attempt named, or the run's newest complete ones; `archive` undefined when there are none.
+ */
+export async function keptOfNamed(
+  db: Queryable,
+  named: NamedRun,
+): Promise<{ documents: { attemptId: string; docs: RunDocument[] } } | { archive: AttemptArchive | undefined }> {
+  const loadedBy = await loadingAttemptOfNamed(db, named);
+  const docs = loadedBy ? await listRunDocuments(db, loadedBy) : [];
+  if (loadedBy && docs.length > 0) return { documents: { attemptId: loadedBy, docs } };
+  return {
+    archive:
+      named.kind === 'attempt'
+        ? await getArchive(db, named.attempt.attempt_id)
+        : await newestCompleteArchive(db, named.run.job, named.run.run_key),
+  };
+}
+
+/** The named run in words for "kept no pages" messages: `attempt A` or `run K`. */
+export function namedWhat(named: NamedRun): string {
+  return named.kind === 'attempt' ? `attempt ${named.attempt.attempt_id}` : `run ${named.run.run_key}`;
 }

@@ -39,30 +39,22 @@ export const registerPages: RegisterCommand = (program, cli) => {
     .option('-c, --config <path>', CONFIG_NOT_READ)
     .action(async (id: string, opts: { job?: string; out: string }) => {
       // Loaded here: `--help` and the other commands need none of it (start-up cost).
-      const [
-        { openStores },
-        { makeLogger },
-        { namedRunOrExit, loadingAttemptOfNamed },
-        archives,
-        { openKeptPages },
-        documents,
-      ] = await Promise.all([
-        import('../app/bootstrap.ts'),
-        import('../logger.ts'),
-        import('./named-run.ts'),
-        import('../history/page-archive.ts'),
-        import('../pipeline/kept-pages.ts'),
-        import('../warehouse/documents.ts'),
-      ]);
+      const [{ openStores }, { makeLogger }, { namedRunOrExit, keptOfNamed, namedWhat }, { openKeptPages }, documents] =
+        await Promise.all([
+          import('../app/bootstrap.ts'),
+          import('../logger.ts'),
+          import('./named-run.ts'),
+          import('../pipeline/kept-pages.ts'),
+          import('../warehouse/documents.ts'),
+        ]);
       const logger = makeLogger();
       const { pool, releasers } = await openStores(logger, { poolMax: 2 });
       try {
         const named = await namedRunOrExit(cli, pool, id, opts.job);
         if (named === undefined) return;
-        // Documents a load committed are the run's kept pages: target.archive stores them only when a load fails.
-        const loaded = await loadingAttemptOfNamed(pool, named);
-        const docs = loaded ? await documents.listRunDocuments(pool, loaded) : [];
-        if (docs.length > 0) {
+        const kept = await keptOfNamed(pool, named);
+        if ('documents' in kept) {
+          const { docs } = kept.documents;
           const dir = resolve(opts.out);
           await mkdir(dir, { recursive: true });
           const width = String(Math.max(...docs.map((d) => d.page))).length;
@@ -75,32 +67,28 @@ export const registerPages: RegisterCommand = (program, cli) => {
           }
           return;
         }
-        const archive =
-          named.kind === 'attempt'
-            ? await archives.getArchive(pool, named.attempt.attempt_id)
-            : await archives.newestCompleteArchive(pool, named.run.job, named.run.run_key);
-        const what = named.kind === 'attempt' ? `attempt ${named.attempt.attempt_id}` : `run ${named.run.run_key}`;
+        const { archive } = kept;
         if (!archive?.complete) {
           cli.err(
-            `${what} kept no complete pages (target.archive off, its reading stopped early, or keepDays ran out), ` +
-              'nor loaded documents',
+            `${namedWhat(named)} kept no complete pages (target.archive off, its reading stopped early, or ` +
+              'keepDays ran out), nor loaded documents',
           );
           cli.exit(1);
           return;
         }
-        const kept = await openKeptPages(pool, archive);
+        const pages = await openKeptPages(pool, archive);
         try {
           const dir = resolve(opts.out);
           await mkdir(dir, { recursive: true });
-          const width = String(kept.pages.length).length;
-          for (const page of kept.pages) {
+          const width = String(pages.pages.length).length;
+          for (const page of pages.pages) {
             const file = join(dir, `${String(page.page).padStart(width, '0')}.${pageExtension(page.contentType)}`);
-            const stream = await kept.openPage(archive.attemptId, page.page);
+            const stream = await pages.openPage(archive.attemptId, page.page);
             if (!(await writeFileOrReport(cli, file, stream!.body, page.page))) continue;
             cli.out(`${file}  ${page.contentType}  ${page.bytes} bytes  sha256 ${page.sha256}`);
           }
         } finally {
-          await kept.close();
+          await pages.close();
         }
       } finally {
         await releasers.releaseAll().catch(() => undefined);

@@ -47,10 +47,8 @@ export async function previewKeptPagesCommand(
     { jobOfSubject, parseSubject },
     { makeLogger },
     { loadConfigForJob },
-    { namedRunOrExit, loadingAttemptOfNamed },
-    archives,
+    { namedRunOrExit, keptOfNamed, namedWhat },
     { previewKeptPages },
-    { listRunDocuments },
     { getAttempt },
   ] = await Promise.all([
     import('../app/bootstrap.ts'),
@@ -59,9 +57,7 @@ export async function previewKeptPagesCommand(
     import('../logger.ts'),
     import('./job-config.ts'),
     import('./named-run.ts'),
-    import('../history/page-archive.ts'),
     import('../pipeline/preview-kept.ts'),
-    import('../history/run-documents.ts'),
     import('../history/attempts.ts'),
   ]);
   const logger = makeLogger({}, opts.logFormat);
@@ -77,29 +73,22 @@ export async function previewKeptPagesCommand(
       return;
     }
     const job = resolveJob(loaded.config, run.job, opts.config);
-    // Documents a load committed are the run's kept pages: target.archive stores them only when a load fails.
-    const loadedBy = await loadingAttemptOfNamed(pool, named);
-    const docs = loadedBy ? await listRunDocuments(pool, loadedBy) : [];
-    const loader = docs.length > 0 ? await getAttempt(pool, loadedBy!) : undefined;
-    const archive = loader
-      ? undefined
-      : named.kind === 'attempt'
-        ? await archives.getArchive(pool, named.attempt.attempt_id)
-        : await archives.newestCompleteArchive(pool, run.job, run.run_key);
-    const what = named.kind === 'attempt' ? `attempt ${named.attempt.attempt_id}` : `run ${run.run_key}`;
+    const kept = await keptOfNamed(pool, named);
+    const documents = 'documents' in kept ? kept.documents : undefined;
+    const archive = 'archive' in kept ? kept.archive : undefined;
+    const loader = documents ? await getAttempt(pool, documents.attemptId) : undefined;
     if (!loader && !archive?.complete) {
       cli.err(
-        `${run.job}: ${what} kept no complete pages (target.archive off, its reading stopped early, or keepDays ran ` +
-          'out): preview the job from the server (report-etl preview <job>)',
+        `${run.job}: ${namedWhat(named)} kept no complete pages (target.archive off, its reading stopped early, ` +
+          'or keepDays ran out): preview the job from the server (report-etl preview <job>)',
       );
       cli.exit(1);
       return;
     }
     try {
-      const kept = loader ? { attemptId: loader.attempt_id, docs } : archive!;
       const preview = await previewKeptPages({
         job,
-        kept,
+        kept: documents ?? archive!,
         interval: {
           logicalStart: run.logical_start ?? undefined,
           logicalEnd: run.logical_end ?? run.scheduled_for ?? undefined,
@@ -111,7 +100,7 @@ export async function previewKeptPagesCommand(
       cli.out(
         loader
           ? `${run.job}: the documents attempt ${loader.attempt} (${loader.attempt_id}) of run ${run.run_key} ` +
-              `loaded into ${docs[0]!.targetTable}, with no request to the server`
+              `loaded into ${documents!.docs[0]!.targetTable}, with no request to the server`
           : `${run.job}: the pages attempt ${archive!.attempt} (${archive!.attemptId}) of run ${run.run_key} kept, ` +
               'with no request to the server',
       );
