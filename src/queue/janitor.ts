@@ -150,6 +150,12 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   let current: Promise<unknown> | undefined;
   let closing: Promise<void> | undefined;
 
+  /** The installation's queue, made at first use: BullMQ would cost `report-etl run` 9 MB and 100 ms of start. */
+  const queueOf = async (): Promise<RunQueue> => {
+    const { makeQueue } = await import('./queue.ts');
+    return (queue ??= makeQueue(deps.redis, prefix));
+  };
+
   /** Closes one orphaned attempt; false when its report job could not be deleted. */
   const closeOne = async (o: OwnedAttempt, config: EtlConfig): Promise<boolean> => {
     const job = jobOfSubject(config, o.job);
@@ -209,9 +215,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
    */
   const handBack = async (o: OwnedAttempt): Promise<boolean> => {
     if (!o.queue_job_id || o.orphaned_before >= MAX_HANDBACKS) return false;
-    const { makeQueue } = await import('./queue.ts');
-    queue ??= makeQueue(deps.redis, prefix);
-    const job = await queue.getJob(o.queue_job_id);
+    const job = await (await queueOf()).getJob(o.queue_job_id);
     if (job?.data.runKey !== o.run_key || job.processedBy !== ownerWorkerName(o.owner_lock)) return false;
     if ((await job.getState()) !== 'active') return false;
     // No token: the dead worker's cannot be known. Its lock key stays until it expires; the next worker's replaces it.
@@ -259,12 +263,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   };
 
   /** Whether the queue job is gone from Redis; throws when Redis cannot tell. */
-  const queueJobGone = async (id: string): Promise<boolean> => {
-    // Loaded at the first check: BullMQ would cost `report-etl run` some 9 MB and 100 ms of start.
-    const { makeQueue } = await import('./queue.ts');
-    queue ??= makeQueue(deps.redis, prefix);
-    return (await queue.getJob(id)) === undefined;
-  };
+  const queueJobGone = async (id: string): Promise<boolean> => (await (await queueOf()).getJob(id)) === undefined;
 
   /** Records one lost queued run failed: an attempt `failed` at once with QUEUE_JOB_LOST, and its alert. */
   const recordLost = async (run: RunRow, config: EtlConfig): Promise<LostQueuedRun> => {
