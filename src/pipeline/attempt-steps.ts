@@ -437,10 +437,14 @@ export function openReport(
   // Documents (pdf, excel, word) a load commits are kept by their target and count as kept pages: not stored twice
   // as they are read; a load that fails keeps their pages from the server (keepPagesOfFailedLoad).
   const kept = outputShape(job.report.outputType, job.target) === 'file' ? undefined : archive;
-  const recorder = progressRecorder(o.pool, a.attemptId, a.log);
-  const progress = progressTimings(a.trace.pages, recorder, finished.pages ?? null);
+  const progress = attemptProgress(a, finished);
   const rows = reportRows(client, finished.jobId, decoder, started.log, o.signal, limits, progress, kept);
   return { started, finished, rows, archive, progress };
+}
+
+/** The attempt's page timings, recording how far its reading got (etl.attempts.progress) against `finished.pages`. */
+function attemptProgress(a: Attempt, finished: FinishedReport): ProgressTimings {
+  return progressTimings(a.trace.pages, progressRecorder(a.options.pool, a.attemptId, a.log), finished.pages ?? null);
 }
 
 /**
@@ -487,7 +491,7 @@ export async function openKeptReport(a: Attempt, pagesOf: string): Promise<Repor
   const limits = { announced: { pages: finished.pages, rows: announcedRows(a, finished) } };
   const decoder = () => jobDecoder(o.job, a.startedAt);
   // Progress as a server load records it, so that a replay killed mid-load says where it stopped.
-  const progress = progressTimings(a.trace.pages, progressRecorder(o.pool, a.attemptId, a.log), finished.pages ?? null);
+  const progress = attemptProgress(a, finished);
   const rows = reportRows(kept, id, decoder, started.log, o.signal, limits, progress);
   return { started, finished, rows, kept, progress };
 }
