@@ -20,6 +20,7 @@ import { silentLogger } from '../src/logger.ts';
 import { measureWorker, startPageServer } from './lib/children.ts';
 import { machine } from './lib/options.ts';
 import { median } from './lib/report.ts';
+import { LONG_RUNNING_FLAGS, NODE_FLAGS } from '../src/runtime-flags.ts';
 import type { WorkerInput, WorkerResult } from './lib/worker-types.ts';
 
 function option(name: string, fallback: string): number {
@@ -38,6 +39,8 @@ if (TYPES.some((t) => t !== 'txt' && t !== 'json')) throw new Error(`--types: tx
 const REPORT = 'Big.avw';
 const baselineAt = process.argv.indexOf('--baseline');
 const BASELINE = baselineAt > 0 ? resolve(process.argv[baselineAt + 1] ?? '.', 'bench', 'lib', 'worker.js') : undefined;
+/** The flags a `report-etl worker` process runs with (src/runtime-flags.ts): measured as it runs. */
+const WORKER_FLAGS = [...NODE_FLAGS, ...LONG_RUNNING_FLAGS];
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
@@ -87,7 +90,7 @@ try {
       target: table,
       mode: 'replace',
     };
-    const warm = await measureWorker(input);
+    const warm = await measureWorker(input, WORKER_FLAGS);
     if (!warm.ok) throw new Error(`warm-up run failed: ${warm.error}`);
     const runs: { off: WorkerResult[]; on: WorkerResult[]; base: WorkerResult[] } = { off: [], on: [], base: [] };
     const sides = BASELINE ? (['off', 'on', 'base'] as const) : (['off', 'on'] as const);
@@ -96,7 +99,7 @@ try {
       // Each side first, last and between in turn: a trend in the machine's load does not favour one.
       for (const side of [...sides.slice(r % sides.length), ...sides.slice(0, r % sides.length)]) {
         const sideInput = side === 'off' ? input : { ...input, archiveKeepDays: 1 };
-        const res = await measureWorker(sideInput, [], side === 'base' ? BASELINE : undefined);
+        const res = await measureWorker(sideInput, WORKER_FLAGS, side === 'base' ? BASELINE : undefined);
         if (!res.ok || res.rows !== ROWS) throw new Error(`${side} run failed: ${res.error ?? `${res.rows} rows`}`);
         runs[side].push(res);
         if (side === 'on') keptFigures = await stored(res.attemptId!);
