@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { gunzip, zstdDecompress } from 'node:zlib';
 import pg from 'pg';
-import { EtlError } from '../errors.ts';
+import { coerceError, EtlError } from '../errors.ts';
 import {
   listKeptPages,
   readPageChunk,
@@ -86,13 +86,17 @@ export function documentPages(db: pg.Pool, docs: readonly RunDocument[]): Pick<R
   };
 }
 
-/** A kept page as a stream of its bytes as served; null past the last page (the server's 404). */
+/**
+ * A kept page as a stream of its bytes as served; null past the last page (the server's 404). Its body fails with
+ * EtlError PAGES_NOT_KEPT (not retryable) when a chunk does not decompress or the bytes lost their sha256.
+ */
 function pageStream(db: pg.Client, attemptId: string, kept: KeptPage | undefined): PageStream | null {
   if (!kept) return null;
   const hash = createHash('sha256');
   let chunk = 0;
   const next = (): void => {
-    readPageChunk(db, attemptId, kept.page, chunk++)
+    const n = chunk++;
+    readPageChunk(db, attemptId, kept.page, n)
       .then(async (data) => {
         if (data === undefined) {
           const sha256 = hash.digest('hex');
@@ -106,7 +110,14 @@ function pageStream(db: pg.Client, attemptId: string, kept: KeptPage | undefined
           body.push(null);
           return;
         }
-        const raw = await DECOMPRESS[kept.codec](data);
+        const raw = await DECOMPRESS[kept.codec](data).catch((err: unknown) => {
+          throw new EtlError(
+            'PAGES_NOT_KEPT',
+            `kept page ${kept.page} of attempt ${attemptId} is damaged: its chunk ${n} does not decompress as ` +
+              `${kept.codec} (${coerceError(err).message}): replay the run from the server instead`,
+            { retryable: false, cause: err },
+          );
+        });
         hash.update(raw);
         // An empty chunk (an empty page's) pushes nothing: read the next one instead.
         if (raw.length === 0) next();
