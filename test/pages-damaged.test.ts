@@ -1,15 +1,19 @@
 /**
- * Kept pages gone bad in the database (docs/operations.md "Kept pages"): a chunk that no longer decompresses fails
- * `replay --from-pages` with PAGES_NOT_KEPT in plain words and loads nothing; `report-etl pages` writes the other
+ * Kept pages gone bad in the database (docs/operations.md "Kept pages"): a chunk that no longer decompresses, bytes
+ * altered so that the decoder stops on them before their sha256 is checked. Each fails `replay --from-pages` (and
+ * `preview --from-pages`) with PAGES_NOT_KEPT in plain words and loads nothing; `report-etl pages` writes the other
  * pages and names the bad one.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { zstdCompressSync, zstdDecompressSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
+import { getArchive } from '../src/history/page-archive.ts';
 import { silentLogger } from '../src/logger.ts';
 import { AttemptFailedError } from '../src/pipeline/attempt.ts';
+import { previewKeptPages } from '../src/pipeline/preview-kept.ts';
 import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
@@ -79,5 +83,52 @@ describe('damaged kept pages', () => {
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
+  });
+
+  it('bytes altered so that the decoder stops on them: PAGES_NOT_KEPT, not a page format error', async () => {
+    const table = `${h.schema}.damaged_bytes`;
+    const { config, runKey, attemptId } = await keptRun('db', table);
+    const { rows } = await h.pool.query<{ data: Buffer }>(
+      'SELECT data FROM etl.attempt_page_chunks WHERE attempt_id = $1 AND page = 2 AND chunk = 0',
+      [attemptId],
+    );
+    // Valid zstd of bytes that are no longer the page: its first member name loses its opening quote.
+    const text = zstdDecompressSync(rows[0]!.data).toString('latin1');
+    const altered = text.replace('"', "'");
+    expect(altered).not.toBe(text);
+    await h.pool.query(
+      'UPDATE etl.attempt_page_chunks SET data = $2 WHERE attempt_id = $1 AND page = 2 AND chunk = 0',
+      [attemptId, zstdCompressSync(Buffer.from(altered, 'latin1'))],
+    );
+
+    const err = await failedReplay(config, 'db', runKey, attemptId);
+    expect(err.code).toBe('PAGES_NOT_KEPT');
+    expect(err.message).toContain(`kept page 2 of attempt ${attemptId} is damaged: its sha256 is`);
+    expect(await rowsIn(table)).toBe(0);
+  });
+
+  it('preview --from-pages of a first page its decoder stops on says it is damaged, not malformed', async () => {
+    const table = `${h.schema}.damaged_preview`;
+    const { config, attemptId } = await keptRun('dv', table);
+    const { rows } = await h.pool.query<{ data: Buffer }>(
+      'SELECT data FROM etl.attempt_page_chunks WHERE attempt_id = $1 AND page = 1 AND chunk = 0',
+      [attemptId],
+    );
+    const text = zstdDecompressSync(rows[0]!.data).toString('latin1');
+    await h.pool.query(
+      'UPDATE etl.attempt_page_chunks SET data = $2 WHERE attempt_id = $1 AND page = 1 AND chunk = 0',
+      [attemptId, zstdCompressSync(Buffer.from(text.replace('"', "'"), 'latin1'))],
+    );
+    const preview = previewKeptPages({
+      job: resolveJob(config, 'dv'),
+      kept: (await getArchive(h.pool, attemptId))!,
+      rows: 5,
+      pool: h.pool,
+      logger: silentLogger,
+    });
+    await expect(preview).rejects.toMatchObject({
+      code: 'PAGES_NOT_KEPT',
+      message: expect.stringContaining(`kept page 1 of attempt ${attemptId} is damaged`) as unknown,
+    });
   });
 });

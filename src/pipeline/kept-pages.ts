@@ -3,7 +3,8 @@
  * {@link PageStream}s, the way the report client serves the server's, so that the same reader, decoders and COPY load
  * them (`replay --from-pages`, `--accept-guard`, `preview --from-pages`) and `report-etl pages` writes them out. A page
  * is read one chunk at a time (one query, one decompression each, by the codec recorded with the page) as its
- * consumer pulls, and checked against the sha256 it was served with at its end.
+ * consumer pulls, and checked against the sha256 it was served with at its end; a load that failed on a page it left
+ * before its end asks whether that page was damaged ({@link KeptPages.damaged}).
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -31,6 +32,12 @@ const DECOMPRESS: Record<PageCodec, (data: Buffer) => Promise<Buffer>> = {
 export interface KeptPages extends Pick<ReportClient, 'openPage'> {
   readonly archive: AttemptArchive;
   readonly pages: readonly KeptPage[];
+  /**
+   * After a load of them failed: whether a page it opened and left before its end (where its sha256 is checked) is
+   * damaged, as a decoder that stopped on its bytes cannot tell. Reads those pages to their end; never throws.
+   * @returns the page's PAGES_NOT_KEPT error (not retryable), undefined when they are whole or cannot be read
+   */
+  damaged(): Promise<EtlError | undefined>;
   /** Closes the connection the pages are read over; never throws. */
   close(): Promise<void>;
 }
@@ -56,10 +63,38 @@ export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Pro
         }): replay the run from the server instead`,
         { retryable: false },
       );
+    // Pages opened whose reading did not reach their end, where their sha256 is checked; damage found by a page's
+    // reader, which the load may not have seen (a decoder that failed on its bytes first).
+    const unfinished = new Set<KeptPage>();
+    const found: EtlError[] = [];
+    const ended = (kept: KeptPage, err?: unknown): void => {
+      unfinished.delete(kept);
+      if (err instanceof EtlError && err.code === 'PAGES_NOT_KEPT') found.push(err);
+    };
+    // One query at a time on the connection (pg queues them, but that is deprecated): a page left by its reader may
+    // still be reading a chunk when another is read.
+    let last: Promise<unknown> = Promise.resolve();
+    const read: ChunkReader = (page, chunk) => {
+      const next = last.then(() => readPageChunk(client, archive.attemptId, page, chunk));
+      last = next.catch(() => undefined);
+      return next;
+    };
     return {
       archive,
       pages,
-      openPage: (_reportJobId, page) => Promise.resolve(pageStream(client, archive.attemptId, pages[page - 1])),
+      openPage: (_reportJobId, page) => {
+        const kept = pages[page - 1];
+        if (kept) unfinished.add(kept);
+        return Promise.resolve(pageStream(read, archive.attemptId, kept, (err) => ended(kept!, err)));
+      },
+      async damaged() {
+        if (found[0]) return found[0];
+        for (const kept of unfinished) {
+          const damage = await pageDamage(read, archive.attemptId, kept);
+          if (damage) return damage;
+        }
+        return undefined;
+      },
       close: () => client.end().catch(() => undefined),
     };
   } catch (err) {
@@ -86,44 +121,84 @@ export function documentPages(db: pg.Pool, docs: readonly RunDocument[]): Pick<R
   };
 }
 
+/** Reads chunk `chunk` of page `page` of the kept pages opened, compressed; undefined past its last. */
+type ChunkReader = (page: number, chunk: number) => Promise<Buffer | undefined>;
+
+/** Raw chunk `n` of a kept page, decompressed; undefined past its last. */
+async function rawChunk(read: ChunkReader, attemptId: string, kept: KeptPage, n: number): Promise<Buffer | undefined> {
+  const data = await read(kept.page, n);
+  if (data === undefined) return undefined;
+  return DECOMPRESS[kept.codec](data).catch((err: unknown) => {
+    throw new EtlError(
+      'PAGES_NOT_KEPT',
+      `kept page ${kept.page} of attempt ${attemptId} is damaged: its chunk ${n} does not decompress as ` +
+        `${kept.codec} (${coerceError(err).message}): replay the run from the server instead`,
+      { retryable: false, cause: err },
+    );
+  });
+}
+
+/** The error of a kept page whose bytes, read to their end, have the sha256 `sha256`; undefined when it matches. */
+function shaMismatch(attemptId: string, kept: KeptPage, sha256: string): EtlError | undefined {
+  if (sha256 === kept.sha256) return undefined;
+  return new EtlError(
+    'PAGES_NOT_KEPT',
+    `kept page ${kept.page} of attempt ${attemptId} is damaged: its sha256 is ${sha256}, it was served ` +
+      `with ${kept.sha256}: replay the run from the server instead`,
+    { retryable: false },
+  );
+}
+
+/**
+ * Reads a kept page to its end, for its sha256 alone.
+ * @returns the PAGES_NOT_KEPT error of a damaged page; undefined when it is whole, or cannot be read (the database)
+ */
+async function pageDamage(read: ChunkReader, attemptId: string, kept: KeptPage): Promise<EtlError | undefined> {
+  const hash = createHash('sha256');
+  try {
+    for (let n = 0; ; n++) {
+      const raw = await rawChunk(read, attemptId, kept, n);
+      if (raw === undefined) return shaMismatch(attemptId, kept, hash.digest('hex'));
+      hash.update(raw);
+    }
+  } catch (err) {
+    return err instanceof EtlError && err.code === 'PAGES_NOT_KEPT' ? err : undefined;
+  }
+}
+
 /**
  * A kept page as a stream of its bytes as served; null past the last page (the server's 404). Its body fails with
  * EtlError PAGES_NOT_KEPT (not retryable) when a chunk does not decompress or the bytes lost their sha256.
+ * @param ended told once the body ended, or failed (with its error: also when its reader left it before)
  */
-function pageStream(db: pg.Client, attemptId: string, kept: KeptPage | undefined): PageStream | null {
+function pageStream(
+  read: ChunkReader,
+  attemptId: string,
+  kept: KeptPage | undefined,
+  ended: (err?: unknown) => void,
+): PageStream | null {
   if (!kept) return null;
   const hash = createHash('sha256');
   let chunk = 0;
   const next = (): void => {
-    const n = chunk++;
-    readPageChunk(db, attemptId, kept.page, n)
-      .then(async (data) => {
-        if (data === undefined) {
-          const sha256 = hash.digest('hex');
-          if (sha256 !== kept.sha256)
-            throw new EtlError(
-              'PAGES_NOT_KEPT',
-              `kept page ${kept.page} of attempt ${attemptId} is damaged: its sha256 is ${sha256}, it was served ` +
-                `with ${kept.sha256}: replay the run from the server instead`,
-              { retryable: false },
-            );
+    rawChunk(read, attemptId, kept, chunk++)
+      .then((raw) => {
+        if (raw === undefined) {
+          const damage = shaMismatch(attemptId, kept, hash.digest('hex'));
+          if (damage) throw damage;
+          ended();
           body.push(null);
           return;
         }
-        const raw = await DECOMPRESS[kept.codec](data).catch((err: unknown) => {
-          throw new EtlError(
-            'PAGES_NOT_KEPT',
-            `kept page ${kept.page} of attempt ${attemptId} is damaged: its chunk ${n} does not decompress as ` +
-              `${kept.codec} (${coerceError(err).message}): replay the run from the server instead`,
-            { retryable: false, cause: err },
-          );
-        });
         hash.update(raw);
         // An empty chunk (an empty page's) pushes nothing: read the next one instead.
         if (raw.length === 0) next();
         else body.push(raw);
       })
-      .catch((err: unknown) => body.destroy(err instanceof Error ? err : new Error(String(err))));
+      .catch((err: unknown) => {
+        ended(err);
+        body.destroy(err instanceof Error ? err : new Error(String(err)));
+      });
   };
   const body = new Readable({ highWaterMark: 64 * 1024, read: next });
   return {
