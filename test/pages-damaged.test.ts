@@ -1,8 +1,8 @@
 /**
  * Kept pages gone bad in the database (docs/operations.md "Kept pages"): a chunk that no longer decompresses, bytes
- * altered so that the decoder stops on them before their sha256 is checked. Each fails `replay --from-pages` (and
- * `preview --from-pages`) with PAGES_NOT_KEPT in plain words and loads nothing; `report-etl pages` writes the other
- * pages and names the bad one.
+ * altered so that the decoder stops on them before their sha256 is checked, pages deleted while they are read. Each
+ * fails `replay --from-pages` (and `preview --from-pages`) with PAGES_NOT_KEPT in plain words and loads nothing;
+ * `report-etl pages` writes the other pages and names the bad one.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { resolveJob } from '../src/config/load.ts';
 import { getArchive } from '../src/history/page-archive.ts';
 import { silentLogger } from '../src/logger.ts';
 import { AttemptFailedError } from '../src/pipeline/attempt.ts';
+import { openKeptPages } from '../src/pipeline/kept-pages.ts';
 import { previewKeptPages } from '../src/pipeline/preview-kept.ts';
 import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { runCli } from './support/cli.ts';
@@ -130,5 +131,25 @@ describe('damaged kept pages', () => {
       code: 'PAGES_NOT_KEPT',
       message: expect.stringContaining(`kept page 1 of attempt ${attemptId} is damaged`) as unknown,
     });
+  });
+
+  it('pages deleted while they are read (keepDays ran out) say so, not that they are damaged', async () => {
+    const table = `${h.schema}.damaged_pruned`;
+    const { attemptId } = await keptRun('dp', table);
+    const kept = await openKeptPages(h.pool, (await getArchive(h.pool, attemptId))!);
+    try {
+      const page = await kept.openPage(attemptId, 1);
+      await h.pool.query('DELETE FROM etl.attempt_archives WHERE attempt_id = $1', [attemptId]);
+      const err = await (async () => {
+        for await (const _ of page!.body as AsyncIterable<Buffer>);
+      })().then(
+        () => undefined,
+        (e: unknown) => e as Error & { code?: string },
+      );
+      expect(err?.code).toBe('PAGES_NOT_KEPT');
+      expect(err?.message).toContain(`the kept pages of attempt ${attemptId} were deleted while they were read`);
+    } finally {
+      await kept.close();
+    }
   });
 });

@@ -13,6 +13,7 @@ import { gunzip, zstdDecompress } from 'node:zlib';
 import pg from 'pg';
 import { coerceError, EtlError } from '../errors.ts';
 import {
+  keptPageExists,
   listKeptPages,
   readPageChunk,
   type AttemptArchive,
@@ -74,10 +75,14 @@ export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Pro
     // One query at a time on the connection (pg queues them, but that is deprecated): a page left by its reader may
     // still be reading a chunk when another is read.
     let last: Promise<unknown> = Promise.resolve();
-    const read: ChunkReader = (page, chunk) => {
-      const next = last.then(() => readPageChunk(client, archive.attemptId, page, chunk));
+    const serially = <T>(fn: () => Promise<T>): Promise<T> => {
+      const next = last.then(fn);
       last = next.catch(() => undefined);
       return next;
+    };
+    const store: KeptStore = {
+      chunk: (page, chunk) => serially(() => readPageChunk(client, archive.attemptId, page, chunk)),
+      has: (page) => serially(() => keptPageExists(client, archive.attemptId, page)),
     };
     return {
       archive,
@@ -85,12 +90,12 @@ export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Pro
       openPage: (_reportJobId, page) => {
         const kept = pages[page - 1];
         if (kept) unfinished.add(kept);
-        return Promise.resolve(pageStream(read, archive.attemptId, kept, (err) => ended(kept!, err)));
+        return Promise.resolve(pageStream(store, archive.attemptId, kept, (err) => ended(kept!, err)));
       },
       async damaged() {
         if (found[0]) return found[0];
         for (const kept of unfinished) {
-          const damage = await pageDamage(read, archive.attemptId, kept);
+          const damage = await pageDamage(store, archive.attemptId, kept);
           if (damage) return damage;
         }
         return undefined;
@@ -121,12 +126,17 @@ export function documentPages(db: pg.Pool, docs: readonly RunDocument[]): Pick<R
   };
 }
 
-/** Reads chunk `chunk` of page `page` of the kept pages opened, compressed; undefined past its last. */
-type ChunkReader = (page: number, chunk: number) => Promise<Buffer | undefined>;
+/** The kept pages opened, in the database: their queries take turns on their connection. */
+interface KeptStore {
+  /** Chunk `chunk` of page `page`, compressed; undefined past its last. */
+  chunk(page: number, chunk: number): Promise<Buffer | undefined>;
+  /** Whether page `page` is still stored (not pruned meanwhile). */
+  has(page: number): Promise<boolean>;
+}
 
 /** Raw chunk `n` of a kept page, decompressed; undefined past its last. */
-async function rawChunk(read: ChunkReader, attemptId: string, kept: KeptPage, n: number): Promise<Buffer | undefined> {
-  const data = await read(kept.page, n);
+async function rawChunk(store: KeptStore, attemptId: string, kept: KeptPage, n: number): Promise<Buffer | undefined> {
+  const data = await store.chunk(kept.page, n);
   if (data === undefined) return undefined;
   return DECOMPRESS[kept.codec](data).catch((err: unknown) => {
     throw new EtlError(
@@ -138,9 +148,19 @@ async function rawChunk(read: ChunkReader, attemptId: string, kept: KeptPage, n:
   });
 }
 
-/** The error of a kept page whose bytes, read to their end, have the sha256 `sha256`; undefined when it matches. */
-function shaMismatch(attemptId: string, kept: KeptPage, sha256: string): EtlError | undefined {
+/**
+ * The error of a kept page whose bytes, read to their end, have the sha256 `sha256`; undefined when it matches. Pages
+ * deleted while they were read (keepDays ran out, the run history's retention) end early, and are said to be gone.
+ */
+async function pageEnd(store: KeptStore, attemptId: string, kept: KeptPage, sha256: string) {
   if (sha256 === kept.sha256) return undefined;
+  if (!(await store.has(kept.page)))
+    return new EtlError(
+      'PAGES_NOT_KEPT',
+      `the kept pages of attempt ${attemptId} were deleted while they were read (target.archive.keepDays ran ` +
+        'out, or the run history was pruned): replay the run from the server instead',
+      { retryable: false },
+    );
   return new EtlError(
     'PAGES_NOT_KEPT',
     `kept page ${kept.page} of attempt ${attemptId} is damaged: its sha256 is ${sha256}, it was served ` +
@@ -153,12 +173,12 @@ function shaMismatch(attemptId: string, kept: KeptPage, sha256: string): EtlErro
  * Reads a kept page to its end, for its sha256 alone.
  * @returns the PAGES_NOT_KEPT error of a damaged page; undefined when it is whole, or cannot be read (the database)
  */
-async function pageDamage(read: ChunkReader, attemptId: string, kept: KeptPage): Promise<EtlError | undefined> {
+async function pageDamage(store: KeptStore, attemptId: string, kept: KeptPage): Promise<EtlError | undefined> {
   const hash = createHash('sha256');
   try {
     for (let n = 0; ; n++) {
-      const raw = await rawChunk(read, attemptId, kept, n);
-      if (raw === undefined) return shaMismatch(attemptId, kept, hash.digest('hex'));
+      const raw = await rawChunk(store, attemptId, kept, n);
+      if (raw === undefined) return await pageEnd(store, attemptId, kept, hash.digest('hex'));
       hash.update(raw);
     }
   } catch (err) {
@@ -172,7 +192,7 @@ async function pageDamage(read: ChunkReader, attemptId: string, kept: KeptPage):
  * @param ended told once the body ended, or failed (with its error: also when its reader left it before)
  */
 function pageStream(
-  read: ChunkReader,
+  store: KeptStore,
   attemptId: string,
   kept: KeptPage | undefined,
   ended: (err?: unknown) => void,
@@ -181,10 +201,10 @@ function pageStream(
   const hash = createHash('sha256');
   let chunk = 0;
   const next = (): void => {
-    rawChunk(read, attemptId, kept, chunk++)
-      .then((raw) => {
+    rawChunk(store, attemptId, kept, chunk++)
+      .then(async (raw) => {
         if (raw === undefined) {
-          const damage = shaMismatch(attemptId, kept, hash.digest('hex'));
+          const damage = await pageEnd(store, attemptId, kept, hash.digest('hex'));
           if (damage) throw damage;
           ended();
           body.push(null);
