@@ -6,12 +6,11 @@
  * kept pages: they are written from their target (as `report-etl documents` does, named by page number here). Exit 1
  * when there are none or one is damaged, 2 when the id names nothing or runs of several jobs.
  */
-import { mkdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { CONFIG_NOT_READ } from './options.ts';
 import type { RegisterCommand } from './types.ts';
-import { writeFileOrReport } from './write-file.ts';
+import { outDirOrExit, writeFileOrReport } from './write-file.ts';
 
 /** File extensions by the media type of a page's Content-Type; `bin` for any other. */
 const EXTENSIONS: Readonly<Record<string, string>> = {
@@ -55,8 +54,8 @@ export const registerPages: RegisterCommand = (program, cli) => {
         const kept = await keptOfNamed(pool, named);
         if ('documents' in kept) {
           const { docs } = kept.documents;
-          const dir = resolve(opts.out);
-          await mkdir(dir, { recursive: true });
+          const dir = await outDirOrExit(cli, 'pages', opts.out);
+          if (dir === undefined) return;
           const width = String(Math.max(...docs.map((d) => d.page))).length;
           for (const doc of docs) {
             const file = join(dir, `${String(doc.page).padStart(width, '0')}.${pageExtension(doc.contentType)}`);
@@ -76,10 +75,10 @@ export const registerPages: RegisterCommand = (program, cli) => {
           cli.exit(1);
           return;
         }
+        const dir = await outDirOrExit(cli, 'pages', opts.out);
+        if (dir === undefined) return;
         const pages = await openKeptPages(pool, archive);
         try {
-          const dir = resolve(opts.out);
-          await mkdir(dir, { recursive: true });
           const width = String(pages.pages.length).length;
           for (const page of pages.pages) {
             const file = join(dir, `${String(page.page).padStart(width, '0')}.${pageExtension(page.contentType)}`);

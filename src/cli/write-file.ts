@@ -1,9 +1,10 @@
 /** Writing what a command streams out of PostgreSQL (documents, kept pages) to a file of the user's directory. */
 import { createWriteStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { access, constants, mkdir, rm } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
-import { EtlError } from '../errors.ts';
+import { coerceError, EtlError } from '../errors.ts';
 import { fail, type Cli } from './types.ts';
 
 /**
@@ -21,5 +22,27 @@ export async function writeFileOrReport(cli: Cli, file: string, source: Readable
     if (!(err instanceof EtlError)) throw err;
     fail(cli, `page ${page}: ${err.message}`, 1);
     return false;
+  }
+}
+
+/**
+ * Makes the directory `out` (a command's `--out`), with its parents, for the command to write its files into.
+ * @param command the command's name, for its error line
+ * @returns its absolute path; undefined after printing `report-etl <command>: cannot write to --out DIR: <why>` on
+ *   stderr and setting exit 2, when it cannot be made or written to (a file on its path, no right to write)
+ */
+export async function outDirOrExit(cli: Cli, command: string, out: string): Promise<string | undefined> {
+  const dir = resolve(out);
+  try {
+    await mkdir(dir, { recursive: true });
+    await access(dir, constants.W_OK);
+    return dir;
+  } catch (err) {
+    fail(
+      cli,
+      `report-etl ${command}: cannot write to --out ${dir}: ${coerceError(err).message}: give a directory you may ` +
+        'write to',
+    );
+    return undefined;
   }
 }

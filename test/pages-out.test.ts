@@ -1,0 +1,54 @@
+/**
+ * `report-etl pages --out DIR` into a directory it cannot use (docs/operations.md "Kept pages"): one line saying which
+ * and what to do, no stack trace.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { resolveJob } from '../src/config/load.ts';
+import { silentLogger } from '../src/logger.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runCli } from './support/cli.ts';
+import { uniqueName } from './support/env.ts';
+import { jobEntry, useHarness } from './support/harness.ts';
+
+const h = useHarness();
+
+/** A run of 3 json pages, kept; gives its attempt id. */
+async function keptAttempt(): Promise<string> {
+  const config = h.config({
+    o: jobEntry(
+      { name: 'Sales/Orders', outputType: 'json', paging: 10, parameters: { ROWS: '25' } },
+      { table: `${h.schema}.pages_out`, mode: 'replace', archive: { keepDays: 1 } },
+    ),
+  });
+  const r = await runAttempt({
+    job: resolveJob(config, 'o'),
+    request: { runKey: uniqueName('o') },
+    pool: h.pool,
+    redis: h.redis,
+    logger: silentLogger,
+  });
+  expect(r.pages).toBe(3);
+  return r.attemptId;
+}
+
+describe('report-etl pages --out', () => {
+  it('a directory it cannot make: one line naming it, exit 2, no stack trace', async () => {
+    const attemptId = await keptAttempt();
+    const dir = mkdtempSync(join(tmpdir(), 'pages-out-'));
+    try {
+      const file = join(dir, 'a-file');
+      writeFileSync(file, 'not a directory');
+      const r = await runCli(['pages', attemptId, '--out', join(file, 'pages')], { env: { LOG_LEVEL: 'warn' } });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`report-etl pages: cannot write to --out ${join(file, 'pages')}`);
+      expect(r.stderr).toContain('give a directory you may write to');
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.stdout).toBe('');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
