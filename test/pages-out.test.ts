@@ -1,8 +1,9 @@
 /**
  * `report-etl pages --out DIR` into a directory it cannot use (docs/operations.md "Kept pages"): one line saying which
- * and what to do, no stack trace.
+ * and what to do, no stack trace; a directory holding files of the names it would write is refused, nothing written
+ * over them.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -47,6 +48,29 @@ describe('report-etl pages --out', () => {
       expect(r.stderr).toContain('give a directory you may write to');
       expect(r.stderr).not.toMatch(/\n\s+at /);
       expect(r.stdout).toBe('');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a directory holding a file of a name it would write: refused, nothing written over it', async () => {
+    const attemptId = await keptAttempt();
+    const dir = mkdtempSync(join(tmpdir(), 'pages-out-'));
+    try {
+      writeFileSync(join(dir, '2.json'), 'an earlier page 2');
+      const r = await runCli(['pages', attemptId, '--out', dir], { env: { LOG_LEVEL: 'warn' } });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`report-etl pages: ${join(dir, '2.json')} exists already`);
+      expect(r.stderr).toContain('give --out an empty or new directory');
+      expect(readdirSync(dir)).toEqual(['2.json']);
+      expect(readFileSync(join(dir, '2.json'), 'utf8')).toBe('an earlier page 2');
+
+      // Files of other names are left as they are, and the pages written beside them.
+      rmSync(join(dir, '2.json'));
+      writeFileSync(join(dir, 'notes.txt'), 'mine');
+      const ok = await runCli(['pages', attemptId, '--out', dir], { env: { LOG_LEVEL: 'warn' } });
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(readdirSync(dir).sort()).toEqual(['1.json', '2.json', '3.json', 'notes.txt']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
