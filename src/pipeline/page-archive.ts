@@ -26,6 +26,7 @@ import {
   type PageCodec,
 } from '../history/page-archive.ts';
 import { throwIfAborted } from '../errors.ts';
+import { PageDeadlineReached } from './deadlines.ts';
 import type { Logger } from '../logger.ts';
 import type { PageStream } from '../report-api/index.ts';
 
@@ -168,32 +169,52 @@ type Serially = <T>(fn: (db: pg.Client) => Promise<T>) => Promise<T>;
 /**
  * Keeps every page of a report job from its first, for a load that failed before it read them all (a guard, a frozen
  * schema, a value that does not fit, the database): the pages were fine, and a replay `--from-pages` needs them whole.
- * Drops what an earlier pass kept. Stops, incomplete, past the announced pages.
- * @param openPage the report client's, for the report job (null: the server's 404 after the last page)
+ * Drops what an earlier pass kept. Stops, incomplete, past the announced pages. Each page, its request to its last
+ * byte, has `pageTimeoutMs` as the load's pages have (docs/architecture.md "Limits"): a server trickling a page does
+ * not hold the failed attempt until its maxRunMs.
+ * @param openPage the report client's, for the report job, aborting the request and body on `signal` (null: the
+ *   server's 404 after the last page)
+ * @param pageTimeoutMs ms each page may take; undefined or Infinity for no limit
  * @returns how many pages were kept
- * @throws the server's and the database's errors; AbortedError
+ * @throws the server's and the database's errors; PageDeadlineReached naming its page; AbortedError
  */
 export async function keepAllPages(
   archive: PageArchive,
-  openPage: (page: number) => Promise<PageStream | null>,
+  openPage: (page: number, signal: AbortSignal) => Promise<PageStream | null>,
   announcedPages: number,
   signal?: AbortSignal,
+  pageTimeoutMs?: number,
 ): Promise<number> {
   await archive.begin();
   for (let page = 1; page <= announcedPages + 1; page++) {
     throwIfAborted(signal);
-    const stream = await openPage(page);
-    if (!stream) {
-      await archive.complete();
-      return page - 1;
+    const stop = new AbortController();
+    const deadline =
+      pageTimeoutMs !== undefined && Number.isFinite(pageTimeoutMs)
+        ? setTimeout(() => stop.abort(new PageDeadlineReached(pageTimeoutMs)), pageTimeoutMs)
+        : undefined;
+    try {
+      const stream = await openPage(page, signal ? AbortSignal.any([signal, stop.signal]) : stop.signal);
+      if (!stream) {
+        await archive.complete();
+        return page - 1;
+      }
+      if (page > announcedPages) {
+        stream.body.destroy();
+        break;
+      }
+      const sink = archive.page(page, stream.contentType);
+      for await (const chunk of stream.body as AsyncIterable<Uint8Array>) await sink.write(chunk);
+      await sink.end();
+    } catch (err) {
+      // The page's own deadline (not the attempt's signal, whose abort speaks for itself).
+      const reason: unknown = stop.signal.reason;
+      if (reason instanceof PageDeadlineReached && !signal?.aborted)
+        throw new Error(`page ${page}: ${reason.message} while it was kept`, { cause: err });
+      throw err;
+    } finally {
+      clearTimeout(deadline);
     }
-    if (page > announcedPages) {
-      stream.body.destroy();
-      break;
-    }
-    const sink = archive.page(page, stream.contentType);
-    for await (const chunk of stream.body as AsyncIterable<Uint8Array>) await sink.write(chunk);
-    await sink.end();
   }
   return announcedPages;
 }
