@@ -152,4 +152,15 @@ describe('damaged kept pages', () => {
       await kept.close();
     }
   });
+
+  it('pages deleted after their archive was read are refused as deleted, not opened as none', async () => {
+    const table = `${h.schema}.damaged_gone`;
+    const { attemptId } = await keptRun('dg', table);
+    const archive = (await getArchive(h.pool, attemptId))!;
+    await h.pool.query('DELETE FROM etl.attempt_archives WHERE attempt_id = $1', [attemptId]);
+    await expect(openKeptPages(h.pool, archive)).rejects.toMatchObject({
+      code: 'PAGES_NOT_KEPT',
+      message: expect.stringContaining(`the kept pages of attempt ${attemptId} were deleted`) as unknown,
+    });
+  });
 });

@@ -13,6 +13,7 @@ import { gunzip, zstdDecompress } from 'node:zlib';
 import pg from 'pg';
 import { coerceError, EtlError } from '../errors.ts';
 import {
+  getArchive,
   keptPageExists,
   listKeptPages,
   readPageChunk,
@@ -46,8 +47,8 @@ export interface KeptPages extends Pick<ReportClient, 'openPage'> {
 /**
  * Opens the kept pages of `archive` over a connection of their own (of `pool`'s settings, outside the pool: the load
  * transaction that reads them holds a pool connection already).
- * @throws EtlError PAGES_NOT_KEPT (not retryable) when the archive is not complete or a page was not stored whole;
- *   the database's errors
+ * @throws EtlError PAGES_NOT_KEPT (not retryable) when the archive is not complete, a page was not stored whole, or
+ *   the pages were deleted since `archive` was read; the database's errors
  */
 export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Promise<KeptPages> {
   const client = new pg.Client({ ...pool.options, application_name: 'report-etl pages' });
@@ -55,6 +56,8 @@ export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Pro
   await client.connect();
   try {
     const pages = await listKeptPages(client, archive.attemptId);
+    // Pruned since `archive` was read: its pages are gone, not none (an empty report's are).
+    if (!(await getArchive(client, archive.attemptId))) throw deletedWhileRead(archive.attemptId);
     const broken = pages.find((p) => p.sha256 === undefined);
     if (!archive.complete || broken || pages.some((p, i) => p.page !== i + 1))
       throw new EtlError(
@@ -126,6 +129,16 @@ export function documentPages(db: pg.Pool, docs: readonly RunDocument[]): Pick<R
   };
 }
 
+/** The error of kept pages the janitor or the run history's retention deleted as they were opened or read. */
+function deletedWhileRead(attemptId: string): EtlError {
+  return new EtlError(
+    'PAGES_NOT_KEPT',
+    `the kept pages of attempt ${attemptId} were deleted while they were read (target.archive.keepDays ran ` +
+      'out, or the run history was pruned): replay the run from the server instead',
+    { retryable: false },
+  );
+}
+
 /** The kept pages opened, in the database: their queries take turns on their connection. */
 interface KeptStore {
   /** Chunk `chunk` of page `page`, compressed; undefined past its last. */
@@ -154,13 +167,7 @@ async function rawChunk(store: KeptStore, attemptId: string, kept: KeptPage, n: 
  */
 async function pageEnd(store: KeptStore, attemptId: string, kept: KeptPage, sha256: string) {
   if (sha256 === kept.sha256) return undefined;
-  if (!(await store.has(kept.page)))
-    return new EtlError(
-      'PAGES_NOT_KEPT',
-      `the kept pages of attempt ${attemptId} were deleted while they were read (target.archive.keepDays ran ` +
-        'out, or the run history was pruned): replay the run from the server instead',
-      { retryable: false },
-    );
+  if (!(await store.has(kept.page))) return deletedWhileRead(attemptId);
   return new EtlError(
     'PAGES_NOT_KEPT',
     `kept page ${kept.page} of attempt ${attemptId} is damaged: its sha256 is ${sha256}, it was served ` +
