@@ -25,7 +25,8 @@ import {
   insertPageChunk,
   type PageCodec,
 } from '../history/page-archive.ts';
-import { throwIfAborted } from '../errors.ts';
+import { EtlError, throwIfAborted } from '../errors.ts';
+import { databaseError } from '../warehouse/load-errors.ts';
 import { PageDeadlineReached } from './deadlines.ts';
 import type { Logger } from '../logger.ts';
 import type { PageStream } from '../report-api/index.ts';
@@ -107,10 +108,14 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
   const serially = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => {
     const db = client;
     if (!db) return Promise.reject(new Error('page archive used before begin()'));
-    const next = last.then(
-      () => fn(db),
-      () => fn(db),
-    );
+    const next = last
+      .then(
+        () => fn(db),
+        () => fn(db),
+      )
+      .catch((err: unknown) => {
+        throw archiveError(err);
+      });
     last = next.catch(() => undefined);
     return next;
   };
@@ -161,6 +166,22 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
       await c?.end().catch(() => undefined);
     },
   };
+}
+
+/**
+ * A database error of the archive's connection as EtlError DATABASE saying that it was the kept pages that could not
+ * be stored (not the target), retryable as {@link databaseError} says.
+ */
+function archiveError(err: unknown): unknown {
+  if (err instanceof EtlError) return err;
+  const e = databaseError(err, 'load');
+  if (!(e instanceof EtlError)) return e;
+  return new EtlError('DATABASE', `the kept pages (target.archive) could not be stored: ${e.message}`, {
+    stage: e.stage,
+    retryable: e.retryable,
+    cause: err,
+    details: e.details,
+  });
 }
 
 /** Runs one statement on the archive's connection once the statements before it are done. */
