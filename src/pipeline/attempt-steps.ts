@@ -433,6 +433,7 @@ export function openReport(
       keepDays: keep.keepDays,
       announced: { pages: finished.pages, rows: finished.rows },
       logger: a.log,
+      signal: o.signal,
     });
   // Documents (pdf, excel, word) a load commits are kept by their target and count as kept pages: not stored twice
   // as they are read; a load that fails keeps their pages from the server (keepPagesOfFailedLoad).

@@ -27,6 +27,7 @@ import {
 } from '../history/page-archive.ts';
 import { EtlError, throwIfAborted } from '../errors.ts';
 import { databaseError } from '../warehouse/load-errors.ts';
+import { cancelStatement } from '../warehouse/load-transaction.ts';
 import { PageDeadlineReached } from './deadlines.ts';
 import type { Logger } from '../logger.ts';
 import type { PageStream } from '../report-api/index.ts';
@@ -68,6 +69,11 @@ export interface PageArchiveOptions {
   /** What the server announced, kept for the replay's checks. */
   announced: { pages: number; rows?: number | undefined };
   logger: Logger;
+  /**
+   * The attempt's (maxRunMs, a shutdown): once it aborts, the statement the archive's connection runs is cancelled
+   * (one waiting for a lock or a stalled disk would hold the attempt) and no other is sent.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** One page being kept: its bytes in order, then its end. */
@@ -105,13 +111,28 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
   let last: Promise<unknown> = Promise.resolve();
   // Chunk buffers compressed already, for the next chunks of any page: a page's megabytes are not allocated anew.
   const spare: Buffer[] = [];
+  // The connection's backend, and whether a statement is in hand there: what an abort cancels.
+  let pid: number | undefined;
+  let running = false;
+  const onAbort = (): void => {
+    if (running && pid !== undefined) void cancelStatement(o.pool, pid);
+  };
+  const run = async <T>(db: pg.Client, fn: (db: pg.Client) => Promise<T>): Promise<T> => {
+    throwIfAborted(o.signal);
+    running = true;
+    try {
+      return await fn(db);
+    } finally {
+      running = false;
+    }
+  };
   const serially = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => {
     const db = client;
     if (!db) return Promise.reject(new Error('page archive used before begin()'));
     const next = last
       .then(
-        () => fn(db),
-        () => fn(db),
+        () => run(db, fn),
+        () => run(db, fn),
       )
       .catch((err: unknown) => {
         throw archiveError(err);
@@ -126,11 +147,21 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
     async begin() {
       completed = false;
       if (!client) {
+        throwIfAborted(o.signal);
         const c = new pg.Client({ ...o.pool.options, application_name: 'report-etl pages' });
         c.on('error', (err) => o.logger.warn({ err: err.message }, "the page archive's connection broke"));
-        await c.connect();
-        await c.query('SET synchronous_commit = off');
+        try {
+          await c.connect();
+          const { rows } = await c.query<{ pid: number }>(
+            `SELECT pg_backend_pid() AS pid, set_config('synchronous_commit', 'off', false)`,
+          );
+          pid = rows[0]?.pid;
+        } catch (err) {
+          await c.end().catch(() => undefined);
+          throw archiveError(err);
+        }
         client = c;
+        o.signal?.addEventListener('abort', onAbort, { once: true });
       }
       const { attemptId, outputType, announced } = o;
       await serially((db) =>
@@ -163,6 +194,7 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
       const c = client;
       client = undefined;
       await last;
+      o.signal?.removeEventListener('abort', onAbort);
       await c?.end().catch(() => undefined);
     },
   };
