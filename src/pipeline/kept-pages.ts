@@ -4,7 +4,9 @@
  * them (`replay --from-pages`, `--accept-guard`, `preview --from-pages`) and `report-etl pages` writes them out. A page
  * is read one chunk at a time (one query, one decompression each, by the codec recorded with the page) as its
  * consumer pulls, and checked against the sha256 it was served with at its end; a load that failed on a page it left
- * before its end asks whether that page was damaged ({@link KeptPages.damaged}).
+ * before its end asks whether that page was damaged ({@link KeptPages.damaged}). A page opened with a signal fails
+ * with its reason once it aborts (maxRunMs, a shutdown, the page's deadline), and the chunk query in hand is cancelled:
+ * one waiting for a lock does not hold the attempt.
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -23,6 +25,7 @@ import {
 } from '../history/page-archive.ts';
 import type { PageStream, ReportClient } from '../report-api/index.ts';
 import { readDocument, type RunDocument } from '../warehouse/documents.ts';
+import { cancelStatement } from '../warehouse/load-transaction.ts';
 
 /** How each codec's chunks are decompressed: pages kept before zstd are gzip. */
 const DECOMPRESS: Record<PageCodec, (data: Buffer) => Promise<Buffer>> = {
@@ -55,6 +58,8 @@ export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Pro
   client.on('error', () => undefined); // a broken connection fails the query that uses it
   await client.connect();
   try {
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const pid = rows[0]!.pid;
     const pages = await listKeptPages(client, archive.attemptId);
     // Pruned since `archive` was read: its pages are gone, not none (an empty report's are).
     if (!(await getArchive(client, archive.attemptId))) throw deletedWhileRead(archive.attemptId);
@@ -78,10 +83,21 @@ export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Pro
     // One query at a time on the connection (pg queues them, but that is deprecated): a page left by its reader may
     // still be reading a chunk when another is read.
     let last: Promise<unknown> = Promise.resolve();
+    let running = false;
     const serially = <T>(fn: () => Promise<T>): Promise<T> => {
-      const next = last.then(fn);
+      const next = last.then(async () => {
+        running = true;
+        try {
+          return await fn();
+        } finally {
+          running = false;
+        }
+      });
       last = next.catch(() => undefined);
       return next;
+    };
+    const cancel = (): void => {
+      if (running) void cancelStatement(pool, pid);
     };
     const store: KeptStore = {
       chunk: (page, chunk) => serially(() => readPageChunk(client, archive.attemptId, page, chunk)),
@@ -90,10 +106,12 @@ export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Pro
     return {
       archive,
       pages,
-      openPage: (_reportJobId, page) => {
+      openPage: (_reportJobId, page, signal) => {
         const kept = pages[page - 1];
         if (kept) unfinished.add(kept);
-        return Promise.resolve(pageStream(store, archive.attemptId, kept, (err) => ended(kept!, err)));
+        const stream = pageStream(store, archive.attemptId, kept, (err) => ended(kept!, err));
+        if (stream && signal) abortWith(stream, signal, cancel);
+        return Promise.resolve(stream);
       },
       async damaged() {
         if (found[0]) return found[0];
@@ -137,6 +155,17 @@ function deletedWhileRead(attemptId: string): EtlError {
       'out, or the run history was pruned): replay the run from the server instead',
     { retryable: false },
   );
+}
+
+/** Fails `stream`'s body with `signal`'s reason once it aborts, and calls `cancel` (the chunk query in hand). */
+function abortWith(stream: PageStream, signal: AbortSignal, cancel: () => void): void {
+  const onAbort = (): void => {
+    stream.body.destroy(coerceError(signal.reason));
+    cancel();
+  };
+  if (signal.aborted) return onAbort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  stream.body.once('close', () => signal.removeEventListener('abort', onAbort));
 }
 
 /** The kept pages opened, in the database: their queries take turns on their connection. */
