@@ -3,7 +3,7 @@
  * --out DIR` writes each page's file byte for byte, and the admin run and attempt pages list them with a download link
  * each, behind the admin auth. A document a later replace removed is reported, not served half.
  */
-import { mkdtemp, readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -97,6 +97,21 @@ it(
     expect(one.stdout).toMatch(/^\S+_2\.pdf {2}\d+ bytes {2}sha256 [0-9a-f]{64}\n$/);
   },
 );
+
+it('report-etl documents: a file it cannot write (a full disk) is named in one line, exit 1', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'docs-full-'));
+  const want = await stored();
+  const second = [...want.keys()].find((name) => name.endsWith('_2.pdf'))!;
+  // Writing to /dev/full (Linux) fails with ENOSPC, as a full disk does.
+  await symlink('/dev/full', join(dir, second));
+  const r = await cli(['documents', runKey, '--out', dir]);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toContain(`page 2: cannot write ${join(dir, second)}: ENOSPC`);
+  expect(r.stderr).not.toMatch(/\n\s+at /);
+  const others = [...want.keys()].filter((name) => name !== second);
+  for (const name of others) expect((await readFile(join(dir, name))).equals(want.get(name)!)).toBe(true);
+  expect(r.stdout.trim().split('\n')).toHaveLength(2);
+});
 
 it(
   'report-etl documents says so for a run without documents (exit 1) ' +

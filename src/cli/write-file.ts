@@ -9,8 +9,8 @@ import { fail, type Cli } from './types.ts';
 
 /**
  * Streams `source` into `file`. When the source fails with an EtlError (a document gone from its target, a kept page
- * whose sha256 differs), removes the partial file, prints `page N: <why>` on stderr, sets exit 1 and gives back false;
- * a command then goes on with its next page.
+ * whose sha256 differs) or the file cannot be written (a full disk, no right to write), removes the partial file,
+ * prints `page N: <why>` on stderr, sets exit 1 and gives back false; a command then goes on with its next page.
  * @param o.exclusive never write over a file that exists: say so as for a failed source, and leave it as it is
  * @throws any other error, after removing the partial file
  */
@@ -21,8 +21,13 @@ export async function writeFileOrReport(
   page: number,
   o: { exclusive?: boolean } = {},
 ): Promise<boolean> {
+  const out = createWriteStream(file, { flags: o.exclusive ? 'wx' : 'w' });
+  // Which failed first: the file, or the source (whose error the pipeline then passes on to the file).
+  let first: 'source' | 'file' | undefined;
+  source.once('error', () => (first ??= 'source'));
+  out.once('error', () => (first ??= 'file'));
   try {
-    await pipeline(source, createWriteStream(file, { flags: o.exclusive ? 'wx' : 'w' }));
+    await pipeline(source, out);
     return true;
   } catch (err) {
     if ((err as { code?: unknown }).code === 'EEXIST') {
@@ -31,8 +36,13 @@ export async function writeFileOrReport(
       return false;
     }
     await rm(file, { force: true });
-    if (!(err instanceof EtlError)) throw err;
-    fail(cli, `page ${page}: ${err.message}`, 1);
+    if (err instanceof EtlError) {
+      fail(cli, `page ${page}: ${err.message}`, 1);
+      return false;
+    }
+    if (first !== 'file') throw err;
+    source.destroy();
+    fail(cli, `page ${page}: cannot write ${file}: ${coerceError(err).message}`, 1);
     return false;
   }
 }
