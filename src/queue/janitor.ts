@@ -6,17 +6,15 @@
  */
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
-import { randomUUID } from 'node:crypto';
 import { freshnessOf, checkFreshness } from '../alerts/freshness.ts';
 import { makeRunAlerts } from '../alerts/run-alerts.ts';
 import type { AlertSender } from '../alerts/webhook-sender.ts';
 import { parseWindow } from '../config/duration.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError, EtlError } from '../errors.ts';
-import { failAttempt, failureOf, insertAttempt } from '../history/attempts.ts';
+import { failAttempt } from '../history/attempts.ts';
 import { queuedRunsNotBegun, type RunRow } from '../history/runs.ts';
 import { shellQuote } from '../shell-quote.ts';
-import { parseTableName } from '../warehouse/identifiers.ts';
 import { findOrphanedAttempts, type OwnedAttempt } from '../history/orphans.ts';
 import { commaCount, readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { pruneKeptPages } from '../history/page-archive.ts';
@@ -26,6 +24,7 @@ import { defaultWorkerName } from '../pipeline/run-attempt.ts';
 import { makeReportClients, type ReportClients } from '../report-api/client-registry.ts';
 import { DEFAULT_QUEUE_PREFIX, ownerWorkerName } from './names.ts';
 import type { RunQueue } from './queue.ts';
+import { recordUnrunFailure } from './given-up.ts';
 import { jobOfSubject, runSubjects } from '../config/mandants.ts';
 
 /**
@@ -267,10 +266,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
 
   /** Records one lost queued run failed: an attempt `failed` at once with QUEUE_JOB_LOST, and its alert. */
   const recordLost = async (run: RunRow, config: EtlConfig): Promise<LostQueuedRun> => {
-    const job = jobOfSubject(config, run.job)!;
-    const target = parseTableName(job.target.table);
     const queueJobId = run.queue_job_id!;
-    const attemptId = randomUUID();
     const queuedAt = run.queued_at?.toISOString() ?? 'unknown';
     const error = new EtlError(
       'QUEUE_JOB_LOST',
@@ -280,19 +276,15 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
         `report-etl replay ${shellQuote(run.run_key)} --job ${shellQuote(run.job)}`,
       { retryable: false, stage: 'start', details: { queueJobId, queuedAt, janitor: me } },
     );
-    await insertAttempt(deps.pool, {
-      attemptId,
+    const attemptId = await recordUnrunFailure(deps.pool, config, runAlerts, {
       job: run.job,
       runKey: run.run_key,
-      scheduledFor: run.scheduled_for ?? undefined,
       trigger: run.trigger,
-      targetTable: `${target.schema}.${target.table}`,
-      writeMode: job.target.mode,
+      scheduledFor: run.scheduled_for ?? undefined,
+      error,
       worker: me,
     });
-    await failAttempt(deps.pool, attemptId, failureOf(error, 'start'));
     log.error({ job: run.job, runKey: run.run_key, queueJobId, attemptId }, error.message);
-    await runAlerts.failed({ job: run.job, runKey: run.run_key, attemptId, trigger: run.trigger, error });
     return { job: run.job, runKey: run.run_key, queueJobId, attemptId };
   };
 
