@@ -141,11 +141,18 @@ export interface AttemptFailure {
 
 /**
  * Marks an attempt and its run failed (or interrupted) and writes its etl.run_errors row, in one transaction. An
- * attempt no longer `running` keeps its status; the error row is still written.
+ * attempt no longer `running` keeps its status; the error row is still written (a second cause of a failure), unless
+ * `opts.onlyRunning`: then nothing is written (an orphan whose process committed it as it died).
+ * @returns whether this call ended the attempt
  */
-export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFailure): Promise<void> {
-  await withTransaction(pool, async (tx) => {
-    await tx.query(
+export async function failAttempt(
+  pool: pg.Pool,
+  attemptId: string,
+  f: AttemptFailure,
+  opts: { onlyRunning?: boolean } = {},
+): Promise<boolean> {
+  return withTransaction(pool, async (tx) => {
+    const { rowCount } = await tx.query(
       endAttemptSql(
         'status = $2, error = $3, rows = $4, pages = $5, bytes = $6, timeline = coalesce($7, timeline)',
         'least(clock_timestamp(), greatest(started_at, coalesce($8::timestamptz, clock_timestamp())))',
@@ -161,6 +168,8 @@ export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFa
         f.lastAliveAt ?? null,
       ],
     );
+    const ended = (rowCount ?? 0) > 0;
+    if (!ended && opts.onlyRunning) return false;
     await tx.query(
       `INSERT INTO etl.run_errors (attempt_id, stage, error_kind, retryable, http_status, message, server_message,
                                    problem, details)
@@ -177,6 +186,7 @@ export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFa
         f.details === undefined ? null : JSON.stringify(f.details),
       ],
     );
+    return ended;
   });
 }
 
