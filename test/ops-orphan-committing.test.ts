@@ -2,8 +2,10 @@
  * A worker killed while its COMMIT is under way: PostgreSQL completes the COMMIT it was sent, but the owner session
  * is gone at once, so the janitor finds the attempt orphaned while it still reads `running`. Its record must then
  * stay the committed one, and its run must not be handed back to be run again (docs/operations.md "No orphans (the
- * janitor)"). Real PostgreSQL and Redis: a transaction that has completed the attempt and not yet committed stands
- * for the COMMIT in flight; the dead worker is a BullMQ worker named by the owner lock that took the queue job.
+ * janitor)"). And a queue job taken again after its worker committed and died before BullMQ heard of it finds its run
+ * succeeded and loads nothing (docs/architecture.md "Flow of one run"). Real PostgreSQL and Redis: a transaction that
+ * has completed the attempt and not yet committed stands for the COMMIT in flight; the dead worker is a BullMQ worker
+ * named by the owner lock that took the queue job.
  */
 import { Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
@@ -16,9 +18,10 @@ import { makeJanitor } from '../src/queue/janitor.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { ownerWorkerName, QUEUE_NAME } from '../src/queue/names.ts';
 import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts';
+import { makeRunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -107,6 +110,63 @@ it(
       await owner.close();
       await dead.close(true);
       await janitor.close();
+    }
+  },
+  60_000,
+);
+
+it(
+  'a manual run whose worker died after its commit, before completing its queue job: the next worker to take the ' +
+    'queue job finds the run succeeded and starts nothing',
+  async () => {
+    const config = h.config({
+      [`${job}_done`]: {
+        connection: 'sim',
+        report: { mandant: 7777, name: 'Sales/Orders' },
+        target: { table: 'orders_done' },
+      },
+    });
+    const name = `${job}_done`;
+    const { runKey, jobId } = await enqueueManual(queue, config, name, {}, undefined, undefined, h.pool);
+    // The dying worker took the queue job, committed its attempt, and died before telling BullMQ.
+    const dead = new Worker<QueuedRun>(QUEUE_NAME, null, { connection: h.redis, prefix, lockDuration: 500 });
+    expect((await dead.getNextJob(randomUUID()))?.id).toBe(jobId);
+    await dead.close(true);
+    const attemptId = randomUUID();
+    await insertAttempt(h.pool, {
+      attemptId,
+      job: name,
+      runKey,
+      trigger: 'manual',
+      targetTable: `${h.schema}.orders_done`,
+      writeMode: 'replace',
+      worker: 'dead:1',
+    });
+    expect(await completeAttempt(h.pool, attemptId, { rows: 5, pages: 1, bytes: 100 })).toBe(true);
+    const created = h.sim.counters().jobsCreated;
+    const worker = makeRunWorker({
+      config: () => config,
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+      prefix,
+      lockDurationMs: 1_000,
+      stalledIntervalMs: 300,
+    });
+    try {
+      const done = await waitFor(
+        'the queue job completed by the next worker',
+        async () => {
+          const j = await queue.getJob(jobId);
+          return (await j?.getState()) === 'completed' && j;
+        },
+        30_000,
+      );
+      expect(done.returnvalue).toEqual({ status: 'already-succeeded' });
+      expect((await attemptsOf(h.pool, name)).map((a) => [a.attempt, a.status])).toEqual([[1, 'succeeded']]);
+      expect(h.sim.counters().jobsCreated).toBe(created);
+    } finally {
+      await worker.close(0);
     }
   },
   60_000,

@@ -1,5 +1,5 @@
 /**
- * What a worker does with one queued run (docs/architecture.md "Flow of one run"): skip a tick that succeeded, hold
+ * What a worker does with one queued run (docs/architecture.md "Flow of one run"): skip a run that succeeded, hold
  * the overlap lock, record the run request, call runAttempt, and map the outcome onto BullMQ: a non-retryable
  * failure is unrecoverable, an attempt interrupted by shutdown goes back to the queue without using up an attempt.
  */
@@ -141,11 +141,14 @@ async function processTraced(
   }
   // A full or restarting PostgreSQL is waited for here too: a capacity error must not use up the run's retries.
   const waits = { todo: 'the run starts', done: 'the run goes on' };
-  if (
-    TICK_TRIGGERS.has(req.trigger) &&
-    (await untilDatabaseTakesIt(log, waits, signal, () => hasSucceeded(deps.pool, req.job, req.runKey)))
-  ) {
-    log.info('this tick already succeeded: nothing to do');
+  // Any run, not only a tick: a worker may die after its commit, before BullMQ heard of it, and its queue job is
+  // taken again once it stalled.
+  if (await untilDatabaseTakesIt(log, waits, signal, () => hasSucceeded(deps.pool, req.job, req.runKey))) {
+    log.info(
+      TICK_TRIGGERS.has(req.trigger)
+        ? 'this tick already succeeded: nothing to do'
+        : 'this run already succeeded (its worker committed, then died before finishing its queue job): nothing to do',
+    );
     return { status: 'already-succeeded' };
   }
   const lock = await tryOverlapLock(
