@@ -139,10 +139,16 @@ export interface AttemptFailure {
   lastAliveAt?: Date | undefined;
 }
 
+/** An attempt's text of a failure: ours, and the server's words when ours does not hold them. */
+function errorText(f: AttemptFailure): string {
+  return f.serverMessage && !f.message.includes(f.serverMessage) ? `${f.message}\n${f.serverMessage}` : f.message;
+}
+
 /**
  * Marks an attempt and its run failed (or interrupted) and writes its etl.run_errors row, in one transaction. An
- * attempt no longer `running` keeps its status; the error row is still written (a second cause of a failure), unless
- * `opts.onlyRunning`: then nothing is written (an orphan whose process committed it as it died).
+ * attempt no longer `running` keeps its status; the error row is still written (a later word on a failure), and on a
+ * failed or interrupted attempt its message becomes the attempt's text; unless `opts.onlyRunning`: then nothing is
+ * written (an orphan whose process committed it as it died).
  * @returns whether this call ended the attempt
  */
 export async function failAttempt(
@@ -160,7 +166,7 @@ export async function failAttempt(
       [
         attemptId,
         f.status,
-        f.serverMessage && !f.message.includes(f.serverMessage) ? `${f.message}\n${f.serverMessage}` : f.message,
+        errorText(f),
         f.figures?.rows ?? null,
         f.figures?.pages ?? null,
         f.figures?.bytes ?? null,
@@ -170,6 +176,11 @@ export async function failAttempt(
     );
     const ended = (rowCount ?? 0) > 0;
     if (!ended && opts.onlyRunning) return false;
+    if (!ended)
+      await tx.query(
+        `UPDATE etl.attempts SET error = $2 WHERE attempt_id = $1 AND status IN ('failed', 'interrupted')`,
+        [attemptId, errorText(f)],
+      );
     await tx.query(
       `INSERT INTO etl.run_errors (attempt_id, stage, error_kind, retryable, http_status, message, server_message,
                                    problem, details)

@@ -242,7 +242,8 @@ async function queueJobGone(queueJob: Job<QueuedRun>): Promise<boolean> {
 
 /**
  * Records that a failed attempt's run will not be retried because its queue job is gone (Redis lost its data, e.g.
- * a restart without persistence): an etl.run_errors row QUEUE_JOB_LOST, not retryable, saying how to replay it.
+ * a restart without persistence): an etl.run_errors row QUEUE_JOB_LOST, not retryable, saying how to replay it, which
+ * becomes the attempt's text (its first failure's may promise a retry).
  * @returns the error for the failed alert; never throws (a history that cannot be written is logged by the caller)
  */
 async function recordQueueJobLost(
@@ -253,9 +254,9 @@ async function recordQueueJobLost(
 ): Promise<EtlError> {
   const error = new EtlError(
     'QUEUE_JOB_LOST',
-    `${err.code}: ${summaryLine(err.message)}; its queue job ${queueJobId} is gone from Redis (Redis lost its ` +
-      `data, e.g. a restart without persistence), so it is not retried: ` +
-      `report-etl replay ${shellQuote(req.runKey)} --job ${shellQuote(req.job)}`,
+    `not retried: its queue job ${queueJobId} is gone from Redis (Redis lost its data, e.g. a restart without ` +
+      `persistence): report-etl replay ${shellQuote(req.runKey)} --job ${shellQuote(req.job)}; the attempt had ` +
+      `failed with ${err.code}: ${summaryLine(err.message)}`,
     { retryable: false, stage: err.error instanceof EtlError ? err.error.stage : undefined, cause: err.error },
   );
   await failAttempt(pool, err.attemptId, failureOf(error, 'commit')).catch(() => undefined);
