@@ -201,6 +201,18 @@ export async function failAttempt(
   });
 }
 
+/** The first etl.run_errors row of an attempt (what ended it), or undefined when it has none. */
+export async function firstAttemptError(
+  db: Queryable,
+  attemptId: string,
+): Promise<{ error_kind: string; message: string } | undefined> {
+  const { rows } = await db.query<{ error_kind: string; message: string }>(
+    'SELECT error_kind, message FROM etl.run_errors WHERE attempt_id = $1 ORDER BY id LIMIT 1',
+    [attemptId],
+  );
+  return rows[0];
+}
+
 /** Turns any error into the failure record of an attempt; a pg error's code becomes `PG_<code>`. */
 export function failureOf(err: Error, fallbackStage: RunStage, figures?: Partial<LoadFigures>): AttemptFailure {
   const e = err instanceof EtlError ? err : undefined;

@@ -199,6 +199,17 @@ async function processTraced(
     return { status, attemptId, rows, pages, bytes, durationMs: Math.round(durationMs) };
   } catch (err) {
     if (err instanceof AttemptFailedError) {
+      if (err.closedElsewhere) {
+        // Closed by another process while it ran (its owner session was lost), which recorded it; a janitor also
+        // handed the run back. A failure here is a consequence: back to the queue if this worker still holds the
+        // run, without using up an attempt; no alert.
+        log.warn(
+          { attemptId: err.attemptId, closedAs: err.closedElsewhere },
+          "attempt closed by another process while it ran: its failure here is not the run's; the run goes on",
+        );
+        await queueJob.moveToDelayed(Date.now(), token).catch(() => undefined);
+        throw new DelayedError();
+      }
       if (controller.signal.aborted && deps.shuttingDown()) {
         // Recorded interrupted; back to the queue for another worker, without using up an attempt.
         log.warn({ attemptId: err.attemptId }, 'attempt interrupted by shutdown: run queued again');
