@@ -614,7 +614,8 @@ export async function commitLoad(
     throw new EtlError(
       'OVERLAP_LOCK_LOST',
       'the overlap lock of this job was lost during the attempt (Redis lost its key, or the process stalled past ' +
-        'the lock): its rows are not committed; the attempt is retried',
+        'the lock and another worker took the run over): its rows are not committed; the run is retried while it ' +
+        'has attempts left',
       { stage: 'commit' },
     );
   if (!(await completeAttempt(lt.tx, a.attemptId, { rows: loaded.rows, pages: rows.pages, bytes: rows.bytes })))
