@@ -3,13 +3,12 @@
  * documents a run or attempt archived to files, streamed from PostgreSQL. Exit 1 when there are none or one is gone
  * from its target, 2 when the id names nothing or runs of several jobs.
  */
-import { mkdir } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { basename, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { CONFIG_NOT_READ, wholeNumber } from './options.ts';
 import { withStores } from './stores.ts';
 import { fail, type RegisterCommand } from './types.ts';
-import { writeFileOrReport } from './write-file.ts';
+import { outDirOrExit, writeFileOrReport } from './write-file.ts';
 
 export const registerDocuments: RegisterCommand = (program, cli) => {
   program
@@ -40,8 +39,8 @@ export const registerDocuments: RegisterCommand = (program, cli) => {
               'excel and word runs do, when they succeed; see "report-etl runs")',
             1,
           );
-        const dir = resolve(opts.out);
-        await mkdir(dir, { recursive: true });
+        const dir = await outDirOrExit(cli, 'documents', opts.out);
+        if (dir === undefined) return;
         for (const doc of docs) {
           // The name comes from the target table: keep it a plain file name inside DIR whatever it holds.
           const file = join(dir, basename(doc.fileName).replace(/^\.+/, '_') || `page_${doc.page}`);

@@ -1,12 +1,12 @@
 /**
  * Command-line entry (README "Commands"). Exit codes: 0 ok, 1 run failed, 2 usage or config error, or PostgreSQL /
- * Redis not usable (one line saying which, where and what to do).
+ * Redis not usable or lost mid-command (one line saying which, where and what to do).
  */
 import { terminalSafe } from '../terminal-text.ts';
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { StoreUnavailableError } from '../app/store-unavailable.ts';
-import { ConfigError } from '../errors.ts';
+import { coerceError, ConfigError, isConnectionLoss } from '../errors.ts';
 import { commandsFor } from './commands.ts';
 import type { Cli } from './types.ts';
 
@@ -47,6 +47,14 @@ export async function main(argv: string[]): Promise<number> {
     // PostgreSQL or Redis down or refusing us: one line, not a stack trace.
     if (err instanceof StoreUnavailableError) {
       cli.err(`report-etl: ${err.message}`);
+      return 2;
+    }
+    // A connection lost while the command ran (PostgreSQL restarted, its session ended): the same.
+    if (isConnectionLoss(err)) {
+      cli.err(
+        `report-etl: the connection to PostgreSQL or Redis was lost: ${coerceError(err).message}; run the command ` +
+          'again once they answer',
+      );
       return 2;
     }
     throw err;

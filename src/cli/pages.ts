@@ -3,15 +3,15 @@
  * an attempt kept (`target.archive`) to files named by page number, with an extension from the Content-Type the server
  * sent, byte for byte as served (checked against the sha256 taken as they were read), for the ERP vendor's support.
  * A run key names its newest attempt that kept every page. Documents (pdf, excel, word) a load committed count as
- * kept pages: they are written from their target (as `report-etl documents` does, named by page number here). Exit 1
+ * kept pages: they are written from their target (as `report-etl documents` does, named by page number here). No
+ * file is written over: a DIR holding one of those names is refused, nothing written (exit 2). Exit 1
  * when there are none or one is damaged, 2 when the id names nothing or runs of several jobs.
  */
-import { mkdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { CONFIG_NOT_READ } from './options.ts';
 import type { RegisterCommand } from './types.ts';
-import { writeFileOrReport } from './write-file.ts';
+import { noneExistOrExit, outDirOrExit, writeFileOrReport } from './write-file.ts';
 
 /** File extensions by the media type of a page's Content-Type; `bin` for any other. */
 const EXTENSIONS: Readonly<Record<string, string>> = {
@@ -28,6 +28,11 @@ const EXTENSIONS: Readonly<Record<string, string>> = {
 /** The file extension of a Content-Type, e.g. `text/plain; charset=utf-8` → `txt`. */
 export function pageExtension(contentType: string): string {
   return EXTENSIONS[contentType.split(';')[0]!.trim().toLowerCase()] ?? 'bin';
+}
+
+/** The file a page is written to: its number, zero-padded to `width` digits, and its content type's extension. */
+function pageFileName(page: number, width: number, contentType: string): string {
+  return `${String(page).padStart(width, '0')}.${pageExtension(contentType)}`;
 }
 
 export const registerPages: RegisterCommand = (program, cli) => {
@@ -55,14 +60,16 @@ export const registerPages: RegisterCommand = (program, cli) => {
         const kept = await keptOfNamed(pool, named);
         if ('documents' in kept) {
           const { docs } = kept.documents;
-          const dir = resolve(opts.out);
-          await mkdir(dir, { recursive: true });
+          const dir = await outDirOrExit(cli, 'pages', opts.out);
+          if (dir === undefined) return;
           const width = String(Math.max(...docs.map((d) => d.page))).length;
-          for (const doc of docs) {
-            const file = join(dir, `${String(doc.page).padStart(width, '0')}.${pageExtension(doc.contentType)}`);
+          const files = docs.map((d) => join(dir, pageFileName(d.page, width, d.contentType)));
+          if (!(await noneExistOrExit(cli, 'pages', files))) return;
+          for (const [i, doc] of docs.entries()) {
+            const file = files[i]!;
             // readDocument checks the bytes against the sha256 recorded when they were loaded.
             const source = Readable.from(documents.readDocument(pool, doc));
-            if (!(await writeFileOrReport(cli, file, source, doc.page))) continue;
+            if (!(await writeFileOrReport(cli, file, source, doc.page, { exclusive: true }))) continue;
             cli.out(`${file}  ${doc.contentType}  ${doc.bytes} bytes  sha256 ${doc.sha256}`);
           }
           return;
@@ -76,15 +83,17 @@ export const registerPages: RegisterCommand = (program, cli) => {
           cli.exit(1);
           return;
         }
+        const dir = await outDirOrExit(cli, 'pages', opts.out);
+        if (dir === undefined) return;
         const pages = await openKeptPages(pool, archive);
         try {
-          const dir = resolve(opts.out);
-          await mkdir(dir, { recursive: true });
           const width = String(pages.pages.length).length;
-          for (const page of pages.pages) {
-            const file = join(dir, `${String(page.page).padStart(width, '0')}.${pageExtension(page.contentType)}`);
+          const files = pages.pages.map((p) => join(dir, pageFileName(p.page, width, p.contentType)));
+          if (!(await noneExistOrExit(cli, 'pages', files))) return;
+          for (const [i, page] of pages.pages.entries()) {
+            const file = files[i]!;
             const stream = await pages.openPage(archive.attemptId, page.page);
-            if (!(await writeFileOrReport(cli, file, stream!.body, page.page))) continue;
+            if (!(await writeFileOrReport(cli, file, stream!.body, page.page, { exclusive: true }))) continue;
             cli.out(`${file}  ${page.contentType}  ${page.bytes} bytes  sha256 ${page.sha256}`);
           }
         } finally {

@@ -207,12 +207,13 @@ export const registerRun: RegisterCommand = (program, cli) => {
             );
             return 0;
           }
-          // One mandant after another: each takes its report slot as its turn comes; any failure exits 1.
+          // One mandant after another: each takes its report slot as its turn comes. Any failure exits non-zero:
+          // 1 when a run failed, 2 when every failure was a config problem.
           let code = 0;
           for (const subject of subjects) {
             if (controller.signal.aborted) break;
             const one = await runOne(subject.name);
-            code = code === 0 ? one : Math.min(code, one || code);
+            if (one !== 0) code = code === 0 ? one : Math.min(code, one);
           }
           if (code !== 0) cli.exit(code);
         } finally {

@@ -196,6 +196,15 @@ export async function readPageChunk(
   return rows[0]?.data;
 }
 
+/** Whether page `page` of an attempt's kept pages is still stored (not pruned, nor deleted with its attempt). */
+export async function keptPageExists(db: Queryable, attemptId: string, page: number): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM etl.attempt_pages WHERE attempt_id = $1 AND page = $2', [
+    attemptId,
+    page,
+  ]);
+  return (rowCount ?? 0) > 0;
+}
+
 /**
  * Deletes the kept pages of `jobs` whose keepDays ran out, at most `batchSize` attempts' pages per statement (a page's
  * chunks cascade); the attempts stay until history.keep. Retention of the run history deletes kept pages with their

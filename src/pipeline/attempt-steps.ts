@@ -434,6 +434,7 @@ export function openReport(
       keepDays: keep.keepDays,
       announced: { pages: finished.pages, rows: finished.rows },
       logger: a.log,
+      signal: o.signal,
     });
   // Documents (pdf, excel, word) a load commits are kept by their target and count as kept pages: not stored twice
   // as they are read; a load that fails keeps their pages from the server (keepPagesOfFailedLoad).
@@ -500,8 +501,9 @@ export async function openKeptReport(a: Attempt, pagesOf: string): Promise<Repor
 /**
  * After a load that failed before it read every page (or a documents load, which keeps no pages as it reads them),
  * with `target.archive`: keeps the pages from the server all the same (docs/operations.md "Kept pages": a failed load
- * keeps its pages), before the report job is deleted. Not once the attempt's signal aborted (a shutdown, maxRunMs). A
- * failure to keep them is logged, not thrown: the load's failure stands.
+ * keeps its pages), before the report job is deleted, each page within pageTimeoutMs as the load's. Not once the
+ * attempt's signal aborted (a shutdown, maxRunMs). A failure to keep them is logged, not thrown: the load's failure
+ * stands.
  */
 export async function keepPagesOfFailedLoad(a: Attempt, client: ReportClient, report: ReportToLoad): Promise<void> {
   const { archive, finished, started } = report;
@@ -510,9 +512,10 @@ export async function keepPagesOfFailedLoad(a: Attempt, client: ReportClient, re
   try {
     const pages = await keepAllPages(
       archive,
-      (page) => client.openPage(finished.jobId, page, signal),
+      (page, pageSignal) => client.openPage(finished.jobId, page, pageSignal),
       finished.pages,
       signal,
+      deadlinesOf(a.options.job).pageTimeoutMs,
     );
     started.log.info({ pages }, 'the load failed: its pages are kept all the same (replay --from-pages)');
   } catch (err) {

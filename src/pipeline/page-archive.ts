@@ -25,7 +25,10 @@ import {
   insertPageChunk,
   type PageCodec,
 } from '../history/page-archive.ts';
-import { throwIfAborted } from '../errors.ts';
+import { EtlError, throwIfAborted } from '../errors.ts';
+import { databaseError } from '../warehouse/load-errors.ts';
+import { cancelStatement } from '../warehouse/load-transaction.ts';
+import { PageDeadlineReached } from './deadlines.ts';
 import type { Logger } from '../logger.ts';
 import type { PageStream } from '../report-api/index.ts';
 
@@ -66,6 +69,11 @@ export interface PageArchiveOptions {
   /** What the server announced, kept for the replay's checks. */
   announced: { pages: number; rows?: number | undefined };
   logger: Logger;
+  /**
+   * The attempt's (maxRunMs, a shutdown): once it aborts, the statement the archive's connection runs is cancelled
+   * (one waiting for a lock or a stalled disk would hold the attempt) and no other is sent.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** One page being kept: its bytes in order, then its end. */
@@ -103,13 +111,32 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
   let last: Promise<unknown> = Promise.resolve();
   // Chunk buffers compressed already, for the next chunks of any page: a page's megabytes are not allocated anew.
   const spare: Buffer[] = [];
+  // The connection's backend, and whether a statement is in hand there: what an abort cancels.
+  let pid: number | undefined;
+  let running = false;
+  const onAbort = (): void => {
+    if (running && pid !== undefined) void cancelStatement(o.pool, pid);
+  };
+  const run = async <T>(db: pg.Client, fn: (db: pg.Client) => Promise<T>): Promise<T> => {
+    throwIfAborted(o.signal);
+    running = true;
+    try {
+      return await fn(db);
+    } finally {
+      running = false;
+    }
+  };
   const serially = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => {
     const db = client;
     if (!db) return Promise.reject(new Error('page archive used before begin()'));
-    const next = last.then(
-      () => fn(db),
-      () => fn(db),
-    );
+    const next = last
+      .then(
+        () => run(db, fn),
+        () => run(db, fn),
+      )
+      .catch((err: unknown) => {
+        throw archiveError(err);
+      });
     last = next.catch(() => undefined);
     return next;
   };
@@ -120,11 +147,21 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
     async begin() {
       completed = false;
       if (!client) {
+        throwIfAborted(o.signal);
         const c = new pg.Client({ ...o.pool.options, application_name: 'report-etl pages' });
         c.on('error', (err) => o.logger.warn({ err: err.message }, "the page archive's connection broke"));
-        await c.connect();
-        await c.query('SET synchronous_commit = off');
+        try {
+          await c.connect();
+          const { rows } = await c.query<{ pid: number }>(
+            `SELECT pg_backend_pid() AS pid, set_config('synchronous_commit', 'off', false)`,
+          );
+          pid = rows[0]?.pid;
+        } catch (err) {
+          await c.end().catch(() => undefined);
+          throw archiveError(err);
+        }
         client = c;
+        o.signal?.addEventListener('abort', onAbort, { once: true });
       }
       const { attemptId, outputType, announced } = o;
       await serially((db) =>
@@ -157,9 +194,26 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
       const c = client;
       client = undefined;
       await last;
+      o.signal?.removeEventListener('abort', onAbort);
       await c?.end().catch(() => undefined);
     },
   };
+}
+
+/**
+ * A database error of the archive's connection as EtlError DATABASE saying that it was the kept pages that could not
+ * be stored (not the target), retryable as {@link databaseError} says.
+ */
+function archiveError(err: unknown): unknown {
+  if (err instanceof EtlError) return err;
+  const e = databaseError(err, 'load');
+  if (!(e instanceof EtlError)) return e;
+  return new EtlError('DATABASE', `the kept pages (target.archive) could not be stored: ${e.message}`, {
+    stage: e.stage,
+    retryable: e.retryable,
+    cause: err,
+    details: e.details,
+  });
 }
 
 /** Runs one statement on the archive's connection once the statements before it are done. */
@@ -168,32 +222,52 @@ type Serially = <T>(fn: (db: pg.Client) => Promise<T>) => Promise<T>;
 /**
  * Keeps every page of a report job from its first, for a load that failed before it read them all (a guard, a frozen
  * schema, a value that does not fit, the database): the pages were fine, and a replay `--from-pages` needs them whole.
- * Drops what an earlier pass kept. Stops, incomplete, past the announced pages.
- * @param openPage the report client's, for the report job (null: the server's 404 after the last page)
+ * Drops what an earlier pass kept. Stops, incomplete, past the announced pages. Each page, its request to its last
+ * byte, has `pageTimeoutMs` as the load's pages have (docs/architecture.md "Limits"): a server trickling a page does
+ * not hold the failed attempt until its maxRunMs.
+ * @param openPage the report client's, for the report job, aborting the request and body on `signal` (null: the
+ *   server's 404 after the last page)
+ * @param pageTimeoutMs ms each page may take; undefined or Infinity for no limit
  * @returns how many pages were kept
- * @throws the server's and the database's errors; AbortedError
+ * @throws the server's and the database's errors; PageDeadlineReached naming its page; AbortedError
  */
 export async function keepAllPages(
   archive: PageArchive,
-  openPage: (page: number) => Promise<PageStream | null>,
+  openPage: (page: number, signal: AbortSignal) => Promise<PageStream | null>,
   announcedPages: number,
   signal?: AbortSignal,
+  pageTimeoutMs?: number,
 ): Promise<number> {
   await archive.begin();
   for (let page = 1; page <= announcedPages + 1; page++) {
     throwIfAborted(signal);
-    const stream = await openPage(page);
-    if (!stream) {
-      await archive.complete();
-      return page - 1;
+    const stop = new AbortController();
+    const deadline =
+      pageTimeoutMs !== undefined && Number.isFinite(pageTimeoutMs)
+        ? setTimeout(() => stop.abort(new PageDeadlineReached(pageTimeoutMs)), pageTimeoutMs)
+        : undefined;
+    try {
+      const stream = await openPage(page, signal ? AbortSignal.any([signal, stop.signal]) : stop.signal);
+      if (!stream) {
+        await archive.complete();
+        return page - 1;
+      }
+      if (page > announcedPages) {
+        stream.body.destroy();
+        break;
+      }
+      const sink = archive.page(page, stream.contentType);
+      for await (const chunk of stream.body as AsyncIterable<Uint8Array>) await sink.write(chunk);
+      await sink.end();
+    } catch (err) {
+      // The page's own deadline (not the attempt's signal, whose abort speaks for itself).
+      const reason: unknown = stop.signal.reason;
+      if (reason instanceof PageDeadlineReached && !signal?.aborted)
+        throw new Error(`page ${page}: ${reason.message} while it was kept`, { cause: err });
+      throw err;
+    } finally {
+      clearTimeout(deadline);
     }
-    if (page > announcedPages) {
-      stream.body.destroy();
-      break;
-    }
-    const sink = archive.page(page, stream.contentType);
-    for await (const chunk of stream.body as AsyncIterable<Uint8Array>) await sink.write(chunk);
-    await sink.end();
   }
   return announcedPages;
 }

@@ -83,6 +83,11 @@ export async function previewKeptPages(o: KeptPreviewOptions): Promise<JobPrevie
     const limit = Math.min(o.rows, 1000);
     const shown = await previewInRollback(o.pool, o.job, rows, { declaredTypes, limit, range });
     return { reportRows: counts.rows, reportPages: counts.pages, loadedDocuments: documents?.docs.length, ...shown };
+  } catch (err) {
+    // A decoder stops on damaged bytes before their sha256 is checked: the damage is what failed the preview.
+    const kept = (err as { code?: unknown }).code === 'PAGES_NOT_KEPT' || o.signal?.aborted ? undefined : opened;
+    const damage = await kept?.damaged();
+    throw damage ?? err;
   } finally {
     await opened?.close();
   }

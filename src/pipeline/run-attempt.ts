@@ -137,7 +137,8 @@ async function runSteps(a: Attempt): Promise<AttemptResult> {
 
 /**
  * `replay --from-pages`: the kept pages of attempt `pagesOf` loaded in the load transaction as the server's pages
- * would be, with no request to the server (docs/operations.md "Kept pages").
+ * would be, with no request to the server (docs/operations.md "Kept pages"). A load that failed on a page whose bytes
+ * are damaged fails with that page's PAGES_NOT_KEPT instead of what its decoder made of them.
  */
 async function loadKeptReport(a: Attempt, pagesOf: string, check: ToLoad): Promise<AttemptResult> {
   let report: (ReportToLoad & { kept: KeptPages }) | undefined;
@@ -147,6 +148,11 @@ async function loadKeptReport(a: Attempt, pagesOf: string, check: ToLoad): Promi
       return { opened, loaded: await loadInTransaction(a, opened, check) };
     });
     return await loadedResult(a, opened, loaded);
+  } catch (err) {
+    // A decoder stops on damaged bytes before their sha256 is checked: the damage is what failed the load.
+    const kept = (err as { code?: unknown }).code === 'PAGES_NOT_KEPT' ? undefined : report?.kept;
+    const damage = kept && !a.options.signal?.aborted ? await kept.damaged() : undefined;
+    throw damage ?? err;
   } finally {
     await report?.rows.close();
     await report?.progress?.close();

@@ -186,7 +186,7 @@ export async function withLoadTransaction<T>(
  * hold it up). What it waited for is read first (MATERIALIZED).
  * @returns what it waited for; undefined: nothing cancelled, or no connection to spare (the timeouts remain)
  */
-async function cancelStatement(pool: pg.Pool, pid: number): Promise<CancelledStatement | undefined> {
+export async function cancelStatement(pool: pg.Pool, pid: number): Promise<CancelledStatement | undefined> {
   const own = pool.idleCount > 0 ? undefined : new pg.Client({ ...pool.options, connectionTimeoutMillis: 2_000 });
   own?.on('error', () => undefined);
   try {
