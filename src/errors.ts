@@ -41,6 +41,7 @@ export type ErrorCode =
   | 'RUN_IN_PROGRESS'
   | 'OVERLAP_LOCK_LOST'
   | 'QUEUE_JOB_LOST'
+  | 'RUN_STALLED'
   | 'INTERNAL';
 
 /** Problem details of an `application/problem+json` answer (docs/report-export-service.md "Error problem body"). */

@@ -271,6 +271,15 @@ export const FAILURE_HINTS: Readonly<Record<ErrorCode, FailureHint>> = {
       'run the `report-etl replay …` command the message gives (a worker runs it); keep Redis ' +
       'persistent, see Redis in production',
   },
+  RUN_STALLED: {
+    means:
+      'the queue gave the run up: its worker died or froze (kill -9, out of memory, a process stopped past ' +
+      "its lock) more often than BullMQ's `maxStalledCount` allows; the ORPHANED attempts before it say where " +
+      'each stopped',
+    todo:
+      'nothing was committed and the run is not tried again: find out why its workers die (a memory limit, the ' +
+      'OOM killer in the kernel log), then run the `report-etl replay …` command the message gives',
+  },
   INTERNAL: {
     means:
       'an error report-etl has no code for: a PostgreSQL error with that SQLSTATE, or a fault of ' +

@@ -212,6 +212,12 @@ describe('run history pages', () => {
     expect(transient).toContain('<dd class="retryable">yes: retried automatically while the job has attempts left');
     expect(transient).toContain('<button type="submit" id="replay" class="primary">Replay run</button>');
     expect(transient).not.toContain('id="replay-advice"');
+    // Not retried only because Redis lost its queue job: a plain replay is the cure, nothing is to change first.
+    const lost = await record(moreJob, 'failed', 'QUEUE_JOB_LOST', false);
+    expect(lost).toContain('<dd class="retryable">no: nothing is left to retry it; a replay runs it again</dd>');
+    expect(lost).toContain('<button type="submit" id="replay" class="primary">Replay run</button>');
+    expect(lost).not.toContain('id="replay-advice"');
+    expect(lost).not.toContain('fails the same way');
     const orphaned = await record(moreJob, 'interrupted', 'ORPHANED', false);
     expect(orphaned).toContain('<h2>Why it stopped:');
     expect(orphaned).toContain('<dd class="done">33 pages read, 3,300 rows</dd>');

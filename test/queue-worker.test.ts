@@ -300,7 +300,7 @@ it('a run whose queue job vanished from Redis mid-run is failed for good with a 
   await deleteKeys(h.redis, prefix);
   await waitFor('the failed alert', () => failed.length === 1, 30_000);
   expect(failed[0]!.runKey).toBe(runKey);
-  expect(failed[0]!.error.message).toMatch(/queue job .* is gone from Redis.*not retried.*report-etl replay/s);
+  expect(failed[0]!.error.message).toMatch(/^not retried: its queue job .* is gone from Redis.*report-etl replay/s);
   const { rows } = await h.pool.query(
     `SELECT e.error_kind, e.retryable, e.message FROM etl.run_errors e JOIN etl.attempts a USING (attempt_id)
       WHERE a.job = $1 ORDER BY e.id`,
@@ -310,6 +310,13 @@ it('a run whose queue job vanished from Redis mid-run is failed for good with a 
     ['OVERLAP_LOCK_LOST', true],
     ['QUEUE_JOB_LOST', false],
   ]);
+  // The attempt's own text (`runs`, `runs --attempts`) is the last word, not the first failure's "is retried".
+  const { rows: attempt } = await h.pool.query<{ error: string }>('SELECT error FROM etl.attempts WHERE job = $1', [
+    job,
+  ]);
+  expect(attempt[0]!.error).toMatch(/^not retried: its queue job \S+ is gone from Redis/);
+  expect(attempt[0]!.error).toContain(`report-etl replay ${runKey} --job ${job}`);
+  expect(attempt[0]!.error).toContain('the attempt had failed with OVERLAP_LOCK_LOST: the overlap lock');
   expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, attempts: 1, status: 'failed' }]);
   expect(await h.pool.query(`SELECT to_regclass('${table}') AS t`)).toMatchObject({ rows: [{ t: null }] });
 });

@@ -1,7 +1,8 @@
 /**
  * What `report-etl runs` prints and refuses: a hostile server's text reaches a terminal without control characters
  * (terminalSafe() itself, and an attempt whose recorded error carries escape sequences; the history keeps them
- * unchanged), an unknown status is refused with the allowed ones, and a job the history never saw gets a did-you-mean.
+ * unchanged), an unknown status is refused with the allowed ones, and a job the history never saw gets a did-you-mean;
+ * `--failed` is `--status failed`.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -77,3 +78,15 @@ it(
     expect(ok.stdout.trim()).toBe('no runs');
   },
 );
+
+it('report-etl runs --failed lists the failed runs as --status failed does (as replay --failed)', async () => {
+  const failed = await runCli(['runs', '--job', job, '--failed']);
+  expect(failed.code).toBe(0);
+  expect(failed.stdout).toContain('Report execution failed: Division by zero');
+  const none = await runCli(['runs', '--job', job, '--failed', '--attempts', '--since', '2099-01-01']);
+  expect(none.code).toBe(0);
+  expect(none.stdout.trim()).toBe('no attempts');
+  const both = await runCli(['runs', '--failed', '--status', 'succeeded']);
+  expect(both.code).toBe(2);
+  expect(both.stderr).toContain("option '--failed' cannot be used with option '--status <status>'");
+});

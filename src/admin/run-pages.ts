@@ -125,9 +125,23 @@ export interface NewestFailure {
   error?: RunErrorRow | undefined;
 }
 
-/** Whether a replay alone cannot cure `f`: its attempt failed (not interrupted) with an error not retryable. */
+/**
+ * Error kinds not retried only because nothing was left to retry the run (Redis lost its queue job): a plain replay is
+ * their cure, nothing has to change first (docs/operations.md "Redis in production").
+ */
+const REPLAY_CURES: ReadonlySet<string> = new Set(['QUEUE_JOB_LOST']);
+
+/**
+ * Whether a replay alone cannot cure `f`: its attempt failed (not interrupted) with an error not retryable, other
+ * than one of {@link REPLAY_CURES}.
+ */
 export function needsChangeFirst(f: NewestFailure | undefined): boolean {
-  return f?.attempt.status === 'failed' && f.error !== undefined && !f.error.retryable;
+  return (
+    f?.attempt.status === 'failed' &&
+    f.error !== undefined &&
+    !f.error.retryable &&
+    !REPLAY_CURES.has(f.error.error_kind)
+  );
 }
 
 /**
@@ -351,7 +365,9 @@ function failureSection(f: NewestFailure): SafeHtml {
     ? ''
     : e.retryable
       ? 'yes: retried automatically while the job has attempts left'
-      : 'no: the same failure comes back until something changes';
+      : REPLAY_CURES.has(e.error_kind)
+        ? 'no: nothing is left to retry it; a replay runs it again'
+        : 'no: the same failure comes back until something changes';
   const text = e ? (e.server_message ?? e.message) : a.error;
   const textTitle = e?.server_message ? html`The server's message` : html`Message`;
   const done = doneSoFar(a);

@@ -1,7 +1,7 @@
 /**
- * `report-etl runs [--attempts] [--job J] [--status S] [--since 2d] [--limit N]`: the run history as a table, newest
- * first, one line per logical run or per attempt (with what each attempt asked the server for), and how many the
- * limit left out. Times as time-text.ts prints them, in each job's zone read from jobs.yaml when it can be.
+ * `report-etl runs [--attempts] [--job J] [--status S | --failed] [--since 2d] [--limit N]`: the run history as a
+ * table, newest first, one line per logical run or per attempt (with what each attempt asked the server for), and how
+ * many the limit left out. Times as time-text.ts prints them, in each job's zone read from jobs.yaml when it can be.
  * Read-only: it never migrates and needs no Redis.
  */
 import { fail, type RegisterCommand } from './types.ts';
@@ -142,6 +142,7 @@ export const registerRuns: RegisterCommand = (program, cli) => {
         'only runs whose newest attempt has this status (with --attempts: only such attempts)',
       ).choices(ATTEMPT_STATUSES),
     )
+    .addOption(new Option('--failed', 'the same as --status failed (as replay --failed)').conflicts('status'))
     .option('--limit <n>', 'most rows', wholeNumber(1), 50)
     .action(
       async (opts: {
@@ -150,6 +151,7 @@ export const registerRuns: RegisterCommand = (program, cli) => {
         attempts?: boolean;
         job?: string;
         status?: string;
+        failed?: boolean;
         since?: Date;
         limit: number;
       }) => {
@@ -158,7 +160,8 @@ export const registerRuns: RegisterCommand = (program, cli) => {
           import('../history/attempt-list.ts'),
           import('../closest-match.ts'),
         ]);
-        const filter = { job: opts.job, status: opts.status, since: opts.since, limit: opts.limit };
+        const status = opts.failed ? 'failed' : opts.status;
+        const filter = { job: opts.job, status, since: opts.since, limit: opts.limit };
         const zoneOf = await jobZones(cli, opts.config, configGiven(cmd));
         let unknownJob: string | undefined;
         let matching = 0;

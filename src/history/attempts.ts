@@ -139,13 +139,26 @@ export interface AttemptFailure {
   lastAliveAt?: Date | undefined;
 }
 
+/** An attempt's text of a failure: ours, and the server's words when ours does not hold them. */
+function errorText(f: AttemptFailure): string {
+  return f.serverMessage && !f.message.includes(f.serverMessage) ? `${f.message}\n${f.serverMessage}` : f.message;
+}
+
 /**
  * Marks an attempt and its run failed (or interrupted) and writes its etl.run_errors row, in one transaction. An
- * attempt no longer `running` keeps its status; the error row is still written.
+ * attempt no longer `running` keeps its status; the error row is still written (a later word on a failure), and on a
+ * failed or interrupted attempt its message becomes the attempt's text; unless `opts.onlyRunning`: then nothing is
+ * written (an orphan whose process committed it as it died).
+ * @returns whether this call ended the attempt
  */
-export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFailure): Promise<void> {
-  await withTransaction(pool, async (tx) => {
-    await tx.query(
+export async function failAttempt(
+  pool: pg.Pool,
+  attemptId: string,
+  f: AttemptFailure,
+  opts: { onlyRunning?: boolean } = {},
+): Promise<boolean> {
+  return withTransaction(pool, async (tx) => {
+    const { rowCount } = await tx.query(
       endAttemptSql(
         'status = $2, error = $3, rows = $4, pages = $5, bytes = $6, timeline = coalesce($7, timeline)',
         'least(clock_timestamp(), greatest(started_at, coalesce($8::timestamptz, clock_timestamp())))',
@@ -153,7 +166,7 @@ export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFa
       [
         attemptId,
         f.status,
-        f.serverMessage && !f.message.includes(f.serverMessage) ? `${f.message}\n${f.serverMessage}` : f.message,
+        errorText(f),
         f.figures?.rows ?? null,
         f.figures?.pages ?? null,
         f.figures?.bytes ?? null,
@@ -161,6 +174,13 @@ export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFa
         f.lastAliveAt ?? null,
       ],
     );
+    const ended = (rowCount ?? 0) > 0;
+    if (!ended && opts.onlyRunning) return false;
+    if (!ended)
+      await tx.query(
+        `UPDATE etl.attempts SET error = $2 WHERE attempt_id = $1 AND status IN ('failed', 'interrupted')`,
+        [attemptId, errorText(f)],
+      );
     await tx.query(
       `INSERT INTO etl.run_errors (attempt_id, stage, error_kind, retryable, http_status, message, server_message,
                                    problem, details)
@@ -177,7 +197,20 @@ export async function failAttempt(pool: pg.Pool, attemptId: string, f: AttemptFa
         f.details === undefined ? null : JSON.stringify(f.details),
       ],
     );
+    return ended;
   });
+}
+
+/** The first etl.run_errors row of an attempt (what ended it), or undefined when it has none. */
+export async function firstAttemptError(
+  db: Queryable,
+  attemptId: string,
+): Promise<{ error_kind: string; message: string } | undefined> {
+  const { rows } = await db.query<{ error_kind: string; message: string }>(
+    'SELECT error_kind, message FROM etl.run_errors WHERE attempt_id = $1 ORDER BY id LIMIT 1',
+    [attemptId],
+  );
+  return rows[0];
 }
 
 /** Turns any error into the failure record of an attempt; a pg error's code becomes `PG_<code>`. */

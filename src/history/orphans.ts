@@ -65,3 +65,20 @@ export async function goneOwners(pool: pg.Pool, ownerKeys: readonly string[]): P
   }
   return gone;
 }
+
+/** How many attempts run `runKey` of `job` had, and how many of them were closed as orphans (ORPHANED). */
+export async function orphanedAttemptsOf(
+  pool: pg.Pool,
+  job: string,
+  runKey: string,
+): Promise<{ orphaned: number; attempts: number }> {
+  const { rows } = await pool.query<{ orphaned: number; attempts: number }>(
+    `SELECT count(*)::int AS attempts,
+            count(*) FILTER (WHERE EXISTS (SELECT 1 FROM etl.run_errors e
+                                            WHERE e.attempt_id = a.attempt_id AND e.error_kind = 'ORPHANED'))::int
+              AS orphaned
+       FROM etl.attempts a WHERE a.job = $1 AND a.run_key = $2`,
+    [job, runKey],
+  );
+  return rows[0] ?? { orphaned: 0, attempts: 0 };
+}

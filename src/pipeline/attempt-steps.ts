@@ -15,6 +15,7 @@ import {
   completeAttempt,
   failAttempt,
   failureOf,
+  firstAttemptError,
   insertAttempt,
   recordAcceptedGuard,
   addToAcceptedGuard,
@@ -616,7 +617,8 @@ export async function commitLoad(
     throw new EtlError(
       'OVERLAP_LOCK_LOST',
       'the overlap lock of this job was lost during the attempt (Redis lost its key, or the process stalled past ' +
-        'the lock): its rows are not committed; the attempt is retried',
+        'the lock and another worker took the run over): its rows are not committed; the run is retried while it ' +
+        'has attempts left',
       { stage: 'commit' },
     );
   if (!(await completeAttempt(lt.tx, a.attemptId, { rows: loaded.rows, pages: rows.pages, bytes: rows.bytes })))
@@ -749,14 +751,25 @@ export async function recordFailedAttempt(
   failure.timeline = a.trace.timeline();
   const log = at.started?.log ?? a.log;
   const waits = { todo: 'recording the failed attempt', done: 'the failed attempt is recorded' };
-  await untilDatabaseTakesIt(log, waits, undefined, () => failAttempt(o.pool, a.attemptId, failure)).catch(
-    (e: unknown) => log.error({ err: coerceError(e).message }, 'could not record the failed run'),
-  );
-  log.error(
-    { code: failure.errorKind, stage: failure.stage, retryable: failure.retryable },
-    `run ${failure.status}: ${err.message}`,
-  );
-  return new AttemptFailedError(a.attemptId, err);
+  // Only while it runs: one closed by another process meanwhile keeps that process's words.
+  const closedElsewhere = await untilDatabaseTakesIt(log, waits, undefined, async () => {
+    if (await failAttempt(o.pool, a.attemptId, failure, { onlyRunning: true })) return undefined;
+    const first = await firstAttemptError(o.pool, a.attemptId);
+    // Its own record, written by an earlier try whose answer was lost, is not another process's.
+    return first && first.message !== failure.message ? first.error_kind : undefined;
+  }).catch((e: unknown) => {
+    log.error({ err: coerceError(e).message }, 'could not record the failed run');
+    return undefined;
+  });
+  const about = { code: failure.errorKind, stage: failure.stage, retryable: failure.retryable };
+  if (closedElsewhere)
+    log.warn(
+      { ...about, closedAs: closedElsewhere },
+      `run ${failure.status} here after another process had closed this attempt (${closedElsewhere}), which ` +
+        `recorded it: ${err.message}`,
+    );
+  else log.error(about, `run ${failure.status}: ${err.message}`);
+  return new AttemptFailedError(a.attemptId, err, closedElsewhere);
 }
 
 /**

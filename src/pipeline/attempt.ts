@@ -123,13 +123,20 @@ export class AttemptFailedError extends Error {
   readonly error: Error;
   readonly code: string;
   readonly retryable: boolean;
-  constructor(attemptId: string, error: Error) {
+  /**
+   * The error kind with which another process had closed the attempt before it failed here (ORPHANED: the janitor
+   * took it for dead after its owner session was lost; ABORTED: a later attempt of its run): its failure here is a
+   * consequence (its report job was deleted), recorded by that process, and not the run's.
+   */
+  readonly closedElsewhere: string | undefined;
+  constructor(attemptId: string, error: Error, closedElsewhere?: string) {
     super(error.message, { cause: error });
     this.name = 'AttemptFailedError';
     this.attemptId = attemptId;
     this.error = error;
     this.code = error instanceof EtlError ? error.code : 'INTERNAL';
     this.retryable = error instanceof EtlError ? error.retryable : false;
+    this.closedElsewhere = closedElsewhere;
   }
 }
 

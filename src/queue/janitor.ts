@@ -6,17 +6,15 @@
  */
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
-import { randomUUID } from 'node:crypto';
 import { freshnessOf, checkFreshness } from '../alerts/freshness.ts';
 import { makeRunAlerts } from '../alerts/run-alerts.ts';
 import type { AlertSender } from '../alerts/webhook-sender.ts';
 import { parseWindow } from '../config/duration.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError, EtlError } from '../errors.ts';
-import { failAttempt, failureOf, insertAttempt } from '../history/attempts.ts';
+import { failAttempt } from '../history/attempts.ts';
 import { queuedRunsNotBegun, type RunRow } from '../history/runs.ts';
 import { shellQuote } from '../shell-quote.ts';
-import { parseTableName } from '../warehouse/identifiers.ts';
 import { findOrphanedAttempts, type OwnedAttempt } from '../history/orphans.ts';
 import { commaCount, readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { pruneKeptPages } from '../history/page-archive.ts';
@@ -26,6 +24,7 @@ import { defaultWorkerName } from '../pipeline/run-attempt.ts';
 import { makeReportClients, type ReportClients } from '../report-api/client-registry.ts';
 import { DEFAULT_QUEUE_PREFIX, ownerWorkerName } from './names.ts';
 import type { RunQueue } from './queue.ts';
+import { recordUnrunFailure } from './given-up.ts';
 import { jobOfSubject, runSubjects } from '../config/mandants.ts';
 
 /**
@@ -97,6 +96,11 @@ export interface ClosedOrphan {
   reportJobId: string | null;
   /** False: its report job could not be deleted; tried again next sweep. */
   closed: boolean;
+  /**
+   * It was no longer `running` when the janitor came to record it: its process ended it as it died (a COMMIT in
+   * flight commits). Its report job was deleted all the same; nothing was recorded, its run not handed back.
+   */
+  finished?: boolean;
   /** Its run's queue job, still held by the dead process, was handed back to the queue for the next worker. */
   handedBack?: boolean;
 }
@@ -156,8 +160,11 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     return (queue ??= makeQueue(deps.redis, prefix));
   };
 
-  /** Closes one orphaned attempt; false when its report job could not be deleted. */
-  const closeOne = async (o: OwnedAttempt, config: EtlConfig): Promise<boolean> => {
+  /**
+   * Closes one orphaned attempt: `kept` when its report job could not be deleted, `finished` when the attempt was
+   * no longer running by the time it was to be recorded.
+   */
+  const closeOne = async (o: OwnedAttempt, config: EtlConfig): Promise<'closed' | 'kept' | 'finished'> => {
     const job = jobOfSubject(config, o.job);
     const connection = job ? config.connections[job.connection] : undefined;
     const about = { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id };
@@ -170,7 +177,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
           { ...about, err: coerceError(err).message },
           'orphaned attempt: could not delete its report job; trying again at the next sweep',
         );
-        return false;
+        return 'kept';
       } finally {
         lease.release();
       }
@@ -185,25 +192,39 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       `orphaned: the process that ran attempt ${o.attempt} (${o.worker ?? 'unknown'}) ended without finishing it ` +
       `(killed, crashed, or lost its database session)${stopped}; nothing was committed; the janitor of ${me} ${what}`;
     const noticedAt = now();
-    await failAttempt(deps.pool, o.attempt_id, {
-      status: 'interrupted',
-      stage: o.report_job_id ? 'load' : 'start',
-      errorKind: 'ORPHANED',
-      retryable: true,
-      message,
-      details: {
-        reportJobId: o.report_job_id,
-        worker: o.worker,
-        janitor: me,
-        noticedAt: noticedAt.toISOString(),
-        ...(progress ? { progress } : {}),
+    // Only while it is still running: its process may have sent its COMMIT as it died, which PostgreSQL completes.
+    const ended = await failAttempt(
+      deps.pool,
+      o.attempt_id,
+      {
+        status: 'interrupted',
+        stage: o.report_job_id ? 'load' : 'start',
+        errorKind: 'ORPHANED',
+        retryable: true,
+        message,
+        details: {
+          reportJobId: o.report_job_id,
+          worker: o.worker,
+          janitor: me,
+          noticedAt: noticedAt.toISOString(),
+          ...(progress ? { progress } : {}),
+        },
+        // It ended when it was last known alive (its last progress, or an orphan check here that found its owner
+        // alive), not when the janitor came by; else at its start.
+        lastAliveAt: latest(lastHeardOf(progress?.at), seenAlive.get(o.owner_lock)) ?? o.started_at,
       },
-      // It ended when it was last known alive (its last progress, or an orphan check here that found its owner
-      // alive), not when the janitor came by; else at its start.
-      lastAliveAt: latest(lastHeardOf(progress?.at), seenAlive.get(o.owner_lock)) ?? o.started_at,
-    });
+      { onlyRunning: true },
+    );
+    if (!ended) {
+      log.info(
+        { ...about, worker: o.worker },
+        'an attempt whose process died had finished all the same (its COMMIT was under way): left as it was, its run ' +
+          'not handed back (its report job, if it had one, deleted)',
+      );
+      return 'finished';
+    }
     log.warn({ ...about, worker: o.worker }, 'orphaned attempt closed: recorded interrupted, report job deleted');
-    return true;
+    return 'closed';
   };
 
   /**
@@ -241,15 +262,17 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     for (const k of alive) seenAlive.set(k, checkedAt);
     for (const o of orphans) {
       const about = { job: o.job, attemptId: o.attempt_id };
-      const closed = await closeOne(o, config).catch((err: unknown) => {
+      const outcome = await closeOne(o, config).catch((err: unknown) => {
         log.warn(
           { ...about, err: coerceError(err).message },
           'orphaned attempt: could not close it; trying again at the next sweep',
         );
-        return false;
+        return 'kept' as const;
       });
+      const closed = outcome !== 'kept';
+      const finished = outcome === 'finished';
       const handedBack =
-        closed &&
+        outcome === 'closed' &&
         (await handBack(o).catch((err: unknown) => {
           log.warn(
             { ...about, err: coerceError(err).message },
@@ -257,7 +280,14 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
           );
           return false;
         }));
-      out.push({ attemptId: o.attempt_id, job: o.job, reportJobId: o.report_job_id, closed, handedBack });
+      out.push({
+        attemptId: o.attempt_id,
+        job: o.job,
+        reportJobId: o.report_job_id,
+        closed,
+        handedBack,
+        ...(finished ? { finished } : {}),
+      });
     }
     return out;
   };
@@ -267,10 +297,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
 
   /** Records one lost queued run failed: an attempt `failed` at once with QUEUE_JOB_LOST, and its alert. */
   const recordLost = async (run: RunRow, config: EtlConfig): Promise<LostQueuedRun> => {
-    const job = jobOfSubject(config, run.job)!;
-    const target = parseTableName(job.target.table);
     const queueJobId = run.queue_job_id!;
-    const attemptId = randomUUID();
     const queuedAt = run.queued_at?.toISOString() ?? 'unknown';
     const error = new EtlError(
       'QUEUE_JOB_LOST',
@@ -280,19 +307,15 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
         `report-etl replay ${shellQuote(run.run_key)} --job ${shellQuote(run.job)}`,
       { retryable: false, stage: 'start', details: { queueJobId, queuedAt, janitor: me } },
     );
-    await insertAttempt(deps.pool, {
-      attemptId,
+    const attemptId = await recordUnrunFailure(deps.pool, config, runAlerts, {
       job: run.job,
       runKey: run.run_key,
-      scheduledFor: run.scheduled_for ?? undefined,
       trigger: run.trigger,
-      targetTable: `${target.schema}.${target.table}`,
-      writeMode: job.target.mode,
+      scheduledFor: run.scheduled_for ?? undefined,
+      error,
       worker: me,
     });
-    await failAttempt(deps.pool, attemptId, failureOf(error, 'start'));
     log.error({ job: run.job, runKey: run.run_key, queueJobId, attemptId }, error.message);
-    await runAlerts.failed({ job: run.job, runKey: run.run_key, attemptId, trigger: run.trigger, error });
     return { job: run.job, runKey: run.run_key, queueJobId, attemptId };
   };
 

@@ -1,5 +1,5 @@
 /**
- * What a worker does with one queued run (docs/architecture.md "Flow of one run"): skip a tick that succeeded, hold
+ * What a worker does with one queued run (docs/architecture.md "Flow of one run"): skip a run that succeeded, hold
  * the overlap lock, record the run request, call runAttempt, and map the outcome onto BullMQ: a non-retryable
  * failure is unrecoverable, an attempt interrupted by shutdown goes back to the queue without using up an attempt.
  */
@@ -141,11 +141,14 @@ async function processTraced(
   }
   // A full or restarting PostgreSQL is waited for here too: a capacity error must not use up the run's retries.
   const waits = { todo: 'the run starts', done: 'the run goes on' };
-  if (
-    TICK_TRIGGERS.has(req.trigger) &&
-    (await untilDatabaseTakesIt(log, waits, signal, () => hasSucceeded(deps.pool, req.job, req.runKey)))
-  ) {
-    log.info('this tick already succeeded: nothing to do');
+  // Any run, not only a tick: a worker may die after its commit, before BullMQ heard of it, and its queue job is
+  // taken again once it stalled.
+  if (await untilDatabaseTakesIt(log, waits, signal, () => hasSucceeded(deps.pool, req.job, req.runKey))) {
+    log.info(
+      TICK_TRIGGERS.has(req.trigger)
+        ? 'this tick already succeeded: nothing to do'
+        : 'this run already succeeded (its worker committed, then died before finishing its queue job): nothing to do',
+    );
     return { status: 'already-succeeded' };
   }
   const lock = await tryOverlapLock(
@@ -196,6 +199,17 @@ async function processTraced(
     return { status, attemptId, rows, pages, bytes, durationMs: Math.round(durationMs) };
   } catch (err) {
     if (err instanceof AttemptFailedError) {
+      if (err.closedElsewhere) {
+        // Closed by another process while it ran (its owner session was lost), which recorded it; a janitor also
+        // handed the run back. A failure here is a consequence: back to the queue if this worker still holds the
+        // run, without using up an attempt; no alert.
+        log.warn(
+          { attemptId: err.attemptId, closedAs: err.closedElsewhere },
+          "attempt closed by another process while it ran: its failure here is not the run's; the run goes on",
+        );
+        await queueJob.moveToDelayed(Date.now(), token).catch(() => undefined);
+        throw new DelayedError();
+      }
       if (controller.signal.aborted && deps.shuttingDown()) {
         // Recorded interrupted; back to the queue for another worker, without using up an attempt.
         log.warn({ attemptId: err.attemptId }, 'attempt interrupted by shutdown: run queued again');
@@ -239,7 +253,8 @@ async function queueJobGone(queueJob: Job<QueuedRun>): Promise<boolean> {
 
 /**
  * Records that a failed attempt's run will not be retried because its queue job is gone (Redis lost its data, e.g.
- * a restart without persistence): an etl.run_errors row QUEUE_JOB_LOST, not retryable, saying how to replay it.
+ * a restart without persistence): an etl.run_errors row QUEUE_JOB_LOST, not retryable, saying how to replay it, which
+ * becomes the attempt's text (its first failure's may promise a retry).
  * @returns the error for the failed alert; never throws (a history that cannot be written is logged by the caller)
  */
 async function recordQueueJobLost(
@@ -250,9 +265,9 @@ async function recordQueueJobLost(
 ): Promise<EtlError> {
   const error = new EtlError(
     'QUEUE_JOB_LOST',
-    `${err.code}: ${summaryLine(err.message)}; its queue job ${queueJobId} is gone from Redis (Redis lost its ` +
-      `data, e.g. a restart without persistence), so it is not retried: ` +
-      `report-etl replay ${shellQuote(req.runKey)} --job ${shellQuote(req.job)}`,
+    `not retried: its queue job ${queueJobId} is gone from Redis (Redis lost its data, e.g. a restart without ` +
+      `persistence): report-etl replay ${shellQuote(req.runKey)} --job ${shellQuote(req.job)}; the attempt had ` +
+      `failed with ${err.code}: ${summaryLine(err.message)}`,
     { retryable: false, stage: err.error instanceof EtlError ? err.error.stage : undefined, cause: err.error },
   );
   await failAttempt(pool, err.attemptId, failureOf(error, 'commit')).catch(() => undefined);

@@ -12,6 +12,8 @@ import { connectionAuthStore } from '../pipeline/auth-store.ts';
 import { defaultWorkerName } from '../pipeline/run-attempt.ts';
 import { ReportSlots } from '../report-api/report-slots.ts';
 import { processRun, type ProcessDeps, type RunOutcome } from './run-processor.ts';
+import { givenUpReason, recordStalledOut } from './given-up.ts';
+import { noRunAlerts } from '../alerts/run-alerts.ts';
 
 /** What {@link makeRunWorker} needs; `redis` is BullMQ's connection too (duplicated for its blocking reads). */
 export interface RunWorkerDeps extends Pick<
@@ -94,11 +96,19 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
     () => logger.info({ concurrency: deps.concurrency ?? 1, prefix }, 'worker ready: taking runs'),
     () => undefined,
   );
+  /** Records of runs the queue gave up, still being written: close() waits for them. */
+  const recording = new Set<Promise<unknown>>();
   worker.on('failed', (job, err) => {
     logger.warn(
       { queueJobId: job?.id, job: job?.data.job, attemptsMade: job?.attemptsMade, err: err.message },
       'queued run attempt failed',
     );
+    // BullMQ failed it without calling processRun (it stalled past maxStalledCount): nothing recorded its end yet.
+    const reason = givenUpReason(job, err);
+    if (!job || reason === undefined) return;
+    const alerts = deps.alerts ?? noRunAlerts;
+    const p = recordStalledOut({ ...processDeps, alerts }, job, reason).finally(() => recording.delete(p));
+    recording.add(p);
   });
   worker.on('stalled', (jobId) =>
     logger.warn({ queueJobId: jobId }, 'run stalled (its worker died or lost the lock): queued again'),
@@ -120,6 +130,7 @@ export function makeRunWorker(deps: RunWorkerDeps): RunWorker {
           abortAll('shutdown: grace period over');
         }, graceMs);
         await worker.close().finally(() => clearTimeout(graceOver));
+        await Promise.all(recording);
         await clients.close();
         await slots.close();
         logger.info('worker stopped');
