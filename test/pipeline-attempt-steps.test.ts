@@ -151,10 +151,12 @@ it(
       const finished = await a.trace.step('render', () => waitForReportJob(a, lease.client, started));
       expect(a.trace.stage).toBe('poll');
       expect(finished).toMatchObject({ jobId: started.job.id, rows: 250, pages: 3 });
-      await deleteReportJob(started, lease.client);
+      expect((await getAttempt(h.pool, a.attemptId))!.report_job_open).toBe(true);
+      await deleteReportJob(a, started, lease.client);
       expect(h.sim.counters().openJobs).not.toContain(started.job.id);
+      expect((await getAttempt(h.pool, a.attemptId))!.report_job_open).toBe(false);
       // A second DELETE of the same job (the server answers 404) is logged, not thrown.
-      await deleteReportJob(started, lease.client);
+      await deleteReportJob(a, started, lease.client);
     } finally {
       await lease.release();
     }
@@ -209,7 +211,7 @@ it('loadReport loads every page and commitLoad records the attempt succeeded in 
     expect(counted[0].n).toBe(250);
     expect(await getAttempt(h.pool, a.attemptId)).toMatchObject({ status: 'succeeded', rows: '250', pages: 3 });
   } finally {
-    await deleteReportJob(started, lease.client);
+    await deleteReportJob(a, started, lease.client);
     await lease.release();
   }
 });

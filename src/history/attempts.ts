@@ -86,9 +86,52 @@ function endAttemptSql(set: string, end = 'clock_timestamp()'): string {
        FROM ended e WHERE r.job = e.job AND r.run_key = e.run_key`;
 }
 
-/** Stores the report job id as soon as it exists, so that a leftover can be deleted later. */
+/**
+ * Stores the report job id as soon as it exists, open until {@link setReportJobDeleted}, so that a leftover can be
+ * deleted later (docs/operations.md "No orphans (the janitor)").
+ */
 export async function setAttemptReportJob(db: Queryable, attemptId: string, reportJobId: string): Promise<void> {
-  await db.query('UPDATE etl.attempts SET report_job_id = $2 WHERE attempt_id = $1', [attemptId, reportJobId]);
+  await db.query('UPDATE etl.attempts SET report_job_id = $2, report_job_open = true WHERE attempt_id = $1', [
+    attemptId,
+    reportJobId,
+  ]);
+}
+
+/** Records that the attempt's report job was deleted on the server (or the server no longer knew it). */
+export async function setReportJobDeleted(db: Queryable, attemptId: string): Promise<void> {
+  await db.query('UPDATE etl.attempts SET report_job_open = false WHERE attempt_id = $1', [attemptId]);
+}
+
+/** An ended attempt whose report job was not deleted: its process died before the DELETE, or the DELETE failed. */
+export interface OpenReportJob {
+  attemptId: string;
+  job: string;
+  reportJobId: string;
+  finishedAt: Date;
+}
+
+/**
+ * The attempts of `jobs` that ended before `before` and left their report job open on the server, oldest first, at
+ * most `limit`.
+ */
+export async function openReportJobsLeft(
+  db: Queryable,
+  jobs: readonly string[],
+  before: Date,
+  limit = 50,
+): Promise<OpenReportJob[]> {
+  const { rows } = await db.query<{ attempt_id: string; job: string; report_job_id: string; finished_at: Date }>(
+    `SELECT attempt_id, job, report_job_id, finished_at FROM etl.attempts
+      WHERE report_job_open AND status <> 'running' AND finished_at < $2 AND job = ANY($1::text[])
+      ORDER BY finished_at LIMIT $3`,
+    [jobs, before, limit],
+  );
+  return rows.map((r) => ({
+    attemptId: r.attempt_id,
+    job: r.job,
+    reportJobId: r.report_job_id,
+    finishedAt: r.finished_at,
+  }));
 }
 
 /** Records that an attempt loads the kept pages of attempt `from` instead of asking the server. */
@@ -241,6 +284,8 @@ export interface AttemptRow {
   attempt: number;
   status: AttemptStatus;
   report_job_id: string | null;
+  /** The report job was started and not deleted yet (a leftover the janitor deletes once the attempt ended). */
+  report_job_open: boolean;
   target_table: string;
   write_mode: string;
   rows: string | null;

@@ -22,6 +22,7 @@ import {
   runningAttempts,
   setAttemptPagesFrom,
   setAttemptReportJob,
+  setReportJobDeleted,
   setAttemptTimeline,
   type RunningAttempt,
 } from '../history/attempts.ts';
@@ -323,6 +324,7 @@ export async function clearDeadAttempts(
     let deleted = 'no report job was started';
     if (d.report_job_id) {
       await client.deleteJob(d.report_job_id);
+      await setReportJobDeleted(a.options.pool, d.attempt_id);
       deleted = `its report job ${d.report_job_id} was deleted`;
     }
     const progress = readProgress(d.progress);
@@ -366,7 +368,7 @@ export async function startReportJob(
   try {
     await setAttemptReportJob(a.options.pool, a.attemptId, job.id);
   } catch (err) {
-    await deleteReportJob(started, client);
+    await deleteReportJob(a, started, client);
     throw err;
   }
   a.options.onReportJobStarted?.();
@@ -709,13 +711,24 @@ async function targetGuard(
 
 /**
  * Step 9, in every outcome once a report job was started: deletes it (docs/report-export-service.md "What the
- * service does"). A failing DELETE is logged with the job id, not thrown: the outcome stands.
+ * service does") and records it deleted. A failing DELETE is logged with the job id, not thrown: the outcome stands,
+ * and the janitor deletes the job later (docs/operations.md "No orphans (the janitor)").
  */
-export async function deleteReportJob(started: StartedReportJob | undefined, client: ReportClient): Promise<void> {
+export async function deleteReportJob(
+  a: Attempt,
+  started: StartedReportJob | undefined,
+  client: ReportClient,
+): Promise<void> {
   if (!started) return;
-  await client.deleteJob(started.job.id).catch((err: unknown) => {
-    started.log.warn({ err: coerceError(err).message }, 'could not delete the report job');
-  });
+  try {
+    await client.deleteJob(started.job.id);
+  } catch (err) {
+    started.log.warn({ err: coerceError(err).message }, 'could not delete the report job: the janitor will');
+    return;
+  }
+  await setReportJobDeleted(a.options.pool, a.attemptId).catch((err: unknown) =>
+    started.log.warn({ err: coerceError(err).message }, 'report job deleted, but recording that failed'),
+  );
 }
 
 /** After the report job's DELETE, stores a succeeded attempt's timeline; a failure to is logged, not thrown. */

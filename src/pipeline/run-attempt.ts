@@ -123,7 +123,7 @@ async function runSteps(a: Attempt): Promise<AttemptResult> {
         await report?.rows.close();
         await report?.progress?.close();
         await report?.archive?.close();
-        await trace.step('delete', () => deleteReportJob(job, client));
+        await trace.step('delete', () => deleteReportJob(a, job, client));
       }
     }
     await recordTimeline(a);

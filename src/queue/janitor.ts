@@ -1,8 +1,9 @@
 /**
  * The janitor (docs/architecture.md "Liveness"), in every long-running process and each `report-etl run`. A sweep
  * closes orphaned attempts (their report job DELETEd first: one whose DELETE fails stays `running` for the next
- * sweep), records failed the queued runs whose queue job vanished before a worker began them, sends `stale` alerts
- * and prunes old history. Closing orphans is idempotent, so `report-etl run` closes its own job's without the lease.
+ * sweep), records failed the queued runs whose queue job vanished before a worker began them, deletes the report jobs
+ * ended attempts left open on the server, sends `stale` alerts and prunes old history. Closing orphans is idempotent,
+ * so `report-etl run` closes its own job's without the lease.
  */
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
@@ -12,7 +13,7 @@ import type { AlertSender } from '../alerts/webhook-sender.ts';
 import { parseWindow } from '../config/duration.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError, EtlError } from '../errors.ts';
-import { failAttempt } from '../history/attempts.ts';
+import { failAttempt, openReportJobsLeft, setReportJobDeleted } from '../history/attempts.ts';
 import { queuedRunsNotBegun, type RunRow } from '../history/runs.ts';
 import { shellQuote } from '../shell-quote.ts';
 import { findOrphanedAttempts, type OwnedAttempt } from '../history/orphans.ts';
@@ -47,6 +48,12 @@ const ORPHAN_CHECK_MS = 5_000;
  * than the moment between a queue job's add and its etl.runs row.
  */
 export const QUEUED_GRACE_MS = 5 * 60_000;
+
+/**
+ * How long after its attempt ended a report job still open on the server is left to the attempt's own DELETE, in ms:
+ * after it, a sweep deletes it (its process died before the DELETE, or the DELETE failed).
+ */
+export const OPEN_REPORT_JOB_GRACE_MS = 2 * 60_000;
 
 /**
  * How many orphaned attempts a queued run may have had before the janitor stops handing its queue job back at once:
@@ -121,6 +128,8 @@ export interface SweepResult {
   orphans: ClosedOrphan[];
   /** Queued runs found lost this sweep. */
   lostQueued: LostQueuedRun[];
+  /** Report jobs that ended attempts had left open on the server, deleted this sweep (a whole sweep's part). */
+  openReportJobs?: string[];
   /** Jobs stale now. */
   stale: string[];
   pruned?: PruneResult;
@@ -172,6 +181,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       const lease = await clients.acquire(job.connection, connection);
       try {
         await lease.client.deleteJob(o.report_job_id);
+        await setReportJobDeleted(deps.pool, o.attempt_id);
       } catch (err) {
         log.warn(
           { ...about, err: coerceError(err).message },
@@ -336,6 +346,43 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     return out;
   };
 
+  /**
+   * DELETEs the report jobs that attempts ended over {@link OPEN_REPORT_JOB_GRACE_MS} ago left open on the server (a
+   * process killed between its COMMIT and its DELETE, a DELETE that failed), and records them deleted; one whose
+   * DELETE fails again is kept for the next sweep.
+   * @returns the ids of the report jobs deleted
+   */
+  const deleteOpenReportJobs = async (jobs: readonly string[]): Promise<string[]> => {
+    const config = deps.config();
+    const before = new Date(now().getTime() - OPEN_REPORT_JOB_GRACE_MS);
+    const deleted: string[] = [];
+    for (const left of await openReportJobsLeft(deps.pool, jobs, before)) {
+      const job = jobOfSubject(config, left.job);
+      const connection = job ? config.connections[job.connection] : undefined;
+      if (!job || !connection) continue;
+      const about = { job: left.job, attemptId: left.attemptId, reportJobId: left.reportJobId };
+      const lease = await clients.acquire(job.connection, connection);
+      try {
+        await lease.client.deleteJob(left.reportJobId);
+        await setReportJobDeleted(deps.pool, left.attemptId);
+        deleted.push(left.reportJobId);
+        log.warn(
+          { ...about, finishedAt: left.finishedAt.toISOString() },
+          'report job left open on the server by an ended attempt (its process died before deleting it, or the ' +
+            'DELETE failed): deleted now',
+        );
+      } catch (err) {
+        log.warn(
+          { ...about, err: coerceError(err).message },
+          'report job left open on the server: could not delete it; trying again at the next sweep',
+        );
+      } finally {
+        lease.release();
+      }
+    }
+    return deleted;
+  };
+
   /** `p`, or `fallback` with an error logged when one part of a sweep fails. */
   const orElse = <T>(p: Promise<T>, part: string, fallback: T): Promise<T> =>
     p.catch((err: unknown) => {
@@ -349,6 +396,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const jobs = runSubjects(config).map((s) => s.name);
     const orphans = await orElse(closeOrphans(jobs), 'orphan check', []);
     const lostQueued = await orElse(closeLostQueued(jobs), 'lost queued runs check', []);
+    const openReportJobs = await orElse(deleteOpenReportJobs(jobs), 'open report jobs check', []);
     const stale = jobs.some((j) => freshnessOf(config, j))
       ? await orElse(checkFreshness(deps.pool, config, deps.alerts, now()), 'freshness check', [])
       : [];
@@ -358,7 +406,7 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     if (pruned?.attempts || pruned?.runs) log.info({ ...pruned, keep: config.history.keep }, 'run history pruned');
     const keptPages = await orElse(pruneKeptPages(deps.pool, allJobs, now()), 'kept pages pruning', 0);
     if (keptPages) log.info({ attempts: keptPages }, 'kept pages past their keepDays deleted');
-    return { leased: true, orphans, lostQueued, stale, ...(pruned ? { pruned } : {}) };
+    return { leased: true, orphans, lostQueued, openReportJobs, stale, ...(pruned ? { pruned } : {}) };
   };
 
   /** The orphan check between sweeps: the first part of a sweep alone. */
