@@ -16,7 +16,8 @@ import { randomUUID } from 'node:crypto';
 import { makeJanitor } from '../src/queue/janitor.ts';
 import { noAlerts } from '../src/alerts/webhook-sender.ts';
 import { silentLogger } from '../src/logger.ts';
-import { insertAttempt } from '../src/history/attempts.ts';
+import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { replayRun } from '../src/queue/replay.ts';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
@@ -293,6 +294,64 @@ it(
   },
   300_000,
 );
+
+it("a replay's worker killed -9 mid-load: the replay's queue job is handed back at once", async () => {
+  const job = `${jp}_load`;
+  // The workers of the tests before have nothing left to do: none of them may take the replay.
+  for (const c of children) c.child.kill('SIGKILL');
+  await deleteRuns(h.pool, jp);
+  await h.pool.query(`DROP TABLE IF EXISTS ${h.schema}.killed`);
+  // A run queued once (its first queue job done with), whose attempt failed: on-call replays it.
+  const runKey = uniqueName('replayed');
+  const failedId = randomUUID();
+  const base = { job, runKey, trigger: 'manual' as const, targetTable: `${h.schema}.killed`, writeMode: 'replace' };
+  await insertAttempt(h.pool, { ...base, attemptId: failedId, worker: 'gone:1' });
+  await failAttempt(h.pool, failedId, {
+    status: 'failed',
+    stage: 'poll',
+    errorKind: 'REPORT_FAILED',
+    retryable: false,
+    message: 'report job failed',
+  });
+  await h.pool.query('UPDATE etl.runs SET queue_job_id = $3 WHERE job = $1 AND run_key = $2', [
+    job,
+    runKey,
+    `manual__${randomUUID()}`,
+  ]);
+  const config = configSchema.parse({
+    connections: { sim: { baseUrl: sim.url, clientId: 'demo-client', clientSecret: 'x' } },
+    jobs: { [job]: { connection: 'sim', report: { mandant: 7777, name: 'Sales/Orders' }, target: { table: 'x.y' } } },
+  });
+  const first = await startWorker();
+  const { jobId } = await replayRun({ queue, pool: h.pool, config }, { job, runKey });
+  await loading(job, 2);
+  await killHard(first);
+  const second = await startWorker();
+  const done = await waitFor(
+    'attempt 3 succeeded',
+    async () => {
+      const rows = await attemptsOf(h.pool, job);
+      return rows[2]?.status === 'succeeded' && rows;
+    },
+    120_000,
+    100,
+  );
+  expect(done.map((a) => [a.attempt, a.status])).toEqual([
+    [1, 'failed'],
+    [2, 'interrupted'],
+    [3, 'succeeded'],
+  ]);
+  const handedBack = logLines(second, /handed back to the queue/);
+  expect(handedBack).toHaveLength(1);
+  expect(logLines(second, /^run stalled/)).toEqual([]);
+  const queued = await waitFor('the queue job completed', async () => {
+    const j = (await queue.getJob(jobId))!;
+    return (await j.getState()) === 'completed' && j;
+  });
+  expect(queued.stalledCounter).toBe(0);
+  second.child.kill('SIGTERM');
+  expect(await second.exited).toBe(0);
+}, 240_000);
 
 it(
   'an attempt whose process died before its first page (no progress): recorded finished when an orphan check ' +

@@ -2,15 +2,10 @@
 import type pg from 'pg';
 import type { AttemptRow, RunningAttempt } from './attempts.ts';
 
-/**
- * An attempt recorded `running` under an owner lock, with the queue job of its run (null: a foreground run, or a run
- * recorded before queue jobs were) and how many of its run's attempts were closed as orphans before.
- */
+/** An attempt recorded `running` under an owner lock. */
 export type OwnedAttempt = RunningAttempt &
   Pick<AttemptRow, 'job' | 'run_key' | 'started_at'> & {
     owner_lock: string;
-    queue_job_id: string | null;
-    orphaned_before: number;
   };
 
 /**
@@ -25,10 +20,8 @@ export async function findOrphanedAttempts(
   if (jobs.length === 0) return [];
   const { rows } = await pool.query<OwnedAttempt>(
     `SELECT a.attempt_id, a.job, a.run_key, a.attempt, a.report_job_id, a.worker, a.owner_lock::text AS owner_lock,
-            a.started_at, a.progress, r.queue_job_id,
-            (SELECT count(*)::int FROM etl.attempts o JOIN etl.run_errors e USING (attempt_id)
-              WHERE o.job = a.job AND o.run_key = a.run_key AND e.error_kind = 'ORPHANED') AS orphaned_before
-       FROM etl.attempts a LEFT JOIN etl.runs r ON r.job = a.job AND r.run_key = a.run_key
+            a.started_at, a.progress
+       FROM etl.attempts a
       WHERE a.status = 'running' AND a.owner_lock IS NOT NULL AND a.job = ANY($1::text[])
       ORDER BY a.started_at`,
     [jobs],
@@ -66,19 +59,23 @@ export async function goneOwners(pool: pg.Pool, ownerKeys: readonly string[]): P
   return gone;
 }
 
-/** How many attempts run `runKey` of `job` had, and how many of them were closed as orphans (ORPHANED). */
+/**
+ * How many attempts run `runKey` of `job` had (those started at `since` or later, when given), and how many of them
+ * were closed as orphans (ORPHANED).
+ */
 export async function orphanedAttemptsOf(
   pool: pg.Pool,
   job: string,
   runKey: string,
+  since?: Date,
 ): Promise<{ orphaned: number; attempts: number }> {
   const { rows } = await pool.query<{ orphaned: number; attempts: number }>(
     `SELECT count(*)::int AS attempts,
             count(*) FILTER (WHERE EXISTS (SELECT 1 FROM etl.run_errors e
                                             WHERE e.attempt_id = a.attempt_id AND e.error_kind = 'ORPHANED'))::int
               AS orphaned
-       FROM etl.attempts a WHERE a.job = $1 AND a.run_key = $2`,
-    [job, runKey],
+       FROM etl.attempts a WHERE a.job = $1 AND a.run_key = $2 AND ($3::timestamptz IS NULL OR a.started_at >= $3)`,
+    [job, runKey, since ?? null],
   );
   return rows[0] ?? { orphaned: 0, attempts: 0 };
 }

@@ -16,7 +16,7 @@ import { coerceError, EtlError } from '../errors.ts';
 import { failAttempt, openReportJobsLeft, setReportJobDeleted } from '../history/attempts.ts';
 import { queuedRunsNotBegun, type RunRow } from '../history/runs.ts';
 import { shellQuote } from '../shell-quote.ts';
-import { findOrphanedAttempts, type OwnedAttempt } from '../history/orphans.ts';
+import { findOrphanedAttempts, orphanedAttemptsOf, type OwnedAttempt } from '../history/orphans.ts';
 import { commaCount, readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { pruneKeptPages } from '../history/page-archive.ts';
 import { pruneHistory, type PruneResult } from '../history/retention.ts';
@@ -240,19 +240,23 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   /**
    * Hands the queue job of a closed orphan's run back to the queue, so that the next worker takes the run now rather
    * than when BullMQ's lock of the dead worker runs out and its stalled-job check comes by (up to a minute and a half
-   * by default). Only a queue job still active and taken by the dead owner's worker (its `processedBy`), of a run with
-   * fewer than {@link MAX_HANDBACKS} orphans before: a job another worker took meanwhile is left alone.
+   * by default). Only a queue job of the run still active and taken by the dead owner's worker (its `processedBy`),
+   * the run's first or a replay's, with at most {@link MAX_HANDBACKS} attempts closed as orphans since it was added,
+   * this one included: a job another worker took meanwhile is left alone.
    * @returns whether it was handed back
    */
   const handBack = async (o: OwnedAttempt): Promise<boolean> => {
-    if (!o.queue_job_id || o.orphaned_before >= MAX_HANDBACKS) return false;
-    const job = await (await queueOf()).getJob(o.queue_job_id);
-    if (job?.data.runKey !== o.run_key || job.processedBy !== ownerWorkerName(o.owner_lock)) return false;
+    const worker = ownerWorkerName(o.owner_lock);
+    const active = await (await queueOf()).getActive();
+    const job = active.find((j) => j.data.runKey === o.run_key && j.processedBy === worker);
+    if (!job) return false;
+    const since = new Date(job.timestamp);
+    if ((await orphanedAttemptsOf(deps.pool, o.job, o.run_key, since)).orphaned > MAX_HANDBACKS) return false;
     if ((await job.getState()) !== 'active') return false;
     // No token: the dead worker's cannot be known. Its lock key stays until it expires; the next worker's replaces it.
     if ((await job.moveToWait()) < 0) return false;
     log.info(
-      { job: o.job, runKey: o.run_key, queueJobId: o.queue_job_id, attemptId: o.attempt_id },
+      { job: o.job, runKey: o.run_key, queueJobId: job.id, attemptId: o.attempt_id },
       "orphaned attempt's run handed back to the queue: the next worker takes it now",
     );
     return true;
