@@ -5,13 +5,16 @@
  * stopped after the last test file. The tests work in a database of their own on that server, `<name>_test` beside
  * the `<name>` DATABASE_URL names (made when missing, announced on the first line); that one is never written, which
  * the teardown checks against a snapshot taken before the first file. The URLs go into process.env before the
- * workers start, which is where every spawned CLI or demo process reads them.
+ * workers start, which is where every spawned CLI or demo process reads them; so does the queue prefix
+ * {@link TEST_QUEUE_PREFIX} of every command a test spawns without one of its own, whose keys the teardown deletes:
+ * the suite never writes into the keys of an installation on the same Redis.
  *
  * It also compiles src/ to dist/ (`tsc -p tsconfig.build.json`, what `npm run build` runs: 2-3 s) before any test,
  * and again before each rerun in watch mode: the CLI tests run bin/report-etl.js, which runs the build, as users do;
  * compiling first means an edited source is never tested through a stale build.
  */
 import { spawnSync } from 'node:child_process';
+import { Redis } from 'ioredis';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { ensurePostgres, ensureRedis, type LocalService } from '../../scripts/lib/local-services.ts';
@@ -27,6 +30,25 @@ import {
 } from './test-database.ts';
 
 const DATA_DIR = fileURLToPath(new URL('../../.local/postgres-test', import.meta.url));
+
+/** The queue prefix (`REPORT_ETL_QUEUE_PREFIX`) of the commands the tests spawn without one of their own. */
+const TEST_QUEUE_PREFIX = 'report-etl-test';
+
+/** Deletes the keys under {@link TEST_QUEUE_PREFIX} from the Redis at `url`. */
+async function deleteTestKeys(url: string): Promise<void> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${TEST_QUEUE_PREFIX}:*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
 
 /**
  * Compiles src/ to dist/ as `npm run build` does.
@@ -67,13 +89,16 @@ export default async function setup(project: TestProject): Promise<() => Promise
     for (const service of started.reverse()) await service.stop();
   };
   let original: { url: string; snapshot: DatabaseSnapshot };
+  let redisUrl: string;
   try {
     // Redis first: when none can be had, nothing is started for nothing.
     const redis = await ensureRedis();
     started.push(redis);
+    redisUrl = redis.url;
     const postgres = await ensurePostgres({ dataDir: DATA_DIR });
     started.push(postgres);
     if (redis.source !== 'configured') process.env.REDIS_URL = redis.url;
+    process.env.REPORT_ETL_QUEUE_PREFIX = TEST_QUEUE_PREFIX;
     for (const service of [postgres, redis])
       if (service.source !== 'configured') process.stderr.write(`test services: ${service.line}\n`);
     // An embedded PostgreSQL's URL names its `postgres`; the test database keeps the name DATABASE_URL gave.
@@ -105,6 +130,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
             `${changes.slice(0, 20).join('\n  ')}${changes.length > 20 ? `\n  … ${changes.length - 20} more` : ''}\n`,
         );
       }
+      await deleteTestKeys(redisUrl).catch((err: unknown) =>
+        process.stderr.write(`could not delete the suite's keys (${TEST_QUEUE_PREFIX}:*): ${String(err)}\n`),
+      );
     } finally {
       await stopAll();
     }
