@@ -25,7 +25,7 @@ import {
 } from '../history/page-archive.ts';
 import type { PageStream, ReportClient } from '../report-api/index.ts';
 import { readDocument, type RunDocument } from '../warehouse/documents.ts';
-import { cancelStatement } from '../warehouse/load-transaction.ts';
+import { statementTurns } from '../warehouse/load-transaction.ts';
 
 /** How each codec's chunks are decompressed: pages kept before zstd are gzip. */
 const DECOMPRESS: Record<PageCodec, (data: Buffer) => Promise<Buffer>> = {
@@ -80,28 +80,11 @@ export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Pro
       unfinished.delete(kept);
       if (err instanceof EtlError && err.code === 'PAGES_NOT_KEPT') found.push(err);
     };
-    // One query at a time on the connection (pg queues them, but that is deprecated): a page left by its reader may
-    // still be reading a chunk when another is read.
-    let last: Promise<unknown> = Promise.resolve();
-    let running = false;
-    const serially = <T>(fn: () => Promise<T>): Promise<T> => {
-      const next = last.then(async () => {
-        running = true;
-        try {
-          return await fn();
-        } finally {
-          running = false;
-        }
-      });
-      last = next.catch(() => undefined);
-      return next;
-    };
-    const cancel = (): void => {
-      if (running) void cancelStatement(pool, pid);
-    };
+    // A page left by its reader may still be reading a chunk when another is read: their queries take turns.
+    const turns = statementTurns(pool, pid);
     const store: KeptStore = {
-      chunk: (page, chunk) => serially(() => readPageChunk(client, archive.attemptId, page, chunk)),
-      has: (page) => serially(() => keptPageExists(client, archive.attemptId, page)),
+      chunk: (page, chunk) => turns.run(() => readPageChunk(client, archive.attemptId, page, chunk)),
+      has: (page) => turns.run(() => keptPageExists(client, archive.attemptId, page)),
     };
     return {
       archive,
@@ -110,7 +93,7 @@ export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Pro
         const kept = pages[page - 1];
         if (kept) unfinished.add(kept);
         const stream = pageStream(store, archive.attemptId, kept, (err) => ended(kept!, err));
-        if (stream && signal) abortWith(stream, signal, cancel);
+        if (stream && signal) abortWith(stream, signal, () => turns.cancel());
         return Promise.resolve(stream);
       },
       async damaged() {

@@ -27,7 +27,7 @@ import {
 } from '../history/page-archive.ts';
 import { EtlError, throwIfAborted } from '../errors.ts';
 import { databaseError } from '../warehouse/load-errors.ts';
-import { cancelStatement } from '../warehouse/load-transaction.ts';
+import { statementTurns, type StatementTurns } from '../warehouse/load-transaction.ts';
 import { PageDeadlineReached } from './deadlines.ts';
 import type { Logger } from '../logger.ts';
 import type { PageStream } from '../report-api/index.ts';
@@ -106,39 +106,23 @@ export interface PageArchive {
 export function makePageArchive(o: PageArchiveOptions): PageArchive {
   let client: pg.Client | undefined;
   let completed = false;
-  // One statement at a time on the archive's connection (pg queues them, but that is deprecated): chunks compress in
-  // parallel on the thread pool, and their INSERTs take turns.
-  let last: Promise<unknown> = Promise.resolve();
+  // Chunks compress in parallel on the thread pool, and their INSERTs take turns on the archive's connection.
+  let turns: StatementTurns | undefined;
   // Chunk buffers compressed already, for the next chunks of any page: a page's megabytes are not allocated anew.
   const spare: Buffer[] = [];
-  // The connection's backend, and whether a statement is in hand there: what an abort cancels.
-  let pid: number | undefined;
-  let running = false;
-  const onAbort = (): void => {
-    if (running && pid !== undefined) void cancelStatement(o.pool, pid);
-  };
-  const run = async <T>(db: pg.Client, fn: (db: pg.Client) => Promise<T>): Promise<T> => {
-    throwIfAborted(o.signal);
-    running = true;
-    try {
-      return await fn(db);
-    } finally {
-      running = false;
-    }
-  };
+  const onAbort = (): void => turns?.cancel();
   const serially = <T>(fn: (db: pg.Client) => Promise<T>): Promise<T> => {
     const db = client;
-    if (!db) return Promise.reject(new Error('page archive used before begin()'));
-    const next = last
-      .then(
-        () => run(db, fn),
-        () => run(db, fn),
-      )
+    const t = turns;
+    if (!db || !t) return Promise.reject(new Error('page archive used before begin()'));
+    return t
+      .run(() => {
+        throwIfAborted(o.signal);
+        return fn(db);
+      })
       .catch((err: unknown) => {
         throw archiveError(err);
       });
-    last = next.catch(() => undefined);
-    return next;
   };
   return {
     get completed() {
@@ -155,7 +139,7 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
           const { rows } = await c.query<{ pid: number }>(
             `SELECT pg_backend_pid() AS pid, set_config('synchronous_commit', 'off', false)`,
           );
-          pid = rows[0]?.pid;
+          turns = statementTurns(o.pool, rows[0]!.pid);
         } catch (err) {
           await c.end().catch(() => undefined);
           throw archiveError(err);
@@ -193,7 +177,7 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
     async close() {
       const c = client;
       client = undefined;
-      await last;
+      await turns?.idle();
       o.signal?.removeEventListener('abort', onAbort);
       await c?.end().catch(() => undefined);
     },

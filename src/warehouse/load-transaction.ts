@@ -181,6 +181,44 @@ export async function withLoadTransaction<T>(
 }
 
 /**
+ * Statements taking turns on one connection of its own beside a load (the page archive's, the kept pages'), the one in
+ * hand cancellable with {@link cancelStatement}: an aborted attempt does not wait for one stuck behind a lock. pg
+ * queues a client's queries too, but that is deprecated.
+ */
+export interface StatementTurns {
+  /** Runs `fn` once every statement given before it has settled, a failed one too. */
+  run<T>(fn: () => Promise<T>): Promise<T>;
+  /** Cancels the statement in hand on the connection, if any; never throws. */
+  cancel(): void;
+  /** Settles once every statement given so far has settled; never rejects. */
+  idle(): Promise<void>;
+}
+
+/** The turns of the statements of the connection whose backend is `pid` (`pool` lends the connection to cancel). */
+export function statementTurns(pool: pg.Pool, pid: number): StatementTurns {
+  let last: Promise<unknown> = Promise.resolve();
+  let running = false;
+  return {
+    run<T>(fn: () => Promise<T>): Promise<T> {
+      const next = last.then(async () => {
+        running = true;
+        try {
+          return await fn();
+        } finally {
+          running = false;
+        }
+      });
+      last = next.catch(() => undefined);
+      return next;
+    },
+    cancel() {
+      if (running) void cancelStatement(pool, pid);
+    },
+    idle: () => last.then(() => undefined),
+  };
+}
+
+/**
  * Cancels the statement backend `pid` runs, unless it is idle or waits for this process (a COPY waiting for rows ends
  * by the abort itself), on an idle client of the pool, else a connection of its own (loads filling the pool must not
  * hold it up). What it waited for is read first (MATERIALIZED).
