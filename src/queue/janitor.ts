@@ -170,26 +170,44 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
   };
 
   /**
+   * DELETEs report job `reportJobId` of an attempt of `subject` with its connection's token, and records it deleted.
+   * @returns false when `subject` or its connection is gone from jobs.yaml: nothing was done
+   * @throws the server's error, the database's
+   */
+  const deleteReportJobOf = async (
+    config: EtlConfig,
+    subject: string,
+    attemptId: string,
+    reportJobId: string,
+  ): Promise<boolean> => {
+    const job = jobOfSubject(config, subject);
+    const connection = job ? config.connections[job.connection] : undefined;
+    if (!job || !connection) return false;
+    const lease = await clients.acquire(job.connection, connection);
+    try {
+      await lease.client.deleteJob(reportJobId);
+      await setReportJobDeleted(deps.pool, attemptId);
+      return true;
+    } finally {
+      lease.release();
+    }
+  };
+
+  /**
    * Closes one orphaned attempt: `kept` when its report job could not be deleted, `finished` when the attempt was
    * no longer running by the time it was to be recorded.
    */
   const closeOne = async (o: OwnedAttempt, config: EtlConfig): Promise<'closed' | 'kept' | 'finished'> => {
-    const job = jobOfSubject(config, o.job);
-    const connection = job ? config.connections[job.connection] : undefined;
     const about = { job: o.job, attemptId: o.attempt_id, reportJobId: o.report_job_id };
-    if (o.report_job_id && job && connection) {
-      const lease = await clients.acquire(job.connection, connection);
+    if (o.report_job_id) {
       try {
-        await lease.client.deleteJob(o.report_job_id);
-        await setReportJobDeleted(deps.pool, o.attempt_id);
+        await deleteReportJobOf(config, o.job, o.attempt_id, o.report_job_id);
       } catch (err) {
         log.warn(
           { ...about, err: coerceError(err).message },
           'orphaned attempt: could not delete its report job; trying again at the next sweep',
         );
         return 'kept';
-      } finally {
-        lease.release();
       }
     }
     const what = o.report_job_id
@@ -361,14 +379,9 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
     const before = new Date(now().getTime() - OPEN_REPORT_JOB_GRACE_MS);
     const deleted: string[] = [];
     for (const left of await openReportJobsLeft(deps.pool, jobs, before)) {
-      const job = jobOfSubject(config, left.job);
-      const connection = job ? config.connections[job.connection] : undefined;
-      if (!job || !connection) continue;
       const about = { job: left.job, attemptId: left.attemptId, reportJobId: left.reportJobId };
-      const lease = await clients.acquire(job.connection, connection);
       try {
-        await lease.client.deleteJob(left.reportJobId);
-        await setReportJobDeleted(deps.pool, left.attemptId);
+        if (!(await deleteReportJobOf(config, left.job, left.attemptId, left.reportJobId))) continue;
         deleted.push(left.reportJobId);
         log.warn(
           { ...about, finishedAt: left.finishedAt.toISOString() },
@@ -380,8 +393,6 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
           { ...about, err: coerceError(err).message },
           'report job left open on the server: could not delete it; trying again at the next sweep',
         );
-      } finally {
-        lease.release();
       }
     }
     return deleted;
