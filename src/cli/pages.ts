@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { CONFIG_NOT_READ } from './options.ts';
-import type { RegisterCommand } from './types.ts';
+import type { Cli, RegisterCommand } from './types.ts';
 import { noneExistOrExit, outDirOrExit, writeFileOrReport } from './write-file.ts';
 
 /** File extensions by the media type of a page's Content-Type; `bin` for any other. */
@@ -30,9 +30,32 @@ export function pageExtension(contentType: string): string {
   return EXTENSIONS[contentType.split(';')[0]!.trim().toLowerCase()] ?? 'bin';
 }
 
-/** The file a page is written to: its number, zero-padded to `width` digits, and its content type's extension. */
-function pageFileName(page: number, width: number, contentType: string): string {
-  return `${String(page).padStart(width, '0')}.${pageExtension(contentType)}`;
+/** A page to write: its number, Content-Type, and the size and sha256 it was served with. */
+interface PageToWrite {
+  page: number;
+  contentType: string;
+  bytes?: number | undefined;
+  sha256?: string | undefined;
+}
+
+/**
+ * Writes `pages` into `dir`, each to a file named by its page number (zero-padded alike) and its content type's
+ * extension, one line each on stdout; writes nothing when one of those files exists (exit 2), and over no file.
+ * @param open the bytes of a page
+ */
+async function writePageFiles<P extends PageToWrite>(
+  cli: Cli,
+  dir: string,
+  pages: readonly P[],
+  open: (page: P) => Promise<Readable>,
+): Promise<void> {
+  const width = String(Math.max(0, ...pages.map((p) => p.page))).length;
+  const files = pages.map((p) => join(dir, `${String(p.page).padStart(width, '0')}.${pageExtension(p.contentType)}`));
+  if (!(await noneExistOrExit(cli, 'pages', files))) return;
+  for (const [i, p] of pages.entries()) {
+    if (!(await writeFileOrReport(cli, files[i]!, await open(p), p.page, { exclusive: true }))) continue;
+    cli.out(`${files[i]}  ${p.contentType}  ${p.bytes} bytes  sha256 ${p.sha256}`);
+  }
 }
 
 export const registerPages: RegisterCommand = (program, cli) => {
@@ -62,16 +85,10 @@ export const registerPages: RegisterCommand = (program, cli) => {
           const { docs } = kept.documents;
           const dir = await outDirOrExit(cli, 'pages', opts.out);
           if (dir === undefined) return;
-          const width = String(Math.max(...docs.map((d) => d.page))).length;
-          const files = docs.map((d) => join(dir, pageFileName(d.page, width, d.contentType)));
-          if (!(await noneExistOrExit(cli, 'pages', files))) return;
-          for (const [i, doc] of docs.entries()) {
-            const file = files[i]!;
-            // readDocument checks the bytes against the sha256 recorded when they were loaded.
-            const source = Readable.from(documents.readDocument(pool, doc));
-            if (!(await writeFileOrReport(cli, file, source, doc.page, { exclusive: true }))) continue;
-            cli.out(`${file}  ${doc.contentType}  ${doc.bytes} bytes  sha256 ${doc.sha256}`);
-          }
+          // readDocument checks the bytes against the sha256 recorded when they were loaded.
+          await writePageFiles(cli, dir, docs, (doc) =>
+            Promise.resolve(Readable.from(documents.readDocument(pool, doc))),
+          );
           return;
         }
         const { archive } = kept;
@@ -87,15 +104,12 @@ export const registerPages: RegisterCommand = (program, cli) => {
         if (dir === undefined) return;
         const pages = await openKeptPages(pool, archive);
         try {
-          const width = String(pages.pages.length).length;
-          const files = pages.pages.map((p) => join(dir, pageFileName(p.page, width, p.contentType)));
-          if (!(await noneExistOrExit(cli, 'pages', files))) return;
-          for (const [i, page] of pages.pages.entries()) {
-            const file = files[i]!;
-            const stream = await pages.openPage(archive.attemptId, page.page);
-            if (!(await writeFileOrReport(cli, file, stream!.body, page.page, { exclusive: true }))) continue;
-            cli.out(`${file}  ${page.contentType}  ${page.bytes} bytes  sha256 ${page.sha256}`);
-          }
+          await writePageFiles(
+            cli,
+            dir,
+            pages.pages,
+            async (p) => (await pages.openPage(archive.attemptId, p.page))!.body,
+          );
         } finally {
           await pages.close();
         }
