@@ -102,6 +102,27 @@ async function startWorker(): Promise<CliProcess> {
   return w;
 }
 
+/** Waits until attempt `n` of `job` succeeded; gives its run's attempts. */
+function succeeded(job: string, n: number, timeoutMs = 120_000, intervalMs = 100) {
+  return waitFor(
+    `attempt ${n} succeeded`,
+    async () => {
+      const rows = await attemptsOf(h.pool, job);
+      return rows[n - 1]?.status === 'succeeded' && rows;
+    },
+    timeoutMs,
+    intervalMs,
+  );
+}
+
+/** Waits until the queue job `jobId` completed; gives it. */
+function completed(jobId: string) {
+  return waitFor('the queue job completed', async () => {
+    const j = (await queue.getJob(jobId))!;
+    return (await j.getState()) === 'completed' && j;
+  });
+}
+
 /** Queues a manual run of `job` with the default retry (3 attempts, 30 s backoff doubling); its queue job id. */
 async function enqueue(job: string): Promise<string> {
   const config = configSchema.parse({
@@ -133,15 +154,7 @@ it(
     expect(await (await queue.getJob(jobId))!.getState()).toBe('active');
     const second = startCli(['worker', '-c', configPath], env());
     children.push(second);
-    const done = await waitFor(
-      'the run succeeded in the second worker',
-      async () => {
-        const rows = await attemptsOf(h.pool, job);
-        return rows[1]?.status === 'succeeded' && rows;
-      },
-      120_000,
-      100,
-    );
+    const done = await succeeded(job, 2);
     const [closed, again] = done;
     // (a) The dead attempt: interrupted as an orphan, its report job deleted, its end when it was last heard of.
     const { rows: dead1 } = await h.pool.query<{
@@ -174,10 +187,7 @@ it(
     expect(handedBack).toHaveLength(1);
     expect(logLines(second, /^run stalled/)).toEqual([]);
     // The worker completes the queue job a moment after the attempt's commit.
-    const queued = await waitFor('the queue job completed', async () => {
-      const j = (await queue.getJob(jobId))!;
-      return (await j.getState()) === 'completed' && j;
-    });
+    const queued = await completed(jobId);
     // BullMQ counts the finish that completed it; a retry (backoff) would have made it 2.
     expect(queued.attemptsMade).toBe(1);
     expect(queued.stalledCounter).toBe(0);
@@ -215,15 +225,7 @@ it(
     await waitFor('the idle worker ready', () => idle.stderr().includes('worker ready'));
     await killHard(first);
     const killedAt = Date.now();
-    const done = await waitFor(
-      'attempt 2 succeeded',
-      async () => {
-        const rows = await attemptsOf(h.pool, job);
-        return rows[1]?.status === 'succeeded' && rows;
-      },
-      120_000,
-      100,
-    );
+    const done = await succeeded(job, 2);
     expect(done.map((a) => [a.attempt, a.status])).toEqual([
       [1, 'interrupted'],
       [2, 'succeeded'],
@@ -233,10 +235,7 @@ it(
     expect(closedLine).toHaveLength(1);
     expect(handedBack).toHaveLength(1);
     expect(logLines(idle, /^run stalled/)).toEqual([]);
-    const queued = await waitFor('the queue job completed', async () => {
-      const j = (await queue.getJob(jobId))!;
-      return (await j.getState()) === 'completed' && j;
-    });
+    const queued = await completed(jobId);
     expect(queued.stalledCounter).toBe(0);
     console.log(
       `[measured] worker killed -9 beside an idle worker: dead attempt closed and run handed back ` +
@@ -263,15 +262,7 @@ it(
       await killHard(worker);
       worker = await startWorker();
     }
-    const done = await waitFor(
-      'attempt 4 succeeded',
-      async () => {
-        const rows = await attemptsOf(h.pool, job);
-        return rows[3]?.status === 'succeeded' && rows;
-      },
-      180_000,
-      200,
-    );
+    const done = await succeeded(job, 4, 180_000, 200);
     expect(done.map((a) => [a.attempt, a.status])).toEqual([
       [1, 'interrupted'],
       [2, 'interrupted'],
@@ -282,10 +273,7 @@ it(
     expect(logLines(worker, /^orphaned attempt closed/)).toHaveLength(1);
     expect(logLines(worker, /handed back to the queue/)).toEqual([]);
     expect(logLines(worker, /^run stalled/)).toHaveLength(1);
-    const queued = await waitFor('the queue job completed', async () => {
-      const j = (await queue.getJob(jobId))!;
-      return (await j.getState()) === 'completed' && j;
-    });
+    const queued = await completed(jobId);
     expect(queued.stalledCounter).toBe(1);
     expect(queued.attemptsMade).toBe(1);
     const { rows: n } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${h.schema}.killed`);
@@ -327,15 +315,7 @@ it("a replay's worker killed -9 mid-load: the replay's queue job is handed back 
   await loading(job, 2);
   await killHard(first);
   const second = await startWorker();
-  const done = await waitFor(
-    'attempt 3 succeeded',
-    async () => {
-      const rows = await attemptsOf(h.pool, job);
-      return rows[2]?.status === 'succeeded' && rows;
-    },
-    120_000,
-    100,
-  );
+  const done = await succeeded(job, 3);
   expect(done.map((a) => [a.attempt, a.status])).toEqual([
     [1, 'failed'],
     [2, 'interrupted'],
@@ -344,10 +324,7 @@ it("a replay's worker killed -9 mid-load: the replay's queue job is handed back 
   const handedBack = logLines(second, /handed back to the queue/);
   expect(handedBack).toHaveLength(1);
   expect(logLines(second, /^run stalled/)).toEqual([]);
-  const queued = await waitFor('the queue job completed', async () => {
-    const j = (await queue.getJob(jobId))!;
-    return (await j.getState()) === 'completed' && j;
-  });
+  const queued = await completed(jobId);
   expect(queued.stalledCounter).toBe(0);
   second.child.kill('SIGTERM');
   expect(await second.exited).toBe(0);
