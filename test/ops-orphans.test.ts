@@ -255,7 +255,10 @@ it(
       scheduler.stderr().includes('orphaned attempt closed'),
     );
     // It handed the run's queue job, held by the dead worker, back to the queue for the next worker (there is none).
-    expect(scheduler.stderr()).toContain('handed back to the queue');
+    // The hand-back comes after the close, a few Redis and PostgreSQL round trips later: its line too is waited for.
+    await waitFor("the scheduler's janitor says it handed the run back", () =>
+      scheduler.stderr().includes('handed back to the queue'),
+    );
     expect(await (await queue.getJob(jobId))!.getState()).toBe('waiting');
     scheduler.child.kill('SIGTERM');
     expect(await scheduler.exited).toBe(0);
