@@ -259,7 +259,8 @@ export const FAILURE_HINTS: Readonly<Record<ErrorCode, FailureHint>> = {
   OVERLAP_LOCK_LOST: {
     means:
       "the job's overlap lock vanished during the run (Redis restarted without persistence, or the " +
-      'process stalled past the lock)',
+      'process stalled past the lock): the attempt stopped once its renewal or its commit found it lost (the ' +
+      'stage says where)',
     todo: 'nothing was committed; retried automatically — see Redis in production',
   },
   QUEUE_JOB_LOST: {

@@ -58,6 +58,8 @@ import { ATTR, extractTrace, type Attributes } from '../tracing.ts';
 import {
   AttemptFailedError,
   defaultWorkerName,
+  OverlapLockLost,
+  OverlapLockLostError,
   type Attempt,
   type AttemptOptions,
   type AttemptResult,
@@ -504,8 +506,8 @@ export async function openKeptReport(a: Attempt, pagesOf: string): Promise<Repor
  * After a load that failed before it read every page (or a documents load, which keeps no pages as it reads them),
  * with `target.archive`: keeps the pages from the server all the same (docs/operations.md "Kept pages": a failed load
  * keeps its pages), before the report job is deleted, each page within pageTimeoutMs as the load's. Not once the
- * attempt's signal aborted (a shutdown, maxRunMs). A failure to keep them is logged, not thrown: the load's failure
- * stands.
+ * attempt's signal aborted (a shutdown, maxRunMs, a lost overlap lock). A failure to keep them is logged, not thrown:
+ * the load's failure stands.
  */
 export async function keepPagesOfFailedLoad(a: Attempt, client: ReportClient, report: ReportToLoad): Promise<void> {
   const { archive, finished, started } = report;
@@ -598,7 +600,8 @@ export function loadInTransaction(
  * Step 8: the attempt's records in the load transaction, then COMMIT, so that rows and history commit together: an
  * append claims its run key (claimed already: rolled back), the overlap lock is confirmed, the attempt `succeeded`.
  * @returns whether it committed
- * @throws OVERLAP_LOCK_LOST; ABORTED when a later attempt declared this one dead; the signal's reason
+ * @throws OverlapLockLostError (OVERLAP_LOCK_LOST); ABORTED when a later attempt declared this one dead; the signal's
+ *   reason
  */
 export async function commitLoad(
   a: Attempt,
@@ -615,14 +618,8 @@ export async function commitLoad(
     return false;
   }
   // Without the overlap lock another run of the job may be loading too: an older tick must not overwrite a newer one.
-  if (o.exclusive && !(await o.exclusive.confirm()))
-    throw new EtlError(
-      'OVERLAP_LOCK_LOST',
-      'the overlap lock of this job was lost during the attempt (Redis lost its key, or the process stalled past ' +
-        'the lock and another worker took the run over): its rows are not committed; the run is retried while it ' +
-        'has attempts left',
-      { stage: 'commit' },
-    );
+  // Its renewal may not have run since it was lost: a lock that cannot be confirmed now is taken for lost.
+  if (o.exclusive && !(await o.exclusive.confirm())) throw new OverlapLockLostError('commit');
   if (!(await completeAttempt(lt.tx, a.attemptId, { rows: loaded.rows, pages: rows.pages, bytes: rows.bytes })))
     throw new EtlError(
       'ABORTED',
@@ -741,6 +738,8 @@ export async function recordTimeline(a: Attempt): Promise<void> {
 /**
  * Records a failed attempt (`failed`, or `interrupted` when aborted) at the trace's stage unless the error names one,
  * with its kind, the server's words and how far it got; until PostgreSQL takes it (docs/architecture.md "Liveness").
+ * An abort's reason names the failure: RUN_TIMEOUT for maxRunMs, OVERLAP_LOCK_LOST (`failed`) for a lost overlap
+ * lock, else ABORTED.
  * @param at the report job started and the rows read, if it got that far
  * @returns the error to throw: the typed cause, with the attempt's id
  */
@@ -753,11 +752,13 @@ export async function recordFailedAttempt(
   const { stage } = a.trace;
   const figures = { rows: 0, pages: at.rows?.pages ?? 0, bytes: at.rows?.bytes ?? 0 };
   let err = coerceError(raw);
-  // Once the attempt's signal aborted, whatever broke on the way is its consequence: maxRunMs, or a shutdown.
+  // Once the attempt's signal aborted, whatever broke on the way is its consequence: maxRunMs, a lost overlap lock,
+  // or a shutdown.
   if (o.signal?.aborted && o.signal.reason instanceof RunDeadlineReached) {
     const cancelled = err instanceof StatementCancelledError ? err.cancelled : undefined;
     err = new RunTimeoutError(o.signal.reason.limitMs, { stage, ...figures, cancelled });
-  } else if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
+  } else if (o.signal?.aborted && o.signal.reason instanceof OverlapLockLost) err = new OverlapLockLostError();
+  else if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
   else if (!(err instanceof EtlError) && isConnectionLoss(err)) err = databaseError(err, stage);
   if (err instanceof EtlError && !err.stage) err.stage = stage;
   const failure = failureOf(err, stage, figures);
