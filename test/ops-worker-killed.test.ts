@@ -348,7 +348,7 @@ it(
       alerts: noAlerts,
       prefix,
     });
-    // A process's owner session, and its attempt polling the server: nothing recorded but its start.
+    // A process's owner session, and its attempt just started: nothing recorded but its start.
     const owner = await openAttemptOwner(h.pool, silentLogger);
     const attemptId = randomUUID();
     const base = { job, runKey: randomUUID(), trigger: 'manual' as const, targetTable: 'x.y', writeMode: 'replace' };

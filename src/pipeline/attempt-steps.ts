@@ -378,7 +378,9 @@ export async function startReportJob(
 }
 
 /**
- * Step 6: polls the report job until rendered (docs/report-export-service.md "States and transitions").
+ * Step 6: polls the report job until rendered (docs/report-export-service.md "States and transitions"), recording
+ * the polls as its progress (etl.attempts.progress, page 0), so that an attempt whose process dies while the server
+ * renders says so and when it was last heard of (docs/operations.md "No orphans (the janitor)").
  * @returns the finished job with the rows and pages it announced
  * @throws ReportFailedError (FinishedError, the server's whole text), poll errors, AbortedError
  */
@@ -387,9 +389,16 @@ export async function waitForReportJob(
   client: ReportClient,
   started: StartedReportJob,
 ): Promise<FinishedReport> {
-  const finished = await client.waitForJob(started.job.id, a.options.signal, started.answeredAt);
-  started.log.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
-  return finished;
+  const progress = progressRecorder(a.options.pool, a.attemptId, a.log);
+  const onPoll = (polls: number) => progress.note({ page: 0, pagesRead: 0, pages: null, rows: 0, polls });
+  try {
+    const finished = await client.waitForJob(started.job.id, a.options.signal, started.answeredAt, onPoll);
+    started.log.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
+    return finished;
+  } finally {
+    // Written before the load's own progress replaces it.
+    await progress.close();
+  }
 }
 
 /** The announced rows=, where pages hold report rows (not lines or documents). */
