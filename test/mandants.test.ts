@@ -290,6 +290,40 @@ it('replaceRange with a list of mandants replaces the range of the run mandant a
   h.sim.setRevision(0);
 });
 
+it("a mandant's row outside the period fails its run naming the mandant, row, value and period", async () => {
+  const job = `${jp}_outside`;
+  const table = `${h.schema}.bookings_outside`;
+  const from = '%{logicalEnd-3d:yyyy-MM-dd}';
+  const to = '%{logicalEnd:yyyy-MM-dd}';
+  const config = bookingsConfig(job, table, [7001, 7002], {
+    parameters: { FROM: from, TO: to },
+    target: { replaceRange: { column: 'buchungstag', from, to } },
+  });
+  const at = (n: number) => ({ scheduledFor: new Date(Date.UTC(2026, 0, 10 + n, 3)).toISOString() });
+  h.sim.setRevision(0);
+  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m), at(0))).status).toBe('succeeded');
+  const before = await loaded(table, 7002);
+  h.sim.setRevision(1);
+  // 7002's report asks for two days past the run's period [2026-01-08, 2026-01-11).
+  const err = await run(config, subjectName(job, 7002), { ...at(1), parameters: { TO: '2026-01-13' } }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AttemptFailedError);
+  expect((err as AttemptFailedError).code).toBe('RANGE_VIOLATION');
+  expect((err as AttemptFailedError).message).toMatch(
+    new RegExp(
+      '^page 1, row \\d+ of the run of mandant 7002 has buchungstag \\(report column "Buchungstag"\\) ' +
+        `"2026-01-1[12]", outside the run's range \\[2026-01-08, 2026-01-11\\) of target.replaceRange: ${table} ` +
+        'is left as it was',
+    ),
+  );
+  expect(await loaded(table, 7002)).toEqual(before);
+  expect((await run(config, subjectName(job, 7001), at(1))).status).toBe('succeeded');
+  expect(await loaded(table, 7002)).toEqual(before);
+  h.sim.setRevision(0);
+});
+
 it('a report column named like the mandant column fails the first run before anything is loaded', async () => {
   const job = `${jp}_clash`;
   const table = `${h.schema}.bookings_clash`;
