@@ -22,6 +22,7 @@ import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { replayRun } from '../src/queue/replay.ts';
 import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
 import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { runCli } from './support/cli.ts';
@@ -322,6 +323,44 @@ it("a mandant's row outside the period fails its run naming the mandant, row, va
   expect((await run(config, subjectName(job, 7001), at(1))).status).toBe('succeeded');
   expect(await loaded(table, 7002)).toEqual(before);
   h.sim.setRevision(0);
+});
+
+it("a later success supersedes a mandant's failed period only when it replaced that period", async () => {
+  const job = `${jp}_periods`;
+  const table = `${h.schema}.bookings_periods`;
+  const from = '%{logicalEnd-3d:yyyy-MM-dd}';
+  const to = '%{logicalEnd:yyyy-MM-dd}';
+  const target = { replaceRange: { column: 'buchungstag', from, to } };
+  const config = bookingsConfig(job, table, [7001, 7002], { parameters: { FROM: from, TO: to }, target });
+  const failing = bookingsConfig(job, table, [7001, 7002], {
+    parameters: { FROM: from, TO: to, SIM_FAIL_MANDANT: '7001,7002' },
+    target,
+  });
+  const at = (iso: string) => ({ scheduledFor: new Date(iso).toISOString() });
+  const failedRun = async (subject: string) => {
+    const err = await run(failing, subject, at('2026-01-10T03:00:00Z')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((err as AttemptFailedError).code).toBe('REPORT_FAILED');
+    return (await attemptsOf(h.pool, subject)).at(-1)!.run_key;
+  };
+  // 7001: a later run of the same period [2026-01-07, 2026-01-10) succeeds: nothing is left to replay.
+  const s1 = subjectName(job, 7001);
+  const failed1 = await failedRun(s1);
+  const later1 = await run(config, s1, at('2026-01-10T05:00:00Z'));
+  // 7002: a later night's run replaces [2026-01-10, 2026-01-13) alone: the failed period is still to be loaded.
+  const s2 = subjectName(job, 7002);
+  const failed2 = await failedRun(s2);
+  expect((await run(config, s2, at('2026-01-13T03:00:00Z'))).status).toBe('succeeded');
+  const byRun = new Map(
+    [...(await failedRunsToReplay(h.pool, { job: s1 })), ...(await failedRunsToReplay(h.pool, { job: s2 }))].map(
+      (f) => [f.run_key, f.superseded_by_run_key],
+    ),
+  );
+  expect(byRun.get(failed1)).toBe(later1.runKey);
+  expect(byRun.has(failed2)).toBe(true);
+  expect(byRun.get(failed2)).toBeNull();
 });
 
 it('a report column named like the mandant column fails the first run before anything is loaded', async () => {
