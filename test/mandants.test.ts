@@ -427,6 +427,38 @@ jobs:
   expect(unknown.stderr).toContain(`--mandant 9999: not a mandant of job "${books}" (its mandants: 7001, 7002, 7003)`);
 });
 
+it("preview of a mandant's run with replaceRange counts and names that mandant's rows of the period", async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'report-etl-mandants-'));
+  const configPath = join(dir, 'jobs.yaml');
+  const table = `${h.schema}.bookings_cli_range`;
+  const books = `${jp}_rbooks`;
+  await writeFile(
+    configPath,
+    `connections:
+  sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", pollIntervalMs: 20 }
+jobs:
+  ${books}:
+    connection: sim
+    report: { mandant: [7001, 7002], name: Finance/Bookings, parameters: { FROM: "2026-01-01", TO: "2026-01-08" } }
+    target:
+      table: ${table}
+      columns: { buchungstag: date }
+      replaceRange: { column: buchungstag, from: "2026-01-01", to: "2026-01-08" }
+`,
+  );
+  const cli = (args: string[]) => runCli(args, { env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret' } });
+  const loadedRun = await cli(['run', books, '--config', configPath]);
+  expect(loadedRun.code, loadedRun.stderr).toBe(0);
+  const preview = await cli(['preview', books, '--mandant', '7002', '--rows', '1', '--config', configPath]);
+  expect(preview.code, preview.stderr).toBe(0);
+  const n = served(7002, 0).length;
+  expect(preview.stdout).toContain(
+    `a load replaces the period buchungstag in [2026-01-01, 2026-01-08) of mandant 7002 (mandant = 7002) of ` +
+      `${table} (it holds ${n}) with the report's ${n} rows, in one transaction; rows outside the period and the ` +
+      "other mandants' rows stay",
+  );
+});
+
 it("maxShrinkPercent measures a mandant's run against that mandant's rows alone", async () => {
   const job = `${jp}_guard`;
   const table = `${h.schema}.bookings_guard`;
