@@ -151,6 +151,11 @@ it('config: a mandant listed twice, mandantColumn on a single mandant and a clas
     /may not start with _etl_/,
   );
   expect(messages(parse({ mandant: [] }, {}))[0]).toMatch(/at least one/);
+  expect(messages(parse({ mandant: [7777, 2147483648] }, {}))).toEqual([
+    "a mandant of a list is at most 2147483647: the target keeps each row's mandant in an integer column " +
+      '(docs/loaded-tables.md "Many mandants")',
+  ]);
+  expect(parse({ mandant: [2147483647] }, {}).success).toBe(true);
   expect(parse({ mandant: [1, 2] }, { mandantColumn: 'firma' }).success).toBe(true);
   const ok = parse({ mandant: [1, 2] }, {});
   expect(ok.success && chooseSubjects('j', ok.data.jobs.j!, undefined).map((s) => s.name)).toEqual(['j[1]', 'j[2]']);
