@@ -368,6 +368,45 @@ it("a later success supersedes a mandant's failed period only when it replaced t
   expect(byRun.get(failed2)).toBeNull();
 });
 
+it("a job's first list run refuses a replace target whose rows have no mandant, until they are given one", async () => {
+  const job = `${jp}_switch`;
+  const table = `${h.schema}.bookings_switch`;
+  const single = h.config({
+    [job]: {
+      ...jobEntry(
+        { name: 'Finance/Bookings', mandant: 7001, parameters: PERIOD },
+        { table, mode: 'replace', columns: { buchungstag: 'date' } },
+      ),
+      retry: { attempts: 1, backoffMs: 0 },
+    },
+  });
+  expect((await run(single, job)).status).toBe('succeeded');
+  const rowsOf = async () =>
+    (await h.pool.query<{ r: string }>(`SELECT to_jsonb(t)::text AS r FROM ${table} t`)).rows.map((r) => r.r).sort();
+  const before = await rowsOf();
+  const list = bookingsConfig(job, table, [7001, 7002]);
+  const err = await run(list, subjectName(job, 7001)).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect((err as AttemptFailedError).code).toBe('TARGET_INVALID');
+  expect((err as AttemptFailedError).message).toContain(
+    `job ${job}[7001]: ${table} holds rows but no column mandant, loaded before the job had a list of mandants`,
+  );
+  const quoted = `"${h.schema}"."bookings_switch"`;
+  expect((err as AttemptFailedError).message).toContain(
+    `(ALTER TABLE ${quoted} ADD COLUMN "mandant" integer; UPDATE ${quoted} SET "mandant" = 7001; with the mandant ` +
+      'they are of)',
+  );
+  expect(await rowsOf()).toEqual(before);
+  // As the message says: the rows get their mandant, and 7001's run replaces them.
+  await h.pool.query(`ALTER TABLE ${table} ADD COLUMN mandant integer; UPDATE ${table} SET mandant = 7001`);
+  h.sim.setRevision(1);
+  for (const m of [7001, 7002]) expect((await run(list, subjectName(job, m))).status).toBe('succeeded');
+  expect(await loaded(table)).toEqual([...served(7001, 1), ...served(7002, 1)].sort());
+  h.sim.setRevision(0);
+});
+
 it('a report column named like the mandant column fails the first run before anything is loaded', async () => {
   const job = `${jp}_clash`;
   const table = `${h.schema}.bookings_clash`;
