@@ -22,6 +22,7 @@ import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { replayRun } from '../src/queue/replay.ts';
 import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
 import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import { jobHealth } from '../src/history/job-health.ts';
 import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
@@ -366,6 +367,11 @@ it("a later success supersedes a mandant's failed period only when it replaced t
   expect(byRun.get(failed1)).toBe(later1.runKey);
   expect(byRun.has(failed2)).toBe(true);
   expect(byRun.get(failed2)).toBeNull();
+  // The jobs overview says the same of each mandant's last failure.
+  const [health1, health2] = await jobHealth(h.pool, [s1, s2]);
+  expect(health1!.lastFailure?.superseded_by_run_key).toBe(later1.runKey);
+  expect(health2!.lastFailure?.run_key).toBe(failed2);
+  expect(health2!.lastFailure?.superseded_by_run_key).toBeNull();
 });
 
 it("a job's first list run refuses a replace target whose rows have no mandant, until they are given one", async () => {
