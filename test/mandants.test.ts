@@ -22,6 +22,7 @@ import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { replayRun } from '../src/queue/replay.ts';
 import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
 import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import { readAttemptRequest, requestLines } from '../src/history/attempt-request.ts';
 import { jobHealth } from '../src/history/job-health.ts';
 import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
@@ -326,6 +327,15 @@ it("a mandant's row outside the period fails its run naming the mandant, row, va
     ),
   );
   expect(await loaded(table, 7002)).toEqual(before);
+  // What its alert shows of the request: the parameters sent beside the period the run replaces.
+  const { rows } = await h.pool.query<{ request: unknown }>(
+    `SELECT request FROM etl.attempts WHERE job = $1 AND status = 'failed'`,
+    [subjectName(job, 7002)],
+  );
+  expect(requestLines(readAttemptRequest(rows[0]!.request)!, (t) => t.toISOString()).slice(-2)).toEqual([
+    'parameters: FROM=2026-01-08, TO=2026-01-13',
+    'period replaced: buchungstag in [2026-01-08, 2026-01-11)',
+  ]);
   expect((await run(config, subjectName(job, 7001), at(1))).status).toBe('succeeded');
   expect(await loaded(table, 7002)).toEqual(before);
   h.sim.setRevision(0);
