@@ -269,8 +269,10 @@ it('a config change reschedules live', async () => {
  */
 function recordingTasks() {
   const missed = new Map<string, (ctx: { date: Date }) => unknown>();
-  const createTask = ((_expr: string, _fn: unknown, options?: { name?: string }) => {
+  const fired = new Map<string, (ctx: { date: Date }) => unknown>();
+  const createTask = ((_expr: string, fn: (ctx: { date: Date }) => unknown, options?: { name?: string }) => {
     const name = options?.name ?? '';
+    fired.set(name, fn);
     return {
       on(event: string, fn: (ctx: { date: Date }) => unknown) {
         if (event === 'execution:missed') missed.set(name, fn);
@@ -279,8 +281,47 @@ function recordingTasks() {
       destroy: async () => undefined,
     };
   }) as unknown as SchedulerDeps['createTask'];
-  return { createTask, fireMissed: (job: string, date: Date) => missed.get(`report-etl:${job}`)!({ date }) };
+  return {
+    createTask,
+    fire: (job: string, date: Date) => fired.get(`report-etl:${job}`)!({ date }),
+    fireMissed: (job: string, date: Date) => missed.get(`report-etl:${job}`)!({ date }),
+  };
 }
+
+it('a tick node-cron fires again in the hour the clocks go back is skipped: one run for that local time', async () => {
+  const job = `${jp}_fallback`;
+  const config = h.config({
+    [job]: {
+      ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.fallback` }),
+      schedule: '15 2 * * *',
+      timezone: 'Europe/Zurich',
+    },
+  });
+  const { logger, lines } = captureLogger('info');
+  const tasks = recordingTasks();
+  const scheduler = makeScheduler({
+    config: staticConfig(config),
+    queue,
+    pool: h.pool,
+    logger,
+    createTask: tasks.createTask,
+  });
+  await scheduler.start();
+  // 25 October 2026 in Europe/Zurich: 02:15 CEST, then 02:15 CET an hour later, as node-cron fires them.
+  const first = new Date('2026-10-25T00:15:00Z');
+  const again = new Date('2026-10-25T01:15:00Z');
+  try {
+    await tasks.fire(job, first);
+    await tasks.fire(job, again);
+  } finally {
+    await scheduler.close();
+  }
+  expect(await queue.getJob(tickQueueJobId(job, first))).toBeDefined();
+  expect(await queue.getJob(tickQueueJobId(job, again))).toBeUndefined();
+  const skipped = lines.filter((l) => String(l.msg).startsWith('tick skipped')).map((l) => String(l.tick));
+  expect(skipped).toEqual([again.toISOString()]);
+  await (await queue.getJob(tickQueueJobId(job, first)))?.remove();
+});
 
 it('a tick fired late (a blocked event loop) is still queued, once', async () => {
   const job = `${jp}_late`;

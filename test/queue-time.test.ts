@@ -94,8 +94,8 @@ it("tick calculators do not stay in node-cron's task registry", async () => {
 });
 
 it(
-  'reads ticks across DST in the job zone as node-cron fires them: ' +
-    'a skipped local time has no tick, a repeated one two',
+  'reads ticks across DST in the job zone: a skipped local time has no tick, a repeated one a single one, ' +
+    'the first, so that no interval is an hour of one day',
   () => {
     const daily = cronTicks('30 2 * * *', 'Europe/Zurich');
     // 29 March 2026: 02:00 CET jumps to 03:00 CEST, so 02:30 does not exist that day.
@@ -104,18 +104,28 @@ it(
         .between(new Date('2026-03-27T00:00:00Z'), new Date('2026-03-31T00:00:00Z'))
         .ticks.map((d) => d.toISOString()),
     ).toEqual(['2026-03-27T01:30:00.000Z', '2026-03-28T01:30:00.000Z', '2026-03-30T00:30:00.000Z']);
-    // 25 October 2026: 03:00 CEST goes back to 02:00 CET, so 02:30 comes twice.
+    // 25 October 2026: 03:00 CEST goes back to 02:00 CET, so 02:30 comes twice: its tick is the first.
     expect(
       daily
         .between(new Date('2026-10-24T00:00:00Z'), new Date('2026-10-27T00:00:00Z'))
         .ticks.map((d) => d.toISOString()),
-    ).toEqual([
-      '2026-10-24T00:30:00.000Z',
-      '2026-10-25T00:30:00.000Z',
-      '2026-10-25T01:30:00.000Z',
-      '2026-10-26T01:30:00.000Z',
-    ]);
-    expect(daily.previous(new Date('2026-10-25T01:30:00Z'))?.toISOString()).toBe('2026-10-25T00:30:00.000Z');
+    ).toEqual(['2026-10-24T00:30:00.000Z', '2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z']);
+    expect(daily.repeats(new Date('2026-10-25T01:30:00Z'))).toBe(true);
+    expect(daily.repeats(new Date('2026-10-25T00:30:00Z'))).toBe(false);
+    expect(daily.matches(new Date('2026-10-25T01:30:00Z'))).toBe(false);
+    expect(daily.previous(new Date('2026-10-26T01:30:00Z'))?.toISOString()).toBe('2026-10-25T00:30:00.000Z');
+    expect(daily.next(new Date('2026-10-25T00:30:00Z'))?.toISOString()).toBe('2026-10-26T01:30:00.000Z');
+    // An hourly schedule: 02:15 CEST, then 03:15 CET two hours later; 02:15 CET is no tick.
+    const hourly = cronTicks('15 * * * *', 'Europe/Zurich');
+    expect(
+      hourly
+        .between(new Date('2026-10-24T23:00:00Z'), new Date('2026-10-25T03:00:00Z'))
+        .ticks.map((d) => d.toISOString()),
+    ).toEqual(['2026-10-24T23:15:00.000Z', '2026-10-25T00:15:00.000Z', '2026-10-25T02:15:00.000Z']);
+    // Elsewhere and in UTC nothing repeats.
+    expect(cronTicks('15 * * * *', 'UTC').repeats(new Date('2026-10-25T01:15:00Z'))).toBe(false);
+    expect(cronTicks('15 * * * *', 'America/New_York').repeats(new Date('2026-11-01T06:15:00Z'))).toBe(true);
+    expect(cronTicks('15 * * * *', 'America/New_York').repeats(new Date('2026-11-01T05:15:00Z'))).toBe(false);
   },
 );
 

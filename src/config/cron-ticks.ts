@@ -1,10 +1,12 @@
 /**
  * Cron ticks as instants, from cron-parser in the job's zone. node-cron, which schedules the running ticks, checks
- * the expression too, so that one either refuses never reaches the scheduler.
+ * the expression too, so that one either refuses never reaches the scheduler. A local time the zone repeats (the hour
+ * its clocks go back) has one tick, the first (docs/configuration.md "Run parameters and logical time").
  */
 import { CronExpressionParser } from 'cron-parser';
 import { parse } from 'node-cron';
 import { ConfigError } from '../errors.ts';
+import { makeZoneOffset } from '../zone-offset.ts';
 
 /** Most ticks {@link CronTicks.between} returns (`* * * * * *` over a year). */
 export const MAX_TICKS = 10_000;
@@ -17,6 +19,11 @@ export interface CronTicks {
   readonly stepMs: number;
   /** Whether `at` (truncated to the step) is a tick. */
   matches(at: Date): boolean;
+  /**
+   * Whether the zone's local time at `instant` came once before: the hour it repeats when its clocks go back. node-cron
+   * fires there a second time; it is no tick.
+   */
+  repeats(instant: Date): boolean;
   /** Ticks t with from < t <= to, oldest first, at most `limit`; `truncated`: older ones were left out. */
   between(from: Date, to: Date, limit?: number): { ticks: Date[]; truncated: boolean };
   /** The last tick strictly before `tick`. */
@@ -101,6 +108,12 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
   const floor = (ms: number) => Math.floor(ms / stepMs) * stepMs;
   /** The expression with its cursor at `ms`. */
   const at = (ms: number) => CronExpressionParser.parse(schedule, { tz: timezone, currentDate: new Date(ms) });
+  const offset = makeZoneOffset(timezone);
+  /** Whether the local time at `ms` came before: the clocks went back by `back` within 6 h, and `ms - back` read it. */
+  const repeats = (ms: number) => {
+    const back = offset(ms - REPEAT_LOOKBACK_MS) - offset(ms);
+    return back > 0 && offset(ms - back) - offset(ms) === back;
+  };
   return {
     schedule,
     timezone,
@@ -108,8 +121,9 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
     matches(instant) {
       const t = floor(instant.getTime());
       const next = at(t - 1).next();
-      return next.getTime() === t;
+      return next.getTime() === t && !repeats(t);
     },
+    repeats: (instant) => repeats(instant.getTime()),
     between(from, to, limit = MAX_TICKS) {
       const found: Date[] = [];
       // Newest first, so that a limit keeps the most recent ticks; returned oldest first.
@@ -117,6 +131,7 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
       while (cursor.hasPrev()) {
         const t = cursor.prev().getTime();
         if (t <= from.getTime()) break;
+        if (repeats(t)) continue;
         if (found.length >= limit) return { ticks: found.reverse(), truncated: true };
         found.push(new Date(t));
       }
@@ -124,13 +139,22 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
     },
     previous(tick) {
       const cursor = at(floor(tick.getTime() - 1) + 1);
-      if (!cursor.hasPrev()) return undefined;
-      const t = cursor.prev().getTime();
-      return t < tick.getTime() ? new Date(t) : undefined;
+      while (cursor.hasPrev()) {
+        const t = cursor.prev().getTime();
+        if (!repeats(t)) return t < tick.getTime() ? new Date(t) : undefined;
+      }
+      return undefined;
     },
     next(instant) {
       const cursor = at(instant.getTime());
-      return cursor.hasNext() ? new Date(cursor.next().getTime()) : undefined;
+      while (cursor.hasNext()) {
+        const t = cursor.next().getTime();
+        if (!repeats(t)) return new Date(t);
+      }
+      return undefined;
     },
   };
 }
+
+/** How far back a change of the zone's offset is looked for: no zone goes back by more than a few hours. */
+const REPEAT_LOOKBACK_MS = 6 * 3_600_000;

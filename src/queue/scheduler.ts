@@ -92,6 +92,11 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     const job = config.jobs[name];
     if (!job?.schedule) return;
     const tick = new Date(Math.floor(at.getTime() / 1000) * 1000);
+    // node-cron fires again in the hour the zone repeats when its clocks go back: that local time had its tick.
+    if (cronTicks(job.schedule, scheduleZone(config, job)).repeats(tick)) {
+      log.info({ job: name, tick: tick.toISOString() }, 'tick skipped: its local time came before (clocks went back)');
+      return;
+    }
     // One run per mandant of a list job (config/mandants.ts), each queued on its own.
     for (const subject of subjectsOfJob(name, job)) {
       // The queued run's trace begins here (docs/observability.md "Tracing").
