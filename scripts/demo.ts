@@ -11,6 +11,7 @@
  * Not interactive, or `--once`: exits after the first round, 0 when every job ended as expected.
  */
 import type pg from 'pg';
+import { listenFailureText } from '../src/listen-error.ts';
 import { loadConfig } from '../src/config/load.ts';
 import { makePool } from '../src/app/connections.ts';
 import { makeLogger } from '../src/logger.ts';
@@ -94,15 +95,12 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
   const logger = makeLogger();
   const { config } = await loadConfig(configPath);
   const simUrl = new URL(config.connections.sim?.baseUrl ?? 'http://127.0.0.1:8080');
+  // A port in use names the variable that moves it (README "Quick start").
+  const listenError = (how: string) => (err: unknown) => {
+    throw new Error(listenFailureText(err, { port: how, host: how }) ?? String(err));
+  };
   const sim = await startSimulator({ port: Number(simUrl.port || 80), host: simUrl.hostname, logger }).catch(
-    (err: NodeJS.ErrnoException) => {
-      throw new Error(
-        err.code === 'EADDRINUSE'
-          ? `port ${simUrl.port} is in use: stop what listens there, ` +
-              `or set REPORT_BASE_URL=http://127.0.0.1:<free port> for the demo`
-          : err.message,
-      );
-    },
+    listenError('REPORT_BASE_URL=http://127.0.0.1:<free port> for the demo'),
   );
   out(`simulator     ${sim.url}  (client demo-client / demo-secret)`);
   const service = await startService({
@@ -115,7 +113,7 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
     prefix: queuePrefixFromEnv(),
     workerOptions: { concurrency: 2 },
     graceMs: 10_000,
-  });
+  }).catch(listenError('ADMIN_PORT=<free port> for the demo'));
   out(
     `admin         ${service.adminUrl}/admin   (jobs overview; runs: ${service.adminUrl}/admin/runs, queues: ` +
       `${service.adminUrl}/admin/queues)`,
