@@ -10,12 +10,15 @@
  * Interactive (a terminal): keeps running — the schedules go on ticking — until Ctrl-C.
  * Not interactive, or `--once`: exits after the first round, 0 when every job ended as expected.
  */
+import { resolve } from 'node:path';
 import type pg from 'pg';
+import { listenFailureText } from '../src/listen-error.ts';
 import { loadConfig } from '../src/config/load.ts';
-import { makePool } from '../src/app/connections.ts';
+import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, makePool } from '../src/app/connections.ts';
 import { makeLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
-import { queuePrefixFromEnv } from '../src/queue/names.ts';
+import { DEFAULT_QUEUE_PREFIX, queuePrefixFromEnv } from '../src/queue/names.ts';
+import { shellQuote } from '../src/shell-quote.ts';
 import { startService } from '../src/app/service.ts';
 import { startSimulator } from '../src/simulator/index.ts';
 import { summaryLine } from '../src/failure-text.ts';
@@ -88,21 +91,34 @@ async function main(): Promise<number> {
   }
 }
 
+/**
+ * The `export` line that points the commands the demo suggests at what it used, in another terminal: whatever differs
+ * from their defaults (servers it started, or DATABASE_URL, REDIS_URL, REPORT_ETL_QUEUE_PREFIX and REPORT_ETL_CONFIG
+ * given to the demo alone: a `replay` under another prefix would wait for a worker that never comes). Undefined when
+ * the defaults do.
+ */
+function commandEnvironment(databaseUrl: string, redisUrl: string): string | undefined {
+  const vars: [string, string][] = [];
+  if (databaseUrl !== DEFAULT_DATABASE_URL) vars.push(['DATABASE_URL', databaseUrl]);
+  if (redisUrl !== DEFAULT_REDIS_URL) vars.push(['REDIS_URL', redisUrl]);
+  const prefix = process.env.REPORT_ETL_QUEUE_PREFIX;
+  if (prefix && prefix !== DEFAULT_QUEUE_PREFIX) vars.push(['REPORT_ETL_QUEUE_PREFIX', prefix]);
+  if (process.env.REPORT_ETL_CONFIG) vars.push(['REPORT_ETL_CONFIG', resolve(configPath)]);
+  return vars.length ? `export ${vars.map(([k, v]) => `${k}=${shellQuote(v)}`).join(' ')}` : undefined;
+}
+
 /** The demo proper, against the given PostgreSQL and Redis. */
 async function run(postgres: LocalService, redis: LocalService): Promise<number> {
   const databaseUrl = postgres.url;
   const logger = makeLogger();
   const { config } = await loadConfig(configPath);
   const simUrl = new URL(config.connections.sim?.baseUrl ?? 'http://127.0.0.1:8080');
+  // A port in use names the variable that moves it (README "Quick start").
+  const listenError = (how: string) => (err: unknown) => {
+    throw new Error(listenFailureText(err, { port: how, host: how }) ?? String(err));
+  };
   const sim = await startSimulator({ port: Number(simUrl.port || 80), host: simUrl.hostname, logger }).catch(
-    (err: NodeJS.ErrnoException) => {
-      throw new Error(
-        err.code === 'EADDRINUSE'
-          ? `port ${simUrl.port} is in use: stop what listens there, ` +
-              `or set REPORT_BASE_URL=http://127.0.0.1:<free port> for the demo`
-          : err.message,
-      );
-    },
+    listenError('REPORT_BASE_URL=http://127.0.0.1:<free port> for the demo'),
   );
   out(`simulator     ${sim.url}  (client demo-client / demo-secret)`);
   const service = await startService({
@@ -115,7 +131,7 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
     prefix: queuePrefixFromEnv(),
     workerOptions: { concurrency: 2 },
     graceMs: 10_000,
-  });
+  }).catch(listenError('ADMIN_PORT=<free port> for the demo'));
   out(
     `admin         ${service.adminUrl}/admin   (jobs overview; runs: ${service.adminUrl}/admin/runs, queues: ` +
       `${service.adminUrl}/admin/queues)`,
@@ -159,6 +175,7 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
     // The admin pages and a PostgreSQL or Redis the demo started end with it: after one round (--once) only the
     // history in the configured stores is left to look at.
     const startedStores = postgres.source !== 'configured' || redis.source !== 'configured';
+    const env = commandEnvironment(postgres.url, redis.url);
     if (once) {
       out('Where to look, now that the demo has ended:');
       if (startedStores) {
@@ -180,6 +197,10 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
           `  the failure   npx report-etl runs --job broken_report --status failed   (replay: ` +
             `npx report-etl replay <run key>, with a worker)`,
         );
+        if (env) {
+          out(`  the commands above need:`);
+          out(`                ${env}`);
+        }
       }
     } else {
       out('Where to look, while the demo runs:');
@@ -189,9 +210,9 @@ async function run(postgres: LocalService, redis: LocalService): Promise<number>
         `  the failure   npx report-etl runs --job broken_report --status failed   (replay: ` +
           `npx report-etl replay <run key>)`,
       );
-      if (startedStores) {
+      if (env) {
         out(`  the commands above in another terminal need:`);
-        out(`                export DATABASE_URL=${postgres.url} REDIS_URL=${redis.url}`);
+        out(`                ${env}`);
       }
     }
     if (!once) {

@@ -26,8 +26,8 @@ const value = (v: unknown) => (typeof v === 'string' && !/[\s"=]/.test(v) ? v : 
 /** The text after `job: ` of the messages that have a line of their own. */
 const LINES: Record<string, (r: Record<string, unknown>) => string> = {
   'page loaded': (r) =>
-    `page ${r.page}: ${int(r.rows)} rows, ${mb(r.bytes)}, ${int(r.rowsPerSec)} rows/s — ` +
-    `${int(r.totalRows)} rows, ${r.totalMB} MB in ${r.elapsedS} s so far`,
+    `page ${r.page}: ${count(r.rows, 'row')}, ${mb(r.bytes)}, ${int(r.rowsPerSec)} rows/s — ` +
+    `${count(r.totalRows, 'row')}, ${r.totalMB} MB in ${r.elapsedS} s so far`,
   // A foreground run's key is its first attempt's id: the one UUID is said once; the trace id once per attempt.
   'run started': (r) =>
     `run started: ${r.report} as ${r.outputType}, attempt ${r.attempt} (${r.trigger}), run ${r.runKey}` +
@@ -35,9 +35,9 @@ const LINES: Record<string, (r: Record<string, unknown>) => string> = {
     `${typeof r.traceId === 'string' ? `, trace ${r.traceId}` : ''}`,
   loading: (r) => `loading into ${r.table} (plan ${r.plan}, ${r.columns} columns)`,
   'report job finished': (r) =>
-    `report job ${r.reportJobId ?? ''} finished on the server: ${int(r.rows)} rows in ${count(r.pages, 'page')}`,
+    `report job ${r.reportJobId ?? ''} finished on the server: ${count(r.rows, 'row')} in ${count(r.pages, 'page')}`,
   'run succeeded': (r) =>
-    `run succeeded: ${int(r.rows)} rows, ${count(r.pages, 'page')}, ${mb(r.bytes)} in ` +
+    `run succeeded: ${count(r.rows, 'row')}, ${count(r.pages, 'page')}, ${mb(r.bytes)} in ` +
     `${((r.durationMs as number) / 1000).toFixed(1)} s (${int(r.rowsPerSec)} rows/s, plan ${r.plan})`,
 };
 

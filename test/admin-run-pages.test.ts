@@ -26,6 +26,7 @@ const okJob = uniqueName('adp_ok');
 const markupJob = uniqueName('adp_markup');
 const revJob = uniqueName('adp_rev');
 const moreJob = uniqueName('adp_more');
+const keyJob = uniqueName('adp_key');
 
 let h: Harness;
 let queue: Queue;
@@ -349,6 +350,34 @@ describe('run history pages', () => {
     const doc = await get(`/admin/runs/${failedAttemptId}/documents/2`, bearer);
     expect(doc.status).toBe(301);
     expect(doc.headers.get('location')).toBe(`/admin/attempts/${failedAttemptId}/documents/2`);
+  });
+
+  it('/admin/runs/<run key> and /admin/attempts/<run key> lead to the run, as a key pasted from the CLI', async () => {
+    // A queued run's key is no attempt id (`report-etl enqueue` prints it; so does `runs`).
+    const runKey = `${keyJob}__20261126T011500Z`;
+    const attemptId = crypto.randomUUID();
+    await insertAttempt(h.pool, {
+      attemptId,
+      job: keyJob,
+      runKey,
+      trigger: 'schedule',
+      targetTable: 'x.y',
+      writeMode: 'replace',
+      worker: 'test',
+    });
+    for (const path of [`/admin/runs/${runKey}`, `/admin/attempts/${runKey}`]) {
+      const found = await get(path, bearer);
+      expect(found.status, path).toBe(302);
+      expect(found.headers.get('location'), path).toBe(`/admin/runs/${keyJob}/${runKey}`);
+    }
+    const uuidKey = crypto.randomUUID();
+    await recordRunRequest(h.pool, { job: keyJob, runKey: uuidKey, trigger: 'manual', queueJobId: 'q' });
+    const queued = await get(`/admin/runs/${uuidKey}`, bearer);
+    expect(queued.status).toBe(302);
+    expect(queued.headers.get('location')).toBe(`/admin/runs/${keyJob}/${uuidKey}`);
+    const none = await get(`/admin/runs/${crypto.randomUUID()}`, bearer);
+    expect(none.status).toBe(404);
+    expect(await none.text()).toContain('no run or attempt');
   });
 
   it('answers 404 for an unknown run or attempt, and a malformed old link', async () => {

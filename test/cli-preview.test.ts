@@ -38,6 +38,16 @@ jobs:
       table: ${h.schema}.bookings_preview
       columns: { buchungstag: date }
       replaceRange: { column: buchungstag, from: "%{logicalEnd-7d:yyyy-MM-dd}", to: "%{logicalEnd:yyyy-MM-dd}" }
+  ${job}_mandants:
+    connection: sim
+    report:
+      mandant: [7001, 7002]
+      name: Finance/Bookings
+      parameters: { FROM: "%{logicalEnd-7d:yyyy-MM-dd}", TO: "%{logicalEnd:yyyy-MM-dd}" }
+    target:
+      table: ${h.schema}.bookings_mandants
+      columns: { buchungstag: date }
+      replaceRange: { column: buchungstag, from: "%{logicalEnd-7d:yyyy-MM-dd}", to: "%{logicalEnd:yyyy-MM-dd}" }
   ${job}_key:
     connection: sim
     report: { mandant: 7777, name: Sales/Orders, outputType: json, parameters: { ROWS: "many" } }
@@ -133,6 +143,21 @@ it('with replaceRange: names the period, the rows it holds now, and warns of sho
   );
   expect(r.stderr).not.toMatch(/"2026-01-13" lies outside/);
   expect((await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n).toBe(3);
+});
+
+it('with many mandants: shows the mandant column a load adds to a new table', async () => {
+  const table = `${h.schema}.bookings_mandants`;
+  const args = ['preview', `${job}_mandants`, '--config', configPath, '--rows', '1', '--logical-time', '2026-01-20'];
+  const r = await cli([...args, '--mandant', '7002']);
+  expect(r.code, r.stderr).toBe(0);
+  // A first load creates the table with the report's columns and the mandant column (docs/loaded-tables.md).
+  expect(r.stdout).toMatch(/^mandant +integer +mandant +\(7002 for this run's rows\)$/m);
+  expect(r.stdout).toContain(
+    `a load replaces the period buchungstag in [2026-01-13, 2026-01-20) of mandant 7002 (mandant = 7002) of ` +
+      `${table} (the table does not exist yet) with the report's `,
+  );
+  expect(r.stdout).toContain("rows outside the period and the other mandants' rows stay");
+  expect((await h.pool.query('SELECT to_regclass($1) AS t', [table])).rows[0].t).toBeNull();
 });
 
 it('a name the report lacks, or a parameter the server refuses: says where to fix it, not to run preview', async () => {

@@ -13,6 +13,7 @@ import { BIN, runCli, type CliExit as Exit } from './support/cli.ts';
 import { DATABASE_URL, REDIS_URL } from './support/env.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { formatZoned } from '../src/pipeline/logical-time.ts';
+import { FAILURE_HINTS } from '../src/failure-hints.ts';
 
 let h: Harness;
 let configPath: string;
@@ -42,6 +43,10 @@ jobs:
     connection: sim
     report: { mandant: 7777, name: Failing }
     target: { table: ${h.schema}.broken }
+  one_row:
+    connection: sim
+    report: { mandant: 7777, name: Stock/Levels, parameters: { ROWS: "1" } }
+    target: { table: ${h.schema}.one_row }
   templated:
     connection: sim
     report: { mandant: 7777, name: Sales/Orders, paging: 500, parameters: { ROWS: "400",
@@ -97,6 +102,21 @@ it('exits 1 on a failed run, with the server text', async () => {
   expect(r.code).toBe(1);
   expect(r.stdout).toContain('broken: failed (REPORT_FAILED)');
   expect(r.stdout).toContain('Division by zero');
+  // What to do, as the run's admin page says it: docs/troubleshooting.md's row for the code.
+  expect(r.stderr).toContain(
+    `broken: what to do: ${FAILURE_HINTS.REPORT_FAILED.todo} (docs/troubleshooting.md, REPORT_FAILED)`,
+  );
+});
+
+it('says 1 row, not 1 rows, in the progress lines and the summary', async () => {
+  const r = await cli(['run', 'one_row', '--config', configPath, '--log-format', 'pretty']);
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stderr).toMatch(/ one_row: report job [0-9a-f-]{36} finished on the server: 1 row in 1 page$/m);
+  expect(r.stderr).toMatch(
+    / one_row: page 1: 1 row, [\d.]+ kB, [\d,]+ rows\/s — 1 row, [\d.]+ MB in [\d.]+ s so far$/m,
+  );
+  expect(r.stderr).toMatch(/ one_row: run succeeded: 1 row, 1 page, /m);
+  expect(r.stdout).toMatch(/^one_row: succeeded, 1 row, 1 page, /);
 });
 
 it('exits 2 on an unknown job and on a config error', async () => {

@@ -29,6 +29,8 @@ interface DemoResult {
   stdout: string;
   stderr: string;
   adminPort: number;
+  /** The queue prefix the demo was given. */
+  prefix: string;
 }
 
 /**
@@ -37,6 +39,7 @@ interface DemoResult {
  */
 async function runDemo(databaseUrl: string, redisUrl: string): Promise<DemoResult> {
   const [simPort, adminPort] = [await freePort(), await freePort()];
+  const prefix = uniqueName('demo');
   return new Promise<DemoResult>((resolve, reject) => {
     const child = spawn(process.execPath, ['scripts/demo.ts', '--once'], {
       cwd: ROOT,
@@ -46,7 +49,7 @@ async function runDemo(databaseUrl: string, redisUrl: string): Promise<DemoResul
         REDIS_URL: redisUrl,
         REPORT_BASE_URL: `http://127.0.0.1:${simPort}`,
         ADMIN_PORT: String(adminPort),
-        REPORT_ETL_QUEUE_PREFIX: uniqueName('demo'),
+        REPORT_ETL_QUEUE_PREFIX: prefix,
         DEMO_POSTGRES_DATA_DIR: DEMO_DATA_DIR,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -56,7 +59,7 @@ async function runDemo(databaseUrl: string, redisUrl: string): Promise<DemoResul
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr, adminPort }));
+    child.on('close', (code) => resolve({ code, stdout, stderr, adminPort, prefix }));
   });
 }
 
@@ -88,6 +91,15 @@ function expectRoundDone(result: DemoResult, startedStores = false): void {
   } else {
     expect(result.stdout).toMatch(/^ {2}loaded rows +psql /m);
     expect(result.stdout).toContain('report-etl runs');
+    // The commands it suggests, in another terminal, reach what the demo used: its database, Redis and queue prefix
+    // were given to the demo alone.
+    expect(result.stdout).toMatch(
+      new RegExp(
+        `^ {2}the commands above need:\n {16}export DATABASE_URL=\\S+ (REDIS_URL=\\S+ )?` +
+          `REPORT_ETL_QUEUE_PREFIX=${result.prefix}$`,
+        'm',
+      ),
+    );
   }
 }
 

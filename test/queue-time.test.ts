@@ -83,6 +83,28 @@ it('parses command-line dates in the job time zone', () => {
   expect(() => parseZonedDate('yesterday', 'UTC')).toThrow(ConfigError);
 });
 
+it('takes a time as the commands print it, and refuses a date that names no moment instead of rolling it over', () => {
+  // docs/operations.md "Times": a printed time, with its offset or Z, can be pasted back.
+  expect(parseZonedDate('2026-11-25 23:44:49+01:00', 'UTC').toISOString()).toBe('2026-11-25T22:44:49.000Z');
+  expect(parseZonedDate('2026-11-25 22:44:49Z', 'Europe/Zurich').toISOString()).toBe('2026-11-25T22:44:49.000Z');
+  expect(parseZonedDate('2026-11-25T22:44:49.5-0230', 'UTC').toISOString()).toBe('2026-11-26T01:14:49.500Z');
+  expect(parseZonedDate('2026-07-31T06:00:00.250', 'Europe/Zurich').toISOString()).toBe('2026-07-31T04:00:00.250Z');
+  expect(parseZonedDate('2028-02-29', 'UTC').toISOString()).toBe('2028-02-29T00:00:00.000Z');
+  for (const [text, why] of [
+    ['2026-13-01', 'there is no month 13'],
+    ['2026-00-10', 'there is no month 0'],
+    ['2026-02-29', '2026-02 has no day 29'],
+    ['2026-04-31', '2026-04 has no day 31'],
+    ['2026-11-26T25:00', 'hours go to 23'],
+    ['2026-11-26T10:60', 'hours go to 23, minutes and seconds to 59'],
+    ['2026-11-26T10:00+25:00', 'no such UTC offset'],
+  ])
+    expect(() => parseZonedDate(text!, 'UTC'), text).toThrow(`not a date: "${text}": ${why}`);
+  // Text that Date would read some way (a bare number is a year, a weekday name is dropped) is no date here.
+  for (const text of ['1', '2026', 'Thu Nov 26 2026', '26.11.2026', '2026-1-5'])
+    expect(() => parseZonedDate(text, 'UTC'), text).toThrow(`not a date: "${text}" (write 2026-01-31`);
+});
+
 it("tick calculators do not stay in node-cron's task registry", async () => {
   const { getTasks } = await import('node-cron');
   const before = getTasks().size;

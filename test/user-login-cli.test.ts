@@ -41,6 +41,7 @@ beforeAll(async () => {
     clientId: demo-user-client
     scopes: [svc.pad, offline_access]
     redirectUri: ${redirectUri}
+    timezone: Europe/Zurich
   nina_scopes:
     baseUrl: ${h.sim.url}
     auth: authorization_code
@@ -125,7 +126,12 @@ it('waits for the admin callback: prints the URL, the browser logs in, the comma
   outputs.push(res.stdout, res.stderr);
   expect(res.stderr).toContain('Open this URL in a browser');
   expect(res.code).toBe(0);
-  expect(res.stdout).toMatch(/connection "erp_user" logged in; scopes granted: svc\.pad offline_access/);
+  expect(res.stdout).toMatch(
+    new RegExp(
+      'connection "erp_user" logged in; scopes granted: svc\\.pad offline_access; the refresh token lasts until ' +
+        '\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\+0[12]:00 at the latest',
+    ),
+  );
 }, 90_000);
 
 it('a pasted line that is no URL is explained, and the URL pasted next logs in', async () => {
@@ -156,8 +162,12 @@ it(
     const done = await cli(['login', 'erp_user', '-c', configPath, '--redirected-url', redirect]);
     outputs.push(printed.stdout, printed.stderr, done.stdout, done.stderr);
     expect(done.code).toBe(0);
+    // A time as every command prints one: in the connection's zone with its offset (docs/operations.md "Times").
     expect(done.stdout).toMatch(
-      /erp_user: logged in; scopes granted: svc\.pad offline_access; the refresh token lasts until/,
+      new RegExp(
+        'erp_user: logged in; scopes granted: svc\\.pad offline_access; the refresh token lasts until ' +
+          '\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\+0[12]:00 at the latest',
+      ),
     );
     const again = await cli(['login', 'erp_user', '-c', configPath, '--redirected-url', redirect]);
     outputs.push(again.stdout, again.stderr);

@@ -8,7 +8,8 @@
  *   (docs/operations.md "Kept pages"), except after a guard trip (`?replayError=guard-tripped`: accept it instead);
  * - `GET /admin/attempts/:attemptId`: one attempt, its errors and documents;
  * - `GET /admin/attempts/:attemptId/documents/:page`: one document, streamed from its target table as an attachment.
- * Older links to an attempt (`/admin/runs/<attempt id>`, and its `/documents/<page>`) are redirected (301).
+ * Older links to an attempt (`/admin/runs/<attempt id>`, and its `/documents/<page>`) are redirected (301), and
+ * `/admin/runs/<run key>` to its run's page (302), as a run key pasted from the command line would be.
  */
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
@@ -22,7 +23,7 @@ import { replayRefusalOf, replayRun } from '../queue/replay.ts';
 import { getAttempt } from '../history/attempts.ts';
 import { attemptsOfRun, listRunErrors, loadingAttemptOf, type AttemptListRow } from '../history/attempt-list.ts';
 import { listJobNames, listRecentRuns, type RunListFilter } from '../history/run-list.ts';
-import { getRun, type RunRow } from '../history/runs.ts';
+import { findRunsByKey, getRun, type RunRow } from '../history/runs.ts';
 import { isReverted, revertsOfRun } from '../history/reverts.ts';
 import { newestCompleteArchive } from '../history/page-archive.ts';
 import { ATTEMPT_STATUSES, type AttemptStatus } from '../vocabulary.ts';
@@ -166,7 +167,12 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const { attemptId } = req.params;
     const attempt = UUID.test(attemptId) ? await getAttempt(deps.pool, attemptId) : undefined;
     const run = attempt ? await getRun(deps.pool, attempt.job, attempt.run_key) : undefined;
-    if (!attempt || !run) return sendText(reply, 404, `no attempt ${attemptId}`);
+    if (!attempt || !run) {
+      // A run key in the attempt's place (a manual run's is a UUID too): its run's page, when one job has it.
+      const runs = attempt || attemptId.length > 200 ? [] : await findRunsByKey(deps.pool, attemptId);
+      if (runs.length === 1) return reply.redirect(runPath(runs[0]!.job, attemptId), 302);
+      return sendText(reply, 404, `no attempt ${attemptId}`);
+    }
     const [errors, attempts, documents] = await Promise.all([
       listRunErrors(deps.pool, attemptId),
       attemptsOfRun(deps.pool, run.job, run.run_key),
@@ -213,10 +219,18 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
   });
 
   app.get<{ Params: { attemptId: string } }>('/admin/runs/:attemptId', async (req, reply) => {
-    const { attemptId } = req.params;
-    if (UUID.test(attemptId)) return reply.redirect(attemptPath(attemptId), 301);
+    const { attemptId: id } = req.params;
+    if (UUID.test(id) && (await getAttempt(deps.pool, id))) return reply.redirect(attemptPath(id), 301);
+    // A run key without its job, as `report-etl run` and `runs` print it: the run's page when one job has it
+    // (302: a later run of another job may take the same key).
+    const runs = id.length <= 200 ? await findRunsByKey(deps.pool, id) : [];
+    if (runs.length === 1) return reply.redirect(runPath(runs[0]!.job, id), 302);
     const pages = "a run's page is /admin/runs/<job>/<run key>, an attempt's /admin/attempts/<attempt id>";
-    return sendText(reply, 404, `no page /admin/runs/${attemptId}: ${pages}`);
+    if (runs.length > 1) {
+      const each = runs.map((r) => runPath(r.job, id)).join(', ');
+      return sendText(reply, 404, `run key ${id} is a run of several jobs: ${each}`);
+    }
+    return sendText(reply, 404, `no run or attempt ${id}: ${pages}`);
   });
   app.get<DocumentParams>('/admin/runs/:attemptId/documents/:page', async (req, reply) => {
     const { attemptId, page } = req.params;

@@ -14,6 +14,7 @@ import { getLoginState, LOGIN_STATE_TTL_MS } from '../history/login-states.ts';
 import type { CompletedLogin } from '../login/login-flow.ts';
 import type { Logger } from '../logger.ts';
 import { secretKeyFromEnv } from '../secret-box.ts';
+import { formatTime } from '../time-text.ts';
 import { configOption } from './options.ts';
 import { withStores } from './stores.ts';
 import { fail, type Cli, type RegisterCommand } from './types.ts';
@@ -36,11 +37,12 @@ function parseRedirected(text: string, from: string): URLSearchParams {
   }
 }
 
-function done(cli: Cli, r: CompletedLogin | string): void {
+/** Says the login is done; `zone` is the connection's, which its times are printed in (docs/operations.md "Times"). */
+function done(cli: Cli, r: CompletedLogin | string, zone: (connection: string) => string | undefined): void {
   if (typeof r === 'string') return cli.out(r);
   cli.out(
     `${r.connection}: logged in; scopes granted: ${r.grantedScope ?? '(none named)'}; the refresh token lasts ` +
-      `until ${r.expiresBy.toISOString()} at the latest (docs/report-export-service.md "Limits")`,
+      `until ${formatTime(r.expiresBy, zone(r.connection))} at the latest (docs/report-export-service.md "Limits")`,
   );
 }
 
@@ -74,6 +76,7 @@ export const registerLogin: RegisterCommand = (program, cli) => {
           `connection "${name}" has auth: ${connection.auth}: only a user-dependent service user (auth: ` +
             'authorization_code) logs in',
         ]);
+      const zoneOf = (n: string) => find(n)?.timezone;
       const key = secretKeyFromEnv();
       await withStores(async ({ pool, logger }) => {
         try {
@@ -81,6 +84,7 @@ export const registerLogin: RegisterCommand = (program, cli) => {
             return done(
               cli,
               await completeLogin(pool, key, find, parseRedirected(opts.redirectedUrl, '--redirected-url'), { logger }),
+              zoneOf,
             );
           const started = await startLogin(pool, { name, connection }, 'cli', { logger });
           if (opts.printUrl) return cli.out(started.url);
@@ -93,7 +97,7 @@ export const registerLogin: RegisterCommand = (program, cli) => {
               'login),',
           );
           cli.err('or paste the URL the browser was redirected to and press Enter. The link expires in 10 minutes.');
-          done(cli, await waitForCode(pool, key, find, started.state, logger, (line) => cli.err(line)));
+          done(cli, await waitForCode(pool, key, find, started.state, logger, (line) => cli.err(line)), zoneOf);
         } catch (err) {
           if (!(err instanceof EtlError && LOGIN_FAILURES.has(err.code))) throw err;
           fail(cli, `${name}: login failed (${err.code}): ${err.message}`, 1);

@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { StoreUnavailableError } from '../app/store-unavailable.ts';
 import { coerceError, ConfigError, isConnectionLoss } from '../errors.ts';
+import { listenFailureText } from '../listen-error.ts';
 import { commandsFor } from './commands.ts';
 import type { Cli } from './types.ts';
 
@@ -49,6 +50,12 @@ export async function main(argv: string[]): Promise<number> {
       cli.err(`report-etl: ${err.message}`);
       return 2;
     }
+    // The admin server or the simulator could not listen (a port in use, say): one line naming where and what to do.
+    const listen = listenFailureText(err, listenHow(argv[2]));
+    if (listen !== undefined) {
+      cli.err(`report-etl: ${listen}`);
+      return 2;
+    }
     // A connection lost while the command ran (PostgreSQL restarted, its session ended): the same.
     if (isConnectionLoss(err)) {
       cli.err(
@@ -60,4 +67,10 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   }
   return exitCode;
+}
+
+/** Where a command that listens takes its port and host: `admin` and `start` also from the environment. */
+function listenHow(command: string | undefined): { port: string; host: string } {
+  const admin = command === 'admin' || command === 'start';
+  return { port: admin ? '--port N, or ADMIN_PORT' : '--port N', host: admin ? '--host H, or ADMIN_HOST' : '--host H' };
 }

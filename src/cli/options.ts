@@ -5,6 +5,8 @@
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseWindow } from '../config/duration.ts';
+import { parseZonedDate } from '../config/time-template.ts';
+import { ConfigError } from '../errors.ts';
 import { LOG_FORMATS, type LogFormat } from '../log-format.ts';
 import { queuePrefixFromEnv } from '../queue/names.ts';
 import { prefixForRedis } from '../redis-url.ts';
@@ -100,16 +102,29 @@ export function wholeNumber(min: number): (value: string) => number {
   };
 }
 
-/** Adds `--since <when>`: a window back from now (`30m`, `12h`, `2d`, `1w`) or a date/time (`2026-01-31`, ISO). */
+/**
+ * Adds `--since <when>`: a window back from now (`30m`, `12h`, `2d`, `1w`) or a date/time as the commands print
+ * them (`2026-01-31`, `2026-01-31T06:00`, `2026-01-31 06:00:00+01:00`; without an offset in UTC, docs/operations.md
+ * "Times"). A date that names no moment (`2026-02-30`) is refused, never rolled over.
+ */
 export function sinceOption(cmd: Command, description: string): Command {
-  return cmd.option('--since <when>', `${description}: a window (30m, 12h, 2d) or a date`, (text: string) => {
-    const ms = parseWindow(text);
-    if (ms !== undefined) return new Date(Date.now() - ms);
-    const d = new Date(text);
-    if (Number.isNaN(d.getTime()))
-      throw new InvalidArgumentError('write a window such as 2d or 12h, or a date such as 2026-01-31');
-    return d;
-  });
+  return cmd.option(
+    '--since <when>',
+    `${description}: a window (30m, 12h, 2d) or a date (without an offset: UTC)`,
+    (text: string) => {
+      const ms = parseWindow(text);
+      if (ms !== undefined) return new Date(Date.now() - ms);
+      if (!/^\s*\d{4}-/.test(text))
+        throw new InvalidArgumentError('write a window such as 2d or 12h, or a date such as 2026-01-31');
+      try {
+        return parseZonedDate(text, 'UTC');
+      } catch (err) {
+        // "not a date: "2026-02-30": 2026-02 has no day 30 (write …)"
+        if (err instanceof ConfigError) throw new InvalidArgumentError(err.message);
+        throw err;
+      }
+    },
+  );
 }
 
 /** Adds `--log-format <json|pretty>` (default: `LOG_FORMAT`, else pretty on a terminal, JSON lines otherwise). */

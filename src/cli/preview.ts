@@ -53,6 +53,9 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
   cli.out(`${job}: first ${rows.length}${unit} ${of}, into ${p.targetTable} — nothing was loaded`);
   cli.out('');
   const types = columns.map((c) => [c.name, c.type, c.source, c.reportName]);
+  // A job with many mandants: the column a load adds to every row (docs/loaded-tables.md "Many mandants").
+  if (p.mandantColumn && !columns.some((c) => c.name === p.mandantColumn?.column))
+    types.push([p.mandantColumn.column, 'integer', 'mandant', `(${p.mandantColumn.value} for this run's rows)`]);
   for (const l of textTable(['column', 'type', 'from', 'report column'], types)) cli.out(l);
   cli.out('');
   const names = columns.map((c) => c.name);

@@ -7,6 +7,7 @@
 import { manualRunOptions, type ManualRunFlags } from './options.ts';
 import type { RegisterCommand } from './types.ts';
 import { ConfigError } from '../errors.ts';
+import { failureHint } from '../failure-hints.ts';
 import { chooseSubjects, parseSubject } from '../config/mandants.ts';
 import { describeInterval, manualInterval, parseZonedDate } from '../pipeline/logical-time.ts';
 import { queuePrefixFromEnv } from '../queue/names.ts';
@@ -189,6 +190,9 @@ export const registerRun: RegisterCommand = (program, cli) => {
               // The summary goes to stdout whatever the outcome (README "Commands"); the log lines went to stderr.
               const which = runAndAttempt(runKey, attemptId);
               cli.out(`${name}: failed (${err.code}${err.retryable ? ', retryable' : ''}), ${which}: ${err.message}`);
+              // What to do, in docs/troubleshooting.md's words, as the run's admin page leads with them.
+              const hint = controller.signal.aborted ? undefined : failureHint(err.code);
+              if (hint) cli.err(`${name}: what to do: ${hint.todo} (docs/troubleshooting.md, ${err.code})`);
               // A config problem found only at run time (a type PostgreSQL does not know, a bad report name).
               return err.code === 'CONFIG_INVALID' || err.code === 'REPORT_NAME_INVALID' ? 2 : 1;
             }
@@ -197,11 +201,12 @@ export const registerRun: RegisterCommand = (program, cli) => {
             // What a loaded row is depends on the output type (docs/loaded-tables.md "Output types").
             const shape = outputShape(job.job.report.outputType, job.job.target);
             const unit = shape === 'rows' ? 'rows' : shape === 'lines' ? 'lines' : 'documents';
+            const counted = result.rows === 1 ? unit.slice(0, -1) : unit;
             const pages = `${result.pages} page${result.pages === 1 ? '' : 's'}`;
             const rate = `${Math.round(result.rows / Math.max(secs, 0.001))} ${unit}/s`;
             const mb = (result.bytes / 1e6).toFixed(1);
             cli.out(
-              `${name}: ${result.status}, ${result.rows} ${unit}, ${pages}, ${mb} MB ` +
+              `${name}: ${result.status}, ${result.rows} ${counted}, ${pages}, ${mb} MB ` +
                 `in ${secs.toFixed(1)} s (${rate}), ${runAndAttempt(result.runKey, result.attemptId)}` +
                 (result.noTarget ? `; ${result.noTarget}` : ''),
             );

@@ -3,6 +3,8 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { CONFIG_NOT_READ } from './options.ts';
 import type { Cli } from './types.ts';
 import type { SimulatorOptions } from '../simulator/index.ts';
+// The catalogue alone (no renderers): `simulate --help` lists it.
+import { CATALOGUE, followsState, MAX_ROWS } from '../simulator/catalogue.ts';
 
 function int(name: string, min: number): (value: string) => number {
   return (value) => {
@@ -33,10 +35,51 @@ interface SimulateFlags {
   pkce: boolean;
 }
 
+/** Words of `text` in lines of at most `width` characters, each after `indent`. */
+function wrap(text: string, width: number, indent: string): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines.map((l) => indent + l).join('\n');
+}
+
+/**
+ * What `simulate --help` says after the options: every report of the catalogue as jobs.yaml names it, its rows and
+ * what it is for, and the parameters the simulator reads, so that a job for it can be written from the help alone.
+ */
+export function simulatorReportsHelp(): string {
+  const reports = CATALOGUE.map((r) => {
+    const name = r.path.replace(/\.avw$/, '');
+    const rows = followsState(r.path)
+      ? 'rows by FROM/TO and mandant'
+      : `${r.defaultRows.toLocaleString('en-US')} row${r.defaultRows === 1 ? '' : 's'}`;
+    return `  ${name} (${rows})\n${wrap(r.description, 76, '      ')}`;
+  });
+  const parameters =
+    `Report parameters it reads: ROWS (the row count, 0 to ${MAX_ROWS.toLocaleString('en-US')}), FROM and TO ` +
+    '(yyyy-mm-dd, the days [FROM, TO) of the reports that name them), SIM_FAIL_MANDANT (a mandant, or several ' +
+    'comma-separated, whose report ends FinishedError). Any mandant number works. POST /_sim/revision ' +
+    '{"revision": 1} changes Finance/Bookings as late postings do.';
+  return [
+    '',
+    'Reports (report.name in jobs.yaml; ".avw" is appended, an avx report gives its extension):',
+    ...reports,
+    '',
+    wrap(parameters, 80, ''),
+  ].join('\n');
+}
+
 export function registerSimulate(program: Command, cli: Cli): void {
   program
     .command('simulate')
     .description('Serve the built-in Report Export Service simulator (for the demo and dry runs)')
+    .addHelpText('after', simulatorReportsHelp)
     .option('--port <n>', 'TCP port', int('--port', 0), 8080)
     .option('-c, --config <path>', CONFIG_NOT_READ)
     .option('--host <host>', 'interface to bind', '127.0.0.1')

@@ -171,18 +171,41 @@ export function renderParameters(
 }
 
 /**
- * Parses a `--from`/`--to` date of the command line: a date `2026-01-31` is midnight in `zone`; a date and time
- * without offset `2026-01-31T06:00` is wall time in `zone`; anything with `Z` or an offset is taken as is.
- * @throws ConfigError when the text is not a date
+ * A command-line date: `2026-01-31`, a time after `T` or a space (`06:00`, `06:00:30`, `06:00:30.250`), and an
+ * optional `Z` or offset (`+01:00`, `+0100`), as the commands print times (docs/operations.md "Times").
+ */
+const COMMAND_LINE_DATE =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3})\d*)?)?(?:(Z)|([+-])(\d{2}):?(\d{2}))?)?$/i;
+
+const DATE_FORMS = 'write 2026-01-31, 2026-01-31T06:00 or an ISO time with offset';
+
+/** Why the parts of a command-line date name no moment (month 13, February 30, 24:00), or undefined. */
+function impossibleDate(y: number, mo: number, d: number, h: number, mi: number, s: number): string | undefined {
+  if (mo < 1 || mo > 12) return `there is no month ${mo}`;
+  const days = new Date(Date.UTC(y, mo, 0)).getUTCDate();
+  if (d < 1 || d > days) return `${y}-${String(mo).padStart(2, '0')} has no day ${d}`;
+  if (h > 23 || mi > 59 || s > 59) return 'hours go to 23, minutes and seconds to 59';
+  return undefined;
+}
+
+/**
+ * Parses a `--from`/`--to`/`--logical-time`/`--since` date of the command line: a date `2026-01-31` is midnight in
+ * `zone`; a date and time without offset `2026-01-31T06:00` is wall time in `zone`; one with `Z` or an offset
+ * (`2026-01-31 06:00:00+01:00`, as the commands print times) is taken as is.
+ * @throws ConfigError when the text is none of those forms, or names no moment (`2026-02-30`, `2026-13-01`, `25:00`)
  */
 export function parseZonedDate(text: string, zone: string): Date {
-  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?$/.exec(text.trim());
-  if (!m) {
-    const d = new Date(text);
-    if (Number.isNaN(d.getTime()))
-      throw new ConfigError([`not a date: "${text}" (write 2026-01-31, 2026-01-31T06:00 or an ISO time with offset)`]);
-    return d;
-  }
-  const [y, mo, d, h, mi, s] = m.slice(1).map((v) => Number(v ?? 0));
-  return new Date(settleWall(Date.UTC(y!, mo! - 1, d, h, mi, s), zone));
+  const m = COMMAND_LINE_DATE.exec(text.trim());
+  if (!m) throw new ConfigError([`not a date: "${text}" (${DATE_FORMS})`]);
+  const [y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0, oh = 0, om = 0] = [1, 2, 3, 4, 5, 6, 10, 11].map((i) =>
+    Number(m[i] ?? 0),
+  );
+  const impossible = impossibleDate(y, mo, d, h, mi, s) ?? (oh > 23 || om > 59 ? 'no such UTC offset' : undefined);
+  if (impossible) throw new ConfigError([`not a date: "${text}": ${impossible} (${DATE_FORMS})`]);
+  const wall = Date.UTC(y, mo - 1, d, h, mi, s);
+  const ms = Number((m[7] ?? '').padEnd(3, '0'));
+  if (m[8]) return new Date(wall + ms);
+  if (m[9]) return new Date(wall + ms - (m[9] === '-' ? -1 : 1) * (oh * 60 + om) * 60_000);
+  // settleWall works in whole seconds, as wall times are read.
+  return new Date(settleWall(wall, zone) + ms);
 }

@@ -27,6 +27,7 @@ import {
   type DiscoveredEndpoints,
 } from '../report-api/index.ts';
 import type { SecretKey } from '../secret-box.ts';
+import { formatTime } from '../time-text.ts';
 
 /** How long a refresh token lives at most, ms (docs/report-export-service.md "Limits"): offline_access or not. */
 export function expectedRefreshValidityMs(grantedScope: string | null | undefined): number {
@@ -159,7 +160,7 @@ export async function completeLogin(
     const expiresBy = new Date(Date.now() + expectedRefreshValidityMs(tokens.scope));
     const message =
       `connection "${c.name}" logged in; scopes granted: ${tokens.scope ?? '(none named)'}; ` +
-      `the refresh token lasts until ${expiresBy.toISOString()} at the latest`;
+      `the refresh token lasts until ${formatTime(expiresBy, connection.timezone)} at the latest`;
     await finishLoginState(db, state, 'logged_in', message);
     logger.info(
       { connection: c.name, scope: tokens.scope, startedBy: pending.started_by },

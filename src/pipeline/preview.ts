@@ -62,6 +62,11 @@ export interface JobPreview {
    */
   range?: { range: ReplaceRange; deletes: number | undefined; mandant?: MandantScope | undefined } | undefined;
   /**
+   * Of a job with many mandants: the integer column every row of this mandant's run gets, besides the report's
+   * columns (docs/loaded-tables.md "Many mandants").
+   */
+  mandantColumn?: MandantScope | undefined;
+  /**
    * A mandant's run of a job with many mandants, mode replace without a range: the mandant and the target's rows of it
    * now, which a load would delete (undefined: no target yet; docs/loaded-tables.md "Many mandants").
    */
@@ -140,7 +145,7 @@ export async function previewInRollback(
   job: ResolvedJob,
   rows: ReportRows,
   o: { declaredTypes: Map<string, string>; limit: number; range: ReplaceRange | undefined },
-): Promise<Pick<JobPreview, 'targetTable' | 'result' | 'range' | 'mandant'>> {
+): Promise<Pick<JobPreview, 'targetTable' | 'result' | 'range' | 'mandant' | 'mandantColumn'>> {
   const targetConfig = job.job.target;
   const target = parseTableName(targetConfig.table);
   const { range } = o;
@@ -164,6 +169,7 @@ export async function previewInRollback(
         job.mandant && !range && targetConfig.mode === 'replace'
           ? { ...job.mandant, deletes: await countTargetRows(db, target, job.mandant) }
           : undefined,
+      mandantColumn: job.mandant,
     };
   } finally {
     await db.query('ROLLBACK').catch(() => undefined);
