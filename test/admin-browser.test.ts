@@ -11,11 +11,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { silentLogger } from '../src/logger.ts';
 import { resolveJob } from '../src/config/load.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { logInInBrowser } from './support/admin-login.ts';
 
 const SCREENSHOT_RUN = '/tmp/report-etl-admin-run.png';
@@ -36,14 +36,15 @@ beforeAll(async () => {
   const config = h.config({
     [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
   });
-  const err = await runAttempt({
-    job: resolveJob(config, job),
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  failedAttemptId = (err as AttemptFailedError).attemptId;
+  const err = await attemptFailure(
+    runAttempt({
+      job: resolveJob(config, job),
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+    }),
+  );
+  failedAttemptId = err.attemptId;
   server = await startAdminServer({
     pool: h.pool,
     redis: h.redis,

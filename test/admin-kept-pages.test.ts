@@ -10,12 +10,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { resolveJob } from '../src/config/load.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { replayQueueJobId } from '../src/queue/names.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { adminSessionCookie } from './support/admin-login.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const keptJob = uniqueName('akp_kept');
@@ -47,16 +47,17 @@ beforeAll(async () => {
     if (job !== guardJob)
       await h.pool.query(`CREATE TABLE ${h.schema}.${job === keptJob ? 'akp_kept' : 'akp_plain'} (other text)`);
     const runKey = uniqueName('akp');
-    const err = await runAttempt({
-      job: resolveJob(config, job),
-      request: { runKey },
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(AttemptFailedError);
-    expect((err as AttemptFailedError).code).toBe(job === guardJob ? 'GUARD_TRIPPED' : 'SCHEMA_CHANGED');
-    failed[job] = { attemptId: (err as AttemptFailedError).attemptId, runKey };
+    const err = await attemptFailure(
+      runAttempt({
+        job: resolveJob(config, job),
+        request: { runKey },
+        pool: h.pool,
+        redis: h.redis,
+        logger: silentLogger,
+      }),
+    );
+    expect(err.code).toBe(job === guardJob ? 'GUARD_TRIPPED' : 'SCHEMA_CHANGED');
+    failed[job] = { attemptId: err.attemptId, runKey };
   }
   server = await startAdminServer({
     pool: h.pool,

@@ -12,12 +12,12 @@ import { resolveJob } from '../src/config/load.ts';
 import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { recordRunRequest } from '../src/history/runs.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
+import { runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 // The run history is shared by every test file: our job names are unique, and assertions only look at them.
@@ -45,14 +45,15 @@ beforeAll(async () => {
     ),
     [moreJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.more` }),
   });
-  const err = await runAttempt({
-    job: resolveJob(config, failJob),
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  failedAttemptId = (err as AttemptFailedError).attemptId;
+  const err = await attemptFailure(
+    runAttempt({
+      job: resolveJob(config, failJob),
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+    }),
+  );
+  failedAttemptId = err.attemptId;
   okResult = await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
 
   // A failure whose texts are markup, with an HTTP status and problem details, recorded as an attempt's would be.

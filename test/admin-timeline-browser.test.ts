@@ -14,11 +14,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { resolveJob } from '../src/config/load.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, useHarness } from './support/harness.ts';
+import { attemptFailure, jobEntry, useHarness } from './support/harness.ts';
 import { logInInBrowser } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
@@ -68,15 +68,16 @@ beforeAll(async () => {
   // The 50-page run: its first attempt interrupted at page 20, its second loads all 50 pages.
   const controller = new AbortController();
   const request = { runKey: bigRunKey, trigger: 'manual' as const };
-  const first = await runAttempt({
-    job: resolveJob(config, big),
-    request,
-    pool: h.pool,
-    redis: h.redis,
-    logger: abortAtPage(controller, 20),
-    signal: controller.signal,
-  }).catch((e: unknown) => e);
-  expect(first).toBeInstanceOf(AttemptFailedError);
+  await attemptFailure(
+    runAttempt({
+      job: resolveJob(config, big),
+      request,
+      pool: h.pool,
+      redis: h.redis,
+      logger: abortAtPage(controller, 20),
+      signal: controller.signal,
+    }),
+  );
   await runAttempt({ job: resolveJob(config, big), request, pool: h.pool, redis: h.redis, logger: silentLogger });
   server = await startAdminServer({
     pool: h.pool,

@@ -22,12 +22,12 @@ import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { resolveJob } from '../src/config/load.ts';
-import { AttemptFailedError, runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
+import { runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { insertAttempt } from '../src/history/attempts.ts';
 import { pruneHistory } from '../src/history/retention.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { adminSessionCookie, postLogin } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
@@ -54,14 +54,15 @@ beforeAll(async () => {
       { table: `${h.schema}.orders` },
     ),
   });
-  const err = await runAttempt({
-    job: resolveJob(config, failJob),
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  failedAttemptId = (err as AttemptFailedError).attemptId;
+  const err = await attemptFailure(
+    runAttempt({
+      job: resolveJob(config, failJob),
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+    }),
+  );
+  failedAttemptId = err.attemptId;
   okResult = await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
 
   server = await startAdminServer({

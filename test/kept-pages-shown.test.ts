@@ -13,13 +13,13 @@ import { resolveJob } from '../src/config/load.ts';
 import { readAttemptRequest, requestLines } from '../src/history/attempt-request.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { shellQuote } from '../src/shell-quote.ts';
 import { adminSessionCookie } from './support/admin-login.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const guardJob = uniqueName('kps_guard');
@@ -35,15 +35,15 @@ let first = '';
 let fromPages = '';
 
 async function attempt(config: ReturnType<Harness['config']>, job: string, request: Record<string, unknown>) {
-  const err = await runAttempt({
-    job: resolveJob(config, job),
-    request,
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  return err as AttemptFailedError;
+  return attemptFailure(
+    runAttempt({
+      job: resolveJob(config, job),
+      request,
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+    }),
+  );
 }
 
 beforeAll(async () => {

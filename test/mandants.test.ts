@@ -14,7 +14,6 @@ import { chooseSubjects, subjectName } from '../src/config/mandants.ts';
 import { configSchema, type EtlConfig } from '../src/config/schema.ts';
 import { jobTargetProblems } from '../src/config/target-checks.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError } from '../src/pipeline/attempt.ts';
 import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { tickQueueJobId } from '../src/queue/names.ts';
 import { makeAdminMetrics } from '../src/admin/metrics.ts';
@@ -26,7 +25,7 @@ import { reportData } from '../src/simulator/catalogue.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
 
 const BOOKINGS = 'Finance/Bookings.avw';
@@ -294,13 +293,9 @@ it('a report column named like the mandant column fails the first run before any
   const job = `${jp}_clash`;
   const table = `${h.schema}.bookings_clash`;
   const clash = bookingsConfig(job, table, [7001, 7002], { target: { mandantColumn: 'buchung_nr' } });
-  const err = await run(clash, subjectName(job, 7001)).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  expect((err as AttemptFailedError).code).toBe('CONFIG_INVALID');
-  expect((err as AttemptFailedError).message).toContain(
+  const err = await attemptFailure(run(clash, subjectName(job, 7001)));
+  expect(err.code).toBe('CONFIG_INVALID');
+  expect(err.message).toContain(
     'the report has a column "Buchung Nr" (loaded as buchung_nr), the name of the column that holds each row\'s ' +
       'mandant: set target.mandantColumn to another name',
   );
@@ -368,14 +363,9 @@ it("maxShrinkPercent measures a mandant's run against that mandant's rows alone"
   expect(await loaded(table, 7001)).toEqual(served(7001, 1));
   // One day of bookings instead of seven shrinks 7001's rows by more than 30%: the guard trips, nothing changes.
   const oneDay = { parameters: { FROM: '2026-01-01', TO: '2026-01-02' } };
-  const err = await run(config, subjectName(job, 7001), oneDay).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect((err as AttemptFailedError).code).toBe('GUARD_TRIPPED');
-  expect((err as AttemptFailedError).message).toContain(
-    `where ${table} (mandant 7001) holds ${served(7001, 1).length}`,
-  );
+  const err = await attemptFailure(run(config, subjectName(job, 7001), oneDay));
+  expect(err.code).toBe('GUARD_TRIPPED');
+  expect(err.message).toContain(`where ${table} (mandant 7001) holds ${served(7001, 1).length}`);
   expect(await loaded(table)).toEqual([...served(7001, 1), ...served(7002, 0)].sort());
   h.sim.setRevision(0);
 });

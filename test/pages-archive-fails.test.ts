@@ -8,10 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
 import { getArchive } from '../src/history/page-archive.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError } from '../src/pipeline/attempt.ts';
 import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, useHarness } from './support/harness.ts';
+import { attemptFailure, jobEntry, useHarness } from './support/harness.ts';
 
 const h = useHarness();
 
@@ -43,18 +42,15 @@ describe('a page archive that cannot store a chunk', () => {
       `CREATE TRIGGER ${trigger} BEFORE INSERT ON etl.attempt_page_chunks FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
     );
     try {
-      const err = await runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey: uniqueName('af') },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-      }).then(
-        () => undefined,
-        (e: unknown) => e,
+      const failed = await attemptFailure(
+        runAttempt({
+          job: resolveJob(config, job),
+          request: { runKey: uniqueName('af') },
+          pool: h.pool,
+          redis: h.redis,
+          logger: silentLogger,
+        }),
       );
-      expect(err).toBeInstanceOf(AttemptFailedError);
-      const failed = err as AttemptFailedError;
       expect(failed.code).toBe('DATABASE');
       expect(failed.message).toContain('target.archive');
       expect(failed.message).toContain('No space left on device');
@@ -98,18 +94,16 @@ describe('a page archive that cannot store a chunk', () => {
       `CREATE TRIGGER ${trigger} BEFORE INSERT ON etl.attempt_page_chunks FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
     );
     try {
-      const err = await runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey: uniqueName('ah') },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-      }).then(
-        () => undefined,
-        (e: unknown) => e,
+      const err = await attemptFailure(
+        runAttempt({
+          job: resolveJob(config, job),
+          request: { runKey: uniqueName('ah') },
+          pool: h.pool,
+          redis: h.redis,
+          logger: silentLogger,
+        }),
       );
-      expect(err).toBeInstanceOf(AttemptFailedError);
-      expect((err as AttemptFailedError).code).toBe('RUN_TIMEOUT');
+      expect(err.code).toBe('RUN_TIMEOUT');
       // The INSERT was cancelled, not waited for: no connection of the attempt's archive is left running it.
       const { rows } = await h.pool.query<{ is_called: boolean }>(`SELECT is_called FROM ${seq}`);
       expect(rows[0]!.is_called).toBe(false);

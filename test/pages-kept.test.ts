@@ -17,7 +17,6 @@ import { getAttempt } from '../src/history/attempts.ts';
 import { getArchive, listKeptPages, pruneKeptPages } from '../src/history/page-archive.ts';
 import { listRunDocuments } from '../src/history/run-documents.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError } from '../src/pipeline/attempt.ts';
 import { CHUNK_BYTES } from '../src/pipeline/page-archive.ts';
 import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
@@ -25,7 +24,7 @@ import { lines, runCli } from './support/cli.ts';
 import { deleteKeys } from './support/queue-env.ts';
 import { uniqueName } from './support/env.ts';
 import { waitFor } from './support/wait.ts';
-import { jobEntry, loadedRows, servedRows, useHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, loadedRows, servedRows, useHarness } from './support/harness.ts';
 
 const h = useHarness();
 
@@ -33,12 +32,7 @@ const run = (config: ReturnType<Harness['config']>, job: string, request: Attemp
   runAttempt({ job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger });
 
 async function failing(config: ReturnType<Harness['config']>, job: string, req: AttemptOptions['request'] = {}) {
-  const err = await run(config, job, req).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  return err as AttemptFailedError;
+  return attemptFailure(run(config, job, req));
 }
 
 /**

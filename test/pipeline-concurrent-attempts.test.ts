@@ -10,11 +10,11 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { overlapLockKey } from '../src/queue/names.ts';
 import { tryOverlapLock } from '../src/queue/overlap-lock.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { waitFor } from './support/queue-env.ts';
 
 let h: Harness;
@@ -60,15 +60,16 @@ it(
         return rows[0]?.report_job_id;
       });
       const created = h.sim.counters().jobsCreated;
-      const second = await runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        owner: ownerB,
-      }).catch((e: unknown) => e);
-      expect(second).toBeInstanceOf(AttemptFailedError);
+      const second = await attemptFailure(
+        runAttempt({
+          job: resolveJob(config, job),
+          request: { runKey },
+          pool: h.pool,
+          redis: h.redis,
+          logger: silentLogger,
+          owner: ownerB,
+        }),
+      );
       expect(second).toMatchObject({ code: 'RUN_IN_PROGRESS', retryable: true });
       expect(h.sim.counters().jobsCreated).toBe(created);
       expect(await first).toMatchObject({ status: 'succeeded', rows: 300 });

@@ -12,13 +12,13 @@ import { resolveJob } from '../src/config/load.ts';
 import type { EtlConfig } from '../src/config/schema.ts';
 import { createLoginState } from '../src/history/login-states.ts';
 import { completeLogin, startLogin } from '../src/login/login-flow.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { LoginFailedError } from '../src/report-api/index.ts';
 import { secretKeyFromEnv, SECRET_KEY_ENV } from '../src/secret-box.ts';
 import { DEFAULT_CLIENTS } from '../src/simulator/index.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { captureAll, loginOnSimulator, redisDump } from './support/user-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
@@ -131,8 +131,7 @@ describe.sequential('a user-dependent service user', () => {
   it(
     'has no login yet: the run fails with LOGIN_REQUIRED naming the command, ' + 'without asking the token endpoint',
     async () => {
-      const err = (await run().catch((e: unknown) => e)) as AttemptFailedError;
-      expect(err).toBeInstanceOf(AttemptFailedError);
+      const err = await attemptFailure(run());
       expect(err.code).toBe('LOGIN_REQUIRED');
       expect(err.retryable).toBe(false);
       expect(err.message).toContain('report-etl login sim');
@@ -177,12 +176,11 @@ describe.sequential('a user-dependent service user', () => {
   it('a logged-out user stops the runs with LOGIN_REQUIRED once, then fails fast until the next login', async () => {
     expect(h.sim.logoutUser('anna')).toBe(true);
     h.sim.expireTokens();
-    const err = (await run().catch((e: unknown) => e)) as AttemptFailedError;
+    const err = await attemptFailure(run());
     expect(err.code).toBe('LOGIN_REQUIRED');
     expect(err.message).toMatch(/connection "sim".*invalid_grant.*run `report-etl login sim`/);
     expect(h.sim.oauthCounters().refusedRefreshes).toBe(1);
-    for (let i = 0; i < 3; i++)
-      expect(((await run().catch((e: unknown) => e)) as AttemptFailedError).code).toBe('LOGIN_REQUIRED');
+    for (let i = 0; i < 3; i++) expect((await attemptFailure(run())).code).toBe('LOGIN_REQUIRED');
     // No hammering: the refused refresh token was sent once.
     expect(h.sim.oauthCounters().grants.refresh_token).toBe(3);
     const metrics = await (await adminGet('/metrics')).text();
@@ -266,7 +264,7 @@ describe.sequential('a user-dependent service user', () => {
   });
 
   it("quotes the token response's scopes in a 403 and records them per connection", async () => {
-    const err = (await run(forbiddenJob).catch((e: unknown) => e)) as AttemptFailedError;
+    const err = await attemptFailure(run(forbiddenJob));
     expect(err.code).toBe('ACCESS_FORBIDDEN');
     expect(err.message).toContain('(token scopes: svc.pad openid)');
     const { rows } = await h.pool.query(

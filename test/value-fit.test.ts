@@ -6,10 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.ts';
 import { resolveJob } from '../src/config/load.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { ValueFit, type ValueChange } from '../src/warehouse/value-fit.ts';
 import { valueChangeError } from '../src/warehouse/load-errors.ts';
-import { jobEntry, useHarness } from './support/harness.ts';
+import { attemptFailure, jobEntry, useHarness } from './support/harness.ts';
 
 const h = useHarness();
 
@@ -115,17 +115,14 @@ async function snapshot(table: string): Promise<string> {
 /** Runs a job that must fail; returns the error. */
 async function failingRun(report: Record<string, unknown>, target: Record<string, unknown>) {
   const config = h.config({ j: jobEntry(report, target) });
-  const err = await runAttempt({
-    job: resolveJob(config, 'j'),
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).then(
-    () => undefined,
-    (e: unknown) => e,
+  return attemptFailure(
+    runAttempt({
+      job: resolveJob(config, 'j'),
+      pool: h.pool,
+      redis: h.redis,
+      logger: silentLogger,
+    }),
   );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  return err as AttemptFailedError;
 }
 
 describe('the error', () => {

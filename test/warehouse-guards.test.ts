@@ -13,14 +13,13 @@ import { resolveJob } from '../src/config/load.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { listRunErrors as getRunErrors } from '../src/history/attempt-list.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError } from '../src/pipeline/attempt.ts';
 import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { renderAttemptPage } from '../src/admin/attempt-page.ts';
 import { getRun } from '../src/history/runs.ts';
 import { lines, runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { columnTypes, jobEntry, useHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, columnTypes, type Harness, jobEntry, useHarness } from './support/harness.ts';
 import { deleteKeys } from './support/queue-env.ts';
 
 const h = useHarness();
@@ -30,12 +29,7 @@ const run = (config: ReturnType<Harness['config']>, job: string, request: Attemp
 
 /** Runs an attempt that must fail; returns its error and recorded attempt. */
 async function failing(config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}) {
-  const err = await run(config, job, request).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  const failed = err as AttemptFailedError;
+  const failed = await attemptFailure(run(config, job, request));
   const attempt = await getAttempt(h.pool, failed.attemptId);
   const errors = await getRunErrors(h.pool, failed.attemptId);
   return { err: failed, attempt: attempt!, errors };

@@ -8,10 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
 import { listRunErrors } from '../src/history/attempt-list.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError } from '../src/pipeline/attempt.ts';
 import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
-import { columnTypes, jobEntry, useHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, columnTypes, type Harness, jobEntry, useHarness } from './support/harness.ts';
 
 const h = useHarness();
 const BOOKINGS = 'Finance/Bookings.avw';
@@ -98,12 +97,9 @@ describe('target.replaceRange', () => {
     await run(nightly(table), 'bookings', { scheduledFor: tick(0), trigger: 'schedule' });
     const before = await loaded(table);
     // The report reads 8 days but the range is 7: the oldest day's bookings lie outside it.
-    const err = await run(nightly(table, { days: 8 }), 'bookings', { scheduledFor: tick(1), trigger: 'schedule' }).then(
-      () => undefined,
-      (e: unknown) => e,
+    const failed = await attemptFailure(
+      run(nightly(table, { days: 8 }), 'bookings', { scheduledFor: tick(1), trigger: 'schedule' }),
     );
-    expect(err).toBeInstanceOf(AttemptFailedError);
-    const failed = err as AttemptFailedError;
     expect(failed.code).toBe('RANGE_VIOLATION');
     expect(failed.retryable).toBe(false);
     expect(failed.message).toMatch(
@@ -135,12 +131,9 @@ describe('target.replaceRange', () => {
     );
     const before = await loaded(table);
     const guarded = nightly(table, { guard: { maxShrinkPercent: 50 } });
-    const err = await run(guarded, 'bookings', { scheduledFor: tick(1), trigger: 'schedule' }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect((err as AttemptFailedError).code).toBe('GUARD_TRIPPED');
-    expect((err as AttemptFailedError).message).toMatch(
+    const err = await attemptFailure(run(guarded, 'bookings', { scheduledFor: tick(1), trigger: 'schedule' }));
+    expect(err.code).toBe('GUARD_TRIPPED');
+    expect(err.message).toMatch(
       new RegExp(`where ${table} \\(buchungstag in \\[2026-01-04, 2026-01-11\\)\\) holds 1\\d\\d, `),
     );
     expect(await loaded(table)).toEqual(before);
@@ -168,12 +161,9 @@ describe('target.replaceRange', () => {
       expect(kept).toBeGreaterThan(0);
       expect(kept).toBeLessThan(200);
 
-      const bad = await run(orders('0', '2024-Q1', '2024-01-11'), 'o').then(
-        () => undefined,
-        (e: unknown) => e as AttemptFailedError,
-      );
-      expect(bad?.code).toBe('CONFIG_INVALID');
-      expect(bad?.message).toContain(
+      const bad = await attemptFailure(run(orders('0', '2024-Q1', '2024-01-11'), 'o'));
+      expect(bad.code).toBe('CONFIG_INVALID');
+      expect(bad.message).toContain(
         'target.replaceRange.from rendered "2024-Q1", which is not a value of column erfasst_am (type timestamp with ' +
           'time zone)',
       );

@@ -11,6 +11,7 @@ import { silentLogger } from '../../src/logger.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
 import { reportData, type ReportColumn } from '../../src/simulator/catalogue.ts';
 import { migrate } from '../../src/history/migrate.ts';
+import { AttemptFailedError } from '../../src/pipeline/attempt.ts';
 import { normaliseColumnNames, quoteIdent } from '../../src/warehouse/identifiers.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './env.ts';
 
@@ -92,6 +93,20 @@ export async function startHarness(simOptions: SimulatorOptions = {}): Promise<H
 /** A job entry for {@link Harness.config}. */
 export function jobEntry(report: Record<string, unknown>, target: Record<string, unknown>): Record<string, unknown> {
   return { connection: 'sim', report: { mandant: 7777, paging: 1000, ...report }, target };
+}
+
+/**
+ * The error of an attempt that must fail: awaits `attempt` (a runAttempt promise, or one that ends as it does),
+ * expects it to have rejected with an AttemptFailedError and gives that error (docs/architecture.md "Flow of one run").
+ * @throws the assertion's error when the attempt succeeded or rejected with anything else
+ */
+export async function attemptFailure(attempt: Promise<unknown>): Promise<AttemptFailedError> {
+  const err = await attempt.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AttemptFailedError);
+  return err as AttemptFailedError;
 }
 
 /** A value as the tests compare it: canonical strings, timestamps as epoch ms. */
