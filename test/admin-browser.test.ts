@@ -10,8 +10,6 @@ import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
@@ -36,14 +34,7 @@ beforeAll(async () => {
   const config = h.config({
     [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
   });
-  const err = await attemptFailure(
-    runAttempt({
-      job: resolveJob(config, job),
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }),
-  );
+  const err = await attemptFailure(h.run(config, job));
   failedAttemptId = err.attemptId;
   server = await startAdminServer({
     pool: h.pool,

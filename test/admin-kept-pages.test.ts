@@ -8,9 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { resolveJob } from '../src/config/load.ts';
 import { silentLogger } from '../src/logger.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { replayQueueJobId } from '../src/queue/names.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { adminSessionCookie } from './support/admin-login.ts';
@@ -47,15 +45,7 @@ beforeAll(async () => {
     if (job !== guardJob)
       await h.pool.query(`CREATE TABLE ${h.schema}.${job === keptJob ? 'akp_kept' : 'akp_plain'} (other text)`);
     const runKey = uniqueName('akp');
-    const err = await attemptFailure(
-      runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-      }),
-    );
+    const err = await attemptFailure(h.run(config, job, { runKey }));
     expect(err.code).toBe(job === guardJob ? 'GUARD_TRIPPED' : 'SCHEMA_CHANGED');
     failed[job] = { attemptId: err.attemptId, runKey };
   }

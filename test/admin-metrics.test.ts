@@ -6,12 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRunAlerts } from '../src/alerts/run-alerts.ts';
 import { noAlerts } from '../src/alerts/webhook-sender.ts';
 import { staticConfig } from '../src/config/live-config.ts';
-import { resolveJob } from '../src/config/load.ts';
 import { configSchema, type EtlConfig } from '../src/config/schema.ts';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { makeRedis } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
@@ -77,7 +75,7 @@ beforeAll(async () => {
     },
   });
   // One success, so that the last-success timestamp, the row counters and the duration histogram have samples.
-  await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
+  await h.run(config, okJob);
   server = await startAdminServer({
     pool: h.pool,
     redis: h.redis,

@@ -10,9 +10,7 @@ import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { settableConfig } from '../src/config/live-config.ts';
-import { resolveJob } from '../src/config/load.ts';
 import { silentLogger } from '../src/logger.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { summaryLine } from '../src/failure-text.ts';
@@ -38,10 +36,7 @@ beforeAll(async () => {
   const ok = (rows: string) =>
     jobEntry({ name: 'Sales/Orders', parameters: { ROWS: rows } }, { table: `${h.schema}.ok_${rows}` });
   const failing = jobEntry({ name: 'Failing' }, { table: `${h.schema}.failing` });
-  const run = async (config: ReturnType<Harness['config']>, job: string) =>
-    runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger: silentLogger }).catch(
-      () => undefined,
-    );
+  const run = async (config: ReturnType<Harness['config']>, job: string) => h.run(config, job).catch(() => undefined);
   // healthy: five successes of growing size; failing: a success, then failures; superseded: a failure, then a later
   // success into the same replace target; appended: the same in append mode, which nothing supersedes.
   const into = (entry: Record<string, unknown>, table: string, mode: string) => ({

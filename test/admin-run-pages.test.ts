@@ -8,11 +8,10 @@ import type { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { escapeHtml } from '../src/admin/html.ts';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { resolveJob } from '../src/config/load.ts';
 import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { recordRunRequest } from '../src/history/runs.ts';
 import { silentLogger } from '../src/logger.ts';
-import { runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
+import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
@@ -45,16 +44,9 @@ beforeAll(async () => {
     ),
     [moreJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.more` }),
   });
-  const err = await attemptFailure(
-    runAttempt({
-      job: resolveJob(config, failJob),
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }),
-  );
+  const err = await attemptFailure(h.run(config, failJob));
   failedAttemptId = err.attemptId;
-  okResult = await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
+  okResult = await h.run(config, okJob);
 
   // A failure whose texts are markup, with an HTTP status and problem details, recorded as an attempt's would be.
   markupAttemptId = crypto.randomUUID();
@@ -470,13 +462,7 @@ describe('run history pages', () => {
         { table: `${h.schema}.stock_append`, mode: 'append' },
       ),
     });
-    const loaded = await runAttempt({
-      job: resolveJob(config, revJob),
-      request: { runKey: 'rev-1' },
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    });
+    const loaded = await h.run(config, revJob, { runKey: 'rev-1' });
     const withConfig = await startAdminServer({
       pool: h.pool,
       redis: h.redis,

@@ -12,9 +12,7 @@ import { pino } from 'pino';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { resolveJob } from '../src/config/load.ts';
 import { silentLogger } from '../src/logger.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { uniqueName } from './support/env.ts';
@@ -62,23 +60,12 @@ beforeAll(async () => {
       { table: `${h.schema}.big` },
     ),
   });
-  smallAttemptId = (
-    await runAttempt({ job: resolveJob(config, small), pool: h.pool, redis: h.redis, logger: silentLogger })
-  ).attemptId;
+  smallAttemptId = (await h.run(config, small)).attemptId;
   // The 50-page run: its first attempt interrupted at page 20, its second loads all 50 pages.
   const controller = new AbortController();
   const request = { runKey: bigRunKey, trigger: 'manual' as const };
-  await attemptFailure(
-    runAttempt({
-      job: resolveJob(config, big),
-      request,
-      pool: h.pool,
-      redis: h.redis,
-      logger: abortAtPage(controller, 20),
-      signal: controller.signal,
-    }),
-  );
-  await runAttempt({ job: resolveJob(config, big), request, pool: h.pool, redis: h.redis, logger: silentLogger });
+  await attemptFailure(h.run(config, big, request, { logger: abortAtPage(controller, 20), signal: controller.signal }));
+  await h.run(config, big, request);
   server = await startAdminServer({
     pool: h.pool,
     redis: h.redis,

@@ -21,8 +21,7 @@ import { DURATION_BUCKETS_SECONDS, tokenRequestsKey } from '../src/admin/metrics
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
+import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { insertAttempt } from '../src/history/attempts.ts';
 import { pruneHistory } from '../src/history/retention.ts';
@@ -54,16 +53,9 @@ beforeAll(async () => {
       { table: `${h.schema}.orders` },
     ),
   });
-  const err = await attemptFailure(
-    runAttempt({
-      job: resolveJob(config, failJob),
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }),
-  );
+  const err = await attemptFailure(h.run(config, failJob));
   failedAttemptId = err.attemptId;
-  okResult = await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
+  okResult = await h.run(config, okJob);
 
   server = await startAdminServer({
     pool: h.pool,

@@ -8,10 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { resolveJob } from '../src/config/load.ts';
 import { completeAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
-import { runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
+import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
@@ -36,13 +35,7 @@ beforeAll(async () => {
       { table },
     ),
   });
-  pdfRun = await runAttempt({
-    job: resolveJob(config, jobName),
-    request: { runKey, trigger: 'manual' },
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  });
+  pdfRun = await h.run(config, jobName, { runKey, trigger: 'manual' });
   queue = makeQueue(h.redis, uniqueName('q'));
   server = await startAdminServer({
     pool: h.pool,
@@ -176,7 +169,7 @@ it('a document that a later replace removed is reported as gone, not served', as
       { table },
     ),
   });
-  await runAttempt({ job: resolveJob(config, jobName), pool: h.pool, redis: h.redis, logger: silentLogger });
+  await h.run(config, jobName);
   const res = await fetch(`${server.url}/admin/attempts/${pdfRun.attemptId}/documents/1`, {
     headers: { authorization: `Bearer ${token}` },
   });

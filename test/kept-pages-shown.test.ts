@@ -35,15 +35,7 @@ let first = '';
 let fromPages = '';
 
 async function attempt(config: ReturnType<Harness['config']>, job: string, request: Record<string, unknown>) {
-  return attemptFailure(
-    runAttempt({
-      job: resolveJob(config, job),
-      request,
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }),
-  );
+  return attemptFailure(h.run(config, job, request));
 }
 
 beforeAll(async () => {

@@ -8,13 +8,11 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
 import { staticConfig } from '../src/config/live-config.ts';
 import { chooseSubjects, subjectName } from '../src/config/mandants.ts';
 import { configSchema, type EtlConfig } from '../src/config/schema.ts';
 import { jobTargetProblems } from '../src/config/target-checks.ts';
 import { silentLogger } from '../src/logger.ts';
-import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { tickQueueJobId } from '../src/queue/names.ts';
 import { makeAdminMetrics } from '../src/admin/metrics.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
@@ -97,9 +95,6 @@ function bookingsConfig(
     o.connection,
   );
 }
-
-const run = (config: EtlConfig, subject: string, request: AttemptOptions['request'] = {}) =>
-  runAttempt({ job: resolveJob(config, subject), request, pool: h.pool, redis: h.redis, logger: silentLogger });
 
 function startWorker(config: () => EtlConfig, concurrency: number): RunWorker {
   const w = makeRunWorker({
@@ -204,7 +199,7 @@ it("one mandant's failure leaves the other 19 loaded, its own rows untouched; it
   const subjects = MANDANTS.map((m) => subjectName(job, m));
   h.sim.setRevision(0);
   const before = bookingsConfig(job, table, MANDANTS);
-  for (const s of subjects) expect((await run(before, s)).status).toBe('succeeded');
+  for (const s of subjects) expect((await h.run(before, s)).status).toBe('succeeded');
   // Revision 1 corrects, adds and deletes bookings; mandant 7005 is locked on the server for this tick.
   h.sim.setRevision(1);
   const failing = bookingsConfig(job, table, MANDANTS, { parameters: { SIM_FAIL_MANDANT: '7005' } });
@@ -248,7 +243,7 @@ it('merge keys include the mandant: equal booking numbers of two mandants are tw
   const table = `${h.schema}.bookings_merge`;
   const config = bookingsConfig(job, table, [7001, 7002], { target: { mode: 'merge', key: ['buchung_nr'] } });
   h.sim.setRevision(0);
-  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m))).status).toBe('succeeded');
+  for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m))).status).toBe('succeeded');
   // Both mandants book numbers of the same form (yyyymmdd-k): some are equal.
   const nr = (l: string) => l.split('|')[1];
   expect(
@@ -258,7 +253,7 @@ it('merge keys include the mandant: equal booking numbers of two mandants are tw
   ).toBe(true);
   expect(await loaded(table)).toEqual([...served(7001, 0), ...served(7002, 0)].sort());
   h.sim.setRevision(1);
-  expect((await run(config, subjectName(job, 7002))).status).toBe('succeeded');
+  expect((await h.run(config, subjectName(job, 7002))).status).toBe('succeeded');
   expect(await loaded(table, 7001)).toEqual(served(7001, 0));
   // Merge keeps the rows revision 1 deleted: the mandant's rows are revision 1's plus those.
   const merged = await loaded(table, 7002);
@@ -277,9 +272,9 @@ it('replaceRange with a list of mandants replaces the range of the run mandant a
   });
   const at = (n: number) => ({ scheduledFor: new Date(Date.UTC(2026, 0, 10 + n, 3)).toISOString() });
   h.sim.setRevision(0);
-  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m), at(0))).status).toBe('succeeded');
+  for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m), at(0))).status).toBe('succeeded');
   h.sim.setRevision(1);
-  expect((await run(config, subjectName(job, 7001), at(1))).status).toBe('succeeded');
+  expect((await h.run(config, subjectName(job, 7001), at(1))).status).toBe('succeeded');
   const p = (a: string, b: string) => ({ FROM: a, TO: b });
   // 7001: Jan 7 as read at revision 0, Jan 8..10 at revision 1; 7002 untouched.
   expect(await loaded(table, 7001)).toEqual(
@@ -293,7 +288,7 @@ it('a report column named like the mandant column fails the first run before any
   const job = `${jp}_clash`;
   const table = `${h.schema}.bookings_clash`;
   const clash = bookingsConfig(job, table, [7001, 7002], { target: { mandantColumn: 'buchung_nr' } });
-  const err = await attemptFailure(run(clash, subjectName(job, 7001)));
+  const err = await attemptFailure(h.run(clash, subjectName(job, 7001)));
   expect(err.code).toBe('CONFIG_INVALID');
   expect(err.message).toContain(
     'the report has a column "Buchung Nr" (loaded as buchung_nr), the name of the column that holds each row\'s ' +
@@ -354,16 +349,16 @@ it("maxShrinkPercent measures a mandant's run against that mandant's rows alone"
   const table = `${h.schema}.bookings_guard`;
   const config = bookingsConfig(job, table, [7001, 7002], { target: { guard: { maxShrinkPercent: 30 } } });
   h.sim.setRevision(0);
-  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m))).status).toBe('succeeded');
+  for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m))).status).toBe('succeeded');
   // Revision 1 keeps most of 7001's rows: within 30% of its own, though half the table's.
   h.sim.setRevision(1);
   expect(served(7001, 1).length).toBeGreaterThanOrEqual(served(7001, 0).length * 0.7);
   expect(served(7001, 1).length).toBeLessThan((served(7001, 0).length + served(7002, 0).length) * 0.7);
-  expect((await run(config, subjectName(job, 7001))).status).toBe('succeeded');
+  expect((await h.run(config, subjectName(job, 7001))).status).toBe('succeeded');
   expect(await loaded(table, 7001)).toEqual(served(7001, 1));
   // One day of bookings instead of seven shrinks 7001's rows by more than 30%: the guard trips, nothing changes.
   const oneDay = { parameters: { FROM: '2026-01-01', TO: '2026-01-02' } };
-  const err = await attemptFailure(run(config, subjectName(job, 7001), oneDay));
+  const err = await attemptFailure(h.run(config, subjectName(job, 7001), oneDay));
   expect(err.code).toBe('GUARD_TRIPPED');
   expect(err.message).toContain(`where ${table} (mandant 7001) holds ${served(7001, 1).length}`);
   expect(await loaded(table)).toEqual([...served(7001, 1), ...served(7002, 0)].sort());
@@ -380,9 +375,9 @@ it("append tags a mandant's rows with its own run key: reverting one mandant's r
     scheduledFor: tick.toISOString(),
     runKey: tickQueueJobId(subjectName(job, m), tick),
   });
-  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m), request(m))).status).toBe('succeeded');
+  for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m), request(m))).status).toBe('succeeded');
   // The same run again appends nothing: it is exactly-once per mandant's run key.
-  expect((await run(config, subjectName(job, 7001), request(7001))).status).toBe('already-loaded');
+  expect((await h.run(config, subjectName(job, 7001), request(7001))).status).toBe('already-loaded');
   expect(await loaded(table)).toEqual([...served(7001, 0), ...served(7002, 0)].sort());
   const outcome = await revertAppendedRun(h.pool, subjectName(job, 7001), request(7001).runKey);
   expect(outcome).toMatchObject({ kind: 'reverted', rows: served(7001, 0).length });
@@ -393,7 +388,7 @@ it('the metrics carry each mandant of a job in a mandant label beside the job', 
   const job = `${jp}_metrics`;
   const table = `${h.schema}.bookings_metrics`;
   const config = bookingsConfig(job, table, [7001, 7002]);
-  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m))).status).toBe('succeeded');
+  for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m))).status).toBe('succeeded');
   const metrics = makeAdminMetrics({ pool: h.pool, redis: h.redis, queue, config: staticConfig(config) });
   const text = await metrics.render();
   for (const m of [7001, 7002]) {

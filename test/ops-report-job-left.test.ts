@@ -16,7 +16,6 @@ import {
   startReportJob,
   waitForReportJob,
 } from '../src/pipeline/attempt-steps.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeJanitor, OPEN_REPORT_JOB_GRACE_MS } from '../src/queue/janitor.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
@@ -34,13 +33,7 @@ it('an attempt that deleted its report job records it closed', async () => {
   const config = h.config({
     [job]: jobEntry({ name: 'Sales/Orders', outputType: 'txt', paging: 100 }, { table: `${h.schema}.${job}` }),
   });
-  const done = await runAttempt({
-    job: resolveJob(config, job),
-    request: {},
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  });
+  const done = await h.run(config, job);
   const row = await getAttempt(h.pool, done.attemptId);
   expect(row?.report_job_id).not.toBeNull();
   expect(row?.report_job_open).toBe(false);

@@ -5,9 +5,6 @@
  * simulator/page-faults.ts).
  */
 import { expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
-import { silentLogger } from '../src/logger.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { listRunDocuments } from '../src/history/run-documents.ts';
 import { USERDEF_ROWS_POINTER } from '../src/simulator/render-userdef.ts';
 import type { OutputType } from '../src/vocabulary.ts';
@@ -37,8 +34,7 @@ async function failsOnPage2(outputType: OutputType, fault: string, target: Recor
         { table, ...target },
       ),
     });
-  const run = (config: ReturnType<Harness['config']>) =>
-    runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
+  const run = (config: ReturnType<Harness['config']>) => h.run(config, 'j');
   await run(job({}));
   const before = await snapshot(table);
   expect(before).not.toMatch(/^0:/);

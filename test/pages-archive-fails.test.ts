@@ -5,10 +5,7 @@
  * that hangs is cancelled once the attempt is aborted (maxRunMs, a shutdown), so that the attempt ends.
  */
 import { describe, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
 import { getArchive } from '../src/history/page-archive.ts';
-import { silentLogger } from '../src/logger.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, jobEntry, useHarness } from './support/harness.ts';
 
@@ -42,15 +39,7 @@ describe('a page archive that cannot store a chunk', () => {
       `CREATE TRIGGER ${trigger} BEFORE INSERT ON etl.attempt_page_chunks FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
     );
     try {
-      const failed = await attemptFailure(
-        runAttempt({
-          job: resolveJob(config, job),
-          request: { runKey: uniqueName('af') },
-          pool: h.pool,
-          redis: h.redis,
-          logger: silentLogger,
-        }),
-      );
+      const failed = await attemptFailure(h.run(config, job, { runKey: uniqueName('af') }));
       expect(failed.code).toBe('DATABASE');
       expect(failed.message).toContain('target.archive');
       expect(failed.message).toContain('No space left on device');
@@ -94,15 +83,7 @@ describe('a page archive that cannot store a chunk', () => {
       `CREATE TRIGGER ${trigger} BEFORE INSERT ON etl.attempt_page_chunks FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
     );
     try {
-      const err = await attemptFailure(
-        runAttempt({
-          job: resolveJob(config, job),
-          request: { runKey: uniqueName('ah') },
-          pool: h.pool,
-          redis: h.redis,
-          logger: silentLogger,
-        }),
-      );
+      const err = await attemptFailure(h.run(config, job, { runKey: uniqueName('ah') }));
       expect(err.code).toBe('RUN_TIMEOUT');
       // The INSERT was cancelled, not waited for: no connection of the attempt's archive is left running it.
       const { rows } = await h.pool.query<{ is_called: boolean }>(`SELECT is_called FROM ${seq}`);

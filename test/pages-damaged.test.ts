@@ -14,15 +14,11 @@ import { getArchive } from '../src/history/page-archive.ts';
 import { silentLogger } from '../src/logger.ts';
 import { openKeptPages } from '../src/pipeline/kept-pages.ts';
 import { previewKeptPages } from '../src/pipeline/preview-kept.ts';
-import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, useHarness } from './support/harness.ts';
 
 const h = useHarness();
-
-const run = (config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}) =>
-  runAttempt({ job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger });
 
 /** A json job of 3 pages (100, 100, 50 rows) that keeps them, into `table`. */
 const keeping = (job: string, table: string) =>
@@ -37,7 +33,7 @@ const keeping = (job: string, table: string) =>
 async function keptRun(job: string, table: string) {
   const config = keeping(job, table);
   const runKey = uniqueName(job);
-  const kept = await run(config, job, { runKey });
+  const kept = await h.run(config, job, { runKey });
   expect(kept.pages).toBe(3);
   await h.pool.query(`TRUNCATE ${table}`);
   return { config, runKey, attemptId: kept.attemptId };
@@ -45,7 +41,7 @@ async function keptRun(job: string, table: string) {
 
 /** Replays the run from the pages of `attemptId`, which must fail; gives its error. */
 async function failedReplay(config: ReturnType<Harness['config']>, job: string, runKey: string, attemptId: string) {
-  return attemptFailure(run(config, job, { runKey, trigger: 'replay', pagesOf: attemptId }));
+  return attemptFailure(h.run(config, job, { runKey, trigger: 'replay', pagesOf: attemptId }));
 }
 
 const rowsIn = async (table: string) =>

@@ -6,9 +6,7 @@
  * simulator/page-faults.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
 import pino from 'pino';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { TxtPageDecoder } from '../src/pages/txt-decoder.ts';
 import { firstUnfitByte, locateUnfitByte, textFits, unfitBytesError } from '../src/pages/unfit-bytes.ts';
 import { UnfitBytesError } from '../src/warehouse/load-errors.ts';
@@ -52,8 +50,7 @@ async function fails(
         { table, ...o.target },
       ),
     });
-  const run = (config: ReturnType<Harness['config']>) =>
-    runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger });
+  const run = (config: ReturnType<Harness['config']>) => h.run(config, 'j', {}, { logger });
   if (o.loadFirst) await run(job({}));
   lines.length = 0;
   const before = await snapshot(table);

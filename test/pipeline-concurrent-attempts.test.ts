@@ -44,14 +44,7 @@ it(
       openAttemptOwner(h.pool, silentLogger),
     ]);
     try {
-      const first = runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        owner: ownerA,
-      });
+      const first = h.run(config, job, { runKey }, { owner: ownerA });
       await waitFor('the first attempt started its report job', async () => {
         const { rows } = await h.pool.query('SELECT report_job_id FROM etl.attempts WHERE job = $1 AND run_key = $2', [
           job,
@@ -60,28 +53,12 @@ it(
         return rows[0]?.report_job_id;
       });
       const created = h.sim.counters().jobsCreated;
-      const second = await attemptFailure(
-        runAttempt({
-          job: resolveJob(config, job),
-          request: { runKey },
-          pool: h.pool,
-          redis: h.redis,
-          logger: silentLogger,
-          owner: ownerB,
-        }),
-      );
+      const second = await attemptFailure(h.run(config, job, { runKey }, { owner: ownerB }));
       expect(second).toMatchObject({ code: 'RUN_IN_PROGRESS', retryable: true });
       expect(h.sim.counters().jobsCreated).toBe(created);
       expect(await first).toMatchObject({ status: 'succeeded', rows: 300 });
       // Retried after the first committed: nothing to download, nothing added.
-      const retried = await runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        owner: ownerB,
-      });
+      const retried = await h.run(config, job, { runKey }, { owner: ownerB });
       expect(retried).toMatchObject({ status: 'already-loaded', rows: 0 });
       expect(h.sim.counters().jobsCreated).toBe(created);
       const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`);
@@ -110,14 +87,7 @@ it(
     const key = overlapLockKey(prefix, job);
     const lock = (await tryOverlapLock(h.redis, key, 'queue-job-1', silentLogger, 60_000))!;
     try {
-      const pending = runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey: uniqueName('tick') },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        exclusive: lock,
-      });
+      const pending = h.run(config, job, { runKey: uniqueName('tick') }, { exclusive: lock });
       await waitFor('the report job exists', async () => {
         const { rows } = await h.pool.query(`SELECT report_job_id FROM etl.attempts WHERE job = $1`, [job]);
         return rows[0]?.report_job_id;
@@ -175,13 +145,7 @@ it(
         { [job]: entry },
         { baseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, requestTimeoutMs: 60_000 },
       );
-      const again = await runAttempt({
-        job: resolveJob(hanging, job),
-        request: { runKey },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-      });
+      const again = await h.run(hanging, job, { runKey });
       expect(again).toMatchObject({ status: 'already-loaded', rows: 0 });
     } finally {
       for (const socket of sockets) socket.destroy();

@@ -6,10 +6,8 @@
  * parameter: trickle, endless-pages, extra-row), real PostgreSQL and Redis.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
 import type { EtlConfig } from '../src/config/schema.ts';
 import { silentLogger } from '../src/logger.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
@@ -89,7 +87,7 @@ async function within<T>(what: string, ms: number, promise: Promise<T>): Promise
  */
 async function failingRun(config: EtlConfig, name: string, sim: Simulator = h.sim) {
   const before = await snapshot();
-  const attempt = runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: silentLogger });
+  const attempt = h.run(config, name);
   const failed = await within('the attempt to end', OUTCOME_WAIT_MS, attemptFailure(attempt));
   const recorded = (await h.pool.query('SELECT * FROM etl.attempts WHERE attempt_id = $1', [failed.attemptId])).rows[0];
   const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId])).rows;
@@ -189,7 +187,7 @@ it(
       await blocker.query('BEGIN');
       await blocker.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
       const { rows: held } = await blocker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      const attempt = runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: silentLogger });
+      const attempt = h.run(config, name);
       // The attempt ends while the lock is still held: it does not wait for the other session.
       const failed = await within(
         'the attempt to end while the lock is held',

@@ -5,8 +5,6 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { waitFor } from './support/wait.ts';
@@ -50,14 +48,7 @@ async function failingRun(
     },
     connection,
   );
-  const failed = await attemptFailure(
-    runAttempt({
-      job: resolveJob(config, 'j'),
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }),
-  );
+  const failed = await attemptFailure(h.run(config, 'j'));
   const run = (await h.pool.query('SELECT * FROM etl.attempts WHERE attempt_id = $1', [failed.attemptId])).rows[0];
   const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId])).rows;
   expect(await snapshot()).toBe(before);
@@ -154,14 +145,7 @@ it('a declared type that the values do not fit fails the first run with column, 
       { table: fresh, columns: { wert: 'bigint' } },
     ),
   });
-  const err = await attemptFailure(
-    runAttempt({
-      job: resolveJob(config, 'd'),
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }),
-  );
+  const err = await attemptFailure(h.run(config, 'd'));
   expect(err.code).toBe('VALUE_DOES_NOT_FIT');
   expect(err.message).toMatch(/column wert .*page 3/);
   const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [fresh]);
@@ -176,13 +160,7 @@ it('an aborted run rolls back, deletes its report job and is recorded interrupte
     j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '2000' } }, { table }),
   });
   const logger = silentLogger;
-  const pending = runAttempt({
-    job: resolveJob(config, 'j'),
-    pool: h.pool,
-    redis: h.redis,
-    logger,
-    signal: controller.signal,
-  });
+  const pending = h.run(config, 'j', {}, { logger, signal: controller.signal });
   // Abort once a few pages are in the COPY stream.
   await waitFor('three pages asked for', () => h.sim.counters().requests.output >= 3);
   controller.abort(new Error('test abort'));
@@ -200,14 +178,7 @@ it('a declared varchar too short for the values fails the first load instead of 
   const config = h.config({
     s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: fresh, columns: { artikel: 'varchar(3)' } }),
   });
-  const err = await attemptFailure(
-    runAttempt({
-      job: resolveJob(config, 's'),
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }),
-  );
+  const err = await attemptFailure(h.run(config, 's'));
   expect(err.code).toBe('VALUE_DOES_NOT_FIT');
   expect(err.message).toMatch(/column artikel .*type character varying\(3\).*page 1, row 1 /);
   const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [fresh]);
@@ -219,14 +190,7 @@ it('names the column whose value does not fit, not one whose modifier merely rou
   // numeric(10,2) takes Bestand's integers (it rounds what it must); varchar(5) is too short for Stand.
   await h.pool.query(`CREATE TABLE ${target} (artikel text PRIMARY KEY, bestand numeric(10,2), stand varchar(5))`);
   const config = h.config({ s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: target }) });
-  const err = await attemptFailure(
-    runAttempt({
-      job: resolveJob(config, 's'),
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }),
-  );
+  const err = await attemptFailure(h.run(config, 's'));
   expect(err.code).toBe('VALUE_DOES_NOT_FIT');
   expect(err.message).toMatch(/does not fit column stand .*character varying\(5\).*page 1, row 1 /);
   const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${target}`);
@@ -241,7 +205,7 @@ it(
     const config = h.config({
       j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '600' } }, { table }),
     });
-    const pending = runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
+    const pending = h.run(config, 'j');
     try {
       // What recoverDeadAttempts of the next attempt does to an attempt it finds still `running`.
       const marked = await waitFor('the attempt, loading, marked interrupted', async () => {

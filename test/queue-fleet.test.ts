@@ -6,13 +6,11 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer } from '../src/admin/server.ts';
 import { staticConfig } from '../src/config/live-config.ts';
-import { resolveJob } from '../src/config/load.ts';
 import { silentLogger } from '../src/logger.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { enqueueTick } from '../src/queue/scheduler.ts';
 import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { ReportSlots } from '../src/report-api/report-slots.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
@@ -116,7 +114,7 @@ it('a run in the foreground waits for a slot before it records an attempt, and s
   const busy = await slots.acquire('sim', 1);
   const { logger, lines } = captureLogger();
   try {
-    const pending = runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger, slots });
+    const pending = h.run(config, job, {}, { logger, slots });
     await waitFor('the run to wait for a slot', () =>
       lines.some((l) => l.msg === 'waiting for a slot on sim: 1 of 1 busy'),
     );

@@ -5,9 +5,6 @@
  * when txt rows before it hold line breaks inside quoted values (COPY counts those as lines).
  */
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { USERDEF_ROWS_POINTER } from '../src/simulator/render-userdef.ts';
 import type { ExtraReport } from '../src/simulator/index.ts';
 import { CopyLines } from '../src/pages/copy-lines.ts';
@@ -87,7 +84,7 @@ async function run(path: string, outputType: RowType, table: string, rows: numbe
       { table, ...(outputType === 'json_userdef' ? { rowsAt: USERDEF_ROWS_POINTER } : {}) },
     ),
   });
-  return runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
+  return h.run(config, 'j');
 }
 
 async function snapshot(table: string): Promise<string> {

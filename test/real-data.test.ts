@@ -5,9 +5,6 @@
  * (docs/loaded-tables.md "Values that would change").
  */
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { normaliseColumnNames, quoteIdent } from '../src/warehouse/identifiers.ts';
 import { USERDEF_ROWS_POINTER } from '../src/simulator/render-userdef.ts';
 import { attemptFailure, columnTypes, jobEntry, useHarness } from './support/harness.ts';
@@ -35,7 +32,7 @@ async function load(path: string, outputType: (typeof OUTPUT_TYPES)[number], tab
       { table, ...(outputType === 'json_userdef' ? { rowsAt: USERDEF_ROWS_POINTER } : {}) },
     ),
   });
-  return runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
+  return h.run(config, 'j');
 }
 
 /** The loaded cells in row order of the report (by a row number column added for the comparison), as text. */

@@ -8,11 +8,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { resolveJob } from '../src/config/load.ts';
 import type { EtlConfig } from '../src/config/schema.ts';
 import { createLoginState } from '../src/history/login-states.ts';
 import { completeLogin, startLogin } from '../src/login/login-flow.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { LoginFailedError } from '../src/report-api/index.ts';
 import { secretKeyFromEnv, SECRET_KEY_ENV } from '../src/secret-box.ts';
@@ -94,8 +92,7 @@ afterAll(async () => {
   else process.env[SECRET_KEY_ENV] = previousKey;
 });
 
-const run = (name = job) =>
-  runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: log.logger });
+const run = (name = job) => h.run(config, name, {}, { logger: log.logger });
 const adminGet = (path: string) =>
   fetch(`${admin.url}${path}`, { headers: { authorization: `Bearer ${token}` }, redirect: 'manual' });
 

@@ -11,7 +11,9 @@ import { silentLogger } from '../../src/logger.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
 import { reportData, type ReportColumn } from '../../src/simulator/catalogue.ts';
 import { migrate } from '../../src/history/migrate.ts';
-import { AttemptFailedError } from '../../src/pipeline/attempt.ts';
+import { AttemptFailedError, type AttemptOptions, type AttemptResult } from '../../src/pipeline/attempt.ts';
+import { resolveJob } from '../../src/config/load.ts';
+import { runAttempt } from '../../src/pipeline/run-attempt.ts';
 import { normaliseColumnNames, quoteIdent } from '../../src/warehouse/identifiers.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './env.ts';
 
@@ -23,6 +25,18 @@ export interface Harness {
   schema: string;
   /** A validated config with connection `sim` and the given jobs (targets default into `schema`). */
   config(jobs: Record<string, unknown>, connection?: Record<string, unknown>): EtlConfig;
+  /**
+   * Runs one attempt of job `name` of `config` in the foreground (runAttempt, docs/architecture.md "Flow of one run")
+   * with this harness's pool and Redis and a silent logger; `options` adds to them or overrides them.
+   * @param request trigger, run key, logical time, parameters (default: a manual run of its own, now)
+   * @throws AttemptFailedError when the attempt fails (see {@link attemptFailure})
+   */
+  run(
+    config: EtlConfig,
+    name: string,
+    request?: AttemptOptions['request'],
+    options?: Partial<Omit<AttemptOptions, 'job' | 'request'>>,
+  ): Promise<AttemptResult>;
   close(): Promise<void>;
 }
 
@@ -80,6 +94,9 @@ export async function startHarness(simOptions: SimulatorOptions = {}): Promise<H
         },
         jobs,
       });
+    },
+    run(config, name, request = {}, options = {}) {
+      return runAttempt({ job: resolveJob(config, name), request, pool, redis, logger: silentLogger, ...options });
     },
     async close() {
       await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
