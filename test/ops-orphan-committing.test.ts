@@ -10,18 +10,16 @@
 import { Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { noAlerts } from '../src/alerts/webhook-sender.ts';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { completeAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
-import { makeJanitor } from '../src/queue/janitor.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { ownerWorkerName, QUEUE_NAME } from '../src/queue/names.ts';
 import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts';
 import { makeRunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, waitFor, janitorOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -48,14 +46,7 @@ it(
     const config = h.config({
       [job]: { connection: 'sim', report: { mandant: 7777, name: 'Sales/Orders' }, target: { table: 'orders' } },
     });
-    const janitor = makeJanitor({
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      config: () => config,
-      alerts: noAlerts,
-      prefix,
-    });
+    const janitor = janitorOf(h, config, { prefix });
     const owner = await openAttemptOwner(h.pool, silentLogger);
     const dead = new Worker<QueuedRun>(QUEUE_NAME, null, {
       connection: h.redis,

@@ -6,16 +6,14 @@
  * "No orphans (the janitor)"). Real PostgreSQL, Redis and simulator; the session is ended with pg_terminate_backend.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { noAlerts } from '../src/alerts/webhook-sender.ts';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { silentLogger } from '../src/logger.ts';
-import { makeJanitor } from '../src/queue/janitor.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { makeRunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, waitFor, janitorOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -58,14 +56,7 @@ it(
       alerts: { succeeded: async () => undefined, failed: async (o) => void failed.push(o) },
     });
     // Another process's janitor, as in a scheduler.
-    const janitor = makeJanitor({
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      config: () => config,
-      alerts: noAlerts,
-      prefix,
-    });
+    const janitor = janitorOf(h, config, { prefix });
     try {
       const { runKey } = await enqueueManual(queue, config, job);
       const first = await waitFor(

@@ -13,15 +13,13 @@ import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { configSchema } from '../src/config/schema.ts';
 import { randomUUID } from 'node:crypto';
-import { makeJanitor } from '../src/queue/janitor.ts';
-import { noAlerts } from '../src/alerts/webhook-sender.ts';
 import { silentLogger } from '../src/logger.ts';
 import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { replayRun } from '../src/queue/replay.ts';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, runsOf, waitFor, janitorOf } from './support/queue-env.ts';
 import { killHard, startCli, type CliProcess } from './support/cli-process.ts';
 
 let h: Harness;
@@ -340,14 +338,7 @@ it(
       connections: { sim: { baseUrl: sim.url, clientId: 'demo-client', clientSecret: 'x' } },
       jobs: { [job]: { connection: 'sim', report: { mandant: 7777, name: 'Sales/Orders' }, target: { table: 'x.y' } } },
     });
-    const janitor = makeJanitor({
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      config: () => config,
-      alerts: noAlerts,
-      prefix,
-    });
+    const janitor = janitorOf(h, config, { prefix });
     // A process's owner session, and its attempt polling the server: nothing recorded but its start.
     const owner = await openAttemptOwner(h.pool, silentLogger);
     const attemptId = randomUUID();

@@ -7,13 +7,12 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AlertSender } from '../src/alerts/webhook-sender.ts';
 import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { getRun, recordRunRequest } from '../src/history/runs.ts';
-import { silentLogger } from '../src/logger.ts';
-import { makeJanitor, QUEUED_GRACE_MS } from '../src/queue/janitor.ts';
+import { QUEUED_GRACE_MS } from '../src/queue/janitor.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns } from './support/queue-env.ts';
+import { deleteKeys, deleteRuns, janitorOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -44,15 +43,7 @@ it('records a queued run whose queue job vanished before a worker began it faile
     close: async () => undefined,
   };
   let clock = new Date();
-  const janitor = makeJanitor({
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-    config: () => config,
-    alerts,
-    prefix,
-    now: () => clock,
-  });
+  const janitor = janitorOf(h, config, { alerts, prefix, now: () => clock });
   try {
     const { runKey, jobId } = await enqueueManual(queue, config, job, {}, undefined, undefined, h.pool);
     const queued = await getRun(h.pool, job, runKey);

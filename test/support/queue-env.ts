@@ -6,6 +6,10 @@ import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
+import { noAlerts } from '../../src/alerts/webhook-sender.ts';
+import type { EtlConfig } from '../../src/config/schema.ts';
+import { silentLogger } from '../../src/logger.ts';
+import { makeJanitor, type Janitor, type JanitorDeps } from '../../src/queue/janitor.ts';
 
 export { waitFor } from './wait.ts';
 
@@ -24,6 +28,26 @@ export async function deleteRuns(pool: pg.Pool, jobPrefix: string): Promise<void
   await pool.query(`DELETE FROM etl.runs WHERE job LIKE $1`, [`${jobPrefix}%`]);
   await pool.query(`DELETE FROM etl.appended_runs WHERE job LIKE $1`, [`${jobPrefix}%`]);
   await pool.query(`DELETE FROM etl.reverts WHERE job LIKE $1`, [`${jobPrefix}%`]);
+}
+
+/**
+ * A janitor (docs/operations.md "No orphans (the janitor)") of installation `deps.prefix` on the services `on` (a
+ * harness) with a silent logger, jobs.yaml `config` and no alerts; the rest of `deps` adds to or overrides these.
+ * The caller closes it.
+ */
+export function janitorOf(
+  on: { pool: pg.Pool; redis: Redis },
+  config: EtlConfig,
+  deps: Partial<JanitorDeps> & { prefix: string },
+): Janitor {
+  return makeJanitor({
+    pool: on.pool,
+    redis: on.redis,
+    logger: silentLogger,
+    config: () => config,
+    alerts: noAlerts,
+    ...deps,
+  });
 }
 
 /** A logger that keeps its lines (parsed JSON) in `lines`. */
