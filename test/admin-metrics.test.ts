@@ -12,10 +12,10 @@ import { makeRedis } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { REDIS_URL, uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
 
 const token = uniqueName('tok');
 const jp = uniqueName('dash');
@@ -123,14 +123,7 @@ describe('the gauges the dashboard and the rules need', () => {
     async () => {
       expect(await scrape()).toContain('# TYPE report_etl_workers_alive gauge');
       expect(sample(await scrape(), 'report_etl_workers_alive')).toBe(0);
-      worker = makeRunWorker({
-        config: () => config,
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        prefix,
-        alerts: makeRunAlerts(h.pool, noAlerts, silentLogger),
-      });
+      worker = workerOf(h, config, { prefix, alerts: makeRunAlerts(h.pool, noAlerts, silentLogger) });
       await waitFor('the worker counted', async () => sample(await scrape(), 'report_etl_workers_alive') === 1);
 
       // A run that fails for good (one attempt) turns report_etl_job_failing on; the others stay 0.

@@ -9,13 +9,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { silentLogger } from '../src/logger.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { lines, runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
 
 /** A time as commands print it (src/time-text.ts): the job's zone with its offset, or UTC marked Z. */
 const TIME = '\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d(?:Z|[+-]\\d\\d:\\d\\d)';
@@ -171,8 +170,9 @@ it(
 
     // Replayed: a worker appends monday again, tagged with its run key.
     workers.push(
-      makeRunWorker({
-        config: () =>
+      workerOf(
+        h,
+        () =>
           h.config(
             Object.fromEntries(
               Object.entries(jobs).map(([name, [report, outputType, mode]]) => [
@@ -184,11 +184,8 @@ it(
               ]),
             ),
           ),
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        prefix,
-      }),
+        { prefix },
+      ),
     );
     const replay = await cli('replay', 'monday', '--job', job, '--queue-prefix', prefix);
     expect(replay.code, replay.err).toBe(0);

@@ -18,13 +18,13 @@ import { makeAdminMetrics } from '../src/admin/metrics.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { replayRun } from '../src/queue/replay.ts';
 import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
 
 const BOOKINGS = 'Finance/Bookings.avw';
 const PERIOD = { FROM: '2026-01-01', TO: '2026-01-08' };
@@ -97,15 +97,7 @@ function bookingsConfig(
 }
 
 function startWorker(config: () => EtlConfig, concurrency: number): RunWorker {
-  const w = makeRunWorker({
-    config,
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-    prefix,
-    concurrency,
-    overlapRetryMs: 100,
-  });
+  const w = workerOf(h, config, { prefix, concurrency, overlapRetryMs: 100 });
   workers.push(w);
   return w;
 }

@@ -16,10 +16,9 @@ import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { ownerWorkerName, QUEUE_NAME } from '../src/queue/names.ts';
 import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor, janitorOf } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, waitFor, janitorOf, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -135,15 +134,7 @@ it(
     });
     expect(await completeAttempt(h.pool, attemptId, { rows: 5, pages: 1, bytes: 100 })).toBe(true);
     const created = h.sim.counters().jobsCreated;
-    const worker = makeRunWorker({
-      config: () => config,
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      prefix,
-      lockDurationMs: 1_000,
-      stalledIntervalMs: 300,
-    });
+    const worker = workerOf(h, config, { prefix, lockDurationMs: 1_000, stalledIntervalMs: 300 });
     try {
       const done = await waitFor(
         'the queue job completed by the next worker',

@@ -10,10 +10,9 @@ import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor, janitorOf } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, waitFor, janitorOf, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -46,11 +45,7 @@ it(
     });
     const failed: { attemptId: string; error: Error }[] = [];
     const owner = await openAttemptOwner(h.pool, silentLogger);
-    const worker = makeRunWorker({
-      config: () => config,
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
+    const worker = workerOf(h, config, {
       prefix,
       owner,
       alerts: { succeeded: async () => undefined, failed: async (o) => void failed.push(o) },

@@ -7,15 +7,14 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { EtlConfig } from '../src/config/schema.ts';
-import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { ReportSlots } from '../src/report-api/report-slots.ts';
 import { startSimulator, type Simulator } from '../src/simulator/index.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
 
 /** Generous: a deadline of a second or two must show within this on a busy machine. */
 const OUTCOME_WAIT_MS = 45_000;
@@ -309,16 +308,7 @@ it(
       { maxConcurrentReports: 1 },
     );
     // One run at a time, one report job at a time on the connection.
-    extra.workers.push(
-      makeRunWorker({
-        config: () => config,
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        prefix: extra.prefix,
-        concurrency: 1,
-      }),
-    );
+    extra.workers.push(workerOf(h, config, { prefix: extra.prefix, concurrency: 1 }));
     const before = await snapshot();
     const a = await enqueueManual(extra.queue, config, stuck);
     const b = await enqueueManual(extra.queue, config, next);

@@ -10,11 +10,11 @@ import { silentLogger } from '../src/logger.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { enqueueTick } from '../src/queue/scheduler.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { ReportSlots } from '../src/report-api/report-slots.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -63,15 +63,7 @@ it(
       // Two "processes" of four concurrent runs each.
       for (let k = 0; k < 2; k++)
         workers.push(
-          makeRunWorker({
-            config: () => config,
-            pool: h.pool,
-            redis: h.redis,
-            logger: captureLogger().logger,
-            prefix,
-            concurrency: 4,
-            workerName: `w${k}`,
-          }),
+          workerOf(h, config, { logger: captureLogger().logger, prefix, concurrency: 4, workerName: `w${k}` }),
         );
       const tick = new Date('2026-11-24T05:00:00Z');
       for (const n of names) await enqueueTick(queue, config, n, tick, 'schedule');
@@ -143,15 +135,7 @@ it("a backfill of many ticks does not hold back another job's scheduled tick", a
     { [filler]: entry(filler), [other]: entry(other) },
     { maxConcurrentReports: 1, pollIntervalMs: 20 },
   );
-  const w = makeRunWorker({
-    config: () => config,
-    pool: h.pool,
-    redis: h.redis,
-    logger: captureLogger().logger,
-    prefix,
-    concurrency: 1,
-    workerName: 'fair',
-  });
+  const w = workerOf(h, config, { logger: captureLogger().logger, prefix, concurrency: 1, workerName: 'fair' });
   workers.push(w);
   // 12 daily ticks of one job, oldest first, then, once the first of them runs, one scheduled tick of another job.
   const queued = await backfill(

@@ -13,10 +13,10 @@ import { settableConfig, staticConfig } from '../src/config/live-config.ts';
 import { tickQueueJobId } from '../src/queue/names.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let prefix: string;
@@ -39,15 +39,7 @@ afterAll(async () => {
 });
 
 function startWorker(config: () => ReturnType<Harness['config']>, concurrency = 1): RunWorker {
-  const w = makeRunWorker({
-    config,
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-    prefix,
-    concurrency,
-    overlapRetryMs: 200,
-  });
+  const w = workerOf(h, config, { prefix, concurrency, overlapRetryMs: 200 });
   workers.push(w);
   return w;
 }

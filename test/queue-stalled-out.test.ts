@@ -11,14 +11,13 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { getRun } from '../src/history/runs.ts';
-import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { QUEUE_NAME } from '../src/queue/names.ts';
 import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -77,11 +76,7 @@ it(
       message: 'orphaned: the process that ran attempt 1 (dead:1) ended without finishing it',
     });
     const failed: { runKey: string; attemptId: string; error: Error }[] = [];
-    const worker: RunWorker = makeRunWorker({
-      config: () => config,
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
+    const worker: RunWorker = workerOf(h, config, {
       prefix,
       lockDurationMs: 1_000,
       stalledIntervalMs: 300,

@@ -5,14 +5,13 @@
  */
 import { spawn } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { planFailedReplays, replayRun } from '../src/queue/replay.ts';
-import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../src/queue/worker.ts';
+import type { RunWorker, RunWorkerDeps } from '../src/queue/worker.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, runsOf, waitFor, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let prefix: string;
@@ -40,11 +39,7 @@ afterAll(async () => {
 });
 
 function startWorker(config: () => ReturnType<Harness['config']>, extra: Partial<RunWorkerDeps> = {}): RunWorker {
-  const w = makeRunWorker({
-    config,
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
+  const w = workerOf(h, config, {
     prefix,
     overlapRetryMs: 100,
     lockDurationMs: 1_000,

@@ -10,6 +10,7 @@ import { noAlerts } from '../../src/alerts/webhook-sender.ts';
 import type { EtlConfig } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { makeJanitor, type Janitor, type JanitorDeps } from '../../src/queue/janitor.ts';
+import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../../src/queue/worker.ts';
 
 export { waitFor } from './wait.ts';
 
@@ -46,6 +47,25 @@ export function janitorOf(
     logger: silentLogger,
     config: () => config,
     alerts: noAlerts,
+    ...deps,
+  });
+}
+
+/**
+ * A run worker (docs/architecture.md "Flow of one run") of installation `deps.prefix` on the services `on` (a
+ * harness) with a silent logger, taking runs at once; `config` is jobs.yaml, or a function that gives it as it is
+ * now. The rest of `deps` adds to or overrides these. The caller closes it (`close(graceMs)`).
+ */
+export function workerOf(
+  on: { pool: pg.Pool; redis: Redis },
+  config: EtlConfig | (() => EtlConfig),
+  deps: Partial<RunWorkerDeps> & { prefix: string },
+): RunWorker {
+  return makeRunWorker({
+    config: typeof config === 'function' ? config : () => config,
+    pool: on.pool,
+    redis: on.redis,
+    logger: silentLogger,
     ...deps,
   });
 }
