@@ -14,7 +14,7 @@ import type { RunWorker } from '../src/queue/worker.ts';
 import { lines, runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
+import { attemptsOf, closeQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
 /** A time as commands print it (src/time-text.ts): the job's zone with its offset, or UTC marked Z. */
 const TIME = '\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d(?:Z|[+-]\\d\\d:\\d\\d)';
@@ -65,11 +65,8 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
   rmSync(dir, { recursive: true, force: true });
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 function table(job: string): string {

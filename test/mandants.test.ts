@@ -24,7 +24,7 @@ import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
+import { attemptsOf, closeQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
 const BOOKINGS = 'Finance/Bookings.avw';
 const PERIOD = { FROM: '2026-01-01', TO: '2026-01-08' };
@@ -44,10 +44,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 /** The server's bookings of `mandant` in `period` at `revision`, as sorted `mandant|nr|day|betrag` lines. */

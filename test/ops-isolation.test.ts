@@ -15,7 +15,7 @@ import { JANITOR_LEASE_CLASS } from '../src/queue/janitor.ts';
 import { configSchema } from '../src/config/schema.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor, janitorOf } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, deleteKeys, deleteRuns, janitorOf, waitFor } from './support/queue-env.ts';
 import { runCli } from './support/cli-process.ts';
 
 let h: Harness;

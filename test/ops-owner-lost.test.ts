@@ -12,7 +12,7 @@ import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor, janitorOf, workerOf } from './support/queue-env.ts';
+import { attemptsOf, closeQueueBench, janitorOf, waitFor, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -27,10 +27,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 it(

@@ -19,7 +19,7 @@ import { replayRun } from '../src/queue/replay.ts';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, runsOf, waitFor, janitorOf } from './support/queue-env.ts';
+import { attemptsOf, closeQueueBench, deleteRuns, janitorOf, runsOf, waitFor } from './support/queue-env.ts';
 import { killHard, startCli, type CliProcess } from './support/cli-process.ts';
 
 let h: Harness;
@@ -59,11 +59,8 @@ jobs:
 afterAll(async () => {
   for (const c of children) c.child.kill('SIGKILL');
   await queue?.obliterate({ force: true }).catch(() => undefined);
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
   await sim?.close();
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 /** The lines of a process's log (JSON on stderr) whose message matches `msg`, parsed. */

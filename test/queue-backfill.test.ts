@@ -14,7 +14,7 @@ import { formatWithOffset } from '../src/pipeline/logical-time.ts';
 import { lines, runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, closeQueueBench, waitFor } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -34,11 +34,8 @@ beforeAll(async () => {
   process.env.QB_SECRET = 'demo-secret';
 });
 afterAll(async () => {
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
   rmSync(dir, { recursive: true, force: true });
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 /** Runs the CLI as a user would; returns exit code, stdout lines and stderr. */

@@ -14,7 +14,7 @@ import type { RunWorker } from '../src/queue/worker.ts';
 import { ReportSlots } from '../src/report-api/report-slots.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, closeQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -31,10 +31,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 it(

@@ -12,7 +12,7 @@ import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns, janitorOf } from './support/queue-env.ts';
+import { closeQueueBench, deleteKeys, janitorOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -26,10 +26,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 it('records a queued run whose queue job vanished before a worker began it failed, and alerts it', async () => {

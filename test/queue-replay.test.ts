@@ -14,7 +14,7 @@ import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { lines, runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns } from './support/queue-env.ts';
+import { attemptsOf, closeQueueBench } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -32,11 +32,8 @@ beforeAll(async () => {
   path = join(dir, 'jobs.yaml');
 });
 afterAll(async () => {
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
   rmSync(dir, { recursive: true, force: true });
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 /** jobs.yaml with the given jobs: name -> [report name, write mode]. */

@@ -16,7 +16,7 @@ import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/sch
 import type { RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, closeQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let prefix: string;
@@ -32,10 +32,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 function startWorker(config: () => ReturnType<Harness['config']>, concurrency = 1): RunWorker {

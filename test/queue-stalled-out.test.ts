@@ -17,7 +17,7 @@ import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts'
 import type { RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
+import { closeQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -33,10 +33,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const c of closers.reverse()) await c().catch(() => undefined);
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 /** Takes the next queue job as a worker that dies at once would: its lock of `lockMs` is never renewed. */

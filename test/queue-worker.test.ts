@@ -11,7 +11,7 @@ import { planFailedReplays, replayRun } from '../src/queue/replay.ts';
 import type { RunWorker, RunWorkerDeps } from '../src/queue/worker.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, runsOf, waitFor, workerOf } from './support/queue-env.ts';
+import { attemptsOf, closeQueueBench, deleteKeys, runsOf, waitFor, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let prefix: string;
@@ -32,10 +32,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 function startWorker(config: () => ReturnType<Harness['config']>, extra: Partial<RunWorkerDeps> = {}): RunWorker {

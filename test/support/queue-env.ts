@@ -10,7 +10,9 @@ import { noAlerts } from '../../src/alerts/webhook-sender.ts';
 import type { EtlConfig } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { makeJanitor, type Janitor, type JanitorDeps } from '../../src/queue/janitor.ts';
+import type { RunQueue } from '../../src/queue/queue.ts';
 import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../../src/queue/worker.ts';
+import type { Harness } from './harness.ts';
 
 export { waitFor } from './wait.ts';
 
@@ -68,6 +70,24 @@ export function workerOf(
     logger: silentLogger,
     ...deps,
   });
+}
+
+/**
+ * The end of a queue test file (its afterAll): closes its queue, deletes its Redis keys under `prefix` and the run
+ * history of its jobs (names starting with `jobPrefix`), and closes its harness. Either may be undefined when the
+ * file's beforeAll failed before making it; what was made is still cleaned up.
+ */
+export async function closeQueueBench(
+  h: Harness | undefined,
+  queue: RunQueue | undefined,
+  prefix: string,
+  jobPrefix: string,
+): Promise<void> {
+  await queue?.close();
+  if (!h) return;
+  await deleteKeys(h.redis, prefix);
+  await deleteRuns(h.pool, jobPrefix);
+  await h.close();
 }
 
 /** A logger that keeps its lines (parsed JSON) in `lines`. */
