@@ -18,7 +18,7 @@ import { ownerWorkerName, QUEUE_NAME } from '../src/queue/names.ts';
 import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, closeQueueBench, janitorOf, waitFor, workerOf } from './support/queue-env.ts';
+import { attemptsOf, closeQueueBench, janitorOf, waitFor, waitForQueueJob, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -133,12 +133,11 @@ it(
     const created = h.sim.counters().jobsCreated;
     const worker = workerOf(h, config, { prefix, lockDurationMs: 1_000, stalledIntervalMs: 300 });
     try {
-      const done = await waitFor(
+      const done = await waitForQueueJob(
+        queue,
+        jobId,
+        'completed',
         'the queue job completed by the next worker',
-        async () => {
-          const j = await queue.getJob(jobId);
-          return (await j?.getState()) === 'completed' && j;
-        },
         30_000,
       );
       expect(done.returnvalue).toEqual({ status: 'already-succeeded' });

@@ -19,7 +19,15 @@ import { replayRun } from '../src/queue/replay.ts';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, closeQueueBench, deleteRuns, janitorOf, runsOf, waitFor } from './support/queue-env.ts';
+import {
+  attemptsOf,
+  closeQueueBench,
+  deleteRuns,
+  janitorOf,
+  runsOf,
+  waitFor,
+  waitForQueueJob,
+} from './support/queue-env.ts';
 import { killHard, startCli, type CliProcess } from './support/cli-process.ts';
 
 let h: Harness;
@@ -110,14 +118,6 @@ function succeeded(job: string, n: number, timeoutMs = 120_000, intervalMs = 100
   );
 }
 
-/** Waits until the queue job `jobId` completed; gives it. */
-function completed(jobId: string) {
-  return waitFor('the queue job completed', async () => {
-    const j = (await queue.getJob(jobId))!;
-    return (await j.getState()) === 'completed' && j;
-  });
-}
-
 /** Queues a manual run of `job` with the default retry (3 attempts, 30 s backoff doubling); its queue job id. */
 async function enqueue(job: string): Promise<string> {
   const config = configSchema.parse({
@@ -182,7 +182,7 @@ it(
     expect(handedBack).toHaveLength(1);
     expect(logLines(second, /^run stalled/)).toEqual([]);
     // The worker completes the queue job a moment after the attempt's commit.
-    const queued = await completed(jobId);
+    const queued = await waitForQueueJob(queue, jobId, 'completed');
     // BullMQ counts the finish that completed it; a retry (backoff) would have made it 2.
     expect(queued.attemptsMade).toBe(1);
     expect(queued.stalledCounter).toBe(0);
@@ -230,7 +230,7 @@ it(
     expect(closedLine).toHaveLength(1);
     expect(handedBack).toHaveLength(1);
     expect(logLines(idle, /^run stalled/)).toEqual([]);
-    const queued = await completed(jobId);
+    const queued = await waitForQueueJob(queue, jobId, 'completed');
     expect(queued.stalledCounter).toBe(0);
     console.log(
       `[measured] worker killed -9 beside an idle worker: dead attempt closed and run handed back ` +
@@ -268,7 +268,7 @@ it(
     expect(logLines(worker, /^orphaned attempt closed/)).toHaveLength(1);
     expect(logLines(worker, /handed back to the queue/)).toEqual([]);
     expect(logLines(worker, /^run stalled/)).toHaveLength(1);
-    const queued = await completed(jobId);
+    const queued = await waitForQueueJob(queue, jobId, 'completed');
     expect(queued.stalledCounter).toBe(1);
     expect(queued.attemptsMade).toBe(1);
     const { rows: n } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${h.schema}.killed`);
@@ -319,7 +319,7 @@ it("a replay's worker killed -9 mid-load: the replay's queue job is handed back 
   const handedBack = logLines(second, /handed back to the queue/);
   expect(handedBack).toHaveLength(1);
   expect(logLines(second, /^run stalled/)).toEqual([]);
-  const queued = await completed(jobId);
+  const queued = await waitForQueueJob(queue, jobId, 'completed');
   expect(queued.stalledCounter).toBe(0);
   second.child.kill('SIGTERM');
   expect(await second.exited).toBe(0);

@@ -14,7 +14,7 @@ import { ReportSlots } from '../src/report-api/report-slots.ts';
 import { startSimulator, type Simulator } from '../src/simulator/index.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
+import { attemptsOf, deleteKeys, deleteRuns, waitFor, waitForQueueJob, workerOf } from './support/queue-env.ts';
 
 /** Generous: a deadline of a second or two must show within this on a busy machine. */
 const OUTCOME_WAIT_MS = 45_000;
@@ -312,16 +312,8 @@ it(
     const before = await snapshot();
     const a = await enqueueManual(extra.queue, config, stuck);
     const b = await enqueueManual(extra.queue, config, next);
-    await waitFor(
-      'the trickling run to fail for good',
-      async () => (await (await extra.queue!.getJob(a.jobId))?.getState()) === 'failed',
-      OUTCOME_WAIT_MS,
-    );
-    await waitFor(
-      'the next run to succeed',
-      async () => (await (await extra.queue!.getJob(b.jobId))?.getState()) === 'completed',
-      OUTCOME_WAIT_MS,
-    );
+    await waitForQueueJob(extra.queue!, a.jobId, 'failed', 'the trickling run to fail for good', OUTCOME_WAIT_MS);
+    await waitForQueueJob(extra.queue!, b.jobId, 'completed', 'the next run to succeed', OUTCOME_WAIT_MS);
     expect((await attemptsOf(h.pool, stuck)).map((r) => r.status)).toEqual(['failed']);
     expect(
       (

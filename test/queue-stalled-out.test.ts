@@ -17,7 +17,7 @@ import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts'
 import type { RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { closeQueueBench, waitFor, workerOf } from './support/queue-env.ts';
+import { closeQueueBench, waitFor, waitForQueueJob, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -83,12 +83,11 @@ it(
       alerts: { succeeded: async () => undefined, failed: async (o) => void failed.push(o) },
     });
     closers.push(() => worker.close(0));
-    const queued = await waitFor(
+    const queued = await waitForQueueJob(
+      queue,
+      jobId,
+      'failed',
       'the queue job failed by the stalled-job check',
-      async () => {
-        const j = await queue.getJob(jobId);
-        return (await j?.getState()) === 'failed' && j;
-      },
       30_000,
     );
     expect(queued.failedReason).toMatch(/stalled more than allowable limit/);

@@ -11,7 +11,15 @@ import { planFailedReplays, replayRun } from '../src/queue/replay.ts';
 import type { RunWorker, RunWorkerDeps } from '../src/queue/worker.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, closeQueueBench, deleteKeys, runsOf, waitFor, workerOf } from './support/queue-env.ts';
+import {
+  attemptsOf,
+  closeQueueBench,
+  deleteKeys,
+  runsOf,
+  waitFor,
+  waitForQueueJob,
+  workerOf,
+} from './support/queue-env.ts';
 
 let h: Harness;
 let prefix: string;
@@ -109,7 +117,7 @@ it('kill -9 mid-run: the run is picked up as stalled, the dead report job delete
     servedRows('Sales/Orders.avw', { ROWS: '900' }, 1),
   );
   // The attempt records its timeline after the DELETE, then the queue job completes.
-  await waitFor('the queue job completed', async () => (await (await queue.getJob(jobId))?.getState()) === 'completed');
+  await waitForQueueJob(queue, jobId, 'completed');
   await stop(workers[0]!);
 });
 
@@ -171,14 +179,14 @@ it(
     const worker = startWorker(() => config);
     // FinishedError of the report: not retryable, one attempt only although 3 are allowed.
     const bad = await enqueueManual(queue, config, `${job}_forbidden`);
-    await waitFor('failed for good', async () => (await (await queue.getJob(bad.jobId))?.getState()) === 'failed');
+    await waitForQueueJob(queue, bad.jobId, 'failed', 'failed for good');
     expect((await attemptsOf(h.pool, `${job}_forbidden`)).map((r) => [r.status, r.attempt])).toEqual([['failed', 1]]);
     expect((await queue.getJob(bad.jobId))?.failedReason).toMatch(/^REPORT_FAILED: /);
     // Every report API call answers 503: both attempts fail.
     h.sim.setFaults({ errorRate: 1 });
     const enqueuedAt = Date.now();
     const { jobId, runKey } = await enqueueManual(queue, config, job);
-    await waitFor('failed after 2 attempts', async () => (await (await queue.getJob(jobId))?.getState()) === 'failed');
+    await waitForQueueJob(queue, jobId, 'failed', 'failed after 2 attempts');
     h.sim.setFaults({});
     let runs = await attemptsOf(h.pool, job);
     expect(runs.map((r) => [r.status, r.attempt])).toEqual([

@@ -13,8 +13,9 @@ import { makeJanitor, type Janitor, type JanitorDeps } from '../../src/queue/jan
 import type { RunQueue } from '../../src/queue/queue.ts';
 import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../../src/queue/worker.ts';
 import type { Harness } from './harness.ts';
+import { waitFor } from './wait.ts';
 
-export { waitFor } from './wait.ts';
+export { waitFor };
 
 /** Deletes every Redis key under `prefix:` (BullMQ keys and overlap locks of one test file). */
 export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
@@ -88,6 +89,29 @@ export async function closeQueueBench(
   await deleteKeys(h.redis, prefix);
   await deleteRuns(h.pool, jobPrefix);
   await h.close();
+}
+
+/**
+ * Waits ({@link waitFor}) until queue job `jobId` of `queue` is in BullMQ state `state` (`completed`, `failed`, ...)
+ * and gives the job.
+ * @param what the condition, for the failure's message (default `the queue job <state>`)
+ * @throws Error `timed out after <ms> ms waiting for <what>`
+ */
+export function waitForQueueJob(
+  queue: RunQueue,
+  jobId: string,
+  state: string,
+  what = `the queue job ${state}`,
+  timeoutMs?: number,
+) {
+  return waitFor(
+    what,
+    async () => {
+      const j = await queue.getJob(jobId);
+      return (await j?.getState()) === state && j;
+    },
+    timeoutMs,
+  );
 }
 
 /** A logger that keeps its lines (parsed JSON) in `lines`. */
