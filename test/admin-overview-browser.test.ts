@@ -16,9 +16,9 @@ import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { summaryLine } from '../src/failure-text.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { deleteRuns } from './support/queue-env.ts';
+import { deleteRuns, insertTestAttempt } from './support/queue-env.ts';
 import { logInInBrowser } from './support/admin-login.ts';
-import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { failAttempt } from '../src/history/attempts.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const jp = uniqueName('ovw');
@@ -183,14 +183,12 @@ it(
     // A run key of a scheduled run is one long word: it must wrap in the page's heading.
     const longKey = `${jp}_failing__2026-11-25T02:15:00.000Z__replay_of_${'0123456789abcdef'.repeat(4)}`;
     const longAttempt = crypto.randomUUID();
-    await insertAttempt(h.pool, {
+    await insertTestAttempt(h.pool, {
       attemptId: longAttempt,
       job: `${jp}_failing`,
       runKey: longKey,
       trigger: 'schedule',
       targetTable: `${h.schema}.failing_table_with_a_long_name_for_the_narrow_screen`,
-      writeMode: 'replace',
-      worker: 'test',
     });
     await failAttempt(h.pool, longAttempt, {
       status: 'failed',

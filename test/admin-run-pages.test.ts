@@ -8,7 +8,7 @@ import type { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { escapeHtml } from '../src/admin/html.ts';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { failAttempt } from '../src/history/attempts.ts';
 import { recordRunRequest } from '../src/history/runs.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
@@ -17,6 +17,7 @@ import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
+import { insertTestAttempt } from './support/queue-env.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 // The run history is shared by every test file: our job names are unique, and assertions only look at them.
@@ -50,15 +51,7 @@ beforeAll(async () => {
 
   // A failure whose texts are markup, with an HTTP status and problem details, recorded as an attempt's would be.
   markupAttemptId = crypto.randomUUID();
-  await insertAttempt(h.pool, {
-    attemptId: markupAttemptId,
-    job: markupJob,
-    runKey: markupAttemptId,
-    trigger: 'manual',
-    targetTable: 'x.y',
-    writeMode: 'replace',
-    worker: 'test',
-  });
+  await insertTestAttempt(h.pool, { attemptId: markupAttemptId, job: markupJob });
   await failAttempt(h.pool, markupAttemptId, {
     status: 'failed',
     stage: 'start',
@@ -182,15 +175,7 @@ describe('run history pages', () => {
   it('a retryable failure keeps the primary Replay; an interrupted attempt says what it had done', async () => {
     const record = async (job: string, status: 'failed' | 'interrupted', errorKind: string, retryable: boolean) => {
       const attemptId = crypto.randomUUID();
-      await insertAttempt(h.pool, {
-        attemptId,
-        job,
-        runKey: attemptId,
-        trigger: 'manual',
-        targetTable: 'x.y',
-        writeMode: 'replace',
-        worker: 'test',
-      });
+      await insertTestAttempt(h.pool, { attemptId, job });
       await failAttempt(h.pool, attemptId, {
         status,
         stage: 'fetch',
@@ -223,16 +208,7 @@ describe('run history pages', () => {
     async () => {
       const attemptId = crypto.randomUUID();
       const traceId = '0af7651916cd43dd8448eb211c80319c';
-      await insertAttempt(h.pool, {
-        attemptId,
-        job: moreJob,
-        runKey: attemptId,
-        trigger: 'manual',
-        targetTable: 'x.y',
-        writeMode: 'replace',
-        worker: 'test',
-        traceId,
-      });
+      await insertTestAttempt(h.pool, { attemptId, job: moreJob, traceId });
       const progress = { page: 33, pagesRead: 32, pages: 40, rows: 3_200_000, at: new Date().toISOString() };
       await h.pool.query('UPDATE etl.attempts SET report_job_id = $2, progress = $3 WHERE attempt_id = $1', [
         attemptId,

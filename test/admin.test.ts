@@ -23,11 +23,11 @@ import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
-import { insertAttempt } from '../src/history/attempts.ts';
 import { pruneHistory } from '../src/history/retention.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { adminSessionCookie, postLogin } from './support/admin-login.ts';
+import { insertTestAttempt } from './support/queue-env.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const basic = { user: 'oncall', password: `pw-${randomBytes(8).toString('hex')}` };
@@ -212,15 +212,7 @@ describe('metrics', () => {
         [null, 'running'],
       ] as const) {
         const attemptId = crypto.randomUUID();
-        await insertAttempt(h.pool, {
-          attemptId,
-          job: edgeJob,
-          runKey: attemptId,
-          trigger: 'manual',
-          targetTable: 'x.y',
-          writeMode: 'replace',
-          worker: 'test',
-        });
+        await insertTestAttempt(h.pool, { attemptId, job: edgeJob });
         await h.pool.query(
           'UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 7, bytes = 70 WHERE attempt_id = $1',
           [attemptId, status, ms],
@@ -246,15 +238,7 @@ describe('metrics', () => {
       const job = uniqueName('adm_prune');
       const add = async (ms: number, status: string, daysAgo: number) => {
         const attemptId = crypto.randomUUID();
-        await insertAttempt(h.pool, {
-          attemptId,
-          job,
-          runKey: attemptId,
-          trigger: 'manual',
-          targetTable: 'x.y',
-          writeMode: 'replace',
-          worker: 'test',
-        });
+        await insertTestAttempt(h.pool, { attemptId, job });
         await h.pool.query(
           `UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 5, bytes = 50, started_at = now() - ` +
             `make_interval(days => $4) WHERE attempt_id = $1`,

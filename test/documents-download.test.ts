@@ -8,13 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { completeAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { completeAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { insertTestAttempt } from './support/queue-env.ts';
 
 const token = `t-${uniqueName('admin')}`;
 
@@ -111,15 +112,7 @@ it(
     'and for a key or id that names nothing (exit 2)',
   async () => {
     const attemptId = crypto.randomUUID();
-    await insertAttempt(h.pool, {
-      attemptId,
-      job: jobName,
-      runKey: `${jobName}__nodocs`,
-      trigger: 'manual',
-      targetTable: table,
-      writeMode: 'replace',
-      worker: 'test',
-    });
+    await insertTestAttempt(h.pool, { attemptId, job: jobName, runKey: `${jobName}__nodocs`, targetTable: table });
     await completeAttempt(h.pool, attemptId, { rows: 0, pages: 0, bytes: 0 });
     const none = await cli(['documents', `${jobName}__nodocs`]);
     expect(none.code).toBe(1);

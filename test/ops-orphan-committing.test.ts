@@ -11,14 +11,22 @@ import { Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
-import { completeAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { completeAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { ownerWorkerName, QUEUE_NAME } from '../src/queue/names.ts';
 import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, closeQueueBench, janitorOf, waitFor, waitForQueueJob, workerOf } from './support/queue-env.ts';
+import {
+  attemptsOf,
+  closeQueueBench,
+  insertTestAttempt,
+  janitorOf,
+  waitFor,
+  waitForQueueJob,
+  workerOf,
+} from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -55,13 +63,11 @@ it(
       const { runKey, jobId } = await enqueueManual(queue, config, job, {}, undefined, undefined, h.pool);
       expect((await dead.getNextJob(randomUUID()))?.id).toBe(jobId);
       const attemptId = randomUUID();
-      await insertAttempt(h.pool, {
+      await insertTestAttempt(h.pool, {
         attemptId,
         job,
         runKey,
-        trigger: 'manual',
         targetTable: `${h.schema}.orders`,
-        writeMode: 'replace',
         worker: 'dying:1',
         ownerLock: owner.key,
       });
@@ -120,13 +126,11 @@ it(
     expect((await dead.getNextJob(randomUUID()))?.id).toBe(jobId);
     await dead.close(true);
     const attemptId = randomUUID();
-    await insertAttempt(h.pool, {
+    await insertTestAttempt(h.pool, {
       attemptId,
       job: name,
       runKey,
-      trigger: 'manual',
       targetTable: `${h.schema}.orders_done`,
-      writeMode: 'replace',
       worker: 'dead:1',
     });
     expect(await completeAttempt(h.pool, attemptId, { rows: 5, pages: 1, bytes: 100 })).toBe(true);

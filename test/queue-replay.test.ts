@@ -8,13 +8,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { failAttempt } from '../src/history/attempts.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { lines, runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, closeQueueBench } from './support/queue-env.ts';
+import { attemptsOf, closeQueueBench, insertTestAttempt } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -181,15 +181,7 @@ it(
     const gone = `${jp}_gone`;
     writeJobs({ [`${jp}_kept`]: ['Stock/Levels', 'replace'] });
     const attemptId = randomUUID();
-    await insertAttempt(h.pool, {
-      attemptId,
-      job: gone,
-      runKey: 'tuesday',
-      trigger: 'manual',
-      targetTable: 'x.y',
-      writeMode: 'replace',
-      worker: 'test:1',
-    });
+    await insertTestAttempt(h.pool, { attemptId, job: gone, runKey: 'tuesday', worker: 'test:1' });
     await failAttempt(h.pool, attemptId, {
       status: 'failed',
       stage: 'poll',

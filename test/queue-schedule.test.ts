@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { completeAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { completeAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { settableConfig, staticConfig } from '../src/config/live-config.ts';
@@ -16,7 +16,14 @@ import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/sch
 import type { RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, closeQueueBench, waitFor, workerOf } from './support/queue-env.ts';
+import {
+  attemptsOf,
+  captureLogger,
+  closeQueueBench,
+  insertTestAttempt,
+  waitFor,
+  workerOf,
+} from './support/queue-env.ts';
 
 let h: Harness;
 let prefix: string;
@@ -120,15 +127,12 @@ it('catch-up after downtime: all missed ticks within the window, or only the lat
   const last = new Date(now.getTime() - 500 - 10_000);
   for (const job of [all, latest, none]) {
     const attemptId = randomUUID();
-    await insertAttempt(h.pool, {
+    await insertTestAttempt(h.pool, {
       attemptId,
       job,
       runKey: tickQueueJobId(job, last),
       scheduledFor: last,
       trigger: 'schedule',
-      targetTable: 'x.y',
-      writeMode: 'replace',
-      worker: 'test',
     });
     await completeAttempt(h.pool, attemptId, { rows: 1, pages: 1, bytes: 1 });
   }

@@ -8,7 +8,7 @@
 import { Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { failAttempt } from '../src/history/attempts.ts';
 import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { getRun } from '../src/history/runs.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
@@ -17,7 +17,7 @@ import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts'
 import type { RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { closeQueueBench, waitFor, waitForQueueJob, workerOf } from './support/queue-env.ts';
+import { closeQueueBench, insertTestAttempt, waitFor, waitForQueueJob, workerOf } from './support/queue-env.ts';
 
 let h: Harness;
 let queue: RunQueue;
@@ -56,13 +56,11 @@ it(
     expect(await takeAndDie(500)).toBe(jobId);
     // The dead worker's attempt, closed by the janitor as an orphan.
     const orphan = randomUUID();
-    await insertAttempt(h.pool, {
+    await insertTestAttempt(h.pool, {
       attemptId: orphan,
       job,
       runKey,
-      trigger: 'manual',
       targetTable: `${h.schema}.orders`,
-      writeMode: 'replace',
       worker: 'dead:1',
     });
     await failAttempt(h.pool, orphan, {

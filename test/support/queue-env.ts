@@ -8,6 +8,7 @@ import type pg from 'pg';
 import type { Redis } from 'ioredis';
 import { noAlerts } from '../../src/alerts/webhook-sender.ts';
 import type { EtlConfig } from '../../src/config/schema.ts';
+import { insertAttempt, type AttemptStart } from '../../src/history/attempts.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { makeJanitor, type Janitor, type JanitorDeps } from '../../src/queue/janitor.ts';
 import type { RunQueue } from '../../src/queue/queue.ts';
@@ -141,6 +142,26 @@ export interface AttemptRec {
   started_at: Date;
   finished_at: Date | null;
   error: string | null;
+}
+
+/**
+ * Records a `running` attempt in the history as a process starting it would (history/attempts.ts insertAttempt), for
+ * tests that need one there without running it: by default a manual run of its own (run key = attempt id) into `x.y`
+ * (replace) by worker `test`; `a` says what differs.
+ * @returns the attempt number, 1-based
+ */
+export function insertTestAttempt(
+  pool: pg.Pool,
+  a: Partial<AttemptStart> & Pick<AttemptStart, 'attemptId' | 'job'>,
+): Promise<number> {
+  return insertAttempt(pool, {
+    runKey: a.attemptId,
+    trigger: 'manual',
+    targetTable: 'x.y',
+    writeMode: 'replace',
+    worker: 'test',
+    ...a,
+  });
 }
 
 /** The attempts of one job, oldest first. */
