@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import type { RunWorker } from '../src/queue/worker.ts';
-import { lines, runCli } from './support/cli.ts';
+import { lines, runCli, simConnectionLines } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
 import { attemptsOf, closeQueueBench, waitFor, workerOf } from './support/queue-env.ts';
@@ -43,15 +43,7 @@ beforeAll(async () => {
     [`${jp}_failing`]: ['Failing', 'json', 'append'],
     [`${jp}_docs`]: ['Stock/Levels', 'pdf', 'append'],
   };
-  const yaml = [
-    'connections:',
-    '  sim:',
-    `    baseUrl: ${h.sim.url}`,
-    '    clientId: demo-client',
-    '    clientSecret: ${QV_SECRET}',
-    '    pollIntervalMs: 20',
-    'jobs:',
-  ];
+  const yaml = [...simConnectionLines(h.sim.url, 'QV_SECRET', { pollIntervalMs: 20 })];
   for (const [name, [report, outputType, mode]] of Object.entries(jobs)) {
     yaml.push(
       `  ${name}:`,

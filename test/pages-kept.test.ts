@@ -18,7 +18,7 @@ import { listRunDocuments } from '../src/history/run-documents.ts';
 import { CHUNK_BYTES } from '../src/pipeline/page-archive.ts';
 import type { AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
-import { lines, runCli } from './support/cli.ts';
+import { lines, runCli, simConnectionLines } from './support/cli.ts';
 import { deleteKeys } from './support/queue-env.ts';
 import { uniqueName } from './support/env.ts';
 import { waitFor } from './support/wait.ts';
@@ -39,12 +39,7 @@ function oneJobCli(path: string, job: string, mandant: string, report: string, t
   writeFileSync(
     path,
     [
-      'connections:',
-      '  sim:',
-      `    baseUrl: ${h.sim.url}`,
-      '    clientId: demo-client',
-      '    clientSecret: ${KP_SECRET}',
-      'jobs:',
+      ...simConnectionLines(h.sim.url, 'KP_SECRET'),
       `  ${job}:`,
       '    connection: sim',
       `    report: { mandant: ${mandant}, name: Sales/Orders, ${report} }`,
@@ -572,12 +567,7 @@ describe('target.archive', () => {
     writeFileSync(
       path,
       [
-        'connections:',
-        '  sim:',
-        `    baseUrl: ${h.sim.url}`,
-        '    clientId: demo-client',
-        '    clientSecret: ${KP_SECRET}',
-        'jobs:',
+        ...simConnectionLines(h.sim.url, 'KP_SECRET'),
         `  ${job}:`,
         '    connection: sim',
         '    report: { mandant: 7777, name: Sales/Orders, outputType: txt, paging: 100, parameters: { ROWS: "150" } }',

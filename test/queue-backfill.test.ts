@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startService } from '../src/app/service.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { formatWithOffset } from '../src/pipeline/logical-time.ts';
-import { lines, runCli } from './support/cli.ts';
+import { lines, runCli, simConnectionLines } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 import { attemptsOf, captureLogger, closeQueueBench, waitFor } from './support/queue-env.ts';
@@ -61,14 +61,7 @@ it(
     writeFileSync(
       path,
       [
-        'connections:',
-        '  sim:',
-        `    baseUrl: ${h.sim.url}`,
-        '    clientId: demo-client',
-        '    clientSecret: ${QB_SECRET}',
-        '    timezone: Europe/Zurich',
-        '    pollIntervalMs: 20',
-        'jobs:',
+        ...simConnectionLines(h.sim.url, 'QB_SECRET', { timezone: 'Europe/Zurich', pollIntervalMs: 20 }),
         `  ${job}:`,
         '    connection: sim',
         '    schedule: "0 6 * * *"',

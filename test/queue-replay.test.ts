@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { failAttempt } from '../src/history/attempts.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { lines, runCli } from './support/cli.ts';
+import { lines, runCli, simConnectionLines } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 import { attemptsOf, closeQueueBench, insertTestAttempt } from './support/queue-env.ts';
@@ -38,15 +38,7 @@ afterAll(async () => {
 
 /** jobs.yaml with the given jobs: name -> [report name, write mode]. */
 function writeJobs(jobs: Record<string, [string, 'replace' | 'append']>): void {
-  const lines = [
-    'connections:',
-    '  sim:',
-    `    baseUrl: ${h.sim.url}`,
-    '    clientId: demo-client',
-    '    clientSecret: ${QR_SECRET}',
-    '    pollIntervalMs: 20',
-    'jobs:',
-  ];
+  const lines = [...simConnectionLines(h.sim.url, 'QR_SECRET', { pollIntervalMs: 20 })];
   for (const [name, [report, mode]] of Object.entries(jobs)) {
     lines.push(
       `  ${name}:`,

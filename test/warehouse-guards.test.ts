@@ -15,7 +15,7 @@ import type { AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { renderAttemptPage } from '../src/admin/attempt-page.ts';
 import { getRun } from '../src/history/runs.ts';
-import { lines, runCli } from './support/cli.ts';
+import { lines, runCli, simConnectionLines } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, columnTypes, type Harness, jobEntry, useHarness } from './support/harness.ts';
 import { deleteKeys } from './support/queue-env.ts';
@@ -178,13 +178,7 @@ describe('target.guard', () => {
       writeFileSync(
         path,
         [
-          'connections:',
-          '  sim:',
-          `    baseUrl: ${h.sim.url}`,
-          '    clientId: demo-client',
-          '    clientSecret: ${QG_SECRET}',
-          '    pollIntervalMs: 20',
-          'jobs:',
+          ...simConnectionLines(h.sim.url, 'QG_SECRET', { pollIntervalMs: 20 }),
           `  ${job}:`,
           '    connection: sim',
           '    report: { mandant: 7777, name: Sales/Orders, outputType: json, paging: 100, parameters: { ROWS: "8" } }',
