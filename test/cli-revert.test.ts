@@ -9,19 +9,17 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import type { RunWorker } from '../src/queue/worker.ts';
 import { lines, runCli, simConnectionLines } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, closeQueueBench, waitFor, workerOf } from './support/queue-env.ts';
+import { jobEntry, loadedRows, servedRows } from './support/harness.ts';
+import { attemptsOf, useQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
 /** A time as commands print it (src/time-text.ts): the job's zone with its offset, or UTC marked Z. */
 const TIME = '\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d(?:Z|[+-]\\d\\d:\\d\\d)';
-let h: Harness;
-let queue: RunQueue;
-let prefix: string;
-let jp: string;
+const prefix = uniqueName('qv');
+const jp = uniqueName('jv');
+const { h } = useQueueBench(prefix, jp, { jobDurationMs: 20 });
 let dir: string;
 let path: string;
 const workers: RunWorker[] = [];
@@ -30,10 +28,6 @@ const workers: RunWorker[] = [];
 let jobs: Record<string, [string, string, 'replace' | 'append']>;
 
 beforeAll(async () => {
-  h = await startHarness({ jobDurationMs: 20 });
-  prefix = uniqueName('qv');
-  jp = uniqueName('jv');
-  queue = makeQueue(h.redis, prefix);
   dir = mkdtempSync(join(tmpdir(), 'report-etl-revert-'));
   path = join(dir, 'jobs.yaml');
   jobs = {
@@ -58,7 +52,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
   rmSync(dir, { recursive: true, force: true });
-  await closeQueueBench(h, queue, prefix, jp);
 });
 
 function table(job: string): string {

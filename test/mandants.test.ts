@@ -7,7 +7,7 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { staticConfig } from '../src/config/live-config.ts';
 import { chooseSubjects, subjectName } from '../src/config/mandants.ts';
 import { configSchema, type EtlConfig } from '../src/config/schema.ts';
@@ -15,7 +15,6 @@ import { jobTargetProblems } from '../src/config/target-checks.ts';
 import { silentLogger } from '../src/logger.ts';
 import { tickQueueJobId } from '../src/queue/names.ts';
 import { makeAdminMetrics } from '../src/admin/metrics.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { replayRun } from '../src/queue/replay.ts';
 import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
 import type { RunWorker } from '../src/queue/worker.ts';
@@ -23,28 +22,20 @@ import { reportData } from '../src/simulator/catalogue.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
-import { attemptsOf, closeQueueBench, waitFor, workerOf } from './support/queue-env.ts';
+import { attemptFailure, jobEntry } from './support/harness.ts';
+import { attemptsOf, useQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
 const BOOKINGS = 'Finance/Bookings.avw';
 const PERIOD = { FROM: '2026-01-01', TO: '2026-01-08' };
 const MANDANTS = Array.from({ length: 20 }, (_, i) => 7001 + i);
 
-let h: Harness;
-let prefix: string;
-let jp: string;
-let queue: RunQueue;
+const prefix = uniqueName('mq');
+const jp = uniqueName('mj');
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 200 });
 const workers: RunWorker[] = [];
 
-beforeAll(async () => {
-  h = await startHarness({ jobDurationMs: 200 });
-  prefix = uniqueName('mq');
-  jp = uniqueName('mj');
-  queue = makeQueue(h.redis, prefix);
-});
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await closeQueueBench(h, queue, prefix, jp);
 });
 
 /** The server's bookings of `mandant` in `period` at `revision`, as sorted `mandant|nr|day|betrag` lines. */

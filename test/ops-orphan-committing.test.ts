@@ -9,39 +9,28 @@
  */
 import { Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { completeAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { ownerWorkerName, QUEUE_NAME } from '../src/queue/names.ts';
-import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts';
+import type { QueuedRun } from '../src/queue/queue.ts';
 import { uniqueName } from './support/env.ts';
-import { startHarness, type Harness } from './support/harness.ts';
 import {
   attemptsOf,
-  closeQueueBench,
   insertTestAttempt,
   janitorOf,
+  useQueueBench,
   waitFor,
   waitForQueueJob,
   workerOf,
 } from './support/queue-env.ts';
 
-let h: Harness;
-let queue: RunQueue;
 const jp = uniqueName('commitkill');
 const prefix = uniqueName('commitkillq');
+const { h, queue } = useQueueBench(prefix, jp);
 const job = `${jp}_orders`;
-
-beforeAll(async () => {
-  h = await startHarness();
-  queue = makeQueue(h.redis, prefix);
-}, 60_000);
-
-afterAll(async () => {
-  await closeQueueBench(h, queue, prefix, jp);
-});
 
 it(
   'an orphan whose COMMIT was under way as its process died keeps its committed record, gets no ORPHANED error, ' +

@@ -5,30 +5,19 @@
  * `failed` alert (the run goes on and succeeds), and the janitor's words stay the attempt's record (docs/operations.md
  * "No orphans (the janitor)"). Real PostgreSQL, Redis and simulator; the session is ended with pg_terminate_backend.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, closeQueueBench, janitorOf, waitFor, workerOf } from './support/queue-env.ts';
+import { jobEntry } from './support/harness.ts';
+import { attemptsOf, janitorOf, useQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
-let h: Harness;
-let queue: RunQueue;
 const jp = uniqueName('ownerlost');
 const prefix = uniqueName('ownerlostq');
+// Each answer 100 ms late: 30 pages load in some 3 s, long enough to end the session mid-load.
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 50, faults: { latencyMs: 100 } });
 const job = `${jp}_orders`;
-
-beforeAll(async () => {
-  // Each answer 100 ms late: 30 pages load in some 3 s, long enough to end the session mid-load.
-  h = await startHarness({ jobDurationMs: 50, faults: { latencyMs: 100 } });
-  queue = makeQueue(h.redis, prefix);
-}, 60_000);
-
-afterAll(async () => {
-  await closeQueueBench(h, queue, prefix, jp);
-});
 
 it(
   'a worker whose owner session was ended mid-load: its attempt is closed as an orphan, the run goes on and ' +

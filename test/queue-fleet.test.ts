@@ -3,35 +3,26 @@
  * jobs on the server than the connection's maxConcurrentReports; a run waiting for a slot has no attempt yet; a
  * backfill of many ticks does not hold back another job's scheduled tick. Real workers, queue, simulator.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { startAdminServer } from '../src/admin/server.ts';
 import { staticConfig } from '../src/config/live-config.ts';
 import { silentLogger } from '../src/logger.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { enqueueTick } from '../src/queue/scheduler.ts';
 import type { RunWorker } from '../src/queue/worker.ts';
 import { ReportSlots } from '../src/report-api/report-slots.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, closeQueueBench, waitFor, workerOf } from './support/queue-env.ts';
+import { jobEntry } from './support/harness.ts';
+import { attemptsOf, captureLogger, useQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
-let h: Harness;
-let queue: RunQueue;
-let prefix: string;
-let jp: string;
+const prefix = uniqueName('qf');
+const jp = uniqueName('jf');
+// Report jobs stay Running 300 ms: long enough for many to be open at once without a limit.
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 300 });
 const workers: RunWorker[] = [];
 
-beforeAll(async () => {
-  // Report jobs stay Running 300 ms: long enough for many to be open at once without a limit.
-  h = await startHarness({ jobDurationMs: 300 });
-  prefix = uniqueName('qf');
-  jp = uniqueName('jf');
-  queue = makeQueue(h.redis, prefix);
-});
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await closeQueueBench(h, queue, prefix, jp);
 });
 
 it(

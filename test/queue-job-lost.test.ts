@@ -3,31 +3,19 @@
  * failed with QUEUE_JOB_LOST, a text saying so and the replay command, and sends the failed alert
  * (docs/operations.md "Redis in production"). Real PostgreSQL and Redis; no worker runs.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { AlertSender } from '../src/alerts/webhook-sender.ts';
 import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { getRun, recordRunRequest } from '../src/history/runs.ts';
 import { QUEUED_GRACE_MS } from '../src/queue/janitor.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { uniqueName } from './support/env.ts';
-import { startHarness, type Harness } from './support/harness.ts';
-import { closeQueueBench, deleteKeys, janitorOf } from './support/queue-env.ts';
+import { deleteKeys, janitorOf, useQueueBench } from './support/queue-env.ts';
 
-let h: Harness;
-let queue: RunQueue;
 const jp = uniqueName('qlost');
 const prefix = uniqueName('qlostq');
+const { h, queue } = useQueueBench(prefix, jp);
 const job = `${jp}_orders`;
-
-beforeAll(async () => {
-  h = await startHarness();
-  queue = makeQueue(h.redis, prefix);
-}, 60_000);
-
-afterAll(async () => {
-  await closeQueueBench(h, queue, prefix, jp);
-});
 
 it('records a queued run whose queue job vanished before a worker began it failed, and alerts it', async () => {
   const config = h.config({

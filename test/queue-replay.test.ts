@@ -10,30 +10,22 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { failAttempt } from '../src/history/attempts.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { lines, runCli, simConnectionLines } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, closeQueueBench, insertTestAttempt } from './support/queue-env.ts';
+import { attemptsOf, insertTestAttempt, useQueueBench } from './support/queue-env.ts';
 
-let h: Harness;
-let queue: RunQueue;
-let prefix: string;
-let jp: string;
+const prefix = uniqueName('qr');
+const jp = uniqueName('jr');
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 30 });
 let dir: string;
 let path: string;
 
 beforeAll(async () => {
-  h = await startHarness({ jobDurationMs: 30 });
-  prefix = uniqueName('qr');
-  jp = uniqueName('jr');
-  queue = makeQueue(h.redis, prefix);
   dir = mkdtempSync(join(tmpdir(), 'report-etl-replay-'));
   path = join(dir, 'jobs.yaml');
 });
 afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
-  await closeQueueBench(h, queue, prefix, jp);
 });
 
 /** jobs.yaml with the given jobs: name -> [report name, write mode]. */

@@ -4,42 +4,26 @@
  * duplicate enqueues of a tick are deduplicated.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { completeAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { settableConfig, staticConfig } from '../src/config/live-config.ts';
 import { tickQueueJobId } from '../src/queue/names.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
 import type { RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import {
-  attemptsOf,
-  captureLogger,
-  closeQueueBench,
-  insertTestAttempt,
-  waitFor,
-  workerOf,
-} from './support/queue-env.ts';
+import { jobEntry, loadedRows, servedRows, type Harness } from './support/harness.ts';
+import { attemptsOf, captureLogger, insertTestAttempt, useQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
-let h: Harness;
-let prefix: string;
-let jp: string;
-let queue: RunQueue;
+const prefix = uniqueName('qs');
+const jp = uniqueName('js');
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 30 });
 const workers: RunWorker[] = [];
 
-beforeAll(async () => {
-  h = await startHarness({ jobDurationMs: 30 });
-  prefix = uniqueName('qs');
-  jp = uniqueName('js');
-  queue = makeQueue(h.redis, prefix);
-});
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await closeQueueBench(h, queue, prefix, jp);
 });
 
 function startWorker(config: () => ReturnType<Harness['config']>, concurrency = 1): RunWorker {

@@ -7,33 +7,25 @@
  */
 import { Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { failAttempt } from '../src/history/attempts.ts';
 import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { getRun } from '../src/history/runs.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { QUEUE_NAME } from '../src/queue/names.ts';
-import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts';
+import type { QueuedRun } from '../src/queue/queue.ts';
 import type { RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
-import { startHarness, type Harness } from './support/harness.ts';
-import { closeQueueBench, insertTestAttempt, waitFor, waitForQueueJob, workerOf } from './support/queue-env.ts';
+import { insertTestAttempt, useQueueBench, waitFor, waitForQueueJob, workerOf } from './support/queue-env.ts';
 
-let h: Harness;
-let queue: RunQueue;
 const jp = uniqueName('stallout');
 const prefix = uniqueName('stalloutq');
+const { h, queue } = useQueueBench(prefix, jp);
 const job = `${jp}_orders`;
 const closers: (() => Promise<unknown>)[] = [];
 
-beforeAll(async () => {
-  h = await startHarness();
-  queue = makeQueue(h.redis, prefix);
-}, 60_000);
-
 afterAll(async () => {
   for (const c of closers.reverse()) await c().catch(() => undefined);
-  await closeQueueBench(h, queue, prefix, jp);
 });
 
 /** Takes the next queue job as a worker that dies at once would: its lock of `lockMs` is never renewed. */

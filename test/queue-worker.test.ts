@@ -4,43 +4,34 @@
  * replayed after the fault is gone; overlap prevention across workers.
  */
 import { spawn } from 'node:child_process';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, expect, it } from 'vitest';
 import { enqueueManual } from '../src/queue/manual-run.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { planFailedReplays, replayRun } from '../src/queue/replay.ts';
 import type { RunWorker, RunWorkerDeps } from '../src/queue/worker.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
-import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
+import { jobEntry, loadedRows, servedRows, type Harness } from './support/harness.ts';
 import {
   attemptsOf,
-  closeQueueBench,
   deleteKeys,
   runsOf,
+  useQueueBench,
   waitFor,
   waitForQueueJob,
   workerOf,
 } from './support/queue-env.ts';
 
-let h: Harness;
-let prefix: string;
-let jp: string;
-let queue: RunQueue;
+const prefix = uniqueName('qw');
+const jp = uniqueName('jw');
+// Report jobs stay Running 1.5 s: long enough to kill or stop a worker mid-run.
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 1_500 });
 const workers: RunWorker[] = [];
 
-beforeAll(async () => {
-  // Report jobs stay Running 1.5 s: long enough to kill or stop a worker mid-run.
-  h = await startHarness({ jobDurationMs: 1_500 });
-  prefix = uniqueName('qw');
-  jp = uniqueName('jw');
-  queue = makeQueue(h.redis, prefix);
-});
 // A test that failed midway leaves its workers running; they must not take the next test's runs.
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.close(0)));
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await closeQueueBench(h, queue, prefix, jp);
 });
 
 function startWorker(config: () => ReturnType<Harness['config']>, extra: Partial<RunWorkerDeps> = {}): RunWorker {

@@ -5,15 +5,17 @@
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import type pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import type { Redis } from 'ioredis';
 import { noAlerts } from '../../src/alerts/webhook-sender.ts';
 import type { EtlConfig } from '../../src/config/schema.ts';
 import { insertAttempt, type AttemptStart } from '../../src/history/attempts.ts';
 import { silentLogger } from '../../src/logger.ts';
 import { makeJanitor, type Janitor, type JanitorDeps } from '../../src/queue/janitor.ts';
-import type { RunQueue } from '../../src/queue/queue.ts';
+import { makeQueue, type RunQueue } from '../../src/queue/queue.ts';
 import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../../src/queue/worker.ts';
-import type { Harness } from './harness.ts';
+import type { SimulatorOptions } from '../../src/simulator/index.ts';
+import { startHarness, type Harness } from './harness.ts';
 import { waitFor } from './wait.ts';
 
 export { waitFor };
@@ -113,6 +115,40 @@ export function waitForQueueJob(
     },
     timeoutMs,
   );
+}
+
+/**
+ * The services of a queue test file: registers a beforeAll that starts its harness (`simOptions` for the simulator)
+ * and makes its run queue under `prefix`, and an afterAll that cleans up as {@link closeQueueBench} does (the runs of
+ * jobs named `jobPrefix`…). Hooks the file registers after this call run before that afterAll (vitest runs after-hooks
+ * as a stack), so the workers they close are gone before the queue is. Read `h` and `queue` inside tests and hooks
+ * only: they stand for what beforeAll made, and throw when read before.
+ */
+export function useQueueBench(
+  prefix: string,
+  jobPrefix: string,
+  simOptions: SimulatorOptions = {},
+): { h: Harness; queue: RunQueue } {
+  let h: Harness | undefined;
+  let queue: RunQueue | undefined;
+  beforeAll(async () => {
+    h = await startHarness(simOptions);
+    queue = makeQueue(h.redis, prefix);
+  });
+  afterAll(() => closeQueueBench(h, queue, prefix, jobPrefix));
+  return { h: madeLater('the harness', () => h), queue: madeLater('the queue', () => queue) };
+}
+
+/** Stands for the object `current()` gives once it is made: reads its properties, calls its methods on it. */
+function madeLater<T extends object>(what: string, current: () => T | undefined): T {
+  return new Proxy({} as T, {
+    get(_, key) {
+      const made = current();
+      if (!made) throw new Error(`${what} starts with the test file's tests: read it inside a test or hook`);
+      const value: unknown = Reflect.get(made, key);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(made) : value;
+    },
+  });
 }
 
 /** A logger that keeps its lines (parsed JSON) in `lines`. */
