@@ -29,6 +29,7 @@ import {
   waitForQueueJob,
 } from './support/queue-env.ts';
 import { killHard, startCli, type CliProcess } from './support/cli-process.ts';
+import { simConnectionLines } from './support/cli.ts';
 
 let h: Harness;
 let sim: Simulator;
@@ -47,14 +48,7 @@ beforeAll(async () => {
   configPath = join(dir, 'jobs.yaml');
   await writeFile(
     configPath,
-    `connections:
-  sim:
-    baseUrl: \${SIM_URL}
-    clientId: demo-client
-    clientSecret: \${SIM_SECRET}
-    pollIntervalMs: 50
-    pollMaxIntervalMs: 200
-jobs:
+    `${simConnectionLines('${SIM_URL}', 'SIM_SECRET', { pollIntervalMs: 50, pollMaxIntervalMs: 200 }).join('\n')}
   ${jp}_load:
     connection: sim
     report: { mandant: 7777, name: Sales/Orders, paging: 100, parameters: { ROWS: "6000" } }
