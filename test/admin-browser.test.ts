@@ -8,13 +8,12 @@ import { randomBytes } from 'node:crypto';
 import type { BrowserContext } from 'playwright-core';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { silentLogger } from '../src/logger.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
-import { logInInBrowser } from './support/admin-login.ts';
+import { logInInBrowser, adminServerOf } from './support/admin-login.ts';
 
 const SCREENSHOT_RUN = '/tmp/report-etl-admin-run.png';
 const SCREENSHOT_REPLAYED = '/tmp/report-etl-admin-replayed.png';
@@ -36,14 +35,7 @@ beforeAll(async () => {
   });
   const err = await attemptFailure(h.run(config, job));
   failedAttemptId = err.attemptId;
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-  });
+  server = await adminServerOf(h, queue, { auth: { token } });
   browser = await launchBrowser();
   context = browser.context;
 }, 60_000);

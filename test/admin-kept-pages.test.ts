@@ -7,11 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { silentLogger } from '../src/logger.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { replayQueueJobId } from '../src/queue/names.ts';
 import { makeQueue } from '../src/queue/queue.ts';
-import { adminSessionCookie } from './support/admin-login.ts';
+import { adminSessionCookie, adminServerOf } from './support/admin-login.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 
@@ -49,15 +48,7 @@ beforeAll(async () => {
     expect(err.code).toBe(job === guardJob ? 'GUARD_TRIPPED' : 'SCHEMA_CHANGED');
     failed[job] = { attemptId: err.attemptId, runKey };
   }
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    config,
-  });
+  server = await adminServerOf(h, queue, { auth: { token }, config });
   cookie = await adminSessionCookie(server.url, token);
 }, 60_000);
 

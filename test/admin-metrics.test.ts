@@ -16,6 +16,7 @@ import type { RunWorker } from '../src/queue/worker.ts';
 import { REDIS_URL, uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 import { deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
+import { adminServerOf } from './support/admin-login.ts';
 
 const token = uniqueName('tok');
 const jp = uniqueName('dash');
@@ -76,15 +77,7 @@ beforeAll(async () => {
   });
   // One success, so that the last-success timestamp, the row counters and the duration histogram have samples.
   await h.run(config, okJob);
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    liveConfig: staticConfig(config),
-  });
+  server = await adminServerOf(h, queue, { auth: { token }, liveConfig: staticConfig(config) });
 }, 60_000);
 
 afterAll(async () => {

@@ -8,16 +8,15 @@ import { randomBytes } from 'node:crypto';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { settableConfig } from '../src/config/live-config.ts';
-import { silentLogger } from '../src/logger.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { summaryLine } from '../src/failure-text.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 import { deleteRuns, insertTestAttempt } from './support/queue-env.ts';
-import { logInInBrowser } from './support/admin-login.ts';
+import { logInInBrowser, adminServerOf } from './support/admin-login.ts';
 import { failAttempt } from '../src/history/attempts.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
@@ -84,15 +83,7 @@ beforeAll(async () => {
       schedule: '0 6 * * *',
     },
   ];
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    liveConfig: settableConfig(now, invalid),
-  });
+  server = await adminServerOf(h, queue, { auth: { token }, liveConfig: settableConfig(now, invalid) });
   browser = await launchBrowser();
   context = browser.context;
 }, 90_000);

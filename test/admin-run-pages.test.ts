@@ -7,10 +7,9 @@ import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { escapeHtml } from '../src/admin/html.ts';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { failAttempt } from '../src/history/attempts.ts';
 import { recordRunRequest } from '../src/history/runs.ts';
-import { silentLogger } from '../src/logger.ts';
 import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
@@ -18,6 +17,7 @@ import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { insertTestAttempt } from './support/queue-env.ts';
+import { adminServerOf } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 // The run history is shared by every test file: our job names are unique, and assertions only look at them.
@@ -67,15 +67,7 @@ beforeAll(async () => {
     },
   });
 
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    config,
-  });
+  server = await adminServerOf(h, queue, { auth: { token }, config });
 }, 60_000);
 
 afterAll(async () => {
@@ -395,15 +387,7 @@ describe('run history pages', () => {
     const config = h.config({
       [failJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
     });
-    const withConfig = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      auth: { token },
-      config,
-    });
+    const withConfig = await adminServerOf(h, queue, { auth: { token }, config });
     try {
       const path = `/admin/runs/${markupJob}/${markupAttemptId}`;
       const page = await (await fetch(`${withConfig.url}${path}`, { headers: bearer })).text();
@@ -439,15 +423,7 @@ describe('run history pages', () => {
       ),
     });
     const loaded = await h.run(config, revJob, { runKey: 'rev-1' });
-    const withConfig = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      auth: { token },
-      config,
-    });
+    const withConfig = await adminServerOf(h, queue, { auth: { token }, config });
     try {
       const path = `/admin/runs/${revJob}/rev-1`;
       expect(await (await fetch(`${withConfig.url}${path}`, { headers: bearer })).text()).not.toContain('id="replay"');

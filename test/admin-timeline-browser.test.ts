@@ -11,13 +11,12 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { silentLogger } from '../src/logger.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, jobEntry, useHarness } from './support/harness.ts';
-import { logInInBrowser } from './support/admin-login.ts';
+import { logInInBrowser, adminServerOf } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const small = uniqueName('tl_small');
@@ -66,14 +65,7 @@ beforeAll(async () => {
   const request = { runKey: bigRunKey, trigger: 'manual' as const };
   await attemptFailure(h.run(config, big, request, { logger: abortAtPage(controller, 20), signal: controller.signal }));
   await h.run(config, big, request);
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-  });
+  server = await adminServerOf(h, queue, { auth: { token } });
   browser = await launchBrowser();
   context = browser.context;
   const login = await context.newPage();

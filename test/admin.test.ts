@@ -26,7 +26,7 @@ import { makeQueue } from '../src/queue/queue.ts';
 import { pruneHistory } from '../src/history/retention.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
-import { adminSessionCookie, postLogin } from './support/admin-login.ts';
+import { adminSessionCookie, postLogin, adminServerOf } from './support/admin-login.ts';
 import { insertTestAttempt } from './support/queue-env.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
@@ -57,15 +57,7 @@ beforeAll(async () => {
   failedAttemptId = err.attemptId;
   okResult = await h.run(config, okJob);
 
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token, basic },
-    keyPrefix,
-  });
+  server = await adminServerOf(h, queue, { auth: { token, basic }, keyPrefix });
 }, 60_000);
 
 afterAll(async () => {
@@ -284,17 +276,7 @@ describe('metrics', () => {
   );
 
   it('metricsPublic: true opens /metrics to every caller, as an explicit choice', async () => {
-    const open = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      auth: { token },
-      metricsToken: 'm',
-      metricsPublic: true,
-      keyPrefix,
-    });
+    const open = await adminServerOf(h, queue, { auth: { token }, metricsToken: 'm', metricsPublic: true, keyPrefix });
     try {
       const res = await fetch(`${open.url}/metrics`);
       expect(res.status).toBe(200);
@@ -335,16 +317,7 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
   it(
     'METRICS_TOKEN admits a scraper to /metrics only; ' + 'the admin token still reads it; wrong tokens are refused',
     async () => {
-      const s = await startAdminServer({
-        pool: h.pool,
-        redis: h.redis,
-        queue,
-        logger: silentLogger,
-        port: 0,
-        auth: { token },
-        metricsToken,
-        keyPrefix,
-      });
+      const s = await adminServerOf(h, queue, { auth: { token }, metricsToken, keyPrefix });
       try {
         const scraper = { authorization: `Bearer ${metricsToken}` };
         const ok = await fetch(`${s.url}/metrics`, { headers: scraper });
@@ -373,16 +346,7 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
     'METRICS_TOKEN without admin credentials: ' +
       'required from loopback too, while the admin pages stay loopback-only',
     async () => {
-      const s = await startAdminServer({
-        pool: h.pool,
-        redis: h.redis,
-        queue,
-        logger: silentLogger,
-        port: 0,
-        auth: {},
-        metricsToken,
-        keyPrefix,
-      });
+      const s = await adminServerOf(h, queue, { auth: {}, metricsToken, keyPrefix });
       try {
         expect(await status(`${s.url}/metrics`)).toBe(401);
         expect(await status(`${s.url}/metrics`, { authorization: `Bearer ${metricsToken}` })).toBe(200);
@@ -394,17 +358,7 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
   );
 
   it('with nothing configured, /metrics answers loopback callers only', async () => {
-    const s = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      host: '0.0.0.0',
-      auth: {},
-      metricsToken: '',
-      keyPrefix,
-    });
+    const s = await adminServerOf(h, queue, { host: '0.0.0.0', auth: {}, metricsToken: '', keyPrefix });
     try {
       const port = new URL(s.url).port;
       expect(await status(`http://127.0.0.1:${port}/metrics`)).toBe(200);
@@ -546,16 +500,7 @@ describe('access control', () => {
   it(
     'a session cookie lasts 12 h, ends with POST /admin/logout, ' + 'and is Secure under an https ADMIN_PUBLIC_URL',
     async () => {
-      const s = await startAdminServer({
-        pool: h.pool,
-        redis: h.redis,
-        queue,
-        logger: silentLogger,
-        port: 0,
-        auth: { token },
-        keyPrefix,
-        publicUrl: 'https://etl.example.com',
-      });
+      const s = await adminServerOf(h, queue, { auth: { token }, keyPrefix, publicUrl: 'https://etl.example.com' });
       const runs = async (cookie: string) => (await fetch(`${s.url}/admin/runs`, { headers: { cookie } })).status;
       try {
         const login = await postLogin(s.url, token);
@@ -588,14 +533,7 @@ describe('access control', () => {
   );
 
   it('without configured credentials only loopback callers naming this machine get in (no DNS rebinding)', async () => {
-    const open = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      auth: {},
-    });
+    const open = await adminServerOf(h, queue, { auth: {} });
     const port = Number(new URL(open.url).port);
     /** GET over loopback with the Host header a browser would send for `host`. */
     const as = (host: string, path: string) =>

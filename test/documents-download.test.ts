@@ -7,15 +7,15 @@ import { mkdtemp, readdir, readFile, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { completeAttempt } from '../src/history/attempts.ts';
-import { silentLogger } from '../src/logger.ts';
 import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 import { insertTestAttempt } from './support/queue-env.ts';
+import { adminServerOf } from './support/admin-login.ts';
 
 const token = `t-${uniqueName('admin')}`;
 
@@ -38,15 +38,7 @@ beforeAll(async () => {
   });
   pdfRun = await h.run(config, jobName, { runKey, trigger: 'manual' });
   queue = makeQueue(h.redis, uniqueName('q'));
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    keyPrefix: uniqueName('k'),
-  });
+  server = await adminServerOf(h, queue, { auth: { token }, keyPrefix: uniqueName('k') });
 }, 60_000);
 
 afterAll(async () => {

@@ -4,9 +4,7 @@
  * backfill of many ticks does not hold back another job's scheduled tick. Real workers, queue, simulator.
  */
 import { afterAll, expect, it } from 'vitest';
-import { startAdminServer } from '../src/admin/server.ts';
 import { staticConfig } from '../src/config/live-config.ts';
-import { silentLogger } from '../src/logger.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { enqueueTick } from '../src/queue/scheduler.ts';
 import type { RunWorker } from '../src/queue/worker.ts';
@@ -14,6 +12,7 @@ import { ReportSlots } from '../src/report-api/report-slots.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry } from './support/harness.ts';
 import { attemptsOf, captureLogger, useQueueBench, waitFor, workerOf } from './support/queue-env.ts';
+import { adminServerOf } from './support/admin-login.ts';
 
 const prefix = uniqueName('qf');
 const jp = uniqueName('jf');
@@ -167,15 +166,7 @@ it('the jobs overview and /metrics show a run waiting for a slot and how busy th
   const waiting = slots.acquire('sim', 1, { label: job, signal: controller.signal, onWait: () => (asked = true) });
   waiting.catch(() => undefined);
   const token = 'fleet-admin-token';
-  const server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    liveConfig: staticConfig(config),
-  });
+  const server = await adminServerOf(h, queue, { auth: { token }, liveConfig: staticConfig(config) });
   try {
     await waitFor('the run to wait', () => asked);
     const headers = { authorization: `Bearer ${token}` };

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import type { EtlConfig } from '../src/config/schema.ts';
 import { createLoginState } from '../src/history/login-states.ts';
 import { completeLogin, startLogin } from '../src/login/login-flow.ts';
@@ -18,6 +18,7 @@ import { DEFAULT_CLIENTS } from '../src/simulator/index.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { captureAll, loginOnSimulator, redisDump } from './support/user-login.ts';
+import { adminServerOf } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const job = uniqueName('user_login');
@@ -48,12 +49,8 @@ beforeAll(async () => {
   queue = makeQueue(h.redis, uniqueName('ulq'));
   // The admin server serves the callback; its port is known only once it listens, so the config follows.
   const current: { config?: EtlConfig } = {};
-  admin = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
+  admin = await adminServerOf(h, queue, {
     logger: log.logger,
-    port: 0,
     auth: { token },
     connections: () => current.config!.connections,
   });
@@ -326,12 +323,8 @@ it(
       },
     );
     const live = { ...config, connections: { ...config.connections, never: fresh.connections.sim! } };
-    const second = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
+    const second = await adminServerOf(h, queue, {
       logger: log.logger,
-      port: 0,
       auth: { token },
       liveConfig: staticConfig(live),
     });
