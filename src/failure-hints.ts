@@ -179,7 +179,8 @@ export const FAILURE_HINTS: Readonly<Record<ErrorCode, FailureHint>> = {
   RANGE_VIOLATION: {
     means:
       "with `target.replaceRange`, a row of the run lies outside the run's period `[from, to)`, or its " +
-      'range column is empty (the message names page, row and value)',
+      'range column is empty (the message names page, row and value, and the mandant of a job with many ' +
+      'mandants)',
     todo:
       "nothing was committed and the table is as it was. Make the report's parameters ask for the same " +
       'period as `replaceRange` (the same templates), or widen `from`/`to`; see Replacing one period',
@@ -259,7 +260,8 @@ export const FAILURE_HINTS: Readonly<Record<ErrorCode, FailureHint>> = {
   OVERLAP_LOCK_LOST: {
     means:
       "the job's overlap lock vanished during the run (Redis restarted without persistence, or the " +
-      'process stalled past the lock)',
+      'process stalled past the lock): the attempt stopped once its renewal or its commit found it lost (the ' +
+      'stage says where)',
     todo: 'nothing was committed; retried automatically — see Redis in production',
   },
   QUEUE_JOB_LOST: {

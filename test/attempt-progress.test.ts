@@ -5,7 +5,13 @@
  */
 import type pg from 'pg';
 import { expect, it } from 'vitest';
-import { progressRecorder, readProgress, stoppedAtWords, commaCount } from '../src/history/attempt-progress.ts';
+import {
+  progressRecorder,
+  readingWords,
+  readProgress,
+  stoppedAtWords,
+  commaCount,
+} from '../src/history/attempt-progress.ts';
 import { silentLogger } from '../src/logger.ts';
 
 /** A pool whose queries wait until released, recording what each wrote and how many ran at once. */
@@ -76,4 +82,18 @@ it('says where an attempt stopped', () => {
   expect(stoppedAtWords(past, commaCount)).toBe('stopped after page 40 of 40, 4,000,000 rows read');
   expect(readProgress(null)).toBeUndefined();
   expect(readProgress({ page: 'x' })).toBeUndefined();
+});
+
+it('says that the server was rendering the report, with its polls, before the first page', () => {
+  const at = '2026-11-26T07:35:35.888Z';
+  const p = readProgress({ page: 0, pagesRead: 0, pages: null, rows: 0, polls: 1234, at })!;
+  expect(p.polls).toBe(1234);
+  expect(stoppedAtWords(p, commaCount)).toBe(
+    'stopped while the server rendered the report (1,234 polls), before its first page',
+  );
+  expect(readingWords(p, commaCount)).toBe('the server renders the report (1,234 polls so far)');
+  const one = readProgress({ page: 0, pagesRead: 0, pages: null, rows: 0, polls: 1, at })!;
+  expect(readingWords(one, commaCount)).toBe('the server renders the report (1 poll so far)');
+  const reading = readProgress({ page: 3, pagesRead: 2, pages: 40, rows: 2_000, at })!;
+  expect(readingWords(reading, commaCount)).toBe('reading page 3 of 40, 2,000 rows read so far');
 });

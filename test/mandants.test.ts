@@ -18,6 +18,9 @@ import { makeAdminMetrics } from '../src/admin/metrics.ts';
 import { replayRun } from '../src/queue/replay.ts';
 import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
 import type { RunWorker } from '../src/queue/worker.ts';
+import { readAttemptRequest, requestLines } from '../src/history/attempt-request.ts';
+import { jobHealth } from '../src/history/job-health.ts';
+import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { runCli } from './support/cli.ts';
@@ -124,6 +127,11 @@ it('config: a mandant listed twice, mandantColumn on a single mandant and a clas
     /may not start with _etl_/,
   );
   expect(messages(parse({ mandant: [] }, {}))[0]).toMatch(/at least one/);
+  expect(messages(parse({ mandant: [7777, 2147483648] }, {}))).toEqual([
+    "a mandant of a list is at most 2147483647: the target keeps each row's mandant in an integer column " +
+      '(docs/loaded-tables.md "Many mandants")',
+  ]);
+  expect(parse({ mandant: [2147483647] }, {}).success).toBe(true);
   expect(parse({ mandant: [1, 2] }, { mandantColumn: 'firma' }).success).toBe(true);
   const ok = parse({ mandant: [1, 2] }, {});
   expect(ok.success && chooseSubjects('j', ok.data.jobs.j!, undefined).map((s) => s.name)).toEqual(['j[1]', 'j[2]']);
@@ -264,6 +272,123 @@ it('replaceRange with a list of mandants replaces the range of the run mandant a
   h.sim.setRevision(0);
 });
 
+it("a mandant's row outside the period fails its run naming the mandant, row, value and period", async () => {
+  const job = `${jp}_outside`;
+  const table = `${h.schema}.bookings_outside`;
+  const from = '%{logicalEnd-3d:yyyy-MM-dd}';
+  const to = '%{logicalEnd:yyyy-MM-dd}';
+  const config = bookingsConfig(job, table, [7001, 7002], {
+    parameters: { FROM: from, TO: to },
+    target: { replaceRange: { column: 'buchungstag', from, to } },
+  });
+  const at = (n: number) => ({ scheduledFor: new Date(Date.UTC(2026, 0, 10 + n, 3)).toISOString() });
+  h.sim.setRevision(0);
+  for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m), at(0))).status).toBe('succeeded');
+  const before = await loaded(table, 7002);
+  h.sim.setRevision(1);
+  // 7002's report asks for two days past the run's period [2026-01-08, 2026-01-11).
+  const err = await attemptFailure(
+    h.run(config, subjectName(job, 7002), { ...at(1), parameters: { TO: '2026-01-13' } }),
+  );
+  expect(err.code).toBe('RANGE_VIOLATION');
+  expect(err.message).toMatch(
+    new RegExp(
+      '^page 1, row \\d+ of the run of mandant 7002 has buchungstag \\(report column "Buchungstag"\\) ' +
+        `"2026-01-1[12]", outside the run's range \\[2026-01-08, 2026-01-11\\) of target.replaceRange: ${table} ` +
+        'is left as it was',
+    ),
+  );
+  expect(await loaded(table, 7002)).toEqual(before);
+  // What its alert shows of the request: the parameters sent beside the period the run replaces.
+  const { rows } = await h.pool.query<{ request: unknown }>(
+    `SELECT request FROM etl.attempts WHERE job = $1 AND status = 'failed'`,
+    [subjectName(job, 7002)],
+  );
+  expect(requestLines(readAttemptRequest(rows[0]!.request)!, (t) => t.toISOString()).slice(-2)).toEqual([
+    'parameters: FROM=2026-01-08, TO=2026-01-13',
+    'period replaced: buchungstag in [2026-01-08, 2026-01-11)',
+  ]);
+  expect((await h.run(config, subjectName(job, 7001), at(1))).status).toBe('succeeded');
+  expect(await loaded(table, 7002)).toEqual(before);
+  h.sim.setRevision(0);
+});
+
+it("a later success supersedes a mandant's failed period only when it replaced that period", async () => {
+  const job = `${jp}_periods`;
+  const table = `${h.schema}.bookings_periods`;
+  const from = '%{logicalEnd-3d:yyyy-MM-dd}';
+  const to = '%{logicalEnd:yyyy-MM-dd}';
+  const target = { replaceRange: { column: 'buchungstag', from, to } };
+  const config = bookingsConfig(job, table, [7001, 7002], { parameters: { FROM: from, TO: to }, target });
+  const failing = bookingsConfig(job, table, [7001, 7002], {
+    parameters: { FROM: from, TO: to, SIM_FAIL_MANDANT: '7001,7002' },
+    target,
+  });
+  const at = (iso: string) => ({ scheduledFor: new Date(iso).toISOString() });
+  const failedRun = async (subject: string) => {
+    const err = await attemptFailure(h.run(failing, subject, at('2026-01-10T03:00:00Z')));
+    expect(err.code).toBe('REPORT_FAILED');
+    return (await attemptsOf(h.pool, subject)).at(-1)!.run_key;
+  };
+  // 7001: a later run of the same period [2026-01-07, 2026-01-10) succeeds: nothing is left to replay.
+  const s1 = subjectName(job, 7001);
+  const failed1 = await failedRun(s1);
+  const later1 = await h.run(config, s1, at('2026-01-10T05:00:00Z'));
+  // 7002: a later night's run replaces [2026-01-10, 2026-01-13) alone: the failed period is still to be loaded.
+  const s2 = subjectName(job, 7002);
+  const failed2 = await failedRun(s2);
+  expect((await h.run(config, s2, at('2026-01-13T03:00:00Z'))).status).toBe('succeeded');
+  const byRun = new Map(
+    [...(await failedRunsToReplay(h.pool, { job: s1 })), ...(await failedRunsToReplay(h.pool, { job: s2 }))].map(
+      (f) => [f.run_key, f.superseded_by_run_key],
+    ),
+  );
+  expect(byRun.get(failed1)).toBe(later1.runKey);
+  expect(byRun.has(failed2)).toBe(true);
+  expect(byRun.get(failed2)).toBeNull();
+  // The jobs overview says the same of each mandant's last failure.
+  const [health1, health2] = await jobHealth(h.pool, [s1, s2]);
+  expect(health1!.lastFailure?.superseded_by_run_key).toBe(later1.runKey);
+  expect(health2!.lastFailure?.run_key).toBe(failed2);
+  expect(health2!.lastFailure?.superseded_by_run_key).toBeNull();
+});
+
+it("a job's first list run refuses a replace target whose rows have no mandant, until they are given one", async () => {
+  const job = `${jp}_switch`;
+  const table = `${h.schema}.bookings_switch`;
+  const single = h.config({
+    [job]: {
+      ...jobEntry(
+        { name: 'Finance/Bookings', mandant: 7001, parameters: PERIOD },
+        { table, mode: 'replace', columns: { buchungstag: 'date' } },
+      ),
+      retry: { attempts: 1, backoffMs: 0 },
+    },
+  });
+  expect((await h.run(single, job)).status).toBe('succeeded');
+  const rowsOf = async () =>
+    (await h.pool.query<{ r: string }>(`SELECT to_jsonb(t)::text AS r FROM ${table} t`)).rows.map((r) => r.r).sort();
+  const before = await rowsOf();
+  const list = bookingsConfig(job, table, [7001, 7002]);
+  const err = await attemptFailure(h.run(list, subjectName(job, 7001)));
+  expect(err.code).toBe('TARGET_INVALID');
+  expect(err.message).toContain(
+    `job ${job}[7001]: ${table} holds rows but no column mandant, loaded before the job had a list of mandants`,
+  );
+  const quoted = `"${h.schema}"."bookings_switch"`;
+  expect(err.message).toContain(
+    `(ALTER TABLE ${quoted} ADD COLUMN "mandant" integer; UPDATE ${quoted} SET "mandant" = 7001; with the mandant ` +
+      'they are of)',
+  );
+  expect(await rowsOf()).toEqual(before);
+  // As the message says: the rows get their mandant, and 7001's run replaces them.
+  await h.pool.query(`ALTER TABLE ${table} ADD COLUMN mandant integer; UPDATE ${table} SET mandant = 7001`);
+  h.sim.setRevision(1);
+  for (const m of [7001, 7002]) expect((await h.run(list, subjectName(job, m))).status).toBe('succeeded');
+  expect(await loaded(table)).toEqual([...served(7001, 1), ...served(7002, 1)].sort());
+  h.sim.setRevision(0);
+});
+
 it('a report column named like the mandant column fails the first run before anything is loaded', async () => {
   const job = `${jp}_clash`;
   const table = `${h.schema}.bookings_clash`;
@@ -322,6 +447,38 @@ jobs:
   const unknown = await cli(['run', books, '--mandant', '9999', '--config', configPath]);
   expect(unknown.code).toBe(2);
   expect(unknown.stderr).toContain(`--mandant 9999: not a mandant of job "${books}" (its mandants: 7001, 7002, 7003)`);
+});
+
+it("preview of a mandant's run with replaceRange counts and names that mandant's rows of the period", async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'report-etl-mandants-'));
+  const configPath = join(dir, 'jobs.yaml');
+  const table = `${h.schema}.bookings_cli_range`;
+  const books = `${jp}_rbooks`;
+  await writeFile(
+    configPath,
+    `connections:
+  sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", pollIntervalMs: 20 }
+jobs:
+  ${books}:
+    connection: sim
+    report: { mandant: [7001, 7002], name: Finance/Bookings, parameters: { FROM: "2026-01-01", TO: "2026-01-08" } }
+    target:
+      table: ${table}
+      columns: { buchungstag: date }
+      replaceRange: { column: buchungstag, from: "2026-01-01", to: "2026-01-08" }
+`,
+  );
+  const cli = (args: string[]) => runCli(args, { env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret' } });
+  const loadedRun = await cli(['run', books, '--config', configPath]);
+  expect(loadedRun.code, loadedRun.stderr).toBe(0);
+  const preview = await cli(['preview', books, '--mandant', '7002', '--rows', '1', '--config', configPath]);
+  expect(preview.code, preview.stderr).toBe(0);
+  const n = served(7002, 0).length;
+  expect(preview.stdout).toContain(
+    `a load replaces the period buchungstag in [2026-01-01, 2026-01-08) of mandant 7002 (mandant = 7002) of ` +
+      `${table} (it holds ${n}) with the report's ${n} rows, in one transaction; rows outside the period and the ` +
+      "other mandants' rows stay",
+  );
 });
 
 it("maxShrinkPercent measures a mandant's run against that mandant's rows alone", async () => {

@@ -131,6 +131,14 @@ it(
       (await attemptsOf(h.pool, job)).find((r) => r.report_job_id),
     );
     expect(slow.counters().openJobs).toContain(dead.report_job_id);
+    // Its polls are recorded as its progress (page 0) while the server renders.
+    await waitFor('a poll recorded as the progress', async () => {
+      const { rows } = await h.pool.query<{ polls: number | null }>(
+        `SELECT (progress->>'polls')::int AS polls FROM etl.attempts WHERE attempt_id = $1`,
+        [dead.attempt_id],
+      );
+      return (rows[0]?.polls ?? 0) >= 1;
+    });
     await killHard(first);
     const t0 = Date.now();
     // Nothing else runs this job: the orphan stays until the next run.
@@ -145,6 +153,21 @@ it(
     );
     expect(await second.exited).toBe(0);
     await expectClosedAsOrphan(dead.attempt_id, dead.report_job_id!);
+    // It says that it stopped while the report rendered, and it ended at its last poll recorded, not at its start.
+    const { rows: closed } = await h.pool.query<{
+      error: string;
+      started_at: Date;
+      finished_at: Date;
+      progress: { page: number; polls: number; at: string };
+    }>('SELECT error, started_at, finished_at, progress FROM etl.attempts WHERE attempt_id = $1', [dead.attempt_id]);
+    const c = closed[0]!;
+    expect(c.progress.page).toBe(0);
+    expect(c.error).toContain(
+      `; it stopped while the server rendered the report (${c.progress.polls} poll` +
+        `${c.progress.polls === 1 ? '' : 's'}), before its first page; nothing was committed;`,
+    );
+    expect(c.finished_at.getTime()).toBe(new Date(c.progress.at).getTime());
+    expect(c.finished_at.getTime()).toBeGreaterThan(c.started_at.getTime());
     const runs = await attemptsOf(h.pool, job);
     expect(runs.map((r) => r.status)).toEqual(['interrupted', 'succeeded']);
     expect(slow.counters().openJobs).toEqual([]);

@@ -330,7 +330,7 @@ it(
       jobs: { [job]: { connection: 'sim', report: { mandant: 7777, name: 'Sales/Orders' }, target: { table: 'x.y' } } },
     });
     const janitor = janitorOf(h, config, { prefix });
-    // A process's owner session, and its attempt polling the server: nothing recorded but its start.
+    // A process's owner session, and its attempt just started: nothing recorded but its start.
     const owner = await openAttemptOwner(h.pool, silentLogger);
     const attemptId = randomUUID();
     const base = { job, runKey: randomUUID(), trigger: 'manual' as const, targetTable: 'x.y', writeMode: 'replace' };

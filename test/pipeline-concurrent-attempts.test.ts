@@ -1,14 +1,16 @@
 /**
  * Two attempts of one run at the same time ("A run
  * that lost its overlap lock still commits"): a second attempt whose run has a live attempt in progress starts
- * nothing on the server; an attempt whose overlap lock was lost does not commit; both are retried. An attempt that
- * ends before it needs the server does not wait for it.
+ * nothing on the server; an attempt whose overlap lock was lost does not commit, and stops at once when its renewal
+ * finds it lost mid-load; both are retried. An attempt that ends before it needs the server does not wait for it.
  */
 import { createServer } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
+import { readProgress } from '../src/history/attempt-progress.ts';
+import { getAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
 import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { overlapLockKey } from '../src/queue/names.ts';
@@ -110,6 +112,57 @@ it(
       );
       expect(recorded.rows).toEqual([{ status: 'failed', error_kind: 'OVERLAP_LOCK_LOST', stage: 'commit' }]);
     } finally {
+      await lock.release();
+      await h.redis.del(key);
+    }
+  },
+);
+
+it(
+  'an attempt whose overlap lock is lost mid-load stops at once: it reads no further pages, rolls back, ' +
+    'deletes its report job and is retryable',
+  async () => {
+    const job = uniqueName('lostmid');
+    const table = `${h.schema}.orders_lost_mid`;
+    // 60 pages of at least 100 ms each: a load that went on to its commit would read them all.
+    const config = h.config({
+      [job]: jobEntry(
+        { name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '6000' } },
+        { table },
+      ),
+    });
+    await h.pool.query(`CREATE TABLE ${table} (auftrag_nr bigint, kunde text)`);
+    await h.pool.query(`INSERT INTO ${table} VALUES (1, 'before')`);
+    const prefix = uniqueName('ol');
+    const key = overlapLockKey(prefix, job);
+    // Renewed every 200 ms: a loss is found within that.
+    const lock = (await tryOverlapLock(h.redis, key, 'queue-job-1', silentLogger, 600))!;
+    h.sim.setFaults({ latencyMs: 100 });
+    try {
+      const pending = h.run(config, job, { runKey: uniqueName('tick') }, { exclusive: lock });
+      await waitFor('two pages read', async () => {
+        const { rows } = await h.pool.query(`SELECT progress FROM etl.attempts WHERE job = $1`, [job]);
+        return (readProgress(rows[0]?.progress)?.pagesRead ?? 0) >= 2;
+      });
+      // Redis loses the key (a restart without persistence, an eviction).
+      await h.redis.del(key);
+      const err = await attemptFailure(pending);
+      expect(err).toMatchObject({ code: 'OVERLAP_LOCK_LOST', retryable: true });
+      expect(err.message).toMatch(/its rows are not committed; the run is retried while it has attempts left/);
+      const progress = readProgress((await getAttempt(h.pool, err.attemptId))!.progress)!;
+      expect(progress.pages).toBe(60);
+      expect(progress.pagesRead).toBeLessThan(30);
+      const { rows } = await h.pool.query(`SELECT count(*)::int AS n, min(kunde) AS k FROM ${table}`);
+      expect(rows[0]).toEqual({ n: 1, k: 'before' });
+      expect(h.sim.counters().openJobs).toEqual([]);
+      const recorded = await h.pool.query(
+        `SELECT r.status, e.error_kind, e.stage FROM etl.attempts r JOIN etl.run_errors e USING ` +
+          `(attempt_id) WHERE r.job = $1`,
+        [job],
+      );
+      expect(recorded.rows).toEqual([{ status: 'failed', error_kind: 'OVERLAP_LOCK_LOST', stage: 'load' }]);
+    } finally {
+      h.sim.setFaults({});
       await lock.release();
       await h.redis.del(key);
     }

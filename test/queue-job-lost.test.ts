@@ -30,7 +30,7 @@ it('records a queued run whose queue job vanished before a worker began it faile
   let clock = new Date();
   const janitor = janitorOf(h, config, { alerts, prefix, now: () => clock });
   try {
-    const { runKey, jobId } = await enqueueManual(queue, config, job, {}, undefined, undefined, h.pool);
+    const { runKey, jobId, interval } = await enqueueManual(queue, config, job, {}, undefined, undefined, h.pool);
     const queued = await getRun(h.pool, job, runKey);
     expect(queued).toMatchObject({ attempts: 0, status: null, queue_job_id: jobId, trigger: 'manual' });
     expect(queued!.queued_at).toBeInstanceOf(Date);
@@ -64,6 +64,16 @@ it('records a queued run whose queue job vanished before a worker began it faile
     expect(errors[0]!.message).toContain(`queue job ${jobId}`);
     expect(errors[0]!.message).toContain('vanished from Redis before a worker began it');
     expect(errors[0]!.message).toContain(`report-etl replay ${runKey} --job ${job}`);
+    // It stands for the interval its run was queued with, as an attempt of it would have; it sent no request.
+    const { rows: asked } = await h.pool.query<{ request: unknown }>(
+      'SELECT request FROM etl.attempts WHERE attempt_id = $1',
+      [attemptId],
+    );
+    expect(asked[0]!.request).toEqual({
+      logicalStart: interval.logicalStart.toISOString(),
+      logicalEnd: interval.logicalEnd.toISOString(),
+      tick: interval.logicalEnd.toISOString(),
+    });
 
     expect(sent).toHaveLength(1);
     expect(sent[0]!.events).toEqual(['failed']);

@@ -44,7 +44,7 @@ it(
     const config = h.config({
       [job]: { connection: 'sim', report: { mandant: 7777, name: 'Sales/Orders' }, target: { table: 'orders' } },
     });
-    const { runKey, jobId } = await enqueueManual(queue, config, job, {}, undefined, undefined, h.pool);
+    const { runKey, jobId, interval } = await enqueueManual(queue, config, job, {}, undefined, undefined, h.pool);
     expect(await takeAndDie(500)).toBe(jobId);
     // The dead worker's attempt, closed by the janitor as an orphan.
     const orphan = randomUUID();
@@ -93,8 +93,9 @@ it(
       error_kind: string;
       retryable: boolean;
       message: string;
+      request: unknown;
     }>(
-      `SELECT a.attempt, a.status, a.worker, e.error_kind, e.retryable, e.message
+      `SELECT a.attempt, a.status, a.worker, e.error_kind, e.retryable, e.message, a.request
          FROM etl.attempts a JOIN etl.run_errors e USING (attempt_id) WHERE a.job = $1 ORDER BY a.attempt`,
       [job],
     );
@@ -103,6 +104,12 @@ it(
       [2, 'failed', 'RUN_STALLED', false],
     ]);
     expect(rows[1]!.worker).toBe('alive:2');
+    // It stands for the interval its run was queued with, as an attempt of it would have; it sent no request.
+    expect(rows[1]!.request).toEqual({
+      logicalStart: interval.logicalStart.toISOString(),
+      logicalEnd: interval.logicalEnd.toISOString(),
+      tick: interval.logicalEnd.toISOString(),
+    });
     const message = rows[1]!.message;
     expect(message).toContain(`the queue gave this run up (queue job ${jobId}: job stalled more than allowable limit)`);
     expect(message).toContain('1 of its 1 attempts before were orphaned');

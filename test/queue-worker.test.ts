@@ -1,11 +1,13 @@
 /**
  * The worker's failure handling: kill -9 mid-run recovered by a new attempt that
  * deletes the dead attempt's report job; graceful shutdown; non-retryable failures fail at once; a failed run
- * replayed after the fault is gone; overlap prevention across workers.
+ * replayed after the fault is gone; overlap prevention across workers; a run whose overlap lock is lost mid-load.
  */
 import { spawn } from 'node:child_process';
 import { afterAll, afterEach, expect, it } from 'vitest';
+import { readProgress } from '../src/history/attempt-progress.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
+import { overlapLockKey } from '../src/queue/names.ts';
 import { planFailedReplays, replayRun } from '../src/queue/replay.ts';
 import type { RunWorker, RunWorkerDeps } from '../src/queue/worker.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
@@ -310,4 +312,53 @@ it('a run whose queue job vanished from Redis mid-run is failed for good with a 
   expect(attempt[0]!.error).toContain('the attempt had failed with OVERLAP_LOCK_LOST: the overlap lock');
   expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, attempts: 1, status: 'failed' }]);
   expect(await h.pool.query(`SELECT to_regclass('${table}') AS t`)).toMatchObject({ rows: [{ t: null }] });
+});
+
+it('a run whose overlap lock is lost mid-load stops at once and is retried; its second attempt loads', async () => {
+  const job = `${jp}_lock`;
+  const table = `${h.schema}.orders_lock`;
+  // 60 pages of at least 100 ms each.
+  const config = h.config({
+    [job]: {
+      ...jobEntry({ name: 'Sales/Orders', paging: 100, parameters: { ROWS: '6000' } }, { table }),
+      retry: { attempts: 2, backoffMs: 50 },
+    },
+  });
+  // Renewed every 200 ms: a loss is found within that.
+  startWorker(() => config, { overlapLockTtlMs: 600 });
+  h.sim.setFaults({ latencyMs: 100 });
+  try {
+    const { jobId } = await enqueueManual(queue, config, job);
+    await waitFor('two pages read', async () => {
+      const progress = readProgress((await attemptsOf(h.pool, job))[0]?.progress);
+      return (progress?.pagesRead ?? 0) >= 2;
+    });
+    // Redis loses the key (a restart without persistence, an eviction).
+    await h.redis.del(overlapLockKey(prefix, job));
+    const first = await waitFor('the first attempt failed', async () => {
+      const a = (await attemptsOf(h.pool, job))[0];
+      return a?.status === 'failed' ? a : undefined;
+    });
+    const stopped = readProgress(first.progress)!;
+    expect(stopped.pages).toBe(60);
+    expect(stopped.pagesRead).toBeLessThan(30);
+    h.sim.setFaults({});
+    const done = await waitFor('the queue job finished', async () => {
+      const j = await queue.getJob(jobId);
+      return j?.finishedOn ? j : undefined;
+    });
+    expect(done.returnvalue).toMatchObject({ status: 'succeeded', rows: 6000 });
+    const { rows } = await h.pool.query(
+      `SELECT a.attempt, a.status, e.error_kind, e.stage, e.retryable
+         FROM etl.attempts a LEFT JOIN etl.run_errors e USING (attempt_id) WHERE a.job = $1 ORDER BY a.attempt`,
+      [job],
+    );
+    expect(rows).toEqual([
+      { attempt: 1, status: 'failed', error_kind: 'OVERLAP_LOCK_LOST', stage: 'load', retryable: true },
+      { attempt: 2, status: 'succeeded', error_kind: null, stage: null, retryable: null },
+    ]);
+    expect(h.sim.counters().openJobs).toEqual([]);
+  } finally {
+    h.sim.setFaults({});
+  }
 });

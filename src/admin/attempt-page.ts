@@ -25,7 +25,7 @@ import { timelineChart } from './timeline-chart.ts';
 import { requestSection, scheduledForText } from './request-section.ts';
 import { readAttemptRequest } from '../history/attempt-request.ts';
 import { formatTime } from '../time-text.ts';
-import { readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
+import { readingWords, readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 
 /** A SCHEMA_CHANGED error's difference as a table: each column added, missing or of another type. */
 function schemaDifferenceTable(e: RunErrorRow): SafeHtml | '' {
@@ -69,18 +69,16 @@ ${preSection(html`Details`, 'details', e.details)}
 
 /**
  * How far an attempt without figures of its own got (a running one, or one whose process died), from
- * etl.attempts.progress: `stopped at page 33 of 40, 3 200 000 rows read, nothing committed`, when it was recorded.
+ * etl.attempts.progress: `stopped at page 33 of 40, 3 200 000 rows read, nothing committed` (or while the server
+ * rendered the report), when it was recorded.
  */
 function progressField(a: AttemptRow, zone?: string): SafeHtml | '' {
   const p = a.pages === null ? readProgress(a.progress) : undefined;
   if (!p) return '';
   const words =
-    a.status === 'running'
-      ? `reading page ${formatCount(p.page)} of ${p.pages === null ? '?' : formatCount(p.pages)}, ` +
-        `${formatCount(p.rows)} rows read so far`
-      : `${stoppedAtWords(p, formatCount)}, nothing committed`;
+    a.status === 'running' ? readingWords(p, formatCount) : `${stoppedAtWords(p, formatCount)}, nothing committed`;
   return html`<dt>Progress</dt><dd class="progress">${words} <span class="muted">(as recorded at \
-${formatTime(new Date(p.at), zone)} while it loaded)</span></dd>`;
+${formatTime(new Date(p.at), zone)} while it ${p.page === 0 ? 'waited for the report' : 'loaded'})</span></dd>`;
 }
 
 /**

@@ -93,7 +93,7 @@ export function alertId(m: AlertMessage): string {
  * ISO 8601 UTC for machines.
  * - `generic`: `{ source: "report-etl", id, event, job, at, summary, runKey?, attemptId?, trigger?, errorKind?,
  *   error?, errorText? (the whole text), url? (the run's page), request? (of a failure: logicalStart, logicalEnd,
- *   tick, report: { mandant, name, outputType, paging, parameters }), … }`
+ *   tick, report: { mandant, name, outputType, paging, parameters }, replaceRange?: { column, from, to }), … }`
  * - `slack`: `{ text, id }` (Slack incoming webhooks, also Mattermost and Rocket.Chat)
  * - `teams`: `{ type: "message", id, attachments: [{ contentType: "application/vnd.microsoft.card.adaptive",
  *   content }] }`

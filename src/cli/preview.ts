@@ -71,10 +71,12 @@ function printPreview(cli: Cli, job: string, p: JobPreview, rowsWanted: number):
   const holds = (deletes: number | undefined) =>
     deletes === undefined ? 'the table does not exist yet' : `it holds ${deletes.toLocaleString('en-US')}`;
   if (p.range) {
-    const { range, deletes } = p.range;
+    const { range, deletes, mandant } = p.range;
+    const of = mandant ? ` of mandant ${mandant.value} (${mandant.column} = ${mandant.value})` : '';
     cli.out(
-      `\na load replaces the period ${range.column} in [${range.from}, ${range.to}) of ${p.targetTable} (` +
-        `${holds(deletes)}) with the report's ${count} rows, in one transaction; rows outside the period stay`,
+      `\na load replaces the period ${range.column} in [${range.from}, ${range.to})${of} of ${p.targetTable} (` +
+        `${holds(deletes)}) with the report's ${count} rows, in one transaction; rows outside the period` +
+        `${mandant ? " and the other mandants' rows" : ''} stay`,
     );
   }
   if (p.mandant) {

@@ -12,7 +12,7 @@ import { Option } from 'commander';
 import { configOption, queuePrefixOption, sinceOption, wholeNumber } from './options.ts';
 import { configGiven, jobZones, type ZoneOf } from './job-zones.ts';
 import { keptPagesText, readAttemptRequest, reportRequestText } from '../history/attempt-request.ts';
-import { commaCount, readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
+import { commaCount, readingWords, readProgress, stoppedAtWords } from '../history/attempt-progress.ts';
 import { formatTime } from '../time-text.ts';
 import { withPool } from './stores.ts';
 import { ATTEMPT_STATUSES } from '../vocabulary.ts';
@@ -115,11 +115,8 @@ function formatAttemptTable(rows: AttemptListRow[], zoneOf: ZoneOf, now = Date.n
 function errorCell(a: AttemptListRow): string {
   const error = a.error_first_line ?? '';
   const p = a.pages === null && a.status !== 'succeeded' ? readProgress(a.progress) : undefined;
-  if (!p || error.includes('stopped at page') || error.includes('stopped after page')) return error;
-  if (a.status === 'running') {
-    const of = p.pages === null ? '?' : commaCount(p.pages);
-    return `reading page ${commaCount(p.page)} of ${of}, ${commaCount(p.rows)} rows read so far`;
-  }
+  if (!p || /stopped (?:at|after) page|stopped while the server rendered/.test(error)) return error;
+  if (a.status === 'running') return readingWords(p, commaCount);
   return [`${stoppedAtWords(p, commaCount)}, nothing committed`, error].filter(Boolean).join('; ');
 }
 

@@ -239,13 +239,22 @@ export const connectionSchema = z
 /** One connection to a Report Export Service. */
 export type ConnectionConfig = z.infer<typeof connectionSchema>;
 
+/** The largest mandant of a list: the mandant column is a PostgreSQL `integer` (mandant-column.ts). */
+const MAX_LISTED_MANDANT = 2_147_483_647;
+
 const reportSchema = z
   .object({
     mandant: z
       .union([
         z.union([z.number().int().nonnegative(), z.string().regex(MANDANT_PATTERN)]).transform((v) => String(v)),
         z
-          .array(positiveInt())
+          .array(
+            positiveInt().max(MAX_LISTED_MANDANT, {
+              message:
+                `a mandant of a list is at most ${MAX_LISTED_MANDANT}: the target keeps each row's mandant in an ` +
+                'integer column (docs/loaded-tables.md "Many mandants")',
+            }),
+          )
           .min(1, { message: 'a list of mandants needs at least one, e.g. [7777, 8888]' })
           .superRefine((list, ctx) => {
             list.forEach((m, i) => {

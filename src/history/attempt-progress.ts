@@ -1,6 +1,7 @@
 /**
  * How far a loading attempt got (etl.attempts.progress, migration 0023; docs/observability.md "Run history"): written
- * outside the load transaction as pages are read, so that an attempt whose process died still says where it stopped.
+ * outside the load transaction as the server renders the report (its polls, at page 0) and as pages are read, so that
+ * an attempt whose process died still says where it stopped, and when it was last heard of.
  * Cheap by construction: at most one UPDATE in flight and about one a second, the newest figures replacing any not yet
  * written (a queue of one), never awaited by the load, failures logged at debug.
  */
@@ -9,7 +10,7 @@ import type { Logger } from '../logger.ts';
 
 /** etl.attempts.progress: where the reading stood at `at`. */
 export interface AttemptProgress {
-  /** 1-based page being read (or the last one read, once reading ended). */
+  /** 1-based page being read (or the last one read, once reading ended); 0 while the server renders the report. */
   page: number;
   /** Pages read whole. */
   pagesRead: number;
@@ -17,6 +18,8 @@ export interface AttemptProgress {
   pages: number | null;
   /** Rows read so far (decoded, not committed). */
   rows: number;
+  /** At page 0: the polls the server answered so far, its report still rendering. */
+  polls?: number;
   /** When, ISO 8601 UTC. */
   at: string;
 }
@@ -98,6 +101,7 @@ export function readProgress(value: unknown): AttemptProgress | undefined {
     pagesRead: typeof v.pagesRead === 'number' ? v.pagesRead : v.page - 1,
     pages: typeof v.pages === 'number' ? v.pages : null,
     rows: v.rows,
+    ...(typeof v.polls === 'number' ? { polls: v.polls } : {}),
     at: v.at,
   };
 }
@@ -105,13 +109,31 @@ export function readProgress(value: unknown): AttemptProgress | undefined {
 /**
  * Where an attempt that did not finish stopped, in words: `stopped at page 33 of 40, 3,200,000 rows read` (`of ?`
  * when the pages were not announced; `after page 40 of 40` once every page was read, also while the request past
- * the last page waits for the server's 404). Counts grouped by `count`.
+ * the last page waits for the server's 404); at page 0 `stopped while the server rendered the report (12 polls),
+ * before its first page`. Counts grouped by `count`.
  */
 export function stoppedAtWords(p: AttemptProgress, count: (n: number) => string): string {
+  if (p.page === 0) return `stopped while the server rendered the report (${polled(p, count)}), before its first page`;
   const of = `of ${p.pages === null ? '?' : count(p.pages)}`;
   const page = p.pages === null ? p.page : Math.min(p.page, p.pages);
   const where = p.pagesRead >= page ? `after page ${count(page)} ${of}` : `at page ${count(page)} ${of}`;
   return `stopped ${where}, ${count(p.rows)} rows read`;
+}
+
+/**
+ * How far a running attempt is, in words: `reading page 33 of 40, 3,200,000 rows read so far`, or at page 0 `the
+ * server renders the report (12 polls so far)`. Counts grouped by `count`.
+ */
+export function readingWords(p: AttemptProgress, count: (n: number) => string): string {
+  if (p.page === 0) return `the server renders the report (${polled(p, count)} so far)`;
+  const of = p.pages === null ? '?' : count(p.pages);
+  return `reading page ${count(p.page)} of ${of}, ${count(p.rows)} rows read so far`;
+}
+
+/** `1 poll`, `12 polls`. */
+function polled(p: AttemptProgress, count: (n: number) => string): string {
+  const n = p.polls ?? 0;
+  return `${count(n)} poll${n === 1 ? '' : 's'}`;
 }
 
 /**

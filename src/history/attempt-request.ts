@@ -31,6 +31,8 @@ export interface AttemptRequest {
   report?: SentReportRequest;
   /** The attempt whose kept pages this one loaded, asking the server nothing (`replay --from-pages`). */
   pagesFrom?: string;
+  /** With target.replaceRange: the period the attempt replaces, its bounds rendered (`from` inclusive, `to` not). */
+  replaceRange?: { column: string; from: string; to: string };
 }
 
 /**
@@ -91,7 +93,16 @@ export function readAttemptRequest(value: unknown): AttemptRequest | undefined {
     tick: typeof v.tick === 'string' ? v.tick : v.logicalEnd,
     ...(report ? { report } : {}),
     ...(typeof v.pagesFrom === 'string' ? { pagesFrom: v.pagesFrom } : {}),
+    ...rangeOf(v.replaceRange),
   };
+}
+
+/** `{ replaceRange }` of a stored request's period, or nothing when missing or not of this shape. */
+function rangeOf(value: unknown): Pick<AttemptRequest, 'replaceRange'> {
+  const r = value as Record<string, unknown> | null | undefined;
+  if (!r || typeof r !== 'object' || typeof r.column !== 'string') return {};
+  if (typeof r.from !== 'string' || typeof r.to !== 'string') return {};
+  return { replaceRange: { column: r.column, from: r.from, to: r.to } };
 }
 
 /** A report request on one line, as `runs --attempts` prints it: `7777 Sales/Orders txt/500 FROM=2026-11-24`. */
@@ -113,7 +124,8 @@ export function keptPagesText(pagesFrom: string, report: SentReportRequest | und
 /**
  * An attempt's request as lines of text for a terminal or an alert: the interval (each end by `format`), the report
  * and its parameters as sent: `interval: (…, …]`, `report: mandant 7777, Sales/Orders, txt, paging 500`,
- * `parameters: FROM=2026-11-24, TO=2026-11-25`.
+ * `parameters: FROM=2026-11-24, TO=2026-11-25`, and with target.replaceRange the period it replaces: `period
+ * replaced: buchungstag in [2026-11-17, 2026-11-24)`.
  */
 export function requestLines(r: AttemptRequest, format: (t: Date) => string): string[] {
   const start = new Date(r.logicalStart);
@@ -135,5 +147,7 @@ export function requestLines(r: AttemptRequest, format: (t: Date) => string): st
   lines.push(`report: mandant ${mandant}, ${name}, ${outputType}, paging ${paging}`);
   const params = Object.entries(parameters).map(([k, x]) => `${k}=${x}`);
   lines.push(`parameters: ${params.length ? params.join(', ') : '(none)'}`);
+  const range = r.replaceRange;
+  if (range) lines.push(`period replaced: ${range.column} in [${range.from}, ${range.to})`);
   return lines;
 }

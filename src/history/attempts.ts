@@ -26,8 +26,18 @@ export interface AttemptStart {
   /** The owner session's lock key (attempt-owner.ts). */
   ownerLock?: string | undefined;
   traceId?: string | undefined;
-  /** The interval the attempt stands for, ISO 8601 (etl.attempts.request, attempt-request.ts). */
-  interval?: { logicalStart: string; logicalEnd: string; tick: string } | undefined;
+  /**
+   * The interval the attempt stands for, ISO 8601, and with target.replaceRange the period it replaces, rendered
+   * (etl.attempts.request, attempt-request.ts).
+   */
+  interval?:
+    | {
+        logicalStart: string;
+        logicalEnd: string;
+        tick: string;
+        replaceRange?: { column: string; from: string; to: string } | undefined;
+      }
+    | undefined;
 }
 
 /**

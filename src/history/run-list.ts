@@ -70,7 +70,7 @@ export async function failedRunsToReplay(
   const { rows } = await db.query<FailedRunToReplay>(
     `WITH failed AS (
        SELECT r.job, r.run_key, r.queue_job_id, a.attempt_id, a.started_at, a.error, a.write_mode, a.target_table,
-              ${logicalTimeSql('r')} AS logical_time
+              a.request, ${logicalTimeSql('r')} AS logical_time
          FROM etl.runs r
          JOIN LATERAL (SELECT * FROM etl.attempts x WHERE x.job = r.job AND x.run_key = r.run_key
                         ORDER BY x.attempt DESC, x.started_at DESC LIMIT 1) a ON true

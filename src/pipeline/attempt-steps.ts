@@ -58,6 +58,8 @@ import { ATTR, extractTrace, type Attributes } from '../tracing.ts';
 import {
   AttemptFailedError,
   defaultWorkerName,
+  OverlapLockLost,
+  OverlapLockLostError,
   type Attempt,
   type AttemptOptions,
   type AttemptResult,
@@ -67,6 +69,7 @@ import { connectionAuthStore } from './auth-store.ts';
 import { deadlinesOf, RunDeadlineReached, RunTimeoutError, type RunDeadline } from './deadlines.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { logicalTimeOf, runParameters, runRange } from './logical-time.ts';
+import type { LogicalTime } from '../config/time-template.ts';
 import { openKeptPages, type KeptPages } from './kept-pages.ts';
 import { keepAllPages, makePageArchive, type PageArchive } from './page-archive.ts';
 import { progressTimings, type ProgressTimings } from './progress-timings.ts';
@@ -173,6 +176,9 @@ export async function recordAttempt(
       logicalStart: logicalTime.logicalStart.toISOString(),
       logicalEnd: logicalTime.logicalEnd.toISOString(),
       tick: logicalTime.tick.toISOString(),
+      // The period it replaces decides which later runs supersede a failure of it (history/superseded.ts). A bound
+      // that does not render fails the attempt in checkMayRun, with the attempt recorded.
+      replaceRange: renderedRange(o.job, logicalTime),
     },
   };
   const waits = { todo: 'the attempt starts', done: 'the attempt is recorded' };
@@ -200,6 +206,15 @@ export async function recordAttempt(
     logicalTime,
     trace,
   };
+}
+
+/** The attempt's period ({@link runRange}), undefined without target.replaceRange or when a bound does not render. */
+function renderedRange(job: AttemptOptions['job'], time: LogicalTime): ReplaceRange | undefined {
+  try {
+    return runRange(job, time);
+  } catch {
+    return undefined;
+  }
 }
 
 /** What a load needs of {@link checkMayRun}'s findings. */
@@ -376,7 +391,9 @@ export async function startReportJob(
 }
 
 /**
- * Step 6: polls the report job until rendered (docs/report-export-service.md "States and transitions").
+ * Step 6: polls the report job until rendered (docs/report-export-service.md "States and transitions"), recording
+ * the polls as its progress (etl.attempts.progress, page 0), so that an attempt whose process dies while the server
+ * renders says so and when it was last heard of (docs/operations.md "No orphans (the janitor)").
  * @returns the finished job with the rows and pages it announced
  * @throws ReportFailedError (FinishedError, the server's whole text), poll errors, AbortedError
  */
@@ -385,9 +402,16 @@ export async function waitForReportJob(
   client: ReportClient,
   started: StartedReportJob,
 ): Promise<FinishedReport> {
-  const finished = await client.waitForJob(started.job.id, a.options.signal, started.answeredAt);
-  started.log.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
-  return finished;
+  const progress = progressRecorder(a.options.pool, a.attemptId, a.log);
+  const onPoll = (polls: number) => progress.note({ page: 0, pagesRead: 0, pages: null, rows: 0, polls });
+  try {
+    const finished = await client.waitForJob(started.job.id, a.options.signal, started.answeredAt, onPoll);
+    started.log.info({ rows: finished.rows, pages: finished.pages }, 'report job finished');
+    return finished;
+  } finally {
+    // Written before the load's own progress replaces it.
+    await progress.close();
+  }
 }
 
 /** The announced rows=, where pages hold report rows (not lines or documents). */
@@ -504,8 +528,8 @@ export async function openKeptReport(a: Attempt, pagesOf: string): Promise<Repor
  * After a load that failed before it read every page (or a documents load, which keeps no pages as it reads them),
  * with `target.archive`: keeps the pages from the server all the same (docs/operations.md "Kept pages": a failed load
  * keeps its pages), before the report job is deleted, each page within pageTimeoutMs as the load's. Not once the
- * attempt's signal aborted (a shutdown, maxRunMs). A failure to keep them is logged, not thrown: the load's failure
- * stands.
+ * attempt's signal aborted (a shutdown, maxRunMs, a lost overlap lock). A failure to keep them is logged, not thrown:
+ * the load's failure stands.
  */
 export async function keepPagesOfFailedLoad(a: Attempt, client: ReportClient, report: ReportToLoad): Promise<void> {
   const { archive, finished, started } = report;
@@ -598,7 +622,8 @@ export function loadInTransaction(
  * Step 8: the attempt's records in the load transaction, then COMMIT, so that rows and history commit together: an
  * append claims its run key (claimed already: rolled back), the overlap lock is confirmed, the attempt `succeeded`.
  * @returns whether it committed
- * @throws OVERLAP_LOCK_LOST; ABORTED when a later attempt declared this one dead; the signal's reason
+ * @throws OverlapLockLostError (OVERLAP_LOCK_LOST); ABORTED when a later attempt declared this one dead; the signal's
+ *   reason
  */
 export async function commitLoad(
   a: Attempt,
@@ -615,14 +640,8 @@ export async function commitLoad(
     return false;
   }
   // Without the overlap lock another run of the job may be loading too: an older tick must not overwrite a newer one.
-  if (o.exclusive && !(await o.exclusive.confirm()))
-    throw new EtlError(
-      'OVERLAP_LOCK_LOST',
-      'the overlap lock of this job was lost during the attempt (Redis lost its key, or the process stalled past ' +
-        'the lock and another worker took the run over): its rows are not committed; the run is retried while it ' +
-        'has attempts left',
-      { stage: 'commit' },
-    );
+  // Its renewal may not have run since it was lost: a lock that cannot be confirmed now is taken for lost.
+  if (o.exclusive && !(await o.exclusive.confirm())) throw new OverlapLockLostError('commit');
   if (!(await completeAttempt(lt.tx, a.attemptId, { rows: loaded.rows, pages: rows.pages, bytes: rows.bytes })))
     throw new EtlError(
       'ABORTED',
@@ -741,6 +760,8 @@ export async function recordTimeline(a: Attempt): Promise<void> {
 /**
  * Records a failed attempt (`failed`, or `interrupted` when aborted) at the trace's stage unless the error names one,
  * with its kind, the server's words and how far it got; until PostgreSQL takes it (docs/architecture.md "Liveness").
+ * An abort's reason names the failure: RUN_TIMEOUT for maxRunMs, OVERLAP_LOCK_LOST (`failed`) for a lost overlap
+ * lock, else ABORTED.
  * @param at the report job started and the rows read, if it got that far
  * @returns the error to throw: the typed cause, with the attempt's id
  */
@@ -753,11 +774,13 @@ export async function recordFailedAttempt(
   const { stage } = a.trace;
   const figures = { rows: 0, pages: at.rows?.pages ?? 0, bytes: at.rows?.bytes ?? 0 };
   let err = coerceError(raw);
-  // Once the attempt's signal aborted, whatever broke on the way is its consequence: maxRunMs, or a shutdown.
+  // Once the attempt's signal aborted, whatever broke on the way is its consequence: maxRunMs, a lost overlap lock,
+  // or a shutdown.
   if (o.signal?.aborted && o.signal.reason instanceof RunDeadlineReached) {
     const cancelled = err instanceof StatementCancelledError ? err.cancelled : undefined;
     err = new RunTimeoutError(o.signal.reason.limitMs, { stage, ...figures, cancelled });
-  } else if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
+  } else if (o.signal?.aborted && o.signal.reason instanceof OverlapLockLost) err = new OverlapLockLostError();
+  else if (o.signal?.aborted && !(err instanceof AbortedError)) err = new AbortedError(o.signal.reason);
   else if (!(err instanceof EtlError) && isConnectionLoss(err)) err = databaseError(err, stage);
   if (err instanceof EtlError && !err.stage) err.stage = stage;
   const failure = failureOf(err, stage, figures);

@@ -12,7 +12,7 @@ import type { AttemptOwner } from '../history/attempt-owner.ts';
 import type { Logger } from '../logger.ts';
 import type { ReportClients } from '../report-api/index.ts';
 import type { ReportSlots } from '../report-api/report-slots.ts';
-import type { RunRequest } from '../vocabulary.ts';
+import type { RunRequest, RunStage } from '../vocabulary.ts';
 import type { CopyFormatUsed } from '../warehouse/copy-load.ts';
 import type { LoadPlan } from '../warehouse/load-plan.ts';
 import type { TableName } from '../warehouse/identifiers.ts';
@@ -36,7 +36,8 @@ export interface AttemptOptions {
   clients?: ReportClients;
   /**
    * The job's overlap lock, held by the caller (docs/architecture.md "Liveness"). With it, attempts of this run still
-   * `running` whose owner is gone are cleared first, and the lock is confirmed before the commit.
+   * `running` whose owner is gone are cleared first, the attempt stops at once when the lock is found lost, and the
+   * lock is confirmed before the commit.
    */
   exclusive?: ExclusiveLock;
   /** The installation's prefix: the attempt's own report client keeps its access token under it. */
@@ -60,6 +61,37 @@ export interface ExclusiveLock {
    * @returns false when it was lost or cannot be confirmed (its store unreachable)
    */
   confirm(): Promise<boolean>;
+  /**
+   * Aborts, with an {@link OverlapLockLost} reason, once the lock is found lost (another holder, or no key): joined
+   * with the attempt's signal, so that the attempt stops at once, as an abort stops it, and fails with
+   * {@link OverlapLockLostError} at the stage it was at. A store that merely cannot be asked does not abort it.
+   */
+  readonly lost?: AbortSignal;
+}
+
+/** The reason an attempt's signal carries when its {@link ExclusiveLock} was found lost. */
+export class OverlapLockLost extends Error {
+  constructor() {
+    super('the overlap lock of this job was lost');
+    this.name = 'OverlapLockLost';
+  }
+}
+
+/**
+ * OVERLAP_LOCK_LOST, retryable: the attempt's {@link ExclusiveLock} was lost, found so by its renewal while the attempt
+ * ran or by its confirmation before the commit (docs/architecture.md "Liveness"). Nothing was committed.
+ */
+export class OverlapLockLostError extends EtlError {
+  /** @param stage where the attempt was; default the trace's (recordFailedAttempt sets it) */
+  constructor(stage?: RunStage) {
+    super(
+      'OVERLAP_LOCK_LOST',
+      'the overlap lock of this job was lost during the attempt (Redis lost its key, or the process stalled past ' +
+        'the lock and another worker took the run over): its rows are not committed; the run is retried while it ' +
+        'has attempts left',
+      { stage },
+    );
+  }
 }
 
 /**

@@ -18,6 +18,7 @@ import { resolveDeclaredTypes } from '../warehouse/target-table.ts';
 import { deadlinesOf } from './deadlines.ts';
 import { logicalTimeOf, runParameters, runRange } from './logical-time.ts';
 import { countRangeRows, type ReplaceRange } from '../warehouse/replace-range.ts';
+import type { MandantScope } from '../warehouse/mandant-column.ts';
 import { countTargetRows } from '../warehouse/guard.ts';
 import { jobDecoder } from './job-decoder.ts';
 import { reportRows, type ReportRows } from './report-rows.ts';
@@ -57,9 +58,9 @@ export interface JobPreview {
   result: PreviewResult | undefined;
   /**
    * With target.replaceRange: the run's period and the target's rows in it now, which a load would delete (undefined:
-   * no target yet).
+   * no target yet); of a job with many mandants, the run's mandant, whose rows in the period alone are counted.
    */
-  range?: { range: ReplaceRange; deletes: number | undefined } | undefined;
+  range?: { range: ReplaceRange; deletes: number | undefined; mandant?: MandantScope | undefined } | undefined;
   /**
    * A mandant's run of a job with many mandants, mode replace without a range: the mandant and the target's rows of it
    * now, which a load would delete (undefined: no target yet; docs/loaded-tables.md "Many mandants").
@@ -154,7 +155,11 @@ export async function previewInRollback(
     return {
       targetTable: `${target.schema}.${target.table}`,
       result,
-      range: range && { range, deletes: await countRangeRows(db, target, range, job.mandant) },
+      range: range && {
+        range,
+        deletes: await countRangeRows(db, target, range, job.mandant),
+        ...(job.mandant ? { mandant: job.mandant } : {}),
+      },
       mandant:
         job.mandant && !range && targetConfig.mode === 'replace'
           ? { ...job.mandant, deletes: await countTargetRows(db, target, job.mandant) }

@@ -48,15 +48,20 @@ export {
  * attempt has the job's maxRunMs to commit, each page its pageTimeoutMs (docs/architecture.md "Limits").
  * @returns figures of the committed load (status `already-loaded` when the run's rows were appended already)
  * @throws AttemptFailedError (already recorded as failed or interrupted; the target is untouched and the report
- *   job deleted): `.error` is the typed cause (RUN_TIMEOUT, PAGE_TIMEOUT for the deadlines), `.retryable` says
- *   whether another attempt may help
+ *   job deleted): `.error` is the typed cause (RUN_TIMEOUT, PAGE_TIMEOUT for the deadlines, OVERLAP_LOCK_LOST once
+ *   `o.exclusive` was found lost), `.retryable` says whether another attempt may help
  * @throws the database's error when the attempt could not even be recorded; AbortedError when aborted while it
  *   waited for a slot (nothing recorded)
  */
 export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
   const trace = traceAttempt(o);
-  // The attempt's log lines carry its trace id, from its slot wait on (docs/observability.md "Tracing").
-  const opts = trace.traceId ? { ...o, logger: o.logger.child({ traceId: trace.traceId }) } : o;
+  // The attempt's log lines carry its trace id, from its slot wait on (docs/observability.md "Tracing"). A lost
+  // overlap lock aborts the caller's signal as a shutdown would, with its own reason (recordFailedAttempt).
+  const opts = {
+    ...o,
+    signal: joinSignals(o.signal, o.exclusive?.lost),
+    ...(trace.traceId ? { logger: o.logger.child({ traceId: trace.traceId }) } : {}),
+  };
   try {
     // Kept pages ask nothing of the server: no report slot to wait for.
     const slot = opts.request?.pagesOf === undefined ? await trace.step('slot', () => waitForSlot(opts)) : undefined;
@@ -158,6 +163,11 @@ async function loadKeptReport(a: Attempt, pagesOf: string, check: ToLoad): Promi
     await report?.progress?.close();
     await report?.kept.close();
   }
+}
+
+/** One signal that aborts when either does, with its reason; undefined when neither is given. */
+function joinSignals(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
+  return a && b ? AbortSignal.any([a, b]) : (a ?? b);
 }
 
 /** The server's own rendering time from its job's startedAt and finishedAt, in ms, when it gave both. */

@@ -8,12 +8,14 @@ import type pg from 'pg';
 import type { Job } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import type { RunAlerts } from '../alerts/run-alerts.ts';
+import { resolveJob } from '../config/load.ts';
 import { jobOfSubject } from '../config/mandants.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError, EtlError } from '../errors.ts';
 import { failAttempt, failureOf, hasSucceeded, insertAttempt } from '../history/attempts.ts';
 import { orphanedAttemptsOf } from '../history/orphans.ts';
 import type { Logger } from '../logger.ts';
+import { logicalTimeOf } from '../pipeline/logical-time.ts';
 import { shellQuote } from '../shell-quote.ts';
 import type { RunTrigger } from '../vocabulary.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
@@ -25,6 +27,11 @@ export interface UnrunFailure {
   runKey: string;
   trigger: RunTrigger;
   scheduledFor?: Date | undefined;
+  /** The interval the run was asked for, when it was given one (a backfill's, a manual run's `--from`/`--to`). */
+  logicalStart?: Date | undefined;
+  logicalEnd?: Date | undefined;
+  /** When the run was queued: a manual run without an interval stands for the one before this time. */
+  queuedAt?: Date | undefined;
   /** The failure, not retryable, at stage `start`. */
   error: EtlError;
   /** Name in etl.attempts.worker: the process that records it. */
@@ -33,7 +40,8 @@ export interface UnrunFailure {
 
 /**
  * Records `f` as an attempt of its run `failed` at once (the run's newest, so the run reads failed and `replay
- * --failed` finds it), and sends the failed alert.
+ * --failed` finds it), with the interval its run stands for (as an attempt of it would have computed it, in
+ * etl.attempts.request; it sent no report request), and sends the failed alert.
  * @returns the attempt's id
  * @throws EtlError CONFIG_INVALID for a job gone from `config` (nothing recorded); the database's error
  */
@@ -48,6 +56,12 @@ export async function recordUnrunFailure(
     throw new EtlError('CONFIG_INVALID', `job "${f.job}" is not in jobs.yaml any more: its failure is not recorded`);
   const target = parseTableName(job.target.table);
   const attemptId = randomUUID();
+  const asked = {
+    scheduledFor: f.scheduledFor?.toISOString(),
+    logicalStart: f.logicalStart?.toISOString(),
+    logicalEnd: f.logicalEnd?.toISOString(),
+  };
+  const time = logicalTimeOf(resolveJob(config, f.job), asked, f.queuedAt ?? new Date());
   await insertAttempt(pool, {
     attemptId,
     job: f.job,
@@ -57,6 +71,11 @@ export async function recordUnrunFailure(
     targetTable: `${target.schema}.${target.table}`,
     writeMode: job.target.mode,
     worker: f.worker,
+    interval: {
+      logicalStart: time.logicalStart.toISOString(),
+      logicalEnd: time.logicalEnd.toISOString(),
+      tick: time.tick.toISOString(),
+    },
   });
   await failAttempt(pool, attemptId, failureOf(f.error, 'start'));
   await alerts.failed({ job: f.job, runKey: f.runKey, attemptId, trigger: f.trigger, error: f.error });
@@ -107,12 +126,16 @@ export async function recordStalledOut(
         `report-etl replay ${shellQuote(runKey)} --job ${shellQuote(job)}`,
       { retryable: false, stage: 'start', details: { queueJobId: queueJob.id, reason, orphaned, attempts } },
     );
-    const scheduledFor = queueJob.data.scheduledFor ? new Date(queueJob.data.scheduledFor) : undefined;
+    const at = (iso: string | undefined) => (iso ? new Date(iso) : undefined);
+    const { data } = queueJob;
     const attemptId = await recordUnrunFailure(deps.pool, deps.config(), deps.alerts, {
       job,
       runKey,
       trigger,
-      scheduledFor,
+      scheduledFor: at(data.scheduledFor),
+      logicalStart: at(data.logicalStart),
+      logicalEnd: at(data.logicalEnd),
+      queuedAt: new Date(queueJob.timestamp),
       error,
       worker: deps.workerName,
     });

@@ -344,6 +344,9 @@ export function makeJanitor(deps: JanitorDeps): Janitor {
       runKey: run.run_key,
       trigger: run.trigger,
       scheduledFor: run.scheduled_for ?? undefined,
+      logicalStart: run.logical_start ?? undefined,
+      logicalEnd: run.logical_end ?? undefined,
+      queuedAt: run.queued_at ?? undefined,
       error,
       worker: me,
     });

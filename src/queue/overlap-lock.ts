@@ -1,10 +1,12 @@
 /**
  * The overlap lock of a job (docs/architecture.md "Liveness"): a Redis key with a TTL, renewed while the run lasts.
  * Its holder is the queue job id, so that a new attempt of the same queued run (after a stall) takes it over at once.
+ * A renewal that finds the key gone or another's aborts the lock's `lost` signal, which stops the attempt at once.
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
+import { OverlapLockLost, type ExclusiveLock } from '../pipeline/attempt.ts';
 import { deleteIfOwner, extendIfOwner } from '../redis-owned-key.ts';
 
 /** Default TTL of the lock in ms; renewed every third of it. */
@@ -20,9 +22,14 @@ end
 return 0`;
 
 /** A held lock; `release()` is idempotent. */
-export interface HeldLock {
+export interface HeldLock extends ExclusiveLock {
   /** Extends the lock now: false when it is lost, or Redis cannot be asked (nobody can tell). */
   confirm(): Promise<boolean>;
+  /**
+   * Aborts with an {@link OverlapLockLost} once a renewal or `confirm()` found the key gone or another's (not when
+   * Redis could not be asked: that is logged, and the commit's `confirm()` decides); never after `release()`.
+   */
+  readonly lost: AbortSignal;
   release(): Promise<void>;
 }
 
@@ -40,11 +47,12 @@ export async function tryOverlapLock(
   const value = `${owner}|${randomUUID()}`;
   const got = (await redis.eval(ACQUIRE, 1, key, `${owner}|`, value, String(ttlMs))) as number;
   if (got !== 1) return undefined;
-  let lost = false;
+  const lost = new AbortController();
+  let released: Promise<void> | undefined;
   const renewed = (ok: boolean) => {
-    if (!ok && !lost) {
-      lost = true;
-      logger.warn({ key }, 'overlap lock lost: another run of this job may start');
+    if (!ok && !lost.signal.aborted && !released) {
+      logger.warn({ key }, 'overlap lock lost: another run of this job may start; its attempt stops');
+      lost.abort(new OverlapLockLost());
     }
     return ok;
   };
@@ -56,10 +64,15 @@ export async function tryOverlapLock(
     Math.max(100, Math.floor(ttlMs / 3)),
   );
   timer.unref();
-  let released: Promise<void> | undefined;
   return {
+    lost: lost.signal,
     async confirm() {
-      return !lost && renewed(await extendIfOwner(redis, key, value, ttlMs).catch(() => false));
+      if (lost.signal.aborted) return false;
+      const ok = await extendIfOwner(redis, key, value, ttlMs).catch((err: unknown) => {
+        logger.warn({ key, err: (err as Error).message }, 'could not confirm the overlap lock');
+        return undefined;
+      });
+      return ok === undefined ? false : renewed(ok);
     },
     release() {
       released ??= (async () => {

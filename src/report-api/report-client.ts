@@ -130,7 +130,12 @@ class HttpReportClient implements ReportClient {
     return job;
   }
 
-  async waitForJob(jobId: string, signal?: AbortSignal, startedAt?: number): Promise<FinishedReport> {
+  async waitForJob(
+    jobId: string,
+    signal?: AbortSignal,
+    startedAt?: number,
+    onPoll?: (polls: number) => void,
+  ): Promise<FinishedReport> {
     const { pollIntervalMs, pollMaxIntervalMs, pollTimeoutMs } = this.c.connection;
     const started = Math.min(startedAt ?? Date.now(), Date.now());
     const path = `/jobs/${encodeURIComponent(jobId)}`;
@@ -143,6 +148,7 @@ class HttpReportClient implements ReportClient {
       const res = await this.c.api.send({ method: 'GET', path, stage: 'poll', signal });
       if (res.statusCode !== 200) throw await this.unexpected(res, 'GET', path, 'poll');
       const job = parseJob(await readJsonAnswer(res, 'poll', this.c.http.redact), 'poll');
+      onPoll?.(polls);
       if (job.state === 'FinishedSuccess') {
         const m = /^\s*rows=(\d+)\s*;\s*pages=(\d+)\s*$/.exec(job.message);
         if (m === null) {

@@ -131,10 +131,16 @@ export interface ReportClient {
   /**
    * Polls the job (docs/report-export-service.md "Endpoints" #2) every pollIntervalMs, growing x1.5 up to
    * pollMaxIntervalMs; the first poll and pollTimeoutMs count from `startedAt` (Date.now() ms; default now).
+   * @param onPoll called after each poll the server answered, with the polls so far (1-based)
    * @throws ReportFailedError (server message verbatim), PollTimeoutError (after pollTimeoutMs), HttpError,
    *   AccessForbiddenError, UnauthorizedError, TokenError, TransientHttpError, AbortedError
    */
-  waitForJob(jobId: string, signal?: AbortSignal, startedAt?: number): Promise<FinishedReport>;
+  waitForJob(
+    jobId: string,
+    signal?: AbortSignal,
+    startedAt?: number,
+    onPoll?: (polls: number) => void,
+  ): Promise<FinishedReport>;
   /**
    * Opens one output page (docs/report-export-service.md "Endpoints" #3), 1-based.
    * @returns the page stream, or null on 404 with an empty body (the previous page was the last)

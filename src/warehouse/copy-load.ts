@@ -75,7 +75,8 @@ export async function loadRows(tx: pg.PoolClient, spec: LoadSpec, source: RowSou
     : await recordedColumnNames(tx, spec.target, existing);
   const lineage = spec.mode === 'append' && spec.runKey !== undefined;
   if (lineage) await startLineage(tx, spec.target, spec.runKey!, existing !== undefined);
-  if (spec.mandant) await startMandant(tx, spec.target, spec.mandant, existing !== undefined);
+  if (spec.mandant)
+    await startMandant(tx, spec.target, spec.mandant, existing !== undefined, { mode: spec.mode, job: spec.job });
   const chooseBinary = await binaryChoice(tx, spec, source, existing);
   // Asked by the source when it knows the report's columns, before it decodes any row (pages/rows-plan.ts).
   let planned: Load | undefined;

@@ -10,8 +10,9 @@
 import type pg from 'pg';
 import { EtlError } from '../errors.ts';
 import type { Queryable } from '../db.ts';
-import { quoteIdent, type TableName } from './identifiers.ts';
-import { addDefaultedColumns, type DefaultedColumn } from './target-table.ts';
+import type { WriteMode } from '../vocabulary.ts';
+import { quoteIdent, quoteTable, type TableName } from './identifiers.ts';
+import { addDefaultedColumns, columnTypeOf, type DefaultedColumn } from './target-table.ts';
 
 /** The mandant of a load and the target column holding it. */
 export interface MandantScope {
@@ -34,16 +35,51 @@ export function mandantCondition(scope: MandantScope, n: number): string {
  * Starts a mandant's load inside its load transaction: sets the mandant for the column DEFAULT and, when the target
  * exists, gives it the mandant column (rows already there keep NULL) and its DEFAULT. A target the load creates gets
  * the column with its key ({@link withMandantColumn}) and the DEFAULT from {@link addMandantColumn} once it exists.
- * @throws EtlError TARGET_INVALID when the target has a column of that name of another type
+ * A replace or merge target that holds rows but no mandant column (loaded while the job had one mandant) is refused:
+ * no mandant's run would ever replace those rows, so they would stay beside the new ones (docs/loaded-tables.md
+ * "Many mandants"); append keeps them, as the history they are.
+ * @param o the load's write mode and the job named in the error
+ * @throws EtlError TARGET_INVALID when the target has a column of that name of another type, or holds rows without
+ *   the column in mode replace or merge
  */
 export async function startMandant(
   tx: pg.PoolClient,
   target: TableName,
   scope: MandantScope,
   exists: boolean,
+  o: { mode: WriteMode; job?: string | undefined },
 ): Promise<void> {
   await tx.query(`SELECT set_config('${MANDANT_SETTING}', $1, true)`, [String(scope.value)]);
-  if (exists) await addMandantColumn(tx, target, scope);
+  if (!exists) return;
+  if (o.mode !== 'append') await refuseRowsWithoutMandant(tx, target, scope, o.job);
+  await addMandantColumn(tx, target, scope);
+}
+
+/**
+ * Refuses a target that lacks the mandant column but holds rows: they could not be told apart by mandant.
+ * @throws EtlError TARGET_INVALID naming the table, the column and the statements that give the rows their mandant
+ */
+async function refuseRowsWithoutMandant(
+  tx: pg.PoolClient,
+  target: TableName,
+  scope: MandantScope,
+  job: string | undefined,
+): Promise<void> {
+  if ((await columnTypeOf(tx, target, scope.column)) !== undefined) return;
+  const table = quoteTable(target);
+  const { rows } = await tx.query<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${table}) AS any`);
+  if (!rows[0]!.any) return;
+  const name = `${target.schema}.${target.table}`;
+  const column = quoteIdent(scope.column);
+  throw new EtlError(
+    'TARGET_INVALID',
+    `${job === undefined ? '' : `job ${job}: `}${name} holds rows but no column ${scope.column}, loaded before the ` +
+      "job had a list of mandants: each mandant's run replaces its own rows alone, so these would stay beside the " +
+      `new ones for good. Give them their mandant first (ALTER TABLE ${table} ADD COLUMN ${column} integer; ` +
+      `UPDATE ${table} SET ${column} = ${scope.value}; with the mandant they are of), or empty the table, then run ` +
+      `again (docs/loaded-tables.md "Many mandants"); ${name} is left as it was`,
+    { stage: 'load', retryable: false, details: { column: scope.column, table: name } },
+  );
 }
 
 /**

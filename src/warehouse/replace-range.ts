@@ -112,13 +112,15 @@ export async function deleteRange(
  * Checks that every staged row lies in the range, reading the range column as `expr` (its cast to the target's type
  * on the inference path).
  * @param staging the staging table, and its order column that numbers the run's rows
- * @throws RangeViolationError naming the first row outside the range: its page, row and value
+ * @param mandant the run's mandant, for a job with many mandants: the message names it
+ * @throws RangeViolationError naming the first row outside the range: its page, row and value, and the mandant
  */
 export async function checkStagedRange(
   db: pg.PoolClient,
   r: ReplaceRange,
   staging: { table: string; seq: string; expr: string },
   place: LoadPlace,
+  mandant?: MandantScope,
 ): Promise<void> {
   const { rows } = await db.query<{ seq: string; value: string | null }>(
     `SELECT ${staging.seq} AS seq, (${staging.expr})::text AS value FROM ${staging.table}
@@ -131,12 +133,23 @@ export async function checkStagedRange(
   const page = place.pageOfRow(row);
   const reportColumn = place.reportColumn(r.column);
   const shown = bad.value === null ? 'empty' : `"${bad.value}"`;
+  const ofMandantText = mandant ? ` of mandant ${mandant.value}` : '';
   throw new RangeViolationError(
-    `page ${page}, row ${row} of the run has ${r.column}` +
+    `page ${page}, row ${row} of the run${ofMandantText} has ${r.column}` +
       `${reportColumn && reportColumn !== r.column ? ` (report column "${reportColumn}")` : ''} ${shown}, outside ` +
       `the run's range [${r.from}, ${r.to}) of target.replaceRange: ${place.table} is left as it was. A row outside ` +
       "the range would not be replaced by the next run's: widen the range (from, to) or make the report's " +
       'parameters ask for the same period',
-    { column: r.column, reportColumn, page, row, value: bad.value, from: r.from, to: r.to, table: place.table },
+    {
+      column: r.column,
+      reportColumn,
+      page,
+      row,
+      value: bad.value,
+      from: r.from,
+      to: r.to,
+      table: place.table,
+      ...(mandant ? { mandant: mandant.value } : {}),
+    },
   );
 }

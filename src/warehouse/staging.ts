@@ -77,7 +77,7 @@ export async function applyFromStaging(db: pg.PoolClient, o: ApplyOptions): Prom
     if (range) {
       // checkTargetNames refused a report without the range column before anything was loaded.
       if (rangeAt < 0) throw new Error(`the range column ${range.column} is not a column of the run`);
-      await checkStagedRange(db, range, { table: STAGING, seq: SEQ, expr: exprs[rangeAt]! }, o.place);
+      await checkStagedRange(db, range, { table: STAGING, seq: SEQ, expr: exprs[rangeAt]! }, o.place, o.mandant);
       await deleteRange(db, o.target, range, o.mandant);
     } else if (o.mode === 'replace' && o.mandant)
       await db.query(`DELETE FROM ${target} WHERE ${mandantCondition(o.mandant, 1)}`, [o.mandant.value]);

@@ -17,6 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
+import { DEFAULT_QUEUE_PREFIX } from '../../src/queue/names.ts';
 import { ensurePostgres, ensureRedis, type LocalService } from '../../scripts/lib/local-services.ts';
 import { DEFAULT_DATABASE_URL } from '../../src/app/connections.ts';
 import { hostPort } from '../../scripts/lib/service-probes.ts';
@@ -31,8 +32,12 @@ import {
 
 const DATA_DIR = fileURLToPath(new URL('../../.local/postgres-test', import.meta.url));
 
-/** The queue prefix (`REPORT_ETL_QUEUE_PREFIX`) of the commands the tests spawn without one of their own. */
-const TEST_QUEUE_PREFIX = 'report-etl-test';
+/**
+ * The queue prefix (`REPORT_ETL_QUEUE_PREFIX`) of the commands the tests spawn without one of their own: the given
+ * one's (default `report-etl`) with `-test`, as the database's name gets `_test`. Two suites on one Redis with
+ * prefixes of their own never share it, so that one's teardown never deletes the keys of another still running.
+ */
+const TEST_QUEUE_PREFIX = `${process.env.REPORT_ETL_QUEUE_PREFIX || DEFAULT_QUEUE_PREFIX}-test`;
 
 /** Deletes the keys under {@link TEST_QUEUE_PREFIX} from the Redis at `url`. */
 async function deleteTestKeys(url: string): Promise<void> {

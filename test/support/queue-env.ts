@@ -178,6 +178,8 @@ export interface AttemptRec {
   started_at: Date;
   finished_at: Date | null;
   error: string | null;
+  /** How far its reading got: read with attempt-progress.ts `readProgress`; null before its first page. */
+  progress: unknown;
 }
 
 /**
