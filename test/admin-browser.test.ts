@@ -8,15 +8,12 @@ import { randomBytes } from 'node:crypto';
 import type { BrowserContext } from 'playwright-core';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { logInInBrowser } from './support/admin-login.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
+import { logInInBrowser, adminServerOf } from './support/admin-login.ts';
 
 const SCREENSHOT_RUN = '/tmp/report-etl-admin-run.png';
 const SCREENSHOT_REPLAYED = '/tmp/report-etl-admin-replayed.png';
@@ -36,22 +33,9 @@ beforeAll(async () => {
   const config = h.config({
     [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
   });
-  const err = await runAttempt({
-    job: resolveJob(config, job),
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  failedAttemptId = (err as AttemptFailedError).attemptId;
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-  });
+  const err = await attemptFailure(h.run(config, job));
+  failedAttemptId = err.attemptId;
+  server = await adminServerOf(h, queue, { auth: { token } });
   browser = await launchBrowser();
   context = browser.context;
 }, 60_000);

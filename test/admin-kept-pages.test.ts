@@ -7,15 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { replayQueueJobId } from '../src/queue/names.ts';
 import { makeQueue } from '../src/queue/queue.ts';
-import { adminSessionCookie } from './support/admin-login.ts';
+import { adminSessionCookie, adminServerOf } from './support/admin-login.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const keptJob = uniqueName('akp_kept');
@@ -47,26 +44,11 @@ beforeAll(async () => {
     if (job !== guardJob)
       await h.pool.query(`CREATE TABLE ${h.schema}.${job === keptJob ? 'akp_kept' : 'akp_plain'} (other text)`);
     const runKey = uniqueName('akp');
-    const err = await runAttempt({
-      job: resolveJob(config, job),
-      request: { runKey },
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(AttemptFailedError);
-    expect((err as AttemptFailedError).code).toBe(job === guardJob ? 'GUARD_TRIPPED' : 'SCHEMA_CHANGED');
-    failed[job] = { attemptId: (err as AttemptFailedError).attemptId, runKey };
+    const err = await attemptFailure(h.run(config, job, { runKey }));
+    expect(err.code).toBe(job === guardJob ? 'GUARD_TRIPPED' : 'SCHEMA_CHANGED');
+    failed[job] = { attemptId: err.attemptId, runKey };
   }
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    config,
-  });
+  server = await adminServerOf(h, queue, { auth: { token }, config });
   cookie = await adminSessionCookie(server.url, token);
 }, 60_000);
 

@@ -6,18 +6,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeRunAlerts } from '../src/alerts/run-alerts.ts';
 import { noAlerts } from '../src/alerts/webhook-sender.ts';
 import { staticConfig } from '../src/config/live-config.ts';
-import { resolveJob } from '../src/config/load.ts';
 import { configSchema, type EtlConfig } from '../src/config/schema.ts';
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { makeRedis } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { REDIS_URL, uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
+import { adminServerOf } from './support/admin-login.ts';
 
 const token = uniqueName('tok');
 const jp = uniqueName('dash');
@@ -77,16 +76,8 @@ beforeAll(async () => {
     },
   });
   // One success, so that the last-success timestamp, the row counters and the duration histogram have samples.
-  await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    liveConfig: staticConfig(config),
-  });
+  await h.run(config, okJob);
+  server = await adminServerOf(h, queue, { auth: { token }, liveConfig: staticConfig(config) });
 }, 60_000);
 
 afterAll(async () => {
@@ -125,14 +116,7 @@ describe('the gauges the dashboard and the rules need', () => {
     async () => {
       expect(await scrape()).toContain('# TYPE report_etl_workers_alive gauge');
       expect(sample(await scrape(), 'report_etl_workers_alive')).toBe(0);
-      worker = makeRunWorker({
-        config: () => config,
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        prefix,
-        alerts: makeRunAlerts(h.pool, noAlerts, silentLogger),
-      });
+      worker = workerOf(h, config, { prefix, alerts: makeRunAlerts(h.pool, noAlerts, silentLogger) });
       await waitFor('the worker counted', async () => sample(await scrape(), 'report_etl_workers_alive') === 1);
 
       // A run that fails for good (one attempt) turns report_etl_job_failing on; the others stay 0.

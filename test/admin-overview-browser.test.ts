@@ -8,19 +8,16 @@ import { randomBytes } from 'node:crypto';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { settableConfig } from '../src/config/live-config.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { silentLogger } from '../src/logger.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { summaryLine } from '../src/failure-text.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { deleteRuns } from './support/queue-env.ts';
-import { logInInBrowser } from './support/admin-login.ts';
-import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { deleteRuns, insertTestAttempt } from './support/queue-env.ts';
+import { logInInBrowser, adminServerOf } from './support/admin-login.ts';
+import { failAttempt } from '../src/history/attempts.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const jp = uniqueName('ovw');
@@ -38,10 +35,7 @@ beforeAll(async () => {
   const ok = (rows: string) =>
     jobEntry({ name: 'Sales/Orders', parameters: { ROWS: rows } }, { table: `${h.schema}.ok_${rows}` });
   const failing = jobEntry({ name: 'Failing' }, { table: `${h.schema}.failing` });
-  const run = async (config: ReturnType<Harness['config']>, job: string) =>
-    runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger: silentLogger }).catch(
-      () => undefined,
-    );
+  const run = async (config: ReturnType<Harness['config']>, job: string) => h.run(config, job).catch(() => undefined);
   // healthy: five successes of growing size; failing: a success, then failures; superseded: a failure, then a later
   // success into the same replace target; appended: the same in append mode, which nothing supersedes.
   const into = (entry: Record<string, unknown>, table: string, mode: string) => ({
@@ -89,15 +83,7 @@ beforeAll(async () => {
       schedule: '0 6 * * *',
     },
   ];
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    liveConfig: settableConfig(now, invalid),
-  });
+  server = await adminServerOf(h, queue, { auth: { token }, liveConfig: settableConfig(now, invalid) });
   browser = await launchBrowser();
   context = browser.context;
 }, 90_000);
@@ -188,14 +174,12 @@ it(
     // A run key of a scheduled run is one long word: it must wrap in the page's heading.
     const longKey = `${jp}_failing__2026-11-25T02:15:00.000Z__replay_of_${'0123456789abcdef'.repeat(4)}`;
     const longAttempt = crypto.randomUUID();
-    await insertAttempt(h.pool, {
+    await insertTestAttempt(h.pool, {
       attemptId: longAttempt,
       job: `${jp}_failing`,
       runKey: longKey,
       trigger: 'schedule',
       targetTable: `${h.schema}.failing_table_with_a_long_name_for_the_narrow_screen`,
-      writeMode: 'replace',
-      worker: 'test',
     });
     await failAttempt(h.pool, longAttempt, {
       status: 'failed',

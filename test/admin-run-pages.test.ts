@@ -7,17 +7,17 @@ import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { escapeHtml } from '../src/admin/html.ts';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import type { AdminServer } from '../src/admin/server.ts';
+import { failAttempt } from '../src/history/attempts.ts';
 import { recordRunRequest } from '../src/history/runs.ts';
-import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
+import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
+import { insertTestAttempt } from './support/queue-env.ts';
+import { adminServerOf } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 // The run history is shared by every test file: our job names are unique, and assertions only look at them.
@@ -46,27 +46,13 @@ beforeAll(async () => {
     ),
     [moreJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.more` }),
   });
-  const err = await runAttempt({
-    job: resolveJob(config, failJob),
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  failedAttemptId = (err as AttemptFailedError).attemptId;
-  okResult = await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
+  const err = await attemptFailure(h.run(config, failJob));
+  failedAttemptId = err.attemptId;
+  okResult = await h.run(config, okJob);
 
   // A failure whose texts are markup, with an HTTP status and problem details, recorded as an attempt's would be.
   markupAttemptId = crypto.randomUUID();
-  await insertAttempt(h.pool, {
-    attemptId: markupAttemptId,
-    job: markupJob,
-    runKey: markupAttemptId,
-    trigger: 'manual',
-    targetTable: 'x.y',
-    writeMode: 'replace',
-    worker: 'test',
-  });
+  await insertTestAttempt(h.pool, { attemptId: markupAttemptId, job: markupJob });
   await failAttempt(h.pool, markupAttemptId, {
     status: 'failed',
     stage: 'start',
@@ -82,15 +68,7 @@ beforeAll(async () => {
     },
   });
 
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    config,
-  });
+  server = await adminServerOf(h, queue, { auth: { token }, config });
 }, 60_000);
 
 afterAll(async () => {
@@ -190,15 +168,7 @@ describe('run history pages', () => {
   it('a retryable failure keeps the primary Replay; an interrupted attempt says what it had done', async () => {
     const record = async (job: string, status: 'failed' | 'interrupted', errorKind: string, retryable: boolean) => {
       const attemptId = crypto.randomUUID();
-      await insertAttempt(h.pool, {
-        attemptId,
-        job,
-        runKey: attemptId,
-        trigger: 'manual',
-        targetTable: 'x.y',
-        writeMode: 'replace',
-        worker: 'test',
-      });
+      await insertTestAttempt(h.pool, { attemptId, job });
       await failAttempt(h.pool, attemptId, {
         status,
         stage: 'fetch',
@@ -231,16 +201,7 @@ describe('run history pages', () => {
     async () => {
       const attemptId = crypto.randomUUID();
       const traceId = '0af7651916cd43dd8448eb211c80319c';
-      await insertAttempt(h.pool, {
-        attemptId,
-        job: moreJob,
-        runKey: attemptId,
-        trigger: 'manual',
-        targetTable: 'x.y',
-        writeMode: 'replace',
-        worker: 'test',
-        traceId,
-      });
+      await insertTestAttempt(h.pool, { attemptId, job: moreJob, traceId });
       const progress = { page: 33, pagesRead: 32, pages: 40, rows: 3_200_000, at: new Date().toISOString() };
       await h.pool.query('UPDATE etl.attempts SET report_job_id = $2, progress = $3 WHERE attempt_id = $1', [
         attemptId,
@@ -356,15 +317,7 @@ describe('run history pages', () => {
     // A queued run's key is no attempt id (`report-etl enqueue` prints it; so does `runs`).
     const runKey = `${keyJob}__20261126T011500Z`;
     const attemptId = crypto.randomUUID();
-    await insertAttempt(h.pool, {
-      attemptId,
-      job: keyJob,
-      runKey,
-      trigger: 'schedule',
-      targetTable: 'x.y',
-      writeMode: 'replace',
-      worker: 'test',
-    });
+    await insertTestAttempt(h.pool, { attemptId, job: keyJob, runKey, trigger: 'schedule' });
     for (const path of [`/admin/runs/${runKey}`, `/admin/attempts/${runKey}`]) {
       const found = await get(path, bearer);
       expect(found.status, path).toBe(302);
@@ -455,15 +408,7 @@ describe('run history pages', () => {
     const config = h.config({
       [failJob]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
     });
-    const withConfig = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      auth: { token },
-      config,
-    });
+    const withConfig = await adminServerOf(h, queue, { auth: { token }, config });
     try {
       const path = `/admin/runs/${markupJob}/${markupAttemptId}`;
       const page = await (await fetch(`${withConfig.url}${path}`, { headers: bearer })).text();
@@ -498,22 +443,8 @@ describe('run history pages', () => {
         { table: `${h.schema}.stock_append`, mode: 'append' },
       ),
     });
-    const loaded = await runAttempt({
-      job: resolveJob(config, revJob),
-      request: { runKey: 'rev-1' },
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    });
-    const withConfig = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      auth: { token },
-      config,
-    });
+    const loaded = await h.run(config, revJob, { runKey: 'rev-1' });
+    const withConfig = await adminServerOf(h, queue, { auth: { token }, config });
     try {
       const path = `/admin/runs/${revJob}/rev-1`;
       expect(await (await fetch(`${withConfig.url}${path}`, { headers: bearer })).text()).not.toContain('id="replay"');

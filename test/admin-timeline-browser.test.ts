@@ -11,15 +11,12 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, useHarness } from './support/harness.ts';
-import { logInInBrowser } from './support/admin-login.ts';
+import { attemptFailure, jobEntry, useHarness } from './support/harness.ts';
+import { logInInBrowser, adminServerOf } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const small = uniqueName('tl_small');
@@ -62,30 +59,13 @@ beforeAll(async () => {
       { table: `${h.schema}.big` },
     ),
   });
-  smallAttemptId = (
-    await runAttempt({ job: resolveJob(config, small), pool: h.pool, redis: h.redis, logger: silentLogger })
-  ).attemptId;
+  smallAttemptId = (await h.run(config, small)).attemptId;
   // The 50-page run: its first attempt interrupted at page 20, its second loads all 50 pages.
   const controller = new AbortController();
   const request = { runKey: bigRunKey, trigger: 'manual' as const };
-  const first = await runAttempt({
-    job: resolveJob(config, big),
-    request,
-    pool: h.pool,
-    redis: h.redis,
-    logger: abortAtPage(controller, 20),
-    signal: controller.signal,
-  }).catch((e: unknown) => e);
-  expect(first).toBeInstanceOf(AttemptFailedError);
-  await runAttempt({ job: resolveJob(config, big), request, pool: h.pool, redis: h.redis, logger: silentLogger });
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-  });
+  await attemptFailure(h.run(config, big, request, { logger: abortAtPage(controller, 20), signal: controller.signal }));
+  await h.run(config, big, request);
+  server = await adminServerOf(h, queue, { auth: { token } });
   browser = await launchBrowser();
   context = browser.context;
   const login = await context.newPage();

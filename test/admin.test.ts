@@ -21,14 +21,13 @@ import { DURATION_BUCKETS_SECONDS, tokenRequestsKey } from '../src/admin/metrics
 import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
 import { makePool } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { AttemptFailedError, runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
+import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
-import { insertAttempt } from '../src/history/attempts.ts';
 import { pruneHistory } from '../src/history/retention.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { adminSessionCookie, postLogin } from './support/admin-login.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
+import { adminSessionCookie, postLogin, adminServerOf } from './support/admin-login.ts';
+import { insertTestAttempt } from './support/queue-env.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const basic = { user: 'oncall', password: `pw-${randomBytes(8).toString('hex')}` };
@@ -54,25 +53,11 @@ beforeAll(async () => {
       { table: `${h.schema}.orders` },
     ),
   });
-  const err = await runAttempt({
-    job: resolveJob(config, failJob),
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  failedAttemptId = (err as AttemptFailedError).attemptId;
-  okResult = await runAttempt({ job: resolveJob(config, okJob), pool: h.pool, redis: h.redis, logger: silentLogger });
+  const err = await attemptFailure(h.run(config, failJob));
+  failedAttemptId = err.attemptId;
+  okResult = await h.run(config, okJob);
 
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token, basic },
-    keyPrefix,
-  });
+  server = await adminServerOf(h, queue, { auth: { token, basic }, keyPrefix });
 }, 60_000);
 
 afterAll(async () => {
@@ -219,15 +204,7 @@ describe('metrics', () => {
         [null, 'running'],
       ] as const) {
         const attemptId = crypto.randomUUID();
-        await insertAttempt(h.pool, {
-          attemptId,
-          job: edgeJob,
-          runKey: attemptId,
-          trigger: 'manual',
-          targetTable: 'x.y',
-          writeMode: 'replace',
-          worker: 'test',
-        });
+        await insertTestAttempt(h.pool, { attemptId, job: edgeJob });
         await h.pool.query(
           'UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 7, bytes = 70 WHERE attempt_id = $1',
           [attemptId, status, ms],
@@ -253,15 +230,7 @@ describe('metrics', () => {
       const job = uniqueName('adm_prune');
       const add = async (ms: number, status: string, daysAgo: number) => {
         const attemptId = crypto.randomUUID();
-        await insertAttempt(h.pool, {
-          attemptId,
-          job,
-          runKey: attemptId,
-          trigger: 'manual',
-          targetTable: 'x.y',
-          writeMode: 'replace',
-          worker: 'test',
-        });
+        await insertTestAttempt(h.pool, { attemptId, job });
         await h.pool.query(
           `UPDATE etl.attempts SET status = $2, duration_ms = $3, rows = 5, bytes = 50, started_at = now() - ` +
             `make_interval(days => $4) WHERE attempt_id = $1`,
@@ -307,17 +276,7 @@ describe('metrics', () => {
   );
 
   it('metricsPublic: true opens /metrics to every caller, as an explicit choice', async () => {
-    const open = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      auth: { token },
-      metricsToken: 'm',
-      metricsPublic: true,
-      keyPrefix,
-    });
+    const open = await adminServerOf(h, queue, { auth: { token }, metricsToken: 'm', metricsPublic: true, keyPrefix });
     try {
       const res = await fetch(`${open.url}/metrics`);
       expect(res.status).toBe(200);
@@ -358,16 +317,7 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
   it(
     'METRICS_TOKEN admits a scraper to /metrics only; ' + 'the admin token still reads it; wrong tokens are refused',
     async () => {
-      const s = await startAdminServer({
-        pool: h.pool,
-        redis: h.redis,
-        queue,
-        logger: silentLogger,
-        port: 0,
-        auth: { token },
-        metricsToken,
-        keyPrefix,
-      });
+      const s = await adminServerOf(h, queue, { auth: { token }, metricsToken, keyPrefix });
       try {
         const scraper = { authorization: `Bearer ${metricsToken}` };
         const ok = await fetch(`${s.url}/metrics`, { headers: scraper });
@@ -396,16 +346,7 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
     'METRICS_TOKEN without admin credentials: ' +
       'required from loopback too, while the admin pages stay loopback-only',
     async () => {
-      const s = await startAdminServer({
-        pool: h.pool,
-        redis: h.redis,
-        queue,
-        logger: silentLogger,
-        port: 0,
-        auth: {},
-        metricsToken,
-        keyPrefix,
-      });
+      const s = await adminServerOf(h, queue, { auth: {}, metricsToken, keyPrefix });
       try {
         expect(await status(`${s.url}/metrics`)).toBe(401);
         expect(await status(`${s.url}/metrics`, { authorization: `Bearer ${metricsToken}` })).toBe(200);
@@ -417,17 +358,7 @@ describe('metrics access (METRICS_TOKEN, admin credentials, loopback)', () => {
   );
 
   it('with nothing configured, /metrics answers loopback callers only', async () => {
-    const s = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      host: '0.0.0.0',
-      auth: {},
-      metricsToken: '',
-      keyPrefix,
-    });
+    const s = await adminServerOf(h, queue, { host: '0.0.0.0', auth: {}, metricsToken: '', keyPrefix });
     try {
       const port = new URL(s.url).port;
       expect(await status(`http://127.0.0.1:${port}/metrics`)).toBe(200);
@@ -569,16 +500,7 @@ describe('access control', () => {
   it(
     'a session cookie lasts 12 h, ends with POST /admin/logout, ' + 'and is Secure under an https ADMIN_PUBLIC_URL',
     async () => {
-      const s = await startAdminServer({
-        pool: h.pool,
-        redis: h.redis,
-        queue,
-        logger: silentLogger,
-        port: 0,
-        auth: { token },
-        keyPrefix,
-        publicUrl: 'https://etl.example.com',
-      });
+      const s = await adminServerOf(h, queue, { auth: { token }, keyPrefix, publicUrl: 'https://etl.example.com' });
       const runs = async (cookie: string) => (await fetch(`${s.url}/admin/runs`, { headers: { cookie } })).status;
       try {
         const login = await postLogin(s.url, token);
@@ -611,14 +533,7 @@ describe('access control', () => {
   );
 
   it('without configured credentials only loopback callers naming this machine get in (no DNS rebinding)', async () => {
-    const open = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
-      logger: silentLogger,
-      port: 0,
-      auth: {},
-    });
+    const open = await adminServerOf(h, queue, { auth: {} });
     const port = Number(new URL(open.url).port);
     /** GET over loopback with the Host header a browser would send for `host`. */
     const as = (host: string, path: string) =>

@@ -16,11 +16,11 @@ import { readAttemptRequest } from '../src/history/attempt-request.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { getRun } from '../src/history/runs.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { describeInterval, logicalTimeOf, manualInterval } from '../src/pipeline/logical-time.ts';
 import { formatTime } from '../src/time-text.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { runCli } from './support/cli.ts';
 
 let h: Harness;
@@ -140,9 +140,7 @@ it('the failure alert says what was sent: the server refused FROM = TO', async (
     close: async () => undefined,
   };
   const alerts = makeRunAlerts(h.pool, sender, silentLogger);
-  const err = await runAttempt({ job, pool: h.pool, redis: h.redis, logger: silentLogger }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  const failed = err as AttemptFailedError;
+  const failed = await attemptFailure(runAttempt({ job, pool: h.pool, redis: h.redis, logger: silentLogger }));
   await alerts.failed({ job: job.name, runKey: failed.attemptId, attemptId: failed.attemptId, error: failed.error });
   expect(sent).toHaveLength(1);
   const from = sent[0]!.request!.report!.parameters.FROM!;

@@ -7,9 +7,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it, vi } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
-import { silentLogger } from '../src/logger.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { runCli } from './support/cli.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';
 import { jobEntry, useHarness } from './support/harness.ts';
@@ -24,13 +21,7 @@ describe('a connection lost while a command runs', () => {
         { table: `${h.schema}.connection_lost`, mode: 'replace', archive: { keepDays: 1 } },
       ),
     });
-    const { attemptId } = await runAttempt({
-      job: resolveJob(config, 'c'),
-      request: { runKey: uniqueName('c') },
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    });
+    const { attemptId } = await h.run(config, 'c', { runKey: uniqueName('c') });
     const out = mkdtempSync(join(tmpdir(), 'connection-lost-'));
     // The command's reading of the chunks waits behind a lock (held for this moment only: other files' kept pages
     // wait for it too), and its session is then ended, as a restart of PostgreSQL ends it.

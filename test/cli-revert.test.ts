@@ -9,20 +9,17 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { silentLogger } from '../src/logger.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
-import { lines, runCli } from './support/cli.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
+import { lines, runCli, simConnectionLines } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { jobEntry, loadedRows, servedRows } from './support/harness.ts';
+import { attemptsOf, useQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
 /** A time as commands print it (src/time-text.ts): the job's zone with its offset, or UTC marked Z. */
 const TIME = '\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d(?:Z|[+-]\\d\\d:\\d\\d)';
-let h: Harness;
-let queue: RunQueue;
-let prefix: string;
-let jp: string;
+const prefix = uniqueName('qv');
+const jp = uniqueName('jv');
+const { h } = useQueueBench(prefix, jp, { jobDurationMs: 20 });
 let dir: string;
 let path: string;
 const workers: RunWorker[] = [];
@@ -31,10 +28,6 @@ const workers: RunWorker[] = [];
 let jobs: Record<string, [string, string, 'replace' | 'append']>;
 
 beforeAll(async () => {
-  h = await startHarness({ jobDurationMs: 20 });
-  prefix = uniqueName('qv');
-  jp = uniqueName('jv');
-  queue = makeQueue(h.redis, prefix);
   dir = mkdtempSync(join(tmpdir(), 'report-etl-revert-'));
   path = join(dir, 'jobs.yaml');
   jobs = {
@@ -44,15 +37,7 @@ beforeAll(async () => {
     [`${jp}_failing`]: ['Failing', 'json', 'append'],
     [`${jp}_docs`]: ['Stock/Levels', 'pdf', 'append'],
   };
-  const yaml = [
-    'connections:',
-    '  sim:',
-    `    baseUrl: ${h.sim.url}`,
-    '    clientId: demo-client',
-    '    clientSecret: ${QV_SECRET}',
-    '    pollIntervalMs: 20',
-    'jobs:',
-  ];
+  const yaml = [...simConnectionLines(h.sim.url, 'QV_SECRET', { pollIntervalMs: 20 })];
   for (const [name, [report, outputType, mode]] of Object.entries(jobs)) {
     yaml.push(
       `  ${name}:`,
@@ -66,11 +51,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
   rmSync(dir, { recursive: true, force: true });
-  await h?.close();
 });
 
 function table(job: string): string {
@@ -171,8 +152,9 @@ it(
 
     // Replayed: a worker appends monday again, tagged with its run key.
     workers.push(
-      makeRunWorker({
-        config: () =>
+      workerOf(
+        h,
+        () =>
           h.config(
             Object.fromEntries(
               Object.entries(jobs).map(([name, [report, outputType, mode]]) => [
@@ -184,11 +166,8 @@ it(
               ]),
             ),
           ),
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        prefix,
-      }),
+        { prefix },
+      ),
     );
     const replay = await cli('replay', 'monday', '--job', job, '--queue-prefix', prefix);
     expect(replay.code, replay.err).toBe(0);

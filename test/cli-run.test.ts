@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startHarness, type Harness } from './support/harness.ts';
-import { BIN, runCli, type CliExit as Exit } from './support/cli.ts';
+import { BIN, runCli, type CliExit as Exit, simConnectionLines } from './support/cli.ts';
 import { DATABASE_URL, REDIS_URL } from './support/env.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { formatZoned } from '../src/pipeline/logical-time.ts';
@@ -23,14 +23,7 @@ beforeAll(async () => {
   configPath = join(dir, 'jobs.yaml');
   await writeFile(
     configPath,
-    `connections:
-  sim:
-    baseUrl: \${SIM_URL}
-    clientId: demo-client
-    clientSecret: \${SIM_SECRET}
-    timezone: Europe/Zurich
-    pollIntervalMs: 20
-jobs:
+    `${simConnectionLines('${SIM_URL}', 'SIM_SECRET', { timezone: 'Europe/Zurich', pollIntervalMs: 20 }).join('\n')}
   orders:
     connection: sim
     report: { mandant: 7777, name: Sales/Orders, outputType: txt, paging: 200, parameters: { ROWS: "1500" } }

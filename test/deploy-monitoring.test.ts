@@ -14,12 +14,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { staticConfig } from '../src/config/live-config.ts';
 import { configSchema } from '../src/config/schema.ts';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { silentLogger } from '../src/logger.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 import { deleteKeys } from './support/queue-env.ts';
+import { adminServerOf } from './support/admin-login.ts';
 
 const RULES = new URL('../deploy/prometheus-rules.yaml', import.meta.url);
 const DASHBOARD = new URL('../deploy/grafana-dashboard.json', import.meta.url);
@@ -54,15 +54,7 @@ beforeAll(async () => {
       },
     },
   });
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    liveConfig: staticConfig(config),
-  });
+  server = await adminServerOf(h, queue, { auth: { token }, liveConfig: staticConfig(config) });
 });
 
 afterAll(async () => {

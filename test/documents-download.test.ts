@@ -7,15 +7,15 @@ import { mkdtemp, readdir, readFile, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { completeAttempt, insertAttempt } from '../src/history/attempts.ts';
-import { silentLogger } from '../src/logger.ts';
-import { runAttempt, type AttemptResult } from '../src/pipeline/run-attempt.ts';
+import type { AdminServer } from '../src/admin/server.ts';
+import { completeAttempt } from '../src/history/attempts.ts';
+import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { insertTestAttempt } from './support/queue-env.ts';
+import { adminServerOf } from './support/admin-login.ts';
 
 const token = `t-${uniqueName('admin')}`;
 
@@ -36,23 +36,9 @@ beforeAll(async () => {
       { table },
     ),
   });
-  pdfRun = await runAttempt({
-    job: resolveJob(config, jobName),
-    request: { runKey, trigger: 'manual' },
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  });
+  pdfRun = await h.run(config, jobName, { runKey, trigger: 'manual' });
   queue = makeQueue(h.redis, uniqueName('q'));
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    keyPrefix: uniqueName('k'),
-  });
+  server = await adminServerOf(h, queue, { auth: { token }, keyPrefix: uniqueName('k') });
 }, 60_000);
 
 afterAll(async () => {
@@ -118,15 +104,7 @@ it(
     'and for a key or id that names nothing (exit 2)',
   async () => {
     const attemptId = crypto.randomUUID();
-    await insertAttempt(h.pool, {
-      attemptId,
-      job: jobName,
-      runKey: `${jobName}__nodocs`,
-      trigger: 'manual',
-      targetTable: table,
-      writeMode: 'replace',
-      worker: 'test',
-    });
+    await insertTestAttempt(h.pool, { attemptId, job: jobName, runKey: `${jobName}__nodocs`, targetTable: table });
     await completeAttempt(h.pool, attemptId, { rows: 0, pages: 0, bytes: 0 });
     const none = await cli(['documents', `${jobName}__nodocs`]);
     expect(none.code).toBe(1);
@@ -176,7 +154,7 @@ it('a document that a later replace removed is reported as gone, not served', as
       { table },
     ),
   });
-  await runAttempt({ job: resolveJob(config, jobName), pool: h.pool, redis: h.redis, logger: silentLogger });
+  await h.run(config, jobName);
   const res = await fetch(`${server.url}/admin/attempts/${pdfRun.attemptId}/documents/1`, {
     headers: { authorization: `Bearer ${token}` },
   });

@@ -5,16 +5,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
 import { completeAttempt, failAttempt, insertAttempt, type AttemptStart } from '../src/history/attempts.ts';
 import { jobFilterSql, listAttempts } from '../src/history/attempt-list.ts';
 import { findRunOrAttempt } from '../src/history/run-or-attempt.ts';
 import { listRuns } from '../src/history/run-list.ts';
 import { recordRunRequest } from '../src/history/runs.ts';
-import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { attemptsOf, deleteRuns, runsOf } from './support/queue-env.ts';
 
 const jp = uniqueName('hruns');
@@ -54,31 +51,18 @@ it(
     const table = `${h.schema}.orders`;
     const request = { runKey, trigger: 'manual' as const };
     const failing = h.config({ [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table }) });
-    const err = await runAttempt({
-      job: resolveJob(failing, job),
-      request,
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(AttemptFailedError);
+    const err = await attemptFailure(h.run(failing, job, request));
     expect(await runsOf(h.pool, job)).toMatchObject([{ run_key: runKey, attempts: 1, status: 'failed', rows: null }]);
 
     const working = h.config({
       [job]: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 50, parameters: { ROWS: '120' } }, { table }),
     });
-    const ok = await runAttempt({
-      job: resolveJob(working, job),
-      request,
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    });
+    const ok = await h.run(working, job, request);
     expect(ok).toMatchObject({ runKey, attempt: 2, rows: 120 });
 
     const attempts = await attemptsOf(h.pool, job);
     expect(attempts.map((a) => [a.attempt_id, a.attempt, a.status, a.rows])).toEqual([
-      [(err as AttemptFailedError).attemptId, 1, 'failed', '0'],
+      [err.attemptId, 1, 'failed', '0'],
       [ok.attemptId, 2, 'succeeded', '120'],
     ]);
     const runs = await runsOf(h.pool, job);

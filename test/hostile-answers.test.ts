@@ -20,13 +20,14 @@ import { configSchema } from '../src/config/schema.ts';
 import { boundJson, boundText, MAX_MESSAGE_CHARS, MAX_TEXT_CHARS, redactor } from '../src/failure-text.ts';
 import { migrate } from '../src/history/migrate.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeReportClient } from '../src/report-api/index.ts';
 import { testConnection } from './fixtures/report-api-helpers.ts';
 import { runCli } from './support/cli-process.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 import { redisEntries, startHooks, streamBody, type Hooks } from './support/hostile.ts';
 import { deleteKeys, deleteRuns } from './support/queue-env.ts';
+import { attemptFailure } from './support/harness.ts';
 
 const PEAK_RSS = fileURLToPath(new URL('./fixtures/peak-rss.mjs', import.meta.url));
 const jp = uniqueName('hostile');
@@ -178,10 +179,7 @@ it('records a problem body with NUL, controls and lone surrogates, its long titl
   answerToken = goodToken;
   answerStart = (res) =>
     res.writeHead(403, { 'content-type': 'application/problem+json' }).end(JSON.stringify({ title, status: 403 }));
-  const err = await runAttempt({ job: resolveJob(config, job), pool, redis, logger: silentLogger }).catch(
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
+  await attemptFailure(runAttempt({ job: resolveJob(config, job), pool, redis, logger: silentLogger }));
   const [row] = await recorded(job);
   expect(row).toMatchObject({ status: 'failed', error_kind: 'ACCESS_FORBIDDEN' });
   expect(row!.message).toContain('was refused with 403: No access\ufffd for you\ufffd[31m \ufffd yyy');

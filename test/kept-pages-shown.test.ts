@@ -7,19 +7,19 @@
 import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { escapeHtml } from '../src/admin/html.ts';
 import { resolveJob } from '../src/config/load.ts';
 import { readAttemptRequest, requestLines } from '../src/history/attempt-request.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { shellQuote } from '../src/shell-quote.ts';
-import { adminSessionCookie } from './support/admin-login.ts';
+import { adminSessionCookie, adminServerOf } from './support/admin-login.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const guardJob = uniqueName('kps_guard');
@@ -35,15 +35,7 @@ let first = '';
 let fromPages = '';
 
 async function attempt(config: ReturnType<Harness['config']>, job: string, request: Record<string, unknown>) {
-  const err = await runAttempt({
-    job: resolveJob(config, job),
-    request,
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).catch((e: unknown) => e);
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  return err as AttemptFailedError;
+  return attemptFailure(h.run(config, job, request));
 }
 
 beforeAll(async () => {
@@ -72,15 +64,7 @@ beforeAll(async () => {
   expect(second.code).toBe('SCHEMA_CHANGED');
   fromPages = second.attemptId;
 
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    config: config('1000'),
-  });
+  server = await adminServerOf(h, queue, { auth: { token }, config: config('1000') });
   cookie = await adminSessionCookie(server.url, token);
 }, 120_000);
 

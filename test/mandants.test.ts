@@ -7,21 +7,17 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
+import { afterAll, expect, it } from 'vitest';
 import { staticConfig } from '../src/config/live-config.ts';
 import { chooseSubjects, subjectName } from '../src/config/mandants.ts';
 import { configSchema, type EtlConfig } from '../src/config/schema.ts';
 import { jobTargetProblems } from '../src/config/target-checks.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError } from '../src/pipeline/attempt.ts';
-import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { tickQueueJobId } from '../src/queue/names.ts';
 import { makeAdminMetrics } from '../src/admin/metrics.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { replayRun } from '../src/queue/replay.ts';
 import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { readAttemptRequest, requestLines } from '../src/history/attempt-request.ts';
 import { jobHealth } from '../src/history/job-health.ts';
 import { failedRunsToReplay } from '../src/history/run-list.ts';
@@ -29,31 +25,20 @@ import { reportData } from '../src/simulator/catalogue.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptFailure, jobEntry } from './support/harness.ts';
+import { attemptsOf, useQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
 const BOOKINGS = 'Finance/Bookings.avw';
 const PERIOD = { FROM: '2026-01-01', TO: '2026-01-08' };
 const MANDANTS = Array.from({ length: 20 }, (_, i) => 7001 + i);
 
-let h: Harness;
-let prefix: string;
-let jp: string;
-let queue: RunQueue;
+const prefix = uniqueName('mq');
+const jp = uniqueName('mj');
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 200 });
 const workers: RunWorker[] = [];
 
-beforeAll(async () => {
-  h = await startHarness({ jobDurationMs: 200 });
-  prefix = uniqueName('mq');
-  jp = uniqueName('mj');
-  queue = makeQueue(h.redis, prefix);
-});
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
 });
 
 /** The server's bookings of `mandant` in `period` at `revision`, as sorted `mandant|nr|day|betrag` lines. */
@@ -102,19 +87,8 @@ function bookingsConfig(
   );
 }
 
-const run = (config: EtlConfig, subject: string, request: AttemptOptions['request'] = {}) =>
-  runAttempt({ job: resolveJob(config, subject), request, pool: h.pool, redis: h.redis, logger: silentLogger });
-
 function startWorker(config: () => EtlConfig, concurrency: number): RunWorker {
-  const w = makeRunWorker({
-    config,
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-    prefix,
-    concurrency,
-    overlapRetryMs: 100,
-  });
+  const w = workerOf(h, config, { prefix, concurrency, overlapRetryMs: 100 });
   workers.push(w);
   return w;
 }
@@ -213,7 +187,7 @@ it("one mandant's failure leaves the other 19 loaded, its own rows untouched; it
   const subjects = MANDANTS.map((m) => subjectName(job, m));
   h.sim.setRevision(0);
   const before = bookingsConfig(job, table, MANDANTS);
-  for (const s of subjects) expect((await run(before, s)).status).toBe('succeeded');
+  for (const s of subjects) expect((await h.run(before, s)).status).toBe('succeeded');
   // Revision 1 corrects, adds and deletes bookings; mandant 7005 is locked on the server for this tick.
   h.sim.setRevision(1);
   const failing = bookingsConfig(job, table, MANDANTS, { parameters: { SIM_FAIL_MANDANT: '7005' } });
@@ -257,7 +231,7 @@ it('merge keys include the mandant: equal booking numbers of two mandants are tw
   const table = `${h.schema}.bookings_merge`;
   const config = bookingsConfig(job, table, [7001, 7002], { target: { mode: 'merge', key: ['buchung_nr'] } });
   h.sim.setRevision(0);
-  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m))).status).toBe('succeeded');
+  for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m))).status).toBe('succeeded');
   // Both mandants book numbers of the same form (yyyymmdd-k): some are equal.
   const nr = (l: string) => l.split('|')[1];
   expect(
@@ -267,7 +241,7 @@ it('merge keys include the mandant: equal booking numbers of two mandants are tw
   ).toBe(true);
   expect(await loaded(table)).toEqual([...served(7001, 0), ...served(7002, 0)].sort());
   h.sim.setRevision(1);
-  expect((await run(config, subjectName(job, 7002))).status).toBe('succeeded');
+  expect((await h.run(config, subjectName(job, 7002))).status).toBe('succeeded');
   expect(await loaded(table, 7001)).toEqual(served(7001, 0));
   // Merge keeps the rows revision 1 deleted: the mandant's rows are revision 1's plus those.
   const merged = await loaded(table, 7002);
@@ -286,9 +260,9 @@ it('replaceRange with a list of mandants replaces the range of the run mandant a
   });
   const at = (n: number) => ({ scheduledFor: new Date(Date.UTC(2026, 0, 10 + n, 3)).toISOString() });
   h.sim.setRevision(0);
-  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m), at(0))).status).toBe('succeeded');
+  for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m), at(0))).status).toBe('succeeded');
   h.sim.setRevision(1);
-  expect((await run(config, subjectName(job, 7001), at(1))).status).toBe('succeeded');
+  expect((await h.run(config, subjectName(job, 7001), at(1))).status).toBe('succeeded');
   const p = (a: string, b: string) => ({ FROM: a, TO: b });
   // 7001: Jan 7 as read at revision 0, Jan 8..10 at revision 1; 7002 untouched.
   expect(await loaded(table, 7001)).toEqual(
@@ -309,17 +283,15 @@ it("a mandant's row outside the period fails its run naming the mandant, row, va
   });
   const at = (n: number) => ({ scheduledFor: new Date(Date.UTC(2026, 0, 10 + n, 3)).toISOString() });
   h.sim.setRevision(0);
-  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m), at(0))).status).toBe('succeeded');
+  for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m), at(0))).status).toBe('succeeded');
   const before = await loaded(table, 7002);
   h.sim.setRevision(1);
   // 7002's report asks for two days past the run's period [2026-01-08, 2026-01-11).
-  const err = await run(config, subjectName(job, 7002), { ...at(1), parameters: { TO: '2026-01-13' } }).then(
-    () => undefined,
-    (e: unknown) => e,
+  const err = await attemptFailure(
+    h.run(config, subjectName(job, 7002), { ...at(1), parameters: { TO: '2026-01-13' } }),
   );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  expect((err as AttemptFailedError).code).toBe('RANGE_VIOLATION');
-  expect((err as AttemptFailedError).message).toMatch(
+  expect(err.code).toBe('RANGE_VIOLATION');
+  expect(err.message).toMatch(
     new RegExp(
       '^page 1, row \\d+ of the run of mandant 7002 has buchungstag \\(report column "Buchungstag"\\) ' +
         `"2026-01-1[12]", outside the run's range \\[2026-01-08, 2026-01-11\\) of target.replaceRange: ${table} ` +
@@ -336,7 +308,7 @@ it("a mandant's row outside the period fails its run naming the mandant, row, va
     'parameters: FROM=2026-01-08, TO=2026-01-13',
     'period replaced: buchungstag in [2026-01-08, 2026-01-11)',
   ]);
-  expect((await run(config, subjectName(job, 7001), at(1))).status).toBe('succeeded');
+  expect((await h.run(config, subjectName(job, 7001), at(1))).status).toBe('succeeded');
   expect(await loaded(table, 7002)).toEqual(before);
   h.sim.setRevision(0);
 });
@@ -354,21 +326,18 @@ it("a later success supersedes a mandant's failed period only when it replaced t
   });
   const at = (iso: string) => ({ scheduledFor: new Date(iso).toISOString() });
   const failedRun = async (subject: string) => {
-    const err = await run(failing, subject, at('2026-01-10T03:00:00Z')).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect((err as AttemptFailedError).code).toBe('REPORT_FAILED');
+    const err = await attemptFailure(h.run(failing, subject, at('2026-01-10T03:00:00Z')));
+    expect(err.code).toBe('REPORT_FAILED');
     return (await attemptsOf(h.pool, subject)).at(-1)!.run_key;
   };
   // 7001: a later run of the same period [2026-01-07, 2026-01-10) succeeds: nothing is left to replay.
   const s1 = subjectName(job, 7001);
   const failed1 = await failedRun(s1);
-  const later1 = await run(config, s1, at('2026-01-10T05:00:00Z'));
+  const later1 = await h.run(config, s1, at('2026-01-10T05:00:00Z'));
   // 7002: a later night's run replaces [2026-01-10, 2026-01-13) alone: the failed period is still to be loaded.
   const s2 = subjectName(job, 7002);
   const failed2 = await failedRun(s2);
-  expect((await run(config, s2, at('2026-01-13T03:00:00Z'))).status).toBe('succeeded');
+  expect((await h.run(config, s2, at('2026-01-13T03:00:00Z'))).status).toBe('succeeded');
   const byRun = new Map(
     [...(await failedRunsToReplay(h.pool, { job: s1 })), ...(await failedRunsToReplay(h.pool, { job: s2 }))].map(
       (f) => [f.run_key, f.superseded_by_run_key],
@@ -396,21 +365,18 @@ it("a job's first list run refuses a replace target whose rows have no mandant, 
       retry: { attempts: 1, backoffMs: 0 },
     },
   });
-  expect((await run(single, job)).status).toBe('succeeded');
+  expect((await h.run(single, job)).status).toBe('succeeded');
   const rowsOf = async () =>
     (await h.pool.query<{ r: string }>(`SELECT to_jsonb(t)::text AS r FROM ${table} t`)).rows.map((r) => r.r).sort();
   const before = await rowsOf();
   const list = bookingsConfig(job, table, [7001, 7002]);
-  const err = await run(list, subjectName(job, 7001)).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect((err as AttemptFailedError).code).toBe('TARGET_INVALID');
-  expect((err as AttemptFailedError).message).toContain(
+  const err = await attemptFailure(h.run(list, subjectName(job, 7001)));
+  expect(err.code).toBe('TARGET_INVALID');
+  expect(err.message).toContain(
     `job ${job}[7001]: ${table} holds rows but no column mandant, loaded before the job had a list of mandants`,
   );
   const quoted = `"${h.schema}"."bookings_switch"`;
-  expect((err as AttemptFailedError).message).toContain(
+  expect(err.message).toContain(
     `(ALTER TABLE ${quoted} ADD COLUMN "mandant" integer; UPDATE ${quoted} SET "mandant" = 7001; with the mandant ` +
       'they are of)',
   );
@@ -418,7 +384,7 @@ it("a job's first list run refuses a replace target whose rows have no mandant, 
   // As the message says: the rows get their mandant, and 7001's run replaces them.
   await h.pool.query(`ALTER TABLE ${table} ADD COLUMN mandant integer; UPDATE ${table} SET mandant = 7001`);
   h.sim.setRevision(1);
-  for (const m of [7001, 7002]) expect((await run(list, subjectName(job, m))).status).toBe('succeeded');
+  for (const m of [7001, 7002]) expect((await h.run(list, subjectName(job, m))).status).toBe('succeeded');
   expect(await loaded(table)).toEqual([...served(7001, 1), ...served(7002, 1)].sort());
   h.sim.setRevision(0);
 });
@@ -427,13 +393,9 @@ it('a report column named like the mandant column fails the first run before any
   const job = `${jp}_clash`;
   const table = `${h.schema}.bookings_clash`;
   const clash = bookingsConfig(job, table, [7001, 7002], { target: { mandantColumn: 'buchung_nr' } });
-  const err = await run(clash, subjectName(job, 7001)).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  expect((err as AttemptFailedError).code).toBe('CONFIG_INVALID');
-  expect((err as AttemptFailedError).message).toContain(
+  const err = await attemptFailure(h.run(clash, subjectName(job, 7001)));
+  expect(err.code).toBe('CONFIG_INVALID');
+  expect(err.message).toContain(
     'the report has a column "Buchung Nr" (loaded as buchung_nr), the name of the column that holds each row\'s ' +
       'mandant: set target.mandantColumn to another name',
   );
@@ -524,23 +486,18 @@ it("maxShrinkPercent measures a mandant's run against that mandant's rows alone"
   const table = `${h.schema}.bookings_guard`;
   const config = bookingsConfig(job, table, [7001, 7002], { target: { guard: { maxShrinkPercent: 30 } } });
   h.sim.setRevision(0);
-  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m))).status).toBe('succeeded');
+  for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m))).status).toBe('succeeded');
   // Revision 1 keeps most of 7001's rows: within 30% of its own, though half the table's.
   h.sim.setRevision(1);
   expect(served(7001, 1).length).toBeGreaterThanOrEqual(served(7001, 0).length * 0.7);
   expect(served(7001, 1).length).toBeLessThan((served(7001, 0).length + served(7002, 0).length) * 0.7);
-  expect((await run(config, subjectName(job, 7001))).status).toBe('succeeded');
+  expect((await h.run(config, subjectName(job, 7001))).status).toBe('succeeded');
   expect(await loaded(table, 7001)).toEqual(served(7001, 1));
   // One day of bookings instead of seven shrinks 7001's rows by more than 30%: the guard trips, nothing changes.
   const oneDay = { parameters: { FROM: '2026-01-01', TO: '2026-01-02' } };
-  const err = await run(config, subjectName(job, 7001), oneDay).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect((err as AttemptFailedError).code).toBe('GUARD_TRIPPED');
-  expect((err as AttemptFailedError).message).toContain(
-    `where ${table} (mandant 7001) holds ${served(7001, 1).length}`,
-  );
+  const err = await attemptFailure(h.run(config, subjectName(job, 7001), oneDay));
+  expect(err.code).toBe('GUARD_TRIPPED');
+  expect(err.message).toContain(`where ${table} (mandant 7001) holds ${served(7001, 1).length}`);
   expect(await loaded(table)).toEqual([...served(7001, 1), ...served(7002, 0)].sort());
   h.sim.setRevision(0);
 });
@@ -555,9 +512,9 @@ it("append tags a mandant's rows with its own run key: reverting one mandant's r
     scheduledFor: tick.toISOString(),
     runKey: tickQueueJobId(subjectName(job, m), tick),
   });
-  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m), request(m))).status).toBe('succeeded');
+  for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m), request(m))).status).toBe('succeeded');
   // The same run again appends nothing: it is exactly-once per mandant's run key.
-  expect((await run(config, subjectName(job, 7001), request(7001))).status).toBe('already-loaded');
+  expect((await h.run(config, subjectName(job, 7001), request(7001))).status).toBe('already-loaded');
   expect(await loaded(table)).toEqual([...served(7001, 0), ...served(7002, 0)].sort());
   const outcome = await revertAppendedRun(h.pool, subjectName(job, 7001), request(7001).runKey);
   expect(outcome).toMatchObject({ kind: 'reverted', rows: served(7001, 0).length });
@@ -568,7 +525,7 @@ it('the metrics carry each mandant of a job in a mandant label beside the job', 
   const job = `${jp}_metrics`;
   const table = `${h.schema}.bookings_metrics`;
   const config = bookingsConfig(job, table, [7001, 7002]);
-  for (const m of [7001, 7002]) expect((await run(config, subjectName(job, m))).status).toBe('succeeded');
+  for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m))).status).toBe('succeeded');
   const metrics = makeAdminMetrics({ pool: h.pool, redis: h.redis, queue, config: staticConfig(config) });
   const text = await metrics.render();
   for (const m of [7001, 7002]) {

@@ -17,12 +17,11 @@ import { EtlError } from '../src/errors.ts';
 import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker } from '../src/queue/worker.ts';
 import { configSchema } from '../src/config/schema.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor, workerOf } from './support/queue-env.ts';
 import { runCli, startCli } from './support/cli-process.ts';
 
 interface Received {
@@ -233,14 +232,7 @@ it(
     });
     const sender = makeQueuedAlertSender({ connection: h.redis, prefix, targets: () => targets, logger: silentLogger });
     const alertWorker = makeAlertWorker({ connection: h.redis, prefix, targets: () => targets, logger: silentLogger });
-    const worker = makeRunWorker({
-      config: () => config,
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      prefix,
-      alerts: makeRunAlerts(h.pool, sender, silentLogger),
-    });
+    const worker = workerOf(h, config, { prefix, alerts: makeRunAlerts(h.pool, sender, silentLogger) });
     try {
       await enqueueManual(queue, config, job);
       await waitFor(

@@ -11,13 +11,11 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startService } from '../src/app/service.ts';
-import { JANITOR_LEASE_CLASS, makeJanitor } from '../src/queue/janitor.ts';
-import { noAlerts } from '../src/alerts/webhook-sender.ts';
+import { JANITOR_LEASE_CLASS } from '../src/queue/janitor.ts';
 import { configSchema } from '../src/config/schema.ts';
-import { silentLogger } from '../src/logger.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, deleteKeys, deleteRuns, janitorOf, waitFor } from './support/queue-env.ts';
 import { runCli } from './support/cli-process.ts';
 
 let h: Harness;
@@ -110,22 +108,8 @@ it("one installation's janitor lease does not hold back another's", async () => 
   });
   const [a, b] = [uniqueName('insta'), uniqueName('instb')];
   const holder = await h.pool.connect();
-  const janitorA = makeJanitor({
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-    config: () => config,
-    alerts: noAlerts,
-    prefix: a,
-  });
-  const janitorB = makeJanitor({
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-    config: () => config,
-    alerts: noAlerts,
-    prefix: b,
-  });
+  const janitorA = janitorOf(h, config, { prefix: a });
+  const janitorB = janitorOf(h, config, { prefix: b });
   try {
     // Another process of installation A is sweeping: it holds A's lease.
     await holder.query('SELECT pg_advisory_lock($1, hashtext($2))', [JANITOR_LEASE_CLASS, a]);
@@ -240,14 +224,7 @@ it(
     });
     // The installation's own lease: no other installation's janitor (another test file's, a production one sharing
     // this PostgreSQL) holds it, so the first sweep has it.
-    const janitor = makeJanitor({
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      config: () => config,
-      alerts: noAlerts,
-      prefix: uniqueName('isoj'),
-    });
+    const janitor = janitorOf(h, config, { prefix: uniqueName('isoj') });
     try {
       const result = await janitor.sweep();
       expect(result.leased).toBe(true);

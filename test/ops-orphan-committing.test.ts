@@ -9,37 +9,28 @@
  */
 import { Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { noAlerts } from '../src/alerts/webhook-sender.ts';
+import { expect, it } from 'vitest';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
-import { completeAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { completeAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
-import { makeJanitor } from '../src/queue/janitor.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { ownerWorkerName, QUEUE_NAME } from '../src/queue/names.ts';
-import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker } from '../src/queue/worker.ts';
+import type { QueuedRun } from '../src/queue/queue.ts';
 import { uniqueName } from './support/env.ts';
-import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import {
+  attemptsOf,
+  insertTestAttempt,
+  janitorOf,
+  useQueueBench,
+  waitFor,
+  waitForQueueJob,
+  workerOf,
+} from './support/queue-env.ts';
 
-let h: Harness;
-let queue: RunQueue;
 const jp = uniqueName('commitkill');
 const prefix = uniqueName('commitkillq');
+const { h, queue } = useQueueBench(prefix, jp);
 const job = `${jp}_orders`;
-
-beforeAll(async () => {
-  h = await startHarness();
-  queue = makeQueue(h.redis, prefix);
-}, 60_000);
-
-afterAll(async () => {
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
-});
 
 it(
   'an orphan whose COMMIT was under way as its process died keeps its committed record, gets no ORPHANED error, ' +
@@ -48,14 +39,7 @@ it(
     const config = h.config({
       [job]: { connection: 'sim', report: { mandant: 7777, name: 'Sales/Orders' }, target: { table: 'orders' } },
     });
-    const janitor = makeJanitor({
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      config: () => config,
-      alerts: noAlerts,
-      prefix,
-    });
+    const janitor = janitorOf(h, config, { prefix });
     const owner = await openAttemptOwner(h.pool, silentLogger);
     const dead = new Worker<QueuedRun>(QUEUE_NAME, null, {
       connection: h.redis,
@@ -68,13 +52,11 @@ it(
       const { runKey, jobId } = await enqueueManual(queue, config, job, {}, undefined, undefined, h.pool);
       expect((await dead.getNextJob(randomUUID()))?.id).toBe(jobId);
       const attemptId = randomUUID();
-      await insertAttempt(h.pool, {
+      await insertTestAttempt(h.pool, {
         attemptId,
         job,
         runKey,
-        trigger: 'manual',
         targetTable: `${h.schema}.orders`,
-        writeMode: 'replace',
         worker: 'dying:1',
         ownerLock: owner.key,
       });
@@ -133,33 +115,22 @@ it(
     expect((await dead.getNextJob(randomUUID()))?.id).toBe(jobId);
     await dead.close(true);
     const attemptId = randomUUID();
-    await insertAttempt(h.pool, {
+    await insertTestAttempt(h.pool, {
       attemptId,
       job: name,
       runKey,
-      trigger: 'manual',
       targetTable: `${h.schema}.orders_done`,
-      writeMode: 'replace',
       worker: 'dead:1',
     });
     expect(await completeAttempt(h.pool, attemptId, { rows: 5, pages: 1, bytes: 100 })).toBe(true);
     const created = h.sim.counters().jobsCreated;
-    const worker = makeRunWorker({
-      config: () => config,
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      prefix,
-      lockDurationMs: 1_000,
-      stalledIntervalMs: 300,
-    });
+    const worker = workerOf(h, config, { prefix, lockDurationMs: 1_000, stalledIntervalMs: 300 });
     try {
-      const done = await waitFor(
+      const done = await waitForQueueJob(
+        queue,
+        jobId,
+        'completed',
         'the queue job completed by the next worker',
-        async () => {
-          const j = await queue.getJob(jobId);
-          return (await j?.getState()) === 'completed' && j;
-        },
         30_000,
       );
       expect(done.returnvalue).toEqual({ status: 'already-succeeded' });

@@ -14,7 +14,7 @@ import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { configSchema } from '../src/config/schema.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, closeQueueBench, waitFor } from './support/queue-env.ts';
 import { killHard, startCli, type CliProcess } from './support/cli-process.ts';
 
 let h: Harness;
@@ -68,12 +68,9 @@ ${conn('PAGED_URL')}jobs:
 afterAll(async () => {
   for (const c of children) c.child.kill('SIGKILL');
   await queue?.obliterate({ force: true }).catch(() => undefined);
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
   await slow?.close();
   await paged?.close();
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 async function snapshot(table: string): Promise<string> {

@@ -5,36 +5,19 @@
  * `failed` alert (the run goes on and succeeds), and the janitor's words stay the attempt's record (docs/operations.md
  * "No orphans (the janitor)"). Real PostgreSQL, Redis and simulator; the session is ended with pg_terminate_backend.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { noAlerts } from '../src/alerts/webhook-sender.ts';
+import { expect, it } from 'vitest';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { silentLogger } from '../src/logger.ts';
-import { makeJanitor } from '../src/queue/janitor.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { jobEntry } from './support/harness.ts';
+import { attemptsOf, janitorOf, useQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
-let h: Harness;
-let queue: RunQueue;
 const jp = uniqueName('ownerlost');
 const prefix = uniqueName('ownerlostq');
+// Each answer 100 ms late: 30 pages load in some 3 s, long enough to end the session mid-load.
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 50, faults: { latencyMs: 100 } });
 const job = `${jp}_orders`;
-
-beforeAll(async () => {
-  // Each answer 100 ms late: 30 pages load in some 3 s, long enough to end the session mid-load.
-  h = await startHarness({ jobDurationMs: 50, faults: { latencyMs: 100 } });
-  queue = makeQueue(h.redis, prefix);
-}, 60_000);
-
-afterAll(async () => {
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
-});
 
 it(
   'a worker whose owner session was ended mid-load: its attempt is closed as an orphan, the run goes on and ' +
@@ -48,24 +31,13 @@ it(
     });
     const failed: { attemptId: string; error: Error }[] = [];
     const owner = await openAttemptOwner(h.pool, silentLogger);
-    const worker = makeRunWorker({
-      config: () => config,
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
+    const worker = workerOf(h, config, {
       prefix,
       owner,
       alerts: { succeeded: async () => undefined, failed: async (o) => void failed.push(o) },
     });
     // Another process's janitor, as in a scheduler.
-    const janitor = makeJanitor({
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      config: () => config,
-      alerts: noAlerts,
-      prefix,
-    });
+    const janitor = janitorOf(h, config, { prefix });
     try {
       const { runKey } = await enqueueManual(queue, config, job);
       const first = await waitFor(

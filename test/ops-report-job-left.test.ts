@@ -5,7 +5,6 @@
  * own job says so.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { noAlerts } from '../src/alerts/webhook-sender.ts';
 import { resolveJob } from '../src/config/load.ts';
 import { completeAttempt, getAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
@@ -16,10 +15,10 @@ import {
   startReportJob,
   waitForReportJob,
 } from '../src/pipeline/attempt-steps.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
-import { makeJanitor, OPEN_REPORT_JOB_GRACE_MS } from '../src/queue/janitor.ts';
+import { OPEN_REPORT_JOB_GRACE_MS } from '../src/queue/janitor.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { janitorOf } from './support/queue-env.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -34,13 +33,7 @@ it('an attempt that deleted its report job records it closed', async () => {
   const config = h.config({
     [job]: jobEntry({ name: 'Sales/Orders', outputType: 'txt', paging: 100 }, { table: `${h.schema}.${job}` }),
   });
-  const done = await runAttempt({
-    job: resolveJob(config, job),
-    request: {},
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  });
+  const done = await h.run(config, job);
   const row = await getAttempt(h.pool, done.attemptId);
   expect(row?.report_job_id).not.toBeNull();
   expect(row?.report_job_open).toBe(false);
@@ -74,15 +67,7 @@ it('a sweep deletes the report job of an attempt that committed and died before 
   expect(await getAttempt(h.pool, a.attemptId)).toMatchObject({ status: 'succeeded', report_job_open: true });
 
   let clock = new Date();
-  const janitor = makeJanitor({
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-    config: () => config,
-    alerts: noAlerts,
-    prefix: uniqueName('rjq'),
-    now: () => clock,
-  });
+  const janitor = janitorOf(h, config, { prefix: uniqueName('rjq'), now: () => clock });
   try {
     // Just ended: its own DELETE may be under way.
     const early = await janitor.sweep();

@@ -13,16 +13,23 @@ import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { configSchema } from '../src/config/schema.ts';
 import { randomUUID } from 'node:crypto';
-import { makeJanitor } from '../src/queue/janitor.ts';
-import { noAlerts } from '../src/alerts/webhook-sender.ts';
 import { silentLogger } from '../src/logger.ts';
 import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
 import { replayRun } from '../src/queue/replay.ts';
 import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import {
+  attemptsOf,
+  closeQueueBench,
+  deleteRuns,
+  janitorOf,
+  runsOf,
+  waitFor,
+  waitForQueueJob,
+} from './support/queue-env.ts';
 import { killHard, startCli, type CliProcess } from './support/cli-process.ts';
+import { simConnectionLines } from './support/cli.ts';
 
 let h: Harness;
 let sim: Simulator;
@@ -41,14 +48,7 @@ beforeAll(async () => {
   configPath = join(dir, 'jobs.yaml');
   await writeFile(
     configPath,
-    `connections:
-  sim:
-    baseUrl: \${SIM_URL}
-    clientId: demo-client
-    clientSecret: \${SIM_SECRET}
-    pollIntervalMs: 50
-    pollMaxIntervalMs: 200
-jobs:
+    `${simConnectionLines('${SIM_URL}', 'SIM_SECRET', { pollIntervalMs: 50, pollMaxIntervalMs: 200 }).join('\n')}
   ${jp}_load:
     connection: sim
     report: { mandant: 7777, name: Sales/Orders, paging: 100, parameters: { ROWS: "6000" } }
@@ -61,11 +61,8 @@ jobs:
 afterAll(async () => {
   for (const c of children) c.child.kill('SIGKILL');
   await queue?.obliterate({ force: true }).catch(() => undefined);
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
   await sim?.close();
-  await h?.close();
+  await closeQueueBench(h, queue, prefix, jp);
 });
 
 /** The lines of a process's log (JSON on stderr) whose message matches `msg`, parsed. */
@@ -113,14 +110,6 @@ function succeeded(job: string, n: number, timeoutMs = 120_000, intervalMs = 100
     timeoutMs,
     intervalMs,
   );
-}
-
-/** Waits until the queue job `jobId` completed; gives it. */
-function completed(jobId: string) {
-  return waitFor('the queue job completed', async () => {
-    const j = (await queue.getJob(jobId))!;
-    return (await j.getState()) === 'completed' && j;
-  });
 }
 
 /** Queues a manual run of `job` with the default retry (3 attempts, 30 s backoff doubling); its queue job id. */
@@ -187,7 +176,7 @@ it(
     expect(handedBack).toHaveLength(1);
     expect(logLines(second, /^run stalled/)).toEqual([]);
     // The worker completes the queue job a moment after the attempt's commit.
-    const queued = await completed(jobId);
+    const queued = await waitForQueueJob(queue, jobId, 'completed');
     // BullMQ counts the finish that completed it; a retry (backoff) would have made it 2.
     expect(queued.attemptsMade).toBe(1);
     expect(queued.stalledCounter).toBe(0);
@@ -235,7 +224,7 @@ it(
     expect(closedLine).toHaveLength(1);
     expect(handedBack).toHaveLength(1);
     expect(logLines(idle, /^run stalled/)).toEqual([]);
-    const queued = await completed(jobId);
+    const queued = await waitForQueueJob(queue, jobId, 'completed');
     expect(queued.stalledCounter).toBe(0);
     console.log(
       `[measured] worker killed -9 beside an idle worker: dead attempt closed and run handed back ` +
@@ -273,7 +262,7 @@ it(
     expect(logLines(worker, /^orphaned attempt closed/)).toHaveLength(1);
     expect(logLines(worker, /handed back to the queue/)).toEqual([]);
     expect(logLines(worker, /^run stalled/)).toHaveLength(1);
-    const queued = await completed(jobId);
+    const queued = await waitForQueueJob(queue, jobId, 'completed');
     expect(queued.stalledCounter).toBe(1);
     expect(queued.attemptsMade).toBe(1);
     const { rows: n } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${h.schema}.killed`);
@@ -324,7 +313,7 @@ it("a replay's worker killed -9 mid-load: the replay's queue job is handed back 
   const handedBack = logLines(second, /handed back to the queue/);
   expect(handedBack).toHaveLength(1);
   expect(logLines(second, /^run stalled/)).toEqual([]);
-  const queued = await completed(jobId);
+  const queued = await waitForQueueJob(queue, jobId, 'completed');
   expect(queued.stalledCounter).toBe(0);
   second.child.kill('SIGTERM');
   expect(await second.exited).toBe(0);
@@ -340,14 +329,7 @@ it(
       connections: { sim: { baseUrl: sim.url, clientId: 'demo-client', clientSecret: 'x' } },
       jobs: { [job]: { connection: 'sim', report: { mandant: 7777, name: 'Sales/Orders' }, target: { table: 'x.y' } } },
     });
-    const janitor = makeJanitor({
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-      config: () => config,
-      alerts: noAlerts,
-      prefix,
-    });
+    const janitor = janitorOf(h, config, { prefix });
     // A process's owner session, and its attempt just started: nothing recorded but its start.
     const owner = await openAttemptOwner(h.pool, silentLogger);
     const attemptId = randomUUID();

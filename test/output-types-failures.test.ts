@@ -5,13 +5,10 @@
  * simulator/page-faults.ts).
  */
 import { expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
-import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { listRunDocuments } from '../src/history/run-documents.ts';
 import { USERDEF_ROWS_POINTER } from '../src/simulator/render-userdef.ts';
 import type { OutputType } from '../src/vocabulary.ts';
-import { jobEntry, useHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, useHarness } from './support/harness.ts';
 
 const h = useHarness();
 
@@ -37,17 +34,11 @@ async function failsOnPage2(outputType: OutputType, fault: string, target: Recor
         { table, ...target },
       ),
     });
-  const run = (config: ReturnType<Harness['config']>) =>
-    runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
+  const run = (config: ReturnType<Harness['config']>) => h.run(config, 'j');
   await run(job({}));
   const before = await snapshot(table);
   expect(before).not.toMatch(/^0:/);
-  const err = await run(job({ SIM_FAULT: fault, SIM_FAULT_PAGE: '2' })).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  const failed = err as AttemptFailedError;
+  const failed = await attemptFailure(run(job({ SIM_FAULT: fault, SIM_FAULT_PAGE: '2' })));
   expect(await snapshot(table)).toBe(before);
   const runRow = (await h.pool.query('SELECT * FROM etl.attempts WHERE attempt_id = $1', [failed.attemptId])).rows[0];
   const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId])).rows;

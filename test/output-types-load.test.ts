@@ -5,9 +5,6 @@
  */
 import { describe, expect, it } from 'vitest';
 import ExcelJS from 'exceljs';
-import { resolveJob } from '../src/config/load.ts';
-import { silentLogger } from '../src/logger.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { GROUP_ROWS } from '../src/simulator/render-text-variants.ts';
 import { xlsxValue } from '../src/simulator/render-documents.ts';
@@ -15,13 +12,11 @@ import { USERDEF_ROWS_POINTER, xmlElementName } from '../src/simulator/render-us
 import { makeZonedFormatter } from '../src/simulator/time-format.ts';
 import { listRunDocuments } from '../src/history/run-documents.ts';
 import { DOCUMENT_FORMATS, DOCUMENT_OUTPUT_TYPES } from '../src/vocabulary.ts';
-import { columnTypes, jobEntry, loadedRows, servedRows, useHarness, type Harness } from './support/harness.ts';
+import { columnTypes, jobEntry, loadedRows, servedRows, useHarness } from './support/harness.ts';
 import { checkDocx, checkPdf } from './support/documents.ts';
 
 const h = useHarness();
 
-const run = (config: ReturnType<Harness['config']>, job: string) =>
-  runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger: silentLogger });
 const SALES = 'Sales/Orders.avw';
 
 it(
@@ -33,7 +28,7 @@ it(
     const config = h.config({
       j: jobEntry({ name: 'Sales/Orders', outputType: 'txt_cstr', paging: 150, parameters: params }, { table }),
     });
-    const r = await run(config, 'j');
+    const r = await h.run(config, 'j');
     expect(r).toMatchObject({ status: 'succeeded', rows: 700, pages: 5 });
     expect(await loadedRows(h.pool, table, SALES, params)).toEqual(servedRows(SALES, params, 1));
     expect(await columnTypes(h.pool, table)).toMatchObject({
@@ -81,7 +76,7 @@ describe.each(['txt_all', 'txt_allcstr'] as const)('%s', (outputType) => {
     const config = h.config({
       j: jobEntry({ name: 'Sales/Orders', outputType, paging: 25, parameters: params }, { table }),
     });
-    const r = await run(config, 'j');
+    const r = await h.run(config, 'j');
     expect(r).toMatchObject({ status: 'succeeded', pages: 3 });
     expect(await columnTypes(h.pool, table)).toEqual({ page: 'integer', line: 'integer', fields: 'text[]' });
     const { rows } = await h.pool.query<{ r: string }>(
@@ -100,7 +95,7 @@ describe.each(['json_userdef', 'json_userdef_compact'] as const)('%s', (outputTy
     const config = h.config({
       j: jobEntry({ name: 'Sales/Orders', outputType, paging: 50, parameters: params }, { table }),
     });
-    const r = await run(config, 'j');
+    const r = await h.run(config, 'j');
     expect(r).toMatchObject({ status: 'succeeded', rows: 3, pages: 3 });
     expect(await columnTypes(h.pool, table)).toEqual({ page: 'integer', document: 'jsonb' });
     const { rows } = await h.pool.query<{ page: number; n: number; report: string }>(
@@ -131,7 +126,7 @@ describe.each(['json_userdef', 'json_userdef_compact'] as const)('%s', (outputTy
         { table, rowsAt: USERDEF_ROWS_POINTER },
       ),
     });
-    const r = await run(config, 'j');
+    const r = await h.run(config, 'j');
     expect(r).toMatchObject({ status: 'succeeded', rows: 230, pages: 3 });
     expect(await loadedRows(h.pool, table, SALES, params)).toEqual(servedRows(SALES, params, 1));
     expect(await columnTypes(h.pool, table)).toMatchObject({
@@ -152,7 +147,7 @@ it('json_userdef rowsAt infers numeric for integers on page 1 and decimals later
       { table, rowsAt: USERDEF_ROWS_POINTER },
     ),
   });
-  await run(config, 'j');
+  await h.run(config, 'j');
   expect(await columnTypes(h.pool, table)).toEqual({ nr: 'bigint', wert: 'numeric' });
   expect(await loadedRows(h.pool, table, 'Drift.avw', { ROWS: '200' })).toEqual(
     servedRows('Drift.avw', { ROWS: '200' }, 1),
@@ -165,7 +160,7 @@ it('xml loads one xml document per page, values exact (XML specials, CR, line br
   const config = h.config({
     j: jobEntry({ name: 'Sales/Orders', outputType: 'xml', paging: 40, parameters: params }, { table }),
   });
-  const r = await run(config, 'j');
+  const r = await h.run(config, 'j');
   expect(r).toMatchObject({ status: 'succeeded', rows: 3, pages: 3 });
   expect(await columnTypes(h.pool, table)).toEqual({ page: 'integer', document: 'xml' });
   const data = reportData(SALES, params, 1)!;
@@ -194,7 +189,7 @@ describe('documents', () => {
     const config = h.config({
       j: jobEntry({ name: 'Sales/Orders', outputType: 'pdf', paging: 20, parameters: params }, { table }),
     });
-    const r = await run(config, 'j');
+    const r = await h.run(config, 'j');
     expect(r).toMatchObject({ status: 'succeeded', rows: 3, pages: 3 });
     expect(await columnTypes(h.pool, table)).toEqual({
       page: 'integer',
@@ -230,7 +225,7 @@ describe('documents', () => {
       const config = h.config({
         j: jobEntry({ name: 'Sales/Orders', outputType, paging: 20, parameters: params }, { table }),
       });
-      const r = await run(config, 'j');
+      const r = await h.run(config, 'j');
       expect(r).toMatchObject({ status: 'succeeded', rows: 2, pages: 2 });
       const data = reportData(SALES, params, 1)!;
       const { rows } = await h.pool.query<{ page: number; content: Buffer; content_type: string; file_name: string }>(
@@ -268,7 +263,7 @@ describe('documents', () => {
   it('word-docx: a valid Office Open XML package per page holding the rows', async () => {
     const table = `${h.schema}.docx_docs`;
     const config = h.config({ j: jobEntry({ name: 'Stock/Levels', outputType: 'word-docx', paging: 15 }, { table }) });
-    const r = await run(config, 'j');
+    const r = await h.run(config, 'j');
     expect(r).toMatchObject({ status: 'succeeded', rows: 3, pages: 3 });
     const data = reportData('Stock/Levels.avw', {}, 1)!;
     const { rows } = await h.pool.query<{ page: number; content: Buffer }>(
@@ -286,8 +281,8 @@ describe('documents', () => {
     const config = h.config({
       j: jobEntry({ name: 'Stock/Levels', outputType: 'pdf', paging: 30 }, { table, mode: 'append' }),
     });
-    const a = await run(config, 'j');
-    const b = await run(config, 'j');
+    const a = await h.run(config, 'j');
+    const b = await h.run(config, 'j');
     const { rows } = await h.pool.query(
       `SELECT count(*)::int AS n, count(DISTINCT file_name)::int AS names FROM ${table}`,
     );
@@ -305,7 +300,7 @@ describe('documents', () => {
         { table, load: 'rows' },
       ),
     });
-    const r = await run(config, 'j');
+    const r = await h.run(config, 'j');
     expect(r).toMatchObject({ status: 'succeeded', rows: 75, pages: 3 });
     expect(await columnTypes(h.pool, table)).toMatchObject({
       auftrag_nr: 'bigint',

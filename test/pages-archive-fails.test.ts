@@ -5,15 +5,38 @@
  * that hangs is cancelled once the attempt is aborted (maxRunMs, a shutdown), so that the attempt ends.
  */
 import { describe, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
 import { getArchive } from '../src/history/page-archive.ts';
-import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError } from '../src/pipeline/attempt.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, useHarness } from './support/harness.ts';
+import { attemptFailure, jobEntry, useHarness } from './support/harness.ts';
 
 const h = useHarness();
+
+/**
+ * Runs `during` while a BEFORE INSERT trigger on etl.attempt_page_chunks runs `action` (PL/pgSQL statements) for
+ * each chunk of `job`'s attempts whose page matches `pages` (an SQL condition on NEW.page); only this job's, since
+ * other test files share etl's tables. The trigger is dropped after, whatever happened.
+ */
+async function withChunkTrigger<T>(job: string, name: string, pages: string, action: string, during: () => Promise<T>) {
+  const fn = `${h.schema}.${name}`;
+  await h.pool.query(
+    `CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN
+       IF ${pages} AND EXISTS (SELECT 1 FROM etl.attempts WHERE attempt_id = NEW.attempt_id AND job = '${job}') THEN
+         ${action}
+       END IF;
+       RETURN NEW;
+     END $$`,
+  );
+  const trigger = uniqueName(name);
+  await h.pool.query(
+    `CREATE TRIGGER ${trigger} BEFORE INSERT ON etl.attempt_page_chunks FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
+  );
+  try {
+    return await during();
+  } finally {
+    await h.pool.query(`DROP TRIGGER ${trigger} ON etl.attempt_page_chunks`);
+  }
+}
 
 describe('a page archive that cannot store a chunk', () => {
   it('fails the load naming target.archive, keeps the target as it was and the pages incomplete', async () => {
@@ -27,34 +50,10 @@ describe('a page archive that cannot store a chunk', () => {
         { table, mode: 'replace', schemaChanges: 'evolve', archive: { keepDays: 1 } },
       ),
     });
-    // Only this job's chunks of page 2 fail, as a full disk or a quota would: other test files share etl's tables.
-    const fn = `${h.schema}.fail_chunk`;
-    await h.pool.query(
-      `CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN
-         IF NEW.page = 2 AND EXISTS (SELECT 1 FROM etl.attempts WHERE attempt_id = NEW.attempt_id AND job = '${job}')
-         THEN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100';
-         END IF;
-         RETURN NEW;
-       END $$`,
-    );
-    const trigger = uniqueName('fail_chunk');
-    await h.pool.query(
-      `CREATE TRIGGER ${trigger} BEFORE INSERT ON etl.attempt_page_chunks FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
-    );
-    try {
-      const err = await runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey: uniqueName('af') },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-      }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(err).toBeInstanceOf(AttemptFailedError);
-      const failed = err as AttemptFailedError;
+    // Only this job's chunks of page 2 fail, as a full disk or a quota would.
+    const fail = `RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100';`;
+    await withChunkTrigger(job, 'fail_chunk', 'NEW.page = 2', fail, async () => {
+      const failed = await attemptFailure(h.run(config, job, { runKey: uniqueName('af') }));
       expect(failed.code).toBe('DATABASE');
       expect(failed.message).toContain('target.archive');
       expect(failed.message).toContain('No space left on device');
@@ -62,9 +61,7 @@ describe('a page archive that cannot store a chunk', () => {
       const { rows } = await h.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`);
       expect(Number(rows[0]!.n)).toBe(2);
       expect(h.sim.counters().openJobs).toEqual([]);
-    } finally {
-      await h.pool.query(`DROP TRIGGER ${trigger} ON etl.attempt_page_chunks`);
-    }
+    });
   });
 
   it('a chunk whose INSERT hangs is cancelled once maxRunMs ran out: the attempt ends, RUN_TIMEOUT', async () => {
@@ -81,41 +78,14 @@ describe('a page archive that cannot store a chunk', () => {
     // This job's chunk INSERTs wait, as behind a lock or a stalled disk; one that is not cancelled takes a number
     // (nextval is not rolled back) once its wait is over.
     const seq = `${h.schema}.hang_over`;
-    const fn = `${h.schema}.hang_chunk`;
     await h.pool.query(`CREATE SEQUENCE ${seq}`);
-    await h.pool.query(
-      `CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN
-         IF EXISTS (SELECT 1 FROM etl.attempts WHERE attempt_id = NEW.attempt_id AND job = '${job}') THEN
-           PERFORM pg_sleep(20);
-           PERFORM nextval('${seq}');
-         END IF;
-         RETURN NEW;
-       END $$`,
-    );
-    const trigger = uniqueName('hang_chunk');
-    await h.pool.query(
-      `CREATE TRIGGER ${trigger} BEFORE INSERT ON etl.attempt_page_chunks FOR EACH ROW EXECUTE FUNCTION ${fn}()`,
-    );
-    try {
-      const err = await runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey: uniqueName('ah') },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-      }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(err).toBeInstanceOf(AttemptFailedError);
-      expect((err as AttemptFailedError).code).toBe('RUN_TIMEOUT');
+    await withChunkTrigger(job, 'hang_chunk', 'true', `PERFORM pg_sleep(20); PERFORM nextval('${seq}');`, async () => {
+      const err = await attemptFailure(h.run(config, job, { runKey: uniqueName('ah') }));
+      expect(err.code).toBe('RUN_TIMEOUT');
       // The INSERT was cancelled, not waited for: no connection of the attempt's archive is left running it.
       const { rows } = await h.pool.query<{ is_called: boolean }>(`SELECT is_called FROM ${seq}`);
       expect(rows[0]!.is_called).toBe(false);
       expect(h.sim.counters().openJobs).toEqual([]);
-    } finally {
-      await h.pool.query(`DROP TRIGGER ${trigger} ON etl.attempt_page_chunks`);
-    }
+    });
   });
 });

@@ -12,18 +12,13 @@ import { describe, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
 import { getArchive } from '../src/history/page-archive.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError } from '../src/pipeline/attempt.ts';
 import { openKeptPages } from '../src/pipeline/kept-pages.ts';
 import { previewKeptPages } from '../src/pipeline/preview-kept.ts';
-import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, useHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, useHarness } from './support/harness.ts';
 
 const h = useHarness();
-
-const run = (config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}) =>
-  runAttempt({ job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger });
 
 /** A json job of 3 pages (100, 100, 50 rows) that keeps them, into `table`. */
 const keeping = (job: string, table: string) =>
@@ -38,7 +33,7 @@ const keeping = (job: string, table: string) =>
 async function keptRun(job: string, table: string) {
   const config = keeping(job, table);
   const runKey = uniqueName(job);
-  const kept = await run(config, job, { runKey });
+  const kept = await h.run(config, job, { runKey });
   expect(kept.pages).toBe(3);
   await h.pool.query(`TRUNCATE ${table}`);
   return { config, runKey, attemptId: kept.attemptId };
@@ -46,12 +41,7 @@ async function keptRun(job: string, table: string) {
 
 /** Replays the run from the pages of `attemptId`, which must fail; gives its error. */
 async function failedReplay(config: ReturnType<Harness['config']>, job: string, runKey: string, attemptId: string) {
-  const err = await run(config, job, { runKey, trigger: 'replay', pagesOf: attemptId }).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  return err as AttemptFailedError;
+  return attemptFailure(h.run(config, job, { runKey, trigger: 'replay', pagesOf: attemptId }));
 }
 
 const rowsIn = async (table: string) =>

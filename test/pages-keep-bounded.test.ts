@@ -4,13 +4,9 @@
  * fails with PAGE_TIMEOUT, not once maxRunMs ran out while its pages were being kept.
  */
 import { describe, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
 import { getArchive } from '../src/history/page-archive.ts';
-import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError } from '../src/pipeline/attempt.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, useHarness } from './support/harness.ts';
+import { attemptFailure, jobEntry, useHarness } from './support/harness.ts';
 
 const h = useHarness();
 
@@ -33,18 +29,7 @@ describe('keeping the pages of a failed load', () => {
         maxRunMs: 30_000,
       },
     });
-    const err = await runAttempt({
-      job: resolveJob(config, 't'),
-      request: { runKey: uniqueName('t') },
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
-    }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(err).toBeInstanceOf(AttemptFailedError);
-    const failed = err as AttemptFailedError;
+    const failed = await attemptFailure(h.run(config, 't', { runKey: uniqueName('t') }));
     expect(failed.code).toBe('PAGE_TIMEOUT');
     expect(failed.message).toContain('page 2 of report job');
     // What was read before the trickled page is kept, incomplete; the report job is deleted.

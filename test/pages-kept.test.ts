@@ -11,34 +11,23 @@ import { join } from 'node:path';
 import { gzipSync, zstdDecompressSync } from 'node:zlib';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
 import { readProgress } from '../src/history/attempt-progress.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { getArchive, listKeptPages, pruneKeptPages } from '../src/history/page-archive.ts';
 import { listRunDocuments } from '../src/history/run-documents.ts';
-import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError } from '../src/pipeline/attempt.ts';
 import { CHUNK_BYTES } from '../src/pipeline/page-archive.ts';
-import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
+import type { AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
-import { lines, runCli } from './support/cli.ts';
+import { lines, runCli, simConnectionLines } from './support/cli.ts';
 import { deleteKeys } from './support/queue-env.ts';
 import { uniqueName } from './support/env.ts';
 import { waitFor } from './support/wait.ts';
-import { jobEntry, loadedRows, servedRows, useHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, loadedRows, servedRows, useHarness } from './support/harness.ts';
 
 const h = useHarness();
 
-const run = (config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}) =>
-  runAttempt({ job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger });
-
 async function failing(config: ReturnType<Harness['config']>, job: string, req: AttemptOptions['request'] = {}) {
-  const err = await run(config, job, req).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  return err as AttemptFailedError;
+  return attemptFailure(h.run(config, job, req));
 }
 
 /**
@@ -50,12 +39,7 @@ function oneJobCli(path: string, job: string, mandant: string, report: string, t
   writeFileSync(
     path,
     [
-      'connections:',
-      '  sim:',
-      `    baseUrl: ${h.sim.url}`,
-      '    clientId: demo-client',
-      '    clientSecret: ${KP_SECRET}',
-      'jobs:',
+      ...simConnectionLines(h.sim.url, 'KP_SECRET'),
       `  ${job}:`,
       '    connection: sim',
       `    report: { mandant: ${mandant}, name: Sales/Orders, ${report} }`,
@@ -138,7 +122,7 @@ describe('target.archive', () => {
       ),
     });
     const runKey = uniqueName('k');
-    const result = await run(config, 'k', { runKey });
+    const result = await h.run(config, 'k', { runKey });
     expect(result.pages).toBe(4);
     const pages = await listKeptPages(h.pool, result.attemptId);
     expect(pages.map((p) => p.page)).toEqual([1, 2, 3, 4]);
@@ -182,7 +166,7 @@ describe('target.archive', () => {
       ),
     });
     const runKey = uniqueName('b');
-    const kept = await run(config, 'b', { runKey });
+    const kept = await h.run(config, 'b', { runKey });
     const pages = await listKeptPages(h.pool, kept.attemptId);
     expect(pages.map((p) => p.sha256)).toEqual(await servedPageHashes('txt', 140000, params));
     const { rows } = await h.pool.query<{ page: number; n: string }>(
@@ -194,7 +178,7 @@ describe('target.archive', () => {
     expect(rows.map((r) => Number(r.n))).toEqual(pages.map((p) => Math.ceil(p.bytes! / CHUNK_BYTES)));
 
     await h.pool.query(`TRUNCATE ${table}`);
-    const again = await run(config, 'b', { runKey, trigger: 'replay', pagesOf: kept.attemptId });
+    const again = await h.run(config, 'b', { runKey, trigger: 'replay', pagesOf: kept.attemptId });
     expect(again).toMatchObject({ status: 'succeeded', rows: 150000, pages: 2 });
     // Its progress is recorded as a server load's is (page being read, pages read, rows read), so that one killed
     // mid-load says where it stopped.
@@ -216,8 +200,8 @@ describe('target.archive', () => {
         { table, archive: { keepDays: 1 } },
       ),
     });
-    const old = await run(config, 'p');
-    const fresh = await run(config, 'p');
+    const old = await h.run(config, 'p');
+    const fresh = await h.run(config, 'p');
     await h.pool.query(
       `UPDATE etl.attempt_archives SET keep_until = now() - interval '1 minute' WHERE attempt_id = $1`,
       [old.attemptId],
@@ -236,9 +220,9 @@ describe('target.archive', () => {
   it("keeps nothing when unset, and takes the connection's or the defaults' archive", async () => {
     const table = `${h.schema}.kept_none`;
     const entry = jobEntry({ name: 'Sales/Orders', outputType: 'txt', parameters: { ROWS: '20' } }, { table });
-    const off = await run(h.config({ n: entry }), 'n');
+    const off = await h.run(h.config({ n: entry }), 'n');
     expect(await getArchive(h.pool, off.attemptId)).toBeUndefined();
-    const byConnection = await run(h.config({ n: entry }, { archive: { keepDays: 1 } }), 'n');
+    const byConnection = await h.run(h.config({ n: entry }, { archive: { keepDays: 1 } }), 'n');
     expect(await getArchive(h.pool, byConnection.attemptId)).toMatchObject({ complete: true, outputType: 'txt' });
   });
 
@@ -264,7 +248,7 @@ describe('target.archive', () => {
 
       await h.pool.query(`DROP TABLE ${table}`);
       const before = requests();
-      const replayed = await run(config, 'f', { runKey, trigger: 'replay', pagesOf: failed.attemptId });
+      const replayed = await h.run(config, 'f', { runKey, trigger: 'replay', pagesOf: failed.attemptId });
       expect(requests()).toBe(before);
       expect(replayed).toMatchObject({ status: 'succeeded', rows: 250, pages: 3 });
       expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(
@@ -289,7 +273,7 @@ describe('target.archive', () => {
             { table, mode: 'replace', guard: { maxShrinkPercent: 50 }, archive: { keepDays: 7 } },
           ),
         });
-      await run(job('400'), 'g');
+      await h.run(job('400'), 'g');
       const runKey = uniqueName('g');
       const tripped = await failing(job('12'), 'g', { runKey });
       expect(tripped.code).toBe('GUARD_TRIPPED');
@@ -297,7 +281,7 @@ describe('target.archive', () => {
 
       // The server would now answer with 30 rows; the reviewed pages had 12.
       const before = requests();
-      const accepted = await run(job('30'), 'g', {
+      const accepted = await h.run(job('30'), 'g', {
         runKey,
         trigger: 'replay',
         acceptGuard: true,
@@ -341,7 +325,7 @@ describe('target.archive', () => {
 
       // Accepted, they are loaded from the kept pages with no request to the server: the documents as served.
       const before = requests();
-      const replayed = await run(job({ minRows: 4 }), 'd', {
+      const replayed = await h.run(job({ minRows: 4 }), 'd', {
         runKey,
         trigger: 'replay',
         acceptGuard: true,
@@ -357,7 +341,7 @@ describe('target.archive', () => {
 
       // A load that succeeds keeps no pages of its own: its documents are its kept pages.
       const okKey = uniqueName('d');
-      const ok = await run(config, 'd', { runKey: okKey });
+      const ok = await h.run(config, 'd', { runKey: okKey });
       expect(await getArchive(h.pool, ok.attemptId)).toBeUndefined();
       expect(await listKeptPages(h.pool, ok.attemptId)).toEqual([]);
       const out = mkdtempSync(join(tmpdir(), 'kept-docs-'));
@@ -381,7 +365,7 @@ describe('target.archive', () => {
     const config = h.config({
       r: jobEntry({ name: 'Sales/Orders', outputType: 'json', parameters: { ROWS: '5' } }, { table }),
     });
-    const other = await run(config, 'r', { runKey: uniqueName('r') });
+    const other = await h.run(config, 'r', { runKey: uniqueName('r') });
     const err = await failing(config, 'r', { runKey: uniqueName('r'), trigger: 'replay', pagesOf: other.attemptId });
     expect(err.code).toBe('PAGES_NOT_KEPT');
     expect(err.retryable).toBe(false);
@@ -403,7 +387,7 @@ describe('target.archive', () => {
     );
     try {
       const runKey = uniqueName('pv');
-      const kept = await run(h.config({ [job]: jobEntry(report, { table, archive: { keepDays: 2 } }) }), job, {
+      const kept = await h.run(h.config({ [job]: jobEntry(report, { table, archive: { keepDays: 2 } }) }), job, {
         runKey,
       });
       await h.pool.query(`DROP TABLE ${table}`);
@@ -454,7 +438,7 @@ describe('target.archive', () => {
     );
     try {
       const runKey = uniqueName('pd');
-      const loaded = await run(h.config({ [job]: jobEntry(report, { table, mode: 'append' }) }), job, { runKey });
+      const loaded = await h.run(h.config({ [job]: jobEntry(report, { table, mode: 'append' }) }), job, { runKey });
       expect(loaded).toMatchObject({ status: 'succeeded', pages: 3 });
       // It kept no pages of its own: its documents are its kept pages.
       expect(await getArchive(h.pool, loaded.attemptId)).toBeUndefined();
@@ -517,7 +501,7 @@ describe('target.archive', () => {
         [job]: jobEntry({ ...report, mandant: [7777, 8888] }, { table, mode: 'append', archive: { keepDays: 2 } }),
       });
       const runKey = uniqueName('pm');
-      const kept = await run(config, `${job}[8888]`, { runKey });
+      const kept = await h.run(config, `${job}[8888]`, { runKey });
 
       const preview = await cli('preview', '--from-pages', runKey, '--rows', '3');
       expect(preview.stderr).toBe('');
@@ -557,7 +541,7 @@ describe('target.archive', () => {
         [job]: jobEntry({ ...report, mandant: [7777, 8888] }, { table, archive: { keepDays: 2 } }),
       });
       const runKey = uniqueName('pr');
-      await run(config, `${job}[8888]`, { runKey });
+      await h.run(config, `${job}[8888]`, { runKey });
       const fromServer = await cli('preview', job, '--mandant', '8888', '--rows', '2');
       const fromPages = await cli('preview', '--from-pages', runKey, '--job', job, '--rows', '2');
       expect(fromPages.code).toBe(0);
@@ -583,12 +567,7 @@ describe('target.archive', () => {
     writeFileSync(
       path,
       [
-        'connections:',
-        '  sim:',
-        `    baseUrl: ${h.sim.url}`,
-        '    clientId: demo-client',
-        '    clientSecret: ${KP_SECRET}',
-        'jobs:',
+        ...simConnectionLines(h.sim.url, 'KP_SECRET'),
         `  ${job}:`,
         '    connection: sim',
         '    report: { mandant: 7777, name: Sales/Orders, outputType: txt, paging: 100, parameters: { ROWS: "150" } }',
@@ -626,7 +605,7 @@ describe('target.archive', () => {
       await h.pool.query(`DROP TABLE ${table}`);
       const before = requests();
       const { job: _j, ...request } = replay!.data;
-      const done = await run(h.config({ [job]: entry(true) }), job, request);
+      const done = await h.run(h.config({ [job]: entry(true) }), job, request);
       expect(requests()).toBe(before);
       expect(done).toMatchObject({ status: 'succeeded', rows: 150, pages: 2 });
     } finally {

@@ -7,9 +7,6 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
-import { silentLogger } from '../src/logger.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, useHarness } from './support/harness.ts';
@@ -24,13 +21,7 @@ async function keptAttempt(): Promise<string> {
       { table: `${h.schema}.pages_out`, mode: 'replace', archive: { keepDays: 1 } },
     ),
   });
-  const r = await runAttempt({
-    job: resolveJob(config, 'o'),
-    request: { runKey: uniqueName('o') },
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  });
+  const r = await h.run(config, 'o', { runKey: uniqueName('o') });
   expect(r.pages).toBe(3);
   return r.attemptId;
 }

@@ -5,10 +5,8 @@
  */
 import pg from 'pg';
 import { describe, expect, it, vi } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
-import { silentLogger } from '../src/logger.ts';
 import { AttemptFailedError } from '../src/pipeline/attempt.ts';
-import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
+import type { AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';
 import { jobEntry, useHarness, type Harness } from './support/harness.ts';
 
@@ -19,7 +17,7 @@ const run = (
   job: string,
   request: AttemptOptions['request'],
   signal?: AbortSignal,
-) => runAttempt({ job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger, signal });
+) => h.run(config, job, request, { signal });
 
 describe('kept pages read behind a lock', () => {
   it('a replay --from-pages whose chunk query waits for a lock ends once it is aborted', async () => {

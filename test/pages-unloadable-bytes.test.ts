@@ -6,14 +6,12 @@
  * simulator/page-faults.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
 import pino from 'pino';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { TxtPageDecoder } from '../src/pages/txt-decoder.ts';
 import { firstUnfitByte, locateUnfitByte, textFits, unfitBytesError } from '../src/pages/unfit-bytes.ts';
 import { UnfitBytesError } from '../src/warehouse/load-errors.ts';
 import { decodeAll } from './pages-support.ts';
-import { jobEntry, useHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, useHarness } from './support/harness.ts';
 
 const h = useHarness();
 
@@ -52,18 +50,12 @@ async function fails(
         { table, ...o.target },
       ),
     });
-  const run = (config: ReturnType<Harness['config']>) =>
-    runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger });
+  const run = (config: ReturnType<Harness['config']>) => h.run(config, 'j', {}, { logger });
   if (o.loadFirst) await run(job({}));
   lines.length = 0;
   const before = await snapshot(table);
-  const err = await run(job({ SIM_FAULT: fault, SIM_FAULT_PAGE: '2' })).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
+  const failed = await attemptFailure(run(job({ SIM_FAULT: fault, SIM_FAULT_PAGE: '2' })));
   expect(await snapshot(table)).toBe(before);
-  const failed = err as AttemptFailedError;
   const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId])).rows;
   expect(errors).toHaveLength(1);
   expect(errors[0]).toMatchObject({ stage: 'load', error_kind: 'VALUE_DOES_NOT_FIT', retryable: false });

@@ -4,9 +4,6 @@
  * attribute is not the fast scanner's shape (xml-fast.ts); saxes reads it as a space (XML attribute normalisation).
  */
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import type { ExtraReport } from '../src/simulator/catalogue.ts';
 import { columnTypes, jobEntry, useHarness } from './support/harness.ts';
 
@@ -31,7 +28,7 @@ describe('xml_query through saxes, loaded fresh', () => {
   it('infers a column text whose one text value moved the output to a new slab, and loads every value', async () => {
     const table = `${h.schema}.slab`;
     const config = h.config({ j: jobEntry({ name: REPORT.path, outputType: 'xml_query' }, { table }) });
-    await runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
+    await h.run(config, 'j');
     expect(await columnTypes(h.pool, table)).toEqual({ notiz_tag: 'text', nr: 'text' });
     const { rows } = await h.pool.query<{ r: string[] }>(
       `SELECT ARRAY[notiz_tag, nr] AS r FROM ${table} ORDER BY ctid`,

@@ -5,7 +5,7 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { resolveJob } from '../src/config/load.ts';
-import { getAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { getAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
 import type { AttemptOptions } from '../src/pipeline/attempt.ts';
 import {
@@ -28,6 +28,7 @@ import { ReportFailedError } from '../src/report-api/errors.ts';
 import { withLoadTransaction } from '../src/warehouse/load-transaction.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { insertTestAttempt } from './support/queue-env.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -76,15 +77,7 @@ it('checkMayRun renders the start request and finds dead attempts only with the 
   );
   // An attempt of the same run recorded running by a process that left no owner session: dead.
   const deadId = crypto.randomUUID();
-  await insertAttempt(h.pool, {
-    attemptId: deadId,
-    job: o.job.name,
-    runKey: o.request!.runKey!,
-    trigger: 'manual',
-    targetTable: 'x.y',
-    writeMode: 'replace',
-    worker: 'gone:1',
-  });
+  await insertTestAttempt(h.pool, { attemptId: deadId, job: o.job.name, runKey: o.request!.runKey!, worker: 'gone:1' });
   const a = await recordAttempt(o);
   const without = await checkMayRun(a);
   expect(without).toMatchObject({

@@ -12,11 +12,11 @@ import { openAttemptOwner } from '../src/history/attempt-owner.ts';
 import { readProgress } from '../src/history/attempt-progress.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { overlapLockKey } from '../src/queue/names.ts';
 import { tryOverlapLock } from '../src/queue/overlap-lock.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { waitFor } from './support/queue-env.ts';
 
 let h: Harness;
@@ -46,14 +46,7 @@ it(
       openAttemptOwner(h.pool, silentLogger),
     ]);
     try {
-      const first = runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        owner: ownerA,
-      });
+      const first = h.run(config, job, { runKey }, { owner: ownerA });
       await waitFor('the first attempt started its report job', async () => {
         const { rows } = await h.pool.query('SELECT report_job_id FROM etl.attempts WHERE job = $1 AND run_key = $2', [
           job,
@@ -62,27 +55,12 @@ it(
         return rows[0]?.report_job_id;
       });
       const created = h.sim.counters().jobsCreated;
-      const second = await runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        owner: ownerB,
-      }).catch((e: unknown) => e);
-      expect(second).toBeInstanceOf(AttemptFailedError);
+      const second = await attemptFailure(h.run(config, job, { runKey }, { owner: ownerB }));
       expect(second).toMatchObject({ code: 'RUN_IN_PROGRESS', retryable: true });
       expect(h.sim.counters().jobsCreated).toBe(created);
       expect(await first).toMatchObject({ status: 'succeeded', rows: 300 });
       // Retried after the first committed: nothing to download, nothing added.
-      const retried = await runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        owner: ownerB,
-      });
+      const retried = await h.run(config, job, { runKey }, { owner: ownerB });
       expect(retried).toMatchObject({ status: 'already-loaded', rows: 0 });
       expect(h.sim.counters().jobsCreated).toBe(created);
       const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`);
@@ -111,14 +89,7 @@ it(
     const key = overlapLockKey(prefix, job);
     const lock = (await tryOverlapLock(h.redis, key, 'queue-job-1', silentLogger, 60_000))!;
     try {
-      const pending = runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey: uniqueName('tick') },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        exclusive: lock,
-      });
+      const pending = h.run(config, job, { runKey: uniqueName('tick') }, { exclusive: lock });
       await waitFor('the report job exists', async () => {
         const { rows } = await h.pool.query(`SELECT report_job_id FROM etl.attempts WHERE job = $1`, [job]);
         return rows[0]?.report_job_id;
@@ -168,21 +139,14 @@ it(
     const lock = (await tryOverlapLock(h.redis, key, 'queue-job-1', silentLogger, 600))!;
     h.sim.setFaults({ latencyMs: 100 });
     try {
-      const pending = runAttempt({
-        job: resolveJob(config, job),
-        request: { runKey: uniqueName('tick') },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        exclusive: lock,
-      });
+      const pending = h.run(config, job, { runKey: uniqueName('tick') }, { exclusive: lock });
       await waitFor('two pages read', async () => {
         const { rows } = await h.pool.query(`SELECT progress FROM etl.attempts WHERE job = $1`, [job]);
         return (readProgress(rows[0]?.progress)?.pagesRead ?? 0) >= 2;
       });
       // Redis loses the key (a restart without persistence, an eviction).
       await h.redis.del(key);
-      const err = (await pending.catch((e: unknown) => e)) as AttemptFailedError;
+      const err = await attemptFailure(pending);
       expect(err).toMatchObject({ code: 'OVERLAP_LOCK_LOST', retryable: true });
       expect(err.message).toMatch(/its rows are not committed; the run is retried while it has attempts left/);
       const progress = readProgress((await getAttempt(h.pool, err.attemptId))!.progress)!;
@@ -234,13 +198,7 @@ it(
         { [job]: entry },
         { baseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, requestTimeoutMs: 60_000 },
       );
-      const again = await runAttempt({
-        job: resolveJob(hanging, job),
-        request: { runKey },
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-      });
+      const again = await h.run(hanging, job, { runKey });
       expect(again).toMatchObject({ status: 'already-loaded', rows: 0 });
     } finally {
       for (const socket of sockets) socket.destroy();

@@ -8,10 +8,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { makePool } from '../src/app/connections.ts';
 import { resolveJob } from '../src/config/load.ts';
 import { databaseError } from '../src/warehouse/load-errors.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
+import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { captureLogger } from './support/queue-env.ts';
 import { DATABASE_URL } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
 import { waitFor } from './support/wait.ts';
 
@@ -71,16 +71,12 @@ it(
       h.sim.setFaults({});
       proxy.restore();
       restored = true;
-      const err = await pending.then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(err).toBeInstanceOf(AttemptFailedError);
+      const err = await attemptFailure(pending);
       expect(err).toMatchObject({ code: 'DATABASE', retryable: true });
       const { rows } = await h.pool.query(
         'SELECT r.status, e.error_kind, e.retryable FROM etl.attempts r JOIN etl.run_errors e USING ' +
           '(attempt_id) WHERE r.attempt_id = $1',
-        [(err as AttemptFailedError).attemptId],
+        [err.attemptId],
       );
       expect(rows).toEqual([{ status: 'failed', error_kind: 'DATABASE', retryable: true }]);
       expect(lines.some((l) => l.msg === 'PostgreSQL is back: the failed attempt is recorded')).toBe(true);

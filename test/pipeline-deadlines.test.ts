@@ -6,18 +6,15 @@
  * parameter: trickle, endless-pages, extra-row), real PostgreSQL and Redis.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
 import type { EtlConfig } from '../src/config/schema.ts';
-import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { ReportSlots } from '../src/report-api/report-slots.ts';
 import { startSimulator, type Simulator } from '../src/simulator/index.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
+import { attemptsOf, deleteKeys, deleteRuns, waitFor, waitForQueueJob, workerOf } from './support/queue-env.ts';
 
 /** Generous: a deadline of a second or two must show within this on a busy machine. */
 const OUTCOME_WAIT_MS = 45_000;
@@ -89,17 +86,8 @@ async function within<T>(what: string, ms: number, promise: Promise<T>): Promise
  */
 async function failingRun(config: EtlConfig, name: string, sim: Simulator = h.sim) {
   const before = await snapshot();
-  const attempt = runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: silentLogger });
-  const err = await within(
-    'the attempt to end',
-    OUTCOME_WAIT_MS,
-    attempt.then(
-      () => 'succeeded',
-      (e: unknown) => e,
-    ),
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  const failed = err as AttemptFailedError;
+  const attempt = h.run(config, name);
+  const failed = await within('the attempt to end', OUTCOME_WAIT_MS, attemptFailure(attempt));
   const recorded = (await h.pool.query('SELECT * FROM etl.attempts WHERE attempt_id = $1', [failed.attemptId])).rows[0];
   const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId])).rows;
   expect(await snapshot()).toBe(before);
@@ -198,18 +186,13 @@ it(
       await blocker.query('BEGIN');
       await blocker.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
       const { rows: held } = await blocker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      const attempt = runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: silentLogger });
+      const attempt = h.run(config, name);
       // The attempt ends while the lock is still held: it does not wait for the other session.
-      const err = await within(
+      const failed = await within(
         'the attempt to end while the lock is held',
         OUTCOME_WAIT_MS,
-        attempt.then(
-          () => 'succeeded',
-          (e: unknown) => e,
-        ),
+        attemptFailure(attempt),
       );
-      expect(err).toBeInstanceOf(AttemptFailedError);
-      const failed = err as AttemptFailedError;
       expect(failed.code).toBe('RUN_TIMEOUT');
       const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId]))
         .rows;
@@ -325,29 +308,12 @@ it(
       { maxConcurrentReports: 1 },
     );
     // One run at a time, one report job at a time on the connection.
-    extra.workers.push(
-      makeRunWorker({
-        config: () => config,
-        pool: h.pool,
-        redis: h.redis,
-        logger: silentLogger,
-        prefix: extra.prefix,
-        concurrency: 1,
-      }),
-    );
+    extra.workers.push(workerOf(h, config, { prefix: extra.prefix, concurrency: 1 }));
     const before = await snapshot();
     const a = await enqueueManual(extra.queue, config, stuck);
     const b = await enqueueManual(extra.queue, config, next);
-    await waitFor(
-      'the trickling run to fail for good',
-      async () => (await (await extra.queue!.getJob(a.jobId))?.getState()) === 'failed',
-      OUTCOME_WAIT_MS,
-    );
-    await waitFor(
-      'the next run to succeed',
-      async () => (await (await extra.queue!.getJob(b.jobId))?.getState()) === 'completed',
-      OUTCOME_WAIT_MS,
-    );
+    await waitForQueueJob(extra.queue!, a.jobId, 'failed', 'the trickling run to fail for good', OUTCOME_WAIT_MS);
+    await waitForQueueJob(extra.queue!, b.jobId, 'completed', 'the next run to succeed', OUTCOME_WAIT_MS);
     expect((await attemptsOf(h.pool, stuck)).map((r) => r.status)).toEqual(['failed']);
     expect(
       (

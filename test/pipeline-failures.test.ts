@@ -5,10 +5,8 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { waitFor } from './support/wait.ts';
 
 let h: Harness;
@@ -50,17 +48,7 @@ async function failingRun(
     },
     connection,
   );
-  const err = await runAttempt({
-    job: resolveJob(config, 'j'),
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  const failed = err as AttemptFailedError;
+  const failed = await attemptFailure(h.run(config, 'j'));
   const run = (await h.pool.query('SELECT * FROM etl.attempts WHERE attempt_id = $1', [failed.attemptId])).rows[0];
   const errors = (await h.pool.query('SELECT * FROM etl.run_errors WHERE attempt_id = $1', [failed.attemptId])).rows;
   expect(await snapshot()).toBe(before);
@@ -157,12 +145,7 @@ it('a declared type that the values do not fit fails the first run with column, 
       { table: fresh, columns: { wert: 'bigint' } },
     ),
   });
-  const err = (await runAttempt({
-    job: resolveJob(config, 'd'),
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).catch((e: unknown) => e)) as AttemptFailedError;
+  const err = await attemptFailure(h.run(config, 'd'));
   expect(err.code).toBe('VALUE_DOES_NOT_FIT');
   expect(err.message).toMatch(/column wert .*page 3/);
   const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [fresh]);
@@ -177,17 +160,11 @@ it('an aborted run rolls back, deletes its report job and is recorded interrupte
     j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '2000' } }, { table }),
   });
   const logger = silentLogger;
-  const pending = runAttempt({
-    job: resolveJob(config, 'j'),
-    pool: h.pool,
-    redis: h.redis,
-    logger,
-    signal: controller.signal,
-  });
+  const pending = h.run(config, 'j', {}, { logger, signal: controller.signal });
   // Abort once a few pages are in the COPY stream.
   await waitFor('three pages asked for', () => h.sim.counters().requests.output >= 3);
   controller.abort(new Error('test abort'));
-  const err = (await pending.catch((e: unknown) => e)) as AttemptFailedError;
+  const err = await attemptFailure(pending);
   h.sim.setFaults({});
   expect(err.code).toBe('ABORTED');
   const run = (await h.pool.query('SELECT status FROM etl.attempts WHERE attempt_id = $1', [err.attemptId])).rows[0];
@@ -201,12 +178,7 @@ it('a declared varchar too short for the values fails the first load instead of 
   const config = h.config({
     s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: fresh, columns: { artikel: 'varchar(3)' } }),
   });
-  const err = (await runAttempt({
-    job: resolveJob(config, 's'),
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).catch((e: unknown) => e)) as AttemptFailedError;
+  const err = await attemptFailure(h.run(config, 's'));
   expect(err.code).toBe('VALUE_DOES_NOT_FIT');
   expect(err.message).toMatch(/column artikel .*type character varying\(3\).*page 1, row 1 /);
   const exists = await h.pool.query(`SELECT to_regclass($1) AS t`, [fresh]);
@@ -218,12 +190,7 @@ it('names the column whose value does not fit, not one whose modifier merely rou
   // numeric(10,2) takes Bestand's integers (it rounds what it must); varchar(5) is too short for Stand.
   await h.pool.query(`CREATE TABLE ${target} (artikel text PRIMARY KEY, bestand numeric(10,2), stand varchar(5))`);
   const config = h.config({ s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table: target }) });
-  const err = (await runAttempt({
-    job: resolveJob(config, 's'),
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).catch((e: unknown) => e)) as AttemptFailedError;
+  const err = await attemptFailure(h.run(config, 's'));
   expect(err.code).toBe('VALUE_DOES_NOT_FIT');
   expect(err.message).toMatch(/does not fit column stand .*character varying\(5\).*page 1, row 1 /);
   const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${target}`);
@@ -238,7 +205,7 @@ it(
     const config = h.config({
       j: jobEntry({ name: 'Sales/Orders', outputType: 'json', paging: 100, parameters: { ROWS: '600' } }, { table }),
     });
-    const pending = runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
+    const pending = h.run(config, 'j');
     try {
       // What recoverDeadAttempts of the next attempt does to an attempt it finds still `running`.
       const marked = await waitFor('the attempt, loading, marked interrupted', async () => {
@@ -254,7 +221,7 @@ it(
     } finally {
       h.sim.setFaults({});
     }
-    const err = (await pending.catch((e: unknown) => e)) as AttemptFailedError;
+    const err = await attemptFailure(pending);
     expect(err.code).toBe('ABORTED');
     expect(err.message).toMatch(/declared dead by a later attempt/);
     const run = (await h.pool.query('SELECT status, error FROM etl.attempts WHERE attempt_id = $1', [err.attemptId]))

@@ -4,17 +4,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { reportData } from '../src/simulator/catalogue.ts';
-import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { uniqueName } from './support/env.ts';
-import { columnTypes, jobEntry, loadedRows, servedRows, useHarness, type Harness } from './support/harness.ts';
+import { columnTypes, jobEntry, loadedRows, servedRows, useHarness } from './support/harness.ts';
 
 const h = useHarness();
-
-const run = (config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}) =>
-  runAttempt({ job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger });
 
 describe.each(['json', 'json_compact', 'txt', 'xml_query'] as const)('output type %s', (outputType) => {
   it('loads the served rows value for value, with inferred types, first into a new table and then again', async () => {
@@ -27,7 +21,7 @@ describe.each(['json', 'json_compact', 'txt', 'xml_query'] as const)('output typ
         { table, mode: 'replace' },
       ),
     });
-    const first = await run(config, 'orders');
+    const first = await h.run(config, 'orders');
     expect(first).toMatchObject({ status: 'succeeded', plan: 'inference-staging', rows: 12345, pages: 5 });
     const expected = servedRows('Sales/Orders.avw', params, 1, outputType === 'xml_query');
     expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(expected);
@@ -55,7 +49,7 @@ describe.each(['json', 'json_compact', 'txt', 'xml_query'] as const)('output typ
     const { rows: z } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table} WHERE bemerkung = '0042'`);
     expect(z[0].n).toBeGreaterThan(0);
 
-    const second = await run(config, 'orders');
+    const second = await h.run(config, 'orders');
     // The target's types are known now: typed columns go in COPY binary format.
     expect(second).toMatchObject({ status: 'succeeded', plan: 'direct', rows: 12345, format: 'binary' });
     expect(await loadedRows(h.pool, table, 'Sales/Orders.avw', params)).toEqual(expected);
@@ -80,7 +74,7 @@ it(
     const config = h.config({
       drift: jobEntry({ name: 'Drift', outputType: 'json', paging: 50, parameters: { ROWS: '200' } }, { table }),
     });
-    await run(config, 'drift');
+    await h.run(config, 'drift');
     expect(await columnTypes(h.pool, table)).toEqual({ nr: 'bigint', wert: 'numeric' });
     expect(await loadedRows(h.pool, table, 'Drift.avw', { ROWS: '200' })).toEqual(
       servedRows('Drift.avw', { ROWS: '200' }, 1),
@@ -96,7 +90,7 @@ it('declared column types win over inference', async () => {
       { table, columns: { bestand: 'integer', stand: 'timestamp', artikel: 'varchar(80)' } },
     ),
   });
-  await run(config, 'd');
+  await h.run(config, 'd');
   expect(await columnTypes(h.pool, table)).toEqual({
     artikel: 'character varying(80)',
     lager: 'text',
@@ -116,11 +110,11 @@ describe('write modes', () => {
       ),
     });
     const [tick1, tick2] = [uniqueName('tick'), uniqueName('tick')];
-    const a = await run(config, 'l', { runKey: tick1 });
+    const a = await h.run(config, 'l', { runKey: tick1 });
     expect(a).toMatchObject({ status: 'succeeded', rows: 120 });
-    const again = await run(config, 'l', { runKey: tick1, trigger: 'replay' });
+    const again = await h.run(config, 'l', { runKey: tick1, trigger: 'replay' });
     expect(again).toMatchObject({ status: 'already-loaded', rows: 0 });
-    await run(config, 'l', { runKey: tick2 });
+    await h.run(config, 'l', { runKey: tick2 });
     const { rows } = await h.pool.query(
       `SELECT count(*)::int AS n, count(DISTINCT buchung_nr)::int AS d FROM ${table}`,
     );
@@ -142,10 +136,10 @@ describe('write modes', () => {
           { table, mode: 'append' },
         ),
       });
-      await run(config, 'l', { runKey: uniqueName('seed') });
+      await h.run(config, 'l', { runKey: uniqueName('seed') });
       const runKey = uniqueName('race');
       // Both pass the early "already appended?" check; the target lock lets one commit, the other finds the claim.
-      const results = await Promise.all([run(config, 'l', { runKey }), run(config, 'l', { runKey })]);
+      const results = await Promise.all([h.run(config, 'l', { runKey }), h.run(config, 'l', { runKey })]);
       expect(results.map((r) => r.status).sort()).toEqual(['already-loaded', 'succeeded']);
       const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM ${table}`);
       expect(rows[0].n).toBe(800);
@@ -165,7 +159,7 @@ describe('write modes', () => {
         { table, mode: 'merge', key: ['konto'] },
       ),
     });
-    await run(config, 'm');
+    await h.run(config, 'm');
     const data = reportData('Finance/Ledger.avx', params, 1)!;
     const last = new Map<string, string>();
     for (let i = 0; i < data.rowCount; i++) last.set(data.row(i)[1]!, data.row(i)[0]!);
@@ -178,7 +172,7 @@ describe('write modes', () => {
     expect(await read()).toEqual(Object.fromEntries(last));
     // A second run with other rows: keys seen again are updated, none duplicated.
     await h.pool.query(`UPDATE ${table} SET text = 'stale'`);
-    await run(
+    await h.run(
       h.config({
         m: jobEntry(
           { name: 'Finance/Ledger.avx', outputType: 'json', paging: 100, parameters: { ROWS: '60' } },
@@ -201,7 +195,7 @@ describe('write modes', () => {
         h.config({
           r: jobEntry({ name: 'Sales/Orders', outputType: 'txt', paging: 500, parameters: { ROWS: rows } }, { table }),
         });
-      await run(cfg('3000'), 'r');
+      await h.run(cfg('3000'), 'r');
       await h.pool.query(`CREATE VIEW ${h.schema}.orders_view AS SELECT auftrag_nr, betrag FROM ${table}`);
       await h.pool.query(`CREATE INDEX orders_replace_kunde_idx ON ${table} (kunde)`);
       await h.pool.query(`GRANT SELECT ON ${table} TO PUBLIC`);
@@ -215,9 +209,9 @@ describe('write modes', () => {
           await new Promise((r) => setTimeout(r, 5));
         }
       })();
-      let result: Awaited<ReturnType<typeof run>>;
+      let result: Awaited<ReturnType<typeof h.run>>;
       try {
-        result = await run(cfg('2000'), 'r');
+        result = await h.run(cfg('2000'), 'r');
       } finally {
         loading = false;
         h.sim.setFaults({});
@@ -249,7 +243,7 @@ it('adds new report columns to an existing target and keeps the types it has', a
   await h.pool.query(`CREATE TABLE ${table} (artikel text PRIMARY KEY, bestand integer, extra text DEFAULT 'kept')`);
   await h.pool.query(`INSERT INTO ${table} VALUES ('old', 1, 'x')`);
   const config = h.config({ s: jobEntry({ name: 'Stock/Levels', outputType: 'json' }, { table }) });
-  const result = await run(config, 's');
+  const result = await h.run(config, 's');
   expect(result.plan).toBe('inference-staging');
   expect(await columnTypes(h.pool, table)).toEqual({
     artikel: 'text',
@@ -263,7 +257,7 @@ it('adds new report columns to an existing target and keeps the types it has', a
   );
   expect(rows[0]).toEqual({ n: 40, old: 0 });
   // The next run finds every column and copies straight into the target.
-  expect((await run(config, 's')).plan).toBe('direct');
+  expect((await h.run(config, 's')).plan).toBe('direct');
 });
 
 it('survives connection resets mid-page and gateway errors: every row arrives exactly once', async () => {
@@ -277,7 +271,7 @@ it('survives connection resets mid-page and gateway errors: every row arrives ex
     // A 5xx on the start of a report is not retried inside the run (the job may exist already): the attempt fails
     // as retryable and the next attempt of the same run starts again, as the queue does.
     for (let attempt = 1; ; attempt++) {
-      const err = await run(config, 'f', { runKey: 'faults' }).then(
+      const err = await h.run(config, 'f', { runKey: 'faults' }).then(
         () => undefined,
         (e: { retryable?: boolean; error?: { stage?: string } }) => e,
       );
@@ -302,7 +296,7 @@ it('refuses a declared type that is not a type, or that tries to be more than on
         { table: `${h.schema}.bad_decl`, columns: { bestand: type } },
       ),
     });
-    const err = await run(config, 'd').catch((e: unknown) => e as { code: string; message: string });
+    const err = await h.run(config, 'd').catch((e: unknown) => e as { code: string; message: string });
     expect(err).toMatchObject({ code: 'CONFIG_INVALID' });
     expect((err as { message: string }).message).toContain(
       `target.columns.bestand: "${type}" is not a PostgreSQL type`,
@@ -320,7 +314,7 @@ it('runs of different jobs can create their tables in the same new schema at the
       b: jobEntry({ name: 'Stock/Levels', outputType: 'txt' }, { table: `${schema}.b` }),
       c: jobEntry({ name: 'Stock/Levels', outputType: 'xml_query' }, { table: `${schema}.c` }),
     });
-    const results = await Promise.all(['a', 'b', 'c'].map((j) => run(config, j)));
+    const results = await Promise.all(['a', 'b', 'c'].map((j) => h.run(config, j)));
     expect(results.map((r) => r.rows)).toEqual([40, 40, 40]);
   } finally {
     await h.pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

@@ -9,36 +9,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startService } from '../src/app/service.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { formatWithOffset } from '../src/pipeline/logical-time.ts';
-import { lines, runCli } from './support/cli.ts';
+import { lines, runCli, simConnectionLines } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { attemptsOf, captureLogger, useQueueBench, waitFor } from './support/queue-env.ts';
 
-let h: Harness;
-let queue: RunQueue;
-let prefix: string;
-let jp: string;
+const prefix = uniqueName('qb');
+const jp = uniqueName('jb');
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 30 });
 let dir: string;
 let path: string;
 
 beforeAll(async () => {
-  h = await startHarness({ jobDurationMs: 30 });
-  prefix = uniqueName('qb');
-  jp = uniqueName('jb');
-  queue = makeQueue(h.redis, prefix);
   dir = mkdtempSync(join(tmpdir(), 'report-etl-backfill-'));
   path = join(dir, 'jobs.yaml');
   // The in-process worker reads the same jobs.yaml as the CLI children.
   process.env.QB_SECRET = 'demo-secret';
 });
 afterAll(async () => {
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
   rmSync(dir, { recursive: true, force: true });
-  await h?.close();
 });
 
 /** Runs the CLI as a user would; returns exit code, stdout lines and stderr. */
@@ -64,14 +53,7 @@ it(
     writeFileSync(
       path,
       [
-        'connections:',
-        '  sim:',
-        `    baseUrl: ${h.sim.url}`,
-        '    clientId: demo-client',
-        '    clientSecret: ${QB_SECRET}',
-        '    timezone: Europe/Zurich',
-        '    pollIntervalMs: 20',
-        'jobs:',
+        ...simConnectionLines(h.sim.url, 'QB_SECRET', { timezone: 'Europe/Zurich', pollIntervalMs: 20 }),
         `  ${job}:`,
         '    connection: sim',
         '    schedule: "0 6 * * *"',

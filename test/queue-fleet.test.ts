@@ -3,40 +3,25 @@
  * jobs on the server than the connection's maxConcurrentReports; a run waiting for a slot has no attempt yet; a
  * backfill of many ticks does not hold back another job's scheduled tick. Real workers, queue, simulator.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAdminServer } from '../src/admin/server.ts';
+import { afterAll, expect, it } from 'vitest';
 import { staticConfig } from '../src/config/live-config.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { silentLogger } from '../src/logger.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { enqueueTick } from '../src/queue/scheduler.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
-import { runAttempt } from '../src/pipeline/run-attempt.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { ReportSlots } from '../src/report-api/report-slots.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { jobEntry } from './support/harness.ts';
+import { attemptsOf, captureLogger, useQueueBench, waitFor, workerOf } from './support/queue-env.ts';
+import { adminServerOf } from './support/admin-login.ts';
 
-let h: Harness;
-let queue: RunQueue;
-let prefix: string;
-let jp: string;
+const prefix = uniqueName('qf');
+const jp = uniqueName('jf');
+// Report jobs stay Running 300 ms: long enough for many to be open at once without a limit.
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 300 });
 const workers: RunWorker[] = [];
 
-beforeAll(async () => {
-  // Report jobs stay Running 300 ms: long enough for many to be open at once without a limit.
-  h = await startHarness({ jobDurationMs: 300 });
-  prefix = uniqueName('qf');
-  jp = uniqueName('jf');
-  queue = makeQueue(h.redis, prefix);
-});
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
 });
 
 it(
@@ -65,15 +50,7 @@ it(
       // Two "processes" of four concurrent runs each.
       for (let k = 0; k < 2; k++)
         workers.push(
-          makeRunWorker({
-            config: () => config,
-            pool: h.pool,
-            redis: h.redis,
-            logger: captureLogger().logger,
-            prefix,
-            concurrency: 4,
-            workerName: `w${k}`,
-          }),
+          workerOf(h, config, { logger: captureLogger().logger, prefix, concurrency: 4, workerName: `w${k}` }),
         );
       const tick = new Date('2026-11-24T05:00:00Z');
       for (const n of names) await enqueueTick(queue, config, n, tick, 'schedule');
@@ -116,7 +93,7 @@ it('a run in the foreground waits for a slot before it records an attempt, and s
   const busy = await slots.acquire('sim', 1);
   const { logger, lines } = captureLogger();
   try {
-    const pending = runAttempt({ job: resolveJob(config, job), pool: h.pool, redis: h.redis, logger, slots });
+    const pending = h.run(config, job, {}, { logger, slots });
     await waitFor('the run to wait for a slot', () =>
       lines.some((l) => l.msg === 'waiting for a slot on sim: 1 of 1 busy'),
     );
@@ -145,15 +122,7 @@ it("a backfill of many ticks does not hold back another job's scheduled tick", a
     { [filler]: entry(filler), [other]: entry(other) },
     { maxConcurrentReports: 1, pollIntervalMs: 20 },
   );
-  const w = makeRunWorker({
-    config: () => config,
-    pool: h.pool,
-    redis: h.redis,
-    logger: captureLogger().logger,
-    prefix,
-    concurrency: 1,
-    workerName: 'fair',
-  });
+  const w = workerOf(h, config, { logger: captureLogger().logger, prefix, concurrency: 1, workerName: 'fair' });
   workers.push(w);
   // 12 daily ticks of one job, oldest first, then, once the first of them runs, one scheduled tick of another job.
   const queued = await backfill(
@@ -197,15 +166,7 @@ it('the jobs overview and /metrics show a run waiting for a slot and how busy th
   const waiting = slots.acquire('sim', 1, { label: job, signal: controller.signal, onWait: () => (asked = true) });
   waiting.catch(() => undefined);
   const token = 'fleet-admin-token';
-  const server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    liveConfig: staticConfig(config),
-  });
+  const server = await adminServerOf(h, queue, { auth: { token }, liveConfig: staticConfig(config) });
   try {
     await waitFor('the run to wait', () => asked);
     const headers = { authorization: `Bearer ${token}` };

@@ -3,35 +3,19 @@
  * failed with QUEUE_JOB_LOST, a text saying so and the replay command, and sends the failed alert
  * (docs/operations.md "Redis in production"). Real PostgreSQL and Redis; no worker runs.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { AlertSender } from '../src/alerts/webhook-sender.ts';
 import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { getRun, recordRunRequest } from '../src/history/runs.ts';
-import { silentLogger } from '../src/logger.ts';
-import { makeJanitor, QUEUED_GRACE_MS } from '../src/queue/janitor.ts';
+import { QUEUED_GRACE_MS } from '../src/queue/janitor.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { uniqueName } from './support/env.ts';
-import { startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns } from './support/queue-env.ts';
+import { deleteKeys, janitorOf, useQueueBench } from './support/queue-env.ts';
 
-let h: Harness;
-let queue: RunQueue;
 const jp = uniqueName('qlost');
 const prefix = uniqueName('qlostq');
+const { h, queue } = useQueueBench(prefix, jp);
 const job = `${jp}_orders`;
-
-beforeAll(async () => {
-  h = await startHarness();
-  queue = makeQueue(h.redis, prefix);
-}, 60_000);
-
-afterAll(async () => {
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
-});
 
 it('records a queued run whose queue job vanished before a worker began it failed, and alerts it', async () => {
   const config = h.config({
@@ -44,15 +28,7 @@ it('records a queued run whose queue job vanished before a worker began it faile
     close: async () => undefined,
   };
   let clock = new Date();
-  const janitor = makeJanitor({
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-    config: () => config,
-    alerts,
-    prefix,
-    now: () => clock,
-  });
+  const janitor = janitorOf(h, config, { alerts, prefix, now: () => clock });
   try {
     const { runKey, jobId, interval } = await enqueueManual(queue, config, job, {}, undefined, undefined, h.pool);
     const queued = await getRun(h.pool, job, runKey);

@@ -8,48 +8,29 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { failAttempt } from '../src/history/attempts.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
-import { lines, runCli } from './support/cli.ts';
+import { lines, runCli, simConnectionLines } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns } from './support/queue-env.ts';
+import { attemptsOf, insertTestAttempt, useQueueBench } from './support/queue-env.ts';
 
-let h: Harness;
-let queue: RunQueue;
-let prefix: string;
-let jp: string;
+const prefix = uniqueName('qr');
+const jp = uniqueName('jr');
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 30 });
 let dir: string;
 let path: string;
 
 beforeAll(async () => {
-  h = await startHarness({ jobDurationMs: 30 });
-  prefix = uniqueName('qr');
-  jp = uniqueName('jr');
-  queue = makeQueue(h.redis, prefix);
   dir = mkdtempSync(join(tmpdir(), 'report-etl-replay-'));
   path = join(dir, 'jobs.yaml');
 });
 afterAll(async () => {
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
   rmSync(dir, { recursive: true, force: true });
-  await h?.close();
 });
 
 /** jobs.yaml with the given jobs: name -> [report name, write mode]. */
 function writeJobs(jobs: Record<string, [string, 'replace' | 'append']>): void {
-  const lines = [
-    'connections:',
-    '  sim:',
-    `    baseUrl: ${h.sim.url}`,
-    '    clientId: demo-client',
-    '    clientSecret: ${QR_SECRET}',
-    '    pollIntervalMs: 20',
-    'jobs:',
-  ];
+  const lines = [...simConnectionLines(h.sim.url, 'QR_SECRET', { pollIntervalMs: 20 })];
   for (const [name, [report, mode]] of Object.entries(jobs)) {
     lines.push(
       `  ${name}:`,
@@ -184,15 +165,7 @@ it(
     const gone = `${jp}_gone`;
     writeJobs({ [`${jp}_kept`]: ['Stock/Levels', 'replace'] });
     const attemptId = randomUUID();
-    await insertAttempt(h.pool, {
-      attemptId,
-      job: gone,
-      runKey: 'tuesday',
-      trigger: 'manual',
-      targetTable: 'x.y',
-      writeMode: 'replace',
-      worker: 'test:1',
-    });
+    await insertTestAttempt(h.pool, { attemptId, job: gone, runKey: 'tuesday', worker: 'test:1' });
     await failAttempt(h.pool, attemptId, {
       status: 'failed',
       stage: 'poll',

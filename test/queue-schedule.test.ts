@@ -4,50 +4,30 @@
  * duplicate enqueues of a tick are deduplicated.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { completeAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { completeAttempt } from '../src/history/attempts.ts';
 import { silentLogger } from '../src/logger.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { settableConfig, staticConfig } from '../src/config/live-config.ts';
 import { tickQueueJobId } from '../src/queue/names.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { enqueueTick, makeScheduler, type SchedulerDeps } from '../src/queue/scheduler.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, captureLogger, deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { jobEntry, loadedRows, servedRows, type Harness } from './support/harness.ts';
+import { attemptsOf, captureLogger, insertTestAttempt, useQueueBench, waitFor, workerOf } from './support/queue-env.ts';
 
-let h: Harness;
-let prefix: string;
-let jp: string;
-let queue: RunQueue;
+const prefix = uniqueName('qs');
+const jp = uniqueName('js');
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 30 });
 const workers: RunWorker[] = [];
 
-beforeAll(async () => {
-  h = await startHarness({ jobDurationMs: 30 });
-  prefix = uniqueName('qs');
-  jp = uniqueName('js');
-  queue = makeQueue(h.redis, prefix);
-});
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
 });
 
 function startWorker(config: () => ReturnType<Harness['config']>, concurrency = 1): RunWorker {
-  const w = makeRunWorker({
-    config,
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-    prefix,
-    concurrency,
-    overlapRetryMs: 200,
-  });
+  const w = workerOf(h, config, { prefix, concurrency, overlapRetryMs: 200 });
   workers.push(w);
   return w;
 }
@@ -131,15 +111,12 @@ it('catch-up after downtime: all missed ticks within the window, or only the lat
   const last = new Date(now.getTime() - 500 - 10_000);
   for (const job of [all, latest, none]) {
     const attemptId = randomUUID();
-    await insertAttempt(h.pool, {
+    await insertTestAttempt(h.pool, {
       attemptId,
       job,
       runKey: tickQueueJobId(job, last),
       scheduledFor: last,
       trigger: 'schedule',
-      targetTable: 'x.y',
-      writeMode: 'replace',
-      worker: 'test',
     });
     await completeAttempt(h.pool, attemptId, { rows: 1, pages: 1, bytes: 1 });
   }

@@ -7,37 +7,25 @@
  */
 import { Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { afterAll, expect, it } from 'vitest';
+import { failAttempt } from '../src/history/attempts.ts';
 import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { getRun } from '../src/history/runs.ts';
-import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { QUEUE_NAME } from '../src/queue/names.ts';
-import { makeQueue, type QueuedRun, type RunQueue } from '../src/queue/queue.ts';
-import { makeRunWorker, type RunWorker } from '../src/queue/worker.ts';
+import type { QueuedRun } from '../src/queue/queue.ts';
+import type { RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
-import { startHarness, type Harness } from './support/harness.ts';
-import { deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { insertTestAttempt, useQueueBench, waitFor, waitForQueueJob, workerOf } from './support/queue-env.ts';
 
-let h: Harness;
-let queue: RunQueue;
 const jp = uniqueName('stallout');
 const prefix = uniqueName('stalloutq');
+const { h, queue } = useQueueBench(prefix, jp);
 const job = `${jp}_orders`;
 const closers: (() => Promise<unknown>)[] = [];
 
-beforeAll(async () => {
-  h = await startHarness();
-  queue = makeQueue(h.redis, prefix);
-}, 60_000);
-
 afterAll(async () => {
   for (const c of closers.reverse()) await c().catch(() => undefined);
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
 });
 
 /** Takes the next queue job as a worker that dies at once would: its lock of `lockMs` is never renewed. */
@@ -60,13 +48,11 @@ it(
     expect(await takeAndDie(500)).toBe(jobId);
     // The dead worker's attempt, closed by the janitor as an orphan.
     const orphan = randomUUID();
-    await insertAttempt(h.pool, {
+    await insertTestAttempt(h.pool, {
       attemptId: orphan,
       job,
       runKey,
-      trigger: 'manual',
       targetTable: `${h.schema}.orders`,
-      writeMode: 'replace',
       worker: 'dead:1',
     });
     await failAttempt(h.pool, orphan, {
@@ -77,11 +63,7 @@ it(
       message: 'orphaned: the process that ran attempt 1 (dead:1) ended without finishing it',
     });
     const failed: { runKey: string; attemptId: string; error: Error }[] = [];
-    const worker: RunWorker = makeRunWorker({
-      config: () => config,
-      pool: h.pool,
-      redis: h.redis,
-      logger: silentLogger,
+    const worker: RunWorker = workerOf(h, config, {
       prefix,
       lockDurationMs: 1_000,
       stalledIntervalMs: 300,
@@ -91,12 +73,11 @@ it(
       alerts: { succeeded: async () => undefined, failed: async (o) => void failed.push(o) },
     });
     closers.push(() => worker.close(0));
-    const queued = await waitFor(
+    const queued = await waitForQueueJob(
+      queue,
+      jobId,
+      'failed',
       'the queue job failed by the stalled-job check',
-      async () => {
-        const j = await queue.getJob(jobId);
-        return (await j?.getState()) === 'failed' && j;
-      },
       30_000,
     );
     expect(queued.failedReason).toMatch(/stalled more than allowable limit/);

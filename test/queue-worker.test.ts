@@ -4,49 +4,40 @@
  * replayed after the fault is gone; overlap prevention across workers; a run whose overlap lock is lost mid-load.
  */
 import { spawn } from 'node:child_process';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { silentLogger } from '../src/logger.ts';
+import { afterAll, afterEach, expect, it } from 'vitest';
 import { readProgress } from '../src/history/attempt-progress.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { overlapLockKey } from '../src/queue/names.ts';
-import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { planFailedReplays, replayRun } from '../src/queue/replay.ts';
-import { makeRunWorker, type RunWorker, type RunWorkerDeps } from '../src/queue/worker.ts';
+import type { RunWorker, RunWorkerDeps } from '../src/queue/worker.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
-import { jobEntry, loadedRows, servedRows, startHarness, type Harness } from './support/harness.ts';
-import { attemptsOf, deleteKeys, deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { jobEntry, loadedRows, servedRows, type Harness } from './support/harness.ts';
+import {
+  attemptsOf,
+  deleteKeys,
+  runsOf,
+  useQueueBench,
+  waitFor,
+  waitForQueueJob,
+  workerOf,
+} from './support/queue-env.ts';
 
-let h: Harness;
-let prefix: string;
-let jp: string;
-let queue: RunQueue;
+const prefix = uniqueName('qw');
+const jp = uniqueName('jw');
+// Report jobs stay Running 1.5 s: long enough to kill or stop a worker mid-run.
+const { h, queue } = useQueueBench(prefix, jp, { jobDurationMs: 1_500 });
 const workers: RunWorker[] = [];
 
-beforeAll(async () => {
-  // Report jobs stay Running 1.5 s: long enough to kill or stop a worker mid-run.
-  h = await startHarness({ jobDurationMs: 1_500 });
-  prefix = uniqueName('qw');
-  jp = uniqueName('jw');
-  queue = makeQueue(h.redis, prefix);
-});
 // A test that failed midway leaves its workers running; they must not take the next test's runs.
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.close(0)));
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.close(0)));
-  await queue?.close();
-  await deleteKeys(h.redis, prefix);
-  await deleteRuns(h.pool, jp);
-  await h?.close();
 });
 
 function startWorker(config: () => ReturnType<Harness['config']>, extra: Partial<RunWorkerDeps> = {}): RunWorker {
-  const w = makeRunWorker({
-    config,
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
+  const w = workerOf(h, config, {
     prefix,
     overlapRetryMs: 100,
     lockDurationMs: 1_000,
@@ -119,7 +110,7 @@ it('kill -9 mid-run: the run is picked up as stalled, the dead report job delete
     servedRows('Sales/Orders.avw', { ROWS: '900' }, 1),
   );
   // The attempt records its timeline after the DELETE, then the queue job completes.
-  await waitFor('the queue job completed', async () => (await (await queue.getJob(jobId))?.getState()) === 'completed');
+  await waitForQueueJob(queue, jobId, 'completed');
   await stop(workers[0]!);
 });
 
@@ -181,14 +172,14 @@ it(
     const worker = startWorker(() => config);
     // FinishedError of the report: not retryable, one attempt only although 3 are allowed.
     const bad = await enqueueManual(queue, config, `${job}_forbidden`);
-    await waitFor('failed for good', async () => (await (await queue.getJob(bad.jobId))?.getState()) === 'failed');
+    await waitForQueueJob(queue, bad.jobId, 'failed', 'failed for good');
     expect((await attemptsOf(h.pool, `${job}_forbidden`)).map((r) => [r.status, r.attempt])).toEqual([['failed', 1]]);
     expect((await queue.getJob(bad.jobId))?.failedReason).toMatch(/^REPORT_FAILED: /);
     // Every report API call answers 503: both attempts fail.
     h.sim.setFaults({ errorRate: 1 });
     const enqueuedAt = Date.now();
     const { jobId, runKey } = await enqueueManual(queue, config, job);
-    await waitFor('failed after 2 attempts', async () => (await (await queue.getJob(jobId))?.getState()) === 'failed');
+    await waitForQueueJob(queue, jobId, 'failed', 'failed after 2 attempts');
     h.sim.setFaults({});
     let runs = await attemptsOf(h.pool, job);
     expect(runs.map((r) => [r.status, r.attempt])).toEqual([

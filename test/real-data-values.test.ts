@@ -5,14 +5,11 @@
  * when txt rows before it hold line breaks inside quoted values (COPY counts those as lines).
  */
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { USERDEF_ROWS_POINTER } from '../src/simulator/render-userdef.ts';
 import type { ExtraReport } from '../src/simulator/index.ts';
 import { CopyLines } from '../src/pages/copy-lines.ts';
 import { ValueFit } from '../src/warehouse/value-fit.ts';
-import { jobEntry, useHarness } from './support/harness.ts';
+import { attemptFailure, jobEntry, useHarness } from './support/harness.ts';
 
 const FLAG_ROWS = 12_000;
 const flags: ExtraReport = {
@@ -87,16 +84,7 @@ async function run(path: string, outputType: RowType, table: string, rows: numbe
       { table, ...(outputType === 'json_userdef' ? { rowsAt: USERDEF_ROWS_POINTER } : {}) },
     ),
   });
-  return runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
-}
-
-async function failure(p: Promise<unknown>): Promise<AttemptFailedError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  return err as AttemptFailedError;
+  return h.run(config, 'j');
 }
 
 async function snapshot(table: string): Promise<string> {
@@ -139,7 +127,7 @@ describe('JSON true and false', () => {
         await h.pool.query(`CREATE TABLE ${table} (nr bigint, flag ${type}, other boolean)`);
         await h.pool.query(`INSERT INTO ${table} VALUES (1, 1, true)`);
         const before = await snapshot(table);
-        const err = await failure(run(flags.path, outputType, table, rows));
+        const err = await attemptFailure(run(flags.path, outputType, table, rows));
         expect(err.code).toBe('VALUE_DOES_NOT_FIT');
         expect(err.message).toMatch(
           /^value "false" does not fit column flag \(report column "Flag"\) of type .* page 1, row 1 of the page /,
@@ -156,7 +144,7 @@ describe('one form for the row of a value that does not fit', () => {
     it(`found by the decoder: a code "0815" into bigint, page 4 of paging 20: ${outputType}`, async () => {
       const table = `${h.schema}.mixed_${++n}`;
       await h.pool.query(`CREATE TABLE ${table} (nr bigint, name text, code bigint, day text)`);
-      const err = await failure(run(mixed.path, outputType, table, 90, 20));
+      const err = await attemptFailure(run(mixed.path, outputType, table, 90, 20));
       expect(err.code).toBe('VALUE_DOES_NOT_FIT');
       expect(err.message).toMatch(
         /^value "0815" does not fit column code \(report column "Code"\) of type bigint in \S+, page 4, /,
@@ -174,7 +162,7 @@ describe('one form for the row of a value that does not fit', () => {
       await h.pool.query(`CREATE TABLE ${table} (nr bigint, name text, code text, day date)`);
       await h.pool.query(`INSERT INTO ${table} VALUES (1, 'old', '0001', '2020-01-01')`);
       const before = await snapshot(table);
-      const err = await failure(run(mixed.path, outputType, table, 90, 20));
+      const err = await attemptFailure(run(mixed.path, outputType, table, 90, 20));
       expect(err.code).toBe('VALUE_DOES_NOT_FIT');
       expect(err.message).toMatch(
         /^value "kein Tag" does not fit column day \(report column "Day"\) of type date in \S+, page 4, row 7 of the /,
@@ -220,7 +208,7 @@ describe("a local time that the connection's zone skips", () => {
         await h.pool.query(`CREATE TABLE ${table} (nr bigint, at timestamptz)`);
         await h.pool.query(`INSERT INTO ${table} VALUES (1, '2010-01-01T00:00:00Z')`);
         const before = await snapshot(table);
-        const err = await failure(run(clock.path, outputType, table, rows));
+        const err = await attemptFailure(run(clock.path, outputType, table, rows));
         expect(err.code).toBe('VALUE_DOES_NOT_FIT');
         expect(err.message).toMatch(
           /^value "2010-03-28T02:00:00" does not fit column at \(report column "At"\) of type timestamp with /,

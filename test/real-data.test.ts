@@ -5,12 +5,9 @@
  * (docs/loaded-tables.md "Values that would change").
  */
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { normaliseColumnNames, quoteIdent } from '../src/warehouse/identifiers.ts';
 import { USERDEF_ROWS_POINTER } from '../src/simulator/render-userdef.ts';
-import { jobEntry, columnTypes, useHarness } from './support/harness.ts';
+import { attemptFailure, columnTypes, jobEntry, useHarness } from './support/harness.ts';
 import { realReports } from './support/vega.ts';
 
 const REPORTS = realReports();
@@ -35,7 +32,7 @@ async function load(path: string, outputType: (typeof OUTPUT_TYPES)[number], tab
       { table, ...(outputType === 'json_userdef' ? { rowsAt: USERDEF_ROWS_POINTER } : {}) },
     ),
   });
-  return runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
+  return h.run(config, 'j');
 }
 
 /** The loaded cells in row order of the report (by a row number column added for the comparison), as text. */
@@ -98,12 +95,8 @@ describe('real data, into an existing table whose types a smaller first load fix
           `county_id bigint, habitat_yearround_pct numeric)`,
       );
       await h.pool.query(`INSERT INTO ${table} (county_id) VALUES (53000)`);
-      const err = await load('Real/Species.avw', outputType, table).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(err).toBeInstanceOf(AttemptFailedError);
-      expect((err as AttemptFailedError).code).toBe('VALUE_DOES_NOT_FIT');
+      const err = await attemptFailure(load('Real/Species.avw', outputType, table));
+      expect(err.code).toBe('VALUE_DOES_NOT_FIT');
       expect((err as Error).message).toMatch(
         /^value "0\d{4}" does not fit column county_id of type bigint in .*, page 1, row 37 of the page \(row 37 of /,
       );

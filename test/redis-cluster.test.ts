@@ -10,13 +10,12 @@ import { makeRedis } from '../src/app/connections.ts';
 import { silentLogger } from '../src/logger.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
 import { makeQueue } from '../src/queue/queue.ts';
-import { makeRunWorker } from '../src/queue/worker.ts';
 import { prefixForRedis } from '../src/redis-url.ts';
 import { tokenCacheKey } from '../src/report-api/token-cache.ts';
 import { runCli } from './support/cli-process.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { deleteRuns, runsOf, waitFor } from './support/queue-env.ts';
+import { deleteRuns, runsOf, waitFor, workerOf } from './support/queue-env.ts';
 import { startTestCluster, type TestCluster } from './support/redis-cluster.ts';
 
 let cluster: TestCluster;
@@ -54,14 +53,7 @@ it('runs queued jobs on a Redis Cluster: queue, token, overlap lock and report s
     { maxConcurrentReports: 1 },
   );
   const queue = makeQueue(redis, prefix);
-  const worker = makeRunWorker({
-    config: () => config,
-    pool: h.pool,
-    redis,
-    logger: silentLogger,
-    prefix,
-    concurrency: 2,
-  });
+  const worker = workerOf({ pool: h.pool, redis }, config, { prefix, concurrency: 2 });
   let most = 0;
   const sampler = setInterval(() => (most = Math.max(most, h.sim.counters().openJobs.length)), 5);
   try {

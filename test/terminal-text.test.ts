@@ -7,12 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { makePool } from '../src/app/connections.ts';
-import { failAttempt, insertAttempt } from '../src/history/attempts.ts';
+import { failAttempt } from '../src/history/attempts.ts';
 import { migrate } from '../src/history/migrate.ts';
 import { silentLogger } from '../src/logger.ts';
 import { terminalSafe } from '../src/terminal-text.ts';
 import { runCli } from './support/cli-process.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';
+import { insertTestAttempt } from './support/queue-env.ts';
 
 const pool = makePool(silentLogger, DATABASE_URL, 2);
 const job = uniqueName('esc');
@@ -36,15 +37,7 @@ it('removes escape sequences and control characters, keeping line breaks, tabs a
 it('report-etl runs prints a recorded server text with escapes as plain text; the history keeps it whole', async () => {
   const attemptId = randomUUID();
   const hostile = 'Report execution failed:\u001b[2J\u001b]0;pwned\u0007 Division by zero';
-  await insertAttempt(pool, {
-    attemptId,
-    job,
-    runKey: attemptId,
-    trigger: 'manual',
-    targetTable: 'x.y',
-    writeMode: 'replace',
-    worker: 'test:1',
-  });
+  await insertTestAttempt(pool, { attemptId, job, worker: 'test:1' });
   await failAttempt(pool, attemptId, {
     status: 'failed',
     stage: 'poll',

@@ -18,6 +18,7 @@ import { useHarness } from './support/harness.ts';
 import { runCli, startCli } from './support/cli-process.ts';
 import { uniqueName } from './support/env.ts';
 import { deleteKeys, deleteRuns, waitFor } from './support/queue-env.ts';
+import { simConnectionLines } from './support/cli.ts';
 
 /** One span as OTLP/JSON carries it, with its attributes flattened. */
 interface OtlpSpan {
@@ -112,14 +113,7 @@ beforeAll(async () => {
   jp = uniqueName('jt');
   await writeFile(
     configPath,
-    `connections:
-  sim:
-    baseUrl: ${h.sim.url}
-    clientId: demo-client
-    clientSecret: \${TR_SECRET}
-    timezone: UTC
-    pollIntervalMs: 20
-jobs:
+    `${simConnectionLines(h.sim.url, 'TR_SECRET', { timezone: 'UTC', pollIntervalMs: 20 }).join('\n')}
   ${jp}_queued:
     connection: sim
     report: { mandant: 7777, name: Sales/Orders, outputType: json, paging: 100, parameters: { ROWS: "250" } }

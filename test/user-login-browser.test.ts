@@ -8,14 +8,13 @@ import { randomBytes } from 'node:crypto';
 import type { BrowserContext } from 'playwright-core';
 import { launchBrowser, type TestBrowser } from './support/browser.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import type { EtlConfig } from '../src/config/schema.ts';
-import { silentLogger } from '../src/logger.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { SECRET_KEY_ENV } from '../src/secret-box.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
-import { logInInBrowser } from './support/admin-login.ts';
+import { logInInBrowser, adminServerOf } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const previousKey = process.env[SECRET_KEY_ENV];
@@ -31,15 +30,7 @@ beforeAll(async () => {
   process.env[SECRET_KEY_ENV] = randomBytes(32).toString('hex');
   h = await startHarness();
   queue = makeQueue(h.redis, uniqueName('ulbq'));
-  server = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
-    logger: silentLogger,
-    port: 0,
-    auth: { token },
-    connections: () => config.connections,
-  });
+  server = await adminServerOf(h, queue, { auth: { token }, connections: () => config.connections });
   config = h.config(
     {},
     {

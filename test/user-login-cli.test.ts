@@ -12,13 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import { validateConfigText } from '../src/config/load.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { SECRET_KEY_ENV } from '../src/secret-box.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 import { loginOnSimulator } from './support/user-login.ts';
+import { adminServerOf } from './support/admin-login.ts';
 
 const BIN = fileURLToPath(new URL('../bin/report-etl.js', import.meta.url));
 const KEY = randomBytes(32).toString('hex');
@@ -54,12 +55,8 @@ jobs: {}
   process.env[SECRET_KEY_ENV] = KEY;
   process.env.TRUSTED_SECRET = 'demo-trusted-secret';
   const config = validateConfigText(yaml('http://127.0.0.1:1/oauth/callback'), 'jobs.yaml');
-  admin = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
+  admin = await adminServerOf(h, queue, {
     logger: (await import('../src/logger.ts')).silentLogger,
-    port: 0,
     auth: { token: 'x' },
     connections: () => config.connections,
   });

@@ -7,19 +7,18 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../src/admin/server.ts';
-import { resolveJob } from '../src/config/load.ts';
+import type { AdminServer } from '../src/admin/server.ts';
 import type { EtlConfig } from '../src/config/schema.ts';
 import { createLoginState } from '../src/history/login-states.ts';
 import { completeLogin, startLogin } from '../src/login/login-flow.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { LoginFailedError } from '../src/report-api/index.ts';
 import { secretKeyFromEnv, SECRET_KEY_ENV } from '../src/secret-box.ts';
 import { DEFAULT_CLIENTS } from '../src/simulator/index.ts';
 import { uniqueName } from './support/env.ts';
-import { jobEntry, startHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { captureAll, loginOnSimulator, redisDump } from './support/user-login.ts';
+import { adminServerOf } from './support/admin-login.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const job = uniqueName('user_login');
@@ -50,12 +49,8 @@ beforeAll(async () => {
   queue = makeQueue(h.redis, uniqueName('ulq'));
   // The admin server serves the callback; its port is known only once it listens, so the config follows.
   const current: { config?: EtlConfig } = {};
-  admin = await startAdminServer({
-    pool: h.pool,
-    redis: h.redis,
-    queue,
+  admin = await adminServerOf(h, queue, {
     logger: log.logger,
-    port: 0,
     auth: { token },
     connections: () => current.config!.connections,
   });
@@ -94,8 +89,7 @@ afterAll(async () => {
   else process.env[SECRET_KEY_ENV] = previousKey;
 });
 
-const run = (name = job) =>
-  runAttempt({ job: resolveJob(config, name), pool: h.pool, redis: h.redis, logger: log.logger });
+const run = (name = job) => h.run(config, name, {}, { logger: log.logger });
 const adminGet = (path: string) =>
   fetch(`${admin.url}${path}`, { headers: { authorization: `Bearer ${token}` }, redirect: 'manual' });
 
@@ -131,8 +125,7 @@ describe.sequential('a user-dependent service user', () => {
   it(
     'has no login yet: the run fails with LOGIN_REQUIRED naming the command, ' + 'without asking the token endpoint',
     async () => {
-      const err = (await run().catch((e: unknown) => e)) as AttemptFailedError;
-      expect(err).toBeInstanceOf(AttemptFailedError);
+      const err = await attemptFailure(run());
       expect(err.code).toBe('LOGIN_REQUIRED');
       expect(err.retryable).toBe(false);
       expect(err.message).toContain('report-etl login sim');
@@ -177,12 +170,11 @@ describe.sequential('a user-dependent service user', () => {
   it('a logged-out user stops the runs with LOGIN_REQUIRED once, then fails fast until the next login', async () => {
     expect(h.sim.logoutUser('anna')).toBe(true);
     h.sim.expireTokens();
-    const err = (await run().catch((e: unknown) => e)) as AttemptFailedError;
+    const err = await attemptFailure(run());
     expect(err.code).toBe('LOGIN_REQUIRED');
     expect(err.message).toMatch(/connection "sim".*invalid_grant.*run `report-etl login sim`/);
     expect(h.sim.oauthCounters().refusedRefreshes).toBe(1);
-    for (let i = 0; i < 3; i++)
-      expect(((await run().catch((e: unknown) => e)) as AttemptFailedError).code).toBe('LOGIN_REQUIRED');
+    for (let i = 0; i < 3; i++) expect((await attemptFailure(run())).code).toBe('LOGIN_REQUIRED');
     // No hammering: the refused refresh token was sent once.
     expect(h.sim.oauthCounters().grants.refresh_token).toBe(3);
     const metrics = await (await adminGet('/metrics')).text();
@@ -266,7 +258,7 @@ describe.sequential('a user-dependent service user', () => {
   });
 
   it("quotes the token response's scopes in a 403 and records them per connection", async () => {
-    const err = (await run(forbiddenJob).catch((e: unknown) => e)) as AttemptFailedError;
+    const err = await attemptFailure(run(forbiddenJob));
     expect(err.code).toBe('ACCESS_FORBIDDEN');
     expect(err.message).toContain('(token scopes: svc.pad openid)');
     const { rows } = await h.pool.query(
@@ -331,12 +323,8 @@ it(
       },
     );
     const live = { ...config, connections: { ...config.connections, never: fresh.connections.sim! } };
-    const second = await startAdminServer({
-      pool: h.pool,
-      redis: h.redis,
-      queue,
+    const second = await adminServerOf(h, queue, {
       logger: log.logger,
-      port: 0,
       auth: { token },
       liveConfig: staticConfig(live),
     });

@@ -4,12 +4,9 @@
  * in text and in binary COPY format, that fail naming the value and leave the target as it was.
  */
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../src/logger.ts';
-import { resolveJob } from '../src/config/load.ts';
-import { AttemptFailedError, runAttempt } from '../src/pipeline/run-attempt.ts';
 import { ValueFit, type ValueChange } from '../src/warehouse/value-fit.ts';
 import { valueChangeError } from '../src/warehouse/load-errors.ts';
-import { jobEntry, useHarness } from './support/harness.ts';
+import { attemptFailure, jobEntry, useHarness } from './support/harness.ts';
 
 const h = useHarness();
 
@@ -115,17 +112,7 @@ async function snapshot(table: string): Promise<string> {
 /** Runs a job that must fail; returns the error. */
 async function failingRun(report: Record<string, unknown>, target: Record<string, unknown>) {
   const config = h.config({ j: jobEntry(report, target) });
-  const err = await runAttempt({
-    job: resolveJob(config, 'j'),
-    pool: h.pool,
-    redis: h.redis,
-    logger: silentLogger,
-  }).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  return err as AttemptFailedError;
+  return attemptFailure(h.run(config, 'j'));
 }
 
 describe('the error', () => {
@@ -193,7 +180,7 @@ describe('a run into an existing table', () => {
     const config = h.config({
       j: jobEntry({ name: 'Finance/Ledger.avx', outputType: 'txt', parameters: { ROWS: '60' } }, { table }),
     });
-    await runAttempt({ job: resolveJob(config, 'j'), pool: h.pool, redis: h.redis, logger: silentLogger });
+    await h.run(config, 'j');
     const { rows } = await h.pool.query<{ konto: string }>(`SELECT DISTINCT konto FROM ${table} ORDER BY konto`);
     expect(rows.map((r) => r.konto)).toContain('0100');
   });

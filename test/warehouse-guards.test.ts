@@ -9,33 +9,22 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
 import { getAttempt } from '../src/history/attempts.ts';
 import { listRunErrors as getRunErrors } from '../src/history/attempt-list.ts';
-import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError } from '../src/pipeline/attempt.ts';
-import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
+import type { AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { renderAttemptPage } from '../src/admin/attempt-page.ts';
 import { getRun } from '../src/history/runs.ts';
-import { lines, runCli } from './support/cli.ts';
+import { lines, runCli, simConnectionLines } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
-import { columnTypes, jobEntry, useHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, columnTypes, type Harness, jobEntry, useHarness } from './support/harness.ts';
 import { deleteKeys } from './support/queue-env.ts';
 
 const h = useHarness();
 
-const run = (config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}) =>
-  runAttempt({ job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger });
-
 /** Runs an attempt that must fail; returns its error and recorded attempt. */
 async function failing(config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}) {
-  const err = await run(config, job, request).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AttemptFailedError);
-  const failed = err as AttemptFailedError;
+  const failed = await attemptFailure(h.run(config, job, request));
   const attempt = await getAttempt(h.pool, failed.attemptId);
   const errors = await getRunErrors(h.pool, failed.attemptId);
   return { err: failed, attempt: attempt!, errors };
@@ -58,7 +47,7 @@ describe('target.guard', () => {
       expect(err.message).toContain(`${table} does not exist, and no table was created`);
       expect(err.message).not.toContain('left as it was');
 
-      const accepted = await run(config, 'e', { acceptGuard: true });
+      const accepted = await h.run(config, 'e', { acceptGuard: true });
       expect(accepted.status).toBe('succeeded');
       expect(accepted.noTarget).toContain(`${table} was not created and does not exist`);
       const attempt = (await getAttempt(h.pool, accepted.attemptId))!;
@@ -81,7 +70,7 @@ describe('target.guard', () => {
             { table, mode: 'replace', ...(guard ? { guard } : {}) },
           ),
         });
-      await run(job('300'), 'g');
+      await h.run(job('300'), 'g');
       const before = await checksum(table);
 
       const { err, attempt, errors } = await failing(job('0'), 'g');
@@ -102,7 +91,7 @@ describe('target.guard', () => {
       expect(await count(table)).toBe(300);
       expect(await checksum(table)).toBe(before);
 
-      await run(job('0', { minRows: 0 }), 'g');
+      await h.run(job('0', { minRows: 0 }), 'g');
       expect(await count(table)).toBe(0);
     },
   );
@@ -144,7 +133,7 @@ describe('target.guard', () => {
             { table, mode: 'replace', guard: { maxShrinkPercent: 50 } },
           ),
         });
-      await run(job('1000'), 's');
+      await h.run(job('1000'), 's');
       const before = await checksum(table);
       const { err, errors } = await failing(job('400'), 's');
       expect(err.code).toBe('GUARD_TRIPPED');
@@ -160,9 +149,9 @@ describe('target.guard', () => {
       });
       expect(await checksum(table)).toBe(before);
       // Half as many is within the limit; growing is always fine.
-      await run(job('500'), 's');
+      await h.run(job('500'), 's');
       expect(await count(table)).toBe(500);
-      await run(job('2000'), 's');
+      await h.run(job('2000'), 's');
       expect(await count(table)).toBe(2000);
     },
   );
@@ -189,13 +178,7 @@ describe('target.guard', () => {
       writeFileSync(
         path,
         [
-          'connections:',
-          '  sim:',
-          `    baseUrl: ${h.sim.url}`,
-          '    clientId: demo-client',
-          '    clientSecret: ${QG_SECRET}',
-          '    pollIntervalMs: 20',
-          'jobs:',
+          ...simConnectionLines(h.sim.url, 'QG_SECRET', { pollIntervalMs: 20 }),
           `  ${job}:`,
           '    connection: sim',
           '    report: { mandant: 7777, name: Sales/Orders, outputType: json, paging: 100, parameters: { ROWS: "8" } }',
@@ -211,7 +194,7 @@ describe('target.guard', () => {
             { table, mode: 'replace' },
           ),
         });
-        await run(config, job);
+        await h.run(config, job);
         // The run asked for an empty result (explicit parameters are kept with the run, and a replay asks again).
         const runKey = uniqueName('rk');
         const { err } = await failing(config, job, { runKey, parameters: { ROWS: '0' } });
@@ -269,7 +252,7 @@ describe('target.guard', () => {
 
         // What a worker does with the queued run: runAttempt with its data as the request.
         const { job: _j, ...request } = replay!.data;
-        const done = await run(config, job, request);
+        const done = await h.run(config, job, request);
         expect(done).toMatchObject({ status: 'succeeded', rows: 0 });
         expect(await count(table)).toBe(0);
         const attempt = await getAttempt(h.pool, done.attemptId);
@@ -299,11 +282,11 @@ describe('target.schemaChanges', () => {
             { table, mode: 'replace', schemaChanges: 'freeze', columns },
           ),
         });
-      await run(job('Sales/Orders'), 'f');
+      await h.run(job('Sales/Orders'), 'f');
       const types = await columnTypes(h.pool, table);
       const before = await checksum(table);
       // The same report again is no change at all.
-      await run(job('Sales/Orders'), 'f');
+      await h.run(job('Sales/Orders'), 'f');
 
       // Another report into the frozen table: every column differs.
       const { err, errors, attempt } = await failing(job('Drift'), 'f');
@@ -338,13 +321,13 @@ describe('target.schemaChanges', () => {
 
   it('evolve (the default) adds the new columns', async () => {
     const table = `${h.schema}.evolving`;
-    await run(
+    await h.run(
       h.config({
         e: jobEntry({ name: 'Drift', outputType: 'json', parameters: { ROWS: '10' } }, { table, mode: 'append' }),
       }),
       'e',
     );
-    await run(
+    await h.run(
       h.config({
         e: jobEntry(
           { name: 'Sales/Orders', outputType: 'json', parameters: { ROWS: '10' } },

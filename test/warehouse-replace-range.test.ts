@@ -5,20 +5,13 @@
  * the run with RANGE_VIOLATION and the table as it was; maxShrinkPercent measures against the range's rows.
  */
 import { describe, expect, it } from 'vitest';
-import { resolveJob } from '../src/config/load.ts';
 import { listRunErrors } from '../src/history/attempt-list.ts';
-import { silentLogger } from '../src/logger.ts';
-import { AttemptFailedError } from '../src/pipeline/attempt.ts';
-import { runAttempt, type AttemptOptions } from '../src/pipeline/run-attempt.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
-import { columnTypes, jobEntry, useHarness, type Harness } from './support/harness.ts';
+import { attemptFailure, columnTypes, jobEntry, useHarness } from './support/harness.ts';
 
 const h = useHarness();
 const BOOKINGS = 'Finance/Bookings.avw';
 const DAY_MS = 86_400_000;
-
-const run = (config: ReturnType<Harness['config']>, job: string, request: AttemptOptions['request'] = {}) =>
-  runAttempt({ job: resolveJob(config, job), request, pool: h.pool, redis: h.redis, logger: silentLogger });
 
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
@@ -72,7 +65,7 @@ describe('target.replaceRange', () => {
       const readAt = new Map<string, number>();
       for (let n = 0; n < 6; n++) {
         h.sim.setRevision(n);
-        const result = await run(config, 'bookings', { scheduledFor: tick(n), trigger: 'schedule' });
+        const result = await h.run(config, 'bookings', { scheduledFor: tick(n), trigger: 'schedule' });
         expect(result.status).toBe('succeeded');
         const end = Date.parse(tick(n));
         for (let k = 1; k <= 7; k++) readAt.set(day(end - k * DAY_MS), n);
@@ -95,15 +88,12 @@ describe('target.replaceRange', () => {
 
   it('a run row outside its range fails with RANGE_VIOLATION naming row and value; the table stays', async () => {
     const table = `${h.schema}.bookings_violation`;
-    await run(nightly(table), 'bookings', { scheduledFor: tick(0), trigger: 'schedule' });
+    await h.run(nightly(table), 'bookings', { scheduledFor: tick(0), trigger: 'schedule' });
     const before = await loaded(table);
     // The report reads 8 days but the range is 7: the oldest day's bookings lie outside it.
-    const err = await run(nightly(table, { days: 8 }), 'bookings', { scheduledFor: tick(1), trigger: 'schedule' }).then(
-      () => undefined,
-      (e: unknown) => e,
+    const failed = await attemptFailure(
+      h.run(nightly(table, { days: 8 }), 'bookings', { scheduledFor: tick(1), trigger: 'schedule' }),
     );
-    expect(err).toBeInstanceOf(AttemptFailedError);
-    const failed = err as AttemptFailedError;
     expect(failed.code).toBe('RANGE_VIOLATION');
     expect(failed.retryable).toBe(false);
     expect(failed.message).toMatch(
@@ -123,7 +113,7 @@ describe('target.replaceRange', () => {
 
   it('maxShrinkPercent measures against the rows of the range, not the whole table', async () => {
     const table = `${h.schema}.bookings_guard`;
-    await run(nightly(table), 'bookings', { scheduledFor: tick(0), trigger: 'schedule' });
+    await h.run(nightly(table), 'bookings', { scheduledFor: tick(0), trigger: 'schedule' });
     // Many old rows outside the range, and the range padded so that the next run would shrink it by more than half.
     await h.pool.query(
       `INSERT INTO ${table} (buchung_nr, buchungstag, betrag, text)
@@ -135,12 +125,9 @@ describe('target.replaceRange', () => {
     );
     const before = await loaded(table);
     const guarded = nightly(table, { guard: { maxShrinkPercent: 50 } });
-    const err = await run(guarded, 'bookings', { scheduledFor: tick(1), trigger: 'schedule' }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect((err as AttemptFailedError).code).toBe('GUARD_TRIPPED');
-    expect((err as AttemptFailedError).message).toMatch(
+    const err = await attemptFailure(h.run(guarded, 'bookings', { scheduledFor: tick(1), trigger: 'schedule' }));
+    expect(err.code).toBe('GUARD_TRIPPED');
+    expect(err.message).toMatch(
       new RegExp(`where ${table} \\(buchungstag in \\[2026-01-04, 2026-01-11\\)\\) holds 1\\d\\d, `),
     );
     expect(await loaded(table)).toEqual(before);
@@ -162,24 +149,21 @@ describe('target.replaceRange', () => {
             { table, replaceRange: { column: 'erfasst_am', from, to }, guard: { minRows: 0 } },
           ),
         });
-      await run(orders('200', '2024-01-01', '2024-01-11'), 'o');
+      await h.run(orders('200', '2024-01-01', '2024-01-11'), 'o');
       const earlier = `erfasst_am < timestamptz '2024-01-05 00:00+01'`;
       const kept = Number((await h.pool.query(`SELECT count(*) AS n FROM ${table} WHERE ${earlier}`)).rows[0].n);
       expect(kept).toBeGreaterThan(0);
       expect(kept).toBeLessThan(200);
 
-      const bad = await run(orders('0', '2024-Q1', '2024-01-11'), 'o').then(
-        () => undefined,
-        (e: unknown) => e as AttemptFailedError,
-      );
-      expect(bad?.code).toBe('CONFIG_INVALID');
-      expect(bad?.message).toContain(
+      const bad = await attemptFailure(h.run(orders('0', '2024-Q1', '2024-01-11'), 'o'));
+      expect(bad.code).toBe('CONFIG_INVALID');
+      expect(bad.message).toContain(
         'target.replaceRange.from rendered "2024-Q1", which is not a value of column erfasst_am (type timestamp with ' +
           'time zone)',
       );
       expect(Number((await h.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n)).toBe(200);
 
-      expect((await run(orders('0', '2024-01-05', '2024-01-11'), 'o')).status).toBe('succeeded');
+      expect((await h.run(orders('0', '2024-01-05', '2024-01-11'), 'o')).status).toBe('succeeded');
       const { rows } = await h.pool.query<{ n: string; outside: string }>(
         `SELECT count(*) AS n, count(*) FILTER (WHERE ${earlier}) AS outside FROM ${table}`,
       );

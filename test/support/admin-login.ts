@@ -1,8 +1,25 @@
 /**
- * Logging in to the admin server as its users do: the login form's POST of the token (never a token in a URL), over
- * plain HTTP for a session cookie, or by filling in the form in Chromium.
+ * The admin server as the tests start it, and logging in to it as its users do: the login form's POST of the token
+ * (never a token in a URL), over plain HTTP for a session cookie, or by filling in the form in Chromium.
  */
 import type { Page } from 'playwright-core';
+import { startAdminServer, type AdminServer, type AdminServerOptions } from '../../src/admin/server.ts';
+import { silentLogger } from '../../src/logger.ts';
+import type { RunQueue } from '../../src/queue/queue.ts';
+import type { Harness } from './harness.ts';
+
+/**
+ * Starts the admin server (docs/operations.md "Admin access") on the harness's pool and Redis and `queue`, with a
+ * silent logger, on a free loopback port; `options` adds to or overrides these (auth, config, keyPrefix, ...). The
+ * caller closes it.
+ */
+export function adminServerOf(
+  h: Pick<Harness, 'pool' | 'redis'>,
+  queue: RunQueue,
+  options: Partial<AdminServerOptions> = {},
+): Promise<AdminServer> {
+  return startAdminServer({ pool: h.pool, redis: h.redis, queue, logger: silentLogger, port: 0, ...options });
+}
 
 /**
  * POSTs `token` as the login form does.

@@ -61,6 +61,27 @@ export function runCli(args: readonly string[], o: RunCliOptions = {}): Promise<
   });
 }
 
+/**
+ * The head of a jobs.yaml a test writes, as lines up to and including `jobs:`: connection `sim` at `baseUrl` with the
+ * simulator's client `demo-client` and its secret read from environment variable `secretVar` (docs/configuration.md
+ * "connections.<name>"), then each of `fields` as a `key: value` line of the connection.
+ */
+export function simConnectionLines(
+  baseUrl: string,
+  secretVar: string,
+  fields: Record<string, string | number> = {},
+): string[] {
+  return [
+    'connections:',
+    '  sim:',
+    `    baseUrl: ${baseUrl}`,
+    '    clientId: demo-client',
+    `    clientSecret: \${${secretVar}}`,
+    ...Object.entries(fields).map(([key, value]) => `    ${key}: ${value}`),
+    'jobs:',
+  ];
+}
+
 /** Non-empty lines of a text. */
 export function lines(text: string): string[] {
   return text.split('\n').filter(Boolean);

@@ -11,6 +11,9 @@ import { silentLogger } from '../../src/logger.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
 import { reportData, type ReportColumn } from '../../src/simulator/catalogue.ts';
 import { migrate } from '../../src/history/migrate.ts';
+import { AttemptFailedError, type AttemptOptions, type AttemptResult } from '../../src/pipeline/attempt.ts';
+import { resolveJob } from '../../src/config/load.ts';
+import { runAttempt } from '../../src/pipeline/run-attempt.ts';
 import { normaliseColumnNames, quoteIdent } from '../../src/warehouse/identifiers.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './env.ts';
 
@@ -22,6 +25,18 @@ export interface Harness {
   schema: string;
   /** A validated config with connection `sim` and the given jobs (targets default into `schema`). */
   config(jobs: Record<string, unknown>, connection?: Record<string, unknown>): EtlConfig;
+  /**
+   * Runs one attempt of job `name` of `config` in the foreground (runAttempt, docs/architecture.md "Flow of one run")
+   * with this harness's pool and Redis and a silent logger; `options` adds to them or overrides them.
+   * @param request trigger, run key, logical time, parameters (default: a manual run of its own, now)
+   * @throws AttemptFailedError when the attempt fails (see {@link attemptFailure})
+   */
+  run(
+    config: EtlConfig,
+    name: string,
+    request?: AttemptOptions['request'],
+    options?: Partial<Omit<AttemptOptions, 'job' | 'request'>>,
+  ): Promise<AttemptResult>;
   close(): Promise<void>;
 }
 
@@ -80,6 +95,9 @@ export async function startHarness(simOptions: SimulatorOptions = {}): Promise<H
         jobs,
       });
     },
+    run(config, name, request = {}, options = {}) {
+      return runAttempt({ job: resolveJob(config, name), request, pool, redis, logger: silentLogger, ...options });
+    },
     async close() {
       await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await pool.end();
@@ -92,6 +110,20 @@ export async function startHarness(simOptions: SimulatorOptions = {}): Promise<H
 /** A job entry for {@link Harness.config}. */
 export function jobEntry(report: Record<string, unknown>, target: Record<string, unknown>): Record<string, unknown> {
   return { connection: 'sim', report: { mandant: 7777, paging: 1000, ...report }, target };
+}
+
+/**
+ * The error of an attempt that must fail: awaits `attempt` (a runAttempt promise, or one that ends as it does),
+ * expects it to have rejected with an AttemptFailedError and gives that error (docs/architecture.md "Flow of one run").
+ * @throws the assertion's error when the attempt succeeded or rejected with anything else
+ */
+export async function attemptFailure(attempt: Promise<unknown>): Promise<AttemptFailedError> {
+  const err = await attempt.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AttemptFailedError);
+  return err as AttemptFailedError;
 }
 
 /** A value as the tests compare it: canonical strings, timestamps as epoch ms. */
