@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it, vi } from 'vitest';
+import { pagesConnectionName } from '../src/history/page-archive.ts';
 import { runCli } from './support/cli.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';
 import { jobEntry, useHarness } from './support/harness.ts';
@@ -36,8 +37,8 @@ describe('a connection lost while a command runs', () => {
         async () => {
           const { rows } = await h.pool.query<{ ended: boolean }>(
             `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
-              WHERE application_name = 'report-etl pages' AND $1 = ANY(pg_blocking_pids(pid))`,
-            [lockPid],
+              WHERE application_name = $2 AND $1 = ANY(pg_blocking_pids(pid))`,
+            [lockPid, pagesConnectionName(attemptId)],
           );
           expect(rows.map((r) => r.ended)).toEqual([true]);
         },

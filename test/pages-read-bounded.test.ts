@@ -7,6 +7,7 @@ import pg from 'pg';
 import { describe, expect, it, vi } from 'vitest';
 import { AttemptFailedError } from '../src/pipeline/attempt.ts';
 import type { AttemptOptions } from '../src/pipeline/run-attempt.ts';
+import { pagesConnectionName } from '../src/history/page-archive.ts';
 import { DATABASE_URL, uniqueName } from './support/env.ts';
 import { jobEntry, useHarness, type Harness } from './support/harness.ts';
 
@@ -47,13 +48,13 @@ describe('kept pages read behind a lock', () => {
         (err: unknown) => ({ err, whileLocked: lockHeld }),
       );
       const lockPid = (await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-      // The replay's reading connection waits for the lock: then it is told to stop, as a shutdown tells it.
+      // The replay's reading connection waits for the lock: then it is told to stop, as a shutdown tells it. Other
+      // files' connections of kept pages may wait too: the name tells this one's (the kept attempt's).
       await vi.waitFor(
         async () => {
           const { rows } = await h.pool.query(
-            `SELECT 1 FROM pg_stat_activity
-              WHERE application_name = 'report-etl pages' AND $1 = ANY(pg_blocking_pids(pid))`,
-            [lockPid],
+            `SELECT 1 FROM pg_stat_activity WHERE application_name = $2 AND $1 = ANY(pg_blocking_pids(pid))`,
+            [lockPid, pagesConnectionName(kept.attemptId)],
           );
           expect(rows).toHaveLength(1);
         },
@@ -72,9 +73,10 @@ describe('kept pages read behind a lock', () => {
       // Nothing of the kept pages' reading is left waiting for the lock.
       await vi.waitFor(
         async () => {
-          const { rows } = await h.pool.query(`SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [
-            lockPid,
-          ]);
+          const { rows } = await h.pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE application_name = $2 AND $1 = ANY(pg_blocking_pids(pid))`,
+            [lockPid, pagesConnectionName(kept.attemptId)],
+          );
           expect(rows).toHaveLength(0);
         },
         { timeout: 30_000, interval: 50 },

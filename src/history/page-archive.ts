@@ -234,3 +234,11 @@ export async function pruneKeptPages(
   }
   return deleted;
 }
+
+/**
+ * The application_name of the connection that stores or reads the kept pages of attempt `attemptId`
+ * (`report-etl pages <attempt id>`, 53 characters): pg_stat_activity tells whose pages a waiting session is about.
+ */
+export function pagesConnectionName(attemptId: string): string {
+  return `report-etl pages ${attemptId}`;
+}

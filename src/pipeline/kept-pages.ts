@@ -18,6 +18,7 @@ import {
   getArchive,
   keptPageExists,
   listKeptPages,
+  pagesConnectionName,
   readPageChunk,
   type AttemptArchive,
   type KeptPage,
@@ -54,7 +55,7 @@ export interface KeptPages extends Pick<ReportClient, 'openPage'> {
  *   the pages were deleted since `archive` was read; the database's errors
  */
 export async function openKeptPages(pool: pg.Pool, archive: AttemptArchive): Promise<KeptPages> {
-  const client = new pg.Client({ ...pool.options, application_name: 'report-etl pages' });
+  const client = new pg.Client({ ...pool.options, application_name: pagesConnectionName(archive.attemptId) });
   client.on('error', () => undefined); // a broken connection fails the query that uses it
   await client.connect();
   try {

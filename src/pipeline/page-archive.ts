@@ -23,6 +23,7 @@ import {
   completeArchive,
   finishPage,
   insertPageChunk,
+  pagesConnectionName,
   type PageCodec,
 } from '../history/page-archive.ts';
 import { EtlError, throwIfAborted } from '../errors.ts';
@@ -132,7 +133,7 @@ export function makePageArchive(o: PageArchiveOptions): PageArchive {
       completed = false;
       if (!client) {
         throwIfAborted(o.signal);
-        const c = new pg.Client({ ...o.pool.options, application_name: 'report-etl pages' });
+        const c = new pg.Client({ ...o.pool.options, application_name: pagesConnectionName(o.attemptId) });
         c.on('error', (err) => o.logger.warn({ err: err.message }, "the page archive's connection broke"));
         try {
           await c.connect();
