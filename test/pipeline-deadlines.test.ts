@@ -156,7 +156,8 @@ it('an attempt whose pages trickle past maxRunMs fails with RUN_TIMEOUT, the loa
   const config = h.config({
     [name]: ordersJob(
       { outputType: 'txt', parameters: { SIM_FAULT: 'trickle', SIM_FAULT_PAGE: '3' } },
-      { maxRunMs: 2_000 },
+      // Time for PostgreSQL to take pages 1 and 2 whole on a busy machine before the deadline: then it waits for rows.
+      { maxRunMs: 4_000 },
     ),
   });
   const { err, error } = await failingRun(config, name);
@@ -165,7 +166,7 @@ it('an attempt whose pages trickle past maxRunMs fails with RUN_TIMEOUT, the loa
     stage: 'load',
     error_kind: 'RUN_TIMEOUT',
     retryable: true,
-    details: { limitMs: 2_000 },
+    details: { limitMs: 4_000 },
   });
   expect(err.message).toMatch(/it was at stage load, 2 pages had been read completely \(\d+ bytes had arrived\)/);
   // COPY waited for this process's rows, not PostgreSQL for anything: the abort ended it, no statement was cancelled.
