@@ -222,6 +222,8 @@ it(
     const noKey = await cli(['validate', '-c', local], { [SECRET_KEY_ENV]: '' });
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toContain('REPORT_ETL_SECRET_KEY is not set');
+    // The path names the field once: `connections.u.auth: authorization_code keeps …`.
+    expect(noKey.stderr).toContain('connections.u.auth: authorization_code keeps the refresh token encrypted');
     const loginNoKey = await cli(['login', 'u', '-c', local], { [SECRET_KEY_ENV]: '' });
     expect(loginNoKey.code).toBe(2);
     expect(loginNoKey.stderr).toContain('REPORT_ETL_SECRET_KEY is not set');

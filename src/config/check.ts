@@ -87,10 +87,7 @@ function extraChecks(
     const keyProblem =
       get(data, [...path, 'auth']) === 'authorization_code' ? secretKeyProblem(env[SECRET_KEY_ENV]) : undefined;
     if (keyProblem !== undefined)
-      add(
-        [...path, 'auth'],
-        `auth: authorization_code keeps the refresh token encrypted in PostgreSQL, but ${keyProblem}`,
-      );
+      add([...path, 'auth'], `authorization_code keeps the refresh token encrypted in PostgreSQL, but ${keyProblem}`);
   }
   const alerts = get(data, ['alerts']);
   for (const name of isObj(alerts) ? Object.keys(alerts) : []) {
