@@ -447,7 +447,12 @@ export const jobSchema = z
   .object({
     connection: z.string().min(1).describe('Name of an entry under connections.'),
     schedule: z.string().optional().describe('Cron expression (5 or 6 fields); no schedule means manual runs only.'),
-    timezone: z.string().optional().describe("Time zone of the schedule; defaults to the connection's."),
+    timezone: z
+      .string()
+      .optional()
+      .describe(
+        "Time zone of the schedule and of the dates its %{...} templates render; defaults to the connection's.",
+      ),
     catchup: z
       .union([z.enum(['none', 'latest']), z.object({ all: z.string().describe('Window, e.g. 2d or 12h') }).strict()])
       .default('none')

@@ -108,7 +108,9 @@ export function runParameters(
 
 /**
  * The period a run replaces: jobs.yaml's `target.replaceRange` with its `from` and `to` templates rendered in the
- * job's zone for the run's logical time (docs/loaded-tables.md "Replacing one period"); undefined without one.
+ * job's zone for the run's logical time (docs/loaded-tables.md "Replacing one period"); undefined without one. The
+ * bounds carry no zone: the load reads them in the connection's, as the ERP reads the report's parameters
+ * (docs/loaded-tables.md "Bounds and time zones").
  * @throws ConfigError naming the bound for an unknown time name or a malformed offset
  */
 export function runRange(job: ResolvedJob, time: LogicalTime): ReplaceRange | undefined {

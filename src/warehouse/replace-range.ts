@@ -3,7 +3,10 @@
  * only the target's rows whose range column lies in [from, to) and inserts the run's rows, in the load transaction, so
  * that readers see the old period until the commit and the new one after it, never a half-replaced one. Every row of
  * the run must lie in the range: one outside it would survive the next run's delete as a duplicate, so it fails the run
- * (RANGE_VIOLATION) before the target is touched. Bounds are compared as the column's type (date, timestamptz, text …).
+ * (RANGE_VIOLATION) before the target is touched. Bounds are compared as the column's type (date, timestamptz, text …),
+ * in the load transaction's TimeZone, the connection's: a bound without offset, rendered in the job's zone, is read on
+ * the ERP's clock as the ERP reads the same text in the report's parameters, so that the period replaced is the one the
+ * report returned (docs/loaded-tables.md "Bounds and time zones").
  */
 import type pg from 'pg';
 import { EtlError } from '../errors.ts';
