@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { completeAttempt } from '../src/history/attempts.ts';
-import { silentLogger } from '../src/logger.ts';
+import { silentLogger, type Logger } from '../src/logger.ts';
 import { backfill } from '../src/queue/backfill.ts';
 import { settableConfig, staticConfig } from '../src/config/live-config.ts';
 import { tickQueueJobId } from '../src/queue/names.ts';
@@ -265,25 +265,36 @@ function recordingTasks() {
   };
 }
 
-it('a tick node-cron fires again in the hour the clocks go back is skipped: one run for that local time', async () => {
-  const job = `${jp}_fallback`;
+/**
+ * Starts a scheduler of one job `<jp>_<name>` (Stock/Levels into the file's schema's table `name`) on `schedule` in
+ * `timezone`, whose ticks a test fires through the returned recording tasks.
+ */
+async function recordedScheduler(
+  name: string,
+  schedule: string,
+  timezone: string,
+  o: { logger?: Logger; now?: () => Date } = {},
+) {
+  const job = `${jp}_${name}`;
   const config = h.config({
-    [job]: {
-      ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.fallback` }),
-      schedule: '15 2 * * *',
-      timezone: 'Europe/Zurich',
-    },
+    [job]: { ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.${name}` }), schedule, timezone },
   });
-  const { logger, lines } = captureLogger('info');
   const tasks = recordingTasks();
   const scheduler = makeScheduler({
     config: staticConfig(config),
     queue,
     pool: h.pool,
-    logger,
+    logger: o.logger ?? silentLogger,
+    ...(o.now ? { now: o.now } : {}),
     createTask: tasks.createTask,
   });
   await scheduler.start();
+  return { job, tasks, scheduler };
+}
+
+it('a tick node-cron fires again in the hour the clocks go back is skipped: one run for that local time', async () => {
+  const { logger, lines } = captureLogger('info');
+  const { job, tasks, scheduler } = await recordedScheduler('fallback', '15 2 * * *', 'Europe/Zurich', { logger });
   // 25 October 2026 in Europe/Zurich: 02:15 CEST, then 02:15 CET an hour later, as node-cron fires them.
   const first = new Date('2026-10-25T00:15:00Z');
   const again = new Date('2026-10-25T01:15:00Z');
@@ -301,23 +312,7 @@ it('a tick node-cron fires again in the hour the clocks go back is skipped: one 
 });
 
 it('a tick fired late (a blocked event loop) is still queued, once', async () => {
-  const job = `${jp}_late`;
-  const config = h.config({
-    [job]: {
-      ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.late` }),
-      schedule: '* * * * * *',
-      timezone: 'UTC',
-    },
-  });
-  const tasks = recordingTasks();
-  const scheduler = makeScheduler({
-    config: staticConfig(config),
-    queue,
-    pool: h.pool,
-    logger: silentLogger,
-    createTask: tasks.createTask,
-  });
-  await scheduler.start();
+  const { job, tasks, scheduler } = await recordedScheduler('late', '* * * * * *', 'UTC');
   // Three ticks two to four seconds late, the first reported twice: each queued, once.
   const now = Math.floor(Date.now() / 1000) * 1000;
   const late = [4, 3, 2].map((s) => new Date(now - s * 1000));
@@ -337,26 +332,12 @@ it('a tick fired late (a blocked event loop) is still queued, once', async () =>
 });
 
 it('a tick missed long ago (a paused process) is left to the catch-up policy, not queued', async () => {
-  const job = `${jp}_paused`;
-  const config = h.config({
-    [job]: {
-      ...jobEntry({ name: 'Stock/Levels' }, { table: `${h.schema}.paused` }),
-      schedule: '* * * * * *',
-      timezone: 'UTC',
-    },
-  });
   const { logger, lines } = captureLogger('warn');
-  const tasks = recordingTasks();
   // The scheduler's clock says two minutes later than the tick node-cron reports: as after a long pause.
-  const scheduler = makeScheduler({
-    config: staticConfig(config),
-    queue,
-    pool: h.pool,
+  const { job, tasks, scheduler } = await recordedScheduler('paused', '* * * * * *', 'UTC', {
     logger,
     now: () => new Date(Date.now() + 120_000),
-    createTask: tasks.createTask,
   });
-  await scheduler.start();
   const tick = new Date(Math.floor(Date.now() / 1000) * 1000);
   try {
     await tasks.fireMissed(job, tick);
