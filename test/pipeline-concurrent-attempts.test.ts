@@ -72,6 +72,22 @@ it(
   },
 );
 
+/**
+ * Expects the one attempt of `job` recorded failed with OVERLAP_LOCK_LOST at `stage`, its report job deleted, and
+ * `table` holding only the row it held before (1, 'before').
+ */
+async function expectLockLostUntouched(job: string, table: string, stage: string): Promise<void> {
+  const { rows } = await h.pool.query(`SELECT count(*)::int AS n, min(kunde) AS k FROM ${table}`);
+  expect(rows[0]).toEqual({ n: 1, k: 'before' });
+  expect(h.sim.counters().openJobs).toEqual([]);
+  const recorded = await h.pool.query(
+    `SELECT r.status, e.error_kind, e.stage FROM etl.attempts r JOIN etl.run_errors e USING (attempt_id)
+      WHERE r.job = $1`,
+    [job],
+  );
+  expect(recorded.rows).toEqual([{ status: 'failed', error_kind: 'OVERLAP_LOCK_LOST', stage }]);
+}
+
 it(
   'an attempt whose overlap lock was lost before the commit rolls back, ' + 'deletes its report job and is retryable',
   async () => {
@@ -102,15 +118,7 @@ it(
       expect((err as Error).message).toMatch(
         /its rows are not committed; the run is retried while it has attempts left/,
       );
-      const { rows } = await h.pool.query(`SELECT count(*)::int AS n, min(kunde) AS k FROM ${table}`);
-      expect(rows[0]).toEqual({ n: 1, k: 'before' });
-      expect(h.sim.counters().openJobs).toEqual([]);
-      const recorded = await h.pool.query(
-        `SELECT r.status, e.error_kind, e.stage FROM etl.attempts r JOIN etl.run_errors e USING ` +
-          `(attempt_id) WHERE r.job = $1`,
-        [job],
-      );
-      expect(recorded.rows).toEqual([{ status: 'failed', error_kind: 'OVERLAP_LOCK_LOST', stage: 'commit' }]);
+      await expectLockLostUntouched(job, table, 'commit');
     } finally {
       await lock.release();
       await h.redis.del(key);
@@ -152,15 +160,7 @@ it(
       const progress = readProgress((await getAttempt(h.pool, err.attemptId))!.progress)!;
       expect(progress.pages).toBe(60);
       expect(progress.pagesRead).toBeLessThan(30);
-      const { rows } = await h.pool.query(`SELECT count(*)::int AS n, min(kunde) AS k FROM ${table}`);
-      expect(rows[0]).toEqual({ n: 1, k: 'before' });
-      expect(h.sim.counters().openJobs).toEqual([]);
-      const recorded = await h.pool.query(
-        `SELECT r.status, e.error_kind, e.stage FROM etl.attempts r JOIN etl.run_errors e USING ` +
-          `(attempt_id) WHERE r.job = $1`,
-        [job],
-      );
-      expect(recorded.rows).toEqual([{ status: 'failed', error_kind: 'OVERLAP_LOCK_LOST', stage: 'load' }]);
+      await expectLockLostUntouched(job, table, 'load');
     } finally {
       h.sim.setFaults({});
       await lock.release();
