@@ -249,16 +249,23 @@ it('merge keys include the mandant: equal booking numbers of two mandants are tw
   h.sim.setRevision(0);
 });
 
-it('replaceRange with a list of mandants replaces the range of the run mandant alone', async () => {
-  const job = `${jp}_range`;
-  const table = `${h.schema}.bookings_range`;
+/** Bookings of mandants 7001 and 7002 into `table`, asking for and replacing the 3 days before the tick. */
+function rangeConfig(job: string, table: string) {
   const from = '%{logicalEnd-3d:yyyy-MM-dd}';
   const to = '%{logicalEnd:yyyy-MM-dd}';
-  const config = bookingsConfig(job, table, [7001, 7002], {
+  return bookingsConfig(job, table, [7001, 7002], {
     parameters: { FROM: from, TO: to },
     target: { replaceRange: { column: 'buchungstag', from, to } },
   });
-  const at = (n: number) => ({ scheduledFor: new Date(Date.UTC(2026, 0, 10 + n, 3)).toISOString() });
+}
+
+/** The request of the nightly run `n` days after 2026-01-10 03:00 UTC. */
+const at = (n: number) => ({ scheduledFor: new Date(Date.UTC(2026, 0, 10 + n, 3)).toISOString() });
+
+it('replaceRange with a list of mandants replaces the range of the run mandant alone', async () => {
+  const job = `${jp}_range`;
+  const table = `${h.schema}.bookings_range`;
+  const config = rangeConfig(job, table);
   h.sim.setRevision(0);
   for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m), at(0))).status).toBe('succeeded');
   h.sim.setRevision(1);
@@ -275,13 +282,7 @@ it('replaceRange with a list of mandants replaces the range of the run mandant a
 it("a mandant's row outside the period fails its run naming the mandant, row, value and period", async () => {
   const job = `${jp}_outside`;
   const table = `${h.schema}.bookings_outside`;
-  const from = '%{logicalEnd-3d:yyyy-MM-dd}';
-  const to = '%{logicalEnd:yyyy-MM-dd}';
-  const config = bookingsConfig(job, table, [7001, 7002], {
-    parameters: { FROM: from, TO: to },
-    target: { replaceRange: { column: 'buchungstag', from, to } },
-  });
-  const at = (n: number) => ({ scheduledFor: new Date(Date.UTC(2026, 0, 10 + n, 3)).toISOString() });
+  const config = rangeConfig(job, table);
   h.sim.setRevision(0);
   for (const m of [7001, 7002]) expect((await h.run(config, subjectName(job, m), at(0))).status).toBe('succeeded');
   const before = await loaded(table, 7002);
