@@ -185,3 +185,25 @@ it('says what an interrupted attempt without a timeline had done and where it st
   // Its own axis: 11.9 s long, not a sliver of a longer one.
   expect(unknown).toContain('>10 s</text>');
 });
+
+it('says of a running attempt whose server still renders its report how many polls it made, not "page 0"', () => {
+  const progress = { page: 0, pagesRead: 0, pages: null, rows: 0, polls: 12, at: '2026-11-24T02:15:30.000Z' };
+  const out = timelineChart(
+    [
+      {
+        heading: html`Attempt 1`,
+        status: 'running',
+        startedAt: new Date('2026-11-24T02:15:00Z'),
+        finishedAt: null,
+        timeline: null,
+        done: { pages: null, rows: null, reportJobStarted: true, progress },
+      },
+    ],
+    { now: new Date('2026-11-24T02:16:00Z') },
+  ).value;
+  expect(out).toContain(
+    '<strong>So far:</strong> the server renders the report (12 polls so far) (as last recorded, 30.0 s after its ' +
+      'start); nothing committed yet.',
+  );
+  expect(out).not.toContain('page 0');
+});

@@ -15,6 +15,7 @@ import { silentLogger } from '../src/logger.ts';
 import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { overlapLockKey } from '../src/queue/names.ts';
 import { tryOverlapLock } from '../src/queue/overlap-lock.ts';
+import { ReportSlots } from '../src/report-api/report-slots.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { waitFor } from './support/queue-env.ts';
@@ -163,6 +164,45 @@ it(
       await expectLockLostUntouched(job, table, 'load');
     } finally {
       h.sim.setFaults({});
+      await lock.release();
+      await h.redis.del(key);
+    }
+  },
+);
+
+it(
+  'an attempt whose overlap lock is lost while it waits for a report slot is recorded failed OVERLAP_LOCK_LOST ' +
+    'once it has one, retryable, with nothing started on the server',
+  async () => {
+    const job = uniqueName('lostslot');
+    const config = h.config(
+      { [job]: jobEntry({ name: 'Sales/Orders', parameters: { ROWS: '10' } }, { table: `${h.schema}.orders_slot` }) },
+      { maxConcurrentReports: 1 },
+    );
+    const prefix = uniqueName('os');
+    const slots = new ReportSlots(h.redis, { prefix, pollMs: 100 });
+    const key = overlapLockKey(prefix, job);
+    const lock = (await tryOverlapLock(h.redis, key, 'queue-job-1', silentLogger, 600))!;
+    // The connection's one slot is another run's.
+    const other = await slots.acquire('sim', 1);
+    const created = h.sim.counters().jobsCreated;
+    try {
+      const pending = h.run(config, job, { runKey: uniqueName('tick') }, { exclusive: lock, slots });
+      pending.catch(() => undefined); // awaited below, after the slot is freed
+      // Redis loses the key while the attempt waits: its renewal finds it lost.
+      await h.redis.del(key);
+      await waitFor('the lock found lost', () => lock.lost.aborted);
+      await other.release();
+      const err = await attemptFailure(pending);
+      expect(err).toMatchObject({ code: 'OVERLAP_LOCK_LOST', retryable: true });
+      const recorded = await h.pool.query(
+        `SELECT r.status, e.error_kind FROM etl.attempts r JOIN etl.run_errors e USING (attempt_id) WHERE r.job = $1`,
+        [job],
+      );
+      expect(recorded.rows).toEqual([{ status: 'failed', error_kind: 'OVERLAP_LOCK_LOST' }]);
+      expect(h.sim.counters().jobsCreated).toBe(created);
+    } finally {
+      await other.release();
       await lock.release();
       await h.redis.del(key);
     }

@@ -292,24 +292,38 @@ async function recordedScheduler(
   return { job, tasks, scheduler };
 }
 
-it('a tick node-cron fires again in the hour the clocks go back is skipped: one run for that local time', async () => {
-  const { logger, lines } = captureLogger('info');
-  const { job, tasks, scheduler } = await recordedScheduler('fallback', '15 2 * * *', 'Europe/Zurich', { logger });
-  // 25 October 2026 in Europe/Zurich: 02:15 CEST, then 02:15 CET an hour later, as node-cron fires them.
-  const first = new Date('2026-10-25T00:15:00Z');
-  const again = new Date('2026-10-25T01:15:00Z');
-  try {
-    await tasks.fire(job, first);
-    await tasks.fire(job, again);
-  } finally {
-    await scheduler.close();
-  }
-  expect(await queue.getJob(tickQueueJobId(job, first))).toBeDefined();
-  expect(await queue.getJob(tickQueueJobId(job, again))).toBeUndefined();
-  const skipped = lines.filter((l) => String(l.msg).startsWith('tick skipped')).map((l) => String(l.tick));
-  expect(skipped).toEqual([again.toISOString()]);
-  await (await queue.getJob(tickQueueJobId(job, first)))?.remove();
-});
+it(
+  'a local time the clocks repeat, which node-cron fires at its second coming only, is queued for its first: ' +
+    'one run, no day without one',
+  async () => {
+    const { logger, lines } = captureLogger('info');
+    const { job, tasks, scheduler } = await recordedScheduler('fallback', '15 2 * * *', 'Europe/Zurich', { logger });
+    // 25 October 2026 in Europe/Zurich: 02:15 CEST, then 02:15 CET an hour later. node-cron fires the second alone
+    // (test/queue-time.test.ts); the tick is the first.
+    const first = new Date('2026-10-25T00:15:00Z');
+    const again = new Date('2026-10-25T01:15:00Z');
+    try {
+      await tasks.fire(job, again);
+      const queued = await queue.getJob(tickQueueJobId(job, first));
+      expect(queued?.data).toMatchObject({ scheduledFor: first.toISOString(), logicalEnd: first.toISOString() });
+      // Were both fired, the tick would still be queued once.
+      await tasks.fire(job, first);
+      await tasks.fire(job, again);
+    } finally {
+      await scheduler.close();
+    }
+    const queued = await queue.getJob(tickQueueJobId(job, first));
+    expect(await queue.getJob(tickQueueJobId(job, again))).toBeUndefined();
+    const repeated = lines.filter((l) => String(l.msg).startsWith('tick of a local time the clocks repeated'));
+    expect(repeated.map((l) => [l.fired, l.tick])).toEqual([
+      [again.toISOString(), first.toISOString()],
+      [again.toISOString(), first.toISOString()],
+    ]);
+    const added = lines.filter((l) => l.msg === 'tick: run queued').map((l) => String(l.tick));
+    expect(added).toEqual([first.toISOString()]);
+    await queued?.remove();
+  },
+);
 
 it('a tick fired late (a blocked event loop) is still queued, once', async () => {
   const { job, tasks, scheduler } = await recordedScheduler('late', '* * * * * *', 'UTC');

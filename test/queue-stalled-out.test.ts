@@ -8,14 +8,17 @@
 import { Worker } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { afterAll, expect, it } from 'vitest';
+import { EtlError } from '../src/errors.ts';
 import { failAttempt } from '../src/history/attempts.ts';
 import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { getRun } from '../src/history/runs.ts';
 import { enqueueManual } from '../src/queue/manual-run.ts';
+import { recordUnrunFailure } from '../src/queue/given-up.ts';
 import { QUEUE_NAME } from '../src/queue/names.ts';
 import type { QueuedRun } from '../src/queue/queue.ts';
 import type { RunWorker } from '../src/queue/worker.ts';
 import { uniqueName } from './support/env.ts';
+import { jobEntry } from './support/harness.ts';
 import { insertTestAttempt, useQueueBench, waitFor, waitForQueueJob, workerOf } from './support/queue-env.ts';
 
 const jp = uniqueName('stallout');
@@ -122,3 +125,45 @@ it(
   },
   60_000,
 );
+
+it('a run given up of a replaceRange job keeps its period: a later success of that period supersedes it', async () => {
+  const periodJob = `${jp}_period`;
+  const from = '%{logicalEnd-3d:yyyy-MM-dd}';
+  const to = '%{logicalEnd:yyyy-MM-dd}';
+  const config = h.config({
+    [periodJob]: jobEntry(
+      { name: 'Finance/Bookings', parameters: { FROM: from, TO: to } },
+      {
+        table: `${h.schema}.bookings_period`,
+        mode: 'replace',
+        columns: { buchungstag: 'date' },
+        replaceRange: { column: 'buchungstag', from, to },
+      },
+    ),
+  });
+  // Given up (RUN_STALLED, as recordStalledOut and the janitor record it) at its tick of 03:00 on 10 January.
+  const runKey = randomUUID();
+  const attemptId = await recordUnrunFailure(
+    h.pool,
+    config,
+    { succeeded: async () => undefined, failed: async () => undefined },
+    {
+      job: periodJob,
+      runKey,
+      trigger: 'schedule',
+      scheduledFor: new Date('2026-01-10T03:00:00Z'),
+      error: new EtlError('RUN_STALLED', 'the queue gave this run up', { retryable: false, stage: 'start' }),
+      worker: 'alive:2',
+    },
+  );
+  const { rows } = await h.pool.query<{ request: { replaceRange?: unknown } }>(
+    'SELECT request FROM etl.attempts WHERE attempt_id = $1',
+    [attemptId],
+  );
+  expect(rows[0]!.request.replaceRange).toEqual({ column: 'buchungstag', from: '2026-01-07', to: '2026-01-10' });
+  // A later run of the same period [2026-01-07, 2026-01-10) succeeds: nothing is left to replay.
+  const later = await h.run(config, periodJob, { scheduledFor: '2026-01-10T05:00:00.000Z' });
+  expect(later.status).toBe('succeeded');
+  const failed = await failedRunsToReplay(h.pool, { job: periodJob });
+  expect(failed.map((f) => [f.run_key, f.superseded_by_run_key])).toEqual([[runKey, later.runKey]]);
+}, 60_000);

@@ -1,5 +1,6 @@
 /** Job ids, cron ticks and logical time in parameters (src/queue/names.ts, cron-ticks.ts, logical-time.ts). */
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
+import { createTask } from 'node-cron';
 import { cronTicks } from '../src/config/cron-ticks.ts';
 import { formatZoned, hasTemplate, parseZonedDate, renderParameters } from '../src/pipeline/logical-time.ts';
 import { compactIso, replayQueueJobId, tickQueueJobId } from '../src/queue/names.ts';
@@ -137,6 +138,8 @@ it(
     expect(daily.matches(new Date('2026-10-25T01:30:00Z'))).toBe(false);
     expect(daily.previous(new Date('2026-10-26T01:30:00Z'))?.toISOString()).toBe('2026-10-25T00:30:00.000Z');
     expect(daily.next(new Date('2026-10-25T00:30:00Z'))?.toISOString()).toBe('2026-10-26T01:30:00.000Z');
+    expect(daily.firstOf(new Date('2026-10-25T01:30:00Z')).toISOString()).toBe('2026-10-25T00:30:00.000Z');
+    expect(daily.firstOf(new Date('2026-10-25T00:30:00Z')).toISOString()).toBe('2026-10-25T00:30:00.000Z');
     // An hourly schedule: 02:15 CEST, then 03:15 CET two hours later; 02:15 CET is no tick.
     const hourly = cronTicks('15 * * * *', 'Europe/Zurich');
     expect(
@@ -196,4 +199,41 @@ it('moves a template by an offset: d in calendar days of the job zone, h and min
         'offset, e.g. %{logicalEnd-7d:yyyy-MM-dd}; units d, h, min)',
     ]),
   );
+});
+
+it('node-cron fires a repeated local time once, at its second coming, which the scheduler maps back', async () => {
+  // What the scheduler relies on (scheduler.ts onTick): in Europe/Zurich on 25 October 2026, 02:15 comes at 00:15Z
+  // (CEST) and 01:15Z (CET); node-cron fires 01:15Z alone, the hourly task skips 00:15Z.
+  vi.useFakeTimers({ now: new Date('2026-10-24T22:00:00Z') });
+  const fired = { daily: [] as string[], hourly: [] as string[] };
+  const zurich = { timezone: 'Europe/Zurich' };
+  const tasks = [
+    createTask('15 2 * * *', (ctx) => void fired.daily.push(ctx.date.toISOString()), zurich),
+    createTask('15 * * * *', (ctx) => void fired.hourly.push(ctx.date.toISOString()), zurich),
+  ];
+  try {
+    for (const t of tasks) await t.start();
+    await vi.advanceTimersByTimeAsync(5 * 3_600_000);
+  } finally {
+    for (const t of tasks) await t.destroy();
+    vi.useRealTimers();
+  }
+  expect(fired.daily).toEqual(['2026-10-25T01:15:00.000Z']);
+  expect(fired.hourly).toEqual([
+    '2026-10-24T22:15:00.000Z',
+    '2026-10-24T23:15:00.000Z',
+    '2026-10-25T01:15:00.000Z',
+    '2026-10-25T02:15:00.000Z',
+  ]);
+  // Mapped to their first coming, the firings are the ticks cronTicks counts.
+  const hourly = cronTicks('15 * * * *', 'Europe/Zurich');
+  const mapped = fired.hourly.map((t) => hourly.firstOf(new Date(t)).toISOString());
+  const counted = hourly.between(new Date('2026-10-24T22:00:00Z'), new Date('2026-10-25T03:00:00Z')).ticks;
+  expect(counted.map((d) => d.toISOString())).toEqual([
+    '2026-10-24T22:15:00.000Z',
+    '2026-10-24T23:15:00.000Z',
+    '2026-10-25T00:15:00.000Z',
+    '2026-10-25T02:15:00.000Z',
+  ]);
+  expect(mapped).toEqual(counted.map((d) => d.toISOString()));
 });

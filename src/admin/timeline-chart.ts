@@ -14,7 +14,7 @@ import {
   type TimelineStep,
   type TimelineStepName,
 } from '../history/timeline.ts';
-import { stoppedAtWords, type AttemptProgress } from '../history/attempt-progress.ts';
+import { readingWords, stoppedAtWords, type AttemptProgress } from '../history/attempt-progress.ts';
 import { formatCount, html, type SafeHtml } from './html.ts';
 
 /** One attempt to draw. */
@@ -270,10 +270,16 @@ function sinceStart(a: ChartAttempt, p: AttemptProgress): string {
   return `${formatSpan(Math.max(0, Date.parse(p.at) - a.startedAt.getTime()))} after its start`;
 }
 
-/** How far a running attempt's reading got, as last recorded (etl.attempts.progress); nothing before its first page. */
+/**
+ * How far a running attempt got, as last recorded (etl.attempts.progress): its reading, or at page 0 the server's
+ * rendering and its polls; nothing before its first poll.
+ */
 function runningLine(a: ChartAttempt): SafeHtml {
   const p = a.done?.progress;
   if (!p) return html``;
+  if (p.page === 0)
+    return html`<div class="tl-done"><strong>So far:</strong> ${readingWords(p, formatCount)} (as last recorded, \
+${sinceStart(a, p)}); nothing committed yet.</div>`;
   const reading = p.pagesRead >= p.page ? `page ${formatCount(p.page)}` : `reading page ${formatCount(p.page)}`;
   const of = p.pages === null ? '?' : formatCount(p.pages);
   return html`<div class="tl-done"><strong>So far:</strong> ${reading} of ${of}, ${formatCount(p.rows)} rows read \

@@ -24,6 +24,11 @@ export interface CronTicks {
    * fires there a second time; it is no tick.
    */
   repeats(instant: Date): boolean;
+  /**
+   * The first instant of the zone's local time at `instant`: `instant` itself, or where {@link repeats} holds, the
+   * same local time an offset change earlier (02:15 CET on the day the clocks go back: 02:15 CEST, an hour earlier).
+   */
+  firstOf(instant: Date): Date;
   /** Ticks t with from < t <= to, oldest first, at most `limit`; `truncated`: older ones were left out. */
   between(from: Date, to: Date, limit?: number): { ticks: Date[]; truncated: boolean };
   /** The last tick strictly before `tick`. */
@@ -110,10 +115,12 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
   const at = (ms: number) => CronExpressionParser.parse(schedule, { tz: timezone, currentDate: new Date(ms) });
   const offset = makeZoneOffset(timezone);
   /** Whether the local time at `ms` came before: the clocks went back by `back` within 6 h, and `ms - back` read it. */
-  const repeats = (ms: number) => {
+  /** How far the clocks went back before the local time at `ms` came again, or 0 when it comes the first time. */
+  const repeatedBy = (ms: number) => {
     const back = offset(ms - REPEAT_LOOKBACK_MS) - offset(ms);
-    return back > 0 && offset(ms - back) - offset(ms) === back;
+    return back > 0 && offset(ms - back) - offset(ms) === back ? back : 0;
   };
+  const repeats = (ms: number) => repeatedBy(ms) > 0;
   return {
     schedule,
     timezone,
@@ -124,6 +131,7 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
       return next.getTime() === t && !repeats(t);
     },
     repeats: (instant) => repeats(instant.getTime()),
+    firstOf: (instant) => new Date(instant.getTime() - repeatedBy(instant.getTime())),
     between(from, to, limit = MAX_TICKS) {
       const found: Date[] = [];
       // Newest first, so that a limit keeps the most recent ticks; returned oldest first.

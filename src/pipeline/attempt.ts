@@ -63,8 +63,9 @@ export interface ExclusiveLock {
   confirm(): Promise<boolean>;
   /**
    * Aborts, with an {@link OverlapLockLost} reason, once the lock is found lost (another holder, or no key): joined
-   * with the attempt's signal, so that the attempt stops at once, as an abort stops it, and fails with
-   * {@link OverlapLockLostError} at the stage it was at. A store that merely cannot be asked does not abort it.
+   * with the signal of the recorded attempt's steps, so that the attempt stops at once, as an abort stops it, and
+   * fails with {@link OverlapLockLostError} at the stage it was at (lost during the slot wait: at its first step). A
+   * store that merely cannot be asked does not abort it.
    */
   readonly lost?: AbortSignal;
 }

@@ -55,13 +55,8 @@ export {
  */
 export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
   const trace = traceAttempt(o);
-  // The attempt's log lines carry its trace id, from its slot wait on (docs/observability.md "Tracing"). A lost
-  // overlap lock aborts the caller's signal as a shutdown would, with its own reason (recordFailedAttempt).
-  const opts = {
-    ...o,
-    signal: joinSignals(o.signal, o.exclusive?.lost),
-    ...(trace.traceId ? { logger: o.logger.child({ traceId: trace.traceId }) } : {}),
-  };
+  // The attempt's log lines carry its trace id, from its slot wait on (docs/observability.md "Tracing").
+  const opts = trace.traceId ? { ...o, logger: o.logger.child({ traceId: trace.traceId }) } : o;
   try {
     // Kept pages ask nothing of the server: no report slot to wait for.
     const slot = opts.request?.pagesOf === undefined ? await trace.step('slot', () => waitForSlot(opts)) : undefined;
@@ -87,8 +82,10 @@ export async function runAttempt(o: AttemptOptions): Promise<AttemptResult> {
 
 /** The attempt's steps once it may open a report job on the server. */
 async function runWithSlot(o: AttemptOptions, trace: AttemptTrace): Promise<AttemptResult> {
-  // The steps see one signal: the caller's, joined with the attempt's maxRunMs.
-  const deadline = startRunDeadline(deadlinesOf(o.job).maxRunMs, o.signal);
+  // The steps see one signal: the caller's, joined with the attempt's maxRunMs and its lost overlap lock, which aborts
+  // it as a shutdown would, with its own reason (recordFailedAttempt). The slot wait and the record see the caller's
+  // alone: a lock lost before the attempt was recorded fails it, recorded, at its first step, not as nothing at all.
+  const deadline = startRunDeadline(deadlinesOf(o.job).maxRunMs, joinSignals(o.signal, o.exclusive?.lost));
   try {
     return await runSteps(await trace.step('record', () => recordAttempt(o, deadline, trace)));
   } finally {

@@ -8,17 +8,18 @@ import type pg from 'pg';
 import type { Job } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import type { RunAlerts } from '../alerts/run-alerts.ts';
-import { resolveJob } from '../config/load.ts';
+import { resolveJob, type ResolvedJob } from '../config/load.ts';
 import { jobOfSubject } from '../config/mandants.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError, EtlError } from '../errors.ts';
 import { failAttempt, failureOf, hasSucceeded, insertAttempt } from '../history/attempts.ts';
 import { orphanedAttemptsOf } from '../history/orphans.ts';
 import type { Logger } from '../logger.ts';
-import { logicalTimeOf } from '../pipeline/logical-time.ts';
+import { logicalTimeOf, runRange, type LogicalTime } from '../pipeline/logical-time.ts';
 import { shellQuote } from '../shell-quote.ts';
 import type { RunTrigger } from '../vocabulary.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
+import type { ReplaceRange } from '../warehouse/replace-range.ts';
 import type { QueuedRun } from './queue.ts';
 
 /** The run a failure without an attempt of its own belongs to. */
@@ -38,10 +39,19 @@ export interface UnrunFailure {
   worker: string;
 }
 
+/** The rendered period of a run of `job` with target.replaceRange; undefined without one or when a bound fails. */
+function periodOf(job: ResolvedJob, time: LogicalTime): ReplaceRange | undefined {
+  try {
+    return runRange(job, time);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Records `f` as an attempt of its run `failed` at once (the run's newest, so the run reads failed and `replay
- * --failed` finds it), with the interval its run stands for (as an attempt of it would have computed it, in
- * etl.attempts.request; it sent no report request), and sends the failed alert.
+ * --failed` finds it), with the interval its run stands for and with target.replaceRange its period (as an attempt
+ * of it would have computed them, in etl.attempts.request; it sent no report request), and sends the failed alert.
  * @returns the attempt's id
  * @throws EtlError CONFIG_INVALID for a job gone from `config` (nothing recorded); the database's error
  */
@@ -61,7 +71,8 @@ export async function recordUnrunFailure(
     logicalStart: f.logicalStart?.toISOString(),
     logicalEnd: f.logicalEnd?.toISOString(),
   };
-  const time = logicalTimeOf(resolveJob(config, f.job), asked, f.queuedAt ?? new Date());
+  const resolved = resolveJob(config, f.job);
+  const time = logicalTimeOf(resolved, asked, f.queuedAt ?? new Date());
   await insertAttempt(pool, {
     attemptId,
     job: f.job,
@@ -75,6 +86,9 @@ export async function recordUnrunFailure(
       logicalStart: time.logicalStart.toISOString(),
       logicalEnd: time.logicalEnd.toISOString(),
       tick: time.tick.toISOString(),
+      // With target.replaceRange, the period: a later success of the same period supersedes this failure
+      // (history/superseded.ts), as it would an attempt's.
+      replaceRange: periodOf(resolved, time),
     },
   });
   await failAttempt(pool, attemptId, failureOf(f.error, 'start'));

@@ -91,11 +91,18 @@ export function makeScheduler(deps: SchedulerDeps): Scheduler {
     const config = deps.config.current();
     const job = config.jobs[name];
     if (!job?.schedule) return;
-    const tick = new Date(Math.floor(at.getTime() / 1000) * 1000);
-    // node-cron fires again in the hour the zone repeats when its clocks go back: that local time had its tick.
-    if (cronTicks(job.schedule, scheduleZone(config, job)).repeats(tick)) {
-      log.info({ job: name, tick: tick.toISOString() }, 'tick skipped: its local time came before (clocks went back)');
-      return;
+    let tick = new Date(Math.floor(at.getTime() / 1000) * 1000);
+    // Where the clocks go back, node-cron fires a repeated local time once, at its second coming (02:15 CET, not
+    // 02:15 CEST): the tick of that local time is the first (cron-ticks.ts), queued now, an hour late. A firing at
+    // both comings would queue it once: the tick's queue job id is the same.
+    const ticks = cronTicks(job.schedule, scheduleZone(config, job));
+    if (ticks.repeats(tick)) {
+      const fired = tick.toISOString();
+      tick = ticks.firstOf(tick);
+      log.info(
+        { job: name, tick: tick.toISOString(), fired },
+        'tick of a local time the clocks repeated: queued for its first coming (clocks went back)',
+      );
     }
     // One run per mandant of a list job (config/mandants.ts), each queued on its own.
     for (const subject of subjectsOfJob(name, job)) {
