@@ -6,9 +6,11 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
 import { portAcceptsConnections } from '../scripts/lib/service-probes.ts';
+import { deleteKeys } from './support/queue-env.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DEMO_DATA_DIR = fileURLToPath(new URL('../.local/postgres-demo-test', import.meta.url));
@@ -105,6 +107,9 @@ function expectRoundDone(result: DemoResult, startedStores = false): void {
 
 it('loads every sample report, shows the failing one, prints where to look, and exits 0', async () => {
   const result = await runDemo(DATABASE_URL, REDIS_URL);
+  // Its queue's keys, under a prefix of this run's: the suite leaves nothing in the Redis it was given.
+  const redis = new Redis(REDIS_URL);
+  await deleteKeys(redis, result.prefix).finally(() => redis.disconnect());
   expectRoundDone(result);
   expect(result.stdout).toContain(`postgres      using PostgreSQL at ${new URL(DATABASE_URL).host}`);
   expect(result.stdout).toContain(`redis         using Redis at ${new URL(REDIS_URL).host}`);

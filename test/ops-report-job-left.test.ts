@@ -18,13 +18,16 @@ import {
 import { OPEN_REPORT_JOB_GRACE_MS } from '../src/queue/janitor.ts';
 import { uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
-import { janitorOf } from './support/queue-env.ts';
+import { deleteKeys, janitorOf } from './support/queue-env.ts';
 
 let h: Harness;
+/** The janitor's key prefix: its keys are deleted after. */
+const prefix = uniqueName('rjq');
 beforeAll(async () => {
   h = await startHarness();
 });
 afterAll(async () => {
+  if (h) await deleteKeys(h.redis, prefix);
   await h?.close();
 });
 
@@ -67,7 +70,7 @@ it('a sweep deletes the report job of an attempt that committed and died before 
   expect(await getAttempt(h.pool, a.attemptId)).toMatchObject({ status: 'succeeded', report_job_open: true });
 
   let clock = new Date();
-  const janitor = janitorOf(h, config, { prefix: uniqueName('rjq'), now: () => clock });
+  const janitor = janitorOf(h, config, { prefix, now: () => clock });
   try {
     // Just ended: its own DELETE may be under way.
     const early = await janitor.sweep();

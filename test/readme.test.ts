@@ -12,6 +12,7 @@ import { allCommands } from '../src/cli/commands.ts';
 import { runCli } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
+import { deleteKeys } from './support/queue-env.ts';
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 
@@ -42,10 +43,13 @@ it('README.md gives the two commands, and every command it documents exists in t
 });
 
 let h: Harness;
+/** The queue prefix of the commands run as the README writes them: its keys are deleted after. */
+const prefix = uniqueName('readme');
 beforeAll(async () => {
   h = await startHarness();
 });
 afterAll(async () => {
+  if (h) await deleteKeys(h.redis, prefix);
   await h?.close();
 });
 
@@ -75,7 +79,7 @@ it('"One run by hand" works as written: its jobs.yaml validates, runs and shows 
   const env = {
     REPORT_ETL_CONFIG: config,
     REPORT_BASE_URL: h.sim.url,
-    REPORT_ETL_QUEUE_PREFIX: uniqueName('readme'),
+    REPORT_ETL_QUEUE_PREFIX: prefix,
   };
   const out: Record<string, string> = {};
   for (const args of commands) {
