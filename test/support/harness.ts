@@ -96,7 +96,17 @@ export async function startHarness(simOptions: SimulatorOptions = {}): Promise<H
       });
     },
     run(config, name, request = {}, options = {}) {
-      return runAttempt({ job: resolveJob(config, name), request, pool, redis, logger: silentLogger, ...options });
+      // The suite's prefix (global-setup.ts), whose keys its teardown deletes: the access tokens it caches go there.
+      const prefix = process.env.REPORT_ETL_QUEUE_PREFIX;
+      return runAttempt({
+        job: resolveJob(config, name),
+        request,
+        pool,
+        redis,
+        logger: silentLogger,
+        ...(prefix ? { prefix } : {}),
+        ...options,
+      });
     },
     async close() {
       await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
