@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AdminServer } from '../src/admin/server.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { FAILING_MESSAGE } from '../src/simulator/catalogue.ts';
-import { uniqueName } from './support/env.ts';
+import { testPrefix, uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { logInInBrowser, adminServerOf } from './support/admin-login.ts';
 
@@ -29,7 +29,7 @@ let failedAttemptId: string;
 
 beforeAll(async () => {
   h = await startHarness();
-  queue = makeQueue(h.redis, uniqueName('admbq'));
+  queue = makeQueue(h.redis, testPrefix('admbq'));
   const config = h.config({
     [job]: jobEntry({ name: 'Failing', outputType: 'json' }, { table: `${h.schema}.failing` }),
   });

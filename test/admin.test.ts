@@ -24,14 +24,14 @@ import { silentLogger } from '../src/logger.ts';
 import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue } from '../src/queue/queue.ts';
 import { pruneHistory } from '../src/history/retention.ts';
-import { uniqueName } from './support/env.ts';
+import { testPrefix, uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { adminSessionCookie, postLogin, adminServerOf } from './support/admin-login.ts';
 import { insertTestAttempt } from './support/queue-env.ts';
 
 const token = `tok-${randomBytes(12).toString('hex')}`;
 const basic = { user: 'oncall', password: `pw-${randomBytes(8).toString('hex')}` };
-const keyPrefix = `${uniqueName('adm')}:`;
+const keyPrefix = `${testPrefix('adm')}:`;
 // The run history is shared by every test file: our job names are unique, and assertions only look at them.
 const failJob = uniqueName('adm_fail');
 const okJob = uniqueName('adm_ok');

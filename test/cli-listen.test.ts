@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { runCli } from './support/cli.ts';
-import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
+import { DATABASE_URL, REDIS_URL, testPrefix } from './support/env.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -34,7 +34,7 @@ function ownLines(stderr: string): string[] {
 }
 
 it('admin and simulate on a taken port say so in one line and exit 2', async () => {
-  const env = { REPORT_ETL_QUEUE_PREFIX: uniqueName('listen'), LOG_FORMAT: 'json' };
+  const env = { REPORT_ETL_QUEUE_PREFIX: testPrefix('listen'), LOG_FORMAT: 'json' };
   const admin = await runCli(['admin', '--port', String(port)], { env });
   expect(admin.code).toBe(2);
   expect(ownLines(admin.stderr)).toEqual([
@@ -64,7 +64,7 @@ it('the demo whose admin port is taken names ADMIN_PORT', async () => {
         REDIS_URL,
         REPORT_BASE_URL: `http://127.0.0.1:${simPort}`,
         ADMIN_PORT: String(port),
-        REPORT_ETL_QUEUE_PREFIX: uniqueName('listen-demo'),
+        REPORT_ETL_QUEUE_PREFIX: testPrefix('listen-demo'),
       },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

@@ -12,7 +12,7 @@ import { completeAttempt } from '../src/history/attempts.ts';
 import type { AttemptResult } from '../src/pipeline/run-attempt.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { runCli } from './support/cli.ts';
-import { uniqueName } from './support/env.ts';
+import { testPrefix, uniqueName } from './support/env.ts';
 import { jobEntry, startHarness, type Harness } from './support/harness.ts';
 import { insertTestAttempt } from './support/queue-env.ts';
 import { adminServerOf } from './support/admin-login.ts';
@@ -37,7 +37,7 @@ beforeAll(async () => {
     ),
   });
   pdfRun = await h.run(config, jobName, { runKey, trigger: 'manual' });
-  queue = makeQueue(h.redis, uniqueName('q'));
+  queue = makeQueue(h.redis, testPrefix('q'));
   server = await adminServerOf(h, queue, { auth: { token }, keyPrefix: uniqueName('k') });
 }, 60_000);
 

@@ -16,7 +16,7 @@ import { runAttempt } from '../src/pipeline/run-attempt.ts';
 import { overlapLockKey } from '../src/queue/names.ts';
 import { tryOverlapLock } from '../src/queue/overlap-lock.ts';
 import { ReportSlots } from '../src/report-api/report-slots.ts';
-import { uniqueName } from './support/env.ts';
+import { testPrefix, uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { waitFor } from './support/queue-env.ts';
 
@@ -179,7 +179,7 @@ it(
       { [job]: jobEntry({ name: 'Sales/Orders', parameters: { ROWS: '10' } }, { table: `${h.schema}.orders_slot` }) },
       { maxConcurrentReports: 1 },
     );
-    const prefix = uniqueName('os');
+    const prefix = testPrefix('os');
     const slots = new ReportSlots(h.redis, { prefix, pollMs: 100 });
     const key = overlapLockKey(prefix, job);
     const lock = (await tryOverlapLock(h.redis, key, 'queue-job-1', silentLogger, 600))!;

@@ -12,7 +12,7 @@ import type { AdminServer } from '../src/admin/server.ts';
 import type { EtlConfig } from '../src/config/schema.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { SECRET_KEY_ENV } from '../src/secret-box.ts';
-import { uniqueName } from './support/env.ts';
+import { testPrefix } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 import { logInInBrowser, adminServerOf } from './support/admin-login.ts';
 
@@ -29,7 +29,7 @@ let config: EtlConfig;
 beforeAll(async () => {
   process.env[SECRET_KEY_ENV] = randomBytes(32).toString('hex');
   h = await startHarness();
-  queue = makeQueue(h.redis, uniqueName('ulbq'));
+  queue = makeQueue(h.redis, testPrefix('ulbq'));
   server = await adminServerOf(h, queue, { auth: { token }, connections: () => config.connections });
   config = h.config(
     {},

@@ -16,7 +16,7 @@ import type { AdminServer } from '../src/admin/server.ts';
 import { validateConfigText } from '../src/config/load.ts';
 import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { SECRET_KEY_ENV } from '../src/secret-box.ts';
-import { DATABASE_URL, REDIS_URL, uniqueName } from './support/env.ts';
+import { DATABASE_URL, REDIS_URL, testPrefix } from './support/env.ts';
 import { startHarness, type Harness } from './support/harness.ts';
 import { loginOnSimulator } from './support/user-login.ts';
 import { adminServerOf } from './support/admin-login.ts';
@@ -32,7 +32,7 @@ const previousKey = process.env[SECRET_KEY_ENV];
 
 beforeAll(async () => {
   h = await startHarness();
-  queue = makeQueue(h.redis, uniqueName('ulcq'));
+  queue = makeQueue(h.redis, testPrefix('ulcq'));
   dir = await mkdtemp(join(tmpdir(), 'report-etl-login-'));
   configPath = join(dir, 'jobs.yaml');
   const yaml = (redirectUri: string) => `connections:

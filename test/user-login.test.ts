@@ -15,7 +15,7 @@ import { makeQueue, type RunQueue } from '../src/queue/queue.ts';
 import { LoginFailedError } from '../src/report-api/index.ts';
 import { secretKeyFromEnv, SECRET_KEY_ENV } from '../src/secret-box.ts';
 import { DEFAULT_CLIENTS } from '../src/simulator/index.ts';
-import { uniqueName } from './support/env.ts';
+import { testPrefix, uniqueName } from './support/env.ts';
 import { attemptFailure, type Harness, jobEntry, startHarness } from './support/harness.ts';
 import { captureAll, loginOnSimulator, redisDump } from './support/user-login.ts';
 import { adminServerOf } from './support/admin-login.ts';
@@ -46,7 +46,7 @@ beforeAll(async () => {
   });
   // Rows another test file left for a simulator that had this port before (connection names repeat across files).
   await h.pool.query('DELETE FROM etl.connection_logins WHERE base_url = $1', [h.sim.url]);
-  queue = makeQueue(h.redis, uniqueName('ulq'));
+  queue = makeQueue(h.redis, testPrefix('ulq'));
   // The admin server serves the callback; its port is known only once it listens, so the config follows.
   const current: { config?: EtlConfig } = {};
   admin = await adminServerOf(h, queue, {

@@ -16,3 +16,11 @@ export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export function uniqueName(prefix: string): string {
   return `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 8)}`;
 }
+
+/**
+ * A Redis key prefix of a test's own inside the suite's (`<REPORT_ETL_QUEUE_PREFIX>-test`, global-setup.ts), whose
+ * keys the suite's teardown deletes whether or not the file deletes them: `report-etl-test:adm_1a2b3c4d`.
+ */
+export function testPrefix(name: string): string {
+  return `${process.env.REPORT_ETL_QUEUE_PREFIX || 'report-etl-test'}:${uniqueName(name)}`;
+}
