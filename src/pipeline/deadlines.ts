@@ -126,7 +126,10 @@ export class RunDeadlineReached extends Error {
 
 /** The whole-attempt deadline, running. */
 export interface RunDeadline {
-  /** Aborts when `outer` does (with its reason) or when the deadline passes (with a {@link RunDeadlineReached}). */
+  /**
+   * Aborts when one of the `outer` signals does (with its reason) or when the deadline passes (with a
+   * {@link RunDeadlineReached}).
+   */
   readonly signal: AbortSignal;
   /** `performance.now()` when it passes (the load transaction's timeouts). */
   readonly endsAt: number;
@@ -136,13 +139,15 @@ export interface RunDeadline {
 
 /**
  * Starts the attempt's `maxRunMs` deadline now.
- * @param outer the caller's signal (shutdown, a cancelled queue job), joined with the deadline's
+ * @param outer the signals joined with the deadline's: the caller's (shutdown, a cancelled queue job), the overlap
+ *   lock's `lost`; undefined ones are left out
  */
-export function startRunDeadline(limitMs: number, outer: AbortSignal | undefined): RunDeadline {
+export function startRunDeadline(limitMs: number, ...outer: (AbortSignal | undefined)[]): RunDeadline {
   const own = new AbortController();
   const timer = setTimeout(() => own.abort(new RunDeadlineReached(limitMs)), limitMs);
+  const given = outer.filter((s): s is AbortSignal => s !== undefined);
   return {
-    signal: outer ? AbortSignal.any([outer, own.signal]) : own.signal,
+    signal: given.length ? AbortSignal.any([...given, own.signal]) : own.signal,
     endsAt: performance.now() + limitMs,
     clear: () => clearTimeout(timer),
   };

@@ -85,7 +85,7 @@ async function runWithSlot(o: AttemptOptions, trace: AttemptTrace): Promise<Atte
   // The steps see one signal: the caller's, joined with the attempt's maxRunMs and its lost overlap lock, which aborts
   // it as a shutdown would, with its own reason (recordFailedAttempt). The slot wait and the record see the caller's
   // alone: a lock lost before the attempt was recorded fails it, recorded, at its first step, not as nothing at all.
-  const deadline = startRunDeadline(deadlinesOf(o.job).maxRunMs, joinSignals(o.signal, o.exclusive?.lost));
+  const deadline = startRunDeadline(deadlinesOf(o.job).maxRunMs, o.signal, o.exclusive?.lost);
   try {
     return await runSteps(await trace.step('record', () => recordAttempt(o, deadline, trace)));
   } finally {
@@ -160,11 +160,6 @@ async function loadKeptReport(a: Attempt, pagesOf: string, check: ToLoad): Promi
     await report?.progress?.close();
     await report?.kept.close();
   }
-}
-
-/** One signal that aborts when either does, with its reason; undefined when neither is given. */
-function joinSignals(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
-  return a && b ? AbortSignal.any([a, b]) : (a ?? b);
 }
 
 /** The server's own rendering time from its job's startedAt and finishedAt, in ms, when it gave both. */
