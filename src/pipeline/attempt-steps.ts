@@ -68,8 +68,7 @@ import { AttemptTrace } from './attempt-trace.ts';
 import { connectionAuthStore } from './auth-store.ts';
 import { deadlinesOf, RunDeadlineReached, RunTimeoutError, type RunDeadline } from './deadlines.ts';
 import { jobDecoder } from './job-decoder.ts';
-import { logicalTimeOf, runParameters, runRange } from './logical-time.ts';
-import type { LogicalTime } from '../config/time-template.ts';
+import { attemptInterval, logicalTimeOf, runParameters, runRange } from './logical-time.ts';
 import { openKeptPages, type KeptPages } from './kept-pages.ts';
 import { keepAllPages, makePageArchive, type PageArchive } from './page-archive.ts';
 import { progressTimings, type ProgressTimings } from './progress-timings.ts';
@@ -172,14 +171,8 @@ export async function recordAttempt(
     logicalEnd: logicalTime.logicalEnd,
     parameters: request.parameters,
     traceId: trace.traceId,
-    interval: {
-      logicalStart: logicalTime.logicalStart.toISOString(),
-      logicalEnd: logicalTime.logicalEnd.toISOString(),
-      tick: logicalTime.tick.toISOString(),
-      // The period it replaces decides which later runs supersede a failure of it (history/superseded.ts). A bound
-      // that does not render fails the attempt in checkMayRun, with the attempt recorded.
-      replaceRange: renderedRange(o.job, logicalTime),
-    },
+    // A bound of its period that does not render fails the attempt in checkMayRun, with the attempt recorded.
+    interval: attemptInterval(o.job, logicalTime),
   };
   const waits = { todo: 'the attempt starts', done: 'the attempt is recorded' };
   const number = await untilDatabaseTakesIt(o.logger.child({ job: name }), waits, o.signal, () =>
@@ -206,15 +199,6 @@ export async function recordAttempt(
     logicalTime,
     trace,
   };
-}
-
-/** The attempt's period ({@link runRange}), undefined without target.replaceRange or when a bound does not render. */
-function renderedRange(job: AttemptOptions['job'], time: LogicalTime): ReplaceRange | undefined {
-  try {
-    return runRange(job, time);
-  } catch {
-    return undefined;
-  }
 }
 
 /** What a load needs of {@link checkMayRun}'s findings. */

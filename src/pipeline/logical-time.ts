@@ -6,6 +6,7 @@ import { cronTicks } from '../config/cron-ticks.ts';
 import type { ResolvedJob } from '../config/load.ts';
 import { renderParameters, renderTemplate, type LogicalTime } from '../config/time-template.ts';
 import { ConfigError } from '../errors.ts';
+import type { AttemptStart } from '../history/attempts.ts';
 import type { ReplaceRange } from '../warehouse/replace-range.ts';
 import type { RunRequest } from '../vocabulary.ts';
 
@@ -124,4 +125,24 @@ export function runRange(job: ResolvedJob, time: LogicalTime): ReplaceRange | un
   const range = { column: r.column, from: render('from'), to: render('to') };
   if (problems.length) throw new ConfigError(problems);
   return range;
+}
+
+/**
+ * The interval an attempt of `job` stands for, as etl.attempts.request keeps it (ISO 8601 UTC), and with
+ * target.replaceRange the period it replaces ({@link runRange}), which decides which later runs supersede a failure of
+ * it (history/superseded.ts). A period whose bound does not render is left out: the attempt fails on it, recorded.
+ */
+export function attemptInterval(job: ResolvedJob, time: LogicalTime): NonNullable<AttemptStart['interval']> {
+  let replaceRange: ReplaceRange | undefined;
+  try {
+    replaceRange = runRange(job, time);
+  } catch {
+    replaceRange = undefined;
+  }
+  return {
+    logicalStart: time.logicalStart.toISOString(),
+    logicalEnd: time.logicalEnd.toISOString(),
+    tick: time.tick.toISOString(),
+    replaceRange,
+  };
 }

@@ -8,18 +8,17 @@ import type pg from 'pg';
 import type { Job } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import type { RunAlerts } from '../alerts/run-alerts.ts';
-import { resolveJob, type ResolvedJob } from '../config/load.ts';
+import { resolveJob } from '../config/load.ts';
 import { jobOfSubject } from '../config/mandants.ts';
 import type { EtlConfig } from '../config/schema.ts';
 import { coerceError, EtlError } from '../errors.ts';
 import { failAttempt, failureOf, hasSucceeded, insertAttempt } from '../history/attempts.ts';
 import { orphanedAttemptsOf } from '../history/orphans.ts';
 import type { Logger } from '../logger.ts';
-import { logicalTimeOf, runRange, type LogicalTime } from '../pipeline/logical-time.ts';
+import { attemptInterval, logicalTimeOf } from '../pipeline/logical-time.ts';
 import { shellQuote } from '../shell-quote.ts';
 import type { RunTrigger } from '../vocabulary.ts';
 import { parseTableName } from '../warehouse/identifiers.ts';
-import type { ReplaceRange } from '../warehouse/replace-range.ts';
 import type { QueuedRun } from './queue.ts';
 
 /** The run a failure without an attempt of its own belongs to. */
@@ -37,15 +36,6 @@ export interface UnrunFailure {
   error: EtlError;
   /** Name in etl.attempts.worker: the process that records it. */
   worker: string;
-}
-
-/** The rendered period of a run of `job` with target.replaceRange; undefined without one or when a bound fails. */
-function periodOf(job: ResolvedJob, time: LogicalTime): ReplaceRange | undefined {
-  try {
-    return runRange(job, time);
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -82,14 +72,8 @@ export async function recordUnrunFailure(
     targetTable: `${target.schema}.${target.table}`,
     writeMode: job.target.mode,
     worker: f.worker,
-    interval: {
-      logicalStart: time.logicalStart.toISOString(),
-      logicalEnd: time.logicalEnd.toISOString(),
-      tick: time.tick.toISOString(),
-      // With target.replaceRange, the period: a later success of the same period supersedes this failure
-      // (history/superseded.ts), as it would an attempt's.
-      replaceRange: periodOf(resolved, time),
-    },
+    // With target.replaceRange its period: a later success of the same period supersedes this failure.
+    interval: attemptInterval(resolved, time),
   });
   await failAttempt(pool, attemptId, failureOf(f.error, 'start'));
   await alerts.failed({ job: f.job, runKey: f.runKey, attemptId, trigger: f.trigger, error: f.error });
