@@ -114,8 +114,10 @@ function makeCronTicks(schedule: string, timezone: string): CronTicks {
   /** The expression with its cursor at `ms`. */
   const at = (ms: number) => CronExpressionParser.parse(schedule, { tz: timezone, currentDate: new Date(ms) });
   const offset = makeZoneOffset(timezone);
-  /** Whether the local time at `ms` came before: the clocks went back by `back` within 6 h, and `ms - back` read it. */
-  /** How far the clocks went back before the local time at `ms` came again, or 0 when it comes the first time. */
+  /**
+   * How far the clocks went back before the local time at `ms` came again (they went back by `back` within 6 h, and
+   * `ms - back` read the same), or 0 when it comes the first time.
+   */
   const repeatedBy = (ms: number) => {
     const back = offset(ms - REPEAT_LOOKBACK_MS) - offset(ms);
     return back > 0 && offset(ms - back) - offset(ms) === back ? back : 0;
