@@ -1,5 +1,5 @@
 /** `report-etl simulate`: serves the built-in simulator (docs/architecture.md "Tests") until SIGINT or SIGTERM. */
-import { InvalidArgumentError, type Command } from 'commander';
+import { Help, InvalidArgumentError, type Command } from 'commander';
 import { CONFIG_NOT_READ } from './options.ts';
 import type { Cli } from './types.ts';
 import type { SimulatorOptions } from '../simulator/index.ts';
@@ -35,18 +35,13 @@ interface SimulateFlags {
   pkce: boolean;
 }
 
-/** Words of `text` in lines of at most `width` characters, each after `indent`. */
+/** Words of `text` in lines of at most `width` characters (commander's own wrapping), each after `indent`. */
 function wrap(text: string, width: number, indent: string): string {
-  const lines: string[] = [];
-  let line = '';
-  for (const word of text.split(' ')) {
-    if (line && line.length + 1 + word.length > width) {
-      lines.push(line);
-      line = word;
-    } else line = line ? `${line} ${word}` : word;
-  }
-  if (line) lines.push(line);
-  return lines.map((l) => indent + l).join('\n');
+  return new Help()
+    .boxWrap(text, width)
+    .split('\n')
+    .map((l) => indent + l)
+    .join('\n');
 }
 
 /**
