@@ -55,6 +55,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Default and largest number of runs shown per job on the run list. */
 const RUNS_PER_JOB = { default: 10, max: 200 } as const;
 
+/** The longest run key looked up from a URL. */
+const MAX_RUN_KEY_LENGTH = 200;
+
 /** Parses the run list's query string; unknown or malformed values fall back to "all" / the default. */
 function parseRunListFilter(q: Record<string, unknown>): RunListFilter {
   const job = typeof q.job === 'string' && q.job !== '' && q.job.length <= 200 ? q.job : undefined;
@@ -98,6 +101,10 @@ async function guardTrippedLast(pool: pg.Pool, job: string, runKey: string): Pro
 
 /** Registers the run history routes on `app` (access control is the server's onRequest hook). */
 export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): void {
+  /** The runs whose key is `id`, a path parameter (one longer than any run key asks nothing). */
+  const runsOfKey = (id: string): Promise<RunRow[]> =>
+    id.length > MAX_RUN_KEY_LENGTH ? Promise.resolve([]) : findRunsByKey(deps.pool, id);
+
   app.get('/admin/runs', async (req, reply) => {
     const filter = parseRunListFilter(req.query as Record<string, unknown>);
     const [rows, jobs] = await Promise.all([listRecentRuns(deps.pool, filter), listJobNames(deps.pool)]);
@@ -169,7 +176,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     const run = attempt ? await getRun(deps.pool, attempt.job, attempt.run_key) : undefined;
     if (!attempt || !run) {
       // A run key in the attempt's place (a manual run's is a UUID too): its run's page, when one job has it.
-      const runs = attempt || attemptId.length > 200 ? [] : await findRunsByKey(deps.pool, attemptId);
+      const runs = attempt ? [] : await runsOfKey(attemptId);
       if (runs.length === 1) return reply.redirect(runPath(runs[0]!.job, attemptId), 302);
       return sendText(reply, 404, `no attempt ${attemptId}`);
     }
@@ -223,7 +230,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: RunRoutesDeps): vo
     if (UUID.test(id) && (await getAttempt(deps.pool, id))) return reply.redirect(attemptPath(id), 301);
     // A run key without its job, as `report-etl run` and `runs` print it: the run's page when one job has it
     // (302: a later run of another job may take the same key).
-    const runs = id.length <= 200 ? await findRunsByKey(deps.pool, id) : [];
+    const runs = await runsOfKey(id);
     if (runs.length === 1) return reply.redirect(runPath(runs[0]!.job, id), 302);
     const pages = "a run's page is /admin/runs/<job>/<run key>, an attempt's /admin/attempts/<attempt id>";
     if (runs.length > 1) {
