@@ -114,6 +114,16 @@ export class PageDeadlineReached extends Error {
   }
 }
 
+/**
+ * Starts a page's `pageTimeoutMs` deadline now: `stop` aborts with a {@link PageDeadlineReached} once it passes.
+ * @param limitMs undefined or Infinity: no deadline
+ * @returns the timer, for clearTimeout once the page ended
+ */
+export function startPageDeadline(limitMs: number | undefined, stop: AbortController): NodeJS.Timeout | undefined {
+  if (limitMs === undefined || !Number.isFinite(limitMs)) return undefined;
+  return setTimeout(() => stop.abort(new PageDeadlineReached(limitMs)), limitMs);
+}
+
 /** The reason an attempt's signal carries when `maxRunMs` passed. */
 export class RunDeadlineReached extends Error {
   readonly limitMs: number;

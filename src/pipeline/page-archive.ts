@@ -29,7 +29,7 @@ import {
 import { EtlError, throwIfAborted } from '../errors.ts';
 import { databaseError } from '../warehouse/load-errors.ts';
 import { statementTurns, type StatementTurns } from '../warehouse/load-transaction.ts';
-import { PageDeadlineReached } from './deadlines.ts';
+import { PageDeadlineReached, startPageDeadline } from './deadlines.ts';
 import type { Logger } from '../logger.ts';
 import type { PageStream } from '../report-api/index.ts';
 
@@ -227,10 +227,7 @@ export async function keepAllPages(
   for (let page = 1; page <= announcedPages + 1; page++) {
     throwIfAborted(signal);
     const stop = new AbortController();
-    const deadline =
-      pageTimeoutMs !== undefined && Number.isFinite(pageTimeoutMs)
-        ? setTimeout(() => stop.abort(new PageDeadlineReached(pageTimeoutMs)), pageTimeoutMs)
-        : undefined;
+    const deadline = startPageDeadline(pageTimeoutMs, stop);
     try {
       const stream = await openPage(page, signal ? AbortSignal.any([signal, stop.signal]) : stop.signal);
       if (!stream) {

@@ -16,7 +16,7 @@ import type { PageDecoder } from '../pages/decoder.ts';
 import type { PageStream, ReportClient } from '../report-api/index.ts';
 import { PageCountMismatchError, RowCountMismatchError } from '../warehouse/load-errors.ts';
 import type { RowSource } from '../warehouse/row-source.ts';
-import { PageDeadlineReached, PageTimeoutError } from './deadlines.ts';
+import { PageDeadlineReached, PageTimeoutError, startPageDeadline } from './deadlines.ts';
 import type { KeptPageSink, PageArchive } from './page-archive.ts';
 
 /** A report's rows, with running figures of the download. */
@@ -157,14 +157,6 @@ export function reportRows(
   }
 
   /**
-   * Starts the page's deadline: from now, as the reader turns to it, its request, headers and body must end in time.
-   */
-  function startDeadline(req: PageRequest): void {
-    if (pageTimeoutMs === undefined || !Number.isFinite(pageTimeoutMs)) return;
-    req.deadline = setTimeout(() => req.stop.abort(new PageDeadlineReached(pageTimeoutMs)), pageTimeoutMs);
-  }
-
-  /**
    * The rows of one page, stopping at the first row past the announced `rows=`. Time spent suspended at `yield` is
    * COPY's: the loader pulls the next rows once PostgreSQL took these.
    */
@@ -192,7 +184,8 @@ export function reportRows(
         const pageStarted = performance.now();
         const current = next!;
         next = undefined;
-        startDeadline(current);
+        // The page's deadline, from now, as the reader turns to it: its request, headers and body must end in time.
+        current.deadline = startPageDeadline(pageTimeoutMs, current.stop);
         timings?.pageStarted?.(page, () => decoder.rows);
         const rowsBefore = decoder.rows;
         const bytesBefore = bytes;
