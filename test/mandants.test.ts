@@ -23,7 +23,7 @@ import { jobHealth } from '../src/history/job-health.ts';
 import { failedRunsToReplay } from '../src/history/run-list.ts';
 import { reportData } from '../src/simulator/catalogue.ts';
 import { revertAppendedRun } from '../src/warehouse/revert.ts';
-import { runCli } from './support/cli.ts';
+import { runCli, simConnectionLines } from './support/cli.ts';
 import { uniqueName } from './support/env.ts';
 import { attemptFailure, jobEntry } from './support/harness.ts';
 import { attemptsOf, useQueueBench, waitFor, workerOf } from './support/queue-env.ts';
@@ -404,24 +404,33 @@ it('a report column named like the mandant column fails the first run before any
   expect(rows[0].t).toBeNull();
 });
 
-it('run --mandant runs the mandants asked for, a summary line each; an unknown mandant is a usage error', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'report-etl-mandants-'));
-  const configPath = join(dir, 'jobs.yaml');
-  const table = `${h.schema}.bookings_cli`;
-  const books = `${jp}_books`;
+/**
+ * Writes a jobs.yaml of connection `sim` (the harness's simulator, its secret from SIM_SECRET) and `jobs`, the lines
+ * under `jobs:`; `cli` runs report-etl with the environment it reads.
+ */
+async function cliJobs(
+  jobs: string,
+): Promise<{ configPath: string; cli: (args: string[]) => ReturnType<typeof runCli> }> {
+  const configPath = join(await mkdtemp(join(tmpdir(), 'report-etl-mandants-')), 'jobs.yaml');
   await writeFile(
     configPath,
-    `connections:
-  sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", pollIntervalMs: 20 }
-jobs:
-  ${books}:
+    [...simConnectionLines('${SIM_URL}', 'SIM_SECRET', { pollIntervalMs: 20 }), jobs].join('\n'),
+  );
+  const cli = (args: string[]) => runCli(args, { env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret' } });
+  return { configPath, cli };
+}
+
+it('run --mandant runs the mandants asked for, a summary line each; an unknown mandant is a usage error', async () => {
+  const table = `${h.schema}.bookings_cli`;
+  const books = `${jp}_books`;
+  const { configPath, cli } = await cliJobs(
+    `  ${books}:
     connection: sim
     report: { mandant: [7001, 7002, 7003], name: Finance/Bookings, parameters: { FROM: "2026-01-01",
       TO: "2026-01-08", SIM_FAIL_MANDANT: "7003" } }
     target: { table: ${table}, columns: { buchungstag: date } }
 `,
   );
-  const cli = (args: string[]) => runCli(args, { env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret' } });
   const validate = await cli(['validate', '--config', configPath]);
   expect(validate.code, validate.stderr).toBe(0);
   expect(validate.stdout).toContain(
@@ -451,16 +460,10 @@ jobs:
 });
 
 it("preview of a mandant's run with replaceRange counts and names that mandant's rows of the period", async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'report-etl-mandants-'));
-  const configPath = join(dir, 'jobs.yaml');
   const table = `${h.schema}.bookings_cli_range`;
   const books = `${jp}_rbooks`;
-  await writeFile(
-    configPath,
-    `connections:
-  sim: { baseUrl: "\${SIM_URL}", clientId: demo-client, clientSecret: "\${SIM_SECRET}", pollIntervalMs: 20 }
-jobs:
-  ${books}:
+  const { configPath, cli } = await cliJobs(
+    `  ${books}:
     connection: sim
     report: { mandant: [7001, 7002], name: Finance/Bookings, parameters: { FROM: "2026-01-01", TO: "2026-01-08" } }
     target:
@@ -469,7 +472,6 @@ jobs:
       replaceRange: { column: buchungstag, from: "2026-01-01", to: "2026-01-08" }
 `,
   );
-  const cli = (args: string[]) => runCli(args, { env: { SIM_URL: h.sim.url, SIM_SECRET: 'demo-secret' } });
   const loadedRun = await cli(['run', books, '--config', configPath]);
   expect(loadedRun.code, loadedRun.stderr).toBe(0);
   const preview = await cli(['preview', books, '--mandant', '7002', '--rows', '1', '--config', configPath]);
