@@ -48,18 +48,17 @@ describe('kept pages read behind a lock', () => {
         (err: unknown) => ({ err, whileLocked: lockHeld }),
       );
       const lockPid = (await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-      // The replay's reading connection waits for the lock: then it is told to stop, as a shutdown tells it. Other
-      // files' connections of kept pages may wait too: the name tells this one's (the kept attempt's).
-      await vi.waitFor(
-        async () => {
-          const { rows } = await h.pool.query(
+      /** How many of the kept attempt's pages connections wait for the lock. */
+      const waitingForLock = async () =>
+        (
+          await h.pool.query(
             `SELECT 1 FROM pg_stat_activity WHERE application_name = $2 AND $1 = ANY(pg_blocking_pids(pid))`,
             [lockPid, pagesConnectionName(kept.attemptId)],
-          );
-          expect(rows).toHaveLength(1);
-        },
-        { timeout: 30_000, interval: 50 },
-      );
+          )
+        ).rowCount;
+      // The replay's reading connection waits for the lock: then it is told to stop, as a shutdown tells it. Other
+      // files' connections of kept pages may wait too: the name tells this one's (the kept attempt's).
+      await vi.waitFor(async () => expect(await waitingForLock()).toBe(1), { timeout: 30_000, interval: 50 });
       stop.abort();
       const released = setTimeout(() => {
         lockHeld = false;
@@ -71,16 +70,7 @@ describe('kept pages read behind a lock', () => {
       expect(err).toBeInstanceOf(AttemptFailedError);
       expect((err as AttemptFailedError).code).toBe('ABORTED');
       // Nothing of the kept pages' reading is left waiting for the lock.
-      await vi.waitFor(
-        async () => {
-          const { rows } = await h.pool.query(
-            `SELECT 1 FROM pg_stat_activity WHERE application_name = $2 AND $1 = ANY(pg_blocking_pids(pid))`,
-            [lockPid, pagesConnectionName(kept.attemptId)],
-          );
-          expect(rows).toHaveLength(0);
-        },
-        { timeout: 30_000, interval: 50 },
-      );
+      await vi.waitFor(async () => expect(await waitingForLock()).toBe(0), { timeout: 30_000, interval: 50 });
       expect(Number((await h.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n)).toBe(0);
     } finally {
       lockHeld = false;
